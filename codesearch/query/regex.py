@@ -1,0 +1,107 @@
+"""Compiled regular expressions for verification: RE2 first, a bounded fallback second.
+
+Every content, file-name and symbol pattern runs through `compile_regex`. RE2 (google-re2)
+runs in linear time on any input, so it is used whenever it accepts the pattern. Syntax RE2
+lacks (look-around, back-references, possessive quantifiers) falls back to the `regex` module
+with a time budget per call: a pattern that takes longer raises `RegexTimeout` instead of
+hanging the search (ReDoS).
+
+Semantics, for both engines: patterns are UTF-8; ``^`` and ``$`` match at line boundaries;
+``.`` does not match a newline. Offsets are byte offsets into the UTF-8 text.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import re2
+import regex as _regex
+
+#: Seconds one fallback call (one document) may take before the search gives up on it.
+FALLBACK_TIMEOUT_S = 0.5
+
+
+class RegexError(ValueError):
+    """The pattern is not a valid regular expression for either engine."""
+
+
+class RegexTimeout(RuntimeError):
+    """A fallback pattern ran out of its time budget on one document."""
+
+
+def _re2_options(case_sensitive: bool) -> re2.Options:
+    o = re2.Options()
+    o.log_errors = False
+    o.case_sensitive = case_sensitive
+    o.max_mem = 64 << 20
+    return o
+
+
+@dataclass(frozen=True)
+class CompiledRegex:
+    """A compiled pattern with one interface whichever engine runs it."""
+
+    pattern: str
+    case_sensitive: bool
+    engine: str  # "re2" or "fallback"
+    _re2: object = None
+    _fallback: object = None
+
+    def search(self, data: bytes) -> bool:
+        """True when the pattern occurs in `data`."""
+        if self._re2 is not None:
+            return self._re2.search(data) is not None
+        return next(self.finditer(data), None) is not None
+
+    def finditer(self, data: bytes):
+        """Yield ``(start, end)`` byte offsets of the non-overlapping matches in `data`."""
+        if self._re2 is not None:
+            for m in self._re2.finditer(data):
+                yield m.span()
+            return
+        text = data.decode("utf-8", "surrogateescape")
+        try:
+            spans = [m.span() for m in self._fallback.finditer(text, timeout=FALLBACK_TIMEOUT_S)]
+        except TimeoutError:
+            raise RegexTimeout(f"pattern {self.pattern!r} took longer than {FALLBACK_TIMEOUT_S}s") from None
+        # Character offsets to byte offsets, one pass over the text.
+        pos_c = pos_b = 0
+        for s, e in spans:
+            s_b = pos_b + len(text[pos_c:s].encode("utf-8", "surrogateescape"))
+            e_b = s_b + len(text[s:e].encode("utf-8", "surrogateescape"))
+            pos_c, pos_b = e, e_b
+            yield s_b, e_b
+
+
+@functools.lru_cache(maxsize=512)
+def compile_regex(pattern: str, case_sensitive: bool = True) -> CompiledRegex:
+    """Compile `pattern` with multi-line anchors; raise `RegexError` when no engine accepts it."""
+    try:
+        r = re2.compile("(?m)" + pattern, _re2_options(case_sensitive))
+        return CompiledRegex(pattern, case_sensitive, "re2", _re2=r)
+    except re2.error:
+        re2_reason = _re2_reason(pattern, case_sensitive)
+    flags = _regex.MULTILINE | _regex.V0 | (0 if case_sensitive else _regex.IGNORECASE | _regex.FULLCASE)
+    try:
+        r = _regex.compile(pattern, flags)
+    except (_regex.error, ValueError, OverflowError, RecursionError):
+        raise RegexError(re2_reason) from None
+    return CompiledRegex(pattern, case_sensitive, "fallback", _fallback=r)
+
+
+def compile_literal(text: str, case_sensitive: bool = True) -> CompiledRegex:
+    """A literal substring as a compiled pattern."""
+    return compile_regex(re2.escape(text), case_sensitive)
+
+
+def _re2_reason(pattern: str, case_sensitive: bool) -> str:
+    """RE2's complaint about the pattern as the user wrote it (without our ``(?m)`` prefix)."""
+    try:
+        re2.compile(pattern, _re2_options(case_sensitive))
+        return "invalid regular expression"
+    except re2.error as e:
+        msg = e.args[0] if e.args else str(e)
+    if isinstance(msg, bytes):
+        msg = msg.decode("utf-8", "replace")
+    return f"invalid regular expression: {msg}"
