@@ -44,6 +44,16 @@ class TrigramQuery:
         """Number of leaves, a measure of how complex the query has become."""
         return len(self.trigrams) + sum(s.size() for s in self.subs)
 
+    def satisfied_by(self, trigrams: set[int] | frozenset[int]) -> bool:
+        """True when a document with these trigrams is a candidate."""
+        if self.op == ALL:
+            return True
+        if self.op == NONE:
+            return False
+        if self.op == AND:
+            return self.trigrams <= trigrams and all(s.satisfied_by(trigrams) for s in self.subs)
+        return not self.trigrams.isdisjoint(trigrams) or any(s.satisfied_by(trigrams) for s in self.subs)
+
 
 ALL_QUERY = TrigramQuery(ALL)
 NONE_QUERY = TrigramQuery(NONE)

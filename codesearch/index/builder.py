@@ -1,0 +1,284 @@
+"""Build shards: read sources, apply the indexing rules, invert trigrams, write shard files.
+
+Per file (`ShardBuilder.add`): the rules of SPEC §3 decide whether the content is indexed
+(size, binary, trigram count; ALWAYS_INDEX_FILE_PATTERNS lifts the first and last), the
+language is detected, the distinct folded trigrams of content and path are computed with numpy,
+and the content goes to ctags on a background thread.
+
+Per shard (`ShardBuilder._flush`, when `shard_max_bytes` of content have been gathered):
+documents are ordered (ordinary source first, then tests and docs, then vendored files; by path
+within a class) so early termination keeps the best results; all (trigram, document) pairs are
+inverted with one sort of ``trigram << 32 | doc`` keys (ENGINEERING.md §2.9); each posting list
+becomes a serialized roaring bitmap; the sections of `codesearch.index.format` are written.
+"""
+
+from __future__ import annotations
+
+import array
+import logging
+import os
+import re
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from pyroaring import BitMap
+
+from codesearch.errors import IndexBuildError
+from codesearch.globs import PatternList
+from codesearch.index import format as fmt
+from codesearch.index.language import SKIPPED, detect, rank_class
+from codesearch.index.sources import RepoInfo, SourceFile, open_source
+from codesearch.index.symbols import SymbolExtractor
+from codesearch.index.trigrams import fold, unique_trigrams
+
+log = logging.getLogger(__name__)
+
+# Skip reasons, stored as doc.skip codes.
+INDEXED, TOO_LARGE, TOO_MANY_TRIGRAMS, BINARY = 0, 1, 2, 3
+SKIP_REASONS = {INDEXED: "", TOO_LARGE: "too large", TOO_MANY_TRIGRAMS: "too many trigrams", BINARY: "binary"}
+
+
+@dataclass
+class IndexSettings:
+    """The indexing rules (SPEC §2.1, §3) and build knobs."""
+
+    max_file_size: int = 2097152
+    max_trigram_count: int = 20000
+    always_index: PatternList = field(default_factory=lambda: PatternList.from_env(os.environ.get("ALWAYS_INDEX_FILE_PATTERNS")))
+    shard_max_bytes: int = 100 << 20
+    ctags: bool = True
+    ctags_timeout_s: float = 5.0
+
+
+@dataclass
+class IndexStats:
+    input_bytes: int = 0
+    files: int = 0
+    skipped: int = 0
+    shards: list[str] = field(default_factory=list)
+    postings_bytes: int = 0
+    total_bytes: int = 0
+    seconds: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Doc:
+    path: str
+    size: int
+    mask: int
+    skip: int
+    language: str
+    content: bytes
+    trigrams: np.ndarray
+    name_trigrams: np.ndarray
+    lines: np.ndarray
+    rank: int
+
+
+def shard_prefix(repo: RepoInfo) -> str:
+    """The file-name prefix of a repository's shards: readable, unique by repository id."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", repo.name)[-80:].strip("_.") or "repo"
+    return f"{slug}.{repo.id}"
+
+
+class ShardBuilder:
+    """Builds the shards of one repository into `out_dir`."""
+
+    def __init__(self, out_dir: str, repo: RepoInfo, settings: IndexSettings, stats: IndexStats, progress=None):
+        self.out_dir = out_dir
+        self.repo = repo
+        self.settings = settings
+        self.stats = stats
+        self.progress = progress
+        self.docs: list[_Doc] = []
+        self.content_bytes = 0
+        self.symbols = SymbolExtractor(settings.ctags_timeout_s, enabled=settings.ctags)
+        self.written: list[str] = []
+
+    def add(self, f: SourceFile) -> None:
+        s = self.settings
+        always = s.always_index and s.always_index.matches(f.path)
+        skip, content, trigrams = INDEXED, b"", _EMPTY
+        if f.size > s.max_file_size and not always:
+            skip = TOO_LARGE
+        else:
+            try:
+                content = f.read()
+            except Exception as e:  # an unreadable blob or file: warn and go on
+                self.stats.warnings.append(f"{self.repo.name}/{f.path}: cannot read: {e}")
+                return
+            if b"\0" in content:
+                skip, content = BINARY, b""
+            else:
+                trigrams = unique_trigrams(fold(content))
+                if trigrams.size > s.max_trigram_count and not always:
+                    skip, content, trigrams = TOO_MANY_TRIGRAMS, b"", _EMPTY
+        lines = _EMPTY
+        if skip == INDEXED:
+            nl = np.flatnonzero(np.frombuffer(content, dtype=np.uint8) == 10)
+            lines = np.empty(nl.size + 1, dtype=np.uint32)
+            lines[0] = 0
+            lines[1:] = nl + 1
+            if lines[-1] == len(content) and len(lines) > 1:  # no empty line after a final newline
+                lines = lines[:-1]
+            self.symbols.submit(len(self.docs), f.path, content)
+        lang = SKIPPED if skip else detect(f.path, content)
+        name_tri = unique_trigrams(fold(f.path.encode("utf-8", "replace")))
+        self.docs.append(_Doc(f.path, f.size, f.branch_mask, skip, lang, content, trigrams, name_tri, lines, rank_class(f.path)))
+        self.content_bytes += len(content)
+        self.stats.files += 1
+        self.stats.input_bytes += f.size
+        self.stats.skipped += skip != INDEXED
+        if self.progress:
+            self.progress(f.size)
+        if self.content_bytes >= s.shard_max_bytes:
+            self._flush()
+
+    def finish(self) -> list[str]:
+        if self.docs or not self.written:
+            self._flush()
+        self.symbols.close()
+        return self.written
+
+    def _flush(self) -> None:
+        symbols = self.symbols.collect()
+        order = sorted(range(len(self.docs)), key=lambda i: (self.docs[i].rank, self.docs[i].path))
+        docs = [self.docs[i] for i in order]
+        syms = [symbols.get(i, ()) for i in order]
+        self.docs, self.content_bytes = [], 0
+        path = os.path.join(self.out_dir, f"{shard_prefix(self.repo)}.{len(self.written)}{fmt.SUFFIX}")
+        sections = _sections(self.repo, docs, syms)
+        size = fmt.write_shard(path, sections)
+        self.written.append(path)
+        self.stats.shards.append(path)
+        self.stats.total_bytes += size
+        self.stats.postings_bytes += len(sections["ctg.post"]) + len(sections["ntg.post"])
+
+
+_EMPTY = np.empty(0, dtype=np.uint32)
+
+
+def _offsets(lengths) -> np.ndarray:
+    out = np.zeros(len(lengths) + 1, dtype=np.uint64)
+    np.cumsum(np.asarray(lengths, dtype=np.uint64), out=out[1:])
+    return out
+
+
+def _postings(per_doc: list[np.ndarray]) -> dict[str, object]:
+    """Invert per-document sorted trigram arrays into the four sections of a trigram index."""
+    lengths = np.fromiter((t.size for t in per_doc), dtype=np.int64, count=len(per_doc))
+    if lengths.sum() == 0:
+        return {"keys": _EMPTY, "card": _EMPTY, "offs": np.zeros(1, np.uint64), "post": b""}
+    docs = np.repeat(np.arange(len(per_doc), dtype=np.uint64), lengths)
+    keys = (np.concatenate(per_doc).astype(np.uint64) << np.uint64(32)) | docs
+    keys.sort()
+    tri = (keys >> np.uint64(32)).astype(np.uint32)
+    doc_ids = array.array("I", (keys & np.uint64(0xFFFFFFFF)).astype(np.uint32).tobytes())
+    starts = np.flatnonzero(np.diff(tri)) + 1
+    starts = np.concatenate(([0], starts))
+    ends = np.append(starts[1:], tri.size)
+    blobs = [BitMap(doc_ids[s:e]).serialize() for s, e in zip(starts.tolist(), ends.tolist())]
+    return {
+        "keys": tri[starts],
+        "card": (ends - starts).astype(np.uint32),
+        "offs": _offsets([len(b) for b in blobs]),
+        "post": b"".join(blobs),
+    }
+
+
+def _sections(repo: RepoInfo, docs: list[_Doc], syms: list) -> dict[str, object]:
+    languages = sorted({d.language for d in docs})
+    lang_idx = {l: i for i, l in enumerate(languages)}
+    kinds = sorted({s.kind for ss in syms for s in ss} | {s.parent_kind for ss in syms for s in ss})
+    kind_idx = {k: i for i, k in enumerate(kinds)}
+    paths = [d.path.encode("utf-8", "replace") for d in docs]
+    flat_syms = [s for ss in syms for s in ss]
+    sym_names = [s.name.encode() for s in flat_syms]
+    sym_parents = [s.parent.encode() for s in flat_syms]
+    content = _postings([d.trigrams for d in docs])
+    names = _postings([d.name_trigrams for d in docs])
+    return {
+        "meta": {
+            "format": fmt.FORMAT_VERSION,
+            "repos": [repo.to_json()],
+            "languages": languages,
+            "symbolKinds": kinds,
+            "docCount": len(docs),
+            "symbolCount": len(flat_syms),
+            "createdAt": time.time(),
+        },
+        "doc.repo": np.zeros(len(docs), dtype=np.uint32),
+        "doc.lang": np.array([lang_idx[d.language] for d in docs], dtype=np.uint16),
+        "doc.skip": np.array([d.skip for d in docs], dtype=np.uint8),
+        "doc.size": np.array([d.size for d in docs], dtype=np.uint64),
+        "doc.brch": np.array([d.mask for d in docs], dtype=np.uint64),
+        "doc.path": _offsets([len(p) for p in paths]),
+        "doc.cont": _offsets([len(d.content) for d in docs]),
+        "doc.line": _offsets([d.lines.size for d in docs]),
+        "doc.syms": _offsets([len(ss) for ss in syms]),
+        "paths": b"".join(paths),
+        "content": b"".join(d.content for d in docs),
+        "lines": np.concatenate([d.lines for d in docs]) if docs else _EMPTY,
+        **{f"ctg.{k}": v for k, v in content.items()},
+        **{f"ntg.{k}": v for k, v in names.items()},
+        "sym.name": b"".join(sym_names),
+        "sym.noff": _offsets([len(n) for n in sym_names]),
+        "sym.line": np.array([s.line for s in flat_syms], dtype=np.uint32),
+        "sym.kind": np.array([kind_idx[s.kind] for s in flat_syms], dtype=np.uint16),
+        "sym.pnam": b"".join(sym_parents),
+        "sym.poff": _offsets([len(n) for n in sym_parents]),
+        "sym.pknd": np.array([kind_idx[s.parent_kind] for s in flat_syms], dtype=np.uint16),
+    }
+
+
+def index_source(source, out_dir: str, settings: IndexSettings | None = None, stats: IndexStats | None = None, progress=None) -> IndexStats:
+    """Index one source (a `DirectorySource` or `GitSource`) into shards in `out_dir`.
+
+    The repository's previous shards are replaced only after the new ones are written.
+    """
+    settings = settings or IndexSettings()
+    stats = stats or IndexStats()
+    os.makedirs(out_dir, exist_ok=True)
+    t0 = time.perf_counter()
+    prefix = shard_prefix(source.repo)
+    previous = [f for f in os.listdir(out_dir) if f.startswith(prefix + ".") and f.endswith(fmt.SUFFIX)]
+    tmp_repo_dir = os.path.join(out_dir, f".build-{prefix}-{os.getpid()}")
+    os.makedirs(tmp_repo_dir, exist_ok=True)
+    builder = ShardBuilder(tmp_repo_dir, source.repo, settings, stats, progress)
+    try:
+        for f in source.files():
+            builder.add(f)
+        written = builder.finish()
+        stats.warnings.extend(getattr(source, "warnings", []))
+        # Swap in: new shards first (renames are atomic), then remove the old ones that were not overwritten.
+        names = [os.path.basename(p) for p in written]
+        for p in written:
+            os.replace(p, os.path.join(out_dir, os.path.basename(p)))
+        for old in previous:
+            if old not in names:
+                os.unlink(os.path.join(out_dir, old))
+        stats.shards = [os.path.join(out_dir, os.path.basename(p)) if os.path.dirname(p) == tmp_repo_dir else p for p in stats.shards]
+    finally:
+        builder.symbols.close()
+        for leftover in os.listdir(tmp_repo_dir):
+            os.unlink(os.path.join(tmp_repo_dir, leftover))
+        os.rmdir(tmp_repo_dir)
+    stats.seconds += time.perf_counter() - t0
+    return stats
+
+
+def index_paths(paths: list[str], out_dir: str, settings: IndexSettings | None = None, branches=(), tags=(), progress=None) -> IndexStats:
+    """Index each path as one repository (git repositories from their object store)."""
+    stats = IndexStats()
+    for p in paths:
+        if not os.path.exists(p):
+            raise IndexBuildError(f"{p}: no such file or directory")
+        source = open_source(p, branches, tags)
+        try:
+            index_source(source, out_dir, settings, stats, progress)
+        finally:
+            if hasattr(source, "close"):
+                source.close()
+    return stats

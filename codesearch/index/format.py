@@ -1,0 +1,180 @@
+"""The shard file format: one immutable file per shard, tagged sections, a version, checksums.
+
+Layout of format version 1 (all integers little-endian)::
+
+    offset  size        field
+    0       8           magic  b"CSSHARD\\n"
+    8       4           format version (u32) = 1
+    12      4           section count N (u32)
+    16      32 * N      table of contents, one entry per section:
+                          tag      8 bytes, ASCII, right-padded with spaces
+                          offset   u64, from the start of the file, a multiple of 8
+                          length   u64, bytes
+                          crc32    u32 of the section's bytes (zlib.crc32)
+                          reserved u32 = 0
+    ...                 the sections, each starting on an 8-byte boundary (zero padding)
+
+Sections written by `codesearch.index.builder` (D = documents, S = symbols, T = trigrams):
+
+    meta      JSON: format, repos (id, name, displayName, codeHostType, webUrl, fileUrl
+              template, branches, archived, fork, public), languages, symbol kinds, counts
+    doc.repo  u32[D]   index into meta.repos
+    doc.lang  u16[D]   index into meta.languages
+    doc.skip  u8[D]    0 indexed, 1 too large, 2 too many trigrams, 3 binary
+    doc.size  u64[D]   size of the file in bytes (also for skipped files)
+    doc.brch  u64[D]   bit i set: the blob is on branch i of its repo (meta.repos[r].branches)
+    doc.path  u64[D+1] offsets into `paths`
+    doc.cont  u64[D+1] offsets into `content` (skipped files have none)
+    doc.line  u64[D+1] offsets (in entries) into `lines`
+    doc.syms  u64[D+1] offsets (in entries) into the sym.* arrays
+    paths     UTF-8 paths, concatenated
+    content   file contents, concatenated, as stored in git (any bytes)
+    lines     u32[]    start offset of every line, relative to its document
+    ctg.keys  u32[T]   content trigram ids (case-folded, see trigrams.py), sorted
+    ctg.card  u32[T]   posting list sizes (documents per trigram)
+    ctg.offs  u64[T+1] offsets into ctg.post
+    ctg.post  serialized pyroaring BitMaps of document ids, concatenated
+    ntg.*     the same four sections for file-name trigrams
+    sym.name  UTF-8 symbol names, concatenated; sym.noff u64[S+1] offsets into it
+    sym.line  u32[S]   1-based line of the definition
+    sym.kind  u16[S]   index into meta.symbolKinds
+    sym.pnam  UTF-8 parent names; sym.poff u64[S+1] offsets; sym.pknd u16[S] parent kind
+
+Writers write to a temporary file in the target directory, fsync it, and rename it into place,
+so a reader never sees a partial shard. Readers map the file read-only and check the magic,
+version, table of contents and every section's CRC before use; any mismatch raises
+`IndexFormatError` naming the file and the problem.
+
+Version log: 1 (first version).
+"""
+
+from __future__ import annotations
+
+import json
+import mmap
+import os
+import struct
+import tempfile
+import zlib
+
+import numpy as np
+
+from codesearch.errors import IndexFormatError
+
+MAGIC = b"CSSHARD\n"
+FORMAT_VERSION = 1
+SUFFIX = ".shard"
+_HEADER = struct.Struct("<8sII")
+_ENTRY = struct.Struct("<8sQQII")
+
+
+def _as_bytes(value) -> bytes | memoryview:
+    if isinstance(value, np.ndarray):
+        return memoryview(np.ascontiguousarray(value).astype(value.dtype.newbyteorder("<"), copy=False)).cast("B")
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, separators=(",", ":")).encode()
+    return value
+
+
+def write_shard(path: str, sections: dict[str, object]) -> int:
+    """Write `sections` (tag → bytes, numpy array or JSON-able dict) atomically to `path`.
+
+    Returns the size of the file in bytes.
+    """
+    blobs = [(tag, _as_bytes(v)) for tag, v in sections.items()]
+    for tag, _ in blobs:
+        if len(tag) > 8 or not tag.isascii():
+            raise ValueError(f"bad section tag {tag!r}")
+    offset = _HEADER.size + _ENTRY.size * len(blobs)
+    toc = []
+    for tag, data in blobs:
+        offset = (offset + 7) & ~7
+        toc.append(_ENTRY.pack(tag.ljust(8).encode(), offset, len(data), zlib.crc32(data), 0))
+        offset += len(data)
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=SUFFIX, dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(_HEADER.pack(MAGIC, FORMAT_VERSION, len(blobs)))
+            f.write(b"".join(toc))
+            for _, data in blobs:
+                f.write(b"\0" * (-f.tell() % 8))
+                f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+            size = f.tell()
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    dfd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(dfd)
+    finally:
+        os.close(dfd)
+    return size
+
+
+class ShardFile:
+    """A shard file mapped read-only, with its sections checked and addressable by tag."""
+
+    def __init__(self, path: str, verify: bool = True):
+        self.path = path
+        try:
+            with open(path, "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                if size < _HEADER.size:
+                    raise IndexFormatError(path, f"file is {size} bytes, too short to be a shard")
+                self._mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except OSError as e:
+            raise IndexFormatError(path, f"cannot open: {e.strerror}") from None
+        self.size = size
+        magic, version, count = _HEADER.unpack_from(self._mm, 0)
+        if magic != MAGIC:
+            raise IndexFormatError(path, "not a codesearch shard (bad magic)")
+        if version != FORMAT_VERSION:
+            raise IndexFormatError(path, f"shard format version {version}; this codesearch reads {FORMAT_VERSION}")
+        if _HEADER.size + count * _ENTRY.size > size:
+            raise IndexFormatError(path, f"truncated: table of contents for {count} sections does not fit")
+        self._sections: dict[str, tuple[int, int]] = {}
+        for i in range(count):
+            tag, off, length, crc, _ = _ENTRY.unpack_from(self._mm, _HEADER.size + i * _ENTRY.size)
+            name = tag.decode("ascii", "replace").rstrip()
+            if off + length > size:
+                raise IndexFormatError(path, f"truncated: section {name!r} ends at {off + length}, file is {size} bytes")
+            if verify and zlib.crc32(memoryview(self._mm)[off : off + length]) != crc:
+                raise IndexFormatError(path, f"corrupt: checksum mismatch in section {name!r}")
+            self._sections[name] = (off, length)
+
+    def has(self, tag: str) -> bool:
+        return tag in self._sections
+
+    def raw(self, tag: str) -> memoryview:
+        """The bytes of a section, without copying."""
+        try:
+            off, length = self._sections[tag]
+        except KeyError:
+            raise IndexFormatError(self.path, f"missing section {tag!r}") from None
+        return memoryview(self._mm)[off : off + length]
+
+    def array(self, tag: str, dtype) -> np.ndarray:
+        """A section as a read-only numpy array, without copying."""
+        data = self.raw(tag)
+        dt = np.dtype(dtype).newbyteorder("<")
+        if len(data) % dt.itemsize:
+            raise IndexFormatError(self.path, f"section {tag!r} is not a whole number of {dt} items")
+        return np.frombuffer(data, dtype=dt)
+
+    def json(self, tag: str):
+        try:
+            return json.loads(bytes(self.raw(tag)))
+        except ValueError as e:
+            raise IndexFormatError(self.path, f"section {tag!r} is not valid JSON: {e}") from None
+
+    def close(self) -> None:
+        try:
+            self._mm.close()
+        except BufferError:
+            # numpy views still point into the map; it is released when they go.
+            pass

@@ -1,0 +1,171 @@
+"""Reading a shard: the document table as numpy views, posting lists on demand.
+
+`Shard` wraps a checked, memory-mapped `ShardFile`. Nothing is copied at open except the small
+JSON `meta` section; arrays are views into the map. A posting list is deserialized the first
+time a query needs it (ENGINEERING.md §2.2: about 4 µs each; eager loading would cost several
+times the file size in RAM) and kept in a small per-shard cache.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import numpy as np
+from pyroaring import BitMap
+
+from codesearch.errors import IndexFormatError
+from codesearch.index.format import ShardFile
+from codesearch.index.sources import RepoInfo
+
+
+@dataclass(frozen=True)
+class ShardSymbol:
+    name: str
+    kind: str
+    line: int
+    parent: str
+    parent_kind: str
+
+
+class TrigramIndex:
+    """One trigram → posting list dictionary (content or file names) of a shard."""
+
+    def __init__(self, f: ShardFile, prefix: str):
+        self._f = f
+        self.keys = f.array(f"{prefix}.keys", np.uint32)
+        self.card = f.array(f"{prefix}.card", np.uint32)
+        self.offs = f.array(f"{prefix}.offs", np.uint64)
+        self.post = f.raw(f"{prefix}.post")
+        if not (self.keys.size == self.card.size == self.offs.size - 1):
+            raise IndexFormatError(f.path, f"{prefix}: dictionary sections disagree in length")
+        if self.offs.size and int(self.offs[-1]) > len(self.post):
+            raise IndexFormatError(f.path, f"{prefix}: posting offsets point past the posting section")
+        self._lookup = functools.lru_cache(maxsize=4096)(self._load)
+        self.bytes_loaded = 0
+
+    def slot(self, trigram: int) -> int:
+        """Index of `trigram` in the dictionary, or -1 when absent."""
+        i = int(np.searchsorted(self.keys, trigram))
+        return i if i < self.keys.size and int(self.keys[i]) == trigram else -1
+
+    def cardinality(self, trigram: int) -> int:
+        i = self.slot(trigram)
+        return int(self.card[i]) if i >= 0 else 0
+
+    def postings(self, trigram: int) -> BitMap:
+        """The documents containing `trigram` (an empty BitMap when none); do not mutate."""
+        return self._lookup(trigram)
+
+    def _load(self, trigram: int) -> BitMap:
+        i = self.slot(trigram)
+        if i < 0:
+            return BitMap()
+        a, b = int(self.offs[i]), int(self.offs[i + 1])
+        self.bytes_loaded += b - a
+        try:
+            return BitMap.deserialize(self.post[a:b])
+        except Exception:
+            raise IndexFormatError(self._f.path, f"corrupt posting list for trigram {trigram:#08x}") from None
+
+
+class Shard:
+    """An open shard: repositories, documents, contents, lines, symbols and trigram indexes."""
+
+    def __init__(self, path: str, verify: bool = True):
+        f = ShardFile(path, verify=verify)
+        self.file = f
+        self.path = path
+        meta = f.json("meta")
+        try:
+            self.repos = [RepoInfo.from_json(r) for r in meta["repos"]]
+            self.languages: list[str] = list(meta["languages"])
+            self.symbol_kinds: list[str] = list(meta["symbolKinds"])
+            self.doc_count = int(meta["docCount"])
+        except (KeyError, TypeError, ValueError) as e:
+            raise IndexFormatError(path, f"meta section is incomplete: {e}") from None
+        n = self.doc_count
+        self.doc_repo = f.array("doc.repo", np.uint32)
+        self.doc_lang = f.array("doc.lang", np.uint16)
+        self.doc_skip = f.array("doc.skip", np.uint8)
+        self.doc_size = f.array("doc.size", np.uint64)
+        self.doc_branches = f.array("doc.brch", np.uint64)
+        self.path_offs = f.array("doc.path", np.uint64)
+        self.cont_offs = f.array("doc.cont", np.uint64)
+        self.line_offs = f.array("doc.line", np.uint64)
+        self.sym_offs = f.array("doc.syms", np.uint64)
+        for name, arr, want in (
+            ("doc.repo", self.doc_repo, n), ("doc.lang", self.doc_lang, n), ("doc.skip", self.doc_skip, n),
+            ("doc.size", self.doc_size, n), ("doc.brch", self.doc_branches, n), ("doc.path", self.path_offs, n + 1),
+            ("doc.cont", self.cont_offs, n + 1), ("doc.line", self.line_offs, n + 1), ("doc.syms", self.sym_offs, n + 1),
+        ):
+            if arr.size != want:
+                raise IndexFormatError(path, f"section {name!r} has {arr.size} entries, expected {want}")
+        self.paths_blob = f.raw("paths")
+        self.content_blob = f.raw("content")
+        self.lines = f.array("lines", np.uint32)
+        if n and (int(self.cont_offs[-1]) > len(self.content_blob) or int(self.path_offs[-1]) > len(self.paths_blob)
+                  or int(self.line_offs[-1]) > self.lines.size):
+            raise IndexFormatError(path, "document offsets point past their sections")
+        if n and (int(self.doc_repo.max()) >= len(self.repos) or int(self.doc_lang.max()) >= len(self.languages)):
+            raise IndexFormatError(path, "document table refers to unknown repositories or languages")
+        self.content_index = TrigramIndex(f, "ctg")
+        self.name_index = TrigramIndex(f, "ntg")
+        self.sym_name = f.raw("sym.name")
+        self.sym_noff = f.array("sym.noff", np.uint64)
+        self.sym_line = f.array("sym.line", np.uint32)
+        self.sym_kind = f.array("sym.kind", np.uint16)
+        self.sym_pnam = f.raw("sym.pnam")
+        self.sym_poff = f.array("sym.poff", np.uint64)
+        self.sym_pknd = f.array("sym.pknd", np.uint16)
+        self._paths: list[str] | None = None
+        self.content_bytes_loaded = 0
+
+    # -- documents -------------------------------------------------------------------------
+
+    @property
+    def paths(self) -> list[str]:
+        """All document paths, decoded once on first use."""
+        if self._paths is None:
+            blob = bytes(self.paths_blob)
+            offs = self.path_offs.tolist()
+            self._paths = [blob[offs[i] : offs[i + 1]].decode("utf-8", "replace") for i in range(self.doc_count)]
+        return self._paths
+
+    def doc_path(self, doc: int) -> str:
+        return self.paths[doc]
+
+    def content(self, doc: int) -> bytes:
+        a, b = int(self.cont_offs[doc]), int(self.cont_offs[doc + 1])
+        self.content_bytes_loaded += b - a
+        return self.content_blob[a:b].tobytes()
+
+    def line_starts(self, doc: int) -> np.ndarray:
+        return self.lines[int(self.line_offs[doc]) : int(self.line_offs[doc + 1])]
+
+    def language(self, doc: int) -> str:
+        return self.languages[int(self.doc_lang[doc])]
+
+    def repo(self, doc: int) -> RepoInfo:
+        return self.repos[int(self.doc_repo[doc])]
+
+    def branches(self, doc: int) -> list[str]:
+        repo = self.repo(doc)
+        mask = int(self.doc_branches[doc])
+        return [b for i, b in enumerate(repo.branches) if mask >> i & 1]
+
+    def symbols(self, doc: int) -> list[ShardSymbol]:
+        a, b = int(self.sym_offs[doc]), int(self.sym_offs[doc + 1])
+        out = []
+        for i in range(a, b):
+            name = bytes(self.sym_name[int(self.sym_noff[i]) : int(self.sym_noff[i + 1])]).decode("utf-8", "replace")
+            parent = bytes(self.sym_pnam[int(self.sym_poff[i]) : int(self.sym_poff[i + 1])]).decode("utf-8", "replace")
+            out.append(ShardSymbol(name, self.symbol_kinds[int(self.sym_kind[i])], int(self.sym_line[i]), parent,
+                                   self.symbol_kinds[int(self.sym_pknd[i])]))
+        return out
+
+    def close(self) -> None:
+        self.file.close()
+
+    def __repr__(self) -> str:
+        return f"Shard({self.path!r}, docs={self.doc_count})"

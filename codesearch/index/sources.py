@@ -1,0 +1,198 @@
+"""Where documents come from: a directory tree, or revisions of a git repository.
+
+A source describes its repository (`RepoInfo`) and yields `SourceFile`s: a path, a size, the
+set of branches the blob occurs on (a bit mask over `RepoInfo.branches`) and a way to read the
+bytes, called only when the builder decides the content is wanted (a file over the size limit
+is never read). Git sources read blobs straight from the object store through gitpython's
+persistent ``git cat-file --batch``: no checkout, and a blob that occurs on several branches at
+the same path is one document.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import zlib
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
+
+import git
+
+from codesearch.errors import IndexBuildError
+from codesearch.git.revisions import select_revisions
+
+
+@dataclass
+class RepoInfo:
+    """What the index keeps about a repository (the `meta` section of a shard)."""
+
+    name: str
+    id: int = 0
+    display_name: str = ""
+    code_host_type: str = "genericGitHost"
+    web_url: str = ""
+    #: External link to a file, with ``{branch}`` and ``{path}`` placeholders ("" for none).
+    file_url_template: str = ""
+    branches: list[str] = field(default_factory=lambda: ["HEAD"])
+    archived: bool = False
+    fork: bool = False
+    public: bool = True
+
+    def __post_init__(self):
+        if not self.id:
+            self.id = zlib.crc32(self.name.encode()) & 0x7FFFFFFF or 1
+        if not self.display_name:
+            self.display_name = self.name.split("/", 1)[1] if "/" in self.name else self.name
+
+    def to_json(self) -> dict:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "displayName": self.display_name,
+            "codeHostType": self.code_host_type,
+            "webUrl": self.web_url,
+            "fileUrlTemplate": self.file_url_template,
+            "branches": self.branches,
+            "archived": self.archived,
+            "fork": self.fork,
+            "public": self.public,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict) -> "RepoInfo":
+        return cls(
+            name=d["name"],
+            id=d["id"],
+            display_name=d.get("displayName", ""),
+            code_host_type=d.get("codeHostType", "genericGitHost"),
+            web_url=d.get("webUrl", ""),
+            file_url_template=d.get("fileUrlTemplate", ""),
+            branches=list(d.get("branches") or ["HEAD"]),
+            archived=bool(d.get("archived")),
+            fork=bool(d.get("fork")),
+            public=bool(d.get("public", True)),
+        )
+
+
+@dataclass
+class SourceFile:
+    path: str
+    size: int
+    branch_mask: int
+    read: Callable[[], bytes]
+
+
+def repo_name_from_url(url: str) -> str:
+    """``host[:port]/path`` from a clone URL (https, ssh, scp-like), without ``.git``."""
+    url = url.strip()
+    m = re.match(r"^[a-zA-Z][\w+.-]*://(?:[^@/]*@)?([^/]+)(/.*)?$", url)
+    if m:
+        host, path = m.group(1), m.group(2) or ""
+    else:
+        m = re.match(r"^(?:[^@/]+@)?([^:/]+):(.*)$", url)  # git@host:owner/repo.git
+        if not m:
+            return url.rstrip("/")
+        host, path = m.group(1), "/" + m.group(2)
+    path = re.sub(r"\.git/?$", "", path.rstrip("/"))
+    return host + path
+
+
+def local_repo_name(path: str) -> str:
+    """A local repository's name: from ``remote.origin.url`` when set, else from its path."""
+    try:
+        url = git.Repo(path).remote("origin").url
+        if url and not url.startswith(("/", "file:")):
+            return repo_name_from_url(url)
+    except (ValueError, git.InvalidGitRepositoryError, git.NoSuchPathError, git.GitCommandError):
+        pass
+    return os.path.abspath(path).strip("/")
+
+
+class DirectorySource:
+    """Every regular file below a directory (not following links, skipping ``.git``)."""
+
+    def __init__(self, root: str, repo: RepoInfo | None = None):
+        if not os.path.isdir(root):
+            raise IndexBuildError(f"{root}: not a directory")
+        self.root = os.path.abspath(root)
+        self.repo = repo or RepoInfo(name=self.root.strip("/"), branches=["HEAD"])
+        self.warnings: list[str] = []
+
+    def files(self) -> Iterator[SourceFile]:
+        for dirpath, dirnames, filenames in os.walk(self.root, onerror=self._warn):
+            dirnames[:] = sorted(d for d in dirnames if d != ".git" and not os.path.islink(os.path.join(dirpath, d)))
+            for name in sorted(filenames):
+                full = os.path.join(dirpath, name)
+                try:
+                    st = os.lstat(full)
+                except OSError as e:
+                    self._warn(e)
+                    continue
+                if not os.path.isfile(full) or os.path.islink(full):
+                    continue
+                rel = os.path.relpath(full, self.root).replace(os.sep, "/")
+                yield SourceFile(rel, st.st_size, 1, lambda full=full: _read(full))
+
+    def _warn(self, e: OSError) -> None:
+        self.warnings.append(f"{getattr(e, 'filename', '')}: {e.strerror}")
+
+
+def _read(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+class GitSource:
+    """The files of one or more revisions of a git repository, from its object store."""
+
+    def __init__(self, path: str, repo: RepoInfo | None = None, branch_globs=(), tag_globs=()):
+        try:
+            self.git = git.Repo(path)
+        except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+            raise IndexBuildError(f"{path}: not a git repository") from None
+        try:
+            self.revisions, self.warnings = select_revisions(self.git, branch_globs, tag_globs)
+        except ValueError as e:
+            raise IndexBuildError(f"{path}: {e}") from None
+        refs = [r.ref for r in self.revisions]
+        if repo is None:
+            repo = RepoInfo(name=local_repo_name(path), branches=refs)
+        else:
+            repo.branches = refs
+        self.repo = repo
+
+    def files(self) -> Iterator[SourceFile]:
+        entries: dict[tuple[str, str], list] = {}
+        for bit, rev in enumerate(self.revisions):
+            try:
+                out = self.git.git.ls_tree("-r", "-l", "-z", "--full-tree", rev.commit, stdout_as_string=False)
+            except git.GitCommandError as e:
+                raise IndexBuildError(f"{self.git.git_dir}: cannot list {rev.ref}: {e.stderr.strip()}") from None
+            for rec in out.split(b"\0"):
+                if not rec:
+                    continue
+                meta, _, raw_path = rec.partition(b"\t")
+                mode, kind, sha, size = meta.split()
+                if kind != b"blob" or mode == b"120000":  # submodules and symlinks have no content
+                    continue
+                path = raw_path.decode("utf-8", "replace")
+                key = (path, sha.decode())
+                if key in entries:
+                    entries[key][1] |= 1 << bit
+                else:
+                    entries[key] = [int(size), 1 << bit]
+        odb = self.git.odb
+        for (path, sha), (size, mask) in entries.items():
+            yield SourceFile(path, size, mask, lambda sha=sha: odb.stream(bytes.fromhex(sha)).read())
+
+    def close(self) -> None:
+        self.git.close()
+
+
+def open_source(path: str, branch_globs=(), tag_globs=()) -> DirectorySource | GitSource:
+    """A git source when `path` is a git repository (bare or not), else a directory source."""
+    if os.path.isdir(os.path.join(path, ".git")) or (
+        os.path.isfile(os.path.join(path, "HEAD")) and os.path.isdir(os.path.join(path, "objects"))
+    ):
+        return GitSource(path, branch_globs=branch_globs, tag_globs=tag_globs)
+    return DirectorySource(path)

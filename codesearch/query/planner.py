@@ -1,0 +1,139 @@
+"""Planning: from a parsed query to a plan that any shard can evaluate.
+
+`plan(ast, contexts)` does the work that does not depend on a shard, once per search:
+
+* every regex is compiled (RE2, or the bounded fallback) and every content, file-name and
+  symbol pattern gets its trigram query (Russ Cox's algorithm for regexes);
+* `context:` names are resolved to sets of repository names (an unknown name raises
+  `SearchContextNotFound` before any shard is touched);
+* the default branch rule is decided: without any `rev:` only the default branch is searched.
+
+The evaluator (`codesearch.search.evaluate`) then, per shard: turns repository predicates into
+constants, computes candidate documents from the cheapest predicates and the trigram posting
+lists (smallest first), and verifies candidates in document order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from codesearch.errors import SearchContextNotFound
+from codesearch.query import ast
+from codesearch.query.regex import CompiledRegex, compile_literal, compile_regex
+from codesearch.query.regex_trigrams import regex_query
+from codesearch.query.trigram_query import TrigramQuery, literal_query
+
+
+@dataclass(frozen=True)
+class ContentLeaf:
+    """A content term: where it can match (trigrams) and how to verify it (regex)."""
+
+    node: ast.Content
+    regex: CompiledRegex
+    trigrams: TrigramQuery
+
+
+@dataclass(frozen=True)
+class FileLeaf:
+    node: ast.FileName
+    regex: CompiledRegex
+    trigrams: TrigramQuery
+
+
+@dataclass(frozen=True)
+class SymbolLeaf:
+    node: ast.Symbol
+    regex: CompiledRegex
+    trigrams: TrigramQuery
+
+
+@dataclass(frozen=True)
+class RepoLeaf:
+    """A repository predicate, decided per repository by `test`."""
+
+    node: ast.Node
+    regex: CompiledRegex | None = None
+    names: frozenset[str] = frozenset()
+
+    def test(self, repo) -> bool:
+        n = self.node
+        if isinstance(n, ast.Repo):
+            return self.regex.search(repo.name.encode())
+        if isinstance(n, (ast.RepoSet, ast.Context)):
+            return repo.name in self.names
+        if isinstance(n, ast.Archived):
+            return {"yes": True, "no": not repo.archived, "only": repo.archived}[n.value]
+        if isinstance(n, ast.Fork):
+            return {"yes": True, "no": not repo.fork, "only": repo.fork}[n.value]
+        if isinstance(n, ast.Visibility):
+            return {"any": True, "public": repo.public, "private": not repo.public}[n.value]
+        raise TypeError(n)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A planned query: the tree (with leaves replaced by compiled leaves) and global facts."""
+
+    root: object  # ast.And/Or/Not/Const with ContentLeaf/FileLeaf/SymbolLeaf/RepoLeaf/Language/Branch leaves
+    query: ast.Node
+    default_branch_only: bool
+    leaves: tuple = field(default=())
+
+    def __str__(self) -> str:
+        return render(self.root)
+
+
+def plan(query: ast.Node, contexts: dict[str, set[str]] | None = None) -> Plan:
+    """Compile `query` into a `Plan`. `contexts` maps context names to repository names."""
+    contexts = contexts or {}
+    leaves: list = []
+
+    def build(n: ast.Node):
+        if isinstance(n, ast.And):
+            return ast.And(tuple(build(c) for c in n.children))
+        if isinstance(n, ast.Or):
+            return ast.Or(tuple(build(c) for c in n.children))
+        if isinstance(n, ast.Not):
+            return ast.Not(build(n.child))
+        if isinstance(n, ast.Content):
+            if n.is_regex:
+                leaf = ContentLeaf(n, compile_regex(n.pattern, n.case_sensitive), regex_query(n.pattern, n.case_sensitive))
+            else:
+                leaf = ContentLeaf(n, compile_literal(n.pattern, n.case_sensitive), literal_query(n.pattern, n.case_sensitive))
+        elif isinstance(n, ast.FileName):
+            leaf = FileLeaf(n, compile_regex(n.pattern, n.case_sensitive), regex_query(n.pattern, n.case_sensitive))
+        elif isinstance(n, ast.Symbol):
+            leaf = SymbolLeaf(n, compile_regex(n.pattern, n.case_sensitive), regex_query(n.pattern, n.case_sensitive))
+        elif isinstance(n, ast.Repo):
+            leaf = RepoLeaf(n, regex=compile_regex(n.pattern, False))
+        elif isinstance(n, ast.RepoSet):
+            leaf = RepoLeaf(n, names=frozenset(n.names))
+        elif isinstance(n, ast.Context):
+            if n.name not in contexts:
+                raise SearchContextNotFound(n.name)
+            leaf = RepoLeaf(n, names=frozenset(contexts[n.name]))
+        elif isinstance(n, (ast.Archived, ast.Fork, ast.Visibility)):
+            leaf = RepoLeaf(n)
+        else:  # Language, Branch, Const stay as they are
+            return n
+        leaves.append(leaf)
+        return leaf
+
+    root = build(query)
+    has_rev = any(isinstance(n, ast.Branch) for n in ast.walk(query))
+    return Plan(root, query, default_branch_only=not has_rev, leaves=tuple(leaves))
+
+
+def render(node) -> str:
+    """The plan as text, with each leaf's trigram query: for `explain` and tests."""
+    if isinstance(node, ast.And):
+        return "(and " + " ".join(render(c) for c in node.children) + ")"
+    if isinstance(node, ast.Or):
+        return "(or " + " ".join(render(c) for c in node.children) + ")"
+    if isinstance(node, ast.Not):
+        return f"(not {render(node.child)})"
+    if isinstance(node, (ContentLeaf, FileLeaf, SymbolLeaf)):
+        return f"{node.node}[{node.trigrams}]"
+    if isinstance(node, RepoLeaf):
+        return str(node.node)
+    return str(node)

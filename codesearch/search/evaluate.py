@@ -1,0 +1,434 @@
+"""Evaluate a plan on one shard: candidates from the index, verification, ranking signals.
+
+1. Repository predicates become constants for the shard's repositories; a query that is then
+   false is answered without touching the shard (`shardsSkippedFilter`).
+2. Candidates: exact bitmaps for cheap predicates (language, branch, repository) from the
+   document table; over-approximations for content, file-name and symbol terms from their
+   trigram queries, intersecting the smallest posting lists first and stopping at the first
+   empty result. Negations of inexact terms cannot prune and yield "all documents".
+3. Verification, in document order (the shard stores the best files first): the whole query is
+   evaluated exactly on each candidate; the match ranges of every term that is not under a
+   negation are collected. The search stops once more than `budget` matches (or files) were
+   found, or at the deadline, and says so (`truncated`).
+
+Match semantics (the contract the differential tests check): a file matches when the query is
+true for it; its match ranges are all matches of its content, file-name and symbol terms that
+are not under a negation.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+from pyroaring import BitMap
+
+from codesearch.index.shard import Shard, ShardSymbol, TrigramIndex
+from codesearch.query import ast
+from codesearch.query.planner import ContentLeaf, FileLeaf, Plan, RepoLeaf, SymbolLeaf
+from codesearch.query.regex import RegexTimeout
+from codesearch.query.trigram_query import ALL, AND, NONE, TrigramQuery
+from codesearch.search.options import Stats
+
+# Ranking: a file's score is the best of its signals (ties: file order).
+SCORE_SYMBOL = 1000
+SCORE_FILE_NAME = 800
+SCORE_WORD = 500
+SCORE_PARTIAL_WORD = 300
+SCORE_SUBSTRING = 100
+SCORE_NO_RANGE = 50
+
+_WORD = np.zeros(256, dtype=bool)
+_WORD[[*range(48, 58), *range(65, 91), *range(97, 123), 95, *range(128, 256)]] = True
+
+
+@dataclass
+class SymbolHit:
+    symbol: ShardSymbol
+    start: int
+    end: int
+
+
+@dataclass
+class FileMatch:
+    """A matching document of one shard, before presentation."""
+
+    shard: Shard
+    doc: int
+    ranges: list[tuple[int, int]]  # byte spans in the content, sorted
+    name_ranges: list[tuple[int, int]]  # byte spans in the path
+    symbol_hits: list[SymbolHit]
+    branches: list[str]
+    score: int = 0
+    order: tuple = ()
+
+    @property
+    def match_count(self) -> int:
+        return len(self.ranges) + len(self.name_ranges)
+
+
+@dataclass
+class ShardResult:
+    files: list[FileMatch] = field(default_factory=list)
+    stats: Stats = field(default_factory=Stats)
+    total_matches: int = 0
+    truncated: bool = False
+    timed_out: bool = False
+
+
+class _ShardView:
+    """Per-shard facts the evaluator needs, computed on demand."""
+
+    def __init__(self, shard: Shard, stats: Stats):
+        self.shard = shard
+        self.stats = stats
+        self.all_docs = BitMap(range(shard.doc_count))
+
+    def lookup(self, index: TrigramIndex, q: TrigramQuery) -> BitMap | None:
+        """Candidate documents of a trigram query (None = every document)."""
+        if q.op == ALL:
+            return None
+        if q.op == NONE:
+            return BitMap()
+        self.stats.ngramLookups += len(q.trigrams)
+        cards = sorted((index.cardinality(t), t) for t in q.trigrams)
+        if q.op == AND:
+            result: BitMap | None = None
+            if cards and cards[0][0] == 0:
+                return BitMap()
+            for _, t in cards:
+                p = index.postings(t)
+                result = p.copy() if result is None else result & p
+                if not result:
+                    return result
+            for s in sorted(q.subs, key=lambda s: s.size()):
+                sub = self.lookup(index, s)
+                if sub is not None:
+                    result = sub if result is None else result & sub
+                    if not result:
+                        return result
+            return result
+        # OR
+        result = BitMap()
+        for c, t in cards:
+            if c:
+                result |= index.postings(t)
+        for s in q.subs:
+            sub = self.lookup(index, s)
+            if sub is None:
+                return None
+            result |= sub
+        return result
+
+    def from_mask(self, mask: np.ndarray) -> BitMap:
+        return BitMap(np.flatnonzero(mask).astype(np.uint32))
+
+
+def _resolve_repos(node, repos):
+    """Replace repository predicates by constants where every repository of the shard agrees."""
+    if isinstance(node, RepoLeaf):
+        results = {node.test(r) for r in repos}
+        return ast.Const(results.pop()) if len(results) == 1 else node
+    if isinstance(node, (ast.And, ast.Or)):
+        kids = [_resolve_repos(c, repos) for c in node.children]
+        neutral = isinstance(node, ast.And)
+        if any(isinstance(k, ast.Const) and k.value != neutral for k in kids):
+            return ast.Const(not neutral)
+        kids = [k for k in kids if not isinstance(k, ast.Const)]
+        if not kids:
+            return ast.Const(neutral)
+        return kids[0] if len(kids) == 1 else type(node)(tuple(kids))
+    if isinstance(node, ast.Not):
+        child = _resolve_repos(node.child, repos)
+        return ast.Const(not child.value) if isinstance(child, ast.Const) else ast.Not(child)
+    return node
+
+
+class ShardEvaluator:
+    """Evaluates one plan on one shard (single use)."""
+
+    def __init__(self, shard: Shard, plan: Plan, budget: int, deadline: float):
+        self.shard = shard
+        self.plan = plan
+        self.budget = max(1, budget)
+        self.deadline = deadline
+        self.result = ShardResult()
+        self.stats = self.result.stats
+        self.view = _ShardView(shard, self.stats)
+        self.lang_ids: dict[str, set[int]] = {}
+        self.branch_masks: dict[str, np.ndarray] = {}
+        self.positive: list = []
+
+    # -- per-shard predicate data -------------------------------------------------------------
+
+    def _lang_set(self, name: str) -> set[int]:
+        if name not in self.lang_ids:
+            want = name.lower()
+            self.lang_ids[name] = {i for i, l in enumerate(self.shard.languages) if l.lower() == want}
+        return self.lang_ids[name]
+
+    def _branch_mask(self, pattern: str) -> np.ndarray:
+        """Per repository of the shard: the bit mask of branches whose name contains `pattern`."""
+        if pattern not in self.branch_masks:
+            masks = []
+            for r in self.shard.repos:
+                m = 0
+                for i, b in enumerate(r.branches):
+                    if pattern == "*" or pattern in b:
+                        m |= 1 << i
+                masks.append(m)
+            self.branch_masks[pattern] = np.array(masks, dtype=np.uint64)
+        return self.branch_masks[pattern]
+
+    def _doc_branch_bits(self, pattern: str) -> np.ndarray:
+        masks = self._branch_mask(pattern)
+        return (self.shard.doc_branches & masks[self.shard.doc_repo]) != 0
+
+    # -- candidates ---------------------------------------------------------------------------
+
+    def candidates(self, node) -> tuple[BitMap | None, bool]:
+        """(documents where `node` may be true or None for all, whether that set is exact)."""
+        s = self.shard
+        if isinstance(node, ast.Const):
+            return (None if node.value else BitMap()), True
+        if isinstance(node, ContentLeaf):
+            return self.view.lookup(s.content_index, node.trigrams), False
+        if isinstance(node, FileLeaf):
+            return self.view.lookup(s.name_index, node.trigrams), False
+        if isinstance(node, SymbolLeaf):
+            has_syms = np.diff(s.sym_offs) > 0
+            base = self.view.from_mask(has_syms)
+            c = self.view.lookup(s.content_index, node.trigrams)
+            return (base if c is None else base & c), False
+        if isinstance(node, ast.Language):
+            ids = self._lang_set(node.name)
+            return (self.view.from_mask(np.isin(s.doc_lang, list(ids))) if ids else BitMap()), True
+        if isinstance(node, ast.Branch):
+            return self.view.from_mask(self._doc_branch_bits(node.pattern)), True
+        if isinstance(node, RepoLeaf):
+            ok = np.array([node.test(r) for r in s.repos], dtype=bool)
+            return self.view.from_mask(ok[s.doc_repo]), True
+        if isinstance(node, ast.And):
+            parts = [self.candidates(c) for c in node.children]
+            exact = all(e for _, e in parts)
+            sets = sorted((b for b, _ in parts if b is not None), key=len)
+            if not sets:
+                return None, exact
+            result = sets[0].copy()
+            for b in sets[1:]:
+                if not result:
+                    break
+                result &= b
+            return result, exact
+        if isinstance(node, ast.Or):
+            parts = [self.candidates(c) for c in node.children]
+            exact = all(e for _, e in parts)
+            if any(b is None for b, _ in parts):
+                return None, exact
+            return BitMap.union(*[b for b, _ in parts]), exact
+        if isinstance(node, ast.Not):
+            b, exact = self.candidates(node.child)
+            if not exact:
+                return None, False
+            return (BitMap() if b is None else self.view.all_docs - b), True
+        raise TypeError(f"unexpected plan node {node!r}")
+
+    # -- verification -------------------------------------------------------------------------
+
+    def _collect_positive(self, node, negated=False) -> None:
+        if isinstance(node, (ast.And, ast.Or)):
+            for c in node.children:
+                self._collect_positive(c, negated)
+        elif isinstance(node, ast.Not):
+            self._collect_positive(node.child, not negated)
+        elif not negated:
+            self.positive.append(node)
+
+    def run(self) -> ShardResult:
+        t0 = time.perf_counter_ns()
+        s, stats = self.shard, self.stats
+        stats.shardFilesConsidered = s.doc_count
+        root = _resolve_repos(self.plan.root, s.repos)
+        if isinstance(root, ast.Const) and not root.value or s.doc_count == 0:
+            stats.shardsSkippedFilter = 1
+            return self.result
+        cand, _ = self.candidates(root)
+        if self.plan.default_branch_only:
+            on_default = self.view.from_mask((s.doc_branches & np.uint64(1)) != 0)
+            cand = on_default if cand is None else cand & on_default
+        if cand is None:
+            cand = self.view.all_docs
+        stats.ngramMatches = len(cand)
+        stats.indexBytesLoaded = s.content_index.bytes_loaded + s.name_index.bytes_loaded
+        if not cand:
+            stats.shardsSkippedFilter = 1
+            return self.result
+        stats.shardsScanned = 1
+        self._collect_positive(root)
+        positive_branch_masks = [self._branch_mask(n.pattern) for n in self.positive if isinstance(n, ast.Branch)]
+        total = 0
+        examined = 0
+        n_cand = len(cand)
+        for doc in cand:
+            if examined % 32 == 0 and time.monotonic() > self.deadline:
+                self.result.timed_out = self.result.truncated = True
+                break
+            examined += 1
+            ctx = _DocContext(self, doc)
+            try:
+                if not ctx.match(root):
+                    continue
+                fm = ctx.file_match(self.budget - total + 1, positive_branch_masks)
+            except RegexTimeout:
+                self.result.truncated = True
+                continue
+            self.result.files.append(fm)
+            total += fm.match_count
+            if total > self.budget or len(self.result.files) > self.budget:
+                self.result.truncated = examined < n_cand or total > self.budget
+                break
+        stats.filesConsidered = examined
+        stats.filesSkipped = n_cand - examined
+        stats.contentBytesLoaded = s.content_bytes_loaded
+        stats.indexBytesLoaded = s.content_index.bytes_loaded + s.name_index.bytes_loaded
+        self.result.total_matches = total
+        stats.matchTreeSearch = time.perf_counter_ns() - t0
+        return self.result
+
+
+class _DocContext:
+    """One candidate document: lazy content, exact evaluation, match collection, score."""
+
+    def __init__(self, ev: ShardEvaluator, doc: int):
+        self.ev = ev
+        self.doc = doc
+        self._content: bytes | None = None
+        self._path: bytes | None = None
+        self._symbols: list[ShardSymbol] | None = None
+
+    @property
+    def content(self) -> bytes:
+        if self._content is None:
+            self._content = self.ev.shard.content(self.doc)
+            self.ev.stats.filesLoaded += 1
+        return self._content
+
+    @property
+    def path(self) -> bytes:
+        if self._path is None:
+            self._path = self.ev.shard.doc_path(self.doc).encode("utf-8", "replace")
+        return self._path
+
+    @property
+    def symbols(self) -> list[ShardSymbol]:
+        if self._symbols is None:
+            self._symbols = self.ev.shard.symbols(self.doc)
+        return self._symbols
+
+    def match(self, node) -> bool:
+        ev, s, doc = self.ev, self.ev.shard, self.doc
+        if isinstance(node, ast.And):
+            return all(self.match(c) for c in node.children)
+        if isinstance(node, ast.Or):
+            return any(self.match(c) for c in node.children)
+        if isinstance(node, ast.Not):
+            return not self.match(node.child)
+        if isinstance(node, ast.Const):
+            return node.value
+        if isinstance(node, ContentLeaf):
+            ev.stats.regexpsConsidered += 1
+            return bool(self.content) and node.regex.search(self.content)
+        if isinstance(node, FileLeaf):
+            return node.regex.search(self.path)
+        if isinstance(node, SymbolLeaf):
+            return any(node.regex.search(sym.name.encode()) for sym in self.symbols)
+        if isinstance(node, ast.Language):
+            return int(s.doc_lang[doc]) in ev._lang_set(node.name)
+        if isinstance(node, ast.Branch):
+            return bool(int(s.doc_branches[doc]) & int(ev._branch_mask(node.pattern)[int(s.doc_repo[doc])]))
+        if isinstance(node, RepoLeaf):
+            return node.test(s.repo(doc))
+        raise TypeError(f"unexpected plan node {node!r}")
+
+    def _symbol_spans(self, leaf: SymbolLeaf) -> list[SymbolHit]:
+        hits = []
+        starts = self.ev.shard.line_starts(self.doc)
+        content = self.content
+        for sym in self.symbols:
+            if not leaf.regex.search(sym.name.encode()) or not 1 <= sym.line <= len(starts):
+                continue
+            a = int(starts[sym.line - 1])
+            b = int(starts[sym.line]) if sym.line < len(starts) else len(content)
+            at = content.find(sym.name.encode(), a, b)
+            if at >= 0:
+                hits.append(SymbolHit(sym, at, at + len(sym.name.encode())))
+        return hits
+
+    def file_match(self, limit: int, branch_masks: list[np.ndarray]) -> FileMatch:
+        """Collect the match ranges of the positive terms (at most `limit` content ranges)."""
+        ranges: list[tuple[int, int]] = []
+        name_ranges: list[tuple[int, int]] = []
+        sym_hits: list[SymbolHit] = []
+        for leaf in self.ev.positive:
+            if isinstance(leaf, ContentLeaf) and self.content:
+                for span in leaf.regex.finditer(self.content):
+                    ranges.append(span)
+                    if len(ranges) >= limit:
+                        break
+            elif isinstance(leaf, FileLeaf):
+                name_ranges.extend(leaf.regex.finditer(self.path))
+            elif isinstance(leaf, SymbolLeaf):
+                hits = self._symbol_spans(leaf)
+                sym_hits.extend(hits)
+                ranges.extend((h.start, h.end) for h in hits)
+        ranges = sorted(set(ranges))[: max(limit, 0)] if ranges else ranges
+        fm = FileMatch(self.ev.shard, self.doc, ranges, sorted(set(name_ranges)), sym_hits, self._branches(branch_masks))
+        fm.score = self._score(fm)
+        return fm
+
+    def _branches(self, masks: list[np.ndarray]) -> list[str]:
+        s, doc = self.ev.shard, self.doc
+        repo = s.repo(doc)
+        bits = int(s.doc_branches[doc])
+        if self.ev.plan.default_branch_only:
+            bits &= 1
+        elif masks:
+            r = int(s.doc_repo[doc])
+            want = 0
+            for m in masks:
+                want |= int(m[r])
+            bits &= want
+        return [b for i, b in enumerate(repo.branches) if bits >> i & 1]
+
+    def _score(self, fm: FileMatch) -> int:
+        if fm.symbol_hits:
+            return SCORE_SYMBOL
+        best = SCORE_FILE_NAME if fm.name_ranges else (SCORE_NO_RANGE if not fm.ranges else 0)
+        if not fm.ranges:
+            return best
+        content = self.content
+        defs = None
+        for a, b in fm.ranges[:64]:
+            before = a == 0 or not _WORD[content[a - 1]]
+            after = b >= len(content) or not _WORD[content[b]]
+            if before and after:
+                if defs is None:
+                    defs = {s.name for s in self.symbols}
+                if content[a:b].decode("utf-8", "replace") in defs and self._is_definition(a, b):
+                    return SCORE_SYMBOL
+                best = max(best, SCORE_WORD)
+            else:
+                best = max(best, SCORE_PARTIAL_WORD if before or after else SCORE_SUBSTRING)
+        return best
+
+    def _is_definition(self, a: int, b: int) -> bool:
+        starts = self.ev.shard.line_starts(self.doc)
+        line = int(np.searchsorted(starts, a, side="right"))
+        name = self.content[a:b].decode("utf-8", "replace")
+        return any(s.line == line and s.name == name for s in self.symbols)
+
+
+def evaluate_shard(shard: Shard, plan: Plan, budget: int, deadline: float) -> ShardResult:
+    """Search one shard; never raises for a bad document (a shard-level failure is the caller's)."""
+    return ShardEvaluator(shard, plan, budget, deadline).run()

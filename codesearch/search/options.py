@@ -1,0 +1,92 @@
+"""What a search is asked to do, and what it costs (the Stats of SPEC §5)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+
+DEFAULT_PUBLIC_URL = "http://localhost:3000"
+
+
+@dataclass
+class SearchOptions:
+    """The request fields of ``POST /api/search`` plus the engine's budgets."""
+
+    matches: int = 100
+    context_lines: int = 0
+    whole: bool = False
+    is_regex: bool = False
+    case_sensitive: bool = False
+    #: Seconds the whole search may take before it returns what it found (non-exhaustive).
+    timeout_s: float = 30.0
+    #: Public base URL of the service, for `webUrl`.
+    public_url: str = DEFAULT_PUBLIC_URL
+    #: Search contexts: name → repository names.
+    contexts: dict[str, set[str]] = field(default_factory=dict)
+
+    def deadline(self, start: float | None = None) -> float:
+        return (start if start is not None else time.monotonic()) + self.timeout_s
+
+
+FLUSH_FINAL = "FLUSH_REASON_FINAL_FLUSH"
+FLUSH_TIMER = "FLUSH_REASON_TIMER_EXPIRED"
+FLUSH_MAX_SIZE = "FLUSH_REASON_MAX_SIZE"
+
+
+@dataclass
+class Stats:
+    """Zoekt's statistics, with SPEC §5's units: durations in whole nanoseconds, sizes in bytes.
+
+    actualMatchCount     match ranges returned (chunk ranges plus file-name ranges)
+    totalMatchCount      match ranges found (counting may stop past the `matches` cap)
+    duration             wall time of the search
+    fileCount            files returned
+    filesSkipped         candidate files not examined because enough matches were found
+    contentBytesLoaded   bytes of file content read for verification
+    indexBytesLoaded     bytes of posting lists read
+    crashes              shards whose search failed
+    shardFilesConsidered files in the shards searched
+    filesConsidered      candidate files examined
+    filesLoaded          files whose content was read
+    shardsScanned        shards searched
+    shardsSkipped        shards not searched because the budget was spent
+    shardsSkippedFilter  shards ruled out by repository predicates or trigrams alone
+    ngramMatches         candidate files produced by the trigram index
+    ngramLookups         trigram dictionary lookups
+    wait                 time queued before the search started
+    matchTreeConstruction time spent planning
+    matchTreeSearch      time spent evaluating
+    regexpsConsidered    regex (or literal) scans over file contents
+    flushReason          why results were sent
+    """
+
+    actualMatchCount: int = 0
+    totalMatchCount: int = 0
+    duration: int = 0
+    fileCount: int = 0
+    filesSkipped: int = 0
+    contentBytesLoaded: int = 0
+    indexBytesLoaded: int = 0
+    crashes: int = 0
+    shardFilesConsidered: int = 0
+    filesConsidered: int = 0
+    filesLoaded: int = 0
+    shardsScanned: int = 0
+    shardsSkipped: int = 0
+    shardsSkippedFilter: int = 0
+    ngramMatches: int = 0
+    ngramLookups: int = 0
+    wait: int = 0
+    matchTreeConstruction: int = 0
+    matchTreeSearch: int = 0
+    regexpsConsidered: int = 0
+    flushReason: str = FLUSH_FINAL
+
+    def add(self, other: "Stats") -> None:
+        """Accumulate another shard's counters (not the match counts, which the merge sets)."""
+        for k, v in asdict(other).items():
+            if isinstance(v, int) and k not in ("actualMatchCount", "duration", "wait", "fileCount"):
+                setattr(self, k, getattr(self, k) + v)
+
+    def to_json(self) -> dict:
+        return asdict(self)

@@ -1,0 +1,136 @@
+"""Presentation: ranked file matches → the JSON shape of ``POST /api/search`` (SPEC §5).
+
+Only the files that survive ranking and the `matches` cap are turned into chunks, so the cost
+of presentation follows the size of the answer, not of the search.
+
+Positions: ``byteOffset`` is 0-based in bytes, ``lineNumber`` 1-based, ``column`` 1-based in
+characters (UTF-8 code points; an invalid byte counts as one character).
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+
+import numpy as np
+
+from codesearch.index.sources import RepoInfo
+from codesearch.search.evaluate import FileMatch
+
+_LEAD = np.ones(256, dtype=bool)
+_LEAD[0x80:0xC0] = False  # UTF-8 continuation bytes do not start a character
+
+
+def short_ref(ref: str) -> str:
+    for prefix in ("refs/heads/", "refs/tags/"):
+        if ref.startswith(prefix):
+            return ref[len(prefix):]
+    return ref
+
+
+def web_url(public_url: str, repo: RepoInfo, branch: str, path: str) -> str:
+    """This service's page of a file: ``<public URL>/browse/<repo>@<branch>/-/blob/<path>``."""
+    q = urllib.parse.quote
+    return f"{public_url.rstrip('/')}/browse/{q(repo.name)}@{q(short_ref(branch), safe='')}/-/blob/{q(path)}"
+
+
+def external_url(repo: RepoInfo, branch: str, path: str) -> str:
+    if not repo.file_url_template:
+        return ""
+    return repo.file_url_template.replace("{branch}", urllib.parse.quote(short_ref(branch), safe="/")).replace(
+        "{path}", urllib.parse.quote(path)
+    )
+
+
+class _Lines:
+    """Line and column arithmetic over one file's content."""
+
+    def __init__(self, content: bytes, starts: np.ndarray):
+        self.content = content
+        self.starts = starts
+
+    def line_of(self, offset: int) -> int:
+        """0-based line index of a byte offset."""
+        return max(int(np.searchsorted(self.starts, offset, side="right")) - 1, 0)
+
+    def line_end(self, line: int) -> int:
+        """Offset of the end of a line, without its newline."""
+        if line + 1 < len(self.starts):
+            return int(self.starts[line + 1]) - 1
+        n = len(self.content)
+        return n - 1 if n and self.content[n - 1] == 10 else n
+
+    def position(self, offset: int) -> dict:
+        line = self.line_of(offset)
+        start = int(self.starts[line])
+        prefix = np.frombuffer(self.content, dtype=np.uint8, count=offset - start, offset=start)
+        return {"byteOffset": offset, "lineNumber": line + 1, "column": int(_LEAD[prefix].sum()) + 1}
+
+
+def _path_position(path: bytes, offset: int) -> dict:
+    return {"byteOffset": offset, "lineNumber": 1, "column": len(path[:offset].decode("utf-8", "replace")) + 1}
+
+
+def chunks(fm: FileMatch, context_lines: int) -> list[dict]:
+    """Matching lines merged with `context_lines` of context, with absolute match ranges."""
+    if not fm.ranges:
+        return []
+    content = fm.shard.content(fm.doc)
+    lines = _Lines(content, fm.shard.line_starts(fm.doc))
+    last_line = len(lines.starts) - 1
+    groups: list[list] = []  # [first line, last line, ranges]
+    for a, b in fm.ranges:
+        la, lb = lines.line_of(a), lines.line_of(max(a, b - 1))
+        lo, hi = max(la - context_lines, 0), min(lb + context_lines, last_line)
+        if groups and lo <= groups[-1][1] + 1:
+            groups[-1][1] = max(groups[-1][1], hi)
+            groups[-1][2].append((a, b))
+        else:
+            groups.append([lo, hi, [(a, b)]])
+    hits_by_start = {h.start: h for h in fm.symbol_hits}
+    out = []
+    for lo, hi, rs in groups:
+        start, end = int(lines.starts[lo]), lines.line_end(hi)
+        syms = []
+        for a, _ in rs:
+            h = hits_by_start.get(a)
+            if h is not None:
+                syms.append({"symbol": h.symbol.name, "kind": h.symbol.kind,
+                             "parent": {"symbol": h.symbol.parent, "kind": h.symbol.parent_kind} if h.symbol.parent else None})
+        out.append({
+            "content": content[start:end].decode("utf-8", "replace"),
+            "matchRanges": [{"start": lines.position(a), "end": lines.position(b)} for a, b in rs],
+            "contentStart": {"byteOffset": start, "lineNumber": lo + 1, "column": 1},
+            "symbols": syms,
+        })
+    return out
+
+
+def file_result(fm: FileMatch, context_lines: int, whole: bool, public_url: str) -> dict:
+    s, doc = fm.shard, fm.doc
+    repo = s.repo(doc)
+    path = s.doc_path(doc)
+    branch = fm.branches[0] if fm.branches else (repo.branches[0] if repo.branches else "HEAD")
+    path_b = path.encode("utf-8", "replace")
+    result = {
+        "fileName": {
+            "text": path,
+            "matchRanges": [{"start": _path_position(path_b, a), "end": _path_position(path_b, b)} for a, b in fm.name_ranges],
+        },
+        "webUrl": web_url(public_url, repo, branch, path),
+        "repository": repo.name,
+        "repositoryId": repo.id,
+        "language": s.language(doc),
+        "chunks": chunks(fm, context_lines),
+        "branches": fm.branches,
+    }
+    ext = external_url(repo, branch, path)
+    if ext:
+        result["externalWebUrl"] = ext
+    if whole:
+        result["content"] = s.content(doc).decode("utf-8", "replace")
+    return result
+
+
+def repository_info(repo: RepoInfo) -> dict:
+    return {"id": repo.id, "codeHostType": repo.code_host_type, "name": repo.name,
+            "displayName": repo.display_name, "webUrl": repo.web_url}
