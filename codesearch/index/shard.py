@@ -154,15 +154,29 @@ class Shard:
         mask = int(self.doc_branches[doc])
         return [b for i, b in enumerate(repo.branches) if mask >> i & 1]
 
+    def symbol_range(self, doc: int) -> range:
+        """Indexes of the document's symbols in the sym.* arrays."""
+        return range(int(self.sym_offs[doc]), int(self.sym_offs[doc + 1]))
+
+    def symbol_names(self, doc: int) -> list[bytes]:
+        """The document's symbol names as UTF-8 bytes, cheap enough to scan on every candidate."""
+        r = self.symbol_range(doc)
+        if not r:
+            return []
+        offs = self.sym_noff[r.start : r.stop + 1].tolist()
+        blob = bytes(self.sym_name[offs[0] : offs[-1]])
+        base = offs[0]
+        return [blob[offs[i] - base : offs[i + 1] - base] for i in range(len(offs) - 1)]
+
+    def symbol(self, i: int) -> ShardSymbol:
+        """Symbol number `i` of the shard (see `symbol_range`)."""
+        name = bytes(self.sym_name[int(self.sym_noff[i]) : int(self.sym_noff[i + 1])]).decode("utf-8", "replace")
+        parent = bytes(self.sym_pnam[int(self.sym_poff[i]) : int(self.sym_poff[i + 1])]).decode("utf-8", "replace")
+        return ShardSymbol(name, self.symbol_kinds[int(self.sym_kind[i])], int(self.sym_line[i]), parent,
+                           self.symbol_kinds[int(self.sym_pknd[i])])
+
     def symbols(self, doc: int) -> list[ShardSymbol]:
-        a, b = int(self.sym_offs[doc]), int(self.sym_offs[doc + 1])
-        out = []
-        for i in range(a, b):
-            name = bytes(self.sym_name[int(self.sym_noff[i]) : int(self.sym_noff[i + 1])]).decode("utf-8", "replace")
-            parent = bytes(self.sym_pnam[int(self.sym_poff[i]) : int(self.sym_poff[i + 1])]).decode("utf-8", "replace")
-            out.append(ShardSymbol(name, self.symbol_kinds[int(self.sym_kind[i])], int(self.sym_line[i]), parent,
-                                   self.symbol_kinds[int(self.sym_pknd[i])]))
-        return out
+        return [self.symbol(i) for i in self.symbol_range(doc)]
 
     def close(self) -> None:
         self.file.close()

@@ -43,7 +43,8 @@ Decisions beyond SPEC §4 (documented here and in the tests):
 * After a group's ``)`` or a quoted string's closing quote, the next expression may start at
   once: ``(a)b`` is ``a AND b``.
 * A leading balanced ``(`` is a group in regex mode too: ``(foo|bar)`` is the regex ``foo|bar``;
-  quote a regex to keep its brackets (``"(foo|bar)baz"``).
+  quote a regex to keep its brackets (``"(foo|bar)baz"``). Except ``(?``: a bracket followed by
+  ``?`` never opens a group, so regex flags and groups (``(?i)foo``, ``(?:a|b)c``) work unquoted.
 * ``""`` (an empty quoted term) and an empty prefix value (``file:`` or ``file:""``) are errors.
 * ``reposet:`` names are split on commas, stripped, and empty names dropped; none left is an error.
 * ``archived:``/``fork:``/``visibility:`` values are case-sensitive (lower case, as in the SPEC).
@@ -419,7 +420,7 @@ class _Parser:
             c = q[i]
             if c == "-" and i + 1 < bound:
                 d = q[i + 1]
-                if d == "(":
+                if d == "(" and q[i + 2 : i + 3] != "?":
                     end = self.match.get(i + 1)
                     if end is not None and end < bound:
                         frames.append(_Frame(end, True))
@@ -437,7 +438,7 @@ class _Parser:
                         continue
             elif c == "(":
                 end = self.match.get(i)
-                if end is not None and end < bound:
+                if end is not None and end < bound and q[i + 1 : i + 2] != "?":
                     frames.append(_Frame(end, False))
                     i += 1
                     continue

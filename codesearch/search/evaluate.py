@@ -306,6 +306,7 @@ class _DocContext:
         self._content: bytes | None = None
         self._path: bytes | None = None
         self._symbols: list[ShardSymbol] | None = None
+        self._symbol_names: list[bytes] | None = None
 
     @property
     def content(self) -> bytes:
@@ -326,6 +327,12 @@ class _DocContext:
             self._symbols = self.ev.shard.symbols(self.doc)
         return self._symbols
 
+    @property
+    def symbol_names(self) -> list[bytes]:
+        if self._symbol_names is None:
+            self._symbol_names = self.ev.shard.symbol_names(self.doc)
+        return self._symbol_names
+
     def match(self, node) -> bool:
         ev, s, doc = self.ev, self.ev.shard, self.doc
         if isinstance(node, ast.And):
@@ -342,7 +349,7 @@ class _DocContext:
         if isinstance(node, FileLeaf):
             return node.regex.search(self.path)
         if isinstance(node, SymbolLeaf):
-            return any(node.regex.search(sym.name.encode()) for sym in self.symbols)
+            return any(node.regex.search(name) for name in self.symbol_names)
         if isinstance(node, ast.Language):
             return int(s.doc_lang[doc]) in ev._lang_set(node.name)
         if isinstance(node, ast.Branch):
@@ -353,16 +360,21 @@ class _DocContext:
 
     def _symbol_spans(self, leaf: SymbolLeaf) -> list[SymbolHit]:
         hits = []
-        starts = self.ev.shard.line_starts(self.doc)
+        s = self.ev.shard
+        starts = s.line_starts(self.doc)
         content = self.content
-        for sym in self.symbols:
-            if not leaf.regex.search(sym.name.encode()) or not 1 <= sym.line <= len(starts):
+        first = s.symbol_range(self.doc).start
+        for k, name in enumerate(self.symbol_names):
+            if not leaf.regex.search(name):
+                continue
+            sym = s.symbol(first + k)
+            if not 1 <= sym.line <= len(starts):
                 continue
             a = int(starts[sym.line - 1])
             b = int(starts[sym.line]) if sym.line < len(starts) else len(content)
-            at = content.find(sym.name.encode(), a, b)
+            at = content.find(name, a, b)
             if at >= 0:
-                hits.append(SymbolHit(sym, at, at + len(sym.name.encode())))
+                hits.append(SymbolHit(sym, at, at + len(name)))
         return hits
 
     def file_match(self, limit: int, branch_masks: list[np.ndarray]) -> FileMatch:
@@ -414,8 +426,8 @@ class _DocContext:
             after = b >= len(content) or not _WORD[content[b]]
             if before and after:
                 if defs is None:
-                    defs = {s.name for s in self.symbols}
-                if content[a:b].decode("utf-8", "replace") in defs and self._is_definition(a, b):
+                    defs = set(self.symbol_names)
+                if content[a:b] in defs and self._is_definition(a, b):
                     return SCORE_SYMBOL
                 best = max(best, SCORE_WORD)
             else:

@@ -1,0 +1,189 @@
+"""The `codesearch` command line.
+
+    codesearch index PATH... --out DIR [--branches GLOB,...] [--tags GLOB,...]
+    codesearch search QUERY --index DIR [--regex] [--case-sensitive] [--context N]
+                      [--matches N] [--json]
+
+`index` treats each PATH as one repository: a git repository is indexed at HEAD (plus the
+branches and tags matching the globs) from its object store, any other directory as plain
+files. `search` prints grep-like lines (``repo/path:line:text``, coloured on a terminal) or,
+with ``--json``, exactly the ``POST /api/search`` response.
+
+Exit codes: 0 success (search: at least one match), 1 no match, 2 bad usage or input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import time
+
+from codesearch.errors import CodesearchError
+
+
+class _Progress:
+    """A one-line progress report on stderr, refreshed at most 5 times a second (TTY only)."""
+
+    def __init__(self, stream=sys.stderr):
+        self.stream = stream
+        self.enabled = stream.isatty()
+        self.start = time.monotonic()
+        self.last = 0.0
+        self.files = 0
+        self.bytes = 0
+
+    def __call__(self, size: int) -> None:
+        self.files += 1
+        self.bytes += size
+        now = time.monotonic()
+        if self.enabled and now - self.last > 0.2:
+            self.last = now
+            rate = self.bytes / max(now - self.start, 1e-9) / 1e6
+            self.stream.write(f"\r  {self.files:,} files, {self.bytes / 1e6:,.1f} MB, {rate:,.1f} MB/s ")
+            self.stream.flush()
+
+    def done(self) -> None:
+        if self.enabled:
+            self.stream.write("\r" + " " * 60 + "\r")
+
+
+def _split(value: str | None) -> list[str]:
+    return [v.strip() for v in (value or "").split(",") if v.strip()]
+
+
+def cmd_index(args) -> int:
+    from codesearch.index.builder import IndexSettings, index_paths
+
+    settings = IndexSettings()
+    if args.max_file_size:
+        settings.max_file_size = args.max_file_size
+    if args.no_ctags:
+        settings.ctags = False
+    progress = _Progress()
+    stats = index_paths(args.paths, args.out, settings, branches=_split(args.branches), tags=_split(args.tags), progress=progress)
+    progress.done()
+    for w in stats.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    mb = stats.input_bytes / 1e6
+    print(
+        f"indexed {stats.files:,} files ({mb:,.1f} MB, {stats.skipped:,} skipped) from {len(args.paths)} "
+        f"repositor{'y' if len(args.paths) == 1 else 'ies'} into {len(stats.shards)} shard(s) in {stats.seconds:.1f}s "
+        f"({mb / max(stats.seconds, 1e-9):,.1f} MB/s); index {stats.total_bytes / 1e6:,.1f} MB, postings "
+        f"{stats.postings_bytes / max(stats.input_bytes, 1):.2f}x input",
+        file=sys.stderr,
+    )
+    return 0
+
+
+_C = {"path": "\033[35m", "line": "\033[32m", "match": "\033[1;31m", "sep": "\033[36m", "off": "\033[0m"}
+
+
+def _print_text(resp: dict, color: bool, out=sys.stdout) -> None:
+    c = _C if color else {k: "" for k in _C}
+    for f in resp["files"]:
+        where = f"{f['repository']}/{f['fileName']['text']}"
+        if not f["chunks"]:
+            out.write(f"{c['path']}{where}{c['off']}\n")
+            continue
+        for ch in f["chunks"]:
+            first = ch["contentStart"]["lineNumber"]
+            base = ch["contentStart"]["byteOffset"]
+            raw = ch["content"].encode("utf-8")
+            lines = raw.split(b"\n")
+            spans: dict[int, list[tuple[int, int]]] = {}
+            offset = 0
+            starts = []
+            for ln in lines:
+                starts.append(offset)
+                offset += len(ln) + 1
+            for r in ch["matchRanges"]:
+                a, b = r["start"]["byteOffset"] - base, r["end"]["byteOffset"] - base
+                for i, s in enumerate(starts):
+                    e = s + len(lines[i])
+                    if a <= e and b >= s and (a < e or a == s):
+                        spans.setdefault(i, []).append((max(a, s) - s, min(b, e) - s))
+            for i, ln in enumerate(lines):
+                sep = ":" if i in spans else "-"
+                text = ln
+                if color and i in spans:
+                    parts, pos = [], 0
+                    for a, b in sorted(spans[i]):
+                        if a < pos:
+                            continue
+                        parts += [ln[pos:a], c["match"].encode(), ln[a:b], c["off"].encode()]
+                        pos = b
+                    text = b"".join(parts) + ln[pos:]
+                out.write(f"{c['path']}{where}{c['off']}{c['sep']}{sep}{c['off']}{c['line']}{first + i}{c['off']}"
+                          f"{c['sep']}{sep}{c['off']}{text.decode('utf-8', 'replace')}\n")
+    if not resp["isSearchExhaustive"]:
+        s = resp["stats"]
+        print(f"(showing {s['actualMatchCount']} of {s['totalMatchCount']}+ matches; raise --matches for more)", file=sys.stderr)
+
+
+def cmd_search(args) -> int:
+    from codesearch.search.engine import Searcher
+    from codesearch.search.options import SearchOptions
+
+    searcher = Searcher(args.index)
+    for e in searcher.errors:
+        print(f"warning: skipping shard: {e}", file=sys.stderr)
+    opts = SearchOptions(matches=args.matches, context_lines=args.context, whole=args.whole,
+                         is_regex=args.regex, case_sensitive=args.case_sensitive)
+    resp = searcher.search(args.query, options=opts)
+    if args.json:
+        json.dump(resp, sys.stdout, ensure_ascii=False)
+        sys.stdout.write("\n")
+    else:
+        _print_text(resp, color=sys.stdout.isatty() and not os.environ.get("NO_COLOR"))
+    return 0 if resp["files"] else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="codesearch", description="Index and search code.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    ix = sub.add_parser("index", help="index directories or git repositories into shards")
+    ix.add_argument("paths", nargs="+", metavar="PATH", help="a git repository or a directory (one repository each)")
+    ix.add_argument("--out", required=True, metavar="DIR", help="index directory (created if missing)")
+    ix.add_argument("--branches", metavar="GLOB,...", help="also index branches matching these globs")
+    ix.add_argument("--tags", metavar="GLOB,...", help="also index tags matching these globs")
+    ix.add_argument("--max-file-size", type=int, metavar="BYTES", help="skip larger files (default 2097152)")
+    ix.add_argument("--no-ctags", action="store_true", help="do not extract symbols")
+    ix.set_defaults(func=cmd_index)
+
+    s = sub.add_parser("search", help="search an index")
+    s.add_argument("query", help="query (see README: query language)")
+    s.add_argument("--index", required=True, metavar="DIR", help="index directory")
+    s.add_argument("--regex", action="store_true", help="bare terms are regular expressions")
+    s.add_argument("--case-sensitive", action="store_true", help="match case exactly")
+    s.add_argument("--context", type=int, default=0, metavar="N", help="lines of context around matches")
+    s.add_argument("--matches", type=int, default=100, metavar="N", help="cap on match ranges returned (default 100)")
+    s.add_argument("--whole", action="store_true", help="include whole file contents (with --json)")
+    s.add_argument("--json", action="store_true", help="print the POST /api/search JSON response")
+    s.set_defaults(func=cmd_search)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    args = build_parser().parse_args(argv)
+    if getattr(args, "matches", 1) < 1 or getattr(args, "context", 0) < 0:
+        print("codesearch: --matches must be at least 1 and --context at least 0", file=sys.stderr)
+        return 2
+    try:
+        return args.func(args)
+    except CodesearchError as e:
+        print(f"codesearch: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # `codesearch search … | head`
+        sys.stderr.close()
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

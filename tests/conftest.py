@@ -1,0 +1,39 @@
+"""Shared fixtures: the generated corpus, indexed once per session, and its oracle."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from codesearch.globs import PatternList
+from codesearch.index.builder import IndexSettings, index_paths
+from codesearch.index.sources import local_repo_name
+from codesearch.search.engine import Searcher
+from tests import corpus
+from tests.oracle import Oracle, docs_from_dir, docs_from_git
+
+BRANCH_GLOBS = ["dev", "release/*"]
+TAG_GLOBS = ["v*"]
+GIT_REFS = ["refs/heads/main", "refs/heads/dev", "refs/heads/release/1.0", "refs/tags/v1.0"]
+
+
+def test_settings() -> IndexSettings:
+    return IndexSettings(max_file_size=corpus.MAX_FILE_SIZE, max_trigram_count=corpus.MAX_TRIGRAMS, always_index=PatternList([]))
+
+
+@pytest.fixture(scope="session")
+def indexed_corpus(tmp_path_factory):
+    base = tmp_path_factory.mktemp("corpus")
+    repo = corpus.make_git_repo(str(base / "gitrepo"))
+    plain = corpus.make_plain_dir(str(base / "plain"))
+    out = str(base / "index")
+    stats = index_paths([repo, plain], out, test_settings(), branches=BRANCH_GLOBS, tags=TAG_GLOBS)
+    repo_name, plain_name = local_repo_name(repo), local_repo_name(plain)
+    docs = docs_from_git(repo, repo_name, GIT_REFS, str(base / "scratch"), corpus.MAX_FILE_SIZE, corpus.MAX_TRIGRAMS)
+    docs += docs_from_dir(plain, plain_name, corpus.MAX_FILE_SIZE, corpus.MAX_TRIGRAMS)
+    oracle = Oracle(docs, repos={repo_name: {"default": "refs/heads/main"}})
+    searcher = Searcher(out)
+    yield {"searcher": searcher, "oracle": oracle, "stats": stats, "index": out, "repo": repo, "plain": plain,
+           "repo_name": repo_name, "plain_name": plain_name}
+    searcher.close()

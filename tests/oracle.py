@@ -1,0 +1,243 @@
+"""A brute-force search over the same files, the reference the engine is checked against.
+
+It shares nothing with the engine's index, planner or evaluator: it lists files with the git
+command line (or os.walk), applies the indexing rules with plain Python (sets of 3-byte
+windows for the trigram count), runs ctags in batch mode for symbols, and evaluates the parsed
+query on every file with google-re2 directly. Only the parser and the language detector are
+shared (they have their own tests).
+
+`search` returns the set of (repo, path, branches, start, end) match spans, plus the set of
+matching files, to compare with the engine's answer for the same query.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from dataclasses import dataclass, field
+
+import re2
+import regex
+
+from codesearch.index.language import detect
+from codesearch.query import ast
+from codesearch.query.parser import parse
+
+
+@dataclass
+class Doc:
+    repo: str
+    path: str
+    content: bytes  # b"" when skipped
+    branches: list[str]  # full ref names, in the repo's branch order
+    skipped: bool
+    language: str
+    symbols: list[tuple[str, int]] = field(default_factory=list)  # (name, line)
+
+
+def _ascii_lower(b: bytes) -> bytes:
+    return b.translate(bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ", b"abcdefghijklmnopqrstuvwxyz"))
+
+
+def skipped(content: bytes, size: int, max_file_size: int, max_trigrams: int) -> bool:
+    """The indexing rules of SPEC §3, written plainly."""
+    if size > max_file_size or b"\0" in content:
+        return True
+    folded = _ascii_lower(content.replace("\u212a".encode(), b"k").replace("\u017f".encode(), b"s"))
+    return len({folded[i : i + 3] for i in range(len(folded) - 2)}) > max_trigrams
+
+
+def ctags_symbols(root: str, rel_paths: list[str]) -> dict[str, list[tuple[str, int]]]:
+    """Symbols of files on disk, from ctags in batch mode."""
+    if not rel_paths:
+        return {}
+    out = subprocess.run(
+        ["ctags", "--output-format=json", "--fields=*", "--extras=-{anonymous}", "-f", "-", *rel_paths],
+        cwd=root, capture_output=True, check=False,
+    ).stdout
+    syms: dict[str, list[tuple[str, int]]] = {}
+    for line in out.splitlines():
+        m = json.loads(line)
+        if m.get("_type") == "tag" and isinstance(m.get("line"), int):
+            syms.setdefault(m["path"], []).append((m["name"], m["line"]))
+    return syms
+
+
+def docs_from_dir(root: str, repo: str, max_file_size=2097152, max_trigrams=20000) -> list[Doc]:
+    docs = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d != ".git"]
+        for name in filenames:
+            full = os.path.join(dirpath, name)
+            if os.path.islink(full):
+                continue
+            rel = os.path.relpath(full, root)
+            content = open(full, "rb").read()
+            skip = skipped(content, len(content), max_file_size, max_trigrams)
+            docs.append(Doc(repo, rel, b"" if skip else content, ["HEAD"], skip, "skipped" if skip else detect(rel, content)))
+    syms = ctags_symbols(root, [d.path for d in docs if not d.skipped and d.content])
+    for d in docs:
+        d.symbols = syms.get(d.path, [])
+    return docs
+
+
+def _git(repo_dir: str, *args) -> bytes:
+    return subprocess.run(["git", *args], cwd=repo_dir, capture_output=True, check=True).stdout
+
+
+def docs_from_git(repo_dir: str, repo: str, branches: list[str], scratch: str, max_file_size=2097152, max_trigrams=20000) -> list[Doc]:
+    """One Doc per (path, blob) over the given full ref names (the first is the default)."""
+    by_key: dict[tuple[str, str], Doc] = {}
+    for ref in branches:
+        for rec in _git(repo_dir, "ls-tree", "-r", "-z", ref).split(b"\0"):
+            if not rec:
+                continue
+            meta, _, path = rec.partition(b"\t")
+            mode, kind, sha = meta.split()
+            if kind != b"blob" or mode == b"120000":
+                continue
+            key = (path.decode(), sha.decode())
+            if key in by_key:
+                by_key[key].branches.append(ref)
+                continue
+            content = _git(repo_dir, "cat-file", "blob", sha.decode())
+            skip = skipped(content, len(content), max_file_size, max_trigrams)
+            by_key[key] = Doc(repo, key[0], b"" if skip else content, [ref], skip, "skipped" if skip else detect(key[0], content))
+    # Symbols: write each distinct blob to a scratch tree and run ctags over it.
+    for i, d in enumerate(by_key.values()):
+        if d.skipped or not d.content:
+            continue
+        target = os.path.join(scratch, str(i), d.path)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(target, "wb") as f:
+            f.write(d.content)
+        d.symbols = ctags_symbols(os.path.join(scratch, str(i)), [d.path]).get(d.path, [])
+    return list(by_key.values())
+
+
+def _compile(pattern: str, case_sensitive: bool):
+    """RE2, or for syntax RE2 lacks the `regex` module in bytes mode (test patterns are ASCII)."""
+    o = re2.Options()
+    o.case_sensitive = case_sensitive
+    o.log_errors = False
+    try:
+        return re2.compile("(?m)" + pattern, o)
+    except re2.error:
+        return regex.compile(pattern.encode(), regex.MULTILINE | (0 if case_sensitive else regex.IGNORECASE))
+
+
+def _line_bounds(content: bytes, line: int) -> tuple[int, int]:
+    lines = content.split(b"\n")
+    start = sum(len(l) + 1 for l in lines[: line - 1])
+    return start, start + len(lines[line - 1])
+
+
+class Oracle:
+    def __init__(self, docs: list[Doc], repos: dict[str, dict] | None = None, contexts=None):
+        self.docs = docs
+        self.repos = repos or {}
+        self.contexts = contexts or {}
+
+    def _repo_attr(self, repo: str, key: str, default=False):
+        return self.repos.get(repo, {}).get(key, default)
+
+    def _true(self, n, d: Doc) -> bool:
+        if isinstance(n, ast.And):
+            return all(self._true(c, d) for c in n.children)
+        if isinstance(n, ast.Or):
+            return any(self._true(c, d) for c in n.children)
+        if isinstance(n, ast.Not):
+            return not self._true(n.child, d)
+        if isinstance(n, ast.Const):
+            return n.value
+        if isinstance(n, ast.Content):
+            return bool(self._content_spans(n, d))
+        if isinstance(n, ast.FileName):
+            return _compile(n.pattern, n.case_sensitive).search(d.path.encode()) is not None
+        if isinstance(n, ast.Symbol):
+            return bool(self._symbol_spans(n, d))
+        if isinstance(n, ast.Language):
+            return d.language.lower() == n.name.lower()
+        if isinstance(n, ast.Branch):
+            return any(n.pattern == "*" or n.pattern in b for b in d.branches)
+        if isinstance(n, ast.Repo):
+            return _compile(n.pattern, False).search(d.repo.encode()) is not None
+        if isinstance(n, ast.RepoSet):
+            return d.repo in n.names
+        if isinstance(n, ast.Context):
+            return d.repo in self.contexts[n.name]
+        if isinstance(n, (ast.Archived, ast.Fork)):
+            flag = self._repo_attr(d.repo, "archived" if isinstance(n, ast.Archived) else "fork")
+            return {"yes": True, "no": not flag, "only": flag}[n.value]
+        if isinstance(n, ast.Visibility):
+            public = self._repo_attr(d.repo, "public", True)
+            return {"any": True, "public": public, "private": not public}[n.value]
+        raise TypeError(n)
+
+    def _content_spans(self, n: ast.Content, d: Doc) -> list[tuple[int, int]]:
+        if not d.content:
+            return []
+        pattern = n.pattern if n.is_regex else re2.escape(n.pattern)
+        return [m.span() for m in _compile(pattern, n.case_sensitive).finditer(d.content)]
+
+    def _symbol_spans(self, n: ast.Symbol, d: Doc) -> list[tuple[int, int]]:
+        rx = _compile(n.pattern, n.case_sensitive)
+        spans = []
+        for name, line in d.symbols:
+            if rx.search(name.encode()) is None:
+                continue
+            a, b = _line_bounds(d.content, line)
+            at = d.content.find(name.encode(), a, b + 1)
+            if at >= 0:
+                spans.append((at, at + len(name.encode())))
+        return spans
+
+    def _positive(self, n, negated=False):
+        if isinstance(n, (ast.And, ast.Or)):
+            for c in n.children:
+                yield from self._positive(c, negated)
+        elif isinstance(n, ast.Not):
+            yield from self._positive(n.child, not negated)
+        elif not negated:
+            yield n
+
+    def search(self, query: str, is_regex=False, case_sensitive=False):
+        tree = parse(query, is_regex=is_regex, case_sensitive=case_sensitive)
+        has_rev = any(isinstance(x, ast.Branch) for x in ast.walk(tree))
+        positive = list(self._positive(tree))
+        rev_patterns = [x.pattern for x in positive if isinstance(x, ast.Branch)]
+        spans, files = set(), set()
+        for d in self.docs:
+            branches = list(d.branches)
+            if not has_rev:
+                if branches[0] != self._default(d):
+                    continue
+                branches = branches[:1]
+            elif rev_patterns:
+                branches = [b for b in branches if any(p == "*" or p in b for p in rev_patterns)]
+            if not self._true(tree, d):
+                continue
+            key = (d.repo, d.path, tuple(branches))
+            files.add(key)
+            for leaf in positive:
+                if isinstance(leaf, ast.Content):
+                    spans.update(key + s for s in self._content_spans(leaf, d))
+                elif isinstance(leaf, ast.Symbol):
+                    spans.update(key + s for s in self._symbol_spans(leaf, d))
+        return spans, files
+
+    def _default(self, d: Doc) -> str:
+        return self.repos.get(d.repo, {}).get("default", "HEAD")
+
+
+def engine_spans(resp: dict):
+    """The same (repo, path, branches, start, end) spans and file keys from an engine response."""
+    spans, files = set(), set()
+    for f in resp["files"]:
+        key = (f["repository"], f["fileName"]["text"], tuple(f["branches"]))
+        files.add(key)
+        for ch in f["chunks"]:
+            for r in ch["matchRanges"]:
+                spans.add(key + (r["start"]["byteOffset"], r["end"]["byteOffset"]))
+    return spans, files
