@@ -81,7 +81,8 @@ def cmd_index(args) -> int:
 _C = {"path": "\033[35m", "line": "\033[32m", "match": "\033[1;31m", "sep": "\033[36m", "off": "\033[0m"}
 
 
-def _print_text(resp: dict, color: bool, out=sys.stdout) -> None:
+def _print_text(resp: dict, color: bool, out=None) -> None:
+    out = out or sys.stdout
     c = _C if color else {k: "" for k in _C}
     for f in resp["files"]:
         where = f"{f['repository']}/{f['fileName']['text']}"

@@ -316,7 +316,7 @@ def _star_of(x: _Info) -> _Info:
 def _char(cp: int, ci: bool, fallback: bool) -> str:
     """The folded form of one pattern character (`_UNKNOWN` when its text bytes are unknown)."""
     c = chr(cp)
-    if False:
+    if ci and fallback and (cp >= 0x80 or c.isalpha()):
         return _UNKNOWN  # the fallback engine folds fully: "ss" matches "ß", "fi" matches "ﬁ"
     if c == _KELVIN:
         return "k"

@@ -1,0 +1,237 @@
+"""The index: indexing rules, shard format, corrupt and truncated shards, git sources, globs."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import numpy as np
+import pytest
+from pyroaring import BitMap
+
+from codesearch.errors import IndexBuildError, IndexFormatError
+from codesearch.globs import PatternList, glob_match
+from codesearch.index import format as fmt
+from codesearch.index.builder import BINARY, INDEXED, TOO_LARGE, TOO_MANY_TRIGRAMS, IndexSettings, index_paths
+from codesearch.index.shard import Shard
+from codesearch.index.sources import repo_name_from_url
+from codesearch.index.trigrams import fold, string_trigrams, unique_trigrams
+from codesearch.search.engine import Searcher
+from tests import corpus
+
+
+def _write(root, files: dict[str, bytes]):
+    for path, data in files.items():
+        full = os.path.join(root, path)
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        with open(full, "wb") as f:
+            f.write(data)
+
+
+def _docs(shard: Shard) -> dict[str, dict]:
+    return {shard.doc_path(d): {"skip": int(shard.doc_skip[d]), "lang": shard.language(d), "content": shard.content(d)}
+            for d in range(shard.doc_count)}
+
+
+RULE_CASES = [
+    # (path, content, settings, ALWAYS_INDEX patterns, expected skip)
+    ("a.py", b"print('hi')\n", {}, [], INDEXED),
+    ("big.txt", b"x" * 101, {"max_file_size": 100}, [], TOO_LARGE),
+    ("big.txt", b"x" * 100, {"max_file_size": 100}, [], INDEXED),
+    ("big.min.js", b"x" * 101, {"max_file_size": 100}, ["*.min.js"], INDEXED),
+    ("web/big.min.js", b"x" * 101, {"max_file_size": 100}, ["**/*.min.js"], INDEXED),
+    ("web/big.min.js", b"x" * 101, {"max_file_size": 100}, ["**/*.js", "!web/*.min.js"], TOO_LARGE),
+    ("web/big.min.js", b"x" * 101, {"max_file_size": 100}, ["!**/*.js", "web/**"], INDEXED),
+    ("bin.dat", b"abc\0def", {}, [], BINARY),
+    ("bin.dat", b"abc\0def", {}, ["*.dat"], BINARY),  # the binary rule is never lifted
+    ("many.txt", " ".join(f"{i:04d}" for i in range(200)).encode(), {"max_trigram_count": 100}, [], TOO_MANY_TRIGRAMS),
+    ("many.txt", " ".join(f"{i:04d}" for i in range(200)).encode(), {"max_trigram_count": 100}, ["many.*"], INDEXED),
+    ("latin1.txt", "caf\xe9\n".encode("latin-1"), {}, [], INDEXED),
+    ("empty.txt", b"", {}, [], INDEXED),
+]
+
+
+@pytest.mark.parametrize("path,content,opts,always,want", RULE_CASES)
+def test_indexing_rules(tmp_path, path, content, opts, always, want):
+    _write(tmp_path / "src", {path: content})
+    stats = index_paths([str(tmp_path / "src")], str(tmp_path / "ix"), IndexSettings(always_index=PatternList(always), ctags=False, **opts))
+    shard = Shard(stats.shards[0])
+    doc = _docs(shard)[path]
+    assert doc["skip"] == want
+    if want != INDEXED:
+        assert doc["lang"] == "skipped" and doc["content"] == b""
+        # A skipped file stays findable by name and by lang:skipped.
+        s = Searcher(str(tmp_path / "ix"))
+        assert [f["fileName"]["text"] for f in s.search(f"file:{path.split('/')[-1].split('.')[0]}")["files"]] == [path]
+        assert [f["fileName"]["text"] for f in s.search("lang:skipped")["files"]] == [path]
+    else:
+        assert doc["content"] == content
+
+
+def test_always_index_patterns_from_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("ALWAYS_INDEX_FILE_PATTERNS", "**/*.big, !keep/no.big")
+    _write(tmp_path / "src", {"a/x.big": b"y" * 50, "keep/no.big": b"y" * 50})
+    stats = index_paths([str(tmp_path / "src")], str(tmp_path / "ix"), IndexSettings(max_file_size=10, ctags=False))
+    docs = _docs(Shard(stats.shards[0]))
+    assert docs["a/x.big"]["skip"] == INDEXED and docs["keep/no.big"]["skip"] == TOO_LARGE
+
+
+def test_identical_blobs_across_branches_are_stored_once(tmp_path):
+    repo = corpus.make_git_repo(str(tmp_path / "repo"))
+    stats = index_paths([repo], str(tmp_path / "ix"), IndexSettings(ctags=False), branches=["**"], tags=["v*"])
+    shard = Shard(stats.shards[0])
+    assert shard.repos[0].branches[0] == "refs/heads/main"
+    assert set(shard.repos[0].branches) == {"refs/heads/main", "refs/heads/dev", "refs/heads/release/1.0", "refs/tags/v1.0"}
+    paths = [shard.doc_path(d) for d in range(shard.doc_count)]
+    test_doc = paths.index("tests/test_app.py")  # same content on every branch
+    assert paths.count("tests/test_app.py") == 1
+    assert set(shard.branches(test_doc)) == set(shard.repos[0].branches)
+    assert paths.count("src/util.py") == 2  # differs on dev
+    assert paths.count("src/release.py") == 1 and shard.branches(paths.index("src/release.py")) == ["refs/heads/release/1.0"]
+
+
+def test_symbols_from_ctags(tmp_path):
+    _write(tmp_path / "src", {"m.py": b"class Alpha:\n    def beta(self):\n        pass\n\ndef gamma():\n    return 1\n"})
+    stats = index_paths([str(tmp_path / "src")], str(tmp_path / "ix"))
+    shard = Shard(stats.shards[0])
+    syms = {(s.name, s.kind, s.line, s.parent) for s in shard.symbols(0)}
+    assert ("Alpha", "class", 1, "") in syms and ("beta", "member", 2, "Alpha") in syms and ("gamma", "function", 5, "") in syms
+
+
+def test_language_detection(tmp_path):
+    files = {"a.py": b"x = 1\n", "b.go": b"package b\n", "c.ts": b"let x = 1\n", "Makefile": b"all:\n", "script": b"#!/usr/bin/env python3\nprint(1)\n",
+             "d.cc": b"int main() {}\n", "README.md": b"# hi\n"}
+    _write(tmp_path / "src", files)
+    stats = index_paths([str(tmp_path / "src")], str(tmp_path / "ix"), IndexSettings(ctags=False))
+    langs = {p: d["lang"] for p, d in _docs(Shard(stats.shards[0])).items()}
+    assert langs == {"a.py": "Python", "b.go": "Go", "c.ts": "TypeScript", "Makefile": "Makefile", "script": "Python", "d.cc": "C++", "README.md": "Markdown"}
+
+
+def test_posting_lists_are_exact(tmp_path):
+    """Every trigram of every document is in its posting list, and nothing else is."""
+    texts = {f"f{i}.txt": f"alpha beta {i} GAMMA delta{i % 3}\n".encode() * (i + 1) for i in range(20)}
+    _write(tmp_path / "src", texts)
+    stats = index_paths([str(tmp_path / "src")], str(tmp_path / "ix"), IndexSettings(ctags=False))
+    shard = Shard(stats.shards[0])
+    expected: dict[int, set[int]] = {}
+    for d in range(shard.doc_count):
+        for t in unique_trigrams(fold(shard.content(d))).tolist():
+            expected.setdefault(t, set()).add(d)
+    assert sorted(expected) == shard.content_index.keys.tolist()
+    for t, docs in expected.items():
+        assert set(shard.content_index.postings(t)) == docs
+        assert shard.content_index.cardinality(t) == len(docs)
+
+
+def test_shards_split_at_the_size_limit(tmp_path):
+    _write(tmp_path / "src", {f"f{i}.txt": (f"file {i} " * 200).encode() for i in range(30)})
+    stats = index_paths([str(tmp_path / "src")], str(tmp_path / "ix"), IndexSettings(ctags=False, shard_max_bytes=10_000))
+    assert len(stats.shards) > 3
+    s = Searcher(str(tmp_path / "ix"))
+    r = s.search("file", matches=10**6)
+    assert len(r["files"]) == 30 and r["isSearchExhaustive"]
+
+
+def test_reindex_replaces_old_shards(tmp_path):
+    _write(tmp_path / "src", {f"f{i}.txt": (f"old {i} " * 200).encode() for i in range(30)})
+    ix = str(tmp_path / "ix")
+    index_paths([str(tmp_path / "src")], ix, IndexSettings(ctags=False, shard_max_bytes=10_000))
+    shutil.rmtree(tmp_path / "src")
+    _write(tmp_path / "src", {"only.txt": b"new content\n"})
+    index_paths([str(tmp_path / "src")], ix, IndexSettings(ctags=False, shard_max_bytes=10_000))
+    assert len([f for f in os.listdir(ix) if f.endswith(".shard")]) == 1
+    s = Searcher(ix)
+    assert s.search("old")["files"] == [] and len(s.search("new")["files"]) == 1
+
+
+# -- the format: corrupt, truncated, foreign files -------------------------------------------
+
+
+@pytest.fixture
+def one_shard(tmp_path):
+    _write(tmp_path / "src", {"a.py": b"def alpha():\n    return 'alpha'\n", "b.txt": b"beta\n"})
+    stats = index_paths([str(tmp_path / "src")], str(tmp_path / "ix"))
+    return stats.shards[0]
+
+
+def test_shard_round_trip(one_shard):
+    shard = Shard(one_shard)
+    assert shard.doc_count == 2 and shard.file.has("ctg.post")
+
+
+@pytest.mark.parametrize("damage,reason", [
+    (lambda b: b[: len(b) // 2], "truncated"),
+    (lambda b: b[:10], "too short|truncated"),
+    (lambda b: b"", "too short"),
+    (lambda b: b"NOTSHARD" + b[8:], "bad magic"),
+    (lambda b: b[:8] + (99).to_bytes(4, "little") + b[12:], "version 99"),
+    (lambda b: b[:-40] + bytes(x ^ 0xFF for x in b[-40:]), "checksum"),
+    (lambda b: b[:200] + b"\xff" * 50 + b[250:], "checksum|truncated"),
+])
+def test_damaged_shards_raise_clear_errors(one_shard, damage, reason):
+    data = open(one_shard, "rb").read()
+    with open(one_shard, "wb") as f:
+        f.write(damage(data))
+    with pytest.raises(IndexFormatError, match=reason) as e:
+        Shard(one_shard)
+    assert one_shard in str(e.value)
+
+
+def test_searcher_skips_a_damaged_shard_and_searches_the_rest(tmp_path):
+    _write(tmp_path / "a", {"x.txt": b"needle in a\n"})
+    _write(tmp_path / "b", {"y.txt": b"needle in b\n"})
+    ix = str(tmp_path / "ix")
+    stats = index_paths([str(tmp_path / "a"), str(tmp_path / "b")], ix, IndexSettings(ctags=False))
+    with open(stats.shards[0], "r+b") as f:
+        f.seek(100)
+        f.write(b"\x00garbage\x00")
+    s = Searcher(ix)
+    assert len(s.errors) == 1
+    assert [f["fileName"]["text"] for f in s.search("needle")["files"]] == ["y.txt"]
+
+
+def test_writer_is_atomic(tmp_path):
+    path = str(tmp_path / "x.shard")
+    fmt.write_shard(path, {"meta": {"a": 1}, "arr": np.arange(5, dtype=np.uint32)})
+    assert os.listdir(tmp_path) == ["x.shard"]  # no temporary files left behind
+    f = fmt.ShardFile(path)
+    assert f.json("meta") == {"a": 1} and f.array("arr", np.uint32).tolist() == [0, 1, 2, 3, 4]
+
+
+def test_bad_sources(tmp_path):
+    with pytest.raises(IndexBuildError, match="no such file"):
+        index_paths([str(tmp_path / "missing")], str(tmp_path / "ix"))
+    empty_git = tmp_path / "empty"
+    empty_git.mkdir()
+    corpus.git(str(empty_git), "init", "-q")
+    with pytest.raises(IndexBuildError, match="no commits"):
+        index_paths([str(empty_git)], str(tmp_path / "ix"))
+
+
+# -- small pieces --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("glob,text,want", [
+    ("*.py", "a.py", True), ("*.py", "d/a.py", False), ("**/*.py", "a.py", True), ("**/*.py", "d/e/a.py", True),
+    ("release/*", "release/1.0", True), ("release/*", "release/1/2", False), ("release/**", "release/1/2", True),
+    ("v?.0", "v1.0", True), ("[ab]*", "b1", True), ("[!ab]*", "b1", False), ("{main,dev}", "dev", True),
+    ("src/{a,b/**}/x", "src/b/c/d/x", True), ("a.b", "aXb", False), ("(x)", "(x)", True),
+])
+def test_globs(glob, text, want):
+    assert glob_match(glob, text) is want
+
+
+@pytest.mark.parametrize("url,name", [
+    ("https://github.com/sourcebot-dev/sourcebot.git", "github.com/sourcebot-dev/sourcebot"),
+    ("https://user:tok@gitlab.example.com:8443/g/sub/p", "gitlab.example.com:8443/g/sub/p"),
+    ("git@github.com:owner/repo.git", "github.com/owner/repo"),
+    ("ssh://git@host.xz/path/to/repo.git/", "host.xz/path/to/repo"),
+])
+def test_repo_names_from_urls(url, name):
+    assert repo_name_from_url(url) == name
+
+
+def test_trigram_folding():
+    assert string_trigrams("ABC") == string_trigrams("abc")
+    assert string_trigrams("\u212aab") == string_trigrams("kab")
+    assert BitMap(unique_trigrams(fold(b"abcabc")).tolist()) == BitMap(string_trigrams("abcabc"))
