@@ -2,7 +2,8 @@
 
 It shares nothing with the engine's index, planner or evaluator: it lists files with the git
 command line (or os.walk), applies the indexing rules with plain Python (sets of 3-byte
-windows for the trigram count), runs ctags in batch mode for symbols, and evaluates the parsed
+windows for the trigram count), runs ctags in batch mode for symbols (of the languages the
+index takes symbols from), and evaluates the parsed
 query on every file with google-re2 directly. Only the parser and the language detector are
 shared (they have their own tests).
 
@@ -20,7 +21,7 @@ from dataclasses import dataclass, field
 import re2
 import regex
 
-from codesearch.index.language import detect
+from codesearch.index.language import detect, wants_symbols
 from codesearch.query import ast
 from codesearch.query.parser import parse
 
@@ -76,7 +77,7 @@ def docs_from_dir(root: str, repo: str, max_file_size=2097152, max_trigrams=2000
             content = open(full, "rb").read()
             skip = skipped(content, len(content), max_file_size, max_trigrams)
             docs.append(Doc(repo, rel, b"" if skip else content, ["HEAD"], skip, "skipped" if skip else detect(rel, content)))
-    syms = ctags_symbols(root, [d.path for d in docs if not d.skipped and d.content])
+    syms = ctags_symbols(root, [d.path for d in docs if wants_symbols(d.language) and d.content])
     for d in docs:
         d.symbols = syms.get(d.path, [])
     return docs
@@ -106,7 +107,7 @@ def docs_from_git(repo_dir: str, repo: str, branches: list[str], scratch: str, m
             by_key[key] = Doc(repo, key[0], b"" if skip else content, [ref], skip, "skipped" if skip else detect(key[0], content))
     # Symbols: write each distinct blob to a scratch tree and run ctags over it.
     for i, d in enumerate(by_key.values()):
-        if d.skipped or not d.content:
+        if not wants_symbols(d.language) or not d.content:
             continue
         target = os.path.join(scratch, str(i), d.path)
         os.makedirs(os.path.dirname(target), exist_ok=True)

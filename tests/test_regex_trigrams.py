@@ -379,6 +379,8 @@ def test_literal_agrees_random(lit, case_sensitive):
         ("a\\nbc", False, "A\nBc"),
         ("[\\n]bc", True, "\nbc"),
         ("z(abcde+)?", True, "z"),
+        ("(?:xy)+(a*bcd)", True, "xybcd"),  # an emptyable head does not hide the tail's prefixes
+        ("(bcda*)(?:xy)+", True, "bcdxy"),
         ("(abc)\\1", True, "abcabc"),
         ("^foo$", True, "x\nfoo\ny"),
     ],

@@ -27,7 +27,7 @@ from pyroaring import BitMap
 from codesearch.errors import IndexBuildError
 from codesearch.globs import PatternList
 from codesearch.index import format as fmt
-from codesearch.index.language import SKIPPED, detect, rank_class
+from codesearch.index.language import SKIPPED, detect, rank_class, wants_symbols
 from codesearch.index.sources import RepoInfo, SourceFile, open_source
 from codesearch.index.symbols import SymbolExtractor
 from codesearch.index.trigrams import fold, unique_trigrams
@@ -123,8 +123,9 @@ class ShardBuilder:
             lines[1:] = nl + 1
             if lines[-1] == len(content) and len(lines) > 1:  # no empty line after a final newline
                 lines = lines[:-1]
-            self.symbols.submit(len(self.docs), f.path, content)
         lang = SKIPPED if skip else detect(f.path, content)
+        if wants_symbols(lang):
+            self.symbols.submit(len(self.docs), f.path, content)
         name_tri = unique_trigrams(fold(f.path.encode("utf-8", "replace")))
         self.docs.append(_Doc(f.path, f.size, f.branch_mask, skip, lang, content, trigrams, name_tri, lines, rank_class(f.path)))
         self.content_bytes += len(content)

@@ -8,6 +8,7 @@ content, and the head of a file decides.
 
 from __future__ import annotations
 
+import functools
 import re
 
 import enry
@@ -40,6 +41,22 @@ _DOCS = re.compile(
     r"(^|/)(docs?|documentation|examples?|samples?|demos?)/|(^|/)(README|CHANGELOG|CHANGES|HISTORY|NEWS|LICEN[CS]E|COPYING|"
     r"AUTHORS|CONTRIBUTING)[^/]*$|\.(md|markdown|rst|txt|adoc)$", re.IGNORECASE
 )
+
+
+@functools.lru_cache(maxsize=1024)
+def wants_symbols(language: str) -> bool:
+    """True for languages worth running ctags on: Linguist's programming and markup types.
+
+    Data (JSON, SVG, XML, YAML) and prose (Markdown, text) hold no definitions people search
+    for, and make up much of a repository's bytes; skipping them keeps ctags off the build's
+    critical path.
+    """
+    if not language or language == SKIPPED:
+        return False
+    try:
+        return enry.get_language_type(language) in ("programming", "markup")
+    except Exception:
+        return False
 
 
 def rank_class(path: str) -> int:

@@ -153,31 +153,47 @@ class CtagsProcess:
 
 
 class SymbolExtractor:
-    """Runs ctags on a background thread: `submit` files, then `collect` the symbols by key."""
+    """Runs ctags on background threads: `submit` files, then `collect` the symbols by key.
+
+    Each worker thread owns one ctags process and waits on its pipes with the GIL released, so
+    `workers` processes overlap their round trips with each other and with the caller's work.
+    """
 
     _warned_missing = False
 
-    def __init__(self, timeout_s: float = 5.0, enabled: bool = True):
+    def __init__(self, timeout_s: float = 5.0, enabled: bool = True, workers: int = 2):
         exe = find_ctags() if enabled else None
         if enabled and exe is None and not SymbolExtractor._warned_missing:
             log.warning("universal-ctags with JSON output not found: files get no symbols")
             SymbolExtractor._warned_missing = True
-        self._ctags = CtagsProcess(exe, timeout_s) if exe else None
-        self._queue: queue.Queue = queue.Queue(maxsize=256)
+        self._exe, self._timeout_s = exe, timeout_s
+        self._queue: queue.Queue = queue.Queue(maxsize=512)
         self._results: dict = {}
         self.failures = 0
-        self._thread = threading.Thread(target=self._run, name="ctags", daemon=True) if self._ctags else None
-        if self._thread:
-            self._thread.start()
+        self._threads: list[threading.Thread] = []
+        self._procs = [CtagsProcess(exe, timeout_s) for _ in range(workers)] if exe else []
+        self._start()
 
-    def _run(self) -> None:
+    def _start(self) -> None:
+        self._threads = [threading.Thread(target=self._run, args=(p,), name="ctags", daemon=True) for p in self._procs]
+        for t in self._threads:
+            t.start()
+
+    def _stop(self) -> None:
+        for _ in self._threads:
+            self._queue.put(None)
+        for t in self._threads:
+            t.join()
+        self._threads = []
+
+    def _run(self, ctags: CtagsProcess) -> None:
         while True:
             item = self._queue.get()
             if item is None:
                 return
             key, path, data = item
             try:
-                syms = self._ctags.tags(path, data)
+                syms = ctags.tags(path, data)
             except CtagsError as e:
                 self.failures += 1
                 log.warning("ctags failed on %s: %s", path, e)
@@ -190,24 +206,20 @@ class SymbolExtractor:
                 self._results[key] = syms
 
     def submit(self, key, path: str, data: bytes) -> None:
-        if self._thread is not None and 0 < len(data) <= MAX_CTAGS_FILE:
+        if self._threads and 0 < len(data) <= MAX_CTAGS_FILE:
             self._queue.put((key, path, data))
 
     def collect(self) -> dict:
         """Wait for every submitted file and return {key: [Symbol, ...]}; then start afresh."""
-        if self._thread is None:
+        if not self._threads:
             return {}
-        self._queue.put(None)
-        self._thread.join()
+        self._stop()
         results, self._results = self._results, {}
-        self._thread = threading.Thread(target=self._run, name="ctags", daemon=True)
-        self._thread.start()
+        self._start()
         return results
 
     def close(self) -> None:
-        if self._thread is not None:
-            self._queue.put(None)
-            self._thread.join()
-            self._thread = None
-        if self._ctags is not None:
-            self._ctags.close()
+        self._stop()
+        for p in self._procs:
+            p.close()
+        self._procs = []

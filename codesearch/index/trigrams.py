@@ -37,14 +37,16 @@ def fold(data: bytes) -> bytes:
 
 
 def trigram_array(folded: bytes) -> np.ndarray:
-    """All trigram ids of folded bytes, in text order, with repeats (uint32)."""
-    if len(folded) < 3:
+    """All trigram ids of folded bytes, in text order, with repeats (uint32).
+
+    Reads the text as overlapping big-endian 4-byte words (a strided view, no copy) and drops
+    the last byte of each: one vectorised pass instead of three shifts and ors.
+    """
+    n = len(folded)
+    if n < 3:
         return np.empty(0, dtype=np.uint32)
-    a = np.frombuffer(folded, dtype=np.uint8)
-    t = a[:-2].astype(np.uint32) << 16
-    t |= a[1:-1].astype(np.uint32) << 8
-    t |= a[2:]
-    return t
+    words = np.ndarray(shape=(n - 2,), dtype=">u4", buffer=folded + b"\0", strides=(1,))
+    return (words >> np.uint32(8)).astype(np.uint32, copy=False)
 
 
 def unique_trigrams(folded: bytes) -> np.ndarray:
