@@ -235,3 +235,22 @@ def test_trigram_folding():
     assert string_trigrams("ABC") == string_trigrams("abc")
     assert string_trigrams("\u212aab") == string_trigrams("kab")
     assert BitMap(unique_trigrams(fold(b"abcabc")).tolist()) == BitMap(string_trigrams("abcabc"))
+
+
+def test_ctags_timeouts_and_failures_never_fail_a_build(tmp_path, caplog):
+    from codesearch.index.symbols import CtagsError, CtagsProcess, find_ctags
+
+    exe = find_ctags()
+    assert exe, "universal-ctags with JSON support is required (make installs it)"
+    slow = CtagsProcess(exe, timeout_s=1e-6)
+    with pytest.raises(CtagsError, match="timed out"):
+        slow.tags("a.py", b"def f():\n    pass\n" * 1000)
+    slow.timeout_s = 10  # the process was restarted and works again
+    assert [s.name for s in slow.tags("a.py", b"def f():\n    pass\n")] == ["f"]
+    slow.close()
+
+    _write(tmp_path / "src", {"a.py": b"def alpha():\n    pass\n"})
+    stats = index_paths([str(tmp_path / "src")], str(tmp_path / "ix"), IndexSettings(ctags_timeout_s=1e-6))
+    shard = Shard(stats.shards[0])
+    assert shard.symbols(0) == [] and shard.doc_count == 1
+    assert "ctags failed on a.py" in caplog.text
