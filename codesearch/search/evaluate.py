@@ -30,18 +30,7 @@ from codesearch.query.planner import ContentLeaf, FileLeaf, Plan, RepoLeaf, Symb
 from codesearch.query.regex import RegexTimeout
 from codesearch.query.trigram_query import ALL, AND, NONE, TrigramQuery
 from codesearch.search.options import Stats
-
-# Ranking: a file's score is the best of its signals (ties: file order).
-SCORE_SYMBOL = 1000
-SCORE_FILE_NAME = 800
-SCORE_WORD = 500
-SCORE_PARTIAL_WORD = 300
-SCORE_SUBSTRING = 100
-SCORE_NO_RANGE = 50
-
-_WORD = np.zeros(256, dtype=bool)
-_WORD[[*range(48, 58), *range(65, 91), *range(97, 123), 95, *range(128, 256)]] = True
-
+from codesearch.search.ranking import score_file
 
 @dataclass
 class SymbolHit:
@@ -307,6 +296,7 @@ class _DocContext:
         self._path: bytes | None = None
         self._symbols: list[ShardSymbol] | None = None
         self._symbol_names: list[bytes] | None = None
+        self._defined: set[bytes] | None = None
 
     @property
     def content(self) -> bytes:
@@ -396,7 +386,7 @@ class _DocContext:
                 ranges.extend((h.start, h.end) for h in hits)
         ranges = sorted(set(ranges))[: max(limit, 0)] if ranges else ranges
         fm = FileMatch(self.ev.shard, self.doc, ranges, sorted(set(name_ranges)), sym_hits, self._branches(branch_masks))
-        fm.score = self._score(fm)
+        fm.score = score_file(self.content if ranges else b"", fm.ranges, bool(fm.name_ranges), bool(sym_hits), self._is_definition)
         return fm
 
     def _branches(self, masks: list[np.ndarray]) -> list[str]:
@@ -413,32 +403,16 @@ class _DocContext:
             bits &= want
         return [b for i, b in enumerate(repo.branches) if bits >> i & 1]
 
-    def _score(self, fm: FileMatch) -> int:
-        if fm.symbol_hits:
-            return SCORE_SYMBOL
-        best = SCORE_FILE_NAME if fm.name_ranges else (SCORE_NO_RANGE if not fm.ranges else 0)
-        if not fm.ranges:
-            return best
-        content = self.content
-        defs = None
-        for a, b in fm.ranges[:64]:
-            before = a == 0 or not _WORD[content[a - 1]]
-            after = b >= len(content) or not _WORD[content[b]]
-            if before and after:
-                if defs is None:
-                    defs = set(self.symbol_names)
-                if content[a:b] in defs and self._is_definition(a, b):
-                    return SCORE_SYMBOL
-                best = max(best, SCORE_WORD)
-            else:
-                best = max(best, SCORE_PARTIAL_WORD if before or after else SCORE_SUBSTRING)
-        return best
-
     def _is_definition(self, a: int, b: int) -> bool:
-        starts = self.ev.shard.line_starts(self.doc)
-        line = int(np.searchsorted(starts, a, side="right"))
-        name = self.content[a:b].decode("utf-8", "replace")
-        return any(s.line == line and s.name == name for s in self.symbols)
+        """True when content[a:b] is the name of a symbol defined on that line."""
+        name = self.content[a:b]
+        if self._defined is None:
+            self._defined = set(self.symbol_names)
+        if name not in self._defined:
+            return False
+        line = int(np.searchsorted(self.ev.shard.line_starts(self.doc), a, side="right"))
+        first = self.ev.shard.symbol_range(self.doc).start
+        return any(int(self.ev.shard.sym_line[first + k]) == line for k, n in enumerate(self.symbol_names) if n == name)
 
 
 def evaluate_shard(shard: Shard, plan: Plan, budget: int, deadline: float) -> ShardResult:

@@ -1,0 +1,54 @@
+"""Ranking: which matching files come first.
+
+A file's score is the best of its signals, far apart so that one strong signal beats any number
+of weak ones (ENGINEERING.md §2.7):
+
+    SCORE_SYMBOL       a `sym:` hit, or a content match that is exactly a symbol defined on its line
+    SCORE_FILE_NAME    a `file:` match
+    SCORE_WORD         a content match with word boundaries on both sides
+    SCORE_PARTIAL_WORD a word boundary on one side
+    SCORE_SUBSTRING    inside a word
+    SCORE_NO_RANGE     the file matched on predicates alone (language, branch, repository)
+
+Ties keep file order: shards store ordinary source before tests, docs and vendored code.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+SCORE_SYMBOL = 1000
+SCORE_FILE_NAME = 800
+SCORE_WORD = 500
+SCORE_PARTIAL_WORD = 300
+SCORE_SUBSTRING = 100
+SCORE_NO_RANGE = 50
+
+#: Bytes that count as part of a word: ASCII letters, digits, "_" and every non-ASCII byte.
+WORD_BYTE = np.zeros(256, dtype=bool)
+WORD_BYTE[[*range(48, 58), *range(65, 91), *range(97, 123), 95, *range(128, 256)]] = True
+
+#: Only the first ranges of a file are looked at: enough to find its best signal.
+MAX_RANGES_SCORED = 64
+
+
+def score_file(content: bytes, ranges: list[tuple[int, int]], name_match: bool, symbol_hit: bool,
+               is_definition: Callable[[int, int], bool]) -> int:
+    """The score of a matching file (see the module docstring)."""
+    if symbol_hit:
+        return SCORE_SYMBOL
+    best = SCORE_FILE_NAME if name_match else (SCORE_NO_RANGE if not ranges else 0)
+    for a, b in ranges[:MAX_RANGES_SCORED]:
+        before = a == 0 or not WORD_BYTE[content[a - 1]]
+        after = b >= len(content) or not WORD_BYTE[content[b]]
+        if before and after:
+            if is_definition(a, b):
+                return SCORE_SYMBOL
+            best = max(best, SCORE_WORD)
+        elif before or after:
+            best = max(best, SCORE_PARTIAL_WORD)
+        else:
+            best = max(best, SCORE_SUBSTRING)
+    return best
