@@ -294,7 +294,6 @@ class _DocContext:
         self.doc = doc
         self._content: bytes | None = None
         self._path: bytes | None = None
-        self._symbols: list[ShardSymbol] | None = None
         self._symbol_names: list[bytes] | None = None
         self._defined: set[bytes] | None = None
 
@@ -310,12 +309,6 @@ class _DocContext:
         if self._path is None:
             self._path = self.ev.shard.doc_path(self.doc).encode("utf-8", "replace")
         return self._path
-
-    @property
-    def symbols(self) -> list[ShardSymbol]:
-        if self._symbols is None:
-            self._symbols = self.ev.shard.symbols(self.doc)
-        return self._symbols
 
     @property
     def symbol_names(self) -> list[bytes]:
