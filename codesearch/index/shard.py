@@ -46,12 +46,23 @@ class TrigramIndex:
 
     def slot(self, trigram: int) -> int:
         """Index of `trigram` in the dictionary, or -1 when absent."""
-        i = int(np.searchsorted(self.keys, trigram))
+        # A numpy scalar, not a Python int: with an int numpy converts the whole array first.
+        i = int(self.keys.searchsorted(np.uint32(trigram)))
         return i if i < self.keys.size and int(self.keys[i]) == trigram else -1
 
     def cardinality(self, trigram: int) -> int:
         i = self.slot(trigram)
         return int(self.card[i]) if i >= 0 else 0
+
+    def cardinalities(self, trigrams) -> list[int]:
+        """Posting list sizes of many trigrams at once (0 for absent ones), one vectorised lookup."""
+        want = np.fromiter(trigrams, dtype=np.uint32)
+        if not self.keys.size or not want.size:
+            return [0] * want.size
+        idx = self.keys.searchsorted(want)
+        idx_c = np.minimum(idx, self.keys.size - 1)
+        found = (idx < self.keys.size) & (self.keys[idx_c] == want)
+        return np.where(found, self.card[idx_c], 0).tolist()
 
     def postings(self, trigram: int) -> BitMap:
         """The documents containing `trigram` (an empty BitMap when none); do not mutate."""
@@ -119,7 +130,26 @@ class Shard:
         self.sym_poff = f.array("sym.poff", np.uint64)
         self.sym_pknd = f.array("sym.pknd", np.uint16)
         self._paths: list[str] | None = None
+        self._bitmaps: dict[str, BitMap] = {}
         self.content_bytes_loaded = 0
+
+    def docs_where(self, name: str) -> BitMap:
+        """Cached document sets that every query may need: "all", "default-branch", "has-symbols".
+
+        Shards are immutable, so these are computed once; callers must not mutate them.
+        """
+        bm = self._bitmaps.get(name)
+        if bm is None:
+            if name == "all":
+                bm = BitMap(range(self.doc_count))
+            elif name == "default-branch":
+                bm = BitMap(np.flatnonzero((self.doc_branches & np.uint64(1)) != 0).astype(np.uint32))
+            elif name == "has-symbols":
+                bm = BitMap(np.flatnonzero(np.diff(self.sym_offs) > 0).astype(np.uint32))
+            else:
+                raise KeyError(name)
+            self._bitmaps[name] = bm
+        return bm
 
     # -- documents -------------------------------------------------------------------------
 

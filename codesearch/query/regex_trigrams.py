@@ -56,7 +56,7 @@ except ImportError:  # pragma: no cover - older Pythons
     import sre_parse as _sre_parse  # type: ignore[no-redef]
 
 #: Largest exact set before it is turned into trigrams plus prefix/suffix sets.
-MAX_EXACT = 7
+MAX_EXACT = 16
 #: Largest prefix/suffix set; larger sets are trimmed to shorter strings.
 MAX_SET = 20
 #: Character classes with more distinct (folded) characters count as any character.
@@ -336,6 +336,17 @@ class _Analyzer:
     def seq(self, items, ci: bool) -> _Info:
         info = _empty_string()
         for op, av in items:
+            if _is_repeat(op) and av[0] >= 1 and av[1] != 0:
+                # x{lo,hi} unrolled into the sequence, so its copies combine with what precedes
+                # them (``_\d{3}`` keeps the trigrams ``_00``…``_99``, not just ``000``…).
+                lo, hi, p = av
+                body = self.seq(p, ci)
+                k = min(lo, 3)
+                for _ in range(k):
+                    info = _concat(info, _copy(body))
+                if hi == _MAXREPEAT or hi > k:
+                    info = _concat(info, _star_of(_copy(body)))
+                continue
             info = _concat(info, self.node(op, av, ci))
         return info
 
@@ -361,7 +372,7 @@ class _Analyzer:
             return self.seq(p, ci)
         if op is getattr(_c, "ATOMIC_GROUP", None):
             return self.seq(av, ci)
-        if op in (_c.MAX_REPEAT, _c.MIN_REPEAT) or op is getattr(_c, "POSSESSIVE_REPEAT", None):
+        if _is_repeat(op):
             lo, hi, p = av
             return self.repeat(self.seq(p, ci), lo, hi)
         if op is _c.AT or op is _c.ASSERT or op is _c.ASSERT_NOT:
@@ -397,6 +408,9 @@ class _Analyzer:
                 if raw > 4 * MAX_CLASS:
                     return _any_char()
                 chars.update(_char(cp, ci, self.fallback) for cp in range(lo, hi + 1))
+            elif op is _c.CATEGORY and av is _c.CATEGORY_DIGIT and not self.fallback:
+                raw += 10  # RE2's \d is ASCII [0-9] (the fallback's is any Unicode digit)
+                chars.update("0123456789")
             elif op is _c.NEGATE or op is _c.CATEGORY:
                 return _any_char()
             else:
@@ -408,6 +422,10 @@ class _Analyzer:
         info = _exact(chars)
         info.simplify(False)
         return info
+
+
+def _is_repeat(op) -> bool:
+    return op in (_c.MAX_REPEAT, _c.MIN_REPEAT) or op is getattr(_c, "POSSESSIVE_REPEAT", None)
 
 
 def _copy(x: _Info) -> _Info:

@@ -72,7 +72,7 @@ class _ShardView:
     def __init__(self, shard: Shard, stats: Stats):
         self.shard = shard
         self.stats = stats
-        self.all_docs = BitMap(range(shard.doc_count))
+        self.all_docs = shard.docs_where("all")
 
     def lookup(self, index: TrigramIndex, q: TrigramQuery) -> BitMap | None:
         """Candidate documents of a trigram query (None = every document)."""
@@ -81,7 +81,8 @@ class _ShardView:
         if q.op == NONE:
             return BitMap()
         self.stats.ngramLookups += len(q.trigrams)
-        cards = sorted((index.cardinality(t), t) for t in q.trigrams)
+        tris = list(q.trigrams)
+        cards = sorted(zip(index.cardinalities(tris), tris))
         if q.op == AND:
             result: BitMap | None = None
             if cards and cards[0][0] == 0:
@@ -186,8 +187,7 @@ class ShardEvaluator:
         if isinstance(node, FileLeaf):
             return self.view.lookup(s.name_index, node.trigrams), False
         if isinstance(node, SymbolLeaf):
-            has_syms = np.diff(s.sym_offs) > 0
-            base = self.view.from_mask(has_syms)
+            base = s.docs_where("has-symbols")
             c = self.view.lookup(s.content_index, node.trigrams)
             return (base if c is None else base & c), False
         if isinstance(node, ast.Language):
@@ -244,7 +244,7 @@ class ShardEvaluator:
             return self.result
         cand, _ = self.candidates(root)
         if self.plan.default_branch_only:
-            on_default = self.view.from_mask((s.doc_branches & np.uint64(1)) != 0)
+            on_default = s.docs_where("default-branch")
             cand = on_default if cand is None else cand & on_default
         if cand is None:
             cand = self.view.all_docs
