@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from codesearch.errors import SearchContextNotFound
 from codesearch.query import ast
-from codesearch.query.regex import CompiledRegex, compile_literal, compile_regex
+from codesearch.query.regex import CompiledRegex, LiteralMatcher, compile_literal, compile_regex
 from codesearch.query.regex_trigrams import regex_query
 from codesearch.query.trigram_query import TrigramQuery, literal_query
 
@@ -29,7 +29,7 @@ class ContentLeaf:
     """A content term: where it can match (trigrams) and how to verify it (regex)."""
 
     node: ast.Content
-    regex: CompiledRegex
+    regex: CompiledRegex | LiteralMatcher
     trigrams: TrigramQuery
 
 

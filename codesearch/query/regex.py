@@ -90,9 +90,52 @@ def compile_regex(pattern: str, case_sensitive: bool = True) -> CompiledRegex:
     return CompiledRegex(pattern, case_sensitive, "fallback", _fallback=r)
 
 
-def compile_literal(text: str, case_sensitive: bool = True) -> CompiledRegex:
-    """A literal substring as a compiled pattern."""
-    return compile_regex(re2.escape(text), case_sensitive)
+class LiteralMatcher:
+    """A literal substring, found with ``bytes.find`` where that is exact.
+
+    Case-sensitive: always ``find``. Case-insensitive, when literal and text are ASCII: ``find``
+    on lower-cased text (RE2's case folding and ASCII lower-casing agree there; lower-casing
+    runs at a steady ~2 GB/s where RE2's case-insensitive scan slows down on common first
+    letters, and RE2 pays a fixed cost per match). Otherwise RE2 (which also folds ``k`` with
+    the Kelvin sign and ``s`` with the long s). Matches are leftmost and non-overlapping, as RE2's.
+    """
+
+    engine = "literal"
+
+    def __init__(self, text: str, case_sensitive: bool):
+        self.pattern = text
+        self.case_sensitive = case_sensitive
+        raw = text.encode("utf-8")
+        self._needle = raw if case_sensitive else raw.lower()
+        self._fast = case_sensitive or raw.isascii()
+        self._re2 = compile_regex(re2.escape(text), case_sensitive)
+
+    def _haystack(self, data: bytes) -> bytes | None:
+        """The text to `find` in, or None when only RE2 gets the semantics right."""
+        if self.case_sensitive:
+            return data
+        return data.lower() if self._fast and data.isascii() else None
+
+    def search(self, data: bytes) -> bool:
+        hay = self._haystack(data)
+        return self._re2.search(data) if hay is None else self._needle in hay
+
+    def finditer(self, data: bytes):
+        hay = self._haystack(data)
+        if hay is None:
+            yield from self._re2.finditer(data)
+            return
+        n, find = len(self._needle), hay.find
+        i = find(self._needle)
+        while i >= 0:
+            yield i, i + n
+            i = find(self._needle, i + n)
+
+
+@functools.lru_cache(maxsize=512)
+def compile_literal(text: str, case_sensitive: bool = True) -> LiteralMatcher:
+    """A literal substring as a matcher with the interface of `CompiledRegex`."""
+    return LiteralMatcher(text, case_sensitive)
 
 
 def _re2_reason(pattern: str, case_sensitive: bool) -> str:

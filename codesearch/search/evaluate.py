@@ -149,6 +149,7 @@ class ShardEvaluator:
         self.lang_ids: dict[str, set[int]] = {}
         self.branch_masks: dict[str, np.ndarray] = {}
         self.positive: list = []
+        self.positive_ids: set[int] = set()
 
     # -- per-shard predicate data -------------------------------------------------------------
 
@@ -255,6 +256,7 @@ class ShardEvaluator:
             return self.result
         stats.shardsScanned = 1
         self._collect_positive(root)
+        self.positive_ids = {id(n) for n in self.positive}
         positive_branch_masks = [self._branch_mask(n.pattern) for n in self.positive if isinstance(n, ast.Branch)]
         total = 0
         examined = 0
@@ -264,11 +266,11 @@ class ShardEvaluator:
                 self.result.timed_out = self.result.truncated = True
                 break
             examined += 1
-            ctx = _DocContext(self, doc)
+            ctx = _DocContext(self, doc, self.budget - total + 1)
             try:
                 if not ctx.match(root):
                     continue
-                fm = ctx.file_match(self.budget - total + 1, positive_branch_masks)
+                fm = ctx.file_match(positive_branch_masks)
             except RegexTimeout:
                 self.result.truncated = True
                 continue
@@ -289,9 +291,11 @@ class ShardEvaluator:
 class _DocContext:
     """One candidate document: lazy content, exact evaluation, match collection, score."""
 
-    def __init__(self, ev: ShardEvaluator, doc: int):
+    def __init__(self, ev: ShardEvaluator, doc: int, limit: int):
         self.ev = ev
         self.doc = doc
+        self.limit = limit  # most content ranges worth collecting (the rest of the budget + 1)
+        self._spans: dict[int, list[tuple[int, int]]] = {}
         self._content: bytes | None = None
         self._path: bytes | None = None
         self._symbol_names: list[bytes] | None = None
@@ -327,6 +331,8 @@ class _DocContext:
         if isinstance(node, ast.Const):
             return node.value
         if isinstance(node, ContentLeaf):
+            if id(node) in ev.positive_ids:  # its matches are wanted anyway: find them once
+                return bool(self.content_spans(node))
             ev.stats.regexpsConsidered += 1
             return bool(self.content) and node.regex.search(self.content)
         if isinstance(node, FileLeaf):
@@ -360,17 +366,29 @@ class _DocContext:
                 hits.append(SymbolHit(sym, at, at + len(name)))
         return hits
 
-    def file_match(self, limit: int, branch_masks: list[np.ndarray]) -> FileMatch:
+    def content_spans(self, leaf: ContentLeaf) -> list[tuple[int, int]]:
+        """The leaf's matches in the content (at most `limit`), computed once per document."""
+        spans = self._spans.get(id(leaf))
+        if spans is None:
+            spans = []
+            if self.content:
+                self.ev.stats.regexpsConsidered += 1
+                for span in leaf.regex.finditer(self.content):
+                    spans.append(span)
+                    if len(spans) >= self.limit:
+                        break
+            self._spans[id(leaf)] = spans
+        return spans
+
+    def file_match(self, branch_masks: list[np.ndarray]) -> FileMatch:
         """Collect the match ranges of the positive terms (at most `limit` content ranges)."""
+        limit = self.limit
         ranges: list[tuple[int, int]] = []
         name_ranges: list[tuple[int, int]] = []
         sym_hits: list[SymbolHit] = []
         for leaf in self.ev.positive:
-            if isinstance(leaf, ContentLeaf) and self.content:
-                for span in leaf.regex.finditer(self.content):
-                    ranges.append(span)
-                    if len(ranges) >= limit:
-                        break
+            if isinstance(leaf, ContentLeaf):
+                ranges.extend(self.content_spans(leaf))
             elif isinstance(leaf, FileLeaf):
                 name_ranges.extend(leaf.regex.finditer(self.path))
             elif isinstance(leaf, SymbolLeaf):
@@ -403,7 +421,7 @@ class _DocContext:
             self._defined = set(self.symbol_names)
         if name not in self._defined:
             return False
-        line = int(np.searchsorted(self.ev.shard.line_starts(self.doc), a, side="right"))
+        line = int(self.ev.shard.line_starts(self.doc).searchsorted(np.uint32(a), side="right"))
         first = self.ev.shard.symbol_range(self.doc).start
         return any(int(self.ev.shard.sym_line[first + k]) == line for k, n in enumerate(self.symbol_names) if n == name)
 

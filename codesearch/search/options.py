@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 DEFAULT_PUBLIC_URL = "http://localhost:3000"
 
@@ -84,9 +84,9 @@ class Stats:
 
     def add(self, other: "Stats") -> None:
         """Accumulate another shard's counters (not the match counts, which the merge sets)."""
-        for k, v in asdict(other).items():
+        for k, v in vars(other).items():
             if isinstance(v, int) and k not in ("actualMatchCount", "duration", "wait", "fileCount"):
                 setattr(self, k, getattr(self, k) + v)
 
     def to_json(self) -> dict:
-        return asdict(self)
+        return dict(vars(self))

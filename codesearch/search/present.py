@@ -50,7 +50,8 @@ class _Lines:
 
     def line_of(self, offset: int) -> int:
         """0-based line index of a byte offset."""
-        return max(int(np.searchsorted(self.starts, offset, side="right")) - 1, 0)
+        # A numpy scalar: with a Python int numpy would convert the whole array first.
+        return max(int(self.starts.searchsorted(np.uint32(offset), side="right")) - 1, 0)
 
     def line_end(self, line: int) -> int:
         """Offset of the end of a line, without its newline."""
@@ -62,8 +63,12 @@ class _Lines:
     def position(self, offset: int) -> dict:
         line = self.line_of(offset)
         start = int(self.starts[line])
-        prefix = np.frombuffer(self.content, dtype=np.uint8, count=offset - start, offset=start)
-        return {"byteOffset": offset, "lineNumber": line + 1, "column": int(_LEAD[prefix].sum()) + 1}
+        prefix = self.content[start:offset]
+        if prefix.isascii():
+            column = len(prefix) + 1
+        else:
+            column = int(_LEAD[np.frombuffer(prefix, dtype=np.uint8)].sum()) + 1
+        return {"byteOffset": offset, "lineNumber": line + 1, "column": column}
 
 
 def _path_position(path: bytes, offset: int) -> dict:
