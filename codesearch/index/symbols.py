@@ -69,7 +69,7 @@ class CtagsProcess:
 
     def _start(self) -> None:
         self._proc = subprocess.Popen(
-            [self.exe, "--_interactive=default", "--fields=*", "--output-format=json", "--extras=-{anonymous}"],
+            [self.exe, "--_interactive=default", "--fields=NnKsZ", "--output-format=json", "--extras=-{anonymous}"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -77,12 +77,15 @@ class CtagsProcess:
         self._buf = b""
         os.set_blocking(self._proc.stdin.fileno(), False)
         os.set_blocking(self._proc.stdout.fileno(), False)
+        self._sel = selectors.DefaultSelector()
+        self._sel.register(self._proc.stdout, selectors.EVENT_READ)
         first = self._exchange(b"", deadline=time.monotonic() + 10)
         if not first or first[0].get("_type") != "program":
             raise CtagsError("ctags did not start in interactive mode")
 
     def close(self) -> None:
         if self._proc is not None:
+            self._sel.close()
             self._proc.kill()
             self._proc.wait()
             for f in (self._proc.stdin, self._proc.stdout):
@@ -94,13 +97,11 @@ class CtagsProcess:
 
     def _exchange(self, payload: bytes, deadline: float) -> list[dict]:
         """Send `payload`, read JSON lines up to a ``completed`` (or the program banner)."""
-        proc = self._proc
+        proc, sel = self._proc, self._sel
         out: list[dict] = []
-        sel = selectors.DefaultSelector()
         view = memoryview(payload)
         if view:
             sel.register(proc.stdin, selectors.EVENT_WRITE)
-        sel.register(proc.stdout, selectors.EVENT_READ)
         try:
             while True:
                 left = deadline - time.monotonic()
@@ -116,22 +117,26 @@ class CtagsProcess:
                     chunk = os.read(proc.stdout.fileno(), 1 << 16)
                     if not chunk:
                         raise CtagsError("ctags exited")
-                    self._buf += chunk
-                    while b"\n" in self._buf:
-                        line, self._buf = self._buf.split(b"\n", 1)
+                    lines = (self._buf + chunk).split(b"\n")
+                    self._buf = lines.pop()  # an incomplete last line waits for more
+                    for i, line in enumerate(lines):
                         if not line.strip():
                             continue
                         try:
                             msg = json.loads(line)
                         except ValueError:
                             raise CtagsError("unreadable output") from None
-                        out.append(msg)
                         if msg.get("_type") in ("completed", "program"):
-                            return out
+                            rest = lines[i + 1 :]
+                            if rest:  # output after the answer (not expected): keep it in order
+                                self._buf = b"\n".join(rest) + b"\n" + self._buf
+                            return out if msg.get("_type") == "completed" else [msg]
+                        out.append(msg)
         except OSError as e:
             raise CtagsError(f"pipe error: {e.strerror}") from None
         finally:
-            sel.close()
+            if view:
+                sel.unregister(proc.stdin)
 
     def tags(self, path: str, data: bytes) -> list[Symbol]:
         """The symbol definitions of one file; raises `CtagsError` (and restarts) on failure."""
