@@ -254,3 +254,23 @@ def test_ctags_timeouts_and_failures_never_fail_a_build(tmp_path, caplog):
     shard = Shard(stats.shards[0])
     assert shard.symbols(0) == [] and shard.doc_count == 1
     assert "ctags failed on a.py" in caplog.text
+
+
+def test_ctags_batch_and_per_file_agree(tmp_path):
+    """The batch run and the per-file protocol give the same symbols; odd names go per file."""
+    from codesearch.index.symbols import CtagsProcess, SymbolExtractor, ctags_batch, find_ctags
+
+    exe = find_ctags()
+    files = [(i, f"src/m{i}.py", f"class C{i}:\n    def m{i}(self):\n        pass\n".encode()) for i in range(30)]
+    files += [(30, "src/Makefile", b"all:\n\techo hi\n"), (31, "src/tab\there.py", b"def odd():\n    pass\n")]
+    per_file = CtagsProcess(exe)
+    want = {k: per_file.tags(p, d) for k, p, d in files}
+    per_file.close()
+    assert want[0] and want[31]
+    got = ctags_batch(exe, [f for f in files if f[0] != 31], 10)
+    assert {k: v for k, v in want.items() if v and k != 31} == got
+    ex = SymbolExtractor()
+    for k, p, d in files:
+        ex.submit(k, p, d)
+    assert ex.collect() == {k: v for k, v in want.items() if v}
+    ex.close()
