@@ -153,7 +153,6 @@ class ShardBuilder:
         sections = _sections(self.repo, docs, syms)
         size = fmt.write_shard(path, sections)
         self.written.append(path)
-        self.stats.shards.append(path)
         self.stats.total_bytes += size
         self.stats.postings_bytes += len(sections["ctg.post"]) + len(sections["ntg.post"])
 
@@ -253,14 +252,16 @@ def index_source(source, out_dir: str, settings: IndexSettings | None = None, st
             builder.add(f)
         written = builder.finish()
         stats.warnings.extend(getattr(source, "warnings", []))
-        # Swap in: new shards first (renames are atomic), then remove the old ones that were not overwritten.
+        # Swap in: new shards first (each rename is atomic), then remove the old ones that were
+        # not overwritten. A reader listing the directory between two renames can see a mix of
+        # generations of a multi-shard repository; the service's manifest makes that atomic.
         names = [os.path.basename(p) for p in written]
-        for p in written:
-            os.replace(p, os.path.join(out_dir, os.path.basename(p)))
+        for p, name in zip(written, names):
+            os.replace(p, os.path.join(out_dir, name))
+            stats.shards.append(os.path.join(out_dir, name))
         for old in previous:
             if old not in names:
                 os.unlink(os.path.join(out_dir, old))
-        stats.shards = [os.path.join(out_dir, os.path.basename(p)) if os.path.dirname(p) == tmp_repo_dir else p for p in stats.shards]
     finally:
         builder.symbols.close()
         for leftover in os.listdir(tmp_repo_dir):

@@ -77,7 +77,8 @@ def merge_results(results: list[ShardResult], options: SearchOptions, started: f
         if fm.match_count > remaining:
             fm.name_ranges = fm.name_ranges[:remaining]
             fm.ranges = fm.ranges[: remaining - len(fm.name_ranges)]
-            fm.symbol_hits = [h for h in fm.symbol_hits if (h.start, h.end) in set(fm.ranges)]
+            kept_ranges = set(fm.ranges)
+            fm.symbol_hits = [h for h in fm.symbol_hits if (h.start, h.end) in kept_ranges]
             truncated = True
         remaining -= fm.match_count
         kept.append(fm)
