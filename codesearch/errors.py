@@ -5,7 +5,12 @@
     │   └── QueryParseError         FAILED_TO_PARSE_QUERY; carries the position and the reason
     ├── SearchContextNotFound       `context:` names no known context (HTTP 404)
     ├── IndexFormatError            a shard file is not a shard, or is truncated or corrupt
-    └── IndexBuildError             a source could not be read into shards
+    ├── IndexBuildError             a source could not be read into shards
+    ├── ConfigError                 a config file is unreadable or invalid (all problems at once)
+    ├── HostError                   a code host's API failed (unreachable, bad answer)
+    │   ├── HostAuthError           401/403: bad or missing credentials
+    │   └── HostNotFound            404: an org, user, group or repo does not exist or is not visible
+    └── GitError                    a git operation failed (clone, fetch, missing ref, corrupt clone)
 
 Each error says what is wrong and where (a query position, a file path, a section name), so
 that the HTTP layer can show the message as it is and a command-line user can act on it. No
@@ -63,3 +68,37 @@ class IndexFormatError(CodesearchError):
 
 class IndexBuildError(CodesearchError):
     """A source (directory or git repository) could not be read into shards."""
+
+
+class ConfigError(CodesearchError):
+    """A config file cannot be used. `problems` lists every problem as "json.path: what is wrong"."""
+
+    error_code = "INVALID_CONFIG"
+    status_code = 400
+
+    def __init__(self, source: str, problems: list[str]):
+        self.source = source
+        self.problems = list(problems)
+        lines = "\n".join(f"  {p}" for p in self.problems)
+        super().__init__(f"{source}: {len(self.problems)} problem(s):\n{lines}")
+
+
+class HostError(CodesearchError):
+    """A code host's API could not be used. Messages never contain tokens."""
+
+    def __init__(self, message: str, url: str = "", status: int | None = None):
+        self.url = url
+        self.status = status
+        super().__init__(message)
+
+
+class HostAuthError(HostError):
+    """The host refused our credentials (401/403 that is not a rate limit)."""
+
+
+class HostNotFound(HostError):
+    """The host says the named org/user/group/project/repo does not exist (or is not visible)."""
+
+
+class GitError(CodesearchError):
+    """A git operation failed; the message says which repository and why (never a token)."""

@@ -1,0 +1,131 @@
+"""HTTP for host adapters: timeouts, retries, rate limits and errors, in one place.
+
+`HostHttp` wraps an `httpx.Client` and gives adapters `get(url)` (a checked response) and
+`get_json(url)`. It
+
+* retries 5xx answers and transport errors a few times with exponential backoff;
+* honours rate limits: 429, or 403 with ``x-ratelimit-remaining: 0``; it waits for
+  ``Retry-After`` (seconds or an HTTP date), ``x-ratelimit-reset`` / ``RateLimit-Reset``
+  (epoch seconds) or a backoff, but never longer than `max_wait_s` at once or
+  `max_total_wait_s` in all; past that the request fails with a `HostError`;
+* maps 401/403 to `HostAuthError` and 404 to `HostNotFound`;
+* never puts a token in an error message (URLs in errors have their query string removed).
+
+Tests pass `transport=` (or point `base_url` at a local server); `sleep` is injectable.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from typing import Callable
+
+import httpx
+
+from codesearch.errors import HostAuthError, HostError, HostNotFound
+
+DEFAULT_TIMEOUT_S = 30.0
+
+
+class HostHttp:
+    def __init__(self, headers: dict[str, str] | None = None, *, timeout_s: float = DEFAULT_TIMEOUT_S,
+                 retries: int = 3, max_wait_s: float = 60.0, max_total_wait_s: float = 300.0,
+                 transport: httpx.BaseTransport | None = None, sleep: Callable[[float], None] = time.sleep,
+                 verify: bool = True):
+        self.client = httpx.Client(headers=headers or {}, timeout=timeout_s, transport=transport,
+                                   follow_redirects=True, verify=verify)
+        self.retries = retries
+        self.max_wait_s = max_wait_s
+        self.max_total_wait_s = max_total_wait_s
+        self.sleep = sleep
+        self.waited_s = 0.0
+
+    def close(self) -> None:
+        self.client.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def get(self, url: str, params: dict | None = None, headers: dict | None = None) -> httpx.Response:
+        """GET `url`; a 2xx response, or a `HostError` that says what went wrong."""
+        attempt = 0
+        while True:
+            try:
+                r = self.client.get(url, params=params, headers=headers)
+            except httpx.TransportError as e:
+                if attempt < self.retries:
+                    attempt += 1
+                    self._wait(min(2 ** attempt, self.max_wait_s))
+                    continue
+                raise HostError(f"cannot reach {_safe(url)}: {type(e).__name__}", url=_safe(url)) from None
+            if r.is_success:
+                return r
+            wait = self._rate_limit_wait(r)
+            if wait is not None:
+                if wait > self.max_wait_s or self.waited_s + wait > self.max_total_wait_s:
+                    raise HostError(f"rate limited by {_safe(url)} for {wait:.0f}s, longer than allowed", url=_safe(url), status=r.status_code)
+                self._wait(wait)
+                continue
+            if r.status_code >= 500 and attempt < self.retries:
+                attempt += 1
+                self._wait(min(2 ** attempt, self.max_wait_s))
+                continue
+            raise _error_for(r, url)
+
+    def get_json(self, url: str, params: dict | None = None, headers: dict | None = None):
+        r = self.get(url, params=params, headers=headers)
+        try:
+            return r.json()
+        except ValueError:
+            raise HostError(f"{_safe(url)} answered {r.status_code} with a body that is not JSON", url=_safe(url), status=r.status_code) from None
+
+    def _wait(self, seconds: float) -> None:
+        seconds = max(0.0, seconds)
+        self.waited_s += seconds
+        self.sleep(seconds)
+
+    def _rate_limit_wait(self, r: httpx.Response) -> float | None:
+        """Seconds to wait when `r` is a rate-limit answer, else None."""
+        h = r.headers
+        limited = r.status_code == 429 or (r.status_code == 403 and (h.get("x-ratelimit-remaining") == "0" or "retry-after" in h))
+        if not limited:
+            return None
+        if "retry-after" in h:
+            value = h["retry-after"].strip()
+            if value.isdigit():
+                return float(value)
+            try:
+                return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - time.time())
+            except (TypeError, ValueError):
+                pass
+        for key in ("x-ratelimit-reset", "ratelimit-reset"):
+            if h.get(key, "").strip().isdigit():
+                v = float(h[key])
+                return max(0.0, v - time.time()) if v > 1e9 else v  # epoch seconds, or delta seconds
+        return 1.0
+
+
+def _safe(url: str) -> str:
+    """A URL fit for messages: no query string (tokens sometimes travel there), no user info."""
+    u = httpx.URL(url)
+    return str(u.copy_with(query=None, fragment=None, username=None, password=None))
+
+
+def _error_for(r: httpx.Response, url: str) -> HostError:
+    snippet = r.text[:200].strip().replace("\n", " ") if r.headers.get("content-type", "").startswith(("text/", "application/json")) else ""
+    detail = f": {snippet}" if snippet else ""
+    where = _safe(url)
+    if r.status_code in (401, 403):
+        return HostAuthError(f"{where} refused the credentials ({r.status_code}){detail}", url=where, status=r.status_code)
+    if r.status_code == 404:
+        return HostNotFound(f"{where} not found (404)", url=where, status=404)
+    return HostError(f"{where} answered {r.status_code}{detail}", url=where, status=r.status_code)
+
+
+def next_link(r: httpx.Response) -> str | None:
+    """The ``rel="next"`` URL of a Link header, or None (GitHub, GitLab, Gitea pagination)."""
+    nxt = r.links.get("next")
+    return nxt.get("url") if nxt else None
