@@ -1,0 +1,106 @@
+"""From a connection to searchable shards: config → hosts → git → index, in one process.
+
+`sync_connection` lists a connection's repositories through its host adapter, mirrors each
+(bare clone or fetch, credentials passed per command) or takes a local repository in place,
+selects the revisions (default branch, then `revisions.branches` and `revisions.tags` globs)
+and indexes them with the engine. It is the path the Ray runtime runs piecewise in actors;
+here it runs sequentially, which is what the command line and the tests need.
+
+Partial failures are collected, never raised: a repository that cannot be cloned or indexed
+is reported in `SyncReport.failed` and the others go on. Only a failure of the listing itself
+(bad token, unreachable host) raises.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass, field
+
+from codesearch.errors import CodesearchError
+from codesearch.hosts.base import HostRepo, adapter_for
+from codesearch.hosts.http import HostHttp
+from codesearch.index.builder import IndexSettings, IndexStats, index_source
+from codesearch.index.sources import GitSource, RepoInfo
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class SyncReport:
+    connection: str
+    repos: list[HostRepo] = field(default_factory=list)
+    indexed: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)  # repo name → reason
+    warnings: list[str] = field(default_factory=list)
+    stats: IndexStats = field(default_factory=IndexStats)
+
+
+def git_credentials(kind: str, conn: dict, token: str | None) -> tuple[str | None, str | None]:
+    """(user, password) for git over HTTPS, per SPEC §1; (None, None) without a token."""
+    if not token:
+        return None, None
+    if kind == "github":
+        return "x-access-token", token
+    if kind == "gitlab":
+        return "oauth2", token
+    if kind == "gitea":
+        return token, ""
+    if kind == "bitbucket":
+        return conn.get("gitUser") or conn.get("user") or "x-token-auth", token
+    if kind == "azuredevops":
+        return conn.get("user") or "azuredevops", token
+    return None, None
+
+
+def repo_info(repo: HostRepo) -> RepoInfo:
+    """The engine's view of a host repository (the shard's `meta.repos` entry)."""
+    return RepoInfo(
+        name=repo.name,
+        display_name=repo.display_name,
+        code_host_type=repo.code_host_type,
+        web_url=repo.web_url,
+        file_url_template=repo.file_url_template,
+        archived=repo.archived,
+        fork=repo.fork,
+        public=repo.public,
+    )
+
+
+def resolve_connection_token(name: str, conn: dict, environ=None) -> str | None:
+    if not conn.get("token"):
+        return None
+    from codesearch.config import resolve_token
+
+    return resolve_token(conn["token"], connection=name, environ=environ if environ is not None else os.environ)
+
+
+def sync_connection(name: str, conn: dict, *, mirrors, index_dir: str, index_settings: IndexSettings | None = None,
+                    http: HostHttp | None = None, environ=None) -> SyncReport:
+    """List, mirror and index every repository of one connection (see the module docstring)."""
+    kind = conn["type"]
+    token = resolve_connection_token(name, conn, environ)
+    own_http = http is None
+    http = http or HostHttp()
+    try:
+        listing = adapter_for(kind)(name, conn, token, http)
+    finally:
+        if own_http:
+            http.close()
+    report = SyncReport(name, repos=listing.repos, warnings=list(listing.warnings))
+    user, password = git_credentials(kind, conn, token)
+    revisions = conn.get("revisions") or {}
+    for repo in listing.repos:
+        try:
+            path = repo.local_path or mirrors.sync(repo_info(repo).id, repo.clone_url, username=user, password=password).path
+            source = GitSource(path, repo=repo_info(repo), branch_globs=revisions.get("branches") or (),
+                               tag_globs=revisions.get("tags") or ())
+            try:
+                index_source(source, index_dir, index_settings, report.stats)
+            finally:
+                source.close()
+            report.indexed.append(repo.name)
+        except CodesearchError as e:
+            log.warning("connection %s: %s: %s", name, repo.name, e)
+            report.failed[repo.name] = str(e)
+    return report
