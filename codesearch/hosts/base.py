@@ -17,9 +17,10 @@ applied: use ``conn.get(key, default)``). `token` is the resolved token, or None
 
 from __future__ import annotations
 
-import fnmatch
 from dataclasses import dataclass, field
 from typing import Callable
+
+from codesearch.globs import glob_match
 
 #: codeHostType values of SPEC §1.
 CODE_HOST_TYPES = ("github", "gitlab", "gitea", "gerrit", "bitbucketCloud", "bitbucketServer", "azuredevops", "genericGitHost")
@@ -80,10 +81,12 @@ def adapter_for(kind: str) -> Adapter:
 
 
 def glob_any(patterns, value: str, *, case_insensitive: bool = False) -> bool:
-    """True when any shell-style glob matches `value` (`*` crosses `/`, as the hosts' filters do)."""
+    """True when any glob matches `value`.
+
+    Path-style globs (`codesearch.globs`), as Sourcebot's micromatch reads them: ``*`` stays
+    within one path segment, ``**`` crosses them, ``{a,b}`` alternates; so
+    ``acme/platform/*`` excludes ``acme/platform/api`` but not ``acme/platform/infra/tf``.
+    """
     if case_insensitive:
         value = value.lower()
-    for p in patterns or ():
-        if fnmatch.fnmatchcase(value, p.lower() if case_insensitive else p):
-            return True
-    return False
+    return any(glob_match(p.lower() if case_insensitive else p, value) for p in patterns or ())

@@ -1,0 +1,158 @@
+"""Generic git hosts and local repositories: connection type ``git`` (SPEC §1, §2.3).
+
+``url`` is either
+
+* ``http(s)://…``: one remote repository. Its name is ``<host[:port]>/<path without .git>``
+  (`repo_name_from_url`), its clone URL the url itself. Nothing is asked of the host here: a
+  repository that cannot be reached fails at clone time, like any other;
+* ``file:///abs/path``, where the path may hold globs (``*``, ``?``, ``[…]``, ``**``, ``{a,b}``):
+  every matching directory that is the root of a git repository, bare or not, is indexed in
+  place (`HostRepo.local_path`; never fetched, never deleted). A repository's name comes from its
+  ``remote.origin.url`` when that is a remote URL, else from its path (`local_repo_name`); the
+  default branch is what its HEAD points at. A pattern that matches nothing, and a match that
+  is not a directory or not a git repository, are warnings naming the connection.
+
+There is no token and no git user for this connection type.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import urllib.parse
+from pathlib import Path
+
+import git
+
+from codesearch.errors import HostError
+from codesearch.hosts.base import HostRepo, ListResult, register
+from codesearch.index.sources import local_repo_name, repo_name_from_url
+
+
+def expand_braces(pattern: str) -> list[str]:
+    """``a{b,c{d,e}}f`` → ``[abf, acdf, acef]`` (shell-style, nested; unbalanced braces are literal)."""
+    depth, start = 0, -1
+    for i, c in enumerate(pattern):
+        if c == "{":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif c == "}" and depth:
+            depth -= 1
+            if depth == 0:
+                body, parts, level, last = pattern[start + 1:i], [], 0, 0
+                for j, d in enumerate(body):
+                    if d == "{":
+                        level += 1
+                    elif d == "}":
+                        level -= 1
+                    elif d == "," and level == 0:
+                        parts.append(body[last:j])
+                        last = j + 1
+                parts.append(body[last:])
+                if len(parts) == 1:  # "{x}" is literal, like the shell
+                    return [pattern[:i + 1] + rest for rest in expand_braces(pattern[i + 1:])]
+                head, tail = pattern[:start], pattern[i + 1:]
+                out: list[str] = []
+                for p in parts:
+                    for x in expand_braces(head + p + tail):
+                        if x not in out:
+                            out.append(x)
+                return out
+    return [pattern]
+
+
+def is_repo_root(path: str) -> bool:
+    """True when `path` is the top of a git repository: a work tree with ``.git``, or a bare repository."""
+    try:
+        repo = git.Repo(path)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError, OSError):
+        return False
+    try:
+        here = os.path.realpath(path)
+        if repo.bare:
+            return os.path.realpath(repo.git_dir) == here
+        return repo.working_tree_dir is not None and os.path.realpath(repo.working_tree_dir) == here
+    finally:
+        repo.close()
+
+
+def _default_branch(path: str) -> str | None:
+    try:
+        with git.Repo(path) as repo:
+            ref = repo.git.symbolic_ref("-q", "HEAD").strip()
+    except (git.GitCommandError, git.InvalidGitRepositoryError, git.NoSuchPathError, ValueError, OSError):
+        return None
+    return ref[len("refs/heads/"):] if ref.startswith("refs/heads/") else (ref or None)
+
+
+def _display(name: str) -> str:
+    return name.split("/", 1)[1] if "/" in name else name
+
+
+def _list_file(name: str, url: str, result: ListResult) -> None:
+    def warn(what: str) -> None:
+        result.warnings.append(f"connection {name}: {what}")
+
+    parsed = urllib.parse.urlsplit(url)
+    if parsed.netloc not in ("", "localhost"):
+        raise HostError(f"connection {name}: file URL {url!r} names a host; use file:///absolute/path")
+    pattern = urllib.parse.unquote(parsed.path)
+    if not pattern.startswith("/"):
+        raise HostError(f"connection {name}: file URL {url!r} needs an absolute path")
+    matches: list[str] = []
+    for p in expand_braces(pattern):
+        for m in sorted(glob.glob(p, recursive=True)):
+            m = os.path.abspath(m)
+            if m not in matches:
+                matches.append(m)
+    if not matches:
+        warn(f"no path matches {pattern!r}")
+        return
+    seen: set[str] = set()
+    for path in matches:
+        if not os.path.isdir(path):
+            warn(f"skipped {path}: not a directory")
+            continue
+        if not is_repo_root(path):
+            warn(f"skipped {path}: not a git repository")
+            continue
+        repo_name = local_repo_name(path)
+        if repo_name in seen:
+            warn(f"skipped {path}: another repository here is already named {repo_name!r}")
+            continue
+        seen.add(repo_name)
+        result.repos.append(HostRepo(
+            name=repo_name,
+            display_name=_display(repo_name),
+            code_host_type="genericGitHost",
+            clone_url=Path(path).as_uri(),
+            default_branch=_default_branch(path),
+            external_id=Path(path).as_uri(),
+            local_path=path,
+        ))
+    if not result.repos:
+        warn(f"none of the {len(matches)} path(s) matching {pattern!r} is a git repository")
+
+
+@register("git")
+def list_git(name: str, conn: dict, token: str | None, http=None) -> ListResult:
+    url = (conn.get("url") or "").strip()
+    result = ListResult()
+    if url.lower().startswith("file:"):
+        _list_file(name, url, result)
+        return result
+    if not re.match(r"^https?://[^/]+/.", url, re.I):
+        raise HostError(f"connection {name}: url must be http(s)://host/path or file:///path, not {url!r}")
+    clean = re.sub(r"^([a-zA-Z][\w+.-]*://)[^@/?#]*@", r"\1", url)  # never keep credentials of a URL
+    repo_name = repo_name_from_url(clean.split("?", 1)[0].split("#", 1)[0])
+    result.repos.append(HostRepo(
+        name=repo_name,
+        display_name=_display(repo_name),
+        code_host_type="genericGitHost",
+        clone_url=clean,
+        web_url=clean,
+        external_id=clean,
+    ))
+    return result

@@ -1,0 +1,145 @@
+"""Gitea (and Forgejo / Codeberg, same API): the `gitea` connection kind.
+
+REST base ``<url>/api/v1`` (`url` defaults to https://gitea.com), ``Authorization: token <token>``.
+
+Sources of repositories:
+
+* ``orgs``: ``GET /orgs/{org}/repos``;
+* ``users``: ``GET /users/{user}/repos``;
+* ``repos``: ``GET /repos/{owner}/{repo}``.
+
+Lists are paged with ``page``/``limit`` (we ask ``limit=50``; the server silently clamps it to its
+``MAX_RESPONSE_ITEMS``, so a page shorter than asked is *not* the last one). The next page is the
+``Link`` header's ``rel="next"`` URL; without a Link header we page on while ``X-Total-Count`` says
+items are missing, and without either until an empty page.
+
+A user, org or repo that does not exist (404) is a warning naming the connection and the entity;
+the rest continues. Repos listed twice are returned once.
+
+Filters, as Sourcebot applies them: ``exclude.forks``, ``exclude.archived``, ``exclude.repos`` globs
+on ``owner/repo``. A repo is public when it is neither ``private`` nor ``internal``. Gitea builds
+``clone_url`` from its own ``ROOT_URL``, which is often not the address we reach it at, so the clone
+URL's scheme, host and port are replaced by those of the configured `url`. Git over HTTPS uses the
+token as user name with an empty password; since that user name is a secret, `HostRepo.git_user`
+stays empty and `codesearch.sync.git_credentials` supplies it at clone time.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import quote, urlsplit, urlunsplit
+
+from codesearch.errors import HostError, HostNotFound
+from codesearch.hosts.base import HostRepo, ListResult, glob_any, register
+from codesearch.hosts.http import HostHttp, next_link
+
+DEFAULT_URL = "https://gitea.com"
+LIMIT = 50
+
+
+def host_of(url: str) -> str:
+    u = urlsplit(url)
+    return (u.hostname or "") + (f":{u.port}" if u.port else "")
+
+
+def rewrite_clone_url(clone_url: str, configured_url: str) -> str:
+    """`clone_url` with the scheme, host and port of `configured_url` (path and query kept)."""
+    c, base = urlsplit(clone_url), urlsplit(configured_url)
+    netloc = (base.hostname or "") + (f":{base.port}" if base.port else "")
+    return urlunsplit((base.scheme or c.scheme, netloc, c.path, c.query, ""))
+
+
+@register("gitea")
+def list_gitea(name: str, conn: dict, token: str | None, http: HostHttp) -> ListResult:
+    url = (conn.get("url") or DEFAULT_URL).rstrip("/")
+    api = url + "/api/v1"
+    host = host_of(url)
+    headers = {"User-Agent": "codesearch"}
+    if token:
+        headers["Authorization"] = f"token {token}"
+    result = ListResult()
+    raw: list[dict] = []
+
+    def pages(first_url: str) -> list[dict]:
+        items: list[dict] = []
+        page = 1
+        r = http.get(first_url, params={"page": page, "limit": LIMIT}, headers=headers)
+        while True:
+            body = _json(r)
+            if not isinstance(body, list):
+                raise HostError(f"{first_url} answered with a body that is not a list of repositories", url=first_url)
+            items.extend(body)
+            nxt = next_link(r)
+            if not nxt:
+                total = r.headers.get("x-total-count", "").strip()
+                more = len(items) < int(total) if total.isdigit() else True
+                if not body or not more or "link" in r.headers:
+                    return items
+                page += 1
+                nxt = str(r.request.url.copy_set_param("page", page))
+            r = http.get(nxt, headers=headers)
+
+    def attempt(kind: str, entity: str, fetch) -> None:
+        try:
+            raw.extend(fetch())
+        except HostNotFound:
+            result.warnings.append(f"connection {name}: Gitea {kind} {entity!r} not found or not visible to the token (404)")
+
+    for org in conn.get("orgs") or ():
+        attempt("organization", org, lambda o=org: pages(f"{api}/orgs/{quote(o, safe='')}/repos"))
+    for user in conn.get("users") or ():
+        attempt("user", user, lambda u=user: pages(f"{api}/users/{quote(u, safe='')}/repos"))
+    for full in conn.get("repos") or ():
+        owner, _, repo = full.partition("/")
+        attempt("repository", full,
+                lambda o=owner, n=repo: [_json(http.get(f"{api}/repos/{quote(o, safe='')}/{quote(n, safe='')}", headers=headers))])
+
+    seen: set[str] = set()
+    for r in raw:
+        key = str(r.get("id") or r.get("full_name", "").lower())
+        if key in seen or _excluded(r, conn):
+            continue
+        seen.add(key)
+        result.repos.append(_to_host_repo(r, url, host, token))
+    return result
+
+
+def _json(r):
+    try:
+        return r.json()
+    except ValueError:
+        raise HostError(f"{r.request.url.copy_with(query=None)} answered with a body that is not JSON", status=r.status_code) from None
+
+
+def _excluded(r: dict, conn: dict) -> bool:
+    exclude = conn.get("exclude") or {}
+    if not r.get("clone_url"):
+        return True
+    if exclude.get("forks") and r.get("fork"):
+        return True
+    if exclude.get("archived") and r.get("archived"):
+        return True
+    return glob_any(exclude.get("repos"), r.get("full_name", ""))
+
+
+def _to_host_repo(r: dict, url: str, host: str, token: str | None) -> HostRepo:
+    full = r["full_name"]
+    html = (r.get("html_url") or "").rstrip("/")
+    size = r.get("size")
+    return HostRepo(
+        name=f"{host}/{full}",
+        display_name=full,
+        code_host_type="gitea",
+        clone_url=rewrite_clone_url(r["clone_url"], url),
+        web_url=html,
+        file_url_template=f"{html}/src/branch/{{branch}}/{{path}}" if html else "",
+        default_branch=r.get("default_branch") or None,
+        fork=bool(r.get("fork")),
+        archived=bool(r.get("archived")),
+        public=not r.get("private") and not r.get("internal"),
+        topics=list(r.get("topics") or ()),
+        size_bytes=size * 1000 if isinstance(size, int) else None,
+        pushed_at=r.get("updated_at"),
+        stars=r.get("stars_count"),
+        external_id=str(r.get("id", "")),
+        git_user="",  # the git user is the token itself: `sync.git_credentials` supplies it, never metadata
+    )

@@ -1,0 +1,171 @@
+"""GitHub and GitHub Enterprise Server: the `github` connection kind.
+
+REST base: ``https://api.github.com`` when `url` is github.com (the default), else ``<url>/api/v3``
+(GHES). Requests carry ``Authorization: Bearer <token>`` when a token is configured; the token is
+checked first with ``GET /user`` (a bad token fails the whole listing with `HostAuthError`), which
+also tells whose token it is.
+
+Sources of repositories (all lists paged with ``per_page=100``, following the ``Link`` header's
+``rel="next"`` URL verbatim, as GitHub rewrites it to ``/organizations/{id}/…`` paths):
+
+* ``orgs``: ``GET /orgs/{org}/repos`` (every repo of the org the token can see);
+* ``users``: ``GET /users/{user}/repos`` (the user's public repos) and, when the token belongs to
+  that user, also ``GET /user/repos?affiliation=owner`` (adds the user's private repos);
+* ``repos``: ``GET /repos/{owner}/{repo}``.
+
+A user, org or repo that does not exist (404, or 422 from GitHub's validation) is a warning naming
+the connection and the entity; the rest of the listing continues. Repos listed twice (an org and a
+`repos` entry) are returned once.
+
+Filters, as Sourcebot applies them: a repo without ``clone_url`` is dropped; ``exclude.forks``,
+``exclude.archived``; ``exclude.repos`` globs on ``owner/repo``; ``topics`` (keep a repo when one of
+its topics matches one glob) and ``exclude.topics`` (drop it when one matches), both compared
+lower-cased; ``exclude.size.min``/``max`` in bytes (inclusive) against GitHub's ``size`` (KB) × 1000.
+A repo whose size GitHub reports as 0 or not at all is never excluded by size (Sourcebot does the same).
+"""
+
+from __future__ import annotations
+
+from urllib.parse import quote, urlsplit
+
+from codesearch.errors import HostError, HostNotFound
+from codesearch.hosts.base import HostRepo, ListResult, glob_any, register
+from codesearch.hosts.http import HostHttp, next_link
+
+DEFAULT_URL = "https://github.com"
+CLOUD_HOST = "github.com"
+CLOUD_API = "https://api.github.com"
+GIT_USER = "x-access-token"
+PER_PAGE = 100
+
+
+def api_base(url: str) -> str:
+    """The REST base for a configured host URL: api.github.com for github.com, else GHES `<url>/api/v3`."""
+    if (urlsplit(url).hostname or "").lower() == CLOUD_HOST:
+        return CLOUD_API
+    return url.rstrip("/") + "/api/v3"
+
+
+def host_of(url: str) -> str:
+    """`host[:port]` of a URL, the root of repo names (SPEC §1)."""
+    u = urlsplit(url)
+    return (u.hostname or "") + (f":{u.port}" if u.port else "")
+
+
+@register("github")
+def list_github(name: str, conn: dict, token: str | None, http: HostHttp) -> ListResult:
+    url = (conn.get("url") or DEFAULT_URL).rstrip("/")
+    api = api_base(url)
+    host = host_of(url)
+    headers = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28",
+               "User-Agent": "codesearch"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    result = ListResult()
+    raw: list[dict] = []
+
+    def pages(first_url: str, params: dict) -> list[dict]:
+        items: list[dict] = []
+        r = http.get(first_url, params={**params, "per_page": PER_PAGE}, headers=headers)
+        while True:
+            body = _json(r)
+            if not isinstance(body, list):
+                raise HostError(f"{first_url} answered with a body that is not a list of repositories", url=first_url)
+            items.extend(body)
+            nxt = next_link(r)
+            if not nxt:
+                return items
+            r = http.get(nxt, headers=headers)
+
+    def attempt(kind: str, entity: str, fetch) -> None:
+        try:
+            got = fetch()
+        except HostNotFound:
+            result.warnings.append(f"connection {name}: GitHub {kind} {entity!r} not found or not visible to the token (404)")
+            return
+        except HostError as e:
+            if e.status != 422:
+                raise
+            result.warnings.append(f"connection {name}: GitHub {kind} {entity!r} not found or not visible to the token (422)")
+            return
+        raw.extend(got)
+
+    token_user = None
+    if token:
+        me = http.get_json(f"{api}/user", headers=headers)
+        token_user = (me.get("login") or "").lower() if isinstance(me, dict) else None
+
+    for org in conn.get("orgs") or ():
+        attempt("organization", org, lambda org=org: pages(f"{api}/orgs/{quote(org)}/repos", {}))
+    for user in conn.get("users") or ():
+        attempt("user", user, lambda user=user: pages(f"{api}/users/{quote(user)}/repos", {}))
+        if token_user and user.lower() == token_user:
+            raw.extend(pages(f"{api}/user/repos", {"affiliation": "owner"}))
+    for full in conn.get("repos") or ():
+        owner, _, repo = full.partition("/")
+        attempt("repository", full, lambda owner=owner, repo=repo: [_json(http.get(f"{api}/repos/{quote(owner)}/{quote(repo)}", headers=headers))])
+
+    seen: set[str] = set()
+    for r in raw:
+        key = str(r.get("id") or r.get("full_name", "").lower())
+        if key in seen or _excluded(r, conn):
+            continue
+        seen.add(key)
+        result.repos.append(_to_host_repo(r, host, token))
+    return result
+
+
+def _json(r):
+    try:
+        return r.json()
+    except ValueError:
+        raise HostError(f"{r.request.url.copy_with(query=None)} answered with a body that is not JSON", status=r.status_code) from None
+
+
+def _excluded(r: dict, conn: dict) -> bool:
+    exclude = conn.get("exclude") or {}
+    if not r.get("clone_url"):
+        return True
+    if exclude.get("forks") and r.get("fork"):
+        return True
+    if exclude.get("archived") and r.get("archived"):
+        return True
+    if glob_any(exclude.get("repos"), r.get("full_name", "")):
+        return True
+    topics = [t.lower() for t in r.get("topics") or ()]
+    if exclude.get("topics") and any(glob_any(exclude["topics"], t, case_insensitive=True) for t in topics):
+        return True
+    if conn.get("topics") and not any(glob_any(conn["topics"], t, case_insensitive=True) for t in topics):
+        return True
+    size = exclude.get("size") or {}
+    size_bytes = (r.get("size") or 0) * 1000
+    if size_bytes:
+        if size.get("min") is not None and size_bytes < size["min"]:
+            return True
+        if size.get("max") is not None and size_bytes > size["max"]:
+            return True
+    return False
+
+
+def _to_host_repo(r: dict, host: str, token: str | None) -> HostRepo:
+    full = r["full_name"]
+    html = (r.get("html_url") or "").rstrip("/")
+    size = r.get("size")
+    return HostRepo(
+        name=f"{host}/{full}",
+        display_name=full,
+        code_host_type="github",
+        clone_url=r["clone_url"],
+        web_url=html,
+        file_url_template=f"{html}/blob/{{branch}}/{{path}}" if html else "",
+        default_branch=r.get("default_branch") or None,
+        fork=bool(r.get("fork")),
+        archived=bool(r.get("archived")),
+        public=r.get("private") is False,
+        topics=list(r.get("topics") or ()),
+        size_bytes=size * 1000 if isinstance(size, int) else None,
+        pushed_at=r.get("pushed_at"),
+        stars=r.get("stargazers_count"),
+        external_id=str(r.get("id", "")),
+        git_user=GIT_USER if token else "",  # no token: anonymous git
+    )

@@ -1,0 +1,161 @@
+"""GitLab (gitlab.com and self-managed): the `gitlab` connection kind.
+
+REST base ``<url>/api/v4`` (`url` defaults to https://gitlab.com), token in ``PRIVATE-TOKEN``.
+Path parameters holding a namespace path are URL-encoded (``acme%2Fplatform``).
+
+Sources of projects (``per_page=100``):
+
+* ``all``: ``GET /projects`` with keyset pagination (``pagination=keyset&order_by=id&sort=asc``,
+  so instances past GitLab's 50,000-row offset cap still list completely); every project the token
+  can see. Ignored with a warning when the host is gitlab.com (the default), as Sourcebot does.
+* ``groups``: ``GET /groups/{encoded path}/projects?include_subgroups=true`` (GitLab's default
+  ``with_shared=true`` is kept, as Sourcebot does: projects shared into the group are listed too);
+* ``users``: ``GET /users/{user}/projects`` (projects in the user's personal namespace);
+* ``projects``: ``GET /projects/{encoded path}``.
+
+Offset pages are followed with the ``x-next-page`` header (present but empty on the last page),
+keyset pages (and any answer without ``x-next-page``) with the ``Link`` header's ``rel="next"``.
+
+A group, user or project that does not exist (404) is a warning naming the connection and the
+entity; the rest continues. Projects listed twice are returned once.
+
+Filters, as Sourcebot applies them: ``exclude.archived``; ``exclude.forks`` (a fork is a project
+whose JSON *has* the key ``forked_from_project``); ``exclude.userOwnedProjects`` (namespace kind
+``user``); ``exclude.projects`` globs on ``path_with_namespace``; ``topics`` / ``exclude.topics``
+globs compared lower-cased. Internal projects count as public. The clone URL is
+``http_url_to_repo`` with its scheme forced to the configured URL's scheme.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import quote, urlsplit, urlunsplit
+
+from codesearch.errors import HostError, HostNotFound
+from codesearch.hosts.base import HostRepo, ListResult, glob_any, register
+from codesearch.hosts.http import HostHttp, next_link
+
+DEFAULT_URL = "https://gitlab.com"
+CLOUD_HOST = "gitlab.com"
+GIT_USER = "oauth2"
+PER_PAGE = 100
+
+
+def host_of(url: str) -> str:
+    u = urlsplit(url)
+    return (u.hostname or "") + (f":{u.port}" if u.port else "")
+
+
+def encode_path(path: str) -> str:
+    """A namespace path as a GitLab path parameter: every ``/`` as ``%2F``."""
+    return quote(path.strip("/"), safe="")
+
+
+@register("gitlab")
+def list_gitlab(name: str, conn: dict, token: str | None, http: HostHttp) -> ListResult:
+    url = (conn.get("url") or DEFAULT_URL).rstrip("/")
+    api = url + "/api/v4"
+    host = host_of(url)
+    scheme = urlsplit(url).scheme or "https"
+    headers = {"User-Agent": "codesearch"}
+    if token:
+        headers["PRIVATE-TOKEN"] = token
+    result = ListResult()
+    raw: list[dict] = []
+
+    def pages(first_url: str, params: dict) -> list[dict]:
+        items: list[dict] = []
+        r = http.get(first_url, params={**params, "per_page": PER_PAGE}, headers=headers)
+        while True:
+            body = _json(r)
+            if not isinstance(body, list):
+                raise HostError(f"{first_url} answered with a body that is not a list of projects", url=first_url)
+            items.extend(body)
+            if "x-next-page" in r.headers:
+                page = r.headers["x-next-page"].strip()
+                if not page:
+                    return items
+                nxt = str(r.request.url.copy_set_param("page", page))
+            else:
+                nxt = next_link(r)
+                if not nxt:
+                    return items
+            r = http.get(nxt, headers=headers)
+
+    def attempt(kind: str, entity: str, fetch) -> None:
+        try:
+            raw.extend(fetch())
+        except HostNotFound:
+            result.warnings.append(f"connection {name}: GitLab {kind} {entity!r} not found or not visible to the token (404)")
+
+    if conn.get("all"):
+        if (urlsplit(url).hostname or "").lower() == CLOUD_HOST:
+            result.warnings.append(f"connection {name}: `all` is ignored for {CLOUD_HOST}; set `url` to a self-managed instance")
+        else:
+            raw.extend(pages(f"{api}/projects", {"pagination": "keyset", "order_by": "id", "sort": "asc"}))
+    for group in conn.get("groups") or ():
+        attempt("group", group, lambda g=group: pages(f"{api}/groups/{encode_path(g)}/projects", {"include_subgroups": "true"}))
+    for user in conn.get("users") or ():
+        attempt("user", user, lambda u=user: pages(f"{api}/users/{quote(u, safe='')}/projects", {}))
+    for project in conn.get("projects") or ():
+        attempt("project", project, lambda p=project: [_json(http.get(f"{api}/projects/{encode_path(p)}", headers=headers))])
+
+    seen: set[str] = set()
+    for p in raw:
+        key = str(p.get("id") or p.get("path_with_namespace", "").lower())
+        if key in seen or _excluded(p, conn):
+            continue
+        seen.add(key)
+        result.repos.append(_to_host_repo(p, host, scheme, token))
+    return result
+
+
+def _json(r):
+    try:
+        return r.json()
+    except ValueError:
+        raise HostError(f"{r.request.url.copy_with(query=None)} answered with a body that is not JSON", status=r.status_code) from None
+
+
+def _excluded(p: dict, conn: dict) -> bool:
+    exclude = conn.get("exclude") or {}
+    if not p.get("http_url_to_repo"):
+        return True
+    if exclude.get("archived") and p.get("archived"):
+        return True
+    if exclude.get("forks") and "forked_from_project" in p:
+        return True
+    if exclude.get("userOwnedProjects") and (p.get("namespace") or {}).get("kind") == "user":
+        return True
+    if glob_any(exclude.get("projects"), p.get("path_with_namespace", "")):
+        return True
+    topics = [t.lower() for t in p.get("topics") or ()]
+    if conn.get("topics") and not any(glob_any(conn["topics"], t, case_insensitive=True) for t in topics):
+        return True
+    if exclude.get("topics") and any(glob_any(exclude["topics"], t, case_insensitive=True) for t in topics):
+        return True
+    return False
+
+
+def _to_host_repo(p: dict, host: str, scheme: str, token: str | None) -> HostRepo:
+    path = p["path_with_namespace"]
+    web = (p.get("web_url") or "").rstrip("/")
+    clone = urlsplit(p["http_url_to_repo"])
+    stats = p.get("statistics") or {}
+    return HostRepo(
+        name=f"{host}/{path}",
+        display_name=path,
+        code_host_type="gitlab",
+        clone_url=urlunsplit((scheme, clone.netloc, clone.path, clone.query, "")),
+        web_url=web,
+        file_url_template=f"{web}/-/blob/{{branch}}/{{path}}" if web else "",
+        default_branch=p.get("default_branch") or None,
+        fork="forked_from_project" in p,
+        archived=bool(p.get("archived")),
+        public=p.get("visibility") in ("public", "internal"),
+        topics=list(p.get("topics") or ()),
+        size_bytes=stats.get("repository_size"),
+        pushed_at=p.get("last_activity_at"),
+        stars=p.get("star_count"),
+        external_id=str(p.get("id", "")),
+        git_user=GIT_USER if token else "",  # no token: anonymous git
+    )

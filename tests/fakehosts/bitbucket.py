@@ -1,0 +1,398 @@
+"""Fake Bitbucket Cloud (API 2.0) and Bitbucket Server / Data Center (REST 1.0) (HOSTS.md §5, §6).
+
+Each fake runs its own `tests.githttp.GitHttpServer` over real bare repositories (made with
+`make_bare_repo`) and puts that server's URLs in the repositories' clone links, so a listed
+repository can be cloned for real.
+
+Cloud (`FakeBitbucketCloud`, API under ``<url>/2.0``):
+* ``GET /2.0/repositories/{ws}`` (``pagelen``, ``page``, ``q=project.key="KEY"``) and
+  ``GET /2.0/repositories/{ws}/{slug}``; body ``{pagelen, size, page, values, next?}`` with
+  ``next`` an absolute URL, **absent on the last page**; ``pagelen`` is capped at `page_size`.
+* repository objects as the API writes them: ``uuid`` in braces, ``full_name``, ``is_private``,
+  ``parent`` **only for forks**, ``project{key,…}``, ``mainbranch`` (absent for an empty repo),
+  ``links.html``, ``links.clone`` (``https`` with the caller's user name, and ``ssh``), ``size``
+  in bytes, no archived flag.
+* auth: ``Bearer <token>`` (`tokens`) or Basic ``user:token`` (`basic`); anything else → 401 with
+  ``WWW-Authenticate: Basic realm="Bitbucket.org HTTP"``; anonymous callers see public
+  repositories only, and a private repository answers **403**; unknown workspace or repository
+  → 404; errors are ``{"type":"error","error":{"message":…}}``.
+* rate limit on demand: 429 with ``X-RateLimit-*`` style headers (Bitbucket Cloud does not
+  document ``Retry-After``; pass `retry_after` to add one).
+
+Server (`FakeBitbucketServer`, API under ``<url>/rest/api/1.0``):
+* ``GET /repos`` (``archived``=ACTIVE (default)|ARCHIVED|ALL, anonymous = public repositories),
+  ``GET /projects/{KEY}/repos``, ``GET /projects/{KEY}/repos/{slug}``; pages
+  ``{size, limit, isLastPage, start, values, nextPageStart?}`` with ``nextPageStart`` only when
+  not the last page; ``limit`` capped at `page_size`.
+* repository objects: ``id``, ``slug``, ``name``, ``project{key,…,type}``, ``public``,
+  ``archived``, ``origin`` **only for forks**, ``links.clone`` (``http`` and ``ssh``),
+  ``links.self`` ending in ``/browse``; no ``defaultBranch``.
+* auth: Bearer (`tokens`) or Basic (`basic`); bad credentials → 401; reading a project or
+  repository without permission → **401**; unknown project or repository → 404; errors
+  ``{"errors":[{"context":null,"message":…,"exceptionName":…}]}``.
+* rate limit on demand: 429 with ``Retry-After``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import threading
+import urllib.parse
+import uuid
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from tests.githttp import GitHttpServer, make_bare_repo
+
+
+class _Base:
+    """A threaded HTTP server that hands every GET to `route` and records the requests."""
+
+    def __init__(self, root: str, tokens: set[str], basic: set[tuple[str, str]], page_size: int):
+        self.root = root
+        self.tokens = set(tokens)
+        self.basic = set(basic)
+        self.page_size = page_size
+        self.requests: list[tuple[str, str, dict, str]] = []  # method, path, query, auth kind
+        self._limit = 0
+        self._limit_headers: dict[str, str] = {}
+        self._lock = threading.Lock()
+        os.makedirs(os.path.join(root, "git"), exist_ok=True)
+        self.git = GitHttpServer(os.path.join(root, "git"))
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body go in separate writes
+
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                fake._dispatch(self)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.httpd.server_address[1]
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    def limit_next(self, n: int, headers: dict[str, str] | None = None) -> None:
+        with self._lock:
+            self._limit, self._limit_headers = n, dict(headers or {})
+
+    def _send(self, h, status: int, obj, headers: dict | None = None) -> None:
+        data = json.dumps(obj).encode()
+        h.send_response(status)
+        h.send_header("Content-Type", "application/json; charset=utf-8")
+        h.send_header("Content-Length", str(len(data)))
+        for k, v in (headers or {}).items():
+            h.send_header(k, v)
+        h.end_headers()
+        h.wfile.write(data)
+
+    def _auth(self, h) -> tuple[str, str | None]:
+        """("anonymous" | "bearer" | "basic" | "bad", basic user)."""
+        auth = h.headers.get("Authorization", "")
+        if not auth:
+            return "anonymous", None
+        if auth.startswith("Bearer "):
+            return ("bearer", None) if auth[7:] in self.tokens else ("bad", None)
+        if auth.startswith("Basic "):
+            try:
+                user, _, pw = base64.b64decode(auth[6:]).decode().partition(":")
+            except ValueError:
+                return "bad", None
+            return ("basic", user) if (user, pw) in self.basic else ("bad", None)
+        return "bad", None
+
+    def _dispatch(self, h) -> None:
+        raw_path, _, query = h.path.partition("?")
+        params = {k: v[-1] for k, v in urllib.parse.parse_qs(query, keep_blank_values=True).items()}
+        kind, user = self._auth(h)
+        self.requests.append((h.command, raw_path, params, kind))
+        with self._lock:
+            limited = self._limit > 0
+            if limited:
+                self._limit -= 1
+        if limited:
+            self._rate_limited(h)
+            return
+        self.route(h, raw_path, params, kind, user)
+
+    def __enter__(self):
+        self.git.start()
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.git.stop()
+
+
+# ------------------------------------------------------------------------------------------------ cloud
+
+@dataclass
+class CloudRepo:
+    workspace: str
+    slug: str
+    project: str  # project key
+    private: bool = False
+    fork_of: str | None = None  # "workspace/slug" of the parent
+    size: int = 1000
+    mainbranch: str | None = "main"  # None: an empty repository (no mainbranch key)
+    files: dict[str, str] = field(default_factory=dict)
+    uuid: str = ""
+
+
+class FakeBitbucketCloud(_Base):
+    def __init__(self, root: str, repos: list[CloudRepo], *, workspaces: list[str] = (), tokens=(), basic=(),
+                 page_size: int = 2):
+        super().__init__(root, set(tokens), set(basic), page_size)
+        self.url = f"{self.base}/2.0"
+        self.workspaces = set(workspaces) | {r.workspace for r in repos}
+        self.repos = {(r.workspace, r.slug): r for r in repos}
+        for r in repos:
+            r.uuid = r.uuid or "{" + str(uuid.uuid5(uuid.NAMESPACE_URL, f"{r.workspace}/{r.slug}")) + "}"
+            make_bare_repo(self.git.root, f"{r.workspace}/{r.slug}.git", r.files or {"README.md": f"# {r.slug}\n"},
+                           default=r.mainbranch or "main")
+
+    def _rate_limited(self, h) -> None:
+        headers = {"X-RateLimit-Limit": "1000", "X-RateLimit-Resource": "api-repositories", "X-RateLimit-NearLimit": "true"}
+        headers.update(self._limit_headers)
+        self._send(h, 429, {"type": "error", "error": {"message": "Rate limit for this resource has been exceeded"}}, headers)
+
+    def _error(self, h, status: int, message: str, headers: dict | None = None) -> None:
+        self._send(h, status, {"type": "error", "error": {"message": message}}, headers)
+
+    def repo_json(self, r: CloudRepo, user: str | None, with_parent: bool = True) -> dict:
+        who = f"{user.split('@')[0]}@" if user else ""
+        git_host = f"127.0.0.1:{self.git.port}"
+        d = {
+            "type": "repository",
+            "uuid": r.uuid,
+            "full_name": f"{r.workspace}/{r.slug}",
+            "name": r.slug.replace("-", " ").title(),
+            "slug": r.slug,
+            "is_private": r.private,
+            "scm": "git",
+            "project": {"type": "project", "key": r.project, "name": r.project.title(), "uuid": "{" + str(uuid.uuid5(uuid.NAMESPACE_DNS, r.project)) + "}"},
+            "workspace": {"type": "workspace", "slug": r.workspace, "name": r.workspace.title(), "uuid": "{" + str(uuid.uuid5(uuid.NAMESPACE_DNS, r.workspace)) + "}"},
+            "owner": {"display_name": r.workspace.title(), "type": "team"},
+            "links": {
+                "self": {"href": f"{self.url}/repositories/{r.workspace}/{r.slug}"},
+                "html": {"href": f"{self.base}/{r.workspace}/{r.slug}"},
+                "clone": [
+                    {"name": "https", "href": f"http://{who}{git_host}/{r.workspace}/{r.slug}.git"},
+                    {"name": "ssh", "href": f"git@{git_host.split(':')[0]}:{r.workspace}/{r.slug}.git"},
+                ],
+            },
+            "size": r.size,
+            "language": "python",
+            "created_on": "2024-01-01T00:00:00.000000+00:00",
+            "updated_on": "2024-06-01T12:00:00.000000+00:00",
+            "fork_policy": "allow_forks",
+            "has_issues": False,
+            "has_wiki": False,
+        }
+        if r.mainbranch:
+            d["mainbranch"] = {"name": r.mainbranch, "type": "branch"}
+        if r.fork_of and with_parent:
+            pws, pslug = r.fork_of.split("/")
+            parent = self.repos.get((pws, pslug))
+            d["parent"] = {"type": "repository", "full_name": r.fork_of, "name": pslug,
+                           "uuid": parent.uuid if parent else "{00000000-0000-0000-0000-000000000000}",
+                           "links": {"html": {"href": f"{self.base}/{r.fork_of}"}}}
+        return d
+
+    def route(self, h, path: str, params: dict, kind: str, user: str | None) -> None:
+        if kind == "bad":
+            self._error(h, 401, "Invalid credentials", {"WWW-Authenticate": 'Basic realm="Bitbucket.org HTTP"'})
+            return
+        parts = [urllib.parse.unquote(p) for p in path.split("/") if p]
+        if len(parts) < 3 or parts[:2] != ["2.0", "repositories"] or len(parts) > 4:
+            self._error(h, 404, "Resource not found")
+            return
+        ws = parts[2]
+        if ws not in self.workspaces:
+            self._error(h, 404, f"No workspace with identifier '{ws}'.")
+            return
+        if len(parts) == 4:
+            r = self.repos.get((ws, parts[3]))
+            if r is None:
+                self._error(h, 404, f"Repository {ws}/{parts[3]} not found")
+            elif r.private and kind == "anonymous":
+                self._error(h, 403, "Access denied. You must have read access to this repository.")
+            else:
+                self._send(h, 200, self.repo_json(r, user))
+            return
+        visible = [r for (w, _), r in sorted(self.repos.items()) if w == ws and (kind != "anonymous" or not r.private)]
+        q = params.get("q", "")
+        if q:
+            m = re.fullmatch(r'\s*project\.key\s*=\s*"([^"]*)"\s*', q)
+            if not m:
+                self._error(h, 400, f"Invalid query: {q}")
+                return
+            visible = [r for r in visible if r.project == m.group(1)]
+        try:
+            pagelen = min(int(params.get("pagelen") or 10), 100, self.page_size)
+            page = int(params.get("page") or 1)
+        except ValueError:
+            self._error(h, 400, "Invalid pagination parameter")
+            return
+        chunk = visible[(page - 1) * pagelen: page * pagelen]
+        body = {"pagelen": pagelen, "size": len(visible), "page": page,
+                "values": [self.repo_json(r, user) for r in chunk]}
+        if page * pagelen < len(visible):
+            nq = {**params, "page": str(page + 1), "pagelen": str(pagelen)}
+            body["next"] = f"{self.base}{path}?{urllib.parse.urlencode(nq)}"
+        if page > 1:
+            pq = {**params, "page": str(page - 1)}
+            body["previous"] = f"{self.base}{path}?{urllib.parse.urlencode(pq)}"
+        self._send(h, 200, body)
+
+
+# ----------------------------------------------------------------------------------------------- server
+
+@dataclass
+class ServerRepo:
+    project: str  # project key, "~ALICE" for a personal project
+    slug: str
+    public: bool = False
+    archived: bool = False
+    fork_of: str | None = None  # "KEY/slug"
+    files: dict[str, str] = field(default_factory=dict)
+    default_branch: str = "master"
+    id: int = 0
+
+
+@dataclass
+class ServerProject:
+    key: str
+    public: bool = False
+    readers: set[str] = field(default_factory=lambda: {"*"})  # basic users (or "*" any credential) that may read
+
+
+class FakeBitbucketServer(_Base):
+    def __init__(self, root: str, projects: list[ServerProject], repos: list[ServerRepo], *, tokens=(), basic=(),
+                 page_size: int = 2):
+        super().__init__(root, set(tokens), set(basic), page_size)
+        self.url = self.base
+        self.projects = {p.key: p for p in projects}
+        self.repos: dict[tuple[str, str], ServerRepo] = {}
+        for i, r in enumerate(repos, start=1):
+            r.id = r.id or i
+            self.repos[(r.project, r.slug)] = r
+            make_bare_repo(self.git.root, f"scm/{r.project.lower()}/{r.slug}.git", r.files or {"README.md": f"# {r.slug}\n"},
+                           default=r.default_branch)
+
+    def _rate_limited(self, h) -> None:
+        headers = {"Retry-After": "2", "X-RateLimit-Limit": "60", "X-RateLimit-Remaining": "0",
+                   "X-RateLimit-Interval-Seconds": "1", "X-RateLimit-FillRate": "1"}
+        headers.update(self._limit_headers)
+        self._error(h, 429, "You have been rate limited.", "com.atlassian.bitbucket.ratelimit.RateLimitedException", headers)
+
+    def _error(self, h, status: int, message: str, exception: str, headers: dict | None = None) -> None:
+        self._send(h, status, {"errors": [{"context": None, "message": message, "exceptionName": exception}]}, headers)
+
+    def _can_read(self, r: ServerRepo, kind: str, user: str | None) -> bool:
+        p = self.projects.get(r.project)
+        if r.public or (p and p.public):
+            return True
+        if kind == "anonymous":
+            return False
+        readers = p.readers if p else {"*"}
+        return "*" in readers or (user is not None and user in readers)
+
+    def repo_json(self, r: ServerRepo, with_origin: bool = True) -> dict:
+        p = self.projects.get(r.project) or ServerProject(r.project)
+        personal = r.project.startswith("~")
+        d = {
+            "slug": r.slug,
+            "id": r.id,
+            "name": r.slug.replace("-", " ").title(),
+            "hierarchyId": f"{r.id:020x}",
+            "scmId": "git",
+            "state": "AVAILABLE",
+            "statusMessage": "Available",
+            "forkable": True,
+            "project": {"key": r.project, "id": abs(hash(r.project)) % 1000, "name": r.project.strip("~").title(),
+                        "public": p.public, "type": "PERSONAL" if personal else "NORMAL",
+                        "links": {"self": [{"href": f"{self.base}/{'users/' + r.project[1:].lower() if personal else 'projects/' + r.project}"}]}},
+            "public": r.public,
+            "archived": r.archived,
+            "links": {
+                "clone": [
+                    {"href": f"http://127.0.0.1:{self.git.port}/scm/{r.project.lower()}/{r.slug}.git", "name": "http"},
+                    {"href": f"ssh://git@127.0.0.1:7999/{r.project.lower()}/{r.slug}.git", "name": "ssh"},
+                ],
+                "self": [{"href": f"{self.base}/{'users/' + r.project[1:].lower() if personal else 'projects/' + r.project}/repos/{r.slug}/browse"}],
+            },
+        }
+        if r.fork_of and with_origin:
+            key, slug = r.fork_of.split("/")
+            upstream = self.repos.get((key, slug))
+            if upstream is not None:
+                d["origin"] = self.repo_json(upstream, with_origin=False)
+        return d
+
+    def _page(self, h, items: list[ServerRepo], params: dict) -> None:
+        try:
+            start = int(params.get("start") or 0)
+            limit = min(int(params.get("limit") or 25), self.page_size)
+        except ValueError:
+            self._error(h, 400, "Invalid start or limit", "com.atlassian.bitbucket.rest.BadRequestException")
+            return
+        chunk = items[start:start + limit]
+        last = start + limit >= len(items)
+        body = {"size": len(chunk), "limit": limit, "isLastPage": last, "start": start,
+                "values": [self.repo_json(r) for r in chunk]}
+        if not last:
+            body["nextPageStart"] = start + len(chunk)
+        self._send(h, 200, body)
+
+    def route(self, h, path: str, params: dict, kind: str, user: str | None) -> None:
+        if kind == "bad":
+            self._error(h, 401, "Authentication failed. Please check your credentials and try again.",
+                        "com.atlassian.bitbucket.auth.IncorrectPasswordAuthenticationException")
+            return
+        parts = [urllib.parse.unquote(p) for p in path.split("/") if p]
+        if parts[:3] != ["rest", "api", "1.0"]:
+            self._error(h, 404, "Not found", "com.atlassian.bitbucket.NotFoundException")
+            return
+        parts = parts[3:]
+        if parts == ["repos"]:
+            archived = params.get("archived", "ACTIVE")
+            items = [r for _, r in sorted(self.repos.items()) if self._can_read(r, kind, user)
+                     and (archived == "ALL" or r.archived == (archived == "ARCHIVED"))]
+            self._page(h, items, params)
+            return
+        if len(parts) in (3, 4) and parts[0] == "projects" and parts[2] == "repos":
+            key = parts[1]
+            if key not in self.projects:
+                self._error(h, 404, f"Project {key} does not exist.", "com.atlassian.bitbucket.project.NoSuchProjectException")
+                return
+            if len(parts) == 4:
+                r = self.repos.get((key, parts[3]))
+                if r is None:
+                    self._error(h, 404, f"Repository {key}/{parts[3]} does not exist.",
+                                "com.atlassian.bitbucket.repository.NoSuchRepositoryException")
+                elif not self._can_read(r, kind, user):
+                    self._error(h, 401, "You are not permitted to access this resource",
+                                "com.atlassian.bitbucket.AuthorisationException")
+                else:
+                    self._send(h, 200, self.repo_json(r))
+                return
+            p = self.projects[key]
+            repos = [r for (k, _), r in sorted(self.repos.items()) if k == key]
+            visible = [r for r in repos if self._can_read(r, kind, user)]
+            if not visible and not p.public and (kind == "anonymous" or not ("*" in p.readers or user in p.readers)):
+                self._error(h, 401, "You are not permitted to access this resource",
+                            "com.atlassian.bitbucket.AuthorisationException")
+                return
+            self._page(h, visible, params)
+            return
+        self._error(h, 404, "Not found", "com.atlassian.bitbucket.NotFoundException")

@@ -1,0 +1,276 @@
+"""A fake Gitea server: REST API (``/api/v1``) with Gitea's documented shapes, and git over HTTP.
+
+Serves exactly what the `gitea` adapter calls, on ``http://127.0.0.1:<port>``:
+
+* ``GET /orgs/{o}/repos``, ``GET /users/{u}/repos``, ``GET /repos/{o}/{r}``;
+* pagination as Gitea does it: ``page`` (1-based) and ``limit``, default 30, **silently clamped**
+  to `max_items` (``MAX_RESPONSE_ITEMS``, 50 on a stock server; set it small to force many
+  pages); ``X-Total-Count`` and a ``Link`` header whose URLs echo the *requested* limit (as
+  Forgejo does), so "a page shorter than asked is the last one" is wrong here;
+* auth: ``Authorization: token <t>`` (lowercase ``token``) or ``Bearer <t>``; a wrong token is 401
+  ``{"message": "token is required", "url": …}``; no token is anonymous (public repos only);
+* visibility: ``private``, ``internal`` (visible to any signed-in user), public;
+* 404s: ``{"message": "The target couldn't be found.", …}`` for repos, and for a missing org or
+  user the Go function name as ``message`` (``GetOrgByName``, ``GetUserByName``) with the text in
+  ``errors``;
+* ``clone_url`` and ``html_url`` are built from `root_url` (Gitea's ``ROOT_URL``), which defaults to
+  this server's address; set it to another host to model a server that does not know the address
+  it is reached at;
+* `fail()` queues any answer (a 500, a 429 from a proxy …) for matching API paths.
+
+Every path outside ``/api/`` is git smart HTTP, relayed to the given `tests.githttp.GitHttpServer`
+(where `add_repo` creates the bare repository), so the rewritten clone URLs really clone.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
+
+from tests.githttp import GitHttpServer, make_bare_repo
+
+API = "/api/v1"
+
+
+class FakeGitea:
+    def __init__(self, token: str = "gitea-faketoken", token_user: str = "carol", *, max_items: int = 50,
+                 git: GitHttpServer | None = None, root_url: str | None = None):
+        self.token = token
+        self.token_user = token_user
+        self.max_items = max_items
+        self.git = git
+        self._root_url = root_url
+        self.owners: dict[str, dict] = {}
+        self.repos: list[dict] = []
+        self.requests: list[tuple[str, str, dict]] = []
+        self._faults: list[dict] = []
+        self._next_id = 1
+        self._lock = threading.Lock()
+        self.add_user(token_user)
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body go out as separate writes
+
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                if not self.path.startswith("/api/"):
+                    return fake._relay_git(self)
+                status, headers, body = fake._answer(self)
+                data = body if isinstance(body, bytes) else json.dumps(body).encode()
+                self.send_response(status)
+                headers.setdefault("Content-Type", "application/json;charset=utf-8")
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_POST(self):
+                if not self.path.startswith("/api/"):
+                    return fake._relay_git(self)
+                self.send_response(405)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.httpd.server_address[1]
+        self._thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    # -- data -------------------------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def root_url(self) -> str:
+        return (self._root_url or self.base_url).rstrip("/")
+
+    @property
+    def api_url(self) -> str:
+        return self.base_url + API
+
+    def _id(self) -> int:
+        self._next_id += 1
+        return self._next_id
+
+    def add_user(self, login: str) -> None:
+        self.owners.setdefault(login.lower(), {"login": login, "id": self._id(), "type": "user", "members": {login.lower()}})
+
+    def add_org(self, login: str, members: tuple[str, ...] = ()) -> None:
+        self.owners[login.lower()] = {"login": login, "id": self._id(), "type": "org",
+                                      "members": {m.lower() for m in members}}
+
+    def add_repo(self, owner: str, name: str, *, private: bool = False, internal: bool = False, fork: bool = False,
+                 archived: bool = False, topics: tuple[str, ...] = (), size_kb: int = 0, stars: int = 0,
+                 default_branch: str = "main", updated_at: str = "2024-05-01T12:00:00Z") -> dict:
+        if owner.lower() not in self.owners:
+            self.add_user(owner)
+        if self.git is not None:
+            make_bare_repo(self.git.root, f"{owner}/{name}.git", {"README.md": f"# {owner}/{name}\n"}, default=default_branch)
+        rec = {"owner": owner.lower(), "name": name, "id": self._id(), "private": private, "internal": internal,
+               "fork": fork, "archived": archived, "topics": list(topics), "size": size_kb, "stars": stars,
+               "default_branch": default_branch, "updated_at": updated_at}
+        self.repos.append(rec)
+        return rec
+
+    def fail(self, status: int, *, times: int = 1, path: str = "", headers: dict | None = None, body=None) -> None:
+        self._faults.append({"status": status, "times": times, "path": path, "headers": headers or {},
+                             "body": body if body is not None else {"message": "internal error", "url": ""}})
+
+    def reset(self) -> None:
+        """Forget recorded requests and pending faults (between tests sharing one fake)."""
+        with self._lock:
+            self.requests.clear()
+            self._faults.clear()
+
+    def api_paths(self) -> list[str]:
+        return [p for _, p, _ in self.requests]
+
+    # -- serving ----------------------------------------------------------------------------
+
+    def start(self) -> "FakeGitea":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def _error(self, status: int, message: str, errors: list[str] | None = None) -> tuple[int, dict, dict]:
+        body = {"message": message, "url": f"{self.root_url}/api/swagger"}
+        if errors is not None:
+            body["errors"] = errors
+        return status, {}, body
+
+    def _answer(self, req: BaseHTTPRequestHandler):
+        split = urlsplit(req.path)
+        query = dict(parse_qsl(split.query))
+        self.requests.append((req.command, req.path, dict(req.headers)))
+        if not split.path.startswith(API + "/"):
+            return self._error(404, "404 page not found")
+        path = split.path[len(API):]
+        with self._lock:
+            for f in self._faults:
+                if f["times"] > 0 and path.startswith(f["path"]):
+                    f["times"] -= 1
+                    return f["status"], dict(f["headers"]), f["body"]
+        viewer = None
+        auth = req.headers.get("Authorization", "")
+        scheme, _, value = auth.partition(" ")
+        if scheme == "token" or scheme.lower() == "bearer":
+            if value.strip() != self.token:
+                return self._error(401, "token is required")
+            viewer = self.token_user.lower()
+        parts = [unquote(p) for p in path.split("/") if p]
+        if len(parts) == 3 and parts[0] in ("orgs", "users") and parts[2] == "repos":
+            owner = self.owners.get(parts[1].lower())
+            if parts[0] == "orgs" and (owner is None or owner["type"] != "org"):
+                return self._error(404, "GetOrgByName", [f"org does not exist [id: 0, name: {parts[1]}]"])
+            if owner is None:
+                return self._error(404, "GetUserByName", [f"user redirect does not exist [name: {parts[1].lower()}]"])
+            repos = [r for r in self.repos if r["owner"] == owner["login"].lower() and self._sees(r, viewer)]
+            return self._page(repos, query, split.path)
+        if len(parts) == 3 and parts[0] == "repos":
+            for r in self.repos:
+                if r["owner"] == parts[1].lower() and r["name"].lower() == parts[2].lower() and self._sees(r, viewer):
+                    return 200, {}, self._json(r)
+            return self._error(404, "The target couldn't be found.", [])
+        return self._error(404, "404 page not found")
+
+    def _sees(self, r: dict, viewer: str | None) -> bool:
+        if not r["private"] and not r["internal"]:
+            return True
+        if viewer is None:
+            return False
+        return r["internal"] and not r["private"] or viewer in self.owners[r["owner"]]["members"]
+
+    def _page(self, repos: list[dict], query: dict, path: str):
+        repos = sorted(repos, key=lambda r: r["name"].lower())
+        asked = int(query.get("limit") or 30)
+        limit = max(1, min(asked, self.max_items))
+        page = max(1, int(query.get("page") or 1))
+        items = repos[(page - 1) * limit: page * limit]
+        last = max(1, -(-len(repos) // limit))
+
+        def url(n: int) -> str:
+            q = {k: v for k, v in query.items() if k not in ("page", "limit")}
+            q.update(page=str(n), limit=str(asked))  # echoes the requested limit, not the clamped one
+            return f"{self.base_url}{path}?{urlencode(q)}"
+
+        links = []
+        if page < last:
+            links += [f'<{url(page + 1)}>; rel="next"', f'<{url(last)}>; rel="last"']
+        if page > 1:
+            links += [f'<{url(1)}>; rel="first"', f'<{url(page - 1)}>; rel="prev"']
+        headers = {"X-Total-Count": str(len(repos)), "Access-Control-Expose-Headers": "X-Total-Count, Link"}
+        if links:
+            headers["Link"] = ",".join(links)
+        return 200, headers, [self._json(r) for r in items]
+
+    def _json(self, r: dict) -> dict:
+        owner = self.owners[r["owner"]]
+        full = f"{owner['login']}/{r['name']}"
+        out = {
+            "id": r["id"], "owner": {"id": owner["id"], "login": owner["login"], "username": owner["login"]},
+            "name": r["name"], "full_name": full, "description": "", "empty": False, "private": r["private"],
+            "fork": r["fork"], "template": False, "parent": None, "mirror": False, "size": r["size"],
+            "language": "", "html_url": f"{self.root_url}/{full}", "url": f"{self.root_url}/api/v1/repos/{full}",
+            "ssh_url": f"git@127.0.0.1:{full}.git", "clone_url": f"{self.root_url}/{full}.git",
+            "website": "", "stars_count": r["stars"], "forks_count": 0, "watchers_count": 1,
+            "open_issues_count": 0, "default_branch": r["default_branch"], "archived": r["archived"],
+            "created_at": "2020-01-01T00:00:00Z", "updated_at": r["updated_at"], "internal": r["internal"],
+            "topics": list(r["topics"]),
+        }
+        if r["fork"]:
+            out["parent"] = {"id": 1, "full_name": "upstream/" + r["name"], "name": r["name"]}
+        return out
+
+    def _relay_git(self, req: BaseHTTPRequestHandler) -> None:
+        """Pass a git smart-HTTP request to the git server and its answer back, unchanged."""
+        self.requests.append((req.command, req.path, dict(req.headers)))
+        if self.git is None:
+            req.send_response(404)
+            req.send_header("Content-Length", "0")
+            req.end_headers()
+            return
+        if req.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            body = b""
+            while True:
+                size = int(req.rfile.readline().strip().split(b";")[0], 16)
+                if size == 0:
+                    req.rfile.readline()
+                    break
+                body += req.rfile.read(size)
+                req.rfile.readline()
+        else:
+            body = req.rfile.read(int(req.headers.get("Content-Length") or 0))
+        headers = {k: v for k, v in req.headers.items()
+                   if k.lower() in ("authorization", "content-type", "git-protocol", "content-encoding", "accept")}
+        conn = http.client.HTTPConnection("127.0.0.1", self.git.port, timeout=60)
+        try:
+            conn.request(req.command, req.path, body=body or None, headers=headers)
+            resp = conn.getresponse()
+            data = resp.read()
+            req.send_response(resp.status)
+            for k, v in resp.getheaders():
+                if k.lower() not in ("content-length", "connection", "transfer-encoding", "server", "date"):
+                    req.send_header(k, v)
+            req.send_header("Content-Length", str(len(data)))
+            req.end_headers()
+            req.wfile.write(data)
+        finally:
+            conn.close()

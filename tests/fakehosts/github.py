@@ -1,0 +1,290 @@
+"""A fake GitHub Enterprise Server REST API (``/api/v3``) with GitHub's documented shapes.
+
+Serves exactly what the `github` adapter calls, on ``http://127.0.0.1:<port>`` (GHES layout: the
+web host and ``/api/v3`` on one address):
+
+* ``GET /user`` (token required), ``GET /users/{u}/repos`` (public repos only),
+  ``GET /orgs/{o}/repos`` (``type`` all/public/private/forks/sources), ``GET /repos/{o}/{r}``
+  (the only answer with ``parent``/``source``), ``GET /user/repos`` (``affiliation``,
+  ``visibility``; 422 when ``type`` is combined with them);
+* pagination as GitHub does it: ``per_page`` default 30, silently capped at 100 and at this
+  fake's `page_size` (set it small to force many pages); ``Link`` with ``next``/``last`` and, past
+  page 1, ``first``/``prev``, no ``next`` on the last page and no Link at all for a single page;
+  ``next`` URLs rewritten to numeric-id paths (``/organizations/{id}/repos``,
+  ``/user/{id}/repos``), which are served too;
+* auth: ``Authorization: Bearer <t>`` or ``token <t>``; a wrong token is 401 ``Bad credentials``
+  on every endpoint; no token is anonymous (public repos only; ``/user`` and ``/user/repos`` 401);
+* 404 ``Not Found`` for unknown owners and for private repos the caller cannot see (never 403);
+* ``x-ratelimit-*`` headers on every answer; `rate_limit()` makes the next answers 403 (or 429)
+  with ``x-ratelimit-remaining: 0`` and an epoch ``x-ratelimit-reset``; `fail()` queues any
+  other answer (a 500, a 422 …) for matching paths.
+
+Repositories are real when a `tests.githttp.GitHttpServer` is given: `add_repo` creates the bare
+repository (default branch as described) and ``clone_url`` points at that server.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+from tests.githttp import GitHttpServer, make_bare_repo
+
+API = "/api/v3"
+DOCS = "https://docs.github.com/rest"
+
+
+class FakeGitHub:
+    def __init__(self, token: str = "ghp_faketoken", token_user: str = "alice", *, page_size: int = 100,
+                 git: GitHttpServer | None = None):
+        self.token = token
+        self.token_user = token_user
+        self.page_size = page_size
+        self.git = git
+        self.owners: dict[str, dict] = {}  # lower-cased login -> {login, id, type, members}
+        self.repos: list[dict] = []
+        self.requests: list[tuple[str, str, dict]] = []  # (method, raw path, headers)
+        self._faults: list[dict] = []
+        self._next_id = 1000
+        self._lock = threading.Lock()
+        self.add_user(token_user)
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body go out as separate writes
+
+            def log_message(self, *args):
+                pass
+
+            def do_GET(self):
+                status, headers, body = fake._answer(self)
+                data = json.dumps(body).encode() if not isinstance(body, bytes) else body
+                self.send_response(status)
+                headers.setdefault("Content-Type", "application/json; charset=utf-8")
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.httpd.server_address[1]
+        self._thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    # -- data -------------------------------------------------------------------------------
+
+    @property
+    def base_url(self) -> str:
+        """The host's web address, the connection's `url`."""
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def api_url(self) -> str:
+        return self.base_url + API
+
+    def _id(self) -> int:
+        self._next_id += 1
+        return self._next_id
+
+    def add_user(self, login: str) -> None:
+        self.owners.setdefault(login.lower(), {"login": login, "id": self._id(), "type": "User", "members": set()})
+
+    def add_org(self, login: str, members: tuple[str, ...] = ()) -> None:
+        self.owners[login.lower()] = {"login": login, "id": self._id(), "type": "Organization",
+                                      "members": {m.lower() for m in members}}
+
+    def add_repo(self, owner: str, name: str, *, private: bool = False, fork: bool = False, archived: bool = False,
+                 topics: tuple[str, ...] = (), size_kb: int = 0, stars: int = 0, default_branch: str = "main",
+                 pushed_at: str = "2024-05-01T12:00:00Z", collaborators: tuple[str, ...] = (),
+                 parent: str | None = None) -> dict:
+        if owner.lower() not in self.owners:
+            self.add_user(owner)
+        if self.git is not None:
+            make_bare_repo(self.git.root, f"{owner}/{name}.git", {"README.md": f"# {owner}/{name}\n"}, default=default_branch)
+        rec = {"owner": self.owners[owner.lower()]["login"], "name": name, "id": self._id(), "private": private,
+               "fork": fork, "archived": archived, "topics": list(topics), "size": size_kb, "stars": stars,
+               "default_branch": default_branch, "pushed_at": pushed_at,
+               "collaborators": {c.lower() for c in collaborators}, "parent": parent}
+        self.repos.append(rec)
+        return rec
+
+    def rate_limit(self, times: int = 1, reset_in: float = 30, status: int = 403) -> None:
+        """The next `times` answers are primary rate-limit answers resetting `reset_in` s from now."""
+        headers = {"x-ratelimit-limit": "5000", "x-ratelimit-remaining": "0", "x-ratelimit-used": "5000",
+                   "x-ratelimit-reset": str(int(time.time() + reset_in)), "x-ratelimit-resource": "core"}
+        body = {"message": "API rate limit exceeded for user ID 1. If you reach out to GitHub Support for help, "
+                           "please include the request ID.", "documentation_url": DOCS, "status": str(status)}
+        self.fail(status, times=times, headers=headers, body=body)
+
+    def fail(self, status: int, *, times: int = 1, path: str = "", headers: dict | None = None, body=None) -> None:
+        """Answer the next `times` requests whose API path starts with `path` with `status`."""
+        self._faults.append({"status": status, "times": times, "path": path, "headers": headers or {},
+                             "body": body if body is not None else {"message": "Server Error", "status": str(status)}})
+
+    def reset(self) -> None:
+        """Forget recorded requests and pending faults (between tests sharing one fake)."""
+        with self._lock:
+            self.requests.clear()
+            self._faults.clear()
+
+    def api_paths(self) -> list[str]:
+        return [p for _, p, _ in self.requests]
+
+    # -- serving ----------------------------------------------------------------------------
+
+    def start(self) -> "FakeGitHub":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def _answer(self, req: BaseHTTPRequestHandler):
+        raw = req.path
+        split = urlsplit(raw)
+        query = dict(parse_qsl(split.query))
+        self.requests.append(("GET", raw, dict(req.headers)))
+        limits = {"x-ratelimit-limit": "5000", "x-ratelimit-remaining": "4999", "x-ratelimit-used": "1",
+                  "x-ratelimit-reset": str(int(time.time() + 3600)), "x-ratelimit-resource": "core"}
+        if not split.path.startswith(API + "/"):
+            return 404, {}, {"message": "Not Found", "documentation_url": DOCS, "status": "404"}
+        path = split.path[len(API):]
+        with self._lock:
+            for f in self._faults:
+                if f["times"] > 0 and path.startswith(f["path"]):
+                    f["times"] -= 1
+                    return f["status"], dict(f["headers"]), f["body"]
+        auth = req.headers.get("Authorization", "")
+        viewer = None
+        if auth:
+            scheme, _, value = auth.partition(" ")
+            if scheme.lower() not in ("bearer", "token") or value.strip() != self.token:
+                return 401, limits, {"message": "Bad credentials", "documentation_url": DOCS, "status": "401"}
+            viewer = self.token_user.lower()
+        parts = [p for p in path.split("/") if p]
+        try:
+            status, headers, body = self._route(parts, query, viewer, split.path)
+        except _NotFound:
+            return 404, limits, {"message": "Not Found", "documentation_url": DOCS, "status": "404"}
+        return status, {**limits, **headers}, body
+
+    def _route(self, parts: list[str], query: dict, viewer: str | None, path: str):
+        if parts == ["user"]:
+            if viewer is None:
+                return 401, {}, {"message": "Requires authentication", "documentation_url": DOCS, "status": "401"}
+            me = self.owners[viewer]
+            return 200, {}, {"login": me["login"], "id": me["id"], "type": "User"}
+        if parts == ["user", "repos"]:
+            if viewer is None:
+                return 401, {}, {"message": "Requires authentication", "documentation_url": DOCS, "status": "401"}
+            if "type" in query and ("visibility" in query or "affiliation" in query):
+                return 422, {}, {"message": "Validation Failed", "documentation_url": DOCS, "status": "422",
+                                 "errors": [{"resource": "Repository", "field": "type", "code": "invalid"}]}
+            affiliation = set((query.get("affiliation") or "owner,collaborator,organization_member").split(","))
+            visibility = query.get("visibility", "all")
+            repos = [r for r in self._visible(viewer) if self._affiliated(r, viewer, affiliation)
+                     and visibility in ("all", "private" if r["private"] else "public")]
+            return self._page(repos, query, "/user/repos")
+        if len(parts) == 3 and parts[0] in ("users", "user", "orgs", "organizations") and parts[2] == "repos":
+            owner = self._owner(parts[0], parts[1])
+            if parts[0] in ("orgs", "organizations"):
+                if owner["type"] != "Organization":
+                    raise _NotFound
+                kind = query.get("type", "all")
+                repos = [r for r in self._visible(viewer) if r["owner"].lower() == owner["login"].lower()
+                         and (kind in ("all", "member") or (kind == "public" and not r["private"])
+                              or (kind == "private" and r["private"]) or (kind == "forks" and r["fork"])
+                              or (kind == "sources" and not r["fork"]))]
+                return self._page(repos, query, f"/organizations/{owner['id']}/repos")
+            repos = [r for r in self.repos if r["owner"].lower() == owner["login"].lower() and not r["private"]]
+            return self._page(repos, query, f"/user/{owner['id']}/repos")
+        if len(parts) == 3 and parts[0] == "repos":
+            for r in self._visible(viewer):
+                if r["owner"].lower() == parts[1].lower() and r["name"].lower() == parts[2].lower():
+                    return 200, {}, self._json(r, single=True)
+            raise _NotFound
+        raise _NotFound
+
+    def _owner(self, kind: str, key: str) -> dict:
+        for o in self.owners.values():
+            if (kind in ("users", "orgs") and o["login"].lower() == key.lower()) or \
+               (kind in ("user", "organizations") and str(o["id"]) == key):
+                return o
+        raise _NotFound
+
+    def _visible(self, viewer: str | None) -> list[dict]:
+        def sees(r):
+            if not r["private"]:
+                return True
+            if viewer is None:
+                return False
+            owner = self.owners[r["owner"].lower()]
+            return r["owner"].lower() == viewer or viewer in owner["members"] or viewer in r["collaborators"]
+        return [r for r in self.repos if sees(r)]
+
+    def _affiliated(self, r: dict, viewer: str, affiliation: set[str]) -> bool:
+        owner = self.owners[r["owner"].lower()]
+        return (("owner" in affiliation and r["owner"].lower() == viewer)
+                or ("collaborator" in affiliation and viewer in r["collaborators"])
+                or ("organization_member" in affiliation and viewer in owner["members"]))
+
+    def _page(self, repos: list[dict], query: dict, canonical: str):
+        repos = sorted(repos, key=lambda r: (r["owner"].lower(), r["name"].lower()))
+        per_page = max(1, min(int(query.get("per_page") or 30), 100, self.page_size))
+        page = max(1, int(query.get("page") or 1))
+        last = max(1, -(-len(repos) // per_page))
+        items = repos[(page - 1) * per_page: page * per_page]
+        links = []
+
+        def link(p: int, rel: str):
+            q = {k: v for k, v in query.items() if k != "page"}
+            q["page"] = str(p)
+            links.append(f'<{self.api_url}{canonical}?{urlencode(q)}>; rel="{rel}"')
+
+        if page > 1:
+            link(page - 1, "prev")
+        if page < last:
+            link(page + 1, "next")
+            link(last, "last")
+        if page > 1:
+            link(1, "first")
+        return 200, ({"Link": ", ".join(links)} if links else {}), [self._json(r) for r in items]
+
+    def _json(self, r: dict, single: bool = False) -> dict:
+        owner = self.owners[r["owner"].lower()]
+        full = f"{owner['login']}/{r['name']}"
+        clone = self.git.url(f"{full}.git") if self.git is not None else f"{self.base_url}/{full}.git"
+        out = {
+            "id": r["id"], "node_id": f"R_{r['id']}", "name": r["name"], "full_name": full,
+            "owner": {"login": owner["login"], "id": owner["id"], "type": owner["type"]},
+            "private": r["private"], "visibility": "private" if r["private"] else "public",
+            "html_url": f"{self.base_url}/{full}", "description": None, "fork": r["fork"],
+            "url": f"{self.api_url}/repos/{full}", "clone_url": clone,
+            "ssh_url": f"git@127.0.0.1:{full}.git", "git_url": f"git://127.0.0.1/{full}.git",
+            "svn_url": f"{self.base_url}/{full}", "default_branch": r["default_branch"],
+            "archived": r["archived"], "disabled": False, "topics": list(r["topics"]), "size": r["size"],
+            "pushed_at": r["pushed_at"], "created_at": "2020-01-01T00:00:00Z", "updated_at": r["pushed_at"],
+            "stargazers_count": r["stars"], "watchers_count": r["stars"], "forks_count": 0, "forks": 0,
+            "open_issues_count": 0, "is_template": False, "mirror_url": None,
+        }
+        if single:
+            out["subscribers_count"] = 1
+            if r["fork"] and r["parent"]:
+                p_owner, _, p_name = r["parent"].partition("/")
+                out["parent"] = out["source"] = {"full_name": r["parent"], "name": p_name, "owner": {"login": p_owner}}
+        return out
+
+
+class _NotFound(Exception):
+    pass
