@@ -3,6 +3,8 @@
     codesearch index PATH... --out DIR [--branches GLOB,...] [--tags GLOB,...]
     codesearch search QUERY --index DIR [--regex] [--case-sensitive] [--context N]
                       [--matches N] [--json]
+    codesearch config validate FILE [--check-env]
+    codesearch config schema [--file NAME]
 
 `index` treats each PATH as one repository: a git repository is indexed at HEAD (plus the
 branches and tags matching the globs) from its object store, any other directory as plain
@@ -142,6 +144,50 @@ def cmd_search(args) -> int:
     return 0 if resp["files"] else 1
 
 
+def cmd_config_validate(args) -> int:
+    from codesearch.config import load_config
+    from codesearch.config.loader import resolve_token
+    from codesearch.errors import ConfigError
+
+    try:
+        config = load_config(args.file, source=args.file)
+        problems = []
+        if args.check_env:
+            for name, conn in config.connections.items():
+                if conn.token is not None and conn.token.env is not None:
+                    try:
+                        resolve_token(conn.token, connection=name)
+                    except ConfigError as e:
+                        problems += e.problems
+            for name, o in config.environment_overrides.items():
+                if o.type == "token" and o.value.env is not None and not os.environ.get(o.value.env, "").strip():
+                    problems.append(f'environmentOverrides.{name}.value: environment variable "{o.value.env}" is not set or empty')
+        if problems:
+            raise ConfigError(args.file, problems)
+    except ConfigError as e:
+        print(f"{e.source}: invalid ({len(e.problems)} problem{'s' if len(e.problems) != 1 else ''})", file=sys.stderr)
+        for p in e.problems:
+            print(f"  {p}", file=sys.stderr)
+        return 2
+    n, m = len(config.connections), len(config.contexts)
+    print(f"{args.file}: valid ({n} connection{'s' if n != 1 else ''}, {m} context{'s' if m != 1 else ''})")
+    for w in config.warnings:
+        print(f"  warning: {w}")
+    return 0
+
+
+def cmd_config_schema(args) -> int:
+    from codesearch.config import schema_bytes, schema_files
+
+    try:
+        data = schema_bytes(args.file)
+    except FileNotFoundError:
+        print(f"codesearch: no schema file {args.file!r}; files: {', '.join(schema_files())}", file=sys.stderr)
+        return 2
+    sys.stdout.write(data.decode("utf-8"))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="codesearch", description="Index and search code.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -165,6 +211,17 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--whole", action="store_true", help="include whole file contents (with --json)")
     s.add_argument("--json", action="store_true", help="print the POST /api/search JSON response")
     s.set_defaults(func=cmd_search)
+
+    c = sub.add_parser("config", help="check a config file or print the config schema")
+    csub = c.add_subparsers(dest="config_command", required=True)
+    cv = csub.add_parser("validate", help="validate a config file: every problem at once (exit 2), or a summary")
+    cv.add_argument("file", metavar="FILE", help="the config file (JSON, comments allowed)")
+    cv.add_argument("--check-env", action="store_true",
+                    help="also check that the environment variables named by {\"env\": …} tokens are set")
+    cv.set_defaults(func=cmd_config_validate)
+    cs = csub.add_parser("schema", help="print the JSON schema (index.json, or another file of it)")
+    cs.add_argument("--file", default="index.json", metavar="NAME", help="schema file, e.g. github.json (default index.json)")
+    cs.set_defaults(func=cmd_config_schema)
     return p
 
 

@@ -1,0 +1,299 @@
+"""Loading a config file: read, parse (comments allowed), validate, type, warn.
+
+    config = load_config("/etc/codesearch/config.json")      # or the JSON text itself
+    apply_environment_overrides(config)                      # at start-up, before env is read
+    token = resolve_token(config.connections["gh"].raw["token"], connection="gh")
+
+`load_config` reports every problem of the file at once in one `ConfigError` (never a stack
+trace); it reads no secret. Tokens are resolved lazily by `resolve_token`, by whoever needs one,
+and no token value ever appears in an error, a log line or a repr.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from codesearch.config import problems as _problems
+from codesearch.config.jsonc import JsoncError, parse_jsonc
+from codesearch.config.models import (
+    DEFAULT_URLS,
+    Config,
+    Connection,
+    EnvironmentOverride,
+    LanguageModel,
+    Revisions,
+    SearchContext,
+    Settings,
+    Token,
+)
+from codesearch.config.schema import validator
+from codesearch.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+#: Deprecated settings and the settings that replace them.
+DEPRECATED_SETTINGS = {
+    "experiment_repoDrivenPermissionSyncIntervalMs": "repoDrivenPermissionSyncIntervalMs",
+    "experiment_userDrivenPermissionSyncIntervalMs": "userDrivenPermissionSyncIntervalMs",
+}
+#: Top-level keys of newer Sourcebot versions that are accepted and ignored.
+UNSUPPORTED_KEYS = ("apps", "identityProviders")
+_GCP_SECRET = re.compile(r"^projects/[^/\s]+/secrets/[^/\s]+/versions/[^/\s]+$")
+_TRUE = {"true", "1", "yes", "on"}
+
+
+# --------------------------------------------------------------------------------------- input
+
+def _looks_like_text(value: str) -> bool:
+    s = value.lstrip("\ufeff \t\r\n")
+    return "\n" in value or s.startswith(("{", "[", "//", "/*")) or s == ""
+
+
+def _read(path_or_text: str | os.PathLike | bytes, source: str | None) -> tuple[str, str]:
+    """(text, source name) of a path, of JSON text, or of bytes."""
+    if isinstance(path_or_text, bytes):
+        raw, src = path_or_text, source or "<config>"
+    elif isinstance(path_or_text, str) and _looks_like_text(path_or_text):
+        return path_or_text, source or "<config>"
+    else:
+        path = Path(path_or_text)
+        src = source or str(path)
+        try:
+            raw = path.read_bytes()
+        except OSError as e:
+            raise ConfigError(src, [f"cannot read the file: {e.strerror or type(e).__name__}"]) from None
+    try:
+        return raw.decode("utf-8-sig"), src
+    except UnicodeDecodeError as e:
+        raise ConfigError(src, [f"the file is not UTF-8 text (byte {e.start + 1})"]) from None
+
+
+# ------------------------------------------------------------------------------------- loading
+
+def load_config(path_or_text: str | os.PathLike | bytes, *, source: str | None = None,
+                environ: Mapping[str, str] = os.environ) -> Config:
+    """Load, validate and type a config file (SPEC §2).
+
+    `path_or_text` is a path, or the JSON text itself (recognised by a newline or a leading
+    ``{``), or bytes. `source` names it in errors (default: the path, else ``<config>``).
+    `environ` is only read for PERMISSION_SYNC_ENABLED (the default of `enforcePermissions`),
+    overlaid with the file's own non-token `environmentOverrides`. Raises `ConfigError` listing
+    every problem (``json.path: reason``); syntax errors give the line and column.
+    """
+    text, src = _read(path_or_text, source)
+    duplicates: list[str] = []
+    try:
+        doc = parse_jsonc(text, duplicates)
+    except JsoncError as e:
+        raise ConfigError(src, [f"line {e.line}, column {e.column}: invalid JSON: {e.reason}"]) from None
+
+    found = _problems.collect(validator(), doc)
+    if found:
+        raise ConfigError(src, found)
+    try:
+        return _build(doc, src, environ, duplicates)
+    except ConfigError:
+        raise
+    except Exception as e:  # a bug of ours, never a user's: no values in the message
+        log.debug("config %s: building the typed config failed", src, exc_info=True)
+        raise ConfigError(src, [f"(internal) the validated config could not be loaded: {type(e).__name__}"]) from None
+
+
+def _num(value: Any) -> Any:
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def _token(value: Any) -> Token | None:
+    return Token.model_validate(value) if isinstance(value, Mapping) else None
+
+
+def _override_string(o: EnvironmentOverride) -> str:
+    """The environment value of a non-token override, as Sourcebot's String(value) writes it."""
+    if o.type == "boolean":
+        return "true" if o.value else "false"
+    if o.type == "number":
+        return str(_num(o.value))
+    return str(o.value)
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() in _TRUE
+
+
+def _build(doc: dict, source: str, environ: Mapping[str, str], duplicates: list[str]) -> Config:
+    warnings: list[str] = [f'duplicate key "{k}" (the last value is used)' for k in dict.fromkeys(duplicates)]
+    for key in UNSUPPORTED_KEYS:
+        if key in doc:
+            warnings.append(f"{key}: not supported by codesearch; ignored")
+
+    # settings, deprecated names mapped to their replacements
+    raw_settings = {k: _num(v) for k, v in (doc.get("settings") or {}).items()}
+    for old, new in DEPRECATED_SETTINGS.items():
+        if old in raw_settings:
+            if new in raw_settings:
+                warnings.append(f"settings.{old}: deprecated and ignored, since settings.{new} is set")
+            else:
+                raw_settings[new] = raw_settings[old]
+                warnings.append(f"settings.{old}: deprecated; use settings.{new} (value taken over)")
+    if "enablePublicAccess" in raw_settings:
+        warnings.append("settings.enablePublicAccess: deprecated; set the environment variable "
+                        "FORCE_ENABLE_ANONYMOUS_ACCESS instead (mapped to it at start-up)")
+    settings = Settings.model_validate(raw_settings)
+
+    overrides = {
+        name: EnvironmentOverride(name=name, type=o["type"], value=_token(o["value"]) if o["type"] == "token" else o["value"])
+        for name, o in (doc.get("environmentOverrides") or {}).items()
+    }
+    # PERMISSION_SYNC_ENABLED as it will be once the overrides are applied.
+    pse_override = overrides.get("PERMISSION_SYNC_ENABLED")
+    if pse_override is not None and pse_override.type != "token":
+        permission_sync = _truthy(_override_string(pse_override))
+    else:
+        permission_sync = _truthy(environ.get("PERMISSION_SYNC_ENABLED"))
+
+    connections: dict[str, Connection] = {}
+    for name, raw in (doc.get("connections") or {}).items():
+        kind = raw["type"]
+        deployment = raw.get("deploymentType", "cloud") if kind == "bitbucket" else raw.get("deploymentType")
+        revs = raw.get("revisions") or {}
+        connections[name] = Connection(
+            name=name,
+            type=kind,
+            url=raw.get("url", DEFAULT_URLS.get(kind)),
+            token=_token(raw.get("token")),
+            revisions=Revisions(branches=revs.get("branches", []), tags=revs.get("tags", [])),
+            deployment_type=deployment,
+            enforce_permissions=permission_sync and raw.get("enforcePermissions", True) is not False,
+            enforce_permissions_for_public_repos=bool(raw.get("enforcePermissionsForPublicRepos", False)),
+            raw=raw,
+        )
+        warnings.extend(_connection_warnings(name, raw))
+
+    contexts = {name: SearchContext.model_validate({"name": name, **c}) for name, c in (doc.get("contexts") or {}).items()}
+    for cname, ctx in contexts.items():
+        for field, names in (("includeConnections", ctx.include_connections), ("excludeConnections", ctx.exclude_connections)):
+            for i, conn_name in enumerate(names):
+                if conn_name not in connections:
+                    warnings.append(f'{_problems.format_path(("contexts", cname, field, i))}: no connection named "{conn_name}"')
+
+    models = [
+        LanguageModel(
+            provider=m["provider"], model=m["model"], display_name=m.get("displayName"), base_url=m.get("baseUrl"),
+            temperature=m.get("temperature"), token=_token(m.get("token")), headers=dict(m.get("headers") or {}), raw=m,
+        )
+        for m in doc.get("models") or []
+    ]
+    return Config(source=source, schema_ref=doc.get("$schema"), settings=settings, contexts=contexts,
+                  environment_overrides=overrides, connections=connections, models=models, warnings=warnings, raw=doc)
+
+
+def _connection_warnings(name: str, raw: dict) -> list[str]:
+    """Fields the schema accepts but that have no effect as written (SPEC §2.3)."""
+    at = _problems.format_path(("connections", name))
+    kind, out = raw["type"], []
+    if kind == "gitlab" and raw.get("all") and raw.get("url", DEFAULT_URLS["gitlab"]).rstrip("/") == DEFAULT_URLS["gitlab"]:
+        out.append(f"{at}.all: ignored on {DEFAULT_URLS['gitlab']} (set url to a self-managed instance)")
+    if kind == "bitbucket":
+        server = raw.get("deploymentType", "cloud") == "server"
+        if server and raw.get("workspaces"):
+            out.append(f"{at}.workspaces: ignored when deploymentType is \"server\"")
+        if not server and raw.get("all"):
+            out.append(f"{at}.all: ignored when deploymentType is \"cloud\"")
+    if kind == "azuredevops" and raw.get("deploymentType") == "server" and "url" not in raw:
+        out.append(f"{at}: deploymentType is \"server\" but no url is set (using {DEFAULT_URLS['azuredevops']})")
+    return out
+
+
+# -------------------------------------------------------------------------------------- tokens
+
+def _fail(source: str, path: str, reason: str) -> ConfigError:
+    return ConfigError(source, [f"{path}: {reason}"])
+
+
+def _resolve(token: Any, *, source: str, path: str, environ: Mapping[str, str]) -> str:
+    if isinstance(token, Token):
+        token = token.to_dict()
+    if not isinstance(token, Mapping) or len(token) != 1 or not ({"env", "googleCloudSecret"} & set(token)):
+        raise _fail(source, path, 'expected a token reference: {"env": "<VARIABLE>"} or '
+                                  '{"googleCloudSecret": "projects/<p>/secrets/<s>/versions/<v>"}')
+    if "env" in token:
+        var = token["env"]
+        value = environ.get(var)
+        if value is None:
+            raise _fail(source, path, f'environment variable "{var}" is not set')
+        value = value.strip()
+        if not value:
+            raise _fail(source, path, f'environment variable "{var}" is empty')
+        return value
+    return _read_google_cloud_secret(str(token["googleCloudSecret"]), source=source, path=path)
+
+
+def _read_google_cloud_secret(resource: str, *, source: str, path: str) -> str:
+    if not _GCP_SECRET.match(resource):
+        raise _fail(source, path, f'googleCloudSecret "{resource}" must be of the form '
+                                  "projects/<project-id>/secrets/<secret-name>/versions/<version-id>")
+    try:
+        secretmanager = importlib.import_module("google.cloud.secretmanager")
+    except ImportError:
+        raise _fail(source, path, "reading a googleCloudSecret token needs the Google Secret Manager client: "
+                                  'pip install "codesearch[gcp]"') from None
+    try:
+        client = secretmanager.SecretManagerServiceClient()
+        response = client.access_secret_version(request={"name": resource})
+        data = response.payload.data
+    except Exception as e:  # API errors name the resource and the reason, never a secret value
+        reason = " ".join(str(e).split())[:300] or type(e).__name__
+        raise _fail(source, path, f'cannot read Google Cloud secret "{resource}": {reason}') from None
+    try:
+        value = (data.decode("utf-8") if isinstance(data, bytes) else str(data)).strip()
+    except UnicodeDecodeError:
+        raise _fail(source, path, f'Google Cloud secret "{resource}" is not UTF-8 text') from None
+    if not value:
+        raise _fail(source, path, f'Google Cloud secret "{resource}" is empty')
+    return value
+
+
+def resolve_token(token: Mapping[str, str] | Token, *, connection: str, environ: Mapping[str, str] = os.environ) -> str:
+    """The secret a token reference points to, trimmed.
+
+    ``{"env": NAME}`` reads the environment; ``{"googleCloudSecret": "projects/…/versions/…"}``
+    reads Google Secret Manager (the optional ``gcp`` extra). A missing or empty variable, an
+    unreadable secret or a missing client library raise `ConfigError` naming the connection and
+    the variable or secret — never a value.
+    """
+    return _resolve(token, source=f'connection "{connection}"', path=f"{_problems.format_path(('connections', connection))}.token",
+                    environ=environ)
+
+
+# ------------------------------------------------------------------------- environment overrides
+
+def apply_environment_overrides(config: Config, environ: Any = os.environ) -> list[str]:
+    """Set the config's `environmentOverrides` in `environ` (default: the process environment).
+
+    Call once at start-up, before anything reads the environment. Strings are set as they are,
+    numbers and booleans as Sourcebot writes them ("8", "true"), tokens as their resolved value.
+    The deprecated ``settings.enablePublicAccess: true`` sets FORCE_ENABLE_ANONYMOUS_ACCESS=true
+    unless that variable is already set or overridden. Returns the names set, never values.
+    Raises `ConfigError` if a token override cannot be resolved (nothing is set in that case).
+    """
+    values: dict[str, str] = {}
+    for name, o in config.environment_overrides.items():
+        if o.type == "token":
+            path = f"{_problems.format_path(('environmentOverrides', name))}.value"
+            values[name] = _resolve(o.value, source=config.source, path=path, environ=environ)
+        else:
+            values[name] = _override_string(o)
+    if (config.settings.enable_public_access and "FORCE_ENABLE_ANONYMOUS_ACCESS" not in values
+            and "FORCE_ENABLE_ANONYMOUS_ACCESS" not in environ):
+        values["FORCE_ENABLE_ANONYMOUS_ACCESS"] = "true"
+    for name, value in values.items():
+        environ[name] = value
+    if values:
+        log.info("environment overrides set: %s", ", ".join(values))
+    return list(values)
