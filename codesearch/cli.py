@@ -188,6 +188,42 @@ def cmd_config_schema(args) -> int:
     return 0
 
 
+def cmd_sync(args) -> int:
+    """Sync every connection of a config: list, mirror, index (sequentially, in this process)."""
+    from codesearch.config import apply_environment_overrides, load_config
+    from codesearch.git.mirror import MirrorStore
+    from codesearch.index.builder import IndexSettings
+    from codesearch.sync import sync_connection
+
+    config = load_config(args.config)
+    apply_environment_overrides(config)
+    for w in config.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    data_dir = os.path.abspath(args.data_dir)
+    mirrors = MirrorStore(os.path.join(data_dir, "repos"))
+    index_dir = os.path.join(data_dir, "index")
+    settings = IndexSettings(max_file_size=int(config.settings.max_file_size), max_trigram_count=int(config.settings.max_trigram_count))
+    failed = 0
+    for name, conn in config.connections.items():
+        if args.connection and name not in args.connection:
+            continue
+        try:
+            report = sync_connection(name, conn.raw, mirrors=mirrors, index_dir=index_dir, index_settings=settings)
+        except CodesearchError as e:
+            print(f"{name}: failed: {e}", file=sys.stderr)
+            failed += 1
+            continue
+        for w in report.warnings + report.stats.warnings:
+            print(f"{name}: warning: {w}", file=sys.stderr)
+        for repo, reason in report.failed.items():
+            print(f"{name}: {repo}: failed: {reason}", file=sys.stderr)
+        failed += len(report.failed)
+        print(f"{name}: {len(report.indexed)} of {len(report.repos)} repositories indexed "
+              f"({report.stats.files:,} files, {report.stats.input_bytes / 1e6:,.1f} MB)")
+    print(f"index: {index_dir}")
+    return 1 if failed else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="codesearch", description="Index and search code.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -211,6 +247,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--whole", action="store_true", help="include whole file contents (with --json)")
     s.add_argument("--json", action="store_true", help="print the POST /api/search JSON response")
     s.set_defaults(func=cmd_search)
+
+    y = sub.add_parser("sync", help="list, mirror and index the repositories of a config file's connections")
+    y.add_argument("config", metavar="CONFIG", help="config file (Sourcebot v3 format)")
+    y.add_argument("--data-dir", required=True, metavar="DIR", help="where mirrors (repos/) and the index (index/) go")
+    y.add_argument("--connection", action="append", metavar="NAME", help="only this connection (repeatable)")
+    y.set_defaults(func=cmd_sync)
 
     c = sub.add_parser("config", help="check a config file or print the config schema")
     csub = c.add_subparsers(dest="config_command", required=True)
