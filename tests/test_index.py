@@ -274,3 +274,30 @@ def test_ctags_batch_and_per_file_agree(tmp_path):
         ex.submit(k, p, d)
     assert ex.collect() == {k: v for k, v in want.items() if v}
     ex.close()
+
+
+def test_revision_selection_order_globs_and_cap(tmp_path):
+    """Default branch first, then matching branches newest first, then tags; at most 64, with a warning."""
+    import git as gitpython
+
+    from codesearch.git.revisions import MAX_REVISIONS, select_revisions
+
+    repo = tmp_path / "r"
+    repo.mkdir()
+    corpus.git(str(repo), "init", "-q", "-b", "main")
+    (repo / "a.txt").write_text("a\n")
+    corpus.git(str(repo), "add", "-A")
+    corpus.git(str(repo), "commit", "-q", "-m", "a")
+    for i in range(70):
+        corpus.git(str(repo), "branch", f"release/{i:02d}")
+    corpus.git(str(repo), "branch", "feature/x/deep")
+    corpus.git(str(repo), "tag", "v1.0")
+    corpus.git(str(repo), "tag", "other")
+    r = gitpython.Repo(str(repo))
+    revs, warnings = select_revisions(r, ["release/*", "feature/*"], ["v*"])
+    refs = [x.ref for x in revs]
+    assert refs[0] == "refs/heads/main" and len(refs) == MAX_REVISIONS == 64
+    assert "refs/heads/feature/x/deep" not in refs  # `*` does not cross `/`
+    assert warnings and "72 revisions" in warnings[0]
+    revs, warnings = select_revisions(r, ["feature/**"], ["v*"])
+    assert [x.ref for x in revs] == ["refs/heads/main", "refs/heads/feature/x/deep", "refs/tags/v1.0"] and not warnings
