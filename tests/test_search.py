@@ -234,3 +234,76 @@ def test_cli_entry_point_runs(tmp_path):
     out = subprocess.run([sys.executable, "-m", "codesearch.cli", "search", "x", "--index", str(tmp_path / "none")],
                          capture_output=True, text=True)
     assert out.returncode == 2 and "index directory does not exist" in out.stderr and "Traceback" not in out.stderr
+
+
+# -- several searchers: partial results merged ------------------------------------------------
+
+
+def _expected_chunks(content: bytes, spans: list[tuple[int, int]], ctx: int) -> list[tuple[int, int]]:
+    """(first line, last line) of each chunk for these spans, computed plainly."""
+    def line(off):
+        return content[:off].count(b"\n") + 1
+    n_lines = content.count(b"\n") + (0 if content.endswith(b"\n") else 1)
+    groups = []
+    for a, b in spans:
+        lo, hi = max(line(a) - ctx, 1), min(line(max(a, b - 1)) + ctx, n_lines)
+        if groups and lo <= groups[-1][1] + 1:
+            groups[-1][1] = max(groups[-1][1], hi)
+        else:
+            groups.append([lo, hi])
+    return [tuple(g) for g in groups]
+
+
+@pytest.mark.parametrize("cap", [1, 2, 5, 13, 40, 10**6])
+@pytest.mark.parametrize("ctx", [0, 2])
+def test_merging_searchers_equals_one_searcher(indexed_corpus, cap, ctx):
+    """Shards split over two 'searchers', each ranked and capped alone, then merged."""
+    import time
+
+    from codesearch.search.engine import make_plan, merge_partials, partial_result, search_shards
+
+    s, oracle = indexed_corpus["searcher"], indexed_corpus["oracle"]
+    options = SearchOptions(matches=cap, context_lines=ctx)
+    one = s.search("foo or handler", options=options)
+    p = make_plan("foo or handler", options)
+    halves = [s.shards[::2], s.shards[1::2]]
+    partials = [partial_result(search_shards(h, p, options, time.monotonic() + 30), options, origin=i)
+                for i, h in enumerate(halves)]
+    merged = merge_partials(partials, options, time.perf_counter_ns())
+    full = engine_spans(s.search("foo or handler", matches=10**6))[0]
+    got = engine_spans(merged)[0]
+    assert got <= full
+    assert merged["stats"]["actualMatchCount"] == one["stats"]["actualMatchCount"] == min(cap, len(full))
+    assert merged["isSearchExhaustive"] == one["isSearchExhaustive"]
+    if cap >= len(full):
+        assert got == full
+    contents = {(d.repo, d.path): d.content for d in oracle.docs if d.branches[0] in ("HEAD", "refs/heads/main")}
+    for f in merged["files"]:
+        content = contents[(f["repository"], f["fileName"]["text"])]
+        spans = [(r["start"]["byteOffset"], r["end"]["byteOffset"]) for c in f["chunks"] for r in c["matchRanges"]]
+        bounds = [(c["contentStart"]["lineNumber"], c["contentStart"]["lineNumber"] + c["content"].count("\n")) for c in f["chunks"]]
+        assert bounds == _expected_chunks(content, spans, ctx)
+        for c in f["chunks"]:
+            first = c["contentStart"]["lineNumber"]
+            lines = content.split(b"\n")
+            assert c["content"] == b"\n".join(lines[first - 1 : first + c["content"].count("\n")]).decode("utf-8", "replace")
+
+
+@pytest.mark.parametrize("ctx", [0, 1, 3])
+def test_truncating_a_presented_file_keeps_exact_chunks(indexed_corpus, ctx):
+    from codesearch.search.present import truncate_file_result
+
+    s, oracle = indexed_corpus["searcher"], indexed_corpus["oracle"]
+    contents = {(d.repo, d.path): d.content for d in oracle.docs if d.branches[0] in ("HEAD", "refs/heads/main")}
+    resp = s.search("foo or bar file:notes", matches=10**6, context_lines=ctx)
+    f = max(resp["files"], key=lambda f: sum(len(c["matchRanges"]) for c in f["chunks"]))
+    content = contents[(f["repository"], f["fileName"]["text"])]
+    all_spans = [(r["start"]["byteOffset"], r["end"]["byteOffset"]) for c in f["chunks"] for r in c["matchRanges"]]
+    names = len(f["fileName"]["matchRanges"])
+    assert len(all_spans) > 10
+    for keep in range(names + 1, names + len(all_spans)):
+        t = truncate_file_result(f, keep, ctx)
+        spans = [(r["start"]["byteOffset"], r["end"]["byteOffset"]) for c in t["chunks"] for r in c["matchRanges"]]
+        assert spans == all_spans[: keep - names]
+        bounds = [(c["contentStart"]["lineNumber"], c["contentStart"]["lineNumber"] + c["content"].count("\n")) for c in t["chunks"]]
+        assert bounds == _expected_chunks(content, spans, ctx)

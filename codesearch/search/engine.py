@@ -1,8 +1,10 @@
 """The engine's front door: parse, plan, evaluate every shard, merge, present.
 
-`search_shards` is the unit a Ray shard searcher will run over the shards it owns;
-`merge_results` combines the results of many shards (or many searchers) into one ranked,
-capped answer; `Searcher` does both in one process over an index directory.
+`search_shards` is the unit a Ray shard searcher runs over the shards it owns, and
+`partial_result` turns its results into plain, ranked, capped, presented data;
+`merge_partials` combines the partial results of many searchers into one ranked, capped
+answer. `Searcher` does all three in one process over an index directory, so the in-process
+and the distributed search share one code path.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from dataclasses import dataclass, field
 
 from codesearch.errors import IndexFormatError
 from codesearch.index.format import SUFFIX
@@ -18,7 +21,7 @@ from codesearch.query.parser import parse
 from codesearch.query.planner import Plan, plan
 from codesearch.search.evaluate import FileMatch, ShardResult, evaluate_shard
 from codesearch.search.options import FLUSH_FINAL, FLUSH_TIMER, SearchOptions, Stats
-from codesearch.search.present import file_result, repository_info
+from codesearch.search.present import file_result, repository_info, truncate_file_result
 
 log = logging.getLogger(__name__)
 
@@ -53,51 +56,99 @@ def search_shards(shards: list[Shard], p: Plan, options: SearchOptions, deadline
     return results
 
 
-def merge_results(results: list[ShardResult], options: SearchOptions, started: float, plan_ns: int = 0) -> dict:
-    """Rank, cap and present the results of many shards as one ``POST /api/search`` response."""
-    stats = Stats()
+@dataclass
+class PartialResult:
+    """What one searcher (a process owning some shards) sends back: ranked, capped, presented.
+
+    Plain data (picklable, small): files as ``(score, order, match_count, file_result)`` with
+    the `POST /api/search` file shape already built next to the shard contents, so the merge
+    needs no access to shards and a search stays one hop from the merging process.
+    """
+
+    files: list[tuple[int, tuple, int, dict]] = field(default_factory=list)
+    repos: dict[int, dict] = field(default_factory=dict)
+    stats: Stats = field(default_factory=Stats)
+    total_matches: int = 0
+    truncated: bool = False
+    timed_out: bool = False
+
+
+def _cap(items, options: SearchOptions, count, truncate) -> tuple[list, bool]:
+    """Keep ranked items while the `matches` budget lasts (files and match ranges)."""
+    kept, remaining, truncated = [], options.matches, False
+    for item in items:
+        n = count(item)
+        if len(kept) >= options.matches or (remaining <= 0 and n):
+            return kept, True
+        if n > remaining:
+            item = truncate(item, remaining)
+            truncated = True
+            n = count(item)
+        remaining -= n
+        kept.append(item)
+    return kept, truncated
+
+
+def _truncate_match(fm: FileMatch, keep: int) -> FileMatch:
+    fm.name_ranges = fm.name_ranges[:keep]
+    fm.ranges = fm.ranges[: keep - len(fm.name_ranges)]
+    kept_ranges = set(fm.ranges)
+    fm.symbol_hits = [h for h in fm.symbol_hits if (h.start, h.end) in kept_ranges]
+    return fm
+
+
+def partial_result(results: list[ShardResult], options: SearchOptions, origin: int = 0) -> PartialResult:
+    """Rank, cap and present the shard results of one searcher (`origin` orders searchers)."""
+    out = PartialResult()
     files: list[FileMatch] = []
-    truncated = False
     for si, r in enumerate(results):
-        stats.add(r.stats)
-        stats.totalMatchCount += r.total_matches
-        truncated |= r.truncated
+        out.stats.add(r.stats)
+        out.total_matches += r.total_matches
+        out.truncated |= r.truncated
+        out.timed_out |= r.timed_out
         for fm in r.files:
-            fm.order = (si, fm.doc)
+            fm.order = (origin, si, fm.doc)
             files.append(fm)
-        if r.timed_out:
-            stats.flushReason = FLUSH_TIMER
     files.sort(key=lambda f: (-f.score, f.order))
-    kept: list[FileMatch] = []
-    remaining = options.matches
-    for fm in files:
-        if len(kept) >= options.matches or (remaining <= 0 and fm.match_count):
-            truncated = True
-            break
-        if fm.match_count > remaining:
-            fm.name_ranges = fm.name_ranges[:remaining]
-            fm.ranges = fm.ranges[: remaining - len(fm.name_ranges)]
-            kept_ranges = set(fm.ranges)
-            fm.symbol_hits = [h for h in fm.symbol_hits if (h.start, h.end) in kept_ranges]
-            truncated = True
-        remaining -= fm.match_count
-        kept.append(fm)
-    out_files = [file_result(fm, options.context_lines, options.whole, options.public_url) for fm in kept]
-    repos = {}
+    kept, truncated = _cap(files, options, lambda f: f.match_count, _truncate_match)
+    out.truncated |= truncated
     for fm in kept:
         repo = fm.shard.repo(fm.doc)
-        repos.setdefault(repo.id, repo)
-    stats.actualMatchCount = sum(fm.match_count for fm in kept)
+        out.repos.setdefault(repo.id, repository_info(repo))
+        out.files.append((fm.score, fm.order, fm.match_count,
+                          file_result(fm, options.context_lines, options.whole, options.public_url)))
+    return out
+
+
+def merge_partials(partials: list[PartialResult], options: SearchOptions, started: int, plan_ns: int = 0) -> dict:
+    """Merge the answers of many searchers into one ``POST /api/search`` response."""
+    stats = Stats()
+    files, repos, truncated = [], {}, False
+    for p in partials:
+        stats.add(p.stats)
+        stats.totalMatchCount += p.total_matches
+        truncated |= p.truncated
+        if p.timed_out:
+            stats.flushReason = FLUSH_TIMER
+        files.extend(p.files)
+        repos.update(p.repos)
+    files.sort(key=lambda f: (-f[0], f[1]))
+    kept, capped = _cap(files, options, lambda f: f[2],
+                        lambda f, keep: (f[0], f[1], keep, truncate_file_result(f[3], keep, options.context_lines)))
+    truncated |= capped
+    out_files = [f[3] for f in kept]
+    stats.actualMatchCount = sum(f[2] for f in kept)
     stats.totalMatchCount = max(stats.totalMatchCount, stats.actualMatchCount)
     if truncated and stats.totalMatchCount <= stats.actualMatchCount:
         stats.totalMatchCount = stats.actualMatchCount + 1  # there is more than we return
-    stats.fileCount = len(kept)
+    stats.fileCount = len(out_files)
     stats.matchTreeConstruction = plan_ns
     stats.duration = time.perf_counter_ns() - started
+    used = {f["repositoryId"] for f in out_files}
     return {
         "stats": stats.to_json(),
         "files": out_files,
-        "repositoryInfo": [repository_info(r) for r in repos.values()],
+        "repositoryInfo": [r for rid, r in repos.items() if rid in used],
         "isSearchExhaustive": stats.totalMatchCount <= stats.actualMatchCount,
     }
 
@@ -130,7 +181,7 @@ class Searcher:
         p = make_plan(query, options)
         plan_ns = time.perf_counter_ns() - started
         results = search_shards(self.shards, p, options, deadline)
-        return merge_results(results, options, started, plan_ns)
+        return merge_partials([partial_result(results, options)], options, started, plan_ns)
 
     def close(self) -> None:
         for s in self.shards:

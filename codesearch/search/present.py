@@ -139,3 +139,47 @@ def file_result(fm: FileMatch, context_lines: int, whole: bool, public_url: str)
 def repository_info(repo: RepoInfo) -> dict:
     return {"id": repo.id, "codeHostType": repo.code_host_type, "name": repo.name,
             "displayName": repo.display_name, "webUrl": repo.web_url}
+
+
+def truncate_file_result(result: dict, keep: int, context_lines: int) -> dict:
+    """A presented file cut to its first `keep` match ranges (file-name ranges first).
+
+    Used when merging the answers of several searchers crosses the `matches` cap inside a
+    file. Chunks after the last kept range go; the chunk holding it is cut after the kept
+    range's last line plus `context_lines`, so every chunk stays exactly what `chunks` would
+    have built for the kept ranges.
+    """
+    result = dict(result)
+    names = result["fileName"]["matchRanges"][:keep]
+    result["fileName"] = {**result["fileName"], "matchRanges": names}
+    quota = keep - len(names)
+    chunks_out = []
+    for ch in result["chunks"]:
+        if quota <= 0:
+            break
+        ranges = ch["matchRanges"][:quota]
+        quota -= len(ranges)
+        if len(ranges) < len(ch["matchRanges"]):
+            ch = _cut_chunk(ch, ranges, context_lines)
+        chunks_out.append(ch)
+    result["chunks"] = chunks_out
+    return result
+
+
+def _cut_chunk(ch: dict, ranges: list[dict], context_lines: int) -> dict:
+    end = ranges[-1]["end"]
+    start = ranges[-1]["start"]
+    last_line = end["lineNumber"]
+    if end["column"] == 1 and end["byteOffset"] > start["byteOffset"]:
+        last_line -= 1  # the match ends with a newline: its last line is the previous one
+    first = ch["contentStart"]["lineNumber"]
+    lines = ch["content"].split("\n")
+    lines = lines[: max(last_line + context_lines - first + 1, 1)]
+    content = "\n".join(lines)
+    kept_text = set()
+    raw = ch["content"].encode("utf-8")
+    base = ch["contentStart"]["byteOffset"]
+    for r in ranges:
+        kept_text.add(raw[r["start"]["byteOffset"] - base : r["end"]["byteOffset"] - base].decode("utf-8", "replace"))
+    symbols = [s for s in ch["symbols"] if s["symbol"] in kept_text]
+    return {**ch, "content": content, "matchRanges": ranges, "symbols": symbols}
