@@ -1,0 +1,1 @@
+"""The Ray layer: a thin shell of actors around the engine (see each module)."""

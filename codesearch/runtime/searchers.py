@@ -1,0 +1,135 @@
+"""Shard searchers: Ray actors that each own a balanced set of shards and search them locally.
+
+A search is one hop from the caller: every searcher plans the query itself (plans hold
+compiled regexes, which do not travel between processes), evaluates its shards, ranks, caps
+and presents its files (`codesearch.search.engine.partial_result`), and returns plain data.
+The caller merges (`merge_partials`). Posting lists and bitmaps never leave a searcher.
+
+`ShardSearcher` is a plain class (testable without Ray); `SearcherPool` creates the actors,
+balances shards over them by size, fans a search out and merges. A searcher that fails or does
+not answer in time is counted in `stats.crashes`; the others' answers are returned, never a
+hang.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+
+from codesearch.errors import CodesearchError, IndexFormatError
+from codesearch.index.format import SUFFIX
+from codesearch.index.shard import Shard
+from codesearch.search.engine import PartialResult, make_plan, merge_partials, partial_result, search_shards
+from codesearch.search.options import SearchOptions
+
+log = logging.getLogger(__name__)
+
+
+class ShardSearcher:
+    """Owns some shard files (memory-mapped) and answers searches over them."""
+
+    def __init__(self, shard_paths: list[str], origin: int = 0):
+        self.origin = origin
+        self.shards: list[Shard] = []
+        self.errors: list[str] = []
+        for path in shard_paths:
+            try:
+                self.shards.append(Shard(path))
+            except IndexFormatError as e:
+                log.error("%s", e)
+                self.errors.append(str(e))
+
+    def search(self, query: str, options: SearchOptions, deadline_wall: float) -> PartialResult:
+        """Search the owned shards; `deadline_wall` is a `time.time()` instant (clocks of other
+        processes and nodes agree on wall time, not on `time.monotonic()`)."""
+        deadline = time.monotonic() + max(0.0, deadline_wall - time.time())
+        plan = make_plan(query, options)
+        return partial_result(search_shards(self.shards, plan, options, deadline), options, self.origin)
+
+    def shard_count(self) -> int:
+        return len(self.shards)
+
+    def ping(self) -> bool:
+        return True
+
+
+def balance(paths: list[str], n: int) -> list[list[str]]:
+    """Split shard files over `n` searchers so their total sizes are even (largest first)."""
+    groups: list[list[str]] = [[] for _ in range(max(n, 1))]
+    sizes = [0] * len(groups)
+    for p in sorted(paths, key=lambda p: (-os.path.getsize(p), p)):
+        i = sizes.index(min(sizes))
+        groups[i].append(p)
+        sizes[i] += os.path.getsize(p)
+    return groups
+
+
+def shard_files(index_dir: str) -> list[str]:
+    return sorted(os.path.join(index_dir, f) for f in os.listdir(index_dir) if f.endswith(SUFFIX) and not f.startswith("."))
+
+
+class SearcherPool:
+    """Ray actors over the shards of an index directory, and the fan-out/merge of a search."""
+
+    def __init__(self, actors: list):
+        self.actors = actors
+
+    @classmethod
+    def create(cls, index_dir: str, searchers: int = 2, *, name_prefix: str | None = None,
+               actor_options: dict | None = None) -> "SearcherPool":
+        """Start searcher actors over the shards of `index_dir` (named when `name_prefix` is given,
+        so that every Serve replica can `attach` to the same searchers)."""
+        import ray
+
+        groups = [g for g in balance(shard_files(index_dir), searchers) if g] or [[]]
+        actors = []
+        for i, g in enumerate(groups):
+            opts = {"num_cpus": 0, **(actor_options or {})}
+            if name_prefix:
+                opts["name"] = f"{name_prefix}-{i}"
+            actors.append(ray.remote(ShardSearcher).options(**opts).remote(g, origin=i))
+        ray.get([a.ping.remote() for a in actors])
+        return cls(actors)
+
+    @classmethod
+    def attach(cls, name_prefix: str, count: int) -> "SearcherPool":
+        """The named searchers started by `create` (from another process, e.g. a Serve replica)."""
+        import ray
+
+        return cls([ray.get_actor(f"{name_prefix}-{i}") for i in range(count)])
+
+    def search(self, query: str, options: SearchOptions) -> dict:
+        """Fan out to every searcher, merge what arrives before the deadline."""
+        import ray
+
+        started = time.perf_counter_ns()
+        t0 = time.perf_counter_ns()
+        make_plan(query, options)  # parse errors and unknown contexts fail here, before any fan-out
+        plan_ns = time.perf_counter_ns() - t0
+        deadline_wall = time.time() + options.timeout_s
+        refs = [a.search.remote(query, options, deadline_wall) for a in self.actors]
+        ready, pending = ray.wait(refs, num_returns=len(refs), timeout=options.timeout_s + 5)
+        partials, crashes = [], len(pending)
+        for ref in ready:
+            try:
+                partials.append(ray.get(ref))
+            except CodesearchError:
+                raise
+            except Exception as e:  # a searcher died mid-search: count it, keep the others
+                log.error("searcher failed: %s", type(e).__name__)
+                crashes += 1
+        for ref in pending:
+            ray.cancel(ref, force=True)
+        resp = merge_partials(partials, options, started, plan_ns)
+        resp["stats"]["crashes"] += crashes
+        if crashes:
+            resp["isSearchExhaustive"] = False
+        return resp
+
+    def close(self) -> None:
+        import ray
+
+        for a in self.actors:
+            ray.kill(a)
+        self.actors = []
