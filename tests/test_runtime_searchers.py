@@ -1,0 +1,82 @@
+"""Shard searchers on a real local Ray instance: fan-out and merge equal the in-process engine."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from codesearch.runtime.searchers import SearcherPool, ShardSearcher, balance
+from codesearch.search.options import SearchOptions
+from tests.oracle import engine_spans
+
+ray = pytest.importorskip("ray")
+
+
+@pytest.fixture(scope="module")
+def ray_session():
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+def test_balance_spreads_bytes(tmp_path):
+    paths = []
+    for i, size in enumerate([100, 90, 50, 40, 30, 10]):
+        p = tmp_path / f"s{i}.shard"
+        p.write_bytes(b"x" * size)
+        paths.append(str(p))
+    groups = balance(paths, 2)
+    sums = sorted(sum(os.path.getsize(p) for p in g) for g in groups)
+    assert sums[1] - sums[0] <= 30 and sorted(sum(groups, [])) == sorted(paths)  # greedy, largest first
+
+
+def test_plain_searcher_matches_engine(indexed_corpus):
+    from codesearch.search.engine import merge_partials
+
+    s = indexed_corpus["searcher"]
+    plain = ShardSearcher([sh.path for sh in s.shards])
+    opts = SearchOptions(matches=10**6)
+    import time
+
+    resp = merge_partials([plain.search("foo or handler", opts, time.time() + 30)], opts, time.perf_counter_ns())
+    assert engine_spans(resp) == engine_spans(s.search("foo or handler", matches=10**6))
+
+
+@pytest.mark.parametrize("query,flags", [("foo", {}), ("rev:* handler", {}), (r"def \w+", {"is_regex": True}),
+                                         ("sym:Handler", {}), ("lang:skipped", {})])
+@pytest.mark.parametrize("cap", [3, 10**6])
+def test_pool_equals_in_process_engine(ray_session, indexed_corpus, query, flags, cap):
+    pool = _pool(indexed_corpus)
+    opts = SearchOptions(matches=cap, **{"is_regex": flags.get("is_regex", False)})
+    got = pool.search(query, opts)
+    want = indexed_corpus["searcher"].search(query, matches=cap, **flags)
+    assert got["stats"]["actualMatchCount"] == want["stats"]["actualMatchCount"]
+    assert got["isSearchExhaustive"] == want["isSearchExhaustive"]
+    if cap > 1000:
+        assert engine_spans(got) == engine_spans(want)
+
+
+def test_named_searchers_can_be_attached(ray_session, indexed_corpus):
+    pool = _pool(indexed_corpus)
+    other = SearcherPool.attach("cs-test-searcher", len(pool.actors))
+    assert engine_spans(other.search("foo", SearchOptions(matches=10**6))) == engine_spans(pool.search("foo", SearchOptions(matches=10**6)))
+
+
+def test_a_dead_searcher_is_counted_not_fatal(ray_session, indexed_corpus, tmp_path):
+    pool = SearcherPool.create(indexed_corpus["index"], 2)
+    ray.kill(pool.actors[0])
+    resp = pool.search("foo", SearchOptions(matches=10**6, timeout_s=10))
+    assert resp["stats"]["crashes"] == 1 and not resp["isSearchExhaustive"]
+    assert resp["files"]  # the other searcher still answered
+    pool.close()
+
+
+_POOLS = {}
+
+
+def _pool(indexed_corpus):
+    if "p" not in _POOLS:
+        _POOLS["p"] = SearcherPool.create(indexed_corpus["index"], 2, name_prefix="cs-test-searcher")
+    return _POOLS["p"]
