@@ -30,8 +30,8 @@ import base64
 import re
 import urllib.parse
 
-from codesearch.errors import HostAuthError, HostError, HostNotFound
-from codesearch.hosts.base import HostRepo, ListResult, glob_any, register
+from codesearch.errors import HostAuthError, HostError
+from codesearch.hosts.base import Collector, HostRepo, ListResult, glob_any, register
 from codesearch.hosts.http import HostHttp
 
 DEFAULT_URL = "https://dev.azure.com"
@@ -110,11 +110,7 @@ def _repos_of_project(client: _Client, org_url: str, project: str) -> list[dict]
 
 @register("azuredevops")
 def list_azuredevops(name: str, conn: dict, token: str | None, http: HostHttp) -> ListResult:
-    result = ListResult()
-
-    def warn(what: str) -> None:
-        result.warnings.append(f"connection {name}: {what}")
-
+    c = Collector(name)
     if not token:
         raise HostAuthError(f"connection {name}: Azure DevOps needs a personal access token (`token`)")
     deployment = conn.get("deploymentType", "cloud")
@@ -127,43 +123,30 @@ def list_azuredevops(name: str, conn: dict, token: str | None, http: HostHttp) -
     def org_url(org: str) -> str:
         return f"{prefix}/{_q(org)}"
 
-    raw: list[dict] = []
     for org in conn.get("orgs") or ():
-        try:
-            projects = _projects(client, org_url(org))
-        except HostNotFound:
-            warn(f"organization {org!r} not found (or not visible)")
-            continue
-        for project in projects:
-            try:
-                raw += _repos_of_project(client, org_url(org), project.get("id") or project.get("name") or "")
-            except HostNotFound:
-                warn(f"project {org}/{project.get('name')} disappeared while listing")
+        projects = c.fetch(lambda: _projects(client, org_url(org)), f"organization {org!r} not found (or not visible)")
+        for project in projects or ():
+            c.gather(lambda: _repos_of_project(client, org_url(org), project.get("id") or project.get("name") or ""),
+                     f"project {org}/{project.get('name')} disappeared while listing")
     for entry in conn.get("projects") or ():
         org, _, project = entry.partition("/")
         if not org or not project or "/" in project:
-            warn(f"project {entry!r} is not of the form org/project")
+            c.warn(f"project {entry!r} is not of the form org/project")
             continue
-        try:
-            raw += _repos_of_project(client, org_url(org), project)
-        except HostNotFound:
-            warn(f"project {entry!r} not found (or not visible)")
+        c.gather(lambda: _repos_of_project(client, org_url(org), project), f"project {entry!r} not found (or not visible)")
     for entry in conn.get("repos") or ():
         parts = entry.split("/")
         if len(parts) != 3 or not all(parts):
-            warn(f"repo {entry!r} is not of the form org/project/repo")
+            c.warn(f"repo {entry!r} is not of the form org/project/repo")
             continue
         org, project, repo = parts
-        try:
-            body, _ = client.get(f"{org_url(org)}/{_q(project)}/_apis/git/repositories/{_q(repo)}")
-            raw.append(body)
-        except HostNotFound:
-            warn(f"repo {entry!r} not found (or not visible)")
+        c.gather(lambda: [client.get(f"{org_url(org)}/{_q(project)}/_apis/git/repositories/{_q(repo)}")[0]],
+                 f"repo {entry!r} not found (or not visible)")
 
     exclude = conn.get("exclude") or {}
     size = exclude.get("size") or {}
     seen: dict[str, str] = {}
-    for repo in raw:
+    for repo in c.raw:
         project = repo.get("project") or {}
         pname, rname = project.get("name") or "", repo.get("name") or ""
         if not pname or not rname or not repo.get("remoteUrl"):
@@ -173,7 +156,7 @@ def list_azuredevops(name: str, conn: dict, token: str | None, http: HostHttp) -
         rid = str(repo.get("id") or "")
         if full in seen:
             if seen[full] != rid:
-                warn(f"repo {display!r} listed twice from different organizations; kept the first")
+                c.warn(f"repo {display!r} listed twice from different organizations; kept the first")
             continue
         seen[full] = rid
         if exclude.get("disabled") and repo.get("isDisabled"):
@@ -189,7 +172,7 @@ def list_azuredevops(name: str, conn: dict, token: str | None, http: HostHttp) -
         default = repo.get("defaultBranch") or None
         if default and default.startswith("refs/heads/"):
             default = default[len("refs/heads/"):]
-        result.repos.append(HostRepo(
+        c.result.repos.append(HostRepo(
             name=full,
             display_name=display,
             code_host_type="azuredevops",
@@ -204,4 +187,4 @@ def list_azuredevops(name: str, conn: dict, token: str | None, http: HostHttp) -
             external_id=rid,
             git_user=git_user,
         ))
-    return result
+    return c.result

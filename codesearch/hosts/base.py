@@ -19,7 +19,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Callable
+from urllib.parse import urlsplit
 
+from codesearch.errors import HostError, HostNotFound
 from codesearch.globs import glob_match
 
 #: codeHostType values of SPEC §1.
@@ -90,3 +92,109 @@ def glob_any(patterns, value: str, *, case_insensitive: bool = False) -> bool:
     if case_insensitive:
         value = value.lower()
     return any(glob_match(p.lower() if case_insensitive else p, value) for p in patterns or ())
+
+
+def excluded(exclude: dict, *, fork: bool, archived: bool, name: str, globs: str = "repos") -> bool:
+    """The exclusions hosts share: `exclude.forks`, `exclude.archived`, and the globs of
+    `exclude[globs]` (``exclude.repos`` unless said otherwise) on `name`."""
+    return ((bool(exclude.get("forks")) and fork) or (bool(exclude.get("archived")) and archived)
+            or glob_any(exclude.get(globs), name))
+
+
+def topics_excluded(topics, conn: dict) -> bool:
+    """Sourcebot's topic filters, globs compared lower-cased: drop a repo when one of its topics
+    matches ``exclude.topics``, or when ``topics`` is set and none of its topics matches it."""
+    topics = [t.lower() for t in topics or ()]
+    exclude = conn.get("exclude") or {}
+    if exclude.get("topics") and any(glob_any(exclude["topics"], t, case_insensitive=True) for t in topics):
+        return True
+    return bool(conn.get("topics")) and not any(glob_any(conn["topics"], t, case_insensitive=True) for t in topics)
+
+
+def host_of(url: str) -> str:
+    """`host[:port]` of a URL, the root of repo names (SPEC §1)."""
+    u = urlsplit(url)
+    return (u.hostname or "") + (f":{u.port}" if u.port else "")
+
+
+def response_json(r):
+    """The JSON body of an `httpx.Response`, or a `HostError` naming the URL (without its query)."""
+    try:
+        return r.json()
+    except ValueError:
+        raise HostError(f"{r.request.url.copy_with(query=None)} answered with a body that is not JSON", status=r.status_code) from None
+
+
+def json_pages(http, first_url: str, params: dict, headers: dict, next_url: Callable, what: str) -> list[dict]:
+    """Every item of a listing whose pages are JSON lists: GET `first_url` with `params`, then each
+    URL `next_url(response, page body, items so far)` gives until it gives None. A page that is not
+    a list is a `HostError` ("… not a list of `what`")."""
+    items: list[dict] = []
+    r = http.get(first_url, params=params, headers=headers)
+    while True:
+        body = response_json(r)
+        if not isinstance(body, list):
+            raise HostError(f"{first_url} answered with a body that is not a list of {what}", url=first_url)
+        items.extend(body)
+        nxt = next_url(r, body, items)
+        if not nxt:
+            return items
+        r = http.get(nxt, headers=headers)
+
+
+class Collector:
+    """What one connection's listing gathers: the host's raw repo objects (`raw`), warnings naming
+    the connection, and the `ListResult` they turn into.
+
+    `host` is the host's name in the standard "not found" warning of `entity`.
+    """
+
+    def __init__(self, name: str, host: str = ""):
+        self.name = name
+        self.host = host
+        self.result = ListResult()
+        self.raw: list[dict] = []
+        self._seen: set[str] = set()
+
+    def warn(self, what: str) -> None:
+        self.result.warnings.append(f"connection {self.name}: {what}")
+
+    def fetch(self, fetch: Callable[[], list], missing, *, also: tuple[int, ...] = ()) -> list | None:
+        """`fetch()`, or None when the host answers that the entity is not there (`HostNotFound`,
+        or a status in `also`); then the warning is `missing` (a string, or a function of the
+        status). Any other `HostError` propagates."""
+        try:
+            return fetch()
+        except HostError as e:
+            if not isinstance(e, HostNotFound) and e.status not in also:
+                raise
+            self.warn(missing if isinstance(missing, str) else missing(404 if isinstance(e, HostNotFound) else e.status))
+            return None
+
+    def gather(self, fetch: Callable[[], list], missing, *, also: tuple[int, ...] = ()) -> list | None:
+        """`fetch` (as above), its items added to `raw`."""
+        items = self.fetch(fetch, missing, also=also)
+        if items is not None:
+            self.raw.extend(items)
+        return items
+
+    def entity(self, kind: str, entity: str, fetch: Callable[[], list], *, also: tuple[int, ...] = ()) -> None:
+        """`gather` the repos of one configured org/user/group/repo; when it is not there, warn
+        "<host> <kind> '<entity>' not found or not visible to the token (<status>)"."""
+        self.gather(fetch, lambda status: f"{self.host} {kind} {entity!r} not found or not visible to the token ({status})",
+                    also=also)
+
+    def first(self, key: str) -> bool:
+        """True the first time `key` is seen (and remembers it)."""
+        if key in self._seen:
+            return False
+        self._seen.add(key)
+        return True
+
+    def finish(self, key: Callable[[dict], str], excluded: Callable[[dict], bool],
+               convert: Callable[[dict], HostRepo]) -> ListResult:
+        """The result: each raw repo not `excluded` and not already kept (by `key`), converted."""
+        for r in self.raw:
+            if not excluded(r) and self.first(key(r)):
+                self.result.repos.append(convert(r))
+        return self.result

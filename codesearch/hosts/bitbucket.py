@@ -38,8 +38,8 @@ import base64
 import re
 import urllib.parse
 
-from codesearch.errors import HostError, HostNotFound
-from codesearch.hosts.base import HostRepo, ListResult, glob_any, register
+from codesearch.errors import HostError
+from codesearch.hosts.base import Collector, HostRepo, ListResult, excluded, register
 from codesearch.hosts.http import HostHttp
 
 CLOUD_API = "https://api.bitbucket.org/2.0"
@@ -78,17 +78,8 @@ def _q(part: str) -> str:
     return urllib.parse.quote(part, safe="")
 
 
-class _Warn:
-    def __init__(self, name: str, warnings: list[str]):
-        self.name, self.warnings = name, warnings
-
-    def __call__(self, what: str) -> None:
-        self.warnings.append(f"connection {self.name}: {what}")
-
-
-def _missing(e: HostError) -> bool:
-    """An answer that means "this workspace/project/repo is not there" (not a failure of the whole)."""
-    return isinstance(e, HostNotFound) or e.status == 410
+#: besides 404, the answer that means "this workspace/project/repo is not there" (not a failure of the whole)
+GONE = (410,)
 
 
 # ---------------------------------------------------------------------------------------------- cloud
@@ -137,7 +128,7 @@ def _cloud_repo(repo: dict, root: str, git_user: str) -> HostRepo | None:
     )
 
 
-def _list_cloud(name: str, conn: dict, token: str | None, http: HostHttp, warn: _Warn) -> list[tuple[dict, HostRepo]]:
+def _list_cloud(conn: dict, token: str | None, http: HostHttp, c: Collector) -> list[HostRepo]:
     api = (conn.get("url") or CLOUD_API).rstrip("/")
     host = _netloc(api)
     if host in ("bitbucket.org", "www.bitbucket.org"):
@@ -145,47 +136,27 @@ def _list_cloud(name: str, conn: dict, token: str | None, http: HostHttp, warn: 
     root = "bitbucket.org" if host == "api.bitbucket.org" else host
     headers = _auth_headers(conn.get("user"), token)
     git_user = conn.get("gitUser") or conn.get("user") or "x-token-auth"
-    raw: list[dict] = []
     for ws in conn.get("workspaces") or ():
-        try:
-            raw += _cloud_pages(http, f"{api}/repositories/{_q(ws)}", {"pagelen": CLOUD_PAGELEN}, headers)
-        except HostError as e:
-            if not _missing(e):
-                raise
-            warn(f"workspace {ws!r} not found (or not visible)")
+        c.gather(lambda ws=ws: _cloud_pages(http, f"{api}/repositories/{_q(ws)}", {"pagelen": CLOUD_PAGELEN}, headers),
+                 f"workspace {ws!r} not found (or not visible)", also=GONE)
     for entry in conn.get("projects") or ():
         ws, _, key = entry.partition("/")
         if not ws or not key or "/" in key:
-            warn(f"project {entry!r} is not of the form workspace/PROJECTKEY")
+            c.warn(f"project {entry!r} is not of the form workspace/PROJECTKEY")
             continue
-        try:
-            found = _cloud_pages(http, f"{api}/repositories/{_q(ws)}",
-                                 {"pagelen": CLOUD_PAGELEN, "q": f'project.key="{key}"'}, headers)
-        except HostError as e:
-            if not _missing(e):
-                raise
-            warn(f"project {entry!r}: workspace {ws!r} not found (or not visible)")
-            continue
-        if not found:
-            warn(f"project {entry!r} not found or has no repositories visible")
-        raw += found
+        found = c.gather(lambda ws=ws, key=key: _cloud_pages(http, f"{api}/repositories/{_q(ws)}",
+                                                             {"pagelen": CLOUD_PAGELEN, "q": f'project.key="{key}"'}, headers),
+                         f"project {entry!r}: workspace {ws!r} not found (or not visible)", also=GONE)
+        if found is not None and not found:
+            c.warn(f"project {entry!r} not found or has no repositories visible")
     for entry in conn.get("repos") or ():
         ws, _, slug = entry.partition("/")
         if not ws or not slug or "/" in slug:
-            warn(f"repo {entry!r} is not of the form workspace/slug")
+            c.warn(f"repo {entry!r} is not of the form workspace/slug")
             continue
-        try:
-            raw.append(http.get_json(f"{api}/repositories/{_q(ws)}/{_q(slug)}", headers=headers))
-        except HostError as e:
-            if not _missing(e):
-                raise
-            warn(f"repo {entry!r} not found (or not visible)")
-    out = []
-    for repo in raw:
-        hr = _cloud_repo(repo, root, git_user)
-        if hr is not None:
-            out.append((repo, hr))
-    return out
+        c.gather(lambda ws=ws, slug=slug: [http.get_json(f"{api}/repositories/{_q(ws)}/{_q(slug)}", headers=headers)],
+                 f"repo {entry!r} not found (or not visible)", also=GONE)
+    return [hr for hr in (_cloud_repo(repo, root, git_user) for repo in c.raw) if hr is not None]
 
 
 # --------------------------------------------------------------------------------------------- server
@@ -236,62 +207,41 @@ def _server_repo(repo: dict, root: str, git_user: str) -> HostRepo | None:
     )
 
 
-def _list_server(name: str, conn: dict, token: str | None, http: HostHttp, warn: _Warn) -> list[tuple[dict, HostRepo]]:
+def _list_server(conn: dict, token: str | None, http: HostHttp, c: Collector) -> list[HostRepo]:
     url = (conn.get("url") or "").rstrip("/")
     if not url:
-        raise HostError(f"connection {name}: `url` is required when deploymentType is server")
+        raise HostError(f"connection {c.name}: `url` is required when deploymentType is server")
     api = f"{url}/rest/api/1.0"
     root = _path_root(url)
     headers = _auth_headers(conn.get("user"), token)
     git_user = conn.get("gitUser") or conn.get("user") or "x-token-auth"
-    raw: list[dict] = []
     for ws in conn.get("workspaces") or ():
-        warn(f"workspaces do not exist in Bitbucket Server; {ws!r} ignored")
+        c.warn(f"workspaces do not exist in Bitbucket Server; {ws!r} ignored")
     if conn.get("all"):
-        raw += _server_pages(http, f"{api}/repos", {"archived": "ALL"}, headers)
+        c.raw += _server_pages(http, f"{api}/repos", {"archived": "ALL"}, headers)
     for key in conn.get("projects") or ():
-        try:
-            raw += _server_pages(http, f"{api}/projects/{_q(key)}/repos", {}, headers)
-        except HostError as e:
-            if not _missing(e):
-                raise
-            warn(f"project {key!r} not found")
+        c.gather(lambda key=key: _server_pages(http, f"{api}/projects/{_q(key)}/repos", {}, headers),
+                 f"project {key!r} not found", also=GONE)
     for entry in conn.get("repos") or ():
         key, _, slug = entry.partition("/")
         if not key or not slug or "/" in slug:
-            warn(f"repo {entry!r} is not of the form PROJECT/slug")
+            c.warn(f"repo {entry!r} is not of the form PROJECT/slug")
             continue
-        try:
-            raw.append(http.get_json(f"{api}/projects/{_q(key)}/repos/{_q(slug)}", headers=headers))
-        except HostError as e:
-            if not _missing(e):
-                raise
-            warn(f"repo {entry!r} not found")
-    out = []
-    for repo in raw:
-        hr = _server_repo(repo, root, git_user)
-        if hr is not None:
-            out.append((repo, hr))
-    return out
+        c.gather(lambda key=key, slug=slug: [http.get_json(f"{api}/projects/{_q(key)}/repos/{_q(slug)}", headers=headers)],
+                 f"repo {entry!r} not found", also=GONE)
+    return [hr for hr in (_server_repo(repo, root, git_user) for repo in c.raw) if hr is not None]
 
 
 @register("bitbucket")
 def list_bitbucket(name: str, conn: dict, token: str | None, http: HostHttp) -> ListResult:
-    result = ListResult()
-    warn = _Warn(name, result.warnings)
+    c = Collector(name)
     server = conn.get("deploymentType", "cloud") == "server"
-    listed = (_list_server if server else _list_cloud)(name, conn, token, http, warn)
+    listed = (_list_server if server else _list_cloud)(conn, token, http, c)
     exclude = conn.get("exclude") or {}
-    seen: set[str] = set()
-    for repo, hr in listed:
-        if hr.name in seen:
+    for hr in listed:
+        if not c.first(hr.name):
             continue
-        seen.add(hr.name)
-        if glob_any(exclude.get("repos"), hr.display_name):
+        if excluded(exclude, fork=hr.fork, archived=server and hr.archived, name=hr.display_name):
             continue
-        if exclude.get("forks") and hr.fork:
-            continue
-        if server and exclude.get("archived") and hr.archived:
-            continue
-        result.repos.append(hr)
-    return result
+        c.result.repos.append(hr)
+    return c.result

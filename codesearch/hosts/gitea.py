@@ -28,17 +28,12 @@ from __future__ import annotations
 
 from urllib.parse import quote, urlsplit, urlunsplit
 
-from codesearch.errors import HostError, HostNotFound
-from codesearch.hosts.base import HostRepo, ListResult, glob_any, register
+from codesearch.hosts.base import Collector, HostRepo, ListResult, excluded, host_of, json_pages, register
+from codesearch.hosts.base import response_json as _json
 from codesearch.hosts.http import HostHttp, next_link
 
 DEFAULT_URL = "https://gitea.com"
 LIMIT = 50
-
-
-def host_of(url: str) -> str:
-    u = urlsplit(url)
-    return (u.hostname or "") + (f":{u.port}" if u.port else "")
 
 
 def rewrite_clone_url(clone_url: str, configured_url: str) -> str:
@@ -56,69 +51,43 @@ def list_gitea(name: str, conn: dict, token: str | None, http: HostHttp) -> List
     headers = {"User-Agent": "codesearch"}
     if token:
         headers["Authorization"] = f"token {token}"
-    result = ListResult()
-    raw: list[dict] = []
+    c = Collector(name, "Gitea")
 
     def pages(first_url: str) -> list[dict]:
-        items: list[dict] = []
         page = 1
-        r = http.get(first_url, params={"page": page, "limit": LIMIT}, headers=headers)
-        while True:
-            body = _json(r)
-            if not isinstance(body, list):
-                raise HostError(f"{first_url} answered with a body that is not a list of repositories", url=first_url)
-            items.extend(body)
+
+        def next_url(r, body, items) -> str | None:
+            nonlocal page
             nxt = next_link(r)
             if not nxt:
                 total = r.headers.get("x-total-count", "").strip()
                 more = len(items) < int(total) if total.isdigit() else True
                 if not body or not more or "link" in r.headers:
-                    return items
+                    return None
                 page += 1
                 nxt = str(r.request.url.copy_set_param("page", page))
-            r = http.get(nxt, headers=headers)
+            return nxt
 
-    def attempt(kind: str, entity: str, fetch) -> None:
-        try:
-            raw.extend(fetch())
-        except HostNotFound:
-            result.warnings.append(f"connection {name}: Gitea {kind} {entity!r} not found or not visible to the token (404)")
+        return json_pages(http, first_url, {"page": page, "limit": LIMIT}, headers, next_url, "repositories")
 
     for org in conn.get("orgs") or ():
-        attempt("organization", org, lambda o=org: pages(f"{api}/orgs/{quote(o, safe='')}/repos"))
+        c.entity("organization", org, lambda o=org: pages(f"{api}/orgs/{quote(o, safe='')}/repos"))
     for user in conn.get("users") or ():
-        attempt("user", user, lambda u=user: pages(f"{api}/users/{quote(u, safe='')}/repos"))
+        c.entity("user", user, lambda u=user: pages(f"{api}/users/{quote(u, safe='')}/repos"))
     for full in conn.get("repos") or ():
         owner, _, repo = full.partition("/")
-        attempt("repository", full,
+        c.entity("repository", full,
                 lambda o=owner, n=repo: [_json(http.get(f"{api}/repos/{quote(o, safe='')}/{quote(n, safe='')}", headers=headers))])
 
-    seen: set[str] = set()
-    for r in raw:
-        key = str(r.get("id") or r.get("full_name", "").lower())
-        if key in seen or _excluded(r, conn):
-            continue
-        seen.add(key)
-        result.repos.append(_to_host_repo(r, url, host, token))
-    return result
-
-
-def _json(r):
-    try:
-        return r.json()
-    except ValueError:
-        raise HostError(f"{r.request.url.copy_with(query=None)} answered with a body that is not JSON", status=r.status_code) from None
+    return c.finish(key=lambda r: str(r.get("id") or r.get("full_name", "").lower()),
+                    excluded=lambda r: _excluded(r, conn), convert=lambda r: _to_host_repo(r, url, host, token))
 
 
 def _excluded(r: dict, conn: dict) -> bool:
     exclude = conn.get("exclude") or {}
     if not r.get("clone_url"):
         return True
-    if exclude.get("forks") and r.get("fork"):
-        return True
-    if exclude.get("archived") and r.get("archived"):
-        return True
-    return glob_any(exclude.get("repos"), r.get("full_name", ""))
+    return excluded(exclude, fork=bool(r.get("fork")), archived=bool(r.get("archived")), name=r.get("full_name", ""))
 
 
 def _to_host_repo(r: dict, url: str, host: str, token: str | None) -> HostRepo:

@@ -28,8 +28,9 @@ from __future__ import annotations
 
 from urllib.parse import quote, urlsplit
 
-from codesearch.errors import HostError, HostNotFound
-from codesearch.hosts.base import HostRepo, ListResult, glob_any, register
+from codesearch.hosts.base import (Collector, HostRepo, ListResult, excluded, host_of, json_pages, register,
+                                   topics_excluded)
+from codesearch.hosts.base import response_json as _json
 from codesearch.hosts.http import HostHttp, next_link
 
 DEFAULT_URL = "https://github.com"
@@ -46,12 +47,6 @@ def api_base(url: str) -> str:
     return url.rstrip("/") + "/api/v3"
 
 
-def host_of(url: str) -> str:
-    """`host[:port]` of a URL, the root of repo names (SPEC §1)."""
-    u = urlsplit(url)
-    return (u.hostname or "") + (f":{u.port}" if u.port else "")
-
-
 @register("github")
 def list_github(name: str, conn: dict, token: str | None, http: HostHttp) -> ListResult:
     url = (conn.get("url") or DEFAULT_URL).rstrip("/")
@@ -61,34 +56,14 @@ def list_github(name: str, conn: dict, token: str | None, http: HostHttp) -> Lis
                "User-Agent": "codesearch"}
     if token:
         headers["Authorization"] = f"Bearer {token}"
-    result = ListResult()
-    raw: list[dict] = []
+    c = Collector(name, "GitHub")
 
     def pages(first_url: str, params: dict) -> list[dict]:
-        items: list[dict] = []
-        r = http.get(first_url, params={**params, "per_page": PER_PAGE}, headers=headers)
-        while True:
-            body = _json(r)
-            if not isinstance(body, list):
-                raise HostError(f"{first_url} answered with a body that is not a list of repositories", url=first_url)
-            items.extend(body)
-            nxt = next_link(r)
-            if not nxt:
-                return items
-            r = http.get(nxt, headers=headers)
+        return json_pages(http, first_url, {**params, "per_page": PER_PAGE}, headers,
+                          lambda r, body, items: next_link(r), "repositories")
 
     def attempt(kind: str, entity: str, fetch) -> None:
-        try:
-            got = fetch()
-        except HostNotFound:
-            result.warnings.append(f"connection {name}: GitHub {kind} {entity!r} not found or not visible to the token (404)")
-            return
-        except HostError as e:
-            if e.status != 422:
-                raise
-            result.warnings.append(f"connection {name}: GitHub {kind} {entity!r} not found or not visible to the token (422)")
-            return
-        raw.extend(got)
+        c.entity(kind, entity, fetch, also=(422,))  # 422: GitHub's validation of a name
 
     token_user = None
     if token:
@@ -100,42 +75,22 @@ def list_github(name: str, conn: dict, token: str | None, http: HostHttp) -> Lis
     for user in conn.get("users") or ():
         attempt("user", user, lambda user=user: pages(f"{api}/users/{quote(user)}/repos", {}))
         if token_user and user.lower() == token_user:
-            raw.extend(pages(f"{api}/user/repos", {"affiliation": "owner"}))
+            c.raw.extend(pages(f"{api}/user/repos", {"affiliation": "owner"}))
     for full in conn.get("repos") or ():
         owner, _, repo = full.partition("/")
         attempt("repository", full, lambda owner=owner, repo=repo: [_json(http.get(f"{api}/repos/{quote(owner)}/{quote(repo)}", headers=headers))])
 
-    seen: set[str] = set()
-    for r in raw:
-        key = str(r.get("id") or r.get("full_name", "").lower())
-        if key in seen or _excluded(r, conn):
-            continue
-        seen.add(key)
-        result.repos.append(_to_host_repo(r, host, token))
-    return result
-
-
-def _json(r):
-    try:
-        return r.json()
-    except ValueError:
-        raise HostError(f"{r.request.url.copy_with(query=None)} answered with a body that is not JSON", status=r.status_code) from None
+    return c.finish(key=lambda r: str(r.get("id") or r.get("full_name", "").lower()),
+                    excluded=lambda r: _excluded(r, conn), convert=lambda r: _to_host_repo(r, host, token))
 
 
 def _excluded(r: dict, conn: dict) -> bool:
     exclude = conn.get("exclude") or {}
     if not r.get("clone_url"):
         return True
-    if exclude.get("forks") and r.get("fork"):
+    if excluded(exclude, fork=bool(r.get("fork")), archived=bool(r.get("archived")), name=r.get("full_name", "")):
         return True
-    if exclude.get("archived") and r.get("archived"):
-        return True
-    if glob_any(exclude.get("repos"), r.get("full_name", "")):
-        return True
-    topics = [t.lower() for t in r.get("topics") or ()]
-    if exclude.get("topics") and any(glob_any(exclude["topics"], t, case_insensitive=True) for t in topics):
-        return True
-    if conn.get("topics") and not any(glob_any(conn["topics"], t, case_insensitive=True) for t in topics):
+    if topics_excluded(r.get("topics"), conn):
         return True
     size = exclude.get("size") or {}
     size_bytes = (r.get("size") or 0) * 1000

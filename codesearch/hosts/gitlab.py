@@ -30,19 +30,15 @@ from __future__ import annotations
 
 from urllib.parse import quote, urlsplit, urlunsplit
 
-from codesearch.errors import HostError, HostNotFound
-from codesearch.hosts.base import HostRepo, ListResult, glob_any, register
+from codesearch.hosts.base import (Collector, HostRepo, ListResult, excluded, host_of, json_pages, register,
+                                   topics_excluded)
+from codesearch.hosts.base import response_json as _json
 from codesearch.hosts.http import HostHttp, next_link
 
 DEFAULT_URL = "https://gitlab.com"
 CLOUD_HOST = "gitlab.com"
 GIT_USER = "oauth2"
 PER_PAGE = 100
-
-
-def host_of(url: str) -> str:
-    u = urlsplit(url)
-    return (u.hostname or "") + (f":{u.port}" if u.port else "")
 
 
 def encode_path(path: str) -> str:
@@ -59,81 +55,45 @@ def list_gitlab(name: str, conn: dict, token: str | None, http: HostHttp) -> Lis
     headers = {"User-Agent": "codesearch"}
     if token:
         headers["PRIVATE-TOKEN"] = token
-    result = ListResult()
-    raw: list[dict] = []
+    c = Collector(name, "GitLab")
 
     def pages(first_url: str, params: dict) -> list[dict]:
-        items: list[dict] = []
-        r = http.get(first_url, params={**params, "per_page": PER_PAGE}, headers=headers)
-        while True:
-            body = _json(r)
-            if not isinstance(body, list):
-                raise HostError(f"{first_url} answered with a body that is not a list of projects", url=first_url)
-            items.extend(body)
-            if "x-next-page" in r.headers:
-                page = r.headers["x-next-page"].strip()
-                if not page:
-                    return items
-                nxt = str(r.request.url.copy_set_param("page", page))
-            else:
-                nxt = next_link(r)
-                if not nxt:
-                    return items
-            r = http.get(nxt, headers=headers)
-
-    def attempt(kind: str, entity: str, fetch) -> None:
-        try:
-            raw.extend(fetch())
-        except HostNotFound:
-            result.warnings.append(f"connection {name}: GitLab {kind} {entity!r} not found or not visible to the token (404)")
+        return json_pages(http, first_url, {**params, "per_page": PER_PAGE}, headers, _next_page, "projects")
 
     if conn.get("all"):
         if (urlsplit(url).hostname or "").lower() == CLOUD_HOST:
-            result.warnings.append(f"connection {name}: `all` is ignored for {CLOUD_HOST}; set `url` to a self-managed instance")
+            c.warn(f"`all` is ignored for {CLOUD_HOST}; set `url` to a self-managed instance")
         else:
-            raw.extend(pages(f"{api}/projects", {"pagination": "keyset", "order_by": "id", "sort": "asc"}))
+            c.raw.extend(pages(f"{api}/projects", {"pagination": "keyset", "order_by": "id", "sort": "asc"}))
     for group in conn.get("groups") or ():
-        attempt("group", group, lambda g=group: pages(f"{api}/groups/{encode_path(g)}/projects", {"include_subgroups": "true"}))
+        c.entity("group", group, lambda g=group: pages(f"{api}/groups/{encode_path(g)}/projects", {"include_subgroups": "true"}))
     for user in conn.get("users") or ():
-        attempt("user", user, lambda u=user: pages(f"{api}/users/{quote(u, safe='')}/projects", {}))
+        c.entity("user", user, lambda u=user: pages(f"{api}/users/{quote(u, safe='')}/projects", {}))
     for project in conn.get("projects") or ():
-        attempt("project", project, lambda p=project: [_json(http.get(f"{api}/projects/{encode_path(p)}", headers=headers))])
+        c.entity("project", project, lambda p=project: [_json(http.get(f"{api}/projects/{encode_path(p)}", headers=headers))])
 
-    seen: set[str] = set()
-    for p in raw:
-        key = str(p.get("id") or p.get("path_with_namespace", "").lower())
-        if key in seen or _excluded(p, conn):
-            continue
-        seen.add(key)
-        result.repos.append(_to_host_repo(p, host, scheme, token))
-    return result
+    return c.finish(key=lambda p: str(p.get("id") or p.get("path_with_namespace", "").lower()),
+                    excluded=lambda p: _excluded(p, conn), convert=lambda p: _to_host_repo(p, host, scheme, token))
 
 
-def _json(r):
-    try:
-        return r.json()
-    except ValueError:
-        raise HostError(f"{r.request.url.copy_with(query=None)} answered with a body that is not JSON", status=r.status_code) from None
+def _next_page(r, body, items) -> str | None:
+    """Offset pages: the ``x-next-page`` header (empty on the last page); keyset pages: ``Link``."""
+    if "x-next-page" in r.headers:
+        page = r.headers["x-next-page"].strip()
+        return str(r.request.url.copy_set_param("page", page)) if page else None
+    return next_link(r)
 
 
 def _excluded(p: dict, conn: dict) -> bool:
     exclude = conn.get("exclude") or {}
     if not p.get("http_url_to_repo"):
         return True
-    if exclude.get("archived") and p.get("archived"):
-        return True
-    if exclude.get("forks") and "forked_from_project" in p:
-        return True
     if exclude.get("userOwnedProjects") and (p.get("namespace") or {}).get("kind") == "user":
         return True
-    if glob_any(exclude.get("projects"), p.get("path_with_namespace", "")):
+    if excluded(exclude, fork="forked_from_project" in p, archived=bool(p.get("archived")),
+                name=p.get("path_with_namespace", ""), globs="projects"):
         return True
-    topics = [t.lower() for t in p.get("topics") or ()]
-    if conn.get("topics") and not any(glob_any(conn["topics"], t, case_insensitive=True) for t in topics):
-        return True
-    if exclude.get("topics") and any(glob_any(exclude["topics"], t, case_insensitive=True) for t in topics):
-        return True
-    return False
+    return topics_excluded(p.get("topics"), conn)
 
 
 def _to_host_repo(p: dict, host: str, scheme: str, token: str | None) -> HostRepo:

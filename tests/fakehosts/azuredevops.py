@@ -33,13 +33,12 @@ from __future__ import annotations
 import base64
 import json
 import os
-import threading
 import urllib.parse
 import uuid
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
-from tests.fakehosts.gerrit import GIT_SUFFIXES, proxy_git
+from tests.fakehosts.server import GIT_SUFFIXES, FakeServer, basic_credentials, proxy_git, send, split_query
 from tests.githttp import GitHttpServer, make_bare_repo
 
 
@@ -67,7 +66,9 @@ def _version(v: str) -> tuple[int, ...]:
     return tuple(int(x) for x in core.split(".") if x.isdigit())
 
 
-class FakeAzureDevOps:
+class FakeAzureDevOps(FakeServer):
+    methods = ("GET", "POST")
+
     def __init__(self, root: str, orgs: dict[str, list[AdoProject]], *, pat: str, tfs: bool = False,
                  page_size: int = 2, max_api_version: str = "7.1"):
         self.root = root
@@ -76,9 +77,6 @@ class FakeAzureDevOps:
         self.prefix = "/tfs" if tfs else ""
         self.page_size = page_size
         self.max_api_version = max_api_version
-        self.requests: list[tuple[str, str, dict, str]] = []  # method, raw path, query, auth ("ok"/"none"/"bad")
-        self._limit = 0
-        self._lock = threading.Lock()
         os.makedirs(os.path.join(root, "git"), exist_ok=True)
         self.git = GitHttpServer(os.path.join(root, "git"))
         for org, projects in orgs.items():
@@ -89,39 +87,12 @@ class FakeAzureDevOps:
                     if r.default_branch is not None:
                         make_bare_repo(self.git.root, f"{org}/{p.id}/{r.id}.git", r.files or {"README.md": f"# {r.name}\n"},
                                        default=r.default_branch)
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True  # headers and body go in separate writes
-
-            def log_message(self, *args):
-                pass
-
-            def do_GET(self):
-                fake._handle(self)
-
-            def do_POST(self):
-                fake._handle(self)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.httpd.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-
-    def limit_next(self, n: int) -> None:
-        with self._lock:
-            self._limit = n
+        super().__init__(owned=(self.git,))  # requests: (method, raw path, query, auth "ok"/"none"/"bad")
+        self.url = self.base_url
 
     # -- answers
     def _send(self, h, status: int, body: bytes, ctype: str, headers: dict | None = None) -> None:
-        h.send_response(status)
-        h.send_header("Content-Type", ctype)
-        h.send_header("Content-Length", str(len(body)))
-        for k, v in (headers or {}).items():
-            h.send_header(k, v)
-        h.end_headers()
-        h.wfile.write(body)
+        send(h, status, body, {"Content-Type": ctype, **(headers or {})})
 
     def _json(self, h, obj, status: int = 200, headers: dict | None = None) -> None:
         self._send(h, status, json.dumps(obj).encode(), "application/json; charset=utf-8; api-version=7.1", headers)
@@ -135,13 +106,8 @@ class FakeAzureDevOps:
         auth = h.headers.get("Authorization", "")
         if not auth:
             return "none"
-        if not auth.startswith("Basic "):
-            return "bad"
-        try:
-            _, _, pw = base64.b64decode(auth[6:]).decode().partition(":")
-        except ValueError:
-            return "bad"
-        return "ok" if pw == self.pat else "bad"
+        creds = basic_credentials(auth)
+        return "ok" if creds and creds[1] == self.pat else "bad"
 
     def project_json(self, org: str, p: AdoProject) -> dict:
         return {"id": p.id, "name": p.name, "description": f"The {p.name} project",
@@ -183,9 +149,8 @@ class FakeAzureDevOps:
                 return p
         return None
 
-    def _handle(self, h: BaseHTTPRequestHandler) -> None:
-        raw_path, _, query = h.path.partition("?")
-        params = {k: v[-1] for k, v in urllib.parse.parse_qs(query, keep_blank_values=True).items()}
+    def handle(self, h: BaseHTTPRequestHandler) -> None:
+        raw_path, query, params = split_query(h.path)
         auth = self._auth(h)
         self.requests.append((h.command, raw_path, params, auth))
         if not raw_path.startswith(self.prefix + "/"):
@@ -213,11 +178,7 @@ class FakeAzureDevOps:
                 return
             proxy_git(h, self.git.url(f"{org}/{p.id}/{r.id}.git{suffix}") + (f"?{query}" if query else ""))
             return
-        with self._lock:
-            limited = self._limit > 0
-            if limited:
-                self._limit -= 1
-        if limited:
+        if self._limited():
             self._error(h, 429, "TF400733: The request has been canceled: Request was blocked due to exceeding usage "
                                 "of resource 'Core' in namespace 'User'.", "RequestBlockedException",
                         {"Retry-After": "3", "X-RateLimit-Resource": "Core", "X-RateLimit-Delay": "0.5",
@@ -279,14 +240,3 @@ class FakeAzureDevOps:
         if start + top < len(projects):
             headers["x-ms-continuationtoken"] = base64.urlsafe_b64encode(f"skip:{start + top}".encode()).decode()
         self._json(h, {"count": len(chunk), "value": [self.project_json(org, p) for p in chunk]}, headers=headers)
-
-    # -- lifecycle
-    def __enter__(self) -> "FakeAzureDevOps":
-        self.git.start()
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.git.stop()

@@ -35,63 +35,36 @@ Server (`FakeBitbucketServer`, API under ``<url>/rest/api/1.0``):
 
 from __future__ import annotations
 
-import base64
-import json
 import os
 import re
-import threading
 import urllib.parse
 import uuid
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from tests.fakehosts.server import FakeServer, basic_credentials, send, split_query
 from tests.githttp import GitHttpServer, make_bare_repo
 
 
-class _Base:
-    """A threaded HTTP server that hands every GET to `route` and records the requests."""
+class _Base(FakeServer):
+    """A fake that hands every GET to `route` and records the requests."""
 
     def __init__(self, root: str, tokens: set[str], basic: set[tuple[str, str]], page_size: int):
         self.root = root
         self.tokens = set(tokens)
         self.basic = set(basic)
         self.page_size = page_size
-        self.requests: list[tuple[str, str, dict, str]] = []  # method, path, query, auth kind
-        self._limit = 0
         self._limit_headers: dict[str, str] = {}
-        self._lock = threading.Lock()
         os.makedirs(os.path.join(root, "git"), exist_ok=True)
         self.git = GitHttpServer(os.path.join(root, "git"))
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True  # headers and body go in separate writes
-
-            def log_message(self, *args):
-                pass
-
-            def do_GET(self):
-                fake._dispatch(self)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.httpd.server_address[1]
-        self.base = f"http://127.0.0.1:{self.port}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        super().__init__(owned=(self.git,))  # requests: (method, path, query, auth kind)
+        self.base = self.base_url
 
     def limit_next(self, n: int, headers: dict[str, str] | None = None) -> None:
-        with self._lock:
-            self._limit, self._limit_headers = n, dict(headers or {})
+        self._limit_headers = dict(headers or {})
+        super().limit_next(n)
 
     def _send(self, h, status: int, obj, headers: dict | None = None) -> None:
-        data = json.dumps(obj).encode()
-        h.send_response(status)
-        h.send_header("Content-Type", "application/json; charset=utf-8")
-        h.send_header("Content-Length", str(len(data)))
-        for k, v in (headers or {}).items():
-            h.send_header(k, v)
-        h.end_headers()
-        h.wfile.write(data)
+        send(h, status, obj, {"Content-Type": "application/json; charset=utf-8", **(headers or {})})
 
     def _auth(self, h) -> tuple[str, str | None]:
         """("anonymous" | "bearer" | "basic" | "bad", basic user)."""
@@ -100,37 +73,17 @@ class _Base:
             return "anonymous", None
         if auth.startswith("Bearer "):
             return ("bearer", None) if auth[7:] in self.tokens else ("bad", None)
-        if auth.startswith("Basic "):
-            try:
-                user, _, pw = base64.b64decode(auth[6:]).decode().partition(":")
-            except ValueError:
-                return "bad", None
-            return ("basic", user) if (user, pw) in self.basic else ("bad", None)
-        return "bad", None
+        creds = basic_credentials(auth)
+        return ("basic", creds[0]) if creds in self.basic else ("bad", None)
 
-    def _dispatch(self, h) -> None:
-        raw_path, _, query = h.path.partition("?")
-        params = {k: v[-1] for k, v in urllib.parse.parse_qs(query, keep_blank_values=True).items()}
+    def handle(self, h) -> None:
+        raw_path, _, params = split_query(h.path)
         kind, user = self._auth(h)
         self.requests.append((h.command, raw_path, params, kind))
-        with self._lock:
-            limited = self._limit > 0
-            if limited:
-                self._limit -= 1
-        if limited:
+        if self._limited():
             self._rate_limited(h)
             return
         self.route(h, raw_path, params, kind, user)
-
-    def __enter__(self):
-        self.git.start()
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.git.stop()
 
 
 # ------------------------------------------------------------------------------------------------ cloud

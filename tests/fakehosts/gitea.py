@@ -25,17 +25,21 @@ Every path outside ``/api/`` is git smart HTTP, relayed to the given `tests.gith
 from __future__ import annotations
 
 import http.client
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
+from tests.fakehosts.server import FakeServer, read_body, send
 from tests.githttp import GitHttpServer, make_bare_repo
 
 API = "/api/v1"
 
 
-class FakeGitea:
+class FakeGitea(FakeServer):
+    methods = ("GET", "POST")
+    api_prefix = API
+    content_type = "application/json;charset=utf-8"
+    _next_id = 1
+
     def __init__(self, token: str = "gitea-faketoken", token_user: str = "carol", *, max_items: int = 50,
                  git: GitHttpServer | None = None, root_url: str | None = None):
         self.token = token
@@ -45,61 +49,14 @@ class FakeGitea:
         self._root_url = root_url
         self.owners: dict[str, dict] = {}
         self.repos: list[dict] = []
-        self.requests: list[tuple[str, str, dict]] = []
-        self._faults: list[dict] = []
-        self._next_id = 1
-        self._lock = threading.Lock()
         self.add_user(token_user)
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True  # headers and body go out as separate writes
-
-            def log_message(self, *args):
-                pass
-
-            def do_GET(self):
-                if not self.path.startswith("/api/"):
-                    return fake._relay_git(self)
-                status, headers, body = fake._answer(self)
-                data = body if isinstance(body, bytes) else json.dumps(body).encode()
-                self.send_response(status)
-                headers.setdefault("Content-Type", "application/json;charset=utf-8")
-                for k, v in headers.items():
-                    self.send_header(k, v)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_POST(self):
-                if not self.path.startswith("/api/"):
-                    return fake._relay_git(self)
-                self.send_response(405)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.httpd.server_address[1]
-        self._thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        super().__init__()
 
     # -- data -------------------------------------------------------------------------------
 
     @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
     def root_url(self) -> str:
         return (self._root_url or self.base_url).rstrip("/")
-
-    @property
-    def api_url(self) -> str:
-        return self.base_url + API
-
-    def _id(self) -> int:
-        self._next_id += 1
-        return self._next_id
 
     def add_user(self, login: str) -> None:
         self.owners.setdefault(login.lower(), {"login": login, "id": self._id(), "type": "user", "members": {login.lower()}})
@@ -121,34 +78,18 @@ class FakeGitea:
         self.repos.append(rec)
         return rec
 
-    def fail(self, status: int, *, times: int = 1, path: str = "", headers: dict | None = None, body=None) -> None:
-        self._faults.append({"status": status, "times": times, "path": path, "headers": headers or {},
-                             "body": body if body is not None else {"message": "internal error", "url": ""}})
-
-    def reset(self) -> None:
-        """Forget recorded requests and pending faults (between tests sharing one fake)."""
-        with self._lock:
-            self.requests.clear()
-            self._faults.clear()
-
-    def api_paths(self) -> list[str]:
-        return [p for _, p, _ in self.requests]
+    def _fault_body(self, status: int) -> dict:
+        return {"message": "internal error", "url": ""}
 
     # -- serving ----------------------------------------------------------------------------
 
-    def start(self) -> "FakeGitea":
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc):
-        self.stop()
+    def handle(self, h: BaseHTTPRequestHandler) -> None:
+        if not h.path.startswith("/api/"):
+            self._relay_git(h)
+        elif h.command != "GET":
+            send(h, 405)
+        else:
+            super().handle(h)
 
     def _error(self, status: int, message: str, errors: list[str] | None = None) -> tuple[int, dict, dict]:
         body = {"message": message, "url": f"{self.root_url}/api/swagger"}
@@ -163,11 +104,9 @@ class FakeGitea:
         if not split.path.startswith(API + "/"):
             return self._error(404, "404 page not found")
         path = split.path[len(API):]
-        with self._lock:
-            for f in self._faults:
-                if f["times"] > 0 and path.startswith(f["path"]):
-                    f["times"] -= 1
-                    return f["status"], dict(f["headers"]), f["body"]
+        fault = self._fault(path)
+        if fault:
+            return fault
         viewer = None
         auth = req.headers.get("Authorization", "")
         scheme, _, value = auth.partition(" ")
@@ -243,21 +182,9 @@ class FakeGitea:
         """Pass a git smart-HTTP request to the git server and its answer back, unchanged."""
         self.requests.append((req.command, req.path, dict(req.headers)))
         if self.git is None:
-            req.send_response(404)
-            req.send_header("Content-Length", "0")
-            req.end_headers()
+            send(req, 404)
             return
-        if req.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            body = b""
-            while True:
-                size = int(req.rfile.readline().strip().split(b";")[0], 16)
-                if size == 0:
-                    req.rfile.readline()
-                    break
-                body += req.rfile.read(size)
-                req.rfile.readline()
-        else:
-            body = req.rfile.read(int(req.headers.get("Content-Length") or 0))
+        body = read_body(req)
         headers = {k: v for k, v in req.headers.items()
                    if k.lower() in ("authorization", "content-type", "git-protocol", "content-encoding", "accept")}
         conn = http.client.HTTPConnection("127.0.0.1", self.git.port, timeout=60)
@@ -265,12 +192,7 @@ class FakeGitea:
             conn.request(req.command, req.path, body=body or None, headers=headers)
             resp = conn.getresponse()
             data = resp.read()
-            req.send_response(resp.status)
-            for k, v in resp.getheaders():
-                if k.lower() not in ("content-length", "connection", "transfer-encoding", "server", "date"):
-                    req.send_header(k, v)
-            req.send_header("Content-Length", str(len(data)))
-            req.end_headers()
-            req.wfile.write(data)
+            hop = ("content-length", "connection", "transfer-encoding", "server", "date")
+            send(req, resp.status, data, [(k, v) for k, v in resp.getheaders() if k.lower() not in hop])
         finally:
             conn.close()

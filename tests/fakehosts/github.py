@@ -25,19 +25,22 @@ repository (default branch as described) and ``clone_url`` points at that server
 
 from __future__ import annotations
 
-import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
+from tests.fakehosts.server import FakeServer
 from tests.githttp import GitHttpServer, make_bare_repo
 
 API = "/api/v3"
 DOCS = "https://docs.github.com/rest"
 
 
-class FakeGitHub:
+class FakeGitHub(FakeServer):
+    api_prefix = API
+    content_type = "application/json; charset=utf-8"
+    _next_id = 1000
+
     def __init__(self, token: str = "ghp_faketoken", token_user: str = "alice", *, page_size: int = 100,
                  git: GitHttpServer | None = None):
         self.token = token
@@ -46,49 +49,10 @@ class FakeGitHub:
         self.git = git
         self.owners: dict[str, dict] = {}  # lower-cased login -> {login, id, type, members}
         self.repos: list[dict] = []
-        self.requests: list[tuple[str, str, dict]] = []  # (method, raw path, headers)
-        self._faults: list[dict] = []
-        self._next_id = 1000
-        self._lock = threading.Lock()
         self.add_user(token_user)
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True  # headers and body go out as separate writes
-
-            def log_message(self, *args):
-                pass
-
-            def do_GET(self):
-                status, headers, body = fake._answer(self)
-                data = json.dumps(body).encode() if not isinstance(body, bytes) else body
-                self.send_response(status)
-                headers.setdefault("Content-Type", "application/json; charset=utf-8")
-                for k, v in headers.items():
-                    self.send_header(k, v)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.httpd.server_address[1]
-        self._thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        super().__init__()  # requests: (method, raw path, headers)
 
     # -- data -------------------------------------------------------------------------------
-
-    @property
-    def base_url(self) -> str:
-        """The host's web address, the connection's `url`."""
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def api_url(self) -> str:
-        return self.base_url + API
-
-    def _id(self) -> int:
-        self._next_id += 1
-        return self._next_id
 
     def add_user(self, login: str) -> None:
         self.owners.setdefault(login.lower(), {"login": login, "id": self._id(), "type": "User", "members": set()})
@@ -120,35 +84,7 @@ class FakeGitHub:
                            "please include the request ID.", "documentation_url": DOCS, "status": str(status)}
         self.fail(status, times=times, headers=headers, body=body)
 
-    def fail(self, status: int, *, times: int = 1, path: str = "", headers: dict | None = None, body=None) -> None:
-        """Answer the next `times` requests whose API path starts with `path` with `status`."""
-        self._faults.append({"status": status, "times": times, "path": path, "headers": headers or {},
-                             "body": body if body is not None else {"message": "Server Error", "status": str(status)}})
-
-    def reset(self) -> None:
-        """Forget recorded requests and pending faults (between tests sharing one fake)."""
-        with self._lock:
-            self.requests.clear()
-            self._faults.clear()
-
-    def api_paths(self) -> list[str]:
-        return [p for _, p, _ in self.requests]
-
     # -- serving ----------------------------------------------------------------------------
-
-    def start(self) -> "FakeGitHub":
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc):
-        self.stop()
 
     def _answer(self, req: BaseHTTPRequestHandler):
         raw = req.path
@@ -160,11 +96,9 @@ class FakeGitHub:
         if not split.path.startswith(API + "/"):
             return 404, {}, {"message": "Not Found", "documentation_url": DOCS, "status": "404"}
         path = split.path[len(API):]
-        with self._lock:
-            for f in self._faults:
-                if f["times"] > 0 and path.startswith(f["path"]):
-                    f["times"] -= 1
-                    return f["status"], dict(f["headers"]), f["body"]
+        fault = self._fault(path)
+        if fault:
+            return fault
         auth = req.headers.get("Authorization", "")
         viewer = None
         if auth:

@@ -27,18 +27,20 @@ repository and ``http_url_to_repo`` points at that server.
 
 from __future__ import annotations
 
-import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
+from tests.fakehosts.server import FakeServer
 from tests.githttp import GitHttpServer, make_bare_repo
 
 API = "/api/v4"
 
 
-class FakeGitLab:
+class FakeGitLab(FakeServer):
+    api_prefix = API
+    _next_id = 100
+
     def __init__(self, token: str = "glpat-faketoken", token_user: str = "alice", *, page_size: int = 100,
                  git: GitHttpServer | None = None):
         self.token = token
@@ -47,48 +49,10 @@ class FakeGitLab:
         self.git = git
         self.namespaces: dict[str, dict] = {}  # lower-cased full path -> namespace
         self.projects: list[dict] = []
-        self.requests: list[tuple[str, str, dict]] = []
-        self._faults: list[dict] = []
-        self._next_id = 100
-        self._lock = threading.Lock()
         self.add_user(token_user)
-        fake = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True  # headers and body go out as separate writes
-
-            def log_message(self, *args):
-                pass
-
-            def do_GET(self):
-                status, headers, body = fake._answer(self)
-                data = body if isinstance(body, bytes) else json.dumps(body).encode()
-                self.send_response(status)
-                headers.setdefault("Content-Type", "application/json")
-                for k, v in headers.items():
-                    self.send_header(k, v)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.httpd.server_address[1]
-        self._thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        super().__init__()
 
     # -- data -------------------------------------------------------------------------------
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def api_url(self) -> str:
-        return self.base_url + API
-
-    def _id(self) -> int:
-        self._next_id += 1
-        return self._next_id
 
     def add_user(self, username: str) -> dict:
         key = username.lower()
@@ -131,34 +95,10 @@ class FakeGitLab:
                    "RateLimit-Reset": str(reset), "Content-Type": "text/plain"}
         self.fail(429, times=times, headers=headers, body=b"Retry later\n")
 
-    def fail(self, status: int, *, times: int = 1, path: str = "", headers: dict | None = None, body=None) -> None:
-        self._faults.append({"status": status, "times": times, "path": path, "headers": headers or {},
-                             "body": body if body is not None else {"message": "500 Internal Server Error"}})
-
-    def reset(self) -> None:
-        """Forget recorded requests and pending faults (between tests sharing one fake)."""
-        with self._lock:
-            self.requests.clear()
-            self._faults.clear()
-
-    def api_paths(self) -> list[str]:
-        return [p for _, p, _ in self.requests]
+    def _fault_body(self, status: int) -> dict:
+        return {"message": "500 Internal Server Error"}
 
     # -- serving ----------------------------------------------------------------------------
-
-    def start(self) -> "FakeGitLab":
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-    def __enter__(self):
-        return self.start()
-
-    def __exit__(self, *exc):
-        self.stop()
 
     def _answer(self, req: BaseHTTPRequestHandler):
         split = urlsplit(req.path)
@@ -167,11 +107,9 @@ class FakeGitLab:
         if not split.path.startswith(API + "/"):
             return 404, {}, {"error": "404 Not Found"}
         path = split.path[len(API):]
-        with self._lock:
-            for f in self._faults:
-                if f["times"] > 0 and path.startswith(f["path"]):
-                    f["times"] -= 1
-                    return f["status"], dict(f["headers"]), f["body"]
+        fault = self._fault(path)
+        if fault:
+            return fault
         viewer = None
         token = req.headers.get("PRIVATE-TOKEN")
         auth = req.headers.get("Authorization", "")
