@@ -37,3 +37,19 @@ def indexed_corpus(tmp_path_factory):
     yield {"searcher": searcher, "oracle": oracle, "stats": stats, "index": out, "repo": repo, "plain": plain,
            "repo_name": repo_name, "plain_name": plain_name}
     searcher.close()
+
+
+@pytest.fixture(scope="session")
+def ray_session():
+    """One Ray instance for the whole test session (started only when a test asks for it)."""
+    ray = pytest.importorskip("ray")
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
+    yield ray
+    try:
+        from ray import serve
+
+        serve.shutdown()
+    except Exception:
+        pass
+    ray.shutdown()

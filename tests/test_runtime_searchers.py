@@ -13,14 +13,6 @@ from tests.oracle import engine_spans
 ray = pytest.importorskip("ray")
 
 
-@pytest.fixture(scope="module")
-def ray_session():
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-    ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
-    yield
-    ray.shutdown()
-
-
 def test_balance_spreads_bytes(tmp_path):
     paths = []
     for i, size in enumerate([100, 90, 50, 40, 30, 10]):

@@ -1,0 +1,59 @@
+"""Errors in the shape of SPEC §5: ``{"statusCode": n, "errorCode": "…", "message": "…"}``.
+
+Every error of every route goes through `error_response`, with the same HTTP status as
+`statusCode`. Unexpected exceptions become 500 UNEXPECTED_ERROR with a generic message: no
+stack trace, path or internal detail leaves the process (it is logged instead).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from codesearch.errors import CodesearchError
+
+log = logging.getLogger(__name__)
+
+
+def error_response(status: int, code: str, message: str) -> JSONResponse:
+    return JSONResponse({"statusCode": status, "errorCode": code, "message": message}, status_code=status)
+
+
+def _validation_message(exc: RequestValidationError) -> str:
+    parts = []
+    for e in exc.errors():
+        loc = ".".join(str(x) for x in e.get("loc", ()) if x != "body")
+        parts.append(f"{loc or 'body'}: {e.get('msg', 'invalid')}")
+    return "; ".join(parts) or "invalid request body"
+
+
+def install(app) -> None:
+    """Register the handlers that give every error the SPEC §5 shape."""
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError):
+        return error_response(400, "INVALID_REQUEST_BODY", _validation_message(exc))
+
+    @app.exception_handler(CodesearchError)
+    async def _ours(request: Request, exc: CodesearchError):
+        if exc.status_code >= 500:
+            log.error("%s %s failed: %s", request.method, request.url.path, exc)
+            return error_response(500, "UNEXPECTED_ERROR", "an unexpected error occurred")
+        return error_response(exc.status_code, exc.error_code, str(exc))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException):
+        if exc.status_code == 404:
+            return error_response(404, "NOT_FOUND", f"no route {request.method} {request.url.path}")
+        if exc.status_code == 405:
+            return error_response(405, "METHOD_NOT_ALLOWED", f"{request.method} is not allowed on {request.url.path}")
+        return error_response(exc.status_code, "UNEXPECTED_ERROR", str(exc.detail))
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception):
+        log.exception("%s %s failed", request.method, request.url.path)
+        return error_response(500, "UNEXPECTED_ERROR", "an unexpected error occurred")
