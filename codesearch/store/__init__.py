@@ -1,0 +1,82 @@
+"""The state database: the one module that owns connections, repos, jobs, users, API keys, contexts.
+
+    from codesearch.store import Store
+    store = Store.open(data_dir)              # migrates to the latest schema
+    conn, needs_sync = store.upsert_connection("gh", "github", {...})
+    result = store.upsert_repos("gh", listing.repos)          # ids stay stable by name
+    job = store.claim_job("index", worker_id="indexer-3")      # None when nothing to do
+
+Where the database is. `DATABASE_URL` (any SQLAlchemy URL; PostgreSQL works with a driver
+installed, e.g. ``postgresql+psycopg://...``), else the SQLite file `<data_dir>/codesearch.db`.
+SQLite connections run with ``journal_mode=WAL`` (readers never block the writer and vice
+versa), ``foreign_keys=ON``, ``busy_timeout=30000`` and ``synchronous=NORMAL`` (durable
+across process crashes; a power loss may lose the last transactions, never corrupt).
+
+Concurrency. Every `Store` method is one short transaction; a `Store` may be shared by the
+threads of a process, and any number of processes (Ray actors, CLI commands) may open the same
+database, each with its own `Store` (do not carry one across ``fork``). On SQLite, write
+transactions begin with ``BEGIN IMMEDIATE``: they take the single write lock first and wait up
+to the busy timeout for it, so they never fail half-way with "database is locked" on a lock
+upgrade; reads see a consistent snapshot. Job claims are conditional UPDATEs
+(``... WHERE id = ? AND state = 'PENDING'``) whose row count is checked, which is also what
+makes them exclusive on PostgreSQL (READ COMMITTED re-checks the WHERE after a row lock).
+
+Schema. Tables `schema_version`, `connections`, `repos` (integer `id` = the API's
+`repositoryId`, never reused), `repo_connections` (many-to-many), `jobs` (sync jobs per
+connection and index jobs per repo: PENDING → IN_PROGRESS → COMPLETED | FAILED, with attempts,
+backoff via `next_attempt_at`, `worker_id`, heartbeats), `users` (OWNER | MEMBER),
+`api_keys` (HMAC-SHA256 hex of the key under the server secret, never the key) and
+`search_contexts`. Migrations: `codesearch.store.migrations`.
+
+Server secret. `SOURCEBOT_ENCRYPTION_KEY`, else `<data_dir>/.secret` (generated once, 0600):
+`codesearch.store.secret`.
+
+Errors. `StoreError` (a `CodesearchError`) and its `NotFound` (404; REPOSITORY_NOT_FOUND for
+repos), `Conflict` (409) and `SchemaTooNew`. Bad arguments (an unknown status, page 0) are
+`ValueError`s: programming errors, validated earlier by the API layer.
+"""
+
+from codesearch.store.errors import Conflict, NotFound, SchemaTooNew, StoreError
+from codesearch.store.migrations import LATEST_VERSION, MIGRATIONS, migrate
+from codesearch.store.models import (
+    COMPLETED,
+    CONNECTION_STATUSES,
+    FAILED,
+    IN_PROGRESS,
+    INDEX_FAILED,
+    INDEX_JOB,
+    INDEX_NEW,
+    INDEXED,
+    INDEXING,
+    JOB_KINDS,
+    JOB_STATES,
+    MEMBER,
+    OWNER,
+    PENDING,
+    REPO_STATUSES,
+    ROLES,
+    SYNC_FAILED,
+    SYNC_JOB,
+    SYNC_NEEDED,
+    SYNCED,
+    SYNCED_WITH_WARNINGS,
+    SYNCING,
+    ApiKey,
+    Connection,
+    Job,
+    Repo,
+    RepoSyncResult,
+    SearchContext,
+    User,
+)
+from codesearch.store.secret import load_server_secret
+from codesearch.store.store import API_KEY_PREFIX, DB_FILE, LISTING_FIELDS, Store, config_hash, make_engine
+
+__all__ = [
+    "API_KEY_PREFIX", "COMPLETED", "CONNECTION_STATUSES", "DB_FILE", "FAILED", "INDEXED", "INDEXING",
+    "INDEX_FAILED", "INDEX_JOB", "INDEX_NEW", "IN_PROGRESS", "JOB_KINDS", "JOB_STATES", "LATEST_VERSION",
+    "LISTING_FIELDS", "MEMBER", "MIGRATIONS", "OWNER", "PENDING", "REPO_STATUSES", "ROLES", "SYNCED",
+    "SYNCED_WITH_WARNINGS", "SYNCING", "SYNC_FAILED", "SYNC_JOB", "SYNC_NEEDED", "ApiKey", "Conflict",
+    "Connection", "Job", "NotFound", "Repo", "RepoSyncResult", "SchemaTooNew", "SearchContext", "Store",
+    "StoreError", "User", "config_hash", "load_server_secret", "make_engine", "migrate",
+]

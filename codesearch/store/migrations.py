@@ -1,0 +1,205 @@
+"""Schema migrations: an ordered list of functions, applied in one transaction at open.
+
+The database records every applied migration in `schema_version` (version, description,
+applied_at); its version is the highest row. `migrate(engine)` takes a write lock (SQLite:
+``BEGIN IMMEDIATE``; PostgreSQL: a transaction-scoped advisory lock), creates
+`schema_version` if needed, refuses a database newer than `LATEST_VERSION` (`SchemaTooNew`),
+then runs the missing migrations in order and records them. SQLite and PostgreSQL both have
+transactional DDL, so a failing migration leaves the database as it was, and several
+processes opening the same database at once migrate it exactly once.
+
+Rules for adding a migration:
+  * append ``(N + 1, "what it does", function)`` to `MIGRATIONS`; never edit or reorder a
+    released one: a migration is a frozen description of one step, so it must not import
+    the current tables of `tables.py` (they describe the *latest* schema);
+  * write portable DDL (SQLAlchemy constructs, or `text()` that both SQLite and PostgreSQL
+    accept). SQLite's ALTER TABLE can add and rename columns only: anything else is done by
+    creating the new table, copying the rows and renaming it;
+  * update `tables.py` to the new shape; the tests check that both agree.
+
+Alembic was not used: the schema is owned by this one module, migrations run in-process
+at open (no command, no ini/env.py, no autogenerate needed), and the list below is all the
+machinery required; the dependency would buy little.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Callable
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Column,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    func,
+    insert,
+    select,
+    text,
+)
+from sqlalchemy.engine import Connection, Engine
+
+from codesearch.store.errors import SchemaTooNew
+from codesearch.store.tables import NAMING_CONVENTION, UTCDateTime
+from codesearch.store.tables import schema_version as _schema_version
+
+#: Arbitrary constant for PostgreSQL's pg_advisory_xact_lock ("code" in ASCII).
+_PG_LOCK_KEY = 0x636F6465
+
+
+def _v1_initial(conn: Connection) -> None:
+    """Connections, repos and their links, jobs, users, API keys, search contexts."""
+    md = MetaData(naming_convention=NAMING_CONVENTION)
+    Table(
+        "connections", md,
+        Column("id", Integer, primary_key=True),
+        Column("name", String(255), nullable=False, unique=True),
+        Column("type", String(32), nullable=False),
+        Column("config", JSON, nullable=False),
+        Column("config_hash", String(64), nullable=False),
+        Column("sync_status", String(32), nullable=False),
+        Column("sync_error", Text, nullable=True),
+        Column("sync_warnings", JSON, nullable=False),
+        Column("created_at", UTCDateTime, nullable=False),
+        Column("updated_at", UTCDateTime, nullable=False),
+        Column("synced_at", UTCDateTime, nullable=True),
+        sqlite_autoincrement=True,
+    )
+    Table(
+        "repos", md,
+        Column("id", Integer, primary_key=True),
+        Column("name", String(512), nullable=False, unique=True),
+        Column("display_name", String(512), nullable=False),
+        Column("code_host_type", String(32), nullable=False),
+        Column("clone_url", Text, nullable=False),
+        Column("web_url", Text, nullable=False),
+        Column("file_url_template", Text, nullable=False),
+        Column("default_branch", String(255), nullable=True),
+        Column("fork", Boolean, nullable=False),
+        Column("archived", Boolean, nullable=False),
+        Column("public", Boolean, nullable=False),
+        Column("topics", JSON, nullable=False),
+        Column("size_bytes", BigInteger, nullable=True),
+        Column("pushed_at", UTCDateTime, nullable=True),
+        Column("stars", Integer, nullable=True),
+        Column("external_id", String(255), nullable=False),
+        Column("local_path", Text, nullable=True),
+        Column("created_at", UTCDateTime, nullable=False),
+        Column("updated_at", UTCDateTime, nullable=False),
+        Column("indexed_at", UTCDateTime, nullable=True),
+        Column("indexed_revisions", JSON, nullable=False),
+        Column("index_status", String(32), nullable=False),
+        Column("last_error", Text, nullable=True),
+        Column("orphaned_at", UTCDateTime, nullable=True),
+        sqlite_autoincrement=True,
+    )
+    Table(
+        "repo_connections", md,
+        Column("repo_id", Integer, ForeignKey("repos.id", ondelete="CASCADE"), primary_key=True),
+        Column("connection_id", Integer, ForeignKey("connections.id", ondelete="CASCADE"), primary_key=True),
+        Column("created_at", UTCDateTime, nullable=False),
+        Index(None, "connection_id"),
+    )
+    Table(
+        "jobs", md,
+        Column("id", Integer, primary_key=True),
+        Column("kind", String(16), nullable=False),
+        Column("connection_id", Integer, ForeignKey("connections.id", ondelete="CASCADE"), nullable=True),
+        Column("repo_id", Integer, ForeignKey("repos.id", ondelete="CASCADE"), nullable=True),
+        Column("state", String(16), nullable=False),
+        Column("attempts", Integer, nullable=False),
+        Column("max_attempts", Integer, nullable=False),
+        Column("error", Text, nullable=True),
+        Column("worker_id", String(255), nullable=True),
+        Column("created_at", UTCDateTime, nullable=False),
+        Column("started_at", UTCDateTime, nullable=True),
+        Column("finished_at", UTCDateTime, nullable=True),
+        Column("heartbeat_at", UTCDateTime, nullable=True),
+        Column("next_attempt_at", UTCDateTime, nullable=False),
+        Index(None, "kind", "state", "next_attempt_at"),
+        Index(None, "connection_id"),
+        Index(None, "repo_id"),
+        sqlite_autoincrement=True,
+    )
+    Table(
+        "users", md,
+        Column("id", Integer, primary_key=True),
+        Column("email", String(320), nullable=False, unique=True),
+        Column("name", String(255), nullable=False),
+        Column("password_hash", String(255), nullable=True),
+        Column("role", String(16), nullable=False),
+        Column("created_at", UTCDateTime, nullable=False),
+        sqlite_autoincrement=True,
+    )
+    Table(
+        "api_keys", md,
+        Column("id", Integer, primary_key=True),
+        Column("user_id", Integer, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
+        Column("name", String(255), nullable=False),
+        Column("key_hash", String(64), nullable=False, unique=True),
+        Column("created_at", UTCDateTime, nullable=False),
+        Column("last_used_at", UTCDateTime, nullable=True),
+        Column("revoked_at", UTCDateTime, nullable=True),
+        Index(None, "user_id"),
+        sqlite_autoincrement=True,
+    )
+    Table(
+        "search_contexts", md,
+        Column("id", Integer, primary_key=True),
+        Column("name", String(255), nullable=False, unique=True),
+        Column("description", Text, nullable=False),
+        Column("repo_names", JSON, nullable=False),
+        Column("updated_at", UTCDateTime, nullable=False),
+    )
+    md.create_all(conn)
+
+
+Migration = tuple[int, str, Callable[[Connection], None]]
+
+#: Every migration, in order. Versions are 1, 2, 3, ... without gaps.
+MIGRATIONS: list[Migration] = [
+    (1, "initial schema: connections, repos, links, jobs, users, API keys, search contexts", _v1_initial),
+]
+
+LATEST_VERSION = MIGRATIONS[-1][0]
+
+assert [m[0] for m in MIGRATIONS] == list(range(1, len(MIGRATIONS) + 1)), "migration versions must be 1..N"
+
+
+def current_version(conn: Connection) -> int:
+    """The schema version of the database on `conn` (0 for an empty database)."""
+    if not conn.dialect.has_table(conn, _schema_version.name):
+        return 0
+    return conn.scalar(select(func.max(_schema_version.c.version))) or 0
+
+
+def migrate(engine: Engine, *, database: str = "", migrations: list[Migration] | None = None) -> int:
+    """Bring the database to the latest version; return that version.
+
+    `database` names the database in errors (without its password). `migrations` replaces
+    `MIGRATIONS` (for tests)."""
+    migrations = MIGRATIONS if migrations is None else migrations
+    latest = migrations[-1][0] if migrations else 0
+    with engine.connect() as conn:
+        conn.execution_options(codesearch_write=True)  # SQLite: BEGIN IMMEDIATE (see store.py)
+        with conn.begin():
+            if conn.dialect.name == "postgresql":
+                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_LOCK_KEY})
+            _schema_version.create(conn, checkfirst=True)
+            found = current_version(conn)
+            if found > latest:
+                raise SchemaTooNew(database or str(engine.url.render_as_string(hide_password=True)), found, latest)
+            for version, description, step in migrations:
+                if version <= found:
+                    continue
+                step(conn)
+                conn.execute(insert(_schema_version).values(
+                    version=version, description=description, applied_at=datetime.now(timezone.utc)))
+            return max(found, latest)

@@ -1,0 +1,142 @@
+"""Rows of the state database as plain dataclasses, and the status values they use.
+
+Every time is a timezone-aware UTC `datetime` (or None). The API layer formats them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+# --- connection sync status (what the UI shows for a connection)
+SYNC_NEEDED = "SYNC_NEEDED"  # new, or its config changed, since the last sync
+SYNCING = "SYNCING"
+SYNCED = "SYNCED"
+SYNCED_WITH_WARNINGS = "SYNCED_WITH_WARNINGS"  # e.g. one org of several did not exist
+SYNC_FAILED = "FAILED"
+CONNECTION_STATUSES = (SYNC_NEEDED, SYNCING, SYNCED, SYNCED_WITH_WARNINGS, SYNC_FAILED)
+
+# --- repo index status
+INDEX_NEW = "NEW"  # never indexed
+INDEXING = "INDEXING"
+INDEXED = "INDEXED"
+INDEX_FAILED = "FAILED"  # the last attempt failed (an older index may still be served)
+REPO_STATUSES = (INDEX_NEW, INDEXING, INDEXED, INDEX_FAILED)
+
+# --- jobs
+SYNC_JOB = "sync"  # one connection: list, upsert repos, link/unlink
+INDEX_JOB = "index"  # one repo: fetch, index, swap shards
+JOB_KINDS = (SYNC_JOB, INDEX_JOB)
+PENDING = "PENDING"
+IN_PROGRESS = "IN_PROGRESS"
+COMPLETED = "COMPLETED"
+FAILED = "FAILED"
+JOB_STATES = (PENDING, IN_PROGRESS, COMPLETED, FAILED)
+
+# --- users
+OWNER = "OWNER"
+MEMBER = "MEMBER"
+ROLES = (OWNER, MEMBER)
+
+
+@dataclass
+class Connection:
+    id: int
+    name: str
+    type: str
+    config: dict[str, Any]
+    config_hash: str  # sha256 of the config as canonical JSON
+    sync_status: str  # one of CONNECTION_STATUSES
+    sync_error: str | None
+    sync_warnings: list[str]
+    created_at: datetime
+    updated_at: datetime
+    synced_at: datetime | None
+
+
+@dataclass
+class Repo:
+    id: int  # the API's repositoryId; never reused
+    name: str  # "<host>/<path>", unique
+    display_name: str
+    code_host_type: str
+    clone_url: str
+    web_url: str
+    file_url_template: str
+    default_branch: str | None
+    fork: bool
+    archived: bool
+    public: bool
+    topics: list[str]
+    size_bytes: int | None
+    pushed_at: datetime | None
+    stars: int | None
+    external_id: str
+    local_path: str | None  # set for local git repos indexed in place
+    created_at: datetime
+    updated_at: datetime
+    indexed_at: datetime | None  # last successful index
+    indexed_revisions: Any  # JSON, by convention {full ref name: commit sha}
+    index_status: str  # one of REPO_STATUSES
+    last_error: str | None
+    orphaned_at: datetime | None  # when its last connection link went away (None while linked)
+
+
+@dataclass
+class RepoSyncResult:
+    """What `Store.upsert_repos` did for one connection's listing."""
+
+    ids: dict[str, int] = field(default_factory=dict)  # repo name → id, for every listed repo
+    added: list[int] = field(default_factory=list)  # new repo rows
+    updated: list[int] = field(default_factory=list)  # existing rows whose metadata changed
+    linked: list[int] = field(default_factory=list)  # newly linked to the connection
+    unlinked: list[int] = field(default_factory=list)  # no longer listed by the connection
+    orphaned: list[int] = field(default_factory=list)  # unlinked and now without any connection
+
+
+@dataclass
+class Job:
+    id: int
+    kind: str  # SYNC_JOB or INDEX_JOB
+    connection_id: int | None  # sync jobs
+    repo_id: int | None  # index jobs
+    state: str  # one of JOB_STATES
+    attempts: int  # how many times it was claimed
+    max_attempts: int
+    error: str | None  # the last failure
+    worker_id: str | None  # who holds it (IN_PROGRESS) or held it last
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    heartbeat_at: datetime | None
+    next_attempt_at: datetime  # not claimable before this (retry backoff)
+
+
+@dataclass
+class User:
+    id: int
+    email: str  # lower-cased
+    name: str
+    role: str  # OWNER or MEMBER
+    created_at: datetime
+    password_hash: str | None = field(default=None, repr=False)
+
+
+@dataclass
+class ApiKey:
+    """An API key as listed: never its secret, never its hash."""
+
+    id: int
+    user_id: int
+    name: str
+    created_at: datetime
+    last_used_at: datetime | None
+    revoked_at: datetime | None
+
+
+@dataclass
+class SearchContext:
+    name: str
+    repo_names: list[str]
+    description: str = ""

@@ -1,0 +1,180 @@
+"""The current schema, as SQLAlchemy Core tables (what the queries of `Store` use).
+
+Portable types only (Integer, BigInteger, String, Text, Boolean, JSON, timestamps), so the same
+tables work on SQLite and PostgreSQL. Times are stored in UTC and always come back as
+timezone-aware `datetime`s (`UTCDateTime`).
+
+This file describes the schema *after* the last migration in `migrations.py`. Changing it
+means adding a migration that brings an existing database to the same shape;
+`tests/test_store.py` checks that a migrated database and these tables agree.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Column,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+)
+from sqlalchemy.types import TypeDecorator
+
+#: Constraint names, so that later migrations can refer to them on every database.
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class UTCDateTime(TypeDecorator):
+    """A timestamp kept in UTC: naive values are taken as UTC, results are always aware UTC.
+
+    SQLite has no time zone support, so the value is stored as a naive UTC string (fixed width,
+    so comparisons in SQL order correctly); PostgreSQL gets a `timestamptz`.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value, dialect):
+        if value is None:
+            return None
+        if not isinstance(value, datetime):
+            raise TypeError(f"expected a datetime, got {type(value).__name__}")
+        value = value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value, dialect):
+        if value is None:
+            return None
+        return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+
+
+metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+schema_version = Table(
+    "schema_version", metadata,
+    Column("version", Integer, primary_key=True, autoincrement=False),
+    Column("description", String(200), nullable=False),
+    Column("applied_at", UTCDateTime, nullable=False),
+)
+
+connections = Table(
+    "connections", metadata,
+    Column("id", Integer, primary_key=True),
+    Column("name", String(255), nullable=False, unique=True),
+    Column("type", String(32), nullable=False),
+    Column("config", JSON, nullable=False),
+    Column("config_hash", String(64), nullable=False),
+    Column("sync_status", String(32), nullable=False),
+    Column("sync_error", Text, nullable=True),
+    Column("sync_warnings", JSON, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    Column("synced_at", UTCDateTime, nullable=True),
+    sqlite_autoincrement=True,
+)
+
+repos = Table(
+    "repos", metadata,
+    Column("id", Integer, primary_key=True),
+    Column("name", String(512), nullable=False, unique=True),
+    Column("display_name", String(512), nullable=False),
+    Column("code_host_type", String(32), nullable=False),
+    Column("clone_url", Text, nullable=False),
+    Column("web_url", Text, nullable=False),
+    Column("file_url_template", Text, nullable=False),
+    Column("default_branch", String(255), nullable=True),
+    Column("fork", Boolean, nullable=False),
+    Column("archived", Boolean, nullable=False),
+    Column("public", Boolean, nullable=False),
+    Column("topics", JSON, nullable=False),
+    Column("size_bytes", BigInteger, nullable=True),
+    Column("pushed_at", UTCDateTime, nullable=True),
+    Column("stars", Integer, nullable=True),
+    Column("external_id", String(255), nullable=False),
+    Column("local_path", Text, nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    Column("indexed_at", UTCDateTime, nullable=True),
+    Column("indexed_revisions", JSON, nullable=False),
+    Column("index_status", String(32), nullable=False),
+    Column("last_error", Text, nullable=True),
+    Column("orphaned_at", UTCDateTime, nullable=True),
+    sqlite_autoincrement=True,  # ids are never reused: an id names a clone folder and index shards
+)
+
+repo_connections = Table(
+    "repo_connections", metadata,
+    Column("repo_id", Integer, ForeignKey("repos.id", ondelete="CASCADE"), primary_key=True),
+    Column("connection_id", Integer, ForeignKey("connections.id", ondelete="CASCADE"), primary_key=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Index(None, "connection_id"),
+)
+
+jobs = Table(
+    "jobs", metadata,
+    Column("id", Integer, primary_key=True),
+    Column("kind", String(16), nullable=False),
+    Column("connection_id", Integer, ForeignKey("connections.id", ondelete="CASCADE"), nullable=True),
+    Column("repo_id", Integer, ForeignKey("repos.id", ondelete="CASCADE"), nullable=True),
+    Column("state", String(16), nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("max_attempts", Integer, nullable=False),
+    Column("error", Text, nullable=True),
+    Column("worker_id", String(255), nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("started_at", UTCDateTime, nullable=True),
+    Column("finished_at", UTCDateTime, nullable=True),
+    Column("heartbeat_at", UTCDateTime, nullable=True),
+    Column("next_attempt_at", UTCDateTime, nullable=False),
+    Index(None, "kind", "state", "next_attempt_at"),
+    Index(None, "connection_id"),
+    Index(None, "repo_id"),
+    sqlite_autoincrement=True,
+)
+
+users = Table(
+    "users", metadata,
+    Column("id", Integer, primary_key=True),
+    Column("email", String(320), nullable=False, unique=True),
+    Column("name", String(255), nullable=False),
+    Column("password_hash", String(255), nullable=True),
+    Column("role", String(16), nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    sqlite_autoincrement=True,
+)
+
+api_keys = Table(
+    "api_keys", metadata,
+    Column("id", Integer, primary_key=True),
+    Column("user_id", Integer, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
+    Column("name", String(255), nullable=False),
+    Column("key_hash", String(64), nullable=False, unique=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("last_used_at", UTCDateTime, nullable=True),
+    Column("revoked_at", UTCDateTime, nullable=True),
+    Index(None, "user_id"),
+    sqlite_autoincrement=True,
+)
+
+search_contexts = Table(
+    "search_contexts", metadata,
+    Column("id", Integer, primary_key=True),
+    Column("name", String(255), nullable=False, unique=True),
+    Column("description", Text, nullable=False),
+    Column("repo_names", JSON, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+)
