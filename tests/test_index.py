@@ -301,3 +301,48 @@ def test_revision_selection_order_globs_and_cap(tmp_path):
     assert warnings and "72 revisions" in warnings[0]
     revs, warnings = select_revisions(r, ["feature/**"], ["v*"])
     assert [x.ref for x in revs] == ["refs/heads/main", "refs/heads/feature/x/deep", "refs/tags/v1.0"] and not warnings
+
+
+def test_searches_during_reindex_see_one_generation(tmp_path):
+    """A re-index swaps a multi-shard repository atomically: every search sees all files of
+    one version, never a mix and never nothing, while another thread re-indexes."""
+    import threading
+
+    from codesearch.index.manifest import read_manifest
+
+    src, ix = tmp_path / "src", str(tmp_path / "ix")
+    n_files = 12
+
+    def write_version(v):
+        _write(src, {f"f{i}.txt": (f"version{v:03d} marker\n" + "filler text\n" * 400).encode() for i in range(n_files)})
+
+    settings = IndexSettings(ctags=False, shard_max_bytes=15_000)
+    write_version(0)
+    index_paths([str(src)], ix, settings)
+    searcher = Searcher(ix)
+    errors, done = [], threading.Event()
+
+    def reindex():
+        try:
+            for v in range(1, 12):
+                write_version(v)
+                index_paths([str(src)], ix, settings)
+        except Exception as e:  # surfaced below
+            errors.append(e)
+        finally:
+            done.set()
+
+    t = threading.Thread(target=reindex)
+    t.start()
+    seen = set()
+    while not done.is_set() or not seen:
+        searcher.reload()
+        r = searcher.search("marker", matches=10**6)
+        versions = {ch["content"].split()[0] for f in r["files"] for ch in f["chunks"]}
+        assert len(r["files"]) == n_files and len(versions) == 1, (len(r["files"]), versions)
+        seen |= versions
+    t.join()
+    assert not errors
+    searcher.reload()
+    assert {ch["content"].split()[0] for f in searcher.search("marker")["files"] for ch in f["chunks"]} == {"version011"}
+    assert len(read_manifest(ix)["repos"]) == 1 and len(os.listdir(ix)) == len(searcher.shards) + 2  # + manifest, lock

@@ -18,6 +18,8 @@ import array
 import logging
 import os
 import re
+import shutil
+import tempfile
 import time
 from dataclasses import dataclass, field
 
@@ -27,6 +29,7 @@ from pyroaring import BitMap
 from codesearch.errors import IndexBuildError
 from codesearch.globs import PatternList
 from codesearch.index import format as fmt
+from codesearch.index import manifest
 from codesearch.index.language import SKIPPED, detect, rank_class, wants_symbols
 from codesearch.index.sources import RepoInfo, SourceFile, open_source
 from codesearch.index.symbols import SymbolExtractor
@@ -86,8 +89,10 @@ def shard_prefix(repo: RepoInfo) -> str:
 class ShardBuilder:
     """Builds the shards of one repository into `out_dir`."""
 
-    def __init__(self, out_dir: str, repo: RepoInfo, settings: IndexSettings, stats: IndexStats, progress=None):
+    def __init__(self, out_dir: str, repo: RepoInfo, settings: IndexSettings, stats: IndexStats, progress=None,
+                 name: str | None = None):
         self.out_dir = out_dir
+        self.name = name or shard_prefix(repo)
         self.repo = repo
         self.settings = settings
         self.stats = stats
@@ -149,7 +154,7 @@ class ShardBuilder:
         docs = [self.docs[i] for i in order]
         syms = [symbols.get(i, ()) for i in order]
         self.docs, self.content_bytes = [], 0
-        path = os.path.join(self.out_dir, f"{shard_prefix(self.repo)}.{len(self.written)}{fmt.SUFFIX}")
+        path = os.path.join(self.out_dir, f"{self.name}.{len(self.written)}{fmt.SUFFIX}")
         sections = _sections(self.repo, docs, syms)
         size = fmt.write_shard(path, sections)
         self.written.append(path)
@@ -236,37 +241,28 @@ def _sections(repo: RepoInfo, docs: list[_Doc], syms: list) -> dict[str, object]
 def index_source(source, out_dir: str, settings: IndexSettings | None = None, stats: IndexStats | None = None, progress=None) -> IndexStats:
     """Index one source (a `DirectorySource` or `GitSource`) into shards in `out_dir`.
 
-    The repository's previous shards are replaced only after the new ones are written.
+    The new shards are built in a private folder under new names (a new generation) and then
+    swapped in through the manifest (`codesearch.index.manifest`): searches see the old shards
+    or the new ones, never a mix, and never nothing.
     """
     settings = settings or IndexSettings()
     stats = stats or IndexStats()
     os.makedirs(out_dir, exist_ok=True)
     t0 = time.perf_counter()
     prefix = shard_prefix(source.repo)
-    previous = [f for f in os.listdir(out_dir) if f.startswith(prefix + ".") and f.endswith(fmt.SUFFIX)]
-    tmp_repo_dir = os.path.join(out_dir, f".build-{prefix}-{os.getpid()}")
-    os.makedirs(tmp_repo_dir, exist_ok=True)
-    builder = ShardBuilder(tmp_repo_dir, source.repo, settings, stats, progress)
+    generation = manifest.next_generation(out_dir)
+    build_dir = tempfile.mkdtemp(prefix=f".build-{generation}-", dir=out_dir)
+    builder = ShardBuilder(build_dir, source.repo, settings, stats, progress, name=f"{prefix}.g{generation}")
     try:
         for f in source.files():
             builder.add(f)
         written = builder.finish()
         stats.warnings.extend(getattr(source, "warnings", []))
-        # Swap in: new shards first (each rename is atomic), then remove the old ones that were
-        # not overwritten. A reader listing the directory between two renames can see a mix of
-        # generations of a multi-shard repository; the service's manifest makes that atomic.
-        names = [os.path.basename(p) for p in written]
-        for p, name in zip(written, names):
-            os.replace(p, os.path.join(out_dir, name))
-            stats.shards.append(os.path.join(out_dir, name))
-        for old in previous:
-            if old not in names:
-                os.unlink(os.path.join(out_dir, old))
+        manifest.swap_repo(out_dir, source.repo.id, source.repo.name, generation, written, replaces_prefix=prefix)
+        stats.shards.extend(os.path.join(out_dir, os.path.basename(p)) for p in written)
     finally:
         builder.symbols.close()
-        for leftover in os.listdir(tmp_repo_dir):
-            os.unlink(os.path.join(tmp_repo_dir, leftover))
-        os.rmdir(tmp_repo_dir)
+        shutil.rmtree(build_dir, ignore_errors=True)
     stats.seconds += time.perf_counter() - t0
     return stats
 

@@ -18,7 +18,7 @@ import os
 import time
 
 from codesearch.errors import CodesearchError, IndexFormatError
-from codesearch.index.format import SUFFIX
+from codesearch.index.manifest import current_shards
 from codesearch.index.shard import Shard
 from codesearch.search.engine import PartialResult, make_plan, merge_partials, partial_result, search_shards
 from codesearch.search.options import SearchOptions
@@ -66,7 +66,8 @@ def balance(paths: list[str], n: int) -> list[list[str]]:
 
 
 def shard_files(index_dir: str) -> list[str]:
-    return sorted(os.path.join(index_dir, f) for f in os.listdir(index_dir) if f.endswith(SUFFIX) and not f.startswith("."))
+    """The shards the index consists of now (per its manifest)."""
+    return current_shards(index_dir)
 
 
 class SearcherPool:

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 
 from codesearch.errors import IndexFormatError
-from codesearch.index.format import SUFFIX
+from codesearch.index.manifest import current_shards
 from codesearch.index.shard import Shard
 from codesearch.query.parser import parse
 from codesearch.query.planner import Plan, plan
@@ -162,13 +162,35 @@ class Searcher:
         self.errors: list[str] = []
         if not os.path.isdir(index_dir):
             raise IndexFormatError(index_dir, "index directory does not exist")
-        for name in sorted(os.listdir(index_dir)):
-            if name.endswith(SUFFIX) and not name.startswith("."):
+        self.verify = verify
+        self.reload()
+
+    def reload(self) -> None:
+        """Follow the index manifest: open shards that appeared, drop those that were replaced.
+
+        Searches that already hold the old shard list finish on it (the files stay mapped). If
+        a shard named by the manifest vanished before it could be opened, a newer manifest has
+        replaced it: read the manifest again (a few times at most).
+        """
+        for _ in range(5):
+            errors, vanished = [], False
+            old = {s.path: s for s in self.shards}
+            shards = []
+            for path in current_shards(self.index_dir):
+                if path in old:
+                    shards.append(old.pop(path))
+                    continue
                 try:
-                    self.shards.append(Shard(os.path.join(index_dir, name), verify=verify))
+                    shards.append(Shard(path, verify=self.verify))
                 except IndexFormatError as e:
+                    if not os.path.exists(path):
+                        vanished = True
+                        break
                     log.error("%s", e)
-                    self.errors.append(str(e))
+                    errors.append(str(e))
+            if not vanished:
+                self.shards, self.errors = shards, errors
+                return
 
     def search(self, query: str, matches: int = 100, context_lines: int = 0, whole: bool = False,
                is_regex: bool = False, case_sensitive: bool = False, options: SearchOptions | None = None) -> dict:
@@ -180,7 +202,7 @@ class Searcher:
         deadline = options.deadline()
         p = make_plan(query, options)
         plan_ns = time.perf_counter_ns() - started
-        results = search_shards(self.shards, p, options, deadline)
+        results = search_shards(list(self.shards), p, options, deadline)
         return merge_partials([partial_result(results, options)], options, started, plan_ns)
 
     def close(self) -> None:
