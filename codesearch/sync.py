@@ -53,10 +53,14 @@ def git_credentials(kind: str, conn: dict, token: str | None) -> tuple[str | Non
     return None, None
 
 
-def repo_info(repo: HostRepo) -> RepoInfo:
-    """The engine's view of a host repository (the shard's `meta.repos` entry)."""
+def repo_info(repo: HostRepo, repo_id: int = 0) -> RepoInfo:
+    """The engine's view of a host repository (the shard's `meta.repos` entry).
+
+    `repo_id` is the state store's id (the API's `repositoryId`); without one, a stable id is
+    derived from the name."""
     return RepoInfo(
         name=repo.name,
+        id=repo_id,
         display_name=repo.display_name,
         code_host_type=repo.code_host_type,
         web_url=repo.web_url,
@@ -76,8 +80,12 @@ def resolve_connection_token(name: str, conn: dict, environ=None) -> str | None:
 
 
 def sync_connection(name: str, conn: dict, *, mirrors, index_dir: str, index_settings: IndexSettings | None = None,
-                    http: HostHttp | None = None, environ=None) -> SyncReport:
-    """List, mirror and index every repository of one connection (see the module docstring)."""
+                    http: HostHttp | None = None, environ=None, on_listed=None, progress=None) -> SyncReport:
+    """List, mirror and index every repository of one connection (see the module docstring).
+
+    `on_listed(listing) -> {repo name: id}` lets the caller record the listing (the state store)
+    and supply the ids the index uses; `progress(repo_name, done, total)` reports each repo.
+    """
     kind = conn["type"]
     token = resolve_connection_token(name, conn, environ)
     own_http = http is None
@@ -88,12 +96,14 @@ def sync_connection(name: str, conn: dict, *, mirrors, index_dir: str, index_set
         if own_http:
             http.close()
     report = SyncReport(name, repos=listing.repos, warnings=list(listing.warnings))
+    ids = on_listed(listing) if on_listed else {}
     user, password = git_credentials(kind, conn, token)
     revisions = conn.get("revisions") or {}
-    for repo in listing.repos:
+    for done, repo in enumerate(listing.repos, 1):
+        info = repo_info(repo, ids.get(repo.name, 0))
         try:
-            path = repo.local_path or mirrors.sync(repo_info(repo).id, repo.clone_url, username=user, password=password).path
-            source = GitSource(path, repo=repo_info(repo), branch_globs=revisions.get("branches") or (),
+            path = repo.local_path or mirrors.sync(info.id, repo.clone_url, username=user, password=password).path
+            source = GitSource(path, repo=info, branch_globs=revisions.get("branches") or (),
                                tag_globs=revisions.get("tags") or ())
             try:
                 index_source(source, index_dir, index_settings, report.stats)
@@ -103,4 +113,6 @@ def sync_connection(name: str, conn: dict, *, mirrors, index_dir: str, index_set
         except CodesearchError as e:
             log.warning("connection %s: %s: %s", name, repo.name, e)
             report.failed[repo.name] = str(e)
+        if progress:
+            progress(repo.name, done, len(listing.repos))
     return report
