@@ -1,34 +1,34 @@
-"""The HTTP API routes (SPEC §5), as a FastAPI app built by `build_app`.
+"""The HTTP API (SPEC §5), as a FastAPI app built by `build_app`.
 
 The app is built inside each Serve replica (a builder function, not a module-level app), so
-nothing unpicklable crosses processes. Routes here: ``POST /api/search``, ``GET /api/health``,
-``GET /api/version``, ``GET /api/openapi.json``. The search itself is delegated to a
-`searcher` object with ``search(query, options) -> dict`` (a `SearcherPool` on Ray, or an
-in-process `Searcher`-backed adapter in tests), so this module holds no search logic.
+nothing unpicklable crosses processes. Routes:
+
+- public: ``GET /api/health``, ``GET /api/version``, ``GET /api/openapi.json``;
+- behind authentication (`auth.py`): ``POST /api/search``, ``POST /api/stream_search``
+  (`routes_search.py`), ``GET /api/repos``, ``GET /api/repos/status``, ``GET /api/connections``,
+  ``GET /api/jobs`` (`routes_repos.py`), ``GET /api/source`` (`routes_source.py`).
+
+The search is delegated to a `searcher` with ``search(query, options) -> dict`` (a `SearcherPool`
+on Ray, whose ``actors`` the streaming route awaits one by one); state (repos, API keys, jobs,
+search contexts) comes from the `Store` of the data directory. This module holds no search or
+database logic. Routes added by other modules depend on ``app.state.require_identity`` to get
+the same authentication.
 """
 
 from __future__ import annotations
 
+import logging
+import threading
 from importlib.metadata import PackageNotFoundError, version
+from typing import Callable, Mapping
 
-from fastapi import FastAPI
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+from fastapi import APIRouter, Depends, FastAPI
 
-from codesearch.search.options import DEFAULT_PUBLIC_URL, SearchOptions
-from codesearch.service import errors
+from codesearch.search.options import DEFAULT_PUBLIC_URL
+from codesearch.service import auth, errors, routes_repos, routes_search, routes_source
+from codesearch.service.routes_search import SearchRequest  # noqa: F401  (the request model, re-exported)
 
-
-class SearchRequest(BaseModel):
-    """The body of ``POST /api/search`` (seed.md; unknown fields and wrong types are 400)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    query: StrictStr
-    matches: StrictInt = Field(ge=1, le=1_000_000)
-    contextLines: StrictInt = Field(0, ge=0, le=100)
-    whole: StrictBool = False
-    isRegexEnabled: StrictBool = False
-    isCaseSensitivityEnabled: StrictBool = False
+log = logging.getLogger(__name__)
 
 
 def _version() -> str:
@@ -38,17 +38,51 @@ def _version() -> str:
         return "0+unknown"
 
 
-def build_app(get_searcher, *, public_url: str = DEFAULT_PUBLIC_URL, contexts=None) -> FastAPI:
-    """The FastAPI app. `get_searcher()` returns the object that runs searches (called lazily)."""
+def lazy_store(data_dir: str | None, database_url: str | None = None) -> Callable[[], object | None]:
+    """A function returning the data directory's `Store`, opened on first use (None without a data dir)."""
+    box: dict = {}
+    lock = threading.Lock()
+
+    def get_store():
+        if data_dir is None:
+            return None
+        if "store" not in box:
+            with lock:
+                if "store" not in box:
+                    from codesearch.store import Store
+
+                    box["store"] = Store.open(data_dir, database_url=database_url)
+        return box["store"]
+
+    return get_store
+
+
+def build_app(get_searcher, *, public_url: str = DEFAULT_PUBLIC_URL, contexts: dict | None = None,
+              data_dir: str | None = None, database_url: str | None = None, get_store=None,
+              anonymous_access: bool | None = None, enable_public_access: bool = False,
+              environ: Mapping[str, str] | None = None) -> FastAPI:
+    """The FastAPI app.
+
+    `get_searcher()` returns the object that runs searches (called lazily). `get_store()` returns
+    the `Store` (default: opened lazily from `data_dir` / `database_url`; None without either:
+    no keys can be checked and listings are empty). Anonymous access is `anonymous_access` when
+    given, else ``FORCE_ENABLE_ANONYMOUS_ACCESS`` from `environ` (default `os.environ`), read now,
+    or `enable_public_access` (the deprecated ``settings.enablePublicAccess``). `contexts` maps
+    search-context names to repo names, used for names the store does not know.
+    """
+    if get_store is None:
+        get_store = lazy_store(data_dir, database_url)
+    if anonymous_access is None:
+        anonymous_access = auth.anonymous_access_enabled(environ, enable_public_access)
+    authenticator = auth.Authenticator(get_store, anonymous_access)
+    require_identity = authenticator.dependency()
+
     app = FastAPI(title="codesearch", version=_version(), openapi_url="/api/openapi.json", docs_url=None, redoc_url=None)
     errors.install(app)
-
-    @app.post("/api/search")
-    def search(body: SearchRequest) -> dict:
-        options = SearchOptions(matches=body.matches, context_lines=body.contextLines, whole=body.whole,
-                                is_regex=body.isRegexEnabled, case_sensitive=body.isCaseSensitivityEnabled,
-                                public_url=public_url, contexts=dict(contexts or {}))
-        return get_searcher().search(body.query, options)
+    auth.install(app)
+    app.state.require_identity = require_identity
+    app.state.get_store = get_store
+    app.state.anonymous_access = anonymous_access
 
     @app.get("/api/health")
     def health() -> dict:
@@ -58,4 +92,11 @@ def build_app(get_searcher, *, public_url: str = DEFAULT_PUBLIC_URL, contexts=No
     def api_version() -> dict:
         return {"version": _version()}
 
+    protected = APIRouter(dependencies=[Depends(require_identity)])
+    protected.include_router(routes_search.router(get_searcher, get_store, public_url=public_url, contexts=contexts,
+                                                  require_identity=require_identity))
+    protected.include_router(routes_repos.router(get_store, public_url=public_url, require_identity=require_identity))
+    protected.include_router(routes_source.router(get_store, data_dir=data_dir, public_url=public_url,
+                                                  require_identity=require_identity))
+    app.include_router(protected)
     return app

@@ -1,21 +1,33 @@
 """The Ray Serve application: a FastAPI ingress built inside each replica.
 
 `search_application(...)` returns a bound Serve application whose replicas attach to the named
-shard searchers started by `SearcherPool.create(..., name_prefix=...)`. Replicas and
-`max_ongoing_requests` are configurable (ENGINEERING.md §3: Serve's default of 5 ongoing
-requests collapses under 32 clients; 64 is the default here).
+shard searchers started by `SearcherPool.create(..., name_prefix=...)` and open the state store
+of `data_dir` (lazily, one `Store` per replica). Replicas and `max_ongoing_requests` are
+configurable (ENGINEERING.md §3: Serve's default of 5 ongoing requests collapses under 32
+clients; 64 is the default here).
+
+Anonymous access is decided when `search_application` is called, in the calling process:
+`anonymous_access` when given, else ``FORCE_ENABLE_ANONYMOUS_ACCESS=true`` in its environment or
+`enable_public_access` (``settings.enablePublicAccess``). ``DATABASE_URL`` is likewise read here
+and handed to the replicas, which may run on other nodes with another environment. The server
+secret for API keys is ``SOURCEBOT_ENCRYPTION_KEY`` in the replicas' environment, else the
+``.secret`` file of the (shared) data directory.
 """
 
 from __future__ import annotations
+
+import os
 
 from ray import serve
 
 from codesearch.runtime.searchers import SearcherPool
 from codesearch.search.options import DEFAULT_PUBLIC_URL
 from codesearch.service.api import build_app
+from codesearch.service.auth import anonymous_access_enabled
 
 
-def _builder(name_prefix: str, searchers: int, public_url: str, contexts: dict | None):
+def _builder(name_prefix: str, searchers: int, public_url: str, contexts: dict | None, data_dir: str | None,
+             database_url: str | None, anonymous_access: bool):
     def build():
         pool: dict[str, SearcherPool] = {}
 
@@ -24,18 +36,27 @@ def _builder(name_prefix: str, searchers: int, public_url: str, contexts: dict |
                 pool["pool"] = SearcherPool.attach(name_prefix, searchers)
             return pool["pool"]
 
-        return build_app(get_searcher, public_url=public_url, contexts=contexts)
+        return build_app(get_searcher, public_url=public_url, contexts=contexts, data_dir=data_dir,
+                         database_url=database_url, anonymous_access=anonymous_access)
 
     return build
 
 
 def search_application(name_prefix: str, searchers: int, *, replicas: int = 1, max_ongoing_requests: int = 64,
-                       public_url: str = DEFAULT_PUBLIC_URL, contexts: dict | None = None):
-    """A bound Serve application serving the HTTP API over the named searchers."""
+                       public_url: str = DEFAULT_PUBLIC_URL, contexts: dict | None = None, data_dir: str | None = None,
+                       database_url: str | None = None, anonymous_access: bool | None = None,
+                       enable_public_access: bool = False):
+    """A bound Serve application serving the HTTP API over the named searchers and `data_dir`'s store."""
+    if anonymous_access is None:
+        anonymous_access = anonymous_access_enabled(os.environ, enable_public_access)
+    if database_url is None:
+        database_url = (os.environ.get("DATABASE_URL") or "").strip() or None
+    if data_dir is not None:
+        data_dir = os.path.abspath(data_dir)
 
     @serve.deployment(name="codesearch-api", num_replicas=replicas, max_ongoing_requests=max_ongoing_requests,
                       ray_actor_options={"num_cpus": 0})
-    @serve.ingress(_builder(name_prefix, searchers, public_url, contexts))
+    @serve.ingress(_builder(name_prefix, searchers, public_url, contexts, data_dir, database_url, anonymous_access))
     class CodesearchAPI:
         pass
 

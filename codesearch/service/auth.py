@@ -1,0 +1,176 @@
+"""Who is calling (SPEC §7): API keys, anonymous access, and the one place repo visibility is decided.
+
+API keys arrive as ``Authorization: Bearer <key>`` or ``X-Sourcebot-Api-Key: <key>`` and are
+checked with `Store.verify_api_key` (HMAC under the server secret; revoked keys fail). A key that
+is missing, malformed, unknown or revoked counts as *no key*: the caller is anonymous when
+anonymous access is on, else the request is refused with 401 ``NOT_AUTHENTICATED`` (SPEC §5
+shape, plus ``WWW-Authenticate: Bearer``). Anonymous access is on when
+``FORCE_ENABLE_ANONYMOUS_ACCESS=true`` (read when the app is built) or the deprecated
+``settings.enablePublicAccess`` is passed in as true.
+
+Every ``/api/*`` route except ``/api/health``, ``/api/version`` and ``/api/openapi.json`` depends
+on `Authenticator.dependency` (attached to the protected router in `api.build_app`, and kept on
+``app.state.require_identity`` for routes added elsewhere, e.g. the MCP server). Handlers receive
+the caller as an `Identity`.
+
+Permissions. Every repo access goes through `visible_repos(identity)` / `can_see(identity, repo)`
+(search results through `filter_search_response`). Today every caller sees every repo; the
+permission-syncing work (SPEC §7) changes these functions and nothing else.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Callable, Iterable, Mapping
+
+from fastapi import Depends, Request
+from fastapi.responses import JSONResponse
+from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
+
+from codesearch.errors import CodesearchError
+
+ANONYMOUS_ENV = "FORCE_ENABLE_ANONYMOUS_ACCESS"
+API_KEY_HEADER = "X-Sourcebot-Api-Key"
+_MAX_KEY_LENGTH = 256
+
+
+class NotAuthenticated(CodesearchError):
+    """No valid credentials, and anonymous access is off."""
+
+    error_code = "NOT_AUTHENTICATED"
+    status_code = 401
+
+
+def anonymous_access_enabled(environ: Mapping[str, str] | None = None, enable_public_access: bool = False) -> bool:
+    """``FORCE_ENABLE_ANONYMOUS_ACCESS=true`` (case-insensitive) or `enable_public_access`."""
+    environ = os.environ if environ is None else environ
+    return (environ.get(ANONYMOUS_ENV) or "").strip().lower() == "true" or bool(enable_public_access)
+
+
+@dataclass(frozen=True)
+class Identity:
+    """The caller: a user (authenticated with an API key) or anonymous (`user` is None)."""
+
+    user: object | None = None  # codesearch.store.User
+
+    @property
+    def anonymous(self) -> bool:
+        return self.user is None
+
+    @property
+    def user_id(self) -> int | None:
+        return getattr(self.user, "id", None)
+
+    @property
+    def role(self) -> str | None:
+        return getattr(self.user, "role", None)
+
+
+ANONYMOUS = Identity(None)
+
+
+def keys_from_headers(headers: Mapping[str, str]) -> list[str]:
+    """The API keys a request carries, in the order they are tried (Bearer first)."""
+    keys = []
+    auth = (headers.get("authorization") or "").strip()
+    scheme, _, value = auth.partition(" ")
+    if scheme.lower() == "bearer" and value.strip():
+        keys.append(value.strip())
+    header = (headers.get(API_KEY_HEADER.lower()) or headers.get(API_KEY_HEADER) or "").strip()
+    if header and header not in keys:
+        keys.append(header)
+    return [k for k in keys if len(k) <= _MAX_KEY_LENGTH]
+
+
+# Declared for the OpenAPI document (security schemes); the keys are read from the raw headers.
+_bearer_scheme = HTTPBearer(auto_error=False, description="An API key: `Authorization: Bearer <key>`")
+_header_scheme = APIKeyHeader(name=API_KEY_HEADER, auto_error=False, description="An API key")
+
+
+class Authenticator:
+    """Turns request headers into an `Identity` (see the module docstring).
+
+    `get_store()` returns the `Store` holding the API keys, or None when the service has no state
+    database (then only anonymous access is possible). It is called only when a key is present.
+    """
+
+    def __init__(self, get_store: Callable[[], object | None], anonymous: bool):
+        self.get_store = get_store
+        self.anonymous = bool(anonymous)
+
+    def identify(self, headers: Mapping[str, str]) -> Identity:
+        keys = keys_from_headers(headers)
+        store = self.get_store() if keys else None
+        if store is not None:
+            for key in keys:
+                user = store.verify_api_key(key)
+                if user is not None:
+                    return Identity(user)
+        if self.anonymous:
+            return ANONYMOUS
+        raise NotAuthenticated("not authenticated: send an API key as 'Authorization: Bearer <key>' "
+                               f"or '{API_KEY_HEADER}: <key>'")
+
+    def dependency(self) -> Callable[..., Identity]:
+        """A FastAPI dependency returning the caller's `Identity` (401 when there is none)."""
+
+        def require_identity(request: Request,
+                             _bearer: HTTPAuthorizationCredentials | None = Depends(_bearer_scheme),
+                             _header: str | None = Depends(_header_scheme)) -> Identity:
+            identity = self.identify(request.headers)
+            request.state.identity = identity
+            return identity
+
+        return require_identity
+
+
+def install(app) -> None:
+    """A 401 carries ``WWW-Authenticate: Bearer`` besides the SPEC §5 body."""
+
+    @app.exception_handler(NotAuthenticated)
+    async def _not_authenticated(request: Request, exc: NotAuthenticated):
+        return JSONResponse({"statusCode": 401, "errorCode": exc.error_code, "message": str(exc)}, status_code=401,
+                            headers={"WWW-Authenticate": "Bearer"})
+
+
+# ---------------------------------------------------------------------- permissions
+
+
+def visible_repos(identity: Identity) -> frozenset[int] | None:
+    """The ids of the repos `identity` may see, or None for "every repo" (today: always None)."""
+    return None
+
+
+def can_see(identity: Identity, repo) -> bool:
+    """Whether `identity` may see `repo` (a `Repo` row, or anything with an `id`)."""
+    allowed = visible_repos(identity)
+    return allowed is None or repo.id in allowed
+
+
+def filter_repos(identity: Identity, repos: Iterable) -> list:
+    allowed = visible_repos(identity)
+    return list(repos) if allowed is None else [r for r in repos if r.id in allowed]
+
+
+def filter_search_response(identity: Identity, response: dict) -> dict:
+    """Drop files (and their repositoryInfo) of repos `identity` may not see, fixing the counts."""
+    allowed = visible_repos(identity)
+    if allowed is None:
+        return response
+    files = [f for f in response.get("files", []) if f.get("repositoryId") in allowed]
+    if len(files) == len(response.get("files", [])):
+        return response
+    out = dict(response)
+    out["files"] = files
+    out["repositoryInfo"] = [r for r in response.get("repositoryInfo", []) if r.get("id") in allowed]
+    stats = dict(response.get("stats") or {})
+    if stats:
+        stats["fileCount"] = len(files)
+        stats["actualMatchCount"] = sum(len(f["fileName"]["matchRanges"]) + sum(len(c["matchRanges"]) for c in f["chunks"])
+                                        for f in files)
+        # Hidden repos' matches must not show in the counts: only "there is more" survives.
+        exhaustive = bool(response.get("isSearchExhaustive", True))
+        stats["totalMatchCount"] = stats["actualMatchCount"] + (0 if exhaustive else 1)
+        out["stats"] = stats
+    return out

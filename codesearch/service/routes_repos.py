@@ -1,0 +1,237 @@
+"""Repos and the sync/index status the UI shows (SPEC §5 "Other routes"), read from the store.
+
+``GET /api/repos``
+    Query ``page`` (≥1, default 1), ``perPage`` (1..100, default 30; ``per_page`` accepted too),
+    ``sort`` (``name`` | ``pushed``), ``direction`` (``asc`` | ``desc``), ``query`` (a
+    case-insensitive substring of the name). An array of ``{codeHostType, repoId, repoName,
+    repoDisplayName, webUrl, externalWebUrl, indexedAt, pushedAt, defaultBranch, isFork,
+    isArchived}`` (``webUrl`` is the repo's page in this service, ``externalWebUrl`` its page on
+    the code host; fields without a value are left out; times are ISO 8601 UTC with
+    milliseconds, as JavaScript prints them). Headers ``X-Total-Count`` and, when there is more
+    than one page, ``Link`` with ``first``, ``prev``, ``next`` and ``last`` (RFC 8288). Bad
+    parameters are 400 ``INVALID_REQUEST_BODY``.
+
+``GET /api/repos/status``
+    Same paging and headers; per repo ``{repoId, repoName, indexStatus (NEW | INDEXING | INDEXED |
+    FAILED), indexedAt, lastError, orphanedAt, indexedRevisions, connections, job}`` where ``job``
+    is the repo's queued or running index job, if any.
+
+``GET /api/connections``
+    Every connection: ``{id, name, type, syncStatus, syncError, syncWarnings, createdAt,
+    updatedAt, syncedAt, repoCount, job}`` (``job``: its queued or running sync job). The
+    connection's config is never shown (it may name secrets).
+
+``GET /api/jobs``
+    Sync and index jobs, newest first: by default the queued and running ones (``state`` =
+    PENDING | IN_PROGRESS | COMPLETED | FAILED, ``kind`` = sync | index, ``limit`` ≤ 1000).
+
+Every repo goes through `auth.visible_repos` / `auth.can_see`.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from datetime import datetime, timezone
+from typing import Literal
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import JSONResponse
+
+from codesearch.service import auth
+from codesearch.service.auth import Identity
+
+MAX_PER_PAGE = 100
+_ACTIVE = ("PENDING", "IN_PROGRESS")
+
+
+def iso(t: datetime | None) -> str | None:
+    """A time as JavaScript's ``Date.toISOString`` prints it (UTC, milliseconds, ``Z``)."""
+    if t is None:
+        return None
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=timezone.utc)
+    t = t.astimezone(timezone.utc)
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
+
+
+def _compact(d: dict) -> dict:
+    return {k: v for k, v in d.items() if v is not None}
+
+
+def repo_web_url(public_url: str, name: str) -> str:
+    """The repo's page in this service: ``<public URL>/browse/<repo name>``."""
+    return f"{public_url.rstrip('/')}/browse/{urllib.parse.quote(name)}"
+
+
+def repo_json(repo, public_url: str) -> dict:
+    return _compact({
+        "codeHostType": repo.code_host_type,
+        "repoId": repo.id,
+        "repoName": repo.name,
+        "repoDisplayName": repo.display_name or None,
+        "webUrl": repo_web_url(public_url, repo.name),
+        "externalWebUrl": repo.web_url or None,
+        "indexedAt": iso(repo.indexed_at),
+        "pushedAt": iso(repo.pushed_at),
+        "defaultBranch": repo.default_branch or None,
+        "isFork": bool(repo.fork),
+        "isArchived": bool(repo.archived),
+    })
+
+
+def job_json(job, connection_names: dict[int, str] | None = None) -> dict:
+    return _compact({
+        "id": job.id,
+        "kind": job.kind,
+        "state": job.state,
+        "connection": (connection_names or {}).get(job.connection_id) if job.connection_id is not None else None,
+        "connectionId": job.connection_id,
+        "repoId": job.repo_id,
+        "attempts": job.attempts,
+        "maxAttempts": job.max_attempts,
+        "error": job.error,
+        "createdAt": iso(job.created_at),
+        "startedAt": iso(job.started_at),
+        "finishedAt": iso(job.finished_at),
+        "heartbeatAt": iso(job.heartbeat_at),
+        "nextAttemptAt": iso(job.next_attempt_at),
+    })
+
+
+def link_header(base_url: str, page: int, per_page: int, total: int, params: dict[str, str]) -> str | None:
+    """RFC 8288 ``Link`` for a paged listing (None when everything fits on one page)."""
+    last = max(1, -(-total // per_page))
+    if last <= 1:
+        return None
+
+    def url(p: int) -> str:
+        q = {**{k: v for k, v in params.items() if v is not None}, "page": str(p), "perPage": str(per_page)}
+        return f"{base_url}?{urllib.parse.urlencode(q)}"
+
+    links = [f'<{url(1)}>; rel="first"']
+    if page > 1:
+        links.append(f'<{url(min(page - 1, last))}>; rel="prev"')
+    if page < last:
+        links.append(f'<{url(page + 1)}>; rel="next"')
+    links.append(f'<{url(last)}>; rel="last"')
+    return ", ".join(links)
+
+
+def page_of_repos(store, identity: Identity, *, page: int, per_page: int, sort: str, direction: str,
+                  query: str | None) -> tuple[list, int]:
+    """One page of the repos `identity` may see, and how many there are."""
+    allowed = auth.visible_repos(identity)
+    if allowed is None:
+        return store.list_repos(page=page, per_page=per_page, sort=sort, direction=direction, query=query or None)
+    # Restricted: filter every match, then page (the permissions work may push this into SQL).
+    seen, n = [], 1
+    while True:
+        rows, total = store.list_repos(page=n, per_page=500, sort=sort, direction=direction, query=query or None)
+        seen += [r for r in rows if r.id in allowed]
+        if not rows or n * 500 >= total:
+            break
+        n += 1
+    start = (page - 1) * per_page
+    return seen[start:start + per_page], len(seen)
+
+
+def _base_url(request: Request) -> str:
+    u = request.url
+    return f"{u.scheme}://{u.netloc}{u.path}"
+
+
+def router(get_store, *, public_url: str, require_identity) -> APIRouter:
+    r = APIRouter()
+
+    def paging(page: int = Query(1, ge=1, description="Page number, from 1"),
+               perPage: int | None = Query(None, ge=1, le=MAX_PER_PAGE, description="Repos per page (default 30)"),
+               per_page: int | None = Query(None, ge=1, le=MAX_PER_PAGE, include_in_schema=False),
+               sort: Literal["name", "pushed"] = Query("name"),
+               direction: Literal["asc", "desc"] = Query("asc"),
+               query: str | None = Query(None, max_length=1000, description="Substring of the repo name")) -> dict:
+        return {"page": page, "per_page": perPage or per_page or 30, "sort": sort, "direction": direction,
+                "query": query}
+
+    def paged(request: Request, identity: Identity, p: dict, render) -> JSONResponse:
+        store = get_store()
+        if store is None:
+            rows, total = [], 0
+        else:
+            rows, total = page_of_repos(store, identity, page=p["page"], per_page=p["per_page"], sort=p["sort"],
+                                        direction=p["direction"], query=p["query"])
+        headers = {"X-Total-Count": str(total)}
+        link = link_header(_base_url(request), p["page"], p["per_page"], total,
+                           {"sort": p["sort"], "direction": p["direction"], "query": p["query"] or None})
+        if link:
+            headers["Link"] = link
+        return JSONResponse(render(store, rows), headers=headers)
+
+    @r.get("/api/repos")
+    def list_repos(request: Request, p: dict = Depends(paging), identity: Identity = Depends(require_identity)):
+        return paged(request, identity, p, lambda store, rows: [repo_json(x, public_url) for x in rows])
+
+    @r.get("/api/repos/status")
+    def repos_status(request: Request, p: dict = Depends(paging), identity: Identity = Depends(require_identity)):
+        def render(store, rows):
+            active = {}
+            for state in _ACTIVE:
+                for job in store.list_jobs(kind="index", state=state, limit=10_000):
+                    active.setdefault(job.repo_id, job)
+            out = []
+            for x in rows:
+                job = active.get(x.id)
+                out.append(_compact({
+                    "repoId": x.id, "repoName": x.name, "indexStatus": x.index_status, "indexedAt": iso(x.indexed_at),
+                    "lastError": x.last_error, "orphanedAt": iso(x.orphaned_at),
+                    "indexedRevisions": x.indexed_revisions or {},
+                    "connections": store.connections_for_repo(x.id),
+                    "job": job_json(job) if job is not None else None,
+                }))
+            return out
+
+        return paged(request, identity, p, render)
+
+    @r.get("/api/connections")
+    def list_connections(identity: Identity = Depends(require_identity)) -> list[dict]:
+        store = get_store()
+        if store is None:
+            return []
+        active = {}
+        for state in _ACTIVE:
+            for job in store.list_jobs(kind="sync", state=state, limit=10_000):
+                active.setdefault(job.connection_id, job)
+        out = []
+        for c in store.list_connections():
+            job = active.get(c.id)
+            if auth.visible_repos(identity) is None:
+                _, count = store.list_repos(per_page=1, connection=c.name)
+            else:
+                count = sum(1 for x in store.repos_for_connection(c.name) if auth.can_see(identity, x))
+            out.append(_compact({
+                "id": c.id, "name": c.name, "type": c.type, "syncStatus": c.sync_status, "syncError": c.sync_error,
+                "syncWarnings": list(c.sync_warnings or []), "createdAt": iso(c.created_at),
+                "updatedAt": iso(c.updated_at), "syncedAt": iso(c.synced_at), "repoCount": count,
+                "job": job_json(job, {c.id: c.name}) if job is not None else None,
+            }))
+        return out
+
+    @r.get("/api/jobs")
+    def list_jobs(identity: Identity = Depends(require_identity),
+                  state: Literal["PENDING", "IN_PROGRESS", "COMPLETED", "FAILED"] | None = Query(None),
+                  kind: Literal["sync", "index"] | None = Query(None),
+                  limit: int = Query(100, ge=1, le=1000)) -> list[dict]:
+        store = get_store()
+        if store is None:
+            return []
+        states = (state,) if state else _ACTIVE
+        jobs = []
+        for s in states:
+            jobs += store.list_jobs(kind=kind, state=s, limit=limit)
+        allowed = auth.visible_repos(identity)
+        if allowed is not None:
+            jobs = [j for j in jobs if j.repo_id is None or j.repo_id in allowed]
+        jobs.sort(key=lambda j: -j.id)
+        names = {c.id: c.name for c in store.list_connections()}
+        return [job_json(j, names) for j in jobs[:limit]]
+
+    return r

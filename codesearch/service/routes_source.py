@@ -1,0 +1,183 @@
+"""``GET /api/source?repo=<name>&path=<path>[&ref=<ref>]``: one file at one revision (SPEC §5).
+
+The file is read from the repository's git objects, never from a checkout: the bare mirror at
+``MirrorStore(<data dir>/repos).path_for(repo.id)``, or the repository itself for local
+repositories indexed in place (``local_path``). ``ref`` is a branch, tag, full ref name or commit
+(default: the repo's default branch, else ``HEAD``).
+
+Response: ``{source, language, path, repo, repoCodeHostType, repoDisplayName,
+repoExternalWebUrl, webUrl, externalWebUrl, ref}`` (Sourcebot's fields plus ``ref``, the ref the
+file was read at; fields without a value are left out). ``source`` is the file decoded as UTF-8
+(invalid bytes replaced).
+
+Binary files (a NUL byte in the first 8000 bytes, git's own test) are answered with 200, no
+``source`` and ``"isBinary": true`` (plus ``size`` in bytes): the file exists, but has no text
+to show.
+
+Errors (SPEC §5 shape): a repo that does not exist, is not visible to the caller or has no clone
+yet → 404 ``REPOSITORY_NOT_FOUND``; a path that is empty, absolute, has ``..``, ``.`` or empty
+segments, a NUL or a newline, names a directory or does not exist at that ref → 404
+``FILE_NOT_FOUND``; a ref that starts with ``-``, holds a NUL, whitespace or ``:``, or names
+nothing in the repository → 400 ``INVALID_GIT_REF``; missing parameters → 400
+``INVALID_REQUEST_BODY``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+
+from fastapi import APIRouter, Depends, Query
+
+from codesearch.errors import CodesearchError
+from codesearch.git.mirror import MirrorStore
+from codesearch.index.language import detect
+from codesearch.index.sources import RepoInfo
+from codesearch.search.present import external_url, web_url
+from codesearch.service import auth
+from codesearch.service.auth import Identity
+
+GIT_TIMEOUT_S = 30.0
+_BINARY_SNIFF = 8000
+
+
+class RepositoryNotFound(CodesearchError):
+    error_code = "REPOSITORY_NOT_FOUND"
+    status_code = 404
+
+
+class FileNotFound(CodesearchError):
+    error_code = "FILE_NOT_FOUND"
+    status_code = 404
+
+
+class InvalidGitRef(CodesearchError):
+    error_code = "INVALID_GIT_REF"
+    status_code = 400
+
+
+def check_path(path: str) -> str:
+    """`path` when it is a plain relative path inside a repository, else FileNotFound."""
+    bad = not path or path.startswith("/") or any(c in path for c in ("\0", "\n", "\r"))
+    if not bad:
+        bad = any(seg in ("", ".", "..") for seg in path.split("/"))
+    if bad:
+        raise FileNotFound(f"file {path!r} not found: give a path relative to the repository root")
+    return path
+
+
+def check_ref(ref: str) -> str:
+    if (not ref or ref.startswith("-") or len(ref) > 1024
+            or any(c in ref for c in ("\0", ":", "\n", "\r", " ", "\t"))):
+        raise InvalidGitRef(f"invalid git ref {ref!r}")
+    return ref
+
+
+def _git_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(GIT_TERMINAL_PROMPT="0", GIT_CONFIG_NOSYSTEM="1", LC_ALL="C")
+    return env
+
+
+def git_dir_of(path: str) -> str:
+    dot_git = os.path.join(path, ".git")
+    return dot_git if os.path.isdir(dot_git) else path
+
+
+def _git(git_dir: str, args: list[str], stdin: bytes | None = None) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(["git", "-c", f"safe.directory={git_dir}", "--git-dir", git_dir, *args], input=stdin,
+                              capture_output=True, timeout=GIT_TIMEOUT_S, env=_git_env(), check=False)
+    except subprocess.TimeoutExpired:
+        raise CodesearchError(f"git timed out reading {git_dir}") from None
+
+
+def read_blob(git_dir: str, ref: str, path: str) -> tuple[bytes, str]:
+    """The bytes of `path` at `ref` in the repository at `git_dir`, and the commit read.
+
+    InvalidGitRef when `ref` names no commit; FileNotFound when there is no file at `path`.
+    """
+    check_ref(ref)
+    check_path(path)
+    res = _git(git_dir, ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"])
+    commit = res.stdout.decode("ascii", "replace").strip()
+    if b"not a git repository" in res.stderr:
+        raise CodesearchError(f"{git_dir} is not a git repository")  # 500: a damaged clone, not the caller's fault
+    if res.returncode != 0 or not commit:
+        raise InvalidGitRef(f"git ref {ref!r} not found in the repository")
+    res = _git(git_dir, ["cat-file", "--batch"], stdin=f"{commit}:{path}\n".encode("utf-8", "surrogateescape"))
+    out = res.stdout
+    header, _, rest = out.partition(b"\n")
+    parts = header.split()
+    if res.returncode != 0 or len(parts) != 3 or parts[1] != b"blob":
+        raise FileNotFound(f"file {path!r} not found at {ref!r}")
+    size = int(parts[2])
+    return rest[:size], commit
+
+
+def is_binary(data: bytes) -> bool:
+    return b"\0" in data[:_BINARY_SNIFF]
+
+
+def source_json(repo, path: str, ref: str, data: bytes, public_url: str) -> dict:
+    info = RepoInfo(name=repo.name, id=repo.id, display_name=repo.display_name or "",
+                    code_host_type=repo.code_host_type, web_url=repo.web_url or "",
+                    file_url_template=repo.file_url_template or "")
+    out = {}
+    binary = is_binary(data)
+    if not binary:
+        out["source"] = data.decode("utf-8", "replace")
+    out.update({
+        "language": detect(path, data),
+        "path": path,
+        "repo": repo.name,
+        "repoCodeHostType": repo.code_host_type,
+        "repoDisplayName": repo.display_name or None,
+        "repoExternalWebUrl": repo.web_url or None,
+        "webUrl": web_url(public_url, info, ref, path),
+        "externalWebUrl": external_url(info, ref, path) or None,
+        "ref": ref,
+    })
+    if binary:
+        out.update(isBinary=True, size=len(data))
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def _default_ref(repo) -> str:
+    return repo.default_branch or "HEAD"
+
+
+def router(get_store, *, data_dir: str | None, public_url: str, require_identity) -> APIRouter:
+    r = APIRouter()
+    mirrors: dict[str, MirrorStore] = {}
+    lock = threading.Lock()
+
+    def mirror_path(repo_id: int) -> str | None:
+        if data_dir is None:
+            return None
+        with lock:
+            if "m" not in mirrors:
+                mirrors["m"] = MirrorStore(os.path.join(data_dir, "repos"))
+        return mirrors["m"].path_for(repo_id)
+
+    @r.get("/api/source")
+    def source(repo: str = Query(..., min_length=1, max_length=1000, description="Repository name"),
+               path: str = Query(..., max_length=4096, description="File path, relative to the repository root"),
+               ref: str | None = Query(None, max_length=1024, description="Branch, tag or commit (default branch)"),
+               identity: Identity = Depends(require_identity)) -> dict:
+        if ref is not None:
+            check_ref(ref)
+        check_path(path)
+        store = get_store()
+        row = store.find_repo(repo) if store is not None else None
+        if row is None or not auth.can_see(identity, row):
+            raise RepositoryNotFound(f"repository {repo!r} not found")
+        where = row.local_path if row.local_path and os.path.isdir(row.local_path) else mirror_path(row.id)
+        if not where or not os.path.isdir(where):
+            raise RepositoryNotFound(f"repository {repo!r} has not been cloned yet")
+        use_ref = ref or _default_ref(row)
+        data, _commit = read_blob(git_dir_of(where), use_ref, path)
+        return source_json(row, path, use_ref, data, public_url)
+
+    return r
