@@ -45,6 +45,9 @@ class QueryParseError(QueryError):
         self.position = position
         super().__init__(f"{reason} (at character {position + 1} of {query!r})")
 
+    def __reduce__(self):  # rebuilt from its fields when it crosses a process boundary (Ray)
+        return (type(self), (self.reason, self.query, self.position))
+
 
 class SearchContextNotFound(CodesearchError):
     """`context:<name>` names a search context that does not exist."""
@@ -56,6 +59,9 @@ class SearchContextNotFound(CodesearchError):
         self.name = name
         super().__init__(f"search context {name!r} not found")
 
+    def __reduce__(self):
+        return (type(self), (self.name,))
+
 
 class IndexFormatError(CodesearchError):
     """A shard file is not a codesearch shard, or is truncated, corrupt or of another version."""
@@ -64,6 +70,9 @@ class IndexFormatError(CodesearchError):
         self.path = path
         self.reason = reason
         super().__init__(f"{path}: {reason}")
+
+    def __reduce__(self):
+        return (type(self), (self.path, self.reason))
 
 
 class IndexBuildError(CodesearchError):
@@ -82,6 +91,9 @@ class ConfigError(CodesearchError):
         lines = "\n".join(f"  {p}" for p in self.problems)
         super().__init__(f"{source}: {len(self.problems)} problem(s):\n{lines}")
 
+    def __reduce__(self):
+        return (type(self), (self.source, self.problems))
+
 
 class HostError(CodesearchError):
     """A code host's API could not be used. Messages never contain tokens."""
@@ -90,6 +102,9 @@ class HostError(CodesearchError):
         self.url = url
         self.status = status
         super().__init__(message)
+
+    def __reduce__(self):
+        return (type(self), (self.args[0], self.url, self.status))
 
 
 class HostAuthError(HostError):

@@ -31,6 +31,15 @@ def _validation_message(exc: RequestValidationError) -> str:
     return "; ".join(parts) or "invalid request body"
 
 
+def unwrap(exc: BaseException) -> BaseException:
+    """The original error inside a Ray task error (whose own message carries a traceback, pid
+    and paths that must not reach a client)."""
+    seen = 0
+    while getattr(exc, "cause", None) is not None and seen < 5:
+        exc, seen = exc.cause, seen + 1
+    return exc
+
+
 def install(app) -> None:
     """Register the handlers that give every error the SPEC §5 shape."""
 
@@ -40,6 +49,7 @@ def install(app) -> None:
 
     @app.exception_handler(CodesearchError)
     async def _ours(request: Request, exc: CodesearchError):
+        exc = unwrap(exc)
         if exc.status_code >= 500:
             log.error("%s %s failed: %s", request.method, request.url.path, exc)
             return error_response(500, "UNEXPECTED_ERROR", "an unexpected error occurred")
@@ -55,5 +65,8 @@ def install(app) -> None:
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception):
+        cause = unwrap(exc)
+        if isinstance(cause, CodesearchError):
+            return await _ours(request, cause)
         log.exception("%s %s failed", request.method, request.url.path)
         return error_response(500, "UNEXPECTED_ERROR", "an unexpected error occurred")
