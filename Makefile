@@ -1,4 +1,4 @@
-# Quick start:  make serve   (set up, index a demo corpus, run sample searches)
+# Quick start:  make serve   (set up, then run the service on an offline demo at http://127.0.0.1:3000)
 #               make test    (set up and run every test)
 VENV    ?= .venv
 PYTHON  ?= python3
@@ -31,12 +31,13 @@ deps:
 test: install deps
 	$(PY) -m pytest -q -p no:cacheprovider
 
-STDLIB = $$($(PY) -c 'import sysconfig; print(sysconfig.get_paths()["stdlib"])')
-
+# `make serve` runs the service in the foreground on http://127.0.0.1:$(PORT) over the offline
+# demo (or CONFIG=your-config.json). Anonymous access is on for this local quick start only.
+PORT   ?= 3000
+CONFIG ?=
 serve: install deps
-	$(VENV)/bin/codesearch index . $(STDLIB)/json $(STDLIB)/email $(STDLIB)/http $(STDLIB)/urllib $(STDLIB)/asyncio --out $(DATA)/demo-index
-	$(VENV)/bin/codesearch search 'sym:^Searcher$$' --index $(DATA)/demo-index
-	$(VENV)/bin/codesearch search 'lang:python def\s+\w*split\w*\(' --regex --index $(DATA)/demo-index --matches 10
+	RAY_AUTH_MODE=disabled FORCE_ENABLE_ANONYMOUS_ACCESS=$${FORCE_ENABLE_ANONYMOUS_ACCESS:-true} \
+	  $(VENV)/bin/codesearch serve --port $(PORT) --data-dir $(DATA) $(if $(CONFIG),--config $(CONFIG))
 
 bench: install deps
 	$(PY) bench/corpus.py && $(PY) bench/bench_engine.py

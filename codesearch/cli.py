@@ -224,6 +224,57 @@ def cmd_sync(args) -> int:
     return 1 if failed else 0
 
 
+def _store(args):
+    from codesearch.service.launcher import default_data_dir
+    from codesearch.store import Store
+
+    return Store.open(os.path.abspath(args.data_dir or default_data_dir()))
+
+
+def _user(store, email: str):
+    user = store.find_user_by_email(email)
+    if user is None:
+        raise SystemExit(f"codesearch: no user {email!r} (create one with: codesearch users create {email})")
+    return user
+
+
+def cmd_users(args) -> int:
+    with _store(args) as store:
+        if args.action == "create":
+            user = store.create_user(args.email, args.name or "")
+            print(f"created user {user.email} ({user.role}), id {user.id}")
+        else:
+            for u in store.list_users():
+                print(f"{u.id}\t{u.email}\t{u.role}\t{u.name}")
+    return 0
+
+
+def cmd_keys(args) -> int:
+    with _store(args) as store:
+        user = _user(store, args.user)
+        if args.action == "create":
+            key_id, secret = store.create_api_key(user.id, args.name)
+            print(f"API key {key_id} for {user.email} (shown once, keep it safe):", file=sys.stderr)
+            print(secret)
+        elif args.action == "list":
+            for k in store.list_api_keys(user.id, include_revoked=args.all):
+                used = k.last_used_at.strftime("%Y-%m-%d %H:%M") if k.last_used_at else "never"
+                revoked = "\trevoked" if k.revoked_at else ""
+                print(f"{k.id}\t{k.name}\tcreated {k.created_at:%Y-%m-%d %H:%M}\tlast used {used}{revoked}")
+        else:
+            if not store.revoke_api_key(user.id, args.key_id):
+                print(f"codesearch: {user.email} has no active key {args.key_id}", file=sys.stderr)
+                return 1
+            print(f"revoked key {args.key_id}")
+    return 0
+
+
+def cmd_serve(args) -> int:
+    from codesearch.service.launcher import main_serve
+
+    return main_serve(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="codesearch", description="Index and search code.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -248,6 +299,31 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true", help="print the POST /api/search JSON response")
     s.set_defaults(func=cmd_search)
 
+    sv = sub.add_parser("serve", help="run the service: sync, index, serve the HTTP API (foreground)")
+    sv.add_argument("--config", metavar="FILE", help="config file (default: $CONFIG_PATH, else an offline demo)")
+    sv.add_argument("--port", type=int, default=3000, help="HTTP port (default 3000)")
+    sv.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; 0.0.0.0 for all)")
+    sv.add_argument("--data-dir", metavar="DIR", help="data directory (default: $DATA_DIR, else ~/.codesearch)")
+    sv.add_argument("--searchers", type=int, default=2, help="shard searcher actors (default 2)")
+    sv.add_argument("--replicas", type=int, default=1, help="Serve replicas of the HTTP API (default 1)")
+    sv.set_defaults(func=cmd_serve)
+
+    us = sub.add_parser("users", help="manage users (the first one becomes OWNER)")
+    us.add_argument("action", choices=["create", "list"])
+    us.add_argument("email", nargs="?", help="with create: the user's e-mail")
+    us.add_argument("--name", help="with create: display name")
+    us.add_argument("--data-dir", metavar="DIR", help="data directory (default: $DATA_DIR, else ~/.codesearch)")
+    us.set_defaults(func=cmd_users)
+
+    ks = sub.add_parser("keys", help="manage API keys")
+    ks.add_argument("action", choices=["create", "list", "revoke"])
+    ks.add_argument("key_id", nargs="?", type=int, help="with revoke: the key's id (from list)")
+    ks.add_argument("--user", required=True, metavar="EMAIL", help="the key owner")
+    ks.add_argument("--name", default="cli", help="with create: a name for the key")
+    ks.add_argument("--all", action="store_true", help="with list: include revoked keys")
+    ks.add_argument("--data-dir", metavar="DIR", help="data directory (default: $DATA_DIR, else ~/.codesearch)")
+    ks.set_defaults(func=cmd_keys)
+
     y = sub.add_parser("sync", help="list, mirror and index the repositories of a config file's connections")
     y.add_argument("config", metavar="CONFIG", help="config file (Sourcebot v3 format)")
     y.add_argument("--data-dir", required=True, metavar="DIR", help="where mirrors (repos/) and the index (index/) go")
@@ -270,6 +346,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     args = build_parser().parse_args(argv)
+    if getattr(args, "command", "") == "users" and args.action == "create" and not args.email:
+        print("codesearch: users create needs an e-mail", file=sys.stderr)
+        return 2
+    if getattr(args, "command", "") == "keys" and args.action == "revoke" and args.key_id is None:
+        print("codesearch: keys revoke needs a key id (see: codesearch keys list)", file=sys.stderr)
+        return 2
     if getattr(args, "matches", 1) < 1 or getattr(args, "context", 0) < 0:
         print("codesearch: --matches must be at least 1 and --context at least 0", file=sys.stderr)
         return 2
