@@ -47,6 +47,25 @@ class ShardSearcher:
         plan = make_plan(query, options)
         return partial_result(search_shards(self.shards, plan, options, deadline), options, self.origin)
 
+    def set_shards(self, shard_paths: list[str]) -> int:
+        """Own `shard_paths` from now on (after an index change). Shards already open are kept;
+        the list is replaced in one assignment, so a search that started before finishes on
+        the shards it started with (unlinked files stay readable while mapped)."""
+        old = {s.path: s for s in self.shards}
+        new, errors = [], []
+        for path in shard_paths:
+            if path in old:
+                new.append(old[path])
+                continue
+            try:
+                new.append(Shard(path))
+            except (IndexFormatError, OSError) as e:
+                log.error("%s", e)
+                errors.append(str(e))
+        self.shards = new
+        self.errors = errors
+        return len(new)
+
     def shard_count(self) -> int:
         return len(self.shards)
 
@@ -78,12 +97,16 @@ class SearcherPool:
 
     @classmethod
     def create(cls, index_dir: str, searchers: int = 2, *, name_prefix: str | None = None,
-               actor_options: dict | None = None) -> "SearcherPool":
+               actor_options: dict | None = None, keep_empty: bool = False) -> "SearcherPool":
         """Start searcher actors over the shards of `index_dir` (named when `name_prefix` is given,
-        so that every Serve replica can `attach` to the same searchers)."""
+        so that every Serve replica can `attach` to the same searchers). Searchers that would
+        own no shard are not started, unless `keep_empty` (an index that will grow: `refresh`
+        spreads shards over the existing actors only)."""
         import ray
 
-        groups = [g for g in balance(shard_files(index_dir), searchers) if g] or [[]]
+        groups = balance(shard_files(index_dir) if os.path.isdir(index_dir) else [], searchers)
+        if not keep_empty:
+            groups = [g for g in groups if g] or [[]]
         actors = []
         for i, g in enumerate(groups):
             opts = {"num_cpus": 0, **(actor_options or {})}
@@ -99,6 +122,15 @@ class SearcherPool:
         import ray
 
         return cls([ray.get_actor(f"{name_prefix}-{i}") for i in range(count)])
+
+    def refresh(self, index_dir: str) -> None:
+        """Re-balance the index's current shards over the existing searchers and send each its
+        list (after a re-index or garbage collection). Each searcher swaps its list at once;
+        a search already running on a searcher finishes on its old list."""
+        import ray
+
+        groups = balance(shard_files(index_dir), len(self.actors))
+        ray.get([a.set_shards.remote(g) for a, g in zip(self.actors, groups)])
 
     def search(self, query: str, options: SearchOptions) -> dict:
         """Fan out to every searcher, merge what arrives before the deadline."""

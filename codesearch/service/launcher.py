@@ -4,14 +4,18 @@ Steps, printed as they happen:
 1. the data directory (``--data-dir``, ``DATA_DIR``, else ``~/.codesearch``) and the config
    (``--config``, ``CONFIG_PATH``, else the embedded offline demo of `demo.py`);
 2. a local Ray instance unless ``RAY_ADDRESS`` names a cluster;
-3. the state store; each connection recorded, listed, mirrored and indexed (the first sync;
-   repositories already indexed by an earlier run are indexed again from their mirrors, which
-   fetch only what changed);
+3. the runtime (`codesearch.runtime`): the scheduler actor (start-up cleanup of orphaned
+   clones and shards, crash recovery of jobs a dead service left running, then the periodic
+   config watch, resync, reindex and garbage collection) and the syncer and indexer actors;
+   the progress of the first sync and index is printed until every connection synced once and
+   every repository is indexed or failed (at most ``CODESEARCH_FIRST_SYNC_TIMEOUT_S``, default
+   600 s; indexing goes on in the background after that). A restart on the same data
+   directory re-uses its mirrors and shards: only what is due is synced or indexed;
 4. the shard searchers and the Serve application on ``--host:--port`` (default 127.0.0.1:3000);
 5. it runs in the foreground; Ctrl-C or SIGTERM shuts down Serve, the searchers and the Ray
    instance it started.
 
-Periodic resync, reindex and the config-file watch belong to the scheduler (not yet here).
+The searchers are reloaded by the scheduler after every index change (`SearcherPool.refresh`).
 """
 
 from __future__ import annotations
@@ -32,44 +36,54 @@ def _say(msg: str) -> None:
     print(msg, flush=True)
 
 
-def initial_sync(config, data_dir: str, store, say=_say) -> str:
-    """Record, list, mirror and index every connection; returns the index directory."""
-    from codesearch.git.mirror import MirrorStore
-    from codesearch.index.builder import IndexSettings
-    from codesearch.sync import sync_connection
+def start_runtime(config_path: str, data_dir: str, settings, options=None, *, say=_say):
+    """The scheduler (start-up cleanup and crash recovery first) and the worker actors.
+    Returns (scheduler, workers)."""
+    from codesearch.runtime.scheduler import start_scheduler
+    from codesearch.runtime.workers import RuntimeOptions, start_workers, worker_counts
 
-    index_dir = os.path.join(data_dir, "index")
-    mirrors = MirrorStore(os.path.join(data_dir, "repos"))
-    settings = IndexSettings(max_file_size=int(config.settings.max_file_size),
-                             max_trigram_count=int(config.settings.max_trigram_count))
-    for name, conn in config.connections.items():
-        store.upsert_connection(name, conn.raw["type"], conn.raw)
+    options = options or RuntimeOptions()
+    scheduler = start_scheduler(config_path, data_dir, options)
+    syncers, indexers = worker_counts(settings)
+    workers = start_workers(data_dir, settings, options, syncers=syncers, indexers=indexers)
+    say(f"runtime: scheduler, {syncers} connection syncer(s), {indexers} repo indexer(s)")
+    return scheduler, workers
 
-        def on_listed(listing, name=name):
-            store.upsert_repos(name, listing.repos)
-            return {r.name: store.find_repo(r.name).id for r in listing.repos}
 
-        def progress(repo, done, total, name=name):
-            say(f"  [{name}] {done}/{total} {repo}")
+def wait_first_sync(store, *, timeout_s: float = 600.0, stop: threading.Event | None = None, say=_say) -> bool:
+    """Print the progress of the first sync and index until every connection synced once and
+    every repo is indexed or failed (or `timeout_s` passed, or `stop` was set)."""
+    import time
 
-        say(f"syncing connection {name!r} ({conn.raw['type']})")
-        try:
-            report = sync_connection(name, conn.raw, mirrors=mirrors, index_dir=index_dir, index_settings=settings,
-                                     on_listed=on_listed, progress=progress)
-        except Exception as e:  # one connection's failure must not stop the others
-            say(f"  [{name}] failed: {e}")
-            continue
-        for w in report.warnings:
-            say(f"  [{name}] warning: {w}")
-        for repo, reason in report.failed.items():
-            say(f"  [{name}] {repo}: failed: {reason}")
-        for repo in report.indexed:
-            found = store.find_repo(repo)
-            if found is not None:
-                store.update_repo_index_status(found.id, "INDEXED")
-        say(f"  [{name}] {len(report.indexed)} of {len(report.repos)} repositories indexed")
-    os.makedirs(index_dir, exist_ok=True)
-    return index_dir
+    from codesearch.runtime.scheduler import first_sync_state
+
+    deadline = time.monotonic() + timeout_s
+    last = None
+    reported: set[str] = set()
+    while True:
+        st = first_sync_state(store)
+        line = (f"first sync: {st['connections'] - len(st['pending_connections'])}/{st['connections']} connections synced, "
+                f"{st['indexed']}/{st['repos']} repositories indexed" + (f", {st['failed']} failed" if st["failed"] else ""))
+        if line != last:
+            say(line)
+            last = line
+        for conn in store.list_connections():
+            if conn.name in reported or conn.synced_at is None and conn.sync_status != "FAILED":
+                continue
+            reported.add(conn.name)
+            if conn.sync_error:
+                say(f"  [{conn.name}] failed: {conn.sync_error}")
+            for w in conn.sync_warnings or []:
+                say(f"  [{conn.name}] warning: {w}")
+        if st["done"]:
+            return True
+        if time.monotonic() > deadline:
+            say(f"first sync not finished after {timeout_s:g}s; serving what is indexed (indexing goes on)")
+            return False
+        if stop is not None and stop.wait(0.5):
+            return False
+        if stop is None:
+            time.sleep(0.5)
 
 
 def run(config_path: str | None, *, port: int = 3000, host: str = "127.0.0.1", data_dir: str | None = None,
@@ -106,12 +120,21 @@ def run(config_path: str | None, *, port: int = 3000, host: str = "127.0.0.1", d
     previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)} if threading.current_thread() is threading.main_thread() else {}
     for s in previous:
         signal.signal(s, lambda *_: stop.set())
-    pool = None
+    pool = scheduler = None
+    workers: list = []
     try:
         store = Store.open(data_dir)
-        index_dir = initial_sync(config, data_dir, store)
-        store.close()
-        pool = SearcherPool.create(index_dir, searchers, name_prefix=SEARCHER_PREFIX)
+        try:
+            scheduler, workers = start_runtime(config_path, data_dir, config.settings)
+            wait_first_sync(store, timeout_s=float(os.environ.get("CODESEARCH_FIRST_SYNC_TIMEOUT_S") or 600), stop=stop)
+        finally:
+            store.close()
+        if stop.is_set():
+            _say("shutting down")
+            return 0
+        index_dir = os.path.join(data_dir, "index")
+        pool = SearcherPool.create(index_dir, searchers, name_prefix=SEARCHER_PREFIX, keep_empty=True)
+        ray.get(scheduler.set_searchers.remote(SEARCHER_PREFIX, len(pool.actors)))
         serve.start(http_options={"host": host, "port": port})
         serve.run(search_application(SEARCHER_PREFIX, len(pool.actors), replicas=replicas,
                                      max_ongoing_requests=max_ongoing_requests, public_url=public_url,
@@ -127,6 +150,16 @@ def run(config_path: str | None, *, port: int = 3000, host: str = "127.0.0.1", d
             serve.shutdown()
         except Exception:
             pass
+        if scheduler is not None:
+            try:
+                ray.get(scheduler.shutdown.remote(), timeout=15)
+            except Exception:
+                pass
+            ray.kill(scheduler)
+        if workers:
+            from codesearch.runtime.workers import stop_workers
+
+            stop_workers(workers)
         if pool is not None:
             pool.close()
         if started_ray:

@@ -1,0 +1,263 @@
+"""The scheduler: turns the config and the clock into jobs, and cleans up.
+
+Every polling interval (the smaller of ``resyncConnectionPollingIntervalMs`` and
+``reindexRepoPollingIntervalMs``) `Scheduler.tick`:
+
+1. re-reads the config file when its mtime changed and applies it: connections upserted by name
+   (a changed config marks the connection SYNC_NEEDED), connections gone from the file deleted
+   (their repos become orphans);
+2. enqueues a sync job for every connection due (new, config changed, or
+   ``resyncConnectionIntervalMs`` passed) and an index job for every repo due (never indexed, or
+   ``reindexIntervalMs`` passed) — the store deduplicates and throttles failures;
+3. requeues IN_PROGRESS jobs whose worker stopped heartbeating (crash recovery; retried with
+   backoff, FAILED when out of attempts);
+4. garbage-collects repos orphaned longer than ``repoGarbageCollectionGracePeriodMs``: the row,
+   the mirror folder and the repo's entry in the index manifest (its shards);
+5. when the set of shards in the manifest changed, tells the searchers to reload
+   (`SearcherPool.refresh`, or the `on_index_change` callback).
+
+`startup()` runs once before the workers start: it takes back every job a dead service left
+IN_PROGRESS and removes mirror folders and manifest entries that have no repo row.
+
+`Scheduler` is a plain class (call `tick()` yourself); `SchedulerActor` runs it on a thread in a
+Ray actor until `shutdown()`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+
+from codesearch.runtime.workers import RuntimeOptions
+from codesearch.store import models as m
+
+log = logging.getLogger(__name__)
+
+
+class Scheduler:
+    def __init__(self, config_path: str, data_dir: str, options: RuntimeOptions | None = None, *,
+                 on_index_change=None):
+        from codesearch.git.mirror import MirrorStore
+        from codesearch.store import Store
+
+        self.config_path = os.path.abspath(config_path)
+        self.data_dir = os.path.abspath(data_dir)
+        self.index_dir = os.path.join(self.data_dir, "index")
+        os.makedirs(self.index_dir, exist_ok=True)
+        self.options = options or RuntimeOptions()
+        self.store = Store.open(self.data_dir, **self.options.store_options)
+        self.mirrors = MirrorStore(os.path.join(self.data_dir, "repos"))
+        self.on_index_change = on_index_change
+        self.config = None
+        self._config_mtime: float | None = None
+        self._shards: list[str] | None = None
+        self.errors: list[str] = []
+        self.ticks = 0
+        self.reload_config(force=True)
+
+    # ------------------------------------------------------------------ config
+
+    @property
+    def settings(self):
+        from codesearch.config.models import Settings
+
+        return self.config.settings if self.config is not None else Settings()
+
+    def poll_interval_s(self) -> float:
+        s = self.settings
+        return max(0.05, min(float(s.resync_connection_polling_interval_ms), float(s.reindex_repo_polling_interval_ms)) / 1000.0)
+
+    def reload_config(self, force: bool = False) -> bool:
+        """Re-read and apply the config file when its mtime changed (or `force`). A file that
+        does not load keeps the previous config (the error is logged and kept in `errors`)."""
+        from codesearch.config import load_config
+
+        try:
+            mtime = os.stat(self.config_path).st_mtime_ns
+        except OSError as e:
+            self._error(f"config {self.config_path}: {e}")
+            return False
+        if not force and mtime == self._config_mtime:
+            return False
+        self._config_mtime = mtime
+        try:
+            config = load_config(self.config_path)
+        except Exception as e:
+            self._error(f"config {self.config_path}: {e}")
+            return False
+        self.config = config
+        self.apply_config()
+        return True
+
+    def apply_config(self) -> None:
+        wanted = self.config.connections
+        for name, conn in wanted.items():
+            self.store.upsert_connection(name, conn.raw["type"], conn.raw)
+        for conn in self.store.list_connections():
+            if conn.name not in wanted:
+                orphaned = self.store.delete_connection(conn.name)
+                log.info("connection %s removed from the config; %d repos orphaned", conn.name, len(orphaned))
+
+    def _error(self, msg: str) -> None:
+        log.error("%s", msg)
+        self.errors = (self.errors + [msg])[-20:]
+
+    # ------------------------------------------------------------------ start-up
+
+    def startup(self, recover: bool = True) -> dict:
+        """Crash recovery and orphan cleanup; call before any worker starts."""
+        from codesearch.index import manifest
+
+        requeued = self.store.requeue_stale_jobs(0) if recover else []
+        ids = {str(i) for i in self.store.repo_ids()}
+        removed_mirrors = [i for i in self.mirrors.list_ids() if i not in ids]
+        for i in removed_mirrors:
+            self.mirrors.remove(i)
+        removed_index = []
+        man = manifest.read_manifest(self.index_dir)
+        for key in list((man or {}).get("repos", {})):
+            if key.isdigit() and key not in ids:
+                manifest.remove_repo(self.index_dir, int(key))
+                removed_index.append(key)
+        if removed_mirrors or removed_index:
+            log.info("start-up cleanup: mirrors %s, index entries %s", removed_mirrors, removed_index)
+        self._check_index()
+        return {"requeued": [j.id for j in requeued], "mirrors": removed_mirrors, "index": removed_index}
+
+    # ------------------------------------------------------------------ the tick
+
+    def tick(self) -> dict:
+        self.ticks += 1
+        out = {"synced": [], "indexed": [], "requeued": [], "collected": [], "reloaded": False}
+        try:
+            out["reloaded"] = self.reload_config()
+        except Exception as e:
+            self._error(f"applying the config: {e}")
+        s = self.settings
+        for conn in self.store.connections_due_for_sync(float(s.resync_connection_interval_ms) / 1000.0):
+            self.store.enqueue_sync_job(conn.name)
+            out["synced"].append(conn.name)
+        for repo in self.store.repos_due_for_index(float(s.reindex_interval_ms) / 1000.0):
+            self.store.enqueue_index_job(repo.id)
+            out["indexed"].append(repo.id)
+        out["requeued"] = [j.id for j in self.store.requeue_stale_jobs(self.options.stale_s)]
+        out["collected"] = self.collect_garbage(float(s.repo_garbage_collection_grace_period_ms) / 1000.0)
+        self._check_index()
+        return out
+
+    def collect_garbage(self, grace_s: float) -> list[int]:
+        from codesearch.index import manifest
+
+        gone = []
+        for repo in self.store.orphaned_repos(grace_s):
+            if not self.store.delete_repo(repo.id, only_if_orphaned=True):
+                continue
+            if not repo.local_path:
+                self.mirrors.remove(repo.id)  # local repos are indexed in place, never deleted
+            manifest.remove_repo(self.index_dir, repo.id)
+            gone.append(repo.id)
+        if gone:
+            log.info("garbage-collected repos %s", gone)
+        return gone
+
+    def _check_index(self) -> None:
+        from codesearch.index.manifest import current_shards
+
+        try:
+            shards = current_shards(self.index_dir)
+        except Exception as e:
+            self._error(f"index: {e}")
+            return
+        if shards != self._shards:
+            self._shards = shards
+            if self.on_index_change is not None:
+                try:
+                    self.on_index_change(self.index_dir)
+                except Exception as e:
+                    self._error(f"reloading the searchers: {e}")
+                    self._shards = None  # try again next tick
+
+    def close(self) -> None:
+        self.store.close()
+
+    # ------------------------------------------------------------------ status
+
+    def first_sync_done(self) -> bool:
+        """Every connection synced (or failed) once, and every linked repo indexed or failed."""
+        return first_sync_state(self.store)["done"]
+
+
+def first_sync_state(store) -> dict:
+    """How far the first sync and index got, from the store (for progress output)."""
+    conns = store.list_connections()
+    pending_conns = [c.name for c in conns if c.synced_at is None and c.sync_status != m.SYNC_FAILED]
+    repos = []
+    for c in conns:
+        repos.extend(store.repos_for_connection(c.name))
+    by_id = {r.id: r for r in repos}
+    indexed = [r for r in by_id.values() if r.index_status == m.INDEXED]
+    failed = [r for r in by_id.values() if r.index_status == m.INDEX_FAILED]
+    return {"connections": len(conns), "pending_connections": pending_conns, "repos": len(by_id),
+            "indexed": len(indexed), "failed": len(failed),
+            "done": not pending_conns and len(indexed) + len(failed) == len(by_id)}
+
+
+class SchedulerActor(Scheduler):
+    """The scheduler in a Ray actor: ticks on a thread; searchers named `searcher_prefix`-i are
+    refreshed on index changes once `set_searchers` was called."""
+
+    def __init__(self, config_path: str, data_dir: str, options: RuntimeOptions | None = None):
+        self._pool = None
+        super().__init__(config_path, data_dir, options, on_index_change=self._refresh)
+        self._stop = threading.Event()
+        self._thread = None
+
+    def _refresh(self, index_dir: str) -> None:
+        if self._pool is not None:
+            self._pool.refresh(index_dir)
+
+    def set_searchers(self, prefix: str, count: int) -> None:
+        from codesearch.runtime.searchers import SearcherPool
+
+        self._pool = SearcherPool.attach(prefix, count)
+        self._shards = None  # refresh at the next tick
+
+    def start(self) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._loop, name="scheduler", daemon=True)
+            self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.tick()
+            except Exception as e:
+                self._error(f"tick: {e}")
+            self._stop.wait(self.poll_interval_s())
+
+    def shutdown(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self.close()
+
+    def status(self) -> dict:
+        return {"ticks": self.ticks, "errors": list(self.errors)}
+
+    def ping(self) -> bool:
+        return True
+
+
+def start_scheduler(config_path: str, data_dir: str, options: RuntimeOptions | None = None, *,
+                    recover: bool = True, name: str | None = None, actor_options: dict | None = None):
+    """Create the scheduler actor, run its start-up cleanup, start its loop. Returns the actor."""
+    import ray
+
+    opts = {"num_cpus": 0, **(actor_options or {})}
+    if name:
+        opts["name"] = name
+    actor = ray.remote(SchedulerActor).options(**opts).remote(config_path, data_dir, options)
+    ray.get(actor.startup.remote(recover))
+    ray.get(actor.start.remote())
+    return actor

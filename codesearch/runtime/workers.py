@@ -1,0 +1,345 @@
+"""Job workers: connection syncers and repo indexers, as plain classes and as Ray actors.
+
+Each worker loops ``claim → run → complete / fail`` over the state store's job queue
+(`Store.claim_job`) until told to stop. Claims are atomic in the database, so any number of
+workers, in any processes or on any nodes that share the data directory, never run a job twice.
+
+* `ConnectionSyncer` (sync jobs): lists the connection through its host adapter, records the
+  listing (`Store.upsert_repos`: links, unlinks, orphans), enqueues index jobs for new and
+  changed repos (all listed repos when the connection's config changed) and sets the
+  connection's status (SYNCING, then SYNCED / SYNCED_WITH_WARNINGS / FAILED).
+* `RepoIndexer` (index jobs): mirrors the repo (bare clone or fetch; local repos are read in
+  place), selects the revisions of its connection's config and indexes them under the store's
+  repo id (`index_source`: new shards swapped in atomically), then records INDEXED and the
+  indexed revisions.
+
+While a job runs, the worker heartbeats it (`Store.heartbeat_job`); a worker that dies stops
+heartbeating and the scheduler requeues its job (`Store.requeue_stale_jobs`). A worker restarted
+by Ray with the same `worker_id` releases its own unfinished jobs at once. A job that runs
+longer than `repoIndexTimeoutMs` is failed (retried with the store's backoff); its thread is
+abandoned (Python cannot stop it) and its result ignored.
+
+Each worker opens its own `Store` (one per process). The number of workers is chosen by
+`worker_counts` from the concurrency settings.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+
+from codesearch.store import models as m
+
+log = logging.getLogger(__name__)
+
+#: Caps on the number of worker actors, whatever the concurrency settings say (default 8 each).
+#: Indexing is CPU-bound (pure Python, one core per process) and each actor is a process of
+#: 100-200 MB: more indexers than cores only adds memory and contention. Syncing is mostly
+#: waiting on host APIs, so two syncers are plenty for a small machine.
+MAX_SYNCERS = 2
+
+
+def worker_counts(settings, cpus: int | None = None) -> tuple[int, int]:
+    """(syncers, indexers) for the concurrency settings, capped for this machine: at most
+    `MAX_SYNCERS` syncers and at most one indexer per core (at least one of each)."""
+    cpus = cpus or os.cpu_count() or 1
+    syncers = max(1, min(int(settings.max_connection_sync_job_concurrency), MAX_SYNCERS))
+    indexers = max(1, min(int(settings.max_repo_indexing_job_concurrency), cpus))
+    return syncers, indexers
+
+
+@dataclass
+class RuntimeOptions:
+    """Knobs of the runtime that are not in the config file (tests shrink them)."""
+
+    #: idle wait between two empty claims
+    poll_s: float = 0.5
+    #: how often a running job is heartbeated
+    heartbeat_s: float = 5.0
+    #: an IN_PROGRESS job without a heartbeat for this long is requeued (its worker died)
+    stale_s: float = 60.0
+    #: `Store` options (retry backoff: `retry_base_seconds`, `retry_max_seconds`, `max_attempts`)
+    store_options: dict = field(default_factory=dict)
+    #: tests only: sleep this long (heartbeating) before indexing, to kill a worker mid-job
+    index_delay_s: float = 0.0
+
+
+class _Worker:
+    kind = ""
+
+    def __init__(self, data_dir: str, worker_id: str | None = None, options: RuntimeOptions | None = None):
+        from codesearch.store import Store
+
+        self.data_dir = os.path.abspath(data_dir)
+        self.index_dir = os.path.join(self.data_dir, "index")
+        self.options = options or RuntimeOptions()
+        self.worker_id = worker_id or f"{self.kind}-{uuid.uuid4().hex[:8]}"
+        self.store = Store.open(self.data_dir, **self.options.store_options)
+        self._stop = threading.Event()
+        self.done = 0
+        self.failed = 0
+        # a restarted worker (same id) takes back what its previous incarnation held
+        self.store.release_worker_jobs(self.worker_id, f"worker {self.worker_id} restarted")
+
+    # ------------------------------------------------------------------ loop
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def run_once(self) -> bool:
+        """Claim and run one job; False when there was none."""
+        job = self.store.claim_job(self.kind, self.worker_id)
+        if job is None:
+            return False
+        result: dict = {}
+
+        def target():
+            try:
+                self.run_job(job)
+                result["ok"] = True
+            except BaseException as e:  # noqa: BLE001 - reported as the job's error
+                result["error"] = e
+
+        t = threading.Thread(target=target, name=f"{self.worker_id}-job{job.id}", daemon=True)
+        started = time.monotonic()
+        t.start()
+        timeout = self.timeout_s()
+        while True:
+            t.join(self.options.heartbeat_s)
+            if not t.is_alive():
+                break
+            if time.monotonic() - started > timeout:
+                result = {"error": TimeoutError(f"timed out after {timeout:g}s")}
+                break
+            if not self.store.heartbeat_job(job.id, self.worker_id):
+                log.warning("%s: job %s was taken back; abandoning it", self.worker_id, job.id)
+                return True
+        if "ok" in result:
+            self.store.complete_job(job.id, self.worker_id)
+            self.done += 1
+        else:
+            err = result.get("error")
+            msg = str(err) or type(err).__name__
+            log.warning("%s: job %s failed: %s", self.worker_id, job.id, msg)
+            after = self.store.fail_job(job.id, msg, worker_id=self.worker_id)
+            self.failed += 1
+            if after is not None and after.state == m.FAILED:
+                self.gave_up(job, msg)
+        return True
+
+    def loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                busy = self.run_once()
+            except Exception as e:  # the database was busy or gone: wait and retry
+                log.error("%s: %s", self.worker_id, e)
+                busy = False
+            if not busy:
+                self._stop.wait(self.options.poll_s)
+
+    def close(self) -> None:
+        self.stop()
+        self.store.close()
+
+    # ------------------------------------------------------------------ per kind
+
+    def timeout_s(self) -> float:
+        return float("inf")
+
+    def run_job(self, job) -> None:
+        raise NotImplementedError
+
+    def gave_up(self, job, error: str) -> None:
+        pass
+
+    def _connection_by_id(self, cid: int):
+        for c in self.store.list_connections():
+            if c.id == cid:
+                return c
+        return None
+
+
+class ConnectionSyncer(_Worker):
+    """Runs sync jobs (see the module docstring)."""
+
+    kind = m.SYNC_JOB
+
+    def run_job(self, job) -> None:
+        from codesearch.hosts.base import adapter_for
+        from codesearch.hosts.http import HostHttp
+        from codesearch.sync import resolve_connection_token
+
+        conn = self._connection_by_id(job.connection_id)
+        if conn is None:
+            return  # deleted meanwhile: nothing to do
+        config_changed = conn.sync_status == m.SYNC_NEEDED
+        self.store.update_connection_status(conn.name, m.SYNCING)
+        try:
+            token = resolve_connection_token(conn.name, conn.config)
+            http = HostHttp()
+            try:
+                listing = adapter_for(conn.type)(conn.name, conn.config, token, http)
+            finally:
+                http.close()
+        except Exception as e:
+            self.store.update_connection_status(conn.name, m.SYNC_FAILED, error=str(e), config_hash=conn.config_hash)
+            raise
+        result = self.store.upsert_repos(conn.name, listing.repos)
+        fresh = set(result.added) | set(result.updated) | set(result.linked)
+        if config_changed:
+            fresh |= set(result.ids.values())
+        for rid in sorted(fresh):
+            self.store.enqueue_index_job(rid)
+        status = m.SYNCED_WITH_WARNINGS if listing.warnings else m.SYNCED
+        self.store.update_connection_status(conn.name, status, warnings=listing.warnings, config_hash=conn.config_hash)
+
+    def gave_up(self, job, error: str) -> None:
+        conn = self._connection_by_id(job.connection_id)
+        if conn is not None:
+            self.store.update_connection_status(conn.name, m.SYNC_FAILED, error=error)
+
+
+class RepoIndexer(_Worker):
+    """Runs index jobs (see the module docstring)."""
+
+    kind = m.INDEX_JOB
+
+    def __init__(self, data_dir: str, worker_id: str | None = None, options: RuntimeOptions | None = None,
+                 *, max_file_size: int = 2097152, max_trigram_count: int = 20000,
+                 timeout_ms: float = 7200000):
+        from codesearch.git.mirror import MirrorStore
+
+        super().__init__(data_dir, worker_id, options)
+        self._timeout_s = float(timeout_ms) / 1000.0
+        self.mirrors = MirrorStore(os.path.join(self.data_dir, "repos"), timeout_s=min(600.0, self._timeout_s))
+        self.max_file_size = int(max_file_size)
+        self.max_trigram_count = int(max_trigram_count)
+
+    def timeout_s(self) -> float:
+        return self._timeout_s
+
+    def run_job(self, job) -> None:
+        from codesearch.index.builder import IndexSettings, index_source
+        from codesearch.index.sources import GitSource
+        from codesearch.store.errors import NotFound
+        from codesearch.sync import git_credentials, repo_info, resolve_connection_token
+
+        try:
+            repo = self.store.get_repo(job.repo_id)
+        except NotFound:
+            return  # garbage-collected meanwhile
+        names = self.store.connections_for_repo(repo.id)
+        conn_cfg, kind, name = {}, "git", ""
+        if names:
+            name = names[0]
+            c = self.store.get_connection(name)
+            conn_cfg, kind = c.config, c.type
+        self.store.update_repo_index_status(repo.id, m.INDEXING)
+        if self.options.index_delay_s:
+            time.sleep(self.options.index_delay_s)
+        if repo.local_path:
+            path = repo.local_path
+        else:
+            token = resolve_connection_token(name, conn_cfg) if name else None
+            user, password = git_credentials(kind, conn_cfg, token)
+            path = self.mirrors.sync(repo.id, repo.clone_url, username=user, password=password).path
+        revisions = conn_cfg.get("revisions") or {}
+        source = GitSource(path, repo=repo_info(repo, repo.id), branch_globs=revisions.get("branches") or (),
+                           tag_globs=revisions.get("tags") or ())
+        try:
+            settings = IndexSettings(max_file_size=self.max_file_size, max_trigram_count=self.max_trigram_count)
+            index_source(source, self.index_dir, settings)
+            indexed = {r.ref: r.commit for r in source.revisions}
+        finally:
+            source.close()
+        self.store.update_repo_index_status(repo.id, m.INDEXED, revisions=indexed)
+
+    def gave_up(self, job, error: str) -> None:
+        from codesearch.store.errors import NotFound
+
+        try:
+            self.store.update_repo_index_status(job.repo_id, m.INDEX_FAILED, error=error)
+        except NotFound:
+            pass
+
+
+# ---------------------------------------------------------------------- Ray actors
+
+class _ActorMixin:
+    """Starts the worker's loop on a thread when the actor starts (and restarts)."""
+
+    def _start_loop(self) -> None:
+        self._thread = threading.Thread(target=self.loop, name=f"{self.worker_id}-loop", daemon=True)
+        self._thread.start()
+
+    def shutdown(self) -> dict:
+        self.stop()
+        self._thread.join(timeout=30)
+        self.store.close()
+        return self.counts()
+
+    def counts(self) -> dict:
+        return {"worker_id": self.worker_id, "done": self.done, "failed": self.failed}
+
+    def ping(self) -> str:
+        return self.worker_id
+
+
+class ConnectionSyncerActor(_ActorMixin, ConnectionSyncer):
+    def __init__(self, *args, **kwargs):
+        ConnectionSyncer.__init__(self, *args, **kwargs)
+        self._start_loop()
+
+
+class RepoIndexerActor(_ActorMixin, RepoIndexer):
+    def __init__(self, *args, **kwargs):
+        RepoIndexer.__init__(self, *args, **kwargs)
+        self._start_loop()
+
+
+def start_workers(data_dir: str, settings, options: RuntimeOptions | None = None, *, syncers: int | None = None,
+                  indexers: int | None = None, name_prefix: str = "codesearch", actor_options: dict | None = None) -> list:
+    """Create the syncer and indexer actors (counts from `worker_counts` unless given). Worker
+    ids are stable per slot, so an actor restarted by Ray releases its own unfinished job."""
+    import ray
+
+    options = options or RuntimeOptions()
+    n_sync, n_index = worker_counts(settings)
+    n_sync = syncers if syncers is not None else n_sync
+    n_index = indexers if indexers is not None else n_index
+    run_id = uuid.uuid4().hex[:6]
+    opts = {"num_cpus": 0, "max_restarts": -1, **(actor_options or {})}
+    actors = []
+    for i in range(n_sync):
+        actors.append(ray.remote(ConnectionSyncerActor).options(**opts).remote(
+            data_dir, f"{name_prefix}-sync-{run_id}-{i}", options))
+    for i in range(n_index):
+        actors.append(ray.remote(RepoIndexerActor).options(**opts).remote(
+            data_dir, f"{name_prefix}-index-{run_id}-{i}", options,
+            max_file_size=int(settings.max_file_size), max_trigram_count=int(settings.max_trigram_count),
+            timeout_ms=float(settings.repo_index_timeout_ms)))
+    ray.get([a.ping.remote() for a in actors])
+    return actors
+
+
+def stop_workers(actors: list, timeout_s: float = 10.0) -> None:
+    """Ask each worker to finish its current job and stop, then kill it."""
+    import ray
+
+    refs = []
+    for a in actors:
+        try:
+            refs.append(a.shutdown.remote())
+        except Exception:
+            pass
+    if refs:
+        ray.wait(refs, num_returns=len(refs), timeout=timeout_s)
+    for a in actors:
+        try:
+            ray.kill(a, no_restart=True)
+        except Exception:
+            pass

@@ -1,0 +1,205 @@
+"""The runtime on a real Ray instance: scheduler + syncer/indexer actors over a config with a
+local `file://` glob connection and a remote repo on a real git smart-HTTP server.
+
+The tests share one data directory and run in order: first sync and index, a new local repo
+picked up by a resync, a restart that re-clones nothing, an indexer killed mid-job, and the
+garbage collection of a removed connection.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pytest
+
+from codesearch.index.manifest import current_shards, read_manifest
+from codesearch.search.options import SearchOptions
+from codesearch.store import Store
+from codesearch.store import models as m
+from tests.corpus import git
+from tests.githttp import GitHttpServer, make_bare_repo
+
+ray = pytest.importorskip("ray")
+
+SETTINGS = {"resyncConnectionIntervalMs": 1000, "reindexIntervalMs": 3600000,
+            "resyncConnectionPollingIntervalMs": 200, "reindexRepoPollingIntervalMs": 200,
+            "repoGarbageCollectionGracePeriodMs": 1000, "maxConnectionSyncJobConcurrency": 1,
+            "maxRepoIndexingJobConcurrency": 2}
+
+
+def _options(**kw):
+    from codesearch.runtime.workers import RuntimeOptions
+
+    return RuntimeOptions(poll_s=0.1, heartbeat_s=0.2, stale_s=1.5, store_options={"retry_base_seconds": 0.2}, **kw)
+
+
+def _local_repo(path: str, files: dict[str, str]) -> str:
+    os.makedirs(path)
+    git(path, "init", "-q", "-b", "main")
+    for name, text in files.items():
+        with open(os.path.join(path, name), "w") as f:
+            f.write(text)
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "initial")
+    return path
+
+
+def _wait(pred, timeout=30.0, what="condition"):
+    deadline = time.monotonic() + timeout
+    while True:
+        got = pred()
+        if got:
+            return got
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+def _files(pool, query: str) -> set[str]:
+    resp = pool.search(query, SearchOptions(matches=1000))
+    return {f["fileName"]["text"] for f in resp["files"]}
+
+
+class World:
+    def __init__(self, base):
+        self.base = str(base)
+        self.data = os.path.join(self.base, "data")
+        self.index = os.path.join(self.data, "index")
+        self.local = os.path.join(self.base, "local")
+        os.makedirs(self.local)
+        _local_repo(os.path.join(self.local, "alpha"), {"alpha.py": "def alpha_marker_one():\n    return 1\n"})
+        _local_repo(os.path.join(self.local, "beta"), {"beta.py": "def beta_marker_two():\n    return 2\n"})
+        self.git_root = os.path.join(self.base, "git")
+        make_bare_repo(self.git_root, "acme/widgets.git", {"widgets.py": "def remote_widget_marker():\n    pass\n"})
+        self.server = GitHttpServer(self.git_root).start()
+        self.config = os.path.join(self.base, "config.json")
+        self.write_config(remote=True)
+        self.scheduler = None
+        self.workers: list = []
+        self.pool = None
+        self.store = Store.open(self.data)
+
+    def write_config(self, remote: bool) -> None:
+        conns = {"local": {"type": "git", "url": f"file://{self.local}/*"}}
+        if remote:
+            conns["remote"] = {"type": "git", "url": self.server.url("acme/widgets.git")}
+        before = os.stat(self.config).st_mtime_ns if os.path.exists(self.config) else 0
+        with open(self.config, "w") as f:
+            json.dump({"settings": SETTINGS, "connections": conns}, f)
+        if os.stat(self.config).st_mtime_ns == before:
+            os.utime(self.config, ns=(before + 10**6, before + 10**6))
+
+    def start(self, **options) -> None:
+        from codesearch.config import load_config
+        from codesearch.runtime.scheduler import start_scheduler
+        from codesearch.runtime.workers import start_workers
+
+        self.scheduler = start_scheduler(self.config, self.data, _options(**options))
+        self.workers = start_workers(self.data, load_config(self.config).settings, _options(**options))
+
+    def stop(self) -> None:
+        from codesearch.runtime.workers import stop_workers
+
+        if self.scheduler is not None:
+            ray.get(self.scheduler.shutdown.remote(), timeout=15)
+            ray.kill(self.scheduler)
+            self.scheduler = None
+        stop_workers(self.workers)
+        self.workers = []
+
+    def remote_repo(self):
+        return next((r for r in self.store.list_repos(per_page=100)[0] if "acme/widgets" in r.name), None)
+
+    def settled(self) -> bool:
+        conns = self.store.list_connections()
+        repos = self.store.list_repos(per_page=100)[0]
+        return (conns and all(c.synced_at is not None and c.sync_status != m.SYNC_FAILED for c in conns)
+                and repos and all(r.index_status == m.INDEXED for r in repos))
+
+
+@pytest.fixture(scope="module")
+def world(ray_session, tmp_path_factory):
+    from codesearch.runtime.searchers import SearcherPool
+
+    w = World(tmp_path_factory.mktemp("runtime"))
+    try:
+        w.start()
+        os.makedirs(w.index, exist_ok=True)
+        w.pool = SearcherPool.create(w.index, 2, keep_empty=True)
+        yield w
+    finally:
+        w.stop()
+        if w.pool is not None:
+            w.pool.close()
+        w.store.close()
+        w.server.stop()
+
+
+def test_first_sync_indexes_everything_and_searchers_refresh(world):
+    _wait(world.settled, what="every connection synced and repo indexed")
+    names = sorted(r.name for r in world.store.list_repos(per_page=100)[0])
+    assert len(names) == 3 and any("acme/widgets" in n for n in names)
+    assert not any(j.state == m.FAILED for j in world.store.list_jobs())
+    assert _files(world.pool, "remote_widget_marker") == set()  # not refreshed yet
+    world.pool.refresh(world.index)
+    assert _files(world.pool, "alpha_marker_one or beta_marker_two or remote_widget_marker") == {
+        "alpha.py", "beta.py", "widgets.py"}
+    repo = world.remote_repo()
+    assert os.path.isdir(os.path.join(world.data, "repos", str(repo.id)))
+    assert "refs/heads/main" in repo.indexed_revisions
+
+
+def test_a_new_local_repo_is_picked_up_by_the_next_resync(world):
+    _local_repo(os.path.join(world.local, "gamma"), {"gamma.py": "def gamma_marker_three():\n    return 3\n"})
+    _wait(lambda: any("gamma" in r.name and r.index_status == m.INDEXED for r in world.store.list_repos(per_page=100)[0]),
+          what="the new repo indexed")
+    world.pool.refresh(world.index)
+    assert _files(world.pool, "gamma_marker_three") == {"gamma.py"}
+
+
+def test_a_restart_resumes_without_recloning(world):
+    repo = world.remote_repo()
+    mirror = os.path.join(world.data, "repos", str(repo.id))
+    before = os.stat(mirror)
+    synced_before = {c.name: c.synced_at for c in world.store.list_connections()}
+    world.stop()
+    requests = len(world.server.requests)
+    world.start(index_delay_s=2.0)  # slow indexers for the next test
+    _wait(lambda: all(c.synced_at and c.synced_at > synced_before[c.name] for c in world.store.list_connections()),
+          what="a resync after the restart")
+    time.sleep(0.5)
+    after = os.stat(mirror)
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    assert world.server.requests[requests:] == []  # no clone, not even a fetch: nothing was due
+    assert world.remote_repo().indexed_at == repo.indexed_at
+    assert world.settled()
+
+
+def test_a_killed_indexer_job_is_requeued_and_finished_by_another(world):
+    repo = world.remote_repo()
+    job = world.store.enqueue_index_job(repo.id, force=True)
+    running = _wait(lambda: (j := world.store.get_job(job.id)).state == m.IN_PROGRESS and j, what="the job claimed")
+    ids = ray.get([a.ping.remote() for a in world.workers])
+    victim = world.workers[ids.index(running.worker_id)]
+    ray.kill(victim, no_restart=True)
+    done = _wait(lambda: (j := world.store.get_job(job.id)).state in (m.COMPLETED, m.FAILED) and j, timeout=30,
+                 what="the job finished")
+    assert done.state == m.COMPLETED and done.worker_id != running.worker_id and done.attempts == 2
+    assert world.remote_repo().indexed_at > repo.indexed_at
+
+
+def test_a_removed_connection_is_garbage_collected_after_the_grace_period(world):
+    repo = world.remote_repo()
+    mirror = os.path.join(world.data, "repos", str(repo.id))
+    shards = read_manifest(world.index)["repos"][str(repo.id)]["shards"]
+    world.write_config(remote=False)
+    _wait(lambda: world.store.find_repo(repo.name) is None, what="the repo row deleted")
+    _wait(lambda: not os.path.exists(mirror), timeout=5, what="the mirror removed")
+    assert str(repo.id) not in read_manifest(world.index)["repos"]
+    assert not any(os.path.exists(os.path.join(world.index, s)) for s in shards)
+    assert [c.name for c in world.store.list_connections()] == ["local"]
+    world.pool.refresh(world.index)
+    assert len(current_shards(world.index)) >= 3
+    assert _files(world.pool, "remote_widget_marker") == set()
+    assert _files(world.pool, "gamma_marker_three") == {"gamma.py"}
