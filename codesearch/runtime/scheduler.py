@@ -143,8 +143,33 @@ class Scheduler:
             out["indexed"].append(repo.id)
         out["requeued"] = [j.id for j in self.store.requeue_stale_jobs(self.options.stale_s)]
         out["collected"] = self.collect_garbage(float(s.repo_garbage_collection_grace_period_ms) / 1000.0)
+        try:
+            self.apply_contexts()
+        except Exception as e:
+            self._error(f"search contexts: {e}")
         self._check_index()
         return out
+
+    def apply_contexts(self) -> None:
+        """Resolve the config's search contexts to repository names (for `context:`), when
+        the repositories or the contexts changed."""
+        from codesearch.config.contexts import RepoFacts, resolve_context
+
+        contexts = self.config.contexts if self.config else {}
+        facts: dict[str, RepoFacts] = {}
+        for name in (self.config.connections if self.config else {}):
+            for repo in self.store.repos_for_connection(name):
+                f = facts.get(repo.name)
+                conns = (f.connections if f else frozenset()) | {name}
+                facts[repo.name] = RepoFacts(repo.name, conns, tuple(repo.topics or ()))
+        key = (tuple(sorted(contexts)), tuple(sorted(facts.values(), key=lambda f: f.name)))
+        if key == getattr(self, "_contexts_key", None):
+            return
+        self._contexts_key = key
+        repos = list(facts.values())
+        self.store.replace_search_contexts(
+            m.SearchContext(name=name, repo_names=resolve_context(ctx, repos), description=ctx.description or "")
+            for name, ctx in contexts.items())
 
     def collect_garbage(self, grace_s: float) -> list[int]:
         from codesearch.index import manifest
