@@ -72,3 +72,36 @@ def _pool(indexed_corpus):
     if "p" not in _POOLS:
         _POOLS["p"] = SearcherPool.create(indexed_corpus["index"], 2, name_prefix="cs-test-searcher")
     return _POOLS["p"]
+
+
+def test_versioned_shard_lists():
+    """A search names the version it wants; older lists stay until three newer ones exist."""
+    s = ShardSearcher([])
+    assert s.shard_count() == 0
+    for v in (10, 20, 30, 40):
+        s.set_shards([], v)
+    assert sorted(s.sets) == [20, 30, 40] and s.current == 40
+
+
+def test_refresh_is_atomic_across_searchers(ray_session, indexed_corpus, tmp_path):
+    """While searcher lists are being replaced, searches use the last published version on
+    every searcher: never one searcher's new list with another's old one."""
+    import shutil
+
+    from codesearch.runtime.searchers import published_version
+
+    ix = tmp_path / "ix"
+    shutil.copytree(indexed_corpus["index"], ix)
+    pool = SearcherPool.create(str(ix), 2)
+    full = engine_spans(pool.search("foo", SearchOptions(matches=10**6)))
+    before = published_version()
+    # Half a refresh by hand: one searcher gets an empty list under a version nobody published.
+    ray.get(pool.actors[0].set_shards.remote([], 2**62))
+    if before is None:  # nothing published yet: searchers use their newest lists
+        pool.refresh(str(ix))
+        ray.get(pool.actors[0].set_shards.remote([], 2**62))
+    assert engine_spans(pool.search("foo", SearchOptions(matches=10**6))) == full
+    pool.refresh(str(ix))  # a complete refresh publishes a newer version
+    assert published_version() > (before or 0)
+    assert engine_spans(pool.search("foo", SearchOptions(matches=10**6))) == full
+    pool.close()

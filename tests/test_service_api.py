@@ -226,7 +226,7 @@ def test_stream_search_counts_a_dead_searcher_and_reports_errors_in_stream(svc):
         def __init__(self, error):
             self.error = error
 
-        def search(self, query, options, deadline_wall):
+        def search(self, query, options, deadline_wall, version=None):
             raise self.error
 
     class Pool:

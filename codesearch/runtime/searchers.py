@@ -27,50 +27,84 @@ log = logging.getLogger(__name__)
 
 
 class ShardSearcher:
-    """Owns some shard files (memory-mapped) and answers searches over them."""
+    """Owns some shard files (memory-mapped) and answers searches over them.
+
+    Shard lists are versioned: `set_shards(paths, version)` adds a list next to the previous
+    ones (the last `KEEP_VERSIONS` are kept) and `search(..., version=v)` uses list `v`. The
+    pool publishes a version only after every searcher holds it, so one search sees the same
+    generation of the index on every searcher, even while a refresh is under way.
+    """
+
+    KEEP_VERSIONS = 3
 
     def __init__(self, shard_paths: list[str], origin: int = 0):
         self.origin = origin
-        self.shards: list[Shard] = []
         self.errors: list[str] = []
-        for path in shard_paths:
-            try:
-                self.shards.append(Shard(path))
-            except IndexFormatError as e:
-                log.error("%s", e)
-                self.errors.append(str(e))
+        self.sets: dict[int, list[Shard]] = {0: self._open(shard_paths, {})}
+        self.current = 0
 
-    def search(self, query: str, options: SearchOptions, deadline_wall: float) -> PartialResult:
-        """Search the owned shards; `deadline_wall` is a `time.time()` instant (clocks of other
-        processes and nodes agree on wall time, not on `time.monotonic()`)."""
-        deadline = time.monotonic() + max(0.0, deadline_wall - time.time())
-        plan = make_plan(query, options)
-        return partial_result(search_shards(self.shards, plan, options, deadline), options, self.origin)
+    @property
+    def shards(self) -> list[Shard]:
+        return self.sets[self.current]
 
-    def set_shards(self, shard_paths: list[str]) -> int:
-        """Own `shard_paths` from now on (after an index change). Shards already open are kept;
-        the list is replaced in one assignment, so a search that started before finishes on
-        the shards it started with (unlinked files stay readable while mapped)."""
-        old = {s.path: s for s in self.shards}
-        new, errors = [], []
-        for path in shard_paths:
-            if path in old:
-                new.append(old[path])
+    def _open(self, paths: list[str], reuse: dict[str, Shard]) -> list[Shard]:
+        out, errors = [], []
+        for path in paths:
+            if path in reuse:
+                out.append(reuse[path])
                 continue
             try:
-                new.append(Shard(path))
+                out.append(Shard(path))
             except (IndexFormatError, OSError) as e:
                 log.error("%s", e)
                 errors.append(str(e))
-        self.shards = new
         self.errors = errors
-        return len(new)
+        return out
+
+    def search(self, query: str, options: SearchOptions, deadline_wall: float, version: int | None = None) -> PartialResult:
+        """Search the owned shards of `version` (default: the newest); `deadline_wall` is a
+        `time.time()` instant (clocks of other processes and nodes agree on wall time, not on
+        `time.monotonic()`)."""
+        deadline = time.monotonic() + max(0.0, deadline_wall - time.time())
+        plan = make_plan(query, options)
+        shards = self.sets.get(version, self.shards) if version is not None else self.shards
+        return partial_result(search_shards(shards, plan, options, deadline), options, self.origin)
+
+    def set_shards(self, shard_paths: list[str], version: int | None = None) -> int:
+        """Own `shard_paths` as list `version` (after an index change). Shards already open are
+        kept; a search that started before finishes on the list it started with (unlinked files
+        stay readable while mapped)."""
+        version = version if version is not None else self.current + 1
+        reuse = {s.path: s for shards in self.sets.values() for s in shards}
+        self.sets[version] = self._open(shard_paths, reuse)
+        self.current = max(self.current, version)
+        for old in sorted(self.sets)[: -self.KEEP_VERSIONS]:
+            del self.sets[old]
+        return len(self.sets[version])
 
     def shard_count(self) -> int:
         return len(self.shards)
 
     def ping(self) -> bool:
         return True
+
+
+_VERSION_KEY = b"codesearch:index-version"
+
+
+def publish_version(version: int) -> None:
+    """Make `version` the shard-list version every search uses (Ray's cluster-wide KV store)."""
+    from ray.experimental import internal_kv
+
+    internal_kv._internal_kv_put(_VERSION_KEY, str(version).encode(), overwrite=True)
+
+
+def published_version() -> int | None:
+    """The version searches use now, or None before the first refresh (the initial lists)."""
+    from ray.experimental import internal_kv
+
+    value = internal_kv._internal_kv_get(_VERSION_KEY)
+    return int(value) if value else None
 
 
 def balance(paths: list[str], n: int) -> list[list[str]]:
@@ -130,7 +164,9 @@ class SearcherPool:
         import ray
 
         groups = balance(shard_files(index_dir), len(self.actors))
-        ray.get([a.set_shards.remote(g) for a, g in zip(self.actors, groups)])
+        version = time.time_ns()
+        ray.get([a.set_shards.remote(g, version) for a, g in zip(self.actors, groups)])
+        publish_version(version)  # only now: every searcher holds the new lists
 
     def search(self, query: str, options: SearchOptions) -> dict:
         """Fan out to every searcher, merge what arrives before the deadline."""
@@ -141,7 +177,8 @@ class SearcherPool:
         make_plan(query, options)  # parse errors and unknown contexts fail here, before any fan-out
         plan_ns = time.perf_counter_ns() - t0
         deadline_wall = time.time() + options.timeout_s
-        refs = [a.search.remote(query, options, deadline_wall) for a in self.actors]
+        version = published_version()
+        refs = [a.search.remote(query, options, deadline_wall, version) for a in self.actors]
         ready, pending = ray.wait(refs, num_returns=len(refs), timeout=options.timeout_s + 5)
         partials, crashes = [], len(pending)
         for ref in ready:

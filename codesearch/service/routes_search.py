@@ -41,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, Strict
 from starlette.concurrency import run_in_threadpool
 
 from codesearch.errors import CodesearchError
+from codesearch.runtime.searchers import published_version
 from codesearch.search.engine import make_plan, merge_partials
 from codesearch.search.options import FLUSH_TIMER, SearchOptions, Stats
 from codesearch.service.auth import Identity, filter_search_response
@@ -166,8 +167,9 @@ async def stream_events(searcher, query: str, options: SearchOptions, identity: 
             yield _sse(final)
         else:
             deadline_wall = time.time() + options.timeout_s
+            version = published_version()  # one index generation on every searcher
             for actor in actors:
-                ref = actor.search.remote(query, options, deadline_wall)
+                ref = actor.search.remote(query, options, deadline_wall, version)
                 fut = asyncio.ensure_future(asyncio.wrap_future(ref.future()))
                 refs[fut] = ref
                 pending.add(fut)
