@@ -94,14 +94,13 @@ def test_refresh_is_atomic_across_searchers(ray_session, indexed_corpus, tmp_pat
     shutil.copytree(indexed_corpus["index"], ix)
     pool = SearcherPool.create(str(ix), 2)
     full = engine_spans(pool.search("foo", SearchOptions(matches=10**6)))
-    before = published_version()
+    assert published_version(pool.version_key) is None
+    pool.refresh(str(ix))
+    before = published_version(pool.version_key)
     # Half a refresh by hand: one searcher gets an empty list under a version nobody published.
     ray.get(pool.actors[0].set_shards.remote([], 2**62))
-    if before is None:  # nothing published yet: searchers use their newest lists
-        pool.refresh(str(ix))
-        ray.get(pool.actors[0].set_shards.remote([], 2**62))
     assert engine_spans(pool.search("foo", SearchOptions(matches=10**6))) == full
     pool.refresh(str(ix))  # a complete refresh publishes a newer version
-    assert published_version() > (before or 0)
+    assert published_version(pool.version_key) > before
     assert engine_spans(pool.search("foo", SearchOptions(matches=10**6))) == full
     pool.close()

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+import uuid
 
 from codesearch.errors import CodesearchError, IndexFormatError
 from codesearch.index.manifest import current_shards
@@ -89,21 +90,21 @@ class ShardSearcher:
         return True
 
 
-_VERSION_KEY = b"codesearch:index-version"
-
-
-def publish_version(version: int) -> None:
-    """Make `version` the shard-list version every search uses (Ray's cluster-wide KV store)."""
+def publish_version(key: str, version: int) -> None:
+    """Make `version` the shard-list version every search of the pool `key` uses (Ray's
+    cluster-wide KV store, so every Serve replica sees it)."""
     from ray.experimental import internal_kv
 
-    internal_kv._internal_kv_put(_VERSION_KEY, str(version).encode(), overwrite=True)
+    internal_kv._internal_kv_put(f"codesearch:index-version:{key}".encode(), str(version).encode(), overwrite=True)
 
 
-def published_version() -> int | None:
-    """The version searches use now, or None before the first refresh (the initial lists)."""
+def published_version(key: str | None) -> int | None:
+    """The version searches of pool `key` use now, or None before its first refresh."""
+    if not key:
+        return None
     from ray.experimental import internal_kv
 
-    value = internal_kv._internal_kv_get(_VERSION_KEY)
+    value = internal_kv._internal_kv_get(f"codesearch:index-version:{key}".encode())
     return int(value) if value else None
 
 
@@ -126,8 +127,10 @@ def shard_files(index_dir: str) -> list[str]:
 class SearcherPool:
     """Ray actors over the shards of an index directory, and the fan-out/merge of a search."""
 
-    def __init__(self, actors: list):
+    def __init__(self, actors: list, version_key: str | None = None):
         self.actors = actors
+        #: Names this pool's published index version (pools are told apart by their name prefix).
+        self.version_key = version_key or uuid.uuid4().hex
 
     @classmethod
     def create(cls, index_dir: str, searchers: int = 2, *, name_prefix: str | None = None,
@@ -148,14 +151,14 @@ class SearcherPool:
                 opts["name"] = f"{name_prefix}-{i}"
             actors.append(ray.remote(ShardSearcher).options(**opts).remote(g, origin=i))
         ray.get([a.ping.remote() for a in actors])
-        return cls(actors)
+        return cls(actors, version_key=name_prefix)
 
     @classmethod
     def attach(cls, name_prefix: str, count: int) -> "SearcherPool":
         """The named searchers started by `create` (from another process, e.g. a Serve replica)."""
         import ray
 
-        return cls([ray.get_actor(f"{name_prefix}-{i}") for i in range(count)])
+        return cls([ray.get_actor(f"{name_prefix}-{i}") for i in range(count)], version_key=name_prefix)
 
     def refresh(self, index_dir: str) -> None:
         """Re-balance the index's current shards over the existing searchers and send each its
@@ -166,7 +169,7 @@ class SearcherPool:
         groups = balance(shard_files(index_dir), len(self.actors))
         version = time.time_ns()
         ray.get([a.set_shards.remote(g, version) for a, g in zip(self.actors, groups)])
-        publish_version(version)  # only now: every searcher holds the new lists
+        publish_version(self.version_key, version)  # only now: every searcher holds the new lists
 
     def search(self, query: str, options: SearchOptions) -> dict:
         """Fan out to every searcher, merge what arrives before the deadline."""
@@ -177,7 +180,7 @@ class SearcherPool:
         make_plan(query, options)  # parse errors and unknown contexts fail here, before any fan-out
         plan_ns = time.perf_counter_ns() - t0
         deadline_wall = time.time() + options.timeout_s
-        version = published_version()
+        version = published_version(self.version_key)
         refs = [a.search.remote(query, options, deadline_wall, version) for a in self.actors]
         ready, pending = ray.wait(refs, num_returns=len(refs), timeout=options.timeout_s + 5)
         partials, crashes = [], len(pending)

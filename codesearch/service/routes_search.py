@@ -167,7 +167,7 @@ async def stream_events(searcher, query: str, options: SearchOptions, identity: 
             yield _sse(final)
         else:
             deadline_wall = time.time() + options.timeout_s
-            version = published_version()  # one index generation on every searcher
+            version = published_version(getattr(searcher, "version_key", None))  # one index generation everywhere
             for actor in actors:
                 ref = actor.search.remote(query, options, deadline_wall, version)
                 fut = asyncio.ensure_future(asyncio.wrap_future(ref.future()))
