@@ -207,25 +207,17 @@ def test_a_removed_connection_is_garbage_collected_after_the_grace_period(world)
 
 def test_search_contexts_from_the_config(tmp_path):
     """Contexts in the config become store contexts that `context:` resolves."""
-    from codesearch.config import load_config
-    from codesearch.git.mirror import MirrorStore
     from codesearch.runtime.scheduler import Scheduler
-    from codesearch.store import Store
 
-    store = Store.open(str(tmp_path))
     cfg = tmp_path / "c.json"
     cfg.write_text('{"connections": {"a": {"type": "git", "url": "https://example.com/x/one.git"},'
                    ' "b": {"type": "git", "url": "https://example.com/x/two.git"}},'
                    ' "contexts": {"only-a": {"includeConnections": ["a"]}, "all-x": {"include": ["example.com/x/*"]}}}')
-    config = load_config(str(cfg))
-    sched = Scheduler.__new__(Scheduler)
-    sched.config, sched.store = config, store
-    for name, conn in config.connections.items():
-        store.upsert_connection(name, "git", conn.raw)
-    store.upsert_repos("a", [{"name": "example.com/x/one", "display_name": "x/one", "code_host_type": "genericGitHost",
-                              "clone_url": "https://example.com/x/one.git"}])
-    store.upsert_repos("b", [{"name": "example.com/x/two", "display_name": "x/two", "code_host_type": "genericGitHost",
-                              "clone_url": "https://example.com/x/two.git"}])
+    sched = Scheduler(str(cfg), str(tmp_path / "data"))  # applies the config: both connections recorded
+    store = sched.store
+    for conn, name in (("a", "one"), ("b", "two")):
+        store.upsert_repos(conn, [{"name": f"example.com/x/{name}", "display_name": f"x/{name}",
+                                   "code_host_type": "genericGitHost", "clone_url": f"https://example.com/x/{name}.git"}])
     sched.apply_contexts()
     assert store.find_search_context("only-a").repo_names == ["example.com/x/one"]
     assert store.find_search_context("all-x").repo_names == ["example.com/x/one", "example.com/x/two"]

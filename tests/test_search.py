@@ -112,7 +112,7 @@ def test_whole_returns_content(indexed_corpus):
 
 
 def test_ranking_definitions_and_file_names_first(tmp_path):
-    files = {f"use{i}.py": f"from lib import ParseConfig\nx = ParseConfig()  # ParseConfigs\n" for i in range(5)}
+    files = {f"use{i}.py": "from lib import ParseConfig\nx = ParseConfig()  # ParseConfigs\n" for i in range(5)}
     files["zz_lib.py"] = "class ParseConfig:\n    pass\n"
     files["a_sub.py"] = "y = MyParseConfigurator\n"
     files["parseconfig_notes.txt"] = "nothing here about it\n"

@@ -41,7 +41,6 @@ from codesearch.query.trigram_query import (
     AND,
     NONE,
     NONE_QUERY,
-    OR,
     TrigramQuery,
     and_,
     leaf_and,

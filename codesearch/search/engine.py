@@ -20,7 +20,7 @@ from codesearch.index.shard import Shard
 from codesearch.query.parser import parse
 from codesearch.query.planner import Plan, plan
 from codesearch.search.evaluate import FileMatch, ShardResult, evaluate_shard
-from codesearch.search.options import FLUSH_FINAL, FLUSH_TIMER, SearchOptions, Stats
+from codesearch.search.options import FLUSH_TIMER, SearchOptions, Stats
 from codesearch.search.present import file_result, repository_info, truncate_file_result
 
 log = logging.getLogger(__name__)
