@@ -126,7 +126,7 @@ def world(ray_session, tmp_path_factory):
     try:
         w.start()
         os.makedirs(w.index, exist_ok=True)
-        w.pool = SearcherPool.create(w.index, 2, keep_empty=True)
+        w.pool = SearcherPool.create(w.index, 2, keep_empty=True, name_prefix="sched-test-searcher")
         yield w
     finally:
         w.stop()
@@ -187,6 +187,26 @@ def test_a_killed_indexer_job_is_requeued_and_finished_by_another(world):
                  what="the job finished")
     assert done.state == m.COMPLETED and done.worker_id != running.worker_id and done.attempts == 2
     assert world.remote_repo().indexed_at > repo.indexed_at
+
+
+def test_a_killed_scheduler_is_restarted_by_ray_and_resumes_with_its_searchers(world):
+    ray.get(world.scheduler.set_searchers.remote("sched-test-searcher", 2))
+    assert ray.get(world.scheduler.status.remote())["reconstructed"] is False
+    ray.kill(world.scheduler, no_restart=False)
+    # ray.kill returns at once; the old incarnation may still answer for a moment
+    status = _wait(lambda: (st := _status_or_none(world.scheduler)) and st["reconstructed"] and st,
+                   what="the scheduler restarted")
+    assert status["searchers"] == 2
+    # it ticks again: a new repo is synced, indexed, and the searchers are refreshed by it alone
+    _local_repo(os.path.join(world.local, "delta"), {"delta.py": "def delta_marker_four():\n    return 4\n"})
+    _wait(lambda: _files(world.pool, "delta_marker_four") == {"delta.py"}, what="the searchers refreshed")
+
+
+def _status_or_none(actor):
+    try:
+        return ray.get(actor.status.remote(), timeout=2)
+    except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+        return None
 
 
 def test_a_removed_connection_is_garbage_collected_after_the_grace_period(world):

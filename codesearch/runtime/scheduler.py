@@ -230,23 +230,50 @@ def first_sync_state(store) -> dict:
 
 class SchedulerActor(Scheduler):
     """The scheduler in a Ray actor: ticks on a thread; searchers named `searcher_prefix`-i are
-    refreshed on index changes once `set_searchers` was called."""
+    refreshed on index changes once `set_searchers` was called.
+
+    Supervised by Ray (`max_restarts=-1` in `start_scheduler`): when the actor dies, Ray runs
+    `__init__` again with the same arguments; a reconstructed incarnation starts ticking by itself
+    and takes back its searchers from Ray's KV (where `set_searchers` wrote them, keyed by the
+    actor id, which survives restarts). Start-up cleanup is not run again: the workers are alive
+    and their jobs are theirs; stale ones are requeued by the tick as usual.
+    """
 
     def __init__(self, config_path: str, data_dir: str, options: RuntimeOptions | None = None):
+        import ray
+
         self._pool = None
         super().__init__(config_path, data_dir, options, on_index_change=self._refresh)
         self._stop = threading.Event()
         self._thread = None
+        ctx = ray.get_runtime_context()
+        self._kv_key = f"codesearch:scheduler-searchers:{ctx.get_actor_id()}".encode()
+        self.reconstructed = bool(ctx.was_current_actor_reconstructed)
+        if self.reconstructed:
+            from ray.experimental import internal_kv
+
+            saved = internal_kv._internal_kv_get(self._kv_key)
+            if saved:
+                prefix, count = saved.decode().rsplit(":", 1)
+                self._attach(prefix, int(count))
+            log.warning("scheduler restarted after a crash; resuming")
+            self.start()
 
     def _refresh(self, index_dir: str) -> None:
         if self._pool is not None:
             self._pool.refresh(index_dir)
 
-    def set_searchers(self, prefix: str, count: int) -> None:
+    def _attach(self, prefix: str, count: int) -> None:
         from codesearch.runtime.searchers import SearcherPool
 
         self._pool = SearcherPool.attach(prefix, count)
         self._shards = None  # refresh at the next tick
+
+    def set_searchers(self, prefix: str, count: int) -> None:
+        from ray.experimental import internal_kv
+
+        self._attach(prefix, count)
+        internal_kv._internal_kv_put(self._kv_key, f"{prefix}:{count}".encode(), overwrite=True)
 
     def start(self) -> None:
         if self._thread is None:
@@ -262,13 +289,17 @@ class SchedulerActor(Scheduler):
             self._stop.wait(self.poll_interval_s())
 
     def shutdown(self) -> None:
+        from ray.experimental import internal_kv
+
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
+        internal_kv._internal_kv_del(self._kv_key)
         self.close()
 
     def status(self) -> dict:
-        return {"ticks": self.ticks, "errors": list(self.errors)}
+        return {"ticks": self.ticks, "errors": list(self.errors), "reconstructed": self.reconstructed,
+                "searchers": None if self._pool is None else len(self._pool.actors)}
 
     def ping(self) -> bool:
         return True
@@ -279,7 +310,7 @@ def start_scheduler(config_path: str, data_dir: str, options: RuntimeOptions | N
     """Create the scheduler actor, run its start-up cleanup, start its loop. Returns the actor."""
     import ray
 
-    opts = {"num_cpus": 0, **(actor_options or {})}
+    opts = {"num_cpus": 0, "max_restarts": -1, **(actor_options or {})}
     if name:
         opts["name"] = name
     actor = ray.remote(SchedulerActor).options(**opts).remote(config_path, data_dir, options)

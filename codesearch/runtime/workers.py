@@ -52,6 +52,10 @@ def worker_counts(settings, cpus: int | None = None) -> tuple[int, int]:
     return syncers, indexers
 
 
+class JobCancelled(Exception):
+    """A job stopped early because it timed out or its worker is stopping."""
+
+
 @dataclass
 class RuntimeOptions:
     """Knobs of the runtime that are not in the config file (tests shrink them)."""
@@ -64,6 +68,8 @@ class RuntimeOptions:
     stale_s: float = 60.0
     #: `Store` options (retry backoff: `retry_base_seconds`, `retry_max_seconds`, `max_attempts`)
     store_options: dict = field(default_factory=dict)
+    #: how long a timed-out job gets to notice its cancellation and stop
+    cancel_grace_s: float = 60.0
     #: tests only: sleep this long (heartbeating) before indexing, to kill a worker mid-job
     index_delay_s: float = 0.0
 
@@ -80,6 +86,8 @@ class _Worker:
         self.worker_id = worker_id or f"{self.kind}-{uuid.uuid4().hex[:8]}"
         self.store = Store.open(self.data_dir, **self.options.store_options)
         self._stop = threading.Event()
+        #: set when the running job timed out or the worker stops; long jobs check it (`cancelled`)
+        self._cancel = threading.Event()
         self.done = 0
         self.failed = 0
         # a restarted worker (same id) takes back what its previous incarnation held
@@ -89,6 +97,13 @@ class _Worker:
 
     def stop(self) -> None:
         self._stop.set()
+        self._cancel.set()
+
+    def check_cancelled(self, *_args) -> None:
+        """Raise `JobCancelled` when the running job should stop (called between units of work,
+        e.g. as the index builder's per-file progress callback)."""
+        if self._cancel.is_set():
+            raise JobCancelled("cancelled")
 
     def run_once(self) -> bool:
         """Claim and run one job; False when there was none."""
@@ -104,6 +119,7 @@ class _Worker:
             except BaseException as e:  # noqa: BLE001 - reported as the job's error
                 result["error"] = e
 
+        self._cancel.clear()
         t = threading.Thread(target=target, name=f"{self.worker_id}-job{job.id}", daemon=True)
         started = time.monotonic()
         t.start()
@@ -113,6 +129,13 @@ class _Worker:
             if not t.is_alive():
                 break
             if time.monotonic() - started > timeout:
+                # ask the job to stop at its next check and wait for it, so that two jobs never
+                # run at once on this worker; the job's own outcome is replaced by the timeout
+                self._cancel.set()
+                t.join(self.options.cancel_grace_s)
+                if t.is_alive():
+                    log.error("%s: job %s did not stop within %gs of its timeout", self.worker_id, job.id,
+                              self.options.cancel_grace_s)
                 result = {"error": TimeoutError(f"timed out after {timeout:g}s")}
                 break
             if not self.store.heartbeat_job(job.id, self.worker_id):
@@ -240,7 +263,8 @@ class RepoIndexer(_Worker):
             conn_cfg, kind = c.config, c.type
         self.store.update_repo_index_status(repo.id, m.INDEXING)
         if self.options.index_delay_s:
-            time.sleep(self.options.index_delay_s)
+            self._cancel.wait(self.options.index_delay_s)
+            self.check_cancelled()
         if repo.local_path:
             path = repo.local_path
         else:
@@ -252,7 +276,7 @@ class RepoIndexer(_Worker):
                            tag_globs=revisions.get("tags") or ())
         try:
             settings = IndexSettings(max_file_size=self.max_file_size, max_trigram_count=self.max_trigram_count)
-            index_source(source, self.index_dir, settings)
+            index_source(source, self.index_dir, settings, progress=self.check_cancelled)
             indexed = {r.ref: r.commit for r in source.revisions}
         finally:
             source.close()

@@ -1,0 +1,111 @@
+"""The job workers without Ray: a timed-out index job is really stopped, not left running.
+
+`repoIndexTimeoutMs` fails the job, and the job's thread must stop at its next check (the index
+builder calls `check_cancelled` per file), so that a worker never runs two jobs at once and a
+half-built index never replaces the one that was there.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import pytest
+
+from codesearch.hosts.base import HostRepo
+from codesearch.index import manifest
+from codesearch.index.builder import index_source
+from codesearch.index.sources import DirectorySource, RepoInfo
+from codesearch.runtime.workers import JobCancelled, RepoIndexer, RuntimeOptions
+from codesearch.store import Store
+from codesearch.store import models as m
+from tests.corpus import git
+
+
+def _local_repo(path: str, n_files: int = 3) -> str:
+    os.makedirs(path)
+    git(path, "init", "-q", "-b", "main")
+    for i in range(n_files):
+        with open(os.path.join(path, f"f{i}.py"), "w") as f:
+            f.write(f"def function_{i}():\n    return {i}\n")
+    git(path, "add", "-A")
+    git(path, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-q", "-m", "init")
+    return path
+
+
+def _job_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if "-job" in t.name and t.is_alive()]
+
+
+@pytest.fixture
+def store_with_repo(tmp_path):
+    path = _local_repo(str(tmp_path / "src" / "alpha"))
+    data = str(tmp_path / "data")
+    store = Store.open(data, max_attempts=1)
+    store.upsert_connection("local", "git", {"type": "git", "url": f"file://{path}"})
+    repo = HostRepo(name=f"local{path}", display_name="alpha", code_host_type="git", clone_url=f"file://{path}",
+                    local_path=path)
+    rid = store.upsert_repos("local", [repo]).ids[repo.name]
+    yield data, store, rid
+    store.close()
+
+
+def test_a_timed_out_index_job_fails_and_its_thread_stops(store_with_repo):
+    data, store, rid = store_with_repo
+    job = store.enqueue_index_job(rid)
+    options = RuntimeOptions(heartbeat_s=0.05, cancel_grace_s=10, store_options={"max_attempts": 1},
+                             index_delay_s=60)  # the job would sleep a minute unless cancelled
+    worker = RepoIndexer(data, "indexer-t", options, timeout_ms=300)
+    try:
+        t0 = time.monotonic()
+        assert worker.run_once() is True
+        elapsed = time.monotonic() - t0
+        after = store.get_job(job.id)
+        assert after.state == m.FAILED and "timed out after 0.3s" in after.error
+        assert store.get_repo(rid).index_status == m.INDEX_FAILED
+        assert elapsed < 5, f"the worker waited {elapsed:.1f}s for a cancelled job"
+        assert not _job_threads(), "the timed-out job's thread is still running"
+        assert not os.path.exists(os.path.join(data, "index")) or not manifest.current_shards(os.path.join(data, "index"))
+    finally:
+        worker.close()
+
+
+def test_the_next_job_runs_normally_after_a_cancelled_one(store_with_repo):
+    data, store, rid = store_with_repo
+    store.enqueue_index_job(rid)
+    worker = RepoIndexer(data, "indexer-t2", RuntimeOptions(heartbeat_s=0.05, index_delay_s=60,
+                                                             store_options={"max_attempts": 1}), timeout_ms=200)
+    assert worker.run_once()
+    worker.options.index_delay_s = 0
+    worker._timeout_s = 60
+    job = store.enqueue_index_job(rid, force=True)
+    assert worker.run_once()
+    assert store.get_job(job.id).state == m.COMPLETED
+    assert store.get_repo(rid).index_status == m.INDEXED
+    assert len(manifest.current_shards(os.path.join(data, "index"))) == 1
+    worker.close()
+
+
+def test_a_build_cancelled_midway_keeps_the_previous_index(tmp_path):
+    """The cancellation check raised from the builder's progress callback: the old shards stay
+    current, and no build folder is left behind."""
+    src = tmp_path / "tree"
+    src.mkdir()
+    for i in range(20):
+        (src / f"m{i}.py").write_text(f"value_{i} = {i}\n")
+    out = str(tmp_path / "index")
+    repo = RepoInfo(id=1, name="tree")
+    index_source(DirectorySource(str(src), repo), out)
+    before = manifest.current_shards(out)
+    seen = []
+
+    def cancel_after_five(_size):
+        seen.append(1)
+        if len(seen) > 5:
+            raise JobCancelled("cancelled")
+
+    with pytest.raises(JobCancelled):
+        index_source(DirectorySource(str(src), repo), out, progress=cancel_after_five)
+    assert manifest.current_shards(out) == before
+    assert not [n for n in os.listdir(out) if n.startswith(".build-")]
