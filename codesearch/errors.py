@@ -10,7 +10,11 @@
     ├── HostError                   a code host's API failed (unreachable, bad answer)
     │   ├── HostAuthError           401/403: bad or missing credentials
     │   └── HostNotFound            404: an org, user, group or repo does not exist or is not visible
-    └── GitError                    a git operation failed (clone, fetch, missing ref, corrupt clone)
+    ├── GitError                    a git operation failed (clone, fetch, missing ref, corrupt clone)
+    ├── RepositoryNotFound          REPOSITORY_NOT_FOUND: no such repo, not visible, or not cloned yet (404)
+    ├── FileNotFound                FILE_NOT_FOUND: a bad path, or nothing (or not a file/directory) there (404)
+    ├── InvalidGitRef               INVALID_GIT_REF: a malformed ref, or one naming no commit (400)
+    └── InvalidArgument             INVALID_ARGUMENT: a bad parameter value (a date, a regex, a page) (400)
 
 Each error says what is wrong and where (a query position, a file path, a section name), so
 that the HTTP layer can show the message as it is and a command-line user can act on it. No
@@ -117,3 +121,32 @@ class HostNotFound(HostError):
 
 class GitError(CodesearchError):
     """A git operation failed; the message says which repository and why (never a token)."""
+
+
+class RepositoryNotFound(CodesearchError):
+    """A repository that does not exist, is not visible to the caller, or has no clone yet."""
+
+    error_code = "REPOSITORY_NOT_FOUND"
+    status_code = 404
+
+
+class FileNotFound(CodesearchError):
+    """A path that is malformed (absolute, ``..``, NUL, …) or names nothing usable at a ref."""
+
+    error_code = "FILE_NOT_FOUND"
+    status_code = 404
+
+
+class InvalidGitRef(CodesearchError):
+    """A ref that could be an option or a revision expression, or that names no commit."""
+
+    error_code = "INVALID_GIT_REF"
+    status_code = 400
+
+
+class InvalidArgument(CodesearchError):
+    """A parameter value that cannot be used (a date, a regular expression, a page number); the
+    message says what a valid value looks like."""
+
+    error_code = "INVALID_ARGUMENT"
+    status_code = 400

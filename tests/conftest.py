@@ -15,6 +15,8 @@ from tests.oracle import Oracle, docs_from_dir, docs_from_git
 
 BRANCH_GLOBS = ["dev", "release/*"]
 TAG_GLOBS = ["v*"]
+TEST_LLM_TOKEN_ENV = "CODESEARCH_TEST_LLM_KEY"
+TEST_LLM_TOKEN = "sk-test-8c1f2e"
 GIT_REFS = ["refs/heads/main", "refs/heads/dev", "refs/heads/release/1.0", "refs/tags/v1.0"]
 
 
@@ -44,6 +46,8 @@ def ray_session():
     """One Ray instance for the whole test session (started only when a test asks for it)."""
     ray = pytest.importorskip("ray")
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+    # a language model token the Serve replicas can resolve (they inherit the environment of ray.init)
+    os.environ.setdefault(TEST_LLM_TOKEN_ENV, TEST_LLM_TOKEN)
     ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
     yield ray
     try:
@@ -53,3 +57,22 @@ def ray_session():
     except Exception:
         pass
     ray.shutdown()
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def serve_url(ray_session) -> str:
+    """Ray Serve's HTTP proxy on 127.0.0.1 (one per Ray session: every module deploys its own
+    applications under their own route prefix and deletes them when done)."""
+    from ray import serve
+
+    port = free_port()
+    serve.start(http_options={"host": "127.0.0.1", "port": port})
+    return f"http://127.0.0.1:{port}"

@@ -12,7 +12,6 @@ import asyncio
 import json
 import os
 import re
-import socket
 import subprocess
 
 import httpx
@@ -46,14 +45,8 @@ EXTRA = [("github.com/acme/alpha", "2023-01-01T00:00:00Z"), ("github.com/acme/be
          ("github.com/acme/gamma", None)]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
-def svc(ray_session, indexed_corpus, tmp_path_factory):
+def svc(serve_url, indexed_corpus, tmp_path_factory):
     from ray import serve
 
     from codesearch.service.deployment import search_application
@@ -100,15 +93,13 @@ def svc(ray_session, indexed_corpus, tmp_path_factory):
     store.enqueue_index_job(ids["github.com/acme/beta"])
 
     pool = SearcherPool.create(index_dir, 2, name_prefix=PREFIX)
-    port = _free_port()
-    serve.start(http_options={"host": "127.0.0.1", "port": port})
     common = dict(data_dir=data_dir, contexts={"corpus": {corpus_name}})
     serve.run(search_application(PREFIX, len(pool.actors), replicas=2, anonymous_access=False, **common),
               name="codesearch", route_prefix="/")
     serve.run(search_application(PREFIX, len(pool.actors), replicas=1, enable_public_access=True, **common),
               name="codesearch-anon", route_prefix="/anon")
     searcher = Searcher(index_dir)
-    url = f"http://127.0.0.1:{port}"
+    url = serve_url
     with httpx.Client(base_url=url, timeout=30, headers={"Authorization": f"Bearer {key}"}) as api, \
             httpx.Client(base_url=url, timeout=30) as raw:
         yield {"api": api, "raw": raw, "store": store, "key": key, "revoked": revoked, "member": member, "ids": ids,

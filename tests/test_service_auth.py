@@ -10,6 +10,7 @@ import warnings
 
 import pytest
 
+from codesearch import permissions
 from codesearch.service import auth
 from codesearch.service.api import build_app
 from codesearch.service.auth import ANONYMOUS, Authenticator, Identity, NotAuthenticated
@@ -86,7 +87,7 @@ def test_build_app_reads_the_switch_when_built(store, kwargs, status):
 
 def test_every_repo_access_goes_through_visible_repos(store, monkeypatch, tmp_path):
     b = store.find_repo("github.com/o/b")
-    monkeypatch.setattr(auth, "visible_repos", lambda identity: frozenset({b.id}))
+    monkeypatch.setattr(permissions, "visible_repos", lambda identity: frozenset({b.id}))
     store.enqueue_index_job(store.find_repo("github.com/o/a").id)
     store.enqueue_index_job(b.id)
     client = TestClient(build_app(lambda: None, get_store=lambda: store, data_dir=str(tmp_path / "data"),
@@ -109,7 +110,7 @@ def test_filter_search_response(monkeypatch):
     resp = {"files": [file(1, 2), file(2, 3)], "repositoryInfo": [{"id": 1}, {"id": 2}],
             "stats": {"actualMatchCount": 5, "totalMatchCount": 9, "fileCount": 2}, "isSearchExhaustive": False}
     assert auth.filter_search_response(ANONYMOUS, resp) is resp  # today: everything is visible
-    monkeypatch.setattr(auth, "visible_repos", lambda identity: frozenset({2}))
+    monkeypatch.setattr(permissions, "visible_repos", lambda identity: frozenset({2}))
     out = auth.filter_search_response(Identity(None), resp)
     assert [f["repositoryId"] for f in out["files"]] == [2] and out["repositoryInfo"] == [{"id": 2}]
     assert out["stats"] == {"actualMatchCount": 3, "totalMatchCount": 4, "fileCount": 1}

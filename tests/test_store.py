@@ -141,11 +141,14 @@ def _broken(conn):
     raise RuntimeError("migration bug")
 
 
+_NEXT = LATEST_VERSION + 1  # a migration after the real ones
+
+
 @pytest.mark.parametrize("steps, expect_version, expect_extra", [
-    ([MIGRATIONS], 1, False),  # fresh → 1
-    ([MIGRATIONS, MIGRATIONS + [(2, "add repos.extra", _add_column)]], 2, True),  # 1 → 2 later
-    ([MIGRATIONS + [(2, "add repos.extra", _add_column)]], 2, True),  # fresh → 2 in one go
-    ([MIGRATIONS + [(2, "add repos.extra", _add_column)]] * 2, 2, True),  # twice: nothing to do
+    ([MIGRATIONS], LATEST_VERSION, False),  # fresh → latest
+    ([MIGRATIONS, MIGRATIONS + [(_NEXT, "add repos.extra", _add_column)]], _NEXT, True),  # latest → next later
+    ([MIGRATIONS + [(_NEXT, "add repos.extra", _add_column)]], _NEXT, True),  # fresh → next in one go
+    ([MIGRATIONS + [(_NEXT, "add repos.extra", _add_column)]] * 2, _NEXT, True),  # twice: nothing to do
 ])
 def test_migrations_apply_in_order_and_only_once(tmp_path, steps, expect_version, expect_extra):
     engine = make_engine(f"sqlite:///{tmp_path / 'm.db'}")
@@ -161,9 +164,9 @@ def test_a_failing_migration_changes_nothing(tmp_path):
     engine = make_engine(f"sqlite:///{tmp_path / 'm.db'}")
     migrate(engine, migrations=MIGRATIONS)
     with pytest.raises(RuntimeError, match="migration bug"):
-        migrate(engine, migrations=MIGRATIONS + [(2, "broken", _broken)])
+        migrate(engine, migrations=MIGRATIONS + [(LATEST_VERSION + 1, "broken", _broken)])
     with engine.connect() as c:
-        assert current_version(c) == 1
+        assert current_version(c) == LATEST_VERSION
         assert not inspect(c).has_table("half_done")  # DDL rolled back with the version row
     engine.dispose()
 

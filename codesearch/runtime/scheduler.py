@@ -98,6 +98,8 @@ class Scheduler:
             if conn.name not in wanted:
                 orphaned = self.store.delete_connection(conn.name)
                 log.info("connection %s removed from the config; %d repos orphaned", conn.name, len(orphaned))
+        # The models `ask_codebase` may use, in config order (the first is the default).
+        self.store.replace_language_models([lm.raw for lm in self.config.models])
 
     def _error(self, msg: str) -> None:
         log.error("%s", msg)

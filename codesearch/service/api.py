@@ -6,7 +6,8 @@ nothing unpicklable crosses processes. Routes:
 - public: ``GET /api/health``, ``GET /api/version``, ``GET /api/openapi.json``;
 - behind authentication (`auth.py`): ``POST /api/search``, ``POST /api/stream_search``
   (`routes_search.py`), ``GET /api/repos``, ``GET /api/repos/status``, ``GET /api/connections``,
-  ``GET /api/jobs`` (`routes_repos.py`), ``GET /api/source`` (`routes_source.py`).
+  ``GET /api/jobs`` (`routes_repos.py`), ``GET /api/source`` (`routes_source.py`), and the MCP
+  server at ``/api/mcp`` (`mcp.py`, over the tools of `codesearch.tools`).
 
 The search is delegated to a `searcher` with ``search(query, options) -> dict`` (a `SearcherPool`
 on Ray, whose ``actors`` the streaming route awaits one by one); state (repos, API keys, jobs,
@@ -25,7 +26,7 @@ from typing import Callable, Mapping
 from fastapi import APIRouter, Depends, FastAPI
 
 from codesearch.search.options import DEFAULT_PUBLIC_URL
-from codesearch.service import auth, errors, routes_repos, routes_search, routes_source
+from codesearch.service import auth, errors, mcp, routes_chat, routes_repos, routes_search, routes_source
 from codesearch.service.routes_search import SearchRequest  # noqa: F401  (the request model, re-exported)
 
 log = logging.getLogger(__name__)
@@ -99,4 +100,20 @@ def build_app(get_searcher, *, public_url: str = DEFAULT_PUBLIC_URL, contexts: d
     protected.include_router(routes_source.router(get_store, data_dir=data_dir, public_url=public_url,
                                                   require_identity=require_identity))
     app.include_router(protected)
+
+    def make_context(identity):
+        from codesearch.tools.context import ToolContext
+
+        searcher = get_searcher()
+        return ToolContext(store=get_store(), search_fn=searcher.search, identity=identity, data_dir=data_dir,
+                           public_url=public_url, contexts=dict(contexts or {}))
+
+    def has_models() -> bool:
+        store = get_store()
+        return bool(store is not None and store.list_language_models())
+
+    app.state.make_tool_context = make_context
+    app.include_router(routes_chat.router(make_context, authenticator, public_url=public_url,
+                                          require_identity=require_identity))
+    mcp.install(app, authenticator, make_context, has_models, version=_version())
     return app

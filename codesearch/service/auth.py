@@ -13,22 +13,28 @@ on `Authenticator.dependency` (attached to the protected router in `api.build_ap
 ``app.state.require_identity`` for routes added elsewhere, e.g. the MCP server). Handlers receive
 the caller as an `Identity`.
 
-Permissions. Every repo access goes through `visible_repos(identity)` / `can_see(identity, repo)`
-(search results through `filter_search_response`). Today every caller sees every repo; the
-permission-syncing work (SPEC §7) changes these functions and nothing else.
+Permissions live in `codesearch.permissions` (re-exported here): every repo access of every route,
+MCP tool and page goes through them.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Mapping
 
 from fastapi import Depends, Request
 from fastapi.responses import JSONResponse
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from codesearch.errors import CodesearchError
+from codesearch.permissions import (  # noqa: F401  (re-exported: routes import them from here)
+    ANONYMOUS,
+    Identity,
+    can_see,
+    filter_repos,
+    filter_search_response,
+    visible_repos,
+)
 
 ANONYMOUS_ENV = "FORCE_ENABLE_ANONYMOUS_ACCESS"
 API_KEY_HEADER = "X-Sourcebot-Api-Key"
@@ -48,26 +54,6 @@ def anonymous_access_enabled(environ: Mapping[str, str] | None = None, enable_pu
     return (environ.get(ANONYMOUS_ENV) or "").strip().lower() == "true" or bool(enable_public_access)
 
 
-@dataclass(frozen=True)
-class Identity:
-    """The caller: a user (authenticated with an API key) or anonymous (`user` is None)."""
-
-    user: object | None = None  # codesearch.store.User
-
-    @property
-    def anonymous(self) -> bool:
-        return self.user is None
-
-    @property
-    def user_id(self) -> int | None:
-        return getattr(self.user, "id", None)
-
-    @property
-    def role(self) -> str | None:
-        return getattr(self.user, "role", None)
-
-
-ANONYMOUS = Identity(None)
 
 
 def keys_from_headers(headers: Mapping[str, str]) -> list[str]:
@@ -132,45 +118,3 @@ def install(app) -> None:
     async def _not_authenticated(request: Request, exc: NotAuthenticated):
         return JSONResponse({"statusCode": 401, "errorCode": exc.error_code, "message": str(exc)}, status_code=401,
                             headers={"WWW-Authenticate": "Bearer"})
-
-
-# ---------------------------------------------------------------------- permissions
-
-
-def visible_repos(identity: Identity) -> frozenset[int] | None:
-    """The ids of the repos `identity` may see, or None for "every repo" (today: always None)."""
-    return None
-
-
-def can_see(identity: Identity, repo) -> bool:
-    """Whether `identity` may see `repo` (a `Repo` row, or anything with an `id`)."""
-    allowed = visible_repos(identity)
-    return allowed is None or repo.id in allowed
-
-
-def filter_repos(identity: Identity, repos: Iterable) -> list:
-    allowed = visible_repos(identity)
-    return list(repos) if allowed is None else [r for r in repos if r.id in allowed]
-
-
-def filter_search_response(identity: Identity, response: dict) -> dict:
-    """Drop files (and their repositoryInfo) of repos `identity` may not see, fixing the counts."""
-    allowed = visible_repos(identity)
-    if allowed is None:
-        return response
-    files = [f for f in response.get("files", []) if f.get("repositoryId") in allowed]
-    if len(files) == len(response.get("files", [])):
-        return response
-    out = dict(response)
-    out["files"] = files
-    out["repositoryInfo"] = [r for r in response.get("repositoryInfo", []) if r.get("id") in allowed]
-    stats = dict(response.get("stats") or {})
-    if stats:
-        stats["fileCount"] = len(files)
-        stats["actualMatchCount"] = sum(len(f["fileName"]["matchRanges"]) + sum(len(c["matchRanges"]) for c in f["chunks"])
-                                        for f in files)
-        # Hidden repos' matches must not show in the counts: only "there is more" survives.
-        exhaustive = bool(response.get("isSearchExhaustive", True))
-        stats["totalMatchCount"] = stats["actualMatchCount"] + (0 if exhaustive else 1)
-        out["stats"] = stats
-    return out

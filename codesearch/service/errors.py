@@ -2,7 +2,9 @@
 
 Every error of every route goes through `error_response`, with the same HTTP status as
 `statusCode`. Unexpected exceptions become 500 UNEXPECTED_ERROR with a generic message: no
-stack trace, path or internal detail leaves the process (it is logged instead).
+stack trace, path or internal detail leaves the process (it is logged instead). A server-side
+`CodesearchError` whose message is written for clients says so with ``expose = True`` (e.g. a
+language model's endpoint failing: 502 ``MODEL_ERROR``).
 """
 
 from __future__ import annotations
@@ -50,7 +52,7 @@ def install(app) -> None:
     @app.exception_handler(CodesearchError)
     async def _ours(request: Request, exc: CodesearchError):
         exc = unwrap(exc)
-        if exc.status_code >= 500:
+        if exc.status_code >= 500 and not getattr(exc, "expose", False):
             log.error("%s %s failed: %s", request.method, request.url.path, exc)
             return error_response(500, "UNEXPECTED_ERROR", "an unexpected error occurred")
         return error_response(exc.status_code, exc.error_code, str(exc))

@@ -25,58 +25,24 @@
     Sync and index jobs, newest first: by default the queued and running ones (``state`` =
     PENDING | IN_PROGRESS | COMPLETED | FAILED, ``kind`` = sync | index, ``limit`` ≤ 1000).
 
-Every repo goes through `auth.visible_repos` / `auth.can_see`.
+Every repo goes through `codesearch.permissions` (`visible_repos` / `can_see`).
 """
 
 from __future__ import annotations
 
 import urllib.parse
-from datetime import datetime, timezone
+
 from typing import Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
 
-from codesearch.service import auth
+from codesearch import permissions
 from codesearch.service.auth import Identity
+from codesearch.tools.repos import _compact, iso, page_of_repos, repo_json, repo_web_url  # noqa: F401
 
 MAX_PER_PAGE = 100
 _ACTIVE = ("PENDING", "IN_PROGRESS")
-
-
-def iso(t: datetime | None) -> str | None:
-    """A time as JavaScript's ``Date.toISOString`` prints it (UTC, milliseconds, ``Z``)."""
-    if t is None:
-        return None
-    if t.tzinfo is None:
-        t = t.replace(tzinfo=timezone.utc)
-    t = t.astimezone(timezone.utc)
-    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
-
-
-def _compact(d: dict) -> dict:
-    return {k: v for k, v in d.items() if v is not None}
-
-
-def repo_web_url(public_url: str, name: str) -> str:
-    """The repo's page in this service: ``<public URL>/browse/<repo name>``."""
-    return f"{public_url.rstrip('/')}/browse/{urllib.parse.quote(name)}"
-
-
-def repo_json(repo, public_url: str) -> dict:
-    return _compact({
-        "codeHostType": repo.code_host_type,
-        "repoId": repo.id,
-        "repoName": repo.name,
-        "repoDisplayName": repo.display_name or None,
-        "webUrl": repo_web_url(public_url, repo.name),
-        "externalWebUrl": repo.web_url or None,
-        "indexedAt": iso(repo.indexed_at),
-        "pushedAt": iso(repo.pushed_at),
-        "defaultBranch": repo.default_branch or None,
-        "isFork": bool(repo.fork),
-        "isArchived": bool(repo.archived),
-    })
 
 
 def job_json(job, connection_names: dict[int, str] | None = None) -> dict:
@@ -115,24 +81,6 @@ def link_header(base_url: str, page: int, per_page: int, total: int, params: dic
         links.append(f'<{url(page + 1)}>; rel="next"')
     links.append(f'<{url(last)}>; rel="last"')
     return ", ".join(links)
-
-
-def page_of_repos(store, identity: Identity, *, page: int, per_page: int, sort: str, direction: str,
-                  query: str | None) -> tuple[list, int]:
-    """One page of the repos `identity` may see, and how many there are."""
-    allowed = auth.visible_repos(identity)
-    if allowed is None:
-        return store.list_repos(page=page, per_page=per_page, sort=sort, direction=direction, query=query or None)
-    # Restricted: filter every match, then page (the permissions work may push this into SQL).
-    seen, n = [], 1
-    while True:
-        rows, total = store.list_repos(page=n, per_page=500, sort=sort, direction=direction, query=query or None)
-        seen += [r for r in rows if r.id in allowed]
-        if not rows or n * 500 >= total:
-            break
-        n += 1
-    start = (page - 1) * per_page
-    return seen[start:start + per_page], len(seen)
 
 
 def _base_url(request: Request) -> str:
@@ -203,10 +151,10 @@ def router(get_store, *, public_url: str, require_identity) -> APIRouter:
         out = []
         for c in store.list_connections():
             job = active.get(c.id)
-            if auth.visible_repos(identity) is None:
+            if permissions.visible_repos(identity) is None:
                 _, count = store.list_repos(per_page=1, connection=c.name)
             else:
-                count = sum(1 for x in store.repos_for_connection(c.name) if auth.can_see(identity, x))
+                count = sum(1 for x in store.repos_for_connection(c.name) if permissions.can_see(identity, x))
             out.append(_compact({
                 "id": c.id, "name": c.name, "type": c.type, "syncStatus": c.sync_status, "syncError": c.sync_error,
                 "syncWarnings": list(c.sync_warnings or []), "createdAt": iso(c.created_at),
@@ -227,7 +175,7 @@ def router(get_store, *, public_url: str, require_identity) -> APIRouter:
         jobs = []
         for s in states:
             jobs += store.list_jobs(kind=kind, state=s, limit=limit)
-        allowed = auth.visible_repos(identity)
+        allowed = permissions.visible_repos(identity)
         if allowed is not None:
             jobs = [j for j in jobs if j.repo_id is None or j.repo_id in allowed]
         jobs.sort(key=lambda j: -j.id)

@@ -25,99 +25,22 @@ nothing in the repository → 400 ``INVALID_GIT_REF``; missing parameters → 40
 from __future__ import annotations
 
 import os
-import subprocess
 import threading
 
 from fastapi import APIRouter, Depends, Query
 
-from codesearch.errors import CodesearchError
+from codesearch.errors import FileNotFound, InvalidGitRef, RepositoryNotFound
 from codesearch.git.mirror import MirrorStore
+from codesearch.git.read import GIT_TIMEOUT_S, _git, _git_env, check_path, check_ref, git_dir_of, is_binary, read_blob
 from codesearch.index.language import detect
 from codesearch.index.sources import RepoInfo
 from codesearch.search.present import external_url, web_url
-from codesearch.service import auth
+from codesearch import permissions
 from codesearch.service.auth import Identity
 
-GIT_TIMEOUT_S = 30.0
-_BINARY_SNIFF = 8000
-
-
-class RepositoryNotFound(CodesearchError):
-    error_code = "REPOSITORY_NOT_FOUND"
-    status_code = 404
-
-
-class FileNotFound(CodesearchError):
-    error_code = "FILE_NOT_FOUND"
-    status_code = 404
-
-
-class InvalidGitRef(CodesearchError):
-    error_code = "INVALID_GIT_REF"
-    status_code = 400
-
-
-def check_path(path: str) -> str:
-    """`path` when it is a plain relative path inside a repository, else FileNotFound."""
-    bad = not path or path.startswith("/") or any(c in path for c in ("\0", "\n", "\r"))
-    if not bad:
-        bad = any(seg in ("", ".", "..") for seg in path.split("/"))
-    if bad:
-        raise FileNotFound(f"file {path!r} not found: give a path relative to the repository root")
-    return path
-
-
-def check_ref(ref: str) -> str:
-    if (not ref or ref.startswith("-") or len(ref) > 1024
-            or any(c in ref for c in ("\0", ":", "\n", "\r", " ", "\t"))):
-        raise InvalidGitRef(f"invalid git ref {ref!r}")
-    return ref
-
-
-def _git_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(GIT_TERMINAL_PROMPT="0", GIT_CONFIG_NOSYSTEM="1", LC_ALL="C")
-    return env
-
-
-def git_dir_of(path: str) -> str:
-    dot_git = os.path.join(path, ".git")
-    return dot_git if os.path.isdir(dot_git) else path
-
-
-def _git(git_dir: str, args: list[str], stdin: bytes | None = None) -> subprocess.CompletedProcess:
-    try:
-        return subprocess.run(["git", "-c", f"safe.directory={git_dir}", "--git-dir", git_dir, *args], input=stdin,
-                              capture_output=True, timeout=GIT_TIMEOUT_S, env=_git_env(), check=False)
-    except subprocess.TimeoutExpired:
-        raise CodesearchError(f"git timed out reading {git_dir}") from None
-
-
-def read_blob(git_dir: str, ref: str, path: str) -> tuple[bytes, str]:
-    """The bytes of `path` at `ref` in the repository at `git_dir`, and the commit read.
-
-    InvalidGitRef when `ref` names no commit; FileNotFound when there is no file at `path`.
-    """
-    check_ref(ref)
-    check_path(path)
-    res = _git(git_dir, ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"])
-    commit = res.stdout.decode("ascii", "replace").strip()
-    if b"not a git repository" in res.stderr:
-        raise CodesearchError(f"{git_dir} is not a git repository")  # 500: a damaged clone, not the caller's fault
-    if res.returncode != 0 or not commit:
-        raise InvalidGitRef(f"git ref {ref!r} not found in the repository")
-    res = _git(git_dir, ["cat-file", "--batch"], stdin=f"{commit}:{path}\n".encode("utf-8", "surrogateescape"))
-    out = res.stdout
-    header, _, rest = out.partition(b"\n")
-    parts = header.split()
-    if res.returncode != 0 or len(parts) != 3 or parts[1] != b"blob":
-        raise FileNotFound(f"file {path!r} not found at {ref!r}")
-    size = int(parts[2])
-    return rest[:size], commit
-
-
-def is_binary(data: bytes) -> bool:
-    return b"\0" in data[:_BINARY_SNIFF]
+# the git access lives in codesearch.git.read; these names are re-exported for existing importers
+__all__ = ["GIT_TIMEOUT_S", "FileNotFound", "InvalidGitRef", "RepositoryNotFound", "_git", "_git_env", "check_path",
+           "check_ref", "git_dir_of", "is_binary", "read_blob", "router", "source_json"]
 
 
 def source_json(repo, path: str, ref: str, data: bytes, public_url: str) -> dict:
@@ -171,7 +94,7 @@ def router(get_store, *, data_dir: str | None, public_url: str, require_identity
         check_path(path)
         store = get_store()
         row = store.find_repo(repo) if store is not None else None
-        if row is None or not auth.can_see(identity, row):
+        if row is None or not permissions.can_see(identity, row):
             raise RepositoryNotFound(f"repository {repo!r} not found")
         where = row.local_path if row.local_path and os.path.isdir(row.local_path) else mirror_path(row.id)
         if not where or not os.path.isdir(where):

@@ -39,6 +39,12 @@ repos), `Conflict` (409) and `SchemaTooNew`. Bad arguments (an unknown status, p
 from codesearch.store.errors import Conflict, NotFound, SchemaTooNew, StoreError
 from codesearch.store.migrations import LATEST_VERSION, MIGRATIONS, migrate
 from codesearch.store.models import (
+    CHAT_COMPLETED,
+    CHAT_FAILED,
+    CHAT_PRIVATE,
+    CHAT_PUBLIC,
+    CHAT_STATUSES,
+    CHAT_VISIBILITIES,
     COMPLETED,
     CONNECTION_STATUSES,
     FAILED,
@@ -62,6 +68,7 @@ from codesearch.store.models import (
     SYNCED_WITH_WARNINGS,
     SYNCING,
     ApiKey,
+    Chat,
     Connection,
     Job,
     Repo,
@@ -73,10 +80,11 @@ from codesearch.store.secret import load_server_secret
 from codesearch.store.store import API_KEY_PREFIX, DB_FILE, LISTING_FIELDS, Store, config_hash, make_engine
 
 __all__ = [
-    "API_KEY_PREFIX", "COMPLETED", "CONNECTION_STATUSES", "DB_FILE", "FAILED", "INDEXED", "INDEXING",
+    "API_KEY_PREFIX", "CHAT_COMPLETED", "CHAT_FAILED", "CHAT_PRIVATE", "CHAT_PUBLIC", "CHAT_STATUSES",
+    "CHAT_VISIBILITIES", "COMPLETED", "CONNECTION_STATUSES", "DB_FILE", "FAILED", "INDEXED", "INDEXING",
     "INDEX_FAILED", "INDEX_JOB", "INDEX_NEW", "IN_PROGRESS", "JOB_KINDS", "JOB_STATES", "LATEST_VERSION",
     "LISTING_FIELDS", "MEMBER", "MIGRATIONS", "OWNER", "PENDING", "REPO_STATUSES", "ROLES", "SYNCED",
-    "SYNCED_WITH_WARNINGS", "SYNCING", "SYNC_FAILED", "SYNC_JOB", "SYNC_NEEDED", "ApiKey", "Conflict",
+    "SYNCED_WITH_WARNINGS", "SYNCING", "SYNC_FAILED", "SYNC_JOB", "SYNC_NEEDED", "ApiKey", "Chat", "Conflict",
     "Connection", "Job", "NotFound", "Repo", "RepoSyncResult", "SchemaTooNew", "SearchContext", "Store",
     "StoreError", "User", "config_hash", "load_server_secret", "make_engine", "migrate",
 ]

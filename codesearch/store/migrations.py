@@ -161,11 +161,43 @@ def _v1_initial(conn: Connection) -> None:
     md.create_all(conn)
 
 
+def _v2_language_models_and_chats(conn: Connection) -> None:
+    """The config's language models (in order) and the chats of `ask_codebase`."""
+    md = MetaData(naming_convention=NAMING_CONVENTION)
+    Table("users", md, Column("id", Integer, primary_key=True))  # only as the target of chats.user_id
+    Table(
+        "language_models", md,
+        Column("position", Integer, primary_key=True, autoincrement=False),
+        Column("provider", String(64), nullable=False),
+        Column("model", String(255), nullable=False),
+        Column("display_name", String(255), nullable=True),
+        Column("config", JSON, nullable=False),
+    )
+    Table(
+        "chats", md,
+        Column("id", String(32), primary_key=True),
+        Column("user_id", Integer, ForeignKey("users.id", ondelete="SET NULL"), nullable=True),
+        Column("visibility", String(16), nullable=False),
+        Column("question", Text, nullable=False),
+        Column("answer", Text, nullable=False),
+        Column("model", JSON, nullable=False),
+        Column("steps", JSON, nullable=False),
+        Column("status", String(16), nullable=False),
+        Column("error", Text, nullable=True),
+        Column("created_at", UTCDateTime, nullable=False),
+        Index(None, "user_id", "created_at"),
+        Index(None, "created_at"),
+    )
+    md.tables["language_models"].create(conn)
+    md.tables["chats"].create(conn)
+
+
 Migration = tuple[int, str, Callable[[Connection], None]]
 
 #: Every migration, in order. Versions are 1, 2, 3, ... without gaps.
 MIGRATIONS: list[Migration] = [
     (1, "initial schema: connections, repos, links, jobs, users, API keys, search contexts", _v1_initial),
+    (2, "language models and chats", _v2_language_models_and_chats),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -39,6 +39,14 @@ OWNER = "OWNER"
 MEMBER = "MEMBER"
 ROLES = (OWNER, MEMBER)
 
+# --- chats (ask_codebase answers)
+CHAT_PRIVATE = "PRIVATE"  # its user (and owners) only
+CHAT_PUBLIC = "PUBLIC"  # anyone with the link
+CHAT_VISIBILITIES = (CHAT_PRIVATE, CHAT_PUBLIC)
+CHAT_COMPLETED = COMPLETED
+CHAT_FAILED = FAILED
+CHAT_STATUSES = (CHAT_COMPLETED, CHAT_FAILED)
+
 
 @dataclass
 class Connection:
@@ -140,3 +148,19 @@ class SearchContext:
     name: str
     repo_names: list[str]
     description: str = ""
+
+
+@dataclass
+class Chat:
+    """One `ask_codebase` question and its answer."""
+
+    id: str  # random, URL-safe
+    user_id: int | None  # None: asked anonymously, or the user was deleted
+    visibility: str  # one of CHAT_VISIBILITIES
+    question: str
+    answer: str  # markdown ("" when FAILED)
+    model: dict[str, Any]  # the model's public info: {"provider", "model", "displayName"}
+    steps: list[dict[str, Any]]  # the agent's tool calls: {"tool", "arguments", "output", "is_error"}
+    status: str  # one of CHAT_STATUSES
+    error: str | None  # why it FAILED
+    created_at: datetime

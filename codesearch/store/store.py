@@ -21,9 +21,19 @@ from sqlalchemy.pool import StaticPool
 from codesearch.store import models as m
 from codesearch.store.errors import Conflict, NotFound, StoreError
 from codesearch.store.migrations import LATEST_VERSION, current_version, migrate
-from codesearch.store.models import ApiKey, Connection, Job, Repo, RepoSyncResult, SearchContext, User
+from codesearch.store.models import ApiKey, Chat, Connection, Job, Repo, RepoSyncResult, SearchContext, User
 from codesearch.store.secret import load_server_secret
-from codesearch.store.tables import api_keys, connections, jobs, repo_connections, repos, search_contexts, users
+from codesearch.store.tables import (
+    api_keys,
+    chats,
+    connections,
+    jobs,
+    language_models,
+    repo_connections,
+    repos,
+    search_contexts,
+    users,
+)
 
 log = logging.getLogger(__name__)
 
@@ -793,6 +803,71 @@ class Store:
         with self._tx() as c:
             return [SearchContext(r.name, list(r.repo_names), r.description)
                     for r in c.execute(select(search_contexts).order_by(search_contexts.c.name))]
+
+    # ------------------------------------------------------------------ language models
+
+    def replace_language_models(self, entries: Iterable[Mapping[str, Any]]) -> None:
+        """Replace the configured models at once, in config order (the first is the default).
+        Each entry is the raw `models` item (camelCase keys); it needs `provider` and `model`."""
+        rows = []
+        for i, entry in enumerate(entries):
+            if not entry.get("provider") or not entry.get("model"):
+                raise ValueError(f"models[{i}] needs a provider and a model")
+            rows.append({"position": i, "provider": str(entry["provider"]), "model": str(entry["model"]),
+                         "display_name": entry.get("displayName") or None, "config": dict(entry)})
+        with self._tx(write=True) as c:
+            c.execute(delete(language_models))
+            if rows:
+                c.execute(insert(language_models), rows)
+
+    def list_language_models(self) -> list[dict[str, Any]]:
+        """The raw model entries, in config order. They may hold token *references* and header
+        values: show callers only provider, model and displayName."""
+        with self._tx() as c:
+            return [dict(r.config) for r in c.execute(select(language_models.c.config).order_by(language_models.c.position))]
+
+    # ------------------------------------------------------------------ chats
+
+    def create_chat(self, question: str, answer: str = "", *, user_id: int | None = None,
+                    visibility: str = m.CHAT_PRIVATE, model: Mapping[str, Any] | None = None,
+                    steps: Iterable[Mapping[str, Any]] | None = None, status: str = m.CHAT_COMPLETED,
+                    error: str | None = None) -> Chat:
+        """Record an `ask_codebase` answer (or failure) under a new random URL-safe id.
+        NotFound when `user_id` is not a user."""
+        if visibility not in m.CHAT_VISIBILITIES:
+            raise ValueError(f"unknown chat visibility {visibility!r}")
+        if status not in m.CHAT_STATUSES:
+            raise ValueError(f"unknown chat status {status!r}")
+        values = {"user_id": user_id, "visibility": visibility, "question": question or "", "answer": answer or "",
+                  "model": dict(model or {}), "steps": [dict(s) for s in steps or ()], "status": status,
+                  "error": error, "created_at": self._now()}
+        with self._tx(write=True) as c:
+            if user_id is not None:
+                self._get_user(c, user_id)
+            for _ in range(5):  # 96 random bits: a collision is practically impossible, but cheap to handle
+                chat_id = secrets.token_urlsafe(12)
+                if c.scalar(select(chats.c.id).where(chats.c.id == chat_id)) is None:
+                    break
+            c.execute(insert(chats).values(id=chat_id, **values))
+            return self._get_chat(c, chat_id)
+
+    def get_chat(self, chat_id: str) -> Chat:
+        with self._tx() as c:
+            return self._get_chat(c, chat_id)
+
+    def list_chats(self, user_id: int | None = None, limit: int = 50) -> list[Chat]:
+        """Chats, newest first: `user_id`'s, or everyone's when None."""
+        q = select(chats)
+        if user_id is not None:
+            q = q.where(chats.c.user_id == user_id)
+        with self._tx() as c:
+            return [_row(Chat, r) for r in c.execute(q.order_by(chats.c.created_at.desc(), chats.c.id).limit(limit))]
+
+    def _get_chat(self, c: SAConnection, chat_id: str) -> Chat:
+        row = c.execute(select(chats).where(chats.c.id == chat_id)).first()
+        if row is None:
+            raise NotFound("chat", chat_id)
+        return _row(Chat, row)
 
 
 def _listing_values(item: Any) -> dict[str, Any]:

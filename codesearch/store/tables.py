@@ -178,3 +178,31 @@ search_contexts = Table(
     Column("repo_names", JSON, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
 )
+
+#: The config's `models`, in order (position 0 is the default model). `config` is the entry as
+#: written in the file: tokens there are references (an env variable's name), not secrets.
+language_models = Table(
+    "language_models", metadata,
+    Column("position", Integer, primary_key=True, autoincrement=False),
+    Column("provider", String(64), nullable=False),
+    Column("model", String(255), nullable=False),
+    Column("display_name", String(255), nullable=True),
+    Column("config", JSON, nullable=False),
+)
+
+#: `ask_codebase` answers. A chat outlives its user (user_id becomes NULL when the user is deleted).
+chats = Table(
+    "chats", metadata,
+    Column("id", String(32), primary_key=True),
+    Column("user_id", Integer, ForeignKey("users.id", ondelete="SET NULL"), nullable=True),
+    Column("visibility", String(16), nullable=False),
+    Column("question", Text, nullable=False),
+    Column("answer", Text, nullable=False),
+    Column("model", JSON, nullable=False),
+    Column("steps", JSON, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("error", Text, nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Index(None, "user_id", "created_at"),
+    Index(None, "created_at"),
+)

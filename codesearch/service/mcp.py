@@ -1,0 +1,161 @@
+"""The MCP server at ``/api/mcp`` (SPEC §6): the tool catalog over Streamable HTTP.
+
+Built with the official MCP Python SDK (2.x, `MCPServer`), run **stateless** with SSE responses:
+every request is self-contained, so any Serve replica answers any request (with stateful
+sessions, a second replica fails the calls of sessions it does not hold), and a tool's progress
+can stream.
+
+Authentication is the HTTP API's (`auth.Authenticator`): an ASGI wrapper in front of the SDK's
+endpoint answers 401 ``NOT_AUTHENTICATED`` with ``WWW-Authenticate: Bearer`` when there is no
+valid API key and anonymous access is off, and leaves the caller's `Identity` in the request
+state, where each tool call picks it up to build its `ToolContext` (so every repo access runs
+through `codesearch.permissions` with the caller's identity).
+
+Tools come from `codesearch.tools.catalog`: one declaration gives the SDK its input schema. A
+tool failure is a result with ``isError: true`` and the tool's message (`CodesearchError`s are
+written for the agent); anything unexpected is logged and answered with a generic message, never
+a stack trace. ``ask_codebase`` is listed only when a language model is configured.
+
+The SDK's DNS-rebinding protection (a Host allow-list meant for unauthenticated local servers) is
+off: the service is reached under whatever host name it is deployed at, and every request is
+authenticated.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import json
+import logging
+from typing import Callable
+
+import anyio
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp.types import ToolAnnotations
+from starlette.routing import Route
+
+from codesearch.errors import CodesearchError
+from codesearch.permissions import Identity
+from codesearch.service.auth import Authenticator, NotAuthenticated
+from codesearch.tools.catalog import TOOLS, ToolSpec, parameters
+from codesearch.tools.context import ToolContext
+
+log = logging.getLogger(__name__)
+
+MCP_PATH = "/api/mcp"
+INSTRUCTIONS = (
+    "Code search over the repositories indexed by this codesearch instance. Start with list_repos to learn "
+    "repository names, grep to find code by regex, glob to find files, read_file and list_tree to read, "
+    "find_symbol_definitions/find_symbol_references to follow symbols, list_commits and get_diff for history.")
+
+
+class CodesearchMCP(MCPServer):
+    """`MCPServer` that hides ``ask_codebase`` while no language model is configured."""
+
+    def __init__(self, *args, has_models: Callable[[], bool], **kwargs):
+        super().__init__(*args, **kwargs)
+        self._has_models = has_models
+
+    async def list_tools(self):
+        tools = await super().list_tools()
+        if any(t.name == "ask_codebase" for t in tools):
+            has = await anyio.to_thread.run_sync(self._has_models)
+            if not has:
+                tools = [t for t in tools if t.name != "ask_codebase"]
+        return tools
+
+
+def _identity(ctx: Context, authenticator: Authenticator) -> Identity:
+    request = getattr(ctx.request_context, "request", None)
+    state = getattr(request, "scope", {}).get("state") if request is not None else None
+    if isinstance(state, dict) and isinstance(state.get("identity"), Identity):
+        return state["identity"]
+    return authenticator.identify(ctx.headers or {})  # a transport without our wrapper: check again
+
+
+def _handler(spec: ToolSpec, authenticator: Authenticator, make_context: Callable[[Identity], ToolContext]):
+    """An async function with the tool's parameters (plus the SDK's `Context`) that runs the tool
+    on a worker thread (tools block on git, the database and the searchers)."""
+
+    async def handler(ctx: Context, **kwargs):
+        try:
+            identity = _identity(ctx, authenticator)
+            tc = make_context(identity)
+            return await anyio.to_thread.run_sync(functools.partial(spec.fn, tc, **kwargs))
+        except NotAuthenticated as e:
+            raise ToolError(str(e)) from None
+        except CodesearchError as e:
+            raise ToolError(str(e)) from None
+        except Exception:
+            log.exception("MCP tool %s failed", spec.name)
+            raise ToolError(f"{spec.name} failed unexpectedly; try again or use another tool") from None
+
+    params = parameters(spec)
+    ctx_param = inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Context)
+    handler.__signature__ = inspect.Signature([ctx_param, *params], return_annotation=str)
+    handler.__annotations__ = {"ctx": Context, **{p.name: p.annotation for p in params}, "return": str}
+    handler.__name__ = spec.name
+    handler.__qualname__ = spec.name
+    handler.__doc__ = spec.description
+    return handler
+
+
+def build_server(authenticator: Authenticator, make_context: Callable[[Identity], ToolContext],
+                 has_models: Callable[[], bool], *, version: str = "") -> CodesearchMCP:
+    server = CodesearchMCP("codesearch", version=version, instructions=INSTRUCTIONS, has_models=has_models)
+    for spec in TOOLS:
+        server.add_tool(_handler(spec, authenticator, make_context), name=spec.name, title=spec.title,
+                        description=spec.description, structured_output=False,
+                        annotations=ToolAnnotations(title=spec.title, read_only_hint=spec.read_only,
+                                                    destructive_hint=False, idempotent_hint=spec.read_only,
+                                                    open_world_hint=spec.open_world))
+    return server
+
+
+class AuthenticatedEndpoint:
+    """ASGI wrapper of the SDK's endpoint: 401 without credentials, the `Identity` in the state."""
+
+    def __init__(self, inner, authenticator: Authenticator):
+        self.inner = inner
+        self.authenticator = authenticator
+
+    async def __call__(self, scope, receive, send):
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        try:
+            identity = await anyio.to_thread.run_sync(self.authenticator.identify, headers)
+        except NotAuthenticated as e:
+            body = json.dumps({"statusCode": 401, "errorCode": e.error_code, "message": str(e)}).encode()
+            await send({"type": "http.response.start", "status": 401,
+                        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                                    (b"www-authenticate", b'Bearer realm="codesearch"')]})
+            await send({"type": "http.response.body", "body": body})
+            return
+        scope.setdefault("state", {})["identity"] = identity
+        await self.inner(scope, receive, send)
+
+
+def install(app, authenticator: Authenticator, make_context: Callable[[Identity], ToolContext],
+            has_models: Callable[[], bool], *, version: str = "") -> CodesearchMCP:
+    """Add ``/api/mcp`` to the FastAPI `app` and run the SDK's session manager in its lifespan."""
+    server = build_server(authenticator, make_context, has_models, version=version)
+    sdk_app = server.streamable_http_app(
+        streamable_http_path=MCP_PATH, stateless_http=True, json_response=False,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
+    endpoint = next(r.endpoint for r in sdk_app.routes if getattr(r, "path", None) == MCP_PATH)
+    app.router.routes.append(Route(MCP_PATH, endpoint=AuthenticatedEndpoint(endpoint, authenticator),
+                                   methods=["GET", "POST", "DELETE"]))
+
+    previous = app.router.lifespan_context
+
+    @contextlib.asynccontextmanager
+    async def lifespan(a):
+        async with server.session_manager.run():
+            async with previous(a) as state:
+                yield state
+
+    app.router.lifespan_context = lifespan
+    return server

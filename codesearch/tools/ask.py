@@ -1,0 +1,71 @@
+"""`ask_codebase`: a language model researches a question with the other tools, and the session
+is kept so people can read it in the web UI (``/chat/<id>``).
+
+The agent gets the read-only tools of the catalog (`CatalogToolSet`) bound to the caller's
+`ToolContext`, so it sees exactly the repos the caller may see, narrowed to `repos` when given.
+The model is the configured one named by `language_model` (provider and model), else the first
+in the config (`models`, kept in the store by the scheduler). Sessions are stored whether they
+succeed or fail; `visibility` decides who may read them (PUBLIC: anyone with the link; PRIVATE:
+the user who asked). Anonymous callers can only ask PUBLIC questions: nobody could read back a
+private session without an owner.
+"""
+
+from __future__ import annotations
+
+from codesearch.llm.agent import run_agent
+from codesearch.llm.client import ModelClient, ModelError, ModelSpec
+from codesearch.tools.context import ToolContext, ToolInputError
+
+
+def chat_url(public_url: str, chat_id: str) -> str:
+    return f"{public_url.rstrip('/')}/chat/{chat_id}"
+
+
+def choose_model(entries: list[dict], wanted: dict | None) -> ModelSpec:
+    if not entries:
+        raise ToolInputError("no language model is configured on this instance, so ask_codebase is unavailable: "
+                             "research with grep, read_file and find_symbol_definitions instead")
+    if not wanted:
+        return ModelSpec.from_config(entries[0])
+    for entry in entries:
+        if entry.get("provider") == wanted.get("provider") and entry.get("model") == wanted.get("model"):
+            return ModelSpec.from_config(entry)
+    known = ", ".join(f"{e.get('provider')}/{e.get('model')}" for e in entries)
+    raise ToolInputError(f"language model {wanted.get('provider')}/{wanted.get('model')} is not configured; "
+                         f"configured: {known} (list_language_models)")
+
+
+def ask_codebase(tc: ToolContext, query: str, repos: list[str] | None = None, language_model: dict | None = None,
+                 visibility: str | None = None, **kwargs) -> str:
+    """The tool: the answer, then a link to the session and the model used (SPEC §6)."""
+    return ask(tc, query, repos, language_model, visibility, **kwargs)[0]
+
+
+def ask(tc: ToolContext, query: str, repos: list[str] | None = None, language_model: dict | None = None,
+        visibility: str | None = None, *, max_steps: int = 12, http=None) -> tuple[str, object, ModelSpec]:
+    """Run the agent and store the session: (the tool's text, the stored `Chat`, the model)."""
+    spec = choose_model(tc.store.list_language_models(), language_model)
+    if visibility is None:
+        visibility = "PUBLIC" if tc.identity.anonymous else "PRIVATE"
+    if visibility == "PRIVATE" and tc.identity.anonymous:
+        raise ToolInputError("visibility PRIVATE needs a signed-in caller (an API key); use PUBLIC or send a key")
+    names = None
+    if repos:
+        names = sorted({tc.repo(name).name for name in repos})  # unknown or hidden repos fail here
+    from codesearch.tools.catalog import CatalogToolSet
+
+    scoped = ToolContext(**{**tc.__dict__, "allowed_repos": frozenset(names) if names else None})
+    try:
+        with ModelClient(spec, http=http) as client:
+            result = run_agent(query, client, CatalogToolSet(scoped), repos=names, max_steps=max_steps)
+    except ModelError as e:
+        tc.store.create_chat(user_id=tc.identity.user_id, visibility=visibility, question=query, answer="",
+                             model=spec.public(), steps=[], status="FAILED", error=str(e))
+        raise
+    chat = tc.store.create_chat(user_id=tc.identity.user_id, visibility=visibility, question=query,
+                                answer=result.answer, model=result.model or spec.public(), steps=result.steps,
+                                status="COMPLETED", error=None)
+    note = " (the research budget ran out before the model finished)" if result.budget_exhausted else ""
+    text = (f"{result.answer.rstrip()}\n\n---\nResearch session: {chat_url(tc.public_url, chat.id)}\n"
+            f"Model: {spec.name} ({spec.provider}){note}")
+    return text, chat, spec

@@ -1,0 +1,269 @@
+"""The tool catalog: every tool's name, description and typed parameters, declared once.
+
+Each tool is a function ``fn(tc: ToolContext, <parameters>) -> str`` whose parameters carry
+their JSON-schema facts (description, bounds, defaults) as ``Annotated[..., Field(...)]``. From
+that one declaration:
+
+- the MCP server (`codesearch.service.mcp`) registers the tool with the SDK, which derives the
+  input schema and validates arguments;
+- `args_model(spec)` gives the same schema and validation to the `ask_codebase` agent
+  (`CatalogToolSet`), so the model sees exactly what MCP clients see.
+
+Names, parameters, defaults and limits are seed.md's (the tool server section and the limits
+table); descriptions are written for an agent choosing a tool.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import typing
+from dataclasses import dataclass
+from typing import Annotated, Callable, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+
+from codesearch.errors import CodesearchError
+from codesearch.tools import git_tools, repos, search_tools
+from codesearch.tools.context import ToolContext
+
+log = logging.getLogger(__name__)
+
+Repo = Annotated[str, Field(description="Full repository name including the host, e.g. github.com/org/repo "
+                                        "(list_repos shows them)", min_length=1, max_length=1000)]
+OptRepo = Annotated[str | None, Field(description="Full repository name including the host, e.g. "
+                                                  "github.com/org/repo; default: all repositories", max_length=1000)]
+Ref = Annotated[str | None, Field(description="Commit SHA, branch or tag; default: the default branch",
+                                  max_length=1024)]
+
+
+def grep(tc: ToolContext,
+         pattern: Annotated[str, Field(description="Regular expression (RE2 syntax) searched in file contents, "
+                                                   "always case-sensitive; use (?i) for case-insensitive",
+                                       min_length=1, max_length=2000)],
+         path: Annotated[str | None, Field(description="Directory to search in, relative to the repository root; "
+                                                       "default: the root", max_length=4096)] = None,
+         include: Annotated[str | None, Field(description="Glob over file paths, e.g. *.py or src/**/*.{ts,tsx}; "
+                                                          "a glob without / matches file names at any depth",
+                                              max_length=1000)] = None,
+         repo: OptRepo = None,
+         ref: Ref = None,
+         limit: Annotated[int, Field(description="Maximum number of matching files", ge=1, le=1000)] = 100) -> str:
+    """Search file contents with a regular expression across the indexed repositories. Results are
+    grouped by file with line numbers. Use it to find where code, strings or identifiers appear."""
+    return search_tools.grep(tc, pattern, path, include, repo, ref, limit)
+
+
+def list_repos(tc: ToolContext,
+               query: Annotated[str | None, Field(description="Case-insensitive filter on the repository name",
+                                                  max_length=1000)] = None,
+               page: Annotated[int, Field(description="Page number", ge=1)] = 1,
+               perPage: Annotated[int, Field(description="Repositories per page", ge=1, le=100)] = 30,  # noqa: N803
+               sort: Annotated[Literal["name", "pushed"], Field(description="name, or pushed (most recent commit)")] = "name",
+               direction: Annotated[Literal["asc", "desc"], Field(description="asc or desc")] = "asc") -> str:
+    """List the indexed repositories (JSON: repos and totalCount). Use it to learn the full
+    repository names that other tools take as `repo`."""
+    return repos.list_repos(tc, query, page, perPage, sort, direction)
+
+
+def read_file(tc: ToolContext,
+              repo: Repo,
+              path: Annotated[str, Field(description="File path relative to the repository root", min_length=1,
+                                         max_length=4096)],
+              ref: Ref = None,
+              offset: Annotated[int | None, Field(description="First line to show, from 1; default: the beginning",
+                                                  ge=1)] = None,
+              limit: Annotated[int | None, Field(description="Maximum number of lines, at most 500", ge=1,
+                                                 le=500)] = None) -> str:
+    """Read a file's source with line numbers, at any branch, tag or commit. Long files come in
+    pages: the footer gives the offset to continue with."""
+    return git_tools.read_file(tc, repo, path, ref, offset, limit)
+
+
+def list_tree(tc: ToolContext,
+              repo: Repo,
+              path: Annotated[str | None, Field(description="Directory relative to the repository root; default: "
+                                                            "the root", max_length=4096)] = None,
+              ref: Ref = None,
+              depth: Annotated[int, Field(description="Levels below path to list", ge=1, le=10)] = 1,
+              includeFiles: Annotated[bool, Field(description="List files")] = True,  # noqa: N803
+              includeDirectories: Annotated[bool, Field(description="List directories")] = True,  # noqa: N803
+              maxEntries: Annotated[int, Field(description="Maximum entries; the output is truncated beyond it",  # noqa: N803
+                                               ge=1, le=10000)] = 1000) -> str:
+    """List the files and directories below a path of a repository as an indented tree
+    (directories first at each level). Use it to explore a repository's layout."""
+    return git_tools.list_tree(tc, repo, path, ref, depth, includeFiles, includeDirectories, maxEntries)
+
+
+def list_commits(tc: ToolContext,
+                 repo: Repo,
+                 query: Annotated[str | None, Field(description="Case-insensitive text the commit message contains",
+                                                    max_length=1000)] = None,
+                 since: Annotated[str | None, Field(description="Only commits after this date: ISO 8601 "
+                                                                "(2024-01-31) or relative (30 days ago)",
+                                                    max_length=100)] = None,
+                 until: Annotated[str | None, Field(description="Only commits before this date: ISO 8601 or "
+                                                                "relative (yesterday)", max_length=100)] = None,
+                 author: Annotated[str | None, Field(description="Case-insensitive text of the author's name or "
+                                                                 "e-mail", max_length=500)] = None,
+                 ref: Ref = None,
+                 page: Annotated[int, Field(description="Page number", ge=1)] = 1,
+                 perPage: Annotated[int, Field(description="Commits per page", ge=1, le=100)] = 50) -> str:  # noqa: N803
+    """List a repository's commits, newest first (JSON: commits with hash, date, message, refs,
+    body, author; and totalCount), filtered by message, dates and author."""
+    return git_tools.list_commits(tc, repo, query, since, until, author, ref, page, perPage)
+
+
+def glob(tc: ToolContext,
+         pattern: Annotated[str, Field(description="Glob over file paths: * within a name, ** across directories, "
+                                                   "{a,b} alternatives, e.g. **/*.test.ts", min_length=1,
+                                       max_length=1000)],
+         path: Annotated[str | None, Field(description="Only files below this directory", max_length=4096)] = None,
+         repo: OptRepo = None,
+         ref: Annotated[str | None, Field(description="Commit SHA, branch or tag (needs repo); default: the default "
+                                                      "branch", max_length=1024)] = None,
+         limit: Annotated[int, Field(description="Maximum number of files", ge=1, le=10000)] = 100) -> str:
+    """Find files whose paths match a glob pattern, grouped by repository. Use it to locate files
+    by name or extension."""
+    return search_tools.glob(tc, pattern, path, repo, ref, limit)
+
+
+def get_diff(tc: ToolContext,
+             repo: Repo,
+             base: Annotated[str, Field(description="Ref to diff from: branch, tag or commit SHA", min_length=1,
+                                        max_length=1024)],
+             head: Annotated[str, Field(description="Ref to diff to: branch, tag or commit SHA", min_length=1,
+                                        max_length=1024)]) -> str:
+    """Show the changes between two refs of a repository (two-dot diff) as a unified diff."""
+    return git_tools.get_diff(tc, repo, base, head)
+
+
+Symbol = Annotated[str, Field(description="The symbol's name, e.g. a function, class or variable name",
+                              min_length=1, max_length=500)]
+
+
+def find_symbol_definitions(tc: ToolContext, symbol: Symbol, repo: Repo) -> str:
+    """Find where a symbol (function, class, method, type, variable) is defined in a repository."""
+    return search_tools.find_symbol_definitions(tc, symbol, repo)
+
+
+def find_symbol_references(tc: ToolContext, symbol: Symbol, repo: Repo) -> str:
+    """Find the usages of a symbol in a repository (whole-word, case-sensitive matches)."""
+    return search_tools.find_symbol_references(tc, symbol, repo)
+
+
+def list_language_models(tc: ToolContext) -> str:
+    """List the language models configured on this instance (JSON), for use with ask_codebase."""
+    return repos.list_language_models(tc)
+
+
+class LanguageModelChoice(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    provider: str = Field(description="The model's provider, as list_language_models shows it")
+    model: str = Field(description="The model's name, as list_language_models shows it")
+
+
+def ask_codebase(tc: ToolContext,
+                 query: Annotated[str, Field(description="The question, in natural language", min_length=1,
+                                             max_length=10000)],
+                 repos: Annotated[list[str] | None, Field(description="Repositories the agent may look at (full "
+                                                                      "names); default: all")] = None,
+                 languageModel: Annotated[LanguageModelChoice | None, Field(  # noqa: N803
+                     description="The model to use; default: the first configured model")] = None,
+                 visibility: Annotated[Literal["PRIVATE", "PUBLIC"] | None, Field(
+                     description="PUBLIC makes the research session viewable by anyone with the link; default: "
+                                 "PRIVATE for signed-in users, PUBLIC for anonymous ones")] = None) -> str:
+    """Answer a question about the code with an AI agent that searches code, reads files and
+    follows symbols. Returns a detailed markdown answer with code references and a link to the full
+    research session in the web UI. Slower than the other tools: use them for simple lookups."""
+    from codesearch.tools.ask import ask_codebase as run
+
+    return run(tc, query, repos, languageModel.model_dump() if languageModel else None, visibility)
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    fn: Callable[..., str]
+    title: str
+    read_only: bool = True
+    #: answers depend on something outside this service (a language model)
+    open_world: bool = False
+
+    @property
+    def description(self) -> str:
+        return inspect.cleandoc(self.fn.__doc__ or "")
+
+
+TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec("grep", grep, "Search code with a regex"),
+    ToolSpec("list_repos", list_repos, "List repositories"),
+    ToolSpec("read_file", read_file, "Read a file"),
+    ToolSpec("list_tree", list_tree, "List a directory tree"),
+    ToolSpec("list_commits", list_commits, "List commits"),
+    ToolSpec("glob", glob, "Find files by path pattern"),
+    ToolSpec("get_diff", get_diff, "Diff two refs"),
+    ToolSpec("find_symbol_definitions", find_symbol_definitions, "Find symbol definitions"),
+    ToolSpec("find_symbol_references", find_symbol_references, "Find symbol references"),
+    ToolSpec("list_language_models", list_language_models, "List language models"),
+    # it stores the research session: not read-only
+    ToolSpec("ask_codebase", ask_codebase, "Ask the codebase", read_only=False, open_world=True),
+)
+BY_NAME = {t.name: t for t in TOOLS}
+
+
+def parameters(spec: ToolSpec) -> list[inspect.Parameter]:
+    """The tool's parameters (after `tc`), with their annotations resolved."""
+    hints = typing.get_type_hints(spec.fn, include_extras=True)
+    params = list(inspect.signature(spec.fn).parameters.values())[1:]
+    return [p.replace(annotation=hints[p.name]) for p in params]
+
+
+_MODELS: dict[str, type[BaseModel]] = {}
+
+
+def args_model(spec: ToolSpec) -> type[BaseModel]:
+    """A pydantic model of the tool's arguments (unknown arguments are refused)."""
+    if spec.name not in _MODELS:
+        fields = {p.name: (p.annotation, ... if p.default is inspect.Parameter.empty else p.default)
+                  for p in parameters(spec)}
+        _MODELS[spec.name] = create_model(f"{spec.name}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
+    return _MODELS[spec.name]
+
+
+def describe_validation_error(name: str, e: ValidationError) -> str:
+    """`e` as one line per problem that an agent can act on."""
+    problems = []
+    for err in e.errors():
+        where = ".".join(str(x) for x in err.get("loc", ())) or "arguments"
+        problems.append(f"{where}: {err.get('msg', 'invalid')}")
+    return f"invalid arguments for {name}: " + "; ".join(problems)
+
+
+class CatalogToolSet:
+    """The catalog as the `ask_codebase` agent uses it (`codesearch.llm.agent.ToolSet`)."""
+
+    def __init__(self, tc: ToolContext, names: tuple[str, ...] | None = None):
+        self.tc = tc
+        self.names = names or tuple(t.name for t in TOOLS if t.name not in ("ask_codebase", "list_language_models"))
+
+    def specs(self) -> list[dict]:
+        return [{"name": n, "description": BY_NAME[n].description,
+                 "input_schema": args_model(BY_NAME[n]).model_json_schema()} for n in self.names]
+
+    def call(self, name: str, arguments: dict) -> tuple[str, bool]:
+        if name not in self.names:
+            return f"unknown tool {name!r}: use one of {', '.join(self.names)}", True
+        spec = BY_NAME[name]
+        try:
+            args = args_model(spec).model_validate(arguments or {})
+        except ValidationError as e:
+            return describe_validation_error(name, e), True
+        try:
+            return spec.fn(self.tc, **{k: getattr(args, k) for k in args_model(spec).model_fields}), False
+        except CodesearchError as e:
+            return str(e), True
+        except Exception:  # a bug, not the caller's fault: keep the details in the log
+            log.exception("tool %s failed", name)
+            return f"{name} failed unexpectedly; try other arguments or another tool", True

@@ -1,0 +1,102 @@
+"""What every tool runs against: the caller, the state database, the searcher and the git data.
+
+A `ToolContext` is built per call by whoever exposes the tools (the MCP server, the REST chat
+route, the `ask_codebase` agent) and carries the caller's `Identity`. It is the one door to
+repositories for the tools: `repo(name)` refuses names the caller may not see exactly as it
+refuses unknown names (so a tool never reveals that a hidden repo exists), and `search` filters
+every search response through `codesearch.permissions`.
+
+Errors raised by tools are `CodesearchError`s whose message is written for the agent: what was
+wrong and what to do instead (e.g. "use list_repos to see repository names").
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from codesearch.errors import CodesearchError, RepositoryNotFound
+from codesearch.permissions import ANONYMOUS, Identity, can_see, filter_search_response
+from codesearch.search.options import DEFAULT_PUBLIC_URL, SearchOptions
+
+
+class ToolInputError(CodesearchError):
+    """A tool argument that is valid JSON but makes no sense (the message says what to change)."""
+
+    error_code = "INVALID_REQUEST_BODY"
+    status_code = 400
+
+
+@dataclass
+class ToolContext:
+    """The caller and the service parts a tool call may use.
+
+    `search(query, options)` runs a search over the index and returns the ``POST /api/search``
+    response (a `SearcherPool` or an in-process `Searcher`); `store` is the state database
+    (`codesearch.store.Store`); `data_dir` holds the git mirrors (``<data_dir>/repos/<id>``).
+    """
+
+    store: Any
+    search_fn: Callable[[str, SearchOptions], dict]
+    identity: Identity = ANONYMOUS
+    data_dir: str | None = None
+    public_url: str = DEFAULT_PUBLIC_URL
+    contexts: dict[str, set[str]] = field(default_factory=dict)
+    #: seconds a search may take
+    search_timeout_s: float = 20.0
+    #: when set, only these repos (full names) exist for the tools (``ask_codebase``'s `repos`)
+    allowed_repos: frozenset[str] | None = None
+
+    def may_see(self, repo) -> bool:
+        return can_see(self.identity, repo) and (self.allowed_repos is None or repo.name in self.allowed_repos)
+
+    # ------------------------------------------------------------------ repos
+
+    def repo(self, name: str):
+        """The repo row named `name` (its full name, host included), if the caller may see it."""
+        name = (name or "").strip()
+        row = self.store.find_repo(name) if name else None
+        if row is None or not self.may_see(row):
+            raise RepositoryNotFound(
+                f"repository {name!r} not found: give the full name including the host "
+                "(e.g. github.com/org/repo); list_repos shows the names")
+        return row
+
+    def visible_repos(self) -> list:
+        """Every repo the caller may see, by name."""
+        rows, page = [], 1
+        while True:
+            got, total = self.store.list_repos(page=page, per_page=100)
+            rows += [r for r in got if self.may_see(r)]
+            if not got or page * 100 >= total:
+                return rows
+            page += 1
+
+    def git_dir(self, repo) -> str:
+        """Where the repo's git objects are: the repository itself for local repos indexed in
+        place, else its bare mirror under the data directory."""
+        from codesearch.git.read import git_dir_of
+
+        if repo.local_path and os.path.isdir(repo.local_path):
+            return git_dir_of(repo.local_path)
+        if self.data_dir:
+            path = os.path.join(self.data_dir, "repos", str(repo.id))
+            if os.path.isdir(path):
+                return path
+        raise RepositoryNotFound(f"repository {repo.name!r} has not been cloned yet: try again after its first sync")
+
+    @staticmethod
+    def default_ref(repo) -> str:
+        return repo.default_branch or "HEAD"
+
+    # ------------------------------------------------------------------ search
+
+    def search(self, query: str, *, regex: bool, case_sensitive: bool, matches: int, context_lines: int = 0) -> dict:
+        options = SearchOptions(matches=matches, context_lines=context_lines, is_regex=regex,
+                                case_sensitive=case_sensitive, timeout_s=self.search_timeout_s,
+                                public_url=self.public_url, contexts=self.contexts)
+        resp = filter_search_response(self.identity, self.search_fn(query, options))
+        if self.allowed_repos is not None:
+            resp = {**resp, "files": [f for f in resp.get("files", []) if f.get("repository") in self.allowed_repos]}
+        return resp

@@ -1,0 +1,135 @@
+"""Tools answered from a repository's git objects at any branch, tag or commit: `read_file`,
+`list_tree`, `list_commits`, `get_diff` (SPEC §6 output formats).
+
+They read the bare mirror (or the local repository indexed in place) through
+`codesearch.git.read`, which validates refs and paths (no option injection, no path outside
+the repository), so a tool sees exactly what ``git show <ref>:<path>`` would.
+"""
+
+from __future__ import annotations
+
+import json
+
+from codesearch.index.sources import RepoInfo
+from codesearch.search.present import web_url
+from codesearch.tools.context import ToolContext, ToolInputError
+
+#: read_file: at most this many lines per call (seed.md) ...
+READ_MAX_LINES = 500
+#: ... and about this many characters of file text (SPEC §6: about 5 KB); at least one line is shown
+READ_MAX_CHARS = 5 * 1024
+READ_MAX_LINE_CHARS = 2000
+
+
+def _file_url(tc: ToolContext, row, ref: str, path: str) -> str:
+    info = RepoInfo(name=row.name, id=row.id, display_name=row.display_name or "", code_host_type=row.code_host_type,
+                    web_url=row.web_url or "", file_url_template=row.file_url_template or "")
+    return web_url(tc.public_url, info, ref, path)
+
+
+def read_file(tc: ToolContext, repo: str, path: str, ref: str | None = None, offset: int | None = None,
+              limit: int | None = None) -> str:
+    from codesearch.git.read import check_path, check_ref, is_binary, read_blob
+
+    row = tc.repo(repo)
+    path = check_path(path.lstrip("/") if path.startswith("/") and not path.startswith("//") else path)
+    use_ref = check_ref(ref) if ref is not None else tc.default_ref(row)
+    data, _commit = read_blob(tc.git_dir(row), use_ref, path)
+    if is_binary(data):
+        raise ToolInputError(f"{path} is a binary file ({len(data)} bytes); read_file shows text files only")
+    lines = data.decode("utf-8", "replace").splitlines()
+    total = len(lines)
+    start = offset or 1
+    if total == 0:
+        return f"[{row.name}] {path} @ {use_ref}\nURL: {_file_url(tc, row, use_ref, path)}\n\n(The file is empty.)"
+    if start > total:
+        raise ToolInputError(f"offset {start} is past the end of {path}, which has {total} line(s): "
+                             f"use an offset from 1 to {total}")
+    want = min(limit or READ_MAX_LINES, READ_MAX_LINES)
+    shown, size = [], 0
+    for n in range(start, min(total, start + want - 1) + 1):
+        text = lines[n - 1]
+        if len(text) > READ_MAX_LINE_CHARS:
+            text = text[:READ_MAX_LINE_CHARS] + f" … (line cut at {READ_MAX_LINE_CHARS} characters)"
+        if shown and size + len(text) + 1 > READ_MAX_CHARS:
+            break
+        shown.append(f"{n}: {text}")
+        size += len(text) + 1
+    last = start + len(shown) - 1
+    out = [f"[{row.name}] {path} @ {use_ref}", f"URL: {_file_url(tc, row, use_ref, path)}", ""]
+    out += shown
+    out.append("")
+    if last < total:
+        out.append(f"(Showing lines {start}-{last} of {total}. Continue with offset={last + 1}.)")
+    else:
+        out.append(f"(End of file: showing lines {start}-{last} of {total}.)")
+    return "\n".join(out)
+
+
+def list_tree(tc: ToolContext, repo: str, path: str | None = None, ref: str | None = None, depth: int = 1,
+              includeFiles: bool = True, includeDirectories: bool = True, maxEntries: int = 1000) -> str:  # noqa: N803
+    from codesearch.git.read import check_dir, check_ref
+    from codesearch.git.read import list_tree as git_list_tree
+
+    row = tc.repo(repo)
+    under = check_dir(path)
+    use_ref = check_ref(ref) if ref is not None else tc.default_ref(row)
+    if not includeFiles and not includeDirectories:
+        raise ToolInputError("includeFiles and includeDirectories are both false: nothing to list; set one to true")
+    entries, truncated = git_list_tree(tc.git_dir(row), use_ref, under, depth=depth, include_files=includeFiles,
+                                       include_dirs=includeDirectories, max_entries=maxEntries)
+    head = f"[{row.name}] {under + '/' if under else '/'} @ {use_ref}"
+    if not entries:
+        return head + "\n\n(No entries.)"
+    out = [head, ""]
+    for e in entries:
+        if includeDirectories:
+            out.append("  " * (e.depth - 1) + e.name + ("/" if e.is_dir else ""))
+        else:  # files without their directories: show the path below the listed directory
+            rel = e.path[len(under) + 1:] if under else e.path
+            out.append(rel)
+    out.append("")
+    if truncated:
+        out.append(f"(Truncated at maxEntries={maxEntries} entries: list a subdirectory with path, lower depth, "
+                   "or raise maxEntries up to 10000.)")
+    else:
+        out.append(f"({len(entries)} entr{'ies' if len(entries) != 1 else 'y'}.)")
+    return "\n".join(out)
+
+
+def list_commits(tc: ToolContext, repo: str, query: str | None = None, since: str | None = None,
+                 until: str | None = None, author: str | None = None, ref: str | None = None, page: int = 1,
+                 perPage: int = 50) -> str:  # noqa: N803
+    from codesearch.errors import InvalidArgument
+    from codesearch.git.read import check_ref, parse_when
+    from codesearch.git.read import list_commits as git_list_commits
+
+    for name, value in (("since", since), ("until", until)):
+        if value:
+            try:
+                parse_when(value)
+            except InvalidArgument as e:
+                raise ToolInputError(f"{name}: {e}") from None
+    row = tc.repo(repo)
+    use_ref = check_ref(ref) if ref is not None else tc.default_ref(row)
+    commits, total = git_list_commits(tc.git_dir(row), use_ref, query=query or None, since=since or None,
+                                      until=until or None, author=author or None, page=page, per_page=perPage)
+    return json.dumps({"commits": [{"hash": c.hash, "date": c.date, "message": c.message, "refs": list(c.refs),
+                                    "body": c.body, "authorName": c.author_name, "authorEmail": c.author_email}
+                                   for c in commits], "totalCount": total}, ensure_ascii=False)
+
+
+def get_diff(tc: ToolContext, repo: str, base: str, head: str) -> str:
+    from codesearch.git.read import check_ref, diff, render_unified
+
+    row = tc.repo(repo)
+    check_ref(base)
+    check_ref(head)
+    files, truncated = diff(tc.git_dir(row), base, head)
+    if not files:
+        return f"No differences between {base} and {head} in {row.name}."
+    text = render_unified(files)
+    if truncated:
+        text += ("\n\n(Diff truncated: it is too large to show whole. Compare closer refs, or read single files "
+                 "with read_file at each ref.)")
+    return text
