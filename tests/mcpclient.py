@@ -45,9 +45,15 @@ class McpClient:
             return (await s.list_tools()).tools
         return self.run(go)
 
-    def call(self, name: str, arguments: dict | None = None) -> ToolResult:
+    def call(self, name: str, arguments: dict | None = None, *, progress: list | None = None) -> ToolResult:
+        """Call one tool; with `progress`, the server's progress notifications are appended to it
+        as (progress, total, message)."""
+        async def on_progress(value, total, message):
+            progress.append((value, total, message))
+
         async def go(s, _init):
-            return await s.call_tool(name, arguments or {})
+            return await s.call_tool(name, arguments or {},
+                                     progress_callback=on_progress if progress is not None else None)
         res = self.run(go)
         texts = [c.text for c in res.content if getattr(c, "type", "") == "text"]
         assert len(texts) == 1, f"{name}: expected one text item, got {res.content!r}"

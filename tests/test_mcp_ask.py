@@ -81,8 +81,13 @@ def test_ask_codebase_runs_the_tools_and_cites_real_files(world):
     fake.add([("grep", {"pattern": "def handle_request", "repo": WIDGETS})],
              [("read_file", {"repo": WIDGETS, "path": "src/widget.py", "limit": 10})],
              _cite)
-    res = world["mcp"].call("ask_codebase", {"query": "Where is handle_request defined in widgets?"})
+    progress: list = []
+    res = world["mcp"].call("ask_codebase", {"query": "Where is handle_request defined in widgets?"}, progress=progress)
     assert not res.is_error, res.text
+    # progress streamed while the agent worked: the model, then each tool call
+    assert [p[0] for p in progress] == [1.0, 2.0, 3.0]
+    assert progress[0][2] == "asking Scripted (openai-compatible)"
+    assert progress[1][2].startswith("grep pattern='def handle_request'") and progress[2][2].startswith("read_file")
     assert f"**{WIDGETS}/src/widget.py:4**" in res.text
     m = re.search(r"Research session: (\S+)/chat/(\S+)", res.text)
     assert m and m.group(1) == world["base"]

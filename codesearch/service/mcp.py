@@ -77,6 +77,17 @@ def _identity(ctx: Context, authenticator: Authenticator) -> Identity:
     return authenticator.identify(ctx.headers or {})  # a transport without our wrapper: check again
 
 
+def _progress_reporter(ctx: Context):
+    """A callback for the tool's thread that sends MCP progress notifications on the request's
+    event loop (counting steps; the SDK sends nothing unless the client gave a progress token)."""
+    steps = iter(range(1, 1 << 30))
+
+    def report(message: str) -> None:
+        anyio.from_thread.run(functools.partial(ctx.report_progress, float(next(steps)), None, message))
+
+    return report
+
+
 def _handler(spec: ToolSpec, authenticator: Authenticator, make_context: Callable[[Identity], ToolContext]):
     """An async function with the tool's parameters (plus the SDK's `Context`) that runs the tool
     on a worker thread (tools block on git, the database and the searchers)."""
@@ -85,6 +96,7 @@ def _handler(spec: ToolSpec, authenticator: Authenticator, make_context: Callabl
         try:
             identity = _identity(ctx, authenticator)
             tc = make_context(identity)
+            tc.progress = _progress_reporter(ctx)
             return await anyio.to_thread.run_sync(functools.partial(spec.fn, tc, **kwargs))
         except NotAuthenticated as e:
             raise ToolError(str(e)) from None

@@ -17,6 +17,11 @@ from codesearch.llm.client import ModelClient, ModelError, ModelSpec
 from codesearch.tools.context import ToolContext, ToolInputError
 
 
+def _brief(arguments) -> str:
+    text = ", ".join(f"{k}={v!r}" for k, v in (arguments or {}).items()) if isinstance(arguments, dict) else str(arguments)
+    return text if len(text) <= 200 else text[:200] + "…"
+
+
 def chat_url(public_url: str, chat_id: str) -> str:
     return f"{public_url.rstrip('/')}/chat/{chat_id}"
 
@@ -57,7 +62,9 @@ def ask(tc: ToolContext, query: str, repos: list[str] | None = None, language_mo
     scoped = ToolContext(**{**tc.__dict__, "allowed_repos": frozenset(names) if names else None})
     try:
         with ModelClient(spec, http=http) as client:
-            result = run_agent(query, client, CatalogToolSet(scoped), repos=names, max_steps=max_steps)
+            tc.report(f"asking {spec.name} ({spec.provider})")
+            result = run_agent(query, client, CatalogToolSet(scoped), repos=names, max_steps=max_steps,
+                               on_step=lambda step: tc.report(f"{step.get('tool')} {_brief(step.get('arguments'))}"))
     except ModelError as e:
         tc.store.create_chat(user_id=tc.identity.user_id, visibility=visibility, question=query, answer="",
                              model=spec.public(), steps=[], status="FAILED", error=str(e))

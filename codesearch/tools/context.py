@@ -47,6 +47,16 @@ class ToolContext:
     search_timeout_s: float = 20.0
     #: when set, only these repos (full names) exist for the tools (``ask_codebase``'s `repos`)
     allowed_repos: frozenset[str] | None = None
+    #: long tools report progress here (a message per step); the MCP server streams it to the
+    #: client as progress notifications when the client asked for them
+    progress: Callable[[str], None] | None = None
+
+    def report(self, message: str) -> None:
+        if self.progress is not None:
+            try:
+                self.progress(message)
+            except Exception:  # a client that went away must not fail the tool
+                pass
 
     def may_see(self, repo) -> bool:
         return can_see(self.identity, repo) and (self.allowed_repos is None or repo.name in self.allowed_repos)
