@@ -14,6 +14,7 @@
     ├── RepositoryNotFound          REPOSITORY_NOT_FOUND: no such repo, not visible, or not cloned yet (404)
     ├── FileNotFound                FILE_NOT_FOUND: a bad path, or nothing (or not a file/directory) there (404)
     ├── InvalidGitRef               INVALID_GIT_REF: a malformed ref, or one naming no commit (400)
+    ├── NotAuthenticated            NOT_AUTHENTICATED: no valid API key and anonymous access off (401)
     └── InvalidArgument             INVALID_ARGUMENT: a bad parameter value (a date, a regex, a page) (400)
 
 Each error says what is wrong and where (a query position, a file path, a section name), so
@@ -144,9 +145,42 @@ class InvalidGitRef(CodesearchError):
     status_code = 400
 
 
+class NotAuthenticated(CodesearchError):
+    """No valid credentials, and anonymous access is off."""
+
+    error_code = "NOT_AUTHENTICATED"
+    status_code = 401
+
+
 class InvalidArgument(CodesearchError):
     """A parameter value that cannot be used (a date, a regular expression, a page number); the
     message says what a valid value looks like."""
 
     error_code = "INVALID_ARGUMENT"
     status_code = 400
+
+
+def error_from_payload(payload: dict) -> CodesearchError:
+    """The exception an HTTP error body (SPEC §5: ``{statusCode, errorCode, message}``) stands
+    for, so that a client over HTTP raises what the engine raises in-process."""
+    code = str(payload.get("errorCode") or "UNEXPECTED_ERROR")
+    message = str(payload.get("message") or code)
+    cls = _BY_CODE.get(code, CodesearchError)
+    err = cls.__new__(cls)
+    Exception.__init__(err, message)  # the message as the server wrote it (custom __init__s skipped)
+    if cls is CodesearchError:
+        err.error_code = code
+        err.status_code = int(payload.get("statusCode") or 500)
+    return err
+
+
+_BY_CODE = {
+    "FAILED_TO_PARSE_QUERY": QueryError,
+    "SEARCH_CONTEXT_NOT_FOUND": SearchContextNotFound,
+    "REPOSITORY_NOT_FOUND": RepositoryNotFound,
+    "FILE_NOT_FOUND": FileNotFound,
+    "INVALID_GIT_REF": InvalidGitRef,
+    "INVALID_ARGUMENT": InvalidArgument,
+    "INVALID_REQUEST_BODY": InvalidArgument,
+    "NOT_AUTHENTICATED": NotAuthenticated,
+}

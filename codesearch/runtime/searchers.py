@@ -71,6 +71,15 @@ class ShardSearcher:
         shards = self.sets.get(version, self.shards) if version is not None else self.shards
         return partial_result(search_shards(shards, plan, options, deadline), options, self.origin)
 
+    def explain(self, query: str, options: SearchOptions, version: int | None = None) -> dict:
+        """`codesearch.search.explain.explain` over the owned shards of `version`."""
+        from codesearch.search.explain import explain
+
+        shards = self.sets.get(version, self.shards) if version is not None else self.shards
+        out = explain(make_plan(query, options), shards)
+        out["searcher"] = self.origin
+        return out
+
     def set_shards(self, shard_paths: list[str], version: int | None = None) -> int:
         """Own `shard_paths` as list `version` (after an index change). Shards already open are
         kept; a search that started before finishes on the list it started with (unlinked files
@@ -106,6 +115,27 @@ def published_version(key: str | None) -> int | None:
 
     value = internal_kv._internal_kv_get(f"codesearch:index-version:{key}".encode())
     return int(value) if value else None
+
+
+def publish_deployment(key: str, *, data_dir: str, searchers: int) -> None:
+    """Record where the service of searcher pool `key` keeps its data and how many searchers it
+    has, in Ray's KV, so a notebook attached to the cluster finds them (`codesearch.Client.ray`)."""
+    import json
+
+    from ray.experimental import internal_kv
+
+    internal_kv._internal_kv_put(f"codesearch:deployment:{key}".encode(),
+                                 json.dumps({"data_dir": data_dir, "searchers": searchers}).encode(), overwrite=True)
+
+
+def published_deployment(key: str) -> dict | None:
+    """What `publish_deployment` recorded for `key` (``{"data_dir", "searchers"}``), or None."""
+    import json
+
+    from ray.experimental import internal_kv
+
+    value = internal_kv._internal_kv_get(f"codesearch:deployment:{key}".encode())
+    return json.loads(value) if value else None
 
 
 def balance(paths: list[str], n: int) -> list[list[str]]:
@@ -199,6 +229,19 @@ class SearcherPool:
         if crashes:
             resp["isSearchExhaustive"] = False
         return resp
+
+    def explain(self, query: str, options: SearchOptions) -> dict:
+        """Every searcher's explanation of `query`, combined (shards listed per searcher)."""
+        import ray
+
+        make_plan(query, options)
+        version = published_version(self.version_key)
+        parts = ray.get([a.explain.remote(query, options, version) for a in self.actors], timeout=options.timeout_s + 5)
+        out = {k: parts[0][k] for k in ("query", "plan", "defaultBranchOnly")}
+        out["shards"] = [{**s, "searcher": p["searcher"]} for p in parts for s in p["shards"]]
+        out["documents"] = sum(p["documents"] for p in parts)
+        out["candidates"] = sum(p["candidates"] for p in parts)
+        return out
 
     def close(self) -> None:
         import ray

@@ -7,7 +7,9 @@ nothing unpicklable crosses processes. Routes:
 - behind authentication (`auth.py`): ``POST /api/search``, ``POST /api/stream_search``
   (`routes_search.py`), ``GET /api/repos``, ``GET /api/repos/status``, ``GET /api/connections``,
   ``GET /api/jobs`` (`routes_repos.py`), ``GET /api/source`` (`routes_source.py`), and the MCP
-  server at ``/api/mcp`` (`mcp.py`, over the tools of `codesearch.tools`).
+  server at ``/api/mcp`` (`mcp.py`, over the tools of `codesearch.tools`), ``POST /api/explain``,
+  ``GET /api/tree``, ``GET /api/commits`` (`routes_git.py`), ``POST /api/chat/blocking``,
+  ``GET /api/models``, ``GET /chat/<id>`` (`routes_chat.py`).
 
 The search is delegated to a `searcher` with ``search(query, options) -> dict`` (a `SearcherPool`
 on Ray, whose ``actors`` the streaming route awaits one by one); state (repos, API keys, jobs,
@@ -26,7 +28,7 @@ from typing import Callable, Mapping
 from fastapi import APIRouter, Depends, FastAPI
 
 from codesearch.search.options import DEFAULT_PUBLIC_URL
-from codesearch.service import auth, errors, mcp, routes_chat, routes_repos, routes_search, routes_source
+from codesearch.service import auth, errors, mcp, routes_chat, routes_git, routes_repos, routes_search, routes_source
 from codesearch.service.routes_search import SearchRequest  # noqa: F401  (the request model, re-exported)
 
 log = logging.getLogger(__name__)
@@ -113,6 +115,7 @@ def build_app(get_searcher, *, public_url: str = DEFAULT_PUBLIC_URL, contexts: d
         return bool(store is not None and store.list_language_models())
 
     app.state.make_tool_context = make_context
+    app.include_router(routes_git.router(make_context, require_identity=require_identity))
     app.include_router(routes_chat.router(make_context, authenticator, public_url=public_url,
                                           require_identity=require_identity))
     mcp.install(app, authenticator, make_context, has_models, version=_version())

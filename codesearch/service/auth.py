@@ -26,7 +26,7 @@ from fastapi import Depends, Request
 from fastapi.responses import JSONResponse
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
-from codesearch.errors import CodesearchError
+from codesearch.errors import NotAuthenticated  # noqa: F401  (re-exported)
 from codesearch.permissions import (  # noqa: F401  (re-exported: routes import them from here)
     ANONYMOUS,
     Identity,
@@ -39,13 +39,6 @@ from codesearch.permissions import (  # noqa: F401  (re-exported: routes import 
 ANONYMOUS_ENV = "FORCE_ENABLE_ANONYMOUS_ACCESS"
 API_KEY_HEADER = "X-Sourcebot-Api-Key"
 _MAX_KEY_LENGTH = 256
-
-
-class NotAuthenticated(CodesearchError):
-    """No valid credentials, and anonymous access is off."""
-
-    error_code = "NOT_AUTHENTICATED"
-    status_code = 401
 
 
 def anonymous_access_enabled(environ: Mapping[str, str] | None = None, enable_public_access: bool = False) -> bool:

@@ -93,7 +93,7 @@ def run(config_path: str | None, *, port: int = 3000, host: str = "127.0.0.1", d
     from ray import serve
 
     from codesearch.config import apply_environment_overrides, load_config
-    from codesearch.runtime.searchers import SearcherPool
+    from codesearch.runtime.searchers import SearcherPool, publish_deployment
     from codesearch.service.deployment import search_application
     from codesearch.service.demo import demo_config
     from codesearch.store import Store
@@ -135,6 +135,7 @@ def run(config_path: str | None, *, port: int = 3000, host: str = "127.0.0.1", d
         index_dir = os.path.join(data_dir, "index")
         pool = SearcherPool.create(index_dir, searchers, name_prefix=SEARCHER_PREFIX, keep_empty=True)
         ray.get(scheduler.set_searchers.remote(SEARCHER_PREFIX, len(pool.actors)))
+        publish_deployment(SEARCHER_PREFIX, data_dir=os.path.abspath(data_dir), searchers=len(pool.actors))
         serve.start(http_options={"host": host, "port": port})
         serve.run(search_application(SEARCHER_PREFIX, len(pool.actors), replicas=replicas,
                                      max_ongoing_requests=max_ongoing_requests, public_url=public_url,

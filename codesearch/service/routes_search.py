@@ -66,6 +66,16 @@ class SearchRequest(BaseModel):
     source: StrictStr | None = None
 
 
+class ExplainRequest(BaseModel):
+    """The body of ``POST /api/explain``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    query: StrictStr
+    isRegexEnabled: StrictBool = False
+    isCaseSensitivityEnabled: StrictBool = False
+
+
 def _contexts(get_store, fallback: dict | None, query: str) -> dict[str, set[str]]:
     """Search contexts by name: the store's, plus `fallback` for names the store lacks."""
     out = {name: set(names) for name, names in (fallback or {}).items()}
@@ -247,5 +257,16 @@ def router(get_searcher, get_store, *, public_url: str, contexts: dict | None, r
         return StreamingResponse(stream_events(searcher, body.query, options, identity, plan_ns, started),
                                  media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache, no-transform", "X-Accel-Buffering": "no"})
+
+    @r.post("/api/explain")
+    def explain(body: ExplainRequest, identity: Identity = Depends(require_identity)) -> dict:
+        """The parsed query, its plan (each leaf's trigram query) and, per shard, how many
+        documents the posting lists leave as candidates and what that cost (nothing is verified)."""
+        options = SearchOptions(is_regex=body.isRegexEnabled, case_sensitive=body.isCaseSensitivityEnabled,
+                                public_url=public_url, contexts=_contexts(get_store, contexts, body.query))
+        try:
+            return get_searcher().explain(body.query, options)
+        except CodesearchError as e:
+            raise unwrap(e) from None
 
     return r

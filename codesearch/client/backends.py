@@ -1,0 +1,318 @@
+"""The three back ends of `codesearch.Client`, one interface:
+
+- `LocalBackend`: the engine in this process over an index directory (no Ray, no server). Given
+  a service data directory (``<data>/index`` plus its state database and git mirrors), repos,
+  files, trees and commits come from there; given a bare index directory (``codesearch index``),
+  repos come from the shards and files from the repositories' own git when their name is their
+  path (local repos), else from the indexed content.
+- `HttpBackend`: a running service by URL with an API key (``POST /api/search``,
+  ``/api/stream_search``, ``/api/explain``, ``GET /api/repos``, ``/api/source``, ``/api/tree``,
+  ``/api/commits``); error bodies become the engine's exceptions (`error_from_payload`).
+- `RayBackend`: the shard searchers of a service on the Ray cluster this process is attached to
+  (``ray.init(address=...)``), called directly, no HTTP; repos and git data from the service's data
+  directory, found in Ray's KV (`published_deployment`), which must be reachable from here
+  (shared storage, or the head node).
+
+Every back end answers searches with the ``POST /api/search`` dict; `Client` wraps it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Iterator
+
+from codesearch.client.results import Commit, FileContent, Repo, TreeEntry
+from codesearch.errors import CodesearchError, RepositoryNotFound, error_from_payload
+from codesearch.search.options import SearchOptions
+
+# ---------------------------------------------------------------------- repo data
+
+
+class StoreData:
+    """Repos, files, trees and commits of a service data directory (its store and mirrors)."""
+
+    def __init__(self, data_dir: str):
+        from codesearch.store import Store
+
+        self.data_dir = os.path.abspath(data_dir)
+        self.store = Store.open(self.data_dir)
+
+    def _tc(self, search_fn=None):
+        from codesearch.tools.context import ToolContext
+
+        return ToolContext(store=self.store, search_fn=search_fn, data_dir=self.data_dir)
+
+    def repos(self, query, page, per_page, sort, direction) -> list[Repo]:
+        from codesearch.tools.repos import iso
+
+        rows, _total = self.store.list_repos(page=page, per_page=per_page, sort=sort, direction=direction,
+                                             query=query or None)
+        return [Repo(r.name, r.display_name or "", r.code_host_type, r.web_url or "", r.default_branch, iso(r.indexed_at))
+                for r in rows]
+
+    def locate(self, repo: str) -> tuple[str, str]:
+        """(git dir, default ref) of `repo`."""
+        tc = self._tc()
+        row = tc.repo(repo)
+        return tc.git_dir(row), tc.default_ref(row)
+
+    def close(self) -> None:
+        self.store.close()
+
+
+class IndexData:
+    """Repos of a bare index directory; git data from local repositories named by their path."""
+
+    def __init__(self, searcher):
+        self.searcher = searcher
+
+    def _infos(self):
+        seen = {}
+        for s in self.searcher.shards:
+            for r in s.repos:
+                seen.setdefault(r.name, r)
+        return seen
+
+    def repos(self, query, page, per_page, sort, direction) -> list[Repo]:
+        rows = sorted((r for n, r in self._infos().items() if not query or query.lower() in n.lower()),
+                      key=lambda r: r.name, reverse=direction == "desc")
+        rows = rows[(page - 1) * per_page: page * per_page]
+        return [Repo(r.name, r.display_name, r.code_host_type, r.web_url, (r.branches or [None])[0]) for r in rows]
+
+    def locate(self, repo: str) -> tuple[str, str]:
+        from codesearch.git.read import git_dir_of
+
+        info = self._infos().get(repo)
+        if info is None:
+            raise RepositoryNotFound(f"repository {repo!r} not found in the index (Client.repos() lists them)")
+        path = "/" + repo
+        if not os.path.isdir(path):
+            raise RepositoryNotFound(f"repository {repo!r}: its git data is not on this machine (only local "
+                                     "repositories indexed in place can be read from a bare index directory)")
+        head = (info.branches or ["HEAD"])[0]
+        return git_dir_of(path), head.removeprefix("refs/heads/")
+
+    def close(self) -> None:
+        pass
+
+
+def read_file(data, repo: str, path: str, ref: str | None) -> FileContent:
+    from codesearch.git.read import is_binary, read_blob
+    from codesearch.index.language import detect
+
+    git_dir, default = data.locate(repo)
+    use_ref = ref or default
+    blob, _commit = read_blob(git_dir, use_ref, path)
+    if is_binary(blob):
+        raise CodesearchError(f"{path} is a binary file ({len(blob)} bytes)")
+    return FileContent(repo, path, use_ref, blob.decode("utf-8", "replace"), detect(path, blob))
+
+
+def tree(data, repo: str, path: str, ref: str | None, depth: int, max_entries: int) -> list[TreeEntry]:
+    from codesearch.git.read import check_dir, list_tree
+
+    git_dir, default = data.locate(repo)
+    entries, _truncated = list_tree(git_dir, ref or default, check_dir(path), depth=depth, max_entries=max_entries)
+    return [TreeEntry(e.path, e.is_dir, e.depth) for e in entries]
+
+
+def commits(data, repo: str, ref, query, since, until, author, page, per_page) -> list[Commit]:
+    from codesearch.git.read import list_commits
+
+    git_dir, default = data.locate(repo)
+    found, _total = list_commits(git_dir, ref or default, query=query, since=since, until=until, author=author,
+                                 page=page, per_page=per_page)
+    return [Commit(c.hash, c.date, c.message, c.author_name, c.author_email, c.body, tuple(c.refs)) for c in found]
+
+
+class GitDataMixin:
+    """repos / read_file / tree / commits of a back end that reads the data itself (`_data()`)."""
+
+    def _data(self):
+        return self.data
+
+    def repos(self, query, page, per_page, sort, direction) -> list[Repo]:
+        return self._data().repos(query, page, per_page, sort, direction)
+
+    def read_file(self, repo, path, ref) -> FileContent:
+        return read_file(self._data(), repo, path, ref)
+
+    def tree(self, repo, path, ref, depth, max_entries) -> list[TreeEntry]:
+        return tree(self._data(), repo, path, ref, depth, max_entries)
+
+    def commits(self, repo, ref, query, since, until, author, page, per_page) -> list[Commit]:
+        return commits(self._data(), repo, ref, query, since, until, author, page, per_page)
+
+
+# ---------------------------------------------------------------------- back ends
+
+
+class LocalBackend(GitDataMixin):
+    def __init__(self, path: str):
+        from codesearch.search.engine import Searcher
+
+        path = os.path.abspath(path)
+        if os.path.isdir(os.path.join(path, "index")):  # a service data directory
+            self.searcher = Searcher(os.path.join(path, "index"))
+            self.data = StoreData(path)
+        else:
+            self.searcher = Searcher(path)
+            self.data = IndexData(self.searcher)
+
+    def search(self, query: str, options: SearchOptions) -> dict:
+        self.searcher.reload()
+        return self.searcher.search(query, options=options)
+
+    def stream(self, query: str, options: SearchOptions) -> Iterator[dict]:
+        yield self.search(query, options)
+
+    def explain(self, query: str, options: SearchOptions) -> dict:
+        from codesearch.search.engine import make_plan
+        from codesearch.search.explain import explain
+
+        self.searcher.reload()
+        return explain(make_plan(query, options), list(self.searcher.shards))
+
+    def close(self) -> None:
+        self.data.close()
+        self.searcher.close()
+
+
+class RayBackend(GitDataMixin):
+    def __init__(self, name_prefix: str = "codesearch-searcher", data_dir: str | None = None,
+                 searchers: int | None = None):
+        import ray
+
+        from codesearch.runtime.searchers import SearcherPool, published_deployment
+
+        if not ray.is_initialized():
+            raise CodesearchError("not attached to a Ray cluster: call ray.init(address=...) first")
+        found = published_deployment(name_prefix) or {}
+        searchers = searchers or found.get("searchers")
+        if not searchers:
+            raise CodesearchError(f"no codesearch service with searchers {name_prefix!r} on this Ray cluster "
+                                  "(is `codesearch serve` running on it?)")
+        self.pool = SearcherPool.attach(name_prefix, int(searchers))
+        data_dir = data_dir or found.get("data_dir")
+        self.data = StoreData(data_dir) if data_dir and os.path.isdir(data_dir) else None
+        self.data_dir = data_dir
+
+    def _data(self):
+        if self.data is None:
+            raise CodesearchError(f"the service's data directory {self.data_dir!r} is not reachable from this "
+                                  "machine: pass data_dir= (shared storage) to read repos, files and history")
+        return self.data
+
+    def search(self, query: str, options: SearchOptions) -> dict:
+        return self.pool.search(query, options)
+
+    def stream(self, query: str, options: SearchOptions) -> Iterator[dict]:
+        """One response per searcher as it answers (the match budget holds across them)."""
+        import time
+
+        import ray
+
+        from codesearch.runtime.searchers import published_version
+        from codesearch.search.engine import make_plan
+        from codesearch.service.routes_search import StreamMerger
+
+        make_plan(query, options)
+        merger = StreamMerger(options, time.perf_counter_ns())
+        deadline_wall = time.time() + options.timeout_s
+        version = published_version(self.pool.version_key)
+        pending = [a.search.remote(query, options, deadline_wall, version) for a in self.pool.actors]
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1, timeout=options.timeout_s + 5)
+            if not done:
+                break
+            chunk = merger.chunk(ray.get(done[0]))
+            yield {"files": chunk["files"], "stats": chunk["stats"], "repositoryInfo": chunk["repositoryInfo"],
+                   "isSearchExhaustive": not merger.truncated}
+
+    def explain(self, query: str, options: SearchOptions) -> dict:
+        return self.pool.explain(query, options)
+
+    def close(self) -> None:
+        if self.data is not None:
+            self.data.close()
+
+
+class HttpBackend:
+    def __init__(self, url: str, api_key: str | None = None, *, timeout_s: float = 60.0, http=None):
+        import httpx
+
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.url = url.rstrip("/")
+        self.http = http or httpx.Client(base_url=self.url, headers=headers, timeout=timeout_s)
+
+    def _check(self, r):
+        if r.status_code >= 400:
+            try:
+                payload = r.json()
+            except ValueError:
+                payload = {"statusCode": r.status_code, "errorCode": "UNEXPECTED_ERROR",
+                           "message": f"{self.url} answered {r.status_code}"}
+            raise error_from_payload(payload)
+        return r.json()
+
+    @staticmethod
+    def _body(query: str, options: SearchOptions) -> dict:
+        return {"query": query, "matches": options.matches, "contextLines": options.context_lines,
+                "whole": options.whole, "isRegexEnabled": options.is_regex,
+                "isCaseSensitivityEnabled": options.case_sensitive, "source": "codesearch-python-client"}
+
+    def search(self, query: str, options: SearchOptions) -> dict:
+        return self._check(self.http.post("/api/search", json=self._body(query, options)))
+
+    def stream(self, query: str, options: SearchOptions) -> Iterator[dict]:
+        with self.http.stream("POST", "/api/stream_search", json=self._body(query, options)) as r:
+            if r.status_code >= 400:
+                r.read()
+                self._check(r)
+            for line in r.iter_lines():
+                if not line.startswith("data: "):
+                    continue
+                data = line[len("data: "):]
+                if data == "[DONE]":
+                    return
+                event = json.loads(data)
+                if event.get("type") == "chunk":
+                    yield {"files": event["files"], "stats": event["stats"], "repositoryInfo": event["repositoryInfo"],
+                           "isSearchExhaustive": True}
+                elif event.get("type") == "error":
+                    raise error_from_payload(event["error"])
+
+    def explain(self, query: str, options: SearchOptions) -> dict:
+        return self._check(self.http.post("/api/explain", json={
+            "query": query, "isRegexEnabled": options.is_regex, "isCaseSensitivityEnabled": options.case_sensitive}))
+
+    def repos(self, query, page, per_page, sort, direction) -> list[Repo]:
+        params = {"page": page, "perPage": per_page, "sort": sort, "direction": direction}
+        if query:
+            params["query"] = query
+        return [Repo(r["repoName"], r.get("repoDisplayName", ""), r.get("codeHostType", ""), r.get("externalWebUrl", ""),
+                     r.get("defaultBranch"), r.get("indexedAt"))
+                for r in self._check(self.http.get("/api/repos", params=params))]
+
+    def read_file(self, repo: str, path: str, ref: str | None) -> FileContent:
+        params = {"repo": repo, "path": path, **({"ref": ref} if ref else {})}
+        got = self._check(self.http.get("/api/source", params=params))
+        if got.get("isBinary"):
+            raise CodesearchError(f"{path} is a binary file ({got.get('size')} bytes)")
+        return FileContent(repo, path, got.get("ref") or ref or "", got["source"], got.get("language", ""))
+
+    def tree(self, repo, path, ref, depth, max_entries) -> list[TreeEntry]:
+        params = {"repo": repo, "path": path or "", "depth": depth, "maxEntries": max_entries, **({"ref": ref} if ref else {})}
+        got = self._check(self.http.get("/api/tree", params=params))
+        return [TreeEntry(e["path"], e["type"] == "tree", e["depth"]) for e in got["entries"]]
+
+    def commits(self, repo, ref, query, since, until, author, page, per_page) -> list[Commit]:
+        params = {k: v for k, v in {"repo": repo, "ref": ref, "query": query, "since": since, "until": until,
+                                     "author": author, "page": page, "perPage": per_page}.items() if v is not None}
+        got = self._check(self.http.get("/api/commits", params=params))
+        return [Commit(c["hash"], c["date"], c["message"], c["authorName"], c["authorEmail"], c.get("body", ""),
+                       tuple(c.get("refs") or ())) for c in got["commits"]]
+
+    def close(self) -> None:
+        self.http.close()

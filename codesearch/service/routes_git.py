@@ -1,0 +1,67 @@
+"""A repository's tree and history as JSON, at any branch, tag or commit (for the web UI and
+`codesearch.Client` over HTTP; the MCP tools `list_tree` / `list_commits` give the same data as
+text for agents).
+
+``GET /api/tree?repo&path&ref&depth&maxEntries&includeFiles&includeDirectories``
+    ``{repo, ref, path, entries: [{path, name, type: "tree"|"blob", depth}], truncated}``: a
+    pre-order walk with directories before files at each level, `depth` 1-10 (default 1),
+    `maxEntries` 1-10000 (default 1000; `truncated` says more existed).
+
+``GET /api/commits?repo&ref&query&since&until&author&page&perPage``
+    ``{commits: [{hash, date, message, refs, body, authorName, authorEmail}], totalCount}``,
+    newest first; `query` filters messages and `author` names or e-mails (case-insensitive),
+    `since`/`until` take ISO 8601 or relative dates (``30 days ago``); `perPage` 1-100 (50).
+
+Repos go through the tools' `ToolContext` (the caller's visibility); errors are SPEC §5's:
+404 ``REPOSITORY_NOT_FOUND`` / ``FILE_NOT_FOUND``, 400 ``INVALID_GIT_REF`` / ``INVALID_ARGUMENT``.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, Query
+from starlette.concurrency import run_in_threadpool
+
+from codesearch.git import read as gitread
+from codesearch.permissions import Identity
+
+
+def router(make_context, *, require_identity) -> APIRouter:
+    r = APIRouter()
+
+    @r.get("/api/tree")
+    async def tree(repo: str = Query(..., min_length=1, max_length=1000), path: str = Query("", max_length=4096),
+                   ref: str | None = Query(None, max_length=1024), depth: int = Query(1, ge=1, le=10),
+                   maxEntries: int = Query(1000, ge=1, le=10000), includeFiles: bool = True,  # noqa: N803
+                   includeDirectories: bool = True, identity: Identity = Depends(require_identity)) -> dict:  # noqa: N803
+        def run():
+            tc = make_context(identity)
+            row = tc.repo(repo)
+            under = gitread.check_dir(path)
+            use_ref = gitread.check_ref(ref) if ref is not None else tc.default_ref(row)
+            entries, truncated = gitread.list_tree(tc.git_dir(row), use_ref, under, depth=depth, max_entries=maxEntries,
+                                                   include_files=includeFiles, include_dirs=includeDirectories)
+            return {"repo": row.name, "ref": use_ref, "path": under, "truncated": truncated,
+                    "entries": [{"path": e.path, "name": e.name, "type": "tree" if e.is_dir else "blob", "depth": e.depth}
+                                for e in entries]}
+
+        return await run_in_threadpool(run)
+
+    @r.get("/api/commits")
+    async def commits(repo: str = Query(..., min_length=1, max_length=1000), ref: str | None = Query(None, max_length=1024),
+                      query: str | None = Query(None, max_length=1000), since: str | None = Query(None, max_length=100),
+                      until: str | None = Query(None, max_length=100), author: str | None = Query(None, max_length=500),
+                      page: int = Query(1, ge=1), perPage: int = Query(50, ge=1, le=100),  # noqa: N803
+                      identity: Identity = Depends(require_identity)) -> dict:
+        def run():
+            tc = make_context(identity)
+            row = tc.repo(repo)
+            use_ref = gitread.check_ref(ref) if ref is not None else tc.default_ref(row)
+            found, total = gitread.list_commits(tc.git_dir(row), use_ref, query=query or None, since=since or None,
+                                                until=until or None, author=author or None, page=page, per_page=perPage)
+            return {"commits": [{"hash": c.hash, "date": c.date, "message": c.message, "refs": list(c.refs),
+                                 "body": c.body, "authorName": c.author_name, "authorEmail": c.author_email}
+                                for c in found], "totalCount": total}
+
+        return await run_in_threadpool(run)
+
+    return r
