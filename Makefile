@@ -6,7 +6,7 @@ PY      := $(VENV)/bin/python
 DATA    ?= .data
 STAMP   := $(VENV)/.installed
 
-.PHONY: install deps inspector test serve bench clean
+.PHONY: install deps inspector test serve bench notebooks clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -46,6 +46,10 @@ $(INSPECTOR):
 	touch $(INSPECTOR)
 
 inspector: $(INSPECTOR)
+
+# Re-run the example notebooks and save their outputs (the tests run them without saving).
+notebooks: install
+	CODESEARCH_SAVE_NOTEBOOKS=1 RAY_AUTH_MODE=disabled $(PY) -m pytest -q -p no:cacheprovider tests/test_notebooks.py
 
 test: install deps $(INSPECTOR)
 	$(PY) -m pytest -q -p no:cacheprovider

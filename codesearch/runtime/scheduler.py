@@ -29,6 +29,7 @@ import logging
 import os
 import threading
 
+from codesearch.runtime import NAMESPACE
 from codesearch.runtime.workers import RuntimeOptions
 from codesearch.store import models as m
 
@@ -315,6 +316,7 @@ def start_scheduler(config_path: str, data_dir: str, options: RuntimeOptions | N
     opts = {"num_cpus": 0, "max_restarts": -1, **(actor_options or {})}
     if name:
         opts["name"] = name
+        opts["namespace"] = NAMESPACE
     actor = ray.remote(SchedulerActor).options(**opts).remote(config_path, data_dir, options)
     ray.get(actor.startup.remote(recover))
     ray.get(actor.start.remote())

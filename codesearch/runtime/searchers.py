@@ -21,6 +21,7 @@ import uuid
 from codesearch.errors import CodesearchError, IndexFormatError
 from codesearch.index.manifest import current_shards
 from codesearch.index.shard import Shard
+from codesearch.runtime import NAMESPACE
 from codesearch.search.engine import PartialResult, make_plan, merge_partials, partial_result, search_shards
 from codesearch.search.options import SearchOptions
 
@@ -179,6 +180,7 @@ class SearcherPool:
             opts = {"num_cpus": 0, **(actor_options or {})}
             if name_prefix:
                 opts["name"] = f"{name_prefix}-{i}"
+                opts["namespace"] = NAMESPACE
             actors.append(ray.remote(ShardSearcher).options(**opts).remote(g, origin=i))
         ray.get([a.ping.remote() for a in actors])
         return cls(actors, version_key=name_prefix)
@@ -188,7 +190,8 @@ class SearcherPool:
         """The named searchers started by `create` (from another process, e.g. a Serve replica)."""
         import ray
 
-        return cls([ray.get_actor(f"{name_prefix}-{i}") for i in range(count)], version_key=name_prefix)
+        return cls([ray.get_actor(f"{name_prefix}-{i}", namespace=NAMESPACE) for i in range(count)],
+                   version_key=name_prefix)
 
     def refresh(self, index_dir: str) -> None:
         """Re-balance the index's current shards over the existing searchers and send each its
