@@ -113,3 +113,17 @@ def make_git_repo(root: str, seed: int = 7) -> str:
 def make_plain_dir(root: str, seed: int = 11) -> str:
     write_files(root, random.Random(seed), 2)
     return root
+
+
+def make_local_repo(path: str, files: dict[str, str], message: str = "initial") -> str:
+    """A non-bare git repository at `path` (created) with one commit of `files` on `main`."""
+    os.makedirs(path)
+    git(path, "init", "-q", "-b", "main")
+    for name, text in files.items():
+        full = os.path.join(path, name)
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        with open(full, "w") as f:
+            f.write(text)
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", message)
+    return path

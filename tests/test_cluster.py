@@ -8,24 +8,14 @@ import os
 import subprocess
 import sys
 
-from tests.corpus import git
+from tests.corpus import make_local_repo
 from tests.githttp import GitHttpServer, make_bare_repo
-
-
-def _local_repo(path: str, files: dict[str, str]) -> None:
-    os.makedirs(path)
-    git(path, "init", "-q", "-b", "main")
-    for name, text in files.items():
-        with open(os.path.join(path, name), "w") as f:
-            f.write(text)
-    git(path, "add", "-A")
-    git(path, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-q", "-m", "init")
 
 
 def test_two_node_cluster(indexed_corpus, tmp_path):
     local = tmp_path / "local"
-    _local_repo(str(local / "alpha"), {"a.py": "def foo():\n    return handler()\n"})
-    _local_repo(str(local / "beta"), {"b.go": "func handler() {}\n", "c.txt": "foo foo\n"})
+    make_local_repo(str(local / "alpha"), {"a.py": "def foo():\n    return handler()\n"})
+    make_local_repo(str(local / "beta"), {"b.go": "func handler() {}\n", "c.txt": "foo foo\n"})
     make_bare_repo(str(tmp_path / "git"), "acme/remote.git", {"r.py": "foo = 'handler'\n"})
     server = GitHttpServer(str(tmp_path / "git")).start()
     try:

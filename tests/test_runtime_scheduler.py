@@ -18,7 +18,7 @@ from codesearch.index.manifest import current_shards, read_manifest
 from codesearch.search.options import SearchOptions
 from codesearch.store import Store
 from codesearch.store import models as m
-from tests.corpus import git
+from tests.corpus import make_local_repo
 from tests.githttp import GitHttpServer, make_bare_repo
 
 ray = pytest.importorskip("ray")
@@ -33,17 +33,6 @@ def _options(**kw):
     from codesearch.runtime.workers import RuntimeOptions
 
     return RuntimeOptions(poll_s=0.1, heartbeat_s=0.2, stale_s=1.5, store_options={"retry_base_seconds": 0.2}, **kw)
-
-
-def _local_repo(path: str, files: dict[str, str]) -> str:
-    os.makedirs(path)
-    git(path, "init", "-q", "-b", "main")
-    for name, text in files.items():
-        with open(os.path.join(path, name), "w") as f:
-            f.write(text)
-    git(path, "add", "-A")
-    git(path, "commit", "-q", "-m", "initial")
-    return path
 
 
 def _wait(pred, timeout=30.0, what="condition"):
@@ -68,8 +57,8 @@ class World:
         self.index = os.path.join(self.data, "index")
         self.local = os.path.join(self.base, "local")
         os.makedirs(self.local)
-        _local_repo(os.path.join(self.local, "alpha"), {"alpha.py": "def alpha_marker_one():\n    return 1\n"})
-        _local_repo(os.path.join(self.local, "beta"), {"beta.py": "def beta_marker_two():\n    return 2\n"})
+        make_local_repo(os.path.join(self.local, "alpha"), {"alpha.py": "def alpha_marker_one():\n    return 1\n"})
+        make_local_repo(os.path.join(self.local, "beta"), {"beta.py": "def beta_marker_two():\n    return 2\n"})
         self.git_root = os.path.join(self.base, "git")
         make_bare_repo(self.git_root, "acme/widgets.git", {"widgets.py": "def remote_widget_marker():\n    pass\n"})
         self.server = GitHttpServer(self.git_root).start()
@@ -151,7 +140,7 @@ def test_first_sync_indexes_everything_and_searchers_refresh(world):
 
 
 def test_a_new_local_repo_is_picked_up_by_the_next_resync(world):
-    _local_repo(os.path.join(world.local, "gamma"), {"gamma.py": "def gamma_marker_three():\n    return 3\n"})
+    make_local_repo(os.path.join(world.local, "gamma"), {"gamma.py": "def gamma_marker_three():\n    return 3\n"})
     _wait(lambda: any("gamma" in r.name and r.index_status == m.INDEXED for r in world.store.list_repos(per_page=100)[0]),
           what="the new repo indexed")
     world.pool.refresh(world.index)
@@ -198,7 +187,7 @@ def test_a_killed_scheduler_is_restarted_by_ray_and_resumes_with_its_searchers(w
                    what="the scheduler restarted")
     assert status["searchers"] == 2
     # it ticks again: a new repo is synced, indexed, and the searchers are refreshed by it alone
-    _local_repo(os.path.join(world.local, "delta"), {"delta.py": "def delta_marker_four():\n    return 4\n"})
+    make_local_repo(os.path.join(world.local, "delta"), {"delta.py": "def delta_marker_four():\n    return 4\n"})
     _wait(lambda: _files(world.pool, "delta_marker_four") == {"delta.py"}, what="the searchers refreshed")
 
 

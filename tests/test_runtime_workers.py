@@ -20,18 +20,11 @@ from codesearch.index.sources import DirectorySource, RepoInfo
 from codesearch.runtime.workers import JobCancelled, RepoIndexer, RuntimeOptions
 from codesearch.store import Store
 from codesearch.store import models as m
-from tests.corpus import git
+from tests.corpus import make_local_repo
 
 
 def _local_repo(path: str, n_files: int = 3) -> str:
-    os.makedirs(path)
-    git(path, "init", "-q", "-b", "main")
-    for i in range(n_files):
-        with open(os.path.join(path, f"f{i}.py"), "w") as f:
-            f.write(f"def function_{i}():\n    return {i}\n")
-    git(path, "add", "-A")
-    git(path, "-c", "user.name=t", "-c", "user.email=t@e", "commit", "-q", "-m", "init")
-    return path
+    return make_local_repo(path, {f"f{i}.py": f"def function_{i}():\n    return {i}\n" for i in range(n_files)})
 
 
 def _job_threads() -> list[threading.Thread]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 
 import pytest
 from sqlalchemy import inspect, text
@@ -16,26 +16,16 @@ from codesearch.store import tables
 from codesearch.store.migrations import current_version
 from codesearch.store.secret import ENV_VAR
 from codesearch.store.store import make_engine
+from tests.test_store import Clock
 
 ENV = {ENV_VAR: "test-secret"}
 T0 = datetime(2025, 1, 1, 12, 0, tzinfo=timezone.utc)
 V2 = next(v for v, description, _ in MIGRATIONS if "chats" in description)
 
 
-class Clock:
-    def __init__(self):
-        self.now = T0
-
-    def __call__(self):
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += timedelta(seconds=seconds)
-
-
 @pytest.fixture
 def clock():
-    return Clock()
+    return Clock(T0)
 
 
 @pytest.fixture
