@@ -48,7 +48,7 @@ def ray_session():
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     # a language model token the Serve replicas can resolve (they inherit the environment of ray.init)
     os.environ.setdefault(TEST_LLM_TOKEN_ENV, TEST_LLM_TOKEN)
-    ray.init(num_cpus=2, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
     yield ray
     try:
         from ray import serve

@@ -17,6 +17,7 @@ import subprocess
 import httpx
 import pytest
 
+from codesearch.runtime import NAMESPACE
 from codesearch.errors import CodesearchError, QueryError
 from codesearch.git.mirror import MirrorStore
 from codesearch.index.builder import index_source
@@ -229,7 +230,7 @@ def test_stream_search_counts_a_dead_searcher_and_reports_errors_in_stream(svc):
 
     dead = Failing.remote(None)
     ray.kill(dead)
-    events = _events(b"".join(asyncio.run(collect(Pool([ray.get_actor(f"{PREFIX}-0"), dead])))).decode())
+    events = _events(b"".join(asyncio.run(collect(Pool([ray.get_actor(f"{PREFIX}-0", namespace=NAMESPACE), dead])))).decode())
     assert [e if e == "[DONE]" else e["type"] for e in events] == ["chunk", "final", "[DONE]"]
     assert events[1]["accumulatedStats"]["crashes"] == 1 and events[1]["isSearchExhaustive"] is False
 
