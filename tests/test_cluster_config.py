@@ -1,0 +1,221 @@
+"""Deployment files: `cluster.yaml` (both provider variants) against Ray's cluster config schema,
+`serve_config.yaml` against Serve's `ServeDeploySchema`, and the application builder
+`codesearch.service.app_builder:app` run for real on the session's Ray and Serve."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _ray_schema() -> dict:
+    import ray.autoscaler
+
+    return json.loads((Path(ray.autoscaler.__file__).parent / "ray-schema.json").read_text())
+
+
+def _variant(text: str, name: str) -> str:
+    """cluster.yaml with the provider block `name` active and the other marked blocks dropped. A
+    block is either active YAML (kept as is) or commented line by line: then its leading "# " is
+    removed ("#" alone becomes an empty line)."""
+    out: list[str] = []
+    block: list[str] | None = None
+    current = None
+    for line in text.splitlines():
+        m = re.match(r"^# --- (BEGIN|END) (\w+)\b", line)
+        if m and m.group(1) == "BEGIN":
+            current, block = m.group(2), []
+            continue
+        if m and m.group(1) == "END":
+            assert m.group(2) == current, line
+            if current == name:
+                commented = all(ln.startswith("#") or not ln.strip() for ln in block)
+                for ln in block:
+                    out.append((ln[2:] if ln.startswith("# ") else "" if ln.rstrip() == "#" else ln)
+                               if commented else ln)
+            current, block = None, None
+            continue
+        (out if block is None else block).append(line)
+    assert block is None, "unterminated block"
+    return "\n".join(out) + "\n"
+
+
+def _blocks(text: str) -> list[str]:
+    return re.findall(r"^# --- BEGIN (\w+)\b", text, flags=re.MULTILINE)
+
+
+def test_cluster_yaml_variants_are_marked():
+    text = (ROOT / "cluster.yaml").read_text()
+    assert _blocks(text) == ["local", "aws"]
+    # the local block is active YAML, the aws block commented line by line
+    local = text.split("# --- BEGIN local")[1].split("# --- END local")[0].splitlines()[1:]
+    assert any(line.startswith("provider:") for line in local)
+    aws = text.split("# --- BEGIN aws")[1].split("# --- END aws")[0].splitlines()[1:]
+    assert aws and all(line.startswith("#") or not line.strip() for line in aws)
+
+
+@pytest.mark.parametrize("variant", ["local", "aws"])
+def test_cluster_yaml_matches_ray_schema(variant):
+    import jsonschema
+    from ray.autoscaler._private.util import prepare_config, validate_config
+
+    config = yaml.safe_load(_variant((ROOT / "cluster.yaml").read_text(), variant))
+    assert config["provider"]["type"] == variant
+    jsonschema.validate(config, _ray_schema())  # the file as written
+    # what `ray up` does before launching anything: defaults merged, provider specifics, schema again
+    prepared = prepare_config(config)
+    validate_config(prepared)
+    head = " ".join(prepared["head_start_ray_commands"])
+    assert "ray start --head --port=6379" in head and "RAY_AUTH_MODE=" in head
+    assert re.search(r"RAY_ADDRESS=auto;.*nohup .*codesearch serve --config \S+ --data-dir /shared/codesearch "
+                     r"--host 0\.0\.0\.0", head)
+    assert "ray start --address=$RAY_HEAD_IP:6379" in " ".join(prepared["worker_start_ray_commands"])
+    setup = " ".join(prepared["setup_commands"])
+    assert "universal-ctags" in setup and "git" in setup and "pip install" in setup
+    if variant == "local":
+        assert prepared["provider"]["head_ip"] and prepared["provider"]["worker_ips"]
+        assert prepared["max_workers"] == len(prepared["provider"]["worker_ips"])
+    else:
+        types = prepared["available_node_types"]
+        assert prepared["head_node_type"] in types
+        assert types["searcher"]["resources"]["codesearch_searcher"] == 1
+
+
+def test_cluster_yaml_commands_parse_as_shell():
+    """Every command is one line of shell that `bash -n` accepts (YAML folding can break them)."""
+    import subprocess
+
+    config = yaml.safe_load(_variant((ROOT / "cluster.yaml").read_text(), "aws"))
+    local = yaml.safe_load((ROOT / "cluster.yaml").read_text())
+    cmds = [c for cfg in (config, local) for k in ("initialization_commands", "setup_commands", "head_setup_commands",
+                                                    "worker_setup_commands", "head_start_ray_commands",
+                                                    "worker_start_ray_commands") for c in cfg.get(k) or []]
+    assert cmds
+    for c in cmds:
+        r = subprocess.run(["bash", "-n", "-c", c], capture_output=True, text=True, check=False)
+        assert r.returncode == 0, (c, r.stderr)
+
+
+def test_serve_config_matches_serve_schema():
+    from ray.serve.schema import ServeDeploySchema
+
+    raw = yaml.safe_load((ROOT / "serve_config.yaml").read_text())
+    cfg = ServeDeploySchema.model_validate(raw)
+    assert cfg.http_options.host == "0.0.0.0" and cfg.http_options.port == 3000
+    (application,) = cfg.applications
+    assert application.import_path == "codesearch.service.app_builder:app"
+    assert application.route_prefix == "/"
+    (dep,) = application.deployments
+    assert dep.name == "codesearch-api" and dep.num_replicas >= 1 and dep.max_ongoing_requests >= 32
+    assert {"config", "data_dir", "searchers", "replicas", "max_ongoing_requests", "public_url"} <= set(application.args)
+    # the import path resolves to the builder, which takes one dict (Serve requires one parameter)
+    import inspect
+
+    from ray._common.utils import import_attr
+
+    from codesearch.service import app_builder
+
+    assert import_attr(application.import_path) is app_builder.app
+    assert len(inspect.signature(app_builder.app).parameters) == 1
+
+
+def test_default_names_are_the_launchers():
+    from codesearch.service import app_builder, launcher
+
+    assert app_builder.names()["searchers"] == launcher.SEARCHER_PREFIX
+
+
+# ----------------------------------------------------------------------------- a real deploy
+
+
+def _search(url: str, query: str) -> dict | None:
+    try:
+        r = httpx.post(f"{url}/api/search", json={"query": query, "matches": 10}, timeout=30)
+    except httpx.HTTPError:
+        return None
+    return r.json() if r.status_code == 200 else None
+
+
+def test_app_builder_deploys_and_shuts_down(serve_url, tmp_path):
+    import ray
+    from ray import serve
+
+    from codesearch.service import app_builder
+    from tests.corpus import make_local_repo
+
+    repos = tmp_path / "repos"
+    make_local_repo(str(repos / "widgets"), {"widget.py": "def zebra_handler_6c1f():\n    return 'striped'\n",
+                                             "README.md": "# widgets\n"})
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({
+        "settings": {"resyncConnectionPollingIntervalMs": 200, "reindexRepoPollingIntervalMs": 200},
+        "connections": {"local": {"type": "git", "url": f"file://{repos}/*"}}}))
+    tag = uuid.uuid4().hex[:8]
+    prefix, app_name, route = f"cstest-{tag}", f"cstest-app-{tag}", f"/cstest-{tag}"
+    args = {"config": str(config), "data_dir": str(tmp_path / "data"), "searchers": 2, "replicas": 1,
+            "max_ongoing_requests": 16, "public_url": "http://localhost:3000", "anonymous_access": True,
+            "prefix": prefix, "syncers": 1, "indexers": 1}
+    started = time.monotonic()
+    try:
+        bound = app_builder.app(args)
+        record = app_builder.runtime_record(prefix)
+        assert record["scheduler"] == f"{prefix}-scheduler" and record["searchers"] == 2
+        assert record["workers"] == [f"{prefix}-sync-0", f"{prefix}-index-0"]
+        actors = {a["name"] for a in ray.util.list_named_actors(all_namespaces=True) if a["name"].startswith(prefix)}
+        assert actors == {f"{prefix}-scheduler", f"{prefix}-sync-0", f"{prefix}-index-0", f"{prefix}-searcher-0",
+                          f"{prefix}-searcher-1"}
+        # detached: they outlive the process that created them (Serve's build task, with serve deploy)
+        from ray._private.state import actors as actor_table
+
+        from codesearch.runtime import NAMESPACE
+
+        scheduler = ray.get_actor(f"{prefix}-scheduler", namespace=NAMESPACE)
+        table = {a["Name"]: a for a in actor_table().values() if a["Name"].startswith(prefix) and a["State"] == "ALIVE"}
+        assert set(table) == actors and all(a["IsDetached"] for a in table.values())
+        serve.run(bound, name=app_name, route_prefix=route)
+
+        url = serve_url + route
+        deadline = time.monotonic() + 120
+        while True:
+            got = _search(url, "zebra_handler_6c1f")
+            if got and got["files"]:
+                break
+            assert time.monotonic() < deadline, f"not found in time: {got}"
+            time.sleep(0.5)
+        assert [f["fileName"]["text"] for f in got["files"]] == ["widget.py"]
+        assert got["files"][0]["repository"].endswith("widgets")
+
+        # a second deploy (serve deploy again) re-uses the running runtime
+        again = app_builder.app(args)
+        assert app_builder.runtime_record(prefix)["reused"] is True
+        assert ray.get_actor(f"{prefix}-scheduler", namespace=NAMESPACE)._actor_id == scheduler._actor_id
+        serve.run(again, name=app_name, route_prefix=route)
+        assert _search(url, "zebra_handler_6c1f")["files"]
+        # a re-deploy with fewer searchers stops the extra one; the scheduler re-balances the shards
+        fewer = app_builder.app({**args, "searchers": 1})
+        assert app_builder.runtime_record(prefix)["searchers"] == 1
+        assert app_builder.wait_gone([f"{prefix}-searcher-1"], timeout_s=30)
+        serve.run(fewer, name=app_name, route_prefix=route)
+        deadline = time.monotonic() + 60
+        while not ((got := _search(url, "zebra_handler_6c1f")) and got["files"] and not got["stats"].get("crashes")):
+            assert time.monotonic() < deadline, f"not found after shrinking: {got}"
+            time.sleep(0.5)
+        # another data directory under the same prefix is refused
+        with pytest.raises(RuntimeError, match="already runs"):
+            app_builder.app({**args, "data_dir": str(tmp_path / "other")})
+    finally:
+        killed = app_builder.shutdown_runtime(prefix, app_name=app_name, timeout_s=10)
+    assert set(killed) == {f"{prefix}-scheduler", f"{prefix}-sync-0", f"{prefix}-index-0", f"{prefix}-searcher-0"}
+    assert app_builder.wait_gone(killed, timeout_s=30)
+    assert app_builder.runtime_record(prefix) is None
+    assert app_name not in serve.status().applications
+    assert time.monotonic() - started < 240
