@@ -16,12 +16,14 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-# Debian packages the project needs: universal-ctags (symbols), ripgrep (benchmark peer), git.
+# Debian packages the project needs: universal-ctags (symbols), ripgrep (benchmark peer), git,
+# chromium (the browser the web UI tests drive through Playwright).
 deps:
 	@missing=""; \
 	  (ctags --list-features 2>/dev/null | grep -q json) || missing="$$missing universal-ctags"; \
 	  command -v rg >/dev/null || missing="$$missing ripgrep"; \
 	  command -v git >/dev/null || missing="$$missing git"; \
+	  command -v chromium >/dev/null || missing="$$missing chromium"; \
 	  if [ -n "$$missing" ]; then \
 	    echo "installing Debian packages:$$missing"; \
 	    SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \

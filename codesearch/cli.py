@@ -238,11 +238,47 @@ def _user(store, email: str):
     return user
 
 
+def _read_password(args, *, required: bool) -> str | None:
+    """The new password: one line of stdin with --password-stdin, else (when `required` or
+    --password) typed twice at a prompt. Never from the command line."""
+    from codesearch.web.sessions import password_problem
+
+    if args.password_stdin:
+        password = sys.stdin.readline().rstrip("\r\n")
+    elif required or args.password:
+        import getpass
+
+        if not sys.stdin.isatty():
+            raise SystemExit("codesearch: no terminal to ask for the password; pipe it with --password-stdin")
+        password = getpass.getpass("New password: ")
+        if getpass.getpass("Again: ") != password:
+            raise SystemExit("codesearch: the passwords do not match")
+    else:
+        return None
+    problem = password_problem(password)
+    if problem:
+        raise SystemExit(f"codesearch: {problem}")
+    return password
+
+
 def cmd_users(args) -> int:
+    from codesearch.web.sessions import hash_password
+
+    if args.action in ("create", "set-password"):
+        password = _read_password(args, required=args.action == "set-password")
     with _store(args) as store:
         if args.action == "create":
-            user = store.create_user(args.email, args.name or "")
+            user = store.create_user(args.email, args.name or "",
+                                     password_hash=hash_password(password) if password else None)
             print(f"created user {user.email} ({user.role}), id {user.id}")
+            if not password:
+                print(f"to sign in to the web UI, set a password: codesearch users set-password {user.email}",
+                      file=sys.stderr)
+        elif args.action == "set-password":
+            user = _user(store, args.email)
+            store.set_user_password(user.id, hash_password(password))
+            ended = store.delete_user_web_sessions(user.id)
+            print(f"password set for {user.email}" + (f"; {ended} web session(s) signed out" if ended else ""))
         else:
             for u in store.list_users():
                 print(f"{u.id}\t{u.email}\t{u.role}\t{u.name}")
@@ -309,9 +345,14 @@ def build_parser() -> argparse.ArgumentParser:
     sv.set_defaults(func=cmd_serve)
 
     us = sub.add_parser("users", help="manage users (the first one becomes OWNER)")
-    us.add_argument("action", choices=["create", "list"])
-    us.add_argument("email", nargs="?", help="with create: the user's e-mail")
+    us.add_argument("action", choices=["create", "list", "set-password"])
+    us.add_argument("email", nargs="?", help="with create and set-password: the user's e-mail")
     us.add_argument("--name", help="with create: display name")
+    pw = us.add_mutually_exclusive_group()
+    pw.add_argument("--password", action="store_true",
+                    help="with create: ask for a web sign-in password (set-password always asks)")
+    pw.add_argument("--password-stdin", action="store_true",
+                    help="with create and set-password: read the password from the first line of stdin")
     us.add_argument("--data-dir", metavar="DIR", help="data directory (default: $DATA_DIR, else ~/.codesearch)")
     us.set_defaults(func=cmd_users)
 
@@ -346,8 +387,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     args = build_parser().parse_args(argv)
-    if getattr(args, "command", "") == "users" and args.action == "create" and not args.email:
-        print("codesearch: users create needs an e-mail", file=sys.stderr)
+    if getattr(args, "command", "") == "users" and args.action in ("create", "set-password") and not args.email:
+        print(f"codesearch: users {args.action} needs an e-mail", file=sys.stderr)
         return 2
     if getattr(args, "command", "") == "keys" and args.action == "revoke" and args.key_id is None:
         print("codesearch: keys revoke needs a key id (see: codesearch keys list)", file=sys.stderr)

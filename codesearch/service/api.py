@@ -119,4 +119,10 @@ def build_app(get_searcher, *, public_url: str = DEFAULT_PUBLIC_URL, contexts: d
     app.include_router(routes_chat.router(make_context, authenticator, public_url=public_url,
                                           require_identity=require_identity))
     mcp.install(app, authenticator, make_context, has_models, version=_version())
+
+    from codesearch import web as webui
+    from codesearch.web.templating import WebContext
+
+    webui.install(app, web=WebContext(get_store=get_store, authenticator=authenticator, make_context=make_context,
+                                      public_url=public_url, anonymous_access=anonymous_access))
     return app

@@ -8,6 +8,11 @@ shape, plus ``WWW-Authenticate: Bearer``). Anonymous access is on when
 ``FORCE_ENABLE_ANONYMOUS_ACCESS=true`` (read when the app is built) or the deprecated
 ``settings.enablePublicAccess`` is passed in as true.
 
+The web UI's session cookie (``codesearch_session``, `codesearch.web.sessions`) is accepted too, by
+`Authenticator.identify_request` (what the routes' dependency uses): API keys come first; a
+cookie-authenticated POST/PUT/PATCH/DELETE must carry ``X-CSRF-Token`` equal to the session's
+token, else the cookie counts as absent. `identify(headers)` (MCP) looks at API keys only.
+
 Every ``/api/*`` route except ``/api/health``, ``/api/version`` and ``/api/openapi.json`` depends
 on `Authenticator.dependency` (attached to the protected router in `api.build_app`, and kept on
 ``app.state.require_identity`` for routes added elsewhere, e.g. the MCP server). Handlers receive
@@ -19,6 +24,7 @@ MCP tool and page goes through them.
 
 from __future__ import annotations
 
+import hmac
 import os
 from typing import Callable, Mapping
 
@@ -68,7 +74,7 @@ _header_scheme = APIKeyHeader(name=API_KEY_HEADER, auto_error=False, description
 
 
 class Authenticator:
-    """Turns request headers into an `Identity` (see the module docstring).
+    """Turns a request (or its headers) into an `Identity` (see the module docstring).
 
     `get_store()` returns the `Store` holding the API keys, or None when the service has no state
     database (then only anonymous access is possible). It is called only when a key is present.
@@ -79,13 +85,52 @@ class Authenticator:
         self.anonymous = bool(anonymous)
 
     def identify(self, headers: Mapping[str, str]) -> Identity:
+        """The caller of a request with these headers, by API key only (the MCP server)."""
+        user = self._key_user(headers)
+        if user is not None:
+            return Identity(user)
+        return self._nobody()
+
+    def identify_request(self, request: Request) -> Identity:
+        """The caller of `request`: an API key, else the web UI's session cookie (with
+        ``X-CSRF-Token`` for unsafe methods), else anonymous or `NotAuthenticated`."""
+        user = self._key_user(request.headers)
+        if user is None:
+            user = self._session_user(request)
+        if user is not None:
+            return Identity(user)
+        return self._nobody()
+
+    def _key_user(self, headers: Mapping[str, str]):
         keys = keys_from_headers(headers)
         store = self.get_store() if keys else None
         if store is not None:
             for key in keys:
                 user = store.verify_api_key(key)
                 if user is not None:
-                    return Identity(user)
+                    return user
+        return None
+
+    def _session_user(self, request: Request):
+        from codesearch.web.sessions import CSRF_HEADER, SAFE_METHODS, SESSION_COOKIE
+
+        state = request.scope.get("state") or {}
+        if "web_session" in state:  # resolved by the session middleware already
+            found = state["web_session"]
+        else:
+            value = request.cookies.get(SESSION_COOKIE)
+            store = self.get_store() if value else None
+            found = store.get_web_session(value) if store is not None else None
+        if not found:
+            return None
+        session, user = found
+        if request.method.upper() not in SAFE_METHODS:
+            token = (request.headers.get(CSRF_HEADER) or "").encode("utf-8")
+            if not token or not hmac.compare_digest(token, session.csrf_token.encode("utf-8")):
+                return None
+        return user
+
+    def _nobody(self) -> Identity:
         if self.anonymous:
             return ANONYMOUS
         raise NotAuthenticated("not authenticated: send an API key as 'Authorization: Bearer <key>' "
@@ -97,7 +142,7 @@ class Authenticator:
         def require_identity(request: Request,
                              _bearer: HTTPAuthorizationCredentials | None = Depends(_bearer_scheme),
                              _header: str | None = Depends(_header_scheme)) -> Identity:
-            identity = self.identify(request.headers)
+            identity = self.identify_request(request)
             request.state.identity = identity
             return identity
 

@@ -12,15 +12,15 @@
     base URLs).
 
 ``GET /chat/<id>``
-    A read-only HTML page of one session: the question, the answer (as text: the model's markdown
-    is never interpreted as HTML), and the tool calls it made. PUBLIC sessions are readable by
-    anyone with the link; PRIVATE ones only by the user who asked (an API key here; the web UI's
-    sign-in later). Anything else is 404, so a private session's existence does not leak.
+    A read-only HTML page of one session (the web UI's ``chat.html``): the question, the answer
+    (as text: the model's markdown is never interpreted as HTML), and the tool calls it made.
+    PUBLIC sessions are readable by anyone with the link; PRIVATE ones only by the user who asked
+    (an API key, else the web UI's session). Anything else is 404, so a private session's
+    existence does not leak.
 """
 
 from __future__ import annotations
 
-import html
 import json
 from typing import Literal
 
@@ -74,45 +74,37 @@ def router(make_context, authenticator, *, public_url: str, require_identity) ->
             identity = await run_in_threadpool(authenticator.identify, request.headers)
         except NotAuthenticated:
             identity = Identity(None)
+        if identity.anonymous:  # no API key: the web UI's session, if any
+            identity = getattr(request.state, "identity", None) or identity
         tc = make_context(identity)
         try:
             chat = await run_in_threadpool(tc.store.get_chat, chat_id)
         except Exception:
             chat = None
         if chat is None or (chat.visibility != "PUBLIC" and (identity.anonymous or chat.user_id != identity.user_id)):
-            raise ChatNotFound(f"chat {chat_id!r} not found")
-        return HTMLResponse(render_chat(chat))
+            if "text/html" not in request.headers.get("accept", ""):
+                raise ChatNotFound(f"chat {chat_id!r} not found")
+            from codesearch.web.templating import render
+
+            return render(request, "notfound.html", status_code=404, title="Not found",
+                          message="This research session does not exist, or you cannot see it.")
+        return render_chat(request, chat)
 
     return r
 
 
-def render_chat(chat) -> str:
-    e = html.escape
-    steps = "".join(
-        f"<li><details><summary><code>{e(s.get('tool', ''))}</code> {e(json.dumps(s.get('arguments', {}), ensure_ascii=False))}"
-        f"{' — error' if s.get('is_error') else ''}</summary><pre>{e(str(s.get('output', '')))}</pre></details></li>"
-        for s in chat.steps or [])
+def render_chat(request: Request, chat) -> HTMLResponse:
+    """The session page, in the web UI's layout. Everything from the session (the question, the
+    model's markdown answer, tool arguments and outputs) is autoescaped text."""
+    from codesearch.web.templating import render
+
     model = chat.model or {}
-    status = "" if chat.status == "COMPLETED" else f"<p class=error>This session failed: {e(chat.error or '')}</p>"
-    return f"""<!doctype html>
-<html lang=en><head><meta charset=utf-8><meta name=viewport content="width=device-width, initial-scale=1">
-<title>{e(chat.question[:80])} · codesearch</title>
-<style>
-:root {{ color-scheme: light dark; font-family: system-ui, sans-serif; }}
-body {{ max-width: 60rem; margin: 2rem auto; padding: 0 1rem; line-height: 1.5; }}
-pre {{ white-space: pre-wrap; word-break: break-word; background: color-mix(in srgb, canvas 92%, canvasText);
-      padding: .75rem; border-radius: 6px; }}
-.meta {{ opacity: .7; font-size: .9em; }} .error {{ color: #c33; }}
-</style></head>
-<body>
-<p class=meta><a href="/">codesearch</a> · research session · {e(chat.visibility.lower())}</p>
-<h1>{e(chat.question)}</h1>
-<p class=meta>Model: {e(str(model.get('displayName') or model.get('model') or ''))} ({e(str(model.get('provider') or ''))})
- · {e(chat.created_at.isoformat(timespec='seconds') if chat.created_at else '')}</p>
-{status}
-<h2>Answer</h2>
-<pre class=answer>{e(chat.answer)}</pre>
-<h2>Research steps ({len(chat.steps or [])})</h2>
-<ol>{steps}</ol>
-</body></html>
-"""
+    steps = [{"tool": str(s.get("tool", "")), "arguments": json.dumps(s.get("arguments", {}), ensure_ascii=False),
+              "output": str(s.get("output", "")), "is_error": bool(s.get("is_error"))} for s in chat.steps or []]
+    resp = render(request, "chat.html", title=chat.question[:80], chat=chat, steps=steps,
+                  model_name=str(model.get("displayName") or model.get("model") or ""),
+                  model_provider=str(model.get("provider") or ""),
+                  created=chat.created_at.isoformat(timespec="seconds") if chat.created_at else "")
+    resp.headers["Content-Security-Policy"] = ("default-src 'self'; style-src 'self' 'unsafe-inline'; "
+                                               "img-src 'self' data:; base-uri 'none'; frame-ancestors 'none'")
+    return resp

@@ -25,6 +25,11 @@
     Sync and index jobs, newest first: by default the queued and running ones (``state`` =
     PENDING | IN_PROGRESS | COMPLETED | FAILED, ``kind`` = sync | index, ``limit`` ≤ 1000).
 
+``POST /api/repos/{repoId}/reindex``
+    Owners only: queue an index job for the repo now (forced: even when one is running), 202
+    with the job. 403 ``INSUFFICIENT_PERMISSIONS`` for members, 404 ``REPOSITORY_NOT_FOUND`` for
+    a repo that does not exist or that the caller may not see.
+
 Every repo goes through `codesearch.permissions` (`visible_repos` / `can_see`).
 """
 
@@ -38,11 +43,18 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
 
 from codesearch import permissions
+from codesearch.errors import CodesearchError, RepositoryNotFound
 from codesearch.service.auth import Identity
+from codesearch.store.errors import NotFound
 from codesearch.tools.repos import _compact, iso, page_of_repos, repo_json, repo_web_url  # noqa: F401
 
 MAX_PER_PAGE = 100
 _ACTIVE = ("PENDING", "IN_PROGRESS")
+
+
+class InsufficientPermissions(CodesearchError):
+    error_code = "INSUFFICIENT_PERMISSIONS"
+    status_code = 403
 
 
 def job_json(job, connection_names: dict[int, str] | None = None) -> dict:
@@ -181,5 +193,21 @@ def router(get_store, *, public_url: str, require_identity) -> APIRouter:
         jobs.sort(key=lambda j: -j.id)
         names = {c.id: c.name for c in store.list_connections()}
         return [job_json(j, names) for j in jobs[:limit]]
+
+    @r.post("/api/repos/{repo_id}/reindex", status_code=202)
+    def reindex(repo_id: int, identity: Identity = Depends(require_identity)) -> JSONResponse:
+        if identity.role != "OWNER":
+            raise InsufficientPermissions("only owners can re-index repositories")
+        store = get_store()
+        row = None
+        if store is not None:
+            try:
+                row = store.get_repo(repo_id)
+            except NotFound:
+                row = None
+        if row is None or not permissions.can_see(identity, row):
+            raise RepositoryNotFound(f"repository {repo_id} not found")
+        job = store.enqueue_index_job(row.id, force=True)
+        return JSONResponse(job_json(job), status_code=202)
 
     return r

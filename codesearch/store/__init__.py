@@ -26,7 +26,8 @@ Schema. Tables `schema_version`, `connections`, `repos` (integer `id` = the API'
 connection and index jobs per repo: PENDING → IN_PROGRESS → COMPLETED | FAILED, with attempts,
 backoff via `next_attempt_at`, `worker_id`, heartbeats), `users` (OWNER | MEMBER),
 `api_keys` (HMAC-SHA256 hex of the key under the server secret, never the key) and
-`search_contexts`. Migrations: `codesearch.store.migrations`.
+`search_contexts`, `web_sessions` (sign-in sessions of the web UI: the SHA-256 of the cookie,
+never the cookie; a CSRF token each). Migrations: `codesearch.store.migrations`.
 
 Server secret. `SOURCEBOT_ENCRYPTION_KEY`, else `<data_dir>/.secret` (generated once, 0600):
 `codesearch.store.secret`.
@@ -75,6 +76,7 @@ from codesearch.store.models import (
     RepoSyncResult,
     SearchContext,
     User,
+    WebSession,
 )
 from codesearch.store.secret import load_server_secret
 from codesearch.store.store import API_KEY_PREFIX, DB_FILE, LISTING_FIELDS, Store, config_hash, make_engine
@@ -86,5 +88,5 @@ __all__ = [
     "LISTING_FIELDS", "MEMBER", "MIGRATIONS", "OWNER", "PENDING", "REPO_STATUSES", "ROLES", "SYNCED",
     "SYNCED_WITH_WARNINGS", "SYNCING", "SYNC_FAILED", "SYNC_JOB", "SYNC_NEEDED", "ApiKey", "Chat", "Conflict",
     "Connection", "Job", "NotFound", "Repo", "RepoSyncResult", "SchemaTooNew", "SearchContext", "Store",
-    "StoreError", "User", "config_hash", "load_server_secret", "make_engine", "migrate",
+    "StoreError", "User", "WebSession", "config_hash", "load_server_secret", "make_engine", "migrate",
 ]

@@ -192,12 +192,31 @@ def _v2_language_models_and_chats(conn: Connection) -> None:
     md.tables["chats"].create(conn)
 
 
+def _v3_web_sessions(conn: Connection) -> None:
+    """Sign-in sessions of the web UI (the id is the SHA-256 of the cookie, never the cookie)."""
+    md = MetaData(naming_convention=NAMING_CONVENTION)
+    Table("users", md, Column("id", Integer, primary_key=True))  # only as the target of web_sessions.user_id
+    Table(
+        "web_sessions", md,
+        Column("id", String(64), primary_key=True),
+        Column("user_id", Integer, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
+        Column("csrf_token", String(64), nullable=False),
+        Column("created_at", UTCDateTime, nullable=False),
+        Column("expires_at", UTCDateTime, nullable=False),
+        Column("last_seen_at", UTCDateTime, nullable=False),
+        Index(None, "user_id"),
+        Index(None, "expires_at"),
+    )
+    md.tables["web_sessions"].create(conn)
+
+
 Migration = tuple[int, str, Callable[[Connection], None]]
 
 #: Every migration, in order. Versions are 1, 2, 3, ... without gaps.
 MIGRATIONS: list[Migration] = [
     (1, "initial schema: connections, repos, links, jobs, users, API keys, search contexts", _v1_initial),
     (2, "language models and chats", _v2_language_models_and_chats),
+    (3, "web UI sign-in sessions", _v3_web_sessions),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -144,6 +144,18 @@ class ApiKey:
 
 
 @dataclass
+class WebSession:
+    """A web UI sign-in session: `id` is the SHA-256 of the cookie value, never the value."""
+
+    id: str
+    user_id: int
+    csrf_token: str = field(repr=False)
+    created_at: datetime
+    expires_at: datetime
+    last_seen_at: datetime
+
+
+@dataclass
 class SearchContext:
     name: str
     repo_names: list[str]

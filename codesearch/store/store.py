@@ -21,7 +21,17 @@ from sqlalchemy.pool import StaticPool
 from codesearch.store import models as m
 from codesearch.store.errors import Conflict, NotFound, StoreError
 from codesearch.store.migrations import LATEST_VERSION, current_version, migrate
-from codesearch.store.models import ApiKey, Chat, Connection, Job, Repo, RepoSyncResult, SearchContext, User
+from codesearch.store.models import (
+    ApiKey,
+    Chat,
+    Connection,
+    Job,
+    Repo,
+    RepoSyncResult,
+    SearchContext,
+    User,
+    WebSession,
+)
 from codesearch.store.secret import load_server_secret
 from codesearch.store.tables import (
     api_keys,
@@ -33,6 +43,7 @@ from codesearch.store.tables import (
     repos,
     search_contexts,
     users,
+    web_sessions,
 )
 
 log = logging.getLogger(__name__)
@@ -716,6 +727,31 @@ class Store:
             c.execute(update(users).where(users.c.id == user_id).values(role=role))
             return self._get_user(c, user_id)
 
+    def create_first_user(self, email: str, name: str = "", *, password_hash: str | None = None) -> User:
+        """Create the first user (OWNER) in one transaction: Conflict when any user exists already
+        (two simultaneous first-account setups cannot both succeed)."""
+        email = (email or "").strip().lower()
+        if not email:
+            raise ValueError("a user needs an email")
+        with self._tx(write=True) as c:
+            if c.scalar(select(func.count()).select_from(users)):
+                raise Conflict("the first account exists already")
+            uid = c.execute(insert(users).values(email=email, name=name or "", password_hash=password_hash,
+                                                 role=m.OWNER, created_at=self._now())).inserted_primary_key[0]
+            return self._get_user(c, uid)
+
+    def has_users(self) -> bool:
+        with self._tx() as c:
+            return c.scalar(select(users.c.id).limit(1)) is not None
+
+    def set_user_password(self, user_id: int, password_hash: str | None) -> User:
+        """Set (or clear, with None) the user's password hash. NotFound when there is no such user.
+        The caller hashes (`codesearch.web.sessions.hash_password`): the store never sees passwords."""
+        with self._tx(write=True) as c:
+            self._get_user(c, user_id)
+            c.execute(update(users).where(users.c.id == user_id).values(password_hash=password_hash))
+            return self._get_user(c, user_id)
+
     def _get_user(self, c: SAConnection, user_id: int) -> User:
         row = c.execute(select(users).where(users.c.id == user_id)).first()
         if row is None:
@@ -768,17 +804,94 @@ class Store:
         with self._tx() as c:
             return [_row(ApiKey, r) for r in c.execute(select(*_API_KEY_COLUMNS).where(*conds).order_by(api_keys.c.id))]
 
-    def revoke_api_key(self, user_id: int, key_id: int) -> bool:
+    def revoke_api_key(self, user_id: int, key_id: int, *, own_only: bool = False) -> bool:
         """`user_id` revokes key `key_id`. Members may revoke only their own keys, owners any
-        key. True when revoked; False when there is no such active key *visible to this user*
-        (another user's key looks the same to a member as a missing one). NotFound when
-        `user_id` is not a user."""
+        key (only their own with `own_only`, as on the settings page). True when revoked; False
+        when there is no such active key *visible to this user* (another user's key looks the
+        same to a member as a missing one). NotFound when `user_id` is not a user."""
         with self._tx(write=True) as c:
             actor = self._get_user(c, user_id)
             conds = [api_keys.c.id == key_id, api_keys.c.revoked_at.is_(None)]
-            if actor.role != m.OWNER:
+            if actor.role != m.OWNER or own_only:
                 conds.append(api_keys.c.user_id == user_id)
             return bool(c.execute(update(api_keys).where(*conds).values(revoked_at=self._now())).rowcount)
+
+    def get_api_key(self, user_id: int, key_id: int) -> ApiKey | None:
+        """Key `key_id` if it belongs to `user_id` (revoked or not), else None."""
+        with self._tx() as c:
+            row = c.execute(select(*_API_KEY_COLUMNS).where(api_keys.c.id == key_id,
+                                                            api_keys.c.user_id == user_id)).first()
+            return _row(ApiKey, row) if row else None
+
+    # ------------------------------------------------------------------ web sessions
+
+    def derive_key(self, purpose: str) -> bytes:
+        """A key for `purpose` (e.g. signing the web UI's visitor CSRF cookie), derived from the
+        server secret: the same in every process that opens this data directory."""
+        return hmac.new(self._secret, b"codesearch derived key: " + purpose.encode("utf-8"), hashlib.sha256).digest()
+
+    @staticmethod
+    def web_session_id(cookie_value: str) -> str:
+        """The stored id of a session cookie value: its SHA-256, hex."""
+        return hashlib.sha256(cookie_value.encode("utf-8")).hexdigest()
+
+    def create_web_session(self, user_id: int, *, ttl_seconds: float) -> tuple[str, WebSession]:
+        """A new sign-in session for the user: (cookie value, session). The cookie value (256
+        random bits, URL-safe) is returned this once; only its SHA-256 is stored. The session has
+        its own random CSRF token. NotFound when `user_id` is not a user."""
+        value = secrets.token_urlsafe(32)
+        now = self._now()
+        row = {"id": self.web_session_id(value), "user_id": user_id, "csrf_token": secrets.token_urlsafe(32),
+               "created_at": now, "expires_at": now + timedelta(seconds=ttl_seconds), "last_seen_at": now}
+        with self._tx(write=True) as c:
+            self._get_user(c, user_id)
+            c.execute(insert(web_sessions).values(**row))
+        return value, WebSession(**row)
+
+    def get_web_session(self, cookie_value: str, *, touch_resolution_seconds: float = 60.0
+                        ) -> tuple[WebSession, User] | None:
+        """The unexpired session of a cookie value and its user (one read), or None. Updates
+        `last_seen_at` at most once per `touch_resolution_seconds`."""
+        if not isinstance(cookie_value, str) or not cookie_value or len(cookie_value) > 256:
+            return None
+        now = self._now()
+        sid = self.web_session_id(cookie_value)
+        user_cols = [users.c.id, users.c.email, users.c.name, users.c.role, users.c.created_at, users.c.password_hash]
+        with self._tx() as c:
+            row = c.execute(select(web_sessions, *[col.label(f"u_{col.name}") for col in user_cols])
+                            .join(users, users.c.id == web_sessions.c.user_id)
+                            .where(web_sessions.c.id == sid, web_sessions.c.expires_at > now)).first()
+        if row is None:
+            return None
+        mp = row._mapping
+        session = WebSession(**{col.name: mp[col.name] for col in web_sessions.columns})
+        user = User(**{col.name: mp[f"u_{col.name}"] for col in user_cols})
+        if now - session.last_seen_at >= timedelta(seconds=touch_resolution_seconds):
+            with self._tx(write=True) as c:
+                c.execute(update(web_sessions).where(web_sessions.c.id == sid).values(last_seen_at=now))
+            session.last_seen_at = now
+        return session, user
+
+    def delete_web_session(self, cookie_value: str) -> bool:
+        """End the session of a cookie value; True when there was one."""
+        if not isinstance(cookie_value, str) or not cookie_value:
+            return False
+        with self._tx(write=True) as c:
+            return bool(c.execute(delete(web_sessions).where(
+                web_sessions.c.id == self.web_session_id(cookie_value))).rowcount)
+
+    def delete_user_web_sessions(self, user_id: int, *, keep: str | None = None) -> int:
+        """End every session of the user (but the one of cookie value `keep`); how many ended."""
+        conds = [web_sessions.c.user_id == user_id]
+        if keep:
+            conds.append(web_sessions.c.id != self.web_session_id(keep))
+        with self._tx(write=True) as c:
+            return c.execute(delete(web_sessions).where(*conds)).rowcount
+
+    def delete_expired_web_sessions(self) -> int:
+        """Remove expired sessions; how many."""
+        with self._tx(write=True) as c:
+            return c.execute(delete(web_sessions).where(web_sessions.c.expires_at <= self._now())).rowcount
 
     # ------------------------------------------------------------------ search contexts
 

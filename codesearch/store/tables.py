@@ -206,3 +206,17 @@ chats = Table(
     Index(None, "user_id", "created_at"),
     Index(None, "created_at"),
 )
+
+#: Sign-in sessions of the web UI. `id` is the SHA-256 (hex) of the random cookie value: the cookie
+#: itself is never stored. `csrf_token` is the session's token for forms and the pages' API calls.
+web_sessions = Table(
+    "web_sessions", metadata,
+    Column("id", String(64), primary_key=True),
+    Column("user_id", Integer, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
+    Column("csrf_token", String(64), nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("expires_at", UTCDateTime, nullable=False),
+    Column("last_seen_at", UTCDateTime, nullable=False),
+    Index(None, "user_id"),
+    Index(None, "expires_at"),
+)

@@ -1,0 +1,304 @@
+"""Account pages: sign-in/out, first-account setup, API keys, password, users.
+
+    GET/POST /login                     email + password (401 with one generic error when wrong)
+    POST     /logout                    ends the session
+    GET/POST /setup                     the first account (OWNER) while the store has no users; else 404
+    GET/POST /settings/keys             the caller's API keys; creating one shows it once
+    POST     /settings/keys/{id}/revoke revokes one of the caller's keys (anyone else's: 404)
+    GET/POST /settings/password         change one's own password (other sessions end)
+    GET/POST /settings/users            OWNER only: list users, add a MEMBER with a password
+    POST     /settings/users/{id}/role  OWNER only: make a user OWNER or MEMBER
+
+Every POST checks the CSRF token (`sessions.require_csrf`); pages that need an account send
+visitors to ``/login?next=…``. Handlers are plain functions: FastAPI runs them on its thread pool,
+where the store and argon2 may block.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+from fastapi import APIRouter, Form, Request
+from fastapi.responses import RedirectResponse
+
+from codesearch.store import MEMBER, OWNER, ROLES, Conflict, NotFound
+from codesearch.web import sessions
+from codesearch.web.templating import render
+
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+$")
+MAX_NAME = 255
+MAX_EMAIL = 320
+
+
+def when(t: datetime | None, never: str = "never") -> str:
+    """A time for the tables: ``2024-05-01 12:34 UTC``."""
+    return t.strftime("%Y-%m-%d %H:%M UTC") if t else never
+
+
+def _root(request: Request) -> str:
+    return sessions.root_of(request.scope)
+
+
+def _page(request: Request, template: str, status_code: int = 200, **context):
+    return render(request, template, status_code=status_code, when=when, **context)
+
+
+def _message(request: Request, status_code: int, heading: str, message: str, title: str | None = None):
+    return _page(request, "message.html", status_code=status_code, title=title or heading, heading=heading,
+                 message=message)
+
+
+def _not_found(request: Request):
+    return _message(request, 404, "Not found", "There is nothing here.")
+
+
+def _no_store(request: Request):
+    return _message(request, 503, "Accounts are unavailable",
+                    "This service runs without a state database, so nobody can sign in.")
+
+
+def _redirect(url: str) -> RedirectResponse:
+    return RedirectResponse(url, status_code=303)
+
+
+def _check_email(email: str) -> str | None:
+    if not email or len(email) > MAX_EMAIL or not _EMAIL.match(email):
+        return "Enter a valid email address."
+    return None
+
+
+def _check_new_password(password: str, confirm: str | None) -> str | None:
+    problem = sessions.password_problem(password)
+    if problem:
+        return problem
+    if confirm is not None and password != confirm:
+        return "The two passwords do not match."
+    return None
+
+
+def router(web) -> APIRouter:
+    r = APIRouter(include_in_schema=False)
+
+    # ------------------------------------------------------------------ sign-in
+
+    @r.get("/login")
+    def login_page(request: Request, next: str = ""):
+        if sessions.current_user(request) is not None:
+            return _redirect(sessions.safe_next(next, _root(request)))
+        store = web.get_store()
+        if store is None:
+            return _no_store(request)
+        return _page(request, "login.html", title="Sign in", next=next, email="", error=None,
+                     no_users=not store.has_users(), signed_out="signed_out" in request.query_params)
+
+    @r.post("/login")
+    def login(request: Request, email: str = Form(""), password: str = Form(""), next: str = Form(""),
+              csrf_token: str = Form("")):
+        sessions.require_csrf(request, csrf_token, allow_visitor=True)
+        store = web.get_store()
+        if store is None:
+            return _no_store(request)
+        email = email.strip()[:MAX_EMAIL]
+        user = sessions.authenticate(store, email, password)
+        if user is None:
+            return _page(request, "login.html", status_code=401, title="Sign in", next=next, email=email,
+                         error="Incorrect email or password.", no_users=not store.has_users(), signed_out=False)
+        response = _redirect(sessions.safe_next(next, _root(request)))
+        sessions.start_session(request, response, store, user)
+        return response
+
+    @r.post("/logout")
+    def logout(request: Request, csrf_token: str = Form("")):
+        root = _root(request)
+        if sessions.current_user(request) is None:
+            return _redirect(f"{root}/login")
+        sessions.require_csrf(request, csrf_token)
+        response = _redirect(f"{root}/login?signed_out=1")
+        sessions.end_session(request, response, web.get_store())
+        return response
+
+    # ------------------------------------------------------------------ first account
+
+    @r.get("/setup")
+    def setup_page(request: Request):
+        store = web.get_store()
+        if store is None:
+            return _no_store(request)
+        if store.has_users():
+            return _not_found(request)
+        return _page(request, "setup.html", title="Create the first account", email="", name="", error=None)
+
+    @r.post("/setup")
+    def setup(request: Request, email: str = Form(""), name: str = Form(""), password: str = Form(""),
+              confirm: str = Form(""), csrf_token: str = Form("")):
+        sessions.require_csrf(request, csrf_token, allow_visitor=True)
+        store = web.get_store()
+        if store is None:
+            return _no_store(request)
+        if store.has_users():
+            return _not_found(request)
+        email, name = email.strip(), name.strip()
+        error = _check_email(email) or ("The name is too long." if len(name) > MAX_NAME else None) \
+            or _check_new_password(password, confirm)
+        if error:
+            return _page(request, "setup.html", status_code=400, title="Create the first account", email=email,
+                         name=name, error=error)
+        try:
+            user = store.create_first_user(email, name, password_hash=sessions.hash_password(password))
+        except Conflict:  # someone else finished the setup first
+            return _not_found(request)
+        response = _redirect(f"{_root(request)}/")
+        sessions.start_session(request, response, store, user)
+        return response
+
+    # ------------------------------------------------------------------ API keys
+
+    def keys_page(request: Request, user, status_code: int = 200, **context):
+        keys = web.get_store().list_api_keys(user.id, include_revoked=True)
+        keys.sort(key=lambda k: (k.revoked_at is not None, -k.id))  # active first, newest first
+        context.setdefault("error", None)
+        context.setdefault("created", None)
+        context.setdefault("notice", None)
+        return _page(request, "keys.html", status_code=status_code, title="API keys", keys=keys, section="keys",
+                     public_url=(web.public_url or "").rstrip("/"), **context)
+
+    @r.get("/settings/keys")
+    def keys(request: Request, revoked: str = ""):
+        user = sessions.current_user(request)
+        if user is None:
+            return sessions.login_redirect(request)
+        notice = None
+        if revoked.isdigit():
+            key = web.get_store().get_api_key(user.id, int(revoked))
+            if key is not None and key.revoked_at is not None:
+                notice = f"The key “{key.name}” was revoked: it no longer works."
+        return keys_page(request, user, notice=notice)
+
+    @r.post("/settings/keys")
+    def create_key(request: Request, name: str = Form(""), csrf_token: str = Form("")):
+        user = sessions.current_user(request)
+        if user is None:
+            return sessions.login_redirect(request)
+        sessions.require_csrf(request, csrf_token)
+        name = name.strip()
+        if not name or len(name) > MAX_NAME:
+            return keys_page(request, user, status_code=400,
+                             error="Give the key a name (at most 255 characters), e.g. where it will be used.")
+        key_id, secret = web.get_store().create_api_key(user.id, name)
+        return keys_page(request, user, status_code=201, created={"id": key_id, "name": name, "secret": secret})
+
+    @r.post("/settings/keys/{key_id}/revoke")
+    def revoke_key(request: Request, key_id: str, csrf_token: str = Form("")):
+        user = sessions.current_user(request)
+        if user is None:
+            return sessions.login_redirect(request)
+        sessions.require_csrf(request, csrf_token)
+        store = web.get_store()
+        if not key_id.isdigit() or store.get_api_key(user.id, int(key_id)) is None:
+            return _not_found(request)  # someone else's key looks like no key at all
+        store.revoke_api_key(user.id, int(key_id), own_only=True)
+        return _redirect(f"{_root(request)}/settings/keys?revoked={int(key_id)}")
+
+    # ------------------------------------------------------------------ own password
+
+    @r.get("/settings/password")
+    def password_page(request: Request):
+        if sessions.current_user(request) is None:
+            return sessions.login_redirect(request)
+        return _page(request, "password.html", title="Password", section="password", error=None, notice=None)
+
+    @r.post("/settings/password")
+    def change_password(request: Request, current: str = Form(""), password: str = Form(""),
+                        confirm: str = Form(""), csrf_token: str = Form("")):
+        user = sessions.current_user(request)
+        if user is None:
+            return sessions.login_redirect(request)
+        sessions.require_csrf(request, csrf_token)
+        store = web.get_store()
+        error = None
+        if not sessions.verify_password(user.password_hash, current):
+            error = "The current password is not right."
+        error = error or _check_new_password(password, confirm)
+        if error:
+            return _page(request, "password.html", status_code=400, title="Password", section="password",
+                         error=error, notice=None)
+        store.set_user_password(user.id, sessions.hash_password(password))
+        store.delete_user_web_sessions(user.id, keep=request.cookies.get(sessions.SESSION_COOKIE))
+        return _page(request, "password.html", title="Password", section="password", error=None,
+                     notice="Your password was changed. Your other sessions were signed out.")
+
+    # ------------------------------------------------------------------ users (owners)
+
+    def owner_or_response(request: Request):
+        user = sessions.current_user(request)
+        if user is None:
+            return None, sessions.login_redirect(request)
+        if user.role != OWNER:
+            return None, _message(request, 403, "Owners only", "Only owners can manage users.", title="Forbidden")
+        return user, None
+
+    def users_page(request: Request, status_code: int = 200, **context):
+        context.setdefault("error", None)
+        context.setdefault("notice", None)
+        context.setdefault("form", {"email": "", "name": ""})
+        return _page(request, "users.html", status_code=status_code, title="Users", section="users",
+                     users=web.get_store().list_users(), roles=ROLES, **context)
+
+    @r.get("/settings/users")
+    def users(request: Request, added: str = "", changed: str = ""):
+        _owner, response = owner_or_response(request)
+        if response is not None:
+            return response
+        notice = None
+        store = web.get_store()
+        for param, text in ((added, "{email} was added as a member and can sign in now."),
+                            (changed, "{email} is now {role}.")):
+            if param.isdigit():
+                try:
+                    u = store.get_user(int(param))
+                    notice = text.format(email=u.email, role=u.role)
+                except NotFound:
+                    pass
+        return users_page(request, notice=notice)
+
+    @r.post("/settings/users")
+    def add_user(request: Request, email: str = Form(""), name: str = Form(""), password: str = Form(""),
+                 csrf_token: str = Form("")):
+        _owner, response = owner_or_response(request)
+        if response is not None:
+            return response
+        sessions.require_csrf(request, csrf_token)
+        email, name = email.strip(), name.strip()
+        form = {"email": email, "name": name}
+        error = _check_email(email) or ("The name is too long." if len(name) > MAX_NAME else None) \
+            or _check_new_password(password, None)
+        if error:
+            return users_page(request, status_code=400, error=error, form=form)
+        try:
+            new = web.get_store().create_user(email, name, role=MEMBER, password_hash=sessions.hash_password(password))
+        except Conflict:
+            return users_page(request, status_code=409, error=f"A user with the email {email.lower()} exists already.",
+                              form=form)
+        return _redirect(f"{_root(request)}/settings/users?added={new.id}")
+
+    @r.post("/settings/users/{user_id}/role")
+    def change_role(request: Request, user_id: str, role: str = Form(""), csrf_token: str = Form("")):
+        user, response = owner_or_response(request)
+        if response is not None:
+            return response
+        sessions.require_csrf(request, csrf_token)
+        if not user_id.isdigit() or role not in ROLES:
+            return _not_found(request)
+        store = web.get_store()
+        try:
+            store.set_user_role(int(user_id), role)
+        except NotFound:
+            return _not_found(request)
+        except Conflict:
+            return users_page(request, status_code=409, error="There must be at least one owner.")
+        if int(user_id) == user.id and role != OWNER:
+            return _redirect(f"{_root(request)}/settings/keys")  # no longer allowed on the users page
+        return _redirect(f"{_root(request)}/settings/users?changed={int(user_id)}")
+
+    return r

@@ -1,0 +1,324 @@
+"""The search pages: home (search box and sync status), search results, file and tree views,
+the repos table, and the highlighting stylesheet.
+
+- ``GET /``: the search form (regex and case toggles, a syntax reference) and the sync status
+  (connections, repos, queued and running jobs) that ``static/search.js`` polls from
+  ``/api/connections``, ``/api/repos/status`` and ``/api/jobs``.
+- ``GET /search?q=&regex=1&case=1&matches=&lang=&repo=``: the results page. The results are
+  streamed by the page's JavaScript from ``POST /api/stream_search`` and built with DOM APIs
+  (repository text is only ever assigned as text, never parsed as HTML).
+- ``GET /browse/<repo>@<rev>/-/blob/<path>``: one file (SPEC §5's ``webUrl``), highlighted with
+  Pygments on the server, one element ``#L<n>`` per line; ``#L12``, ``#L12-L14`` or ``?line=12``
+  highlight a range and scroll it into view.
+  ``GET /browse/<repo>[@<rev>][/-/tree/<dir>]``: a directory listing, directories first.
+  The parts of the URL are percent-encoded as `codesearch.search.present.web_url` writes them:
+  the revision with ``safe=''`` (no ``/`` or ``@`` in it), so the revision is what follows the
+  last ``@`` before ``/-/``; the page reads the raw (still encoded) path to tell them apart.
+- ``GET /repos?query=&page=``: the repos the caller may see, paged, with status, branches
+  indexed, last error; owners get a Re-index button (``POST /api/repos/{id}/reindex``).
+- ``GET /highlight.css``: the Pygments token colours for light and dark mode.
+
+Who is asking: ``request.state.identity`` (the session, set by `codesearch.web.sessions`);
+without one, the visitor is anonymous when anonymous access is on, else sent to the sign-in
+page. Repos go through the tools' `ToolContext` (`web.make_context(identity)`), so a repo the
+caller may not see is a 404 page exactly like an unknown one.
+"""
+
+from __future__ import annotations
+
+import logging
+import urllib.parse
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import RedirectResponse, Response
+from markupsafe import Markup
+
+from codesearch.errors import CodesearchError, FileNotFound, InvalidGitRef, RepositoryNotFound
+from codesearch.git import read as gitread
+from codesearch.index.language import detect
+from codesearch.index.sources import RepoInfo
+from codesearch.permissions import ANONYMOUS
+from codesearch.search.present import external_url, short_ref
+from codesearch.tools.repos import iso, page_of_repos
+from codesearch.web import highlight
+from codesearch.web.templating import WebContext, render
+
+log = logging.getLogger(__name__)
+
+#: Applied to every page of this module: scripts only from our own static files.
+CSP = "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+REPOS_PER_PAGE = 50
+MAX_TREE_ENTRIES = 5000
+DEFAULT_MATCHES = 100
+MAX_MATCHES = 100_000
+
+
+# ---------------------------------------------------------------------- URLs
+
+
+def browse_url(root: str, repo: str, rev: str | None = None, kind: str | None = None, path: str = "") -> str:
+    """This service's page of a repo (``kind`` None), a directory (``tree``) or a file (``blob``),
+    encoded as `codesearch.search.present.web_url` does."""
+    q = urllib.parse.quote
+    url = f"{root}/browse/{q(repo)}"
+    if rev:
+        url += f"@{q(short_ref(rev), safe='')}"
+    if kind:
+        url += f"/-/{kind}/{q(path)}"
+    return url
+
+
+def parse_browse(raw: str) -> tuple[str, str | None, str, str]:
+    """(repo, rev or None, kind ``tree`` | ``blob``, path) of the part of a ``/browse/`` URL after
+    ``/browse/``, still percent-encoded. FileNotFound when it makes no sense."""
+    unq = urllib.parse.unquote
+    head, sep, tail = raw.partition("/-/")
+    if not sep:
+        head, kind, path = raw.rstrip("/"), "tree", ""
+    else:
+        kind, _, path = tail.partition("/")
+        if kind not in ("tree", "blob"):
+            raise FileNotFound(f"no page at {unq(raw)!r}")
+        path = path.rstrip("/") if kind == "tree" else path
+    rev = None
+    if "@" in head:
+        head, rev = head.rsplit("@", 1)
+        rev = unq(rev) or None
+    repo = unq(head).strip("/")
+    if not repo:
+        raise RepositoryNotFound("no repository named in the URL")
+    return repo, rev, kind, unq(path)
+
+
+def _raw_rest(request: Request, rest: str) -> str:
+    """What follows ``/browse/`` in the request's path as the client sent it (percent-encoded)."""
+    raw = request.scope.get("raw_path")
+    if raw:
+        text = raw.decode("latin-1")
+        root = request.scope.get("root_path", "")
+        if root and text.startswith(root):
+            text = text[len(root):]
+        i = text.find("/browse/")
+        if i >= 0:
+            return text[i + len("/browse/"):]
+    return urllib.parse.quote(rest, safe="/@")  # no raw path: the decoded one, re-encoded
+
+
+def _root(request: Request) -> str:
+    return request.scope.get("root_path", "").rstrip("/")
+
+
+# ---------------------------------------------------------------------- small helpers
+
+
+def _with_csp(resp: Response) -> Response:
+    resp.headers["Content-Security-Policy"] = CSP
+    return resp
+
+
+def _page(request: Request, template: str, status_code: int = 200, **context) -> Response:
+    return _with_csp(render(request, template, status_code=status_code, **context))
+
+
+def _not_found(request: Request, message: str, status_code: int = 404) -> Response:
+    return _page(request, "notfound.html", status_code=status_code, title="Not found", message=message)
+
+
+def _time(t) -> str:
+    """A store time as the pages show it (UTC, to the minute)."""
+    s = iso(t)
+    return s[:16].replace("T", " ") + " UTC" if s else ""
+
+
+def _repo_info(row) -> RepoInfo:
+    return RepoInfo(name=row.name, id=row.id, display_name=row.display_name or "", code_host_type=row.code_host_type,
+                    web_url=row.web_url or "", file_url_template=row.file_url_template or "")
+
+
+def _crumbs(root: str, repo: str, rev: str, path: str) -> list[dict]:
+    """The breadcrumb of a path: the repo root, then each directory."""
+    out = [{"name": repo, "url": browse_url(root, repo, rev, "tree", "")}]
+    parts = [p for p in path.split("/") if p]
+    for i, part in enumerate(parts):
+        sub = "/".join(parts[: i + 1])
+        out.append({"name": part, "url": browse_url(root, repo, rev, "tree", sub)})
+    return out
+
+
+def _flag(value: str | None) -> bool:
+    return (value or "").lower() in ("1", "true", "yes", "on")
+
+
+# ---------------------------------------------------------------------- the router
+
+
+def router(web: WebContext) -> APIRouter:
+    r = APIRouter(include_in_schema=False)
+
+    def identity_of(request: Request):
+        """The caller, or None when the visitor must sign in first."""
+        ident = getattr(request.state, "identity", None)
+        if ident is not None:
+            return ident
+        anon = getattr(request.state, "anonymous_access", None)
+        if anon is None:
+            anon = web.anonymous_access
+        return ANONYMOUS if anon else None
+
+    def to_login(request: Request) -> Response:
+        from codesearch.web.sessions import login_redirect
+
+        return login_redirect(request)
+
+    @r.get("/highlight.css")
+    def highlight_css() -> Response:
+        return Response(highlight.stylesheet(), media_type="text/css",
+                        headers={"Cache-Control": "public, max-age=3600", "X-Content-Type-Options": "nosniff"})
+
+    @r.get("/")
+    def home(request: Request):
+        if identity_of(request) is None:
+            return to_login(request)
+        return _page(request, "home.html", title="codesearch", q="", regex=False, case=False)
+
+    @r.get("/search")
+    def search(request: Request, q: str = Query("", max_length=10_000), regex: str | None = None,
+               case: str | None = None, matches: str | None = None):
+        if identity_of(request) is None:
+            return to_login(request)
+        try:
+            n = max(1, min(int(matches), MAX_MATCHES)) if matches else DEFAULT_MATCHES
+        except ValueError:
+            n = DEFAULT_MATCHES
+        if not q.strip():
+            return RedirectResponse(f"{_root(request)}/", status_code=303)
+        config = {"query": q, "regex": _flag(regex), "case": _flag(case), "matches": n, "contextLines": 1,
+                  "publicUrl": web.public_url.rstrip("/"), "maxMatches": MAX_MATCHES}
+        return _page(request, "search.html", title=q[:80], q=q, regex=_flag(regex), case=_flag(case), config=config)
+
+    @r.get("/repos")
+    def repos(request: Request, query: str = Query("", max_length=1000), page: str | None = None):
+        identity = identity_of(request)
+        if identity is None:
+            return to_login(request)
+        try:
+            n = max(1, int(page or 1))
+        except ValueError:
+            n = 1
+        store = web.get_store()
+        rows, total = ([], 0) if store is None else page_of_repos(
+            store, identity, page=n, per_page=REPOS_PER_PAGE, sort="name", direction="asc", query=query.strip() or None)
+        active: dict[int, str] = {}
+        if store is not None and rows:
+            for state in ("IN_PROGRESS", "PENDING"):
+                for job in store.list_jobs(kind="index", state=state, limit=10_000):
+                    active.setdefault(job.repo_id, state)
+        root = _root(request)
+        items = []
+        for row in rows:
+            revs = sorted(short_ref(ref) for ref in (row.indexed_revisions or {}))
+            items.append({
+                "id": row.id, "name": row.name, "display": row.display_name or row.name, "host": row.code_host_type,
+                "url": browse_url(root, row.name), "external": row.web_url or "", "branches": revs,
+                "indexed_at": _time(row.indexed_at), "indexed_iso": iso(row.indexed_at) or "",
+                "status": row.index_status, "job": active.get(row.id), "error": row.last_error or "",
+            })
+        last = max(1, -(-total // REPOS_PER_PAGE))
+
+        def page_url(p: int) -> str:
+            params = {"page": str(p)}
+            if query.strip():
+                params["query"] = query.strip()
+            return f"{root}/repos?{urllib.parse.urlencode(params)}"
+
+        return _page(request, "repos.html", title="Repositories", repos=items, total=total, page=n, last=last,
+                     query=query, prev_url=page_url(n - 1) if n > 1 else None,
+                     next_url=page_url(n + 1) if n < last else None)
+
+    @r.get("/browse/{rest:path}")
+    def browse(request: Request, rest: str):
+        identity = identity_of(request)
+        if identity is None:
+            return to_login(request)
+        root = _root(request)
+        try:
+            repo_name, rev, kind, path = parse_browse(_raw_rest(request, rest))
+            tc = web.make_context(identity)
+            row = tc.repo(repo_name)
+            ref = rev or tc.default_ref(row)
+            gitread.check_ref(ref)
+            git_dir = tc.git_dir(row)
+            if kind == "blob":
+                return file_page(request, root, tc, row, ref, git_dir, path)
+            return tree_page(request, root, row, ref, git_dir, path)
+        except RepositoryNotFound as e:
+            return _not_found(request, str(e).split(":")[0])
+        except (FileNotFound, InvalidGitRef) as e:
+            return _not_found(request, str(e).split(": use ")[0])
+        except CodesearchError as e:
+            log.error("browse %s failed: %s", rest, e)
+            return _not_found(request, "This page could not be read.", status_code=500)
+
+    def file_page(request: Request, root: str, tc, row, ref: str, git_dir: str, path: str) -> Response:
+        gitread.check_path(path)
+        try:
+            data, commit = gitread.read_blob(git_dir, ref, path)
+        except FileNotFound:
+            if _is_dir(git_dir, ref, path):
+                return RedirectResponse(browse_url(root, row.name, ref, "tree", path), status_code=303)
+            raise
+        info = _repo_info(row)
+        ctx = {
+            "title": f"{path.rsplit('/', 1)[-1]} · {row.name}", "repo": row.name, "rev": short_ref(ref),
+            "commit": commit, "path": path, "crumbs": _crumbs(root, row.name, ref, path),
+            "external": external_url(info, ref, path), "repo_url": browse_url(root, row.name, ref),
+            "size": len(data), "binary": gitread.is_binary(data),
+        }
+        if ctx["binary"]:
+            return _page(request, "file.html", **ctx, lines=[], language="", highlighted=False, total_lines=0)
+        text = data.decode("utf-8", "replace")
+        language = detect(path, data)
+        lines, highlighted = highlight.highlight_lines(path, language, text)
+        total = len(highlight.split_lines(text.replace("\r\n", "\n")))
+        return _page(request, "file.html", **ctx, language=language, highlighted=highlighted, total_lines=total,
+                     big=len(data) > highlight.MAX_HIGHLIGHT_BYTES or total > highlight.MAX_HIGHLIGHT_LINES,
+                     lines=[Markup(x) for x in lines])  # escaped by Pygments / markupsafe
+
+    def tree_page(request: Request, root: str, row, ref: str, git_dir: str, path: str) -> Response:
+        under = gitread.check_dir(path)
+        try:
+            entries, truncated = gitread.list_tree(git_dir, ref, under, depth=1, max_entries=MAX_TREE_ENTRIES)
+        except FileNotFound:
+            if under and _is_file(git_dir, ref, under):
+                return RedirectResponse(browse_url(root, row.name, ref, "blob", under), status_code=303)
+            raise
+        items = [{"name": e.name, "dir": e.is_dir,
+                  "url": browse_url(root, row.name, ref, "tree" if e.is_dir else "blob", e.path)} for e in entries]
+        items.sort(key=lambda x: (not x["dir"],))  # directories first (list_tree already does; keep it so)
+        parent = None
+        if under:
+            parent = browse_url(root, row.name, ref, "tree", under.rsplit("/", 1)[0] if "/" in under else "")
+        branches = sorted(short_ref(x) for x in (row.indexed_revisions or {}))
+        return _page(request, "tree.html", title=f"{under or row.name} · {row.name}" if under else row.name,
+                     repo=row.name, display=row.display_name or row.name, rev=short_ref(ref), path=under,
+                     crumbs=_crumbs(root, row.name, ref, under), entries=items, truncated=truncated, parent=parent,
+                     external=row.web_url or "", branches=branches,
+                     branch_urls=[{"name": b, "url": browse_url(root, row.name, b, "tree", under)} for b in branches])
+
+    return r
+
+
+def _is_dir(git_dir: str, ref: str, path: str) -> bool:
+    try:
+        gitread.list_tree(git_dir, ref, path, depth=1, max_entries=1)
+        return True
+    except CodesearchError:
+        return False
+
+
+def _is_file(git_dir: str, ref: str, path: str) -> bool:
+    try:
+        gitread.read_blob(git_dir, ref, path)
+        return True
+    except CodesearchError:
+        return False

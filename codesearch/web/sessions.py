@@ -1,0 +1,350 @@
+"""Sign-in for the web UI: local accounts, server-side sessions, CSRF tokens.
+
+Passwords. `hash_password` / `verify_password` use argon2id (argon2-cffi's `PasswordHasher`,
+its default parameters); a hash made with older parameters is replaced at the next sign-in.
+A password has at least `MIN_PASSWORD_LENGTH` characters (`password_problem` says why not).
+
+Sessions. Signing in creates a row in the store's ``web_sessions`` table (`Store.create_web_session`):
+the browser gets the random value in the ``codesearch_session`` cookie (HttpOnly, SameSite=Lax,
+Path = the app's root, Secure over https, 14 days); the store keeps only its SHA-256, the user
+and a per-session random CSRF token. Signing out deletes the row.
+
+The middleware (`install`) runs for every request and fills ``request.state``:
+
+- ``identity``: the signed-in user's `Identity`, or None (a visitor);
+- ``csrf_token``: the token forms and the pages' own API calls must send back: the session's
+  token when signed in, else one bound to the visitor's ``codesearch_csrf`` cookie (random,
+  HttpOnly; the token is its HMAC under a key derived from the server secret), so the sign-in
+  and setup forms are protected too;
+- ``anonymous_access``: whether visitors may search;
+- ``web_session``: ``(WebSession, User)`` or None, which `Authenticator.identify_request` reuses so
+  that the API costs no second lookup.
+
+A request without cookies costs nothing (no store access); a request with a session cookie costs
+one read. `require_csrf(request, token)` checks a form's token in constant time; a failure is
+`CsrfFailed`, answered with a 403 page. The API accepts the session cookie too, but a cookie-only
+POST/PUT/PATCH/DELETE needs ``X-CSRF-Token`` (`codesearch.service.auth`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import re
+import secrets
+from datetime import datetime, timedelta, timezone
+from email.utils import format_datetime
+from urllib.parse import quote
+
+import anyio
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
+from fastapi import Request
+from fastapi.responses import RedirectResponse
+from starlette.requests import cookie_parser
+
+from codesearch.permissions import Identity
+
+log = logging.getLogger(__name__)
+
+SESSION_COOKIE = "codesearch_session"
+CSRF_COOKIE = "codesearch_csrf"
+CSRF_HEADER = "X-CSRF-Token"
+CSRF_FORM_FIELD = "csrf_token"
+SESSION_TTL = timedelta(days=14)
+MIN_PASSWORD_LENGTH = 8
+MAX_PASSWORD_LENGTH = 1024  # argon2 hashes anything, but megabyte "passwords" are a cheap DoS
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
+
+_COOKIE_VALUE = re.compile(r"^[A-Za-z0-9_-]{20,128}$")
+_hasher = PasswordHasher()
+_dummy_hash: list[str] = []
+
+
+# ----------------------------------------------------------------------------- passwords
+
+class WeakPassword(ValueError):
+    """The password does not meet the policy (the message says why, for the user)."""
+
+
+def password_problem(password: str) -> str | None:
+    """Why `password` cannot be used, or None when it can."""
+    if not isinstance(password, str) or len(password) < MIN_PASSWORD_LENGTH:
+        return f"The password must have at least {MIN_PASSWORD_LENGTH} characters."
+    if len(password) > MAX_PASSWORD_LENGTH:
+        return f"The password must have at most {MAX_PASSWORD_LENGTH} characters."
+    return None
+
+
+def hash_password(password: str) -> str:
+    """The argon2id hash of `password` (`WeakPassword` when it is too short or too long)."""
+    problem = password_problem(password)
+    if problem:
+        raise WeakPassword(problem)
+    return _hasher.hash(password)
+
+
+def verify_password(password_hash: str | None, password: str) -> bool:
+    """Whether `password` matches `password_hash` (False for no hash or a malformed one)."""
+    if not password_hash or not isinstance(password, str) or len(password) > MAX_PASSWORD_LENGTH:
+        return False
+    try:
+        return _hasher.verify(password_hash, password)
+    except (VerifyMismatchError, VerificationError, InvalidHashError):
+        return False
+
+
+def needs_rehash(password_hash: str) -> bool:
+    try:
+        return _hasher.check_needs_rehash(password_hash)
+    except (InvalidHashError, ValueError):
+        return True
+
+
+def _burn_time(password: str) -> None:
+    """Verify against a throwaway hash, so an unknown email costs as long as a wrong password."""
+    if not _dummy_hash:
+        _dummy_hash.append(_hasher.hash(secrets.token_urlsafe(16)))
+    verify_password(_dummy_hash[0], password or "x")
+
+
+def authenticate(store, email: str, password: str):
+    """The user with this email and password, or None (the same for an unknown email, a wrong
+    password or an account without a password). Upgrades an outdated hash."""
+    user = store.find_user_by_email(email or "") if email else None
+    if user is None or not user.password_hash:
+        _burn_time(password)
+        return None
+    if not verify_password(user.password_hash, password):
+        return None
+    if needs_rehash(user.password_hash):
+        try:
+            store.set_user_password(user.id, _hasher.hash(password))
+        except Exception:  # the sign-in still succeeds with the old hash
+            log.warning("could not upgrade the password hash of user %s", user.id, exc_info=True)
+    return user
+
+
+# ----------------------------------------------------------------------------- cookies
+
+def root_of(scope) -> str:
+    """The path the app is mounted under ("" at the top)."""
+    return (scope.get("root_path") or "").rstrip("/")
+
+
+def route_path(scope) -> str:
+    """The request path without the root (what the routes match)."""
+    path, root = scope.get("path") or "/", root_of(scope)
+    if root and (path == root or path.startswith(root + "/")):
+        return path[len(root):] or "/"
+    return path
+
+
+def _is_https(scope, headers: dict[str, str]) -> bool:
+    proto = headers.get("x-forwarded-proto", "").split(",")[0].strip().lower()
+    return scope.get("scheme") == "https" or proto == "https"
+
+
+def cookie_header(scope, headers: dict[str, str], name: str, value: str, max_age: int | None) -> str:
+    """A ``Set-Cookie`` value: HttpOnly, SameSite=Lax, Path = the root, Secure over https;
+    `max_age` 0 deletes the cookie, None makes it last the browser session."""
+    parts = [f"{name}={value}", f"Path={root_of(scope) or '/'}", "HttpOnly", "SameSite=Lax"]
+    if max_age is not None:
+        expires = datetime.now(timezone.utc) + timedelta(seconds=max_age)
+        parts += [f"Max-Age={max_age}", f"Expires={format_datetime(expires, usegmt=True)}"]
+    if _is_https(scope, headers):
+        parts.append("Secure")
+    return "; ".join(parts)
+
+
+def _headers(scope) -> dict[str, str]:
+    return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+
+
+def _cookies(headers: dict[str, str]) -> dict[str, str]:
+    raw = headers.get("cookie")
+    return cookie_parser(raw) if raw else {}
+
+
+def _plausible(value: str | None) -> bool:
+    return bool(value) and bool(_COOKIE_VALUE.match(value))
+
+
+# ----------------------------------------------------------------------------- sessions
+
+def start_session(request: Request, response, store, user) -> str:
+    """Sign `user` in: a new session (the request's old one, if any, ends) and its cookie on
+    `response`. Returns the session's CSRF token."""
+    old = request.cookies.get(SESSION_COOKIE)
+    if _plausible(old):
+        store.delete_web_session(old)
+    try:
+        store.delete_expired_web_sessions()
+    except Exception:  # housekeeping only
+        log.debug("could not delete expired sessions", exc_info=True)
+    value, session = store.create_web_session(user.id, ttl_seconds=SESSION_TTL.total_seconds())
+    response.headers.append("set-cookie", cookie_header(request.scope, _headers(request.scope), SESSION_COOKIE, value,
+                                                        int(SESSION_TTL.total_seconds())))
+    return session.csrf_token
+
+
+def end_session(request: Request, response, store) -> None:
+    """Sign out: delete the request's session and its cookie."""
+    value = request.cookies.get(SESSION_COOKIE)
+    if store is not None and _plausible(value):
+        store.delete_web_session(value)
+    response.headers.append("set-cookie", cookie_header(request.scope, _headers(request.scope), SESSION_COOKIE, "", 0))
+
+
+# ----------------------------------------------------------------------------- CSRF
+
+class CsrfFailed(Exception):
+    """A state-changing form arrived without the right CSRF token (403)."""
+
+
+def require_csrf(request: Request, form_token: str | None, *, allow_visitor: bool = False) -> None:
+    """`CsrfFailed` unless `form_token` is the request's CSRF token (constant-time comparison).
+    With `allow_visitor` (sign-in, setup) the visitor cookie's token is accepted as well, so a
+    form opened before signing in elsewhere still works."""
+    token = (form_token or "").encode("utf-8")
+    state = request.state
+    expected = [getattr(state, "csrf_token", "") or ""]
+    if allow_visitor:
+        expected.append(getattr(state, "visitor_csrf_token", "") or "")
+    ok = False
+    for e in expected:
+        if e and hmac.compare_digest(token, e.encode("utf-8")):
+            ok = True
+    if not ok:
+        raise CsrfFailed("the form's security token is missing or wrong")
+
+
+# ----------------------------------------------------------------------------- helpers for pages
+
+def current_user(request: Request):
+    """The signed-in `User`, or None."""
+    return getattr(getattr(request.state, "identity", None), "user", None)
+
+
+def safe_next(value: str | None, root: str) -> str:
+    """Where to go after signing in: `value` when it is a local path (``/…``, not ``//…``),
+    prefixed with the root when it lacks it; else the home page."""
+    home = f"{root}/"
+    if not value or not isinstance(value, str) or len(value) > 2000:
+        return home
+    if not value.startswith("/") or value.startswith("//") or "\\" in value or any(ord(ch) < 0x20 for ch in value):
+        return home
+    if root and not (value == root or value.startswith((root + "/", root + "?"))):
+        value = root + value
+    return value
+
+
+def login_redirect(request: Request) -> RedirectResponse:
+    """A redirect to the sign-in page that comes back to this page afterwards."""
+    root = root_of(request.scope)
+    here = (request.scope.get("path") or "/")
+    if root and not here.startswith(root):
+        here = root + here
+    query = request.scope.get("query_string", b"").decode("latin-1")
+    if query:
+        here += "?" + query
+    return RedirectResponse(f"{root}/login?next={quote(here, safe='/')}", status_code=303)
+
+
+# ----------------------------------------------------------------------------- middleware
+
+class SessionMiddleware:
+    """Pure ASGI: resolves the session cookie and the CSRF token (see the module docstring)."""
+
+    def __init__(self, app, web):
+        self.app = app
+        self.web = web
+        self._key: bytes | None = None
+
+    def _csrf_key(self) -> bytes:
+        if self._key is None:
+            store = self.web.get_store()
+            # Without a store nobody can sign in; a per-process key keeps the visitor forms consistent.
+            self._key = store.derive_key("web csrf") if store is not None else secrets.token_bytes(32)
+        return self._key
+
+    def _lookup(self, value: str):
+        store = self.web.get_store()
+        if store is None:
+            return None
+        try:
+            return store.get_web_session(value)
+        except Exception:
+            log.warning("session lookup failed", exc_info=True)
+            return None
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = _headers(scope)
+        cookies = _cookies(headers)
+        state = scope.setdefault("state", {})
+        state["anonymous_access"] = bool(self.web.anonymous_access)
+        path = route_path(scope)
+        if path.startswith("/static/"):  # stylesheets and scripts: nobody needs to be known
+            state.update(web_session=None, identity=None, csrf_token="", visitor_csrf_token="")
+            await self.app(scope, receive, send)
+            return
+        is_page = not (path.startswith("/api/") or path == "/api")
+        set_cookies: list[str] = []
+
+        value = cookies.get(SESSION_COOKIE)
+        found = None
+        if _plausible(value):
+            found = await anyio.to_thread.run_sync(self._lookup, value)
+        if value and found is None:  # expired, signed out elsewhere, or garbage: forget it
+            set_cookies.append(cookie_header(scope, headers, SESSION_COOKIE, "", 0))
+        state["web_session"] = found
+
+        visitor = cookies.get(CSRF_COOKIE)
+        if not _plausible(visitor):
+            visitor = None
+            if found is None and is_page:
+                visitor = secrets.token_urlsafe(32)
+                set_cookies.append(cookie_header(scope, headers, CSRF_COOKIE, visitor, int(SESSION_TTL.total_seconds())))
+        if visitor is not None and is_page:
+            key = await anyio.to_thread.run_sync(self._csrf_key) if self._key is None else self._key
+            state["visitor_csrf_token"] = hmac.new(key, visitor.encode(), hashlib.sha256).hexdigest()
+        else:
+            state["visitor_csrf_token"] = ""
+
+        if found is not None:
+            session, user = found
+            state["identity"] = Identity(user)
+            state["csrf_token"] = session.csrf_token
+        else:
+            state["identity"] = None
+            state["csrf_token"] = state["visitor_csrf_token"]
+
+        extra = [(b"set-cookie", c.encode("latin-1")) for c in set_cookies]
+        if is_page:  # the pages hold forms: never inside another site's frame (clickjacking)
+            extra.append((b"x-frame-options", b"DENY"))
+        if not extra:
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message):
+            if message["type"] == "http.response.start":
+                message = dict(message, headers=list(message.get("headers", [])) + extra)
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+
+def install(app, web) -> None:
+    """Add the session middleware and the 403 page for CSRF failures to `app`."""
+    from codesearch.web.templating import render
+
+    app.add_middleware(SessionMiddleware, web=web)
+
+    @app.exception_handler(CsrfFailed)
+    async def _csrf_failed(request: Request, exc: CsrfFailed):
+        return render(request, "message.html", status_code=403, title="Forbidden", heading="This form has expired",
+                      message="The page's security token is missing or does not match. Reload the page and try again.")

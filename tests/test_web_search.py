@@ -1,0 +1,530 @@
+"""The search side of the web UI (codesearch.web.pages_search, static/search.js, the file and tree
+views, the repos page, /chat/<id>) in a real headless Chromium against the Serve app on 127.0.0.1.
+
+Two worlds:
+- `web` (tests.webworld): the tests.mcpworld repos under ``/web``, anonymous access off, plus a
+  repo added here whose files hold ``<script>`` and an ``onerror`` file name (`evil`);
+- `runtime` (this module): a config with a local ``git`` connection over ``file:///…/*``, the
+  real scheduler and workers, anonymous access on, under ``/webrt``; a repo folder added while
+  the home page is open shows up there as queued or indexing, then indexed.
+
+Screenshots of the main pages (light and dark) go to tests/output/screenshots/.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import time
+import urllib.parse
+
+import httpx
+import pytest
+
+from tests.corpus import make_local_repo
+from tests.mcpworld import DEMO, WIDGETS
+from tests.webworld import browser, page_for, shot, web  # noqa: F401  (pytest fixtures)
+
+EVIL = "git.local/evil"
+EVIL_HTML = "<!doctype html>\n<p>evil_marker_text</p>\n<script>window.__pwned = 1</script>\n"
+EVIL_NAME = "x<img src=y onerror=window.__pwned=3>.txt"
+EVIL_FILES = {
+    "page.html": EVIL_HTML,
+    "notes.md": 'evil_marker_text <img src=z onerror="window.__pwned = 2"> and </code></pre><b>bold</b>\n',
+    EVIL_NAME: "evil_marker_text in a file with a bad name\n",
+}
+
+
+# ----------------------------------------------------------------------------- without a browser
+
+
+def test_browse_urls_round_trip():
+    from codesearch.index.sources import RepoInfo
+    from codesearch.search.present import web_url
+    from codesearch.web.pages_search import browse_url, parse_browse
+
+    for repo, rev, path in ((DEMO, "main", "src/app.py"), ("host/a@b/c", "release/1.0", "a/-/blob/b c#?.py"),
+                            (WIDGETS, "refs/tags/v1.0", EVIL_NAME)):
+        url = web_url("http://x/root", RepoInfo(name=repo, id=1), rev, path)
+        rest = url.split("/browse/", 1)[1]
+        assert parse_browse(rest) == (repo, rev.removeprefix("refs/tags/"), "blob", path)
+        assert browse_url("/root", repo, rev, "blob", path) == url.removeprefix("http://x")
+    assert parse_browse("git.local/demo") == ("git.local/demo", None, "tree", "")
+    assert parse_browse("git.local/demo@v1.0/-/tree/src/util/") == ("git.local/demo", "v1.0", "tree", "src/util")
+
+
+def test_highlighting_escapes_and_keeps_line_numbers():
+    from codesearch.web import highlight
+
+    lines, ok = highlight.highlight_lines("a.html", "HTML", "\n<script>alert(1)</script>\n\n")
+    assert ok and len(lines) == 3 and lines[0] == "" and lines[2] == ""
+    assert "<script" not in lines[1] and "&lt;" in lines[1]
+    # a lone CR (a line break for Pygments, not for the index): plain, same numbering as the search results
+    lines, ok = highlight.highlight_lines("a.py", "Python", "a = 1\rb = '<b>'\nc\n")
+    assert not ok and lines == ["a = 1\rb = &#39;&lt;b&gt;&#39;", "c"]
+    big = "".join(f"x{i}\n" for i in range(highlight.MAX_HIGHLIGHT_LINES + 5))
+    lines, ok = highlight.highlight_lines("big.py", "Python", big)
+    assert not ok and len(lines) == highlight.MAX_SHOWN_LINES
+    css = highlight.stylesheet()
+    assert "prefers-color-scheme: dark" in css and ".code .k" in css
+
+
+# ----------------------------------------------------------------------------- fixtures and helpers
+
+
+@pytest.fixture(scope="module")
+def evil(web):
+    """A third repo, indexed into the `web` world, whose contents and file names are HTML."""
+    from codesearch.index.builder import IndexSettings, index_source
+    from codesearch.index.sources import GitSource
+    from codesearch.store.models import INDEXED
+    from codesearch.sync import repo_info
+
+    root = os.path.join(os.path.dirname(web["data"]), "src", "evil")
+    make_local_repo(root, EVIL_FILES)
+    subprocess.run(["git", "branch", "release/1.0"], cwd=root, check=True, capture_output=True)
+    store = web["store"]
+    store.upsert_connection("evil", "git", {"type": "git", "url": "file://" + root})
+    ids = store.upsert_repos("evil", [dict(name=EVIL, display_name="evil", code_host_type="genericGitHost",
+                                           clone_url="file://" + root, local_path=root, default_branch="main")]).ids
+    row = store.get_repo(ids[EVIL])
+    source = GitSource(root, repo=repo_info(row, row.id))
+    try:
+        index_source(source, web["index"], IndexSettings())
+        revisions = {r.ref: r.commit for r in source.revisions}
+    finally:
+        source.close()
+    store.update_repo_index_status(row.id, INDEXED, revisions=revisions)
+    web["pool"].refresh(web["index"])
+    return {"root": root, "id": row.id}
+
+
+@pytest.fixture
+def owner_page(page_for, web):
+    return page_for(web["owner"])
+
+
+def api_search(web, query: str, **body) -> dict:
+    """The same search through the JSON API (the owner's API key)."""
+    r = httpx.post(web["url"] + "/api/search", json={"query": query, "matches": 100, "contextLines": 1, **body},
+                   headers={"Authorization": f"Bearer {web['key']}"}, timeout=60)
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def search(page, web, query: str, **params) -> None:
+    """Open the results page and wait until the stream is finished."""
+    q = urllib.parse.urlencode({"q": query, **params})
+    page.goto(f"{web['url']}/search?{q}")
+    wait_done(page)
+
+
+def wait_done(page) -> None:
+    page.wait_for_function("() => { const s = document.getElementById('summary');"
+                           " return s && (s.dataset.exhaustive || !document.getElementById('search-error').hidden); }")
+
+
+def summary(page) -> str:
+    return page.inner_text("#summary")
+
+
+def in_viewport(page, selector: str) -> bool:
+    return page.evaluate("""(sel) => { const r = document.querySelector(sel).getBoundingClientRect();
+        return r.height > 0 && r.top >= 0 && r.bottom <= window.innerHeight; }""", selector)
+
+
+def shots(page, name: str) -> None:
+    """A screenshot in light and one in dark mode."""
+    page.emulate_media(color_scheme="light")
+    shot(page, name)
+    page.emulate_media(color_scheme="dark")
+    shot(page, f"{name}-dark")
+    page.emulate_media(color_scheme="light")
+
+
+def pwned(page):
+    return page.evaluate("() => window.__pwned")
+
+
+def visible_sections(page) -> list[dict]:
+    return page.evaluate("""() => [...document.querySelectorAll('#results section.file')].filter(s => !s.hidden)
+        .map(s => ({repo: s.dataset.repo, lang: s.dataset.lang, path: s.querySelector('.file-path').textContent}))""")
+
+
+# ----------------------------------------------------------------------------- search
+
+
+def test_search_streams_highlighted_results(owner_page, web):
+    page = owner_page
+    page.goto(web["url"] + "/")
+    page.fill("input[name=q]", "handle_request")
+    page.press("input[name=q]", "Enter")
+    page.wait_for_url(re.compile(r"/web/search\?q=handle_request"))
+    wait_done(page)
+    marks = page.locator("#results mark")
+    assert marks.count() > 0
+    assert {t.lower() for t in marks.all_inner_texts()} == {"handle_request"}
+    expected = api_search(web, "handle_request")
+    files = {(f["repository"], f["fileName"]["text"]) for f in expected["files"]}
+    shown = {(s["repo"], s["path"]) for s in visible_sections(page)}
+    assert shown == files and (DEMO, "src/app.py") in shown and (WIDGETS, "src/widget.py") in shown
+    n = expected["stats"]["actualMatchCount"]
+    assert re.match(rf"^{n} matches in {len(files)} files\b", summary(page)), summary(page)
+    assert "(more exist)" not in summary(page) and page.locator("#more").is_hidden()
+    # context lines around the match, with line numbers; the match line is marked as a hit
+    app = page.locator("section.file", has=page.locator(".file-path", has_text="src/app.py")).first
+    assert app.locator(".cline .ln").first.inner_text().isdigit()
+    assert app.locator(".cline.hit").count() >= 1 and app.locator(".cline:not(.hit)").count() >= 1
+    assert page.locator("input[name=q]").input_value() == "handle_request"
+    shots(page, "results")
+
+
+def test_regex_and_case_toggles_are_in_the_url(owner_page, web):
+    page = owner_page
+    search(page, web, "handle_req.est")
+    assert "No results" in summary(page)  # a literal dot: nothing matches
+    page.click("label.toggle:has(input[name=regex])")
+    page.wait_for_url(re.compile(r"regex=1"))
+    wait_done(page)
+    assert page.locator("#results mark").count() > 0
+    assert page.locator("input[name=regex]").is_checked()
+
+    search(page, web, "HANDLE_REQUEST")
+    assert page.locator("#results mark").count() > 0  # case-insensitive by default
+    page.click("label.toggle:has(input[name=case])")
+    page.wait_for_url(re.compile(r"case=1"))
+    wait_done(page)
+    assert "No results" in summary(page)
+    assert page.locator("input[name=case]").is_checked()
+    # the URL alone reproduces the search (it can be shared)
+    url = page.url
+    page.goto(url)
+    wait_done(page)
+    assert "No results" in summary(page) and page.locator("input[name=case]").is_checked()
+
+
+def test_bad_query_shows_the_error_inline(owner_page, web):
+    page = owner_page
+    search(page, web, "archived:maybe")
+    err = page.locator("#search-error")
+    assert err.is_visible() and "archived" in err.inner_text()
+
+
+def test_filter_by_language(owner_page, web):
+    page = owner_page
+    search(page, web, "handle_request")
+    langs = {s["lang"] for s in visible_sections(page)}
+    assert "Python" in langs and len(langs) > 1
+    python = page.locator(".facet[data-facet=lang][data-value=Python]")
+    expected_py = sum(1 for s in visible_sections(page) if s["lang"] == "Python")
+    assert python.locator(".count").inner_text() == str(expected_py)
+    python.click()
+    assert {s["lang"] for s in visible_sections(page)} == {"Python"}
+    assert len(visible_sections(page)) == expected_py
+    assert "lang=Python" in page.url and python.get_attribute("aria-pressed") == "true"
+    shot(page, "results-filtered")
+    page.reload()  # the filter is in the URL too
+    wait_done(page)
+    assert {s["lang"] for s in visible_sections(page)} == {"Python"}
+    page.locator(".facet[data-facet=lang][data-value=Python]").click()  # off again
+    assert len({s["lang"] for s in visible_sections(page)}) > 1 and "lang=" not in page.url
+    # by repository
+    page.locator(f".facet[data-facet=repo][data-value='{WIDGETS}']").click()
+    assert {s["repo"] for s in visible_sections(page)} == {WIDGETS}
+
+
+def test_load_more_doubles_matches(owner_page, web):
+    page = owner_page
+    search(page, web, '"of the big file"', matches=5)  # a phrase: one match per line
+    assert re.match(r"^5 matches in 1 file \(more exist\)", summary(page)), summary(page)
+    assert page.locator("#more").is_visible()
+    page.click("#load-more")
+    page.wait_for_url(re.compile(r"matches=10"))
+    wait_done(page)
+    assert re.match(r"^10 matches in 1 file \(more exist\)", summary(page)), summary(page)
+    assert page.locator("#results .cline.hit").count() == 10
+
+
+# ----------------------------------------------------------------------------- file and tree views
+
+
+def test_open_a_result_lands_on_the_highlighted_line(owner_page, web):
+    page = owner_page
+    search(page, web, '"line 1100 of"')
+    page.locator("#results .cline.hit").first.click()
+    page.wait_for_url(re.compile(r"/web/browse/git\.local/demo@main/-/blob/data/big\.txt#L1100$"))
+    page.wait_for_selector("#L1100.hl")
+    assert page.locator(".line.hl").count() == 1
+    assert "line 1100 of the big file" in page.inner_text("#L1100")
+    assert in_viewport(page, "#L1100")
+
+    # a Python result: highlighted by Pygments, line numbers, a link to the host
+    search(page, web, "handle_request", lang="Python")
+    section = page.locator("section.file", has=page.locator(".file-path", has_text="src/widget.py")).first
+    section.locator(".file-path").click()
+    page.wait_for_url(re.compile(r"/web/browse/github\.com/acme/widgets@main/-/blob/src/widget\.py#L4$"))
+    assert page.locator("#L4.hl").count() == 1 and in_viewport(page, "#L4")
+    assert page.locator("#L4 .src .k").first.inner_text() == "def"  # token classes from Pygments
+    assert page.locator("#L4 a.ln").get_attribute("data-n") == "4"
+    assert page.get_attribute("a.button-link", "href") == f"https://{WIDGETS}/blob/main/src/widget.py"
+    shots(page, "file")
+
+    # ranges and ?line=
+    page.goto(f"{web['url']}/browse/{DEMO}@main/-/blob/data/big.txt#L600-L603")
+    page.wait_for_selector("#L600.hl")
+    assert page.locator(".line.hl").count() == 4 and in_viewport(page, "#L601")
+    page.goto(f"{web['url']}/browse/{DEMO}@main/-/blob/data/big.txt?line=900")
+    page.wait_for_selector("#L900.hl")
+    assert in_viewport(page, "#L900")
+    # a match over two lines: both highlighted
+    search(page, web, r"Widget:\n\s+def", regex=1)
+    link = page.locator("section.file .file-path").first
+    assert link.get_attribute("href").endswith("/src/widget.py#L3-L4")
+    link.click()
+    page.wait_for_selector("#L3.hl")
+    assert page.locator(".line.hl").count() == 2 and page.locator("#L4.hl").count() == 1
+    # a binary file says so
+    page.goto(f"{web['url']}/browse/{DEMO}@main/-/blob/assets/logo.png")
+    assert "Binary file" in page.inner_text("main") and page.locator("#code").count() == 0
+    # a tag and a file that only exists there
+    page.goto(f"{web['url']}/browse/{DEMO}@v1.0/-/blob/docs/guide.md")
+    assert "Guide: start the Server" in page.inner_text("#code")
+
+
+def test_tree_view_lists_directories_first(owner_page, web):
+    page = owner_page
+    page.goto(f"{web['url']}/browse/{DEMO}")
+    rows = page.locator("#tree tr.entry")
+    kinds = [c.split()[-1] for c in (rows.nth(i).get_attribute("class") for i in range(rows.count()))]
+    names = rows.all_inner_texts()
+    assert kinds == sorted(kinds)  # "is-dir" < "is-file": every directory before every file
+    assert [n.strip() for n in names] == ["assets/", "data/", "src/", "README.md"]
+    shots(page, "tree")
+    page.click("#tree a:text-is('src/')")
+    page.wait_for_url(re.compile(r"/-/tree/src$"))
+    assert [n.strip() for n in page.locator("#tree tr.entry").all_inner_texts()] == ["..", "util/", "app.py", "new.py"]
+    page.click("#tree a:text-is('app.py')")
+    page.wait_for_url(re.compile(r"/web/browse/git\.local/demo@main/-/blob/src/app\.py$"))
+    assert "class Server" in page.inner_text("#code")
+    page.click(".crumbs a:text-is('src')")
+    page.wait_for_url(re.compile(r"/-/tree/src$"))
+    # unknown repos, files and refs are 404 pages
+    for path in ("/browse/github.com/nobody/nothing", f"/browse/{DEMO}@main/-/blob/no/such.py",
+                 f"/browse/{DEMO}@no-such-branch/-/tree/"):
+        resp = page.goto(web["url"] + path)
+        assert resp.status == 404 and "Not found" in page.inner_text("main")
+
+
+def test_repository_text_is_never_run(owner_page, web, evil):
+    page = owner_page
+    resp = page.goto(f"{web['url']}/browse/{EVIL}@main/-/blob/page.html")
+    assert "script-src" not in resp.headers["content-security-policy"] and "default-src 'self'" in \
+        resp.headers["content-security-policy"]
+    assert "<script>window.__pwned = 1</script>" in page.inner_text("#code")
+    assert pwned(page) is None
+    shot(page, "file-script")
+    page.goto(f"{web['url']}/browse/{EVIL}@main/-/blob/notes.md")
+    assert '<img src=z onerror="window.__pwned = 2">' in page.inner_text("#code") and pwned(page) is None
+    page.goto(f"{web['url']}/browse/{EVIL}")
+    assert EVIL_NAME in page.inner_text("#tree") and page.locator("#tree img").count() == 0
+    page.click(f"#tree a:text-is('{EVIL_NAME}')")
+    page.wait_for_selector("#code")
+    assert "bad name" in page.inner_text("#code") and pwned(page) is None
+
+    search(page, web, "evil_marker_text or __pwned")
+    texts = page.inner_text("#results")
+    assert "<script>window.__pwned = 1</script>" in texts and EVIL_NAME in texts
+    assert '<img src=z onerror="window.__pwned = 2">' in texts
+    assert page.locator("#results img, #results script, #results b").count() == 0
+    assert pwned(page) is None
+    shot(page, "results-script")
+
+
+def test_branches_with_slashes_and_odd_paths(owner_page, web, evil):
+    page = owner_page
+    resp = page.goto(f"{web['url']}/browse/{EVIL}@release%2F1.0/-/tree/")
+    assert resp.status == 200 and page.inner_text(".filemeta .rev") == "release/1.0"
+    link = page.locator(f"#tree a:text-is('{EVIL_NAME}')")
+    assert "/browse/git.local/evil@release%2F1.0/-/blob/x%3Cimg%20src%3Dy" in link.get_attribute("href")
+    link.click()
+    page.wait_for_selector("#code")
+    assert page.inner_text(".crumbs .crumb-file") == EVIL_NAME and "bad name" in page.inner_text("#code")
+    page.click(".crumbs a.crumb-repo")
+    page.wait_for_url(re.compile(r"/browse/git\.local/evil@release%2F1\.0/-/tree/$"))
+    # the repo's page (the webUrl of GET /api/repos) is its tree at the default branch
+    page.goto(f"{web['url']}/browse/{EVIL}")
+    assert page.inner_text(".filemeta .rev") == "main"
+
+
+# ----------------------------------------------------------------------------- repos, access, chat
+
+
+def test_repos_page_and_reindex_for_owners(page_for, web):
+    member = page_for(web["member"])
+    member.goto(web["url"] + "/repos")
+    assert member.locator(f"#repos tr[data-repo='{DEMO}']").count() == 1
+    assert member.locator("form.reindex").count() == 0
+    status = member.evaluate("""async (url) => (await apiFetch(url, {method: 'POST'})).status""",
+                             f"{web['url']}/api/repos/{web['ids'][DEMO]}/reindex")
+    assert status == 403
+
+    page = page_for(web["owner"])
+    page.goto(web["url"] + "/repos")
+    row = page.locator(f"#repos tr[data-repo='{WIDGETS}']")
+    assert row.locator(".badge.INDEXED").count() == 1 and "main" in row.inner_text()
+    assert row.locator("a[target=_blank]").get_attribute("href") == f"https://{WIDGETS}"
+    shots(page, "repos")
+    store = web["store"]
+    before = {j.id for j in store.list_jobs(kind="index")}
+    row.locator("form.reindex button").click()
+    row.locator(".badge.PENDING").wait_for()
+    jobs = [j for j in store.list_jobs(kind="index") if j.id not in before]
+    assert [(j.repo_id, j.state) for j in jobs] == [(web["ids"][WIDGETS], "PENDING")]
+    r = httpx.post(f"{web['url']}/api/repos/999999/reindex", headers={"Authorization": f"Bearer {web['key']}"}, timeout=30)
+    assert r.status_code == 404 and r.json()["errorCode"] == "REPOSITORY_NOT_FOUND"
+    # search by name, paging
+    page.goto(web["url"] + "/repos?query=widg")
+    assert page.locator("#repos tbody tr[data-repo]").count() == 1
+    page.goto(web["url"] + "/repos?query=no-such-repo")
+    assert "No repository matches" in page.inner_text("#repos")
+
+
+def test_visitors_are_sent_to_sign_in(page_for, web):
+    page = page_for(None)
+    for path in ("/", "/search?q=handle_request", f"/browse/{DEMO}@main/-/blob/src/app.py", "/repos"):
+        page.goto(web["url"] + path)
+        assert urllib.parse.urlparse(page.url).path == "/web/login", page.url
+        nxt = urllib.parse.parse_qs(urllib.parse.urlparse(page.url).query)["next"][0]
+        assert nxt == "/web" + path
+
+
+def test_home_shows_the_sync_state_and_slash_focuses_search(owner_page, web):
+    page = owner_page
+    page.goto(web["url"] + "/")
+    page.wait_for_selector(f"#repo-status tr[data-repo='{DEMO}'][data-status=INDEXED]")
+    assert page.locator("#connections tr[data-connection=local]").count() == 1
+    assert "never synced" in page.inner_text("#connections")
+    page.click("h1")
+    page.keyboard.press("/")
+    assert page.evaluate("() => document.activeElement.name") == "q"
+    page.locator("details.syntax summary").click()
+    assert "repo:" in page.inner_text("details.syntax")
+    shots(page, "home")
+
+
+def test_chat_page_uses_the_layout_and_its_access_rules(page_for, web):
+    store = web["store"]
+    chat = store.create_chat("Where is <b>handle_request</b>?", "Here: <script>window.__pwned = 1</script>",
+                             user_id=web["owner"]["id"], visibility="PRIVATE",
+                             model={"provider": "openai-compatible", "model": "m1", "displayName": "Model One"},
+                             steps=[{"tool": "grep", "arguments": {"pattern": "<i>x</i>"}, "output": "<img src=q>",
+                                     "is_error": False}])
+    page = page_for(web["owner"])
+    resp = page.goto(f"{web['url']}/chat/{chat.id}")
+    assert resp.status == 200
+    assert page.inner_text("h1") == "Where is <b>handle_request</b>?"
+    assert "<script>window.__pwned = 1</script>" in page.inner_text("pre.answer") and pwned(page) is None
+    assert page.locator("header.top a.brand").count() == 1  # the site's layout
+    page.locator(".steps summary").click()
+    assert "<img src=q>" in page.inner_text(".steps") and page.locator("main img").count() == 0
+    shot(page, "chat")
+    assert page_for(web["member"]).goto(f"{web['url']}/chat/{chat.id}").status == 404
+    assert httpx.get(f"{web['url']}/chat/{chat.id}", timeout=30).status_code == 404
+
+
+# ----------------------------------------------------------------------------- the runtime: a new repo on the home page
+
+SETTINGS = {"resyncConnectionIntervalMs": 1000, "reindexIntervalMs": 3600000,
+            "resyncConnectionPollingIntervalMs": 200, "reindexRepoPollingIntervalMs": 200,
+            "maxConnectionSyncJobConcurrency": 1, "maxRepoIndexingJobConcurrency": 1}
+RT_PREFIX = "web-rt-searcher"
+
+
+@pytest.fixture(scope="module")
+def runtime(serve_url, tmp_path_factory):
+    """A data directory synced and indexed by the real scheduler and workers, served under /webrt."""
+    import ray
+    from ray import serve
+
+    from codesearch.config import load_config
+    from codesearch.runtime.scheduler import start_scheduler
+    from codesearch.runtime.searchers import SearcherPool
+    from codesearch.runtime.workers import RuntimeOptions, start_workers, stop_workers
+    from codesearch.service.deployment import search_application
+    from codesearch.store import Store
+
+    base = str(tmp_path_factory.mktemp("webrt"))
+    data, local = os.path.join(base, "data"), os.path.join(base, "local")
+    make_local_repo(os.path.join(local, "alpha"), {"alpha.py": "def alpha_marker():\n    return 1\n"})
+    config = os.path.join(base, "config.json")
+    with open(config, "w") as f:
+        json.dump({"settings": SETTINGS, "connections": {"local": {"type": "git", "url": f"file://{local}/*"}}}, f)
+    # slow indexers: a new repo stays queued/indexing for a few seconds, long enough to be seen
+    options = RuntimeOptions(poll_s=0.1, heartbeat_s=0.2, stale_s=5.0, store_options={"retry_base_seconds": 0.2},
+                             index_delay_s=3.0)
+    store = Store.open(data)
+    os.makedirs(os.path.join(data, "index"), exist_ok=True)
+    scheduler = workers = pool = None
+    try:
+        scheduler = start_scheduler(config, data, options)
+        workers = start_workers(data, load_config(config).settings, options)
+        pool = SearcherPool.create(os.path.join(data, "index"), 1, keep_empty=True, name_prefix=RT_PREFIX)
+        ray.get(scheduler.set_searchers.remote(RT_PREFIX, 1))
+        serve.run(search_application(RT_PREFIX, 1, anonymous_access=True, data_dir=data,
+                                     public_url=f"{serve_url}/webrt"), name="web-rt", route_prefix="/webrt")
+        yield {"url": f"{serve_url}/webrt", "local": local, "store": store}
+    finally:
+        try:
+            serve.delete("web-rt")
+        except Exception:
+            pass
+        if scheduler is not None:
+            ray.get(scheduler.shutdown.remote(), timeout=15)
+            ray.kill(scheduler)
+        if workers:
+            stop_workers(workers)
+        if pool is not None:
+            pool.close()
+        store.close()
+
+
+def test_a_new_repo_goes_from_queued_to_indexed_on_the_home_page(browser, runtime):
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        page = ctx.new_page()
+        page.set_default_timeout(60_000)
+        page.goto(runtime["url"] + "/")  # anonymous access is on here: no sign-in
+        page.wait_for_selector("#repo-status tr[data-repo*=alpha][data-status=INDEXED]")
+        page.wait_for_selector("#connections tr[data-connection=local][data-status=SYNCED]")
+        make_local_repo(os.path.join(runtime["local"], "gamma"), {"gamma.py": "def gamma_marker():\n    return 3\n"})
+        seen: list[str] = []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            status = page.evaluate("() => { const r = document.querySelector('#repo-status tr[data-repo*=gamma]');"
+                                   " return r ? r.dataset.status : null; }")
+            if status and (not seen or seen[-1] != status):
+                seen.append(status)
+                if status in ("PENDING", "INDEXING"):
+                    shot(page, "home-runtime-indexing")
+            if status == "INDEXED":
+                break
+            time.sleep(0.1)
+        assert seen and seen[-1] == "INDEXED", seen
+        assert set(seen[:-1]) & {"NEW", "PENDING", "INDEXING"}, seen  # not indexed at first
+        row = page.locator("#repo-status tr[data-repo*=gamma]")
+        assert "indexed" in row.inner_text() and "main" in row.inner_text()
+        page.wait_for_function("() => !document.querySelector('#jobs tbody tr[data-job]')")  # the queue drained
+        shots(page, "home-runtime")
+        # and the new repo is searchable (once the scheduler has refreshed the searchers)
+        deadline = time.monotonic() + 30
+        while True:
+            page.goto(runtime["url"] + "/search?q=gamma_marker")
+            wait_done(page)
+            if page.locator("#results mark").count() or time.monotonic() > deadline:
+                break
+            time.sleep(0.5)
+        assert page.locator("#results mark").first.inner_text() == "gamma_marker"
+    finally:
+        ctx.close()

@@ -1,0 +1,100 @@
+"""Fixtures for the web UI tests: a real headless Chromium (Debian's `chromium`, driven by
+Playwright for Python) against the Serve app on 127.0.0.1 over the `tests.mcpworld` repos.
+
+    from tests.webworld import browser, web  # noqa: F401  (pytest fixtures)
+
+    def test_x(web, page_for):
+        page = page_for(web["owner"])        # a fresh browser context, signed in
+        page.goto(web["url"] + "/")
+
+`web` deploys the app under the route prefix ``/web`` (so every link must honour `root`) with
+anonymous access off, an OWNER (`web["owner"]`) and a MEMBER (`web["member"]`), each
+``{"email", "password"}``, created with `codesearch.web.sessions.hash_password`. Screenshots go to
+``tests/output/screenshots/`` (git-ignored): `shot(page, name)`.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+from tests.mcpworld import build
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SCREENSHOTS = os.path.join(HERE, "output", "screenshots")
+PREFIX = "web-test-searcher"
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Per module: Playwright's sync API keeps an event loop running while it is open, and later
+    tests that call `asyncio.run` (the MCP client) must not find one."""
+    from playwright.sync_api import sync_playwright
+
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert exe, "chromium is missing: `make deps` installs it from Debian"
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=exe, headless=True, args=["--no-sandbox", "--disable-gpu"])
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="module")
+def web(serve_url, tmp_path_factory):
+    from ray import serve
+
+    from codesearch.runtime.searchers import SearcherPool
+    from codesearch.service.deployment import search_application
+    from codesearch.web.sessions import hash_password
+
+    w = build(str(tmp_path_factory.mktemp("web")))
+    store = w["store"]
+    owner = store.find_user_by_email("owner@example.com")  # build() made it, the first user: OWNER
+    store.set_user_password(owner.id, hash_password("owner-pass-1"))
+    member = store.create_user("member@example.com", "Member", password_hash=hash_password("member-pass-1"))
+    pool = SearcherPool.create(w["index"], 2, name_prefix=PREFIX)
+    serve.run(search_application(PREFIX, len(pool.actors), anonymous_access=False, data_dir=w["data"],
+                                 public_url=f"{serve_url}/web"), name="web-test", route_prefix="/web")
+    w.update(url=f"{serve_url}/web", serve_url=serve_url, pool=pool,
+             owner={"email": "owner@example.com", "password": "owner-pass-1", "id": owner.id},
+             member={"email": "member@example.com", "password": "member-pass-1", "id": member.id})
+    yield w
+    serve.delete("web-test")
+    pool.close()
+    store.close()
+
+
+@pytest.fixture
+def page_for(browser, web):
+    """`page_for(account or None)`: a page in a fresh browser context, signed in as `account`."""
+    contexts = []
+
+    def make(account=None):
+        ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+        contexts.append(ctx)
+        page = ctx.new_page()
+        page.set_default_timeout(15_000)
+        if account:
+            login(page, web, account)
+        return page
+
+    yield make
+    for c in contexts:
+        c.close()
+
+
+def login(page, web, account) -> None:
+    page.goto(web["url"] + "/login")
+    page.fill("input[name=email]", account["email"])
+    page.fill("input[name=password]", account["password"])
+    page.click("button[type=submit]")
+    page.wait_for_url(lambda url: "/login" not in url)
+
+
+def shot(page, name: str) -> str:
+    os.makedirs(SCREENSHOTS, exist_ok=True)
+    path = os.path.join(SCREENSHOTS, f"{name}.png")
+    page.screenshot(path=path, full_page=True)
+    return path
