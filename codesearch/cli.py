@@ -340,7 +340,10 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--port", type=int, default=3000, help="HTTP port (default 3000)")
     sv.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; 0.0.0.0 for all)")
     sv.add_argument("--data-dir", metavar="DIR", help="data directory (default: $DATA_DIR, else ~/.codesearch)")
-    sv.add_argument("--searchers", type=int, default=2, help="shard searcher actors (default 2)")
+    sv.add_argument("--searchers", type=int, default=2,
+                    help="shard searchers: the index is split over this many partitions (default 2)")
+    sv.add_argument("--searcher-copies", type=int, default=1,
+                    help="copies of every partition; each search goes to one copy (default 1)")
     sv.add_argument("--replicas", type=int, default=1, help="Serve replicas of the HTTP API (default 1)")
     sv.set_defaults(func=cmd_serve)
 

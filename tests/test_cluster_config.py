@@ -209,12 +209,20 @@ def test_app_builder_deploys_and_shuts_down(serve_url, tmp_path):
         while not ((got := _search(url, "zebra_handler_6c1f")) and got["files"] and not got["stats"].get("crashes")):
             assert time.monotonic() < deadline, f"not found after shrinking: {got}"
             time.sleep(0.5)
+        # two copies of one partition: every search, whichever copy answers, finds the file
+        copies = app_builder.app({**args, "searchers": 1, "searcher_copies": 2})
+        assert app_builder.runtime_record(prefix)["searchers"] == 2
+        serve.run(copies, name=app_name, route_prefix=route)
+        for _ in range(4):
+            got = _search(url, "zebra_handler_6c1f")
+            assert got["files"] and not got["stats"].get("crashes"), got
         # another data directory under the same prefix is refused
         with pytest.raises(RuntimeError, match="already runs"):
             app_builder.app({**args, "data_dir": str(tmp_path / "other")})
     finally:
         killed = app_builder.shutdown_runtime(prefix, app_name=app_name, timeout_s=10)
-    assert set(killed) == {f"{prefix}-scheduler", f"{prefix}-sync-0", f"{prefix}-index-0", f"{prefix}-searcher-0"}
+    assert set(killed) == {f"{prefix}-scheduler", f"{prefix}-sync-0", f"{prefix}-index-0", f"{prefix}-searcher-0",
+                           f"{prefix}-searcher-1"}
     assert app_builder.wait_gone(killed, timeout_s=30)
     assert app_builder.runtime_record(prefix) is None
     assert app_name not in serve.status().applications

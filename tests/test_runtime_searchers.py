@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from codesearch.runtime.searchers import SearcherPool, ShardSearcher, balance
+from codesearch.runtime.searchers import SearcherPool, ShardSearcher, balance, shard_files
 from codesearch.search.options import SearchOptions
 from tests.oracle import engine_spans
 
@@ -104,3 +104,72 @@ def test_refresh_is_atomic_across_searchers(ray_session, indexed_corpus, tmp_pat
     assert published_version(pool.version_key) > before
     assert engine_spans(pool.search("foo", SearchOptions(matches=10**6))) == full
     pool.close()
+
+
+# ---- copies: `copies × partitions` searchers, each search on one copy -------------------------
+
+QUERIES = [("foo", {}), (r"def \w+", {"is_regex": True}), ("sym:Handler", {}), ("rev:* handler", {})]
+
+
+@pytest.fixture(scope="module")
+def copies_pool(ray_session, indexed_corpus):
+    pool = SearcherPool.create(indexed_corpus["index"], 2, copies=2, name_prefix="cs-test-copies")
+    yield pool
+    pool.close()
+
+
+def test_every_copy_answers_like_the_engine(copies_pool, indexed_corpus):
+    assert (copies_pool.partitions, copies_pool.copies, len(copies_pool.actors)) == (2, 2, 4)
+    assert [ray.get(a.shard_count.remote()) > 0 for a in copies_pool.actors] == [True] * 4
+    for query, flags in QUERIES:
+        want = engine_spans(indexed_corpus["searcher"].search(query, matches=10**6, **flags))
+        for _turn in range(copies_pool.copies):  # round robin: consecutive searches use each copy
+            got = copies_pool.search(query, SearchOptions(matches=10**6, is_regex=flags.get("is_regex", False)))
+            assert engine_spans(got) == want and got["stats"]["crashes"] == 0, query
+
+
+def test_copies_divide_the_requests(copies_pool):
+    first, second, third = copies_pool.copy(), copies_pool.copy(), copies_pool.copy()
+    assert first != second and first == third and sorted(map(id, first + second)) == sorted(map(id, copies_pool.actors))
+
+
+def test_attach_finds_the_layout(copies_pool):
+    other = SearcherPool.attach("cs-test-copies", len(copies_pool.actors))
+    assert (other.partitions, other.copies) == (2, 2)
+    opts = SearchOptions(matches=10**6)
+    assert engine_spans(other.search("foo", opts)) == engine_spans(copies_pool.search("foo", opts))
+
+
+def test_a_dead_searcher_is_replaced_by_its_twin(ray_session, indexed_corpus):
+    pool = SearcherPool.create(indexed_corpus["index"], 2, copies=2)
+    want = engine_spans(pool.search("foo", SearchOptions(matches=10**6)))
+    ray.kill(pool.actors[1])  # copy 0, partition 1
+    for _turn in range(4):
+        resp = pool.search("foo", SearchOptions(matches=10**6, timeout_s=10))
+        assert resp["stats"]["crashes"] == 0 and resp["isSearchExhaustive"] and engine_spans(resp) == want
+    ray.kill(pool.actors[3])  # partition 1 has no live copy left: counted, the rest still answers
+    resp = pool.search("foo", SearchOptions(matches=10**6, timeout_s=10))
+    assert resp["stats"]["crashes"] == 1 and not resp["isSearchExhaustive"] and resp["files"]
+    pool.close()
+
+
+def test_refresh_gives_every_copy_its_partition(ray_session, indexed_corpus, tmp_path):
+    import shutil
+
+    ix = tmp_path / "ix"
+    shutil.copytree(indexed_corpus["index"], ix)
+    pool = SearcherPool.create(str(ix), 2, copies=2, keep_empty=True)
+    ray.get(pool.actors[2].set_shards.remote([], None, 0))  # a copy that lost its list
+    pool.refresh(str(ix))
+    counts = ray.get([a.shard_count.remote() for a in pool.actors])
+    assert counts[:2] == counts[2:] and sum(counts[:2]) == len(shard_files(str(ix))) >= 2
+    want = engine_spans(indexed_corpus["searcher"].search("foo", matches=10**6))
+    assert all(engine_spans(pool.search("foo", SearchOptions(matches=10**6))) == want for _ in range(2))
+    pool.close()
+
+
+def test_a_layout_that_does_not_divide_is_refused():
+    with pytest.raises(ValueError, match="3 searchers cannot form 2 equal copies"):
+        SearcherPool([object()] * 3, copies=2)
+    with pytest.raises(ValueError, match="at least one"):
+        SearcherPool.create("/nonexistent", 2, copies=0)

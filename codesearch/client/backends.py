@@ -221,7 +221,7 @@ class RayBackend(GitDataMixin):
         merger = StreamMerger(options, time.perf_counter_ns())
         deadline_wall = time.time() + options.timeout_s
         version = published_version(self.pool.version_key)
-        pending = [a.search.remote(query, options, deadline_wall, version) for a in self.pool.actors]
+        pending = [a.search.remote(query, options, deadline_wall, version) for a in self.pool.copy()]
         while pending:
             done, pending = ray.wait(pending, num_returns=1, timeout=options.timeout_s + 5)
             if not done:

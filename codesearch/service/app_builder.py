@@ -37,7 +37,8 @@ Arguments (``args`` of the Serve config; all optional):
 ``config``                  the config file (path on the nodes), default ``CONFIG_PATH`` or the
                             offline demo of `codesearch.service.demo`
 ``data_dir``                the data directory, default ``DATA_DIR`` or ``~/.codesearch``
-``searchers``               shard searchers (2)
+``searchers``               shard searchers: partitions of the index (2)
+``searcher_copies``         copies of every partition, each search going to one copy (1)
 ``replicas``                Serve replicas (1; the config's ``num_replicas`` wins)
 ``max_ongoing_requests``    per replica (64; the config's value wins)
 ``public_url``              the URL links point to, default ``AUTH_URL`` or http://localhost:3000
@@ -142,7 +143,7 @@ def _actor_options(resources: dict | None, env_vars: dict[str, str], **extra) ->
     return opts
 
 
-def start_or_attach_runtime(config_path: str, data_dir: str, *, searchers: int = 2, prefix: str = DEFAULT_PREFIX,
+def start_or_attach_runtime(config_path: str, data_dir: str, *, searchers: int = 2, searcher_copies: int = 1, prefix: str = DEFAULT_PREFIX,
                             syncers: int | None = None, indexers: int | None = None,
                             runtime_resources: dict | None = None, searcher_resources: dict | None = None,
                             searcher_cpus: float = 0, env_vars: dict[str, str] | None = None,
@@ -193,9 +194,11 @@ def start_or_attach_runtime(config_path: str, data_dir: str, *, searchers: int =
 
     searcher_opts = _actor_options(searcher_resources, {}, get_if_exists=True, num_cpus=searcher_cpus)
     index_dir = os.path.join(data_dir, "index")
-    pool = SearcherPool.create(index_dir, searchers, name_prefix=n["searchers"], keep_empty=True,
+    pool = SearcherPool.create(index_dir, searchers, copies=searcher_copies, name_prefix=n["searchers"], keep_empty=True,
                                actor_options=searcher_opts)
-    ray.get(scheduler.set_searchers.remote(n["searchers"], len(pool.actors)))  # it re-balances at its next tick
+    if os.path.isdir(index_dir):  # re-used searchers may hold another layout's lists: re-balance now
+        pool.refresh(index_dir)
+    ray.get(scheduler.set_searchers.remote(n["searchers"], len(pool.actors)))  # and after every index change
     i = len(pool.actors)
     while (extra := _get_actor(f"{n['searchers']}-{i}")) is not None:  # a redeploy with fewer searchers
         ray.kill(extra, no_restart=True)
@@ -243,7 +246,8 @@ def app(args: dict | None = None):
         anonymous = anonymous_access_enabled(environ, config.settings.enable_public_access)
 
     record = start_or_attach_runtime(
-        config_path, data_dir, searchers=int(args.get("searchers", 2)), prefix=str(args.get("prefix") or DEFAULT_PREFIX),
+        config_path, data_dir, searchers=int(args.get("searchers", 2)),
+        searcher_copies=int(args.get("searcher_copies", 1)), prefix=str(args.get("prefix") or DEFAULT_PREFIX),
         syncers=args.get("syncers"), indexers=args.get("indexers"), runtime_resources=args.get("runtime_resources"),
         searcher_resources=args.get("searcher_resources"), searcher_cpus=float(args.get("searcher_cpus", 0)),
         env_vars=env_vars, settings=config.settings)
@@ -313,7 +317,7 @@ def shutdown_runtime(prefix: str = DEFAULT_PREFIX, *, namespace: str | None = No
         except Exception as e:  # noqa: BLE001 - already gone
             log.debug("kill %s: %s", name, e)
     for key in (_RECORD_KEY.format(prefix), f"codesearch:deployment:{n['searchers']}",
-                f"codesearch:index-version:{n['searchers']}"):
+                f"codesearch:index-version:{n['searchers']}", f"codesearch:searcher-layout:{n['searchers']}"):
         _kv_del(key)
     return [name for name, _ in handles]
 

@@ -87,7 +87,8 @@ def wait_first_sync(store, *, timeout_s: float = 600.0, stop: threading.Event | 
 
 
 def run(config_path: str | None, *, port: int = 3000, host: str = "127.0.0.1", data_dir: str | None = None,
-        searchers: int = 2, replicas: int = 1, max_ongoing_requests: int = 64, stop: threading.Event | None = None) -> int:
+        searchers: int = 2, searcher_copies: int = 1, replicas: int = 1, max_ongoing_requests: int = 64,
+        stop: threading.Event | None = None) -> int:
     """Run the service until `stop` is set or a signal arrives (see the module docstring)."""
     import ray
     from ray import serve
@@ -133,7 +134,8 @@ def run(config_path: str | None, *, port: int = 3000, host: str = "127.0.0.1", d
             _say("shutting down")
             return 0
         index_dir = os.path.join(data_dir, "index")
-        pool = SearcherPool.create(index_dir, searchers, name_prefix=SEARCHER_PREFIX, keep_empty=True)
+        pool = SearcherPool.create(index_dir, searchers, copies=searcher_copies, name_prefix=SEARCHER_PREFIX,
+                                   keep_empty=True)
         ray.get(scheduler.set_searchers.remote(SEARCHER_PREFIX, len(pool.actors)))
         publish_deployment(SEARCHER_PREFIX, data_dir=os.path.abspath(data_dir), searchers=len(pool.actors))
         serve.start(http_options={"host": host, "port": port})
@@ -171,7 +173,7 @@ def run(config_path: str | None, *, port: int = 3000, host: str = "127.0.0.1", d
 
 def main_serve(args) -> int:
     return run(args.config, port=args.port, host=args.host, data_dir=args.data_dir, searchers=args.searchers,
-               replicas=args.replicas)
+               searcher_copies=args.searcher_copies, replicas=args.replicas)
 
 
 if __name__ == "__main__":  # pragma: no cover

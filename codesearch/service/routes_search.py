@@ -159,12 +159,13 @@ async def stream_events(searcher, query: str, options: SearchOptions, identity: 
                         started_ns: int | None = None):
     """The SSE byte chunks of one streamed search (see the module docstring).
 
-    `searcher` is a `SearcherPool` (its `actors` are awaited one by one) or any object with
-    ``search(query, options) -> dict`` (answered as a single chunk).
+    `searcher` is a `SearcherPool` (the actors of one copy are awaited one by one), anything
+    else with `actors`, or any object with ``search(query, options) -> dict`` (answered as a
+    single chunk).
     """
     started_ns = time.perf_counter_ns() if started_ns is None else started_ns
     merger = StreamMerger(options, started_ns, plan_ns)
-    actors = list(getattr(searcher, "actors", None) or [])
+    actors = list(searcher.copy() if hasattr(searcher, "copy") else getattr(searcher, "actors", None) or [])
     pending: set = set()
     refs: dict = {}
     try:
