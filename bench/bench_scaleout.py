@@ -496,7 +496,7 @@ def main() -> int:
         if busy1:
             bound = ncores / busy1
             print(f"  The machine's bound: the 1-node run already keeps {busy1:.2f} of its {ncores} cores busy "
-                  f"(searcher, driver, Ray), so no 2-node run on it can exceed {ncores}/{busy1:.2f} = "
+                  f"(searcher, driver, Ray), so a 2-node run on it can reach only about {ncores}/{busy1:.2f} = "
                   f"**{bound:.2f}×**; 2 copies reach {100 * xr / bound:.0f}% of that, the best partitioned split "
                   f"{100 * max(x, xc) / bound:.0f}%.")
     print()
