@@ -416,7 +416,9 @@ def test_home_shows_the_sync_state_and_slash_focuses_search(owner_page, web):
 
 def test_chat_page_uses_the_layout_and_its_access_rules(page_for, web):
     store = web["store"]
-    chat = store.create_chat("Where is <b>handle_request</b>?", "Here: <script>window.__pwned = 1</script>",
+    answer = ("Here: <script>window.__pwned = 1</script>\n\n```python\ndef handle_request(): ...\n```\n\n"
+              "| file | line |\n|---|---|\n| app.py | 3 |\n\n![leak](http://127.0.0.1:9/leak.png) [run](javascript:x())")
+    chat = store.create_chat("Where is <b>handle_request</b>?", answer,
                              user_id=web["owner"]["id"], visibility="PRIVATE",
                              model={"provider": "openai-compatible", "model": "m1", "displayName": "Model One"},
                              steps=[{"tool": "grep", "arguments": {"pattern": "<i>x</i>"}, "output": "<img src=q>",
@@ -425,7 +427,11 @@ def test_chat_page_uses_the_layout_and_its_access_rules(page_for, web):
     resp = page.goto(f"{web['url']}/chat/{chat.id}")
     assert resp.status == 200
     assert page.inner_text("h1") == "Where is <b>handle_request</b>?"
-    assert "<script>window.__pwned = 1</script>" in page.inner_text("pre.answer") and pwned(page) is None
+    assert "<script>window.__pwned = 1</script>" in page.inner_text(".answer") and pwned(page) is None
+    # the answer's Markdown is rendered: code and tables, but no image fetched and no javascript: link
+    assert page.inner_text(".answer pre code") == "def handle_request(): ...\n"
+    assert page.locator(".answer table td").all_inner_texts() == ["app.py", "3"]
+    assert page.locator("main img").count() == 0 and page.locator(".answer a[href^='javascript']").count() == 0
     assert page.locator("header.top a.brand").count() == 1  # the site's layout
     page.locator(".steps summary").click()
     assert "<img src=q>" in page.inner_text(".steps") and page.locator("main img").count() == 0

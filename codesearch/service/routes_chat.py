@@ -94,14 +94,17 @@ def router(make_context, authenticator, *, public_url: str, require_identity) ->
 
 
 def render_chat(request: Request, chat) -> HTMLResponse:
-    """The session page, in the web UI's layout. Everything from the session (the question, the
-    model's markdown answer, tool arguments and outputs) is autoescaped text."""
+    """The session page, in the web UI's layout. The model's answer is rendered as Markdown
+    without raw HTML or images (`codesearch.web.markdown`); everything else from the session (the
+    question, tool arguments and outputs) is autoescaped text."""
+    from codesearch.web.markdown import render_markdown
     from codesearch.web.templating import render
 
     model = chat.model or {}
     steps = [{"tool": str(s.get("tool", "")), "arguments": json.dumps(s.get("arguments", {}), ensure_ascii=False),
               "output": str(s.get("output", "")), "is_error": bool(s.get("is_error"))} for s in chat.steps or []]
     resp = render(request, "chat.html", title=chat.question[:80], chat=chat, steps=steps,
+                  answer_html=render_markdown(chat.answer or ""),
                   model_name=str(model.get("displayName") or model.get("model") or ""),
                   model_provider=str(model.get("provider") or ""),
                   created=chat.created_at.isoformat(timespec="seconds") if chat.created_at else "")
