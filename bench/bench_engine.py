@@ -186,6 +186,19 @@ def scan_corpus(root: Path, projects: list[Path], max_size: int, max_trigrams: i
 # ----------------------------------------------------------------------------- timing
 
 
+def exit_after(seconds: float) -> None:
+    """End the process (exit code 3) if it is still running `seconds` from now: bounds a shutdown
+    of Ray or Serve that hangs."""
+    import threading
+
+    def watchdog():
+        time.sleep(seconds)
+        print(f"shutdown took more than {seconds:.0f} s: exiting", file=sys.stderr, flush=True)
+        os._exit(3)
+
+    threading.Thread(target=watchdog, daemon=True).start()
+
+
 def percentile(samples: list[float], p: float) -> float:
     s = sorted(samples)
     k = max(0, math.ceil(p / 100 * len(s)) - 1)

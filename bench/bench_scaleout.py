@@ -435,12 +435,7 @@ def main() -> int:
                       f"{fmt(statistics.median(r['lat']) if r['lat'] else None)} ms, errors {len(r['errors'])}",
                       file=sys.stderr, flush=True)
     finally:
-        def watchdog():
-            time.sleep(args.shutdown_timeout)
-            print(f"shutdown took more than {args.shutdown_timeout:.0f} s: exiting", file=sys.stderr, flush=True)
-            os._exit(3)
-
-        threading.Thread(target=watchdog, daemon=True).start()
+        be.exit_after(args.shutdown_timeout)  # bounded shutdown: ends the process if Ray hangs
         ray.shutdown()
         if cluster is not None:
             cluster.shutdown()

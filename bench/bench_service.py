@@ -293,13 +293,7 @@ def main() -> int:
             per_q[q.cls] = {"fan": p50(f), "eng": p50(e), "rg": p50(g),
                             "http1": p50(results[1]["per_class"][q.cls])}
     finally:
-        # bounded shutdown: a watchdog ends the process if Serve or Ray hang
-        def watchdog():
-            time.sleep(args.shutdown_timeout)
-            print(f"shutdown took more than {args.shutdown_timeout:.0f} s: exiting", file=sys.stderr, flush=True)
-            os._exit(3)
-
-        threading.Thread(target=watchdog, daemon=True).start()
+        be.exit_after(args.shutdown_timeout)  # bounded shutdown: ends the process if Serve or Ray hang
         t0 = time.perf_counter()
         if searcher is not None:
             searcher.close()
