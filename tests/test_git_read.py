@@ -16,6 +16,7 @@ from codesearch import errors
 from codesearch.errors import CodesearchError, FileNotFound, InvalidArgument, InvalidGitRef, RepositoryNotFound
 from codesearch.git import read
 from codesearch.git.read import (
+    Branch,
     Commit,
     FileDiff,
     GrepHit,
@@ -27,7 +28,9 @@ from codesearch.git.read import (
     diff,
     git_dir_of,
     grep,
+    head_branch,
     is_binary,
+    list_branches,
     list_commits,
     list_files,
     list_tree,
@@ -440,11 +443,57 @@ def test_list_commits_fields(hist, where):
     assert c2 == Commit(hash=hist["c2"], date="2024-02-15T12:30:00+02:00",
                         message='Fix "parser": handle ü, tabs\tand <angle> & 100% ampersands',
                         body="Body line 1\n  indented line, a \x1f unit separator\n\nFixes #12", refs=[],
-                        author_name="Bob Jones", author_email="bob@example.org")
+                        author_name="Bob Jones", author_email="bob@example.org",
+                        author_date="2024-02-15T12:30:00+02:00", decoration="")
     assert (c3.message, c3.body, c3.date, c3.author_name) == ("Add feature X", "", "2024-03-20T08:00:00+00:00",
                                                               "Alice Smith")
     assert c3.refs == ["main"]
     assert c1.refs == ["v1.0", "v1.0-ann"] and c1.message == "Initial import"
+
+
+@pytest.mark.parametrize("where", ["gd", "mirror"])
+@pytest.mark.parametrize("ref", ["main", "dev", "withsub", "v1.0"])
+def test_list_commits_decoration_and_author_date_are_gits(hist, where, ref):
+    """Differential: the short decoration and the author date are what ``git log`` prints."""
+    commits, _ = list_commits(hist[where], ref)
+    out = subprocess.run(["git", "--git-dir", hist[where], "-c", "log.decorate=short", "log", "--format=%H%x00%D%x00%aI",
+                          ref], capture_output=True, text=True, check=True).stdout
+    want = [tuple(line.split("\0")) for line in out.splitlines()]
+    assert [(c.hash, c.decoration, c.author_date) for c in commits] == want
+    assert any(c.decoration for c in commits)
+
+
+@pytest.mark.parametrize("where", ["gd", "mirror"])
+@pytest.mark.parametrize("ref, path", [
+    ("main", "src/app.py"), ("main", "src"), ("main", "src/"), ("main", "/src"), ("main", "gone.txt"),
+    ("main", "new_name.txt"), ("main", "old_name.txt"), ("main", "docs"), ("main", "sp ace"), ("main", "nope"),
+    ("withsub", "vendor/sub"), ("dev", "dev.txt"), ("main", "*.txt"), ("main", "tab\there.txt"), ("main", ""),
+])
+def test_list_commits_path_equals_git_log(hist, where, ref, path):
+    """Differential: `path` keeps the commits ``git log <ref> -- <path>`` lists (a literal path:
+    ``*.txt`` is no glob)."""
+    commits, total = list_commits(hist[where], ref, path=path)
+    spec = [":(literal)" + path.strip("/")] if path.strip("/") else []
+    out = subprocess.run(["git", "--git-dir", hist[where], "log", "--format=%H", ref, "--", *spec],
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert [c.hash for c in commits] == out and total == len(out)
+
+
+def test_list_commits_path_with_paging_and_filters(hist):
+    commits, total = list_commits(hist["gd"], "main", path="src", per_page=1, page=3)  # c3 made util.py executable
+    assert _hashes(hist, commits) == ["c1"] and total == 3
+    commits, total = list_commits(hist["gd"], "main", path="src/new.py", per_page=1)
+    assert _hashes(hist, commits) == ["c2"] and total == 1
+    commits, total = list_commits(hist["gd"], "main", path="src", author="bob")
+    assert _hashes(hist, commits) == ["c2"] and total == 1
+
+
+@pytest.mark.parametrize("path", ["../x", "src/../x", "a//b", "x\0y", "./src", "src/./app.py"])
+def test_list_commits_refuses_paths_outside(hist, path):
+    with pytest.raises(FileNotFound, match="relative to the repository root"):
+        list_commits(hist["gd"], "main", path=path)
+    with pytest.raises(FileNotFound, match="relative to the repository root"):
+        diff(hist["gd"], "v1.0", "main", path=path)
 
 
 @pytest.mark.parametrize("ref, want", [
@@ -518,6 +567,50 @@ def test_list_commits_errors(hist, kw, error):
         list_commits(hist["gd"], ref, **kw)
 
 
+# ---------------------------------------------------------------------- branches
+
+
+def _git_branches(git_dir: str) -> list[Branch]:
+    """The oracle: each branch's name and head from ``git for-each-ref``, its date from
+    ``git log -1``, ordered newest first then by name in Python."""
+    refs = subprocess.run(["git", "--git-dir", git_dir, "for-each-ref", "--format=%(refname:lstrip=2) %(objectname)",
+                           "refs/heads"], capture_output=True, text=True, check=True).stdout.splitlines()
+    out = []
+    for line in refs:
+        name, sha = line.rsplit(" ", 1)
+        when = subprocess.run(["git", "--git-dir", git_dir, "log", "-1", "--format=%cI", sha], capture_output=True,
+                              text=True, check=True).stdout.strip()
+        out.append(Branch(name, sha, when))
+    out.sort(key=lambda b: b.name)
+    out.sort(key=lambda b: datetime.fromisoformat(b.committed_at), reverse=True)
+    return out
+
+
+@pytest.mark.parametrize("where", ["gd", "mirror"])
+def test_list_branches_equals_git(hist, where):
+    got = list_branches(hist[where])
+    assert got == _git_branches(hist[where])
+    assert [b.name for b in got] == ["main", "dev", "withsub"]  # c3 2024-03-20, d1 2024-01-20, s1 2024-01-01
+    assert got[0] == Branch("main", hist["c3"], got[0].committed_at)
+    assert datetime.fromisoformat(got[0].committed_at) == datetime(2024, 3, 20, 8, tzinfo=UTC)
+
+
+def test_list_branches_ties_by_name_and_slashes(tmp_path):
+    bare = make_bare_repo(str(tmp_path), "r.git", {"a.txt": "a\n"},
+                          branches={"zeta": {"z.txt": "z\n"}, "release/1.0": {"r.txt": "r\n"}, "alpha": {"b.txt": "b\n"}})
+    got = list_branches(bare)
+    assert [b.name for b in got] == ["alpha", "main", "release/1.0", "zeta"]  # one date: by name
+    assert got == _git_branches(bare)
+
+
+def test_head_branch(hist, tmp_path):
+    assert head_branch(hist["gd"]) == head_branch(hist["mirror"]) == "main"
+    detached = str(tmp_path / "d")
+    subprocess.run(["git", "clone", "-q", hist["repo"], detached], check=True, capture_output=True)
+    git(detached, "checkout", "-q", "--detach", "HEAD")
+    assert head_branch(git_dir_of(detached)) is None
+
+
 # ---------------------------------------------------------------------- diff
 
 GOLDEN_C1_C2 = """\
@@ -570,9 +663,10 @@ diff --git a/src/new.py b/src/new.py
 """
 
 
-def _git_diff_text(repo: str, base: str, head: str) -> str:
+def _git_diff_text(repo: str, base: str, head: str, *paths: str) -> str:
     """`git diff` itself, without the lines render_unified does not keep."""
-    out = git(repo, "-c", "core.quotePath=false", "diff", "--no-color", "-M", base, head)
+    out = git(repo, "-c", "core.quotePath=false", "diff", "--no-color", "-M", base, head,
+              *(["--", *paths] if paths else []))
     skip = ("index ", "new file mode", "deleted file mode", "old mode", "new mode", "similarity index")
     return "".join(line for line in out.splitlines(keepends=True) if not line.startswith(skip))
 
@@ -633,6 +727,31 @@ def test_diff_reversed_and_empty(hist):
     assert render_unified(files) == _git_diff_text(hist["repo"], "main~1", "v1.0")
     assert diff(hist["gd"], "main", hist["c3"]) == ([], False)
     assert render_unified([]) == ""
+
+
+@pytest.mark.parametrize("base, head, path, files", [
+    ("v1.0", "main~1", "src", [("src/app.py", "src/app.py", "modified"), (None, "src/new.py", "added")]),
+    ("v1.0", "main~1", "src/app.py", [("src/app.py", "src/app.py", "modified")]),
+    ("v1.0", "main~1", "gone.txt", [("gone.txt", None, "deleted")]),
+    ("v1.0", "main~1", "new_name.txt", [(None, "new_name.txt", "added")]),  # the rename's other side is outside
+    ("v1.0", "main~1", "old_name.txt", [("old_name.txt", None, "deleted")]),
+    ("v1.0", "main", "docs", [("docs/guide.md", "docs/manual.md", "renamed")]),  # both sides inside: a rename
+    ("v1.0", "main", "docs/", [("docs/guide.md", "docs/manual.md", "renamed")]),
+    ("v1.0", "main", "nope", []),
+    ("dev", "main", "dev.txt", [("dev.txt", None, "deleted")]),
+    ("dev", "main", "src/lib", [("src/lib/util.py", "src/lib/util.py", "modified")]),  # a mode change only
+])
+def test_diff_with_a_path_equals_git_diff(hist, base, head, path, files):
+    """Differential: `path` keeps what ``git diff <base> <head> -- <path>`` shows."""
+    got, truncated = diff(hist["mirror"], base, head, path=path)
+    assert not truncated
+    assert [(f.old_path, f.new_path, f.status) for f in got] == files
+    assert render_unified(got) == _git_diff_text(hist["repo"], base, head, path)
+
+
+@pytest.mark.parametrize("path", [None, "", "/", "."])
+def test_diff_without_a_path_is_everything(hist, path):
+    assert diff(hist["gd"], "dev", "main", path=path) == diff(hist["gd"], "dev", "main")
 
 
 def test_diff_between_branches(hist):

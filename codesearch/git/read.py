@@ -1,9 +1,9 @@
 """Read-only access to a repository's git objects at any branch, tag or commit.
 
-Used by ``GET /api/source`` and by the agent tools (read_file, list_tree, list_commits, glob,
-get_diff, and grep at refs the index does not hold). It works the same on the bare mirrors
-under ``<data dir>/repos`` and on local repositories indexed in place (`git_dir_of`), and never
-looks at a working tree: everything is read from commits.
+Used by ``GET /api/source`` and by the agent tools (read_file, list_tree, list_commits,
+list_branches, glob, get_diff, and grep at refs the index does not hold). It works the same on
+the bare mirrors under ``<data dir>/repos`` and on local repositories indexed in place
+(`git_dir_of`), and never looks at a working tree: everything is read from commits.
 
 Why git plumbing in subprocesses rather than GitPython objects: one ``git`` process per call
 (or one long-lived ``cat-file --batch`` for a tree walk) whose output is parsed as a stream, so
@@ -46,9 +46,9 @@ from codesearch.errors import CodesearchError, FileNotFound, InvalidArgument, In
 from codesearch.globs import glob_to_regex
 
 __all__ = [
-    "GIT_TIMEOUT_S", "Commit", "FileDiff", "GrepHit", "Hunk", "TreeEntry", "check_dir", "check_path", "check_ref",
-    "diff", "git_dir_of", "grep", "is_binary", "list_commits", "list_files", "list_tree", "parse_when", "read_blob",
-    "render_unified", "resolve_commit",
+    "GIT_TIMEOUT_S", "Branch", "Commit", "FileDiff", "GrepHit", "Hunk", "TreeEntry", "check_dir", "check_path",
+    "check_ref", "check_scope", "diff", "git_dir_of", "grep", "head_branch", "is_binary", "list_branches",
+    "list_commits", "list_files", "list_tree", "parse_when", "read_blob", "render_unified", "resolve_commit",
 ]
 
 GIT_TIMEOUT_S = 30.0
@@ -83,6 +83,25 @@ def check_dir(path: str | None) -> str:
     except FileNotFound:
         raise FileNotFound(f"directory {path!r} not found: give a path relative to the repository root "
                            "('' for the root)") from None
+
+
+def check_scope(path: str | None) -> str:
+    """A path that narrows a history or a diff to one file or directory: '' for the whole
+    repository (None, '', '/' or '.'), else `path` without a leading or trailing '/', checked
+    like `check_path` (FileNotFound otherwise). It need not exist at any ref: a path deleted
+    long ago still has a history."""
+    if path is None or path in ("", "/", "."):
+        return ""
+    clean = path.removeprefix("/").removesuffix("/")
+    try:
+        return check_path(clean)
+    except FileNotFound:
+        raise FileNotFound(f"path {path!r} not found: give a file or directory relative to the repository root") from None
+
+
+def _scope_spec(scope: str) -> list[str]:
+    """The pathspec after ``--`` for a `check_scope` path: literal, so no glob magic."""
+    return [f":(literal){scope}"] if scope else []
 
 
 def check_ref(ref: str) -> str:
@@ -573,10 +592,29 @@ class Commit:
     refs: list[str] = field(default_factory=list)  # branches then tags pointing at it, short names ('main', 'v1.0')
     author_name: str = ""
     author_email: str = ""
+    author_date: str = ""  # ISO 8601 with offset (git's %aI)
+    #: every ref pointing at it as ``git log`` shows them (%D, short names): "HEAD -> main, tag: v1.0"
+    decoration: str = ""
 
 
-_LOG_FIELDS = ("%H", "%cI", "%an", "%ae", "%D", "%s", "%b")
+_LOG_FIELDS = ("%H", "%cI", "%an", "%ae", "%D", "%s", "%b", "%aI")
 _LOG_FORMAT = "%x00".join(_LOG_FIELDS) + "%x00"
+_SHORT_PREFIXES = ("refs/heads/", "refs/tags/", "refs/remotes/")
+
+
+def _short_decoration(text: str) -> str:
+    """``%D`` under ``--decorate=full`` in the short form ``--decorate=short`` prints
+    ("HEAD -> refs/heads/main, tag: refs/tags/v1.0" → "HEAD -> main, tag: v1.0")."""
+    out = []
+    for item in text.split(", ") if text.strip() else ():
+        lead = next((p for p in ("HEAD -> ", "tag: ") if item.startswith(p)), "")
+        name = item[len(lead):]
+        for prefix in _SHORT_PREFIXES:
+            if name.startswith(prefix):
+                name = name[len(prefix):]
+                break
+        out.append(lead + name)
+    return ", ".join(out)
 
 
 def _decorations(text: str) -> list[str]:
@@ -627,7 +665,7 @@ def _filter_args(query, since, until, author) -> list[str] | None:
 
 
 def list_commits(git_dir: str, ref: str, *, query: str | None = None, since: str | None = None,
-                 until: str | None = None, author: str | None = None, page: int = 1,
+                 until: str | None = None, author: str | None = None, path: str | None = None, page: int = 1,
                  per_page: int = 50) -> tuple[list[Commit], int]:
     """One page of the commits reachable from `ref`, newest first (git log order), and how many
     commits match the filters in all.
@@ -635,7 +673,9 @@ def list_commits(git_dir: str, ref: str, *, query: str | None = None, since: str
     `query`: a case-insensitive substring of the message (not a regex). `author`: a
     case-insensitive substring of the author's ``Name <email>``. `since` / `until`: dates as
     `parse_when` reads them, on the committer date, both inclusive; a bare date for `until`
-    (``2024-01-31``) includes that whole day. Merge commits are included.
+    (``2024-01-31``) includes that whole day. `path`: only commits that changed that file or
+    something below that directory (``git log -- <path>``, history simplified as git does by
+    default; `check_scope`). Merge commits are included.
     InvalidArgument for a bad date or page (page >= 1, 1 <= per_page <= 100).
     """
     for name, value, low, high in (("page", page, 1, None), ("per_page", per_page, 1, MAX_PER_PAGE)):
@@ -643,10 +683,11 @@ def list_commits(git_dir: str, ref: str, *, query: str | None = None, since: str
             rng = f"from {low} to {high}" if high else f"of at least {low}"
             raise InvalidArgument(f"{name} must be a whole number {rng} (got {value!r})")
     filters = _filter_args(query, since, until, author)
+    scope = _scope_spec(check_scope(path))
     commit = resolve_commit(git_dir, ref)
     if filters is None:
         return [], 0
-    res = _git(git_dir, ["rev-list", "--count", *filters, "--end-of-options", commit, "--"])
+    res = _git(git_dir, ["rev-list", "--count", *filters, "--end-of-options", commit, "--", *scope])
     if res.returncode != 0:
         raise _failed(git_dir, "rev-list", res.stderr)
     total = int(res.stdout.strip() or 0)
@@ -655,17 +696,52 @@ def list_commits(git_dir: str, ref: str, *, query: str | None = None, since: str
         return [], total
     res = _git(git_dir, ["-c", "log.showSignature=false", "log", "--no-color", "--no-mailmap", "--decorate=full",
                          "--encoding=UTF-8", f"--format={_LOG_FORMAT}", f"--skip={skip}", f"--max-count={per_page}",
-                         *filters, "--end-of-options", commit, "--"])
+                         *filters, "--end-of-options", commit, "--", *scope])
     if res.returncode != 0:
         raise _failed(git_dir, "log", res.stderr)
     fields = res.stdout.split(b"\0")
     n = len(_LOG_FIELDS)
     out = []
     for i in range(0, len(fields) - n + 1, n):
-        h, date, name, email, refs, subject, body = (_show(f) for f in fields[i:i + n])
+        h, date, name, email, refs, subject, body, author_date = (_show(f) for f in fields[i:i + n])
         out.append(Commit(hash=h.strip(), date=date, message=subject, body=body.strip(), refs=_decorations(refs),
-                          author_name=name, author_email=email))
+                          author_name=name, author_email=email, author_date=author_date,
+                          decoration=_short_decoration(refs)))
     return out, total
+
+
+# ---------------------------------------------------------------------- branches
+
+
+@dataclass(frozen=True)
+class Branch:
+    name: str  # without refs/heads/
+    commit: str  # full sha of its head
+    committed_at: str  # committer date of its head, ISO 8601 (git's iso-strict)
+
+
+def list_branches(git_dir: str) -> list[Branch]:
+    """Every branch (``refs/heads/*``), newest head commit first, then by name
+    (``git for-each-ref --sort=-committerdate``)."""
+    # the last --sort is the primary key: newest first, ties by name
+    res = _git(git_dir, ["for-each-ref", "--sort=refname", "--sort=-committerdate",
+                         "--format=%(refname)%00%(objectname)%00%(committerdate:iso-strict)", "refs/heads/"])
+    if res.returncode != 0:
+        raise _failed(git_dir, "for-each-ref", res.stderr)
+    out = []
+    for line in res.stdout.split(b"\n"):
+        parts = line.split(b"\0")
+        if len(parts) != 3 or not parts[0].startswith(b"refs/heads/"):
+            continue
+        out.append(Branch(_show(parts[0][len(b"refs/heads/"):]), _show(parts[1]), _show(parts[2])))
+    return out
+
+
+def head_branch(git_dir: str) -> str | None:
+    """The branch HEAD points to (short name), None when HEAD is detached or dangling."""
+    res = _git(git_dir, ["symbolic-ref", "--quiet", "HEAD"])
+    ref = _show(res.stdout).strip()
+    return ref[len("refs/heads/"):] if res.returncode == 0 and ref.startswith("refs/heads/") else None
 
 
 # ---------------------------------------------------------------------- diffs
@@ -768,10 +844,12 @@ class _FileState:
                         status=self.status, binary=self.binary, hunks=self.hunks)
 
 
-def diff(git_dir: str, base: str, head: str, *, max_files: int = 300,
+def diff(git_dir: str, base: str, head: str, *, path: str | None = None, max_files: int = 300,
          max_bytes: int = 1_000_000) -> tuple[list[FileDiff], bool]:
     """What changed from `base` to `head` (``git diff <base> <head>``: the two trees, not the
-    merge base), with rename detection, parsed from git's unified diff.
+    merge base), with rename detection, parsed from git's unified diff. `path` keeps the changes
+    to that file or below that directory (``git diff <base> <head> -- <path>``: a file renamed
+    across its boundary shows as added or deleted; `check_scope`).
 
     Returns (files, truncated). Git's output is read as a stream and reading stops at the first
     file beyond `max_files`, or once more than `max_bytes` of diff text have been read: then
@@ -782,10 +860,11 @@ def diff(git_dir: str, base: str, head: str, *, max_files: int = 300,
     for name, value in (("max_files", max_files), ("max_bytes", max_bytes)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise InvalidArgument(f"{name} must be a whole number of at least 1 (got {value!r})")
+    scope = _scope_spec(check_scope(path))
     old, new = resolve_commit(git_dir, base), resolve_commit(git_dir, head)
     args = ["-c", "core.quotePath=false", "-c", "diff.suppressBlankEmpty=false", "diff", "--no-color",
             "--no-ext-diff", "--no-textconv", "--find-renames", "--src-prefix=a/", "--dst-prefix=b/", "--unified=3",
-            "--no-relative", "--submodule=short", "--end-of-options", old, new, "--"]
+            "--no-relative", "--submodule=short", "--end-of-options", old, new, "--", *scope]
     files: list[FileDiff] = []
     cur: _FileState | None = None
     hunk: Hunk | None = None
