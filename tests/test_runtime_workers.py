@@ -8,8 +8,10 @@ half-built index never replaces the one that was there.
 from __future__ import annotations
 
 import os
+import subprocess
 import threading
 import time
+from datetime import datetime, timezone
 
 import pytest
 
@@ -102,3 +104,55 @@ def test_a_build_cancelled_midway_keeps_the_previous_index(tmp_path):
         index_source(DirectorySource(str(src), repo), out, progress=cancel_after_five)
     assert manifest.current_shards(out) == before
     assert not [n for n in os.listdir(out) if n.startswith(".build-")]
+
+
+# ---------------------------------------------------------------------- pushedAt
+
+
+def _git_head_date(repo: str, ref: str) -> datetime:
+    out = subprocess.run(["git", "-C", repo, "log", "-1", "--format=%cI", ref], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    return datetime.fromisoformat(out)
+
+
+@pytest.fixture
+def indexed_repo(store_with_repo):
+    """The local repo with a newer commit on a side branch, indexed by the real indexer."""
+    data, store, rid = store_with_repo
+    path = store.get_repo(rid).local_path
+    env = {**os.environ, "GIT_AUTHOR_NAME": "T", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "T",
+           "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_COMMITTER_DATE": "2025-06-01T12:00:00Z",
+           "GIT_AUTHOR_DATE": "2025-06-01T12:00:00Z"}
+    for args in (["checkout", "-q", "-b", "side"], ["commit", "-q", "--allow-empty", "-m", "newer, not default"],
+                 ["checkout", "-q", "main"]):
+        subprocess.run(["git", "-C", path, *args], check=True, capture_output=True, env=env)
+    store.enqueue_index_job(rid)
+    worker = RepoIndexer(data, "indexer-p", RuntimeOptions(heartbeat_s=0.05))
+    try:
+        assert worker.run_once()
+    finally:
+        worker.close()
+    return data, store, rid, path
+
+
+def test_indexing_records_pushed_at_as_the_default_branch_head_date(indexed_repo):
+    _data, store, rid, path = indexed_repo
+    row = store.get_repo(rid)
+    assert row.index_status == m.INDEXED
+    assert row.pushed_at == _git_head_date(path, "main") == datetime(2024, 1, 1, tzinfo=timezone.utc)
+    assert row.pushed_at != _git_head_date(path, "side")  # the newest commit of the default branch, not of any
+
+
+@pytest.mark.parametrize("host_pushed_at, updated", [
+    (None, False),                    # a generic git host reports nothing: the indexed date stays
+    ("2000-01-01T00:00:00Z", False),  # an older host date: nothing new since the index
+    ("2999-01-01T00:00:00Z", True),   # the host saw a push after the index: re-index, date kept until then
+])
+def test_a_resync_keeps_the_indexed_pushed_at(indexed_repo, host_pushed_at, updated):
+    _data, store, rid, path = indexed_repo
+    row = store.get_repo(rid)
+    listing = HostRepo(name=row.name, display_name=row.display_name, code_host_type=row.code_host_type,
+                       clone_url=row.clone_url, local_path=row.local_path, pushed_at=host_pushed_at)
+    result = store.upsert_repos("local", [listing])
+    assert (rid in result.updated) is updated
+    assert store.get_repo(rid).pushed_at == _git_head_date(path, "main")

@@ -10,8 +10,8 @@ workers, in any processes or on any nodes that share the data directory, never r
   connection's status (SYNCING, then SYNCED / SYNCED_WITH_WARNINGS / FAILED).
 * `RepoIndexer` (index jobs): mirrors the repo (bare clone or fetch; local repos are read in
   place), selects the revisions of its connection's config and indexes them under the store's
-  repo id (`index_source`: new shards swapped in atomically), then records INDEXED and the
-  indexed revisions.
+  repo id (`index_source`: new shards swapped in atomically), then records INDEXED, the
+  indexed revisions and `pushed_at`, the commit date of the default branch's head.
 
 While a job runs, the worker heartbeats it (`Store.heartbeat_job`); a worker that dies stops
 heartbeating and the scheduler requeues its job (`Store.requeue_stale_jobs`). A worker restarted
@@ -278,9 +278,12 @@ class RepoIndexer(_Worker):
             settings = IndexSettings(max_file_size=self.max_file_size, max_trigram_count=self.max_trigram_count)
             index_source(source, self.index_dir, settings, progress=self.check_cancelled)
             indexed = {r.ref: r.commit for r in source.revisions}
+            # the default branch (revisions[0]) as of this index: its newest commit is the repo's pushedAt,
+            # for every host alike (local and generic git repos have no host API to say it)
+            pushed_at = source.git.commit(source.revisions[0].commit).committed_datetime
         finally:
             source.close()
-        self.store.update_repo_index_status(repo.id, m.INDEXED, revisions=indexed)
+        self.store.update_repo_index_status(repo.id, m.INDEXED, revisions=indexed, pushed_at=pushed_at)
 
     def gave_up(self, job, error: str) -> None:
         from codesearch.store.errors import NotFound
