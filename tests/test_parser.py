@@ -80,10 +80,14 @@ CASES = [
     ("a or b", RE, '(or regex:(?i)"a" regex:(?i)"b")'),
     ("a or", RE, '(and regex:(?i)"a" regex:(?i)"or")'),
     ('"(?<=a)b"', RE, 'regex:(?i)"(?<=a)b"'),  # fallback engine accepts look-behind
-    # a leading balanced "(" is a query group even in regex mode: quote such regexes
+    # a group standing alone holds a regex; glued to more text it is part of one regex
     ("(foo|bar)", RE, 'regex:(?i)"foo|bar"'),
+    ("(foo|bar)baz", RE, 'regex:(?i)"(foo|bar)baz"'),
     ('"(foo|bar)baz"', RE, 'regex:(?i)"(foo|bar)baz"'),
     ("x(foo|bar)", RE, 'regex:(?i)"x(foo|bar)"'),
+    (r"(urlsplit|urlparse)\( x", RE, r'(and regex:(?i)"(urlsplit|urlparse)\\(" regex:(?i)"x")'),
+    ("(a|b)(c|d)", RE, 'regex:(?i)"(a|b)(c|d)"'),
+    ("((a|b)c d)", RE, '(and regex:(?i)"(a|b)c" regex:(?i)"d")'),
     # literal mode never compiles bare terms
     ("foo( [a", LIT, '(and substr:(?i)"foo(" substr:(?i)"[a")'),
     # --- negation ------------------------------------------------------------------------------
@@ -96,7 +100,14 @@ CASES = [
     ("a -b", LIT, '(and substr:(?i)"a" substr:(?i)"-b")'),
     ("-", LIT, 'substr:(?i)"-"'),
     ("a - b", LIT, '(and substr:(?i)"a" substr:(?i)"-" substr:(?i)"b")'),
-    ('-"foo bar"', LIT, '(not substr:(?i)"foo bar")'),
+    ('-"foo bar"', LIT, r'substr:(?i)"-\"foo bar\""'),  # a dash negates a prefix or a group only
+    ('-("foo bar")', LIT, '(not substr:(?i)"foo bar")'),
+    ("- file:x", LIT, '(not file:(?i)"x")'),  # the negated expression may follow after whitespace
+    ("- (a b)", LIT, '(not (and substr:(?i)"a" substr:(?i)"b"))'),
+    ("-\t\tfile:x y", LIT, '(and (not file:(?i)"x") substr:(?i)"y")'),
+    ("- foo", LIT, '(and substr:(?i)"-" substr:(?i)"foo")'),
+    ("- -file:x", LIT, '(and substr:(?i)"-" (not file:(?i)"x"))'),
+    ("-(a)b", LIT, 'substr:(?i)"-(a)b"'),
     ("-(a or b)", LIT, '(not (or substr:(?i)"a" substr:(?i)"b"))'),
     ("-(a b) c", LIT, '(and (not (and substr:(?i)"a" substr:(?i)"b")) substr:(?i)"c")'),
     ("--file:x", LIT, 'substr:(?i)"--file:x"'),
@@ -141,7 +152,14 @@ CASES = [
     (")", LIT, 'substr:(?i)")"'),
     (") (a)", LIT, '(and substr:(?i)")" substr:(?i)"a")'),
     ("(a) b)", LIT, '(and substr:(?i)"a" substr:(?i)"b)")'),
-    ("(a)b", LIT, '(and substr:(?i)"a" substr:(?i)"b")'),  # next expression may follow at once
+    ("(a)b", LIT, 'substr:(?i)"(a)b"'),  # a group glued to more text is part of one word
+    ("(a)(b)", LIT, 'substr:(?i)"(a)(b)"'),
+    ("((a)b)", LIT, 'substr:(?i)"(a)b"'),
+    ("(a)) b", LIT, '(and substr:(?i)"(a))" substr:(?i)"b")'),  # a stray ")" does not close
+    ("(a (b))c", LIT, '(and substr:(?i)"(a" substr:(?i)"(b))c")'),
+    (r"(a\)", LIT, r'substr:(?i)"(a\\)"'),  # an escaped bracket is no bracket
+    (r"(a\) b)", LIT, r'(and substr:(?i)"a\\)" substr:(?i)"b")'),
+    (r"(a\\) b", LIT, r'(and substr:(?i)"a\\\\" substr:(?i)"b")'),  # an escaped backslash is not
     ('("a)" b)', LIT, '(and substr:(?i)"a)" substr:(?i)"b")'),  # quoted ")" does not close
     ('("a b")', LIT, 'substr:(?i)"a b"'),
     ("(a () b)", LIT, "false"),
@@ -156,8 +174,9 @@ CASES = [
     ("or", LIT, 'substr:(?i)"or"'),
     ("or a", LIT, '(and substr:(?i)"or" substr:(?i)"a")'),
     ("a or", LIT, '(and substr:(?i)"a" substr:(?i)"or")'),
-    ("a or or b", LIT, '(or substr:(?i)"a" (and substr:(?i)"or" substr:(?i)"b"))'),
-    ("or or a", LIT, '(and substr:(?i)"or" substr:(?i)"or" substr:(?i)"a")'),
+    ("a or or", LIT, '(or substr:(?i)"a" substr:(?i)"or")'),
+    ("or or a", LIT, '(or substr:(?i)"or" substr:(?i)"a")'),
+    ("or or", LIT, '(and substr:(?i)"or" substr:(?i)"or")'),
     ("a or b or c", LIT, '(or substr:(?i)"a" substr:(?i)"b" substr:(?i)"c")'),
     ("a OR b", LIT, '(and substr:(?i)"a" substr:(?i)"OR" substr:(?i)"b")'),
     ('a "or" b', LIT, '(and substr:(?i)"a" substr:(?i)"or" substr:(?i)"b")'),
@@ -177,6 +196,19 @@ CASES = [
     ('"a" "b"', LIT, '(and substr:(?i)"a" substr:(?i)"b")'),
     ('"a"b', LIT, '(and substr:(?i)"a" substr:(?i)"b")'),
     ('"a b" or c', LIT, '(or substr:(?i)"a b" substr:(?i)"c")'),
+    # an unclosed quote is an ordinary character
+    ('"foo', LIT, r'substr:(?i)"\"foo"'),
+    ('a "foo', LIT, r'(and substr:(?i)"a" substr:(?i)"\"foo")'),
+    ('a "foo\\"', LIT, r'(and substr:(?i)"a" substr:(?i)"\"foo\\\"")'),
+    ('file:"abc', LIT, r'file:(?i)"\"abc"'),
+    ('-"abc', LIT, r'substr:(?i)"-\"abc"'),
+    ('("abc)', LIT, r'substr:(?i)"\"abc"'),
+    ('"a" "b', LIT, r'(and substr:(?i)"a" substr:(?i)"\"b")'),
+    # an empty quoted term looks for nothing, like ()
+    ('""', LIT, "false"),
+    ('a ""', LIT, "false"),
+    ('a or ""', LIT, 'substr:(?i)"a"'),
+    ('-""', LIT, r'substr:(?i)"-\"\""'),
     # a quote inside a word is kept, spaces of a closed quoted string included
     ('print("hello world")', LIT, r'substr:(?i)"print(\"hello world\")"'),
     ('foo"bar', LIT, r'substr:(?i)"foo\"bar"'),
@@ -208,17 +240,13 @@ ERRORS = [
     ("reposet:", LIT, 8, "missing value after reposet:"),
     ('file:""', LIT, 5, "empty value after file:"),
     ("reposet:,", LIT, 8, "at least one repository name"),
-    ('""', LIT, 0, "empty quoted term"),
-    ('"foo', LIT, 0, "unterminated quoted string"),
-    ('a "foo', LIT, 2, "unterminated quoted string"),
-    ('a "foo\\"', LIT, 2, "unterminated quoted string"),
-    ('file:"abc', LIT, 5, "unterminated quoted string"),
-    ('-"abc', LIT, 1, "unterminated quoted string"),
-    ('("abc)', LIT, 1, "unterminated quoted string"),
+    ("a or or b", LIT, 5, "`or` right after `or`"),
+    ("(x a or or b)", LIT, 8, "`or` right after `or`"),
+    ("or or or a", LIT, 6, "`or` right after `or`"),
     ("foo(", RE, 0, "invalid regular expression: missing )"),
     ("a b[", RE, 2, "missing ]"),
     ('a "x ("', RE, 2, "missing )"),
-    ('-"x ("', RE, 1, "missing )"),
+    ('-"x ("', RE, 0, "missing )"),
     ("a**", RECS, 0, "invalid regular expression"),
     ("content:(", RE, 8, "missing )"),
     ("c:x +y", RE, 4, "repetition"),
@@ -307,7 +335,8 @@ def test_fuzz_any_text(query, is_regex):
 def test_quoted_term_round_trips(text):
     quoted = '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
     assert parse(quoted) == Content(text, is_regex=False, case_sensitive=False)
-    assert parse("-" + quoted) == Not(Content(text, is_regex=False, case_sensitive=False))
+    assert parse("-(" + quoted + ")") == Not(Content(text, is_regex=False, case_sensitive=False))
+    assert parse("-" + quoted) == Content("-" + quoted, is_regex=False, case_sensitive=False)
 
 
 N = 10_000

@@ -1,53 +1,66 @@
 """The query parser: a query string (SPEC §4) to a query AST (`codesearch.query.ast`).
 
-Grammar, as an EBNF-ish sketch (``WS`` is whitespace; ``(``/``)`` count as brackets only where
-the parenthesis rule below says so)::
+Sourcebot's grammar golden files are the reference for every parsing question; their cases are
+tests (tests/test_parser_conformance.py), with the few deliberate differences listed below.
 
-    query    = group-body
+Grammar, as an EBNF-ish sketch (``WS`` is whitespace; ``(``/``)`` count as brackets only where
+the group rule below says so)::
+
+    query      = group-body
     group-body = WS* [ or-expr ] WS*
-    or-expr  = and-expr { WS+ "or" WS+ and-expr }          (* `or` binds looser than AND *)
-    and-expr = expr { WS* expr }                            (* juxtaposition is AND *)
-    expr     = "-" ( group | prefix | quoted )              (* negation *)
-             | group | prefix | quoted | word
-    group    = "(" group-body ")"                           (* only when the "(" has a match *)
-    prefix   = NAME ":" ( quoted | word )                   (* NAME: content c file f repo r lang
+    or-expr    = and-expr { WS+ "or" WS+ and-expr }        (* `or` binds looser than AND *)
+    and-expr   = expr { WS* expr }                          (* juxtaposition is AND *)
+    expr       = "-" WS* ( group | prefix )                 (* negation *)
+               | group | prefix | quoted | word
+    group      = "(" group-body ")"                         (* balanced and standing alone *)
+    prefix     = NAME ":" ( quoted | word )                 (* NAME: content c file f repo r lang
                                                                sym rev context reposet archived
                                                                fork visibility *)
-    quoted   = '"' { char | '\\"' | '\\\\' } '"'
-    word     = { non-WS char | '"' ... '"' }                (* runs to whitespace *)
+    quoted     = '"' { char | '\\"' | '\\\\' } '"'
+    word       = { non-WS char | '"' ... '"' }              (* runs to whitespace *)
 
 Why these rules:
 
+* ``(`` opens a group only where an expression starts, when it has a matching ``)`` and that
+  ``)`` stands alone: it is followed by whitespace, by the ``)`` of the group around it, or by the
+  end of the query. Otherwise the bracket is an ordinary character of a word: ``foo(``,
+  ``test()`` and ``(void`` search as typed, and a group glued to more text is part of one term,
+  so in regex mode ``(foo|bar)baz``, ``(a+)+$`` and ``(def|class)\\s+url`` are each one regular
+  expression. A ``(`` followed by ``?`` never opens a group, so regex flags and groups
+  (``(?i)foo``, ``(?:a|b)``) work unquoted. A group standing alone in regex mode, ``(foo|bar)``,
+  is the group holding the regex ``foo|bar``: the same matches as the regex ``(foo|bar)``.
+* Bracket matching skips quoted strings and backslash-escaped characters (``\\(`` is not a
+  bracket, as in Sourcebot), is computed once for the whole query with a stack (linear time), and
+  the parser keeps an explicit stack of open groups, so 10,000 nested brackets neither recurse
+  nor go quadratic.
 * ``or`` is an operator only as an unquoted, lower-case word between two expressions of the same
-  group; as the first or last word of a group, right after another ``or`` word, or written
-  ``OR``/``"or"``, it is the literal text "or". Code is full of the word, so a query never fails
-  because of it, and ``a b or c d`` reads as (a AND b) OR (c AND d), like Zoekt and Sourcebot.
-* ``(`` opens a group only at the start of an expression *and* when it has a matching ``)``:
-  a forward scan counting nesting depth and skipping quoted strings. Otherwise it is an ordinary
-  character of a word, so code fragments like ``foo(`` or ``(void`` search as typed. Inside a
-  word brackets are ordinary too (``test()``, ``foo(bar)``); the scan still counts them, so
-  ``(test())`` is the group holding the word ``test()``. The matching is computed once for the
-  whole query with a stack (linear time), and the parser keeps an explicit stack of open groups,
-  so 10,000 nested brackets neither recurse nor go quadratic.
-* ``-`` negates only a prefix expression, a group or a quoted string; ``-foo`` stays the literal
-  text (flags, ``->``, ``a-b`` are common in code).
-* Quotes: inside ``"…"``, ``\\"`` is a quote and ``\\\\`` a backslash; any other backslash is kept,
-  so ``"\\d+ x"`` is a usable regex. A quote opens a quoted string wherever it stands (outside
-  another quoted string) when a closing quote follows; at the start of an expression (or of a
-  prefix value) the string is decoded, inside a word it is kept verbatim, spaces included
-  (``print("hello world")`` is one word). A quote with no closing quote is an error at the start
-  of an expression or value, and an ordinary character inside a word.
+  group; as the first or last word of a group it is the literal text "or" (``or test``,
+  ``test or``), and so is ``OR`` or ``"or"``. Two operators in a row (``test or or example``) are
+  an error, as in Sourcebot. ``a b or c d`` reads as (a AND b) OR (c AND d).
+* ``-`` negates only a prefix expression or a group, which may follow after whitespace
+  (``-file:test``, ``- file:test``, ``-(a or b)``). Anything else keeps the dash as text: ``-foo``
+  is the literal ``-foo`` (flags, ``->``, ``a-b`` are common in code), ``-"foo"`` is a word.
+* Quotes: inside ``"…"``, ``\\"`` is a quote and ``\\\\`` a backslash; any other backslash is
+  kept, so ``"\\d+ x"`` is a usable regex. A quote opens a quoted string wherever it stands
+  (outside another quoted string, not escaped) when a closing quote follows; at the start of an
+  expression (or of a prefix value) the string is decoded, inside a word it is kept verbatim,
+  spaces included. A quote with no closing quote is an ordinary character: ``"hello`` searches
+  for the text ``"hello``.
 
 Decisions beyond SPEC §4 (documented here and in the tests):
 
-* After a group's ``)`` or a quoted string's closing quote, the next expression may start at
-  once: ``(a)b`` is ``a AND b``.
-* A leading balanced ``(`` is a group in regex mode too: ``(foo|bar)`` is the regex ``foo|bar``;
-  quote a regex to keep its brackets (``"(foo|bar)baz"``). Except ``(?``: a bracket followed by
-  ``?`` never opens a group, so regex flags and groups (``(?i)foo``, ``(?:a|b)c``) work unquoted.
-* ``""`` (an empty quoted term) and an empty prefix value (``file:`` or ``file:""``) are errors.
+* Deliberate differences from Sourcebot's grammar: glued groups are one term in both modes
+  (``(a)(b)(c)`` is the text as typed, where Sourcebot's literal mode sees three groups); ``""``
+  looks for nothing, like ``()`` (no results); a ``file:``/``repo:``/``sym:`` value that is not a
+  regular expression (``file:*.ts``, ``file:(pr``) is an error here, at parse time; ``or`` at the
+  edge of a group is the word (Sourcebot rejects ``(a or)``); a word keeps a closed quoted string
+  whole (``print("hello world")`` is one word, Sourcebot splits it at the space).
+* After a quoted string's closing quote, the next expression may start at once: ``"a"b`` is
+  ``a AND b``.
+* An empty prefix value (``file:`` or ``file:""``) is an error; so is an unknown value of
+  ``archived:``/``fork:``/``visibility:`` (those values are case-sensitive, lower case).
 * ``reposet:`` names are split on commas, stripped, and empty names dropped; none left is an error.
-* ``archived:``/``fork:``/``visibility:`` values are case-sensitive (lower case, as in the SPEC).
+* A prefix value that starts with an unclosed quote is a word, quote included (``file:"abc``).
 * Regex errors point at the term's first character (the quote of a quoted term) or, for a
   prefix, at the value's first character. A missing value points just after the colon.
 * A query with a lone surrogate (not encodable as UTF-8) is an error at that character.
@@ -102,7 +115,7 @@ _TRISTATE = ("yes", "no", "only")
 _VISIBILITY = ("public", "private", "any")
 
 _SPACE = re.compile(r"\s+")
-_SPECIAL = re.compile(r'[()"]')
+_SPECIAL = re.compile(r'[()"\\]')
 # The rest of a quoted string after its opening quote, through the closing quote.
 _QUOTE_REST = re.compile(r'[^"\\]*(?:\\.[^"\\]*)*"', re.S)
 _WORD_RUN = re.compile(r'[^\s"]+')
@@ -113,10 +126,13 @@ _FALSE = Const(False)
 
 
 class _OrWord:
-    """A bare lower-case ``or`` word: an operator or a literal, decided when its group closes."""
+    """A bare lower-case ``or`` word at `pos`: an operator or a literal, decided when its group
+    closes (only then is it known whether it is the group's last word)."""
 
+    __slots__ = ("pos",)
 
-_OR_WORD = _OrWord()
+    def __init__(self, pos: int):
+        self.pos = pos
 
 
 def parse(query: str, *, is_regex: bool = False, case_sensitive: bool = False) -> Node:
@@ -140,7 +156,8 @@ def _scan(query: str) -> tuple[dict[int, int], dict[int, int]]:
 
     Returns ``(match, quote_end)``: ``match[i]`` is the position of the ``)`` matching the ``(``
     at ``i``; ``quote_end[i]`` the closing quote of the quoted string opened at ``i``. Brackets
-    inside quoted strings are skipped. A quote without a closing quote is an ordinary character
+    inside quoted strings are skipped, and so is any character after a backslash (``\\(`` and
+    ``\\"`` are ordinary characters). A quote without a closing quote is an ordinary character
     (and then so is every later quote: none of them can be closed either).
     """
     match: dict[int, int] = {}
@@ -163,6 +180,9 @@ def _scan(query: str) -> tuple[dict[int, int], dict[int, int]]:
                     pos = qm.end()
                     continue
                 quotes_live = False
+        elif c == "\\":
+            pos = i + 2
+            continue
         elif c == "(":
             stack.append(i)
         elif stack:
@@ -290,11 +310,12 @@ class _Parser:
             self._check_regex(text, self.cs, pos, what)
         return Content(text, self.is_regex, self.cs)
 
-    def _quoted(self, s: int, bound: int) -> tuple[str, int]:
-        """Decode the quoted string opened at `s`; return its text and the position after it."""
+    def _quoted(self, s: int, bound: int) -> tuple[str, int] | None:
+        """The decoded text of the quoted string opened at `s` and the position after it, or
+        None when the quote at `s` opens none (no closing quote: it is an ordinary character)."""
         e = self.quote_end.get(s)
         if e is None or e >= bound:
-            raise self._error("unterminated quoted string (missing closing \")", s)
+            return None
         return _UNESCAPE.sub(r"\1", self.q[s + 1 : e]), e + 1
 
     def _word_end(self, i: int, bound: int) -> int:
@@ -314,11 +335,17 @@ class _Parser:
             break  # whitespace
         return j
 
-    def _quoted_term(self, s: int, bound: int) -> tuple[Node, int]:
-        text, end = self._quoted(s, bound)
-        if not text:
-            raise self._error('empty quoted term ""', s)
-        return self._content(text, s), end
+    def _group_end(self, i: int, bound: int) -> int | None:
+        """The ``)`` closing the group the ``(`` at `i` opens, or None when that bracket opens
+        no group: unmatched, followed by ``?``, or its ``)`` glued to more text."""
+        q = self.q
+        end = self.match.get(i)
+        if end is None or end >= bound or q[i + 1] == "?":
+            return None
+        after = end + 1
+        if after == bound or q[after].isspace():
+            return end
+        return None
 
     def _prefix(self, i: int, bound: int) -> tuple[Node, int] | None:
         """The prefix expression at `i` and the position after it, or None if there is none."""
@@ -329,8 +356,9 @@ class _Parser:
         written = m.group(1)
         kind = PREFIXES[written]
         v = m.end()
-        if v < bound and q[v] == '"':
-            value, end = self._quoted(v, bound)
+        quoted = self._quoted(v, bound) if v < bound and q[v] == '"' else None
+        if quoted is not None:
+            value, end = quoted
             if not value:
                 raise self._error(f"empty value after {written}:", v)
         else:
@@ -380,21 +408,27 @@ class _Parser:
     # -- groups ----------------------------------------------------------------------------
 
     def _finish(self, frame: _Frame) -> object:
-        """Resolve the `or` words of a closed group: its simplified node (maybe `_Pending`)."""
+        """Resolve the `or` words of a closed group: its simplified node (maybe `_Pending`).
+
+        An `or` word is an operator between the group's first and last items, the literal word
+        at either edge; an operator right after another has nothing on its left.
+        """
         items = frame.items
         last = len(items) - 1
         clauses: list[list[object]] = [[]]
-        prev_or_word = False
+        after_operator = False
         for k, item in enumerate(items):
-            if item is _OR_WORD:
-                if 0 < k < last and not prev_or_word:
+            if isinstance(item, _OrWord):
+                if 0 < k < last:
+                    if after_operator:
+                        raise self._error(
+                            '`or` right after `or` (write "or" to search for the word)', item.pos
+                        )
                     clauses.append([])
-                    prev_or_word = True
+                    after_operator = True
                     continue
-                prev_or_word = True
-                clauses[-1].append(Content("or", self.is_regex, self.cs))
-                continue
-            prev_or_word = False
+                item = Content("or", self.is_regex, self.cs)
+            after_operator = False
             clauses[-1].append(item)
         return _or([_and(c) for c in clauses if c])
 
@@ -418,34 +452,37 @@ class _Parser:
                 continue
 
             c = q[i]
-            if c == "-" and i + 1 < bound:
-                d = q[i + 1]
-                if d == "(" and q[i + 2 : i + 3] != "?":
-                    end = self.match.get(i + 1)
-                    if end is not None and end < bound:
-                        frames.append(_Frame(end, True))
-                        i += 2
-                        continue
-                elif d == '"':
-                    node, i = self._quoted_term(i + 1, bound)
-                    f.items.append(Not(node))
-                    continue
-                else:
-                    r = self._prefix(i + 1, bound)
-                    if r is not None:
-                        f.items.append(Not(r[0]))
-                        i = r[1]
-                        continue
+            if c == "-":
+                # A negation: the dash, maybe whitespace, then a group or a prefix expression.
+                m = _SPACE.match(q, i + 1, bound)
+                j = m.end() if m is not None else i + 1
+                if j < bound:
+                    if q[j] == "(":
+                        end = self._group_end(j, bound)
+                        if end is not None:
+                            frames.append(_Frame(end, True))
+                            i = j + 1
+                            continue
+                    else:
+                        r = self._prefix(j, bound)
+                        if r is not None:
+                            f.items.append(Not(r[0]))
+                            i = r[1]
+                            continue
             elif c == "(":
-                end = self.match.get(i)
-                if end is not None and end < bound and q[i + 1 : i + 2] != "?":
+                end = self._group_end(i, bound)
+                if end is not None:
                     frames.append(_Frame(end, False))
                     i += 1
                     continue
             elif c == '"':
-                node, i = self._quoted_term(i, bound)
-                f.items.append(node)
-                continue
+                quoted = self._quoted(i, bound)
+                if quoted is not None:
+                    text, end = quoted
+                    # An empty quoted term looks for nothing, like an empty group.
+                    f.items.append(self._content(text, i) if text else _FALSE)
+                    i = end
+                    continue
             else:
                 r = self._prefix(i, bound)
                 if r is not None:
@@ -457,7 +494,7 @@ class _Parser:
             j = self._word_end(i, bound)
             text = q[i:j]
             if text == "or":
-                f.items.append(_OR_WORD)
+                f.items.append(_OrWord(i))
             else:
                 f.items.append(self._content(text, i))
             i = j
