@@ -21,10 +21,8 @@ from sqlalchemy.pool import StaticPool
 from codesearch.store import models as m
 from codesearch.store.errors import Conflict, NotFound, StoreError
 from codesearch.store.migrations import LATEST_VERSION, current_version, migrate
-from codesearch.store.files import private_dir, tighten_sqlite
 from codesearch.store.models import (
     ApiKey,
-    Backoff,
     Chat,
     Connection,
     Job,
@@ -34,14 +32,13 @@ from codesearch.store.models import (
     User,
     WebSession,
 )
-from codesearch.store.secret import load_server_secret, session_secret
+from codesearch.store.secret import load_server_secret
 from codesearch.store.tables import (
     api_keys,
     chats,
     connections,
     jobs,
     language_models,
-    login_failures,
     repo_connections,
     repos,
     search_contexts,
@@ -105,14 +102,6 @@ def _is_memory_sqlite(url) -> bool:
                                                    or "mode=memory" in str(url.query.get("mode", "")))
 
 
-def describe_database(url) -> str:
-    """The database as messages name it: a SQLite file by its file name only (its folder is a
-    server path, which no answer may carry), any other by its URL without the password."""
-    if url.get_backend_name() == "sqlite":
-        return "SQLite database " + (os.path.basename(url.database) if not _is_memory_sqlite(url) else ":memory:")
-    return url.render_as_string(hide_password=True)
-
-
 def make_engine(url: str) -> Engine:
     """An engine for `url`, with the SQLite settings of the package docstring when it is SQLite."""
     try:
@@ -163,15 +152,10 @@ class Store:
 
     def __init__(self, engine: Engine, *, secret: bytes, clock: Callable[[], datetime] | None = None,
                  max_attempts: int = 3, retry_base_seconds: float = 10.0, retry_max_seconds: float = 600.0,
-                 last_used_resolution_seconds: float = 60.0, auth_secret: bytes | None = None,
-                 data_dir: str | None = None):
+                 last_used_resolution_seconds: float = 60.0):
         self.engine = engine
-        self.database = describe_database(engine.url)
+        self.database = engine.url.render_as_string(hide_password=True)
         self._secret = secret
-        #: keys the stored form of session cookies and the web UI's visitor CSRF tokens
-        self._auth_secret = auth_secret if auth_secret is not None else session_secret(secret, {})
-        #: folders that recorded errors name in data-directory terms (`public_error`)
-        self._private_roots = _roots(data_dir)
         #: Returns "now" (aware UTC). Replace it in tests to move time.
         self.clock = clock or _utcnow
         self.max_attempts = max_attempts
@@ -188,31 +172,25 @@ class Store:
 
         The database is `database_url`, else `DATABASE_URL` from `environ` (default
         `os.environ`), else the SQLite file `<data_dir>/codesearch.db`. The server secret is
-        `secret`, else `load_server_secret(data_dir, environ)`; the sign-in secret is
-        `AUTH_SECRET` from `environ`, else derived from it. `options` go to `Store()`.
+        `secret`, else `load_server_secret(data_dir, environ)`. `options` go to `Store()`.
         Raises `SchemaTooNew` when the database was migrated by a newer codesearch.
-
-        The data directory is made private (0700) and a SQLite database file 0600, both
-        tightened when an older release left them open to others (`codesearch.store.files`).
         """
         environ = os.environ if environ is None else environ
-        data_dir = private_dir(data_dir)
+        data_dir = os.path.abspath(os.fspath(data_dir))
+        os.makedirs(data_dir, exist_ok=True)
         url = database_url or (environ.get("DATABASE_URL") or "").strip() or f"sqlite:///{os.path.join(data_dir, DB_FILE)}"
         engine = make_engine(url)
-        if engine.url.get_backend_name() == "sqlite" and not _is_memory_sqlite(engine.url):
-            tighten_sqlite(engine.url.database)
         try:
-            migrate(engine, database=describe_database(engine.url))
+            migrate(engine, database=engine.url.render_as_string(hide_password=True))
         except DBAPIError as e:
             engine.dispose()
-            raise StoreError(f"cannot open {describe_database(engine.url)}: {e.orig}") from None
+            raise StoreError(f"cannot open database {engine.url.render_as_string(hide_password=True)}: {e.orig}") from None
         except BaseException:
             engine.dispose()
             raise
         if secret is None:
             secret = load_server_secret(data_dir, environ)
-        options.setdefault("auth_secret", session_secret(secret, environ))
-        return cls(engine, secret=secret, data_dir=data_dir, **options)
+        return cls(engine, secret=secret, **options)
 
     def close(self) -> None:
         self.engine.dispose()
@@ -239,23 +217,13 @@ class Store:
                 with conn.begin():
                     yield conn
         except IntegrityError as e:
-            raise Conflict(f"{self.database}: constraint violated: {e.orig}") from None
+            raise Conflict(f"database {self.database}: constraint violated: {e.orig}") from None
         except DBAPIError as e:
-            raise StoreError(f"{self.database}: {e.orig}") from None
+            raise StoreError(f"database {self.database}: {e.orig}") from None
 
     def _now(self) -> datetime:
         now = self.clock()
         return now if now.tzinfo else now.replace(tzinfo=timezone.utc)
-
-    def public_error(self, error: str | None) -> str | None:
-        """`error` as the store records it for users (API answers, web pages): the data
-        directory (as given or as resolved through links) written ``<data dir>``. Workers record
-        whatever their exception said, and an OS error names the file it failed on."""
-        if not error:
-            return error
-        for root in self._private_roots:
-            error = error.replace(root, "<data dir>")
-        return error
 
     # ------------------------------------------------------------------ connections
 
@@ -312,7 +280,7 @@ class Store:
             row = c.execute(select(connections.c.id, connections.c.config_hash).where(connections.c.name == name)).first()
             if row is None:
                 raise NotFound("connection", name)
-            values: dict[str, Any] = {"sync_status": status, "sync_error": self.public_error(error), "updated_at": now}
+            values: dict[str, Any] = {"sync_status": status, "sync_error": error, "updated_at": now}
             if warnings is not None:
                 values["sync_warnings"] = list(warnings)
             if status in (m.SYNCED, m.SYNCED_WITH_WARNINGS):
@@ -682,7 +650,6 @@ class Store:
 
     def _retry_or_fail(self, c: SAConnection, job: Job, error: str, retry: bool) -> Job | None:
         now = self._now()
-        error = self.public_error(error)
         if retry and job.attempts < job.max_attempts:
             values = dict(state=m.PENDING, error=error, next_attempt_at=now + timedelta(seconds=self.retry_delay(job.attempts)))
         else:
