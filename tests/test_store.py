@@ -32,6 +32,7 @@ from codesearch.store import (
     SYNC_JOB,
     SYNC_NEEDED,
     SYNCED,
+    Backoff,
     Conflict,
     NotFound,
     SchemaTooNew,
@@ -128,6 +129,7 @@ def test_a_database_newer_than_the_code_is_refused(tmp_path):
     with pytest.raises(SchemaTooNew) as info:
         Store.open(tmp_path, environ=ENV)
     assert isinstance(info.value, StoreError) and isinstance(info.value, CodesearchError)
+    assert "SQLite database codesearch.db" in str(info.value) and str(tmp_path) not in str(info.value)
     msg = str(info.value)
     assert f"version {LATEST_VERSION + 1}" in msg and f"up to {LATEST_VERSION}" in msg and "codesearch.db" in msg
 
@@ -688,3 +690,143 @@ def test_errors_are_codesearch_errors_with_names():
     e = NotFound("connection", "gh")
     assert str(e) == "connection 'gh' not found" and e.status_code == 404 and e.error_code == "NOT_FOUND"
     assert Conflict("x").status_code == 409
+
+
+# ----------------------------------------------------------------------------- sign-in lock-outs
+
+POLICY = Backoff(free=3, base_seconds=2.0, cap_seconds=30.0, forget_seconds=3600.0)
+
+
+@pytest.mark.parametrize("failures,lock", [
+    (0, 0), (1, 0), (3, 0),          # free
+    (4, 2), (5, 4), (6, 8), (7, 16),  # doubling from the base
+    (8, 30), (9, 30), (500, 30),      # capped (no overflow however many)
+])
+def test_backoff_lock_seconds(failures, lock):
+    assert POLICY.lock_seconds(failures) == lock
+
+
+def _attempt(store, email="a@example.com", address="10.0.0.1"):
+    return store.begin_login_attempt([("account", email, POLICY), ("address", address, POLICY)])
+
+
+def test_failed_sign_ins_lock_out_with_doubling_and_refusals_are_not_counted(store, clock):
+    # (seconds to move the clock first, what begin_login_attempt answers)
+    steps = [
+        (0, (0, 0)), (0, (0, 0)), (0, (0, 0)),  # three free failures
+        (0, (0, 2)),                            # the 4th is checked, and locks for 2 s if wrong
+        (1, (1, 0)),                            # 1 s later: refused, 1 s left, not counted
+        (1, (0, 4)),                            # the lock ended: the 5th is checked, next lock 4 s
+        (3.5, (0.5, 0)),                        # refused
+        (0.5, (0, 8)),                          # the 6th
+    ]
+    for advance, want in steps:
+        clock.advance(advance)
+        assert _attempt(store) == want
+    clock.advance(8)
+    store.end_login_attempt(reset=[("account", "a@example.com")], uncount=[("address", "10.0.0.1")])
+    # the account starts again from zero; the address keeps its 6 failures minus the one that succeeded
+    assert [_attempt(store, address="10.0.0.2") for _ in range(4)] == [(0, 0)] * 3 + [(0, 2)]
+    clock.advance(2)
+    assert _attempt(store, email="other@example.com") == (0, 8)  # address: 5 + 1
+
+
+def test_lock_outs_are_per_counter_and_forgotten_after_a_quiet_day(store, clock):
+    for _ in range(4):
+        _attempt(store)
+    assert _attempt(store)[0] == 2  # locked: account and address
+    assert _attempt(store, email="b@example.com")[0] == 2  # another account, same address
+    assert _attempt(store, address="10.0.0.9")[0] == 2  # same account, another address
+    assert _attempt(store, email="b@example.com", address="10.0.0.9") == (0, 0)
+    clock.advance(POLICY.forget_seconds)
+    assert _attempt(store) == (0, 0)  # a fresh count
+    with store.engine.connect() as c:
+        rows = c.execute(text("SELECT key FROM login_failures")).scalars().all()
+    assert len(rows) == 4 and not any("example.com" in k or "10.0.0" in k for k in rows)  # only HMACs stored
+
+
+def test_lock_outs_are_shared_by_every_store_on_the_database_and_survive_a_restart(tmp_path, clock):
+    with Store.open(tmp_path, environ=ENV, clock=clock) as first:
+        for _ in range(4):
+            _attempt(first)
+    with Store.open(tmp_path, environ=ENV, clock=clock) as second:
+        assert _attempt(second) == (2, 0)
+
+
+def test_a_new_password_ends_the_account_lock_out(store, clock):
+    user = store.create_user("a@example.com")
+    for _ in range(4):
+        _attempt(store)
+    assert _attempt(store, address="10.0.0.5")[0] == 2
+    store.set_user_password(user.id, "argon2-hash")
+    assert _attempt(store, address="10.0.0.5") == (0, 0)
+
+
+# ----------------------------------------------------------------------------- private data at rest
+
+def _mode(path) -> int:
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+@pytest.fixture
+def open_umask():
+    """Files created as the most careless umask would make them."""
+    old = os.umask(0)
+    yield
+    os.umask(old)
+
+
+def test_a_new_data_dir_is_private_whatever_the_umask(tmp_path, open_umask):
+    data = tmp_path / "new" / "data"
+    with Store.open(data, environ={}) as s:
+        s.create_user("a@example.com")  # writes: the WAL and shared-memory files exist now
+        assert _mode(data) == 0o700
+        for name in ("codesearch.db", "codesearch.db-wal", "codesearch.db-shm", ".secret"):
+            assert _mode(data / name) == 0o600, name
+
+
+def test_an_existing_open_data_dir_is_tightened_and_keeps_its_data(tmp_path):
+    with Store.open(tmp_path, environ={}) as s:
+        uid = s.create_user("a@example.com").id
+        _, key = s.create_api_key(uid, "k")
+    os.chmod(tmp_path, 0o755)
+    for name in ("codesearch.db", "codesearch.db-wal", "codesearch.db-shm", ".secret"):
+        if (tmp_path / name).exists():
+            os.chmod(tmp_path / name, 0o644)
+    with Store.open(tmp_path, environ={}) as s:
+        assert s.verify_api_key(key).id == uid
+        assert _mode(tmp_path) == 0o700
+        assert all(_mode(p) == 0o600 for p in tmp_path.iterdir() if p.name.startswith(("codesearch.db", ".secret")))
+
+
+def test_recorded_errors_and_database_errors_carry_no_server_path(store, tmp_path):
+    ids = store_in(store, "github.com/o/a")
+    try:
+        open(os.path.join(tmp_path, "index", "shard-7"), "rb")
+    except OSError as e:
+        real_failure = str(e)  # an OS error names the file it failed on
+    assert str(tmp_path) in real_failure
+    store.update_repo_index_status(ids["github.com/o/a"], INDEX_FAILED, error=real_failure)
+    store.update_connection_status("c", SYNC_FAILED, error=real_failure)
+    job = store.enqueue_index_job(ids["github.com/o/a"])
+    store.claim_job(INDEX_JOB, "w")
+    store.fail_job(job.id, real_failure, retry=False)
+    shown = [store.get_repo(ids["github.com/o/a"]).last_error, store.get_connection("c").sync_error,
+             store.get_job(job.id).error]
+    assert shown == ["[Errno 2] No such file or directory: '<data dir>/index/shard-7'"] * 3
+    assert str(tmp_path) not in store.database and store.database == "SQLite database codesearch.db"
+
+
+def test_sessions_are_keyed_by_auth_secret(tmp_path):
+    """AUTH_SECRET validates session cookies: the same secret in every process accepts a cookie,
+    another secret does not (without AUTH_SECRET it is derived from the server secret)."""
+    with Store.open(tmp_path, environ={**ENV, "AUTH_SECRET": "one"}) as s:
+        uid = s.create_user("a@example.com").id
+        cookie, _session = s.create_web_session(uid, ttl_seconds=60)
+        derived_cookie, _ = Store(s.engine, secret=b"test-secret").create_web_session(uid, ttl_seconds=60)
+    for environ, accepted in (({**ENV, "AUTH_SECRET": "one"}, {cookie}), ({**ENV, "AUTH_SECRET": "two"}, set()),
+                              (ENV, {derived_cookie})):
+        with Store.open(tmp_path, environ=environ) as s:
+            assert {c for c in (cookie, derived_cookie) if s.get_web_session(c) is not None} == accepted, environ
+            with Store.open(tmp_path, environ=environ) as again:  # another process, the same key
+                assert s.auth_key("csrf") == again.auth_key("csrf")

@@ -26,11 +26,19 @@ Schema. Tables `schema_version`, `connections`, `repos` (integer `id` = the API'
 connection and index jobs per repo: PENDING → IN_PROGRESS → COMPLETED | FAILED, with attempts,
 backoff via `next_attempt_at`, `worker_id`, heartbeats), `users` (OWNER | MEMBER),
 `api_keys` (HMAC-SHA256 hex of the key under the server secret, never the key) and
-`search_contexts`, `web_sessions` (sign-in sessions of the web UI: the SHA-256 of the cookie,
-never the cookie; a CSRF token each). Migrations: `codesearch.store.migrations`.
+`search_contexts`, `web_sessions` (sign-in sessions of the web UI: the HMAC of the cookie,
+never the cookie; a CSRF token each), `login_failures` (failed sign-ins in a row per account and
+per client address, with their lock-outs: `Store.begin_login_attempt`). Migrations:
+`codesearch.store.migrations`.
 
 Server secret. `SOURCEBOT_ENCRYPTION_KEY`, else `<data_dir>/.secret` (generated once, 0600):
-`codesearch.store.secret`.
+`codesearch.store.secret`, which also gives the sign-in secret (`AUTH_SECRET`, else derived).
+
+Private data at rest. The data directory is 0700 and the SQLite database and the secret 0600,
+whatever the umask, and an older data directory is tightened when opened
+(`codesearch.store.files`). Messages name the database without its folder, and errors recorded
+for users (a failed job, sync or index) name the data directory ``<data dir>``
+(`Store.public_error`): no answer carries a server path.
 
 Errors. `StoreError` (a `CodesearchError`) and its `NotFound` (404; REPOSITORY_NOT_FOUND for
 repos), `Conflict` (409) and `SchemaTooNew`. Bad arguments (an unknown status, page 0) are
@@ -69,6 +77,7 @@ from codesearch.store.models import (
     SYNCED_WITH_WARNINGS,
     SYNCING,
     ApiKey,
+    Backoff,
     Chat,
     Connection,
     Job,
@@ -79,14 +88,24 @@ from codesearch.store.models import (
     WebSession,
 )
 from codesearch.store.secret import load_server_secret
-from codesearch.store.store import API_KEY_PREFIX, DB_FILE, LISTING_FIELDS, Store, config_hash, make_engine
+from codesearch.store.store import (
+    API_KEY_PREFIX,
+    DB_FILE,
+    LISTING_FIELDS,
+    LOGIN_ACCOUNT,
+    LOGIN_ADDRESS,
+    Store,
+    config_hash,
+    make_engine,
+)
 
 __all__ = [
     "API_KEY_PREFIX", "CHAT_COMPLETED", "CHAT_FAILED", "CHAT_PRIVATE", "CHAT_PUBLIC", "CHAT_STATUSES",
     "CHAT_VISIBILITIES", "COMPLETED", "CONNECTION_STATUSES", "DB_FILE", "FAILED", "INDEXED", "INDEXING",
     "INDEX_FAILED", "INDEX_JOB", "INDEX_NEW", "IN_PROGRESS", "JOB_KINDS", "JOB_STATES", "LATEST_VERSION",
-    "LISTING_FIELDS", "MEMBER", "MIGRATIONS", "OWNER", "PENDING", "REPO_STATUSES", "ROLES", "SYNCED",
-    "SYNCED_WITH_WARNINGS", "SYNCING", "SYNC_FAILED", "SYNC_JOB", "SYNC_NEEDED", "ApiKey", "Chat", "Conflict",
-    "Connection", "Job", "NotFound", "Repo", "RepoSyncResult", "SchemaTooNew", "SearchContext", "Store",
-    "StoreError", "User", "WebSession", "config_hash", "load_server_secret", "make_engine", "migrate",
+    "LISTING_FIELDS", "LOGIN_ACCOUNT", "LOGIN_ADDRESS", "MEMBER", "MIGRATIONS", "OWNER", "PENDING",
+    "REPO_STATUSES", "ROLES", "SYNCED", "SYNCED_WITH_WARNINGS", "SYNCING", "SYNC_FAILED", "SYNC_JOB",
+    "SYNC_NEEDED", "ApiKey", "Backoff", "Chat", "Conflict", "Connection", "Job", "NotFound", "Repo",
+    "RepoSyncResult", "SchemaTooNew", "SearchContext", "Store", "StoreError", "User", "WebSession",
+    "config_hash", "load_server_secret", "make_engine", "migrate",
 ]

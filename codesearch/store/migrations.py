@@ -210,6 +210,20 @@ def _v3_web_sessions(conn: Connection) -> None:
     md.tables["web_sessions"].create(conn)
 
 
+def _v4_login_failures(conn: Connection) -> None:
+    """Failed sign-ins per account and per client address, for the sign-in lock-outs."""
+    md = MetaData(naming_convention=NAMING_CONVENTION)
+    Table(
+        "login_failures", md,
+        Column("key", String(64), primary_key=True),
+        Column("failures", Integer, nullable=False),
+        Column("locked_until", UTCDateTime, nullable=True),
+        Column("last_failure_at", UTCDateTime, nullable=False),
+        Index(None, "last_failure_at"),
+    )
+    md.tables["login_failures"].create(conn)
+
+
 Migration = tuple[int, str, Callable[[Connection], None]]
 
 #: Every migration, in order. Versions are 1, 2, 3, ... without gaps.
@@ -217,6 +231,7 @@ MIGRATIONS: list[Migration] = [
     (1, "initial schema: connections, repos, links, jobs, users, API keys, search contexts", _v1_initial),
     (2, "language models and chats", _v2_language_models_and_chats),
     (3, "web UI sign-in sessions", _v3_web_sessions),
+    (4, "failed sign-ins per account and client address", _v4_login_failures),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

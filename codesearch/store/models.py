@@ -145,7 +145,8 @@ class ApiKey:
 
 @dataclass
 class WebSession:
-    """A web UI sign-in session: `id` is the SHA-256 of the cookie value, never the value."""
+    """A web UI sign-in session: `id` is the HMAC-SHA256 of the cookie value under the sign-in
+    secret (`codesearch.store.secret.session_secret`), never the value."""
 
     id: str
     user_id: int
@@ -153,6 +154,25 @@ class WebSession:
     created_at: datetime
     expires_at: datetime
     last_seen_at: datetime
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """How failed sign-ins lock out: `free` failures cost nothing; failure number `free + n`
+    (n ≥ 1) locks for ``base_seconds × 2^(n-1)``, at most `cap_seconds`; a counter with no new
+    failure for `forget_seconds` starts again from zero."""
+
+    free: int
+    base_seconds: float
+    cap_seconds: float
+    forget_seconds: float
+
+    def lock_seconds(self, failures: int) -> float:
+        """The lock-out after `failures` failures in a row (0 while they are free)."""
+        over = failures - self.free
+        if over <= 0:
+            return 0.0
+        return min(self.base_seconds * 2.0 ** min(over - 1, 64), self.cap_seconds)
 
 
 @dataclass

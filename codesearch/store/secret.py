@@ -9,10 +9,18 @@ API key valid, and moving to another data directory is just a copy of the file.
 Several processes starting at once agree on one secret: the file is written to a temporary
 name and hard-linked into place, which fails if another process got there first; the loser
 then reads the winner's file. The file is never half-written.
+
+The sign-in secret (`session_secret`): `AUTH_SECRET` when set (Sourcebot's name for the secret
+that validates login session cookies), else a key derived from the server secret. It keys the
+stored form of session cookies and the visitor CSRF token of the web UI, so changing
+`AUTH_SECRET` signs everybody out, and every process of one deployment (Serve replicas on any
+node) accepts the same cookies as long as they share the variable or the data directory.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import logging
 import os
 import secrets
@@ -20,10 +28,12 @@ import stat
 from typing import Mapping
 
 from codesearch.store.errors import StoreError
+from codesearch.store.files import private_dir
 
 log = logging.getLogger(__name__)
 
 ENV_VAR = "SOURCEBOT_ENCRYPTION_KEY"
+AUTH_SECRET_VAR = "AUTH_SECRET"
 SECRET_FILE = ".secret"
 
 
@@ -38,7 +48,7 @@ def load_server_secret(data_dir: str | os.PathLike, environ: Mapping[str, str] |
     if value:
         return value.encode("utf-8")
     path = secret_path(data_dir)
-    os.makedirs(os.fspath(data_dir), exist_ok=True)
+    private_dir(data_dir)
     if not os.path.exists(path):
         _create(path)
     return _read(path)
@@ -70,6 +80,15 @@ def _read(path: str) -> bytes:
     with open(path, "rb") as f:
         value = f.read().strip()
     if not value:
-        raise StoreError(f"the server secret file {path} is empty: delete it to generate a new one "
-                         f"(existing API keys stop working) or set {ENV_VAR}")
+        raise StoreError(f"the server secret file {SECRET_FILE} of the data directory is empty: delete it to "
+                         f"generate a new one (existing API keys stop working) or set {ENV_VAR}")
     return value
+
+
+def session_secret(server_secret: bytes, environ: Mapping[str, str] | None = None) -> bytes:
+    """The sign-in secret: `AUTH_SECRET`'s UTF-8 bytes when set, else derived from `server_secret`."""
+    environ = os.environ if environ is None else environ
+    value = (environ.get(AUTH_SECRET_VAR) or "").strip()
+    if value:
+        return value.encode("utf-8")
+    return hmac.new(server_secret, b"codesearch derived key: web sign-in", hashlib.sha256).digest()

@@ -21,8 +21,10 @@ from sqlalchemy.pool import StaticPool
 from codesearch.store import models as m
 from codesearch.store.errors import Conflict, NotFound, StoreError
 from codesearch.store.migrations import LATEST_VERSION, current_version, migrate
+from codesearch.store.files import private_dir, tighten_sqlite
 from codesearch.store.models import (
     ApiKey,
+    Backoff,
     Chat,
     Connection,
     Job,
@@ -32,13 +34,14 @@ from codesearch.store.models import (
     User,
     WebSession,
 )
-from codesearch.store.secret import load_server_secret
+from codesearch.store.secret import load_server_secret, session_secret
 from codesearch.store.tables import (
     api_keys,
     chats,
     connections,
     jobs,
     language_models,
+    login_failures,
     repo_connections,
     repos,
     search_contexts,
@@ -49,6 +52,9 @@ from codesearch.store.tables import (
 log = logging.getLogger(__name__)
 
 DB_FILE = "codesearch.db"
+#: the kinds of sign-in failure counters (`Store.begin_login_attempt`)
+LOGIN_ACCOUNT = "account"
+LOGIN_ADDRESS = "address"
 API_KEY_PREFIX = "cs_"
 #: SQLite waits this long for a lock before giving up ("database is locked").
 BUSY_TIMEOUT_MS = 30_000
@@ -102,6 +108,14 @@ def _is_memory_sqlite(url) -> bool:
                                                    or "mode=memory" in str(url.query.get("mode", "")))
 
 
+def describe_database(url) -> str:
+    """The database as messages name it: a SQLite file by its file name only (its folder is a
+    server path, which no answer may carry), any other by its URL without the password."""
+    if url.get_backend_name() == "sqlite":
+        return "SQLite database " + (os.path.basename(url.database) if not _is_memory_sqlite(url) else ":memory:")
+    return url.render_as_string(hide_password=True)
+
+
 def make_engine(url: str) -> Engine:
     """An engine for `url`, with the SQLite settings of the package docstring when it is SQLite."""
     try:
@@ -152,10 +166,15 @@ class Store:
 
     def __init__(self, engine: Engine, *, secret: bytes, clock: Callable[[], datetime] | None = None,
                  max_attempts: int = 3, retry_base_seconds: float = 10.0, retry_max_seconds: float = 600.0,
-                 last_used_resolution_seconds: float = 60.0):
+                 last_used_resolution_seconds: float = 60.0, auth_secret: bytes | None = None,
+                 data_dir: str | None = None):
         self.engine = engine
-        self.database = engine.url.render_as_string(hide_password=True)
+        self.database = describe_database(engine.url)
         self._secret = secret
+        #: keys the stored form of session cookies and the web UI's visitor CSRF tokens
+        self._auth_secret = auth_secret if auth_secret is not None else session_secret(secret, {})
+        #: folders that recorded errors name in data-directory terms (`public_error`)
+        self._private_roots = _roots(data_dir)
         #: Returns "now" (aware UTC). Replace it in tests to move time.
         self.clock = clock or _utcnow
         self.max_attempts = max_attempts
@@ -172,25 +191,31 @@ class Store:
 
         The database is `database_url`, else `DATABASE_URL` from `environ` (default
         `os.environ`), else the SQLite file `<data_dir>/codesearch.db`. The server secret is
-        `secret`, else `load_server_secret(data_dir, environ)`. `options` go to `Store()`.
+        `secret`, else `load_server_secret(data_dir, environ)`; the sign-in secret is
+        `AUTH_SECRET` from `environ`, else derived from it. `options` go to `Store()`.
         Raises `SchemaTooNew` when the database was migrated by a newer codesearch.
+
+        The data directory is made private (0700) and a SQLite database file 0600, both
+        tightened when an older release left them open to others (`codesearch.store.files`).
         """
         environ = os.environ if environ is None else environ
-        data_dir = os.path.abspath(os.fspath(data_dir))
-        os.makedirs(data_dir, exist_ok=True)
+        data_dir = private_dir(data_dir)
         url = database_url or (environ.get("DATABASE_URL") or "").strip() or f"sqlite:///{os.path.join(data_dir, DB_FILE)}"
         engine = make_engine(url)
+        if engine.url.get_backend_name() == "sqlite" and not _is_memory_sqlite(engine.url):
+            tighten_sqlite(engine.url.database)
         try:
-            migrate(engine, database=engine.url.render_as_string(hide_password=True))
+            migrate(engine, database=describe_database(engine.url))
         except DBAPIError as e:
             engine.dispose()
-            raise StoreError(f"cannot open database {engine.url.render_as_string(hide_password=True)}: {e.orig}") from None
+            raise StoreError(f"cannot open {describe_database(engine.url)}: {e.orig}") from None
         except BaseException:
             engine.dispose()
             raise
         if secret is None:
             secret = load_server_secret(data_dir, environ)
-        return cls(engine, secret=secret, **options)
+        options.setdefault("auth_secret", session_secret(secret, environ))
+        return cls(engine, secret=secret, data_dir=data_dir, **options)
 
     def close(self) -> None:
         self.engine.dispose()
@@ -217,13 +242,23 @@ class Store:
                 with conn.begin():
                     yield conn
         except IntegrityError as e:
-            raise Conflict(f"database {self.database}: constraint violated: {e.orig}") from None
+            raise Conflict(f"{self.database}: constraint violated: {e.orig}") from None
         except DBAPIError as e:
-            raise StoreError(f"database {self.database}: {e.orig}") from None
+            raise StoreError(f"{self.database}: {e.orig}") from None
 
     def _now(self) -> datetime:
         now = self.clock()
         return now if now.tzinfo else now.replace(tzinfo=timezone.utc)
+
+    def public_error(self, error: str | None) -> str | None:
+        """`error` as the store records it for users (API answers, web pages): the data
+        directory (as given or as resolved through links) written ``<data dir>``. Workers record
+        whatever their exception said, and an OS error names the file it failed on."""
+        if not error:
+            return error
+        for root in self._private_roots:
+            error = error.replace(root, "<data dir>")
+        return error
 
     # ------------------------------------------------------------------ connections
 
@@ -280,7 +315,7 @@ class Store:
             row = c.execute(select(connections.c.id, connections.c.config_hash).where(connections.c.name == name)).first()
             if row is None:
                 raise NotFound("connection", name)
-            values: dict[str, Any] = {"sync_status": status, "sync_error": error, "updated_at": now}
+            values: dict[str, Any] = {"sync_status": status, "sync_error": self.public_error(error), "updated_at": now}
             if warnings is not None:
                 values["sync_warnings"] = list(warnings)
             if status in (m.SYNCED, m.SYNCED_WITH_WARNINGS):
@@ -519,7 +554,7 @@ class Store:
             if pushed_at is not None:
                 values["pushed_at"] = _parse_time(pushed_at)
         elif error is not None:
-            values["last_error"] = error
+            values["last_error"] = self.public_error(error)
         with self._tx(write=True) as c:
             if not c.execute(update(repos).where(repos.c.id == repo_id).values(**values)).rowcount:
                 raise NotFound("repository", repo_id)
@@ -650,6 +685,7 @@ class Store:
 
     def _retry_or_fail(self, c: SAConnection, job: Job, error: str, retry: bool) -> Job | None:
         now = self._now()
+        error = self.public_error(error)
         if retry and job.attempts < job.max_attempts:
             values = dict(state=m.PENDING, error=error, next_attempt_at=now + timedelta(seconds=self.retry_delay(job.attempts)))
         else:
@@ -755,10 +791,13 @@ class Store:
 
     def set_user_password(self, user_id: int, password_hash: str | None) -> User:
         """Set (or clear, with None) the user's password hash. NotFound when there is no such user.
-        The caller hashes (`codesearch.web.sessions.hash_password`): the store never sees passwords."""
+        The caller hashes (`codesearch.web.sessions.hash_password`): the store never sees passwords.
+        A new password also ends the account's sign-in lock-out (`begin_login_attempt`): the
+        guesses it punished were aimed at the old one."""
         with self._tx(write=True) as c:
-            self._get_user(c, user_id)
+            user = self._get_user(c, user_id)
             c.execute(update(users).where(users.c.id == user_id).values(password_hash=password_hash))
+            c.execute(delete(login_failures).where(login_failures.c.key == self._login_key(LOGIN_ACCOUNT, user.email)))
             return self._get_user(c, user_id)
 
     def _get_user(self, c: SAConnection, user_id: int) -> User:
@@ -835,14 +874,20 @@ class Store:
     # ------------------------------------------------------------------ web sessions
 
     def derive_key(self, purpose: str) -> bytes:
-        """A key for `purpose` (e.g. signing the web UI's visitor CSRF cookie), derived from the
-        server secret: the same in every process that opens this data directory."""
+        """A key for `purpose`, derived from the server secret: the same in every process that
+        opens this data directory."""
         return hmac.new(self._secret, b"codesearch derived key: " + purpose.encode("utf-8"), hashlib.sha256).digest()
 
-    @staticmethod
-    def web_session_id(cookie_value: str) -> str:
-        """The stored id of a session cookie value: its SHA-256, hex."""
-        return hashlib.sha256(cookie_value.encode("utf-8")).hexdigest()
+    def auth_key(self, purpose: str) -> bytes:
+        """A key for `purpose` of the web sign-in (e.g. signing the visitor CSRF cookie), derived
+        from the sign-in secret (`AUTH_SECRET`): changing that secret changes it."""
+        return hmac.new(self._auth_secret, b"codesearch sign-in key: " + purpose.encode("utf-8"),
+                        hashlib.sha256).digest()
+
+    def web_session_id(self, cookie_value: str) -> str:
+        """The stored id of a session cookie value: its HMAC-SHA256 under the sign-in secret,
+        hex. A cookie is valid only while that secret is the one it was issued under."""
+        return hmac.new(self._auth_secret, cookie_value.encode("utf-8"), hashlib.sha256).hexdigest()
 
     def create_web_session(self, user_id: int, *, ttl_seconds: float) -> tuple[str, WebSession]:
         """A new sign-in session for the user: (cookie value, session). The cookie value (256
@@ -901,6 +946,74 @@ class Store:
         """Remove expired sessions; how many."""
         with self._tx(write=True) as c:
             return c.execute(delete(web_sessions).where(web_sessions.c.expires_at <= self._now())).rowcount
+
+    # ------------------------------------------------------------------ sign-in lock-outs
+
+    def _login_key(self, kind: str, value: str) -> str:
+        return hmac.new(self._secret, f"sign-in {kind}\0{value}".encode("utf-8"), hashlib.sha256).hexdigest()
+
+    def begin_login_attempt(self, limits: Iterable[tuple[str, str, Backoff]]) -> tuple[float, float]:
+        """Count one sign-in attempt against each counter ``(kind, value, backoff)`` (e.g.
+        ``("account", email, …)`` and ``("address", ip, …)``), in one transaction.
+
+        Returns ``(wait, lock_if_wrong)``. When any counter is locked, `wait` is the seconds
+        until the longest lock-out ends and nothing is counted: the attempt must be refused
+        without checking its password, right or wrong. Otherwise `wait` is 0, the attempt is
+        counted as a failure *before* its password is checked (so a burst of parallel guesses
+        cannot all slip in before the first failure is recorded), and `lock_if_wrong` is the
+        lock-out that now applies if the password turns out wrong; `end_login_attempt` takes the
+        count back when it was right."""
+        limits = [(self._login_key(kind, value), backoff) for kind, value, backoff in limits]
+        for attempt in range(3):
+            try:
+                return self._begin_login_attempt(limits)
+            except Conflict:  # two first failures of one counter at once (PostgreSQL): count again
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _begin_login_attempt(self, limits: list[tuple[str, Backoff]]) -> tuple[float, float]:
+        now = self._now()
+        with self._tx(write=True) as c:
+            current = {}
+            for key, backoff in limits:
+                row = c.execute(select(login_failures).where(login_failures.c.key == key).with_for_update()).first()
+                fresh = row is not None and now - row.last_failure_at < timedelta(seconds=backoff.forget_seconds)
+                current[key] = (row is not None, row.failures if fresh else 0, row.locked_until if fresh else None)
+            wait = max(((locked - now).total_seconds() for _, _, locked in current.values()
+                        if locked is not None and locked > now), default=0.0)
+            if wait > 0:
+                return wait, 0.0
+            lock_if_wrong = 0.0
+            for key, backoff in limits:
+                stored, failures, _ = current[key]
+                lock = backoff.lock_seconds(failures + 1)
+                lock_if_wrong = max(lock_if_wrong, lock)
+                values = {"failures": failures + 1, "last_failure_at": now,
+                          "locked_until": now + timedelta(seconds=lock) if lock else None}
+                if stored:
+                    c.execute(update(login_failures).where(login_failures.c.key == key).values(**values))
+                else:
+                    c.execute(insert(login_failures).values(key=key, **values))
+            forget = max((b.forget_seconds for _, b in limits), default=0.0)
+            c.execute(delete(login_failures).where(login_failures.c.last_failure_at < now - timedelta(seconds=forget)))
+            return 0.0, lock_if_wrong
+
+    def end_login_attempt(self, *, reset: Iterable[tuple[str, str]] = (),
+                          uncount: Iterable[tuple[str, str]] = ()) -> None:
+        """The attempt counted by `begin_login_attempt` succeeded: the `reset` counters start
+        again from zero (the account's); the `uncount` counters forget this one attempt and the
+        lock-out it set (the client address's: signing in to one's own account must not erase
+        the failures it made against others). The attempt was let through, so no earlier
+        lock-out was running: none is restored."""
+        with self._tx(write=True) as c:
+            for kind, value in reset:
+                c.execute(delete(login_failures).where(login_failures.c.key == self._login_key(kind, value)))
+            for kind, value in uncount:
+                key = self._login_key(kind, value)
+                c.execute(delete(login_failures).where(login_failures.c.key == key, login_failures.c.failures <= 1))
+                c.execute(update(login_failures).where(login_failures.c.key == key).values(
+                    failures=login_failures.c.failures - 1, locked_until=None))
 
     # ------------------------------------------------------------------ search contexts
 
@@ -990,6 +1103,15 @@ class Store:
         if row is None:
             raise NotFound("chat", chat_id)
         return _row(Chat, row)
+
+
+def _roots(data_dir: str | None) -> list[str]:
+    """The data directory as given and as resolved (longest first, so that neither leaves a
+    piece of the other behind when replaced)."""
+    if not data_dir:
+        return []
+    given = os.path.abspath(data_dir)
+    return sorted({given, os.path.realpath(given)}, key=len, reverse=True)
 
 
 def _listing_values(item: Any) -> dict[str, Any]:

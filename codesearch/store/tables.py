@@ -207,8 +207,8 @@ chats = Table(
     Index(None, "created_at"),
 )
 
-#: Sign-in sessions of the web UI. `id` is the SHA-256 (hex) of the random cookie value: the cookie
-#: itself is never stored. `csrf_token` is the session's token for forms and the pages' API calls.
+#: Sign-in sessions of the web UI. `id` is the HMAC-SHA256 (hex) of the random cookie value under
+#: the sign-in secret: the cookie itself is never stored. `csrf_token` is the session's token for forms and the pages' API calls.
 web_sessions = Table(
     "web_sessions", metadata,
     Column("id", String(64), primary_key=True),
@@ -219,4 +219,16 @@ web_sessions = Table(
     Column("last_seen_at", UTCDateTime, nullable=False),
     Index(None, "user_id"),
     Index(None, "expires_at"),
+)
+
+#: Failed sign-ins in a row, per account and per client address (`Store.begin_login_attempt`).
+#: `key` is the HMAC-SHA256 (hex) of the kind and the email or address under the server secret:
+#: what someone typed into the sign-in form is never stored.
+login_failures = Table(
+    "login_failures", metadata,
+    Column("key", String(64), primary_key=True),
+    Column("failures", Integer, nullable=False),
+    Column("locked_until", UTCDateTime, nullable=True),
+    Column("last_failure_at", UTCDateTime, nullable=False),
+    Index(None, "last_failure_at"),
 )
