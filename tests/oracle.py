@@ -1,14 +1,26 @@
-"""A brute-force search over the same files, the reference the engine is checked against.
+r"""A brute-force search over the same files, the reference the engine is checked against.
 
-It shares nothing with the engine's index, planner or evaluator: it lists files with the git
-command line (or os.walk), applies the indexing rules with plain Python (sets of 3-byte
+It shares nothing with the engine's parser, index, planner or evaluator: it lists files with the
+git command line (or os.walk), applies the indexing rules with plain Python (sets of 3-byte
 windows for the trigram count), runs ctags in batch mode for symbols (of the languages the
-index takes symbols from), and evaluates the parsed
-query on every file with google-re2 directly. Only the parser and the language detector are
-shared (they have their own tests).
+index takes symbols from), and evaluates a query tree on every file with google-re2 directly.
+Only the language detector is shared (it has its own tests).
 
-`search` returns the set of (repo, path, branches, start, end) match spans, plus the set of
-matching files, to compare with the engine's answer for the same query.
+The tree is not parsed from the query string: the tests write it by hand next to the query (or
+generate the tree and render the query from it), so a parser bug cannot hide by making engine
+and oracle agree on the same wrong tree. A tree is nested tuples:
+
+    ("and", t1, t2, ...)   ("or", t1, t2, ...)   ("not", t)   ("false",)  (matches nothing)
+    ("text", "foo")        a literal substring of the content
+    ("regex", r"fo+")      a regular expression over the content
+    ("file", r"\.py$")     a regex over the path          ("sym", "^main$")  over symbol names
+    ("repo", "plain")      a regex over the repo name, always case-insensitive
+    ("lang", "Go")  ("rev", "dev")  ("reposet", ("a", "b"))  ("context", "web")
+    ("archived", "no")  ("fork", "only")  ("visibility", "private")
+
+The case-sensitivity toggle is the search's, as for the engine: it applies to text, regex, file
+and sym leaves. `search` returns the set of (repo, path, branches, start, end) match spans, plus
+the set of matching files, to compare with the engine's answer for the query.
 """
 
 from __future__ import annotations
@@ -22,8 +34,6 @@ import re2
 import regex
 
 from codesearch.index.language import detect, wants_symbols
-from codesearch.query import ast
-from codesearch.query.parser import parse
 
 
 @dataclass
@@ -134,6 +144,42 @@ def _line_bounds(content: bytes, line: int) -> tuple[int, int]:
     return start, start + len(lines[line - 1])
 
 
+#: Tree node kind -> number of arguments (None: two or more subtrees).
+ARITY = {
+    "and": None, "or": None, "not": 1, "false": 0,
+    "text": 1, "regex": 1, "file": 1, "sym": 1, "repo": 1, "lang": 1, "rev": 1,
+    "reposet": 1, "context": 1, "archived": 1, "fork": 1, "visibility": 1,
+}
+
+
+def check_tree(t) -> None:
+    """Raise ValueError naming the first malformed node of `t` (a typo in a test table)."""
+    stack = [t]
+    while stack:
+        n = stack.pop()
+        if not isinstance(n, tuple) or not n or n[0] not in ARITY:
+            raise ValueError(f"not a query tree node: {n!r}")
+        arity = ARITY[n[0]]
+        if arity is None:
+            if len(n) < 3:
+                raise ValueError(f"{n[0]} needs two or more subtrees: {n!r}")
+            stack.extend(n[1:])
+        elif len(n) != arity + 1:
+            raise ValueError(f"{n[0]} takes {arity} argument(s): {n!r}")
+        elif n[0] == "not":
+            stack.append(n[1])
+
+
+def walk_tree(t):
+    """Yield `t` and every node below it."""
+    yield t
+    if t[0] in ("and", "or"):
+        for c in t[1:]:
+            yield from walk_tree(c)
+    elif t[0] == "not":
+        yield from walk_tree(t[1])
+
+
 class Oracle:
     def __init__(self, docs: list[Doc], repos: dict[str, dict] | None = None, contexts=None):
         self.docs = docs
@@ -143,47 +189,48 @@ class Oracle:
     def _repo_attr(self, repo: str, key: str, default=False):
         return self.repos.get(repo, {}).get(key, default)
 
-    def _true(self, n, d: Doc) -> bool:
-        if isinstance(n, ast.And):
-            return all(self._true(c, d) for c in n.children)
-        if isinstance(n, ast.Or):
-            return any(self._true(c, d) for c in n.children)
-        if isinstance(n, ast.Not):
-            return not self._true(n.child, d)
-        if isinstance(n, ast.Const):
-            return n.value
-        if isinstance(n, ast.Content):
-            return bool(self._content_spans(n, d))
-        if isinstance(n, ast.FileName):
-            return _compile(n.pattern, n.case_sensitive).search(d.path.encode()) is not None
-        if isinstance(n, ast.Symbol):
-            return bool(self._symbol_spans(n, d))
-        if isinstance(n, ast.Language):
-            return d.language.lower() == n.name.lower()
-        if isinstance(n, ast.Branch):
-            return any(n.pattern == "*" or n.pattern in b for b in d.branches)
-        if isinstance(n, ast.Repo):
-            return _compile(n.pattern, False).search(d.repo.encode()) is not None
-        if isinstance(n, ast.RepoSet):
-            return d.repo in n.names
-        if isinstance(n, ast.Context):
-            return d.repo in self.contexts[n.name]
-        if isinstance(n, (ast.Archived, ast.Fork)):
-            flag = self._repo_attr(d.repo, "archived" if isinstance(n, ast.Archived) else "fork")
-            return {"yes": True, "no": not flag, "only": flag}[n.value]
-        if isinstance(n, ast.Visibility):
+    def _true(self, t, d: Doc, cs: bool) -> bool:
+        kind = t[0]
+        if kind == "and":
+            return all(self._true(c, d, cs) for c in t[1:])
+        if kind == "or":
+            return any(self._true(c, d, cs) for c in t[1:])
+        if kind == "not":
+            return not self._true(t[1], d, cs)
+        if kind == "false":
+            return False
+        if kind in ("text", "regex"):
+            return bool(self._content_spans(t, d, cs))
+        if kind == "file":
+            return _compile(t[1], cs).search(d.path.encode()) is not None
+        if kind == "sym":
+            return bool(self._symbol_spans(t, d, cs))
+        if kind == "lang":
+            return d.language.lower() == t[1].lower()
+        if kind == "rev":
+            return any(t[1] == "*" or t[1] in b for b in d.branches)
+        if kind == "repo":
+            return _compile(t[1], False).search(d.repo.encode()) is not None
+        if kind == "reposet":
+            return d.repo in t[1]
+        if kind == "context":
+            return d.repo in self.contexts[t[1]]
+        if kind in ("archived", "fork"):
+            flag = self._repo_attr(d.repo, kind)
+            return {"yes": True, "no": not flag, "only": flag}[t[1]]
+        if kind == "visibility":
             public = self._repo_attr(d.repo, "public", True)
-            return {"any": True, "public": public, "private": not public}[n.value]
-        raise TypeError(n)
+            return {"any": True, "public": public, "private": not public}[t[1]]
+        raise TypeError(t)
 
-    def _content_spans(self, n: ast.Content, d: Doc) -> list[tuple[int, int]]:
+    def _content_spans(self, t, d: Doc, cs: bool) -> list[tuple[int, int]]:
         if not d.content:
             return []
-        pattern = n.pattern if n.is_regex else re2.escape(n.pattern)
-        return [m.span() for m in _compile(pattern, n.case_sensitive).finditer(d.content)]
+        pattern = t[1] if t[0] == "regex" else re2.escape(t[1])
+        return [m.span() for m in _compile(pattern, cs).finditer(d.content)]
 
-    def _symbol_spans(self, n: ast.Symbol, d: Doc) -> list[tuple[int, int]]:
-        rx = _compile(n.pattern, n.case_sensitive)
+    def _symbol_spans(self, t, d: Doc, cs: bool) -> list[tuple[int, int]]:
+        rx = _compile(t[1], cs)
         spans = []
         for name, line in d.symbols:
             if rx.search(name.encode()) is None:
@@ -194,20 +241,23 @@ class Oracle:
                 spans.append((at, at + len(name.encode())))
         return spans
 
-    def _positive(self, n, negated=False):
-        if isinstance(n, (ast.And, ast.Or)):
-            for c in n.children:
+    def _positive(self, t, negated=False):
+        """The leaves of `t` under an even number of negations."""
+        if t[0] in ("and", "or"):
+            for c in t[1:]:
                 yield from self._positive(c, negated)
-        elif isinstance(n, ast.Not):
-            yield from self._positive(n.child, not negated)
+        elif t[0] == "not":
+            yield from self._positive(t[1], not negated)
         elif not negated:
-            yield n
+            yield t
 
-    def search(self, query: str, is_regex=False, case_sensitive=False):
-        tree = parse(query, is_regex=is_regex, case_sensitive=case_sensitive)
-        has_rev = any(isinstance(x, ast.Branch) for x in ast.walk(tree))
+    def search(self, tree, *, case_sensitive: bool = False):
+        """Spans and files the query whose tree is `tree` must find (see the module docstring)."""
+        check_tree(tree)
+        cs = case_sensitive
+        has_rev = any(n[0] == "rev" for n in walk_tree(tree))
         positive = list(self._positive(tree))
-        rev_patterns = [x.pattern for x in positive if isinstance(x, ast.Branch)]
+        rev_patterns = [x[1] for x in positive if x[0] == "rev"]
         spans, files = set(), set()
         for d in self.docs:
             branches = list(d.branches)
@@ -217,15 +267,15 @@ class Oracle:
                 branches = branches[:1]
             elif rev_patterns:
                 branches = [b for b in branches if any(p == "*" or p in b for p in rev_patterns)]
-            if not self._true(tree, d):
+            if not self._true(tree, d, cs):
                 continue
             key = (d.repo, d.path, tuple(branches))
             files.add(key)
             for leaf in positive:
-                if isinstance(leaf, ast.Content):
-                    spans.update(key + s for s in self._content_spans(leaf, d))
-                elif isinstance(leaf, ast.Symbol):
-                    spans.update(key + s for s in self._symbol_spans(leaf, d))
+                if leaf[0] in ("text", "regex"):
+                    spans.update(key + s for s in self._content_spans(leaf, d, cs))
+                elif leaf[0] == "sym":
+                    spans.update(key + s for s in self._symbol_spans(leaf, d, cs))
         return spans, files
 
     def _default(self, d: Doc) -> str:

@@ -197,14 +197,22 @@ def stdlib_index(tmp_path_factory):
     return Searcher(str(out / "ix")), Oracle(docs)
 
 
-@pytest.mark.parametrize("query,flags", [
-    ("def __init__", {}), ("import", {}), ("raise TypeError(", {}), ("lang:python sym:^urlsplit$", {}),
-    (r"def \w+_(header|value)s?\(", {"is_regex": True}), ("file:__init__ class", {}), ("-file:json decode", {}),
-    (r"(?i)content-type", {"is_regex": True}), ("NotImplementedError or ValueError", {"case_sensitive": True}),
+@pytest.mark.parametrize("query,flags,tree", [  # tree: what the query means, in the oracle's terms
+    ("def __init__", {}, ("and", ("text", "def"), ("text", "__init__"))),
+    ("import", {}, ("text", "import")),
+    ("raise TypeError(", {}, ("and", ("text", "raise"), ("text", "TypeError("))),
+    ("lang:python sym:^urlsplit$", {}, ("and", ("lang", "python"), ("sym", "^urlsplit$"))),
+    (r"def \w+_(header|value)s?\(", {"is_regex": True}, ("and", ("regex", "def"), ("regex", r"\w+_(header|value)s?\("))),
+    ("file:__init__ class", {}, ("and", ("file", "__init__"), ("text", "class"))),
+    ("-file:json decode", {}, ("and", ("not", ("file", "json")), ("text", "decode"))),
+    (r"(?i)content-type", {"is_regex": True}, ("regex", r"(?i)content-type")),
+    ("NotImplementedError or ValueError", {"case_sensitive": True}, ("or", ("text", "NotImplementedError"), ("text", "ValueError"))),
+    (r"(urlsplit|urlparse)\(", {"is_regex": True}, ("regex", r"(urlsplit|urlparse)\(")),
+    (r"(def|class)\s+url", {"is_regex": True}, ("regex", r"(def|class)\s+url")),
 ])
-def test_stdlib_against_brute_force(stdlib_index, query, flags):
+def test_stdlib_against_brute_force(stdlib_index, query, flags, tree):
     searcher, oracle = stdlib_index
-    want = oracle.search(query, **flags)
+    want = oracle.search(tree, case_sensitive=flags.get("case_sensitive", False))
     got = engine_spans(searcher.search(query, matches=10**7, **flags))
     assert got == want
     assert want[1], "query should match something in the standard library"
