@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from codesearch.config import problems as _problems
+from codesearch.config import unsupported as _unsupported
 from codesearch.config.jsonc import JsoncError, parse_jsonc
 from codesearch.config.models import (
     DEFAULT_URLS,
@@ -42,8 +43,8 @@ DEPRECATED_SETTINGS = {
     "experiment_repoDrivenPermissionSyncIntervalMs": "repoDrivenPermissionSyncIntervalMs",
     "experiment_userDrivenPermissionSyncIntervalMs": "userDrivenPermissionSyncIntervalMs",
 }
-#: Top-level keys of newer Sourcebot versions that are accepted and ignored.
-UNSUPPORTED_KEYS = ("apps", "identityProviders")
+_OVERRIDE_NAME = re.compile(r"^[a-zA-Z0-9_-]+$")  # names the schema checks the entries of
+_OVERRIDE_TYPES = {"string": (str,), "number": (int, float), "boolean": (bool,)}
 _GCP_SECRET = re.compile(r"^projects/[^/\s]+/secrets/[^/\s]+/versions/[^/\s]+$")
 _TRUE = {"true", "1", "yes", "on"}
 
@@ -128,9 +129,6 @@ def _truthy(value: str | None) -> bool:
 
 def _build(doc: dict, source: str, environ: Mapping[str, str], duplicates: list[str]) -> Config:
     warnings: list[str] = [f'duplicate key "{k}" (the last value is used)' for k in dict.fromkeys(duplicates)]
-    for key in UNSUPPORTED_KEYS:
-        if key in doc:
-            warnings.append(f"{key}: not supported by codesearch; ignored")
 
     # settings, deprecated names mapped to their replacements
     raw_settings = {k: _num(v) for k, v in (doc.get("settings") or {}).items()}
@@ -146,10 +144,14 @@ def _build(doc: dict, source: str, environ: Mapping[str, str], duplicates: list[
                         "FORCE_ENABLE_ANONYMOUS_ACCESS instead (mapped to it at start-up)")
     settings = Settings.model_validate(raw_settings)
 
-    overrides = {
-        name: EnvironmentOverride(name=name, type=o["type"], value=_token(o["value"]) if o["type"] == "token" else o["value"])
-        for name, o in (doc.get("environmentOverrides") or {}).items()
-    }
+    overrides: dict[str, EnvironmentOverride] = {}
+    for name, o in (doc.get("environmentOverrides") or {}).items():
+        problem = _override_problem(name, o)
+        if problem:
+            warnings.append(f"{_problems.format_path(('environmentOverrides', name))}: {problem}; not applied")
+            continue
+        overrides[name] = EnvironmentOverride(name=name, type=o["type"],
+                                              value=_token(o["value"]) if o["type"] == "token" else o["value"])
     # PERMISSION_SYNC_ENABLED as it will be once the overrides are applied.
     pse_override = overrides.get("PERMISSION_SYNC_ENABLED")
     if pse_override is not None and pse_override.type != "token":
@@ -174,6 +176,7 @@ def _build(doc: dict, source: str, environ: Mapping[str, str], duplicates: list[
             raw=raw,
         )
         warnings.extend(_connection_warnings(name, raw))
+    warnings.extend(_unsupported.warnings_for(doc, permission_sync=permission_sync))
 
     contexts = {name: SearchContext.model_validate({"name": name, **c}) for name, c in (doc.get("contexts") or {}).items()}
     for cname, ctx in contexts.items():
@@ -191,6 +194,33 @@ def _build(doc: dict, source: str, environ: Mapping[str, str], duplicates: list[
     ]
     return Config(source=source, schema_ref=doc.get("$schema"), settings=settings, contexts=contexts,
                   environment_overrides=overrides, connections=connections, models=models, warnings=warnings, raw=doc)
+
+
+def _override_problem(name: str, o: Any) -> str | None:
+    """Why an `environmentOverrides` entry cannot be applied, None when it can.
+
+    The schema checks only entries whose name is made of letters, digits, "_" and "-" (as
+    Sourcebot's does); others pass unchecked and are applied when they have an override's shape
+    and a name the environment can hold.
+    """
+    if _OVERRIDE_NAME.match(name):
+        return None  # checked by the schema
+    if not name or "=" in name or "\0" in name:
+        return "not a valid environment variable name"
+    if not isinstance(o, Mapping) or set(o) != {"type", "value"}:
+        return 'not an override: expected {"type": ..., "value": ...}'
+    kind, value = o["type"], o["value"]
+    if kind == "token":
+        return None if _is_token_ref(value) else "a token override needs a token reference as its value"
+    if kind not in _OVERRIDE_TYPES:
+        return f"unknown override type {kind!r} (expected token, string, number or boolean)"
+    if isinstance(value, bool) is not (kind == "boolean") or not isinstance(value, _OVERRIDE_TYPES[kind]):
+        return f"a {kind} override needs a {kind} value"
+    return None
+
+
+def _is_token_ref(value: Any) -> bool:
+    return isinstance(value, Mapping) and len(value) == 1 and (isinstance(value.get("env"), str) or isinstance(value.get("googleCloudSecret"), str))
 
 
 def _connection_warnings(name: str, raw: dict) -> list[str]:

@@ -35,7 +35,7 @@ _PATTERN_TEXT = {
     r"^[\w.-]+$": "may only contain letters, digits, \"_\", \".\" and \"-\"",
     r"^[\w.-]+\/[\w.-]+$": "must be written <owner>/<name> (letters, digits, \"_\", \".\" and \"-\")",
     r"^[\w.-]+\/[\w. -]+$": "must be written <org>/<project>",
-    r"^[\w.-]+\/[\w. -]+\/[\w.-]+$": "must be written <org>/<project>/<repo>",
+    r"^[\w.-]+\/[\w. -]+\/[\w. -]+$": "must be written <org>/<project>/<repo>",
     r"^[a-zA-Z0-9_-]+$": "may only contain letters, digits, \"_\" and \"-\"",
 }
 _TOKEN_FORMS = '{"env": "<VARIABLE>"} or {"googleCloudSecret": "projects/<p>/secrets/<s>/versions/<v>"}'

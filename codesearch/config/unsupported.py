@@ -1,0 +1,78 @@
+"""What the schema accepts but codesearch does not act on (yet), said out loud.
+
+The schema accepts every document Sourcebot's schema accepts, so that an existing config file
+loads unchanged. Some of what such a file may say has no effect here; rather than dropping it
+silently, `warnings_for` lists each such place as a warning, which ``codesearch config
+validate`` prints and the service logs at start-up:
+
+    apps: accepted but not used: codesearch does not use code-host apps (...)
+    connections.gl.webUrl: accepted but not used yet: ...
+    connections.gh.enforcePermissions: accepted but not enforced yet: ...
+
+The tables here are the single list of such gaps: when a feature lands, its entry goes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from codesearch.config.problems import format_path
+
+#: Top-level sections of newer Sourcebot versions, checked by the schema and then ignored.
+UNUSED_SECTIONS = {
+    "apps": "codesearch does not use code-host apps; each connection authenticates with its own token",
+    "identityProviders": "codesearch has local accounts only (no single sign-on or account linking)",
+}
+
+#: Connection fields the host adapters do not read, by connection kind (a path inside the connection).
+UNUSED_CONNECTION_FIELDS: dict[str, dict[tuple[str, ...], str]] = {
+    "gitlab": {("webUrl",): "repository links are built from the project URLs the GitLab API returns"},
+    "github": {("exclude", "private"): "private repositories are not filtered out; "
+                                       "use exclude.repos, or a token that cannot see them"},
+}
+
+_NOT_ENFORCED = ("permission syncing is not implemented yet, so every repository is visible to everyone "
+                 "who may search")
+#: Per-connection permission fields: accepted, not enforced.
+PERMISSION_FIELDS = ("enforcePermissions", "enforcePermissionsForPublicRepos")
+#: Settings that only tune permission syncing (deprecated names included).
+PERMISSION_SETTINGS = (
+    "repoDrivenPermissionSyncIntervalMs", "userDrivenPermissionSyncIntervalMs",
+    "experiment_repoDrivenPermissionSyncIntervalMs", "experiment_userDrivenPermissionSyncIntervalMs",
+    "maxAccountPermissionSyncJobConcurrency", "maxRepoPermissionSyncJobConcurrency",
+)
+
+
+def _lookup(node: Any, path: tuple[str, ...]) -> bool:
+    for key in path:
+        if not isinstance(node, Mapping) or key not in node:
+            return False
+        node = node[key]
+    return True
+
+
+def warnings_for(doc: Mapping[str, Any], *, permission_sync: bool) -> list[str]:
+    """One warning per accepted-but-ignored place of a validated document, in document order.
+
+    `permission_sync` is PERMISSION_SYNC_ENABLED as it will be once the file's own
+    environment overrides are applied.
+    """
+    out: list[str] = []
+    for key, why in UNUSED_SECTIONS.items():
+        if key in doc:
+            out.append(f"{key}: accepted but not used: {why}")
+    if permission_sync:
+        out.append(f"PERMISSION_SYNC_ENABLED is true, but {_NOT_ENFORCED}")
+    for name in PERMISSION_SETTINGS:
+        if name in (doc.get("settings") or {}):
+            out.append(f"settings.{name}: accepted but has no effect: {_NOT_ENFORCED}")
+    for name, conn in (doc.get("connections") or {}).items():
+        at = format_path(("connections", name))
+        for path, why in UNUSED_CONNECTION_FIELDS.get(conn.get("type"), {}).items():
+            if _lookup(conn, path):
+                out.append(f"{at}.{'.'.join(path)}: accepted but not used yet: {why}")
+        for field in PERMISSION_FIELDS:
+            if conn.get(field) is True:
+                out.append(f"{at}.{field}: accepted but not enforced yet: {_NOT_ENFORCED}")
+    return out
