@@ -1,10 +1,15 @@
-"""A small real world for the MCP and tool tests: two git repositories with history, indexed,
-registered in a store, with their git data where the service looks for it.
+"""A small real world for the MCP and tool tests: two git repositories with history, indexed by
+the real repo indexer (`RepoIndexer`: mirror, index, record the result in the store) into a
+store, with their git data where the service looks for it.
 
 - ``git.local/demo``: a local (non-bare) repository indexed in place: three commits by two
   authors on three dates, a lightweight tag ``v1.0`` on the first commit, a ``feature`` branch
-  that is not indexed, a binary file, a 1200-line file and a file with a 5000-character line.
-- ``github.com/acme/widgets``: a bare mirror under ``<data>/repos/<id>``, as synced repos have.
+  that is not indexed (and newer than ``main``), a binary file, a 1200-line file, a file with
+  a 5000-character line and, under ``data/gen``, a dozen files of ``token_…`` lines that make
+  ``grep token_`` about 50 KB (the answer budget's test).
+- ``github.com/acme/widgets``: mirrored by the indexer over real smart HTTP on 127.0.0.1
+  (`GitHttpServer`) into ``<data>/repos/<id>``, as synced repos are. Its listing claims a
+  ``pushed_at`` (``HOST_PUSHED_AT``) later than its real newest commit: the index must win.
 
 `brute_grep` is the oracle: Python's `re` over every text file at the default branch.
 """
@@ -15,15 +20,15 @@ import os
 import re
 import subprocess
 
-from codesearch.index.builder import IndexSettings, index_source
-from codesearch.index.sources import GitSource
+from codesearch.git.mirror import MirrorStore
+from codesearch.runtime.workers import RepoIndexer, RuntimeOptions
 from codesearch.store import Store
 from codesearch.store.models import INDEXED
-from codesearch.sync import repo_info
-from tests.githttp import make_bare_repo
+from tests.githttp import GitHttpServer, make_bare_repo
 
 DEMO = "git.local/demo"
 WIDGETS = "github.com/acme/widgets"
+HOST_PUSHED_AT = "2024-05-01T00:00:00Z"
 
 APP_V1 = """import os
 
@@ -45,6 +50,9 @@ DEMO_V1 = {
     "docs/guide.md": "Guide: start the Server, then send requests.\n",
     "data/big.txt": "".join(f"line {i} of the big file\n" for i in range(1, 1201)),
     "data/wide.txt": "short line\n" + "x" * 5000 + "\nafter the wide line\n",
+    # bulk for the answer budget: `grep token_` matches 50 shown lines in each of 12 files (about 50 KB)
+    **{f"data/gen/part_{f:02d}.txt": "".join(f"token_{f:02d}_{i:03d} = alpha beta gamma delta epsilon zeta eta theta\n"
+                                             for i in range(80)) for f in range(12)},
 }
 LOGO = b"\x89PNG\r\n\x1a\n\0\0\0binary handle_request\0"
 WIDGET_FILES = {
@@ -97,27 +105,32 @@ def build(base: str) -> dict:
     owner = store.create_user("owner@example.com", "Owner")
     _key_id, key = store.create_api_key(owner.id, "mcp tests")
     demo = make_demo_repo(os.path.join(base, "src", "demo"))
-    store.upsert_connection("local", "git", {"type": "git", "url": "file://" + demo})
-    store.upsert_connection("acme", "github", {"type": "github", "orgs": ["acme"]})
-    ids = store.upsert_repos("local", [dict(name=DEMO, display_name="demo", code_host_type="genericGitHost",
-                                            clone_url="file://" + demo, local_path=demo, default_branch="main")]).ids
-    ids.update(store.upsert_repos("acme", [dict(
-        name=WIDGETS, display_name="acme/widgets", code_host_type="github", clone_url=f"https://{WIDGETS}.git",
-        web_url=f"https://{WIDGETS}", file_url_template=f"https://{WIDGETS}/blob/{{branch}}/{{path}}",
-        default_branch="main", pushed_at="2024-05-01T00:00:00Z")]).ids)
-    mirror = make_bare_repo(os.path.join(data, "repos"), str(ids[WIDGETS]), WIDGET_FILES)
-    index_dir = os.path.join(data, "index")
-    for name, path in ((DEMO, demo), (WIDGETS, mirror)):
-        row = store.get_repo(ids[name])
-        source = GitSource(path, repo=repo_info(row, row.id))
+    upstream = os.path.join(base, "upstream")
+    make_bare_repo(upstream, "acme/widgets.git", WIDGET_FILES)
+    with GitHttpServer(upstream) as server:
+        store.upsert_connection("local", "git", {"type": "git", "url": "file://" + demo})
+        store.upsert_connection("acme", "github", {"type": "github", "orgs": ["acme"]})
+        ids = store.upsert_repos("local", [dict(name=DEMO, display_name="demo", code_host_type="genericGitHost",
+                                                clone_url="file://" + demo, local_path=demo, default_branch="main")]).ids
+        ids.update(store.upsert_repos("acme", [dict(
+            name=WIDGETS, display_name="acme/widgets", code_host_type="github",
+            clone_url=server.url("acme/widgets.git"), web_url=f"https://{WIDGETS}",
+            file_url_template=f"https://{WIDGETS}/blob/{{branch}}/{{path}}", default_branch="main",
+            pushed_at=HOST_PUSHED_AT)]).ids)
+        for name in (DEMO, WIDGETS):
+            store.enqueue_index_job(ids[name])
+        indexer = RepoIndexer(data, "mcpworld-indexer", RuntimeOptions(heartbeat_s=0.05))
         try:
-            index_source(source, index_dir, IndexSettings())
-            revisions = {r.ref: r.commit for r in source.revisions}
+            while indexer.run_once():
+                pass
         finally:
-            source.close()
-        store.update_repo_index_status(row.id, INDEXED, revisions=revisions)
-    return {"data": data, "index": index_dir, "store": store, "key": key, "ids": ids, "demo": demo, "mirror": mirror,
-            "git_dirs": {DEMO: os.path.join(demo, ".git"), WIDGETS: mirror}}
+            indexer.close()
+    for name in (DEMO, WIDGETS):
+        row = store.get_repo(ids[name])
+        assert row.index_status == INDEXED, f"{name}: {row.last_error}"
+    mirror = MirrorStore(os.path.join(data, "repos")).path_for(ids[WIDGETS])
+    return {"data": data, "index": os.path.join(data, "index"), "store": store, "key": key, "ids": ids, "demo": demo,
+            "mirror": mirror, "git_dirs": {DEMO: os.path.join(demo, ".git"), WIDGETS: mirror}}
 
 
 def git_show(git_dir: str, ref: str, path: str) -> bytes:

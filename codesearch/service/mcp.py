@@ -11,10 +11,11 @@ valid API key and anonymous access is off, and leaves the caller's `Identity` in
 state, where each tool call picks it up to build its `ToolContext` (so every repo access runs
 through `codesearch.permissions` with the caller's identity).
 
-Tools come from `codesearch.tools.catalog`: one declaration gives the SDK its input schema. A
-tool failure is a result with ``isError: true`` and the tool's message (`CodesearchError`s are
-written for the agent); anything unexpected is logged and answered with a generic message, never
-a stack trace. ``ask_codebase`` is listed only when a language model is configured.
+Tools come from `codesearch.tools.catalog`: one declaration gives the SDK its input schema, and
+`ToolSpec.call` holds every answer to the size budget (about 20 KB, cut with a hint on how to
+narrow the question). A tool failure is a result with ``isError: true`` and the tool's message
+(`CodesearchError`s are written for the agent); anything unexpected is logged and answered with
+a generic message, never a stack trace. ``ask_codebase`` is listed only when a language model is configured.
 
 The SDK's DNS-rebinding protection (a Host allow-list meant for unauthenticated local servers) is
 off: the service is reached under whatever host name it is deployed at, and every request is
@@ -50,7 +51,8 @@ MCP_PATH = "/api/mcp"
 INSTRUCTIONS = (
     "Code search over the repositories indexed by this codesearch instance. Start with list_repos to learn "
     "repository names, grep to find code by regex, glob to find files, read_file and list_tree to read, "
-    "find_symbol_definitions/find_symbol_references to follow symbols, list_commits and get_diff for history.")
+    "find_symbol_definitions/find_symbol_references to follow symbols, list_commits, list_branches and get_diff "
+    "for history. Answers are cut at about 20 KB with a note on how to narrow the question.")
 
 
 class CodesearchMCP(MCPServer):
@@ -97,7 +99,7 @@ def _handler(spec: ToolSpec, authenticator: Authenticator, make_context: Callabl
             identity = _identity(ctx, authenticator)
             tc = make_context(identity)
             tc.progress = _progress_reporter(ctx)
-            return await anyio.to_thread.run_sync(functools.partial(spec.fn, tc, **kwargs))
+            return await anyio.to_thread.run_sync(functools.partial(spec.call, tc, **kwargs))
         except NotAuthenticated as e:
             raise ToolError(str(e)) from None
         except CodesearchError as e:

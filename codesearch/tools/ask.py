@@ -13,6 +13,7 @@ private session without an owner.
 from __future__ import annotations
 
 from codesearch.llm.agent import run_agent
+from codesearch.tools.budget import ANSWER_BUDGET, fit_text
 from codesearch.llm.client import ModelClient, ModelError, ModelSpec
 from codesearch.tools.context import ToolContext, ToolInputError
 
@@ -73,6 +74,9 @@ def ask(tc: ToolContext, query: str, repos: list[str] | None = None, language_mo
                                 answer=result.answer, model=result.model or spec.public(), steps=result.steps,
                                 status="COMPLETED", error=None)
     note = " (the research budget ran out before the model finished)" if result.budget_exhausted else ""
-    text = (f"{result.answer.rstrip()}\n\n---\nResearch session: {chat_url(tc.public_url, chat.id)}\n"
-            f"Model: {spec.name} ({spec.provider}){note}")
-    return text, chat, spec
+    footer = (f"\n\n---\nResearch session: {chat_url(tc.public_url, chat.id)}\n"
+              f"Model: {spec.name} ({spec.provider}){note}")
+    # the answer is held to the size budget, never the footer: the session keeps the whole answer
+    answer = fit_text(result.answer.rstrip(), "The whole answer is in the research session below.",
+                      ANSWER_BUDGET - len(footer.encode("utf-8")))
+    return answer + footer, chat, spec

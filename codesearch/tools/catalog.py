@@ -7,15 +7,20 @@ that one declaration:
 - the MCP server (`codesearch.service.mcp`) registers the tool with the SDK, which derives the
   input schema and validates arguments;
 - `args_model(spec)` gives the same schema and validation to the `ask_codebase` agent
-  (`CatalogToolSet`), so the model sees exactly what MCP clients see.
+  (`CatalogToolSet`), so the model sees exactly what MCP clients see;
+- `ToolSpec.call` runs it and holds its answer to the size budget (`codesearch.tools.budget`),
+  with the spec's hint on how to narrow, so MCP clients and the agent get the same answer.
 
 Names, parameters, defaults and limits are seed.md's (the tool server section and the limits
-table); descriptions are written for an agent choosing a tool.
+table) and, for the tools Sourcebot added since (`list_branches`, grep's `groupByRepo`, `path`
+on `list_commits` and `get_diff`), Sourcebot's own; descriptions are written for an agent
+choosing a tool.
 """
 
 from __future__ import annotations
 
 import inspect
+import json
 import logging
 import typing
 from dataclasses import dataclass
@@ -24,7 +29,7 @@ from typing import Annotated, Callable, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from codesearch.errors import CodesearchError
-from codesearch.tools import git_tools, repos, search_tools
+from codesearch.tools import budget, git_tools, repos, search_tools
 from codesearch.tools.context import ToolContext
 
 log = logging.getLogger(__name__)
@@ -48,10 +53,14 @@ def grep(tc: ToolContext,
                                               max_length=1000)] = None,
          repo: OptRepo = None,
          ref: Ref = None,
-         limit: Annotated[int, Field(description="Maximum number of matching files", ge=1, le=1000)] = 100) -> str:
+         limit: Annotated[int | None, Field(description="Maximum number of matching files (default: 100; 10000 with "
+                                                        "groupByRepo)", ge=1, le=10000)] = None,
+         groupByRepo: Annotated[bool, Field(  # noqa: N803
+             description="Instead of the matching lines, count the matches and matching files per repository: "
+                         "use it to learn which repositories use something")] = False) -> str:
     """Search file contents with a regular expression across the indexed repositories. Results are
     grouped by file with line numbers. Use it to find where code, strings or identifiers appear."""
-    return search_tools.grep(tc, pattern, path, include, repo, ref, limit)
+    return search_tools.grep(tc, pattern, path, include, repo, ref, limit, groupByRepo)
 
 
 def list_repos(tc: ToolContext,
@@ -107,11 +116,26 @@ def list_commits(tc: ToolContext,
                  author: Annotated[str | None, Field(description="Case-insensitive text of the author's name or "
                                                                  "e-mail", max_length=500)] = None,
                  ref: Ref = None,
+                 path: Annotated[str | None, Field(description="Only commits that changed this file or something "
+                                                               "below this directory (relative to the repository "
+                                                               "root)", max_length=4096)] = None,
                  page: Annotated[int, Field(description="Page number", ge=1)] = 1,
                  perPage: Annotated[int, Field(description="Commits per page", ge=1, le=100)] = 50) -> str:  # noqa: N803
     """List a repository's commits, newest first (JSON: commits with hash, date, message, refs,
-    body, author; and totalCount), filtered by message, dates and author."""
-    return git_tools.list_commits(tc, repo, query, since, until, author, ref, page, perPage)
+    body, author; and totalCount), filtered by message, dates, author and path."""
+    return git_tools.list_commits(tc, repo, query, since, until, author, ref, page, perPage, path)
+
+
+def list_branches(tc: ToolContext,
+                  repo: Repo,
+                  query: Annotated[str | None, Field(description="Case-insensitive text the branch name contains",
+                                                     max_length=1000)] = None,
+                  page: Annotated[int, Field(description="Page number", ge=1)] = 1,
+                  perPage: Annotated[int, Field(description="Branches per page", ge=1, le=100)] = 50) -> str:  # noqa: N803
+    """List a repository's branches, newest commit first (JSON: repo, totalCount, and branches with
+    name, commit, committedAt, isDefault and isIndexed). Branches with isIndexed false exist but
+    grep and glob only search them through git; use list_repos first when the name is unknown."""
+    return git_tools.list_branches(tc, repo, query, page, perPage)
 
 
 def glob(tc: ToolContext,
@@ -133,9 +157,12 @@ def get_diff(tc: ToolContext,
              base: Annotated[str, Field(description="Ref to diff from: branch, tag or commit SHA", min_length=1,
                                         max_length=1024)],
              head: Annotated[str, Field(description="Ref to diff to: branch, tag or commit SHA", min_length=1,
-                                        max_length=1024)]) -> str:
+                                        max_length=1024)],
+             path: Annotated[str | None, Field(description="Only the changes to this file or below this directory "
+                                                           "(relative to the repository root)",
+                                               max_length=4096)] = None) -> str:
     """Show the changes between two refs of a repository (two-dot diff) as a unified diff."""
-    return git_tools.get_diff(tc, repo, base, head)
+    return git_tools.get_diff(tc, repo, base, head, path)
 
 
 Symbol = Annotated[str, Field(description="The symbol's name, e.g. a function, class or variable name",
@@ -187,28 +214,53 @@ class ToolSpec:
     name: str
     fn: Callable[..., str]
     title: str
+    #: how to ask for less when the answer is over the size budget (the end of the cut note)
+    narrow: str
     read_only: bool = True
     #: answers depend on something outside this service (a language model)
     open_world: bool = False
+    #: a JSON answer: its list of items (None: the answer is the list), and what they are
+    json_items: str | None = None
+    json_noun: str = ""
 
     @property
     def description(self) -> str:
         return inspect.cleandoc(self.fn.__doc__ or "")
 
+    def call(self, tc: ToolContext, **arguments) -> str:
+        """Run the tool and hold its answer to the size budget."""
+        out = self.fn(tc, **arguments)
+        if self.json_noun:
+            return budget.fit_json(json.loads(out), self.json_items, self.json_noun, self.narrow)
+        return budget.fit_text(out, self.narrow)
 
+
+_NARROW_SEARCH = "Narrow it with path, include or repo or a more specific pattern, or lower limit."
 TOOLS: tuple[ToolSpec, ...] = (
-    ToolSpec("grep", grep, "Search code with a regex"),
-    ToolSpec("list_repos", list_repos, "List repositories"),
-    ToolSpec("read_file", read_file, "Read a file"),
-    ToolSpec("list_tree", list_tree, "List a directory tree"),
-    ToolSpec("list_commits", list_commits, "List commits"),
-    ToolSpec("glob", glob, "Find files by path pattern"),
-    ToolSpec("get_diff", get_diff, "Diff two refs"),
-    ToolSpec("find_symbol_definitions", find_symbol_definitions, "Find symbol definitions"),
-    ToolSpec("find_symbol_references", find_symbol_references, "Find symbol references"),
-    ToolSpec("list_language_models", list_language_models, "List language models"),
+    ToolSpec("grep", grep, "Search code with a regex",
+             _NARROW_SEARCH + " groupByRepo=true counts matches per repository instead."),
+    ToolSpec("list_repos", list_repos, "List repositories", "narrow the names with query.",
+             json_items="repos", json_noun="repositories"),
+    ToolSpec("read_file", read_file, "Read a file", "Read fewer lines with limit and continue with offset."),
+    ToolSpec("list_tree", list_tree, "List a directory tree",
+             "List a subdirectory with path, lower depth, or leave out files with includeFiles=false."),
+    ToolSpec("list_commits", list_commits, "List commits", "narrow with query, path, author, since or until.",
+             json_items="commits", json_noun="commits"),
+    ToolSpec("list_branches", list_branches, "List branches", "narrow the names with query.",
+             json_items="branches", json_noun="branches"),
+    ToolSpec("glob", glob, "Find files by path pattern", "Narrow it with a more specific pattern, path or repo, "
+                                                         "or lower limit."),
+    ToolSpec("get_diff", get_diff, "Diff two refs",
+             "Diff one file or directory at a time with path, or compare closer refs."),
+    ToolSpec("find_symbol_definitions", find_symbol_definitions, "Find symbol definitions",
+             "Use grep with path or include to look at fewer files."),
+    ToolSpec("find_symbol_references", find_symbol_references, "Find symbol references",
+             "Use grep with path or include to look at fewer files."),
+    ToolSpec("list_language_models", list_language_models, "List language models", "", json_items=None,
+             json_noun="models"),
     # it stores the research session: not read-only
-    ToolSpec("ask_codebase", ask_codebase, "Ask the codebase", read_only=False, open_world=True),
+    ToolSpec("ask_codebase", ask_codebase, "Ask the codebase", "The whole answer is in the research session.",
+             read_only=False, open_world=True),
 )
 BY_NAME = {t.name: t for t in TOOLS}
 
@@ -261,7 +313,7 @@ class CatalogToolSet:
         except ValidationError as e:
             return describe_validation_error(name, e), True
         try:
-            return spec.fn(self.tc, **{k: getattr(args, k) for k in args_model(spec).model_fields}), False
+            return spec.call(self.tc, **{k: getattr(args, k) for k in args_model(spec).model_fields}), False
         except CodesearchError as e:
             return str(e), True
         except Exception:  # a bug, not the caller's fault: keep the details in the log

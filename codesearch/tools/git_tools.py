@@ -1,5 +1,9 @@
 """Tools answered from a repository's git objects at any branch, tag or commit: `read_file`,
-`list_tree`, `list_commits`, `get_diff` (SPEC §6 output formats).
+`list_tree`, `list_commits`, `list_branches`, `get_diff` (SPEC §6 output formats).
+
+`list_commits` and `list_branches` answer in Sourcebot's JSON shapes, field for field, so an
+agent written against Sourcebot reads them unchanged: a commit's `date` is its author date and
+`refs` git's decoration text (``HEAD -> main, tag: v1.0``), as Sourcebot's git log shows them.
 
 They read the bare mirror (or the local repository indexed in place) through
 `codesearch.git.read`, which validates refs and paths (no option injection, no path outside
@@ -99,7 +103,7 @@ def list_tree(tc: ToolContext, repo: str, path: str | None = None, ref: str | No
 
 def list_commits(tc: ToolContext, repo: str, query: str | None = None, since: str | None = None,
                  until: str | None = None, author: str | None = None, ref: str | None = None, page: int = 1,
-                 perPage: int = 50) -> str:  # noqa: N803
+                 perPage: int = 50, path: str | None = None) -> str:  # noqa: N803
     from codesearch.errors import InvalidArgument
     from codesearch.git.read import check_ref, parse_when
     from codesearch.git.read import list_commits as git_list_commits
@@ -113,23 +117,51 @@ def list_commits(tc: ToolContext, repo: str, query: str | None = None, since: st
     row = tc.repo(repo)
     use_ref = check_ref(ref) if ref is not None else tc.default_ref(row)
     commits, total = git_list_commits(tc.git_dir(row), use_ref, query=query or None, since=since or None,
-                                      until=until or None, author=author or None, page=page, per_page=perPage)
-    return json.dumps({"commits": [{"hash": c.hash, "date": c.date, "message": c.message, "refs": list(c.refs),
+                                      until=until or None, author=author or None, path=path or None, page=page,
+                                      per_page=perPage)
+    return json.dumps({"commits": [{"hash": c.hash, "date": c.author_date, "message": c.message, "refs": c.decoration,
                                     "body": c.body, "authorName": c.author_name, "authorEmail": c.author_email}
                                    for c in commits], "totalCount": total}, ensure_ascii=False)
 
 
-def get_diff(tc: ToolContext, repo: str, base: str, head: str) -> str:
-    from codesearch.git.read import check_ref, diff, render_unified
+def list_branches(tc: ToolContext, repo: str, query: str | None = None, page: int = 1,
+                  perPage: int = 50) -> str:  # noqa: N803
+    """Sourcebot's ``{repo, defaultBranch, indexedAt, totalCount, branches: [{name, commit,
+    committedAt, isDefault, isIndexed}]}``, newest first. `isIndexed`: the index holds the
+    branch, so grep and glob search it there (others only through git)."""
+    from codesearch.git.read import head_branch
+    from codesearch.git.read import list_branches as git_list_branches
+    from codesearch.tools.repos import iso
+
+    row = tc.repo(repo)
+    git_dir = tc.git_dir(row)
+    default = (row.default_branch or "").removeprefix("refs/heads/") or head_branch(git_dir)
+    indexed = set(row.indexed_revisions or {})
+    branches = git_list_branches(git_dir)
+    if query:
+        branches = [b for b in branches if query.lower() in b.name.lower()]
+    start = (page - 1) * perPage
+    out = {"repo": row.name, "defaultBranch": default, "indexedAt": iso(row.indexed_at), "totalCount": len(branches),
+           "branches": [{"name": b.name, "commit": b.commit, "committedAt": b.committed_at,
+                         "isDefault": b.name == default,
+                         "isIndexed": f"refs/heads/{b.name}" in indexed or b.name in indexed
+                                      or (b.name == default and "HEAD" in indexed)}
+                        for b in branches[start:start + perPage]]}
+    return json.dumps({k: v for k, v in out.items() if v is not None}, ensure_ascii=False)
+
+
+def get_diff(tc: ToolContext, repo: str, base: str, head: str, path: str | None = None) -> str:
+    from codesearch.git.read import check_ref, check_scope, diff, render_unified
 
     row = tc.repo(repo)
     check_ref(base)
     check_ref(head)
-    files, truncated = diff(tc.git_dir(row), base, head)
+    scope = check_scope(path)
+    files, truncated = diff(tc.git_dir(row), base, head, path=scope)
     if not files:
-        return f"No differences between {base} and {head} in {row.name}."
+        return f"No differences between {base} and {head} in {row.name}" + (f" under {scope}." if scope else ".")
     text = render_unified(files)
     if truncated:
-        text += ("\n\n(Diff truncated: it is too large to show whole. Compare closer refs, or read single files "
-                 "with read_file at each ref.)")
+        text += ("\n\n(Diff truncated: it is too large to show whole. Diff one file or directory at a time with "
+                 "path, compare closer refs, or read single files with read_file at each ref.)")
     return text

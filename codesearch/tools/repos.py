@@ -1,5 +1,6 @@
 """Repositories as the API and the tools show them: `repo_json` (the ``GET /api/repos`` item),
-paging over the repos a caller may see, and the `list_repos` and `list_language_models` tools."""
+`list_repos_item` (the `list_repos` tool's item, Sourcebot's agent shape), paging over the
+repos a caller may see, and the `list_repos` and `list_language_models` tools."""
 
 from __future__ import annotations
 
@@ -47,6 +48,21 @@ def repo_json(repo, public_url: str) -> dict:
     })
 
 
+def list_repos_item(repo, public_url: str) -> dict:
+    """A repo as the `list_repos` tool shows it to agents: Sourcebot's ``{name, url, pushedAt,
+    defaultBranch, isFork, isArchived}``, every key present (null when unknown). `url` is the
+    repo's page in our web UI; `pushedAt` the newest commit of its default branch (recorded at
+    indexing), so agents can tell active repositories from stale ones."""
+    return {
+        "name": repo.name,
+        "url": repo_web_url(public_url, repo.name),
+        "pushedAt": iso(repo.pushed_at),
+        "defaultBranch": repo.default_branch or None,
+        "isFork": bool(repo.fork),
+        "isArchived": bool(repo.archived),
+    }
+
+
 def page_of_repos(store, identity: Identity, *, page: int, per_page: int, sort: str, direction: str,
                   query: str | None) -> tuple[list, int]:
     """One page of the repos `identity` may see, and how many there are."""
@@ -76,7 +92,8 @@ def list_repos(tc: ToolContext, query: str | None = None, page: int = 1, perPage
                                  query=query or None)
         every = [r for r in every if r.name in tc.allowed_repos]
         rows, total = every[(page - 1) * perPage:page * perPage], len(every)
-    return json.dumps({"repos": [repo_json(r, tc.public_url) for r in rows], "totalCount": total}, ensure_ascii=False)
+    return json.dumps({"repos": [list_repos_item(r, tc.public_url) for r in rows], "totalCount": total},
+                      ensure_ascii=False)
 
 
 def language_models(tc: ToolContext) -> list[dict]:

@@ -7,7 +7,10 @@ parser decodes them, and `literal_regex` escapes a name for RE2. A `ref` that th
 hold (a commit, or a branch not configured for indexing) is answered by ``git grep`` over the
 repository's git objects instead, so `grep` works at any ref of one repository.
 
-Lines in results are the lines where a match starts, each cut at `MAX_LINE_CHARS`.
+Lines in results are the lines where a match starts, each cut at `MAX_LINE_CHARS`. With
+`groupByRepo`, grep answers as Sourcebot's does: ``Found matches in N repositories:`` then
+``  <repo>: X matches in Y files`` per repository (matches counted as matching lines, as in the
+usual ``Found N matches`` header), for questions such as "which repositories use this?".
 """
 
 from __future__ import annotations
@@ -21,6 +24,9 @@ from codesearch.tools.context import ToolContext, ToolInputError
 MAX_LINE_CHARS = 2000
 #: matching lines shown per file (the count in the header is of lines shown)
 MAX_LINES_PER_FILE = 50
+#: grep's `limit` (matching files) when not given: lines are shown, or only counted per repository
+DEFAULT_GREP_FILES = 100
+DEFAULT_GROUPED_FILES = 10_000
 #: the search engine's match cap per requested file (grep's `limit` counts files)
 _MATCHES_PER_FILE = 20
 _MAX_MATCHES = 50_000
@@ -125,9 +131,11 @@ def _ref_filter(tc: ToolContext, repo, ref: str) -> tuple[str | None, str | None
 
 
 def grep(tc: ToolContext, pattern: str, path: str | None = None, include: str | None = None,
-         repo: str | None = None, ref: str | None = None, limit: int = 100) -> str:
+         repo: str | None = None, ref: str | None = None, limit: int | None = None, group_by_repo: bool = False) -> str:
     from codesearch.git.read import check_dir, check_ref
 
+    limit = limit or (DEFAULT_GROUPED_FILES if group_by_repo else DEFAULT_GREP_FILES)
+    render = render_repo_counts if group_by_repo else render_hits
     if not pattern:
         raise ToolInputError("pattern is empty: give a regular expression to search for")
     under = check_dir(path) if path else ""
@@ -138,7 +146,7 @@ def grep(tc: ToolContext, pattern: str, path: str | None = None, include: str | 
     if ref and row is not None:
         full_ref, _sha = _ref_filter(tc, row, ref)
         if full_ref is None:
-            return _git_grep(tc, row, ref, pattern, under, include, limit)
+            return _git_grep(tc, row, ref, pattern, under, include, limit, render)
     terms = [quote(pattern)]
     if row is not None:
         terms.append("repo:" + quote("^" + literal_regex(row.name) + "$"))
@@ -160,7 +168,26 @@ def grep(tc: ToolContext, pattern: str, path: str | None = None, include: str | 
     if truncated:
         hint = (f"(Results truncated: showing {min(len(hits), limit)} file(s); there may be more. Narrow the search "
                 "with path, include or repo, or raise limit.)")
-    return render_hits(hits[:limit], "match", hint)
+    return render(hits[:limit], "match", hint)
+
+
+def render_repo_counts(hits: list[FileHits], _noun: str, truncated_hint: str | None) -> str:
+    """grep with `groupByRepo`: ``Found matches in N repositories:`` then ``  <repo>: X matches
+    in Y files`` per repository, in the order the repositories first appear."""
+    if not hits:
+        return "No files found"
+    counts: dict[str, list[int]] = {}
+    for h in hits:
+        c = counts.setdefault(h.repo, [0, 0])
+        c[0] += len(h.lines) + h.more
+        c[1] += 1
+    out = [f"Found matches in {len(counts)} {'repository' if len(counts) == 1 else 'repositories'}:"]
+    for name, (matches, files) in counts.items():
+        out.append(f"  {name}: {matches} {'match' if matches == 1 else 'matches'} in {files} "
+                   f"{'file' if files == 1 else 'files'}")
+    if truncated_hint:
+        out += ["", truncated_hint]
+    return "\n".join(out)
 
 
 def _on_ref(branches: list[str], full_ref: str | None, ref: str) -> bool:
@@ -169,7 +196,8 @@ def _on_ref(branches: list[str], full_ref: str | None, ref: str) -> bool:
     return any(b == ref or b.endswith("/" + ref) for b in branches)
 
 
-def _git_grep(tc: ToolContext, row, ref: str, pattern: str, under: str, include: str | None, limit: int) -> str:
+def _git_grep(tc: ToolContext, row, ref: str, pattern: str, under: str, include: str | None, limit: int,
+              render=render_hits) -> str:
     from codesearch.git.read import grep as git_grep
 
     found, truncated = git_grep(tc.git_dir(row), ref, pattern, path=under, include=include, max_files=limit)
@@ -183,7 +211,7 @@ def _git_grep(tc: ToolContext, row, ref: str, pattern: str, under: str, include:
     hint = None
     if truncated:
         hint = f"(Results truncated: showing {len(by_file)} file(s). Narrow the search with path or include, or raise limit.)"
-    return render_hits(list(by_file.values()), "match", hint)
+    return render(list(by_file.values()), "match", hint)
 
 
 # ---------------------------------------------------------------------- symbols
