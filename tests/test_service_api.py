@@ -293,9 +293,55 @@ def test_repos_paging_sorting_and_query(svc, api):
     assert "query=acme" in links["next"] and "page=2" in links["next"]
 
 
+CONNECTION_KEYS = ["id", "name", "connectionType", "isDeclarative", "syncedAt", "createdAt", "updatedAt", "repoCount",
+                   "inFlightJobCount", "latestJob"]
+ISO_MS = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"
+
+
+def test_connections_in_sourcebots_shape(svc, api):
+    r = api.get("/api/connections")
+    assert r.status_code == 200 and r.headers["x-total-count"] == "2" and "link" not in r.headers
+    assert list(r.json()) == ["connections"]
+    conns = r.json()["connections"]
+    assert [c["name"] for c in conns] == ["acme", "local"]  # by name
+    for c in conns:
+        assert list(c)[:len(CONNECTION_KEYS)] == CONNECTION_KEYS  # Sourcebot's keys, then ours for the web UI
+        assert c["isDeclarative"] is True and re.fullmatch(ISO_MS, c["createdAt"]) and re.fullmatch(ISO_MS, c["updatedAt"])
+        assert "config" not in c
+    acme, local = conns
+    job = svc["store"].list_jobs(kind="sync", connection="acme")[0]
+    assert (acme["connectionType"], acme["syncedAt"], acme["repoCount"], acme["inFlightJobCount"]) == ("github", None, 4, 1)
+    assert acme["latestJob"] == {"id": job.id, "status": "PENDING", "createdAt": acme["latestJob"]["createdAt"],
+                                 "completedAt": None, "errorMessage": None}
+    assert re.fullmatch(ISO_MS, acme["latestJob"]["createdAt"])
+    assert (local["connectionType"], local["repoCount"], local["inFlightJobCount"], local["latestJob"]) == ("git", 1, 0, None)
+    assert re.fullmatch(ISO_MS, local["syncedAt"])
+    # what the web UI's status table reads
+    assert local["syncStatus"] == "SYNCED" and "job" not in local
+    assert acme["syncStatus"] == "SYNC_NEEDED" and (acme["job"]["kind"], acme["job"]["state"]) == ("sync", "PENDING")
+
+
+@pytest.mark.parametrize("params, names, rels", [
+    ({"perPage": 1}, ["acme"], {"first", "next", "last"}),
+    ({"perPage": 1, "page": 2}, ["local"], {"first", "prev", "last"}),
+    ({"perPage": 1, "page": 3}, [], {"first", "prev", "last"}),
+    ({"page": 1, "perPage": 100}, ["acme", "local"], None),
+])
+def test_connections_paging(svc, api, params, names, rels):
+    r = api.get("/api/connections", params=params)
+    assert [c["name"] for c in r.json()["connections"]] == names and r.headers["x-total-count"] == "2"
+    assert (set(_links(r.headers["link"])) if "link" in r.headers else None) == rels
+
+
+@pytest.mark.parametrize("params", [{"perPage": 101}, {"perPage": 0}, {"page": "abc"}, {"page": 0}])
+def test_connections_bad_paging(svc, api, params):
+    r = api.get("/api/connections", params=params)
+    assert r.status_code == 400 and r.json()["errorCode"] == "INVALID_REQUEST_BODY"
+
+
 def test_status_routes(svc, api):
     ids = svc["ids"]
-    conns = {c["name"]: c for c in api.get("/api/connections").json()}
+    conns = {c["name"]: c for c in api.get("/api/connections").json()["connections"]}
     assert set(conns) == {"acme", "local"}
     assert conns["local"]["syncStatus"] == "SYNCED" and conns["local"]["repoCount"] == 1 and "job" not in conns["local"]
     assert conns["acme"]["syncStatus"] == "SYNC_NEEDED" and conns["acme"]["repoCount"] == 4

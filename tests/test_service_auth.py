@@ -95,7 +95,7 @@ def test_every_repo_access_goes_through_visible_repos(store, monkeypatch, tmp_pa
     r = client.get("/api/repos")
     assert [x["repoName"] for x in r.json()] == ["github.com/o/b"] and r.headers["x-total-count"] == "1"
     assert [x["repoId"] for x in client.get("/api/repos/status").json()] == [b.id]
-    assert client.get("/api/connections").json()[0]["repoCount"] == 1
+    assert client.get("/api/connections").json()["connections"][0]["repoCount"] == 1
     assert [j["repoId"] for j in client.get("/api/jobs").json()] == [b.id]
     r = client.get("/api/source", params={"repo": "github.com/o/a", "path": "x"})
     assert r.status_code == 404 and r.json()["errorCode"] == "REPOSITORY_NOT_FOUND"

@@ -17,9 +17,16 @@
     is the repo's queued or running index job, if any.
 
 ``GET /api/connections``
-    Every connection: ``{id, name, type, syncStatus, syncError, syncWarnings, createdAt,
-    updatedAt, syncedAt, repoCount, job}`` (``job``: its queued or running sync job). The
-    connection's config is never shown (it may name secrets).
+    Sourcebot's shape: query ``page`` (≥1, default 1) and ``perPage`` (1..100, default 50);
+    ``{"connections": [{id, name, connectionType, isDeclarative, syncedAt, createdAt, updatedAt,
+    repoCount, inFlightJobCount, latestJob}]}`` by name, with ``X-Total-Count`` and ``Link``.
+    ``connectionType`` is the config's ``type``; ``isDeclarative`` is always true (connections
+    come from the config file); ``inFlightJobCount`` counts its queued and running sync jobs;
+    ``latestJob`` is its newest sync job ``{id, status, createdAt, completedAt, errorMessage}`` or
+    null. Keys without a value are null, as Sourcebot sends them. Each item also carries what the
+    web UI's status table reads: ``type``, ``syncStatus``, ``syncError``, ``syncWarnings`` and
+    ``job`` (its queued or running sync job, when there is one). The connection's config is never
+    shown (it may name secrets).
 
 ``GET /api/jobs``
     Sync and index jobs, newest first: by default the queued and running ones (``state`` =
@@ -49,6 +56,9 @@ from codesearch.store.errors import NotFound
 from codesearch.tools.repos import _compact, iso, page_of_repos, repo_json, repo_web_url  # noqa: F401
 
 MAX_PER_PAGE = 100
+#: The last page number accepted: far beyond any real listing, and small enough that the
+#: database's row offset (page × perPage) never overflows its 64-bit integers.
+MAX_PAGE = 10_000_000
 _ACTIVE = ("PENDING", "IN_PROGRESS")
 
 
@@ -103,7 +113,7 @@ def _base_url(request: Request) -> str:
 def router(get_store, *, public_url: str, require_identity) -> APIRouter:
     r = APIRouter()
 
-    def paging(page: int = Query(1, ge=1, description="Page number, from 1"),
+    def paging(page: int = Query(1, ge=1, le=MAX_PAGE, description="Page number, from 1"),
                perPage: int | None = Query(None, ge=1, le=MAX_PER_PAGE, description="Repos per page (default 30)"),
                per_page: int | None = Query(None, ge=1, le=MAX_PER_PAGE, include_in_schema=False),
                sort: Literal["name", "pushed"] = Query("name"),
@@ -152,28 +162,42 @@ def router(get_store, *, public_url: str, require_identity) -> APIRouter:
         return paged(request, identity, p, render)
 
     @r.get("/api/connections")
-    def list_connections(identity: Identity = Depends(require_identity)) -> list[dict]:
+    def list_connections(request: Request, identity: Identity = Depends(require_identity),
+                         page: int = Query(1, ge=1, description="Page number, from 1"),
+                         perPage: int = Query(50, ge=1, le=MAX_PER_PAGE,  # noqa: N803
+                                              description="Connections per page")) -> JSONResponse:
         store = get_store()
-        if store is None:
-            return []
-        active = {}
+        every = sorted(store.list_connections(), key=lambda c: c.name) if store is not None else []
+        rows = every[(page - 1) * perPage:page * perPage]
+        active: dict[int, list] = {}
         for state in _ACTIVE:
-            for job in store.list_jobs(kind="sync", state=state, limit=10_000):
-                active.setdefault(job.connection_id, job)
+            for job in store.list_jobs(kind="sync", state=state, limit=10_000) if rows else ():
+                active.setdefault(job.connection_id, []).append(job)
         out = []
-        for c in store.list_connections():
-            job = active.get(c.id)
+        for c in rows:
             if permissions.visible_repos(identity) is None:
                 _, count = store.list_repos(per_page=1, connection=c.name)
             else:
                 count = sum(1 for x in store.repos_for_connection(c.name) if permissions.can_see(identity, x))
-            out.append(_compact({
-                "id": c.id, "name": c.name, "type": c.type, "syncStatus": c.sync_status, "syncError": c.sync_error,
-                "syncWarnings": list(c.sync_warnings or []), "createdAt": iso(c.created_at),
-                "updatedAt": iso(c.updated_at), "syncedAt": iso(c.synced_at), "repoCount": count,
-                "job": job_json(job, {c.id: c.name}) if job is not None else None,
-            }))
-        return out
+            latest = next(iter(store.list_jobs(kind="sync", connection=c.name, limit=1)), None)
+            running = active.get(c.id, [])  # queued ones first, newest first: the UI's `job`
+            out.append({
+                "id": c.id, "name": c.name, "connectionType": c.type, "isDeclarative": True,
+                "syncedAt": iso(c.synced_at), "createdAt": iso(c.created_at), "updatedAt": iso(c.updated_at),
+                "repoCount": count, "inFlightJobCount": len(running),
+                "latestJob": None if latest is None else {
+                    "id": latest.id, "status": latest.state, "createdAt": iso(latest.created_at),
+                    "completedAt": iso(latest.finished_at), "errorMessage": latest.error},
+                # for our web UI's status table
+                **_compact({"type": c.type, "syncStatus": c.sync_status, "syncError": c.sync_error,
+                            "syncWarnings": list(c.sync_warnings or []),
+                            "job": job_json(running[0], {c.id: c.name}) if running else None}),
+            })
+        headers = {"X-Total-Count": str(len(every))}
+        link = link_header(_base_url(request), page, perPage, len(every), {})
+        if link:
+            headers["Link"] = link
+        return JSONResponse({"connections": out}, headers=headers)
 
     @r.get("/api/jobs")
     def list_jobs(identity: Identity = Depends(require_identity),

@@ -513,7 +513,7 @@
         const [conns, repos, jobs] = await Promise.all([
           getJSON("/api/connections"), getJSON("/api/repos/status?perPage=100"), getJSON("/api/jobs?limit=100")]);
         renderRepos(repos.body, repos.total);
-        renderConnections(conns.body);
+        renderConnections(conns.body.connections);  // GET /api/connections: Sourcebot's {connections: [...]}
         renderJobs(jobs.body);
         errorBox.hidden = true;
         document.getElementById("sync-updated").textContent = `updated ${new Date().toLocaleTimeString()}`;
