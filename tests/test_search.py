@@ -156,14 +156,14 @@ def test_contexts(indexed_corpus):
         s.search("foo context:nope", options=opts)
 
 
-@pytest.mark.parametrize("query,flags", [("archived:maybe", {}), ("file:(", {}), ("a(", {"is_regex": True}), ('"open', {}),
-                                         ("sym:[", {}), ("repo:*x", {})])
+@pytest.mark.parametrize("query,flags", [("archived:maybe", {}), ("file:(", {}), ("a(", {"is_regex": True}),
+                                         ("a or or b", {}), ("sym:[", {}), ("repo:*x", {})])
 def test_bad_queries_raise_parse_errors(indexed_corpus, query, flags):
     with pytest.raises(QueryParseError):
         indexed_corpus["searcher"].search(query, **flags)
 
 
-@pytest.mark.parametrize("query", ["", "   ", "()"])
+@pytest.mark.parametrize("query", ["", "   ", "()", '""'])
 def test_empty_queries_return_nothing(indexed_corpus, query):
     r = indexed_corpus["searcher"].search(query)
     assert r["files"] == [] and r["isSearchExhaustive"]
