@@ -15,7 +15,9 @@
     ├── FileNotFound                FILE_NOT_FOUND: a bad path, or nothing (or not a file/directory) there (404)
     ├── InvalidGitRef               INVALID_GIT_REF: a malformed ref, or one naming no commit (400)
     ├── NotAuthenticated            NOT_AUTHENTICATED: no valid API key and anonymous access off (401)
-    └── InvalidArgument             INVALID_ARGUMENT: a bad parameter value (a date, a regex, a page) (400)
+    ├── InvalidArgument             INVALID_ARGUMENT: a bad parameter value (a date, a regex, a page) (400)
+    └── InvalidRequestBody          INVALID_REQUEST_BODY: a body that is not UTF-8, not JSON, or not the
+                                    fields a route expects (400)
 
 Each error says what is wrong and where (a query position, a file path, a section name), so
 that the HTTP layer can show the message as it is and a command-line user can act on it. No
@@ -160,6 +162,14 @@ class InvalidArgument(CodesearchError):
     status_code = 400
 
 
+class InvalidRequestBody(CodesearchError):
+    """A request body that cannot be read: not UTF-8, not JSON, or a known field with a wrong
+    type or value; the message names the field."""
+
+    error_code = "INVALID_REQUEST_BODY"
+    status_code = 400
+
+
 def error_from_payload(payload: dict) -> CodesearchError:
     """The exception an HTTP error body (SPEC §5: ``{statusCode, errorCode, message}``) stands
     for, so that a client over HTTP raises what the engine raises in-process."""
@@ -181,6 +191,6 @@ _BY_CODE = {
     "FILE_NOT_FOUND": FileNotFound,
     "INVALID_GIT_REF": InvalidGitRef,
     "INVALID_ARGUMENT": InvalidArgument,
-    "INVALID_REQUEST_BODY": InvalidArgument,
+    "INVALID_REQUEST_BODY": InvalidRequestBody,
     "NOT_AUTHENTICATED": NotAuthenticated,
 }

@@ -94,9 +94,11 @@ def test_refresh_is_atomic_across_searchers(ray_session, indexed_corpus, tmp_pat
     shutil.copytree(indexed_corpus["index"], ix)
     pool = SearcherPool.create(str(ix), 2)
     full = engine_spans(pool.search("foo", SearchOptions(matches=10**6)))
-    assert published_version(pool.version_key) is None
+    created = published_version(pool.version_key)
+    assert created is not None  # `create` publishes the lists it started with
     pool.refresh(str(ix))
     before = published_version(pool.version_key)
+    assert before > created
     # Half a refresh by hand: one searcher gets an empty list under a version nobody published.
     ray.get(pool.actors[0].set_shards.remote([], 2**62))
     assert engine_spans(pool.search("foo", SearchOptions(matches=10**6))) == full

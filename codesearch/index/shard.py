@@ -4,6 +4,10 @@
 JSON `meta` section; arrays are views into the map. A posting list is deserialized the first
 time a query needs it (ENGINEERING.md §2.2: about 4 µs each; eager loading would cost several
 times the file size in RAM) and kept in a small per-shard cache.
+
+A `Shard` is shared by every search of its process, concurrently (searchers serve several
+queries at once), so it keeps no per-query state: what a query read is counted by the query
+(`codesearch.search.evaluate`), never accumulated here.
 """
 
 from __future__ import annotations
@@ -42,7 +46,6 @@ class TrigramIndex:
         if self.offs.size and int(self.offs[-1]) > len(self.post):
             raise IndexFormatError(f.path, f"{prefix}: posting offsets point past the posting section")
         self._lookup = functools.lru_cache(maxsize=4096)(self._load)
-        self.bytes_loaded = 0
 
     def slot(self, trigram: int) -> int:
         """Index of `trigram` in the dictionary, or -1 when absent."""
@@ -68,12 +71,17 @@ class TrigramIndex:
         """The documents containing `trigram` (an empty BitMap when none); do not mutate."""
         return self._lookup(trigram)
 
+    def stored_size(self, trigram: int) -> int:
+        """Bytes of `trigram`'s serialized posting list in the file (0 when absent): what a
+        query that uses it reads of the index, whether or not it is cached by now."""
+        i = self.slot(trigram)
+        return int(self.offs[i + 1]) - int(self.offs[i]) if i >= 0 else 0
+
     def _load(self, trigram: int) -> BitMap:
         i = self.slot(trigram)
         if i < 0:
             return BitMap()
         a, b = int(self.offs[i]), int(self.offs[i + 1])
-        self.bytes_loaded += b - a
         try:
             return BitMap.deserialize(self.post[a:b])
         except Exception:
@@ -131,7 +139,6 @@ class Shard:
         self.sym_pknd = f.array("sym.pknd", np.uint16)
         self._paths: list[str] | None = None
         self._bitmaps: dict[str, BitMap] = {}
-        self.content_bytes_loaded = 0
 
     def docs_where(self, name: str) -> BitMap:
         """Cached document sets that every query may need: "all", "default-branch", "has-symbols".
@@ -167,7 +174,6 @@ class Shard:
 
     def content(self, doc: int) -> bytes:
         a, b = int(self.cont_offs[doc]), int(self.cont_offs[doc + 1])
-        self.content_bytes_loaded += b - a
         return self.content_blob[a:b].tobytes()
 
     def line_starts(self, doc: int) -> np.ndarray:

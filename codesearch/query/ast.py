@@ -181,10 +181,25 @@ CONTENT_MATCHERS = (Content, Symbol)
 
 
 def walk(node: Node):
-    """Yield `node` and every node below it, depth first."""
-    yield node
-    if isinstance(node, (And, Or)):
-        for c in node.children:
-            yield from walk(c)
-    elif isinstance(node, Not):
-        yield from walk(node.child)
+    """Yield `node` and every node below it, depth first (iteratively: a query may nest deeply)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        if isinstance(n, (And, Or)):
+            stack.extend(reversed(n.children))
+        elif isinstance(n, Not):
+            stack.append(n.child)
+
+
+def depth(node: Node) -> int:
+    """How many levels the tree has (a leaf is 1), computed without recursion."""
+    deepest, stack = 0, [(node, 1)]
+    while stack:
+        n, d = stack.pop()
+        deepest = max(deepest, d)
+        if isinstance(n, (And, Or)):
+            stack.extend((c, d + 1) for c in n.children)
+        elif isinstance(n, Not):
+            stack.append((n.child, d + 1))
+    return deepest

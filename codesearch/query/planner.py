@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from codesearch.errors import SearchContextNotFound
+from codesearch.errors import QueryError, SearchContextNotFound
 from codesearch.query import ast
 from codesearch.query.regex import CompiledRegex, LiteralMatcher, compile_literal, compile_regex
 from codesearch.query.regex_trigrams import regex_query
@@ -83,8 +83,18 @@ class Plan:
         return render(self.root)
 
 
+#: The deepest query tree a plan is made for. Planning, evaluation and presentation walk the
+#: tree recursively; no real query nests this deep, and a hostile one is refused with a 400
+#: instead of exhausting the interpreter's stack.
+MAX_QUERY_DEPTH = 100
+
+
 def plan(query: ast.Node, contexts: dict[str, set[str]] | None = None) -> Plan:
     """Compile `query` into a `Plan`. `contexts` maps context names to repository names."""
+    levels = ast.depth(query)
+    if levels > MAX_QUERY_DEPTH:
+        raise QueryError(f"the query nests {levels} levels deep (groups and negations); "
+                         f"at most {MAX_QUERY_DEPTH} are allowed")
     contexts = contexts or {}
     leaves: list = []
 

@@ -3,8 +3,12 @@
 Every content, file-name and symbol pattern runs through `compile_regex`. RE2 (google-re2)
 runs in linear time on any input, so it is used whenever it accepts the pattern. Syntax RE2
 lacks (look-around, back-references, possessive quantifiers) falls back to the `regex` module
-with a time budget per call: a pattern that takes longer raises `RegexTimeout` instead of
-hanging the search (ReDoS).
+with a time budget per call: the smaller of `FALLBACK_TIMEOUT_S` and what is left before the
+search's `deadline` (a `time.monotonic()` instant). A call that runs out raises `RegexTimeout`
+instead of hanging the search (ReDoS), so a backtracking pattern over thousands of candidate
+files still ends at the search's deadline. The fallback releases the GIL while it matches
+(``concurrent=True``), so that the other searches a process runs at the same time keep their
+share of the CPU.
 
 Semantics, for both engines: patterns are UTF-8; ``^`` and ``$`` match at line boundaries;
 ``.`` does not match a newline. Offsets are byte offsets into the UTF-8 text.
@@ -13,6 +17,7 @@ Semantics, for both engines: patterns are UTF-8; ``^`` and ``$`` match at line b
 from __future__ import annotations
 
 import functools
+import time
 from dataclasses import dataclass
 
 import re2
@@ -48,23 +53,38 @@ class CompiledRegex:
     _re2: object = None
     _fallback: object = None
 
-    def search(self, data: bytes) -> bool:
+    def search(self, data: bytes, deadline: float | None = None) -> bool:
         """True when the pattern occurs in `data`."""
         if self._re2 is not None:
             return self._re2.search(data) is not None
-        return next(self.finditer(data), None) is not None
+        text = data.decode("utf-8", "surrogateescape")
+        timeout = self._budget(deadline)
+        try:
+            return self._fallback.search(text, concurrent=True, timeout=timeout) is not None
+        except TimeoutError:
+            raise RegexTimeout(f"pattern {self.pattern!r} took longer than {timeout:.3g}s") from None
 
-    def finditer(self, data: bytes):
+    def _budget(self, deadline: float | None) -> float:
+        """Seconds the next fallback call may take (raises `RegexTimeout` when none are left)."""
+        if deadline is None:
+            return FALLBACK_TIMEOUT_S
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise RegexTimeout(f"pattern {self.pattern!r}: the search's deadline passed")
+        return min(FALLBACK_TIMEOUT_S, left)
+
+    def finditer(self, data: bytes, deadline: float | None = None):
         """Yield ``(start, end)`` byte offsets of the non-overlapping matches in `data`."""
         if self._re2 is not None:
             for m in self._re2.finditer(data):
                 yield m.span()
             return
         text = data.decode("utf-8", "surrogateescape")
+        timeout = self._budget(deadline)
         try:
-            spans = [m.span() for m in self._fallback.finditer(text, timeout=FALLBACK_TIMEOUT_S)]
+            spans = [m.span() for m in self._fallback.finditer(text, concurrent=True, timeout=timeout)]
         except TimeoutError:
-            raise RegexTimeout(f"pattern {self.pattern!r} took longer than {FALLBACK_TIMEOUT_S}s") from None
+            raise RegexTimeout(f"pattern {self.pattern!r} took longer than {timeout:.3g}s") from None
         # Character offsets to byte offsets, one pass over the text.
         pos_c = pos_b = 0
         for s, e in spans:
@@ -116,11 +136,11 @@ class LiteralMatcher:
             return data
         return data.lower() if self._fast and data.isascii() else None
 
-    def search(self, data: bytes) -> bool:
+    def search(self, data: bytes, deadline: float | None = None) -> bool:
         hay = self._haystack(data)
         return self._re2.search(data) if hay is None else self._needle in hay
 
-    def finditer(self, data: bytes):
+    def finditer(self, data: bytes, deadline: float | None = None):
         hay = self._haystack(data)
         if hay is None:
             yield from self._re2.finditer(data)

@@ -32,9 +32,15 @@ from codesearch.index.manifest import current_shards
 from codesearch.index.shard import Shard
 from codesearch.runtime import NAMESPACE
 from codesearch.search.engine import PartialResult, make_plan, merge_partials, partial_result, search_shards
-from codesearch.search.options import SearchOptions
+from codesearch.search.options import FLUSH_TIMER, SearchOptions, Stats
 
 log = logging.getLogger(__name__)
+
+
+#: Searches one searcher runs at once (threads of the actor). A search holds the GIL only in
+#: short stretches (RE2, the regex fallback and numpy release it), so a slow query takes its
+#: share of the CPU instead of making every other query wait for it.
+SEARCH_CONCURRENCY = 8
 
 
 class ShardSearcher:
@@ -44,15 +50,25 @@ class ShardSearcher:
     ones (the last `KEEP_VERSIONS` are kept) and `search(..., version=v)` uses list `v`. The
     pool publishes a version only after every searcher holds it, so one search sees the same
     generation of the index on every searcher, even while a refresh is under way.
+
+    Searches run concurrently (the actor is threaded, `SEARCH_CONCURRENCY`); shards keep no
+    per-query state. A searcher of a named pool (`pool_key`) that Ray restarts after a crash
+    starts from the shard lists the pool published (`publish_shard_lists`), not from the
+    arguments it was first created with, so it serves its partition of the current index at once.
     """
 
     KEEP_VERSIONS = 3
 
-    def __init__(self, shard_paths: list[str], origin: int = 0):
+    def __init__(self, shard_paths: list[str], origin: int = 0, pool_key: str | None = None):
         self.origin = origin
         self.errors: list[str] = []
-        self.sets: dict[int, list[Shard]] = {0: self._open(shard_paths, {})}
-        self.current = 0
+        self.sets: dict[int, list[Shard]] = {}
+        published = published_shard_lists(pool_key) if pool_key else {}
+        for version, partitions in sorted(published.items()):
+            self.set_shards(partitions[origin] if origin < len(partitions) else [], version)
+        if not self.sets:
+            self.sets[0] = self._open(shard_paths, {})
+            self.current = 0
 
     @property
     def shards(self) -> list[Shard]:
@@ -72,21 +88,23 @@ class ShardSearcher:
         self.errors = errors
         return out
 
+    def _shards_of(self, version: int | None) -> list[Shard]:
+        return self.sets.get(version, self.shards) if version is not None else self.shards
+
     def search(self, query: str, options: SearchOptions, deadline_wall: float, version: int | None = None) -> PartialResult:
         """Search the owned shards of `version` (default: the newest); `deadline_wall` is a
         `time.time()` instant (clocks of other processes and nodes agree on wall time, not on
-        `time.monotonic()`)."""
+        `time.monotonic()`). Stops early when the caller cancels the task (`ray.cancel`)."""
         deadline = time.monotonic() + max(0.0, deadline_wall - time.time())
         plan = make_plan(query, options)
-        shards = self.sets.get(version, self.shards) if version is not None else self.shards
-        return partial_result(search_shards(shards, plan, options, deadline), options, self.origin)
+        return partial_result(search_shards(self._shards_of(version), plan, options, deadline, _cancel_check()),
+                              options, self.origin)
 
     def explain(self, query: str, options: SearchOptions, version: int | None = None) -> dict:
         """`codesearch.search.explain.explain` over the owned shards of `version`."""
         from codesearch.search.explain import explain
 
-        shards = self.sets.get(version, self.shards) if version is not None else self.shards
-        out = explain(make_plan(query, options), shards)
+        out = explain(make_plan(query, options), self._shards_of(version))
         out["searcher"] = self.origin
         return out
 
@@ -96,10 +114,11 @@ class ShardSearcher:
         list it started with (unlinked files stay readable while mapped)."""
         if origin is not None:
             self.origin = origin
-        version = version if version is not None else self.current + 1
+        current = getattr(self, "current", None)
+        version = version if version is not None else (current or 0) + 1
         reuse = {s.path: s for shards in self.sets.values() for s in shards}
         self.sets[version] = self._open(shard_paths, reuse)
-        self.current = max(self.current, version)
+        self.current = version if current is None else max(current, version)
         for old in sorted(self.sets)[: -self.KEEP_VERSIONS]:
             del self.sets[old]
         return len(self.sets[version])
@@ -109,6 +128,20 @@ class ShardSearcher:
 
     def ping(self) -> bool:
         return True
+
+
+def _cancel_check():
+    """A function telling whether the running Ray task was cancelled (None outside Ray)."""
+    try:
+        import ray
+
+        if not ray.is_initialized():
+            return None
+        ctx = ray.get_runtime_context()
+        ctx.is_canceled()  # raises outside a task (a driver, a test calling the class directly)
+    except Exception:  # noqa: BLE001 - no task context: nothing can cancel us
+        return None
+    return ctx.is_canceled
 
 
 def publish_version(key: str, version: int) -> None:
@@ -127,6 +160,31 @@ def published_version(key: str | None) -> int | None:
 
     value = internal_kv._internal_kv_get(f"codesearch:index-version:{key}".encode())
     return int(value) if value else None
+
+
+def _lists_key(key: str) -> bytes:
+    return f"codesearch:shard-lists:{key}".encode()
+
+
+def publish_shard_lists(key: str, version: int, partitions: list[list[str]]) -> None:
+    """Record the shard files of every partition for `version` of pool `key` (the newest
+    `ShardSearcher.KEEP_VERSIONS` are kept), before any searcher is told: a searcher that Ray
+    restarts loads its lists from here, and the pool counts the shards of a searcher that does
+    not answer."""
+    from ray.experimental import internal_kv
+
+    lists = published_shard_lists(key)
+    lists[version] = partitions
+    keep = sorted(lists)[-ShardSearcher.KEEP_VERSIONS:]
+    internal_kv._internal_kv_put(_lists_key(key), json.dumps({str(v): lists[v] for v in keep}).encode(), overwrite=True)
+
+
+def published_shard_lists(key: str) -> dict[int, list[list[str]]]:
+    """What `publish_shard_lists` recorded for pool `key`: version → shard files per partition."""
+    from ray.experimental import internal_kv
+
+    value = internal_kv._internal_kv_get(_lists_key(key))
+    return {int(v): parts for v, parts in json.loads(value).items()} if value else {}
 
 
 def _layout_key(prefix: str) -> bytes:
@@ -183,8 +241,19 @@ def shard_files(index_dir: str) -> list[str]:
     return current_shards(index_dir)
 
 
+#: Seconds past a search's deadline that a searcher's answer is still awaited (it stops at the
+#: deadline by itself; this covers the trip back).
+GRACE_S = 2.0
+
+
 class SearcherPool:
-    """Ray actors over the shards of an index directory, and the fan-out/merge of a search."""
+    """Ray actors over the shards of an index directory, and the fan-out/merge of a search.
+
+    Searchers are supervised by Ray (``max_restarts=-1``): a searcher that dies is restarted and
+    loads its partition of the published index version by itself (see `ShardSearcher`); while it
+    is down, its partition is answered by a twin copy when there is one, else counted in
+    ``stats.crashes`` (and its shards in ``shardsSkipped``) and the answer is not exhaustive.
+    """
 
     def __init__(self, actors: list, version_key: str | None = None, copies: int = 1):
         if copies < 1 or len(actors) % copies:
@@ -204,7 +273,8 @@ class SearcherPool:
         says otherwise). Named when `name_prefix` is given, so that every Serve replica can
         `attach` to the same searchers. Partitions that would own no shard are not started,
         unless `keep_empty` (an index that will grow: `refresh` spreads shards over the existing
-        actors only)."""
+        actors only). The initial lists are published as the pool's first index version (so
+        re-used named actors get them too, and a restarted searcher finds them)."""
         import ray
 
         if copies < 1 or searchers < 1:
@@ -212,7 +282,9 @@ class SearcherPool:
         groups = balance(shard_files(index_dir) if os.path.isdir(index_dir) else [], searchers)
         if not keep_empty:
             groups = [g for g in groups if g] or [[]]
-        base = {"num_cpus": 0, **({"scheduling_strategy": "SPREAD"} if copies > 1 else {}), **(actor_options or {})}
+        key = name_prefix or uuid.uuid4().hex
+        base = {"num_cpus": 0, "max_restarts": -1, "max_task_retries": 0, "max_concurrency": SEARCH_CONCURRENCY,
+                **({"scheduling_strategy": "SPREAD"} if copies > 1 else {}), **(actor_options or {})}
         actors = []
         for i in range(copies * len(groups)):
             opts = dict(base)
@@ -220,11 +292,13 @@ class SearcherPool:
                 opts["name"] = f"{name_prefix}-{i}"
                 opts["namespace"] = NAMESPACE
             p = i % len(groups)
-            actors.append(ray.remote(ShardSearcher).options(**opts).remote(groups[p], origin=p))
+            actors.append(ray.remote(ShardSearcher).options(**opts).remote(groups[p], origin=p, pool_key=key))
         ray.get([a.ping.remote() for a in actors])
         if name_prefix:
             publish_layout(name_prefix, partitions=len(groups), copies=copies)
-        return cls(actors, version_key=name_prefix, copies=copies)
+        pool = cls(actors, version_key=key, copies=copies)
+        pool.assign(groups)
+        return pool
 
     @classmethod
     def attach(cls, name_prefix: str, count: int) -> "SearcherPool":
@@ -244,52 +318,51 @@ class SearcherPool:
         """Re-balance the index's current shards over the partitions and send every searcher its
         partition's list (after a re-index or garbage collection). Each searcher swaps its list
         at once; a search already running on a searcher finishes on its old list."""
+        self.assign(balance(shard_files(index_dir), self.partitions))
+
+    def assign(self, groups: list[list[str]]) -> int:
+        """Give partition ``i`` the shard files ``groups[i]`` as a new index version: recorded
+        first (for restarts), then sent to every searcher, then published for searches.
+        Returns the version."""
         import ray
 
-        groups = balance(shard_files(index_dir), self.partitions)
         version = time.time_ns()
+        publish_shard_lists(self.version_key, version, groups)
         ray.get([a.set_shards.remote(groups[i % self.partitions], version, i % self.partitions)
                  for i, a in enumerate(self.actors)])
         publish_version(self.version_key, version)  # only now: every searcher holds the new lists
+        return version
+
+    def shard_count(self, partition: int, version: int | None) -> int:
+        """How many shards `partition` holds in `version` (0 when unknown)."""
+        lists = published_shard_lists(self.version_key)
+        parts = lists.get(version) if version is not None else (lists[max(lists)] if lists else None)
+        return len(parts[partition]) if parts and partition < len(parts) else 0
+
+    def fan_out(self, query: str, options: SearchOptions) -> "Fanout":
+        """Send `query` to the searchers of one copy (round robin); read the answers from the
+        returned `Fanout`. The query is planned here first, so that a parse error or an unknown
+        context fails at once, before any searcher is asked."""
+        make_plan(query, options)
+        return Fanout(self, query, options)
 
     def search(self, query: str, options: SearchOptions) -> dict:
         """Fan out to the searchers of one copy, merge what arrives before the deadline."""
-        import ray
+        started = time.perf_counter_ns()
+        fan = self.fan_out(query, options)
+        plan_ns = time.perf_counter_ns() - started
+        partials = list(fan.partials())
+        return merge_partials(partials, options, started, plan_ns, missed=fan.missed)
+
+    async def search_async(self, query: str, options: SearchOptions) -> dict:
+        """`search` for an event loop: planning runs in a thread, the answers are awaited."""
+        import asyncio
 
         started = time.perf_counter_ns()
-        t0 = time.perf_counter_ns()
-        make_plan(query, options)  # parse errors and unknown contexts fail here, before any fan-out
-        plan_ns = time.perf_counter_ns() - t0
-        deadline_wall = time.time() + options.timeout_s
-        version = published_version(self.version_key)
-        turn = next(self._turn)
-        partials, timed_out = [], 0
-        todo = list(enumerate(self.copy(turn)))  # (partition, actor)
-        for attempt in range(min(2, self.copies)):  # a partition whose searcher died: once more on another copy
-            refs = {a.search.remote(query, options, deadline_wall, version): p for p, a in todo}
-            ready, pending = ray.wait(list(refs), num_returns=len(refs), timeout=max(0.0, deadline_wall - time.time()) + 5)
-            failed = []
-            for ref in ready:
-                try:
-                    partials.append(ray.get(ref))
-                except CodesearchError:
-                    raise
-                except Exception as e:  # a searcher died mid-search: count it, keep the others
-                    log.error("searcher failed: %s", type(e).__name__)
-                    failed.append(refs[ref])
-            for ref in pending:
-                ray.cancel(ref, force=True)
-            timed_out += len(pending)
-            if not failed or attempt + 1 >= min(2, self.copies) or time.time() >= deadline_wall:
-                break
-            twin = self.copy(turn + 1)
-            todo = [(p, twin[p]) for p in failed]
-        crashes = timed_out + len(failed)
-        resp = merge_partials(partials, options, started, plan_ns)
-        resp["stats"]["crashes"] += crashes
-        if crashes:
-            resp["isSearchExhaustive"] = False
-        return resp
+        fan = await asyncio.to_thread(self.fan_out, query, options)
+        plan_ns = time.perf_counter_ns() - started
+        partials = [p async for p in fan.partials_async()]
+        return merge_partials(partials, options, started, plan_ns, missed=fan.missed)
 
     def explain(self, query: str, options: SearchOptions) -> dict:
         """Every searcher's explanation of `query`, combined (shards listed per searcher)."""
@@ -308,5 +381,110 @@ class SearcherPool:
         import ray
 
         for a in self.actors:
-            ray.kill(a)
+            ray.kill(a, no_restart=True)
         self.actors = []
+
+
+class Fanout:
+    """One search sent to the searchers of one copy: their answers as they arrive.
+
+    A searcher that fails (it died, or its process did) is asked again once on another copy
+    when the pool has copies. A partition that gives no answer, in the end or before the
+    deadline (plus `GRACE_S`), is recorded in `missed`: one crash and its shards as
+    ``shardsSkipped``; the search then is not exhaustive. Searchers stop at the deadline by
+    themselves; those still running when the caller gives up are cancelled (Ray sets a flag
+    they check), never killed: an actor task cannot be force-cancelled, and the searcher is
+    busy with other searches too.
+    """
+
+    def __init__(self, pool: SearcherPool, query: str, options: SearchOptions):
+        self.pool = pool
+        self.query = query
+        self.options = options
+        self.deadline_wall = time.time() + options.timeout_s
+        self.give_up = time.monotonic() + options.timeout_s + GRACE_S
+        self.version = published_version(pool.version_key)  # one index generation on every searcher
+        self.turn = next(pool._turn)
+        self.missed = Stats()
+        self.pending: dict = {}  # ObjectRef → (partition, attempt)
+        for p, actor in enumerate(pool.copy(self.turn)):
+            self._ask(p, actor, 0)
+
+    def _ask(self, partition: int, actor, attempt: int) -> None:
+        ref = actor.search.remote(self.query, self.options, self.deadline_wall, self.version)
+        self.pending[ref] = (partition, attempt)
+
+    def _miss(self, partition: int) -> None:
+        self.missed.crashes += 1
+        self.missed.shardsSkipped += self.pool.shard_count(partition, self.version)
+
+    def settle(self, ref) -> PartialResult | None:
+        """The answer of a finished `ref`, or None when its searcher failed (then retried on a
+        twin, or recorded as missed). A query error (`CodesearchError`) is raised."""
+        import ray
+
+        partition, attempt = self.pending.pop(ref)
+        try:
+            return ray.get(ref)
+        except CodesearchError:
+            raise
+        except Exception as e:  # noqa: BLE001 - the searcher died mid-search
+            log.error("searcher of partition %d failed: %s", partition, type(e).__name__)
+        if attempt + 1 < min(2, self.pool.copies) and time.time() < self.deadline_wall:
+            self._ask(partition, self.pool.copy(self.turn + attempt + 1)[partition], attempt + 1)
+        else:
+            self._miss(partition)
+        return None
+
+    def abandon(self) -> None:
+        """Stop waiting: what has not answered is missed, and its tasks are cancelled."""
+        import ray
+
+        if self.pending:
+            self.missed.flushReason = FLUSH_TIMER
+        for ref, (partition, _) in list(self.pending.items()):
+            self._miss(partition)
+            try:
+                ray.cancel(ref)
+            except Exception:  # noqa: BLE001 - already finished or gone
+                pass
+        self.pending.clear()
+
+    def partials(self):
+        """Yield each searcher's `PartialResult` as it arrives (blocking)."""
+        import ray
+
+        try:
+            while self.pending:
+                ready, _ = ray.wait(list(self.pending), num_returns=1,
+                                    timeout=max(0.0, self.give_up - time.monotonic()))
+                if not ready:
+                    break
+                partial = self.settle(ready[0])
+                if partial is not None:
+                    yield partial
+        finally:
+            self.abandon()
+
+    async def partials_async(self):
+        """`partials` for an event loop."""
+        import asyncio
+
+        waiting: dict = {}  # asyncio future → ObjectRef
+        try:
+            while self.pending:
+                for ref in self.pending:
+                    if ref not in waiting.values():
+                        waiting[asyncio.ensure_future(asyncio.wrap_future(ref.future()))] = ref
+                done, _ = await asyncio.wait(list(waiting), timeout=max(0.0, self.give_up - time.monotonic()),
+                                             return_when=asyncio.FIRST_COMPLETED)
+                if not done:
+                    break
+                for fut in done:
+                    partial = self.settle(waiting.pop(fut))
+                    if partial is not None:
+                        yield partial
+        finally:
+            for fut in waiting:
+                fut.cancel()
+            self.abandon()

@@ -13,6 +13,7 @@ import logging
 import os
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 from codesearch.errors import IndexFormatError
 from codesearch.index.manifest import current_shards
@@ -31,8 +32,10 @@ def make_plan(query: str, options: SearchOptions) -> Plan:
     return plan(parse(query, is_regex=options.is_regex, case_sensitive=options.case_sensitive), options.contexts)
 
 
-def search_shards(shards: list[Shard], p: Plan, options: SearchOptions, deadline: float) -> list[ShardResult]:
-    """Evaluate `p` on each shard in order, stopping once the budget is spent.
+def search_shards(shards: list[Shard], p: Plan, options: SearchOptions, deadline: float,
+                  cancelled: Callable[[], bool] | None = None) -> list[ShardResult]:
+    """Evaluate `p` on each shard in order, stopping once the budget is spent, at the
+    `deadline` (a `time.monotonic()` instant) or when `cancelled()` turns true.
 
     A shard whose evaluation fails (a corrupt posting list, say) counts as a crash and the
     other shards still answer.
@@ -40,13 +43,14 @@ def search_shards(shards: list[Shard], p: Plan, options: SearchOptions, deadline
     results: list[ShardResult] = []
     found = 0
     for i, shard in enumerate(shards):
-        if found > options.matches or time.monotonic() > deadline:
-            skipped = ShardResult(truncated=True)
+        late = time.monotonic() > deadline or (cancelled is not None and cancelled())
+        if found > options.matches or late:
+            skipped = ShardResult(truncated=True, timed_out=late)
             skipped.stats.shardsSkipped = len(shards) - i
             results.append(skipped)
             break
         try:
-            r = evaluate_shard(shard, p, options.matches - found, deadline)
+            r = evaluate_shard(shard, p, options.matches - found, deadline, cancelled)
         except Exception as e:  # one bad shard must not fail the search
             log.error("search of %s failed: %s", shard.path, e)
             r = ShardResult(truncated=True)
@@ -120,10 +124,17 @@ def partial_result(results: list[ShardResult], options: SearchOptions, origin: i
     return out
 
 
-def merge_partials(partials: list[PartialResult], options: SearchOptions, started: int, plan_ns: int = 0) -> dict:
-    """Merge the answers of many searchers into one ``POST /api/search`` response."""
+def merge_partials(partials: list[PartialResult], options: SearchOptions, started: int, plan_ns: int = 0,
+                   missed: Stats | None = None) -> dict:
+    """Merge the answers of many searchers into one ``POST /api/search`` response. `missed`
+    counts what searchers that gave no answer would have searched (crashes, shards skipped):
+    with any, the answer is not exhaustive."""
     stats = Stats()
     files, repos, truncated = [], {}, False
+    if missed is not None:
+        stats.add(missed)
+        stats.flushReason = missed.flushReason
+        truncated = bool(missed.crashes)
     for p in partials:
         stats.add(p.stats)
         stats.totalMatchCount += p.total_matches

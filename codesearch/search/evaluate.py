@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 from pyroaring import BitMap
@@ -88,7 +89,7 @@ class _ShardView:
             if cards and cards[0][0] == 0:
                 return BitMap()
             for _, t in cards:
-                p = index.postings(t)
+                p = self._postings(index, t)
                 result = p.copy() if result is None else result & p
                 if not result:
                     return result
@@ -103,13 +104,17 @@ class _ShardView:
         result = BitMap()
         for c, t in cards:
             if c:
-                result |= index.postings(t)
+                result |= self._postings(index, t)
         for s in q.subs:
             sub = self.lookup(index, s)
             if sub is None:
                 return None
             result |= sub
         return result
+
+    def _postings(self, index: TrigramIndex, trigram: int) -> BitMap:
+        self.stats.indexBytesLoaded += index.stored_size(trigram)
+        return index.postings(trigram)
 
     def from_mask(self, mask: np.ndarray) -> BitMap:
         return BitMap(np.flatnonzero(mask).astype(np.uint32))
@@ -138,11 +143,13 @@ def _resolve_repos(node, repos):
 class ShardEvaluator:
     """Evaluates one plan on one shard (single use)."""
 
-    def __init__(self, shard: Shard, plan: Plan, budget: int, deadline: float):
+    def __init__(self, shard: Shard, plan: Plan, budget: int, deadline: float,
+                 cancelled: Callable[[], bool] | None = None):
         self.shard = shard
         self.plan = plan
         self.budget = max(1, budget)
         self.deadline = deadline
+        self.cancelled = cancelled
         self.result = ShardResult()
         self.stats = self.result.stats
         self.view = _ShardView(shard, self.stats)
@@ -250,7 +257,6 @@ class ShardEvaluator:
         if cand is None:
             cand = self.view.all_docs
         stats.ngramMatches = len(cand)
-        stats.indexBytesLoaded = s.content_index.bytes_loaded + s.name_index.bytes_loaded
         if not cand:
             stats.shardsSkippedFilter = 1
             return self.result
@@ -262,7 +268,7 @@ class ShardEvaluator:
         examined = 0
         n_cand = len(cand)
         for doc in cand:
-            if examined % 32 == 0 and time.monotonic() > self.deadline:
+            if time.monotonic() > self.deadline or (examined % 64 == 63 and self.cancelled and self.cancelled()):
                 self.result.timed_out = self.result.truncated = True
                 break
             examined += 1
@@ -271,7 +277,7 @@ class ShardEvaluator:
                 if not ctx.match(root):
                     continue
                 fm = ctx.file_match(positive_branch_masks)
-            except RegexTimeout:
+            except RegexTimeout:  # this document ran out of its budget (or the search of its deadline)
                 self.result.truncated = True
                 continue
             self.result.files.append(fm)
@@ -281,8 +287,6 @@ class ShardEvaluator:
                 break
         stats.filesConsidered = examined
         stats.filesSkipped = n_cand - examined
-        stats.contentBytesLoaded = s.content_bytes_loaded
-        stats.indexBytesLoaded = s.content_index.bytes_loaded + s.name_index.bytes_loaded
         self.result.total_matches = total
         stats.matchTreeSearch = time.perf_counter_ns() - t0
         return self.result
@@ -306,6 +310,7 @@ class _DocContext:
         if self._content is None:
             self._content = self.ev.shard.content(self.doc)
             self.ev.stats.filesLoaded += 1
+            self.ev.stats.contentBytesLoaded += len(self._content)
         return self._content
 
     @property
@@ -334,11 +339,11 @@ class _DocContext:
             if id(node) in ev.positive_ids:  # its matches are wanted anyway: find them once
                 return bool(self.content_spans(node))
             ev.stats.regexpsConsidered += 1
-            return bool(self.content) and node.regex.search(self.content)
+            return bool(self.content) and node.regex.search(self.content, ev.deadline)
         if isinstance(node, FileLeaf):
-            return node.regex.search(self.path)
+            return node.regex.search(self.path, ev.deadline)
         if isinstance(node, SymbolLeaf):
-            return any(node.regex.search(name) for name in self.symbol_names)
+            return any(node.regex.search(name, ev.deadline) for name in self.symbol_names)
         if isinstance(node, ast.Language):
             return int(s.doc_lang[doc]) in ev._lang_set(node.name)
         if isinstance(node, ast.Branch):
@@ -354,7 +359,7 @@ class _DocContext:
         content = self.content
         first = s.symbol_range(self.doc).start
         for k, name in enumerate(self.symbol_names):
-            if not leaf.regex.search(name):
+            if not leaf.regex.search(name, self.ev.deadline):
                 continue
             sym = s.symbol(first + k)
             if not 1 <= sym.line <= len(starts):
@@ -373,7 +378,7 @@ class _DocContext:
             spans = []
             if self.content:
                 self.ev.stats.regexpsConsidered += 1
-                for span in leaf.regex.finditer(self.content):
+                for span in leaf.regex.finditer(self.content, self.ev.deadline):
                     spans.append(span)
                     if len(spans) >= self.limit:
                         break
@@ -390,7 +395,7 @@ class _DocContext:
             if isinstance(leaf, ContentLeaf):
                 ranges.extend(self.content_spans(leaf))
             elif isinstance(leaf, FileLeaf):
-                name_ranges.extend(leaf.regex.finditer(self.path))
+                name_ranges.extend(leaf.regex.finditer(self.path, self.ev.deadline))
             elif isinstance(leaf, SymbolLeaf):
                 hits = self._symbol_spans(leaf)
                 sym_hits.extend(hits)
@@ -426,6 +431,7 @@ class _DocContext:
         return any(int(self.ev.shard.sym_line[first + k]) == line for k, n in enumerate(self.symbol_names) if n == name)
 
 
-def evaluate_shard(shard: Shard, plan: Plan, budget: int, deadline: float) -> ShardResult:
+def evaluate_shard(shard: Shard, plan: Plan, budget: int, deadline: float,
+                   cancelled: Callable[[], bool] | None = None) -> ShardResult:
     """Search one shard; never raises for a bad document (a shard-level failure is the caller's)."""
-    return ShardEvaluator(shard, plan, budget, deadline).run()
+    return ShardEvaluator(shard, plan, budget, deadline, cancelled).run()

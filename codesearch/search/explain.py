@@ -36,7 +36,7 @@ def explain_shard(shard, plan: Plan) -> dict:
         out["exact"] = bool(exact)
     stats: Stats = ev.stats
     out["trigramLookups"] = stats.ngramLookups
-    out["indexBytesLoaded"] = shard.content_index.bytes_loaded + shard.name_index.bytes_loaded
+    out["indexBytesLoaded"] = stats.indexBytesLoaded
     out["durationNs"] = time.perf_counter_ns() - t0
     return out
 

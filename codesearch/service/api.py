@@ -29,6 +29,7 @@ from fastapi import APIRouter, Depends, FastAPI
 
 from codesearch.search.options import DEFAULT_PUBLIC_URL
 from codesearch.service import auth, errors, mcp, routes_chat, routes_git, routes_repos, routes_search, routes_source
+from codesearch.service.limits import RequestLimits
 from codesearch.service.routes_search import SearchRequest  # noqa: F401  (the request model, re-exported)
 
 log = logging.getLogger(__name__)
@@ -63,7 +64,8 @@ def lazy_store(data_dir: str | None, database_url: str | None = None) -> Callabl
 def build_app(get_searcher, *, public_url: str = DEFAULT_PUBLIC_URL, contexts: dict | None = None,
               data_dir: str | None = None, database_url: str | None = None, get_store=None,
               anonymous_access: bool | None = None, enable_public_access: bool = False,
-              environ: Mapping[str, str] | None = None) -> FastAPI:
+              environ: Mapping[str, str] | None = None, max_matches: int | None = None,
+              search_timeout_s: float | None = None, limits: dict | None = None) -> FastAPI:
     """The FastAPI app.
 
     `get_searcher()` returns the object that runs searches (called lazily). `get_store()` returns
@@ -71,7 +73,10 @@ def build_app(get_searcher, *, public_url: str = DEFAULT_PUBLIC_URL, contexts: d
     no keys can be checked and listings are empty). Anonymous access is `anonymous_access` when
     given, else ``FORCE_ENABLE_ANONYMOUS_ACCESS`` from `environ` (default `os.environ`), read now,
     or `enable_public_access` (the deprecated ``settings.enablePublicAccess``). `contexts` maps
-    search-context names to repo names, used for names the store does not know.
+    search-context names to repo names, used for names the store does not know. `max_matches`
+    caps a search's ``matches`` (default ``DEFAULT_MAX_MATCH_COUNT`` from `environ`, or 10000);
+    `search_timeout_s` is the time a search may take before it answers with what it found
+    (default 30 s); `limits` are keyword arguments of `limits.RequestLimits` (body size and time).
     """
     if get_store is None:
         get_store = lazy_store(data_dir, database_url)
@@ -83,21 +88,28 @@ def build_app(get_searcher, *, public_url: str = DEFAULT_PUBLIC_URL, contexts: d
     app = FastAPI(title="codesearch", version=_version(), openapi_url="/api/openapi.json", docs_url=None, redoc_url=None)
     errors.install(app)
     auth.install(app)
+    # Added before the web UI's session middleware, so it runs inside it (and reuses the session
+    # that middleware looked up): credentials, body size and body time are checked before any
+    # route reads a body.
+    app.add_middleware(RequestLimits, authenticator=authenticator, **(limits or {}))
     app.state.require_identity = require_identity
     app.state.get_store = get_store
     app.state.anonymous_access = anonymous_access
 
+    # Answered on the event loop, never behind the thread pool that sync routes share.
     @app.get("/api/health")
-    def health() -> dict:
+    async def health() -> dict:
         return {"status": "ok"}
 
     @app.get("/api/version")
-    def api_version() -> dict:
+    async def api_version() -> dict:
         return {"version": _version()}
 
     protected = APIRouter(dependencies=[Depends(require_identity)])
     protected.include_router(routes_search.router(get_searcher, get_store, public_url=public_url, contexts=contexts,
-                                                  require_identity=require_identity))
+                                                  require_identity=require_identity,
+                                                  max_matches=max_matches or routes_search.max_match_count(environ),
+                                                  search_timeout_s=search_timeout_s))
     protected.include_router(routes_repos.router(get_store, public_url=public_url, require_identity=require_identity))
     protected.include_router(routes_source.router(get_store, data_dir=data_dir, public_url=public_url,
                                                   require_identity=require_identity))

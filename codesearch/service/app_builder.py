@@ -40,7 +40,7 @@ Arguments (``args`` of the Serve config; all optional):
 ``searchers``               shard searchers: partitions of the index (2)
 ``searcher_copies``         copies of every partition, each search going to one copy (1)
 ``replicas``                Serve replicas (1; the config's ``num_replicas`` wins)
-``max_ongoing_requests``    per replica (64; the config's value wins)
+``max_ongoing_requests``    per replica (1000; the config's value wins)
 ``public_url``              the URL links point to, default ``AUTH_URL`` or http://localhost:3000
 ``anonymous_access``        true/false; default ``FORCE_ENABLE_ANONYMOUS_ACCESS`` or the config's
                             ``enablePublicAccess``
@@ -217,7 +217,7 @@ def app(args: dict | None = None):
     from codesearch.config import apply_environment_overrides, load_config
     from codesearch.search.options import DEFAULT_PUBLIC_URL
     from codesearch.service.auth import anonymous_access_enabled
-    from codesearch.service.deployment import search_application
+    from codesearch.service.deployment import MAX_ONGOING_REQUESTS, search_application
     from codesearch.service.launcher import default_data_dir
 
     args = dict(args or {})
@@ -266,7 +266,7 @@ def app(args: dict | None = None):
 
     public_url = args.get("public_url") or environ.get("AUTH_URL") or DEFAULT_PUBLIC_URL
     return search_application(record["searcher_prefix"], record["searchers"], replicas=int(args.get("replicas", 1)),
-                              max_ongoing_requests=int(args.get("max_ongoing_requests", 64)), public_url=public_url,
+                              max_ongoing_requests=int(args.get("max_ongoing_requests", MAX_ONGOING_REQUESTS)), public_url=public_url,
                               data_dir=data_dir, database_url=database_url, anonymous_access=anonymous)
 
 

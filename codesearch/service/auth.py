@@ -142,7 +142,8 @@ class Authenticator:
         def require_identity(request: Request,
                              _bearer: HTTPAuthorizationCredentials | None = Depends(_bearer_scheme),
                              _header: str | None = Depends(_header_scheme)) -> Identity:
-            identity = self.identify_request(request)
+            # `limits.RequestLimits` identified callers of body-carrying requests already.
+            identity = request.scope.get("state", {}).get("identity_checked") or self.identify_request(request)
             request.state.identity = identity
             return identity
 

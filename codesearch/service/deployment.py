@@ -3,12 +3,17 @@
 `search_application(...)` returns a bound Serve application whose replicas attach to the named
 shard searchers started by `SearcherPool.create(..., name_prefix=...)` and open the state store
 of `data_dir` (lazily, one `Store` per replica). Replicas and `max_ongoing_requests` are
-configurable (ENGINEERING.md §3: Serve's default of 5 ongoing requests collapses under 32
-clients; 64 is the default here).
+configurable. Serve's default of 5 ongoing requests collapses under 32 clients; we default to
+`MAX_ONGOING_REQUESTS`, far more than the searchers can serve at once, because a replica's
+places are cheap (an awaited request is a coroutine; searches wait in the searchers, bounded by
+their deadline) and a full replica queues every request behind it, ``/api/health`` included.
+What one request may hold a place for is bounded by `codesearch.service.limits` (credentials
+before the body, body size and read time) and by the search deadline.
 
 Anonymous access is decided when `search_application` is called, in the calling process:
 `anonymous_access` when given, else ``FORCE_ENABLE_ANONYMOUS_ACCESS=true`` in its environment or
-`enable_public_access` (``settings.enablePublicAccess``). ``DATABASE_URL`` is likewise read here
+`enable_public_access` (``settings.enablePublicAccess``). ``DATABASE_URL`` and
+``DEFAULT_MAX_MATCH_COUNT`` (the cap on a search's ``matches``) are likewise read here
 and handed to the replicas, which may run on other nodes with another environment. The server
 secret for API keys is ``SOURCEBOT_ENCRYPTION_KEY`` in the replicas' environment, else the
 ``.secret`` file of the (shared) data directory.
@@ -24,10 +29,11 @@ from codesearch.runtime.searchers import SearcherPool
 from codesearch.search.options import DEFAULT_PUBLIC_URL
 from codesearch.service.api import build_app
 from codesearch.service.auth import anonymous_access_enabled
+from codesearch.service.routes_search import max_match_count
 
 
 def _builder(name_prefix: str, searchers: int, public_url: str, contexts: dict | None, data_dir: str | None,
-             database_url: str | None, anonymous_access: bool):
+             database_url: str | None, anonymous_access: bool, max_matches: int, app_options: dict):
     def build():
         pool: dict[str, SearcherPool] = {}
 
@@ -37,26 +43,38 @@ def _builder(name_prefix: str, searchers: int, public_url: str, contexts: dict |
             return pool["pool"]
 
         return build_app(get_searcher, public_url=public_url, contexts=contexts, data_dir=data_dir,
-                         database_url=database_url, anonymous_access=anonymous_access)
+                         database_url=database_url, anonymous_access=anonymous_access, max_matches=max_matches,
+                         **app_options)
 
     return build
 
 
-def search_application(name_prefix: str, searchers: int, *, replicas: int = 1, max_ongoing_requests: int = 64,
+#: Requests one replica takes at once (see the module docstring).
+MAX_ONGOING_REQUESTS = 1000
+
+
+def search_application(name_prefix: str, searchers: int, *, replicas: int = 1,
+                       max_ongoing_requests: int = MAX_ONGOING_REQUESTS,
                        public_url: str = DEFAULT_PUBLIC_URL, contexts: dict | None = None, data_dir: str | None = None,
                        database_url: str | None = None, anonymous_access: bool | None = None,
-                       enable_public_access: bool = False):
-    """A bound Serve application serving the HTTP API over the named searchers and `data_dir`'s store."""
+                       enable_public_access: bool = False, search_timeout_s: float | None = None,
+                       limits: dict | None = None):
+    """A bound Serve application serving the HTTP API over the named searchers and `data_dir`'s
+    store (`search_timeout_s` and `limits` as in `api.build_app`)."""
     if anonymous_access is None:
         anonymous_access = anonymous_access_enabled(os.environ, enable_public_access)
     if database_url is None:
         database_url = (os.environ.get("DATABASE_URL") or "").strip() or None
     if data_dir is not None:
         data_dir = os.path.abspath(data_dir)
+    max_matches = max_match_count(os.environ)
+
+    app_options = {"search_timeout_s": search_timeout_s, "limits": limits}
 
     @serve.deployment(name="codesearch-api", num_replicas=replicas, max_ongoing_requests=max_ongoing_requests,
                       ray_actor_options={"num_cpus": 0})
-    @serve.ingress(_builder(name_prefix, searchers, public_url, contexts, data_dir, database_url, anonymous_access))
+    @serve.ingress(_builder(name_prefix, searchers, public_url, contexts, data_dir, database_url, anonymous_access,
+                            max_matches, app_options))
     class CodesearchAPI:
         pass
 

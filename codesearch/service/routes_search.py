@@ -1,6 +1,11 @@
 """``POST /api/search`` and ``POST /api/stream_search`` (SPEC §5).
 
-Both take the same body (`SearchRequest`). ``/api/search`` answers once with the merged result of
+Both take the same body (`SearchRequest`), read as Sourcebot reads it: JSON whatever the
+``Content-Type``, fields we do not know (``source``, ``isArchivedExcluded``, …) ignored, fields
+we know with a wrong type or value refused (400 ``INVALID_REQUEST_BODY``, as is a body that is
+not UTF-8 or not JSON). ``matches`` is capped at the server's maximum,
+``DEFAULT_MAX_MATCH_COUNT`` (10000 unless the environment says otherwise): a larger request is
+answered with that many and ``isSearchExhaustive: false`` when there is more. ``/api/search`` answers once with the merged result of
 every shard searcher. ``/api/stream_search`` answers with Server-Sent Events, one ``data: <json>``
 line each:
 
@@ -11,7 +16,8 @@ line each:
   the budget is spent carries stats and no files.
 - ``{"type": "final", "accumulatedStats", "isSearchExhaustive"}`` once every searcher answered
   (or the search deadline passed: a searcher that fails or does not answer counts in
-  ``crashes`` and makes the search non-exhaustive, never a hang);
+  ``crashes``, its shards in ``shardsSkipped``, and makes the search non-exhaustive, never a
+  hang; see `codesearch.runtime.searchers.Fanout`);
 - ``data: [DONE]``.
 
 Errors known before the stream starts (bad body, no credentials, a query that does not parse,
@@ -29,51 +35,95 @@ the app for names the store does not have.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 import logging
+import os
 import time
+from typing import Mapping
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from codesearch.errors import CodesearchError
-from codesearch.runtime.searchers import published_version
-from codesearch.search.engine import make_plan, merge_partials
+from codesearch.errors import CodesearchError, InvalidRequestBody
+from codesearch.search.engine import merge_partials
 from codesearch.search.options import FLUSH_TIMER, SearchOptions, Stats
 from codesearch.service.auth import Identity, filter_search_response
 
 log = logging.getLogger(__name__)
 
-_GRACE_S = 5.0  # how long past the search deadline a searcher's answer is still awaited
+MAX_MATCH_COUNT_ENV = "DEFAULT_MAX_MATCH_COUNT"
+DEFAULT_MAX_MATCH_COUNT = 10_000
+
+
+def max_match_count(environ: Mapping[str, str] | None = None) -> int:
+    """The server's cap on ``matches``: ``DEFAULT_MAX_MATCH_COUNT`` (a positive integer) or 10000."""
+    raw = ((os.environ if environ is None else environ).get(MAX_MATCH_COUNT_ENV) or "").strip()
+    if not raw:
+        return DEFAULT_MAX_MATCH_COUNT
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ValueError(f"{MAX_MATCH_COUNT_ENV} must be a positive integer, not {raw!r}")
+    return value
 
 
 class SearchRequest(BaseModel):
-    """The body of ``POST /api/search`` and ``/api/stream_search`` (unknown fields and wrong types are 400)."""
+    """The body of ``POST /api/search`` and ``/api/stream_search`` (unknown fields are ignored,
+    wrong types are 400)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="ignore")
 
     query: StrictStr
-    matches: StrictInt = Field(ge=1, le=1_000_000)
+    matches: StrictInt = Field(ge=1)
     contextLines: StrictInt = Field(0, ge=0, le=100)
     whole: StrictBool = False
     isRegexEnabled: StrictBool = False
     isCaseSensitivityEnabled: StrictBool = False
-    #: Who sends the request (Sourcebot's clients send e.g. "sourcebot-web-client", "mcp"); ignored.
-    source: StrictStr | None = None
 
 
 class ExplainRequest(BaseModel):
     """The body of ``POST /api/explain``."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="ignore")
 
     query: StrictStr
     isRegexEnabled: StrictBool = False
     isCaseSensitivityEnabled: StrictBool = False
+
+
+async def json_body(request: Request, model: type[BaseModel]):
+    """The request body as `model`: JSON whatever the content type (as Sourcebot reads it), with
+    an `InvalidRequestBody` that says what is wrong and where."""
+    raw = await request.body()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise InvalidRequestBody(f"the request body is not UTF-8 (byte {e.start})") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InvalidRequestBody(f"the request body is not JSON: {e.msg} (line {e.lineno}, column {e.colno})") from None
+    try:
+        return model.model_validate(data)
+    except ValidationError as e:
+        parts = []
+        for err in e.errors():
+            loc = ".".join(str(x) for x in err.get("loc", ()))
+            parts.append(f"{loc or 'body'}: {err.get('msg', 'invalid')}")
+        raise InvalidRequestBody("; ".join(parts) or "invalid request body") from None
+
+
+async def search_body(request: Request) -> SearchRequest:
+    return await json_body(request, SearchRequest)
+
+
+async def explain_body(request: Request) -> ExplainRequest:
+    return await json_body(request, ExplainRequest)
 
 
 def _contexts(get_store, fallback: dict | None, query: str) -> dict[str, set[str]]:
@@ -141,8 +191,11 @@ class StreamMerger:
         self.truncated |= partial.truncated or partial.total_matches > stats["actualMatchCount"]
         return {"type": "chunk", "stats": stats, "files": merged["files"], "repositoryInfo": merged["repositoryInfo"]}
 
-    def crashed(self, n: int = 1) -> None:
-        self.acc.crashes += n
+    def missed(self, missed: Stats) -> None:
+        """Count what searchers that gave no answer would have searched (crashes, shards)."""
+        self.acc.add(missed)
+        if missed.crashes:
+            self.acc.flushReason = missed.flushReason
 
     def final(self) -> dict:
         acc = dataclasses.replace(self.acc)
@@ -156,111 +209,87 @@ class StreamMerger:
 
 
 async def stream_events(searcher, query: str, options: SearchOptions, identity: Identity, plan_ns: int = 0,
-                        started_ns: int | None = None):
+                        started_ns: int | None = None, fanout=None):
     """The SSE byte chunks of one streamed search (see the module docstring).
 
-    `searcher` is a `SearcherPool` (the actors of one copy are awaited one by one), anything
-    else with `actors`, or any object with ``search(query, options) -> dict`` (answered as a
-    single chunk).
+    `fanout` is the `Fanout` of a `SearcherPool` already asked (its answers become one chunk
+    each, as they arrive); without one, `searcher` is any object with ``search(query, options)
+    -> dict`` (answered as a single chunk, in a thread).
     """
     started_ns = time.perf_counter_ns() if started_ns is None else started_ns
     merger = StreamMerger(options, started_ns, plan_ns)
-    actors = list(searcher.copy() if hasattr(searcher, "copy") else getattr(searcher, "actors", None) or [])
-    pending: set = set()
-    refs: dict = {}
     try:
-        if not actors:
-            resp = await run_in_threadpool(searcher.search, query, options)
+        if fanout is None:
+            resp = await run_in_threadpool(lambda: searcher.search(query, options=options))
             resp = filter_search_response(identity, resp)
             yield _sse({"type": "chunk", "stats": resp["stats"], "files": resp["files"],
                         "repositoryInfo": resp["repositoryInfo"]})
             final = {"type": "final", "accumulatedStats": resp["stats"], "isSearchExhaustive": resp["isSearchExhaustive"]}
             yield _sse(final)
         else:
-            deadline_wall = time.time() + options.timeout_s
-            version = published_version(getattr(searcher, "version_key", None))  # one index generation everywhere
-            for actor in actors:
-                ref = actor.search.remote(query, options, deadline_wall, version)
-                fut = asyncio.ensure_future(asyncio.wrap_future(ref.future()))
-                refs[fut] = ref
-                pending.add(fut)
-            give_up = time.monotonic() + options.timeout_s + _GRACE_S
-            while pending:
-                done, pending = await asyncio.wait(pending, timeout=max(0.0, give_up - time.monotonic()),
-                                                   return_when=asyncio.FIRST_COMPLETED)
-                if not done:  # deadline: the rest count as crashed
-                    break
-                for fut in done:
-                    try:
-                        partial = fut.result()
-                    except CodesearchError:
-                        raise
-                    except Exception as e:  # a searcher died mid-search: count it, keep the others
-                        log.error("searcher failed: %s", type(e).__name__)
-                        merger.crashed()
-                        continue
-                    chunk = merger.chunk(partial)
-                    chunk = filter_search_response(identity, chunk)
-                    yield _sse(chunk)
-            if pending:
-                merger.crashed(len(pending))
+            async for partial in fanout.partials_async():
+                yield _sse(filter_search_response(identity, merger.chunk(partial)))
+            merger.missed(fanout.missed)
             yield _sse(merger.final())
     except Exception as e:  # after the stream started: an error event, never a broken stream
         if not isinstance(e, CodesearchError):
             log.exception("stream_search failed")
         yield _sse(_error_payload(e))
     finally:
-        _cancel(pending, refs)
+        if fanout is not None:
+            fanout.abandon()  # the client went away early: stop the searchers still at work
     yield _sse("[DONE]")
 
 
-def _cancel(pending, refs) -> None:
-    if not pending:
-        return
-    import ray
-
-    for fut in pending:
-        fut.cancel()
-        try:
-            ray.cancel(refs[fut], force=True)
-        except Exception:
-            pass
-
-
-def router(get_searcher, get_store, *, public_url: str, contexts: dict | None, require_identity) -> APIRouter:
+def router(get_searcher, get_store, *, public_url: str, contexts: dict | None, require_identity,
+           max_matches: int = DEFAULT_MAX_MATCH_COUNT, search_timeout_s: float | None = None) -> APIRouter:
     r = APIRouter()
+    budget = {"timeout_s": search_timeout_s} if search_timeout_s else {}
 
     def options_for(body: SearchRequest) -> SearchOptions:
-        return SearchOptions(matches=body.matches, context_lines=body.contextLines, whole=body.whole,
-                             is_regex=body.isRegexEnabled, case_sensitive=body.isCaseSensitivityEnabled,
-                             public_url=public_url, contexts=_contexts(get_store, contexts, body.query))
+        return SearchOptions(matches=min(body.matches, max_matches), context_lines=body.contextLines,
+                             whole=body.whole, is_regex=body.isRegexEnabled, case_sensitive=body.isCaseSensitivityEnabled,
+                             public_url=public_url, contexts=_contexts(get_store, contexts, body.query), **budget)
 
-    @r.post("/api/search", response_class=JSONResponse)
-    def search(body: SearchRequest, identity: Identity = Depends(require_identity)) -> JSONResponse:
+    @r.post("/api/search", response_class=JSONResponse, openapi_extra=_body_schema(SearchRequest))
+    async def search(identity: Identity = Depends(require_identity), body: SearchRequest = Depends(search_body)):
+        options = await run_in_threadpool(options_for, body)
+        searcher = await run_in_threadpool(get_searcher)
         try:
-            resp = get_searcher().search(body.query, options_for(body))
+            if hasattr(searcher, "search_async"):
+                resp = await searcher.search_async(body.query, options)
+            else:
+                resp = await run_in_threadpool(lambda: searcher.search(body.query, options=options))
         except CodesearchError as e:
             raise unwrap(e) from None
         # Plain JSON of plain data: FastAPI's jsonable_encoder walk of a large response costs
         # milliseconds per request and adds nothing here.
         return JSONResponse(filter_search_response(identity, resp))
 
-    @r.post("/api/stream_search", response_class=StreamingResponse,
+    @r.post("/api/stream_search", response_class=StreamingResponse, openapi_extra=_body_schema(SearchRequest),
             responses={200: {"content": {"text/event-stream": {}},
                              "description": "Server-Sent Events: chunk…, final, [DONE] (or error, [DONE])"}})
-    async def stream_search(body: SearchRequest, identity: Identity = Depends(require_identity)):
+    async def stream_search(identity: Identity = Depends(require_identity), body: SearchRequest = Depends(search_body)):
         started = time.perf_counter_ns()
         options = await run_in_threadpool(options_for, body)
-        t0 = time.perf_counter_ns()
-        make_plan(body.query, options)  # parse errors and unknown contexts: a JSON error, before the stream
-        plan_ns = time.perf_counter_ns() - t0
         searcher = await run_in_threadpool(get_searcher)
-        return StreamingResponse(stream_events(searcher, body.query, options, identity, plan_ns, started),
+        fanout = None
+        try:  # parse errors and unknown contexts: a JSON error, before the stream (planned in a thread)
+            if hasattr(searcher, "fan_out"):
+                fanout = await run_in_threadpool(searcher.fan_out, body.query, options)
+            else:
+                from codesearch.search.engine import make_plan
+
+                await run_in_threadpool(make_plan, body.query, options)
+        except CodesearchError as e:
+            raise unwrap(e) from None
+        plan_ns = time.perf_counter_ns() - started
+        return StreamingResponse(stream_events(searcher, body.query, options, identity, plan_ns, started, fanout),
                                  media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache, no-transform", "X-Accel-Buffering": "no"})
 
-    @r.post("/api/explain")
-    def explain(body: ExplainRequest, identity: Identity = Depends(require_identity)) -> dict:
+    @r.post("/api/explain", openapi_extra=_body_schema(ExplainRequest))
+    def explain(identity: Identity = Depends(require_identity), body: ExplainRequest = Depends(explain_body)) -> dict:
         """The parsed query, its plan (each leaf's trigram query) and, per shard, how many
         documents the posting lists leave as candidates and what that cost (nothing is verified)."""
         options = SearchOptions(is_regex=body.isRegexEnabled, case_sensitive=body.isCaseSensitivityEnabled,
@@ -271,3 +300,9 @@ def router(get_searcher, get_store, *, public_url: str, contexts: dict | None, r
             raise unwrap(e) from None
 
     return r
+
+
+def _body_schema(model: type[BaseModel]) -> dict:
+    """The OpenAPI request body of a route that reads its body itself (`json_body`)."""
+    return {"requestBody": {"required": True,
+                            "content": {"application/json": {"schema": model.model_json_schema()}}}}
