@@ -522,8 +522,8 @@ def test_a_missing_token_variable_names_the_variable_and_sends_nothing(fake):
 
 
 def test_unsupported_providers_and_missing_base_urls_are_refused():
-    with pytest.raises(ModelError, match="provider 'amazon-bedrock' is not supported"):
-        ModelClient(ModelSpec("amazon-bedrock", "claude"))
+    with pytest.raises(ModelError, match=r"provider 'ollama' is not supported by this server \(supported: openai, "):
+        ModelClient(ModelSpec("ollama", "llama3"))
     with pytest.raises(ModelError, match="baseUrl is required for provider openai-compatible"):
         ModelClient(ModelSpec("openai-compatible", "llama"))
     with pytest.raises(ModelError, match="needs a provider and a model"):

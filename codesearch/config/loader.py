@@ -5,7 +5,9 @@
     token = resolve_token(config.connections["gh"].raw["token"], connection="gh")
 
 `load_config` reports every problem of the file at once in one `ConfigError` (never a stack
-trace); it reads no secret. Tokens are resolved lazily by `resolve_token`, by whoever needs one,
+trace); it reads no secret. A file the schema accepts is still refused when one of its `models`
+needs a library that is not installed (`codesearch.llm.providers.check_model`), so that
+``codesearch config validate`` and start-up say so rather than the first question. Tokens are resolved lazily by `resolve_token`, by whoever needs one,
 and no token value ever appears in an error, a log line or a repr.
 """
 
@@ -35,6 +37,7 @@ from codesearch.config.models import (
 )
 from codesearch.config.schema import validator
 from codesearch.errors import ConfigError
+from codesearch.llm.providers import check_model
 
 log = logging.getLogger(__name__)
 
@@ -185,13 +188,17 @@ def _build(doc: dict, source: str, environ: Mapping[str, str], duplicates: list[
                 if conn_name not in connections:
                     warnings.append(f'{_problems.format_path(("contexts", cname, field, i))}: no connection named "{conn_name}"')
 
-    models = [
-        LanguageModel(
+    models, refused = [], []
+    for i, m in enumerate(doc.get("models") or []):
+        problems, notes = check_model(_problems.format_path(("models", i)), m)
+        refused += problems
+        warnings += notes
+        models.append(LanguageModel(
             provider=m["provider"], model=m["model"], display_name=m.get("displayName"), base_url=m.get("baseUrl"),
             temperature=m.get("temperature"), token=_token(m.get("token")), headers=dict(m.get("headers") or {}), raw=m,
-        )
-        for m in doc.get("models") or []
-    ]
+        ))
+    if refused:  # a model this server cannot talk to: refuse the file rather than fail at the first question
+        raise ConfigError(source, refused)
     return Config(source=source, schema_ref=doc.get("$schema"), settings=settings, contexts=contexts,
                   environment_overrides=overrides, connections=connections, models=models, warnings=warnings, raw=doc)
 

@@ -5,13 +5,16 @@
     with ModelClient(spec) as client:
         result = run_agent(question, client, toolset, repos=["github.com/acme/api"])
 
-`codesearch.llm.client`: `ModelSpec`, `ModelClient` (OpenAI Chat Completions and Anthropic
-Messages over httpx), `Reply`, `ToolCall`, `ModelError`. `codesearch.llm.agent`: `ToolSet`,
-`run_agent`, `AgentResult`.
+`codesearch.llm.spec`: `ModelSpec`, `Reply`, `ToolCall`, `ModelError`. `codesearch.llm.client`:
+`ModelClient` (every provider of the config schema over httpx). `codesearch.llm.providers`: which
+provider speaks which dialect and what each config field does. `codesearch.llm.dialects`: the
+wire formats. `codesearch.llm.agent`: `ToolSet`, `run_agent`, `AgentResult`.
 """
 
 from codesearch.llm.agent import SYSTEM_PROMPT, AgentResult, ToolSet, run_agent, system_prompt
-from codesearch.llm.client import SUPPORTED_PROVIDERS, ModelClient, ModelError, ModelSpec, Reply, ToolCall
+from codesearch.llm.client import ModelClient
+from codesearch.llm.providers import SUPPORTED_PROVIDERS
+from codesearch.llm.spec import ModelError, ModelSpec, Reply, ToolCall
 
 __all__ = [
     "SUPPORTED_PROVIDERS", "SYSTEM_PROMPT", "AgentResult", "ModelClient", "ModelError", "ModelSpec", "Reply",

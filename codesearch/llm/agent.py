@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol, runtime_checkable
 
 from codesearch.errors import CodesearchError
-from codesearch.llm.client import ModelClient, ToolCall
+from codesearch.llm.client import ModelClient
+from codesearch.llm.spec import ToolCall
 
 log = logging.getLogger(__name__)
 

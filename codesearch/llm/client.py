@@ -1,156 +1,81 @@
-"""One HTTP client for the language models of the config's `models` (SPEC §2.5).
+"""One HTTP client for every language model provider of the config's `models` (SPEC §2.5).
 
     spec = ModelSpec.from_config(config.models[0].raw)      # or a LanguageModel
     with ModelClient(spec) as client:
         reply = client.chat([{"role": "user", "content": "hi"}], tools=[])
         reply.text, reply.tool_calls, reply.usage
 
-The conversation is provider-neutral:
+The conversation is provider-neutral (`codesearch.llm.spec`); each provider's wire format is a
+dialect module (`codesearch.llm.dialects`), chosen by the table of `codesearch.llm.providers`.
+This module does what all providers share: the endpoint URL, credentials, the HTTP exchange,
+retries and errors.
 
-* a message is ``{"role": "system" | "user" | "assistant" | "tool", "content": str}``; an
-  assistant message may carry ``"tool_calls": [ToolCall, ...]``, a tool message carries
-  ``"tool_call_id"`` (and ``"is_error": bool``, optional);
-* a tool spec is ``{"name", "description", "input_schema": <JSON schema of the arguments>}``.
+Endpoints and credentials:
 
-Providers. ``openai`` and the OpenAI-shaped ``openai-compatible`` (which requires `baseUrl`),
-``deepseek``, ``mistral``, ``openrouter`` and ``xai`` speak Chat Completions
-(``POST <base>/chat/completions``, ``Authorization: Bearer``); ``anthropic`` speaks the Messages
-API (``POST <base>/v1/messages``, ``x-api-key``, ``anthropic-version: 2023-06-01``). Other
-providers of the schema are refused with a `ModelError` when the client is built.
+==========================  =======================================================  ==========================================
+provider                    endpoint                                                 credentials
+==========================  =======================================================  ==========================================
+openai, deepseek, mistral,  ``<base>/chat/completions``                              ``Authorization: Bearer`` token
+openrouter, xai,
+openai-compatible
+azure                       ``<base>/v1/chat/completions?api-version=<apiVersion>``  ``api-key`` header;
+                            (base ``https://<resourceName>.openai.azure.com/openai``)
+anthropic                   ``<base>/v1/messages``                                   ``x-api-key`` (token), ``Authorization:
+                                                                                     Bearer`` (authToken)
+google-generative-ai        ``<base>/models/<model>:generateContent``                ``x-goog-api-key`` header
+google-vertex               ``<vertex>/publishers/google/models/<model>:generateContent``  OAuth bearer token (service account
+google-vertex-anthropic     ``<vertex>/publishers/anthropic/models/<model>:rawPredict``    or application default credentials)
+amazon-bedrock              ``<base>/model/<model>/converse``                        AWS Signature V4 (``bedrock``, region)
+==========================  =======================================================  ==========================================
 
-Tokens. A configured `token` is a reference, resolved with the config loader's resolver when the
-first request is made (a missing variable is a `ModelError` naming the variable); without one,
-the provider's usual variable (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, ...) is used when set.
-Header values and ``queryParams`` values may be token references too.
+``<vertex>`` is ``https://<region>-aiplatform.googleapis.com/v1/projects/<project>/locations/<region>``
+(the host is ``aiplatform.googleapis.com`` for the ``global`` region); `baseUrl` replaces the part
+before ``/models``. A configured `token` (or other credential) is a reference, resolved with the
+config loader's resolver when the first request is made (a missing variable is a `ModelError`
+naming the variable); without one, the provider's usual variable (``OPENAI_API_KEY``,
+``AWS_ACCESS_KEY_ID``, ...) is used when set. Header values and ``queryParams`` values may be
+token references too.
 
 Errors. Everything that goes wrong (unreachable, timeout, an HTTP error status, a body that is
-not JSON or not of the expected shape, a token that cannot be resolved) is a `ModelError` whose
-message names the model and says what happened, e.g. ``language model gpt-4o (openai) answered
-401: invalid api key``. Messages never contain a token or a stack trace: resolved secrets are
-masked out of any text the provider sends back, and URLs lose their credentials and query.
-429 and 5xx answers are retried once, after ``Retry-After`` (capped) or a short backoff.
+not JSON or not of the expected shape, a credential that cannot be resolved) is a `ModelError`
+whose message names the model and says what happened, e.g. ``language model gpt-4o (openai)
+answered 401: invalid api key``. Messages never contain a token or a stack trace: resolved
+secrets are masked out of any text the provider sends back, and URLs lose their credentials and
+query. 429 and 5xx answers are retried once, after ``Retry-After`` (capped) or a short backoff.
 """
 
 from __future__ import annotations
 
 import email.utils
+import itertools
 import json
 import os
 import time
 import urllib.parse
-from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable, Mapping
 
 import httpx
 
-from codesearch.errors import CodesearchError
+from codesearch.llm import sigv4
+from codesearch.llm.dialects import anthropic_messages, bedrock_converse, chat_completions, gemini
+from codesearch.llm.providers import (ANTHROPIC_MESSAGES, BEDROCK_CONVERSE, CHAT_COMPLETIONS, GEMINI, PROVIDERS,
+                                      SUPPORTED_PROVIDERS, missing_dependency)
+from codesearch.llm.spec import ModelError, ModelSpec, Reply, ToolCall, text_call
 
-#: Chat Completions providers: default base URL (None: `baseUrl` is required) and default token variable.
-OPENAI_SHAPED: dict[str, tuple[str | None, str | None]] = {
-    "openai": ("https://api.openai.com/v1", "OPENAI_API_KEY"),
-    "openai-compatible": (None, None),
-    "deepseek": ("https://api.deepseek.com/v1", "DEEPSEEK_API_KEY"),
-    "mistral": ("https://api.mistral.ai/v1", "MISTRAL_API_KEY"),
-    "openrouter": ("https://openrouter.ai/api/v1", "OPENROUTER_API_KEY"),
-    "xai": ("https://api.x.ai/v1", "XAI_API_KEY"),
-}
-ANTHROPIC_BASE_URL = "https://api.anthropic.com"
+__all__ = ["SUPPORTED_PROVIDERS", "ModelClient", "ModelError", "ModelSpec", "Reply", "ToolCall"]
+
+DIALECTS = {CHAT_COMPLETIONS: chat_completions, ANTHROPIC_MESSAGES: anthropic_messages, GEMINI: gemini,
+            BEDROCK_CONVERSE: bedrock_converse}
 ANTHROPIC_VERSION = "2023-06-01"
-ANTHROPIC_TOKEN_ENV = "ANTHROPIC_API_KEY"
-#: Every provider `ModelClient` can talk to.
-SUPPORTED_PROVIDERS: tuple[str, ...] = (*OPENAI_SHAPED, "anthropic")
+#: `max_tokens` of Anthropic requests (the API requires one).
+ANTHROPIC_MAX_TOKENS = anthropic_messages.MAX_TOKENS
+AZURE_API_VERSION = "preview"
 
 DEFAULT_TIMEOUT_S = 120.0
-#: `max_tokens` of Anthropic requests (the API requires one).
-ANTHROPIC_MAX_TOKENS = 4096
 _MAX_ERROR_TEXT = 300
-
-
-class ModelError(CodesearchError):
-    """A language model could not be used: the message names the model and says why (never a token)."""
-
-    error_code = "MODEL_ERROR"
-    status_code = 502
-    #: the message is written for clients (the HTTP API shows it despite the 5xx status)
-    expose = True
-
-    def __init__(self, message: str, model: str = "", status: int | None = None):
-        self.model = model
-        self.status = status
-        super().__init__(message)
-
-    def __reduce__(self):  # rebuilt from its fields when it crosses a process boundary (Ray)
-        return (type(self), (self.args[0], self.model, self.status))
-
-
-@dataclass
-class ModelSpec:
-    """One configured model, as the client needs it. `token` and header values are token
-    *references* (``{"env": NAME}`` / ``{"googleCloudSecret": ...}``), never secrets."""
-
-    provider: str
-    model: str
-    display_name: str | None = None
-    base_url: str | None = field(default=None, repr=False)  # may hold credentials
-    temperature: float | None = None
-    headers: dict[str, Any] = field(default_factory=dict, repr=False)
-    token: dict[str, str] | None = None
-    #: ``openai-compatible``'s `queryParams` (values: strings or token references).
-    query_params: dict[str, Any] = field(default_factory=dict, repr=False)
-
-    @classmethod
-    def from_config(cls, entry: Any) -> "ModelSpec":
-        """From one raw `models` entry (camelCase keys, as in the file) or a `LanguageModel`."""
-        raw = getattr(entry, "raw", entry)
-        if not isinstance(raw, Mapping) or not raw.get("provider") or not raw.get("model"):
-            raise ModelError("a language model entry needs a provider and a model")
-        token = raw.get("token")
-        temperature = raw.get("temperature")
-        return cls(
-            provider=str(raw["provider"]), model=str(raw["model"]), display_name=raw.get("displayName") or None,
-            base_url=raw.get("baseUrl") or None,
-            temperature=float(temperature) if isinstance(temperature, (int, float)) and not isinstance(temperature, bool) else None,
-            headers=dict(raw.get("headers") or {}), token=dict(token) if isinstance(token, Mapping) else None,
-            query_params=dict(raw.get("queryParams") or {}),
-        )
-
-    @property
-    def name(self) -> str:
-        """What users see: `displayName`, else `model`."""
-        return self.display_name or self.model
-
-    @property
-    def label(self) -> str:
-        """How errors name the model: ``gpt-4o (openai)``."""
-        return f"{self.model} ({self.provider})"
-
-    def public(self) -> dict[str, str]:
-        """What callers may see (``list_language_models``): never tokens, headers or URLs."""
-        return {"provider": self.provider, "model": self.model, "displayName": self.name}
-
-
-@dataclass
-class ToolCall:
-    """A tool call the model asked for. When the model's arguments were not a JSON object,
-    `arguments` is empty and `error` says what was wrong (the agent reports it to the model);
-    `raw_arguments` keeps the text as the model wrote it, to send it back unchanged."""
-
-    id: str
-    name: str
-    arguments: dict[str, Any] = field(default_factory=dict)
-    error: str | None = None
-    raw_arguments: str | None = field(default=None, repr=False)
-
-
-@dataclass
-class Reply:
-    text: str
-    tool_calls: list[ToolCall] = field(default_factory=list)
-    #: ``{"input_tokens": int, "output_tokens": int}`` as the provider reported them.
-    usage: dict[str, int] = field(default_factory=dict)
-    #: The provider's reason for stopping (``stop``, ``tool_calls``, ``end_turn``, ``max_tokens``, ...).
-    stop_reason: str | None = None
+#: Kept for callers of the earlier name; a Chat Completions tool call from its JSON text.
+_parse_call = text_call
 
 
 def _safe_url(url: str) -> str:
@@ -189,30 +114,54 @@ def _retry_after(value: str | None) -> float | None:
     return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
 
 
+
+
+def _with_query(url: str, params: Mapping[str, str]) -> str:
+    """`url` with `params` appended to its query string."""
+    if not params:
+        return url
+    p = urllib.parse.urlsplit(url)
+    query = "&".join(q for q in (p.query, urllib.parse.urlencode(list(params.items()))) if q)
+    return urllib.parse.urlunsplit((p.scheme, p.netloc, p.path, query, p.fragment))
+
+
+def _model_path(model: str) -> str:
+    """Google's ``models/<model>`` (a name that already has a collection, ``tunedModels/x``, stays)."""
+    return model if "/" in model else f"models/{model}"
+
+
 class ModelClient:
     """Talks to one configured model. Thread-safe as far as the `httpx.Client` is (it is).
 
     `http`: a client to use (not closed by `close()`); else one is made with `timeout_s`.
-    `environ` is where ``{"env": NAME}`` references are read. `retry_wait_s` is the backoff
-    before the one retry of a 429/5xx without ``Retry-After``; ``Retry-After`` is honoured up to
-    `max_retry_wait_s` (longer: no retry). `sleep` is injectable for tests.
+    `environ` is where ``{"env": NAME}`` references and the providers' default variables are
+    read. `retry_wait_s` is the backoff before the one retry of a 429/5xx without
+    ``Retry-After``; ``Retry-After`` is honoured up to `max_retry_wait_s` (longer: no retry).
+    `sleep` and `now` are injectable for tests.
     """
 
     def __init__(self, spec: ModelSpec, *, http: httpx.Client | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
                  environ: Mapping[str, str] | None = None, retry_wait_s: float = 1.0, max_retry_wait_s: float = 5.0,
-                 sleep: Callable[[float], None] = time.sleep):
-        if spec.provider not in SUPPORTED_PROVIDERS:
+                 sleep: Callable[[float], None] = time.sleep, now: Callable[[], datetime] | None = None):
+        provider = PROVIDERS.get(spec.provider)
+        if provider is None:
             raise ModelError(f"language model {spec.label}: provider {spec.provider!r} is not supported by this "
                              f"server (supported: {', '.join(SUPPORTED_PROVIDERS)})", model=spec.model)
+        missing = missing_dependency(spec.provider)
+        if missing:
+            raise ModelError(f"language model {spec.label}: provider {spec.provider!r} needs {missing}", model=spec.model)
         if spec.provider == "openai-compatible" and not spec.base_url:
             raise ModelError(f"language model {spec.label}: baseUrl is required for provider openai-compatible",
                              model=spec.model)
         self.spec = spec
+        self.provider = provider
+        self.dialect = DIALECTS[provider.dialect]
         self.timeout_s = float(timeout_s)
         self.environ = os.environ if environ is None else environ
         self.retry_wait_s = retry_wait_s
         self.max_retry_wait_s = max_retry_wait_s
         self.sleep = sleep
+        self.now = now or (lambda: datetime.now(timezone.utc))
         self._own_http = http is None
         self.http = http if http is not None else httpx.Client(follow_redirects=False)
         self._secrets: list[str] = []  # resolved values, masked out of every error message
@@ -222,7 +171,10 @@ class ModelClient:
                 self._secrets += [parts.password or ""] + [v for _, v in urllib.parse.parse_qsl(parts.query)]
             except ValueError:
                 pass
+        self._ids = itertools.count(1)
         self._auth: tuple[dict[str, str], dict[str, str]] | None = None  # (headers, query params), once resolved
+        self._aws: dict[str, str] | None = None  # Bedrock: region and keys, once resolved
+        self._google = None  # Vertex: GoogleAccessTokens, made on first use
 
     def close(self) -> None:
         if self._own_http:
@@ -239,172 +191,159 @@ class ModelClient:
     def chat(self, messages: list[dict], tools: list[dict] | None = None, *, tool_choice: str | None = None) -> Reply:
         """One model turn for the conversation so far. `tool_choice` ``"none"`` asks for an answer
         without tool calls (the tools stay declared: the history may hold tool calls)."""
-        tools = list(tools or [])
-        if self.spec.provider == "anthropic":
-            url, body = self._anthropic_request(messages, tools, tool_choice)
-        else:
-            url, body = self._openai_request(messages, tools, tool_choice)
-        data = self._post(url, body)
+        body = self.dialect.body(self.spec, messages, list(tools or []), tool_choice)
+        data = self._post(self.endpoint(), body)
         try:
-            return self._anthropic_reply(data) if self.spec.provider == "anthropic" else self._openai_reply(data)
+            return self.dialect.reply(self.spec, data, self._new_id)
         except (KeyError, IndexError, TypeError, AttributeError, ValueError) as e:
             raise self._error(f"answered with an unexpected response ({type(e).__name__}: {self._mask(str(e))[:100]})"
                               ) from None
 
-    # ------------------------------------------------------------------ OpenAI Chat Completions
+    def _new_id(self) -> str:
+        return f"call_{next(self._ids):04d}"
 
-    def _openai_request(self, messages: list[dict], tools: list[dict], tool_choice: str | None) -> tuple[str, dict]:
-        base = self.spec.base_url or OPENAI_SHAPED[self.spec.provider][0] or ""
-        out: list[dict] = []
-        for msg in messages:
-            role, content = msg.get("role"), msg.get("content") or ""
-            if role == "assistant":
-                item: dict[str, Any] = {"role": "assistant", "content": content or None}
-                calls = msg.get("tool_calls") or []
-                if calls:
-                    item["tool_calls"] = [{"id": c.id, "type": "function", "function": {
-                        "name": c.name, "arguments": c.raw_arguments if c.raw_arguments is not None else json.dumps(c.arguments)}}
-                        for c in calls]
-                elif item["content"] is None:
-                    item["content"] = ""
-                out.append(item)
-            elif role == "tool":
-                out.append({"role": "tool", "tool_call_id": msg["tool_call_id"], "content": content})
-            elif role in ("system", "user"):
-                out.append({"role": role, "content": content})
-            else:
-                raise ValueError(f"unknown message role {role!r}")
-        body: dict[str, Any] = {"model": self.spec.model, "messages": out}
-        if tools:
-            body["tools"] = [{"type": "function", "function": {
-                "name": t["name"], "description": t.get("description", ""),
-                "parameters": t.get("input_schema") or {"type": "object", "properties": {}}}} for t in tools]
-            if tool_choice:
-                body["tool_choice"] = tool_choice
-        if self.spec.temperature is not None:
-            body["temperature"] = self.spec.temperature
-        return _join(base, "/chat/completions"), body
+    # ------------------------------------------------------------------ where requests go
 
-    def _openai_reply(self, data: Any) -> Reply:
-        if not isinstance(data, dict) or not isinstance(data.get("choices"), list) or not data["choices"]:
-            raise ValueError("no choices")
-        choice = data["choices"][0]
-        message = choice["message"]
-        if not isinstance(message, dict):
-            raise TypeError("message is not an object")
-        text = message.get("content") or ""
-        if not isinstance(text, str):  # some servers send content parts
-            text = "".join(p.get("text", "") for p in text if isinstance(p, dict))
-        calls = []
-        for i, tc in enumerate(message.get("tool_calls") or []):
-            fn = tc["function"]
-            calls.append(_parse_call(str(tc.get("id") or f"call_{i}"), str(fn["name"]), fn.get("arguments")))
-        u = data.get("usage") or {}
-        usage = {"input_tokens": int(u.get("prompt_tokens") or 0), "output_tokens": int(u.get("completion_tokens") or 0)}
-        return Reply(text=text, tool_calls=calls, usage=usage, stop_reason=choice.get("finish_reason"))
+    def _setting(self, key: str, variable: str | None) -> str | None:
+        """A plain field of the entry, else the provider's environment variable."""
+        value = self.spec.options.get(key)
+        if value is None and variable:
+            value = (self.environ.get(variable) or "").strip() or None
+        return str(value) if value is not None else None
 
-    # ------------------------------------------------------------------ Anthropic Messages
+    def _require(self, key: str, variable: str) -> str:
+        value = self._setting(key, variable)
+        if not value:
+            raise self._error(f"cannot be used: set {key} in its config entry, or the {variable} environment variable")
+        return value
 
-    def _anthropic_request(self, messages: list[dict], tools: list[dict], tool_choice: str | None) -> tuple[str, dict]:
-        base = self.spec.base_url or ANTHROPIC_BASE_URL
-        # both "https://api.anthropic.com" and "https://api.anthropic.com/v1" work as baseUrl
-        suffix = "/messages" if urllib.parse.urlsplit(base).path.rstrip("/").endswith("/v1") else "/v1/messages"
-        system: list[str] = []
-        out: list[dict] = []
+    def _vertex_base(self, publisher: str) -> str:
+        if self.spec.base_url:
+            return self.spec.base_url
+        project = self._require("project", "GOOGLE_VERTEX_PROJECT")
+        region = self._require("region", "GOOGLE_VERTEX_REGION")
+        host = "aiplatform.googleapis.com" if region == "global" else f"{region}-aiplatform.googleapis.com"
+        return f"https://{host}/v1/projects/{project}/locations/{region}/publishers/{publisher}"
 
-        def add(role: str, blocks: list[dict]) -> None:
-            if out and out[-1]["role"] == role:  # tool results and the next user text share one turn
-                out[-1]["content"].extend(blocks)
-            else:
-                out.append({"role": role, "content": blocks})
+    def endpoint(self) -> str:
+        """The URL requests go to (query parameters such as Azure's api-version are added when sending)."""
+        spec, name = self.spec, self.spec.provider
+        model = urllib.parse.quote(spec.model, safe="")
+        if name == "azure":
+            base = spec.base_url
+            if not base:
+                resource = self._setting("resourceName", "AZURE_RESOURCE_NAME")
+                if not resource:
+                    raise self._error("cannot be used: set resourceName (or AZURE_RESOURCE_NAME) or baseUrl")
+                base = f"https://{resource}.openai.azure.com/openai"
+            return _join(base, "/v1/chat/completions")
+        if self.provider.dialect == CHAT_COMPLETIONS:
+            return _join(spec.base_url or self.provider.base_url or "", "/chat/completions")
+        if name == "anthropic":
+            base = spec.base_url or self.provider.base_url or ""
+            # both "https://api.anthropic.com" and "https://api.anthropic.com/v1" work as baseUrl
+            return _join(base, "/messages" if urllib.parse.urlsplit(base).path.rstrip("/").endswith("/v1") else "/v1/messages")
+        if name == "google-vertex-anthropic":
+            return _join(self._vertex_base("anthropic"), f"/models/{model}:rawPredict")
+        if name == "google-vertex":
+            return _join(self._vertex_base("google"), f"/{_model_path(spec.model)}:generateContent")
+        if name == "google-generative-ai":
+            return _join(spec.base_url or self.provider.base_url or "", f"/{_model_path(spec.model)}:generateContent")
+        if name == "amazon-bedrock":
+            region = self._aws_credentials()["region"]
+            return _join(spec.base_url or f"https://bedrock-runtime.{region}.amazonaws.com", f"/model/{model}/converse")
+        raise self._error("has no endpoint")  # every provider of the table is handled above
 
-        for msg in messages:
-            role, content = msg.get("role"), msg.get("content") or ""
-            if role == "system":
-                system.append(content)
-            elif role == "user":
-                add("user", [{"type": "text", "text": content or "(empty)"}])
-            elif role == "assistant":
-                blocks: list[dict] = [{"type": "text", "text": content}] if content else []
-                blocks += [{"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
-                           for c in msg.get("tool_calls") or []]
-                add("assistant", blocks or [{"type": "text", "text": "(empty)"}])
-            elif role == "tool":
-                block: dict[str, Any] = {"type": "tool_result", "tool_use_id": msg["tool_call_id"], "content": content}
-                if msg.get("is_error"):
-                    block["is_error"] = True
-                add("user", [block])
-            else:
-                raise ValueError(f"unknown message role {role!r}")
-        body: dict[str, Any] = {"model": self.spec.model, "max_tokens": ANTHROPIC_MAX_TOKENS, "messages": out}
-        if system:
-            body["system"] = "\n\n".join(system)
-        if tools:
-            body["tools"] = [{"name": t["name"], "description": t.get("description", ""),
-                              "input_schema": t.get("input_schema") or {"type": "object", "properties": {}}}
-                             for t in tools]
-            if tool_choice:
-                body["tool_choice"] = {"type": tool_choice}
-        if self.spec.temperature is not None:
-            body["temperature"] = self.spec.temperature
-        return _join(base, suffix), body
+    # ------------------------------------------------------------------ credentials
 
-    def _anthropic_reply(self, data: Any) -> Reply:
-        if not isinstance(data, dict) or not isinstance(data.get("content"), list):
-            raise ValueError("no content")
-        texts, calls = [], []
-        for block in data["content"]:
-            kind = block.get("type")
-            if kind == "text":
-                texts.append(str(block.get("text") or ""))
-            elif kind == "tool_use":
-                args = block.get("input")
-                if isinstance(args, dict):
-                    calls.append(ToolCall(id=str(block["id"]), name=str(block["name"]), arguments=args))
-                else:
-                    calls.append(ToolCall(id=str(block["id"]), name=str(block["name"]), arguments={},
-                                          error="the tool input must be a JSON object"))
-        u = data.get("usage") or {}
-        usage = {"input_tokens": int(u.get("input_tokens") or 0), "output_tokens": int(u.get("output_tokens") or 0)}
-        return Reply(text="".join(texts), tool_calls=calls, usage=usage, stop_reason=data.get("stop_reason"))
-
-    # ------------------------------------------------------------------ HTTP
+    def _reference(self, key: str, variable: str | None) -> str | None:
+        """A credential: the entry's token reference `key` resolved, else the provider's variable."""
+        ref = self.spec.token if key == "token" else self.spec.options.get(key)
+        value: str | None = None
+        if isinstance(ref, Mapping):
+            value = self._resolve(ref, key)
+        elif variable:
+            value = (self.environ.get(variable) or "").strip() or None
+        if value:
+            self._secrets.append(value)
+        return value
 
     def _credentials(self) -> tuple[dict[str, str], dict[str, str]]:
         """(auth + configured headers, query params), with every token reference resolved."""
         if self._auth is not None:
             return self._auth
-        spec = self.spec
-        anthropic = spec.provider == "anthropic"
-        token = None
-        if spec.token is not None:
-            token = self._resolve(spec.token, "token")
-        else:
-            var = ANTHROPIC_TOKEN_ENV if anthropic else OPENAI_SHAPED[spec.provider][1]
-            value = (self.environ.get(var) or "").strip() if var else ""
-            token = value or None
-        if token:
-            self._secrets.append(token)
+        spec, name, dialect = self.spec, self.spec.provider, self.provider.dialect
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if anthropic:
+        params: dict[str, str] = {}
+        if name == "azure":
+            key = self._reference("token", self.provider.token_env)
+            if key:
+                headers["api-key"] = key
+            params["api-version"] = str(spec.options.get("apiVersion") or AZURE_API_VERSION)
+        elif dialect == CHAT_COMPLETIONS:
+            key = self._reference("token", self.provider.token_env)
+            if key:
+                headers["Authorization"] = f"Bearer {key}"
+        elif name == "anthropic":
             headers["anthropic-version"] = ANTHROPIC_VERSION
-            if token:
-                headers["x-api-key"] = token
-        elif token:
-            headers["Authorization"] = f"Bearer {token}"
-        for name, value in spec.headers.items():
+            key = self._reference("token", self.provider.token_env)
+            if key:
+                headers["x-api-key"] = key
+            bearer = self._reference("authToken", "ANTHROPIC_AUTH_TOKEN")
+            if bearer:
+                headers["Authorization"] = f"Bearer {bearer}"
+        elif name == "google-generative-ai":
+            key = self._reference("token", self.provider.token_env)
+            if key:
+                headers["x-goog-api-key"] = key
+        for header, value in spec.headers.items():
             if isinstance(value, Mapping):
-                value = self._resolve(value, f"headers.{name}")
+                value = self._resolve(value, f"headers.{header}")
                 self._secrets.append(value)
-            headers[str(name)] = str(value)
-        params = {}
-        for name, value in spec.query_params.items():
+            headers[str(header)] = str(value)
+        for param, value in spec.query_params.items():
             if isinstance(value, Mapping):
-                value = self._resolve(value, f"queryParams.{name}")
+                value = self._resolve(value, f"queryParams.{param}")
                 self._secrets.append(value)
-            params[str(name)] = str(value)
+            params[str(param)] = str(value)
         self._auth = (headers, params)
         return self._auth
+
+    def _aws_credentials(self) -> dict[str, str]:
+        if self._aws is None:
+            region = self._require("region", "AWS_REGION")
+            access_key = self._reference("accessKeyId", "AWS_ACCESS_KEY_ID")
+            secret_key = self._reference("accessKeySecret", "AWS_SECRET_ACCESS_KEY")
+            if not access_key or not secret_key:
+                raise self._error("cannot be used: set accessKeyId and accessKeySecret in its config entry, or the "
+                                  "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY environment variables")
+            self._aws = {"region": region, "access_key": access_key, "secret_key": secret_key,
+                         "session_token": self._reference("sessionToken", "AWS_SESSION_TOKEN") or ""}
+        return self._aws
+
+    def _request_headers(self, url: str, headers: dict[str, str], payload: bytes) -> dict[str, str]:
+        """Credentials made per request: Vertex's OAuth bearer token, Bedrock's signature."""
+        name = self.spec.provider
+        if name in ("google-vertex", "google-vertex-anthropic"):
+            from codesearch.llm.google_credentials import GoogleAccessTokens, GoogleAuthError
+
+            if self._google is None:
+                key_file = self._reference("credentials", None)
+                self._google = GoogleAccessTokens(key_file)
+            try:
+                token = self._google.token()
+            except GoogleAuthError as e:
+                raise self._error(f"cannot be used: {self._mask(str(e))}") from None
+            if token not in self._secrets:
+                self._secrets.append(token)
+            return {"Authorization": f"Bearer {token}"}
+        if name == "amazon-bedrock":
+            aws = self._aws_credentials()
+            return sigv4.sign("POST", url, {"content-type": headers["Content-Type"]}, payload,
+                              access_key=aws["access_key"], secret_key=aws["secret_key"],
+                              session_token=aws["session_token"] or None, region=aws["region"], service="bedrock",
+                              now=self.now())
+        return {}
 
     def _resolve(self, reference: Mapping[str, str], where: str) -> str:
         from codesearch.config.loader import _resolve as resolve_reference  # the loader's own token resolver
@@ -416,13 +355,18 @@ class ModelClient:
         except ConfigError as e:
             raise self._error("cannot be used: " + "; ".join(e.problems)) from None
 
+    # ------------------------------------------------------------------ HTTP
+
     def _post(self, url: str, body: dict) -> Any:
         headers, params = self._credentials()
+        url = _with_query(url, params)
+        payload = json.dumps(body).encode("utf-8")
         shown = _safe_url(url)
         retried = False
         while True:
+            sent = {**headers, **self._request_headers(url, headers, payload)}
             try:
-                r = self.http.post(url, json=body, headers=headers, params=params or None,
+                r = self.http.post(url, content=payload, headers=sent,
                                    timeout=httpx.Timeout(self.timeout_s, connect=min(self.timeout_s, 10.0)))
             except httpx.TimeoutException:
                 raise self._error(f"did not answer within {self.timeout_s:g}s ({shown})") from None
@@ -449,7 +393,7 @@ class ModelClient:
                               f"(content-type {r.headers.get('content-type') or 'none'})", status=r.status_code) from None
 
     def _error_text(self, r: httpx.Response) -> str:
-        """The provider's own error message ({"error": {"message"}} in both APIs), else the reason."""
+        """The provider's own error message (``{"error": {"message"}}`` or ``{"message"}``), else the reason."""
         text = ""
         try:
             data = r.json()
@@ -458,7 +402,7 @@ class ModelClient:
         if isinstance(data, dict):
             err = data.get("error")
             if isinstance(err, dict):
-                text = str(err.get("message") or err.get("type") or "")
+                text = str(err.get("message") or err.get("type") or err.get("status") or "")
             elif isinstance(err, str):
                 text = err
             elif isinstance(data.get("message"), str):
@@ -476,22 +420,3 @@ class ModelClient:
 
     def _error(self, what: str, status: int | None = None) -> ModelError:
         return ModelError(f"language model {self.spec.label} {what}", model=self.spec.model, status=status)
-
-
-def _parse_call(call_id: str, name: str, arguments: Any) -> ToolCall:
-    """A Chat Completions tool call: `arguments` is a JSON string (an object, or empty for none)."""
-    if isinstance(arguments, dict):
-        return ToolCall(id=call_id, name=name, arguments=arguments)
-    raw = "" if arguments is None else str(arguments)
-    if not raw.strip():
-        return ToolCall(id=call_id, name=name, arguments={}, raw_arguments=raw or "{}")
-    try:
-        value = json.loads(raw)
-    except ValueError as e:
-        return ToolCall(id=call_id, name=name, arguments={}, raw_arguments=raw,
-                        error=f"the arguments of this {name} call are not valid JSON ({e.msg} at character {e.pos + 1}); "
-                              "call the tool again with a JSON object of arguments")
-    if not isinstance(value, dict):
-        return ToolCall(id=call_id, name=name, arguments={}, raw_arguments=raw,
-                        error=f"the arguments of this {name} call must be a JSON object, not {type(value).__name__}")
-    return ToolCall(id=call_id, name=name, arguments=value, raw_arguments=raw)

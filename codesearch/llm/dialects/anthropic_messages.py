@@ -1,0 +1,79 @@
+"""Anthropic Messages: anthropic, and Anthropic models on Google Vertex AI.
+
+``POST <base>/v1/messages`` (Vertex: ``<base>/models/<model>:rawPredict``) with ``{"model",
+"max_tokens", "system", "messages", "tools", "tool_choice", "temperature"}``. Roles alternate
+user/assistant; tool calls are ``tool_use`` blocks of the assistant, their results
+``tool_result`` blocks of the next user turn. On Vertex the model is named by the URL, and
+the body carries ``anthropic_version`` instead of the header.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from codesearch.llm.spec import ModelSpec, Reply, object_call
+
+#: `max_tokens` of each request (the API requires one).
+MAX_TOKENS = 4096
+VERTEX_VERSION = "vertex-2023-10-16"
+
+
+def body(spec: ModelSpec, messages: list[dict], tools: list[dict], tool_choice: str | None) -> dict[str, Any]:
+    system: list[str] = []
+    out: list[dict] = []
+
+    def add(role: str, blocks: list[dict]) -> None:
+        if out and out[-1]["role"] == role:  # tool results and the next user text share one turn
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": role, "content": blocks})
+
+    for msg in messages:
+        role, content = msg.get("role"), msg.get("content") or ""
+        if role == "system":
+            system.append(content)
+        elif role == "user":
+            add("user", [{"type": "text", "text": content or "(empty)"}])
+        elif role == "assistant":
+            blocks: list[dict] = [{"type": "text", "text": content}] if content else []
+            blocks += [{"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
+                       for c in msg.get("tool_calls") or []]
+            add("assistant", blocks or [{"type": "text", "text": "(empty)"}])
+        elif role == "tool":
+            block: dict[str, Any] = {"type": "tool_result", "tool_use_id": msg["tool_call_id"], "content": content}
+            if msg.get("is_error"):
+                block["is_error"] = True
+            add("user", [block])
+        else:
+            raise ValueError(f"unknown message role {role!r}")
+    if spec.provider == "google-vertex-anthropic":
+        data: dict[str, Any] = {"anthropic_version": VERTEX_VERSION}
+    else:
+        data = {"model": spec.model}
+    data.update({"max_tokens": MAX_TOKENS, "messages": out})
+    if system:
+        data["system"] = "\n\n".join(system)
+    if tools:
+        data["tools"] = [{"name": t["name"], "description": t.get("description", ""),
+                          "input_schema": t.get("input_schema") or {"type": "object", "properties": {}}}
+                         for t in tools]
+        if tool_choice:
+            data["tool_choice"] = {"type": tool_choice}
+    if spec.temperature is not None:
+        data["temperature"] = spec.temperature
+    return data
+
+
+def reply(spec: ModelSpec, data: Any, new_id: Callable[[], str]) -> Reply:
+    if not isinstance(data, dict) or not isinstance(data.get("content"), list):
+        raise ValueError("no content")
+    texts, calls = [], []
+    for block in data["content"]:
+        kind = block.get("type")
+        if kind == "text":
+            texts.append(str(block.get("text") or ""))
+        elif kind == "tool_use":
+            calls.append(object_call(str(block["id"]), str(block["name"]), block.get("input")))
+    u = data.get("usage") or {}
+    usage = {"input_tokens": int(u.get("input_tokens") or 0), "output_tokens": int(u.get("output_tokens") or 0)}
+    return Reply(text="".join(texts), tool_calls=calls, usage=usage, stop_reason=data.get("stop_reason"))
