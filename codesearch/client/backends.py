@@ -211,22 +211,11 @@ class RayBackend(GitDataMixin):
         """One response per searcher as it answers (the match budget holds across them)."""
         import time
 
-        import ray
-
-        from codesearch.runtime.searchers import published_version
-        from codesearch.search.engine import make_plan
         from codesearch.service.routes_search import StreamMerger
 
-        make_plan(query, options)
         merger = StreamMerger(options, time.perf_counter_ns())
-        deadline_wall = time.time() + options.timeout_s
-        version = published_version(self.pool.version_key)
-        pending = [a.search.remote(query, options, deadline_wall, version) for a in self.pool.copy()]
-        while pending:
-            done, pending = ray.wait(pending, num_returns=1, timeout=options.timeout_s + 5)
-            if not done:
-                break
-            chunk = merger.chunk(ray.get(done[0]))
+        for partial in self.pool.fan_out(query, options).partials():
+            chunk = merger.chunk(partial)
             yield {"files": chunk["files"], "stats": chunk["stats"], "repositoryInfo": chunk["repositoryInfo"],
                    "isSearchExhaustive": not merger.truncated}
 
