@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import os
 import sys
 import time
@@ -339,7 +338,8 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--config", metavar="FILE", help="config file (default: $CONFIG_PATH, else an offline demo)")
     sv.add_argument("--port", type=int, default=3000, help="HTTP port (default 3000)")
     sv.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; 0.0.0.0 for all)")
-    sv.add_argument("--data-dir", metavar="DIR", help="data directory (default: $DATA_DIR, else ~/.codesearch)")
+    sv.add_argument("--data-dir", metavar="DIR",
+                    help="data directory (default: $DATA_CACHE_DIR, $DATA_DIR/.codesearch or ~/.codesearch)")
     sv.add_argument("--searchers", type=int, default=2,
                     help="shard searchers: the index is split over this many partitions (default 2)")
     sv.add_argument("--searcher-copies", type=int, default=1,
@@ -356,7 +356,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="with create: ask for a web sign-in password (set-password always asks)")
     pw.add_argument("--password-stdin", action="store_true",
                     help="with create and set-password: read the password from the first line of stdin")
-    us.add_argument("--data-dir", metavar="DIR", help="data directory (default: $DATA_DIR, else ~/.codesearch)")
+    us.add_argument("--data-dir", metavar="DIR",
+                    help="data directory (default: $DATA_CACHE_DIR, $DATA_DIR/.codesearch or ~/.codesearch)")
     us.set_defaults(func=cmd_users)
 
     ks = sub.add_parser("keys", help="manage API keys")
@@ -365,7 +366,8 @@ def build_parser() -> argparse.ArgumentParser:
     ks.add_argument("--user", required=True, metavar="EMAIL", help="the key owner")
     ks.add_argument("--name", default="cli", help="with create: a name for the key")
     ks.add_argument("--all", action="store_true", help="with list: include revoked keys")
-    ks.add_argument("--data-dir", metavar="DIR", help="data directory (default: $DATA_DIR, else ~/.codesearch)")
+    ks.add_argument("--data-dir", metavar="DIR",
+                    help="data directory (default: $DATA_CACHE_DIR, $DATA_DIR/.codesearch or ~/.codesearch)")
     ks.set_defaults(func=cmd_keys)
 
     y = sub.add_parser("sync", help="list, mirror and index the repositories of a config file's connections")
@@ -388,7 +390,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    from codesearch import environment
+
+    try:
+        environment.configure_logging()  # SOURCEBOT_LOG_LEVEL
+    except environment.InvalidEnvironmentVariable as e:
+        print(f"codesearch: {e}", file=sys.stderr)
+        return 2
     args = build_parser().parse_args(argv)
     if getattr(args, "command", "") == "users" and args.action in ("create", "set-password") and not args.email:
         print(f"codesearch: users {args.action} needs an e-mail", file=sys.stderr)

@@ -9,6 +9,7 @@ in process against `build_app` with Starlette's TestClient. Screenshots: tests/o
 from __future__ import annotations
 
 import re
+import time
 import warnings
 from datetime import timedelta
 
@@ -70,13 +71,98 @@ def test_sign_in_wrong_password_and_cookie_flags(page_for, web):
     assert page.url == web["url"] + "/"
     cookie = _cookie(page, sessions.SESSION_COOKIE)
     assert cookie["httpOnly"] is True and cookie["sameSite"] == "Lax" and cookie["path"] == "/web"
-    assert cookie["expires"] > 0  # persistent (14 days), not a browser-session cookie
+    assert cookie["expires"] > 0  # persistent (30 days), not a browser-session cookie
     assert cookie["secure"] is False  # plain http on 127.0.0.1
     # the raw cookie value is never stored: only its SHA-256
     assert web["store"].get_web_session(cookie["value"])[1].email == web["owner"]["email"]
     with web["store"].engine.connect() as c:
         ids = [r[0] for r in c.exec_driver_sql("SELECT id FROM web_sessions")]
-    assert cookie["value"] not in ids and Store.web_session_id(cookie["value"]) in ids
+    assert cookie["value"] not in ids and web["store"].web_session_id(cookie["value"]) in ids
+
+
+def _submit_login(page, email: str, password: str):
+    """Sign in through the form; the response to the POST (status, headers)."""
+    page.fill("input[name=email]", email)
+    page.fill("input[name=password]", password)
+    with page.expect_response(lambda r: r.request.method == "POST" and r.url.endswith("/web/login")) as info:
+        page.click("button[type=submit]")
+    page.wait_for_load_state()
+    return info.value
+
+
+def test_wrong_passwords_lock_the_account_out_with_doubling_waits(page_for, web):
+    """5 free failures, then lock-outs of 1, 2, 4 s…: the right password is refused during one
+    (429, Retry-After) and works after it; a success starts the count again."""
+    store = web["store"]
+    account = {"email": "locked@example.com", "password": "locked-pass-1"}
+    store.create_user(account["email"], "Locked", password_hash=sessions.hash_password(account["password"]))
+    page = page_for(None)
+    page.goto(web["url"] + "/login")
+    # (password, status, Retry-After, message)
+    steps = [("wrong-pass-0", 401, None, "Incorrect email or password.")] * 5 + [
+        ("wrong-pass-0", 429, "1", "Incorrect email or password. Too many attempts: try again in 1 s."),
+        ("wait", None, None, None),
+        ("wrong-pass-0", 429, "2", "Incorrect email or password. Too many attempts: try again in 2 s."),
+        ("wait", None, None, None),
+        ("wrong-pass-0", 429, "4", "Incorrect email or password. Too many attempts: try again in 4 s."),
+        (account["password"], 429, None, "Too many sign-in attempts: try again in"),  # right, but locked out
+    ]
+    retry_after = 0
+    for password, status, header, message in steps:
+        if password == "wait":
+            time.sleep(retry_after + 0.2)
+            continue
+        response = _submit_login(page, account["email"], password)
+        assert response.status == status, (password, page.inner_text(".form-error"))
+        assert page.inner_text(".form-error").startswith(message)
+        if header:
+            assert response.headers["retry-after"] == header
+        retry_after = int(response.headers.get("retry-after", "0"))
+    assert retry_after >= 1 and sessions.SESSION_COOKIE not in {c["name"] for c in page.context.cookies()}
+    shot(page, "login-locked-out")
+    time.sleep(retry_after + 0.2)
+    login_via_form(page, account)  # the lock-out is over: the right password works
+    assert page.url == web["url"] + "/"
+
+    # the success reset the account's count: five more free failures
+    again = page_for(None)
+    again.goto(web["url"] + "/login")
+    assert [_submit_login(again, account["email"], "wrong-pass-1").status for _ in range(5)] == [401] * 5
+
+
+def test_one_address_trying_many_accounts_is_locked_out(page_for, web):
+    """Failures from one client address count across accounts (unknown emails too): after 20
+    free ones the address waits, even for a right password. Every browser test signs in from
+    127.0.0.1, so the address starts and ends with a clean count."""
+    store, address = web["store"], "127.0.0.1"
+    page = page_for(None)
+    page.goto(web["url"] + "/login")
+    token = _csrf(page)
+
+    def attempt(email, password):
+        return page.request.post(web["url"] + "/login", max_redirects=0,
+                                 form={"email": email, "password": password, "csrf_token": token})
+
+    def rows():
+        with store.engine.connect() as c:
+            return c.exec_driver_sql("SELECT count(*) FROM login_failures").scalar()
+
+    store.end_login_attempt(reset=[("address", address)])
+    try:
+        statuses = [attempt(f"sprayed-{i}@example.com", "guess-pass-1").status for i in range(21)]
+        assert statuses == [401] * 20 + [429]
+        for i, wait in ((21, 1), (22, 2)):  # let the doubling lock-outs pass: 4 s leave time to check
+            time.sleep(wait + 0.2)
+            r = attempt(f"sprayed-{i}@example.com", "guess-pass-1")
+            assert (r.status, r.headers["retry-after"]) == (429, str(wait * 2))
+        counted = rows()
+        # a right password for an account never tried before is refused too, and not counted
+        r = attempt(web["owner"]["email"], web["owner"]["password"])
+        assert r.status == 429 and int(r.headers["retry-after"]) >= 1 and "Too many sign-in attempts" in r.text()
+        assert rows() == counted
+    finally:
+        store.end_login_attempt(reset=[("address", address)])
+    assert attempt(web["owner"]["email"], web["owner"]["password"]).status == 303
 
 
 def test_api_key_created_in_the_page_works_until_revoked(page_for, web):
@@ -345,7 +431,7 @@ def test_login_upgrades_an_outdated_hash_and_sessions_expire(fresh):
     assert sessions.verify_password(upgraded, "legacy-pass-1")
     assert c.get("/login", follow_redirects=False).status_code == 303  # signed in: /login moves on
     assert c.get("/api/repos").status_code == 200
-    # 14 days later the session is gone
+    # 30 days (AUTH_SESSION_MAX_AGE_SECONDS' default) later the session is gone
     real = store.clock
     store.clock = lambda: real() + sessions.SESSION_TTL + timedelta(seconds=1)
     try:

@@ -36,7 +36,8 @@ Arguments (``args`` of the Serve config; all optional):
 ==========================  =====================================================================
 ``config``                  the config file (path on the nodes), default ``CONFIG_PATH`` or the
                             offline demo of `codesearch.service.demo`
-``data_dir``                the data directory, default ``DATA_DIR`` or ``~/.codesearch``
+``data_dir``                the data directory, default ``DATA_CACHE_DIR``, ``$DATA_DIR/.codesearch``
+                            or ``~/.codesearch``
 ``searchers``               shard searchers: partitions of the index (2)
 ``searcher_copies``         copies of every partition, each search going to one copy (1)
 ``replicas``                Serve replicas (1; the config's ``num_replicas`` wins)

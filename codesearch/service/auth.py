@@ -8,6 +8,11 @@ shape, plus ``WWW-Authenticate: Bearer``). Anonymous access is on when
 ``FORCE_ENABLE_ANONYMOUS_ACCESS=true`` (read when the app is built) or the deprecated
 ``settings.enablePublicAccess`` is passed in as true.
 
+With ``DISABLE_API_KEY_USAGE_FOR_NON_OWNER_USERS=true`` (read when the app is built) only owners'
+keys work: a valid key of a MEMBER is refused with 403 ``INSUFFICIENT_PERMISSIONS``
+(`ApiKeyNotAllowed`), as in Sourcebot, whatever anonymous access allows (the caller said who
+they are, and that identity may not use keys). The member's web sign-in is not affected.
+
 The web UI's session cookie (``codesearch_session``, `codesearch.web.sessions`) is accepted too, by
 `Authenticator.identify_request` (what the routes' dependency uses): API keys come first; a
 cookie-authenticated POST/PUT/PATCH/DELETE must carry ``X-CSRF-Token`` equal to the session's
@@ -32,6 +37,7 @@ from fastapi import Depends, Request
 from fastapi.responses import JSONResponse
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
+from codesearch import environment
 from codesearch.errors import NotAuthenticated  # noqa: F401  (re-exported)
 from codesearch.permissions import (  # noqa: F401  (re-exported: routes import them from here)
     ANONYMOUS,
@@ -43,15 +49,25 @@ from codesearch.permissions import (  # noqa: F401  (re-exported: routes import 
 )
 
 ANONYMOUS_ENV = "FORCE_ENABLE_ANONYMOUS_ACCESS"
+OWNER = "OWNER"
 API_KEY_HEADER = "X-Sourcebot-Api-Key"
 _MAX_KEY_LENGTH = 256
+
+
+class ApiKeyNotAllowed(NotAuthenticated):
+    """A valid API key whose user may not use keys here (a MEMBER while
+    ``DISABLE_API_KEY_USAGE_FOR_NON_OWNER_USERS`` is on): 403, not 401, since asking again
+    with the same identity cannot help. A `NotAuthenticated`, so that every place that refuses
+    unauthenticated callers refuses it too."""
+
+    status_code = 403
+    error_code = "INSUFFICIENT_PERMISSIONS"
 
 
 def anonymous_access_enabled(environ: Mapping[str, str] | None = None, enable_public_access: bool = False) -> bool:
     """``FORCE_ENABLE_ANONYMOUS_ACCESS=true`` (case-insensitive) or `enable_public_access`."""
     environ = os.environ if environ is None else environ
     return (environ.get(ANONYMOUS_ENV) or "").strip().lower() == "true" or bool(enable_public_access)
-
 
 
 
@@ -78,11 +94,15 @@ class Authenticator:
 
     `get_store()` returns the `Store` holding the API keys, or None when the service has no state
     database (then only anonymous access is possible). It is called only when a key is present.
+    `keys_owner_only` (default: ``DISABLE_API_KEY_USAGE_FOR_NON_OWNER_USERS`` now) refuses the
+    keys of members.
     """
 
-    def __init__(self, get_store: Callable[[], object | None], anonymous: bool):
+    def __init__(self, get_store: Callable[[], object | None], anonymous: bool, keys_owner_only: bool | None = None):
         self.get_store = get_store
         self.anonymous = bool(anonymous)
+        self.keys_owner_only = (environment.api_key_usage_owner_only() if keys_owner_only is None
+                                else bool(keys_owner_only))
 
     def identify(self, headers: Mapping[str, str]) -> Identity:
         """The caller of a request with these headers, by API key only (the MCP server)."""
@@ -108,6 +128,9 @@ class Authenticator:
             for key in keys:
                 user = store.verify_api_key(key)
                 if user is not None:
+                    if self.keys_owner_only and user.role != OWNER:
+                        raise ApiKeyNotAllowed("API keys of members are disabled on this server: only owners may "
+                                               "use API keys (DISABLE_API_KEY_USAGE_FOR_NON_OWNER_USERS)")
                     return user
         return None
 
@@ -151,9 +174,11 @@ class Authenticator:
 
 
 def install(app) -> None:
-    """A 401 carries ``WWW-Authenticate: Bearer`` besides the SPEC §5 body."""
+    """A 401 carries ``WWW-Authenticate: Bearer`` besides the SPEC §5 body; a refused key
+    (`ApiKeyNotAllowed`) is a plain 403."""
 
     @app.exception_handler(NotAuthenticated)
     async def _not_authenticated(request: Request, exc: NotAuthenticated):
-        return JSONResponse({"statusCode": 401, "errorCode": exc.error_code, "message": str(exc)}, status_code=401,
-                            headers={"WWW-Authenticate": "Bearer"})
+        status = exc.status_code
+        return JSONResponse({"statusCode": status, "errorCode": exc.error_code, "message": str(exc)},
+                            status_code=status, headers={"WWW-Authenticate": "Bearer"} if status == 401 else None)

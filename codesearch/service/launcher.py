@@ -1,7 +1,8 @@
 """`codesearch serve`: start Ray (or join `RAY_ADDRESS`), sync and index, serve HTTP, stop cleanly.
 
 Steps, printed as they happen:
-1. the data directory (``--data-dir``, ``DATA_DIR``, else ``~/.codesearch``) and the config
+1. the data directory (``--data-dir``, else ``DATA_CACHE_DIR``, ``$DATA_DIR/.codesearch`` or
+   ``~/.codesearch``: `codesearch.environment.data_dir`; made private, 0700) and the config
    (``--config``, ``CONFIG_PATH``, else the embedded offline demo of `demo.py`);
 2. a local Ray instance unless ``RAY_ADDRESS`` names a cluster;
 3. the runtime (`codesearch.runtime`): the scheduler actor (start-up cleanup of orphaned
@@ -29,7 +30,9 @@ SEARCHER_PREFIX = "codesearch-searcher"
 
 
 def default_data_dir() -> str:
-    return os.environ.get("DATA_DIR") or os.path.join(os.path.expanduser("~"), ".codesearch")
+    from codesearch import environment
+
+    return environment.data_dir()
 
 
 def _say(msg: str) -> None:
@@ -97,10 +100,12 @@ def run(config_path: str | None, *, port: int = 3000, host: str = "127.0.0.1", d
     from codesearch.runtime.searchers import SearcherPool, publish_deployment
     from codesearch.service.deployment import search_application
     from codesearch.service.demo import demo_config
+    from codesearch import environment
     from codesearch.store import Store
+    from codesearch.store.files import private_dir
 
-    data_dir = os.path.abspath(data_dir or default_data_dir())
-    os.makedirs(data_dir, exist_ok=True)
+    environment.check()  # a bad SOURCEBOT_LOG_LEVEL or AUTH_SESSION_MAX_AGE_SECONDS fails now, not in a replica
+    data_dir = private_dir(data_dir or default_data_dir())
     config_path = config_path or os.environ.get("CONFIG_PATH")
     if not config_path:
         config_path = demo_config(data_dir)

@@ -9,6 +9,7 @@ Modules:
 - `pages_search.py`: home (search box, sync status), search results (streamed), file view
   (Pygments), repos;
 - `pages_account.py`: sign-in/out, first-account setup, settings (API keys), users;
+- `throttle.py`: sign-in lock-outs per account and client address (HTTP 429 with Retry-After);
 - `static/`: `style.css` (light and dark), `app.js`.
 
 `install(app, ...)` mounts ``/static`` and the page routers. Pages apply the same repo visibility

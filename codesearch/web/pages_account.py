@@ -1,9 +1,11 @@
 """Account pages: sign-in/out, first-account setup, API keys, password, users.
 
-    GET/POST /login                     email + password (401 with one generic error when wrong)
+    GET/POST /login                     email + password (401 with one generic error when wrong;
+                                        429 with Retry-After during a lock-out: `throttle`)
     POST     /logout                    ends the session
     GET/POST /setup                     the first account (OWNER) while the store has no users; else 404
-    GET/POST /settings/keys             the caller's API keys; creating one shows it once
+    GET/POST /settings/keys             the caller's API keys; creating one shows it once (owners only
+                                        with DISABLE_API_KEY_CREATION_FOR_NON_OWNER_USERS: 403)
     POST     /settings/keys/{id}/revoke revokes one of the caller's keys (anyone else's: 404)
     GET/POST /settings/password         change one's own password (other sessions end)
     GET/POST /settings/users            OWNER only: list users, add a MEMBER with a password
@@ -23,7 +25,7 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import RedirectResponse
 
 from codesearch.store import MEMBER, OWNER, ROLES, Conflict, NotFound
-from codesearch.web import sessions
+from codesearch.web import sessions, throttle
 from codesearch.web.templating import render
 
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+$")
@@ -100,12 +102,16 @@ def router(web) -> APIRouter:
         if store is None:
             return _no_store(request)
         email = email.strip()[:MAX_EMAIL]
-        user = sessions.authenticate(store, email, password)
-        if user is None:
-            return _page(request, "login.html", status_code=401, title="Sign in", next=next, email=email,
-                         error="Incorrect email or password.", no_users=not store.has_users(), signed_out=False)
+        outcome = throttle.sign_in(store, email, password, throttle.client_address(request))
+        if outcome.user is None:
+            page = _page(request, "login.html", status_code=429 if outcome.retry_after else 401, title="Sign in",
+                         next=next, email=email, error=outcome.message(), no_users=not store.has_users(),
+                         signed_out=False)
+            if outcome.retry_after:
+                page.headers["Retry-After"] = str(outcome.retry_after)
+            return page
         response = _redirect(sessions.safe_next(next, _root(request)))
-        sessions.start_session(request, response, store, user)
+        sessions.start_session(request, response, store, outcome.user, web.session_max_age_s)
         return response
 
     @r.post("/logout")
@@ -149,7 +155,7 @@ def router(web) -> APIRouter:
         except Conflict:  # someone else finished the setup first
             return _not_found(request)
         response = _redirect(f"{_root(request)}/")
-        sessions.start_session(request, response, store, user)
+        sessions.start_session(request, response, store, user, web.session_max_age_s)
         return response
 
     # ------------------------------------------------------------------ API keys
@@ -161,7 +167,10 @@ def router(web) -> APIRouter:
         context.setdefault("created", None)
         context.setdefault("notice", None)
         return _page(request, "keys.html", status_code=status_code, title="API keys", keys=keys, section="keys",
-                     public_url=(web.public_url or "").rstrip("/"), **context)
+                     public_url=(web.public_url or "").rstrip("/"), may_create=may_create_keys(user), **context)
+
+    def may_create_keys(user) -> bool:
+        return user.role == OWNER or not web.keys_owner_only
 
     @r.get("/settings/keys")
     def keys(request: Request, revoked: str = ""):
@@ -181,6 +190,9 @@ def router(web) -> APIRouter:
         if user is None:
             return sessions.login_redirect(request)
         sessions.require_csrf(request, csrf_token)
+        if not may_create_keys(user):
+            return keys_page(request, user, status_code=403,
+                             error="Only owners can create API keys on this server.")
         name = name.strip()
         if not name or len(name) > MAX_NAME:
             return keys_page(request, user, status_code=400,

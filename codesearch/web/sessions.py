@@ -6,15 +6,17 @@ A password has at least `MIN_PASSWORD_LENGTH` characters (`password_problem` say
 
 Sessions. Signing in creates a row in the store's ``web_sessions`` table (`Store.create_web_session`):
 the browser gets the random value in the ``codesearch_session`` cookie (HttpOnly, SameSite=Lax,
-Path = the app's root, Secure over https, 14 days); the store keeps only its SHA-256, the user
-and a per-session random CSRF token. Signing out deletes the row.
+Path = the app's root, Secure over https, ``AUTH_SESSION_MAX_AGE_SECONDS``, default 30 days);
+the store keeps only its HMAC under the sign-in secret (``AUTH_SECRET``, else derived from the
+server secret: changing it signs everybody out), the user and a per-session random CSRF token.
+Signing out deletes the row. Sign-in attempts are rate limited: `codesearch.web.throttle`.
 
 The middleware (`install`) runs for every request and fills ``request.state``:
 
 - ``identity``: the signed-in user's `Identity`, or None (a visitor);
 - ``csrf_token``: the token forms and the pages' own API calls must send back: the session's
   token when signed in, else one bound to the visitor's ``codesearch_csrf`` cookie (random,
-  HttpOnly; the token is its HMAC under a key derived from the server secret), so the sign-in
+  HttpOnly; the token is its HMAC under a key derived from the sign-in secret), so the sign-in
   and setup forms are protected too;
 - ``anonymous_access``: whether visitors may search;
 - ``web_session``: ``(WebSession, User)`` or None, which `Authenticator.identify_request` reuses so
@@ -52,7 +54,8 @@ SESSION_COOKIE = "codesearch_session"
 CSRF_COOKIE = "codesearch_csrf"
 CSRF_HEADER = "X-CSRF-Token"
 CSRF_FORM_FIELD = "csrf_token"
-SESSION_TTL = timedelta(days=14)
+#: the default session lifetime; `WebContext.session_max_age_s` is what an app uses
+SESSION_TTL = timedelta(seconds=2_592_000)
 MIN_PASSWORD_LENGTH = 8
 MAX_PASSWORD_LENGTH = 1024  # argon2 hashes anything, but megabyte "passwords" are a cheap DoS
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
@@ -173,9 +176,9 @@ def _plausible(value: str | None) -> bool:
 
 # ----------------------------------------------------------------------------- sessions
 
-def start_session(request: Request, response, store, user) -> str:
-    """Sign `user` in: a new session (the request's old one, if any, ends) and its cookie on
-    `response`. Returns the session's CSRF token."""
+def start_session(request: Request, response, store, user, max_age_s: float = SESSION_TTL.total_seconds()) -> str:
+    """Sign `user` in for `max_age_s` seconds: a new session (the request's old one, if any,
+    ends) and its cookie on `response`. Returns the session's CSRF token."""
     old = request.cookies.get(SESSION_COOKIE)
     if _plausible(old):
         store.delete_web_session(old)
@@ -183,9 +186,9 @@ def start_session(request: Request, response, store, user) -> str:
         store.delete_expired_web_sessions()
     except Exception:  # housekeeping only
         log.debug("could not delete expired sessions", exc_info=True)
-    value, session = store.create_web_session(user.id, ttl_seconds=SESSION_TTL.total_seconds())
+    value, session = store.create_web_session(user.id, ttl_seconds=max_age_s)
     response.headers.append("set-cookie", cookie_header(request.scope, _headers(request.scope), SESSION_COOKIE, value,
-                                                        int(SESSION_TTL.total_seconds())))
+                                                        int(max_age_s)))
     return session.csrf_token
 
 
@@ -266,7 +269,7 @@ class SessionMiddleware:
         if self._key is None:
             store = self.web.get_store()
             # Without a store nobody can sign in; a per-process key keeps the visitor forms consistent.
-            self._key = store.derive_key("web csrf") if store is not None else secrets.token_bytes(32)
+            self._key = store.auth_key("web csrf") if store is not None else secrets.token_bytes(32)
         return self._key
 
     def _lookup(self, value: str):
@@ -308,7 +311,7 @@ class SessionMiddleware:
             visitor = None
             if found is None and is_page:
                 visitor = secrets.token_urlsafe(32)
-                set_cookies.append(cookie_header(scope, headers, CSRF_COOKIE, visitor, int(SESSION_TTL.total_seconds())))
+                set_cookies.append(cookie_header(scope, headers, CSRF_COOKIE, visitor, int(self.web.session_max_age_s)))
         if visitor is not None and is_page:
             key = await anyio.to_thread.run_sync(self._csrf_key) if self._key is None else self._key
             state["visitor_csrf_token"] = hmac.new(key, visitor.encode(), hashlib.sha256).hexdigest()

@@ -20,6 +20,7 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
+from codesearch import environment
 from codesearch.web import TEMPLATES_DIR
 
 _env = Environment(loader=FileSystemLoader(TEMPLATES_DIR), autoescape=select_autoescape(["html"]),
@@ -28,7 +29,12 @@ _env = Environment(loader=FileSystemLoader(TEMPLATES_DIR), autoescape=select_aut
 
 @dataclass
 class WebContext:
-    """What the page routers share: the app's state and helpers (built by `api.build_app`)."""
+    """What the page routers share: the app's state and helpers (built by `api.build_app`).
+
+    The account settings default to the process environment when the app is built (each Serve
+    replica reads its own): `session_max_age_s` from ``AUTH_SESSION_MAX_AGE_SECONDS`` and
+    `keys_owner_only` from ``DISABLE_API_KEY_CREATION_FOR_NON_OWNER_USERS`` /
+    ``DISABLE_API_KEY_USAGE_FOR_NON_OWNER_USERS`` (`codesearch.environment`)."""
 
     get_store: Callable[[], Any]
     authenticator: Any  # codesearch.service.auth.Authenticator
@@ -36,6 +42,8 @@ class WebContext:
     public_url: str
     anonymous_access: bool
     extra: dict = field(default_factory=dict)
+    session_max_age_s: int = field(default_factory=lambda: environment.session_max_age_seconds())
+    keys_owner_only: bool = field(default_factory=lambda: environment.api_key_creation_owner_only())
 
 
 def render(request: Request, template: str, status_code: int = 200, **context) -> HTMLResponse:

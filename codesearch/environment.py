@@ -1,0 +1,161 @@
+"""The environment variables Sourcebot documents that apply to codesearch, read in one place.
+
+A deployment moving from Sourcebot keeps its environment: each variable here has Sourcebot's
+name, meaning and default (adapted where our layout differs, as said below). Variables that
+belong to one module stay there (`SOURCEBOT_ENCRYPTION_KEY` and `AUTH_SECRET` in
+`codesearch.store.secret`, `FORCE_ENABLE_ANONYMOUS_ACCESS` in `codesearch.service.auth`); this
+module holds the ones several layers read.
+
+=================================================  ===========================================
+``DATA_CACHE_DIR``                                 the directory everything we write lives in
+                                                   (state database, secret, mirrors, index);
+                                                   default ``$DATA_DIR/.codesearch``
+``DATA_DIR``                                       the persistent volume; without it and
+                                                   without ``DATA_CACHE_DIR`` the data
+                                                   directory is ``~/.codesearch``
+``AUTH_SESSION_MAX_AGE_SECONDS``                   how long a web sign-in lasts (2592000, 30 days)
+``DISABLE_API_KEY_CREATION_FOR_NON_OWNER_USERS``   ``true``: only owners may create API keys
+                                                   (the deprecated
+                                                   ``EXPERIMENT_DISABLE_API_KEY_CREATION_FOR_NON_ADMIN_USERS``
+                                                   too)
+``DISABLE_API_KEY_USAGE_FOR_NON_OWNER_USERS``      ``true``: only owners may create *or use* API
+                                                   keys (a member's key is refused with 403)
+``SOURCEBOT_LOG_LEVEL``                            ``debug``, ``info`` (default), ``warn``, ``error``
+=================================================  ===========================================
+
+Why `DATA_DIR` alone no longer is the data directory: Sourcebot keeps its data in
+``$DATA_DIR/.sourcebot`` and lets ``DATA_CACHE_DIR`` move it; we do the same with
+``.codesearch``. A ``DATA_DIR`` that already *is* a codesearch data directory (an older release
+used it directly: it holds ``codesearch.db`` or ``.secret``) keeps being used, so no stored data
+goes missing on upgrade.
+
+Switches are on only for ``true`` (any case, surrounding blanks ignored), like
+``FORCE_ENABLE_ANONYMOUS_ACCESS``. A value that cannot mean anything (a session age of
+``abc``, a log level of ``verbose``) is an `InvalidEnvironmentVariable` naming the variable,
+the value and what would be accepted: the service refuses to start rather than guess.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Mapping
+
+from codesearch.errors import CodesearchError
+
+DATA_DIR = "DATA_DIR"
+DATA_CACHE_DIR = "DATA_CACHE_DIR"
+DATA_SUBDIR = ".codesearch"
+#: files that mark a directory as a codesearch data directory (see the module docstring)
+_DATA_MARKERS = ("codesearch.db", ".secret")
+
+SESSION_MAX_AGE = "AUTH_SESSION_MAX_AGE_SECONDS"
+DEFAULT_SESSION_MAX_AGE_S = 2_592_000  # 30 days, Sourcebot's default
+KEY_CREATION_OWNER_ONLY = "DISABLE_API_KEY_CREATION_FOR_NON_OWNER_USERS"
+KEY_CREATION_OWNER_ONLY_DEPRECATED = "EXPERIMENT_DISABLE_API_KEY_CREATION_FOR_NON_ADMIN_USERS"
+KEY_USAGE_OWNER_ONLY = "DISABLE_API_KEY_USAGE_FOR_NON_OWNER_USERS"
+LOG_LEVEL = "SOURCEBOT_LOG_LEVEL"
+LOG_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING, "error": logging.ERROR}
+
+
+class InvalidEnvironmentVariable(CodesearchError):
+    """An environment variable holds a value that cannot be used (the message says which and why)."""
+
+    def __init__(self, name: str, value: str, expected: str):
+        self.name = name
+        self.value = value
+        self.expected = expected
+        super().__init__(f"environment variable {name}={value!r}: {expected}")
+
+    def __reduce__(self):  # rebuilt from its fields when it crosses a process boundary (Ray)
+        return (type(self), (self.name, self.value, self.expected))
+
+
+def _env(environ: Mapping[str, str] | None) -> Mapping[str, str]:
+    return os.environ if environ is None else environ
+
+
+def _value(environ: Mapping[str, str] | None, name: str) -> str:
+    return (_env(environ).get(name) or "").strip()
+
+
+def is_true(environ: Mapping[str, str] | None, name: str) -> bool:
+    """Whether switch `name` is on (``true``, any case)."""
+    return _value(environ, name).lower() == "true"
+
+
+# ---------------------------------------------------------------------- where the data lives
+
+
+def data_dir(environ: Mapping[str, str] | None = None) -> str:
+    """The data directory (absolute): ``DATA_CACHE_DIR``, else ``$DATA_DIR/.codesearch`` (or
+    ``$DATA_DIR`` itself when an older release kept its data there), else ``~/.codesearch``."""
+    cache = _value(environ, DATA_CACHE_DIR)
+    if cache:
+        return os.path.abspath(os.path.expanduser(cache))
+    base = _value(environ, DATA_DIR)
+    if not base:
+        return os.path.join(os.path.expanduser("~"), DATA_SUBDIR)
+    base = os.path.abspath(os.path.expanduser(base))
+    if any(os.path.exists(os.path.join(base, marker)) for marker in _DATA_MARKERS):
+        return base
+    return os.path.join(base, DATA_SUBDIR)
+
+
+# ---------------------------------------------------------------------- accounts and keys
+
+
+def session_max_age_seconds(environ: Mapping[str, str] | None = None) -> int:
+    """``AUTH_SESSION_MAX_AGE_SECONDS``: seconds a web sign-in lasts (default 30 days)."""
+    raw = _value(environ, SESSION_MAX_AGE)
+    if not raw:
+        return DEFAULT_SESSION_MAX_AGE_S
+    try:
+        seconds = int(raw)
+    except ValueError:
+        seconds = 0
+    if seconds < 1:
+        raise InvalidEnvironmentVariable(SESSION_MAX_AGE, raw, "give the session lifetime as a whole number of "
+                                         f"seconds, at least 1 (default {DEFAULT_SESSION_MAX_AGE_S}, 30 days)")
+    return seconds
+
+
+def api_key_usage_owner_only(environ: Mapping[str, str] | None = None) -> bool:
+    """Only owners may use (and create) API keys."""
+    return is_true(environ, KEY_USAGE_OWNER_ONLY)
+
+
+def api_key_creation_owner_only(environ: Mapping[str, str] | None = None) -> bool:
+    """Only owners may create API keys (also implied by `api_key_usage_owner_only`)."""
+    return (is_true(environ, KEY_CREATION_OWNER_ONLY) or is_true(environ, KEY_CREATION_OWNER_ONLY_DEPRECATED)
+            or api_key_usage_owner_only(environ))
+
+
+# ---------------------------------------------------------------------- logging
+
+
+def log_level(environ: Mapping[str, str] | None = None) -> int:
+    """``SOURCEBOT_LOG_LEVEL`` as a `logging` level (default info)."""
+    raw = _value(environ, LOG_LEVEL)
+    if not raw:
+        return logging.INFO
+    level = LOG_LEVELS.get(raw.lower())
+    if level is None:
+        raise InvalidEnvironmentVariable(LOG_LEVEL, raw, "use one of debug, info, warn, error")
+    return level
+
+
+def configure_logging(environ: Mapping[str, str] | None = None) -> int:
+    """Set the level of codesearch's loggers from ``SOURCEBOT_LOG_LEVEL`` and give the process a
+    stderr handler when it has none; returns the level. Other libraries stay at warnings."""
+    level = log_level(environ)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger("codesearch").setLevel(level)
+    return level
+
+
+def check(environ: Mapping[str, str] | None = None) -> None:
+    """Raise `InvalidEnvironmentVariable` for the first variable of this module with a bad value
+    (what `codesearch serve` calls before starting anything)."""
+    log_level(environ)
+    session_max_age_seconds(environ)

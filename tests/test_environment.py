@@ -1,0 +1,210 @@
+"""The environment variables Sourcebot documents, read with its meaning and defaults
+(codesearch.environment): where the data lives, the sign-in secret and session age, who may
+create and use API keys, the log level.
+
+A running Serve instance cannot switch its environment, so the app is built in process for each
+case (as in test_service_auth.py); the data directory and the log level are checked on the real
+command line, in a subprocess.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import subprocess
+import sys
+import warnings
+from datetime import timedelta
+
+import pytest
+
+from codesearch import environment
+from codesearch.service.api import build_app
+from codesearch.store import Store
+from codesearch.web import sessions
+
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    from fastapi.testclient import TestClient
+
+OWNER = {"email": "owner@example.com", "password": "owner-pass-1"}
+MEMBER = {"email": "member@example.com", "password": "member-pass-1"}
+
+
+# ----------------------------------------------------------------------------- where the data lives
+
+@pytest.mark.parametrize("env,older_release_data,want", [
+    ({}, False, "{home}/.codesearch"),
+    ({"DATA_DIR": "{tmp}/vol"}, False, "{tmp}/vol/.codesearch"),  # Sourcebot: $DATA_DIR/.sourcebot
+    ({"DATA_DIR": "{tmp}/vol"}, True, "{tmp}/vol"),  # an older release kept its data in DATA_DIR itself
+    ({"DATA_CACHE_DIR": "{tmp}/cache"}, False, "{tmp}/cache"),
+    ({"DATA_DIR": "{tmp}/vol", "DATA_CACHE_DIR": "{tmp}/cache"}, True, "{tmp}/cache"),
+    ({"DATA_DIR": "  ", "DATA_CACHE_DIR": ""}, False, "{home}/.codesearch"),
+])
+def test_data_dir(tmp_path, monkeypatch, env, older_release_data, want):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    fill = {"tmp": str(tmp_path), "home": str(tmp_path / "home")}
+    env = {k: v.format(**fill) for k, v in env.items()}
+    if older_release_data:
+        os.makedirs(tmp_path / "vol")
+        Store.open(tmp_path / "vol", environ={}).close()
+    assert environment.data_dir(env) == want.format(**fill)
+
+
+def _cli(*args, env: dict, umask: int | None = None) -> subprocess.CompletedProcess:
+    clean = {k: v for k, v in os.environ.items()
+             if k not in ("DATA_DIR", "DATA_CACHE_DIR", "SOURCEBOT_LOG_LEVEL", "SOURCEBOT_ENCRYPTION_KEY")}
+    return subprocess.run([sys.executable, "-m", "codesearch.cli", *args], capture_output=True, text=True,
+                          env={**clean, **env}, timeout=60,
+                          preexec_fn=(lambda: os.umask(umask)) if umask is not None else None)
+
+
+def _mode(path) -> int:
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+def test_the_cli_puts_a_private_data_dir_where_sourcebot_would(tmp_path):
+    """DATA_DIR → $DATA_DIR/.codesearch, made 0700 with 0600 files even under umask 000; the
+    next command finds the same data there."""
+    out = _cli("users", "create", "a@example.com", env={"DATA_DIR": str(tmp_path / "vol")}, umask=0)
+    assert out.returncode == 0, out.stderr
+    data = tmp_path / "vol" / ".codesearch"
+    assert _mode(data) == 0o700
+    assert {p.name: _mode(p) for p in data.iterdir()} == {
+        name: 0o600 for name in ("codesearch.db", "codesearch.db-wal", "codesearch.db-shm", ".secret")
+        if (data / name).exists()}
+    assert (data / "codesearch.db").exists() and (data / ".secret").exists()
+    listed = _cli("users", "list", env={"DATA_CACHE_DIR": str(data)})
+    assert listed.returncode == 0 and "a@example.com" in listed.stdout
+
+
+@pytest.mark.parametrize("level,info_shown", [
+    (None, True),  # Sourcebot's default: info
+    ("info", True), ("INFO", True), ("debug", True), (" warn ", False), ("error", False),
+])
+def test_log_level(tmp_path, level, info_shown):
+    env = {"DATA_CACHE_DIR": str(tmp_path / "d")} | ({"SOURCEBOT_LOG_LEVEL": level} if level is not None else {})
+    out = _cli("users", "create", "a@example.com", env=env)
+    assert out.returncode == 0, out.stderr
+    # a new data directory logs (at info) that it generated the server secret
+    assert ("INFO codesearch.store.secret: generated the server secret" in out.stderr) is info_shown, out.stderr
+
+
+def test_a_bad_log_level_is_a_clear_error(tmp_path):
+    out = _cli("users", "list", env={"DATA_CACHE_DIR": str(tmp_path / "d"), "SOURCEBOT_LOG_LEVEL": "verbose"})
+    assert out.returncode == 2
+    assert out.stderr.strip() == ("codesearch: environment variable SOURCEBOT_LOG_LEVEL='verbose': "
+                                  "use one of debug, info, warn, error")
+    assert not (tmp_path / "d").exists()  # nothing was started
+
+
+# ----------------------------------------------------------------------------- sessions
+
+
+@pytest.fixture()
+def accounts(tmp_path):
+    store = Store.open(tmp_path / "data", environ={})
+    owner = store.create_user(OWNER["email"], password_hash=sessions.hash_password(OWNER["password"]))
+    member = store.create_user(MEMBER["email"], password_hash=sessions.hash_password(MEMBER["password"]))
+    yield store, owner, member
+    store.close()
+
+
+def _app(store, monkeypatch, env: dict[str, str], **kwargs):
+    for name in ("AUTH_SESSION_MAX_AGE_SECONDS", environment.KEY_CREATION_OWNER_ONLY,
+                 environment.KEY_CREATION_OWNER_ONLY_DEPRECATED, environment.KEY_USAGE_OWNER_ONLY):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    return build_app(lambda: None, get_store=lambda: store, anonymous_access=kwargs.pop("anonymous_access", False),
+                     **kwargs)
+
+
+def _sign_in(app, account) -> tuple[TestClient, str]:
+    """A client signed in as `account`, and the Set-Cookie header of its session."""
+    c = TestClient(app)
+    token = re.search(r'name="csrf_token" value="([^"]+)"', c.get("/login").text).group(1)
+    r = c.post("/login", data={**account, "csrf_token": token}, follow_redirects=False)
+    assert r.status_code == 303, r.text
+    return c, next(h for h in r.headers.get_list("set-cookie") if h.startswith(sessions.SESSION_COOKIE + "="))
+
+
+@pytest.mark.parametrize("value,seconds", [(None, 2_592_000), ("120", 120), (" 3600 ", 3600)])
+def test_session_max_age(accounts, monkeypatch, value, seconds):
+    store, owner, _ = accounts
+    c, cookie = _sign_in(_app(store, monkeypatch, {} if value is None else {"AUTH_SESSION_MAX_AGE_SECONDS": value}),
+                         OWNER)
+    assert f"Max-Age={seconds};" in cookie
+    (session,) = [s for s in [store.get_web_session(c.cookies[sessions.SESSION_COOKIE])] if s]
+    assert session[0].expires_at - session[0].created_at == timedelta(seconds=seconds)
+    assert c.get("/api/repos").status_code == 200
+    real = store.clock
+    store.clock = lambda: real() + timedelta(seconds=seconds + 1)
+    try:
+        assert c.get("/api/repos").status_code == 401
+    finally:
+        store.clock = real
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "-5", "1.5"])
+def test_a_bad_session_max_age_is_a_clear_error(accounts, monkeypatch, value):
+    with pytest.raises(environment.InvalidEnvironmentVariable, match="AUTH_SESSION_MAX_AGE_SECONDS=.*whole number"):
+        _app(accounts[0], monkeypatch, {"AUTH_SESSION_MAX_AGE_SECONDS": value})
+
+
+def test_auth_secret_validates_session_cookies(tmp_path, monkeypatch, accounts):
+    """Two replicas with the same AUTH_SECRET accept each other's cookies; after AUTH_SECRET
+    changes, old cookies no longer sign anyone in."""
+    data = tmp_path / "data"
+    replica = {secret: Store.open(data, environ={"AUTH_SECRET": secret}) for secret in ("first", "first ", "second")}
+    try:
+        c, _ = _sign_in(_app(replica["first"], monkeypatch, {}), OWNER)
+        cookie = {sessions.SESSION_COOKIE: c.cookies[sessions.SESSION_COOKIE]}
+        for secret, status in (("first", 200), ("first ", 200), ("second", 401)):
+            other = TestClient(_app(replica[secret], monkeypatch, {}), cookies=cookie)
+            assert other.get("/api/repos").status_code == status, secret
+    finally:
+        for s in replica.values():
+            s.close()
+
+
+# ----------------------------------------------------------------------------- API keys
+
+@pytest.mark.parametrize("env,members_create,members_use", [
+    ({}, True, True),
+    ({"DISABLE_API_KEY_CREATION_FOR_NON_OWNER_USERS": "true"}, False, True),
+    ({"DISABLE_API_KEY_CREATION_FOR_NON_OWNER_USERS": "TRUE"}, False, True),
+    ({"DISABLE_API_KEY_CREATION_FOR_NON_OWNER_USERS": "false"}, True, True),
+    ({"EXPERIMENT_DISABLE_API_KEY_CREATION_FOR_NON_ADMIN_USERS": "true"}, False, True),  # deprecated name
+    ({"DISABLE_API_KEY_USAGE_FOR_NON_OWNER_USERS": "true"}, False, False),  # usage implies creation
+])
+def test_who_may_create_and_use_api_keys(accounts, monkeypatch, env, members_create, members_use):
+    store, owner, member = accounts
+    app = _app(store, monkeypatch, env)
+    for account, user, may_create in ((OWNER, owner, True), (MEMBER, member, members_create)):
+        c, _ = _sign_in(app, account)
+        page = c.get("/settings/keys")
+        token = re.search(r'name="csrf_token" value="([^"]+)"', page.text).group(1)
+        assert ('action="/settings/keys"' in page.text) is may_create, account
+        before = len(store.list_api_keys(user.id))
+        r = c.post("/settings/keys", data={"name": "laptop", "csrf_token": token})
+        assert r.status_code == (201 if may_create else 403), account
+        assert len(store.list_api_keys(user.id)) == before + (1 if may_create else 0)
+        if not may_create:
+            assert "Only owners can create API keys" in r.text
+
+    # keys made elsewhere (the CLI is an operator's tool): a member's key works only when allowed,
+    # and a refused key is refused even where anonymous access would let a visitor in
+    for anonymous in (False, True):
+        client = TestClient(_app(store, monkeypatch, env, anonymous_access=anonymous))
+        for user, may_use in ((owner, True), (member, members_use)):
+            _, key = store.create_api_key(user.id, "cli")
+            for headers in ({"Authorization": f"Bearer {key}"}, {"X-Sourcebot-Api-Key": key}):
+                r = client.get("/api/repos", headers=headers)
+                if may_use:
+                    assert r.status_code == 200, r.text
+                else:
+                    assert r.status_code == 403 and r.json()["errorCode"] == "INSUFFICIENT_PERMISSIONS"
+                    assert "DISABLE_API_KEY_USAGE_FOR_NON_OWNER_USERS" in r.json()["message"]
+                    assert "www-authenticate" not in r.headers
