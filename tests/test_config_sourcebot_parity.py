@@ -25,6 +25,7 @@ from jsonschema import Draft7Validator
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT7
 
+from codesearch.config import load_config
 from codesearch.config import validator as our_validator
 
 SOURCEBOT_DIR = Path(__file__).parent / "data" / "sourcebot_schemas_v3"
@@ -296,3 +297,16 @@ def test_every_field_of_every_kind_is_exercised():
     for definition in json.loads((SOURCEBOT_DIR / "languageModel.json").read_text())["definitions"].values():
         provider = definition["properties"]["provider"]["const"]
         assert set(definition["properties"]) <= seen[provider], (provider, set(definition["properties"]) - seen[provider])
+
+
+@pytest.mark.parametrize("section", [
+    [{"provider": "github", "purpose": "sso", "clientId": ENV, "clientSecret": ENV}],
+    {"corp-sso": {"provider": "okta", "purpose": "sso", "clientId": ENV, "clientSecret": ENV, "issuer": ENV}},
+    [{"provider": "idira", "purpose": "sso", "anything": 1}],  # a provider newer than the copied schema
+])
+def test_identity_providers_are_accepted_and_ignored(section):
+    """The one deliberate difference: the section's content is not checked (its schema changes from
+    one Sourcebot release to the next), and codesearch, which has local accounts only, says it ignores it."""
+    config = load_config(json.dumps({"identityProviders": section}), environ={})
+    assert config.warnings == ["identityProviders: accepted but not used: codesearch has local accounts only "
+                               "(no single sign-on or account linking)"]
