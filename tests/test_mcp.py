@@ -605,7 +605,8 @@ def test_pushed_order_differs_from_name_order(world):
 
 
 @pytest.mark.parametrize("args, message", [({"perPage": 101}, "perPage"), ({"sort": "stars"}, "sort"),
-                                           ({"page": 0}, "page"), ({"direction": "up"}, "direction")])
+                                           ({"page": 0}, "page"), ({"direction": "up"}, "direction"),
+                                           ({"page": 10**18}, "page")])  # not a database overflow
 def test_list_repos_bad_input(world, args, message):
     assert message in err(world, "list_repos", **args)
 

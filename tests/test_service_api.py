@@ -464,6 +464,8 @@ def test_a_revoked_key_stops_working_at_once(svc):
     ("post", "/api/stream_search", {"json": {"query": "context:nope foo", "matches": 10}}, 404, "SEARCH_CONTEXT_NOT_FOUND"),
     ("get", "/api/repos", {"params": {"page": 0}}, 400, "INVALID_REQUEST_BODY"),
     ("get", "/api/repos", {"params": {"page": "two"}}, 400, "INVALID_REQUEST_BODY"),
+    ("get", "/api/repos", {"params": {"page": 10**18}}, 400, "INVALID_REQUEST_BODY"),
+    ("get", "/api/connections", {"params": {"page": 10**18}}, 400, "INVALID_REQUEST_BODY"),
     ("get", "/api/repos", {"params": {"perPage": 101}}, 400, "INVALID_REQUEST_BODY"),
     ("get", "/api/repos", {"params": {"perPage": 0}}, 400, "INVALID_REQUEST_BODY"),
     ("get", "/api/repos", {"params": {"sort": "stars"}}, 400, "INVALID_REQUEST_BODY"),

@@ -23,6 +23,7 @@ from starlette.concurrency import run_in_threadpool
 
 from codesearch.git import read as gitread
 from codesearch.permissions import Identity
+from codesearch.tools.repos import MAX_PAGE
 
 
 def router(make_context, *, require_identity) -> APIRouter:
@@ -50,7 +51,7 @@ def router(make_context, *, require_identity) -> APIRouter:
     async def commits(repo: str = Query(..., min_length=1, max_length=1000), ref: str | None = Query(None, max_length=1024),
                       query: str | None = Query(None, max_length=1000), since: str | None = Query(None, max_length=100),
                       until: str | None = Query(None, max_length=100), author: str | None = Query(None, max_length=500),
-                      page: int = Query(1, ge=1), perPage: int = Query(50, ge=1, le=100),  # noqa: N803
+                      page: int = Query(1, ge=1, le=MAX_PAGE), perPage: int = Query(50, ge=1, le=100),  # noqa: N803
                       identity: Identity = Depends(require_identity)) -> dict:
         def run():
             tc = make_context(identity)

@@ -53,12 +53,9 @@ from codesearch import permissions
 from codesearch.errors import CodesearchError, RepositoryNotFound
 from codesearch.service.auth import Identity
 from codesearch.store.errors import NotFound
-from codesearch.tools.repos import _compact, iso, page_of_repos, repo_json, repo_web_url  # noqa: F401
+from codesearch.tools.repos import MAX_PAGE, _compact, iso, page_of_repos, repo_json, repo_web_url  # noqa: F401
 
 MAX_PER_PAGE = 100
-#: The last page number accepted: far beyond any real listing, and small enough that the
-#: database's row offset (page × perPage) never overflows its 64-bit integers.
-MAX_PAGE = 10_000_000
 _ACTIVE = ("PENDING", "IN_PROGRESS")
 
 
@@ -163,7 +160,7 @@ def router(get_store, *, public_url: str, require_identity) -> APIRouter:
 
     @r.get("/api/connections")
     def list_connections(request: Request, identity: Identity = Depends(require_identity),
-                         page: int = Query(1, ge=1, description="Page number, from 1"),
+                         page: int = Query(1, ge=1, le=MAX_PAGE, description="Page number, from 1"),
                          perPage: int = Query(50, ge=1, le=MAX_PER_PAGE,  # noqa: N803
                                               description="Connections per page")) -> JSONResponse:
         store = get_store()

@@ -66,7 +66,7 @@ def grep(tc: ToolContext,
 def list_repos(tc: ToolContext,
                query: Annotated[str | None, Field(description="Case-insensitive filter on the repository name",
                                                   max_length=1000)] = None,
-               page: Annotated[int, Field(description="Page number", ge=1)] = 1,
+               page: Annotated[int, Field(description="Page number", ge=1, le=repos.MAX_PAGE)] = 1,
                perPage: Annotated[int, Field(description="Repositories per page", ge=1, le=100)] = 30,  # noqa: N803
                sort: Annotated[Literal["name", "pushed"], Field(description="name, or pushed (most recent commit)")] = "name",
                direction: Annotated[Literal["asc", "desc"], Field(description="asc or desc")] = "asc") -> str:
@@ -119,7 +119,7 @@ def list_commits(tc: ToolContext,
                  path: Annotated[str | None, Field(description="Only commits that changed this file or something "
                                                                "below this directory (relative to the repository "
                                                                "root)", max_length=4096)] = None,
-                 page: Annotated[int, Field(description="Page number", ge=1)] = 1,
+                 page: Annotated[int, Field(description="Page number", ge=1, le=repos.MAX_PAGE)] = 1,
                  perPage: Annotated[int, Field(description="Commits per page", ge=1, le=100)] = 50) -> str:  # noqa: N803
     """List a repository's commits, newest first (JSON: commits with hash, date, message, refs,
     body, author; and totalCount), filtered by message, dates, author and path."""
@@ -130,7 +130,7 @@ def list_branches(tc: ToolContext,
                   repo: Repo,
                   query: Annotated[str | None, Field(description="Case-insensitive text the branch name contains",
                                                      max_length=1000)] = None,
-                  page: Annotated[int, Field(description="Page number", ge=1)] = 1,
+                  page: Annotated[int, Field(description="Page number", ge=1, le=repos.MAX_PAGE)] = 1,
                   perPage: Annotated[int, Field(description="Branches per page", ge=1, le=100)] = 50) -> str:  # noqa: N803
     """List a repository's branches, newest commit first (JSON: repo, totalCount, and branches with
     name, commit, committedAt, isDefault and isIndexed). Branches with isIndexed false exist but

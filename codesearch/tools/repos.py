@@ -12,6 +12,10 @@ from codesearch import permissions
 from codesearch.permissions import Identity
 from codesearch.tools.context import ToolContext
 
+#: The last page number any listing accepts: far beyond any real listing, and small enough that
+#: the database's row offset (page × perPage) never overflows its 64-bit integers.
+MAX_PAGE = 10_000_000
+
 
 def iso(t: datetime | None) -> str | None:
     """A time as JavaScript's ``Date.toISOString`` prints it (UTC, milliseconds, ``Z``)."""
