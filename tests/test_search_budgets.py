@@ -13,7 +13,7 @@ from codesearch.index.sources import GitSource, RepoInfo
 from codesearch.query.regex import FALLBACK_TIMEOUT_S, RegexTimeout, compile_regex
 from codesearch.search.engine import Searcher
 from codesearch.search.options import SearchOptions
-from tests.conftest import test_settings
+from tests.conftest import test_settings as index_settings
 from tests.corpus import make_local_repo
 
 #: A back-reference (the `regex` fallback, not RE2) that backtracks for seconds on a run of "a".
@@ -28,7 +28,7 @@ def slow_index(tmp_path_factory):
     files.update({f"src/m{i}.py": f"def needle_{i}():\n    return {i}\n" for i in range(5)})
     repo = make_local_repo(str(base / "repo"), files)
     index_dir = str(base / "index")
-    index_source(GitSource(repo, repo=RepoInfo(name="git.example.com/t/runs", id=1)), index_dir, test_settings())
+    index_source(GitSource(repo, repo=RepoInfo(name="git.example.com/t/runs", id=1)), index_dir, index_settings())
     s = Searcher(index_dir)
     yield s
     s.close()

@@ -56,7 +56,7 @@ def world(serve_url, tmp_path_factory):
     from codesearch.index.builder import index_source
     from codesearch.index.sources import GitSource, RepoInfo
     from codesearch.service.deployment import search_application
-    from tests.conftest import test_settings
+    from tests.conftest import test_settings as index_settings
 
     base = tmp_path_factory.mktemp("limits")
     data_dir = str(base / "data")
@@ -66,7 +66,7 @@ def world(serve_url, tmp_path_factory):
     index_dir = str(base / "index")
     for i, name in enumerate(("alpha", "beta")):
         repo = make_local_repo(str(base / name), _repo_files(name))
-        index_source(GitSource(repo, repo=RepoInfo(name=f"git.example.com/t/{name}", id=i + 1)), index_dir, test_settings())
+        index_source(GitSource(repo, repo=RepoInfo(name=f"git.example.com/t/{name}", id=i + 1)), index_dir, index_settings())
     groups = balance(shard_files(index_dir), 2)
     assert all(groups), "two shards, one per searcher"
 

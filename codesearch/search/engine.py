@@ -15,12 +15,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+from pyroaring import BitMap
+
 from codesearch.errors import IndexFormatError
 from codesearch.index.manifest import current_shards
 from codesearch.index.shard import Shard
 from codesearch.query.parser import parse
 from codesearch.query.planner import Plan, plan
-from codesearch.search.evaluate import FileMatch, ShardResult, evaluate_shard
+from codesearch.search.evaluate import FileMatch, ShardEvaluator, ShardResult, evaluate_shard, searches_identifiers
 from codesearch.search.options import FLUSH_TIMER, SearchOptions, Stats
 from codesearch.search.present import file_result, repository_info, truncate_file_result
 
@@ -37,27 +39,82 @@ def search_shards(shards: list[Shard], p: Plan, options: SearchOptions, deadline
     """Evaluate `p` on each shard in order, stopping once the budget is spent, at the
     `deadline` (a `time.monotonic()` instant) or when `cancelled()` turns true.
 
+    When the query searches for an identifier, the documents that define it are verified
+    first, best definition first across all the shards (`definitions_first`), so the budget is
+    spent on them and no cap hides the definition; then the other candidates, shard by shard.
     A shard whose evaluation fails (a corrupt posting list, say) counts as a crash and the
     other shards still answer.
     """
+    first = definitions_first(shards, p, options, deadline, cancelled) if searches_identifiers(p) else {}
+    found = sum(r.total_matches for r, _ in first.values())
     results: list[ShardResult] = []
-    found = 0
     for i, shard in enumerate(shards):
-        late = time.monotonic() > deadline or (cancelled is not None and cancelled())
+        late = _late(deadline, cancelled)
         if found > options.matches or late:
             skipped = ShardResult(truncated=True, timed_out=late)
             skipped.stats.shardsSkipped = len(shards) - i
+            results.extend(first[j][0] for j in range(i, len(shards)) if j in first)
             results.append(skipped)
             break
+        done = first[i][1] if i in first else None
         try:
-            r = evaluate_shard(shard, p, options.matches - found, deadline, cancelled)
+            r = evaluate_shard(shard, p, options.matches - found, deadline, cancelled, done)
         except Exception as e:  # one bad shard must not fail the search
-            log.error("search of %s failed: %s", shard.path, e)
-            r = ShardResult(truncated=True)
-            r.stats.crashes = 1
-        results.append(r)
+            r = _crashed(shard, e)
         found += r.total_matches
+        results.append(_combine(first[i][0], r) if i in first else r)
     return results
+
+
+def definitions_first(shards: list[Shard], p: Plan, options: SearchOptions, deadline: float,
+                      cancelled: Callable[[], bool] | None) -> dict[int, tuple[ShardResult, BitMap]]:
+    """Verify the documents that define a searched identifier, best definition first over all
+    `shards`, within the `matches` budget: shard index → (its result, the documents checked)."""
+    evaluators, roots, ranked = {}, {}, []
+    for i, shard in enumerate(shards):
+        ev = ShardEvaluator(shard, p, options.matches, deadline, cancelled)
+        try:
+            root = ev.start()
+            if root is not None:
+                ranked.extend((-bonus, i, doc) for bonus, doc in ev.ranked_definitions())
+        except Exception as e:  # noqa: BLE001 - the second pass reports the shard's failure
+            log.error("definitions of %s failed: %s", shard.path, e)
+            continue
+        evaluators[i], roots[i] = ev, root
+    ranked.sort()
+    found = 0
+    for _, i, doc in ranked:
+        if found > options.matches or _late(deadline, cancelled):
+            evaluators[i].result.truncated = True
+            break
+        ev = evaluators[i]
+        ev.stats.shardsScanned = 1
+        fm = ev.check(roots[i], doc, options.matches - found + 1)
+        found += fm.match_count if fm is not None else 0
+    return {i: (ev.result, ev.verified) for i, ev in evaluators.items() if ev.verified}
+
+
+def _late(deadline: float, cancelled: Callable[[], bool] | None) -> bool:
+    return time.monotonic() > deadline or (cancelled is not None and cancelled())
+
+
+def _crashed(shard: Shard, e: Exception) -> ShardResult:
+    log.error("search of %s failed: %s", shard.path, e)
+    r = ShardResult(truncated=True)
+    r.stats.crashes = 1
+    return r
+
+
+def _combine(definitions: ShardResult, rest: ShardResult) -> ShardResult:
+    """One shard's two passes as one result (definitions first)."""
+    out = ShardResult(files=definitions.files + rest.files, stats=rest.stats,
+                      total_matches=definitions.total_matches + rest.total_matches,
+                      truncated=definitions.truncated or rest.truncated, timed_out=definitions.timed_out or rest.timed_out)
+    d = definitions.stats
+    for k in ("filesConsidered", "filesLoaded", "contentBytesLoaded", "regexpsConsidered", "matchTreeSearch", "crashes"):
+        setattr(out.stats, k, getattr(out.stats, k) + getattr(d, k))
+    out.stats.shardsScanned = max(out.stats.shardsScanned, d.shardsScanned)
+    return out
 
 
 @dataclass
@@ -94,8 +151,17 @@ def _cap(items, options: SearchOptions, count, truncate) -> tuple[list, bool]:
 
 
 def _truncate_match(fm: FileMatch, keep: int) -> FileMatch:
+    """`fm` cut to `keep` match ranges: file-name ranges first, then its definition ranges,
+    then the rest in file order."""
     fm.name_ranges = fm.name_ranges[:keep]
-    fm.ranges = fm.ranges[: keep - len(fm.name_ranges)]
+    room = keep - len(fm.name_ranges)
+    if len(fm.ranges) > room:
+        kept = set(fm.definition_ranges[:room])
+        for r in fm.ranges:
+            if len(kept) >= room:
+                break
+            kept.add(r)
+        fm.ranges = sorted(kept)
     kept_ranges = set(fm.ranges)
     fm.symbol_hits = [h for h in fm.symbol_hits if (h.start, h.end) in kept_ranges]
     return fm

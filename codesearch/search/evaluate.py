@@ -6,10 +6,13 @@
    document table; over-approximations for content, file-name and symbol terms from their
    trigram queries, intersecting the smallest posting lists first and stopping at the first
    empty result. Negations of inexact terms cannot prune and yield "all documents".
-3. Verification, in document order (the shard stores the best files first): the whole query is
-   evaluated exactly on each candidate; the match ranges of every term that is not under a
-   negation are collected. The search stops once more than `budget` matches (or files) were
-   found, or at the deadline, and says so (`truncated`).
+3. Verification: first the candidates that define a searched identifier (a plain term such as
+   ``QuerySet`` that the shard's symbol table names as a definition), then the rest in document
+   order (the shard stores the best files first). The whole query is evaluated exactly on each
+   candidate; the match ranges of every term that is not under a negation are collected, and a
+   defining file's definition ranges always among them. The search stops once more than
+   `budget` matches (or files) were found, or at the deadline, and says so (`truncated`). So a
+   cap never hides the file that defines what was searched, and ranking puts it first.
 
 Match semantics (the contract the differential tests check): a file matches when the query is
 true for it; its match ranges are all matches of its content, file-name and symbol terms that
@@ -18,6 +21,7 @@ are not under a negation.
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -25,13 +29,16 @@ from typing import Callable
 import numpy as np
 from pyroaring import BitMap
 
-from codesearch.index.shard import Shard, ShardSymbol, TrigramIndex
+from codesearch.index.shard import Shard, ShardSymbol, TrigramIndex, is_reference
 from codesearch.query import ast
 from codesearch.query.planner import ContentLeaf, FileLeaf, Plan, RepoLeaf, SymbolLeaf
 from codesearch.query.regex import RegexTimeout
 from codesearch.query.trigram_query import ALL, AND, NONE, TrigramQuery
 from codesearch.search.options import Stats
-from codesearch.search.ranking import score_file
+from codesearch.search.ranking import SCORE_SYMBOL, definition_bonus, score_file
+
+#: A plain term that can name a symbol: its definitions are verified and ranked first.
+_IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
 
 @dataclass
 class SymbolHit:
@@ -52,6 +59,8 @@ class FileMatch:
     branches: list[str]
     score: int = 0
     order: tuple = ()
+    #: Content ranges that are the definition of a searched identifier (kept when capped).
+    definition_ranges: list[tuple[int, int]] = field(default_factory=list)
 
     @property
     def match_count(self) -> int:
@@ -157,6 +166,9 @@ class ShardEvaluator:
         self.branch_masks: dict[str, np.ndarray] = {}
         self.positive: list = []
         self.positive_ids: set[int] = set()
+        self.identifiers: list[ContentLeaf] = []
+        self.positive_branch_masks: list[np.ndarray] = []
+        self.verified = BitMap()  # documents checked so far
 
     # -- per-shard predicate data -------------------------------------------------------------
 
@@ -242,13 +254,28 @@ class ShardEvaluator:
         elif not negated:
             self.positive.append(node)
 
-    def run(self) -> ShardResult:
-        t0 = time.perf_counter_ns()
+    def start(self):
+        """Fold repository predicates into the tree: the root to verify, or None when no
+        document of the shard can match. Collects the positive terms and identifiers."""
         s, stats = self.shard, self.stats
         stats.shardFilesConsidered = s.doc_count
         root = _resolve_repos(self.plan.root, s.repos)
         if isinstance(root, ast.Const) and not root.value or s.doc_count == 0:
             stats.shardsSkippedFilter = 1
+            return None
+        self._collect_positive(root)
+        self.positive_ids = {id(n) for n in self.positive}
+        self.positive_branch_masks = [self._branch_mask(n.pattern) for n in self.positive if isinstance(n, ast.Branch)]
+        self.identifiers = identifier_leaves(self.positive)
+        return root
+
+    def run(self, exclude: BitMap | None = None) -> ShardResult:
+        """Verify the shard's candidates in document order, except those in `exclude` (verified
+        already: the definitions `search_shards` checks first)."""
+        t0 = time.perf_counter_ns()
+        s, stats = self.shard, self.stats
+        root = self.start()
+        if root is None:
             return self.result
         cand, _ = self.candidates(root)
         if self.plan.default_branch_only:
@@ -257,39 +284,76 @@ class ShardEvaluator:
         if cand is None:
             cand = self.view.all_docs
         stats.ngramMatches = len(cand)
-        if not cand:
+        if exclude:
+            cand = cand - exclude
+        if not cand and not exclude:
             stats.shardsSkippedFilter = 1
             return self.result
         stats.shardsScanned = 1
-        self._collect_positive(root)
-        self.positive_ids = {id(n) for n in self.positive}
-        positive_branch_masks = [self._branch_mask(n.pattern) for n in self.positive if isinstance(n, ast.Branch)]
-        total = 0
+        self._verify(root, cand, len(cand))
+        stats.matchTreeSearch = time.perf_counter_ns() - t0
+        return self.result
+
+    def ranked_definitions(self) -> list[tuple[int, int]]:
+        """``(definition_bonus, doc)`` for each document of the shard that defines a searched
+        identifier (on the searched branches): what `search_shards` verifies first, best first.
+        Call `start` first."""
+        best: dict[int, int] = {}
+        for leaf in self.identifiers:
+            want = leaf.node.pattern.encode("utf-8")
+            for doc, kind, written in self.shard.definitions(want):
+                exact = written == want
+                if exact or not leaf.node.case_sensitive:
+                    best[doc] = max(best.get(doc, 0), definition_bonus(kind, exact))
+        if best and self.plan.default_branch_only:
+            on_default = self.shard.docs_where("default-branch")
+            best = {doc: b for doc, b in best.items() if doc in on_default}
+        return [(b, doc) for doc, b in best.items()]
+
+    def check(self, root, doc: int, limit: int) -> FileMatch | None:
+        """Evaluate `root` exactly on `doc`, collecting at most `limit` content ranges; a match
+        is added to the result."""
+        self.stats.filesConsidered += 1
+        self.verified.add(doc)
+        ctx = _DocContext(self, doc, limit)
+        try:
+            if not ctx.match(root):
+                return None
+            fm = ctx.file_match(self.positive_branch_masks)
+        except RegexTimeout:  # this document ran out of its budget (or the search of its deadline)
+            self.result.truncated = True
+            return None
+        self.result.files.append(fm)
+        self.result.total_matches += fm.match_count
+        return fm
+
+    def _verify(self, root, docs, n_cand: int) -> None:
+        """Evaluate `root` exactly on each of `docs` until the budget or the deadline."""
         examined = 0
-        n_cand = len(cand)
-        for doc in cand:
+        for doc in docs:
             if time.monotonic() > self.deadline or (examined % 64 == 63 and self.cancelled and self.cancelled()):
                 self.result.timed_out = self.result.truncated = True
                 break
             examined += 1
-            ctx = _DocContext(self, doc, self.budget - total + 1)
-            try:
-                if not ctx.match(root):
-                    continue
-                fm = ctx.file_match(positive_branch_masks)
-            except RegexTimeout:  # this document ran out of its budget (or the search of its deadline)
-                self.result.truncated = True
+            if self.check(root, doc, self.budget - self.result.total_matches + 1) is None:
                 continue
-            self.result.files.append(fm)
-            total += fm.match_count
-            if total > self.budget or len(self.result.files) > self.budget:
-                self.result.truncated = examined < n_cand or total > self.budget
+            if self.result.total_matches > self.budget or len(self.result.files) > self.budget:
+                self.result.truncated = examined < n_cand or self.result.total_matches > self.budget
                 break
-        stats.filesConsidered = examined
-        stats.filesSkipped = n_cand - examined
-        self.result.total_matches = total
-        stats.matchTreeSearch = time.perf_counter_ns() - t0
-        return self.result
+        self.stats.filesSkipped += n_cand - examined
+
+
+def identifier_leaves(positive: list) -> list[ContentLeaf]:
+    """The positive content terms that can name a symbol (plain identifiers)."""
+    return [leaf for leaf in positive if isinstance(leaf, ContentLeaf) and _IDENTIFIER.fullmatch(leaf.node.pattern)]
+
+
+def searches_identifiers(plan: Plan) -> bool:
+    """True when `plan` has a positive content term that is an identifier (see `ranked_definitions`)."""
+    ev = ShardEvaluator.__new__(ShardEvaluator)
+    ev.positive = []
+    ev._collect_positive(plan.root)
+    return bool(identifier_leaves(ev.positive))
 
 
 class _DocContext:
@@ -400,10 +464,55 @@ class _DocContext:
                 hits = self._symbol_spans(leaf)
                 sym_hits.extend(hits)
                 ranges.extend((h.start, h.end) for h in hits)
-        ranges = sorted(set(ranges))[: max(limit, 0)] if ranges else ranges
-        fm = FileMatch(self.ev.shard, self.doc, ranges, sorted(set(name_ranges)), sym_hits, self._branches(branch_masks))
-        fm.score = score_file(self.content if ranges else b"", fm.ranges, bool(fm.name_ranges), bool(sym_hits), self._is_definition)
+        found = [self._definitions(leaf) for leaf in self.ev.identifiers]
+        definitions = sorted({span for spans, _ in found for span in spans})
+        if ranges:
+            ranges = sorted(set(ranges))
+            if len(ranges) > limit:  # the definitions stay, the rest fills the limit in file order
+                keep = set(definitions)
+                keep.update(r for r in ranges[: max(limit - len(keep), 0)])
+                ranges = sorted(keep)
+        fm = FileMatch(self.ev.shard, self.doc, ranges, sorted(set(name_ranges)), sym_hits, self._branches(branch_masks),
+                       definition_ranges=definitions)
+        fm.score = score_file(self.content if ranges else b"", fm.ranges, bool(fm.name_ranges), bool(sym_hits),
+                              self._is_definition)
+        if definitions:
+            fm.score = max(fm.score, SCORE_SYMBOL + max(bonus for spans, bonus in found if spans))
         return fm
+
+    def _definitions(self, leaf: ContentLeaf) -> tuple[list[tuple[int, int]], int]:
+        """Where this document defines the identifier `leaf` searches for (its matches on the
+        lines of symbols with that name, the name compared as the leaf compares text), and the
+        best `definition_bonus` among those symbols."""
+        if not self.content_spans(leaf):
+            return [], 0
+        want = leaf.node.pattern.encode("utf-8")
+        s = self.ev.shard
+        first = s.symbol_range(self.doc).start
+        language = s.language(self.doc)
+        lines: dict[int, int] = {}  # line → best bonus of a definition on it
+        for k, name in enumerate(self.symbol_names):
+            exact = name == want
+            if not exact and (leaf.node.case_sensitive or name.lower() != want.lower()):
+                continue
+            kind = s.symbol_kinds[int(s.sym_kind[first + k])]
+            if is_reference(kind, language):
+                continue
+            line = int(s.sym_line[first + k])
+            lines[line] = max(lines.get(line, 0), definition_bonus(kind, exact))
+        starts = s.line_starts(self.doc)
+        content = self.content
+        spans, best = [], 0
+        for line, bonus in sorted(lines.items()):
+            if not 1 <= line <= len(starts):
+                continue
+            a = int(starts[line - 1])
+            b = int(starts[line]) if line < len(starts) else len(content)
+            found = [(a + x, a + y) for x, y in leaf.regex.finditer(content[a:b], self.ev.deadline)]
+            if found:
+                spans.extend(found)
+                best = max(best, bonus)
+        return spans, best
 
     def _branches(self, masks: list[np.ndarray]) -> list[str]:
         s, doc = self.ev.shard, self.doc
@@ -432,6 +541,7 @@ class _DocContext:
 
 
 def evaluate_shard(shard: Shard, plan: Plan, budget: int, deadline: float,
-                   cancelled: Callable[[], bool] | None = None) -> ShardResult:
+                   cancelled: Callable[[], bool] | None = None, exclude: BitMap | None = None) -> ShardResult:
     """Search one shard; never raises for a bad document (a shard-level failure is the caller's)."""
-    return ShardEvaluator(shard, plan, budget, deadline, cancelled).run()
+    return ShardEvaluator(shard, plan, budget, deadline, cancelled).run(exclude)
+

@@ -10,7 +10,10 @@ of weak ones (ENGINEERING.md §2.7):
     SCORE_SUBSTRING    inside a word
     SCORE_NO_RANGE     the file matched on predicates alone (language, branch, repository)
 
-Ties keep file order: shards store ordinary source before tests, docs and vendored code.
+A file that defines a searched identifier scores `SCORE_SYMBOL` plus `definition_bonus`: a
+definition spelled exactly as searched beats one that matches only case-insensitively (``class
+Session`` over a ``session`` method), and a type beats a function, which beats a member or a
+variable. Ties keep file order: shards store ordinary source before tests, docs and vendored code.
 """
 
 from __future__ import annotations
@@ -32,6 +35,21 @@ WORD_BYTE[[*range(48, 58), *range(65, 91), *range(97, 123), 95, *range(128, 256)
 
 #: Only the first ranges of a file are looked at: enough to find its best signal.
 MAX_RANGES_SCORED = 64
+
+#: ctags kind names by how much a definition of that kind says "this is the thing": types,
+#: then callables, then members (any other kind: variables, labels, ... counts 0).
+_KIND_WEIGHT = {
+    **dict.fromkeys(("class", "struct", "interface", "trait", "enum", "union", "type", "typedef", "protocol",
+                     "object", "record", "module", "namespace", "alias"), 3),
+    **dict.fromkeys(("function", "func", "method", "procedure", "subroutine", "macro", "constructor",
+                     "singletonMethod", "generator"), 2),
+    **dict.fromkeys(("member", "field", "property", "constant", "define", "enumerator", "attribute"), 1),
+}
+
+
+def definition_bonus(kind: str, exact_case: bool) -> int:
+    """What a definition of `kind` adds to `SCORE_SYMBOL` (see the module docstring)."""
+    return (100 if exact_case else 0) + 20 * _KIND_WEIGHT.get(kind, 0)
 
 
 def score_file(content: bytes, ranges: list[tuple[int, int]], name_match: bool, symbol_hit: bool,
