@@ -373,12 +373,15 @@ DEEP = [
 @pytest.mark.parametrize("query", DEEP, ids=[f"deep{i}" for i in range(len(DEEP))])
 @pytest.mark.parametrize("is_regex", [False, True])
 def test_pathological_queries_are_fast(query, is_regex):
+    """Linear, not quadratic: each takes well under a second here; a quadratic parser would take
+    minutes on these 10,000-fold inputs, so the bound is generous (a loaded CI machine must not
+    make it flaky) and still catches the blow-up."""
     start = time.perf_counter()
     try:
         parse(query, is_regex=is_regex)
     except QueryParseError as e:
         assert 0 <= e.position <= len(query)
-    assert time.perf_counter() - start < 2.0
+    assert time.perf_counter() - start < 15.0
 
 
 def test_deep_nesting_shapes():
