@@ -199,6 +199,7 @@ def test_stats_are_per_query(world):
 @pytest.mark.parametrize("name,request_kwargs,status,code", [
     ("1000 nested negated groups", {"json": {"query": "-(" * 1000 + "x" + ")" * 1000, "matches": 5}}, 400,
      "FAILED_TO_PARSE_QUERY"),
+    ("a query longer than 16 KiB", {"json": {"query": "needle " * 3000, "matches": 5}}, 400, "FAILED_TO_PARSE_QUERY"),
     ("invalid UTF-8", {"content": b'{"query": "\xff\xfe", "matches": 5}'}, 400, "INVALID_REQUEST_BODY"),
     ("not JSON", {"content": b"query=needle"}, 400, "INVALID_REQUEST_BODY"),
     ("a wrong type still counts", {"json": {"query": "needle", "matches": "5"}}, 400, "INVALID_REQUEST_BODY"),
