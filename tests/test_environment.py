@@ -200,8 +200,18 @@ def test_who_may_create_and_use_api_keys(accounts, monkeypatch, env, members_cre
         client = TestClient(_app(store, monkeypatch, env, anonymous_access=anonymous))
         for user, may_use in ((owner, True), (member, members_use)):
             _, key = store.create_api_key(user.id, "cli")
-            for headers in ({"Authorization": f"Bearer {key}"}, {"X-Sourcebot-Api-Key": key}):
-                r = client.get("/api/repos", headers=headers)
+            for method, path, headers in (("GET", "/api/repos", {"Authorization": f"Bearer {key}"}),
+                                          ("GET", "/api/repos", {"X-Sourcebot-Api-Key": key}),
+                                          ("POST", "/api/search", {"Authorization": f"Bearer {key}"}),
+                                          ("POST", "/api/mcp", {"Authorization": f"Bearer {key}",
+                                                                "Accept": "application/json, text/event-stream"})):
+                if method == "GET":
+                    r = client.get(path, headers=headers)
+                elif may_use:
+                    continue  # a body needs a searcher or an MCP session; only the refusal is checked here
+                else:
+                    r = client.post(path, headers=headers, json={"query": "x", "matches": 1} if "search" in path
+                                    else {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
                 if may_use:
                     assert r.status_code == 200, r.text
                 else:

@@ -101,6 +101,51 @@ def evil(web):
     return {"root": root, "id": row.id}
 
 
+#: Legal git ref names that URLs must carry intact: a leading dash (git would read an option), the
+#: browse URL's own separators (@, /), what percent-encoding and query strings use (%, #, +, &, =,
+#: ;) and text beyond ASCII.
+ODD_REFS = ["-dash", "a@b", "x/y", "ünï/cödé", "100%", "a%2Fb", "a#b", "a+b&c=d", "--x/-y", "semi;colon", "v1.0"]
+ODD = "git.local/odd-refs"
+
+
+@pytest.fixture(scope="module")
+def odd_refs(web):
+    """A repo with one branch per name of `ODD_REFS` (made with update-ref: `git branch` refuses a
+    leading dash), each adding ``branch.txt`` with its own marker, all of them indexed."""
+    from codesearch.index.builder import IndexSettings, index_source
+    from codesearch.index.sources import GitSource
+    from codesearch.store.models import INDEXED
+    from codesearch.sync import repo_info
+    from tests.corpus import git
+
+    root = os.path.join(os.path.dirname(web["data"]), "src", "odd-refs")
+    make_local_repo(root, {"README.md": "odd refs\n"})
+    for i, name in enumerate(ODD_REFS):
+        git(root, "checkout", "-q", "-B", "scratch", "main")
+        with open(os.path.join(root, "branch.txt"), "w") as f:
+            f.write(f"round_trip_marker_{i:02d} on {name}\n")
+        git(root, "add", "branch.txt")
+        git(root, "commit", "-q", "-m", f"branch {i}")
+        git(root, "update-ref", f"refs/heads/{name}", "HEAD")
+    git(root, "checkout", "-q", "main")
+    git(root, "branch", "-q", "-D", "scratch")
+    store = web["store"]
+    store.upsert_connection("odd", "git", {"type": "git", "url": "file://" + root})
+    ids = store.upsert_repos("odd", [dict(name=ODD, display_name="odd-refs", code_host_type="genericGitHost",
+                                          clone_url="file://" + root, local_path=root, default_branch="main")]).ids
+    row = store.get_repo(ids[ODD])
+    source = GitSource(root, repo=repo_info(row, row.id), branch_globs=["**"])
+    try:
+        index_source(source, web["index"], IndexSettings())
+        revisions = {r.ref: r.commit for r in source.revisions}
+    finally:
+        source.close()
+    assert set(revisions) == {"refs/heads/main"} | {f"refs/heads/{n}" for n in ODD_REFS}
+    store.update_repo_index_status(row.id, INDEXED, revisions=revisions)
+    web["pool"].refresh(web["index"])
+    return {"root": root, "id": row.id}
+
+
 @pytest.fixture
 def owner_page(page_for, web):
     return page_for(web["owner"])
@@ -203,6 +248,39 @@ def test_regex_and_case_toggles_are_in_the_url(owner_page, web):
     page.goto(url)
     wait_done(page)
     assert "No results" in summary(page) and page.locator("input[name=case]").is_checked()
+
+
+@pytest.mark.parametrize("link,query,regex,case,marks", [
+    # Sourcebot's links: /search?query=…, its flags, its /~/ (single-tenant) prefix
+    ("/search?query=handle_request", "handle_request", False, False, True),
+    ("/search?query=handle_req.est&isRegexEnabled=true", "handle_req.est", True, False, True),
+    ("/search?query=HANDLE_REQUEST&isCaseSensitivityEnabled=true", "HANDLE_REQUEST", False, True, False),
+    ("/~/search?query=HANDLE_REQUEST", "HANDLE_REQUEST", False, False, True),
+    ("/~/search?query=handle_req.est&isRegexEnabled=true&isCaseSensitivityEnabled=true", "handle_req.est",
+     True, True, True),
+    # ours keep working
+    ("/search?q=handle_req.est&regex=1", "handle_req.est", True, False, True),
+    ("/search?q=handle_req.est", "handle_req.est", False, False, False),
+])
+def test_sourcebot_search_links_open_the_search(owner_page, web, link, query, regex, case, marks):
+    page = owner_page
+    page.goto(web["url"] + link)
+    wait_done(page)
+    assert urllib.parse.urlsplit(page.url).path == "/web/search"
+    assert page.locator("input[name=q]").input_value() == query
+    assert page.locator("input[name=regex]").is_checked() is regex
+    assert page.locator("input[name=case]").is_checked() is case
+    assert (page.locator("#results mark").count() > 0) is marks, summary(page)
+
+
+def test_sourcebot_links_keep_their_matches_and_stay_on_this_site(owner_page, web):
+    page = owner_page
+    page.goto(web["url"] + '/~/search?query=%22of+the+big+file%22&matches=5')
+    wait_done(page)
+    assert re.match(r"^5 matches in 1 file \(more exist\)", summary(page)), summary(page)
+    for sneaky in ("/~//evil.example/x", "/~/%2F%2Fevil.example", "/~/\\evil.example"):
+        r = httpx.get(web["url"] + sneaky, follow_redirects=False, timeout=30)
+        assert r.status_code == 308 and r.headers["location"].startswith("/web/"), (sneaky, r.headers)
 
 
 def test_bad_query_shows_the_error_inline(owner_page, web):
@@ -356,6 +434,29 @@ def test_branches_with_slashes_and_odd_paths(owner_page, web, evil):
     # the repo's page (the webUrl of GET /api/repos) is its tree at the default branch
     page.goto(f"{web['url']}/browse/{EVIL}")
     assert page.inner_text(".filemeta .rev") == "main"
+
+
+@pytest.mark.parametrize("i,name", list(enumerate(ODD_REFS)))
+def test_the_web_url_of_every_legal_ref_name_opens(owner_page, web, odd_refs, i, name):
+    """The webUrl of a search result on branch `name` opens that file at that branch, and the
+    page's links (the repo crumb, then the file again) keep the branch."""
+    answer = api_search(web, f"round_trip_marker_{i:02d} rev:*")
+    files = answer["files"]
+    assert [(f["repository"], f["fileName"]["text"], f["branches"]) for f in files] == [
+        (ODD, "branch.txt", [f"refs/heads/{name}"])], answer["stats"]
+    url = files[0]["webUrl"]
+    assert url.startswith(web["url"] + "/browse/") and url.endswith("/-/blob/branch.txt")
+    page = owner_page
+    resp = page.goto(url)
+    assert resp.status == 200, page.inner_text("main")
+    assert page.inner_text(".filemeta .rev") == name
+    assert page.inner_text("#code").strip() == f"round_trip_marker_{i:02d} on {name}"
+    page.click(".crumbs a.crumb-repo")
+    page.wait_for_selector("#tree")
+    assert page.inner_text(".filemeta .rev") == name
+    page.locator("#tree a:text-is('branch.txt')").click()
+    page.wait_for_selector("#code")
+    assert page.url == url and f"round_trip_marker_{i:02d}" in page.inner_text("#code")
 
 
 # ----------------------------------------------------------------------------- repos, access, chat

@@ -6,7 +6,10 @@ the repos table, and the highlighting stylesheet.
   ``/api/connections``, ``/api/repos/status`` and ``/api/jobs``.
 - ``GET /search?q=&regex=1&case=1&matches=&lang=&repo=``: the results page. The results are
   streamed by the page's JavaScript from ``POST /api/stream_search`` and built with DOM APIs
-  (repository text is only ever assigned as text, never parsed as HTML).
+  (repository text is only ever assigned as text, never parsed as HTML). Sourcebot's own search
+  links work too: ``?query=…&matches=…&isRegexEnabled=true&isCaseSensitivityEnabled=true`` (its UI,
+  docs and bookmarks write them so), under ``/search`` or under its single-tenant prefix ``/~/``
+  (every ``/~/<page>`` redirects to ``/<page>``).
 - ``GET /browse/<repo>@<rev>/-/blob/<path>``: one file (SPEC §5's ``webUrl``), highlighted with
   Pygments on the server, one element ``#L<n>`` per line; ``#L12``, ``#L12-L14`` or ``?line=12``
   highlight a range and scroll it into view.
@@ -14,6 +17,9 @@ the repos table, and the highlighting stylesheet.
   The parts of the URL are percent-encoded as `codesearch.search.present.web_url` writes them:
   the revision with ``safe=''`` (no ``/`` or ``@`` in it), so the revision is what follows the
   last ``@`` before ``/-/``; the page reads the raw (still encoded) path to tell them apart.
+  The revision is a branch or tag by its short name (``main``, ``-dash``, ``release/1.0``), a full
+  ref name or a commit: `resolve_rev` turns a short name into its full ref, so that every legal
+  git ref name opens, even one that starts with ``-`` (which git would read as an option).
 - ``GET /repos?query=&page=``: the repos the caller may see, paged, with status, branches
   indexed, last error; owners get a Re-index button (``POST /api/repos/{id}/reindex``).
 - ``GET /highlight.css``: the Pygments token colours for light and dark mode.
@@ -90,18 +96,45 @@ def parse_browse(raw: str) -> tuple[str, str | None, str, str]:
     return repo, rev, kind, unq(path)
 
 
-def _raw_rest(request: Request, rest: str) -> str:
-    """What follows ``/browse/`` in the request's path as the client sent it (percent-encoded)."""
+def _raw_after(request: Request, prefix: str) -> str | None:
+    """What follows `prefix` in the request's path as the client sent it (percent-encoded), or
+    None when the server did not keep the raw path."""
     raw = request.scope.get("raw_path")
     if raw:
-        text = raw.decode("latin-1")
+        text = raw.decode("latin-1").split("?", 1)[0]
         root = request.scope.get("root_path", "")
         if root and text.startswith(root):
             text = text[len(root):]
-        i = text.find("/browse/")
+        i = text.find(prefix)
         if i >= 0:
-            return text[i + len("/browse/"):]
-    return urllib.parse.quote(rest, safe="/@")  # no raw path: the decoded one, re-encoded
+            return text[i + len(prefix):]
+    return None
+
+
+def _raw_rest(request: Request, rest: str) -> str:
+    """What follows ``/browse/`` in the request's path as the client sent it (percent-encoded)."""
+    raw = _raw_after(request, "/browse/")
+    return raw if raw is not None else urllib.parse.quote(rest, safe="/@")  # the decoded one, re-encoded
+
+
+def resolve_rev(git_dir: str, row, rev: str) -> str:
+    """The ref to read for the revision of a page URL: the full name of the branch or tag
+    `rev` names (``-dash`` → ``refs/heads/-dash``; a branch wins over a tag of the same name, as
+    `webUrl` names branches), else `rev` itself (a full ref, a commit, ``HEAD``).
+    InvalidGitRef when none of them can be read safely or names a commit."""
+    if rev.startswith("refs/") or rev == "HEAD":
+        return gitread.check_ref(rev)
+    indexed = [ref for ref in (row.indexed_revisions or {}) if ref.startswith(("refs/heads/", "refs/tags/"))]
+    for prefix in ("refs/heads/", "refs/tags/"):
+        if prefix + rev in indexed:
+            return prefix + rev
+    for prefix in ("refs/heads/", "refs/tags/"):
+        try:
+            gitread.resolve_commit(git_dir, gitread.check_ref(prefix + rev))
+            return prefix + rev
+        except InvalidGitRef:
+            continue
+    return gitread.check_ref(rev)
 
 
 def _root(request: Request) -> str:
@@ -183,9 +216,14 @@ def router(web: WebContext) -> APIRouter:
 
     @r.get("/search")
     def search(request: Request, q: str = Query("", max_length=10_000), regex: str | None = None,
-               case: str | None = None, matches: str | None = None):
+               case: str | None = None, matches: str | None = None,
+               query: str = Query("", max_length=10_000, description="Sourcebot's name for q"),
+               isRegexEnabled: str | None = None, isCaseSensitivityEnabled: str | None = None):  # noqa: N803
         if identity_of(request) is None:
             return to_login(request)
+        q = q or query
+        regex = regex or isRegexEnabled
+        case = case or isCaseSensitivityEnabled
         try:
             n = max(1, min(int(matches), MAX_MATCHES)) if matches else DEFAULT_MATCHES
         except ValueError:
@@ -195,6 +233,14 @@ def router(web: WebContext) -> APIRouter:
         config = {"query": q, "regex": _flag(regex), "case": _flag(case), "matches": n, "contextLines": 1,
                   "publicUrl": web.public_url.rstrip("/"), "maxMatches": MAX_MATCHES}
         return _page(request, "search.html", title=q[:80], q=q, regex=_flag(regex), case=_flag(case), config=config)
+
+    @r.get("/~/{rest:path}")
+    def sourcebot_prefix(request: Request, rest: str):
+        """Sourcebot's single-tenant URLs (``/~/search?query=…``) are ours without the ``/~``."""
+        raw = _raw_after(request, "/~/") or urllib.parse.quote(rest, safe="/@")
+        raw = raw.lstrip("/\\")  # never "//host" or "/\\host": those leave the site
+        query = request.scope.get("query_string", b"").decode("latin-1")
+        return RedirectResponse(f"{_root(request)}/{raw}" + (f"?{query}" if query else ""), status_code=308)
 
     @r.get("/repos")
     def repos(request: Request, query: str = Query("", max_length=1000), page: str | None = None):
@@ -245,9 +291,8 @@ def router(web: WebContext) -> APIRouter:
             repo_name, rev, kind, path = parse_browse(_raw_rest(request, rest))
             tc = web.make_context(identity)
             row = tc.repo(repo_name)
-            ref = rev or tc.default_ref(row)
-            gitread.check_ref(ref)
             git_dir = tc.git_dir(row)
+            ref = resolve_rev(git_dir, row, rev or tc.default_ref(row))
             if kind == "blob":
                 return file_page(request, root, tc, row, ref, git_dir, path)
             return tree_page(request, root, row, ref, git_dir, path)
