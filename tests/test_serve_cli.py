@@ -1,5 +1,7 @@
 """`codesearch serve` as a user runs it: a real process, its own Ray instance, the offline demo,
-real HTTP on 127.0.0.1, keys from the CLI, and a clean stop on SIGTERM."""
+real HTTP on 127.0.0.1, keys from the CLI, and a clean stop on SIGTERM, also under load: every
+request the service took before the signal is answered in full, later ones are refused cleanly
+(a JSON 503 or a refused connection), and the stop is bounded."""
 
 from __future__ import annotations
 
@@ -8,15 +10,17 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
+from dataclasses import dataclass
+from pathlib import Path
 
 import httpx
 
+from tests.conftest import free_port
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+#: What the load clients search: the demo's urllib package (`python-urllib`) holds it.
+LOAD_QUERY = {"query": "def (url|split)", "isRegexEnabled": True, "matches": 200}
 
 
 def _cli(*args, env) -> str:
@@ -25,26 +29,55 @@ def _cli(*args, env) -> str:
     return out.stdout
 
 
-def test_serve_demo_end_to_end(tmp_path):
-    port = _free_port()
-    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "DATA_DIR": str(tmp_path)}
-    env.pop("FORCE_ENABLE_ANONYMOUS_ACCESS", None)
-    env.pop("RAY_ADDRESS", None)
-    log = open(tmp_path / "serve.log", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "codesearch.cli", "serve", "--port", str(port)],
-                            stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    try:
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 180
+class Served:
+    """`codesearch serve --port <free>` on the offline demo in `tmp_path` (``DATA_DIR``), as a
+    process of its own (its own session, so a stray Ray process cannot outlive the test)."""
+
+    def __init__(self, tmp_path: Path, **env_extra: str):
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.env = {**os.environ, "RAY_AUTH_MODE": "disabled", "DATA_DIR": str(tmp_path), **env_extra}
+        if "FORCE_ENABLE_ANONYMOUS_ACCESS" not in env_extra:
+            self.env.pop("FORCE_ENABLE_ANONYMOUS_ACCESS", None)
+        self.env.pop("RAY_ADDRESS", None)
+        self.log_path = tmp_path / "serve.log"
+        self._log = open(self.log_path, "w")
+        self.proc = subprocess.Popen([sys.executable, "-m", "codesearch.cli", "serve", "--port", str(self.port)],
+                                     stdout=self._log, stderr=subprocess.STDOUT, env=self.env, start_new_session=True)
+
+    def log(self) -> str:
+        return self.log_path.read_text()
+
+    def wait_healthy(self, timeout_s: float = 180) -> None:
+        deadline = time.monotonic() + timeout_s
         while True:
-            assert proc.poll() is None, (tmp_path / "serve.log").read_text()[-3000:]
+            assert self.proc.poll() is None, self.log()[-3000:]
             try:
-                if httpx.get(f"{base}/api/health", timeout=2).status_code == 200:
-                    break
+                if httpx.get(f"{self.base}/api/health", timeout=2).status_code == 200:
+                    return
             except httpx.TransportError:
                 pass
-            assert time.monotonic() < deadline, (tmp_path / "serve.log").read_text()[-3000:]
+            assert time.monotonic() < deadline, self.log()[-3000:]
             time.sleep(1)
+
+    def stop(self, timeout_s: float = 90) -> int:
+        """SIGTERM, then the exit code (SIGKILL to the whole session if it does not stop in time)."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            raise
+        finally:
+            self._log.close()
+
+
+def test_serve_demo_end_to_end(tmp_path):
+    served = Served(tmp_path)
+    base, env = served.base, served.env
+    try:
+        served.wait_healthy()
         _cli("users", "create", "admin@example.com", env=env)
         key = _cli("keys", "create", "--user", "admin@example.com", env=env).strip()
         body = {"query": "sym:^urlsplit$", "matches": 10}
@@ -55,15 +88,149 @@ def test_serve_demo_end_to_end(tmp_path):
         assert ("python-urllib", "parse.py") in files
         repos = httpx.get(f"{base}/api/repos", headers={"X-Sourcebot-Api-Key": key}, timeout=30)
         assert repos.status_code == 200 and int(repos.headers["X-Total-Count"]) >= 2
-        log_text = (tmp_path / "serve.log").read_text()
+        log_text = served.log()
         assert "serving at" in log_text and "offline demo" in log_text
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            code = proc.wait(timeout=90)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            raise
-        log.close()
-    assert code == 0, (tmp_path / "serve.log").read_text()[-3000:]
-    assert "shutting down" in (tmp_path / "serve.log").read_text()
+        code = served.stop()
+    assert code == 0, served.log()[-3000:]
+    assert "shutting down" in served.log() and "draining: drained 1 replica(s)" in served.log()
+
+
+# --- stopping under load ------------------------------------------------------------------------
+
+@dataclass
+class Outcome:
+    """One request of a load client: when it was sent and ended (monotonic) and how it ended:
+    ``ok`` (200, whole JSON body with results), ``refused`` (connection refused), ``unavailable``
+    (503 in our JSON error shape) or ``broken`` (anything else, with `detail`)."""
+
+    sent: float
+    done: float
+    kind: str
+    detail: str = ""
+
+
+def _classify(send) -> tuple[str, str]:
+    try:
+        r = send()
+    except httpx.ConnectError as e:
+        return "refused", repr(e)
+    except httpx.HTTPError as e:  # reset, cut body, timeout: a request lost
+        return "broken", repr(e)
+    try:
+        body = r.json()
+    except ValueError:
+        return "broken", f"{r.status_code} not JSON: {r.text[:200]!r}"
+    if r.status_code == 200 and body.get("files") and "stats" in body:
+        return "ok", ""
+    if (r.status_code == 503 and body.get("statusCode") == 503 and body.get("errorCode") == "SERVICE_UNAVAILABLE"
+            and body.get("message") and r.headers.get("retry-after")):
+        return "unavailable", ""
+    return "broken", f"{r.status_code} {r.text[:200]!r}"
+
+
+def _load_client(base: str, outcomes: list[Outcome], stop: threading.Event, *, fresh_connections: bool = False) -> None:
+    """Search until told to stop or refused (a client honours a 503 or a refused connection by going
+    away: it would come back after Retry-After, to another instance)."""
+    with httpx.Client(base_url=base, timeout=60) as client:
+        while not stop.is_set():
+            sent = time.monotonic()
+            if fresh_connections:
+                kind, detail = _classify(lambda: httpx.post(f"{base}/api/search", json=LOAD_QUERY, timeout=60))
+            else:
+                kind, detail = _classify(lambda: client.post("/api/search", json=LOAD_QUERY))
+            outcomes.append(Outcome(sent, time.monotonic(), kind, detail))
+            if kind in ("refused", "unavailable", "broken"):
+                return
+            if fresh_connections:
+                time.sleep(0.05)
+
+
+def test_sigterm_under_load_loses_no_request(tmp_path):
+    """8 clients search without pause; SIGTERM arrives mid-load. Requests sent before the signal
+    are all answered 200 in full; later ones are answered or cleanly refused; the process exits 0
+    within the drain bound."""
+    drain_s = 20.0
+    served = Served(tmp_path, FORCE_ENABLE_ANONYMOUS_ACCESS="true", CODESEARCH_DRAIN_TIMEOUT_S=str(drain_s))
+    outcomes: list[Outcome] = []
+    late: list[Outcome] = []
+    stop = threading.Event()
+    threads: list[threading.Thread] = []
+    try:
+        served.wait_healthy()
+        warm = httpx.post(f"{served.base}/api/search", json=LOAD_QUERY, timeout=60)
+        assert warm.status_code == 200 and warm.json()["files"], warm.text
+        threads = [threading.Thread(target=_load_client, args=(served.base, outcomes, stop), daemon=True)
+                   for _ in range(8)]
+        for t in threads:
+            t.start()
+        time.sleep(4)  # steady load
+        signalled = time.monotonic()
+        served.proc.send_signal(signal.SIGTERM)
+        # a client that arrives after the signal, on new connections each time
+        newcomer = threading.Thread(target=_load_client, args=(served.base, late, stop),
+                                    kwargs={"fresh_connections": True}, daemon=True)
+        newcomer.start()
+        threads.append(newcomer)
+        code = served.proc.wait(timeout=drain_s + 60)
+        exited = time.monotonic()
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(timeout=70)
+        if served.proc.poll() is None:
+            os.killpg(served.proc.pid, signal.SIGKILL)
+    log = served.log()
+    assert code == 0, log[-3000:]
+    assert exited - signalled < drain_s + 45, f"stopped after {exited - signalled:.1f}s"
+
+    everything = outcomes + late
+    before = [o for o in everything if o.sent < signalled]
+    after = [o for o in everything if o.sent >= signalled]
+    in_flight = [o for o in before if o.done > signalled]
+    assert len(before) > 50, f"too little load before the signal: {len(before)}"
+    assert in_flight, "no request was running when the signal arrived: the test proved nothing"
+    lost = [o for o in before if o.kind != "ok"]
+    assert not lost, f"{len(lost)} of {len(before)} requests taken before SIGTERM were not answered: {lost[:5]}"
+    broken = [o for o in after if o.kind == "broken"]
+    assert not broken, f"requests after SIGTERM neither answered nor cleanly refused: {broken[:5]}"
+    assert late and late[-1].kind in ("refused", "unavailable"), late[-3:]
+    assert "draining" in log, log[-3000:]
+
+
+def test_a_request_over_the_drain_bound_does_not_hold_the_stop(tmp_path):
+    """A request that never ends (its body is held back) is waited for CODESEARCH_DRAIN_TIMEOUT_S,
+    no longer: then the service stops anyway, cutting it, and exits 0."""
+    from tests.test_service_drain import Held
+
+    drain_s = 3.0
+    served = Served(tmp_path, FORCE_ENABLE_ANONYMOUS_ACCESS="true", CODESEARCH_DRAIN_TIMEOUT_S=str(drain_s))
+    held = None
+    try:
+        served.wait_healthy()
+        held = Held(served.base)
+        time.sleep(1.5)  # the held request reaches the replica
+        signalled = time.monotonic()
+        served.proc.send_signal(signal.SIGTERM)
+        code = served.proc.wait(timeout=drain_s + 60)
+        stopped = time.monotonic() - signalled
+    finally:
+        if held is not None:
+            held.finish()
+        if served.proc.poll() is None:
+            os.killpg(served.proc.pid, signal.SIGKILL)
+    log = served.log()
+    assert code == 0, log[-3000:]
+    assert f"not drained after {drain_s:.0f}." in log and "1 request(s) still running" in log, log[-3000:]
+    assert drain_s <= stopped < drain_s + 45, f"stopped after {stopped:.1f}s"
+    assert held.response is None and isinstance(held.error, httpx.TransportError), (held.response, held.error)
+
+
+def test_a_bad_drain_timeout_is_refused_before_anything_starts(tmp_path):
+    for value in ("abc", "-1", "nan", "inf"):
+        out = subprocess.run([sys.executable, "-m", "codesearch.cli", "serve", "--port", str(free_port())],
+                             capture_output=True, text=True, timeout=60,
+                             env={**os.environ, "DATA_DIR": str(tmp_path), "CODESEARCH_DRAIN_TIMEOUT_S": value})
+        assert out.returncode == 2, (value, out.stdout, out.stderr)
+        assert f"CODESEARCH_DRAIN_TIMEOUT_S={value!r}" in out.stderr and "seconds" in out.stderr, out.stderr
+        assert "ray" not in out.stdout.lower(), out.stdout

@@ -56,8 +56,10 @@ Arguments (``args`` of the Serve config; all optional):
 ``first_sync_timeout_s``    wait up to this long for the first sync and index before returning (0)
 ==========================  =====================================================================
 
-How to stop it: ``serve shutdown`` (or ``serve.delete(app_name)``) stops the HTTP application
-only; the runtime actors are detached and stay. Kill them with `shutdown_runtime`::
+How to stop it: `shutdown_runtime` drains the HTTP application (``--app``) first (new requests
+are refused with a JSON 503, running ones finish: `codesearch.service.drain`, at most
+``--drain-timeout`` seconds, 30 by default), deletes it, then stops the runtime actors, which are
+detached::
 
     python -m codesearch.service.app_builder shutdown --address auto [--prefix codesearch] [--app codesearch]
 
@@ -70,6 +72,10 @@ next scheduler's start-up recovery)::
     for a in ray.util.list_named_actors(all_namespaces=True):
         if a["namespace"] == "codesearch" and a["name"].startswith("codesearch-"):
             ray.kill(ray.get_actor(a["name"], namespace="codesearch"), no_restart=True)
+
+``serve shutdown`` or ``serve.delete(app_name)`` alone do not drain: ``serve shutdown`` kills the
+proxies at once (requests being answered are cut), ``serve.delete`` lets the replicas finish but
+answers newcomers with Serve's plain-text 404; and both leave the runtime actors running.
 """
 
 from __future__ import annotations
@@ -285,11 +291,12 @@ def _runtime_actors(prefix: str, namespace: str | None) -> list[tuple[str, str]]
 
 
 def shutdown_runtime(prefix: str = DEFAULT_PREFIX, *, namespace: str | None = None, app_name: str | None = None,
-                     timeout_s: float = 15.0) -> list[str]:
-    """Stop what `app` started for `prefix`: the Serve application `app_name` (when given), the
-    scheduler (asked to stop its loop, then killed), the workers (asked to finish their job, then
-    killed) and the searchers; removes the KV records. Bounded by about 2×`timeout_s`. Returns the
-    names of the actors killed. Needs a Ray connection (``ray.init(address="auto")``)."""
+                     timeout_s: float = 15.0, drain_timeout_s: float = 30.0) -> list[str]:
+    """Stop what `app` started for `prefix`: the Serve application `app_name` (when given: drained
+    for at most `drain_timeout_s`, then deleted), the scheduler (asked to stop its loop, then
+    killed), the workers (asked to finish their job, then killed) and the searchers; removes the KV
+    records. Bounded by about 2×`timeout_s` after the drain. Returns the names of the actors killed.
+    Needs a Ray connection (``ray.init(address="auto")``)."""
     import ray
 
     from codesearch.runtime.workers import stop_workers
@@ -297,10 +304,22 @@ def shutdown_runtime(prefix: str = DEFAULT_PREFIX, *, namespace: str | None = No
     if app_name:
         from ray import serve
 
+        from codesearch.service import drain
+
         try:
-            serve.delete(app_name)
+            drained = True
+            if drain.running_replicas(app_name):
+                result = drain.drain(app_name, drain_timeout_s)
+                log.info("%s: %s", app_name, result.describe())
+                drained = result.drained
+            serve.delete(app_name, _blocking=drained)  # not drained: what is left is over the bound
         except Exception as e:  # noqa: BLE001 - no such app, Serve not running: go on with the actors
-            log.warning("serve.delete(%s): %s", app_name, e)
+            log.warning("stopping the Serve application %s: %s", app_name, e)
+        finally:
+            try:
+                drain.clear(app_name)
+            except Exception as e:  # noqa: BLE001
+                log.debug("drain.clear(%s): %s", app_name, e)
     n = names(prefix)
     handles = [(name, h) for name, ns in _runtime_actors(prefix, namespace) if (h := _get_actor(name, ns)) is not None]
     schedulers = [h for name, h in handles if name == n["scheduler"]]
@@ -345,8 +364,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("command", choices=["shutdown", "status"])
     ap.add_argument("--address", default=os.environ.get("RAY_ADDRESS") or "auto")
     ap.add_argument("--prefix", default=DEFAULT_PREFIX)
-    ap.add_argument("--app", default=None, help="also delete this Serve application (e.g. codesearch)")
+    ap.add_argument("--app", default=None, help="also drain and delete this Serve application (e.g. codesearch)")
+    ap.add_argument("--drain-timeout", type=float, default=30.0, metavar="SECONDS",
+                    help="how long the application's running requests may take to finish (30)")
     a = ap.parse_args(argv)
+    if not 0 <= a.drain_timeout < float("inf"):
+        ap.error(f"--drain-timeout must be a number of seconds, 0 or more, not {a.drain_timeout:g}")
     import ray
 
     ray.init(address=a.address, log_to_driver=False)
@@ -354,7 +377,7 @@ def main(argv: list[str] | None = None) -> int:
         if a.command == "status":
             print(json.dumps({"record": runtime_record(a.prefix), "actors": _runtime_actors(a.prefix, None)}, indent=2))
             return 0
-        killed = shutdown_runtime(a.prefix, app_name=a.app)
+        killed = shutdown_runtime(a.prefix, app_name=a.app, drain_timeout_s=a.drain_timeout)
         print(f"stopped {len(killed)} actor(s): {', '.join(killed) or '-'}")
         return 0
     finally:

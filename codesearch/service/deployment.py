@@ -10,6 +10,12 @@ their deadline) and a full replica queues every request behind it, ``/api/health
 What one request may hold a place for is bounded by `codesearch.service.limits` (credentials
 before the body, body size and read time) and by the search deadline.
 
+Stopping without losing requests: every replica's application sits behind a `drain.DrainGate`
+(the drain of `codesearch serve`'s SIGTERM and of `app_builder.shutdown_runtime`), and when Serve
+itself stops a replica (a redeploy, fewer replicas) it lets the replica's requests finish for up
+to ``graceful_shutdown_timeout_s`` (`DRAIN_TIMEOUT_S` unless given), checking every
+``graceful_shutdown_wait_loop_s`` (`SHUTDOWN_WAIT_LOOP_S`: an idle replica stops within it).
+
 Anonymous access is decided when `search_application` is called, in the calling process:
 `anonymous_access` when given, else ``FORCE_ENABLE_ANONYMOUS_ACCESS=true`` in its environment or
 `enable_public_access` (``settings.enablePublicAccess``). ``DATABASE_URL`` and
@@ -29,6 +35,7 @@ from codesearch.runtime.searchers import SearcherPool
 from codesearch.search.options import DEFAULT_PUBLIC_URL
 from codesearch.service.api import build_app
 from codesearch.service.auth import anonymous_access_enabled
+from codesearch.service.drain import DrainGate
 from codesearch.service.routes_search import max_match_count
 
 
@@ -42,15 +49,19 @@ def _builder(name_prefix: str, searchers: int, public_url: str, contexts: dict |
                 pool["pool"] = SearcherPool.attach(name_prefix, searchers)
             return pool["pool"]
 
-        return build_app(get_searcher, public_url=public_url, contexts=contexts, data_dir=data_dir,
-                         database_url=database_url, anonymous_access=anonymous_access, max_matches=max_matches,
-                         **app_options)
+        return DrainGate(build_app(get_searcher, public_url=public_url, contexts=contexts, data_dir=data_dir,
+                                   database_url=database_url, anonymous_access=anonymous_access,
+                                   max_matches=max_matches, **app_options))
 
     return build
 
 
 #: Requests one replica takes at once (see the module docstring).
 MAX_ONGOING_REQUESTS = 1000
+#: Seconds a stopping replica may take to finish its requests (Serve's ``graceful_shutdown_timeout_s``).
+DRAIN_TIMEOUT_S = 30.0
+#: Seconds between a stopping replica's checks for requests left (``graceful_shutdown_wait_loop_s``).
+SHUTDOWN_WAIT_LOOP_S = 0.5
 
 
 def search_application(name_prefix: str, searchers: int, *, replicas: int = 1,
@@ -58,9 +69,10 @@ def search_application(name_prefix: str, searchers: int, *, replicas: int = 1,
                        public_url: str = DEFAULT_PUBLIC_URL, contexts: dict | None = None, data_dir: str | None = None,
                        database_url: str | None = None, anonymous_access: bool | None = None,
                        enable_public_access: bool = False, search_timeout_s: float | None = None,
-                       limits: dict | None = None):
+                       limits: dict | None = None, drain_timeout_s: float = DRAIN_TIMEOUT_S):
     """A bound Serve application serving the HTTP API over the named searchers and `data_dir`'s
-    store (`search_timeout_s` and `limits` as in `api.build_app`)."""
+    store (`search_timeout_s` and `limits` as in `api.build_app`; `drain_timeout_s` as Serve's
+    ``graceful_shutdown_timeout_s``)."""
     if anonymous_access is None:
         anonymous_access = anonymous_access_enabled(os.environ, enable_public_access)
     if database_url is None:
@@ -72,6 +84,7 @@ def search_application(name_prefix: str, searchers: int, *, replicas: int = 1,
     app_options = {"search_timeout_s": search_timeout_s, "limits": limits}
 
     @serve.deployment(name="codesearch-api", num_replicas=replicas, max_ongoing_requests=max_ongoing_requests,
+                      graceful_shutdown_timeout_s=drain_timeout_s, graceful_shutdown_wait_loop_s=SHUTDOWN_WAIT_LOOP_S,
                       ray_actor_options={"num_cpus": 0})
     @serve.ingress(_builder(name_prefix, searchers, public_url, contexts, data_dir, database_url, anonymous_access,
                             max_matches, app_options))

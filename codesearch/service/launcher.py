@@ -13,8 +13,21 @@ Steps, printed as they happen:
    600 s; indexing goes on in the background after that). A restart on the same data
    directory re-uses its mirrors and shards: only what is due is synced or indexed;
 4. the shard searchers and the Serve application on ``--host:--port`` (default 127.0.0.1:3000);
-5. it runs in the foreground; Ctrl-C or SIGTERM shuts down Serve, the searchers and the Ray
-   instance it started.
+5. it runs in the foreground until Ctrl-C or SIGTERM, then stops without losing a request
+   (`stop_serving`): it drains the application (new requests are refused with a JSON 503 and
+   ``Retry-After``; those already taken finish, for at most ``CODESEARCH_DRAIN_TIMEOUT_S``,
+   default 30 s; a second Ctrl-C or SIGTERM stops waiting), then removes it, then stops the
+   scheduler, the workers, the searchers and the Ray instance it started.
+
+Why the drain comes first: ``serve.shutdown()`` kills Serve's HTTP proxies at once, cutting every
+request still being answered, and ``serve.delete()`` removes the route at once, so newcomers get
+the proxy's plain-text 404 (see `codesearch.service.drain`). With a Ray instance of its own,
+`codesearch serve` then shuts Serve down (its proxy stops listening: connections are refused);
+joined to a cluster (``RAY_ADDRESS``) it deletes only its own application, ``codesearch``, and
+leaves Serve and every other application running.
+
+Send the signal to this process only (systemd: ``KillMode=mixed``; a container's stop signal
+reaches it as PID 1): Ray's own processes stop at once on SIGTERM, proxy included.
 
 The searchers are reloaded by the scheduler after every index change (`SearcherPool.refresh`).
 """
@@ -27,6 +40,9 @@ import sys
 import threading
 
 SEARCHER_PREFIX = "codesearch-searcher"
+#: The Serve application `codesearch serve` deploys (and, when it stops, the only one it removes).
+APP_NAME = "codesearch"
+DRAIN_TIMEOUT_ENV = "CODESEARCH_DRAIN_TIMEOUT_S"
 
 
 def default_data_dir() -> str:
@@ -89,6 +105,60 @@ def wait_first_sync(store, *, timeout_s: float = 600.0, stop: threading.Event | 
             time.sleep(0.5)
 
 
+def drain_timeout_s(environ=None) -> float:
+    """``CODESEARCH_DRAIN_TIMEOUT_S``: seconds the requests running at a stop may take (default
+    `deployment.DRAIN_TIMEOUT_S`); anything but a number ≥ 0 is refused before anything starts."""
+    from codesearch.environment import InvalidEnvironmentVariable
+    from codesearch.service.deployment import DRAIN_TIMEOUT_S
+
+    raw = (os.environ if environ is None else environ).get(DRAIN_TIMEOUT_ENV, "").strip()
+    if not raw:
+        return DRAIN_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        raise InvalidEnvironmentVariable(DRAIN_TIMEOUT_ENV, raw, "expected a number of seconds, 0 or more")
+    return value
+
+
+def stop_serving(app_name: str, *, drain_first: bool, owns_cluster: bool, timeout_s: float,
+                 abort: threading.Event | None = None, say=_say) -> None:
+    """Stop the Serve application `app_name` without cutting a request: drain it first (when
+    `drain_first`: it was deployed), then shut Serve down if the Ray instance is ours
+    (`owns_cluster`), else delete only `app_name`. Requests still running after `timeout_s` (or
+    once `abort` is set) are over the bound: they are not waited for again."""
+    from ray import serve
+
+    from codesearch.service import drain
+
+    drained = True
+    if drain_first:
+        say(f"draining: new requests are refused; waiting up to {timeout_s:g}s for the running ones"
+            " (Ctrl-C again to stop at once)")
+        try:
+            result = drain.drain(app_name, timeout_s, abort=abort)
+            drained = result.drained
+            say(f"draining: {result.describe()}")
+        except Exception as e:  # noqa: BLE001 - Ray already going away: stop anyway
+            drained = False
+            say(f"draining failed ({type(e).__name__}: {e}); stopping anyway")
+    try:
+        if owns_cluster:
+            if drained:  # else ray.shutdown() stops what is left, without another wait
+                serve.shutdown()
+        else:
+            serve.delete(app_name, _blocking=drained)
+    except Exception as e:  # noqa: BLE001 - Serve never started, or the app is already gone
+        say(f"stopping the Serve application {app_name}: {type(e).__name__}: {e}")
+    finally:
+        try:
+            drain.clear(app_name)
+        except Exception:  # noqa: BLE001 - the Ray instance is already gone
+            pass
+
+
 def run(config_path: str | None, *, port: int = 3000, host: str = "127.0.0.1", data_dir: str | None = None,
         searchers: int = 2, searcher_copies: int = 1, replicas: int = 1, max_ongoing_requests: int = 64,
         stop: threading.Event | None = None) -> int:
@@ -98,6 +168,7 @@ def run(config_path: str | None, *, port: int = 3000, host: str = "127.0.0.1", d
 
     from codesearch.config import apply_environment_overrides, load_config
     from codesearch.runtime.searchers import SearcherPool, publish_deployment
+    from codesearch.service import drain
     from codesearch.service.deployment import search_application
     from codesearch.service.demo import demo_config
     from codesearch import environment
@@ -105,6 +176,7 @@ def run(config_path: str | None, *, port: int = 3000, host: str = "127.0.0.1", d
     from codesearch.store.files import private_dir
 
     environment.check()  # a bad SOURCEBOT_LOG_LEVEL or AUTH_SESSION_MAX_AGE_SECONDS fails now, not in a replica
+    drain_s = drain_timeout_s()
     data_dir = private_dir(data_dir or default_data_dir())
     config_path = config_path or os.environ.get("CONFIG_PATH")
     if not config_path:
@@ -117,16 +189,23 @@ def run(config_path: str | None, *, port: int = 3000, host: str = "127.0.0.1", d
     public_url = os.environ.get("AUTH_URL") or f"http://{'localhost' if host in ('127.0.0.1', '0.0.0.0') else host}:{port}"
 
     started_ray = not ray.is_initialized()
+    address = os.environ.get("RAY_ADDRESS")
     if started_ray:
         os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-        address = os.environ.get("RAY_ADDRESS")
         ray.init(address=address or None, include_dashboard=False, log_to_driver=False)
         _say(f"ray: {'joined ' + address if address else 'started a local instance'}")
+    owns_cluster = started_ray and not address
     stop = stop or threading.Event()
+    abort = threading.Event()  # a second signal: stop waiting for running requests
+
+    def on_signal(*_):
+        (abort if stop.is_set() else stop).set()
+
     previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)} if threading.current_thread() is threading.main_thread() else {}
     for s in previous:
-        signal.signal(s, lambda *_: stop.set())
+        signal.signal(s, on_signal)
     pool = scheduler = None
+    deploying = deployed = False
     workers: list = []
     try:
         store = Store.open(data_dir)
@@ -143,21 +222,22 @@ def run(config_path: str | None, *, port: int = 3000, host: str = "127.0.0.1", d
                                    keep_empty=True)
         ray.get(scheduler.set_searchers.remote(SEARCHER_PREFIX, len(pool.actors)))
         publish_deployment(SEARCHER_PREFIX, data_dir=os.path.abspath(data_dir), searchers=len(pool.actors))
+        drain.clear(APP_NAME)  # a flag left by a drain that died would refuse every request
+        deploying = True
         serve.start(http_options={"host": host, "port": port})
         serve.run(search_application(SEARCHER_PREFIX, len(pool.actors), replicas=replicas,
                                      max_ongoing_requests=max_ongoing_requests, public_url=public_url,
-                                     data_dir=data_dir),
-                  name="codesearch", route_prefix="/")
+                                     data_dir=data_dir, drain_timeout_s=drain_s),
+                  name=APP_NAME, route_prefix="/")
+        deployed = True
         _say(f"codesearch is serving at http://{host}:{port} (Ctrl-C to stop)")
         while not stop.wait(0.5):
             pass
         _say("shutting down")
         return 0
     finally:
-        try:
-            serve.shutdown()
-        except Exception:
-            pass
+        if deploying:
+            stop_serving(APP_NAME, drain_first=deployed, owns_cluster=owns_cluster, timeout_s=drain_s, abort=abort)
         if scheduler is not None:
             try:
                 ray.get(scheduler.shutdown.remote(), timeout=15)

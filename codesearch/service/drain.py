@@ -1,0 +1,221 @@
+"""Draining: stop taking requests, finish the ones taken, then stop.
+
+Why this exists. Ray Serve's ``serve.shutdown()`` kills its HTTP proxies on the controller's first
+shutdown step, while the replicas behind them are still answering: every request in flight loses
+its connection ("Server disconnected without sending a response"). ``serve.delete(app)`` keeps the
+proxies and lets the replicas finish (their ``graceful_shutdown_*`` options), but it removes the
+application's route at once, so a request that arrives meanwhile gets the proxy's plain-text 404,
+not an answer a client can act on. Neither knows which requests our application has taken.
+
+So the application does it itself, in two halves that meet in Ray's internal KV store:
+
+* **the gate** (`DrainGate`, the outermost ASGI layer of every replica, see `deployment.py`)
+  counts the HTTP requests it let in and, every `POLL_S` seconds, reads the application's drain
+  flag. While the flag is up it answers every new request at once with
+  ``503 {"statusCode": 503, "errorCode": "SERVICE_UNAVAILABLE", "message": …}``, ``Retry-After``
+  and ``Connection: close`` (the request was not started, so a retry is always safe), and
+  reports its count of requests still running. When the flag goes away it serves again;
+* **the drainer** (`drain`, called by `codesearch serve` on SIGTERM/SIGINT and by
+  `app_builder.shutdown_runtime`) raises the flag and waits, at most `timeout_s`, until every
+  running replica has reported and none has a request left. Only then is the Serve application
+  removed, so the proxy never cuts a request and never answers for a route that vanished.
+
+The flag carries an expiry (wall clock, `timeout_s` plus `FLAG_GRACE_S`): a flag left behind by a
+drainer that died cannot keep a later deployment of the same application refusing requests.
+
+What draining cannot cover: a replica process that dies while it answers (killed by the kernel
+for memory, a crash, its node lost). The proxy then answers the requests it had sent there with
+``500`` and the text ``Internal Server Error``: Serve's proxy sends no response of its own for a
+500 and the HTTP server under it (uvicorn) fills in that plain-text body. No public Ray Serve
+option changes that body or retries the request on another replica, so that case keeps Serve's
+shape; every way codesearch itself stops or replaces replicas drains first (this module, and
+Serve's graceful shutdown for redeploys and downscaling, see `deployment.py`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from dataclasses import dataclass
+
+log = logging.getLogger(__name__)
+
+#: Seconds between two reads of the drain flag in a replica (and between two checks of the drainer).
+POLL_S = 0.2
+#: What a refused request is told to wait before trying again.
+RETRY_AFTER_S = 5
+#: How long a drain flag outlives its drainer's bound before replicas ignore it.
+FLAG_GRACE_S = 60.0
+
+REFUSAL_MESSAGE = ("codesearch is shutting down and did not start this request; "
+                   "retry in a few seconds (another instance may answer)")
+
+
+def flag_key(app_name: str) -> str:
+    return f"codesearch:drain:{app_name}"
+
+
+def _report_prefix(app_name: str) -> str:
+    return f"codesearch:drain:{app_name}:replica:"
+
+
+def _kv():
+    from ray.experimental import internal_kv
+
+    return internal_kv
+
+
+def _flag_is_up(raw: bytes | None, now: float) -> bool:
+    if not raw:
+        return False
+    try:
+        return float(json.loads(raw)["until"]) > now
+    except (ValueError, KeyError, TypeError):
+        return False
+
+
+# --------------------------------------------------------------------------------- the gate
+
+class DrainGate:
+    """ASGI wrapper of one replica's application (see the module docstring). `app_name` is the
+    Serve application whose flag it watches; None: the replica's own, looked up when the replica
+    starts. The watcher thread starts with the first ASGI call (the replica's lifespan start-up)."""
+
+    def __init__(self, app, app_name: str | None = None, *, poll_s: float = POLL_S):
+        self.app = app
+        self.app_name = app_name
+        self.poll_s = poll_s
+        self.draining = False
+        self.in_flight = 0
+        self._replica = None
+        self._watcher: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    async def __call__(self, scope, receive, send):
+        if self._watcher is None:
+            self._start_watcher()
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        # Counted before the flag is read: the watcher raises `draining` before it reads
+        # `in_flight`, so a request either is counted in that report or sees the flag and leaves.
+        self.in_flight += 1
+        try:
+            if self.draining:
+                return await _refuse(send)
+            return await self.app(scope, receive, send)
+        finally:
+            self.in_flight -= 1
+
+    def _start_watcher(self) -> None:
+        with self._lock:
+            if self._watcher is not None:
+                return
+            if self.app_name is None:
+                from ray import serve
+
+                context = serve.get_replica_context()
+                self.app_name, self._replica = context.app_name, context.replica_tag
+            self._replica = self._replica or f"{threading.get_native_id()}-{id(self)}"
+            self._watcher = threading.Thread(target=self._watch, name="codesearch-drain-gate", daemon=True)
+            self._watcher.start()
+
+    def _watch(self) -> None:
+        kv = _kv()
+        key, report = flag_key(self.app_name), _report_prefix(self.app_name) + self._replica
+        while True:
+            try:
+                draining = _flag_is_up(kv._internal_kv_get(key), time.time())
+                if draining != self.draining:
+                    log.info("%s: %s", self.app_name, "draining: new requests are refused" if draining else "serving again")
+                self.draining = draining
+                if draining:
+                    kv._internal_kv_put(report, json.dumps({"inFlight": self.in_flight}).encode(), overwrite=True)
+            except Exception as e:  # noqa: BLE001 - the KV store is briefly unreachable: keep the last state
+                log.debug("drain flag of %s not read: %s", self.app_name, e)
+            time.sleep(self.poll_s)
+
+
+async def _refuse(send) -> None:
+    body = json.dumps({"statusCode": 503, "errorCode": "SERVICE_UNAVAILABLE", "message": REFUSAL_MESSAGE}).encode()
+    await send({"type": "http.response.start", "status": 503, "headers": [
+        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+        (b"retry-after", str(RETRY_AFTER_S).encode()), (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": body})
+
+
+# ------------------------------------------------------------------------------ the drainer
+
+@dataclass
+class DrainResult:
+    """How a drain ended: `drained` (every running replica reported and none has a request
+    left), the replicas expected and heard from, the requests still running, the seconds taken."""
+
+    drained: bool
+    replicas: int
+    reported: int
+    in_flight: int
+    seconds: float
+
+    def describe(self) -> str:
+        if self.drained:
+            return f"drained {self.reported} replica(s) in {self.seconds:.1f}s"
+        return (f"not drained after {self.seconds:.1f}s: {self.in_flight} request(s) still running, "
+                f"{self.reported}/{self.replicas} replica(s) reported")
+
+
+def running_replicas(app_name: str) -> int:
+    """The replicas of Serve application `app_name` in state RUNNING (0: no such application)."""
+    from ray import serve
+
+    app = serve.status().applications.get(app_name)
+    if app is None:
+        return 0
+    return sum(n for d in app.deployments.values() for state, n in d.replica_states.items()
+               if getattr(state, "value", state) == "RUNNING")
+
+
+def reports(app_name: str) -> list[dict]:
+    """What the replicas of `app_name` reported since its drain began (``{"inFlight": n}`` each)."""
+    kv = _kv()
+    found = []
+    for key in kv._internal_kv_list(_report_prefix(app_name)):
+        raw = kv._internal_kv_get(key)
+        if raw:  # deleted since it was listed: nothing to count
+            found.append(json.loads(raw))
+    return found
+
+
+def flag_is_up(app_name: str) -> bool:
+    """Whether the replicas of `app_name` refuse new requests (or will, within `POLL_S`)."""
+    return _flag_is_up(_kv()._internal_kv_get(flag_key(app_name)), time.time())
+
+
+def drain(app_name: str, timeout_s: float, *, abort: threading.Event | None = None) -> DrainResult:
+    """Raise the drain flag of `app_name` and wait until its running replicas have no request
+    left, at most `timeout_s` seconds (or until `abort` is set). The flag stays up: remove the
+    application next, then `clear` the flag. Needs a Ray connection."""
+    kv = _kv()
+    started = time.monotonic()
+    kv._internal_kv_del(_report_prefix(app_name).encode(), del_by_prefix=True)  # reports of an earlier drain
+    until = time.time() + timeout_s + FLAG_GRACE_S
+    kv._internal_kv_put(flag_key(app_name), json.dumps({"until": until}).encode(), overwrite=True)
+    while True:
+        expected = running_replicas(app_name)
+        heard = reports(app_name)
+        in_flight = sum(int(r.get("inFlight", 0)) for r in heard)
+        seconds = time.monotonic() - started
+        if len(heard) >= expected and in_flight == 0:
+            return DrainResult(True, expected, len(heard), 0, seconds)
+        if seconds >= timeout_s or (abort is not None and abort.is_set()):
+            return DrainResult(False, expected, len(heard), in_flight, seconds)
+        time.sleep(POLL_S)
+
+
+def clear(app_name: str) -> None:
+    """Lower the drain flag of `app_name` and drop its replicas' reports (its replicas, if any
+    are left, serve again)."""
+    kv = _kv()
+    kv._internal_kv_del(flag_key(app_name).encode())
+    kv._internal_kv_del(_report_prefix(app_name).encode(), del_by_prefix=True)
