@@ -817,6 +817,25 @@ def test_recorded_errors_and_database_errors_carry_no_server_path(store, tmp_pat
     assert str(tmp_path) not in store.database and store.database == "SQLite database codesearch.db"
 
 
+def test_errors_of_a_local_repository_name_it_instead_of_its_folder(store, tmp_path):
+    from codesearch.index.sources import GitSource
+
+    folder = str(tmp_path.parent / "elsewhere" / "demo")  # outside the data directory
+    store.upsert_connection("local", "git", {"type": "git", "url": "file://" + folder})
+    rid = store.upsert_repos("local", [dict(name="git.local/demo", code_host_type="genericGitHost",
+                                            clone_url="file://" + folder, local_path=folder)]).ids["git.local/demo"]
+    try:
+        GitSource(folder)
+    except CodesearchError as e:
+        real_failure = str(e)
+    assert real_failure == f"{folder}: not a git repository"
+    job = store.enqueue_index_job(rid)
+    store.claim_job(INDEX_JOB, "w")
+    store.fail_job(job.id, real_failure, retry=False)
+    store.update_repo_index_status(rid, INDEX_FAILED, error=real_failure)
+    assert store.get_job(job.id).error == store.get_repo(rid).last_error == "<git.local/demo>: not a git repository"
+
+
 def test_sessions_are_keyed_by_auth_secret(tmp_path):
     """AUTH_SECRET validates session cookies: the same secret in every process accepts a cookie,
     another secret does not (without AUTH_SECRET it is derived from the server secret)."""

@@ -24,6 +24,8 @@ points, so the indexer can read every revision from the object store:
   re-cloned from scratch (the damaged folder is replaced only when the new clone is complete).
 - **Errors** are `GitError`s naming the repository (its URL without credentials) and the cause:
   host unreachable, authentication failed, repository not found, timed out, empty repository.
+  They are recorded as the repository's last error and shown to users, so they never name a
+  folder of this server: git's own words have the mirrors' folder written ``<mirrors>``.
 
 Local repositories (``file://`` URLs and paths) are indexed in place and rejected here. Two
 `sync` calls for the same id in one process are serialised; one store per root per process.
@@ -171,7 +173,7 @@ class MirrorStore:
         """Clone or fetch `clone_url` into `path_for(repo_id)`; see the module docstring."""
         name = self._name(repo_id)
         url = self._check_url(clone_url)
-        job = _Job(url, username, password, time.monotonic() + self.timeout_s, self.timeout_s)
+        job = _Job(url, username, password, time.monotonic() + self.timeout_s, self.timeout_s, private=self.root)
         with self._lock(name):
             self._remove_leftovers(name)
             path = self.path_for(name)
@@ -257,7 +259,7 @@ class MirrorStore:
         except _GitFailed as e:
             raise job.error(e) from None
         except OSError as e:
-            raise GitError(f"{job.shown}: cannot move the new clone into {path}: {e.strerror}") from None
+            raise GitError(f"{job.shown}: cannot move the new clone into place: {e.strerror}") from None
         finally:
             _rmtree(tmp)
         log.info("mirror %s: cloned %s (%s at %s)", name, job.url, default, head[:12])
@@ -332,8 +334,11 @@ def _rmtree(path: str) -> None:
 class _Job:
     """The git environment and deadline of one `sync` call."""
 
-    def __init__(self, url: str, username: str | None, password: str | None, deadline: float, timeout_s: float):
+    def __init__(self, url: str, username: str | None, password: str | None, deadline: float, timeout_s: float,
+                 private: str | None = None):
         self.url = url
+        #: the mirrors' folder (and where it resolves to), never shown: `scrub` writes it ``<mirrors>``
+        self.private = sorted({private, os.path.realpath(private)}, key=len, reverse=True) if private else []
         self.shown = public_url(url)
         self.deadline = deadline
         self.timeout_s = timeout_s
@@ -361,6 +366,8 @@ class _Job:
     def scrub(self, text: str) -> str:
         for s in self.secrets:
             text = text.replace(s, "***")
+        for folder in self.private:
+            text = text.replace(folder, "<mirrors>")
         text = re.sub(r"(?i)(authorization:\s*)\S+(\s+\S+)?", r"\1***", text)
         return re.sub(r"(?i)([a-z][\w+.-]*://)[^/@\s]*@", r"\1", text)
 

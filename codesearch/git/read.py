@@ -26,7 +26,8 @@ Safety rules (refs, paths, patterns and dates come from untrusted callers):
   attributes can run a program or change the output format we parse;
 * errors are `CodesearchError`s whose message names the offending value; a failure that is not
   the caller's fault (a damaged clone, a timeout) is a plain `CodesearchError` (HTTP 500, its
-  message is logged, not shown). No message carries a stack trace or an environment value.
+  message is logged, not shown). No message carries a stack trace, an environment value or a
+  server path: the git directory is "the repository" (the caller knows which one it asked for).
 
 Paths are bytes in git; they are shown decoded as UTF-8 with invalid bytes replaced (U+FFFD).
 """
@@ -138,7 +139,7 @@ def _git(git_dir: str, args: list[str], stdin: bytes | None = None) -> subproces
         return subprocess.run(_cmd(git_dir, args), input=stdin, capture_output=True, timeout=GIT_TIMEOUT_S,
                               env=_git_env(), check=False)
     except subprocess.TimeoutExpired:
-        raise CodesearchError(f"git timed out reading {git_dir}") from None
+        raise CodesearchError(f"git timed out after {GIT_TIMEOUT_S:g}s reading the repository") from None
 
 
 def _first_line(stderr: bytes) -> str:
@@ -150,7 +151,7 @@ def _first_line(stderr: bytes) -> str:
 
 
 def _failed(git_dir: str, what: str, stderr: bytes) -> CodesearchError:
-    return CodesearchError(f"git {what} failed in {git_dir}: {_first_line(stderr)}")
+    return CodesearchError(f"git {what} failed: {_first_line(stderr).replace(git_dir, 'the repository')}")
 
 
 class _Proc:
@@ -195,7 +196,7 @@ class _Proc:
         finally:
             self.timer.cancel()
         if self.timed_out:
-            raise CodesearchError(f"git timed out reading {self.git_dir}")
+            raise CodesearchError(f"git timed out after {GIT_TIMEOUT_S:g}s reading the repository")
         return rc
 
     def __enter__(self) -> _Proc:
@@ -302,7 +303,7 @@ def resolve_commit(git_dir: str, ref: str) -> str:
     res = _git(git_dir, ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"])
     commit = res.stdout.decode("ascii", "replace").strip()
     if b"not a git repository" in res.stderr:
-        raise CodesearchError(f"{git_dir} is not a git repository")  # 500: a damaged clone, not the caller's fault
+        raise CodesearchError("the repository's clone is not a git repository")  # 500: damaged, not the caller's fault
     if res.returncode != 0 or not commit:
         raise InvalidGitRef(f"git ref {ref!r} not found in the repository")
     return commit
@@ -452,7 +453,7 @@ def list_tree(git_dir: str, ref: str, path: str = "", *, depth: int = 1, include
             if mode == _TREE_MODE and level < depth:
                 sub = batch.get(oid)
                 if sub is None or sub[0] != "tree":
-                    raise CodesearchError(f"tree {base + shown!r} is missing from {git_dir}")
+                    raise CodesearchError(f"tree {base + shown!r} is missing from the repository")
                 stack.append((level + 1, base + shown + "/", _ordered(_tree_entries(sub[1], hash_len))))
         batch.p.finish()
     return out, False

@@ -250,15 +250,26 @@ class Store:
         now = self.clock()
         return now if now.tzinfo else now.replace(tzinfo=timezone.utc)
 
-    def public_error(self, error: str | None) -> str | None:
-        """`error` as the store records it for users (API answers, web pages): the data
-        directory (as given or as resolved through links) written ``<data dir>``. Workers record
-        whatever their exception said, and an OS error names the file it failed on."""
+    def public_error(self, error: str | None, *, repo_name: str | None = None,
+                     local_path: str | None = None) -> str | None:
+        """`error` as the store records it for users (API answers, web pages), in repository
+        terms: a local repository's folder written ``<its name>``, the data directory (as given
+        or as resolved through links) ``<data dir>``. Workers record whatever their exception
+        said, and an OS or git error names the folder it failed on."""
         if not error:
             return error
+        if local_path and repo_name:
+            for root in _roots(local_path):
+                error = error.replace(root, f"<{repo_name}>")
         for root in self._private_roots:
             error = error.replace(root, "<data dir>")
         return error
+
+    def _repo_error(self, c: SAConnection, repo_id: int | None, error: str | None) -> str | None:
+        """`public_error` for an error of repo `repo_id` (None: no repo)."""
+        row = c.execute(select(repos.c.name, repos.c.local_path).where(repos.c.id == repo_id)).first() \
+            if repo_id is not None and error else None
+        return self.public_error(error, repo_name=row.name if row else None, local_path=row.local_path if row else None)
 
     # ------------------------------------------------------------------ connections
 
@@ -553,9 +564,9 @@ class Store:
                 values["indexed_revisions"] = revisions
             if pushed_at is not None:
                 values["pushed_at"] = _parse_time(pushed_at)
-        elif error is not None:
-            values["last_error"] = self.public_error(error)
         with self._tx(write=True) as c:
+            if status != m.INDEXED and error is not None:
+                values["last_error"] = self._repo_error(c, repo_id, error)
             if not c.execute(update(repos).where(repos.c.id == repo_id).values(**values)).rowcount:
                 raise NotFound("repository", repo_id)
             return self._get_repo(c, repo_id)
@@ -685,7 +696,7 @@ class Store:
 
     def _retry_or_fail(self, c: SAConnection, job: Job, error: str, retry: bool) -> Job | None:
         now = self._now()
-        error = self.public_error(error)
+        error = self._repo_error(c, job.repo_id, error)
         if retry and job.attempts < job.max_attempts:
             values = dict(state=m.PENDING, error=error, next_attempt_at=now + timedelta(seconds=self.retry_delay(job.attempts)))
         else:
