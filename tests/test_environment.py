@@ -9,6 +9,7 @@ command line, in a subprocess.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import stat
@@ -97,6 +98,24 @@ def test_a_bad_log_level_is_a_clear_error(tmp_path):
     assert out.stderr.strip() == ("codesearch: environment variable SOURCEBOT_LOG_LEVEL='verbose': "
                                   "use one of debug, info, warn, error")
     assert not (tmp_path / "d").exists()  # nothing was started
+
+
+@pytest.fixture()
+def codesearch_logger():
+    logger = logging.getLogger("codesearch")
+    level = logger.level
+    yield logger
+    logger.setLevel(level)
+
+
+@pytest.mark.parametrize("level,want", [(None, logging.INFO), ("debug", logging.DEBUG), ("warn", logging.WARNING)])
+def test_each_replica_applies_the_log_level_when_its_app_is_built(codesearch_logger, level, want):
+    environ = {} if level is None else {"SOURCEBOT_LOG_LEVEL": level}
+    build_app(lambda: None, get_store=lambda: None, anonymous_access=True, environ=environ)
+    assert codesearch_logger.getEffectiveLevel() == want
+    with pytest.raises(environment.InvalidEnvironmentVariable, match="SOURCEBOT_LOG_LEVEL"):
+        build_app(lambda: None, get_store=lambda: None, anonymous_access=True,
+                  environ={"SOURCEBOT_LOG_LEVEL": "loud"})
 
 
 # ----------------------------------------------------------------------------- sessions

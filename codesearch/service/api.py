@@ -27,6 +27,7 @@ from typing import Callable, Mapping
 
 from fastapi import APIRouter, Depends, FastAPI
 
+from codesearch import environment
 from codesearch.search.options import DEFAULT_PUBLIC_URL
 from codesearch.service import auth, errors, mcp, routes_chat, routes_git, routes_repos, routes_search, routes_source
 from codesearch.service.limits import RequestLimits
@@ -78,6 +79,7 @@ def build_app(get_searcher, *, public_url: str = DEFAULT_PUBLIC_URL, contexts: d
     `search_timeout_s` is the time a search may take before it answers with what it found
     (default 30 s); `limits` are keyword arguments of `limits.RequestLimits` (body size and time).
     """
+    environment.configure_logging(environ)  # SOURCEBOT_LOG_LEVEL, in every replica
     if get_store is None:
         get_store = lazy_store(data_dir, database_url)
     if anonymous_access is None:
