@@ -37,9 +37,9 @@ class Served:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.env = {**os.environ, "RAY_AUTH_MODE": "disabled", "DATA_DIR": str(tmp_path), **env_extra}
-        if "FORCE_ENABLE_ANONYMOUS_ACCESS" not in env_extra:
-            self.env.pop("FORCE_ENABLE_ANONYMOUS_ACCESS", None)
-        self.env.pop("RAY_ADDRESS", None)
+        for name in ("FORCE_ENABLE_ANONYMOUS_ACCESS", "RAY_ADDRESS"):
+            if name not in env_extra:
+                self.env.pop(name, None)
         self.log_path = tmp_path / "serve.log"
         self._log = open(self.log_path, "w")
         self.proc = subprocess.Popen([sys.executable, "-m", "codesearch.cli", "serve", "--port", str(self.port)],
@@ -234,3 +234,38 @@ def test_a_bad_drain_timeout_is_refused_before_anything_starts(tmp_path):
         assert out.returncode == 2, (value, out.stdout, out.stderr)
         assert f"CODESEARCH_DRAIN_TIMEOUT_S={value!r}" in out.stderr and "seconds" in out.stderr, out.stderr
         assert "ray" not in out.stdout.lower(), out.stdout
+
+
+def test_joined_to_a_cluster_it_removes_only_its_own_application(serve_url, tmp_path):
+    """With ``RAY_ADDRESS`` (here: the test session's Ray, whose Serve already runs another
+    application), a stop drains and deletes the ``codesearch`` application and nothing else."""
+    import uuid
+
+    import ray
+    from ray import serve
+
+    @serve.deployment(ray_actor_options={"num_cpus": 0})
+    class Bystander:
+        async def __call__(self, request) -> str:
+            return "still here"
+
+    bystander = f"bystander-{uuid.uuid4().hex[:8]}"
+    serve.run(Bystander.bind(), name=bystander, route_prefix=f"/{bystander}")
+    served = Served(tmp_path, FORCE_ENABLE_ANONYMOUS_ACCESS="true", RAY_ADDRESS=ray.get_runtime_context().gcs_address)
+    served.base = serve_url  # the cluster's Serve keeps its own HTTP options
+    try:
+        served.wait_healthy()
+        r = httpx.post(f"{serve_url}/api/search", json=LOAD_QUERY, timeout=60)
+        assert r.status_code == 200 and r.json()["files"], r.text
+        assert {"codesearch", bystander} <= set(serve.status().applications)
+        code = served.stop(timeout_s=90)
+        assert code == 0, served.log()[-3000:]
+        applications = serve.status().applications
+        assert "codesearch" not in applications and bystander in applications, list(applications)
+        still = httpx.get(f"{serve_url}/{bystander}", timeout=30)
+        assert (still.status_code, still.text) == (200, "still here")
+        assert "draining: drained 1 replica(s)" in served.log(), served.log()[-3000:]
+    finally:
+        if served.proc.poll() is None:
+            os.killpg(served.proc.pid, signal.SIGKILL)
+        serve.delete(bystander)
