@@ -18,18 +18,26 @@ So the application does it itself, in two halves that meet in Ray's internal KV 
 * **the drainer** (`drain`, called by `codesearch serve` on SIGTERM/SIGINT and by
   `app_builder.shutdown_runtime`) raises the flag and waits, at most `timeout_s`, until every
   running replica has reported and none has a request left. Only then is the Serve application
-  removed, so the proxy never cuts a request and never answers for a route that vanished.
+  removed, so the proxy cuts no request, and newcomers meet the gate's 503 until the end (with
+  a Ray instance of our own; on a shared cluster, once our application is deleted, the cluster's
+  proxies answer its routes as unknown ones).
 
 The flag carries an expiry (wall clock, `timeout_s` plus `FLAG_GRACE_S`): a flag left behind by a
 drainer that died cannot keep a later deployment of the same application refusing requests.
 
 What draining cannot cover: a replica process that dies while it answers (killed by the kernel
-for memory, a crash, its node lost). The proxy then answers the requests it had sent there with
-``500`` and the text ``Internal Server Error``: Serve's proxy sends no response of its own for a
-500 and the HTTP server under it (uvicorn) fills in that plain-text body. No public Ray Serve
-option changes that body or retries the request on another replica, so that case keeps Serve's
-shape; every way codesearch itself stops or replaces replicas drains first (this module, and
-Serve's graceful shutdown for redeploys and downscaling, see `deployment.py`).
+for memory, a crash, its node lost, a ``ray.kill``). Each request it was running gets ``500``
+with the plain-text body ``Internal Server Error`` (``text/plain``): Serve's proxy writes a
+response of its own only for 408, 429 and 503, so for the 500 of a dead replica it sends
+nothing and the HTTP server under it (uvicorn) fills in that body. Nothing public in Ray Serve
+changes that: ``HTTPOptions.middlewares`` is deprecated and refuses a non-empty list; the one hook
+into the proxy, the environment variable ``RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH``, is
+experimental, not a public API, acts on every application of the cluster's proxies and needs
+their environment; and Serve's router retries a request on another replica only while no replica
+has accepted it, never one a replica was running. So that case keeps Serve's shape, and every way
+codesearch itself stops or replaces replicas drains first: `codesearch serve`'s stop and
+`app_builder.shutdown_runtime` through this module; redeploys, fewer replicas and replicas Serve
+found unhealthy through Serve's graceful shutdown (`deployment.py`).
 """
 
 from __future__ import annotations

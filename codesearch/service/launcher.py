@@ -24,10 +24,14 @@ request still being answered, and ``serve.delete()`` removes the route at once, 
 the proxy's plain-text 404 (see `codesearch.service.drain`). With a Ray instance of its own,
 `codesearch serve` then shuts Serve down (its proxy stops listening: connections are refused);
 joined to a cluster (``RAY_ADDRESS``) it deletes only its own application, ``codesearch``, and
-leaves Serve and every other application running.
+leaves Serve and every other application running (the cluster's proxies then answer its routes
+as unknown ones, with Serve's plain-text 404: point a load balancer's health check at
+``/api/health``, which answers 503 from the moment the drain begins).
 
-Send the signal to this process only (systemd: ``KillMode=mixed``; a container's stop signal
-reaches it as PID 1): Ray's own processes stop at once on SIGTERM, proxy included.
+Send SIGTERM to this process only (systemd: ``KillMode=mixed``; a container's stop signal reaches
+it as PID 1): sent to the whole process group it also reaches Ray's own processes, the HTTP proxy
+among them, which do not wait for requests. Ctrl-C in a terminal is fine: Ray's processes block
+SIGINT.
 
 The searchers are reloaded by the scheduler after every index change (`SearcherPool.refresh`).
 """
