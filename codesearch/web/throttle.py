@@ -7,7 +7,8 @@ the service after a restart, sees the same counts):
 * the **account** (the email as typed, trimmed and lower-cased, known or not: an unknown email
   is treated exactly like a known one, so lock-outs reveal nothing): `ACCOUNT`, 5 free failures,
   then lock-outs of 1 s, 2 s, 4 s, … doubling up to 15 minutes. A successful sign-in resets it;
-* the **client address** (the TCP peer the service sees): `ADDRESS`, 20 free failures, then the
+* the **client address** (the TCP peer the service sees; behind a reverse proxy that is the
+  proxy, for every client): `ADDRESS`, 20 free failures, then the
   same doubling. It stops one address from trying a few passwords on many accounts; a success
   takes back only its own attempt, so signing in to one's own account does not buy more
   guesses against others.
