@@ -83,7 +83,8 @@ def world(serve_url, tmp_path_factory):
 
     pools = {name: SearcherPool.create(index_dir, 2, name_prefix=f"cs-{name}") for name in ("lim", "kill")}
     common = dict(data_dir=data_dir, search_timeout_s=SEARCH_TIMEOUT_S, limits=LIMITS)
-    apps = {"lim": ("cs-lim", False), "lim-anon": ("cs-lim", True), "stall": ("cs-stall", False), "kill": ("cs-kill", False)}
+    apps = {"lim": ("cs-lim", False), "lim-anon": ("cs-lim", True), "stall": ("cs-stall", False), "kill": ("cs-kill", False),
+            "dying": ("cs-stall", False)}
     serve.run_many([serve.RunTarget(search_application(prefix, 2, anonymous_access=anonymous, **common),
                                     name=f"codesearch-{route}", route_prefix=f"/{route}")
                     for route, (prefix, anonymous) in apps.items()])
@@ -181,6 +182,30 @@ def test_a_heavy_query_does_not_hold_up_the_others(world):
     assert "slow" in finished, "the heavy query never answered"
     assert finished["fast"] < finished["slow"], "the cheap query waited for the heavy one"
     assert finished["slow_exhaustive"] is False  # it ran out of time on the long runs
+
+
+def test_a_replica_that_dies_mid_request_answers_in_json(world):
+    """The replica answering a (slow) search is killed: Serve's proxy answers the request in our
+    JSON error shape (`codesearch.service.proxy_errors`), not uvicorn's plain text."""
+    import ray
+
+    result: dict = {}
+
+    def slow():
+        result["r"] = world["api"].post("/dying/api/search", json={"query": "needle", "matches": 5})
+
+    t = threading.Thread(target=slow)
+    t.start()
+    time.sleep(1.0)  # the request is in the replica now, waiting for the stalled searcher
+    names = [a["name"] for a in ray.util.list_named_actors(all_namespaces=True)
+             if a["namespace"] == "serve" and "codesearch-dying" in a["name"] and "REPLICA" in a["name"]]
+    assert len(names) == 1, names
+    replica = ray.get_actor(names[0], namespace="serve")
+    os.kill(ray.get(replica.__ray_call__.remote(lambda self: os.getpid()), timeout=30), signal.SIGKILL)
+    t.join(timeout=60)
+    r = result["r"]
+    assert r.status_code == 500 and r.headers["content-type"] == "application/json", (r.status_code, r.text)
+    assert r.json()["errorCode"] == "UNEXPECTED_ERROR" and "retry" in r.json()["message"]
 
 
 # ------------------------------------------------------------------ per-query stats and bad input

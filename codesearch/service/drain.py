@@ -26,18 +26,15 @@ The flag carries an expiry (wall clock, `timeout_s` plus `FLAG_GRACE_S`): a flag
 drainer that died cannot keep a later deployment of the same application refusing requests.
 
 What draining cannot cover: a replica process that dies while it answers (killed by the kernel
-for memory, a crash, its node lost, a ``ray.kill``). Each request it was running gets ``500``
-with the plain-text body ``Internal Server Error`` (``text/plain``): Serve's proxy writes a
-response of its own only for 408, 429 and 503, so for the 500 of a dead replica it sends
-nothing and the HTTP server under it (uvicorn) fills in that body. Nothing public in Ray Serve
-changes that: ``HTTPOptions.middlewares`` is deprecated and refuses a non-empty list; the one hook
-into the proxy, the environment variable ``RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH``, is
-experimental, not a public API, acts on every application of the cluster's proxies and needs
-their environment; and Serve's router retries a request on another replica only while no replica
-has accepted it, never one a replica was running. So that case keeps Serve's shape, and every way
-codesearch itself stops or replaces replicas drains first: `codesearch serve`'s stop and
-`app_builder.shutdown_runtime` through this module; redeploys, fewer replicas and replicas Serve
-found unhealthy through Serve's graceful shutdown (`deployment.py`).
+for memory, a crash, its node lost, a ``ray.kill``). Serve's router retries a request on another
+replica only while no replica has accepted it, never one a replica was running, so those
+requests fail. They fail in our JSON shape (``500 UNEXPECTED_ERROR``, "retry the request") where
+Serve's proxies carry `codesearch.service.proxy_errors` (a Ray instance `codesearch serve`
+starts, and clusters started as ``cluster.yaml`` starts them), else with the plain-text
+``Internal Server Error`` of the HTTP server under the proxy. Every way codesearch itself stops
+or replaces replicas drains first: `codesearch serve`'s stop and `app_builder.shutdown_runtime`
+through this module; redeploys, fewer replicas and replicas Serve found unhealthy through Serve's
+graceful shutdown (`deployment.py`).
 """
 
 from __future__ import annotations

@@ -196,6 +196,10 @@ def run(config_path: str | None, *, port: int = 3000, host: str = "127.0.0.1", d
     address = os.environ.get("RAY_ADDRESS")
     if started_ray:
         os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+        if not address:  # our own Ray: its Serve proxies answer a dead replica's requests in JSON
+            from codesearch.service.proxy_errors import install_for_own_ray
+
+            install_for_own_ray()
         ray.init(address=address or None, include_dashboard=False, log_to_driver=False)
         _say(f"ray: {'joined ' + address if address else 'started a local instance'}")
     owns_cluster = started_ray and not address

@@ -1,0 +1,75 @@
+"""Serve's HTTP proxy answers in our JSON error shape when a replica dies mid-request.
+
+When a replica process dies while it answers (killed for memory, a crash, its node lost), Serve's
+proxy gives up on the request and writes no response of its own (it does only for 408, 429 and
+503); the HTTP server under it (uvicorn) then fills in ``500 Internal Server Error`` as plain
+text, which a client of an API that promises ``{"statusCode", "errorCode", "message"}`` on every
+error cannot read. `JsonErrors` wraps the proxy's ASGI app: a request the proxy finished without
+starting a response, or failed before starting one, gets ``500 {"errorCode":
+"UNEXPECTED_ERROR", …}`` instead. A response already started is left alone (its client sees the
+connection end).
+
+How it gets into the proxy: Ray Serve calls the function named by the environment variable
+``RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH`` in each proxy process and adds the Starlette
+middlewares it returns (`middlewares` here). That variable must be in the proxies' environment
+when Ray starts them: `codesearch serve` sets it before it starts its own Ray instance
+(`install_for_own_ray`); on a cluster of your own, set
+``RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH=codesearch.service.proxy_errors:middlewares`` in the
+environment of ``ray start`` on every node (``cluster.yaml`` does). It acts on every application
+of those proxies, and only on requests that got no response at all, so other applications keep
+their own answers.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from codesearch.service.limits import send_error
+
+log = logging.getLogger(__name__)
+
+CALLBACK_ENV = "RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH"
+CALLBACK = "codesearch.service.proxy_errors:middlewares"
+MESSAGE = "the server process answering this request stopped before it could answer; retry the request"
+
+
+class JsonErrors:
+    """Pure ASGI middleware for Serve's proxy (see the module docstring)."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracking_send(message):
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        except Exception:  # noqa: BLE001 - answered below when nothing was sent yet
+            if started:
+                raise
+            log.exception("the proxy failed %s %s", scope.get("method"), scope.get("path"))
+        if not started:
+            await send_error(send, 500, "UNEXPECTED_ERROR", MESSAGE)
+
+
+def middlewares() -> list:
+    """What Serve's proxy calls (``RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH``)."""
+    from starlette.middleware import Middleware
+
+    return [Middleware(JsonErrors)]
+
+
+def install_for_own_ray(environ=None) -> None:
+    """Name `middlewares` for the proxies of a Ray instance this process is about to start
+    (they inherit its environment); a value already set is kept."""
+    (os.environ if environ is None else environ).setdefault(CALLBACK_ENV, CALLBACK)
