@@ -164,7 +164,7 @@ def stop_serving(app_name: str, *, drain_first: bool, owns_cluster: bool, timeou
 
 
 def run(config_path: str | None, *, port: int = 3000, host: str = "127.0.0.1", data_dir: str | None = None,
-        searchers: int = 2, searcher_copies: int = 1, replicas: int = 1, max_ongoing_requests: int = 64,
+        searchers: int = 2, searcher_copies: int = 1, replicas: int = 1, max_ongoing_requests: int | None = None,
         stop: threading.Event | None = None) -> int:
     """Run the service until `stop` is set or a signal arrives (see the module docstring)."""
     import ray
@@ -173,7 +173,7 @@ def run(config_path: str | None, *, port: int = 3000, host: str = "127.0.0.1", d
     from codesearch.config import apply_environment_overrides, load_config
     from codesearch.runtime.searchers import SearcherPool, publish_deployment
     from codesearch.service import drain
-    from codesearch.service.deployment import search_application
+    from codesearch.service.deployment import MAX_ONGOING_REQUESTS, search_application
     from codesearch.service.demo import demo_config
     from codesearch import environment
     from codesearch.store import Store
@@ -234,7 +234,7 @@ def run(config_path: str | None, *, port: int = 3000, host: str = "127.0.0.1", d
         deploying = True
         serve.start(http_options={"host": host, "port": port})
         serve.run(search_application(SEARCHER_PREFIX, len(pool.actors), replicas=replicas,
-                                     max_ongoing_requests=max_ongoing_requests, public_url=public_url,
+                                     max_ongoing_requests=max_ongoing_requests or MAX_ONGOING_REQUESTS, public_url=public_url,
                                      data_dir=data_dir, drain_timeout_s=drain_s),
                   name=APP_NAME, route_prefix="/")
         deployed = True
