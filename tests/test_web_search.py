@@ -226,6 +226,24 @@ def test_search_streams_highlighted_results(owner_page, web):
     shots(page, "results")
 
 
+def test_results_are_shown_in_rank_order(owner_page, web):
+    """Searchers answer in any order; the page keeps the files in rank order (each streamed file
+    carries its score), so the defining file of an identifier is on top, as in /api/search."""
+    query = "handle_request"
+    r = httpx.post(web["url"] + "/api/stream_search", json={"query": query, "matches": 100, "contextLines": 1},
+                   headers={"Authorization": f"Bearer {web['key']}"}, timeout=60)
+    chunks = [json.loads(line[6:]) for line in r.text.split("\n") if line.startswith('data: {"type":"chunk"')]
+    assert len(chunks) == 2  # one per searcher
+    score = {(f["repository"], f["fileName"]["text"]): f["score"] for c in chunks for f in c["files"]}
+    assert len(set(score.values())) > 1, "the query must rank its files differently"
+    search(owner_page, web, query)
+    shown = [(s["repo"], s["path"]) for s in visible_sections(owner_page)]
+    assert sorted(shown) == sorted(score)
+    assert [score[k] for k in shown] == sorted((score[k] for k in shown), reverse=True)
+    top = api_search(web, query)["files"][0]
+    assert score[shown[0]] == score[(top["repository"], top["fileName"]["text"])] == max(score.values())
+
+
 def test_regex_and_case_toggles_are_in_the_url(owner_page, web):
     page = owner_page
     search(page, web, "handle_req.est")

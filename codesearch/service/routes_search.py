@@ -161,6 +161,10 @@ def _error_payload(exc: BaseException) -> dict:
     return {"type": "error", "error": {"statusCode": status, "errorCode": code, "message": message}}
 
 
+def _file_key(f: dict) -> tuple:
+    return f["repositoryId"], f["fileName"]["text"], tuple(f["branches"])
+
+
 class StreamMerger:
     """Merges searcher answers one at a time, keeping the `matches` budget across chunks."""
 
@@ -173,7 +177,10 @@ class StreamMerger:
         self.truncated = False
 
     def chunk(self, partial) -> dict:
-        """The ``chunk`` event for one searcher's `PartialResult`."""
+        """The ``chunk`` event for one searcher's `PartialResult`. Its files are ranked, and each
+        carries its ranking ``score`` (an extra field), so that a client can keep the files of
+        all chunks in rank order as they arrive (`/api/search` needs none: it ranks them all)."""
+        scores = {_file_key(f[3]): f[0] for f in partial.files}
         remaining = self.options.matches - self.sent
         t0 = time.perf_counter_ns()
         if remaining > 0:
@@ -189,7 +196,8 @@ class StreamMerger:
             self.acc.flushReason = FLUSH_TIMER
         self.sent += stats["actualMatchCount"]
         self.truncated |= partial.truncated or partial.total_matches > stats["actualMatchCount"]
-        return {"type": "chunk", "stats": stats, "files": merged["files"], "repositoryInfo": merged["repositoryInfo"]}
+        files = [{**f, "score": scores.get(_file_key(f), 0)} for f in merged["files"]]
+        return {"type": "chunk", "stats": stats, "files": files, "repositoryInfo": merged["repositoryInfo"]}
 
     def missed(self, missed: Stats) -> None:
         """Count what searchers that gave no answer would have searched (crashes, shards)."""

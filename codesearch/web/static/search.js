@@ -254,9 +254,20 @@
       if (b) setFilter(b.dataset.facet, b.dataset.value);
     });
 
+    // Files arrive in chunks, one per searcher, as each answers; each chunk is ranked and every
+    // file carries its score. A file goes before the first one shown with a lower score, so the
+    // page is in rank order whatever order the searchers answer in (ties keep arrival order).
+    function place(node, score) {
+      node.dataset.score = String(score);
+      for (const other of results.children) {
+        if (Number(other.dataset.score) < score) { results.insertBefore(node, other); return; }
+      }
+      results.append(node);
+    }
+
     function addFiles(files) {
       for (const f of files || []) {
-        results.append(renderFile(f, cfg));
+        place(renderFile(f, cfg), typeof f.score === "number" ? f.score : 0);
         state.files++;
         state.matches += fileMatchCount(f);
         const lang = f.language || "";
