@@ -108,19 +108,21 @@ def _list_file(name: str, url: str, result: ListResult) -> None:
             if m not in matches:
                 matches.append(m)
     if not matches:
-        warn(f"no path matches {pattern!r}")
+        warn("no path matches the connection's file:// url")
         return
+    base = _fixed_prefix(pattern)
     seen: set[str] = set()
     for path in matches:
+        shown = os.path.relpath(path, base)  # warnings reach every user: no server paths in them
         if not os.path.isdir(path):
-            warn(f"skipped {path}: not a directory")
+            warn(f"skipped {shown}: not a directory")
             continue
         if not is_repo_root(path):
-            warn(f"skipped {path}: not a git repository")
+            warn(f"skipped {shown}: not a git repository")
             continue
         repo_name = local_repo_name(path)
         if repo_name in seen:
-            warn(f"skipped {path}: another repository here is already named {repo_name!r}")
+            warn(f"skipped {shown}: another repository here is already named {repo_name!r}")
             continue
         seen.add(repo_name)
         result.repos.append(HostRepo(
@@ -133,7 +135,13 @@ def _list_file(name: str, url: str, result: ListResult) -> None:
             local_path=path,
         ))
     if not result.repos:
-        warn(f"none of the {len(matches)} path(s) matching {pattern!r} is a git repository")
+        warn(f"none of the {len(matches)} path(s) matching the connection's file:// url is a git repository")
+
+
+def _fixed_prefix(pattern: str) -> str:
+    """The folder of `pattern` above its first glob character: what warnings name paths under."""
+    head = re.split(r"[*?\[{]", pattern, maxsplit=1)[0]
+    return head if head.endswith("/") else os.path.dirname(head) or "/"
 
 
 @register("git")

@@ -245,6 +245,9 @@ class SchedulerActor(Scheduler):
     def __init__(self, config_path: str, data_dir: str, options: RuntimeOptions | None = None):
         import ray
 
+        from codesearch import environment
+
+        environment.configure_logging()  # SOURCEBOT_LOG_LEVEL in this actor's process too
         self._pool = None
         super().__init__(config_path, data_dir, options, on_index_change=self._refresh)
         self._stop = threading.Event()

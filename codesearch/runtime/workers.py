@@ -300,6 +300,9 @@ class _ActorMixin:
     """Starts the worker's loop on a thread when the actor starts (and restarts)."""
 
     def _start_loop(self) -> None:
+        from codesearch import environment
+
+        environment.configure_logging()  # SOURCEBOT_LOG_LEVEL in this actor's process too
         self._thread = threading.Thread(target=self.loop, name=f"{self.worker_id}-loop", daemon=True)
         self._thread.start()
 
