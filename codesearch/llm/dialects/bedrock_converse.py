@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from codesearch.llm.dialects import add_turn
 from codesearch.llm.spec import ModelSpec, Reply, object_call
 
 
@@ -21,10 +22,7 @@ def body(spec: ModelSpec, messages: list[dict], tools: list[dict], tool_choice: 
     out: list[dict] = []
 
     def add(role: str, blocks: list[dict]) -> None:
-        if out and out[-1]["role"] == role:
-            out[-1]["content"].extend(blocks)
-        else:
-            out.append({"role": role, "content": blocks})
+        add_turn(out, role, blocks)
 
     for msg in messages:
         role, content = msg.get("role"), msg.get("content") or ""

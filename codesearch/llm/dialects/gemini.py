@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from codesearch.llm.dialects import add_turn
 from codesearch.llm.spec import ModelSpec, Reply, object_call
 
 #: Schema keywords the API accepts in function parameters.
@@ -59,11 +60,8 @@ def body(spec: ModelSpec, messages: list[dict], tools: list[dict], tool_choice: 
     contents: list[dict] = []
     names: dict[str, str] = {}  # tool call id -> function name, for the responses
 
-    def add(role: str, parts: list[dict]) -> None:
-        if contents and contents[-1]["role"] == role:
-            contents[-1]["parts"].extend(parts)
-        else:
-            contents.append({"role": role, "parts": parts})
+    def add(role: str, blocks: list[dict]) -> None:
+        add_turn(contents, role, blocks, key="parts")
 
     for msg in messages:
         role, content = msg.get("role"), msg.get("content") or ""
