@@ -6,7 +6,7 @@ PY      := $(VENV)/bin/python
 DATA    ?= .data
 STAMP   := $(VENV)/.installed
 
-.PHONY: install deps inspector test serve bench notebooks clean
+.PHONY: install deps inspector test serve bench bench-deps notebooks clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -64,7 +64,23 @@ serve: install deps
 	RAY_AUTH_MODE=disabled FORCE_ENABLE_ANONYMOUS_ACCESS=$${FORCE_ENABLE_ANONYMOUS_ACCESS:-true} \
 	  $(VENV)/bin/codesearch serve --port $(PORT) --data-dir $(DATA) $(if $(CONFIG),--config $(CONFIG))
 
-bench: install deps
+# Debian packages the benchmarks alone need (not `make test`): codesearch (Google's cindex/csearch,
+# the engine benchmark's peer) and npm (bench/corpus.py fetches two projects with `npm pack`);
+# apt-get update first, since bench/corpus.py also fetches Debian packages with `apt-get download`.
+bench-deps: deps
+	@missing=""; \
+	  command -v cindex >/dev/null && command -v csearch >/dev/null || missing="$$missing codesearch"; \
+	  command -v npm >/dev/null || missing="$$missing npm"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq; \
+	  if [ -n "$$missing" ]; then \
+	    echo "installing Debian packages:$$missing"; \
+	    $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	  fi
+
+# The corpus (~974 MB, once), then the engine benchmark (builds and queries beside cindex/csearch
+# and rg). The scale benchmark takes hours: run bench/bench_scale.py by hand (bench/README.md).
+bench: install bench-deps
 	$(PY) bench/corpus.py && $(PY) bench/bench_engine.py
 
 clean:

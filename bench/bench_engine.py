@@ -1,22 +1,26 @@
 #!/usr/bin/env python3
-"""End-to-end benchmark of the codesearch engine against ripgrep and a brute-force scan.
+"""End-to-end benchmark of the codesearch engine beside csearch/cindex, ripgrep and a brute-force scan.
 
 Usage:
     python bench/corpus.py                  # once: the corpus in bench/.corpus/
-    python bench/bench_engine.py            # build the index, time the query classes
+    python bench/bench_engine.py            # build the indexes, time the query classes
     python bench/bench_engine.py --quick    # smoke run on one project
 
-What one run measures (see bench/README.md):
-  * index build of the corpus (one repository per project directory): MB/s of wall time,
-    MB per CPU-second (per core), postings and total index size as a fraction of the corpus;
+What one run measures (see bench/README.md), the page cache warm for every tool:
+  * the index builds, each a whole process, one after the other: Google's `cindex`, ours without
+    ctags, ours with ctags (the one searched): wall and CPU seconds, MB/s, size on disk, postings
+    size as a fraction of the corpus, and the ratio of our wall time to cindex's;
   * per query class: median and p95 latency over --runs runs, after one warm-up run, of
     (a) `Searcher.search(..., matches=100)` in this process,
-    (b) `rg` over the corpus directory with its whole output read from a pipe,
-    (c) `rg ... | head -n 100` (ripgrep with a cap of 100 lines, like the engine's cap),
-    (d) a brute-force scan in Python (read every file, google-re2 search), --brute-runs runs;
+    (b) `csearch` over cindex's index, whole output and `| head -n 100`,
+    (c) `rg` over the corpus directory with its whole output read from a pipe,
+    (d) `rg ... | head -n 100` (ripgrep with a cap of 100 lines, like the engine's cap),
+    (e) a brute-force scan in Python (read every file, google-re2 search), --brute-runs runs;
+    and the engine's candidate files, files loaded and bytes verified (its `stats`);
   * per query class a correctness check: the engine's set of matching files with an
     unlimited match cap equals `rg -l`'s (minus the files the engine does not content-index
-    by SPEC §3: larger than maxFileSize, more distinct trigrams than maxTrigramCount, NUL byte).
+    by SPEC §3: larger than maxFileSize, more distinct trigrams than maxTrigramCount, NUL byte);
+  * issue 12's engine targets, ✓/✗.
 """
 from __future__ import annotations
 
@@ -24,7 +28,6 @@ import argparse
 import math
 import os
 import platform
-import resource
 import shutil
 import statistics
 import subprocess
@@ -38,6 +41,10 @@ import re2
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(HERE))  # builds, peers
+
+from builds import Build, build_cindex, build_engine  # noqa: E402
+from peers import csearch_version, make_csearch_runner  # noqa: E402
 
 CORPUS = HERE / ".corpus"
 WORK = HERE / ".work"
@@ -131,6 +138,7 @@ def machine_info() -> list[str]:
         f"- RAM: {ram}",
         f"- Python: {platform.python_version()} ({sys.executable})",
         f"- ripgrep: {rgv}",
+        f"- csearch/cindex: {csearch_version()}",
         f"- OS: {platform.platform()}",
         f"- load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (other work on the machine skews the numbers)",
     ]
@@ -330,18 +338,8 @@ def fmt_ratio(a: float | None, b: float | None) -> str:
     return f"{r:.1f}×" if r < 100 else f"{r:.0f}×"
 
 
-def dir_bytes(path: Path) -> int:
-    total = 0
-    for dirpath, _d, filenames in os.walk(path):
-        for fn in filenames:
-            total += os.path.getsize(os.path.join(dirpath, fn))
-    return total
-
-
-def cpu_seconds() -> float:
-    s = resource.getrusage(resource.RUSAGE_SELF)
-    c = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return s.ru_utime + s.ru_stime + c.ru_utime + c.ru_stime
+def say(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
 
 
 def main() -> int:
@@ -353,7 +351,11 @@ def main() -> int:
     ap.add_argument("--index-dir", default=str(WORK / "index"), help="where the index is built (wiped first)")
     ap.add_argument("--reuse-index", action="store_true", help="do not rebuild when the index directory exists")
     ap.add_argument("--no-brute", action="store_true", help="skip the brute-force scan")
-    ap.add_argument("--no-ctags", action="store_true", help="build with IndexSettings(ctags=False) (symbols off)")
+    ap.add_argument("--no-ctags", action="store_true",
+                    help="build and search only the index without symbols (IndexSettings(ctags=False))")
+    ap.add_argument("--no-csearch", action="store_true", help="leave out cindex/csearch")
+    ap.add_argument("--csearch-index", default=str(WORK / "csearch" / "index"),
+                    help="cindex's index file ($CSEARCHINDEX; default bench/.work/csearch/index)")
     ap.add_argument("--show", type=int, default=3, help="print this many engine results of the first query")
     args = ap.parse_args()
     if args.quick:
@@ -362,6 +364,8 @@ def main() -> int:
         args.brute_runs = min(args.brute_runs, 1)
         if args.index_dir == str(WORK / "index"):
             args.index_dir = str(WORK / "index-quick")
+        if args.csearch_index == str(WORK / "csearch" / "index"):
+            args.csearch_index = str(WORK / "csearch" / "index-quick")
 
     if not CORPUS.is_dir():
         print(f"no corpus at {CORPUS}: run python bench/corpus.py first", file=sys.stderr)
@@ -386,10 +390,10 @@ def main() -> int:
     engine_error = None
     search_error = None
     try:
-        from codesearch.index.builder import IndexSettings, index_paths
+        from codesearch.index.builder import IndexSettings
     except Exception as e:  # noqa: BLE001 - reported, the rest still runs
         engine_error = f"{type(e).__name__}: {e}"
-        IndexSettings = index_paths = None  # type: ignore[assignment]
+        IndexSettings = None  # type: ignore[assignment]
     try:
         from codesearch.search.engine import Searcher
     except Exception as e:  # noqa: BLE001 - reported, the rest still runs
@@ -419,43 +423,40 @@ def main() -> int:
 
     rel_projects = [p.name for p in projects]
 
-    # ---------------------------------------------------------------- build
+    # ---------------------------------------------------------------- builds
+    # Warm the page cache for everyone first: one pass of rg reads every file.
+    warm_q = QueryCase("warm", "zzqqxxwarmup", False, True)
+    run_rg_full_scoped = make_rg_runner(rel_projects if args.projects else None)
+    run_rg_full_scoped(warm_q, rg_root, "full")
+
     build_rows: list[tuple[str, str]] = []
+    builds: dict[str, Build] = {}
+    csearch_index = Path(args.csearch_index)
+    use_csearch = not args.no_csearch and bool(shutil.which("cindex")) and bool(shutil.which("csearch"))
+    if not args.no_csearch and not use_csearch:
+        print("cindex/csearch not found (Debian package codesearch: `make bench-deps`): csearch left out\n")
+    if use_csearch:
+        if args.reuse_index and csearch_index.is_file():
+            build_rows.append(("cindex", f"reused {csearch_index} (not timed)"))
+        else:
+            say("building: cindex")
+            builds["cindex"] = build_cindex(projects, csearch_index)
     searcher = None
     mapper = RepoMapper(projects)
     index_dir = Path(args.index_dir)
     if engine_error is None:
         try:
             if args.reuse_index and index_dir.is_dir() and any(index_dir.iterdir()):
-                build_rows.append(("index build", f"reused {index_dir} (not timed)"))
-                stats = None
+                build_rows.append(("codesearch", f"reused {index_dir} (not timed)"))
             else:
-                if index_dir.exists():
-                    shutil.rmtree(index_dir)
-                index_dir.mkdir(parents=True)
-                c0 = cpu_seconds()
-                t0 = time.perf_counter()
-                stats = index_paths([str(p) for p in projects], str(index_dir), settings)
-                wall = time.perf_counter() - t0
-                cpu = cpu_seconds() - c0
-                mb = corpus.bytes / 1e6
-                build_rows += [
-                    ("corpus", f"{mb:.1f} MB, {len(corpus.files)} files, {len(projects)} repositories"),
-                    ("engine's input_bytes / files", f"{stats.input_bytes / 1e6:.1f} MB / {stats.files}"),
-                    ("build wall time", f"{wall:.1f} s (engine's own: {stats.seconds:.1f} s)"),
-                    ("build throughput", f"**{mb / wall:.1f} MB/s** wall; {mb / cpu:.1f} MB per CPU-second "
-                                         f"(CPU {cpu:.1f} s incl. child processes)"),
-                    ("shards", f"{len(stats.shards)} (settings: ctags={getattr(settings, 'ctags', '?')}, "
-                               f"shard_max_bytes={getattr(settings, 'shard_max_bytes', '?')}; "
-                               f"skipped {getattr(stats, 'skipped', '?')} files, {len(getattr(stats, 'warnings', []))} warnings)"),
-                    ("postings size", f"{stats.postings_bytes / 1e6:.1f} MB = "
-                                      f"**{stats.postings_bytes / corpus.bytes:.3f}× corpus**"),
-                    ("index size (total)", f"{stats.total_bytes / 1e6:.1f} MB = "
-                                           f"**{stats.total_bytes / corpus.bytes:.3f}× corpus**"),
-                ]
-                on_disk = dir_bytes(index_dir)
-                if abs(on_disk - stats.total_bytes) > 0.01 * max(on_disk, 1):
-                    build_rows.append(("index dir on disk", f"{on_disk / 1e6:.1f} MB (differs from total_bytes)"))
+                if not args.no_ctags:  # the build without symbols, timed and thrown away
+                    scratch = index_dir.with_name(index_dir.name + "-nosymbols")
+                    say("building: codesearch without ctags")
+                    builds["without ctags"] = build_engine(projects, scratch, ctags=False)
+                    shutil.rmtree(scratch)
+                key = "without ctags" if args.no_ctags else "with ctags"
+                say(f"building: codesearch {key}")
+                builds[key] = build_engine(projects, index_dir, ctags=not args.no_ctags)
             if Searcher is not None:
                 t0 = time.perf_counter()
                 searcher = Searcher(str(index_dir))
@@ -470,11 +471,8 @@ def main() -> int:
     if engine_error is not None:
         build_rows.append(("engine", f"unavailable: {engine_error}"))
 
-    print("## Index build\n")
-    print("| measure | value |\n|---|---|")
-    for k, v in build_rows:
-        print(f"| {k} | {v} |")
-    print()
+    print("## Index build (each a whole process, one run; page cache warm)\n")
+    print_builds(builds, corpus, build_rows)
     sys.stdout.flush()
 
     # Skipped files as the engine reports them (lang:skipped), compared with the SPEC rule.
@@ -492,11 +490,7 @@ def main() -> int:
         print()
 
     # ---------------------------------------------------------------- queries
-    # Warm the page cache for everyone: one pass of rg over everything.
-    warm_q = QueryCase("warm", "zzqqxxwarmup", False, True)
-    run_rg_full_scoped = make_rg_runner(rel_projects if args.projects else None)
-    run_rg_full_scoped(warm_q, rg_root, "full")
-
+    run_csearch = make_csearch_runner(csearch_index, CORPUS) if use_csearch else None
     indexable = corpus.indexable()
     rows = []
     for qi, q in enumerate(QUERIES):
@@ -527,6 +521,8 @@ def main() -> int:
                                    len(cs_set - rg_set_indexable), len(rg_set_indexable - cs_set))
                 row["exhaustive_full"] = full.get("isSearchExhaustive")
                 capped = cs_search(searcher, q, 100)
+                row["cs_stats"] = capped.get("stats", {})
+                row["cs_capped_files"] = len(capped.get("files", []))
                 row["cs_capped_matches"] = capped.get("stats", {}).get("actualMatchCount")
                 row["cs_capped_exhaustive"] = capped.get("isSearchExhaustive")
                 ts = time_runs(lambda: cs_search(searcher, q, 100), args.runs)
@@ -538,6 +534,12 @@ def main() -> int:
         row["rg_lines"] = run_rg_full_scoped(q, rg_root, "full")
         ts = time_runs(lambda: run_rg_full_scoped(q, rg_root, "capped"), args.runs)
         row["rgcap"] = (statistics.median(ts), percentile(ts, 95))
+        if run_csearch is not None:
+            row["gcs_files"] = len(run_csearch(q, "files"))
+            ts = time_runs(lambda: run_csearch(q, "full"), args.runs)
+            row["gcs"] = (statistics.median(ts), percentile(ts, 95))
+            ts = time_runs(lambda: run_csearch(q, "capped"), args.runs)
+            row["gcscap"] = (statistics.median(ts), percentile(ts, 95))
         if not args.no_brute and args.brute_runs > 0:
             hits: set[str] = set()
 
@@ -600,7 +602,135 @@ def main() -> int:
             print(f"\nnote {row['q'].cls}: isSearchExhaustive is false even with an unlimited cap")  # type: ignore[union-attr]
     if mapper.unknown:
         print(f"\nrepository names not mapped to a corpus directory: {sorted(mapper.unknown)[:5]}")
+    print()
+    print_peers(rows, args.runs)
+    print_targets(rows, builds, corpus)
+    print(f"\nload average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
+
+
+# ----------------------------------------------------------------------------- issue 12 tables
+
+#: issue 12's engine targets: engine p50 ÷ peer p50 at most this.
+RARE_VS_CSEARCH = 0.5
+EVERY_VS_PEER = 1.0
+BUILD_VS_CINDEX_SYMBOLS = 1.5
+BUILD_VS_CINDEX_PLAIN = 1.0
+POSTINGS_MAX = 0.35
+
+#: Engine stats shown per class, by the first name the engine reports (newer names first).
+STAT_COLUMNS = [
+    ("candidate files", ("candidateFiles", "ngramMatches")),
+    ("files loaded", ("filesLoaded",)),
+    ("bytes verified", ("bytesVerified", "contentBytesLoaded")),
+]
+
+
+def stat(st: dict, names: tuple[str, ...]):
+    for n in names:
+        if n in st:
+            return st[n], n
+    return None, None
+
+
+def div(a: float | None, b: float | None) -> float | None:
+    return a / b if a is not None and b else None
+
+
+def fmt_x(r: float | None) -> str:
+    return "–" if r is None else f"{r:.2f}×"
+
+
+def mark(ok: bool | None) -> str:
+    return "–" if ok is None else ("✓" if ok else "✗")
+
+
+def print_builds(builds: dict, corpus: Corpus, notes: list[tuple[str, str]]) -> None:
+    """One row per build, with throughput, size and the ratio to cindex's wall time."""
+    mb = corpus.bytes / 1e6
+    ref = builds.get("cindex")
+    print(f"Corpus {mb:.1f} MB in {len(corpus.files)} files.\n")
+    print("| build | wall s | CPU s | MB/s wall | MB per CPU-s | ÷ cindex wall | on disk MB (× corpus) | postings MB (× corpus) | shards |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for key, b in builds.items():
+        post = b.stats.get("postings_bytes")
+        print(f"| {b.what} | {b.wall:.1f} | {b.cpu:.1f} | {mb / b.wall:.1f} | {mb / max(b.cpu, 1e-9):.1f} | "
+              f"{fmt_x(div(b.wall, ref.wall if ref else None))} | {b.size / 1e6:.1f} ({b.size / corpus.bytes:.3f}×) | "
+              + (f"{post / 1e6:.1f} ({post / corpus.bytes:.3f}×)" if post is not None else "–")
+              + f" | {b.stats.get('shards', '–')} |")
+    for key, b in builds.items():
+        if b.stats:
+            print(f"\n{b.what}: input {b.stats['input_bytes'] / 1e6:.1f} MB in {b.stats['files']} files, "
+                  f"{b.stats['skipped']} not content-indexed, {b.stats['warnings']} warnings; the engine's own "
+                  f"timer {b.stats['seconds']:.1f} s (the rest of the wall time is process start and imports).")
+    if "cindex" in builds:
+        print("\ncindex's index holds postings and file names only (no contents): its size is its postings size.")
+    for k, v in notes:
+        print(f"\n{k}: {v}")
+    print()
+
+
+def print_peers(rows: list[dict], runs: int) -> None:
+    """Engine vs csearch vs rg | head -n 100, per class (issue 12), with the engine's stats."""
+    print(f"## Engine beside csearch and rg (p50 of {runs} runs, ms; engine ÷ peer below 1× = the engine is faster)\n")
+    print("| class | engine | csearch | csearch \\| head -n 100 | rg \\| head -n 100 | engine ÷ csearch | "
+          "engine ÷ csearch\\|head | engine ÷ rg\\|head | files: engine / csearch / rg | "
+          + " | ".join(name for name, _ in STAT_COLUMNS) + " | matching files in the answer |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---|" + "---:|" * len(STAT_COLUMNS) + "---:|")
+    used = set()
+    for row in rows:
+        q = row["q"]
+        e = row["cs"][0] if row.get("cs") else None
+        g = row["gcs"][0] if row.get("gcs") else None
+        gc = row["gcscap"][0] if row.get("gcscap") else None
+        rc = row["rgcap"][0]
+        st = row.get("cs_stats", {})
+        cells = []
+        for _, names in STAT_COLUMNS:
+            v, n = stat(st, names)
+            if n:
+                used.add(n)
+            cells.append("–" if v is None else f"{v:,}")
+        print(f"| {q.cls} | {fmt_ms(e)} | {fmt_ms(g)} | {fmt_ms(gc)} | {fmt_ms(rc)} | {fmt_x(div(e, g))} | "
+              f"{fmt_x(div(e, gc))} | {fmt_x(div(e, rc))} | {row.get('cs_files', '–')} / {row.get('gcs_files', '–')} / "
+              f"{row['rg_files']} | " + " | ".join(cells) + f" | {row.get('cs_capped_files', '–')} |")
+    print(f"\nEngine stats of one `matches=100` search ({', '.join(sorted(used)) or 'none reported'}). "
+          "Files: matching files with no cap (engine: content-indexable files only; csearch: `csearch -l`, which "
+          "skips what cindex does not index, e.g. files with very long lines or invalid UTF-8; rg: `rg -l` on the "
+          "content-indexable files). csearch and rg are new processes each run (their start-up included); "
+          "the engine is a `Searcher` in this process, one thread.\n")
+
+
+def print_targets(rows: list[dict], builds: dict, corpus: Corpus) -> None:
+    print("## Targets of issue 12 (engine in-process)\n")
+    print(f"Per class: engine p50 ÷ csearch p50 ≤ 1× (rare literal ≤ {RARE_VS_CSEARCH}×) and ÷ `rg | head -n 100` "
+          f"≤ 1×; the last column, not a target of the issue, is the stricter ÷ `csearch | head -n 100` "
+          f"(csearch printing no more than the engine's 100 matches).\n")
+    print("| class | engine ÷ csearch | | engine ÷ rg \\| head -n 100 | | engine ÷ csearch \\| head -n 100 | |")
+    print("|---|---:|---|---:|---|---:|---|")
+    for row in rows:
+        q = row["q"]
+        e = row["cs"][0] if row.get("cs") else None
+        bound = RARE_VS_CSEARCH if q.cls == "rare literal" else EVERY_VS_PEER
+        cells = []
+        for key, b in (("gcs", bound), ("rgcap", EVERY_VS_PEER), ("gcscap", EVERY_VS_PEER)):
+            r = div(e, row[key][0] if row.get(key) else None)
+            cells.append(f"{fmt_x(r)} | {mark(None if r is None else r <= b)}")
+        print(f"| {q.cls} | " + " | ".join(cells) + " |")
+    print("\n| target | result | |\n|---|---|---|")
+    ref = builds.get("cindex")
+    for key, bound in (("with ctags", BUILD_VS_CINDEX_SYMBOLS), ("without ctags", BUILD_VS_CINDEX_PLAIN)):
+        b = builds.get(key)
+        r = div(b.wall if b else None, ref.wall if ref else None)
+        print(f"| build {key} ≤ {bound:g}× cindex (wall) | {fmt_x(r)}"
+              + (f" ({b.wall:.1f} s vs {ref.wall:.1f} s)" if r is not None else "")
+              + f" | {mark(None if r is None else r <= bound)} |")
+    for key in ("with ctags", "without ctags"):
+        b = builds.get(key)
+        if b and "postings_bytes" in b.stats:
+            r = b.stats["postings_bytes"] / corpus.bytes
+            print(f"| postings ≤ {POSTINGS_MAX}× corpus ({key}) | {r:.3f}× | {mark(r <= POSTINGS_MAX)} |")
+            break
 
 
 def make_rg_runner(projects: list[str] | None):

@@ -185,6 +185,13 @@ def ensure_repos(files: list[CorpusFile], n: int) -> tuple[Path, float | None]:
 # ----------------------------------------------------------------------------- the service
 
 
+def code_path() -> str:
+    """PYTHONPATH for the service: the codesearch of the tree this script is in (inherited by
+    Ray's processes, so the searchers and replicas run it too), ahead of whatever the venv has
+    installed. A copy of the tree at a given commit then measures that commit."""
+    return os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+
+
 def write_config(repos_root: Path, path: Path) -> None:
     config = {"$schema": "https://raw.githubusercontent.com/sourcebot-dev/sourcebot/main/schemas/v3/index.json",
               "settings": SETTINGS,
@@ -202,7 +209,7 @@ class Service:
         self.data_dir = data_dir
         self.log_path = data_dir.parent / f"{data_dir.name}.log"
         env = {**os.environ, "RAY_AUTH_MODE": "disabled", "FORCE_ENABLE_ANONYMOUS_ACCESS": "true",
-               "CODESEARCH_FIRST_SYNC_TIMEOUT_S": str(int(index_timeout))}
+               "CODESEARCH_FIRST_SYNC_TIMEOUT_S": str(int(index_timeout)), "PYTHONPATH": code_path()}
         for name in ("RAY_ADDRESS", "CONFIG_PATH", "DATA_CACHE_DIR"):
             env.pop(name, None)
         self._log = open(self.log_path, "w")
@@ -333,7 +340,7 @@ def status_kb(pid: int, field_name: str) -> int | None:
 def mapped_bytes(pid: int, under: Path) -> int:
     """Total size of the distinct files under `under` that the process has mapped (the shard
     files a searcher serves: shards are memory-mapped)."""
-    prefix = str(under) + "/"
+    prefix = str(under.resolve()) + "/"  # /proc shows resolved paths
     paths = set()
     try:
         with open(f"/proc/{pid}/maps") as f:
@@ -610,7 +617,11 @@ def main() -> int:
         f"load {load()}")
     results = []
     for n in ns:
-        results.append(run_one(n, files, args))
+        m = run_one(n, files, args)
+        results.append(m)
+        say(f"[N={n}] done: {m.shards} shards, {mb(m.index_bytes)} MB, build {secs(m.build_index)} s; p50 ms: "
+            + ", ".join(f"{cls} {p50(ts) * 1000:.1f}" for cls, ts in m.times.items())
+            + "; RssAnon MB: " + ", ".join(f"{p.role} {mb(p.rss_anon)}" for p in m.procs))
     return report(results, args, machine, sum(f.size for f in files), len(files), [p.name for p in project_dirs])
 
 

@@ -1,0 +1,100 @@
+"""Index builds timed as whole processes: ours (with and without ctags) and Google's `cindex`.
+
+Each build is one child process started and waited for here, so its wall time includes start-up
+(Python and imports for ours, next to nothing for `cindex`) and its CPU time is the kernel's
+account of the child and everything it waited for (ctags for ours), from
+``getrusage(RUSAGE_CHILDREN)`` before and after. The two tools then compare as a user runs them.
+
+Our build runs `index_paths` with the default `IndexSettings` (``ctags`` switched as asked) in a
+child Python (the codesearch of this tree first on its PYTHONPATH) and prints its `IndexStats` as JSON: the same work as ``codesearch index``, plus the
+exact postings size the command line rounds to two decimals.
+"""
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+ENGINE_BUILD = """
+import json, sys
+from codesearch.index.builder import IndexSettings, index_paths
+out, ctags, paths = sys.argv[1], sys.argv[2] == "1", sys.argv[3:]
+settings = IndexSettings()
+settings.ctags = ctags
+st = index_paths(paths, out, settings)
+print(json.dumps({"input_bytes": st.input_bytes, "files": st.files, "skipped": st.skipped,
+                  "shards": len(st.shards), "postings_bytes": st.postings_bytes,
+                  "total_bytes": st.total_bytes, "seconds": st.seconds, "warnings": len(st.warnings)}))
+"""
+
+
+@dataclass
+class Build:
+    what: str
+    wall: float  # seconds
+    cpu: float  # user + system seconds of the process and its waited-for children
+    size: int  # bytes on disk of what it wrote
+    stats: dict = field(default_factory=dict)  # ours: IndexStats as JSON
+
+    def mb_per_s(self, corpus_bytes: int) -> float:
+        return corpus_bytes / 1e6 / self.wall
+
+
+def _children_cpu() -> float:
+    c = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return c.ru_utime + c.ru_stime
+
+
+def timed(cmd: list[str], *, env: dict | None = None, cwd: Path | None = None) -> tuple[float, float, str]:
+    """(wall seconds, CPU seconds, stdout) of one process; stderr is shown on failure."""
+    c0 = _children_cpu()
+    t0 = time.perf_counter()
+    p = subprocess.run(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wall = time.perf_counter() - t0
+    cpu = _children_cpu() - c0
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd[:3])} … exited {p.returncode}: {p.stderr[-2000:]}")
+    return wall, cpu, p.stdout
+
+
+def dir_bytes(path: Path) -> int:
+    total = 0
+    for dirpath, _d, filenames in os.walk(path):
+        for fn in filenames:
+            total += os.path.getsize(os.path.join(dirpath, fn))
+    return total
+
+
+def build_engine(paths: list[Path], out: Path, ctags: bool) -> Build:
+    """Our index of `paths` (one repository each) in `out`, wiped first."""
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    wall, cpu, stdout = timed([sys.executable, "-c", ENGINE_BUILD, str(out), "1" if ctags else "0",
+                               *map(str, paths)], cwd=ROOT, env=env)
+    stats = json.loads(stdout.strip().splitlines()[-1])
+    return Build(f"codesearch {'with' if ctags else 'without'} ctags", wall, cpu, dir_bytes(out), stats)
+
+
+def cindex_env(index_file: Path) -> dict:
+    return {**os.environ, "CSEARCHINDEX": str(index_file)}
+
+
+def build_cindex(paths: list[Path], index_file: Path) -> Build:
+    """`cindex -reset` then `cindex PATHS` (the index file named by $CSEARCHINDEX). The reset is
+    not timed: it only removes the old file."""
+    index_file.parent.mkdir(parents=True, exist_ok=True)
+    env = cindex_env(index_file)
+    subprocess.run(["cindex", "-reset"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    index_file.unlink(missing_ok=True)
+    wall, cpu, _ = timed(["cindex", *map(str, paths)], env=env)
+    return Build("cindex", wall, cpu, index_file.stat().st_size)
