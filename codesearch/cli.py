@@ -57,6 +57,7 @@ def _split(value: str | None) -> list[str]:
 
 def cmd_index(args) -> int:
     from codesearch.index.builder import IndexSettings, index_paths
+    from codesearch.index.manifest import current_shards
 
     settings = IndexSettings()
     if args.max_file_size:
@@ -64,14 +65,15 @@ def cmd_index(args) -> int:
     if args.no_ctags:
         settings.ctags = False
     progress = _Progress()
-    stats = index_paths(args.paths, args.out, settings, branches=_split(args.branches), tags=_split(args.tags), progress=progress)
+    stats = index_paths(args.paths, args.out, settings, branches=_split(args.branches), tags=_split(args.tags), progress=progress,
+                        compact=not args.no_compact)
     progress.done()
     for w in stats.warnings:
         print(f"warning: {w}", file=sys.stderr)
     mb = stats.input_bytes / 1e6
     print(
         f"indexed {stats.files:,} files ({mb:,.1f} MB, {stats.skipped:,} skipped) from {len(args.paths)} "
-        f"repositor{'y' if len(args.paths) == 1 else 'ies'} into {len(stats.shards)} shard(s) in {stats.seconds:.1f}s "
+        f"repositor{'y' if len(args.paths) == 1 else 'ies'} into {len(current_shards(args.out))} shard(s) in {stats.seconds:.1f}s "
         f"({mb / max(stats.seconds, 1e-9):,.1f} MB/s); index {stats.total_bytes / 1e6:,.1f} MB, postings "
         f"{stats.postings_bytes / max(stats.input_bytes, 1):.2f}x input",
         file=sys.stderr,
@@ -321,6 +323,8 @@ def build_parser() -> argparse.ArgumentParser:
     ix.add_argument("--tags", metavar="GLOB,...", help="also index tags matching these globs")
     ix.add_argument("--max-file-size", type=int, metavar="BYTES", help="skip larger files (default 2097152)")
     ix.add_argument("--no-ctags", action="store_true", help="do not extract symbols")
+    ix.add_argument("--no-compact", action="store_true",
+                    help="keep one set of shards per repository (by default small shards are merged into compound ones)")
     ix.set_defaults(func=cmd_index)
 
     s = sub.add_parser("search", help="search an index")

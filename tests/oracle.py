@@ -19,7 +19,10 @@ and oracle agree on the same wrong tree. A tree is nested tuples:
     ("archived", "no")  ("fork", "only")  ("visibility", "private")
 
 The case-sensitivity toggle is the search's, as for the engine: it applies to text, regex, file
-and sym leaves. `search` returns the set of (repo, path, branches, start, end) match spans, plus
+and sym leaves. Match ranges come from the leaves under an even number of negations, except those
+in a part whose value does not depend on its leaves: an AND that is false for every document
+(it has ``("false",)`` or another never-true part) or an OR that is true for every document
+(it has ``("not", ("false",))`` or another always-true part) shows nothing. `search` returns the set of (repo, path, branches, start, end) match spans, plus
 the set of matching files, to compare with the engine's answer for the query.
 """
 
@@ -180,6 +183,30 @@ def walk_tree(t):
         yield from walk_tree(t[1])
 
 
+def _never(t) -> bool:
+    """`t` is false for every document, whatever its leaves say."""
+    if t[0] == "false":
+        return True
+    if t[0] == "not":
+        return _always(t[1])
+    if t[0] == "and":
+        return any(_never(c) for c in t[1:])
+    if t[0] == "or":
+        return all(_never(c) for c in t[1:])
+    return False
+
+
+def _always(t) -> bool:
+    """`t` is true for every document, whatever its leaves say."""
+    if t[0] == "not":
+        return _never(t[1])
+    if t[0] == "and":
+        return all(_always(c) for c in t[1:])
+    if t[0] == "or":
+        return any(_always(c) for c in t[1:])
+    return False
+
+
 class Oracle:
     def __init__(self, docs: list[Doc], repos: dict[str, dict] | None = None, contexts=None):
         self.docs = docs
@@ -242,7 +269,9 @@ class Oracle:
         return spans
 
     def _positive(self, t, negated=False):
-        """The leaves of `t` under an even number of negations."""
+        """The leaves of `t` under an even number of negations, outside never-true ANDs."""
+        if _never(t) or t[0] == "or" and _always(t):
+            return
         if t[0] in ("and", "or"):
             for c in t[1:]:
                 yield from self._positive(c, negated)

@@ -15,7 +15,7 @@ from codesearch.index import format as fmt
 from codesearch.index.builder import BINARY, INDEXED, TOO_LARGE, TOO_MANY_TRIGRAMS, IndexSettings, index_paths
 from codesearch.index.shard import Shard
 from codesearch.index.sources import repo_name_from_url
-from codesearch.index.trigrams import fold, string_trigrams, unique_trigrams
+from codesearch.index.trigrams import count_folded, normalize, string_trigrams, unique_trigrams, variants
 from codesearch.search.engine import Searcher
 from tests import corpus
 
@@ -114,8 +114,9 @@ def test_posting_lists_are_exact(tmp_path):
     stats = index_paths([str(tmp_path / "src")], str(tmp_path / "ix"), IndexSettings(ctags=False))
     shard = Shard(stats.shards[0])
     expected: dict[int, set[int]] = {}
-    for d in range(shard.doc_count):
-        for t in unique_trigrams(fold(shard.content(d))).tolist():
+    for d in range(shard.doc_count):  # the exact bytes' trigrams, computed here independently
+        c = shard.content(d)
+        for t in {c[i] << 16 | c[i + 1] << 8 | c[i + 2] for i in range(len(c) - 2)}:
             expected.setdefault(t, set()).add(d)
     assert sorted(expected) == shard.content_index.keys.tolist()
     for t, docs in expected.items():
@@ -231,10 +232,26 @@ def test_repo_names_from_urls(url, name):
     assert repo_name_from_url(url) == name
 
 
-def test_trigram_folding():
-    assert string_trigrams("ABC") == string_trigrams("abc")
-    assert string_trigrams("\u212aab") == string_trigrams("kab")
-    assert BitMap(unique_trigrams(fold(b"abcabc")).tolist()) == BitMap(string_trigrams("abcabc"))
+@pytest.mark.parametrize("text,case_sensitive,want", [
+    # the index keeps case; a case-insensitive query trigram stands for every case of its letters
+    ("abc", True, [["abc"]]),
+    ("ABC", True, [["ABC"]]),
+    ("aBc", False, [["abc", "Abc", "aBc", "ABc", "abC", "AbC", "aBC", "ABC"]]),
+    ("a1b", False, [["a1b", "A1b", "a1B", "A1B"]]),
+    ("12_", False, [["12_"]]),
+    ("\u212aab", True, [["kab"]]),  # Kelvin sign and long s are normalized to ASCII in the index
+    ("\u212aAB", False, [["kab", "Kab", "kAb", "KAb", "kaB", "KaB", "kAB", "KAB"]]),
+    ("abcd", True, [["abc"], ["bcd"]]),
+])
+def test_trigrams_and_their_variants(text, case_sensitive, want):
+    got = [sorted(variants(t)) for t in string_trigrams(text, case_sensitive)]
+    assert got == [sorted(int.from_bytes(v.encode(), "big") for v in vs) for vs in want]
+
+
+def test_index_trigrams_keep_case_but_the_limit_counts_folded():
+    assert BitMap(unique_trigrams(normalize(b"abcabc")).tolist()) == BitMap(string_trigrams("abcabc"))
+    assert unique_trigrams(normalize(b"Abc abc")).size == 5  # "Abc" "bc " "c a" " ab" "abc"
+    assert count_folded(unique_trigrams(normalize(b"Abc abc"))) == 4  # "abc" once
 
 
 def test_ctags_timeouts_and_failures_never_fail_a_build(tmp_path, caplog):

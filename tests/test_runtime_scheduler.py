@@ -198,18 +198,35 @@ def _status_or_none(actor):
         return None
 
 
+def test_the_compactor_merges_the_repositories_into_a_compound_shard(world):
+    """The per-repository shards become one compound shard; the scheduler refreshes the
+    searchers, which answer as before."""
+    from codesearch.runtime.compactor import start_compactor, stop_compactor
+
+    query = "alpha_marker_one or beta_marker_two or remote_widget_marker or gamma_marker_three or delta_marker_four"
+    before = _files(world.pool, query)
+    assert len(current_shards(world.index)) == 5
+    compactor = start_compactor(world.data, poll_s=0.2)
+    try:
+        _wait(lambda: len(current_shards(world.index)) == 1, what="one compound shard")
+        _wait(lambda: _files(world.pool, query) == before, what="the searchers refreshed by the scheduler")
+        assert ray.get(compactor.stats.remote())["merged_shards"] == 5
+    finally:
+        stop_compactor(compactor)
+
+
 def test_a_removed_connection_is_garbage_collected_after_the_grace_period(world):
     repo = world.remote_repo()
     mirror = os.path.join(world.data, "repos", str(repo.id))
-    shards = read_manifest(world.index)["repos"][str(repo.id)]["shards"]
     world.write_config(remote=False)
     _wait(lambda: world.store.find_repo(repo.name) is None, what="the repo row deleted")
     _wait(lambda: not os.path.exists(mirror), timeout=5, what="the mirror removed")
-    assert str(repo.id) not in read_manifest(world.index)["repos"]
-    assert not any(os.path.exists(os.path.join(world.index, s)) for s in shards)
+    _wait(lambda: str(repo.id) not in read_manifest(world.index)["repos"], timeout=5, what="out of the index")
+    man = read_manifest(world.index)
+    # its documents are tombstoned in the compound shard it shares with the local repositories
+    assert all(repo.id not in e["repos"] or repo.id in e["dead"] for e in man["shards"].values())
     assert [c.name for c in world.store.list_connections()] == ["local"]
     world.pool.refresh(world.index)
-    assert len(current_shards(world.index)) >= 3
     assert _files(world.pool, "remote_widget_marker") == set()
     assert _files(world.pool, "gamma_marker_three") == {"gamma.py"}
 
@@ -230,4 +247,25 @@ def test_search_contexts_from_the_config(tmp_path):
     sched.apply_contexts()
     assert store.find_search_context("only-a").repo_names == ["example.com/x/one"]
     assert store.find_search_context("all-x").repo_names == ["example.com/x/one", "example.com/x/two"]
+    store.close()
+
+
+def test_startup_reindexes_what_an_older_codesearch_indexed(tmp_path):
+    """An index whose manifest (or shards) an older codesearch wrote is never read: start-up
+    queues an index job for each of its repositories, so it is rebuilt."""
+    from codesearch.runtime.scheduler import Scheduler
+
+    cfg = tmp_path / "c.json"
+    cfg.write_text('{"connections": {"a": {"type": "git", "url": "https://example.com/x/one.git"}}}')
+    sched = Scheduler(str(cfg), str(tmp_path / "data"))
+    store = sched.store
+    ids = store.upsert_repos("a", [{"name": f"example.com/x/{n}", "code_host_type": "genericGitHost",
+                                    "clone_url": f"https://example.com/x/{n}.git"} for n in ("one", "two")]).ids
+    one = ids["example.com/x/one"]
+    os.makedirs(sched.index_dir, exist_ok=True)
+    with open(os.path.join(sched.index_dir, "manifest.json"), "w") as f:  # a format-1 manifest
+        json.dump({"format": 1, "generation": 1, "repos": {str(one): {"name": "x", "generation": 1, "shards": []}}}, f)
+    out = sched.startup()
+    assert out["stale"] == [one]
+    assert [j.repo_id for j in store.list_jobs(kind=m.INDEX_JOB, state=m.PENDING)] == [one]
     store.close()

@@ -15,6 +15,7 @@ becomes a serialized roaring bitmap; the sections of `codesearch.index.format` a
 from __future__ import annotations
 
 import array
+import hashlib
 import logging
 import os
 import re
@@ -33,7 +34,7 @@ from codesearch.index import manifest
 from codesearch.index.language import SKIPPED, detect, rank_class, wants_symbols
 from codesearch.index.sources import RepoInfo, SourceFile, open_source
 from codesearch.index.symbols import SymbolExtractor
-from codesearch.index.trigrams import fold, unique_trigrams
+from codesearch.index.trigrams import count_folded, normalize, unique_trigrams
 
 log = logging.getLogger(__name__)
 
@@ -67,7 +68,9 @@ class IndexStats:
 
 
 @dataclass
-class _Doc:
+class BuildDoc:
+    """A document on its way into a shard: what the builder (or the compactor) writes."""
+
     path: str
     size: int
     mask: int
@@ -78,6 +81,7 @@ class _Doc:
     name_trigrams: np.ndarray
     lines: np.ndarray
     rank: int
+    repo: int = 0  # index into the shard's repositories
 
 
 def shard_prefix(repo: RepoInfo) -> str:
@@ -97,7 +101,7 @@ class ShardBuilder:
         self.settings = settings
         self.stats = stats
         self.progress = progress
-        self.docs: list[_Doc] = []
+        self.docs: list[BuildDoc] = []
         self.content_bytes = 0
         self.symbols = SymbolExtractor(settings.ctags_timeout_s, enabled=settings.ctags)
         self.written: list[str] = []
@@ -117,8 +121,8 @@ class ShardBuilder:
             if b"\0" in content:
                 skip, content = BINARY, b""
             else:
-                trigrams = unique_trigrams(fold(content))
-                if trigrams.size > s.max_trigram_count and not always:
+                trigrams = unique_trigrams(normalize(content))
+                if count_folded(trigrams) > s.max_trigram_count and not always:
                     skip, content, trigrams = TOO_MANY_TRIGRAMS, b"", _EMPTY
         lines = _EMPTY
         if skip == INDEXED:
@@ -131,8 +135,8 @@ class ShardBuilder:
         lang = SKIPPED if skip else detect(f.path, content)
         if wants_symbols(lang):
             self.symbols.submit(len(self.docs), f.path, content)
-        name_tri = unique_trigrams(fold(f.path.encode("utf-8", "replace")))
-        self.docs.append(_Doc(f.path, f.size, f.branch_mask, skip, lang, content, trigrams, name_tri, lines, rank_class(f.path)))
+        name_tri = unique_trigrams(normalize(f.path.encode("utf-8", "replace")))
+        self.docs.append(BuildDoc(f.path, f.size, f.branch_mask, skip, lang, content, trigrams, name_tri, lines, rank_class(f.path)))
         self.content_bytes += len(content)
         self.stats.files += 1
         self.stats.input_bytes += f.size
@@ -155,11 +159,10 @@ class ShardBuilder:
         syms = [symbols.get(i, ()) for i in order]
         self.docs, self.content_bytes = [], 0
         path = os.path.join(self.out_dir, f"{self.name}.{len(self.written)}{fmt.SUFFIX}")
-        sections = _sections(self.repo, docs, syms)
-        size = fmt.write_shard(path, sections)
+        size, postings = write_docs(path, [self.repo], docs, syms)
         self.written.append(path)
         self.stats.total_bytes += size
-        self.stats.postings_bytes += len(sections["ctg.post"]) + len(sections["ntg.post"])
+        self.stats.postings_bytes += postings
 
 
 _EMPTY = np.empty(0, dtype=np.uint32)
@@ -193,7 +196,26 @@ def _postings(per_doc: list[np.ndarray]) -> dict[str, object]:
     }
 
 
-def _sections(repo: RepoInfo, docs: list[_Doc], syms: list) -> dict[str, object]:
+def write_docs(path: str, repos: list[RepoInfo], docs: list[BuildDoc], syms: list) -> tuple[int, int]:
+    """Write one shard of `docs` (in this order; ``doc.repo`` indexes `repos`) with their symbols
+    `syms` (one list per document); returns (file size, posting bytes)."""
+    sections = _sections(repos, docs, syms)
+    size = fmt.write_shard(path, sections)
+    return size, len(sections["ctg.post"]) + len(sections["ntg.post"])
+
+
+def symbol_key(name: bytes) -> int:
+    """The ``sym.lkey`` of a symbol name: an 8-byte BLAKE2b of its ASCII-lower-cased bytes."""
+    return int.from_bytes(hashlib.blake2b(name.lower(), digest_size=8).digest(), "little")
+
+
+def _symbol_keys(names: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
+    keys = np.fromiter((symbol_key(n) for n in names), dtype=np.uint64, count=len(names))
+    order = np.argsort(keys, kind="stable").astype(np.uint32)
+    return keys[order], order
+
+
+def _sections(repos: list[RepoInfo], docs: list[BuildDoc], syms: list) -> dict[str, object]:
     languages = sorted({d.language for d in docs})
     lang_idx = {l: i for i, l in enumerate(languages)}
     kinds = sorted({s.kind for ss in syms for s in ss} | {s.parent_kind for ss in syms for s in ss})
@@ -204,17 +226,18 @@ def _sections(repo: RepoInfo, docs: list[_Doc], syms: list) -> dict[str, object]
     sym_parents = [s.parent.encode() for s in flat_syms]
     content = _postings([d.trigrams for d in docs])
     names = _postings([d.name_trigrams for d in docs])
+    lkey, lidx = _symbol_keys(sym_names)
     return {
         "meta": {
             "format": fmt.FORMAT_VERSION,
-            "repos": [repo.to_json()],
+            "repos": [repo.to_json() for repo in repos],
             "languages": languages,
             "symbolKinds": kinds,
             "docCount": len(docs),
             "symbolCount": len(flat_syms),
             "createdAt": time.time(),
         },
-        "doc.repo": np.zeros(len(docs), dtype=np.uint32),
+        "doc.repo": np.array([d.repo for d in docs], dtype=np.uint32),
         "doc.lang": np.array([lang_idx[d.language] for d in docs], dtype=np.uint16),
         "doc.skip": np.array([d.skip for d in docs], dtype=np.uint8),
         "doc.size": np.array([d.size for d in docs], dtype=np.uint64),
@@ -235,6 +258,8 @@ def _sections(repo: RepoInfo, docs: list[_Doc], syms: list) -> dict[str, object]
         "sym.pnam": b"".join(sym_parents),
         "sym.poff": _offsets([len(n) for n in sym_parents]),
         "sym.pknd": np.array([kind_idx[s.parent_kind] for s in flat_syms], dtype=np.uint16),
+        "sym.lkey": lkey,
+        "sym.lidx": lidx,
     }
 
 
@@ -267,8 +292,11 @@ def index_source(source, out_dir: str, settings: IndexSettings | None = None, st
     return stats
 
 
-def index_paths(paths: list[str], out_dir: str, settings: IndexSettings | None = None, branches=(), tags=(), progress=None) -> IndexStats:
-    """Index each path as one repository (git repositories from their object store)."""
+def index_paths(paths: list[str], out_dir: str, settings: IndexSettings | None = None, branches=(), tags=(), progress=None,
+                compact: bool = False) -> IndexStats:
+    """Index each path as one repository (git repositories from their object store); with
+    `compact`, then merge the small shards into compound ones (`codesearch.index.compact`:
+    `stats.shards` names the shards as written, before the merge)."""
     stats = IndexStats()
     for p in paths:
         if not os.path.exists(p):
@@ -279,4 +307,10 @@ def index_paths(paths: list[str], out_dir: str, settings: IndexSettings | None =
         finally:
             if hasattr(source, "close"):
                 source.close()
+    if compact:
+        from codesearch.index.compact import compact as compact_index
+
+        t0 = time.perf_counter()
+        compact_index(out_dir, settings)
+        stats.seconds += time.perf_counter() - t0
     return stats

@@ -1,10 +1,10 @@
 """The shard file format: one immutable file per shard, tagged sections, a version, checksums.
 
-Layout of format version 1 (all integers little-endian)::
+Layout of format version 2 (all integers little-endian)::
 
     offset  size        field
     0       8           magic  b"CSSHARD\\n"
-    8       4           format version (u32) = 1
+    8       4           format version (u32) = 2
     12      4           section count N (u32)
     16      32 * N      table of contents, one entry per section:
                           tag      8 bytes, ASCII, right-padded with spaces
@@ -14,7 +14,8 @@ Layout of format version 1 (all integers little-endian)::
                           reserved u32 = 0
     ...                 the sections, each starting on an 8-byte boundary (zero padding)
 
-Sections written by `codesearch.index.builder` (D = documents, S = symbols, T = trigrams):
+Sections written by `codesearch.index.builder` (D = documents, S = symbols, T = trigrams). A
+shard holds the documents of one or more repositories (a compound shard, `compact.py`):
 
     meta      JSON: format, repos (id, name, displayName, codeHostType, webUrl, fileUrl
               template, branches, archived, fork, public), languages, symbol kinds, counts
@@ -30,7 +31,7 @@ Sections written by `codesearch.index.builder` (D = documents, S = symbols, T = 
     paths     UTF-8 paths, concatenated
     content   file contents, concatenated, as stored in git (any bytes)
     lines     u32[]    start offset of every line, relative to its document
-    ctg.keys  u32[T]   content trigram ids (case-folded, see trigrams.py), sorted
+    ctg.keys  u32[T]   content trigram ids (exact case, normalized: see trigrams.py), sorted
     ctg.card  u32[T]   posting list sizes (documents per trigram)
     ctg.offs  u64[T+1] offsets into ctg.post
     ctg.post  serialized pyroaring BitMaps of document ids, concatenated
@@ -39,13 +40,22 @@ Sections written by `codesearch.index.builder` (D = documents, S = symbols, T = 
     sym.line  u32[S]   1-based line of the definition
     sym.kind  u16[S]   index into meta.symbolKinds
     sym.pnam  UTF-8 parent names; sym.poff u64[S+1] offsets; sym.pknd u16[S] parent kind
+    sym.lkey  u64[S]   8-byte BLAKE2b of each lower-cased symbol name, sorted; sym.lidx u32[S]
+              the symbol each key belongs to: the definitions of a name are found by binary
+              search, without a table built at load time (`Shard.definitions`)
 
 Writers write to a temporary file in the target directory, fsync it, and rename it into place,
 so a reader never sees a partial shard. Readers map the file read-only and check the magic,
 version, table of contents and every section's CRC before use; any mismatch raises
 `IndexFormatError` naming the file and the problem.
 
-Version log: 1 (first version).
+Version log:
+
+* 1: first version (case-folded trigrams, one repository per shard).
+* 2: exact-case trigrams (case-sensitive queries look up exactly what they need); the symbol
+  name keys ``sym.lkey``/``sym.lidx``; shards of several repositories. A version-1 shard is
+  refused (`IndexFormatError`), never misread: the service re-indexes the repositories whose
+  shards are older (`manifest.stale_repos`), a directory index is built again.
 """
 
 from __future__ import annotations
@@ -62,7 +72,7 @@ import numpy as np
 from codesearch.errors import IndexFormatError
 
 MAGIC = b"CSSHARD\n"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 SUFFIX = ".shard"
 _HEADER = struct.Struct("<8sII")
 _ENTRY = struct.Struct("<8sQQII")
@@ -116,6 +126,19 @@ def write_shard(path: str, sections: dict[str, object]) -> int:
     return size
 
 
+def format_version(path: str) -> int | None:
+    """The format version in a shard file's header (None when it is not a readable shard)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(_HEADER.size)
+    except OSError:
+        return None
+    if len(head) < _HEADER.size:
+        return None
+    magic, version, _ = _HEADER.unpack(head)
+    return version if magic == MAGIC else None
+
+
 class ShardFile:
     """A shard file mapped read-only, with its sections checked and addressable by tag."""
 
@@ -134,7 +157,8 @@ class ShardFile:
         if magic != MAGIC:
             raise IndexFormatError(path, "not a codesearch shard (bad magic)")
         if version != FORMAT_VERSION:
-            raise IndexFormatError(path, f"shard format version {version}; this codesearch reads {FORMAT_VERSION}")
+            older = " (built by an older codesearch: index it again)" if version < FORMAT_VERSION else ""
+            raise IndexFormatError(path, f"shard format version {version}; this codesearch reads {FORMAT_VERSION}{older}")
         if _HEADER.size + count * _ENTRY.size > size:
             raise IndexFormatError(path, f"truncated: table of contents for {count} sections does not fit")
         self._sections: dict[str, tuple[int, int]] = {}

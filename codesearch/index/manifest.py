@@ -1,21 +1,37 @@
-"""The index manifest: which shard files make up the index, swapped atomically per repository.
+"""The index manifest: which shard files make up the index, and which of their documents are dead.
 
-``<index dir>/manifest.json`` (format 1)::
+``<index dir>/manifest.json`` (format 2)::
 
-    {"format": 1, "generation": 7,
-     "repos": {"<repo id>": {"name": "github.com/acme/api", "generation": 7,
-                             "shards": ["github.com_acme_api.123.g7.0.shard", ...]}}}
+    {"format": 2, "generation": 7,
+     "repos":  {"<repo id>": {"name": "github.com/acme/api", "generation": 7,
+                              "shards": ["github.com_acme_api.123.g7.0.shard", ...]}},
+     "shards": {"github.com_acme_api.123.g7.0.shard": {"repos": [123], "dead": []},
+                "compound.g9.0.shard": {"repos": [5, 8, 123], "dead": [123]}}}
 
-A re-index writes the repository's new shards under new file names (the generation is part of
-the name, so nothing in use is overwritten), then replaces the repository's entry in the
-manifest: the manifest is written to a temporary file, fsynced and renamed, so a reader sees
-the old set of shards or the new one, never a mix. Writers serialise on ``manifest.lock``
-(``flock``), so indexers in several processes can finish at the same time. Shard files that no
-manifest entry names any more are deleted; a reader that still has one mapped keeps reading it
-(POSIX keeps unlinked files alive while mapped).
+A shard may hold the documents of several repositories (a compound shard, `compact.py`).
+``repos[id].shards`` are the shards that hold the repository's live documents; a shard's
+``dead`` lists the repositories whose documents in it are *tombstoned*: re-indexed since (their
+new documents are in other shards) or removed. Searches skip tombstoned documents
+(`Shard.with_dead`); `compact.py` rewrites shards to drop them and merges small shards.
 
-An index directory without a manifest (built by older code, or by hand) is read as "every
-``*.shard`` file", so it keeps working.
+Every change is one atomic manifest write (temporary file, fsync, rename), under
+``manifest.lock`` (``flock``) so indexers and the compactor in several processes serialise:
+
+* `swap_repo` (a re-index): the repository's new shards join the index and its documents in
+  every older shard are tombstoned, in one write, so a reader sees the old version of the
+  repository or the new one, never a mix and never nothing. Its neighbours in a compound shard
+  are not rewritten;
+* `remove_repo` (garbage collection): the repository's documents are tombstoned;
+* `replace_shards` (compaction): a set of shards is replaced by shards holding the same live
+  documents; tombstones written meanwhile carry over.
+
+A shard whose repositories are all dead leaves the manifest. Shard files that no manifest entry
+names any more are deleted; a reader that still has one mapped keeps reading it (POSIX keeps
+unlinked files alive while mapped).
+
+An index directory without a manifest (built by hand) is read as "every ``*.shard`` file".
+A format-1 manifest (an older codesearch, whose shards this one cannot read) is read as an empty
+index: `stale_repos` names its repositories so that they are indexed again.
 """
 
 from __future__ import annotations
@@ -25,17 +41,27 @@ import fcntl
 import json
 import os
 import tempfile
+from dataclasses import dataclass
 
 from codesearch.errors import IndexFormatError
-from codesearch.index.format import SUFFIX
+from codesearch.index.format import FORMAT_VERSION, SUFFIX, format_version
 
 MANIFEST = "manifest.json"
 LOCK = "manifest.lock"
-FORMAT = 1
+FORMAT = 2
+
+
+@dataclass(frozen=True)
+class IndexedShard:
+    """One shard of the index now: its file and the repositories tombstoned in it."""
+
+    path: str
+    dead: frozenset[int] = frozenset()
 
 
 def read_manifest(index_dir: str) -> dict | None:
-    """The manifest, or None when the directory has none."""
+    """The manifest, or None when the directory has none. A manifest of an older format is
+    returned as it is (`is_current` tells)."""
     path = os.path.join(index_dir, MANIFEST)
     try:
         with open(path, "rb") as f:
@@ -44,25 +70,51 @@ def read_manifest(index_dir: str) -> dict | None:
         return None
     except (OSError, ValueError) as e:
         raise IndexFormatError(path, f"unreadable manifest: {e}") from None
-    if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("repos"), dict):
-        raise IndexFormatError(path, f"not a format-{FORMAT} index manifest")
+    if not isinstance(data, dict) or data.get("format") not in (1, FORMAT) or not isinstance(data.get("repos"), dict):
+        raise IndexFormatError(path, f"not a codesearch index manifest (format {FORMAT})")
     return data
+
+
+def is_current(manifest: dict) -> bool:
+    return manifest.get("format") == FORMAT
+
+
+def current_index(index_dir: str) -> list[IndexedShard]:
+    """The shards that make up the index now, with their tombstones, in a stable order."""
+    manifest = read_manifest(index_dir)
+    if manifest is None:
+        names = [f for f in os.listdir(index_dir) if f.endswith(SUFFIX) and not f.startswith(".")]
+        return [IndexedShard(os.path.join(index_dir, n)) for n in sorted(names)]
+    if not is_current(manifest):
+        return []
+    return [IndexedShard(os.path.join(index_dir, name), frozenset(d for d in entry.get("dead", ()) if isinstance(d, int)))
+            for name, entry in sorted(manifest["shards"].items())]
 
 
 def current_shards(index_dir: str) -> list[str]:
     """Paths of the shard files that make up the index now, in a stable order."""
+    return [s.path for s in current_index(index_dir)]
+
+
+def stale_repos(index_dir: str) -> list[int]:
+    """Repositories whose index this codesearch cannot read (an older manifest or shard format):
+    they must be indexed again."""
     manifest = read_manifest(index_dir)
     if manifest is None:
-        names = [f for f in os.listdir(index_dir) if f.endswith(SUFFIX) and not f.startswith(".")]
-    else:
-        names = [s for entry in manifest["repos"].values() for s in entry.get("shards", [])]
-    return sorted(os.path.join(index_dir, n) for n in names)
+        return []
+    if not is_current(manifest):
+        return sorted(int(k) for k in manifest["repos"] if k.isdigit())
+    stale = set()
+    for name, entry in manifest["shards"].items():
+        if format_version(os.path.join(index_dir, name)) != FORMAT_VERSION:
+            stale.update(set(entry.get("repos", ())) - set(entry.get("dead", ())))
+    return sorted(stale)
 
 
 @contextlib.contextmanager
 def _locked(index_dir: str):
     os.makedirs(index_dir, exist_ok=True)
-    fd = os.open(os.path.join(index_dir, LOCK), os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(os.path.join(index_dir, LOCK), os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -85,29 +137,58 @@ def _write(index_dir: str, manifest: dict) -> None:
         raise
 
 
+def _load(index_dir: str) -> dict:
+    """The manifest to change: the current one, a new one for a directory without one, or a new
+    one in place of an older format (whose shards this codesearch cannot read: they go)."""
+    manifest = read_manifest(index_dir)
+    if manifest is None:
+        return _adopt(index_dir)
+    if not is_current(manifest):
+        return {"format": FORMAT, "generation": int(manifest.get("generation", 0)), "repos": {}, "shards": {}}
+    return manifest
+
+
 def next_generation(index_dir: str) -> int:
     """A generation number no shard file of this directory uses yet."""
     with _locked(index_dir):
-        manifest = read_manifest(index_dir) or _adopt(index_dir)
+        manifest = _load(index_dir)
         manifest["generation"] = int(manifest.get("generation", 0)) + 1
         _write(index_dir, manifest)
         return manifest["generation"]
 
 
 def _adopt(index_dir: str) -> dict:
-    """A manifest for a directory that has none: its shard files, grouped by file-name prefix."""
+    """A manifest for a directory that has none: its readable shard files, grouped by file-name
+    prefix under made-up repository keys."""
     repos: dict[str, dict] = {}
-    for f in sorted(os.listdir(index_dir)):
-        if f.endswith(SUFFIX) and not f.startswith("."):
-            key = "legacy:" + f.rsplit(".", 2)[0]
-            repos.setdefault(key, {"name": key, "generation": 0, "shards": []})["shards"].append(f)
-    return {"format": FORMAT, "generation": 0, "repos": repos}
+    shards: dict[str, dict] = {}
+    if os.path.isdir(index_dir):
+        for f in sorted(os.listdir(index_dir)):
+            if f.endswith(SUFFIX) and not f.startswith("."):
+                key = "legacy:" + f.rsplit(".", 2)[0]
+                repos.setdefault(key, {"name": key, "generation": 0, "shards": []})["shards"].append(f)
+                shards[f] = {"repos": [key], "dead": []}
+    return {"format": FORMAT, "generation": 0, "repos": repos, "shards": shards}
+
+
+def _tombstone(manifest: dict, key, names) -> None:
+    """Mark repository `key`'s documents dead in the shards `names`."""
+    for name in names:
+        entry = manifest["shards"].get(name)
+        if entry is not None and key in entry["repos"] and key not in entry["dead"]:
+            entry["dead"] = sorted(entry["dead"] + [key], key=str)
+
+
+def _drop_dead_shards(manifest: dict) -> None:
+    for name in [n for n, e in manifest["shards"].items() if set(e["repos"]) <= set(e["dead"])]:
+        del manifest["shards"][name]
 
 
 def swap_repo(index_dir: str, repo_id: int, name: str, generation: int, built: list[str],
               replaces_prefix: str | None = None) -> list[str]:
-    """Move the freshly built shard files `built` into the index and make them the repository's
-    shards, atomically; delete the files no manifest entry names any more.
+    """Move the freshly built shard files `built` (all of repository `repo_id`) into the index,
+    make them the repository's shards and tombstone its documents in the shards it had,
+    atomically; delete the files no manifest entry names any more.
 
     The move happens under the lock, so another writer's garbage collection never sees (and
     deletes) shards that are in the directory but not yet in the manifest. `replaces_prefix`
@@ -115,7 +196,7 @@ def swap_repo(index_dir: str, repo_id: int, name: str, generation: int, built: l
     deleted file names.
     """
     with _locked(index_dir):
-        manifest = read_manifest(index_dir) or _adopt(index_dir)
+        manifest = _load(index_dir)
         names = []
         for path in built:
             name_ = os.path.basename(path)
@@ -124,24 +205,75 @@ def swap_repo(index_dir: str, repo_id: int, name: str, generation: int, built: l
         repos = manifest["repos"]
         if replaces_prefix:
             for key in [k for k in repos if k.startswith("legacy:") and k[len("legacy:"):] == replaces_prefix]:
-                del repos[key]
+                _tombstone(manifest, key, repos.pop(key)["shards"])
+        old = repos.get(str(repo_id), {}).get("shards", [])
+        _tombstone(manifest, repo_id, [n for n in old if n not in names])
         repos[str(repo_id)] = {"name": name, "generation": generation, "shards": names}
+        for n in names:
+            manifest["shards"][n] = {"repos": [repo_id], "dead": []}
+        _drop_dead_shards(manifest)
         _write(index_dir, manifest)
         return _collect_garbage(index_dir, manifest)
 
 
 def remove_repo(index_dir: str, repo_id: int) -> list[str]:
-    """Drop a repository from the index (garbage collection); returns the deleted file names."""
+    """Drop a repository from the index (garbage collection): its documents are tombstoned;
+    returns the deleted file names (of shards that held nothing else)."""
     with _locked(index_dir):
         manifest = read_manifest(index_dir)
-        if manifest is None or manifest["repos"].pop(str(repo_id), None) is None:
+        if manifest is None or not is_current(manifest):
             return []
+        entry = manifest["repos"].pop(str(repo_id), None)
+        if entry is None:
+            return []
+        _tombstone(manifest, repo_id, entry["shards"])
+        _drop_dead_shards(manifest)
         _write(index_dir, manifest)
         return _collect_garbage(index_dir, manifest)
 
 
+def replace_shards(index_dir: str, sources: dict[str, frozenset], built: list[str],
+                   repos_of: dict[str, list[int]]) -> bool:
+    """Compaction: replace the shards `sources` (file name → the tombstones they had when the
+    compactor read them) by the freshly built `built` files (file path → its repositories in
+    `repos_of`, keyed by file name), which hold the live documents of `sources`.
+
+    Refused (False, nothing changed, the built files deleted) when a source left the index
+    meanwhile. Repositories tombstoned in a source since it was read are tombstoned in the new
+    shards too (their documents there are old now).
+    """
+    with _locked(index_dir):
+        manifest = read_manifest(index_dir)
+        if manifest is None or not is_current(manifest) or any(n not in manifest["shards"] for n in sources):
+            for path in built:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
+            return False
+        died = set()
+        for n, dead_then in sources.items():
+            died |= set(manifest["shards"][n]["dead"]) - set(dead_then)
+        names = []
+        for path in built:
+            name_ = os.path.basename(path)
+            os.replace(path, os.path.join(index_dir, name_))
+            names.append(name_)
+            held = list(repos_of[name_])
+            manifest["shards"][name_] = {"repos": held, "dead": sorted(d for d in died if d in held)}
+        for n in sources:
+            del manifest["shards"][n]
+        for key, entry in manifest["repos"].items():
+            if any(n in sources for n in entry["shards"]):
+                rid = int(key) if key.isdigit() else key
+                kept = [n for n in entry["shards"] if n not in sources]
+                entry["shards"] = kept + [n for n in names if rid in repos_of[n] and rid not in died]
+        _drop_dead_shards(manifest)
+        _write(index_dir, manifest)
+        _collect_garbage(index_dir, manifest)
+        return True
+
+
 def _collect_garbage(index_dir: str, manifest: dict) -> list[str]:
-    live = {s for entry in manifest["repos"].values() for s in entry.get("shards", [])}
+    live = set(manifest["shards"])
     gone = []
     for f in os.listdir(index_dir):
         if f.endswith(SUFFIX) and not f.startswith(".") and f not in live:

@@ -12,8 +12,8 @@ queries at once), so it keeps no per-query state: what a query read is counted b
 
 from __future__ import annotations
 
+import copy
 import functools
-import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,6 +22,7 @@ from pyroaring import BitMap
 from codesearch.errors import IndexFormatError
 from codesearch.index.format import ShardFile
 from codesearch.index.sources import RepoInfo
+from codesearch.index.trigrams import is_any_case, variants
 
 
 @dataclass(frozen=True)
@@ -70,26 +71,42 @@ class TrigramIndex:
         return int(self.card[i]) if i >= 0 else 0
 
     def cardinalities(self, trigrams) -> list[int]:
-        """Posting list sizes of many trigrams at once (0 for absent ones), one vectorised lookup."""
-        want = np.fromiter(trigrams, dtype=np.uint32)
+        """Posting list sizes of many query trigrams at once (0 for absent ones), one vectorised
+        lookup. An any-case trigram counts the sum over its `variants` (an upper bound of its
+        union, good for ordering)."""
+        trigrams = list(trigrams)
+        expanded = [variants(t) for t in trigrams]
+        flat = [v for vs in expanded for v in vs]
+        want = np.fromiter(flat, dtype=np.uint32, count=len(flat))
         if not self.keys.size or not want.size:
-            return [0] * want.size
+            return [0] * len(trigrams)
         idx = self.keys.searchsorted(want)
         idx_c = np.minimum(idx, self.keys.size - 1)
         found = (idx < self.keys.size) & (self.keys[idx_c] == want)
-        return np.where(found, self.card[idx_c], 0).tolist()
+        cards = np.where(found, self.card[idx_c], 0).tolist()
+        out, i = [], 0
+        for vs in expanded:
+            out.append(sum(cards[i:i + len(vs)]))
+            i += len(vs)
+        return out
 
     def postings(self, trigram: int) -> BitMap:
-        """The documents containing `trigram` (an empty BitMap when none); do not mutate."""
+        """The documents containing `trigram` (for an any-case trigram: any of its variants; an
+        empty BitMap when none); do not mutate."""
         return self._lookup(trigram)
 
     def stored_size(self, trigram: int) -> int:
-        """Bytes of `trigram`'s serialized posting list in the file (0 when absent): what a
+        """Bytes of `trigram`'s serialized posting lists in the file (0 when absent): what a
         query that uses it reads of the index, whether or not it is cached by now."""
-        i = self.slot(trigram)
-        return int(self.offs[i + 1]) - int(self.offs[i]) if i >= 0 else 0
+        size = 0
+        for v in variants(trigram):
+            i = self.slot(v)
+            size += int(self.offs[i + 1]) - int(self.offs[i]) if i >= 0 else 0
+        return size
 
     def _load(self, trigram: int) -> BitMap:
+        if is_any_case(trigram):
+            return BitMap.union(*[self._load(v) for v in variants(trigram)])
         i = self.slot(trigram)
         if i < 0:
             return BitMap()
@@ -149,26 +166,38 @@ class Shard:
         self.sym_pnam = f.raw("sym.pnam")
         self.sym_poff = f.array("sym.poff", np.uint64)
         self.sym_pknd = f.array("sym.pknd", np.uint16)
+        self.sym_lkey = f.array("sym.lkey", np.uint64)
+        self.sym_lidx = f.array("sym.lidx", np.uint32)
+        if not (self.sym_lkey.size == self.sym_lidx.size == self.sym_line.size):
+            raise IndexFormatError(path, "symbol sections disagree in length")
         self._paths: list[str] | None = None
         self._bitmaps: dict[str, BitMap] = {}
-        self._definers: dict[bytes, list[int]] | None = None
-        self._definers_lock = threading.Lock()
+        #: Ids of repositories tombstoned in this shard (see `with_dead`).
+        self.dead: frozenset[int] = frozenset()
 
     def docs_where(self, name: str) -> BitMap:
-        """Cached document sets that every query may need: "all", "default-branch", "has-symbols".
+        """Cached document sets that every query may need: "all" (the live documents: those of
+        repositories not tombstoned), "default-branch", "has-symbols" (both live only too).
 
-        Shards are immutable, so these are computed once; callers must not mutate them.
+        Shards are immutable, so these are computed once per tombstone set; callers must not
+        mutate them.
         """
         bm = self._bitmaps.get(name)
         if bm is None:
             if name == "all":
-                bm = BitMap(range(self.doc_count))
+                if self.dead:
+                    dead_idx = [i for i, r in enumerate(self.repos) if r.id in self.dead]
+                    bm = BitMap(np.flatnonzero(~np.isin(self.doc_repo, dead_idx)).astype(np.uint32))
+                else:
+                    bm = BitMap(range(self.doc_count))
             elif name == "default-branch":
                 bm = BitMap(np.flatnonzero((self.doc_branches & np.uint64(1)) != 0).astype(np.uint32))
             elif name == "has-symbols":
                 bm = BitMap(np.flatnonzero(np.diff(self.sym_offs) > 0).astype(np.uint32))
             else:
                 raise KeyError(name)
+            if name != "all" and self.dead:
+                bm &= self.docs_where("all")
             self._bitmaps[name] = bm
         return bm
 
@@ -220,19 +249,22 @@ class Shard:
 
     def definitions(self, name: bytes) -> list[tuple[int, str, bytes]]:
         """The definitions of symbols called `name`, compared ASCII-case-insensitively: ``(doc,
-        kind, name as written)`` each, what ranking needs to verify first. Names that ctags
-        reports for what is defined elsewhere (imports, includes: `is_reference`) do not count.
-        The table of every symbol name is built on first use, once per shard and process
-        (about 1.4 µs per symbol)."""
-        if self._definers is None:
-            with self._definers_lock:
-                if self._definers is None:
-                    self._definers = self._definer_table()
+        kind, name as written)`` each, what ranking needs to verify first. Found by binary search
+        in ``sym.lkey`` (keys of the lower-cased names); names that ctags reports for what is
+        defined elsewhere (imports, includes: `is_reference`) and documents of tombstoned
+        repositories do not count."""
+        from codesearch.index.builder import symbol_key
+
+        key = np.uint64(symbol_key(name))
+        lo, hi = int(self.sym_lkey.searchsorted(key, "left")), int(self.sym_lkey.searchsorted(key, "right"))
         out = []
-        for k in self._definers.get(name.lower(), ()):
+        want = name.lower()
+        for k in self.sym_lidx[lo:hi].tolist():
+            written = bytes(self.sym_name[int(self.sym_noff[k]):int(self.sym_noff[k + 1])])
             doc = int(self.sym_doc[k])
-            out.append((doc, self.symbol_kinds[int(self.sym_kind[k])],
-                        bytes(self.sym_name[int(self.sym_noff[k]):int(self.sym_noff[k + 1])])))
+            kind = self.symbol_kinds[int(self.sym_kind[k])]
+            if written.lower() == want and not is_reference(kind, self.language(doc)) and self.is_live(doc):
+                out.append((doc, kind, written))
         return out
 
     @functools.cached_property
@@ -240,19 +272,27 @@ class Shard:
         """The document of each symbol (the inverse of `symbol_range`)."""
         return np.repeat(np.arange(self.doc_count, dtype=np.uint32), np.diff(self.sym_offs).astype(np.int64))
 
-    def _definer_table(self) -> dict[bytes, list[int]]:
-        """Lower-cased symbol name → indexes of the symbols that define it."""
-        blob = bytes(self.sym_name)
-        offs = self.sym_noff.tolist()
-        kinds = self.sym_kind.tolist()
-        langs = self.doc_lang[self.sym_doc].tolist()
-        reference = {(k, l) for k in set(kinds) for l in set(langs)
-                     if is_reference(self.symbol_kinds[k], self.languages[l])}
-        table: dict[bytes, list[int]] = {}
-        for k in range(len(kinds)):
-            if (kinds[k], langs[k]) not in reference:
-                table.setdefault(blob[offs[k]:offs[k + 1]].lower(), []).append(k)
-        return table
+    # -- tombstones --------------------------------------------------------------------------
+
+    def with_dead(self, dead) -> "Shard":
+        """This shard as one index version sees it: the repositories (ids) in `dead` are
+        tombstoned (re-indexed or removed since the shard was written), their documents are no
+        longer part of the index. Shares the file and every cache with `self`."""
+        dead = frozenset(int(r) for r in dead) & {r.id for r in self.repos}
+        if dead == self.dead:
+            return self
+        other = copy.copy(self)
+        other.dead = dead
+        other._bitmaps = {}
+        return other
+
+    @property
+    def live_repos(self) -> list[RepoInfo]:
+        """The repositories of the shard that are not tombstoned."""
+        return [r for r in self.repos if r.id not in self.dead] if self.dead else self.repos
+
+    def is_live(self, doc: int) -> bool:
+        return not self.dead or self.repos[int(self.doc_repo[doc])].id not in self.dead
 
     def symbol(self, i: int) -> ShardSymbol:
         """Symbol number `i` of the shard (see `symbol_range`)."""

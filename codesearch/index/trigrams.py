@@ -1,21 +1,26 @@
 """Trigrams: the unit of the index, shared by the index builder and the query planner.
 
-A trigram is three consecutive bytes of *folded* text, packed into an int as
-``b0 << 16 | b1 << 8 | b2`` (24 bits). Folding is what makes one index serve case-sensitive
-and case-insensitive queries (ENGINEERING.md §2.6): the index holds folded trigrams, a query
-looks up the folded trigrams of its literals, and verification checks the exact case.
+A trigram is three consecutive bytes of *normalized* text, packed into an int as
+``b0 << 16 | b1 << 8 | b2`` (24 bits). The index keeps the case of the text (like Google's
+code search), so a case-sensitive query looks up exactly the trigrams it needs and its
+candidates are the files that have them in that case (``ErrAbortHandler`` is not a candidate
+in a file that only has ``errabort`` and ``handler``).
 
-Folding (``fold``):
-  * ASCII ``A-Z`` become ``a-z``;
-  * the two non-ASCII characters whose Unicode case orbit contains an ASCII letter are replaced
-    by that letter: KELVIN SIGN U+212A → ``k`` and LATIN SMALL LETTER LONG S U+017F → ``s``.
-    RE2's case-insensitive matching treats them as ``k`` and ``s``; without this, ``(?i)kab``
-    could match text that the index says cannot match.
+Normalizing (``normalize``) replaces the two non-ASCII characters whose Unicode case orbit
+contains an ASCII letter by that letter: KELVIN SIGN U+212A → ``k`` and LATIN SMALL LETTER LONG
+S U+017F → ``s``. RE2's case-insensitive matching treats them as ``k`` and ``s``; with them
+normalized, a case-insensitive query for ``kab`` finds its trigram in a text that spells it
+with the Kelvin sign. (A case-sensitive ``k`` also finds such a text: a false positive, which
+verification removes.)
 
-Postings are per document, not per position, so folding may change the length of the text.
-The same ``fold`` is applied to queries, so a literal that occurs in a document always yields
-trigrams that the document's posting lists contain. For case-insensitive queries the planner
-also drops trigrams that contain non-ASCII bytes (their other cases are different bytes).
+Query trigrams: a trigram of a case-insensitive term carries *any-case flags* above its 24
+bits: bit ``ANY_CASE_SHIFT + i`` set means byte ``i`` (0 = the first, most significant) is an
+ASCII letter that may be in either case. `variants` expands such a trigram into the index
+trigrams it stands for (at most 8), and a document matches it when it has any of them. The
+index itself only ever holds plain 24-bit trigrams.
+
+``fold`` (ASCII lower-casing and the two characters above) is what the indexing rule
+``maxTrigramCount`` counts distinct trigrams of (`count_folded`), as before.
 """
 
 from __future__ import annotations
@@ -26,32 +31,41 @@ _FOLD_TABLE = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ", b"abcdefghijklmnopq
 _KELVIN = "\u212a".encode()
 _LONG_S = "\u017f".encode()
 
+#: Any-case flags of a query trigram start at this bit (one bit per byte, first byte first).
+ANY_CASE_SHIFT = 24
+_BYTE_MASK = 0xFFFFFF
+_LETTERS = frozenset(range(ord("a"), ord("z") + 1)) | frozenset(range(ord("A"), ord("Z") + 1))
 
-def fold(data: bytes) -> bytes:
-    """Fold bytes for trigram extraction (see the module docstring)."""
+
+def normalize(data: bytes) -> bytes:
+    """The bytes trigrams are taken from: Kelvin sign → ``k``, long s → ``s``, the rest as is."""
     if _KELVIN in data:
         data = data.replace(_KELVIN, b"k")
     if _LONG_S in data:
         data = data.replace(_LONG_S, b"s")
-    return data.translate(_FOLD_TABLE)
+    return data
 
 
-def trigram_array(folded: bytes) -> np.ndarray:
-    """All trigram ids of folded bytes, in text order, with repeats (uint32).
+def fold(data: bytes) -> bytes:
+    """`normalize`, then ASCII ``A-Z`` to ``a-z``."""
+    return normalize(data).translate(_FOLD_TABLE)
+
+
+def trigram_array(data: bytes) -> np.ndarray:
+    """All trigram ids of `data`, in text order, with repeats (uint32).
 
     Reads the text as overlapping big-endian 4-byte words (a strided view, no copy) and drops
     the last byte of each: one vectorised pass instead of three shifts and ors.
     """
-    n = len(folded)
+    n = len(data)
     if n < 3:
         return np.empty(0, dtype=np.uint32)
-    words = np.ndarray(shape=(n - 2,), dtype=">u4", buffer=folded + b"\0", strides=(1,))
+    words = np.ndarray(shape=(n - 2,), dtype=">u4", buffer=data + b"\0", strides=(1,))
     return (words >> np.uint32(8)).astype(np.uint32, copy=False)
 
 
-def unique_trigrams(folded: bytes) -> np.ndarray:
-    """The distinct trigram ids of folded bytes, sorted (uint32)."""
-    t = trigram_array(folded)
+def _distinct(t: np.ndarray) -> np.ndarray:
+    """The distinct values of `t`, sorted (sort + neighbour mask: faster than np.unique)."""
     if t.size == 0:
         return t
     t.sort()
@@ -61,14 +75,73 @@ def unique_trigrams(folded: bytes) -> np.ndarray:
     return t[keep]
 
 
-def string_trigrams(text: str | bytes) -> list[int]:
-    """Distinct trigram ids of a query literal, in order of first occurrence."""
+def unique_trigrams(data: bytes) -> np.ndarray:
+    """The distinct trigram ids of (normalized) bytes, sorted (uint32)."""
+    return _distinct(trigram_array(data))
+
+
+def fold_ids(trigrams: np.ndarray) -> np.ndarray:
+    """Trigram ids with each byte ASCII-lower-cased (vectorised)."""
+    out = trigrams.copy()
+    for shift in (16, 8, 0):
+        b = (trigrams >> np.uint32(shift)) & np.uint32(0xFF)
+        upper = (b >= 65) & (b <= 90)
+        out[upper] += np.uint32(32 << shift)
+    return out
+
+
+def count_folded(unique: np.ndarray) -> int:
+    """How many distinct trigrams the folded text has, from the distinct trigrams of the
+    normalized text (`unique_trigrams`): what ``maxTrigramCount`` limits."""
+    return int(_distinct(fold_ids(unique)).size)
+
+
+def string_trigrams(text: str | bytes, case_sensitive: bool = True) -> list[int]:
+    """Distinct trigram ids of a query literal, in order of first occurrence. Case-insensitive:
+    the folded text's trigrams, each ASCII letter with its any-case flag."""
     data = text.encode("utf-8") if isinstance(text, str) else text
+    if case_sensitive:
+        return list(dict.fromkeys(_packed(normalize(data), 0)))
     f = fold(data)
-    seen: dict[int, None] = {}
-    for i in range(len(f) - 2):
-        seen.setdefault(f[i] << 16 | f[i + 1] << 8 | f[i + 2], None)
-    return list(seen)
+    flags = [1 if b in _LETTERS else 0 for b in f]
+    return list(dict.fromkeys(_packed(f, flags)))
+
+
+def trigrams_of(data: bytes, any_case: list[int]) -> list[int]:
+    """The trigram ids of `data` (already normalized, letters of any-case positions lower-case),
+    with the any-case flag of each byte from `any_case` (1 or 0 per byte)."""
+    return _packed(data, any_case)
+
+
+def _packed(data: bytes, flags) -> list[int]:
+    out = []
+    for i in range(len(data) - 2):
+        t = data[i] << 16 | data[i + 1] << 8 | data[i + 2]
+        if flags:
+            t |= (flags[i] << 2 | flags[i + 1] << 1 | flags[i + 2]) << ANY_CASE_SHIFT
+        out.append(t)
+    return out
+
+
+def is_any_case(trigram: int) -> bool:
+    return trigram > _BYTE_MASK
+
+
+def variants(trigram: int) -> list[int]:
+    """The index trigrams a query trigram stands for: itself, or every case of its flagged bytes."""
+    flags = trigram >> ANY_CASE_SHIFT
+    if not flags:
+        return [trigram]
+    base = trigram & _BYTE_MASK
+    out = [base]
+    for i in range(3):
+        if flags & (4 >> i):
+            shift = 16 - 8 * i
+            b = (base >> shift) & 0xFF
+            if b in _LETTERS:
+                other = b ^ 0x20
+                out += [t & ~(0xFF << shift) | other << shift for t in out]
+    return out
 
 
 def has_non_ascii(trigram: int) -> bool:
@@ -77,9 +150,22 @@ def has_non_ascii(trigram: int) -> bool:
 
 
 def render(trigram: int) -> str:
-    """A trigram as readable text (bytes that are not printable ASCII as \\xNN)."""
+    """A trigram as readable text (bytes that are not printable ASCII as \\xNN). A trigram whose
+    letters may all be in any case renders as ``abc`` followed by ``i`` outside the quotes
+    (see `TrigramQuery.__str__`); single any-case letters inside a mixed one as ``[aA]``."""
+    flags = trigram >> ANY_CASE_SHIFT
     out = []
-    for shift in (16, 8, 0):
+    for i, shift in enumerate((16, 8, 0)):
         b = (trigram >> shift) & 0xFF
-        out.append(chr(b) if 0x20 <= b < 0x7F and b != 0x5C else f"\\x{b:02x}")
+        ch = chr(b) if 0x20 <= b < 0x7F and b != 0x5C else f"\\x{b:02x}"
+        if flags & (4 >> i) and b in _LETTERS and not all_letters_any_case(trigram):
+            ch = f"[{chr(b)}{chr(b ^ 0x20)}]"
+        out.append(ch)
     return "".join(out)
+
+
+def all_letters_any_case(trigram: int) -> bool:
+    """True when the trigram has letters and every one of them may be in any case."""
+    flags = trigram >> ANY_CASE_SHIFT
+    letters = [i for i, shift in enumerate((16, 8, 0)) if (trigram >> shift) & 0xFF in _LETTERS]
+    return bool(letters) and all(flags & (4 >> i) for i in letters)

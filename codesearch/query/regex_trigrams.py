@@ -3,8 +3,8 @@ Trigram Index", as in google/codesearch ``index/regexp.go``).
 
 `regex_query(pattern, case_sensitive)` returns a `TrigramQuery` that every document containing a
 match of the pattern satisfies. Documents are represented by the trigram ids of
-``fold(content)``. The result over-approximates: when the analysis is unsure it weakens
-(``ALL_QUERY`` is always correct); a false negative would lose search results.
+``normalize(content)`` (exact case). The result over-approximates: when the analysis is unsure it
+weakens (``ALL_QUERY`` is always correct); a false negative would lose search results.
 
 The pattern is parsed with Python's ``re._parser`` (RE2 syntax is mostly a subset of Python's).
 Syntax Python does not parse (RE2-only syntax such as ``\\pL``, ``\\C``, ``\\z``, ``(?U)``) and
@@ -13,8 +13,9 @@ POSIX classes (``[[:alpha:]]``, which Python would misread) give ``ALL_QUERY``.
 Each node is summarised by an `_Info` (see its docstring): whether it can match the empty string,
 the exact set of strings it matches (when small), or else the sets of prefixes and suffixes of
 its non-empty matches, and a query every text containing a match satisfies. Strings in the sets
-are Python ``str``; ASCII letters are lower-cased early (the index folds them anyway) and a
-character whose bytes in the text cannot be predicted -- a non-ASCII character in a
+are Python ``str``; an ASCII letter in a case-insensitive scope becomes its any-case stand-in
+(`_any_case`: a private-use character that turns into the letter with its trigram's any-case
+flag), and a character whose bytes in the text cannot be predicted -- a non-ASCII character in a
 case-insensitive scope, or any letter in a case-insensitive scope of a pattern that runs on the
 ``regex`` fallback engine (full case folding: ``ss`` matches ``ß``) -- is replaced by `_UNKNOWN`.
 Trigrams are only taken from the runs of known characters between unknown ones, so a trigram that
@@ -33,7 +34,7 @@ import functools
 import re
 from dataclasses import dataclass
 
-from codesearch.index.trigrams import string_trigrams
+from codesearch.index.trigrams import trigrams_of
 from codesearch.query.regex import RegexError, compile_regex
 from codesearch.query.trigram_query import (
     ALL,
@@ -69,6 +70,8 @@ _UNKNOWN = "\U0010ffff"
 
 _KELVIN = "\u212a"
 _LONG_S = "\u017f"
+#: ``chr(_ANY_CASE + ord(c))`` stands for the ASCII letter ``c`` (lower case) in either case.
+_ANY_CASE = 0xF0000
 #: Syntax that both parsers accept with different meanings: RE2's POSIX classes (Python reads
 #: ``[[:alpha:]]`` as a class and a ``]``) and ``x{,n}``/``x{,}`` (a literal for RE2, a
 #: repetition for Python).
@@ -134,8 +137,17 @@ def _str_trigrams(s: str) -> frozenset[int]:
     """Trigrams a text containing `s` certainly has (none that touch an unknown character)."""
     out: set[int] = set()
     for seg in s.split(_UNKNOWN):
-        if len(seg.encode("utf-8")) >= 3:
-            out.update(string_trigrams(seg))
+        data, flags = bytearray(), []
+        for ch in seg:
+            if ord(ch) >= _ANY_CASE:
+                data.append(ord(ch) - _ANY_CASE)
+                flags.append(1)
+            else:
+                b = ch.encode("utf-8")
+                data += b
+                flags += [0] * len(b)
+        if len(data) >= 3:
+            out.update(trigrams_of(bytes(data), flags))
     return frozenset(out)
 
 
@@ -313,16 +325,18 @@ def _star_of(x: _Info) -> _Info:
 
 
 def _char(cp: int, ci: bool, fallback: bool) -> str:
-    """The folded form of one pattern character (`_UNKNOWN` when its text bytes are unknown)."""
+    """One pattern character as the index sees it: itself, its any-case stand-in, or
+    `_UNKNOWN` when its bytes in the text cannot be predicted."""
     c = chr(cp)
     if ci and fallback and (cp >= 0x80 or c.isalpha()):
         return _UNKNOWN  # the fallback engine folds fully: "ss" matches "ß", "fi" matches "ﬁ"
-    if c == _KELVIN:
-        return "k"
-    if c == _LONG_S:
-        return "s"
+    if c == _KELVIN or c == _LONG_S:  # the index normalizes them to ASCII (`trigrams.normalize`)
+        c = "k" if c == _KELVIN else "s"
+        cp = ord(c)
     if cp < 0x80:
-        return c.lower() if "A" <= c <= "Z" else c
+        if ci and c.isalpha():
+            return chr(_ANY_CASE + ord(c.lower()))
+        return c
     if ci or 0xD800 <= cp <= 0xDFFF:
         return _UNKNOWN
     return c

@@ -6,16 +6,18 @@ Matching with a Trigram Index". It is always an over-approximation: a document t
 search never fails its trigram query (a false positive only costs verification time; a false
 negative would be a bug).
 
-Trigrams are the folded 24-bit ids of `codesearch.index.trigrams`. Rendering (``str``) gives
-compact strings for table-driven tests: ``"abc" "bcd"`` for and, ``("abc"|"xyz")`` for or,
-``+`` for all and ``-`` for none.
+Trigrams are the ids of `codesearch.index.trigrams`: exact-case 24-bit ids, or ids with any-case
+flags for case-insensitive terms (a document satisfies such a leaf when it has any of its
+`variants`). Rendering (``str``) gives compact strings for table-driven tests: ``"abc" "bcd"``
+for and, ``("abc"|"xyz")`` for or, ``"abc"i`` for a trigram in any case, ``+`` for all and
+``-`` for none.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from codesearch.index.trigrams import has_non_ascii, render, string_trigrams
+from codesearch.index.trigrams import all_letters_any_case, has_non_ascii, render, string_trigrams, variants
 
 ALL = "all"
 NONE = "none"
@@ -34,7 +36,7 @@ class TrigramQuery:
             return "+"
         if self.op == NONE:
             return "-"
-        parts = ['"' + render(t) + '"' for t in sorted(self.trigrams, key=render)]
+        parts = [_quoted(t) for t in sorted(self.trigrams, key=_quoted)]
         if self.op == AND:
             return " ".join(parts + [str(s) for s in self.subs])
         parts += [f"({s})" if s.op == AND and s.size() > 1 else str(s) for s in self.subs]
@@ -51,8 +53,17 @@ class TrigramQuery:
         if self.op == NONE:
             return False
         if self.op == AND:
-            return self.trigrams <= trigrams and all(s.satisfied_by(trigrams) for s in self.subs)
-        return not self.trigrams.isdisjoint(trigrams) or any(s.satisfied_by(trigrams) for s in self.subs)
+            return all(_has(t, trigrams) for t in self.trigrams) and all(s.satisfied_by(trigrams) for s in self.subs)
+        return any(_has(t, trigrams) for t in self.trigrams) or any(s.satisfied_by(trigrams) for s in self.subs)
+
+
+def _has(trigram: int, trigrams) -> bool:
+    """A document with these (index) trigrams has `trigram` (in any of its variants)."""
+    return any(v in trigrams for v in variants(trigram))
+
+
+def _quoted(trigram: int) -> str:
+    return '"' + render(trigram) + '"' + ("i" if all_letters_any_case(trigram) else "")
 
 
 ALL_QUERY = TrigramQuery(ALL)
@@ -128,10 +139,11 @@ def or_(a: TrigramQuery, b: TrigramQuery) -> TrigramQuery:
 def literal_query(text: str, case_sensitive: bool) -> TrigramQuery:
     """The trigram query of a literal substring search.
 
-    Literals shorter than three bytes give ``all``. For case-insensitive search, trigrams with
-    non-ASCII bytes are dropped: the other case of a non-ASCII letter is other bytes.
+    Literals shorter than three bytes give ``all``. For case-insensitive search, the trigrams
+    carry any-case flags, and those with non-ASCII bytes are dropped: the other case of a
+    non-ASCII letter is other bytes.
     """
-    ts = string_trigrams(text)
+    ts = string_trigrams(text, case_sensitive)
     if not case_sensitive:
         ts = [t for t in ts if not has_non_ascii(t)]
     return leaf_and(ts)

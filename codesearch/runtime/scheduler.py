@@ -17,7 +17,9 @@ Every polling interval (the smaller of ``resyncConnectionPollingIntervalMs`` and
    (`SearcherPool.refresh`, or the `on_index_change` callback).
 
 `startup()` runs once before the workers start: it takes back every job a dead service left
-IN_PROGRESS and removes mirror folders and manifest entries that have no repo row.
+IN_PROGRESS, removes mirror folders and manifest entries that have no repo row, and queues an
+index job for every repository whose index an older codesearch wrote (a shard or manifest format
+this one does not read: `manifest.stale_repos`), so old indexes are rebuilt, never misread.
 
 `Scheduler` is a plain class (call `tick()` yourself); `SchedulerActor` runs it on a thread in a
 Ray actor until `shutdown()`.
@@ -125,8 +127,14 @@ class Scheduler:
                 removed_index.append(key)
         if removed_mirrors or removed_index:
             log.info("start-up cleanup: mirrors %s, index entries %s", removed_mirrors, removed_index)
+        stale = [r for r in manifest.stale_repos(self.index_dir) if str(r) in ids]
+        for repo_id in stale:
+            self.store.enqueue_index_job(repo_id)
+        if stale:
+            log.info("an older codesearch indexed repos %s: indexing them again", stale)
         self._check_index()
-        return {"requeued": [j.id for j in requeued], "mirrors": removed_mirrors, "index": removed_index}
+        return {"requeued": [j.id for j in requeued], "mirrors": removed_mirrors, "index": removed_index,
+                "stale": stale}
 
     # ------------------------------------------------------------------ the tick
 
@@ -190,10 +198,10 @@ class Scheduler:
         return gone
 
     def _check_index(self) -> None:
-        from codesearch.index.manifest import current_shards
+        from codesearch.runtime.searchers import shard_files
 
         try:
-            shards = current_shards(self.index_dir)
+            shards = shard_files(self.index_dir)  # files and tombstones: either change reloads
         except Exception as e:
             self._error(f"index: {e}")
             return

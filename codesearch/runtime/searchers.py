@@ -28,7 +28,7 @@ import time
 import uuid
 
 from codesearch.errors import CodesearchError, IndexFormatError
-from codesearch.index.manifest import current_shards
+from codesearch.index.manifest import current_index
 from codesearch.index.shard import Shard
 from codesearch.runtime import NAMESPACE
 from codesearch.search.engine import PartialResult, make_plan, merge_partials, partial_result, search_shards
@@ -74,14 +74,16 @@ class ShardSearcher:
     def shards(self) -> list[Shard]:
         return self.sets[self.current]
 
-    def _open(self, paths: list[str], reuse: dict[str, Shard]) -> list[Shard]:
+    def _open(self, specs: list, reuse: dict[str, Shard]) -> list[Shard]:
+        """Open the shards of `specs` (see `shard_files`), re-using those open already."""
         out, errors = [], []
-        for path in paths:
+        for spec in specs:
+            path, dead = _spec(spec)
             if path in reuse:
-                out.append(reuse[path])
+                out.append(reuse[path].with_dead(dead))
                 continue
             try:
-                out.append(Shard(path))
+                out.append(Shard(path).with_dead(dead))
             except (IndexFormatError, OSError) as e:
                 log.error("%s", e)
                 errors.append(str(e))
@@ -225,20 +227,31 @@ def published_deployment(key: str) -> dict | None:
     return json.loads(value) if value else None
 
 
-def balance(paths: list[str], n: int) -> list[list[str]]:
-    """Split shard files over `n` searchers so their total sizes are even (largest first)."""
-    groups: list[list[str]] = [[] for _ in range(max(n, 1))]
+def balance(specs: list, n: int) -> list[list]:
+    """Split shards (`shard_files` specs) over `n` searchers so their total sizes are even
+    (largest first)."""
+    groups: list[list] = [[] for _ in range(max(n, 1))]
     sizes = [0] * len(groups)
-    for p in sorted(paths, key=lambda p: (-os.path.getsize(p), p)):
+    size = {_spec(s)[0]: os.path.getsize(_spec(s)[0]) for s in specs}
+    for spec in sorted(specs, key=lambda s: (-size[_spec(s)[0]], _spec(s)[0])):
         i = sizes.index(min(sizes))
-        groups[i].append(p)
-        sizes[i] += os.path.getsize(p)
+        groups[i].append(spec)
+        sizes[i] += size[_spec(spec)[0]]
     return groups
 
 
-def shard_files(index_dir: str) -> list[str]:
-    """The shards the index consists of now (per its manifest)."""
-    return current_shards(index_dir)
+def shard_files(index_dir: str) -> list:
+    """The shards the index consists of now (per its manifest), as plain data that travels
+    between processes and through Ray's KV: a shard's path, or ``[path, [dead repo ids]]`` for a
+    shard with tombstoned repositories."""
+    return [entry.path if not entry.dead else [entry.path, sorted(entry.dead)] for entry in current_index(index_dir)]
+
+
+def _spec(spec) -> tuple[str, frozenset[int]]:
+    if isinstance(spec, str):
+        return spec, frozenset()
+    path, dead = spec
+    return path, frozenset(dead)
 
 
 #: Seconds past a search's deadline that a searcher's answer is still awaited (it stops at the

@@ -18,7 +18,7 @@ from typing import Callable
 from pyroaring import BitMap
 
 from codesearch.errors import IndexFormatError, QueryError
-from codesearch.index.manifest import current_shards
+from codesearch.index.manifest import current_index
 from codesearch.index.shard import Shard
 from codesearch.query.parser import parse
 from codesearch.query.planner import Plan, plan
@@ -252,7 +252,8 @@ class Searcher:
         self.reload()
 
     def reload(self) -> None:
-        """Follow the index manifest: open shards that appeared, drop those that were replaced.
+        """Follow the index manifest: open shards that appeared, drop those that were replaced,
+        apply the tombstones of this version of the index.
 
         Searches that already hold the old shard list finish on it (the files stay mapped). If
         a shard named by the manifest vanished before it could be opened, a newer manifest has
@@ -262,12 +263,13 @@ class Searcher:
             errors, vanished = [], False
             old = {s.path: s for s in self.shards}
             shards = []
-            for path in current_shards(self.index_dir):
+            for entry in current_index(self.index_dir):
+                path = entry.path
                 if path in old:
-                    shards.append(old.pop(path))
+                    shards.append(old.pop(path).with_dead(entry.dead))
                     continue
                 try:
-                    shards.append(Shard(path, verify=self.verify))
+                    shards.append(Shard(path, verify=self.verify).with_dead(entry.dead))
                 except IndexFormatError as e:
                     if not os.path.exists(path):
                         vanished = True

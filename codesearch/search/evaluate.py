@@ -259,8 +259,9 @@ class ShardEvaluator:
         document of the shard can match. Collects the positive terms and identifiers."""
         s, stats = self.shard, self.stats
         stats.shardFilesConsidered = s.doc_count
-        root = _resolve_repos(self.plan.root, s.repos)
-        if isinstance(root, ast.Const) and not root.value or s.doc_count == 0:
+        live = s.live_repos  # tombstoned repositories are not part of this version of the index
+        root = _resolve_repos(self.plan.root, live)
+        if isinstance(root, ast.Const) and not root.value or s.doc_count == 0 or not live:
             stats.shardsSkippedFilter = 1
             return None
         self._collect_positive(root)
@@ -283,6 +284,8 @@ class ShardEvaluator:
             cand = on_default if cand is None else cand & on_default
         if cand is None:
             cand = self.view.all_docs
+        elif s.dead:
+            cand = cand & self.view.all_docs  # (a new set: `cand` may be a cached one)
         stats.ngramMatches = len(cand)
         if exclude:
             cand = cand - exclude

@@ -24,14 +24,16 @@ def explain_shard(shard, plan: Plan) -> dict:
     ev = ShardEvaluator(shard, plan, budget=1, deadline=float("inf"))
     out = {"shard": os.path.basename(shard.path), "documents": shard.doc_count, "skipped": False, "candidates": 0,
            "exact": True, "trigramLookups": 0, "indexBytesLoaded": 0}
-    root = _resolve_repos(plan.root, shard.repos)
-    if isinstance(root, ast.Const) and not root.value or shard.doc_count == 0:
+    root = _resolve_repos(plan.root, shard.live_repos)
+    if isinstance(root, ast.Const) and not root.value or shard.doc_count == 0 or not shard.live_repos:
         out["skipped"] = True
     else:
         cand, exact = ev.candidates(root)
         if plan.default_branch_only:
             on_default = shard.docs_where("default-branch")
             cand = on_default if cand is None else cand & on_default
+        elif cand is not None and shard.dead:
+            cand = cand & shard.docs_where("all")
         out["candidates"] = shard.doc_count if cand is None else len(cand)
         out["exact"] = bool(exact)
     stats: Stats = ev.stats

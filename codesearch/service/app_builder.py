@@ -12,6 +12,8 @@ What ``app(args)`` starts, unless it is already running (a second ``serve deploy
 * the **connection syncers and repository indexers** (``<prefix>-sync-<i>``,
   ``<prefix>-index-<i>``; `start_workers`, counts from the config's concurrency settings capped at
   the builder node's cores, or ``syncers``/``indexers``);
+* the **compactor** (``<prefix>-compactor``; `start_compactor`: merges small and tombstoned
+  shards into compound ones in the background);
 * the **shard searchers** (``<prefix>-searcher-<i>``, ``searchers`` of them;
   `SearcherPool.create`), told to the scheduler (``set_searchers``), which reloads them after every
   index change, and published in Ray's KV (`publish_deployment`) for notebooks
@@ -97,7 +99,8 @@ def names(prefix: str = DEFAULT_PREFIX) -> dict:
     """The actor names of the runtime `prefix`: scheduler name, searcher prefix, worker prefix.
     With the default prefix the searchers are named like `codesearch serve`'s
     (`launcher.SEARCHER_PREFIX`)."""
-    return {"scheduler": f"{prefix}-scheduler", "searchers": f"{prefix}-searcher", "workers": prefix}
+    return {"scheduler": f"{prefix}-scheduler", "searchers": f"{prefix}-searcher", "workers": prefix,
+            "compactor": f"{prefix}-compactor"}
 
 
 def _get_actor(name: str, namespace: str | None = None):
@@ -162,6 +165,7 @@ def start_or_attach_runtime(config_path: str, data_dir: str, *, searchers: int =
     import ray
 
     from codesearch.runtime import NAMESPACE
+    from codesearch.runtime.compactor import start_compactor
     from codesearch.runtime.scheduler import start_scheduler
     from codesearch.runtime.searchers import SearcherPool, publish_deployment
     from codesearch.runtime.workers import RuntimeOptions, start_workers, worker_counts
@@ -198,6 +202,8 @@ def start_or_attach_runtime(config_path: str, data_dir: str, *, searchers: int =
             kind = "sync" if "-sync-" in name else "index"
             start_workers(data_dir, settings, options, syncers=int(kind == "sync"), indexers=int(kind == "index"),
                           name_prefix=n["workers"], actor_options={**runtime_opts, "name": name, "namespace": NAMESPACE})
+    if _get_actor(n["compactor"]) is None:
+        start_compactor(data_dir, name=n["compactor"], actor_options=runtime_opts)
 
     searcher_opts = _actor_options(searcher_resources, {}, get_if_exists=True, num_cpus=searcher_cpus)
     index_dir = os.path.join(data_dir, "index")
@@ -285,7 +291,7 @@ def _runtime_actors(prefix: str, namespace: str | None) -> list[tuple[str, str]]
     from codesearch.runtime import NAMESPACE
 
     namespace = namespace or (runtime_record(prefix) or {}).get("namespace") or NAMESPACE
-    pattern = re.compile(rf"^{re.escape(prefix)}-(scheduler|searcher-\d+|sync-\d+|index-\d+)$")
+    pattern = re.compile(rf"^{re.escape(prefix)}-(scheduler|compactor|searcher-\d+|sync-\d+|index-\d+)$")
     return sorted({(a["name"], a["namespace"]) for a in ray.util.list_named_actors(all_namespaces=True)
                    if pattern.match(a["name"]) and a["namespace"] == namespace})
 
@@ -328,7 +334,7 @@ def shutdown_runtime(prefix: str = DEFAULT_PREFIX, *, namespace: str | None = No
             ray.get(h.shutdown.remote(), timeout=timeout_s)
         except Exception as e:  # noqa: BLE001 - dead or stuck: killed below
             log.warning("scheduler shutdown: %s", type(e).__name__)
-    workers = [h for name, h in handles if re.search(r"-(sync|index)-\d+$", name)]
+    workers = [h for name, h in handles if re.search(r"-(sync-\d+|index-\d+|compactor)$", name)]
     if workers:
         stop_workers(workers, timeout_s=timeout_s)  # asks each to finish its job, then kills it
     for name, h in handles:

@@ -60,8 +60,10 @@ def _say(msg: str) -> None:
 
 
 def start_runtime(config_path: str, data_dir: str, settings, options=None, *, say=_say):
-    """The scheduler (start-up cleanup and crash recovery first) and the worker actors.
-    Returns (scheduler, workers)."""
+    """The scheduler (start-up cleanup and crash recovery first), the worker actors and the
+    compactor. Returns (scheduler, workers), the compactor last among the workers (each stops
+    with `stop_workers`)."""
+    from codesearch.runtime.compactor import start_compactor
     from codesearch.runtime.scheduler import start_scheduler
     from codesearch.runtime.workers import RuntimeOptions, start_workers, worker_counts
 
@@ -69,7 +71,8 @@ def start_runtime(config_path: str, data_dir: str, settings, options=None, *, sa
     scheduler = start_scheduler(config_path, data_dir, options)
     syncers, indexers = worker_counts(settings)
     workers = start_workers(data_dir, settings, options, syncers=syncers, indexers=indexers)
-    say(f"runtime: scheduler, {syncers} connection syncer(s), {indexers} repo indexer(s)")
+    workers.append(start_compactor(data_dir))
+    say(f"runtime: scheduler, {syncers} connection syncer(s), {indexers} repo indexer(s), compactor")
     return scheduler, workers
 
 

@@ -1,0 +1,120 @@
+"""The compactor: a Ray actor that keeps the index made of a few compound shards.
+
+Indexers write each repository's shards on their own and tombstone what they replace
+(`codesearch.index.manifest`); left alone, an index of a thousand repositories would be a
+thousand small shards, and re-indexed repositories would leave dead documents behind. The
+compactor runs `codesearch.index.compact` every `poll_s` seconds on a thread of its own actor
+(its own process: merging reads and writes hundreds of megabytes, which must not hold up the
+scheduler's tick or the searchers): one merge at a time, then the next plan. Each merge is one
+atomic manifest change, so searches never see a half-done compaction; the scheduler notices the
+new manifest and refreshes the searchers, as after any index change.
+
+`Compactor` is a plain class (call `run_once()` yourself, as the tests do); `CompactorActor`
+runs it in a loop until `shutdown()`; `start_compactor` creates the actor (supervised by Ray:
+a compactor that dies is restarted and starts over from the manifest, which a dead compactor
+never leaves half-changed).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+
+from codesearch.index.builder import IndexSettings
+from codesearch.index.compact import CompactionStats, merge, plan
+from codesearch.runtime import NAMESPACE
+
+log = logging.getLogger(__name__)
+
+#: Seconds between two looks at the index when there was nothing to merge.
+POLL_S = 5.0
+
+
+class Compactor:
+    """Merges the shards of `data_dir`'s index that `compact.plan` picks."""
+
+    def __init__(self, data_dir: str, settings: IndexSettings | None = None):
+        self.index_dir = os.path.join(data_dir, "index")
+        self.settings = settings or IndexSettings()
+        self.totals = CompactionStats()
+        self.errors: list[str] = []
+
+    def run_once(self) -> int:
+        """Plan, then merge the planned groups; returns how many merges were done."""
+        if not os.path.isdir(self.index_dir):
+            return 0
+        done = 0
+        for group in plan(self.index_dir, self.settings.shard_max_bytes):
+            try:
+                if merge(self.index_dir, group, self.settings, self.totals):
+                    done += 1
+                    log.info("compacted %d shard(s) into %s", len(group), self.totals.written[-1:])
+            except Exception as e:  # a bad shard must not stop compaction of the others
+                log.exception("compaction of %s failed", group)
+                self.errors = (self.errors + [f"{group}: {type(e).__name__}: {e}"])[-20:]
+        return done
+
+    def stats(self) -> dict:
+        t = self.totals
+        return {"merged_shards": t.merged_shards, "written_shards": t.written_shards, "live_bytes": t.live_bytes,
+                "dropped_bytes": t.dropped_bytes, "refused": t.refused, "errors": list(self.errors)}
+
+
+class CompactorActor(Compactor):
+    """`Compactor` in a loop on a thread of a Ray actor."""
+
+    def __init__(self, data_dir: str, settings: IndexSettings | None = None, poll_s: float = POLL_S):
+        from codesearch import environment
+
+        environment.configure_logging()
+        super().__init__(data_dir, settings)
+        self.poll_s = poll_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="compactor", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                if self.run_once():
+                    continue  # more may be due (a big backlog): look again at once
+            except Exception:
+                log.exception("compactor loop")
+            self._stop.wait(self.poll_s)
+
+    def shutdown(self) -> dict:
+        """Stop after the merge under way (if any); returns the totals."""
+        self._stop.set()
+        self._thread.join(timeout=120)
+        return self.stats()
+
+    def ping(self) -> bool:
+        return True
+
+
+def start_compactor(data_dir: str, settings: IndexSettings | None = None, *, poll_s: float = POLL_S,
+                    name: str | None = None, actor_options: dict | None = None):
+    """Create the compactor actor (supervised by Ray, reserving no CPU); returns it."""
+    import ray
+
+    opts = {"num_cpus": 0, "max_restarts": -1, **(actor_options or {})}
+    if name:
+        opts["name"] = name
+        opts["namespace"] = NAMESPACE
+    actor = ray.remote(CompactorActor).options(**opts).remote(data_dir, settings, poll_s)
+    ray.get(actor.ping.remote())
+    return actor
+
+
+def stop_compactor(actor, timeout_s: float = 30.0) -> None:
+    import ray
+
+    try:
+        ray.get(actor.shutdown.remote(), timeout=timeout_s)
+    except Exception:  # noqa: BLE001 - dead or stuck: killed below
+        pass
+    try:
+        ray.kill(actor, no_restart=True)
+    except Exception:  # noqa: BLE001 - already gone
+        pass
