@@ -171,7 +171,7 @@ def test_app_builder_deploys_and_shuts_down(serve_url, tmp_path):
         assert record["scheduler"] == f"{prefix}-scheduler" and record["searchers"] == 2
         assert record["workers"] == [f"{prefix}-sync-0", f"{prefix}-index-0"]
         actors = {a["name"] for a in ray.util.list_named_actors(all_namespaces=True) if a["name"].startswith(prefix)}
-        assert actors == {f"{prefix}-scheduler", f"{prefix}-sync-0", f"{prefix}-index-0", f"{prefix}-searcher-0",
+        assert actors == {f"{prefix}-scheduler", f"{prefix}-compactor", f"{prefix}-sync-0", f"{prefix}-index-0", f"{prefix}-searcher-0",
                           f"{prefix}-searcher-1"}
         # detached: they outlive the process that created them (Serve's build task, with serve deploy)
         from ray._private.state import actors as actor_table
@@ -221,7 +221,7 @@ def test_app_builder_deploys_and_shuts_down(serve_url, tmp_path):
             app_builder.app({**args, "data_dir": str(tmp_path / "other")})
     finally:
         killed = app_builder.shutdown_runtime(prefix, app_name=app_name, timeout_s=10)
-    assert set(killed) == {f"{prefix}-scheduler", f"{prefix}-sync-0", f"{prefix}-index-0", f"{prefix}-searcher-0",
+    assert set(killed) == {f"{prefix}-scheduler", f"{prefix}-compactor", f"{prefix}-sync-0", f"{prefix}-index-0", f"{prefix}-searcher-0",
                            f"{prefix}-searcher-1"}
     assert app_builder.wait_gone(killed, timeout_s=30)
     assert app_builder.runtime_record(prefix) is None
