@@ -269,3 +269,45 @@ def test_joined_to_a_cluster_it_removes_only_its_own_application(serve_url, tmp_
         if served.proc.poll() is None:
             os.killpg(served.proc.pid, signal.SIGKILL)
         serve.delete(bystander)
+
+
+
+def test_without_ray_address_it_starts_its_own_ray_beside_another(serve_url, tmp_path):
+    """Without ``RAY_ADDRESS``, `codesearch serve` starts a Ray instance of its own even when
+    another one on the machine is the one ``ray.init()`` would join (the cluster a ``ray start``
+    recorded in ``<RAY_TMPDIR>/ray/ray_current_cluster``; here: the test session's, whose Serve
+    runs another application): it must not serve through that one's proxy, nor shut its Serve
+    down when it stops."""
+    import shutil
+    import tempfile
+    import uuid
+
+    import ray
+    from ray import serve
+
+    @serve.deployment(ray_actor_options={"num_cpus": 0})
+    class Bystander:
+        async def __call__(self, request) -> str:
+            return "still here"
+
+    bystander = f"bystander-{uuid.uuid4().hex[:8]}"
+    serve.run(Bystander.bind(), name=bystander, route_prefix=f"/{bystander}")
+    ray_tmp = Path(tempfile.mkdtemp(prefix="cs-ray-", dir="/tmp"))  # short: Ray's socket paths have a limit
+    (ray_tmp / "ray").mkdir()
+    (ray_tmp / "ray" / "ray_current_cluster").write_text(ray.get_runtime_context().gcs_address)
+    served = Served(tmp_path, FORCE_ENABLE_ANONYMOUS_ACCESS="true", RAY_TMPDIR=str(ray_tmp))
+    try:
+        served.wait_healthy()
+        r = httpx.post(f"{served.base}/api/search", json=LOAD_QUERY, timeout=60)
+        assert r.status_code == 200 and r.json()["files"], r.text
+        assert "codesearch" not in serve.status().applications
+        code = served.stop(timeout_s=90)
+        assert code == 0, served.log()[-3000:]
+        assert "Connecting to existing Ray cluster" not in served.log(), served.log()[-3000:]
+        still = httpx.get(f"{serve_url}/{bystander}", timeout=30)
+        assert (still.status_code, still.text) == (200, "still here")
+    finally:
+        if served.proc.poll() is None:
+            os.killpg(served.proc.pid, signal.SIGKILL)
+        serve.delete(bystander)
+        shutil.rmtree(ray_tmp, ignore_errors=True)

@@ -203,7 +203,9 @@ def run(config_path: str | None, *, port: int = 3000, host: str = "127.0.0.1", d
             from codesearch.service.proxy_errors import install_for_own_ray
 
             install_for_own_ray()
-        ray.init(address=address or None, include_dashboard=False, log_to_driver=False)
+        # "local": a new instance, never one that `ray.init()` would find by itself (the cluster
+        # a `ray start` on this machine recorded), whose Serve we would otherwise take over.
+        ray.init(address=address or "local", include_dashboard=False, log_to_driver=False)
         _say(f"ray: {'joined ' + address if address else 'started a local instance'}")
     owns_cluster = started_ray and not address
     stop = stop or threading.Event()
