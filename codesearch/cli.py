@@ -58,6 +58,7 @@ def _split(value: str | None) -> list[str]:
 def cmd_index(args) -> int:
     from codesearch.index.builder import IndexSettings, index_paths
     from codesearch.index.manifest import current_shards
+    from codesearch.index.parallel import default_jobs
 
     settings = IndexSettings()
     if args.max_file_size:
@@ -66,7 +67,7 @@ def cmd_index(args) -> int:
         settings.ctags = False
     progress = _Progress()
     stats = index_paths(args.paths, args.out, settings, branches=_split(args.branches), tags=_split(args.tags), progress=progress,
-                        compact=not args.no_compact)
+                        compact=not args.no_compact, jobs=args.jobs or default_jobs())
     progress.done()
     for w in stats.warnings:
         print(f"warning: {w}", file=sys.stderr)
@@ -323,6 +324,7 @@ def build_parser() -> argparse.ArgumentParser:
     ix.add_argument("--tags", metavar="GLOB,...", help="also index tags matching these globs")
     ix.add_argument("--max-file-size", type=int, metavar="BYTES", help="skip larger files (default 2097152)")
     ix.add_argument("--no-ctags", action="store_true", help="do not extract symbols")
+    ix.add_argument("--jobs", "-j", type=int, metavar="N", help="processes to build with (default: every core)")
     ix.add_argument("--no-compact", action="store_true",
                     help="keep one set of shards per repository (by default small shards are merged into compound ones)")
     ix.set_defaults(func=cmd_index)

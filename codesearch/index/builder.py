@@ -122,7 +122,8 @@ class ShardBuilder:
                 skip, content = BINARY, b""
             else:
                 trigrams = unique_trigrams(normalize(content))
-                if count_folded(trigrams) > s.max_trigram_count and not always:
+                # the folded count is never above the exact one: count it only when it may matter
+                if trigrams.size > s.max_trigram_count and count_folded(trigrams) > s.max_trigram_count and not always:
                     skip, content, trigrams = TOO_MANY_TRIGRAMS, b"", _EMPTY
         lines = _EMPTY
         if skip == INDEXED:
@@ -293,20 +294,38 @@ def index_source(source, out_dir: str, settings: IndexSettings | None = None, st
 
 
 def index_paths(paths: list[str], out_dir: str, settings: IndexSettings | None = None, branches=(), tags=(), progress=None,
-                compact: bool = False) -> IndexStats:
+                compact: bool = False, jobs: int = 1) -> IndexStats:
     """Index each path as one repository (git repositories from their object store); with
     `compact`, then merge the small shards into compound ones (`codesearch.index.compact`:
-    `stats.shards` names the shards as written, before the merge)."""
+    `stats.shards` names the shards as written, before the merge). With ``jobs`` > 1 the build
+    runs in that many processes (`codesearch.index.parallel`): many repositories side by side,
+    or the parts of fewer big ones."""
+    from codesearch.index import parallel
+
+    settings = settings or IndexSettings()
     stats = IndexStats()
     for p in paths:
         if not os.path.exists(p):
             raise IndexBuildError(f"{p}: no such file or directory")
-        source = open_source(p, branches, tags)
-        try:
-            index_source(source, out_dir, settings, stats, progress)
-        finally:
-            if hasattr(source, "close"):
-                source.close()
+    os.makedirs(out_dir, exist_ok=True)
+    pool = parallel.Pool(jobs) if jobs > 1 else None
+    try:
+        if pool is not None and len(paths) >= 2 * jobs:
+            parallel.index_many(paths, out_dir, settings, stats, pool, branches, tags, progress)
+        else:
+            for p in paths:
+                source = open_source(p, branches, tags)
+                try:
+                    if pool is not None:
+                        parallel.index_source_in_parts(source, out_dir, settings, stats, pool, progress)
+                    else:
+                        index_source(source, out_dir, settings, stats, progress)
+                finally:
+                    if hasattr(source, "close"):
+                        source.close()
+    finally:
+        if pool is not None:
+            pool.close()
     if compact:
         from codesearch.index.compact import compact as compact_index
 

@@ -80,6 +80,8 @@ class SourceFile:
     size: int
     branch_mask: int
     read: Callable[[], bytes]
+    #: Where the content is, for a process that reads it again: a file's full path, a blob's sha.
+    locator: str = ""
 
 
 def repo_name_from_url(url: str) -> str:
@@ -131,7 +133,7 @@ class DirectorySource:
                 if not os.path.isfile(full) or os.path.islink(full):
                     continue
                 rel = os.path.relpath(full, self.root).replace(os.sep, "/")
-                yield SourceFile(rel, st.st_size, 1, lambda full=full: _read(full))
+                yield SourceFile(rel, st.st_size, 1, lambda full=full: _read(full), full)
 
     def _warn(self, e: OSError) -> None:
         self.warnings.append(f"{getattr(e, 'filename', '')}: {e.strerror}")
@@ -183,7 +185,7 @@ class GitSource:
                     entries[key] = [int(size), 1 << bit]
         odb = self.git.odb
         for (path, sha), (size, mask) in entries.items():
-            yield SourceFile(path, size, mask, lambda sha=sha: odb.stream(bytes.fromhex(sha)).read())
+            yield SourceFile(path, size, mask, lambda sha=sha: odb.stream(bytes.fromhex(sha)).read(), sha)
 
     def close(self) -> None:
         self.git.close()

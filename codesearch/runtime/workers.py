@@ -72,6 +72,9 @@ class RuntimeOptions:
     cancel_grace_s: float = 60.0
     #: tests only: sleep this long (heartbeating) before indexing, to kill a worker mid-job
     index_delay_s: float = 0.0
+    #: CPUs each repository indexer reserves: a build keeps one core busy (ctags runs beside it,
+    #: mostly waiting), so Ray places indexers where cores are free instead of stacking them
+    indexer_cpus: float = 1.0
 
 
 class _Worker:
@@ -347,8 +350,9 @@ def start_workers(data_dir: str, settings, options: RuntimeOptions | None = None
     for i in range(n_sync):
         actors.append(ray.remote(ConnectionSyncerActor).options(**opts).remote(
             data_dir, f"{name_prefix}-sync-{run_id}-{i}", options))
+    index_opts = {**opts, "num_cpus": (actor_options or {}).get("num_cpus", options.indexer_cpus)}
     for i in range(n_index):
-        actors.append(ray.remote(RepoIndexerActor).options(**opts).remote(
+        actors.append(ray.remote(RepoIndexerActor).options(**index_opts).remote(
             data_dir, f"{name_prefix}-index-{run_id}-{i}", options,
             max_file_size=int(settings.max_file_size), max_trigram_count=int(settings.max_trigram_count),
             timeout_ms=float(settings.repo_index_timeout_ms)))

@@ -1,0 +1,199 @@
+"""Builds that use every core they are given: repositories in parallel, and parts of a big one.
+
+Building a shard is CPU work in this process (reading contents, numpy trigram extraction, the
+inversion and the roaring bitmaps) plus ctags in a process of its own, so one build uses about
+one core. `index_paths` (the ``codesearch index`` command, the benchmarks) and `index_source`
+take ``jobs``:
+
+* several repositories: each is indexed whole by one of ``jobs`` worker processes;
+* one repository bigger than `PART_MIN_BYTES`: its files (listed here, their contents read by
+  the workers) are cut into ``jobs`` parts of about equal size, in path order; each worker builds
+  the shards of its part with its own ctags, and the parent swaps all of them in at once
+  (`manifest.swap_repo`), so searches still see the old repository or the new one.
+
+Worker processes are started with ``forkserver`` (the parent may run threads: ctags feeders,
+Ray) and re-used for the whole build. The service's indexer actors build serially (each actor
+is one process reserving one CPU, and a job must stay cancellable file by file); they run in
+parallel with each other instead.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import multiprocessing
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+
+from codesearch.index import manifest
+from codesearch.index.builder import IndexSettings, IndexStats, ShardBuilder, shard_prefix
+from codesearch.index.sources import DirectorySource, GitSource, RepoInfo, SourceFile
+
+#: A repository smaller than this is built by one process (starting workers costs more).
+PART_MIN_BYTES = 32 << 20
+
+
+def default_jobs() -> int:
+    """The cores this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+@dataclass(frozen=True)
+class _Part:
+    """What a worker needs to build one part of a repository (plain, picklable data)."""
+
+    kind: str  # "dir" or "git"
+    location: str  # the directory, or the git directory
+    repo: dict  # RepoInfo.to_json()
+    files: list  # (path, size, branch mask, locator: full path or blob sha)
+    build_dir: str
+    name: str
+    settings: IndexSettings
+
+
+def _listing(source) -> tuple[str, str, list]:
+    """The source's files as plain data, and how a worker reads their contents again."""
+    if isinstance(source, GitSource):
+        return "git", source.git.git_dir, [(f.path, f.size, f.branch_mask, f.locator) for f in source.files()]
+    if isinstance(source, DirectorySource):
+        return "dir", source.root, [(f.path, f.size, f.branch_mask, f.locator) for f in source.files()]
+    raise TypeError(f"cannot build {type(source).__name__} in parts")
+
+
+def _build_part(part: _Part) -> IndexStats:
+    """In a worker: build the shards of one part into `part.build_dir`."""
+    stats = IndexStats()
+    if part.kind == "git":
+        import git
+
+        repo = git.Repo(part.location)
+        odb = repo.odb
+        read = lambda loc: odb.stream(bytes.fromhex(loc)).read()  # noqa: E731
+    else:
+        repo = None
+
+        def read(loc):
+            with open(loc, "rb") as f:
+                return f.read()
+
+    builder = ShardBuilder(part.build_dir, RepoInfo.from_json(part.repo), part.settings, stats, name=part.name)
+    try:
+        for path, size, mask, loc in part.files:
+            builder.add(SourceFile(path, size, mask, lambda loc=loc: read(loc), loc))
+        stats.shards = builder.finish()
+    finally:
+        builder.symbols.close()
+        if repo is not None:
+            repo.close()
+    return stats
+
+
+def _split(files: list, parts: int) -> list[list]:
+    """`files` (in path order) cut into at most `parts` runs of about equal total size."""
+    total = sum(f[1] for f in files) or 1
+    out, current, size = [], [], 0
+    for f in files:
+        current.append(f)
+        size += f[1]
+        if size >= total * (len(out) + 1) / parts and len(out) < parts - 1:
+            out.append(current)
+            current = []
+    if current:
+        out.append(current)
+    return out
+
+
+class Pool:
+    """Worker processes for builds, started once (``forkserver``) and re-used."""
+
+    def __init__(self, jobs: int):
+        self.jobs = jobs
+        self._executor: concurrent.futures.ProcessPoolExecutor | None = None
+
+    def executor(self) -> concurrent.futures.ProcessPoolExecutor:
+        if self._executor is None:
+            ctx = multiprocessing.get_context("forkserver")
+            self._executor = concurrent.futures.ProcessPoolExecutor(max_workers=self.jobs, mp_context=ctx)
+        return self._executor
+
+    def close(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=True, cancel_futures=True)
+            self._executor = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def index_source_in_parts(source, out_dir: str, settings: IndexSettings, stats: IndexStats, pool: Pool,
+                          progress=None) -> IndexStats:
+    """`builder.index_source` for a big repository: its parts built by the pool's workers."""
+    t0 = time.perf_counter()
+    kind, location, files = _listing(source)
+    prefix = shard_prefix(source.repo)
+    generation = manifest.next_generation(out_dir)
+    build_dir = tempfile.mkdtemp(prefix=f".build-{generation}-", dir=out_dir)
+    try:
+        n = pool.jobs if sum(f[1] for f in files) >= PART_MIN_BYTES else 1
+        parts = [_Part(kind, location, source.repo.to_json(), chunk, build_dir, f"{prefix}.g{generation}.p{i}", settings)
+                 for i, chunk in enumerate(_split(files, n))]
+        written = []
+        for part_stats, part in zip(pool.executor().map(_build_part, parts), parts):
+            _add(stats, part_stats)
+            written.extend(part_stats.shards)
+            if progress:
+                progress(sum(f[1] for f in part.files))
+        stats.warnings.extend(getattr(source, "warnings", []))
+        manifest.swap_repo(out_dir, source.repo.id, source.repo.name, generation, written, replaces_prefix=prefix)
+        stats.shards.extend(os.path.join(out_dir, os.path.basename(p)) for p in written)
+    finally:
+        shutil.rmtree(build_dir, ignore_errors=True)
+    stats.seconds += time.perf_counter() - t0
+    return stats
+
+
+def _index_one(args) -> IndexStats:
+    """In a worker: index one path whole (`builder.index_source`)."""
+    path, out_dir, settings, branches, tags = args
+    from codesearch.index.builder import index_source
+    from codesearch.index.sources import open_source
+
+    source = open_source(path, branches, tags)
+    try:
+        return index_source(source, out_dir, settings)
+    finally:
+        if hasattr(source, "close"):
+            source.close()
+
+
+def index_many(paths: list[str], out_dir: str, settings: IndexSettings, stats: IndexStats, pool: Pool,
+               branches=(), tags=(), progress=None) -> None:
+    """Index each path whole, ``pool.jobs`` at a time (results in the order of `paths`)."""
+    t0 = time.perf_counter()
+    args = [(p, out_dir, settings, tuple(branches), tuple(tags)) for p in paths]
+    for one in pool.executor().map(_index_one, args):
+        seconds = one.seconds
+        _add(stats, one)
+        stats.shards.extend(one.shards)
+        stats.seconds -= seconds
+        if progress:
+            progress(one.input_bytes)
+    stats.seconds += time.perf_counter() - t0
+
+
+def _add(stats: IndexStats, other: IndexStats) -> None:
+    stats.input_bytes += other.input_bytes
+    stats.files += other.files
+    stats.skipped += other.skipped
+    stats.postings_bytes += other.postings_bytes
+    stats.total_bytes += other.total_bytes
+    stats.seconds += other.seconds
+    stats.warnings.extend(other.warnings)

@@ -1,0 +1,58 @@
+"""Parallel builds (`codesearch.index.parallel`) answer exactly what a serial build answers.
+
+The session's generated corpus (a git repository with branches and tags, and a plain directory)
+is indexed again with two processes: once cut into parts (one repository's shards built by two
+workers, swapped in together), once repository by repository; each index, compacted or not,
+must give the brute-force oracle's answers.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from codesearch.index import parallel
+from codesearch.index.builder import index_paths
+from codesearch.index.manifest import read_manifest
+from codesearch.search.engine import Searcher
+from tests.conftest import BRANCH_GLOBS, TAG_GLOBS
+from tests.conftest import test_settings as index_settings
+from tests.oracle import engine_spans
+
+QUERIES = [  # (query, flags, tree for the oracle)
+    ("foo", {}, ("text", "foo")),
+    ("Foo", {"case_sensitive": True}, ("text", "Foo")),
+    (r"def \w+", {"is_regex": True}, ("and", ("regex", "def"), ("regex", r"\w+"))),
+    ("rev:* handler", {}, ("and", ("rev", "*"), ("text", "handler"))),
+    ("sym:Handler", {}, ("sym", "Handler")),
+    ("lang:skipped", {}, ("lang", "skipped")),
+    ("-file:test needle or file:\\.go$", {}, ("or", ("and", ("not", ("file", "test")), ("text", "needle")),
+                                             ("file", r"\.go$"))),
+]
+
+
+def _check(index_dir: str, oracle) -> None:
+    s = Searcher(index_dir)
+    try:
+        for query, flags, tree in QUERIES:
+            want = oracle.search(tree, case_sensitive=flags.get("case_sensitive", False))
+            assert engine_spans(s.search(query, matches=10**6, **flags)) == want, query
+    finally:
+        s.close()
+
+
+@pytest.mark.parametrize("how", ["parts", "repositories"])
+@pytest.mark.parametrize("compact", [False, True])
+def test_a_parallel_build_answers_like_the_oracle(indexed_corpus, tmp_path, monkeypatch, how, compact):
+    paths = [indexed_corpus["repo"], indexed_corpus["plain"]]
+    if how == "parts":
+        monkeypatch.setattr(parallel, "PART_MIN_BYTES", 0)  # cut even this small repository into parts
+    else:
+        paths = paths * 2  # more repositories than 2 × jobs: each built whole by a worker (twice: a re-index)
+    out = str(tmp_path / "ix")
+    stats = index_paths(paths, out, index_settings(), branches=BRANCH_GLOBS, tags=TAG_GLOBS, jobs=2, compact=compact)
+    assert stats.files and stats.input_bytes
+    man = read_manifest(out)
+    if how == "parts" and not compact:  # the git repository's shards come from both workers
+        repo_shards = [n for n in man["shards"] if ".p0." in n or ".p1." in n]
+        assert {".p0." in n for n in repo_shards} == {True, False}
+    _check(out, indexed_corpus["oracle"])
