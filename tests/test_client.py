@@ -88,9 +88,12 @@ def test_explain_is_the_same_everywhere(world):
     first = ex["local"]
     assert "handle_request" in first["query"] and "and" in first["plan"]
     assert 0 < first["candidates"] < first["documents"]
+    # the content those candidates hold: what a search would verify at most, and then did
+    resp = world["clients"]["local"].search("handle_request lang:python", matches=10**6)
+    assert first["candidateBytes"] >= resp.stats["contentBytesLoaded"] > 0
     for other in ex.values():
-        assert (other["plan"], other["candidates"], other["documents"]) == (first["plan"], first["candidates"],
-                                                                              first["documents"])
+        assert (other["plan"], other["candidates"], other["candidateBytes"], other["documents"]) == (
+            first["plan"], first["candidates"], first["candidateBytes"], first["documents"])
         assert all(s["trigramLookups"] > 0 or s["skipped"] for s in other["shards"])
     assert "candidates" in repr(first)
 

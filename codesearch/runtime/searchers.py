@@ -24,8 +24,10 @@ import itertools
 import json
 import logging
 import os
+import threading
 import time
 import uuid
+import weakref
 
 from codesearch.errors import CodesearchError, IndexFormatError
 from codesearch.index.manifest import current_index
@@ -164,6 +166,83 @@ def published_version(key: str | None) -> int | None:
     return int(value) if value else None
 
 
+#: Seconds between two reads of a pool's published index version by the process searching
+#: through it (see `VersionWatch`).
+VERSION_POLL_S = 0.2
+
+
+class VersionWatch:
+    """The index version the searches of pool `key` name, as this process knows it: read from
+    Ray's KV by a daemon thread every `poll_s` seconds, so that a search never waits for a KV
+    read (a round trip to Ray's GCS, a millisecond or more on a busy node, on every request).
+
+    Why a version up to `poll_s` old is still right: a pool publishes a version only after every
+    searcher holds it, and searchers keep their last `ShardSearcher.KEEP_VERSIONS` (3) lists, so
+    the version a search names is held by every searcher unless three newer ones were published
+    within `poll_s` (the scheduler publishes at most one per tick, 1 s by default); after such a
+    burst each searcher answers from its newest list. A version this process publishes itself
+    (`SearcherPool.assign`) is used at once. The thread starts with the first `get` and ends with
+    `close` or when the watch is garbage.
+    """
+
+    def __init__(self, key: str, poll_s: float = VERSION_POLL_S):
+        self.key = key
+        self.poll_s = poll_s
+        self._value: int | None = None
+        self._known = False
+        self._generation = 0  # bumped by `set`: a read that started before it is dropped
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def get(self) -> int | None:
+        """The version to search (read from the KV here only if it never was)."""
+        if self._thread is None:
+            self._start()
+        return self._value
+
+    def _start(self) -> None:
+        if not self._known:
+            self.refresh()
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=_watch_version, args=(weakref.ref(self), self.poll_s, self._stop),
+                                                name=f"codesearch-version-{self.key}", daemon=True)
+                self._thread.start()
+
+    def set(self, version: int | None) -> None:
+        """Use `version` from now on (this process just published it)."""
+        with self._lock:
+            self._generation += 1
+            self._value, self._known = version, True
+
+    def refresh(self) -> None:
+        """Read the published version once (what the thread does every `poll_s`)."""
+        generation = self._generation
+        self._store(published_version(self.key), generation)
+
+    def _store(self, version: int | None, generation: int) -> None:
+        with self._lock:
+            if generation == self._generation:
+                self._value, self._known = version, True
+
+    def close(self) -> None:
+        self._stop.set()
+
+
+def _watch_version(ref, poll_s: float, stop: threading.Event) -> None:
+    """The thread of a `VersionWatch` (holding it only weakly, so that an unused pool can go)."""
+    while not stop.wait(poll_s):
+        watch = ref()
+        if watch is None:
+            return
+        try:
+            watch.refresh()
+        except Exception as e:  # noqa: BLE001 - the KV store is briefly unreachable: keep the last version
+            log.debug("index version of %s not read: %s", watch.key, e)
+        del watch
+
+
 def _lists_key(key: str) -> bytes:
     return f"codesearch:shard-lists:{key}".encode()
 
@@ -257,6 +336,10 @@ def _spec(spec) -> tuple[str, frozenset[int]]:
 #: Seconds past a search's deadline that a searcher's answer is still awaited (it stops at the
 #: deadline by itself; this covers the trip back).
 GRACE_S = 2.0
+#: Queries up to this long are planned on the event loop by `SearcherPool.search_async`
+#: (a plan of 200 characters takes at most a few milliseconds even for an alternation of
+#: literals, typical queries a few tens of microseconds).
+INLINE_PLAN_CHARS = 200
 
 
 class SearcherPool:
@@ -276,6 +359,8 @@ class SearcherPool:
         self.partitions = len(actors) // copies
         #: Names this pool's published index version (pools are told apart by their name prefix).
         self.version_key = version_key or uuid.uuid4().hex
+        #: The index version its searches name (no KV read per search).
+        self.version_watch = VersionWatch(self.version_key)
         self._turn = itertools.count()
 
     @classmethod
@@ -319,8 +404,10 @@ class SearcherPool:
         replica), in the layout `create` recorded."""
         import ray
 
-        return cls([ray.get_actor(f"{name_prefix}-{i}", namespace=NAMESPACE) for i in range(count)],
+        pool = cls([ray.get_actor(f"{name_prefix}-{i}", namespace=NAMESPACE) for i in range(count)],
                    version_key=name_prefix, copies=published_copies(name_prefix, count))
+        pool.version_watch.refresh()  # here, where a KV read may wait, not in the first search
+        return pool
 
     def copy(self, turn: int | None = None) -> list:
         """The actors of one copy (one per partition): the next one round robin, or copy `turn`."""
@@ -344,6 +431,7 @@ class SearcherPool:
         ray.get([a.set_shards.remote(groups[i % self.partitions], version, i % self.partitions)
                  for i, a in enumerate(self.actors)])
         publish_version(self.version_key, version)  # only now: every searcher holds the new lists
+        self.version_watch.set(version)
         return version
 
     def shard_count(self, partition: int, version: int | None) -> int:
@@ -355,7 +443,9 @@ class SearcherPool:
     def fan_out(self, query: str, options: SearchOptions) -> "Fanout":
         """Send `query` to the searchers of one copy (round robin); read the answers from the
         returned `Fanout`. The query is planned here first, so that a parse error or an unknown
-        context fails at once, before any searcher is asked."""
+        context fails at once, before any searcher is asked. Nothing here waits for I/O (the
+        index version comes from `version_watch`; sending a Ray task does not wait), so an
+        event loop may call it."""
         make_plan(query, options)
         return Fanout(self, query, options)
 
@@ -367,12 +457,21 @@ class SearcherPool:
         partials = list(fan.partials())
         return merge_partials(partials, options, started, plan_ns, missed=fan.missed)
 
-    async def search_async(self, query: str, options: SearchOptions) -> dict:
-        """`search` for an event loop: planning runs in a thread, the answers are awaited."""
+    async def fan_out_async(self, query: str, options: SearchOptions) -> "Fanout":
+        """`fan_out` for an event loop. A query of up to `INLINE_PLAN_CHARS` characters is
+        planned on the loop (typically tens of microseconds: less than a trip to a thread
+        costs); a longer one, whose regexes may take milliseconds to compile, in a thread, so
+        that the loop can answer other requests meanwhile."""
+        if len(query) <= INLINE_PLAN_CHARS:
+            return self.fan_out(query, options)
         import asyncio
 
+        return await asyncio.to_thread(self.fan_out, query, options)
+
+    async def search_async(self, query: str, options: SearchOptions) -> dict:
+        """`search` for an event loop (`fan_out_async`, the answers awaited)."""
         started = time.perf_counter_ns()
-        fan = await asyncio.to_thread(self.fan_out, query, options)
+        fan = await self.fan_out_async(query, options)
         plan_ns = time.perf_counter_ns() - started
         partials = [p async for p in fan.partials_async()]
         return merge_partials(partials, options, started, plan_ns, missed=fan.missed)
@@ -382,17 +481,19 @@ class SearcherPool:
         import ray
 
         make_plan(query, options)
-        version = published_version(self.version_key)
+        version = self.version_watch.get()
         parts = ray.get([a.explain.remote(query, options, version) for a in self.copy()], timeout=options.timeout_s + 5)
         out = {k: parts[0][k] for k in ("query", "plan", "defaultBranchOnly")}
         out["shards"] = [{**s, "searcher": p["searcher"]} for p in parts for s in p["shards"]]
         out["documents"] = sum(p["documents"] for p in parts)
         out["candidates"] = sum(p["candidates"] for p in parts)
+        out["candidateBytes"] = sum(p["candidateBytes"] for p in parts)
         return out
 
     def close(self) -> None:
         import ray
 
+        self.version_watch.close()
         for a in self.actors:
             ray.kill(a, no_restart=True)
         self.actors = []
@@ -416,7 +517,7 @@ class Fanout:
         self.options = options
         self.deadline_wall = time.time() + options.timeout_s
         self.give_up = time.monotonic() + options.timeout_s + GRACE_S
-        self.version = published_version(pool.version_key)  # one index generation on every searcher
+        self.version = pool.version_watch.get()  # one index generation on every searcher
         self.turn = next(pool._turn)
         self.missed = Stats()
         self.pending: dict = {}  # ObjectRef → (partition, attempt)

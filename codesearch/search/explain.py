@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 import time
 
+import numpy as np
+
 from codesearch.query import ast
 from codesearch.query.planner import Plan, render
 from codesearch.search.evaluate import ShardEvaluator, _resolve_repos
@@ -18,12 +20,15 @@ from codesearch.search.options import Stats
 
 
 def explain_shard(shard, plan: Plan) -> dict:
-    """``{shard, documents, skipped, candidates, exact, trigramLookups, indexBytesLoaded,
-    durationNs}`` for one shard (`skipped`: repo predicates or the empty shard rule it out)."""
+    """``{shard, documents, skipped, candidates, candidateBytes, exact, trigramLookups,
+    indexBytesLoaded, durationNs}`` for one shard (`skipped`: repo predicates or the empty shard
+    rule it out; `candidateBytes`: the content a search would verify at most, without a cap).
+    A search's own `stats` then say what it verified: `ngramMatches` candidate files,
+    `filesConsidered` checked, `contentBytesLoaded` bytes verified."""
     t0 = time.perf_counter_ns()
     ev = ShardEvaluator(shard, plan, budget=1, deadline=float("inf"))
     out = {"shard": os.path.basename(shard.path), "documents": shard.doc_count, "skipped": False, "candidates": 0,
-           "exact": True, "trigramLookups": 0, "indexBytesLoaded": 0}
+           "candidateBytes": 0, "exact": True, "trigramLookups": 0, "indexBytesLoaded": 0}
     root = _resolve_repos(plan.root, shard.live_repos)
     if isinstance(root, ast.Const) and not root.value or shard.doc_count == 0 or not shard.live_repos:
         out["skipped"] = True
@@ -34,7 +39,9 @@ def explain_shard(shard, plan: Plan) -> dict:
             cand = on_default if cand is None else cand & on_default
         elif cand is not None and shard.dead:
             cand = cand & shard.docs_where("all")
-        out["candidates"] = shard.doc_count if cand is None else len(cand)
+        docs = shard.docs_where("all") if cand is None else cand
+        out["candidates"] = len(docs)
+        out["candidateBytes"] = _content_bytes(shard, docs)
         out["exact"] = bool(exact)
     stats: Stats = ev.stats
     out["trigramLookups"] = stats.ngramLookups
@@ -43,9 +50,19 @@ def explain_shard(shard, plan: Plan) -> dict:
     return out
 
 
+def _content_bytes(shard, docs) -> int:
+    """Bytes of content of `docs`: what verifying all of them would read."""
+    if not docs:
+        return 0
+    ids = np.fromiter(docs, dtype=np.int64, count=len(docs))
+    offs = shard.cont_offs.astype(np.int64)
+    return int((offs[ids + 1] - offs[ids]).sum())
+
+
 def explain(plan: Plan, shards: list) -> dict:
     """The whole explanation for one process's shards."""
     per_shard = [explain_shard(s, plan) for s in shards]
     return {"query": str(plan.query), "plan": render(plan.root), "defaultBranchOnly": plan.default_branch_only,
             "shards": per_shard, "documents": sum(s["documents"] for s in per_shard),
-            "candidates": sum(s["candidates"] for s in per_shard)}
+            "candidates": sum(s["candidates"] for s in per_shard),
+            "candidateBytes": sum(s["candidateBytes"] for s in per_shard)}
