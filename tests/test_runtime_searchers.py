@@ -108,6 +108,89 @@ def test_refresh_is_atomic_across_searchers(ray_session, indexed_corpus, tmp_pat
     pool.close()
 
 
+# ---- the index version a process's searches name (`VersionWatch`) -----------------------------
+
+
+def test_a_version_watch_reads_the_kv_only_in_the_background(ray_session):
+    """Searches take the version from the watch: what was read last, never a KV read of their
+    own; the watch's thread re-reads it every `poll_s`; a version this process publishes
+    (`set`) counts at once; the thread ends with `close`."""
+    import time
+    import uuid
+
+    from codesearch.runtime.searchers import VersionWatch, publish_version
+
+    key = f"cs-test-watch-{uuid.uuid4().hex[:8]}"
+    publish_version(key, 1)
+    still = VersionWatch(key, poll_s=3600)  # a thread that will not read again during the test
+    assert still.get() == 1
+    publish_version(key, 2)
+    assert [still.get() for _ in range(3)] == [1, 1, 1]
+    still.refresh()
+    assert still.get() == 2
+    still.set(3)
+    assert still.get() == 3
+    still.close()
+
+    polling = VersionWatch(key, poll_s=0.05)
+    assert polling.get() == 2
+    publish_version(key, 4)
+    deadline = time.monotonic() + 10
+    while polling.get() != 4:
+        assert time.monotonic() < deadline, "the watch did not read the new version"
+        time.sleep(0.01)
+    thread = polling._thread
+    assert thread.name == f"codesearch-version-{key}" and thread.is_alive()
+    polling.close()
+    thread.join(5)
+    assert not thread.is_alive()
+
+
+def test_a_version_watch_nobody_uses_stops(ray_session):
+    import gc
+    import threading
+    import uuid
+
+    from codesearch.runtime.searchers import VersionWatch, publish_version
+
+    key = f"cs-test-watch-{uuid.uuid4().hex[:8]}"
+    publish_version(key, 1)
+    watch = VersionWatch(key, poll_s=0.05)
+    assert watch.get() == 1
+    thread = watch._thread
+    del watch
+    gc.collect()
+    thread.join(5)
+    assert not thread.is_alive()
+
+
+def test_searches_follow_a_version_published_elsewhere(ray_session, indexed_corpus, tmp_path):
+    """A pool attached by name (a Serve replica's) searches the version another process
+    published within the watch's interval, and its answers are whole before and after."""
+    import shutil
+    import time
+
+    from codesearch.runtime.searchers import VERSION_POLL_S, published_version
+
+    ix = tmp_path / "ix"
+    shutil.copytree(indexed_corpus["index"], ix)
+    owner = SearcherPool.create(str(ix), 2, name_prefix="cs-test-follow")
+    attached = SearcherPool.attach("cs-test-follow", len(owner.actors))
+    opts = SearchOptions(matches=10**6)
+    want = engine_spans(indexed_corpus["searcher"].search("foo", matches=10**6))
+    assert engine_spans(attached.search("foo", opts)) == want
+    assert attached.version_watch.get() == published_version("cs-test-follow")
+    newer = owner.assign(balance(shard_files(str(ix)), 2))  # the scheduler's refresh, say
+    assert owner.version_watch.get() == newer  # the publisher itself: at once
+    deadline = time.monotonic() + VERSION_POLL_S + 10
+    while attached.version_watch.get() != newer:
+        assert engine_spans(attached.search("foo", opts)) == want
+        assert time.monotonic() < deadline
+    assert engine_spans(attached.search("foo", opts)) == want
+    attached.version_watch.close()
+    owner.close()
+
+
 # ---- copies: `copies × partitions` searchers, each search on one copy -------------------------
 
 QUERIES = [("foo", {}), (r"def \w+", {"is_regex": True}), ("sym:Handler", {}), ("rev:* handler", {})]

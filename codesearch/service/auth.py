@@ -33,6 +33,7 @@ import hmac
 import os
 from typing import Callable, Mapping
 
+import anyio
 from fastapi import Depends, Request
 from fastapi.responses import JSONResponse
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
@@ -121,6 +122,23 @@ class Authenticator:
             return Identity(user)
         return self._nobody()
 
+    async def identify_request_async(self, request: Request) -> Identity:
+        """`identify_request` for an event loop: in a thread when it reads the store (an API key
+        to verify, a session cookie the session middleware did not resolve), else right here
+        (anonymous or refused callers, a session resolved already): a trip to a thread costs
+        more than the whole check."""
+        if self._reads_store(request):
+            return await anyio.to_thread.run_sync(self.identify_request, request)
+        return self.identify_request(request)
+
+    def _reads_store(self, request: Request) -> bool:
+        from codesearch.web.sessions import SESSION_COOKIE
+
+        if keys_from_headers(request.headers):
+            return True
+        state = request.scope.get("state") or {}
+        return "web_session" not in state and bool(request.cookies.get(SESSION_COOKIE))
+
     def _key_user(self, headers: Mapping[str, str]):
         keys = keys_from_headers(headers)
         store = self.get_store() if keys else None
@@ -162,11 +180,12 @@ class Authenticator:
     def dependency(self) -> Callable[..., Identity]:
         """A FastAPI dependency returning the caller's `Identity` (401 when there is none)."""
 
-        def require_identity(request: Request,
-                             _bearer: HTTPAuthorizationCredentials | None = Depends(_bearer_scheme),
-                             _header: str | None = Depends(_header_scheme)) -> Identity:
+        async def require_identity(request: Request,
+                                   _bearer: HTTPAuthorizationCredentials | None = Depends(_bearer_scheme),
+                                   _header: str | None = Depends(_header_scheme)) -> Identity:
             # `limits.RequestLimits` identified callers of body-carrying requests already.
-            identity = request.scope.get("state", {}).get("identity_checked") or self.identify_request(request)
+            identity = (request.scope.get("state", {}).get("identity_checked")
+                        or await self.identify_request_async(request))
             request.state.identity = identity
             return identity
 

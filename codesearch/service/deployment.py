@@ -35,6 +35,7 @@ from codesearch.runtime.searchers import SearcherPool
 from codesearch.search.options import DEFAULT_PUBLIC_URL
 from codesearch.service.api import build_app
 from codesearch.service.auth import anonymous_access_enabled
+from codesearch.service import serve_settings
 from codesearch.service.drain import DrainGate
 from codesearch.service.routes_search import max_match_count
 
@@ -85,7 +86,9 @@ def search_application(name_prefix: str, searchers: int, *, replicas: int = 1,
 
     @serve.deployment(name="codesearch-api", num_replicas=replicas, max_ongoing_requests=max_ongoing_requests,
                       graceful_shutdown_timeout_s=drain_timeout_s, graceful_shutdown_wait_loop_s=SHUTDOWN_WAIT_LOOP_S,
-                      ray_actor_options={"num_cpus": 0})
+                      logging_config=serve_settings.logging_config(),
+                      ray_actor_options={"num_cpus": 0,
+                                         "runtime_env": {"env_vars": serve_settings.replica_env()}})
     @serve.ingress(_builder(name_prefix, searchers, public_url, contexts, data_dir, database_url, anonymous_access,
                             max_matches, app_options))
     class CodesearchAPI:

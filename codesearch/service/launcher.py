@@ -175,7 +175,7 @@ def run(config_path: str | None, *, port: int = 3000, host: str = "127.0.0.1", d
 
     from codesearch.config import apply_environment_overrides, load_config
     from codesearch.runtime.searchers import SearcherPool, publish_deployment
-    from codesearch.service import drain
+    from codesearch.service import drain, serve_settings
     from codesearch.service.deployment import MAX_ONGOING_REQUESTS, search_application
     from codesearch.service.demo import demo_config
     from codesearch import environment
@@ -200,6 +200,7 @@ def run(config_path: str | None, *, port: int = 3000, host: str = "127.0.0.1", d
     if started_ray:
         os.environ.setdefault("RAY_AUTH_MODE", "disabled")
         if not address:  # our own Ray: its Serve proxies answer a dead replica's requests in JSON
+            # and take the cheap path to the replicas (`serve_settings`)
             from codesearch.service.proxy_errors import install_for_own_ray
 
             install_for_own_ray()
@@ -237,7 +238,7 @@ def run(config_path: str | None, *, port: int = 3000, host: str = "127.0.0.1", d
         publish_deployment(SEARCHER_PREFIX, data_dir=os.path.abspath(data_dir), searchers=len(pool.actors))
         drain.clear(APP_NAME)  # a flag left by a drain that died would refuse every request
         deploying = True
-        serve.start(http_options={"host": host, "port": port})
+        serve.start(http_options={"host": host, "port": port}, logging_config=serve_settings.logging_config())
         serve.run(search_application(SEARCHER_PREFIX, len(pool.actors), replicas=replicas,
                                      max_ongoing_requests=max_ongoing_requests or MAX_ONGOING_REQUESTS, public_url=public_url,
                                      data_dir=data_dir, drain_timeout_s=drain_s),

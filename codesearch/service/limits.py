@@ -31,6 +31,7 @@ import time
 import anyio
 
 from codesearch.errors import NotAuthenticated
+from codesearch.service.proxy_body import SCOPE_KEY as BODY_AHEAD
 
 #: Bodies larger than this are refused (bytes). Search, MCP and form bodies are a few KB.
 MAX_BODY_BYTES = 1 << 20
@@ -87,7 +88,14 @@ class RequestLimits:
                                f"the request body is {declared} bytes; at most {self.max_body_bytes} are accepted")
             if self.authenticator is not None and path.startswith("/api/") and path not in PUBLIC_API_PATHS:
                 await self._identify(scope)
-            body = await self._read_body(receive)
+            ahead = scope.get(BODY_AHEAD)
+            if isinstance(ahead, bytes) and len(ahead) == declared:  # sent with the request by the proxy
+                if len(ahead) > self.max_body_bytes:
+                    raise _Refused(413, "REQUEST_BODY_TOO_LARGE",
+                                   f"the request body is {len(ahead)} bytes; at most {self.max_body_bytes} are accepted")
+                body, receive = ahead, _without_body(receive)
+            else:
+                body = await self._read_body(receive)
         except _Refused as r:
             headers = {"WWW-Authenticate": "Bearer"} if r.status == 401 else {"Connection": "close"}
             await send_error(send, r.status, r.code, r.message, headers)
@@ -99,7 +107,7 @@ class RequestLimits:
 
         request = Request(scope)
         try:
-            identity = await anyio.to_thread.run_sync(self.authenticator.identify_request, request)
+            identity = await self.authenticator.identify_request_async(request)
         except NotAuthenticated as e:
             raise _Refused(e.status_code, e.error_code, str(e)) from None
         scope.setdefault("state", {})["identity_checked"] = identity
@@ -144,6 +152,19 @@ def _content_length(scope) -> int | None:
             except ValueError:
                 raise _Refused(400, "INVALID_REQUEST_BODY", "the Content-Length header is not a number") from None
     return None
+
+
+def _without_body(receive):
+    """A `receive` for a request whose body came in its scope: the copy of the body that
+    reaches the replica the usual way is dropped, what follows (the disconnect) passed on."""
+
+    async def rest():
+        while True:
+            message = await receive()
+            if message.get("type") != "http.request":
+                return message
+
+    return rest
 
 
 def _replay(body: bytes, receive):

@@ -66,10 +66,17 @@ def middlewares() -> list:
     """What Serve's proxy calls (``RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH``)."""
     from starlette.middleware import Middleware
 
-    return [Middleware(JsonErrors)]
+    from codesearch.service.proxy_body import BodyAhead
+
+    return [Middleware(JsonErrors), Middleware(BodyAhead)]
 
 
 def install_for_own_ray(environ=None) -> None:
-    """Name `middlewares` for the proxies of a Ray instance this process is about to start
-    (they inherit its environment); a value already set is kept."""
-    (os.environ if environ is None else environ).setdefault(CALLBACK_ENV, CALLBACK)
+    """Prepare the proxies of a Ray instance this process is about to start (they inherit its
+    environment): name `middlewares` for them, and give them `serve_settings.PROXY_ENV`; values
+    already set are kept."""
+    from codesearch.service.serve_settings import install_proxy_env
+
+    environ = os.environ if environ is None else environ
+    environ.setdefault(CALLBACK_ENV, CALLBACK)
+    install_proxy_env(environ)

@@ -126,10 +126,15 @@ async def explain_body(request: Request) -> ExplainRequest:
     return await json_body(request, ExplainRequest)
 
 
+def _names_a_context(query: str) -> bool:
+    """Whether `query` may name a search context (then the store's contexts are read)."""
+    return "context:" in query.lower()
+
+
 def _contexts(get_store, fallback: dict | None, query: str) -> dict[str, set[str]]:
     """Search contexts by name: the store's, plus `fallback` for names the store lacks."""
     out = {name: set(names) for name, names in (fallback or {}).items()}
-    if "context:" not in query.lower():
+    if not _names_a_context(query):
         return out
     store = get_store() if get_store else None
     if store is not None:
@@ -249,20 +254,45 @@ async def stream_events(searcher, query: str, options: SearchOptions, identity: 
     yield _sse("[DONE]")
 
 
+def first_in_thread(get):
+    """`get()` for an event loop, asked once: the first call runs in a thread (attaching to the
+    searchers waits for Ray), later ones return what it returned without leaving the loop."""
+    got: list = []
+
+    async def resolved():
+        if not got:
+            value = await run_in_threadpool(get)
+            if not got:
+                got.append(value)
+        return got[0]
+
+    return resolved
+
+
 def router(get_searcher, get_store, *, public_url: str, contexts: dict | None, require_identity,
            max_matches: int = DEFAULT_MAX_MATCH_COUNT, search_timeout_s: float | None = None) -> APIRouter:
+    """The search routes. Nothing on their way to the searchers leaves the event loop unless it
+    must wait for I/O: the store is read (in a thread) only for a query that names a search
+    context, `get_searcher` is called once (in a thread), and a pool plans and sends short
+    queries on the loop (`SearcherPool.fan_out_async`)."""
     r = APIRouter()
     budget = {"timeout_s": search_timeout_s} if search_timeout_s else {}
+    searcher_now = first_in_thread(get_searcher)
 
     def options_for(body: SearchRequest) -> SearchOptions:
         return SearchOptions(matches=min(body.matches, max_matches), context_lines=body.contextLines,
                              whole=body.whole, is_regex=body.isRegexEnabled, case_sensitive=body.isCaseSensitivityEnabled,
                              public_url=public_url, contexts=_contexts(get_store, contexts, body.query), **budget)
 
+    async def options_of(body: SearchRequest) -> SearchOptions:
+        if _names_a_context(body.query):
+            return await run_in_threadpool(options_for, body)
+        return options_for(body)
+
     @r.post("/api/search", response_class=JSONResponse, openapi_extra=_body_schema(SearchRequest))
     async def search(identity: Identity = Depends(require_identity), body: SearchRequest = Depends(search_body)):
-        options = await run_in_threadpool(options_for, body)
-        searcher = await run_in_threadpool(get_searcher)
+        options = await options_of(body)
+        searcher = await searcher_now()
         try:
             if hasattr(searcher, "search_async"):
                 resp = await searcher.search_async(body.query, options)
@@ -279,12 +309,12 @@ def router(get_searcher, get_store, *, public_url: str, contexts: dict | None, r
                              "description": "Server-Sent Events: chunk…, final, [DONE] (or error, [DONE])"}})
     async def stream_search(identity: Identity = Depends(require_identity), body: SearchRequest = Depends(search_body)):
         started = time.perf_counter_ns()
-        options = await run_in_threadpool(options_for, body)
-        searcher = await run_in_threadpool(get_searcher)
+        options = await options_of(body)
+        searcher = await searcher_now()
         fanout = None
-        try:  # parse errors and unknown contexts: a JSON error, before the stream (planned in a thread)
-            if hasattr(searcher, "fan_out"):
-                fanout = await run_in_threadpool(searcher.fan_out, body.query, options)
+        try:  # parse errors and unknown contexts: a JSON error, before the stream
+            if hasattr(searcher, "fan_out_async"):
+                fanout = await searcher.fan_out_async(body.query, options)
             else:
                 from codesearch.search.engine import make_plan
 

@@ -1,0 +1,388 @@
+#!/usr/bin/env python3
+"""What the HTTP path costs around a search (issue 12): `codesearch serve` as a real process.
+
+Usage:
+    python bench/bench_http_path.py                       # the offline demo, this tree's code
+    python bench/bench_http_path.py --against HEAD~3      # and, interleaved, the code of another commit
+    python bench/bench_http_path.py --config C --data-dir D   # a data directory indexed already
+
+One run:
+  1. per service (this tree, and with --against a copy of that commit's tree made with
+     ``git archive`` under bench/.work/http-path/): a data directory (the offline demo in
+     bench/.work/http-path/data-<label>, created and indexed on the first run, re-used after; or
+     --data-dir), an OWNER and an API key made with the tree's own CLI, then ``codesearch serve``
+     started as a process of its own (its own Ray instance, --searchers searchers, anonymous access
+     on, a free port of 127.0.0.1, ``PYTHONPATH`` = that tree, so Ray's processes run it too);
+  2. one client (one ``httpx.Client``, keep-alive, connected before the clock starts) sends, round
+     after round, ``GET /api/health``, a no-match literal and a rare literal (``POST /api/search``,
+     matches=100, contextLines=0), each without credentials and with ``Authorization: Bearer
+     <key>``, to every service in turn: the services are measured in the same moments, so load
+     that other work puts on the machine falls on all of them alike;
+  3. prints per service and request the client's p50/p95, the searchers' own time
+     (``stats.duration``: planning, the fan-out to the searchers and the merge) and the difference
+     (the p50 of latency − stats.duration per request): what HTTP, Serve and the API cost;
+  4. stops every service with SIGTERM to its PID (SIGKILL to its process group after
+     --stop-timeout).
+
+A benchmark, not a test: it asserts only that every answer was a 200.
+"""
+from __future__ import annotations
+
+import argparse
+import io
+import math
+import os
+import platform
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+WORK = ROOT / "bench" / ".work" / "http-path"
+USER = "bench-http-path@example.com"
+
+#: (label, query) of the demo: a literal no file has, and one that one file of Python's
+#: urllib has 7 times (the demo's repositories are in every Python installation).
+DEMO_QUERIES = {"no-match literal": "zq_no_such_identifier_anywhere_q", "rare literal": "getproxies_environment"}
+
+
+def say(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def percentile(samples: list[float], p: float) -> float:
+    s = sorted(samples)
+    return s[max(0, math.ceil(p / 100 * len(s)) - 1)]
+
+
+# ----------------------------------------------------------------------------- the code to run
+
+
+def tree_at(rev: str) -> tuple[Path, str]:
+    """A copy of the package at commit `rev` (``git archive``, nothing in the checkout changes),
+    made once per commit. Returns (directory for PYTHONPATH, short hash)."""
+    sha = subprocess.run(["git", "rev-parse", "--short=10", f"{rev}^{{commit}}"], cwd=ROOT, capture_output=True,
+                         text=True, check=True).stdout.strip()
+    out = WORK / f"tree-{sha}"
+    if not (out / "codesearch" / "__init__.py").exists():
+        archive = subprocess.run(["git", "archive", "--format=tar", sha, "codesearch"], cwd=ROOT, capture_output=True,
+                                 check=True).stdout
+        tmp = out.with_name(out.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            tar.extractall(tmp, filter="data")
+        shutil.rmtree(out, ignore_errors=True)
+        tmp.rename(out)
+    return out, sha
+
+
+def run_cli(tree: Path, *args: str) -> str:
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    done = subprocess.run([sys.executable, "-m", "codesearch.cli", *args], cwd=tree, env=env, capture_output=True,
+                          text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"codesearch {' '.join(args)} failed ({done.returncode}):\n{done.stderr}")
+    return done.stdout
+
+
+def api_key(tree: Path, data_dir: Path) -> str:
+    """A fresh API key of the bench's OWNER in `data_dir` (the user is created once)."""
+    if USER not in run_cli(tree, "users", "list", "--data-dir", str(data_dir)):
+        run_cli(tree, "users", "create", USER, "--data-dir", str(data_dir))
+    return run_cli(tree, "keys", "create", "--user", USER, "--name", "bench_http_path",
+                   "--data-dir", str(data_dir)).strip().splitlines()[-1]
+
+
+# ----------------------------------------------------------------------------- a service
+
+
+@dataclass
+class Service:
+    """`codesearch serve` of one tree, as a process of its own (own session)."""
+
+    label: str
+    tree: Path
+    data_dir: Path
+    config: Path | None
+    searchers: int
+    port: int = field(default_factory=free_port)
+    proc: subprocess.Popen | None = None
+    key: str = ""
+    ray_tmp: Path | None = None
+    env: dict = field(default_factory=dict)  # more environment variables for the service
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def log_path(self) -> Path:
+        return WORK / f"serve-{''.join(c if c.isalnum() or c in '-_.' else '-' for c in self.label)}.log"
+
+    def start(self) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.key = api_key(self.tree, self.data_dir)
+        # Ray's files in a directory of this service's own (short: Ray's socket paths are
+        # limited): older code's `ray.init()` would join a cluster another `ray start` recorded.
+        self.ray_tmp = Path(tempfile.mkdtemp(prefix="csb-", dir="/tmp"))
+        env = {**os.environ, "RAY_AUTH_MODE": "disabled", "FORCE_ENABLE_ANONYMOUS_ACCESS": "true",
+               "PYTHONPATH": str(self.tree), "RAY_TMPDIR": str(self.ray_tmp), **self.env}
+        for name in ("RAY_ADDRESS", "CONFIG_PATH", "DATA_CACHE_DIR"):
+            env.pop(name, None)
+        cmd = [sys.executable, "-m", "codesearch.cli", "serve", "--port", str(self.port), "--data-dir",
+               str(self.data_dir), "--searchers", str(self.searchers)]
+        if self.config:
+            cmd += ["--config", str(self.config)]
+        with open(self.log_path, "w") as log:
+            self.proc = subprocess.Popen(cmd, cwd=self.tree, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                         start_new_session=True)
+
+    def wait_serving(self, timeout_s: float) -> None:
+        import httpx
+
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if self.proc.poll() is not None:
+                raise SystemExit(f"{self.label}: codesearch serve exited with {self.proc.returncode}:\n{self.tail()}")
+            try:
+                if httpx.get(f"{self.base}/api/health", timeout=2).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise SystemExit(f"{self.label}: not serving after {timeout_s:.0f}s:\n{self.tail()}")
+            time.sleep(0.5)
+
+    def tail(self, n: int = 30) -> str:
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
+
+    def stop(self, timeout_s: float) -> None:
+        """SIGTERM to the service's PID (it drains and stops its own Ray instance); SIGKILL to its
+        process group when it has not exited after `timeout_s`."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                say(f"{self.label}: still running {timeout_s:.0f}s after SIGTERM: SIGKILL to its process group")
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=30)
+        if self.ray_tmp is not None:
+            shutil.rmtree(self.ray_tmp, ignore_errors=True)
+
+
+# ----------------------------------------------------------------------------- the requests
+
+
+@dataclass
+class Case:
+    request: str  # "health" or a query label
+    query: str | None
+    with_key: bool
+    latency: dict = field(default_factory=dict)  # service label -> [seconds]
+    duration: dict = field(default_factory=dict)  # service label -> [seconds of stats.duration]
+    cpu: dict = field(default_factory=dict)  # service label -> {process role: CPU seconds per request}
+
+
+# ----------------------------------------------------------------------------- CPU time
+
+#: Process roles, by the start of a process's title (Ray names its workers after their actor).
+ROLES = [("ray::ProxyActor", "proxy"), ("ray::ServeReplica", "replica"), ("ray::ShardSearcher", "searchers")]
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def role_of(title: str) -> str:
+    for prefix, role in ROLES:
+        if title.startswith(prefix):
+            return role
+    return "rest" if title else "?"
+
+
+def cpu_by_role(session: int) -> dict[str, float]:
+    """CPU seconds (user + system) so far of the processes of `session` (a service and the Ray
+    instance it started, which stays in its session), summed per role (`ROLES`, else "rest")."""
+    out: dict[str, float] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(entry.path, "stat").read_text()
+            fields = stat.rsplit(")", 1)[1].split()
+            if int(fields[3]) != session:  # field 6 of /proc/<pid>/stat: the session id
+                continue
+            title = Path(entry.path, "cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
+        except (OSError, ValueError, IndexError):
+            continue  # gone meanwhile
+        role = role_of(title)
+        out[role] = out.get(role, 0.0) + (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+    return out
+
+
+def send(client, service: Service, case: Case) -> tuple[float, float | None]:
+    headers = {"Authorization": f"Bearer {service.key}"} if case.with_key else {}
+    t0 = time.perf_counter()
+    if case.query is None:
+        r = client.get(f"{service.base}/api/health", headers=headers)
+    else:
+        r = client.post(f"{service.base}/api/search", headers=headers,
+                        json={"query": case.query, "matches": 100, "contextLines": 0})
+    elapsed = time.perf_counter() - t0
+    if r.status_code != 200:
+        raise SystemExit(f"{service.label}: {case.request} answered {r.status_code}: {r.text[:300]}")
+    return elapsed, (r.json()["stats"]["duration"] / 1e9 if case.query is not None else None)
+
+
+def idle_cpu(services: list[Service], seconds: float = 5.0) -> dict[str, dict[str, float]]:
+    """CPU seconds per second each service's processes use with no request (timers, metrics,
+    the scheduler's ticks): subtracted from what the requests cost."""
+    before = {s.label: cpu_by_role(s.proc.pid) for s in services}
+    time.sleep(seconds)
+    return {s.label: {role: (used - before[s.label].get(role, 0.0)) / seconds
+                      for role, used in cpu_by_role(s.proc.pid).items()} for s in services}
+
+
+def measure(services: list[Service], cases: list[Case], rounds: int, warmup: int) -> None:
+    """Per case: `warmup` + `rounds` rounds of one request to every service in turn; the
+    latencies, `stats.duration` and the CPU time the services' processes used for the case's
+    requests (less what they use idle)."""
+    import httpx
+
+    idle = idle_cpu(services)
+    with httpx.Client(timeout=60) as client:
+        for case in cases:
+            for _ in range(warmup):
+                for s in services:
+                    send(client, s, case)
+            before = {s.label: cpu_by_role(s.proc.pid) for s in services}
+            t0 = time.monotonic()
+            for _ in range(rounds):
+                for s in services:
+                    elapsed, duration = send(client, s, case)
+                    case.latency.setdefault(s.label, []).append(elapsed)
+                    if duration is not None:
+                        case.duration.setdefault(s.label, []).append(duration)
+            seconds = time.monotonic() - t0
+            for s in services:
+                after = cpu_by_role(s.proc.pid)
+                case.cpu[s.label] = {role: max(0.0, used - before[s.label].get(role, 0.0)
+                                               - idle[s.label].get(role, 0.0) * seconds) / rounds
+                                     for role, used in after.items()}
+
+
+def ms(x: float | None) -> str:
+    return "–" if x is None else f"{x * 1000:.1f}"
+
+
+def report(services: list[Service], cases: list[Case], rounds: int) -> None:
+    roles = [role for _, role in ROLES] + ["rest"]
+    print(f"\n{rounds} requests per row, 1 client, the services interleaved; times in ms; p95 = nearest rank;"
+          " CPU = CPU time of the service's processes per request, less their idle use\n")
+    print("| service | request | credentials | p50 | p95 | searchers p50 (stats.duration) | p50 of latency − duration "
+          "| CPU | " + " | ".join(f"CPU {r}" for r in roles) + " |")
+    print("|---|---|---|---:|---:|---:|---:|---:|" + "---:|" * len(roles))
+    for case in cases:
+        for s in services:
+            lat = case.latency[s.label]
+            dur = case.duration.get(s.label)
+            diff = statistics.median(a - b for a, b in zip(lat, dur)) if dur else None
+            cpu = case.cpu.get(s.label, {})
+            rest = sum(v for r, v in cpu.items() if r not in roles[:-1])
+            print(f"| {s.label} | {case.request} | {'API key' if case.with_key else 'none'} | "
+                  f"{ms(statistics.median(lat))} | {ms(percentile(lat, 95))} | "
+                  f"{ms(statistics.median(dur) if dur else None)} | {ms(diff)} | {ms(sum(cpu.values()))} | "
+                  + " | ".join(ms(cpu.get(r, 0.0)) for r in roles[:-1]) + f" | {ms(rest)} |")
+
+
+def machine() -> str:
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), "?")
+    return f"{os.cpu_count()} cores ({cpu}), Python {platform.python_version()}"
+
+
+def load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+# ----------------------------------------------------------------------------- main
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--against", metavar="REV", help="also serve the code of this commit, measured interleaved")
+    ap.add_argument("--config", type=Path, help="config of --data-dir (default: the offline demo)")
+    ap.add_argument("--data-dir", type=Path,
+                    help="an indexed data directory to serve, not in use by another service (default: the demo's "
+                         "under bench/.work/http-path); with --against, each service gets a copy")
+    ap.add_argument("--no-match", default=DEMO_QUERIES["no-match literal"], help="the no-match literal")
+    ap.add_argument("--rare", default=DEMO_QUERIES["rare literal"], help="the rare literal")
+    ap.add_argument("--rounds", type=int, default=200, help="requests per service and row (200)")
+    ap.add_argument("--warmup", type=int, default=20, help="rounds not counted (20)")
+    ap.add_argument("--searchers", type=int, default=2)
+    ap.add_argument("--start-timeout", type=float, default=900, help="seconds for a service to start serving")
+    ap.add_argument("--stop-timeout", type=float, default=60)
+    a = ap.parse_args(argv)
+    if (a.config is None) != (a.data_dir is None):
+        ap.error("--config and --data-dir go together")
+    if a.rounds < 1 or a.warmup < 0:
+        ap.error("--rounds must be at least 1 and --warmup at least 0")
+
+    WORK.mkdir(parents=True, exist_ok=True)
+    here = subprocess.run(["git", "rev-parse", "--short=10", "HEAD"], cwd=ROOT, capture_output=True,
+                          text=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "codesearch"], cwd=ROOT, capture_output=True,
+                           text=True).stdout.strip()
+    trees = [(f"tree ({here}{'+changes' if dirty else ''})", ROOT)]
+    if a.against:
+        tree, sha = tree_at(a.against)
+        trees.append((f"{a.against} ({sha})", tree))
+    services = []
+    for i, (label, tree) in enumerate(trees):
+        if a.data_dir is None:
+            data_dir = WORK / f"data-{i}"
+        elif i == 0:
+            data_dir = a.data_dir
+        else:  # a second service may not share the first one's state: a copy of it
+            data_dir = WORK / f"data-copy-{i}"
+            shutil.rmtree(data_dir, ignore_errors=True)
+            shutil.copytree(a.data_dir, data_dir, symlinks=True)
+        services.append(Service(label, tree, data_dir, a.config, a.searchers))
+
+    say(f"machine: {machine()}; load average {load()}")
+    try:
+        for s in services:
+            say(f"starting {s.label} on {s.base} (data {s.data_dir}, log {s.log_path})")
+            s.start()
+        for s in services:
+            s.wait_serving(a.start_timeout)
+            say(f"{s.label}: serving")
+        cases = [Case("health", None, k) for k in (False, True)] + \
+                [Case(label, q, k) for label, q in (("no-match literal", a.no_match), ("rare literal", a.rare))
+                 for k in (False, True)]
+        t0 = time.monotonic()
+        measure(services, cases, a.rounds, a.warmup)
+        say(f"measured in {time.monotonic() - t0:.0f}s; load average {load()}")
+    finally:
+        for s in services:
+            s.stop(a.stop_timeout)
+    print(f"machine: {machine()}; {a.searchers} searchers; load average after: {load()}")
+    report(services, cases, a.rounds)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

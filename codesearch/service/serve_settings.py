@@ -1,0 +1,63 @@
+"""How codesearch runs Ray Serve so that a request costs little besides its search.
+
+Measured with ``bench/bench_http_path.py`` on the offline demo (2 cores): with Serve's defaults,
+``GET /api/health``, whose handler takes 0.5 ms, cost about 11 ms of CPU time per request, 6 in
+Serve's HTTP proxy and 5 in the replica, before any search. What that time buys and what we
+change (each measured; the numbers are in bench/RESULTS.md):
+
+* **Proxy to replica over gRPC** (``RAY_SERVE_PROXY_USE_GRPC=1``, read by the proxy): the
+  request goes to the replica's gRPC server (every replica runs one) instead of as a Ray actor
+  task, whose submission and streamed answer cost the proxy and the replica more.
+* **The proxy's router on the proxy's event loop** (``RAY_SERVE_RUN_ROUTER_IN_SEPARATE_LOOP=0``)
+  and **the app on the replica's event loop** (``RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD=0``):
+  no hop between two threads for every request and every ASGI message. The app may share the
+  loop Serve's own control calls (health checks, metrics) use because it never blocks it:
+  store reads, long query plans and sync routes run in threads.
+* **No access log line per request** (``enable_access_log``: off unless
+  ``SOURCEBOT_LOG_LEVEL=debug``): Serve formats it and writes it to a file and to the process's
+  stderr, which Ray's log monitor then reads again; our own log says what goes wrong.
+
+Where they must be set: ``PROXY_ENV`` in the environment of the processes Ray starts, so before
+``ray.init`` (`install_proxy_env`, which `codesearch serve` calls for the Ray instance it starts)
+or ``ray start`` (``cluster.yaml``); ``REPLICA_ENV`` travels with the deployment
+(`codesearch.service.deployment`), so replicas have it wherever they run. Values already in the
+environment win: an operator can turn any of them back.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Mapping, MutableMapping
+
+from codesearch import environment
+
+#: For Serve's HTTP proxies (set before Ray starts them).
+PROXY_ENV = {
+    "RAY_SERVE_PROXY_USE_GRPC": "1",
+    "RAY_SERVE_RUN_ROUTER_IN_SEPARATE_LOOP": "0",
+}
+#: For the API's replicas (the deployment's ``runtime_env``).
+REPLICA_ENV = {
+    "RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0",
+}
+
+
+def install_proxy_env(environ: MutableMapping[str, str] | None = None) -> None:
+    """Put `PROXY_ENV` into the environment of a Ray instance this process is about to start
+    (its processes inherit it); a value already set is kept."""
+    environ = os.environ if environ is None else environ
+    for name, value in PROXY_ENV.items():
+        environ.setdefault(name, value)
+
+
+def replica_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """`REPLICA_ENV`, with the values `environ` (default `os.environ`) sets already."""
+    environ = os.environ if environ is None else environ
+    return {name: environ.get(name, value) for name, value in REPLICA_ENV.items()}
+
+
+def logging_config(environ: Mapping[str, str] | None = None) -> dict:
+    """Serve's ``logging_config`` for the proxies and the replicas: access logs only at
+    ``SOURCEBOT_LOG_LEVEL=debug``."""
+    return {"enable_access_log": environment.log_level(environ) <= logging.DEBUG}
