@@ -251,3 +251,29 @@ def test_serve_settings_keep_what_the_environment_says():
     assert serve_settings.replica_env({}) == {"RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0"}
     assert serve_settings.replica_env({"RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "1"}) == \
         {"RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "1"}
+
+
+def test_the_proxy_answers_in_json_when_reading_a_body_ahead_fails():
+    """Serve wraps its proxy in our middlewares in list order (the last outermost): a failure
+    while the body is read ahead is answered like any other, in our JSON shape."""
+    from ray.serve._private.http_util import _apply_middlewares
+
+    from codesearch.service import proxy_errors
+
+    async def serve_proxy(scope, receive, send):  # never reached
+        raise AssertionError("the request went on")
+
+    async def broken_receive():
+        raise ConnectionResetError("the client's connection broke")
+
+    sent: list[dict] = []
+
+    async def send(message):
+        sent.append(message)
+
+    app = _apply_middlewares(serve_proxy, proxy_errors.middlewares())
+    scope = {"type": "http", "method": "POST", "path": "/api/search", "headers": [(b"content-length", b"20")],
+             "query_string": b"", "root_path": ""}
+    asyncio.run(app(scope, broken_receive, send))
+    assert sent[0]["type"] == "http.response.start" and sent[0]["status"] == 500
+    assert json.loads(sent[1]["body"])["errorCode"] == "UNEXPECTED_ERROR"

@@ -68,7 +68,9 @@ def middlewares() -> list:
 
     from codesearch.service.proxy_body import BodyAhead
 
-    return [Middleware(JsonErrors), Middleware(BodyAhead)]
+    # Serve wraps its proxy in these in list order, so the last is the outermost: JsonErrors
+    # answers whatever fails inside it, BodyAhead included.
+    return [Middleware(BodyAhead), Middleware(JsonErrors)]
 
 
 def install_for_own_ray(environ=None) -> None:
