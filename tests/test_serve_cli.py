@@ -6,6 +6,7 @@ request the service took before the signal is answered in full, later ones are r
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -90,10 +91,42 @@ def test_serve_demo_end_to_end(tmp_path):
         assert repos.status_code == 200 and int(repos.headers["X-Total-Count"]) >= 2
         log_text = served.log()
         assert "serving at" in log_text and "offline demo" in log_text
+        _check_serve_settings(served.proc.pid)
     finally:
         code = served.stop()
     assert code == 0, served.log()[-3000:]
     assert "shutting down" in served.log() and "draining: drained 1 replica(s)" in served.log()
+
+
+def _session_processes(session: int) -> dict[str, int]:
+    """Title → PID of the processes of `session` (a `codesearch serve` and its own Ray)."""
+    found = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[3]) == session:
+                found[Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")] = int(pid)
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+def _check_serve_settings(session: int) -> None:
+    """`serve_settings` reached Serve's processes: the proxy and the replica have their
+    environment, and neither wrote an access log line for the requests the test sent."""
+    from codesearch.service import serve_settings
+
+    procs = _session_processes(session)
+    proxy = next(pid for title, pid in procs.items() if title.startswith("ray::ProxyActor"))
+    replica = next(pid for title, pid in procs.items() if title.startswith("ray::ServeReplica"))
+    for pid, wanted in ((proxy, serve_settings.PROXY_ENV), (replica, serve_settings.REPLICA_ENV)):
+        environ = dict(item.split("=", 1) for item in Path(f"/proc/{pid}/environ").read_text().split("\0") if "=" in item)
+        assert {k: environ.get(k) for k in wanted} == wanted, pid
+    logs = {os.readlink(f"/proc/{pid}/fd/{fd}") for pid in (proxy, replica) for fd in os.listdir(f"/proc/{pid}/fd")
+            if "/logs/serve/" in os.readlink(f"/proc/{pid}/fd/{fd}")}
+    assert len(logs) >= 2, logs  # the proxy's and the replica's
+    access_line = re.compile(r" -- (GET|POST) \S+ \d{3} [\d.]+ms")  # Serve: "-- POST / 200 12.3ms"
+    for path in logs:
+        assert not access_line.search(Path(path).read_text(errors="replace")), path
 
 
 # --- stopping under load ------------------------------------------------------------------------
