@@ -5,8 +5,8 @@ Each build is one child process started and waited for here, so its wall time in
 account of the child and everything it waited for (ctags for ours), from
 ``getrusage(RUSAGE_CHILDREN)`` before and after. The two tools then compare as a user runs them.
 
-Our build runs `index_paths` with the default `IndexSettings` (``ctags`` switched as asked) in a
-child Python (the codesearch of this tree first on its PYTHONPATH) and prints its `IndexStats` as JSON: the same work as ``codesearch index``, plus the
+Our build runs `index_paths` with the default `IndexSettings` (``ctags`` switched as asked), on
+every core and compacted as ``codesearch index`` does by default, in a child Python (the codesearch of this tree first on its PYTHONPATH) and prints its `IndexStats` as JSON: the same work as ``codesearch index``, plus the
 exact postings size the command line rounds to two decimals.
 """
 from __future__ import annotations
@@ -25,11 +25,12 @@ ROOT = Path(__file__).resolve().parent.parent
 
 ENGINE_BUILD = """
 import json, sys
+from codesearch.index.parallel import default_jobs
 from codesearch.index.builder import IndexSettings, index_paths
 out, ctags, paths = sys.argv[1], sys.argv[2] == "1", sys.argv[3:]
 settings = IndexSettings()
 settings.ctags = ctags
-st = index_paths(paths, out, settings)
+st = index_paths(paths, out, settings, compact=True, jobs=default_jobs())
 print(json.dumps({"input_bytes": st.input_bytes, "files": st.files, "skipped": st.skipped,
                   "shards": len(st.shards), "postings_bytes": st.postings_bytes,
                   "total_bytes": st.total_bytes, "seconds": st.seconds, "warnings": len(st.warnings)}))
