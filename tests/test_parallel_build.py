@@ -56,3 +56,22 @@ def test_a_parallel_build_answers_like_the_oracle(indexed_corpus, tmp_path, monk
         repo_shards = [n for n in man["shards"] if ".p0." in n or ".p1." in n]
         assert {".p0." in n for n in repo_shards} == {True, False}
     _check(out, indexed_corpus["oracle"])
+
+
+def test_a_compaction_in_parallel_merges_every_group_and_answers_like_the_oracle(indexed_corpus, tmp_path):
+    """Small shards (built with a tiny shard size, merged up to a bigger one) make several groups; the pool's two workers merge
+    them side by side, and the compacted index still gives the oracle's answers."""
+    from codesearch.index.compact import compact, plan
+
+    small, settings = index_settings(), index_settings()
+    small.shard_max_bytes, settings.shard_max_bytes = 2048, 8192
+    out = str(tmp_path / "ix")
+    index_paths([indexed_corpus["repo"], indexed_corpus["plain"]], out, small,
+                branches=BRANCH_GLOBS, tags=TAG_GLOBS)
+    groups = plan(out, settings.shard_max_bytes)
+    assert len(groups) >= 2
+    with parallel.Pool(2) as pool:
+        stats = compact(out, settings, pool=pool)
+    assert stats.merged_shards >= sum(len(g) for g in groups) and stats.refused == 0
+    assert plan(out, settings.shard_max_bytes) == []
+    _check(out, indexed_corpus["oracle"])

@@ -323,13 +323,13 @@ def index_paths(paths: list[str], out_dir: str, settings: IndexSettings | None =
                 finally:
                     if hasattr(source, "close"):
                         source.close()
+        if compact:
+            from codesearch.index.compact import compact as compact_index
+
+            t0 = time.perf_counter()
+            compact_index(out_dir, settings, pool=pool)
+            stats.seconds += time.perf_counter() - t0
     finally:
         if pool is not None:
             pool.close()
-    if compact:
-        from codesearch.index.compact import compact as compact_index
-
-        t0 = time.perf_counter()
-        compact_index(out_dir, settings)
-        stats.seconds += time.perf_counter() - t0
     return stats

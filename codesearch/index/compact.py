@@ -201,8 +201,23 @@ def _write_groups(out_dir: str, generation: int, repos, docs: list[BuildDoc], sy
     return built, repos_of
 
 
-def compact(index_dir: str, settings: IndexSettings | None = None, *, max_rounds: int = 100) -> CompactionStats:
-    """Merge until `plan` has nothing left (at most `max_rounds` merges)."""
+def _merge_in_worker(args) -> tuple[bool, CompactionStats]:
+    """`merge` in a worker process of `codesearch.index.parallel.Pool`."""
+    index_dir, group, settings = args
+    stats = CompactionStats()
+    return merge(index_dir, group, settings, stats), stats
+
+
+def _add(stats: CompactionStats, other: CompactionStats) -> None:
+    for f in dataclasses.fields(CompactionStats):
+        mine = getattr(stats, f.name)
+        setattr(stats, f.name, mine + getattr(other, f.name))
+
+
+def compact(index_dir: str, settings: IndexSettings | None = None, *, max_rounds: int = 100, pool=None) -> CompactionStats:
+    """Merge until `plan` has nothing left (at most `max_rounds` rounds). With a `pool`
+    (`codesearch.index.parallel.Pool`) the groups of a round, which share no shard, are merged
+    by its workers side by side; each swap takes the manifest's lock, so they serialise there."""
     settings = settings or IndexSettings()
     stats = CompactionStats()
     for _ in range(max_rounds):
@@ -210,8 +225,13 @@ def compact(index_dir: str, settings: IndexSettings | None = None, *, max_rounds
         if not groups:
             break
         progressed = False
-        for group in groups:
-            progressed |= merge(index_dir, group, settings, stats)
+        if pool is not None and len(groups) > 1:
+            for ok, one in pool.executor().map(_merge_in_worker, [(index_dir, g, settings) for g in groups]):
+                progressed |= ok
+                _add(stats, one)
+        else:
+            for group in groups:
+                progressed |= merge(index_dir, group, settings, stats)
         if not progressed:
             break
     return stats

@@ -5,7 +5,8 @@ inversion and the roaring bitmaps) plus ctags in a process of its own, so one bu
 one core. `index_paths` (the ``codesearch index`` command, the benchmarks) and `index_source`
 take ``jobs``:
 
-* several repositories: each is indexed whole by one of ``jobs`` worker processes;
+* several repositories: each is indexed whole by one of ``jobs`` worker processes, the biggest
+  first;
 * one repository bigger than `PART_MIN_BYTES`: its files (listed here, their contents read by
   the workers) are cut into ``jobs`` parts of about equal size, in path order; each worker builds
   the shards of its part with its own ctags, and the parent swaps all of them in at once
@@ -174,18 +175,39 @@ def _index_one(args) -> IndexStats:
             source.close()
 
 
+def _bytes_under(path: str) -> int:
+    """The bytes of the regular files under `path` (a git repository's objects included): how
+    long its build will take, roughly."""
+    total = 0
+    for dirpath, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                st = os.lstat(os.path.join(dirpath, name))
+            except OSError:
+                continue
+            total += st.st_size
+    return total
+
+
 def index_many(paths: list[str], out_dir: str, settings: IndexSettings, stats: IndexStats, pool: Pool,
                branches=(), tags=(), progress=None) -> None:
-    """Index each path whole, ``pool.jobs`` at a time (results in the order of `paths`)."""
+    """Index each path whole, ``pool.jobs`` at a time, the biggest first (so no worker is left
+    with a big repository while the others idle at the end); results in the order of `paths`."""
     t0 = time.perf_counter()
-    args = [(p, out_dir, settings, tuple(branches), tuple(tags)) for p in paths]
-    for one in pool.executor().map(_index_one, args):
+    executor = pool.executor()
+    sizes = [_bytes_under(p) for p in paths]
+    futures: dict[int, concurrent.futures.Future] = {}
+    for i in sorted(range(len(paths)), key=lambda i: -sizes[i]):
+        futures[i] = executor.submit(_index_one, (paths[i], out_dir, settings, tuple(branches), tuple(tags)))
+    if progress:
+        for done in concurrent.futures.as_completed(futures.values()):
+            progress(done.result().input_bytes)
+    for i in range(len(paths)):
+        one = futures[i].result()
         seconds = one.seconds
         _add(stats, one)
         stats.shards.extend(one.shards)
         stats.seconds -= seconds
-        if progress:
-            progress(one.input_bytes)
     stats.seconds += time.perf_counter() - t0
 
 

