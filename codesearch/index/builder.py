@@ -176,22 +176,42 @@ def _offsets(lengths) -> np.ndarray:
 
 
 def _postings(per_doc: list[np.ndarray]) -> dict[str, object]:
-    """Invert per-document sorted trigram arrays into the four sections of a trigram index."""
+    """Invert per-document arrays of distinct trigram ids (any order) into the four sections of
+    a trigram index.
+
+    A counting sort, not a comparison sort: `np.bincount` gives each trigram's document count,
+    their running sum where its posting list starts, and each document, in order, writes its
+    number at the cursors of its trigrams (distinct within a document, so one vectorised
+    scatter each) and advances them. Posting lists come out in document order, as the roaring
+    bitmaps want them; about twice as fast as sorting (trigram, document) pairs. The cursor
+    table (2^24 entries) is allocated per call: untouched pages cost nothing, and a long-lived
+    indexer does not keep it.
+    """
     lengths = np.fromiter((t.size for t in per_doc), dtype=np.int64, count=len(per_doc))
     if lengths.sum() == 0:
         return {"keys": _EMPTY, "card": _EMPTY, "offs": np.zeros(1, np.uint64), "post": b""}
-    docs = np.repeat(np.arange(len(per_doc), dtype=np.uint64), lengths)
-    keys = (np.concatenate(per_doc).astype(np.uint64) << np.uint64(32)) | docs
-    keys.sort()
-    tri = (keys >> np.uint64(32)).astype(np.uint32)
-    doc_ids = array.array("I", (keys & np.uint64(0xFFFFFFFF)).astype(np.uint32).tobytes())
-    starts = np.flatnonzero(np.diff(tri)) + 1
-    starts = np.concatenate(([0], starts))
-    ends = np.append(starts[1:], tri.size)
+    counts = np.bincount(np.concatenate(per_doc), minlength=1 << 24)
+    keys = np.flatnonzero(counts).astype(np.uint32)
+    card = counts[keys].astype(np.uint32)
+    del counts
+    total = int(lengths.sum())
+    starts = np.zeros(keys.size, dtype=np.int64)
+    np.cumsum(card[:-1], out=starts[1:])
+    cursor = np.zeros(1 << 24, dtype=np.uint32 if total < 1 << 32 else np.int64)
+    cursor[keys] = starts
+    docs = np.empty(total, dtype=np.uint32)
+    for d, t in enumerate(per_doc):
+        if t.size:
+            at = cursor[t]
+            docs[at] = d
+            cursor[t] = at + 1
+    del cursor
+    doc_ids = array.array("I", docs.tobytes())
+    ends = starts + card
     blobs = [BitMap(doc_ids[s:e]).serialize() for s, e in zip(starts.tolist(), ends.tolist())]
     return {
-        "keys": tri[starts],
-        "card": (ends - starts).astype(np.uint32),
+        "keys": keys,
+        "card": card,
         "offs": _offsets([len(b) for b in blobs]),
         "post": b"".join(blobs),
     }
