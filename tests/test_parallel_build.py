@@ -75,3 +75,45 @@ def test_a_compaction_in_parallel_merges_every_group_and_answers_like_the_oracle
     assert stats.merged_shards >= sum(len(g) for g in groups) and stats.refused == 0
     assert plan(out, settings.shard_max_bytes) == []
     _check(out, indexed_corpus["oracle"])
+
+
+@pytest.mark.parametrize("sizes, jobs, shard, want", [
+    # (bytes per path, workers, shard size) → builds, biggest first
+    ([100, 10, 10, 10, 10], 2, 100, [[0], [1, 2], [3, 4]]),  # half a shard or more: alone
+    ([10, 20, 30, 40], 2, 1000, [[3, 0], [2, 1]]),  # small ones: first fit, at most an equal share per worker
+    ([5, 5, 5, 5], 1, 12, [[0, 1], [2, 3]]),  # …and at most a shard per bundle
+    ([50, 60], 4, 100, [[1], [0]]),
+    ([], 2, 100, []),
+])
+def test_a_bulk_build_packs_small_repositories_and_starts_with_the_biggest(sizes, jobs, shard, want):
+    paths = [f"p{i}" for i in range(len(sizes))]
+    assert parallel.plan_builds(paths, sizes, jobs, shard) == want
+
+
+def test_small_repositories_packed_into_shared_shards_answer_like_a_serial_build(indexed_corpus, tmp_path):
+    """Six copies of the corpus's plain directory (six repositories) built by two workers into
+    shared shards answer exactly what a serial build, one repository at a time, answers; the
+    manifest gives every repository its shards."""
+    import shutil
+
+    plain = indexed_corpus["plain"]
+    paths = []
+    for i in range(6):
+        dst = tmp_path / f"repo{i}"
+        shutil.copytree(plain, dst)
+        paths.append(str(dst))
+    serial, packed = str(tmp_path / "serial"), str(tmp_path / "packed")
+    index_paths(paths, serial, index_settings())
+    stats = index_paths(paths, packed, index_settings(), jobs=2)
+    man = read_manifest(packed)
+    assert len(stats.shards) < len(paths) and any(len(e["repos"]) > 1 for e in man["shards"].values())
+    assert sorted(e["name"] for e in man["repos"].values()) == sorted(e["name"] for e in read_manifest(serial)["repos"].values())
+    for entry in man["repos"].values():
+        assert entry["shards"] and all(n in man["shards"] for n in entry["shards"])
+    a, b = Searcher(serial), Searcher(packed)
+    try:
+        for query, flags, _tree in QUERIES:
+            assert engine_spans(b.search(query, matches=10**6, **flags)) == engine_spans(a.search(query, matches=10**6, **flags)), query
+    finally:
+        a.close()
+        b.close()

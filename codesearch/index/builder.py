@@ -15,6 +15,7 @@ becomes a serialized roaring bitmap; the sections of `codesearch.index.format` a
 from __future__ import annotations
 
 import array
+import dataclasses
 import hashlib
 import logging
 import os
@@ -91,13 +92,19 @@ def shard_prefix(repo: RepoInfo) -> str:
 
 
 class ShardBuilder:
-    """Builds the shards of one repository into `out_dir`."""
+    """Builds the shards of one repository into `out_dir`, or of several one after the other
+    (`begin_repo`), packed into shared shards: a bulk build of many small repositories writes
+    compound shards at once instead of merging small ones afterwards. `repos_of` names the
+    repositories each written shard holds."""
 
     def __init__(self, out_dir: str, repo: RepoInfo, settings: IndexSettings, stats: IndexStats, progress=None,
                  name: str | None = None):
         self.out_dir = out_dir
         self.name = name or shard_prefix(repo)
         self.repo = repo
+        self.repos: list[RepoInfo] = [repo]
+        self.repos_of: dict[str, list[int]] = {}
+        self._placed: set[int] = set()  # indexes into self.repos that some shard holds
         self.settings = settings
         self.stats = stats
         self.progress = progress
@@ -105,6 +112,13 @@ class ShardBuilder:
         self.content_bytes = 0
         self.symbols = SymbolExtractor(settings.ctags_timeout_s, enabled=settings.ctags)
         self.written: list[str] = []
+
+    def begin_repo(self, repo: RepoInfo) -> None:
+        """The files added from now on are `repo`'s."""
+        if repo.id in (r.id for r in self.repos):
+            raise IndexBuildError(f"{repo.name}: added twice to one build")
+        self.repo = repo
+        self.repos.append(repo)
 
     def add(self, f: SourceFile) -> None:
         s = self.settings
@@ -137,7 +151,8 @@ class ShardBuilder:
         if wants_symbols(lang):
             self.symbols.submit(len(self.docs), f.path, content)
         name_tri = unique_trigrams(normalize(f.path.encode("utf-8", "replace")))
-        self.docs.append(BuildDoc(f.path, f.size, f.branch_mask, skip, lang, content, trigrams, name_tri, lines, rank_class(f.path)))
+        self.docs.append(BuildDoc(f.path, f.size, f.branch_mask, skip, lang, content, trigrams, name_tri, lines,
+                                  rank_class(f.path), len(self.repos) - 1))
         self.content_bytes += len(content)
         self.stats.files += 1
         self.stats.input_bytes += f.size
@@ -148,19 +163,24 @@ class ShardBuilder:
             self._flush()
 
     def finish(self) -> list[str]:
-        if self.docs or not self.written:
-            self._flush()
+        if self.docs or len(self._placed) < len(self.repos):
+            self._flush(final=True)  # an empty repository still gets a (possibly empty) shard
         self.symbols.close()
         return self.written
 
-    def _flush(self) -> None:
+    def _flush(self, final: bool = False) -> None:
         symbols = self.symbols.collect()
-        order = sorted(range(len(self.docs)), key=lambda i: (self.docs[i].rank, self.docs[i].path))
-        docs = [self.docs[i] for i in order]
+        repos = self.repos
+        order = sorted(range(len(self.docs)), key=lambda i: (self.docs[i].rank, repos[self.docs[i].repo].name, self.docs[i].path))
+        used = sorted({self.docs[i].repo for i in order} | (set(range(len(repos))) - self._placed if final else set()))
+        self._placed.update(used)
+        remap = {old: new for new, old in enumerate(used)}
+        docs = [dataclasses.replace(self.docs[i], repo=remap[self.docs[i].repo]) for i in order]
         syms = [symbols.get(i, ()) for i in order]
         self.docs, self.content_bytes = [], 0
         path = os.path.join(self.out_dir, f"{self.name}.{len(self.written)}{fmt.SUFFIX}")
-        size, postings = write_docs(path, [self.repo], docs, syms)
+        size, postings = write_docs(path, [repos[r] for r in used], docs, syms)
+        self.repos_of[os.path.basename(path)] = [repos[r].id for r in used]
         self.written.append(path)
         self.stats.total_bytes += size
         self.stats.postings_bytes += postings

@@ -20,7 +20,8 @@ Every change is one atomic manifest write (temporary file, fsync, rename), under
 * `swap_repo` (a re-index): the repository's new shards join the index and its documents in
   every older shard are tombstoned, in one write, so a reader sees the old version of the
   repository or the new one, never a mix and never nothing. Its neighbours in a compound shard
-  are not rewritten;
+  are not rewritten. `swap_repos` does the same for several repositories built together into
+  shared shards (a bulk build packing small repositories);
 * `remove_repo` (garbage collection): the repository's documents are tombstoned;
 * `replace_shards` (compaction): a set of shards is replaced by shards holding the same live
   documents; tombstones written meanwhile carry over.
@@ -195,6 +196,16 @@ def swap_repo(index_dir: str, repo_id: int, name: str, generation: int, built: l
     also retires shards that an index without a manifest had for the repository. Returns the
     deleted file names.
     """
+    repos_of = {os.path.basename(p): [repo_id] for p in built}
+    return swap_repos(index_dir, [(repo_id, name, replaces_prefix)], generation, built, repos_of)
+
+
+def swap_repos(index_dir: str, swapped: list[tuple[int, str, str | None]], generation: int, built: list[str],
+               repos_of: dict[str, list[int]]) -> list[str]:
+    """`swap_repo` for several repositories at once, built together into shared shards (a bulk
+    build packs small repositories into compound shards): `swapped` lists (repository id, name,
+    replaced prefix or None), `repos_of` the repositories each built file holds (keyed by file
+    name). One atomic write: every one of them switches to its new documents together."""
     with _locked(index_dir):
         manifest = _load(index_dir)
         names = []
@@ -203,14 +214,16 @@ def swap_repo(index_dir: str, repo_id: int, name: str, generation: int, built: l
             os.replace(path, os.path.join(index_dir, name_))
             names.append(name_)
         repos = manifest["repos"]
-        if replaces_prefix:
-            for key in [k for k in repos if k.startswith("legacy:") and k[len("legacy:"):] == replaces_prefix]:
-                _tombstone(manifest, key, repos.pop(key)["shards"])
-        old = repos.get(str(repo_id), {}).get("shards", [])
-        _tombstone(manifest, repo_id, [n for n in old if n not in names])
-        repos[str(repo_id)] = {"name": name, "generation": generation, "shards": names}
+        for repo_id, name, replaces_prefix in swapped:
+            if replaces_prefix:
+                for key in [k for k in repos if k.startswith("legacy:") and k[len("legacy:"):] == replaces_prefix]:
+                    _tombstone(manifest, key, repos.pop(key)["shards"])
+            old = repos.get(str(repo_id), {}).get("shards", [])
+            _tombstone(manifest, repo_id, [n for n in old if n not in names])
+            repos[str(repo_id)] = {"name": name, "generation": generation,
+                                   "shards": [n for n in names if repo_id in repos_of[n]]}
         for n in names:
-            manifest["shards"][n] = {"repos": [repo_id], "dead": []}
+            manifest["shards"][n] = {"repos": list(repos_of[n]), "dead": []}
         _drop_dead_shards(manifest)
         _write(index_dir, manifest)
         return _collect_garbage(index_dir, manifest)

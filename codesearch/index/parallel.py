@@ -5,8 +5,9 @@ inversion and the roaring bitmaps) plus ctags in a process of its own, so one bu
 one core. `index_paths` (the ``codesearch index`` command, the benchmarks) and `index_source`
 take ``jobs``:
 
-* several repositories: each is indexed whole by one of ``jobs`` worker processes, the biggest
-  first;
+* several repositories: the big ones are each indexed whole by one of ``jobs`` worker
+  processes, the small ones packed together into shared (compound) shards by one worker each
+  (`plan_builds`, `index_bundle`), the biggest build first;
 * one repository bigger than `PART_MIN_BYTES`: its files (listed here, their contents read by
   the workers) are cut into ``jobs`` parts of about equal size, in path order; each worker builds
   the shards of its part with its own ctags, and the parent swaps all of them in at once
@@ -162,17 +163,58 @@ def index_source_in_parts(source, out_dir: str, settings: IndexSettings, stats: 
 
 
 def _index_one(args) -> IndexStats:
-    """In a worker: index one path whole (`builder.index_source`)."""
-    path, out_dir, settings, branches, tags = args
+    """In a worker: index one path whole (`builder.index_source`), or several small ones packed
+    into shared shards (`index_bundle`)."""
+    paths, out_dir, settings, branches, tags = args
     from codesearch.index.builder import index_source
     from codesearch.index.sources import open_source
 
-    source = open_source(path, branches, tags)
+    if len(paths) > 1:
+        return index_bundle(paths, out_dir, settings, branches, tags)
+    source = open_source(paths[0], branches, tags)
     try:
         return index_source(source, out_dir, settings)
     finally:
         if hasattr(source, "close"):
             source.close()
+
+
+def index_bundle(paths: list[str], out_dir: str, settings: IndexSettings, branches=(), tags=()) -> IndexStats:
+    """Index several (small) repositories into shared shards, swapped in together
+    (`manifest.swap_repos`): one pass over their contents, where indexing each alone and
+    compacting afterwards would extract every trigram twice."""
+    from codesearch.index.sources import open_source
+
+    stats = IndexStats()
+    t0 = time.perf_counter()
+    generation = manifest.next_generation(out_dir)
+    build_dir = tempfile.mkdtemp(prefix=f".build-{generation}-", dir=out_dir)
+    builder = None
+    swapped = []
+    try:
+        for path in paths:
+            source = open_source(path, branches, tags)
+            try:
+                if builder is None:
+                    builder = ShardBuilder(build_dir, source.repo, settings, stats, name=f"bundle.g{generation}")
+                else:
+                    builder.begin_repo(source.repo)
+                for f in source.files():
+                    builder.add(f)
+                stats.warnings.extend(getattr(source, "warnings", []))
+                swapped.append((source.repo.id, source.repo.name, shard_prefix(source.repo)))
+            finally:
+                if hasattr(source, "close"):
+                    source.close()
+        written = builder.finish()
+        manifest.swap_repos(out_dir, swapped, generation, written, builder.repos_of)
+        stats.shards.extend(os.path.join(out_dir, os.path.basename(p)) for p in written)
+    finally:
+        if builder is not None:
+            builder.symbols.close()
+        shutil.rmtree(build_dir, ignore_errors=True)
+    stats.seconds += time.perf_counter() - t0
+    return stats
 
 
 def _bytes_under(path: str) -> int:
@@ -189,21 +231,45 @@ def _bytes_under(path: str) -> int:
     return total
 
 
+def plan_builds(paths: list[str], sizes: list[int], jobs: int, shard_bytes: int) -> list[list[int]]:
+    """The builds of a bulk index, biggest first, as lists of indexes into `paths`: a repository
+    of at least half a shard alone; the smaller ones packed into bundles (first fit, biggest
+    first) of at most a shard, and of at most an equal share of the small ones' bytes per
+    worker, so that every worker gets one."""
+    order = sorted(range(len(paths)), key=lambda i: -sizes[i])
+    big = [[i] for i in order if sizes[i] >= shard_bytes // 2]
+    small = [i for i in order if sizes[i] < shard_bytes // 2]
+    cap = max(1, min(shard_bytes, -(-sum(sizes[i] for i in small) // jobs)))
+    bundles: list[list[int]] = []
+    room: list[int] = []
+    for i in small:
+        for b, left in enumerate(room):
+            if sizes[i] <= left:
+                bundles[b].append(i)
+                room[b] -= sizes[i]
+                break
+        else:
+            bundles.append([i])
+            room.append(cap - sizes[i])
+    return sorted(big + bundles, key=lambda b: -sum(sizes[i] for i in b))
+
+
 def index_many(paths: list[str], out_dir: str, settings: IndexSettings, stats: IndexStats, pool: Pool,
                branches=(), tags=(), progress=None) -> None:
-    """Index each path whole, ``pool.jobs`` at a time, the biggest first (so no worker is left
-    with a big repository while the others idle at the end); results in the order of `paths`."""
+    """Index many paths, ``pool.jobs`` builds at a time (`plan_builds`: big repositories alone,
+    small ones packed into shared shards), the biggest first, so that no worker is left with a
+    big build while the others idle at the end. A path given twice is indexed once."""
     t0 = time.perf_counter()
+    paths = list(dict.fromkeys(paths))
     executor = pool.executor()
     sizes = [_bytes_under(p) for p in paths]
-    futures: dict[int, concurrent.futures.Future] = {}
-    for i in sorted(range(len(paths)), key=lambda i: -sizes[i]):
-        futures[i] = executor.submit(_index_one, (paths[i], out_dir, settings, tuple(branches), tuple(tags)))
+    futures = [executor.submit(_index_one, ([paths[i] for i in build], out_dir, settings, tuple(branches), tuple(tags)))
+               for build in plan_builds(paths, sizes, pool.jobs, settings.shard_max_bytes)]
     if progress:
-        for done in concurrent.futures.as_completed(futures.values()):
+        for done in concurrent.futures.as_completed(futures):
             progress(done.result().input_bytes)
-    for i in range(len(paths)):
-        one = futures[i].result()
+    for future in futures:
+        one = future.result()
         seconds = one.seconds
         _add(stats, one)
         stats.shards.extend(one.shards)
