@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 
 import pytest
@@ -258,3 +259,21 @@ def test_a_layout_that_does_not_divide_is_refused():
         SearcherPool([object()] * 3, copies=2)
     with pytest.raises(ValueError, match="at least one"):
         SearcherPool.create("/nonexistent", 2, copies=0)
+
+
+def test_a_capped_search_stops_the_other_partitions_once_its_budget_is_full(ray_session, indexed_corpus):
+    """Each partition holds more than 5 matches of ``\\w+``: the first answer fills the budget,
+    and the other partition is stopped (its shards skipped, not crashed), as Zoekt stops at
+    its total match count. A query naming an identifier waits for every partition: the one
+    that holds the definition may be the slower one."""
+    from codesearch.search.options import FLUSH_MAX_SIZE
+
+    pool = _pool(indexed_corpus)
+    assert all(pool.shard_count(p, pool.version_watch.get()) for p in range(len(pool.actors)))
+    for search in (pool.search, lambda q, o: asyncio.run(pool.search_async(q, o))):
+        got = search(r"\w+", SearchOptions(matches=5, is_regex=True))
+        assert got["stats"]["actualMatchCount"] == 5 and not got["isSearchExhaustive"]
+        assert got["stats"]["crashes"] == 0 and got["stats"]["shardsSkipped"] >= 1
+        assert got["stats"]["flushReason"] == FLUSH_MAX_SIZE
+        named = search("handler", SearchOptions(matches=1))
+        assert named["stats"]["flushReason"] != FLUSH_MAX_SIZE and named["stats"]["crashes"] == 0
