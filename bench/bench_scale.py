@@ -17,8 +17,9 @@ For each N, one run:
      bench/.work/scale/data-N, wiped first unless --reuse);
   3. waits (bounded by --index-timeout) until the first sync and index are done and the API
      answers, and takes the index build time from the progress lines the service prints;
-  4. sends ``POST /api/search`` (1 client, matches=100, contextLines=0) for the 7 query classes
-     of bench_engine.py, round robin, one warm-up round then --runs rounds: p50/p95 per class;
+  4. after --settle seconds (so that Ray's own start-up work is done), sends ``POST /api/search``
+     (1 client, matches=100, contextLines=0) for the 7 query classes of bench_engine.py, round
+     robin, one warm-up round then --runs rounds: p50/p95 per class;
   5. reads, after the queries, the anonymous memory (RssAnon, /proc/<pid>/status) of each
      searcher actor's process and of the API replica's, found in the service's process tree by
      their Ray process titles; the index a searcher serves is the size of the shard files it
@@ -464,6 +465,9 @@ def run_one(n: int, files: list[CorpusFile], args) -> Measured:
         shards = index_shards(data_dir / "index")
         m.shards = len(shards)
         m.index_bytes = sum(os.path.getsize(p) for p in shards if os.path.exists(p))
+        if args.settle > 0:  # a service that just started shares the cores with Ray's own start-up work
+            say(f"[N={n}] settling {args.settle:.0f} s before the queries")
+            time.sleep(args.settle)
         say(f"[N={n}] serving on {service.base}: {m.shards} shards, {m.index_bytes / 1e6:.0f} MB; "
             f"{args.runs} rounds of {len(be.QUERIES)} queries")
         measure_queries(service.base, args.runs, m)
@@ -598,6 +602,8 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true",
                     help=f"smoke run: the corpus of `corpus.py --quick` ({', '.join(corpus.QUICK_PROJECTS)})")
     ap.add_argument("--searchers", type=int, default=2, help="codesearch serve --searchers (default 2)")
+    ap.add_argument("--settle", type=float, default=30,
+                    help="seconds to wait between the service answering and the first query (default 30)")
     ap.add_argument("--index-timeout", type=float, default=3600,
                     help="seconds the first sync and index may take per N (default 3600)")
     ap.add_argument("--stop-timeout", type=float, default=120, help="seconds after SIGTERM before SIGKILL (default 120)")
