@@ -11,6 +11,7 @@ STAMP   := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip uninstall -q -y codesearch 2>/dev/null || true  # the distribution's old name (now codesearch-ray)
 	$(PY) -m pip install -q -e ".[test]"
 	touch $(STAMP)
 

@@ -3,7 +3,23 @@
     from codesearch import Client
     cs = Client.local("/path/to/index")          # or Client.http(url, api_key=...), Client.ray()
     cs.search("handle_request lang:python")
+
+The distribution is published as ``codesearch-ray`` (the name ``codesearch`` on PyPI belongs to
+an unrelated project); the import package and the command are ``codesearch``.
 """
+
+#: The name this project is installed under (``pip install codesearch-ray``).
+DISTRIBUTION = "codesearch-ray"
+
+
+def version() -> str:
+    """The installed version of this project ("0+unknown" when run from a bare source tree)."""
+    from importlib.metadata import PackageNotFoundError, version as installed
+
+    try:
+        return installed(DISTRIBUTION)
+    except PackageNotFoundError:
+        return "0+unknown"
 
 
 def __getattr__(name):  # the client is imported on first use: the CLI and actors never pay for it

@@ -314,7 +314,10 @@ def cmd_serve(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from codesearch import DISTRIBUTION, version
+
     p = argparse.ArgumentParser(prog="codesearch", description="Index and search code.")
+    p.add_argument("--version", action="version", version=f"codesearch {version()} ({DISTRIBUTION})")
     sub = p.add_subparsers(dest="command", required=True)
 
     ix = sub.add_parser("index", help="index directories or git repositories into shards")

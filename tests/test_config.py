@@ -498,7 +498,7 @@ def test_google_cloud_secret_without_the_library(monkeypatch):
     monkeypatch.setitem(sys.modules, "google.cloud.secretmanager", None)  # import fails
     with pytest.raises(ConfigError) as info:
         resolve_token({"googleCloudSecret": "projects/p/secrets/s/versions/1"}, connection="gl")
-    assert "pip install" in str(info.value) and "codesearch[gcp]" in str(info.value) and "gl" in str(info.value)
+    assert "pip install" in str(info.value) and "codesearch-ray[gcp]" in str(info.value) and "gl" in str(info.value)
 
 
 def _fake_secretmanager(monkeypatch, payload=None, error=None):

@@ -369,7 +369,7 @@ def test_without_google_auth_vertex_is_refused_by_validate_and_start_up(monkeypa
     path = tmp_path / "config.json"
     path.write_text(json.dumps(doc))
     expected = ('models[1]: provider "google-vertex-anthropic" needs the Google auth library: '
-                'pip install "codesearch[gcp]" (usable without it: openai, openai-compatible, deepseek, mistral, '
+                'pip install "codesearch-ray[gcp]" (usable without it: openai, openai-compatible, deepseek, mistral, '
                 'openrouter, xai, azure, anthropic, google-generative-ai, amazon-bedrock)')
     with pytest.raises(ConfigError) as info:
         load_config(path)

@@ -344,3 +344,31 @@ def test_without_ray_address_it_starts_its_own_ray_beside_another(serve_url, tmp
             os.killpg(served.proc.pid, signal.SIGKILL)
         serve.delete(bystander)
         shutil.rmtree(ray_tmp, ignore_errors=True)
+
+
+def test_a_busy_port_is_a_clear_error_before_anything_starts(tmp_path):
+    """Serve's proxy would share a port another program listens on (SO_REUSEPORT) and split its
+    traffic; `codesearch serve` refuses at once instead, before Ray or any sync starts."""
+    holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)  # as a Serve proxy binds
+    holder.bind(("127.0.0.1", 0))
+    holder.listen()
+    port = holder.getsockname()[1]
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "DATA_DIR": str(tmp_path)}
+    env.pop("RAY_ADDRESS", None)
+    try:
+        out = subprocess.run([sys.executable, "-m", "codesearch.cli", "serve", "--port", str(port)],
+                             capture_output=True, text=True, env=env, timeout=60)
+    finally:
+        holder.close()
+    text = out.stdout + out.stderr
+    assert out.returncode == 2, text
+    assert f"port {port} is in use" in text and "--port" in text and "Traceback" not in text
+    assert "ray:" not in text  # Ray never started
+
+
+def test_version_from_the_command_and_python_m():
+    for cmd in (["codesearch", "--version"], ["-m", "codesearch", "--version"]):
+        argv = [sys.executable, "-m", "codesearch.cli", "--version"] if cmd[0] == "codesearch" else [sys.executable, *cmd]
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0 and re.fullmatch(r"codesearch \S+ \(codesearch-ray\)\n", out.stdout), out

@@ -100,11 +100,11 @@ class SearchResult:
 
     def to_pandas(self):
         """One row per match: repo, path, branch, line, column, text, language (needs pandas:
-        ``pip install codesearch[notebook]``)."""
+        ``pip install codesearch-ray[notebook]``)."""
         try:
             import pandas as pd
         except ImportError as e:  # pragma: no cover - depends on the environment
-            raise ImportError("to_pandas needs pandas: pip install 'codesearch[notebook]'") from e
+            raise ImportError("to_pandas needs pandas: pip install 'codesearch-ray[notebook]'") from e
         return pd.DataFrame([m.row() for m in self.matches], columns=MATCH_COLUMNS)
 
     def _repr_html_(self) -> str:

@@ -279,7 +279,7 @@ def _read_google_cloud_secret(resource: str, *, source: str, path: str) -> str:
         secretmanager = importlib.import_module("google.cloud.secretmanager")
     except ImportError:
         raise _fail(source, path, "reading a googleCloudSecret token needs the Google Secret Manager client: "
-                                  'pip install "codesearch[gcp]"') from None
+                                  'pip install "codesearch-ray[gcp]"') from None
     try:
         client = secretmanager.SecretManagerServiceClient()
         response = client.access_secret_version(request={"name": resource})

@@ -57,7 +57,7 @@ class Provider:
     needs: tuple[str, str] | None = None
 
 
-_GOOGLE_AUTH = ("google.auth", 'the Google auth library: pip install "codesearch[gcp]"')
+_GOOGLE_AUTH = ("google.auth", 'the Google auth library: pip install "codesearch-ray[gcp]"')
 _THINKING = {"thinkingLevel": "generationConfig.thinkingConfig.thinkingLevel",
              "thinkingBudget": "generationConfig.thinkingConfig.thinkingBudget"}
 

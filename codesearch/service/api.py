@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import logging
 import threading
-from importlib.metadata import PackageNotFoundError, version
 from typing import Callable, Mapping
 
 from fastapi import APIRouter, Depends, FastAPI
@@ -37,10 +36,9 @@ log = logging.getLogger(__name__)
 
 
 def _version() -> str:
-    try:
-        return version("codesearch")
-    except PackageNotFoundError:
-        return "0+unknown"
+    from codesearch import version
+
+    return version()
 
 
 def lazy_store(data_dir: str | None, database_url: str | None = None) -> Callable[[], object | None]:

@@ -166,6 +166,29 @@ def stop_serving(app_name: str, *, drain_first: bool, owns_cluster: bool, timeou
             pass
 
 
+def port_in_use(host: str, port: int) -> str | None:
+    """Why nothing new can listen on `host`:`port` ("the port is in use by another program"),
+    or None when it is free. Binding without SO_REUSEPORT fails while any socket listens there,
+    even one of a Serve proxy that would let ours share the port."""
+    import errno
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except socket.gaierror as e:
+        return f"the host {host!r} does not resolve ({e.strerror})"
+    family, _type, _proto, _name, addr = infos[0]
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a closed socket's TIME_WAIT is no obstacle
+        try:
+            sock.bind(addr)
+        except OSError as e:
+            if e.errno == errno.EADDRINUSE:
+                return f"port {port} is in use by another program (another codesearch serve?)"
+            return f"cannot listen there ({e.strerror})"
+    return None
+
+
 def run(config_path: str | None, *, port: int = 3000, host: str = "127.0.0.1", data_dir: str | None = None,
         searchers: int = 2, searcher_copies: int = 1, replicas: int = 1, max_ongoing_requests: int | None = None,
         stop: threading.Event | None = None) -> int:
@@ -197,6 +220,11 @@ def run(config_path: str | None, *, port: int = 3000, host: str = "127.0.0.1", d
 
     started_ray = not ray.is_initialized()
     address = os.environ.get("RAY_ADDRESS")
+    if started_ray and not address:
+        busy = port_in_use(host, port)
+        if busy:  # Serve's proxy would share the port silently and split the traffic with its owner
+            _say(f"cannot serve on http://{host}:{port}: {busy}; choose another --port, or stop what listens there")
+            return 2
     if started_ray:
         os.environ.setdefault("RAY_AUTH_MODE", "disabled")
         if not address:  # our own Ray: its Serve proxies answer a dead replica's requests in JSON
