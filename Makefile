@@ -5,31 +5,49 @@ PYTHON  ?= python3
 PY      := $(VENV)/bin/python
 DATA    ?= .data
 STAMP   := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: install deps inspector test serve bench bench-deps notebooks clean
+.PHONY: install install-test serve-deps deps inspector test serve bench bench-deps notebooks clean
 
+# The project in .venv: what serving needs (install), and the test and notebook extras (install-test).
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip uninstall -q -y codesearch 2>/dev/null || true  # the distribution's old name (now codesearch-ray)
-	$(PY) -m pip install -q -e ".[test]"
+	$(PY) -m pip install -q -e .
 	touch $(STAMP)
 
-install: $(STAMP)
+$(TEST_STAMP): $(STAMP)
+	$(PY) -m pip install -q -e ".[test]"
+	touch $(TEST_STAMP)
 
-# Debian packages the project needs: universal-ctags (symbols), ripgrep (benchmark peer), git,
-# chromium (the browser the web UI tests drive through Playwright).
-deps:
+install: $(STAMP)
+install-test: $(TEST_STAMP)
+
+# Debian packages. Serving needs universal-ctags (symbols) and git; the tests also need ripgrep
+# (a benchmark peer the tests compare with) and chromium (the browser the web UI tests drive
+# through Playwright). `make serve` installs only the first two.
+define apt_missing
 	@missing=""; \
-	  (ctags --list-features 2>/dev/null | grep -q json) || missing="$$missing universal-ctags"; \
-	  command -v rg >/dev/null || missing="$$missing ripgrep"; \
-	  command -v git >/dev/null || missing="$$missing git"; \
-	  command -v chromium >/dev/null || missing="$$missing chromium"; \
+	  for pkg in $(1); do \
+	    case $$pkg in \
+	      universal-ctags) (ctags --list-features 2>/dev/null | grep -q json) || missing="$$missing $$pkg";; \
+	      ripgrep) command -v rg >/dev/null || missing="$$missing $$pkg";; \
+	      *) command -v $$pkg >/dev/null || missing="$$missing $$pkg";; \
+	    esac; \
+	  done; \
 	  if [ -n "$$missing" ]; then \
 	    echo "installing Debian packages:$$missing"; \
 	    SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 	    $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq $$missing >/dev/null; \
 	  fi
+endef
+
+serve-deps:
+	$(call apt_missing,universal-ctags git)
+
+deps: serve-deps
+	$(call apt_missing,ripgrep chromium)
 
 # The MCP Inspector CLI (a third-party MCP client the tests drive) and the Node 22 it needs, both from
 # npm into $(TOOLS)/ (git-ignored), nothing global; npm itself comes from Debian when missing.
@@ -51,17 +69,17 @@ $(INSPECTOR):
 inspector: $(INSPECTOR)
 
 # Re-run the example notebooks and save their outputs (the tests run them without saving).
-notebooks: install
+notebooks: install-test
 	CODESEARCH_SAVE_NOTEBOOKS=1 RAY_AUTH_MODE=disabled $(PY) -m pytest -q -p no:cacheprovider tests/test_notebooks.py
 
-test: install deps $(INSPECTOR)
+test: install-test deps $(INSPECTOR)
 	$(PY) -m pytest -q -p no:cacheprovider
 
 # `make serve` runs the service in the foreground on http://127.0.0.1:$(PORT) over the offline
 # demo (or CONFIG=your-config.json). Anonymous access is on for this local quick start only.
 PORT   ?= 3000
 CONFIG ?=
-serve: install deps
+serve: install serve-deps
 	RAY_AUTH_MODE=disabled FORCE_ENABLE_ANONYMOUS_ACCESS=$${FORCE_ENABLE_ANONYMOUS_ACCESS:-true} \
 	  $(VENV)/bin/codesearch serve --port $(PORT) --data-dir $(DATA) $(if $(CONFIG),--config $(CONFIG))
 
@@ -81,7 +99,7 @@ bench-deps: deps
 
 # The corpus (~974 MB, once), then the engine benchmark (builds and queries beside cindex/csearch
 # and rg). The scale benchmark takes hours: run bench/bench_scale.py by hand (bench/README.md).
-bench: install bench-deps
+bench: install-test bench-deps
 	$(PY) bench/corpus.py && $(PY) bench/bench_engine.py
 
 clean:

@@ -227,3 +227,16 @@ def test_app_builder_deploys_and_shuts_down(serve_url, tmp_path):
     assert app_builder.runtime_record(prefix) is None
     assert app_name not in serve.status().applications
     assert time.monotonic() - started < 240
+
+
+def test_the_shipped_example_config_loads_and_the_cluster_file_points_to_it():
+    """cluster.yaml mounts ./config.json, made from config.example.json (README, cluster.yaml):
+    the example must load without problems or warnings, and every node must stop clearly on a
+    Python older than 3.11."""
+    from codesearch.config import load_config
+
+    config = load_config(str(ROOT / "config.example.json"))
+    assert not config.warnings and set(config.connections) == {"github-org", "internal-git"}
+    text = (ROOT / "cluster.yaml").read_text()
+    assert "config.example.json" in text and "./config.json" in text
+    assert "sys.version_info < (3, 11)" in text and "22.04" not in text
