@@ -28,7 +28,7 @@ from fastapi import APIRouter, Depends, FastAPI
 
 from codesearch import environment
 from codesearch.search.options import DEFAULT_PUBLIC_URL
-from codesearch.service import auth, errors, mcp, routes_chat, routes_git, routes_repos, routes_search, routes_source
+from codesearch.service import auth, errors, mcp, routes_chat, routes_git, routes_repos, routes_search, routes_source, webhooks
 from codesearch.service.limits import RequestLimits
 from codesearch.service.routes_search import SearchRequest  # noqa: F401  (the request model, re-exported)
 
@@ -114,6 +114,7 @@ def build_app(get_searcher, *, public_url: str = DEFAULT_PUBLIC_URL, contexts: d
     protected.include_router(routes_source.router(get_store, data_dir=data_dir, public_url=public_url,
                                                   require_identity=require_identity))
     app.include_router(protected)
+    app.include_router(webhooks.router(get_store, environ))  # signed by the code host, not by an API key
 
     def make_context(identity):
         from codesearch.tools.context import ToolContext

@@ -39,6 +39,8 @@ MAX_BODY_BYTES = 1 << 20
 BODY_TIMEOUT_S = 10.0
 #: API routes anyone may call.
 PUBLIC_API_PATHS = frozenset({"/api/health", "/api/version", "/api/openapi.json"})
+#: API routes that authenticate by themselves: code hosts' webhooks carry a signature, not a key.
+SELF_AUTHENTICATED_PREFIXES = ("/api/webhooks/",)
 MCP_PATH = "/api/mcp"
 
 
@@ -86,7 +88,8 @@ class RequestLimits:
             if declared is not None and declared > self.max_body_bytes:
                 raise _Refused(413, "REQUEST_BODY_TOO_LARGE",
                                f"the request body is {declared} bytes; at most {self.max_body_bytes} are accepted")
-            if self.authenticator is not None and path.startswith("/api/") and path not in PUBLIC_API_PATHS:
+            if (self.authenticator is not None and path.startswith("/api/") and path not in PUBLIC_API_PATHS
+                    and not path.startswith(SELF_AUTHENTICATED_PREFIXES)):
                 await self._identify(scope)
             ahead = scope.get(BODY_AHEAD)
             if isinstance(ahead, bytes) and len(ahead) == declared:  # sent with the request by the proxy
