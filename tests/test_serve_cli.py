@@ -372,3 +372,33 @@ def test_version_from_the_command_and_python_m():
         argv = [sys.executable, "-m", "codesearch.cli", "--version"] if cmd[0] == "codesearch" else [sys.executable, *cmd]
         out = subprocess.run(argv, capture_output=True, text=True, timeout=60)
         assert out.returncode == 0 and re.fullmatch(r"codesearch \S+ \(codesearch-ray\)\n", out.stdout), out
+
+
+def test_a_dead_cluster_address_is_a_clear_error_at_once(tmp_path):
+    """RAY_ADDRESS naming a cluster that is gone: a message that says so, exit code 2, instead
+    of ray.init retrying the GCS for minutes in silence."""
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    dead = probe.getsockname()[1]
+    probe.close()  # nothing listens there now
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "DATA_DIR": str(tmp_path), "RAY_ADDRESS": f"127.0.0.1:{dead}"}
+    out = subprocess.run([sys.executable, "-m", "codesearch.cli", "serve", "--port", str(free_port())],
+                         capture_output=True, text=True, env=env, timeout=60)
+    text = out.stdout + out.stderr
+    assert out.returncode == 2, text
+    assert f"cannot join the Ray cluster (RAY_ADDRESS=127.0.0.1:{dead})" in text and "nothing answers" in text
+    assert "Traceback" not in text
+
+
+def test_cluster_addresses_that_cannot_be_joined_are_named():
+    from codesearch.service import launcher
+
+    assert launcher.cluster_unreachable("local") is None and launcher.cluster_unreachable("ray://h:10001") is None
+    assert "not host:port" in launcher.cluster_unreachable("nonsense")
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    try:
+        assert launcher.cluster_unreachable(f"127.0.0.1:{listener.getsockname()[1]}") is None
+    finally:
+        listener.close()

@@ -166,6 +166,36 @@ def stop_serving(app_name: str, *, drain_first: bool, owns_cluster: bool, timeou
             pass
 
 
+#: Where `ray start` records the address of the cluster it started (what RAY_ADDRESS=auto reads).
+RAY_CURRENT_CLUSTER = os.path.join(os.environ.get("RAY_TMPDIR") or "/tmp", "ray", "ray_current_cluster")
+
+
+def cluster_unreachable(address: str, timeout_s: float = 5.0) -> str | None:
+    """Why the Ray cluster `address` (``host:port`` of its GCS, or ``auto``) cannot be joined,
+    or None when its GCS accepts a connection (or the address is one we do not check: a Ray
+    Client ``ray://`` address, ``local``)."""
+    import socket
+
+    if address == "local" or address.startswith("ray://"):
+        return None
+    if address == "auto":
+        try:
+            with open(RAY_CURRENT_CLUSTER) as f:
+                address = f.read().strip()
+        except OSError:
+            return (f"no Ray cluster is recorded on this machine ({RAY_CURRENT_CLUSTER} is missing): start one with "
+                    "`ray start --head`, or unset RAY_ADDRESS to run on a Ray instance of codesearch's own")
+    host, _, port_text = address.rpartition(":")
+    if not host or not port_text.isdigit():
+        return f"{address!r} is not host:port"
+    try:
+        with socket.create_connection((host.strip("[]"), int(port_text)), timeout=timeout_s):
+            return None
+    except OSError as e:
+        return (f"nothing answers at {address} ({e.strerror or type(e).__name__}): the cluster is down or the "
+                "address is wrong (`ray status` on its head says)")
+
+
 def port_in_use(host: str, port: int) -> str | None:
     """Why nothing new can listen on `host`:`port` ("the port is in use by another program"),
     or None when it is free. Binding without SO_REUSEPORT fails while any socket listens there,
@@ -220,6 +250,12 @@ def run(config_path: str | None, *, port: int = 3000, host: str = "127.0.0.1", d
 
     started_ray = not ray.is_initialized()
     address = os.environ.get("RAY_ADDRESS")
+    if started_ray and address:
+        dead = cluster_unreachable(address)
+        if dead:  # ray.init would retry the GCS for minutes in silence
+            _say(f"cannot join the Ray cluster (RAY_ADDRESS={address}): {dead}")
+            return 2
+        _say(f"ray: joining the cluster at {address}")
     if started_ray and not address:
         busy = port_in_use(host, port)
         if busy:  # Serve's proxy would share the port silently and split the traffic with its owner
