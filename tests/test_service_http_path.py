@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import socket
 import threading
@@ -21,7 +22,6 @@ import warnings
 import anyio
 import httpx
 import pytest
-import uvicorn
 
 from codesearch.runtime.searchers import SearcherPool
 from codesearch.service import serve_settings
@@ -31,6 +31,7 @@ from codesearch.service.limits import RequestLimits
 from codesearch.service.proxy_body import MAX_BYTES, SCOPE_KEY, WAIT_S, BodyAhead
 from codesearch.store import Store
 from codesearch.web.sessions import SESSION_COOKIE
+from tests.asgiserver import serving
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -68,23 +69,9 @@ def proxies():
     app sees through Serve), and ``chain``, `BodyAhead` in front of `RequestLimits` in front of
     the echo (both halves in one process, so the copy of the body Serve would forward comes
     through too)."""
-    servers = {}
-    for name, app in (("proxy", BodyAhead(_echo)), ("chain", BodyAhead(RequestLimits(_echo)))):
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-        thread.start()
-        deadline = time.monotonic() + 20
-        while not server.started:
-            assert thread.is_alive() and time.monotonic() < deadline, "test server did not start"
-            time.sleep(0.02)
-        servers[name] = (f"http://127.0.0.1:{sock.getsockname()[1]}", server, thread, sock)
-    yield {name: url for name, (url, *_rest) in servers.items()}
-    for _url, server, thread, sock in servers.values():
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
+    with contextlib.ExitStack() as stack:
+        yield {name: stack.enter_context(serving(app))
+               for name, app in (("proxy", BodyAhead(_echo)), ("chain", BodyAhead(RequestLimits(_echo))))}
 
 
 def _slow_post(url: str, path: str, body: bytes, pause_s: float) -> dict:

@@ -12,17 +12,14 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import socket
-import threading
-import time
 
 import httpx
 import pytest
-import uvicorn
 
 from codesearch.service.api import build_app
 from codesearch.service.webhooks import secret_for
 from codesearch.store import Store
+from tests.asgiserver import serving
 
 SECRET = "s3cr3t-for-tests"
 GITLAB_SECRET = "gitlab-only-secret"
@@ -77,20 +74,8 @@ def service(tmp_path):
                                   for n in names])
     environ = {"CODESEARCH_WEBHOOK_SECRET": SECRET, "CODESEARCH_WEBHOOK_SECRET_GL": GITLAB_SECRET}
     app = build_app(lambda: None, get_store=lambda: store, anonymous_access=False, environ=environ)
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "test server did not start"
-        time.sleep(0.02)
-    with httpx.Client(base_url=f"http://127.0.0.1:{sock.getsockname()[1]}", timeout=10) as client:
+    with serving(app) as url, httpx.Client(base_url=url, timeout=10) as client:
         yield client, store
-    server.should_exit = True
-    thread.join(10)
-    sock.close()
     store.close()
 
 
