@@ -51,6 +51,31 @@ class _Progress:
             self.stream.write("\r" + " " * 60 + "\r")
 
 
+class _RepoProgress:
+    """Per-repository progress of a sync on stderr: one line rewritten in place on a terminal
+    (``gh: [3/40] github.com/acme/api``), one plain line per repository otherwise (logs)."""
+
+    def __init__(self, connection: str, stream=sys.stderr):
+        self.connection = connection
+        self.stream = stream
+        self.tty = stream.isatty()
+        self.width = 0
+
+    def __call__(self, repo: str, done: int, total: int) -> None:
+        line = f"{self.connection}: [{done}/{total}] {repo}"
+        if self.tty:
+            self.stream.write("\r" + line.ljust(self.width))
+            self.width = len(line)
+        else:
+            self.stream.write(line + "\n")
+        self.stream.flush()
+
+    def done(self) -> None:
+        if self.tty and self.width:
+            self.stream.write("\r" + " " * self.width + "\r")
+            self.stream.flush()
+
+
 def _split(value: str | None) -> list[str]:
     return [v.strip() for v in (value or "").split(",") if v.strip()]
 
@@ -209,12 +234,16 @@ def cmd_sync(args) -> int:
     for name, conn in config.connections.items():
         if args.connection and name not in args.connection:
             continue
+        progress = _RepoProgress(name)
         try:
-            report = sync_connection(name, conn.raw, mirrors=mirrors, index_dir=index_dir, index_settings=settings)
+            report = sync_connection(name, conn.raw, mirrors=mirrors, index_dir=index_dir, index_settings=settings,
+                                     progress=progress)
         except CodesearchError as e:
+            progress.done()
             print(f"{name}: failed: {e}", file=sys.stderr)
             failed += 1
             continue
+        progress.done()
         for w in report.warnings + report.stats.warnings:
             print(f"{name}: warning: {w}", file=sys.stderr)
         for repo, reason in report.failed.items():

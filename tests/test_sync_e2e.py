@@ -9,6 +9,8 @@ config is a file as a Sourcebot user writes it, with tokens from the environment
 from __future__ import annotations
 
 import json
+import io
+import re
 import os
 
 import pytest
@@ -182,6 +184,30 @@ def test_cli_sync(world, monkeypatch_module, tmp_path, capsys):
     for k, v in TOKENS.items():
         monkeypatch_module.setenv(k, v)
     assert main(["sync", world["config"], "--data-dir", str(tmp_path), "--connection", "gh", "--connection", "anon"]) == 0
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
+    out = captured.out
     assert "gh: 1 of 1 repositories indexed" in out and "anon: 1 of 1" in out
+    # per-repository progress on stderr, plain lines when it is not a terminal
+    progress = [line for line in captured.err.splitlines() if re.match(r"(gh|anon): \[\d+/\d+\] ", line)]
+    assert len(progress) == 2 and all("[1/1]" in line for line in progress), captured.err
     assert main(["search", "rev:feature feature only", "--index", str(tmp_path / "index")]) == 0
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("tty, want", [
+    (False, "gh: [1/2] github.com/a/long-name\ngh: [2/2] github.com/a/b\n"),
+    (True, "\rgh: [1/2] github.com/a/long-name\rgh: [2/2] github.com/a/b        \r" + " " * 24 + "\r"),
+])
+def test_sync_progress_is_one_line_on_a_terminal_and_plain_lines_in_logs(tty, want):
+    from codesearch.cli import _RepoProgress
+
+    stream = _Terminal() if tty else io.StringIO()
+    progress = _RepoProgress("gh", stream)
+    progress("github.com/a/long-name", 1, 2)
+    progress("github.com/a/b", 2, 2)
+    progress.done()
+    assert stream.getvalue() == want
