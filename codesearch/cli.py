@@ -383,6 +383,8 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--searcher-copies", type=int, default=1,
                     help="copies of every partition; each search goes to one copy (default 1)")
     sv.add_argument("--replicas", type=int, default=1, help="Serve replicas of the HTTP API (default 1)")
+    sv.add_argument("--no-dashboard", action="store_true",
+                    help="start Ray without its dashboard (by default the Ray instance codesearch starts has one)")
     sv.set_defaults(func=cmd_serve)
 
     us = sub.add_parser("users", help="manage users (the first one becomes OWNER)")

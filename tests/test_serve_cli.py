@@ -34,7 +34,7 @@ class Served:
     """`codesearch serve --port <free>` on the offline demo in `tmp_path` (``DATA_DIR``), as a
     process of its own (its own session, so a stray Ray process cannot outlive the test)."""
 
-    def __init__(self, tmp_path: Path, **env_extra: str):
+    def __init__(self, tmp_path: Path, dashboard: bool = False, **env_extra: str):
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.env = {**os.environ, "RAY_AUTH_MODE": "disabled", "DATA_DIR": str(tmp_path), **env_extra}
@@ -43,8 +43,10 @@ class Served:
                 self.env.pop(name, None)
         self.log_path = tmp_path / "serve.log"
         self._log = open(self.log_path, "w")
-        self.proc = subprocess.Popen([sys.executable, "-m", "codesearch.cli", "serve", "--port", str(self.port)],
-                                     stdout=self._log, stderr=subprocess.STDOUT, env=self.env, start_new_session=True)
+        argv = [sys.executable, "-m", "codesearch.cli", "serve", "--port", str(self.port)]
+        if not dashboard:  # the default; the tests leave it out where they do not look at it (CPU on 2 cores)
+            argv.append("--no-dashboard")
+        self.proc = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT, env=self.env, start_new_session=True)
 
     def log(self) -> str:
         return self.log_path.read_text()
@@ -75,7 +77,7 @@ class Served:
 
 
 def test_serve_demo_end_to_end(tmp_path):
-    served = Served(tmp_path)
+    served = Served(tmp_path, dashboard=True)
     base, env = served.base, served.env
     try:
         served.wait_healthy()
@@ -91,6 +93,9 @@ def test_serve_demo_end_to_end(tmp_path):
         assert repos.status_code == 200 and int(repos.headers["X-Total-Count"]) >= 2
         log_text = served.log()
         assert "serving at" in log_text and "offline demo" in log_text
+        dashboard = re.search(r"ray dashboard: (http://\S+)", log_text)  # on by default
+        assert dashboard, log_text[-3000:]
+        assert httpx.get(f"{dashboard.group(1)}/api/version", timeout=30).status_code == 200
         _check_serve_settings(served.proc.pid)
     finally:
         code = served.stop()

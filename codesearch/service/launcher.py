@@ -221,8 +221,9 @@ def port_in_use(host: str, port: int) -> str | None:
 
 def run(config_path: str | None, *, port: int = 3000, host: str = "127.0.0.1", data_dir: str | None = None,
         searchers: int = 2, searcher_copies: int = 1, replicas: int = 1, max_ongoing_requests: int | None = None,
-        stop: threading.Event | None = None) -> int:
-    """Run the service until `stop` is set or a signal arrives (see the module docstring)."""
+        stop: threading.Event | None = None, dashboard: bool = True) -> int:
+    """Run the service until `stop` is set or a signal arrives (see the module docstring). The
+    Ray instance it starts has Ray's dashboard (`dashboard`; a cluster it joins has its own)."""
     import ray
     from ray import serve
 
@@ -270,8 +271,10 @@ def run(config_path: str | None, *, port: int = 3000, host: str = "127.0.0.1", d
             install_for_own_ray()
         # "local": a new instance, never one that `ray.init()` would find by itself (the cluster
         # a `ray start` on this machine recorded), whose Serve we would otherwise take over.
-        ray.init(address=address or "local", include_dashboard=False, log_to_driver=False)
+        context = ray.init(address=address or "local", include_dashboard=dashboard and not address, log_to_driver=False)
         _say(f"ray: {'joined ' + address if address else 'started a local instance'}")
+        if dashboard and not address and getattr(context, "dashboard_url", None):
+            _say(f"ray dashboard: http://{context.dashboard_url}")
     owns_cluster = started_ray and not address
     stop = stop or threading.Event()
     abort = threading.Event()  # a second signal: stop waiting for running requests
@@ -336,7 +339,7 @@ def run(config_path: str | None, *, port: int = 3000, host: str = "127.0.0.1", d
 
 def main_serve(args) -> int:
     return run(args.config, port=args.port, host=args.host, data_dir=args.data_dir, searchers=args.searchers,
-               searcher_copies=args.searcher_copies, replicas=args.replicas)
+               searcher_copies=args.searcher_copies, replicas=args.replicas, dashboard=not args.no_dashboard)
 
 
 if __name__ == "__main__":  # pragma: no cover
