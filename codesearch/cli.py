@@ -28,9 +28,9 @@ from codesearch.errors import CodesearchError
 class _Progress:
     """A one-line progress report on stderr, refreshed at most 5 times a second (TTY only)."""
 
-    def __init__(self, stream=sys.stderr):
-        self.stream = stream
-        self.enabled = stream.isatty()
+    def __init__(self, stream=None):
+        self.stream = stream or sys.stderr  # the stream of now, not of import time
+        self.enabled = self.stream.isatty()
         self.start = time.monotonic()
         self.last = 0.0
         self.files = 0
@@ -55,10 +55,10 @@ class _RepoProgress:
     """Per-repository progress of a sync on stderr: one line rewritten in place on a terminal
     (``gh: [3/40] github.com/acme/api``), one plain line per repository otherwise (logs)."""
 
-    def __init__(self, connection: str, stream=sys.stderr):
+    def __init__(self, connection: str, stream=None):
         self.connection = connection
-        self.stream = stream
-        self.tty = stream.isatty()
+        self.stream = stream or sys.stderr  # the stream of now, not of import time
+        self.tty = self.stream.isatty()
         self.width = 0
 
     def __call__(self, repo: str, done: int, total: int) -> None:
