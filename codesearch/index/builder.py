@@ -207,14 +207,13 @@ def _postings(per_doc: list[np.ndarray]) -> dict[str, object]:
     table (2^24 entries) is allocated per call: untouched pages cost nothing, and a long-lived
     indexer does not keep it.
     """
-    lengths = np.fromiter((t.size for t in per_doc), dtype=np.int64, count=len(per_doc))
-    if lengths.sum() == 0:
+    total = sum(t.size for t in per_doc)
+    if total == 0:
         return {"keys": _EMPTY, "card": _EMPTY, "offs": np.zeros(1, np.uint64), "post": b""}
     counts = np.bincount(np.concatenate(per_doc), minlength=1 << 24)
     keys = np.flatnonzero(counts).astype(np.uint32)
     card = counts[keys].astype(np.uint32)
     del counts
-    total = int(lengths.sum())
     starts = np.zeros(keys.size, dtype=np.int64)
     np.cumsum(card[:-1], out=starts[1:])
     cursor = np.zeros(1 << 24, dtype=np.uint32 if total < 1 << 32 else np.int64)

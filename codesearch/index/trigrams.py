@@ -100,8 +100,8 @@ def _distinct_by_table(t: np.ndarray) -> np.ndarray:
 
 
 def unique_trigrams(data: bytes) -> np.ndarray:
-    """The distinct trigram ids of (normalized) bytes, in no particular order (uint32); the
-    index builder inverts them with one sort per shard (`builder._postings`)."""
+    """The distinct trigram ids of (normalized) bytes, in no particular order (uint32): the
+    index builder's inversion (`builder._postings`, a counting sort) needs no order."""
     t = trigram_array(data)
     return _distinct(t) if t.size < _TABLE_MIN else _distinct_by_table(t)
 

@@ -32,23 +32,33 @@ import json
 import logging
 import os
 import re
-from typing import Callable, Mapping
+from typing import Callable, Mapping, NamedTuple
 
+import anyio
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from codesearch.service.errors import error_response
+from codesearch.store.errors import NotFound
 
 log = logging.getLogger(__name__)
 
 SECRET_ENV = "CODESEARCH_WEBHOOK_SECRET"
 
-#: Connection type → (signature header, how the secret is presented, push event header, push events).
+class Scheme(NamedTuple):
+    """How one host type sends webhooks."""
+
+    header: str  # where the secret or the signature is
+    prefix: str | None  # before the hex HMAC-SHA256 of the body; None: the secret itself is sent
+    event_header: str  # names the event
+    pushes: frozenset[str]  # the events that are pushes
+
+
 HOSTS = {
-    "github": ("X-Hub-Signature-256", "sha256=", "X-GitHub-Event", {"push"}),
-    "gitea": ("X-Gitea-Signature", "", "X-Gitea-Event", {"push"}),
-    "gitlab": ("X-Gitlab-Token", None, "X-Gitlab-Event", {"Push Hook", "Tag Push Hook"}),
-    "bitbucket": ("X-Hub-Signature", "sha256=", "X-Event-Key", {"repo:push", "repo:refs_changed"}),
+    "github": Scheme("X-Hub-Signature-256", "sha256=", "X-GitHub-Event", frozenset({"push"})),
+    "gitea": Scheme("X-Gitea-Signature", "", "X-Gitea-Event", frozenset({"push"})),
+    "gitlab": Scheme("X-Gitlab-Token", None, "X-Gitlab-Event", frozenset({"Push Hook", "Tag Push Hook"})),
+    "bitbucket": Scheme("X-Hub-Signature", "sha256=", "X-Event-Key", frozenset({"repo:push", "repo:refs_changed"})),
 }
 
 
@@ -66,11 +76,11 @@ def sign(secret: str, body: bytes) -> str:
 
 def verified(host_type: str, secret: str, headers: Mapping[str, str], body: bytes) -> bool:
     """True when the request carries `secret` as `host_type` presents it."""
-    header, prefix, _event, _pushes = HOSTS[host_type]
-    given = headers.get(header)
+    scheme = HOSTS[host_type]
+    given = headers.get(scheme.header)
     if not given:
         return False
-    expected = secret if prefix is None else prefix + sign(secret, body)
+    expected = secret if scheme.prefix is None else scheme.prefix + sign(secret, body)
     return hmac.compare_digest(given.strip().encode(), expected.encode())
 
 
@@ -107,49 +117,52 @@ def router(get_store: Callable, environ: Mapping[str, str] | None = None) -> API
     async def webhook(connection: str, request: Request) -> JSONResponse:
         body = await request.body()
         caller = request.client.host if request.client else "?"
-        store = get_store()
-        conn = None
-        if store is not None:
-            try:
-                conn = store.get_connection(connection)
-            except Exception:  # noqa: BLE001 - an unknown name: refused below
-                conn = None
-        if conn is None:
-            log.warning("webhook refused: no connection %r (from %s)", connection, caller)
-            return error_response(404, "CONNECTION_NOT_FOUND", f"no connection named {connection!r}")
-        if conn.type not in HOSTS:
-            log.warning("webhook refused: connection %r is of type %s (from %s)", connection, conn.type, caller)
-            return error_response(400, "WEBHOOK_NOT_SUPPORTED",
-                                  f"connection {connection!r} is of type {conn.type}; webhooks come from "
-                                  f"{', '.join(sorted(HOSTS))} connections")
-        secret = secret_for(connection, environ)
-        if secret is None:
-            log.warning("webhook refused: no secret for connection %r (from %s)", connection, caller)
-            return error_response(403, "WEBHOOK_NOT_ENABLED",
-                                  f"webhooks are not enabled for connection {connection!r}: set {SECRET_ENV} "
-                                  f"(or {SECRET_ENV}_<CONNECTION>) in the service's environment")
-        if not verified(conn.type, secret, request.headers, body):
-            log.warning("webhook refused: missing or wrong %s for connection %r (from %s)",
-                        HOSTS[conn.type][0], connection, caller)
-            return error_response(401, "INVALID_WEBHOOK_SIGNATURE",
-                                  f"the request is not signed with connection {connection!r}'s webhook secret "
-                                  f"({HOSTS[conn.type][0]})")
-        event = request.headers.get(HOSTS[conn.type][2], "")
-        if event not in HOSTS[conn.type][3]:
-            return JSONResponse({"event": event, "queued": []})  # ping, issues, …: nothing to do
-        try:
-            payload = json.loads(body)
-        except (ValueError, UnicodeDecodeError):
-            return error_response(400, "INVALID_REQUEST_BODY", "the webhook's body is not JSON")
-        if not isinstance(payload, dict):
-            return error_response(400, "INVALID_REQUEST_BODY", "the webhook's body is not a JSON object")
-        wanted = {_key(u) for u in pushed_urls(conn.type, payload)} - {""}
-        queued = []
-        for repo in store.repos_for_connection(connection):
-            if {_key(repo.name), _key(repo.web_url or ""), _key(repo.clone_url or "")} & wanted:
-                job = store.enqueue_index_job(repo.id, force=True)
-                queued.append({"repository": repo.name, "repositoryId": repo.id, "jobId": job.id})
-        log.info("webhook %s for %r: %s", event, connection, ", ".join(q["repository"] for q in queued) or "no known repository")
-        return JSONResponse({"event": event, "queued": queued}, status_code=202 if queued else 200)
+        # the store is a database: its calls run on a worker thread, never on the event loop
+        return await anyio.to_thread.run_sync(handle, get_store(), connection, request.headers, body, caller, environ)
 
     return r
+
+
+def handle(store, connection: str, headers: Mapping[str, str], body: bytes, caller: str,
+           environ: Mapping[str, str] | None) -> JSONResponse:
+    """Check one webhook request (see the module docstring) and queue what it asks for."""
+    try:
+        conn = store.get_connection(connection) if store is not None else None
+    except NotFound:
+        conn = None
+    if conn is None:
+        log.warning("webhook refused: no connection %r (from %s)", connection, caller)
+        return error_response(404, "CONNECTION_NOT_FOUND", f"no connection named {connection!r}")
+    scheme = HOSTS.get(conn.type)
+    if scheme is None:
+        log.warning("webhook refused: connection %r is of type %s (from %s)", connection, conn.type, caller)
+        return error_response(400, "WEBHOOK_NOT_SUPPORTED",
+                              f"connection {connection!r} is of type {conn.type}; webhooks come from "
+                              f"{', '.join(sorted(HOSTS))} connections")
+    secret = secret_for(connection, environ)
+    if secret is None:
+        log.warning("webhook refused: no secret for connection %r (from %s)", connection, caller)
+        return error_response(403, "WEBHOOK_NOT_ENABLED",
+                              f"webhooks are not enabled for connection {connection!r}: set {SECRET_ENV} "
+                              f"(or {SECRET_ENV}_<CONNECTION>) in the service's environment")
+    if not verified(conn.type, secret, headers, body):
+        log.warning("webhook refused: missing or wrong %s for connection %r (from %s)", scheme.header, connection, caller)
+        return error_response(401, "INVALID_WEBHOOK_SIGNATURE",
+                              f"the request is not signed with connection {connection!r}'s webhook secret ({scheme.header})")
+    event = headers.get(scheme.event_header, "")
+    if event not in scheme.pushes:
+        return JSONResponse({"event": event, "queued": []})  # ping, issues, …: nothing to do
+    try:
+        payload = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return error_response(400, "INVALID_REQUEST_BODY", "the webhook's body is not JSON")
+    if not isinstance(payload, dict):
+        return error_response(400, "INVALID_REQUEST_BODY", "the webhook's body is not a JSON object")
+    wanted = {_key(u) for u in pushed_urls(conn.type, payload)} - {""}
+    queued = []
+    for repo in store.repos_for_connection(connection):
+        if {_key(repo.name), _key(repo.web_url or ""), _key(repo.clone_url or "")} & wanted:
+            job = store.enqueue_index_job(repo.id, force=True)
+            queued.append({"repository": repo.name, "repositoryId": repo.id, "jobId": job.id})
+    log.info("webhook %s for %r: %s", event, connection, ", ".join(q["repository"] for q in queued) or "no known repository")
+    return JSONResponse({"event": event, "queued": queued}, status_code=202 if queued else 200)
