@@ -16,8 +16,10 @@
     ├── InvalidGitRef               INVALID_GIT_REF: a malformed ref, or one naming no commit (400)
     ├── NotAuthenticated            NOT_AUTHENTICATED: no valid API key and anonymous access off (401)
     ├── InvalidArgument             INVALID_ARGUMENT: a bad parameter value (a date, a regex, a page) (400)
-    └── InvalidRequestBody          INVALID_REQUEST_BODY: a body that is not UTF-8, not JSON, or not the
-                                    fields a route expects (400)
+    ├── InvalidRequestBody          INVALID_REQUEST_BODY: a body that is not UTF-8, not JSON, or not the
+    │                               fields a route expects (400)
+    └── ServiceUnavailable          SERVICE_UNAVAILABLE: the service is starting or stopping (503, with
+                                    a ``Retry-After``)
 
 Each error says what is wrong and where (a query position, a file path, a section name), so
 that the HTTP layer can show the message as it is and a command-line user can act on it. No
@@ -170,6 +172,20 @@ class InvalidRequestBody(CodesearchError):
     status_code = 400
 
 
+class ServiceUnavailable(CodesearchError):
+    """The service cannot answer yet (its searchers are still starting) or any more (it is
+    stopping); the client should try again after `retry_after` seconds."""
+
+    error_code = "SERVICE_UNAVAILABLE"
+    status_code = 503
+    expose = True
+    retry_after = 2
+
+    def __init__(self, message: str, retry_after: int = 2):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 def error_from_payload(payload: dict) -> CodesearchError:
     """The exception an HTTP error body (SPEC §5: ``{statusCode, errorCode, message}``) stands
     for, so that a client over HTTP raises what the engine raises in-process."""
@@ -193,4 +209,5 @@ _BY_CODE = {
     "INVALID_ARGUMENT": InvalidArgument,
     "INVALID_REQUEST_BODY": InvalidRequestBody,
     "NOT_AUTHENTICATED": NotAuthenticated,
+    "SERVICE_UNAVAILABLE": ServiceUnavailable,
 }

@@ -145,10 +145,18 @@ def _search(url: str, query: str) -> dict | None:
     return r.json() if r.status_code == 200 else None
 
 
+def _runtime_actor_table(prefix: str) -> dict:
+    from ray._private.state import actors as actor_table
+
+    return {a["Name"]: a for a in actor_table().values() if a["Name"].startswith(prefix) and a["State"] == "ALIVE"}
+
+
 def test_app_builder_deploys_and_shuts_down(serve_url, tmp_path):
-    import ray
+    """``app(args)`` only builds; the application's runtime replica starts the actors and owns
+    them (none detached); a redeploy replaces them; deleting the application leaves none."""
     from ray import serve
 
+    from codesearch.errors import ConfigError
     from codesearch.service import app_builder
     from tests.corpus import make_local_repo
 
@@ -164,24 +172,20 @@ def test_app_builder_deploys_and_shuts_down(serve_url, tmp_path):
     args = {"config": str(config), "data_dir": str(tmp_path / "data"), "searchers": 2, "replicas": 1,
             "max_ongoing_requests": 16, "public_url": "http://localhost:3000", "anonymous_access": True,
             "prefix": prefix, "syncers": 1, "indexers": 1}
+    expected = {f"{prefix}-scheduler", f"{prefix}-compactor", f"{prefix}-sync-0", f"{prefix}-index-0",
+                f"{prefix}-searcher-0", f"{prefix}-searcher-1"}
+    with pytest.raises(ConfigError, match="serachers: unknown argument"):
+        app_builder.app({**args, "serachers": 3})
     started = time.monotonic()
     try:
         bound = app_builder.app(args)
-        record = app_builder.runtime_record(prefix)
+        assert not _runtime_actor_table(prefix)  # building starts nothing
+        serve.run(bound, name=app_name, route_prefix=route)
+        record = app_builder.runtime_record(app_name)
         assert record["scheduler"] == f"{prefix}-scheduler" and record["searchers"] == 2
         assert record["workers"] == [f"{prefix}-sync-0", f"{prefix}-index-0"]
-        actors = {a["name"] for a in ray.util.list_named_actors(all_namespaces=True) if a["name"].startswith(prefix)}
-        assert actors == {f"{prefix}-scheduler", f"{prefix}-compactor", f"{prefix}-sync-0", f"{prefix}-index-0", f"{prefix}-searcher-0",
-                          f"{prefix}-searcher-1"}
-        # detached: they outlive the process that created them (Serve's build task, with serve deploy)
-        from ray._private.state import actors as actor_table
-
-        from codesearch.runtime import NAMESPACE
-
-        scheduler = ray.get_actor(f"{prefix}-scheduler", namespace=NAMESPACE)
-        table = {a["Name"]: a for a in actor_table().values() if a["Name"].startswith(prefix) and a["State"] == "ALIVE"}
-        assert set(table) == actors and all(a["IsDetached"] for a in table.values())
-        serve.run(bound, name=app_name, route_prefix=route)
+        table = _runtime_actor_table(prefix)
+        assert set(table) == expected and not any(a["IsDetached"] for a in table.values())
 
         url = serve_url + route
         deadline = time.monotonic() + 120
@@ -193,39 +197,30 @@ def test_app_builder_deploys_and_shuts_down(serve_url, tmp_path):
             time.sleep(0.5)
         assert [f["fileName"]["text"] for f in got["files"]] == ["widget.py"]
         assert got["files"][0]["repository"].endswith("widgets")
+        assert "indexing" not in got["stats"]  # every repository indexed: the stats say nothing more
 
-        # a second deploy (serve deploy again) re-uses the running runtime
-        again = app_builder.app(args)
-        assert app_builder.runtime_record(prefix)["reused"] is True
-        assert ray.get_actor(f"{prefix}-scheduler", namespace=NAMESPACE)._actor_id == scheduler._actor_id
-        serve.run(again, name=app_name, route_prefix=route)
-        assert _search(url, "zebra_handler_6c1f")["files"]
-        # a re-deploy with fewer searchers stops the extra one; the scheduler re-balances the shards
-        fewer = app_builder.app({**args, "searchers": 1})
-        assert app_builder.runtime_record(prefix)["searchers"] == 1
+        # a redeploy with fewer searchers replaces the runtime (the old actors end with their owner)
+        serve.run(app_builder.app({**args, "searchers": 1}), name=app_name, route_prefix=route)
+        assert app_builder.runtime_record(app_name)["searchers"] == 1
         assert app_builder.wait_gone([f"{prefix}-searcher-1"], timeout_s=30)
-        serve.run(fewer, name=app_name, route_prefix=route)
         deadline = time.monotonic() + 60
         while not ((got := _search(url, "zebra_handler_6c1f")) and got["files"] and not got["stats"].get("crashes")):
             assert time.monotonic() < deadline, f"not found after shrinking: {got}"
             time.sleep(0.5)
         # two copies of one partition: every search, whichever copy answers, finds the file
-        copies = app_builder.app({**args, "searchers": 1, "searcher_copies": 2})
-        assert app_builder.runtime_record(prefix)["searchers"] == 2
-        serve.run(copies, name=app_name, route_prefix=route)
+        serve.run(app_builder.app({**args, "searchers": 1, "searcher_copies": 2}), name=app_name, route_prefix=route)
+        assert app_builder.runtime_record(app_name)["searchers"] == 2
         for _ in range(4):
             got = _search(url, "zebra_handler_6c1f")
             assert got["files"] and not got["stats"].get("crashes"), got
-        # another data directory under the same prefix is refused
-        with pytest.raises(RuntimeError, match="already runs"):
-            app_builder.app({**args, "data_dir": str(tmp_path / "other")})
     finally:
-        killed = app_builder.shutdown_runtime(prefix, app_name=app_name, timeout_s=10)
-    assert set(killed) == {f"{prefix}-scheduler", f"{prefix}-compactor", f"{prefix}-sync-0", f"{prefix}-index-0", f"{prefix}-searcher-0",
-                           f"{prefix}-searcher-1"}
-    assert app_builder.wait_gone(killed, timeout_s=30)
-    assert app_builder.runtime_record(prefix) is None
+        stopped = app_builder.shutdown_runtime(prefix, app_name=app_name, timeout_s=30)
+    assert set(stopped) == {f"{prefix}-scheduler", f"{prefix}-compactor", f"{prefix}-sync-0", f"{prefix}-index-0",
+                            f"{prefix}-searcher-0", f"{prefix}-searcher-1"}
+    assert app_builder.wait_gone(stopped, timeout_s=30)
+    assert not _runtime_actor_table(prefix)
     assert app_name not in serve.status().applications
+    assert app_builder.runtime_record(app_name, timeout_s=5) is None
     assert time.monotonic() - started < 240
 
 

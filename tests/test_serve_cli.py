@@ -38,8 +38,8 @@ class Served:
     """`codesearch serve --port <free>` on the offline demo in `tmp_path` (``DATA_DIR``), as a
     process of its own (its own session, so a stray Ray process cannot outlive the test)."""
 
-    def __init__(self, tmp_path: Path, dashboard: bool = False, **env_extra: str):
-        self.port = free_port()
+    def __init__(self, tmp_path: Path, dashboard: bool = False, port: int | None = None, **env_extra: str):
+        self.port = port or free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.env = {**os.environ, "RAY_AUTH_MODE": "disabled", "DATA_DIR": str(tmp_path), **env_extra}
         for name in ("FORCE_ENABLE_ANONYMOUS_ACCESS", "RAY_ADDRESS"):
@@ -299,13 +299,22 @@ def test_joined_to_a_cluster_it_removes_only_its_own_application(serve_url, tmp_
 
     bystander = f"bystander-{uuid.uuid4().hex[:8]}"
     serve.run(Bystander.bind(), name=bystander, route_prefix=f"/{bystander}")
-    served = Served(tmp_path, FORCE_ENABLE_ANONYMOUS_ACCESS="true", RAY_ADDRESS=ray.get_runtime_context().gcs_address)
-    served.base = serve_url  # the cluster's Serve keeps its own HTTP options
+    cluster_port = int(serve_url.rsplit(":", 1)[1])
+    served = Served(tmp_path, port=cluster_port, FORCE_ENABLE_ANONYMOUS_ACCESS="true",
+                    RAY_ADDRESS=ray.get_runtime_context().gcs_address)
+    from codesearch.service import app_builder
+
+    def runtime_actors() -> set[str]:
+        return {a["name"] for a in ray.util.list_named_actors(all_namespaces=True) if a["name"].startswith("codesearch-")}
+
+    before = runtime_actors()
     try:
         served.wait_healthy()
         r = httpx.post(f"{serve_url}/api/search", json=LOAD_QUERY, timeout=60)
         assert r.status_code == 200 and r.json()["files"], r.text
         assert {"codesearch", bystander} <= set(serve.status().applications)
+        ours = runtime_actors() - before
+        assert {"codesearch-scheduler", "codesearch-searcher-0", "codesearch-compactor"} <= ours, ours
         code = served.stop(timeout_s=90)
         assert code == 0, served.log()[-3000:]
         applications = serve.status().applications
@@ -313,6 +322,8 @@ def test_joined_to_a_cluster_it_removes_only_its_own_application(serve_url, tmp_
         still = httpx.get(f"{serve_url}/{bystander}", timeout=30)
         assert (still.status_code, still.text) == (200, "still here")
         assert "draining: drained 1 replica(s)" in served.log(), served.log()[-3000:]
+        # the runtime actors went with the application (its runtime replica owned them)
+        assert app_builder.wait_gone(sorted(ours), timeout_s=30), ours
     finally:
         if served.proc.poll() is None:
             os.killpg(served.proc.pid, signal.SIGKILL)

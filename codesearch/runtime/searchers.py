@@ -307,6 +307,16 @@ def published_deployment(key: str) -> dict | None:
     return json.loads(value) if value else None
 
 
+def forget_pool(key: str) -> None:
+    """Remove what the named pool `key` published (its deployment, layout, index version and
+    shard lists): it is gone, and a notebook must not find it any more."""
+    from ray.experimental import internal_kv
+
+    for k in (f"codesearch:deployment:{key}".encode(), _layout_key(key), f"codesearch:index-version:{key}".encode(),
+              _lists_key(key)):
+        internal_kv._internal_kv_del(k)
+
+
 def balance(specs: list, n: int) -> list[list]:
     """Split shards (`shard_files` specs) over `n` searchers so their total sizes are even
     (largest first)."""

@@ -31,6 +31,7 @@ import os
 
 from ray import serve
 
+from codesearch.errors import ServiceUnavailable
 from codesearch.runtime.searchers import SearcherPool
 from codesearch.search.options import DEFAULT_PUBLIC_URL
 from codesearch.service.api import build_app
@@ -47,7 +48,10 @@ def _builder(name_prefix: str, searchers: int, public_url: str, contexts: dict |
 
         def get_searcher() -> SearcherPool:
             if "pool" not in pool:
-                pool["pool"] = SearcherPool.attach(name_prefix, searchers)
+                try:
+                    pool["pool"] = SearcherPool.attach(name_prefix, searchers)
+                except ValueError as e:  # not started yet (the runtime replica is still coming up)
+                    raise ServiceUnavailable("the search runtime is starting; try again in a moment") from e
             return pool["pool"]
 
         return DrainGate(build_app(get_searcher, public_url=public_url, contexts=contexts, data_dir=data_dir,
@@ -55,6 +59,31 @@ def _builder(name_prefix: str, searchers: int, public_url: str, contexts: dict |
                                    max_matches=max_matches, **app_options))
 
     return build
+
+
+#: Seconds an API replica of an application with a runtime waits for its searchers before it
+#: takes requests (it then answers 503 SERVICE_UNAVAILABLE until they are there).
+RUNTIME_WAIT_S = 120.0
+
+
+def wait_for_searchers(name_prefix: str, count: int, timeout_s: float) -> bool:
+    """Wait until the last of the `count` searchers named `name_prefix` exists (the runtime
+    starts them last), at most `timeout_s`; whether they do."""
+    import time
+
+    import ray
+
+    from codesearch.runtime import NAMESPACE
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            ray.get_actor(f"{name_prefix}-{count - 1}", namespace=NAMESPACE)
+            return True
+        except ValueError:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.2)
 
 
 #: Requests one replica takes at once (see the module docstring).
@@ -70,10 +99,13 @@ def search_application(name_prefix: str, searchers: int, *, replicas: int = 1,
                        public_url: str = DEFAULT_PUBLIC_URL, contexts: dict | None = None, data_dir: str | None = None,
                        database_url: str | None = None, anonymous_access: bool | None = None,
                        enable_public_access: bool = False, search_timeout_s: float | None = None,
-                       limits: dict | None = None, drain_timeout_s: float = DRAIN_TIMEOUT_S):
+                       limits: dict | None = None, drain_timeout_s: float = DRAIN_TIMEOUT_S, runtime=None,
+                       env_vars: dict | None = None):
     """A bound Serve application serving the HTTP API over the named searchers and `data_dir`'s
     store (`search_timeout_s` and `limits` as in `api.build_app`; `drain_timeout_s` as Serve's
-    ``graceful_shutdown_timeout_s``)."""
+    ``graceful_shutdown_timeout_s``). `runtime`, a bound deployment that starts the searchers
+    (`bootstrap.runtime_deployment`), becomes part of the application: Serve deploys and removes
+    it with the API. `env_vars` are set in the replicas' environment (`bootstrap.forwarded_environment`)."""
     if anonymous_access is None:
         anonymous_access = anonymous_access_enabled(os.environ, enable_public_access)
     if database_url is None:
@@ -88,10 +120,13 @@ def search_application(name_prefix: str, searchers: int, *, replicas: int = 1,
                       graceful_shutdown_timeout_s=drain_timeout_s, graceful_shutdown_wait_loop_s=SHUTDOWN_WAIT_LOOP_S,
                       logging_config=serve_settings.logging_config(),
                       ray_actor_options={"num_cpus": 0,
-                                         "runtime_env": {"env_vars": serve_settings.replica_env()}})
+                                         "runtime_env": {"env_vars": {**(env_vars or {}), **serve_settings.replica_env()}}})
     @serve.ingress(_builder(name_prefix, searchers, public_url, contexts, data_dir, database_url, anonymous_access,
                             max_matches, app_options))
     class CodesearchAPI:
-        pass
+        def __init__(self, runtime=None):
+            self.runtime = runtime  # held so the application owns it; the API finds the searchers by name
+            if runtime is not None:  # HTTP opens once searches can be answered (the runtime starts in seconds)
+                wait_for_searchers(name_prefix, searchers, RUNTIME_WAIT_S)
 
-    return CodesearchAPI.bind()
+    return CodesearchAPI.bind() if runtime is None else CodesearchAPI.bind(runtime)

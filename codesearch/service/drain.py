@@ -170,15 +170,21 @@ class DrainResult:
                 f"{self.reported}/{self.replicas} replica(s) reported")
 
 
+#: Deployments of an application that take no HTTP request and have no gate (the runtime
+#: replica of `codesearch.service.bootstrap`): a drain does not wait for them to report.
+UNGATED_DEPLOYMENTS = frozenset({"codesearch-runtime"})
+
+
 def running_replicas(app_name: str) -> int:
-    """The replicas of Serve application `app_name` in state RUNNING (0: no such application)."""
+    """The gated (HTTP) replicas of Serve application `app_name` in state RUNNING (0: no such
+    application)."""
     from ray import serve
 
     app = serve.status().applications.get(app_name)
     if app is None:
         return 0
-    return sum(n for d in app.deployments.values() for state, n in d.replica_states.items()
-               if getattr(state, "value", state) == "RUNNING")
+    return sum(n for name, d in app.deployments.items() if name not in UNGATED_DEPLOYMENTS
+               for state, n in d.replica_states.items() if getattr(state, "value", state) == "RUNNING")
 
 
 def reports(app_name: str) -> list[dict]:

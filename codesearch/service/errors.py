@@ -55,7 +55,10 @@ def install(app) -> None:
         if exc.status_code >= 500 and not getattr(exc, "expose", False):
             log.error("%s %s failed: %s", request.method, request.url.path, exc)
             return error_response(500, "UNEXPECTED_ERROR", "an unexpected error occurred")
-        return error_response(exc.status_code, exc.error_code, str(exc))
+        response = error_response(exc.status_code, exc.error_code, str(exc))
+        if getattr(exc, "retry_after", None):
+            response.headers["Retry-After"] = str(exc.retry_after)
+        return response
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException):

@@ -4,20 +4,23 @@ Steps, printed as they happen:
 1. the data directory (``--data-dir``, else ``DATA_CACHE_DIR``, ``$DATA_DIR/.codesearch`` or
    ``~/.codesearch``: `codesearch.environment.data_dir`; made private, 0700) and the config
    (``--config``, ``CONFIG_PATH``, else the embedded offline demo of `demo.py`);
-2. a local Ray instance unless ``RAY_ADDRESS`` names a cluster;
-3. the runtime (`codesearch.runtime`): the scheduler actor (start-up cleanup of orphaned
-   clones and shards, crash recovery of jobs a dead service left running, then the periodic
-   config watch, resync, reindex and garbage collection) and the syncer and indexer actors;
-   the progress of the first sync and index is printed until every connection synced once and
-   every repository is indexed or failed (at most ``CODESEARCH_FIRST_SYNC_TIMEOUT_S``, default
-   600 s; indexing goes on in the background after that). A restart on the same data
-   directory re-uses its mirrors and shards: only what is due is synced or indexed;
-4. the shard searchers and the Serve application on ``--host:--port`` (default 127.0.0.1:3000);
+2. a local Ray instance (its port checked first: a busy one is an error before anything starts),
+   or the cluster ``RAY_ADDRESS`` names (checked to answer; refused when it already runs a
+   ``codesearch`` application, or Serve there listens on another port than ``--port``);
+3. the Serve application of `codesearch.service.bootstrap`, the same one ``serve deploy``
+   deploys: the runtime (scheduler with its start-up cleanup and crash recovery, syncers,
+   indexers, compactor, shard searchers) and the HTTP API on ``--host:--port`` (default
+   127.0.0.1:3000). HTTP is up at once: searches answer from what is indexed so far, the home page
+   shows the sync. A restart on the same data directory re-uses its mirrors and shards;
+4. the progress of the first sync, a line per repository as it is indexed (one line rewritten in
+   place on a terminal), until every connection synced once and every repository is indexed or
+   failed (or ``CODESEARCH_FIRST_SYNC_TIMEOUT_S``, default 600 s, passed: indexing goes on);
 5. it runs in the foreground until Ctrl-C or SIGTERM, then stops without losing a request
    (`stop_serving`): it drains the application (new requests are refused with a JSON 503 and
    ``Retry-After``; those already taken finish, for at most ``CODESEARCH_DRAIN_TIMEOUT_S``,
-   default 30 s; a second Ctrl-C or SIGTERM stops waiting), then removes it, then stops the
-   scheduler, the workers, the searchers and the Ray instance it started.
+   default 30 s; a second Ctrl-C or SIGTERM stops waiting), then removes it (its runtime replica
+   stops the scheduler and the workers, and the actors it owns end with it), then stops the Ray
+   instance it started.
 
 Why the drain comes first: ``serve.shutdown()`` kills Serve's HTTP proxies at once, cutting every
 request still being answered, and ``serve.delete()`` removes the route at once, so newcomers get
@@ -43,9 +46,10 @@ import signal
 import sys
 import threading
 
-SEARCHER_PREFIX = "codesearch-searcher"
-#: The Serve application `codesearch serve` deploys (and, when it stops, the only one it removes).
-APP_NAME = "codesearch"
+from codesearch.service.bootstrap import APP_NAME, names
+
+#: The searchers' names (``<prefix>-<i>``), the same as ``serve deploy``'s default.
+SEARCHER_PREFIX = names()["searchers"]
 DRAIN_TIMEOUT_ENV = "CODESEARCH_DRAIN_TIMEOUT_S"
 
 
@@ -59,57 +63,83 @@ def _say(msg: str) -> None:
     print(msg, flush=True)
 
 
-def start_runtime(config_path: str, data_dir: str, settings, options=None, *, say=_say):
-    """The scheduler (start-up cleanup and crash recovery first), the worker actors and the
-    compactor. Returns (scheduler, workers), the compactor last among the workers (each stops
-    with `stop_workers`)."""
-    from codesearch.runtime.compactor import start_compactor
-    from codesearch.runtime.scheduler import start_scheduler
-    from codesearch.runtime.workers import RuntimeOptions, start_workers, worker_counts
+class RepoLines:
+    """Each repository as its first index ends: one line rewritten in place on a terminal
+    (``indexed [3/40] github.com/acme/api``), one plain line per repository otherwise (logs)."""
 
-    options = options or RuntimeOptions()
-    scheduler = start_scheduler(config_path, data_dir, options)
-    syncers, indexers = worker_counts(settings)
-    workers = start_workers(data_dir, settings, options, syncers=syncers, indexers=indexers)
-    workers.append(start_compactor(data_dir))
-    say(f"runtime: scheduler, {syncers} connection syncer(s), {indexers} repo indexer(s), compactor")
-    return scheduler, workers
+    def __init__(self, say=None, stream=None):
+        self.stream = stream or sys.stdout
+        self.say = say
+        self.tty = say is None and self.stream.isatty()
+        self.width = 0
+
+    def __call__(self, line: str) -> None:
+        if not self.tty:
+            (self.say or _say)(line)
+            return
+        self.stream.write("\r" + line.ljust(self.width))
+        self.stream.flush()
+        self.width = len(line)
+
+    def end(self) -> None:
+        """Leave the rewritten line (the next output starts on a line of its own)."""
+        if self.tty and self.width:
+            self.stream.write("\n")
+            self.stream.flush()
+            self.width = 0
 
 
-def wait_first_sync(store, *, timeout_s: float = 600.0, stop: threading.Event | None = None, say=_say) -> bool:
+def wait_first_sync(store, *, timeout_s: float = 600.0, stop: threading.Event | None = None, say=_say,
+                    repo_lines: RepoLines | None = None) -> bool:
     """Print the progress of the first sync and index until every connection synced once and
-    every repo is indexed or failed (or `timeout_s` passed, or `stop` was set)."""
+    every repo is indexed or failed (or `timeout_s` passed, or `stop` was set): a summary line
+    when it changes, and each repository as it is done (`repo_lines`)."""
     import time
 
     from codesearch.runtime.scheduler import first_sync_state
+    from codesearch.store import models as m
 
+    repo_lines = repo_lines or RepoLines(say if say is not _say else None)
     deadline = time.monotonic() + timeout_s
     last = None
     reported: set[str] = set()
-    while True:
-        st = first_sync_state(store)
-        line = (f"first sync: {st['connections'] - len(st['pending_connections'])}/{st['connections']} connections synced, "
-                f"{st['indexed']}/{st['repos']} repositories indexed" + (f", {st['failed']} failed" if st["failed"] else ""))
-        if line != last:
-            say(line)
-            last = line
-        for conn in store.list_connections():
-            if conn.name in reported or conn.synced_at is None and conn.sync_status != "FAILED":
-                continue
-            reported.add(conn.name)
-            if conn.sync_error:
-                say(f"  [{conn.name}] failed: {conn.sync_error}")
-            for w in conn.sync_warnings or []:
-                say(f"  [{conn.name}] warning: {w}")
-        if st["done"]:
-            return True
-        if time.monotonic() > deadline:
-            say(f"first sync not finished after {timeout_s:g}s; serving what is indexed (indexing goes on)")
-            return False
-        if stop is not None and stop.wait(0.5):
-            return False
-        if stop is None:
-            time.sleep(0.5)
+    done_repos: set[int] = set()
+    try:
+        while True:
+            st = first_sync_state(store)
+            line = (f"first sync: {st['connections'] - len(st['pending_connections'])}/{st['connections']} connections synced, "
+                    f"{st['indexed']}/{st['repos']} repositories indexed" + (f", {st['failed']} failed" if st["failed"] else ""))
+            if line != last:
+                repo_lines.end()
+                say(line)
+                last = line
+            for conn in store.list_connections():
+                for repo in store.repos_for_connection(conn.name):
+                    if repo.id in done_repos or repo.index_status not in (m.INDEXED, m.INDEX_FAILED):
+                        continue
+                    done_repos.add(repo.id)
+                    verb = "indexed" if repo.index_status == m.INDEXED else "FAILED "
+                    repo_lines(f"  {verb} [{len(done_repos)}/{st['repos']}] {repo.name}")
+                if conn.name in reported or conn.synced_at is None and conn.sync_status != "FAILED":
+                    continue
+                reported.add(conn.name)
+                repo_lines.end()
+                if conn.sync_error:
+                    say(f"  [{conn.name}] failed: {conn.sync_error}")
+                for w in conn.sync_warnings or []:
+                    say(f"  [{conn.name}] warning: {w}")
+            if st["done"]:
+                return True
+            if time.monotonic() > deadline:
+                repo_lines.end()
+                say(f"first sync not finished after {timeout_s:g}s; indexing goes on")
+                return False
+            if stop is not None and stop.wait(0.5):
+                return False
+            if stop is None:
+                time.sleep(0.5)
+    finally:
+        repo_lines.end()
 
 
 def drain_timeout_s(environ=None) -> float:
@@ -219,6 +249,31 @@ def port_in_use(host: str, port: int) -> str | None:
     return None
 
 
+def serve_conflict(host: str, port: int, app_name: str) -> str | None:
+    """Why `codesearch serve` cannot deploy on the cluster it joined, or None: the cluster
+    already runs an application named `app_name`, or its Serve listens on another address
+    (Serve has one HTTP address per cluster; ``--host``/``--port`` would be ignored)."""
+    from ray import serve
+
+    try:
+        status = serve.status()
+    except Exception:  # noqa: BLE001 - Serve does not run there yet: we start it
+        return None
+    if app_name in status.applications:
+        return (f"the cluster already runs a Serve application named {app_name!r} (another codesearch?): "
+                "stop it first (`python -m codesearch.service.app_builder shutdown`)")
+    try:
+        from ray.serve.context import _get_global_client
+
+        options = _get_global_client().http_config
+    except Exception:  # noqa: BLE001 - no controller: Serve is not running
+        return None
+    if options is not None and int(options.port) != int(port):
+        return (f"Serve on this cluster listens on port {options.port}, not {port} (one HTTP address per "
+                f"cluster): run with --port {options.port}")
+    return None
+
+
 def run(config_path: str | None, *, port: int = 3000, host: str = "127.0.0.1", data_dir: str | None = None,
         searchers: int = 2, searcher_copies: int = 1, replicas: int = 1, max_ongoing_requests: int | None = None,
         stop: threading.Event | None = None, dashboard: bool = True) -> int:
@@ -228,9 +283,8 @@ def run(config_path: str | None, *, port: int = 3000, host: str = "127.0.0.1", d
     from ray import serve
 
     from codesearch.config import apply_environment_overrides, load_config
-    from codesearch.runtime.searchers import SearcherPool, publish_deployment
     from codesearch.service import drain, serve_settings
-    from codesearch.service.deployment import MAX_ONGOING_REQUESTS, search_application
+    from codesearch.service.bootstrap import ServiceSpec, application, forwarded_environment
     from codesearch.service.demo import demo_config
     from codesearch import environment
     from codesearch.store import Store
@@ -243,8 +297,9 @@ def run(config_path: str | None, *, port: int = 3000, host: str = "127.0.0.1", d
     if not config_path:
         config_path = demo_config(data_dir)
         _say(f"no config given: serving the offline demo ({config_path})")
+    config_path = os.path.abspath(config_path)
     config = load_config(config_path)
-    apply_environment_overrides(config)
+    overridden = apply_environment_overrides(config)
     for w in config.warnings:
         _say(f"config warning: {w}")
     public_url = os.environ.get("AUTH_URL") or f"http://{'localhost' if host in ('127.0.0.1', '0.0.0.0') else host}:{port}"
@@ -276,6 +331,13 @@ def run(config_path: str | None, *, port: int = 3000, host: str = "127.0.0.1", d
         if dashboard and not address and getattr(context, "dashboard_url", None):
             _say(f"ray dashboard: http://{context.dashboard_url}")
     owns_cluster = started_ray and not address
+    if not owns_cluster:
+        conflict = serve_conflict(host, port, APP_NAME)
+        if conflict:
+            _say(f"cannot serve codesearch on this cluster: {conflict}")
+            if started_ray:
+                ray.shutdown()
+            return 2
     stop = stop or threading.Event()
     abort = threading.Event()  # a second signal: stop waiting for running requests
 
@@ -285,33 +347,23 @@ def run(config_path: str | None, *, port: int = 3000, host: str = "127.0.0.1", d
     previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)} if threading.current_thread() is threading.main_thread() else {}
     for s in previous:
         signal.signal(s, on_signal)
-    pool = scheduler = None
     deploying = deployed = False
-    workers: list = []
+    spec = ServiceSpec(config_path=config_path, data_dir=os.path.abspath(data_dir), searchers=searchers,
+                       searcher_copies=searcher_copies, replicas=replicas, max_ongoing_requests=max_ongoing_requests,
+                       public_url=public_url, env_vars=forwarded_environment(os.environ, overridden), drain_timeout_s=drain_s)
     try:
+        drain.clear(APP_NAME)  # a flag left by a drain that died would refuse every request
+        deploying = True
+        _say("starting the runtime and the HTTP API")
+        serve.start(http_options={"host": host, "port": port}, logging_config=serve_settings.logging_config())
+        serve.run(application(spec), name=APP_NAME, route_prefix="/")
+        deployed = True
+        _say(f"codesearch is serving at http://{host}:{port} (Ctrl-C to stop)")
         store = Store.open(data_dir)
         try:
-            scheduler, workers = start_runtime(config_path, data_dir, config.settings)
             wait_first_sync(store, timeout_s=float(os.environ.get("CODESEARCH_FIRST_SYNC_TIMEOUT_S") or 600), stop=stop)
         finally:
             store.close()
-        if stop.is_set():
-            _say("shutting down")
-            return 0
-        index_dir = os.path.join(data_dir, "index")
-        pool = SearcherPool.create(index_dir, searchers, copies=searcher_copies, name_prefix=SEARCHER_PREFIX,
-                                   keep_empty=True)
-        ray.get(scheduler.set_searchers.remote(SEARCHER_PREFIX, len(pool.actors)))
-        publish_deployment(SEARCHER_PREFIX, data_dir=os.path.abspath(data_dir), searchers=len(pool.actors))
-        drain.clear(APP_NAME)  # a flag left by a drain that died would refuse every request
-        deploying = True
-        serve.start(http_options={"host": host, "port": port}, logging_config=serve_settings.logging_config())
-        serve.run(search_application(SEARCHER_PREFIX, len(pool.actors), replicas=replicas,
-                                     max_ongoing_requests=max_ongoing_requests or MAX_ONGOING_REQUESTS, public_url=public_url,
-                                     data_dir=data_dir, drain_timeout_s=drain_s),
-                  name=APP_NAME, route_prefix="/")
-        deployed = True
-        _say(f"codesearch is serving at http://{host}:{port} (Ctrl-C to stop)")
         while not stop.wait(0.5):
             pass
         _say("shutting down")
@@ -319,18 +371,6 @@ def run(config_path: str | None, *, port: int = 3000, host: str = "127.0.0.1", d
     finally:
         if deploying:
             stop_serving(APP_NAME, drain_first=deployed, owns_cluster=owns_cluster, timeout_s=drain_s, abort=abort)
-        if scheduler is not None:
-            try:
-                ray.get(scheduler.shutdown.remote(), timeout=15)
-            except Exception:
-                pass
-            ray.kill(scheduler)
-        if workers:
-            from codesearch.runtime.workers import stop_workers
-
-            stop_workers(workers)
-        if pool is not None:
-            pool.close()
         if started_ray:
             ray.shutdown()
         for s, h in previous.items():

@@ -51,6 +51,7 @@ from codesearch.errors import CodesearchError, InvalidRequestBody
 from codesearch.search.engine import merge_partials
 from codesearch.search.options import FLUSH_TIMER, SearchOptions, Stats
 from codesearch.service.auth import Identity, filter_search_response
+from codesearch.service.index_progress import IndexProgress
 
 log = logging.getLogger(__name__)
 
@@ -222,7 +223,7 @@ class StreamMerger:
 
 
 async def stream_events(searcher, query: str, options: SearchOptions, identity: Identity, plan_ns: int = 0,
-                        started_ns: int | None = None, fanout=None):
+                        started_ns: int | None = None, fanout=None, progress=None):
     """The SSE byte chunks of one streamed search (see the module docstring).
 
     `fanout` is the `Fanout` of a `SearcherPool` already asked (its answers become one chunk
@@ -238,12 +239,17 @@ async def stream_events(searcher, query: str, options: SearchOptions, identity: 
             yield _sse({"type": "chunk", "stats": resp["stats"], "files": resp["files"],
                         "repositoryInfo": resp["repositoryInfo"]})
             final = {"type": "final", "accumulatedStats": resp["stats"], "isSearchExhaustive": resp["isSearchExhaustive"]}
+            if progress is not None:
+                progress.add_to(final["accumulatedStats"])
             yield _sse(final)
         else:
             async for partial in fanout.partials_async():
                 yield _sse(filter_search_response(identity, merger.chunk(partial)))
             merger.missed(fanout.missed)
-            yield _sse(merger.final())
+            final = merger.final()
+            if progress is not None:
+                progress.add_to(final["accumulatedStats"])
+            yield _sse(final)
     except Exception as e:  # after the stream started: an error event, never a broken stream
         if not isinstance(e, CodesearchError):
             log.exception("stream_search failed")
@@ -278,6 +284,7 @@ def router(get_searcher, get_store, *, public_url: str, contexts: dict | None, r
     r = APIRouter()
     budget = {"timeout_s": search_timeout_s} if search_timeout_s else {}
     searcher_now = first_in_thread(get_searcher)
+    progress = IndexProgress(get_store)
 
     def options_for(body: SearchRequest) -> SearchOptions:
         return SearchOptions(matches=min(body.matches, max_matches), context_lines=body.contextLines,
@@ -302,7 +309,9 @@ def router(get_searcher, get_store, *, public_url: str, contexts: dict | None, r
             raise unwrap(e) from None
         # Plain JSON of plain data: FastAPI's jsonable_encoder walk of a large response costs
         # milliseconds per request and adds nothing here.
-        return JSONResponse(filter_search_response(identity, resp))
+        resp = filter_search_response(identity, resp)
+        progress.add_to(resp["stats"])
+        return JSONResponse(resp)
 
     @r.post("/api/stream_search", response_class=StreamingResponse, openapi_extra=_body_schema(SearchRequest),
             responses={200: {"content": {"text/event-stream": {}},
@@ -322,7 +331,7 @@ def router(get_searcher, get_store, *, public_url: str, contexts: dict | None, r
         except CodesearchError as e:
             raise unwrap(e) from None
         plan_ns = time.perf_counter_ns() - started
-        return StreamingResponse(stream_events(searcher, body.query, options, identity, plan_ns, started, fanout),
+        return StreamingResponse(stream_events(searcher, body.query, options, identity, plan_ns, started, fanout, progress),
                                  media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache, no-transform", "X-Accel-Buffering": "no"})
 

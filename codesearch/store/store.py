@@ -519,6 +519,15 @@ class Store:
                                                 ).where(repo_connections.c.repo_id == repo_id).order_by(connections.c.name)
             return list(c.scalars(q))
 
+    def index_progress(self) -> tuple[int, int]:
+        """(repositories, those never indexed yet): what a search cannot see until their first
+        index ends (a failed first attempt counts as done: it is reported, not awaited)."""
+        with self._tx() as c:
+            total = c.scalar(select(func.count()).select_from(repos))
+            waiting = c.scalar(select(func.count()).select_from(repos).where(
+                repos.c.indexed_at.is_(None), repos.c.index_status != m.INDEX_FAILED))
+            return int(total or 0), int(waiting or 0)
+
     def repo_ids(self) -> set[int]:
         """Every repo id (start-up cleanup removes clones and shards of any other id)."""
         with self._tx() as c:

@@ -1,0 +1,256 @@
+"""One bootstrap for `codesearch serve` and for ``serve run`` / ``serve deploy``: a Serve
+application that owns the whole runtime.
+
+The application (``codesearch`` by default) has two deployments:
+
+* ``codesearch-runtime``: one replica, no CPU. Its constructor starts the runtime actors
+  (`start_runtime_actors`: the scheduler, the connection syncers, the repository indexers, the
+  compactor and the shard searchers) as named actors that **it owns**. Ray ends an actor's
+  children with it, so whatever removes the application removes the runtime as well:
+  ``serve shutdown``, ``serve delete``, `codesearch serve` stopping, a redeploy that replaces the
+  replica. Before that, Serve calls the replica's ``__del__``, which lets the scheduler finish its
+  tick and every worker its job (`RuntimeOwner.stop`), within ``RUNTIME_SHUTDOWN_S``.
+* ``codesearch-api``: the HTTP API, web pages and MCP over the searchers
+  (`deployment.search_application`), ``replicas`` of them.
+
+HTTP is up as soon as both deployments are: nothing waits for the first sync. Searches answer
+from what is indexed so far (their stats say how many repositories are still waiting,
+`routes_search`), and the home page shows the sync live. A request that arrives before the
+searchers exist is answered 503 with ``Retry-After`` (`SearchersStarting`).
+
+Names: every actor is ``<prefix>-<role>`` in the Ray namespace ``codesearch``
+(`codesearch.runtime.NAMESPACE`): ``-scheduler``, ``-sync-<i>``, ``-index-<i>``, ``-compactor``,
+``-searcher-<i>``. Notebooks find the searchers by those names (`codesearch.Client.ray`). Two
+applications with the same prefix on one cluster would fight over the names: a runtime that
+finds its names taken waits for them to go (``NAMES_FREE_S``: the replica it replaces is still
+stopping) and then fails with a message naming the prefix.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass, field
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PREFIX = "codesearch"
+#: The application's name unless told otherwise (what `codesearch serve` deploys and removes).
+APP_NAME = "codesearch"
+RUNTIME_DEPLOYMENT = "codesearch-runtime"
+#: Seconds the runtime replica's stop may take (the scheduler's tick, the workers' jobs).
+RUNTIME_SHUTDOWN_S = 60.0
+#: Seconds a new runtime waits for the actor names of the one it replaces to be released.
+NAMES_FREE_S = 60.0
+
+
+@dataclass(frozen=True)
+class ServiceSpec:
+    """Everything the application needs, decided in the process that builds it (the launcher,
+    or Serve's build task for ``serve deploy``): the replicas and actors it starts may run on
+    other nodes, with another environment."""
+
+    config_path: str
+    data_dir: str
+    prefix: str = DEFAULT_PREFIX
+    searchers: int = 2
+    searcher_copies: int = 1
+    replicas: int = 1
+    max_ongoing_requests: int | None = None
+    public_url: str | None = None
+    anonymous_access: bool | None = None
+    database_url: str | None = None
+    syncers: int | None = None
+    indexers: int | None = None
+    runtime_resources: dict | None = None
+    searcher_resources: dict | None = None
+    searcher_cpus: float = 0.0
+    #: environment of the replicas and runtime actors (`forwarded_environment`)
+    env_vars: dict = field(default_factory=dict)
+    drain_timeout_s: float | None = None
+
+    def names(self) -> dict:
+        return names(self.prefix)
+
+
+#: Environment variables handed from the process that builds the application to its replicas and
+#: actors (which may run on nodes with another environment): webhook secrets, the server secret,
+#: log level, ... (`forwarded_environment`).
+FORWARDED_PREFIXES = ("CODESEARCH_", "SOURCEBOT_")
+
+
+def forwarded_environment(environ, overridden=()) -> dict:
+    """The variables of `environ` the service's processes must see as the builder sees them:
+    those named ``CODESEARCH_*`` and ``SOURCEBOT_*`` (webhook secrets, ``SOURCEBOT_ENCRYPTION_KEY``,
+    ``SOURCEBOT_LOG_LEVEL``), ``DATABASE_URL``, and the config's ``environmentOverrides`` (`overridden`)."""
+    keep = {k: v for k, v in environ.items() if k.startswith(FORWARDED_PREFIXES)}
+    keep.update({k: environ[k] for k in overridden if k in environ})
+    if (environ.get("DATABASE_URL") or "").strip():
+        keep["DATABASE_URL"] = environ["DATABASE_URL"].strip()
+    return keep
+
+
+def names(prefix: str = DEFAULT_PREFIX) -> dict:
+    """The actor names of the runtime `prefix`: scheduler, compactor, and the prefixes of the
+    searchers and workers."""
+    return {"scheduler": f"{prefix}-scheduler", "searchers": f"{prefix}-searcher", "workers": prefix,
+            "compactor": f"{prefix}-compactor"}
+
+
+def _get_actor(name: str):
+    import ray
+
+    from codesearch.runtime import NAMESPACE
+
+    try:
+        return ray.get_actor(name, namespace=NAMESPACE)
+    except ValueError:
+        return None
+
+
+def _wait_names_free(spec: ServiceSpec, timeout_s: float) -> None:
+    n = spec.names()
+    deadline = time.monotonic() + timeout_s
+    while (_get_actor(n["scheduler"]) or _get_actor(n["compactor"]) or _get_actor(f"{n['searchers']}-0")) is not None:
+        if time.monotonic() > deadline:
+            raise RuntimeError(
+                f"a codesearch runtime named {spec.prefix!r} already runs on this cluster (another application, or a "
+                f"`codesearch serve` joined to it): stop it first, or give this one another prefix")
+        time.sleep(0.5)
+
+
+def start_runtime_actors(spec: ServiceSpec, options=None) -> dict:
+    """Start the runtime of `spec` as named actors owned by the calling process (they end with
+    it): the scheduler (start-up cleanup and crash recovery first), the workers, the compactor,
+    the searchers (told to the scheduler, which reloads them after every index change, and
+    published for notebooks). Returns ``{"scheduler", "workers", "searchers", "record"}``."""
+    import ray
+
+    from codesearch.config import load_config
+    from codesearch.runtime import NAMESPACE
+    from codesearch.runtime.compactor import start_compactor
+    from codesearch.runtime.scheduler import start_scheduler
+    from codesearch.runtime.searchers import SearcherPool, publish_deployment
+    from codesearch.runtime.workers import RuntimeOptions, start_workers, worker_counts
+
+    options = options or RuntimeOptions()
+    settings = load_config(spec.config_path).settings
+    n = spec.names()
+    opts = {}
+    if spec.runtime_resources:
+        opts["resources"] = {k: float(v) for k, v in spec.runtime_resources.items()}
+    if spec.env_vars:
+        opts["runtime_env"] = {"env_vars": dict(spec.env_vars)}
+
+    scheduler = start_scheduler(spec.config_path, spec.data_dir, options, name=n["scheduler"], actor_options=opts)
+    n_sync, n_index = worker_counts(settings)
+    n_sync = n_sync if spec.syncers is None else int(spec.syncers)
+    n_index = n_index if spec.indexers is None else int(spec.indexers)
+    worker_names = [f"{n['workers']}-sync-{i}" for i in range(n_sync)] + [f"{n['workers']}-index-{i}" for i in range(n_index)]
+    workers = []
+    for name in worker_names:
+        sync = "-sync-" in name
+        workers += start_workers(spec.data_dir, settings, options, syncers=int(sync), indexers=int(not sync),
+                                 name_prefix=n["workers"], actor_options={**opts, "name": name, "namespace": NAMESPACE})
+    workers.append(start_compactor(spec.data_dir, name=n["compactor"], actor_options=opts))
+
+    searcher_opts = {"num_cpus": spec.searcher_cpus}
+    if spec.searcher_resources:
+        searcher_opts["resources"] = {k: float(v) for k, v in spec.searcher_resources.items()}
+    pool = SearcherPool.create(os.path.join(spec.data_dir, "index"), spec.searchers, copies=spec.searcher_copies,
+                               name_prefix=n["searchers"], keep_empty=True, actor_options=searcher_opts)
+    ray.get(scheduler.set_searchers.remote(n["searchers"], len(pool.actors)))
+    publish_deployment(n["searchers"], data_dir=os.path.abspath(spec.data_dir), searchers=len(pool.actors))
+    record = {"prefix": spec.prefix, "namespace": NAMESPACE, "scheduler": n["scheduler"], "workers": worker_names,
+              "compactor": n["compactor"], "searcher_prefix": n["searchers"], "searchers": len(pool.actors),
+              "data_dir": os.path.abspath(spec.data_dir), "config": spec.config_path}
+    return {"scheduler": scheduler, "workers": workers, "searchers": pool, "record": record}
+
+
+def stop_runtime_actors(runtime: dict, timeout_s: float = 15.0) -> None:
+    """Stop what `start_runtime_actors` started: the scheduler's loop first (no refresh or job is
+    started while the rest stops), then the workers (each finishes its job), then the searchers."""
+    import ray
+
+    from codesearch.runtime.workers import stop_workers
+
+    scheduler = runtime.get("scheduler")
+    if scheduler is not None:
+        try:
+            ray.get(scheduler.shutdown.remote(), timeout=timeout_s)
+        except Exception as e:  # noqa: BLE001 - dead or stuck: killed below
+            log.warning("scheduler shutdown: %s", type(e).__name__)
+        ray.kill(scheduler, no_restart=True)
+    if runtime.get("workers"):
+        stop_workers(runtime["workers"], timeout_s=timeout_s)
+    if runtime.get("searchers") is not None:
+        from codesearch.runtime.searchers import forget_pool
+
+        runtime["searchers"].close()
+        forget_pool(runtime["record"]["searcher_prefix"])
+        for actor in runtime["searchers"].actors:
+            try:
+                ray.kill(actor, no_restart=True)
+            except Exception:  # noqa: BLE001 - already gone
+                pass
+
+
+class RuntimeOwner:
+    """The body of the ``codesearch-runtime`` deployment (see the module docstring)."""
+
+    def __init__(self, spec: ServiceSpec):
+        from codesearch import environment
+
+        environment.configure_logging()
+        self.spec = spec
+        _wait_names_free(spec, NAMES_FREE_S)
+        self._runtime = start_runtime_actors(spec)
+        log.info("codesearch runtime %s started: %s", spec.prefix, self._runtime["record"])
+
+    def record(self) -> dict:
+        """Names, namespace, data directory of the runtime (for tools and tests)."""
+        return dict(self._runtime["record"])
+
+    def stop(self) -> None:
+        runtime, self._runtime = self._runtime, {}
+        if runtime:
+            stop_runtime_actors(runtime)
+            log.info("codesearch runtime %s stopped", self.spec.prefix)
+
+    def __del__(self):
+        self.stop()
+
+
+def runtime_deployment(spec: ServiceSpec):
+    """The bound ``codesearch-runtime`` deployment of `spec`."""
+    from ray import serve
+
+    from codesearch.service import serve_settings
+
+    actor_options = {"num_cpus": 0, "runtime_env": {"env_vars": {**serve_settings.replica_env(), **spec.env_vars}}}
+    if spec.runtime_resources:
+        actor_options["resources"] = {k: float(v) for k, v in spec.runtime_resources.items()}
+    deployment = serve.deployment(RuntimeOwner, name=RUNTIME_DEPLOYMENT, num_replicas=1, max_ongoing_requests=8,
+                                  graceful_shutdown_timeout_s=RUNTIME_SHUTDOWN_S, graceful_shutdown_wait_loop_s=0.5,
+                                  logging_config=serve_settings.logging_config(), ray_actor_options=actor_options)
+    return deployment.bind(spec)
+
+
+def application(spec: ServiceSpec):
+    """The bound application: the runtime, and the API over its searchers."""
+    from codesearch.service.deployment import DRAIN_TIMEOUT_S, MAX_ONGOING_REQUESTS, search_application
+
+    return search_application(spec.names()["searchers"], spec.searchers * spec.searcher_copies,
+                              replicas=spec.replicas, max_ongoing_requests=spec.max_ongoing_requests or MAX_ONGOING_REQUESTS,
+                              public_url=spec.public_url or os.environ.get("AUTH_URL") or _default_public_url(),
+                              data_dir=spec.data_dir, database_url=spec.database_url,
+                              anonymous_access=spec.anonymous_access,
+                              drain_timeout_s=DRAIN_TIMEOUT_S if spec.drain_timeout_s is None else spec.drain_timeout_s,
+                              env_vars=spec.env_vars, runtime=runtime_deployment(spec))
+
+
+def _default_public_url() -> str:
+    from codesearch.search.options import DEFAULT_PUBLIC_URL
+
+    return DEFAULT_PUBLIC_URL

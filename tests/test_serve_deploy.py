@@ -1,0 +1,146 @@
+"""``serve deploy`` then ``serve shutdown`` with Ray's own CLI, on a Ray cluster of the test's own
+(``ray start --head`` with its dashboard, which those commands talk to): the shipped application
+builder comes up, answers searches, and ``serve shutdown`` leaves no codesearch actor behind (the
+runtime actors belong to the application's runtime replica and end with it).
+
+The cluster runs in a temporary directory of its own and is stopped by the PIDs of the processes
+it started (never ``ray stop``, which would stop every Ray instance of the machine, the test
+session's among them)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import yaml
+
+from tests.conftest import free_port
+from tests.corpus import make_local_repo
+
+BIN = Path(sys.executable).parent
+LIST_ACTORS = """
+import json, ray
+ray.init(address={address!r}, log_to_driver=False)
+print(json.dumps([[a["namespace"], a["name"]] for a in ray.util.list_named_actors(all_namespaces=True)]))
+"""
+
+
+def _processes_under(temp_dir: str) -> list[int]:
+    """PIDs of the processes whose command line names `temp_dir` (the cluster's own)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if temp_dir.encode() in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.append(int(pid))
+        except OSError:
+            continue
+    return found
+
+
+class OwnCluster:
+    """`ray start --head --block` with the dashboard, in `temp_dir`; `stop` ends it by PID."""
+
+    def __init__(self, env: dict):
+        self.temp_dir = tempfile.mkdtemp(prefix="csd-", dir="/tmp")  # short: Ray's socket paths have a limit
+        self.gcs_port, self.dashboard_port = free_port(), free_port()
+        self.address = f"127.0.0.1:{self.gcs_port}"
+        self.dashboard = f"http://127.0.0.1:{self.dashboard_port}"
+        self.env = env
+        self.log = open(Path(self.temp_dir) / "ray-start.log", "w")
+        self.proc = subprocess.Popen(
+            [str(BIN / "ray"), "start", "--head", "--block", f"--port={self.gcs_port}", "--node-ip-address=127.0.0.1",
+             "--include-dashboard=true", "--dashboard-host=127.0.0.1", f"--dashboard-port={self.dashboard_port}",
+             "--num-cpus=2", f"--temp-dir={self.temp_dir}", "--disable-usage-stats"],
+            stdout=self.log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+
+    def wait_ready(self, timeout_s: float = 120) -> None:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            assert self.proc.poll() is None, (Path(self.temp_dir) / "ray-start.log").read_text()[-3000:]
+            try:
+                if httpx.get(f"{self.dashboard}/api/version", timeout=2).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "the test's Ray cluster did not come up"
+            time.sleep(1)
+
+    def named_actors(self) -> list[tuple[str, str]]:
+        out = subprocess.run([sys.executable, "-c", LIST_ACTORS.format(address=self.address)], capture_output=True,
+                             text=True, env=self.env, timeout=120)
+        assert out.returncode == 0, out.stderr[-3000:]
+        return [tuple(a) for a in json.loads(out.stdout.strip().splitlines()[-1])]
+
+    def serve(self, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([str(BIN / "serve"), *args, "--address", self.dashboard], capture_output=True, text=True,
+                              env=self.env, timeout=300)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)  # `ray start --block` stops what it started
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while (left := _processes_under(self.temp_dir)) and time.monotonic() < deadline:
+            time.sleep(1)
+        for pid in _processes_under(self.temp_dir):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.log.close()
+
+
+def test_serve_deploy_then_serve_shutdown_leaves_no_codesearch_actor(tmp_path):
+    repos = tmp_path / "repos"
+    make_local_repo(str(repos / "gadgets"), {"gadget.py": "def ocelot_probe_41d9():\n    return 'spotted'\n"})
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"connections": {"local": {"type": "git", "url": f"file://{repos}/*"}}}))
+    http_port = free_port()
+    serve_config = tmp_path / "serve_config.yaml"
+    serve_config.write_text(yaml.safe_dump({
+        "http_options": {"host": "127.0.0.1", "port": http_port},
+        "applications": [{
+            "name": "codesearch", "route_prefix": "/", "import_path": "codesearch.service.app_builder:app",
+            "args": {"config": str(config), "data_dir": str(tmp_path / "data"), "searchers": 1,
+                     "anonymous_access": True, "syncers": 1, "indexers": 1},
+            "deployments": [{"name": "codesearch-api", "num_replicas": 1, "ray_actor_options": {"num_cpus": 0}}]}]}))
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "FORCE_ENABLE_ANONYMOUS_ACCESS")}
+    env["RAY_AUTH_MODE"] = "disabled"
+    cluster = OwnCluster(env)
+    try:
+        cluster.wait_ready()
+        deployed = cluster.serve("deploy", str(serve_config))
+        assert deployed.returncode == 0, deployed.stdout + deployed.stderr
+        deadline = time.monotonic() + 240
+        while True:
+            try:
+                r = httpx.post(f"http://127.0.0.1:{http_port}/api/search", json={"query": "ocelot_probe_41d9"}, timeout=30)
+                if r.status_code == 200 and r.json()["files"]:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, cluster.serve("status").stdout
+            time.sleep(1)
+        assert [f["fileName"]["text"] for f in r.json()["files"]] == ["gadget.py"]
+        ours = [(ns, name) for ns, name in cluster.named_actors() if ns == "codesearch"]
+        assert {name for _, name in ours} >= {"codesearch-scheduler", "codesearch-compactor", "codesearch-searcher-0",
+                                              "codesearch-sync-0", "codesearch-index-0"}, ours
+
+        stopped = cluster.serve("shutdown", "-y")
+        assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+        deadline = time.monotonic() + 60
+        while (left := [a for a in cluster.named_actors() if a[0] == "codesearch"]) and time.monotonic() < deadline:
+            time.sleep(1)
+        assert left == [], left
+    finally:
+        cluster.stop()
