@@ -4,7 +4,11 @@
 - ``search``: one shard searcher on each node; a search through them equals the in-process engine;
 - ``runtime`` (when a config file is given): the scheduler on node 0 and the sync/index workers
   on node 1 sync and index the config's repositories into the data directory, and searchers on
-  both nodes, refreshed by the scheduler, find what the engine finds in the resulting index.
+  both nodes, refreshed by the scheduler, find what the engine finds in the resulting index;
+- ``copies`` (when a second data directory is given): the scheduler, the workers and the shard
+  source on node 0 build the index in one data directory; searchers on node 1 use only their own
+  directory, get the shards through Ray (`codesearch.runtime.shard_copy`), answer like the engine,
+  and after a re-index of a changed repository serve its new shards.
 """
 
 from __future__ import annotations
@@ -73,7 +77,84 @@ def runtime_check(config_path: str, data_dir: str, query: str) -> dict:
         pool2.close()
 
 
-def main(index_dir: str, query: str, config_path: str | None = None, data_dir: str | None = None) -> None:
+def _node(actor) -> str:
+    return ray.get(actor.__ray_call__.remote(lambda self: ray.get_runtime_context().get_node_id()))
+
+
+def copies_check(config_path: str, data_dir: str, far_dir: str, query: str, changed_repo: str) -> dict:
+    import subprocess
+    import time
+
+    from codesearch.config import load_config
+    from codesearch.runtime import NAMESPACE
+    from codesearch.runtime.scheduler import first_sync_state, start_scheduler
+    from codesearch.runtime.shard_copy import ShardSource
+    from codesearch.runtime.workers import RuntimeOptions, start_workers, stop_workers
+    from codesearch.store import Store
+
+    options = RuntimeOptions(poll_s=0.1, heartbeat_s=0.5)
+    settings = load_config(config_path).settings
+    here = {"resources": {"node0": 0.01}}
+    index_dir = os.path.join(data_dir, "index")
+    os.makedirs(index_dir, exist_ok=True)
+    scheduler = start_scheduler(config_path, data_dir, options, actor_options=here)
+    workers = start_workers(data_dir, settings, options, syncers=1, indexers=1, name_prefix="copies", actor_options=here)
+    source = ray.remote(ShardSource).options(name="copies-shard-source", namespace=NAMESPACE, num_cpus=0,
+                                             **here).remote(index_dir)
+    pool = SearcherPool.create(index_dir, 2, name_prefix="copies-searcher", keep_empty=True, copy_to=far_dir,
+                               source="copies-shard-source", actor_options={"resources": {"node1": 0.01}})
+    ray.get(scheduler.set_searchers.remote("copies-searcher", 2))
+    store = Store.open(data_dir)
+    options_s = SearchOptions(matches=10**6)
+
+    def settled(q: str, deadline_s: float = 120) -> tuple[dict, dict]:
+        deadline = time.monotonic() + deadline_s
+        while True:
+            want = Searcher(index_dir).search(q, options=options_s)
+            got = pool.search(q, options_s)
+            if want["files"] and _spans(got) == _spans(want):
+                return got, want
+            assert time.monotonic() < deadline, f"searchers on node 1 never matched the index for {q!r}: {got['stats']}"
+            time.sleep(0.3)
+
+    def held() -> list[str]:
+        return sorted({p for a in pool.actors for p in ray.get(a.held.remote())})
+
+    try:
+        deadline = time.monotonic() + 120
+        while not (state := first_sync_state(store))["done"] or not state["repos"]:
+            assert time.monotonic() < deadline, f"first sync not done: {state}"
+            time.sleep(0.2)
+        got, _ = settled(query)
+        first = held()
+        # a new commit, re-indexed on node 0: node 1's searchers fetch the new shards, drop the old
+        with open(os.path.join(changed_repo, "late.py"), "w") as f:
+            f.write("def kinkajou_after_reindex():\n    pass\n")
+        for args in (["add", "late.py"], ["commit", "-q", "-m", "late"]):
+            subprocess.run(["git", *args], cwd=changed_repo, check=True, capture_output=True)
+        repo = next(r for c in store.list_connections() for r in store.repos_for_connection(c.name)
+                    if os.path.basename(r.name) == os.path.basename(changed_repo))
+        store.enqueue_index_job(repo.id, force=True)
+        later, _ = settled("kinkajou_after_reindex")
+        time.sleep(1.0)  # the pool's older versions age out as the scheduler refreshes
+        second = held()
+        copies = sorted(os.path.relpath(os.path.join(d, n), far_dir) for d, _, names in os.walk(far_dir) for n in names
+                        if n.endswith(".shard"))
+        return {"searcher_nodes": sorted({_node(a) for a in pool.actors}) != [_node(source)] and
+                all(_node(a) != _node(source) for a in pool.actors),
+                "files": len(got["files"]), "later_files": len(later["files"]),
+                "held_far": all(p.startswith(far_dir + os.sep) for p in first + second),
+                "held_builder": any(p.startswith(index_dir) for p in first + second),
+                "new_shards": bool(set(second) - set(first)), "copies": len(copies), "crashes": got["stats"]["crashes"]}
+    finally:
+        store.close()
+        ray.get(scheduler.shutdown.remote(), timeout=15)
+        stop_workers(workers)
+        pool.close()
+
+
+def main(index_dir: str, query: str, config_path: str | None = None, data_dir: str | None = None,
+         far_dir: str | None = None, changed_repo: str | None = None) -> None:
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False, "resources": {"node0": 1}})
     cluster.add_node(num_cpus=1, resources={"node1": 1})
     ray.init(address=cluster.address, log_to_driver=False)
@@ -92,7 +173,9 @@ def main(index_dir: str, query: str, config_path: str | None = None, data_dir: s
                           "equal": _spans(got) == _spans(want), "files": len(got["files"]),
                           "crashes": got["stats"]["crashes"]}}
         pool.close()
-        if config_path:
+        if config_path and far_dir:
+            out["copies"] = copies_check(config_path, data_dir, far_dir, query, changed_repo)
+        elif config_path:
             out["runtime"] = runtime_check(config_path, data_dir, query)
         print(json.dumps(out))
     finally:

@@ -124,7 +124,7 @@ def test_serve_deploy_then_serve_shutdown_leaves_no_codesearch_actor(tmp_path):
         deadline = time.monotonic() + 240
         while True:
             try:
-                r = httpx.post(f"http://127.0.0.1:{http_port}/api/search", json={"query": "ocelot_probe_41d9"}, timeout=30)
+                r = httpx.post(f"http://127.0.0.1:{http_port}/api/search", json={"query": "ocelot_probe_41d9", "matches": 10}, timeout=30)
                 if r.status_code == 200 and r.json()["files"]:
                     break
             except httpx.TransportError:
