@@ -66,11 +66,13 @@ def middlewares() -> list:
     """What Serve's proxy calls (``RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH``)."""
     from starlette.middleware import Middleware
 
+    from codesearch.service.observability import ProxyRequestIds
     from codesearch.service.proxy_body import BodyAhead
 
     # Serve wraps its proxy in these in list order, so the last is the outermost: JsonErrors
-    # answers whatever fails inside it, BodyAhead included.
-    return [Middleware(BodyAhead), Middleware(JsonErrors)]
+    # answers whatever fails inside it, BodyAhead included. ProxyRequestIds must sit right
+    # outside Serve's own request-id middleware (which Serve applies first, innermost).
+    return [Middleware(ProxyRequestIds), Middleware(BodyAhead), Middleware(JsonErrors)]
 
 
 def install_for_own_ray(environ=None) -> None:
