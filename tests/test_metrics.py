@@ -224,6 +224,27 @@ def test_every_metric_is_named_for_prometheus():
         assert buckets is None or buckets == sorted(buckets)
 
 
+def _exported(name: str, kind: str) -> str:
+    """The name Ray's export gives metric `name` (as the Ray tests below find it)."""
+    return {"Counter": f"ray_{name}_total", "Histogram": f"ray_{name}_bucket", "Gauge": f"ray_{name}"}[kind]
+
+
+def test_the_dashboard_and_the_docs_chart_every_metric_by_its_exported_name():
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "docs", "grafana-dashboard.json")) as f:
+        dashboard = json.load(f)
+    with open(os.path.join(root, "docs", "metrics.md")) as f:
+        doc = f.read()
+    exprs = " ".join(t["expr"] for p in dashboard["panels"] for t in p.get("targets", []))
+    assert {v["name"] for v in dashboard["templating"]["list"]} >= {"datasource"}
+    for name, (kind, *_rest) in metrics.SPECS.items():
+        assert _exported(name, kind) in exprs, name
+        assert f"`ray_{name}" in doc, name
+    known = {_exported(n, k) for n, (k, *_r) in metrics.SPECS.items()}
+    known |= {f"ray_{n}_{suffix}" for n, (k, *_r) in metrics.SPECS.items() if k == "Histogram" for suffix in ("sum", "count")}
+    assert set(re.findall(r"ray_codesearch_\w+", exprs)) <= known
+
+
 # ================================================================== on Ray: the Prometheus export
 
 _SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)$')

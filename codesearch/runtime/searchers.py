@@ -16,6 +16,10 @@ exhaustive query; an index bigger than one node's memory); copies divide the req
 search goes to one copy, round robin), which is what raises the throughput of cheap, capped
 queries, and a copy stands in for a twin that died (`search` retries that partition once on
 another copy). The layout is recorded in Ray's KV under the pool's name so `attach` finds it.
+
+Observability: a searcher records its query time, candidates, verified bytes and shards
+(`codesearch.runtime.metrics`); the pool sends each search the id of the HTTP request it serves
+(`request_ids`), which the searcher names when it logs a slow or failed search.
 """
 
 from __future__ import annotations

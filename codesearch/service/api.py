@@ -14,7 +14,8 @@ nothing unpicklable crosses processes. Routes:
 The search is delegated to a `searcher` with ``search(query, options) -> dict`` (a `SearcherPool`
 on Ray, whose ``actors`` the streaming route awaits one by one); state (repos, API keys, jobs,
 search contexts) comes from the `Store` of the data directory. This module holds no search or
-database logic. Routes added by other modules depend on ``app.state.require_identity`` to get
+database logic. Every request is named and measured by `observability.ObserveRequests` (an
+``X-Request-Id``, the HTTP metrics of `codesearch.runtime.metrics`). Routes added by other modules depend on ``app.state.require_identity`` to get
 the same authentication.
 """
 

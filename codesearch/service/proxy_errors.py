@@ -17,7 +17,8 @@ when Ray starts them: `codesearch serve` sets it before it starts its own Ray in
 ``RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH=codesearch.service.proxy_errors:middlewares`` in the
 environment of ``ray start`` on every node (``cluster.yaml`` does). It acts on every application
 of those proxies, and only on requests that got no response at all, so other applications keep
-their own answers.
+their own answers. The same list carries `proxy_body.BodyAhead` and
+`observability.ProxyRequestIds` (one safe ``X-Request-Id`` per response).
 """
 
 from __future__ import annotations
