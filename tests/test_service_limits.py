@@ -72,9 +72,9 @@ def world(serve_url, tmp_path_factory):
 
     # A searcher that stalls far past every deadline (defined here, so that Ray ships it by value).
     class StallingSearcher(ShardSearcher):
-        def search(self, query, options, deadline_wall, version=None):
+        def search(self, query, options, deadline_wall, version=None, request_id=None):
             time.sleep(max(0.0, deadline_wall - time.time()) + 20)
-            return super().search(query, options, deadline_wall, version)
+            return super().search(query, options, deadline_wall, version, request_id)
 
     stall = [ray.remote(cls).options(name=f"cs-stall-{i}", namespace=NAMESPACE, num_cpus=0, max_concurrency=8)
              .remote(groups[i], origin=i) for i, cls in enumerate((ShardSearcher, StallingSearcher))]

@@ -14,7 +14,8 @@ Every polling interval (the smaller of ``resyncConnectionPollingIntervalMs`` and
 4. garbage-collects repos orphaned longer than ``repoGarbageCollectionGracePeriodMs``: the row,
    the mirror folder and the repo's entry in the index manifest (its shards);
 5. when the set of shards in the manifest changed, tells the searchers to reload
-   (`SearcherPool.refresh`, or the `on_index_change` callback).
+   (`SearcherPool.refresh`, or the `on_index_change` callback);
+6. reports the jobs queued and running per kind (`codesearch.runtime.metrics`).
 
 `startup()` runs once before the workers start: it takes back every job a dead service left
 IN_PROGRESS, removes mirror folders and manifest entries that have no repo row, and queues an
@@ -159,7 +160,21 @@ class Scheduler:
         except Exception as e:
             self._error(f"search contexts: {e}")
         self._check_index()
+        self._report_jobs()
         return out
+
+    def _report_jobs(self) -> None:
+        """Jobs queued and running per kind, as gauges (`metrics`); a store that cannot say is an
+        error of this tick, not a reason to stop ticking."""
+        from codesearch.runtime import metrics
+
+        try:
+            counts = self.store.count_jobs()
+        except Exception as e:
+            self._error(f"counting jobs: {e}")
+            return
+        metrics.job_queue({kind: n for (kind, state), n in counts.items() if state == m.PENDING},
+                          {kind: n for (kind, state), n in counts.items() if state == m.IN_PROGRESS}, m.JOB_KINDS)
 
     def apply_contexts(self) -> None:
         """Resolve the config's search contexts to repository names (for `context:`), when

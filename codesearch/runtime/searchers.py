@@ -16,6 +16,10 @@ exhaustive query; an index bigger than one node's memory); copies divide the req
 search goes to one copy, round robin), which is what raises the throughput of cheap, capped
 queries, and a copy stands in for a twin that died (`search` retries that partition once on
 another copy). The layout is recorded in Ray's KV under the pool's name so `attach` finds it.
+
+Observability: a searcher records its query time, candidates, verified bytes and shards
+(`codesearch.runtime.metrics`); the pool sends each search the id of the HTTP request it serves
+(`request_ids`), which the searcher names when it logs a slow or failed search.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ import weakref
 from codesearch.errors import CodesearchError, IndexFormatError
 from codesearch.index.manifest import current_index
 from codesearch.index.shard import Shard
-from codesearch.runtime import NAMESPACE
+from codesearch.runtime import NAMESPACE, metrics, request_ids
 from codesearch.search.engine import PartialResult, make_plan, merge_partials, partial_result, search_shards
 from codesearch.search.evaluate import searches_identifiers
 from codesearch.search.options import FLUSH_MAX_SIZE, FLUSH_TIMER, SearchOptions, Stats
@@ -44,6 +48,8 @@ log = logging.getLogger(__name__)
 #: short stretches (RE2, the regex fallback and numpy release it), so a slow query takes its
 #: share of the CPU instead of making every other query wait for it.
 SEARCH_CONCURRENCY = 8
+#: A searcher logs a search that took longer than this (seconds), with its request id.
+SLOW_SEARCH_S = 2.0
 
 
 class ShardSearcher:
@@ -72,6 +78,7 @@ class ShardSearcher:
         if not self.sets:
             self.sets[0] = self._open(shard_paths, {})
             self.current = 0
+            self._report_shards()
 
     @property
     def shards(self) -> list[Shard]:
@@ -96,22 +103,49 @@ class ShardSearcher:
     def _shards_of(self, version: int | None) -> list[Shard]:
         return self.sets.get(version, self.shards) if version is not None else self.shards
 
-    def search(self, query: str, options: SearchOptions, deadline_wall: float, version: int | None = None) -> PartialResult:
+    def search(self, query: str, options: SearchOptions, deadline_wall: float, version: int | None = None,
+               request_id: str | None = None) -> PartialResult:
         """Search the owned shards of `version` (default: the newest); `deadline_wall` is a
         `time.time()` instant (clocks of other processes and nodes agree on wall time, not on
-        `time.monotonic()`). Stops early when the caller cancels the task (`ray.cancel`)."""
-        deadline = time.monotonic() + max(0.0, deadline_wall - time.time())
-        plan = make_plan(query, options)
-        return partial_result(search_shards(self._shards_of(version), plan, options, deadline, _cancel_check()),
-                              options, self.origin)
+        `time.monotonic()`). Stops early when the caller cancels the task (`ray.cancel`).
+        `request_id` names the HTTP request the search is for in this searcher's logs (a slow
+        search, an error); the search's time and work are recorded in `metrics`."""
+        started = time.perf_counter()
+        try:
+            deadline = time.monotonic() + max(0.0, deadline_wall - time.time())
+            plan = make_plan(query, options)
+            out = partial_result(search_shards(self._shards_of(version), plan, options, deadline, _cancel_check()),
+                                 options, self.origin)
+        except Exception as e:
+            self._log_failure("search", query, request_id, e)
+            raise
+        seconds = time.perf_counter() - started
+        metrics.searcher_query(self.origin, seconds, out.stats)
+        if seconds > SLOW_SEARCH_S:
+            log.warning("searcher %d: slow search (%.2fs, request %s): %.200r", self.origin, seconds,
+                        request_id or "-", query)
+        return out
 
-    def explain(self, query: str, options: SearchOptions, version: int | None = None) -> dict:
+    def explain(self, query: str, options: SearchOptions, version: int | None = None,
+                request_id: str | None = None) -> dict:
         """`codesearch.search.explain.explain` over the owned shards of `version`."""
         from codesearch.search.explain import explain
 
-        out = explain(make_plan(query, options), self._shards_of(version))
+        try:
+            out = explain(make_plan(query, options), self._shards_of(version))
+        except Exception as e:
+            self._log_failure("explain", query, request_id, e)
+            raise
         out["searcher"] = self.origin
         return out
+
+    def _log_failure(self, what: str, query: str, request_id: str | None, e: Exception) -> None:
+        """A query the caller got wrong is its error to read (a warning here); anything else is ours."""
+        if isinstance(e, CodesearchError):
+            log.warning("searcher %d: %s failed (request %s): %s", self.origin, what, request_id or "-", e)
+        else:
+            log.error("searcher %d: %s of %.200r failed (request %s)", self.origin, what, query, request_id or "-",
+                      exc_info=e)
 
     def set_shards(self, shard_paths: list[str], version: int | None = None, origin: int | None = None) -> int:
         """Own `shard_paths` as list `version` (after an index change), as partition `origin`
@@ -126,7 +160,18 @@ class ShardSearcher:
         self.current = version if current is None else max(current, version)
         for old in sorted(self.sets)[: -self.KEEP_VERSIONS]:
             del self.sets[old]
+        self._report_shards()
         return len(self.sets[version])
+
+    def _report_shards(self) -> None:
+        """The shard count and bytes of the newest list, as gauges (`metrics`)."""
+        nbytes = 0
+        for shard in self.shards:
+            try:
+                nbytes += os.path.getsize(shard.path)
+            except OSError:  # deleted since it was mapped: it still serves, its size is unknown
+                pass
+        metrics.searcher_shards(self.origin, len(self.shards), nbytes)
 
     def shard_count(self) -> int:
         return len(self.shards)
@@ -460,49 +505,52 @@ class SearcherPool:
                 cache[version] = parts
         return len(parts[partition]) if parts and partition < len(parts) else 0
 
-    def fan_out(self, query: str, options: SearchOptions) -> "Fanout":
+    def fan_out(self, query: str, options: SearchOptions, request_id: str | None = None) -> "Fanout":
         """Send `query` to the searchers of one copy (round robin); read the answers from the
         returned `Fanout`. The query is planned here first, so that a parse error or an unknown
         context fails at once, before any searcher is asked. Nothing here waits for I/O (the
         index version comes from `version_watch`; sending a Ray task does not wait), so an
-        event loop may call it."""
+        event loop may call it. `request_id` (default: the current request's,
+        `request_ids.current`) is sent to the searchers for their logs."""
         p = make_plan(query, options)
-        return Fanout(self, query, options, stop_when_full=not searches_identifiers(p))
+        return Fanout(self, query, options, stop_when_full=not searches_identifiers(p), request_id=request_id)
 
-    def search(self, query: str, options: SearchOptions) -> dict:
+    def search(self, query: str, options: SearchOptions, request_id: str | None = None) -> dict:
         """Fan out to the searchers of one copy, merge what arrives before the deadline."""
         started = time.perf_counter_ns()
-        fan = self.fan_out(query, options)
+        fan = self.fan_out(query, options, request_id)
         plan_ns = time.perf_counter_ns() - started
         partials = list(fan.partials())
         return merge_partials(partials, options, started, plan_ns, missed=fan.missed)
 
-    async def fan_out_async(self, query: str, options: SearchOptions) -> "Fanout":
+    async def fan_out_async(self, query: str, options: SearchOptions, request_id: str | None = None) -> "Fanout":
         """`fan_out` for an event loop. A query of up to `INLINE_PLAN_CHARS` characters is
         planned on the loop (typically tens of microseconds: less than a trip to a thread
         costs); a longer one, whose regexes may take milliseconds to compile, in a thread, so
         that the loop can answer other requests meanwhile."""
         if len(query) <= INLINE_PLAN_CHARS:
-            return self.fan_out(query, options)
+            return self.fan_out(query, options, request_id)
         import asyncio
 
-        return await asyncio.to_thread(self.fan_out, query, options)
+        return await asyncio.to_thread(self.fan_out, query, options, request_id)
 
-    async def search_async(self, query: str, options: SearchOptions) -> dict:
+    async def search_async(self, query: str, options: SearchOptions, request_id: str | None = None) -> dict:
         """`search` for an event loop (`fan_out_async`, the answers awaited)."""
         started = time.perf_counter_ns()
-        fan = await self.fan_out_async(query, options)
+        fan = await self.fan_out_async(query, options, request_id)
         plan_ns = time.perf_counter_ns() - started
         partials = [p async for p in fan.partials_async()]
         return merge_partials(partials, options, started, plan_ns, missed=fan.missed)
 
-    def explain(self, query: str, options: SearchOptions) -> dict:
+    def explain(self, query: str, options: SearchOptions, request_id: str | None = None) -> dict:
         """Every searcher's explanation of `query`, combined (shards listed per searcher)."""
         import ray
 
         make_plan(query, options)
         version = self.version_watch.get()
-        parts = ray.get([a.explain.remote(query, options, version) for a in self.copy()], timeout=options.timeout_s + 5)
+        extra = _request_kwargs(request_id)
+        parts = ray.get([a.explain.remote(query, options, version, **extra) for a in self.copy()],
+                        timeout=options.timeout_s + 5)
         out = {k: parts[0][k] for k in ("query", "plan", "defaultBranchOnly")}
         out["shards"] = [{**s, "searcher": p["searcher"]} for p in parts for s in p["shards"]]
         out["documents"] = sum(p["documents"] for p in parts)
@@ -519,6 +567,13 @@ class SearcherPool:
         self.actors = []
 
 
+def _request_kwargs(request_id: str | None) -> dict:
+    """The keyword arguments that send a request id to a searcher: `request_id`, else the current
+    request's; none at all outside a request (so a searcher of an older signature still answers)."""
+    request_id = request_id or request_ids.current()
+    return {"request_id": request_id} if request_id else {}
+
+
 class Fanout:
     """One search sent to the searchers of one copy: their answers as they arrive.
 
@@ -531,11 +586,13 @@ class Fanout:
     busy with other searches too.
     """
 
-    def __init__(self, pool: SearcherPool, query: str, options: SearchOptions, stop_when_full: bool = False):
+    def __init__(self, pool: SearcherPool, query: str, options: SearchOptions, stop_when_full: bool = False,
+                 request_id: str | None = None):
         self.pool = pool
         self.query = query
         self.options = options
         self.stop_when_full = stop_when_full
+        self._extra = _request_kwargs(request_id)
         self.found = 0  # matches in the answers received so far
         self.deadline_wall = time.time() + options.timeout_s
         self.give_up = time.monotonic() + options.timeout_s + GRACE_S
@@ -547,7 +604,7 @@ class Fanout:
             self._ask(p, actor, 0)
 
     def _ask(self, partition: int, actor, attempt: int) -> None:
-        ref = actor.search.remote(self.query, self.options, self.deadline_wall, self.version)
+        ref = actor.search.remote(self.query, self.options, self.deadline_wall, self.version, **self._extra)
         self.pending[ref] = (partition, attempt)
 
     def _miss(self, partition: int) -> None:

@@ -13,7 +13,8 @@ workers, in any processes or on any nodes that share the data directory, never r
   repo id (`index_source`: new shards swapped in atomically), then records INDEXED, the
   indexed revisions and `pushed_at`, the commit date of the default branch's head.
 
-While a job runs, the worker heartbeats it (`Store.heartbeat_job`); a worker that dies stops
+Each attempt is counted and timed by kind and outcome, and each failed clone or fetch of a
+mirror is counted (`codesearch.runtime.metrics`). While a job runs, the worker heartbeats it (`Store.heartbeat_job`); a worker that dies stops
 heartbeating and the scheduler requeues its job (`Store.requeue_stale_jobs`). A worker restarted
 by Ray with the same `worker_id` releases its own unfinished jobs at once. A job that runs
 longer than `repoIndexTimeoutMs` is failed (retried with the store's backoff); its thread is
@@ -32,6 +33,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
+from codesearch.runtime import metrics
 from codesearch.store import models as m
 
 log = logging.getLogger(__name__)
@@ -143,11 +145,15 @@ class _Worker:
                 break
             if not self.store.heartbeat_job(job.id, self.worker_id):
                 log.warning("%s: job %s was taken back; abandoning it", self.worker_id, job.id)
+                metrics.job_finished(self.kind, "abandoned", time.monotonic() - started)
                 return True
+        seconds = time.monotonic() - started
         if "ok" in result:
-            self.store.complete_job(job.id, self.worker_id)
+            completed = self.store.complete_job(job.id, self.worker_id)
+            metrics.job_finished(self.kind, "completed" if completed else "abandoned", seconds)
             self.done += 1
         else:
+            metrics.job_finished(self.kind, "failed", seconds)
             err = result.get("error")
             msg = str(err) or type(err).__name__
             log.warning("%s: job %s failed: %s", self.worker_id, job.id, msg)
@@ -273,7 +279,11 @@ class RepoIndexer(_Worker):
         else:
             token = resolve_connection_token(name, conn_cfg) if name else None
             user, password = git_credentials(kind, conn_cfg, token)
-            path = self.mirrors.sync(repo.id, repo.clone_url, username=user, password=password).path
+            try:
+                path = self.mirrors.sync(repo.id, repo.clone_url, username=user, password=password).path
+            except Exception:
+                metrics.mirror_fetch_error(kind)
+                raise
         revisions = conn_cfg.get("revisions") or {}
         source = GitSource(path, repo=repo_info(repo, repo.id), branch_globs=revisions.get("branches") or (),
                            tag_globs=revisions.get("tags") or ())

@@ -14,7 +14,8 @@ nothing unpicklable crosses processes. Routes:
 The search is delegated to a `searcher` with ``search(query, options) -> dict`` (a `SearcherPool`
 on Ray, whose ``actors`` the streaming route awaits one by one); state (repos, API keys, jobs,
 search contexts) comes from the `Store` of the data directory. This module holds no search or
-database logic. Routes added by other modules depend on ``app.state.require_identity`` to get
+database logic. Every request is named and measured by `observability.ObserveRequests` (an
+``X-Request-Id``, the HTTP metrics of `codesearch.runtime.metrics`). Routes added by other modules depend on ``app.state.require_identity`` to get
 the same authentication.
 """
 
@@ -27,9 +28,11 @@ from typing import Callable, Mapping
 from fastapi import APIRouter, Depends, FastAPI
 
 from codesearch import environment
+from codesearch.runtime import request_ids
 from codesearch.search.options import DEFAULT_PUBLIC_URL
 from codesearch.service import auth, errors, mcp, routes_chat, routes_git, routes_repos, routes_search, routes_source, webhooks
 from codesearch.service.limits import RequestLimits
+from codesearch.service.observability import ObserveRequests
 from codesearch.service.routes_search import SearchRequest  # noqa: F401  (the request model, re-exported)
 
 log = logging.getLogger(__name__)
@@ -78,6 +81,7 @@ def build_app(get_searcher, *, public_url: str = DEFAULT_PUBLIC_URL, contexts: d
     (default 30 s); `limits` are keyword arguments of `limits.RequestLimits` (body size and time).
     """
     environment.configure_logging(environ)  # SOURCEBOT_LOG_LEVEL, in every replica
+    request_ids.install_log_filter()  # this process's log records name the request they belong to
     if get_store is None:
         get_store = lazy_store(data_dir, database_url)
     if anonymous_access is None:
@@ -138,4 +142,7 @@ def build_app(get_searcher, *, public_url: str = DEFAULT_PUBLIC_URL, contexts: d
 
     webui.install(app, web=WebContext(get_store=get_store, authenticator=authenticator, make_context=make_context,
                                       public_url=public_url, anonymous_access=anonymous_access))
+    # Added last, so it is the outermost of the app's middlewares: it names and times every
+    # request, those the limits or the session middleware refuse included.
+    app.add_middleware(ObserveRequests, routes=lambda: app.router.routes)
     return app

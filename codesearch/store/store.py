@@ -739,6 +739,14 @@ class Store:
                 conds.append(jobs.c.connection_id == self._connection_id(c, connection))
             return [_row(Job, r) for r in c.execute(select(jobs).where(*conds).order_by(jobs.c.id.desc()).limit(limit))]
 
+    def count_jobs(self, states: tuple[str, ...] = (m.PENDING, m.IN_PROGRESS)) -> dict[tuple[str, str], int]:
+        """How many jobs are in each of `states`, per kind: ``{(kind, state): n}`` (pairs without
+        a job left out). One grouped query, cheap enough for every scheduler tick."""
+        q = select(jobs.c.kind, jobs.c.state, func.count()).where(jobs.c.state.in_(states)).group_by(jobs.c.kind,
+                                                                                                      jobs.c.state)
+        with self._tx() as c:
+            return {(kind, state): int(n) for kind, state, n in c.execute(q)}
+
     def prune_jobs(self, older_than_seconds: float) -> int:
         """Delete COMPLETED and FAILED jobs finished more than `older_than_seconds` ago (keep it
         above the resync/reindex intervals: recent failures throttle the `*_due_*` queries)."""
