@@ -181,9 +181,9 @@ def test_app_builder_deploys_and_shuts_down(serve_url, tmp_path):
         bound = app_builder.app(args)
         assert not _runtime_actor_table(prefix)  # building starts nothing
         serve.run(bound, name=app_name, route_prefix=route)
-        record = app_builder.runtime_record(app_name)
+        record = app_builder.runtime_record(prefix)
         assert record["scheduler"] == f"{prefix}-scheduler" and record["searchers"] == 2
-        assert record["workers"] == [f"{prefix}-sync-0", f"{prefix}-index-0"]
+        assert sorted(record["workers"]) == [f"{prefix}-index-0", f"{prefix}-sync-0"]
         table = _runtime_actor_table(prefix)
         assert set(table) == expected and not any(a["IsDetached"] for a in table.values())
 
@@ -201,26 +201,36 @@ def test_app_builder_deploys_and_shuts_down(serve_url, tmp_path):
 
         # a redeploy with fewer searchers replaces the runtime (the old actors end with their owner)
         serve.run(app_builder.app({**args, "searchers": 1}), name=app_name, route_prefix=route)
-        assert app_builder.runtime_record(app_name)["searchers"] == 1
+        assert app_builder.runtime_record(prefix)["searchers"] == 1
         assert app_builder.wait_gone([f"{prefix}-searcher-1"], timeout_s=30)
         deadline = time.monotonic() + 60
         while not ((got := _search(url, "zebra_handler_6c1f")) and got["files"] and not got["stats"].get("crashes")):
             assert time.monotonic() < deadline, f"not found after shrinking: {got}"
             time.sleep(0.5)
-        # two copies of one partition: every search, whichever copy answers, finds the file
-        serve.run(app_builder.app({**args, "searchers": 1, "searcher_copies": 2}), name=app_name, route_prefix=route)
-        assert app_builder.runtime_record(app_name)["searchers"] == 2
+        # two copies of one partition, keeping their shards in a directory of their own (as on a
+        # node without the data directory): every search, whichever copy answers, finds the file
+        far = tmp_path / "searcher-node"
+        serve.run(app_builder.app({**args, "searchers": 1, "searcher_copies": 2, "searcher_data_dir": str(far)}),
+                  name=app_name, route_prefix=route)
+        assert app_builder.runtime_record(prefix)["searchers"] == 2
+        assert f"{prefix}-shard-source" in _runtime_actor_table(prefix)
+        deadline = time.monotonic() + 60
+        while not ((got := _search(url, "zebra_handler_6c1f")) and got["files"] and not got["stats"].get("crashes")):
+            assert time.monotonic() < deadline, f"not found with copied shards: {got}"
+            time.sleep(0.5)
         for _ in range(4):
             got = _search(url, "zebra_handler_6c1f")
             assert got["files"] and not got["stats"].get("crashes"), got
+        assert sorted(p.name for p in far.iterdir()) == ["searcher-0", "searcher-1"]
+        assert all(any(n.suffix == ".shard" for n in d.iterdir()) for d in far.iterdir())
     finally:
         stopped = app_builder.shutdown_runtime(prefix, app_name=app_name, timeout_s=30)
     assert set(stopped) == {f"{prefix}-scheduler", f"{prefix}-compactor", f"{prefix}-sync-0", f"{prefix}-index-0",
-                            f"{prefix}-searcher-0", f"{prefix}-searcher-1"}
+                            f"{prefix}-searcher-0", f"{prefix}-searcher-1", f"{prefix}-shard-source"}
     assert app_builder.wait_gone(stopped, timeout_s=30)
     assert not _runtime_actor_table(prefix)
     assert app_name not in serve.status().applications
-    assert app_builder.runtime_record(app_name, timeout_s=5) is None
+    assert app_builder.runtime_record(prefix) is None
     assert time.monotonic() - started < 240
 
 

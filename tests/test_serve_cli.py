@@ -28,6 +28,10 @@ ARRIVAL_S = 0.5
 LOAD_QUERY = {"query": "def (url|split)", "isRegexEnabled": True, "matches": 200}
 
 
+#: The progress line `codesearch serve` prints when every connection synced and every repository is indexed.
+FIRST_SYNC_DONE = re.compile(r"first sync: (\d+)/\1 connections synced, (\d+)/\2 repositories indexed")
+
+
 def _cli(*args, env) -> str:
     out = subprocess.run([sys.executable, "-m", "codesearch.cli", *args], capture_output=True, text=True, env=env, timeout=60)
     assert out.returncode == 0, out.stderr
@@ -55,12 +59,15 @@ class Served:
     def log(self) -> str:
         return self.log_path.read_text()
 
-    def wait_healthy(self, timeout_s: float = 180) -> None:
+    def wait_healthy(self, timeout_s: float = 180, indexed: bool = True) -> None:
+        """Until ``/api/health`` answers and, with `indexed`, the first sync is done (HTTP comes
+        up before it: the log's progress says when every repository is indexed)."""
         deadline = time.monotonic() + timeout_s
         while True:
             assert self.proc.poll() is None, self.log()[-3000:]
             try:
-                if httpx.get(f"{self.base}/api/health", timeout=2).status_code == 200:
+                if httpx.get(f"{self.base}/api/health", timeout=2).status_code == 200 and (
+                        not indexed or FIRST_SYNC_DONE.search(self.log())):
                     return
             except httpx.TransportError:
                 pass

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -98,6 +99,7 @@ class OwnCluster:
             except ProcessLookupError:
                 pass
         self.log.close()
+        shutil.rmtree(self.temp_dir, ignore_errors=True)
 
 
 def test_serve_deploy_then_serve_shutdown_leaves_no_codesearch_actor(tmp_path):

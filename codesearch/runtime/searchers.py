@@ -68,10 +68,14 @@ class ShardSearcher:
 
     KEEP_VERSIONS = 3
 
-    def __init__(self, shard_paths: list[str], origin: int = 0, pool_key: str | None = None):
+    def __init__(self, shard_paths: list[str], origin: int = 0, pool_key: str | None = None,
+                 copy_to: str | None = None, source: str | None = None):
         self.origin = origin
         self.errors: list[str] = []
         self.sets: dict[int, list[Shard]] = {}
+        #: Without the builder's data directory: verified copies fetched from the named
+        #: `shard_copy.ShardSource` (see `SearcherPool.create`).
+        self.copies = _copies(copy_to, source) if copy_to else None
         published = published_shard_lists(pool_key) if pool_key else {}
         for version, partitions in sorted(published.items()):
             self.set_shards(partitions[origin] if origin < len(partitions) else [], version)
@@ -89,16 +93,25 @@ class ShardSearcher:
         out, errors = [], []
         for spec in specs:
             path, dead = _spec(spec)
-            if path in reuse:
-                out.append(reuse[path].with_dead(dead))
-                continue
             try:
+                if self.copies is not None:
+                    path = self.copies.local(path)
+                if path in reuse:
+                    out.append(reuse[path].with_dead(dead))
+                    continue
                 out.append(Shard(path).with_dead(dead))
             except (IndexFormatError, OSError) as e:
                 log.error("%s", e)
                 errors.append(str(e))
+            except Exception as e:  # noqa: BLE001 - the shard source is unreachable (a Ray error): serve the rest
+                log.error("searcher %d: shard %s not fetched: %s", self.origin, os.path.basename(path), e)
+                errors.append(f"{os.path.basename(path)}: not fetched from where the index is built ({type(e).__name__})")
         self.errors = errors
         return out
+
+    def held(self) -> list[str]:
+        """The files of the shards this searcher holds (every kept version)."""
+        return sorted({s.path for shards in self.sets.values() for s in shards})
 
     def _shards_of(self, version: int | None) -> list[Shard]:
         return self.sets.get(version, self.shards) if version is not None else self.shards
@@ -160,6 +173,8 @@ class ShardSearcher:
         self.current = version if current is None else max(current, version)
         for old in sorted(self.sets)[: -self.KEEP_VERSIONS]:
             del self.sets[old]
+        if self.copies is not None:  # the copies no kept list names any more
+            self.copies.prune(set(self.held()))
         self._report_shards()
         return len(self.sets[version])
 
@@ -178,6 +193,22 @@ class ShardSearcher:
 
     def ping(self) -> bool:
         return True
+
+
+def _copies(copy_to: str, source: str | None):
+    """The `ShardCopies` of a searcher that keeps its shards in `copy_to`, fetched from the named
+    shard source actor (looked up when first needed: it may start after the searcher)."""
+    from codesearch.runtime.shard_copy import ShardCopies
+
+    if not source:
+        raise ValueError("a searcher that copies its shards needs the name of their source")
+
+    def lookup():
+        import ray
+
+        return ray.get_actor(source, namespace=NAMESPACE)
+
+    return ShardCopies(copy_to, lookup)
 
 
 def _cancel_check():
@@ -422,14 +453,19 @@ class SearcherPool:
 
     @classmethod
     def create(cls, index_dir: str, searchers: int = 2, *, copies: int = 1, name_prefix: str | None = None,
-               actor_options: dict | None = None, keep_empty: bool = False) -> "SearcherPool":
+               actor_options: dict | None = None, keep_empty: bool = False, copy_to: str | None = None,
+               source: str | None = None) -> "SearcherPool":
         """Start ``copies × searchers`` actors over the shards of `index_dir`: `searchers`
         partitions, each held by `copies` actors (spread over the nodes unless `actor_options`
         says otherwise). Named when `name_prefix` is given, so that every Serve replica can
         `attach` to the same searchers. Partitions that would own no shard are not started,
         unless `keep_empty` (an index that will grow: `refresh` spreads shards over the existing
         actors only). The initial lists are published as the pool's first index version (so
-        re-used named actors get them too, and a restarted searcher finds them)."""
+        re-used named actors get them too, and a restarted searcher finds them).
+
+        `copy_to` and `source`: searchers on nodes without the data directory keep verified
+        copies of their shards in ``<copy_to>/searcher-<i>`` (a directory of their node),
+        fetched through Ray from the `shard_copy.ShardSource` actor named `source`."""
         import ray
 
         if copies < 1 or searchers < 1:
@@ -447,7 +483,8 @@ class SearcherPool:
                 opts["name"] = f"{name_prefix}-{i}"
                 opts["namespace"] = NAMESPACE
             p = i % len(groups)
-            actors.append(ray.remote(ShardSearcher).options(**opts).remote(groups[p], origin=p, pool_key=key))
+            fetch = {"copy_to": os.path.join(copy_to, f"searcher-{i}"), "source": source} if copy_to else {}
+            actors.append(ray.remote(ShardSearcher).options(**opts).remote(groups[p], origin=p, pool_key=key, **fetch))
         ray.get([a.ping.remote() for a in actors])
         if name_prefix:
             publish_layout(name_prefix, partitions=len(groups), copies=copies)

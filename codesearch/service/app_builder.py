@@ -14,8 +14,8 @@ the bound application. The runtime actors belong to the ``codesearch-runtime`` r
 shutdown``, ``serve delete <app>`` or a redeploy remove them with it, after the scheduler finished
 its tick and the workers their jobs. The runtime actors need the data directory at the same path
 on the nodes where they run (shared storage such as NFS, see the README's "Deploying on a Ray
-cluster"), or ``runtime_resources`` / ``searcher_resources`` (custom resources, e.g.
-``{"codesearch_data": 0.01}``) to pin them to the node that has it.
+cluster"), or ``runtime_resources`` (custom resources, e.g. ``{"codesearch_data": 0.01}``) to
+pin the runtime to the node that has it; searchers elsewhere then take ``searcher_data_dir``.
 
 Arguments (``args`` of the Serve config; all optional):
 
@@ -38,6 +38,10 @@ Arguments (``args`` of the Serve config; all optional):
 ``runtime_resources``       custom resources for the runtime replica, the scheduler and workers
 ``searcher_resources``      custom resources for the searchers, e.g. ``{"codesearch_searcher": 1}``
 ``searcher_cpus``           CPUs each searcher reserves (0)
+``searcher_data_dir``       a directory on the searchers' nodes where they keep copies of their
+                            shards, fetched through Ray from the node that builds the index: for
+                            searchers on nodes without the data directory (default: none, the
+                            searchers read the data directory)
 ==========================  =====================================================================
 
 Unknown arguments are refused with a message naming them (a typo would otherwise be ignored).
@@ -61,8 +65,7 @@ import os
 import re
 import time
 
-from codesearch.service.bootstrap import (APP_NAME, DEFAULT_PREFIX, RUNTIME_DEPLOYMENT, ServiceSpec,
-                                          forwarded_environment, names)
+from codesearch.service.bootstrap import APP_NAME, DEFAULT_PREFIX, ServiceSpec, forwarded_environment, names
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +73,7 @@ __all__ = ["APP_NAME", "DEFAULT_PREFIX", "app", "names", "runtime_record", "shut
 
 _ARGS = {"config", "data_dir", "searchers", "searcher_copies", "replicas", "max_ongoing_requests", "public_url",
          "anonymous_access", "database_url", "prefix", "syncers", "indexers", "runtime_resources",
-         "searcher_resources", "searcher_cpus"}
+         "searcher_resources", "searcher_cpus", "searcher_data_dir"}
 #: Arguments earlier versions took that mean nothing now (a warning, not an error).
 _RETIRED = {"first_sync_timeout_s": "HTTP comes up at once; the home page shows the first sync"}
 
@@ -138,7 +141,8 @@ def spec_from_args(args: dict | None) -> ServiceSpec:
         public_url=args.get("public_url") or environ.get("AUTH_URL") or None, anonymous_access=anonymous,
         database_url=database_url, syncers=args.get("syncers"), indexers=args.get("indexers"),
         runtime_resources=args.get("runtime_resources"), searcher_resources=args.get("searcher_resources"),
-        searcher_cpus=float(args.get("searcher_cpus", 0)), env_vars=env_vars)
+        searcher_cpus=float(args.get("searcher_cpus", 0)), env_vars=env_vars,
+        searcher_data_dir=str(args["searcher_data_dir"]) if args.get("searcher_data_dir") else None)
 
 
 def app(args: dict | None = None):
@@ -148,17 +152,19 @@ def app(args: dict | None = None):
     return application(spec_from_args(args))
 
 
-def runtime_record(app_name: str = APP_NAME, timeout_s: float = 30.0) -> dict | None:
-    """What the runtime of the application `app_name` runs (names, namespace, data directory),
-    asked of its ``codesearch-runtime`` replica; None when the application has none."""
-    from ray import serve
+def runtime_record(prefix: str = DEFAULT_PREFIX) -> dict | None:
+    """What runs of the runtime `prefix` now: its live actors, and the data directory and
+    searcher count its searchers published (`publish_deployment`); None when nothing runs."""
+    from codesearch.runtime.searchers import published_deployment
 
-    try:
-        handle = serve.get_deployment_handle(RUNTIME_DEPLOYMENT, app_name)
-        return handle.record.remote().result(timeout_s=timeout_s)
-    except Exception as e:  # noqa: BLE001 - no such application or deployment
-        log.debug("runtime record of %s: %s", app_name, e)
+    actors = [name for name, _ in _runtime_actors(prefix, None)]
+    if not actors:
         return None
+    n = names(prefix)
+    published = published_deployment(n["searchers"]) or {}
+    return {"prefix": prefix, "actors": actors, "scheduler": n["scheduler"] if n["scheduler"] in actors else None,
+            "workers": [a for a in actors if re.search(r"-(sync|index)-\d+$", a)],
+            "searchers": published.get("searchers"), "data_dir": published.get("data_dir")}
 
 
 def _runtime_actors(prefix: str, namespace: str | None) -> list[tuple[str, str]]:
@@ -169,7 +175,7 @@ def _runtime_actors(prefix: str, namespace: str | None) -> list[tuple[str, str]]
     from codesearch.runtime import NAMESPACE
 
     namespace = namespace or NAMESPACE
-    pattern = re.compile(rf"^{re.escape(prefix)}-(scheduler|compactor|searcher-\d+|sync-\d+|index-\d+)$")
+    pattern = re.compile(rf"^{re.escape(prefix)}-(scheduler|compactor|shard-source|searcher-\d+|sync-\d+|index-\d+)$")
     return sorted({(a["name"], a["namespace"]) for a in ray.util.list_named_actors(all_namespaces=True)
                    if pattern.match(a["name"]) and a["namespace"] == namespace})
 
@@ -251,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     ray.init(address=a.address, log_to_driver=False)
     try:
         if a.command == "status":
-            print(json.dumps({"record": runtime_record(a.app), "actors": _runtime_actors(a.prefix, None)}, indent=2))
+            print(json.dumps({"runtime": runtime_record(a.prefix)}, indent=2))
             return 0
         killed = shutdown_runtime(a.prefix, app_name=a.app, drain_timeout_s=a.drain_timeout)
         print(f"stopped {len(killed)} actor(s): {', '.join(killed) or '-'}")

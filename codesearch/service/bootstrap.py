@@ -66,6 +66,10 @@ class ServiceSpec:
     runtime_resources: dict | None = None
     searcher_resources: dict | None = None
     searcher_cpus: float = 0.0
+    #: where searchers keep copies of their shards on their own node (``<dir>/searcher-<i>``),
+    #: fetched through Ray from a shard source beside the indexers: for searchers on nodes that
+    #: do not share the data directory (`codesearch.runtime.shard_copy`). None: read the data directory.
+    searcher_data_dir: str | None = None
     #: environment of the replicas and runtime actors (`forwarded_environment`)
     env_vars: dict = field(default_factory=dict)
     drain_timeout_s: float | None = None
@@ -95,7 +99,7 @@ def names(prefix: str = DEFAULT_PREFIX) -> dict:
     """The actor names of the runtime `prefix`: scheduler, compactor, and the prefixes of the
     searchers and workers."""
     return {"scheduler": f"{prefix}-scheduler", "searchers": f"{prefix}-searcher", "workers": prefix,
-            "compactor": f"{prefix}-compactor"}
+            "compactor": f"{prefix}-compactor", "shard_source": f"{prefix}-shard-source"}
 
 
 def _get_actor(name: str):
@@ -155,11 +159,22 @@ def start_runtime_actors(spec: ServiceSpec, options=None) -> dict:
                                  name_prefix=n["workers"], actor_options={**opts, "name": name, "namespace": NAMESPACE})
     workers.append(start_compactor(spec.data_dir, name=n["compactor"], actor_options=opts))
 
+    index_dir = os.path.join(spec.data_dir, "index")
+    fetch = {}
+    if spec.searcher_data_dir:  # searchers without the data directory get the shards through Ray
+        from codesearch.runtime.shard_copy import ShardSource
+
+        os.makedirs(index_dir, exist_ok=True)
+        source = ray.remote(ShardSource).options(name=n["shard_source"], namespace=NAMESPACE, num_cpus=0,
+                                                 max_restarts=-1, **opts).remote(index_dir)
+        ray.get(source.ping.remote())
+        workers.append(source)
+        fetch = {"copy_to": spec.searcher_data_dir, "source": n["shard_source"]}
     searcher_opts = {"num_cpus": spec.searcher_cpus}
     if spec.searcher_resources:
         searcher_opts["resources"] = {k: float(v) for k, v in spec.searcher_resources.items()}
-    pool = SearcherPool.create(os.path.join(spec.data_dir, "index"), spec.searchers, copies=spec.searcher_copies,
-                               name_prefix=n["searchers"], keep_empty=True, actor_options=searcher_opts)
+    pool = SearcherPool.create(index_dir, spec.searchers, copies=spec.searcher_copies,
+                               name_prefix=n["searchers"], keep_empty=True, actor_options=searcher_opts, **fetch)
     ray.get(scheduler.set_searchers.remote(n["searchers"], len(pool.actors)))
     publish_deployment(n["searchers"], data_dir=os.path.abspath(spec.data_dir), searchers=len(pool.actors))
     record = {"prefix": spec.prefix, "namespace": NAMESPACE, "scheduler": n["scheduler"], "workers": worker_names,
