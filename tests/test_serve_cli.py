@@ -435,3 +435,39 @@ def test_cluster_addresses_that_cannot_be_joined_are_named():
         assert launcher.cluster_unreachable(f"127.0.0.1:{listener.getsockname()[1]}") is None
     finally:
         listener.close()
+
+
+def test_joined_to_a_cluster_it_refuses_what_would_collide(serve_url, tmp_path):
+    """Joined to a cluster (``RAY_ADDRESS``), `codesearch serve` refuses at once, with exit code 2
+    and a message saying what to do, a cluster whose Serve listens on another port (Serve has one
+    HTTP address per cluster: ``--port`` would be ignored), and one that already runs an
+    application named ``codesearch``; the cluster's applications are left as they were."""
+    import ray
+    from ray import serve
+
+    address = ray.get_runtime_context().gcs_address
+    cluster_port = int(serve_url.rsplit(":", 1)[1])
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "DATA_DIR": str(tmp_path), "RAY_ADDRESS": address}
+
+    def serve_cli(port: int) -> tuple[int, str]:
+        out = subprocess.run([sys.executable, "-m", "codesearch.cli", "serve", "--port", str(port), "--no-dashboard"],
+                             capture_output=True, text=True, env=env, timeout=120)
+        return out.returncode, out.stdout + out.stderr
+
+    before = set(serve.status().applications)
+    code, text = serve_cli(free_port())
+    assert code == 2 and f"listens on port {cluster_port}" in text and f"--port {cluster_port}" in text, text
+    assert "Traceback" not in text and set(serve.status().applications) == before
+
+    @serve.deployment(ray_actor_options={"num_cpus": 0})
+    class Squatter:
+        async def __call__(self, request) -> str:
+            return "not codesearch"
+
+    serve.run(Squatter.bind(), name="codesearch", route_prefix="/squatter")
+    try:
+        code, text = serve_cli(cluster_port)
+        assert code == 2 and "already runs a Serve application named 'codesearch'" in text, text
+        assert httpx.get(f"{serve_url}/squatter", timeout=30).text == "not codesearch"
+    finally:
+        serve.delete("codesearch")
