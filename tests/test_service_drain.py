@@ -187,15 +187,15 @@ def test_a_drain_is_bounded(app, stop):
 
 
 @pytest.mark.parametrize("flag", [
-    json.dumps({"until": time.time() - 1}),   # a drainer that died long ago
-    "not json",                               # not ours
-    json.dumps({"since": 1}),                 # no expiry
+    {"until": time.time() - 1},   # a drainer that died long ago
+    "not a flag",                 # not ours
+    {"since": 1},                 # no expiry
 ])
 def test_a_flag_that_is_not_a_live_drain_is_ignored(app, flag):
-    from ray.experimental import internal_kv
+    from codesearch.runtime import registry
 
     name, url = app
-    internal_kv._internal_kv_put(drain.flag_key(name), flag.encode(), overwrite=True)
+    registry._call("put", f"drain:{name}", flag, create=True)  # what a drainer would have written, or worse
     try:
         time.sleep(5 * drain.POLL_S)
         assert _call(url, "GET", "/api/health", None).status_code == 200

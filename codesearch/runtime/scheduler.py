@@ -260,8 +260,8 @@ class SchedulerActor(Scheduler):
 
     Supervised by Ray (`max_restarts=-1` in `start_scheduler`): when the actor dies, Ray runs
     `__init__` again with the same arguments; a reconstructed incarnation starts ticking by itself
-    and takes back its searchers from Ray's KV (where `set_searchers` wrote them, keyed by the
-    actor id, which survives restarts). Start-up cleanup is not run again: the workers are alive
+    and takes back its searchers from the `registry` (where `set_searchers` wrote them, keyed by
+    the actor id, which survives restarts). Start-up cleanup is not run again: the workers are alive
     and their jobs are theirs; stale ones are requeued by the tick as usual.
     """
 
@@ -276,15 +276,14 @@ class SchedulerActor(Scheduler):
         self._stop = threading.Event()
         self._thread = None
         ctx = ray.get_runtime_context()
-        self._kv_key = f"codesearch:scheduler-searchers:{ctx.get_actor_id()}".encode()
+        self._actor_id = ctx.get_actor_id()
         self.reconstructed = bool(ctx.was_current_actor_reconstructed)
         if self.reconstructed:
-            from ray.experimental import internal_kv
+            from codesearch.runtime import registry
 
-            saved = internal_kv._internal_kv_get(self._kv_key)
+            saved = registry.get_scheduler_searchers(self._actor_id)
             if saved:
-                prefix, count = saved.decode().rsplit(":", 1)
-                self._attach(prefix, int(count))
+                self._attach(*saved)
             log.warning("scheduler restarted after a crash; resuming")
             self.start()
 
@@ -299,10 +298,10 @@ class SchedulerActor(Scheduler):
         self._shards = None  # refresh at the next tick
 
     def set_searchers(self, prefix: str, count: int) -> None:
-        from ray.experimental import internal_kv
+        from codesearch.runtime import registry
 
         self._attach(prefix, count)
-        internal_kv._internal_kv_put(self._kv_key, f"{prefix}:{count}".encode(), overwrite=True)
+        registry.put_scheduler_searchers(self._actor_id, prefix, count)
 
     def start(self) -> None:
         if self._thread is None:
@@ -318,12 +317,15 @@ class SchedulerActor(Scheduler):
             self._stop.wait(self.poll_interval_s())
 
     def shutdown(self) -> None:
-        from ray.experimental import internal_kv
+        from codesearch.runtime import registry
 
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
-        internal_kv._internal_kv_del(self._kv_key)
+        try:
+            registry.forget_scheduler(self._actor_id)
+        except Exception as e:  # noqa: BLE001 - the registry went first (its owner is stopping)
+            log.debug("scheduler record not removed: %s", e)
         self.close()
 
     def status(self) -> dict:

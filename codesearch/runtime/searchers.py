@@ -15,7 +15,7 @@ Partitions and copies. A pool is ``copies × partitions`` actors: actor ``i`` ho
 exhaustive query; an index bigger than one node's memory); copies divide the requests (each
 search goes to one copy, round robin), which is what raises the throughput of cheap, capped
 queries, and a copy stands in for a twin that died (`search` retries that partition once on
-another copy). The layout is recorded in Ray's KV under the pool's name so `attach` finds it.
+another copy). The layout is recorded in the `registry` under the pool's name so `attach` finds it.
 
 Observability: a searcher records its query time, candidates, verified bytes and shards
 (`codesearch.runtime.metrics`); the pool sends each search the id of the HTTP request it serves
@@ -36,7 +36,7 @@ import weakref
 from codesearch.errors import CodesearchError, IndexFormatError
 from codesearch.index.manifest import current_index
 from codesearch.index.shard import Shard
-from codesearch.runtime import NAMESPACE, metrics, request_ids
+from codesearch.runtime import NAMESPACE, metrics, registry, request_ids
 from codesearch.search.engine import PartialResult, make_plan, merge_partials, partial_result, search_shards
 from codesearch.search.evaluate import searches_identifiers
 from codesearch.search.options import FLUSH_MAX_SIZE, FLUSH_TIMER, SearchOptions, Stats
@@ -226,21 +226,16 @@ def _cancel_check():
 
 
 def publish_version(key: str, version: int) -> None:
-    """Make `version` the shard-list version every search of the pool `key` uses (Ray's
-    cluster-wide KV store, so every Serve replica sees it)."""
-    from ray.experimental import internal_kv
-
-    internal_kv._internal_kv_put(f"codesearch:index-version:{key}".encode(), str(version).encode(), overwrite=True)
+    """Make `version` the shard-list version every search of the pool `key` uses (in the
+    cluster-wide `registry`, so every Serve replica sees it)."""
+    registry.put_index_version(key, version)
 
 
 def published_version(key: str | None) -> int | None:
     """The version searches of pool `key` use now, or None before its first refresh."""
     if not key:
         return None
-    from ray.experimental import internal_kv
-
-    value = internal_kv._internal_kv_get(f"codesearch:index-version:{key}".encode())
-    return int(value) if value else None
+    return registry.get_index_version(key)
 
 
 #: Seconds between two reads of a pool's published index version by the process searching
@@ -320,77 +315,50 @@ def _watch_version(ref, poll_s: float, stop: threading.Event) -> None:
         del watch
 
 
-def _lists_key(key: str) -> bytes:
-    return f"codesearch:shard-lists:{key}".encode()
-
-
 def publish_shard_lists(key: str, version: int, partitions: list[list[str]]) -> None:
     """Record the shard files of every partition for `version` of pool `key` (the newest
     `ShardSearcher.KEEP_VERSIONS` are kept), before any searcher is told: a searcher that Ray
     restarts loads its lists from here, and the pool counts the shards of a searcher that does
     not answer."""
-    from ray.experimental import internal_kv
-
     lists = published_shard_lists(key)
     lists[version] = partitions
     keep = sorted(lists)[-ShardSearcher.KEEP_VERSIONS:]
-    internal_kv._internal_kv_put(_lists_key(key), json.dumps({str(v): lists[v] for v in keep}).encode(), overwrite=True)
+    registry.put_shard_lists(key, {v: lists[v] for v in keep})
 
 
 def published_shard_lists(key: str) -> dict[int, list[list[str]]]:
     """What `publish_shard_lists` recorded for pool `key`: version → shard files per partition."""
-    from ray.experimental import internal_kv
-
-    value = internal_kv._internal_kv_get(_lists_key(key))
-    return {int(v): parts for v, parts in json.loads(value).items()} if value else {}
-
-
-def _layout_key(prefix: str) -> bytes:
-    return f"codesearch:searcher-layout:{prefix}".encode()
+    return registry.get_shard_lists(key)
 
 
 def publish_layout(prefix: str, *, partitions: int, copies: int) -> None:
     """Record how the named searchers of `prefix` are laid out (see the module docstring)."""
-    from ray.experimental import internal_kv
-
-    internal_kv._internal_kv_put(_layout_key(prefix), json.dumps({"partitions": partitions, "copies": copies}).encode(),
-                                 overwrite=True)
+    registry.put_layout(prefix, registry.Layout(partitions, copies))
 
 
 def published_copies(prefix: str, count: int) -> int:
     """How many copies the `count` named searchers of `prefix` form (1 unless recorded so)."""
-    from ray.experimental import internal_kv
-
-    value = internal_kv._internal_kv_get(_layout_key(prefix))
-    copies = int(json.loads(value).get("copies", 1)) if value else 1
+    layout = registry.get_layout(prefix)
+    copies = layout.copies if layout else 1
     return copies if copies >= 1 and count % copies == 0 else 1
 
 
 def publish_deployment(key: str, *, data_dir: str, searchers: int) -> None:
     """Record where the service of searcher pool `key` keeps its data and how many searchers it
-    has, in Ray's KV, so a notebook attached to the cluster finds them (`codesearch.Client.ray`)."""
-    from ray.experimental import internal_kv
-
-    internal_kv._internal_kv_put(f"codesearch:deployment:{key}".encode(),
-                                 json.dumps({"data_dir": data_dir, "searchers": searchers}).encode(), overwrite=True)
+    has, in the `registry`, so a notebook attached to the cluster finds them (`codesearch.Client.ray`)."""
+    registry.put_deployment(key, registry.Deployment(data_dir, searchers))
 
 
 def published_deployment(key: str) -> dict | None:
     """What `publish_deployment` recorded for `key` (``{"data_dir", "searchers"}``), or None."""
-    from ray.experimental import internal_kv
-
-    value = internal_kv._internal_kv_get(f"codesearch:deployment:{key}".encode())
-    return json.loads(value) if value else None
+    record = registry.get_deployment(key)
+    return {"data_dir": record.data_dir, "searchers": record.searchers} if record else None
 
 
 def forget_pool(key: str) -> None:
     """Remove what the named pool `key` published (its deployment, layout, index version and
     shard lists): it is gone, and a notebook must not find it any more."""
-    from ray.experimental import internal_kv
-
-    for k in (f"codesearch:deployment:{key}".encode(), _layout_key(key), f"codesearch:index-version:{key}".encode(),
-              _lists_key(key)):
-        internal_kv._internal_kv_del(k)
+    registry.forget_pool(key)
 
 
 def balance(specs: list, n: int) -> list[list]:

@@ -138,9 +138,12 @@ def start_runtime_actors(spec: ServiceSpec, options=None) -> dict:
     from codesearch.runtime.searchers import SearcherPool, publish_deployment
     from codesearch.runtime.workers import RuntimeOptions, start_workers, worker_counts
 
+    from codesearch.runtime import registry
+
     options = options or RuntimeOptions()
     settings = load_config(spec.config_path).settings
     n = spec.names()
+    registry.ensure()  # first, owned by this process: it goes with the application
     opts = {}
     if spec.runtime_resources:
         opts["resources"] = {k: float(v) for k, v in spec.runtime_resources.items()}

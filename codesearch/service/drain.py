@@ -7,7 +7,8 @@ proxies and lets the replicas finish (their ``graceful_shutdown_*`` options), bu
 application's route at once, so a request that arrives meanwhile gets the proxy's plain-text 404,
 not an answer a client can act on. Neither knows which requests our application has taken.
 
-So the application does it itself, in two halves that meet in Ray's internal KV store:
+So the application does it itself, in two halves that meet in the cluster's registry
+(`codesearch.runtime.registry`):
 
 * **the gate** (`DrainGate`, the outermost ASGI layer of every replica, see `deployment.py`)
   counts the HTTP requests it let in and, every `POLL_S` seconds, reads the application's drain
@@ -45,6 +46,8 @@ import threading
 import time
 from dataclasses import dataclass
 
+from codesearch.runtime import registry
+
 log = logging.getLogger(__name__)
 
 #: Seconds between two reads of the drain flag in a replica (and between two checks of the drainer).
@@ -58,25 +61,11 @@ REFUSAL_MESSAGE = ("codesearch is shutting down and did not start this request; 
                    "retry in a few seconds (another instance may answer)")
 
 
-def flag_key(app_name: str) -> str:
-    return f"codesearch:drain:{app_name}"
-
-
-def _report_prefix(app_name: str) -> str:
-    return f"codesearch:drain:{app_name}:replica:"
-
-
-def _kv():
-    from ray.experimental import internal_kv
-
-    return internal_kv
-
-
-def _flag_is_up(raw: bytes | None, now: float) -> bool:
-    if not raw:
+def _flag_is_up(flag: dict | None, now: float) -> bool:
+    if not flag:
         return False
     try:
-        return float(json.loads(raw)["until"]) > now
+        return float(flag["until"]) > now
     except (ValueError, KeyError, TypeError):
         return False
 
@@ -127,17 +116,15 @@ class DrainGate:
             self._watcher.start()
 
     def _watch(self) -> None:
-        kv = _kv()
-        key, report = flag_key(self.app_name), _report_prefix(self.app_name) + self._replica
         while True:
             try:
-                draining = _flag_is_up(kv._internal_kv_get(key), time.time())
+                draining = _flag_is_up(registry.get_drain_flag(self.app_name), time.time())
                 if draining != self.draining:
                     log.info("%s: %s", self.app_name, "draining: new requests are refused" if draining else "serving again")
                 self.draining = draining
                 if draining:
-                    kv._internal_kv_put(report, json.dumps({"inFlight": self.in_flight}).encode(), overwrite=True)
-            except Exception as e:  # noqa: BLE001 - the KV store is briefly unreachable: keep the last state
+                    registry.put_drain_report(self.app_name, self._replica, self.in_flight)
+            except Exception as e:  # noqa: BLE001 - the registry is briefly unreachable: keep the last state
                 log.debug("drain flag of %s not read: %s", self.app_name, e)
             time.sleep(self.poll_s)
 
@@ -189,29 +176,21 @@ def running_replicas(app_name: str) -> int:
 
 def reports(app_name: str) -> list[dict]:
     """What the replicas of `app_name` reported since its drain began (``{"inFlight": n}`` each)."""
-    kv = _kv()
-    found = []
-    for key in kv._internal_kv_list(_report_prefix(app_name)):
-        raw = kv._internal_kv_get(key)
-        if raw:  # deleted since it was listed: nothing to count
-            found.append(json.loads(raw))
-    return found
+    return registry.drain_reports(app_name)
 
 
 def flag_is_up(app_name: str) -> bool:
     """Whether the replicas of `app_name` refuse new requests (or will, within `POLL_S`)."""
-    return _flag_is_up(_kv()._internal_kv_get(flag_key(app_name)), time.time())
+    return _flag_is_up(registry.get_drain_flag(app_name), time.time())
 
 
 def drain(app_name: str, timeout_s: float, *, abort: threading.Event | None = None) -> DrainResult:
     """Raise the drain flag of `app_name` and wait until its running replicas have no request
     left, at most `timeout_s` seconds (or until `abort` is set). The flag stays up: remove the
     application next, then `clear` the flag. Needs a Ray connection."""
-    kv = _kv()
     started = time.monotonic()
-    kv._internal_kv_del(_report_prefix(app_name).encode(), del_by_prefix=True)  # reports of an earlier drain
-    until = time.time() + timeout_s + FLAG_GRACE_S
-    kv._internal_kv_put(flag_key(app_name), json.dumps({"until": until}).encode(), overwrite=True)
+    registry.clear_drain_reports(app_name)  # reports of an earlier drain
+    registry.put_drain_flag(app_name, time.time() + timeout_s + FLAG_GRACE_S)
     while True:
         expected = running_replicas(app_name)
         heard = reports(app_name)
@@ -227,6 +206,4 @@ def drain(app_name: str, timeout_s: float, *, abort: threading.Event | None = No
 def clear(app_name: str) -> None:
     """Lower the drain flag of `app_name` and drop its replicas' reports (its replicas, if any
     are left, serve again)."""
-    kv = _kv()
-    kv._internal_kv_del(flag_key(app_name).encode())
-    kv._internal_kv_del(_report_prefix(app_name).encode(), del_by_prefix=True)
+    registry.clear_drain(app_name)
