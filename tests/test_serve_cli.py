@@ -471,3 +471,20 @@ def test_joined_to_a_cluster_it_refuses_what_would_collide(serve_url, tmp_path):
         assert httpx.get(f"{serve_url}/squatter", timeout=30).text == "not codesearch"
     finally:
         serve.delete("codesearch")
+
+
+def test_a_runtime_that_cannot_start_is_a_clear_error_not_a_traceback(tmp_path):
+    """The runtime replica fails in its constructor (here: the data directory's ``index`` is a
+    file): `codesearch serve` says which deployment failed and why, in one line, and exits 1."""
+    data = tmp_path / ".codesearch"
+    data.mkdir(mode=0o700)
+    (data / "index").write_text("not a directory")
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "DATA_DIR": str(tmp_path)}
+    env.pop("RAY_ADDRESS", None)
+    out = subprocess.run([sys.executable, "-m", "codesearch.cli", "serve", "--port", str(free_port()), "--no-dashboard"],
+                         capture_output=True, text=True, env=env, timeout=300, start_new_session=True)
+    text = out.stdout + out.stderr
+    assert out.returncode == 1, text[-3000:]
+    line = next(line for line in text.splitlines() if line.startswith("cannot serve:"))
+    assert "codesearch-runtime" in line and "FileExistsError" in line and str(data / "index") in line, line
+    assert "Traceback" not in text

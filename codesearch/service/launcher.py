@@ -249,6 +249,64 @@ def port_in_use(host: str, port: int) -> str | None:
     return None
 
 
+#: Times `start_serve` tries to bring Serve up (its proxy may die while a busy machine starts it).
+SERVE_START_ATTEMPTS = 3
+
+
+def reason(e: BaseException) -> str:
+    """The line of a Ray or Serve error that says what went wrong (their messages carry the
+    remote traceback; the last non-empty line is the error itself)."""
+    lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+    return f"{type(e).__name__}: {lines[-1] if lines else ''}".rstrip(": ")
+
+
+def deployment_failure(app_name: str) -> str | None:
+    """What Serve says of the deployments of `app_name` that failed (a replica constructor's
+    error: its last line), or None."""
+    from ray import serve
+
+    try:
+        app = serve.status().applications.get(app_name)
+    except Exception:  # noqa: BLE001 - Serve is gone too
+        return None
+    found = []
+    for name, d in (app.deployments.items() if app else ()):
+        lines = [line.strip() for line in (d.message or "").splitlines() if line.strip()]
+        if lines and getattr(d.status, "value", d.status) != "HEALTHY":
+            found.append(f"{name}: {lines[-1]}")
+    return "; ".join(found) or None
+
+
+def ray_logs_dir() -> str:
+    """Where this machine's Ray instance writes its logs (Serve's under ``serve/``)."""
+    return os.path.join(os.environ.get("RAY_TMPDIR") or "/tmp", "ray", "session_latest", "logs")
+
+
+def start_serve(host: str, port: int, logging_config, *, attempts: int = SERVE_START_ATTEMPTS, say=_say) -> str | None:
+    """Start Serve's controller and proxy on `host`:`port`, trying again when they die while
+    coming up (on a busy machine the proxy may not be ready in time and is killed); why it
+    failed after `attempts`, or None."""
+    import time
+
+    from ray import serve
+
+    for attempt in range(1, attempts + 1):
+        try:
+            serve.start(http_options={"host": host, "port": port}, logging_config=logging_config)
+            return None
+        except Exception as e:  # noqa: BLE001 - ActorDiedError of the proxy or controller, a timeout
+            why = reason(e)
+            if attempt == attempts:
+                return f"Serve did not start after {attempts} attempts ({why})"
+            say(f"serve: not ready ({why}); trying again")
+            try:
+                serve.shutdown()
+            except Exception:  # noqa: BLE001 - nothing to stop
+                pass
+            time.sleep(2.0 * attempt)
+    return None
+
+
 def serve_conflict(host: str, port: int, app_name: str) -> str | None:
     """Why `codesearch serve` cannot deploy on the cluster it joined, or None: the cluster
     already runs an application named `app_name`, or its Serve listens on another address
@@ -355,8 +413,15 @@ def run(config_path: str | None, *, port: int = 3000, host: str = "127.0.0.1", d
         drain.clear(APP_NAME)  # a flag left by a drain that died would refuse every request
         deploying = True
         _say("starting the runtime and the HTTP API")
-        serve.start(http_options={"host": host, "port": port}, logging_config=serve_settings.logging_config())
-        serve.run(application(spec), name=APP_NAME, route_prefix="/")
+        failed = start_serve(host, port, serve_settings.logging_config())
+        if failed is None:
+            try:
+                serve.run(application(spec), name=APP_NAME, route_prefix="/")
+            except Exception as e:  # noqa: BLE001 - a replica that cannot start: say why, no traceback
+                failed = f"the application did not start: {deployment_failure(APP_NAME) or reason(e)}"
+        if failed:
+            _say(f"cannot serve: {failed} (Ray's logs: {ray_logs_dir()})")
+            return 1
         deployed = True
         _say(f"codesearch is serving at http://{host}:{port} (Ctrl-C to stop)")
         store = Store.open(data_dir)
