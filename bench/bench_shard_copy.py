@@ -88,7 +88,8 @@ def main() -> int:
                         f.write(os.urandom(1 << 20))
                 files.append(path)
         ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False)
-        ray.remote(ShardSource).options(name="bench-shard-source", namespace=NAMESPACE, num_cpus=0).remote(src_dir)
+        source = ray.remote(ShardSource).options(name="bench-shard-source", namespace=NAMESPACE, num_cpus=0).remote(src_dir)
+        ray.get(source.ping.remote())  # kept alive by this handle
         copier = ray.remote(Copier).options(num_cpus=0).remote(os.path.join(work, "far"), "bench-shard-source")
         rows = []
         for path in files:
