@@ -1,9 +1,12 @@
 """Who may see which repository: the one place repo visibility is decided (SPEC §7).
 
-Every repo access goes through `visible_repos(identity)` / `can_see(identity, repo)` (search
-results through `filter_search_response`): the HTTP routes, the MCP tools (`codesearch.tools`)
-and the web pages alike. Today every caller sees every repo; the permission-syncing work changes
-these functions and nothing else.
+Every repo access goes through `visible_repos(identity)` / `can_see(identity, repo)`: the HTTP
+routes, the MCP tools (`codesearch.tools`) and the web pages alike. Searches carry
+`visible_repos(identity)` to the searchers (`SearchOptions.visible_repos`), which search as if
+the other repositories were not indexed (`codesearch.search.visibility`: no cap fills with hidden
+files, no stat counts them); `filter_search_response` checks the answer once more on its way out.
+Today every caller sees every repo; the permission-syncing work changes these functions and
+nothing else.
 """
 
 from __future__ import annotations

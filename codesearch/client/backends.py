@@ -170,9 +170,10 @@ class LocalBackend(GitDataMixin):
     def explain(self, query: str, options: SearchOptions) -> dict:
         from codesearch.search.engine import make_plan
         from codesearch.search.explain import explain
+        from codesearch.search.visibility import visible_shards
 
         self.searcher.reload()
-        return explain(make_plan(query, options), list(self.searcher.shards))
+        return explain(make_plan(query, options), visible_shards(list(self.searcher.shards), options.visible_repos))
 
     def close(self) -> None:
         self.data.close()

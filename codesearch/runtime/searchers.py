@@ -39,6 +39,7 @@ from codesearch.index.shard import Shard
 from codesearch.runtime import NAMESPACE, metrics, registry, request_ids
 from codesearch.search.engine import PartialResult, make_plan, merge_partials, partial_result, search_shards
 from codesearch.search.evaluate import searches_identifiers
+from codesearch.search.visibility import visible_shards
 from codesearch.search.options import FLUSH_MAX_SIZE, FLUSH_TIMER, SearchOptions, Stats
 
 log = logging.getLogger(__name__)
@@ -145,7 +146,7 @@ class ShardSearcher:
         from codesearch.search.explain import explain
 
         try:
-            out = explain(make_plan(query, options), self._shards_of(version))
+            out = explain(make_plan(query, options), visible_shards(self._shards_of(version), options.visible_repos))
         except Exception as e:
             self._log_failure("explain", query, request_id, e)
             raise

@@ -25,6 +25,7 @@ from codesearch.query.planner import Plan, plan
 from codesearch.search.evaluate import FileMatch, ShardEvaluator, ShardResult, evaluate_shard, searches_identifiers
 from codesearch.search.options import FLUSH_TIMER, SearchOptions, Stats
 from codesearch.search.present import file_result, repository_info, truncate_file_result
+from codesearch.search.visibility import visible_shards
 
 log = logging.getLogger(__name__)
 
@@ -52,8 +53,10 @@ def search_shards(shards: list[Shard], p: Plan, options: SearchOptions, deadline
     first, best definition first across all the shards (`definitions_first`), so the budget is
     spent on them and no cap hides the definition; then the other candidates, shard by shard.
     A shard whose evaluation fails (a corrupt posting list, say) counts as a crash and the
-    other shards still answer.
+    other shards still answer. Repositories outside `options.visible_repos` are not searched
+    at all (`visibility.visible_shards`).
     """
+    shards = visible_shards(shards, options.visible_repos)
     first = definitions_first(shards, p, options, deadline, cancelled) if searches_identifiers(p) else {}
     found = sum(r.total_matches for r, _ in first.values())
     results: list[ShardResult] = []

@@ -258,7 +258,7 @@ class ShardEvaluator:
         """Fold repository predicates into the tree: the root to verify, or None when no
         document of the shard can match. Collects the positive terms and identifiers."""
         s, stats = self.shard, self.stats
-        stats.shardFilesConsidered = s.doc_count
+        stats.shardFilesConsidered = len(s.docs_where("all")) if s.dead else s.doc_count  # live documents only
         live = s.live_repos  # tombstoned repositories are not part of this version of the index
         root = _resolve_repos(self.plan.root, live)
         if isinstance(root, ast.Const) and not root.value or s.doc_count == 0 or not live:

@@ -27,7 +27,8 @@ def explain_shard(shard, plan: Plan) -> dict:
     `filesConsidered` checked, `contentBytesLoaded` bytes verified."""
     t0 = time.perf_counter_ns()
     ev = ShardEvaluator(shard, plan, budget=1, deadline=float("inf"))
-    out = {"shard": os.path.basename(shard.path), "documents": shard.doc_count, "skipped": False, "candidates": 0,
+    live = len(shard.docs_where("all")) if shard.dead else shard.doc_count  # tombstoned or hidden ones do not count
+    out = {"shard": os.path.basename(shard.path), "documents": live, "skipped": False, "candidates": 0,
            "candidateBytes": 0, "exact": True, "trigramLookups": 0, "indexBytesLoaded": 0}
     root = _resolve_repos(plan.root, shard.live_repos)
     if isinstance(root, ast.Const) and not root.value or shard.doc_count == 0 or not shard.live_repos:

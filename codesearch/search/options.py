@@ -23,6 +23,9 @@ class SearchOptions:
     public_url: str = DEFAULT_PUBLIC_URL
     #: Search contexts: name → repository names.
     contexts: dict[str, set[str]] = field(default_factory=dict)
+    #: The repositories (ids) the caller may see, or None for every one: the searchers search
+    #: as if the others were not indexed (`codesearch.search.visibility`).
+    visible_repos: frozenset[int] | None = None
 
     def deadline(self, start: float | None = None) -> float:
         return (start if start is not None else time.monotonic()) + self.timeout_s

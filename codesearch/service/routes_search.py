@@ -50,6 +50,7 @@ from starlette.concurrency import run_in_threadpool
 from codesearch.errors import CodesearchError, InvalidRequestBody
 from codesearch.search.engine import merge_partials
 from codesearch.search.options import FLUSH_TIMER, SearchOptions, Stats
+from codesearch.permissions import visible_repos
 from codesearch.service.auth import Identity, filter_search_response
 from codesearch.service.index_progress import IndexProgress
 
@@ -286,19 +287,20 @@ def router(get_searcher, get_store, *, public_url: str, contexts: dict | None, r
     searcher_now = first_in_thread(get_searcher)
     progress = IndexProgress(get_store)
 
-    def options_for(body: SearchRequest) -> SearchOptions:
+    def options_for(body: SearchRequest, identity: Identity) -> SearchOptions:
         return SearchOptions(matches=min(body.matches, max_matches), context_lines=body.contextLines,
                              whole=body.whole, is_regex=body.isRegexEnabled, case_sensitive=body.isCaseSensitivityEnabled,
-                             public_url=public_url, contexts=_contexts(get_store, contexts, body.query), **budget)
+                             public_url=public_url, contexts=_contexts(get_store, contexts, body.query),
+                             visible_repos=visible_repos(identity), **budget)
 
-    async def options_of(body: SearchRequest) -> SearchOptions:
+    async def options_of(body: SearchRequest, identity: Identity) -> SearchOptions:
         if _names_a_context(body.query):
-            return await run_in_threadpool(options_for, body)
-        return options_for(body)
+            return await run_in_threadpool(options_for, body, identity)
+        return options_for(body, identity)
 
     @r.post("/api/search", response_class=JSONResponse, openapi_extra=_body_schema(SearchRequest))
     async def search(identity: Identity = Depends(require_identity), body: SearchRequest = Depends(search_body)):
-        options = await options_of(body)
+        options = await options_of(body, identity)
         searcher = await searcher_now()
         try:
             if hasattr(searcher, "search_async"):
@@ -318,7 +320,7 @@ def router(get_searcher, get_store, *, public_url: str, contexts: dict | None, r
                              "description": "Server-Sent Events: chunk…, final, [DONE] (or error, [DONE])"}})
     async def stream_search(identity: Identity = Depends(require_identity), body: SearchRequest = Depends(search_body)):
         started = time.perf_counter_ns()
-        options = await options_of(body)
+        options = await options_of(body, identity)
         searcher = await searcher_now()
         fanout = None
         try:  # parse errors and unknown contexts: a JSON error, before the stream
@@ -340,7 +342,8 @@ def router(get_searcher, get_store, *, public_url: str, contexts: dict | None, r
         """The parsed query, its plan (each leaf's trigram query) and, per shard, how many
         documents the posting lists leave as candidates and what that cost (nothing is verified)."""
         options = SearchOptions(is_regex=body.isRegexEnabled, case_sensitive=body.isCaseSensitivityEnabled,
-                                public_url=public_url, contexts=_contexts(get_store, contexts, body.query))
+                                public_url=public_url, contexts=_contexts(get_store, contexts, body.query),
+                                visible_repos=visible_repos(identity))
         try:
             return get_searcher().explain(body.query, options)
         except CodesearchError as e:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from codesearch.errors import CodesearchError, RepositoryNotFound
-from codesearch.permissions import ANONYMOUS, Identity, can_see, filter_search_response
+from codesearch.permissions import ANONYMOUS, Identity, can_see, filter_search_response, visible_repos
 from codesearch.search.options import DEFAULT_PUBLIC_URL, SearchOptions
 
 
@@ -105,7 +105,8 @@ class ToolContext:
     def search(self, query: str, *, regex: bool, case_sensitive: bool, matches: int, context_lines: int = 0) -> dict:
         options = SearchOptions(matches=matches, context_lines=context_lines, is_regex=regex,
                                 case_sensitive=case_sensitive, timeout_s=self.search_timeout_s,
-                                public_url=self.public_url, contexts=self.contexts)
+                                public_url=self.public_url, contexts=self.contexts,
+                                visible_repos=visible_repos(self.identity))
         resp = filter_search_response(self.identity, self.search_fn(query, options))
         if self.allowed_repos is not None:
             resp = {**resp, "files": [f for f in resp.get("files", []) if f.get("repository") in self.allowed_repos]}
