@@ -301,6 +301,7 @@ def cmd_users(args) -> int:
         if args.action == "create":
             user = store.create_user(args.email, args.name or "",
                                      password_hash=hash_password(password) if password else None)
+            _audit(store, "user.create", user.email, role=user.role)
             print(f"created user {user.email} ({user.role}), id {user.id}")
             if not password:
                 print(f"to sign in to the web UI, set a password: codesearch users set-password {user.email}",
@@ -316,11 +317,17 @@ def cmd_users(args) -> int:
     return 0
 
 
+def _audit(store, action: str, target: str, **details) -> None:
+    """The operator's account changes, in the audit log (actor ``cli``; never the key or password)."""
+    store.add_audit_events([{"actor": "cli", "action": action, "target": target, "details": details}])
+
+
 def cmd_keys(args) -> int:
     with _store(args) as store:
         user = _user(store, args.user)
         if args.action == "create":
             key_id, secret = store.create_api_key(user.id, args.name)
+            _audit(store, "apikey.create", str(key_id), user=user.email, name=args.name)
             print(f"API key {key_id} for {user.email} (shown once, keep it safe):", file=sys.stderr)
             print(secret)
         elif args.action == "list":
@@ -332,6 +339,7 @@ def cmd_keys(args) -> int:
             if not store.revoke_api_key(user.id, args.key_id):
                 print(f"codesearch: {user.email} has no active key {args.key_id}", file=sys.stderr)
                 return 1
+            _audit(store, "apikey.revoke", str(args.key_id), user=user.email)
             print(f"revoked key {args.key_id}")
     return 0
 

@@ -154,8 +154,24 @@ def configure_logging(environ: Mapping[str, str] | None = None) -> int:
     return level
 
 
+AUDIT_RETENTION_ENV = "AUDIT_RETENTION_DAYS"
+DEFAULT_AUDIT_RETENTION_DAYS = 90
+
+
+def audit_retention_days(environ: Mapping[str, str] | None = None) -> int:
+    """``AUDIT_RETENTION_DAYS``: how long the audit log keeps events, a whole number of days, 0 or
+    more (0: forever; default 90)."""
+    raw = ((os.environ if environ is None else environ).get(AUDIT_RETENTION_ENV) or "").strip()
+    if not raw:
+        return DEFAULT_AUDIT_RETENTION_DAYS
+    if not raw.isdigit():
+        raise InvalidEnvironmentVariable(AUDIT_RETENTION_ENV, raw, "expected a whole number of days, 0 or more (0: keep forever)")
+    return int(raw)
+
+
 def check(environ: Mapping[str, str] | None = None) -> None:
     """Raise `InvalidEnvironmentVariable` for the first variable of this module with a bad value
     (what `codesearch serve` calls before starting anything)."""
     log_level(environ)
     session_max_age_seconds(environ)
+    audit_retention_days(environ)

@@ -672,3 +672,19 @@ def test_mcp_inspector_cli_lists_and_calls_tools(world):
     with pytest.raises(InspectorError) as bad:
         run_inspector(world["url"], headers={"Authorization": "Bearer wrong"}, method="tools/list")
     assert bad.value.returncode == 3  # the CLI's "auth required"
+
+
+def test_tool_calls_are_in_the_audit_log(world):
+    """Every tool call is recorded with its caller and arguments (`codesearch.service.audit`)."""
+    import time as _time
+
+    marker = "audit_marker_5c2e"
+    ok(world, "grep", pattern=marker)
+    deadline = _time.monotonic() + 20
+    while True:
+        events, _ = world["store"].list_audit_events(action="mcp.tool", per_page=500)
+        mine = [e for e in events if e.target == "grep" and e.details.get("pattern") == marker]
+        if mine or _time.monotonic() > deadline:
+            break
+        _time.sleep(0.2)
+    assert len(mine) == 1 and mine[0].actor != "anonymous" and mine[0].actor_user_id is not None, mine

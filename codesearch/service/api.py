@@ -22,6 +22,7 @@ the same authentication.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from typing import Callable, Mapping
 
@@ -30,7 +31,7 @@ from fastapi import APIRouter, Depends, FastAPI
 from codesearch import environment
 from codesearch.runtime import request_ids
 from codesearch.search.options import DEFAULT_PUBLIC_URL
-from codesearch.service import auth, errors, mcp, routes_chat, routes_git, routes_repos, routes_search, routes_source, webhooks
+from codesearch.service import audit, auth, errors, mcp, routes_chat, routes_git, routes_repos, routes_search, routes_source, webhooks
 from codesearch.service.limits import RequestLimits
 from codesearch.service.observability import ObserveRequests
 from codesearch.service.routes_search import SearchRequest  # noqa: F401  (the request model, re-exported)
@@ -98,6 +99,7 @@ def build_app(get_searcher, *, public_url: str = DEFAULT_PUBLIC_URL, contexts: d
     app.add_middleware(RequestLimits, authenticator=authenticator, **(limits or {}))
     app.state.require_identity = require_identity
     app.state.get_store = get_store
+    app.state.audit = audit.AuditLog(get_store, audit.retention_days(os.environ if environ is None else environ))
     app.state.anonymous_access = anonymous_access
 
     # Answered on the event loop, never behind the thread pool that sync routes share.
@@ -115,6 +117,7 @@ def build_app(get_searcher, *, public_url: str = DEFAULT_PUBLIC_URL, contexts: d
                                                   max_matches=max_matches or routes_search.max_match_count(environ),
                                                   search_timeout_s=search_timeout_s))
     protected.include_router(routes_repos.router(get_store, public_url=public_url, require_identity=require_identity))
+    protected.include_router(audit.router(get_store, require_identity))
     protected.include_router(routes_source.router(get_store, data_dir=data_dir, public_url=public_url,
                                                   require_identity=require_identity))
     app.include_router(protected)

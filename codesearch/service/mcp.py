@@ -90,13 +90,16 @@ def _progress_reporter(ctx: Context):
     return report
 
 
-def _handler(spec: ToolSpec, authenticator: Authenticator, make_context: Callable[[Identity], ToolContext]):
+def _handler(spec: ToolSpec, authenticator: Authenticator, make_context: Callable[[Identity], ToolContext],
+             audit_log=None):
     """An async function with the tool's parameters (plus the SDK's `Context`) that runs the tool
     on a worker thread (tools block on git, the database and the searchers)."""
 
     async def handler(ctx: Context, **kwargs):
         try:
             identity = _identity(ctx, authenticator)
+            if audit_log is not None:
+                audit_log.record(identity, "mcp.tool", spec.name, **kwargs)
             tc = make_context(identity)
             tc.progress = _progress_reporter(ctx)
             return await anyio.to_thread.run_sync(functools.partial(spec.call, tc, **kwargs))
@@ -119,10 +122,10 @@ def _handler(spec: ToolSpec, authenticator: Authenticator, make_context: Callabl
 
 
 def build_server(authenticator: Authenticator, make_context: Callable[[Identity], ToolContext],
-                 has_models: Callable[[], bool], *, version: str = "") -> CodesearchMCP:
+                 has_models: Callable[[], bool], *, version: str = "", audit_log=None) -> CodesearchMCP:
     server = CodesearchMCP("codesearch", version=version, instructions=INSTRUCTIONS, has_models=has_models)
     for spec in TOOLS:
-        server.add_tool(_handler(spec, authenticator, make_context), name=spec.name, title=spec.title,
+        server.add_tool(_handler(spec, authenticator, make_context, audit_log), name=spec.name, title=spec.title,
                         description=spec.description, structured_output=False,
                         annotations=ToolAnnotations(title=spec.title, read_only_hint=spec.read_only,
                                                     destructive_hint=False, idempotent_hint=spec.read_only,
@@ -155,7 +158,8 @@ class AuthenticatedEndpoint:
 def install(app, authenticator: Authenticator, make_context: Callable[[Identity], ToolContext],
             has_models: Callable[[], bool], *, version: str = "") -> CodesearchMCP:
     """Add ``/api/mcp`` to the FastAPI `app` and run the SDK's session manager in its lifespan."""
-    server = build_server(authenticator, make_context, has_models, version=version)
+    server = build_server(authenticator, make_context, has_models, version=version,
+                          audit_log=getattr(app.state, "audit", None))
     sdk_app = server.streamable_http_app(
         streamable_http_path=MCP_PATH, stateless_http=True, json_response=False,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))

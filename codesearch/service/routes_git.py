@@ -18,11 +18,12 @@ Repos go through the tools' `ToolContext` (the caller's visibility); errors are 
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, Request
 from starlette.concurrency import run_in_threadpool
 
 from codesearch.git import read as gitread
 from codesearch.permissions import Identity
+from codesearch.service import audit
 from codesearch.tools.repos import MAX_PAGE
 
 
@@ -30,10 +31,12 @@ def router(make_context, *, require_identity) -> APIRouter:
     r = APIRouter()
 
     @r.get("/api/tree")
-    async def tree(repo: str = Query(..., min_length=1, max_length=1000), path: str = Query("", max_length=4096),
+    async def tree(request: Request, repo: str = Query(..., min_length=1, max_length=1000), path: str = Query("", max_length=4096),
                    ref: str | None = Query(None, max_length=1024), depth: int = Query(1, ge=1, le=10),
                    maxEntries: int = Query(1000, ge=1, le=10000), includeFiles: bool = True,  # noqa: N803
                    includeDirectories: bool = True, identity: Identity = Depends(require_identity)) -> dict:  # noqa: N803
+        audit.record(request, identity, "tree.read", f"{repo}:{path}", ref=ref)
+
         def run():
             tc = make_context(identity)
             row = tc.repo(repo)
@@ -48,11 +51,13 @@ def router(make_context, *, require_identity) -> APIRouter:
         return await run_in_threadpool(run)
 
     @r.get("/api/commits")
-    async def commits(repo: str = Query(..., min_length=1, max_length=1000), ref: str | None = Query(None, max_length=1024),
+    async def commits(request: Request, repo: str = Query(..., min_length=1, max_length=1000), ref: str | None = Query(None, max_length=1024),
                       query: str | None = Query(None, max_length=1000), since: str | None = Query(None, max_length=100),
                       until: str | None = Query(None, max_length=100), author: str | None = Query(None, max_length=500),
                       page: int = Query(1, ge=1, le=MAX_PAGE), perPage: int = Query(50, ge=1, le=100),  # noqa: N803
                       identity: Identity = Depends(require_identity)) -> dict:
+        audit.record(request, identity, "commits.read", repo, ref=ref, query=query)
+
         def run():
             tc = make_context(identity)
             row = tc.repo(repo)

@@ -51,6 +51,7 @@ from codesearch.errors import CodesearchError, InvalidRequestBody
 from codesearch.search.engine import merge_partials
 from codesearch.search.options import FLUSH_TIMER, SearchOptions, Stats
 from codesearch.permissions import visible_repos
+from codesearch.service import audit
 from codesearch.service.auth import Identity, filter_search_response
 from codesearch.service.index_progress import IndexProgress
 
@@ -299,7 +300,10 @@ def router(get_searcher, get_store, *, public_url: str, contexts: dict | None, r
         return options_for(body, identity)
 
     @r.post("/api/search", response_class=JSONResponse, openapi_extra=_body_schema(SearchRequest))
-    async def search(identity: Identity = Depends(require_identity), body: SearchRequest = Depends(search_body)):
+    async def search(request: Request, identity: Identity = Depends(require_identity),
+                     body: SearchRequest = Depends(search_body)):
+        audit.record(request, identity, "search", body.query, regex=body.isRegexEnabled,
+                     caseSensitive=body.isCaseSensitivityEnabled)
         options = await options_of(body, identity)
         searcher = await searcher_now()
         try:
@@ -318,7 +322,10 @@ def router(get_searcher, get_store, *, public_url: str, contexts: dict | None, r
     @r.post("/api/stream_search", response_class=StreamingResponse, openapi_extra=_body_schema(SearchRequest),
             responses={200: {"content": {"text/event-stream": {}},
                              "description": "Server-Sent Events: chunk…, final, [DONE] (or error, [DONE])"}})
-    async def stream_search(identity: Identity = Depends(require_identity), body: SearchRequest = Depends(search_body)):
+    async def stream_search(request: Request, identity: Identity = Depends(require_identity),
+                            body: SearchRequest = Depends(search_body)):
+        audit.record(request, identity, "search", body.query, regex=body.isRegexEnabled,
+                     caseSensitive=body.isCaseSensitivityEnabled, stream=True)
         started = time.perf_counter_ns()
         options = await options_of(body, identity)
         searcher = await searcher_now()

@@ -27,7 +27,7 @@ from __future__ import annotations
 import os
 import threading
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, Request
 
 from codesearch.errors import FileNotFound, InvalidGitRef, RepositoryNotFound
 from codesearch.git.mirror import MirrorStore
@@ -36,6 +36,7 @@ from codesearch.index.language import detect
 from codesearch.index.sources import RepoInfo
 from codesearch.search.present import external_url, web_url
 from codesearch import permissions
+from codesearch.service import audit
 from codesearch.service.auth import Identity
 
 # the git access lives in codesearch.git.read; these names are re-exported for existing importers
@@ -85,13 +86,14 @@ def router(get_store, *, data_dir: str | None, public_url: str, require_identity
         return mirrors["m"].path_for(repo_id)
 
     @r.get("/api/source")
-    def source(repo: str = Query(..., min_length=1, max_length=1000, description="Repository name"),
+    def source(request: Request, repo: str = Query(..., min_length=1, max_length=1000, description="Repository name"),
                path: str = Query(..., max_length=4096, description="File path, relative to the repository root"),
                ref: str | None = Query(None, max_length=1024, description="Branch, tag or commit (default branch)"),
                identity: Identity = Depends(require_identity)) -> dict:
         if ref is not None:
             check_ref(ref)
         check_path(path)
+        audit.record(request, identity, "source.read", f"{repo}:{path}", ref=ref)
         store = get_store()
         row = store.find_repo(repo) if store is not None else None
         if row is None or not permissions.can_see(identity, row):

@@ -224,6 +224,27 @@ def _v4_login_failures(conn: Connection) -> None:
     md.tables["login_failures"].create(conn)
 
 
+def _v5_audit_events(conn: Connection) -> None:
+    """The audit log: who searched, read, created or revoked what."""
+    md = MetaData(naming_convention=NAMING_CONVENTION)
+    Table(
+        "audit_events", md,
+        Column("id", Integer, primary_key=True),
+        Column("at", UTCDateTime, nullable=False),
+        Column("actor_user_id", Integer, nullable=True),
+        Column("actor", String(320), nullable=False),
+        Column("action", String(64), nullable=False),
+        Column("target", Text, nullable=False),
+        Column("details", JSON, nullable=False),
+        Column("request_id", String(64), nullable=True),
+        Index(None, "at"),
+        Index(None, "action", "at"),
+        Index(None, "actor", "at"),
+        sqlite_autoincrement=True,
+    )
+    md.tables["audit_events"].create(conn)
+
+
 Migration = tuple[int, str, Callable[[Connection], None]]
 
 #: Every migration, in order. Versions are 1, 2, 3, ... without gaps.
@@ -232,6 +253,7 @@ MIGRATIONS: list[Migration] = [
     (2, "language models and chats", _v2_language_models_and_chats),
     (3, "web UI sign-in sessions", _v3_web_sessions),
     (4, "failed sign-ins per account and client address", _v4_login_failures),
+    (5, "the audit log", _v5_audit_events),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -196,3 +196,17 @@ class Chat:
     status: str  # one of CHAT_STATUSES
     error: str | None  # why it FAILED
     created_at: datetime
+
+
+@dataclass
+class AuditEvent:
+    """One entry of the audit log (`codesearch.service.audit`)."""
+
+    id: int
+    at: datetime
+    actor_user_id: int | None  # None: anonymous, the CLI, or a user deleted since
+    actor: str  # the user's e-mail then, "anonymous" or "cli"
+    action: str  # e.g. "search", "source.read", "apikey.create" (see `audit.ACTIONS`)
+    target: str  # what was acted on: a query, "repo:path", a key's id
+    details: dict[str, Any]
+    request_id: str | None

@@ -37,6 +37,7 @@ from codesearch.store.models import (
 from codesearch.store.secret import load_server_secret, session_secret
 from codesearch.store.tables import (
     api_keys,
+    audit_events,
     chats,
     connections,
     jobs,
@@ -527,6 +528,51 @@ class Store:
             waiting = c.scalar(select(func.count()).select_from(repos).where(
                 repos.c.indexed_at.is_(None), repos.c.index_status != m.INDEX_FAILED))
             return int(total or 0), int(waiting or 0)
+
+    # -- audit log ---------------------------------------------------------------------------
+
+    def add_audit_events(self, events: list[dict]) -> int:
+        """Append events (``{at, actor_user_id, actor, action, target, details, request_id}``;
+        `at` defaults to now) in one transaction; returns how many."""
+        if not events:
+            return 0
+        now = self._now()
+        rows = [{"at": e.get("at") or now, "actor_user_id": e.get("actor_user_id"), "actor": str(e["actor"])[:320],
+                 "action": str(e["action"])[:64], "target": str(e.get("target") or ""),
+                 "details": dict(e.get("details") or {}), "request_id": e.get("request_id")} for e in events]
+        with self._tx(write=True) as c:
+            c.execute(insert(audit_events), rows)
+        return len(rows)
+
+    def list_audit_events(self, *, action: str | None = None, actor: str | None = None, since: datetime | None = None,
+                          until: datetime | None = None, page: int = 1, per_page: int = 50
+                          ) -> tuple[list[m.AuditEvent], int]:
+        """One page of the audit log, newest first, and the total count of matching events.
+        `action` matches the action or, ending in ``.``, every action under it (``apikey.``);
+        `actor` is an e-mail (or ``anonymous``, ``cli``); `since`/`until` bound `at` (inclusive,
+        exclusive)."""
+        if page < 1 or per_page < 1:
+            raise ValueError("page and per_page start at 1")
+        conds = []
+        if action:
+            conds.append(audit_events.c.action.startswith(action, autoescape=True) if action.endswith(".")
+                         else audit_events.c.action == action)
+        if actor:
+            conds.append(audit_events.c.actor == actor)
+        if since is not None:
+            conds.append(audit_events.c.at >= since)
+        if until is not None:
+            conds.append(audit_events.c.at < until)
+        with self._tx() as c:
+            total = c.scalar(select(func.count()).select_from(audit_events).where(*conds))
+            rows = c.execute(select(audit_events).where(*conds).order_by(audit_events.c.at.desc(), audit_events.c.id.desc())
+                             .limit(per_page).offset((page - 1) * per_page))
+            return [_row(m.AuditEvent, r) for r in rows], int(total or 0)
+
+    def prune_audit_events(self, before: datetime) -> int:
+        """Delete the events older than `before` (the retention); returns how many."""
+        with self._tx(write=True) as c:
+            return c.execute(delete(audit_events).where(audit_events.c.at < before)).rowcount or 0
 
     def repo_ids(self) -> set[int]:
         """Every repo id (start-up cleanup removes clones and shards of any other id)."""

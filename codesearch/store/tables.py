@@ -232,3 +232,22 @@ login_failures = Table(
     Column("last_failure_at", UTCDateTime, nullable=False),
     Index(None, "last_failure_at"),
 )
+
+#: Who searched, read, created or revoked what (`codesearch.service.audit`). `actor` is the
+#: user's e-mail as it was then (or ``anonymous``, ``cli``); `target` what was acted on (a query,
+#: ``repo:path``, a key's id); never a secret: API keys and passwords are not recorded.
+audit_events = Table(
+    "audit_events", metadata,
+    Column("id", Integer, primary_key=True),
+    Column("at", UTCDateTime, nullable=False),
+    Column("actor_user_id", Integer, nullable=True),
+    Column("actor", String(320), nullable=False),
+    Column("action", String(64), nullable=False),
+    Column("target", Text, nullable=False),
+    Column("details", JSON, nullable=False),
+    Column("request_id", String(64), nullable=True),
+    Index(None, "at"),
+    Index(None, "action", "at"),
+    Index(None, "actor", "at"),
+    sqlite_autoincrement=True,
+)

@@ -24,6 +24,8 @@ from datetime import datetime
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import RedirectResponse
 
+from codesearch.permissions import Identity
+from codesearch.service import audit
 from codesearch.store import MEMBER, OWNER, ROLES, Conflict, NotFound
 from codesearch.web import sessions, throttle
 from codesearch.web.templating import render
@@ -104,6 +106,7 @@ def router(web) -> APIRouter:
         email = email.strip()[:MAX_EMAIL]
         outcome = throttle.sign_in(store, email, password, throttle.client_address(request))
         if outcome.user is None:
+            audit.record(request, None, "login.failed", email, locked=bool(outcome.retry_after))
             page = _page(request, "login.html", status_code=429 if outcome.retry_after else 401, title="Sign in",
                          next=next, email=email, error=outcome.message(), no_users=not store.has_users(),
                          signed_out=False)
@@ -112,6 +115,7 @@ def router(web) -> APIRouter:
             return page
         response = _redirect(sessions.safe_next(next, _root(request)))
         sessions.start_session(request, response, store, outcome.user, web.session_max_age_s)
+        audit.record(request, Identity(outcome.user), "login", outcome.user.email)
         return response
 
     @r.post("/logout")
@@ -198,6 +202,7 @@ def router(web) -> APIRouter:
             return keys_page(request, user, status_code=400,
                              error="Give the key a name (at most 255 characters), e.g. where it will be used.")
         key_id, secret = web.get_store().create_api_key(user.id, name)
+        audit.record(request, Identity(user), "apikey.create", str(key_id), name=name)
         return keys_page(request, user, status_code=201, created={"id": key_id, "name": name, "secret": secret})
 
     @r.post("/settings/keys/{key_id}/revoke")
@@ -210,6 +215,7 @@ def router(web) -> APIRouter:
         if not key_id.isdigit() or store.get_api_key(user.id, int(key_id)) is None:
             return _not_found(request)  # someone else's key looks like no key at all
         store.revoke_api_key(user.id, int(key_id), own_only=True)
+        audit.record(request, Identity(user), "apikey.revoke", str(int(key_id)))
         return _redirect(f"{_root(request)}/settings/keys?revoked={int(key_id)}")
 
     # ------------------------------------------------------------------ own password
@@ -242,13 +248,30 @@ def router(web) -> APIRouter:
 
     # ------------------------------------------------------------------ users (owners)
 
-    def owner_or_response(request: Request):
+    def owner_or_response(request: Request, what: str = "manage users"):
         user = sessions.current_user(request)
         if user is None:
             return None, sessions.login_redirect(request)
         if user.role != OWNER:
-            return None, _message(request, 403, "Owners only", "Only owners can manage users.", title="Forbidden")
+            return None, _message(request, 403, "Owners only", f"Only owners can {what}.", title="Forbidden")
         return user, None
+
+    @r.get("/settings/audit")
+    def audit_page(request: Request, action: str = "", actor: str = "", page: str = "1"):
+        _owner, response = owner_or_response(request, "read the audit log")
+        if response is not None:
+            return response
+        per_page = 100
+        number = max(1, min(int(page), 10**6)) if page.isdigit() else 1
+        action = action if action in audit.ACTIONS else ""
+        actor = actor.strip()[:MAX_EMAIL]
+        events, total = web.get_store().list_audit_events(action=action or None, actor=actor or None, page=number,
+                                                          per_page=per_page)
+        retention = request.app.state.audit.retention if getattr(request.app.state, "audit", None) else 0
+        return _page(request, "audit.html", title="Audit log", section="audit", events=events, total=total,
+                     page=number, pages=max(1, -(-total // per_page)), action=action, actor=actor,
+                     actions=sorted(audit.ACTIONS.items()),
+                     retention=f"for {retention} days" if retention else "forever")
 
     def users_page(request: Request, status_code: int = 200, **context):
         context.setdefault("error", None)
@@ -289,6 +312,7 @@ def router(web) -> APIRouter:
             return users_page(request, status_code=400, error=error, form=form)
         try:
             new = web.get_store().create_user(email, name, role=MEMBER, password_hash=sessions.hash_password(password))
+            audit.record(request, Identity(_owner), "user.create", new.email, role=MEMBER)
         except Conflict:
             return users_page(request, status_code=409, error=f"A user with the email {email.lower()} exists already.",
                               form=form)
@@ -304,7 +328,8 @@ def router(web) -> APIRouter:
             return _not_found(request)
         store = web.get_store()
         try:
-            store.set_user_role(int(user_id), role)
+            changed = store.set_user_role(int(user_id), role)
+            audit.record(request, Identity(user), "user.role", changed.email, role=role)
         except NotFound:
             return _not_found(request)
         except Conflict:

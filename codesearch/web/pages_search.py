@@ -45,6 +45,7 @@ from codesearch.index.language import detect
 from codesearch.index.sources import RepoInfo
 from codesearch.permissions import ANONYMOUS
 from codesearch.search.present import external_url, short_ref
+from codesearch.service import audit
 from codesearch.tools.repos import iso, page_of_repos
 from codesearch.web import highlight
 from codesearch.web.templating import WebContext, render
@@ -293,6 +294,7 @@ def router(web: WebContext) -> APIRouter:
             row = tc.repo(repo_name)
             git_dir = tc.git_dir(row)
             ref = resolve_rev(git_dir, row, rev or tc.default_ref(row))
+            audit.record(request, identity, "source.read" if kind == "blob" else "tree.read", f"{row.name}:{path}", ref=ref)
             if kind == "blob":
                 return file_page(request, root, tc, row, ref, git_dir, path)
             return tree_page(request, root, row, ref, git_dir, path)
