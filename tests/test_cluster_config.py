@@ -221,7 +221,7 @@ def test_app_builder_deploys_and_shuts_down(serve_url, tmp_path):
         for _ in range(4):
             got = _search(url, "zebra_handler_6c1f")
             assert got["files"] and not got["stats"].get("crashes"), got
-        assert sorted(p.name for p in far.iterdir()) == ["searcher-0", "searcher-1"]
+        assert sorted(p.name for p in far.iterdir()) == [f"{prefix}-searcher-0", f"{prefix}-searcher-1"]
         assert all(any(n.suffix == ".shard" for n in d.iterdir()) for d in far.iterdir())
     finally:
         stopped = app_builder.shutdown_runtime(prefix, app_name=app_name, timeout_s=30)

@@ -66,6 +66,33 @@ def test_a_dead_searcher_is_counted_not_fatal(ray_session, indexed_corpus, tmp_p
     pool.close()
 
 
+def test_an_attached_pool_follows_searchers_started_again_under_the_same_names(ray_session, indexed_corpus):
+    """The runtime that owns the searchers ended and a new one started others under the same
+    names (a redeploy): a pool attached to the old ones (a Serve replica's) counts the dead ones
+    once, then looks the names up again and answers in full."""
+    import time
+
+    prefix = "cs-test-reborn"
+    first = SearcherPool.create(indexed_corpus["index"], 2, name_prefix=prefix)
+    attached = SearcherPool.attach(prefix, 2)
+    want = engine_spans(first.search("foo", SearchOptions(matches=10**6)))
+    for actor in first.actors:
+        ray.kill(actor, no_restart=True)
+    time.sleep(1.0)
+    second = SearcherPool.create(indexed_corpus["index"], 2, name_prefix=prefix)
+    resp = attached.search("foo", SearchOptions(matches=10**6, timeout_s=10))
+    assert resp["stats"]["crashes"] >= 1  # the old handles, once
+    deadline = time.monotonic() + 20
+    while True:
+        resp = attached.search("foo", SearchOptions(matches=10**6, timeout_s=10))
+        if not resp["stats"]["crashes"]:
+            break
+        assert time.monotonic() < deadline, resp["stats"]
+        time.sleep(0.5)
+    assert engine_spans(resp) == want
+    second.close()
+
+
 _POOLS = {}
 
 

@@ -59,7 +59,7 @@ def test_a_copy_that_does_not_match_is_refused_and_the_old_one_kept(built, tmp_p
     assert open(kept, "rb").read() == (built / "r1.g1.0.shard").read_bytes()
 
 
-@pytest.mark.parametrize("name", ["../secret", "sub/dir.shard", ".hidden", ""])
+@pytest.mark.parametrize("name", ["../secret", "sub/dir.shard", ".hidden.shard", "", "manifest.json", "manifest.lock"])
 def test_a_source_serves_only_files_of_its_index(built, name):
     with pytest.raises(IndexFormatError):
         ShardSource(str(built)).describe(name)

@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from dataclasses import asdict, dataclass
 
 log = logging.getLogger(__name__)
@@ -40,11 +41,16 @@ CALL_TIMEOUT_S = 30.0
 
 
 class RegistryActor:
-    """A dict of JSON-able values, safe for concurrent calls (a threaded actor)."""
+    """A dict of JSON-able values, safe for concurrent calls (a threaded actor). `owner` names
+    who made it: ``runtime:<prefix>:<id>`` for a service's runtime (`ensure`), "" otherwise."""
 
-    def __init__(self):
+    def __init__(self, owner: str = ""):
+        self._owner = owner
         self._values: dict[str, object] = {}
         self._lock = threading.Lock()
+
+    def owner(self) -> str:
+        return self._owner
 
     def put(self, key: str, value) -> None:
         with self._lock:
@@ -76,7 +82,7 @@ _handle = None
 _handle_lock = threading.Lock()
 
 
-def _registry(create: bool):
+def _registry(create: bool, owner: str = ""):
     """The registry actor (created when `create` and there is none), or None."""
     global _handle
     import ray
@@ -94,7 +100,7 @@ def _registry(create: bool):
                     return None
                 _handle = ray.remote(RegistryActor).options(
                     name=REGISTRY_NAME, namespace=NAMESPACE, get_if_exists=True, num_cpus=0, max_restarts=-1,
-                    max_task_retries=-1, max_concurrency=16).remote()
+                    max_task_retries=-1, max_concurrency=16).remote(owner)
         return _handle
 
 
@@ -115,10 +121,46 @@ def _call(method: str, *args, create: bool = False):
     return None
 
 
-def ensure() -> None:
-    """Create the registry now, owned by the calling process (the runtime replica does this
-    first, so the registry goes with the application)."""
-    _call("ping", create=True)
+def ensure(owner: str, timeout_s: float = 60.0) -> None:
+    """Create the registry now, owned by the calling process and tagged `owner` (what the
+    runtime replica does first, so that the registry goes with the application). A registry of
+    another runtime (``runtime:`` tag: the replica this one replaces, still stopping) is waited
+    for until it is gone, at most `timeout_s`, so that nothing is written into one about to end;
+    one made by any other process is used as it is."""
+    import ray
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        forget_handle()
+        handle = _registry(create=False)
+        if handle is None:
+            break
+        try:
+            tag = ray.get(handle.owner.remote(), timeout=CALL_TIMEOUT_S)
+        except ray.exceptions.RayActorError:
+            tag = "(ending)"  # being killed now: look again
+        if not tag.startswith(("runtime:", "(ending)")) or tag == owner:
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the registry of another codesearch runtime ({tag}) is still running")
+        time.sleep(0.2)
+    handle = _registry(create=True, owner=owner)
+    ray.get(handle.ping.remote(), timeout=CALL_TIMEOUT_S)
+
+
+def release(owner: str) -> None:
+    """End the registry if it is the one `ensure(owner)` made (a runtime stopping)."""
+    import ray
+
+    handle = _registry(create=False)
+    if handle is None:
+        return
+    try:
+        if ray.get(handle.owner.remote(), timeout=CALL_TIMEOUT_S) == owner:
+            ray.kill(handle, no_restart=True)
+    except Exception as e:  # noqa: BLE001 - already gone
+        log.debug("registry not released: %s", e)
+    forget_handle()
 
 
 def forget_handle() -> None:

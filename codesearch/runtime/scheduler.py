@@ -281,9 +281,12 @@ class SchedulerActor(Scheduler):
         if self.reconstructed:
             from codesearch.runtime import registry
 
-            saved = registry.get_scheduler_searchers(self._actor_id)
-            if saved:
-                self._attach(*saved)
+            try:
+                saved = registry.get_scheduler_searchers(self._actor_id)
+                if saved:
+                    self._attach(*saved)
+            except Exception as e:  # noqa: BLE001 - the searchers come back with the next set_searchers
+                log.warning("scheduler restarted without its searchers: %s", e)
             log.warning("scheduler restarted after a crash; resuming")
             self.start()
 

@@ -95,8 +95,8 @@ class ShardSearcher:
         for spec in specs:
             path, dead = _spec(spec)
             try:
-                if self.copies is not None:
-                    path = self.copies.local(path)
+                if self.copies is not None:  # a copy open and verified already needs no word from the source
+                    path = self.copies.verified(path) or self.copies.local(path)
                 if path in reuse:
                     out.append(reuse[path].with_dead(dead))
                     continue
@@ -419,6 +419,10 @@ class SearcherPool:
         #: The index version its searches name (no KV read per search).
         self.version_watch = VersionWatch(self.version_key)
         self._turn = itertools.count()
+        #: Set by `attach`: the names to look the actors up again by (`reattach`).
+        self._names: tuple[str, int] | None = None
+        self._stale = False
+        self._reattached_at = float("-inf")
 
     @classmethod
     def create(cls, index_dir: str, searchers: int = 2, *, copies: int = 1, name_prefix: str | None = None,
@@ -433,7 +437,7 @@ class SearcherPool:
         re-used named actors get them too, and a restarted searcher finds them).
 
         `copy_to` and `source`: searchers on nodes without the data directory keep verified
-        copies of their shards in ``<copy_to>/searcher-<i>`` (a directory of their node),
+        copies of their shards in ``<copy_to>/<name prefix>-<i>`` (a directory of their node),
         fetched through Ray from the `shard_copy.ShardSource` actor named `source`."""
         import ray
 
@@ -452,7 +456,7 @@ class SearcherPool:
                 opts["name"] = f"{name_prefix}-{i}"
                 opts["namespace"] = NAMESPACE
             p = i % len(groups)
-            fetch = {"copy_to": os.path.join(copy_to, f"searcher-{i}"), "source": source} if copy_to else {}
+            fetch = {"copy_to": os.path.join(copy_to, f"{key}-{i}"), "source": source} if copy_to else {}
             actors.append(ray.remote(ShardSearcher).options(**opts).remote(groups[p], origin=p, pool_key=key, **fetch))
         ray.get([a.ping.remote() for a in actors])
         if name_prefix:
@@ -469,11 +473,43 @@ class SearcherPool:
 
         pool = cls([ray.get_actor(f"{name_prefix}-{i}", namespace=NAMESPACE) for i in range(count)],
                    version_key=name_prefix, copies=published_copies(name_prefix, count))
+        pool._names = (name_prefix, count)
         pool.version_watch.refresh()  # here, where a KV read may wait, not in the first search
         return pool
 
+    #: Seconds between two look-ups of the actors of an attached pool whose searchers died.
+    REATTACH_EVERY_S = 1.0
+
+    def searcher_died(self) -> None:
+        """A searcher of this pool is gone for good (its owner, the runtime, ended: a redeploy,
+        a restart): an attached pool looks its actors up by name again before the next search."""
+        if self._names is not None:
+            self._stale = True
+
+    def reattach(self) -> None:
+        """Look the named actors up again (the runtime that replaced the old one started new
+        ones under the same names), at most every `REATTACH_EVERY_S`; on failure the old handles
+        stay and the next search tries again."""
+        import ray
+
+        if not self._stale or self._names is None or time.monotonic() - self._reattached_at < self.REATTACH_EVERY_S:
+            return
+        self._reattached_at = time.monotonic()
+        prefix, count = self._names
+        try:
+            actors = [ray.get_actor(f"{prefix}-{i}", namespace=NAMESPACE) for i in range(count)]
+        except ValueError:  # not started yet
+            return
+        copies = published_copies(prefix, count)
+        self.actors, self.copies, self.partitions = actors, copies, count // copies
+        self._shard_lists = {}
+        self._stale = False
+        log.info("searchers %s looked up again (%d, %d copies)", prefix, count, copies)
+
     def copy(self, turn: int | None = None) -> list:
         """The actors of one copy (one per partition): the next one round robin, or copy `turn`."""
+        if self._stale:
+            self.reattach()
         c = (next(self._turn) if turn is None else turn) % self.copies
         return self.actors[c * self.partitions:(c + 1) * self.partitions]
 
@@ -629,6 +665,8 @@ class Fanout:
             raise
         except Exception as e:  # noqa: BLE001 - the searcher died mid-search
             log.error("searcher of partition %d failed: %s", partition, type(e).__name__)
+            if isinstance(e, ray.exceptions.ActorDiedError):
+                self.pool.searcher_died()
         if attempt + 1 < min(2, self.pool.copies) and time.time() < self.deadline_wall:
             self._ask(partition, self.pool.copy(self.turn + attempt + 1)[partition], attempt + 1)
         else:

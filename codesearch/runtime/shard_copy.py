@@ -26,6 +26,7 @@ import os
 import tempfile
 
 from codesearch.errors import IndexFormatError
+from codesearch.index.format import SUFFIX as SHARD_SUFFIX
 
 #: Bytes one `ShardSource.read` returns at most.
 CHUNK_BYTES = 8 << 20
@@ -45,8 +46,9 @@ def file_digest(path: str) -> str:
 
 
 def _shard_name(name: str) -> str:
-    """`name` if it names a file of the index directory (no directory part, not hidden), else an error."""
-    if not name or name != os.path.basename(name) or name.startswith("."):
+    """`name` if it names a shard file of the index directory (no directory part, not hidden,
+    the shard suffix: never the manifest or its lock), else an error."""
+    if not name or name != os.path.basename(name) or name.startswith(".") or not name.endswith(SHARD_SUFFIX):
         raise IndexFormatError(name, "not the name of a shard of this index")
     return name
 
@@ -131,6 +133,19 @@ class ShardCopies:
         os.makedirs(local_dir, mode=0o700, exist_ok=True)
         self._source = source
         self.fetched = 0  # copies made by this process (for tests and logs)
+        self._verified: set[str] = set()  # copies checked against the source by this process
+        for entry in os.listdir(local_dir):  # fetches a dead process left half done
+            if entry.startswith(".fetch-"):
+                try:
+                    os.unlink(os.path.join(local_dir, entry))
+                except OSError:
+                    pass
+
+    def verified(self, path: str) -> str | None:
+        """The local copy of `path` when this process verified it already (shard files never
+        change: no need to ask the source again), else None."""
+        dest = os.path.join(self.local_dir, os.path.basename(path))
+        return dest if dest in self._verified else None
 
     @property
     def source(self):
@@ -144,6 +159,7 @@ class ShardCopies:
         size, digest = _call(self.source.describe, name)
         dest = os.path.join(self.local_dir, name)
         if self._recorded(dest) == digest and _size(dest) == size:
+            self._verified.add(dest)
             return dest
         fd, tmp = tempfile.mkstemp(prefix=".fetch-", dir=self.local_dir)
         try:
@@ -159,6 +175,7 @@ class ShardCopies:
             tmp = None
             _write_atomically(dest + DIGEST_SUFFIX, digest)
             self.fetched += 1
+            self._verified.add(dest)
             return dest
         finally:
             if tmp is not None:
@@ -184,6 +201,7 @@ class ShardCopies:
             copy = path[: -len(DIGEST_SUFFIX)] if entry.endswith(DIGEST_SUFFIX) else path
             if copy in keep or entry.startswith(".fetch-"):
                 continue
+            self._verified.discard(copy)
             try:
                 os.unlink(path)
                 removed += not entry.endswith(DIGEST_SUFFIX)

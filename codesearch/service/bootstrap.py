@@ -31,6 +31,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+import uuid
 from dataclasses import dataclass, field
 
 log = logging.getLogger(__name__)
@@ -66,7 +67,7 @@ class ServiceSpec:
     runtime_resources: dict | None = None
     searcher_resources: dict | None = None
     searcher_cpus: float = 0.0
-    #: where searchers keep copies of their shards on their own node (``<dir>/searcher-<i>``),
+    #: where searchers keep copies of their shards on their own node (``<dir>/<prefix>-searcher-<i>``),
     #: fetched through Ray from a shard source beside the indexers: for searchers on nodes that
     #: do not share the data directory (`codesearch.runtime.shard_copy`). None: read the data directory.
     searcher_data_dir: str | None = None
@@ -143,7 +144,8 @@ def start_runtime_actors(spec: ServiceSpec, options=None) -> dict:
     options = options or RuntimeOptions()
     settings = load_config(spec.config_path).settings
     n = spec.names()
-    registry.ensure()  # first, owned by this process: it goes with the application
+    owner = f"runtime:{spec.prefix}:{uuid.uuid4().hex[:8]}"
+    registry.ensure(owner, timeout_s=NAMES_FREE_S)  # first, owned by this process: it goes with the application
     opts = {}
     if spec.runtime_resources:
         opts["resources"] = {k: float(v) for k, v in spec.runtime_resources.items()}
@@ -169,7 +171,7 @@ def start_runtime_actors(spec: ServiceSpec, options=None) -> dict:
 
         os.makedirs(index_dir, exist_ok=True)
         source = ray.remote(ShardSource).options(name=n["shard_source"], namespace=NAMESPACE, num_cpus=0,
-                                                 max_restarts=-1, **opts).remote(index_dir)
+                                                 max_restarts=-1, max_concurrency=4, **opts).remote(index_dir)
         ray.get(source.ping.remote())
         workers.append(source)
         fetch = {"copy_to": spec.searcher_data_dir, "source": n["shard_source"]}
@@ -183,7 +185,7 @@ def start_runtime_actors(spec: ServiceSpec, options=None) -> dict:
     record = {"prefix": spec.prefix, "namespace": NAMESPACE, "scheduler": n["scheduler"], "workers": worker_names,
               "compactor": n["compactor"], "searcher_prefix": n["searchers"], "searchers": len(pool.actors),
               "data_dir": os.path.abspath(spec.data_dir), "config": spec.config_path}
-    return {"scheduler": scheduler, "workers": workers, "searchers": pool, "record": record}
+    return {"scheduler": scheduler, "workers": workers, "searchers": pool, "record": record, "registry": owner}
 
 
 def stop_runtime_actors(runtime: dict, timeout_s: float = 15.0) -> None:
@@ -206,12 +208,19 @@ def stop_runtime_actors(runtime: dict, timeout_s: float = 15.0) -> None:
         from codesearch.runtime.searchers import forget_pool
 
         runtime["searchers"].close()
-        forget_pool(runtime["record"]["searcher_prefix"])
+        try:
+            forget_pool(runtime["record"]["searcher_prefix"])
+        except Exception as e:  # noqa: BLE001 - the registry is gone already
+            log.debug("pool not forgotten: %s", e)
         for actor in runtime["searchers"].actors:
             try:
                 ray.kill(actor, no_restart=True)
             except Exception:  # noqa: BLE001 - already gone
                 pass
+    if runtime.get("registry"):  # last: the others read it until they stop
+        from codesearch.runtime import registry
+
+        registry.release(runtime["registry"])
 
 
 class RuntimeOwner:
@@ -231,7 +240,7 @@ class RuntimeOwner:
         return dict(self._runtime["record"])
 
     def stop(self) -> None:
-        runtime, self._runtime = self._runtime, {}
+        runtime, self._runtime = getattr(self, "_runtime", None), {}  # {} also when __init__ failed
         if runtime:
             stop_runtime_actors(runtime)
             log.info("codesearch runtime %s stopped", self.spec.prefix)

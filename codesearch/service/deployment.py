@@ -67,23 +67,24 @@ RUNTIME_WAIT_S = 120.0
 
 
 def wait_for_searchers(name_prefix: str, count: int, timeout_s: float) -> bool:
-    """Wait until the last of the `count` searchers named `name_prefix` exists (the runtime
-    starts them last), at most `timeout_s`; whether they do."""
+    """Wait until the runtime published its `count` searchers named `name_prefix` (the last
+    thing it does, after their layout: an API replica that attached earlier could take two
+    copies for twice the partitions), at most `timeout_s`; whether it did."""
     import time
 
-    import ray
-
-    from codesearch.runtime import NAMESPACE
+    from codesearch.runtime.searchers import published_deployment
 
     deadline = time.monotonic() + timeout_s
     while True:
         try:
-            ray.get_actor(f"{name_prefix}-{count - 1}", namespace=NAMESPACE)
+            record = published_deployment(name_prefix)
+        except Exception:  # noqa: BLE001 - the registry is being replaced (a redeploy): ask again
+            record = None
+        if record and int(record["searchers"]) == count:
             return True
-        except ValueError:
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.2)
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
 
 
 #: Requests one replica takes at once (see the module docstring).

@@ -4,7 +4,8 @@ HTTP is up while the first sync runs (`codesearch.service.bootstrap`), so a sear
 from part of the code. It says so: while some repositories were never indexed, the stats of
 ``/api/search`` and the final event of ``/api/stream_search`` carry
 ``"indexing": {"repositories": <known>, "notYetIndexed": <waiting>}`` (absent once every
-repository was indexed once, so a settled service answers exactly as before).
+repository was indexed once, so a settled service answers exactly as before). A caller who may
+see only some repositories gets no such entry (it counts every repository).
 
 The count comes from the store (one query, `Store.index_progress`), read at most every
 `TTL_S` seconds on a thread of its own: a search never waits for it, and may report a count up

@@ -282,10 +282,13 @@ def ray_logs_dir() -> str:
     return os.path.join(os.environ.get("RAY_TMPDIR") or "/tmp", "ray", "session_latest", "logs")
 
 
-def start_serve(host: str, port: int, logging_config, *, attempts: int = SERVE_START_ATTEMPTS, say=_say) -> str | None:
+def start_serve(host: str, port: int, logging_config, *, owns_cluster: bool = True, attempts: int = SERVE_START_ATTEMPTS,
+                say=_say) -> str | None:
     """Start Serve's controller and proxy on `host`:`port`, trying again when they die while
-    coming up (on a busy machine the proxy may not be ready in time and is killed); why it
-    failed after `attempts`, or None."""
+    coming up (on a busy machine the proxy may not be ready in time and is killed; with a Ray
+    instance of our own, `owns_cluster`, what is left of them is shut down first: on a shared
+    cluster, Serve and its other applications are never touched); why it failed after
+    `attempts`, or None."""
     import time
 
     from ray import serve
@@ -299,10 +302,11 @@ def start_serve(host: str, port: int, logging_config, *, attempts: int = SERVE_S
             if attempt == attempts:
                 return f"Serve did not start after {attempts} attempts ({why})"
             say(f"serve: not ready ({why}); trying again")
-            try:
-                serve.shutdown()
-            except Exception:  # noqa: BLE001 - nothing to stop
-                pass
+            if owns_cluster:
+                try:
+                    serve.shutdown()
+                except Exception:  # noqa: BLE001 - nothing to stop
+                    pass
             time.sleep(2.0 * attempt)
     return None
 
@@ -413,7 +417,7 @@ def run(config_path: str | None, *, port: int = 3000, host: str = "127.0.0.1", d
         drain.clear(APP_NAME)  # a flag left by a drain that died would refuse every request
         deploying = True
         _say("starting the runtime and the HTTP API")
-        failed = start_serve(host, port, serve_settings.logging_config())
+        failed = start_serve(host, port, serve_settings.logging_config(), owns_cluster=owns_cluster)
         if failed is None:
             try:
                 serve.run(application(spec), name=APP_NAME, route_prefix="/")

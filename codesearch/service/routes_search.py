@@ -316,7 +316,8 @@ def router(get_searcher, get_store, *, public_url: str, contexts: dict | None, r
         # Plain JSON of plain data: FastAPI's jsonable_encoder walk of a large response costs
         # milliseconds per request and adds nothing here.
         resp = filter_search_response(identity, resp)
-        progress.add_to(resp["stats"])
+        if options.visible_repos is None:  # counts of every repository: not for a restricted caller
+            progress.add_to(resp["stats"])
         return JSONResponse(resp)
 
     @r.post("/api/stream_search", response_class=StreamingResponse, openapi_extra=_body_schema(SearchRequest),
@@ -340,7 +341,8 @@ def router(get_searcher, get_store, *, public_url: str, contexts: dict | None, r
         except CodesearchError as e:
             raise unwrap(e) from None
         plan_ns = time.perf_counter_ns() - started
-        return StreamingResponse(stream_events(searcher, body.query, options, identity, plan_ns, started, fanout, progress),
+        return StreamingResponse(stream_events(searcher, body.query, options, identity, plan_ns, started, fanout,
+                                               progress if options.visible_repos is None else None),
                                  media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache, no-transform", "X-Accel-Buffering": "no"})
 

@@ -523,10 +523,11 @@ class Store:
     def index_progress(self) -> tuple[int, int]:
         """(repositories, those never indexed yet): what a search cannot see until their first
         index ends (a failed first attempt counts as done: it is reported, not awaited)."""
+        linked = exists().where(repo_connections.c.repo_id == repos.c.id)  # orphans wait for removal, not indexing
         with self._tx() as c:
-            total = c.scalar(select(func.count()).select_from(repos))
+            total = c.scalar(select(func.count()).select_from(repos).where(linked))
             waiting = c.scalar(select(func.count()).select_from(repos).where(
-                repos.c.indexed_at.is_(None), repos.c.index_status != m.INDEX_FAILED))
+                linked, repos.c.indexed_at.is_(None), repos.c.index_status != m.INDEX_FAILED))
             return int(total or 0), int(waiting or 0)
 
     # -- audit log ---------------------------------------------------------------------------
