@@ -10,7 +10,7 @@
   ``/api/commits``); error bodies become the engine's exceptions (`error_from_payload`).
 - `RayBackend`: the shard searchers of a service on the Ray cluster this process is attached to
   (``ray.init(address=...)``), called directly, no HTTP; repos and git data from the service's data
-  directory, found in Ray's KV (`published_deployment`), which must be reachable from here
+  directory, found in the runtime's registry (`published_deployment`), which must be reachable from here
   (shared storage, or the head node).
 
 Every back end answers searches with the ``POST /api/search`` dict; `Client` wraps it.

@@ -246,8 +246,8 @@ VERSION_POLL_S = 0.2
 
 class VersionWatch:
     """The index version the searches of pool `key` name, as this process knows it: read from
-    Ray's KV by a daemon thread every `poll_s` seconds, so that a search never waits for a KV
-    read (a round trip to Ray's GCS, a millisecond or more on a busy node, on every request).
+    the registry by a daemon thread every `poll_s` seconds, so that a search never waits for a registry
+    read (a round trip to an actor, a millisecond or more on a busy node, on every request).
 
     Why a version up to `poll_s` old is still right: a pool publishes a version only after every
     searcher holds it, and searchers keep their last `ShardSearcher.KEEP_VERSIONS` (3) lists, so
@@ -311,7 +311,7 @@ def _watch_version(ref, poll_s: float, stop: threading.Event) -> None:
             return
         try:
             watch.refresh()
-        except Exception as e:  # noqa: BLE001 - the KV store is briefly unreachable: keep the last version
+        except Exception as e:  # noqa: BLE001 - the registry is briefly unreachable: keep the last version
             log.debug("index version of %s not read: %s", watch.key, e)
         del watch
 
@@ -377,7 +377,7 @@ def balance(specs: list, n: int) -> list[list]:
 
 def shard_files(index_dir: str) -> list:
     """The shards the index consists of now (per its manifest), as plain data that travels
-    between processes and through Ray's KV: a shard's path, or ``[path, [dead repo ids]]`` for a
+    between processes and through the registry: a shard's path, or ``[path, [dead repo ids]]`` for a
     shard with tombstoned repositories."""
     return [entry.path if not entry.dead else [entry.path, sorted(entry.dead)] for entry in current_index(index_dir)]
 
@@ -416,7 +416,7 @@ class SearcherPool:
         self._shard_lists: dict = {}  # version → its published shard lists (`shard_count`)
         #: Names this pool's published index version (pools are told apart by their name prefix).
         self.version_key = version_key or uuid.uuid4().hex
-        #: The index version its searches name (no KV read per search).
+        #: The index version its searches name (no registry read per search).
         self.version_watch = VersionWatch(self.version_key)
         self._turn = itertools.count()
         #: Set by `attach`: the names to look the actors up again by (`reattach`).
@@ -474,7 +474,7 @@ class SearcherPool:
         pool = cls([ray.get_actor(f"{name_prefix}-{i}", namespace=NAMESPACE) for i in range(count)],
                    version_key=name_prefix, copies=published_copies(name_prefix, count))
         pool._names = (name_prefix, count)
-        pool.version_watch.refresh()  # here, where a KV read may wait, not in the first search
+        pool.version_watch.refresh()  # here, where a registry read may wait, not in the first search
         return pool
 
     #: Seconds between two look-ups of the actors of an attached pool whose searchers died.
@@ -535,7 +535,7 @@ class SearcherPool:
 
     def shard_count(self, partition: int, version: int | None) -> int:
         """How many shards `partition` holds in `version` (0 when unknown). A version's lists
-        never change once published, so they are read from Ray's KV once per version."""
+        never change once published, so they are read from the registry once per version."""
         cache = self._shard_lists
         if version is not None and version in cache:
             parts = cache[version]
