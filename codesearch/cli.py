@@ -23,6 +23,7 @@ import sys
 import time
 
 from codesearch.errors import CodesearchError
+from codesearch.progress_line import ProgressLine
 
 
 class _Progress:
@@ -52,28 +53,17 @@ class _Progress:
 
 
 class _RepoProgress:
-    """Per-repository progress of a sync on stderr: one line rewritten in place on a terminal
-    (``gh: [3/40] github.com/acme/api``), one plain line per repository otherwise (logs)."""
+    """Per-repository progress of a sync on stderr (`ProgressLine`): ``gh: [3/40] github.com/acme/api``."""
 
     def __init__(self, connection: str, stream=None):
         self.connection = connection
-        self.stream = stream or sys.stderr  # the stream of now, not of import time
-        self.tty = self.stream.isatty()
-        self.width = 0
+        self.line = ProgressLine(stream)
 
     def __call__(self, repo: str, done: int, total: int) -> None:
-        line = f"{self.connection}: [{done}/{total}] {repo}"
-        if self.tty:
-            self.stream.write("\r" + line.ljust(self.width))
-            self.width = len(line)
-        else:
-            self.stream.write(line + "\n")
-        self.stream.flush()
+        self.line.show(f"{self.connection}: [{done}/{total}] {repo}")
 
     def done(self) -> None:
-        if self.tty and self.width:
-            self.stream.write("\r" + " " * self.width + "\r")
-            self.stream.flush()
+        self.line.end(clear=True)
 
 
 def _split(value: str | None) -> list[str]:

@@ -27,7 +27,6 @@ again at their next index change, and a searcher then answers from its newest li
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -265,8 +264,3 @@ def clear_drain(app: str) -> None:
 
 def clear_drain_reports(app: str) -> None:
     _call("delete_prefix", f"drain-report:{app}:")
-
-
-def dumps(value) -> str:
-    """A record as JSON (for ``status`` output)."""
-    return json.dumps(asdict(value) if hasattr(value, "__dataclass_fields__") else value)

@@ -240,7 +240,9 @@ class Scheduler:
 
 
 def first_sync_state(store) -> dict:
-    """How far the first sync and index got, from the store (for progress output)."""
+    """How far the first sync and index got, from the store (for progress output): counts, and
+    the rows they come from (``connection_rows``; ``finished``: the repositories indexed or
+    failed, by id), so that a caller printing them reads the store once."""
     conns = store.list_connections()
     pending_conns = [c.name for c in conns if c.synced_at is None and c.sync_status != m.SYNC_FAILED]
     repos = []
@@ -250,7 +252,8 @@ def first_sync_state(store) -> dict:
     indexed = [r for r in by_id.values() if r.index_status == m.INDEXED]
     failed = [r for r in by_id.values() if r.index_status == m.INDEX_FAILED]
     return {"connections": len(conns), "pending_connections": pending_conns, "repos": len(by_id),
-            "indexed": len(indexed), "failed": len(failed),
+            "indexed": len(indexed), "failed": len(failed), "connection_rows": conns,
+            "finished": sorted(indexed + failed, key=lambda r: r.id),
             "done": not pending_conns and len(indexed) + len(failed) == len(by_id)}
 
 

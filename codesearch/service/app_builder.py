@@ -65,7 +65,8 @@ import os
 import re
 import time
 
-from codesearch.service.bootstrap import APP_NAME, DEFAULT_PREFIX, ServiceSpec, forwarded_environment, names
+from codesearch.service.bootstrap import (APP_NAME, DEFAULT_PREFIX, ServiceSpec, forwarded_environment, get_actor,
+                                          names, runtime_actors)
 
 log = logging.getLogger(__name__)
 
@@ -76,17 +77,6 @@ _ARGS = {"config", "data_dir", "searchers", "searcher_copies", "replicas", "max_
          "searcher_resources", "searcher_cpus", "searcher_data_dir"}
 #: Arguments earlier versions took that mean nothing now (a warning, not an error).
 _RETIRED = {"first_sync_timeout_s": "HTTP comes up at once; the home page shows the first sync"}
-
-
-def _get_actor(name: str, namespace: str | None = None):
-    import ray
-
-    from codesearch.runtime import NAMESPACE
-
-    try:
-        return ray.get_actor(name, namespace=namespace or NAMESPACE)
-    except ValueError:
-        return None
 
 
 def _as_bool(v) -> bool | None:
@@ -157,7 +147,7 @@ def runtime_record(prefix: str = DEFAULT_PREFIX) -> dict | None:
     searcher count its searchers published (`publish_deployment`); None when nothing runs."""
     from codesearch.runtime.searchers import published_deployment
 
-    actors = [name for name, _ in _runtime_actors(prefix, None)]
+    actors = [name for name, _ in runtime_actors(prefix, None)]
     if not actors:
         return None
     n = names(prefix)
@@ -165,19 +155,6 @@ def runtime_record(prefix: str = DEFAULT_PREFIX) -> dict | None:
     return {"prefix": prefix, "actors": actors, "scheduler": n["scheduler"] if n["scheduler"] in actors else None,
             "workers": [a for a in actors if re.search(r"-(sync|index)-\d+$", a)],
             "searchers": published.get("searchers"), "data_dir": published.get("data_dir")}
-
-
-def _runtime_actors(prefix: str, namespace: str | None) -> list[tuple[str, str]]:
-    """(name, namespace) of the live actors of runtime `prefix`: named actors matching its name
-    patterns in `namespace` (default ``codesearch``)."""
-    import ray
-
-    from codesearch.runtime import NAMESPACE
-
-    namespace = namespace or NAMESPACE
-    pattern = re.compile(rf"^{re.escape(prefix)}-(scheduler|compactor|shard-source|searcher-\d+|sync-\d+|index-\d+)$")
-    return sorted({(a["name"], a["namespace"]) for a in ray.util.list_named_actors(all_namespaces=True)
-                   if pattern.match(a["name"]) and a["namespace"] == namespace})
 
 
 def shutdown_runtime(prefix: str = DEFAULT_PREFIX, *, namespace: str | None = None, app_name: str | None = None,
@@ -190,7 +167,7 @@ def shutdown_runtime(prefix: str = DEFAULT_PREFIX, *, namespace: str | None = No
     connection (``ray.init(address="auto")``)."""
     import ray
 
-    before = [name for name, _ in _runtime_actors(prefix, namespace)]
+    before = [name for name, _ in runtime_actors(prefix, namespace)]
     if app_name:
         from ray import serve
 
@@ -211,8 +188,8 @@ def shutdown_runtime(prefix: str = DEFAULT_PREFIX, *, namespace: str | None = No
             except Exception as e:  # noqa: BLE001
                 log.debug("drain.clear(%s): %s", app_name, e)
     if not wait_gone(before, namespace, timeout_s=timeout_s if app_name else 0):
-        for name, ns in _runtime_actors(prefix, namespace):
-            handle = _get_actor(name, ns)
+        for name, ns in runtime_actors(prefix, namespace):
+            handle = get_actor(name, ns)
             if handle is not None:
                 try:
                     ray.kill(handle, no_restart=True)

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -103,21 +104,35 @@ def names(prefix: str = DEFAULT_PREFIX) -> dict:
             "compactor": f"{prefix}-compactor", "shard_source": f"{prefix}-shard-source"}
 
 
-def _get_actor(name: str):
+def get_actor(name: str, namespace: str | None = None):
+    """The named actor `name` of `namespace` (default ``codesearch``), or None."""
     import ray
 
     from codesearch.runtime import NAMESPACE
 
     try:
-        return ray.get_actor(name, namespace=NAMESPACE)
+        return ray.get_actor(name, namespace=namespace or NAMESPACE)
     except ValueError:
         return None
 
 
+def runtime_actors(prefix: str, namespace: str | None = None) -> list[tuple[str, str]]:
+    """(name, namespace) of the live actors of the runtime `prefix`: the named actors of
+    `namespace` (default ``codesearch``) with one of its names (`names`)."""
+    import ray
+
+    from codesearch.runtime import NAMESPACE
+
+    namespace = namespace or NAMESPACE
+    pattern = re.compile(rf"^{re.escape(prefix)}-(scheduler|compactor|shard-source|searcher-\d+|sync-\d+|index-\d+)$")
+    return sorted({(a["name"], a["namespace"]) for a in ray.util.list_named_actors(all_namespaces=True)
+                   if pattern.match(a["name"]) and a["namespace"] == namespace})
+
+
 def _wait_names_free(spec: ServiceSpec, timeout_s: float) -> None:
-    n = spec.names()
+    """Wait until no actor of the runtime `spec.prefix` is left (the one this replaces is stopping)."""
     deadline = time.monotonic() + timeout_s
-    while (_get_actor(n["scheduler"]) or _get_actor(n["compactor"]) or _get_actor(f"{n['searchers']}-0")) is not None:
+    while runtime_actors(spec.prefix):
         if time.monotonic() > deadline:
             raise RuntimeError(
                 f"a codesearch runtime named {spec.prefix!r} already runs on this cluster (another application, or a "

@@ -47,6 +47,7 @@ import time
 from dataclasses import dataclass
 
 from codesearch.runtime import registry
+from codesearch.service.bootstrap import RUNTIME_DEPLOYMENT
 
 log = logging.getLogger(__name__)
 
@@ -159,7 +160,7 @@ class DrainResult:
 
 #: Deployments of an application that take no HTTP request and have no gate (the runtime
 #: replica of `codesearch.service.bootstrap`): a drain does not wait for them to report.
-UNGATED_DEPLOYMENTS = frozenset({"codesearch-runtime"})
+UNGATED_DEPLOYMENTS = frozenset({RUNTIME_DEPLOYMENT})
 
 
 def running_replicas(app_name: str) -> int:

@@ -46,6 +46,7 @@ import signal
 import sys
 import threading
 
+from codesearch.progress_line import ProgressLine
 from codesearch.service.bootstrap import APP_NAME, names
 
 #: The searchers' names (``<prefix>-<i>``), the same as ``serve deploy``'s default.
@@ -63,34 +64,8 @@ def _say(msg: str) -> None:
     print(msg, flush=True)
 
 
-class RepoLines:
-    """Each repository as its first index ends: one line rewritten in place on a terminal
-    (``indexed [3/40] github.com/acme/api``), one plain line per repository otherwise (logs)."""
-
-    def __init__(self, say=None, stream=None):
-        self.stream = stream or sys.stdout
-        self.say = say
-        self.tty = say is None and self.stream.isatty()
-        self.width = 0
-
-    def __call__(self, line: str) -> None:
-        if not self.tty:
-            (self.say or _say)(line)
-            return
-        self.stream.write("\r" + line.ljust(self.width))
-        self.stream.flush()
-        self.width = len(line)
-
-    def end(self) -> None:
-        """Leave the rewritten line (the next output starts on a line of its own)."""
-        if self.tty and self.width:
-            self.stream.write("\n")
-            self.stream.flush()
-            self.width = 0
-
-
 def wait_first_sync(store, *, timeout_s: float = 600.0, stop: threading.Event | None = None, say=_say,
-                    repo_lines: RepoLines | None = None) -> bool:
+                    repo_lines: ProgressLine | None = None) -> bool:
     """Print the progress of the first sync and index until every connection synced once and
     every repo is indexed or failed (or `timeout_s` passed, or `stop` was set): a summary line
     when it changes, and each repository as it is done (`repo_lines`)."""
@@ -99,7 +74,8 @@ def wait_first_sync(store, *, timeout_s: float = 600.0, stop: threading.Event | 
     from codesearch.runtime.scheduler import first_sync_state
     from codesearch.store import models as m
 
-    repo_lines = repo_lines or RepoLines(say if say is not _say else None)
+    # on a terminal, one line rewritten in place (``indexed [3/40] github.com/acme/api``)
+    repo_lines = repo_lines or ProgressLine(sys.stdout, plain=None if say is _say else say)
     deadline = time.monotonic() + timeout_s
     last = None
     reported: set[str] = set()
@@ -113,13 +89,12 @@ def wait_first_sync(store, *, timeout_s: float = 600.0, stop: threading.Event | 
                 repo_lines.end()
                 say(line)
                 last = line
-            for conn in store.list_connections():
-                for repo in store.repos_for_connection(conn.name):
-                    if repo.id in done_repos or repo.index_status not in (m.INDEXED, m.INDEX_FAILED):
-                        continue
+            for repo in st["finished"]:
+                if repo.id not in done_repos:
                     done_repos.add(repo.id)
                     verb = "indexed" if repo.index_status == m.INDEXED else "FAILED "
-                    repo_lines(f"  {verb} [{len(done_repos)}/{st['repos']}] {repo.name}")
+                    repo_lines.show(f"  {verb} [{len(done_repos)}/{st['repos']}] {repo.name}")
+            for conn in st["connection_rows"]:
                 if conn.name in reported or conn.synced_at is None and conn.sync_status != "FAILED":
                     continue
                 reported.add(conn.name)
