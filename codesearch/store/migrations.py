@@ -39,6 +39,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    UniqueConstraint,
     func,
     insert,
     select,
@@ -245,6 +246,114 @@ def _v5_audit_events(conn: Connection) -> None:
     md.tables["audit_events"].create(conn)
 
 
+def _v6_identities_grants_oauth(conn: Connection) -> None:
+    """Linked accounts (single sign-on identities and their host tokens), pending members and
+    invites, repository grants from permission syncing, and OAuth 2.0 for MCP clients."""
+    md = MetaData(naming_convention=NAMING_CONVENTION)
+    Table("users", md, Column("id", Integer, primary_key=True))  # only as a foreign key target
+    Table("repos", md, Column("id", Integer, primary_key=True))  # only as a foreign key target
+    Table(
+        "linked_accounts", md,
+        Column("id", Integer, primary_key=True),
+        Column("user_id", Integer, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
+        Column("provider", String(255), nullable=False),
+        Column("provider_type", String(32), nullable=False),
+        Column("host", String(300), nullable=True),
+        Column("subject", String(255), nullable=False),
+        Column("login", String(255), nullable=True),
+        Column("email", String(320), nullable=True),
+        Column("access_token", Text, nullable=True),
+        Column("refresh_token", Text, nullable=True),
+        Column("token_expires_at", UTCDateTime, nullable=True),
+        Column("scope", Text, nullable=True),
+        Column("created_at", UTCDateTime, nullable=False),
+        Column("last_sign_in_at", UTCDateTime, nullable=True),
+        Column("permission_synced_at", UTCDateTime, nullable=True),
+        Column("permission_attempted_at", UTCDateTime, nullable=True),
+        Column("permission_error", Text, nullable=True),
+        UniqueConstraint("provider", "subject"),
+        Index(None, "user_id"),
+        Index(None, "host", "subject"),
+        sqlite_autoincrement=True,
+    )
+    Table(
+        "account_requests", md,
+        Column("user_id", Integer, ForeignKey("users.id", ondelete="CASCADE"), primary_key=True),
+        Column("created_at", UTCDateTime, nullable=False),
+    )
+    Table(
+        "invites", md,
+        Column("id", String(64), primary_key=True),
+        Column("email", String(320), nullable=True),
+        Column("role", String(16), nullable=False),
+        Column("created_by", Integer, ForeignKey("users.id", ondelete="SET NULL"), nullable=True),
+        Column("created_at", UTCDateTime, nullable=False),
+        Column("expires_at", UTCDateTime, nullable=False),
+        Column("accepted_at", UTCDateTime, nullable=True),
+        Column("accepted_by", Integer, ForeignKey("users.id", ondelete="SET NULL"), nullable=True),
+    )
+    Table(
+        "repo_grants", md,
+        Column("repo_id", Integer, ForeignKey("repos.id", ondelete="CASCADE"), primary_key=True),
+        Column("host", String(300), primary_key=True),
+        Column("subject", String(255), primary_key=True),
+        Column("source", String(8), primary_key=True),
+        Column("synced_at", UTCDateTime, nullable=False),
+        Index(None, "host", "subject"),
+    )
+    Table(
+        "repo_permission_syncs", md,
+        Column("repo_id", Integer, ForeignKey("repos.id", ondelete="CASCADE"), primary_key=True),
+        Column("synced_at", UTCDateTime, nullable=True),
+        Column("attempted_at", UTCDateTime, nullable=True),
+        Column("error", Text, nullable=True),
+    )
+    Table(
+        "oauth_clients", md,
+        Column("id", String(64), primary_key=True),
+        Column("name", String(255), nullable=False),
+        Column("redirect_uris", JSON, nullable=False),
+        Column("metadata", JSON, nullable=False),
+        Column("secret_hash", String(64), nullable=True),
+        Column("created_at", UTCDateTime, nullable=False),
+        Column("last_used_at", UTCDateTime, nullable=True),
+    )
+    Table(
+        "oauth_codes", md,
+        Column("id", String(64), primary_key=True),
+        Column("client_id", String(64), ForeignKey("oauth_clients.id", ondelete="CASCADE"), nullable=False),
+        Column("user_id", Integer, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
+        Column("redirect_uri", Text, nullable=False),
+        Column("code_challenge", String(128), nullable=False),
+        Column("scope", Text, nullable=False),
+        Column("resource", Text, nullable=True),
+        Column("created_at", UTCDateTime, nullable=False),
+        Column("expires_at", UTCDateTime, nullable=False),
+        Column("used_at", UTCDateTime, nullable=True),
+        Column("grant_id", String(64), nullable=True),
+    )
+    Table(
+        "oauth_tokens", md,
+        Column("id", String(64), primary_key=True),
+        Column("kind", String(8), nullable=False),
+        Column("grant_id", String(64), nullable=False),
+        Column("client_id", String(64), ForeignKey("oauth_clients.id", ondelete="CASCADE"), nullable=False),
+        Column("user_id", Integer, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
+        Column("scope", Text, nullable=False),
+        Column("resource", Text, nullable=True),
+        Column("created_at", UTCDateTime, nullable=False),
+        Column("expires_at", UTCDateTime, nullable=False),
+        Column("used_at", UTCDateTime, nullable=True),
+        Column("revoked_at", UTCDateTime, nullable=True),
+        Index(None, "grant_id"),
+        Index(None, "user_id"),
+        Index(None, "expires_at"),
+    )
+    for name in ("linked_accounts", "account_requests", "invites", "repo_grants", "repo_permission_syncs",
+                 "oauth_clients", "oauth_codes", "oauth_tokens"):
+        md.tables[name].create(conn)
+
+
 Migration = tuple[int, str, Callable[[Connection], None]]
 
 #: Every migration, in order. Versions are 1, 2, 3, ... without gaps.
@@ -254,6 +363,7 @@ MIGRATIONS: list[Migration] = [
     (3, "web UI sign-in sessions", _v3_web_sessions),
     (4, "failed sign-ins per account and client address", _v4_login_failures),
     (5, "the audit log", _v5_audit_events),
+    (6, "linked accounts, pending members, invites, repository grants, OAuth for MCP", _v6_identities_grants_oauth),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -34,6 +34,8 @@ from codesearch.store.models import (
     User,
     WebSession,
 )
+from codesearch.store.grants import GrantsMixin
+from codesearch.store.identities import IdentitiesMixin
 from codesearch.store.secret import load_server_secret, session_secret
 from codesearch.store.tables import (
     api_keys,
@@ -157,7 +159,7 @@ def make_engine(url: str) -> Engine:
     return engine
 
 
-class Store:
+class Store(IdentitiesMixin, GrantsMixin):
     """The state database: connections, repos and their links, jobs, users, API keys, contexts.
 
     Open with `Store.open(data_dir)`; every method is one short transaction and the object is

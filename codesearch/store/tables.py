@@ -26,6 +26,7 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    UniqueConstraint,
 )
 from sqlalchemy.types import TypeDecorator
 
@@ -250,4 +251,130 @@ audit_events = Table(
     Index(None, "action", "at"),
     Index(None, "actor", "at"),
     sqlite_autoincrement=True,
+)
+
+#: Identities a user signed in with (single sign-on) or linked to their account. `provider` is the
+#: config's `identityProviders` entry (its id), `subject` the provider's stable user id. `host` is
+#: the code host the account belongs to, as permission syncing names it
+#: (`codesearch.permission_sync.hosts.host_key`, e.g. ``github:https://github.com``), None for
+#: providers that are not code hosts (Google, Okta, ...). Tokens are encrypted under a key derived
+#: from the server secret (`Store.seal`); they let user-driven permission syncing ask the host
+#: which repositories this account can read.
+linked_accounts = Table(
+    "linked_accounts", metadata,
+    Column("id", Integer, primary_key=True),
+    Column("user_id", Integer, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
+    Column("provider", String(255), nullable=False),
+    Column("provider_type", String(32), nullable=False),
+    Column("host", String(300), nullable=True),
+    Column("subject", String(255), nullable=False),
+    Column("login", String(255), nullable=True),
+    Column("email", String(320), nullable=True),
+    Column("access_token", Text, nullable=True),
+    Column("refresh_token", Text, nullable=True),
+    Column("token_expires_at", UTCDateTime, nullable=True),
+    Column("scope", Text, nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("last_sign_in_at", UTCDateTime, nullable=True),
+    Column("permission_synced_at", UTCDateTime, nullable=True),
+    Column("permission_attempted_at", UTCDateTime, nullable=True),
+    Column("permission_error", Text, nullable=True),
+    UniqueConstraint("provider", "subject"),
+    Index(None, "user_id"),
+    Index(None, "host", "subject"),
+    sqlite_autoincrement=True,
+)
+
+#: Users who signed up while ``REQUIRE_APPROVAL_NEW_MEMBERS`` is on and wait for an owner: a user
+#: with a row here cannot sign in; approving deletes the row, declining deletes the user.
+account_requests = Table(
+    "account_requests", metadata,
+    Column("user_id", Integer, ForeignKey("users.id", ondelete="CASCADE"), primary_key=True),
+    Column("created_at", UTCDateTime, nullable=False),
+)
+
+#: Invitations to join (no approval needed). `id` is the HMAC-SHA256 of the invite token, never the token.
+invites = Table(
+    "invites", metadata,
+    Column("id", String(64), primary_key=True),
+    Column("email", String(320), nullable=True),
+    Column("role", String(16), nullable=False),
+    Column("created_by", Integer, ForeignKey("users.id", ondelete="SET NULL"), nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("expires_at", UTCDateTime, nullable=False),
+    Column("accepted_at", UTCDateTime, nullable=True),
+    Column("accepted_by", Integer, ForeignKey("users.id", ondelete="SET NULL"), nullable=True),
+)
+
+#: Who may read a repository, as the code host said: the account `subject` on `host` (see
+#: `linked_accounts`). `source` is ``repo`` (repo-driven sync: the repository's collaborators,
+#: asked with the connection's token) or ``user`` (user-driven: the repositories a linked
+#: account's own token can read). A grant counts only while the sync that wrote it is fresh
+#: (`codesearch.permission_sync`): stale or failed data denies.
+repo_grants = Table(
+    "repo_grants", metadata,
+    Column("repo_id", Integer, ForeignKey("repos.id", ondelete="CASCADE"), primary_key=True),
+    Column("host", String(300), primary_key=True),
+    Column("subject", String(255), primary_key=True),
+    Column("source", String(8), primary_key=True),
+    Column("synced_at", UTCDateTime, nullable=False),
+    Index(None, "host", "subject"),
+)
+
+#: The last repo-driven permission sync of each repository: when it last succeeded and last ran.
+repo_permission_syncs = Table(
+    "repo_permission_syncs", metadata,
+    Column("repo_id", Integer, ForeignKey("repos.id", ondelete="CASCADE"), primary_key=True),
+    Column("synced_at", UTCDateTime, nullable=True),
+    Column("attempted_at", UTCDateTime, nullable=True),
+    Column("error", Text, nullable=True),
+)
+
+#: OAuth 2.0 clients of the MCP server, registered dynamically (RFC 7591). `metadata` is the
+#: registration as accepted; `secret_hash` the HMAC of the client secret (None: a public client).
+oauth_clients = Table(
+    "oauth_clients", metadata,
+    Column("id", String(64), primary_key=True),
+    Column("name", String(255), nullable=False),
+    Column("redirect_uris", JSON, nullable=False),
+    Column("metadata", JSON, nullable=False),
+    Column("secret_hash", String(64), nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("last_used_at", UTCDateTime, nullable=True),
+)
+
+#: Authorization codes (single use, short-lived). `id` is the HMAC of the code, never the code.
+oauth_codes = Table(
+    "oauth_codes", metadata,
+    Column("id", String(64), primary_key=True),
+    Column("client_id", String(64), ForeignKey("oauth_clients.id", ondelete="CASCADE"), nullable=False),
+    Column("user_id", Integer, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
+    Column("redirect_uri", Text, nullable=False),
+    Column("code_challenge", String(128), nullable=False),
+    Column("scope", Text, nullable=False),
+    Column("resource", Text, nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("expires_at", UTCDateTime, nullable=False),
+    Column("used_at", UTCDateTime, nullable=True),
+    Column("grant_id", String(64), nullable=True),
+)
+
+#: Access and refresh tokens (`kind`), stored as the HMAC of the token. Tokens of one
+#: authorization share a `grant_id`: a refresh token used twice revokes the whole grant.
+oauth_tokens = Table(
+    "oauth_tokens", metadata,
+    Column("id", String(64), primary_key=True),
+    Column("kind", String(8), nullable=False),
+    Column("grant_id", String(64), nullable=False),
+    Column("client_id", String(64), ForeignKey("oauth_clients.id", ondelete="CASCADE"), nullable=False),
+    Column("user_id", Integer, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
+    Column("scope", Text, nullable=False),
+    Column("resource", Text, nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("expires_at", UTCDateTime, nullable=False),
+    Column("used_at", UTCDateTime, nullable=True),
+    Column("revoked_at", UTCDateTime, nullable=True),
+    Index(None, "grant_id"),
+    Index(None, "user_id"),
+    Index(None, "expires_at"),
 )
