@@ -133,6 +133,13 @@ class GrantsMixin:
                 values["permission_synced_at"] = None
             c.execute(update(linked_accounts).where(linked_accounts.c.id == account_id).values(**values))
 
+    def request_account_permission_sync(self, account_id: int) -> None:
+        """Ask for a user-driven sync of the account soon (after a sign-in or a new link): the
+        scheduler takes accounts never attempted first."""
+        with self._tx(write=True) as c:
+            c.execute(update(linked_accounts).where(linked_accounts.c.id == account_id)
+                      .values(permission_attempted_at=None))
+
     # ------------------------------------------------------------------ reading for the rule and the scheduler
 
     def repo_access_facts(self) -> list[RepoAccess]:
