@@ -200,7 +200,8 @@ def _build(doc: dict, source: str, environ: Mapping[str, str], duplicates: list[
     if refused:  # a model this server cannot talk to: refuse the file rather than fail at the first question
         raise ConfigError(source, refused)
     return Config(source=source, schema_ref=doc.get("$schema"), settings=settings, contexts=contexts,
-                  environment_overrides=overrides, connections=connections, models=models, warnings=warnings, raw=doc)
+                  environment_overrides=overrides, connections=connections, models=models, permission_sync=permission_sync,
+                  warnings=warnings, raw=doc)
 
 
 def _override_problem(name: str, o: Any) -> str | None:

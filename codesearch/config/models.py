@@ -194,6 +194,8 @@ class Config(BaseModel):
     environment_overrides: dict[str, EnvironmentOverride] = Field(default_factory=dict)
     connections: dict[str, Connection] = Field(default_factory=dict)
     models: list[LanguageModel] = Field(default_factory=list)
+    #: PERMISSION_SYNC_ENABLED as it is once the file's environment overrides are applied.
+    permission_sync: bool = False
     warnings: list[str] = Field(default_factory=list)
     raw: dict[str, Any] = Field(default_factory=dict, repr=False)
 

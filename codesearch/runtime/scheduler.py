@@ -15,7 +15,10 @@ Every polling interval (the smaller of ``resyncConnectionPollingIntervalMs`` and
    the mirror folder and the repo's entry in the index manifest (its shards);
 5. when the set of shards in the manifest changed, tells the searchers to reload
    (`SearcherPool.refresh`, or the `on_index_change` callback);
-6. reports the jobs queued and running per kind (`codesearch.runtime.metrics`).
+6. with permission syncing on, starts the due repo- and user-driven permission syncs on a
+   background thread (`codesearch.permission_sync.runner`); applying the config also publishes
+   the permission rule's input for the API replicas (`codesearch.permissions.write_settings`);
+7. reports the jobs queued and running per kind (`codesearch.runtime.metrics`).
 
 `startup()` runs once before the workers start: it takes back every job a dead service left
 IN_PROGRESS, removes mirror folders and manifest entries that have no repo row, and queues an
@@ -56,6 +59,8 @@ class Scheduler:
         self.config = None
         self._config_mtime: float | None = None
         self._shards: list[str] | None = None
+        #: `codesearch.permission_sync.runner.PermissionSyncer`, made when the config is applied
+        self.permission_syncer = None
         self.errors: list[str] = []
         self.ticks = 0
         self.reload_config(force=True)
@@ -104,6 +109,19 @@ class Scheduler:
                 log.info("connection %s removed from the config; %d repos orphaned", conn.name, len(orphaned))
         # The models `ask_codebase` may use, in config order (the first is the default).
         self.store.replace_language_models([lm.raw for lm in self.config.models])
+        self.apply_permissions()
+
+    def apply_permissions(self) -> None:
+        """Publish the permission rule's input for the API replicas, and (re)make the syncer."""
+        from codesearch import permissions
+        from codesearch.permission_sync.runner import PermissionSyncer
+
+        rule = permissions.settings_from_config(self.config)
+        permissions.write_settings(self.store, rule)
+        if self.permission_syncer is None:
+            self.permission_syncer = PermissionSyncer(self.store, self.config)
+        self.permission_syncer.config = self.config
+        self.permission_syncer.enabled = rule.enabled
 
     def _error(self, msg: str) -> None:
         log.error("%s", msg)
@@ -159,6 +177,8 @@ class Scheduler:
             self.apply_contexts()
         except Exception as e:
             self._error(f"search contexts: {e}")
+        if self.permission_syncer is not None and self.permission_syncer.enabled:
+            out["permissions"] = self.permission_syncer.kick()
         self._check_index()
         self._report_jobs()
         return out
@@ -230,6 +250,8 @@ class Scheduler:
                     self._shards = None  # try again next tick
 
     def close(self) -> None:
+        if self.permission_syncer is not None:
+            self.permission_syncer.join(timeout=30)
         self.store.close()
 
     # ------------------------------------------------------------------ status

@@ -28,7 +28,7 @@ from typing import Callable, Mapping
 
 from fastapi import APIRouter, Depends, FastAPI
 
-from codesearch import environment
+from codesearch import environment, permissions
 from codesearch.runtime import request_ids
 from codesearch.search.options import DEFAULT_PUBLIC_URL
 from codesearch.service import audit, auth, errors, mcp, routes_chat, routes_git, routes_repos, routes_search, routes_source, webhooks
@@ -87,7 +87,8 @@ def build_app(get_searcher, *, public_url: str = DEFAULT_PUBLIC_URL, contexts: d
         get_store = lazy_store(data_dir, database_url)
     if anonymous_access is None:
         anonymous_access = auth.anonymous_access_enabled(environ, enable_public_access)
-    authenticator = auth.Authenticator(get_store, anonymous_access)
+    policy = permissions.PermissionPolicy(get_store, environ=environ)
+    authenticator = auth.Authenticator(get_store, anonymous_access, policy=policy)
     require_identity = authenticator.dependency()
 
     app = FastAPI(title="codesearch", version=_version(), openapi_url="/api/openapi.json", docs_url=None, redoc_url=None)
@@ -99,6 +100,7 @@ def build_app(get_searcher, *, public_url: str = DEFAULT_PUBLIC_URL, contexts: d
     app.add_middleware(RequestLimits, authenticator=authenticator, **(limits or {}))
     app.state.require_identity = require_identity
     app.state.get_store = get_store
+    app.state.permission_policy = policy
     app.state.audit = audit.AuditLog(get_store, audit.retention_days(os.environ if environ is None else environ))
     app.state.anonymous_access = anonymous_access
 

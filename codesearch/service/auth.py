@@ -43,6 +43,7 @@ from codesearch.errors import NotAuthenticated  # noqa: F401  (re-exported)
 from codesearch.permissions import (  # noqa: F401  (re-exported: routes import them from here)
     ANONYMOUS,
     Identity,
+    PermissionPolicy,
     can_see,
     filter_repos,
     filter_search_response,
@@ -99,9 +100,12 @@ class Authenticator:
     keys of members.
     """
 
-    def __init__(self, get_store: Callable[[], object | None], anonymous: bool, keys_owner_only: bool | None = None):
+    def __init__(self, get_store: Callable[[], object | None], anonymous: bool, keys_owner_only: bool | None = None,
+                 policy: PermissionPolicy | None = None):
         self.get_store = get_store
         self.anonymous = bool(anonymous)
+        #: the permission rule every identity made here is bound to (None: everyone sees everything)
+        self.policy = policy
         self.keys_owner_only = (environment.api_key_usage_owner_only() if keys_owner_only is None
                                 else bool(keys_owner_only))
 
@@ -109,7 +113,7 @@ class Authenticator:
         """The caller of a request with these headers, by API key only (the MCP server)."""
         user = self._key_user(headers)
         if user is not None:
-            return Identity(user)
+            return self.identity(user)
         return self._nobody()
 
     def identify_request(self, request: Request) -> Identity:
@@ -119,8 +123,15 @@ class Authenticator:
         if user is None:
             user = self._session_user(request)
         if user is not None:
-            return Identity(user)
+            return self.identity(user)
         return self._nobody()
+
+    def identity(self, user) -> Identity:
+        """`user` (None: anonymous) as an `Identity` bound to this service's permission rule."""
+        return Identity(user, self.policy)
+
+    def anonymous_identity(self) -> Identity:
+        return ANONYMOUS if self.policy is None else Identity(None, self.policy)
 
     async def identify_request_async(self, request: Request) -> Identity:
         """`identify_request` for an event loop: in a thread when it reads the store (an API key
@@ -173,7 +184,7 @@ class Authenticator:
 
     def _nobody(self) -> Identity:
         if self.anonymous:
-            return ANONYMOUS
+            return self.anonymous_identity()
         raise NotAuthenticated("not authenticated: send an API key as 'Authorization: Bearer <key>' "
                                f"or '{API_KEY_HEADER}: <key>'")
 

@@ -73,7 +73,7 @@ def router(make_context, authenticator, *, public_url: str, require_identity) ->
         try:
             identity = await run_in_threadpool(authenticator.identify, request.headers)
         except NotAuthenticated:
-            identity = Identity(None)
+            identity = authenticator.anonymous_identity()
         if identity.anonymous:  # no API key: the web UI's session, if any
             identity = getattr(request.state, "identity", None) or identity
         tc = make_context(identity)

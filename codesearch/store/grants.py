@@ -17,7 +17,8 @@ from typing import Iterable
 
 from sqlalchemy import delete, insert, select, tuple_, update
 
-from codesearch.store.tables import linked_accounts, repo_connections, repo_grants, repo_permission_syncs, repos
+from codesearch.store.tables import (linked_accounts, repo_connections, repo_grants, repo_permission_syncs, repos,
+                                     service_settings)
 
 REPO_DRIVEN = "repo"
 USER_DRIVEN = "user"
@@ -55,6 +56,28 @@ class RepoPermissionSync:
 
 class GrantsMixin:
     """The `Store` methods for permission grants (mixed into `Store`)."""
+
+    # ------------------------------------------------------------------ the rule's settings
+
+    def put_service_setting(self, key: str, value) -> bool:
+        """Store a setting (JSON) for every process of the service; True when it changed."""
+        now = self._now()
+        with self._tx(write=True) as c:
+            old = c.execute(select(service_settings.c.value).where(service_settings.c.key == key)).first()
+            if old is not None and old.value == value:
+                return False
+            if old is None:
+                c.execute(insert(service_settings).values(key=key, value=value, updated_at=now))
+            else:
+                c.execute(update(service_settings).where(service_settings.c.key == key)
+                          .values(value=value, updated_at=now))
+            return True
+
+    def service_setting(self, key: str):
+        """A setting stored by `put_service_setting`, or None."""
+        with self._tx() as c:
+            row = c.execute(select(service_settings.c.value).where(service_settings.c.key == key)).first()
+            return None if row is None else row.value
 
     # ------------------------------------------------------------------ writing what hosts said
 

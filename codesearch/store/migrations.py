@@ -349,8 +349,14 @@ def _v6_identities_grants_oauth(conn: Connection) -> None:
         Index(None, "user_id"),
         Index(None, "expires_at"),
     )
+    Table(
+        "service_settings", md,
+        Column("key", String(64), primary_key=True),
+        Column("value", JSON, nullable=False),
+        Column("updated_at", UTCDateTime, nullable=False),
+    )
     for name in ("linked_accounts", "account_requests", "invites", "repo_grants", "repo_permission_syncs",
-                 "oauth_clients", "oauth_codes", "oauth_tokens"):
+                 "service_settings", "oauth_clients", "oauth_codes", "oauth_tokens"):
         md.tables[name].create(conn)
 
 

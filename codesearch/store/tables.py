@@ -330,6 +330,16 @@ repo_permission_syncs = Table(
     Column("error", Text, nullable=True),
 )
 
+#: Settings the process that applies the config writes for every other process of the service
+#: (API replicas do not read the config file): ``permissions`` is the permission rule's input
+#: (`codesearch.permissions.PermissionSettings`).
+service_settings = Table(
+    "service_settings", metadata,
+    Column("key", String(64), primary_key=True),
+    Column("value", JSON, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+)
+
 #: OAuth 2.0 clients of the MCP server, registered dynamically (RFC 7591). `metadata` is the
 #: registration as accepted; `secret_hash` the HMAC of the client secret (None: a public client).
 oauth_clients = Table(

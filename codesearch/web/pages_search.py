@@ -43,7 +43,6 @@ from codesearch.errors import CodesearchError, FileNotFound, InvalidGitRef, Repo
 from codesearch.git import read as gitread
 from codesearch.index.language import detect
 from codesearch.index.sources import RepoInfo
-from codesearch.permissions import ANONYMOUS
 from codesearch.search.present import external_url, short_ref
 from codesearch.service import audit
 from codesearch.tools.repos import iso, page_of_repos
@@ -197,7 +196,7 @@ def router(web: WebContext) -> APIRouter:
         anon = getattr(request.state, "anonymous_access", None)
         if anon is None:
             anon = web.anonymous_access
-        return ANONYMOUS if anon else None
+        return web.authenticator.anonymous_identity() if anon else None
 
     def to_login(request: Request) -> Response:
         from codesearch.web.sessions import login_redirect

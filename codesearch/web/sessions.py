@@ -46,7 +46,6 @@ from fastapi import Request
 from fastapi.responses import RedirectResponse
 from starlette.requests import cookie_parser
 
-from codesearch.permissions import Identity
 
 log = logging.getLogger(__name__)
 
@@ -320,7 +319,7 @@ class SessionMiddleware:
 
         if found is not None:
             session, user = found
-            state["identity"] = Identity(user)
+            state["identity"] = self.web.authenticator.identity(user)
             state["csrf_token"] = session.csrf_token
         else:
             state["identity"] = None

@@ -1,0 +1,165 @@
+"""What the code hosts say about read access, one pair of calls per host kind.
+
+* `repo_readers(kind, conn, token, repo, http)` (repo-driven): the user ids on the host that may
+  read one repository, asked with the connection's token;
+* `readable_repos(kind, api_url, token, http)` (user-driven): the host's ids (`Repo.external_id`)
+  of the repositories a linked account's own token can read.
+
+Endpoints (all paginated):
+
+=================  ===============================================  ===========================================
+kind               repo-driven                                      user-driven
+=================  ===============================================  ===========================================
+github             ``GET /repos/{owner}/{repo}/collaborators``      ``GET /user/repos?visibility=all``
+gitlab             ``GET /projects/{id}/members/all`` (level ≥ 20)  ``GET /projects?membership=true&min_access_level=20``
+gitea              ``GET /repos/{owner}/{repo}/collaborators``      ``GET /user/repos``
+                   and the owning user
+bitbucketCloud     ``GET /repositories/{ws}/{slug}/permissions-      ``GET /user/permissions/repositories``
+                   config/users``
+bitbucketServer    ``GET /projects/{key}/repos/{slug}/permissions/  ``GET /repos?permission=REPO_READ``
+                   users``
+=================  ===============================================  ===========================================
+
+GitLab's level 20 is Reporter, the lowest that may read a private project's code. Errors are
+`codesearch.hosts.http`'s: `HostAuthError` (401/403) and `HostNotFound` (404) mean "no access
+any more" to the caller (`runner`), other `HostError`s (rate limits, 5xx after retries) mean
+"ask again later".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+from codesearch.errors import HostError
+from codesearch.hosts import bitbucket, github
+from codesearch.hosts.base import json_pages
+from codesearch.hosts.http import HostHttp, next_link
+
+GITLAB_REPORTER = 20
+_PER_PAGE = 100
+
+
+def api_url(kind: str, url: str | None) -> str:
+    """The REST base of a host of `kind` at its configured `url` (None: the public service)."""
+    if kind == "github":
+        return github.api_base(url or "https://github.com")
+    if kind == "gitlab":
+        return (url or "https://gitlab.com").rstrip("/") + "/api/v4"
+    if kind == "gitea":
+        return (url or "https://gitea.com").rstrip("/") + "/api/v1"
+    if kind == "bitbucketCloud":
+        u = (url or bitbucket.CLOUD_API).rstrip("/")
+        return bitbucket.CLOUD_API if "bitbucket.org" in u and "api.bitbucket.org" not in u else u
+    if kind == "bitbucketServer":
+        if not url:
+            raise HostError("a Bitbucket Server connection needs a url")
+        return url.rstrip("/") + "/rest/api/1.0"
+    raise HostError(f"permission syncing does not support {kind} hosts")
+
+
+def headers_for(kind: str, token: str | None, user: str | None = None) -> dict[str, str]:
+    """The request headers of a host of `kind` with `token` (`user`: Bitbucket's basic-auth user)."""
+    if kind == "github":
+        h = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28", "User-Agent": "codesearch"}
+        if token:
+            h["Authorization"] = f"Bearer {token}"
+        return h
+    if kind == "gitlab":
+        h = {"User-Agent": "codesearch"}
+        if token:
+            h["Authorization"] = f"Bearer {token}"
+        return h
+    if kind == "gitea":
+        h = {"User-Agent": "codesearch"}
+        if token:
+            h["Authorization"] = f"token {token}"
+        return h
+    return bitbucket._auth_headers(user, token)
+
+
+def _link_pages(http: HostHttp, url: str, params: dict, headers: dict, what: str) -> list[dict]:
+    def nxt(r, body, items):
+        if "x-next-page" in r.headers:  # GitLab offset pages
+            page = r.headers["x-next-page"].strip()
+            return str(r.request.url.copy_set_param("page", page)) if page else None
+        return next_link(r)
+
+    return [x for x in json_pages(http, url, params, headers, nxt, what) if isinstance(x, dict)]
+
+
+def _cloud_pages(http: HostHttp, url: str, params: dict, headers: dict) -> list[dict]:
+    return bitbucket._cloud_pages(http, url, params, headers)
+
+
+def _server_pages(http: HostHttp, url: str, params: dict, headers: dict) -> list[dict]:
+    return bitbucket._server_pages(http, url, params, headers)
+
+
+def _split_display(repo, parts: int) -> list[str]:
+    pieces = (repo.display_name or "").split("/")
+    if len(pieces) != parts or not all(pieces):
+        raise HostError(f"cannot name {repo.name} on its host (display name {repo.display_name!r})")
+    return pieces
+
+
+def repo_readers(kind: str, conn: dict[str, Any], token: str | None, repo, http: HostHttp) -> set[str]:
+    """The host's user ids that may read `repo` (a `Repo` row of a connection of `kind`)."""
+    api = api_url(kind, conn.get("url"))
+    h = headers_for(kind, token, conn.get("user"))
+    if kind == "github":
+        owner, name = _split_display(repo, 2)
+        users = _link_pages(http, f"{api}/repos/{quote(owner)}/{quote(name)}/collaborators",
+                            {"affiliation": "all", "per_page": _PER_PAGE}, h, "collaborators")
+        return {str(u["id"]) for u in users if u.get("id") is not None}
+    if kind == "gitlab":
+        members = _link_pages(http, f"{api}/projects/{quote(str(repo.external_id), safe='')}/members/all",
+                              {"per_page": _PER_PAGE}, h, "members")
+        return {str(u["id"]) for u in members
+                if u.get("id") is not None and int(u.get("access_level") or 0) >= GITLAB_REPORTER
+                and (u.get("state") in (None, "active"))}
+    if kind == "gitea":
+        owner, name = _split_display(repo, 2)
+        base = f"{api}/repos/{quote(owner)}/{quote(name)}"
+        users = _link_pages(http, f"{base}/collaborators", {"limit": 50}, h, "collaborators")
+        out = {str(u["id"]) for u in users if u.get("id") is not None}
+        info = http.get_json(base, headers=h)
+        own = (info or {}).get("owner") or {}
+        if own.get("id") is not None and own.get("type", "user") != "organization" and not own.get("visibility") == "organization":
+            out.add(str(own["id"]))
+        return out
+    if kind == "bitbucketCloud":
+        workspace, _key, slug = _split_display(repo, 3)
+        values = _cloud_pages(http, f"{api}/repositories/{quote(workspace)}/{quote(slug)}/permissions-config/users",
+                              {"pagelen": 100}, h)
+        return {str((v.get("user") or {}).get("uuid")) for v in values
+                if (v.get("user") or {}).get("uuid") and v.get("permission") in ("read", "write", "admin")}
+    if kind == "bitbucketServer":
+        key, slug = _split_display(repo, 2)
+        values = _server_pages(http, f"{api}/projects/{quote(key)}/repos/{quote(slug)}/permissions/users", {}, h)
+        return {str((v.get("user") or {}).get("id")) for v in values if (v.get("user") or {}).get("id") is not None}
+    raise HostError(f"permission syncing does not support {kind} hosts")
+
+
+def readable_repos(kind: str, api: str, token: str, http: HostHttp) -> set[str]:
+    """The host's ids of every repository the account whose token this is may read."""
+    h = headers_for(kind, token)
+    if kind == "github":
+        repos = _link_pages(http, f"{api}/user/repos", {"visibility": "all", "per_page": _PER_PAGE,
+                                                         "affiliation": "owner,collaborator,organization_member"},
+                            h, "repositories")
+        return {str(r["id"]) for r in repos if r.get("id") is not None}
+    if kind == "gitlab":
+        repos = _link_pages(http, f"{api}/projects", {"membership": "true", "min_access_level": GITLAB_REPORTER,
+                                                       "simple": "true", "per_page": _PER_PAGE}, h, "projects")
+        return {str(r["id"]) for r in repos if r.get("id") is not None}
+    if kind == "gitea":
+        repos = _link_pages(http, f"{api}/user/repos", {"limit": 50}, h, "repositories")
+        return {str(r["id"]) for r in repos if r.get("id") is not None}
+    if kind == "bitbucketCloud":
+        values = _cloud_pages(http, f"{api}/user/permissions/repositories", {"pagelen": 100}, h)
+        return {str((v.get("repository") or {}).get("uuid")) for v in values if (v.get("repository") or {}).get("uuid")}
+    if kind == "bitbucketServer":
+        values = _server_pages(http, f"{api}/repos", {"permission": "REPO_READ"}, h)
+        return {str(v["id"]) for v in values if v.get("id") is not None}
+    raise HostError(f"permission syncing does not support {kind} hosts")

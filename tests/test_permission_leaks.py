@@ -1,0 +1,348 @@
+"""Not one file of a repository a caller may not read, on any path (issue 14, part 2).
+
+Random users with random linked accounts and grants (repo-driven, user-driven, fresh, stale and
+revoked) over eight indexed repositories in three connections: one that enforces permissions,
+one that also enforces them for public repositories, and one that does not. For every caller
+(anonymous included) the expected set of visible repositories comes from `expected_visible`, a
+plain transcription of the rule written here from the rule's statement (it does not import
+`codesearch.permissions`), and every path must agree with it:
+
+* ``/api/search`` and ``/api/stream_search``: the files found are exactly what a brute-force scan
+  of the visible repositories' files finds; counts, repositoryInfo and stats name nothing else;
+* ``/api/repos``, ``/api/source``, ``/api/tree``, ``/api/commits``: a hidden repository answers
+  exactly as a repository that does not exist (same status, same body but the name);
+* the MCP tools (the real MCP client SDK over HTTP): `grep`, `list_repos`, `read_file`,
+  `list_tree`, `list_commits`, `glob`;
+* the web pages: search results, the repository list, the file browser.
+
+Searches run on real Ray searchers (`SearcherPool`), so the filter is the searchers' own
+(`SearchOptions.visible_repos`), not only a last look at the answer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+from datetime import datetime, timedelta, timezone
+
+import httpx
+import pytest
+
+from codesearch import permissions
+from codesearch.config import load_config
+from codesearch.runtime.searchers import SearcherPool
+from codesearch.runtime.workers import RepoIndexer, RuntimeOptions
+from codesearch.service.api import build_app
+from codesearch.store import Store
+from codesearch.web.sessions import SESSION_COOKIE
+from tests.asgiserver import serving
+from tests.mcpclient import McpClient
+
+GHE = "https://ghe.example.com"
+STRICT = "https://strict.example.com"
+HOST_GHE = "github:" + GHE
+HOST_STRICT = "github:" + STRICT
+CONFIG = {
+    "connections": {
+        "ghe": {"type": "github", "url": GHE, "orgs": ["acme"]},
+        "strict": {"type": "github", "url": STRICT, "orgs": ["corp"], "enforcePermissionsForPublicRepos": True},
+        "open": {"type": "github", "url": "https://open.example.com", "orgs": ["free"], "enforcePermissions": False},
+    },
+    "settings": {"repoDrivenPermissionSyncIntervalMs": 3600000, "userDrivenPermissionSyncIntervalMs": 3600000},
+}
+#: name -> (connection, public)
+REPOS = {
+    "ghe.example.com/acme/pub": ("ghe", True),
+    "ghe.example.com/acme/priv1": ("ghe", False),
+    "ghe.example.com/acme/priv2": ("ghe", False),
+    "ghe.example.com/acme/priv3": ("ghe", False),
+    "strict.example.com/corp/spub": ("strict", True),
+    "strict.example.com/corp/spriv": ("strict", False),
+    "open.example.com/free/opub": ("open", True),
+    "open.example.com/free/opriv": ("open", False),
+}
+MISSING = "ghe.example.com/acme/does-not-exist"
+WORDS = ["needle", "haystack", "lantern", "copper"]
+QUERIES = ["needle", "haystack", "lantern", "copper", "marker", "needle haystack", "def "]
+FRESH_AGE = timedelta(minutes=5)
+STALE_AGE = timedelta(hours=3)  # older than twice the interval (2 h): denies
+
+
+def _git(cwd, *args):
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
+                   env={**os.environ, "GIT_AUTHOR_NAME": "A", "GIT_AUTHOR_EMAIL": "a@example.com",
+                        "GIT_COMMITTER_NAME": "A", "GIT_COMMITTER_EMAIL": "a@example.com"})
+
+
+def _make_repo(root: str, index: int, rng: random.Random) -> dict[str, str]:
+    os.makedirs(root)
+    files = {}
+    for k in range(3):
+        words = rng.sample(WORDS, 2)
+        files[f"src/f{k}.py"] = f"def fn_{index}_{k}():\n    return '{words[0]} {words[1]} marker{index}'\n"
+    files["README.md"] = f"repo {index} {rng.choice(WORDS)}\n"
+    for path, text in files.items():
+        os.makedirs(os.path.join(root, os.path.dirname(path)), exist_ok=True)
+        with open(os.path.join(root, path), "w") as f:
+            f.write(text)
+    _git(root, "init", "-q", "-b", "main")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", f"repo {index}")
+    return files
+
+
+def expected_visible(user: dict | None, world: dict) -> set[str]:
+    """The rule, transcribed from its statement (independent of codesearch.permissions)."""
+    out = set()
+    now = world["now"]
+    for name, (conn, public) in REPOS.items():
+        enforce = conn in ("ghe", "strict")
+        strict = conn == "strict"
+        host = HOST_STRICT if strict else HOST_GHE
+        if not enforce:
+            if public or user is not None:
+                out.add(name)
+            continue
+        if public and not strict:
+            out.add(name)
+            continue
+        if user is None:
+            continue
+        accounts = user["accounts"]  # host -> subject
+        if public and strict:
+            if host in accounts:
+                out.add(name)
+            continue
+        subject = accounts.get(host)
+        if subject is None:
+            continue
+        for g in world["grants"]:
+            if g["repo"] == name and g["subject"] == subject and g["host"] == host and not g["revoked"] \
+                    and now - g["synced"] <= timedelta(hours=2):
+                out.add(name)
+    return out
+
+
+@pytest.fixture(scope="module")
+def world(ray_session, tmp_path_factory):
+    rng = random.Random(1414)
+    base = str(tmp_path_factory.mktemp("leaks"))
+    data = os.path.join(base, "data")
+    store = Store.open(data)
+    owner = store.create_user("owner@example.com", "Owner")
+    contents: dict[str, dict[str, str]] = {}
+    ids: dict[str, int] = {}
+    cfg = load_config(json.dumps(CONFIG).encode(), environ={"PERMISSION_SYNC_ENABLED": "true"})
+    for name, conn in CONFIG["connections"].items():
+        store.upsert_connection(name, conn["type"], conn)
+    for i, (name, (conn, public)) in enumerate(REPOS.items()):
+        root = os.path.join(base, "src", f"r{i}")
+        contents[name] = _make_repo(root, i, rng)
+        ids.update(store.upsert_repos(conn, [dict(name=name, display_name=name.split("/", 1)[1], code_host_type="github",
+                                                  clone_url="file://" + root, local_path=root, default_branch="main",
+                                                  public=public, external_id=str(9000 + i))], prune=False).ids)
+        store.enqueue_index_job(ids[name])
+    indexer = RepoIndexer(data, "leaks-indexer", RuntimeOptions(heartbeat_s=0.05))
+    try:
+        while indexer.run_once():
+            pass
+    finally:
+        indexer.close()
+    permissions.write_settings(store, permissions.settings_from_config(cfg))
+
+    # Users: random accounts and grants, written as permission syncing writes them.
+    now = datetime.now(timezone.utc)
+    users, grants = [], []
+    private = [n for n, (c, p) in REPOS.items() if c in ("ghe", "strict") and not p]
+    for u in range(6):
+        row = store.create_user(f"user{u}@example.com", f"User {u}")
+        accounts = {}
+        for host in (HOST_GHE, HOST_STRICT):
+            if rng.random() < 0.7:
+                subject = f"{u}{host[-3:]}"
+                acc = store.link_account(row.id, provider=host, provider_type="github", host=host, subject=subject,
+                                         login=f"user{u}", access_token=f"tok-{u}")
+                accounts[host] = subject
+                # user-driven grants for some accounts
+                if rng.random() < 0.5:
+                    mine = [n for n in private if rng.random() < 0.4 and (REPOS[n][0] == "strict") == (host == HOST_STRICT)]
+                    age = rng.choice([FRESH_AGE, STALE_AGE])
+                    store.clock = lambda age=age: now - age
+                    store.replace_account_grants(acc.id, [ids[n] for n in mine])
+                    store.clock = lambda: datetime.now(timezone.utc)
+                    grants += [{"repo": n, "host": host, "subject": subject, "synced": now - age, "revoked": False}
+                               for n in mine]
+        _kid, key = store.create_api_key(row.id, "leaks")
+        cookie, _ = store.create_web_session(row.id, ttl_seconds=3600)
+        users.append({"row": row, "accounts": accounts, "key": key, "cookie": cookie})
+    # repo-driven grants: each private repo names random subjects (some of nobody we know)
+    for name in private:
+        host = HOST_STRICT if REPOS[name][0] == "strict" else HOST_GHE
+        subjects = {u["accounts"][host] for u in users if host in u["accounts"] and rng.random() < 0.4} | {"stranger"}
+        age = rng.choice([FRESH_AGE, FRESH_AGE, STALE_AGE])
+        store.clock = lambda age=age: now - age
+        store.replace_repo_grants(ids[name], host, subjects)
+        store.clock = lambda: datetime.now(timezone.utc)
+        revoked = rng.random() < 0.2
+        if revoked:
+            store.record_repo_permission_failure(ids[name], "401 from the host", revoke=True)
+        grants += [{"repo": name, "host": host, "subject": s, "synced": now - age, "revoked": revoked} for s in subjects]
+
+    owner_key = store.create_api_key(owner.id, "owner")[1]
+    users.append({"row": owner, "accounts": {}, "key": owner_key,
+                  "cookie": store.create_web_session(owner.id, ttl_seconds=3600)[0]})
+    pool = SearcherPool.create(os.path.join(data, "index"), 2, name_prefix="leaks-searcher")
+    app = build_app(lambda: pool, get_store=lambda: store, anonymous_access=True, data_dir=data,
+                    environ={"PERMISSION_SYNC_ENABLED": "true"})
+    w = {"store": store, "ids": ids, "contents": contents, "users": users, "grants": grants, "now": now}
+    with serving(app, lifespan="on") as url:
+        w["url"] = url
+        yield w
+    pool.close()
+    store.close()
+
+
+def _callers(world):
+    yield "anonymous", None, {}
+    for u in world["users"]:
+        yield u["row"].email, u, {"Authorization": f"Bearer {u['key']}"}
+
+
+def _brute(world, visible: set[str], query: str) -> set[tuple[str, str]]:
+    terms = query.split()
+    return {(repo, path) for repo in visible for path, text in world["contents"][repo].items()
+            if all(t.lower() in text.lower() or t.lower() in path.lower() for t in terms)}
+
+
+def test_the_rule_is_not_trivial(world):
+    """The random world has callers who see different, proper subsets (else the test proves nothing)."""
+    seen = {frozenset(expected_visible(u, world)) for _, u, _ in _callers(world)}
+    assert len(seen) >= 4
+    assert all(len(s) < len(REPOS) for s in seen)
+
+
+def test_search_and_stream_search_find_exactly_the_visible_files(world):
+    with httpx.Client(base_url=world["url"], timeout=60) as http:
+        for who, user, headers in _callers(world):
+            visible = expected_visible(user, world)
+            hidden_ids = {world["ids"][n] for n in REPOS if n not in visible}
+            for query in QUERIES:
+                want = _brute(world, visible, query)
+                body = {"query": query, "matches": 1000, "contextLines": 0}
+                r = http.post("/api/search", json=body, headers=headers)
+                assert r.status_code == 200, (who, query, r.text)
+                resp = r.json()
+                got = {(f["repository"], f["fileName"]["text"]) for f in resp["files"]}
+                assert got == want, (who, query)
+                assert {f["repositoryId"] for f in resp["files"]}.isdisjoint(hidden_ids)
+                assert {ri["id"] for ri in resp["repositoryInfo"]}.isdisjoint(hidden_ids), (who, query)
+                assert resp["stats"]["fileCount"] == len(want)
+                text = r.text
+                for name in REPOS:
+                    if name not in visible:
+                        assert name not in text, (who, query, name)
+                s = http.post("/api/stream_search", json=body, headers=headers)
+                assert s.status_code == 200
+                streamed = set()
+                for line in s.text.splitlines():
+                    if line.startswith("data:") and line[5:].strip() not in ("", "[DONE]"):
+                        event = json.loads(line[5:])
+                        streamed |= {(f["repository"], f["fileName"]["text"]) for f in event.get("files", [])}
+                assert streamed == want, (who, query)
+                for name in REPOS:
+                    if name not in visible:
+                        assert name not in s.text, (who, query, name)
+
+
+def _same_as_missing(a: httpx.Response, b: httpx.Response, name: str) -> None:
+    assert a.status_code == b.status_code, (name, a.status_code, b.status_code)
+    assert a.text.replace(name, "X") == b.text.replace(MISSING, "X"), name
+
+
+def test_repos_source_tree_and_commits_answer_a_hidden_repository_as_a_missing_one(world):
+    with httpx.Client(base_url=world["url"], timeout=60) as http:
+        for who, user, headers in _callers(world):
+            visible = expected_visible(user, world)
+            listed = {r["repoName"] for r in http.get("/api/repos", params={"perPage": 100}, headers=headers).json()}
+            assert listed == visible, who
+            for name in REPOS:
+                path = "README.md"
+                calls = [("/api/source", {"repo": name, "path": path}), ("/api/tree", {"repo": name}),
+                         ("/api/commits", {"repo": name})]
+                for route, params in calls:
+                    r = http.get(route, params=params, headers=headers)
+                    if name in visible:
+                        assert r.status_code == 200, (who, route, name, r.text)
+                    else:
+                        missing = http.get(route, params={**params, "repo": MISSING}, headers=headers)
+                        _same_as_missing(r, missing, name)
+
+
+def test_mcp_tools_show_only_visible_repositories(world):
+    for who, user, headers in list(_callers(world))[:4]:
+        visible = expected_visible(user, world)
+        mcp = McpClient(world["url"] + "/api/mcp", headers)
+        out = mcp.calls([("grep", {"pattern": "marker", "limit": 200}), ("list_repos", {}),
+                         ("glob", {"pattern": "**/*.py", "limit": 500})]
+                        + [(tool, {"repo": name, **extra}) for name in REPOS
+                           for tool, extra in (("read_file", {"path": "README.md"}), ("list_tree", {}),
+                                               ("list_commits", {}))])
+        grep, repos, glob = out[0], out[1], out[2]
+        for name in REPOS:
+            if name in visible:
+                assert name in grep.text and name in repos.text and name in glob.text, (who, name)
+            else:
+                assert name not in grep.text and name not in repos.text and name not in glob.text, (who, name)
+        per_repo = out[3:]
+        for i, name in enumerate(REPOS):
+            for res in per_repo[3 * i: 3 * i + 3]:
+                if name in visible:
+                    assert not res.is_error, (who, name, res.text)
+                else:
+                    assert res.is_error and "marker" not in res.text, (who, name, res.text)
+
+
+def test_web_pages_show_only_visible_repositories(world):
+    for u in world["users"][:4]:
+        visible = expected_visible(u, world)
+        with httpx.Client(base_url=world["url"], timeout=60, cookies={SESSION_COOKIE: u["cookie"]}) as http:
+            page = http.get("/search", params={"q": "marker"})
+            assert page.status_code == 200
+            repos_page = http.get("/repos")
+            assert repos_page.status_code == 200
+            for name in REPOS:  # the search page's results come from /api/stream_search (tested above)
+                if name in visible:
+                    assert name in repos_page.text, (u["row"].email, name)
+                else:
+                    assert name not in page.text and name not in repos_page.text, (u["row"].email, name)
+                browse = http.get(f"/browse/{name}@main/-/blob/README.md")
+                if name in visible:
+                    assert browse.status_code == 200, (name, browse.status_code)
+                else:
+                    missing = http.get(f"/browse/{MISSING}@main/-/blob/README.md")
+                    _same_as_missing(browse, missing, name)
+
+
+def test_a_revoked_grant_stops_working_after_the_cache(world):
+    """Access removed by a sync disappears within the rule's cache time, on every replica."""
+    store = world["store"]
+    enforced_private = [n for n, (c, p) in REPOS.items() if c != "open" and not p]
+    pairs = [(u, n) for u in world["users"] for n in enforced_private if n in expected_visible(u, world)]
+    assert pairs, "the random world granted nobody a private repository"
+    user, name = pairs[0]
+    headers = {"Authorization": f"Bearer {user['key']}"}
+    with httpx.Client(base_url=world["url"], timeout=60) as http:
+        assert http.get("/api/source", params={"repo": name, "path": "README.md"}, headers=headers).status_code == 200
+        store.record_repo_permission_failure(world["ids"][name], "403 from the host", revoke=True)
+        for acc in store.list_linked_accounts(user_id=user["row"].id):
+            store.record_account_permission_failure(acc.id, "401 from the host", revoke=True)
+        import time
+        deadline = time.monotonic() + permissions.CACHE_TTL_S + 5
+        while time.monotonic() < deadline:
+            if http.get("/api/source", params={"repo": name, "path": "README.md"}, headers=headers).status_code == 404:
+                break
+            time.sleep(0.25)
+        else:
+            raise AssertionError("revoked access still works")
