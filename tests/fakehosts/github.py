@@ -45,6 +45,8 @@ class FakeGitHub(FakeServer):
                  git: GitHttpServer | None = None):
         self.token = token
         self.token_user = token_user
+        #: every token this host accepts, and whose it is (`add_token`: one per linked account)
+        self.tokens: dict[str, str] = {token: token_user}
         self.page_size = page_size
         self.git = git
         self.owners: dict[str, dict] = {}  # lower-cased login -> {login, id, type, members}
@@ -76,6 +78,14 @@ class FakeGitHub(FakeServer):
         self.repos.append(rec)
         return rec
 
+    def add_token(self, login: str, token: str) -> None:
+        """`token` authenticates `login` (a user's own OAuth token, as single sign-on stores it)."""
+        self.add_user(login)
+        self.tokens[token] = login
+
+    def user_id(self, login: str) -> int:
+        return self.owners[login.lower()]["id"]
+
     def rate_limit(self, times: int = 1, reset_in: float = 30, status: int = 403) -> None:
         """The next `times` answers are primary rate-limit answers resetting `reset_in` s from now."""
         headers = {"x-ratelimit-limit": "5000", "x-ratelimit-remaining": "0", "x-ratelimit-used": "5000",
@@ -103,9 +113,9 @@ class FakeGitHub(FakeServer):
         viewer = None
         if auth:
             scheme, _, value = auth.partition(" ")
-            if scheme.lower() not in ("bearer", "token") or value.strip() != self.token:
+            if scheme.lower() not in ("bearer", "token") or value.strip() not in self.tokens:
                 return 401, limits, {"message": "Bad credentials", "documentation_url": DOCS, "status": "401"}
-            viewer = self.token_user.lower()
+            viewer = self.tokens[value.strip()].lower()
         parts = [p for p in path.split("/") if p]
         try:
             status, headers, body = self._route(parts, query, viewer, split.path)
@@ -143,12 +153,38 @@ class FakeGitHub(FakeServer):
                 return self._page(repos, query, f"/organizations/{owner['id']}/repos")
             repos = [r for r in self.repos if r["owner"].lower() == owner["login"].lower() and not r["private"]]
             return self._page(repos, query, f"/user/{owner['id']}/repos")
+        if len(parts) == 4 and parts[0] == "repos" and parts[3] == "collaborators":
+            # Everyone with access: the owning user, direct collaborators and the owning org's
+            # members (GitHub's affiliation=all); only a viewer who can see the repository may ask.
+            for r in self._visible(viewer):
+                if r["owner"].lower() == parts[1].lower() and r["name"].lower() == parts[2].lower():
+                    owner = self.owners[r["owner"].lower()]
+                    logins = set(r["collaborators"]) | set(owner["members"])
+                    if owner["type"] == "User":
+                        logins.add(owner["login"].lower())
+                    for login in logins:
+                        self.add_user(login)
+                    users = sorted((self.owners[x] for x in logins), key=lambda o: o["id"])
+                    return self._plain_page([{"login": o["login"], "id": o["id"], "type": "User",
+                                              "permissions": {"pull": True}} for o in users], query, path)
+            raise _NotFound
         if len(parts) == 3 and parts[0] == "repos":
             for r in self._visible(viewer):
                 if r["owner"].lower() == parts[1].lower() and r["name"].lower() == parts[2].lower():
                     return 200, {}, self._json(r, single=True)
             raise _NotFound
         raise _NotFound
+
+    def _plain_page(self, items: list, query: dict, path: str):
+        per_page = max(1, min(int(query.get("per_page") or 30), 100, self.page_size))
+        page = max(1, int(query.get("page") or 1))
+        chunk = items[(page - 1) * per_page: page * per_page]
+        headers = {}
+        if page * per_page < len(items):
+            q = {k: v for k, v in query.items() if k != "page"}
+            q["page"] = str(page + 1)
+            headers["Link"] = f'<{self.api_url}{path[len(API):]}?{urlencode(q)}>; rel="next"'
+        return 200, headers, chunk
 
     def _owner(self, kind: str, key: str) -> dict:
         for o in self.owners.values():

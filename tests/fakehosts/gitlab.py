@@ -45,6 +45,8 @@ class FakeGitLab(FakeServer):
                  git: GitHttpServer | None = None):
         self.token = token
         self.token_user = token_user
+        #: every token this host accepts, and whose it is (`add_token`)
+        self.tokens: dict[str, str] = {token: token_user}
         self.page_size = page_size
         self.git = git
         self.namespaces: dict[str, dict] = {}  # lower-cased full path -> namespace
@@ -88,6 +90,13 @@ class FakeGitLab(FakeServer):
         self.projects.append(rec)
         return rec
 
+    def add_token(self, username: str, token: str) -> None:
+        self.add_user(username)
+        self.tokens[token] = username
+
+    def user_id(self, username: str) -> int:
+        return self.namespaces[username.lower()]["user_id"]
+
     def rate_limit(self, times: int = 1, retry_after: int = 7) -> None:
         reset = int(time.time() + retry_after)
         headers = {"Retry-After": str(retry_after), "RateLimit-Name": "throttle_authenticated_api",
@@ -116,13 +125,25 @@ class FakeGitLab(FakeServer):
         if token is None and auth.lower().startswith("bearer "):
             token = auth[7:].strip()
         if token is not None:
-            if token != self.token:
+            if token not in self.tokens:
                 return 401, {}, {"message": "401 Unauthorized"}
-            viewer = self.token_user.lower()
+            viewer = self.tokens[token].lower()
         raw_parts = [p for p in path.split("/") if p]  # split before decoding: %2F stays inside a segment
         parts = [unquote(p) for p in raw_parts]
         if parts == ["projects"]:
-            return self._list([p for p in self.projects if self._sees(p, viewer)], query, viewer, "/projects")
+            listed = [p for p in self.projects if self._sees(p, viewer)]
+            if query.get("membership") == "true":
+                listed = [p for p in listed if viewer is not None and viewer in self._members(p)]
+            return self._list(listed, query, viewer, "/projects")
+        if len(parts) == 4 and parts[0] == "projects" and parts[2:] == ["members", "all"]:
+            p = self._project(parts[1], viewer)
+            if p is None:
+                return 404, {}, {"message": "404 Project Not Found"}
+            for name in self._members(p):
+                self.add_user(name)
+            members = [{"id": self.namespaces[m]["user_id"], "username": self.namespaces[m]["name"],
+                        "state": "active", "access_level": 30} for m in sorted(self._members(p))]
+            return 200, {"x-next-page": ""}, members
         if len(parts) == 2 and parts[0] == "projects":
             p = self._project(parts[1], viewer)
             return (200, {}, self._json(p, viewer)) if p else (404, {}, {"message": "404 Project Not Found"})
@@ -145,6 +166,16 @@ class FakeGitLab(FakeServer):
             projects = [p for p in self.projects if p["namespace"] == u["full_path"].lower() and self._sees(p, viewer)]
             return self._list(projects, query, viewer, f"/users/{raw_parts[1]}/projects")
         return 404, {}, {"error": "404 Not Found"}
+
+    def _members(self, p: dict) -> set[str]:
+        """Direct and inherited members of a project (lower-cased usernames)."""
+        out = set(p["members"])
+        ns = p["namespace"]
+        while ns:
+            if ns in self.namespaces:
+                out |= self.namespaces[ns]["members"]
+            ns = ns.rpartition("/")[0]
+        return out
 
     def _namespace(self, key: str, kind: str) -> dict | None:
         for ns in self.namespaces.values():
