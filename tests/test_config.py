@@ -244,8 +244,7 @@ def test_deprecated_settings_map_with_warnings():
 def test_newer_sourcebot_keys_are_warnings():
     config = load_config(HERE / "valid/newer_sourcebot.json", environ={})
     assert [w.split(":")[0] for w in config.warnings] == [
-        "apps", "identityProviders", "settings.repoDrivenPermissionSyncIntervalMs",
-        "settings.userDrivenPermissionSyncIntervalMs", "connections.gitlab.webUrl",
+        "apps", "identityProviders", "connections.gitlab.webUrl",
         "connections.gitlab.enforcePermissions", "connections.github.exclude.private"]
     assert config.settings.repo_driven_permission_sync_interval_ms == 600000
     assert config.connections["gitlab"].get("webUrl") == "https://gitlab.example.com"
@@ -277,7 +276,7 @@ def test_enforce_permissions_follows_permission_sync_enabled():
 
 
 # Accepted but not acted on: each place is a warning (config validate prints them, start-up logs them).
-NOT_ENFORCED = "permission syncing is not implemented yet"
+SYNC_OFF = "it has no effect while PERMISSION_SYNC_ENABLED is off"
 UNUSED_CASES = [
     ({"apps": [{"type": "github", "id": "1", "privateKey": {"env": "K"}}]}, {},
      ["apps: accepted but not used: codesearch does not use code-host apps"]),
@@ -290,16 +289,20 @@ UNUSED_CASES = [
     ({"connections": {"gh": {"type": "github", "exclude": {"private": False}}}}, {},
      ["connections.gh.exclude.private: accepted but not used yet"]),  # set at all: the reader may expect it to act
     ({"connections": {"gh": {"type": "github", "enforcePermissions": True, "enforcePermissionsForPublicRepos": True}}}, {},
-     [f"connections.gh.enforcePermissions: accepted but not enforced yet: {NOT_ENFORCED}",
-      f"connections.gh.enforcePermissionsForPublicRepos: accepted but not enforced yet: {NOT_ENFORCED}"]),
+     [f"connections.gh.enforcePermissions: {SYNC_OFF}",
+      f"connections.gh.enforcePermissionsForPublicRepos: {SYNC_OFF}"]),
+    ({"connections": {"gh": {"type": "github", "enforcePermissions": True}}}, {"PERMISSION_SYNC_ENABLED": "true"}, []),
     ({"connections": {"gh": {"type": "github", "enforcePermissions": False}}}, {}, []),  # asks for what happens anyway
-    ({}, {"PERMISSION_SYNC_ENABLED": "true"}, [f"PERMISSION_SYNC_ENABLED is true, but {NOT_ENFORCED}"]),
-    ({"environmentOverrides": {"PERMISSION_SYNC_ENABLED": {"type": "boolean", "value": True}}}, {},
-     [f"PERMISSION_SYNC_ENABLED is true, but {NOT_ENFORCED}"]),
-    ({"environmentOverrides": {"PERMISSION_SYNC_ENABLED": {"type": "boolean", "value": False}}},
-     {"PERMISSION_SYNC_ENABLED": "true"}, []),  # the file's override wins over the environment
-    ({"settings": {"maxAccountPermissionSyncJobConcurrency": 2, "maxFileSize": 10}}, {},
-     [f"settings.maxAccountPermissionSyncJobConcurrency: accepted but has no effect: {NOT_ENFORCED}"]),
+    ({}, {"PERMISSION_SYNC_ENABLED": "true"}, []),
+    ({"environmentOverrides": {"PERMISSION_SYNC_ENABLED": {"type": "boolean", "value": True}},
+      "connections": {"g": {"type": "gerrit", "url": "https://review.example.com"}}}, {},
+     ["connections.g: permission syncing does not support Gerrit, so its private repositories are visible to nobody"]),
+    ({"connections": {"g": {"type": "gerrit", "url": "https://review.example.com", "enforcePermissions": False}}},
+     {"PERMISSION_SYNC_ENABLED": "true"}, []),
+    ({"environmentOverrides": {"PERMISSION_SYNC_ENABLED": {"type": "boolean", "value": False}},
+      "connections": {"gh": {"type": "github", "enforcePermissions": True}}},
+     {"PERMISSION_SYNC_ENABLED": "true"}, [f"connections.gh.enforcePermissions: {SYNC_OFF}"]),  # the file's override wins
+    ({"settings": {"maxAccountPermissionSyncJobConcurrency": 2, "maxFileSize": 10}}, {}, []),
     ({"connections": {"gl": {"type": "gitlab", "url": "https://gl.example.com", "groups": ["eng"]}}}, {}, []),
 ]
 

@@ -7,7 +7,7 @@ validate`` prints and the service logs at start-up:
 
     apps: accepted but not used: codesearch does not use code-host apps (...)
     connections.gl.webUrl: accepted but not used yet: ...
-    connections.gh.enforcePermissions: accepted but not enforced yet: ...
+    connections.gh.enforcePermissions: it has no effect while PERMISSION_SYNC_ENABLED is off
 
 The tables here are the single list of such gaps: when a feature lands, its entry goes.
 """
@@ -32,16 +32,11 @@ UNUSED_CONNECTION_FIELDS: dict[str, dict[tuple[str, ...], str]] = {
                                        "use exclude.repos, or a token that cannot see them"},
 }
 
-_NOT_ENFORCED = ("permission syncing is not implemented yet, so every repository is visible to everyone "
-                 "who may search")
-#: Per-connection permission fields: accepted, not enforced.
+#: Per-connection permission fields: they act only while PERMISSION_SYNC_ENABLED is true.
 PERMISSION_FIELDS = ("enforcePermissions", "enforcePermissionsForPublicRepos")
-#: Settings that only tune permission syncing (deprecated names included).
-PERMISSION_SETTINGS = (
-    "repoDrivenPermissionSyncIntervalMs", "userDrivenPermissionSyncIntervalMs",
-    "experiment_repoDrivenPermissionSyncIntervalMs", "experiment_userDrivenPermissionSyncIntervalMs",
-    "maxAccountPermissionSyncJobConcurrency", "maxRepoPermissionSyncJobConcurrency",
-)
+_SYNC_OFF = "it has no effect while PERMISSION_SYNC_ENABLED is off"
+#: Connection kinds whose permissions cannot be synced (`codesearch.permission_sync.hosts.SYNCABLE_KINDS`).
+UNSYNCABLE = {"gerrit": "Gerrit", "azuredevops": "Azure DevOps", "git": "plain git hosts"}
 
 
 def _lookup(node: Any, path: tuple[str, ...]) -> bool:
@@ -62,17 +57,16 @@ def warnings_for(doc: Mapping[str, Any], *, permission_sync: bool) -> list[str]:
     for key, why in UNUSED_SECTIONS.items():
         if key in doc:
             out.append(f"{key}: accepted but not used: {why}")
-    if permission_sync:
-        out.append(f"PERMISSION_SYNC_ENABLED is true, but {_NOT_ENFORCED}")
-    for name in PERMISSION_SETTINGS:
-        if name in (doc.get("settings") or {}):
-            out.append(f"settings.{name}: accepted but has no effect: {_NOT_ENFORCED}")
     for name, conn in (doc.get("connections") or {}).items():
         at = format_path(("connections", name))
         for path, why in UNUSED_CONNECTION_FIELDS.get(conn.get("type"), {}).items():
             if _lookup(conn, path):
                 out.append(f"{at}.{'.'.join(path)}: accepted but not used yet: {why}")
-        for field in PERMISSION_FIELDS:
-            if conn.get(field) is True:
-                out.append(f"{at}.{field}: accepted but not enforced yet: {_NOT_ENFORCED}")
+        if not permission_sync:
+            for field in PERMISSION_FIELDS:
+                if conn.get(field) is True:
+                    out.append(f"{at}.{field}: {_SYNC_OFF}")
+        elif conn.get("type") in UNSYNCABLE and conn.get("enforcePermissions", True) is not False:
+            out.append(f"{at}: permission syncing does not support {UNSYNCABLE[conn['type']]}, so its private "
+                       "repositories are visible to nobody; set enforcePermissions to false to show them to every user")
     return out
