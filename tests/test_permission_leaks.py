@@ -196,7 +196,8 @@ def world(ray_session, tmp_path_factory):
     pool = SearcherPool.create(os.path.join(data, "index"), 2, name_prefix="leaks-searcher")
     app = build_app(lambda: pool, get_store=lambda: store, anonymous_access=True, data_dir=data,
                     environ={"PERMISSION_SYNC_ENABLED": "true"})
-    w = {"store": store, "ids": ids, "contents": contents, "users": users, "grants": grants, "now": now}
+    w = {"store": store, "ids": ids, "contents": contents, "users": users, "grants": grants, "now": now,
+         "data": data}
     with serving(app, lifespan="on") as url:
         w["url"] = url
         yield w
@@ -346,3 +347,35 @@ def test_a_revoked_grant_stops_working_after_the_cache(world):
             time.sleep(0.25)
         else:
             raise AssertionError("revoked access still works")
+
+
+def test_the_python_client_over_ray_applies_the_same_rule(world):
+    """`Client.ray(..., api_key=...)`: searches on the same searchers, repos, files and history,
+    restricted as over HTTP (anonymous without a key)."""
+    from codesearch.client import Client
+    from codesearch.client.backends import RayBackend
+    from codesearch.errors import CodesearchError, NotAuthenticated
+
+    for user in [None] + world["users"][:3]:
+        visible = expected_visible(user, world)
+        backend = RayBackend("leaks-searcher", world["data"], searchers=2, api_key=user["key"] if user else None)
+        client = Client(backend)
+        try:
+            for query in ("marker", "needle haystack"):
+                got = {(f.repo, f.path) for f in client.search(query, matches=1000).files}
+                assert got == _brute(world, visible, query), (user and user["row"].email, query)
+                streamed = set()
+                for part in client.search(query, matches=1000, stream=True):
+                    streamed |= {(f.repo, f.path) for f in part.files}
+                assert streamed == got
+            assert {r.name for r in client.repos(per_page=100)} == visible
+            for name in REPOS:
+                if name in visible:
+                    assert client.read_file(name, "README.md").text
+                else:
+                    with pytest.raises(CodesearchError):
+                        client.read_file(name, "README.md")
+        finally:
+            client.close()
+    with pytest.raises(NotAuthenticated):
+        RayBackend("leaks-searcher", world["data"], searchers=2, api_key="cs_not-a-key")

@@ -57,9 +57,12 @@ class Client:
         return cls(backends.HttpBackend(url, api_key, timeout_s=timeout_s))
 
     @classmethod
-    def ray(cls, name_prefix: str = "codesearch-searcher", *, data_dir: str | None = None) -> "Client":
-        """The searchers of the codesearch service on the Ray cluster this process is attached to."""
-        return cls(backends.RayBackend(name_prefix, data_dir))
+    def ray(cls, name_prefix: str = "codesearch-searcher", *, data_dir: str | None = None,
+            api_key: str | None = None) -> "Client":
+        """The searchers of the codesearch service on the Ray cluster this process is attached to.
+        The service's permissions apply as over HTTP: the caller is the owner of `api_key`, else
+        anonymous (public repositories only while permission syncing is on)."""
+        return cls(backends.RayBackend(name_prefix, data_dir, api_key=api_key))
 
     # ------------------------------------------------------------------ search
 

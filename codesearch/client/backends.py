@@ -30,24 +30,52 @@ from codesearch.search.options import SearchOptions
 
 
 class StoreData:
-    """Repos, files, trees and commits of a service data directory (its store and mirrors)."""
+    """Repos, files, trees and commits of a service data directory (its store and mirrors).
 
-    def __init__(self, data_dir: str):
+    With `as_service` the service's permission rule applies (`codesearch.permissions`): the
+    caller is the owner of `api_key`, or anonymous without one. Without it (a data directory of
+    one's own, `Client.local`) every repository is visible."""
+
+    def __init__(self, data_dir: str, *, as_service: bool = False, api_key: str | None = None):
+        from codesearch import permissions
+        from codesearch.errors import NotAuthenticated
         from codesearch.store import Store
 
         self.data_dir = os.path.abspath(data_dir)
         self.store = Store.open(self.data_dir)
+        self.identity = permissions.ANONYMOUS
+        if as_service:
+            policy = permissions.PermissionPolicy(lambda: self.store)
+            user = None
+            if api_key:
+                user = self.store.verify_api_key(api_key)
+                if user is None:
+                    self.store.close()
+                    raise NotAuthenticated("the API key is not valid (unknown or revoked)")
+            self.identity = policy.identity(user)
+
+    def visible(self):
+        from codesearch.permissions import visible_repos
+
+        return visible_repos(self.identity)
 
     def _tc(self, search_fn=None):
         from codesearch.tools.context import ToolContext
 
-        return ToolContext(store=self.store, search_fn=search_fn, data_dir=self.data_dir)
+        return ToolContext(store=self.store, search_fn=search_fn, data_dir=self.data_dir, identity=self.identity)
 
     def repos(self, query, page, per_page, sort, direction) -> list[Repo]:
         from codesearch.tools.repos import iso
 
-        rows, _total = self.store.list_repos(page=page, per_page=per_page, sort=sort, direction=direction,
-                                             query=query or None)
+        allowed = self.visible()
+        if allowed is None:
+            rows, _total = self.store.list_repos(page=page, per_page=per_page, sort=sort, direction=direction,
+                                                 query=query or None)
+        else:  # page through what the caller may see
+            everything, _total = self.store.list_repos(page=1, per_page=1_000_000, sort=sort, direction=direction,
+                                                       query=query or None)
+            seen = [r for r in everything if r.id in allowed]
+            rows = seen[(page - 1) * per_page: page * per_page]
         return [Repo(r.name, r.display_name or "", r.code_host_type, r.web_url or "", r.default_branch, iso(r.indexed_at))
                 for r in rows]
 
@@ -182,7 +210,7 @@ class LocalBackend(GitDataMixin):
 
 class RayBackend(GitDataMixin):
     def __init__(self, name_prefix: str = "codesearch-searcher", data_dir: str | None = None,
-                 searchers: int | None = None):
+                 searchers: int | None = None, api_key: str | None = None):
         import ray
 
         from codesearch.runtime.searchers import SearcherPool, published_deployment
@@ -196,8 +224,25 @@ class RayBackend(GitDataMixin):
                                   "(is `codesearch serve` running on it?)")
         self.pool = SearcherPool.attach(name_prefix, int(searchers))
         data_dir = data_dir or found.get("data_dir")
-        self.data = StoreData(data_dir) if data_dir and os.path.isdir(data_dir) else None
+        self.data = (StoreData(data_dir, as_service=True, api_key=api_key)
+                     if data_dir and os.path.isdir(data_dir) else None)
         self.data_dir = data_dir
+        if self.data is None and (api_key or os.environ.get("PERMISSION_SYNC_ENABLED", "").strip().lower() == "true"):
+            raise CodesearchError(f"the service's data directory {data_dir!r} is not reachable from this machine, so "
+                                  "its permissions cannot be applied: pass data_dir= (shared storage) or use "
+                                  "Client.http(url, api_key)")
+
+    def _options(self, options: SearchOptions) -> SearchOptions:
+        """`options` restricted to what the caller may see (the service's rule)."""
+        import dataclasses
+
+        allowed = self.data.visible() if self.data is not None else None
+        return options if allowed is None else dataclasses.replace(options, visible_repos=allowed)
+
+    def _filter(self, response: dict) -> dict:
+        from codesearch.permissions import filter_search_response
+
+        return response if self.data is None else filter_search_response(self.data.identity, response)
 
     def _data(self):
         if self.data is None:
@@ -206,7 +251,7 @@ class RayBackend(GitDataMixin):
         return self.data
 
     def search(self, query: str, options: SearchOptions) -> dict:
-        return self.pool.search(query, options)
+        return self._filter(self.pool.search(query, self._options(options)))
 
     def stream(self, query: str, options: SearchOptions) -> Iterator[dict]:
         """One response per searcher as it answers (the match budget holds across them)."""
@@ -214,14 +259,15 @@ class RayBackend(GitDataMixin):
 
         from codesearch.service.routes_search import StreamMerger
 
+        options = self._options(options)
         merger = StreamMerger(options, time.perf_counter_ns())
         for partial in self.pool.fan_out(query, options).partials():
-            chunk = merger.chunk(partial)
+            chunk = self._filter(merger.chunk(partial))
             yield {"files": chunk["files"], "stats": chunk["stats"], "repositoryInfo": chunk["repositoryInfo"],
                    "isSearchExhaustive": not merger.truncated}
 
     def explain(self, query: str, options: SearchOptions) -> dict:
-        return self.pool.explain(query, options)
+        return self.pool.explain(query, self._options(options))
 
     def close(self) -> None:
         if self.data is not None:
