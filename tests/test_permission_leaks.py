@@ -38,6 +38,8 @@ from codesearch.service.api import build_app
 from codesearch.store import Store
 from codesearch.web.sessions import SESSION_COOKIE
 from tests.asgiserver import serving
+from tests.conftest import TEST_LLM_TOKEN, TEST_LLM_TOKEN_ENV
+from tests.fakellm import FakeModelServer, tool_outputs
 from tests.mcpclient import McpClient
 
 GHE = "https://ghe.example.com"
@@ -172,8 +174,8 @@ def world(ray_session, tmp_path_factory):
                     store.clock = lambda age=age: now - age
                     store.replace_account_grants(acc.id, [ids[n] for n in mine])
                     store.clock = lambda: datetime.now(timezone.utc)
-                    grants += [{"repo": n, "host": host, "subject": subject, "synced": now - age, "revoked": False}
-                               for n in mine]
+                    grants += [{"repo": n, "host": host, "subject": subject, "synced": now - age, "revoked": False,
+                                "source": "user"} for n in mine]
         _kid, key = store.create_api_key(row.id, "leaks")
         cookie, _ = store.create_web_session(row.id, ttl_seconds=3600)
         users.append({"row": row, "accounts": accounts, "key": key, "cookie": cookie})
@@ -188,19 +190,24 @@ def world(ray_session, tmp_path_factory):
         revoked = rng.random() < 0.2
         if revoked:
             store.record_repo_permission_failure(ids[name], "401 from the host", revoke=True)
-        grants += [{"repo": name, "host": host, "subject": s, "synced": now - age, "revoked": revoked} for s in subjects]
+        grants += [{"repo": name, "host": host, "subject": s, "synced": now - age, "revoked": revoked, "source": "repo"}
+                   for s in subjects]
 
     owner_key = store.create_api_key(owner.id, "owner")[1]
     users.append({"row": owner, "accounts": {}, "key": owner_key,
                   "cookie": store.create_web_session(owner.id, ttl_seconds=3600)[0]})
+    fake_llm = FakeModelServer(api_key=TEST_LLM_TOKEN).start()
+    store.replace_language_models([{"provider": "openai-compatible", "model": "scripted-1", "displayName": "Scripted",
+                                     "baseUrl": fake_llm.base_url + "/v1", "token": {"env": TEST_LLM_TOKEN_ENV}}])
     pool = SearcherPool.create(os.path.join(data, "index"), 2, name_prefix="leaks-searcher")
     app = build_app(lambda: pool, get_store=lambda: store, anonymous_access=True, data_dir=data,
                     environ={"PERMISSION_SYNC_ENABLED": "true"})
     w = {"store": store, "ids": ids, "contents": contents, "users": users, "grants": grants, "now": now,
-         "data": data}
+         "data": data, "llm": fake_llm}
     with serving(app, lifespan="on") as url:
         w["url"] = url
         yield w
+    fake_llm.stop()
     pool.close()
     store.close()
 
@@ -339,6 +346,10 @@ def test_a_revoked_grant_stops_working_after_the_cache(world):
         store.record_repo_permission_failure(world["ids"][name], "403 from the host", revoke=True)
         for acc in store.list_linked_accounts(user_id=user["row"].id):
             store.record_account_permission_failure(acc.id, "401 from the host", revoke=True)
+        for g in world["grants"]:  # the oracle learns what was revoked, for the tests after this one
+            if (g["source"] == "repo" and g["repo"] == name) or \
+                    (g["source"] == "user" and user["accounts"].get(g["host"]) == g["subject"]):
+                g["revoked"] = True
         import time
         deadline = time.monotonic() + permissions.CACHE_TTL_S + 5
         while time.monotonic() < deadline:
@@ -347,6 +358,7 @@ def test_a_revoked_grant_stops_working_after_the_cache(world):
             time.sleep(0.25)
         else:
             raise AssertionError("revoked access still works")
+    time.sleep(permissions.CACHE_TTL_S)  # every caller's cached view has caught up before the next test
 
 
 def test_the_python_client_over_ray_applies_the_same_rule(world):
@@ -379,3 +391,33 @@ def test_the_python_client_over_ray_applies_the_same_rule(world):
             client.close()
     with pytest.raises(NotAuthenticated):
         RayBackend("leaks-searcher", world["data"], searchers=2, api_key="cs_not-a-key")
+
+
+def test_ask_codebase_researches_only_visible_repositories_and_its_sessions_follow_the_rule(world):
+    """The agent's tools run as the asker: the model never receives a hidden repository, and a
+    shared (PUBLIC) session that names repositories a viewer may not read is not shown to them."""
+    fake = world["llm"]
+    asker = max(world["users"][:-1], key=lambda u: len(expected_visible(u, world)))
+    visible = expected_visible(asker, world)
+    assert visible - expected_visible(None, world), "the asker sees nothing the anonymous visitor does not"
+    fake.reset()
+    fake.script.clear()
+    fake.add([("grep", {"pattern": "marker", "limit": 200})], [("list_repos", {})],
+             lambda messages: "Found:\n" + "\n".join(tool_outputs(messages)))
+    mcp = McpClient(world["url"] + "/api/mcp", {"Authorization": f"Bearer {asker['key']}"})
+    res = mcp.call("ask_codebase", {"query": "Where are the markers?", "visibility": "PUBLIC"})
+    assert not res.is_error, res.text
+    sent = json.dumps(fake.bodies)
+    for name in REPOS:
+        if name in visible:
+            assert name in res.text
+        else:
+            assert name not in sent and name not in res.text, name
+    chat_url = res.text.split("Research session: ", 1)[1].split()[0]
+    path = "/chat/" + chat_url.rsplit("/chat/", 1)[1]
+    with httpx.Client(base_url=world["url"], timeout=60) as http:
+        mine = http.get(path, headers={"Authorization": f"Bearer {asker['key']}", "Accept": "text/html"})
+        assert mine.status_code == 200
+        anonymous = http.get(path, headers={"Accept": "text/html"})
+        assert anonymous.status_code == 404
+        assert not any(name in anonymous.text for name in REPOS)

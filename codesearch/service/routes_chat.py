@@ -81,6 +81,8 @@ def router(make_context, authenticator, *, public_url: str, require_identity) ->
             chat = await run_in_threadpool(tc.store.get_chat, chat_id)
         except Exception:
             chat = None
+        if chat is not None and not await run_in_threadpool(shows_only_visible_repos, tc, chat):
+            chat = None
         if chat is None or (chat.visibility != "PUBLIC" and (identity.anonymous or chat.user_id != identity.user_id)):
             if "text/html" not in request.headers.get("accept", ""):
                 raise ChatNotFound(f"chat {chat_id!r} not found")
@@ -91,6 +93,23 @@ def router(make_context, authenticator, *, public_url: str, require_identity) ->
         return render_chat(request, chat)
 
     return r
+
+
+def shows_only_visible_repos(tc, chat) -> bool:
+    """Whether a research session names only repositories the viewer may read (its question,
+    the tools' arguments and outputs, the answer). A shared session whose research touched a
+    repository the viewer may not read is not shown to them at all, like a missing one: the
+    permission rule holds for what others found, too."""
+    from codesearch.permissions import visible_repos
+
+    allowed = visible_repos(tc.identity)
+    if allowed is None:
+        return True
+    hidden = [r.name for r in tc.store.list_repos(page=1, per_page=1_000_000)[0] if r.id not in allowed]
+    if not hidden:
+        return True
+    text = "\n".join([chat.question or "", chat.answer or "", json.dumps(chat.steps or [], ensure_ascii=False)])
+    return not any(name in text for name in hidden)
 
 
 def render_chat(request: Request, chat) -> HTMLResponse:
