@@ -264,6 +264,28 @@ def test_search_and_stream_search_find_exactly_the_visible_files(world):
                         assert name not in s.text, (who, query, name)
 
 
+def test_status_listings_and_explain_name_no_hidden_repository(world):
+    """The operators' listings (repos/status, jobs, connections) and `/api/explain`."""
+    with httpx.Client(base_url=world["url"], timeout=60) as http:
+        for who, user, headers in _callers(world):
+            visible = expected_visible(user, world)
+            hidden_ids = {world["ids"][n] for n in REPOS if n not in visible}
+            status = http.get("/api/repos/status", params={"perPage": 100}, headers=headers)
+            assert status.status_code == 200
+            assert {r["repoName"] for r in status.json()} == visible, who
+            jobs = http.get("/api/jobs", params={"state": "COMPLETED"}, headers=headers).json()
+            assert {j.get("repoId") for j in jobs}.isdisjoint(hidden_ids), who
+            conns = http.get("/api/connections", headers=headers).json()["connections"]
+            counts = {c["name"]: c["repoCount"] for c in conns}
+            for conn in ("ghe", "strict", "open"):
+                assert counts[conn] == sum(1 for n in visible if REPOS[n][0] == conn), (who, conn)
+            explained = http.post("/api/explain", json={"query": "marker"}, headers=headers)
+            assert explained.status_code == 200
+            for name in REPOS:
+                if name not in visible:
+                    assert name not in status.text and name not in explained.text, (who, name)
+
+
 def _same_as_missing(a: httpx.Response, b: httpx.Response, name: str) -> None:
     assert a.status_code == b.status_code, (name, a.status_code, b.status_code)
     assert a.text.replace(name, "X") == b.text.replace(MISSING, "X"), name

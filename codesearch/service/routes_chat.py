@@ -31,6 +31,7 @@ from starlette.concurrency import run_in_threadpool
 
 from codesearch.errors import CodesearchError
 from codesearch.permissions import Identity
+from codesearch.service import audit
 from codesearch.service.auth import NotAuthenticated
 from codesearch.tools.ask import ask, chat_url
 from codesearch.tools.catalog import LanguageModelChoice
@@ -55,11 +56,12 @@ def router(make_context, authenticator, *, public_url: str, require_identity) ->
     r = APIRouter()
 
     @r.post("/api/chat/blocking")
-    async def chat_blocking(body: ChatRequest, identity: Identity = Depends(require_identity)) -> dict:
+    async def chat_blocking(request: Request, body: ChatRequest, identity: Identity = Depends(require_identity)) -> dict:
         tc = make_context(identity)
         choice = body.languageModel.model_dump() if body.languageModel else None
 
         _text, chat, spec = await run_in_threadpool(ask, tc, body.query, body.repos, choice, body.visibility)
+        audit.record(request, identity, "chat.ask", body.query[:500], chat=chat.id, visibility=chat.visibility)
         return {"answer": chat.answer, "chatId": chat.id, "chatUrl": chat_url(public_url, chat.id),
                 "languageModel": spec.public()}
 
@@ -90,6 +92,7 @@ def router(make_context, authenticator, *, public_url: str, require_identity) ->
 
             return render(request, "notfound.html", status_code=404, title="Not found",
                           message="This research session does not exist, or you cannot see it.")
+        audit.record(request, identity, "chat.read", chat.id)
         return render_chat(request, chat)
 
     return r
