@@ -443,3 +443,18 @@ def test_ask_codebase_researches_only_visible_repositories_and_its_sessions_foll
         anonymous = http.get(path, headers={"Accept": "text/html"})
         assert anonymous.status_code == 404
         assert not any(name in anonymous.text for name in REPOS)
+
+
+def test_owners_read_where_permission_syncing_stands(world):
+    owner = world["users"][-1]
+    member = world["users"][0]
+    with httpx.Client(base_url=world["url"], timeout=60) as http:
+        r = http.get("/api/permission_sync", headers={"Authorization": f"Bearer {owner['key']}"})
+        assert r.status_code == 200
+        body = r.json()
+        assert body["enabled"] is True
+        private = {n for n, (c, p) in REPOS.items() if c != "open" and not p}
+        assert {x["repoName"] for x in body["repos"]} == private
+        assert all("tok-" not in json.dumps(a) for a in body["accounts"]) and body["accounts"]
+        refused = http.get("/api/permission_sync", headers={"Authorization": f"Bearer {member['key']}"})
+        assert refused.status_code == 403 and "INSUFFICIENT_PERMISSIONS" in refused.text

@@ -31,7 +31,7 @@ from fastapi import APIRouter, Depends, FastAPI
 from codesearch import environment, permissions
 from codesearch.runtime import request_ids
 from codesearch.search.options import DEFAULT_PUBLIC_URL
-from codesearch.service import audit, auth, errors, mcp, routes_chat, routes_git, routes_repos, routes_search, routes_source, webhooks
+from codesearch.service import audit, auth, errors, mcp, routes_chat, routes_git, routes_permissions, routes_repos, routes_search, routes_source, webhooks
 from codesearch.service.limits import RequestLimits
 from codesearch.service.observability import ObserveRequests
 from codesearch.service.routes_search import SearchRequest  # noqa: F401  (the request model, re-exported)
@@ -120,6 +120,7 @@ def build_app(get_searcher, *, public_url: str = DEFAULT_PUBLIC_URL, contexts: d
                                                   search_timeout_s=search_timeout_s))
     protected.include_router(routes_repos.router(get_store, public_url=public_url, require_identity=require_identity))
     protected.include_router(audit.router(get_store, require_identity))
+    protected.include_router(routes_permissions.router(get_store, require_identity))
     protected.include_router(routes_source.router(get_store, data_dir=data_dir, public_url=public_url,
                                                   require_identity=require_identity))
     app.include_router(protected)
