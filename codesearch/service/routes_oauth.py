@@ -24,7 +24,7 @@ import logging
 from urllib.parse import parse_qsl, urlsplit
 
 import anyio
-from fastapi import APIRouter, Form, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 
 from codesearch.permissions import Identity
@@ -135,11 +135,12 @@ def router(get_store, settings: oa.OAuthSettings) -> APIRouter:
                       refresh_days=settings.refresh_ttl // 86400)
 
     @r.post(oa.AUTHORIZE_PATH)
-    def consent(request: Request, csrf_token: str = Form(""), decision: str = Form(""),
-                response_type: str | None = Form(None), client_id: str | None = Form(None),
-                redirect_uri: str | None = Form(None), state: str | None = Form(None), scope: str | None = Form(None),
-                code_challenge: str | None = Form(None), code_challenge_method: str | None = Form(None),
-                resource: str | None = Form(None)):
+    async def consent(request: Request):
+        form = await request.form()
+        pairs = [(k, v) for k, v in form.multi_items() if isinstance(v, str)]
+        return await anyio.to_thread.run_sync(decide, request, pairs)
+
+    def decide(request: Request, pairs: list[tuple[str, str]]):
         store = get_store()
         if store is None:
             return error_page(request, "This service runs without a state database, so nobody can sign in.", 503)
@@ -147,19 +148,17 @@ def router(get_store, settings: oa.OAuthSettings) -> APIRouter:
         if user is None:
             return error_page(request, "You are not signed in any more: start the connection again from your MCP "
                               "client.", 401)
-        sessions.require_csrf(request, csrf_token)  # CsrfFailed: the 403 page, nothing redirected
-        values = dict(response_type=response_type, client_id=client_id, redirect_uri=redirect_uri, state=state,
-                      scope=scope, code_challenge=code_challenge, code_challenge_method=code_challenge_method,
-                      resource=resource)
+        fields = dict(pairs)
+        sessions.require_csrf(request, fields.get("csrf_token"))  # CsrfFailed: the 403 page, nothing redirected
         b = base(request)
         try:
-            req = oa.parse_authorize([(k, v) for k, v in values.items() if v is not None], store.get_oauth_client, b)
+            req = oa.parse_authorize([(k, v) for k, v in pairs if k in oa.AUTHORIZE_PARAMS], store.get_oauth_client, b)
         except oa.PageError as e:
             return error_page(request, str(e))
         except oa.RedirectError as e:
             return redirect(oa.error_redirect(e, b))
         identity = Identity(user)
-        if decision != "allow":
+        if fields.get("decision") != "allow":
             audit.record(request, identity, "oauth.consent.deny", req.client.id, name=req.client.name)
             denied = oa.RedirectError("access_denied", "the user denied access")
             denied.request = req
