@@ -608,3 +608,28 @@ def test_redirect_uri_rules_directly():
     assert "fragment" in oa.redirect_uri_problem("https://a.example/cb#")
     assert "private-use" in oa.redirect_uri_problem("myapp:/cb")  # not a reverse domain name
     assert base64  # noqa: B018
+
+
+def test_a_code_raced_by_parallel_requests_is_redeemed_once(base, owner, client_id):
+    """Eight exchanges of one code at once: exactly one gets tokens, and since the others are
+    replays, the tokens it got are revoked too."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    code, pk = get_code(base, owner, client_id)
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda _: _exchange(base, client_id, code, pk), range(8)))
+    ok = [a for a in answers if a.status_code == 200]
+    assert len(ok) == 1 and all(a.json()["error"] == "invalid_grant" for a in answers if a.status_code != 200)
+    assert mcp_initialize(base, ok[0].json()["access_token"]).status_code == 401
+
+
+def test_a_refresh_token_raced_by_parallel_requests_is_used_once(base, owner, client_id):
+    t = tokens_for(base, owner, client_id)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda _: token(base, grant_type="refresh_token", refresh_token=t["refresh_token"],
+                                                client_id=client_id), range(8)))
+    assert sum(a.status_code == 200 for a in answers) == 1
+    fresh = next(a for a in answers if a.status_code == 200).json()
+    assert mcp_initialize(base, fresh["access_token"]).status_code == 401  # the reuses revoked the grant

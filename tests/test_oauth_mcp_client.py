@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from datetime import timedelta
 from urllib.parse import parse_qs, urlsplit
 
 import httpx
@@ -16,7 +17,12 @@ import pytest
 from mcp import ClientSession
 from mcp.client.auth import OAuthClientProvider
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
+from mcp.shared.auth import (
+    AuthorizationCodeResult,
+    OAuthClientInformationFull,
+    OAuthClientMetadata,
+    OAuthToken,
+)
 
 from tests.oauthworld import OWNER, REDIRECT, Browser, mcp_initialize, oauth_app  # noqa: F401  (fixture)
 
@@ -199,3 +205,88 @@ def test_oauth_actions_are_audited_without_secrets(oauth_app):
     assert "cso_at_" not in text and "cso_rt_" not in text and "cso_ac_" not in text and "cso_cs_" not in text
     issued = next(e for e in events if e.action == "oauth.token.issue")
     assert issued.actor == OWNER["email"] and issued.target.startswith("cso_client_")
+
+
+def test_under_a_path_prefix_every_url_carries_it(tmp_path):
+    """Serve mounts the app under a route prefix (``root_path``): the issuer, the metadata's
+    URLs, the 401's header and the way back from the sign-in page all carry it."""
+    import warnings
+
+    from codesearch.service.api import build_app
+    from tests.oauthworld import NoSearcher, make_store
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from fastapi.testclient import TestClient
+
+    store = make_store(str(tmp_path / "data"))
+    c = TestClient(build_app(lambda: NoSearcher(), get_store=lambda: store, anonymous_access=False, environ={}),
+                   root_path="/cs")
+    base = "http://testserver/cs"
+    asm = c.get("/cs/.well-known/oauth-authorization-server").json()
+    assert (asm["issuer"], asm["authorization_endpoint"]) == (base, base + "/oauth/authorize")
+    assert c.get("/cs/.well-known/oauth-protected-resource/api/mcp").json()["resource"] == base + "/api/mcp"
+    assert c.post("/cs/api/mcp", json={}).headers["www-authenticate"] == \
+        f'Bearer resource_metadata="{base}/.well-known/oauth-protected-resource/api/mcp"'
+    cid = c.post("/cs/oauth/register", json={"redirect_uris": [REDIRECT], "token_endpoint_auth_method": "none"}
+                 ).json()["client_id"]
+    r = c.get("/cs/oauth/authorize", params={"client_id": cid, "redirect_uri": REDIRECT, "response_type": "code",
+                                             "code_challenge": "a" * 43, "code_challenge_method": "S256"},
+              follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"].startswith("/cs/login?next=/cs/oauth/authorize%3F")
+    store.close()
+
+
+@pytest.mark.parametrize("name,value,ok", [
+    ("CODESEARCH_OAUTH_ACCESS_TOKEN_TTL_SECONDS", "60", True),
+    ("CODESEARCH_OAUTH_ACCESS_TOKEN_TTL_SECONDS", "0", False),
+    ("CODESEARCH_OAUTH_REFRESH_TOKEN_TTL_SECONDS", "1.5", False),
+    ("CODESEARCH_OAUTH_CODE_TTL_SECONDS", "ten", False),
+    ("AUTH_URL", "https://search.example.com/", True),
+    ("AUTH_URL", "search.example.com", False),
+    ("AUTH_URL", "https://search.example.com/#x", False),
+])
+def test_oauth_environment_variables(name, value, ok):
+    from codesearch import environment
+    from codesearch.service.oauth_server import OAuthSettings
+
+    if ok:
+        environment.check({name: value})
+        settings = OAuthSettings.from_environ({name: value})
+        assert settings.access_ttl == (60 if name.endswith("ACCESS_TOKEN_TTL_SECONDS") else 3600)
+        assert (settings.refresh_ttl, settings.code_ttl) == (7_776_000, 600)
+        assert settings.issuer == ("https://search.example.com" if name == "AUTH_URL" else None)
+    else:
+        with pytest.raises(environment.InvalidEnvironmentVariable, match=name):
+            environment.check({name: value})
+
+
+def test_the_lifetimes_come_from_the_environment(tmp_path):
+    from codesearch.service.api import build_app
+    from tests.asgiserver import serving
+    from tests.oauthworld import NoSearcher, Pkce, authorize_url, make_store, token
+
+    store = make_store(str(tmp_path / "data"))
+    app = build_app(lambda: NoSearcher(), get_store=lambda: store, anonymous_access=False,
+                    environ={"CODESEARCH_OAUTH_ACCESS_TOKEN_TTL_SECONDS": "120",
+                             "CODESEARCH_OAUTH_CODE_TTL_SECONDS": "30"})
+    with serving(app) as url:
+        cid = httpx.post(url + "/oauth/register", json={"redirect_uris": [REDIRECT],
+                                                        "token_endpoint_auth_method": "none"}).json()["client_id"]
+        b = Browser(url)
+        b.sign_in(OWNER)
+        pk = Pkce.make()
+        code = b.authorize(authorize_url(cid, pk))["code"][0]
+        real = store.clock
+        store.clock = lambda: real() + timedelta(seconds=31)
+        late = token(url, grant_type="authorization_code", code=code, redirect_uri=REDIRECT, client_id=cid,
+                     code_verifier=pk.verifier)
+        store.clock = real
+        assert late.json()["error"] == "invalid_grant"
+        pk = Pkce.make()
+        code = b.authorize(authorize_url(cid, pk))["code"][0]
+        got = token(url, grant_type="authorization_code", code=code, redirect_uri=REDIRECT, client_id=cid,
+                    code_verifier=pk.verifier).json()
+        assert got["expires_in"] == 120
+        b.close()
+    store.close()

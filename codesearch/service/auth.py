@@ -48,8 +48,6 @@ from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBea
 
 from codesearch import environment
 from codesearch.errors import NotAuthenticated  # noqa: F401  (re-exported)
-from codesearch.service import oauth_server
-from codesearch.store.oauth import ACCESS_PREFIX as OAUTH_ACCESS_PREFIX
 from codesearch.permissions import (  # noqa: F401  (re-exported: routes import them from here)
     ANONYMOUS,
     Identity,
@@ -58,6 +56,8 @@ from codesearch.permissions import (  # noqa: F401  (re-exported: routes import 
     filter_search_response,
     visible_repos,
 )
+from codesearch.service import oauth_server
+from codesearch.store.oauth import ACCESS_PREFIX as OAUTH_ACCESS_PREFIX
 
 ANONYMOUS_ENV = "FORCE_ENABLE_ANONYMOUS_ACCESS"
 OWNER = "OWNER"

@@ -40,7 +40,6 @@ import base64
 import binascii
 import hashlib
 import hmac
-import ipaddress
 import json
 import re
 from dataclasses import dataclass, field
@@ -130,7 +129,8 @@ def resource_metadata_url(base: str) -> str:
 
 def www_authenticate(base: str, *, invalid_token: bool) -> str:
     """The ``WWW-Authenticate`` of a 401 from the MCP endpoint (RFC 9728 §5.1, RFC 6750 §3)."""
-    value = f'Bearer resource_metadata="{resource_metadata_url(base)}"'
+    url = resource_metadata_url(base).replace("\\", "%5C").replace('"', "%22")  # a quoted-string, whatever Host said
+    value = f'Bearer resource_metadata="{url}"'
     if invalid_token:
         value += ', error="invalid_token", error_description="the access token is invalid, expired or revoked"'
     return value
