@@ -9,8 +9,6 @@ import os
 import shutil
 from urllib.parse import parse_qs, urlsplit
 
-import pytest
-
 from tests.oauthworld import OWNER, REDIRECT, Pkce, authorize_url, oauth_app, register  # noqa: F401  (fixture)
 
 SCREENSHOTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "output", "screenshots")
