@@ -21,6 +21,13 @@ module holds the ones several layers read.
 ``DISABLE_API_KEY_USAGE_FOR_NON_OWNER_USERS``      ``true``: only owners may create *or use* API
                                                    keys (a member's key is refused with 403)
 ``SOURCEBOT_LOG_LEVEL``                            ``debug``, ``info`` (default), ``warn``, ``error``
+``AUTH_URL``                                       the public base URL of the service (also the
+                                                   OAuth issuer of the MCP server)
+``CODESEARCH_OAUTH_ACCESS_TOKEN_TTL_SECONDS``      lifetime of an OAuth access token (3600, 1 h)
+``CODESEARCH_OAUTH_REFRESH_TOKEN_TTL_SECONDS``     lifetime of an OAuth refresh token (7776000,
+                                                   90 days; each refresh gives a new one)
+``CODESEARCH_OAUTH_CODE_TTL_SECONDS``              lifetime of an OAuth authorization code
+                                                   (600, 10 minutes)
 =================================================  ===========================================
 
 Why `DATA_DIR` alone no longer is the data directory: Sourcebot keeps its data in
@@ -169,9 +176,61 @@ def audit_retention_days(environ: Mapping[str, str] | None = None) -> int:
     return int(raw)
 
 
+# ---------------------------------------------------------------------- OAuth for MCP clients
+
+AUTH_URL = "AUTH_URL"
+OAUTH_ACCESS_TTL = "CODESEARCH_OAUTH_ACCESS_TOKEN_TTL_SECONDS"
+OAUTH_REFRESH_TTL = "CODESEARCH_OAUTH_REFRESH_TOKEN_TTL_SECONDS"
+OAUTH_CODE_TTL = "CODESEARCH_OAUTH_CODE_TTL_SECONDS"
+DEFAULT_OAUTH_ACCESS_TTL_S = 3600  # 1 hour
+DEFAULT_OAUTH_REFRESH_TTL_S = 7_776_000  # 90 days
+DEFAULT_OAUTH_CODE_TTL_S = 600  # 10 minutes
+
+
+def auth_url(environ: Mapping[str, str] | None = None) -> str | None:
+    """``AUTH_URL`` without a trailing slash, or None when unset: the public base URL, which the
+    OAuth server of the MCP endpoint uses as its issuer (else each request's own base URL)."""
+    raw = _value(environ, AUTH_URL).rstrip("/")
+    if not raw:
+        return None
+    if not raw.lower().startswith(("http://", "https://")) or "#" in raw or "?" in raw:
+        raise InvalidEnvironmentVariable(AUTH_URL, raw, "give the public base URL, e.g. https://search.example.com "
+                                         "(http or https, no query or fragment)")
+    return raw
+
+
+def _seconds(environ: Mapping[str, str] | None, name: str, default: int, what: str) -> int:
+    raw = _value(environ, name)
+    if not raw:
+        return default
+    if not raw.isdigit() or int(raw) < 1:
+        raise InvalidEnvironmentVariable(name, raw, f"give the {what} as a whole number of seconds, at least 1 "
+                                         f"(default {default})")
+    return int(raw)
+
+
+def oauth_access_token_ttl_seconds(environ: Mapping[str, str] | None = None) -> int:
+    """``CODESEARCH_OAUTH_ACCESS_TOKEN_TTL_SECONDS`` (default 3600)."""
+    return _seconds(environ, OAUTH_ACCESS_TTL, DEFAULT_OAUTH_ACCESS_TTL_S, "OAuth access token lifetime")
+
+
+def oauth_refresh_token_ttl_seconds(environ: Mapping[str, str] | None = None) -> int:
+    """``CODESEARCH_OAUTH_REFRESH_TOKEN_TTL_SECONDS`` (default 7776000, 90 days)."""
+    return _seconds(environ, OAUTH_REFRESH_TTL, DEFAULT_OAUTH_REFRESH_TTL_S, "OAuth refresh token lifetime")
+
+
+def oauth_code_ttl_seconds(environ: Mapping[str, str] | None = None) -> int:
+    """``CODESEARCH_OAUTH_CODE_TTL_SECONDS`` (default 600)."""
+    return _seconds(environ, OAUTH_CODE_TTL, DEFAULT_OAUTH_CODE_TTL_S, "OAuth authorization code lifetime")
+
+
 def check(environ: Mapping[str, str] | None = None) -> None:
     """Raise `InvalidEnvironmentVariable` for the first variable of this module with a bad value
     (what `codesearch serve` calls before starting anything)."""
     log_level(environ)
     session_max_age_seconds(environ)
     audit_retention_days(environ)
+    auth_url(environ)
+    oauth_access_token_ttl_seconds(environ)
+    oauth_refresh_token_ttl_seconds(environ)
+    oauth_code_ttl_seconds(environ)

@@ -9,7 +9,10 @@ nothing unpicklable crosses processes. Routes:
   ``GET /api/jobs`` (`routes_repos.py`), ``GET /api/source`` (`routes_source.py`), and the MCP
   server at ``/api/mcp`` (`mcp.py`, over the tools of `codesearch.tools`), ``POST /api/explain``,
   ``GET /api/tree``, ``GET /api/commits`` (`routes_git.py`), ``POST /api/chat/blocking``,
-  ``GET /api/models``, ``GET /chat/<id>`` (`routes_chat.py`).
+  ``GET /api/models``, ``GET /chat/<id>`` (`routes_chat.py`);
+- OAuth 2.0 for MCP clients (`routes_oauth.py`, protocol in `oauth_server.py`): the
+  ``/.well-known/`` metadata, ``/oauth/register``, ``/oauth/authorize`` (a consent page),
+  ``/oauth/token``, ``/oauth/revoke``; access tokens work wherever API keys do.
 
 The search is delegated to a `searcher` with ``search(query, options) -> dict`` (a `SearcherPool`
 on Ray, whose ``actors`` the streaming route awaits one by one); state (repos, API keys, jobs,
@@ -31,7 +34,8 @@ from fastapi import APIRouter, Depends, FastAPI
 from codesearch import environment, permissions
 from codesearch.runtime import request_ids
 from codesearch.search.options import DEFAULT_PUBLIC_URL
-from codesearch.service import audit, auth, errors, mcp, routes_chat, routes_git, routes_permissions, routes_repos, routes_search, routes_source, webhooks
+from codesearch.service import (audit, auth, errors, mcp, oauth_server, routes_chat, routes_git, routes_oauth,
+                                routes_permissions, routes_repos, routes_search, routes_source, webhooks)
 from codesearch.service.limits import RequestLimits
 from codesearch.service.observability import ObserveRequests
 from codesearch.service.routes_search import SearchRequest  # noqa: F401  (the request model, re-exported)
@@ -88,7 +92,8 @@ def build_app(get_searcher, *, public_url: str = DEFAULT_PUBLIC_URL, contexts: d
     if anonymous_access is None:
         anonymous_access = auth.anonymous_access_enabled(environ, enable_public_access)
     policy = permissions.PermissionPolicy(get_store, environ=environ)
-    authenticator = auth.Authenticator(get_store, anonymous_access, policy=policy)
+    oauth_settings = oauth_server.OAuthSettings.from_environ(environ)  # AUTH_URL and the OAuth lifetimes
+    authenticator = auth.Authenticator(get_store, anonymous_access, policy=policy, oauth=oauth_settings)
     require_identity = authenticator.dependency()
 
     app = FastAPI(title="codesearch", version=_version(), openapi_url="/api/openapi.json", docs_url=None, redoc_url=None)
@@ -125,6 +130,7 @@ def build_app(get_searcher, *, public_url: str = DEFAULT_PUBLIC_URL, contexts: d
                                                   require_identity=require_identity))
     app.include_router(protected)
     app.include_router(webhooks.router(get_store, environ))  # signed by the code host, not by an API key
+    app.include_router(routes_oauth.router(get_store, oauth_settings))  # OAuth 2.0 for MCP clients
 
     def make_context(identity):
         from codesearch.tools.context import ToolContext

@@ -49,6 +49,13 @@ ACTIONS = {
     "apikey.revoke": "an API key revoked (target: its id)",
     "user.create": "an account created (target: its e-mail)",
     "user.role": "an account's role changed (target: its e-mail)",
+    "oauth.client.register": "an OAuth client registered itself (target: its client id; never its secret)",
+    "oauth.consent.grant": "a user allowed an OAuth client (target: the client id)",
+    "oauth.consent.deny": "a user denied an OAuth client (target: the client id)",
+    "oauth.token.issue": "OAuth tokens issued for an authorization code (target: the client id; never a token)",
+    "oauth.token.refresh": "OAuth tokens refreshed (target: the client id)",
+    "oauth.token.revoke": "an OAuth token revoked by its client (target: the client id)",
+    "oauth.replay": "a used OAuth code or refresh token presented again: its grant revoked (target: the client id)",
 }
 
 RETENTION_ENV = environment.AUDIT_RETENTION_ENV

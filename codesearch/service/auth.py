@@ -8,10 +8,18 @@ shape, plus ``WWW-Authenticate: Bearer``). Anonymous access is on when
 ``FORCE_ENABLE_ANONYMOUS_ACCESS=true`` (read when the app is built) or the deprecated
 ``settings.enablePublicAccess`` is passed in as true.
 
+OAuth 2.0 access tokens (`codesearch.service.oauth_server`, prefix ``cso_at_``) are accepted as
+Bearer tokens wherever an API key is: the token's user is the caller. A token that is unknown,
+expired or revoked counts as no key too; when that leaves the caller refused, the refusal is
+`InvalidToken` (still 401 ``NOT_AUTHENTICATED``), so that the MCP endpoint can answer
+``error="invalid_token"`` (`Authenticator.challenge`: ``WWW-Authenticate: Bearer
+resource_metadata="…"``, RFC 9728, which MCP clients follow to sign in with OAuth).
+
 With ``DISABLE_API_KEY_USAGE_FOR_NON_OWNER_USERS=true`` (read when the app is built) only owners'
 keys work: a valid key of a MEMBER is refused with 403 ``INSUFFICIENT_PERMISSIONS``
 (`ApiKeyNotAllowed`), as in Sourcebot, whatever anonymous access allows (the caller said who
-they are, and that identity may not use keys). The member's web sign-in is not affected.
+they are, and that identity may not use keys). The member's web sign-in and OAuth tokens (a
+sign-in of the user, through the consent page) are not affected.
 
 The web UI's session cookie (``codesearch_session``, `codesearch.web.sessions`) is accepted too, by
 `Authenticator.identify_request` (what the routes' dependency uses): API keys come first; a
@@ -49,6 +57,8 @@ from codesearch.permissions import (  # noqa: F401  (re-exported: routes import 
     filter_search_response,
     visible_repos,
 )
+from codesearch.service import oauth_server
+from codesearch.store.oauth import ACCESS_PREFIX as OAUTH_ACCESS_PREFIX
 
 ANONYMOUS_ENV = "FORCE_ENABLE_ANONYMOUS_ACCESS"
 OWNER = "OWNER"
@@ -64,6 +74,11 @@ class ApiKeyNotAllowed(NotAuthenticated):
 
     status_code = 403
     error_code = "INSUFFICIENT_PERMISSIONS"
+
+
+class InvalidToken(NotAuthenticated):
+    """Credentials were presented, and none is valid (unknown, expired or revoked): the same 401,
+    told apart only in the MCP endpoint's ``WWW-Authenticate`` (``error="invalid_token"``)."""
 
 
 def anonymous_access_enabled(environ: Mapping[str, str] | None = None, enable_public_access: bool = False) -> bool:
@@ -101,20 +116,28 @@ class Authenticator:
     """
 
     def __init__(self, get_store: Callable[[], object | None], anonymous: bool, keys_owner_only: bool | None = None,
-                 policy: PermissionPolicy | None = None):
+                 policy: PermissionPolicy | None = None, oauth: oauth_server.OAuthSettings | None = None):
         self.get_store = get_store
         self.anonymous = bool(anonymous)
         #: the permission rule every identity made here is bound to (None: everyone sees everything)
         self.policy = policy
         self.keys_owner_only = (environment.api_key_usage_owner_only() if keys_owner_only is None
                                 else bool(keys_owner_only))
+        #: where the MCP endpoint's 401 sends clients to sign in (the issuer, ``AUTH_URL``)
+        self.oauth = oauth or oauth_server.OAuthSettings()
 
     def identify(self, headers: Mapping[str, str]) -> Identity:
-        """The caller of a request with these headers, by API key only (the MCP server)."""
+        """The caller of a request with these headers, by API key or OAuth token only (the MCP server)."""
         user = self._key_user(headers)
         if user is not None:
             return self.identity(user)
-        return self._nobody()
+        return self._nobody(presented=bool(keys_from_headers(headers)))
+
+    def challenge(self, scope, exc: NotAuthenticated | None = None) -> str:
+        """The ``WWW-Authenticate`` of a 401 from the MCP endpoint: where its protected resource
+        metadata is, and ``error="invalid_token"`` when the credentials presented were bad."""
+        return oauth_server.www_authenticate(oauth_server.base_url(scope, self.oauth),
+                                             invalid_token=isinstance(exc, InvalidToken))
 
     def identify_request(self, request: Request) -> Identity:
         """The caller of `request`: an API key, else the web UI's session cookie (with
@@ -124,7 +147,7 @@ class Authenticator:
             user = self._session_user(request)
         if user is not None:
             return self.identity(user)
-        return self._nobody()
+        return self._nobody(presented=bool(keys_from_headers(request.headers)))
 
     def identity(self, user) -> Identity:
         """`user` (None: anonymous) as an `Identity` bound to this service's permission rule."""
@@ -155,6 +178,11 @@ class Authenticator:
         store = self.get_store() if keys else None
         if store is not None:
             for key in keys:
+                if key.startswith(OAUTH_ACCESS_PREFIX):  # never an API key (those start with cs_)
+                    found = store.verify_oauth_access_token(key)
+                    if found is not None:
+                        return found[1]
+                    continue
                 user = store.verify_api_key(key)
                 if user is not None:
                     if self.keys_owner_only and user.role != OWNER:
@@ -182,11 +210,14 @@ class Authenticator:
                 return None
         return user
 
-    def _nobody(self) -> Identity:
+    def _nobody(self, presented: bool = False) -> Identity:
         if self.anonymous:
             return self.anonymous_identity()
-        raise NotAuthenticated("not authenticated: send an API key as 'Authorization: Bearer <key>' "
-                               f"or '{API_KEY_HEADER}: <key>'")
+        message = ("not authenticated: send an API key (or an OAuth access token) as 'Authorization: Bearer <key>' "
+                   f"or '{API_KEY_HEADER}: <key>'")
+        if presented:
+            raise InvalidToken(message + " (the one sent is unknown, expired or revoked)")
+        raise NotAuthenticated(message)
 
     def dependency(self) -> Callable[..., Identity]:
         """A FastAPI dependency returning the caller's `Identity` (401 when there is none)."""

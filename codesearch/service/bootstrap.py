@@ -89,11 +89,14 @@ FORWARDED_PREFIXES = ("CODESEARCH_", "SOURCEBOT_")
 def forwarded_environment(environ, overridden=()) -> dict:
     """The variables of `environ` the service's processes must see as the builder sees them:
     those named ``CODESEARCH_*`` and ``SOURCEBOT_*`` (webhook secrets, ``SOURCEBOT_ENCRYPTION_KEY``,
-    ``SOURCEBOT_LOG_LEVEL``), ``DATABASE_URL``, and the config's ``environmentOverrides`` (`overridden`)."""
+    ``SOURCEBOT_LOG_LEVEL``, the ``CODESEARCH_OAUTH_*`` lifetimes), ``DATABASE_URL``, ``AUTH_URL`` (the
+    OAuth issuer, which must be the same in every replica), and the config's ``environmentOverrides``
+    (`overridden`)."""
     keep = {k: v for k, v in environ.items() if k.startswith(FORWARDED_PREFIXES)}
     keep.update({k: environ[k] for k in overridden if k in environ})
-    if (environ.get("DATABASE_URL") or "").strip():
-        keep["DATABASE_URL"] = environ["DATABASE_URL"].strip()
+    for name in ("DATABASE_URL", "AUTH_URL"):
+        if (environ.get(name) or "").strip():
+            keep[name] = environ[name].strip()
     return keep
 
 

@@ -54,8 +54,8 @@ async def send_error(send, status: int, code: str, message: str, headers: dict[s
 
 
 class _Refused(Exception):
-    def __init__(self, status: int, code: str, message: str):
-        self.status, self.code, self.message = status, code, message
+    def __init__(self, status: int, code: str, message: str, challenge: str = "Bearer"):
+        self.status, self.code, self.message, self.challenge = status, code, message, challenge
 
 
 class RequestLimits:
@@ -100,7 +100,7 @@ class RequestLimits:
             else:
                 body = await self._read_body(receive)
         except _Refused as r:
-            headers = {"WWW-Authenticate": "Bearer"} if r.status == 401 else {"Connection": "close"}
+            headers = {"WWW-Authenticate": r.challenge} if r.status == 401 else {"Connection": "close"}
             await send_error(send, r.status, r.code, r.message, headers)
             return
         await self.app(scope, _replay(body, receive), send)
@@ -112,7 +112,10 @@ class RequestLimits:
         try:
             identity = await self.authenticator.identify_request_async(request)
         except NotAuthenticated as e:
-            raise _Refused(e.status_code, e.error_code, str(e)) from None
+            # the MCP endpoint's 401 tells clients where to sign in with OAuth (RFC 9728)
+            challenge = (self.authenticator.challenge(scope, e) if _route_path(scope).rstrip("/") == MCP_PATH
+                         else "Bearer")
+            raise _Refused(e.status_code, e.error_code, str(e), challenge) from None
         scope.setdefault("state", {})["identity_checked"] = identity
 
     async def _read_body(self, receive) -> bytes:

@@ -5,9 +5,10 @@ every request is self-contained, so any Serve replica answers any request (with 
 sessions, a second replica fails the calls of sessions it does not hold), and a tool's progress
 can stream.
 
-Authentication is the HTTP API's (`auth.Authenticator`): an ASGI wrapper in front of the SDK's
-endpoint answers 401 ``NOT_AUTHENTICATED`` with ``WWW-Authenticate: Bearer`` when there is no
-valid API key and anonymous access is off, and leaves the caller's `Identity` in the request
+Authentication is the HTTP API's (`auth.Authenticator`: API keys and OAuth access tokens): an
+ASGI wrapper in front of the SDK's endpoint answers 401 ``NOT_AUTHENTICATED`` with
+``WWW-Authenticate: Bearer resource_metadata="…"`` (RFC 9728: where MCP clients learn to sign
+in with OAuth, `routes_oauth`) when there is no valid credential and anonymous access is off, and leaves the caller's `Identity` in the request
 state, where each tool call picks it up to build its `ToolContext` (so every repo access runs
 through `codesearch.permissions` with the caller's identity).
 
@@ -146,9 +147,10 @@ class AuthenticatedEndpoint:
             identity = await anyio.to_thread.run_sync(self.authenticator.identify, headers)
         except NotAuthenticated as e:
             body = json.dumps({"statusCode": 401, "errorCode": e.error_code, "message": str(e)}).encode()
+            challenge = self.authenticator.challenge(scope, e).encode("latin-1")
             await send({"type": "http.response.start", "status": 401,
                         "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                                    (b"www-authenticate", b'Bearer realm="codesearch"')]})
+                                    (b"www-authenticate", challenge)]})
             await send({"type": "http.response.body", "body": body})
             return
         scope.setdefault("state", {})["identity"] = identity

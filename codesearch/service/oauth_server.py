@@ -1,0 +1,584 @@
+"""OAuth 2.0 for MCP clients: the protocol, as the MCP authorization spec asks (2025-06-18).
+
+Written by hand, with each check spelled out here and tested (tests/test_oauth*.py), rather than
+with Authlib's server classes: Authlib ships server integrations for Flask and Django only (a
+Starlette one would have to be written against its request/response abstraction), its RFC 7591
+endpoint and grant classes call back into models we would have to fake on top of our tables,
+and the rules that matter most here (a replayed code revokes its grant, a reused refresh token
+revokes its grant, PKCE S256 only, no redirect before the redirect URI is validated) would live
+in those callbacks anyway. What the service runs:
+
+- **Metadata.** Protected resource metadata (RFC 9728) for ``<base>/api/mcp`` naming the
+  authorization server, and authorization server metadata (RFC 8414). The issuer, and every
+  endpoint URL, is `base_url`: ``AUTH_URL`` when set, else the request's own base URL (scheme,
+  honouring ``X-Forwarded-Proto``, host and the app's root path).
+- **Registration** (RFC 7591, `validate_registration`): anyone may register (MCP clients do so
+  on first contact). Redirect URIs: https; http only on a loopback host (127.0.0.1, localhost,
+  [::1], any port: RFC 8252 §7.3); a private-use scheme for native apps (reverse domain name,
+  RFC 8252 §7.1); never a fragment or user information. ``token_endpoint_auth_method``:
+  ``none`` (a public client, PKCE only), ``client_secret_post`` or ``client_secret_basic``
+  (default, as RFC 7591 says): the secret is shown once. Errors: ``invalid_redirect_uri``,
+  ``invalid_client_metadata``.
+- **Authorization** (`parse_authorize`): response_type ``code`` with PKCE ``S256`` only (``plain``
+  and a missing method are refused), ``state`` echoed as given, ``redirect_uri`` required and
+  equal to a registered one, ``scope`` within `SCOPES_SUPPORTED`, ``resource`` (RFC 8707) absent
+  or this server's MCP endpoint, bound to the code. Until the client and its redirect URI are
+  known good, an error is a page (`PageError`), never a redirect; after, it is a redirect with
+  ``error`` (`RedirectError`). The signed-in user consents on a page (`routes_oauth`).
+- **Token** (`token_endpoint`): ``authorization_code`` (single use: a replay revokes the grant)
+  and ``refresh_token`` (rotated: single use, a reuse revokes the grant). RFC 6749 errors, JSON,
+  ``Cache-Control: no-store``.
+- **Revocation** (RFC 7009, `revocation_endpoint`): 200 whatever the token, as the RFC says.
+
+Codes and tokens are random, prefixed and stored hashed (`codesearch.store.oauth`). Nothing here
+logs or audits a code, token, secret or PKCE verifier.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
+
+from codesearch import environment
+from codesearch.store import oauth as st
+
+MCP_PATH = "/api/mcp"
+PRM_PATH = "/.well-known/oauth-protected-resource"
+AS_METADATA_PATH = "/.well-known/oauth-authorization-server"
+AUTHORIZE_PATH = "/oauth/authorize"
+TOKEN_PATH = "/oauth/token"
+REGISTER_PATH = "/oauth/register"
+REVOKE_PATH = "/oauth/revoke"
+
+SCOPE = "mcp"
+OFFLINE = "offline_access"
+#: What a token may be for: ``mcp`` (the MCP server and the HTTP API, as the user) and
+#: ``offline_access`` (asked by clients that want refresh tokens; they get them anyway).
+SCOPES_SUPPORTED = (SCOPE, OFFLINE)
+AUTH_METHODS = ("none", "client_secret_post", "client_secret_basic")
+GRANT_TYPES = ("authorization_code", "refresh_token")
+
+#: Limits of a registration.
+MAX_REGISTRATION_BYTES = 16 * 1024
+MAX_REDIRECT_URIS = 10
+MAX_URI_LENGTH = 2000
+MAX_NAME_LENGTH = 200
+MAX_STATE_LENGTH = 1000
+#: Registration fields kept as given (strings, checked for length); others are dropped.
+_TEXT_FIELDS = ("client_name", "client_uri", "logo_uri", "tos_uri", "policy_uri", "software_id", "software_version",
+                "application_type")
+
+_CHALLENGE = re.compile(r"^[A-Za-z0-9_-]{43}$")  # base64url(sha256) without padding
+_VERIFIER = re.compile(r"^[A-Za-z0-9._~-]{43,128}$")  # RFC 7636 §4.1
+_SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*$")
+_LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+
+
+# ---------------------------------------------------------------------- settings and URLs
+
+
+@dataclass(frozen=True)
+class OAuthSettings:
+    """Lifetimes (seconds) and the configured public base URL (``AUTH_URL``, None: per request)."""
+
+    issuer: str | None = None
+    access_ttl: int = environment.DEFAULT_OAUTH_ACCESS_TTL_S
+    refresh_ttl: int = environment.DEFAULT_OAUTH_REFRESH_TTL_S
+    code_ttl: int = environment.DEFAULT_OAUTH_CODE_TTL_S
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str] | None = None) -> "OAuthSettings":
+        return cls(issuer=environment.auth_url(environ),
+                   access_ttl=environment.oauth_access_token_ttl_seconds(environ),
+                   refresh_ttl=environment.oauth_refresh_token_ttl_seconds(environ),
+                   code_ttl=environment.oauth_code_ttl_seconds(environ))
+
+
+def request_base_url(scope) -> str:
+    """The base URL of a request as the service sees it: scheme (https behind a proxy that says
+    so in ``X-Forwarded-Proto``), ``Host`` and the app's root path."""
+    headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+    proto = headers.get("x-forwarded-proto", "").split(",")[0].strip().lower()
+    scheme = "https" if proto == "https" or scope.get("scheme") == "https" else "http"
+    host = headers.get("host")
+    if not host:
+        server = scope.get("server") or ("localhost", None)
+        host = server[0] if server[1] in (None, 80, 443) else f"{server[0]}:{server[1]}"
+    return f"{scheme}://{host}{(scope.get('root_path') or '').rstrip('/')}"
+
+
+def base_url(scope, settings: OAuthSettings) -> str:
+    """The issuer, and the base of every URL the metadata names (see the module docstring)."""
+    return settings.issuer or request_base_url(scope)
+
+
+def resource_url(base: str) -> str:
+    return base + MCP_PATH
+
+
+def resource_metadata_url(base: str) -> str:
+    return base + PRM_PATH + MCP_PATH
+
+
+def www_authenticate(base: str, *, invalid_token: bool) -> str:
+    """The ``WWW-Authenticate`` of a 401 from the MCP endpoint (RFC 9728 §5.1, RFC 6750 §3)."""
+    url = resource_metadata_url(base).replace("\\", "%5C").replace('"', "%22")  # a quoted-string, whatever Host said
+    value = f'Bearer resource_metadata="{url}"'
+    if invalid_token:
+        value += ', error="invalid_token", error_description="the access token is invalid, expired or revoked"'
+    return value
+
+
+def protected_resource_metadata(base: str) -> dict:
+    return {"resource": resource_url(base), "authorization_servers": [base], "scopes_supported": [SCOPE],
+            "bearer_methods_supported": ["header"], "resource_name": "codesearch MCP server"}
+
+
+def authorization_server_metadata(base: str) -> dict:
+    return {
+        "issuer": base,
+        "authorization_endpoint": base + AUTHORIZE_PATH,
+        "token_endpoint": base + TOKEN_PATH,
+        "registration_endpoint": base + REGISTER_PATH,
+        "revocation_endpoint": base + REVOKE_PATH,
+        "scopes_supported": list(SCOPES_SUPPORTED),
+        "response_types_supported": ["code"],
+        "response_modes_supported": ["query"],
+        "grant_types_supported": list(GRANT_TYPES),
+        "token_endpoint_auth_methods_supported": list(AUTH_METHODS),
+        "revocation_endpoint_auth_methods_supported": list(AUTH_METHODS),
+        "code_challenge_methods_supported": ["S256"],
+        "authorization_response_iss_parameter_supported": True,
+    }
+
+
+# ---------------------------------------------------------------------- registration (RFC 7591)
+
+
+class RegistrationError(Exception):
+    """A refused registration: RFC 7591 §3.2.2 (400, ``error`` and ``error_description``)."""
+
+    def __init__(self, error: str, description: str):
+        super().__init__(description)
+        self.error = error
+        self.description = description
+
+    def body(self) -> dict:
+        return {"error": self.error, "error_description": self.description}
+
+
+def redirect_uri_problem(uri: Any) -> str | None:
+    """Why `uri` cannot be a redirect URI, or None when it can (see the module docstring)."""
+    if not isinstance(uri, str) or not uri:
+        return "a redirect URI must be a non-empty string"
+    if len(uri) > MAX_URI_LENGTH:
+        return f"a redirect URI has at most {MAX_URI_LENGTH} characters"
+    if any(ord(ch) <= 0x20 or ord(ch) == 0x7F for ch in uri) or "\\" in uri:
+        return "a redirect URI may not contain spaces, control characters or backslashes"
+    try:
+        parts = urlsplit(uri)
+    except ValueError:
+        return "not a valid URI"
+    scheme = parts.scheme
+    if not scheme or not _SCHEME.match(scheme) or scheme != uri.split(":", 1)[0].lower():
+        return "a redirect URI must be absolute (with a scheme)"
+    if "#" in uri:
+        return "a redirect URI may not contain a fragment"
+    if scheme in ("http", "https"):
+        if parts.username is not None or parts.password is not None or "@" in parts.netloc:
+            return "a redirect URI may not contain user information"
+        try:
+            host = (parts.hostname or "").lower()
+            parts.port  # noqa: B018 - raises on a bad port
+        except ValueError:
+            return "a redirect URI has an invalid port"
+        if not host:
+            return "an http(s) redirect URI needs a host"
+        if scheme == "http" and host not in _LOOPBACK:
+            return "http redirect URIs are allowed only on a loopback host (127.0.0.1, localhost, [::1]); use https"
+        if scheme == "https" and host in _LOOPBACK:
+            return None
+        return None
+    # a private-use scheme (RFC 8252 §7.1): a reverse domain name such as com.example.app
+    if "." not in scheme:
+        return ("a redirect URI must use https, http on a loopback host, or a private-use scheme named after a "
+                "domain (e.g. com.example.app:/callback)")
+    return None
+
+
+def validate_registration(body: Any) -> tuple[str, list[str], dict[str, Any], bool]:
+    """A registration request as accepted: (client name, redirect URIs, the metadata to keep and
+    echo, whether the client gets a secret). `RegistrationError` when it cannot be accepted."""
+    if not isinstance(body, dict):
+        raise RegistrationError("invalid_client_metadata", "the registration must be a JSON object")
+    uris = body.get("redirect_uris")
+    if not isinstance(uris, list) or not uris:
+        raise RegistrationError("invalid_redirect_uri", "redirect_uris must be a non-empty array of URIs")
+    if len(uris) > MAX_REDIRECT_URIS:
+        raise RegistrationError("invalid_redirect_uri", f"at most {MAX_REDIRECT_URIS} redirect URIs")
+    for uri in uris:
+        problem = redirect_uri_problem(uri)
+        if problem:
+            raise RegistrationError("invalid_redirect_uri", f"{problem}: {str(uri)[:200]!r}")
+    method = body.get("token_endpoint_auth_method", "client_secret_basic")
+    if method not in AUTH_METHODS:
+        raise RegistrationError("invalid_client_metadata",
+                                f"token_endpoint_auth_method must be one of {', '.join(AUTH_METHODS)}")
+    grant_types = body.get("grant_types", ["authorization_code"])
+    if (not isinstance(grant_types, list) or not grant_types or "authorization_code" not in grant_types
+            or any(g not in GRANT_TYPES for g in grant_types)):
+        raise RegistrationError("invalid_client_metadata",
+                                "grant_types must include authorization_code and may add refresh_token, nothing else")
+    response_types = body.get("response_types", ["code"])
+    if response_types != ["code"]:
+        raise RegistrationError("invalid_client_metadata", 'response_types must be ["code"]')
+    scope = body.get("scope")
+    if scope is not None:
+        if not isinstance(scope, str) or any(s not in SCOPES_SUPPORTED for s in scope.split()):
+            raise RegistrationError("invalid_client_metadata",
+                                    f"scope may contain only {' '.join(SCOPES_SUPPORTED)}")
+    kept: dict[str, Any] = {"redirect_uris": list(uris), "token_endpoint_auth_method": method,
+                            "grant_types": list(dict.fromkeys(grant_types)), "response_types": ["code"]}
+    if scope:
+        kept["scope"] = " ".join(dict.fromkeys(scope.split()))
+    for name in _TEXT_FIELDS:
+        value = body.get(name)
+        if value is None:
+            continue
+        limit = MAX_NAME_LENGTH if name == "client_name" else MAX_URI_LENGTH
+        if not isinstance(value, str) or len(value) > limit:
+            raise RegistrationError("invalid_client_metadata", f"{name} must be a string of at most {limit} characters")
+        if name.endswith("_uri") and not value.lower().startswith(("https://", "http://")):
+            raise RegistrationError("invalid_client_metadata", f"{name} must be an http(s) URL")
+        kept[name] = value
+    name = (kept.get("client_name") or "").strip() or "Unnamed MCP client"
+    return name, list(uris), kept, method != "none"
+
+
+def registration_response(client: st.OAuthClient, secret: str | None) -> dict:
+    out = dict(client.metadata)
+    out.update(client_id=client.id, client_id_issued_at=int(client.created_at.timestamp()))
+    if secret is not None:
+        out.update(client_secret=secret, client_secret_expires_at=0)
+    return out
+
+
+# ---------------------------------------------------------------------- authorization
+
+
+class PageError(Exception):
+    """An authorization request that cannot be sent back to the client (unknown client, bad
+    redirect URI): shown to the user as a page (400)."""
+
+
+class RedirectError(Exception):
+    """An authorization request refused after its redirect URI was validated: sent back to the
+    client as ``error`` (RFC 6749 §4.1.2.1)."""
+
+    def __init__(self, error: str, description: str):
+        super().__init__(description)
+        self.error = error
+        self.description = description
+
+
+@dataclass
+class AuthorizeRequest:
+    client: st.OAuthClient
+    redirect_uri: str
+    state: str | None
+    code_challenge: str = ""
+    scope: str = SCOPE
+    resource: str | None = None
+    # the parameters as received, for the consent form to send back
+    params: dict[str, str] = field(default_factory=dict)
+
+
+AUTHORIZE_PARAMS = ("response_type", "client_id", "redirect_uri", "state", "scope", "code_challenge",
+                    "code_challenge_method", "resource")
+
+
+def parse_authorize(pairs: list[tuple[str, str]], get_client: Callable[[str], st.OAuthClient | None],
+                    base: str) -> AuthorizeRequest:
+    """Check an authorization request (the query of ``GET /oauth/authorize``, or the consent
+    form sending it back). Raises `PageError` until the client and the redirect URI are known
+    good, then `RedirectError` (bound to the request: `error_redirect` builds its target)."""
+    seen: dict[str, list[str]] = {}
+    for k, v in pairs:
+        if k in AUTHORIZE_PARAMS:
+            seen.setdefault(k, []).append(v)
+    for name in ("client_id", "redirect_uri"):
+        if len(seen.get(name, ())) > 1:
+            raise PageError(f"The parameter {name} is repeated.")
+    client_id = (seen.get("client_id") or [""])[0]
+    client = get_client(client_id) if client_id else None
+    if client is None:
+        raise PageError("This application is not registered here (unknown or missing client_id).")
+    redirect_uri = (seen.get("redirect_uri") or [""])[0]
+    if not redirect_uri:
+        raise PageError("The request names no redirect_uri.")
+    if not any(hmac.compare_digest(redirect_uri.encode(), r.encode()) for r in client.redirect_uris):
+        raise PageError("The redirect_uri is not one this application registered.")
+    states = seen.get("state") or [None]
+    req = AuthorizeRequest(client=client, redirect_uri=redirect_uri, state=states[0])
+    if req.state is not None and len(req.state) > MAX_STATE_LENGTH:
+        req.state = None  # not echoed: no client sends that much
+        raise _bound(RedirectError("invalid_request", f"state is longer than {MAX_STATE_LENGTH} characters"), req)
+    repeated = [k for k, v in seen.items() if len(v) > 1]
+    if repeated:
+        raise _bound(RedirectError("invalid_request", f"the parameter {repeated[0]} is repeated"), req)
+    p = {k: v[0] for k, v in seen.items()}
+    req.params = p
+    if p.get("response_type") != "code":
+        raise _bound(RedirectError("unsupported_response_type", "only response_type=code is supported"), req)
+    method = p.get("code_challenge_method")
+    challenge = p.get("code_challenge")
+    if not challenge:
+        raise _bound(RedirectError("invalid_request", "PKCE is required: send code_challenge with "
+                                   "code_challenge_method=S256"), req)
+    if method != "S256":
+        raise _bound(RedirectError("invalid_request", "code_challenge_method must be S256 (plain is not supported)"),
+                     req)
+    if not _CHALLENGE.match(challenge):
+        raise _bound(RedirectError("invalid_request", "code_challenge must be the base64url SHA-256 of the verifier "
+                                   "(43 characters)"), req)
+    req.code_challenge = challenge
+    req.scope = granted_scope(p.get("scope"), req)
+    resource = p.get("resource")
+    if resource is not None:
+        if not same_resource(resource, base):
+            raise _bound(RedirectError("invalid_target", "resource must be this server's MCP endpoint "
+                                       f"({resource_url(base)})"), req)
+        req.resource = resource_url(base)
+    return req
+
+
+def _bound(error: RedirectError, req: AuthorizeRequest) -> RedirectError:
+    error.request = req
+    return error
+
+
+def granted_scope(requested: str | None, req: AuthorizeRequest | None = None) -> str:
+    """The scope of the tokens: what was asked (each within `SCOPES_SUPPORTED`), ``mcp`` always
+    included; nothing asked: ``mcp``. `RedirectError` ``invalid_scope`` for anything else."""
+    asked = (requested or "").split()
+    unknown = [s for s in asked if s not in SCOPES_SUPPORTED]
+    if unknown:
+        err = RedirectError("invalid_scope", f"unknown scope {unknown[0][:50]!r}: this server knows "
+                                             f"{' '.join(SCOPES_SUPPORTED)}")
+        raise _bound(err, req) if req is not None else err
+    return " ".join(dict.fromkeys([SCOPE, *asked]))
+
+
+def same_resource(resource: str, base: str) -> bool:
+    """Whether `resource` (RFC 8707) names this server's MCP endpoint (a trailing slash aside)."""
+    return isinstance(resource, str) and resource.rstrip("/") == resource_url(base)
+
+
+def redirect_to(redirect_uri: str, params: Mapping[str, str | None]) -> str:
+    """`redirect_uri` with `params` added to its query (its own query kept)."""
+    parts = urlsplit(redirect_uri)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    query += [(k, v) for k, v in params.items() if v is not None]
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(query, quote_via=quote), ""))
+
+
+def error_redirect(error: RedirectError, base: str) -> str:
+    req: AuthorizeRequest = error.request
+    return redirect_to(req.redirect_uri, {"error": error.error, "error_description": error.description,
+                                          "state": req.state, "iss": base})
+
+
+def code_redirect(req: AuthorizeRequest, code: str, base: str) -> str:
+    return redirect_to(req.redirect_uri, {"code": code, "state": req.state, "iss": base})
+
+
+# ---------------------------------------------------------------------- token endpoint (RFC 6749 §5)
+
+
+class TokenError(Exception):
+    """A refused token or revocation request: RFC 6749 §5.2."""
+
+    def __init__(self, error: str, description: str, status: int = 400, *, basic: bool = False):
+        super().__init__(description)
+        self.error = error
+        self.description = description
+        self.status = status
+        self.basic = basic  # the client tried HTTP Basic: answer with a Basic challenge
+
+    def body(self) -> dict:
+        return {"error": self.error, "error_description": self.description}
+
+
+TOKEN_PARAMS = ("grant_type", "code", "redirect_uri", "code_verifier", "client_id", "client_secret",
+                "refresh_token", "scope", "resource", "token", "token_type_hint")
+
+
+def s256(verifier: str) -> str:
+    return base64.urlsafe_b64encode(hashlib.sha256(verifier.encode("ascii")).digest()).decode().rstrip("=")
+
+
+def parse_form(pairs: list[tuple[str, str]]) -> dict[str, str]:
+    """The parameters of a token or revocation request, each at most once (RFC 6749 §3.2)."""
+    out: dict[str, str] = {}
+    for k, v in pairs:
+        if k in TOKEN_PARAMS:
+            if k in out:
+                raise TokenError("invalid_request", f"the parameter {k} is repeated")
+            out[k] = v
+    return out
+
+
+def _basic_credentials(authorization: str | None) -> tuple[str, str] | None:
+    scheme, _, value = (authorization or "").strip().partition(" ")
+    if scheme.lower() != "basic":
+        return None
+    try:
+        decoded = base64.b64decode(value.strip(), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        raise TokenError("invalid_client", "malformed HTTP Basic credentials", 401, basic=True) from None
+    client_id, sep, secret = decoded.partition(":")
+    if not sep:
+        raise TokenError("invalid_client", "malformed HTTP Basic credentials", 401, basic=True)
+    return unquote(client_id), unquote(secret)
+
+
+def authenticate_client(store, form: dict[str, str], authorization: str | None) -> st.OAuthClient:
+    """The client making a token or revocation request (RFC 6749 §2.3): a public client by its
+    ``client_id``, a confidential one by its secret, sent the way it registered. `TokenError`
+    ``invalid_client`` (401) otherwise."""
+    basic = _basic_credentials(authorization)
+    if basic is not None:
+        client_id, secret = basic
+        if form.get("client_secret") is not None:
+            raise TokenError("invalid_request", "send client credentials one way only", 400)
+        if form.get("client_id") not in (None, client_id):
+            raise TokenError("invalid_request", "client_id differs from the HTTP Basic user", 400)
+        method = "client_secret_basic"
+    else:
+        client_id, secret = form.get("client_id"), form.get("client_secret")
+        method = "client_secret_post" if secret is not None else "none"
+    if not client_id:
+        raise TokenError("invalid_client", "client authentication failed: no client_id", 401, basic=basic is not None)
+    client = store.get_oauth_client(client_id)
+    if client is None:
+        raise TokenError("invalid_client", "client authentication failed: unknown client", 401, basic=basic is not None)
+    if client.auth_method != method:
+        raise TokenError("invalid_client", f"client authentication failed: this client authenticates with "
+                         f"{client.auth_method}", 401, basic=basic is not None)
+    if method != "none" and not store.verify_oauth_client_secret(client.id, secret or ""):
+        raise TokenError("invalid_client", "client authentication failed: wrong client secret", 401,
+                         basic=basic is not None)
+    return client
+
+
+@dataclass
+class TokenOutcome:
+    """What the token endpoint answered, for the router to send and audit."""
+
+    body: dict
+    event: str  # the audit action
+    client: st.OAuthClient
+    user_id: int | None
+    grant_id: str | None
+    details: dict = field(default_factory=dict)
+
+
+def token_endpoint(store, form: dict[str, str], authorization: str | None, settings: OAuthSettings,
+                   base: str, on_replay: Callable[[str, st.Redeemed, st.OAuthClient], None]) -> TokenOutcome:
+    """Answer one token request (`TokenError` when refused). `on_replay(kind, redeemed, client)`
+    is told of a replayed code or refresh token (the grant is revoked already)."""
+    grant_type = form.get("grant_type")
+    if not grant_type:
+        raise TokenError("invalid_request", "grant_type is required")
+    if grant_type not in GRANT_TYPES:
+        raise TokenError("unsupported_grant_type", f"grant_type must be one of {', '.join(GRANT_TYPES)}")
+    client = authenticate_client(store, form, authorization)
+    if grant_type not in client.metadata.get("grant_types", GRANT_TYPES):
+        raise TokenError("unauthorized_client", f"this client did not register the {grant_type} grant")
+    with_refresh = "refresh_token" in client.metadata.get("grant_types", ())
+    resource = form.get("resource")
+    if resource is not None and not same_resource(resource, base):
+        raise TokenError("invalid_target", f"resource must be this server's MCP endpoint ({resource_url(base)})")
+
+    if grant_type == "authorization_code":
+        code, redirect_uri, verifier = form.get("code"), form.get("redirect_uri"), form.get("code_verifier")
+        if not code:
+            raise TokenError("invalid_request", "code is required")
+        if not redirect_uri:
+            raise TokenError("invalid_request", "redirect_uri is required (the one of the authorization request)")
+        if not verifier:
+            raise TokenError("invalid_request", "code_verifier is required (PKCE)")
+        if not _VERIFIER.match(verifier):
+            raise TokenError("invalid_request", "code_verifier must be 43 to 128 characters of A-Z a-z 0-9 - . _ ~")
+
+        def check(c: st.OAuthCode) -> str | None:
+            if not hmac.compare_digest(redirect_uri.encode(), c.redirect_uri.encode()):
+                return "redirect_uri differs from the authorization request's"
+            if not hmac.compare_digest(s256(verifier).encode(), c.code_challenge.encode()):
+                return "code_verifier does not match the code_challenge (PKCE)"
+            if resource is not None and c.resource is not None and resource_url(base) != c.resource:
+                return "resource differs from the authorization request's"
+            return None
+
+        done = store.redeem_oauth_code(code, client_id=client.id, check=check, access_ttl=settings.access_ttl,
+                                       refresh_ttl=settings.refresh_ttl if with_refresh else None)
+        kind, event = "code", "oauth.token.issue"
+    else:
+        refresh = form.get("refresh_token")
+        if not refresh:
+            raise TokenError("invalid_request", "refresh_token is required")
+        wanted = form.get("scope")
+
+        def check(scope: str, bound: str | None) -> str | None:
+            if wanted is not None and any(s not in scope.split() for s in wanted.split()):
+                return "scope asks for more than the grant has"
+            return None
+
+        done = store.rotate_oauth_refresh_token(refresh, client_id=client.id, check=check,
+                                                access_ttl=settings.access_ttl, refresh_ttl=settings.refresh_ttl)
+        kind, event = "refresh_token", "oauth.token.refresh"
+
+    if done.status == st.REPLAYED:
+        on_replay(kind, done, client)
+        raise TokenError("invalid_grant", f"this {kind.replace('_', ' ')} was used already: every token it gave is "
+                         "revoked now")
+    if done.status == st.REFUSED and "scope" in done.detail:
+        raise TokenError("invalid_scope", done.detail)
+    if done.status != st.OK:
+        reason = {st.UNKNOWN: f"unknown {kind.replace('_', ' ')}", st.WRONG_CLIENT: f"the {kind.replace('_', ' ')} "
+                  "was issued to another client", st.EXPIRED: f"the {kind.replace('_', ' ')} has expired",
+                  st.REFUSED: done.detail}.get(done.status, "refused")
+        raise TokenError("invalid_grant", reason)
+    t = done.tokens
+    body = {"access_token": t.access_token, "token_type": "Bearer", "expires_in": t.expires_in, "scope": t.scope}
+    if t.refresh_token:
+        body["refresh_token"] = t.refresh_token
+    return TokenOutcome(body, event, client, done.user_id, done.grant_id)
+
+
+def revocation_endpoint(store, form: dict[str, str], authorization: str | None) -> tuple[st.OAuthClient, str, int]:
+    """RFC 7009: (client, outcome, tokens revoked). An unknown token, or another client's, is
+    answered 200 like any other (§2.2); only a failed client authentication is an error."""
+    client = authenticate_client(store, form, authorization)
+    token = form.get("token")
+    if not token:
+        raise TokenError("invalid_request", "token is required")
+    outcome, n = store.revoke_oauth_token(token, client_id=client.id)
+    return client, outcome, n
+
+
+def json_body(raw: bytes) -> Any:
+    if len(raw) > MAX_REGISTRATION_BYTES:
+        raise RegistrationError("invalid_client_metadata", f"the registration is larger than "
+                                f"{MAX_REGISTRATION_BYTES} bytes")
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        raise RegistrationError("invalid_client_metadata", "the registration is not valid JSON") from None

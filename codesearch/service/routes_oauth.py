@@ -1,0 +1,221 @@
+"""The OAuth 2.0 routes of the MCP server (the protocol is `oauth_server`; state is the store's).
+
+    GET  /.well-known/oauth-protected-resource[/api/mcp]  RFC 9728 metadata of the MCP endpoint
+    GET  /.well-known/oauth-authorization-server           RFC 8414 metadata
+    POST /oauth/register                                   RFC 7591 dynamic client registration
+    GET  /oauth/authorize                                  the consent page (signed-in web user)
+    POST /oauth/authorize                                  the consent decision (CSRF-checked)
+    POST /oauth/token                                      authorization_code, refresh_token
+    POST /oauth/revoke                                     RFC 7009
+
+Machine endpoints (metadata, register, token, revoke) answer JSON with ``Cache-Control:
+no-store`` and allow any origin (they take no cookies), so browser-based MCP clients can use them.
+The authorization endpoint is a page of the web UI: the session cookie says who the user is, a
+visitor is sent to ``/login`` and comes back, and the consent form carries the web UI's CSRF token.
+
+Audit events (`codesearch.service.audit`): ``oauth.client.register``, ``oauth.consent.grant``,
+``oauth.consent.deny``, ``oauth.token.issue``, ``oauth.token.refresh``, ``oauth.token.revoke``,
+``oauth.replay`` (target: the client id; details: the grant id, never a code or token).
+"""
+
+from __future__ import annotations
+
+import logging
+from urllib.parse import parse_qsl, urlsplit
+
+import anyio
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, RedirectResponse, Response
+
+from codesearch.permissions import Identity
+from codesearch.service import audit
+from codesearch.service import oauth_server as oa
+from codesearch.web import sessions
+from codesearch.web.templating import render
+
+log = logging.getLogger(__name__)
+
+NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
+CORS = {"Access-Control-Allow-Origin": "*", "Access-Control-Allow-Methods": "GET, POST, OPTIONS",
+        "Access-Control-Allow-Headers": "Authorization, Content-Type, MCP-Protocol-Version",
+        "Access-Control-Max-Age": "600"}
+
+
+def _json(body: dict, status: int = 200, extra: dict | None = None) -> JSONResponse:
+    return JSONResponse(body, status_code=status, headers={**NO_STORE, **CORS, **(extra or {})})
+
+
+def _token_error(e: oa.TokenError) -> JSONResponse:
+    extra = {"WWW-Authenticate": 'Basic realm="codesearch"'} if e.status == 401 and e.basic else None
+    return _json(e.body(), e.status, extra)
+
+
+def _identity_of(store, user_id: int | None):
+    if user_id is None:
+        return None
+    try:
+        return Identity(store.get_user(user_id))
+    except Exception:  # noqa: BLE001 - the user is gone: recorded as anonymous
+        return None
+
+
+def router(get_store, settings: oa.OAuthSettings) -> APIRouter:
+    r = APIRouter(include_in_schema=False)
+
+    def base(request: Request) -> str:
+        return oa.base_url(request.scope, settings)
+
+    # ------------------------------------------------------------------ metadata
+
+    @r.get(oa.PRM_PATH)
+    @r.get(oa.PRM_PATH + oa.MCP_PATH)
+    async def protected_resource(request: Request):
+        return _json(oa.protected_resource_metadata(base(request)))
+
+    @r.get(oa.AS_METADATA_PATH)
+    async def authorization_server(request: Request):
+        return _json(oa.authorization_server_metadata(base(request)))
+
+    @r.options(oa.REGISTER_PATH)
+    @r.options(oa.TOKEN_PATH)
+    @r.options(oa.REVOKE_PATH)
+    @r.options(oa.PRM_PATH)
+    @r.options(oa.PRM_PATH + oa.MCP_PATH)
+    @r.options(oa.AS_METADATA_PATH)
+    async def preflight():
+        return Response(status_code=204, headers=CORS)
+
+    # ------------------------------------------------------------------ registration
+
+    @r.post(oa.REGISTER_PATH)
+    async def register(request: Request):
+        store = get_store()
+        if store is None:
+            return _json({"error": "temporarily_unavailable", "error_description": "no state database"}, 503)
+        try:
+            if "json" not in (request.headers.get("content-type") or "").lower():
+                raise oa.RegistrationError("invalid_client_metadata", "send the registration as application/json")
+            name, uris, metadata, with_secret = oa.validate_registration(oa.json_body(await request.body()))
+        except oa.RegistrationError as e:
+            return _json(e.body(), 400)
+        client, secret = await anyio.to_thread.run_sync(
+            lambda: store.create_oauth_client(name, uris, metadata, with_secret=with_secret))
+        audit.record(request, None, "oauth.client.register", client.id, name=name,
+                     method=metadata["token_endpoint_auth_method"],
+                     redirects=" ".join(sorted({urlsplit(u).scheme + "://" + urlsplit(u).netloc for u in uris})))
+        return _json(oa.registration_response(client, secret), 201)
+
+    # ------------------------------------------------------------------ authorization
+
+    def error_page(request: Request, message: str, status: int = 400):
+        return render(request, "oauth_error.html", status_code=status, title="Authorization failed", message=message)
+
+    def redirect(url: str) -> RedirectResponse:
+        return RedirectResponse(url, status_code=303, headers=NO_STORE)
+
+    @r.get(oa.AUTHORIZE_PATH)
+    def authorize(request: Request):
+        store = get_store()
+        if store is None:
+            return error_page(request, "This service runs without a state database, so nobody can sign in.", 503)
+        b = base(request)
+        try:
+            req = oa.parse_authorize(list(request.query_params.multi_items()), store.get_oauth_client, b)
+        except oa.PageError as e:
+            return error_page(request, str(e))
+        except oa.RedirectError as e:
+            return redirect(oa.error_redirect(e, b))
+        user = sessions.current_user(request)
+        if user is None:
+            return sessions.login_redirect(request)
+        parts = urlsplit(req.redirect_uri)
+        shown = f"{parts.scheme}://{parts.netloc}{parts.path}" if parts.netloc else f"{parts.scheme}:{parts.path}"
+        return render(request, "oauth_consent.html", title="Allow access", client_name=req.client.name,
+                      redirect_display=shown, params=[(k, v) for k, v in req.params.items()],
+                      refresh_days=settings.refresh_ttl // 86400)
+
+    @r.post(oa.AUTHORIZE_PATH)
+    async def consent(request: Request):
+        form = await request.form()
+        pairs = [(k, v) for k, v in form.multi_items() if isinstance(v, str)]
+        return await anyio.to_thread.run_sync(decide, request, pairs)
+
+    def decide(request: Request, pairs: list[tuple[str, str]]):
+        store = get_store()
+        if store is None:
+            return error_page(request, "This service runs without a state database, so nobody can sign in.", 503)
+        user = sessions.current_user(request)
+        if user is None:
+            return error_page(request, "You are not signed in any more: start the connection again from your MCP "
+                              "client.", 401)
+        fields = dict(pairs)
+        sessions.require_csrf(request, fields.get("csrf_token"))  # CsrfFailed: the 403 page, nothing redirected
+        b = base(request)
+        try:
+            req = oa.parse_authorize([(k, v) for k, v in pairs if k in oa.AUTHORIZE_PARAMS], store.get_oauth_client, b)
+        except oa.PageError as e:
+            return error_page(request, str(e))
+        except oa.RedirectError as e:
+            return redirect(oa.error_redirect(e, b))
+        identity = Identity(user)
+        if fields.get("decision") != "allow":
+            audit.record(request, identity, "oauth.consent.deny", req.client.id, name=req.client.name)
+            denied = oa.RedirectError("access_denied", "the user denied access")
+            denied.request = req
+            return redirect(oa.error_redirect(denied, b))
+        code = store.create_oauth_code(client_id=req.client.id, user_id=user.id, redirect_uri=req.redirect_uri,
+                                       code_challenge=req.code_challenge, scope=req.scope, resource=req.resource,
+                                       ttl_seconds=settings.code_ttl)
+        audit.record(request, identity, "oauth.consent.grant", req.client.id, name=req.client.name, scope=req.scope)
+        return redirect(oa.code_redirect(req, code, b))
+
+    # ------------------------------------------------------------------ token and revocation
+
+    async def form_of(request: Request) -> dict[str, str]:
+        if "application/x-www-form-urlencoded" not in (request.headers.get("content-type") or "").lower():
+            raise oa.TokenError("invalid_request", "send the parameters as application/x-www-form-urlencoded")
+        try:
+            pairs = parse_qsl((await request.body()).decode("utf-8"), keep_blank_values=True, strict_parsing=False)
+        except UnicodeDecodeError:
+            raise oa.TokenError("invalid_request", "the body is not UTF-8") from None
+        return oa.parse_form(pairs)
+
+    @r.post(oa.TOKEN_PATH)
+    async def token(request: Request):
+        store = get_store()
+        if store is None:
+            return _json({"error": "temporarily_unavailable", "error_description": "no state database"}, 503)
+        b = base(request)
+
+        def on_replay(kind: str, done, client) -> None:
+            log.warning("OAuth: a used %s was presented again by client %s: grant %s revoked (%d token(s))",
+                        kind.replace("_", " "), client.id, done.grant_id, done.revoked)
+            audit.record(request, _identity_of(store, done.user_id), "oauth.replay", client.id, kind=kind,
+                         grant=done.grant_id, revoked=done.revoked)
+
+        try:
+            form = await form_of(request)
+            outcome = await anyio.to_thread.run_sync(
+                lambda: oa.token_endpoint(store, form, request.headers.get("authorization"), settings, b, on_replay))
+        except oa.TokenError as e:
+            return _token_error(e)
+        identity = await anyio.to_thread.run_sync(_identity_of, store, outcome.user_id)
+        audit.record(request, identity, outcome.event, outcome.client.id, grant=outcome.grant_id,
+                     scope=outcome.body.get("scope"))
+        return _json(outcome.body)
+
+    @r.post(oa.REVOKE_PATH)
+    async def revoke(request: Request):
+        store = get_store()
+        if store is None:
+            return _json({"error": "temporarily_unavailable", "error_description": "no state database"}, 503)
+        try:
+            form = await form_of(request)
+            client, outcome, n = await anyio.to_thread.run_sync(
+                lambda: oa.revocation_endpoint(store, form, request.headers.get("authorization")))
+        except oa.TokenError as e:
+            return _token_error(e)
+        audit.record(request, None, "oauth.token.revoke", client.id, outcome=outcome, revoked=n)
+        return Response(status_code=200, headers={**NO_STORE, **CORS})
+
+    return r

@@ -1,0 +1,337 @@
+"""OAuth 2.0 for MCP clients: registered clients, authorization codes, access and refresh tokens.
+
+The protocol lives in `codesearch.service.oauth_server`; this mixin keeps its state, and makes
+each step that must happen once happen once, in one transaction:
+
+- a code is redeemed at most once (`redeem_oauth_code`): a second presentation is a replay and
+  revokes every token issued from that code (its *grant*);
+- a refresh token is used at most once (`rotate_oauth_refresh_token`): each use gives a new
+  access and refresh token of the same grant, and a second use of an old one revokes the grant.
+
+Secrets are never stored. Codes, tokens and client secrets are random strings with a prefix
+that says what they are (`CODE_PREFIX`, `ACCESS_PREFIX`, `REFRESH_PREFIX`, `CLIENT_SECRET_PREFIX`;
+none starts with ``cs_``, the prefix of API keys, so the two never meet); the store keeps the
+HMAC-SHA256 of each under a key derived from the server secret (as API keys), and compares in
+constant time. A grant is a random id shared by the code and the tokens it led to.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Callable
+
+from sqlalchemy import delete, insert, or_, select, update
+
+from codesearch.store.tables import oauth_clients, oauth_codes, oauth_tokens, users
+
+CODE_PREFIX = "cso_ac_"
+ACCESS_PREFIX = "cso_at_"
+REFRESH_PREFIX = "cso_rt_"
+CLIENT_SECRET_PREFIX = "cso_cs_"
+ACCESS = "access"
+REFRESH = "refresh"
+_MAX_SECRET = 256
+
+# Outcomes of `redeem_oauth_code` and `rotate_oauth_refresh_token` (`Redeemed.status`).
+OK = "ok"
+UNKNOWN = "unknown"  # no such code or token (or not of this kind)
+REPLAYED = "replayed"  # used before: the grant is revoked now
+WRONG_CLIENT = "wrong_client"  # issued to another client (not consumed)
+EXPIRED = "expired"
+REFUSED = "refused"  # the caller's check said no (PKCE, redirect_uri, resource): consumed anyway
+REVOKED = "revoked"
+
+
+@dataclass
+class OAuthClient:
+    id: str
+    name: str
+    redirect_uris: list[str]
+    metadata: dict[str, Any]
+    has_secret: bool
+    created_at: datetime
+    last_used_at: datetime | None
+
+    @property
+    def auth_method(self) -> str:
+        return self.metadata.get("token_endpoint_auth_method") or ("client_secret_basic" if self.has_secret else "none")
+
+
+@dataclass
+class OAuthCode:
+    client_id: str
+    user_id: int
+    redirect_uri: str
+    code_challenge: str
+    scope: str
+    resource: str | None
+    expires_at: datetime
+    grant_id: str
+
+
+@dataclass
+class IssuedTokens:
+    access_token: str
+    expires_in: int
+    scope: str
+    refresh_token: str | None = None
+
+
+@dataclass
+class Redeemed:
+    """What became of a code or refresh token presented at the token endpoint."""
+
+    status: str
+    tokens: IssuedTokens | None = None
+    grant_id: str | None = None
+    user_id: int | None = None
+    detail: str = ""
+    revoked: int = 0  # tokens revoked because of a replay
+
+
+@dataclass
+class AccessToken:
+    """A valid access token as `verify_oauth_access_token` found it."""
+
+    grant_id: str
+    client_id: str
+    user_id: int
+    scope: str
+    resource: str | None
+    expires_at: datetime
+    extra: dict = field(default_factory=dict)
+
+
+class OAuthMixin:
+    """The `Store` methods for OAuth 2.0 (mixed into `Store`)."""
+
+    # ------------------------------------------------------------------ hashing
+
+    def _oauth_key(self) -> bytes:
+        key = getattr(self, "_oauth_hmac_key", None)
+        if key is None:
+            key = self._oauth_hmac_key = self.derive_key("oauth 2.0 codes, tokens and client secrets")
+        return key
+
+    def oauth_hash(self, secret: str) -> str:
+        """The stored form of a code, token or client secret (HMAC-SHA256, hex)."""
+        return hmac.new(self._oauth_key(), secret.encode("utf-8"), hashlib.sha256).hexdigest()
+
+    # ------------------------------------------------------------------ clients
+
+    def create_oauth_client(self, name: str, redirect_uris: list[str], metadata: dict[str, Any], *,
+                            with_secret: bool) -> tuple[OAuthClient, str | None]:
+        """Register a client (its metadata already validated): (client, secret or None). The
+        secret is returned this once; only its HMAC is kept."""
+        client_id = "cso_client_" + secrets.token_urlsafe(24)
+        secret = CLIENT_SECRET_PREFIX + secrets.token_urlsafe(32) if with_secret else None
+        now = self._now()
+        with self._tx(write=True) as c:
+            c.execute(insert(oauth_clients).values(
+                id=client_id, name=name, redirect_uris=list(redirect_uris), metadata=dict(metadata),
+                secret_hash=self.oauth_hash(secret) if secret else None, created_at=now))
+        return OAuthClient(client_id, name, list(redirect_uris), dict(metadata), secret is not None, now, None), secret
+
+    def get_oauth_client(self, client_id: str) -> OAuthClient | None:
+        if not isinstance(client_id, str) or not client_id or len(client_id) > 64:
+            return None
+        with self._tx() as c:
+            row = c.execute(select(oauth_clients).where(oauth_clients.c.id == client_id)).first()
+        if row is None:
+            return None
+        return OAuthClient(row.id, row.name, list(row.redirect_uris or []), dict(row.metadata or {}),
+                           row.secret_hash is not None, row.created_at, row.last_used_at)
+
+    def verify_oauth_client_secret(self, client_id: str, secret: str) -> bool:
+        """Whether `secret` is the secret of confidential client `client_id` (constant time)."""
+        if not isinstance(secret, str) or not secret.startswith(CLIENT_SECRET_PREFIX) or len(secret) > _MAX_SECRET:
+            return False
+        with self._tx() as c:
+            stored = c.scalar(select(oauth_clients.c.secret_hash).where(oauth_clients.c.id == client_id))
+        return bool(stored) and hmac.compare_digest(stored, self.oauth_hash(secret))
+
+    # ------------------------------------------------------------------ codes
+
+    def create_oauth_code(self, *, client_id: str, user_id: int, redirect_uri: str, code_challenge: str, scope: str,
+                          resource: str | None, ttl_seconds: float) -> str:
+        """A new authorization code (returned once; stored as its HMAC) starting a new grant."""
+        code = CODE_PREFIX + secrets.token_urlsafe(32)
+        now = self._now()
+        with self._tx(write=True) as c:
+            c.execute(insert(oauth_codes).values(
+                id=self.oauth_hash(code), client_id=client_id, user_id=user_id, redirect_uri=redirect_uri,
+                code_challenge=code_challenge, scope=scope, resource=resource, created_at=now,
+                expires_at=now + timedelta(seconds=ttl_seconds), grant_id=secrets.token_hex(16)))
+            self._delete_expired_oauth(c, now)
+        return code
+
+    def redeem_oauth_code(self, code: str, *, client_id: str, check: Callable[[OAuthCode], str | None],
+                          access_ttl: float, refresh_ttl: float | None) -> Redeemed:
+        """Exchange a code for tokens, in one transaction.
+
+        Unknown code: `UNKNOWN`. Used before: `REPLAYED`, and every token of its grant is revoked.
+        Issued to another client: `WRONG_CLIENT` (the code stays usable by its client). Expired:
+        `EXPIRED`. Otherwise the code is used up, and `check(code)` (PKCE, redirect_uri,
+        resource) returns None to issue tokens, or why not (`REFUSED`, with that `detail`).
+        A refresh token comes along when `refresh_ttl` is given."""
+        if not isinstance(code, str) or not code.startswith(CODE_PREFIX) or len(code) > _MAX_SECRET:
+            return Redeemed(UNKNOWN)
+        digest = self.oauth_hash(code)
+        now = self._now()
+        with self._tx(write=True) as c:
+            row = c.execute(select(oauth_codes).where(oauth_codes.c.id == digest)).first()
+            if row is None or not hmac.compare_digest(row.id, digest):
+                return Redeemed(UNKNOWN)
+            if row.used_at is not None:
+                revoked = self._revoke_grant(c, row.grant_id, now)
+                return Redeemed(REPLAYED, grant_id=row.grant_id, user_id=row.user_id, revoked=revoked)
+            if row.client_id != client_id:
+                return Redeemed(WRONG_CLIENT, grant_id=row.grant_id, user_id=row.user_id)
+            if row.expires_at <= now:
+                return Redeemed(EXPIRED, grant_id=row.grant_id, user_id=row.user_id)
+            used = c.execute(update(oauth_codes).where(oauth_codes.c.id == digest, oauth_codes.c.used_at.is_(None))
+                             .values(used_at=now)).rowcount
+            if used != 1:  # another request got there first
+                revoked = self._revoke_grant(c, row.grant_id, now)
+                return Redeemed(REPLAYED, grant_id=row.grant_id, user_id=row.user_id, revoked=revoked)
+            info = OAuthCode(row.client_id, row.user_id, row.redirect_uri, row.code_challenge, row.scope,
+                             row.resource, row.expires_at, row.grant_id)
+            problem = check(info)
+            if problem:
+                return Redeemed(REFUSED, grant_id=row.grant_id, user_id=row.user_id, detail=problem)
+            if c.scalar(select(users.c.id).where(users.c.id == row.user_id)) is None:
+                return Redeemed(UNKNOWN)
+            tokens = self._issue(c, now, row.grant_id, row.client_id, row.user_id, row.scope, row.resource,
+                                 access_ttl, refresh_ttl)
+            c.execute(update(oauth_clients).where(oauth_clients.c.id == row.client_id).values(last_used_at=now))
+        return Redeemed(OK, tokens=tokens, grant_id=row.grant_id, user_id=row.user_id)
+
+    # ------------------------------------------------------------------ tokens
+
+    def _issue(self, c, now: datetime, grant_id: str, client_id: str, user_id: int, scope: str,
+               resource: str | None, access_ttl: float, refresh_ttl: float | None) -> IssuedTokens:
+        access = ACCESS_PREFIX + secrets.token_urlsafe(32)
+        rows = [dict(id=self.oauth_hash(access), kind=ACCESS, grant_id=grant_id, client_id=client_id,
+                     user_id=user_id, scope=scope, resource=resource, created_at=now,
+                     expires_at=now + timedelta(seconds=access_ttl))]
+        refresh = None
+        if refresh_ttl:
+            refresh = REFRESH_PREFIX + secrets.token_urlsafe(32)
+            rows.append(dict(id=self.oauth_hash(refresh), kind=REFRESH, grant_id=grant_id, client_id=client_id,
+                             user_id=user_id, scope=scope, resource=resource, created_at=now,
+                             expires_at=now + timedelta(seconds=refresh_ttl)))
+        c.execute(insert(oauth_tokens), rows)
+        return IssuedTokens(access, int(access_ttl), scope, refresh)
+
+    def rotate_oauth_refresh_token(self, token: str, *, client_id: str, check: Callable[[str, str | None], str | None],
+                                   access_ttl: float, refresh_ttl: float) -> Redeemed:
+        """Use a refresh token once: a new access token and a new refresh token of the same grant.
+
+        Unknown: `UNKNOWN`. Used before, or revoked: `REPLAYED`, and the whole grant is revoked
+        (a stolen token was used by one of the two parties). Another client's: `WRONG_CLIENT`
+        (not consumed). Expired: `EXPIRED`. `check(scope, resource)` refuses (`REFUSED`, not
+        consumed) a request asking for more than the grant has."""
+        if not isinstance(token, str) or not token.startswith(REFRESH_PREFIX) or len(token) > _MAX_SECRET:
+            return Redeemed(UNKNOWN)
+        digest = self.oauth_hash(token)
+        now = self._now()
+        with self._tx(write=True) as c:
+            row = c.execute(select(oauth_tokens).where(oauth_tokens.c.id == digest,
+                                                       oauth_tokens.c.kind == REFRESH)).first()
+            if row is None or not hmac.compare_digest(row.id, digest):
+                return Redeemed(UNKNOWN)
+            if row.client_id != client_id:
+                return Redeemed(WRONG_CLIENT, grant_id=row.grant_id, user_id=row.user_id)
+            if row.used_at is not None or row.revoked_at is not None:
+                revoked = self._revoke_grant(c, row.grant_id, now)
+                return Redeemed(REPLAYED, grant_id=row.grant_id, user_id=row.user_id, revoked=revoked)
+            if row.expires_at <= now:
+                return Redeemed(EXPIRED, grant_id=row.grant_id, user_id=row.user_id)
+            problem = check(row.scope, row.resource)
+            if problem:
+                return Redeemed(REFUSED, grant_id=row.grant_id, user_id=row.user_id, detail=problem)
+            used = c.execute(update(oauth_tokens).where(oauth_tokens.c.id == digest, oauth_tokens.c.used_at.is_(None),
+                                                        oauth_tokens.c.revoked_at.is_(None))
+                             .values(used_at=now)).rowcount
+            if used != 1:
+                revoked = self._revoke_grant(c, row.grant_id, now)
+                return Redeemed(REPLAYED, grant_id=row.grant_id, user_id=row.user_id, revoked=revoked)
+            if c.scalar(select(users.c.id).where(users.c.id == row.user_id)) is None:
+                return Redeemed(UNKNOWN)
+            tokens = self._issue(c, now, row.grant_id, row.client_id, row.user_id, row.scope, row.resource,
+                                 access_ttl, refresh_ttl)
+            c.execute(update(oauth_clients).where(oauth_clients.c.id == row.client_id).values(last_used_at=now))
+            self._delete_expired_oauth(c, now)
+        return Redeemed(OK, tokens=tokens, grant_id=row.grant_id, user_id=row.user_id)
+
+    def verify_oauth_access_token(self, token: str):
+        """``(AccessToken, User)`` for a valid access token (known, not revoked, not expired, its
+        user still there), else None."""
+        if not isinstance(token, str) or not token.startswith(ACCESS_PREFIX) or len(token) > _MAX_SECRET:
+            return None
+        digest = self.oauth_hash(token)
+        now = self._now()
+        with self._tx() as c:
+            row = c.execute(select(oauth_tokens).where(oauth_tokens.c.id == digest,
+                                                       oauth_tokens.c.kind == ACCESS)).first()
+            if (row is None or not hmac.compare_digest(row.id, digest) or row.revoked_at is not None
+                    or row.expires_at <= now):
+                return None
+            try:
+                user = self._get_user(c, row.user_id)
+            except Exception:  # the user is gone (the cascade removes the token too)
+                return None
+        return AccessToken(row.grant_id, row.client_id, row.user_id, row.scope, row.resource, row.expires_at), user
+
+    def revoke_oauth_token(self, token: str, *, client_id: str) -> tuple[str, int]:
+        """RFC 7009: revoke `token` if client `client_id` holds it. A refresh token revokes its
+        whole grant (every access and refresh token), an access token only itself. Returns
+        (what happened: `OK`, `UNKNOWN` or `WRONG_CLIENT`, tokens revoked now)."""
+        if not isinstance(token, str) or len(token) > _MAX_SECRET or not token.startswith(
+                (ACCESS_PREFIX, REFRESH_PREFIX)):
+            return UNKNOWN, 0
+        digest = self.oauth_hash(token)
+        now = self._now()
+        with self._tx(write=True) as c:
+            row = c.execute(select(oauth_tokens).where(oauth_tokens.c.id == digest)).first()
+            if row is None or not hmac.compare_digest(row.id, digest):
+                return UNKNOWN, 0
+            if row.client_id != client_id:
+                return WRONG_CLIENT, 0
+            if row.kind == REFRESH:
+                return OK, self._revoke_grant(c, row.grant_id, now)
+            n = c.execute(update(oauth_tokens).where(oauth_tokens.c.id == digest, oauth_tokens.c.revoked_at.is_(None))
+                          .values(revoked_at=now)).rowcount
+            return OK, n
+
+    def revoke_oauth_grant(self, grant_id: str) -> int:
+        """Revoke every token of a grant (and its code can no longer be redeemed)."""
+        with self._tx(write=True) as c:
+            return self._revoke_grant(c, grant_id, self._now())
+
+    def list_oauth_tokens(self, user_id: int) -> list[dict]:
+        """The user's tokens, without secrets: kind, client, grant, times (for pages and tests)."""
+        with self._tx() as c:
+            rows = c.execute(select(oauth_tokens.c.kind, oauth_tokens.c.grant_id, oauth_tokens.c.client_id,
+                                    oauth_tokens.c.scope, oauth_tokens.c.created_at, oauth_tokens.c.expires_at,
+                                    oauth_tokens.c.used_at, oauth_tokens.c.revoked_at)
+                             .where(oauth_tokens.c.user_id == user_id).order_by(oauth_tokens.c.created_at)).all()
+        return [dict(r._mapping) for r in rows]
+
+    def _revoke_grant(self, c, grant_id: str, now: datetime) -> int:
+        # the code too, so that it cannot be redeemed later by whoever replayed it
+        c.execute(update(oauth_codes).where(oauth_codes.c.grant_id == grant_id, oauth_codes.c.used_at.is_(None))
+                  .values(used_at=now))
+        return c.execute(update(oauth_tokens).where(oauth_tokens.c.grant_id == grant_id,
+                                                    oauth_tokens.c.revoked_at.is_(None))
+                         .values(revoked_at=now)).rowcount
+
+    def _delete_expired_oauth(self, c, now: datetime) -> None:
+        """Housekeeping: codes a day past their expiry, tokens past theirs (a replay of those
+        cannot be told from an unknown one any more, and needs no answer but `invalid_grant`)."""
+        c.execute(delete(oauth_codes).where(oauth_codes.c.expires_at < now - timedelta(days=1)))
+        c.execute(delete(oauth_tokens).where(or_(oauth_tokens.c.expires_at < now - timedelta(days=1))))
