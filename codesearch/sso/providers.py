@@ -269,9 +269,9 @@ class Provider:
         try:
             registry.validate(claims)
         except JoseError as e:
-            log.info("provider %s: ID token refused: %s", self.id, type(e).__name__)
+            log.info("provider %s: ID token refused: %s", self.id, getattr(e, "description", type(e).__name__))
             raise ProviderError("identity", f"{self.name}'s ID token is not valid for this sign-in "
-                                            f"({getattr(e, 'error', type(e).__name__)})") from None
+                                            f"({getattr(e, 'description', None) or type(e).__name__})") from None
         aud = claims.get("aud")
         if isinstance(aud, list) and len(aud) > 1 and claims.get("azp") != client_id:
             raise ProviderError("identity", f"{self.name}'s ID token was issued to another client")
