@@ -61,6 +61,7 @@ DEFAULT_SESSION_MAX_AGE_S = 2_592_000  # 30 days, Sourcebot's default
 KEY_CREATION_OWNER_ONLY = "DISABLE_API_KEY_CREATION_FOR_NON_OWNER_USERS"
 KEY_CREATION_OWNER_ONLY_DEPRECATED = "EXPERIMENT_DISABLE_API_KEY_CREATION_FOR_NON_ADMIN_USERS"
 KEY_USAGE_OWNER_ONLY = "DISABLE_API_KEY_USAGE_FOR_NON_OWNER_USERS"
+REQUIRE_APPROVAL = "REQUIRE_APPROVAL_NEW_MEMBERS"
 LOG_LEVEL = "SOURCEBOT_LOG_LEVEL"
 LOG_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING, "error": logging.ERROR}
 
@@ -136,6 +137,11 @@ def api_key_creation_owner_only(environ: Mapping[str, str] | None = None) -> boo
     """Only owners may create API keys (also implied by `api_key_usage_owner_only`)."""
     return (is_true(environ, KEY_CREATION_OWNER_ONLY) or is_true(environ, KEY_CREATION_OWNER_ONLY_DEPRECATED)
             or api_key_usage_owner_only(environ))
+
+
+def require_approval_new_members(environ: Mapping[str, str] | None = None) -> bool:
+    """New users who sign up by themselves wait for an owner's approval (Sourcebot's switch)."""
+    return is_true(environ, REQUIRE_APPROVAL)
 
 
 # ---------------------------------------------------------------------- logging

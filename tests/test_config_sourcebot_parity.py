@@ -10,9 +10,9 @@ with the rule it follows. Each row is validated three ways, and all three must a
   copy was available, these are the newest stored versions);
 * codesearch's schema (`codesearch.config.validator`), the one ``codesearch config validate`` uses.
 
-`identityProviders` is the one section left out (not copied, see the README): codesearch
-accepts it and ignores it with a warning, which `test_identity_providers_are_accepted_and_ignored`
-pins down.
+`identityProviders` is left out of the copied files (see the README); `IDP_ROWS` checks it by
+hand against Sourcebot's ``schemas/v3/identityProvider.json``, with one deliberate difference: a
+provider kind newer than codesearch is accepted with a warning (`test_identity_providers_as_sourcebot_checks_them`).
 """
 
 from __future__ import annotations
@@ -299,14 +299,38 @@ def test_every_field_of_every_kind_is_exercised():
         assert set(definition["properties"]) <= seen[provider], (provider, set(definition["properties"]) - seen[provider])
 
 
-@pytest.mark.parametrize("section", [
-    [{"provider": "github", "purpose": "sso", "clientId": ENV, "clientSecret": ENV}],
-    {"corp-sso": {"provider": "okta", "purpose": "sso", "clientId": ENV, "clientSecret": ENV, "issuer": ENV}},
-    [{"provider": "idira", "purpose": "sso", "anything": 1}],  # a provider newer than the copied schema
-])
-def test_identity_providers_are_accepted_and_ignored(section):
-    """The one deliberate difference: the section's content is not checked (its schema changes from
-    one Sourcebot release to the next), and codesearch, which has local accounts only, says it ignores it."""
-    config = load_config(json.dumps({"identityProviders": section}), environ={})
-    assert config.warnings == ["identityProviders: accepted but not used: codesearch has local accounts only "
-                               "(no single sign-on or account linking)"]
+# identityProviders, by hand from Sourcebot's schemas/v3/identityProvider.json (not copied): each
+# entry Sourcebot accepts loads here, what it refuses is refused, and a provider kind newer than
+# codesearch is accepted with a warning rather than refusing the whole file.
+IDP_ROWS = [
+    # (name, section, accepted, warning fragment)
+    ("github-sso", [{"provider": "github", "purpose": "sso", "clientId": ENV, "clientSecret": ENV}], True, None),
+    ("github-linking-ghe", [{"provider": "github", "purpose": "account_linking", "clientId": ENV, "clientSecret": ENV,
+                             "baseUrl": "https://github.example.com", "accountLinkingRequired": False}], True, None),
+    ("gitlab-sso", [{"provider": "gitlab", "purpose": "sso", "clientId": ENV, "clientSecret": ENV}], True, None),
+    ("google-sso", [{"provider": "google", "purpose": "sso", "clientId": ENV, "clientSecret": ENV}], True, None),
+    ("okta-issuer-token", [{"provider": "okta", "purpose": "sso", "clientId": ENV, "clientSecret": ENV, "issuer": ENV}], True, None),
+    ("keycloak", [{"provider": "keycloak", "purpose": "sso", "clientId": ENV, "clientSecret": ENV, "issuer": ENV}], True, None),
+    ("entra", [{"provider": "microsoft-entra-id", "purpose": "sso", "clientId": ENV, "clientSecret": ENV, "issuer": ENV}], True, None),
+    ("authentik", [{"provider": "authentik", "purpose": "sso", "clientId": ENV, "clientSecret": ENV, "issuer": ENV}], True, None),
+    ("gcp-iap", [{"provider": "gcp-iap", "purpose": "sso", "audience": ENV}], True, "not supported yet"),
+    ("bitbucket-server", [{"provider": "bitbucket-server", "purpose": "account_linking", "clientId": ENV,
+                           "clientSecret": ENV, "baseUrl": "https://bb.example.com"}], True, "not supported yet"),
+    ("newer-kind", [{"provider": "idira", "purpose": "sso", "anything": 1}], True, 'provider "idira" is not known'),
+    ("object-not-array", {"corp-sso": {"provider": "okta", "purpose": "sso", "clientId": ENV, "clientSecret": ENV,
+                                       "issuer": ENV}}, False, None),
+    ("github-no-secret", [{"provider": "github", "purpose": "sso", "clientId": ENV}], False, None),
+    ("google-linking", [{"provider": "google", "purpose": "account_linking", "clientId": ENV, "clientSecret": ENV}], False, None),
+    ("okta-no-issuer", [{"provider": "okta", "purpose": "sso", "clientId": ENV, "clientSecret": ENV}], False, None),
+    ("github-unknown-field", [{"provider": "github", "purpose": "sso", "clientId": ENV, "clientSecret": ENV, "x": 1}], False, None),
+    ("github-bad-purpose", [{"provider": "github", "purpose": "login", "clientId": ENV, "clientSecret": ENV}], False, None),
+]
+
+
+@pytest.mark.parametrize("section,accepted,warning", [r[1:] for r in IDP_ROWS], ids=[r[0] for r in IDP_ROWS])
+def test_identity_providers_as_sourcebot_checks_them(section, accepted, warning):
+    doc = {"identityProviders": section}
+    assert OURS.is_valid(doc) is accepted, [e.message for e in OURS.iter_errors(doc)][:3]
+    if accepted:
+        config = load_config(json.dumps(doc), environ={})
+        assert [w for w in config.warnings if warning and warning in w] or (warning is None and not config.warnings)

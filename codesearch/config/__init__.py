@@ -11,13 +11,14 @@ The JSON schema files ship in ``codesearch/config/schemas/v3/``; `schema_bytes` 
 `validator` checks documents against them.
 """
 
-from codesearch.config.loader import apply_environment_overrides, load_config, resolve_token
+from codesearch.config.loader import apply_environment_overrides, load_config, resolve_provider_token, resolve_token
 from codesearch.config.models import (
     CONNECTION_TYPES,
     DEFAULT_URLS,
     Config,
     Connection,
     EnvironmentOverride,
+    IdentityProvider,
     LanguageModel,
     Revisions,
     SearchContext,
@@ -41,6 +42,7 @@ __all__ = [
     "Config",
     "Connection",
     "EnvironmentOverride",
+    "IdentityProvider",
     "LanguageModel",
     "Revisions",
     "SearchContext",
@@ -50,6 +52,7 @@ __all__ = [
     "load_config",
     "load_schema",
     "registry",
+    "resolve_provider_token",
     "resolve_token",
     "schema_bytes",
     "schema_files",

@@ -28,7 +28,9 @@ from codesearch.config.models import (
     DEFAULT_URLS,
     Config,
     Connection,
+    SUPPORTED_PROVIDERS,
     EnvironmentOverride,
+    IdentityProvider,
     LanguageModel,
     Revisions,
     SearchContext,
@@ -197,11 +199,60 @@ def _build(doc: dict, source: str, environ: Mapping[str, str], duplicates: list[
             provider=m["provider"], model=m["model"], display_name=m.get("displayName"), base_url=m.get("baseUrl"),
             temperature=m.get("temperature"), token=_token(m.get("token")), headers=dict(m.get("headers") or {}), raw=m,
         ))
+    providers, problems = _identity_providers(doc.get("identityProviders") or [], warnings)
+    refused += problems
     if refused:  # a model this server cannot talk to: refuse the file rather than fail at the first question
         raise ConfigError(source, refused)
     return Config(source=source, schema_ref=doc.get("$schema"), settings=settings, contexts=contexts,
                   environment_overrides=overrides, connections=connections, models=models, permission_sync=permission_sync,
-                  warnings=warnings, raw=doc)
+                  identity_providers=providers, warnings=warnings, raw=doc)
+
+
+_UNSUPPORTED_PROVIDERS = {
+    "gcp-iap": "Google Cloud IAP sign-in is not supported yet",
+    "bitbucket-cloud": "Bitbucket Cloud sign-in and account linking are not supported yet",
+    "bitbucket-server": "Bitbucket Server sign-in and account linking are not supported yet",
+}
+
+
+def _identity_providers(entries: list, warnings: list[str]) -> tuple[list[IdentityProvider], list[str]]:
+    """The supported `identityProviders` entries, typed, with their ids (see `IdentityProvider`);
+    warnings for entries that are accepted but not acted on; problems for clashing ids."""
+    out: list[IdentityProvider] = []
+    problems: list[str] = []
+    seen_types: dict[str, int] = {}
+    used: dict[str, int] = {}
+    for i, e in enumerate(entries):
+        at = _problems.format_path(("identityProviders", i))
+        kind = e["provider"]
+        if kind not in SUPPORTED_PROVIDERS:
+            why = _UNSUPPORTED_PROVIDERS.get(kind, f'provider "{kind}" is not known to this version of codesearch')
+            warnings.append(f"{at}: accepted but not used: {why}")
+            continue
+        seen_types[kind] = seen_types.get(kind, 0) + 1
+        pid = e.get("id") or (kind if seen_types[kind] == 1 else f"{kind}-{seen_types[kind]}")
+        if pid in used:
+            problems.append(f'{at}.id: the id "{pid}" is already used by identityProviders[{used[pid]}]; '
+                            "give each entry its own \"id\"")
+            continue
+        used[pid] = i
+        if seen_types[kind] > 1 and not e.get("id"):
+            warnings.append(f'{at}: several {kind} entries: this one is "{pid}" by its position; give it an '
+                            '"id" so that reordering the file keeps its linked accounts')
+        if e.get("accountLinkingRequired") or e.get("required"):
+            warnings.append(f"{at}.accountLinkingRequired: accepted but not enforced yet (users are not made to "
+                            "link this account)")
+        issuer = e.get("issuer")
+        if kind == "google" and issuer is None:
+            issuer = "https://accounts.google.com"
+        out.append(IdentityProvider(
+            id=pid, provider=kind, purpose="sso" if e["purpose"] == "sso" else "integration",
+            client_id=_token(e["clientId"]), client_secret=_token(e["clientSecret"]),
+            base_url=(e.get("baseUrl") or DEFAULT_URLS.get(kind)) if kind in ("github", "gitlab") else None,
+            issuer=_token(issuer) if isinstance(issuer, Mapping) else issuer,
+            display_name=e.get("displayName"), required=bool(e.get("accountLinkingRequired") or e.get("required")),
+            index=i))
+    return out, problems
 
 
 def _override_problem(name: str, o: Any) -> str | None:
@@ -307,6 +358,14 @@ def resolve_token(token: Mapping[str, str] | Token, *, connection: str, environ:
     """
     return _resolve(token, source=f'connection "{connection}"', path=f"{_problems.format_path(('connections', connection))}.token",
                     environ=environ)
+
+
+def resolve_provider_token(token: Mapping[str, str] | Token, *, provider: IdentityProvider, field: str,
+                           environ: Mapping[str, str] = os.environ) -> str:
+    """The value an identity provider's reference points to (`field`: ``clientId``,
+    ``clientSecret`` or ``issuer``); `ConfigError` naming the entry and the variable, never a value."""
+    path = f"{_problems.format_path(('identityProviders', provider.index))}.{field}"
+    return _resolve(token, source=f'identity provider "{provider.id}"', path=path, environ=environ)
 
 
 # ------------------------------------------------------------------------- environment overrides

@@ -181,6 +181,51 @@ class LanguageModel(BaseModel):
         return self.raw.get(key, default)
 
 
+#: Identity provider kinds codesearch signs in with (OAuth 2.0 code hosts, then OpenID Connect).
+CODE_HOST_PROVIDERS = ("github", "gitlab")
+OIDC_PROVIDERS = ("google", "okta", "keycloak", "microsoft-entra-id", "authentik", "jumpcloud", "oidc")
+SUPPORTED_PROVIDERS = CODE_HOST_PROVIDERS + OIDC_PROVIDERS
+#: The name on a provider's button when the entry gives no `displayName`.
+PROVIDER_NAMES = {"github": "GitHub", "gitlab": "GitLab", "google": "Google", "okta": "Okta", "keycloak": "Keycloak",
+                  "microsoft-entra-id": "Microsoft Entra ID", "authentik": "Authentik", "jumpcloud": "JumpCloud",
+                  "oidc": "OpenID Connect"}
+
+
+class IdentityProvider(BaseModel):
+    """One supported entry of `identityProviders` (`codesearch.sso` runs its flows).
+
+    `id` names it in URLs (``/api/auth/callback/<id>``) and in stored linked accounts: the
+    entry's own ``id``, else its type for the first entry of that type, else ``<type>-<n>`` for
+    the n-th (file order). `issuer` is a URL or a `Token` reference to one (Sourcebot writes a
+    token); `client_id` / `client_secret` are references, resolved by `loader.resolve_provider_token`."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    id: str
+    provider: str  # github, gitlab, google, okta, keycloak, microsoft-entra-id, authentik, jumpcloud, oidc
+    purpose: Literal["sso", "integration"]  # Sourcebot's "account_linking" reads as "integration"
+    client_id: Token
+    client_secret: Token
+    base_url: str | None = None  # github / gitlab: the web address (default github.com / gitlab.com)
+    issuer: str | Token | None = None  # OIDC kinds (google: https://accounts.google.com)
+    display_name: str | None = None
+    required: bool = False  # accountLinkingRequired / required: accepted, not enforced yet
+    index: int = 0  # position in the file (for error paths)
+
+    @property
+    def name(self) -> str:
+        """What users see on the button."""
+        return self.display_name or PROVIDER_NAMES.get(self.provider, self.provider)
+
+    @property
+    def is_code_host(self) -> bool:
+        return self.provider in CODE_HOST_PROVIDERS
+
+    @property
+    def signs_in(self) -> bool:
+        return self.purpose == "sso"
+
+
 class Config(BaseModel):
     """A loaded config file: typed sections with defaults, and the warnings found while loading."""
 
@@ -196,6 +241,7 @@ class Config(BaseModel):
     models: list[LanguageModel] = Field(default_factory=list)
     #: PERMISSION_SYNC_ENABLED as it is once the file's environment overrides are applied.
     permission_sync: bool = False
+    identity_providers: list[IdentityProvider] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     raw: dict[str, Any] = Field(default_factory=dict, repr=False)
 

@@ -162,16 +162,18 @@ def _explain_alternatives(error: ValidationError, path: tuple) -> list[Problem]:
             if disc not in inst and any(c.validator == "required" and not c.relative_path and disc in c.validator_value
                                         for c in error.context):
                 return [(path, f'missing required property "{disc}"')]
-            consts = {}
+            consts, others = {}, set()
             for i, errs in by_branch.items():
                 for c in errs:
                     if c.validator == "const" and list(c.relative_path) == [disc]:
                         consts[i] = c.validator_value
+                    elif c.validator == "not" and list(c.relative_path) == [disc]:
+                        others.add(i)  # a catch-all branch for values the others do not name
             if not consts:
                 continue
             if disc not in inst:
                 return [(path, f'missing required property "{disc}"')]
-            matching = [i for i in range(n) if i not in consts]
+            matching = [i for i in range(n) if i not in consts and i not in others]
             if len(matching) == 1:
                 return [p for c in by_branch[matching[0]] for p in explain(c)]
             if not matching:

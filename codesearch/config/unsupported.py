@@ -6,6 +6,7 @@ silently, `warnings_for` lists each such place as a warning, which ``codesearch 
 validate`` prints and the service logs at start-up:
 
     apps: accepted but not used: codesearch does not use code-host apps (...)
+    identityProviders[2]: accepted but not used: Google Cloud IAP sign-in is not supported yet
     connections.gl.webUrl: accepted but not used yet: ...
     connections.gh.enforcePermissions: it has no effect while PERMISSION_SYNC_ENABLED is off
 
@@ -22,7 +23,6 @@ from codesearch.config.problems import format_path
 #: Top-level sections of newer Sourcebot versions, checked by the schema and then ignored.
 UNUSED_SECTIONS = {
     "apps": "codesearch does not use code-host apps; each connection authenticates with its own token",
-    "identityProviders": "codesearch has local accounts only (no single sign-on or account linking)",
 }
 
 #: Connection fields the host adapters do not read, by connection kind (a path inside the connection).

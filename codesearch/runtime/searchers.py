@@ -25,7 +25,6 @@ Observability: a searcher records its query time, candidates, verified bytes and
 from __future__ import annotations
 
 import itertools
-import json
 import logging
 import os
 import threading

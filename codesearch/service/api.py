@@ -72,7 +72,8 @@ def build_app(get_searcher, *, public_url: str = DEFAULT_PUBLIC_URL, contexts: d
               data_dir: str | None = None, database_url: str | None = None, get_store=None,
               anonymous_access: bool | None = None, enable_public_access: bool = False,
               environ: Mapping[str, str] | None = None, max_matches: int | None = None,
-              search_timeout_s: float | None = None, limits: dict | None = None) -> FastAPI:
+              search_timeout_s: float | None = None, limits: dict | None = None,
+              identity_providers: list | None = None) -> FastAPI:
     """The FastAPI app.
 
     `get_searcher()` returns the object that runs searches (called lazily). `get_store()` returns
@@ -84,6 +85,9 @@ def build_app(get_searcher, *, public_url: str = DEFAULT_PUBLIC_URL, contexts: d
     caps a search's ``matches`` (default ``DEFAULT_MAX_MATCH_COUNT`` from `environ`, or 10000);
     `search_timeout_s` is the time a search may take before it answers with what it found
     (default 30 s); `limits` are keyword arguments of `limits.RequestLimits` (body size and time).
+    `identity_providers` are the config's typed `identityProviders` entries
+    (`codesearch.config.IdentityProvider`): single sign-on and account linking (`codesearch.sso`),
+    their client ids and secrets read from `environ` when a flow needs them.
     """
     environment.configure_logging(environ)  # SOURCEBOT_LOG_LEVEL, in every replica
     request_ids.install_log_filter()  # this process's log records name the request they belong to
@@ -152,8 +156,12 @@ def build_app(get_searcher, *, public_url: str = DEFAULT_PUBLIC_URL, contexts: d
     from codesearch import web as webui
     from codesearch.web.templating import WebContext
 
+    from codesearch.sso import build_providers
+
     webui.install(app, web=WebContext(get_store=get_store, authenticator=authenticator, make_context=make_context,
-                                      public_url=public_url, anonymous_access=anonymous_access))
+                                      public_url=public_url, anonymous_access=anonymous_access,
+                                      identity_providers=build_providers(identity_providers, environ),
+                                      require_approval=environment.require_approval_new_members(environ)))
     # Added last, so it is the outermost of the app's middlewares: it names and times every
     # request, those the limits or the session middleware refuse included.
     app.add_middleware(ObserveRequests, routes=lambda: app.router.routes)

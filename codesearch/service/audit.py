@@ -56,6 +56,15 @@ ACTIONS = {
     "oauth.token.refresh": "OAuth tokens refreshed (target: the client id)",
     "oauth.token.revoke": "an OAuth token revoked by its client (target: the client id)",
     "oauth.replay": "a used OAuth code or refresh token presented again: its grant revoked (target: the client id)",
+    "login.sso": "a web sign-in through an identity provider (target: the e-mail; detail: the provider id)",
+    "account.link": "an identity linked to an account (target: <provider id>:<login>)",
+    "account.unlink": "an identity unlinked from an account (target: <provider id>:<login>)",
+    "member.request": "a sign-up that waits for an owner's approval (target: its e-mail)",
+    "member.approve": "a waiting sign-up approved (target: its e-mail)",
+    "member.decline": "a waiting sign-up declined, the account deleted (target: its e-mail)",
+    "invite.create": "an invite created (target: the e-mail it is for; never its token)",
+    "invite.revoke": "an invite revoked (target: the start of its id)",
+    "invite.accept": "an invite used to join (target: the new account's e-mail)",
 }
 
 RETENTION_ENV = environment.AUDIT_RETENTION_ENV

@@ -292,7 +292,20 @@ def application(spec: ServiceSpec):
                               data_dir=spec.data_dir, database_url=spec.database_url,
                               anonymous_access=spec.anonymous_access,
                               drain_timeout_s=DRAIN_TIMEOUT_S if spec.drain_timeout_s is None else spec.drain_timeout_s,
-                              env_vars=spec.env_vars, runtime=runtime_deployment(spec))
+                              env_vars=spec.env_vars, runtime=runtime_deployment(spec),
+                              identity_providers=_identity_providers(spec.config_path))
+
+
+def _identity_providers(config_path: str) -> list:
+    """The config's `identityProviders` for the API replicas (none when the file cannot be read:
+    the runtime reports that)."""
+    from codesearch.config import load_config
+    from codesearch.errors import ConfigError
+
+    try:
+        return load_config(config_path).identity_providers
+    except ConfigError:
+        return []
 
 
 def _default_public_url() -> str:

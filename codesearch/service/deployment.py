@@ -101,12 +101,14 @@ def search_application(name_prefix: str, searchers: int, *, replicas: int = 1,
                        database_url: str | None = None, anonymous_access: bool | None = None,
                        enable_public_access: bool = False, search_timeout_s: float | None = None,
                        limits: dict | None = None, drain_timeout_s: float = DRAIN_TIMEOUT_S, runtime=None,
-                       env_vars: dict | None = None):
+                       env_vars: dict | None = None, identity_providers: list | None = None):
     """A bound Serve application serving the HTTP API over the named searchers and `data_dir`'s
     store (`search_timeout_s` and `limits` as in `api.build_app`; `drain_timeout_s` as Serve's
     ``graceful_shutdown_timeout_s``). `runtime`, a bound deployment that starts the searchers
     (`bootstrap.runtime_deployment`), becomes part of the application: Serve deploys and removes
-    it with the API. `env_vars` are set in the replicas' environment (`bootstrap.forwarded_environment`)."""
+    it with the API. `env_vars` are set in the replicas' environment (`bootstrap.forwarded_environment`).
+    `identity_providers`: the config's typed `identityProviders` (`codesearch.sso`); the replicas
+    read their client ids and secrets from their own environment when a sign-in needs them."""
     if anonymous_access is None:
         anonymous_access = anonymous_access_enabled(os.environ, enable_public_access)
     if database_url is None:
@@ -115,7 +117,8 @@ def search_application(name_prefix: str, searchers: int, *, replicas: int = 1,
         data_dir = os.path.abspath(data_dir)
     max_matches = max_match_count(os.environ)
 
-    app_options = {"search_timeout_s": search_timeout_s, "limits": limits}
+    app_options = {"search_timeout_s": search_timeout_s, "limits": limits,
+                   "identity_providers": list(identity_providers or [])}
 
     @serve.deployment(name="codesearch-api", num_replicas=replicas, max_ongoing_requests=max_ongoing_requests,
                       graceful_shutdown_timeout_s=drain_timeout_s, graceful_shutdown_wait_loop_s=SHUTDOWN_WAIT_LOOP_S,

@@ -36,6 +36,7 @@ from codesearch.store.models import (
 )
 from codesearch.store.grants import GrantsMixin
 from codesearch.store.identities import IdentitiesMixin
+from codesearch.store.members import MembersMixin
 from codesearch.store.oauth import OAuthMixin
 from codesearch.store.secret import load_server_secret, session_secret
 from codesearch.store.tables import (
@@ -160,7 +161,7 @@ def make_engine(url: str) -> Engine:
     return engine
 
 
-class Store(IdentitiesMixin, GrantsMixin, OAuthMixin):
+class Store(IdentitiesMixin, GrantsMixin, MembersMixin, OAuthMixin):
     """The state database: connections, repos and their links, jobs, users, API keys, contexts.
 
     Open with `Store.open(data_dir)`; every method is one short transaction and the object is

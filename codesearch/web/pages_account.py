@@ -9,6 +9,7 @@
     POST     /settings/keys/{id}/revoke revokes one of the caller's keys (anyone else's: 404)
     GET/POST /settings/password         change one's own password (other sessions end)
     GET/POST /settings/users            OWNER only: list users, add a MEMBER with a password
+    (single sign-on, linked accounts, approvals and invites: `pages_sso`)
     POST     /settings/users/{id}/role  OWNER only: make a user OWNER or MEMBER
 
 Every POST checks the CSRF token (`sessions.require_csrf`); pages that need an account send
@@ -84,6 +85,10 @@ def _check_new_password(password: str, confirm: str | None) -> str | None:
 def router(web) -> APIRouter:
     r = APIRouter(include_in_schema=False)
 
+    def sso_providers() -> list:
+        """The identity providers users sign in with (buttons on the sign-in page)."""
+        return [p for p in web.identity_providers.values() if p.signs_in]
+
     # ------------------------------------------------------------------ sign-in
 
     @r.get("/login")
@@ -94,7 +99,8 @@ def router(web) -> APIRouter:
         if store is None:
             return _no_store(request)
         return _page(request, "login.html", title="Sign in", next=next, email="", error=None,
-                     no_users=not store.has_users(), signed_out="signed_out" in request.query_params)
+                     no_users=not store.has_users(), signed_out="signed_out" in request.query_params,
+                     sso_providers=sso_providers())
 
     @r.post("/login")
     def login(request: Request, email: str = Form(""), password: str = Form(""), next: str = Form(""),
@@ -109,10 +115,13 @@ def router(web) -> APIRouter:
             audit.record(request, None, "login.failed", email, locked=bool(outcome.retry_after))
             page = _page(request, "login.html", status_code=429 if outcome.retry_after else 401, title="Sign in",
                          next=next, email=email, error=outcome.message(), no_users=not store.has_users(),
-                         signed_out=False)
+                         signed_out=False, sso_providers=sso_providers())
             if outcome.retry_after:
                 page.headers["Retry-After"] = str(outcome.retry_after)
             return page
+        if store.is_pending(outcome.user.id):  # REQUIRE_APPROVAL_NEW_MEMBERS: not before an owner says yes
+            return _message(request, 403, "Waiting for approval",
+                            "An owner of this server has not approved your account yet; try again later.")
         response = _redirect(sessions.safe_next(next, _root(request)))
         sessions.start_session(request, response, store, outcome.user, web.session_max_age_s)
         audit.record(request, Identity(outcome.user), "login", outcome.user.email)

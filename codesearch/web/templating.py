@@ -44,6 +44,10 @@ class WebContext:
     extra: dict = field(default_factory=dict)
     session_max_age_s: int = field(default_factory=lambda: environment.session_max_age_seconds())
     keys_owner_only: bool = field(default_factory=lambda: environment.api_key_creation_owner_only())
+    #: `codesearch.sso.Provider`s by id (the config's `identityProviders`)
+    identity_providers: dict = field(default_factory=dict)
+    #: REQUIRE_APPROVAL_NEW_MEMBERS: sign-ups wait for an owner
+    require_approval: bool = field(default_factory=lambda: environment.require_approval_new_members())
 
 
 def render(request: Request, template: str, status_code: int = 200, **context) -> HTMLResponse:

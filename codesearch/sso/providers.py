@@ -1,0 +1,283 @@
+"""The identity providers of the config, ready to run flows.
+
+GitHub (``github.com`` or Enterprise Server at `baseUrl`): ``<base>/login/oauth/authorize``,
+``<base>/login/oauth/access_token``, then ``GET <api>/user`` and ``GET <api>/user/emails`` (the
+primary, verified address) where ``<api>`` is ``https://api.github.com`` or ``<base>/api/v3``.
+Scopes ``read:user user:email repo``.
+
+GitLab (``gitlab.com`` or self-managed at `baseUrl`): ``<base>/oauth/authorize``,
+``<base>/oauth/token``, ``GET <base>/api/v4/user`` (its e-mail counts as verified when the user
+has ``confirmed_at``). Scopes ``read_user read_api``.
+
+OpenID Connect (google, okta, keycloak, microsoft-entra-id, authentik, jumpcloud, oidc): the
+discovery document ``<issuer>/.well-known/openid-configuration`` (its ``issuer`` must be the
+configured one), the JWKS it names, scopes ``openid email profile``. The ID token is checked
+with joserfc: signature (RS/PS/ES algorithms, the provider's keys; an unknown key id re-reads
+the JWKS once), ``iss``, ``aud`` (and ``azp`` with several audiences), ``exp``/``iat`` (60 s of
+leeway), ``sub`` and the flow's ``nonce``. The e-mail counts as verified only when the token or
+userinfo says ``email_verified: true`` (Microsoft Entra ID never does: its users are matched by
+linked identity only). Discovery documents and key sets are cached for an hour per process.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from typing import Any, Mapping
+
+import httpx
+
+from codesearch.config.loader import resolve_provider_token
+from codesearch.config.models import IdentityProvider
+from codesearch.permission_sync.hosts import host_key
+
+log = logging.getLogger(__name__)
+
+HTTP_TIMEOUT_S = 10.0
+CACHE_TTL_S = 3600.0
+#: Seconds of clock skew allowed on ID token times.
+LEEWAY_S = 60
+ID_TOKEN_ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512"]
+SCOPES = {"github": "read:user user:email repo", "gitlab": "read_user read_api"}
+OIDC_SCOPES = "openid email profile"
+
+
+@dataclass
+class ProviderIdentity:
+    """Who the provider says signed in, and the tokens it gave (never logged)."""
+
+    subject: str
+    login: str | None
+    email: str | None
+    email_verified: bool
+    name: str | None
+    access_token: str | None
+    refresh_token: str | None
+    expires_at: datetime | None
+    scope: str | None
+
+    def __repr__(self) -> str:  # no tokens
+        return f"ProviderIdentity(subject={self.subject!r}, login={self.login!r}, email={self.email!r})"
+
+
+@dataclass
+class Endpoints:
+    authorize: str
+    token: str
+    userinfo: str | None = None
+    jwks_uri: str | None = None
+    issuer: str | None = None
+    token_auth: str = "client_secret_post"
+
+
+class ProviderError(Exception):
+    """The provider could not be used: unreachable, an unexpected answer, a bad token. `kind` is
+    ``unreachable``, ``config`` or ``identity``; the message is fit for the error page (no secret)."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+
+
+class Provider:
+    """One supported `identityProviders` entry (see the module docstring)."""
+
+    def __init__(self, config: IdentityProvider, environ: Mapping[str, str] | None = None):
+        self.config = config
+        self.environ = os.environ if environ is None else environ
+        self._cache: dict[str, tuple[float, Any]] = {}
+
+    # ------------------------------------------------------------------ what it is
+
+    @property
+    def id(self) -> str:
+        return self.config.id
+
+    @property
+    def kind(self) -> str:
+        return self.config.provider
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    @property
+    def signs_in(self) -> bool:
+        return self.config.signs_in
+
+    @property
+    def is_oidc(self) -> bool:
+        return not self.config.is_code_host
+
+    @property
+    def host(self) -> str | None:
+        """The code host key of a GitHub/GitLab provider (`permission_sync.hosts.host_key`)."""
+        return host_key(self.kind, self.config.base_url) if self.config.is_code_host else None
+
+    @property
+    def scope(self) -> str:
+        return SCOPES.get(self.kind, OIDC_SCOPES)
+
+    def credentials(self) -> tuple[str, str]:
+        """(client id, client secret), read now (`ConfigError` names the variable, never a value)."""
+        c = self.config
+        return (resolve_provider_token(c.client_id, provider=c, field="clientId", environ=self.environ),
+                resolve_provider_token(c.client_secret, provider=c, field="clientSecret", environ=self.environ))
+
+    def issuer(self) -> str:
+        value = self.config.issuer
+        if value is None:
+            raise ProviderError("config", "no issuer is configured")
+        if not isinstance(value, str):
+            value = resolve_provider_token(value, provider=self.config, field="issuer", environ=self.environ)
+        return value.rstrip("/")
+
+    # ------------------------------------------------------------------ endpoints
+
+    def _base(self) -> str:
+        return (self.config.base_url or "").rstrip("/")
+
+    def _api(self) -> str:
+        base = self._base()
+        if self.kind == "github":
+            return "https://api.github.com" if base in ("https://github.com", "https://www.github.com") else base + "/api/v3"
+        return base + "/api/v4"
+
+    async def endpoints(self, http: httpx.AsyncClient) -> Endpoints:
+        base = self._base()
+        if self.kind == "github":
+            return Endpoints(base + "/login/oauth/authorize", base + "/login/oauth/access_token")
+        if self.kind == "gitlab":
+            return Endpoints(base + "/oauth/authorize", base + "/oauth/token")
+        doc = await self._discovery(http)
+        methods = doc.get("token_endpoint_auth_methods_supported") or ["client_secret_basic"]
+        return Endpoints(doc["authorization_endpoint"], doc["token_endpoint"], doc.get("userinfo_endpoint"),
+                         doc["jwks_uri"], doc["issuer"],
+                         "client_secret_basic" if "client_secret_basic" in methods else "client_secret_post")
+
+    def _cached(self, key: str):
+        hit = self._cache.get(key)
+        return hit[1] if hit and time.monotonic() - hit[0] < CACHE_TTL_S else None
+
+    async def _get_json(self, http: httpx.AsyncClient, url: str, what: str, token: str | None = None) -> Any:
+        headers = {"Accept": "application/json"}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        try:
+            r = await http.get(url, headers=headers)
+        except httpx.HTTPError as e:
+            raise ProviderError("unreachable", f"{self.name} could not be reached ({what}: {type(e).__name__})") from None
+        if r.status_code >= 400:
+            raise ProviderError("unreachable", f"{self.name} answered {r.status_code} to the {what} request")
+        try:
+            return r.json()
+        except ValueError:
+            raise ProviderError("unreachable", f"{self.name} did not answer the {what} request with JSON") from None
+
+    async def _discovery(self, http: httpx.AsyncClient) -> dict:
+        doc = self._cached("discovery")
+        if doc is None:
+            issuer = self.issuer()
+            doc = await self._get_json(http, issuer + "/.well-known/openid-configuration", "discovery")
+            if not isinstance(doc, dict) or not all(isinstance(doc.get(k), str) for k in
+                                                    ("issuer", "authorization_endpoint", "token_endpoint", "jwks_uri")):
+                raise ProviderError("config", f"{self.name}'s discovery document lacks required endpoints")
+            if doc["issuer"].rstrip("/") != issuer:
+                raise ProviderError("config", f"{self.name}'s discovery document names another issuer than the "
+                                              "configured one")
+            self._cache["discovery"] = (time.monotonic(), doc)
+        return doc
+
+    async def _jwks(self, http: httpx.AsyncClient, refresh: bool = False):
+        from joserfc.jwk import KeySet
+
+        keys = None if refresh else self._cached("jwks")
+        if keys is None:
+            ep = await self.endpoints(http)
+            data = await self._get_json(http, ep.jwks_uri, "key set")
+            try:
+                keys = KeySet.import_key_set(data)
+            except Exception:
+                raise ProviderError("identity", f"{self.name}'s key set (JWKS) could not be read") from None
+            self._cache["jwks"] = (time.monotonic(), keys)
+        return keys
+
+    # ------------------------------------------------------------------ who signed in
+
+    async def identity(self, http: httpx.AsyncClient, token: Mapping[str, Any], nonce: str | None) -> ProviderIdentity:
+        """The identity behind a token response (ID token checked for OIDC kinds)."""
+        access = token.get("access_token")
+        expires_at = None
+        if token.get("expires_at"):
+            expires_at = datetime.fromtimestamp(int(token["expires_at"]), timezone.utc)
+        elif token.get("expires_in"):
+            expires_at = datetime.now(timezone.utc) + timedelta(seconds=int(token["expires_in"]))
+        common = {"access_token": access, "refresh_token": token.get("refresh_token"), "expires_at": expires_at,
+                  "scope": token.get("scope")}
+        if self.kind == "github":
+            user = await self._get_json(http, self._api() + "/user", "user", access)
+            emails = await self._get_json(http, self._api() + "/user/emails", "e-mail", access)
+            primary = next((e for e in emails or [] if isinstance(e, dict) and e.get("primary")), None)
+            verified = bool(primary and primary.get("verified"))
+            email = (primary or {}).get("email") or user.get("email")
+            return ProviderIdentity(subject=str(user["id"]), login=user.get("login"), email=email,
+                                    email_verified=verified and email == (primary or {}).get("email"),
+                                    name=user.get("name") or user.get("login"), **common)
+        if self.kind == "gitlab":
+            user = await self._get_json(http, self._api() + "/user", "user", access)
+            return ProviderIdentity(subject=str(user["id"]), login=user.get("username"), email=user.get("email"),
+                                    email_verified=bool(user.get("email") and user.get("confirmed_at")),
+                                    name=user.get("name") or user.get("username"), **common)
+        claims = await self._check_id_token(http, token.get("id_token"), nonce)
+        ep = await self.endpoints(http)
+        if (not claims.get("email") or "email_verified" not in claims) and ep.userinfo and access:
+            info = await self._get_json(http, ep.userinfo, "userinfo", access)
+            if isinstance(info, dict) and str(info.get("sub")) == str(claims["sub"]):
+                claims = {**info, **claims, "email": claims.get("email") or info.get("email"),
+                          "email_verified": claims.get("email_verified", info.get("email_verified"))}
+        verified = claims.get("email_verified") in (True, "true")
+        return ProviderIdentity(subject=str(claims["sub"]), login=claims.get("preferred_username"),
+                                email=claims.get("email"), email_verified=verified,
+                                name=claims.get("name") or claims.get("preferred_username"), **common)
+
+    async def _check_id_token(self, http: httpx.AsyncClient, id_token: str | None, nonce: str | None) -> dict:
+        from joserfc import jwt
+        from joserfc.errors import JoseError
+
+        if not id_token or not isinstance(id_token, str):
+            raise ProviderError("identity", f"{self.name} sent no ID token")
+        client_id, _ = self.credentials()
+        ep = await self.endpoints(http)
+        decoded = None
+        for refresh in (False, True):
+            keys = await self._jwks(http, refresh=refresh)
+            try:
+                decoded = jwt.decode(id_token, keys, algorithms=ID_TOKEN_ALGORITHMS)
+                break
+            except (JoseError, ValueError, KeyError, TypeError) as e:
+                if refresh:
+                    log.info("provider %s: ID token refused: %s", self.id, type(e).__name__)
+                    raise ProviderError("identity", f"{self.name}'s ID token has no valid signature") from None
+        claims = decoded.claims
+        registry = jwt.JWTClaimsRegistry(
+            leeway=LEEWAY_S, iss={"essential": True, "value": ep.issuer}, aud={"essential": True, "value": client_id},
+            exp={"essential": True}, iat={"essential": True}, sub={"essential": True},
+            nonce={"essential": True, "value": nonce or ""})
+        try:
+            registry.validate(claims)
+        except JoseError as e:
+            log.info("provider %s: ID token refused: %s", self.id, getattr(e, "description", type(e).__name__))
+            raise ProviderError("identity", f"{self.name}'s ID token is not valid for this sign-in "
+                                            f"({getattr(e, 'description', None) or type(e).__name__})") from None
+        aud = claims.get("aud")
+        if isinstance(aud, list) and len(aud) > 1 and claims.get("azp") != client_id:
+            raise ProviderError("identity", f"{self.name}'s ID token was issued to another client")
+        return claims
+
+
+def build_providers(entries, environ: Mapping[str, str] | None = None) -> dict[str, Provider]:
+    """`Provider`s by id, in file order, from typed config entries."""
+    return {e.id: Provider(e, environ) for e in entries or ()}

@@ -1,0 +1,193 @@
+"""Joining: sign-ups waiting for an owner's approval, and invitations.
+
+With ``REQUIRE_APPROVAL_NEW_MEMBERS`` on, a user who signs up (single sign-on, or an invite-less
+local sign-up) gets a row in `account_requests` and cannot sign in until an owner approves
+(the row goes) or declines (the user goes). The first user ever is OWNER and never waits.
+
+An invite lets one person join without approval, with the invite's role: the owner who makes it
+gets a random token once (``inv_`` + 43 URL-safe characters, for the link ``/invite/<token>``);
+the store keeps only its HMAC-SHA256 under a key derived from the server secret (the row's
+`id`). An invite may name an e-mail: then only a user with that e-mail can use it. It works
+once, until `expires_at`.
+
+`sign_up` decides all of this in one transaction, so two simultaneous sign-ups cannot both
+become the first OWNER nor both use one invite.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import delete, func, insert, select, update
+
+from codesearch.store import models as m
+from codesearch.store.errors import Conflict, NotFound
+from codesearch.store.tables import account_requests, invites, users
+
+INVITE_PREFIX = "inv_"
+#: How long an invite works unless its creator says otherwise.
+INVITE_TTL = timedelta(days=7)
+
+
+class InviteInvalid(Conflict):
+    """The invite token is unknown, used, expired, or for another e-mail (the message says which,
+    in words fit for the person holding the link)."""
+
+
+@dataclass
+class Invite:
+    """An invite as listed: never its token."""
+
+    id: str  # the token's HMAC (hex): what the store keeps
+    email: str | None
+    role: str
+    created_by: int | None
+    created_at: datetime
+    expires_at: datetime
+    accepted_at: datetime | None
+    accepted_by: int | None
+
+
+@dataclass
+class AccountRequest:
+    user_id: int
+    email: str
+    name: str
+    created_at: datetime
+
+
+class MembersMixin:
+    """The `Store` methods for account requests and invites (mixed into `Store`)."""
+
+    # ------------------------------------------------------------------ invites
+
+    def invite_id(self, token: str) -> str:
+        """The stored id of an invite token."""
+        return hmac.new(self.derive_key("invites"), (token or "").encode("utf-8"), hashlib.sha256).hexdigest()
+
+    def create_invite(self, created_by: int | None, *, email: str | None = None, role: str = m.MEMBER,
+                      ttl_seconds: float = INVITE_TTL.total_seconds()) -> tuple[Invite, str]:
+        """A new invite: (invite, token). The token is returned this once."""
+        if role not in m.ROLES:
+            raise ValueError(f"unknown role {role!r}")
+        token = INVITE_PREFIX + secrets.token_urlsafe(32)
+        now = self._now()
+        row = {"id": self.invite_id(token), "email": (email or "").strip().lower() or None, "role": role,
+               "created_by": created_by, "created_at": now, "expires_at": now + timedelta(seconds=ttl_seconds),
+               "accepted_at": None, "accepted_by": None}
+        with self._tx(write=True) as c:
+            c.execute(insert(invites).values(**row))
+        return Invite(**row), token
+
+    def list_invites(self, *, include_used: bool = False) -> list[Invite]:
+        """Invites, newest first: open ones only unless `include_used`."""
+        conds = [] if include_used else [invites.c.accepted_at.is_(None), invites.c.expires_at > self._now()]
+        with self._tx() as c:
+            return [Invite(**r._mapping) for r in c.execute(select(invites).where(*conds)
+                                                             .order_by(invites.c.created_at.desc()))]
+
+    def find_invite(self, token: str) -> Invite | None:
+        """The open (unused, unexpired) invite of `token`, or None."""
+        if not isinstance(token, str) or not token.startswith(INVITE_PREFIX) or len(token) > 200:
+            return None
+        with self._tx() as c:
+            row = c.execute(select(invites).where(invites.c.id == self.invite_id(token))).first()
+        if row is None or row.accepted_at is not None or row.expires_at <= self._now():
+            return None
+        return Invite(**row._mapping)
+
+    def revoke_invite(self, invite_id: str) -> bool:
+        """Delete an unused invite; False when there is none."""
+        with self._tx(write=True) as c:
+            return bool(c.execute(delete(invites).where(invites.c.id == invite_id,
+                                                        invites.c.accepted_at.is_(None))).rowcount)
+
+    def _take_invite(self, c, token: str, email: str, user_id: int | None = None) -> dict:
+        row = c.execute(select(invites).where(invites.c.id == self.invite_id(token))).first()
+        if row is None:
+            raise InviteInvalid("This invite link is not valid.")
+        if row.accepted_at is not None:
+            raise InviteInvalid("This invite was used already.")
+        if row.expires_at <= self._now():
+            raise InviteInvalid("This invite has expired: ask for a new one.")
+        if row.email and row.email != email:
+            raise InviteInvalid(f"This invite is for another e-mail address than {email}.")
+        return dict(row._mapping)
+
+    # ------------------------------------------------------------------ signing up
+
+    def sign_up(self, email: str, name: str = "", *, password_hash: str | None = None,
+                require_approval: bool = False, invite_token: str | None = None) -> tuple[m.User, bool]:
+        """Create a user who joins by themselves: (user, pending). The first user ever is OWNER;
+        with a valid invite the user gets its role and the invite is used up (`InviteInvalid`
+        otherwise); else a MEMBER who waits for approval (pending) when `require_approval`.
+        An e-mail that exists already is a `Conflict`."""
+        email = (email or "").strip().lower()
+        if not email:
+            raise ValueError("a user needs an email")
+        now = self._now()
+        with self._tx(write=True) as c:
+            if c.scalar(select(func.count()).select_from(users).where(users.c.email == email)):
+                raise Conflict(f"a user with email {email!r} already exists")
+            first = not c.scalar(select(func.count()).select_from(users))
+            invite = self._take_invite(c, invite_token, email) if invite_token and not first else None
+            role = m.OWNER if first else (invite["role"] if invite else m.MEMBER)
+            pending = bool(require_approval and not first and invite is None)
+            uid = c.execute(insert(users).values(email=email, name=name or "", password_hash=password_hash, role=role,
+                                                 created_at=now)).inserted_primary_key[0]
+            if invite is not None:
+                c.execute(update(invites).where(invites.c.id == invite["id"], invites.c.accepted_at.is_(None))
+                          .values(accepted_at=now, accepted_by=uid))
+            if pending:
+                c.execute(insert(account_requests).values(user_id=uid, created_at=now))
+            return self._get_user(c, uid), pending
+
+    def accept_invite(self, token: str, user_id: int) -> m.User:
+        """An existing user uses an invite: it is used up and the user gets its role if higher."""
+        with self._tx(write=True) as c:
+            user = self._get_user(c, user_id)
+            invite = self._take_invite(c, token, user.email)
+            c.execute(update(invites).where(invites.c.id == invite["id"]).values(accepted_at=self._now(),
+                                                                                accepted_by=user_id))
+            c.execute(delete(account_requests).where(account_requests.c.user_id == user_id))
+            if invite["role"] == m.OWNER and user.role != m.OWNER:
+                c.execute(update(users).where(users.c.id == user_id).values(role=m.OWNER))
+            return self._get_user(c, user_id)
+
+    # ------------------------------------------------------------------ requests
+
+    def is_pending(self, user_id: int) -> bool:
+        """Whether the user waits for an owner's approval (and so may not sign in)."""
+        with self._tx() as c:
+            return c.scalar(select(account_requests.c.user_id).where(account_requests.c.user_id == user_id)) is not None
+
+    def list_account_requests(self) -> list[AccountRequest]:
+        """Users waiting for approval, oldest first."""
+        with self._tx() as c:
+            rows = c.execute(select(account_requests.c.user_id, account_requests.c.created_at, users.c.email,
+                                    users.c.name).join(users, users.c.id == account_requests.c.user_id)
+                             .order_by(account_requests.c.created_at, account_requests.c.user_id))
+            return [AccountRequest(user_id=r.user_id, email=r.email, name=r.name, created_at=r.created_at)
+                    for r in rows]
+
+    def approve_account_request(self, user_id: int) -> m.User:
+        """Let a waiting user in. NotFound when the user does not wait."""
+        with self._tx(write=True) as c:
+            if not c.execute(delete(account_requests).where(account_requests.c.user_id == user_id)).rowcount:
+                raise NotFound("account request", user_id)
+            return self._get_user(c, user_id)
+
+    def decline_account_request(self, user_id: int) -> m.User:
+        """Refuse a waiting user: the user (and their linked accounts) are deleted. NotFound when
+        the user does not wait. Returns the user as it was."""
+        with self._tx(write=True) as c:
+            if c.scalar(select(account_requests.c.user_id).where(account_requests.c.user_id == user_id)) is None:
+                raise NotFound("account request", user_id)
+            user = self._get_user(c, user_id)
+            c.execute(delete(account_requests).where(account_requests.c.user_id == user_id))
+            c.execute(delete(users).where(users.c.id == user_id))
+            return user

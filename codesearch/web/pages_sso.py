@@ -1,0 +1,343 @@
+"""Pages of single sign-on, account linking, approvals and invites (`codesearch.sso`).
+
+    POST /login/sso/{id}                       start signing in with provider `id` (CSRF; `next`, `invite`)
+    GET  /api/auth/callback/{id}               the provider's redirect back (Sourcebot's path)
+    GET  /settings/account                     the caller's linked accounts; link / unlink buttons
+    POST /settings/account/link/{id}           start linking provider `id` (CSRF)
+    POST /settings/account/unlink/{account}    unlink (refused for the last way to sign in)
+    GET  /settings/members                     OWNER: sign-ups waiting for approval, open invites
+    POST /settings/members/{user}/approve      OWNER: let a waiting user in
+    POST /settings/members/{user}/decline      OWNER: refuse (the user is deleted)
+    POST /settings/members/invites             OWNER: create an invite (optional e-mail, role); its link shown once
+    POST /settings/members/invites/{id}/revoke OWNER: delete an unused invite
+    GET  /invite/{token}                       join with an invite: SSO buttons, or e-mail and password
+    POST /invite/{token}                       join with e-mail and password
+
+Every failure of a flow (provider down, access denied, bad or reused state, an ID token that
+does not check out, an identity linked to someone else) is a page that says so, never a
+traceback; after signing in the browser goes to `next` only when it is a path of this site
+(`sessions.safe_next`). Codes, tokens, states and secrets are never logged.
+"""
+
+from __future__ import annotations
+
+import logging
+from urllib.parse import quote
+
+import anyio
+from fastapi import APIRouter, Form, Request
+from fastapi.responses import RedirectResponse
+
+from codesearch.errors import ConfigError
+from codesearch.permissions import Identity
+from codesearch.service import audit
+from codesearch.sso import accounts
+from codesearch.sso.flow import FLOW_COOKIE, FLOW_TTL_S, FlowError, FlowSealer, begin, check_callback, finish
+from codesearch.store import OWNER, ROLES, Conflict, NotFound
+from codesearch.store.members import InviteInvalid
+from codesearch.web import sessions
+from codesearch.web.templating import render
+
+log = logging.getLogger(__name__)
+
+MAX_EMAIL = 320
+MAX_NAME = 255
+
+
+def _root(request: Request) -> str:
+    return sessions.root_of(request.scope)
+
+
+def _when(t, never: str = "never") -> str:
+    return t.strftime("%Y-%m-%d %H:%M UTC") if t else never
+
+
+def _page(request: Request, template: str, status_code: int = 200, **context):
+    return render(request, template, status_code=status_code, when=_when, **context)
+
+
+def _message(request: Request, status_code: int, heading: str, message: str):
+    return _page(request, "message.html", status_code=status_code, title=heading, heading=heading, message=message)
+
+
+def _flow_cookie(request: Request, response, value: str, max_age: int) -> None:
+    response.headers.append("set-cookie", sessions.cookie_header(request.scope, dict(request.headers), FLOW_COOKIE,
+                                                                 value, max_age))
+
+
+def router(web) -> APIRouter:
+    r = APIRouter(include_in_schema=False)
+    sealer_box: list[FlowSealer] = []
+
+    def providers() -> dict:
+        return web.identity_providers
+
+    def sealer() -> FlowSealer:
+        if not sealer_box:
+            sealer_box.append(FlowSealer(web.get_store().auth_key("sso flow")))
+        return sealer_box[0]
+
+    def redirect_uri(pid: str) -> str:
+        return f"{(web.public_url or '').rstrip('/')}/api/auth/callback/{quote(pid, safe='')}"
+
+    async def start(request: Request, provider, *, purpose: str, next_url: str, user_id=None, invite=None):
+        try:
+            url, record = await begin(provider, redirect_uri=redirect_uri(provider.id), purpose=purpose,
+                                      next_url=next_url, user_id=user_id, invite=invite or None)
+        except FlowError as e:
+            log.warning("sso %s: cannot start: %s", provider.id, e)
+            return _message(request, e.status, f"{provider.name} is unavailable", str(e))
+        except ConfigError as e:
+            log.error("sso %s: %s", provider.id, e)
+            return _message(request, 500, f"{provider.name} is not configured correctly",
+                            "This server's configuration of the provider is incomplete. Tell an owner.")
+        response = RedirectResponse(url, status_code=303)
+        value = sealer().seal(record)
+        _flow_cookie(request, response, value, FLOW_TTL_S)
+        return response
+
+    # ------------------------------------------------------------------ starting
+
+    @r.post("/login/sso/{pid}")
+    async def sign_in_start(request: Request, pid: str, next: str = Form(""), invite: str = Form(""),
+                            csrf_token: str = Form("")):
+        sessions.require_csrf(request, csrf_token, allow_visitor=True)
+        provider = providers().get(pid)
+        if provider is None or not provider.signs_in or web.get_store() is None:
+            return _message(request, 404, "Not found", "There is no such way to sign in.")
+        return await start(request, provider, purpose="signin", next_url=sessions.safe_next(next, _root(request)),
+                           invite=invite[:200] or None)
+
+    @r.post("/settings/account/link/{pid}")
+    async def link_start(request: Request, pid: str, csrf_token: str = Form("")):
+        user = sessions.current_user(request)
+        if user is None:
+            return sessions.login_redirect(request)
+        sessions.require_csrf(request, csrf_token)
+        provider = providers().get(pid)
+        if provider is None:
+            return _message(request, 404, "Not found", "There is no such provider.")
+        return await start(request, provider, purpose="link", next_url=f"{_root(request)}/settings/account",
+                           user_id=user.id)
+
+    # ------------------------------------------------------------------ the callback
+
+    @r.get("/api/auth/callback/{pid}")
+    async def callback(request: Request, pid: str):
+        provider = providers().get(pid)
+        store = web.get_store()
+        if provider is None or store is None:
+            return _message(request, 404, "Not found", "There is no such way to sign in.")
+        params = dict(request.query_params)
+        try:
+            record = check_callback(sealer(), provider, sealer().open(request.cookies.get(FLOW_COOKIE)), params)
+            current = sessions.current_user(request)
+            if record["for"] == "link" and (current is None or current.id != record.get("u")):
+                raise FlowError("state", "This link was started by another session. Sign in and start again.")
+            if record["for"] == "signin" and not provider.signs_in:
+                raise FlowError("state", f"{provider.name} is for linking accounts only.")
+            who = await finish(provider, record, params["code"], redirect_uri=redirect_uri(pid))
+            if record["for"] == "link":
+                outcome = await anyio.to_thread.run_sync(lambda: accounts.link(store, provider, who, current.id))
+            else:
+                outcome = await anyio.to_thread.run_sync(lambda: accounts.sign_in(
+                    store, provider, who, require_approval=web.require_approval, invite=record.get("inv")))
+        except FlowError as e:
+            log.info("sso %s: flow refused (%s)", pid, e.kind)
+            response = _message(request, e.status, _heading(e.kind), str(e))
+            _flow_cookie(request, response, "", 0)
+            return response
+        except Exception:  # noqa: BLE001 - a page, never a traceback
+            log.exception("sso %s: the callback failed", pid)
+            response = _message(request, 500, "Sign-in failed", "Something went wrong on this server. Try again.")
+            _flow_cookie(request, response, "", 0)
+            return response
+
+        identity = Identity(outcome.user)
+        if outcome.linked_now:
+            audit.record(request, identity, "account.link", f"{provider.id}:{who.login or who.subject}")
+        if record["for"] == "link":
+            response = RedirectResponse(f"{_root(request)}/settings/account?linked={quote(provider.id)}", 303)
+        elif outcome.pending:
+            audit.record(request, identity, "member.request", outcome.user.email, provider=provider.id)
+            response = _message(request, 403, "Waiting for approval",
+                                "Your account was created. An owner of this server must approve it before you can "
+                                "sign in; try again later.")
+        else:
+            if outcome.created and record.get("inv"):
+                audit.record(request, identity, "invite.accept", outcome.user.email, role=outcome.user.role)
+            response = RedirectResponse(sessions.safe_next(record.get("next"), _root(request)), 303)
+            await anyio.to_thread.run_sync(lambda: sessions.start_session(request, response, store, outcome.user,
+                                                                          web.session_max_age_s))
+            audit.record(request, identity, "login.sso", outcome.user.email, provider=provider.id,
+                         created=outcome.created)
+        _flow_cookie(request, response, "", 0)
+        return response
+
+    # ------------------------------------------------------------------ linked accounts
+
+    def account_page(request: Request, user, status_code: int = 200, error=None, notice=None):
+        store = web.get_store()
+        linked = store.list_linked_accounts(user_id=user.id)
+        methods = accounts.sign_in_methods(store, user, providers())
+        rows = []
+        for a in linked:
+            p = providers().get(a.provider)
+            counts = p is not None and p.signs_in
+            rows.append({"account": a, "name": p.name if p else a.provider,
+                         "may_unlink": not counts or methods > 1})
+        return _page(request, "account.html", status_code=status_code, title="Linked accounts", section="account",
+                     rows=rows, providers=list(providers().values()), error=error, notice=notice)
+
+    @r.get("/settings/account")
+    def account(request: Request, linked: str = "", unlinked: str = ""):
+        user = sessions.current_user(request)
+        if user is None:
+            return sessions.login_redirect(request)
+        notice = None
+        if linked in providers():
+            notice = f"Your {providers()[linked].name} account is linked."
+        elif unlinked:
+            notice = "The account was unlinked."
+        return account_page(request, user, notice=notice)
+
+    @r.post("/settings/account/unlink/{account_id}")
+    def unlink(request: Request, account_id: str, csrf_token: str = Form("")):
+        user = sessions.current_user(request)
+        if user is None:
+            return sessions.login_redirect(request)
+        sessions.require_csrf(request, csrf_token)
+        store = web.get_store()
+        try:
+            acct = store.get_linked_account(int(account_id)) if account_id.isdigit() else None
+        except NotFound:
+            acct = None
+        if acct is None or acct.user_id != user.id:
+            return _message(request, 404, "Not found", "There is nothing here.")
+        p = providers().get(acct.provider)
+        if p is not None and p.signs_in and accounts.sign_in_methods(store, user, providers()) <= 1:
+            return account_page(request, user, 409, error="This is your only way to sign in: link another account "
+                                                           "or set a password first.")
+        store.unlink_account(user.id, acct.id)
+        audit.record(request, Identity(user), "account.unlink", f"{acct.provider}:{acct.login or acct.subject}")
+        return RedirectResponse(f"{_root(request)}/settings/account?unlinked=1", 303)
+
+    # ------------------------------------------------------------------ members (owners)
+
+    def owner(request: Request):
+        user = sessions.current_user(request)
+        if user is None:
+            return None, sessions.login_redirect(request)
+        if user.role != OWNER:
+            return None, _message(request, 403, "Owners only", "Only owners can manage members.")
+        return user, None
+
+    def members_page(request: Request, status_code: int = 200, **context):
+        store = web.get_store()
+        context.setdefault("error", None)
+        context.setdefault("notice", None)
+        context.setdefault("created", None)
+        return _page(request, "members.html", status_code=status_code, title="Members", section="members",
+                     requests=store.list_account_requests(), invites=store.list_invites(), roles=ROLES,
+                     require_approval=web.require_approval, **context)
+
+    @r.get("/settings/members")
+    def members(request: Request):
+        _user, response = owner(request)
+        return response or members_page(request)
+
+    @r.post("/settings/members/{user_id}/{decision}")
+    def decide(request: Request, user_id: str, decision: str, csrf_token: str = Form("")):
+        me, response = owner(request)
+        if response is not None:
+            return response
+        sessions.require_csrf(request, csrf_token)
+        if not user_id.isdigit() or decision not in ("approve", "decline"):
+            return _message(request, 404, "Not found", "There is nothing here.")
+        store = web.get_store()
+        try:
+            if decision == "approve":
+                u = store.approve_account_request(int(user_id))
+                notice = f"{u.email} can sign in now."
+            else:
+                u = store.decline_account_request(int(user_id))
+                notice = f"{u.email} was declined."
+        except NotFound:
+            return members_page(request, 404, error="That request does not exist (any more).")
+        audit.record(request, Identity(me), f"member.{decision}", u.email)
+        return members_page(request, notice=notice)
+
+    @r.post("/settings/members/invites")
+    def create_invite(request: Request, email: str = Form(""), role: str = Form("MEMBER"), csrf_token: str = Form("")):
+        me, response = owner(request)
+        if response is not None:
+            return response
+        sessions.require_csrf(request, csrf_token)
+        email = email.strip()[:MAX_EMAIL]
+        if role not in ROLES or (email and "@" not in email):
+            return members_page(request, 400, error="Give a valid e-mail address (or none) and a role.")
+        invite, token = web.get_store().create_invite(me.id, email=email or None, role=role)
+        audit.record(request, Identity(me), "invite.create", invite.email or "(any e-mail)", role=role)
+        link = f"{(web.public_url or '').rstrip('/')}/invite/{token}"
+        return members_page(request, 201, created={"link": link, "email": invite.email, "role": role})
+
+    @r.post("/settings/members/invites/{invite_id}/revoke")
+    def revoke_invite(request: Request, invite_id: str, csrf_token: str = Form("")):
+        me, response = owner(request)
+        if response is not None:
+            return response
+        sessions.require_csrf(request, csrf_token)
+        if not web.get_store().revoke_invite(invite_id[:64]):
+            return members_page(request, 404, error="That invite does not exist or was used.")
+        audit.record(request, Identity(me), "invite.revoke", invite_id[:12])
+        return members_page(request, notice="The invite was revoked: its link no longer works.")
+
+    # ------------------------------------------------------------------ joining with an invite
+
+    def invite_page(request: Request, token: str, status_code: int = 200, error=None, email: str = "", name: str = ""):
+        store = web.get_store()
+        invite = store.find_invite(token) if store is not None else None
+        if invite is None:
+            return _message(request, 404, "Invite not valid", "This invite link is not valid, was used, or has "
+                                                              "expired. Ask an owner for a new one.")
+        return _page(request, "invite.html", status_code=status_code, title="Join", invite=invite, token=token,
+                     sso_providers=[p for p in providers().values() if p.signs_in], error=error,
+                     email=email or invite.email or "", name=name)
+
+    @r.get("/invite/{token}")
+    def invite(request: Request, token: str):
+        return invite_page(request, token)
+
+    @r.post("/invite/{token}")
+    def join(request: Request, token: str, email: str = Form(""), name: str = Form(""), password: str = Form(""),
+             confirm: str = Form(""), csrf_token: str = Form("")):
+        sessions.require_csrf(request, csrf_token, allow_visitor=True)
+        store = web.get_store()
+        if store is None or store.find_invite(token) is None:
+            return invite_page(request, token)
+        email, name = email.strip()[:MAX_EMAIL], name.strip()[:MAX_NAME]
+        error = None if "@" in email else "Enter a valid email address."
+        error = error or sessions.password_problem(password) or (
+            "The two passwords do not match." if password != confirm else None)
+        if error:
+            return invite_page(request, token, 400, error=error, email=email, name=name)
+        try:
+            user, _pending = store.sign_up(email, name, password_hash=sessions.hash_password(password),
+                                           invite_token=token)
+        except InviteInvalid as e:
+            return invite_page(request, token, 403, error=str(e), email=email, name=name)
+        except Conflict:
+            return invite_page(request, token, 409, error="An account with this e-mail exists: sign in instead.",
+                               email=email, name=name)
+        audit.record(request, Identity(user), "invite.accept", user.email, role=user.role)
+        response = RedirectResponse(f"{_root(request)}/", 303)
+        sessions.start_session(request, response, store, user, web.session_max_age_s)
+        return response
+
+    return r
+
+
+def _heading(kind: str) -> str:
+    return {"state": "This sign-in cannot be completed", "denied": "Sign-in refused",
+            "unreachable": "The sign-in provider is unavailable", "config": "Sign-in is misconfigured",
+            "identity": "This account cannot be used"}.get(kind, "Sign-in failed")

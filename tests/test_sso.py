@@ -1,0 +1,474 @@
+"""Single sign-on, account linking, approvals and invites, end to end (codesearch.sso,
+codesearch.web.pages_sso, codesearch.store.members, the identityProviders config).
+
+The app (`build_app`, a real `Store`) is served over HTTP on 127.0.0.1 (`tests.asgiserver`), its
+config loaded from JSON with `load_config`; the identity providers are the fakes of
+`tests.fakehosts.oauth` (GitHub-, GitLab- and OpenID Connect-style, real RSA-signed ID tokens).
+httpx plays the browser: it follows redirects from the app to the provider and back, with its
+cookie jar. Nothing of ours is mocked.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+import time
+
+import httpx
+import pytest
+
+from codesearch.config import load_config
+from codesearch.errors import ConfigError
+from codesearch.permission_sync.hosts import host_key
+from codesearch.service.api import build_app
+from codesearch.store import Store
+from tests.asgiserver import bound_socket, serving
+from tests.fakehosts.oauth import FakeGitHubOAuth, FakeGitLabOAuth, FakeOIDC
+
+SECRET = "client-secret-value"
+CLIENT = "client-id"
+
+
+class _Searcher:
+    def search(self, *a, **k):
+        raise AssertionError("no search in these tests")
+
+
+@pytest.fixture(scope="module")
+def fakes():
+    servers = {"github": FakeGitHubOAuth(), "gitlab": FakeGitLabOAuth(), "google": FakeOIDC(),
+               "okta": FakeOIDC(issuer_path="/oauth2/default"), "keycloak": FakeOIDC(issuer_path="/realms/test"),
+               "microsoft-entra-id": FakeOIDC(issuer_path="/tenant-1/v2.0"), "corp": FakeOIDC(issuer_path="/corp")}
+    for s in servers.values():
+        s.start()
+    yield servers
+    for s in servers.values():
+        s.stop()
+
+
+def config_doc(f) -> dict:
+    """An identityProviders section as a Sourcebot user writes it (plus our `issuer` for Google and `oidc`)."""
+    E = lambda name: {"env": name}  # noqa: E731
+    return {"identityProviders": [
+        {"provider": "github", "purpose": "sso", "clientId": E("GH_ID"), "clientSecret": E("GH_SECRET"),
+         "baseUrl": f["github"].base_url},
+        {"provider": "gitlab", "purpose": "account_linking", "clientId": E("GL_ID"), "clientSecret": E("GL_SECRET"),
+         "baseUrl": f["gitlab"].base_url},
+        {"provider": "google", "purpose": "sso", "clientId": E("G_ID"), "clientSecret": E("G_SECRET"),
+         "issuer": f["google"].issuer},
+        {"provider": "okta", "purpose": "sso", "clientId": E("OKTA_ID"), "clientSecret": E("OKTA_SECRET"),
+         "issuer": E("OKTA_ISSUER")},
+        {"provider": "keycloak", "purpose": "sso", "clientId": E("KC_ID"), "clientSecret": E("KC_SECRET"),
+         "issuer": f["keycloak"].issuer},
+        {"provider": "microsoft-entra-id", "purpose": "sso", "clientId": E("MS_ID"), "clientSecret": E("MS_SECRET"),
+         "issuer": f["microsoft-entra-id"].issuer},
+        {"provider": "oidc", "purpose": "sso", "id": "corp", "displayName": "Corp SSO", "clientId": E("C_ID"),
+         "clientSecret": E("C_SECRET"), "issuer": f["corp"].issuer},
+    ]}
+
+
+def environ(f, **extra) -> dict:
+    env = {"OKTA_ISSUER": f["okta"].issuer}
+    for prefix in ("GH", "GL", "G", "OKTA", "KC", "MS", "C"):
+        env[f"{prefix}_ID"], env[f"{prefix}_SECRET"] = CLIENT, SECRET
+    env.update(extra)
+    return env
+
+
+@pytest.fixture
+def world(fakes, tmp_path):
+    """`world(**env)`: a fresh store and app; yields a dict with url, store, fakes, client()."""
+    started = []
+
+    def make(**extra):
+        env = environ(fakes, **extra)
+        config = load_config(json.dumps(config_doc(fakes)), environ=env)
+        store = Store.open(str(tmp_path / f"data{len(started)}"))
+        sock = bound_socket()
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+        app = build_app(lambda: _Searcher(), get_store=lambda: store, anonymous_access=False, public_url=url,
+                        environ=env, identity_providers=config.identity_providers)
+        ctx = serving(app, sock=sock)
+        ctx.__enter__()
+        started.append((ctx, store))
+        for fake in fakes.values():
+            fake.user, fake.denied = {}, False
+            fake.exchanges.clear()
+            fake.reset()
+            if isinstance(fake, FakeOIDC):
+                fake.id_token_overrides, fake.sign_with = {}, None
+        return {"url": url, "store": store, "fakes": fakes, "client": lambda: httpx.Client(follow_redirects=True,
+                                                                                          timeout=20)}
+
+    yield make
+    for ctx, store in started:
+        ctx.__exit__(None, None, None)
+        store.close()
+
+
+def csrf_of(page: httpx.Response) -> str:
+    return re.search(r'name="csrf_token" value="([^"]+)"', page.text).group(1)
+
+
+def sso(client: httpx.Client, url: str, pid: str, *, next: str = "", invite: str = "") -> httpx.Response:
+    """Press "Sign in with <pid>" on the sign-in page and follow the redirects to the end."""
+    page = client.get(url + "/login")
+    return client.post(f"{url}/login/sso/{pid}", data={"csrf_token": csrf_of(page), "next": next, "invite": invite})
+
+
+def link(client: httpx.Client, url: str, pid: str) -> httpx.Response:
+    page = client.get(url + "/settings/account")
+    return client.post(f"{url}/settings/account/link/{pid}", data={"csrf_token": csrf_of(page)})
+
+
+def person(n: int, **kw) -> dict:
+    return {"id": 1000 + n, "login": f"user{n}", "name": f"User {n}", "email": f"user{n}@example.com", **kw}
+
+
+def signed_in_as(client, url) -> str | None:
+    page = client.get(url + "/settings/account", follow_redirects=False)
+    m = re.search(r"Signed in as <strong>([^<]+)</strong>", page.text)
+    return m.group(1) if page.status_code == 200 and m else None
+
+
+# ----------------------------------------------------------------------------- config
+
+def test_config_types_every_entry_with_stable_ids(fakes):
+    config = load_config(json.dumps(config_doc(fakes)), environ=environ(fakes))
+    got = [(p.id, p.provider, p.purpose) for p in config.identity_providers]
+    assert got == [("github", "github", "sso"), ("gitlab", "gitlab", "integration"), ("google", "google", "sso"),
+                   ("okta", "okta", "sso"), ("keycloak", "keycloak", "sso"),
+                   ("microsoft-entra-id", "microsoft-entra-id", "sso"), ("corp", "oidc", "sso")]
+    assert config.warnings == []
+    assert "client-secret" not in repr(config.identity_providers)
+
+
+E = {"env": "X"}
+CONFIG_CASES = [
+    # (identityProviders, expected problem or None, expected warning fragment or None)
+    ([{"provider": "github", "purpose": "sso", "clientId": E}], 'identityProviders[0]: missing required property "clientSecret"', None),
+    ([{"provider": "okta", "purpose": "sso", "clientId": E, "clientSecret": E}], 'identityProviders[0]: missing required property "issuer"', None),
+    ([{"provider": "google", "purpose": "account_linking", "clientId": E, "clientSecret": E}], 'identityProviders[0].purpose: must be "sso"', None),
+    ([{"provider": "github", "purpose": "sso", "clientId": "inline", "clientSecret": E}], "identityProviders[0].clientId: expected a token reference", None),
+    ([{"provider": "gitlab", "purpose": "sso", "clientId": E, "clientSecret": E, "baseUrl": "gitlab.local"}], "identityProviders[0].baseUrl: must be an http", None),
+    ({"gh": {"provider": "github"}}, "identityProviders: expected array", None),
+    ([{"provider": "github", "purpose": "sso", "clientId": E, "clientSecret": E, "id": "a"},
+      {"provider": "gitlab", "purpose": "sso", "clientId": E, "clientSecret": E, "id": "a"}], 'identityProviders[1].id: the id "a" is already used', None),
+    ([{"provider": "gcp-iap", "purpose": "sso", "audience": E}], None, "identityProviders[0]: accepted but not used: Google Cloud IAP"),
+    ([{"provider": "idira", "purpose": "sso", "anything": 1}], None, 'provider "idira" is not known'),
+    ([{"provider": "github", "purpose": "sso", "clientId": E, "clientSecret": E, "accountLinkingRequired": True}], None, "not enforced yet"),
+    ([{"provider": "github", "purpose": "sso", "clientId": E, "clientSecret": E},
+      {"provider": "github", "purpose": "sso", "clientId": E, "clientSecret": E, "baseUrl": "https://ghe.example.com"}],
+     None, 'this one is "github-2" by its position'),
+]
+
+
+@pytest.mark.parametrize("section,problem,warning", CONFIG_CASES)
+def test_config_checks(section, problem, warning):
+    doc = json.dumps({"identityProviders": section})
+    if problem:
+        with pytest.raises(ConfigError) as e:
+            load_config(doc, environ={})
+        assert problem in str(e.value)
+    else:
+        config = load_config(doc, environ={})
+        assert any(warning in w for w in config.warnings), config.warnings
+
+
+# ----------------------------------------------------------------------------- signing in
+
+SIGN_IN_CASES = [
+    # provider id, the fake behind it, host key of its linked account (code hosts only)
+    ("github", "github", "github"),
+    ("google", "google", None),
+    ("okta", "okta", None),
+    ("keycloak", "keycloak", None),
+    ("microsoft-entra-id", "microsoft-entra-id", None),
+    ("corp", "corp", None),
+]
+
+
+@pytest.mark.parametrize("pid,fake,host_kind", SIGN_IN_CASES)
+def test_sign_in_with_each_kind_first_user_is_owner(world, pid, fake, host_kind):
+    w = world()
+    f = w["fakes"][fake]
+    f.user = person(1)
+    with w["client"]() as c:
+        page = c.get(w["url"] + "/login")
+        assert f'data-provider="{pid}"' in page.text
+        r = sso(c, w["url"], pid, next="/settings/keys")
+        assert r.status_code == 200 and str(r.url) == w["url"] + "/settings/keys"
+        assert signed_in_as(c, w["url"]) == "user1@example.com"
+    user = w["store"].find_user_by_email("user1@example.com")
+    assert user.role == "OWNER"
+    (acct,) = w["store"].list_linked_accounts(user_id=user.id)
+    assert (acct.provider, acct.subject) == (pid, "1001")
+    assert f.exchanges == [{"client_ok": True, "code_ok": True, "verifier_sent": True, "pkce_verified": True}]
+    auth = f.authorizations[-1]
+    assert auth["code_challenge_method"] == "S256" and len(auth["state"]) >= 40
+    if host_kind:
+        assert acct.host == host_key(host_kind, f.base_url)
+        assert auth["scope"] == "read:user user:email repo"
+        assert w["store"].account_tokens(acct.id).access_token.startswith("at_")
+    else:
+        assert acct.host is None and auth["scope"] == "openid email profile" and len(auth["nonce"]) >= 40
+
+
+def test_second_user_is_member_and_signing_in_again_finds_the_link(world):
+    w = world()
+    gh = w["fakes"]["github"]
+    for n in (1, 2, 2):
+        gh.user = person(n)
+        with w["client"]() as c:
+            assert sso(c, w["url"], "github").status_code == 200
+    users = {u.email: u.role for u in w["store"].list_users()}
+    assert users == {"user1@example.com": "OWNER", "user2@example.com": "MEMBER"}
+    assert len(w["store"].list_linked_accounts()) == 2
+
+
+def test_verified_email_links_an_existing_user_unverified_is_refused(world):
+    w = world()
+    owner = w["store"].create_user("user1@example.com", "One")
+    w["store"].create_user("user2@example.com", "Two")
+    w["fakes"]["google"].user = person(1)
+    with w["client"]() as c:
+        assert sso(c, w["url"], "google").status_code == 200
+    assert [a.provider for a in w["store"].list_linked_accounts(user_id=owner.id)] == ["google"]
+    w["fakes"]["microsoft-entra-id"].user = person(2, verified=False)  # Entra-style: no email_verified
+    with w["client"]() as c:
+        r = sso(c, w["url"], "microsoft-entra-id")
+        assert r.status_code == 409 and "does not say the address is verified" in r.text
+        assert signed_in_as(c, w["url"]) is None
+
+
+# ----------------------------------------------------------------------------- linking
+
+def test_link_a_second_identity_then_unlink_but_never_the_last(world):
+    w = world()
+    gh, gl = w["fakes"]["github"], w["fakes"]["gitlab"]
+    gh.user, gl.user = person(1), person(1, id=77)
+    with w["client"]() as c:
+        sso(c, w["url"], "github")
+        assert sso(c, w["url"], "gitlab").status_code == 404  # integration: links only, no sign-in button
+        r = link(c, w["url"], "gitlab")
+        assert r.status_code == 200 and "Your GitLab account is linked" in r.text
+        uid = w["store"].find_user_by_email("user1@example.com").id
+        accounts = {a.provider: a for a in w["store"].list_linked_accounts(user_id=uid)}
+        assert set(accounts) == {"github", "gitlab"}
+        assert accounts["gitlab"].host == host_key("gitlab", gl.base_url)
+        assert w["store"].account_tokens(accounts["gitlab"].id).refresh_token.startswith("rt_")
+        assert gl.authorizations[-1]["scope"] == "read_user read_api"
+        page = c.get(w["url"] + "/settings/account")
+        # GitHub is the only way to sign in (GitLab only links, no password): it cannot be unlinked
+        r = c.post(f"{w['url']}/settings/account/unlink/{accounts['github'].id}", data={"csrf_token": csrf_of(page)})
+        assert r.status_code == 409 and "only way to sign in" in r.text
+        r = c.post(f"{w['url']}/settings/account/unlink/{accounts['gitlab'].id}", data={"csrf_token": csrf_of(page)})
+        assert r.status_code == 200 and "unlinked" in r.text
+        assert [a.provider for a in w["store"].list_linked_accounts(user_id=uid)] == ["github"]
+
+
+def test_an_identity_linked_to_another_user_is_refused(world):
+    w = world()
+    gh = w["fakes"]["github"]
+    gh.user = person(1)
+    with w["client"]() as c:
+        sso(c, w["url"], "github")
+    gh.user = person(2)
+    w["fakes"]["google"].user = person(2)
+    with w["client"]() as c:
+        sso(c, w["url"], "google")
+        gh.user = person(1)  # user 2 tries to link user 1's GitHub account
+        r = link(c, w["url"], "github")
+        assert r.status_code == 409 and "linked to another user" in r.text
+    assert len(w["store"].list_linked_accounts()) == 2
+
+
+# ----------------------------------------------------------------------------- approval and invites
+
+def test_approval_required_then_approved(world):
+    w = world(REQUIRE_APPROVAL_NEW_MEMBERS="true")
+    gh = w["fakes"]["github"]
+    gh.user = person(1)
+    owner = httpx.Client(follow_redirects=True, timeout=20)
+    assert sso(owner, w["url"], "github").status_code == 200  # the first user never waits
+    gh.user = person(2)
+    with w["client"]() as c:
+        r = sso(c, w["url"], "github")
+        assert r.status_code == 403 and "Waiting for approval" in r.text
+        assert signed_in_as(c, w["url"]) is None
+        assert sso(c, w["url"], "github").status_code == 403  # still waiting
+    page = owner.get(w["url"] + "/settings/members")
+    assert "user2@example.com" in page.text
+    uid = w["store"].find_user_by_email("user2@example.com").id
+    r = owner.post(f"{w['url']}/settings/members/{uid}/approve", data={"csrf_token": csrf_of(page)})
+    assert "can sign in now" in r.text
+    with w["client"]() as c:
+        assert sso(c, w["url"], "github").status_code == 200 and signed_in_as(c, w["url"]) == "user2@example.com"
+    gh.user = person(3)
+    with w["client"]() as c:
+        sso(c, w["url"], "github")
+    uid3 = w["store"].find_user_by_email("user3@example.com").id
+    owner.post(f"{w['url']}/settings/members/{uid3}/decline", data={"csrf_token": csrf_of(page)})
+    assert w["store"].find_user_by_email("user3@example.com") is None
+    owner.close()
+    time.sleep(0.8)  # the audit log writes every 0.5 s
+    actions = {e.action for e in w["store"].list_audit_events(per_page=100)[0]}
+    assert {"login.sso", "account.link", "member.request", "member.approve", "member.decline"} <= actions
+
+
+def test_invite_accepted_without_approval(world):
+    w = world(REQUIRE_APPROVAL_NEW_MEMBERS="true")
+    w["fakes"]["github"].user = person(1)
+    owner = httpx.Client(follow_redirects=True, timeout=20)
+    sso(owner, w["url"], "github")
+    page = owner.get(w["url"] + "/settings/members")
+    r = owner.post(w["url"] + "/settings/members/invites",
+                   data={"csrf_token": csrf_of(page), "email": "user5@example.com", "role": "MEMBER"})
+    link_url = re.search(r'id="invite-link"[^>]*value="([^"]+)"', r.text).group(1)
+    token = link_url.rsplit("/", 1)[1]
+    assert token not in json.dumps([i.id for i in w["store"].list_invites()])  # only its HMAC is kept
+    w["fakes"]["okta"].user = person(5)
+    with w["client"]() as c:
+        page = c.get(link_url)
+        assert page.status_code == 200 and 'data-provider="okta"' in page.text
+        r = c.post(f"{w['url']}/login/sso/okta", data={"csrf_token": csrf_of(page), "invite": token})
+        assert r.status_code == 200 and signed_in_as(c, w["url"]) == "user5@example.com"
+    assert not w["store"].is_pending(w["store"].find_user_by_email("user5@example.com").id)
+    with w["client"]() as c:  # used up
+        assert c.get(link_url).status_code == 404
+    # a password sign-up with an invite for anyone, as owner
+    page = owner.get(w["url"] + "/settings/members")
+    r = owner.post(w["url"] + "/settings/members/invites", data={"csrf_token": csrf_of(page), "role": "OWNER"})
+    link_url = re.search(r'id="invite-link"[^>]*value="([^"]+)"', r.text).group(1)
+    with w["client"]() as c:
+        page = c.get(link_url)
+        r = c.post(link_url, data={"csrf_token": csrf_of(page), "email": "six@example.com", "name": "Six",
+                                   "password": "six-pass-123", "confirm": "six-pass-123"})
+        assert r.status_code == 200 and signed_in_as(c, w["url"]) == "six@example.com"
+    assert w["store"].find_user_by_email("six@example.com").role == "OWNER"
+    owner.close()
+
+
+# ----------------------------------------------------------------------------- abuse
+
+def _start(c, w, pid: str) -> str:
+    """Start a sign-in but stop at the provider's redirect back: the callback URL."""
+    page = c.get(w["url"] + "/login")
+    r = c.post(f"{w['url']}/login/sso/{pid}", data={"csrf_token": csrf_of(page)}, follow_redirects=False)
+    r = c.get(r.headers["location"], follow_redirects=False)
+    return r.headers["location"]
+
+
+def test_forged_reused_and_foreign_state(world):
+    w = world()
+    w["fakes"]["github"].user = person(1)
+    with w["client"]() as c:
+        back = _start(c, w, "github")
+        forged = re.sub(r"state=[^&]+", "state=forged", back)
+        r = c.get(forged)
+        assert r.status_code == 400 and "does not belong" in r.text
+    with w["client"]() as c:
+        back = _start(c, w, "github")
+        assert c.get(back).status_code == 200
+        c.cookies.clear()
+        r = c.get(back)  # a replay without the flow cookie
+        assert r.status_code == 400 and "expired or was not started in this browser" in r.text
+    with w["client"]() as c:
+        back = _start(c, w, "github")
+        flow = c.cookies.get("codesearch_sso")
+        assert c.get(back).status_code == 200
+        c.cookies.set("codesearch_sso", flow)  # a replay with the cookie kept from before
+        r = c.get(back)
+        assert r.status_code == 400 and "used already" in r.text
+    with w["client"]() as victim, w["client"]() as attacker:  # login CSRF: the attacker's answer in the victim's browser
+        back = _start(attacker, w, "github")
+        victim.get(w["url"] + "/login")
+        r = victim.get(back)
+        assert r.status_code == 400 and signed_in_as(victim, w["url"]) is None
+
+
+def test_denied_and_provider_down_are_pages(world):
+    w = world()
+    gh, corp = w["fakes"]["github"], w["fakes"]["corp"]
+    gh.user, gh.denied = person(1), True
+    with w["client"]() as c:
+        r = sso(c, w["url"], "github")
+        assert r.status_code == 403 and "access was denied" in r.text and "Traceback" not in r.text
+    gh.denied = False
+    gh.fail(500, path="/api/v3/user")
+    with w["client"]() as c:
+        r = sso(c, w["url"], "github")
+        assert r.status_code == 502 and "answered 500" in r.text
+    corp.user = person(2)
+    corp.fail(503, path="/corp/.well-known/openid-configuration")
+    with w["client"]() as c:
+        r = sso(c, w["url"], "corp")
+        assert r.status_code == 502 and "Corp SSO" in r.text
+
+
+def _rsa():
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from joserfc.jwk import RSAKey
+
+    return RSAKey.import_key(rsa.generate_private_key(public_exponent=65537, key_size=2048))
+
+
+ID_TOKEN_CASES = [
+    # what the provider puts in the ID token, what the page says
+    ({"nonce": "not-the-flow-nonce"}, "nonce"),
+    ({"nonce": None}, "nonce"),
+    ({"aud": "another-client"}, "aud"),
+    ({"iss": "https://evil.example.com"}, "iss"),
+    ({"exp": int(time.time()) - 3600, "iat": int(time.time()) - 7200}, "exp"),
+    ({"sign_with": "another key"}, "no valid signature"),
+]
+
+
+@pytest.mark.parametrize("overrides,says", ID_TOKEN_CASES, ids=[s for _, s in ID_TOKEN_CASES])
+def test_bad_id_tokens_are_refused(world, overrides, says):
+    w = world()
+    kc = w["fakes"]["keycloak"]
+    kc.user = person(1)
+    overrides = dict(overrides)
+    if overrides.pop("sign_with", None):
+        kc.sign_with = _rsa()
+    kc.id_token_overrides = overrides
+    with w["client"]() as c:
+        r = sso(c, w["url"], "keycloak")
+        assert r.status_code == 403 and says in r.text
+        assert signed_in_as(c, w["url"]) is None
+    assert w["store"].list_users() == []
+
+
+OPEN_REDIRECTS = ["https://evil.example.com/", "//evil.example.com/x", "/\\evil.example.com", "http:/evil.example.com",
+                  "javascript:alert(1)", "/%0d%0aLocation: https://evil.example.com"]
+
+
+@pytest.mark.parametrize("next_url", OPEN_REDIRECTS)
+def test_next_never_leaves_the_site(world, next_url):
+    w = world()
+    w["fakes"]["github"].user = person(1)
+    with w["client"]() as c:
+        r = sso(c, w["url"], "github", next=next_url)
+        assert str(r.url).startswith(w["url"] + "/") and r.status_code in (200, 404)  # signed in, on this site
+        assert signed_in_as(c, w["url"]) == "user1@example.com"
+        assert all(str(h.url).startswith((w["url"], w["fakes"]["github"].base_url)) for h in r.history)
+
+
+def test_no_secret_in_logs(world, caplog):
+    w = world()
+    w["fakes"]["github"].user = person(1)
+    w["fakes"]["okta"].user = person(1)
+    caplog.set_level(logging.DEBUG)
+    with w["client"]() as c:
+        back = _start(c, w, "github")
+        c.get(back)
+        c.get(back)  # a replay, refused: logged as such
+        sso(c, w["url"], "okta")
+    server_side = [r for r in caplog.records if r.thread != threading.main_thread().ident]
+    text = "\n".join(r.getMessage() for r in server_side)
+    secrets_seen = [SECRET, re.search(r"code=([^&]+)", back).group(1), re.search(r"state=([^&]+)", back).group(1)]
+    secrets_seen += list(w["fakes"]["github"].tokens) + list(w["fakes"]["okta"].tokens)
+    assert server_side and not [s for s in secrets_seen if s in text]
