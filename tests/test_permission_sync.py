@@ -233,3 +233,48 @@ def test_the_scheduler_publishes_the_rule_and_syncs(tmp_path, monkeypatch):
                                                                  (host, str(fake.user_id("admin")))}
         finally:
             sched.close()
+
+
+def test_an_expired_account_token_is_refreshed_once_and_a_refused_refresh_revokes(tmp_path, monkeypatch):
+    """GitLab's OAuth tokens live two hours: the user-driven sync refreshes them with the stored
+    refresh token at the identity provider's token endpoint (the same GitLab), then asks again."""
+    with FakeGitLab(token="glpat-admin", token_user="admin") as fake:
+        fake.add_group("grp", members=("admin",))
+        fake.add_project("grp/other", visibility="private", members=("hank",))
+        fake.add_user("hank")
+        fake.oauth_client("gl-app", "gl-secret")
+        fake.refresh_tokens["rt-hank-0"] = "hank"
+        monkeypatch.setenv("GL_APP_ID", "gl-app")
+        monkeypatch.setenv("GL_APP_SECRET", "gl-secret")
+        w = World(tmp_path, fake, "gitlab", {"type": "gitlab", "url": fake.base_url, "groups": ["grp"]}, monkeypatch)
+        doc = dict(w.config.raw)
+        doc["identityProviders"] = [{"provider": "gitlab", "purpose": "account_linking", "baseUrl": fake.base_url,
+                                     "clientId": {"env": "GL_APP_ID"}, "clientSecret": {"env": "GL_APP_SECRET"}}]
+        w.syncer.config = load_config(json.dumps(doc).encode(), environ={
+            "PERMISSION_SYNC_ENABLED": "true", "PERM_TEST_TOKEN": fake.token, "GL_APP_ID": "gl-app",
+            "GL_APP_SECRET": "gl-secret"})
+        provider_id = w.syncer.config.identity_providers[0].id
+        hank = w.store.create_user("hank@example.com", "hank")
+        acc = w.store.link_account(hank.id, provider=provider_id, provider_type="gitlab", host=w.host,
+                                   subject=str(fake.user_id("hank")), login="hank", access_token="glpat-expired",
+                                   refresh_token="rt-hank-0", token_expires_at=w.clock.now - timedelta(minutes=5))
+        from urllib.parse import urlsplit
+
+        other = f"{urlsplit(fake.base_url).netloc}/grp/other"
+        fake.fail(500, times=1000, path="/projects/")  # repo-driven cannot help: only hank's own token
+        w.sync()
+        assert fake.refreshes == 1
+        assert w.sees(hank) == {other}
+        tokens = w.store.account_tokens(acc.id)
+        assert tokens.access_token == "glpat-r1-hank" and tokens.refresh_token == "rt-1-hank"
+        # a token the host refuses although it has not expired yet: refreshed once, then asked again
+        del fake.tokens["glpat-r1-hank"]
+        w.sync()
+        assert fake.refreshes == 2 and w.sees(hank) == {other}
+        # the provider refuses the refresh (the user revoked the app): no token, access revoked
+        del fake.tokens["glpat-r2-hank"]
+        fake.refresh_tokens.clear()
+        w.sync()
+        assert w.sees(hank) == set()
+        assert "sign in again" in w.store.get_linked_account(acc.id).permission_error
+        w.store.close()

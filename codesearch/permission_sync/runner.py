@@ -121,14 +121,26 @@ class PermissionSyncer:
         return self.store.replace_repo_grants(repo.id, host_key(kind, conn.url), readers)
 
     def sync_account(self, account) -> int | None:
-        """User-driven sync of one linked account; the number of repositories granted, None when it failed."""
+        """User-driven sync of one linked account; the number of repositories granted, None when it failed.
+        An expired token (or one the host refuses) is refreshed once first (`codesearch.sso.refresh`)."""
+        from codesearch.sso.refresh import needs_refresh, refresh_account_token
+
         kind, web = split_host_key(account.host)
         try:
-            token = self.store.account_tokens(account.id).access_token
-            if not token:
-                raise HostAuthError("the account has no token: its user must sign in with it again")
-            with self.http_factory() as http:
-                external = fetch.readable_repos(kind, fetch.api_url(kind, web), token, http)
+            tokens = self.store.account_tokens(account.id)
+            token = tokens.access_token
+            refreshed = False
+            if not token or needs_refresh(tokens.expires_at, self.clock()):
+                token, refreshed = refresh_account_token(self.store, self.config, account), True
+            try:
+                with self.http_factory() as http:
+                    external = fetch.readable_repos(kind, fetch.api_url(kind, web), token, http)
+            except HostAuthError:
+                if refreshed or not tokens.refresh_token:
+                    raise
+                token = refresh_account_token(self.store, self.config, account)
+                with self.http_factory() as http:
+                    external = fetch.readable_repos(kind, fetch.api_url(kind, web), token, http)
         except Exception as e:  # recorded, like the repo-driven ones
             revoke = _revokes(e) or not isinstance(e, HostError)
             self.store.record_account_permission_failure(account.id, _message(e), revoke=revoke)

@@ -40,6 +40,7 @@ API = "/api/v4"
 class FakeGitLab(FakeServer):
     api_prefix = API
     _next_id = 100
+    methods = ("GET", "POST")  # POST: the OAuth token endpoint's refresh grant (`oauth_client`)
 
     def __init__(self, token: str = "glpat-faketoken", token_user: str = "alice", *, page_size: int = 100,
                  git: GitHttpServer | None = None):
@@ -94,6 +95,38 @@ class FakeGitLab(FakeServer):
         self.add_user(username)
         self.tokens[token] = username
 
+    def oauth_client(self, client_id: str, client_secret: str) -> None:
+        """Serve ``POST /oauth/token`` with ``grant_type=refresh_token`` for this OAuth application:
+        `refresh_tokens` maps a refresh token to its user; each use issues a new access token
+        (two hours) and a new refresh token, and the old refresh token stops working."""
+        self.oauth = (client_id, client_secret)
+        self.refresh_tokens: dict[str, str] = {}
+        self.refreshes = 0
+
+    def _refresh(self, req: BaseHTTPRequestHandler):
+        from tests.fakehosts.server import read_body
+
+        form = dict(parse_qsl(read_body(req).decode()))
+        self.requests.append(("POST", req.path, dict(req.headers)))
+        auth = req.headers.get("Authorization") or ""
+        if auth.startswith("Basic "):
+            import base64
+
+            cid, _, secret = base64.b64decode(auth[6:]).decode().partition(":")
+        else:
+            cid, secret = form.get("client_id"), form.get("client_secret")
+        if (cid, secret) != getattr(self, "oauth", None):
+            return 401, {}, {"error": "invalid_client"}
+        user = self.refresh_tokens.pop(form.get("refresh_token", ""), None)
+        if form.get("grant_type") != "refresh_token" or user is None:
+            return 400, {}, {"error": "invalid_grant", "error_description": "The provided authorization grant is invalid"}
+        self.refreshes += 1
+        access, refresh = f"glpat-r{self.refreshes}-{user}", f"rt-{self.refreshes}-{user}"
+        self.tokens[access] = user
+        self.refresh_tokens[refresh] = user
+        return 200, {}, {"access_token": access, "token_type": "Bearer", "expires_in": 7200,
+                         "refresh_token": refresh, "created_at": int(time.time())}
+
     def user_id(self, username: str) -> int:
         return self.namespaces[username.lower()]["user_id"]
 
@@ -110,6 +143,10 @@ class FakeGitLab(FakeServer):
     # -- serving ----------------------------------------------------------------------------
 
     def _answer(self, req: BaseHTTPRequestHandler):
+        if req.command == "POST":
+            if urlsplit(req.path).path == "/oauth/token":
+                return self._refresh(req)
+            return 404, {}, {"error": "404 Not Found"}
         split = urlsplit(req.path)
         query = dict(parse_qsl(split.query))
         self.requests.append(("GET", req.path, dict(req.headers)))
