@@ -314,11 +314,14 @@ def test_mcp_tools_show_only_visible_repositories(world):
     for who, user, headers in list(_callers(world))[:4]:
         visible = expected_visible(user, world)
         mcp = McpClient(world["url"] + "/api/mcp", headers)
+        per_repo_tools = (("read_file", {"path": "README.md"}), ("list_tree", {}), ("list_commits", {}),
+                          ("list_branches", {}), ("get_diff", {"base": "main", "head": "main"}),
+                          ("find_symbol_definitions", {"symbol": "fn_0_0"}),
+                          ("find_symbol_references", {"symbol": "fn_0_0"}), ("grep", {"pattern": "marker"}),
+                          ("glob", {"pattern": "**"}))
         out = mcp.calls([("grep", {"pattern": "marker", "limit": 200}), ("list_repos", {}),
                          ("glob", {"pattern": "**/*.py", "limit": 500})]
-                        + [(tool, {"repo": name, **extra}) for name in REPOS
-                           for tool, extra in (("read_file", {"path": "README.md"}), ("list_tree", {}),
-                                               ("list_commits", {}))])
+                        + [(tool, {"repo": name, **extra}) for name in REPOS for tool, extra in per_repo_tools])
         grep, repos, glob = out[0], out[1], out[2]
         for name in REPOS:
             if name in visible:
@@ -326,12 +329,17 @@ def test_mcp_tools_show_only_visible_repositories(world):
             else:
                 assert name not in grep.text and name not in repos.text and name not in glob.text, (who, name)
         per_repo = out[3:]
+        k = len(per_repo_tools)
+        missing_answers = dict(zip([t for t, _ in per_repo_tools],
+                                   mcp.calls([(t, {"repo": MISSING, **extra}) for t, extra in per_repo_tools])))
         for i, name in enumerate(REPOS):
-            for res in per_repo[3 * i: 3 * i + 3]:
+            for (tool, _), res in zip(per_repo_tools, per_repo[k * i: k * i + k]):
                 if name in visible:
-                    assert not res.is_error, (who, name, res.text)
-                else:
-                    assert res.is_error and "marker" not in res.text, (who, name, res.text)
+                    assert not res.is_error, (who, name, tool, res.text)
+                else:  # exactly what a repository that does not exist answers
+                    missing = missing_answers[tool]
+                    assert res.is_error and res.text.replace(name, "X") == missing.text.replace(MISSING, "X"), \
+                        (who, name, tool, res.text, missing.text)
 
 
 def test_web_pages_show_only_visible_repositories(world):
