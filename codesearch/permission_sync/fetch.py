@@ -16,7 +16,7 @@ gitea              ``GET /repos/{owner}/{repo}/collaborators``      ``GET /user/
                    and the owning user
 bitbucketCloud     ``GET /repositories/{ws}/{slug}/permissions-      ``GET /user/permissions/repositories``
                    config/users``
-bitbucketServer    ``GET /projects/{key}/repos/{slug}/permissions/  ``GET /repos?permission=REPO_READ``
+bitbucketServer    ``GET /projects/{key}/repos/{slug}/permissions/  ``GET /repos?permission=REPO_READ&archived=ALL``
                    users``
 =================  ===============================================  ===========================================
 
@@ -160,6 +160,7 @@ def readable_repos(kind: str, api: str, token: str, http: HostHttp) -> set[str]:
         values = _cloud_pages(http, f"{api}/user/permissions/repositories", {"pagelen": 100}, h)
         return {str((v.get("repository") or {}).get("uuid")) for v in values if (v.get("repository") or {}).get("uuid")}
     if kind == "bitbucketServer":
-        values = _server_pages(http, f"{api}/repos", {"permission": "REPO_READ"}, h)
+        # `archived` defaults to ACTIVE (Bitbucket 8+), but connections list archived repositories too
+        values = _server_pages(http, f"{api}/repos", {"permission": "REPO_READ", "archived": "ALL"}, h)
         return {str(v["id"]) for v in values if v.get("id") is not None}
     raise HostError(f"permission syncing does not support {kind} hosts")

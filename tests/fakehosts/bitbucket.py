@@ -12,10 +12,21 @@ Cloud (`FakeBitbucketCloud`, API under ``<url>/2.0``):
   ``parent`` **only for forks**, ``project{key,…}``, ``mainbranch`` (absent for an empty repo),
   ``links.html``, ``links.clone`` (``https`` with the caller's user name, and ``ssh``), ``size``
   in bytes, no archived flag.
-* auth: ``Bearer <token>`` (`tokens`) or Basic ``user:token`` (`basic`); anything else → 401 with
+* permissions (what permission syncing asks): a repository's explicit user permissions
+  (`CloudRepo.users`: name → ``read``/``write``/``admin``);
+  ``GET /2.0/repositories/{ws}/{slug}/permissions-config/users`` lists them as
+  ``{"values": [{"type": "repository_user_permission", "user": {"uuid", "account_id",
+  "display_name", …}, "permission", …}], "next"?}`` (only for an admin: a token without a user, a
+  user in `admins`, or one with ``admin`` on the repository; others get 403);
+  ``GET /2.0/user/permissions/repositories`` lists the caller's own
+  ``{"values": [{"repository": {"uuid", "full_name", …}, "permission"}], "next"?}`` (401
+  anonymous). Both page like the listings.
+* auth: ``Bearer <token>`` (`tokens`: a set, or a dict token → user name) or Basic
+  ``user:token`` (`basic`); anything else → 401 with
   ``WWW-Authenticate: Basic realm="Bitbucket.org HTTP"``; anonymous callers see public
   repositories only, and a private repository answers **403**; unknown workspace or repository
-  → 404; errors are ``{"type":"error","error":{"message":…}}``.
+  → 404; errors are ``{"type":"error","error":{"message":…}}``. Users (`users`, made on first
+  mention, `user_json`) have a ``uuid`` in braces, an ``account_id`` and a ``display_name``.
 * rate limit on demand: 429 with ``X-RateLimit-*`` style headers (Bitbucket Cloud does not
   document ``Retry-After``; pass `retry_after` to add one).
 
@@ -27,10 +38,20 @@ Server (`FakeBitbucketServer`, API under ``<url>/rest/api/1.0``):
 * repository objects: ``id``, ``slug``, ``name``, ``project{key,…,type}``, ``public``,
   ``archived``, ``origin`` **only for forks**, ``links.clone`` (``http`` and ``ssh``),
   ``links.self`` ending in ``/browse``; no ``defaultBranch``.
-* auth: Bearer (`tokens`) or Basic (`basic`); bad credentials → 401; reading a project or
-  repository without permission → **401**; unknown project or repository → 404; errors
+* permissions (what permission syncing asks): project readers (`ServerProject.readers`, ``*``
+  for any credential) and a repository's explicit user permissions (`ServerRepo.users`: name →
+  ``REPO_READ``/``REPO_WRITE``/``REPO_ADMIN``);
+  ``GET /projects/{KEY}/repos/{slug}/permissions/users`` pages the explicit ones as
+  ``{"values": [{"user": {"name", "id", "slug", "displayName", …}, "permission"}]}`` (only for
+  a token without a user, a user in `admins` or one with ``REPO_ADMIN``; others get 401);
+  ``GET /repos?permission=REPO_READ|REPO_WRITE|REPO_ADMIN`` lists what the caller has at least
+  that permission on (project readers count as ``REPO_READ``).
+* auth: Bearer (`tokens`: a set, or a dict token → user name) or Basic (`basic`); bad
+  credentials → 401; reading a project or repository without permission → **401**; unknown project or repository → 404; errors
   ``{"errors":[{"context":null,"message":…,"exceptionName":…}]}``.
 * rate limit on demand: 429 with ``Retry-After``.
+
+Both: `fail()` queues any answer for requests whose path starts with the given one.
 """
 
 from __future__ import annotations
@@ -48,9 +69,12 @@ from tests.githttp import GitHttpServer, make_bare_repo
 class _Base(FakeServer):
     """A fake that hands every GET to `route` and records the requests."""
 
-    def __init__(self, root: str, tokens: set[str], basic: set[tuple[str, str]], page_size: int):
+    def __init__(self, root: str, tokens, basic: set[tuple[str, str]], page_size: int, admins=()):
         self.root = root
-        self.tokens = set(tokens)
+        #: token → its user's name (None: a token of no user, e.g. a workspace or project token)
+        self.tokens: dict[str, str | None] = dict(tokens) if isinstance(tokens, dict) else dict.fromkeys(tokens)
+        self.admins = set(admins)
+        self.users: dict[str, dict] = {}
         self.basic = set(basic)
         self.page_size = page_size
         self._limit_headers: dict[str, str] = {}
@@ -72,7 +96,7 @@ class _Base(FakeServer):
         if not auth:
             return "anonymous", None
         if auth.startswith("Bearer "):
-            return ("bearer", None) if auth[7:] in self.tokens else ("bad", None)
+            return ("bearer", self.tokens[auth[7:]]) if auth[7:] in self.tokens else ("bad", None)
         creds = basic_credentials(auth)
         return ("basic", creds[0]) if creds in self.basic else ("bad", None)
 
@@ -82,6 +106,11 @@ class _Base(FakeServer):
         self.requests.append((h.command, raw_path, params, kind))
         if self._limited():
             self._rate_limited(h)
+            return
+        fault = self._fault(raw_path)  # `fail(status, path=…)`: `path` is the request path (``/2.0/…``, ``/rest/…``)
+        if fault:
+            status, headers, body = fault
+            self._send(h, status, body, headers)
             return
         self.route(h, raw_path, params, kind, user)
 
@@ -99,12 +128,13 @@ class CloudRepo:
     mainbranch: str | None = "main"  # None: an empty repository (no mainbranch key)
     files: dict[str, str] = field(default_factory=dict)
     uuid: str = ""
+    users: dict[str, str] = field(default_factory=dict)  # explicit permissions: user name → read|write|admin
 
 
 class FakeBitbucketCloud(_Base):
     def __init__(self, root: str, repos: list[CloudRepo], *, workspaces: list[str] = (), tokens=(), basic=(),
-                 page_size: int = 2):
-        super().__init__(root, set(tokens), set(basic), page_size)
+                 page_size: int = 2, admins=()):
+        super().__init__(root, tokens, set(basic), page_size, admins)
         self.url = f"{self.base}/2.0"
         self.workspaces = set(workspaces) | {r.workspace for r in repos}
         self.repos = {(r.workspace, r.slug): r for r in repos}
@@ -112,6 +142,29 @@ class FakeBitbucketCloud(_Base):
             r.uuid = r.uuid or "{" + str(uuid.uuid5(uuid.NAMESPACE_URL, f"{r.workspace}/{r.slug}")) + "}"
             make_bare_repo(self.git.root, f"{r.workspace}/{r.slug}.git", r.files or {"README.md": f"# {r.slug}\n"},
                            default=r.mainbranch or "main")
+            for name in r.users:
+                self.user_json(name)
+        for name in self.tokens.values():
+            if name:
+                self.user_json(name)
+
+    def user_json(self, name: str) -> dict:
+        """The API's user object of `name` (made on first use)."""
+        if name not in self.users:
+            self.users[name] = {
+                "type": "user", "uuid": "{" + str(uuid.uuid5(uuid.NAMESPACE_OID, name)) + "}",
+                "account_id": f"712020:{uuid.uuid5(uuid.NAMESPACE_X500, name)}", "nickname": name,
+                "display_name": name.title(),
+                "links": {"html": {"href": f"{self.base}/%7B{uuid.uuid5(uuid.NAMESPACE_OID, name)}%7D/"}}}
+        return self.users[name]
+
+    def user_uuid(self, name: str) -> str:
+        return self.user_json(name)["uuid"]
+
+    def _brief(self, r: CloudRepo) -> dict:
+        return {"type": "repository", "full_name": f"{r.workspace}/{r.slug}", "name": r.slug.replace("-", " ").title(),
+                "uuid": r.uuid, "links": {"self": {"href": f"{self.url}/repositories/{r.workspace}/{r.slug}"},
+                                          "html": {"href": f"{self.base}/{r.workspace}/{r.slug}"}}}
 
     def _rate_limited(self, h) -> None:
         headers = {"X-RateLimit-Limit": "1000", "X-RateLimit-Resource": "api-repositories", "X-RateLimit-NearLimit": "true"}
@@ -166,6 +219,32 @@ class FakeBitbucketCloud(_Base):
             self._error(h, 401, "Invalid credentials", {"WWW-Authenticate": 'Basic realm="Bitbucket.org HTTP"'})
             return
         parts = [urllib.parse.unquote(p) for p in path.split("/") if p]
+        if parts == ["2.0", "user", "permissions", "repositories"]:
+            if kind == "anonymous":
+                self._error(h, 401, "Authentication required")
+                return
+            if user is None:
+                self._error(h, 403, "This API is not accessible with a token of no user")
+                return
+            mine = [(r, r.users[user]) for _, r in sorted(self.repos.items()) if user in r.users]
+            self._cloud_page(h, path, params, mine, lambda rp: {
+                "type": "repository_permission", "user": self.user_json(user), "repository": self._brief(rp[0]),
+                "permission": rp[1]})
+            return
+        if len(parts) == 6 and parts[:2] == ["2.0", "repositories"] and parts[4:] == ["permissions-config", "users"]:
+            r = self.repos.get((parts[2], parts[3]))
+            if r is None or (r.private and kind == "anonymous"):
+                self._error(h, 404 if r is None else 403, f"Repository {parts[2]}/{parts[3]} not found")
+                return
+            if kind == "anonymous" or (user is not None and user not in self.admins and r.users.get(user) != "admin"):
+                self._error(h, 403, "You do not have admin access to this repository")
+                return
+            self._cloud_page(h, path, params, sorted(r.users.items()), lambda up: {
+                "type": "repository_user_permission", "permission": up[1], "user": self.user_json(up[0]),
+                "repository": self._brief(r),
+                "links": {"self": {"href": f"{self.url}/repositories/{r.workspace}/{r.slug}/permissions-config/users/"
+                                           + urllib.parse.quote(self.user_json(up[0])["uuid"])}}})
+            return
         if len(parts) < 3 or parts[:2] != ["2.0", "repositories"] or len(parts) > 4:
             self._error(h, 404, "Resource not found")
             return
@@ -190,6 +269,10 @@ class FakeBitbucketCloud(_Base):
                 self._error(h, 400, f"Invalid query: {q}")
                 return
             visible = [r for r in visible if r.project == m.group(1)]
+        self._cloud_page(h, path, params, visible, lambda r: self.repo_json(r, user))
+
+    def _cloud_page(self, h, path: str, params: dict, visible: list, render) -> None:
+        """One page (``page``, ``pagelen``) of `visible`, each item as `render` makes it."""
         try:
             pagelen = min(int(params.get("pagelen") or 10), 100, self.page_size)
             page = int(params.get("page") or 1)
@@ -198,7 +281,7 @@ class FakeBitbucketCloud(_Base):
             return
         chunk = visible[(page - 1) * pagelen: page * pagelen]
         body = {"pagelen": pagelen, "size": len(visible), "page": page,
-                "values": [self.repo_json(r, user) for r in chunk]}
+                "values": [render(r) for r in chunk]}
         if page * pagelen < len(visible):
             nq = {**params, "page": str(page + 1), "pagelen": str(pagelen)}
             body["next"] = f"{self.base}{path}?{urllib.parse.urlencode(nq)}"
@@ -220,6 +303,7 @@ class ServerRepo:
     files: dict[str, str] = field(default_factory=dict)
     default_branch: str = "master"
     id: int = 0
+    users: dict[str, str] = field(default_factory=dict)  # explicit permissions: user name → REPO_READ|REPO_WRITE|REPO_ADMIN
 
 
 @dataclass
@@ -231,8 +315,8 @@ class ServerProject:
 
 class FakeBitbucketServer(_Base):
     def __init__(self, root: str, projects: list[ServerProject], repos: list[ServerRepo], *, tokens=(), basic=(),
-                 page_size: int = 2):
-        super().__init__(root, set(tokens), set(basic), page_size)
+                 page_size: int = 2, admins=()):
+        super().__init__(root, tokens, set(basic), page_size, admins)
         self.url = self.base
         self.projects = {p.key: p for p in projects}
         self.repos: dict[tuple[str, str], ServerRepo] = {}
@@ -241,6 +325,23 @@ class FakeBitbucketServer(_Base):
             self.repos[(r.project, r.slug)] = r
             make_bare_repo(self.git.root, f"scm/{r.project.lower()}/{r.slug}.git", r.files or {"README.md": f"# {r.slug}\n"},
                            default=r.default_branch)
+            for name in r.users:
+                self.user_json(name)
+        for name in self.tokens.values():
+            if name:
+                self.user_json(name)
+
+    def user_json(self, name: str) -> dict:
+        """The REST API's user object of `name` (made on first use; ids from 101)."""
+        if name not in self.users:
+            slug = name.lower()
+            self.users[name] = {"name": name, "emailAddress": f"{slug}@example.com", "active": True,
+                                "displayName": name.title(), "id": 101 + len(self.users), "slug": slug, "type": "NORMAL",
+                                "links": {"self": [{"href": f"{self.base}/users/{slug}"}]}}
+        return self.users[name]
+
+    def user_id(self, name: str) -> int:
+        return self.user_json(name)["id"]
 
     def _rate_limited(self, h) -> None:
         headers = {"Retry-After": "2", "X-RateLimit-Limit": "60", "X-RateLimit-Remaining": "0",
@@ -258,7 +359,20 @@ class FakeBitbucketServer(_Base):
         if kind == "anonymous":
             return False
         readers = p.readers if p else {"*"}
-        return "*" in readers or (user is not None and user in readers)
+        return "*" in readers or (user is not None and (user in readers or user in r.users))
+
+    _LEVELS = ("REPO_READ", "REPO_WRITE", "REPO_ADMIN")
+
+    def _has(self, r: ServerRepo, kind: str, user: str | None, permission: str) -> bool:
+        """Whether the caller has at least `permission` on `r` (a token of no user: every one)."""
+        if permission == "REPO_READ":
+            return self._can_read(r, kind, user)
+        if kind == "anonymous":
+            return False
+        if user is None or user in self.admins:
+            return True
+        have = r.users.get(user)
+        return have in self._LEVELS and self._LEVELS.index(have) >= self._LEVELS.index(permission)
 
     def repo_json(self, r: ServerRepo, with_origin: bool = True) -> dict:
         p = self.projects.get(r.project) or ServerProject(r.project)
@@ -292,7 +406,7 @@ class FakeBitbucketServer(_Base):
                 d["origin"] = self.repo_json(upstream, with_origin=False)
         return d
 
-    def _page(self, h, items: list[ServerRepo], params: dict) -> None:
+    def _page(self, h, items: list, params: dict, render=None) -> None:
         try:
             start = int(params.get("start") or 0)
             limit = min(int(params.get("limit") or 25), self.page_size)
@@ -302,7 +416,7 @@ class FakeBitbucketServer(_Base):
         chunk = items[start:start + limit]
         last = start + limit >= len(items)
         body = {"size": len(chunk), "limit": limit, "isLastPage": last, "start": start,
-                "values": [self.repo_json(r) for r in chunk]}
+                "values": [(render or self.repo_json)(r) for r in chunk]}
         if not last:
             body["nextPageStart"] = start + len(chunk)
         self._send(h, 200, body)
@@ -319,9 +433,25 @@ class FakeBitbucketServer(_Base):
         parts = parts[3:]
         if parts == ["repos"]:
             archived = params.get("archived", "ACTIVE")
-            items = [r for _, r in sorted(self.repos.items()) if self._can_read(r, kind, user)
+            permission = params.get("permission", "REPO_READ")
+            if permission not in self._LEVELS:
+                self._error(h, 400, f"Invalid permission {permission}", "com.atlassian.bitbucket.rest.BadRequestException")
+                return
+            items = [r for _, r in sorted(self.repos.items()) if self._has(r, kind, user, permission)
                      and (archived == "ALL" or r.archived == (archived == "ARCHIVED"))]
             self._page(h, items, params)
+            return
+        if len(parts) == 6 and parts[0] == "projects" and parts[2] == "repos" and parts[4:] == ["permissions", "users"]:
+            r = self.repos.get((parts[1], parts[3]))
+            if r is None:
+                self._error(h, 404, f"Repository {parts[1]}/{parts[3]} does not exist.",
+                            "com.atlassian.bitbucket.repository.NoSuchRepositoryException")
+            elif not self._has(r, kind, user, "REPO_ADMIN"):
+                self._error(h, 401, "You are not permitted to access this resource",
+                            "com.atlassian.bitbucket.AuthorisationException")
+            else:
+                self._page(h, sorted(r.users.items()), params,
+                           lambda up: {"user": self.user_json(up[0]), "permission": up[1]})
             return
         if len(parts) in (3, 4) and parts[0] == "projects" and parts[2] == "repos":
             key = parts[1]

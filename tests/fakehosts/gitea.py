@@ -3,13 +3,21 @@
 Serves exactly what the `gitea` adapter calls, on ``http://127.0.0.1:<port>``:
 
 * ``GET /orgs/{o}/repos``, ``GET /users/{u}/repos``, ``GET /repos/{o}/{r}``;
+* what permission syncing asks: ``GET /repos/{o}/{r}/collaborators`` (the explicit collaborators
+  as Gitea ``User`` objects ``{id, login, …}``; neither the owner nor organization members are
+  listed; the caller must read the repository, else 404) and ``GET /user/repos`` (the token's
+  user's repositories: owned, collaborations, and those of organizations it is a member of;
+  401 without a token);
 * pagination as Gitea does it: ``page`` (1-based) and ``limit``, default 30, **silently clamped**
   to `max_items` (``MAX_RESPONSE_ITEMS``, 50 on a stock server; set it small to force many
   pages); ``X-Total-Count`` and a ``Link`` header whose URLs echo the *requested* limit (as
   Forgejo does), so "a page shorter than asked is the last one" is wrong here;
-* auth: ``Authorization: token <t>`` (lowercase ``token``) or ``Bearer <t>``; a wrong token is 401
-  ``{"message": "token is required", "url": …}``; no token is anonymous (public repos only);
-* visibility: ``private``, ``internal`` (visible to any signed-in user), public;
+* auth: ``Authorization: token <t>`` (lowercase ``token``) or ``Bearer <t>``; `tokens` maps each
+  token to its user (`token` → `token_user` is one of them; `add_token` adds more, deleting one
+  from `tokens` revokes it); a wrong token is 401 ``{"message": "token is required", "url": …}``;
+  no token is anonymous (public repos only);
+* visibility: ``private`` (the owner, the owning organization's members and the repository's
+  `collaborators`), ``internal`` (visible to any signed-in user), public;
 * 404s: ``{"message": "The target couldn't be found.", …}`` for repos, and for a missing org or
   user the Go function name as ``message`` (``GetOrgByName``, ``GetUserByName``) with the text in
   ``errors``;
@@ -44,6 +52,7 @@ class FakeGitea(FakeServer):
                  git: GitHttpServer | None = None, root_url: str | None = None):
         self.token = token
         self.token_user = token_user
+        self.tokens: dict[str, str] = {token: token_user.lower()}
         self.max_items = max_items
         self.git = git
         self._root_url = root_url
@@ -61,20 +70,32 @@ class FakeGitea(FakeServer):
     def add_user(self, login: str) -> None:
         self.owners.setdefault(login.lower(), {"login": login, "id": self._id(), "type": "user", "members": {login.lower()}})
 
+    def add_token(self, login: str, token: str) -> None:
+        """A token of user `login` (created if new)."""
+        self.add_user(login)
+        self.tokens[token] = login.lower()
+
+    def user_id(self, login: str) -> int:
+        return self.owners[login.lower()]["id"]
+
     def add_org(self, login: str, members: tuple[str, ...] = ()) -> None:
         self.owners[login.lower()] = {"login": login, "id": self._id(), "type": "org",
                                       "members": {m.lower() for m in members}}
 
     def add_repo(self, owner: str, name: str, *, private: bool = False, internal: bool = False, fork: bool = False,
                  archived: bool = False, topics: tuple[str, ...] = (), size_kb: int = 0, stars: int = 0,
-                 default_branch: str = "main", updated_at: str = "2024-05-01T12:00:00Z") -> dict:
+                 default_branch: str = "main", updated_at: str = "2024-05-01T12:00:00Z",
+                 collaborators: tuple[str, ...] = ()) -> dict:
         if owner.lower() not in self.owners:
             self.add_user(owner)
+        for login in collaborators:
+            self.add_user(login)
         if self.git is not None:
             make_bare_repo(self.git.root, f"{owner}/{name}.git", {"README.md": f"# {owner}/{name}\n"}, default=default_branch)
         rec = {"owner": owner.lower(), "name": name, "id": self._id(), "private": private, "internal": internal,
                "fork": fork, "archived": archived, "topics": list(topics), "size": size_kb, "stars": stars,
-               "default_branch": default_branch, "updated_at": updated_at}
+               "default_branch": default_branch, "updated_at": updated_at,
+               "collaborators": {c.lower() for c in collaborators}}
         self.repos.append(rec)
         return rec
 
@@ -111,9 +132,9 @@ class FakeGitea(FakeServer):
         auth = req.headers.get("Authorization", "")
         scheme, _, value = auth.partition(" ")
         if scheme == "token" or scheme.lower() == "bearer":
-            if value.strip() != self.token:
+            viewer = self.tokens.get(value.strip())
+            if viewer is None:
                 return self._error(401, "token is required")
-            viewer = self.token_user.lower()
         parts = [unquote(p) for p in path.split("/") if p]
         if len(parts) == 3 and parts[0] in ("orgs", "users") and parts[2] == "repos":
             owner = self.owners.get(parts[1].lower())
@@ -123,10 +144,18 @@ class FakeGitea(FakeServer):
                 return self._error(404, "GetUserByName", [f"user redirect does not exist [name: {parts[1].lower()}]"])
             repos = [r for r in self.repos if r["owner"] == owner["login"].lower() and self._sees(r, viewer)]
             return self._page(repos, query, split.path)
-        if len(parts) == 3 and parts[0] == "repos":
+        if parts == ["user", "repos"]:
+            if viewer is None:
+                return self._error(401, "token is required")
+            repos = [r for r in self.repos if viewer in self.owners[r["owner"]]["members"] or viewer in r["collaborators"]]
+            return self._page(repos, query, split.path)
+        if len(parts) in (3, 4) and parts[0] == "repos" and parts[3:] in ([], ["collaborators"]):
             for r in self.repos:
                 if r["owner"] == parts[1].lower() and r["name"].lower() == parts[2].lower() and self._sees(r, viewer):
-                    return 200, {}, self._json(r)
+                    if len(parts) == 3:
+                        return 200, {}, self._json(r)
+                    users = sorted((self.owners[c] for c in r["collaborators"]), key=lambda u: u["login"].lower())
+                    return self._page(users, query, split.path, self._user_json)
             return self._error(404, "The target couldn't be found.", [])
         return self._error(404, "404 page not found")
 
@@ -135,10 +164,13 @@ class FakeGitea(FakeServer):
             return True
         if viewer is None:
             return False
-        return r["internal"] and not r["private"] or viewer in self.owners[r["owner"]]["members"]
+        return (r["internal"] and not r["private"] or viewer in self.owners[r["owner"]]["members"]
+                or viewer in r["collaborators"])
 
-    def _page(self, repos: list[dict], query: dict, path: str):
-        repos = sorted(repos, key=lambda r: r["name"].lower())
+    def _page(self, repos: list[dict], query: dict, path: str, render=None):
+        """One page of `repos` (sorted by name), or of any list `render` turns into JSON (as given)."""
+        if render is None:
+            repos, render = sorted(repos, key=lambda r: r["name"].lower()), self._json
         asked = int(query.get("limit") or 30)
         limit = max(1, min(asked, self.max_items))
         page = max(1, int(query.get("page") or 1))
@@ -158,13 +190,24 @@ class FakeGitea(FakeServer):
         headers = {"X-Total-Count": str(len(repos)), "Access-Control-Expose-Headers": "X-Total-Count, Link"}
         if links:
             headers["Link"] = ",".join(links)
-        return 200, headers, [self._json(r) for r in items]
+        return 200, headers, [render(r) for r in items]
+
+    def _user_json(self, owner: dict) -> dict:
+        """A Gitea ``User`` (no field tells a user from an organization)."""
+        login = owner["login"]
+        return {"id": owner["id"], "login": login, "login_name": "", "source_id": 0, "full_name": login.title(),
+                "email": f"{login.lower()}@noreply.localhost", "avatar_url": f"{self.root_url}/avatars/{owner['id']}",
+                "html_url": f"{self.root_url}/{login}", "language": "", "is_admin": False,
+                "last_login": "0001-01-01T00:00:00Z", "created": "2020-01-01T00:00:00Z", "restricted": False,
+                "active": True, "prohibit_login": False, "location": "", "website": "", "description": "",
+                "visibility": "public", "followers_count": 0, "following_count": 0, "starred_repos_count": 0,
+                "username": login}
 
     def _json(self, r: dict) -> dict:
         owner = self.owners[r["owner"]]
         full = f"{owner['login']}/{r['name']}"
         out = {
-            "id": r["id"], "owner": {"id": owner["id"], "login": owner["login"], "username": owner["login"]},
+            "id": r["id"], "owner": self._user_json(owner),
             "name": r["name"], "full_name": full, "description": "", "empty": False, "private": r["private"],
             "fork": r["fork"], "template": False, "parent": None, "mirror": False, "size": r["size"],
             "language": "", "html_url": f"{self.root_url}/{full}", "url": f"{self.root_url}/api/v1/repos/{full}",
