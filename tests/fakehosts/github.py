@@ -40,6 +40,7 @@ class FakeGitHub(FakeServer):
     api_prefix = API
     content_type = "application/json; charset=utf-8"
     _next_id = 1000
+    methods = ("GET", "POST")  # POST: the OAuth app's token endpoint (`oauth_app`)
 
     def __init__(self, token: str = "ghp_faketoken", token_user: str = "alice", *, page_size: int = 100,
                  git: GitHttpServer | None = None):
@@ -83,6 +84,51 @@ class FakeGitHub(FakeServer):
         self.add_user(login)
         self.tokens[token] = login
 
+    def oauth_app(self, client_id: str, client_secret: str) -> None:
+        """Act as a GitHub OAuth app's host too (GitHub Enterprise layout, on this address):
+        ``GET /login/oauth/authorize`` signs in `oauth_login` at once (302 back to the
+        ``redirect_uri`` with a code and the state), ``POST /login/oauth/access_token`` trades a
+        code (once, with its PKCE verifier and the client's secret) for a token of that user,
+        which the REST API then accepts; ``GET /user/emails`` lists the user's verified e-mail."""
+        self.oauth = (client_id, client_secret)
+        self.oauth_login: str | None = None
+        self.oauth_codes: dict[str, dict] = {}
+
+    def _oauth(self, req: BaseHTTPRequestHandler):
+        import base64
+        import hashlib
+        import secrets
+
+        from tests.fakehosts.server import read_body
+
+        split = urlsplit(req.path)
+        self.requests.append((req.command, req.path, dict(req.headers)))
+        if req.command == "GET" and split.path == "/login/oauth/authorize":
+            q = dict(parse_qsl(split.query))
+            if q.get("client_id") != self.oauth[0] or not q.get("redirect_uri") or self.oauth_login is None:
+                return 400, {"Content-Type": "text/plain"}, b"bad authorize request"
+            code = secrets.token_urlsafe(16)
+            self.oauth_codes[code] = {"login": self.oauth_login, "q": q}
+            sep = "&" if "?" in q["redirect_uri"] else "?"
+            return 302, {"Location": q["redirect_uri"] + sep + urlencode({"code": code, "state": q.get("state", "")})}, b""
+        if req.command == "POST" and split.path == "/login/oauth/access_token":
+            form = dict(parse_qsl(read_body(req).decode()))
+            auth = req.headers.get("Authorization") or ""
+            if auth.startswith("Basic "):
+                cid, _, secret = base64.b64decode(auth[6:]).decode().partition(":")
+            else:
+                cid, secret = form.get("client_id"), form.get("client_secret")
+            grant = self.oauth_codes.pop(form.get("code", ""), None)
+            challenge = base64.urlsafe_b64encode(hashlib.sha256(form.get("code_verifier", "").encode()).digest()
+                                                 ).decode().rstrip("=")
+            if (cid, secret) != self.oauth or grant is None or challenge != grant["q"].get("code_challenge") \
+                    or form.get("redirect_uri") != grant["q"].get("redirect_uri"):
+                return 200, {}, {"error": "bad_verification_code"}  # GitHub answers 200 with an error
+            token = "gho_" + secrets.token_urlsafe(20)
+            self.tokens[token] = grant["login"]
+            return 200, {}, {"access_token": token, "token_type": "bearer", "scope": grant["q"].get("scope", "")}
+        return 404, {}, {"message": "Not Found", "documentation_url": DOCS, "status": "404"}
+
     def user_id(self, login: str) -> int:
         return self.owners[login.lower()]["id"]
 
@@ -99,6 +145,10 @@ class FakeGitHub(FakeServer):
     def _answer(self, req: BaseHTTPRequestHandler):
         raw = req.path
         split = urlsplit(raw)
+        if split.path.startswith("/login/oauth/") and getattr(self, "oauth", None):
+            return self._oauth(req)
+        if req.command != "GET":
+            return 404, {}, {"message": "Not Found", "documentation_url": DOCS, "status": "404"}
         query = dict(parse_qsl(split.query))
         self.requests.append(("GET", raw, dict(req.headers)))
         limits = {"x-ratelimit-limit": "5000", "x-ratelimit-remaining": "4999", "x-ratelimit-used": "1",
@@ -129,6 +179,11 @@ class FakeGitHub(FakeServer):
                 return 401, {}, {"message": "Requires authentication", "documentation_url": DOCS, "status": "401"}
             me = self.owners[viewer]
             return 200, {}, {"login": me["login"], "id": me["id"], "type": "User"}
+        if parts == ["user", "emails"]:
+            if viewer is None:
+                return 401, {}, {"message": "Requires authentication", "documentation_url": DOCS, "status": "401"}
+            return 200, {}, [{"email": f"{viewer}@example.com", "primary": True, "verified": True,
+                              "visibility": "private"}]
         if parts == ["user", "repos"]:
             if viewer is None:
                 return 401, {}, {"message": "Requires authentication", "documentation_url": DOCS, "status": "401"}
