@@ -125,7 +125,10 @@ def repo_readers(kind: str, conn: dict[str, Any], token: str | None, repo, http:
         out = {str(u["id"]) for u in users if u.get("id") is not None}
         info = http.get_json(base, headers=h)
         own = (info or {}).get("owner") or {}
-        if own.get("id") is not None and own.get("type", "user") != "organization" and not own.get("visibility") == "organization":
+        # The owning user reads their repository. Gitea's `User` does not say whether the owner is
+        # an organization; an organization's id is harmless here: users and organizations share
+        # one id sequence, so no account has it.
+        if own.get("id") is not None:
             out.add(str(own["id"]))
         return out
     if kind == "bitbucketCloud":
