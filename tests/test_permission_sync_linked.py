@@ -49,7 +49,11 @@ from codesearch.store import Store
 from codesearch.web.sessions import hash_password
 from tests.asgiserver import bound_socket, serving
 from tests.fakehosts.bitbucket import CloudRepo, ServerProject, ServerRepo
-from tests.fakehosts.oauth import FakeBitbucketCloudSSO, FakeBitbucketServerSSO, FakeGiteaSSO
+from tests.fakehosts.oauth import (
+    FakeBitbucketCloudSSO,
+    FakeBitbucketServerSSO,
+    FakeGiteaSSO,
+)
 from tests.test_permission_sync import _http
 
 CLIENT_ID, CLIENT_SECRET = "e2e-client", "e2e-client-secret-value"

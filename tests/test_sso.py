@@ -347,8 +347,24 @@ def test_link_gitea_and_bitbucket_accounts_to_a_signed_in_user(world):
         assert r.status_code == 409 and "linked to another user" in r.text
 
 
+def test_bitbucket_server_user_endpoints_failing_are_pages(world):
+    w = world()
+    bbs = w["fakes"]["bitbucket-server"]
+    bbs.user = person(1)
+    bbs.fail(500, path="/plugins/servlet/applinks/whoami")
+    with w["client"]() as c:
+        r = sso(c, w["url"], "bitbucket-server")
+        assert r.status_code == 502 and "Bitbucket Server answered 500" in r.text and "Traceback" not in r.text
+    bbs.fail(404, path="/rest/api/1.0/users/")
+    with w["client"]() as c:
+        r = sso(c, w["url"], "bitbucket-server")
+        assert r.status_code == 502 and "answered 404" in r.text
+        assert signed_in_as(c, w["url"]) is None
+    assert w["store"].list_users() == []
+
+
 def test_code_host_keys_of_the_public_services_match_their_connections():
-    E = {"env": "X"}  # noqa: N806
+    E = {"env": "X"}
     doc = {"identityProviders": [
         {"provider": "bitbucket-cloud", "purpose": "sso", "clientId": E, "clientSecret": E},
         {"provider": "bitbucket-cloud", "id": "bbc-web", "purpose": "sso", "clientId": E, "clientSecret": E,
