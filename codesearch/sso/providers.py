@@ -11,7 +11,7 @@ has ``confirmed_at``). Scopes ``read_user read_api``.
 
 Gitea (``gitea.com`` or self-hosted at `baseUrl`; codesearch only): ``<base>/login/oauth/authorize``,
 ``<base>/login/oauth/access_token``, ``GET <base>/api/v1/user``. The subject is the user's ``id``.
-Its e-mail never counts as verified: Gitea says nothing of it in ``/user``, and whether
+Its e-mail never counts as verified: ``/user`` does not say whether it was confirmed, and whether
 ``/user/emails``' ``verified`` means anything depends on the server's settings (with
 ``REGISTER_EMAIL_CONFIRM`` off, the default, every address is "activated" unconfirmed), so a
 Gitea identity signs up a new user or signs in one it is linked to, never one found by e-mail.
