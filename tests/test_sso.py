@@ -3,7 +3,8 @@ codesearch.web.pages_sso, codesearch.store.members, the identityProviders config
 
 The app (`build_app`, a real `Store`) is served over HTTP on 127.0.0.1 (`tests.asgiserver`), its
 config loaded from JSON with `load_config`; the identity providers are the fakes of
-`tests.fakehosts.oauth` (GitHub-, GitLab- and OpenID Connect-style, real RSA-signed ID tokens).
+`tests.fakehosts.oauth` (GitHub-, GitLab-, Gitea-, Bitbucket Cloud-, Bitbucket Server- and OpenID
+Connect-style, real RSA-signed ID tokens).
 httpx plays the browser: it follows redirects from the app to the provider and back, with its
 cookie jar. Nothing of ours is mocked.
 """
@@ -25,7 +26,15 @@ from codesearch.permission_sync.hosts import host_key
 from codesearch.service.api import build_app
 from codesearch.store import Store
 from tests.asgiserver import bound_socket, serving
-from tests.fakehosts.oauth import FakeGitHubOAuth, FakeGitLabOAuth, FakeOIDC
+from tests.fakehosts.oauth import (
+    FakeBitbucketCloudOAuth,
+    FakeBitbucketServerOAuth,
+    FakeGiteaOAuth,
+    FakeGitHubOAuth,
+    FakeGitLabOAuth,
+    FakeOIDC,
+    cloud_uuid,
+)
 
 SECRET = "client-secret-value"
 CLIENT = "client-id"
@@ -40,7 +49,9 @@ class _Searcher:
 def fakes():
     servers = {"github": FakeGitHubOAuth(), "gitlab": FakeGitLabOAuth(), "google": FakeOIDC(),
                "okta": FakeOIDC(issuer_path="/oauth2/default"), "keycloak": FakeOIDC(issuer_path="/realms/test"),
-               "microsoft-entra-id": FakeOIDC(issuer_path="/tenant-1/v2.0"), "corp": FakeOIDC(issuer_path="/corp")}
+               "microsoft-entra-id": FakeOIDC(issuer_path="/tenant-1/v2.0"), "corp": FakeOIDC(issuer_path="/corp"),
+               "gitea": FakeGiteaOAuth(), "bitbucket-cloud": FakeBitbucketCloudOAuth(),
+               "bitbucket-server": FakeBitbucketServerOAuth()}
     for s in servers.values():
         s.start()
     yield servers
@@ -66,12 +77,20 @@ def config_doc(f) -> dict:
          "issuer": f["microsoft-entra-id"].issuer},
         {"provider": "oidc", "purpose": "sso", "id": "corp", "displayName": "Corp SSO", "clientId": E("C_ID"),
          "clientSecret": E("C_SECRET"), "issuer": f["corp"].issuer},
+        # the code hosts added later: Gitea (ours), Bitbucket Cloud (Sourcebot's fields plus our baseUrl:
+        # its API is then <baseUrl>/2.0), Bitbucket Data Center
+        {"provider": "gitea", "purpose": "sso", "clientId": E("GT_ID"), "clientSecret": E("GT_SECRET"),
+         "baseUrl": f["gitea"].base_url},
+        {"provider": "bitbucket-cloud", "purpose": "sso", "clientId": E("BBC_ID"), "clientSecret": E("BBC_SECRET"),
+         "baseUrl": f["bitbucket-cloud"].base_url},
+        {"provider": "bitbucket-server", "purpose": "sso", "clientId": E("BBS_ID"), "clientSecret": E("BBS_SECRET"),
+         "baseUrl": f["bitbucket-server"].base_url},
     ]}
 
 
 def environ(f, **extra) -> dict:
     env = {"OKTA_ISSUER": f["okta"].issuer}
-    for prefix in ("GH", "GL", "G", "OKTA", "KC", "MS", "C"):
+    for prefix in ("GH", "GL", "G", "OKTA", "KC", "MS", "C", "GT", "BBC", "BBS"):
         env[f"{prefix}_ID"], env[f"{prefix}_SECRET"] = CLIENT, SECRET
     env.update(extra)
     return env
@@ -140,7 +159,9 @@ def test_config_types_every_entry_with_stable_ids(fakes):
     got = [(p.id, p.provider, p.purpose) for p in config.identity_providers]
     assert got == [("github", "github", "sso"), ("gitlab", "gitlab", "integration"), ("google", "google", "sso"),
                    ("okta", "okta", "sso"), ("keycloak", "keycloak", "sso"),
-                   ("microsoft-entra-id", "microsoft-entra-id", "sso"), ("corp", "oidc", "sso")]
+                   ("microsoft-entra-id", "microsoft-entra-id", "sso"), ("corp", "oidc", "sso"),
+                   ("gitea", "gitea", "sso"), ("bitbucket-cloud", "bitbucket-cloud", "sso"),
+                   ("bitbucket-server", "bitbucket-server", "sso")]
     assert config.warnings == []
     assert "client-secret" not in repr(config.identity_providers)
 
@@ -157,6 +178,9 @@ CONFIG_CASES = [
     ([{"provider": "github", "purpose": "sso", "clientId": E, "clientSecret": E, "id": "a"},
       {"provider": "gitlab", "purpose": "sso", "clientId": E, "clientSecret": E, "id": "a"}], 'identityProviders[1].id: the id "a" is already used', None),
     ([{"provider": "gcp-iap", "purpose": "sso", "audience": E}], None, "identityProviders[0]: accepted but not used: Google Cloud IAP"),
+    ([{"provider": "bitbucket-server", "purpose": "sso", "clientId": E, "clientSecret": E}], 'identityProviders[0]: missing required property "baseUrl"', None),
+    ([{"provider": "bitbucket-cloud", "purpose": "sso", "clientId": E, "clientSecret": E, "apiUrl": "api.bitbucket.org"}], "identityProviders[0].apiUrl: must be an http", None),
+    ([{"provider": "gitea", "purpose": "sso", "clientId": E, "clientSecret": E, "issuer": "https://gitea.com"}], 'identityProviders[0].issuer: unknown property "issuer"', None),
     ([{"provider": "idira", "purpose": "sso", "anything": 1}], None, 'provider "idira" is not known'),
     ([{"provider": "github", "purpose": "sso", "clientId": E, "clientSecret": E, "accountLinkingRequired": True}], None, "not enforced yet"),
     ([{"provider": "github", "purpose": "sso", "clientId": E, "clientSecret": E},
@@ -214,6 +238,154 @@ def test_sign_in_with_each_kind_first_user_is_owner(world, pid, fake, host_kind)
         assert w["store"].account_tokens(acct.id).access_token.startswith("at_")
     else:
         assert acct.host is None and auth["scope"] == "openid email profile" and len(auth["nonce"]) >= 40
+
+
+# The code hosts permission syncing knows besides GitHub and GitLab: the linked account's host must be
+# the key of a connection of that kind on the same address (what `permissions.settings_from_config`
+# computes from the connection's kind and url), and its subject the id the host's permission APIs
+# name readers by (Bitbucket Cloud: the uuid with braces; Bitbucket Server and Gitea: the numeric id).
+CODE_HOST_CASES = [
+    # provider id, the connection on the fake's address, the subject of person(1), scopes asked
+    ("gitea", lambda f: {"type": "gitea", "url": f.base_url}, lambda: "1001", "read:user read:repository"),
+    ("bitbucket-cloud", lambda f: {"type": "bitbucket", "url": f.api_url}, lambda: cloud_uuid("user1"),
+     "account email repository"),
+    ("bitbucket-server", lambda f: {"type": "bitbucket", "deploymentType": "server", "url": f.base_url},
+     lambda: "1001", "PUBLIC_REPOS REPO_READ"),
+]
+
+
+def _connection_host(conn: dict) -> str:
+    from codesearch import permissions
+
+    config = load_config(json.dumps({"connections": {"c": conn}}), environ={"PERMISSION_SYNC_ENABLED": "true"})
+    return permissions.settings_from_config(config).connections["c"].host
+
+
+@pytest.mark.parametrize("pid,conn,subject,scope", CODE_HOST_CASES, ids=[c[0] for c in CODE_HOST_CASES])
+def test_sign_in_with_gitea_and_bitbucket_links_an_account_on_the_host(world, pid, conn, subject, scope):
+    w = world()
+    f = w["fakes"][pid]
+    f.user = person(1)
+    with w["client"]() as c:
+        assert f'data-provider="{pid}"' in c.get(w["url"] + "/login").text
+        r = sso(c, w["url"], pid, next="/settings/keys")
+        assert r.status_code == 200 and str(r.url) == w["url"] + "/settings/keys", r.text[:500]
+        assert signed_in_as(c, w["url"]) == "user1@example.com"
+    user = w["store"].find_user_by_email("user1@example.com")
+    assert user.role == "OWNER"
+    (acct,) = w["store"].list_linked_accounts(user_id=user.id)
+    assert (acct.provider, acct.provider_type, acct.subject, acct.login) == (pid, pid, subject(), "user1")
+    assert acct.host == _connection_host(conn(f)) and acct.host.startswith(("gitea:", "bitbucketCloud:",
+                                                                            "bitbucketServer:"))
+    tokens = w["store"].account_tokens(acct.id)
+    assert tokens.access_token in f.issued and tokens.refresh_token.startswith("rt_") and tokens.expires_at
+    assert acct.permission_attempted_at is None  # a user-driven sync is asked for: due at once
+    assert f.exchanges == [{"client_ok": True, "code_ok": True, "verifier_sent": True, "pkce_verified": True}]
+    auth = f.authorizations[-1]
+    assert auth["scope"] == scope and auth["code_challenge_method"] == "S256" and "nonce" not in auth
+    # only Bitbucket Cloud's confirmed primary address is vouched for
+    assert (acct.email == "user1@example.com") is (pid == "bitbucket-cloud")
+
+
+def test_bitbucket_cloud_wants_basic_client_credentials_and_picks_the_primary_address(world):
+    w = world()
+    bbc = w["fakes"]["bitbucket-cloud"]
+    bbc.user = person(3)
+    with w["client"]() as c:
+        sso(c, w["url"], "bitbucket-cloud")
+    (token_request,) = [r for r in bbc.requests if r[1] == bbc.token_path]
+    assert token_request[2].get("Authorization", "").startswith("Basic ")
+    assert w["store"].find_user_by_email("other-user3@example.com") is None  # the unconfirmed secondary
+    assert w["store"].find_user_by_email("user3@example.com") is not None
+
+
+@pytest.mark.parametrize("pid", ["gitea", "bitbucket-server"])
+def test_unverified_code_host_addresses_never_take_over_an_account(world, pid):
+    """Gitea and Bitbucket Server do not vouch for e-mail addresses: an existing user with that
+    address is not signed in by them (they sign in another way and link)."""
+    w = world()
+    owner = w["store"].create_user("user1@example.com", "One")
+    w["fakes"][pid].user = person(1)
+    with w["client"]() as c:
+        r = sso(c, w["url"], pid)
+        assert r.status_code == 409 and "does not say the address is verified" in r.text
+        assert signed_in_as(c, w["url"]) is None
+    assert w["store"].list_linked_accounts(user_id=owner.id) == []
+
+
+def test_link_gitea_and_bitbucket_accounts_to_a_signed_in_user(world):
+    w = world()
+    f = w["fakes"]
+    f["google"].user = person(1)
+    f["gitea"].user = person(1, id=41, login="gitea-one", email="one@gitea.example")
+    f["bitbucket-cloud"].user = person(1, login="bbc-one", email="one@bbc.example")
+    f["bitbucket-server"].user = person(1, id=7, login="Bbs.One", email="one@bbs.example")
+    with w["client"]() as c:
+        sso(c, w["url"], "google")
+        for pid, name in (("gitea", "Gitea"), ("bitbucket-cloud", "Bitbucket Cloud"),
+                          ("bitbucket-server", "Bitbucket Server")):
+            r = link(c, w["url"], pid)
+            assert r.status_code == 200 and f"Your {name} account is linked" in r.text, r.text[:500]
+    uid = w["store"].find_user_by_email("user1@example.com").id
+    accounts = {a.provider: a for a in w["store"].list_linked_accounts(user_id=uid)}
+    assert set(accounts) == {"google", "gitea", "bitbucket-cloud", "bitbucket-server"}
+    assert accounts["gitea"].subject == "41" and accounts["gitea"].host == host_key("gitea", f["gitea"].base_url)
+    assert accounts["bitbucket-cloud"].subject == cloud_uuid("bbc-one")
+    assert accounts["bitbucket-cloud"].host == host_key("bitbucketCloud", f["bitbucket-cloud"].api_url)
+    assert accounts["bitbucket-server"].subject == "7" and accounts["bitbucket-server"].login == "Bbs.One"
+    assert accounts["bitbucket-server"].host == host_key("bitbucketServer", f["bitbucket-server"].base_url)
+    for pid in ("gitea", "bitbucket-cloud", "bitbucket-server"):
+        tokens = w["store"].account_tokens(accounts[pid].id)
+        assert tokens.access_token in f[pid].issued and tokens.refresh_token in f[pid].refresh_tokens
+        assert accounts[pid].permission_attempted_at is None
+    # the user's e-mail is not changed by what a linked host says, and nobody else can link them
+    assert w["store"].get_user(uid).email == "user1@example.com"
+    f["google"].user = person(2)
+    with w["client"]() as c:
+        sso(c, w["url"], "google")
+        r = link(c, w["url"], "bitbucket-server")  # still Bbs.One at the fake
+        assert r.status_code == 409 and "linked to another user" in r.text
+
+
+def test_bitbucket_server_user_endpoints_failing_are_pages(world):
+    w = world()
+    bbs = w["fakes"]["bitbucket-server"]
+    bbs.user = person(1)
+    bbs.fail(500, path="/plugins/servlet/applinks/whoami")
+    with w["client"]() as c:
+        r = sso(c, w["url"], "bitbucket-server")
+        assert r.status_code == 502 and "Bitbucket Server answered 500" in r.text and "Traceback" not in r.text
+    bbs.fail(404, path="/rest/api/1.0/users/")
+    with w["client"]() as c:
+        r = sso(c, w["url"], "bitbucket-server")
+        assert r.status_code == 502 and "answered 404" in r.text
+        assert signed_in_as(c, w["url"]) is None
+    assert w["store"].list_users() == []
+
+
+def test_code_host_keys_of_the_public_services_match_their_connections():
+    E = {"env": "X"}
+    doc = {"identityProviders": [
+        {"provider": "bitbucket-cloud", "purpose": "sso", "clientId": E, "clientSecret": E},
+        {"provider": "bitbucket-cloud", "id": "bbc-web", "purpose": "sso", "clientId": E, "clientSecret": E,
+         "baseUrl": "https://bitbucket.org/"},
+        {"provider": "bitbucket-server", "purpose": "account_linking", "clientId": E, "clientSecret": E,
+         "baseUrl": "https://BB.example.com:443/"},
+        {"provider": "gitea", "purpose": "sso", "clientId": E, "clientSecret": E},
+        {"provider": "gitea", "id": "corp-gitea", "purpose": "sso", "clientId": E, "clientSecret": E,
+         "baseUrl": "https://git.example.com/gitea"}]}
+    from codesearch.sso import build_providers
+
+    config = load_config(json.dumps(doc), environ={})
+    assert config.warnings == []
+    hosts = {pid: p.host for pid, p in build_providers(config.identity_providers, environ={}).items()}
+    assert hosts == {"bitbucket-cloud": _connection_host({"type": "bitbucket", "deploymentType": "cloud"}),
+                     "bbc-web": _connection_host({"type": "bitbucket", "url": "https://api.bitbucket.org/2.0"}),
+                     "bitbucket-server": _connection_host({"type": "bitbucket", "deploymentType": "server",
+                                                           "url": "https://bb.example.com"}),
+                     "gitea": _connection_host({"type": "gitea"}),
+                     "corp-gitea": _connection_host({"type": "gitea", "url": "https://git.example.com/gitea/"})}
+    assert hosts["bitbucket-cloud"] == hosts["bbc-web"] == "bitbucketCloud:https://bitbucket.org"
 
 
 def test_second_user_is_member_and_signing_in_again_finds_the_link(world):

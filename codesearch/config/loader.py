@@ -20,6 +20,7 @@ import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from codesearch.config import problems as _problems
 from codesearch.config import unsupported as _unsupported
@@ -28,6 +29,7 @@ from codesearch.config.models import (
     DEFAULT_URLS,
     Config,
     Connection,
+    CODE_HOST_PROVIDERS,
     SUPPORTED_PROVIDERS,
     EnvironmentOverride,
     IdentityProvider,
@@ -210,9 +212,22 @@ def _build(doc: dict, source: str, environ: Mapping[str, str], duplicates: list[
 
 _UNSUPPORTED_PROVIDERS = {
     "gcp-iap": "Google Cloud IAP sign-in is not supported yet",
-    "bitbucket-cloud": "Bitbucket Cloud sign-in and account linking are not supported yet",
-    "bitbucket-server": "Bitbucket Server sign-in and account linking are not supported yet",
 }
+
+#: The web address of a code-host identity provider whose entry names none (bitbucket-server has no
+#: default: its schema requires `baseUrl`).
+_PROVIDER_WEB_URLS = {"github": DEFAULT_URLS["github"], "gitlab": DEFAULT_URLS["gitlab"], "gitea": DEFAULT_URLS["gitea"],
+                      "bitbucket-cloud": "https://bitbucket.org"}
+
+
+def bitbucket_cloud_api_url(base_url: str) -> str:
+    """The REST API address of a Bitbucket Cloud provider at `base_url` that names no `apiUrl`:
+    ``https://api.bitbucket.org/2.0`` for bitbucket.org, else ``<base_url>/2.0`` (a stand-in such
+    as a test fake serves both under one address)."""
+    base = base_url.rstrip("/")
+    if urlsplit(base).hostname in ("bitbucket.org", "www.bitbucket.org"):
+        return DEFAULT_URLS["bitbucket"]
+    return base + "/2.0"
 
 
 def _identity_providers(entries: list, warnings: list[str]) -> tuple[list[IdentityProvider], list[str]]:
@@ -245,10 +260,15 @@ def _identity_providers(entries: list, warnings: list[str]) -> tuple[list[Identi
         issuer = e.get("issuer")
         if kind == "google" and issuer is None:
             issuer = "https://accounts.google.com"
+        base_url = api_url = None
+        if kind in CODE_HOST_PROVIDERS:
+            base_url = (e.get("baseUrl") or _PROVIDER_WEB_URLS.get(kind) or "").rstrip("/") or None
+        if kind == "bitbucket-cloud":
+            api_url = (e.get("apiUrl") or bitbucket_cloud_api_url(base_url)).rstrip("/")
         out.append(IdentityProvider(
             id=pid, provider=kind, purpose="sso" if e["purpose"] == "sso" else "integration",
             client_id=_token(e["clientId"]), client_secret=_token(e["clientSecret"]),
-            base_url=(e.get("baseUrl") or DEFAULT_URLS.get(kind)) if kind in ("github", "gitlab") else None,
+            base_url=base_url, api_url=api_url,
             issuer=_token(issuer) if isinstance(issuer, Mapping) else issuer,
             display_name=e.get("displayName"), required=bool(e.get("accountLinkingRequired") or e.get("required")),
             index=i))

@@ -182,11 +182,12 @@ class LanguageModel(BaseModel):
 
 
 #: Identity provider kinds codesearch signs in with (OAuth 2.0 code hosts, then OpenID Connect).
-CODE_HOST_PROVIDERS = ("github", "gitlab")
+CODE_HOST_PROVIDERS = ("github", "gitlab", "gitea", "bitbucket-cloud", "bitbucket-server")
 OIDC_PROVIDERS = ("google", "okta", "keycloak", "microsoft-entra-id", "authentik", "jumpcloud", "oidc")
 SUPPORTED_PROVIDERS = CODE_HOST_PROVIDERS + OIDC_PROVIDERS
 #: The name on a provider's button when the entry gives no `displayName`.
-PROVIDER_NAMES = {"github": "GitHub", "gitlab": "GitLab", "google": "Google", "okta": "Okta", "keycloak": "Keycloak",
+PROVIDER_NAMES = {"github": "GitHub", "gitlab": "GitLab", "gitea": "Gitea", "bitbucket-cloud": "Bitbucket Cloud",
+                  "bitbucket-server": "Bitbucket Server", "google": "Google", "okta": "Okta", "keycloak": "Keycloak",
                   "microsoft-entra-id": "Microsoft Entra ID", "authentik": "Authentik", "jumpcloud": "JumpCloud",
                   "oidc": "OpenID Connect"}
 
@@ -202,11 +203,17 @@ class IdentityProvider(BaseModel):
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
     id: str
-    provider: str  # github, gitlab, google, okta, keycloak, microsoft-entra-id, authentik, jumpcloud, oidc
+    provider: str  # github, gitlab, gitea, bitbucket-cloud, bitbucket-server, google, okta, … oidc (SUPPORTED_PROVIDERS)
     purpose: Literal["sso", "integration"]  # Sourcebot's "account_linking" reads as "integration"
     client_id: Token
     client_secret: Token
-    base_url: str | None = None  # github / gitlab: the web address (default github.com / gitlab.com)
+    #: code hosts: the web address (default github.com, gitlab.com, gitea.com, bitbucket.org; required for
+    #: bitbucket-server), where the OAuth endpoints are
+    base_url: str | None = None
+    #: bitbucket-cloud: the REST API's address (default https://api.bitbucket.org/2.0 for bitbucket.org,
+    #: else ``<base_url>/2.0``); the host key is derived from it, as a Bitbucket Cloud connection's is
+    #: from its `url` (an API address)
+    api_url: str | None = None
     issuer: str | Token | None = None  # OIDC kinds (google: https://accounts.google.com)
     display_name: str | None = None
     required: bool = False  # accountLinkingRequired / required: accepted, not enforced yet

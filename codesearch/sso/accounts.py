@@ -10,8 +10,9 @@ An unverified e-mail that belongs to a user is refused (linking it would let any
 claim that address at the provider take the account): the user signs in another way and links.
 
 Link (`link`): the identity goes to the signed-in user; an identity linked to another user is
-refused. Code-host identities (github, gitlab) keep their tokens (sealed) and their host key, and
-ask for a permission sync of the account after every sign-in or link.
+refused. Code-host identities (github, gitlab, gitea, bitbucket-cloud, bitbucket-server) keep their
+tokens (sealed) and their host key, and ask for a permission sync of the account after every
+sign-in or link.
 """
 
 from __future__ import annotations

@@ -9,6 +9,36 @@ GitLab (``gitlab.com`` or self-managed at `baseUrl`): ``<base>/oauth/authorize``
 ``<base>/oauth/token``, ``GET <base>/api/v4/user`` (its e-mail counts as verified when the user
 has ``confirmed_at``). Scopes ``read_user read_api``.
 
+Gitea (``gitea.com`` or self-hosted at `baseUrl`; codesearch only): ``<base>/login/oauth/authorize``,
+``<base>/login/oauth/access_token``, ``GET <base>/api/v1/user``. The subject is the user's ``id``.
+Its e-mail never counts as verified: ``/user`` does not say whether it was confirmed, and whether
+``/user/emails``' ``verified`` means anything depends on the server's settings (with
+``REGISTER_EMAIL_CONFIRM`` off, the default, every address is "activated" unconfirmed), so a
+Gitea identity signs up a new user or signs in one it is linked to, never one found by e-mail.
+Scopes ``read:user read:repository``.
+
+Bitbucket Cloud (``bitbucket.org``): ``<base>/site/oauth2/authorize``,
+``<base>/site/oauth2/access_token`` (client credentials in HTTP Basic, as Bitbucket documents),
+``GET <api>/user`` and ``GET <api>/user/emails`` (the primary address; verified when
+``is_confirmed``), where ``<api>`` is the entry's ``apiUrl`` (default
+``https://api.bitbucket.org/2.0``; for another `baseUrl`, ``<baseUrl>/2.0``). The subject is
+the user's ``uuid`` with its braces, as the API writes it (what repo-driven syncing stores of
+each reader). The host key is made from ``<api>``, as a Bitbucket Cloud connection's is from its
+`url` (an API address): ``bitbucketCloud:https://bitbucket.org`` for the real service, and equal
+to a connection's whose `url` is the same ``<api>`` elsewhere. Scopes ``account email repository``
+(Bitbucket grants what the consumer's permissions allow: tick Account read, Email and
+Repositories read).
+
+Bitbucket Server / Data Center 8+ (incoming application link at `baseUrl`, required):
+``<base>/rest/oauth2/latest/authorize``, ``<base>/rest/oauth2/latest/token``, then
+``GET <base>/plugins/servlet/applinks/whoami`` (the user's slug, plain text) and
+``GET <base>/rest/api/1.0/users/<slug>``. The subject is the user's numeric ``id``. Its
+``emailAddress`` never counts as verified (Bitbucket does not confirm addresses). Scopes
+``PUBLIC_REPOS REPO_READ``.
+
+Every code-host provider's linked account carries the host key
+(`codesearch.permission_sync.hosts.host_key`) of its kind and address, and its tokens.
+
 OpenID Connect (google, okta, keycloak, microsoft-entra-id, authentik, jumpcloud, oidc): the
 discovery document ``<issuer>/.well-known/openid-configuration`` (its ``issuer`` must be the
 configured one), the JWKS it names, scopes ``openid email profile``. The ID token is checked
@@ -27,6 +57,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any, Mapping
+from urllib.parse import quote
 
 import httpx
 
@@ -41,7 +72,13 @@ CACHE_TTL_S = 3600.0
 #: Seconds of clock skew allowed on ID token times.
 LEEWAY_S = 60
 ID_TOKEN_ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512"]
-SCOPES = {"github": "read:user user:email repo", "gitlab": "read_user read_api"}
+SCOPES = {"github": "read:user user:email repo", "gitlab": "read_user read_api", "gitea": "read:user read:repository",
+          "bitbucket-cloud": "account email repository", "bitbucket-server": "PUBLIC_REPOS REPO_READ"}
+#: The host key kind (a connection's `code_host_type`) of each code-host provider kind.
+HOST_KINDS = {"github": "github", "gitlab": "gitlab", "gitea": "gitea", "bitbucket-cloud": "bitbucketCloud",
+              "bitbucket-server": "bitbucketServer"}
+#: Pages of Bitbucket Cloud's ``/user/emails`` read at most.
+MAX_EMAIL_PAGES = 10
 OIDC_SCOPES = "openid email profile"
 
 
@@ -114,8 +151,12 @@ class Provider:
 
     @property
     def host(self) -> str | None:
-        """The code host key of a GitHub/GitLab provider (`permission_sync.hosts.host_key`)."""
-        return host_key(self.kind, self.config.base_url) if self.config.is_code_host else None
+        """The code host key of a code-host provider (`permission_sync.hosts.host_key`); None for OIDC.
+        Bitbucket Cloud's is made from its API address, as its connections' are."""
+        if not self.config.is_code_host:
+            return None
+        url = self.config.api_url if self.kind == "bitbucket-cloud" else self.config.base_url
+        return host_key(HOST_KINDS[self.kind], url)
 
     @property
     def scope(self) -> str:
@@ -144,14 +185,25 @@ class Provider:
         base = self._base()
         if self.kind == "github":
             return "https://api.github.com" if base in ("https://github.com", "https://www.github.com") else base + "/api/v3"
+        if self.kind == "gitea":
+            return base + "/api/v1"
+        if self.kind == "bitbucket-cloud":
+            return (self.config.api_url or "https://api.bitbucket.org/2.0").rstrip("/")
+        if self.kind == "bitbucket-server":
+            return base + "/rest/api/1.0"
         return base + "/api/v4"
 
     async def endpoints(self, http: httpx.AsyncClient) -> Endpoints:
         base = self._base()
-        if self.kind == "github":
+        if self.kind in ("github", "gitea"):
             return Endpoints(base + "/login/oauth/authorize", base + "/login/oauth/access_token")
         if self.kind == "gitlab":
             return Endpoints(base + "/oauth/authorize", base + "/oauth/token")
+        if self.kind == "bitbucket-cloud":
+            return Endpoints(base + "/site/oauth2/authorize", base + "/site/oauth2/access_token",
+                             token_auth="client_secret_basic")
+        if self.kind == "bitbucket-server":
+            return Endpoints(base + "/rest/oauth2/latest/authorize", base + "/rest/oauth2/latest/token")
         doc = await self._discovery(http)
         methods = doc.get("token_endpoint_auth_methods_supported") or ["client_secret_basic"]
         return Endpoints(doc["authorization_endpoint"], doc["token_endpoint"], doc.get("userinfo_endpoint"),
@@ -162,8 +214,8 @@ class Provider:
         hit = self._cache.get(key)
         return hit[1] if hit and time.monotonic() - hit[0] < CACHE_TTL_S else None
 
-    async def _get_json(self, http: httpx.AsyncClient, url: str, what: str, token: str | None = None) -> Any:
-        headers = {"Accept": "application/json"}
+    async def _get(self, http: httpx.AsyncClient, url: str, what: str, token: str | None, accept: str) -> httpx.Response:
+        headers = {"Accept": accept}
         if token:
             headers["Authorization"] = f"Bearer {token}"
         try:
@@ -172,10 +224,21 @@ class Provider:
             raise ProviderError("unreachable", f"{self.name} could not be reached ({what}: {type(e).__name__})") from None
         if r.status_code >= 400:
             raise ProviderError("unreachable", f"{self.name} answered {r.status_code} to the {what} request")
+        return r
+
+    async def _get_json(self, http: httpx.AsyncClient, url: str, what: str, token: str | None = None) -> Any:
+        r = await self._get(http, url, what, token, "application/json")
         try:
             return r.json()
         except ValueError:
             raise ProviderError("unreachable", f"{self.name} did not answer the {what} request with JSON") from None
+
+    async def _get_user(self, http: httpx.AsyncClient, url: str, what: str, token: str | None, *keys: str) -> dict:
+        """A JSON object that has `keys` (an answer without them is no identity)."""
+        user = await self._get_json(http, url, what, token)
+        if not isinstance(user, dict) or any(user.get(k) in (None, "") for k in keys):
+            raise ProviderError("identity", f"{self.name}'s {what} answer does not say who you are")
+        return user
 
     async def _discovery(self, http: httpx.AsyncClient) -> dict:
         doc = self._cached("discovery")
@@ -231,6 +294,28 @@ class Provider:
             return ProviderIdentity(subject=str(user["id"]), login=user.get("username"), email=user.get("email"),
                                     email_verified=bool(user.get("email") and user.get("confirmed_at")),
                                     name=user.get("name") or user.get("username"), **common)
+        if self.kind == "gitea":
+            user = await self._get_user(http, self._api() + "/user", "user", access, "id")
+            return ProviderIdentity(subject=str(user["id"]), login=user.get("login"), email=user.get("email") or None,
+                                    email_verified=False,  # see the module docstring
+                                    name=user.get("full_name") or user.get("login"), **common)
+        if self.kind == "bitbucket-cloud":
+            user = await self._get_user(http, self._api() + "/user", "user", access, "uuid")
+            primary = await self._bitbucket_cloud_primary_email(http, access)
+            login = user.get("username") or user.get("nickname")
+            return ProviderIdentity(subject=str(user["uuid"]), login=login, email=(primary or {}).get("email"),
+                                    email_verified=bool(primary and primary.get("is_confirmed") is True),
+                                    name=user.get("display_name") or login, **common)
+        if self.kind == "bitbucket-server":
+            r = await self._get(http, self._base() + "/plugins/servlet/applinks/whoami", "user", access, "text/plain")
+            slug = r.text.strip()
+            if not slug or len(slug) > 255 or "\n" in slug:
+                raise ProviderError("identity", f"{self.name} did not say who you are (an anonymous token?)")
+            user = await self._get_user(http, f"{self._api()}/users/{quote(slug, safe='')}", "user", access, "id")
+            return ProviderIdentity(subject=str(user["id"]), login=user.get("name") or user.get("slug"),
+                                    email=user.get("emailAddress") or None,
+                                    email_verified=False,  # Bitbucket does not confirm addresses
+                                    name=user.get("displayName") or user.get("name"), **common)
         claims = await self._check_id_token(http, token.get("id_token"), nonce)
         ep = await self.endpoints(http)
         if (not claims.get("email") or "email_verified" not in claims) and ep.userinfo and access:
@@ -242,6 +327,21 @@ class Provider:
         return ProviderIdentity(subject=str(claims["sub"]), login=claims.get("preferred_username"),
                                 email=claims.get("email"), email_verified=verified,
                                 name=claims.get("name") or claims.get("preferred_username"), **common)
+
+    async def _bitbucket_cloud_primary_email(self, http: httpx.AsyncClient, access: str | None) -> dict | None:
+        """The primary entry of Bitbucket Cloud's ``/user/emails`` (pages followed on the API's host)."""
+        url: str | None = self._api() + "/user/emails"
+        api_host = httpx.URL(url).host
+        for _ in range(MAX_EMAIL_PAGES):
+            page = await self._get_json(http, url, "e-mail", access)
+            values = page.get("values") if isinstance(page, dict) else None
+            for e in values or ():
+                if isinstance(e, dict) and e.get("is_primary") and isinstance(e.get("email"), str):
+                    return e
+            url = page.get("next") if isinstance(page, dict) else None
+            if not isinstance(url, str) or httpx.URL(url).host != api_host:
+                return None  # no further page, or one elsewhere: the token goes nowhere else
+        return None
 
     async def _check_id_token(self, http: httpx.AsyncClient, id_token: str | None, nonce: str | None) -> dict:
         from joserfc import jwt

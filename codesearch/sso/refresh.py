@@ -1,7 +1,7 @@
 """Refreshing a linked account's code-host token, for user-driven permission syncing.
 
 GitLab's OAuth access tokens live two hours; GitHub's (OAuth apps) do not expire, and GitHub App
-user tokens live eight hours. A user-driven sync of an account whose token has expired (or
+user tokens live eight hours; Gitea's and Bitbucket's (Cloud and Data Center) expire within hours. A user-driven sync of an account whose token has expired (or
 that the host refuses with 401) refreshes it once with the stored refresh token at the
 provider's token endpoint (Authlib's `AsyncOAuth2Client.refresh_token`), stores the new pair
 sealed, and asks again. Without a refresh token, or when the provider refuses it, the account
