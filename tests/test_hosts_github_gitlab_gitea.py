@@ -359,7 +359,7 @@ def test_gitlab_metadata(gl):
     assert w.topics == ["Web", "frontend"] and w.stars == 5 and w.pushed_at == "2024-06-02T08:00:00.000Z"
     assert w.git_user == "oauth2" and w.size_bytes is None and w.external_id.isdigit()
     api = repos["acme/platform/api"]
-    assert api.public is True and api.default_branch == "develop"  # internal counts as public
+    assert api.public is False and api.default_branch == "develop"  # internal: only signed-in GitLab users read it
     assert repos["acme/platform/infra/terraform"].public is False
     assert repos["acme/platform/api-fork"].fork is True
     assert repos["acme/website-mirror"].fork is False  # upstream not visible: GitLab omits the key

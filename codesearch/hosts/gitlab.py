@@ -111,7 +111,8 @@ def _to_host_repo(p: dict, host: str, scheme: str, token: str | None) -> HostRep
         default_branch=p.get("default_branch") or None,
         fork="forked_from_project" in p,
         archived=bool(p.get("archived")),
-        public=p.get("visibility") in ("public", "internal"),
+        # internal projects are readable by every signed-in GitLab user only: not public here
+        public=p.get("visibility") == "public",
         topics=list(p.get("topics") or ()),
         size_bytes=stats.get("repository_size"),
         pushed_at=p.get("last_activity_at"),
