@@ -462,7 +462,7 @@ def test_owners_read_where_permission_syncing_stands(world):
         body = r.json()
         assert body["enabled"] is True
         private = {n for n, (c, p) in REPOS.items() if c != "open" and not p}
-        assert {x["repoName"] for x in body["repos"]} == private
+        assert {x["repoName"] for x in body["repos"]} == private & expected_visible(owner, world)
         assert all("tok-" not in json.dumps(a) for a in body["accounts"]) and body["accounts"]
         refused = http.get("/api/permission_sync", headers={"Authorization": f"Bearer {member['key']}"})
         assert refused.status_code == 403 and "INSUFFICIENT_PERMISSIONS" in refused.text

@@ -27,8 +27,13 @@ def router(get_store, require_identity) -> APIRouter:
         out: dict = {"enabled": bool(policy is not None and policy.enabled()), "repos": [], "accounts": []}
         if store is None:
             return out
-        names = {r.id: r.name for r in store.list_repos(page=1, per_page=1_000_000)[0]}
+        from codesearch.permissions import filter_repos
+
+        # owners are not exempt from the rule: a repository hidden from them is left out here too
+        names = {r.id: r.name for r in filter_repos(identity, store.list_repos(page=1, per_page=1_000_000)[0])}
         for repo_id, s in sorted(store.repo_permission_syncs().items()):
+            if repo_id not in names:
+                continue
             out["repos"].append({"repoId": repo_id, "repoName": names.get(repo_id), "syncedAt": iso(s.synced_at),
                                  "attemptedAt": iso(s.attempted_at), "error": s.error,
                                  "readers": len(store.repo_grant_subjects(repo_id))})
