@@ -27,7 +27,7 @@ The rule's input is written by the process that applies the config (`write_setti
 scheduler) into the state database, so API replicas that never read the config file apply the
 same rule. Owners are not exempt: an owner sees what the code hosts let them see.
 
-An `Identity` made by the service is bound to its app's policy (`PermissionPolicy.bind`); an
+An `Identity` made by the service is bound to its app's policy (`PermissionPolicy.identity`); an
 unbound identity sees everything, which is right only for processes without permission data
 (tests of the engine, the CLI on a data directory it owns).
 """
@@ -231,18 +231,9 @@ class PermissionPolicy:
         self._facts: tuple[float, PermissionSettings | None, _Facts | None] | None = None
         self._users: dict[int, tuple[float, frozenset[int]]] = {}
 
-    def bind(self, identity: Identity) -> Identity:
-        """`identity`, bound to this policy."""
-        return identity if identity.policy is self else Identity(identity.user, self)
-
     def identity(self, user) -> Identity:
+        """`user` (None: anonymous) as an identity bound to this policy."""
         return Identity(user, self)
-
-    def invalidate(self) -> None:
-        """Forget what was computed (after a sync, in the process that ran it)."""
-        with self._lock:
-            self._facts = None
-            self._users.clear()
 
     # -------------------------------------------------------------- computing
 

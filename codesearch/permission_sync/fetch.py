@@ -88,14 +88,6 @@ def _link_pages(http: HostHttp, url: str, params: dict, headers: dict, what: str
     return [x for x in json_pages(http, url, params, headers, nxt, what) if isinstance(x, dict)]
 
 
-def _cloud_pages(http: HostHttp, url: str, params: dict, headers: dict) -> list[dict]:
-    return bitbucket._cloud_pages(http, url, params, headers)
-
-
-def _server_pages(http: HostHttp, url: str, params: dict, headers: dict) -> list[dict]:
-    return bitbucket._server_pages(http, url, params, headers)
-
-
 def _split_display(repo, parts: int) -> list[str]:
     pieces = (repo.display_name or "").split("/")
     if len(pieces) != parts or not all(pieces):
@@ -133,13 +125,13 @@ def repo_readers(kind: str, conn: dict[str, Any], token: str | None, repo, http:
         return out
     if kind == "bitbucketCloud":
         workspace, _key, slug = _split_display(repo, 3)
-        values = _cloud_pages(http, f"{api}/repositories/{quote(workspace)}/{quote(slug)}/permissions-config/users",
+        values = bitbucket._cloud_pages(http, f"{api}/repositories/{quote(workspace)}/{quote(slug)}/permissions-config/users",
                               {"pagelen": 100}, h)
         return {str((v.get("user") or {}).get("uuid")) for v in values
                 if (v.get("user") or {}).get("uuid") and v.get("permission") in ("read", "write", "admin")}
     if kind == "bitbucketServer":
         key, slug = _split_display(repo, 2)
-        values = _server_pages(http, f"{api}/projects/{quote(key)}/repos/{quote(slug)}/permissions/users", {}, h)
+        values = bitbucket._server_pages(http, f"{api}/projects/{quote(key)}/repos/{quote(slug)}/permissions/users", {}, h)
         return {str((v.get("user") or {}).get("id")) for v in values if (v.get("user") or {}).get("id") is not None}
     raise HostError(f"permission syncing does not support {kind} hosts")
 
@@ -160,10 +152,10 @@ def readable_repos(kind: str, api: str, token: str, http: HostHttp) -> set[str]:
         repos = _link_pages(http, f"{api}/user/repos", {"limit": 50}, h, "repositories")
         return {str(r["id"]) for r in repos if r.get("id") is not None}
     if kind == "bitbucketCloud":
-        values = _cloud_pages(http, f"{api}/user/permissions/repositories", {"pagelen": 100}, h)
+        values = bitbucket._cloud_pages(http, f"{api}/user/permissions/repositories", {"pagelen": 100}, h)
         return {str((v.get("repository") or {}).get("uuid")) for v in values if (v.get("repository") or {}).get("uuid")}
     if kind == "bitbucketServer":
         # `archived` defaults to ACTIVE (Bitbucket 8+), but connections list archived repositories too
-        values = _server_pages(http, f"{api}/repos", {"permission": "REPO_READ", "archived": "ALL"}, h)
+        values = bitbucket._server_pages(http, f"{api}/repos", {"permission": "REPO_READ", "archived": "ALL"}, h)
         return {str(v["id"]) for v in values if v.get("id") is not None}
     raise HostError(f"permission syncing does not support {kind} hosts")
