@@ -8,6 +8,8 @@ import json
 import logging
 import os
 import secrets
+import sqlite3
+import time
 from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from typing import Any, Callable, Iterable, Iterator, Mapping
@@ -121,6 +123,25 @@ def describe_database(url) -> str:
     return url.render_as_string(hide_password=True)
 
 
+def _enable_wal(cur) -> None:
+    """Put the database in WAL mode (a no-op once it is: the mode is stored in the file).
+
+    Switching a new database to WAL needs its exclusive lock, and SQLite answers "database
+    is locked" at once, without waiting on busy_timeout, when another process opening the
+    same new file holds it. So wait here, for as long as busy_timeout would."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    delay = 0.005
+    while True:
+        try:
+            cur.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() > deadline:
+                raise
+        time.sleep(delay)
+        delay = min(delay * 2, 0.2)
+
+
 def make_engine(url: str) -> Engine:
     """An engine for `url`, with the SQLite settings of the package docstring when it is SQLite."""
     try:
@@ -145,7 +166,7 @@ def make_engine(url: str) -> Engine:
         cur = dbapi_conn.cursor()
         try:
             cur.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            cur.execute("PRAGMA journal_mode = WAL")
+            _enable_wal(cur)
             cur.execute("PRAGMA synchronous = NORMAL")
             cur.execute("PRAGMA foreign_keys = ON")
         finally:
