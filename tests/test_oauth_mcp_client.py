@@ -79,6 +79,11 @@ async def _call(provider, url: str, tool: str, args: dict | None = None):
                 return await session.call_tool(tool, args or {})
 
 
+#: API routes an OAuth access token does not open (it is meant for /api/mcp only)
+OTHER_ROUTES = [("GET", "/api/repos"), ("POST", "/api/search"), ("POST", "/api/stream_search"),
+                ("GET", "/api/source?repo=r&path=a"), ("GET", "/api/audit"), ("GET", "/api/models")]
+
+
 @pytest.mark.parametrize("auth_method", ["none", "client_secret_post", "client_secret_basic"])
 def test_the_sdk_client_signs_in_calls_refreshes_and_is_revoked(oauth_app, auth_method):
     base, store = oauth_app["url"], oauth_app["store"]
@@ -106,9 +111,14 @@ def test_the_sdk_client_signs_in_calls_refreshes_and_is_revoked(oauth_app, auth_
     assert first.access_token.startswith("cso_at_") and first.refresh_token.startswith("cso_rt_")
     assert first.expires_in == 3600 and set(first.scope.split()) == {"mcp", "offline_access"}  # SEP-2207: the SDK adds it
 
-    # 2. the token works as a plain Bearer token, everywhere an API key does
+    # 2. the token works as a plain Bearer token at the MCP endpoint, the resource it was issued
+    #    for, and nowhere else: the rest of the API answers as if no key was sent
     assert mcp_initialize(base, first.access_token).status_code == 200
-    assert httpx.get(base + "/api/repos", headers={"Authorization": f"Bearer {first.access_token}"}).status_code == 200
+    bearer = {"Authorization": f"Bearer {first.access_token}"}
+    for method, path in OTHER_ROUTES:
+        got = httpx.request(method, base + path, headers=bearer, json={"query": "x"} if method == "POST" else None)
+        assert got.status_code == 401, (path, got.status_code, got.text)
+        assert "accepted only by the MCP endpoint" in got.json()["message"]
 
     # 3. refresh: the SDK refreshes an expired token by itself, with rotation
     provider.context.token_expiry_time = time.time() - 1

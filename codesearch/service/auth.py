@@ -9,11 +9,14 @@ shape, plus ``WWW-Authenticate: Bearer``). Anonymous access is on when
 ``settings.enablePublicAccess`` is passed in as true.
 
 OAuth 2.0 access tokens (`codesearch.service.oauth_server`, prefix ``cso_at_``) are accepted as
-Bearer tokens wherever an API key is: the token's user is the caller. A token that is unknown,
-expired or revoked counts as no key too; when that leaves the caller refused, the refusal is
-`InvalidToken` (still 401 ``NOT_AUTHENTICATED``), so that the MCP endpoint can answer
-``error="invalid_token"`` (`Authenticator.challenge`: ``WWW-Authenticate: Bearer
-resource_metadata="…"``, RFC 9728, which MCP clients follow to sign in with OAuth).
+Bearer tokens by the MCP endpoint only (``/api/mcp``): they are issued for that resource (its
+protected resource metadata names it, and the MCP authorization spec asks servers to accept only
+tokens meant for them), and they carry a consent to "use codesearch from this MCP client", not
+the owner-only switches of API keys. Presented anywhere else, an OAuth token counts as no key.
+A token that is unknown, expired or revoked counts as no key too; when that leaves the caller
+refused, the refusal is `InvalidToken` (still 401 ``NOT_AUTHENTICATED``), so that the MCP
+endpoint can answer ``error="invalid_token"`` (`Authenticator.challenge`: ``WWW-Authenticate:
+Bearer resource_metadata="…"``, RFC 9728, which MCP clients follow to sign in with OAuth).
 
 With ``DISABLE_API_KEY_USAGE_FOR_NON_OWNER_USERS=true`` (read when the app is built) only owners'
 keys work: a valid key of a MEMBER is refused with 403 ``INSUFFICIENT_PERMISSIONS``
@@ -58,6 +61,7 @@ from codesearch.permissions import (  # noqa: F401  (re-exported: routes import 
     visible_repos,
 )
 from codesearch.service import oauth_server
+from codesearch.service.limits import MCP_PATH, route_path
 from codesearch.store.oauth import ACCESS_PREFIX as OAUTH_ACCESS_PREFIX
 
 ANONYMOUS_ENV = "FORCE_ENABLE_ANONYMOUS_ACCESS"
@@ -128,7 +132,7 @@ class Authenticator:
 
     def identify(self, headers: Mapping[str, str]) -> Identity:
         """The caller of a request with these headers, by API key or OAuth token only (the MCP server)."""
-        user = self._key_user(headers)
+        user = self._key_user(headers, oauth=True)
         if user is not None:
             return self.identity(user)
         return self._nobody(presented=bool(keys_from_headers(headers)))
@@ -142,12 +146,15 @@ class Authenticator:
     def identify_request(self, request: Request) -> Identity:
         """The caller of `request`: an API key, else the web UI's session cookie (with
         ``X-CSRF-Token`` for unsafe methods), else anonymous or `NotAuthenticated`."""
-        user = self._key_user(request.headers)
+        oauth = _is_mcp_request(request.scope)
+        user = self._key_user(request.headers, oauth=oauth)
         if user is None:
             user = self._session_user(request)
         if user is not None:
             return self.identity(user)
-        return self._nobody(presented=bool(keys_from_headers(request.headers)))
+        keys = keys_from_headers(request.headers)
+        misplaced = not oauth and any(k.startswith(OAUTH_ACCESS_PREFIX) for k in keys)
+        return self._nobody(presented=bool(keys), oauth_elsewhere=misplaced)
 
     def identity(self, user) -> Identity:
         """`user` (None: anonymous) as an `Identity` bound to this service's permission rule."""
@@ -173,13 +180,15 @@ class Authenticator:
         state = request.scope.get("state") or {}
         return "web_session" not in state and bool(request.cookies.get(SESSION_COOKIE))
 
-    def _key_user(self, headers: Mapping[str, str]):
+    def _key_user(self, headers: Mapping[str, str], *, oauth: bool):
+        """The user of the first valid key in `headers`; OAuth access tokens count only when
+        `oauth` (a request to the MCP endpoint, the resource they are issued for)."""
         keys = keys_from_headers(headers)
         store = self.get_store() if keys else None
         if store is not None:
             for key in keys:
                 if key.startswith(OAUTH_ACCESS_PREFIX):  # never an API key (those start with cs_)
-                    found = store.verify_oauth_access_token(key)
+                    found = store.verify_oauth_access_token(key) if oauth else None
                     if found is not None:
                         return found[1]
                     continue
@@ -210,11 +219,14 @@ class Authenticator:
                 return None
         return user
 
-    def _nobody(self, presented: bool = False) -> Identity:
+    def _nobody(self, presented: bool = False, oauth_elsewhere: bool = False) -> Identity:
         if self.anonymous:
             return self.anonymous_identity()
         message = ("not authenticated: send an API key (or an OAuth access token) as 'Authorization: Bearer <key>' "
                    f"or '{API_KEY_HEADER}: <key>'")
+        if oauth_elsewhere:
+            raise InvalidToken(f"not authenticated: OAuth access tokens are accepted only by the MCP endpoint "
+                               f"({MCP_PATH}); send an API key as 'Authorization: Bearer <key>' here")
         if presented:
             raise InvalidToken(message + " (the one sent is unknown, expired or revoked)")
         raise NotAuthenticated(message)
@@ -232,6 +244,11 @@ class Authenticator:
             return identity
 
         return require_identity
+
+
+def _is_mcp_request(scope) -> bool:
+    """Whether `scope` is a request to the MCP endpoint."""
+    return route_path(scope).rstrip("/") == MCP_PATH
 
 
 def install(app) -> None:

@@ -74,7 +74,7 @@ class RequestLimits:
             await self.app(scope, receive, send)
             return
         method = scope["method"].upper()
-        path = _route_path(scope)
+        path = route_path(scope)
         if path.rstrip("/") == MCP_PATH and method in ("GET", "DELETE"):
             await send_error(send, 405, "METHOD_NOT_ALLOWED",
                              f"{method} is not allowed on {MCP_PATH}: this MCP server is stateless, send POST requests",
@@ -113,7 +113,7 @@ class RequestLimits:
             identity = await self.authenticator.identify_request_async(request)
         except NotAuthenticated as e:
             # the MCP endpoint's 401 tells clients where to sign in with OAuth (RFC 9728)
-            challenge = (self.authenticator.challenge(scope, e) if _route_path(scope).rstrip("/") == MCP_PATH
+            challenge = (self.authenticator.challenge(scope, e) if route_path(scope).rstrip("/") == MCP_PATH
                          else "Bearer")
             raise _Refused(e.status_code, e.error_code, str(e), challenge) from None
         scope.setdefault("state", {})["identity_checked"] = identity
@@ -142,7 +142,7 @@ class RequestLimits:
                 return b"".join(chunks)
 
 
-def _route_path(scope) -> str:
+def route_path(scope) -> str:
     """The path the routes match: without the application's root (Serve's route prefix)."""
     path, root = scope.get("path") or "/", (scope.get("root_path") or "").rstrip("/")
     if root and (path == root or path.startswith(root + "/")):
