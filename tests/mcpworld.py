@@ -98,6 +98,20 @@ def make_demo_repo(root: str) -> str:
     return root
 
 
+def publish_as_a_service(prefix: str, world: dict, searchers: int) -> None:
+    """What a running service tells notebooks about its searchers `prefix` (`Client.ray`): its
+    data directory and state database, and its permission rule's settings (here: off)."""
+    from codesearch import permissions
+    from codesearch.runtime import registry
+    from codesearch.runtime.searchers import publish_deployment
+
+    store = world["store"]
+    permissions.write_settings(store, permissions.PermissionSettings(enabled=False))
+    publish_deployment(prefix, data_dir=world["data"], searchers=searchers, instance=store.instance_id(),
+                       database=store.database)
+    registry.put_permissions_enabled(prefix, False)
+
+
 def build(base: str) -> dict:
     """Create the repos, the store (an owner with an API key) and the index under `base`."""
     data = os.path.join(base, "data")

@@ -12,7 +12,7 @@ import pytest
 
 from codesearch import Client
 from codesearch.errors import FileNotFound, InvalidGitRef, NotAuthenticated, QueryError, RepositoryNotFound
-from tests.mcpworld import DEMO, WIDGETS, brute_grep, build, git_files, git_show
+from tests.mcpworld import DEMO, WIDGETS, brute_grep, build, git_files, git_show, publish_as_a_service
 
 PREFIX = "client-test-searcher"
 BACKENDS = ["local", "http", "ray"]
@@ -22,12 +22,12 @@ BACKENDS = ["local", "http", "ray"]
 def world(serve_url, tmp_path_factory):
     from ray import serve
 
-    from codesearch.runtime.searchers import SearcherPool, publish_deployment
+    from codesearch.runtime.searchers import SearcherPool
     from codesearch.service.deployment import search_application
 
     w = build(str(tmp_path_factory.mktemp("client")))
     pool = SearcherPool.create(w["index"], 2, name_prefix=PREFIX)
-    publish_deployment(PREFIX, data_dir=w["data"], searchers=len(pool.actors))
+    publish_as_a_service(PREFIX, w, len(pool.actors))
     serve.run(search_application(PREFIX, len(pool.actors), anonymous_access=False, data_dir=w["data"]),
               name="client-test", route_prefix="/client-test")
     w["clients"] = {"local": Client.local(w["data"]), "http": Client.http(f"{serve_url}/client-test", w["key"]),

@@ -15,7 +15,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from tests.mcpworld import build
+from tests.mcpworld import build, publish_as_a_service
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 NOTEBOOKS = os.path.join(os.path.dirname(HERE), "notebooks")
@@ -69,12 +69,12 @@ def test_service_and_cluster(serve_url, tmp_path):
     import ray
     from ray import serve
 
-    from codesearch.runtime.searchers import SearcherPool, publish_deployment
+    from codesearch.runtime.searchers import SearcherPool
     from codesearch.service.deployment import search_application
 
     w = build(str(tmp_path / "world"))
     pool = SearcherPool.create(w["index"], 2, name_prefix=PREFIX)
-    publish_deployment(PREFIX, data_dir=w["data"], searchers=len(pool.actors))
+    publish_as_a_service(PREFIX, w, len(pool.actors))
     serve.run(search_application(PREFIX, len(pool.actors), anonymous_access=False, data_dir=w["data"]),
               name="notebook-test", route_prefix="/notebook-test")
     try:

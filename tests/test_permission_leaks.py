@@ -423,6 +423,43 @@ def test_the_python_client_over_ray_applies_the_same_rule(world):
         RayBackend("leaks-searcher", world["data"], searchers=2, api_key="cs_not-a-key")
 
 
+def test_the_python_client_over_ray_refuses_what_it_cannot_check(world, tmp_path):
+    """Over Ray the client applies the rule from the service's state database, so it refuses,
+    with an error that says why, whenever it cannot be sure it reads that database: another
+    database (the published instance differs), a database the service never ran on (no
+    settings), a data directory this machine cannot reach (unless the service said it has no
+    rule, and then without a key: search only)."""
+    from codesearch.client.backends import RayBackend
+    from codesearch.errors import CodesearchError
+    from codesearch.runtime import registry
+    from codesearch.runtime.searchers import publish_deployment
+
+    key = world["users"][0]["key"]
+    other = tmp_path / "other"
+    other.mkdir()
+    cases = [  # (published deployment, permissions flag, data_dir, api key, error fragment or None)
+        (dict(data_dir=world["data"], instance="not-this-one"), True, None, key, "not the service's state database"),
+        (dict(data_dir=str(other)), True, None, key, "holds no permission settings"),
+        (dict(data_dir=str(other)), False, None, None, "holds no permission settings"),
+        (dict(data_dir=str(tmp_path / "missing")), True, None, None, "not reachable"),
+        (dict(data_dir=str(tmp_path / "missing")), None, None, None, "not reachable"),
+        (dict(data_dir=str(tmp_path / "missing")), False, None, key, "not reachable"),
+        (dict(data_dir=str(tmp_path / "missing")), False, None, None, None),
+        (dict(data_dir=str(tmp_path / "missing"), instance=world["store"].instance_id()), True, world["data"], key, None),
+    ]
+    prefix = "leaks-searcher"
+    for published, flag, data_dir, api_key, error in cases:
+        publish_deployment(prefix, searchers=2, **published)
+        registry.put_permissions_enabled(prefix, flag)
+        if error is None:
+            RayBackend(prefix, data_dir, api_key=api_key).close()
+        else:
+            with pytest.raises(CodesearchError, match=error):
+                RayBackend(prefix, data_dir, api_key=api_key)
+    publish_deployment(prefix, searchers=2, data_dir=world["data"], instance=world["store"].instance_id())
+    registry.put_permissions_enabled(prefix, True)
+
+
 def test_ask_codebase_researches_only_visible_repositories_and_its_sessions_follow_the_rule(world):
     """The agent's tools run as the asker: the model never receives a hidden repository, and a
     shared (PUBLIC) session that names repositories a viewer may not read is not shown to them."""

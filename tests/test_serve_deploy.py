@@ -33,6 +33,20 @@ print(json.dumps([[a["namespace"], a["name"]] for a in ray.util.list_named_actor
 """
 
 
+NOTEBOOK = """
+import ray
+from codesearch import Client
+from codesearch.errors import CodesearchError
+ray.init(address={address!r}, log_to_driver=False)
+cs = Client.ray()
+print("found", sorted(f.path for f in cs.search("ocelot_probe_41d9").files))
+try:
+    Client.ray(data_dir={elsewhere!r})
+except CodesearchError as e:
+    print("refused:", "not the service's" if "is not the service's state database" in str(e) else e)
+"""
+
+
 def _processes_under(temp_dir: str) -> list[int]:
     """PIDs of the processes whose command line names `temp_dir` (the cluster's own)."""
     found = []
@@ -78,6 +92,9 @@ class OwnCluster:
                              text=True, env=self.env, timeout=120)
         assert out.returncode == 0, out.stderr[-3000:]
         return [tuple(a) for a in json.loads(out.stdout.strip().splitlines()[-1])]
+
+    def python(self, code: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=self.env, timeout=180)
 
     def serve(self, *args: str) -> subprocess.CompletedProcess:
         return subprocess.run([str(BIN / "serve"), *args, "--address", self.dashboard], capture_output=True, text=True,
@@ -137,6 +154,13 @@ def test_serve_deploy_then_serve_shutdown_leaves_no_codesearch_actor(tmp_path):
         ours = [(ns, name) for ns, name in cluster.named_actors() if ns == "codesearch"]
         assert {name for _, name in ours} >= {"codesearch-scheduler", "codesearch-compactor", "codesearch-searcher-0",
                                               "codesearch-sync-0", "codesearch-index-0"}, ours
+        # a notebook on the cluster finds the searchers and the state database the service published
+        # (and refuses a data directory that is not the service's)
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        notebook = cluster.python(NOTEBOOK.format(address=cluster.address, elsewhere=str(elsewhere)))
+        assert notebook.returncode == 0, notebook.stderr[-3000:]
+        assert notebook.stdout.strip().splitlines()[-2:] == ["found ['gadget.py']", "refused: not the service's"]
 
         stopped = cluster.serve("shutdown", "-y")
         assert stopped.returncode == 0, stopped.stdout + stopped.stderr

@@ -36,23 +36,48 @@ class StoreData:
     caller is the owner of `api_key`, or anonymous without one. Without it (a data directory of
     one's own, `Client.local`) every repository is visible."""
 
-    def __init__(self, data_dir: str, *, as_service: bool = False, api_key: str | None = None):
+    def __init__(self, data_dir: str, *, as_service: bool = False, api_key: str | None = None,
+                 instance: str = "", database: str = ""):
         from codesearch import permissions
-        from codesearch.errors import NotAuthenticated
         from codesearch.store import Store
 
         self.data_dir = os.path.abspath(data_dir)
         self.store = Store.open(self.data_dir)
         self.identity = permissions.ANONYMOUS
         if as_service:
-            policy = permissions.PermissionPolicy(lambda: self.store)
-            user = None
-            if api_key:
-                user = self.store.verify_api_key(api_key)
-                if user is None:
-                    self.store.close()
-                    raise NotAuthenticated("the API key is not valid (unknown or revoked)")
-            self.identity = policy.identity(user)
+            try:
+                self.identity = self._service_identity(api_key, instance, database)
+            except BaseException:
+                self.store.close()
+                raise
+
+    def _service_identity(self, api_key: str | None, instance: str, database: str):
+        """The caller, bound to the service's permission rule, once sure this is the service's
+        state database: the one it published (`instance`, when it did), holding the rule's
+        settings it publishes at start. A database without them (a fresh folder, another
+        ``DATABASE_URL``) would show every repository: refused instead."""
+        from codesearch import permissions
+        from codesearch.errors import NotAuthenticated
+        from codesearch.store.grants import INSTANCE_KEY
+
+        found = (self.store.service_setting(INSTANCE_KEY) or {}).get("id")
+        if instance and found != instance:
+            raise CodesearchError(
+                f"{self.store.database} under {self.data_dir} is not the service's state database "
+                f"({database or 'another database'}): set DATABASE_URL as the service does, or use "
+                "Client.http(url, api_key)")
+        if self.store.service_setting(permissions.SETTINGS_KEY) is None:
+            raise CodesearchError(
+                f"{self.store.database} under {self.data_dir} holds no permission settings of a running "
+                "service (is it the service's state database, and has the service started?), so the "
+                "service's permissions cannot be applied: use the service's data directory and DATABASE_URL, "
+                "or Client.http(url, api_key)")
+        user = None
+        if api_key:
+            user = self.store.verify_api_key(api_key)
+            if user is None:
+                raise NotAuthenticated("the API key is not valid (unknown or revoked)")
+        return permissions.PermissionPolicy(lambda: self.store).identity(user)
 
     def visible(self):
         from codesearch.permissions import visible_repos
@@ -213,6 +238,7 @@ class RayBackend(GitDataMixin):
                  searchers: int | None = None, api_key: str | None = None):
         import ray
 
+        from codesearch.runtime import registry
         from codesearch.runtime.searchers import SearcherPool, published_deployment
 
         if not ray.is_initialized():
@@ -222,15 +248,18 @@ class RayBackend(GitDataMixin):
         if not searchers:
             raise CodesearchError(f"no codesearch service with searchers {name_prefix!r} on this Ray cluster "
                                   "(is `codesearch serve` running on it?)")
-        self.pool = SearcherPool.attach(name_prefix, int(searchers))
         data_dir = data_dir or found.get("data_dir")
-        self.data = (StoreData(data_dir, as_service=True, api_key=api_key)
-                     if data_dir and os.path.isdir(data_dir) else None)
-        self.data_dir = data_dir
-        if self.data is None and (api_key or os.environ.get("PERMISSION_SYNC_ENABLED", "").strip().lower() == "true"):
+        reachable = bool(data_dir and os.path.isdir(data_dir))
+        if not reachable and (api_key or registry.get_permissions_enabled(name_prefix) is not False):
+            # without the state database neither the key nor the rule can be checked: searching
+            # anyway would show every repository, so refuse unless the service said it has no rule
             raise CodesearchError(f"the service's data directory {data_dir!r} is not reachable from this machine, so "
                                   "its permissions cannot be applied: pass data_dir= (shared storage) or use "
                                   "Client.http(url, api_key)")
+        self.pool = SearcherPool.attach(name_prefix, int(searchers))
+        self.data = (StoreData(data_dir, as_service=True, api_key=api_key, instance=found.get("instance") or "",
+                               database=found.get("database") or "") if reachable else None)
+        self.data_dir = data_dir
 
     def _options(self, options: SearchOptions) -> SearchOptions:
         """`options` restricted to what the caller may see (the service's rule)."""

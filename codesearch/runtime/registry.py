@@ -14,6 +14,7 @@ record                         key                                    written by
 index version (int)            ``index-version:<pool>``               `SearcherPool.assign`
 shard lists {version: parts}   ``shard-lists:<pool>``                 `SearcherPool.assign`
 searchers of a scheduler       ``scheduler:<actor id>``               `SchedulerActor.set_searchers`
+permission rule on (bool)      ``permissions:<searcher prefix>``      `SchedulerActor` (config)
 drain flag {until}             ``drain:<app>``                        `drain.drain`
 drain report {inFlight}        ``drain-report:<app>:<replica>``       `drain.DrainGate`
 =============================  =====================================  ==========================
@@ -176,6 +177,10 @@ class Deployment:
 
     data_dir: str
     searchers: int
+    #: the state database's `Store.instance_id` ("" when unknown): a notebook checks it opened that one
+    instance: str = ""
+    #: the state database, as `describe_database` writes it (no password), for error messages
+    database: str = ""
 
 
 @dataclass(frozen=True)
@@ -192,7 +197,8 @@ def put_deployment(pool: str, record: Deployment) -> None:
 
 def get_deployment(pool: str) -> Deployment | None:
     raw = _call("get", f"deployment:{pool}")
-    return Deployment(str(raw["data_dir"]), int(raw["searchers"])) if raw else None
+    return Deployment(str(raw["data_dir"]), int(raw["searchers"]), str(raw.get("instance") or ""),
+                      str(raw.get("database") or "")) if raw else None
 
 
 def put_layout(pool: str, record: Layout) -> None:
@@ -224,7 +230,22 @@ def get_shard_lists(pool: str) -> dict[int, list]:
 
 def forget_pool(pool: str) -> None:
     """Remove everything recorded for the searcher pool `pool`."""
-    _call("delete", f"deployment:{pool}", f"layout:{pool}", f"index-version:{pool}", f"shard-lists:{pool}")
+    _call("delete", f"deployment:{pool}", f"layout:{pool}", f"index-version:{pool}", f"shard-lists:{pool}",
+          f"permissions:{pool}")
+
+
+def put_permissions_enabled(pool: str, enabled: bool | None) -> None:
+    """Record whether the service of `pool` applies the permission rule (None: forget it)."""
+    if enabled is None:
+        _call("delete", f"permissions:{pool}")
+    else:
+        _call("put", f"permissions:{pool}", bool(enabled), create=True)
+
+
+def get_permissions_enabled(pool: str) -> bool | None:
+    """Whether the service of searcher pool `pool` applies the permission rule (None: not said)."""
+    raw = _call("get", f"permissions:{pool}")
+    return None if raw is None else bool(raw)
 
 
 def put_scheduler_searchers(actor_id: str, prefix: str, count: int) -> None:

@@ -297,6 +297,7 @@ class SchedulerActor(Scheduler):
 
         environment.configure_logging()  # SOURCEBOT_LOG_LEVEL in this actor's process too
         self._pool = None
+        self._searcher_prefix: str | None = None
         super().__init__(config_path, data_dir, options, on_index_change=self._refresh)
         self._stop = threading.Event()
         self._thread = None
@@ -310,6 +311,8 @@ class SchedulerActor(Scheduler):
                 saved = registry.get_scheduler_searchers(self._actor_id)
                 if saved:
                     self._attach(*saved)
+                    self._searcher_prefix = saved[0]
+                    self._publish_permissions()
             except Exception as e:  # noqa: BLE001 - the searchers come back with the next set_searchers
                 log.warning("scheduler restarted without its searchers: %s", e)
             log.warning("scheduler restarted after a crash; resuming")
@@ -325,11 +328,30 @@ class SchedulerActor(Scheduler):
         self._pool = SearcherPool.attach(prefix, count)
         self._shards = None  # refresh at the next tick
 
+    def database_identity(self) -> tuple[str, str]:
+        """(`Store.instance_id`, `Store.database`) of the state database this scheduler runs on."""
+        return self.store.instance_id(), self.store.database
+
     def set_searchers(self, prefix: str, count: int) -> None:
         from codesearch.runtime import registry
 
         self._attach(prefix, count)
         registry.put_scheduler_searchers(self._actor_id, prefix, count)
+        self._searcher_prefix = prefix
+        self._publish_permissions()
+
+    def apply_permissions(self) -> None:
+        super().apply_permissions()
+        self._publish_permissions()
+
+    def _publish_permissions(self) -> None:
+        """Tell notebooks that reach the searchers without the state database whether this
+        service applies the permission rule (`codesearch.client.backends.RayBackend` refuses
+        them when it does)."""
+        from codesearch.runtime import registry
+
+        if self._searcher_prefix and self.permission_syncer is not None:
+            registry.put_permissions_enabled(self._searcher_prefix, self.permission_syncer.enabled)
 
     def start(self) -> None:
         if self._thread is None:

@@ -343,16 +343,19 @@ def published_copies(prefix: str, count: int) -> int:
     return copies if copies >= 1 and count % copies == 0 else 1
 
 
-def publish_deployment(key: str, *, data_dir: str, searchers: int) -> None:
+def publish_deployment(key: str, *, data_dir: str, searchers: int, instance: str = "", database: str = "") -> None:
     """Record where the service of searcher pool `key` keeps its data and how many searchers it
-    has, in the `registry`, so a notebook attached to the cluster finds them (`codesearch.Client.ray`)."""
-    registry.put_deployment(key, registry.Deployment(data_dir, searchers))
+    has, in the `registry`, so a notebook attached to the cluster finds them (`codesearch.Client.ray`);
+    `instance` and `database` name its state database (`Store.instance_id`, `Store.database`)."""
+    registry.put_deployment(key, registry.Deployment(data_dir, searchers, instance, database))
 
 
 def published_deployment(key: str) -> dict | None:
-    """What `publish_deployment` recorded for `key` (``{"data_dir", "searchers"}``), or None."""
+    """What `publish_deployment` recorded for `key` (``{"data_dir", "searchers", "instance",
+    "database"}``), or None."""
     record = registry.get_deployment(key)
-    return {"data_dir": record.data_dir, "searchers": record.searchers} if record else None
+    return ({"data_dir": record.data_dir, "searchers": record.searchers, "instance": record.instance,
+             "database": record.database} if record else None)
 
 
 def forget_pool(key: str) -> None:

@@ -199,7 +199,9 @@ def start_runtime_actors(spec: ServiceSpec, options=None) -> dict:
     pool = SearcherPool.create(index_dir, spec.searchers, copies=spec.searcher_copies,
                                name_prefix=n["searchers"], keep_empty=True, actor_options=searcher_opts, **fetch)
     ray.get(scheduler.set_searchers.remote(n["searchers"], len(pool.actors)))
-    publish_deployment(n["searchers"], data_dir=os.path.abspath(spec.data_dir), searchers=len(pool.actors))
+    instance, database = ray.get(scheduler.database_identity.remote())
+    publish_deployment(n["searchers"], data_dir=os.path.abspath(spec.data_dir), searchers=len(pool.actors),
+                       instance=instance, database=database)
     record = {"prefix": spec.prefix, "namespace": NAMESPACE, "scheduler": n["scheduler"], "workers": worker_names,
               "compactor": n["compactor"], "searcher_prefix": n["searchers"], "searchers": len(pool.actors),
               "data_dir": os.path.abspath(spec.data_dir), "config": spec.config_path}
