@@ -68,7 +68,10 @@ class Identity:
         return getattr(self.user, "role", None)
 
 
-ANONYMOUS = Identity(None)
+#: An anonymous identity bound to no rule: it sees every repository. For callers that own the
+#: data outright (`Client.local` over one's own data directory) and services built without a
+#: state database; every identity of a service with a rule comes from `PermissionPolicy.identity`.
+UNRESTRICTED = Identity(None)
 
 
 def visible_repos(identity: Identity) -> frozenset[int] | None:

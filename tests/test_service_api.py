@@ -25,7 +25,7 @@ from codesearch.index.sources import GitSource, RepoInfo
 from codesearch.runtime.searchers import SearcherPool
 from codesearch.search.engine import Searcher
 from codesearch.search.options import DEFAULT_PUBLIC_URL, SearchOptions
-from codesearch.service.auth import ANONYMOUS
+from codesearch.service.auth import UNRESTRICTED
 from codesearch.service.routes_search import stream_events
 from codesearch.store import INDEXED, SYNCED, SearchContext, Store
 from tests.conftest import BRANCH_GLOBS, TAG_GLOBS
@@ -228,7 +228,7 @@ def test_stream_search_counts_a_dead_searcher_and_reports_errors_in_stream(svc):
     async def collect(actors, query="foo"):
         pool = SearcherPool(actors)
         options = SearchOptions(matches=1000, timeout_s=10)
-        return [e async for e in stream_events(pool, query, options, ANONYMOUS, fanout=pool.fan_out(query, options))]
+        return [e async for e in stream_events(pool, query, options, UNRESTRICTED, fanout=pool.fan_out(query, options))]
 
     dead = Failing.remote(None)
     ray.kill(dead)

@@ -13,7 +13,7 @@ import pytest
 from codesearch import permissions
 from codesearch.service import auth
 from codesearch.service.api import build_app
-from codesearch.service.auth import ANONYMOUS, Authenticator, Identity, NotAuthenticated
+from codesearch.service.auth import UNRESTRICTED, Authenticator, Identity, NotAuthenticated
 from codesearch.store import Store
 
 with warnings.catch_warnings():
@@ -63,7 +63,7 @@ def test_authenticator(store):
     for headers in ({}, {"authorization": "Bearer cs_nope"}, {"x-sourcebot-api-key": "nope"}):
         with pytest.raises(NotAuthenticated):
             closed.identify(headers)
-        assert open_.identify(headers) is ANONYMOUS
+        assert open_.identify(headers) is UNRESTRICTED
     store.revoke_api_key(owner.id, kid)
     with pytest.raises(NotAuthenticated):
         closed.identify({"authorization": f"Bearer {key}"})
@@ -99,7 +99,7 @@ def test_every_repo_access_goes_through_visible_repos(store, monkeypatch, tmp_pa
     assert [j["repoId"] for j in client.get("/api/jobs").json()] == [b.id]
     r = client.get("/api/source", params={"repo": "github.com/o/a", "path": "x"})
     assert r.status_code == 404 and r.json()["errorCode"] == "REPOSITORY_NOT_FOUND"
-    assert auth.can_see(ANONYMOUS, b) and not auth.can_see(ANONYMOUS, store.find_repo("github.com/o/a"))
+    assert auth.can_see(UNRESTRICTED, b) and not auth.can_see(UNRESTRICTED, store.find_repo("github.com/o/a"))
 
 
 def test_filter_search_response(monkeypatch):
@@ -109,7 +109,7 @@ def test_filter_search_response(monkeypatch):
 
     resp = {"files": [file(1, 2), file(2, 3)], "repositoryInfo": [{"id": 1}, {"id": 2}],
             "stats": {"actualMatchCount": 5, "totalMatchCount": 9, "fileCount": 2}, "isSearchExhaustive": False}
-    assert auth.filter_search_response(ANONYMOUS, resp) is resp  # today: everything is visible
+    assert auth.filter_search_response(UNRESTRICTED, resp) is resp  # today: everything is visible
     monkeypatch.setattr(permissions, "visible_repos", lambda identity: frozenset({2}))
     out = auth.filter_search_response(Identity(None), resp)
     assert [f["repositoryId"] for f in out["files"]] == [2] and out["repositoryInfo"] == [{"id": 2}]

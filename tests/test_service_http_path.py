@@ -26,7 +26,7 @@ import pytest
 from codesearch.runtime.searchers import SearcherPool
 from codesearch.service import serve_settings
 from codesearch.service.api import build_app
-from codesearch.service.auth import ANONYMOUS, Authenticator
+from codesearch.service.auth import UNRESTRICTED, Authenticator
 from codesearch.service.limits import RequestLimits
 from codesearch.service.proxy_body import MAX_BYTES, SCOPE_KEY, WAIT_S, BodyAhead
 from codesearch.store import Store
@@ -218,7 +218,7 @@ def test_identifying_a_caller_takes_a_thread_only_for_a_store_lookup(tmp_path, n
             await _give_back(holders)
 
     got = anyio.run(identify)
-    assert got == ("waited for a thread" if needs_thread else ANONYMOUS), name
+    assert got == ("waited for a thread" if needs_thread else UNRESTRICTED), name
     store.close()
 
 

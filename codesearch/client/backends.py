@@ -43,7 +43,7 @@ class StoreData:
 
         self.data_dir = os.path.abspath(data_dir)
         self.store = Store.open(self.data_dir)
-        self.identity = permissions.ANONYMOUS
+        self.identity = permissions.UNRESTRICTED
         if as_service:
             try:
                 self.identity = self._service_identity(api_key, instance, database)

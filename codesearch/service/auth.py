@@ -52,7 +52,7 @@ from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBea
 from codesearch import environment
 from codesearch.errors import NotAuthenticated  # noqa: F401  (re-exported)
 from codesearch.permissions import (  # noqa: F401  (re-exported: routes import them from here)
-    ANONYMOUS,
+    UNRESTRICTED,
     Identity,
     PermissionPolicy,
     can_see,
@@ -161,7 +161,7 @@ class Authenticator:
         return Identity(user, self.policy)
 
     def anonymous_identity(self) -> Identity:
-        return ANONYMOUS if self.policy is None else Identity(None, self.policy)
+        return UNRESTRICTED if self.policy is None else Identity(None, self.policy)
 
     async def identify_request_async(self, request: Request) -> Identity:
         """`identify_request` for an event loop: in a thread when it reads the store (an API key

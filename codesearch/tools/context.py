@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from codesearch.errors import CodesearchError, RepositoryNotFound
-from codesearch.permissions import ANONYMOUS, Identity, can_see, filter_search_response, visible_repos
+from codesearch.permissions import Identity, can_see, filter_search_response, visible_repos
 from codesearch.search.options import DEFAULT_PUBLIC_URL, SearchOptions
 
 
@@ -39,7 +39,8 @@ class ToolContext:
 
     store: Any
     search_fn: Callable[[str, SearchOptions], dict]
-    identity: Identity = ANONYMOUS
+    #: the caller: always given (never a default that would see everything)
+    identity: Identity
     data_dir: str | None = None
     public_url: str = DEFAULT_PUBLIC_URL
     contexts: dict[str, set[str]] = field(default_factory=dict)
