@@ -556,6 +556,57 @@ def test_revocation(base, owner, client_id):
     assert (r.status_code, r.json()["error"]) == (400, "invalid_request")
 
 
+# ---------------------------------------------------------------------- connected apps (/settings/apps)
+
+
+def test_a_visitor_is_sent_to_sign_in_for_the_connected_apps(base):
+    r = httpx.get(base + "/settings/apps")
+    assert r.status_code == 303 and r.headers["location"].startswith("/login?next=")
+
+
+REFUSED_APP_REVOCATIONS = [
+    # (who posts, to which client, with which CSRF token, status): the app keeps its access
+    ("the owner, without a CSRF token", "MINE", None, 403),
+    ("the owner, with a forged CSRF token", "MINE", "forged", 403),
+    ("the owner, with the member's CSRF token", "MINE", "THEIRS", 403),
+    ("the member, for an app only the owner allowed", "MINE", "OWN", 404),
+    ("the owner, for an unknown client", "cso_client_nope", "OWN", 404),
+    ("the owner, for a client never allowed", "NEVER", "OWN", 404),
+]
+
+
+@pytest.mark.parametrize("who,target,csrf,status", REFUSED_APP_REVOCATIONS,
+                         ids=[c[0] for c in REFUSED_APP_REVOCATIONS])
+def test_refused_app_revocations_leave_the_access(base, owner, who, target, csrf, status):
+    cid = register(base).json()["client_id"]
+    t = tokens_for(base, owner, cid)
+    member = Browser(base)
+    member.sign_in(MEMBER)
+    poster = member if who.startswith("the member") else owner
+    tokens = {"OWN": poster.csrf(poster.http.get("/settings/apps").text),
+              "THEIRS": member.csrf(member.http.get("/settings/apps").text)}
+    target = {"MINE": cid, "NEVER": register(base).json()["client_id"]}.get(target, target)
+    form = {} if csrf is None else {"csrf_token": tokens.get(csrf, csrf)}
+    r = poster.http.post(f"/settings/apps/{target}/revoke", data=form)
+    member.close()
+    assert r.status_code == status, r.text
+    assert mcp_initialize(base, t["access_token"]).status_code == 200
+    assert f'data-client-id="{cid}"' in owner.http.get("/settings/apps").text
+
+
+def test_revoking_an_app_twice_finds_nothing_the_second_time(base, owner, oauth_app):
+    cid = register(base).json()["client_id"]
+    tokens_for(base, owner, cid)
+    code, pk = get_code(base, owner, cid)  # allowed again, its code not exchanged yet
+    csrf = owner.csrf(owner.http.get("/settings/apps").text)
+    first = owner.http.post(f"/settings/apps/{cid}/revoke", data={"csrf_token": csrf})
+    assert first.status_code == 303 and first.headers["location"] == f"/settings/apps?revoked={cid}"
+    again = owner.http.post(f"/settings/apps/{cid}/revoke", data={"csrf_token": csrf})
+    assert again.status_code == 404 and "no access to your account" in again.text
+    late = _exchange(base, cid, code, pk)  # the code in flight was taken back too
+    assert (late.status_code, late.json()["error"]) == (400, "invalid_grant")
+
+
 # ---------------------------------------------------------------------- secrets stay out of logs and the store
 
 
@@ -605,12 +656,19 @@ def _log_secrets_check(base, owner, oauth_app, lines):
                    client_id=reg["client_id"], client_secret=reg["client_secret"], code_verifier=pk.verifier)
     assert replay.json()["error"] == "invalid_grant"
     mcp_initialize(base, t["access_token"])
-    # a refused authorization request of a fresh client
+    # a refused authorization request, carrying a fresh client's secret-looking values, and the
+    # user revoking an app on the settings page
     other = register(base, token_endpoint_auth_method="client_secret_post").json()
     secrets_seen.append(other["client_secret"])
+    third = register(base).json()["client_id"]
+    t2 = tokens_for(base, owner, third)
+    secrets_seen += [t2["access_token"], t2["refresh_token"]]
     r = owner.http.get("/oauth/authorize", params=_authorize_params(base, other["client_id"],
                                                                     {"code_challenge_method": "plain"}))
     assert r.status_code == 400
+    page = owner.http.get("/settings/apps")
+    r = owner.http.post(f"/settings/apps/{third}/revoke", data={"csrf_token": owner.csrf(page.text)})
+    assert r.status_code == 303 and mcp_initialize(base, t2["access_token"]).status_code == 401
     oauth_app["app"].state.audit.flush()
     assert any("presented again" in line for line in lines)  # the replay was logged, without the code
     assert any("authorization request refused (invalid_request)" in line for line in lines)
