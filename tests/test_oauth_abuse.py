@@ -1,9 +1,10 @@
 """OAuth 2.0 for MCP clients: what is refused, and how (the abuse table).
 
 Every case runs against the real service on 127.0.0.1 (`tests.oauthworld`) with real HTTP
-requests: registration (RFC 7591 errors), the authorization endpoint (errors shown as a page
-until the redirect URI is validated, then redirected with ``error`` and the client's ``state``),
-the consent form (CSRF), the token endpoint (RFC 6749 errors: replayed codes, PKCE, redirect
+requests: registration (RFC 7591 errors), the authorization endpoint (every refused request
+is a page saying what is wrong, never a redirect to the client: RFC 9700 §4.11.2), the consent
+form (CSRF; a changed form is refused like a bad request; only the user's Deny goes back to the
+client, as ``access_denied``), the token endpoint (RFC 6749 errors: replayed codes, PKCE, redirect
 URIs, clients, expiry, refresh token reuse), revocation (RFC 7009), expired and revoked access
 tokens at the MCP endpoint, and no secret in any log line.
 """
@@ -11,6 +12,7 @@ tokens at the MCP endpoint, and no secret in any log line.
 from __future__ import annotations
 
 import base64
+import html
 import logging
 from datetime import timedelta
 from urllib.parse import parse_qs, quote, urlsplit
@@ -29,7 +31,6 @@ from tests.oauthworld import (
     get_code,
     mcp_initialize,
     oauth_app,  # noqa: F401  (fixture)
-    redirect_query,
     register,
     token,
     tokens_for,
@@ -148,77 +149,81 @@ def test_confidential_clients_see_their_secret_once_and_it_is_stored_hashed(base
 # ---------------------------------------------------------------------- authorization endpoint
 
 
-PAGE_ERRORS = [
-    # (what is wrong, the authorization request's parameters; None removes one): never redirected
-    ("no client_id", {"client_id": None}),
-    ("unknown client_id", {"client_id": "cso_client_nope"}),
-    ("no redirect_uri", {"redirect_uri": None}),
-    ("an unregistered redirect_uri", {"redirect_uri": "https://evil.example/cb"}),
-    ("a redirect_uri with an extra path", {"redirect_uri": REDIRECT + "/../evil"}),
-    ("a redirect_uri with an extra query", {"redirect_uri": REDIRECT + "?next=https://evil.example"}),
-    ("a redirect_uri in another case", {"redirect_uri": REDIRECT.upper()}),
-    ("a redirect_uri with a trailing slash", {"redirect_uri": REDIRECT + "/"}),
+REFUSED_REQUESTS = [
+    # (what is wrong, the authorization request's parameters changed (None removes one), the OAuth
+    #  error the page names for the developer, words the page says to the user). Every one is a
+    #  page, never a redirect: not when the client or its redirect URI is wrong (nowhere safe to
+    #  go), and not otherwise either, since anyone may register a client with any redirect URI
+    #  and the user has done nothing yet (RFC 9700 §4.11.2: no open redirector).
+    ("no client_id", {"client_id": None}, "invalid_client", "not registered on this server"),
+    ("unknown client_id", {"client_id": "cso_client_nope"}, "invalid_client", "not registered on this server"),
+    ("no redirect_uri", {"redirect_uri": None}, "invalid_request", "does not say where to send you back"),
+    ("an unregistered redirect_uri", {"redirect_uri": "https://evil.example/cb"}, "invalid_request",
+     "did not register"),
+    ("a redirect_uri with an extra path", {"redirect_uri": REDIRECT + "/../evil"}, "invalid_request",
+     "did not register"),
+    ("a redirect_uri with an extra query", {"redirect_uri": REDIRECT + "?next=https://evil.example"},
+     "invalid_request", "did not register"),
+    ("a redirect_uri in another case", {"redirect_uri": REDIRECT.upper()}, "invalid_request", "did not register"),
+    ("a redirect_uri with a trailing slash", {"redirect_uri": REDIRECT + "/"}, "invalid_request", "did not register"),
+    ("response_type token", {"response_type": "token"}, "unsupported_response_type",
+     "only the authorization code flow is supported"),
+    ("no response_type", {"response_type": None}, "unsupported_response_type",
+     "only the authorization code flow is supported"),
+    ("no PKCE", {"code_challenge": None, "code_challenge_method": None}, "invalid_request",
+     "did not protect the request with PKCE"),
+    ("PKCE plain", {"code_challenge_method": "plain"}, "invalid_request", "accepts only S256"),
+    ("PKCE without a method (plain by default)", {"code_challenge_method": None}, "invalid_request",
+     "accepts only S256"),
+    ("a malformed code_challenge", {"code_challenge": "short"}, "invalid_request", "code_challenge is malformed"),
+    ("an unknown scope", {"scope": "mcp admin"}, "invalid_scope", "a permission this server does not know ('admin')"),
+    ("another resource", {"resource": "https://evil.example/api/mcp"}, "invalid_target",
+     "access to another server"),
+    ("a resource on another path", {"resource": "RESOURCE/../admin"}, "invalid_target", "access to another server"),
+    ("a state too long", {"state": "x" * 1001}, "invalid_request", "state is longer than 1000 characters"),
 ]
 
 
-@pytest.mark.parametrize("what,params", PAGE_ERRORS, ids=[c[0] for c in PAGE_ERRORS])
-@pytest.mark.parametrize("signed_in", [True, False], ids=["signed-in", "visitor"])
-def test_errors_before_the_redirect_uri_is_known_are_a_page(base, owner, client_id, what, params, signed_in):
-    url = authorize_url(**{"client_id": client_id, "pkce": Pkce.make(), **{k: v for k, v in params.items()
-                                                                             if k == "client_id"}})
-    q = dict(parse_qs(urlsplit(url).query))
-    for k, v in params.items():
+def _authorize_params(base: str, client_id: str, changes: dict) -> dict[str, str]:
+    """A good authorization request's parameters, with `changes` (None removes a parameter)."""
+    q = {k: v[0] for k, v in parse_qs(urlsplit(authorize_url(client_id, Pkce.make(), state="s t&a=te/é")).query).items()}
+    for k, v in changes.items():
         if v is None:
             q.pop(k, None)
         else:
-            q[k] = [v]
-    http = owner.http if signed_in else httpx.Client(base_url=base)
-    r = http.get("/oauth/authorize", params={k: v[0] for k, v in q.items()})
-    assert r.status_code == 400 and "location" not in r.headers
+            q[k] = v.replace("RESOURCE", base + "/api/mcp")
+    return q
+
+
+def _assert_refusal_page(r: httpx.Response, error: str, words: str) -> None:
+    assert r.status_code == 400, r.text
+    assert "location" not in r.headers and r.headers["cache-control"] == "no-store"
     assert "This authorization request cannot be used" in r.text
+    assert words in html.unescape(r.text), r.text
+    assert f"<code>{error}</code>" in r.text  # the OAuth error, for the developer, below the words
+    assert "you were not sent back to the application" in r.text
+    assert "127.0.0.1:33333" not in r.text and "evil.example" not in r.text  # no link to the client either
 
 
-def test_a_repeated_client_id_or_redirect_uri_is_a_page(base, owner, client_id):
+@pytest.mark.parametrize("what,changes,error,words", REFUSED_REQUESTS, ids=[c[0] for c in REFUSED_REQUESTS])
+@pytest.mark.parametrize("signed_in", [True, False], ids=["signed-in", "visitor"])
+def test_a_refused_authorization_request_is_a_page_never_a_redirect(base, owner, client_id, what, changes, error,
+                                                                     words, signed_in):
+    http = owner.http if signed_in else httpx.Client(base_url=base)
+    r = http.get("/oauth/authorize", params=_authorize_params(base, client_id, changes))
+    _assert_refusal_page(r, error, words)
+
+
+def test_a_repeated_parameter_is_a_page(base, owner, client_id):
     other = register(base).json()["client_id"]
     pk = Pkce.make()
-    for extra in (f"&client_id={other}", "&redirect_uri=" + quote("https://evil.example/cb", safe="")):
+    for extra, words in ((f"&client_id={other}", "gives client_id more than once"),
+                         ("&redirect_uri=" + quote("https://evil.example/cb", safe=""),
+                          "gives redirect_uri more than once"),
+                         ("&scope=mcp&scope=offline_access", "gives scope more than once"),
+                         ("&state=other", "gives state more than once")):
         r = owner.http.get(authorize_url(client_id, pk) + extra)
-        assert r.status_code == 400 and "location" not in r.headers
-
-
-REDIRECT_ERRORS = [
-    # (what is wrong, parameters changed, the error sent back to the client)
-    ("response_type token", {"response_type": "token"}, "unsupported_response_type"),
-    ("no response_type", {"response_type": None}, "unsupported_response_type"),
-    ("no PKCE", {"code_challenge": None, "code_challenge_method": None}, "invalid_request"),
-    ("PKCE plain", {"code_challenge_method": "plain"}, "invalid_request"),
-    ("PKCE without a method (plain by default)", {"code_challenge_method": None}, "invalid_request"),
-    ("a malformed code_challenge", {"code_challenge": "short"}, "invalid_request"),
-    ("an unknown scope", {"scope": "mcp admin"}, "invalid_scope"),
-    ("another resource", {"resource": "https://evil.example/api/mcp"}, "invalid_target"),
-    ("a resource on another path", {"resource": "RESOURCE/../admin"}, "invalid_target"),
-]
-
-
-@pytest.mark.parametrize("what,params,error", REDIRECT_ERRORS, ids=[c[0] for c in REDIRECT_ERRORS])
-def test_errors_after_the_redirect_uri_is_known_are_redirected(base, owner, client_id, what, params, error):
-    params = {k: (v.replace("RESOURCE", base + "/api/mcp") if isinstance(v, str) else v) for k, v in params.items()}
-    pk = Pkce.make()
-    url = authorize_url(client_id, pk, state="s t&a=te/é", **{k: v for k, v in params.items()
-                                                                if k not in ("code_challenge", "code_challenge_method")})
-    q = parse_qs(urlsplit(url).query)
-    for k in ("code_challenge", "code_challenge_method"):
-        if k in params:
-            if params[k] is None:
-                q.pop(k, None)
-            else:
-                q[k] = [params[k]]
-    r = owner.http.get("/oauth/authorize", params={k: v[0] for k, v in q.items()})
-    assert r.status_code == 303, r.text
-    assert r.headers["location"].startswith(REDIRECT + "?")
-    got = redirect_query(r)
-    assert got["error"] == [error] and got["state"] == ["s t&a=te/é"] and got["iss"] == [base]
-    assert "code" not in got
+        _assert_refusal_page(r, "invalid_request", words)
 
 
 def test_a_visitor_signs_in_first_and_comes_back_to_the_consent_page(base, client_id):
@@ -275,12 +280,31 @@ def test_a_consent_post_without_a_session_is_refused(base, owner, client_id):
     assert r.status_code in (401, 403) and "location" not in r.headers
 
 
-def test_a_tampered_consent_form_is_checked_again(base, owner, client_id):
+TAMPERED_CONSENTS = [
+    # (the consent form's field changed by hand, the OAuth error, words of the page): checked
+    # again, and a page like on GET (a form the page did not send is no user's answer)
+    ("redirect_uri", "https://evil.example/cb", "invalid_request", "did not register"),
+    ("client_id", "cso_client_nope", "invalid_client", "not registered on this server"),
+    ("code_challenge_method", "plain", "invalid_request", "accepts only S256"),
+    ("scope", "mcp admin", "invalid_scope", "does not know"),
+    ("resource", "https://evil.example/api/mcp", "invalid_target", "access to another server"),
+]
+
+
+@pytest.mark.parametrize("field,value,error,words", TAMPERED_CONSENTS, ids=[c[0] for c in TAMPERED_CONSENTS])
+@pytest.mark.parametrize("decision", ["allow", "deny"])
+def test_a_tampered_consent_form_is_checked_again(base, owner, client_id, oauth_app, field, value, error, words,
+                                                  decision):
     _, fields = owner.consent_form(authorize_url(client_id, Pkce.make()))
-    r = owner.decide({**fields, "redirect_uri": "https://evil.example/cb"})
-    assert r.status_code == 400 and "location" not in r.headers
-    r = owner.decide({**fields, "code_challenge_method": "plain"})
-    assert r.status_code == 303 and redirect_query(r)["error"] == ["invalid_request"]
+    before = _count_codes(oauth_app)
+    r = owner.decide({**fields, field: value}, decision)
+    _assert_refusal_page(r, error, words)
+    assert _count_codes(oauth_app) == before  # no code issued
+
+
+def _count_codes(app) -> int:
+    with app["store"].engine.connect() as c:
+        return c.exec_driver_sql("SELECT count(*) FROM oauth_codes").scalar()
 
 
 def test_deny_sends_access_denied_with_the_state(base, owner, client_id):
@@ -294,12 +318,6 @@ def test_the_state_is_echoed_exactly(base, owner, client_id, state):
     got = owner.authorize(authorize_url(client_id, Pkce.make(), state=state))
     assert got.get("state") == (None if state is None else [state])
     assert got["code"][0].startswith("cso_ac_")
-
-
-def test_a_state_too_long_is_refused_not_echoed(base, owner, client_id):
-    r = owner.http.get(authorize_url(client_id, Pkce.make(), state="x" * 1001))
-    got = redirect_query(r)
-    assert got["error"] == ["invalid_request"] and "state" not in got
 
 
 # ---------------------------------------------------------------------- the token endpoint
@@ -540,6 +558,57 @@ def test_revocation(base, owner, client_id):
     assert (r.status_code, r.json()["error"]) == (400, "invalid_request")
 
 
+# ---------------------------------------------------------------------- connected apps (/settings/apps)
+
+
+def test_a_visitor_is_sent_to_sign_in_for_the_connected_apps(base):
+    r = httpx.get(base + "/settings/apps")
+    assert r.status_code == 303 and r.headers["location"].startswith("/login?next=")
+
+
+REFUSED_APP_REVOCATIONS = [
+    # (who posts, to which client, with which CSRF token, status): the app keeps its access
+    ("the owner, without a CSRF token", "MINE", None, 403),
+    ("the owner, with a forged CSRF token", "MINE", "forged", 403),
+    ("the owner, with the member's CSRF token", "MINE", "THEIRS", 403),
+    ("the member, for an app only the owner allowed", "MINE", "OWN", 404),
+    ("the owner, for an unknown client", "cso_client_nope", "OWN", 404),
+    ("the owner, for a client never allowed", "NEVER", "OWN", 404),
+]
+
+
+@pytest.mark.parametrize("who,target,csrf,status", REFUSED_APP_REVOCATIONS,
+                         ids=[c[0] for c in REFUSED_APP_REVOCATIONS])
+def test_refused_app_revocations_leave_the_access(base, owner, who, target, csrf, status):
+    cid = register(base).json()["client_id"]
+    t = tokens_for(base, owner, cid)
+    member = Browser(base)
+    member.sign_in(MEMBER)
+    poster = member if who.startswith("the member") else owner
+    tokens = {"OWN": poster.csrf(poster.http.get("/settings/apps").text),
+              "THEIRS": member.csrf(member.http.get("/settings/apps").text)}
+    target = {"MINE": cid, "NEVER": register(base).json()["client_id"]}.get(target, target)
+    form = {} if csrf is None else {"csrf_token": tokens.get(csrf, csrf)}
+    r = poster.http.post(f"/settings/apps/{target}/revoke", data=form)
+    member.close()
+    assert r.status_code == status, r.text
+    assert mcp_initialize(base, t["access_token"]).status_code == 200
+    assert f'data-client-id="{cid}"' in owner.http.get("/settings/apps").text
+
+
+def test_revoking_an_app_twice_finds_nothing_the_second_time(base, owner, oauth_app):
+    cid = register(base).json()["client_id"]
+    tokens_for(base, owner, cid)
+    code, pk = get_code(base, owner, cid)  # allowed again, its code not exchanged yet
+    csrf = owner.csrf(owner.http.get("/settings/apps").text)
+    first = owner.http.post(f"/settings/apps/{cid}/revoke", data={"csrf_token": csrf})
+    assert first.status_code == 303 and first.headers["location"] == f"/settings/apps?revoked={cid}"
+    again = owner.http.post(f"/settings/apps/{cid}/revoke", data={"csrf_token": csrf})
+    assert again.status_code == 404 and "no access to your account" in again.text
+    late = _exchange(base, cid, code, pk)  # the code in flight was taken back too
+    assert (late.status_code, late.json()["error"]) == (400, "invalid_grant")
+
+
 # ---------------------------------------------------------------------- secrets stay out of logs and the store
 
 
@@ -589,8 +658,22 @@ def _log_secrets_check(base, owner, oauth_app, lines):
                    client_id=reg["client_id"], client_secret=reg["client_secret"], code_verifier=pk.verifier)
     assert replay.json()["error"] == "invalid_grant"
     mcp_initialize(base, t["access_token"])
+    # a refused authorization request, carrying a fresh client's secret-looking values, and the
+    # user revoking an app on the settings page
+    other = register(base, token_endpoint_auth_method="client_secret_post").json()
+    secrets_seen.append(other["client_secret"])
+    third = register(base).json()["client_id"]
+    t2 = tokens_for(base, owner, third)
+    secrets_seen += [t2["access_token"], t2["refresh_token"]]
+    r = owner.http.get("/oauth/authorize", params=_authorize_params(base, other["client_id"],
+                                                                    {"code_challenge_method": "plain"}))
+    assert r.status_code == 400
+    page = owner.http.get("/settings/apps")
+    r = owner.http.post(f"/settings/apps/{third}/revoke", data={"csrf_token": owner.csrf(page.text)})
+    assert r.status_code == 303 and mcp_initialize(base, t2["access_token"]).status_code == 401
     oauth_app["app"].state.audit.flush()
     assert any("presented again" in line for line in lines)  # the replay was logged, without the code
+    assert any("authorization request refused (invalid_request)" in line for line in lines)
     assert any("/oauth/token" in line for line in lines)  # uvicorn's access log was watched too
     for s in secrets_seen:
         assert not any(s in line for line in lines)

@@ -55,6 +55,8 @@ ACTIONS = {
     "oauth.token.issue": "OAuth tokens issued for an authorization code (target: the client id; never a token)",
     "oauth.token.refresh": "OAuth tokens refreshed (target: the client id)",
     "oauth.token.revoke": "an OAuth token revoked by its client (target: the client id)",
+    "oauth.grant.revoke": "a user took back an OAuth client's access on the settings page: every token of that "
+                          "client for the user revoked (target: the client id)",
     "oauth.replay": "a used OAuth code or refresh token presented again: its grant revoked (target: the client id)",
     "login.sso": "a web sign-in through an identity provider (target: the e-mail; detail: the provider id)",
     "account.link": "an identity linked to an account (target: <provider id>:<login>)",

@@ -5,7 +5,7 @@ with Authlib's server classes: Authlib ships server integrations for Flask and D
 Starlette one would have to be written against its request/response abstraction), its RFC 7591
 endpoint and grant classes call back into models we would have to fake on top of our tables,
 and the rules that matter most here (a replayed code revokes its grant, a reused refresh token
-revokes its grant, PKCE S256 only, no redirect before the redirect URI is validated) would live
+revokes its grant, PKCE S256 only, no redirect to the client before the user has answered) would live
 in those callbacks anyway. What the service runs:
 
 - **Metadata.** Protected resource metadata (RFC 9728) for ``<base>/api/mcp`` naming the
@@ -22,9 +22,11 @@ in those callbacks anyway. What the service runs:
 - **Authorization** (`parse_authorize`): response_type ``code`` with PKCE ``S256`` only (``plain``
   and a missing method are refused), ``state`` echoed as given, ``redirect_uri`` required and
   equal to a registered one, ``scope`` within `SCOPES_SUPPORTED`, ``resource`` (RFC 8707) absent
-  or this server's MCP endpoint, bound to the code. Until the client and its redirect URI are
-  known good, an error is a page (`PageError`), never a redirect; after, it is a redirect with
-  ``error`` (`RedirectError`). The signed-in user consents on a page (`routes_oauth`).
+  or this server's MCP endpoint, bound to the code. A refused request is a page that says what
+  is wrong (`AuthorizeError`), never a redirect to the client: clients register themselves, so a
+  redirect before the user has done anything would make this an open redirector (RFC 9700
+  §4.11.2). The signed-in user consents on a page (`routes_oauth`); only then does the client
+  hear back: a code, or ``access_denied`` when the user said no.
 - **Token** (`token_endpoint`): ``authorization_code`` (single use: a replay revokes the grant)
   and ``refresh_token`` (rotated: single use, a reuse revokes the grant). RFC 6749 errors, JSON,
   ``Cache-Control: no-store``.
@@ -273,19 +275,22 @@ def registration_response(client: st.OAuthClient, secret: str | None) -> dict:
 # ---------------------------------------------------------------------- authorization
 
 
-class PageError(Exception):
-    """An authorization request that cannot be sent back to the client (unknown client, bad
-    redirect URI): shown to the user as a page (400)."""
+class AuthorizeError(Exception):
+    """An authorization request refused before the user approved anything: shown to the user as
+    a page (400), never redirected to the client.
 
+    RFC 6749 §4.1.2.1 would send most of these back to the redirect URI with ``error``. Anyone
+    may register a client here, redirect URI included, so such a redirect, made before the user
+    has done anything, would let ``/oauth/authorize`` bounce a browser to any site its author
+    likes: an open redirector (RFC 9700 §4.11.2, which advises against redirecting
+    automatically in that case). `error` is the RFC 6749 code, for logs and developers; `message`
+    says in words what is wrong, for the page."""
 
-class RedirectError(Exception):
-    """An authorization request refused after its redirect URI was validated: sent back to the
-    client as ``error`` (RFC 6749 §4.1.2.1)."""
-
-    def __init__(self, error: str, description: str):
-        super().__init__(description)
+    def __init__(self, error: str, message: str, client: st.OAuthClient | None = None):
+        super().__init__(message)
         self.error = error
-        self.description = description
+        self.message = message
+        self.client = client  # the client, when the request named a registered one
 
 
 @dataclass
@@ -307,78 +312,94 @@ AUTHORIZE_PARAMS = ("response_type", "client_id", "redirect_uri", "state", "scop
 def parse_authorize(pairs: list[tuple[str, str]], get_client: Callable[[str], st.OAuthClient | None],
                     base: str) -> AuthorizeRequest:
     """Check an authorization request (the query of ``GET /oauth/authorize``, or the consent
-    form sending it back). Raises `PageError` until the client and the redirect URI are known
-    good, then `RedirectError` (bound to the request: `error_redirect` builds its target)."""
+    form sending it back): the request, or `AuthorizeError` saying what is wrong."""
     seen: dict[str, list[str]] = {}
     for k, v in pairs:
         if k in AUTHORIZE_PARAMS:
             seen.setdefault(k, []).append(v)
     for name in ("client_id", "redirect_uri"):
         if len(seen.get(name, ())) > 1:
-            raise PageError(f"The parameter {name} is repeated.")
+            raise AuthorizeError("invalid_request", f"The request gives {name} more than once, so it is not clear "
+                                 "which application is asking, or where you would be sent back.")
     client_id = (seen.get("client_id") or [""])[0]
     client = get_client(client_id) if client_id else None
     if client is None:
-        raise PageError("This application is not registered here (unknown or missing client_id).")
+        raise AuthorizeError("invalid_client", "The application that sent you here is not registered on this server "
+                             "(the request's client_id is missing or unknown). It may have registered with another "
+                             "server, or its registration was removed.")
     redirect_uri = (seen.get("redirect_uri") or [""])[0]
     if not redirect_uri:
-        raise PageError("The request names no redirect_uri.")
+        raise AuthorizeError("invalid_request", "The request does not say where to send you back afterwards "
+                             "(redirect_uri is missing).", client)
     if not any(hmac.compare_digest(redirect_uri.encode(), r.encode()) for r in client.redirect_uris):
-        raise PageError("The redirect_uri is not one this application registered.")
+        raise AuthorizeError("invalid_request", "The request would send you back to an address the application did "
+                             "not register (redirect_uri). This is how stolen authorizations look, so it was "
+                             "stopped.", client)
+
+    def refuse(error: str, message: str) -> AuthorizeError:
+        return AuthorizeError(error, message, client)
+
     states = seen.get("state") or [None]
     req = AuthorizeRequest(client=client, redirect_uri=redirect_uri, state=states[0])
     if req.state is not None and len(req.state) > MAX_STATE_LENGTH:
-        req.state = None  # not echoed: no client sends that much
-        raise _bound(RedirectError("invalid_request", f"state is longer than {MAX_STATE_LENGTH} characters"), req)
+        raise refuse("invalid_request", f"The request's state is longer than {MAX_STATE_LENGTH} characters.")
     repeated = [k for k, v in seen.items() if len(v) > 1]
     if repeated:
-        raise _bound(RedirectError("invalid_request", f"the parameter {repeated[0]} is repeated"), req)
+        raise refuse("invalid_request", f"The request gives {repeated[0]} more than once.")
     p = {k: v[0] for k, v in seen.items()}
     req.params = p
     if p.get("response_type") != "code":
-        raise _bound(RedirectError("unsupported_response_type", "only response_type=code is supported"), req)
+        raise refuse("unsupported_response_type", "The application asked for a kind of answer this server does not "
+                     "give: only the authorization code flow is supported (response_type=code).")
     method = p.get("code_challenge_method")
     challenge = p.get("code_challenge")
     if not challenge:
-        raise _bound(RedirectError("invalid_request", "PKCE is required: send code_challenge with "
-                                   "code_challenge_method=S256"), req)
+        raise refuse("invalid_request", "The application did not protect the request with PKCE, which this server "
+                     "requires (code_challenge, with code_challenge_method=S256).")
     if method != "S256":
-        raise _bound(RedirectError("invalid_request", "code_challenge_method must be S256 (plain is not supported)"),
-                     req)
+        raise refuse("invalid_request", "The application asked for PKCE with the plain method (or named none); "
+                     "this server accepts only S256 (code_challenge_method=S256).")
     if not _CHALLENGE.match(challenge):
-        raise _bound(RedirectError("invalid_request", "code_challenge must be the base64url SHA-256 of the verifier "
-                                   "(43 characters)"), req)
+        raise refuse("invalid_request", "The request's PKCE code_challenge is malformed: it must be the base64url "
+                     "SHA-256 of the verifier, 43 characters.")
     req.code_challenge = challenge
-    req.scope = granted_scope(p.get("scope"), req)
+    asked = (p.get("scope") or "").split()
+    unknown = [s for s in asked if s not in SCOPES_SUPPORTED]
+    if unknown:
+        raise refuse("invalid_scope", f"The application asked for a permission this server does not know "
+                     f"({unknown[0][:50]!r}); it may ask only for {' and '.join(SCOPES_SUPPORTED)}.")
+    req.scope = granted_scope(asked)
     resource = p.get("resource")
     if resource is not None:
         if not same_resource(resource, base):
-            raise _bound(RedirectError("invalid_target", "resource must be this server's MCP endpoint "
-                                       f"({resource_url(base)})"), req)
+            raise refuse("invalid_target", "The application asked for access to another server (resource). This "
+                         f"server can only give access to its own MCP endpoint, {resource_url(base)}.")
         req.resource = resource_url(base)
     return req
 
 
-def _bound(error: RedirectError, req: AuthorizeRequest) -> RedirectError:
-    error.request = req
-    return error
-
-
-def granted_scope(requested: str | None, req: AuthorizeRequest | None = None) -> str:
-    """The scope of the tokens: what was asked (each within `SCOPES_SUPPORTED`), ``mcp`` always
-    included; nothing asked: ``mcp``. `RedirectError` ``invalid_scope`` for anything else."""
-    asked = (requested or "").split()
-    unknown = [s for s in asked if s not in SCOPES_SUPPORTED]
-    if unknown:
-        err = RedirectError("invalid_scope", f"unknown scope {unknown[0][:50]!r}: this server knows "
-                                             f"{' '.join(SCOPES_SUPPORTED)}")
-        raise _bound(err, req) if req is not None else err
+def granted_scope(asked: list[str]) -> str:
+    """The scope of the tokens: what was asked (each within `SCOPES_SUPPORTED`, checked by the
+    caller), ``mcp`` always included; nothing asked: ``mcp``."""
     return " ".join(dict.fromkeys([SCOPE, *asked]))
 
 
 def same_resource(resource: str, base: str) -> bool:
     """Whether `resource` (RFC 8707) names this server's MCP endpoint (a trailing slash aside)."""
     return isinstance(resource, str) and resource.rstrip("/") == resource_url(base)
+
+
+def redirect_display(uri: str) -> str:
+    """A redirect URI as the consent page shows it: scheme, host and path (its query left out)."""
+    parts = urlsplit(uri)
+    return f"{parts.scheme}://{parts.netloc}{parts.path}" if parts.netloc else f"{parts.scheme}:{parts.path}"
+
+
+def redirect_origin(uri: str) -> str:
+    """Where a redirect URI sends the browser, in short: ``scheme://host[:port]``, or the
+    private-use scheme of a native app (``com.example.app:``)."""
+    parts = urlsplit(uri)
+    return f"{parts.scheme}://{parts.netloc}" if parts.netloc else f"{parts.scheme}:"
 
 
 def redirect_to(redirect_uri: str, params: Mapping[str, str | None]) -> str:
@@ -389,10 +410,11 @@ def redirect_to(redirect_uri: str, params: Mapping[str, str | None]) -> str:
     return urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(query, quote_via=quote), ""))
 
 
-def error_redirect(error: RedirectError, base: str) -> str:
-    req: AuthorizeRequest = error.request
-    return redirect_to(req.redirect_uri, {"error": error.error, "error_description": error.description,
-                                          "state": req.state, "iss": base})
+def error_redirect(req: AuthorizeRequest, error: str, description: str, base: str) -> str:
+    """Where to send the browser with `error`: only after the user took part (denied access),
+    never for a request refused before (`AuthorizeError`)."""
+    return redirect_to(req.redirect_uri, {"error": error, "error_description": description, "state": req.state,
+                                          "iss": base})
 
 
 def code_redirect(req: AuthorizeRequest, code: str, base: str) -> str:

@@ -12,6 +12,9 @@ Machine endpoints (metadata, register, token, revoke) answer JSON with ``Cache-C
 no-store`` and allow any origin (they take no cookies), so browser-based MCP clients can use them.
 The authorization endpoint is a page of the web UI: the session cookie says who the user is, a
 visitor is sent to ``/login`` and comes back, and the consent form carries the web UI's CSRF token.
+A request it refuses is a page saying what is wrong, never a redirect to the client (RFC 9700
+§4.11.2: clients register themselves, redirect URI included); the client hears back only after the
+user answered: a code, or ``access_denied``.
 
 Audit events (`codesearch.service.audit`): ``oauth.client.register``, ``oauth.consent.grant``,
 ``oauth.consent.deny``, ``oauth.token.issue``, ``oauth.token.refresh``, ``oauth.token.revoke``,
@@ -107,8 +110,15 @@ def router(get_store, settings: oa.OAuthSettings) -> APIRouter:
 
     # ------------------------------------------------------------------ authorization
 
-    def error_page(request: Request, message: str, status: int = 400):
-        return render(request, "oauth_error.html", status_code=status, title="Authorization failed", message=message)
+    def error_page(request: Request, message: str, status: int = 400, error: str | None = None):
+        return render(request, "oauth_error.html", status_code=status, title="Authorization failed", message=message,
+                      error=error)
+
+    def refused(request: Request, e: oa.AuthorizeError):
+        """A refused authorization request: a page, never a redirect (see `oa.AuthorizeError`)."""
+        log.info("OAuth: authorization request refused (%s) for client %s", e.error,
+                 e.client.id if e.client else "(unknown)")
+        return error_page(request, e.message, 400, e.error)
 
     def redirect(url: str) -> RedirectResponse:
         return RedirectResponse(url, status_code=303, headers=NO_STORE)
@@ -118,21 +128,16 @@ def router(get_store, settings: oa.OAuthSettings) -> APIRouter:
         store = get_store()
         if store is None:
             return error_page(request, "This service runs without a state database, so nobody can sign in.", 503)
-        b = base(request)
         try:
-            req = oa.parse_authorize(list(request.query_params.multi_items()), store.get_oauth_client, b)
-        except oa.PageError as e:
-            return error_page(request, str(e))
-        except oa.RedirectError as e:
-            return redirect(oa.error_redirect(e, b))
+            req = oa.parse_authorize(list(request.query_params.multi_items()), store.get_oauth_client, base(request))
+        except oa.AuthorizeError as e:
+            return refused(request, e)
         user = sessions.current_user(request)
         if user is None:
             return sessions.login_redirect(request)
-        parts = urlsplit(req.redirect_uri)
-        shown = f"{parts.scheme}://{parts.netloc}{parts.path}" if parts.netloc else f"{parts.scheme}:{parts.path}"
         return render(request, "oauth_consent.html", title="Allow access", client_name=req.client.name,
-                      redirect_display=shown, params=[(k, v) for k, v in req.params.items()],
-                      refresh_days=settings.refresh_ttl // 86400)
+                      redirect_display=oa.redirect_display(req.redirect_uri),
+                      params=[(k, v) for k, v in req.params.items()], refresh_days=settings.refresh_ttl // 86400)
 
     @r.post(oa.AUTHORIZE_PATH)
     async def consent(request: Request):
@@ -151,18 +156,14 @@ def router(get_store, settings: oa.OAuthSettings) -> APIRouter:
         fields = dict(pairs)
         sessions.require_csrf(request, fields.get("csrf_token"))  # CsrfFailed: the 403 page, nothing redirected
         b = base(request)
-        try:
+        try:  # checked again: the form came back from the browser (a changed form is a page, as on GET)
             req = oa.parse_authorize([(k, v) for k, v in pairs if k in oa.AUTHORIZE_PARAMS], store.get_oauth_client, b)
-        except oa.PageError as e:
-            return error_page(request, str(e))
-        except oa.RedirectError as e:
-            return redirect(oa.error_redirect(e, b))
+        except oa.AuthorizeError as e:
+            return refused(request, e)
         identity = Identity(user)
         if fields.get("decision") != "allow":
             audit.record(request, identity, "oauth.consent.deny", req.client.id, name=req.client.name)
-            denied = oa.RedirectError("access_denied", "the user denied access")
-            denied.request = req
-            return redirect(oa.error_redirect(denied, b))
+            return redirect(oa.error_redirect(req, "access_denied", "the user denied access", b))
         code = store.create_oauth_code(client_id=req.client.id, user_id=user.id, redirect_uri=req.redirect_uri,
                                        code_challenge=req.code_challenge, scope=req.scope, resource=req.resource,
                                        ttl_seconds=settings.code_ttl)

@@ -106,6 +106,21 @@ class AccessToken:
     extra: dict = field(default_factory=dict)
 
 
+@dataclass
+class ConnectedApp:
+    """A client a user has allowed and that still holds a live token for them (an access token
+    not expired, or a refresh token not used, revoked or expired): a row of the settings page
+    where the user can take that access back (`list_connected_oauth_apps`)."""
+
+    client_id: str
+    name: str
+    redirect_uris: list[str]
+    scopes: list[str]
+    authorized_at: datetime  # the first token of its live grants
+    last_issued_at: datetime  # the newest token (an exchange or a refresh)
+    grants: int  # live authorizations (each Allow that led to tokens)
+
+
 class OAuthMixin:
     """The `Store` methods for OAuth 2.0 (mixed into `Store`)."""
 
@@ -312,6 +327,49 @@ class OAuthMixin:
         """Revoke every token of a grant (and its code can no longer be redeemed)."""
         with self._tx(write=True) as c:
             return self._revoke_grant(c, grant_id, self._now())
+
+    def list_connected_oauth_apps(self, user_id: int) -> list[ConnectedApp]:
+        """The clients holding a live token of user `user_id` (see `ConnectedApp`), the most
+        recently active first. Nothing secret is read: tokens are only counted and dated."""
+        now = self._now()
+        with self._tx() as c:
+            rows = c.execute(select(oauth_tokens.c.kind, oauth_tokens.c.grant_id, oauth_tokens.c.client_id,
+                                    oauth_tokens.c.scope, oauth_tokens.c.created_at, oauth_tokens.c.expires_at,
+                                    oauth_tokens.c.used_at, oauth_tokens.c.revoked_at)
+                             .where(oauth_tokens.c.user_id == user_id)).all()
+            live = {r.grant_id for r in rows if r.revoked_at is None and r.expires_at > now
+                    and (r.kind == ACCESS or r.used_at is None)}
+            by_client: dict[str, list] = {}
+            for r in rows:
+                if r.grant_id in live:
+                    by_client.setdefault(r.client_id, []).append(r)
+            clients = {row.id: row for row in c.execute(select(oauth_clients.c.id, oauth_clients.c.name,
+                                                                oauth_clients.c.redirect_uris)
+                                                         .where(oauth_clients.c.id.in_(list(by_client)))).all()}
+        apps = []
+        for client_id, mine in by_client.items():
+            client = clients.get(client_id)
+            if client is None:
+                continue
+            scopes = dict.fromkeys(s for r in mine for s in r.scope.split())
+            apps.append(ConnectedApp(client_id, client.name, list(client.redirect_uris or []), list(scopes),
+                                     min(r.created_at for r in mine), max(r.created_at for r in mine),
+                                     len({r.grant_id for r in mine})))
+        apps.sort(key=lambda a: a.last_issued_at, reverse=True)
+        return apps
+
+    def revoke_oauth_client_for_user(self, user_id: int, client_id: str) -> int:
+        """Take back everything client `client_id` holds for user `user_id`: every access and
+        refresh token is revoked, and a code not exchanged yet is deleted (it can no longer give
+        tokens). Other users' grants to the same client are untouched. Returns the tokens revoked
+        now."""
+        with self._tx(write=True) as c:
+            c.execute(delete(oauth_codes).where(oauth_codes.c.user_id == user_id, oauth_codes.c.client_id == client_id,
+                                                oauth_codes.c.used_at.is_(None)))
+            return c.execute(update(oauth_tokens).where(oauth_tokens.c.user_id == user_id,
+                                                        oauth_tokens.c.client_id == client_id,
+                                                        oauth_tokens.c.revoked_at.is_(None))
+                             .values(revoked_at=self._now())).rowcount
 
     def list_oauth_tokens(self, user_id: int) -> list[dict]:
         """The user's tokens, without secrets: kind, client, grant, times (for pages and tests)."""

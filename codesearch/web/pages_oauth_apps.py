@@ -1,0 +1,84 @@
+"""The "Connected apps" settings page: the OAuth clients (MCP clients) a user allowed, and a way
+to take that access back.
+
+    GET  /settings/apps                        the signed-in user's connected apps
+    POST /settings/apps/{client_id}/revoke     revoke everything that client holds for the user (CSRF)
+
+An app is listed while it holds a live token of the user (`Store.list_connected_oauth_apps`):
+its name (chosen by the app when it registered itself, so shown as text, never trusted), where
+it sends the browser back (its registered redirect URIs, in short), the scopes, when the user
+allowed it and when it last got a token (an exchange or a refresh; using an access token is not
+recorded). Revoking revokes every access and refresh token of that client for this user, and
+deletes a code not exchanged yet (`Store.revoke_oauth_client_for_user`): the app's next call to
+``/api/mcp`` is a 401 and its next refresh ``invalid_grant``, so it has to ask again. Other users'
+access to the same app is untouched. Audit event: ``oauth.grant.revoke`` (target: the client id).
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Form, Request
+from fastapi.responses import RedirectResponse
+
+from codesearch.permissions import Identity
+from codesearch.service import audit
+from codesearch.service.oauth_server import OFFLINE, SCOPE, redirect_origin
+from codesearch.web import sessions
+from codesearch.web.templating import render
+
+#: What each scope lets an app do, in words (unknown scopes are shown as they are).
+SCOPE_WORDS = {SCOPE: "search and read code as you (MCP)", OFFLINE: "stay connected (refresh tokens)"}
+
+
+def _when(t) -> str:
+    return t.strftime("%Y-%m-%d %H:%M UTC") if t else "never"
+
+
+def _rows(apps) -> list[dict]:
+    return [{"app": a, "origins": list(dict.fromkeys(redirect_origin(u) for u in a.redirect_uris)),
+             "scopes": [SCOPE_WORDS.get(s, s) for s in a.scopes]} for a in apps]
+
+
+def router(web) -> APIRouter:
+    r = APIRouter(include_in_schema=False)
+
+    def page(request: Request, user, status_code: int = 200, notice: str | None = None):
+        store = web.get_store()
+        if store is None:
+            return render(request, "message.html", status_code=503, title="Connected apps",
+                          heading="Connected apps are unavailable",
+                          message="This service runs without a state database, so no app can connect.")
+        return render(request, "oauth_apps.html", status_code=status_code, title="Connected apps", section="apps",
+                      rows=_rows(store.list_connected_oauth_apps(user.id)), when=_when, notice=notice)
+
+    @r.get("/settings/apps")
+    def apps(request: Request, revoked: str = ""):
+        user = sessions.current_user(request)
+        if user is None:
+            return sessions.login_redirect(request)
+        notice = None
+        store = web.get_store()
+        if revoked and store is not None:
+            client = store.get_oauth_client(revoked)
+            if client is not None:
+                notice = f"“{client.name}” no longer has access: its tokens were revoked."
+        return page(request, user, notice=notice)
+
+    @r.post("/settings/apps/{client_id}/revoke")
+    def revoke(request: Request, client_id: str, csrf_token: str = Form("")):
+        user = sessions.current_user(request)
+        if user is None:
+            return sessions.login_redirect(request)
+        sessions.require_csrf(request, csrf_token)
+        store = web.get_store()
+        if store is None:
+            return page(request, user)
+        client = store.get_oauth_client(client_id)
+        if client is None or not any(a.client_id == client.id for a in store.list_connected_oauth_apps(user.id)):
+            return render(request, "message.html", status_code=404, title="Not found", heading="Not found",
+                          message="That app has no access to your account (any more).")
+        n = store.revoke_oauth_client_for_user(user.id, client.id)
+        audit.record(request, Identity(user), "oauth.grant.revoke", client.id, name=client.name, revoked=n)
+        root = sessions.root_of(request.scope)
+        return RedirectResponse(f"{root}/settings/apps?revoked={client.id}", status_code=303)
+
+    return r
