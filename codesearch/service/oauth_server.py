@@ -61,7 +61,7 @@ REVOKE_PATH = "/oauth/revoke"
 
 SCOPE = "mcp"
 OFFLINE = "offline_access"
-#: What a token may be for: ``mcp`` (the MCP server and the HTTP API, as the user) and
+#: What a token may be for: ``mcp`` (the MCP server, as the user; the rest of the HTTP API refuses OAuth tokens) and
 #: ``offline_access`` (asked by clients that want refresh tokens; they get them anyway).
 SCOPES_SUPPORTED = (SCOPE, OFFLINE)
 AUTH_METHODS = ("none", "client_secret_post", "client_secret_basic")
