@@ -75,7 +75,7 @@ def gitea(tmp_path):
         yield Host("gitea", fake, fake.token, {"type": "gitea", "url": fake.base_url, "orgs": ["acme"]},
                    {"dave": "gitea-dave"}, lambda login: str(fake.user_id(login)), revoke,
                    repo_path="/repos/", readers_call="/collaborators", user_call="/api/v1/user/repos",
-                   extra=lambda repo: {str(fake.user_id("acme"))})
+                   extra=lambda repo: {str(fake.user_id("acme")), str(fake.user_id("admin"))})  # owner, its team
 
 
 @contextmanager
@@ -116,7 +116,7 @@ def bitbucket_server(tmp_path):
                    {"type": "bitbucket", "deploymentType": "server", "url": fake.url, "projects": ["CORE"]},
                    {"dave": "bbs-dave"}, lambda login: str(fake.user_id(login)), revoke,
                    repo_path="/rest/api/1.0/projects/", readers_call="/permissions/users",
-                   user_call="/rest/api/1.0/repos")
+                   user_call="/rest/api/1.0/repos", extra=lambda repo: {str(fake.user_id("admin"))})  # a project reader
 
 
 HOSTS = {"gitea": gitea, "bitbucketCloud": bitbucket_cloud, "bitbucketServer": bitbucket_server}
@@ -210,3 +210,55 @@ def test_a_host_error_keeps_the_last_known_access(world):
     assert w.store.repo_permission_syncs()[_rid(w, "secret")].error
     w.clock.advance(hours=1.1)
     assert _sees(w, bob) == {"public"}
+
+
+@pytest.mark.parametrize("team_units", [False, True])  # a team's access as `permission`, or per unit (Gitea 1.17+)
+def test_gitea_readers_include_the_members_of_the_organizations_teams(team_units):
+    """An organization's repository is read by its collaborators and the members of its teams
+    that read code; a user's repository has no teams (Gitea answers 405) and only its owner and
+    collaborators read it."""
+    from types import SimpleNamespace
+
+    from codesearch.hosts.http import HostHttp
+    from codesearch.permission_sync.fetch import repo_readers
+
+    with FakeGitea("gitea-admin", "admin") as fake:
+        fake.add_org("acme", members=("admin", "gina", "hugo"), team_units=team_units)  # admin: the token's user
+        fake.add_repo("acme", "secret", private=True, collaborators=("ivy",))
+        fake.add_repo("admin", "notes", private=True, collaborators=("jo",))
+        conn = {"type": "gitea", "url": fake.base_url}
+        with HostHttp() as http:
+            def readers(name):
+                repo = SimpleNamespace(display_name=name, external_id="")
+                return {int(i) for i in repo_readers("gitea", conn, fake.token, repo, http)}
+
+            ids = fake.user_id
+            assert readers("acme/secret") == {ids("acme"), ids("admin"), ids("gina"), ids("hugo"), ids("ivy")}
+            assert readers("admin/notes") == {ids("admin"), ids("jo")}
+
+
+def test_bitbucket_server_readers_include_project_and_group_permissions():
+    """A Bitbucket Server repository is read by the users granted it or its project, by name or
+    through a group (every project permission includes reading)."""
+    import tempfile
+    from types import SimpleNamespace
+
+    from codesearch.hosts.http import HostHttp
+    from codesearch.permission_sync.fetch import repo_readers
+
+    projects = [ServerProject("CORE", readers={"admin", "pat"}, groups={"staff": "PROJECT_WRITE"}),
+                ServerProject("~DAVE", readers={"dave"})]
+    repos = [ServerRepo("CORE", "secret", users={"ron": "REPO_READ"}, groups={"auditors": "REPO_READ"}),
+             ServerRepo("CORE", "other"), ServerRepo("~DAVE", "notes", users={"jo": "REPO_READ"})]
+    with tempfile.TemporaryDirectory() as root, FakeBitbucketServer(
+            root, projects, repos, tokens={"bbs-admin": "admin"}, admins={"admin"}, page_size=1,
+            group_members={"staff": {"sam", "sue"}, "auditors": {"gus"}}) as fake:
+        conn = {"type": "bitbucket", "deploymentType": "server", "url": fake.url}
+        with HostHttp() as http:
+            def readers(name):
+                found = repo_readers("bitbucketServer", conn, "bbs-admin", SimpleNamespace(display_name=name), http)
+                return {fake.users_by_id[int(i)] for i in found}
+
+            assert readers("CORE/secret") == {"admin", "pat", "ron", "sam", "sue", "gus"}
+            assert readers("CORE/other") == {"admin", "pat", "sam", "sue"}
+            assert readers("~DAVE/notes") == {"jo"}  # a personal project's owner: user-driven syncing

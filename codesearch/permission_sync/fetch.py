@@ -12,12 +12,18 @@ kind               repo-driven                                      user-driven
 =================  ===============================================  ===========================================
 github             ``GET /repos/{owner}/{repo}/collaborators``      ``GET /user/repos?visibility=all``
 gitlab             ``GET /projects/{id}/members/all`` (level ≥ 20)  ``GET /projects?membership=true&min_access_level=20``
-gitea              ``GET /repos/{owner}/{repo}/collaborators``      ``GET /user/repos``
-                   and the owning user
+gitea              ``GET /repos/{owner}/{repo}/collaborators``,     ``GET /user/repos``
+                   the owning user, and for an organization's
+                   repository the members of its teams that read
+                   code (``GET /repos/{owner}/{repo}/teams``,
+                   ``GET /teams/{id}/members``)
 bitbucketCloud     ``GET /repositories/{ws}/{slug}/permissions-      ``GET /user/permissions/repositories``
                    config/users``
 bitbucketServer    ``GET /projects/{key}/repos/{slug}/permissions/  ``GET /repos?permission=REPO_READ&archived=ALL``
-                   users``
+                   users`` and ``…/groups``, the project's
+                   ``GET /projects/{key}/permissions/users`` and
+                   ``…/groups``, the groups' members (``GET
+                   /admin/groups/more-members?context={group}``)
 =================  ===============================================  ===========================================
 
 GitLab's level 20 is Reporter, the lowest that may read a private project's code. Errors are
@@ -122,6 +128,9 @@ def repo_readers(kind: str, conn: dict[str, Any], token: str | None, repo, http:
         # one id sequence, so no account has it.
         if own.get("id") is not None:
             out.add(str(own["id"]))
+        for team in _gitea_teams(http, base, h):
+            members = _link_pages(http, f"{api}/teams/{team['id']}/members", {"limit": 50}, h, "team members")
+            out |= {str(u["id"]) for u in members if u.get("id") is not None}
         return out
     if kind == "bitbucketCloud":
         workspace, _key, slug = _split_display(repo, 3)
@@ -130,10 +139,43 @@ def repo_readers(kind: str, conn: dict[str, Any], token: str | None, repo, http:
         return {str((v.get("user") or {}).get("uuid")) for v in values
                 if (v.get("user") or {}).get("uuid") and v.get("permission") in ("read", "write", "admin")}
     if kind == "bitbucketServer":
-        key, slug = _split_display(repo, 2)
-        values = bitbucket._server_pages(http, f"{api}/projects/{quote(key)}/repos/{quote(slug)}/permissions/users", {}, h)
-        return {str((v.get("user") or {}).get("id")) for v in values if (v.get("user") or {}).get("id") is not None}
+        return _bitbucket_server_readers(http, api, h, *_split_display(repo, 2))
     raise HostError(f"permission syncing does not support {kind} hosts")
+
+
+#: a Gitea team's access that includes reading code (``permission``, or ``units_map["repo.code"]``
+#: of Gitea 1.17+ teams, whose ``permission`` is then "none")
+_GITEA_READS = ("read", "write", "admin", "owner")
+
+
+def _gitea_teams(http: HostHttp, base: str, headers: dict) -> list[dict]:
+    """The teams of a Gitea repository that may read its code; none for a user's repository
+    (Gitea answers 405 "repo is not owned by an organization")."""
+    try:
+        teams = _link_pages(http, f"{base}/teams", {}, headers, "teams")
+    except HostError as e:
+        if e.status == 405:
+            return []
+        raise
+    return [t for t in teams if t.get("id") is not None
+            and (t.get("permission") in _GITEA_READS or (t.get("units_map") or {}).get("repo.code") in _GITEA_READS)]
+
+
+def _bitbucket_server_readers(http: HostHttp, api: str, headers: dict, key: str, slug: str) -> set[str]:
+    """Bitbucket Server: the users granted the repository, or its project (every project
+    permission includes reading), by name or through a group. A personal project (``~USER``)
+    has no project permissions to ask about: its owner's access comes from user-driven syncing."""
+    pages = lambda url, params=None: bitbucket._server_pages(http, url, params or {}, headers)  # noqa: E731
+    repo_url = f"{api}/projects/{quote(key)}/repos/{quote(slug)}"
+    grants = pages(f"{repo_url}/permissions/users")
+    groups = pages(f"{repo_url}/permissions/groups")
+    if not key.startswith("~"):
+        grants += pages(f"{api}/projects/{quote(key)}/permissions/users")
+        groups += pages(f"{api}/projects/{quote(key)}/permissions/groups")
+    users = [v.get("user") or {} for v in grants]
+    for name in sorted({(v.get("group") or {}).get("name") for v in groups} - {None}):
+        users += pages(f"{api}/admin/groups/more-members", {"context": name})
+    return {str(u["id"]) for u in users if u.get("id") is not None}
 
 
 def readable_repos(kind: str, api: str, token: str, http: HostHttp) -> set[str]:

@@ -304,6 +304,7 @@ class ServerRepo:
     default_branch: str = "master"
     id: int = 0
     users: dict[str, str] = field(default_factory=dict)  # explicit permissions: user name → REPO_READ|REPO_WRITE|REPO_ADMIN
+    groups: dict[str, str] = field(default_factory=dict)  # group permissions: group name → REPO_READ|…
 
 
 @dataclass
@@ -311,13 +312,15 @@ class ServerProject:
     key: str
     public: bool = False
     readers: set[str] = field(default_factory=lambda: {"*"})  # basic users (or "*" any credential) that may read
+    groups: dict[str, str] = field(default_factory=dict)  # group permissions: group name → PROJECT_READ|…
 
 
 class FakeBitbucketServer(_Base):
     def __init__(self, root: str, projects: list[ServerProject], repos: list[ServerRepo], *, tokens=(), basic=(),
-                 page_size: int = 2, admins=()):
+                 page_size: int = 2, admins=(), group_members: dict[str, set[str]] | None = None):
         super().__init__(root, tokens, set(basic), page_size, admins)
         self.url = self.base
+        self.group_members = {g: set(m) for g, m in (group_members or {}).items()}
         self.projects = {p.key: p for p in projects}
         self.repos: dict[tuple[str, str], ServerRepo] = {}
         for i, r in enumerate(repos, start=1):
@@ -343,6 +346,10 @@ class FakeBitbucketServer(_Base):
     def user_id(self, name: str) -> int:
         return self.user_json(name)["id"]
 
+    @property
+    def users_by_id(self) -> dict[int, str]:
+        return {u["id"]: name for name, u in self.users.items()}
+
     def _rate_limited(self, h) -> None:
         headers = {"Retry-After": "2", "X-RateLimit-Limit": "60", "X-RateLimit-Remaining": "0",
                    "X-RateLimit-Interval-Seconds": "1", "X-RateLimit-FillRate": "1"}
@@ -359,7 +366,9 @@ class FakeBitbucketServer(_Base):
         if kind == "anonymous":
             return False
         readers = p.readers if p else {"*"}
-        return "*" in readers or (user is not None and (user in readers or user in r.users))
+        groups = set(r.groups) | set(p.groups if p else ())
+        return "*" in readers or (user is not None and (user in readers or user in r.users or any(
+            user in self.group_members.get(g, ()) for g in groups)))
 
     _LEVELS = ("REPO_READ", "REPO_WRITE", "REPO_ADMIN")
 
@@ -452,6 +461,40 @@ class FakeBitbucketServer(_Base):
             else:
                 self._page(h, sorted(r.users.items()), params,
                            lambda up: {"user": self.user_json(up[0]), "permission": up[1]})
+            return
+        if len(parts) == 6 and parts[0] == "projects" and parts[2] == "repos" and parts[4:] == ["permissions", "groups"]:
+            r = self.repos.get((parts[1], parts[3]))
+            if r is None:
+                self._error(h, 404, f"Repository {parts[1]}/{parts[3]} does not exist.",
+                            "com.atlassian.bitbucket.repository.NoSuchRepositoryException")
+            elif not self._has(r, kind, user, "REPO_ADMIN"):
+                self._error(h, 401, "You are not permitted to access this resource",
+                            "com.atlassian.bitbucket.AuthorisationException")
+            else:
+                self._page(h, sorted(r.groups.items()), params, lambda gp: {"group": {"name": gp[0]}, "permission": gp[1]})
+            return
+        if len(parts) == 4 and parts[0] == "projects" and parts[2] == "permissions" and parts[3] in ("users", "groups"):
+            p = self.projects.get(parts[1])
+            if p is None:
+                self._error(h, 404, f"Project {parts[1]} does not exist.", "com.atlassian.bitbucket.project.NoSuchProjectException")
+            elif kind == "anonymous" or (user is not None and user not in self.admins):
+                self._error(h, 401, "You are not permitted to access this resource",
+                            "com.atlassian.bitbucket.AuthorisationException")
+            elif parts[3] == "users":
+                self._page(h, sorted(n for n in p.readers if n != "*"), params,
+                           lambda n: {"user": self.user_json(n), "permission": "PROJECT_READ"})
+            else:
+                self._page(h, sorted(p.groups.items()), params, lambda gp: {"group": {"name": gp[0]}, "permission": gp[1]})
+            return
+        if parts == ["admin", "groups", "more-members"]:
+            group = params.get("context") or ""
+            if kind == "anonymous":
+                self._error(h, 401, "You are not permitted to access this resource",
+                            "com.atlassian.bitbucket.AuthorisationException")
+            elif group not in self.group_members:
+                self._error(h, 404, f"Group {group} does not exist.", "com.atlassian.bitbucket.user.NoSuchGroupException")
+            else:
+                self._page(h, sorted(self.group_members[group]), params, self.user_json)
             return
         if len(parts) in (3, 4) and parts[0] == "projects" and parts[2] == "repos":
             key = parts[1]

@@ -78,9 +78,14 @@ class FakeGitea(FakeServer):
     def user_id(self, login: str) -> int:
         return self.owners[login.lower()]["id"]
 
-    def add_org(self, login: str, members: tuple[str, ...] = ()) -> None:
+    def add_org(self, login: str, members: tuple[str, ...] = (), *, team_units: bool = False) -> None:
+        """An organization whose `members` read every repository of it, through one team (of
+        Gitea 1.17+ shape, access in ``units_map``, when `team_units`)."""
+        for m in members:
+            self.add_user(m)
         self.owners[login.lower()] = {"login": login, "id": self._id(), "type": "org",
-                                      "members": {m.lower() for m in members}}
+                                      "members": {m.lower() for m in members}, "team": self._id(),
+                                      "team_units": team_units}
 
     def add_repo(self, owner: str, name: str, *, private: bool = False, internal: bool = False, fork: bool = False,
                  archived: bool = False, topics: tuple[str, ...] = (), size_kb: int = 0, stars: int = 0,
@@ -149,11 +154,25 @@ class FakeGitea(FakeServer):
                 return self._error(401, "token is required")
             repos = [r for r in self.repos if viewer in self.owners[r["owner"]]["members"] or viewer in r["collaborators"]]
             return self._page(repos, query, split.path)
-        if len(parts) in (3, 4) and parts[0] == "repos" and parts[3:] in ([], ["collaborators"]):
+        if len(parts) == 3 and parts[0] == "teams" and parts[2] == "members":
+            org = next((o for o in self.owners.values() if str(o.get("team")) == parts[1]), None)
+            if org is None:
+                return self._error(404, "The target couldn't be found.", [])
+            users = sorted((self.owners[m] for m in org["members"]), key=lambda u: u["login"].lower())
+            return self._page(users, query, split.path, self._user_json)
+        if len(parts) in (3, 4) and parts[0] == "repos" and parts[3:] in ([], ["collaborators"], ["teams"]):
             for r in self.repos:
                 if r["owner"] == parts[1].lower() and r["name"].lower() == parts[2].lower() and self._sees(r, viewer):
                     if len(parts) == 3:
                         return 200, {}, self._json(r)
+                    if parts[3] == "teams":
+                        owner = self.owners[r["owner"]]
+                        if owner["type"] != "org":
+                            return self._error(405, "repo is not owned by an organization")
+                        team = ({"id": owner["team"], "name": "Readers", "permission": "none",
+                                 "units_map": {"repo.code": "read", "repo.issues": "read"}} if owner["team_units"]
+                                else {"id": owner["team"], "name": "Readers", "permission": "read"})
+                        return 200, {}, [team]
                     users = sorted((self.owners[c] for c in r["collaborators"]), key=lambda u: u["login"].lower())
                     return self._page(users, query, split.path, self._user_json)
             return self._error(404, "The target couldn't be found.", [])
