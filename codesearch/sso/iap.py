@@ -143,15 +143,15 @@ class IapKeys:
 
         self.fetches += 1
         try:
-            with httpx.Client(timeout=self.timeout_s, follow_redirects=False) as http:
-                with http.stream("GET", self.url, headers={"Accept": "application/json"}) as r:
-                    if r.status_code != 200:
-                        raise IapUnavailable(f"Google Cloud IAP's key set answered HTTP {r.status_code} ({self.url})")
-                    body = b""
-                    for chunk in r.iter_bytes():
-                        body += chunk
-                        if len(body) > MAX_JWKS_BYTES:
-                            raise IapUnavailable(f"Google Cloud IAP's key set is larger than {MAX_JWKS_BYTES} bytes")
+            with httpx.Client(timeout=self.timeout_s, follow_redirects=False) as http, \
+                    http.stream("GET", self.url, headers={"Accept": "application/json"}) as r:
+                if r.status_code != 200:
+                    raise IapUnavailable(f"Google Cloud IAP's key set answered HTTP {r.status_code} ({self.url})")
+                body = b""
+                for chunk in r.iter_bytes():
+                    body += chunk
+                    if len(body) > MAX_JWKS_BYTES:
+                        raise IapUnavailable(f"Google Cloud IAP's key set is larger than {MAX_JWKS_BYTES} bytes")
         except httpx.HTTPError as e:
             raise IapUnavailable(f"Google Cloud IAP's key set could not be read ({type(e).__name__}, "
                                  f"{self.url})") from None
