@@ -282,8 +282,9 @@ SYNC_OFF = "it has no effect while PERMISSION_SYNC_ENABLED is off"
 UNUSED_CASES = [
     ({"apps": [{"type": "github", "id": "1", "privateKey": {"env": "K"}}]}, {},
      ["apps: accepted but not used: codesearch does not use code-host apps"]),
-    ({"identityProviders": [{"provider": "gcp-iap", "purpose": "sso", "audience": {"env": "A"}}]}, {},
-     ["identityProviders[0]: accepted but not used: Google Cloud IAP sign-in is not supported yet"]),
+    ({"identityProviders": [{"provider": "gcp-iap", "purpose": "sso", "audience": {"env": "A"}}]}, {}, []),  # supported
+    ({"identityProviders": [{"provider": "idira", "purpose": "sso"}]}, {},
+     ['identityProviders[0]: accepted but not used: provider "idira" is not known to this version of codesearch']),
     ({"connections": {"gl": {"type": "gitlab", "webUrl": "https://gitlab.example.com"}}}, {},
      ["connections.gl.webUrl: accepted but not used yet"]),
     ({"connections": {"gh": {"type": "github", "exclude": {"private": True}}}}, {},

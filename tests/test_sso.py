@@ -177,7 +177,8 @@ CONFIG_CASES = [
     ({"gh": {"provider": "github"}}, "identityProviders: expected array", None),
     ([{"provider": "github", "purpose": "sso", "clientId": E, "clientSecret": E, "id": "a"},
       {"provider": "gitlab", "purpose": "sso", "clientId": E, "clientSecret": E, "id": "a"}], 'identityProviders[1].id: the id "a" is already used', None),
-    ([{"provider": "gcp-iap", "purpose": "sso", "audience": E}], None, "identityProviders[0]: accepted but not used: Google Cloud IAP"),
+    ([{"provider": "gcp-iap", "purpose": "sso", "audience": E}, {"provider": "gcp-iap", "purpose": "sso", "audience": E}],
+     None, "identityProviders[1]: accepted but not used: only one gcp-iap entry is used"),  # tests/test_sso_iap.py
     ([{"provider": "bitbucket-server", "purpose": "sso", "clientId": E, "clientSecret": E}], 'identityProviders[0]: missing required property "baseUrl"', None),
     ([{"provider": "bitbucket-cloud", "purpose": "sso", "clientId": E, "clientSecret": E, "apiUrl": "api.bitbucket.org"}], "identityProviders[0].apiUrl: must be an http", None),
     ([{"provider": "gitea", "purpose": "sso", "clientId": E, "clientSecret": E, "issuer": "https://gitea.com"}], 'identityProviders[0].issuer: unknown property "issuer"', None),

@@ -210,9 +210,9 @@ def _build(doc: dict, source: str, environ: Mapping[str, str], duplicates: list[
                   identity_providers=providers, warnings=warnings, raw=doc)
 
 
-_UNSUPPORTED_PROVIDERS = {
-    "gcp-iap": "Google Cloud IAP sign-in is not supported yet",
-}
+#: Provider kinds the schema knows and codesearch does not sign in with (none at the moment: a kind
+#: that lands leaves this table).
+_UNSUPPORTED_PROVIDERS: dict[str, str] = {}
 
 #: The web address of a code-host identity provider whose entry names none (bitbucket-server has no
 #: default: its schema requires `baseUrl`).
@@ -237,12 +237,17 @@ def _identity_providers(entries: list, warnings: list[str]) -> tuple[list[Identi
     problems: list[str] = []
     seen_types: dict[str, int] = {}
     used: dict[str, int] = {}
+    iap_at: str | None = None  # the gcp-iap entry in use (the first)
     for i, e in enumerate(entries):
         at = _problems.format_path(("identityProviders", i))
         kind = e["provider"]
         if kind not in SUPPORTED_PROVIDERS:
             why = _UNSUPPORTED_PROVIDERS.get(kind, f'provider "{kind}" is not known to this version of codesearch')
             warnings.append(f"{at}: accepted but not used: {why}")
+            continue
+        if kind == "gcp-iap" and iap_at is not None:
+            warnings.append(f"{at}: accepted but not used: only one gcp-iap entry is used (IAP signs each request "
+                            f"for one audience), and {iap_at} is the first")
             continue
         seen_types[kind] = seen_types.get(kind, 0) + 1
         pid = e.get("id") or (kind if seen_types[kind] == 1 else f"{kind}-{seen_types[kind]}")
@@ -254,6 +259,11 @@ def _identity_providers(entries: list, warnings: list[str]) -> tuple[list[Identi
         if seen_types[kind] > 1 and not e.get("id"):
             warnings.append(f'{at}: several {kind} entries: this one is "{pid}" by its position; give it an '
                             '"id" so that reordering the file keeps its linked accounts')
+        if kind == "gcp-iap":
+            iap_at = at
+            out.append(IdentityProvider(id=pid, provider=kind, purpose="sso", audience=_token(e["audience"]),
+                                        display_name=e.get("displayName"), index=i))
+            continue
         if e.get("accountLinkingRequired") or e.get("required"):
             warnings.append(f"{at}.accountLinkingRequired: accepted but not enforced yet (users are not made to "
                             "link this account)")
@@ -382,7 +392,7 @@ def resolve_token(token: Mapping[str, str] | Token, *, connection: str, environ:
 
 def resolve_provider_token(token: Mapping[str, str] | Token, *, provider: IdentityProvider, field: str,
                            environ: Mapping[str, str] = os.environ) -> str:
-    """The value an identity provider's reference points to (`field`: ``clientId``,
+    """The value an identity provider's reference points to (`field`: ``clientId``, ``audience``,
     ``clientSecret`` or ``issuer``); `ConfigError` naming the entry and the variable, never a value."""
     path = f"{_problems.format_path(('identityProviders', provider.index))}.{field}"
     return _resolve(token, source=f'identity provider "{provider.id}"', path=path, environ=environ)

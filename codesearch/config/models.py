@@ -181,15 +181,17 @@ class LanguageModel(BaseModel):
         return self.raw.get(key, default)
 
 
-#: Identity provider kinds codesearch signs in with (OAuth 2.0 code hosts, then OpenID Connect).
+#: Identity provider kinds codesearch signs in with (OAuth 2.0 code hosts, then OpenID Connect, then
+#: Google Cloud IAP, which has no flow: the proxy in front signs every request, `codesearch.sso.iap`).
 CODE_HOST_PROVIDERS = ("github", "gitlab", "gitea", "bitbucket-cloud", "bitbucket-server")
 OIDC_PROVIDERS = ("google", "okta", "keycloak", "microsoft-entra-id", "authentik", "jumpcloud", "oidc")
-SUPPORTED_PROVIDERS = CODE_HOST_PROVIDERS + OIDC_PROVIDERS
+PROXY_PROVIDERS = ("gcp-iap",)
+SUPPORTED_PROVIDERS = CODE_HOST_PROVIDERS + OIDC_PROVIDERS + PROXY_PROVIDERS
 #: The name on a provider's button when the entry gives no `displayName`.
 PROVIDER_NAMES = {"github": "GitHub", "gitlab": "GitLab", "gitea": "Gitea", "bitbucket-cloud": "Bitbucket Cloud",
                   "bitbucket-server": "Bitbucket Server", "google": "Google", "okta": "Okta", "keycloak": "Keycloak",
                   "microsoft-entra-id": "Microsoft Entra ID", "authentik": "Authentik", "jumpcloud": "JumpCloud",
-                  "oidc": "OpenID Connect"}
+                  "oidc": "OpenID Connect", "gcp-iap": "Google Cloud IAP"}
 
 
 class IdentityProvider(BaseModel):
@@ -198,15 +200,18 @@ class IdentityProvider(BaseModel):
     `id` names it in URLs (``/api/auth/callback/<id>``) and in stored linked accounts: the
     entry's own ``id``, else its type for the first entry of that type, else ``<type>-<n>`` for
     the n-th (file order). `issuer` is a URL or a `Token` reference to one (Sourcebot writes a
-    token); `client_id` / `client_secret` are references, resolved by `loader.resolve_provider_token`."""
+    token); `client_id` / `client_secret` are references, resolved by `loader.resolve_provider_token`.
+    A ``gcp-iap`` entry has neither: only its `audience` reference (`codesearch.sso.iap`)."""
 
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
     id: str
-    provider: str  # github, gitlab, gitea, bitbucket-cloud, bitbucket-server, google, okta, … oidc (SUPPORTED_PROVIDERS)
+    provider: str  # github, gitlab, gitea, bitbucket-cloud, bitbucket-server, google, okta, … oidc, gcp-iap (SUPPORTED_PROVIDERS)
     purpose: Literal["sso", "integration"]  # Sourcebot's "account_linking" reads as "integration"
-    client_id: Token
-    client_secret: Token
+    client_id: Token | None = None  # every kind but gcp-iap (the schema requires it)
+    client_secret: Token | None = None  # every kind but gcp-iap (the schema requires it)
+    #: gcp-iap: the reference to the expected ``aud`` of IAP's signed header
+    audience: Token | None = None
     #: code hosts: the web address (default github.com, gitlab.com, gitea.com, bitbucket.org; required for
     #: bitbucket-server), where the OAuth endpoints are
     base_url: str | None = None
@@ -227,6 +232,11 @@ class IdentityProvider(BaseModel):
     @property
     def is_code_host(self) -> bool:
         return self.provider in CODE_HOST_PROVIDERS
+
+    @property
+    def is_proxy(self) -> bool:
+        """Signed in by a proxy in front of the service (gcp-iap), not by a flow of ours."""
+        return self.provider in PROXY_PROVIDERS
 
     @property
     def signs_in(self) -> bool:

@@ -6,7 +6,7 @@ silently, `warnings_for` lists each such place as a warning, which ``codesearch 
 validate`` prints and the service logs at start-up:
 
     apps: accepted but not used: codesearch does not use code-host apps (...)
-    identityProviders[2]: accepted but not used: Google Cloud IAP sign-in is not supported yet
+    identityProviders[2]: accepted but not used: provider "idira" is not known to this version of codesearch
     connections.gl.webUrl: accepted but not used yet: ...
     connections.gh.enforcePermissions: it has no effect while PERMISSION_SYNC_ENABLED is off
 

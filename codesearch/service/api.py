@@ -157,10 +157,12 @@ def build_app(get_searcher, *, public_url: str = DEFAULT_PUBLIC_URL, contexts: d
     from codesearch.web.templating import WebContext
 
     from codesearch.sso import build_providers
+    from codesearch.sso.iap import build_iap
 
     webui.install(app, web=WebContext(get_store=get_store, authenticator=authenticator, make_context=make_context,
                                       public_url=public_url, anonymous_access=anonymous_access,
                                       identity_providers=build_providers(identity_providers, environ),
+                                      iap=build_iap(identity_providers, environ),
                                       require_approval=environment.require_approval_new_members(environ)))
     # Added last, so it is the outermost of the app's middlewares: it names and times every
     # request, those the limits or the session middleware refuse included.

@@ -28,6 +28,9 @@ The web UI's session cookie (``codesearch_session``, `codesearch.web.sessions`) 
 `Authenticator.identify_request` (what the routes' dependency uses): API keys come first; a
 cookie-authenticated POST/PUT/PATCH/DELETE must carry ``X-CSRF-Token`` equal to the session's
 token, else the cookie counts as absent. `identify(headers)` (MCP) looks at API keys only.
+Behind Google Cloud IAP (a ``gcp-iap`` identity provider), the user IAP signed the request in as
+(`codesearch.web.iap`) comes after API keys and before the cookie, under the same
+``X-CSRF-Token`` rule.
 
 Every ``/api/*`` route except ``/api/health``, ``/api/version`` and ``/api/openapi.json`` depends
 on `Authenticator.dependency` (attached to the protected router in `api.build_app`, and kept on
@@ -149,6 +152,8 @@ class Authenticator:
         oauth = _is_mcp_request(request.scope)
         user = self._key_user(request.headers, oauth=oauth)
         if user is None:
+            user = self._iap_user(request)
+        if user is None:
             user = self._session_user(request)
         if user is not None:
             return self.identity(user)
@@ -199,6 +204,23 @@ class Authenticator:
                                                "use API keys (DISABLE_API_KEY_USAGE_FOR_NON_OWNER_USERS)")
                     return user
         return None
+
+    def _iap_user(self, request: Request):
+        """The user Google Cloud IAP signed this request in as (`codesearch.web.iap` checked the
+        assertion and left the user in the request state), with ``X-CSRF-Token`` for unsafe
+        methods as for a session cookie; None when there is none."""
+        from codesearch.web.sessions import CSRF_HEADER, SAFE_METHODS
+
+        state = request.scope.get("state") or {}
+        user = state.get("iap_user")
+        if user is None:
+            return None
+        if request.method.upper() not in SAFE_METHODS:
+            token = (request.headers.get(CSRF_HEADER) or "").encode("utf-8")
+            expected = str(state.get("iap_csrf_token") or "").encode("utf-8")
+            if not token or not expected or not hmac.compare_digest(token, expected):
+                return None
+        return user
 
     def _session_user(self, request: Request):
         from codesearch.web.sessions import CSRF_HEADER, SAFE_METHODS, SESSION_COOKIE

@@ -7,7 +7,10 @@
   kept in a short-lived encrypted cookie bound to the browser, single use, checked on callback;
   the identity the provider vouches for (`ProviderIdentity`);
 - `accounts.py`: what a sign-in or a link does with that identity (find the user by linked
-  identity, else by verified e-mail, else sign them up; approval and invites: `store.members`).
+  identity, else by verified e-mail, else sign them up; approval and invites: `store.members`);
+- `iap.py`: Google Cloud IAP (``gcp-iap``), which has no flow: the proxy in front signs every
+  request (``x-goog-iap-jwt-assertion``, checked against Google's keys), and `codesearch.web.iap`
+  signs each such request in as the user it names.
 
 Provider ids. Each entry has a stable id (`codesearch.config.models.IdentityProvider.id`): its
 ``id`` when the entry gives one, else its type (``github``, ``okta`` …), else ``<type>-<n>`` for

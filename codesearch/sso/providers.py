@@ -379,5 +379,6 @@ class Provider:
 
 
 def build_providers(entries, environ: Mapping[str, str] | None = None) -> dict[str, Provider]:
-    """`Provider`s by id, in file order, from typed config entries."""
-    return {e.id: Provider(e, environ) for e in entries or ()}
+    """`Provider`s by id, in file order, from typed config entries: those with a flow (buttons,
+    callbacks, linking). A gcp-iap entry has none: `codesearch.sso.iap.build_iap`."""
+    return {e.id: Provider(e, environ) for e in entries or () if not e.is_proxy}

@@ -48,6 +48,9 @@ class WebContext:
     identity_providers: dict = field(default_factory=dict)
     #: REQUIRE_APPROVAL_NEW_MEMBERS: sign-ups wait for an owner
     require_approval: bool = field(default_factory=lambda: environment.require_approval_new_members())
+    #: the config's gcp-iap entry (`codesearch.sso.iap.IapSignIn`), or None: requests signed by Google Cloud
+    #: IAP are signed in by `codesearch.web.iap`
+    iap: Any = None
 
 
 def render(request: Request, template: str, status_code: int = 200, **context) -> HTMLResponse:
