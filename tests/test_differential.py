@@ -114,6 +114,21 @@ CASES = [
     ("(1),", {}, ("text", "(1),")),
     ("():", {}, ("text", "():")),
     (r"test\(\)", {}, ("text", r"test\(\)")),
+    # GitHub code search's spellings: path: is file:, language: is lang:, /…/ is a regex in
+    # either mode (the oracle reads the trees; the queries are what a GitHub user types)
+    (r"path:\.py$ def", {}, ("and", ("file", r"\.py$"), ("text", "def"))),
+    ("-path:test parse", {}, ("and", ("not", ("file", "test")), ("text", "parse"))),
+    ("path:APP", CS, ("file", "APP")),
+    ("language:python class", {}, ("and", ("lang", "python"), ("text", "class"))),
+    ("-language:python foo", {}, ("and", ("not", ("lang", "python")), ("text", "foo"))),
+    (r"/def\s\w+_\d+/", {}, ("regex", r"def\s\w+_\d+")),
+    ("/h.llo/", {}, ("regex", "h.llo")),
+    ("/H.llo/", CS, ("regex", "H.llo")),
+    ("/fo+/", R, ("regex", "fo+")),
+    (r"/caf./ path:\.py$", {}, ("and", ("regex", "caf."), ("file", r"\.py$"))),
+    ("/[Ff]oo/ or /p[aA]rse/", {}, ("or", ("regex", "[Ff]oo"), ("regex", "p[aA]rse"))),
+    ('"/foo/"', {}, ("text", "/foo/")),
+    ("//", {}, ("text", "//")),
     # branches and tags
     ("rev:dev foo", {}, ("and", ("rev", "dev"), ("text", "foo"))),
     ("rev:* handler", {}, ("and", ("rev", "*"), ("text", "handler"))),

@@ -15,7 +15,7 @@ the group rule below says so)::
     group      = "(" group-body ")"                         (* balanced and standing alone *)
     prefix     = NAME ":" ( quoted | word )                 (* NAME: content c file f repo r lang
                                                                sym rev context reposet archived
-                                                               fork visibility *)
+                                                               fork visibility path language *)
     quoted     = '"' { char | '\\"' | '\\\\' } '"'
     word       = { non-WS char | '"' ... '"' }              (* runs to whitespace *)
 
@@ -61,8 +61,16 @@ Decisions beyond SPEC §4 (documented here and in the tests):
   ``archived:``/``fork:``/``visibility:`` (those values are case-sensitive, lower case).
 * ``reposet:`` names are split on commas, stripped, and empty names dropped; none left is an error.
 * A prefix value that starts with an unclosed quote is a word, quote included (``file:"abc``).
-* Regex errors point at the term's first character (the quote of a quoted term) or, for a
-  prefix, at the value's first character. A missing value points just after the colon.
+* GitHub code search's spellings are accepted too: ``path:`` is ``file:``, ``language:`` is
+  ``lang:``, and a word written between slashes, ``/fo+/``, is a regex in either mode (at least
+  one character between the slashes; ``//`` stays text; like every word it ends at whitespace,
+  so write ``\\s`` for a space). Sourcebot has none of them, and none of
+  them changes a query Sourcebot's grammar reads: its queries never spell these prefixes, and
+  a quoted ``"/x/"`` is still the text. A slashed word that is not a valid regex is an error
+  that says how to search for the text (quote it), since ``/**/`` is common in code.
+* Regex errors point at the character of the query where the regex engine found the problem
+  (an unclosed ``(`` or ``[`` at that bracket), mapped back through quotes and escapes. A
+  missing value points just after the colon.
 * A query with a lone surrogate (not encodable as UTF-8) is an error at that character.
 """
 
@@ -109,6 +117,9 @@ PREFIXES: dict[str, str] = {
     "archived": "archived",
     "fork": "fork",
     "visibility": "visibility",
+    # GitHub code search's names, accepted as aliases (not in Sourcebot's grammar).
+    "path": "file",
+    "language": "lang",
 }
 
 _TRISTATE = ("yes", "no", "only")
@@ -296,19 +307,44 @@ class _Parser:
     def _error(self, reason: str, pos: int) -> QueryParseError:
         return QueryParseError(reason, self.q, pos)
 
-    def _check_regex(self, pattern: str, case_sensitive: bool, pos: int, what: str = "") -> None:
+    def _check_regex(self, pattern: str, case_sensitive: bool, pos: int, what: str = "", *,
+                     quoted: bool = False, skip: int = 0, advice: str = "") -> None:
+        """Compile `pattern`, written at `pos` of the query (after `skip` characters such as
+        the ``/`` of ``/…/``, or inside a quoted string when `quoted`); a bad pattern is an error
+        at the character of the query where the regex engine found the problem."""
         try:
             compile_regex(pattern, case_sensitive)
         except RegexError as e:
             reason = str(e) or "invalid regular expression"
-            raise self._error(f"{what}{reason}", pos) from None
+            at = self._query_offset(pos, quoted, skip, e.offset)
+            raise self._error(f"{what}{reason}{advice}", at) from None
         except Exception as e:  # noqa: BLE001 - any engine failure is a bad pattern to the user
-            raise self._error(f"{what}invalid regular expression: {e}", pos) from None
+            raise self._error(f"{what}invalid regular expression: {e}{advice}", pos) from None
 
-    def _content(self, text: str, pos: int, what: str = "") -> Content:
+    def _query_offset(self, pos: int, quoted: bool, skip: int, offset: int) -> int:
+        """The query position of character `offset` of a value written at `pos`: a quoted
+        value starts after its quote, and each ``\\"`` or ``\\\\`` in it is one character."""
+        if not quoted:
+            return min(pos + skip + offset, len(self.q))
+        q, j = self.q, pos + 1
+        for _ in range(offset):
+            if j >= len(q):
+                break
+            j += 2 if q[j] == "\\" and j + 1 < len(q) and q[j + 1] in '"\\' else 1
+        return min(j, len(q))
+
+    def _content(self, text: str, pos: int, what: str = "", quoted: bool = False) -> Content:
         if self.is_regex:
-            self._check_regex(text, self.cs, pos, what)
+            self._check_regex(text, self.cs, pos, what, quoted=quoted)
         return Content(text, self.is_regex, self.cs)
+
+    def _slashed(self, text: str, pos: int) -> Content:
+        """A ``/…/`` term (GitHub's way to write a regex): the regex between the slashes, in
+        either mode. A bad regex is an error that says how to search for the text instead."""
+        pattern = text[1:-1]
+        self._check_regex(pattern, self.cs, pos, skip=1,
+                          advice=f'; to search for the text, quote it: "{text}"')
+        return Content(pattern, True, self.cs)
 
     def _quoted(self, s: int, bound: int) -> tuple[str, int] | None:
         """The decoded text of the quoted string opened at `s` and the position after it, or
@@ -366,20 +402,20 @@ class _Parser:
             if end == v:
                 raise self._error(f"missing value after {written}:", v)
             value = q[v:end]
-        return self._leaf(kind, written, value, v), end
+        return self._leaf(kind, written, value, v, quoted is not None), end
 
-    def _leaf(self, kind: str, written: str, value: str, v: int) -> Node:
+    def _leaf(self, kind: str, written: str, value: str, v: int, quoted: bool = False) -> Node:
         what = f"{written}: "
         if kind == "content":
-            return self._content(value, v, what)
+            return self._content(value, v, what, quoted)
         if kind == "file":
-            self._check_regex(value, self.cs, v, what)
+            self._check_regex(value, self.cs, v, what, quoted=quoted)
             return FileName(value, self.cs)
         if kind == "repo":
-            self._check_regex(value, False, v, what)
+            self._check_regex(value, False, v, what, quoted=quoted)
             return Repo(value)
         if kind == "sym":
-            self._check_regex(value, self.cs, v, what)
+            self._check_regex(value, self.cs, v, what, quoted=quoted)
             return Symbol(value, self.cs)
         if kind == "lang":
             return Language(value)
@@ -480,7 +516,7 @@ class _Parser:
                 if quoted is not None:
                     text, end = quoted
                     # An empty quoted term looks for nothing, like an empty group.
-                    f.items.append(self._content(text, i) if text else _FALSE)
+                    f.items.append(self._content(text, i, quoted=True) if text else _FALSE)
                     i = end
                     continue
             else:
@@ -495,6 +531,8 @@ class _Parser:
             text = q[i:j]
             if text == "or":
                 f.items.append(_OrWord(i))
+            elif len(text) >= 3 and text[0] == "/" and text[-1] == "/":
+                f.items.append(self._slashed(text, i))
             else:
                 f.items.append(self._content(text, i))
             i = j

@@ -28,7 +28,15 @@ FALLBACK_TIMEOUT_S = 0.5
 
 
 class RegexError(ValueError):
-    """The pattern is not a valid regular expression for either engine."""
+    """The pattern is not a valid regular expression for either engine.
+
+    `offset` is the 0-based character offset in the pattern where the problem is (the
+    unclosed ``(`` or ``[`` of a missing bracket), so that a caller can point at it in the
+    text the user typed."""
+
+    def __init__(self, reason: str, offset: int = 0):
+        super().__init__(reason)
+        self.offset = offset
 
 
 class RegexTimeout(RuntimeError):
@@ -105,7 +113,9 @@ def compile_regex(pattern: str, case_sensitive: bool = True) -> CompiledRegex:
     flags = _regex.MULTILINE | _regex.V0 | (0 if case_sensitive else _regex.IGNORECASE | _regex.FULLCASE)
     try:
         r = _regex.compile(pattern, flags)
-    except (_regex.error, ValueError, OverflowError, RecursionError):
+    except _regex.error as e:
+        raise RegexError(re2_reason, error_offset(pattern, e)) from None
+    except (ValueError, OverflowError, RecursionError):
         raise RegexError(re2_reason) from None
     return CompiledRegex(pattern, case_sensitive, "fallback", _fallback=r)
 
@@ -168,3 +178,46 @@ def _re2_reason(pattern: str, case_sensitive: bool) -> str:
     if isinstance(msg, bytes):
         msg = msg.decode("utf-8", "replace")
     return f"invalid regular expression: {msg}"
+
+
+def error_offset(pattern: str, err: "_regex.error") -> int:
+    """Where in `pattern` the error `err` (of the `regex` module, which reports positions where
+    RE2 does not) is, clamped to the pattern. An unclosed group or character class points at its
+    opening bracket: the end of the pattern would say nothing about which bracket is open."""
+    pos = err.pos if isinstance(err.pos, int) else 0
+    msg = err.msg or ""
+    if "missing )" in msg:
+        opener = _unclosed(pattern, "(")
+        if opener is not None:
+            return opener
+    if "unterminated character set" in msg:
+        opener = _unclosed(pattern, "[")
+        if opener is not None:
+            return opener
+    return max(0, min(pos, len(pattern) - 1)) if pattern else 0
+
+
+def _unclosed(pattern: str, bracket: str) -> int | None:
+    """Offset of the last ``(`` left open (or the ``[`` left open) in `pattern`, skipping escaped
+    characters and, for ``(``, character classes."""
+    stack: list[int] = []
+    in_class = -1
+    i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if in_class >= 0:
+            if c == "]" and i > in_class + 1 and not (i == in_class + 2 and pattern[in_class + 1] == "^"):
+                in_class = -1
+        elif c == "[":
+            in_class = i
+        elif c == "(":
+            stack.append(i)
+        elif c == ")" and stack:
+            stack.pop()
+        i += 1
+    if bracket == "[":
+        return in_class if in_class >= 0 else None
+    return stack[-1] if stack else None
