@@ -35,7 +35,8 @@ from codesearch import environment, permissions
 from codesearch.runtime import request_ids
 from codesearch.search.options import DEFAULT_PUBLIC_URL
 from codesearch.service import (audit, auth, errors, mcp, oauth_server, routes_chat, routes_git, routes_oauth,
-                                routes_permissions, routes_repos, routes_search, routes_source, webhooks)
+                                routes_permissions, routes_repos, routes_search, routes_source, routes_suggest,
+                                webhooks)
 from codesearch.service.limits import RequestLimits
 from codesearch.service.observability import ObserveRequests
 from codesearch.service.routes_search import SearchRequest  # noqa: F401  (the request model, re-exported)
@@ -127,6 +128,8 @@ def build_app(get_searcher, *, public_url: str = DEFAULT_PUBLIC_URL, contexts: d
                                                   require_identity=require_identity,
                                                   max_matches=max_matches or routes_search.max_match_count(environ),
                                                   search_timeout_s=search_timeout_s))
+    protected.include_router(routes_suggest.router(get_searcher, get_store, contexts=contexts,
+                                                   require_identity=require_identity))
     protected.include_router(routes_repos.router(get_store, public_url=public_url, require_identity=require_identity))
     protected.include_router(audit.router(get_store, require_identity))
     protected.include_router(routes_permissions.router(get_store, require_identity))

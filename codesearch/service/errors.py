@@ -16,13 +16,13 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from codesearch.errors import CodesearchError
+from codesearch.errors import CodesearchError, QueryParseError
 
 log = logging.getLogger(__name__)
 
 
-def error_response(status: int, code: str, message: str) -> JSONResponse:
-    return JSONResponse({"statusCode": status, "errorCode": code, "message": message}, status_code=status)
+def error_response(status: int, code: str, message: str, **extra) -> JSONResponse:
+    return JSONResponse({"statusCode": status, "errorCode": code, "message": message, **extra}, status_code=status)
 
 
 def _validation_message(exc: RequestValidationError) -> str:
@@ -55,7 +55,10 @@ def install(app) -> None:
         if exc.status_code >= 500 and not getattr(exc, "expose", False):
             log.error("%s %s failed: %s", request.method, request.url.path, exc)
             return error_response(500, "UNEXPECTED_ERROR", "an unexpected error occurred")
-        response = error_response(exc.status_code, exc.error_code, str(exc))
+        # A query that does not parse also says where (0-based character offset in the query),
+        # so that a page can put a caret under it; the three SPEC §5 fields are unchanged.
+        extra = {"position": exc.position} if isinstance(exc, QueryParseError) else {}
+        response = error_response(exc.status_code, exc.error_code, str(exc), **extra)
         if getattr(exc, "retry_after", None):
             response.headers["Retry-After"] = str(exc.retry_after)
         return response

@@ -29,6 +29,11 @@ Without a cap, the files of all chunks are exactly the files of ``/api/search`` 
 arrival order; within a chunk, rank order). With a cap, which files make it may differ: the
 stream commits to the first answers, ``/api/search`` ranks all answers before it cuts.
 
+A search that finds no file carries ``hints`` (`codesearch.search.hints`): in the answer of
+``/api/search`` and in the ``final`` event of ``/api/stream_search``. They are computed as the
+caller (repository names the caller may see, re-searches filtered by the caller's permissions),
+only for empty results, so a search that finds something costs nothing more.
+
 Search contexts (``context:name``): the store's search contexts, then the `contexts` given to
 the app for names the store does not have.
 """
@@ -49,11 +54,13 @@ from starlette.concurrency import run_in_threadpool
 
 from codesearch.errors import CodesearchError, InvalidRequestBody
 from codesearch.search.engine import merge_partials
+from codesearch.search.hints import zero_result_hints
 from codesearch.search.options import FLUSH_TIMER, SearchOptions, Stats
 from codesearch.permissions import visible_repos
 from codesearch.service import audit
 from codesearch.service.auth import Identity, filter_search_response
 from codesearch.service.index_progress import IndexProgress
+from codesearch.tools.repos import page_of_repos
 
 log = logging.getLogger(__name__)
 
@@ -224,8 +231,40 @@ class StreamMerger:
         return {"type": "final", "accumulatedStats": acc.to_json(), "isSearchExhaustive": exhaustive}
 
 
+#: The most repository names read to judge a ``repo:`` term of an empty search.
+MAX_HINT_REPOS = 20_000
+
+
+def visible_repo_names(get_store, identity: Identity) -> list[str] | None:
+    """Names of the repositories `identity` may see (None without a store)."""
+    store = get_store() if get_store else None
+    if store is None:
+        return None
+    rows, _ = page_of_repos(store, identity, page=1, per_page=MAX_HINT_REPOS, sort="name", direction="asc", query=None)
+    return [r.name for r in rows]
+
+
+def search_hints(searcher, get_store, query: str, options: SearchOptions, identity: Identity) -> list[dict]:
+    """The hints for an empty search (blocking: run it in a thread)."""
+    small = dataclasses.replace(options, matches=1, context_lines=0, whole=False)
+
+    def has_results(q: str) -> bool:
+        try:
+            resp = searcher.search(q, options=small)
+        except CodesearchError:
+            return False
+        return bool(filter_search_response(identity, resp).get("files"))
+
+    try:
+        return zero_result_hints(query, is_regex=options.is_regex, case_sensitive=options.case_sensitive,
+                                 repo_names=visible_repo_names(get_store, identity), has_results=has_results)
+    except Exception:  # noqa: BLE001 - a hint is a courtesy: never fail the search for it
+        log.exception("search hints failed")
+        return []
+
+
 async def stream_events(searcher, query: str, options: SearchOptions, identity: Identity, plan_ns: int = 0,
-                        started_ns: int | None = None, fanout=None, progress=None):
+                        started_ns: int | None = None, fanout=None, progress=None, hinter=None):
     """The SSE byte chunks of one streamed search (see the module docstring).
 
     `fanout` is the `Fanout` of a `SearcherPool` already asked (its answers become one chunk
@@ -243,14 +282,21 @@ async def stream_events(searcher, query: str, options: SearchOptions, identity: 
             final = {"type": "final", "accumulatedStats": resp["stats"], "isSearchExhaustive": resp["isSearchExhaustive"]}
             if progress is not None:
                 progress.add_to(final["accumulatedStats"])
+            if hinter is not None and not resp["files"]:
+                final["hints"] = await hinter()
             yield _sse(final)
         else:
+            found = False
             async for partial in fanout.partials_async():
-                yield _sse(filter_search_response(identity, merger.chunk(partial)))
+                chunk = filter_search_response(identity, merger.chunk(partial))
+                found = found or bool(chunk["files"])
+                yield _sse(chunk)
             merger.missed(fanout.missed)
             final = merger.final()
             if progress is not None:
                 progress.add_to(final["accumulatedStats"])
+            if hinter is not None and not found:
+                final["hints"] = await hinter()
             yield _sse(final)
     except Exception as e:  # after the stream started: an error event, never a broken stream
         if not isinstance(e, CodesearchError):
@@ -318,6 +364,8 @@ def router(get_searcher, get_store, *, public_url: str, contexts: dict | None, r
         resp = filter_search_response(identity, resp)
         if options.visible_repos is None:  # counts of every repository: not for a restricted caller
             progress.add_to(resp["stats"])
+        if not resp["files"]:
+            resp["hints"] = await run_in_threadpool(search_hints, searcher, get_store, body.query, options, identity)
         return JSONResponse(resp)
 
     @r.post("/api/stream_search", response_class=StreamingResponse, openapi_extra=_body_schema(SearchRequest),
@@ -341,8 +389,12 @@ def router(get_searcher, get_store, *, public_url: str, contexts: dict | None, r
         except CodesearchError as e:
             raise unwrap(e) from None
         plan_ns = time.perf_counter_ns() - started
+
+        async def hinter():
+            return await run_in_threadpool(search_hints, searcher, get_store, body.query, options, identity)
+
         return StreamingResponse(stream_events(searcher, body.query, options, identity, plan_ns, started, fanout,
-                                               progress if options.visible_repos is None else None),
+                                               progress if options.visible_repos is None else None, hinter),
                                  media_type="text/event-stream",
                                  headers={"Cache-Control": "no-cache, no-transform", "X-Accel-Buffering": "no"})
 
