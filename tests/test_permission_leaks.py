@@ -286,6 +286,43 @@ def test_status_listings_and_explain_name_no_hidden_repository(world):
                     assert name not in status.text and name not in explained.text, (who, name)
 
 
+HINT_QUERIES = ["marker repo:priv", "marker repo:acme/prv", "marker r:spriv", "needle repo:corp zzznothing",
+                "fn_ file:nothing_here"]
+
+
+def test_suggestions_and_hints_name_no_hidden_repository(world):
+    """`/api/suggest` (repositories, files, symbols) and the hints of empty searches: exactly the
+    visible repositories' names, files and symbols, never a hidden one, not even as a "did you mean"."""
+    index_of = {name: i for i, name in enumerate(REPOS)}
+    with httpx.Client(base_url=world["url"], timeout=60) as http:
+        for who, user, headers in _callers(world):
+            visible = expected_visible(user, world)
+            hidden = [n for n in REPOS if n not in visible]
+
+            def suggest(kind, q):
+                r = http.get("/api/suggest", params={"kind": kind, "q": q, "limit": 50}, headers=headers)
+                assert r.status_code == 200, (who, r.text)
+                for name in hidden:
+                    assert name not in r.text, (who, kind, name)
+                return {x["value"] for x in r.json()["suggestions"]}
+
+            got_repos = suggest("repo", "")
+            assert got_repos == visible, (who, got_repos, http.get("/api/repos/status", params={"perPage": 100}, headers=headers).text)
+            assert suggest("repo", "priv") == {n for n in visible if "priv" in n}, who
+            assert suggest("sym", "fn_") == {f"fn_{index_of[n]}_{k}" for n in visible for k in range(3)}, who
+            files = http.get("/api/suggest", params={"kind": "file", "q": "src/f", "limit": 50}, headers=headers).json()
+            assert {x["detail"] for x in files["suggestions"]} == visible, who
+            for query in HINT_QUERIES:
+                r = http.post("/api/search", json={"query": query, "matches": 10}, headers=headers)
+                assert r.status_code == 200, (who, query, r.text)
+                for name in hidden:
+                    assert name not in r.text, (who, query, name)
+                for hint in r.json().get("hints", []):
+                    for sug in hint["suggestions"]:
+                        if hint["kind"] == "unknownRepository":
+                            assert sug["label"] in visible, (who, query, hint)
+
+
 def _same_as_missing(a: httpx.Response, b: httpx.Response, name: str) -> None:
     assert a.status_code == b.status_code, (name, a.status_code, b.status_code)
     assert a.text.replace(name, "X") == b.text.replace(MISSING, "X"), name

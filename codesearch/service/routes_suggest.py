@@ -17,7 +17,8 @@ server (a repository the caller may not see is never suggested, nor its files or
 - ``sym``: names of symbol definitions that start with `q` (a ``sym:`` search, as the caller).
 
 The answer is ``{"kind", "query", "suggestions": [{"value", "label", "detail"}]}``, at most
-`limit` (1–50, default 10) suggestions, each unique by value. An unknown kind or a `q` longer
+`limit` (1–50, default 10) suggestions, each unique by value (files: by value and repository,
+the detail). An unknown kind or a `q` longer
 than 200 characters is a 400 ``INVALID_REQUEST_BODY`` that says which parameter is wrong.
 """
 
@@ -99,12 +100,12 @@ def router(get_searcher, get_store, *, contexts: dict | None, require_identity) 
         if not q:
             return []
         out: list[dict] = []
-        seen: set[str] = set()
+        seen: set = set()
         if kind == "file":
             for f in search_as(identity, f"file:{_quoted_regex(re.escape(q))}", limit):
                 path = f["fileName"]["text"]
-                if path not in seen:
-                    seen.add(path)
+                if (f["repository"], path) not in seen:
+                    seen.add((f["repository"], path))
                     out.append({"value": path, "label": path, "detail": f["repository"]})
         else:  # sym
             for f in search_as(identity, f"sym:{_quoted_regex('^' + re.escape(q))}", limit):
