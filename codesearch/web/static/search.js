@@ -210,10 +210,50 @@
       if (href) location.href = href;
     });
 
-    function showError(message) {
+    function showError(message, position) {
       errorBox.hidden = false;
       errorBox.replaceChildren(el("strong", null, "Search failed: "), message);
+      if (typeof position === "number" && position >= 0) showCaret(position);
       summary.textContent = "";
+    }
+
+    // A query that does not parse: the query with a caret under the character the error is at
+    // (the API's `position`: a 0-based offset in code points, one column each in the monospace
+    // copy), and the bar's copy of it underlined there (at the same character, in UTF-16 units).
+    function showCaret(position) {
+      const q = cfg.query;
+      const chars = Array.from(q);
+      const at = Math.min(position, chars.length);
+      errorBox.append(el("pre", {class: "query-caret", "aria-label": `error at character ${at + 1}`},
+        el("code", {class: "query-caret-query"}, q), "\n",
+        el("code", {class: "query-caret-mark"}, " ".repeat(at) + "^")));
+      const form = document.querySelector("form.searchform");
+      if (form) {
+        form.dataset.errorPos = String(chars.slice(0, at).join("").length);
+        form.dataset.errorQuery = q;
+        form.dispatchEvent(new Event("querybar:error"));
+      }
+    }
+
+    // Why nothing was found and the fixed queries (the `hints` of the final event).
+    function showHints(hints) {
+      if (!Array.isArray(hints) || !hints.length) return;
+      let box = document.getElementById("search-hints");
+      if (!box) {
+        box = el("div", {id: "search-hints", class: "notice hints", role: "status"});
+        errorBox.after(box);
+      }
+      box.hidden = false;
+      box.replaceChildren(...hints.map((h) => {
+        const links = (h.suggestions || []).filter((s) => typeof s.query === "string" && s.query).map((s) => {
+          const p = new URLSearchParams({q: s.query});
+          if (cfg.regex) p.set("regex", "1");
+          if (cfg.case) p.set("case", "1");
+          return el("a", {class: "hint-fix", href: `${root()}/search?${p}`}, String(s.label));
+        });
+        return el("p", {class: "hint", "data-kind": String(h.kind || "")}, String(h.message || ""),
+          links.length ? el("span", {class: "hint-fixes"}, " Try: ", ...links.flatMap((a, i) => (i ? [" · ", a] : [a]))) : "");
+      }));
     }
 
     function applyFilter() {
@@ -280,8 +320,9 @@
       if (!state.done) summary.textContent = `Searching… ${plural(state.matches, "match", "matches")} in ${plural(state.files, "file")} so far`;
     }
 
-    function finish(stats, exhaustive) {
+    function finish(stats, exhaustive, hints) {
       state.done = true;
+      if (!state.files) showHints(hints);
       renderFacets("filter-lang", "lang", state.langs);
       renderFacets("filter-repo", "repo", state.repos);
       applyFilter();
@@ -314,7 +355,7 @@
       let ev;
       try { ev = JSON.parse(data); } catch (_) { return; }
       if (ev.type === "chunk") addFiles(ev.files);
-      else if (ev.type === "final") finish(ev.accumulatedStats, ev.isSearchExhaustive);
+      else if (ev.type === "final") finish(ev.accumulatedStats, ev.isSearchExhaustive, ev.hints);
       else if (ev.type === "error") showError((ev.error && ev.error.message) || "the search failed");
     }
 
@@ -331,7 +372,9 @@
         return;
       }
       if (!resp.ok) {
-        showError(await errorMessage(resp));
+        let body = null;
+        try { body = await resp.clone().json(); } catch (_) { /* not JSON */ }
+        showError(await errorMessage(resp), body && typeof body.position === "number" ? body.position : undefined);
         return;
       }
       const reader = resp.body.getReader();
