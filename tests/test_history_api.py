@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import time
 
 import httpx
 import pytest
@@ -48,7 +49,7 @@ def world(tmp_path_factory):
     app = build_app(lambda: NoSearcher(), get_store=lambda: store, anonymous_access=False, data_dir=data, environ={})
     with serving(app) as url:
         with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=60) as http:
-            yield {"http": http, "url": url, "shas": shas, "root": root,
+            yield {"http": http, "url": url, "shas": shas, "root": root, "store": store,
                    "git_dirs": {LOCAL: os.path.join(root, ".git"), MIRROR: mirror}}
     store.close()
 
@@ -333,3 +334,20 @@ def test_bad_requests_say_what_is_wrong(world, route, params, status, code, word
 def test_routes_need_credentials(world, route, params):
     r = httpx.get(world["url"] + route, params=params, timeout=30)
     assert r.status_code == 401 and r.json()["errorCode"] == "NOT_AUTHENTICATED"
+
+
+@pytest.mark.parametrize("route, params, action, target", [
+    ("/api/blame", {"repo": LOCAL, "path": "src/app.py", "ref": "v1.0"}, "blame.read", f"{LOCAL}:src/app.py"),
+    ("/api/commit", {"repo": LOCAL, "ref": "feature"}, "commit.read", LOCAL),
+    ("/api/diff", {"repo": MIRROR, "base": "v1.0", "head": "feature"}, "diff.read", MIRROR),
+    ("/api/commits", {"repo": LOCAL, "path": "docs"}, "commits.read", f"{LOCAL}:docs"),
+])
+def test_history_reads_are_audited(world, route, params, action, target):
+    world["http"].get(route, params=params).raise_for_status()
+    deadline = time.monotonic() + 20
+    while True:  # the service's writer flushes every 0.5 s
+        events = [e for e in world["store"].list_audit_events(action=action, per_page=500)[0] if e.target == target]
+        if events or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert events and events[0].actor == "owner@example.com", (action, target)
