@@ -142,6 +142,14 @@ def test_blame_of_a_long_file_is_cut_and_says_so(world):
     assert per_line(got["ranges"]) == [(world["shas"]["b1"], "data/big.txt")] * history.MAX_BLAME_LINES
 
 
+def test_blame_refuses_a_file_too_large_to_blame(world, monkeypatch):
+    monkeypatch.setattr(history, "MAX_BLAME_BYTES", 1_000_000)  # huge.txt is 2.2 MB
+    r = get(world, "/api/blame", repo=LOCAL, path="data/huge.txt", ref="big")
+    assert r.status_code == 400 and r.json()["errorCode"] == "INVALID_ARGUMENT"
+    size = int(run_git(world["git_dirs"][LOCAL], "cat-file", "-s", "big:data/huge.txt"))
+    assert f"'data/huge.txt' is {size:,} bytes: too large to blame (at most 1,000,000 bytes)" == r.json()["message"]
+
+
 # ----------------------------------------------------------------------------- diffs, differentially
 
 HUNK = re.compile(r"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@ ?(.*)")

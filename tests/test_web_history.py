@@ -110,7 +110,7 @@ def test_blame_is_linked_from_the_file_page_and_shows_each_range(owner_page, web
                        for r in want["ranges"]]
     assert page.locator(".code.blame .line").count() == 24
     # a range's commit opens its commit page
-    page.click(f".line#L8 .bsha")
+    page.click(".line#L8 .bsha")
     page.wait_for_selector(".commit-title")
     assert page.inner_text(".commit-title") == "Rework the app"
     assert page.inner_text(".sha-full") == repos["shas"]["c2"]
@@ -251,7 +251,7 @@ def test_hostile_messages_authors_names_and_code_stay_text(owner_page, web, repo
     visits = [
         f"@main/-/blob/{urllib.parse.quote(EVIL_FILE)}?blame", f"@main/-/commits/{urllib.parse.quote(EVIL_FILE)}",
         "/-/commits", f"/-/commit/{bad}", f"/-/compare?base={urllib.parse.quote(EVIL_TAG)}&head=main",
-        f"/-/compare?base=%3Cscript%3Ewindow.__pwned%3D8%3C/script%3E&head=main", "@main/-/tree/",
+        "/-/compare?base=%3Cscript%3Ewindow.__pwned%3D8%3C/script%3E&head=main", "@main/-/tree/",
     ]
     for rest in visits:
         page.goto(url(web, EVIL, rest))

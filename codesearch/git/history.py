@@ -42,11 +42,13 @@ from codesearch.git.read import (
     resolve_commit,
 )
 
-__all__ = ["MAX_BLAME_LINES", "Blame", "BlameCommit", "BlameRange", "CommitDetail", "Tag", "blame", "commit_changes",
+__all__ = ["MAX_BLAME_BYTES", "MAX_BLAME_LINES", "Blame", "BlameCommit", "BlameRange", "CommitDetail", "Tag", "blame", "commit_changes",
            "commit_detail", "commits_between", "file_stats", "list_tags", "path_kind"]
 
 #: blame covers at most this many lines of a file (the file view shows as many)
 MAX_BLAME_LINES = 20_000
+#: larger files are not blamed at all (git would hold the whole blob in memory at each step)
+MAX_BLAME_BYTES = 20_000_000
 #: a metadata line of ``git blame --porcelain`` (a summary, a name) is cut at this many bytes
 _MAX_FIELD = 64 * 1024
 
@@ -63,15 +65,16 @@ def _object_info(git_dir: str, name: str) -> tuple[str, int] | None:
     return parts[1].decode("ascii", "replace"), int(parts[2])
 
 
-def _file_object(git_dir: str, commit: str, ref: str, path: str) -> str:
-    """``<commit>:<path>`` when it names a file (a blob), else FileNotFound saying what it is."""
+def _file_object(git_dir: str, commit: str, ref: str, path: str) -> tuple[str, int]:
+    """(``<commit>:<path>``, its size) when it names a file (a blob), else FileNotFound saying
+    what it is."""
     name = f"{commit}:{path}"
     info = _object_info(git_dir, name)
     if info is None or info[0] == "commit":  # (a submodule: its files are not in this repository)
         raise FileNotFound(f"file {path!r} not found at {ref!r}")
     if info[0] == "tree":
         raise FileNotFound(f"{path!r} is a directory, not a file, at {ref!r}")
-    return name
+    return name, info[1]
 
 
 def path_kind(git_dir: str, ref: str, path: str) -> str | None:
@@ -160,12 +163,15 @@ def blame(git_dir: str, ref: str, path: str, *, max_lines: int = MAX_BLAME_LINES
 
     Ranges are contiguous, ordered by line and cover the blamed lines; adjacent groups of one
     commit and path are merged (git splits them when the lines were apart in that commit).
-    FileNotFound for a path that is not a file at `ref`, InvalidGitRef for a bad ref."""
+    FileNotFound for a path that is not a file at `ref`, InvalidGitRef for a bad ref,
+    InvalidArgument for a file over `MAX_BLAME_BYTES`."""
     if isinstance(max_lines, bool) or not isinstance(max_lines, int) or max_lines < 1:
         raise InvalidArgument(f"max_lines must be a whole number of at least 1 (got {max_lines!r})")
     check_path(path)
     commit = resolve_commit(git_dir, ref)
-    name = _file_object(git_dir, commit, ref, path)
+    name, size = _file_object(git_dir, commit, ref, path)
+    if size > MAX_BLAME_BYTES:
+        raise InvalidArgument(f"{path!r} is {size:,} bytes: too large to blame (at most {MAX_BLAME_BYTES:,} bytes)")
     lines, binary = _count_lines(git_dir, name, max_lines)
     out = Blame(commit=commit, lines=lines, binary=binary, truncated=lines > max_lines)
     if binary or lines == 0:
@@ -319,8 +325,8 @@ class Tag:
 def list_tags(git_dir: str, *, limit: int = 500) -> tuple[list[Tag], bool]:
     """Tags naming commits, newest first (by the tag's or the commit's date), at most `limit`;
     (tags, truncated)."""
-    res = _git(git_dir, ["for-each-ref", "--sort=-creatordate", "--format=%(refname)%00%(objectname)%00%(*objectname)"
-                         "%00%(objecttype)%00%(*objecttype)", "refs/tags/"])
+    fmt = "%00".join(("%(refname)", "%(objectname)", "%(*objectname)", "%(objecttype)", "%(*objecttype)"))
+    res = _git(git_dir, ["for-each-ref", "--sort=-creatordate", f"--format={fmt}", "refs/tags/"])
     if res.returncode != 0:
         raise _failed(git_dir, "for-each-ref", res.stderr)
     out: list[Tag] = []

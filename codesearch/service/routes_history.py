@@ -8,7 +8,7 @@
     and ``truncated`` (only the first `history.MAX_BLAME_LINES` lines were blamed). Ranges are
     contiguous, ordered by line; ``path`` is the file's path in that commit (renames are
     followed); ``date`` is the author date. A binary file answers 200 with no ranges and
-    ``"isBinary": true``.
+    ``"isBinary": true``; a file over `history.MAX_BLAME_BYTES` 400 ``INVALID_ARGUMENT``.
 
 ``GET /api/commit?repo&ref[&path]``
     Sourcebot's ``{hash, date, message, refs, body, authorName, authorEmail, parents}`` (``refs``

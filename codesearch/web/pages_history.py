@@ -30,7 +30,7 @@ from fastapi import Request
 from fastapi.responses import Response
 from markupsafe import Markup
 
-from codesearch.errors import FileNotFound, InvalidGitRef
+from codesearch.errors import FileNotFound, InvalidArgument, InvalidGitRef
 from codesearch.git import history
 from codesearch.git import read as gitread
 from codesearch.index.language import detect
@@ -71,9 +71,6 @@ class Links:
 
     def tree(self, rev: str, path: str = "") -> str:
         return self._browse(self.root, self.repo, rev, "tree", path)
-
-    def blame(self, rev: str, path: str) -> str:
-        return self.blob(rev, path) + "?blame"
 
     def commits(self, rev: str, path: str = "", page: int = 1) -> str:
         url = self._browse(self.root, self.repo, rev, "commits", path).rstrip("/")
@@ -153,7 +150,14 @@ def blame_page(page, request: Request, identity, root: str, row, ref: str, git_d
     audit.record(request, identity, "blame.read", f"{row.name}:{path}", ref=ref)
     gitread.check_path(path)
     links = Links(root, row.name)
-    b = history.blame(git_dir, ref, path)
+    try:
+        b = history.blame(git_dir, ref, path)
+    except InvalidArgument as e:  # too large to blame: say so where the blame would be
+        return page(request, "blame.html", title=f"Blame · {path.rsplit('/', 1)[-1]} · {row.name}", repo=row.name,
+                    rev=short_ref(ref), commit=gitread.resolve_commit(git_dir, ref), path=path,
+                    crumbs=_crumbs(links, ref, path), size=0, binary=False, file_url=links.blob(ref, path),
+                    history_url=links.commits(ref, path), truncated=False, rows=[], total_lines=0,
+                    highlighted=False, refused=str(e))
     data, commit = gitread.read_blob(git_dir, b.commit, path)
     rev = short_ref(ref)
     ctx = {"title": f"Blame · {path.rsplit('/', 1)[-1]} · {row.name}", "repo": row.name, "rev": rev, "commit": commit,
