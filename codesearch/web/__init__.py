@@ -8,6 +8,8 @@ Modules:
   SameSite=Lax), CSRF tokens for forms and for the page's own API calls;
 - `pages_search.py`: home (search box, sync status), search results (streamed), file view
   (Pygments), repos;
+- `pages_history.py`: blame, the history of a file or directory, a commit with its diff, the
+  comparison of two refs (reached through `pages_search`'s ``/browse/`` route);
 - `pages_account.py`: sign-in/out, first-account setup, settings (API keys), users;
 - `pages_sso.py`: single sign-on, linked accounts, approvals of new members, invites;
 - `pages_oauth_apps.py`: the OAuth clients (MCP clients) a user allowed, and revoking them;
