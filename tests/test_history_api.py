@@ -302,6 +302,9 @@ def test_commits_pages_carry_link_headers(world):
 # ----------------------------------------------------------------------------- errors
 
 
+#: where an option injected as a ref (``--output=…``) would write: nothing may appear there
+PROBE = f"/tmp/codesearch-history-probe-{os.getpid()}"
+
 ERRORS = [
     # route, params, status, errorCode, words in the message
     ("/api/blame", {"repo": "git.local/nope", "path": "README.md"}, 404, "REPOSITORY_NOT_FOUND", ["git.local/nope"]),
@@ -309,7 +312,7 @@ ERRORS = [
     ("/api/blame", {"repo": LOCAL, "path": "src"}, 404, "FILE_NOT_FOUND", ["'src' is a directory"]),
     ("/api/blame", {"repo": LOCAL, "path": "../etc/passwd"}, 404, "FILE_NOT_FOUND", ["relative to the repository root"]),
     ("/api/blame", {"repo": LOCAL, "path": "src/app.py", "ref": "nope"}, 400, "INVALID_GIT_REF", ["'nope' not found"]),
-    ("/api/blame", {"repo": LOCAL, "path": "src/app.py", "ref": "--output=/tmp/x"}, 400, "INVALID_GIT_REF", ["invalid"]),
+    ("/api/blame", {"repo": LOCAL, "path": "src/app.py", "ref": f"--output={PROBE}"}, 400, "INVALID_GIT_REF", ["invalid"]),
     ("/api/blame", {"repo": LOCAL}, 400, "INVALID_REQUEST_BODY", ["path"]),
     ("/api/commit", {"repo": LOCAL, "ref": "nope"}, 400, "INVALID_GIT_REF", ["'nope' not found"]),
     ("/api/commit", {"repo": LOCAL, "ref": "HEAD:README.md"}, 400, "INVALID_GIT_REF", ["invalid"]),
@@ -333,7 +336,7 @@ def test_bad_requests_say_what_is_wrong(world, route, params, status, code, word
     assert (body["statusCode"], body["errorCode"]) == (status, code)
     for word in words:
         assert word in body["message"], body["message"]
-    assert not os.path.exists("/tmp/x")
+    assert not os.path.exists(PROBE)
 
 
 @pytest.mark.parametrize("route, params", [("/api/blame", {"repo": LOCAL, "path": "README.md"}),
