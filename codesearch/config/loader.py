@@ -254,9 +254,6 @@ def _identity_providers(entries: list, warnings: list[str]) -> tuple[list[Identi
         if seen_types[kind] > 1 and not e.get("id"):
             warnings.append(f'{at}: several {kind} entries: this one is "{pid}" by its position; give it an '
                             '"id" so that reordering the file keeps its linked accounts')
-        if e.get("accountLinkingRequired") or e.get("required"):
-            warnings.append(f"{at}.accountLinkingRequired: accepted but not enforced yet (users are not made to "
-                            "link this account)")
         issuer = e.get("issuer")
         if kind == "google" and issuer is None:
             issuer = "https://accounts.google.com"

@@ -11,6 +11,8 @@ Modules:
 - `pages_account.py`: sign-in/out, first-account setup, settings (API keys), users;
 - `pages_sso.py`: single sign-on, linked accounts, approvals of new members, invites;
 - `throttle.py`: sign-in lock-outs per account and client address (HTTP 429 with Retry-After);
+- `link_required.py`: users who have not linked a required identity provider
+  (``accountLinkingRequired``) are sent to their account page;
 - `static/`: `style.css` (light and dark), `app.js`.
 
 `install(app, ...)` mounts ``/static`` and the page routers. Pages apply the same repo visibility
@@ -29,8 +31,9 @@ TEMPLATES_DIR = os.path.join(os.path.dirname(__file__), "templates")
 
 def install(app, *, web) -> None:
     """Mount the static files and every page router; `web` is the app's `WebContext`."""
-    from codesearch.web import pages_account, pages_search, pages_sso, sessions
+    from codesearch.web import link_required, pages_account, pages_search, pages_sso, sessions
 
+    link_required.install(app, web)  # before the session middleware: it runs inside it
     sessions.install(app, web)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     app.include_router(pages_account.router(web))
