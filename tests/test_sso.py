@@ -763,6 +763,25 @@ def test_invite_tokens_stay_out_of_logs_messages_and_referers(world, caplog):
     assert "/invite/<redacted>" in logged and token not in logged and token[4:20] not in logged
 
 
+LOGGABLE_PATHS = [
+    # a request path, as a log line or an error message writes it
+    ("/invite/inv_s3cr3t", "/invite/<redacted>"),
+    ("/invite/inv_s3cr3t/more?x=1", "/invite/<redacted>/more?x=1"),
+    ("/codesearch/invite/inv_s3cr3t", "/codesearch/invite/<redacted>"),  # under a root path
+    ("/api/repos", "/api/repos"),
+    ("/invite/", "/invite/"),
+    ("/settings/members/invites/abc/revoke", "/settings/members/invites/abc/revoke"),  # an id, not a token
+    (None, ""),
+]
+
+
+@pytest.mark.parametrize("path,written", LOGGABLE_PATHS)
+def test_loggable_paths_hide_invite_tokens(path, written):
+    from codesearch.service.observability import loggable_path
+
+    assert loggable_path(path) == written
+
+
 def test_serve_access_logs_name_the_invite_route_not_the_token(world):
     """Serve's access log (SOURCEBOT_LOG_LEVEL=debug) writes the route the request matched, which
     Serve computes with this function from our app's routes."""

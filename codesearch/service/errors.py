@@ -67,7 +67,8 @@ def install(app) -> None:
         if exc.status_code == 404:
             return error_response(404, "NOT_FOUND", f"no route {request.method} {loggable_path(request.url.path)}")
         if exc.status_code == 405:
-            return error_response(405, "METHOD_NOT_ALLOWED", f"{request.method} is not allowed on {loggable_path(request.url.path)}")
+            return error_response(405, "METHOD_NOT_ALLOWED",
+                                  f"{request.method} is not allowed on {loggable_path(request.url.path)}")
         return error_response(exc.status_code, "UNEXPECTED_ERROR", str(exc.detail))
 
     @app.exception_handler(Exception)
