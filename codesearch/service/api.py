@@ -160,10 +160,15 @@ def build_app(get_searcher, *, public_url: str = DEFAULT_PUBLIC_URL, contexts: d
 
     from codesearch.sso import build_providers
     from codesearch.sso.iap import build_iap
+    from codesearch.sso.required import RequiredLinks
 
+    providers = build_providers(identity_providers, environ)
+    required_links = RequiredLinks(get_store, providers, public_url)
+    if required_links:  # accountLinkingRequired: API callers who have not linked are refused
+        authenticator.gate = required_links
     webui.install(app, web=WebContext(get_store=get_store, authenticator=authenticator, make_context=make_context,
                                       public_url=public_url, anonymous_access=anonymous_access,
-                                      identity_providers=build_providers(identity_providers, environ),
+                                      identity_providers=providers,
                                       iap=build_iap(identity_providers, environ),
                                       require_approval=environment.require_approval_new_members(environ)))
     # Added last, so it is the outermost of the app's middlewares: it names and times every
