@@ -123,6 +123,15 @@ HTTP_CASES = [
     ("GET", "/api/tree", {"repo": GONE}),
     ("GET", "/api/commits", {"repo": WIDGETS}),
     ("GET", "/api/commits", {"repo": DEMO, "ref": "nope"}),
+    ("GET", "/api/commits", {"repo": WIDGETS, "path": "src"}),
+    ("GET", "/api/blame", {"repo": DEMO, "path": "src/app.py"}),
+    ("GET", "/api/blame", {"repo": WIDGETS, "path": "README.md"}),
+    ("GET", "/api/blame", {"repo": GONE, "path": "README.md"}),
+    ("GET", "/api/commit", {"repo": DEMO, "ref": "main"}),
+    ("GET", "/api/commit", {"repo": WIDGETS, "ref": "main"}),
+    ("GET", "/api/diff", {"repo": DEMO, "base": "v1.0", "head": "main"}),
+    ("GET", "/api/diff", {"repo": WIDGETS, "base": "main", "head": "main"}),
+    ("GET", "/api/diff", {"repo": GONE, "base": "main", "head": "main"}),
 ]
 
 
@@ -138,6 +147,8 @@ def test_http_failures_name_no_server_path(broken, method, path, params):
 @pytest.mark.parametrize("page", [
     f"/browse/{DEMO}@main/-/blob/src/app.py", f"/browse/{DEMO}@feature/-/tree/", f"/browse/{WIDGETS}",
     f"/browse/{WIDGETS}@main/-/blob/README.md", f"/browse/{GONE}",
+    f"/browse/{DEMO}@main/-/blob/src/app.py?blame", f"/browse/{DEMO}/-/commit/main", f"/browse/{DEMO}@main/-/commits/src",
+    f"/browse/{DEMO}/-/compare?base=v1.0&head=main", f"/browse/{WIDGETS}/-/commit/main", f"/browse/{GONE}/-/commits",
 ])
 def test_web_pages_name_no_server_path(broken, page):
     r = httpx.get(broken["url"] + page, cookies={"codesearch_session": broken["cookie"]}, timeout=60)

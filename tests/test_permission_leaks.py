@@ -9,11 +9,13 @@ plain transcription of the rule written here from the rule's statement (it does 
 
 * ``/api/search`` and ``/api/stream_search``: the files found are exactly what a brute-force scan
   of the visible repositories' files finds; counts, repositoryInfo and stats name nothing else;
-* ``/api/repos``, ``/api/source``, ``/api/tree``, ``/api/commits``: a hidden repository answers
-  exactly as a repository that does not exist (same status, same body but the name);
+* ``/api/repos``, ``/api/source``, ``/api/tree``, ``/api/commits``, ``/api/blame``, ``/api/commit``,
+  ``/api/diff``: a hidden repository answers exactly as a repository that does not exist (same
+  status, same body but the name), whatever else the request asks for (a bad ref, a missing path);
 * the MCP tools (the real MCP client SDK over HTTP): `grep`, `list_repos`, `read_file`,
   `list_tree`, `list_commits`, `glob`;
-* the web pages: search results, the repository list, the file browser.
+* the web pages: search results, the repository list, the file browser and its history pages
+  (blame, history, commit, compare).
 
 Searches run on real Ray searchers (`SearcherPool`), so the filter is the searchers' own
 (`SearchOptions.visible_repos`), not only a last look at the answer.
@@ -328,20 +330,29 @@ def _same_as_missing(a: httpx.Response, b: httpx.Response, name: str) -> None:
     assert a.text.replace(name, "X") == b.text.replace(MISSING, "X"), name
 
 
-def test_repos_source_tree_and_commits_answer_a_hidden_repository_as_a_missing_one(world):
+#: (route, params, whether a visible repository answers 200): every route that takes a repository
+REPO_ROUTES = [
+    ("/api/source", {"path": "README.md"}, True), ("/api/tree", {}, True), ("/api/commits", {}, True),
+    ("/api/commits", {"path": "src"}, True), ("/api/blame", {"path": "README.md"}, True),
+    ("/api/commit", {"ref": "main"}, True), ("/api/diff", {"base": "main", "head": "main"}, True),
+    ("/api/blame", {"path": "nope.md"}, False), ("/api/blame", {"path": "README.md", "ref": "nope"}, False),
+    ("/api/commit", {"ref": "nope"}, False), ("/api/diff", {"base": "main", "head": "nope"}, False),
+]
+
+
+def test_repository_routes_answer_a_hidden_repository_as_a_missing_one(world):
     with httpx.Client(base_url=world["url"], timeout=60) as http:
         for who, user, headers in _callers(world):
             visible = expected_visible(user, world)
             listed = {r["repoName"] for r in http.get("/api/repos", params={"perPage": 100}, headers=headers).json()}
             assert listed == visible, who
             for name in REPOS:
-                path = "README.md"
-                calls = [("/api/source", {"repo": name, "path": path}), ("/api/tree", {"repo": name}),
-                         ("/api/commits", {"repo": name})]
-                for route, params in calls:
+                for route, extra, found in REPO_ROUTES:
+                    params = {"repo": name, **extra}
                     r = http.get(route, params=params, headers=headers)
                     if name in visible:
-                        assert r.status_code == 200, (who, route, name, r.text)
+                        assert (r.status_code == 200) is found, (who, route, params, r.text)
+                        assert r.status_code != 404 or "REPOSITORY_NOT_FOUND" not in r.text, (who, route, r.text)
                     else:
                         missing = http.get(route, params={**params, "repo": MISSING}, headers=headers)
                         _same_as_missing(r, missing, name)
@@ -392,12 +403,14 @@ def test_web_pages_show_only_visible_repositories(world):
                     assert name in repos_page.text, (u["row"].email, name)
                 else:
                     assert name not in page.text and name not in repos_page.text, (u["row"].email, name)
-                browse = http.get(f"/browse/{name}@main/-/blob/README.md")
-                if name in visible:
-                    assert browse.status_code == 200, (name, browse.status_code)
-                else:
-                    missing = http.get(f"/browse/{MISSING}@main/-/blob/README.md")
-                    _same_as_missing(browse, missing, name)
+                for rest in ("@main/-/blob/README.md", "@main/-/blob/README.md?blame", "@main/-/commits/src",
+                             "/-/commits", "/-/commit/main", "/-/compare?base=main&head=main", "/-/compare"):
+                    browse = http.get(f"/browse/{name}{rest}")
+                    if name in visible:
+                        assert browse.status_code == 200, (name, rest, browse.status_code)
+                    else:
+                        missing = http.get(f"/browse/{MISSING}{rest}")
+                        _same_as_missing(browse, missing, name)
 
 
 def test_a_revoked_grant_stops_working_after_the_cache(world):

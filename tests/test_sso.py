@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import shutil
 import threading
 import time
 
@@ -98,12 +99,16 @@ def environ(f, **extra) -> dict:
 
 @pytest.fixture
 def world(fakes, tmp_path):
-    """`world(**env)`: a fresh store and app; yields a dict with url, store, fakes, client()."""
+    """`world(configure=None, **env)`: a fresh store and app (`configure(doc)` may change the
+    config document first); yields a dict with url, store, fakes, client()."""
     started = []
 
-    def make(**extra):
+    def make(configure=None, **extra):
         env = environ(fakes, **extra)
-        config = load_config(json.dumps(config_doc(fakes)), environ=env)
+        doc = config_doc(fakes)
+        if configure is not None:
+            configure(doc)
+        config = load_config(json.dumps(doc), environ=env)
         store = Store.open(str(tmp_path / f"data{len(started)}"))
         sock = bound_socket()
         url = f"http://127.0.0.1:{sock.getsockname()[1]}"
@@ -117,7 +122,7 @@ def world(fakes, tmp_path):
             fake.exchanges.clear()
             fake.reset()
             if isinstance(fake, FakeOIDC):
-                fake.id_token_overrides, fake.sign_with = {}, None
+                fake.id_token_overrides, fake.userinfo_overrides, fake.sign_with = {}, {}, None
         return {"url": url, "store": store, "fakes": fakes, "client": lambda: httpx.Client(follow_redirects=True,
                                                                                           timeout=20)}
 
@@ -183,7 +188,6 @@ CONFIG_CASES = [
     ([{"provider": "bitbucket-cloud", "purpose": "sso", "clientId": E, "clientSecret": E, "apiUrl": "api.bitbucket.org"}], "identityProviders[0].apiUrl: must be an http", None),
     ([{"provider": "gitea", "purpose": "sso", "clientId": E, "clientSecret": E, "issuer": "https://gitea.com"}], 'identityProviders[0].issuer: unknown property "issuer"', None),
     ([{"provider": "idira", "purpose": "sso", "anything": 1}], None, 'provider "idira" is not known'),
-    ([{"provider": "github", "purpose": "sso", "clientId": E, "clientSecret": E, "accountLinkingRequired": True}], None, "not enforced yet"),
     ([{"provider": "github", "purpose": "sso", "clientId": E, "clientSecret": E},
       {"provider": "github", "purpose": "sso", "clientId": E, "clientSecret": E, "baseUrl": "https://ghe.example.com"}],
      None, 'this one is "github-2" by its position'),
@@ -401,19 +405,124 @@ def test_second_user_is_member_and_signing_in_again_finds_the_link(world):
     assert len(w["store"].list_linked_accounts()) == 2
 
 
-def test_verified_email_links_an_existing_user_unverified_is_refused(world):
+def _existing(w, how: str):
+    """Make the account of user1@example.com `how` (after an owner, unless it is the first user)."""
+    store, f = w["store"], w["fakes"]
+    if how != "the first user: an owner":
+        store.create_user("owner@example.com", "Owner")
+    if how in ("added by an owner", "the first user: an owner"):
+        return store.create_user("user1@example.com", "One")
+    if how == "joined with an invite and a password":
+        _invite, token = store.create_invite(None)
+        return store.sign_up("user1@example.com", "One", password_hash="x", invite_token=token)[0]
+    pid = {"signed up with Gitea (unverified)": "gitea", "signed up with Bitbucket Server (unverified)":
+           "bitbucket-server", "signed up with Google (verified)": "google",
+           "signed up with Gitea, then linked Google (verified) while signed in": "gitea"}[how]
+    f[pid].user = person(1, id=501)
+    with w["client"]() as c:
+        assert sso(c, w["url"], pid).status_code == 200
+        if "then linked Google" in how:
+            f["google"].user = person(1, id=502)
+            assert link(c, w["url"], "google").status_code == 200
+    return store.find_user_by_email("user1@example.com")
+
+
+JOIN_BY_EMAIL_CASES = [
+    # how the account of user1@example.com came to be; who then signs in with that address (provider,
+    # whether it vouches for the address); "joined" (the identity is linked to that account) or the refusal
+    ("added by an owner", "google", True, "joined"),
+    ("added by an owner", "microsoft-entra-id", False, "does not say the address is verified"),
+    ("added by an owner", "gitea", True, "does not say the address is verified"),  # Gitea never vouches
+    ("the first user: an owner", "google", True, "Owner accounts are never joined by e-mail"),
+    ("signed up with Gitea (unverified)", "github", True, "nobody ever verified"),  # a pre-claimed address
+    ("signed up with Bitbucket Server (unverified)", "google", True, "nobody ever verified"),
+    ("joined with an invite and a password", "github", True, "nobody ever verified"),
+    ("signed up with Google (verified)", "github", True, "joined"),
+    ("signed up with Gitea, then linked Google (verified) while signed in", "github", True, "joined"),
+]
+
+
+@pytest.mark.parametrize("how,pid,verified,answer", JOIN_BY_EMAIL_CASES,
+                         ids=[f"{c[0]} / {c[1]}" for c in JOIN_BY_EMAIL_CASES])
+def test_who_may_sign_in_to_an_existing_account_by_its_email(world, how, pid, verified, answer):
+    """An identity is linked to an account found by e-mail only when its provider verified the
+    address, the account's own address is verified, and the account is not an owner's: else
+    whoever could claim an address somewhere would get the account (or pre-claim it and wait)."""
     w = world()
-    owner = w["store"].create_user("user1@example.com", "One")
-    w["store"].create_user("user2@example.com", "Two")
-    w["fakes"]["google"].user = person(1)
+    user = _existing(w, how)
+    before = {(a.provider, a.subject) for a in w["store"].list_linked_accounts(user_id=user.id)}
+    w["fakes"][pid].user = person(1, id=777, verified=verified)
     with w["client"]() as c:
-        assert sso(c, w["url"], "google").status_code == 200
-    assert [a.provider for a in w["store"].list_linked_accounts(user_id=owner.id)] == ["google"]
-    w["fakes"]["microsoft-entra-id"].user = person(2, verified=False)  # Entra-style: no email_verified
+        r = sso(c, w["url"], pid)
+        if answer == "joined":
+            assert r.status_code == 200 and signed_in_as(c, w["url"]) == "user1@example.com", r.text[:500]
+        else:
+            assert r.status_code == 409 and answer in r.text and "link" in r.text, r.text[:800]
+            assert signed_in_as(c, w["url"]) is None
+    after = {(a.provider, a.subject) for a in w["store"].list_linked_accounts(user_id=user.id)}
+    assert after == (before | {(pid, "777")} if answer == "joined" else before)
+    if answer != "joined":  # refused: nothing stored, no other account made for the identity
+        assert w["store"].find_linked_account(pid, "777") is None
+
+
+def test_an_unverified_address_signs_up_only_while_nobody_has_it(world):
+    w = world()
+    gitea = w["fakes"]["gitea"]
+    gitea.user = person(1)
+    with w["client"]() as c:  # free: a new account, whose address is not taken for verified
+        assert sso(c, w["url"], "gitea").status_code == 200
+    assert w["store"].find_user_by_email("user1@example.com").email_verified is False
+    gitea.user = person(1, id=9001)  # another Gitea user claiming the same address
     with w["client"]() as c:
-        r = sso(c, w["url"], "microsoft-entra-id")
+        r = sso(c, w["url"], "gitea")
         assert r.status_code == 409 and "does not say the address is verified" in r.text
-        assert signed_in_as(c, w["url"]) is None
+    assert len(w["store"].list_users()) == 1
+
+
+def _github(**kw):
+    return person(1, **kw)
+
+
+PROVIDER_EMAIL_CASES = [
+    # provider, the user at the provider, ID token / userinfo changes (OIDC), (address, verified) we get
+    ("github", _github(), {}, {}, ("user1@example.com", True)),
+    ("github", _github(verified=False), {}, {}, ("user1@example.com", False)),
+    # the address and its verification come from one entry of /user/emails: the primary one
+    ("github", _github(public_email="user1@example.com",
+                       emails=[{"email": "user1@example.com", "primary": False, "verified": True},
+                               {"email": "other1@example.com", "primary": True, "verified": False}]),
+     {}, {}, ("other1@example.com", False)),
+    # /user's public e-mail never counts as verified
+    ("github", _github(public_email="user1@example.com", emails=[]), {}, {}, ("user1@example.com", False)),
+    ("okta", person(1), {}, {}, ("user1@example.com", True)),
+    ("okta", person(1), {"email_verified": None}, {}, ("user1@example.com", True)),  # userinfo vouches, same address
+    # the ID token vouches for no address of its own: userinfo's address counts with userinfo's word
+    ("okta", person(1), {"email": None, "email_verified": True}, {"email_verified": False}, ("user1@example.com", False)),
+    # userinfo vouches for another address than the ID token's
+    ("okta", person(1), {"email_verified": None}, {"email": "other1@example.com", "email_verified": True},
+     ("user1@example.com", False)),
+    ("microsoft-entra-id", person(1, verified=False), {}, {}, ("user1@example.com", False)),
+    ("gitea", person(1), {}, {}, ("user1@example.com", False)),
+    ("bitbucket-server", person(1), {}, {}, ("user1@example.com", False)),
+    ("bitbucket-cloud", person(1), {}, {}, ("user1@example.com", True)),
+]
+
+
+@pytest.mark.parametrize("pid,user,token,userinfo,expected", PROVIDER_EMAIL_CASES,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(PROVIDER_EMAIL_CASES)])
+def test_which_addresses_count_as_verified(world, pid, user, token, userinfo, expected):
+    w = world()
+    fake = w["fakes"][pid]
+    fake.user = user
+    if isinstance(fake, FakeOIDC):
+        fake.id_token_overrides, fake.userinfo_overrides = dict(token), dict(userinfo)
+    with w["client"]() as c:
+        assert sso(c, w["url"], pid).status_code == 200
+    email, verified = expected
+    account = w["store"].find_user_by_email(email)
+    (linked,) = w["store"].list_linked_accounts(user_id=account.id)
+    assert linked.email == (email if verified else None)  # a linked account keeps only a vouched-for address
+    assert account.email_verified is verified
 
 
 # ----------------------------------------------------------------------------- linking
@@ -522,6 +631,270 @@ def test_invite_accepted_without_approval(world):
         assert r.status_code == 200 and signed_in_as(c, w["url"]) == "six@example.com"
     assert w["store"].find_user_by_email("six@example.com").role == "OWNER"
     owner.close()
+
+
+def _invite_for(w, email: str | None, role: str = "MEMBER") -> str:
+    """An owner (made here if needed) creates an invite; its token."""
+    owner = w["store"].find_user_by_email("owner@example.com") or w["store"].create_user("owner@example.com")
+    return w["store"].create_invite(owner.id, email=email, role=role)[1]
+
+
+EMAIL_INVITE_CASES = [
+    # who uses an invite made for user5@example.com: (provider and whether it vouches for the address,
+    # or "password"), the address given, the answer: "joined" or the refusal
+    (("okta", True), "user5@example.com", "joined"),
+    (("github", True), "user5@example.com", "joined"),
+    (("gitea", None), "user5@example.com", "does not say that address is verified"),
+    (("microsoft-entra-id", False), "user5@example.com", "does not say that address is verified"),
+    (("okta", True), "user6@example.com", "for another e-mail address"),
+    ("password", "user5@example.com", "joined"),
+    ("password", "user6@example.com", "for another e-mail address"),
+]
+
+
+@pytest.mark.parametrize("way,email,answer", EMAIL_INVITE_CASES, ids=[f"{c[0]}-{c[1]}" for c in EMAIL_INVITE_CASES])
+def test_an_invite_for_an_email_needs_that_address_verified(world, way, email, answer):
+    """An invite for an e-mail: through a provider only with that address, verified; with a
+    password through the invite's own form (the address as typed, which then does not count as
+    verified). A refusal leaves the invite usable and makes no account."""
+    w = world(REQUIRE_APPROVAL_NEW_MEMBERS="true")
+    token = _invite_for(w, "user5@example.com")
+    with w["client"]() as c:
+        page = c.get(f"{w['url']}/invite/{token}")
+        if way == "password":
+            r = c.post(f"{w['url']}/invite/{token}", data={"csrf_token": csrf_of(page), "email": email, "name": "Five",
+                                                           "password": "five-pass-123", "confirm": "five-pass-123"})
+        else:
+            pid, verified = way
+            w["fakes"][pid].user = person(5, email=email, verified=verified)
+            r = c.post(f"{w['url']}/login/sso/{pid}", data={"csrf_token": csrf_of(page), "invite": token})
+        if answer == "joined":
+            assert r.status_code == 200 and signed_in_as(c, w["url"]) == email, r.text[:500]
+        else:
+            assert r.status_code == 403 and answer in r.text, r.text[:800]
+            assert signed_in_as(c, w["url"]) is None
+    joined = w["store"].find_user_by_email(email)
+    if answer == "joined":
+        assert not w["store"].is_pending(joined.id) and w["store"].find_invite(token) is None
+        assert joined.email_verified is (way != "password")
+    else:
+        assert joined is None and w["store"].find_invite(token) is not None
+
+
+def test_a_sign_up_whose_link_fails_stores_nothing(world, caplog):
+    """Making the account and linking the identity it signs up with are one transaction: when the
+    link cannot be stored (here the database refuses it), no account without its identity is
+    left behind, and the next try signs up as if the first had not happened."""
+    w = world()
+    w["fakes"]["github"].user = person(1)
+    with w["store"].engine.begin() as db:
+        # a trigger naming a table that does not exist: the database errs on every new link
+        db.exec_driver_sql("CREATE TRIGGER refuse_links BEFORE INSERT ON linked_accounts "
+                           "BEGIN DELETE FROM no_such_table; END")
+    caplog.set_level(logging.ERROR)
+    with w["client"]() as c:
+        r = sso(c, w["url"], "github")
+        assert r.status_code == 500 and "Something went wrong" in r.text and "Traceback" not in r.text
+    assert w["store"].list_users() == [] and w["store"].list_linked_accounts() == []
+    with w["store"].engine.begin() as db:
+        db.exec_driver_sql("DROP TRIGGER refuse_links")
+    with w["client"]() as c:
+        assert sso(c, w["url"], "github").status_code == 200 and signed_in_as(c, w["url"]) == "user1@example.com"
+    (user,) = w["store"].list_users()
+    assert user.role == "OWNER" and [a.subject for a in w["store"].list_linked_accounts(user_id=user.id)] == ["1001"]
+
+
+def test_simultaneous_sign_ins_of_one_new_identity_land_in_one_account(fakes, tmp_path):
+    """Two callbacks of one new identity at once (a double click, two tabs), each in its own
+    process's store: one signs up, the other finds the identity linked meanwhile and signs in to
+    that same account (never an error page, never a second account)."""
+    from codesearch.sso import accounts, build_providers
+    from codesearch.sso.providers import ProviderIdentity
+
+    config = load_config(json.dumps(config_doc(fakes)), environ=environ(fakes))
+    provider = build_providers(config.identity_providers, environ=environ(fakes))["github"]
+    Store.open(str(tmp_path)).close()
+    n = 6
+    stores = [Store.open(str(tmp_path)) for _ in range(n)]
+    start = threading.Barrier(n)
+    results: list = [None] * n
+
+    def callback(i):
+        who = ProviderIdentity(subject="1001", login="user1", email="user1@example.com", email_verified=True,
+                               name="User 1", access_token=f"at_{i}", refresh_token=None, expires_at=None, scope="repo")
+        start.wait()
+        try:
+            results[i] = accounts.sign_in(stores[i], provider, who, require_approval=False).user.id
+        except Exception as e:  # noqa: BLE001 - the assertion below shows it
+            results[i] = e
+
+    threads = [threading.Thread(target=callback, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    try:
+        users = stores[0].list_users()
+        assert len(users) == 1 and results == [users[0].id] * n, results
+        assert len(stores[0].list_linked_accounts()) == 1
+    finally:
+        for s in stores:
+            s.close()
+
+
+def test_invite_tokens_stay_out_of_logs_messages_and_referers(world, caplog):
+    """The token of an invite link is its secret: a failure on the invite page logs the path as
+    ``/invite/<redacted>``, error messages do not repeat it, and the page tells the browser to
+    send no Referer (it would carry the URL to the next site)."""
+    w = world()
+    token = _invite_for(w, None)
+    with w["client"]() as c:
+        page = c.get(f"{w['url']}/invite/{token}")
+        assert page.status_code == 200 and page.headers["referrer-policy"] == "no-referrer"
+        assert "no-store" in page.headers["cache-control"]
+        missing = c.get(f"{w['url']}/invite/{token}/more")  # no such route: the 404 names the path
+        assert missing.status_code == 404 and token not in missing.text and "/invite/<redacted>" in missing.text
+        caplog.set_level(logging.INFO)
+        with w["store"].engine.begin() as db:  # the invites table is gone: the page fails (500)
+            db.exec_driver_sql("ALTER TABLE invites RENAME TO invites_away")
+        failed = c.get(f"{w['url']}/invite/{token}")
+        assert failed.status_code == 500 and token not in failed.text
+    server_side = [r for r in caplog.records if r.thread != threading.main_thread().ident]  # not httpx's own
+    logged = "\n".join(r.getMessage() for r in server_side)
+    assert "/invite/<redacted>" in logged and token not in logged and token[4:20] not in logged
+
+
+LOGGABLE_PATHS = [
+    # a request path, as a log line or an error message writes it
+    ("/invite/inv_s3cr3t", "/invite/<redacted>"),
+    ("/invite/inv_s3cr3t/more?x=1", "/invite/<redacted>/more?x=1"),
+    ("/codesearch/invite/inv_s3cr3t", "/codesearch/invite/<redacted>"),  # under a root path
+    ("/api/repos", "/api/repos"),
+    ("/invite/", "/invite/"),
+    ("/settings/members/invites/abc/revoke", "/settings/members/invites/abc/revoke"),  # an id, not a token
+    (None, ""),
+]
+
+
+@pytest.mark.parametrize("path,written", LOGGABLE_PATHS)
+def test_loggable_paths_hide_invite_tokens(path, written):
+    from codesearch.service.observability import loggable_path
+
+    assert loggable_path(path) == written
+
+
+def test_serve_access_logs_name_the_invite_route_not_the_token(world):
+    """Serve's access log (SOURCEBOT_LOG_LEVEL=debug) writes the route the request matched, which
+    Serve computes with this function from our app's routes."""
+    from ray.serve._private.thirdparty.get_asgi_route_name import get_asgi_route_name
+
+    from codesearch.service.api import build_app
+
+    app = build_app(lambda: _Searcher(), get_store=lambda: None, anonymous_access=False, environ={})
+    for path, method in (("/invite/inv_secretsecret", "GET"), ("/invite/inv_secretsecret", "POST")):
+        scope = {"type": "http", "path": path, "method": method, "root_path": "", "headers": [], "query_string": b""}
+        assert get_asgi_route_name(app, scope) == "/invite/{token}"
+
+
+# ----------------------------------------------------------------------------- accountLinkingRequired
+
+def _require(*pids):
+    """A `world` configure: the entries of `pids` say ``accountLinkingRequired: true``."""
+    def configure(doc):
+        for e in doc["identityProviders"]:
+            if (e.get("id") or e["provider"]) in pids:
+                e["accountLinkingRequired"] = True
+    return configure
+
+
+def test_account_linking_required_is_read_without_a_warning(fakes):
+    doc = config_doc(fakes)
+    _require("gitlab")(doc)
+    config = load_config(json.dumps(doc), environ=environ(fakes))
+    assert config.warnings == []
+    assert [p.id for p in config.identity_providers if p.required] == ["gitlab"]
+
+
+PAGES_WHILE_UNLINKED = [
+    # path, where the browser ends up
+    ("/", "/settings/account"),
+    ("/settings/keys", "/settings/account"),
+    ("/repos", "/settings/account"),
+    ("/search?q=main", "/settings/account"),
+    ("/settings/account", "/settings/account"),  # the page where they link
+]
+
+
+def test_a_user_who_has_not_linked_a_required_provider_is_sent_to_link_it(world):
+    w = world(configure=_require("gitlab"))
+    w["fakes"]["google"].user = person(1)
+    w["fakes"]["gitlab"].user = person(1, id=88)
+    with w["client"]() as c:
+        r = sso(c, w["url"], "google", next="/settings/keys")
+        assert str(r.url) == w["url"] + "/settings/account" and r.status_code == 200
+        assert 'class="notice link-required"' in r.text and 'data-required="gitlab"' in r.text
+        assert "link your GitLab account" in r.text
+        for path, lands in PAGES_WHILE_UNLINKED:
+            page = c.get(w["url"] + path)
+            assert page.status_code == 200 and str(page.url) == w["url"] + lands, path
+        uid = w["store"].find_user_by_email("user1@example.com").id
+        _kid, key = w["store"].create_api_key(uid, "ci")
+        for creds in ({"Authorization": f"Bearer {key}"}, {"X-Sourcebot-Api-Key": key}):
+            refused = httpx.get(w["url"] + "/api/repos", headers=creds)
+            body = refused.json()
+            assert refused.status_code == 403 and body["errorCode"] == "INSUFFICIENT_PERMISSIONS"
+            assert "GitLab" in body["message"] and "/settings/account" in body["message"]
+        assert c.get(w["url"] + "/api/repos").status_code == 403  # the page's own session too
+        r = link(c, w["url"], "gitlab")  # linking works from the account page
+        assert r.status_code == 200 and "Your GitLab account is linked" in r.text and "link-required" not in r.text
+        home = c.get(w["url"] + "/settings/keys")
+        assert home.status_code == 200 and str(home.url) == w["url"] + "/settings/keys"
+        assert httpx.get(w["url"] + "/api/repos", headers={"Authorization": f"Bearer {key}"}).status_code == 200
+
+
+def test_signing_out_and_signing_in_with_the_required_provider_are_never_blocked(world):
+    w = world(configure=_require("github"))
+    w["fakes"]["google"].user = person(1)
+    with w["client"]() as c:
+        sso(c, w["url"], "google")
+        page = c.get(w["url"] + "/settings/account")
+        r = c.post(w["url"] + "/logout", data={"csrf_token": csrf_of(page)})
+        assert r.status_code == 200 and "/login" in str(r.url) and signed_in_as(c, w["url"]) is None
+    w["fakes"]["github"].user = person(2)
+    with w["client"]() as c:  # signing in with the required provider links it by that very sign-in
+        r = sso(c, w["url"], "github", next="/settings/keys")
+        assert str(r.url) == w["url"] + "/settings/keys" and "link-required" not in r.text
+
+
+def test_the_account_page_banner_in_a_browser(world):
+    """In Chromium: a signed-in user who must link GitLab is brought to the account page, sees
+    the banner, presses "Link GitLab", and can then open the other pages."""
+    from playwright.sync_api import sync_playwright
+
+    exe = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert exe, "chromium is missing: `make deps` installs it from Debian"
+    w = world(configure=_require("gitlab"))
+    w["fakes"]["google"].user = person(1)
+    w["fakes"]["gitlab"].user = person(1, id=88)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=exe, headless=True, args=["--no-sandbox", "--disable-gpu"])
+        try:
+            page = browser.new_page()
+            page.set_default_timeout(15_000)
+            page.goto(w["url"] + "/login?next=/settings/keys")
+            page.click('button[data-provider="google"]')
+            page.wait_for_url(w["url"] + "/settings/account")
+            banner = page.locator(".link-required")
+            assert "link your GitLab account" in banner.inner_text()
+            page.goto(w["url"] + "/repos")
+            page.wait_for_url(w["url"] + "/settings/account")
+            page.click('button[data-provider="gitlab"]')
+            page.wait_for_url(w["url"] + "/settings/account?linked=gitlab")
+            assert page.locator(".link-required").count() == 0
+            page.goto(w["url"] + "/repos")
+            assert page.url == w["url"] + "/repos"
+        finally:
+            browser.close()
 
 
 # ----------------------------------------------------------------------------- abuse

@@ -364,7 +364,7 @@ def test_open_a_result_lands_on_the_highlighted_line(owner_page, web):
     assert page.locator("#L4.hl").count() == 1 and in_viewport(page, "#L4")
     assert page.locator("#L4 .src .k").first.inner_text() == "def"  # token classes from Pygments
     assert page.locator("#L4 a.ln").get_attribute("data-n") == "4"
-    assert page.get_attribute("a.button-link", "href") == f"https://{WIDGETS}/blob/main/src/widget.py"
+    assert page.get_attribute("a.button-link[target=_blank]", "href") == f"https://{WIDGETS}/blob/main/src/widget.py"
     shots(page, "file")
 
     # ranges and ?line=

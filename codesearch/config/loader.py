@@ -264,9 +264,6 @@ def _identity_providers(entries: list, warnings: list[str]) -> tuple[list[Identi
             out.append(IdentityProvider(id=pid, provider=kind, purpose="sso", audience=_token(e["audience"]),
                                         display_name=e.get("displayName"), index=i))
             continue
-        if e.get("accountLinkingRequired") or e.get("required"):
-            warnings.append(f"{at}.accountLinkingRequired: accepted but not enforced yet (users are not made to "
-                            "link this account)")
         issuer = e.get("issuer")
         if kind == "google" and issuer is None:
             issuer = "https://accounts.google.com"

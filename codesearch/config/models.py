@@ -221,7 +221,9 @@ class IdentityProvider(BaseModel):
     api_url: str | None = None
     issuer: str | Token | None = None  # OIDC kinds (google: https://accounts.google.com)
     display_name: str | None = None
-    required: bool = False  # accountLinkingRequired / required: accepted, not enforced yet
+    #: accountLinkingRequired (or codesearch's `required`): every signed-in user must have an
+    #: account of this provider linked (`codesearch.sso.required`)
+    required: bool = False
     index: int = 0  # position in the file (for error paths)
 
     @property

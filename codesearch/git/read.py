@@ -48,7 +48,7 @@ from codesearch.globs import glob_to_regex
 
 __all__ = [
     "GIT_TIMEOUT_S", "Branch", "Commit", "FileDiff", "GrepHit", "Hunk", "TreeEntry", "check_dir", "check_path",
-    "check_ref", "check_scope", "diff", "git_dir_of", "grep", "head_branch", "is_binary", "list_branches",
+    "check_ref", "check_scope", "diff", "diff_objects", "git_dir_of", "grep", "head_branch", "is_binary", "list_branches",
     "list_commits", "list_files", "list_tree", "parse_when", "read_blob", "render_unified", "resolve_commit",
 ]
 
@@ -858,11 +858,20 @@ def diff(git_dir: str, base: str, head: str, *, path: str | None = None, max_fil
     cap was hit is returned with the hunks completed before it (possibly none).
     InvalidGitRef for a bad or unknown ref.
     """
+    scope = check_scope(path)
+    old, new = resolve_commit(git_dir, base), resolve_commit(git_dir, head)
+    return diff_objects(git_dir, old, new, scope=scope, max_files=max_files, max_bytes=max_bytes)
+
+
+def diff_objects(git_dir: str, old: str, new: str, *, scope: str = "", max_files: int = 300,
+                 max_bytes: int = 1_000_000) -> tuple[list[FileDiff], bool]:
+    """`diff` between two object names already resolved by the caller (full shas of commits or
+    trees, never a caller's text): the same parsing and caps. `scope` is a `check_scope` path.
+    Used for a commit's own changes, where the old side of a root commit is the empty tree."""
     for name, value in (("max_files", max_files), ("max_bytes", max_bytes)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise InvalidArgument(f"{name} must be a whole number of at least 1 (got {value!r})")
-    scope = _scope_spec(check_scope(path))
-    old, new = resolve_commit(git_dir, base), resolve_commit(git_dir, head)
+    scope = _scope_spec(scope)
     args = ["-c", "core.quotePath=false", "-c", "diff.suppressBlankEmpty=false", "diff", "--no-color",
             "--no-ext-diff", "--no-textconv", "--find-renames", "--src-prefix=a/", "--dst-prefix=b/", "--unified=3",
             "--no-relative", "--submodule=short", "--end-of-options", old, new, "--", *scope]

@@ -8,7 +8,8 @@ nothing unpicklable crosses processes. Routes:
   (`routes_search.py`), ``GET /api/repos``, ``GET /api/repos/status``, ``GET /api/connections``,
   ``GET /api/jobs`` (`routes_repos.py`), ``GET /api/source`` (`routes_source.py`), and the MCP
   server at ``/api/mcp`` (`mcp.py`, over the tools of `codesearch.tools`), ``POST /api/explain``,
-  ``GET /api/tree``, ``GET /api/commits`` (`routes_git.py`), ``POST /api/chat/blocking``,
+  ``GET /api/tree``, ``GET /api/commits`` (`routes_git.py`), ``GET /api/blame``, ``GET /api/commit``,
+  ``GET /api/diff`` (`routes_history.py`), ``POST /api/chat/blocking``,
   ``GET /api/models``, ``GET /chat/<id>`` (`routes_chat.py`);
 - OAuth 2.0 for MCP clients (`routes_oauth.py`, protocol in `oauth_server.py`): the
   ``/.well-known/`` metadata, ``/oauth/register``, ``/oauth/authorize`` (a consent page),
@@ -34,9 +35,9 @@ from fastapi import APIRouter, Depends, FastAPI
 from codesearch import environment, permissions
 from codesearch.runtime import request_ids
 from codesearch.search.options import DEFAULT_PUBLIC_URL
-from codesearch.service import (audit, auth, errors, mcp, oauth_server, routes_chat, routes_git, routes_oauth,
-                                routes_permissions, routes_repos, routes_search, routes_source, routes_suggest,
-                                webhooks)
+from codesearch.service import (audit, auth, errors, mcp, oauth_server, routes_chat, routes_git, routes_history,
+                                routes_oauth, routes_permissions, routes_repos, routes_search, routes_source,
+                                routes_suggest, webhooks)
 from codesearch.service.limits import RequestLimits
 from codesearch.service.observability import ObserveRequests
 from codesearch.service.routes_search import SearchRequest  # noqa: F401  (the request model, re-exported)
@@ -152,6 +153,7 @@ def build_app(get_searcher, *, public_url: str = DEFAULT_PUBLIC_URL, contexts: d
 
     app.state.make_tool_context = make_context
     app.include_router(routes_git.router(make_context, require_identity=require_identity))
+    app.include_router(routes_history.router(make_context, require_identity=require_identity))
     app.include_router(routes_chat.router(make_context, authenticator, public_url=public_url,
                                           require_identity=require_identity))
     mcp.install(app, authenticator, make_context, has_models, version=_version())
@@ -161,10 +163,15 @@ def build_app(get_searcher, *, public_url: str = DEFAULT_PUBLIC_URL, contexts: d
 
     from codesearch.sso import build_providers
     from codesearch.sso.iap import build_iap
+    from codesearch.sso.required import RequiredLinks
 
+    providers = build_providers(identity_providers, environ)
+    required_links = RequiredLinks(get_store, providers, public_url)
+    if required_links:  # accountLinkingRequired: API callers who have not linked are refused
+        authenticator.gate = required_links
     webui.install(app, web=WebContext(get_store=get_store, authenticator=authenticator, make_context=make_context,
                                       public_url=public_url, anonymous_access=anonymous_access,
-                                      identity_providers=build_providers(identity_providers, environ),
+                                      identity_providers=providers,
                                       iap=build_iap(identity_providers, environ),
                                       require_approval=environment.require_approval_new_members(environ)))
     # Added last, so it is the outermost of the app's middlewares: it names and times every

@@ -38,8 +38,11 @@ log = logging.getLogger(__name__)
 ACTIONS = {
     "search": "a search (POST /api/search, /api/stream_search, the search page, an agent's search tool)",
     "source.read": "a file read (GET /api/source, a file page, an agent's read tool)",
-    "tree.read": "a directory listed (GET /api/tree)",
-    "commits.read": "a history read (GET /api/commits)",
+    "tree.read": "a directory listed (GET /api/tree, a directory page)",
+    "commits.read": "a history read (GET /api/commits, a history page)",
+    "blame.read": "a file's blame read (GET /api/blame, a blame page)",
+    "commit.read": "one commit and its changes read (GET /api/commit, a commit page)",
+    "diff.read": "two refs compared (GET /api/diff, a compare page)",
     "mcp.tool": "an MCP tool called (target: the tool's name)",
     "chat.ask": "a question to ask_codebase over REST (target: the question; details: the chat's id)",
     "chat.read": "a research session page opened (target: the chat's id)",

@@ -132,11 +132,15 @@ class Authenticator:
                                 else bool(keys_owner_only))
         #: where the MCP endpoint's 401 sends clients to sign in (the issuer, ``AUTH_URL``)
         self.oauth = oauth or oauth_server.OAuthSettings()
+        #: called with every user identified here; may refuse them (`codesearch.sso.required`)
+        self.gate: Callable[[object], None] | None = None
 
     def identify(self, headers: Mapping[str, str]) -> Identity:
         """The caller of a request with these headers, by API key or OAuth token only (the MCP server)."""
         user = self._key_user(headers, oauth=True)
         if user is not None:
+            if self.gate is not None:
+                self.gate(user)
             return self.identity(user)
         return self._nobody(presented=bool(keys_from_headers(headers)))
 
@@ -156,6 +160,8 @@ class Authenticator:
         if user is None:
             user = self._session_user(request)
         if user is not None:
+            if self.gate is not None:
+                self.gate(user)
             return self.identity(user)
         keys = keys_from_headers(request.headers)
         misplaced = not oauth and any(k.startswith(OAUTH_ACCESS_PREFIX) for k in keys)

@@ -2,7 +2,8 @@
 
 Every error of every route goes through `error_response`, with the same HTTP status as
 `statusCode`. Unexpected exceptions become 500 UNEXPECTED_ERROR with a generic message: no
-stack trace, path or internal detail leaves the process (it is logged instead). A server-side
+stack trace, path or internal detail leaves the process (it is logged instead, the path without
+its secrets: `observability.loggable_path`). A server-side
 `CodesearchError` whose message is written for clients says so with ``expose = True`` (e.g. a
 language model's endpoint failing: 502 ``MODEL_ERROR``).
 """
@@ -17,6 +18,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from codesearch.errors import CodesearchError, QueryParseError
+from codesearch.service.observability import loggable_path
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +55,7 @@ def install(app) -> None:
     async def _ours(request: Request, exc: CodesearchError):
         exc = unwrap(exc)
         if exc.status_code >= 500 and not getattr(exc, "expose", False):
-            log.error("%s %s failed: %s", request.method, request.url.path, exc)
+            log.error("%s %s failed: %s", request.method, loggable_path(request.url.path), exc)
             return error_response(500, "UNEXPECTED_ERROR", "an unexpected error occurred")
         # A query that does not parse also says where (0-based character offset in the query),
         # so that a page can put a caret under it; the three SPEC §5 fields are unchanged.
@@ -66,9 +68,10 @@ def install(app) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException):
         if exc.status_code == 404:
-            return error_response(404, "NOT_FOUND", f"no route {request.method} {request.url.path}")
+            return error_response(404, "NOT_FOUND", f"no route {request.method} {loggable_path(request.url.path)}")
         if exc.status_code == 405:
-            return error_response(405, "METHOD_NOT_ALLOWED", f"{request.method} is not allowed on {request.url.path}")
+            return error_response(405, "METHOD_NOT_ALLOWED",
+                                  f"{request.method} is not allowed on {loggable_path(request.url.path)}")
         return error_response(exc.status_code, "UNEXPECTED_ERROR", str(exc.detail))
 
     @app.exception_handler(Exception)
@@ -76,5 +79,5 @@ def install(app) -> None:
         cause = unwrap(exc)
         if isinstance(cause, CodesearchError):
             return await _ours(request, cause)
-        log.exception("%s %s failed", request.method, request.url.path)
+        log.exception("%s %s failed", request.method, loggable_path(request.url.path))
         return error_response(500, "UNEXPECTED_ERROR", "an unexpected error occurred")

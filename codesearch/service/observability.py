@@ -15,6 +15,11 @@ Why a pure ASGI middleware (as `limits.py` and `drain.py` are), not Starlette's
 through a stream of its own, which changes how a streamed answer and a client's disconnect
 travel; a plain ``send`` wrapper changes nothing but the response's headers.
 
+Paths in logs. No line of ours names a request's raw path: where one is logged (an error, the
+proxy's failures) it goes through `loggable_path`, which hides the secrets some paths carry (the
+token of an invite link, ``/invite/<token>``). Serve's own access log (``SOURCEBOT_LOG_LEVEL=debug``)
+names the route template the request matched (``/invite/{token}``), never the raw path.
+
 Why route *templates*: a label per raw path (``/browse/<every file>``) would make one time series
 per URL anyone ever asked for. The template is the route Starlette matched (``scope["route"]``);
 a request refused before routing (401, 413 of `limits.RequestLimits`) is matched against the
@@ -23,6 +28,7 @@ app's routes here, and a path that no route serves is ``unmatched``.
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Callable, Iterable
 
@@ -36,6 +42,15 @@ NO_RESPONSE = "none"
 _HEADER = request_ids.HEADER.encode()
 #: What routes match a request on (kept as the request arrived).
 _MATCHED_ON = ("type", "path", "root_path", "method", "headers")
+#: Path segments that are secrets: the part after ``/invite/`` (an invite token).
+_SECRET_SEGMENTS = re.compile(r"(/invite/)[^/?#]+")
+REDACTED = "<redacted>"
+
+
+def loggable_path(path: str | None) -> str:
+    """`path` fit for a log line or an error message: secrets in it (an invite token) replaced by
+    ``<redacted>``."""
+    return _SECRET_SEGMENTS.sub(r"\1" + REDACTED, path or "")
 
 
 class ObserveRequests:

@@ -58,7 +58,9 @@ class JsonErrors:
         except Exception:  # noqa: BLE001 - answered below when nothing was sent yet
             if started:
                 raise
-            log.exception("the proxy failed %s %s", scope.get("method"), scope.get("path"))
+            from codesearch.service.observability import loggable_path
+
+            log.exception("the proxy failed %s %s", scope.get("method"), loggable_path(scope.get("path")))
         if not started:
             await send_error(send, 500, "UNEXPECTED_ERROR", MESSAGE)
 

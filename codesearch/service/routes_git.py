@@ -7,10 +7,13 @@ text for agents).
     pre-order walk with directories before files at each level, `depth` 1-10 (default 1),
     `maxEntries` 1-10000 (default 1000; `truncated` says more existed).
 
-``GET /api/commits?repo&ref&query&since&until&author&page&perPage``
+``GET /api/commits?repo&ref&path&query&since&until&author&page&perPage``
     ``{commits: [{hash, date, message, refs, body, authorName, authorEmail}], totalCount}``,
-    newest first; `query` filters messages and `author` names or e-mails (case-insensitive),
-    `since`/`until` take ISO 8601 or relative dates (``30 days ago``); `perPage` 1-100 (50).
+    newest first; `path` keeps the commits that changed that file or something below that
+    directory (Sourcebot's parameter; it need not exist at `ref`); `query` filters messages and
+    `author` names or e-mails (case-insensitive), `since`/`until` take ISO 8601 or relative
+    dates (``30 days ago``); `perPage` 1-100 (50). Headers ``X-Total-Count`` and, when there is
+    more than one page, ``Link`` (as ``/api/repos``; Sourcebot sends them too).
 
 Repos go through the tools' `ToolContext` (the caller's visibility); errors are SPEC §5's:
 404 ``REPOSITORY_NOT_FOUND`` / ``FILE_NOT_FOUND``, 400 ``INVALID_GIT_REF`` / ``INVALID_ARGUMENT``.
@@ -18,12 +21,13 @@ Repos go through the tools' `ToolContext` (the caller's visibility); errors are 
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
 from codesearch.git import read as gitread
 from codesearch.permissions import Identity
 from codesearch.service import audit
+from codesearch.service.routes_repos import _base_url, link_header
 from codesearch.tools.repos import MAX_PAGE
 
 
@@ -55,15 +59,23 @@ def router(make_context, *, require_identity) -> APIRouter:
                       query: str | None = Query(None, max_length=1000), since: str | None = Query(None, max_length=100),
                       until: str | None = Query(None, max_length=100), author: str | None = Query(None, max_length=500),
                       page: int = Query(1, ge=1, le=MAX_PAGE), perPage: int = Query(50, ge=1, le=100),  # noqa: N803
+                      path: str | None = Query(None, max_length=4096), *, response: Response,
                       identity: Identity = Depends(require_identity)) -> dict:
-        audit.record(request, identity, "commits.read", repo, ref=ref, query=query)
+        audit.record(request, identity, "commits.read", f"{repo}:{path}" if path else repo, ref=ref, query=query)
 
         def run():
             tc = make_context(identity)
             row = tc.repo(repo)
             use_ref = gitread.check_ref(ref) if ref is not None else tc.default_ref(row)
             found, total = gitread.list_commits(tc.git_dir(row), use_ref, query=query or None, since=since or None,
-                                                until=until or None, author=author or None, page=page, per_page=perPage)
+                                                until=until or None, author=author or None, path=path or None,
+                                                page=page, per_page=perPage)
+            response.headers["X-Total-Count"] = str(total)
+            link = link_header(_base_url(request), page, perPage, total,
+                               {"repo": repo, "ref": ref, "path": path or None, "query": query or None,
+                                "since": since or None, "until": until or None, "author": author or None})
+            if link:
+                response.headers["Link"] = link
             return {"commits": [{"hash": c.hash, "date": c.date, "message": c.message, "refs": list(c.refs),
                                  "body": c.body, "authorName": c.author_name, "authorEmail": c.author_email}
                                 for c in found], "totalCount": total}

@@ -2,12 +2,27 @@
 
 Sign-in (`sign_in`), in this order:
 1. the identity is linked already (`Store.find_linked_account(provider id, subject)`): its user;
-2. else the provider says the e-mail is verified and a user has it: that user, and the identity
-   is linked to them;
-3. else a new user (`Store.sign_up`): the first user ever is OWNER; with the flow's invite the
-   invite's role; with ``REQUIRE_APPROVAL_NEW_MEMBERS`` a MEMBER who waits for an owner.
-An unverified e-mail that belongs to a user is refused (linking it would let anyone who can
-claim that address at the provider take the account): the user signs in another way and links.
+2. else a user has the identity's e-mail: the identity is linked to them and signs them in only
+   when all of these hold (else a 409 page that says which does not, and what to do instead):
+   the provider says the e-mail is verified (`ProviderIdentity.email_verified`, taken from the
+   same answer as the address); the user's own address is verified (`User.email_verified`: an
+   owner entered it, or a provider vouched for it); the user is not an OWNER (owners link
+   further providers from their account page while signed in, never by e-mail);
+3. else a new user (`Store.sign_up`, which links the identity in the same transaction): the
+   first user ever is OWNER; with the flow's invite the invite's role (an invite for an e-mail
+   needs that address, verified by the provider); with ``REQUIRE_APPROVAL_NEW_MEMBERS`` a MEMBER
+   who waits for an owner. An unverified address may sign up while nobody has it; the user's
+   address then does not count as verified, so no later sign-in by e-mail lands in that account
+   (an attacker cannot pre-claim someone's address and wait for them).
+
+Two callbacks for one identity at once (a double click, two tabs) race to sign up: the loser's
+`sign_up` is a `Conflict` (the e-mail or the identity exists now) and stores nothing; it then
+resolves again, from step 1, and signs in as the user the identity is linked to (or gets the
+page of step 2).
+
+Providers that never vouch for an address (Gitea, Bitbucket Server, Microsoft Entra ID, any
+OpenID Connect provider without ``email_verified: true``) therefore sign up new users and sign
+in users they are linked to, never a user found by e-mail.
 
 Link (`link`): the identity goes to the signed-in user; an identity linked to another user is
 refused. Code-host identities (github, gitlab, gitea, bitbucket-cloud, bitbucket-server) keep their
@@ -21,7 +36,7 @@ from dataclasses import dataclass
 
 from codesearch.sso.flow import FlowError
 from codesearch.sso.providers import Provider, ProviderIdentity
-from codesearch.store import Conflict
+from codesearch.store import OWNER, Conflict
 from codesearch.store.members import InviteInvalid
 
 
@@ -34,20 +49,39 @@ class Outcome:
     linked_now: bool = False  # the identity was linked by this flow
 
 
-def _link(store, user_id: int, provider: Provider, who: ProviderIdentity, signed_in: bool):
+def _identity(provider: Provider, who: ProviderIdentity, signed_in: bool) -> dict:
+    """The keyword arguments of `Store.link_account` for `who`: the e-mail only when verified,
+    tokens only for code hosts (permission syncing uses them; nothing else needs them kept)."""
     code_host = provider.host is not None
-    account = store.link_account(
-        user_id, provider=provider.id, provider_type=provider.kind, subject=who.subject, host=provider.host,
-        login=who.login, email=who.email if who.email_verified else None,
-        access_token=who.access_token if code_host else None, refresh_token=who.refresh_token if code_host else None,
-        token_expires_at=who.expires_at if code_host else None, scope=who.scope, signed_in=signed_in)
-    if code_host:
+    return dict(provider=provider.id, provider_type=provider.kind, subject=who.subject, host=provider.host,
+                login=who.login, email=who.email if who.email_verified else None,
+                access_token=who.access_token if code_host else None,
+                refresh_token=who.refresh_token if code_host else None,
+                token_expires_at=who.expires_at if code_host else None, scope=who.scope, signed_in=signed_in)
+
+
+def _link(store, user_id: int, provider: Provider, who: ProviderIdentity, signed_in: bool):
+    account = store.link_account(user_id, **_identity(provider, who, signed_in))
+    if provider.host is not None:
         store.request_account_permission_sync(account.id)
     return account
 
 
 def sign_in(store, provider: Provider, who: ProviderIdentity, *, require_approval: bool,
             invite: str | None = None) -> Outcome:
+    try:
+        return _sign_in(store, provider, who, require_approval=require_approval, invite=invite)
+    except Conflict:  # a concurrent sign-in made the account or linked the identity meanwhile
+        pass
+    try:
+        return _sign_in(store, provider, who, require_approval=require_approval, invite=invite)
+    except Conflict:
+        raise FlowError("identity", f"Another sign-in with this {provider.name} account was being completed at the "
+                                    "same time. Try again.", 409) from None
+
+
+def _sign_in(store, provider: Provider, who: ProviderIdentity, *, require_approval: bool,
+             invite: str | None) -> Outcome:
     found = store.find_linked_account(provider.id, who.subject)
     if found is not None:
         user = store.get_user(found.user_id)
@@ -55,22 +89,39 @@ def sign_in(store, provider: Provider, who: ProviderIdentity, *, require_approva
     email = (who.email or "").strip().lower()
     user = store.find_user_by_email(email) if email else None
     if user is not None:
-        if not who.email_verified:
-            raise FlowError("identity", f"An account with the e-mail {email} exists, but {provider.name} does not say "
-                                        "the address is verified. Sign in to that account another way, then link "
-                                        f"{provider.name} from your account settings.", 409)
+        _may_join_by_email(provider, who, user, email)
         return Outcome(user, _link(store, user.id, provider, who, True), pending=store.is_pending(user.id),
                        linked_now=True)
     if not email:
         raise FlowError("identity", f"{provider.name} did not tell us your e-mail address, which an account needs. "
                                     "Make one visible to this app at the provider and try again.", 403)
     try:
-        user, pending = store.sign_up(email, who.name or "", require_approval=require_approval, invite_token=invite)
+        user, pending = store.sign_up(email, who.name or "", email_verified=who.email_verified,
+                                      require_approval=require_approval, invite_token=invite,
+                                      identity=_identity(provider, who, True))
     except InviteInvalid as e:
         raise FlowError("identity", str(e), 403) from None
-    except Conflict:  # someone made the account meanwhile
-        raise FlowError("identity", "An account with this e-mail was just created. Try again.", 409) from None
-    return Outcome(user, _link(store, user.id, provider, who, True), created=True, pending=pending, linked_now=True)
+    account = store.find_linked_account(provider.id, who.subject)
+    if provider.host is not None:
+        store.request_account_permission_sync(account.id)
+    return Outcome(user, account, created=True, pending=pending, linked_now=True)
+
+
+def _may_join_by_email(provider: Provider, who: ProviderIdentity, user, email: str) -> None:
+    """`FlowError` (409) unless `who` may be linked to `user`, found by its e-mail (step 2 of the
+    module docstring)."""
+    later = (f"Sign in to that account the way you usually do, then link {provider.name} from your account "
+             "settings.")
+    if not who.email_verified:
+        raise FlowError("identity", f"An account with the e-mail {email} exists, but {provider.name} does not say "
+                                    f"the address is verified. {later}", 409)
+    if user.role == OWNER:
+        raise FlowError("identity", f"An owner's account has the e-mail {email}. Owner accounts are never joined "
+                                    f"by e-mail. {later}", 409)
+    if not user.email_verified:
+        raise FlowError("identity", f"An account with the e-mail {email} exists, but nobody ever verified that it "
+                                    f"is its user's address, so {provider.name} cannot sign in to it by e-mail. "
+                                    f"If it is yours: {later} If it is not, tell an owner of this server.", 409)
 
 
 def link(store, provider: Provider, who: ProviderIdentity, user_id: int) -> Outcome:

@@ -2,7 +2,8 @@
 
 GitHub (``github.com`` or Enterprise Server at `baseUrl`): ``<base>/login/oauth/authorize``,
 ``<base>/login/oauth/access_token``, then ``GET <api>/user`` and ``GET <api>/user/emails`` (the
-primary, verified address) where ``<api>`` is ``https://api.github.com`` or ``<base>/api/v3``.
+primary address; verified when that same entry says ``verified: true``, /user's public e-mail
+never counts as verified) where ``<api>`` is ``https://api.github.com`` or ``<base>/api/v3``.
 Scopes ``read:user user:email repo``.
 
 GitLab (``gitlab.com`` or self-managed at `baseUrl`): ``<base>/oauth/authorize``,
@@ -44,9 +45,11 @@ discovery document ``<issuer>/.well-known/openid-configuration`` (its ``issuer``
 configured one), the JWKS it names, scopes ``openid email profile``. The ID token is checked
 with joserfc: signature (RS/PS/ES algorithms, the provider's keys; an unknown key id re-reads
 the JWKS once), ``iss``, ``aud`` (and ``azp`` with several audiences), ``exp``/``iat`` (60 s of
-leeway), ``sub`` and the flow's ``nonce``. The e-mail counts as verified only when the token or
-userinfo says ``email_verified: true`` (Microsoft Entra ID never does: its users are matched by
-linked identity only). Discovery documents and key sets are cached for an hour per process.
+leeway), ``sub`` and the flow's ``nonce``. The e-mail counts as verified only when the claims
+that name it say ``email_verified: true``: the ID token's, or userinfo's when the ID token names
+no address (userinfo's ``email_verified`` counts for the ID token's address only when userinfo
+names the same one). Microsoft Entra ID never says so: its users are matched by linked identity
+only. Discovery documents and key sets are cached for an hour per process.
 """
 
 from __future__ import annotations
@@ -283,12 +286,17 @@ class Provider:
         if self.kind == "github":
             user = await self._get_json(http, self._api() + "/user", "user", access)
             emails = await self._get_json(http, self._api() + "/user/emails", "e-mail", access)
-            primary = next((e for e in emails or [] if isinstance(e, dict) and e.get("primary")), None)
-            verified = bool(primary and primary.get("verified"))
-            email = (primary or {}).get("email") or user.get("email")
+            primary = next((e for e in emails if isinstance(e, dict) and e.get("primary")
+                            and isinstance(e.get("email"), str) and e["email"]), None) \
+                if isinstance(emails, list) else None
+            # The address and whether it is verified come from the same entry of /user/emails;
+            # /user's public e-mail says nothing about verification.
+            if primary is not None:
+                email, verified = primary["email"], primary.get("verified") is True
+            else:
+                email, verified = user.get("email") or None, False
             return ProviderIdentity(subject=str(user["id"]), login=user.get("login"), email=email,
-                                    email_verified=verified and email == (primary or {}).get("email"),
-                                    name=user.get("name") or user.get("login"), **common)
+                                    email_verified=verified, name=user.get("name") or user.get("login"), **common)
         if self.kind == "gitlab":
             user = await self._get_json(http, self._api() + "/user", "user", access)
             return ProviderIdentity(subject=str(user["id"]), login=user.get("username"), email=user.get("email"),
@@ -318,14 +326,17 @@ class Provider:
                                     name=user.get("displayName") or user.get("name"), **common)
         claims = await self._check_id_token(http, token.get("id_token"), nonce)
         ep = await self.endpoints(http)
-        if (not claims.get("email") or "email_verified" not in claims) and ep.userinfo and access:
+        email, verified = _oidc_email(claims)
+        if (email is None or "email_verified" not in claims) and ep.userinfo and access:
             info = await self._get_json(http, ep.userinfo, "userinfo", access)
             if isinstance(info, dict) and str(info.get("sub")) == str(claims["sub"]):
-                claims = {**info, **claims, "email": claims.get("email") or info.get("email"),
-                          "email_verified": claims.get("email_verified", info.get("email_verified"))}
-        verified = claims.get("email_verified") in (True, "true")
+                claims = {**info, **claims}
+                if email is None:  # the ID token names no address: userinfo's, with userinfo's verification
+                    email, verified = _oidc_email(info)
+                elif "email_verified" in info and _oidc_email(info)[0] == email:
+                    verified = _oidc_email(info)[1]  # userinfo vouches for the same address
         return ProviderIdentity(subject=str(claims["sub"]), login=claims.get("preferred_username"),
-                                email=claims.get("email"), email_verified=verified,
+                                email=email, email_verified=verified,
                                 name=claims.get("name") or claims.get("preferred_username"), **common)
 
     async def _bitbucket_cloud_primary_email(self, http: httpx.AsyncClient, access: str | None) -> dict | None:
@@ -376,6 +387,15 @@ class Provider:
         if isinstance(aud, list) and len(aud) > 1 and claims.get("azp") != client_id:
             raise ProviderError("identity", f"{self.name}'s ID token was issued to another client")
         return claims
+
+
+def _oidc_email(claims: Mapping[str, Any]) -> tuple[str | None, bool]:
+    """(e-mail, verified) of one set of claims (an ID token's, or a userinfo answer): verified
+    only when the same claims say ``email_verified: true`` of that address."""
+    email = claims.get("email")
+    if not isinstance(email, str) or not email.strip():
+        return None, False
+    return email, claims.get("email_verified") in (True, "true")
 
 
 def build_providers(entries, environ: Mapping[str, str] | None = None) -> dict[str, Provider]:

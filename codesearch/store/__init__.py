@@ -19,12 +19,16 @@ transactions begin with ``BEGIN IMMEDIATE``: they take the single write lock fir
 to the busy timeout for it, so they never fail half-way with "database is locked" on a lock
 upgrade; reads see a consistent snapshot. Job claims are conditional UPDATEs
 (``... WHERE id = ? AND state = 'PENDING'``) whose row count is checked, which is also what
-makes them exclusive on PostgreSQL (READ COMMITTED re-checks the WHERE after a row lock).
+makes them exclusive on PostgreSQL (READ COMMITTED re-checks the WHERE after a row lock); so
+is using an invite. Creating users takes a transaction-scoped advisory lock on PostgreSQL
+(SQLite's ``BEGIN IMMEDIATE`` serializes them already), so that two first sign-ups cannot both
+see an empty table and both become OWNER.
 
 Schema. Tables `schema_version`, `connections`, `repos` (integer `id` = the API's
 `repositoryId`, never reused), `repo_connections` (many-to-many), `jobs` (sync jobs per
 connection and index jobs per repo: PENDING → IN_PROGRESS → COMPLETED | FAILED, with attempts,
-backoff via `next_attempt_at`, `worker_id`, heartbeats), `users` (OWNER | MEMBER),
+backoff via `next_attempt_at`, `worker_id`, heartbeats), `users` (OWNER | MEMBER; since
+version 7 `email_verified`: whether single sign-on may find the user by e-mail),
 `api_keys` (HMAC-SHA256 hex of the key under the server secret, never the key) and
 `search_contexts`, `web_sessions` (sign-in sessions of the web UI: the HMAC of the cookie,
 never the cookie; a CSRF token each), `login_failures` (failed sign-ins in a row per account and

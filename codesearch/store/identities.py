@@ -23,7 +23,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from sqlalchemy import delete, insert, select, update
 
 from codesearch.store.errors import Conflict, NotFound, StoreError
-from codesearch.store.tables import linked_accounts
+from codesearch.store.tables import linked_accounts, users
 
 _SEAL_PREFIX = "v1:"
 
@@ -102,12 +102,31 @@ class IdentitiesMixin:
                      signed_in: bool = True) -> LinkedAccount:
         """Link ``(provider, subject)`` to the user, or refresh the link (tokens, login, e-mail,
         last sign-in) when it exists already. The same identity linked to another user is a
-        `Conflict`: an identity belongs to one user."""
+        `Conflict`: an identity belongs to one user.
+
+        `email` is the address the provider *verified* for this identity (None when it vouches
+        for none): when it is the user's own address, the user's address counts as verified from
+        then on (`users.email_verified`)."""
+        with self._tx(write=True) as c:
+            self._get_user(c, user_id)
+            return self._link_account(c, user_id, provider=provider, provider_type=provider_type, subject=subject,
+                                      host=host, login=login, email=email, access_token=access_token,
+                                      refresh_token=refresh_token, token_expires_at=token_expires_at, scope=scope,
+                                      signed_in=signed_in)
+
+    def _link_account(self, c, user_id: int, *, provider: str, provider_type: str, subject: str,
+                      host: str | None = None, login: str | None = None, email: str | None = None,
+                      access_token: str | None = None, refresh_token: str | None = None,
+                      token_expires_at: datetime | None = None, scope: str | None = None,
+                      signed_in: bool = True) -> LinkedAccount:
+        """`link_account` inside the caller's transaction `c` (`sign_up` creates a user and links
+        its identity in one)."""
         subject = str(subject)
         if not provider or not subject:
             raise ValueError("a linked account needs a provider and a subject")
         now = self._now()
-        values: dict[str, Any] = {"login": login, "email": (email or "").strip().lower() or None, "host": host,
+        email = (email or "").strip().lower() or None
+        values: dict[str, Any] = {"login": login, "email": email, "host": host,
                                   "provider_type": provider_type, "scope": scope,
                                   "token_expires_at": token_expires_at}
         if access_token is not None:
@@ -116,19 +135,19 @@ class IdentitiesMixin:
             values["refresh_token"] = self.seal(refresh_token)
         if signed_in:
             values["last_sign_in_at"] = now
-        with self._tx(write=True) as c:
-            self._get_user(c, user_id)
-            row = c.execute(select(linked_accounts.c.id, linked_accounts.c.user_id).where(
-                linked_accounts.c.provider == provider, linked_accounts.c.subject == subject)).first()
-            if row is not None and row.user_id != user_id:
-                raise Conflict(f"this {provider_type} account is linked to another user")
-            if row is None:
-                aid = c.execute(insert(linked_accounts).values(
-                    user_id=user_id, provider=provider, subject=subject, created_at=now, **values)).inserted_primary_key[0]
-            else:
-                aid = row.id
-                c.execute(update(linked_accounts).where(linked_accounts.c.id == aid).values(**values))
-            return _account(c.execute(select(linked_accounts).where(linked_accounts.c.id == aid)).first())
+        row = c.execute(select(linked_accounts.c.id, linked_accounts.c.user_id).where(
+            linked_accounts.c.provider == provider, linked_accounts.c.subject == subject)).first()
+        if row is not None and row.user_id != user_id:
+            raise Conflict(f"this {provider_type} account is linked to another user")
+        if row is None:
+            aid = c.execute(insert(linked_accounts).values(
+                user_id=user_id, provider=provider, subject=subject, created_at=now, **values)).inserted_primary_key[0]
+        else:
+            aid = row.id
+            c.execute(update(linked_accounts).where(linked_accounts.c.id == aid).values(**values))
+        if email is not None:
+            c.execute(update(users).where(users.c.id == user_id, users.c.email == email).values(email_verified=True))
+        return _account(c.execute(select(linked_accounts).where(linked_accounts.c.id == aid)).first())
 
     def find_linked_account(self, provider: str, subject: str) -> LinkedAccount | None:
         with self._tx() as c:

@@ -7,11 +7,21 @@ local sign-up) gets a row in `account_requests` and cannot sign in until an owne
 An invite lets one person join without approval, with the invite's role: the owner who makes it
 gets a random token once (``inv_`` + 43 URL-safe characters, for the link ``/invite/<token>``);
 the store keeps only its HMAC-SHA256 under a key derived from the server secret (the row's
-`id`). An invite may name an e-mail: then only a user with that e-mail can use it. It works
-once, until `expires_at`.
+`id`). An invite may name an e-mail: then only a user with that e-mail can use it, and through
+an identity provider only when the provider verified that address (else anyone who can claim
+the address unverified at some provider could use a leaked link as that person). Through the
+invite's own form with a password the address is as typed: that user's address does not count
+as verified. An invite works once, until `expires_at`.
 
-`sign_up` decides all of this in one transaction, so two simultaneous sign-ups cannot both
-become the first OWNER nor both use one invite.
+`sign_up` decides all of this in one transaction, with the linked account of the identity that
+signs up (no user is left without the identity it signed up with). Using an invite is a
+conditional UPDATE whose row count is checked, so of two simultaneous uses one gets
+`InviteInvalid`, on PostgreSQL too; creating users is serialized (`_serialize_user_creation`),
+so two simultaneous first sign-ups cannot both become OWNER.
+
+A user who waits for approval is refused by every credential check of the store
+(`get_web_session`, `verify_api_key`, `verify_oauth_access_token`: `_waits`), whatever the
+caller checks besides.
 """
 
 from __future__ import annotations
@@ -22,13 +32,15 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import delete, exists, func, insert, select, text, update
 
 from codesearch.store import models as m
 from codesearch.store.errors import Conflict, NotFound
 from codesearch.store.tables import account_requests, invites, users
 
 INVITE_PREFIX = "inv_"
+#: PostgreSQL advisory lock key serializing the creation of users ("user" in ASCII).
+_PG_USERS_LOCK = 0x75736572
 #: How long an invite works unless its creator says otherwise.
 INVITE_TTL = timedelta(days=7)
 
@@ -106,53 +118,92 @@ class MembersMixin:
             return bool(c.execute(delete(invites).where(invites.c.id == invite_id,
                                                         invites.c.accepted_at.is_(None))).rowcount)
 
-    def _take_invite(self, c, token: str, email: str, user_id: int | None = None) -> dict:
+    def _take_invite(self, c, token: str, email: str, user_id: int, *, email_proven: bool) -> dict:
+        """Use up the invite of `token` for `user_id` (whose address is `email`), in `c`; the
+        invite's row. `email_proven`: an identity provider verified `email` (or the address was
+        typed into the invite's own form). `InviteInvalid` says why it cannot be used (never
+        echoing the token)."""
         row = c.execute(select(invites).where(invites.c.id == self.invite_id(token))).first()
+        now = self._now()
         if row is None:
             raise InviteInvalid("This invite link is not valid.")
         if row.accepted_at is not None:
             raise InviteInvalid("This invite was used already.")
-        if row.expires_at <= self._now():
+        if row.expires_at <= now:
             raise InviteInvalid("This invite has expired: ask for a new one.")
         if row.email and row.email != email:
             raise InviteInvalid(f"This invite is for another e-mail address than {email}.")
+        if row.email and not email_proven:
+            raise InviteInvalid(f"This invite is for {row.email}, and the provider you signed in with does not "
+                                "say that address is verified. Sign in with a provider that verifies it, or join "
+                                "with a password on the invite's page.")
+        # Conditional: of two transactions using the invite at once (PostgreSQL's READ COMMITTED
+        # lets both read it unused), the second updates no row and is refused.
+        if not c.execute(update(invites).where(invites.c.id == row.id, invites.c.accepted_at.is_(None))
+                         .values(accepted_at=now, accepted_by=user_id)).rowcount:
+            raise InviteInvalid("This invite was used already.")
         return dict(row._mapping)
+
+    def _serialize_user_creation(self, c) -> None:
+        """Make transactions that create users run one at a time (the first user is OWNER: two
+        must not both see an empty table). SQLite's write transactions (``BEGIN IMMEDIATE``)
+        are serialized already; PostgreSQL takes a transaction-scoped advisory lock."""
+        if c.dialect.name == "postgresql":
+            c.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_USERS_LOCK})
+
+    @staticmethod
+    def _waiting(user_id_column):
+        """SQL: the user of `user_id_column` waits for approval."""
+        return exists().where(account_requests.c.user_id == user_id_column)
+
+    def _waits(self, c, user_id: int) -> bool:
+        return c.scalar(select(account_requests.c.user_id).where(account_requests.c.user_id == user_id)) is not None
 
     # ------------------------------------------------------------------ signing up
 
-    def sign_up(self, email: str, name: str = "", *, password_hash: str | None = None,
-                require_approval: bool = False, invite_token: str | None = None) -> tuple[m.User, bool]:
+    def sign_up(self, email: str, name: str = "", *, password_hash: str | None = None, email_verified: bool = False,
+                require_approval: bool = False, invite_token: str | None = None,
+                identity: dict | None = None) -> tuple[m.User, bool]:
         """Create a user who joins by themselves: (user, pending). The first user ever is OWNER;
         with a valid invite the user gets its role and the invite is used up (`InviteInvalid`
         otherwise); else a MEMBER who waits for approval (pending) when `require_approval`.
-        An e-mail that exists already is a `Conflict`."""
+        `email_verified`: an identity provider verified the address (stored on the user).
+        `identity`: the keyword arguments of `link_account` for the identity signing up, linked
+        in the same transaction. An e-mail that exists already, or an identity linked already
+        (a concurrent sign-in was faster), is a `Conflict` and nothing is stored."""
         email = (email or "").strip().lower()
         if not email:
             raise ValueError("a user needs an email")
         now = self._now()
         with self._tx(write=True) as c:
+            self._serialize_user_creation(c)
             if c.scalar(select(func.count()).select_from(users).where(users.c.email == email)):
                 raise Conflict(f"a user with email {email!r} already exists")
             first = not c.scalar(select(func.count()).select_from(users))
-            invite = self._take_invite(c, invite_token, email) if invite_token and not first else None
+            uid = c.execute(insert(users).values(email=email, name=name or "", password_hash=password_hash,
+                                                 role=m.MEMBER, created_at=now, email_verified=bool(email_verified))
+                            ).inserted_primary_key[0]
+            invite = None
+            if invite_token and not first:
+                # a password join types the address into the invite's own form
+                invite = self._take_invite(c, invite_token, email, uid,
+                                           email_proven=bool(email_verified) or password_hash is not None)
             role = m.OWNER if first else (invite["role"] if invite else m.MEMBER)
+            if role != m.MEMBER:
+                c.execute(update(users).where(users.c.id == uid).values(role=role))
             pending = bool(require_approval and not first and invite is None)
-            uid = c.execute(insert(users).values(email=email, name=name or "", password_hash=password_hash, role=role,
-                                                 created_at=now)).inserted_primary_key[0]
-            if invite is not None:
-                c.execute(update(invites).where(invites.c.id == invite["id"], invites.c.accepted_at.is_(None))
-                          .values(accepted_at=now, accepted_by=uid))
             if pending:
                 c.execute(insert(account_requests).values(user_id=uid, created_at=now))
+            if identity is not None:
+                self._link_account(c, uid, **identity)
             return self._get_user(c, uid), pending
 
     def accept_invite(self, token: str, user_id: int) -> m.User:
-        """An existing user uses an invite: it is used up and the user gets its role if higher."""
+        """An existing user uses an invite: it is used up and the user gets its role if higher.
+        An invite for an e-mail needs the user's address to be that one, and verified."""
         with self._tx(write=True) as c:
             user = self._get_user(c, user_id)
-            invite = self._take_invite(c, token, user.email)
-            c.execute(update(invites).where(invites.c.id == invite["id"]).values(accepted_at=self._now(),
-                                                                                accepted_by=user_id))
+            invite = self._take_invite(c, token, user.email, user_id, email_proven=user.email_verified)
             c.execute(delete(account_requests).where(account_requests.c.user_id == user_id))
             if invite["role"] == m.OWNER and user.role != m.OWNER:
                 c.execute(update(users).where(users.c.id == user_id).values(role=m.OWNER))
@@ -163,7 +214,7 @@ class MembersMixin:
     def is_pending(self, user_id: int) -> bool:
         """Whether the user waits for an owner's approval (and so may not sign in)."""
         with self._tx() as c:
-            return c.scalar(select(account_requests.c.user_id).where(account_requests.c.user_id == user_id)) is not None
+            return self._waits(c, user_id)
 
     def list_account_requests(self) -> list[AccountRequest]:
         """Users waiting for approval, oldest first."""

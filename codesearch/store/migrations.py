@@ -360,6 +360,22 @@ def _v6_identities_grants_oauth(conn: Connection) -> None:
         md.tables[name].create(conn)
 
 
+def _v7_users_email_verified(conn: Connection) -> None:
+    """``users.email_verified``: whether the address is known to be the user's (single sign-on
+    finds users by e-mail only then). Existing users get it from what the store knows: true when
+    one of their linked accounts carries the same address (linked accounts keep only addresses
+    their provider verified), or when they never joined by themselves, i.e. no linked account
+    and no accepted invite (made by an owner, ``/setup`` or the command line); false otherwise
+    (a sign-up with an unverified address, an invite used with a password, or a user who linked
+    only identities without a verified address: they link further providers while signed in)."""
+    conn.execute(text("ALTER TABLE users ADD COLUMN email_verified BOOLEAN NOT NULL DEFAULT FALSE"))
+    conn.execute(text(
+        "UPDATE users SET email_verified = TRUE WHERE"
+        " EXISTS (SELECT 1 FROM linked_accounts la WHERE la.user_id = users.id AND la.email = users.email)"
+        " OR (NOT EXISTS (SELECT 1 FROM linked_accounts la WHERE la.user_id = users.id)"
+        "     AND NOT EXISTS (SELECT 1 FROM invites i WHERE i.accepted_by = users.id))"))
+
+
 Migration = tuple[int, str, Callable[[Connection], None]]
 
 #: Every migration, in order. Versions are 1, 2, 3, ... without gaps.
@@ -370,6 +386,7 @@ MIGRATIONS: list[Migration] = [
     (4, "failed sign-ins per account and client address", _v4_login_failures),
     (5, "the audit log", _v5_audit_events),
     (6, "linked accounts, pending members, invites, repository grants, OAuth for MCP", _v6_identities_grants_oauth),
+    (7, "users.email_verified: whether single sign-on may find the user by e-mail", _v7_users_email_verified),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -129,6 +129,8 @@ class User:
     role: str  # OWNER or MEMBER
     created_at: datetime
     password_hash: str | None = field(default=None, repr=False)
+    #: the address is known to be theirs (an owner entered it, or a provider vouched for it)
+    email_verified: bool = False
 
 
 @dataclass

@@ -285,7 +285,7 @@ class OAuthMixin:
 
     def verify_oauth_access_token(self, token: str):
         """``(AccessToken, User)`` for a valid access token (known, not revoked, not expired, its
-        user still there), else None."""
+        user still there and not waiting for approval: `is_pending`), else None."""
         if not isinstance(token, str) or not token.startswith(ACCESS_PREFIX) or len(token) > _MAX_SECRET:
             return None
         digest = self.oauth_hash(token)
@@ -294,7 +294,7 @@ class OAuthMixin:
             row = c.execute(select(oauth_tokens).where(oauth_tokens.c.id == digest,
                                                        oauth_tokens.c.kind == ACCESS)).first()
             if (row is None or not hmac.compare_digest(row.id, digest) or row.revoked_at is not None
-                    or row.expires_at <= now):
+                    or row.expires_at <= now or self._waits(c, row.user_id)):
                 return None
             try:
                 user = self._get_user(c, row.user_id)

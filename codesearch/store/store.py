@@ -830,21 +830,25 @@ class Store(IdentitiesMixin, GrantsMixin, MembersMixin, OAuthMixin):
     # ------------------------------------------------------------------ users
 
     def create_user(self, email: str, name: str = "", *, role: str = m.MEMBER,
-                    password_hash: str | None = None) -> User:
+                    password_hash: str | None = None, email_verified: bool = True) -> User:
         """Create a user (email is trimmed and lower-cased, and unique: Conflict otherwise).
-        The first user ever created is OWNER whatever `role` says."""
+        The first user ever created is OWNER whatever `role` says. This is how an owner adds
+        someone (settings page, command line), so the address counts as verified unless
+        `email_verified` says otherwise (people who join by themselves: `sign_up`)."""
         if role not in m.ROLES:
             raise ValueError(f"unknown role {role!r}")
         email = (email or "").strip().lower()
         if not email:
             raise ValueError("a user needs an email")
         with self._tx(write=True) as c:
+            self._serialize_user_creation(c)
             if c.scalar(select(func.count()).select_from(users).where(users.c.email == email)):
                 raise Conflict(f"a user with email {email!r} already exists")
             if not c.scalar(select(func.count()).select_from(users)):
                 role = m.OWNER
             uid = c.execute(insert(users).values(email=email, name=name or "", password_hash=password_hash, role=role,
-                                                 created_at=self._now())).inserted_primary_key[0]
+                                                 created_at=self._now(), email_verified=bool(email_verified))
+                            ).inserted_primary_key[0]
             return self._get_user(c, uid)
 
     def get_user(self, user_id: int) -> User:
@@ -879,6 +883,7 @@ class Store(IdentitiesMixin, GrantsMixin, MembersMixin, OAuthMixin):
         if not email:
             raise ValueError("a user needs an email")
         with self._tx(write=True) as c:
+            self._serialize_user_creation(c)
             if c.scalar(select(func.count()).select_from(users)):
                 raise Conflict("the first account exists already")
             uid = c.execute(insert(users).values(email=email, name=name or "", password_hash=password_hash,
@@ -926,8 +931,9 @@ class Store(IdentitiesMixin, GrantsMixin, MembersMixin, OAuthMixin):
         return kid, secret
 
     def verify_api_key(self, secret: str) -> User | None:
-        """The owner of a valid, unrevoked key, or None. Updates the key's `last_used_at` (at
-        most once per `last_used_resolution_seconds`, so that busy keys cost no writes)."""
+        """The owner of a valid, unrevoked key, or None; None too while the owner waits for
+        approval (`is_pending`). Updates the key's `last_used_at` (at most once per
+        `last_used_resolution_seconds`, so that busy keys cost no writes)."""
         if not isinstance(secret, str) or not secret.startswith(API_KEY_PREFIX) or len(secret) > 256:
             return None
         digest = self._key_hash(secret)
@@ -935,7 +941,7 @@ class Store(IdentitiesMixin, GrantsMixin, MembersMixin, OAuthMixin):
         with self._tx() as c:
             row = c.execute(select(api_keys.c.id, api_keys.c.key_hash, api_keys.c.last_used_at, api_keys.c.user_id)
                             .where(api_keys.c.key_hash == digest, api_keys.c.revoked_at.is_(None))).first()
-            if row is None or not hmac.compare_digest(row.key_hash, digest):
+            if row is None or not hmac.compare_digest(row.key_hash, digest) or self._waits(c, row.user_id):
                 return None
             user = self._get_user(c, row.user_id)
         resolution = timedelta(seconds=self.last_used_resolution_seconds)
@@ -1004,17 +1010,19 @@ class Store(IdentitiesMixin, GrantsMixin, MembersMixin, OAuthMixin):
 
     def get_web_session(self, cookie_value: str, *, touch_resolution_seconds: float = 60.0
                         ) -> tuple[WebSession, User] | None:
-        """The unexpired session of a cookie value and its user (one read), or None. Updates
-        `last_seen_at` at most once per `touch_resolution_seconds`."""
+        """The unexpired session of a cookie value and its user (one read), or None; None too
+        while the user waits for approval (`is_pending`). Updates `last_seen_at` at most once
+        per `touch_resolution_seconds`."""
         if not isinstance(cookie_value, str) or not cookie_value or len(cookie_value) > 256:
             return None
         now = self._now()
         sid = self.web_session_id(cookie_value)
-        user_cols = [users.c.id, users.c.email, users.c.name, users.c.role, users.c.created_at, users.c.password_hash]
+        user_cols = list(users.columns)
         with self._tx() as c:
             row = c.execute(select(web_sessions, *[col.label(f"u_{col.name}") for col in user_cols])
                             .join(users, users.c.id == web_sessions.c.user_id)
-                            .where(web_sessions.c.id == sid, web_sessions.c.expires_at > now)).first()
+                            .where(web_sessions.c.id == sid, web_sessions.c.expires_at > now,
+                                   ~self._waiting(web_sessions.c.user_id))).first()
         if row is None:
             return None
         mp = row._mapping

@@ -27,6 +27,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.types import TypeDecorator
 
@@ -155,6 +156,9 @@ users = Table(
     Column("password_hash", String(255), nullable=True),
     Column("role", String(16), nullable=False),
     Column("created_at", UTCDateTime, nullable=False),
+    #: whether the address is known to be the user's: an owner entered it, or an identity provider
+    #: vouched for it (`codesearch.sso.accounts`); only such users are found by e-mail at sign-in
+    Column("email_verified", Boolean, nullable=False, server_default=false()),
     sqlite_autoincrement=True,
 )
 

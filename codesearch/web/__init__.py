@@ -8,12 +8,16 @@ Modules:
   SameSite=Lax), CSRF tokens for forms and for the page's own API calls;
 - `pages_search.py`: home (search box, sync status), search results (streamed), file view
   (Pygments), repos;
+- `pages_history.py`: blame, the history of a file or directory, a commit with its diff, the
+  comparison of two refs (reached through `pages_search`'s ``/browse/`` route);
 - `pages_account.py`: sign-in/out, first-account setup, settings (API keys), users;
 - `pages_sso.py`: single sign-on, linked accounts, approvals of new members, invites;
 - `pages_oauth_apps.py`: the OAuth clients (MCP clients) a user allowed, and revoking them;
 - `iap.py`: requests signed by Google Cloud IAP (the ``gcp-iap`` provider) are signed in as the
   user their assertion names;
 - `throttle.py`: sign-in lock-outs per account and client address (HTTP 429 with Retry-After);
+- `link_required.py`: users who have not linked a required identity provider
+  (``accountLinkingRequired``) are sent to their account page;
 - `static/`: `style.css` (light and dark), `app.js`.
 
 `install(app, ...)` mounts ``/static`` and the page routers. Pages apply the same repo visibility
@@ -32,9 +36,11 @@ TEMPLATES_DIR = os.path.join(os.path.dirname(__file__), "templates")
 
 def install(app, *, web) -> None:
     """Mount the static files and every page router; `web` is the app's `WebContext`."""
-    from codesearch.web import iap, pages_account, pages_oauth_apps, pages_search, pages_sso, sessions
+    from codesearch.web import iap, link_required, pages_account, pages_oauth_apps, pages_search, pages_sso, sessions
 
-    iap.install(app, web)  # before the session middleware: it runs inside it
+    # Starlette runs the middleware added last first: sessions, then IAP, then the linking gate
+    link_required.install(app, web)  # reads the user the session or IAP resolved
+    iap.install(app, web)
     sessions.install(app, web)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     app.include_router(pages_account.router(web))

@@ -14,6 +14,8 @@ the repos table, and the highlighting stylesheet.
   Pygments on the server, one element ``#L<n>`` per line; ``#L12``, ``#L12-L14`` or ``?line=12``
   highlight a range and scroll it into view.
   ``GET /browse/<repo>[@<rev>][/-/tree/<dir>]``: a directory listing, directories first.
+  Blame (``/-/blob/<path>?blame``), history (``/-/commits/<path>``), commit (``/-/commit/<sha>``)
+  and compare (``/-/compare?base=&head=``) pages are `codesearch.web.pages_history`'s.
   The parts of the URL are percent-encoded as `codesearch.search.present.web_url` writes them:
   the revision with ``safe=''`` (no ``/`` or ``@`` in it), so the revision is what follows the
   last ``@`` before ``/-/``; the page reads the raw (still encoded) path to tell them apart.
@@ -46,7 +48,7 @@ from codesearch.index.sources import RepoInfo
 from codesearch.search.present import external_url, short_ref
 from codesearch.service import audit
 from codesearch.tools.repos import iso, page_of_repos
-from codesearch.web import highlight
+from codesearch.web import highlight, pages_history
 from codesearch.web.templating import WebContext, render
 
 log = logging.getLogger(__name__)
@@ -83,9 +85,9 @@ def parse_browse(raw: str) -> tuple[str, str | None, str, str]:
         head, kind, path = raw.rstrip("/"), "tree", ""
     else:
         kind, _, path = tail.partition("/")
-        if kind not in ("tree", "blob"):
+        if kind not in ("tree", "blob", *pages_history.KINDS):
             raise FileNotFound(f"no page at {unq(raw)!r}")
-        path = path.rstrip("/") if kind == "tree" else path
+        path = path if kind == "blob" else path.rstrip("/")
     rev = None
     if "@" in head:
         head, rev = head.rsplit("@", 1)
@@ -293,6 +295,16 @@ def router(web: WebContext) -> APIRouter:
             row = tc.repo(repo_name)
             git_dir = tc.git_dir(row)
             ref = resolve_rev(git_dir, row, rev or tc.default_ref(row))
+            if kind == "commits":
+                return pages_history.history_page(_page, request, identity, root, row, ref, git_dir, path)
+            if kind == "commit":
+                return pages_history.commit_page(_page, request, identity, root, row, git_dir,
+                                                 resolve_rev(git_dir, row, path))
+            if kind == "compare":
+                return pages_history.compare_page(_page, request, identity, root, row, git_dir, ref,
+                                                  lambda r: resolve_rev(git_dir, row, r))
+            if kind == "blob" and "blame" in request.query_params:
+                return pages_history.blame_page(_page, request, identity, root, row, ref, git_dir, path)
             audit.record(request, identity, "source.read" if kind == "blob" else "tree.read", f"{row.name}:{path}", ref=ref)
             if kind == "blob":
                 return file_page(request, root, tc, row, ref, git_dir, path)
@@ -319,6 +331,8 @@ def router(web: WebContext) -> APIRouter:
             "commit": commit, "path": path, "crumbs": _crumbs(root, row.name, ref, path),
             "external": external_url(info, ref, path), "repo_url": browse_url(root, row.name, ref),
             "size": len(data), "binary": gitread.is_binary(data),
+            "blame_url": browse_url(root, row.name, ref, "blob", path) + "?blame",
+            "history_url": browse_url(root, row.name, ref, "commits", path),
         }
         if ctx["binary"]:
             return _page(request, "file.html", **ctx, lines=[], language="", highlighted=False, total_lines=0)
@@ -349,6 +363,8 @@ def router(web: WebContext) -> APIRouter:
                      repo=row.name, display=row.display_name or row.name, rev=short_ref(ref), path=under,
                      crumbs=_crumbs(root, row.name, ref, under), entries=items, truncated=truncated, parent=parent,
                      external=row.web_url or "", branches=branches,
+                     history_url=browse_url(root, row.name, ref, "commits", under).rstrip("/"),
+                     compare_url=browse_url(root, row.name, None, "compare", "").rstrip("/"),
                      branch_urls=[{"name": b, "url": browse_url(root, row.name, b, "tree", under)} for b in branches])
 
     return r

@@ -17,6 +17,14 @@ Every failure of a flow (provider down, access denied, bad or reused state, an I
 does not check out, an identity linked to someone else) is a page that says so, never a
 traceback; after signing in the browser goes to `next` only when it is a path of this site
 (`sessions.safe_next`). Codes, tokens, states and secrets are never logged.
+
+Invite links carry their token in the path: the invite pages are sent with
+``Referrer-Policy: no-referrer`` and ``Cache-Control: no-store``, no message repeats the token,
+and logs write the path as ``/invite/<redacted>`` (`codesearch.service.observability.loggable_path`).
+
+With a required provider (``accountLinkingRequired``, `codesearch.sso.required`), the account
+page shows a banner naming the providers still to link; every other page sends such a user
+there (`codesearch.web.link_required`).
 """
 
 from __future__ import annotations
@@ -31,7 +39,7 @@ from fastapi.responses import RedirectResponse
 from codesearch.errors import ConfigError
 from codesearch.permissions import Identity
 from codesearch.service import audit
-from codesearch.sso import accounts
+from codesearch.sso import accounts, required
 from codesearch.sso.flow import FLOW_COOKIE, FLOW_TTL_S, FlowError, FlowSealer, begin, check_callback, finish
 from codesearch.store import OWNER, ROLES, Conflict, NotFound
 from codesearch.store.members import InviteInvalid
@@ -178,6 +186,7 @@ def router(web) -> APIRouter:
 
     def account_page(request: Request, user, status_code: int = 200, error=None, notice=None):
         store = web.get_store()
+        lacking = required.missing(store, user.id, providers().values())
         linked = store.list_linked_accounts(user_id=user.id)
         methods = accounts.sign_in_methods(store, user, providers())
         rows = []
@@ -187,7 +196,9 @@ def router(web) -> APIRouter:
             rows.append({"account": a, "name": p.name if p else a.provider,
                          "may_unlink": not counts or methods > 1})
         return _page(request, "account.html", status_code=status_code, title="Linked accounts", section="account",
-                     rows=rows, providers=list(providers().values()), error=error, notice=notice)
+                     rows=rows, providers=list(providers().values()), error=error, notice=notice,
+                     lacking=lacking, lacking_names=required.names(lacking) if lacking else "",
+                     required_ids={p.id for p in required.required(providers().values())})
 
     @r.get("/settings/account")
     def account(request: Request, linked: str = "", unlinked: str = ""):
@@ -298,11 +309,16 @@ def router(web) -> APIRouter:
         store = web.get_store()
         invite = store.find_invite(token) if store is not None else None
         if invite is None:
-            return _message(request, 404, "Invite not valid", "This invite link is not valid, was used, or has "
-                                                              "expired. Ask an owner for a new one.")
-        return _page(request, "invite.html", status_code=status_code, title="Join", invite=invite, token=token,
-                     sso_providers=[p for p in providers().values() if p.signs_in], error=error,
-                     email=email or invite.email or "", name=name)
+            response = _message(request, 404, "Invite not valid", "This invite link is not valid, was used, or has "
+                                                                  "expired. Ask an owner for a new one.")
+        else:
+            response = _page(request, "invite.html", status_code=status_code, title="Join", invite=invite, token=token,
+                             sso_providers=[p for p in providers().values() if p.signs_in], error=error,
+                             email=email or invite.email or "", name=name)
+        # The token is in this page's URL: no Referer carries it elsewhere, no cache keeps the page.
+        response.headers["Referrer-Policy"] = "no-referrer"
+        response.headers["Cache-Control"] = "no-store"
+        return response
 
     @r.get("/invite/{token}")
     def invite(request: Request, token: str):

@@ -21,9 +21,11 @@ Every token endpoint checks the client id and secret (form fields or HTTP Basic)
 redirect URI, that the code is used once, and the PKCE verifier against the S256 challenge sent
 to the authorize endpoint; `exchanges` records each exchange (``pkce_verified``…); refresh
 tokens work once (rotated). The user who
-"signs in" is `user` (set it between tests); `denied` makes the authorize endpoint answer
-``error=access_denied``; `id_token_overrides` changes claims of the next ID tokens (wrong nonce,
-audience, issuer, expiry …).
+"signs in" is `user` (set it between tests; ``verified: False`` makes its e-mail unverified, and
+for GitHub ``public_email`` and ``emails`` set /user's e-mail and /user/emails); `denied` makes
+the authorize endpoint answer ``error=access_denied``; `id_token_overrides` changes claims of
+the next ID tokens (wrong nonce, audience, issuer, expiry …) and `userinfo_overrides` those of
+userinfo (None removes a claim).
 """
 
 from __future__ import annotations
@@ -199,11 +201,12 @@ class FakeGitHubOAuth(_FakeOAuth):
     token_path = "/login/oauth/access_token"
 
     def api(self, path, user):
-        if path == "/api/v3/user":
-            return 200, {"id": user["id"], "login": user["login"], "name": user.get("name"), "email": None}
-        if path == "/api/v3/user/emails":
-            return 200, [{"email": user["email"], "primary": True, "verified": user.get("verified", True),
-                          "visibility": "private"}]
+        if path == "/api/v3/user":  # the public e-mail: none unless the user set `public_email`
+            return 200, {"id": user["id"], "login": user["login"], "name": user.get("name"),
+                         "email": user.get("public_email")}
+        if path == "/api/v3/user/emails":  # `emails` replaces the one primary entry
+            return 200, user.get("emails", [{"email": user["email"], "primary": True,
+                                             "verified": user.get("verified", True), "visibility": "private"}])
         return None
 
 
@@ -235,6 +238,7 @@ class FakeOIDC(_FakeOAuth):
         self.key = RSAKey.import_key(pem)
         self.kid = "k1"
         self.id_token_overrides: dict = {}
+        self.userinfo_overrides: dict = {}  # None values remove a claim
         self.sign_with = None  # another key: a forged signature
         super().__init__(*args, **kwargs)
 
@@ -278,8 +282,10 @@ class FakeOIDC(_FakeOAuth):
 
     def api(self, path, user):
         if path == self.issuer_path + "/userinfo":
-            return 200, {"sub": str(user["id"]), "email": user["email"], "email_verified": user.get("verified", True),
-                         "name": user.get("name")}
+            info = {"sub": str(user["id"]), "email": user["email"], "email_verified": user.get("verified", True),
+                    "name": user.get("name")}
+            info.update(self.userinfo_overrides)
+            return 200, {k: v for k, v in info.items() if v is not None}
         return None
 
 

@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""Time to first result in the browser (issue 15): the search page over the benchmark corpus.
+
+Usage:
+    python bench/bench_scale.py --repos 1000        # once: the corpus as 1000 repositories, indexed
+    python bench/bench_browser.py                   # that data directory, this tree's code
+    python bench/bench_browser.py --repos 100 --rounds 10
+
+One run:
+  1. ``codesearch serve`` of this tree as a process of its own (`bench_http_path.Service`: its own
+     Ray instance, 2 searchers, anonymous access on, a free port of 127.0.0.1) over
+     bench/.work/scale/data-<repos> (the ~974 MB corpus of bench/corpus.py split into <repos>
+     repositories by bench_scale.py, indexed already: nothing is synced or rebuilt here);
+  2. Debian's Chromium, headless, driven by Playwright, opens ``/search?q=<query>`` for each
+     selective query of bench_engine.py, round after round (a fresh page each time, the browser
+     cache warm as it is for a user's second search). A script installed before the page's own
+     records, with a MutationObserver, the moment the first result appears in ``#results``
+     (``performance.now()``: milliseconds since the navigation started): what a user waits
+     for, HTML, CSS and JS included;
+  3. in the same rounds, the peers: the first event of ``POST /api/stream_search`` read by a
+     plain HTTP client (what the page waits for, without a browser), and ripgrep's first line
+     over the corpus's files (``rg -m1 … | head -n1`` in bench/.corpus, the tool people would
+     use instead);
+  4. prints a markdown table (p50/p95 per query and tool, the ratio browser/rg and whether the
+     issue's target, under 150 ms to the first result, holds) and stops the service by its PID.
+
+A benchmark, not a test: it asserts only that every page showed a result.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import urllib.parse
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import bench_engine as be  # noqa: E402  (queries, corpus location, rg flags, machine info)
+import bench_http_path as bhp  # noqa: E402  (the service as a process)
+
+TARGET_MS = 150.0
+SCALE = HERE / ".work" / "scale"
+
+#: Installed before the page's scripts: when the first result and the end of the search appear.
+OBSERVE = """
+(() => {
+  window.__bench = {first: null};
+  const watch = () => {
+    const results = document.getElementById("results");
+    if (!results) return;
+    const seen = () => {
+      if (window.__bench.first === null && results.children.length) window.__bench.first = performance.now();
+    };
+    new MutationObserver(seen).observe(results, {childList: true, subtree: true});
+    seen();
+  };
+  document.addEventListener("DOMContentLoaded", watch);
+})();
+"""
+
+
+def rg_first_line(q: be.QueryCase, root: Path) -> float:
+    """Seconds until ripgrep prints its first matching line (its pipe closed after it)."""
+    cmd = " ".join(map(shlex_quote, [*be.RG_BASE, "-m1", *q.rg_args(), str(root)])) + " | head -n1"
+    start = time.perf_counter()
+    subprocess.run(["bash", "-c", cmd], env=be.rg_env(), stdout=subprocess.DEVNULL, check=False)
+    return time.perf_counter() - start
+
+
+def shlex_quote(s: str) -> str:
+    import shlex
+
+    return shlex.quote(s)
+
+
+def wait_first_result(page, query: str, timeout_s: float = 60.0) -> float:
+    """The observer's time of the first result (polled: the page's CSP forbids the string
+    evaluation `wait_for_function` needs; the poll does not change the recorded moment)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        first = page.evaluate("() => window.__bench && window.__bench.first")
+        if first is not None:
+            return float(first)
+        time.sleep(0.005)
+    raise SystemExit(f"{query!r}: no result on the page after {timeout_s:.0f} s")
+
+
+def api_first_event(client, base: str, q: be.QueryCase) -> float:
+    """Seconds until the first ``chunk`` event of ``/api/stream_search`` arrives (the page's request)."""
+    query = q.cs_query
+    body = {"query": query, "matches": 100, "contextLines": 1, "isRegexEnabled": q.is_regex,
+            "isCaseSensitivityEnabled": q.case_sensitive}
+    start = time.perf_counter()
+    with client.stream("POST", f"{base}/api/stream_search", json=body, headers={"Accept": "text/event-stream"}) as r:
+        r.raise_for_status()
+        for line in r.iter_lines():
+            if line.startswith("data:") and '"chunk"' in line:
+                return time.perf_counter() - start
+    raise SystemExit(f"{query!r}: the stream ended without a chunk")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repos", type=int, default=1000, help="which bench_scale.py data directory (default 1000)")
+    ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--searchers", type=int, default=2)
+    args = ap.parse_args(argv)
+
+    import httpx
+    from playwright.sync_api import sync_playwright
+
+    data_dir, config = SCALE / f"data-{args.repos}", SCALE / f"config-{args.repos}.json"
+    if not (data_dir / "index").is_dir():
+        raise SystemExit(f"{data_dir} is not indexed: run python bench/bench_scale.py --repos {args.repos} first")
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not chromium:
+        raise SystemExit("chromium is missing: `make deps` installs it from Debian")
+    queries = [q for q in be.QUERIES if q.selective and q.cls != "no-match literal"]  # a first result to wait for
+
+    service = bhp.Service("tree", be.ROOT, data_dir, config, args.searchers)
+    times: dict[tuple[str, str], list[float]] = {}
+    try:
+        service.start()
+        service.wait_serving(600)
+        with httpx.Client(timeout=60) as client, sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=chromium, headless=True, args=["--no-sandbox", "--disable-gpu"])
+            ctx = browser.new_context(viewport={"width": 1400, "height": 900})
+            ctx.add_init_script(OBSERVE)
+            for n in range(args.warmup + args.rounds):
+                for q in queries:
+                    page = ctx.new_page()
+                    params = {"q": q.cs_query, "regex": "true" if q.is_regex else "false",
+                              "case": "true" if q.case_sensitive else "false"}
+                    page.goto(f"{service.base}/search?{urllib.parse.urlencode(params)}")
+                    first = wait_first_result(page, q.cs_query)
+                    page.close()
+                    api = api_first_event(client, service.base, q) * 1000
+                    rg = rg_first_line(q, be.CORPUS) * 1000
+                    if n >= args.warmup:
+                        for tool, value in (("browser", first), ("api", api), ("rg", rg)):
+                            times.setdefault((q.cls, tool), []).append(value)
+            browser.close()
+    finally:
+        service.stop(120)
+
+    print(f"\n### Time to first result in the browser ({args.repos} repositories, {args.rounds} rounds)\n")
+    print("\n".join(be.machine_info()))
+    print()
+    print("| query | browser p50 | browser p95 | API first event p50 | rg first line p50 | browser / rg | < 150 ms |")
+    print("|---|---:|---:|---:|---:|---:|:---:|")
+    for q in queries:
+        b, a, r = (times[(q.cls, t)] for t in ("browser", "api", "rg"))
+        b50, b95 = be.percentile(b, 50), be.percentile(b, 95)
+        r50 = be.percentile(r, 50)
+        print(f"| {q.cls} `{q.cs_query}` | {b50:.0f} ms | {b95:.0f} ms | {be.percentile(a, 50):.0f} ms | "
+              f"{r50:.0f} ms | {b50 / r50:.2f} | {'yes' if b50 < TARGET_MS else 'NO'} |")
+    print(json.dumps({f"{k[0]}/{k[1]}": round(be.percentile(v, 50), 1) for k, v in times.items()}), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

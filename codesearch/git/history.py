@@ -1,0 +1,344 @@
+"""A repository's history at any ref: blame of a file, one commit with its changes, the commits
+between two refs, and the tags (for the history pages and ``/api/blame``, ``/api/commit``,
+``/api/diff``).
+
+Built on `codesearch.git.read` and its rules (see its docstring): refs pass `check_ref` and are
+resolved to a full sha by `resolve_commit` before any other command sees them, paths pass
+`check_path` / `check_scope` and reach git only after the sha (``<sha>:<path>``) or after
+``--``, every git process has a time limit and its output is read as a stream with a cap, and
+failures that are not the caller's fault are plain `CodesearchError`s naming no server path.
+
+Bounded work:
+
+* `blame` blames at most `MAX_BLAME_LINES` lines (``-L 1,N``; the answer says ``truncated``),
+  counts lines by streaming the blob (never loading a huge file to count it) and does not
+  blame binary files (git's own test: a NUL in the first 8000 bytes) — it says they are binary;
+* `commit_changes` and the compare page go through `read.diff_objects` (a cap on files and
+  on bytes of diff text, ``truncated`` when reached);
+* `commits_between` lists at most `limit` commits and counts the rest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+
+from codesearch.errors import CodesearchError, FileNotFound, InvalidArgument
+from codesearch.git.read import (
+    _BINARY_SNIFF,
+    Commit,
+    FileDiff,
+    _decorations,
+    _enc,
+    _failed,
+    _git,
+    _Proc,
+    _short_decoration,
+    _show,
+    _unquote,
+    check_path,
+    check_scope,
+    diff_objects,
+    resolve_commit,
+)
+
+__all__ = ["MAX_BLAME_BYTES", "MAX_BLAME_LINES", "Blame", "BlameCommit", "BlameRange", "CommitDetail", "Tag", "blame", "commit_changes",
+           "commit_detail", "commits_between", "file_stats", "list_tags", "path_kind"]
+
+#: blame covers at most this many lines of a file (the file view shows as many)
+MAX_BLAME_LINES = 20_000
+#: larger files are not blamed at all (git would hold the whole blob in memory at each step)
+MAX_BLAME_BYTES = 20_000_000
+#: a metadata line of ``git blame --porcelain`` (a summary, a name) is cut at this many bytes
+_MAX_FIELD = 64 * 1024
+
+
+# ---------------------------------------------------------------------- objects
+
+
+def _object_info(git_dir: str, name: str) -> tuple[str, int] | None:
+    """(type, size) of the object `name` (``<sha>:<path>``), None when there is none."""
+    res = _git(git_dir, ["cat-file", "--batch-check"], stdin=_enc(name) + b"\n")
+    parts = res.stdout.split(b"\n", 1)[0].split(b" ")
+    if res.returncode != 0 or len(parts) != 3 or not parts[2].isdigit():
+        return None
+    return parts[1].decode("ascii", "replace"), int(parts[2])
+
+
+def _file_object(git_dir: str, commit: str, ref: str, path: str) -> tuple[str, int]:
+    """(``<commit>:<path>``, its size) when it names a file (a blob), else FileNotFound saying
+    what it is."""
+    name = f"{commit}:{path}"
+    info = _object_info(git_dir, name)
+    if info is None or info[0] == "commit":  # (a submodule: its files are not in this repository)
+        raise FileNotFound(f"file {path!r} not found at {ref!r}")
+    if info[0] == "tree":
+        raise FileNotFound(f"{path!r} is a directory, not a file, at {ref!r}")
+    return name, info[1]
+
+
+def path_kind(git_dir: str, ref: str, path: str) -> str | None:
+    """What `path` is at `ref`: "blob" (a file), "tree" (a directory; the root for ''), "commit"
+    (a submodule) or None when nothing is there. InvalidGitRef for a bad ref."""
+    commit = resolve_commit(git_dir, ref)
+    if not path:
+        return "tree"
+    info = _object_info(git_dir, f"{commit}:{check_path(path)}")
+    return info[0] if info else None
+
+
+def _count_lines(git_dir: str, name: str, limit: int) -> tuple[int, bool]:
+    """(lines, binary) of the blob `name`, lines counted as git blame does (a last line without
+    a newline counts); the count stops once it passes `limit` (then it is ``limit + 1``)."""
+    lines, head, last = 0, b"", b""
+    with _Proc(git_dir, ["cat-file", "blob", name]) as p:
+        while True:
+            chunk = p.proc.stdout.read1(65536)
+            if not chunk:
+                break
+            if len(head) < _BINARY_SNIFF:
+                head += chunk[:_BINARY_SNIFF - len(head)]
+                if b"\0" in head:
+                    p.finish(stop=True)
+                    return 0, True
+            lines += chunk.count(b"\n")
+            last = chunk[-1:]
+            if lines > limit:
+                p.finish(stop=True)
+                return limit + 1, False
+        if p.finish() != 0:
+            raise _failed(git_dir, "cat-file", p.stderr())
+    return lines + (1 if last and last != b"\n" else 0), False
+
+
+# ---------------------------------------------------------------------- blame
+
+
+@dataclass(frozen=True)
+class BlameRange:
+    hash: str  # the commit that last changed these lines
+    path: str  # the file's path in that commit (differs after a rename)
+    start_line: int  # 1-based, in the blamed file
+    line_count: int
+
+
+@dataclass(frozen=True)
+class BlameCommit:
+    hash: str
+    author_name: str
+    author_email: str
+    date: str  # author date, ISO 8601 with the author's offset (as git's %aI)
+    message: str  # the subject
+    #: (commit, path) of the step before it in the blame walk; None when it added the lines
+    previous: tuple[str, str] | None = None
+
+
+@dataclass
+class Blame:
+    commit: str  # the resolved commit the file was blamed at
+    ranges: list[BlameRange] = field(default_factory=list)
+    commits: dict[str, BlameCommit] = field(default_factory=dict)
+    lines: int = 0  # lines of the file (at most MAX_BLAME_LINES + 1 when truncated: "more than")
+    truncated: bool = False  # only the first `max_lines` lines were blamed
+    binary: bool = False  # a binary file: not blamed
+
+
+def _iso(epoch: str, tz: str) -> str:
+    """An author-time and author-tz of git blame (``1705000000``, ``+0200``) as git's %aI."""
+    try:
+        sign = -1 if tz.startswith("-") else 1
+        offset = timedelta(hours=int(tz[1:3]), minutes=int(tz[3:5])) * sign
+        return datetime.fromtimestamp(int(epoch), timezone(offset)).isoformat()
+    except (ValueError, OverflowError, OSError):
+        return ""
+
+
+def _porcelain_path(raw: bytes) -> str:
+    return _show(_unquote(raw)[0] if raw.startswith(b'"') else raw)
+
+
+def blame(git_dir: str, ref: str, path: str, *, max_lines: int = MAX_BLAME_LINES) -> Blame:
+    """Who last changed each line of the file `path` at `ref` (``git blame --porcelain``;
+    whole-file renames are followed, as git does by default).
+
+    Ranges are contiguous, ordered by line and cover the blamed lines; adjacent groups of one
+    commit and path are merged (git splits them when the lines were apart in that commit).
+    FileNotFound for a path that is not a file at `ref`, InvalidGitRef for a bad ref,
+    InvalidArgument for a file over `MAX_BLAME_BYTES`."""
+    if isinstance(max_lines, bool) or not isinstance(max_lines, int) or max_lines < 1:
+        raise InvalidArgument(f"max_lines must be a whole number of at least 1 (got {max_lines!r})")
+    check_path(path)
+    commit = resolve_commit(git_dir, ref)
+    name, size = _file_object(git_dir, commit, ref, path)
+    if size > MAX_BLAME_BYTES:
+        raise InvalidArgument(f"{path!r} is {size:,} bytes: too large to blame (at most {MAX_BLAME_BYTES:,} bytes)")
+    lines, binary = _count_lines(git_dir, name, max_lines)
+    out = Blame(commit=commit, lines=lines, binary=binary, truncated=lines > max_lines)
+    if binary or lines == 0:
+        return out
+    args = ["-c", "core.quotePath=false", "-c", "blame.ignoreRevsFile=", "blame", "--porcelain",
+            "-L", f"1,{min(lines, max_lines)}", commit, "--", path]
+    ranges: list[BlameRange] = []
+    names: dict[str, str] = {}  # the last filename git gave for each commit
+    with _Proc(git_dir, args) as p:
+        while True:
+            got = p.out.until(b"\n", 256)
+            if got is None:
+                break
+            header = got[0].split(b" ")
+            if len(header) not in (3, 4) or not all(x.isdigit() for x in header[1:]):
+                p.finish(stop=True)
+                raise CodesearchError(f"git blame wrote an unexpected line: {_show(got[0])[:80]!r}")
+            sha = header[0].decode("ascii", "replace")
+            fields: dict[bytes, bytes] = {}
+            while True:
+                meta = p.out.until(b"\n", _MAX_FIELD)
+                if meta is None or meta[0].startswith(b"\t"):
+                    break
+                key, _, value = meta[0].partition(b" ")
+                fields[key] = value
+            if b"filename" in fields:
+                names[sha] = _porcelain_path(fields[b"filename"])
+            if b"author" in fields and sha not in out.commits:
+                previous = None
+                if b"previous" in fields:
+                    prev_sha, _, prev_path = fields[b"previous"].partition(b" ")
+                    previous = (prev_sha.decode("ascii", "replace"), _porcelain_path(prev_path))
+                out.commits[sha] = BlameCommit(
+                    hash=sha, author_name=_show(fields[b"author"]),
+                    author_email=_show(fields.get(b"author-mail", b"")).removeprefix("<").removesuffix(">"),
+                    date=_iso(_show(fields.get(b"author-time", b"")), _show(fields.get(b"author-tz", b"+0000"))),
+                    message=_show(fields.get(b"summary", b"")), previous=previous)
+            if len(header) == 4:
+                start, count = int(header[2]), int(header[3])
+                where = names.get(sha, path)
+                last = ranges[-1] if ranges else None
+                if last and last.hash == sha and last.path == where and last.start_line + last.line_count == start:
+                    ranges[-1] = BlameRange(sha, where, last.start_line, last.line_count + count)
+                else:
+                    ranges.append(BlameRange(sha, where, start, count))
+        if p.finish() != 0:
+            raise _failed(git_dir, "blame", p.stderr())
+    out.ranges = ranges
+    return out
+
+
+# ---------------------------------------------------------------------- one commit
+
+
+@dataclass(frozen=True)
+class CommitDetail(Commit):
+    parents: list[str] = field(default_factory=list)  # full shas, first parent first
+    committer_name: str = ""
+    committer_email: str = ""
+
+
+_DETAIL_FIELDS = ("%H", "%cI", "%an", "%ae", "%D", "%s", "%b", "%aI", "%P", "%cn", "%ce")
+_DETAIL_FORMAT = "%x00".join(_DETAIL_FIELDS) + "%x00"
+
+
+def _log(git_dir: str, args: list[str]) -> list[CommitDetail]:
+    """Commits of ``git log <args>`` (ours: options, then ``--end-of-options`` and shas)."""
+    res = _git(git_dir, ["-c", "log.showSignature=false", "log", "--no-color", "--no-mailmap", "--decorate=full",
+                         "--encoding=UTF-8", f"--format={_DETAIL_FORMAT}", *args])
+    if res.returncode != 0:
+        raise _failed(git_dir, "log", res.stderr)
+    fields = res.stdout.split(b"\0")
+    n = len(_DETAIL_FIELDS)
+    out = []
+    for i in range(0, len(fields) - n + 1, n):
+        h, date, name, email, refs, subject, body, author_date, parents, cname, cemail = (_show(f) for f in fields[i:i + n])
+        out.append(CommitDetail(hash=h.strip(), date=date, message=subject, body=body.strip(), refs=_decorations(refs),
+                                author_name=name, author_email=email, author_date=author_date,
+                                decoration=_short_decoration(refs), parents=parents.split(),
+                                committer_name=cname, committer_email=cemail))
+    return out
+
+
+def commit_detail(git_dir: str, ref: str) -> CommitDetail:
+    """The commit `ref` names: its message, author, committer, dates, refs and parents.
+    InvalidGitRef when `ref` names no commit."""
+    sha = resolve_commit(git_dir, ref)
+    got = _log(git_dir, ["--max-count=1", "--end-of-options", sha, "--"])
+    if not got:
+        raise CodesearchError(f"git log found no commit {sha}")
+    return got[0]
+
+
+def _empty_tree(git_dir: str) -> str:
+    """The empty tree's id in this repository's hash (git knows it without storing it)."""
+    res = _git(git_dir, ["hash-object", "-t", "tree", "--stdin"], stdin=b"")
+    oid = res.stdout.decode("ascii", "replace").strip()
+    if res.returncode != 0 or not oid:
+        raise _failed(git_dir, "hash-object", res.stderr)
+    return oid
+
+
+def commit_changes(git_dir: str, ref: str, *, path: str | None = None, max_files: int = 300,
+                   max_bytes: int = 1_000_000) -> tuple[CommitDetail, list[FileDiff], bool]:
+    """The commit `ref` names and what it changed: the diff from its first parent (a merge is
+    shown against the branch it was merged into, as GitHub does; a root commit against the
+    empty tree). `path`, the caps and the result are `read.diff`'s."""
+    detail = commit_detail(git_dir, ref)
+    base = detail.parents[0] if detail.parents else _empty_tree(git_dir)
+    files, truncated = diff_objects(git_dir, base, detail.hash, scope=check_scope(path), max_files=max_files,
+                                    max_bytes=max_bytes)
+    return detail, files, truncated
+
+
+def commits_between(git_dir: str, base: str, head: str, *, limit: int = 100) -> tuple[list[CommitDetail], int]:
+    """The commits reachable from `head` but not from `base` (``git log base..head``), newest
+    first, at most `limit` of them, and how many there are in all."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise InvalidArgument(f"limit must be a whole number of at least 1 (got {limit!r})")
+    old, new = resolve_commit(git_dir, base), resolve_commit(git_dir, head)
+    res = _git(git_dir, ["rev-list", "--count", "--end-of-options", new, f"^{old}", "--"])
+    if res.returncode != 0:
+        raise _failed(git_dir, "rev-list", res.stderr)
+    total = int(res.stdout.strip() or 0)
+    if total == 0:
+        return [], 0
+    return _log(git_dir, [f"--max-count={limit}", "--end-of-options", new, f"^{old}", "--"]), total
+
+
+def file_stats(f: FileDiff) -> tuple[int, int]:
+    """(lines added, lines removed) of one file's hunks."""
+    added = removed = 0
+    for h in f.hunks:
+        for line in h.lines:
+            if line.startswith("+"):
+                added += 1
+            elif line.startswith("-"):
+                removed += 1
+    return added, removed
+
+
+# ---------------------------------------------------------------------- tags
+
+
+@dataclass(frozen=True)
+class Tag:
+    name: str  # without refs/tags/
+    commit: str  # the commit it names (annotated tags peeled)
+
+
+def list_tags(git_dir: str, *, limit: int = 500) -> tuple[list[Tag], bool]:
+    """Tags naming commits, newest first (by the tag's or the commit's date), at most `limit`;
+    (tags, truncated)."""
+    fmt = "%00".join(("%(refname)", "%(objectname)", "%(*objectname)", "%(objecttype)", "%(*objecttype)"))
+    res = _git(git_dir, ["for-each-ref", "--sort=-creatordate", f"--format={fmt}", "refs/tags/"])
+    if res.returncode != 0:
+        raise _failed(git_dir, "for-each-ref", res.stderr)
+    out: list[Tag] = []
+    for line in res.stdout.split(b"\n"):
+        parts = line.split(b"\0")
+        if len(parts) != 5 or not parts[0].startswith(b"refs/tags/"):
+            continue
+        kind, peeled_kind = parts[3], parts[4]
+        sha = parts[2] if kind == b"tag" else parts[1]
+        if (peeled_kind if kind == b"tag" else kind) != b"commit":
+            continue
+        if len(out) >= limit:
+            return out, True
+        out.append(Tag(_show(parts[0][len(b"refs/tags/"):]), _show(sha)))
+    return out, False

@@ -1,0 +1,149 @@
+"""A repository's history over HTTP, in Sourcebot's shapes with a few fields of ours added
+(for API clients and scripts; the web UI's history pages read the same git data directly).
+
+``GET /api/blame?repo&path&ref``
+    ``{ranges: [{hash, path, startLine, lineCount}], commits: {<hash>: {hash, date, message,
+    authorName, authorEmail, previous?: {hash, path}}}}`` as Sourcebot answers, plus ``repo``,
+    ``path``, ``ref`` (the ref read, default: the repo's default branch), ``commit`` (its sha)
+    and ``truncated`` (only the first `history.MAX_BLAME_LINES` lines were blamed). Ranges are
+    contiguous, ordered by line; ``path`` is the file's path in that commit (renames are
+    followed); ``date`` is the author date. A binary file answers 200 with no ranges and
+    ``"isBinary": true``; a file over `history.MAX_BLAME_BYTES` 400 ``INVALID_ARGUMENT``.
+
+``GET /api/commit?repo&ref[&path]``
+    Sourcebot's ``{hash, date, message, refs, body, authorName, authorEmail, parents}`` (``refs``
+    and ``date`` as our ``/api/commits`` gives them: branch and tag names, the committer date)
+    plus ``authorDate``, ``committerName``, ``committerEmail`` and what the commit changed:
+    ``files`` (below) and ``truncated``; against its first parent (a root commit: against
+    nothing). `path` keeps the changes to one file or directory.
+
+``GET /api/diff?repo&base&head[&path]``
+    Sourcebot's ``{files}`` (``git diff <base> <head>``: the two trees, not the merge base) plus
+    ``repo``, ``base``, ``head``, ``baseCommit``, ``headCommit`` and ``truncated``.
+
+A file of ``files``: ``{oldPath, newPath, hunks: [{oldRange: {start, lines}, newRange: {start,
+lines}, heading?, body}]}`` as Sourcebot (``oldPath`` null when added, ``newPath`` null when
+deleted; ``body`` the hunk's lines joined with ``\\n``, each starting with ``' '``, ``+``,
+``-`` or ``\\``), plus ``status`` (added, deleted, modified, renamed), ``isBinary`` (no hunks
+then), ``additions`` and ``deletions``. A diff is cut at `MAX_FILES` files or `MAX_DIFF_BYTES`
+of diff text (``truncated: true``).
+
+Repos go through the tools' `ToolContext`, so a repository the caller may not see answers exactly
+as one that does not exist. Errors (SPEC §5's shape): 404 ``REPOSITORY_NOT_FOUND`` (unknown,
+hidden or not cloned yet), 404 ``FILE_NOT_FOUND`` (a path that is not a file at the ref, or is
+malformed), 400 ``INVALID_GIT_REF`` (malformed or unknown ref), 400 ``INVALID_REQUEST_BODY``
+(a missing or oversized parameter).
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, Query, Request
+from starlette.concurrency import run_in_threadpool
+
+from codesearch.git import history
+from codesearch.git import read as gitread
+from codesearch.permissions import Identity
+from codesearch.service import audit
+
+#: a diff over HTTP is cut after this many files or bytes of diff text
+MAX_FILES = 300
+MAX_DIFF_BYTES = 2_000_000
+
+
+def file_json(f: gitread.FileDiff) -> dict:
+    """One file of a diff in Sourcebot's shape, with our status, binary flag and counts."""
+    added, removed = history.file_stats(f)
+    hunks = []
+    for h in f.hunks:
+        hunk = {"oldRange": {"start": h.old_start, "lines": h.old_lines},
+                "newRange": {"start": h.new_start, "lines": h.new_lines}}
+        if h.header:
+            hunk["heading"] = h.header
+        hunk["body"] = "\n".join(h.lines)
+        hunks.append(hunk)
+    return {"oldPath": f.old_path, "newPath": f.new_path, "status": f.status, "isBinary": f.binary,
+            "additions": added, "deletions": removed, "hunks": hunks}
+
+
+def blame_json(b: history.Blame) -> dict:
+    commits = {}
+    for sha, c in b.commits.items():
+        item = {"hash": c.hash, "date": c.date, "message": c.message, "authorName": c.author_name,
+                "authorEmail": c.author_email}
+        if c.previous is not None:
+            item["previous"] = {"hash": c.previous[0], "path": c.previous[1]}
+        commits[sha] = item
+    return {"ranges": [{"hash": r.hash, "path": r.path, "startLine": r.start_line, "lineCount": r.line_count}
+                       for r in b.ranges], "commits": commits}
+
+
+def commit_json(c: history.CommitDetail) -> dict:
+    return {"hash": c.hash, "date": c.date, "message": c.message, "refs": list(c.refs), "body": c.body,
+            "authorName": c.author_name, "authorEmail": c.author_email, "parents": list(c.parents),
+            "authorDate": c.author_date, "committerName": c.committer_name, "committerEmail": c.committer_email}
+
+
+def router(make_context, *, require_identity) -> APIRouter:
+    r = APIRouter()
+    repo_q = Query(..., min_length=1, max_length=1000, description="The repository's full name")
+
+    @r.get("/api/blame")
+    async def blame(request: Request, repo: str = repo_q,
+                    path: str = Query(..., max_length=4096, description="A file, relative to the repository root"),
+                    ref: str | None = Query(None, max_length=1024, description="Branch, tag or commit (default branch)"),
+                    identity: Identity = Depends(require_identity)) -> dict:
+        audit.record(request, identity, "blame.read", f"{repo}:{path}", ref=ref)
+
+        def run():
+            tc = make_context(identity)
+            row = tc.repo(repo)
+            gitread.check_path(path)
+            use_ref = gitread.check_ref(ref) if ref is not None else tc.default_ref(row)
+            b = history.blame(tc.git_dir(row), use_ref, path)
+            out = {**blame_json(b), "repo": row.name, "path": path, "ref": use_ref, "commit": b.commit,
+                   "truncated": b.truncated}
+            if b.binary:
+                out["isBinary"] = True
+            return out
+
+        return await run_in_threadpool(run)
+
+    @r.get("/api/commit")
+    async def commit(request: Request, repo: str = repo_q,
+                     ref: str = Query(..., min_length=1, max_length=1024, description="A commit, branch or tag"),
+                     path: str | None = Query(None, max_length=4096, description="Only changes to this file or directory"),
+                     identity: Identity = Depends(require_identity)) -> dict:
+        audit.record(request, identity, "commit.read", repo, ref=ref)
+
+        def run():
+            tc = make_context(identity)
+            row = tc.repo(repo)
+            detail, files, truncated = history.commit_changes(tc.git_dir(row), gitread.check_ref(ref), path=path,
+                                                              max_files=MAX_FILES, max_bytes=MAX_DIFF_BYTES)
+            return {**commit_json(detail), "files": [file_json(f) for f in files], "truncated": truncated}
+
+        return await run_in_threadpool(run)
+
+    @r.get("/api/diff")
+    async def diff(request: Request, repo: str = repo_q,
+                   base: str = Query(..., min_length=1, max_length=1024, description="The ref to diff from"),
+                   head: str = Query(..., min_length=1, max_length=1024, description="The ref to diff to"),
+                   path: str | None = Query(None, max_length=4096, description="Only changes to this file or directory"),
+                   identity: Identity = Depends(require_identity)) -> dict:
+        audit.record(request, identity, "diff.read", repo, base=base, head=head)
+
+        def run():
+            tc = make_context(identity)
+            row = tc.repo(repo)
+            git_dir = tc.git_dir(row)
+            scope = gitread.check_scope(path)
+            old = gitread.resolve_commit(git_dir, gitread.check_ref(base))
+            new = gitread.resolve_commit(git_dir, gitread.check_ref(head))
+            files, truncated = gitread.diff_objects(git_dir, old, new, scope=scope, max_files=MAX_FILES,
+                                                    max_bytes=MAX_DIFF_BYTES)
+            return {"repo": row.name, "base": base, "head": head, "baseCommit": old, "headCommit": new,
+                    "files": [file_json(f) for f in files], "truncated": truncated}
+
+        return await run_in_threadpool(run)
+
+    return r
