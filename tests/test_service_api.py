@@ -502,7 +502,11 @@ def test_errors_have_the_spec_shape(api, method, path, kwargs, status, code):
     r = getattr(api, method)(path, **kwargs)
     assert r.status_code == status, r.text
     body = r.json()
-    assert body == {"statusCode": status, "errorCode": code, "message": body["message"]} and body["message"]
+    # a query that does not parse also says where: `position`, the 0-based character of the query
+    extra = {"position": body.get("position")} if code == "FAILED_TO_PARSE_QUERY" else {}
+    assert body == {"statusCode": status, "errorCode": code, "message": body["message"], **extra} and body["message"]
+    if extra:
+        assert isinstance(body["position"], int) and 0 <= body["position"] <= len(kwargs["json"]["query"])
     assert "Traceback" not in body["message"] and "/work/" not in body["message"] and "/tmp/" not in body["message"]
 
 
