@@ -332,3 +332,20 @@ def test_screenshots(page):
     for scheme in ("light", "dark"):
         page.emulate_media(color_scheme=scheme)
         shot(page, f"querybar-suggestions-{scheme}")
+
+
+def test_the_bar_fits_a_narrow_screen(page_for, world):
+    """At 390 px the bar has a row of its own, the context selector and the toggles stay on the
+    screen, and the list of suggestions is no wider than the bar."""
+    p = page_for(world["owner"])
+    p.set_viewport_size({"width": 390, "height": 800})
+    p.goto(world["url"] + "/")
+    p.wait_for_function("() => document.querySelectorAll('select.qb-context option').length > 2")
+    typed(p, "lang:py")
+    wait_first(p, "Python")
+    right = p.evaluate("""() => Math.max(...['.qb', 'select.qb-context', '.qb-list', 'form.searchform button']
+        .map(s => document.querySelector(s).getBoundingClientRect().right))""")
+    assert right <= 390, right
+    width = p.evaluate("() => document.querySelector('.qb').getBoundingClientRect().width")
+    assert width >= 300, width  # the bar gets the row, not what the buttons leave
+    shot(p, "querybar-390")
