@@ -64,12 +64,16 @@ class SearchContextNotFound(CodesearchError):
     error_code = "SEARCH_CONTEXT_NOT_FOUND"
     status_code = 404
 
-    def __init__(self, name: str):
+    def __init__(self, name: str, close: tuple[str, ...] | list[str] = ()):
         self.name = name
-        super().__init__(f"search context {name!r} not found")
+        self.close = tuple(close)
+        message = f"search context {name!r} not found"
+        if self.close:
+            message += "; did you mean " + " or ".join(repr(c) for c in self.close) + "?"
+        super().__init__(message)
 
     def __reduce__(self):
-        return (type(self), (self.name,))
+        return (type(self), (self.name, self.close))
 
 
 class IndexFormatError(CodesearchError):

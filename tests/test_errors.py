@@ -11,7 +11,8 @@ from codesearch.errors import (ConfigError, GitError, HostAuthError, HostError, 
 
 
 @pytest.mark.parametrize("error", [
-    QueryParseError("unexpected )", "a )", 2), SearchContextNotFound("web"), IndexFormatError("/ix/a.shard", "truncated"),
+    QueryParseError("unexpected )", "a )", 2), SearchContextNotFound("web"), SearchContextNotFound("webb", ("web",)),
+    IndexFormatError("/ix/a.shard", "truncated"),
     IndexBuildError("/src: not a directory"), ConfigError("config.json", ["settings.maxFileSize: must be at least 1"]),
     HostError("x answered 500", "https://h/api", 500), HostAuthError("refused", "https://h", 401),
     HostNotFound("not found", "https://h/orgs/x", 404), GitError("clone failed"),

@@ -10,7 +10,6 @@ check that it does find files (a hint that offers a fix must offer one that work
 from __future__ import annotations
 
 import json
-import os
 
 import httpx
 import pytest
@@ -189,3 +188,21 @@ def test_suggest_refuses_bad_parameters(api, params, message):
 def test_suggest_needs_a_kind(api):
     r = api["http"].get("/api/suggest", params={"q": "x"})
     assert r.status_code == 400 and "kind" in r.json()["message"]
+
+
+#: an unknown context → words of the 404's message (the contexts are backend and web-ui)
+CONTEXTS = [
+    ("context:backnd handler", "search context 'backnd' not found; did you mean 'backend'?"),
+    ("context:webui handler", "did you mean 'web-ui'?"),
+    ("context:zzzzzz handler", "search context 'zzzzzz' not found"),
+]
+
+
+@pytest.mark.parametrize("query,words", CONTEXTS)
+def test_an_unknown_context_suggests_close_names(api, query, words):
+    for r in (_search(api, query), api["http"].post("/api/stream_search", json={"query": query, "matches": 5})):
+        assert r.status_code == 404
+        body = r.json()
+        assert body["errorCode"] == "SEARCH_CONTEXT_NOT_FOUND" and words in body["message"], body
+        if "zzzzzz" in query:
+            assert "did you mean" not in body["message"]

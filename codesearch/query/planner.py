@@ -15,6 +15,7 @@ lists (smallest first), and verifies candidates in document order.
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass, field
 
 from codesearch.errors import QueryError, SearchContextNotFound
@@ -120,7 +121,8 @@ def plan(query: ast.Node, contexts: dict[str, set[str]] | None = None) -> Plan:
             leaf = RepoLeaf(n, names=frozenset(n.names))
         elif isinstance(n, ast.Context):
             if n.name not in contexts:
-                raise SearchContextNotFound(n.name)
+                # close names (a typo): the contexts are the configuration's, named to everyone
+                raise SearchContextNotFound(n.name, difflib.get_close_matches(n.name, sorted(contexts), n=3, cutoff=0.6))
             leaf = RepoLeaf(n, names=frozenset(contexts[n.name]))
         elif isinstance(n, (ast.Archived, ast.Fork, ast.Visibility)):
             leaf = RepoLeaf(n)

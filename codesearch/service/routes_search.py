@@ -53,10 +53,10 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, Strict
 from starlette.concurrency import run_in_threadpool
 
 from codesearch.errors import CodesearchError, InvalidRequestBody
+from codesearch.permissions import visible_repos
 from codesearch.search.engine import merge_partials
 from codesearch.search.hints import zero_result_hints
 from codesearch.search.options import FLUSH_TIMER, SearchOptions, Stats
-from codesearch.permissions import visible_repos
 from codesearch.service import audit
 from codesearch.service.auth import Identity, filter_search_response
 from codesearch.service.index_progress import IndexProgress

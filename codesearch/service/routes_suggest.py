@@ -31,10 +31,10 @@ from fastapi import APIRouter, Depends, Query
 from starlette.concurrency import run_in_threadpool
 
 from codesearch.errors import CodesearchError, InvalidRequestBody
+from codesearch.permissions import visible_repos
 from codesearch.search.hints import POPULAR, language_names
 from codesearch.search.options import SearchOptions
 from codesearch.service.auth import Identity, filter_search_response
-from codesearch.permissions import visible_repos
 from codesearch.service.routes_search import visible_repo_names
 
 KINDS = ("repo", "lang", "context", "file", "sym")
