@@ -153,9 +153,10 @@ def test_arrows_and_enter_pick_then_enter_searches(page, world):
     assert page.locator("#results section.file").count() >= 1
 
 
-def test_tab_takes_the_first_and_a_prefix_keeps_the_list_open(page):
+def test_tab_takes_the_picked_one_and_a_prefix_keeps_the_list_open(page):
     typed(page, "repo:widg")
     wait_first(page, WIDGETS)
+    page.locator(BAR).press("ArrowDown")
     page.locator(BAR).press("Tab")
     assert page.locator(BAR).input_value() == r"repo:^github\.com/acme/widgets$ "
     page.locator(BAR).fill("")
@@ -165,6 +166,25 @@ def test_tab_takes_the_first_and_a_prefix_keeps_the_list_open(page):
     page.locator(BAR).press("Enter")
     assert page.locator(BAR).input_value() == "lang:"
     wait_first(page, "Python")  # the language list follows at once, popular languages first
+
+
+def test_tab_without_a_pick_moves_on(page):
+    """A keyboard user tabbing through the form must not have the bar rewritten (or a recent
+    query run) by a suggestion list they did not use."""
+    typed(page, "re")
+    options(page)
+    page.locator(BAR).press("Tab")
+    assert page.locator(BAR).input_value() == "re"
+    assert page.evaluate("() => document.activeElement.name") != "q"
+
+
+def test_a_suggestion_replaces_the_word_as_typed_since(page):
+    typed(page, "lang:p")
+    page.wait_for_function("() => document.querySelectorAll('.qb-list:not([hidden]) .qb-option').length > 0")
+    page.locator(BAR).press("ArrowDown")
+    page.locator(BAR).press_sequentially("yt")  # typed on while the list for "lang:p" is shown
+    page.locator(".qb-list .qb-option", has_text="Python").first.click()
+    assert page.locator(BAR).input_value() == "lang:Python "
 
 
 def test_escape_closes_the_list(page):

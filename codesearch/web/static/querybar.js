@@ -7,8 +7,8 @@
 //   after a prefix, its values: repositories, languages, files, symbols and search contexts from
 //   `GET /api/suggest` (filtered by the caller's permissions on the server), fixed values for
 //   archived:/fork:/visibility:. Recent queries (localStorage) when the bar is empty.
-//   Up/Down move, Enter takes the suggestion moved to (else it searches), Tab takes the
-//   highlighted or first one, Escape closes the list.
+//   Up/Down move, Enter or Tab take the suggestion moved to (without moving, Enter searches and
+//   Tab moves the focus on, as in any form), Escape closes the list.
 // - A search context selector next to the bar: choosing one writes `context:<name>` into the
 //   query (the query stays the single source of truth, as in a shared link).
 // - A parse error's position (set by search.js as `data-error-pos` on the form) is underlined.
@@ -219,7 +219,9 @@
       return {start, end, text: q.slice(start, caret)};
     }
 
-    function replaceWord(word, text, keepOpen) {
+    // Replace the word the caret is in now (not when the list was made: typing may have gone on).
+    function replaceWord(text, keepOpen) {
+      const word = currentWord();
       const q = input.value;
       const after = q.slice(word.end);
       const sep = keepOpen || after.startsWith(" ") ? "" : " ";
@@ -251,8 +253,8 @@
         if (!kind) { close(); return; }
         if (FIXED[kind]) {
           items = FIXED[kind].filter((v) => v.startsWith(typed)).map((v) => ({
-            label: v, detail: m[1] + ":", apply: () => replaceWord(word, `${neg}${m[1]}:${v}`)}));
-          active = -1;  // Enter searches unless the user picked one (arrows); Tab takes the first
+            label: v, detail: m[1] + ":", apply: () => replaceWord(`${neg}${m[1]}:${v}`)}));
+          active = -1;  // Enter searches, Tab moves on, unless the user picked one with the arrows
           render();
           return;
         }
@@ -264,8 +266,8 @@
       if (word.text && !word.text.includes(":") && /^-?[a-z]+$/.test(word.text)) {
         const t = word.text.replace(/^-/, "");
         items = PREFIXES.filter(([p]) => p.startsWith(t) && p !== t + ":").map(([p, detail, kind]) => ({
-          label: neg + p, detail, apply: () => replaceWord(word, neg + p, !!kind)}));
-        active = -1;  // Enter searches unless the user picked one (arrows); Tab takes the first
+          label: neg + p, detail, apply: () => replaceWord(neg + p, !!kind)}));
+        active = -1;  // Enter searches, Tab moves on, unless the user picked one with the arrows
         render();
         return;
       }
@@ -286,8 +288,8 @@
       pending = null;
       items = (data.suggestions || []).map((s) => ({
         label: String(s.label), detail: s.detail ? String(s.detail) : "", forWord: word.start,
-        apply: () => replaceWord(word, `${neg}${prefix}:${valueText(kind, String(s.value))}`)}));
-      active = -1;  // Enter searches unless the user picked one (arrows); Tab takes the first
+        apply: () => replaceWord(`${neg}${prefix}:${valueText(kind, String(s.value))}`)}));
+      active = -1;  // Enter searches, Tab moves on, unless the user picked one with the arrows
       render();
     }
 
@@ -305,12 +307,9 @@
         e.preventDefault();
         active = e.key === "ArrowDown" ? (active + 1) % items.length : (active <= 0 ? items.length - 1 : active - 1);
         render();
-      } else if (e.key === "Enter" && !list.hidden && active >= 0 && items[active]) {
+      } else if ((e.key === "Enter" || (e.key === "Tab" && !e.shiftKey)) && !list.hidden && active >= 0 && items[active]) {
         e.preventDefault();
         items[active].apply();
-      } else if (e.key === "Tab" && !e.shiftKey && !list.hidden && items.length) {
-        e.preventDefault();
-        items[Math.max(active, 0)].apply();
       } else if (e.key === "Escape" && !list.hidden) {
         e.preventDefault();
         close();
