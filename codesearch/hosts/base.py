@@ -73,9 +73,13 @@ def register(kind: str):
 
 
 def adapter_for(kind: str) -> Adapter:
-    """The listing function for a connection type (importing the adapters on first use)."""
-    if not _ADAPTERS:
-        from codesearch.hosts import adapters  # noqa: F401  (registers every kind)
+    """The listing function for a connection type (importing the adapters on first use).
+
+    Always through `adapters`, which imports every adapter module: a process that imported one
+    adapter module for another purpose (permission syncing uses the Bitbucket and GitHub pagers)
+    has some kinds registered and not the others."""
+    from codesearch.hosts import adapters  # noqa: F401  (registers every kind; a no-op once imported)
+
     try:
         return _ADAPTERS[kind]
     except KeyError:
