@@ -26,7 +26,7 @@ from codesearch import permissions
 from codesearch.runtime.workers import ConnectionSyncer, RuntimeOptions
 from codesearch.service.anonymous import SETTING_KEY, AnonymousAccess
 from codesearch.service.api import build_app
-from codesearch.store import Store
+from codesearch.store import NotFound, Store
 from codesearch.store import models as m
 from codesearch.web import sessions
 from codesearch.web.pages_settings import mcp_snippets
@@ -447,3 +447,35 @@ def test_settings_tabs_link_the_new_pages(world, page_for):
     for path in ("/settings/connections", "/settings/mcp", "/settings/access"):
         visitor.goto(world["url"] + path)
         assert "/login?next=" in visitor.url
+
+
+# ----------------------------------------------------------------------------- the store's part of Resync
+
+@pytest.mark.parametrize("before, expected", [
+    ("none", "a new job, due now"),
+    ("pending", "the same job, due now"),
+    ("retry waiting", "the same job, pulled forward to now"),
+    ("running", "the running job, untouched"),
+])
+def test_request_connection_sync(tmp_path, before, expected):
+    store = Store.open(str(tmp_path / "data"), retry_base_seconds=600)
+    store.upsert_connection("c", "github", {"type": "github", "orgs": ["a"]})
+    old = None
+    if before != "none":
+        old = store.enqueue_sync_job("c")
+    if before in ("retry waiting", "running"):
+        old = store.claim_job(m.SYNC_JOB, "w")
+    if before == "retry waiting":
+        old = store.fail_job(old.id, "host down", worker_id="w")
+        assert old.state == m.PENDING and old.next_attempt_at > store._now()
+    job = store.request_connection_sync("c")
+    if old is not None:
+        assert job.id == old.id, expected
+    if before == "running":
+        assert job.state == m.IN_PROGRESS
+    else:
+        assert job.state == m.PENDING and job.next_attempt_at <= store._now(), expected
+        assert store.claim_job(m.SYNC_JOB, "w2").id == job.id  # a sync worker takes it at once
+    with pytest.raises(NotFound):
+        store.request_connection_sync("no such connection")
+    store.close()
