@@ -169,7 +169,8 @@ def test_the_owner_resyncs_a_failing_connection_and_sees_it_synced(world, page_f
                       for e in store.list_audit_events(action="connection.resync")[0]), what="the audit event")
 
     assert syncer.run_once()  # the sync worker takes it up at once
-    page.reload()
+    page.get_by_role("link", name="Reload").click()
+    page.wait_for_url(re.compile(r"/settings/connections$"))
     forge = _connection(page, "forge")
     assert forge.locator(".conn-status").inner_text() == "synced"
     assert forge.locator(".conn-error").count() == 0

@@ -198,7 +198,7 @@ def router(web) -> APIRouter:
         if resynced.isdigit():
             name = next((v.name for v in views if v.id == int(resynced)), None)
             if name is not None:
-                notice = f"A sync of “{name}” is queued: the sync workers take it up in a moment. Reload to follow it."
+                notice = f"A sync of “{name}” is queued: the sync workers take it up in a moment."
         if reindexed.isdigit():
             try:
                 row = store.get_repo(int(reindexed))
