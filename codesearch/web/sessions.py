@@ -298,13 +298,13 @@ class SessionMiddleware:
         headers = _headers(scope)
         cookies = _cookies(headers)
         state = scope.setdefault("state", {})
+        state["anonymous_access"] = bool(self.web.anonymous_access)
         path = route_path(scope)
         if path.startswith("/static/"):  # stylesheets and scripts: nobody needs to be known
-            state.update(web_session=None, identity=None, csrf_token="", visitor_csrf_token="",
-                         anonymous_access=False)
+            state.update(web_session=None, identity=None, csrf_token="", visitor_csrf_token="")
             await self.app(scope, receive, send)
             return
-        state["anonymous_access"] = await self._anonymous_access()
+        state["anonymous_access"] = await self._anonymous_access()  # the owners' switch, as the API sees it
         is_page = not (path.startswith("/api/") or path == "/api")
         set_cookies: list[str] = []
 
