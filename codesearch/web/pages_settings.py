@@ -188,7 +188,7 @@ def router(web) -> APIRouter:
 
     @r.get("/settings/connections")
     def connections_page(request: Request, resynced: str = "", reindexed: str = ""):
-        user, response = signed_in(request)
+        _user, response = signed_in(request)
         if response is not None:
             return response
         store = web.get_store()
