@@ -79,9 +79,11 @@ def build_app(get_searcher, *, public_url: str = DEFAULT_PUBLIC_URL, contexts: d
 
     `get_searcher()` returns the object that runs searches (called lazily). `get_store()` returns
     the `Store` (default: opened lazily from `data_dir` / `database_url`; None without either:
-    no keys can be checked and listings are empty). Anonymous access is `anonymous_access` when
-    given, else ``FORCE_ENABLE_ANONYMOUS_ACCESS`` from `environ` (default `os.environ`), read now,
-    or `enable_public_access` (the deprecated ``settings.enablePublicAccess``). `contexts` maps
+    no keys can be checked and listings are empty). Anonymous access is forced on by
+    `anonymous_access` when given, else by ``FORCE_ENABLE_ANONYMOUS_ACCESS`` from `environ` (default
+    `os.environ`), read now, or `enable_public_access` (the deprecated
+    ``settings.enablePublicAccess``); when not forced, the owners' switch on ``/settings/access``
+    decides (`codesearch.service.anonymous`). `contexts` maps
     search-context names to repo names, used for names the store does not know. `max_matches`
     caps a search's ``matches`` (default ``DEFAULT_MAX_MATCH_COUNT`` from `environ`, or 10000);
     `search_timeout_s` is the time a search may take before it answers with what it found

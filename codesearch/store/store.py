@@ -675,6 +675,18 @@ class Store(IdentitiesMixin, GrantsMixin, MembersMixin, OAuthMixin):
         with self._tx(write=True) as c:
             return self._enqueue(c, m.SYNC_JOB, jobs.c.connection_id, self._connection_id(c, connection), force)
 
+    def request_connection_sync(self, connection: str) -> Job:
+        """Sync the connection now (an owner's Resync): its PENDING sync job, due at once (one
+        waiting for a retry after a failure is pulled forward), or a new one; a sync running
+        already is returned as it is (it lists the host anew anyway)."""
+        now = self._now()
+        with self._tx(write=True) as c:
+            job = self._enqueue(c, m.SYNC_JOB, jobs.c.connection_id, self._connection_id(c, connection), False)
+            if job.state == m.PENDING and job.next_attempt_at is not None and job.next_attempt_at > now:
+                c.execute(update(jobs).where(jobs.c.id == job.id).values(next_attempt_at=now))
+                job = self._get_job(c, job.id)
+            return job
+
     def enqueue_index_job(self, repo_id: int, *, force: bool = False) -> Job:
         """A PENDING index job for the repo, deduplicated like `enqueue_sync_job`."""
         with self._tx(write=True) as c:

@@ -13,6 +13,8 @@ Modules:
 - `pages_account.py`: sign-in/out, first-account setup, settings (API keys), users;
 - `pages_sso.py`: single sign-on, linked accounts, approvals of new members, invites;
 - `pages_oauth_apps.py`: the OAuth clients (MCP clients) a user allowed, and revoking them;
+- `pages_settings.py`: connections (sync status, resync, re-index), anonymous access, the MCP page;
+- `api_keys.py`: creating an API key from a page (the keys and MCP pages);
 - `iap.py`: requests signed by Google Cloud IAP (the ``gcp-iap`` provider) are signed in as the
   user their assertion names;
 - `throttle.py`: sign-in lock-outs per account and client address (HTTP 429 with Retry-After);
@@ -36,7 +38,8 @@ TEMPLATES_DIR = os.path.join(os.path.dirname(__file__), "templates")
 
 def install(app, *, web) -> None:
     """Mount the static files and every page router; `web` is the app's `WebContext`."""
-    from codesearch.web import iap, link_required, pages_account, pages_oauth_apps, pages_search, pages_sso, sessions
+    from codesearch.web import (iap, link_required, pages_account, pages_oauth_apps, pages_search, pages_settings,
+                                pages_sso, sessions)
 
     # Starlette runs the middleware added last first: sessions, then IAP, then the linking gate
     link_required.install(app, web)  # reads the user the session or IAP resolved
@@ -46,4 +49,5 @@ def install(app, *, web) -> None:
     app.include_router(pages_account.router(web))
     app.include_router(pages_sso.router(web))
     app.include_router(pages_oauth_apps.router(web))
+    app.include_router(pages_settings.router(web))
     app.include_router(pages_search.router(web))
