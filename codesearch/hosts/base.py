@@ -84,7 +84,7 @@ def register(kind: str):
 
 def adapter_for(kind: str) -> Adapter:
     """The listing function for a connection type (importing the adapters on first use)."""
-    if not _ADAPTERS:
+    if kind not in _ADAPTERS:  # not only when empty: importing one host module registers only its kind
         from codesearch.hosts import adapters  # noqa: F401  (registers every kind)
     try:
         return _ADAPTERS[kind]
