@@ -213,6 +213,10 @@ def test_error_page_in_the_browser(screen, web):
     assert page.locator("header.top a.brand").count() == 1
     page.click("main a:text-is('Search')")
     page.wait_for_url(re.compile(r"/web/$"))
+    # the path is shown as text, never run
+    resp = page.goto(web["url"] + "/no/<img src=x onerror=window.__pwned=1>/<script>window.__pwned=2</script>")
+    assert resp.status == 404 and "<img src=x onerror=window.__pwned=1>" in page.inner_text("main")
+    assert page.locator("main img").count() == 0 and page.evaluate("() => window.__pwned") is None
 
 
 # ----------------------------------------------------------------------------- compression
