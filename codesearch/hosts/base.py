@@ -63,6 +63,16 @@ class ListResult:
 Adapter = Callable[..., ListResult]
 _ADAPTERS: dict[str, Adapter] = {}
 
+#: A kind's listing version, bumped when its adapter starts to list the same config differently
+#: (names, display names, ...): the store then sees its connections as changed, so each is listed
+#: again, and its repositories re-indexed, once after an upgrade (`Store.upsert_connection`).
+#: ``git`` 2: local repositories without an origin are shown by their folder under the base path.
+LISTING_VERSIONS: dict[str, int] = {"git": 2}
+
+
+def listing_version(kind: str) -> int:
+    return LISTING_VERSIONS.get(kind, 1)
+
 
 def register(kind: str):
     def deco(fn: Adapter) -> Adapter:

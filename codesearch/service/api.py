@@ -18,7 +18,7 @@ nothing unpicklable crosses processes. Routes:
 The search is delegated to a `searcher` with ``search(query, options) -> dict`` (a `SearcherPool`
 on Ray, whose ``actors`` the streaming route awaits one by one); state (repos, API keys, jobs,
 search contexts) comes from the `Store` of the data directory. This module holds no search or
-database logic. Every request is named and measured by `observability.ObserveRequests` (an
+database logic. Responses are gzipped when worth it, streams excepted (`compression.py`). Every request is named and measured by `observability.ObserveRequests` (an
 ``X-Request-Id``, the HTTP metrics of `codesearch.runtime.metrics`). Routes added by other modules depend on ``app.state.require_identity`` to get
 the same authentication.
 """
@@ -37,6 +37,7 @@ from codesearch.runtime import request_ids
 from codesearch.search.options import DEFAULT_PUBLIC_URL
 from codesearch.service import (audit, auth, errors, mcp, oauth_server, routes_chat, routes_git, routes_history,
                                 routes_oauth, routes_permissions, routes_repos, routes_search, routes_source, webhooks)
+from codesearch.service.compression import Compress
 from codesearch.service.limits import RequestLimits
 from codesearch.service.observability import ObserveRequests
 from codesearch.service.routes_search import SearchRequest  # noqa: F401  (the request model, re-exported)
@@ -173,6 +174,9 @@ def build_app(get_searcher, *, public_url: str = DEFAULT_PUBLIC_URL, contexts: d
                                       identity_providers=providers,
                                       iap=build_iap(identity_providers, environ),
                                       require_approval=environment.require_approval_new_members(environ)))
+    # gzip outside the routes and the session middleware (pages, JSON, static files), never on
+    # the streams (`compression.STREAMED_PATHS`).
+    app.add_middleware(Compress)
     # Added last, so it is the outermost of the app's middlewares: it names and times every
     # request, those the limits or the session middleware refuse included.
     app.add_middleware(ObserveRequests, routes=lambda: app.router.routes)

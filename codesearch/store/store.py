@@ -299,10 +299,13 @@ class Store(IdentitiesMixin, GrantsMixin, MembersMixin, OAuthMixin):
 
     # ------------------------------------------------------------------ connections
 
-    def upsert_connection(self, name: str, type: str, config: Mapping[str, Any]) -> tuple[Connection, bool]:
+    def upsert_connection(self, name: str, type: str, config: Mapping[str, Any],
+                          listing_version: int = 1) -> tuple[Connection, bool]:
         """Create or update a connection by name. Returns (row, needs_sync): needs_sync is True
-        when the connection is new or its config changed (its status is then SYNC_NEEDED)."""
-        h = config_hash(config)
+        when the connection is new or its config changed (its status is then SYNC_NEEDED).
+        `listing_version` (`codesearch.hosts.base.listing_version` of its type) counts as part
+        of the config: a new version of a kind's listing is a change of its connections."""
+        h = config_hash(config if listing_version <= 1 else {**config, "#listing-version": listing_version})
         now = self._now()
         with self._tx(write=True) as c:
             row = c.execute(select(connections).where(connections.c.name == name)).first()

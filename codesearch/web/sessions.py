@@ -300,7 +300,7 @@ class SessionMiddleware:
         state = scope.setdefault("state", {})
         state["anonymous_access"] = bool(self.web.anonymous_access)
         path = route_path(scope)
-        if path.startswith("/static/"):  # stylesheets and scripts: nobody needs to be known
+        if path.startswith("/static/") or path == "/favicon.ico":  # stylesheets, scripts, icons: nobody needs to be known
             state.update(web_session=None, identity=None, csrf_token="", visitor_csrf_token="")
             await self.app(scope, receive, send)
             return
