@@ -7,7 +7,7 @@ DATA    ?= .data
 STAMP   := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: install install-test serve-deps deps inspector test serve bench bench-deps notebooks clean
+.PHONY: install install-test serve-deps deps inspector axe test serve bench bench-deps notebooks clean
 
 # The project in .venv: what serving needs (install), and the test and notebook extras (install-test).
 $(STAMP): pyproject.toml
@@ -68,11 +68,27 @@ $(INSPECTOR):
 
 inspector: $(INSPECTOR)
 
+# axe-core (the accessibility rules the web UI tests run in each page, tests/a11y.py), from npm
+# into $(TOOLS)/ like the Inspector: pinned, nothing global.
+AXE      := $(TOOLS)/.axe-installed
+AXE_PKGS := axe-core@~4.14.0
+
+$(AXE):
+	@command -v npm >/dev/null || { \
+	  echo "installing Debian packages: npm"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq npm >/dev/null; }
+	npm install --prefix $(TOOLS) --ignore-scripts --no-fund --no-audit --loglevel=error $(AXE_PKGS)
+	test -s $(TOOLS)/node_modules/axe-core/axe.min.js
+	touch $(AXE)
+
+axe: $(AXE)
+
 # Re-run the example notebooks and save their outputs (the tests run them without saving).
 notebooks: install-test
 	CODESEARCH_SAVE_NOTEBOOKS=1 RAY_AUTH_MODE=disabled $(PY) -m pytest -q -p no:cacheprovider tests/test_notebooks.py
 
-test: install-test deps $(INSPECTOR)
+test: install-test deps $(INSPECTOR) $(AXE)
 	$(PY) -m pytest -q -p no:cacheprovider
 
 # `make serve` runs the service in the foreground on http://127.0.0.1:$(PORT) over the offline

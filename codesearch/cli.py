@@ -23,6 +23,7 @@ import sys
 import time
 
 from codesearch.errors import CodesearchError
+from codesearch.plurals import noun, plural
 from codesearch.progress_line import ProgressLine
 
 
@@ -89,7 +90,8 @@ def cmd_index(args) -> int:
     mb = stats.input_bytes / 1e6
     print(
         f"indexed {stats.files:,} files ({mb:,.1f} MB, {stats.skipped:,} skipped) from {len(args.paths)} "
-        f"repositor{'y' if len(args.paths) == 1 else 'ies'} into {len(current_shards(args.out))} shard(s) in {stats.seconds:.1f}s "
+        f"{noun(len(args.paths), 'repository', 'repositories')} into {plural(len(current_shards(args.out)), 'shard')} "
+        f"in {stats.seconds:.1f}s "
         f"({mb / max(stats.seconds, 1e-9):,.1f} MB/s); index {stats.total_bytes / 1e6:,.1f} MB, postings "
         f"{stats.postings_bytes / max(stats.input_bytes, 1):.2f}x input",
         file=sys.stderr,
@@ -300,7 +302,7 @@ def cmd_users(args) -> int:
             user = _user(store, args.email)
             store.set_user_password(user.id, hash_password(password))
             ended = store.delete_user_web_sessions(user.id)
-            print(f"password set for {user.email}" + (f"; {ended} web session(s) signed out" if ended else ""))
+            print(f"password set for {user.email}" + (f"; {plural(ended, 'web session')} signed out" if ended else ""))
         else:
             for u in store.list_users():
                 print(f"{u.id}\t{u.email}\t{u.role}\t{u.name}")

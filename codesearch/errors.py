@@ -28,6 +28,8 @@ error message ever contains a stack trace, a token or file contents beyond the o
 
 from __future__ import annotations
 
+from codesearch.plurals import plural
+
 
 class CodesearchError(Exception):
     """Base class of every error codesearch raises on purpose."""
@@ -102,7 +104,7 @@ class ConfigError(CodesearchError):
         self.source = source
         self.problems = list(problems)
         lines = "\n".join(f"  {p}" for p in self.problems)
-        super().__init__(f"{source}: {len(self.problems)} problem(s):\n{lines}")
+        super().__init__(f"{source}: {plural(len(self.problems), 'problem')}:\n{lines}")
 
     def __reduce__(self):
         return (type(self), (self.source, self.problems))

@@ -445,7 +445,7 @@ def test_problems_come_in_document_order_with_the_source():
     assert [p.split(":")[0] for p in e.problems] == [
         "settings.maxFileSize", "settings.reindexIntervalMs", "settings.maxTrigramCounts", "connections.myGitlab.url",
         "connections.myGitlab.groups[2]", "connections.myGitlab.topics", "connections.gh.orgz", "connections.gh.repos[0]"]
-    assert str(e).startswith(f"{e.source}: 8 problem(s):")
+    assert str(e).startswith(f"{e.source}: 8 problems:")
     assert "Traceback" not in str(e) and "is not valid under any" not in str(e)
 
 

@@ -543,6 +543,8 @@ def test_git_local_glob(local_repos):
     assert alpha.display_name == "acme/alpha" and alpha.default_branch == "main"
     beta = by[f"{path_root}/beta.git"]
     assert beta.default_branch == "trunk" and beta.local_path == str(local_repos / "beta.git")
+    # without an origin the name is the path, the display name the folder under the glob's base
+    assert beta.display_name == "beta.git" and by[f"{path_root}/gamma"].display_name == "gamma"
     assert all(r.code_host_type == "genericGitHost" and r.git_user == "" for r in result.repos)
     assert "connection conn1: skipped notrepo: not a git repository" in result.warnings
     assert "connection conn1: skipped file.txt: not a directory" in result.warnings
@@ -551,7 +553,7 @@ def test_git_local_glob(local_repos):
 
 def test_git_local_patterns(local_repos):
     braces = run("git", {"url": f"file://{local_repos}/{{alpha,beta.git}}"})
-    assert {r.display_name for r in braces.repos} == {"acme/alpha", str(local_repos).strip("/").split("/", 1)[1] + "/beta.git"}
+    assert {r.display_name for r in braces.repos} == {"acme/alpha", "beta.git"}
     assert braces.warnings == []
     single = run("git", {"url": f"file://{local_repos}/gamma"})
     assert [r.local_path for r in single.repos] == [str(local_repos / "gamma")]
@@ -561,3 +563,36 @@ def test_git_local_patterns(local_repos):
     assert nothing.repos == [] and any("no path matches" in w for w in nothing.warnings)
     assert not any(str(local_repos) in w for w in inside.warnings + nothing.warnings)
     assert generic.expand_braces("a{b,c{d,e}}f{x}") == ["abf{x}", "acdf{x}", "acef{x}"]
+
+
+@pytest.fixture(scope="module")
+def nested_repos(tmp_path_factory):
+    """``base/team-a/api``, ``base/team-b/api`` and ``base/team-b/web``: local repositories without
+    an origin, two of them in folders of the same name."""
+    base = tmp_path_factory.mktemp("nested")
+    for rel in ("team-a/api", "team-b/api", "team-b/web"):
+        work = base / rel
+        work.mkdir(parents=True)
+        run_git(str(work), "init", "-q", "-b", "main")
+        (work / "README.md").write_text(f"# {rel}\n")
+        run_git(str(work), "add", "-A")
+        run_git(str(work), "commit", "-q", "-m", "init")
+    return base
+
+
+@pytest.mark.parametrize("pattern,displays", [
+    ("/*/*", {"team-a/api": "team-a/api", "team-b/api": "team-b/api", "team-b/web": "team-b/web"}),
+    ("/**", {"team-a/api": "team-a/api", "team-b/api": "team-b/api", "team-b/web": "team-b/web"}),
+    ("/team-b/*", {"team-b/api": "api", "team-b/web": "web"}),
+    ("/team-*/api", {"team-a/api": "team-a/api", "team-b/api": "team-b/api"}),
+    ("/team-a/api", {"team-a/api": "api"}),  # no glob: the folder itself
+    ("/team-a/api/", {"team-a/api": "api"}),
+    ("/{team-a,team-b}/web", {"team-b/web": "team-b/web"}),
+])
+def test_git_local_display_names_are_folders_under_the_base(nested_repos, pattern, displays):
+    """A local repository without an origin keeps its path as its name (what indexes and URLs
+    know it by) and is shown by its folder below the connection's base path (the URL above its
+    first glob character), not by every folder above it."""
+    result = run("git", {"url": f"file://{nested_repos}{pattern}"})
+    root = str(nested_repos).strip("/")
+    assert {r.name: r.display_name for r in result.repos} == {f"{root}/{rel}": shown for rel, shown in displays.items()}

@@ -278,3 +278,17 @@ def test_an_expired_account_token_is_refreshed_once_and_a_refused_refresh_revoke
         assert w.sees(hank) == set()
         assert "sign in again" in w.store.get_linked_account(acc.id).permission_error
         w.store.close()
+
+
+def test_importing_the_permission_fetchers_first_leaves_every_connection_type_known():
+    """Permission syncing imports two adapter modules; a process that did so before listing any
+    connection must still know every connection type (a scheduler did not, for `git`)."""
+    import subprocess
+    import sys
+
+    code = ("import codesearch.permission_sync.fetch\n"
+            "from codesearch.hosts.base import adapter_for\n"
+            "for kind in ('git', 'github', 'gitlab', 'gitea', 'gerrit', 'bitbucket', 'azuredevops'):\n"
+            "    adapter_for(kind)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]

@@ -184,11 +184,15 @@ def test_stream_search_equals_search(svc, api, body):
     assert types == ["chunk"] * len(svc["pool"].actors) + ["final", "[DONE]"]
     chunks, final = events[:-2], events[-2]
     want = api.post("/api/search", json=body).json()
-    scores = {_key({k: v for k, v in f.items() if k != "score"}): f["score"] for c in chunks for f in c["files"]}
+    scores = {_key({k: v for k, v in f.items() if k not in ("score", "order")}): f["score"] for c in chunks for f in c["files"]}
+    orders = {_key({k: v for k, v in f.items() if k not in ("score", "order")}): f["order"] for c in chunks for f in c["files"]}
     assert sorted(scores) == sorted(_key(f) for f in want["files"])
     # each streamed file carries its score; /api/search is in that rank order
     ranked = [scores[_key(f)] for f in want["files"]]
     assert ranked == sorted(ranked, reverse=True)
+    # and ties in the order of their `order` (searcher, shard, document): the page can rebuild /api/search's order
+    keys = [(-scores[_key(f)], orders[_key(f)]) for f in want["files"]]
+    assert keys == sorted(keys)
     assert {r["id"] for c in chunks for r in c["repositoryInfo"]} == {r["id"] for r in want["repositoryInfo"]}
     for c in chunks:
         assert set(c) == {"type", "stats", "files", "repositoryInfo"}

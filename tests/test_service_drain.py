@@ -179,7 +179,7 @@ def test_a_drain_is_bounded(app, stop):
         result = drain.drain(name, 1.5 if stop == "timeout" else 120, abort=abort)
         assert (result.drained, result.in_flight, result.reported) == (False, 1, 1), result
         assert 1.5 <= result.seconds < 6, result
-        assert "1 request(s) still running" in result.describe()
+        assert "1 request still running" in result.describe()
     finally:
         held.finish()
         _resume(name, url)

@@ -227,6 +227,21 @@ def test_connection_upsert_reports_new_and_changed_configs(store, clock):
         store.get_connection("nope")
 
 
+@pytest.mark.parametrize("before,after,needs_sync", [
+    (1, 1, False),
+    (1, 2, True),   # the kind's listing changed (an upgrade): listed again, once
+    (2, 2, False),
+    (2, 1, True),
+])
+def test_a_new_listing_version_is_a_change_of_the_connection(store, clock, before, after, needs_sync):
+    config = {"type": "git", "url": "file:///srv/git/*"}
+    c, _ = store.upsert_connection("local", "git", config, listing_version=before)
+    store.update_connection_status("local", SYNCED, config_hash=c.config_hash)
+    again, needs = store.upsert_connection("local", "git", config, listing_version=after)
+    assert needs is needs_sync and (again.sync_status == SYNC_NEEDED) is needs_sync
+    assert again.config == config  # the version is not stored as config
+
+
 def test_deleting_a_connection_orphans_only_repos_no_other_connection_links(store, clock):
     store.upsert_connection("a", "github", {"n": 1})
     store.upsert_connection("b", "gitlab", {"n": 2})

@@ -63,6 +63,16 @@ class ListResult:
 Adapter = Callable[..., ListResult]
 _ADAPTERS: dict[str, Adapter] = {}
 
+#: A kind's listing version, bumped when its adapter starts to list the same config differently
+#: (names, display names, ...): the store then sees its connections as changed, so each is listed
+#: again, and its repositories re-indexed, once after an upgrade (`Store.upsert_connection`).
+#: ``git`` 2: local repositories without an origin are shown by their folder under the base path.
+LISTING_VERSIONS: dict[str, int] = {"git": 2}
+
+
+def listing_version(kind: str) -> int:
+    return LISTING_VERSIONS.get(kind, 1)
+
 
 def register(kind: str):
     def deco(fn: Adapter) -> Adapter:
@@ -73,9 +83,13 @@ def register(kind: str):
 
 
 def adapter_for(kind: str) -> Adapter:
-    """The listing function for a connection type (importing the adapters on first use)."""
-    if not _ADAPTERS:
-        from codesearch.hosts import adapters  # noqa: F401  (registers every kind)
+    """The listing function for a connection type (importing the adapters on first use).
+
+    Always through `adapters`, which imports every adapter module: a process that imported one
+    adapter module for another purpose (permission syncing uses the Bitbucket and GitHub pagers)
+    has some kinds registered and not the others."""
+    from codesearch.hosts import adapters  # noqa: F401  (registers every kind; a no-op once imported)
+
     try:
         return _ADAPTERS[kind]
     except KeyError:

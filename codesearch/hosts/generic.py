@@ -9,7 +9,17 @@
   every matching directory that is the root of a git repository, bare or not, is indexed in
   place (`HostRepo.local_path`; never fetched, never deleted). A repository's name comes from its
   ``remote.origin.url`` when that is a remote URL, else from its path (`local_repo_name`); the
-  default branch is what its HEAD points at. A pattern that matches nothing, and a match that
+  default branch is what its HEAD points at.
+
+  Display names: with an origin, the name without its host (as Sourcebot, which names a local
+  repository by its origin and skips one without). Without one, the name is the absolute path
+  (every folder above the repository: long, and alike from one repository to the next), so
+  the display name is the repository's folder below the connection's base path, the part of
+  the URL above its first glob character (`local_display_name`: ``file:///srv/git/*`` →
+  ``api``; ``file:///srv/git/**`` → ``team/api``). The name itself stays the path: it is what
+  indexes, URLs, search contexts and permissions know a repository by, and a rename would
+  orphan them. Installations that synced before this get the new display name at their next
+  sync, which re-indexes the repositories whose listing changed (the index carries it). A pattern that matches nothing, and a match that
   is not a directory or not a git repository, are warnings naming the connection.
 
 There is no token and no git user for this connection type.
@@ -28,6 +38,7 @@ import git
 from codesearch.errors import HostError
 from codesearch.hosts.base import HostRepo, ListResult, register
 from codesearch.index.sources import local_repo_name, repo_name_from_url
+from codesearch.plurals import plural
 
 
 def expand_braces(pattern: str) -> list[str]:
@@ -91,6 +102,15 @@ def _display(name: str) -> str:
     return name.split("/", 1)[1] if "/" in name else name
 
 
+def local_display_name(path: str, base: str) -> str:
+    """The folder of a local repository at `path` below the connection's base path `base`
+    (`_fixed_prefix`), or its own folder name when it is the base itself."""
+    rel = os.path.relpath(path, base)
+    if rel == "." or rel.startswith(".."):
+        return os.path.basename(path.rstrip("/")) or path
+    return rel.replace(os.sep, "/")
+
+
 def _list_file(name: str, url: str, result: ListResult) -> None:
     def warn(what: str) -> None:
         result.warnings.append(f"connection {name}: {what}")
@@ -125,9 +145,10 @@ def _list_file(name: str, url: str, result: ListResult) -> None:
             warn(f"skipped {shown}: another repository here is already named {repo_name!r}")
             continue
         seen.add(repo_name)
+        named_by_path = repo_name == os.path.abspath(path).strip("/")
         result.repos.append(HostRepo(
             name=repo_name,
-            display_name=_display(repo_name),
+            display_name=local_display_name(path, base) if named_by_path else _display(repo_name),
             code_host_type="genericGitHost",
             clone_url=Path(path).as_uri(),
             default_branch=_default_branch(path),
@@ -135,7 +156,7 @@ def _list_file(name: str, url: str, result: ListResult) -> None:
             local_path=path,
         ))
     if not result.repos:
-        warn(f"none of the {len(matches)} path(s) matching the connection's file:// url is a git repository")
+        warn(f"none of the {plural(len(matches), 'path')} matching the connection's file:// url is a git repository")
 
 
 def _fixed_prefix(pattern: str) -> str:

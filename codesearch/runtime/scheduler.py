@@ -100,9 +100,11 @@ class Scheduler:
         return True
 
     def apply_config(self) -> None:
+        from codesearch.hosts.base import listing_version
+
         wanted = self.config.connections
         for name, conn in wanted.items():
-            self.store.upsert_connection(name, conn.raw["type"], conn.raw)
+            self.store.upsert_connection(name, conn.raw["type"], conn.raw, listing_version(conn.raw["type"]))
         for conn in self.store.list_connections():
             if conn.name not in wanted:
                 orphaned = self.store.delete_connection(conn.name)

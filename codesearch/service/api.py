@@ -18,7 +18,7 @@ nothing unpicklable crosses processes. Routes:
 The search is delegated to a `searcher` with ``search(query, options) -> dict`` (a `SearcherPool`
 on Ray, whose ``actors`` the streaming route awaits one by one); state (repos, API keys, jobs,
 search contexts) comes from the `Store` of the data directory. This module holds no search or
-database logic. Every request is named and measured by `observability.ObserveRequests` (an
+database logic. Responses are gzipped when worth it, streams excepted (`compression.py`). Every request is named and measured by `observability.ObserveRequests` (an
 ``X-Request-Id``, the HTTP metrics of `codesearch.runtime.metrics`). Routes added by other modules depend on ``app.state.require_identity`` to get
 the same authentication.
 """
@@ -38,6 +38,7 @@ from codesearch.search.options import DEFAULT_PUBLIC_URL
 from codesearch.service import (audit, auth, errors, mcp, oauth_server, routes_chat, routes_git, routes_history,
                                 routes_oauth, routes_permissions, routes_repos, routes_search, routes_source,
                                 routes_suggest, webhooks)
+from codesearch.service.compression import Compress
 from codesearch.service.limits import RequestLimits
 from codesearch.service.observability import ObserveRequests
 from codesearch.service.routes_search import SearchRequest  # noqa: F401  (the request model, re-exported)
@@ -80,9 +81,11 @@ def build_app(get_searcher, *, public_url: str = DEFAULT_PUBLIC_URL, contexts: d
 
     `get_searcher()` returns the object that runs searches (called lazily). `get_store()` returns
     the `Store` (default: opened lazily from `data_dir` / `database_url`; None without either:
-    no keys can be checked and listings are empty). Anonymous access is `anonymous_access` when
-    given, else ``FORCE_ENABLE_ANONYMOUS_ACCESS`` from `environ` (default `os.environ`), read now,
-    or `enable_public_access` (the deprecated ``settings.enablePublicAccess``). `contexts` maps
+    no keys can be checked and listings are empty). Anonymous access is forced on by
+    `anonymous_access` when given, else by ``FORCE_ENABLE_ANONYMOUS_ACCESS`` from `environ` (default
+    `os.environ`), read now, or `enable_public_access` (the deprecated
+    ``settings.enablePublicAccess``); when not forced, the owners' switch on ``/settings/access``
+    decides (`codesearch.service.anonymous`). `contexts` maps
     search-context names to repo names, used for names the store does not know. `max_matches`
     caps a search's ``matches`` (default ``DEFAULT_MAX_MATCH_COUNT`` from `environ`, or 10000);
     `search_timeout_s` is the time a search may take before it answers with what it found
@@ -174,6 +177,9 @@ def build_app(get_searcher, *, public_url: str = DEFAULT_PUBLIC_URL, contexts: d
                                       identity_providers=providers,
                                       iap=build_iap(identity_providers, environ),
                                       require_approval=environment.require_approval_new_members(environ)))
+    # gzip outside the routes and the session middleware (pages, JSON, static files), never on
+    # the streams (`compression.STREAMED_PATHS`).
+    app.add_middleware(Compress)
     # Added last, so it is the outermost of the app's middlewares: it names and times every
     # request, those the limits or the session middleware refuse included.
     app.add_middleware(ObserveRequests, routes=lambda: app.router.routes)

@@ -65,6 +65,7 @@ import os
 import re
 import time
 
+from codesearch.plurals import plural
 from codesearch.service.bootstrap import (APP_NAME, DEFAULT_PREFIX, ServiceSpec, forwarded_environment, get_actor,
                                           names, runtime_actors)
 
@@ -237,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps({"runtime": runtime_record(a.prefix)}, indent=2))
             return 0
         killed = shutdown_runtime(a.prefix, app_name=a.app, drain_timeout_s=a.drain_timeout)
-        print(f"stopped {len(killed)} actor(s): {', '.join(killed) or '-'}")
+        print(f"stopped {plural(len(killed), 'actor')}: {', '.join(killed) or '-'}")
         return 0
     finally:
         ray.shutdown()

@@ -70,6 +70,9 @@ ACTIONS = {
     "invite.create": "an invite created (target: the e-mail it is for; never its token)",
     "invite.revoke": "an invite revoked (target: the start of its id)",
     "invite.accept": "an invite used to join (target: the new account's e-mail)",
+    "connection.resync": "an owner asked for a connection to be synced now (target: the connection's name)",
+    "repo.reindex": "an owner asked for a repository to be re-indexed from the settings page (target: its name)",
+    "settings.access": "an owner switched anonymous access (target: the setting; detail: enabled)",
 }
 
 RETENTION_ENV = environment.AUDIT_RETENTION_ENV

@@ -6,7 +6,9 @@ is missing, malformed, unknown or revoked counts as *no key*: the caller is anon
 anonymous access is on, else the request is refused with 401 ``NOT_AUTHENTICATED`` (SPEC §5
 shape, plus ``WWW-Authenticate: Bearer``). Anonymous access is on when
 ``FORCE_ENABLE_ANONYMOUS_ACCESS=true`` (read when the app is built) or the deprecated
-``settings.enablePublicAccess`` is passed in as true.
+``settings.enablePublicAccess`` is passed in as true, else when an owner switched it on under
+Settings → Access (`codesearch.service.anonymous`: stored in the state database, read by every
+replica at most every few seconds).
 
 OAuth 2.0 access tokens (`codesearch.service.oauth_server`, prefix ``cso_at_``) are accepted as
 Bearer tokens by the MCP endpoint only (``/api/mcp``): they are issued for that resource (its
@@ -64,6 +66,7 @@ from codesearch.permissions import (  # noqa: F401  (re-exported: routes import 
     visible_repos,
 )
 from codesearch.service import oauth_server
+from codesearch.service.anonymous import AnonymousAccess
 from codesearch.service.limits import MCP_PATH, route_path
 from codesearch.store.oauth import ACCESS_PREFIX as OAUTH_ACCESS_PREFIX
 
@@ -125,7 +128,9 @@ class Authenticator:
     def __init__(self, get_store: Callable[[], object | None], anonymous: bool, keys_owner_only: bool | None = None,
                  policy: PermissionPolicy | None = None, oauth: oauth_server.OAuthSettings | None = None):
         self.get_store = get_store
-        self.anonymous = bool(anonymous)
+        #: visitors without credentials: `anonymous` forces it on, else the owners' stored choice
+        #: (`codesearch.service.anonymous`, read at most every few seconds)
+        self.access = AnonymousAccess(get_store, forced=bool(anonymous))
         #: the permission rule every identity made here is bound to (None: everyone sees everything)
         self.policy = policy
         self.keys_owner_only = (environment.api_key_usage_owner_only() if keys_owner_only is None
@@ -134,6 +139,11 @@ class Authenticator:
         self.oauth = oauth or oauth_server.OAuthSettings()
         #: called with every user identified here; may refuse them (`codesearch.sso.required`)
         self.gate: Callable[[object], None] | None = None
+
+    @property
+    def anonymous(self) -> bool:
+        """Whether visitors without credentials may search now."""
+        return self.access.enabled()
 
     def identify(self, headers: Mapping[str, str]) -> Identity:
         """The caller of a request with these headers, by API key or OAuth token only (the MCP server)."""
@@ -186,7 +196,7 @@ class Authenticator:
     def _reads_store(self, request: Request) -> bool:
         from codesearch.web.sessions import SESSION_COOKIE
 
-        if keys_from_headers(request.headers):
+        if keys_from_headers(request.headers) or self.access.stale():
             return True
         state = request.scope.get("state") or {}
         return "web_session" not in state and bool(request.cookies.get(SESSION_COOKIE))

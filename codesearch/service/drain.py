@@ -46,6 +46,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+from codesearch.plurals import plural
 from codesearch.runtime import registry
 from codesearch.service.bootstrap import RUNTIME_DEPLOYMENT
 
@@ -153,9 +154,9 @@ class DrainResult:
 
     def describe(self) -> str:
         if self.drained:
-            return f"drained {self.reported} replica(s) in {self.seconds:.1f}s"
-        return (f"not drained after {self.seconds:.1f}s: {self.in_flight} request(s) still running, "
-                f"{self.reported}/{self.replicas} replica(s) reported")
+            return f"drained {plural(self.reported, 'replica')} in {self.seconds:.1f}s"
+        return (f"not drained after {self.seconds:.1f}s: {plural(self.in_flight, 'request')} still running, "
+                f"{self.reported}/{plural(self.replicas, 'replica')} reported")
 
 
 #: Deployments of an application that take no HTTP request and have no gate (the runtime

@@ -6,6 +6,12 @@ stack trace, path or internal detail leaves the process (it is logged instead, t
 its secrets: `observability.loggable_path`). A server-side
 `CodesearchError` whose message is written for clients says so with ``expose = True`` (e.g. a
 language model's endpoint failing: 502 ``MODEL_ERROR``).
+
+A browser gets a page instead: when the request asks for HTML (``Accept: text/html``, which
+browsers send for pages and forms and API clients do not) and its path is not one of the API's
+(`is_api_path`: ``/api/…``, ``/oauth/…``, ``/.well-known/…``, whatever the client accepts),
+the handlers call ``app.state.error_page(request, status, code, message)`` (set by the web UI,
+`codesearch.web.error_pages`) for the same status. Without it, or when it fails, JSON.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from codesearch.errors import CodesearchError, QueryParseError
+from codesearch.runtime import request_ids
 from codesearch.service.observability import loggable_path
 
 log = logging.getLogger(__name__)
@@ -25,6 +32,47 @@ log = logging.getLogger(__name__)
 
 def error_response(status: int, code: str, message: str, **extra) -> JSONResponse:
     return JSONResponse({"statusCode": status, "errorCode": code, "message": message, **extra}, status_code=status)
+
+
+#: Paths whose clients are programs: their errors are JSON even for a client that accepts HTML.
+API_PREFIXES = ("/api/", "/oauth/", "/.well-known/")
+
+
+def is_api_path(scope) -> bool:
+    """Whether the request's path (without the app's root path) belongs to the API."""
+    path, root = scope.get("path") or "/", (scope.get("root_path") or "").rstrip("/")
+    if root and (path == root or path.startswith(root + "/")):
+        path = path[len(root):] or "/"
+    return path == "/api" or path.startswith(API_PREFIXES)
+
+
+def wants_html(request: Request) -> bool:
+    """A browser asking for a page: ``text/html`` accepted, on a path outside the API."""
+    return "text/html" in request.headers.get("accept", "").lower() and not is_api_path(request.scope)
+
+
+def request_id(request: Request) -> str:
+    """The request's id: bound while `ObserveRequests` runs, else (the server's error handler,
+    outside it) the one it left in the scope."""
+    return request_ids.current() or request.scope.get("state", {}).get("request_id") or ""
+
+
+def respond(request: Request, status: int, code: str, message: str, **extra):
+    """The error as a page for a browser (`wants_html`), else as SPEC §5 JSON (plus `extra`
+    fields, such as a parse error's ``position``)."""
+    response = None
+    page = getattr(getattr(request, "app", None), "state", None)
+    page = getattr(page, "error_page", None)
+    if page is not None and wants_html(request):
+        try:
+            response = page(request, status, code, message)
+        except Exception:  # noqa: BLE001 - the page itself failed: the JSON answer still says what happened
+            log.exception("rendering the %d page of %s failed", status, request.url.path)
+    if response is None:
+        response = error_response(status, code, message, **extra)
+    if request_ids.current() is None and request_id(request):  # outside ObserveRequests, which adds it
+        response.headers[request_ids.HEADER] = request_id(request)
+    return response
 
 
 def _validation_message(exc: RequestValidationError) -> str:
@@ -49,18 +97,18 @@ def install(app) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError):
-        return error_response(400, "INVALID_REQUEST_BODY", _validation_message(exc))
+        return respond(request, 400, "INVALID_REQUEST_BODY", _validation_message(exc))
 
     @app.exception_handler(CodesearchError)
     async def _ours(request: Request, exc: CodesearchError):
         exc = unwrap(exc)
         if exc.status_code >= 500 and not getattr(exc, "expose", False):
             log.error("%s %s failed: %s", request.method, loggable_path(request.url.path), exc)
-            return error_response(500, "UNEXPECTED_ERROR", "an unexpected error occurred")
+            return respond(request, 500, "UNEXPECTED_ERROR", "an unexpected error occurred")
         # A query that does not parse also says where (0-based character offset in the query),
         # so that a page can put a caret under it; the three SPEC §5 fields are unchanged.
         extra = {"position": exc.position} if isinstance(exc, QueryParseError) else {}
-        response = error_response(exc.status_code, exc.error_code, str(exc), **extra)
+        response = respond(request, exc.status_code, exc.error_code, str(exc), **extra)
         if getattr(exc, "retry_after", None):
             response.headers["Retry-After"] = str(exc.retry_after)
         return response
@@ -68,11 +116,15 @@ def install(app) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException):
         if exc.status_code == 404:
-            return error_response(404, "NOT_FOUND", f"no route {request.method} {loggable_path(request.url.path)}")
-        if exc.status_code == 405:
-            return error_response(405, "METHOD_NOT_ALLOWED",
-                                  f"{request.method} is not allowed on {loggable_path(request.url.path)}")
-        return error_response(exc.status_code, "UNEXPECTED_ERROR", str(exc.detail))
+            response = respond(request, 404, "NOT_FOUND", f"no route {request.method} {loggable_path(request.url.path)}")
+        elif exc.status_code == 405:
+            response = respond(request, 405, "METHOD_NOT_ALLOWED",
+                               f"{request.method} is not allowed on {loggable_path(request.url.path)}")
+        else:
+            response = respond(request, exc.status_code, "UNEXPECTED_ERROR", str(exc.detail))
+        for name, value in (exc.headers or {}).items():  # e.g. Allow on a 405
+            response.headers.setdefault(name, value)
+        return response
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception):
@@ -80,4 +132,4 @@ def install(app) -> None:
         if isinstance(cause, CodesearchError):
             return await _ours(request, cause)
         log.exception("%s %s failed", request.method, loggable_path(request.url.path))
-        return error_response(500, "UNEXPECTED_ERROR", "an unexpected error occurred")
+        return respond(request, 500, "UNEXPECTED_ERROR", "an unexpected error occurred")

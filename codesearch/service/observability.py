@@ -68,6 +68,9 @@ class ObserveRequests:
         rid = request_ids.accept(_header(scope, _HEADER)) or request_ids.new()
         arrived = {k: scope[k] for k in _MATCHED_ON if k in scope}  # routing rewrites some (a mount's root_path)
         token = request_ids.bind(rid)
+        # kept in the scope too: the server's error handler, outside this middleware, answers an
+        # error raised in a middleware after the id is unbound (`errors.respond` names it there)
+        scope.setdefault("state", {})["request_id"] = rid
         started = time.perf_counter()
         status: int | str | None = None
 

@@ -12,7 +12,7 @@
     parameters are 400 ``INVALID_REQUEST_BODY``.
 
 ``GET /api/repos/status``
-    Same paging and headers; per repo ``{repoId, repoName, indexStatus (NEW | INDEXING | INDEXED |
+    Same paging and headers; per repo ``{repoId, repoName, repoDisplayName, indexStatus (NEW | INDEXING | INDEXED |
     FAILED), indexedAt, lastError, orphanedAt, indexedRevisions, connections, job}`` where ``job``
     is the repo's queued or running index job, if any.
 
@@ -148,7 +148,8 @@ def router(get_store, *, public_url: str, require_identity) -> APIRouter:
             for x in rows:
                 job = active.get(x.id)
                 out.append(_compact({
-                    "repoId": x.id, "repoName": x.name, "indexStatus": x.index_status, "indexedAt": iso(x.indexed_at),
+                    "repoId": x.id, "repoName": x.name, "repoDisplayName": x.display_name or x.name,
+                    "indexStatus": x.index_status, "indexedAt": iso(x.indexed_at),
                     "lastError": x.last_error, "orphanedAt": iso(x.orphaned_at),
                     "indexedRevisions": x.indexed_revisions or {},
                     "connections": store.connections_for_repo(x.id),

@@ -193,9 +193,11 @@ class StreamMerger:
 
     def chunk(self, partial) -> dict:
         """The ``chunk`` event for one searcher's `PartialResult`. Its files are ranked, and each
-        carries its ranking ``score`` (an extra field), so that a client can keep the files of
-        all chunks in rank order as they arrive (`/api/search` needs none: it ranks them all)."""
+        carries its ranking ``score`` and ``order`` (extra fields: the tie-break of equal scores,
+        ``[searcher, shard, document]``), so that a client can keep the files of all chunks in the
+        order of `/api/search` as they arrive, whichever searcher answers first."""
         scores = {_file_key(f[3]): f[0] for f in partial.files}
+        orders = {_file_key(f[3]): list(f[1]) for f in partial.files}
         remaining = self.options.matches - self.sent
         t0 = time.perf_counter_ns()
         if remaining > 0:
@@ -211,7 +213,8 @@ class StreamMerger:
             self.acc.flushReason = FLUSH_TIMER
         self.sent += stats["actualMatchCount"]
         self.truncated |= partial.truncated or partial.total_matches > stats["actualMatchCount"]
-        files = [{**f, "score": scores.get(_file_key(f), 0)} for f in merged["files"]]
+        files = [{**f, "score": scores.get(_file_key(f), 0), "order": orders.get(_file_key(f), [])}
+                 for f in merged["files"]]
         return {"type": "chunk", "stats": stats, "files": files, "repositoryInfo": merged["repositoryInfo"]}
 
     def missed(self, missed: Stats) -> None:

@@ -7,7 +7,9 @@ Sign-in (`sign_in`), in this order:
    the provider says the e-mail is verified (`ProviderIdentity.email_verified`, taken from the
    same answer as the address); the user's own address is verified (`User.email_verified`: an
    owner entered it, or a provider vouched for it); the user is not an OWNER (owners link
-   further providers from their account page while signed in, never by e-mail);
+   further providers from their account page while signed in, never by e-mail), unless the
+   provider is a gateway every request comes through (`Provider.is_gateway`: Google Cloud IAP,
+   behind which no other sign-in is reachable);
 3. else a new user (`Store.sign_up`, which links the identity in the same transaction): the
    first user ever is OWNER; with the flow's invite the invite's role (an invite for an e-mail
    needs that address, verified by the provider); with ``REQUIRE_APPROVAL_NEW_MEMBERS`` a MEMBER
@@ -115,7 +117,7 @@ def _may_join_by_email(provider: Provider, who: ProviderIdentity, user, email: s
     if not who.email_verified:
         raise FlowError("identity", f"An account with the e-mail {email} exists, but {provider.name} does not say "
                                     f"the address is verified. {later}", 409)
-    if user.role == OWNER:
+    if user.role == OWNER and not provider.is_gateway:
         raise FlowError("identity", f"An owner's account has the e-mail {email}. Owner accounts are never joined "
                                     f"by e-mail. {later}", 409)
     if not user.email_verified:

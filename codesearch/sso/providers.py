@@ -149,6 +149,13 @@ class Provider:
         return self.config.signs_in
 
     @property
+    def is_gateway(self) -> bool:
+        """Whether every request reaches the service through this provider (Google Cloud IAP):
+        then nobody, owners included, can sign in any other way to link it from their account
+        page, and a verified address joins any account by e-mail (`accounts._may_join_by_email`)."""
+        return self.kind == "gcp-iap"
+
+    @property
     def is_oidc(self) -> bool:
         return not self.config.is_code_host
 

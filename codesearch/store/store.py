@@ -299,10 +299,13 @@ class Store(IdentitiesMixin, GrantsMixin, MembersMixin, OAuthMixin):
 
     # ------------------------------------------------------------------ connections
 
-    def upsert_connection(self, name: str, type: str, config: Mapping[str, Any]) -> tuple[Connection, bool]:
+    def upsert_connection(self, name: str, type: str, config: Mapping[str, Any],
+                          listing_version: int = 1) -> tuple[Connection, bool]:
         """Create or update a connection by name. Returns (row, needs_sync): needs_sync is True
-        when the connection is new or its config changed (its status is then SYNC_NEEDED)."""
-        h = config_hash(config)
+        when the connection is new or its config changed (its status is then SYNC_NEEDED).
+        `listing_version` (`codesearch.hosts.base.listing_version` of its type) counts as part
+        of the config: a new version of a kind's listing is a change of its connections."""
+        h = config_hash(config if listing_version <= 1 else {**config, "#listing-version": listing_version})
         now = self._now()
         with self._tx(write=True) as c:
             row = c.execute(select(connections).where(connections.c.name == name)).first()
@@ -674,6 +677,18 @@ class Store(IdentitiesMixin, GrantsMixin, MembersMixin, OAuthMixin):
         unless `force`) is returned instead of adding a duplicate."""
         with self._tx(write=True) as c:
             return self._enqueue(c, m.SYNC_JOB, jobs.c.connection_id, self._connection_id(c, connection), force)
+
+    def request_connection_sync(self, connection: str) -> Job:
+        """Sync the connection now (an owner's Resync): its PENDING sync job, due at once (one
+        waiting for a retry after a failure is pulled forward), or a new one; a sync running
+        already is returned as it is (it lists the host anew anyway)."""
+        now = self._now()
+        with self._tx(write=True) as c:
+            job = self._enqueue(c, m.SYNC_JOB, jobs.c.connection_id, self._connection_id(c, connection), False)
+            if job.state == m.PENDING and job.next_attempt_at is not None and job.next_attempt_at > now:
+                c.execute(update(jobs).where(jobs.c.id == job.id).values(next_attempt_at=now))
+                job = self._get_job(c, job.id)
+            return job
 
     def enqueue_index_job(self, repo_id: int, *, force: bool = False) -> Job:
         """A PENDING index job for the repo, deduplicated like `enqueue_sync_job`."""

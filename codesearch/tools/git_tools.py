@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 
 from codesearch.index.sources import RepoInfo
+from codesearch.plurals import plural
 from codesearch.search.present import web_url
 from codesearch.tools.context import ToolContext, ToolInputError
 
@@ -47,7 +48,7 @@ def read_file(tc: ToolContext, repo: str, path: str, ref: str | None = None, off
     if total == 0:
         return f"[{row.name}] {path} @ {use_ref}\nURL: {_file_url(tc, row, use_ref, path)}\n\n(The file is empty.)"
     if start > total:
-        raise ToolInputError(f"offset {start} is past the end of {path}, which has {total} line(s): "
+        raise ToolInputError(f"offset {start} is past the end of {path}, which has {plural(total, 'line')}: "
                              f"use an offset from 1 to {total}")
     want = min(limit or READ_MAX_LINES, READ_MAX_LINES)
     shown, size = [], 0
@@ -97,7 +98,7 @@ def list_tree(tc: ToolContext, repo: str, path: str | None = None, ref: str | No
         out.append(f"(Truncated at maxEntries={maxEntries} entries: list a subdirectory with path, lower depth, "
                    "or raise maxEntries up to 10000.)")
     else:
-        out.append(f"({len(entries)} entr{'ies' if len(entries) != 1 else 'y'}.)")
+        out.append(f"({plural(len(entries), 'entry', 'entries')}.)")
     return "\n".join(out)
 
 

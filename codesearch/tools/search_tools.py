@@ -19,6 +19,7 @@ import re
 from dataclasses import dataclass, field
 
 from codesearch.globs import glob_to_regex
+from codesearch.plurals import plural
 from codesearch.tools.context import ToolContext, ToolInputError
 
 MAX_LINE_CHARS = 2000
@@ -96,18 +97,18 @@ def cut(line: str) -> str:
 
 
 def render_hits(hits: list[FileHits], noun: str, truncated_hint: str | None) -> str:
-    """``Found N <noun>(es) in M file(s)`` then ``[repo] path:`` groups of ``  line: text``."""
+    """``Found N <noun>s in M files`` (one: ``1 <noun> in 1 file``) then ``[repo] path:`` groups
+    of ``  line: text``."""
     if not hits:
         return "No files found"
     n = sum(len(h.lines) + h.more for h in hits)
-    out = [f"Found {n} {noun}{'es' if noun.endswith('ch') else 's'}" if n != 1 else f"Found 1 {noun}"]
-    out[0] += f" in {len(hits)} file{'s' if len(hits) != 1 else ''}"
+    out = [f"Found {plural(n, noun)} in {plural(len(hits), 'file')}"]
     for h in hits:
         out.append("")
         out.append(f"[{h.repo}] {h.path}:")
         out.extend(f"  {ln}: {cut(text)}" for ln, text in h.lines)
         if h.more:
-            out.append(f"  … {h.more} more matching line(s) in this file")
+            out.append(f"  … {plural(h.more, 'more matching line')} in this file")
     if truncated_hint:
         out += ["", truncated_hint]
     return "\n".join(out)
@@ -166,7 +167,7 @@ def grep(tc: ToolContext, pattern: str, path: str | None = None, include: str | 
     truncated = len(hits) > limit or not resp.get("isSearchExhaustive", True)
     hint = None
     if truncated:
-        hint = (f"(Results truncated: showing {min(len(hits), limit)} file(s); there may be more. Narrow the search "
+        hint = (f"(Results truncated: showing {plural(min(len(hits), limit), 'file')}; there may be more. Narrow the search "
                 "with path, include or repo, or raise limit.)")
     return render(hits[:limit], "match", hint)
 
@@ -181,10 +182,9 @@ def render_repo_counts(hits: list[FileHits], _noun: str, truncated_hint: str | N
         c = counts.setdefault(h.repo, [0, 0])
         c[0] += len(h.lines) + h.more
         c[1] += 1
-    out = [f"Found matches in {len(counts)} {'repository' if len(counts) == 1 else 'repositories'}:"]
+    out = [f"Found matches in {plural(len(counts), 'repository', 'repositories')}:"]
     for name, (matches, files) in counts.items():
-        out.append(f"  {name}: {matches} {'match' if matches == 1 else 'matches'} in {files} "
-                   f"{'file' if files == 1 else 'files'}")
+        out.append(f"  {name}: {plural(matches, 'match')} in {plural(files, 'file')}")
     if truncated_hint:
         out += ["", truncated_hint]
     return "\n".join(out)
@@ -210,7 +210,8 @@ def _git_grep(tc: ToolContext, row, ref: str, pattern: str, under: str, include:
             fh.more += 1
     hint = None
     if truncated:
-        hint = f"(Results truncated: showing {len(by_file)} file(s). Narrow the search with path or include, or raise limit.)"
+        hint = (f"(Results truncated: showing {plural(len(by_file), 'file')}. Narrow the search with path or include, "
+                "or raise limit.)")
     return render(list(by_file.values()), "match", hint)
 
 
@@ -293,11 +294,11 @@ def glob(tc: ToolContext, pattern: str, path: str | None = None, repo: str | Non
     total = sum(len(v) for v in groups.values())
     if not total:
         return f'No files found matching "{pattern}"'
-    out = [f'Found {total} file{"s" if total != 1 else ""} matching "{pattern}":']
+    out = [f'Found {plural(total, "file")} matching "{pattern}":']
     for name in sorted(groups):
         out.append("")
         out.append(f"[{name}]")
         out.extend(f"  {p}" for p in sorted(groups[name]))
     if truncated:
-        out += ["", f"(Results truncated at {limit} file(s). Narrow the pattern or path, or raise limit.)"]
+        out += ["", f"(Results truncated at {plural(limit, 'file')}. Narrow the pattern or path, or raise limit.)"]
     return "\n".join(out)

@@ -13,14 +13,18 @@ Modules:
 - `pages_account.py`: sign-in/out, first-account setup, settings (API keys), users;
 - `pages_sso.py`: single sign-on, linked accounts, approvals of new members, invites;
 - `pages_oauth_apps.py`: the OAuth clients (MCP clients) a user allowed, and revoking them;
+- `pages_settings.py`: connections (sync status, resync, re-index), anonymous access, the MCP page;
+- `api_keys.py`: creating an API key from a page (the keys and MCP pages);
 - `iap.py`: requests signed by Google Cloud IAP (the ``gcp-iap`` provider) are signed in as the
   user their assertion names;
 - `throttle.py`: sign-in lock-outs per account and client address (HTTP 429 with Retry-After);
 - `link_required.py`: users who have not linked a required identity provider
   (``accountLinkingRequired``) are sent to their account page;
-- `static/`: `style.css` (light and dark), `app.js`.
+- `error_pages.py`: the HTML error pages browsers get where API clients get JSON;
+- `static/`: `style.css` (light and dark), `app.js`, the favicon (`favicon.svg`, and
+  `favicon.ico` made from it for clients that only ask ``/favicon.ico``).
 
-`install(app, ...)` mounts ``/static`` and the page routers. Pages apply the same repo visibility
+`install(app, ...)` mounts ``/static``, answers ``/favicon.ico`` and adds the page routers. Pages apply the same repo visibility
 as the API (`codesearch.permissions`, through the tools' `ToolContext`).
 """
 
@@ -36,14 +40,25 @@ TEMPLATES_DIR = os.path.join(os.path.dirname(__file__), "templates")
 
 def install(app, *, web) -> None:
     """Mount the static files and every page router; `web` is the app's `WebContext`."""
-    from codesearch.web import iap, link_required, pages_account, pages_oauth_apps, pages_search, pages_sso, sessions
+    from fastapi.responses import FileResponse
+
+    from codesearch.web import (error_pages, iap, link_required, pages_account, pages_oauth_apps, pages_search,
+                                pages_settings, pages_sso, sessions)
 
     # Starlette runs the middleware added last first: sessions, then IAP, then the linking gate
     link_required.install(app, web)  # reads the user the session or IAP resolved
     iap.install(app, web)
     sessions.install(app, web)
+    app.state.error_page = error_pages.error_page  # codesearch.service.errors.respond: pages for browsers
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    def favicon() -> FileResponse:
+        return FileResponse(os.path.join(STATIC_DIR, "favicon.ico"), media_type="image/vnd.microsoft.icon",
+                            headers={"Cache-Control": "public, max-age=86400"})
+
     app.include_router(pages_account.router(web))
     app.include_router(pages_sso.router(web))
     app.include_router(pages_oauth_apps.router(web))
+    app.include_router(pages_settings.router(web))
     app.include_router(pages_search.router(web))

@@ -28,7 +28,7 @@ from fastapi.responses import RedirectResponse
 from codesearch.permissions import Identity
 from codesearch.service import audit
 from codesearch.store import MEMBER, OWNER, ROLES, Conflict, NotFound
-from codesearch.web import sessions, throttle
+from codesearch.web import api_keys, sessions, throttle
 from codesearch.web.templating import render
 
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+$")
@@ -183,7 +183,7 @@ def router(web) -> APIRouter:
                      public_url=(web.public_url or "").rstrip("/"), may_create=may_create_keys(user), **context)
 
     def may_create_keys(user) -> bool:
-        return user.role == OWNER or not web.keys_owner_only
+        return api_keys.may_create(web, user)
 
     @r.get("/settings/keys")
     def keys(request: Request, revoked: str = ""):
@@ -203,16 +203,8 @@ def router(web) -> APIRouter:
         if user is None:
             return sessions.login_redirect(request)
         sessions.require_csrf(request, csrf_token)
-        if not may_create_keys(user):
-            return keys_page(request, user, status_code=403,
-                             error="Only owners can create API keys on this server.")
-        name = name.strip()
-        if not name or len(name) > MAX_NAME:
-            return keys_page(request, user, status_code=400,
-                             error="Give the key a name (at most 255 characters), e.g. where it will be used.")
-        key_id, secret = web.get_store().create_api_key(user.id, name)
-        audit.record(request, Identity(user), "apikey.create", str(key_id), name=name)
-        return keys_page(request, user, status_code=201, created={"id": key_id, "name": name, "secret": secret})
+        outcome = api_keys.create(request, web, user, name)
+        return keys_page(request, user, status_code=outcome.status, created=outcome.created, error=outcome.error)
 
     @r.post("/settings/keys/{key_id}/revoke")
     def revoke_key(request: Request, key_id: str, csrf_token: str = Form("")):

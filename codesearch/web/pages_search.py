@@ -170,9 +170,10 @@ def _repo_info(row) -> RepoInfo:
                     web_url=row.web_url or "", file_url_template=row.file_url_template or "")
 
 
-def _crumbs(root: str, repo: str, rev: str, path: str) -> list[dict]:
-    """The breadcrumb of a path: the repo root, then each directory."""
-    out = [{"name": repo, "url": browse_url(root, repo, rev, "tree", "")}]
+def _crumbs(root: str, repo: str, rev: str, path: str, display: str = "") -> list[dict]:
+    """The breadcrumb of a path: the repo root (by its display name, the full name as its
+    title), then each directory."""
+    out = [{"name": display or repo, "title": repo, "url": browse_url(root, repo, rev, "tree", "")}]
     parts = [p for p in path.split("/") if p]
     for i, part in enumerate(parts):
         sub = "/".join(parts[: i + 1])
@@ -327,8 +328,9 @@ def router(web: WebContext) -> APIRouter:
             raise
         info = _repo_info(row)
         ctx = {
-            "title": f"{path.rsplit('/', 1)[-1]} · {row.name}", "repo": row.name, "rev": short_ref(ref),
-            "commit": commit, "path": path, "crumbs": _crumbs(root, row.name, ref, path),
+            "title": f"{path.rsplit('/', 1)[-1]} · {row.display_name or row.name}", "repo": row.name,
+            "rev": short_ref(ref), "commit": commit, "path": path,
+            "crumbs": _crumbs(root, row.name, ref, path, row.display_name or ""),
             "external": external_url(info, ref, path), "repo_url": browse_url(root, row.name, ref),
             "size": len(data), "binary": gitread.is_binary(data),
             "blame_url": browse_url(root, row.name, ref, "blob", path) + "?blame",
@@ -359,9 +361,10 @@ def router(web: WebContext) -> APIRouter:
         if under:
             parent = browse_url(root, row.name, ref, "tree", under.rsplit("/", 1)[0] if "/" in under else "")
         branches = sorted(short_ref(x) for x in (row.indexed_revisions or {}))
-        return _page(request, "tree.html", title=f"{under or row.name} · {row.name}" if under else row.name,
-                     repo=row.name, display=row.display_name or row.name, rev=short_ref(ref), path=under,
-                     crumbs=_crumbs(root, row.name, ref, under), entries=items, truncated=truncated, parent=parent,
+        display = row.display_name or row.name
+        return _page(request, "tree.html", title=f"{under} · {display}" if under else display,
+                     repo=row.name, display=display, rev=short_ref(ref), path=under,
+                     crumbs=_crumbs(root, row.name, ref, under, display), entries=items, truncated=truncated, parent=parent,
                      external=row.web_url or "", branches=branches,
                      history_url=browse_url(root, row.name, ref, "commits", under).rstrip("/"),
                      compare_url=browse_url(root, row.name, None, "compare", "").rstrip("/"),

@@ -281,6 +281,16 @@ class SessionMiddleware:
             log.warning("session lookup failed", exc_info=True)
             return None
 
+    async def _anonymous_access(self) -> bool:
+        """Whether visitors may search now (`codesearch.service.anonymous`: the store is read at
+        most every few seconds, then on a worker thread)."""
+        access = getattr(self.web.authenticator, "access", None)
+        if access is None:
+            return bool(self.web.anonymous_access)
+        if access.stale():
+            return await anyio.to_thread.run_sync(access.enabled)
+        return access.cached()
+
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             await self.app(scope, receive, send)
@@ -290,10 +300,11 @@ class SessionMiddleware:
         state = scope.setdefault("state", {})
         state["anonymous_access"] = bool(self.web.anonymous_access)
         path = route_path(scope)
-        if path.startswith("/static/"):  # stylesheets and scripts: nobody needs to be known
+        if path.startswith("/static/") or path == "/favicon.ico":  # stylesheets, scripts, icons: nobody needs to be known
             state.update(web_session=None, identity=None, csrf_token="", visitor_csrf_token="")
             await self.app(scope, receive, send)
             return
+        state["anonymous_access"] = await self._anonymous_access()  # the owners' switch, as the API sees it
         is_page = not (path.startswith("/api/") or path == "/api")
         set_cookies: list[str] = []
 

@@ -9,6 +9,8 @@ Every template extends ``base.html`` and receives:
   link and form action is written ``{{ root }}/path``, and JavaScript reads it from
   ``document.body.dataset.root``;
 - `title` and whatever the page passes.
+
+Counts in words go through the ``plural`` filter: ``{{ n|plural("file") }}``.
 """
 
 from __future__ import annotations
@@ -21,10 +23,13 @@ from fastapi.responses import HTMLResponse
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from codesearch import environment
+from codesearch.plurals import plural
 from codesearch.web import TEMPLATES_DIR
 
 _env = Environment(loader=FileSystemLoader(TEMPLATES_DIR), autoescape=select_autoescape(["html"]),
                    trim_blocks=True, lstrip_blocks=True)
+#: ``{{ n|plural("line") }}`` → "1 line", "1,200 lines" (`codesearch.plurals`)
+_env.filters["plural"] = lambda n, word, many=None: plural(int(n), word, many, grouped=True)
 
 
 @dataclass

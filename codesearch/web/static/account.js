@@ -1,18 +1,28 @@
 // codesearch: the account pages' small behaviours (no build step).
 "use strict";
 
-// <button data-copy="ID">: copy the value of the element ID (the new API key).
+// <button data-copy="ID">: copy the value of the element ID (the new API key), or its text (a
+// snippet in a <pre>).
 document.addEventListener("click", async (e) => {
   const button = e.target.closest("button[data-copy]");
   if (!button) return;
   const field = document.getElementById(button.dataset.copy);
   if (!field) return;
   const label = button.textContent;
+  const isInput = "value" in field;
   try {
-    await navigator.clipboard.writeText(field.value);
+    await navigator.clipboard.writeText(isInput ? field.value : field.textContent);
   } catch (err) {  // no clipboard API (plain http): select it for Ctrl+C
     field.focus();
-    field.select();
+    if (isInput) {
+      field.select();
+    } else {
+      const range = document.createRange();
+      range.selectNodeContents(field);
+      const selection = window.getSelection();
+      selection.removeAllRanges();
+      selection.addRange(range);
+    }
     document.execCommand && document.execCommand("copy");
   }
   button.textContent = "Copied";

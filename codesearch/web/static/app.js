@@ -21,3 +21,28 @@ function apiFetch(url, options = {}) {
   const headers = Object.assign({"X-CSRF-Token": csrfToken()}, options.headers || {});
   return fetch(url, Object.assign({}, options, {headers, credentials: "same-origin"}));
 }
+
+// Narrow screens show tables one block per row (style.css): each cell is labelled with its
+// column's header (data-label), for the tables of the page and those its scripts fill later.
+function labelTableCells(root) {
+  for (const table of (root || document).querySelectorAll("main table")) {
+    const heads = [...table.querySelectorAll(":scope > thead th")].map((th) => th.textContent.trim());
+    if (!heads.length) continue;
+    for (const row of table.querySelectorAll(":scope > tbody > tr")) {
+      [...row.children].forEach((cell, i) => {
+        if (!cell.hasAttribute("colspan") && heads[i] !== undefined && cell.dataset.label !== heads[i]) cell.dataset.label = heads[i];
+      });
+    }
+  }
+}
+document.addEventListener("DOMContentLoaded", () => {
+  labelTableCells();
+  const main = document.querySelector("main");
+  if (!main) return;
+  let queued = false;
+  new MutationObserver(() => {
+    if (queued) return;
+    queued = true;
+    requestAnimationFrame(() => { queued = false; labelTableCells(); });
+  }).observe(main, {childList: true, subtree: true});
+});

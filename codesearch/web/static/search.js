@@ -153,7 +153,14 @@
     return "";
   }
 
-  function renderFile(f, cfg) {
+  // The name a repository is shown by: its display name (the folder of a local repository, the
+  // path after the host of a hosted one), or the full name when two repositories share it.
+  function repoLabel(name, display) {
+    const shown = display.get(name);
+    return shown || name || "";
+  }
+
+  function renderFile(f, cfg, display) {
     const base = localBrowseUrl(f.webUrl, cfg.publicUrl);
     const anchor = firstMatchAnchor(f);
     const name = f.fileName || {text: ""};
@@ -161,7 +168,7 @@
     const branch = (f.branches && f.branches[0]) ? f.branches[0].replace(/^refs\/(heads|tags)\//, "") : "";
     const ext = safeHref(f.externalWebUrl);
     const head = el("header", {class: "file-head"},
-      el("span", {class: "file-repo"}, f.repository || ""),
+      el("span", {class: "file-repo", title: f.repository || null}, repoLabel(f.repository, display)),
       el("a", {class: "file-path", href: base ? base + anchor : null}, marked(name.text || "", nameMarks)),
       f.language ? badge(f.language, "lang") : null,
       branch ? badge(branch, "rev", (f.branches || []).join(", ")) : null,
@@ -197,8 +204,33 @@
     const errorBox = document.getElementById("search-error");
     const more = document.getElementById("more");
     const filterNote = document.getElementById("filter-note");
+    const filtersBox = document.getElementById("filters-box");
     const state = {files: 0, matches: 0, langs: new Map(), repos: new Map(), done: false,
+                   display: new Map(), displayNames: new Map(),
                    filter: {lang: params.get("lang"), repo: params.get("repo")}};
+
+    // Facets beside the results on wide screens; a closed "Filters" bar above them on narrow ones,
+    // so that the first screen shows results.
+    const narrow = window.matchMedia("(max-width: 800px)");
+    function fitFilters() { filtersBox.open = !narrow.matches; }
+    fitFilters();
+    narrow.addEventListener("change", fitFilters);
+
+    // Repository display names from the chunks' repositoryInfo; a display name two repositories
+    // share is not used (the full names tell them apart).
+    function learnRepos(infos) {
+      for (const r of infos || []) {
+        if (!r || !r.name) continue;
+        const shown = r.displayName || r.name;
+        if (!state.displayNames.has(shown)) state.displayNames.set(shown, new Set());
+        state.displayNames.get(shown).add(r.name);
+      }
+      state.display.clear();
+      for (const [shown, names] of state.displayNames) {
+        if (names.size === 1) state.display.set([...names][0], shown);
+      }
+      for (const span of results.querySelectorAll(".file-repo")) span.textContent = repoLabel(span.title, state.display);
+    }
 
     // Clicking a result line opens the file there (unless the user is selecting text).
     results.addEventListener("click", (e) => {
@@ -264,8 +296,9 @@
         sec.hidden = !ok;
         if (ok) shown++;
       }
-      const active = [state.filter.lang, state.filter.repo].filter(Boolean);
+      const active = [state.filter.lang, state.filter.repo && repoLabel(state.filter.repo, state.display)].filter(Boolean);
       filterNote.textContent = active.length ? `showing ${plural(shown, "file")} (${active.join(", ")})` : "";
+      document.getElementById("filters-active").textContent = active.length ? `(${active.join(", ")})` : "";
       for (const b of document.querySelectorAll(".facet")) {
         b.classList.toggle("active", state.filter[b.dataset.facet] === b.dataset.value);
         b.setAttribute("aria-pressed", state.filter[b.dataset.facet] === b.dataset.value ? "true" : "false");
@@ -282,10 +315,13 @@
 
     function renderFacets(listId, kind, counts) {
       const ul = document.getElementById(listId);
-      const items = [...counts.entries()].sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
+      const label = (value) => (kind === "repo" ? repoLabel(value, state.display) : value) || "(unknown)";
+      const items = [...counts.entries()].sort((a, b) => b[1] - a[1] || label(a[0]).localeCompare(label(b[0])));
       ul.replaceChildren(...items.map(([value, n]) => el("li", null,
-        el("button", {type: "button", class: "facet", "data-facet": kind, "data-value": value, title: value},
-          el("span", {class: "facet-name"}, value || "(unknown)"), el("span", {class: "count"}, String(n))))));
+        el("button", {type: "button", class: "facet", "data-facet": kind, "data-value": value, title: value || null},
+          el("span", {class: "facet-name"}, label(value)),
+          el("span", {class: "sr-only"}, ": "), el("span", {class: "count"}, String(n)),
+          el("span", {class: "sr-only"}, n === 1 ? " file" : " files")))));
       if (!items.length) ul.replaceChildren(el("li", {class: "muted small"}, state.done ? "none" : "…"));
     }
 
@@ -295,19 +331,33 @@
     });
 
     // Files arrive in chunks, one per searcher, as each answers; each chunk is ranked and every
-    // file carries its score. A file goes before the first one shown with a lower score, so the
-    // page is in rank order whatever order the searchers answer in (ties keep arrival order).
-    function place(node, score) {
-      node.dataset.score = String(score);
-      for (const other of results.children) {
-        if (Number(other.dataset.score) < score) { results.insertBefore(node, other); return; }
+    // file carries its score and its order (the tie-break of equal scores: searcher, shard,
+    // document). A file goes before the first one shown that ranks after it, so the page is in
+    // the order of /api/search whatever order the searchers answer in, the same on every load.
+    const ranks = new WeakMap();
+    function before(a, b) { // whether rank a comes before rank b
+      if (a.score !== b.score) return a.score > b.score;
+      const n = Math.max(a.order.length, b.order.length);
+      for (let i = 0; i < n; i++) {
+        const x = a.order[i] ?? -1, y = b.order[i] ?? -1;
+        if (x !== y) return x < y;
       }
-      results.append(node);
+      return false; // equal: arrival order
+    }
+    function place(node, rank) {
+      ranks.set(node, rank);
+      node.dataset.score = String(rank.score);
+      // from the end: a later chunk's files mostly go after those shown
+      let at = results.lastElementChild;
+      while (at && before(rank, ranks.get(at))) at = at.previousElementSibling;
+      results.insertBefore(node, at ? at.nextElementSibling : results.firstElementChild);
     }
 
-    function addFiles(files) {
+    function addFiles(files, repositoryInfo) {
+      learnRepos(repositoryInfo);
       for (const f of files || []) {
-        place(renderFile(f, cfg), typeof f.score === "number" ? f.score : 0);
+        const order = Array.isArray(f.order) ? f.order.map(Number) : [];
+        place(renderFile(f, cfg, state.display), {score: typeof f.score === "number" ? f.score : 0, order});
         state.files++;
         state.matches += fileMatchCount(f);
         const lang = f.language || "";
@@ -354,7 +404,7 @@
       if (data === "[DONE]") return "done";
       let ev;
       try { ev = JSON.parse(data); } catch (_) { return; }
-      if (ev.type === "chunk") addFiles(ev.files);
+      if (ev.type === "chunk") addFiles(ev.files, ev.repositoryInfo);
       else if (ev.type === "final") finish(ev.accumulatedStats, ev.isSearchExhaustive, ev.hints);
       else if (ev.type === "error") showError((ev.error && ev.error.message) || "the search failed");
     }
@@ -532,7 +582,7 @@
       const tbody = document.querySelector("#repo-status tbody");
       const counts = {};
       for (const x of repos) {
-        names.set(x.repoId, x.repoName);
+        names.set(x.repoId, x.repoDisplayName || x.repoName);
         const [label] = repoState(x);
         counts[label] = (counts[label] || 0) + 1;
       }
@@ -543,7 +593,7 @@
           const [label, cls] = repoState(x);
           const branches = Object.keys(x.indexedRevisions || {}).map((r) => r.replace(/^refs\/(heads|tags)\//, ""));
           return el("tr", {"data-repo": x.repoName, "data-status": cls},
-            el("td", null, el("a", {href: browsePath(x.repoName)}, x.repoName)),
+            el("td", null, el("a", {href: browsePath(x.repoName), title: x.repoName}, x.repoDisplayName || x.repoName)),
             el("td", null, badge(label, cls), x.lastError ? el("div", {class: "error small"}, x.lastError) : null),
             el("td", null, timeEl(x.indexedAt)),
             el("td", {class: "small"}, branches.join(", ")));
