@@ -32,6 +32,9 @@ HOSTILE_FILES = {
     "README.md": f"# {XSS}\n\nA heading is not a definition (prose gets no symbols).\n",
     "src/evil.py": "def evil_fn():\n    return \"</script><script>window.__xss=2</script>\"\n\n\nevil_fn()\n",
     f"src/{XSS}.py": f"from evil import evil_fn\n\nevil_fn()  # \"{XSS}\"\n",
+    # one name, two definitions
+    "src/twice_a.py": "def twice():\n    return 1\n",
+    "src/twice_b.py": "def twice():\n    return 2\n\n\nprint(twice())\n",
     # an HTML id is a ctags symbol: a definition whose name is markup
     "web/page.html": f'<html><body><a id="{XSS}">x</a></body></html>\n',
 }

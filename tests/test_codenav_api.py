@@ -16,7 +16,7 @@ from tests.asgiserver import serving
 from tests.codenavworld import DEMO, HOSTILE, WIDGETS, XSS, build_world, ctags_definitions, word_grep
 
 SYMBOLS = ["Server", "handle_request", "main", "shout", "whisper", "Widget", "Foo", "render", "evil_fn", "VALUE",
-           "nothing_is_called_this", XSS, "Demo"]
+           "nothing_is_called_this", XSS, "Demo", "twice"]
 
 
 @pytest.fixture(scope="module")
@@ -234,4 +234,4 @@ def test_the_oracles_are_not_trivial(world):
     defs = {name: ctags_definitions(world["git_dirs"], name) for name in SYMBOLS}
     assert defs[XSS] == {(HOSTILE, "web/page.html", 1)}
     assert len(defs["handle_request"]) == 2 and defs["nothing_is_called_this"] == set() and defs["Demo"] == set()
-    assert len(word_grep(world["git_dirs"], "evil_fn")) == 4
+    assert len(word_grep(world["git_dirs"], "evil_fn")) == 4 and len(defs["twice"]) == 2
