@@ -377,7 +377,7 @@ def test_open_a_result_lands_on_the_highlighted_line(owner_page, web):
     # a match over two lines: both highlighted
     search(page, web, r"Widget:\n\s+def", regex=1)
     link = page.locator("section.file .file-path").first
-    assert link.get_attribute("href").endswith("/src/widget.py#L3-L4")
+    assert link.get_attribute("href").endswith("/src/widget.py?q=Widget%3A%5Cn%5Cs%2Bdef&regex=1#L3-L4")
     link.click()
     page.wait_for_selector("#L3.hl")
     assert page.locator(".line.hl").count() == 2 and page.locator("#L4.hl").count() == 1
