@@ -321,7 +321,7 @@ def test_hostile_names_and_paths_stay_text(page_at, web):
     # the tree too, and the HTML page whose id is a symbol
     page.goto(blob(web, HOSTILE, "web/page.html"))
     page.wait_for_selector(".cn-bar")
-    page.locator("#cn-tree-toggle").click() if page.locator("#cn-tree").is_hidden() else None
+    page.locator("#cn-tree").wait_for(state="visible")  # open by default at 1400 px
     page.locator("#cn-tree button.cn-dir[data-path='docs']").click()
     page.wait_for_selector("#cn-tree a[data-path^='docs/']")
     assert page.evaluate("() => window.__xss") is None

@@ -265,6 +265,7 @@
   }
 
   function hideTip() {
+    clearTimeout(hoverTimer);
     if (tipFor) tipFor.removeAttribute("aria-describedby");
     tipFor = null;
     tip.hidden = true;
@@ -391,14 +392,14 @@
 
   function treeItem(e) {
     if (e.type === "tree") {
-      const sub = el("ul", {role: "group", class: "cn-tree-list"});
+      const sub = el("ul", {class: "cn-tree-list"});
       sub.hidden = true;
       const btn = el("button", {type: "button", class: "cn-dir", "aria-expanded": "false", "data-path": e.path}, e.name);
       btn.addEventListener("click", () => toggleDir(btn, sub));
-      return el("li", {role: "treeitem"}, btn, sub);
+      return el("li", null, btn, sub);
     }
     const here = e.path === cfg.path;
-    return el("li", {role: "treeitem"}, el("a", {href: browseUrl(cfg.rev, "blob", e.path), class: here ? "cn-file-link cn-here" : "cn-file-link",
+    return el("li", null, el("a", {href: browseUrl(cfg.rev, "blob", e.path), class: here ? "cn-file-link cn-here" : "cn-file-link",
                                                  "aria-current": here ? "page" : null, "data-path": e.path}, e.name));
   }
 
@@ -493,7 +494,7 @@
     finderList.replaceChildren(...shown.map((p, i) => {
       const a = el("a", {href: browseUrl(cfg.rev, "blob", p), id: `cn-f-${i}`, role: "option", "aria-selected": String(i === active),
                          class: i === active ? "active" : null}, p);
-      return el("li", null, a);
+      return el("li", {role: "none"}, a);
     }));
     finderInput.setAttribute("aria-activedescendant", shown.length ? `cn-f-${active}` : "");
     const total = list.length;
@@ -578,7 +579,8 @@
   document.addEventListener("keydown", (e) => {
     if (e.key === "Escape") {
       if (!finder.hidden) return; // the finder's own handler
-      if (!tip.hidden) { const t = tipFor; hideTip(); if (t) t.focus(); return; }
+      if (!panel.hidden && panel.contains(document.activeElement)) { hideTip(); closePanel(); return; }
+      if (!tip.hidden) { hideTip(); return; } // the focus stays where it is (on the symbol, from the keyboard)
       if (!panel.hidden) { closePanel(); return; }
       if (!WIDE.matches && !tree.hidden) { closeTree(); treeToggle.focus(); }
       return;
