@@ -36,9 +36,10 @@ log = logging.getLogger(__name__)
 
 #: What is recorded, and when.
 ACTIONS = {
-    "search": "a search (POST /api/search, /api/stream_search, the search page, an agent's search tool)",
+    "search": "a search (POST /api/search, /api/stream_search, the search page, an agent's search tool, "
+              "POST /api/find_definitions and /api/find_references: target the symbol)",
     "source.read": "a file read (GET /api/source, a file page, an agent's read tool)",
-    "tree.read": "a directory listed (GET /api/tree)",
+    "tree.read": "a directory listed (GET or POST /api/tree)",
     "commits.read": "a history read (GET /api/commits)",
     "mcp.tool": "an MCP tool called (target: the tool's name)",
     "chat.ask": "a question to ask_codebase over REST (target: the question; details: the chat's id)",
