@@ -240,7 +240,7 @@ HIGHLIGHTS = [
     ("?q=HANDLE_request", "src/app.py", ["handle_request", "handle_request"]),
     ("?q=HANDLE_request&case=1", "src/app.py", []),
     ("?q=hand.e_re&regex=1", "src/app.py", ["handle_re", "handle_re"]),
-    ("?q=lang:python+server+-body", "src/app.py", ["Server", "server", "Server", "server"]),
+    ("?q=lang:python+server+-content:body", "src/app.py", ["Server", "server", "Server", "server"]),
     ("?q=(unclosed", "src/app.py", []),
     ("?q=" + urllib.parse.quote('request("hello'), "src/app.py", ['request("hello']),  # across tokens
 ]
