@@ -2,7 +2,8 @@
 would: click a symbol → its definition; the references panel lists the files a whole-word grep
 finds; hover (and keyboard focus) shows the definition line; ``t`` opens the file finder and
 typing filters it; the branch/tag selector; the searched term highlighted; the file tree; hostile
-names and paths stay text. Screenshots at 390 and 1400 px, light and dark, go to a temp dir."""
+names and paths stay text. Screenshots at 390 and 1400 px, light and dark, go to
+``tests/output/screenshots/codenav/`` (git-ignored)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import urllib.parse
 import pytest
 
 from tests.codenavworld import DEMO, HOSTILE, WIDGETS, XSS, build_world, word_grep
-from tests.webworld import browser, login  # noqa: F401  (pytest fixture)
+from tests.webworld import SCREENSHOTS, browser, login  # noqa: F401  (pytest fixture)
 
 PREFIX = "codenav-web-searcher"
 
@@ -34,7 +35,8 @@ def web(serve_url, tmp_path_factory):
     serve.run(search_application(PREFIX, len(pool.actors), anonymous_access=False, data_dir=w["data"],
                                  public_url=f"{serve_url}/cnweb"), name="codenav-web", route_prefix="/cnweb")
     w.update(url=f"{serve_url}/cnweb", owner={"email": "owner@example.com", "password": "owner-pass-1"},
-             shots=str(tmp_path_factory.mktemp("codenav-shots")))
+             shots=os.path.join(SCREENSHOTS, "codenav"))
+    os.makedirs(w["shots"], exist_ok=True)
     yield w
     serve.delete("codenav-web")
     pool.close()

@@ -542,6 +542,7 @@
       else if (e.key === "ArrowUp") { e.preventDefault(); active = Math.max(active - 1, 0); renderFinder(); }
       else if (e.key === "Enter") { e.preventDefault(); if (shown[active]) location.href = browseUrl(cfg.rev, "blob", shown[active]); }
       else if (e.key === "Escape") { e.preventDefault(); closeFinder(); }
+      else if (e.key === "Tab") { e.preventDefault(); } // a modal dialog: the focus stays in the box (arrows move)
     });
     finder.addEventListener("click", (e) => { if (e.target === finder) closeFinder(); });
   }
