@@ -13,7 +13,15 @@ import pytest
 from codesearch.runtime.searchers import SearcherPool
 from codesearch.service.api import build_app
 from tests.asgiserver import serving
-from tests.codenavworld import DEMO, HOSTILE, WIDGETS, XSS, build_world, ctags_definitions, word_grep
+from tests.codenavworld import (
+    DEMO,
+    HOSTILE,
+    WIDGETS,
+    XSS,
+    build_world,
+    ctags_definitions,
+    word_grep,
+)
 
 SYMBOLS = ["Server", "handle_request", "main", "shout", "whisper", "Widget", "Foo", "render", "evil_fn", "VALUE",
            "nothing_is_called_this", XSS, "Demo", "twice"]

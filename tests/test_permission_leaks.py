@@ -341,9 +341,8 @@ def test_code_navigation_finds_only_what_the_caller_may_see(world):
                                 continue
                             for path, text in world["contents"][repo].items():
                                 for n, line in enumerate(text.split("\n"), 1):
-                                    if route.endswith("references") and rx.search(line):
-                                        want.add((repo, path, n))
-                                    elif route.endswith("definitions") and line.startswith(f"def {name}("):
+                                    found = rx.search(line) if route.endswith("references") else line.startswith(f"def {name}(")
+                                    if found:
                                         want.add((repo, path, n))
                         got = {(f["repository"], f["fileName"], m["range"]["start"]["lineNumber"])
                                for f in r.json()["files"] for m in f["matches"]}
