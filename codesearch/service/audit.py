@@ -36,9 +36,10 @@ log = logging.getLogger(__name__)
 
 #: What is recorded, and when.
 ACTIONS = {
-    "search": "a search (POST /api/search, /api/stream_search, the search page, an agent's search tool)",
+    "search": "a search (POST /api/search, /api/stream_search, the search page, an agent's search tool, "
+              "POST /api/find_definitions and /api/find_references: target the symbol)",
     "source.read": "a file read (GET /api/source, a file page, an agent's read tool)",
-    "tree.read": "a directory listed (GET /api/tree, a directory page)",
+    "tree.read": "a directory listed (GET or POST /api/tree, a directory page)",
     "commits.read": "a history read (GET /api/commits, a history page)",
     "blame.read": "a file's blame read (GET /api/blame, a blame page)",
     "commit.read": "one commit and its changes read (GET /api/commit, a commit page)",
