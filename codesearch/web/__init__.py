@@ -10,6 +10,8 @@ Modules:
   (Pygments), repos;
 - `pages_account.py`: sign-in/out, first-account setup, settings (API keys), users;
 - `pages_sso.py`: single sign-on, linked accounts, approvals of new members, invites;
+- `pages_chat.py`: asking from the browser: a new chat, a chat's page (follow-ups, sharing), one's
+  chats (``static/chat.js`` streams the answers); `code_refs.py` links the answers' code references;
 - `pages_oauth_apps.py`: the OAuth clients (MCP clients) a user allowed, and revoking them;
 - `iap.py`: requests signed by Google Cloud IAP (the ``gcp-iap`` provider) are signed in as the
   user their assertion names;
@@ -32,7 +34,7 @@ TEMPLATES_DIR = os.path.join(os.path.dirname(__file__), "templates")
 
 def install(app, *, web) -> None:
     """Mount the static files and every page router; `web` is the app's `WebContext`."""
-    from codesearch.web import iap, pages_account, pages_oauth_apps, pages_search, pages_sso, sessions
+    from codesearch.web import iap, pages_account, pages_chat, pages_oauth_apps, pages_search, pages_sso, sessions
 
     iap.install(app, web)  # before the session middleware: it runs inside it
     sessions.install(app, web)
@@ -41,3 +43,4 @@ def install(app, *, web) -> None:
     app.include_router(pages_sso.router(web))
     app.include_router(pages_oauth_apps.router(web))
     app.include_router(pages_search.router(web))
+    app.include_router(pages_chat.router(web))
