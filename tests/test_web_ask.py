@@ -19,15 +19,17 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
+import re
+import threading
 import time
 
 import httpx
 import pytest
+from playwright.sync_api import expect
 
 from tests.conftest import TEST_LLM_TOKEN, TEST_LLM_TOKEN_ENV
 from tests.corpus import make_local_repo
-from tests.fakellm import FakeModelServer, last_user_text, tool_outputs
+from tests.fakellm import FakeModelServer, tool_outputs
 from tests.mcpworld import DEMO, WIDGETS, build, parse_grep
 from tests.webworld import browser, login  # noqa: F401  (pytest fixture)
 
@@ -317,3 +319,201 @@ def test_sharing_is_for_the_chats_user_and_needs_the_csrf_token_from_a_browser(w
                          cookies={"codesearch_session": cookie}, timeout=30)
     assert no_csrf.status_code == 400 and "needs a signed-in user" in no_csrf.json()["message"]
     assert world["fake"].requests == []
+
+
+# ----------------------------------------------------------------------------- in the browser
+
+
+def test_a_question_from_the_home_page_shows_each_tool_call_as_it_happens_then_the_answer(world, page_for):
+    gate = threading.Event()
+    world["fake"].add([("grep", {"pattern": "def handle_request", "repo": DEMO})],
+                      lambda messages: (gate.wait(30), cite_first_grep(messages))[1])
+    page = page_for(world["owner"])
+    page.goto(world["url"] + "/")
+    page.fill("#askbox-q", "Where is handle_request defined?")
+    page.press("#askbox-q", "Enter")
+    page.wait_for_url("**/askweb/chat?**")
+    # the tool call is on the page, with its result, while the model is still thinking
+    step = page.locator(".turn .steps li").first
+    expect(step.locator(".step-tool")).to_have_text("grep")
+    expect(step.locator(".step-summary")).to_contain_text("Found 1 match in 1 file")
+    assert "def handle_request" in step.locator(".step-args").inner_text()
+    expect(page.locator(".turn .turn-status")).to_have_text("Researching…")
+    assert page.locator(".turn .answer").inner_text() == ""
+    gate.set()
+    link = page.locator(".turn .answer a.code-ref")
+    expect(link).to_have_text(f"{DEMO}/src/app.py:4")
+    page.wait_for_url("**/askweb/chat/*")  # the address is the stored chat's
+    chat_id = page.url.rsplit("/chat/", 1)[1]
+    assert world["store"].get_chat(chat_id).answer == f"`handle_request` is defined in `{DEMO}/src/app.py:4`."
+    # the code reference opens the file at the line
+    link.click()
+    page.wait_for_url(f"**/browse/{DEMO}/-/blob/src/app.py#L4")
+    expect(page.locator("#L4")).to_have_class(re.compile(r"\bhl\b"))
+    assert "def handle_request" in page.locator("#L4").inner_text()
+
+
+def test_follow_ups_keyboard_and_the_model_picker(world, page_for):
+    fake = world["fake"]
+    fake.add("`Server` is in git.local/demo/src/app.py:3.")
+    page = page_for(world["owner"])
+    page.goto(world["url"] + "/chat")
+    expect(page.locator("#ask-model option")).to_have_count(2)
+    page.fill("#ask-q", "Which class serves?")
+    page.press("#ask-q", "Enter")
+    expect(page.locator(".turn .answer a.code-ref")).to_have_text("git.local/demo/src/app.py:3")
+    page.wait_for_url("**/chat/*")
+    # Shift+Enter is a new line, not a question
+    asked = len(fake.requests)
+    page.click("#ask-q")
+    page.keyboard.type("What does it return?")
+    page.keyboard.press("Shift+Enter")
+    page.keyboard.type("Briefly.")
+    assert page.input_value("#ask-q") == "What does it return?\nBriefly."
+    time.sleep(0.3)
+    assert len(fake.requests) == asked
+    # a follow-up to another model, in the same chat
+    page.select_option("#ask-model", label="Scripted Two")
+    fake.add("It returns the body in upper case.")
+    page.keyboard.press("Enter")
+    expect(page.locator(".turn")).to_have_count(2)
+    expect(page.locator(".turn").nth(1).locator(".answer")).to_have_text("It returns the body in upper case.")
+    assert fake.bodies[-1]["model"] == "scripted-2"
+    assert page.locator(".turn").nth(1).locator(".chat-question").inner_text() == "What does it return?\nBriefly."
+    chat_id = page.url.rsplit("/chat/", 1)[1]
+    page.reload()
+    expect(page.locator(".turn .chat-question")).to_have_text(["Which class serves?", "What does it return?\nBriefly."])
+    assert [t.position for t in world["store"].list_chat_turns(chat_id)] == [1]
+
+
+def test_history_lists_ones_chats_and_sharing_decides_who_reads_them(world, page_for):
+    store = world["store"]
+    chat = store.create_chat("Where do requests go?", f"To `{DEMO}/src/app.py:4`.", user_id=world["owner"]["id"],
+                             visibility="PRIVATE", model={"provider": "openai-compatible", "model": "scripted-1",
+                                                          "displayName": "Scripted"})
+    others = store.create_chat("The member's own question", "", user_id=world["member"]["id"])
+    owner = page_for(world["owner"])
+    owner.goto(world["url"] + "/chats")
+    listed = owner.locator("#chat-list li a")
+    expect(listed.first).to_have_text("Where do requests go?")  # newest first
+    assert "The member's own question" not in owner.inner_text("#chat-list")
+    listed.first.click()
+    owner.wait_for_url(f"**/chat/{chat.id}")
+    # PRIVATE: the other user and visitors get "not found"
+    member = page_for(world["member"])
+    assert member.goto(f"{world['url']}/chat/{chat.id}").status == 404
+    assert page_for(None).goto(f"{world['url']}/chat/{chat.id}").status == 404
+    # shared: both read it, and neither may ask in it
+    owner.click("#share-toggle")
+    expect(owner.locator("#share-toggle")).to_have_text("Stop sharing")
+    expect(owner.locator("#chat-visibility")).to_have_text("public")
+    assert store.get_chat(chat.id).visibility == "PUBLIC"
+    assert member.goto(f"{world['url']}/chat/{chat.id}").status == 200
+    assert member.inner_text("h1") == "Where do requests go?"
+    assert member.locator("#ask-form").count() == 0 and member.locator("#share-toggle").count() == 0
+    visitor = page_for(None)
+    assert visitor.goto(f"{world['url']}/chat/{chat.id}").status == 200
+    # a shared chat that names a repository the viewer may not read stays hidden from them
+    evil_chat = store.create_chat("Evil?", f"See `{EVIL}/page.html:2`.", user_id=world["owner"]["id"],
+                                  visibility="PUBLIC")
+    assert member.goto(f"{world['url']}/chat/{evil_chat.id}").status == 200
+    assert visitor.goto(f"{world['url']}/chat/{evil_chat.id}").status == 404
+    assert EVIL not in visitor.content()
+    owner.click("#share-toggle")
+    expect(owner.locator("#share-toggle")).to_have_text("Share: make public")
+    assert member.goto(f"{world['url']}/chat/{chat.id}").status == 404
+    assert others.id not in owner.content()
+
+
+def test_the_scope_picker_lists_only_readable_repositories_and_scopes_the_tools(world, page_for):
+    def picker(page) -> list[str]:
+        page.goto(world["url"] + "/chat")
+        return page.locator("#scope-list input[name=repo]").evaluate_all("els => els.map(e => e.value)")
+
+    assert picker(page_for(None)) == [DEMO]  # visitors: public repositories only
+    member = page_for(world["member"])
+    assert picker(member) == [DEMO, EVIL]
+    assert WIDGETS not in member.content()
+    # the scope narrows what the tools search
+    world["fake"].add([("grep", {"pattern": "evil_marker|handle_request"})], "Done.")
+    member.click("#ask-scope summary")
+    member.fill("#scope-filter", "evil")
+    expect(member.locator("#scope-list li:visible")).to_have_count(1)
+    member.check(f"#scope-list input[value='{EVIL}']")
+    expect(member.locator("#scope-summary")).to_have_text(EVIL)
+    member.fill("#ask-q", "Where are the markers?")
+    member.press("#ask-q", "Enter")
+    expect(member.locator(".turn .answer")).to_have_text("Done.")
+    member.locator(".turn .steps summary").first.click()
+    output = member.locator(".turn .step-output").first.inner_text()
+    assert {repo for repo, _p, _l in parse_grep(output)} == {EVIL}
+    # a file page's box scopes the question to its repository
+    member.goto(f"{world['url']}/browse/{DEMO}/-/blob/src/app.py")
+    member.fill("#askbox-q", "What is this file?")
+    world["fake"].add("A server.")
+    member.press("#askbox-q", "Enter")
+    expect(member.locator(".turn .answer")).to_have_text("A server.")
+    assert member.locator("#scope-list input:checked").evaluate_all("els => els.map(e => e.value)") == [DEMO]
+    system = world["fake"].bodies[-1]["messages"][0]["content"]
+    assert "restrict your searches to them" in system and system.endswith(f"\n- {DEMO}")
+
+
+def test_hostile_answers_questions_and_tool_outputs_are_shown_as_text(world, page_for):
+    world["fake"].add([("grep", {"pattern": "evil_marker", "repo": EVIL}), ("read_file", {"repo": EVIL, "path": "page.html"})],
+                      HOSTILE_ANSWER)
+    page = page_for(world["owner"])
+    page.goto(world["url"] + "/chat")
+    hostile_q = '<img src=q onerror="window.__pwned = 7"><script>window.__pwned = 8</script>'
+    page.fill("#ask-q", hostile_q)
+    page.press("#ask-q", "Enter")
+    expect(page.locator(".turn .answer")).to_contain_text("Found it <script>window.__pwned = 3</script>")
+
+    def check():
+        assert pwned(page) is None
+        assert page.locator("main img").count() == 0 and page.locator("main script").count() == 0
+        assert page.locator("main a[href^='javascript']").count() == 0
+        assert page.locator(".turn .chat-question").first.inner_text() == hostile_q
+        outputs = page.locator(".turn .step-output").all_text_contents()
+        assert any("<script>window.__pwned = 1</script>" in o for o in outputs)
+        assert any('onerror="window.__pwned = 2"' in o for o in outputs)
+
+    check()
+    page.wait_for_url("**/chat/*")
+    page.reload()
+    check()
+
+
+@pytest.mark.parametrize("width", [390, 1400])
+@pytest.mark.parametrize("dark", [False, True])
+def test_screens_fit_390px_and_wide_in_light_and_dark(world, page_for, shots_dir, width, dark):
+    store = world["store"]
+    long_answer = ("The request handler is `Server.handle_request` in "
+                   f"`{DEMO}/src/app.py:4`:\n\n```python\ndef handle_request(self, body):\n"
+                   "    return body.upper()  # a long line that must scroll inside its block, not the page\n```\n\n"
+                   "| file | line |\n|---|---|\n| src/app.py | 4 |\n\n" + "word " * 80)
+    chat = store.create_chat("How is a request handled, from the socket to the reply, in every repository?",
+                             long_answer, user_id=world["owner"]["id"], visibility="PRIVATE",
+                             model={"provider": "openai-compatible", "model": "scripted-1", "displayName": "Scripted"},
+                             steps=[{"tool": "grep", "arguments": {"pattern": "def handle_request", "repo": DEMO},
+                                     "output": f"Found 1 match in 1 file\n[{DEMO}] src/app.py:\n  4:     def handle_request(self, body):",
+                                     "is_error": False},
+                                    {"tool": "read_file", "arguments": {"repo": DEMO, "path": "src/missing.py"},
+                                     "output": "file not found: src/missing.py", "is_error": True}])
+    store.add_chat_turn(chat.id, "And the reply?", "It is the body in upper case.",
+                        model={"displayName": "Scripted"})
+    page = page_for(world["owner"], width=width, dark=dark)
+    mode = "dark" if dark else "light"
+    for name, path, prepare in (
+            ("chat", f"/chat/{chat.id}", lambda: page.locator(".steps summary").first.click()),
+            ("new-chat", "/chat?q=Where+is+the+retry+policy%3F", lambda: page.click("#ask-scope summary")),
+            ("chats", "/chats", lambda: None),
+            ("home", "/", lambda: None)):
+        page.goto(world["url"] + path)
+        prepare()
+        page.wait_for_timeout(150)
+        page.screenshot(path=os.path.join(shots_dir, f"{name}-{width}-{mode}.png"), full_page=True)
+        overflow = page.evaluate("() => document.documentElement.scrollWidth - document.documentElement.clientWidth")
+        assert overflow <= 0, (name, width, mode, overflow)
+    bg = page.evaluate("() => getComputedStyle(document.body).backgroundColor")
+    assert (bg == "rgb(13, 17, 23)") == dark
+    print("screenshots:", shots_dir)
