@@ -550,3 +550,28 @@ def test_model_errors_propagate_from_the_agent_after_tool_steps(fake):
     with client_for(openai_spec(fake)) as client, pytest.raises(ModelError, match="answered 401: key revoked"):
         run_agent("q", client, FileTools(), on_step=arm)
     assert len(steps) == 1 and len(fake.requests) == 2
+
+
+def test_agent_reports_each_call_before_it_runs_and_sends_a_chats_earlier_turns():
+    """`on_call` comes before the tool runs (the web UI shows it live); `history` puts the
+    earlier questions and answers of a chat before the new question."""
+    events = []
+
+    class Tools:
+        def specs(self):
+            return [{"name": "grep", "description": "search", "input_schema": {"type": "object", "properties": {}}}]
+
+        def call(self, name, arguments):
+            events.append(("ran", name))
+            return "found", False
+
+    with FakeModelServer([[("grep", {"pattern": "x"})], "done"], api_key=KEY) as fake:
+        spec = ModelSpec("openai", "gpt-4o", base_url=fake.base_url + "/v1", token={"env": "FAKE_LLM_KEY"})
+        with client_for(spec) as client:
+            result = run_agent("and then?", client, Tools(), history=[("first?", "first answer")],
+                               on_call=lambda call: events.append(("call", call.name, call.arguments)),
+                               on_step=lambda step: events.append(("step", step["tool"])))
+        sent = [(m["role"], m["content"]) for m in fake.bodies[0]["messages"]]
+    assert events == [("call", "grep", {"pattern": "x"}), ("ran", "grep"), ("step", "grep")]
+    assert sent[1:] == [("user", "first?"), ("assistant", "first answer"), ("user", "and then?")]
+    assert result.answer == "done"

@@ -119,7 +119,8 @@ def run_agent(question: str, client: ModelClient, tools: ToolSet, *, repos: list
     """Research `question` with `tools` through `client`'s model; see the module docstring.
 
     `on_call` is called with each tool call just before it runs and `on_step` with its step
-    record as soon as it has run (progress, e.g. the web UI's live list of tool calls).
+    record as soon as it has run: progress, e.g. the web UI's live list of tool calls (each
+    call's step follows its `on_call`, in order).
     `history`: the earlier ``(question, answer)`` pairs of the same chat, oldest first, sent
     before `question` so that a follow-up can refer to them (their tool calls are not resent:
     the answers carry what was found)."""
@@ -157,8 +158,7 @@ def run_agent(question: str, client: ModelClient, tools: ToolSet, *, repos: list
                 output, is_error = _run_tool(tools, known, call)
             messages.append({"role": "tool", "tool_call_id": call.id, "content": _truncate(output, max_tool_output_chars),
                              "is_error": is_error})
-            step = {"tool": call.name, "arguments": call.arguments, "output": _step_output(output), "is_error": is_error,
-                    "id": call.id}
+            step = {"tool": call.name, "arguments": call.arguments, "output": _step_output(output), "is_error": is_error}
             steps.append(step)
             if on_step is not None:
                 on_step(step)

@@ -108,12 +108,15 @@ def run(p: Prepared, emit: Callable[[dict], Any], *, max_steps: int = 12, http=N
     """Research `p`'s question, reporting each tool call to `emit`, and store the result."""
     from codesearch.tools.catalog import CatalogToolSet
 
+    running: list[str] = []  # ids of the calls reported and not yet answered (the agent runs them in order)
+
     def on_call(call) -> None:
+        running.append(call.id)
         emit({"type": "tool-input-available", "toolCallId": call.id, "toolName": call.name,
               "input": call.arguments if isinstance(call.arguments, dict) else {}})
 
     def on_step(step: dict) -> None:
-        emit({"type": "tool-output-available", "toolCallId": step.get("id"),
+        emit({"type": "tool-output-available", "toolCallId": running.pop(0) if running else None,
               "output": {"summary": summarize(step.get("output", ""), step.get("is_error")),
                          "isError": bool(step.get("is_error")), "text": step.get("output", "")}})
 
