@@ -575,3 +575,49 @@ def test_agent_reports_each_call_before_it_runs_and_sends_a_chats_earlier_turns(
     assert events == [("call", "grep", {"pattern": "x"}), ("ran", "grep"), ("step", "grep")]
     assert sent[1:] == [("user", "first?"), ("assistant", "first answer"), ("user", "and then?")]
     assert result.answer == "done"
+
+
+@pytest.mark.parametrize("provider", ["openai", "openai-compatible"])
+def test_chat_completions_stream_the_text_as_it_is_produced(provider):
+    """With `on_text`, Chat Completions providers are asked to stream (``stream: true``); the
+    pieces reach `on_text` as they arrive and the `Reply` is the same as unstreamed."""
+    pieces = []
+    with FakeModelServer([{"text": "Looking for it now.", "tool_calls": [("grep", {"pattern": "def retry", "repo": "x"})]},
+                          "It is in `src/retry.py:5`."], api_key=KEY) as fake:
+        spec = ModelSpec(provider, "m1", base_url=fake.base_url + "/v1", token={"env": "FAKE_LLM_KEY"})
+        with client_for(spec) as client:
+            first = client.chat([{"role": "user", "content": "where?"}],
+                                [{"name": "grep", "description": "search", "input_schema": {"type": "object"}}],
+                                on_text=pieces.append)
+            assert pieces == ["Looking ", "for ", "it ", "now."]
+            assert first.text == "Looking for it now."
+            assert [(c.name, c.arguments) for c in first.tool_calls] == [("grep", {"pattern": "def retry", "repo": "x"})]
+            assert first.tool_calls[0].id.startswith("call_") and first.stop_reason == "tool_calls"
+            pieces.clear()
+            second = client.chat([{"role": "user", "content": "where?"}], on_text=pieces.append)
+            assert "".join(pieces) == second.text == "It is in `src/retry.py:5`." and len(pieces) == 4
+        body = fake.bodies[0]
+        assert body["stream"] is True
+        if provider == "openai":  # usage is asked for where the option is known to be accepted
+            assert body["stream_options"] == {"include_usage": True} and first.usage["input_tokens"] > 0
+        else:
+            assert "stream_options" not in body
+        # without `on_text`, nothing is streamed
+        fake.add("plain")
+        with client_for(spec) as client:
+            assert client.chat([{"role": "user", "content": "x"}]).text == "plain"
+        assert "stream" not in fake.bodies[-1]
+
+
+def test_a_streamed_request_is_retried_and_a_bad_answer_is_a_model_error():
+    with FakeModelServer([], api_key=KEY) as fake:
+        fake.fail(429, times=1, body={"error": {"message": "slow down"}}, headers={"Retry-After": "0"})
+        fake.add("after the retry")
+        spec = ModelSpec("openai", "m1", base_url=fake.base_url + "/v1", token={"env": "FAKE_LLM_KEY"})
+        pieces = []
+        with client_for(spec) as client:
+            assert client.chat([{"role": "user", "content": "x"}], on_text=pieces.append).text == "after the retry"
+        assert pieces == ["after ", "the ", "retry"]
+        fake.send_invalid_json()
+        with client_for(spec) as client, pytest.raises(ModelError, match="not JSON"):
+            client.chat([{"role": "user", "content": "x"}], on_text=pieces.append)

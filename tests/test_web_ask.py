@@ -108,6 +108,7 @@ def fresh_script(world):
     world["fake"].reset()
     world["fake"].script.clear()
     world["fake"].requests.clear()
+    world["fake"].stream_delay = 0.0
     yield
 
 
@@ -183,21 +184,24 @@ def test_a_question_streams_tool_calls_then_the_answer_in_sourcebots_event_shape
     assert r.headers["x-vercel-ai-ui-message-stream"] == "v1"
     evs = events(r)
     types = [e if isinstance(e, str) else e["type"] for e in evs]
-    assert types == ["start", "tool-input-available", "tool-output-available", "text-start", "text-delta", "text-end",
-                     "data-chat", "message-metadata", "finish", "[DONE]"]
+    deltas = [e for e in evs if isinstance(e, dict) and e["type"] == "text-delta"]
+    assert len(deltas) > 3  # the model streams its answer a few words at a time, and so do we
+    assert types == ["start", "tool-input-available", "tool-output-available", "text-start",
+                     *["text-delta"] * len(deltas), "text-end", "data-chat", "message-metadata", "finish", "[DONE]"]
+    assert {e["id"] for e in deltas} == {evs[3]["id"]}
     call, result = evs[1], evs[2]
     assert call["toolName"] == "grep" and call["input"] == {"pattern": "def handle_request", "repo": DEMO}
     assert result["toolCallId"] == call["toolCallId"] and result["output"]["isError"] is False
     assert result["output"]["summary"].startswith("Found 1 match in 1 file")
     assert f"[{DEMO}] src/app.py:" in result["output"]["text"]
-    answer = evs[4]["delta"]
+    answer = "".join(e["delta"] for e in deltas)
     assert answer == f"`handle_request` is defined in `{DEMO}/src/app.py:4`."
-    chat = evs[6]["data"]
+    chat = next(e["data"] for e in evs if isinstance(e, dict) and e["type"] == "data-chat")
     assert chat["chatUrl"] == f"{world['url']}/chat/{chat['chatId']}" and chat["turn"] == 0
     assert chat["visibility"] == "PRIVATE"
     # the answer as HTML: the code reference opens the file at the line
     assert (f'<a href="/askweb/browse/{DEMO}/-/blob/src/app.py#L4" class="code-ref"' in chat["answerHtml"])
-    assert evs[7]["messageMetadata"]["modelName"] == "Scripted"
+    assert evs[-3]["messageMetadata"]["modelName"] == "Scripted"
     stored = world["store"].get_chat(chat["chatId"])
     assert stored.question == "Where is handle_request defined?" and stored.answer == answer
     assert stored.user_id == world["owner"]["id"] and [s["tool"] for s in stored.steps] == ["grep"]
@@ -340,7 +344,13 @@ def test_a_question_from_the_home_page_shows_each_tool_call_as_it_happens_then_t
     assert "def handle_request" in step.locator(".step-args").inner_text()
     expect(page.locator(".turn .turn-status")).to_have_text("Researching…")
     assert page.locator(".turn .answer").inner_text() == ""
+    # the answer appears word by word as the model writes it, then as rendered markdown
+    world["fake"].stream_delay = 0.2
     gate.set()
+    page.wait_for_function("""() => {
+        const s = document.querySelector('.turn .answer-stream');
+        return s && s.textContent.startsWith('`handle_request`') && !s.textContent.endsWith('.');
+    }""")
     link = page.locator(".turn .answer a.code-ref")
     expect(link).to_have_text(f"{DEMO}/src/app.py:4")
     page.wait_for_url("**/askweb/chat/*")  # the address is the stored chat's

@@ -115,12 +115,14 @@ def _run_tool(tools: ToolSet, known: set[str], call: ToolCall) -> tuple[str, boo
 def run_agent(question: str, client: ModelClient, tools: ToolSet, *, repos: list[str] | None = None,
               max_steps: int = 12, max_tool_output_chars: int = 20000,
               on_step: Callable[[dict], Any] | None = None, on_call: Callable[[ToolCall], Any] | None = None,
+              on_text: Callable[[str], Any] | None = None,
               history: list[tuple[str, str]] | None = None) -> AgentResult:
     """Research `question` with `tools` through `client`'s model; see the module docstring.
 
     `on_call` is called with each tool call just before it runs and `on_step` with its step
     record as soon as it has run: progress, e.g. the web UI's live list of tool calls (each
-    call's step follows its `on_call`, in order).
+    call's step follows its `on_call`, in order). `on_text` gets the model's text as it is
+    produced (`ModelClient.chat`), the answer's and any said alongside tool calls.
     `history`: the earlier ``(question, answer)`` pairs of the same chat, oldest first, sent
     before `question` so that a follow-up can refer to them (their tool calls are not resent:
     the answers carry what was found)."""
@@ -136,6 +138,8 @@ def run_agent(question: str, client: ModelClient, tools: ToolSet, *, repos: list
     result = AgentResult(answer="", steps=steps, model=client.spec.public(), usage=usage)
 
     def ask(**kw):
+        if on_text is not None:
+            kw["on_text"] = on_text
         reply = client.chat(messages, specs, **kw)
         usage["requests"] += 1
         for k in ("input_tokens", "output_tokens"):

@@ -5,18 +5,17 @@ Sourcebot's ``/api/chat`` answers with the Vercel AI SDK's *UI message stream* (
 and the stream ends with ``data: [DONE]``. We send the same event types, so a client written for
 Sourcebot's stream reads ours:
 
-=============================  ===========================================================
-``start``                      the answer begins (``messageId``)
-``tool-input-available``       a tool call, before it runs: ``toolCallId``, ``toolName``, ``input``
-``tool-output-available``      its result: ``toolCallId``, ``output`` = ``{summary, isError, text}``
-``text-start`` / ``text-delta``  the answer's markdown (``id``, ``delta``) / ``text-end``
-``data-chat``                  ours (the AI SDK allows ``data-*`` parts): ``data`` =
-                               ``{chatId, chatUrl, turn, visibility, answerHtml}``; the answer
-                               rendered for the caller, its code references linked
-``message-metadata``           ``messageMetadata`` = ``{modelName, totalInputTokens, ...}``
-``error``                      ``errorText``: the model failed (what happened, never a secret)
-``finish``                     the answer is complete
-=============================  ===========================================================
+- ``start``: the answer begins (``messageId``);
+- ``tool-input-available``: a tool call, before it runs (``toolCallId``, ``toolName``, ``input``);
+- ``tool-output-available``: its result (``toolCallId``, ``output`` = ``{summary, isError, text}``);
+- ``text-start``, ``text-delta`` (``id``, ``delta``)..., ``text-end``: the model's markdown as it
+  is produced (text said before a tool call is a part of its own);
+- ``data-chat``: ours (the AI SDK allows ``data-*`` parts), ``data`` = ``{chatId, chatUrl, turn,
+  visibility, answerHtml}``: the stored chat and the answer rendered for the caller, its code
+  references linked;
+- ``message-metadata``: ``messageMetadata`` = ``{modelName, totalInputTokens, ...}``;
+- ``error``: ``errorText``, what went wrong (the model failed; never a secret);
+- ``finish``: the answer is complete.
 
 The agent is synchronous (an HTTP client per model turn, tools that read git), so it runs in a
 thread of its own; events cross to the response through an asyncio queue. The thread is not
@@ -80,10 +79,3 @@ async def stream(work: Callable[[Callable[[dict], None]], Any],
         yield sse({"type": "finish"})
         yield sse("[DONE]")
         return
-
-
-def answer_events(text: str) -> list[dict]:
-    """The answer as a text part (``text-start``, ``text-delta``, ``text-end``)."""
-    part = secrets.token_urlsafe(8)
-    return [{"type": "text-start", "id": part}, {"type": "text-delta", "id": part, "delta": text},
-            {"type": "text-end", "id": part}]

@@ -197,7 +197,7 @@ def router(make_context, authenticator, *, public_url: str, require_identity) ->
                     "budgetExhausted": outcome.budget_exhausted}
             data = {"chatId": outcome.chat.id, "chatUrl": chat_url(public_url, outcome.chat.id), "turn": outcome.turn,
                     "visibility": outcome.chat.visibility, "answerHtml": str(answer_html(tc, outcome.answer, root))}
-            return [*cs.answer_events(outcome.answer), {"type": "data-chat", "data": data},
+            return [{"type": "data-chat", "data": data},
                     {"type": "message-metadata", "messageMetadata": meta}]
 
         def fail(error: BaseException) -> list[dict]:

@@ -13,14 +13,16 @@ visible to the caller: a hidden one is refused exactly as an unknown one), the c
 follow-up (the caller's own; anyone else's is "not found"), the visibility (anonymous callers
 ask PUBLIC questions only, and cannot follow up: nobody could tell their chats apart).
 `run` calls the agent with the caller's tools narrowed to the repositories, emits
-``tool-input-available`` before each tool call and ``tool-output-available`` after it (in the
-shape of the AI SDK's UI message stream, which Sourcebot's ``/api/chat`` speaks), and stores the
+``tool-input-available`` before each tool call, ``tool-output-available`` after it and the
+model's text as it is produced (``text-start``, ``text-delta``..., ``text-end``), in the shape
+of the AI SDK's UI message stream, which Sourcebot's ``/api/chat`` speaks, and stores the
 question and answer: a new chat, or a follow-up turn of the chat. A model that fails is stored
 as a FAILED turn and re-raised (`ModelError`).
 """
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -109,8 +111,20 @@ def run(p: Prepared, emit: Callable[[dict], Any], *, max_steps: int = 12, http=N
     from codesearch.tools.catalog import CatalogToolSet
 
     running: list[str] = []  # ids of the calls reported and not yet answered (the agent runs them in order)
+    part: list[str] = []  # the id of the text part being streamed, if one is open
+
+    def end_text() -> None:
+        if part:
+            emit({"type": "text-end", "id": part.pop()})
+
+    def on_text(delta: str) -> None:
+        if not part:
+            part.append(secrets.token_urlsafe(8))
+            emit({"type": "text-start", "id": part[0]})
+        emit({"type": "text-delta", "id": part[0], "delta": delta})
 
     def on_call(call) -> None:
+        end_text()  # text said before a tool call is a part of its own
         running.append(call.id)
         emit({"type": "tool-input-available", "toolCallId": call.id, "toolName": call.name,
               "input": call.arguments if isinstance(call.arguments, dict) else {}})
@@ -124,8 +138,9 @@ def run(p: Prepared, emit: Callable[[dict], Any], *, max_steps: int = 12, http=N
     try:
         with ModelClient(p.spec, http=http) as client:
             result = run_agent(p.question, client, CatalogToolSet(p.tc), repos=p.repos, max_steps=max_steps,
-                               on_step=on_step, on_call=on_call, history=p.history)
+                               on_step=on_step, on_call=on_call, on_text=on_text, history=p.history)
     except ModelError as e:
+        end_text()
         if p.chat is None:
             store.create_chat(user_id=user_id, visibility=p.visibility, question=p.question, answer="",
                               model=p.spec.public(), steps=[], status="FAILED", error=str(e))
@@ -133,6 +148,7 @@ def run(p: Prepared, emit: Callable[[dict], Any], *, max_steps: int = 12, http=N
             store.add_chat_turn(p.chat.id, p.question, "", model=p.spec.public(), steps=[], status="FAILED",
                                 error=str(e))
         raise
+    end_text()
     model = result.model or p.spec.public()
     if p.chat is None:
         chat = store.create_chat(user_id=user_id, visibility=p.visibility, question=p.question,
