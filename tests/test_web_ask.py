@@ -325,6 +325,18 @@ def test_sharing_is_for_the_chats_user_and_needs_the_csrf_token_from_a_browser(w
     assert world["fake"].requests == []
 
 
+def test_a_model_that_fails_ends_the_stream_with_an_error_and_the_question_is_kept_as_failed(world):
+    world["fake"].fail(401, times=1, body={"error": {"message": f"bad key {TEST_LLM_TOKEN}"}})
+    r = ask(world, question("Will this work?"))
+    assert r.status_code == 200
+    evs = events(r)
+    assert [e if isinstance(e, str) else e["type"] for e in evs] == ["start", "error", "finish", "[DONE]"]
+    message = evs[1]["errorText"]
+    assert "scripted-1" in message and "401" in message and TEST_LLM_TOKEN not in message
+    failed = world["store"].list_chats(user_id=world["owner"]["id"], limit=1)[0]
+    assert failed.question == "Will this work?" and failed.status == "FAILED" and TEST_LLM_TOKEN not in failed.error
+
+
 # ----------------------------------------------------------------------------- in the browser
 
 
@@ -466,6 +478,33 @@ def test_the_scope_picker_lists_only_readable_repositories_and_scopes_the_tools(
     assert member.locator("#scope-list input:checked").evaluate_all("els => els.map(e => e.value)") == [DEMO]
     system = world["fake"].bodies[-1]["messages"][0]["content"]
     assert "restrict your searches to them" in system and system.endswith(f"\n- {DEMO}")
+
+
+def test_visitors_ask_about_public_repositories_when_anonymous_access_is_on(world, page_for):
+    world["fake"].add([("list_repos", {})], lambda messages: "Repositories: " + tool_outputs(messages)[0])
+    page = page_for(None)
+    page.goto(world["url"] + "/")
+    page.fill("#askbox-q", "Which repositories are there?")
+    page.press("#askbox-q", "Enter")
+    expect(page.locator(".turn .answer")).to_contain_text("Repositories:")
+    assert DEMO in page.inner_text(".turn .answer") and EVIL not in page.content() and WIDGETS not in page.content()
+    expect(page.locator(".turn .step-tool")).to_have_text("list_repos")
+    assert "anyone with the link can read them" in page.inner_text("#ask-hint")
+    page.wait_for_url("**/chat/*")
+    assert page.locator("#share-toggle").count() == 0 and page.locator("#ask-public").count() == 0
+    chat = world["store"].get_chat(page.url.rsplit("/chat/", 1)[1])
+    assert chat.user_id is None and chat.visibility == "PUBLIC"
+
+
+def test_a_failed_question_says_why_on_the_page(world, page_for):
+    world["fake"].fail(500, times=2, body={"error": {"message": "the model is overloaded"}})
+    page = page_for(world["member"])
+    page.goto(world["url"] + "/chat")
+    page.fill("#ask-q", "Anything?")
+    page.press("#ask-q", "Enter")
+    expect(page.locator(".turn .error")).to_contain_text("The question failed:")
+    expect(page.locator(".turn .error")).to_contain_text("the model is overloaded")
+    expect(page.locator("#ask-send")).to_be_enabled()
 
 
 def test_hostile_answers_questions_and_tool_outputs_are_shown_as_text(world, page_for):
