@@ -445,6 +445,9 @@ def test_history_lists_ones_chats_and_sharing_decides_who_reads_them(world, page
     expect(owner.locator("#share-toggle")).to_have_text("Share: make public")
     assert member.goto(f"{world['url']}/chat/{chat.id}").status == 404
     assert others.id not in owner.content()
+    # a visitor has no history: the list asks them to sign in
+    visitor.goto(f"{world['url']}/chats")
+    assert "/login" in visitor.url
 
 
 def test_the_scope_picker_lists_only_readable_repositories_and_scopes_the_tools(world, page_for):

@@ -46,6 +46,11 @@ def answer_html(tc, text: str, root: str, names: list[str] | None = None):
     return render_answer(text or "", visible_names(tc) if names is None else names, root)
 
 
+def _when(at) -> str:
+    """A time as people read it (the ISO form goes into ``<time datetime>``)."""
+    return at.strftime("%Y-%m-%d %H:%M UTC") if at else ""
+
+
 def _root(request: Request) -> str:
     return request.scope.get("root_path", "").rstrip("/")
 
@@ -64,7 +69,7 @@ def _turn(tc, root: str, names: list[str], question: str, answer: str, model: di
         "question": question, "answer_html": answer_html(tc, answer, root, names), "status": status,
         "error": error or "", "model_name": str(model.get("displayName") or model.get("model") or ""),
         "model_provider": str(model.get("provider") or ""),
-        "created": created.isoformat(timespec="seconds") if created else "",
+        "created": created.isoformat(timespec="seconds") if created else "", "when": _when(created),
         "steps": [{"tool": str(s.get("tool", "")), "arguments": json.dumps(s.get("arguments", {}), ensure_ascii=False),
                    "summary": summarize(str(s.get("output", "")), bool(s.get("is_error"))),
                    "output": str(s.get("output", "")), "is_error": bool(s.get("is_error"))} for s in steps or []],
@@ -125,7 +130,8 @@ def router(web: WebContext) -> APIRouter:
             return to_login(request)
         rows = web.get_store().list_chats(user_id=identity.user_id, limit=MAX_LISTED_CHATS)
         items = [{"id": c.id, "question": c.question, "visibility": c.visibility, "status": c.status,
-                  "created": c.created_at.isoformat(timespec="seconds") if c.created_at else ""} for c in rows]
+                  "created": c.created_at.isoformat(timespec="seconds") if c.created_at else "",
+                  "when": _when(c.created_at)} for c in rows]
         return _secure(render(request, "chats.html", title="Your chats", chats=items))
 
     return r
