@@ -173,6 +173,31 @@ def pwned(page):
     return page.evaluate("() => window.__pwned")
 
 
+# ----------------------------------------------------------------------------- without a server
+
+
+def test_code_references_link_to_the_line_in_repositories_the_viewer_may_read():
+    from codesearch.web.code_refs import render_answer
+
+    html = str(render_answer(
+        "See `git.local/demo/src/app.py:4` and git.local/demo-two/lib/x.py:2-5; "
+        "[mine](https://example.com/git.local/demo/a.py:3), secret.example/team/repo/k.py:9, "
+        "`git.local/demo/src/app.py` (no line).",
+        ["git.local/demo", "git.local/demo-two"], "/root"))
+    # in backticks and in running text; the longest repository name that fits wins
+    assert ('<a href="/root/browse/git.local/demo/-/blob/src/app.py#L4" class="code-ref" '
+            'rel="noopener noreferrer nofollow"><code>git.local/demo/src/app.py:4</code></a>') in html
+    assert ('<a href="/root/browse/git.local/demo-two/-/blob/lib/x.py#L2-L5" class="code-ref" '
+            'rel="noopener noreferrer nofollow">git.local/demo-two/lib/x.py:2-5</a>') in html
+    # a link the model wrote stays as written; a repository the viewer may not read is never linked
+    assert html.count("code-ref") == 2
+    assert "secret.example/team/repo/k.py:9" in html and "/browse/secret.example" not in html
+    # hostile markdown stays text
+    hostile = str(render_answer('<script>x()</script> [a](javascript:x()) `git.local/demo/"><img src=x>:3`',
+                                ["git.local/demo"]))
+    assert "<script>" not in hostile and "<img" not in hostile and 'href="javascript' not in hostile
+
+
 # ----------------------------------------------------------------------------- the stream, over HTTP
 
 
