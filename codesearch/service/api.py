@@ -9,7 +9,8 @@ nothing unpicklable crosses processes. Routes:
   ``GET /api/jobs`` (`routes_repos.py`), ``GET /api/source`` (`routes_source.py`), and the MCP
   server at ``/api/mcp`` (`mcp.py`, over the tools of `codesearch.tools`), ``POST /api/explain``,
   ``GET /api/tree``, ``GET /api/commits`` (`routes_git.py`), ``POST /api/chat/blocking``,
-  ``GET /api/models``, ``GET /chat/<id>`` (`routes_chat.py`);
+  ``POST /api/chat`` (streamed), ``PATCH /api/chat/<id>``, ``GET /api/models``, ``GET /chat/<id>``
+  (`routes_chat.py`);
 - OAuth 2.0 for MCP clients (`routes_oauth.py`, protocol in `oauth_server.py`): the
   ``/.well-known/`` metadata, ``/oauth/register``, ``/oauth/authorize`` (a consent page),
   ``/oauth/token``, ``/oauth/revoke``; access tokens work wherever API keys do.
