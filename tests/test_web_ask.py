@@ -355,10 +355,11 @@ def test_a_model_that_fails_ends_the_stream_with_an_error_and_the_question_is_ke
     r = ask(world, question("Will this work?"))
     assert r.status_code == 200
     evs = events(r)
-    assert [e if isinstance(e, str) else e["type"] for e in evs] == ["start", "error", "finish", "[DONE]"]
-    message = evs[1]["errorText"]
+    assert [e if isinstance(e, str) else e["type"] for e in evs] == ["start", "data-chat", "error", "finish", "[DONE]"]
+    message = evs[2]["errorText"]
     assert "scripted-1" in message and "401" in message and TEST_LLM_TOKEN not in message
     failed = world["store"].list_chats(user_id=world["owner"]["id"], limit=1)[0]
+    assert evs[1]["data"]["chatId"] == failed.id  # the failed question is kept, and the stream says where
     assert failed.question == "Will this work?" and failed.status == "FAILED" and TEST_LLM_TOKEN not in failed.error
 
 
@@ -533,6 +534,9 @@ def test_a_failed_question_says_why_on_the_page(world, page_for):
     expect(page.locator(".turn .error")).to_contain_text("The question failed:")
     expect(page.locator(".turn .error")).to_contain_text("the model is overloaded")
     expect(page.locator("#ask-send")).to_be_enabled()
+    page.wait_for_url("**/chat/*")  # kept: the chat's page says it failed
+    page.reload()
+    expect(page.locator(".turn .error")).to_contain_text("This question failed:")
 
 
 def test_hostile_answers_questions_and_tool_outputs_are_shown_as_text(world, page_for):

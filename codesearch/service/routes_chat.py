@@ -202,7 +202,11 @@ def router(make_context, authenticator, *, public_url: str, require_identity) ->
 
         def fail(error: BaseException) -> list[dict]:
             if isinstance(error, CodesearchError):
-                return [{"type": "error", "errorText": str(error)}]
+                stored = getattr(error, "chat", None)  # a failed question is kept: say where
+                linked = [] if stored is None else [{"type": "data-chat", "data": {
+                    "chatId": stored.id, "chatUrl": chat_url(public_url, stored.id), "turn": error.turn,
+                    "visibility": stored.visibility, "answerHtml": ""}}]
+                return [*linked, {"type": "error", "errorText": str(error)}]
             import logging
 
             logging.getLogger(__name__).error("chat failed", exc_info=error)

@@ -17,7 +17,7 @@ ask PUBLIC questions only, and cannot follow up: nobody could tell their chats a
 model's text as it is produced (``text-start``, ``text-delta``..., ``text-end``), in the shape
 of the AI SDK's UI message stream, which Sourcebot's ``/api/chat`` speaks, and stores the
 question and answer: a new chat, or a follow-up turn of the chat. A model that fails is stored
-as a FAILED turn and re-raised (`ModelError`).
+as a FAILED turn and re-raised (`ModelError`, with the stored ``chat`` and ``turn`` attached).
 """
 
 from __future__ import annotations
@@ -142,11 +142,13 @@ def run(p: Prepared, emit: Callable[[dict], Any], *, max_steps: int = 12, http=N
     except ModelError as e:
         end_text()
         if p.chat is None:
-            store.create_chat(user_id=user_id, visibility=p.visibility, question=p.question, answer="",
-                              model=p.spec.public(), steps=[], status="FAILED", error=str(e))
+            e.chat = store.create_chat(user_id=user_id, visibility=p.visibility, question=p.question, answer="",
+                                       model=p.spec.public(), steps=[], status="FAILED", error=str(e))
+            e.turn = 0
         else:
-            store.add_chat_turn(p.chat.id, p.question, "", model=p.spec.public(), steps=[], status="FAILED",
-                                error=str(e))
+            e.chat = p.chat
+            e.turn = store.add_chat_turn(p.chat.id, p.question, "", model=p.spec.public(), steps=[],
+                                         status="FAILED", error=str(e)).position
         raise
     end_text()
     model = result.model or p.spec.public()
