@@ -15,6 +15,8 @@ Endpoints, each checking its credentials as the real service does:
   under ``/openai/`` (Azure OpenAI) an ``api-key`` header and an ``api-version`` query parameter;
   with ``stream: true`` the answer comes as OpenAI streams it (Server-Sent Events of
   ``chat.completion.chunk``, `stream_delay` seconds apart);
+* ``POST /v1/messages`` with ``stream: true`` streams as Anthropic does (``message_start``,
+  ``content_block_delta``, ... ``message_stop``);
 * ``POST /v1/messages`` — Anthropic Messages; ``x-api-key`` or ``Authorization: Bearer``;
 * ``POST …/models/<model>:generateContent`` — Gemini; ``x-goog-api-key``, or under ``/projects/``
   (Vertex AI) a bearer token this server issued at ``/token``;
@@ -185,9 +187,12 @@ class FakeModelServer(FakeServer):
         status, headers, payload = self._respond(path, record, raw, invalid)
         record["status"] = status
         try:
-            if (status == 200 and isinstance(payload, dict) and payload.get("object") == "chat.completion"
-                    and isinstance(record["body"], dict) and record["body"].get("stream") is True):
+            streamed = status == 200 and isinstance(record["body"], dict) and record["body"].get("stream") is True
+            if streamed and isinstance(payload, dict) and payload.get("object") == "chat.completion":
                 self._stream_chat_completion(h, payload, record["body"])
+                return
+            if streamed and isinstance(payload, dict) and payload.get("type") == "message":
+                self._stream_message(h, payload)
                 return
             send(h, status, payload, {"Content-Type": "application/json", **headers})
         except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
@@ -227,6 +232,46 @@ class FakeModelServer(FakeServer):
                 time.sleep(self.stream_delay)
         h.wfile.write(b"data: [DONE]\n\n")
         h.wfile.flush()
+        h.close_connection = True
+
+    def _stream_message(self, h, message: dict) -> None:
+        """An Anthropic Messages answer as the API streams it (``stream: true``): named events
+        ``message_start``, ``ping``, per block ``content_block_start`` / ``_delta`` (text a few
+        words at a time, tool input as two pieces of JSON) / ``_stop``, ``message_delta`` (stop
+        reason, output tokens), ``message_stop``; `stream_delay` seconds apart."""
+        events = [("message_start", {"type": "message_start", "message": {
+            **message, "content": [], "stop_reason": None,
+            "usage": {"input_tokens": message["usage"]["input_tokens"], "output_tokens": 1}}}),
+            ("ping", {"type": "ping"})]
+        for i, block in enumerate(message["content"]):
+            if block["type"] == "text":
+                events.append(("content_block_start", {"type": "content_block_start", "index": i,
+                                                       "content_block": {"type": "text", "text": ""}}))
+                events += [("content_block_delta", {"type": "content_block_delta", "index": i,
+                                                    "delta": {"type": "text_delta", "text": piece}})
+                           for piece in re.findall(r"\S+\s*|\s+", block["text"])]
+            else:
+                events.append(("content_block_start", {"type": "content_block_start", "index": i, "content_block": {
+                    "type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}}))
+                text = block["input"] if isinstance(block["input"], str) else json.dumps(block["input"])
+                half = len(text) // 2
+                events += [("content_block_delta", {"type": "content_block_delta", "index": i,
+                                                    "delta": {"type": "input_json_delta", "partial_json": part}})
+                           for part in (text[:half], text[half:])]
+            events.append(("content_block_stop", {"type": "content_block_stop", "index": i}))
+        events += [("message_delta", {"type": "message_delta", "delta": {"stop_reason": message["stop_reason"],
+                                                                          "stop_sequence": None},
+                                      "usage": {"output_tokens": message["usage"]["output_tokens"]}}),
+                   ("message_stop", {"type": "message_stop"})]
+        h.send_response(200)
+        h.send_header("Content-Type", "text/event-stream")
+        h.send_header("Connection", "close")
+        h.end_headers()
+        for name, data in events:
+            h.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+            h.wfile.flush()
+            if self.stream_delay:
+                time.sleep(self.stream_delay)
         h.close_connection = True
 
     def _respond(self, path: str, record: dict, raw: bytes, invalid: bool) -> tuple[int, dict, Any]:
@@ -529,10 +574,7 @@ def _check_messages(body: dict) -> list[dict]:
         _require(isinstance(tc, dict) and tc.get("type") in ("auto", "any", "tool", "none"), "tool_choice: invalid")
     if "stream" in body:
         _require(isinstance(body["stream"], bool), "stream: must be a boolean")
-    if "stream_options" in body:
-        _require(body.get("stream") is True, "stream_options: only allowed when stream is true")
-        _require(isinstance(body["stream_options"], dict) and set(body["stream_options"]) <= {"include_usage"},
-                 "stream_options: must be an object with include_usage")
+    _require("stream_options" not in body, "stream_options: Extra inputs are not permitted")
     if "temperature" in body:
         t = body["temperature"]
         _require(isinstance(t, (int, float)) and not isinstance(t, bool) and 0 <= t <= 1, "temperature: must be in [0, 1]")

@@ -621,3 +621,21 @@ def test_a_streamed_request_is_retried_and_a_bad_answer_is_a_model_error():
         fake.send_invalid_json()
         with client_for(spec) as client, pytest.raises(ModelError, match="not JSON"):
             client.chat([{"role": "user", "content": "x"}], on_text=pieces.append)
+
+
+def test_anthropic_streams_the_text_as_it_is_produced():
+    pieces = []
+    with FakeModelServer([{"text": "Let me search.", "tool_calls": [("grep", {"pattern": "def retry"})]},
+                          "Found in `src/retry.py:5`."], api_key=KEY) as fake:
+        spec = ModelSpec("anthropic", "claude", base_url=fake.base_url, token={"env": "FAKE_LLM_KEY"})
+        with client_for(spec) as client:
+            tools = [{"name": "grep", "description": "search", "input_schema": {"type": "object"}}]
+            first = client.chat([{"role": "user", "content": "where?"}], tools, on_text=pieces.append)
+            assert pieces == ["Let ", "me ", "search."] and first.text == "Let me search."
+            assert [(c.name, c.arguments) for c in first.tool_calls] == [("grep", {"pattern": "def retry"})]
+            assert first.tool_calls[0].id.startswith("toolu_") and first.stop_reason == "tool_use"
+            assert first.usage["input_tokens"] > 0 and first.usage["output_tokens"] > 0
+            pieces.clear()
+            second = client.chat([{"role": "user", "content": "where?"}], tools, on_text=pieces.append)
+            assert "".join(pieces) == second.text == "Found in `src/retry.py:5`." and second.tool_calls == []
+    assert fake.bodies[0]["stream"] is True and "stream_options" not in fake.bodies[0]

@@ -194,19 +194,23 @@ class ModelClient:
         without tool calls (the tools stay declared: the history may hold tool calls).
 
         `on_text` is called with the reply's text as it is produced: piece by piece where the
-        provider streams (the Chat Completions providers: ``stream: true``, read as Server-Sent
-        Events and put back together into the same `Reply`), else once, when the reply is in.
+        provider streams (the Chat Completions providers and ``anthropic``: ``stream: true``, read
+        as Server-Sent Events and put back together into the same `Reply`), else once, when the
+        reply is in.
         The pieces are the model's raw text (a reasoning block that `Reply.text` leaves out
         included)."""
         body = self.dialect.body(self.spec, messages, list(tools or []), tool_choice)
-        streaming = on_text is not None and self.dialect is chat_completions
-        if streaming:
+        read = None
+        streamed = [False]
+        if on_text is not None and self.dialect is chat_completions:
             body["stream"] = True
             if self.spec.provider in ("openai", "azure"):  # others may refuse the option; usage is then 0
                 body["stream_options"] = {"include_usage": True}
-        streamed = [False]
-        data = self._post(self.endpoint(), body,
-                          read=(lambda r: self._read_stream(r, on_text, streamed)) if streaming else None)
+            read = lambda r: self._read_stream(r, on_text, streamed)  # noqa: E731
+        elif on_text is not None and self.spec.provider == "anthropic":
+            body["stream"] = True
+            read = lambda r: self._read_anthropic_stream(r, on_text, streamed)  # noqa: E731
+        data = self._post(self.endpoint(), body, read=read)
         try:
             reply = self.dialect.reply(self.spec, data, self._new_id)
         except (KeyError, IndexError, TypeError, AttributeError, ValueError) as e:
@@ -216,25 +220,24 @@ class ModelClient:
             on_text(reply.text)
         return reply
 
-    def _read_stream(self, r: httpx.Response, on_text: Callable[[str], Any], streamed: list[bool]) -> Any:
-        """A streamed Chat Completions answer put back together as the non-streamed one (a
-        server that answers ``stream: true`` with plain JSON is read as such)."""
-        if "text/event-stream" not in (r.headers.get("content-type") or ""):
-            r.read()
-            try:
-                return r.json()
-            except ValueError:
-                raise self._error(f"answered {r.status_code} with a body that is not JSON "
-                                  f"(content-type {r.headers.get('content-type') or 'none'})",
-                                  status=r.status_code) from None
-        streamed[0] = True
-        text, calls, finish, usage = [], {}, None, {}
+    def _plain_json(self, r: httpx.Response) -> Any:
+        """A server that answers ``stream: true`` with plain JSON is read as such."""
+        r.read()
+        try:
+            return r.json()
+        except ValueError:
+            raise self._error(f"answered {r.status_code} with a body that is not JSON "
+                              f"(content-type {r.headers.get('content-type') or 'none'})", status=r.status_code) from None
+
+    def _events(self, r: httpx.Response):
+        """The JSON objects of a Server-Sent Events answer, up to ``[DONE]``; an ``error`` event
+        (OpenAI's ``{"error": …}``, Anthropic's ``type: error``) is a `ModelError`."""
         for line in r.iter_lines():
             if not line.startswith("data:"):
                 continue
             data = line[5:].strip()
             if data == "[DONE]":
-                break
+                return
             try:
                 event = json.loads(data)
             except ValueError:
@@ -245,6 +248,55 @@ class ModelClient:
                 err = event["error"]
                 message = err.get("message") if isinstance(err, dict) else str(err)
                 raise self._error(f"failed while answering: {self._mask(str(message))[:_MAX_ERROR_TEXT]}")
+            yield event
+
+    def _read_anthropic_stream(self, r: httpx.Response, on_text: Callable[[str], Any], streamed: list[bool]) -> Any:
+        """A streamed Messages answer (``message_start``, ``content_block_*``, ``message_delta``)
+        put back together as the non-streamed one."""
+        if "text/event-stream" not in (r.headers.get("content-type") or ""):
+            return self._plain_json(r)
+        streamed[0] = True
+        blocks: dict[int, dict] = {}
+        parts: dict[int, list[str]] = {}
+        stop, usage = None, {}
+        for event in self._events(r):
+            kind = event.get("type")
+            if kind == "message_start":
+                usage.update((event.get("message") or {}).get("usage") or {})
+            elif kind == "content_block_start":
+                i = int(event.get("index", len(blocks)))
+                blocks[i] = dict(event.get("content_block") or {})
+                parts[i] = []
+            elif kind == "content_block_delta":
+                i, delta = int(event.get("index", 0)), event.get("delta") or {}
+                block = blocks.setdefault(i, {"type": "text", "text": ""})
+                if delta.get("type") == "text_delta":
+                    piece = str(delta.get("text") or "")
+                    block["text"] = str(block.get("text") or "") + piece
+                    if piece:
+                        on_text(piece)
+                elif delta.get("type") == "input_json_delta":
+                    parts.setdefault(i, []).append(str(delta.get("partial_json") or ""))
+            elif kind == "message_delta":
+                stop = (event.get("delta") or {}).get("stop_reason") or stop
+                usage.update(event.get("usage") or {})
+            elif kind == "message_stop":
+                break
+        for i, block in blocks.items():
+            if block.get("type") == "tool_use" and parts.get(i):
+                try:
+                    block["input"] = json.loads("".join(parts[i]))
+                except ValueError:
+                    block["input"] = "".join(parts[i])  # reported to the model as a bad input
+        return {"content": [blocks[i] for i in sorted(blocks)], "stop_reason": stop, "usage": usage}
+
+    def _read_stream(self, r: httpx.Response, on_text: Callable[[str], Any], streamed: list[bool]) -> Any:
+        """A streamed Chat Completions answer put back together as the non-streamed one."""
+        if "text/event-stream" not in (r.headers.get("content-type") or ""):
+            return self._plain_json(r)
+        streamed[0] = True
+        text, calls, finish, usage = [], {}, None, {}
+        for event in self._events(r):
             usage = event.get("usage") or usage
             for choice in event.get("choices") or []:
                 delta = choice.get("delta") or {}
