@@ -88,6 +88,7 @@ def world(serve_url, tmp_path_factory):
          "baseUrl": fake.base_url + "/v1", "token": {"env": TEST_LLM_TOKEN_ENV}},
         {"provider": "openai-compatible", "model": "scripted-2", "displayName": "Scripted Two",
          "baseUrl": fake.base_url + "/v1", "token": {"env": TEST_LLM_TOKEN_ENV}},
+        {"provider": "anthropic", "model": "claude-fake", "baseUrl": fake.base_url, "token": {"env": TEST_LLM_TOKEN_ENV}},
     ])
     pool = SearcherPool.create(w["index"], 1, name_prefix=PREFIX)
     url = f"{serve_url}/askweb"
@@ -230,6 +231,17 @@ def test_a_question_streams_tool_calls_then_the_answer_in_sourcebots_event_shape
     stored = world["store"].get_chat(chat["chatId"])
     assert stored.question == "Where is handle_request defined?" and stored.answer == answer
     assert stored.user_id == world["owner"]["id"] and [s["tool"] for s in stored.steps] == ["grep"]
+
+
+def test_an_anthropic_model_streams_its_answer_too(world):
+    world["fake"].add([("grep", {"pattern": "def handle_request", "repo": DEMO})], cite_first_grep)
+    r = ask(world, question("Where is handle_request?", languageModel={"provider": "anthropic", "model": "claude-fake"}))
+    assert r.status_code == 200, r.text
+    evs = events(r)
+    deltas = [e["delta"] for e in evs if isinstance(e, dict) and e["type"] == "text-delta"]
+    assert len(deltas) > 3 and "".join(deltas) == f"`handle_request` is defined in `{DEMO}/src/app.py:4`."
+    assert [e["toolName"] for e in evs if isinstance(e, dict) and e["type"] == "tool-input-available"] == ["grep"]
+    assert world["fake"].requests[0]["path"] == "/v1/messages" and world["fake"].bodies[0]["stream"] is True
 
 
 def test_a_follow_up_is_asked_in_the_same_chat_with_the_earlier_turns_as_context(world):
@@ -406,7 +418,7 @@ def test_follow_ups_keyboard_and_the_model_picker(world, page_for):
     fake.add("`Server` is in git.local/demo/src/app.py:3.")
     page = page_for(world["owner"])
     page.goto(world["url"] + "/chat")
-    expect(page.locator("#ask-model option")).to_have_count(2)
+    expect(page.locator("#ask-model option")).to_have_count(3)
     page.fill("#ask-q", "Which class serves?")
     page.press("#ask-q", "Enter")
     expect(page.locator(".turn .answer a.code-ref")).to_have_text("git.local/demo/src/app.py:3")
