@@ -199,6 +199,28 @@ def test_code_references_link_to_the_line_in_repositories_the_viewer_may_read():
     assert "<script>" not in hostile and "<img" not in hostile and 'href="javascript' not in hostile
 
 
+def test_without_anonymous_access_visitors_are_sent_to_sign_in_and_cannot_ask(tmp_path):
+    """A server with anonymous access off (the store only: no question gets as far as a search)."""
+    from codesearch.service.api import build_app
+    from codesearch.store import Store
+    from tests.asgiserver import serving
+
+    store = Store.open(str(tmp_path / "data"))
+    store.create_user("owner@example.com", "Owner")
+    store.replace_language_models([{"provider": "openai-compatible", "model": "m", "baseUrl": "http://127.0.0.1:9/v1"}])
+    app = build_app(lambda: None, get_store=lambda: store, anonymous_access=False, environ={})
+    try:
+        with serving(app) as url:
+            for path in ("/chat", "/chats", "/chat?q=hello"):
+                r = httpx.get(url + path, headers={"Accept": "text/html"}, timeout=30)
+                assert r.status_code == 303 and r.headers["location"].startswith("/login?next="), path
+            r = httpx.post(url + "/api/chat", json=question("hello"), timeout=30)
+            assert r.status_code == 401 and r.json()["errorCode"] == "NOT_AUTHENTICATED"
+            assert httpx.get(url + "/api/models", timeout=30).status_code == 401
+    finally:
+        store.close()
+
+
 # ----------------------------------------------------------------------------- the stream, over HTTP
 
 
