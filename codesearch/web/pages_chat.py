@@ -76,8 +76,9 @@ def _turn(tc, root: str, names: list[str], question: str, answer: str, model: di
     }
 
 
-def _composer(tc, request: Request, *, q: str = "", selected: list[str] | None = None) -> dict:
-    names = visible_names(tc)
+def _composer(tc, request: Request, *, q: str = "", selected: list[str] | None = None,
+              names: list[str] | None = None) -> dict:
+    names = visible_names(tc) if names is None else names
     return {"repos": names[:MAX_SCOPE_REPOS], "more_repos": max(0, len(names) - MAX_SCOPE_REPOS),
             "selected": [n for n in selected or [] if n in set(names)], "q": q,
             "anonymous": tc.identity.anonymous}
@@ -92,7 +93,7 @@ def render_chat(request: Request, chat, tc) -> HTMLResponse:
     for t in tc.store.list_chat_turns(chat.id):
         turns.append(_turn(tc, root, names, t.question, t.answer, t.model, t.steps, t.status, t.error, t.created_at))
     mine = not tc.identity.anonymous and chat.user_id == tc.identity.user_id
-    context = _composer(tc, request) if mine else {}
+    context = _composer(tc, request, names=names) if mine else {}
     return _secure(render(request, "chat.html", title=chat.question[:80], chat=chat, turns=turns, mine=mine,
                           can_ask=mine, **context))
 
