@@ -11,7 +11,8 @@ nothing unpicklable crosses processes. Routes:
   ``GET /api/tree``, ``GET /api/commits`` (`routes_git.py`), ``GET /api/blame``, ``GET /api/commit``,
   ``GET /api/diff`` (`routes_history.py`), ``POST /api/find_definitions``,
   ``POST /api/find_references``, ``POST /api/tree`` (`routes_codenav.py`), ``POST /api/chat/blocking``,
-  ``GET /api/models``, ``GET /chat/<id>`` (`routes_chat.py`);
+  ``POST /api/chat`` (streamed), ``PATCH /api/chat/<id>``, ``GET /api/models``, ``GET /chat/<id>``
+  (`routes_chat.py`);
 - OAuth 2.0 for MCP clients (`routes_oauth.py`, protocol in `oauth_server.py`): the
   ``/.well-known/`` metadata, ``/oauth/register``, ``/oauth/authorize`` (a consent page),
   ``/oauth/token``, ``/oauth/revoke``; access tokens work wherever API keys do.

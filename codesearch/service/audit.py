@@ -45,8 +45,10 @@ ACTIONS = {
     "commit.read": "one commit and its changes read (GET /api/commit, a commit page)",
     "diff.read": "two refs compared (GET /api/diff, a compare page)",
     "mcp.tool": "an MCP tool called (target: the tool's name)",
-    "chat.ask": "a question to ask_codebase over REST (target: the question; details: the chat's id)",
+    "chat.ask": "a question to ask_codebase over REST or from the web UI's chat (target: the question; details: "
+                "the chat's id)",
     "chat.read": "a research session page opened (target: the chat's id)",
+    "chat.share": "a chat made PUBLIC or PRIVATE by its user (target: the chat's id)",
     "login": "a web sign-in",
     "login.failed": "a refused web sign-in (target: the e-mail typed)",
     "apikey.create": "an API key created (target: its id; never the key)",
