@@ -13,6 +13,10 @@ Endpoints, each checking its credentials as the real service does:
 
 * ``POST …/chat/completions`` — OpenAI Chat Completions; ``Authorization: Bearer <api_key>``, or
   under ``/openai/`` (Azure OpenAI) an ``api-key`` header and an ``api-version`` query parameter;
+  with ``stream: true`` the answer comes as OpenAI streams it (Server-Sent Events of
+  ``chat.completion.chunk``, `stream_delay` seconds apart);
+* ``POST /v1/messages`` with ``stream: true`` streams as Anthropic does (``message_start``,
+  ``content_block_delta``, ... ``message_stop``);
 * ``POST /v1/messages`` — Anthropic Messages; ``x-api-key`` or ``Authorization: Bearer``;
 * ``POST …/models/<model>:generateContent`` — Gemini; ``x-goog-api-key``, or under ``/projects/``
   (Vertex AI) a bearer token this server issued at ``/token``;
@@ -114,6 +118,8 @@ class FakeModelServer(FakeServer):
         self._invalid_json = 0
         self._ids = itertools.count(1)
         self._script_lock = threading.Lock()
+        #: seconds between the chunks of a streamed answer (``stream: true``)
+        self.stream_delay = 0.0
 
     # -- configuration ----------------------------------------------------------------------
 
@@ -181,9 +187,92 @@ class FakeModelServer(FakeServer):
         status, headers, payload = self._respond(path, record, raw, invalid)
         record["status"] = status
         try:
+            streamed = status == 200 and isinstance(record["body"], dict) and record["body"].get("stream") is True
+            if streamed and isinstance(payload, dict) and payload.get("object") == "chat.completion":
+                self._stream_chat_completion(h, payload, record["body"])
+                return
+            if streamed and isinstance(payload, dict) and payload.get("type") == "message":
+                self._stream_message(h, payload)
+                return
             send(h, status, payload, {"Content-Type": "application/json", **headers})
         except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
             pass
+
+    def _stream_chat_completion(self, h, completion: dict, body: dict) -> None:
+        """`completion` as OpenAI streams it (``stream: true``): Server-Sent Events of
+        ``chat.completion.chunk`` objects (the text a few words at a time, each tool call's
+        arguments in two pieces), a usage chunk when ``stream_options.include_usage``, then
+        ``[DONE]``; `stream_delay` seconds between chunks."""
+        message = completion["choices"][0]["message"]
+        base = {"id": completion["id"], "object": "chat.completion.chunk", "created": completion["created"],
+                "model": completion["model"]}
+
+        def chunk(delta: dict, finish=None) -> dict:
+            return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+        chunks = [chunk({"role": "assistant", "content": ""})]
+        chunks += [chunk({"content": piece}) for piece in re.findall(r"\S+\s*|\s+", message.get("content") or "")]
+        for i, call in enumerate(message.get("tool_calls") or []):
+            args = call["function"]["arguments"]
+            half = len(args) // 2
+            chunks.append(chunk({"tool_calls": [{"index": i, "id": call["id"], "type": "function",
+                                                 "function": {"name": call["function"]["name"], "arguments": args[:half]}}]}))
+            chunks.append(chunk({"tool_calls": [{"index": i, "function": {"arguments": args[half:]}}]}))
+        chunks.append(chunk({}, completion["choices"][0]["finish_reason"]))
+        if (body.get("stream_options") or {}).get("include_usage"):
+            chunks.append({**base, "choices": [], "usage": completion["usage"]})
+        h.send_response(200)
+        h.send_header("Content-Type", "text/event-stream")
+        h.send_header("Connection", "close")
+        h.end_headers()
+        for c in chunks:
+            h.wfile.write(f"data: {json.dumps(c)}\n\n".encode())
+            h.wfile.flush()
+            if self.stream_delay:
+                time.sleep(self.stream_delay)
+        h.wfile.write(b"data: [DONE]\n\n")
+        h.wfile.flush()
+        h.close_connection = True
+
+    def _stream_message(self, h, message: dict) -> None:
+        """An Anthropic Messages answer as the API streams it (``stream: true``): named events
+        ``message_start``, ``ping``, per block ``content_block_start`` / ``_delta`` (text a few
+        words at a time, tool input as two pieces of JSON) / ``_stop``, ``message_delta`` (stop
+        reason, output tokens), ``message_stop``; `stream_delay` seconds apart."""
+        events = [("message_start", {"type": "message_start", "message": {
+            **message, "content": [], "stop_reason": None,
+            "usage": {"input_tokens": message["usage"]["input_tokens"], "output_tokens": 1}}}),
+            ("ping", {"type": "ping"})]
+        for i, block in enumerate(message["content"]):
+            if block["type"] == "text":
+                events.append(("content_block_start", {"type": "content_block_start", "index": i,
+                                                       "content_block": {"type": "text", "text": ""}}))
+                events += [("content_block_delta", {"type": "content_block_delta", "index": i,
+                                                    "delta": {"type": "text_delta", "text": piece}})
+                           for piece in re.findall(r"\S+\s*|\s+", block["text"])]
+            else:
+                events.append(("content_block_start", {"type": "content_block_start", "index": i, "content_block": {
+                    "type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}}))
+                text = block["input"] if isinstance(block["input"], str) else json.dumps(block["input"])
+                half = len(text) // 2
+                events += [("content_block_delta", {"type": "content_block_delta", "index": i,
+                                                    "delta": {"type": "input_json_delta", "partial_json": part}})
+                           for part in (text[:half], text[half:])]
+            events.append(("content_block_stop", {"type": "content_block_stop", "index": i}))
+        events += [("message_delta", {"type": "message_delta", "delta": {"stop_reason": message["stop_reason"],
+                                                                          "stop_sequence": None},
+                                      "usage": {"output_tokens": message["usage"]["output_tokens"]}}),
+                   ("message_stop", {"type": "message_stop"})]
+        h.send_response(200)
+        h.send_header("Content-Type", "text/event-stream")
+        h.send_header("Connection", "close")
+        h.end_headers()
+        for name, data in events:
+            h.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+            h.wfile.flush()
+            if self.stream_delay:
+                time.sleep(self.stream_delay)
+        h.close_connection = True
 
     def _respond(self, path: str, record: dict, raw: bytes, invalid: bool) -> tuple[int, dict, Any]:
         fault = self._fault(path)
@@ -391,6 +480,12 @@ def check_openai(body: dict) -> list[dict]:
         _require(tools is not None, "tool_choice is only allowed when tools are specified")
         _require(body["tool_choice"] in ("none", "auto", "required") or isinstance(body["tool_choice"], dict),
                  "tool_choice: invalid value")
+    if "stream" in body:
+        _require(isinstance(body["stream"], bool), "stream: must be a boolean")
+    if "stream_options" in body:
+        _require(body.get("stream") is True, "stream_options: only allowed when stream is true")
+        _require(isinstance(body["stream_options"], dict) and set(body["stream_options"]) <= {"include_usage"},
+                 "stream_options: must be an object with include_usage")
     if "temperature" in body:
         t = body["temperature"]
         _require(isinstance(t, (int, float)) and not isinstance(t, bool) and 0 <= t <= 2, "temperature: must be in [0, 2]")
@@ -477,6 +572,9 @@ def _check_messages(body: dict) -> list[dict]:
     if "tool_choice" in body:
         tc = body["tool_choice"]
         _require(isinstance(tc, dict) and tc.get("type") in ("auto", "any", "tool", "none"), "tool_choice: invalid")
+    if "stream" in body:
+        _require(isinstance(body["stream"], bool), "stream: must be a boolean")
+    _require("stream_options" not in body, "stream_options: Extra inputs are not permitted")
     if "temperature" in body:
         t = body["temperature"]
         _require(isinstance(t, (int, float)) and not isinstance(t, bool) and 0 <= t <= 1, "temperature: must be in [0, 1]")

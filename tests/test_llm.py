@@ -550,3 +550,92 @@ def test_model_errors_propagate_from_the_agent_after_tool_steps(fake):
     with client_for(openai_spec(fake)) as client, pytest.raises(ModelError, match="answered 401: key revoked"):
         run_agent("q", client, FileTools(), on_step=arm)
     assert len(steps) == 1 and len(fake.requests) == 2
+
+
+def test_agent_reports_each_call_before_it_runs_and_sends_a_chats_earlier_turns():
+    """`on_call` comes before the tool runs (the web UI shows it live); `history` puts the
+    earlier questions and answers of a chat before the new question."""
+    events = []
+
+    class Tools:
+        def specs(self):
+            return [{"name": "grep", "description": "search", "input_schema": {"type": "object", "properties": {}}}]
+
+        def call(self, name, arguments):
+            events.append(("ran", name))
+            return "found", False
+
+    with FakeModelServer([[("grep", {"pattern": "x"})], "done"], api_key=KEY) as fake:
+        spec = ModelSpec("openai", "gpt-4o", base_url=fake.base_url + "/v1", token={"env": "FAKE_LLM_KEY"})
+        with client_for(spec) as client:
+            result = run_agent("and then?", client, Tools(), history=[("first?", "first answer")],
+                               on_call=lambda call: events.append(("call", call.name, call.arguments)),
+                               on_step=lambda step: events.append(("step", step["tool"])))
+        sent = [(m["role"], m["content"]) for m in fake.bodies[0]["messages"]]
+    assert events == [("call", "grep", {"pattern": "x"}), ("ran", "grep"), ("step", "grep")]
+    assert sent[1:] == [("user", "first?"), ("assistant", "first answer"), ("user", "and then?")]
+    assert result.answer == "done"
+
+
+@pytest.mark.parametrize("provider", ["openai", "openai-compatible"])
+def test_chat_completions_stream_the_text_as_it_is_produced(provider):
+    """With `on_text`, Chat Completions providers are asked to stream (``stream: true``); the
+    pieces reach `on_text` as they arrive and the `Reply` is the same as unstreamed."""
+    pieces = []
+    with FakeModelServer([{"text": "Looking for it now.", "tool_calls": [("grep", {"pattern": "def retry", "repo": "x"})]},
+                          "It is in `src/retry.py:5`."], api_key=KEY) as fake:
+        spec = ModelSpec(provider, "m1", base_url=fake.base_url + "/v1", token={"env": "FAKE_LLM_KEY"})
+        with client_for(spec) as client:
+            first = client.chat([{"role": "user", "content": "where?"}],
+                                [{"name": "grep", "description": "search", "input_schema": {"type": "object"}}],
+                                on_text=pieces.append)
+            assert pieces == ["Looking ", "for ", "it ", "now."]
+            assert first.text == "Looking for it now."
+            assert [(c.name, c.arguments) for c in first.tool_calls] == [("grep", {"pattern": "def retry", "repo": "x"})]
+            assert first.tool_calls[0].id.startswith("call_") and first.stop_reason == "tool_calls"
+            pieces.clear()
+            second = client.chat([{"role": "user", "content": "where?"}], on_text=pieces.append)
+            assert "".join(pieces) == second.text == "It is in `src/retry.py:5`." and len(pieces) == 4
+        body = fake.bodies[0]
+        assert body["stream"] is True
+        if provider == "openai":  # usage is asked for where the option is known to be accepted
+            assert body["stream_options"] == {"include_usage": True} and first.usage["input_tokens"] > 0
+        else:
+            assert "stream_options" not in body
+        # without `on_text`, nothing is streamed
+        fake.add("plain")
+        with client_for(spec) as client:
+            assert client.chat([{"role": "user", "content": "x"}]).text == "plain"
+        assert "stream" not in fake.bodies[-1]
+
+
+def test_a_streamed_request_is_retried_and_a_bad_answer_is_a_model_error():
+    with FakeModelServer([], api_key=KEY) as fake:
+        fake.fail(429, times=1, body={"error": {"message": "slow down"}}, headers={"Retry-After": "0"})
+        fake.add("after the retry")
+        spec = ModelSpec("openai", "m1", base_url=fake.base_url + "/v1", token={"env": "FAKE_LLM_KEY"})
+        pieces = []
+        with client_for(spec) as client:
+            assert client.chat([{"role": "user", "content": "x"}], on_text=pieces.append).text == "after the retry"
+        assert pieces == ["after ", "the ", "retry"]
+        fake.send_invalid_json()
+        with client_for(spec) as client, pytest.raises(ModelError, match="not JSON"):
+            client.chat([{"role": "user", "content": "x"}], on_text=pieces.append)
+
+
+def test_anthropic_streams_the_text_as_it_is_produced():
+    pieces = []
+    with FakeModelServer([{"text": "Let me search.", "tool_calls": [("grep", {"pattern": "def retry"})]},
+                          "Found in `src/retry.py:5`."], api_key=KEY) as fake:
+        spec = ModelSpec("anthropic", "claude", base_url=fake.base_url, token={"env": "FAKE_LLM_KEY"})
+        with client_for(spec) as client:
+            tools = [{"name": "grep", "description": "search", "input_schema": {"type": "object"}}]
+            first = client.chat([{"role": "user", "content": "where?"}], tools, on_text=pieces.append)
+            assert pieces == ["Let ", "me ", "search."] and first.text == "Let me search."
+            assert [(c.name, c.arguments) for c in first.tool_calls] == [("grep", {"pattern": "def retry"})]
+            assert first.tool_calls[0].id.startswith("toolu_") and first.stop_reason == "tool_use"
+            assert first.usage["input_tokens"] > 0 and first.usage["output_tokens"] > 0
+            pieces.clear()
+            second = client.chat([{"role": "user", "content": "where?"}], tools, on_text=pieces.append)
+            assert "".join(pieces) == second.text == "Found in `src/retry.py:5`." and second.tool_calls == []
+    assert fake.bodies[0]["stream"] is True and "stream_options" not in fake.bodies[0]

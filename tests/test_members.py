@@ -23,7 +23,7 @@ from sqlalchemy import insert, text
 from codesearch.service.api import build_app
 from codesearch.store import Conflict, Store
 from codesearch.store.members import InviteInvalid
-from codesearch.store.migrations import MIGRATIONS, migrate
+from codesearch.store.migrations import LATEST_VERSION, MIGRATIONS, migrate
 from codesearch.store.store import make_engine
 from tests.asgiserver import serving
 
@@ -266,6 +266,6 @@ def test_migration_7_marks_the_addresses_the_store_knows_to_be_verified(tmp_path
                                "VALUES (:i, 'MEMBER', :t, :t, :t, :u)"), {"i": f"inv{n}", "t": t, "u": n})
     engine.dispose()
     with Store.open(str(tmp_path), environ=ENV) as store:
-        assert store.schema_version() == 7
+        assert store.schema_version() == LATEST_VERSION
         got = {u.email: u.email_verified for u in store.list_users()}
     assert got == {email: expected for email, (_a, _i, expected) in cases.items()}

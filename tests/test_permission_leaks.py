@@ -9,9 +9,12 @@ plain transcription of the rule written here from the rule's statement (it does 
 
 * ``/api/search`` and ``/api/stream_search``: the files found are exactly what a brute-force scan
   of the visible repositories' files finds; counts, repositoryInfo and stats name nothing else;
-* ``/api/repos``, ``/api/source``, ``/api/tree``, ``/api/commits``, ``/api/blame``, ``/api/commit``,
-  ``/api/diff``: a hidden repository answers exactly as a repository that does not exist (same
-  status, same body but the name), whatever else the request asks for (a bad ref, a missing path);
+* ``/api/repos``, ``/api/source``, ``/api/tree`` (GET and POST), ``/api/commits``, ``/api/blame``,
+  ``/api/commit``, ``/api/diff``: a hidden repository answers exactly as a repository that does
+  not exist (same status, same body but the name), whatever else the request asks for (a bad
+  ref, a missing path);
+* ``/api/find_definitions`` and ``/api/find_references``: exactly the definitions and whole-word
+  occurrences in the visible repositories' files (brute force over the files written);
 * the MCP tools (the real MCP client SDK over HTTP): `grep`, `list_repos`, `read_file`,
   `list_tree`, `list_commits`, `glob`;
 * the web pages: search results, the repository list, the file browser and its history pages
@@ -356,6 +359,45 @@ def test_repository_routes_answer_a_hidden_repository_as_a_missing_one(world):
                     else:
                         missing = http.get(route, params={**params, "repo": MISSING}, headers=headers)
                         _same_as_missing(r, missing, name)
+                body = {"repoName": name, "revisionName": "main", "paths": ["src"]}
+                r = http.post("/api/tree", json=body, headers=headers)
+                if name in visible:
+                    assert r.status_code == 200, (who, name, r.text)
+                    assert {c["name"] for c in r.json()["tree"]["children"]} == {"src", "README.md"}
+                else:
+                    _same_as_missing(r, http.post("/api/tree", json={**body, "repoName": MISSING}, headers=headers), name)
+
+
+def test_code_navigation_finds_only_what_the_caller_may_see(world):
+    """Definitions (``def fn_<repo>_<k>``, one per repository file) and references (the words)
+    for every caller: exactly the visible repositories' share, scoped or not."""
+    import re
+
+    symbols = [f"fn_{i}_{k}" for i in range(len(REPOS)) for k in (0, 2)]
+    with httpx.Client(base_url=world["url"], timeout=60) as http:
+        for who, user, headers in _callers(world):
+            visible = expected_visible(user, world)
+            for name in symbols + WORDS:
+                rx = re.compile(r"\b" + name + r"\b")
+                for route in ("/api/find_definitions", "/api/find_references"):
+                    for scope in ({}, {"repoName": "ghe.example.com/acme/priv1"}):
+                        r = http.post(route, json={"symbolName": name, **scope}, headers=headers)
+                        assert r.status_code == 200, (who, route, r.text)
+                        want = set()
+                        for repo in visible:
+                            if scope and repo != scope["repoName"]:
+                                continue
+                            for path, text in world["contents"][repo].items():
+                                for n, line in enumerate(text.split("\n"), 1):
+                                    found = rx.search(line) if route.endswith("references") else line.startswith(f"def {name}(")
+                                    if found:
+                                        want.add((repo, path, n))
+                        got = {(f["repository"], f["fileName"], m["range"]["start"]["lineNumber"])
+                               for f in r.json()["files"] for m in f["matches"]}
+                        assert got == want, (who, route, name, scope)
+                        for hidden in REPOS:
+                            if hidden not in visible:
+                                assert hidden not in r.text, (who, route, name, hidden)
 
 
 def test_mcp_tools_show_only_visible_repositories(world):

@@ -864,3 +864,28 @@ def test_sessions_are_keyed_by_auth_secret(tmp_path):
             assert {c for c in (cookie, derived_cookie) if s.get_web_session(c) is not None} == accepted, environ
             with Store.open(tmp_path, environ=environ) as again:  # another process, the same key
                 assert s.auth_key("csrf") == again.auth_key("csrf")
+
+
+def test_chat_follow_ups_are_numbered_in_order_and_sharing_switches_visibility(store):
+    user = store.create_user("asker@example.com", "Asker")
+    chat = store.create_chat("first?", "first answer", user_id=user.id)
+    assert store.list_chat_turns(chat.id) == []
+    second = store.add_chat_turn(chat.id, "second?", "second answer", model={"model": "m"},
+                                 steps=[{"tool": "grep", "arguments": {}, "output": "x", "is_error": False}])
+    third = store.add_chat_turn(chat.id, "third?", "", status="FAILED", error="model down")
+    assert (second.position, third.position) == (1, 2)
+    turns = store.list_chat_turns(chat.id)
+    assert [(t.position, t.question, t.answer, t.status, t.error) for t in turns] == [
+        (1, "second?", "second answer", "COMPLETED", None), (2, "third?", "", "FAILED", "model down")]
+    assert turns[0].steps[0]["tool"] == "grep" and turns[0].model == {"model": "m"}
+    assert store.get_chat(chat.id).answer == "first answer"  # the chat row keeps the first turn
+    with pytest.raises(NotFound):
+        store.add_chat_turn("no-such-chat", "q?")
+    with pytest.raises(ValueError, match="status"):
+        store.add_chat_turn(chat.id, "q?", status="DONE")
+    assert store.set_chat_visibility(chat.id, "PUBLIC").visibility == "PUBLIC"
+    assert store.get_chat(chat.id).visibility == "PUBLIC"
+    with pytest.raises(ValueError, match="visibility"):
+        store.set_chat_visibility(chat.id, "EVERYONE")
+    with pytest.raises(NotFound):
+        store.set_chat_visibility("no-such-chat", "PRIVATE")

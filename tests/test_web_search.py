@@ -350,7 +350,7 @@ def test_open_a_result_lands_on_the_highlighted_line(owner_page, web):
     page = owner_page
     search(page, web, '"line 1100 of"')
     page.locator("#results .cline.hit").first.click()
-    page.wait_for_url(re.compile(r"/web/browse/git\.local/demo@main/-/blob/data/big\.txt#L1100$"))
+    page.wait_for_url(re.compile(r"/web/browse/git\.local/demo@main/-/blob/data/big\.txt\?q=[^#]*#L1100$"))
     page.wait_for_selector("#L1100.hl")
     assert page.locator(".line.hl").count() == 1
     assert "line 1100 of the big file" in page.inner_text("#L1100")
@@ -360,7 +360,7 @@ def test_open_a_result_lands_on_the_highlighted_line(owner_page, web):
     search(page, web, "handle_request", lang="Python")
     section = page.locator("section.file", has=page.locator(".file-path", has_text="src/widget.py")).first
     section.locator(".file-path").click()
-    page.wait_for_url(re.compile(r"/web/browse/github\.com/acme/widgets@main/-/blob/src/widget\.py#L4$"))
+    page.wait_for_url(re.compile(r"/web/browse/github\.com/acme/widgets@main/-/blob/src/widget\.py\?q=[^#]*#L4$"))
     assert page.locator("#L4.hl").count() == 1 and in_viewport(page, "#L4")
     assert page.locator("#L4 .src .k").first.inner_text() == "def"  # token classes from Pygments
     assert page.locator("#L4 a.ln").get_attribute("data-n") == "4"
@@ -377,7 +377,7 @@ def test_open_a_result_lands_on_the_highlighted_line(owner_page, web):
     # a match over two lines: both highlighted
     search(page, web, r"Widget:\n\s+def", regex=1)
     link = page.locator("section.file .file-path").first
-    assert link.get_attribute("href").endswith("/src/widget.py#L3-L4")
+    assert link.get_attribute("href").endswith("/src/widget.py?q=Widget%3A%5Cn%5Cs%2Bdef&regex=1#L3-L4")
     link.click()
     page.wait_for_selector("#L3.hl")
     assert page.locator(".line.hl").count() == 2 and page.locator("#L4.hl").count() == 1

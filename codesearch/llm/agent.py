@@ -114,19 +114,32 @@ def _run_tool(tools: ToolSet, known: set[str], call: ToolCall) -> tuple[str, boo
 
 def run_agent(question: str, client: ModelClient, tools: ToolSet, *, repos: list[str] | None = None,
               max_steps: int = 12, max_tool_output_chars: int = 20000,
-              on_step: Callable[[dict], Any] | None = None) -> AgentResult:
+              on_step: Callable[[dict], Any] | None = None, on_call: Callable[[ToolCall], Any] | None = None,
+              on_text: Callable[[str], Any] | None = None,
+              history: list[tuple[str, str]] | None = None) -> AgentResult:
     """Research `question` with `tools` through `client`'s model; see the module docstring.
 
-    `on_step` is called with each step record as soon as its tool call has run (progress)."""
+    `on_call` is called with each tool call just before it runs and `on_step` with its step
+    record as soon as it has run: progress, e.g. the web UI's live list of tool calls (each
+    call's step follows its `on_call`, in order). `on_text` gets the model's text as it is
+    produced (`ModelClient.chat`), the answer's and any said alongside tool calls.
+    `history`: the earlier ``(question, answer)`` pairs of the same chat, oldest first, sent
+    before `question` so that a follow-up can refer to them (their tool calls are not resent:
+    the answers carry what was found)."""
     specs = list(tools.specs())
     known = {s["name"] for s in specs}
-    messages: list[dict] = [{"role": "system", "content": system_prompt(repos)},
-                            {"role": "user", "content": question}]
+    messages: list[dict] = [{"role": "system", "content": system_prompt(repos)}]
+    for earlier_q, earlier_a in history or ():
+        messages += [{"role": "user", "content": earlier_q},
+                     {"role": "assistant", "content": earlier_a or "(no answer)"}]
+    messages.append({"role": "user", "content": question})
     steps: list[dict] = []
     usage = {"input_tokens": 0, "output_tokens": 0, "requests": 0}
     result = AgentResult(answer="", steps=steps, model=client.spec.public(), usage=usage)
 
     def ask(**kw):
+        if on_text is not None:
+            kw["on_text"] = on_text
         reply = client.chat(messages, specs, **kw)
         usage["requests"] += 1
         for k in ("input_tokens", "output_tokens"):
@@ -140,6 +153,8 @@ def run_agent(question: str, client: ModelClient, tools: ToolSet, *, repos: list
             return result
         messages.append({"role": "assistant", "content": reply.text, "tool_calls": reply.tool_calls})
         for n, call in enumerate(reply.tool_calls):
+            if on_call is not None:
+                on_call(call)
             if n >= MAX_CALLS_PER_STEP:
                 output, is_error = (f"not run: at most {MAX_CALLS_PER_STEP} tool calls are run per turn; "
                                     "call it again if you still need it"), True

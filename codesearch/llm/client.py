@@ -188,16 +188,134 @@ class ModelClient:
 
     # ------------------------------------------------------------------ the one call
 
-    def chat(self, messages: list[dict], tools: list[dict] | None = None, *, tool_choice: str | None = None) -> Reply:
+    def chat(self, messages: list[dict], tools: list[dict] | None = None, *, tool_choice: str | None = None,
+             on_text: Callable[[str], Any] | None = None) -> Reply:
         """One model turn for the conversation so far. `tool_choice` ``"none"`` asks for an answer
-        without tool calls (the tools stay declared: the history may hold tool calls)."""
+        without tool calls (the tools stay declared: the history may hold tool calls).
+
+        `on_text` is called with the reply's text as it is produced: piece by piece where the
+        provider streams (the Chat Completions providers and ``anthropic``: ``stream: true``, read
+        as Server-Sent Events and put back together into the same `Reply`), else once, when the
+        reply is in.
+        The pieces are the model's raw text (a reasoning block that `Reply.text` leaves out
+        included)."""
         body = self.dialect.body(self.spec, messages, list(tools or []), tool_choice)
-        data = self._post(self.endpoint(), body)
+        read = None
+        streamed = [False]
+        if on_text is not None and self.dialect is chat_completions:
+            body["stream"] = True
+            if self.spec.provider in ("openai", "azure"):  # others may refuse the option; usage is then 0
+                body["stream_options"] = {"include_usage": True}
+            read = lambda r: self._read_stream(r, on_text, streamed)  # noqa: E731
+        elif on_text is not None and self.spec.provider == "anthropic":
+            body["stream"] = True
+            read = lambda r: self._read_anthropic_stream(r, on_text, streamed)  # noqa: E731
+        data = self._post(self.endpoint(), body, read=read)
         try:
-            return self.dialect.reply(self.spec, data, self._new_id)
+            reply = self.dialect.reply(self.spec, data, self._new_id)
         except (KeyError, IndexError, TypeError, AttributeError, ValueError) as e:
             raise self._error(f"answered with an unexpected response ({type(e).__name__}: {self._mask(str(e))[:100]})"
                               ) from None
+        if on_text is not None and not streamed[0] and reply.text:
+            on_text(reply.text)
+        return reply
+
+    def _plain_json(self, r: httpx.Response) -> Any:
+        """A server that answers ``stream: true`` with plain JSON is read as such."""
+        r.read()
+        try:
+            return r.json()
+        except ValueError:
+            raise self._error(f"answered {r.status_code} with a body that is not JSON "
+                              f"(content-type {r.headers.get('content-type') or 'none'})", status=r.status_code) from None
+
+    def _events(self, r: httpx.Response):
+        """The JSON objects of a Server-Sent Events answer, up to ``[DONE]``; an ``error`` event
+        (OpenAI's ``{"error": …}``, Anthropic's ``type: error``) is a `ModelError`."""
+        for line in r.iter_lines():
+            if not line.startswith("data:"):
+                continue
+            data = line[5:].strip()
+            if data == "[DONE]":
+                return
+            try:
+                event = json.loads(data)
+            except ValueError:
+                raise self._error("sent a stream event that is not JSON") from None
+            if not isinstance(event, dict):
+                raise self._error("sent a stream event that is not an object")
+            if event.get("error"):
+                err = event["error"]
+                message = err.get("message") if isinstance(err, dict) else str(err)
+                raise self._error(f"failed while answering: {self._mask(str(message))[:_MAX_ERROR_TEXT]}")
+            yield event
+
+    def _read_anthropic_stream(self, r: httpx.Response, on_text: Callable[[str], Any], streamed: list[bool]) -> Any:
+        """A streamed Messages answer (``message_start``, ``content_block_*``, ``message_delta``)
+        put back together as the non-streamed one."""
+        if "text/event-stream" not in (r.headers.get("content-type") or ""):
+            return self._plain_json(r)
+        streamed[0] = True
+        blocks: dict[int, dict] = {}
+        parts: dict[int, list[str]] = {}
+        stop, usage = None, {}
+        for event in self._events(r):
+            kind = event.get("type")
+            if kind == "message_start":
+                usage.update((event.get("message") or {}).get("usage") or {})
+            elif kind == "content_block_start":
+                i = int(event.get("index", len(blocks)))
+                blocks[i] = dict(event.get("content_block") or {})
+                parts[i] = []
+            elif kind == "content_block_delta":
+                i, delta = int(event.get("index", 0)), event.get("delta") or {}
+                block = blocks.setdefault(i, {"type": "text", "text": ""})
+                if delta.get("type") == "text_delta":
+                    piece = str(delta.get("text") or "")
+                    block["text"] = str(block.get("text") or "") + piece
+                    if piece:
+                        on_text(piece)
+                elif delta.get("type") == "input_json_delta":
+                    parts.setdefault(i, []).append(str(delta.get("partial_json") or ""))
+            elif kind == "message_delta":
+                stop = (event.get("delta") or {}).get("stop_reason") or stop
+                usage.update(event.get("usage") or {})
+            elif kind == "message_stop":
+                break
+        for i, block in blocks.items():
+            if block.get("type") == "tool_use" and parts.get(i):
+                try:
+                    block["input"] = json.loads("".join(parts[i]))
+                except ValueError:
+                    block["input"] = "".join(parts[i])  # reported to the model as a bad input
+        return {"content": [blocks[i] for i in sorted(blocks)], "stop_reason": stop, "usage": usage}
+
+    def _read_stream(self, r: httpx.Response, on_text: Callable[[str], Any], streamed: list[bool]) -> Any:
+        """A streamed Chat Completions answer put back together as the non-streamed one."""
+        if "text/event-stream" not in (r.headers.get("content-type") or ""):
+            return self._plain_json(r)
+        streamed[0] = True
+        text, calls, finish, usage = [], {}, None, {}
+        for event in self._events(r):
+            usage = event.get("usage") or usage
+            for choice in event.get("choices") or []:
+                delta = choice.get("delta") or {}
+                piece = delta.get("content")
+                if isinstance(piece, str) and piece:
+                    text.append(piece)
+                    on_text(piece)
+                for tc in delta.get("tool_calls") or []:
+                    entry = calls.setdefault(int(tc.get("index", len(calls))),
+                                             {"id": None, "type": "function", "function": {"name": "", "arguments": ""}})
+                    entry["id"] = tc.get("id") or entry["id"]
+                    fn = tc.get("function") or {}
+                    entry["function"]["name"] += fn.get("name") or ""
+                    entry["function"]["arguments"] += fn.get("arguments") or ""
+                finish = choice.get("finish_reason") or finish
+        message: dict[str, Any] = {"role": "assistant", "content": "".join(text)}
+        if calls:
+            message["tool_calls"] = [calls[i] for i in sorted(calls)]
+        return {"choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": usage}
 
     def _new_id(self) -> str:
         return f"call_{next(self._ids):04d}"
@@ -357,7 +475,9 @@ class ModelClient:
 
     # ------------------------------------------------------------------ HTTP
 
-    def _post(self, url: str, body: dict) -> Any:
+    def _post(self, url: str, body: dict, read: Callable[[httpx.Response], Any] | None = None) -> Any:
+        """POST `body`; the JSON answer, or what `read` makes of a successful response (read
+        while it arrives: a stream)."""
         headers, params = self._credentials()
         url = _with_query(url, params)
         payload = json.dumps(body).encode("utf-8")
@@ -366,8 +486,11 @@ class ModelClient:
         while True:
             sent = {**headers, **self._request_headers(url, headers, payload)}
             try:
-                r = self.http.post(url, content=payload, headers=sent,
-                                   timeout=httpx.Timeout(self.timeout_s, connect=min(self.timeout_s, 10.0)))
+                with self.http.stream("POST", url, content=payload, headers=sent,
+                                      timeout=httpx.Timeout(self.timeout_s, connect=min(self.timeout_s, 10.0))) as r:
+                    if r.is_success and read is not None:
+                        return read(r)
+                    r.read()
             except httpx.TimeoutException:
                 raise self._error(f"did not answer within {self.timeout_s:g}s ({shown})") from None
             except httpx.ConnectError as e:

@@ -9,8 +9,10 @@ nothing unpicklable crosses processes. Routes:
   ``GET /api/jobs`` (`routes_repos.py`), ``GET /api/source`` (`routes_source.py`), and the MCP
   server at ``/api/mcp`` (`mcp.py`, over the tools of `codesearch.tools`), ``POST /api/explain``,
   ``GET /api/tree``, ``GET /api/commits`` (`routes_git.py`), ``GET /api/blame``, ``GET /api/commit``,
-  ``GET /api/diff`` (`routes_history.py`), ``POST /api/chat/blocking``,
-  ``GET /api/models``, ``GET /chat/<id>`` (`routes_chat.py`);
+  ``GET /api/diff`` (`routes_history.py`), ``POST /api/find_definitions``,
+  ``POST /api/find_references``, ``POST /api/tree`` (`routes_codenav.py`), ``POST /api/chat/blocking``,
+  ``POST /api/chat`` (streamed), ``PATCH /api/chat/<id>``, ``GET /api/models``, ``GET /chat/<id>``
+  (`routes_chat.py`);
 - OAuth 2.0 for MCP clients (`routes_oauth.py`, protocol in `oauth_server.py`): the
   ``/.well-known/`` metadata, ``/oauth/register``, ``/oauth/authorize`` (a consent page),
   ``/oauth/token``, ``/oauth/revoke``; access tokens work wherever API keys do.
@@ -35,9 +37,9 @@ from fastapi import APIRouter, Depends, FastAPI
 from codesearch import environment, permissions
 from codesearch.runtime import request_ids
 from codesearch.search.options import DEFAULT_PUBLIC_URL
-from codesearch.service import (audit, auth, errors, mcp, oauth_server, routes_chat, routes_git, routes_history,
-                                routes_oauth, routes_permissions, routes_repos, routes_search, routes_source,
-                                routes_suggest, webhooks)
+from codesearch.service import (audit, auth, errors, mcp, oauth_server, routes_chat, routes_codenav, routes_git,
+                                routes_history, routes_oauth, routes_permissions, routes_repos, routes_search,
+                                routes_source, routes_suggest, webhooks)
 from codesearch.service.compression import Compress
 from codesearch.service.limits import RequestLimits
 from codesearch.service.observability import ObserveRequests
@@ -157,6 +159,7 @@ def build_app(get_searcher, *, public_url: str = DEFAULT_PUBLIC_URL, contexts: d
     app.state.make_tool_context = make_context
     app.include_router(routes_git.router(make_context, require_identity=require_identity))
     app.include_router(routes_history.router(make_context, require_identity=require_identity))
+    app.include_router(routes_codenav.router(make_context, require_identity=require_identity))
     app.include_router(routes_chat.router(make_context, authenticator, public_url=public_url,
                                           require_identity=require_identity))
     mcp.install(app, authenticator, make_context, has_models, version=_version())

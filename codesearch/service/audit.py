@@ -36,16 +36,19 @@ log = logging.getLogger(__name__)
 
 #: What is recorded, and when.
 ACTIONS = {
-    "search": "a search (POST /api/search, /api/stream_search, the search page, an agent's search tool)",
+    "search": "a search (POST /api/search, /api/stream_search, the search page, an agent's search tool, "
+              "POST /api/find_definitions and /api/find_references: target the symbol)",
     "source.read": "a file read (GET /api/source, a file page, an agent's read tool)",
-    "tree.read": "a directory listed (GET /api/tree, a directory page)",
+    "tree.read": "a directory listed (GET or POST /api/tree, a directory page)",
     "commits.read": "a history read (GET /api/commits, a history page)",
     "blame.read": "a file's blame read (GET /api/blame, a blame page)",
     "commit.read": "one commit and its changes read (GET /api/commit, a commit page)",
     "diff.read": "two refs compared (GET /api/diff, a compare page)",
     "mcp.tool": "an MCP tool called (target: the tool's name)",
-    "chat.ask": "a question to ask_codebase over REST (target: the question; details: the chat's id)",
+    "chat.ask": "a question to ask_codebase over REST or from the web UI's chat (target: the question; details: "
+                "the chat's id)",
     "chat.read": "a research session page opened (target: the chat's id)",
+    "chat.share": "a chat made PUBLIC or PRIVATE by its user (target: the chat's id)",
     "login": "a web sign-in",
     "login.failed": "a refused web sign-in (target: the e-mail typed)",
     "apikey.create": "an API key created (target: its id; never the key)",

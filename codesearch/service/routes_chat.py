@@ -11,12 +11,27 @@
     The configured language models: ``[{provider, model, displayName}]`` (never tokens, headers or
     base URLs).
 
+``POST /api/chat``
+    Sourcebot's streaming chat route: body ``{id?, messages: [{role, parts: [{type: "text",
+    text}]}], selectedSearchScopes?: [{type: "repo" | "reposet", value}], languageModel?:
+    {provider, model}, visibility?}``. The question is the text of the last message (a ``user``
+    one); ``id`` names one of the caller's chats to ask a follow-up in (its earlier questions and
+    answers are the context; the stored ones, not what the client sends). The answer is a stream
+    of Server-Sent Events (`codesearch.service.chat_stream`): each tool call as it happens, the
+    answer, the stored chat. Every mistake in the request is a JSON error before the stream
+    starts: 400 ``INVALID_REQUEST_BODY``, 404 ``REPOSITORY_NOT_FOUND`` (a hidden repository
+    answers as an unknown one) or ``NOT_FOUND`` (a chat that is not the caller's).
+
+``PATCH /api/chat/<id>``
+    ``{visibility: PRIVATE | PUBLIC}``: share a chat or stop sharing it (its user only; 404 for
+    anyone else).
+
 ``GET /chat/<id>``
-    A read-only HTML page of one session (the web UI's ``chat.html``): the question, the answer
-    (as text: the model's markdown is never interpreted as HTML), and the tool calls it made.
-    PUBLIC sessions are readable by anyone with the link; PRIVATE ones only by the user who asked
-    (an API key, else the web UI's session). Anything else is 404, so a private session's
-    existence does not leak.
+    The HTML page of one session (`codesearch.web.pages_chat`): every question, the tool calls
+    made for it and the answer (Markdown without raw HTML; code references link to the file).
+    Its user can ask follow-ups and share it there. PUBLIC sessions are readable by anyone with
+    the link; PRIVATE ones only by the user who asked (an API key, else the web UI's session).
+    Anything else is 404, so a private session's existence does not leak.
 """
 
 from __future__ import annotations
@@ -25,7 +40,7 @@ import json
 from typing import Literal
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
 from starlette.concurrency import run_in_threadpool
 
@@ -52,6 +67,91 @@ class ChatNotFound(CodesearchError):
     status_code = 404
 
 
+class MessagePart(BaseModel):
+    model_config = ConfigDict(extra="allow")  # the AI SDK's parts carry more (state, providerMetadata, ...)
+
+    type: StrictStr
+    text: StrictStr | None = None
+
+
+class UIMessage(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    role: Literal["user", "assistant", "system"]
+    parts: list[MessagePart] = Field(max_length=200)
+
+
+class SearchScope(BaseModel):
+    model_config = ConfigDict(extra="allow")  # Sourcebot's scopes also carry name and codeHostType
+
+    type: Literal["repo", "reposet"]
+    value: StrictStr = Field(min_length=1, max_length=1000)
+
+
+class LanguageModelRef(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    provider: StrictStr
+    model: StrictStr
+    displayName: StrictStr | None = None  # noqa: N815  (Sourcebot sends it; the pair decides)
+
+
+class StreamChatRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: StrictStr | None = Field(None, max_length=64)
+    messages: list[UIMessage] = Field(min_length=1, max_length=500)
+    selectedSearchScopes: list[SearchScope] = Field(default_factory=list, max_length=100)  # noqa: N815
+    languageModel: LanguageModelRef | None = None  # noqa: N815
+    visibility: Literal["PRIVATE", "PUBLIC"] | None = None
+
+
+class VisibilityRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    visibility: Literal["PRIVATE", "PUBLIC"]
+
+
+def question_of(body: StreamChatRequest) -> str:
+    """The text of the request's last message, which must be the user's question."""
+    from codesearch.tools.context import ToolInputError
+
+    last = body.messages[-1]
+    if last.role != "user":
+        raise ToolInputError(f"the last message must be the user's question (role 'user'), not {last.role!r}")
+    text = "\n".join(p.text for p in last.parts if p.type == "text" and p.text).strip()
+    if not text:
+        raise ToolInputError("the last message has no text part: send the question as {type: 'text', text: ...}")
+    if len(text) > 10000:
+        raise ToolInputError(f"the question is {len(text)} characters long; at most 10000 are accepted")
+    return text
+
+
+def scope_repos(tc, scopes: list[SearchScope]) -> list[str] | None:
+    """The repository names of `scopes` (a ``reposet`` is a search context of the config)."""
+    from codesearch.tools.context import ToolInputError
+
+    names: list[str] = []
+    for scope in scopes:
+        if scope.type == "repo":
+            names.append(scope.value)
+            continue
+        ctx = tc.store.find_search_context(scope.value)
+        if ctx is None:
+            known = ", ".join(sorted(c.name for c in tc.store.list_search_contexts())) or "none"
+            raise ToolInputError(f"search context {scope.value!r} does not exist; the contexts are: {known}")
+        names += [n for n in ctx.repo_names if _visible(tc, n)]  # the context's repos the caller may read
+    return names or None
+
+
+def _visible(tc, name: str) -> bool:
+    try:
+        tc.repo(name)
+    except CodesearchError:
+        return False
+    return True
+
+
 def router(make_context, authenticator, *, public_url: str, require_identity) -> APIRouter:
     r = APIRouter()
 
@@ -64,6 +164,74 @@ def router(make_context, authenticator, *, public_url: str, require_identity) ->
         audit.record(request, identity, "chat.ask", body.query[:500], chat=chat.id, visibility=chat.visibility)
         return {"answer": chat.answer, "chatId": chat.id, "chatUrl": chat_url(public_url, chat.id),
                 "languageModel": spec.public()}
+
+    @r.post("/api/chat", response_class=StreamingResponse,
+            responses={200: {"content": {"text/event-stream": {}},
+                             "description": "Server-Sent Events in the AI SDK's UI message stream shape"}})
+    async def chat_stream(request: Request, body: StreamChatRequest,
+                          identity: Identity = Depends(require_identity)) -> StreamingResponse:
+        from codesearch.service import chat_stream as cs
+        from codesearch.tools import ask_chat
+
+        tc = make_context(identity)
+        question = question_of(body)
+        choice = ({"provider": body.languageModel.provider, "model": body.languageModel.model}
+                  if body.languageModel else None)
+
+        def prepare():
+            repos = scope_repos(tc, body.selectedSearchScopes)
+            return ask_chat.prepare(tc, question, chat_id=body.id, repos=repos, language_model=choice,
+                                    visibility=body.visibility)
+
+        prepared = await run_in_threadpool(prepare)
+        audit.record(request, identity, "chat.ask", question[:500], chat=body.id or "",
+                     visibility=prepared.visibility)
+        root = request.scope.get("root_path", "").rstrip("/")
+
+        def finish(outcome) -> list[dict]:
+            from codesearch.web.pages_chat import answer_html
+
+            meta = {"modelName": outcome.model.get("displayName") or outcome.model.get("model"),
+                    "totalInputTokens": outcome.usage.get("input_tokens", 0),
+                    "totalOutputTokens": outcome.usage.get("output_tokens", 0),
+                    "budgetExhausted": outcome.budget_exhausted}
+            data = {"chatId": outcome.chat.id, "chatUrl": chat_url(public_url, outcome.chat.id), "turn": outcome.turn,
+                    "visibility": outcome.chat.visibility, "answerHtml": str(answer_html(tc, outcome.answer, root))}
+            return [{"type": "data-chat", "data": data},
+                    {"type": "message-metadata", "messageMetadata": meta}]
+
+        def fail(error: BaseException) -> list[dict]:
+            if isinstance(error, CodesearchError):
+                stored = getattr(error, "chat", None)  # a failed question is kept: say where
+                linked = [] if stored is None else [{"type": "data-chat", "data": {
+                    "chatId": stored.id, "chatUrl": chat_url(public_url, stored.id), "turn": error.turn,
+                    "visibility": stored.visibility, "answerHtml": ""}}]
+                return [*linked, {"type": "error", "errorText": str(error)}]
+            import logging
+
+            logging.getLogger(__name__).error("chat failed", exc_info=error)
+            return [{"type": "error", "errorText": f"internal error ({type(error).__name__}); try again"}]
+
+        return StreamingResponse(cs.stream(lambda emit: ask_chat.run(prepared, emit), finish, fail),
+                                 media_type="text/event-stream", headers=cs.HEADERS)
+
+    @r.patch("/api/chat/{chat_id}")
+    async def chat_visibility(request: Request, chat_id: str, body: VisibilityRequest,
+                              identity: Identity = Depends(require_identity)) -> dict:
+        tc = make_context(identity)
+
+        def change():
+            try:
+                chat = tc.store.get_chat(chat_id)
+            except Exception:
+                chat = None
+            if chat is None or identity.anonymous or chat.user_id != identity.user_id:
+                raise ChatNotFound(f"chat {chat_id!r} not found (only the user who asked may share a chat)")
+            return tc.store.set_chat_visibility(chat.id, body.visibility)
+
+        chat = await run_in_threadpool(change)
+        audit.record(request, identity, "chat.share", chat.id, visibility=chat.visibility)
+        return {"chatId": chat.id, "visibility": chat.visibility, "chatUrl": chat_url(public_url, chat.id)}
 
     @r.get("/api/models")
     async def models(identity: Identity = Depends(require_identity)) -> list[dict]:
@@ -93,14 +261,16 @@ def router(make_context, authenticator, *, public_url: str, require_identity) ->
             return render(request, "notfound.html", status_code=404, title="Not found",
                           message="This research session does not exist, or you cannot see it.")
         audit.record(request, identity, "chat.read", chat.id)
-        return render_chat(request, chat)
+        from codesearch.web.pages_chat import render_chat
+
+        return await run_in_threadpool(render_chat, request, chat, tc)
 
     return r
 
 
 def shows_only_visible_repos(tc, chat) -> bool:
-    """Whether a research session names only repositories the viewer may read (its question,
-    the tools' arguments and outputs, the answer). A shared session whose research touched a
+    """Whether a research session names only repositories the viewer may read (its questions,
+    the tools' arguments and outputs, the answers, follow-ups included). A shared session whose research touched a
     repository the viewer may not read is not shown to them at all, like a missing one: the
     permission rule holds for what others found, too."""
     from codesearch.permissions import visible_repos
@@ -111,25 +281,8 @@ def shows_only_visible_repos(tc, chat) -> bool:
     hidden = [r.name for r in tc.store.list_repos(page=1, per_page=1_000_000)[0] if r.id not in allowed]
     if not hidden:
         return True
-    text = "\n".join([chat.question or "", chat.answer or "", json.dumps(chat.steps or [], ensure_ascii=False)])
+    parts = [chat.question or "", chat.answer or "", json.dumps(chat.steps or [], ensure_ascii=False)]
+    for turn in tc.store.list_chat_turns(chat.id):  # the follow-ups too
+        parts += [turn.question, turn.answer, json.dumps(turn.steps or [], ensure_ascii=False)]
+    text = "\n".join(parts)
     return not any(name in text for name in hidden)
-
-
-def render_chat(request: Request, chat) -> HTMLResponse:
-    """The session page, in the web UI's layout. The model's answer is rendered as Markdown
-    without raw HTML or images (`codesearch.web.markdown`); everything else from the session (the
-    question, tool arguments and outputs) is autoescaped text."""
-    from codesearch.web.markdown import render_markdown
-    from codesearch.web.templating import render
-
-    model = chat.model or {}
-    steps = [{"tool": str(s.get("tool", "")), "arguments": json.dumps(s.get("arguments", {}), ensure_ascii=False),
-              "output": str(s.get("output", "")), "is_error": bool(s.get("is_error"))} for s in chat.steps or []]
-    resp = render(request, "chat.html", title=chat.question[:80], chat=chat, steps=steps,
-                  answer_html=render_markdown(chat.answer or ""),
-                  model_name=str(model.get("displayName") or model.get("model") or ""),
-                  model_provider=str(model.get("provider") or ""),
-                  created=chat.created_at.isoformat(timespec="seconds") if chat.created_at else "")
-    resp.headers["Content-Security-Policy"] = ("default-src 'self'; style-src 'self' 'unsafe-inline'; "
-                                               "img-src 'self' data:; base-uri 'none'; frame-ancestors 'none'")
-    return resp

@@ -32,8 +32,8 @@ version 7 `email_verified`: whether single sign-on may find the user by e-mail),
 `api_keys` (HMAC-SHA256 hex of the key under the server secret, never the key) and
 `search_contexts`, `web_sessions` (sign-in sessions of the web UI: the HMAC of the cookie,
 never the cookie; a CSRF token each), `login_failures` (failed sign-ins in a row per account and
-per client address, with their lock-outs: `Store.begin_login_attempt`). Migrations:
-`codesearch.store.migrations`.
+per client address, with their lock-outs: `Store.begin_login_attempt`), `chats` and, since
+version 8, `chat_turns` (a chat's follow-up questions). Migrations: `codesearch.store.migrations`.
 
 Server secret. `SOURCEBOT_ENCRYPTION_KEY`, else `<data_dir>/.secret` (generated once, 0600):
 `codesearch.store.secret`, which also gives the sign-in secret (`AUTH_SECRET`, else derived).

@@ -376,6 +376,26 @@ def _v7_users_email_verified(conn: Connection) -> None:
         "     AND NOT EXISTS (SELECT 1 FROM invites i WHERE i.accepted_by = users.id))"))
 
 
+def _v8_chat_turns(conn: Connection) -> None:
+    """Follow-up questions of a chat (the web UI's chat page): turns 1, 2, ... of a chat whose
+    row holds turn 0. Existing chats have no follow-ups, so nothing is copied."""
+    md = MetaData(naming_convention=NAMING_CONVENTION)
+    Table("chats", md, Column("id", String(32), primary_key=True))  # only as the target of chat_turns.chat_id
+    Table(
+        "chat_turns", md,
+        Column("chat_id", String(32), ForeignKey("chats.id", ondelete="CASCADE"), primary_key=True),
+        Column("position", Integer, primary_key=True, autoincrement=False),
+        Column("question", Text, nullable=False),
+        Column("answer", Text, nullable=False),
+        Column("model", JSON, nullable=False),
+        Column("steps", JSON, nullable=False),
+        Column("status", String(16), nullable=False),
+        Column("error", Text, nullable=True),
+        Column("created_at", UTCDateTime, nullable=False),
+    )
+    md.tables["chat_turns"].create(conn)
+
+
 Migration = tuple[int, str, Callable[[Connection], None]]
 
 #: Every migration, in order. Versions are 1, 2, 3, ... without gaps.
@@ -387,6 +407,7 @@ MIGRATIONS: list[Migration] = [
     (5, "the audit log", _v5_audit_events),
     (6, "linked accounts, pending members, invites, repository grants, OAuth for MCP", _v6_identities_grants_oauth),
     (7, "users.email_verified: whether single sign-on may find the user by e-mail", _v7_users_email_verified),
+    (8, "follow-up questions of chats", _v8_chat_turns),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -201,6 +201,21 @@ class Chat:
 
 
 @dataclass
+class ChatTurn:
+    """One follow-up question of a chat and its answer (turn 0 is the `Chat` itself)."""
+
+    chat_id: str
+    position: int  # 1, 2, ...
+    question: str
+    answer: str
+    model: dict[str, Any]
+    steps: list[dict[str, Any]]
+    status: str  # one of CHAT_STATUSES
+    error: str | None
+    created_at: datetime
+
+
+@dataclass
 class AuditEvent:
     """One entry of the audit log (`codesearch.service.audit`)."""
 

@@ -36,6 +36,7 @@ from codesearch.store.models import (
     User,
     WebSession,
 )
+from codesearch.store.chat_turns import ChatTurnsMixin
 from codesearch.store.grants import GrantsMixin
 from codesearch.store.identities import IdentitiesMixin
 from codesearch.store.members import MembersMixin
@@ -182,7 +183,7 @@ def make_engine(url: str) -> Engine:
     return engine
 
 
-class Store(IdentitiesMixin, GrantsMixin, MembersMixin, OAuthMixin):
+class Store(IdentitiesMixin, GrantsMixin, MembersMixin, OAuthMixin, ChatTurnsMixin):
     """The state database: connections, repos and their links, jobs, users, API keys, contexts.
 
     Open with `Store.open(data_dir)`; every method is one short transaction and the object is

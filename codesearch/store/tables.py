@@ -212,6 +212,22 @@ chats = Table(
     Index(None, "created_at"),
 )
 
+#: Follow-up questions of a chat: turn 0 is the `chats` row itself (its question, answer and
+#: steps), so `ask_codebase` sessions need nothing here; turns 1, 2, ... are the follow-ups asked
+#: from the web UI, in order.
+chat_turns = Table(
+    "chat_turns", metadata,
+    Column("chat_id", String(32), ForeignKey("chats.id", ondelete="CASCADE"), primary_key=True),
+    Column("position", Integer, primary_key=True, autoincrement=False),
+    Column("question", Text, nullable=False),
+    Column("answer", Text, nullable=False),
+    Column("model", JSON, nullable=False),
+    Column("steps", JSON, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("error", Text, nullable=True),
+    Column("created_at", UTCDateTime, nullable=False),
+)
+
 #: Sign-in sessions of the web UI. `id` is the HMAC-SHA256 (hex) of the random cookie value under
 #: the sign-in secret: the cookie itself is never stored. `csrf_token` is the session's token for forms and the pages' API calls.
 web_sessions = Table(

@@ -12,6 +12,8 @@ Modules:
   comparison of two refs (reached through `pages_search`'s ``/browse/`` route);
 - `pages_account.py`: sign-in/out, first-account setup, settings (API keys), users;
 - `pages_sso.py`: single sign-on, linked accounts, approvals of new members, invites;
+- `pages_chat.py`: asking from the browser: a new chat, a chat's page (follow-ups, sharing), one's
+  chats (``static/chat.js`` streams the answers); `code_refs.py` links the answers' code references;
 - `pages_oauth_apps.py`: the OAuth clients (MCP clients) a user allowed, and revoking them;
 - `pages_settings.py`: connections (sync status, resync, re-index), anonymous access, the MCP page;
 - `api_keys.py`: creating an API key from a page (the keys and MCP pages);
@@ -42,8 +44,8 @@ def install(app, *, web) -> None:
     """Mount the static files and every page router; `web` is the app's `WebContext`."""
     from fastapi.responses import FileResponse
 
-    from codesearch.web import (error_pages, iap, link_required, pages_account, pages_oauth_apps, pages_search,
-                                pages_settings, pages_sso, sessions)
+    from codesearch.web import (error_pages, iap, link_required, pages_account, pages_chat, pages_oauth_apps,
+                                pages_search, pages_settings, pages_sso, sessions)
 
     # Starlette runs the middleware added last first: sessions, then IAP, then the linking gate
     link_required.install(app, web)  # reads the user the session or IAP resolved
@@ -62,3 +64,4 @@ def install(app, *, web) -> None:
     app.include_router(pages_oauth_apps.router(web))
     app.include_router(pages_settings.router(web))
     app.include_router(pages_search.router(web))
+    app.include_router(pages_chat.router(web))

@@ -13,6 +13,9 @@ the repos table, and the highlighting stylesheet.
 - ``GET /browse/<repo>@<rev>/-/blob/<path>``: one file (SPEC §5's ``webUrl``), highlighted with
   Pygments on the server, one element ``#L<n>`` per line; ``#L12``, ``#L12-L14`` or ``?line=12``
   highlight a range and scroll it into view.
+  The file page navigates code (`codesearch.web.codenav`, ``static/codenav.js``): symbols link
+  to their definitions and references, a file-tree sidebar, a file finder (``t``), a branch and
+  tag selector, and the terms of ``?q=`` (with ``regex``/``case``) highlighted.
   ``GET /browse/<repo>[@<rev>][/-/tree/<dir>]``: a directory listing, directories first.
   Blame (``/-/blob/<path>?blame``), history (``/-/commits/<path>``), commit (``/-/commit/<sha>``)
   and compare (``/-/compare?base=&head=``) pages are `codesearch.web.pages_history`'s.
@@ -48,7 +51,7 @@ from codesearch.index.sources import RepoInfo
 from codesearch.search.present import external_url, short_ref
 from codesearch.service import audit
 from codesearch.tools.repos import iso, page_of_repos
-from codesearch.web import highlight, pages_history
+from codesearch.web import codenav, highlight, pages_history
 from codesearch.web.templating import WebContext, render
 
 log = logging.getLogger(__name__)
@@ -327,7 +330,13 @@ def router(web: WebContext) -> APIRouter:
                 return RedirectResponse(browse_url(root, row.name, ref, "tree", path), status_code=303)
             raise
         info = _repo_info(row)
+        params = request.query_params
+        nav = codenav.nav_config(root=root, repo=row.name, rev=short_ref(ref), ref=ref, path=path,
+                                 language=detect(path, data), git_dir=git_dir, indexed=row.indexed_revisions,
+                                 q=params.get("q", "")[:2000], regex=_flag(params.get("regex")),
+                                 case=_flag(params.get("case")))
         ctx = {
+            "nav": nav,
             "title": f"{path.rsplit('/', 1)[-1]} · {row.display_name or row.name}", "repo": row.name,
             "rev": short_ref(ref), "commit": commit, "path": path,
             "crumbs": _crumbs(root, row.name, ref, path, row.display_name or ""),

@@ -160,8 +160,17 @@
     return shown || name || "";
   }
 
+  // The query a result link carries to the file page, which highlights its terms (codenav.js).
+  function termParams(cfg) {
+    const p = new URLSearchParams({q: cfg.query});
+    if (cfg.regex) p.set("regex", "1");
+    if (cfg.case) p.set("case", "1");
+    return `?${p}`;
+  }
+
   function renderFile(f, cfg, display) {
-    const base = localBrowseUrl(f.webUrl, cfg.publicUrl);
+    const page = localBrowseUrl(f.webUrl, cfg.publicUrl);
+    const base = page ? page + termParams(cfg) : null;
     const anchor = firstMatchAnchor(f);
     const name = f.fileName || {text: ""};
     const nameMarks = (name.matchRanges || []).map((r) => [r.start.column - 1, r.end.column - 1]);

@@ -1,0 +1,138 @@
+"""The chat pages: ask a question from the browser, watch the research, keep and share chats.
+
+- ``GET /chat?q=&repo=``: a new chat. The question box (Enter sends, Shift+Enter is a new line),
+  the model picker (filled from ``GET /api/models``), the repository-scope picker (only the
+  repositories the caller may read: `ToolContext.visible_repos`, the permission rule of
+  `codesearch.permissions`) and, for signed-in users, whether to share it. ``q`` and ``repo``
+  prefill the form (the question box of the home and file pages, ``_ask.html``, sends them).
+- ``GET /chat/<id>`` (routed by `codesearch.service.routes_chat`, rendered by `render_chat`):
+  every question of the chat, the tool calls made for it and the answer; its user can ask
+  follow-ups and share it.
+- ``GET /chats``: the signed-in user's chats, newest first.
+
+``static/chat.js`` posts the question to ``POST /api/chat`` (with ``X-CSRF-Token``) and builds
+each tool call and the answer from the event stream with DOM text nodes; the one piece of HTML
+it inserts is ``answerHtml``, which the server renders here (`answer_html`): Markdown without raw
+HTML or images, safe links, code references linked to the file at the line
+(`codesearch.web.code_refs`). Visitors may ask only when anonymous access is on, and then see
+and scope only the public repositories (the rule gives anonymous callers nothing else).
+"""
+
+from __future__ import annotations
+
+import json
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse, Response
+
+from codesearch.web.templating import WebContext, render
+
+#: scripts only from our own static files (the chat page's own script included)
+CSP = ("default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; base-uri 'none'; "
+       "form-action 'self'; frame-ancestors 'none'")
+MAX_SCOPE_REPOS = 2000
+MAX_LISTED_CHATS = 200
+
+
+def visible_names(tc) -> list[str]:
+    return sorted(r.name for r in tc.visible_repos())
+
+
+def answer_html(tc, text: str, root: str, names: list[str] | None = None):
+    """A model answer as safe HTML for this viewer: code references to the repositories they
+    may read open the file at the line."""
+    from codesearch.web.code_refs import render_answer
+
+    return render_answer(text or "", visible_names(tc) if names is None else names, root)
+
+
+def _when(at) -> str:
+    """A time as people read it (the ISO form goes into ``<time datetime>``)."""
+    return at.strftime("%Y-%m-%d %H:%M UTC") if at else ""
+
+
+def _root(request: Request) -> str:
+    return request.scope.get("root_path", "").rstrip("/")
+
+
+def _secure(resp: HTMLResponse) -> HTMLResponse:
+    resp.headers["Content-Security-Policy"] = CSP
+    return resp
+
+
+def _turn(tc, root: str, names: list[str], question: str, answer: str, model: dict, steps: list, status: str,
+          error: str | None, created) -> dict:
+    from codesearch.tools.ask_chat import summarize
+
+    model = model or {}
+    return {
+        "question": question, "answer_html": answer_html(tc, answer, root, names), "status": status,
+        "error": error or "", "model_name": str(model.get("displayName") or model.get("model") or ""),
+        "model_provider": str(model.get("provider") or ""),
+        "created": created.isoformat(timespec="seconds") if created else "", "when": _when(created),
+        "steps": [{"tool": str(s.get("tool", "")), "arguments": json.dumps(s.get("arguments", {}), ensure_ascii=False),
+                   "summary": summarize(str(s.get("output", "")), bool(s.get("is_error"))),
+                   "output": str(s.get("output", "")), "is_error": bool(s.get("is_error"))} for s in steps or []],
+    }
+
+
+def _composer(tc, request: Request, *, q: str = "", selected: list[str] | None = None,
+              names: list[str] | None = None) -> dict:
+    names = visible_names(tc) if names is None else names
+    return {"repos": names[:MAX_SCOPE_REPOS], "more_repos": max(0, len(names) - MAX_SCOPE_REPOS),
+            "selected": [n for n in selected or [] if n in set(names)], "q": q,
+            "anonymous": tc.identity.anonymous}
+
+
+def render_chat(request: Request, chat, tc) -> HTMLResponse:
+    """The page of one chat for the viewer `tc` (whom the caller checked may read it)."""
+    root = _root(request)
+    names = visible_names(tc)
+    turns = [_turn(tc, root, names, chat.question, chat.answer, chat.model, chat.steps, chat.status, chat.error,
+                   chat.created_at)]
+    for t in tc.store.list_chat_turns(chat.id):
+        turns.append(_turn(tc, root, names, t.question, t.answer, t.model, t.steps, t.status, t.error, t.created_at))
+    mine = not tc.identity.anonymous and chat.user_id == tc.identity.user_id
+    context = _composer(tc, request, names=names) if mine else {}
+    return _secure(render(request, "chat.html", title=chat.question[:80], chat=chat, turns=turns, mine=mine,
+                          can_ask=mine, **context))
+
+
+def router(web: WebContext) -> APIRouter:
+    r = APIRouter(include_in_schema=False)
+
+    def identity_of(request: Request):
+        ident = getattr(request.state, "identity", None)
+        if ident is not None:
+            return ident
+        anon = getattr(request.state, "anonymous_access", None)
+        if anon is None:
+            anon = web.anonymous_access
+        return web.authenticator.anonymous_identity() if anon else None
+
+    def to_login(request: Request) -> Response:
+        from codesearch.web.sessions import login_redirect
+
+        return login_redirect(request)
+
+    @r.get("/chat")
+    def new_chat(request: Request, q: str = Query("", max_length=10000), repo: list[str] = Query([])):
+        identity = identity_of(request)
+        if identity is None:
+            return to_login(request)
+        tc = web.make_context(identity)
+        return _secure(render(request, "chat.html", title="Ask", chat=None, turns=[], mine=True, can_ask=True,
+                              **_composer(tc, request, q=q, selected=repo)))
+
+    @r.get("/chats")
+    def chats(request: Request):
+        identity = getattr(request.state, "identity", None)
+        if identity is None:  # a history needs someone to belong to
+            return to_login(request)
+        rows = web.get_store().list_chats(user_id=identity.user_id, limit=MAX_LISTED_CHATS)
+        items = [{"id": c.id, "question": c.question, "visibility": c.visibility, "status": c.status,
+                  "created": c.created_at.isoformat(timespec="seconds") if c.created_at else "",
+                  "when": _when(c.created_at)} for c in rows]
+        return _secure(render(request, "chats.html", title="Your chats", chats=items))
+
+    return r
