@@ -60,7 +60,7 @@ def page(page_for, world):
     return p
 
 
-BAR = "input[name=q]"
+BAR = "form.searchform input[name=q]"
 
 
 def typed(page, text: str) -> None:
@@ -175,7 +175,7 @@ def test_tab_without_a_pick_moves_on(page):
     options(page)
     page.locator(BAR).press("Tab")
     assert page.locator(BAR).input_value() == "re"
-    assert page.evaluate("() => document.activeElement.name") != "q"
+    assert page.evaluate("() => document.activeElement !== document.querySelector('form.searchform input[name=q]')")
 
 
 def test_a_suggestion_replaces_the_word_as_typed_since(page):
@@ -226,7 +226,7 @@ def test_the_layer_lines_up_with_the_input_text(page):
     query = "repo:demo needle"
     page.locator(BAR).fill(query)
     x = page.evaluate("""() => {
-        const layer = document.querySelector('.qb-layer'), input = document.querySelector('input[name=q]');
+        const layer = document.querySelector('.qb-layer'), input = document.querySelector('form.searchform input[name=q]');
         const span = layer.querySelector('.qb-word');
         const range = document.createRange(); range.selectNodeContents(span);
         const cs = getComputedStyle(input);
