@@ -331,7 +331,7 @@
       const m = /(?:^|\s)context:("(?:[^"\\]|\\.)*"|\S+)/.exec(input.value);
       return m ? m[1].replace(/^"|"$/g, "") : "";
     };
-    fetch(`${root()}/api/suggest?kind=context&q=&limit=50`, {credentials: "same-origin"})
+    const loadContexts = () => fetch(`${root()}/api/suggest?kind=context&q=&limit=50`, {credentials: "same-origin"})
       .then((r) => (r.ok ? r.json() : {suggestions: []}))
       .then((data) => {
         const names = (data.suggestions || []).map((s) => String(s.value));
@@ -340,6 +340,13 @@
         select.value = names.includes(contextIn()) ? contextIn() : "";
       })
       .catch(() => { select.hidden = true; });
+    // On the results page, after the search (search.js announces its end): the first results
+    // come first; elsewhere at once.
+    if (document.getElementById("results") && !document.body.dataset.searchDone) {
+      document.addEventListener("codesearch:search-done", loadContexts, {once: true});
+    } else {
+      loadContexts();
+    }
     select.addEventListener("change", () => {
       const rest = input.value.replace(/(^|\s)context:("(?:[^"\\]|\\.)*"|\S+)/g, "$1").replace(/\s+/g, " ").trim();
       input.value = select.value ? `context:${quoteIfNeeded(select.value)}${rest ? " " + rest : ""}` : rest;

@@ -251,7 +251,16 @@
       if (href) location.href = href;
     });
 
+    // The rest of the page (the query bar's context list) waits for this: nothing competes with
+    // the search for the server while the first results are on their way.
+    const announceDone = () => {
+      if (document.body.dataset.searchDone) return;
+      document.body.dataset.searchDone = "1";
+      document.dispatchEvent(new Event("codesearch:search-done"));
+    };
+
     function showError(message, position) {
+      announceDone();
       errorBox.hidden = false;
       errorBox.replaceChildren(el("strong", null, "Search failed: "), message);
       if (typeof position === "number" && position >= 0) showCaret(position);
@@ -381,6 +390,7 @@
 
     function finish(stats, exhaustive, hints) {
       state.done = true;
+      announceDone();
       if (!state.files) showHints(hints);
       renderFacets("filter-lang", "lang", state.langs);
       renderFacets("filter-repo", "repo", state.repos);
