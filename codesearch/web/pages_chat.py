@@ -101,14 +101,7 @@ def render_chat(request: Request, chat, tc) -> HTMLResponse:
 def router(web: WebContext) -> APIRouter:
     r = APIRouter(include_in_schema=False)
 
-    def identity_of(request: Request):
-        ident = getattr(request.state, "identity", None)
-        if ident is not None:
-            return ident
-        anon = getattr(request.state, "anonymous_access", None)
-        if anon is None:
-            anon = web.anonymous_access
-        return web.authenticator.anonymous_identity() if anon else None
+    identity_of = web.identity_of
 
     def to_login(request: Request) -> Response:
         from codesearch.web.sessions import login_redirect

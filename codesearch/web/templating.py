@@ -57,6 +57,18 @@ class WebContext:
     #: IAP are signed in by `codesearch.web.iap`
     iap: Any = None
 
+    def identity_of(self, request: Request):
+        """The caller of a page, or None when the visitor must sign in first: the identity the
+        session middleware resolved, else anonymous when anonymous access is on (as this request
+        saw it: owners switch it at run time), else None."""
+        ident = getattr(request.state, "identity", None)
+        if ident is not None:
+            return ident
+        anon = getattr(request.state, "anonymous_access", None)
+        if anon is None:
+            anon = self.anonymous_access
+        return self.authenticator.anonymous_identity() if anon else None
+
 
 def render(request: Request, template: str, status_code: int = 200, **context) -> HTMLResponse:
     """`template` rendered with the common context (see the module docstring)."""
