@@ -19,7 +19,7 @@ import pytest
 
 from tests.corpus import make_local_repo
 from tests.mcpworld import DEMO, WIDGETS
-from tests.webworld import browser, page_for, shot, web  # noqa: F401  (pytest fixtures)
+from tests.webworld import browser, index_local_repo, page_for, shot, web  # noqa: F401  (pytest fixtures)
 
 HOSTILE_REPO = 'git.local/qb<img src=x onerror="window.__pwned=41">'
 HOSTILE_FILE = "zz<img src=y onerror=window.__pwned=42>.py"
@@ -28,25 +28,12 @@ HOSTILE_FILE = "zz<img src=y onerror=window.__pwned=42>.py"
 @pytest.fixture(scope="module")
 def world(web):
     """The `web` world plus a repository with an HTML name and file name, and two contexts."""
-    from codesearch.index.builder import IndexSettings, index_source
-    from codesearch.index.sources import GitSource
-    from codesearch.store.models import INDEXED, SearchContext
-    from codesearch.sync import repo_info
+    from codesearch.store.models import SearchContext
 
     root = os.path.join(os.path.dirname(web["data"]), "src", "qb-hostile")
     make_local_repo(root, {HOSTILE_FILE: "def qb_hostile_marker():\n    return 1\n"})
+    index_local_repo(web, "qbhostile", HOSTILE_REPO, root, "hostile")
     store = web["store"]
-    store.upsert_connection("qbhostile", "git", {"type": "git", "url": "file://" + root})
-    ids = store.upsert_repos("qbhostile", [dict(name=HOSTILE_REPO, display_name="hostile", code_host_type="genericGitHost",
-                                                clone_url="file://" + root, local_path=root, default_branch="main")]).ids
-    row = store.get_repo(ids[HOSTILE_REPO])
-    source = GitSource(root, repo=repo_info(row, row.id))
-    try:
-        index_source(source, web["index"], IndexSettings())
-        revisions = {r.ref: r.commit for r in source.revisions}
-    finally:
-        source.close()
-    store.update_repo_index_status(row.id, INDEXED, revisions=revisions)
     store.replace_search_contexts([SearchContext("demo-only", [DEMO], "the demo"),
                                    SearchContext("widgets-only", [WIDGETS], "")])
     web["pool"].refresh(web["index"])

@@ -25,7 +25,7 @@ import pytest
 
 from tests.corpus import make_local_repo
 from tests.mcpworld import DEMO, WIDGETS
-from tests.webworld import browser, page_for, shot, web  # noqa: F401  (pytest fixtures)
+from tests.webworld import browser, index_local_repo, page_for, shot, web  # noqa: F401  (pytest fixtures)
 
 EVIL = "git.local/evil"
 EVIL_HTML = "<!doctype html>\n<p>evil_marker_text</p>\n<script>window.__pwned = 1</script>\n"
@@ -77,28 +77,12 @@ def test_highlighting_escapes_and_keeps_line_numbers():
 @pytest.fixture(scope="module")
 def evil(web):
     """A third repo, indexed into the `web` world, whose contents and file names are HTML."""
-    from codesearch.index.builder import IndexSettings, index_source
-    from codesearch.index.sources import GitSource
-    from codesearch.store.models import INDEXED
-    from codesearch.sync import repo_info
-
     root = os.path.join(os.path.dirname(web["data"]), "src", "evil")
     make_local_repo(root, EVIL_FILES)
     subprocess.run(["git", "branch", "release/1.0"], cwd=root, check=True, capture_output=True)
-    store = web["store"]
-    store.upsert_connection("evil", "git", {"type": "git", "url": "file://" + root})
-    ids = store.upsert_repos("evil", [dict(name=EVIL, display_name="evil", code_host_type="genericGitHost",
-                                           clone_url="file://" + root, local_path=root, default_branch="main")]).ids
-    row = store.get_repo(ids[EVIL])
-    source = GitSource(root, repo=repo_info(row, row.id))
-    try:
-        index_source(source, web["index"], IndexSettings())
-        revisions = {r.ref: r.commit for r in source.revisions}
-    finally:
-        source.close()
-    store.update_repo_index_status(row.id, INDEXED, revisions=revisions)
+    repo_id = index_local_repo(web, "evil", EVIL, root, "evil")
     web["pool"].refresh(web["index"])
-    return {"root": root, "id": row.id}
+    return {"root": root, "id": repo_id}
 
 
 #: Legal git ref names that URLs must carry intact: a leading dash (git would read an option), the

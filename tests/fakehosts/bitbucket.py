@@ -450,7 +450,8 @@ class FakeBitbucketServer(_Base):
                      and (archived == "ALL" or r.archived == (archived == "ARCHIVED"))]
             self._page(h, items, params)
             return
-        if len(parts) == 6 and parts[0] == "projects" and parts[2] == "repos" and parts[4:] == ["permissions", "users"]:
+        if (len(parts) == 6 and parts[0] == "projects" and parts[2] == "repos" and parts[4] == "permissions"
+                and parts[5] in ("users", "groups")):
             r = self.repos.get((parts[1], parts[3]))
             if r is None:
                 self._error(h, 404, f"Repository {parts[1]}/{parts[3]} does not exist.",
@@ -458,18 +459,9 @@ class FakeBitbucketServer(_Base):
             elif not self._has(r, kind, user, "REPO_ADMIN"):
                 self._error(h, 401, "You are not permitted to access this resource",
                             "com.atlassian.bitbucket.AuthorisationException")
-            else:
+            elif parts[5] == "users":
                 self._page(h, sorted(r.users.items()), params,
                            lambda up: {"user": self.user_json(up[0]), "permission": up[1]})
-            return
-        if len(parts) == 6 and parts[0] == "projects" and parts[2] == "repos" and parts[4:] == ["permissions", "groups"]:
-            r = self.repos.get((parts[1], parts[3]))
-            if r is None:
-                self._error(h, 404, f"Repository {parts[1]}/{parts[3]} does not exist.",
-                            "com.atlassian.bitbucket.repository.NoSuchRepositoryException")
-            elif not self._has(r, kind, user, "REPO_ADMIN"):
-                self._error(h, 401, "You are not permitted to access this resource",
-                            "com.atlassian.bitbucket.AuthorisationException")
             else:
                 self._page(h, sorted(r.groups.items()), params, lambda gp: {"group": {"name": gp[0]}, "permission": gp[1]})
             return
