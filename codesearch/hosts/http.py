@@ -9,20 +9,25 @@
   (epoch seconds) or a backoff, but never longer than `max_wait_s` at once or
   `max_total_wait_s` in all; past that the request fails with a `HostError`;
 * maps 401/403 to `HostAuthError` and 404 to `HostNotFound`;
-* never puts a token in an error message (URLs in errors have their query string removed).
+* never puts a token in an error message: URLs in errors lose their query string and user
+  info, and the credential headers sent (``Authorization``, ``PRIVATE-TOKEN``...) are masked
+  out of the server's text that the message quotes.
+
+Reading ``Retry-After``, the backoff and the masking are `codesearch.http_retry`'s, shared with
+the language model client.
 
 Tests pass `transport=` (or point `base_url` at a local server); `sleep` is injectable.
 """
 
 from __future__ import annotations
 
-import email.utils
 import time
 from typing import Callable
 
 import httpx
 
 from codesearch.errors import HostAuthError, HostError, HostNotFound
+from codesearch.http_retry import Redactor, backoff_seconds, retry_after_seconds, safe_url
 
 DEFAULT_TIMEOUT_S = 30.0
 
@@ -58,29 +63,33 @@ class HostHttp:
             except httpx.TransportError as e:
                 if attempt < self.retries:
                     attempt += 1
-                    self._wait(min(2 ** attempt, self.max_wait_s))
+                    self._wait(backoff_seconds(attempt, cap=self.max_wait_s))
                     continue
-                raise HostError(f"cannot reach {_safe(url)}: {type(e).__name__}", url=_safe(url)) from None
+                raise HostError(f"cannot reach {safe_url(url)}: {type(e).__name__}", url=safe_url(url)) from None
             if r.is_success:
                 return r
             wait = self._rate_limit_wait(r)
             if wait is not None:
                 if wait > self.max_wait_s or self.waited_s + wait > self.max_total_wait_s:
-                    raise HostError(f"rate limited by {_safe(url)} for {wait:.0f}s, longer than allowed", url=_safe(url), status=r.status_code)
+                    raise HostError(f"rate limited by {safe_url(url)} for {wait:.0f}s, longer than allowed", url=safe_url(url), status=r.status_code)
                 self._wait(wait)
                 continue
             if r.status_code >= 500 and attempt < self.retries:
                 attempt += 1
-                self._wait(min(2 ** attempt, self.max_wait_s))
+                self._wait(backoff_seconds(attempt, cap=self.max_wait_s))
                 continue
-            raise _error_for(r, url)
+            redact = Redactor()
+            redact.add_headers(self.client.headers)
+            redact.add_headers(headers)
+            redact.add_url(url)
+            raise _error_for(r, url, redact)
 
     def get_json(self, url: str, params: dict | None = None, headers: dict | None = None):
         r = self.get(url, params=params, headers=headers)
         try:
             return r.json()
         except ValueError:
-            raise HostError(f"{_safe(url)} answered {r.status_code} with a body that is not JSON", url=_safe(url), status=r.status_code) from None
+            raise HostError(f"{safe_url(url)} answered {r.status_code} with a body that is not JSON", url=safe_url(url), status=r.status_code) from None
 
     def _wait(self, seconds: float) -> None:
         seconds = max(0.0, seconds)
@@ -93,14 +102,9 @@ class HostHttp:
         limited = r.status_code == 429 or (r.status_code == 403 and (h.get("x-ratelimit-remaining") == "0" or "retry-after" in h))
         if not limited:
             return None
-        if "retry-after" in h:
-            value = h["retry-after"].strip()
-            if value.isdigit():
-                return float(value)
-            try:
-                return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - time.time())
-            except (TypeError, ValueError):
-                pass
+        wait = retry_after_seconds(h.get("retry-after"))
+        if wait is not None:
+            return wait
         for key in ("x-ratelimit-reset", "ratelimit-reset"):
             if h.get(key, "").strip().isdigit():
                 v = float(h[key])
@@ -108,16 +112,12 @@ class HostHttp:
         return 1.0
 
 
-def _safe(url: str) -> str:
-    """A URL fit for messages: no query string (tokens sometimes travel there), no user info."""
-    u = httpx.URL(url)
-    return str(u.copy_with(query=None, fragment=None, username=None, password=None))
-
-
-def _error_for(r: httpx.Response, url: str) -> HostError:
+def _error_for(r: httpx.Response, url: str, redact: Redactor | None = None) -> HostError:
     snippet = r.text[:200].strip().replace("\n", " ") if r.headers.get("content-type", "").startswith(("text/", "application/json")) else ""
+    if redact is not None:
+        snippet = redact(snippet)
     detail = f": {snippet}" if snippet else ""
-    where = _safe(url)
+    where = safe_url(url)
     if r.status_code in (401, 403):
         return HostAuthError(f"{where} refused the credentials ({r.status_code}){detail}", url=where, status=r.status_code)
     if r.status_code == 404:

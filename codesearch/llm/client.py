@@ -36,17 +36,23 @@ naming the variable); without one, the provider's usual variable (``OPENAI_API_K
 ``AWS_ACCESS_KEY_ID``, ...) is used when set. Header values and ``queryParams`` values may be
 token references too.
 
+Streaming (``chat(..., on_text=…)``) uses the dialect's streaming endpoint: the same URL with
+``stream: true`` for Chat Completions and Anthropic, ``:streamRawPredict`` for Anthropic on
+Vertex AI, ``:streamGenerateContent?alt=sse`` for Gemini (and on Vertex AI), and
+``/converse-stream`` for Bedrock (AWS event-stream frames); every provider streams.
+
 Errors. Everything that goes wrong (unreachable, timeout, an HTTP error status, a body that is
 not JSON or not of the expected shape, a credential that cannot be resolved) is a `ModelError`
 whose message names the model and says what happened, e.g. ``language model gpt-4o (openai)
 answered 401: invalid api key``. Messages never contain a token or a stack trace: resolved
 secrets are masked out of any text the provider sends back, and URLs lose their credentials and
-query. 429 and 5xx answers are retried once, after ``Retry-After`` (capped) or a short backoff.
+query. 429 and 5xx answers are retried once, after ``Retry-After`` (capped) or a short backoff
+(`codesearch.http_retry`, shared with the code host adapters). An error sent inside a stream,
+or a stream that cannot be read (a corrupted frame, a stream cut short), is a `ModelError` too.
 """
 
 from __future__ import annotations
 
-import email.utils
 import itertools
 import json
 import os
@@ -57,63 +63,30 @@ from typing import Any, Callable, Mapping
 
 import httpx
 
+from codesearch.http_retry import Redactor, retry_after_seconds, safe_url
 from codesearch.llm import sigv4
-from codesearch.llm.dialects import anthropic_messages, bedrock_converse, chat_completions, gemini
+from codesearch.llm.dialects import Dialect, anthropic_messages, bedrock_converse, chat_completions, gemini
 from codesearch.llm.providers import (ANTHROPIC_MESSAGES, BEDROCK_CONVERSE, CHAT_COMPLETIONS, GEMINI, PROVIDERS,
                                       SUPPORTED_PROVIDERS, missing_dependency)
-from codesearch.llm.spec import ModelError, ModelSpec, Reply, ToolCall, text_call
+from codesearch.llm.spec import ModelError, ModelSpec, Reply, ToolCall
+from codesearch.llm.sse import StreamError
 
 __all__ = ["SUPPORTED_PROVIDERS", "ModelClient", "ModelError", "ModelSpec", "Reply", "ToolCall"]
 
-DIALECTS = {CHAT_COMPLETIONS: chat_completions, ANTHROPIC_MESSAGES: anthropic_messages, GEMINI: gemini,
-            BEDROCK_CONVERSE: bedrock_converse}
+#: Each dialect of the provider table, and the module that speaks it.
+DIALECTS: dict[str, Dialect] = {CHAT_COMPLETIONS: chat_completions, ANTHROPIC_MESSAGES: anthropic_messages,  # type: ignore[dict-item]
+                                GEMINI: gemini, BEDROCK_CONVERSE: bedrock_converse}
 ANTHROPIC_VERSION = "2023-06-01"
-#: `max_tokens` of Anthropic requests (the API requires one).
-ANTHROPIC_MAX_TOKENS = anthropic_messages.MAX_TOKENS
 AZURE_API_VERSION = "preview"
 
 DEFAULT_TIMEOUT_S = 120.0
 _MAX_ERROR_TEXT = 300
-#: Kept for callers of the earlier name; a Chat Completions tool call from its JSON text.
-_parse_call = text_call
-
-
-def _safe_url(url: str) -> str:
-    """`url` without credentials, query or fragment (for error messages)."""
-    try:
-        p = urllib.parse.urlsplit(url)
-    except ValueError:
-        return "<invalid URL>"
-    netloc = p.hostname or ""
-    if p.port:
-        netloc += f":{p.port}"
-    return urllib.parse.urlunsplit((p.scheme, netloc, p.path, "", ""))
 
 
 def _join(base: str, path: str) -> str:
     """`path` appended to the path of `base` (a query string in `base` stays at the end)."""
     p = urllib.parse.urlsplit(base)
     return urllib.parse.urlunsplit((p.scheme, p.netloc, p.path.rstrip("/") + path, p.query, p.fragment))
-
-
-def _retry_after(value: str | None) -> float | None:
-    """Seconds of a ``Retry-After`` header (seconds or an HTTP date), None when absent or unreadable."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
-
-
 
 
 def _with_query(url: str, params: Mapping[str, str]) -> str:
@@ -164,13 +137,8 @@ class ModelClient:
         self.now = now or (lambda: datetime.now(timezone.utc))
         self._own_http = http is None
         self.http = http if http is not None else httpx.Client(follow_redirects=False)
-        self._secrets: list[str] = []  # resolved values, masked out of every error message
-        if spec.base_url:  # credentials written into the URL itself
-            try:
-                parts = urllib.parse.urlsplit(spec.base_url)
-                self._secrets += [parts.password or ""] + [v for _, v in urllib.parse.parse_qsl(parts.query)]
-            except ValueError:
-                pass
+        self._redact = Redactor()  # resolved secrets, masked out of every error message
+        self._redact.add_url(spec.base_url)  # credentials written into the URL itself
         self._ids = itertools.count(1)
         self._auth: tuple[dict[str, str], dict[str, str]] | None = None  # (headers, query params), once resolved
         self._aws: dict[str, str] | None = None  # Bedrock: region and keys, once resolved
@@ -193,129 +161,37 @@ class ModelClient:
         """One model turn for the conversation so far. `tool_choice` ``"none"`` asks for an answer
         without tool calls (the tools stay declared: the history may hold tool calls).
 
-        `on_text` is called with the reply's text as it is produced: piece by piece where the
-        provider streams (the Chat Completions providers and ``anthropic``: ``stream: true``, read
-        as Server-Sent Events and put back together into the same `Reply`), else once, when the
-        reply is in.
-        The pieces are the model's raw text (a reasoning block that `Reply.text` leaves out
-        included)."""
-        body = self.dialect.body(self.spec, messages, list(tools or []), tool_choice)
+        `on_text` is called with the reply's text as it is produced: the request asks the
+        provider to stream (the dialect's streaming endpoint and body), each piece of answer
+        text goes to `on_text` as it arrives, and the stream is put back together into the same
+        `Reply` as an unstreamed answer. A server that answers with a plain reply instead
+        is read as such, and `on_text` gets its text once. An error sent in the stream, or a
+        stream that cannot be read, is a `ModelError`."""
+        dialect = self.dialect
+        body = dialect.body(self.spec, messages, list(tools or []), tool_choice)
+        url = self.endpoint()
         read = None
-        streamed = [False]
-        if on_text is not None and self.dialect is chat_completions:
-            body["stream"] = True
-            if self.spec.provider in ("openai", "azure"):  # others may refuse the option; usage is then 0
-                body["stream_options"] = {"include_usage": True}
-            read = lambda r: self._read_stream(r, on_text, streamed)  # noqa: E731
-        elif on_text is not None and self.spec.provider == "anthropic":
-            body["stream"] = True
-            read = lambda r: self._read_anthropic_stream(r, on_text, streamed)  # noqa: E731
-        data = self._post(self.endpoint(), body, read=read)
+        if on_text is not None:
+            url, body = dialect.stream_url(url), dialect.stream_body(self.spec, body)
+            read = lambda r: self._read_stream(r, on_text)  # noqa: E731
         try:
-            reply = self.dialect.reply(self.spec, data, self._new_id)
+            answer = self._post(url, body, read=read)
+            reply = answer if isinstance(answer, Reply) else dialect.reply(self.spec, answer, self._new_id)
+        except StreamError as e:
+            raise self._error(self._redact(str(e))[:_MAX_ERROR_TEXT]) from None
         except (KeyError, IndexError, TypeError, AttributeError, ValueError) as e:
-            raise self._error(f"answered with an unexpected response ({type(e).__name__}: {self._mask(str(e))[:100]})"
+            raise self._error(f"answered with an unexpected response ({type(e).__name__}: {self._redact(str(e))[:100]})"
                               ) from None
-        if on_text is not None and not streamed[0] and reply.text:
+        if on_text is not None and not isinstance(answer, Reply) and reply.text:
             on_text(reply.text)
         return reply
 
-    def _plain_json(self, r: httpx.Response) -> Any:
-        """A server that answers ``stream: true`` with plain JSON is read as such."""
-        r.read()
-        try:
-            return r.json()
-        except ValueError:
-            raise self._error(f"answered {r.status_code} with a body that is not JSON "
-                              f"(content-type {r.headers.get('content-type') or 'none'})", status=r.status_code) from None
-
-    def _events(self, r: httpx.Response):
-        """The JSON objects of a Server-Sent Events answer, up to ``[DONE]``; an ``error`` event
-        (OpenAI's ``{"error": …}``, Anthropic's ``type: error``) is a `ModelError`."""
-        for line in r.iter_lines():
-            if not line.startswith("data:"):
-                continue
-            data = line[5:].strip()
-            if data == "[DONE]":
-                return
-            try:
-                event = json.loads(data)
-            except ValueError:
-                raise self._error("sent a stream event that is not JSON") from None
-            if not isinstance(event, dict):
-                raise self._error("sent a stream event that is not an object")
-            if event.get("error"):
-                err = event["error"]
-                message = err.get("message") if isinstance(err, dict) else str(err)
-                raise self._error(f"failed while answering: {self._mask(str(message))[:_MAX_ERROR_TEXT]}")
-            yield event
-
-    def _read_anthropic_stream(self, r: httpx.Response, on_text: Callable[[str], Any], streamed: list[bool]) -> Any:
-        """A streamed Messages answer (``message_start``, ``content_block_*``, ``message_delta``)
-        put back together as the non-streamed one."""
-        if "text/event-stream" not in (r.headers.get("content-type") or ""):
-            return self._plain_json(r)
-        streamed[0] = True
-        blocks: dict[int, dict] = {}
-        parts: dict[int, list[str]] = {}
-        stop, usage = None, {}
-        for event in self._events(r):
-            kind = event.get("type")
-            if kind == "message_start":
-                usage.update((event.get("message") or {}).get("usage") or {})
-            elif kind == "content_block_start":
-                i = int(event.get("index", len(blocks)))
-                blocks[i] = dict(event.get("content_block") or {})
-                parts[i] = []
-            elif kind == "content_block_delta":
-                i, delta = int(event.get("index", 0)), event.get("delta") or {}
-                block = blocks.setdefault(i, {"type": "text", "text": ""})
-                if delta.get("type") == "text_delta":
-                    piece = str(delta.get("text") or "")
-                    block["text"] = str(block.get("text") or "") + piece
-                    if piece:
-                        on_text(piece)
-                elif delta.get("type") == "input_json_delta":
-                    parts.setdefault(i, []).append(str(delta.get("partial_json") or ""))
-            elif kind == "message_delta":
-                stop = (event.get("delta") or {}).get("stop_reason") or stop
-                usage.update(event.get("usage") or {})
-            elif kind == "message_stop":
-                break
-        for i, block in blocks.items():
-            if block.get("type") == "tool_use" and parts.get(i):
-                try:
-                    block["input"] = json.loads("".join(parts[i]))
-                except ValueError:
-                    block["input"] = "".join(parts[i])  # reported to the model as a bad input
-        return {"content": [blocks[i] for i in sorted(blocks)], "stop_reason": stop, "usage": usage}
-
-    def _read_stream(self, r: httpx.Response, on_text: Callable[[str], Any], streamed: list[bool]) -> Any:
-        """A streamed Chat Completions answer put back together as the non-streamed one."""
-        if "text/event-stream" not in (r.headers.get("content-type") or ""):
-            return self._plain_json(r)
-        streamed[0] = True
-        text, calls, finish, usage = [], {}, None, {}
-        for event in self._events(r):
-            usage = event.get("usage") or usage
-            for choice in event.get("choices") or []:
-                delta = choice.get("delta") or {}
-                piece = delta.get("content")
-                if isinstance(piece, str) and piece:
-                    text.append(piece)
-                    on_text(piece)
-                for tc in delta.get("tool_calls") or []:
-                    entry = calls.setdefault(int(tc.get("index", len(calls))),
-                                             {"id": None, "type": "function", "function": {"name": "", "arguments": ""}})
-                    entry["id"] = tc.get("id") or entry["id"]
-                    fn = tc.get("function") or {}
-                    entry["function"]["name"] += fn.get("name") or ""
-                    entry["function"]["arguments"] += fn.get("arguments") or ""
-                finish = choice.get("finish_reason") or finish
-        message: dict[str, Any] = {"role": "assistant", "content": "".join(text)}
-        if calls:
-            message["tool_calls"] = [calls[i] for i in sorted(calls)]
-        return {"choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": usage}
+    def _read_stream(self, r: httpx.Response, on_text: Callable[[str], Any]) -> Any:
+        """A streamed answer as a `Reply`; an answer that is not a stream, as its JSON."""
+        if self.dialect.STREAM_TYPE not in (r.headers.get("content-type") or ""):
+            r.read()
+            return self._json(r)
+        return self.dialect.read_stream(self.spec, r, on_text, self._new_id)
 
     def _new_id(self) -> str:
         return f"call_{next(self._ids):04d}"
@@ -382,8 +258,7 @@ class ModelClient:
             value = self._resolve(ref, key)
         elif variable:
             value = (self.environ.get(variable) or "").strip() or None
-        if value:
-            self._secrets.append(value)
+        self._redact.add(value)
         return value
 
     def _credentials(self) -> tuple[dict[str, str], dict[str, str]]:
@@ -417,12 +292,12 @@ class ModelClient:
         for header, value in spec.headers.items():
             if isinstance(value, Mapping):
                 value = self._resolve(value, f"headers.{header}")
-                self._secrets.append(value)
+                self._redact.add(value)
             headers[str(header)] = str(value)
         for param, value in spec.query_params.items():
             if isinstance(value, Mapping):
                 value = self._resolve(value, f"queryParams.{param}")
-                self._secrets.append(value)
+                self._redact.add(value)
             params[str(param)] = str(value)
         self._auth = (headers, params)
         return self._auth
@@ -451,9 +326,8 @@ class ModelClient:
             try:
                 token = self._google.token()
             except GoogleAuthError as e:
-                raise self._error(f"cannot be used: {self._mask(str(e))}") from None
-            if token not in self._secrets:
-                self._secrets.append(token)
+                raise self._error(f"cannot be used: {self._redact(str(e))}") from None
+            self._redact.add(token)
             return {"Authorization": f"Bearer {token}"}
         if name == "amazon-bedrock":
             aws = self._aws_credentials()
@@ -481,7 +355,7 @@ class ModelClient:
         headers, params = self._credentials()
         url = _with_query(url, params)
         payload = json.dumps(body).encode("utf-8")
-        shown = _safe_url(url)
+        shown = safe_url(url)
         retried = False
         while True:
             sent = {**headers, **self._request_headers(url, headers, payload)}
@@ -494,14 +368,14 @@ class ModelClient:
             except httpx.TimeoutException:
                 raise self._error(f"did not answer within {self.timeout_s:g}s ({shown})") from None
             except httpx.ConnectError as e:
-                reason = "connection refused" if "refused" in str(e).lower() else self._mask(str(e))[:120] or "connection failed"
+                reason = "connection refused" if "refused" in str(e).lower() else self._redact(str(e))[:120] or "connection failed"
                 raise self._error(f"cannot be reached at {shown}: {reason}") from None
             except httpx.HTTPError as e:
                 raise self._error(f"request to {shown} failed: {type(e).__name__}") from None
             if r.is_success:
                 break
             if (r.status_code == 429 or r.status_code >= 500) and not retried:
-                wait = _retry_after(r.headers.get("retry-after"))
+                wait = retry_after_seconds(r.headers.get("retry-after"), now=self.now)
                 if wait is None:
                     wait = self.retry_wait_s
                 if wait <= self.max_retry_wait_s:
@@ -509,6 +383,9 @@ class ModelClient:
                     self.sleep(wait)
                     continue
             raise self._error(f"answered {r.status_code}: {self._error_text(r)}", status=r.status_code)
+        return self._json(r)
+
+    def _json(self, r: httpx.Response) -> Any:
         try:
             return r.json()
         except ValueError:
@@ -532,14 +409,8 @@ class ModelClient:
                 text = data["message"]
         if not text:
             text = r.reason_phrase or "error"
-        text = " ".join(self._mask(text).split())
+        text = " ".join(self._redact(text).split())
         return text[:_MAX_ERROR_TEXT] + ("…" if len(text) > _MAX_ERROR_TEXT else "")
-
-    def _mask(self, text: str) -> str:
-        for secret in self._secrets:
-            if secret and len(secret) >= 4:
-                text = text.replace(secret, "***")
-        return text
 
     def _error(self, what: str, status: int | None = None) -> ModelError:
         return ModelError(f"language model {self.spec.label} {what}", model=self.spec.model, status=status)

@@ -7,14 +7,30 @@ user/assistant and content is a list of blocks: ``{"text"}``, ``{"toolUse": {"to
 in the next user turn. Converse has no way to forbid tool calls while tools are declared, so
 a request for an answer without tools sends the tools (the history needs them) and the agent
 copes with a model that calls one anyway.
+
+Streaming: ``POST <base>/model/<model id>/converse-stream`` takes the same body and answers in
+AWS event-stream framing (`codesearch.llm.eventstream`), one JSON event per message named by
+its ``:event-type`` header: ``messageStart``, ``contentBlockStart`` (a tool use's id and
+name), ``contentBlockDelta`` (``{"text"}`` pieces, or ``{"toolUse": {"input"}}`` pieces of the
+tool input's JSON text), ``contentBlockStop``, ``messageStop`` (the stop reason), ``metadata``
+(usage). A message whose ``:message-type`` is ``exception`` (``throttlingException``,
+``modelStreamErrorException``...) or ``error`` ends the stream with that error; a stream that
+ends before ``messageStop`` is an error, not a shorter answer.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any, Callable
 
-from codesearch.llm.dialects import add_turn
+import httpx
+
+from codesearch.llm import eventstream
+from codesearch.llm.dialects import NewId, OnText, add_turn, joined_json, replace_path_end
 from codesearch.llm.spec import ModelSpec, Reply, object_call
+from codesearch.llm.sse import StreamError
+
+STREAM_TYPE = "application/vnd.amazon.eventstream"
 
 
 def body(spec: ModelSpec, messages: list[dict], tools: list[dict], tool_choice: str | None) -> dict[str, Any]:
@@ -70,3 +86,65 @@ def reply(spec: ModelSpec, data: Any, new_id: Callable[[], str]) -> Reply:
     u = data.get("usage") or {}
     usage = {"input_tokens": int(u.get("inputTokens") or 0), "output_tokens": int(u.get("outputTokens") or 0)}
     return Reply(text="".join(texts), tool_calls=calls, usage=usage, stop_reason=data.get("stopReason"))
+
+
+def stream_url(url: str) -> str:
+    return replace_path_end(url, "/converse", "/converse-stream")
+
+
+def stream_body(spec: ModelSpec, body: dict[str, Any]) -> dict[str, Any]:
+    return body
+
+
+def _events(response: httpx.Response):
+    """``(event type, payload object)`` of each event message; exceptions and errors raised."""
+    for message in eventstream.decode(response.iter_bytes()):
+        headers = message.headers
+        kind = headers.get(":message-type", "event")
+        if kind == "error":
+            raise StreamError(f"failed while answering: {headers.get(':error-message') or 'error'} "
+                              f"({headers.get(':error-code') or 'no code'})")
+        try:
+            payload = json.loads(message.payload or b"{}")
+        except ValueError:
+            raise StreamError("sent a stream event that is not JSON") from None
+        if kind == "exception":
+            detail = payload.get("message") or payload.get("Message") if isinstance(payload, dict) else None
+            raise StreamError(f"failed while answering: {detail or 'no message'} "
+                              f"({headers.get(':exception-type') or 'exception'})")
+        if not isinstance(payload, dict):
+            raise StreamError("sent a stream event that is not an object")
+        yield str(headers.get(":event-type") or ""), payload
+
+
+def read_stream(spec: ModelSpec, response: httpx.Response, on_text: OnText, new_id: NewId) -> Reply:
+    blocks: dict[int, dict] = {}
+    inputs: dict[int, list[str]] = {}
+    stop, usage, done = None, {}, False
+    for kind, event in _events(response):
+        i = int(event.get("contentBlockIndex") or 0)
+        if kind == "contentBlockStart":
+            use = (event.get("start") or {}).get("toolUse")
+            if isinstance(use, dict):
+                blocks[i] = {"toolUse": {"toolUseId": use.get("toolUseId"), "name": use.get("name"), "input": {}}}
+        elif kind == "contentBlockDelta":
+            delta = event.get("delta") or {}
+            if isinstance(delta.get("text"), str):
+                block = blocks.setdefault(i, {"text": ""})
+                block["text"] = str(block.get("text") or "") + delta["text"]
+                if delta["text"]:
+                    on_text(delta["text"])
+            elif isinstance(delta.get("toolUse"), dict):
+                inputs.setdefault(i, []).append(str(delta["toolUse"].get("input") or ""))
+        elif kind == "messageStop":
+            stop, done = event.get("stopReason"), True
+        elif kind == "metadata":
+            usage = event.get("usage") or usage
+    if not done:
+        raise StreamError("ended its stream before the answer was complete (no messageStop)")
+    for i, parts in inputs.items():
+        if "toolUse" in blocks.get(i, {}):
+            blocks[i]["toolUse"]["input"] = joined_json(parts)
+    data = {"output": {"message": {"role": "assistant", "content": [blocks[i] for i in sorted(blocks)]}},
+            "stopReason": stop, "usage": usage}
+    return reply(spec, data, new_id)

@@ -6,6 +6,13 @@
 "tool_call_id"}`` messages. `reasoningEffort` is sent as ``reasoning_effort``. For
 ``openai-compatible``, reasoning that a model writes between ``<think>`` tags (or the entry's
 `reasoningTag`) is cut out of the answer, as Sourcebot does.
+
+Streaming: the same endpoint with ``stream: true`` (and ``stream_options.include_usage`` for
+openai and azure; other servers may refuse the option, and their usage is then 0). The answer is
+Server-Sent Events of ``chat.completion.chunk`` objects whose ``delta`` carries text pieces and
+tool call fragments (by ``index``: id and name first, then the arguments in pieces), up to
+``[DONE]``. The pieces are the model's raw text (reasoning between tags included: it is only
+recognisable once the tag closes).
 """
 
 from __future__ import annotations
@@ -14,9 +21,14 @@ import json
 import re
 from typing import Any, Callable
 
+import httpx
+
+from codesearch.llm import sse
+from codesearch.llm.dialects import NewId, OnText
 from codesearch.llm.spec import ModelSpec, Reply, text_call
 
 DEFAULT_REASONING_TAG = "think"
+STREAM_TYPE = "text/event-stream"
 
 
 def body(spec: ModelSpec, messages: list[dict], tools: list[dict], tool_choice: str | None) -> dict[str, Any]:
@@ -79,3 +91,40 @@ def reply(spec: ModelSpec, data: Any, new_id: Callable[[], str]) -> Reply:
     u = data.get("usage") or {}
     usage = {"input_tokens": int(u.get("prompt_tokens") or 0), "output_tokens": int(u.get("completion_tokens") or 0)}
     return Reply(text=text, tool_calls=calls, usage=usage, stop_reason=choice.get("finish_reason"))
+
+
+def stream_url(url: str) -> str:
+    return url
+
+
+def stream_body(spec: ModelSpec, body: dict[str, Any]) -> dict[str, Any]:
+    body = {**body, "stream": True}
+    if spec.provider in ("openai", "azure"):
+        body["stream_options"] = {"include_usage": True}
+    return body
+
+
+def read_stream(spec: ModelSpec, response: httpx.Response, on_text: OnText, new_id: NewId) -> Reply:
+    text: list[str] = []
+    calls: dict[int, dict] = {}
+    finish, usage = None, {}
+    for _, event in sse.events(response.iter_lines()):
+        usage = event.get("usage") or usage
+        for choice in event.get("choices") or []:
+            delta = choice.get("delta") or {}
+            piece = delta.get("content")
+            if isinstance(piece, str) and piece:
+                text.append(piece)
+                on_text(piece)
+            for tc in delta.get("tool_calls") or []:
+                entry = calls.setdefault(int(tc.get("index", len(calls))),
+                                         {"id": None, "type": "function", "function": {"name": "", "arguments": ""}})
+                entry["id"] = tc.get("id") or entry["id"]
+                fn = tc.get("function") or {}
+                entry["function"]["name"] += fn.get("name") or ""
+                entry["function"]["arguments"] += fn.get("arguments") or ""
+            finish = choice.get("finish_reason") or finish
+    message: dict[str, Any] = {"role": "assistant", "content": "".join(text)}
+    if calls:
+        message["tool_calls"] = [calls[i] for i in sorted(calls)]
+    return reply(spec, {"choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": usage}, new_id)

@@ -10,18 +10,29 @@ no id, so `new_id` numbers them for the agent). `thinkingLevel` and `thinkingBud
 Function parameters take an OpenAPI subset of JSON schema: keywords outside it (such as
 ``additionalProperties``, ``title`` or ``default``) are dropped and ``anyOf [X, null]`` becomes
 ``X`` with ``nullable``, which keeps what the model needs to call the tool right.
+
+Streaming: ``:streamGenerateContent?alt=sse`` (Vertex AI: the same path under its
+``publishers/google`` base) takes the same body and answers Server-Sent Events, each a whole
+``GenerateContentResponse`` holding the next parts: text pieces, function calls (each whole,
+in one chunk), thoughts (not passed on as answer text). The last chunk has the
+``finishReason``; ``usageMetadata`` is cumulative, so the last one counts. There is no closing
+event: a stream that ends without a finish reason is an error, not a shorter answer.
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable
 
-from codesearch.llm.dialects import add_turn
+import httpx
+
+from codesearch.llm import sse
+from codesearch.llm.dialects import NewId, OnText, add_turn, replace_path_end
 from codesearch.llm.spec import ModelSpec, Reply, object_call
 
 #: Schema keywords the API accepts in function parameters.
 SCHEMA_KEYWORDS = {"type", "format", "description", "nullable", "enum", "properties", "required", "items",
                    "minItems", "maxItems", "minimum", "maximum", "minLength", "maxLength", "pattern", "anyOf"}
+STREAM_TYPE = "text/event-stream"
 _TOOL_MODES = {"none": "NONE", "auto": "AUTO", "required": "ANY", "any": "ANY"}
 
 
@@ -126,3 +137,33 @@ def reply(spec: ModelSpec, data: Any, new_id: Callable[[], str]) -> Reply:
     usage = {"input_tokens": int(u.get("promptTokenCount") or 0),
              "output_tokens": int(u.get("candidatesTokenCount") or 0) + int(u.get("thoughtsTokenCount") or 0)}
     return Reply(text="".join(texts), tool_calls=calls, usage=usage, stop_reason=candidate.get("finishReason"))
+
+
+def stream_url(url: str) -> str:
+    return replace_path_end(url, ":generateContent", ":streamGenerateContent", query="alt=sse")
+
+
+def stream_body(spec: ModelSpec, body: dict[str, Any]) -> dict[str, Any]:
+    return body
+
+
+def read_stream(spec: ModelSpec, response: httpx.Response, on_text: OnText, new_id: NewId) -> Reply:
+    parts: list[dict] = []
+    finish, last, usage = None, {}, {}
+    seen_candidate = False
+    for _, chunk in sse.events(response.iter_lines()):
+        last, usage = chunk, chunk.get("usageMetadata") or usage
+        for candidate in (chunk.get("candidates") or [])[:1]:
+            seen_candidate = True
+            for part in (candidate.get("content") or {}).get("parts") or []:
+                parts.append(part)
+                if isinstance(part.get("text"), str) and part["text"] and not part.get("thought"):
+                    on_text(part["text"])
+            finish = candidate.get("finishReason") or finish
+    if not seen_candidate:  # a blocked prompt: the plain answer's error
+        return reply(spec, last, new_id)
+    if finish is None:
+        raise sse.StreamError("ended its stream before the answer was complete (no finishReason)")
+    data = {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": finish}],
+            "usageMetadata": usage}
+    return reply(spec, data, new_id)
