@@ -13,10 +13,6 @@ Endpoints, each checking its credentials as the real service does:
 
 * ``POST …/chat/completions`` — OpenAI Chat Completions; ``Authorization: Bearer <api_key>``, or
   under ``/openai/`` (Azure OpenAI) an ``api-key`` header and an ``api-version`` query parameter;
-  with ``stream: true`` the answer comes as OpenAI streams it (Server-Sent Events of
-  ``chat.completion.chunk``, `stream_delay` seconds apart);
-* ``POST /v1/messages`` with ``stream: true`` streams as Anthropic does (``message_start``,
-  ``content_block_delta``, ... ``message_stop``);
 * ``POST /v1/messages`` — Anthropic Messages; ``x-api-key`` or ``Authorization: Bearer``;
 * ``POST …/models/<model>:generateContent`` — Gemini; ``x-goog-api-key``, or under ``/projects/``
   (Vertex AI) a bearer token this server issued at ``/token``;
@@ -24,6 +20,10 @@ Endpoints, each checking its credentials as the real service does:
   issued at ``/token``; ``anthropic_version`` in the body, no ``model``);
 * ``POST /model/<model id>/converse`` — Amazon Bedrock Converse, with an AWS Signature V4 that is
   recomputed from the request as received (`aws`: the access key and secret it accepts);
+* the streaming variants, answered in each provider's real wire format (tests/fakellm_streams.py),
+  `stream_delay` seconds between writes: ``stream: true`` for Chat Completions and Anthropic,
+  ``:streamRawPredict`` (Anthropic on Vertex AI), ``:streamGenerateContent?alt=sse`` (Gemini,
+  Vertex AI), ``/model/<model id>/converse-stream`` (Bedrock, AWS event-stream frames);
 * ``POST /token`` — Google's OAuth token endpoint for service accounts: the JWT assertion must be
   signed by the key of `google_public_key` and ask for the cloud-platform scope.
 
@@ -50,7 +50,8 @@ Every request is recorded in `requests` (``{"path", "query", "headers" (lower-ca
 "body" (parsed JSON, or None), "status"}``), answered or not. Faults, used before the script:
 `fail(status, times=, headers=, body=)` (from `FakeServer`), `hang(seconds, times=)` (answer
 after a delay, e.g. past the client's timeout), `send_invalid_json(times=)` (a 200 whose body
-is not JSON).
+is not JSON), `break_stream(fault, times=)` (the next streamed answers go wrong: an error event
+mid-way, a cut connection, a corrupted frame...; see tests/fakellm_streams.py).
 """
 
 from __future__ import annotations
@@ -68,6 +69,7 @@ from typing import Any
 import jwt
 
 from codesearch.llm import sigv4
+from tests import fakellm_streams
 from tests.fakehosts.server import FakeServer, read_body, send, split_query
 
 OPENAI_PATH = "/v1/chat/completions"
@@ -78,9 +80,9 @@ TOKEN_PATH = "/token"
 GOOGLE_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 #: The audience of service-account assertions, whatever the key's token_uri (as Google checks it).
 GOOGLE_TOKEN_AUDIENCE = "https://oauth2.googleapis.com/token"
-GEMINI_ROUTE = re.compile(r"/models/([^/:]+):generateContent$")
-RAW_PREDICT_ROUTE = re.compile(r"/publishers/anthropic/models/([^/:]+):rawPredict$")
-CONVERSE_ROUTE = re.compile(r"^/model/([^/]+)/converse$")
+GEMINI_ROUTE = re.compile(r"/models/([^/:]+):(?:generateContent|streamGenerateContent)$")
+RAW_PREDICT_ROUTE = re.compile(r"/publishers/anthropic/models/([^/:]+):(?:rawPredict|streamRawPredict)$")
+CONVERSE_ROUTE = re.compile(r"^/model/([^/]+)/(?:converse|converse-stream)$")
 #: Schema keywords Gemini accepts in function parameters (others are an "Invalid JSON payload").
 GEMINI_SCHEMA_KEYWORDS = {"type", "format", "description", "nullable", "enum", "properties", "required", "items",
                           "minItems", "maxItems", "minimum", "maximum", "minLength", "maxLength", "pattern", "anyOf",
@@ -116,6 +118,7 @@ class FakeModelServer(FakeServer):
         self.requests: list[dict] = []  # type: ignore[assignment]
         self._hangs: list[list[float]] = []  # [[seconds, times]]
         self._invalid_json = 0
+        self._stream_faults: list[str] = []
         self._ids = itertools.count(1)
         self._script_lock = threading.Lock()
         #: seconds between the chunks of a streamed answer (``stream: true``)
@@ -138,6 +141,12 @@ class FakeModelServer(FakeServer):
         with self._lock:
             self._invalid_json += times
 
+    def break_stream(self, fault: str, *, times: int = 1) -> None:
+        """Break the next `times` streamed answers with `fault` (``"error"``, ``"cut"``,
+        ``"not-json"``, and for Bedrock ``"crc"`` / ``"prelude"``)."""
+        with self._lock:
+            self._stream_faults += [fault] * times
+
     def _fault_body(self, status: int) -> object:
         kind = {400: "invalid_request_error", 401: "authentication_error", 429: "rate_limit_error"}.get(status, "api_error")
         return {"type": "error", "error": {"type": kind, "message": f"fake {kind} ({status})"}}
@@ -147,6 +156,7 @@ class FakeModelServer(FakeServer):
         with self._lock:
             self._hangs.clear()
             self._invalid_json = 0
+            self._stream_faults.clear()
 
     def api_paths(self) -> list[str]:
         return [r["path"] for r in self.requests]
@@ -186,97 +196,23 @@ class FakeModelServer(FakeServer):
             time.sleep(delay)
         status, headers, payload = self._respond(path, record, raw, invalid)
         record["status"] = status
+        stream = None
+        if status == 200 and isinstance(record["body"], dict) and not record.get("fault"):
+            stream = fakellm_streams.stream_for(_dialect(path) or "", path, record["query"], record["body"], payload)
         try:
-            streamed = status == 200 and isinstance(record["body"], dict) and record["body"].get("stream") is True
-            if streamed and isinstance(payload, dict) and payload.get("object") == "chat.completion":
-                self._stream_chat_completion(h, payload, record["body"])
-                return
-            if streamed and isinstance(payload, dict) and payload.get("type") == "message":
-                self._stream_message(h, payload)
+            if stream is not None:
+                with self._lock:
+                    fault = self._stream_faults.pop(0) if self._stream_faults else None
+                fakellm_streams.write(h, stream, delay=self.stream_delay, fault=fault)
                 return
             send(h, status, payload, {"Content-Type": "application/json", **headers})
         except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
             pass
 
-    def _stream_chat_completion(self, h, completion: dict, body: dict) -> None:
-        """`completion` as OpenAI streams it (``stream: true``): Server-Sent Events of
-        ``chat.completion.chunk`` objects (the text a few words at a time, each tool call's
-        arguments in two pieces), a usage chunk when ``stream_options.include_usage``, then
-        ``[DONE]``; `stream_delay` seconds between chunks."""
-        message = completion["choices"][0]["message"]
-        base = {"id": completion["id"], "object": "chat.completion.chunk", "created": completion["created"],
-                "model": completion["model"]}
-
-        def chunk(delta: dict, finish=None) -> dict:
-            return {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
-
-        chunks = [chunk({"role": "assistant", "content": ""})]
-        chunks += [chunk({"content": piece}) for piece in re.findall(r"\S+\s*|\s+", message.get("content") or "")]
-        for i, call in enumerate(message.get("tool_calls") or []):
-            args = call["function"]["arguments"]
-            half = len(args) // 2
-            chunks.append(chunk({"tool_calls": [{"index": i, "id": call["id"], "type": "function",
-                                                 "function": {"name": call["function"]["name"], "arguments": args[:half]}}]}))
-            chunks.append(chunk({"tool_calls": [{"index": i, "function": {"arguments": args[half:]}}]}))
-        chunks.append(chunk({}, completion["choices"][0]["finish_reason"]))
-        if (body.get("stream_options") or {}).get("include_usage"):
-            chunks.append({**base, "choices": [], "usage": completion["usage"]})
-        h.send_response(200)
-        h.send_header("Content-Type", "text/event-stream")
-        h.send_header("Connection", "close")
-        h.end_headers()
-        for c in chunks:
-            h.wfile.write(f"data: {json.dumps(c)}\n\n".encode())
-            h.wfile.flush()
-            if self.stream_delay:
-                time.sleep(self.stream_delay)
-        h.wfile.write(b"data: [DONE]\n\n")
-        h.wfile.flush()
-        h.close_connection = True
-
-    def _stream_message(self, h, message: dict) -> None:
-        """An Anthropic Messages answer as the API streams it (``stream: true``): named events
-        ``message_start``, ``ping``, per block ``content_block_start`` / ``_delta`` (text a few
-        words at a time, tool input as two pieces of JSON) / ``_stop``, ``message_delta`` (stop
-        reason, output tokens), ``message_stop``; `stream_delay` seconds apart."""
-        events = [("message_start", {"type": "message_start", "message": {
-            **message, "content": [], "stop_reason": None,
-            "usage": {"input_tokens": message["usage"]["input_tokens"], "output_tokens": 1}}}),
-            ("ping", {"type": "ping"})]
-        for i, block in enumerate(message["content"]):
-            if block["type"] == "text":
-                events.append(("content_block_start", {"type": "content_block_start", "index": i,
-                                                       "content_block": {"type": "text", "text": ""}}))
-                events += [("content_block_delta", {"type": "content_block_delta", "index": i,
-                                                    "delta": {"type": "text_delta", "text": piece}})
-                           for piece in re.findall(r"\S+\s*|\s+", block["text"])]
-            else:
-                events.append(("content_block_start", {"type": "content_block_start", "index": i, "content_block": {
-                    "type": "tool_use", "id": block["id"], "name": block["name"], "input": {}}}))
-                text = block["input"] if isinstance(block["input"], str) else json.dumps(block["input"])
-                half = len(text) // 2
-                events += [("content_block_delta", {"type": "content_block_delta", "index": i,
-                                                    "delta": {"type": "input_json_delta", "partial_json": part}})
-                           for part in (text[:half], text[half:])]
-            events.append(("content_block_stop", {"type": "content_block_stop", "index": i}))
-        events += [("message_delta", {"type": "message_delta", "delta": {"stop_reason": message["stop_reason"],
-                                                                          "stop_sequence": None},
-                                      "usage": {"output_tokens": message["usage"]["output_tokens"]}}),
-                   ("message_stop", {"type": "message_stop"})]
-        h.send_response(200)
-        h.send_header("Content-Type", "text/event-stream")
-        h.send_header("Connection", "close")
-        h.end_headers()
-        for name, data in events:
-            h.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
-            h.wfile.flush()
-            if self.stream_delay:
-                time.sleep(self.stream_delay)
-        h.close_connection = True
-
     def _respond(self, path: str, record: dict, raw: bytes, invalid: bool) -> tuple[int, dict, Any]:
         fault = self._fault(path)
         if fault is not None:
+            record["fault"] = True  # answered as queued, never streamed
             return fault
         if invalid:
             return 200, {}, b'{"choices": [ this is not JSON'
@@ -305,7 +241,8 @@ class FakeModelServer(FakeServer):
         while callable(step):
             step = step(messages)
         text, calls = _split_step(step)
-        n_in, n_out = len(raw) // 4, len(text) // 4 + 10 * len(calls)
+        # counted from the conversation, so that a streamed and a plain request count the same
+        n_in, n_out = len(json.dumps(messages)) // 4, len(text) // 4 + 10 * len(calls)
         model = body.get("model") or _path_model(path)
         if dialect in ("anthropic", "vertex-anthropic"):
             content: list[dict] = [{"type": "text", "text": text}] if text else []

@@ -11,7 +11,8 @@ Streaming: the same endpoint with ``stream: true`` (and ``stream_options.include
 openai and azure; other servers may refuse the option, and their usage is then 0). The answer is
 Server-Sent Events of ``chat.completion.chunk`` objects whose ``delta`` carries text pieces and
 tool call fragments (by ``index``: id and name first, then the arguments in pieces), up to
-``[DONE]``. The pieces are the model's raw text (reasoning between tags included: it is only
+``[DONE]``; a stream that ends before a ``finish_reason`` is an error, not a shorter answer.
+The pieces are the model's raw text (reasoning between tags included: it is only
 recognisable once the tag closes).
 """
 
@@ -124,6 +125,8 @@ def read_stream(spec: ModelSpec, response: httpx.Response, on_text: OnText, new_
                 entry["function"]["name"] += fn.get("name") or ""
                 entry["function"]["arguments"] += fn.get("arguments") or ""
             finish = choice.get("finish_reason") or finish
+    if finish is None:
+        raise sse.StreamError("ended its stream before the answer was complete (no finish_reason)")
     message: dict[str, Any] = {"role": "assistant", "content": "".join(text)}
     if calls:
         message["tool_calls"] = [calls[i] for i in sorted(calls)]
