@@ -56,6 +56,7 @@ mid-way, a cut connection, a corrupted frame...; see tests/fakellm_streams.py).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import re
@@ -67,6 +68,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 import jwt
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
 
 from codesearch.llm import sigv4
 from tests import fakellm_streams
@@ -93,6 +96,17 @@ Step = Any  # list of (name, arguments) | str | dict | Callable[[list[dict]], "S
 
 class BadRequest(Exception):
     """The request is not what the real API accepts (answered 400 with this message)."""
+
+
+@functools.cache
+def service_account_keys() -> tuple[str, str]:
+    """(private, public) PEM of an RSA key for a fake Google service account (made once: slow)."""
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                serialization.NoEncryption()).decode()
+    public = key.public_key().public_bytes(serialization.Encoding.PEM,
+                                           serialization.PublicFormat.SubjectPublicKeyInfo).decode()
+    return private, public
 
 
 def tool_outputs(messages: list[dict]) -> list[str]:
@@ -755,4 +769,4 @@ CHECKS = {
 
 __all__ = ["ANTHROPIC_PATH", "OPENAI_PATH", "TOKEN_PATH", "BadRequest", "FakeModelServer", "Step", "check_anthropic",
            "check_bedrock", "check_gemini", "check_openai", "check_vertex_anthropic",
-           "last_user_text", "tool_outputs"]
+           "last_user_text", "service_account_keys", "tool_outputs"]

@@ -17,11 +17,10 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from codesearch import cli
 from codesearch.config import load_config, load_schema
 from codesearch.errors import ConfigError
-from codesearch.llm import ModelClient, ModelError, ModelSpec, run_agent
+from codesearch.llm import ModelClient, ModelError, ModelSpec, run_agent, sigv4
 from codesearch.llm import providers as provider_table
-from codesearch.llm import sigv4
 from codesearch.llm.dialects.gemini import parameters
-from tests.fakellm import FakeModelServer
+from tests.fakellm import FakeModelServer, service_account_keys
 from tests.test_llm import ENV, KEY, FileTools, cite_first_hit, client_for, no_secret_in
 
 AWS_KEY_ID, AWS_SECRET, AWS_SESSION = "AKIDTESTKEY123", "test/secret+access-key-0123456789", "session-token-abc"
@@ -290,12 +289,7 @@ def test_gemini_parameters_drop_what_the_api_refuses():
 
 @pytest.fixture(scope="module")
 def service_account_key():
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                serialization.NoEncryption()).decode()
-    public = key.public_key().public_bytes(serialization.Encoding.PEM,
-                                           serialization.PublicFormat.SubjectPublicKeyInfo).decode()
-    return private, public
+    return service_account_keys()
 
 
 @pytest.fixture

@@ -13,29 +13,16 @@ import struct
 import zlib
 
 import pytest
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
 
-from codesearch.llm import ModelError, ModelSpec, run_agent, sse
-from codesearch.llm import eventstream
+from codesearch.llm import ModelError, ModelSpec, eventstream, run_agent, sse
 from codesearch.llm.eventstream import FrameError
-from tests.fakellm import FakeModelServer
+from tests.fakellm import FakeModelServer, service_account_keys
 from tests.test_llm import KEY, FileTools, cite_first_hit, client_for, no_secret_in
 
 AWS_KEY_ID, AWS_SECRET = "AKIDSTREAMKEY123", "stream/secret+access-key-0123456789"
 TOOLS = [{"name": "grep", "description": "search", "input_schema": {"type": "object"}}]
 HI = [{"role": "user", "content": "where is the retry policy?"}]
 TOOL_STEP = {"text": "Let me search the code.", "tool_calls": [("grep", {"pattern": "def retry", "repo": "x"})]}
-
-
-@pytest.fixture(scope="module")
-def google_key():
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                serialization.NoEncryption()).decode()
-    public = key.public_key().public_bytes(serialization.Encoding.PEM,
-                                           serialization.PublicFormat.SubjectPublicKeyInfo).decode()
-    return private, public
 
 
 def _vertex_key_file(tmp_path, server, private) -> str:
@@ -82,9 +69,9 @@ PROVIDERS = ["openai", "openai-compatible", "azure", "anthropic", "google-genera
 
 
 @pytest.fixture
-def served(tmp_path, google_key):
+def served(tmp_path):
     """`make(provider) -> (server, spec, environ, stream path)` with one fake serving it."""
-    private, public = google_key
+    private, public = service_account_keys()
     servers = []
 
     def make(provider: str):

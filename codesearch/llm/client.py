@@ -59,7 +59,7 @@ import os
 import time
 import urllib.parse
 from datetime import datetime, timezone
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import httpx
 
@@ -70,6 +70,9 @@ from codesearch.llm.providers import (ANTHROPIC_MESSAGES, BEDROCK_CONVERSE, CHAT
                                       SUPPORTED_PROVIDERS, missing_dependency)
 from codesearch.llm.spec import ModelError, ModelSpec, Reply, ToolCall
 from codesearch.llm.sse import StreamError
+
+if TYPE_CHECKING:
+    from codesearch.llm.google_credentials import GoogleAccessTokens
 
 __all__ = ["SUPPORTED_PROVIDERS", "ModelClient", "ModelError", "ModelSpec", "Reply", "ToolCall"]
 
@@ -142,7 +145,7 @@ class ModelClient:
         self._ids = itertools.count(1)
         self._auth: tuple[dict[str, str], dict[str, str]] | None = None  # (headers, query params), once resolved
         self._aws: dict[str, str] | None = None  # Bedrock: region and keys, once resolved
-        self._google = None  # Vertex: GoogleAccessTokens, made on first use
+        self._google: GoogleAccessTokens | None = None  # Vertex: made on first use
 
     def close(self) -> None:
         if self._own_http:

@@ -15,6 +15,7 @@ never holds a key or a token.
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 
@@ -26,7 +27,7 @@ class GoogleAuthError(Exception):
 class GoogleAccessTokens:
     def __init__(self, key_file: str | None = None):
         self.key_file = key_file
-        self._credentials = None
+        self._credentials: Any = None  # google.auth credentials, loaded on first use
         self._lock = threading.Lock()
 
     def _load(self):

@@ -126,7 +126,7 @@ def text_call(call_id: str, name: str, arguments: Any) -> ToolCall:
         return ToolCall(id=call_id, name=name, arguments={}, raw_arguments=raw or "{}")
     try:
         value = json.loads(raw)
-    except ValueError as e:
+    except json.JSONDecodeError as e:
         return ToolCall(id=call_id, name=name, arguments={}, raw_arguments=raw,
                         error=f"the arguments of this {name} call are not valid JSON ({e.msg} at character {e.pos + 1}); "
                               "call the tool again with a JSON object of arguments")

@@ -32,7 +32,7 @@ def _error_text(error: Any) -> str:
 
 def events(lines: Iterable[str]) -> Iterator[tuple[str, dict]]:
     """``(event name, data object)`` for each event of the stream whose lines are `lines`."""
-    name, data = "", []
+    name, data = "", list[str]()
     for line in _with_end(lines):
         if line == "":
             if data:

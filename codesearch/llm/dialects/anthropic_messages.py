@@ -100,7 +100,8 @@ def stream_body(spec: ModelSpec, body: dict[str, Any]) -> dict[str, Any]:
 def read_stream(spec: ModelSpec, response: httpx.Response, on_text: OnText, new_id: NewId) -> Reply:
     blocks: dict[int, dict] = {}
     inputs: dict[int, list[str]] = {}
-    stop, usage, done = None, {}, False
+    stop, done = None, False
+    usage: dict[str, Any] = {}
     for _, event in sse.events(response.iter_lines()):
         kind = event.get("type")
         if kind == "message_start":

@@ -120,7 +120,8 @@ def _events(response: httpx.Response):
 def read_stream(spec: ModelSpec, response: httpx.Response, on_text: OnText, new_id: NewId) -> Reply:
     blocks: dict[int, dict] = {}
     inputs: dict[int, list[str]] = {}
-    stop, usage, done = None, {}, False
+    stop, done = None, False
+    usage: dict[str, Any] = {}
     for kind, event in _events(response):
         i = int(event.get("contentBlockIndex") or 0)
         if kind == "contentBlockStart":

@@ -108,7 +108,8 @@ def stream_body(spec: ModelSpec, body: dict[str, Any]) -> dict[str, Any]:
 def read_stream(spec: ModelSpec, response: httpx.Response, on_text: OnText, new_id: NewId) -> Reply:
     text: list[str] = []
     calls: dict[int, dict] = {}
-    finish, usage = None, {}
+    finish: str | None = None
+    usage: dict[str, Any] = {}
     for _, event in sse.events(response.iter_lines()):
         usage = event.get("usage") or usage
         for choice in event.get("choices") or []:

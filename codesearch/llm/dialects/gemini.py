@@ -149,7 +149,9 @@ def stream_body(spec: ModelSpec, body: dict[str, Any]) -> dict[str, Any]:
 
 def read_stream(spec: ModelSpec, response: httpx.Response, on_text: OnText, new_id: NewId) -> Reply:
     parts: list[dict] = []
-    finish, last, usage = None, {}, {}
+    finish = None
+    last: dict[str, Any] = {}
+    usage: dict[str, Any] = {}
     seen_candidate = False
     for _, chunk in sse.events(response.iter_lines()):
         last, usage = chunk, chunk.get("usageMetadata") or usage
