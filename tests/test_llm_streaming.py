@@ -270,3 +270,14 @@ def test_sse_joins_data_lines_skips_comments_and_reads_a_last_event_without_blan
 def test_sse_errors(line, message):
     with pytest.raises(sse.StreamError, match=re.escape(message)):
         list(sse.events([line, ""]))
+
+
+def test_an_on_text_failure_is_the_callers_own_error_not_the_models(served):
+    server, spec, environ, _ = served("google-generative-ai")
+    server.add("some words")
+
+    def broken(piece: str) -> None:
+        raise KeyError("the page went away")
+
+    with client_for(spec, environ=environ) as client, pytest.raises(KeyError, match="the page went away"):
+        client.chat(HI, on_text=broken)

@@ -63,7 +63,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import httpx
 
-from codesearch.http_retry import Redactor, retry_after_seconds, safe_url
+from codesearch.http_retry import Redactor, backoff_seconds, retry_after_seconds, safe_url
 from codesearch.llm import sigv4
 from codesearch.llm.dialects import Dialect, anthropic_messages, bedrock_converse, chat_completions, gemini
 from codesearch.llm.providers import (ANTHROPIC_MESSAGES, BEDROCK_CONVERSE, CHAT_COMPLETIONS, GEMINI, PROVIDERS,
@@ -77,7 +77,7 @@ if TYPE_CHECKING:
 __all__ = ["SUPPORTED_PROVIDERS", "ModelClient", "ModelError", "ModelSpec", "Reply", "ToolCall"]
 
 #: Each dialect of the provider table, and the module that speaks it.
-DIALECTS: dict[str, Dialect] = {CHAT_COMPLETIONS: chat_completions, ANTHROPIC_MESSAGES: anthropic_messages,  # type: ignore[dict-item]
+DIALECTS: dict[str, Dialect] = {CHAT_COMPLETIONS: chat_completions, ANTHROPIC_MESSAGES: anthropic_messages,
                                 GEMINI: gemini, BEDROCK_CONVERSE: bedrock_converse}
 ANTHROPIC_VERSION = "2023-06-01"
 AZURE_API_VERSION = "preview"
@@ -104,6 +104,14 @@ def _with_query(url: str, params: Mapping[str, str]) -> str:
 def _model_path(model: str) -> str:
     """Google's ``models/<model>`` (a name that already has a collection, ``tunedModels/x``, stays)."""
     return model if "/" in model else f"models/{model}"
+
+
+class _CallerError(Exception):
+    """Carries an exception raised by the caller's `on_text` out of the stream reader unchanged."""
+
+    def __init__(self, error: Exception):
+        super().__init__(str(error))
+        self.error = error
 
 
 class ModelClient:
@@ -176,10 +184,19 @@ class ModelClient:
         read = None
         if on_text is not None:
             url, body = dialect.stream_url(url), dialect.stream_body(self.spec, body)
-            read = lambda r: self._read_stream(r, on_text)  # noqa: E731
+
+            def piece(text: str) -> None:
+                try:
+                    on_text(text)
+                except Exception as e:  # the caller's own failure: not the model's answer
+                    raise _CallerError(e) from e
+
+            read = lambda r: self._read_stream(r, piece)  # noqa: E731
         try:
             answer = self._post(url, body, read=read)
             reply = answer if isinstance(answer, Reply) else dialect.reply(self.spec, answer, self._new_id)
+        except _CallerError as e:
+            raise e.error from None
         except StreamError as e:
             raise self._error(self._redact(str(e))[:_MAX_ERROR_TEXT]) from None
         except (KeyError, IndexError, TypeError, AttributeError, ValueError) as e:
@@ -380,7 +397,7 @@ class ModelClient:
             if (r.status_code == 429 or r.status_code >= 500) and not retried:
                 wait = retry_after_seconds(r.headers.get("retry-after"), now=self.now)
                 if wait is None:
-                    wait = self.retry_wait_s
+                    wait = backoff_seconds(0, base=self.retry_wait_s, cap=self.max_retry_wait_s)
                 if wait <= self.max_retry_wait_s:
                     retried = True
                     self.sleep(wait)
