@@ -7,7 +7,7 @@ DATA    ?= .data
 STAMP   := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: install install-test serve-deps deps inspector axe test serve bench bench-deps notebooks clean
+.PHONY: install install-test serve-deps deps inspector axe test serve bench bench-deps notebooks docs clean
 
 # The project in .venv: what serving needs (install), and the test and notebook extras (install-test).
 $(STAMP): pyproject.toml
@@ -91,6 +91,11 @@ notebooks: install-test
 test: install-test deps $(INSPECTOR) $(AXE)
 	$(PY) -m pytest -q -p no:cacheprovider
 
+# The documentation site (docs/ and mkdocs.yml) into site/: MkDocs with the Material theme,
+# strict, so a page missing from the nav, a broken link or a missing anchor fails the build.
+docs: install-test
+	$(VENV)/bin/mkdocs build --strict --site-dir site
+
 # `make serve` runs the service in the foreground on http://127.0.0.1:$(PORT) over the offline
 # demo (or CONFIG=your-config.json). Anonymous access is on for this local quick start only.
 PORT   ?= 3000
@@ -119,4 +124,4 @@ bench: install-test bench-deps
 	$(PY) bench/corpus.py && $(PY) bench/bench_engine.py
 
 clean:
-	rm -rf $(DATA) .pytest_cache
+	rm -rf $(DATA) .pytest_cache site

@@ -19,7 +19,7 @@ What one run measures (see bench/README.md), the page cache warm for every tool:
     and the engine's candidate files, files loaded and bytes verified (its `stats`);
   * per query class a correctness check: the engine's set of matching files with an
     unlimited match cap equals `rg -l`'s (minus the files the engine does not content-index
-    by SPEC §3: larger than maxFileSize, more distinct trigrams than maxTrigramCount, NUL byte);
+    by the indexing rules of docs/indexing.md#what-gets-indexed: larger than maxFileSize, more distinct trigrams than maxTrigramCount, NUL byte);
   * issue 12's engine targets, ✓/✗.
 """
 from __future__ import annotations
@@ -50,7 +50,7 @@ CORPUS = HERE / ".corpus"
 WORK = HERE / ".work"
 QUICK_PROJECT = "numpy"
 
-# SPEC §3 defaults (used when IndexSettings does not say otherwise).
+# The indexing rules' defaults (docs/indexing.md#what-gets-indexed; used when IndexSettings does not say otherwise).
 DEFAULT_MAX_FILE_SIZE = 2097152
 DEFAULT_MAX_TRIGRAM_COUNT = 20000
 
@@ -158,7 +158,7 @@ class Corpus:
     projects: list[Path]
     files: list[str]  # corpus-relative paths, "project/dir/file"
     sizes: dict[str, int]
-    skipped: dict[str, str] = field(default_factory=dict)  # rel path -> reason (by SPEC rule)
+    skipped: dict[str, str] = field(default_factory=dict)  # rel path -> reason (by the indexing rule)
 
     @property
     def bytes(self) -> int:
@@ -405,7 +405,7 @@ def main() -> int:
         search_error = f"{type(e).__name__}: {e}"
         Searcher = None  # type: ignore[assignment]
     if os.environ.get("ALWAYS_INDEX_FILE_PATTERNS"):
-        print("WARNING: ALWAYS_INDEX_FILE_PATTERNS is set; the correctness check assumes the SPEC defaults\n")
+        print("WARNING: ALWAYS_INDEX_FILE_PATTERNS is set; the correctness check assumes the default indexing rules\n")
 
     settings = IndexSettings() if IndexSettings is not None else None
     if settings is not None and args.no_ctags:
@@ -421,7 +421,7 @@ def main() -> int:
         reasons[r] = reasons.get(r, 0) + 1
     print(f"Corpus: {len(projects)} projects ({', '.join(p.name for p in projects)}), "
           f"{corpus.bytes / 1e6:.1f} MB in {len(corpus.files)} files; "
-          f"not content-indexable by SPEC §3 (maxFileSize {max_size}, maxTrigramCount {max_tri}, NUL): "
+          f"not content-indexable by the indexing rules (maxFileSize {max_size}, maxTrigramCount {max_tri}, NUL): "
           f"{len(corpus.skipped)} files ({', '.join(f'{k} {v}' for k, v in sorted(reasons.items()))}); "
           f"scan {scan_s:.1f}s")
     print()
@@ -480,13 +480,13 @@ def main() -> int:
     print_builds(builds, corpus, build_rows)
     sys.stdout.flush()
 
-    # Skipped files as the engine reports them (lang:skipped), compared with the SPEC rule.
+    # Skipped files as the engine reports them (lang:skipped), compared with the indexing rule.
     if searcher is not None:
         try:
             resp = searcher.search("lang:skipped", matches=UNLIMITED, context_lines=0)
             eng_skipped = cs_files(resp, mapper)
             rule = set(corpus.skipped)
-            print(f"Engine `lang:skipped`: {len(eng_skipped)} files; SPEC rule: {len(rule)}; "
+            print(f"Engine `lang:skipped`: {len(eng_skipped)} files; indexing rule: {len(rule)}; "
                   f"only engine: {len(eng_skipped - rule)}; only rule: {len(rule - eng_skipped)}"
                   + (f" (e.g. only engine: {sorted(eng_skipped - rule)[:3]}, only rule: {sorted(rule - eng_skipped)[:3]})"
                      if eng_skipped != rule else ""))

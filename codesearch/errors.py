@@ -34,7 +34,7 @@ from codesearch.plurals import plural
 class CodesearchError(Exception):
     """Base class of every error codesearch raises on purpose."""
 
-    #: The `errorCode` of SPEC §5 this error maps to in the HTTP API.
+    #: The `errorCode` (docs/http-api.md#errors) this error maps to in the HTTP API.
     error_code = "UNEXPECTED_ERROR"
     #: The HTTP status that goes with `error_code`.
     status_code = 500
@@ -193,7 +193,7 @@ class ServiceUnavailable(CodesearchError):
 
 
 def error_from_payload(payload: dict) -> CodesearchError:
-    """The exception an HTTP error body (SPEC §5: ``{statusCode, errorCode, message}``) stands
+    """The exception an HTTP error body (``{statusCode, errorCode, message}``, docs/http-api.md#errors) stands
     for, so that a client over HTTP raises what the engine raises in-process."""
     code = str(payload.get("errorCode") or "UNEXPECTED_ERROR")
     message = str(payload.get("message") or code)

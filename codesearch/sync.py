@@ -37,7 +37,7 @@ class SyncReport:
 
 
 def git_credentials(kind: str, conn: dict, token: str | None) -> tuple[str | None, str | None]:
-    """(user, password) for git over HTTPS, per SPEC §1; (None, None) without a token."""
+    """(user, password) for git over HTTPS, per docs/configuration.md#connection-kinds; (None, None) without a token."""
     if not token:
         return None, None
     if kind == "github":

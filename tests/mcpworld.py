@@ -176,7 +176,7 @@ def brute_grep(git_dirs: dict[str, str], pattern: str, ref: str = "main",
 
 
 def parse_grep(text: str) -> set[tuple[str, str, int]]:
-    """(repo, path, line) of a grep-style tool answer (SPEC §6)."""
+    """(repo, path, line) of a grep-style tool answer (docs/mcp-tools.md#grep)."""
     out, repo, path = set(), None, None
     for line in text.split("\n"):
         m = re.match(r"^\[(.+?)\] (.+):$", line)

@@ -55,7 +55,7 @@ def _ascii_lower(b: bytes) -> bytes:
 
 
 def skipped(content: bytes, size: int, max_file_size: int, max_trigrams: int) -> bool:
-    """The indexing rules of SPEC §3, written plainly."""
+    """The indexing rules of docs/indexing.md#what-gets-indexed, written plainly."""
     if size > max_file_size or b"\0" in content:
         return True
     folded = _ascii_lower(content.replace("\u212a".encode(), b"k").replace("\u017f".encode(), b"s"))

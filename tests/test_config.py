@@ -1,4 +1,4 @@
-"""The config file (SPEC §2): schema files, loading, problems, tokens, overrides and the CLI."""
+"""The config file (docs/configuration.md): schema files, loading, problems, tokens, overrides and the CLI."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tests of the query parser (SPEC §4): query + flags → AST printed as an s-expression."""
+"""Tests of the query parser (docs/query-language.md#syntax): query + flags → AST printed as an s-expression."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ CS = {"case_sensitive": True}
 RECS = {"is_regex": True, "case_sensitive": True}
 
 CASES = [
-    # --- SPEC §4 examples --------------------------------------------------------------------
+    # --- docs/query-language.md#prefixes examples -----------------------------------------------
     ("foo bar", LIT, '(and substr:(?i)"foo" substr:(?i)"bar")'),
     ('"foo bar"', LIT, 'substr:(?i)"foo bar"'),
     ("foo OR bar", LIT, '(and substr:(?i)"foo" substr:(?i)"OR" substr:(?i)"bar")'),

@@ -1,4 +1,4 @@
-"""The HTTP API on real Ray Serve, over real HTTP on 127.0.0.1 (SPEC §5, §7).
+"""The HTTP API on real Ray Serve, over real HTTP on 127.0.0.1 (docs/http-api.md, docs/security.md).
 
 One data directory for the module: a state store (users, API keys, two connections, repos, jobs,
 a search context), a bare mirror at `MirrorStore.path_for(id)` plus a local repository indexed in
@@ -454,7 +454,7 @@ def test_a_revoked_key_stops_working_at_once(svc):
     assert svc["raw"].get("/api/connections", headers={"X-Sourcebot-Api-Key": key}).status_code == 401
 
 
-# ------------------------------------------------------------------ every error, in the SPEC §5 shape
+# ------------------------------------------------- every error, in the shape of docs/http-api.md#errors
 
 
 @pytest.mark.parametrize("method,path,kwargs,status,code", [

@@ -155,7 +155,7 @@ def test_tables_are_stacked_on_narrow_screens(screen, web, width, stacked):
     ("GET", "/settings/no-such-tab", "text/html", 404, "NOT_FOUND", "html"),
     ("POST", "/repos", "text/html,*/*", 405, "METHOD_NOT_ALLOWED", "html"),
     ("GET", "/settings/keys/1/revoke", "text/html", 405, "METHOD_NOT_ALLOWED", "html"),
-    # programs: SPEC §5 JSON
+    # programs: the JSON of docs/http-api.md#errors
     ("GET", "/no/such/page", "*/*", 404, "NOT_FOUND", "json"),
     ("GET", "/no/such/page", "application/json", 404, "NOT_FOUND", "json"),
     ("POST", "/repos", "application/json", 405, "METHOD_NOT_ALLOWED", "json"),

@@ -3,8 +3,8 @@
 The API app (uvicorn, anonymous access off: no API key is sent) with a real store holding one
 connection of each host type that sends webhooks. Push payloads are built here in each host's
 documented shape and signed as that host signs; a verified push queues a forced index job of
-exactly the pushed repository, anything else is refused with the SPEC error shape and queues
-nothing.
+exactly the pushed repository, anything else is refused with the error shape of
+docs/http-api.md#errors and queues nothing.
 """
 
 from __future__ import annotations

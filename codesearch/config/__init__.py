@@ -1,4 +1,4 @@
-"""The configuration file: Sourcebot's v3 format, loaded unchanged (SPEC §2).
+"""The configuration file: Sourcebot's v3 format, loaded unchanged (docs/configuration.md).
 
     from codesearch.config import load_config, apply_environment_overrides, resolve_token
 

@@ -1,4 +1,4 @@
-"""Search contexts (SPEC §2.4): from the config's rules to the repository names they cover.
+"""Search contexts (docs/configuration.md#search-contexts): from the config's rules to the repository names they cover.
 
 A context is the union of `include` (globs over repository names), `includeConnections` and
 `includeTopics`, minus `exclude` (globs), `excludeConnections` and `excludeTopics`; topics

@@ -86,7 +86,7 @@ def _read(path_or_text: str | os.PathLike | bytes, source: str | None) -> tuple[
 
 def load_config(path_or_text: str | os.PathLike | bytes, *, source: str | None = None,
                 environ: Mapping[str, str] = os.environ) -> Config:
-    """Load, validate and type a config file (SPEC §2).
+    """Load, validate and type a config file (docs/configuration.md).
 
     `path_or_text` is a path, or the JSON text itself (recognised by a newline or a leading
     ``{``), or bytes. `source` names it in errors (default: the path, else ``<config>``).
@@ -310,7 +310,7 @@ def _is_token_ref(value: Any) -> bool:
 
 
 def _connection_warnings(name: str, raw: dict) -> list[str]:
-    """Fields the schema accepts but that have no effect as written (SPEC §2.3)."""
+    """Fields the schema accepts but that have no effect as written (docs/configuration.md#the-file)."""
     at = _problems.format_path(("connections", name))
     kind, out = raw["type"], []
     if kind == "gitlab" and raw.get("all") and raw.get("url", DEFAULT_URLS["gitlab"]).rstrip("/") == DEFAULT_URLS["gitlab"]:

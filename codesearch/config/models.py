@@ -1,4 +1,4 @@
-"""Typed views of a validated config file (pydantic v2), defaults of SPEC §2 applied.
+"""Typed views of a validated config file (pydantic v2), defaults of docs/configuration.md applied.
 
 Every model is built by `codesearch.config.loader.load_config` from a document the schema has
 already accepted, so the models do not re-check what the schema checks. Secrets are never held
@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-#: `url` of each connection kind when the file leaves it out (SPEC §1).
+#: `url` of each connection kind when the file leaves it out (docs/configuration.md#connection-kinds).
 DEFAULT_URLS = {
     "github": "https://github.com",
     "gitlab": "https://gitlab.com",
@@ -51,7 +51,7 @@ class Token(BaseModel):
 
 
 class Settings(BaseModel):
-    """`settings`, every field defaulted as in SPEC §2.1 (attribute names are snake_case)."""
+    """`settings`, every field defaulted as in docs/configuration.md#settings (attribute names are snake_case)."""
 
     model_config = ConfigDict(populate_by_name=True, extra="ignore", frozen=True)
 
@@ -77,7 +77,7 @@ class Settings(BaseModel):
 
 
 class SearchContext(BaseModel):
-    """One entry of `contexts` (SPEC §2.4); lists default to empty."""
+    """One entry of `contexts` (docs/configuration.md#search-contexts); lists default to empty."""
 
     model_config = ConfigDict(populate_by_name=True, frozen=True)
 
@@ -130,7 +130,8 @@ class Connection(BaseModel):
     revisions: Revisions = Field(default_factory=Revisions)
     #: bitbucket / azuredevops: "cloud" or "server" (bitbucket defaults to "cloud"); None for other kinds.
     deployment_type: str | None = None
-    #: Effective: PERMISSION_SYNC_ENABLED is true and `enforcePermissions` is not false (SPEC §2 common fields).
+    #: Effective: PERMISSION_SYNC_ENABLED is true and `enforcePermissions` is not false
+    #: (docs/permissions.md#turning-it-on).
     enforce_permissions: bool = False
     enforce_permissions_for_public_repos: bool = False
     raw: dict[str, Any] = Field(default_factory=dict, repr=False)
@@ -147,7 +148,7 @@ class Connection(BaseModel):
 
     @property
     def code_host_type(self) -> str:
-        """The `codeHostType` of SPEC §1 for this connection's repositories."""
+        """The `codeHostType` (docs/configuration.md#connection-kinds) of this connection's repositories."""
         if self.type == "bitbucket":
             return "bitbucketServer" if self.deployment_type == "server" else "bitbucketCloud"
         return "genericGitHost" if self.type == "git" else self.type
@@ -159,7 +160,7 @@ class Connection(BaseModel):
 
 
 class LanguageModel(BaseModel):
-    """One entry of `models` (SPEC §2.5). Provider-specific fields stay in `raw`."""
+    """One entry of `models` (docs/configuration.md#language-models). Provider-specific fields stay in `raw`."""
 
     model_config = ConfigDict(frozen=True)
 

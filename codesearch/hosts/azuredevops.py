@@ -1,4 +1,4 @@
-"""Azure DevOps Services and Azure DevOps Server / TFS (HOSTS.md §7, SPEC §1, §2.3).
+"""Azure DevOps Services and Azure DevOps Server / TFS (docs/configuration.md#connection-kinds).
 
 Base URL of an organisation (cloud) or collection (server): ``<url>[/tfs]/<org>``; `url`
 defaults to ``https://dev.azure.com`` and ``useTfsPath`` inserts ``/tfs``. Every request carries

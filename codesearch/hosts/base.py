@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 from codesearch.errors import HostError, HostNotFound
 from codesearch.globs import glob_match
 
-#: codeHostType values of SPEC §1.
+#: codeHostType values (docs/configuration.md#connection-kinds).
 CODE_HOST_TYPES = ("github", "gitlab", "gitea", "gerrit", "bitbucketCloud", "bitbucketServer", "azuredevops", "genericGitHost")
 
 
@@ -32,7 +32,7 @@ CODE_HOST_TYPES = ("github", "gitlab", "gitea", "gerrit", "bitbucketCloud", "bit
 class HostRepo:
     """One repository as a code host describes it."""
 
-    name: str  # "<host of url>/<path>" (SPEC §1), e.g. github.com/owner/repo
+    name: str  # "<host of url>/<path>" (docs/configuration.md#connection-kinds), e.g. github.com/owner/repo
     display_name: str  # the part after the host
     code_host_type: str  # one of CODE_HOST_TYPES
     clone_url: str  # http(s) URL without credentials (or file:// for local repos)
@@ -48,7 +48,7 @@ class HostRepo:
     pushed_at: str | None = None  # ISO 8601
     stars: int | None = None
     external_id: str = ""  # the host's own id
-    #: git-over-HTTPS user name for this repo's connection (SPEC §1), "" when none
+    #: git-over-HTTPS user name for this repo's connection (docs/configuration.md#connection-kinds), "" when none
     git_user: str = ""
     #: local repos (git connection with file://) are indexed in place, never fetched
     local_path: str | None = None
@@ -126,7 +126,7 @@ def topics_excluded(topics, conn: dict) -> bool:
 
 
 def host_of(url: str) -> str:
-    """`host[:port]` of a URL, the root of repo names (SPEC §1)."""
+    """`host[:port]` of a URL, the root of repo names (docs/configuration.md#connection-kinds)."""
     u = urlsplit(url)
     return (u.hostname or "") + (f":{u.port}" if u.port else "")
 

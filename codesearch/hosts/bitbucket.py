@@ -1,4 +1,4 @@
-"""Bitbucket Cloud and Bitbucket Server / Data Center (HOSTS.md §5, §6; SPEC §1, §2.3).
+"""Bitbucket Cloud and Bitbucket Server / Data Center (docs/configuration.md#connection-kinds).
 
 One connection type, ``bitbucket``; ``deploymentType`` (``cloud``, the default, or ``server``)
 picks the API.

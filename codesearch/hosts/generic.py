@@ -1,4 +1,4 @@
-"""Generic git hosts and local repositories: connection type ``git`` (SPEC §1, §2.3).
+"""Generic git hosts and local repositories: connection type ``git`` (docs/configuration.md#connection-kinds).
 
 ``url`` is either
 

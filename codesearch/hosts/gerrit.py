@@ -1,4 +1,4 @@
-"""Gerrit: every project of a Gerrit server, listed anonymously (HOSTS.md §4, SPEC §2.3).
+"""Gerrit: every project of a Gerrit server, listed anonymously (docs/configuration.md#connection-kinds).
 
 Gerrit has no token in the config: the listing is anonymous (``GET <url>/projects/``, never the
 authenticated ``/a/`` prefix), and every listed project is public. The answer starts with the

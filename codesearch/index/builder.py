@@ -1,6 +1,6 @@
 """Build shards: read sources, apply the indexing rules, invert trigrams, write shard files.
 
-Per file (`ShardBuilder.add`): the rules of SPEC §3 decide whether the content is indexed
+Per file (`ShardBuilder.add`): the rules of docs/indexing.md#what-gets-indexed decide whether the content is indexed
 (size, binary, trigram count; ALWAYS_INDEX_FILE_PATTERNS lifts the first and last), the
 language is detected, the distinct folded trigrams of content and path are computed with numpy,
 and the content goes to ctags on a background thread.
@@ -8,7 +8,7 @@ and the content goes to ctags on a background thread.
 Per shard (`ShardBuilder._flush`, when `shard_max_bytes` of content have been gathered):
 documents are ordered (ordinary source first, then tests and docs, then vendored files; by path
 within a class) so early termination keeps the best results; all (trigram, document) pairs are
-inverted with one sort of ``trigram << 32 | doc`` keys (ENGINEERING.md §2.9); each posting list
+inverted with one sort of ``trigram << 32 | doc`` keys (docs/index-format.md#building-a-shard); each posting list
 becomes a serialized roaring bitmap; the sections of `codesearch.index.format` are written.
 """
 
@@ -46,7 +46,7 @@ SKIP_REASONS = {INDEXED: "", TOO_LARGE: "too large", TOO_MANY_TRIGRAMS: "too man
 
 @dataclass
 class IndexSettings:
-    """The indexing rules (SPEC §2.1, §3) and build knobs."""
+    """The indexing rules (docs/indexing.md#what-gets-indexed) and build knobs."""
 
     max_file_size: int = 2097152
     max_trigram_count: int = 20000

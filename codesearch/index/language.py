@@ -13,7 +13,7 @@ import re
 
 import enry
 
-#: The language of every file that is not content-indexed (SPEC §3).
+#: The language of every file that is not content-indexed (docs/indexing.md#what-gets-indexed).
 SKIPPED = "skipped"
 CONTENT_SAMPLE = 1024
 

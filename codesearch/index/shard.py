@@ -2,7 +2,7 @@
 
 `Shard` wraps a checked, memory-mapped `ShardFile`. Nothing is copied at open except the small
 JSON `meta` section; arrays are views into the map. A posting list is deserialized the first
-time a query needs it (ENGINEERING.md §2.2: about 4 µs each; eager loading would cost several
+time a query needs it (docs/index-format.md#reading-a-shard: about 4 µs each; eager loading would cost several
 times the file size in RAM) and kept in a small per-shard cache.
 
 A `Shard` is shared by every search of its process, concurrently (searchers serve several

@@ -1,4 +1,4 @@
-"""The query parser: a query string (SPEC §4) to a query AST (`codesearch.query.ast`).
+"""The query parser: a query string (docs/query-language.md#syntax) to a query AST (`codesearch.query.ast`).
 
 Sourcebot's grammar golden files are the reference for every parsing question; their cases are
 tests (tests/test_parser_conformance.py), with the few deliberate differences listed below.
@@ -47,7 +47,7 @@ Why these rules:
   spaces included. A quote with no closing quote is an ordinary character: ``"hello`` searches
   for the text ``"hello``.
 
-Decisions beyond SPEC §4 (documented here and in the tests):
+Decisions beyond docs/query-language.md#syntax (documented here and in the tests):
 
 * Deliberate differences from Sourcebot's grammar: glued groups are one term in both modes
   (``(a)(b)(c)`` is the text as typed, where Sourcebot's literal mode sees three groups); ``""``
@@ -147,7 +147,7 @@ class _OrWord:
 
 
 def parse(query: str, *, is_regex: bool = False, case_sensitive: bool = False) -> Node:
-    """Parse `query` (SPEC §4) into an AST; raise `QueryParseError` when it does not parse.
+    """Parse `query` (docs/query-language.md#syntax) into an AST; raise `QueryParseError` when it does not parse.
 
     `is_regex` makes bare terms and ``content:`` values RE2 regexes (checked here);
     `case_sensitive` makes them, ``file:`` and ``sym:`` case-sensitive.

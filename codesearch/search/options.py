@@ -1,4 +1,4 @@
-"""What a search is asked to do, and what it costs (the Stats of SPEC §5)."""
+"""What a search is asked to do, and what it costs (the `stats` of docs/http-api.md#search)."""
 
 from __future__ import annotations
 
@@ -38,7 +38,8 @@ FLUSH_MAX_SIZE = "FLUSH_REASON_MAX_SIZE"
 
 @dataclass
 class Stats:
-    """Zoekt's statistics, with SPEC §5's units: durations in whole nanoseconds, sizes in bytes.
+    """Zoekt's statistics, with the API's units (docs/http-api.md#search): durations in whole
+    nanoseconds, sizes in bytes.
 
     actualMatchCount     match ranges returned (chunk ranges plus file-name ranges)
     totalMatchCount      match ranges found (counting may stop past the `matches` cap)

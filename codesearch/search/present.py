@@ -1,4 +1,4 @@
-"""Presentation: ranked file matches → the JSON shape of ``POST /api/search`` (SPEC §5).
+"""Presentation: ranked file matches → the JSON shape of ``POST /api/search`` (docs/http-api.md#search).
 
 Only the files that survive ranking and the `matches` cap are turned into chunks, so the cost
 of presentation follows the size of the answer, not of the search.

@@ -1,7 +1,7 @@
 """Ranking: which matching files come first.
 
 A file's score is the best of its signals, far apart so that one strong signal beats any number
-of weak ones (ENGINEERING.md §2.7):
+of weak ones (docs/architecture.md#ranking):
 
     SCORE_SYMBOL       a `sym:` hit, or a content match that is exactly a symbol defined on its line
     SCORE_FILE_NAME    a `file:` match

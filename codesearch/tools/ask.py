@@ -43,7 +43,7 @@ def choose_model(entries: list[dict], wanted: dict | None) -> ModelSpec:
 
 def ask_codebase(tc: ToolContext, query: str, repos: list[str] | None = None, language_model: dict | None = None,
                  visibility: str | None = None, **kwargs) -> str:
-    """The tool: the answer, then a link to the session and the model used (SPEC §6)."""
+    """The tool: the answer, then a link to the session and the model used (docs/mcp-tools.md#ask_codebase)."""
     return ask(tc, query, repos, language_model, visibility, **kwargs)[0]
 
 

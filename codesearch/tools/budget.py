@@ -1,4 +1,4 @@
-"""The size budget of a tool's answer (SPEC §6): about 20 KB per call.
+"""The size budget of a tool's answer (docs/mcp-tools.md#answers): about 20 KB per call.
 
 An agent pays for every byte a tool returns with its context window: one ``grep "def "``
 over a few repositories is easily 80 KB, most of it never read. So every answer is held to

@@ -11,10 +11,11 @@ that one declaration:
 - `ToolSpec.call` runs it and holds its answer to the size budget (`codesearch.tools.budget`),
   with the spec's hint on how to narrow, so MCP clients and the agent get the same answer.
 
-Names, parameters, defaults and limits are seed.md's (the tool server section and the limits
-table) and, for the tools Sourcebot added since (`list_branches`, grep's `groupByRepo`, `path`
+Names, parameters, defaults and limits are those of Sourcebot's MCP server, including the tools
+it added later (`list_branches`, grep's `groupByRepo`, `path`
 on `list_commits` and `get_diff`), Sourcebot's own; descriptions are written for an agent
-choosing a tool.
+choosing a tool. docs/mcp-tools.md#tools describes them for people (a test checks that it names
+every tool and parameter).
 """
 
 from __future__ import annotations

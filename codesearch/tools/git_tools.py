@@ -1,5 +1,5 @@
 """Tools answered from a repository's git objects at any branch, tag or commit: `read_file`,
-`list_tree`, `list_commits`, `list_branches`, `get_diff` (SPEC §6 output formats).
+`list_tree`, `list_commits`, `list_branches`, `get_diff` (output formats: docs/mcp-tools.md#tools).
 
 `list_commits` and `list_branches` answer in Sourcebot's JSON shapes, field for field, so an
 agent written against Sourcebot reads them unchanged: a commit's `date` is its author date and
@@ -19,9 +19,9 @@ from codesearch.plurals import plural
 from codesearch.search.present import web_url
 from codesearch.tools.context import ToolContext, ToolInputError
 
-#: read_file: at most this many lines per call (seed.md) ...
+#: read_file: at most this many lines per call (docs/mcp-tools.md#read_file) ...
 READ_MAX_LINES = 500
-#: ... and about this many characters of file text (SPEC §6: about 5 KB); at least one line is shown
+#: ... and about this many characters of file text (about 5 KB, docs/mcp-tools.md#answers); at least one line is shown
 READ_MAX_CHARS = 5 * 1024
 READ_MAX_LINE_CHARS = 2000
 

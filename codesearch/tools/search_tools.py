@@ -1,7 +1,7 @@
 """Tools answered from the index: `grep`, `glob` (across repos), `find_symbol_definitions`,
-`find_symbol_references` (SPEC §6 output formats).
+`find_symbol_references` (output formats: docs/mcp-tools.md#tools).
 
-Tool arguments become a query of the query language (SPEC §4) built from quoted terms, so no
+Tool arguments become a query of the query language (docs/query-language.md#syntax) built from quoted terms, so no
 argument can change the query's structure: `quote` escapes quotes and backslashes the way the
 parser decodes them, and `literal_regex` escapes a name for RE2. A `ref` that the index does not
 hold (a commit, or a branch not configured for indexing) is answered by ``git grep`` over the

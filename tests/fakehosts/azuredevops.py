@@ -1,4 +1,4 @@
-"""A fake Azure DevOps Services / Server: projects and git repositories, and git itself (HOSTS.md §7).
+"""A fake Azure DevOps Services / Server: projects and git repositories, and git itself.
 
     orgs = {"acme": [AdoProject("Web App", visibility="public", repos=[AdoRepo("site")])]}
     with FakeAzureDevOps(tmp, orgs, pat="secret") as ado:

@@ -1,4 +1,4 @@
-"""Fake Bitbucket Cloud (API 2.0) and Bitbucket Server / Data Center (REST 1.0) (HOSTS.md §5, §6).
+"""Fake Bitbucket Cloud (API 2.0) and Bitbucket Server / Data Center (REST 1.0).
 
 Each fake runs its own `tests.githttp.GitHttpServer` over real bare repositories (made with
 `make_bare_repo`) and puts that server's URLs in the repositories' clone links, so a listed

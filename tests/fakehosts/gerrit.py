@@ -1,4 +1,4 @@
-"""A fake Gerrit: the project listing of the REST API and git over smart HTTP (HOSTS.md §4).
+"""A fake Gerrit: the project listing of the REST API and git over smart HTTP.
 
     with FakeGerrit(tmp, [GerritProject("platform/build"), GerritProject("old", state="READ_ONLY")]) as g:
         g.url                      # http://127.0.0.1:<port>

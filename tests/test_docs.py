@@ -1,0 +1,161 @@
+"""The documentation site: it builds, and what the code says about it is true.
+
+* `mkdocs build --strict` succeeds: every page is in the nav and every link between pages, and
+  every anchor a link names, resolves (mkdocs.yml's `validation`).
+* Every reference from the code, tests, benchmarks and top-level files to a page
+  (``docs/<page>.md`` or ``docs/<page>.md#<anchor>``, in a comment, a docstring or the README)
+  names a page that exists and a heading anchor of the built page.
+* Facts the pages state that the code also states agree: the index format versions, every MCP
+  tool and its parameters, every setting and connection field of the config schema.
+* No file points at the product documents that are not in the repository.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+
+#: Where references to docs/ pages are looked for (docs/ itself is checked by mkdocs).
+SCANNED = ("codesearch", "bench", "tests", "notebooks", "README.md", "cluster.yaml", "serve_config.yaml", "Makefile",
+           "pyproject.toml", "mkdocs.yml")
+SCANNED_SUFFIXES = {".py", ".md", ".yaml", ".yml", ".toml", ".js", ".html", ".css", ".json", ".ipynb", ""}
+#: Files named docs/… inside the git repositories the tests build (not pages of ours).
+FIXTURE_FILES = {"docs/guide.md", "docs/manual.md"}
+REFERENCE = re.compile(r"(?<![\w/.-])docs/([\w.-]+\.(?:md|json))(?:#([\w-]+))?")
+ID = re.compile(r'\bid="([^"]+)"')
+
+#: Product documents that live outside the repository: nothing may point at them.
+OUTSIDE = re.compile(r"\bSPEC\b|\bENGINEERING\.md\b|\bseed\.md\b|\bHOSTS\.md\b|\.\./shared/")
+#: Files whose references are being replaced on other branches (the docs branch's report maps
+#: each to its page); an entry must go once its file no longer has any, see the test below.
+AWAITING_MAPPING = {
+    "codesearch/git/mirror.py", "codesearch/git/revisions.py", "codesearch/llm/client.py",
+    "codesearch/service/api.py", "codesearch/service/auth.py", "codesearch/service/errors.py",
+    "codesearch/service/limits.py", "codesearch/service/mcp.py", "codesearch/service/routes_git.py",
+    "codesearch/service/routes_history.py", "codesearch/service/routes_repos.py",
+    "codesearch/service/routes_search.py", "codesearch/service/routes_source.py", "codesearch/store/secret.py",
+    "codesearch/web/error_pages.py", "codesearch/web/pages_search.py",
+}
+
+
+def scanned_files() -> list[Path]:
+    files = []
+    for name in SCANNED:
+        path = ROOT / name
+        if path.is_file():
+            files.append(path)
+        elif path.is_dir():
+            files.extend(p for p in sorted(path.rglob("*"))
+                         if p.is_file() and p.suffix in SCANNED_SUFFIXES and "__pycache__" not in p.parts
+                         and "output" not in p.relative_to(ROOT).parts[:2])
+    return [p for p in files if p != Path(__file__).resolve()]
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("site")
+    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", str(ROOT / "mkdocs.yml"),
+                           "--site-dir", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+    assert proc.returncode == 0, f"mkdocs build --strict failed:\n{proc.stdout}\n{proc.stderr}"
+    return out
+
+
+def anchors(site: Path, page: str) -> set[str]:
+    """The element ids of a built page (use_directory_urls is off: docs/x.md → x.html)."""
+    return set(ID.findall((site / (page[:-3] + ".html")).read_text(encoding="utf-8")))
+
+
+def test_the_site_builds_with_every_page_in_it(site):
+    pages = sorted(p.name for p in DOCS.glob("*.md"))
+    assert pages, "no pages"
+    for page in pages:
+        assert (site / (page[:-3] + ".html")).is_file(), page
+
+
+def test_every_reference_to_a_page_names_a_page_and_a_heading(site):
+    found, broken = 0, []
+    for path in scanned_files():
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for m in REFERENCE.finditer(text):
+            page, anchor = m.group(1), m.group(2)
+            where = f"{path.relative_to(ROOT)}:{text.count(chr(10), 0, m.start()) + 1}: {m.group(0)}"
+            if f"docs/{page}" in FIXTURE_FILES and path.relative_to(ROOT).parts[0] == "tests":
+                continue
+            found += 1
+            if not (DOCS / page).is_file():
+                broken.append(f"{where}: no such page")
+            elif anchor and (not page.endswith(".md") or anchor not in anchors(site, page)):
+                broken.append(f"{where}: no heading with the anchor #{anchor}")
+    assert not broken, "\n".join(broken)
+    assert found >= 20, f"only {found} references to docs/ pages: is the pattern still right?"
+
+
+def test_nothing_points_outside_the_repository():
+    files = scanned_files() + sorted(DOCS.glob("*.md"))
+    offending = {}
+    for path in files:
+        rel = str(path.relative_to(ROOT))
+        lines = [f"{rel}:{i}: {line.strip()}" for i, line in enumerate(path.read_text(errors="replace").splitlines(), 1)
+                 if OUTSIDE.search(line)]
+        if lines:
+            offending[rel] = lines
+    unexpected = {k: v for k, v in offending.items() if k not in AWAITING_MAPPING}
+    assert not unexpected, "point these at docs/ pages instead:\n" + "\n".join(sum(unexpected.values(), []))
+    done = sorted(AWAITING_MAPPING - set(offending))
+    assert not done, f"no longer awaiting their mapping (remove from AWAITING_MAPPING): {done}"
+
+
+def test_the_index_format_page_states_the_versions_of_the_code():
+    from codesearch.index import format as shard_format
+    from codesearch.index import manifest
+
+    text = (DOCS / "index-format.md").read_text()
+    for name, value in (("codesearch.index.format.FORMAT_VERSION", shard_format.FORMAT_VERSION),
+                        ("codesearch.index.manifest.FORMAT", manifest.FORMAT)):
+        row = re.search(rf"^\|[^|\n]*\| `{re.escape(name)}` \| (\d+) \|$", text, re.M)
+        assert row, f"index-format.md has no version row for {name}"
+        assert int(row.group(1)) == value, f"index-format.md says {name} is {row.group(1)}, the code {value}"
+    assert f"- **{shard_format.FORMAT_VERSION}**:" in text, "the version log does not describe the current version"
+
+
+def sections(text: str, level: str) -> dict[str, str]:
+    """Heading text → the text under it, for the headings of one level (``"###"``)."""
+    parts = re.split(rf"^{level} (.+)$", text, flags=re.M)
+    return {parts[i].strip(): parts[i + 1] for i in range(1, len(parts), 2)}
+
+
+def test_the_mcp_page_describes_every_tool_and_parameter():
+    from codesearch.tools import catalog
+
+    tools = sections((DOCS / "mcp-tools.md").read_text(), "###")
+    missing = []
+    for spec in catalog.TOOLS:
+        body = tools.get(f"`{spec.name}`")
+        if body is None:
+            missing.append(f"tool {spec.name}")
+            continue
+        missing += [f"{spec.name}: parameter {p.name}" for p in catalog.parameters(spec) if f"`{p.name}`" not in body]
+    extra = set(tools) - {f"`{t.name}`" for t in catalog.TOOLS}
+    assert not missing and not extra, f"missing from mcp-tools.md: {missing}; not tools: {sorted(extra)}"
+
+
+def test_the_configuration_page_names_every_setting_and_connection_field():
+    schemas = ROOT / "codesearch" / "config" / "schemas" / "v3"
+    text = (DOCS / "configuration.md").read_text()
+    names = set(json.loads((schemas / "shared.json").read_text())["definitions"]["Settings"]["properties"])
+    for kind in ("github", "gitlab", "gitea", "gerrit", "bitbucket", "azuredevops", "genericGitHost"):
+        schema = json.loads((schemas / f"{kind}.json").read_text())
+        names |= set(schema["properties"])
+        names |= set(schema["properties"].get("exclude", {}).get("properties", {}))
+    missing = sorted(n for n in names if f"`{n}`" not in text)
+    assert not missing, f"configuration.md does not mention: {missing}"
