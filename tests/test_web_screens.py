@@ -22,12 +22,16 @@ import urllib.parse
 import httpx
 import pytest
 
+from codesearch.web import STATIC_DIR
+from codesearch.web.assets import digest
 from tests.corpus import make_local_repo
 from tests.mcpworld import DEMO, WIDGETS
 from tests.webpages import PAGES, SEARCH_DONE, open_page
 from tests.webworld import browser, login, web  # noqa: F401  (pytest fixtures)
 
 WIDTHS = (360, 390, 1400)
+#: computed here from the files, not with the service's own cached value
+ASSET_VERSION = digest(STATIC_DIR)
 SHOT_WIDTHS = (390, 1400)
 SCHEMES = ("light", "dark")
 
@@ -176,7 +180,7 @@ def test_errors_are_pages_for_browsers_and_json_for_programs(web, method, path, 
     else:
         assert r.headers["content-type"].startswith("text/html")
         assert "default-src 'self'" in r.headers["content-security-policy"]
-        assert f"Error {status}" in r.text and 'href="/web/static/style.css"' in r.text  # the site's layout
+        assert f"Error {status}" in r.text and re.search(r'href="/web/static/v-[0-9a-f]{12}/style.css"', r.text)  # the site's layout
         assert re.search(r"<title>[^<]+ · codesearch</title>", r.text)
         assert "/web" + path.split("?")[0] in r.text and "Traceback" not in r.text
         if status == 405:
@@ -300,9 +304,49 @@ def test_pages_link_the_favicon(screen, web):
     page = screen(1400, who=None)
     page.goto(web["url"] + "/login")
     icons = page.eval_on_selector_all("link[rel=icon]", "ls => ls.map(l => [l.getAttribute('href'), l.type])")
-    assert icons == [["/web/favicon.ico", ""], ["/web/static/favicon.svg", "image/svg+xml"]]
+    assert icons == [["/web/favicon.ico", ""], [f"/web/static/v-{ASSET_VERSION}/favicon.svg", "image/svg+xml"]]
     for href, _ in icons:
         assert page.request.get(web["serve_url"] + href).ok
+
+
+# ----------------------------------------------------------------------------- static files cached for good
+
+
+@pytest.mark.parametrize("version,cache", [
+    (ASSET_VERSION, "public, max-age=31536000, immutable"),  # today's files: never asked again
+    ("0123456789ab", "no-cache"),                            # a page of an older deploy: today's file, revalidated
+    (None, "no-cache"),                                      # the unversioned path: revalidated
+])
+def test_static_files_cache_policy(web, version, cache):
+    path = "/static/" + (f"v-{version}/" if version else "") + "search.js"
+    r = httpx.get(web["url"] + path, timeout=30)
+    assert r.status_code == 200 and r.headers["cache-control"] == cache
+    with open(os.path.join(STATIC_DIR, "search.js"), "rb") as f:
+        assert r.content == f.read()
+    again = httpx.get(web["url"] + path, headers={"If-None-Match": r.headers["etag"]}, timeout=30)
+    assert again.status_code == 304 and again.headers["cache-control"] == cache
+
+
+@pytest.mark.parametrize("path", [f"/static/v-{ASSET_VERSION}/nothing.js", f"/static/v-{ASSET_VERSION}/",
+                                  f"/static/v-{ASSET_VERSION}/%2e%2e/templates/base.html"])
+def test_static_files_answer_only_their_files(web, path):
+    assert httpx.get(web["url"] + path, timeout=30).status_code == 404
+
+
+def test_a_second_visit_loads_no_static_file_from_the_server(screen, web):
+    """Every page links today's versioned files; on the next page the browser runs them from its
+    cache without a request (transferSize 0: not even a revalidation)."""
+    page = screen(1400)
+    page.goto(web["url"] + "/search?q=widget")
+    page.wait_for_function(SEARCH_DONE)
+    links = page.eval_on_selector_all("script[src], link[href]", "ns => ns.map(n => n.src || n.href)")
+    statics = [u for u in links if "/static/" in u]
+    assert statics and all(f"/web/static/v-{ASSET_VERSION}/" in u for u in statics), statics
+    page.goto(web["url"] + "/search?q=gadget")
+    page.wait_for_function(SEARCH_DONE)
+    entries = page.evaluate("() => performance.getEntriesByType('resource')"
+                            ".filter(r => r.name.includes('/static/')).map(r => [r.name, r.transferSize])")
+    assert entries and all(size == 0 for _, size in entries), entries
 
 
 # ----------------------------------------------------------------------------- words and names

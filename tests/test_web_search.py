@@ -210,6 +210,28 @@ def test_search_streams_highlighted_results(owner_page, web):
     shots(page, "results")
 
 
+def test_the_results_stream_leaves_while_the_page_is_parsed(owner_page, web):
+    """The search page asks for its results from an inline script in <head> (allowed by its hash in
+    the page's CSP, static/search_start.js), once, before DOMContentLoaded: not after every
+    deferred script has loaded and run."""
+    page = owner_page
+    streams = []
+    page.on("request", lambda r: streams.append(r) if r.url.endswith("/api/stream_search") else None)
+    resp = page.goto(web["url"] + "/search?q=handle_request")
+    wait_done(page)
+    csp = resp.headers["content-security-policy"]
+    assert re.search(r"script-src 'self' 'sha256-[A-Za-z0-9+/]+=*';", csp) and "unsafe-inline" not in csp.split("style-src")[0]
+    assert len(streams) == 1 and streams[0].method == "POST"
+    assert json.loads(streams[0].post_data)["query"] == "handle_request"
+    timing = page.evaluate("""() => {
+        const nav = performance.getEntriesByType('navigation')[0];
+        const s = performance.getEntriesByType('resource').find(r => r.name.endsWith('/api/stream_search'));
+        return [s.startTime, nav.domContentLoadedEventStart];
+    }""")
+    assert timing[0] < timing[1], timing
+    assert visible_sections(page)
+
+
 def test_results_are_shown_in_rank_order(owner_page, web):
     """Searchers answer in any order; the page keeps the files in rank order (each streamed file
     carries its score), so the defining file of an identifier is on top, as in /api/search."""

@@ -23,6 +23,7 @@ Modules:
 - `link_required.py`: users who have not linked a required identity provider
   (``accountLinkingRequired``) are sent to their account page;
 - `error_pages.py`: the HTML error pages browsers get where API clients get JSON;
+- `assets.py`: the static files under a versioned path browsers cache for good (``{{ static }}``);
 - `static/`: `style.css` (light and dark), `app.js`, the favicon (`favicon.svg`, and
   `favicon.ico` made from it for clients that only ask ``/favicon.ico``).
 
@@ -34,7 +35,7 @@ from __future__ import annotations
 
 import os
 
-from fastapi.staticfiles import StaticFiles
+from codesearch.web.assets import VersionedStaticFiles, current_version
 
 STATIC_DIR = os.path.join(os.path.dirname(__file__), "static")
 TEMPLATES_DIR = os.path.join(os.path.dirname(__file__), "templates")
@@ -52,7 +53,7 @@ def install(app, *, web) -> None:
     iap.install(app, web)
     sessions.install(app, web)
     app.state.error_page = error_pages.error_page  # codesearch.service.errors.respond: pages for browsers
-    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    app.mount("/static", VersionedStaticFiles(directory=STATIC_DIR, version=current_version(STATIC_DIR)), name="static")
 
     @app.get("/favicon.ico", include_in_schema=False)
     def favicon() -> FileResponse:

@@ -51,13 +51,17 @@ from codesearch.index.sources import RepoInfo
 from codesearch.search.present import external_url, short_ref
 from codesearch.service import audit
 from codesearch.tools.repos import iso, page_of_repos
-from codesearch.web import codenav, highlight, pages_history
+from codesearch.web import STATIC_DIR, codenav, highlight, pages_history
+from codesearch.web.assets import inline_script
 from codesearch.web.templating import WebContext, render
 
 log = logging.getLogger(__name__)
 
 #: Applied to every page of this module: scripts only from our own static files.
 CSP = "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+#: the search page inlines static/search_start.js (its results stream leaves before any file loads)
+SEARCH_START, _SEARCH_START_SOURCE = inline_script(STATIC_DIR, "search_start.js")
+SEARCH_CSP = CSP.replace("default-src 'self';", f"default-src 'self'; script-src 'self' {_SEARCH_START_SOURCE};")
 REPOS_PER_PAGE = 50
 MAX_TREE_ENTRIES = 5000
 DEFAULT_MATCHES = 100
@@ -229,8 +233,11 @@ def router(web: WebContext) -> APIRouter:
         if not q.strip():
             return RedirectResponse(f"{_root(request)}/", status_code=303)
         config = {"query": q, "regex": _flag(regex), "case": _flag(case), "matches": n, "contextLines": 1,
-                  "publicUrl": web.public_url.rstrip("/"), "maxMatches": MAX_MATCHES}
-        return _page(request, "search.html", title=q[:80], q=q, regex=_flag(regex), case=_flag(case), config=config)
+                  "publicUrl": web.public_url.rstrip("/"), "maxMatches": MAX_MATCHES, "root": _root(request)}
+        resp = _page(request, "search.html", title=q[:80], q=q, regex=_flag(regex), case=_flag(case), config=config,
+                     search_start=SEARCH_START)
+        resp.headers["Content-Security-Policy"] = SEARCH_CSP
+        return resp
 
     @r.get("/~/{rest:path}")
     def sourcebot_prefix(request: Request, rest: str):

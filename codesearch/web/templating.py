@@ -8,6 +8,8 @@ Every template extends ``base.html`` and receives:
 - `root`: the path the app is mounted under (Serve's route prefix, e.g. ``/cs``; usually ""): every
   link and form action is written ``{{ root }}/path``, and JavaScript reads it from
   ``document.body.dataset.root``;
+- `static`: where the static files are, ``<root>/static/v-<version>`` (`codesearch.web.assets`):
+  write ``{{ static }}/style.css``, never ``{{ root }}/static/…``, so that browsers cache them for good;
 - `title` and whatever the page passes.
 
 Counts in words go through the ``plural`` filter: ``{{ n|plural("file") }}``.
@@ -24,7 +26,8 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from codesearch import environment
 from codesearch.plurals import plural
-from codesearch.web import TEMPLATES_DIR
+from codesearch.web import STATIC_DIR, TEMPLATES_DIR
+from codesearch.web.assets import current_version, static_prefix
 
 _env = Environment(loader=FileSystemLoader(TEMPLATES_DIR), autoescape=select_autoescape(["html"]),
                    trim_blocks=True, lstrip_blocks=True)
@@ -74,6 +77,7 @@ def render(request: Request, template: str, status_code: int = 200, **context) -
     """`template` rendered with the common context (see the module docstring)."""
     identity = getattr(request.state, "identity", None)
     user = getattr(identity, "user", None)
+    root = request.scope.get("root_path", "").rstrip("/")
     base = {
         "request": request,
         "identity": identity,
@@ -82,7 +86,8 @@ def render(request: Request, template: str, status_code: int = 200, **context) -
         "csrf_token": getattr(request.state, "csrf_token", ""),
         "anonymous_access": getattr(request.state, "anonymous_access", False),
         "title": "codesearch",
-        "root": request.scope.get("root_path", "").rstrip("/"),
+        "root": root,
+        "static": static_prefix(root, current_version(STATIC_DIR)),
     }
     base.update(context)
     return HTMLResponse(_env.get_template(template).render(**base), status_code=status_code,

@@ -428,14 +428,11 @@
       else if (ev.type === "error") showError((ev.error && ev.error.message) || "the search failed");
     }
 
+    // The response of the request static/search_start.js sent from <head>.
     async function run() {
-      const body = {query: cfg.query, matches: cfg.matches, contextLines: cfg.contextLines,
-                    isRegexEnabled: !!cfg.regex, isCaseSensitivityEnabled: !!cfg.case, source: "codesearch-web"};
       let resp;
       try {
-        resp = await apiFetch(`${root()}/api/stream_search`, {
-          method: "POST", headers: {"Content-Type": "application/json", "Accept": "text/event-stream"},
-          body: JSON.stringify(body)});
+        resp = await cfgNode.started;
       } catch (e) {
         showError("the service could not be reached");
         return;
