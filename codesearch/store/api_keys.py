@@ -15,7 +15,8 @@ from datetime import timedelta
 from sqlalchemy import insert, select, update
 
 from codesearch.store import models as m
-from codesearch.store.models import ApiKey, User, from_row
+from codesearch.store.models import ApiKey, User
+from codesearch.store.rows import from_row
 from codesearch.store.tables import api_keys
 
 API_KEY_PREFIX = "cs_"

@@ -10,7 +10,7 @@ from datetime import datetime
 from sqlalchemy import delete, func, insert, select
 
 from codesearch.store import models as m
-from codesearch.store.models import from_row
+from codesearch.store.rows import from_row
 from codesearch.store.tables import audit_events
 
 

@@ -13,8 +13,8 @@ from sqlalchemy import insert, select
 from sqlalchemy.engine import Connection as SAConnection
 
 from codesearch.store import models as m
-from codesearch.store.errors import NotFound
-from codesearch.store.models import Chat, from_row
+from codesearch.store.models import Chat
+from codesearch.store.rows import from_row, get_one
 from codesearch.store.tables import chats
 
 
@@ -57,7 +57,4 @@ class ChatsMixin:
             return [from_row(Chat, r) for r in c.execute(q.order_by(chats.c.created_at.desc(), chats.c.id).limit(limit))]
 
     def _get_chat(self, c: SAConnection, chat_id: str) -> Chat:
-        row = c.execute(select(chats).where(chats.c.id == chat_id)).first()
-        if row is None:
-            raise NotFound("chat", chat_id)
-        return from_row(Chat, row)
+        return get_one(c, Chat, chats.c.id, chat_id, "chat")

@@ -19,7 +19,8 @@ from sqlalchemy.engine import Connection as SAConnection
 
 from codesearch.store import models as m
 from codesearch.store.errors import NotFound
-from codesearch.store.models import Connection, from_row
+from codesearch.store.models import Connection
+from codesearch.store.rows import from_row, get_one
 from codesearch.store.tables import connections, jobs, repo_connections
 
 
@@ -115,10 +116,7 @@ class ConnectionsMixin:
             return [from_row(Connection, r) for r in c.execute(q)]
 
     def _get_connection(self, c: SAConnection, name: str) -> Connection:
-        row = c.execute(select(connections).where(connections.c.name == name)).first()
-        if row is None:
-            raise NotFound("connection", name)
-        return from_row(Connection, row)
+        return get_one(c, Connection, connections.c.name, name, "connection")
 
     def _connection_id(self, c: SAConnection, name: str) -> int:
         cid = c.scalar(select(connections.c.id).where(connections.c.name == name))

@@ -16,8 +16,8 @@ from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.engine import Connection as SAConnection
 
 from codesearch.store import models as m
-from codesearch.store.errors import NotFound
-from codesearch.store.models import Job, from_row
+from codesearch.store.models import Job
+from codesearch.store.rows import from_row, get_one
 from codesearch.store.tables import jobs
 
 
@@ -158,10 +158,7 @@ class JobsMixin:
             return self._get_job(c, job_id)
 
     def _get_job(self, c: SAConnection, job_id: int) -> Job:
-        row = c.execute(select(jobs).where(jobs.c.id == job_id)).first()
-        if row is None:
-            raise NotFound("job", job_id)
-        return from_row(Job, row)
+        return get_one(c, Job, jobs.c.id, job_id, "job")
 
     def list_jobs(self, *, kind: str | None = None, state: str | None = None, connection: str | None = None,
                   repo_id: int | None = None, limit: int = 100) -> list[Job]:

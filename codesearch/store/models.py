@@ -227,8 +227,3 @@ class AuditEvent:
     target: str  # what was acted on: a query, "repo:path", a key's id
     details: dict[str, Any]
     request_id: str | None
-
-
-def from_row(cls, row):
-    """A row of `codesearch.store.tables` as its dataclass `cls` (columns and fields share names)."""
-    return cls(**row._mapping)

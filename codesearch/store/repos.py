@@ -18,7 +18,8 @@ from sqlalchemy.engine import Connection as SAConnection
 
 from codesearch.store import models as m
 from codesearch.store.errors import Conflict, NotFound
-from codesearch.store.models import Repo, RepoSyncResult, from_row
+from codesearch.store.models import Repo, RepoSyncResult
+from codesearch.store.rows import from_row, get_one
 from codesearch.store.tables import connections, jobs, repo_connections, repos
 
 _CHUNK = 500  # ids per IN (...) list: well under every database's parameter limit
@@ -163,11 +164,7 @@ class ReposMixin:
             return from_row(Repo, row) if row else None
 
     def _get_repo(self, c: SAConnection, repo: int | str) -> Repo:
-        where = repos.c.name == repo if isinstance(repo, str) else repos.c.id == repo
-        row = c.execute(select(repos).where(where)).first()
-        if row is None:
-            raise NotFound("repository", repo)
-        return from_row(Repo, row)
+        return get_one(c, Repo, repos.c.name if isinstance(repo, str) else repos.c.id, repo, "repository")
 
     def list_repos(self, *, page: int = 1, per_page: int = 30, sort: str = "name", direction: str = "asc",
                    query: str | None = None, connection: str | None = None) -> tuple[list[Repo], int]:

@@ -12,9 +12,10 @@ from sqlalchemy import func, insert, select, update
 from sqlalchemy.engine import Connection as SAConnection
 
 from codesearch.store import models as m
-from codesearch.store.errors import Conflict, NotFound
+from codesearch.store.errors import Conflict
 from codesearch.store.lockouts import LOGIN_ACCOUNT
-from codesearch.store.models import User, from_row
+from codesearch.store.models import User
+from codesearch.store.rows import from_row, get_one
 from codesearch.store.tables import users
 
 
@@ -98,7 +99,4 @@ class UsersMixin:
             return self._get_user(c, user_id)
 
     def _get_user(self, c: SAConnection, user_id: int) -> User:
-        row = c.execute(select(users).where(users.c.id == user_id)).first()
-        if row is None:
-            raise NotFound("user", user_id)
-        return from_row(User, row)
+        return get_one(c, User, users.c.id, user_id, "user")
