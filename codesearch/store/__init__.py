@@ -11,7 +11,8 @@ methods come from one mixin module per aggregate, each owning its tables: `conne
 `jobs`, `users`, `api_keys`, `web_sessions`, `lockouts` (sign-in lock-outs), `members`
 (sign-ups, approvals, invites), `identities` (linked accounts), `grants` (permission syncing),
 `settings` (service settings), `oauth`, `audit`, `catalog` (search contexts, language models),
-`chats` and `chat_turns`. The engine and its SQLite settings are `codesearch.store.engine`.
+`chats` and `chat_turns`. The engine and its SQLite settings are `codesearch.store.engine`; rows become models through
+`codesearch.store.rows`.
 
 Where the database is. `DATABASE_URL` (any SQLAlchemy URL; PostgreSQL works with a driver
 installed, e.g. ``postgresql+psycopg://...``), else the SQLite file `<data_dir>/codesearch.db`.
@@ -56,7 +57,11 @@ repos), `Conflict` (409) and `SchemaTooNew`. Bad arguments (an unknown status, p
 `ValueError`s: programming errors, validated earlier by the API layer.
 """
 
+from codesearch.store.api_keys import API_KEY_PREFIX
+from codesearch.store.connections import config_hash
+from codesearch.store.engine import make_engine
 from codesearch.store.errors import Conflict, NotFound, SchemaTooNew, StoreError
+from codesearch.store.lockouts import LOGIN_ACCOUNT, LOGIN_ADDRESS
 from codesearch.store.migrations import LATEST_VERSION, MIGRATIONS, migrate
 from codesearch.store.models import (
     CHAT_COMPLETED,
@@ -98,10 +103,6 @@ from codesearch.store.models import (
     User,
     WebSession,
 )
-from codesearch.store.api_keys import API_KEY_PREFIX
-from codesearch.store.connections import config_hash
-from codesearch.store.engine import make_engine
-from codesearch.store.lockouts import LOGIN_ACCOUNT, LOGIN_ADDRESS
 from codesearch.store.repos import LISTING_FIELDS
 from codesearch.store.secret import load_server_secret
 from codesearch.store.store import DB_FILE, Store

@@ -1,8 +1,7 @@
 """API keys: the bearer secrets users give scripts and MCP clients.
 
 A key is ``cs_`` + 256 random bits, shown once; the store keeps only its HMAC-SHA256 under the
-server secret, so a copy of the database gives no usable key. A key is revoked, never deleted
-(the settings page lists revoked keys on request).
+server secret, so a copy of the database gives no usable key. A key is revoked, never deleted.
 """
 
 from __future__ import annotations

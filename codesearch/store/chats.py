@@ -1,7 +1,8 @@
 """Chats: `ask_codebase` answers (or failures), kept under a random URL-safe id.
 
-A chat belongs to the user who asked (None: asked without signing in) and is PRIVATE until
-shared; its follow-up questions are `codesearch.store.chat_turns`.
+A chat belongs to the user who asked (None: asked without signing in) and is PRIVATE (its user
+only) or PUBLIC (anyone with the link); its follow-up questions and the sharing switch are
+`codesearch.store.chat_turns`.
 """
 
 from __future__ import annotations

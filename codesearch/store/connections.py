@@ -3,8 +3,8 @@
 A connection is created or updated by name from the config (`upsert_connection`); its config's
 hash says whether it changed, which is what makes it SYNC_NEEDED. The sync worker lists its
 host and applies the listing to the repos (`codesearch.store.repos`); the scheduler asks which
-connections are due (`connections_due_for_sync`). Deleting a connection unlinks its repos,
-which are left orphaned for garbage collection.
+connections are due (`connections_due_for_sync`). Deleting a connection unlinks its repos;
+those no other connection lists are left orphaned for garbage collection.
 """
 
 from __future__ import annotations
