@@ -58,7 +58,7 @@ class StoreData:
         ``DATABASE_URL``) would show every repository: refused instead."""
         from codesearch import permissions
         from codesearch.errors import NotAuthenticated
-        from codesearch.store.grants import INSTANCE_KEY
+        from codesearch.store.settings import INSTANCE_KEY
 
         found = (self.store.service_setting(INSTANCE_KEY) or {}).get("id")
         if instance and found != instance:

@@ -6,6 +6,14 @@
     result = store.upsert_repos("gh", listing.repos)          # ids stay stable by name
     job = store.claim_job("index", worker_id="indexer-3")      # None when nothing to do
 
+Layout. `Store` (`codesearch.store.store`) opens the database and runs its transactions; its
+methods come from one mixin module per aggregate, each owning its tables: `connections`, `repos`,
+`jobs`, `users`, `api_keys`, `web_sessions`, `lockouts` (sign-in lock-outs), `members`
+(sign-ups, approvals, invites), `identities` (linked accounts), `grants` (permission syncing),
+`settings` (service settings), `oauth`, `audit`, `catalog` (search contexts, language models),
+`chats` and `chat_turns`. The engine and its SQLite settings are `codesearch.store.engine`; rows become models through
+`codesearch.store.rows`.
+
 Where the database is. `DATABASE_URL` (any SQLAlchemy URL; PostgreSQL works with a driver
 installed, e.g. ``postgresql+psycopg://...``), else the SQLite file `<data_dir>/codesearch.db`.
 SQLite connections run with ``journal_mode=WAL`` (readers never block the writer and vice
@@ -49,7 +57,11 @@ repos), `Conflict` (409) and `SchemaTooNew`. Bad arguments (an unknown status, p
 `ValueError`s: programming errors, validated earlier by the API layer.
 """
 
+from codesearch.store.api_keys import API_KEY_PREFIX
+from codesearch.store.connections import config_hash
+from codesearch.store.engine import make_engine
 from codesearch.store.errors import Conflict, NotFound, SchemaTooNew, StoreError
+from codesearch.store.lockouts import LOGIN_ACCOUNT, LOGIN_ADDRESS
 from codesearch.store.migrations import LATEST_VERSION, MIGRATIONS, migrate
 from codesearch.store.models import (
     CHAT_COMPLETED,
@@ -91,17 +103,9 @@ from codesearch.store.models import (
     User,
     WebSession,
 )
+from codesearch.store.repos import LISTING_FIELDS
 from codesearch.store.secret import load_server_secret
-from codesearch.store.store import (
-    API_KEY_PREFIX,
-    DB_FILE,
-    LISTING_FIELDS,
-    LOGIN_ACCOUNT,
-    LOGIN_ADDRESS,
-    Store,
-    config_hash,
-    make_engine,
-)
+from codesearch.store.store import DB_FILE, Store
 
 __all__ = [
     "API_KEY_PREFIX", "CHAT_COMPLETED", "CHAT_FAILED", "CHAT_PRIVATE", "CHAT_PUBLIC", "CHAT_STATUSES",

@@ -11,20 +11,16 @@ carries the time of its last successful sync, and the rule decides what is too o
 
 from __future__ import annotations
 
-import secrets
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Iterable
 
 from sqlalchemy import delete, insert, select, tuple_, update
 
-from codesearch.store.tables import (linked_accounts, repo_connections, repo_grants, repo_permission_syncs, repos,
-                                     service_settings)
+from codesearch.store.tables import linked_accounts, repo_connections, repo_grants, repo_permission_syncs, repos
 
 REPO_DRIVEN = "repo"
 USER_DRIVEN = "user"
-#: the service setting holding `instance_id`
-INSTANCE_KEY = "instance"
 
 
 @dataclass(frozen=True)
@@ -59,43 +55,6 @@ class RepoPermissionSync:
 
 class GrantsMixin:
     """The `Store` methods for permission grants (mixed into `Store`)."""
-
-    # ------------------------------------------------------------------ the rule's settings
-
-    def put_service_setting(self, key: str, value) -> bool:
-        """Store a setting (JSON) for every process of the service; True when it changed."""
-        now = self._now()
-        with self._tx(write=True) as c:
-            old = c.execute(select(service_settings.c.value).where(service_settings.c.key == key)).first()
-            if old is not None and old.value == value:
-                return False
-            if old is None:
-                c.execute(insert(service_settings).values(key=key, value=value, updated_at=now))
-            else:
-                c.execute(update(service_settings).where(service_settings.c.key == key)
-                          .values(value=value, updated_at=now))
-            return True
-
-    def instance_id(self) -> str:
-        """This database's own random id, made the first time it is asked for: processes that
-        must be sure they opened the service's database (not a fresh file, not another
-        ``DATABASE_URL``) compare it with the one the service published (`Client.ray`)."""
-        found = self.service_setting(INSTANCE_KEY)
-        if found:
-            return str(found["id"])
-        with self._tx(write=True) as c:  # write lock first: one id even when several ask at once
-            row = c.execute(select(service_settings.c.value).where(service_settings.c.key == INSTANCE_KEY)).first()
-            if row is not None:
-                return str(row.value["id"])
-            value = {"id": secrets.token_hex(16)}
-            c.execute(insert(service_settings).values(key=INSTANCE_KEY, value=value, updated_at=self._now()))
-            return value["id"]
-
-    def service_setting(self, key: str):
-        """A setting stored by `put_service_setting`, or None."""
-        with self._tx() as c:
-            row = c.execute(select(service_settings.c.value).where(service_settings.c.key == key)).first()
-            return None if row is None else row.value
 
     # ------------------------------------------------------------------ writing what hosts said
 
