@@ -50,7 +50,9 @@ class IndexSettings:
 
     max_file_size: int = 2097152
     max_trigram_count: int = 20000
-    always_index: PatternList = field(default_factory=lambda: PatternList.from_env(os.environ.get("ALWAYS_INDEX_FILE_PATTERNS")))
+    always_index: PatternList = field(
+        default_factory=lambda: PatternList.from_env(os.environ.get("ALWAYS_INDEX_FILE_PATTERNS"))
+    )
     shard_max_bytes: int = 100 << 20
     ctags: bool = True
     ctags_timeout_s: float = 5.0
@@ -97,8 +99,15 @@ class ShardBuilder:
     compound shards at once instead of merging small ones afterwards. `repos_of` names the
     repositories each written shard holds."""
 
-    def __init__(self, out_dir: str, repo: RepoInfo, settings: IndexSettings, stats: IndexStats, progress=None,
-                 name: str | None = None):
+    def __init__(
+        self,
+        out_dir: str,
+        repo: RepoInfo,
+        settings: IndexSettings,
+        stats: IndexStats,
+        progress=None,
+        name: str | None = None,
+    ):
         self.out_dir = out_dir
         self.name = name or shard_prefix(repo)
         self.repo = repo
@@ -151,8 +160,21 @@ class ShardBuilder:
         if wants_symbols(lang):
             self.symbols.submit(len(self.docs), f.path, content)
         name_tri = unique_trigrams(normalize(f.path.encode("utf-8", "replace")))
-        self.docs.append(BuildDoc(f.path, f.size, f.branch_mask, skip, lang, content, trigrams, name_tri, lines,
-                                  rank_class(f.path), len(self.repos) - 1))
+        self.docs.append(
+            BuildDoc(
+                f.path,
+                f.size,
+                f.branch_mask,
+                skip,
+                lang,
+                content,
+                trigrams,
+                name_tri,
+                lines,
+                rank_class(f.path),
+                len(self.repos) - 1,
+            )
+        )
         self.content_bytes += len(content)
         self.stats.files += 1
         self.stats.input_bytes += f.size
@@ -171,7 +193,9 @@ class ShardBuilder:
     def _flush(self, final: bool = False) -> None:
         symbols = self.symbols.collect()
         repos = self.repos
-        order = sorted(range(len(self.docs)), key=lambda i: (self.docs[i].rank, repos[self.docs[i].repo].name, self.docs[i].path))
+        order = sorted(
+            range(len(self.docs)), key=lambda i: (self.docs[i].rank, repos[self.docs[i].repo].name, self.docs[i].path)
+        )
         used = sorted({self.docs[i].repo for i in order} | (set(range(len(repos))) - self._placed if final else set()))
         self._placed.update(used)
         remap = {old: new for new, old in enumerate(used)}
@@ -303,7 +327,9 @@ def _sections(repos: list[RepoInfo], docs: list[BuildDoc], syms: list) -> dict[s
     }
 
 
-def index_source(source, out_dir: str, settings: IndexSettings | None = None, stats: IndexStats | None = None, progress=None) -> IndexStats:
+def index_source(
+    source, out_dir: str, settings: IndexSettings | None = None, stats: IndexStats | None = None, progress=None
+) -> IndexStats:
     """Index one source (a `DirectorySource` or `GitSource`) into shards in `out_dir`.
 
     The new shards are built in a private folder under new names (a new generation) and then
@@ -332,8 +358,16 @@ def index_source(source, out_dir: str, settings: IndexSettings | None = None, st
     return stats
 
 
-def index_paths(paths: list[str], out_dir: str, settings: IndexSettings | None = None, branches=(), tags=(), progress=None,
-                compact: bool = False, jobs: int = 1) -> IndexStats:
+def index_paths(
+    paths: list[str],
+    out_dir: str,
+    settings: IndexSettings | None = None,
+    branches=(),
+    tags=(),
+    progress=None,
+    compact: bool = False,
+    jobs: int = 1,
+) -> IndexStats:
     """Index each path as one repository (git repositories from their object store); with
     `compact`, then merge the small shards into compound ones (`codesearch.index.compact`:
     `stats.shards` names the shards as written, before the merge). With ``jobs`` > 1 the build

@@ -84,8 +84,9 @@ def _facts(entry: manifest.IndexedShard) -> _ShardFacts | None:
         shard.close()
 
 
-def plan(index_dir: str, target_bytes: int, small_fraction: float = SMALL_FRACTION,
-         dead_fraction: float = DEAD_FRACTION) -> list[list[str]]:
+def plan(
+    index_dir: str, target_bytes: int, small_fraction: float = SMALL_FRACTION, dead_fraction: float = DEAD_FRACTION
+) -> list[list[str]]:
     """Groups of shard file names to merge (see the module docstring)."""
     groups: list[list[str]] = []
     current: list[str] = []
@@ -113,8 +114,9 @@ def plan(index_dir: str, target_bytes: int, small_fraction: float = SMALL_FRACTI
     return [g for g in groups if len(g) > 1 or g[0] in has_dead]
 
 
-def merge(index_dir: str, names: list[str], settings: IndexSettings | None = None,
-          stats: CompactionStats | None = None) -> bool:
+def merge(
+    index_dir: str, names: list[str], settings: IndexSettings | None = None, stats: CompactionStats | None = None
+) -> bool:
     """Merge the shards `names` of `index_dir` into new shards of their live documents; returns
     False when the manifest refused the swap (a source left the index meanwhile)."""
     settings = settings or IndexSettings()
@@ -164,10 +166,19 @@ def _read_doc(shard: Shard, d: int, repo: int) -> BuildDoc:
     content = shard.content(d)
     skip = int(shard.doc_skip[d])
     trigrams = unique_trigrams(normalize(content)) if skip == INDEXED else np.empty(0, dtype=np.uint32)
-    return BuildDoc(path=path, size=int(shard.doc_size[d]), mask=int(shard.doc_branches[d]), skip=skip,
-                language=shard.language(d), content=content, trigrams=trigrams,
-                name_trigrams=unique_trigrams(normalize(path.encode("utf-8", "replace"))),
-                lines=np.array(shard.line_starts(d), dtype=np.uint32), rank=rank_class(path), repo=repo)
+    return BuildDoc(
+        path=path,
+        size=int(shard.doc_size[d]),
+        mask=int(shard.doc_branches[d]),
+        skip=skip,
+        language=shard.language(d),
+        content=content,
+        trigrams=trigrams,
+        name_trigrams=unique_trigrams(normalize(path.encode("utf-8", "replace"))),
+        lines=np.array(shard.line_starts(d), dtype=np.uint32),
+        rank=rank_class(path),
+        repo=repo,
+    )
 
 
 def _write_groups(out_dir: str, generation: int, repos, docs: list[BuildDoc], syms: list, max_bytes: int):
@@ -214,7 +225,9 @@ def _add(stats: CompactionStats, other: CompactionStats) -> None:
         setattr(stats, f.name, mine + getattr(other, f.name))
 
 
-def compact(index_dir: str, settings: IndexSettings | None = None, *, max_rounds: int = 100, pool=None) -> CompactionStats:
+def compact(
+    index_dir: str, settings: IndexSettings | None = None, *, max_rounds: int = 100, pool=None
+) -> CompactionStats:
     """Merge until `plan` has nothing left (at most `max_rounds` rounds). With a `pool`
     (`codesearch.index.parallel.Pool`) the groups of a round, which share no shard, are merged
     by its workers side by side; each swap takes the manifest's lock, so they serialise there."""

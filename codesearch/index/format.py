@@ -158,7 +158,9 @@ class ShardFile:
             raise IndexFormatError(path, "not a codesearch shard (bad magic)")
         if version != FORMAT_VERSION:
             older = " (built by an older codesearch: index it again)" if version < FORMAT_VERSION else ""
-            raise IndexFormatError(path, f"shard format version {version}; this codesearch reads {FORMAT_VERSION}{older}")
+            raise IndexFormatError(
+                path, f"shard format version {version}; this codesearch reads {FORMAT_VERSION}{older}"
+            )
         if _HEADER.size + count * _ENTRY.size > size:
             raise IndexFormatError(path, f"truncated: table of contents for {count} sections does not fit")
         self._sections: dict[str, tuple[int, int]] = {}
@@ -166,7 +168,9 @@ class ShardFile:
             tag, off, length, crc, _ = _ENTRY.unpack_from(self._mm, _HEADER.size + i * _ENTRY.size)
             name = tag.decode("ascii", "replace").rstrip()
             if off + length > size:
-                raise IndexFormatError(path, f"truncated: section {name!r} ends at {off + length}, file is {size} bytes")
+                raise IndexFormatError(
+                    path, f"truncated: section {name!r} ends at {off + length}, file is {size} bytes"
+                )
             if verify and zlib.crc32(memoryview(self._mm)[off : off + length]) != crc:
                 raise IndexFormatError(path, f"corrupt: checksum mismatch in section {name!r}")
             self._sections[name] = (off, length)

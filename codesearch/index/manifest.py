@@ -88,8 +88,10 @@ def current_index(index_dir: str) -> list[IndexedShard]:
         return [IndexedShard(os.path.join(index_dir, n)) for n in sorted(names)]
     if not is_current(manifest):
         return []
-    return [IndexedShard(os.path.join(index_dir, name), frozenset(d for d in entry.get("dead", ()) if isinstance(d, int)))
-            for name, entry in sorted(manifest["shards"].items())]
+    return [
+        IndexedShard(os.path.join(index_dir, name), frozenset(d for d in entry.get("dead", ()) if isinstance(d, int)))
+        for name, entry in sorted(manifest["shards"].items())
+    ]
 
 
 def current_shards(index_dir: str) -> list[str]:
@@ -185,8 +187,9 @@ def _drop_dead_shards(manifest: dict) -> None:
         del manifest["shards"][name]
 
 
-def swap_repo(index_dir: str, repo_id: int, name: str, generation: int, built: list[str],
-              replaces_prefix: str | None = None) -> list[str]:
+def swap_repo(
+    index_dir: str, repo_id: int, name: str, generation: int, built: list[str], replaces_prefix: str | None = None
+) -> list[str]:
     """Move the freshly built shard files `built` (all of repository `repo_id`) into the index,
     make them the repository's shards and tombstone its documents in the shards it had,
     atomically; delete the files no manifest entry names any more.
@@ -200,8 +203,13 @@ def swap_repo(index_dir: str, repo_id: int, name: str, generation: int, built: l
     return swap_repos(index_dir, [(repo_id, name, replaces_prefix)], generation, built, repos_of)
 
 
-def swap_repos(index_dir: str, swapped: list[tuple[int, str, str | None]], generation: int, built: list[str],
-               repos_of: dict[str, list[int]]) -> list[str]:
+def swap_repos(
+    index_dir: str,
+    swapped: list[tuple[int, str, str | None]],
+    generation: int,
+    built: list[str],
+    repos_of: dict[str, list[int]],
+) -> list[str]:
     """`swap_repo` for several repositories at once, built together into shared shards (a bulk
     build packs small repositories into compound shards): `swapped` lists (repository id, name,
     replaced prefix or None), `repos_of` the repositories each built file holds (keyed by file
@@ -216,12 +224,15 @@ def swap_repos(index_dir: str, swapped: list[tuple[int, str, str | None]], gener
         repos = manifest["repos"]
         for repo_id, name, replaces_prefix in swapped:
             if replaces_prefix:
-                for key in [k for k in repos if k.startswith("legacy:") and k[len("legacy:"):] == replaces_prefix]:
+                for key in [k for k in repos if k.startswith("legacy:") and k[len("legacy:") :] == replaces_prefix]:
                     _tombstone(manifest, key, repos.pop(key)["shards"])
             old = repos.get(str(repo_id), {}).get("shards", [])
             _tombstone(manifest, repo_id, [n for n in old if n not in names])
-            repos[str(repo_id)] = {"name": name, "generation": generation,
-                                   "shards": [n for n in names if repo_id in repos_of[n]]}
+            repos[str(repo_id)] = {
+                "name": name,
+                "generation": generation,
+                "shards": [n for n in names if repo_id in repos_of[n]],
+            }
         for n in names:
             manifest["shards"][n] = {"repos": list(repos_of[n]), "dead": []}
         _drop_dead_shards(manifest)
@@ -245,8 +256,9 @@ def remove_repo(index_dir: str, repo_id: int) -> list[str]:
         return _collect_garbage(index_dir, manifest)
 
 
-def replace_shards(index_dir: str, sources: dict[str, frozenset], built: list[str],
-                   repos_of: dict[str, list[int]]) -> bool:
+def replace_shards(
+    index_dir: str, sources: dict[str, frozenset], built: list[str], repos_of: dict[str, list[int]]
+) -> bool:
     """Compaction: replace the shards `sources` (file name → the tombstones they had when the
     compactor read them) by the freshly built `built` files (file path → its repositories in
     `repos_of`, keyed by file name), which hold the live documents of `sources`.

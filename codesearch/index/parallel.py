@@ -135,8 +135,9 @@ class Pool:
         self.close()
 
 
-def index_source_in_parts(source, out_dir: str, settings: IndexSettings, stats: IndexStats, pool: Pool,
-                          progress=None) -> IndexStats:
+def index_source_in_parts(
+    source, out_dir: str, settings: IndexSettings, stats: IndexStats, pool: Pool, progress=None
+) -> IndexStats:
     """`builder.index_source` for a big repository: its parts built by the pool's workers."""
     t0 = time.perf_counter()
     kind, location, files = _listing(source)
@@ -145,8 +146,10 @@ def index_source_in_parts(source, out_dir: str, settings: IndexSettings, stats: 
     build_dir = tempfile.mkdtemp(prefix=f".build-{generation}-", dir=out_dir)
     try:
         n = pool.jobs if sum(f[1] for f in files) >= PART_MIN_BYTES else 1
-        parts = [_Part(kind, location, source.repo.to_json(), chunk, build_dir, f"{prefix}.g{generation}.p{i}", settings)
-                 for i, chunk in enumerate(_split(files, n))]
+        parts = [
+            _Part(kind, location, source.repo.to_json(), chunk, build_dir, f"{prefix}.g{generation}.p{i}", settings)
+            for i, chunk in enumerate(_split(files, n))
+        ]
         written = []
         for part_stats, part in zip(pool.executor().map(_build_part, parts), parts):
             _add(stats, part_stats)
@@ -254,8 +257,16 @@ def plan_builds(paths: list[str], sizes: list[int], jobs: int, shard_bytes: int)
     return sorted(big + bundles, key=lambda b: -sum(sizes[i] for i in b))
 
 
-def index_many(paths: list[str], out_dir: str, settings: IndexSettings, stats: IndexStats, pool: Pool,
-               branches=(), tags=(), progress=None) -> None:
+def index_many(
+    paths: list[str],
+    out_dir: str,
+    settings: IndexSettings,
+    stats: IndexStats,
+    pool: Pool,
+    branches=(),
+    tags=(),
+    progress=None,
+) -> None:
     """Index many paths, ``pool.jobs`` builds at a time (`plan_builds`: big repositories alone,
     small ones packed into shared shards), the biggest first, so that no worker is left with a
     big build while the others idle at the end. A path given twice is indexed once."""
@@ -263,8 +274,10 @@ def index_many(paths: list[str], out_dir: str, settings: IndexSettings, stats: I
     paths = list(dict.fromkeys(paths))
     executor = pool.executor()
     sizes = [_bytes_under(p) for p in paths]
-    futures = [executor.submit(_index_one, ([paths[i] for i in build], out_dir, settings, tuple(branches), tuple(tags)))
-               for build in plan_builds(paths, sizes, pool.jobs, settings.shard_max_bytes)]
+    futures = [
+        executor.submit(_index_one, ([paths[i] for i in build], out_dir, settings, tuple(branches), tuple(tags)))
+        for build in plan_builds(paths, sizes, pool.jobs, settings.shard_max_bytes)
+    ]
     if progress:
         for done in concurrent.futures.as_completed(futures):
             progress(done.result().input_bytes)

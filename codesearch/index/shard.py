@@ -86,7 +86,7 @@ class TrigramIndex:
         cards = np.where(found, self.card[idx_c], 0).tolist()
         out, i = [], 0
         for vs in expanded:
-            out.append(sum(cards[i:i + len(vs)]))
+            out.append(sum(cards[i : i + len(vs)]))
             i += len(vs)
         return out
 
@@ -143,17 +143,26 @@ class Shard:
         self.line_offs = f.array("doc.line", np.uint64)
         self.sym_offs = f.array("doc.syms", np.uint64)
         for name, arr, want in (
-            ("doc.repo", self.doc_repo, n), ("doc.lang", self.doc_lang, n), ("doc.skip", self.doc_skip, n),
-            ("doc.size", self.doc_size, n), ("doc.brch", self.doc_branches, n), ("doc.path", self.path_offs, n + 1),
-            ("doc.cont", self.cont_offs, n + 1), ("doc.line", self.line_offs, n + 1), ("doc.syms", self.sym_offs, n + 1),
+            ("doc.repo", self.doc_repo, n),
+            ("doc.lang", self.doc_lang, n),
+            ("doc.skip", self.doc_skip, n),
+            ("doc.size", self.doc_size, n),
+            ("doc.brch", self.doc_branches, n),
+            ("doc.path", self.path_offs, n + 1),
+            ("doc.cont", self.cont_offs, n + 1),
+            ("doc.line", self.line_offs, n + 1),
+            ("doc.syms", self.sym_offs, n + 1),
         ):
             if arr.size != want:
                 raise IndexFormatError(path, f"section {name!r} has {arr.size} entries, expected {want}")
         self.paths_blob = f.raw("paths")
         self.content_blob = f.raw("content")
         self.lines = f.array("lines", np.uint32)
-        if n and (int(self.cont_offs[-1]) > len(self.content_blob) or int(self.path_offs[-1]) > len(self.paths_blob)
-                  or int(self.line_offs[-1]) > self.lines.size):
+        if n and (
+            int(self.cont_offs[-1]) > len(self.content_blob)
+            or int(self.path_offs[-1]) > len(self.paths_blob)
+            or int(self.line_offs[-1]) > self.lines.size
+        ):
             raise IndexFormatError(path, "document offsets point past their sections")
         if n and (int(self.doc_repo.max()) >= len(self.repos) or int(self.doc_lang.max()) >= len(self.languages)):
             raise IndexFormatError(path, "document table refers to unknown repositories or languages")
@@ -260,7 +269,7 @@ class Shard:
         out = []
         want = name.lower()
         for k in self.sym_lidx[lo:hi].tolist():
-            written = bytes(self.sym_name[int(self.sym_noff[k]):int(self.sym_noff[k + 1])])
+            written = bytes(self.sym_name[int(self.sym_noff[k]) : int(self.sym_noff[k + 1])])
             doc = int(self.sym_doc[k])
             kind = self.symbol_kinds[int(self.sym_kind[k])]
             if written.lower() == want and not is_reference(kind, self.language(doc)) and self.is_live(doc):
@@ -298,8 +307,13 @@ class Shard:
         """Symbol number `i` of the shard (see `symbol_range`)."""
         name = bytes(self.sym_name[int(self.sym_noff[i]) : int(self.sym_noff[i + 1])]).decode("utf-8", "replace")
         parent = bytes(self.sym_pnam[int(self.sym_poff[i]) : int(self.sym_poff[i + 1])]).decode("utf-8", "replace")
-        return ShardSymbol(name, self.symbol_kinds[int(self.sym_kind[i])], int(self.sym_line[i]), parent,
-                           self.symbol_kinds[int(self.sym_pknd[i])])
+        return ShardSymbol(
+            name,
+            self.symbol_kinds[int(self.sym_kind[i])],
+            int(self.sym_line[i]),
+            parent,
+            self.symbol_kinds[int(self.sym_pknd[i])],
+        )
 
     def symbols(self, doc: int) -> list[ShardSymbol]:
         return [self.symbol(i) for i in self.symbol_range(doc)]

@@ -162,7 +162,15 @@ class CtagsProcess:
             if m.get("_type") != "tag" or not m.get("name") or not isinstance(m.get("line"), int):
                 continue
             scope = m.get("scope") or ""
-            syms.append(Symbol(m["name"], m.get("kind") or "", m["line"], scope.rsplit(".", 1)[-1] if scope else "", m.get("scopeKind") or ""))
+            syms.append(
+                Symbol(
+                    m["name"],
+                    m.get("kind") or "",
+                    m["line"],
+                    scope.rsplit(".", 1)[-1] if scope else "",
+                    m.get("scopeKind") or "",
+                )
+            )
         return syms
 
 
@@ -193,8 +201,12 @@ def ctags_batch(exe: str, files: list[tuple[object, str, bytes]], timeout_s: flo
             f.write("\n".join(names) + "\n")
         budget = timeout_s + sum(len(d) for _, _, d in files) / _BATCH_MIN_RATE
         try:
-            proc = subprocess.run([exe, "-x", f"--_xformat={_XFORMAT}", "--extras=-{anonymous}", "-L", ".list"],
-                                  cwd=tmp, capture_output=True, timeout=budget)
+            proc = subprocess.run(
+                [exe, "-x", f"--_xformat={_XFORMAT}", "--extras=-{anonymous}", "-L", ".list"],
+                cwd=tmp,
+                capture_output=True,
+                timeout=budget,
+            )
         except subprocess.TimeoutExpired:
             raise CtagsError(f"batch of {len(files)} files timed out after {budget:.0f}s") from None
         except OSError as e:
@@ -206,9 +218,15 @@ def ctags_batch(exe: str, files: list[tuple[object, str, bytes]], timeout_s: flo
             parts = line.split(b"\t")
             if len(parts) != 6 or parts[0] not in keys or not parts[1].isdigit():
                 continue  # a name with a tab, or noise: drop the tag, never the file
-            out.setdefault(keys[parts[0]], []).append(Symbol(
-                parts[3].decode("utf-8", "replace"), parts[2].decode("utf-8", "replace"), int(parts[1]),
-                parts[4].decode("utf-8", "replace").rsplit(".", 1)[-1], parts[5].decode("utf-8", "replace")))
+            out.setdefault(keys[parts[0]], []).append(
+                Symbol(
+                    parts[3].decode("utf-8", "replace"),
+                    parts[2].decode("utf-8", "replace"),
+                    int(parts[1]),
+                    parts[4].decode("utf-8", "replace").rsplit(".", 1)[-1],
+                    parts[5].decode("utf-8", "replace"),
+                )
+            )
         return out
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

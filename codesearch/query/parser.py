@@ -307,8 +307,17 @@ class _Parser:
     def _error(self, reason: str, pos: int) -> QueryParseError:
         return QueryParseError(reason, self.q, pos)
 
-    def _check_regex(self, pattern: str, case_sensitive: bool, pos: int, what: str = "", *,
-                     quoted: bool = False, skip: int = 0, advice: str = "") -> None:
+    def _check_regex(
+        self,
+        pattern: str,
+        case_sensitive: bool,
+        pos: int,
+        what: str = "",
+        *,
+        quoted: bool = False,
+        skip: int = 0,
+        advice: str = "",
+    ) -> None:
         """Compile `pattern`, written at `pos` of the query (after `skip` characters such as
         the ``/`` of ``/…/``, or inside a quoted string when `quoted`); a bad pattern is an error
         at the character of the query where the regex engine found the problem."""
@@ -342,8 +351,7 @@ class _Parser:
         """A ``/…/`` term (GitHub's way to write a regex): the regex between the slashes, in
         either mode. A bad regex is an error that says how to search for the text instead."""
         pattern = text[1:-1]
-        self._check_regex(pattern, self.cs, pos, skip=1,
-                          advice=f'; to search for the text, quote it: "{text}"')
+        self._check_regex(pattern, self.cs, pos, skip=1, advice=f'; to search for the text, quote it: "{text}"')
         return Content(pattern, True, self.cs)
 
     def _quoted(self, s: int, bound: int) -> tuple[str, int] | None:
@@ -430,15 +438,11 @@ class _Parser:
             return RepoSet(names)
         if kind in ("archived", "fork"):
             if value not in _TRISTATE:
-                raise self._error(
-                    f"invalid value {value!r} for {written}: (expected yes, no or only)", v
-                )
+                raise self._error(f"invalid value {value!r} for {written}: (expected yes, no or only)", v)
             return Archived(value) if kind == "archived" else Fork(value)
         assert kind == "visibility"
         if value not in _VISIBILITY:
-            raise self._error(
-                f"invalid value {value!r} for {written}: (expected public, private or any)", v
-            )
+            raise self._error(f"invalid value {value!r} for {written}: (expected public, private or any)", v)
         return Visibility(value)
 
     # -- groups ----------------------------------------------------------------------------
@@ -457,9 +461,7 @@ class _Parser:
             if isinstance(item, _OrWord):
                 if 0 < k < last:
                     if after_operator:
-                        raise self._error(
-                            '`or` right after `or` (write "or" to search for the word)', item.pos
-                        )
+                        raise self._error('`or` right after `or` (write "or" to search for the word)', item.pos)
                     clauses.append([])
                     after_operator = True
                     continue

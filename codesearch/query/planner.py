@@ -94,8 +94,9 @@ def plan(query: ast.Node, contexts: dict[str, set[str]] | None = None) -> Plan:
     """Compile `query` into a `Plan`. `contexts` maps context names to repository names."""
     levels = ast.depth(query)
     if levels > MAX_QUERY_DEPTH:
-        raise QueryError(f"the query nests {levels} levels deep (groups and negations); "
-                         f"at most {MAX_QUERY_DEPTH} are allowed")
+        raise QueryError(
+            f"the query nests {levels} levels deep (groups and negations); at most {MAX_QUERY_DEPTH} are allowed"
+        )
     contexts = contexts or {}
     leaves: list = []
 
@@ -108,9 +109,13 @@ def plan(query: ast.Node, contexts: dict[str, set[str]] | None = None) -> Plan:
             return ast.Not(build(n.child))
         if isinstance(n, ast.Content):
             if n.is_regex:
-                leaf = ContentLeaf(n, compile_regex(n.pattern, n.case_sensitive), regex_query(n.pattern, n.case_sensitive))
+                leaf = ContentLeaf(
+                    n, compile_regex(n.pattern, n.case_sensitive), regex_query(n.pattern, n.case_sensitive)
+                )
             else:
-                leaf = ContentLeaf(n, compile_literal(n.pattern, n.case_sensitive), literal_query(n.pattern, n.case_sensitive))
+                leaf = ContentLeaf(
+                    n, compile_literal(n.pattern, n.case_sensitive), literal_query(n.pattern, n.case_sensitive)
+                )
         elif isinstance(n, ast.FileName):
             leaf = FileLeaf(n, compile_regex(n.pattern, n.case_sensitive), regex_query(n.pattern, n.case_sensitive))
         elif isinstance(n, ast.Symbol):
@@ -122,7 +127,9 @@ def plan(query: ast.Node, contexts: dict[str, set[str]] | None = None) -> Plan:
         elif isinstance(n, ast.Context):
             if n.name not in contexts:
                 # close names (a typo): the contexts are the configuration's, named to everyone
-                raise SearchContextNotFound(n.name, difflib.get_close_matches(n.name, sorted(contexts), n=3, cutoff=0.6))
+                raise SearchContextNotFound(
+                    n.name, difflib.get_close_matches(n.name, sorted(contexts), n=3, cutoff=0.6)
+                )
             leaf = RepoLeaf(n, names=frozenset(contexts[n.name]))
         elif isinstance(n, (ast.Archived, ast.Fork, ast.Visibility)):
             leaf = RepoLeaf(n)

@@ -44,8 +44,9 @@ def make_plan(query: str, options: SearchOptions) -> Plan:
     return plan(parse(query, is_regex=options.is_regex, case_sensitive=options.case_sensitive), options.contexts)
 
 
-def search_shards(shards: list[Shard], p: Plan, options: SearchOptions, deadline: float,
-                  cancelled: Callable[[], bool] | None = None) -> list[ShardResult]:
+def search_shards(
+    shards: list[Shard], p: Plan, options: SearchOptions, deadline: float, cancelled: Callable[[], bool] | None = None
+) -> list[ShardResult]:
     """Evaluate `p` on each shard in order, stopping once the budget is spent, at the
     `deadline` (a `time.monotonic()` instant) or when `cancelled()` turns true.
 
@@ -78,8 +79,9 @@ def search_shards(shards: list[Shard], p: Plan, options: SearchOptions, deadline
     return results
 
 
-def definitions_first(shards: list[Shard], p: Plan, options: SearchOptions, deadline: float,
-                      cancelled: Callable[[], bool] | None) -> dict[int, tuple[ShardResult, BitMap]]:
+def definitions_first(
+    shards: list[Shard], p: Plan, options: SearchOptions, deadline: float, cancelled: Callable[[], bool] | None
+) -> dict[int, tuple[ShardResult, BitMap]]:
     """Verify the documents that define a searched identifier, best definition first over all
     `shards`, within the `matches` budget: shard index → (its result, the documents checked)."""
     evaluators, roots, ranked = {}, {}, []
@@ -119,11 +121,22 @@ def _crashed(shard: Shard, e: Exception) -> ShardResult:
 
 def _combine(definitions: ShardResult, rest: ShardResult) -> ShardResult:
     """One shard's two passes as one result (definitions first)."""
-    out = ShardResult(files=definitions.files + rest.files, stats=rest.stats,
-                      total_matches=definitions.total_matches + rest.total_matches,
-                      truncated=definitions.truncated or rest.truncated, timed_out=definitions.timed_out or rest.timed_out)
+    out = ShardResult(
+        files=definitions.files + rest.files,
+        stats=rest.stats,
+        total_matches=definitions.total_matches + rest.total_matches,
+        truncated=definitions.truncated or rest.truncated,
+        timed_out=definitions.timed_out or rest.timed_out,
+    )
     d = definitions.stats
-    for k in ("filesConsidered", "filesLoaded", "contentBytesLoaded", "regexpsConsidered", "matchTreeSearch", "crashes"):
+    for k in (
+        "filesConsidered",
+        "filesLoaded",
+        "contentBytesLoaded",
+        "regexpsConsidered",
+        "matchTreeSearch",
+        "crashes",
+    ):
         setattr(out.stats, k, getattr(out.stats, k) + getattr(d, k))
     out.stats.shardsScanned = max(out.stats.shardsScanned, d.shardsScanned)
     return out
@@ -197,13 +210,20 @@ def partial_result(results: list[ShardResult], options: SearchOptions, origin: i
     for fm in kept:
         repo = fm.shard.repo(fm.doc)
         out.repos.setdefault(repo.id, repository_info(repo))
-        out.files.append((fm.score, fm.order, fm.match_count,
-                          file_result(fm, options.context_lines, options.whole, options.public_url)))
+        out.files.append(
+            (
+                fm.score,
+                fm.order,
+                fm.match_count,
+                file_result(fm, options.context_lines, options.whole, options.public_url),
+            )
+        )
     return out
 
 
-def merge_partials(partials: list[PartialResult], options: SearchOptions, started: int, plan_ns: int = 0,
-                   missed: Stats | None = None) -> dict:
+def merge_partials(
+    partials: list[PartialResult], options: SearchOptions, started: int, plan_ns: int = 0, missed: Stats | None = None
+) -> dict:
     """Merge the answers of many searchers into one ``POST /api/search`` response. `missed`
     counts what searchers that gave no answer would have searched (crashes, shards skipped):
     with any, the answer is not exhaustive."""
@@ -222,8 +242,12 @@ def merge_partials(partials: list[PartialResult], options: SearchOptions, starte
         files.extend(p.files)
         repos.update(p.repos)
     files.sort(key=lambda f: (-f[0], f[1]))
-    kept, capped = _cap(files, options, lambda f: f[2],
-                        lambda f, keep: (f[0], f[1], keep, truncate_file_result(f[3], keep, options.context_lines)))
+    kept, capped = _cap(
+        files,
+        options,
+        lambda f: f[2],
+        lambda f, keep: (f[0], f[1], keep, truncate_file_result(f[3], keep, options.context_lines)),
+    )
     truncated |= capped
     out_files = [f[3] for f in kept]
     stats.actualMatchCount = sum(f[2] for f in kept)
@@ -283,12 +307,25 @@ class Searcher:
                 self.shards, self.errors = shards, errors
                 return
 
-    def search(self, query: str, matches: int = 100, context_lines: int = 0, whole: bool = False,
-               is_regex: bool = False, case_sensitive: bool = False, options: SearchOptions | None = None) -> dict:
+    def search(
+        self,
+        query: str,
+        matches: int = 100,
+        context_lines: int = 0,
+        whole: bool = False,
+        is_regex: bool = False,
+        case_sensitive: bool = False,
+        options: SearchOptions | None = None,
+    ) -> dict:
         """Run a query; returns the ``POST /api/search`` response as a dict."""
         if options is None:
-            options = SearchOptions(matches=matches, context_lines=context_lines, whole=whole,
-                                    is_regex=is_regex, case_sensitive=case_sensitive)
+            options = SearchOptions(
+                matches=matches,
+                context_lines=context_lines,
+                whole=whole,
+                is_regex=is_regex,
+                case_sensitive=case_sensitive,
+            )
         started = time.perf_counter_ns()
         deadline = options.deadline()
         p = make_plan(query, options)

@@ -40,6 +40,7 @@ from codesearch.search.ranking import SCORE_SYMBOL, definition_bonus, score_file
 #: A plain term that can name a symbol: its definitions are verified and ranked first.
 _IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
 
+
 @dataclass
 class SymbolHit:
     symbol: ShardSymbol
@@ -152,8 +153,9 @@ def _resolve_repos(node, repos):
 class ShardEvaluator:
     """Evaluates one plan on one shard (single use)."""
 
-    def __init__(self, shard: Shard, plan: Plan, budget: int, deadline: float,
-                 cancelled: Callable[[], bool] | None = None):
+    def __init__(
+        self, shard: Shard, plan: Plan, budget: int, deadline: float, cancelled: Callable[[], bool] | None = None
+    ):
         self.shard = shard
         self.plan = plan
         self.budget = max(1, budget)
@@ -475,10 +477,18 @@ class _DocContext:
                 keep = set(definitions)
                 keep.update(r for r in ranges[: max(limit - len(keep), 0)])
                 ranges = sorted(keep)
-        fm = FileMatch(self.ev.shard, self.doc, ranges, sorted(set(name_ranges)), sym_hits, self._branches(branch_masks),
-                       definition_ranges=definitions)
-        fm.score = score_file(self.content if ranges else b"", fm.ranges, bool(fm.name_ranges), bool(sym_hits),
-                              self._is_definition)
+        fm = FileMatch(
+            self.ev.shard,
+            self.doc,
+            ranges,
+            sorted(set(name_ranges)),
+            sym_hits,
+            self._branches(branch_masks),
+            definition_ranges=definitions,
+        )
+        fm.score = score_file(
+            self.content if ranges else b"", fm.ranges, bool(fm.name_ranges), bool(sym_hits), self._is_definition
+        )
         if definitions:
             fm.score = max(fm.score, SCORE_SYMBOL + max(bonus for spans, bonus in found if spans))
         return fm
@@ -543,8 +553,13 @@ class _DocContext:
         return any(int(self.ev.shard.sym_line[first + k]) == line for k, n in enumerate(self.symbol_names) if n == name)
 
 
-def evaluate_shard(shard: Shard, plan: Plan, budget: int, deadline: float,
-                   cancelled: Callable[[], bool] | None = None, exclude: BitMap | None = None) -> ShardResult:
+def evaluate_shard(
+    shard: Shard,
+    plan: Plan,
+    budget: int,
+    deadline: float,
+    cancelled: Callable[[], bool] | None = None,
+    exclude: BitMap | None = None,
+) -> ShardResult:
     """Search one shard; never raises for a bad document (a shard-level failure is the caller's)."""
     return ShardEvaluator(shard, plan, budget, deadline, cancelled).run(exclude)
-

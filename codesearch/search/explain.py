@@ -28,8 +28,16 @@ def explain_shard(shard, plan: Plan) -> dict:
     t0 = time.perf_counter_ns()
     ev = ShardEvaluator(shard, plan, budget=1, deadline=float("inf"))
     live = len(shard.docs_where("all")) if shard.dead else shard.doc_count  # tombstoned or hidden ones do not count
-    out = {"shard": os.path.basename(shard.path), "documents": live, "skipped": False, "candidates": 0,
-           "candidateBytes": 0, "exact": True, "trigramLookups": 0, "indexBytesLoaded": 0}
+    out = {
+        "shard": os.path.basename(shard.path),
+        "documents": live,
+        "skipped": False,
+        "candidates": 0,
+        "candidateBytes": 0,
+        "exact": True,
+        "trigramLookups": 0,
+        "indexBytesLoaded": 0,
+    }
     root = _resolve_repos(plan.root, shard.live_repos)
     if isinstance(root, ast.Const) and not root.value or shard.doc_count == 0 or not shard.live_repos:
         out["skipped"] = True
@@ -63,7 +71,12 @@ def _content_bytes(shard, docs) -> int:
 def explain(plan: Plan, shards: list) -> dict:
     """The whole explanation for one process's shards."""
     per_shard = [explain_shard(s, plan) for s in shards]
-    return {"query": str(plan.query), "plan": render(plan.root), "defaultBranchOnly": plan.default_branch_only,
-            "shards": per_shard, "documents": sum(s["documents"] for s in per_shard),
-            "candidates": sum(s["candidates"] for s in per_shard),
-            "candidateBytes": sum(s["candidateBytes"] for s in per_shard)}
+    return {
+        "query": str(plan.query),
+        "plan": render(plan.root),
+        "defaultBranchOnly": plan.default_branch_only,
+        "shards": per_shard,
+        "documents": sum(s["documents"] for s in per_shard),
+        "candidates": sum(s["candidates"] for s in per_shard),
+        "candidateBytes": sum(s["candidateBytes"] for s in per_shard),
+    }

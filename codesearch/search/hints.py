@@ -42,9 +42,41 @@ _TERM = re.compile(r'(?:(?<=\s)|^)(-?)([a-z]+):("(?:[^"\\]|\\.)*"|[^\s"]+)')
 _FILTERS = {"file", "lang", "repo", "rev", "sym", "archived", "fork", "visibility", "context", "reposet"}
 
 #: Popular languages first when several names fit what was typed.
-POPULAR = ("Python", "JavaScript", "TypeScript", "Go", "Java", "C", "C++", "C#", "Rust", "Ruby", "PHP",
-           "Shell", "Kotlin", "Swift", "Scala", "HTML", "CSS", "Markdown", "JSON", "YAML", "SQL", "Dockerfile",
-           "Makefile", "TOML", "TSX", "Vue", "Lua", "Perl", "R", "Haskell", "Elixir", "Erlang", "Dart")
+POPULAR = (
+    "Python",
+    "JavaScript",
+    "TypeScript",
+    "Go",
+    "Java",
+    "C",
+    "C++",
+    "C#",
+    "Rust",
+    "Ruby",
+    "PHP",
+    "Shell",
+    "Kotlin",
+    "Swift",
+    "Scala",
+    "HTML",
+    "CSS",
+    "Markdown",
+    "JSON",
+    "YAML",
+    "SQL",
+    "Dockerfile",
+    "Makefile",
+    "TOML",
+    "TSX",
+    "Vue",
+    "Lua",
+    "Perl",
+    "R",
+    "Haskell",
+    "Elixir",
+    "Erlang",
+    "Dart",
+)
 
 
 @functools.lru_cache(maxsize=1)
@@ -149,7 +181,7 @@ def _quote(value: str) -> str:
 
 def _replace(query: str, m: re.Match, new: str) -> str:
     """`query` with the term `m` replaced by `new` (or dropped when `new` is empty)."""
-    before, after = query[: m.start()], query[m.end():]
+    before, after = query[: m.start()], query[m.end() :]
     if not new:
         return (before.rstrip() + " " + after.lstrip()).strip()
     return before + new + after
@@ -169,9 +201,14 @@ def _has_or(node: ast.Node) -> bool:
     return any(isinstance(n, ast.Or) for n in ast.walk(node))
 
 
-def zero_result_hints(query: str, *, is_regex: bool = False, case_sensitive: bool = False,
-                      repo_names: list[str] | None = None,
-                      has_results: Callable[[str], bool] | None = None) -> list[dict]:
+def zero_result_hints(
+    query: str,
+    *,
+    is_regex: bool = False,
+    case_sensitive: bool = False,
+    repo_names: list[str] | None = None,
+    has_results: Callable[[str], bool] | None = None,
+) -> list[dict]:
     """Hints for a query that found no file (see the module docstring). `repo_names`: the names
     of the repositories the caller may see (None: do not judge ``repo:`` terms);
     `has_results(query)`: whether a query finds anything for the caller (None: no re-search)."""
@@ -200,16 +237,22 @@ def zero_result_hints(query: str, *, is_regex: bool = False, case_sensitive: boo
                 msg = f"no language named {leaf.name}"
                 if close:
                     msg += "; did you mean " + " or ".join(close) + "?"
-                sugg = [{"label": c, "query": _replace(query, m, f"{m.group(2)}:{_quote(c)}") if m else None}
-                        for c in close]
+                sugg = [
+                    {"label": c, "query": _replace(query, m, f"{m.group(2)}:{_quote(c)}") if m else None} for c in close
+                ]
                 hints.append({"kind": "unknownLanguage", "term": written, "message": msg, "suggestions": sugg})
                 if m:
                     explained.add(m.start())
             elif has_results is not None and not has_results(f"lang:{_quote(known)}"):
                 rest = _replace(query, m, "") if m else ""
-                hints.append({"kind": "languageNotIndexed", "term": written,
-                              "message": f"no file you can search is written in {known}",
-                              "suggestions": [{"label": f"search without {written}", "query": rest}] if rest else []})
+                hints.append(
+                    {
+                        "kind": "languageNotIndexed",
+                        "term": written,
+                        "message": f"no file you can search is written in {known}",
+                        "suggestions": [{"label": f"search without {written}", "query": rest}] if rest else [],
+                    }
+                )
                 if m:
                     explained.add(m.start())
         elif isinstance(leaf, ast.Repo) and repo_names is not None:
@@ -225,8 +268,13 @@ def zero_result_hints(query: str, *, is_regex: bool = False, case_sensitive: boo
             msg = f"no repository you can search matches {written}"
             if close:
                 msg += "; did you mean " + " or ".join(close) + "?"
-            sugg = [{"label": c, "query": _replace(query, m, f"{m.group(2)}:{_quote('^' + re.escape(c) + '$')}")
-                     if m else None} for c in close]
+            sugg = [
+                {
+                    "label": c,
+                    "query": _replace(query, m, f"{m.group(2)}:{_quote('^' + re.escape(c) + '$')}") if m else None,
+                }
+                for c in close
+            ]
             hints.append({"kind": "unknownRepository", "term": written, "message": msg, "suggestions": sugg})
             if m:
                 explained.add(m.start())
@@ -246,7 +294,12 @@ def zero_result_hints(query: str, *, is_regex: bool = False, case_sensitive: boo
             continue
         retries += 1
         if has_results(rest):
-            hints.append({"kind": "filterEmptied", "term": m.group(0),
-                          "message": f"{m.group(0)} left no results: the query finds files without it",
-                          "suggestions": [{"label": f"search without {m.group(0)}", "query": rest}]})
+            hints.append(
+                {
+                    "kind": "filterEmptied",
+                    "term": m.group(0),
+                    "message": f"{m.group(0)} left no results: the query finds files without it",
+                    "suggestions": [{"label": f"search without {m.group(0)}", "query": rest}],
+                }
+            )
     return hints

@@ -23,7 +23,7 @@ _LEAD[0x80:0xC0] = False  # UTF-8 continuation bytes do not start a character
 def short_ref(ref: str) -> str:
     for prefix in ("refs/heads/", "refs/tags/"):
         if ref.startswith(prefix):
-            return ref[len(prefix):]
+            return ref[len(prefix) :]
     return ref
 
 
@@ -99,14 +99,23 @@ def chunks(fm: FileMatch, context_lines: int) -> list[dict]:
         for a, _ in rs:
             h = hits_by_start.get(a)
             if h is not None:
-                syms.append({"symbol": h.symbol.name, "kind": h.symbol.kind,
-                             "parent": {"symbol": h.symbol.parent, "kind": h.symbol.parent_kind} if h.symbol.parent else None})
-        out.append({
-            "content": content[start:end].decode("utf-8", "replace"),
-            "matchRanges": [{"start": lines.position(a), "end": lines.position(b)} for a, b in rs],
-            "contentStart": {"byteOffset": start, "lineNumber": lo + 1, "column": 1},
-            "symbols": syms,
-        })
+                syms.append(
+                    {
+                        "symbol": h.symbol.name,
+                        "kind": h.symbol.kind,
+                        "parent": {"symbol": h.symbol.parent, "kind": h.symbol.parent_kind}
+                        if h.symbol.parent
+                        else None,
+                    }
+                )
+        out.append(
+            {
+                "content": content[start:end].decode("utf-8", "replace"),
+                "matchRanges": [{"start": lines.position(a), "end": lines.position(b)} for a, b in rs],
+                "contentStart": {"byteOffset": start, "lineNumber": lo + 1, "column": 1},
+                "symbols": syms,
+            }
+        )
     return out
 
 
@@ -119,7 +128,9 @@ def file_result(fm: FileMatch, context_lines: int, whole: bool, public_url: str)
     result = {
         "fileName": {
             "text": path,
-            "matchRanges": [{"start": _path_position(path_b, a), "end": _path_position(path_b, b)} for a, b in fm.name_ranges],
+            "matchRanges": [
+                {"start": _path_position(path_b, a), "end": _path_position(path_b, b)} for a, b in fm.name_ranges
+            ],
         },
         "webUrl": web_url(public_url, repo, branch, path),
         "repository": repo.name,
@@ -137,8 +148,13 @@ def file_result(fm: FileMatch, context_lines: int, whole: bool, public_url: str)
 
 
 def repository_info(repo: RepoInfo) -> dict:
-    return {"id": repo.id, "codeHostType": repo.code_host_type, "name": repo.name,
-            "displayName": repo.display_name, "webUrl": repo.web_url}
+    return {
+        "id": repo.id,
+        "codeHostType": repo.code_host_type,
+        "name": repo.name,
+        "displayName": repo.display_name,
+        "webUrl": repo.web_url,
+    }
 
 
 def truncate_file_result(result: dict, keep: int, context_lines: int) -> dict:
