@@ -251,7 +251,7 @@ def _postings(per_doc: list[np.ndarray]) -> dict[str, object]:
     del cursor
     doc_ids = array.array("I", docs.tobytes())
     ends = starts + card
-    blobs = [BitMap(doc_ids[s:e]).serialize() for s, e in zip(starts.tolist(), ends.tolist())]
+    blobs = [BitMap(doc_ids[s:e]).serialize() for s, e in zip(starts.tolist(), ends.tolist(), strict=True)]
     return {
         "keys": keys,
         "card": card,
@@ -281,7 +281,7 @@ def _symbol_keys(names: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
 
 def _sections(repos: list[RepoInfo], docs: list[BuildDoc], syms: list) -> dict[str, object]:
     languages = sorted({d.language for d in docs})
-    lang_idx = {l: i for i, l in enumerate(languages)}
+    lang_idx = {lang: i for i, lang in enumerate(languages)}
     kinds = sorted({s.kind for ss in syms for s in ss} | {s.parent_kind for ss in syms for s in ss})
     kind_idx = {k: i for i, k in enumerate(kinds)}
     paths = [d.path.encode("utf-8", "replace") for d in docs]

@@ -34,7 +34,7 @@ import numpy as np
 from codesearch.errors import IndexFormatError
 from codesearch.index import format as fmt
 from codesearch.index import manifest
-from codesearch.index.builder import INDEXED, IndexSettings, BuildDoc, write_docs
+from codesearch.index.builder import INDEXED, BuildDoc, IndexSettings, write_docs
 from codesearch.index.language import rank_class
 from codesearch.index.shard import Shard
 from codesearch.index.trigrams import normalize, unique_trigrams

@@ -60,6 +60,7 @@ Version log:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import mmap
 import os
@@ -201,8 +202,6 @@ class ShardFile:
             raise IndexFormatError(self.path, f"section {tag!r} is not valid JSON: {e}") from None
 
     def close(self) -> None:
-        try:
+        # numpy views may still point into the map (BufferError); it is released when they go.
+        with contextlib.suppress(BufferError):
             self._mm.close()
-        except BufferError:
-            # numpy views still point into the map; it is released when they go.
-            pass

@@ -151,7 +151,7 @@ def index_source_in_parts(
             for i, chunk in enumerate(_split(files, n))
         ]
         written = []
-        for part_stats, part in zip(pool.executor().map(_build_part, parts), parts):
+        for part_stats, part in zip(pool.executor().map(_build_part, parts), parts, strict=True):
             _add(stats, part_stats)
             written.extend(part_stats.shards)
             if progress:

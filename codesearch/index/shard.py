@@ -283,7 +283,7 @@ class Shard:
 
     # -- tombstones --------------------------------------------------------------------------
 
-    def with_dead(self, dead) -> "Shard":
+    def with_dead(self, dead) -> Shard:
         """This shard as one index version sees it: the repositories (ids) in `dead` are
         tombstoned (re-indexed or removed since the shard was written), their documents are no
         longer part of the index. Shares the file and every cache with `self`."""

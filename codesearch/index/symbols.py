@@ -23,6 +23,7 @@ core) works while the builder computes trigrams.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -98,10 +99,8 @@ class CtagsProcess:
             self._proc.kill()
             self._proc.wait()
             for f in (self._proc.stdin, self._proc.stdout):
-                try:
+                with contextlib.suppress(OSError):
                     f.close()
-                except OSError:
-                    pass
             self._proc = None
 
     def _exchange(self, payload: bytes, deadline: float) -> list[dict]:

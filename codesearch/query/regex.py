@@ -180,7 +180,7 @@ def _re2_reason(pattern: str, case_sensitive: bool) -> str:
     return f"invalid regular expression: {msg}"
 
 
-def error_offset(pattern: str, err: "_regex.error") -> int:
+def error_offset(pattern: str, err: _regex.error) -> int:
     """Where in `pattern` the error `err` (of the `regex` module, which reports positions where
     RE2 does not) is, clamped to the pattern. An unclosed group or character class points at its
     opening bracket: the end of the pattern would say nothing about which bracket is open."""

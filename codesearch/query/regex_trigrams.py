@@ -330,7 +330,7 @@ def _char(cp: int, ci: bool, fallback: bool) -> str:
     c = chr(cp)
     if ci and fallback and (cp >= 0x80 or c.isalpha()):
         return _UNKNOWN  # the fallback engine folds fully: "ss" matches "ß", "fi" matches "ﬁ"
-    if c == _KELVIN or c == _LONG_S:  # the index normalizes them to ASCII (`trigrams.normalize`)
+    if c in (_KELVIN, _LONG_S):  # the index normalizes them to ASCII (`trigrams.normalize`)
         c = "k" if c == _KELVIN else "s"
         cp = ord(c)
     if cp < 0x80:

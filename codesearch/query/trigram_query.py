@@ -29,7 +29,7 @@ OR = "or"
 class TrigramQuery:
     op: str
     trigrams: frozenset[int] = field(default_factory=frozenset)
-    subs: tuple["TrigramQuery", ...] = ()
+    subs: tuple[TrigramQuery, ...] = ()
 
     def __str__(self) -> str:
         if self.op == ALL:

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 from pyroaring import BitMap
@@ -93,7 +93,7 @@ class _ShardView:
             return BitMap()
         self.stats.ngramLookups += len(q.trigrams)
         tris = list(q.trigrams)
-        cards = sorted(zip(index.cardinalities(tris), tris))
+        cards = sorted(zip(index.cardinalities(tris), tris, strict=True))
         if q.op == AND:
             result: BitMap | None = None
             if cards and cards[0][0] == 0:
@@ -177,7 +177,7 @@ class ShardEvaluator:
     def _lang_set(self, name: str) -> set[int]:
         if name not in self.lang_ids:
             want = name.lower()
-            self.lang_ids[name] = {i for i, l in enumerate(self.shard.languages) if l.lower() == want}
+            self.lang_ids[name] = {i for i, lang in enumerate(self.shard.languages) if lang.lower() == want}
         return self.lang_ids[name]
 
     def _branch_mask(self, pattern: str) -> np.ndarray:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import difflib
 import functools
 import re
-from typing import Callable
+from collections.abc import Callable
 
 from codesearch.errors import QueryParseError
 from codesearch.query import ast

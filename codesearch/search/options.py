@@ -85,7 +85,7 @@ class Stats:
     regexpsConsidered: int = 0
     flushReason: str = FLUSH_FINAL
 
-    def add(self, other: "Stats") -> None:
+    def add(self, other: Stats) -> None:
         """Accumulate another shard's counters (not the match counts, which the merge sets)."""
         for k, v in vars(other).items():
             if isinstance(v, int) and k not in ("actualMatchCount", "duration", "wait", "fileCount"):

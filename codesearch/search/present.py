@@ -64,10 +64,7 @@ class _Lines:
         line = self.line_of(offset)
         start = int(self.starts[line])
         prefix = self.content[start:offset]
-        if prefix.isascii():
-            column = len(prefix) + 1
-        else:
-            column = int(_LEAD[np.frombuffer(prefix, dtype=np.uint8)].sum()) + 1
+        column = len(prefix) + 1 if prefix.isascii() else int(_LEAD[np.frombuffer(prefix, dtype=np.uint8)].sum()) + 1
         return {"byteOffset": offset, "lineNumber": line + 1, "column": column}
 
 

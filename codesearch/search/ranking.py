@@ -18,7 +18,7 @@ variable. Ties keep file order: shards store ordinary source before tests, docs 
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
