@@ -23,7 +23,9 @@ import re
 import shutil
 import tempfile
 import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 from pyroaring import BitMap
@@ -33,11 +35,28 @@ from codesearch.globs import PatternList
 from codesearch.index import format as fmt
 from codesearch.index import manifest
 from codesearch.index.language import SKIPPED, detect, rank_class, wants_symbols
+from codesearch.index.shard import ShardSymbol
 from codesearch.index.sources import RepoInfo, SourceFile, open_source
-from codesearch.index.symbols import SymbolExtractor
+from codesearch.index.symbols import Symbol, SymbolExtractor
 from codesearch.index.trigrams import count_folded, normalize, unique_trigrams
 
 log = logging.getLogger(__name__)
+
+#: Told the input bytes of each file (or part) as it is indexed; it may raise to cancel the build.
+Progress = Callable[[int], object]
+#: The symbols of each document of a shard, in document order: from ctags (a build) or from an
+#: older shard (compaction).
+DocSymbols = Sequence[Sequence[Symbol | ShardSymbol]]
+
+
+class Source(Protocol):
+    """What a build reads: one repository and its files (`DirectorySource`, `GitSource`)."""
+
+    @property
+    def repo(self) -> RepoInfo: ...
+
+    def files(self) -> Iterator[SourceFile]: ...
+
 
 # Skip reasons, stored as doc.skip codes.
 INDEXED, TOO_LARGE, TOO_MANY_TRIGRAMS, BINARY = 0, 1, 2, 3
@@ -105,7 +124,7 @@ class ShardBuilder:
         repo: RepoInfo,
         settings: IndexSettings,
         stats: IndexStats,
-        progress=None,
+        progress: Progress | None = None,
         name: str | None = None,
     ):
         self.out_dir = out_dir
@@ -213,13 +232,13 @@ class ShardBuilder:
 _EMPTY = np.empty(0, dtype=np.uint32)
 
 
-def _offsets(lengths) -> np.ndarray:
+def _offsets(lengths: Sequence[int]) -> np.ndarray:
     out = np.zeros(len(lengths) + 1, dtype=np.uint64)
     np.cumsum(np.asarray(lengths, dtype=np.uint64), out=out[1:])
     return out
 
 
-def _postings(per_doc: list[np.ndarray]) -> dict[str, object]:
+def _postings(per_doc: list[np.ndarray]) -> dict[str, fmt.Section]:
     """Invert per-document arrays of distinct trigram ids (any order) into the four sections of
     a trigram index.
 
@@ -260,7 +279,7 @@ def _postings(per_doc: list[np.ndarray]) -> dict[str, object]:
     }
 
 
-def write_docs(path: str, repos: list[RepoInfo], docs: list[BuildDoc], syms: list) -> tuple[int, int]:
+def write_docs(path: str, repos: list[RepoInfo], docs: list[BuildDoc], syms: DocSymbols) -> tuple[int, int]:
     """Write one shard of `docs` (in this order; ``doc.repo`` indexes `repos`) with their symbols
     `syms` (one list per document); returns (file size, posting bytes)."""
     sections = _sections(repos, docs, syms)
@@ -279,7 +298,7 @@ def _symbol_keys(names: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
     return keys[order], order
 
 
-def _sections(repos: list[RepoInfo], docs: list[BuildDoc], syms: list) -> dict[str, object]:
+def _sections(repos: list[RepoInfo], docs: list[BuildDoc], syms: DocSymbols) -> dict[str, fmt.Section]:
     languages = sorted({d.language for d in docs})
     lang_idx = {lang: i for i, lang in enumerate(languages)}
     kinds = sorted({s.kind for ss in syms for s in ss} | {s.parent_kind for ss in syms for s in ss})
@@ -328,7 +347,11 @@ def _sections(repos: list[RepoInfo], docs: list[BuildDoc], syms: list) -> dict[s
 
 
 def index_source(
-    source, out_dir: str, settings: IndexSettings | None = None, stats: IndexStats | None = None, progress=None
+    source: Source,
+    out_dir: str,
+    settings: IndexSettings | None = None,
+    stats: IndexStats | None = None,
+    progress: Progress | None = None,
 ) -> IndexStats:
     """Index one source (a `DirectorySource` or `GitSource`) into shards in `out_dir`.
 
@@ -362,9 +385,9 @@ def index_paths(
     paths: list[str],
     out_dir: str,
     settings: IndexSettings | None = None,
-    branches=(),
-    tags=(),
-    progress=None,
+    branches: Iterable[str] = (),
+    tags: Iterable[str] = (),
+    progress: Progress | None = None,
     compact: bool = False,
     jobs: int = 1,
 ) -> IndexStats:

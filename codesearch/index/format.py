@@ -67,8 +67,11 @@ import os
 import struct
 import tempfile
 import zlib
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from codesearch.errors import IndexFormatError
 
@@ -79,15 +82,19 @@ _HEADER = struct.Struct("<8sII")
 _ENTRY = struct.Struct("<8sQQII")
 
 
-def _as_bytes(value) -> bytes | memoryview:
+#: What a section is written from: bytes, a numpy array (little-endian on disk) or JSON.
+Section = bytes | np.ndarray | dict[str, Any] | list[Any]
+
+
+def _as_bytes(value: Section) -> bytes | memoryview:
     if isinstance(value, np.ndarray):
-        return memoryview(np.ascontiguousarray(value).astype(value.dtype.newbyteorder("<"), copy=False)).cast("B")
+        return np.ascontiguousarray(value).astype(value.dtype.newbyteorder("<"), copy=False).data.cast("B")
     if isinstance(value, (dict, list)):
         return json.dumps(value, separators=(",", ":")).encode()
     return value
 
 
-def write_shard(path: str, sections: dict[str, object]) -> int:
+def write_shard(path: str, sections: Mapping[str, Section]) -> int:
     """Write `sections` (tag → bytes, numpy array or JSON-able dict) atomically to `path`.
 
     Returns the size of the file in bytes.
@@ -187,7 +194,7 @@ class ShardFile:
             raise IndexFormatError(self.path, f"missing section {tag!r}") from None
         return memoryview(self._mm)[off : off + length]
 
-    def array(self, tag: str, dtype) -> np.ndarray:
+    def array(self, tag: str, dtype: npt.DTypeLike) -> np.ndarray:
         """A section as a read-only numpy array, without copying."""
         data = self.raw(tag)
         dt = np.dtype(dtype).newbyteorder("<")
@@ -195,7 +202,8 @@ class ShardFile:
             raise IndexFormatError(self.path, f"section {tag!r} is not a whole number of {dt} items")
         return np.frombuffer(data, dtype=dt)
 
-    def json(self, tag: str):
+    def json(self, tag: str) -> Any:
+        """A JSON section, parsed."""
         try:
             return json.loads(bytes(self.raw(tag)))
         except ValueError as e:

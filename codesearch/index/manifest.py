@@ -42,7 +42,9 @@ import fcntl
 import json
 import os
 import tempfile
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from codesearch.errors import IndexFormatError
 from codesearch.index.format import FORMAT_VERSION, SUFFIX, format_version
@@ -50,6 +52,12 @@ from codesearch.index.format import FORMAT_VERSION, SUFFIX, format_version
 MANIFEST = "manifest.json"
 LOCK = "manifest.lock"
 FORMAT = 2
+
+#: The manifest as read from its JSON file: {"format", "generation", "repos": {key: {"name",
+#: "generation", "shards"}}, "shards": {file name: {"repos", "dead"}}} (see the module docstring).
+Manifest = dict[str, Any]
+#: A repository in the manifest: its id, or "legacy:<file-name prefix>" for an adopted shard.
+RepoKey = int | str
 
 
 @dataclass(frozen=True)
@@ -60,7 +68,7 @@ class IndexedShard:
     dead: frozenset[int] = frozenset()
 
 
-def read_manifest(index_dir: str) -> dict | None:
+def read_manifest(index_dir: str) -> Manifest | None:
     """The manifest, or None when the directory has none. A manifest of an older format is
     returned as it is (`is_current` tells)."""
     path = os.path.join(index_dir, MANIFEST)
@@ -76,7 +84,7 @@ def read_manifest(index_dir: str) -> dict | None:
     return data
 
 
-def is_current(manifest: dict) -> bool:
+def is_current(manifest: Manifest) -> bool:
     return manifest.get("format") == FORMAT
 
 
@@ -115,7 +123,7 @@ def stale_repos(index_dir: str) -> list[int]:
 
 
 @contextlib.contextmanager
-def _locked(index_dir: str):
+def _locked(index_dir: str) -> Iterator[None]:
     os.makedirs(index_dir, exist_ok=True)
     fd = os.open(os.path.join(index_dir, LOCK), os.O_RDWR | os.O_CREAT, 0o600)
     try:
@@ -126,7 +134,7 @@ def _locked(index_dir: str):
         os.close(fd)
 
 
-def _write(index_dir: str, manifest: dict) -> None:
+def _write(index_dir: str, manifest: Manifest) -> None:
     fd, tmp = tempfile.mkstemp(prefix=".manifest-", dir=index_dir)
     try:
         with os.fdopen(fd, "w") as f:
@@ -140,7 +148,7 @@ def _write(index_dir: str, manifest: dict) -> None:
         raise
 
 
-def _load(index_dir: str) -> dict:
+def _load(index_dir: str) -> Manifest:
     """The manifest to change: the current one, a new one for a directory without one, or a new
     one in place of an older format (whose shards this codesearch cannot read: they go)."""
     manifest = read_manifest(index_dir)
@@ -155,16 +163,16 @@ def next_generation(index_dir: str) -> int:
     """A generation number no shard file of this directory uses yet."""
     with _locked(index_dir):
         manifest = _load(index_dir)
-        manifest["generation"] = int(manifest.get("generation", 0)) + 1
+        generation = manifest["generation"] = int(manifest.get("generation", 0)) + 1
         _write(index_dir, manifest)
-        return manifest["generation"]
+        return generation
 
 
-def _adopt(index_dir: str) -> dict:
+def _adopt(index_dir: str) -> Manifest:
     """A manifest for a directory that has none: its readable shard files, grouped by file-name
     prefix under made-up repository keys."""
-    repos: dict[str, dict] = {}
-    shards: dict[str, dict] = {}
+    repos: dict[str, dict[str, Any]] = {}
+    shards: dict[str, dict[str, Any]] = {}
     if os.path.isdir(index_dir):
         for f in sorted(os.listdir(index_dir)):
             if f.endswith(SUFFIX) and not f.startswith("."):
@@ -174,7 +182,7 @@ def _adopt(index_dir: str) -> dict:
     return {"format": FORMAT, "generation": 0, "repos": repos, "shards": shards}
 
 
-def _tombstone(manifest: dict, key, names) -> None:
+def _tombstone(manifest: Manifest, key: RepoKey, names: Iterable[str]) -> None:
     """Mark repository `key`'s documents dead in the shards `names`."""
     for name in names:
         entry = manifest["shards"].get(name)
@@ -182,7 +190,7 @@ def _tombstone(manifest: dict, key, names) -> None:
             entry["dead"] = sorted(entry["dead"] + [key], key=str)
 
 
-def _drop_dead_shards(manifest: dict) -> None:
+def _drop_dead_shards(manifest: Manifest) -> None:
     for name in [n for n, e in manifest["shards"].items() if set(e["repos"]) <= set(e["dead"])]:
         del manifest["shards"][name]
 
@@ -205,7 +213,7 @@ def swap_repo(
 
 def swap_repos(
     index_dir: str,
-    swapped: list[tuple[int, str, str | None]],
+    swapped: Sequence[tuple[int, str, str | None]],
     generation: int,
     built: list[str],
     repos_of: dict[str, list[int]],
@@ -257,7 +265,7 @@ def remove_repo(index_dir: str, repo_id: int) -> list[str]:
 
 
 def replace_shards(
-    index_dir: str, sources: dict[str, frozenset], built: list[str], repos_of: dict[str, list[int]]
+    index_dir: str, sources: dict[str, frozenset[RepoKey]], built: list[str], repos_of: dict[str, list[int]]
 ) -> bool:
     """Compaction: replace the shards `sources` (file name → the tombstones they had when the
     compactor read them) by the freshly built `built` files (file path → its repositories in
@@ -297,7 +305,7 @@ def replace_shards(
         return True
 
 
-def _collect_garbage(index_dir: str, manifest: dict) -> list[str]:
+def _collect_garbage(index_dir: str, manifest: Manifest) -> list[str]:
     live = set(manifest["shards"])
     gone = []
     for f in os.listdir(index_dir):

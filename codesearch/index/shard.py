@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import functools
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -70,7 +71,7 @@ class TrigramIndex:
         i = self.slot(trigram)
         return int(self.card[i]) if i >= 0 else 0
 
-    def cardinalities(self, trigrams) -> list[int]:
+    def cardinalities(self, trigrams: Iterable[int]) -> list[int]:
         """Posting list sizes of many query trigrams at once (0 for absent ones), one vectorised
         lookup. An any-case trigram counts the sum over its `variants` (an upper bound of its
         union, good for ordering)."""
@@ -112,7 +113,8 @@ class TrigramIndex:
             return BitMap()
         a, b = int(self.offs[i]), int(self.offs[i + 1])
         try:
-            return BitMap.deserialize(self.post[a:b])
+            # pyroaring reads any buffer (no copy of the mapped file); its stub says bytes
+            return BitMap.deserialize(self.post[a:b])  # type: ignore[arg-type]
         except Exception:
             raise IndexFormatError(self._f.path, f"corrupt posting list for trigram {trigram:#08x}") from None
 
@@ -283,7 +285,7 @@ class Shard:
 
     # -- tombstones --------------------------------------------------------------------------
 
-    def with_dead(self, dead) -> Shard:
+    def with_dead(self, dead: Iterable[int]) -> Shard:
         """This shard as one index version sees it: the repositories (ids) in `dead` are
         tombstoned (re-indexed or removed since the shard was written), their documents are no
         longer part of the index. Shares the file and every cache with `self`."""
