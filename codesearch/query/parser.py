@@ -212,10 +212,10 @@ class _Pending:
 
     __slots__ = ("kind", "parts", "flat", "node")
 
-    def __init__(self, kind: type, parts: list):
+    def __init__(self, kind: type[And] | type[Or], parts: list[Node | _Pending]):
         self.kind = kind
         self.parts = parts
-        self.flat: list | None = None
+        self.flat: list[Node | _Pending] | None = None
         self.node: Node | None = None
 
 
@@ -223,7 +223,7 @@ def _is_false(x: object) -> bool:
     return isinstance(x, Const) and not x.value
 
 
-def _and(children: list) -> object:
+def _and(children: list[Node | _Pending]) -> Node | _Pending:
     """AND of simplified children: Const(False) wins; one child collapses; nested ANDs flatten."""
     for c in children:
         if _is_false(c):
@@ -235,7 +235,7 @@ def _and(children: list) -> object:
     return _Pending(And, children)
 
 
-def _or(children: list) -> object:
+def _or(children: list[Node | _Pending]) -> Node | _Pending:
     """OR of simplified children: Const(False) dropped; one child collapses; nested ORs flatten."""
     parts = [c for c in children if not _is_false(c)]
     if not parts:
@@ -245,10 +245,18 @@ def _or(children: list) -> object:
     return _Pending(Or, parts)
 
 
-def _build(root: object) -> Node:
+def _built(x: Node | _Pending) -> Node:
+    """The node of `x`, a node or a `_Pending` that `_build` has built."""
+    if isinstance(x, _Pending):
+        assert x.node is not None, "children are built before their parent"
+        return x.node
+    return x
+
+
+def _build(root: Node | _Pending) -> Node:
     """Turn a `_Pending` tree into real nodes, flattening same-kind children, without recursion."""
     if not isinstance(root, _Pending):
-        return root  # type: ignore[return-value]
+        return root
     stack = [root]
     while stack:
         p = stack[-1]
@@ -257,7 +265,7 @@ def _build(root: object) -> Node:
             continue
         if p.flat is None:
             kind = p.kind
-            flat: list = []
+            flat: list[Node | _Pending] = []
             iters = [iter(p.parts)]
             while iters:
                 for x in iters[-1]:
@@ -278,10 +286,10 @@ def _build(root: object) -> Node:
             if todo:
                 stack.extend(todo)
                 continue
-        p.node = p.kind(tuple(x.node if isinstance(x, _Pending) else x for x in p.flat))
+        p.node = p.kind(tuple(_built(x) for x in p.flat))
         p.flat = None
         stack.pop()
-    return root.node  # type: ignore[return-value]
+    return _built(root)
 
 
 class _Frame:
@@ -292,7 +300,7 @@ class _Frame:
     def __init__(self, bound: int, negate: bool):
         self.bound = bound
         self.negate = negate
-        self.items: list[object] = []
+        self.items: list[Node | _Pending | _OrWord] = []
 
 
 class _Parser:
@@ -447,7 +455,7 @@ class _Parser:
 
     # -- groups ----------------------------------------------------------------------------
 
-    def _finish(self, frame: _Frame) -> object:
+    def _finish(self, frame: _Frame) -> Node | _Pending:
         """Resolve the `or` words of a closed group: its simplified node (maybe `_Pending`).
 
         An `or` word is an operator between the group's first and last items, the literal word
@@ -455,7 +463,7 @@ class _Parser:
         """
         items = frame.items
         last = len(items) - 1
-        clauses: list[list[object]] = [[]]
+        clauses: list[list[Node | _Pending]] = [[]]
         after_operator = False
         for k, item in enumerate(items):
             if isinstance(item, _OrWord):
