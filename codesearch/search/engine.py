@@ -14,12 +14,14 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from pyroaring import BitMap
 
 from codesearch.errors import IndexFormatError, QueryError
 from codesearch.index.manifest import current_index
 from codesearch.index.shard import Shard
+from codesearch.query import ast
 from codesearch.query.parser import parse
 from codesearch.query.planner import Plan, plan
 from codesearch.search.evaluate import FileMatch, ShardEvaluator, ShardResult, evaluate_shard, searches_identifiers
@@ -84,7 +86,9 @@ def definitions_first(
 ) -> dict[int, tuple[ShardResult, BitMap]]:
     """Verify the documents that define a searched identifier, best definition first over all
     `shards`, within the `matches` budget: shard index → (its result, the documents checked)."""
-    evaluators, roots, ranked = {}, {}, []
+    evaluators: dict[int, ShardEvaluator] = {}
+    roots: dict[int, ast.Node] = {}
+    ranked: list[tuple[int, int, int]] = []  # (-bonus, shard index, document)
     for i, shard in enumerate(shards):
         ev = ShardEvaluator(shard, p, options.matches, deadline, cancelled)
         try:
@@ -94,7 +98,8 @@ def definitions_first(
         except Exception as e:  # noqa: BLE001 - the second pass reports the shard's failure
             log.error("definitions of %s failed: %s", shard.path, e)
             continue
-        evaluators[i], roots[i] = ev, root
+        if root is not None:  # (a shard that no document can match has no definitions)
+            evaluators[i], roots[i] = ev, root
     ranked.sort()
     found = 0
     for _, i, doc in ranked:
@@ -142,6 +147,10 @@ def _combine(definitions: ShardResult, rest: ShardResult) -> ShardResult:
     return out
 
 
+#: A searcher's file, ready to merge: (score, order, match count, `POST /api/search` file).
+PresentedFile = tuple[int, tuple[int, ...], int, dict[str, Any]]
+
+
 @dataclass
 class PartialResult:
     """What one searcher (a process owning some shards) sends back: ranked, capped, presented.
@@ -151,17 +160,27 @@ class PartialResult:
     needs no access to shards and a search stays one hop from the merging process.
     """
 
-    files: list[tuple[int, tuple, int, dict]] = field(default_factory=list)
-    repos: dict[int, dict] = field(default_factory=dict)
+    files: list[PresentedFile] = field(default_factory=list)
+    repos: dict[int, dict[str, Any]] = field(default_factory=dict)
     stats: Stats = field(default_factory=Stats)
     total_matches: int = 0
     truncated: bool = False
     timed_out: bool = False
 
 
-def _cap(items, options: SearchOptions, count, truncate) -> tuple[list, bool]:
-    """Keep ranked items while the `matches` budget lasts (files and match ranges)."""
-    kept, remaining, truncated = [], options.matches, False
+_Ranked = TypeVar("_Ranked")
+
+
+def _cap(
+    items: list[_Ranked],
+    options: SearchOptions,
+    count: Callable[[_Ranked], int],
+    truncate: Callable[[_Ranked, int], _Ranked],
+) -> tuple[list[_Ranked], bool]:
+    """Keep ranked items while the `matches` budget lasts (files and match ranges): `count`
+    tells an item's matches, `truncate` cuts one to fewer."""
+    kept: list[_Ranked] = []
+    remaining, truncated = options.matches, False
     for item in items:
         n = count(item)
         if len(kept) >= options.matches or (remaining <= 0 and n):
@@ -223,12 +242,14 @@ def partial_result(results: list[ShardResult], options: SearchOptions, origin: i
 
 def merge_partials(
     partials: list[PartialResult], options: SearchOptions, started: int, plan_ns: int = 0, missed: Stats | None = None
-) -> dict:
+) -> dict[str, Any]:
     """Merge the answers of many searchers into one ``POST /api/search`` response. `missed`
     counts what searchers that gave no answer would have searched (crashes, shards skipped):
     with any, the answer is not exhaustive."""
     stats = Stats()
-    files, repos, truncated = [], {}, False
+    files: list[PresentedFile] = []
+    repos: dict[int, dict[str, Any]] = {}
+    truncated = False
     if missed is not None:
         stats.add(missed)
         stats.flushReason = missed.flushReason
@@ -316,7 +337,7 @@ class Searcher:
         is_regex: bool = False,
         case_sensitive: bool = False,
         options: SearchOptions | None = None,
-    ) -> dict:
+    ) -> dict[str, Any]:
         """Run a query; returns the ``POST /api/search`` response as a dict."""
         if options is None:
             options = SearchOptions(

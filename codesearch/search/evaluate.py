@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -31,7 +31,7 @@ from pyroaring import BitMap
 
 from codesearch.index.shard import Shard, ShardSymbol, TrigramIndex, is_reference
 from codesearch.query import ast
-from codesearch.query.planner import ContentLeaf, FileLeaf, Plan, RepoLeaf, SymbolLeaf
+from codesearch.query.planner import ContentLeaf, FileLeaf, Plan, RepoFacts, RepoLeaf, SymbolLeaf
 from codesearch.query.regex import RegexTimeout
 from codesearch.query.trigram_query import ALL, AND, NONE, TrigramQuery
 from codesearch.search.options import Stats
@@ -59,7 +59,7 @@ class FileMatch:
     symbol_hits: list[SymbolHit]
     branches: list[str]
     score: int = 0
-    order: tuple = ()
+    order: tuple[int, ...] = ()  # (searcher, shard, document): ties broken in index order
     #: Content ranges that are the definition of a searched identifier (kept when capped).
     definition_ranges: list[tuple[int, int]] = field(default_factory=list)
 
@@ -130,7 +130,7 @@ class _ShardView:
         return BitMap(np.flatnonzero(mask).astype(np.uint32))
 
 
-def _resolve_repos(node, repos):
+def _resolve_repos(node: ast.Node, repos: Sequence[RepoFacts]) -> ast.Node:
     """Replace repository predicates by constants where every repository of the shard agrees."""
     if isinstance(node, RepoLeaf):
         results = {node.test(r) for r in repos}
@@ -166,7 +166,7 @@ class ShardEvaluator:
         self.view = _ShardView(shard, self.stats)
         self.lang_ids: dict[str, set[int]] = {}
         self.branch_masks: dict[str, np.ndarray] = {}
-        self.positive: list = []
+        self.positive: list[ast.Node] = []
         self.positive_ids: set[int] = set()
         self.identifiers: list[ContentLeaf] = []
         self.positive_branch_masks: list[np.ndarray] = []
@@ -195,11 +195,12 @@ class ShardEvaluator:
 
     def _doc_branch_bits(self, pattern: str) -> np.ndarray:
         masks = self._branch_mask(pattern)
-        return (self.shard.doc_branches & masks[self.shard.doc_repo]) != 0
+        bits: np.ndarray = (self.shard.doc_branches & masks[self.shard.doc_repo]) != 0
+        return bits
 
     # -- candidates ---------------------------------------------------------------------------
 
-    def candidates(self, node) -> tuple[BitMap | None, bool]:
+    def candidates(self, node: ast.Node) -> tuple[BitMap | None, bool]:
         """(documents where `node` may be true or None for all, whether that set is exact)."""
         s = self.shard
         if isinstance(node, ast.Const):
@@ -235,19 +236,20 @@ class ShardEvaluator:
         if isinstance(node, ast.Or):
             parts = [self.candidates(c) for c in node.children]
             exact = all(e for _, e in parts)
-            if any(b is None for b, _ in parts):
+            sets = [b for b, _ in parts if b is not None]
+            if len(sets) < len(parts):  # one child may be true anywhere
                 return None, exact
-            return BitMap.union(*[b for b, _ in parts]), exact
+            return BitMap.union(*sets), exact
         if isinstance(node, ast.Not):
-            b, exact = self.candidates(node.child)
+            inner, exact = self.candidates(node.child)
             if not exact:
                 return None, False
-            return (BitMap() if b is None else self.view.all_docs - b), True
+            return (BitMap() if inner is None else self.view.all_docs - inner), True
         raise TypeError(f"unexpected plan node {node!r}")
 
     # -- verification -------------------------------------------------------------------------
 
-    def _collect_positive(self, node, negated=False) -> None:
+    def _collect_positive(self, node: ast.Node, negated: bool = False) -> None:
         if isinstance(node, (ast.And, ast.Or)):
             for c in node.children:
                 self._collect_positive(c, negated)
@@ -256,7 +258,7 @@ class ShardEvaluator:
         elif not negated:
             self.positive.append(node)
 
-    def start(self):
+    def start(self) -> ast.Node | None:
         """Fold repository predicates into the tree: the root to verify, or None when no
         document of the shard can match. Collects the positive terms and identifiers."""
         s, stats = self.shard, self.stats
@@ -315,7 +317,7 @@ class ShardEvaluator:
             best = {doc: b for doc, b in best.items() if doc in on_default}
         return [(b, doc) for doc, b in best.items()]
 
-    def check(self, root, doc: int, limit: int) -> FileMatch | None:
+    def check(self, root: ast.Node, doc: int, limit: int) -> FileMatch | None:
         """Evaluate `root` exactly on `doc`, collecting at most `limit` content ranges; a match
         is added to the result."""
         self.stats.filesConsidered += 1
@@ -332,7 +334,7 @@ class ShardEvaluator:
         self.result.total_matches += fm.match_count
         return fm
 
-    def _verify(self, root, docs, n_cand: int) -> None:
+    def _verify(self, root: ast.Node, docs: Iterable[int], n_cand: int) -> None:
         """Evaluate `root` exactly on each of `docs` until the budget or the deadline."""
         examined = 0
         for doc in docs:
@@ -348,7 +350,7 @@ class ShardEvaluator:
         self.stats.filesSkipped += n_cand - examined
 
 
-def identifier_leaves(positive: list) -> list[ContentLeaf]:
+def identifier_leaves(positive: list[ast.Node]) -> list[ContentLeaf]:
     """The positive content terms that can name a symbol (plain identifiers)."""
     return [leaf for leaf in positive if isinstance(leaf, ContentLeaf) and _IDENTIFIER.fullmatch(leaf.node.pattern)]
 
@@ -394,7 +396,7 @@ class _DocContext:
             self._symbol_names = self.ev.shard.symbol_names(self.doc)
         return self._symbol_names
 
-    def match(self, node) -> bool:
+    def match(self, node: ast.Node) -> bool:
         ev, s, doc = self.ev, self.ev.shard, self.doc
         if isinstance(node, ast.And):
             return all(self.match(c) for c in node.children)
@@ -422,7 +424,7 @@ class _DocContext:
         raise TypeError(f"unexpected plan node {node!r}")
 
     def _symbol_spans(self, leaf: SymbolLeaf) -> list[SymbolHit]:
-        hits = []
+        hits: list[SymbolHit] = []
         s = self.ev.shard
         starts = s.line_starts(self.doc)
         content = self.content
@@ -515,7 +517,8 @@ class _DocContext:
             lines[line] = max(lines.get(line, 0), definition_bonus(kind, exact))
         starts = s.line_starts(self.doc)
         content = self.content
-        spans, best = [], 0
+        spans: list[tuple[int, int]] = []
+        best = 0
         for line, bonus in sorted(lines.items()):
             if not 1 <= line <= len(starts):
                 continue

@@ -24,7 +24,8 @@ from __future__ import annotations
 import difflib
 import functools
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from codesearch.errors import QueryParseError
 from codesearch.query import ast
@@ -123,7 +124,7 @@ def close_names(name: str, candidates: list[str], n: int = MAX_SUGGESTIONS) -> l
     want = name.lower().strip("^$")
     out: list[str] = [c for c in candidates if want and want in c.lower()][:n]
     if len(out) < n:
-        tails = {}
+        tails: dict[str, str] = {}
         for c in candidates:
             tails.setdefault(c.lower().rsplit("/", 1)[-1], c)
         for m in difflib.get_close_matches(want, list(tails), n=n, cutoff=0.5):
@@ -136,7 +137,7 @@ def close_names(name: str, candidates: list[str], n: int = MAX_SUGGESTIONS) -> l
     return out[:n]
 
 
-def _terms(query: str) -> list[tuple[re.Match, str]]:
+def _terms(query: str) -> list[tuple[re.Match[str], str]]:
     """The top-level prefix terms of `query` with their canonical prefix (aliases resolved),
     outside quoted strings and groups."""
     out = []
@@ -179,7 +180,7 @@ def _quote(value: str) -> str:
     return value if re.fullmatch(r'[^\s"()]+', value) else '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def _replace(query: str, m: re.Match, new: str) -> str:
+def _replace(query: str, m: re.Match[str], new: str) -> str:
     """`query` with the term `m` replaced by `new` (or dropped when `new` is empty)."""
     before, after = query[: m.start()], query[m.end() :]
     if not new:
@@ -187,7 +188,7 @@ def _replace(query: str, m: re.Match, new: str) -> str:
     return before + new + after
 
 
-def _positive_leaves(node: ast.Node, negated: bool = False):
+def _positive_leaves(node: ast.Node, negated: bool = False) -> Iterator[ast.Node]:
     if isinstance(node, (ast.And, ast.Or)):
         for c in node.children:
             yield from _positive_leaves(c, negated)
@@ -208,7 +209,7 @@ def zero_result_hints(
     case_sensitive: bool = False,
     repo_names: list[str] | None = None,
     has_results: Callable[[str], bool] | None = None,
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     """Hints for a query that found no file (see the module docstring). `repo_names`: the names
     of the repositories the caller may see (None: do not judge ``repo:`` terms);
     `has_results(query)`: whether a query finds anything for the caller (None: no re-search)."""
@@ -217,10 +218,10 @@ def zero_result_hints(
     except QueryParseError:
         return []
     terms = _terms(query)
-    hints: list[dict] = []
+    hints: list[dict[str, Any]] = []
     explained: set[int] = set()  # terms (by start) a hint already names
 
-    def term_of(kind: str, value: str):
+    def term_of(kind: str, value: str) -> re.Match[str] | None:
         for m, k in terms:
             if k == kind and not m.group(1) and _value(m.group(3)) == value:
                 return m

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 DEFAULT_PUBLIC_URL = "http://localhost:3000"
 
@@ -91,5 +92,5 @@ class Stats:
             if isinstance(v, int) and k not in ("actualMatchCount", "duration", "wait", "fileCount"):
                 setattr(self, k, getattr(self, k) + v)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return dict(vars(self))
