@@ -23,7 +23,9 @@ import re
 import shutil
 import tempfile
 import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 from pyroaring import BitMap
@@ -33,11 +35,28 @@ from codesearch.globs import PatternList
 from codesearch.index import format as fmt
 from codesearch.index import manifest
 from codesearch.index.language import SKIPPED, detect, rank_class, wants_symbols
+from codesearch.index.shard import ShardSymbol
 from codesearch.index.sources import RepoInfo, SourceFile, open_source
-from codesearch.index.symbols import SymbolExtractor
+from codesearch.index.symbols import Symbol, SymbolExtractor
 from codesearch.index.trigrams import count_folded, normalize, unique_trigrams
 
 log = logging.getLogger(__name__)
+
+#: Told the input bytes of each file (or part) as it is indexed; it may raise to cancel the build.
+Progress = Callable[[int], object]
+#: The symbols of each document of a shard, in document order: from ctags (a build) or from an
+#: older shard (compaction).
+DocSymbols = Sequence[Sequence[Symbol | ShardSymbol]]
+
+
+class Source(Protocol):
+    """What a build reads: one repository and its files (`DirectorySource`, `GitSource`)."""
+
+    @property
+    def repo(self) -> RepoInfo: ...
+
+    def files(self) -> Iterator[SourceFile]: ...
+
 
 # Skip reasons, stored as doc.skip codes.
 INDEXED, TOO_LARGE, TOO_MANY_TRIGRAMS, BINARY = 0, 1, 2, 3
@@ -50,7 +69,9 @@ class IndexSettings:
 
     max_file_size: int = 2097152
     max_trigram_count: int = 20000
-    always_index: PatternList = field(default_factory=lambda: PatternList.from_env(os.environ.get("ALWAYS_INDEX_FILE_PATTERNS")))
+    always_index: PatternList = field(
+        default_factory=lambda: PatternList.from_env(os.environ.get("ALWAYS_INDEX_FILE_PATTERNS"))
+    )
     shard_max_bytes: int = 100 << 20
     ctags: bool = True
     ctags_timeout_s: float = 5.0
@@ -97,8 +118,15 @@ class ShardBuilder:
     compound shards at once instead of merging small ones afterwards. `repos_of` names the
     repositories each written shard holds."""
 
-    def __init__(self, out_dir: str, repo: RepoInfo, settings: IndexSettings, stats: IndexStats, progress=None,
-                 name: str | None = None):
+    def __init__(
+        self,
+        out_dir: str,
+        repo: RepoInfo,
+        settings: IndexSettings,
+        stats: IndexStats,
+        progress: Progress | None = None,
+        name: str | None = None,
+    ):
         self.out_dir = out_dir
         self.name = name or shard_prefix(repo)
         self.repo = repo
@@ -151,8 +179,21 @@ class ShardBuilder:
         if wants_symbols(lang):
             self.symbols.submit(len(self.docs), f.path, content)
         name_tri = unique_trigrams(normalize(f.path.encode("utf-8", "replace")))
-        self.docs.append(BuildDoc(f.path, f.size, f.branch_mask, skip, lang, content, trigrams, name_tri, lines,
-                                  rank_class(f.path), len(self.repos) - 1))
+        self.docs.append(
+            BuildDoc(
+                f.path,
+                f.size,
+                f.branch_mask,
+                skip,
+                lang,
+                content,
+                trigrams,
+                name_tri,
+                lines,
+                rank_class(f.path),
+                len(self.repos) - 1,
+            )
+        )
         self.content_bytes += len(content)
         self.stats.files += 1
         self.stats.input_bytes += f.size
@@ -171,7 +212,9 @@ class ShardBuilder:
     def _flush(self, final: bool = False) -> None:
         symbols = self.symbols.collect()
         repos = self.repos
-        order = sorted(range(len(self.docs)), key=lambda i: (self.docs[i].rank, repos[self.docs[i].repo].name, self.docs[i].path))
+        order = sorted(
+            range(len(self.docs)), key=lambda i: (self.docs[i].rank, repos[self.docs[i].repo].name, self.docs[i].path)
+        )
         used = sorted({self.docs[i].repo for i in order} | (set(range(len(repos))) - self._placed if final else set()))
         self._placed.update(used)
         remap = {old: new for new, old in enumerate(used)}
@@ -189,13 +232,13 @@ class ShardBuilder:
 _EMPTY = np.empty(0, dtype=np.uint32)
 
 
-def _offsets(lengths) -> np.ndarray:
+def _offsets(lengths: Sequence[int]) -> np.ndarray:
     out = np.zeros(len(lengths) + 1, dtype=np.uint64)
     np.cumsum(np.asarray(lengths, dtype=np.uint64), out=out[1:])
     return out
 
 
-def _postings(per_doc: list[np.ndarray]) -> dict[str, object]:
+def _postings(per_doc: list[np.ndarray]) -> dict[str, fmt.Section]:
     """Invert per-document arrays of distinct trigram ids (any order) into the four sections of
     a trigram index.
 
@@ -227,7 +270,7 @@ def _postings(per_doc: list[np.ndarray]) -> dict[str, object]:
     del cursor
     doc_ids = array.array("I", docs.tobytes())
     ends = starts + card
-    blobs = [BitMap(doc_ids[s:e]).serialize() for s, e in zip(starts.tolist(), ends.tolist())]
+    blobs = [BitMap(doc_ids[s:e]).serialize() for s, e in zip(starts.tolist(), ends.tolist(), strict=True)]
     return {
         "keys": keys,
         "card": card,
@@ -236,7 +279,7 @@ def _postings(per_doc: list[np.ndarray]) -> dict[str, object]:
     }
 
 
-def write_docs(path: str, repos: list[RepoInfo], docs: list[BuildDoc], syms: list) -> tuple[int, int]:
+def write_docs(path: str, repos: list[RepoInfo], docs: list[BuildDoc], syms: DocSymbols) -> tuple[int, int]:
     """Write one shard of `docs` (in this order; ``doc.repo`` indexes `repos`) with their symbols
     `syms` (one list per document); returns (file size, posting bytes)."""
     sections = _sections(repos, docs, syms)
@@ -255,9 +298,9 @@ def _symbol_keys(names: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
     return keys[order], order
 
 
-def _sections(repos: list[RepoInfo], docs: list[BuildDoc], syms: list) -> dict[str, object]:
+def _sections(repos: list[RepoInfo], docs: list[BuildDoc], syms: DocSymbols) -> dict[str, fmt.Section]:
     languages = sorted({d.language for d in docs})
-    lang_idx = {l: i for i, l in enumerate(languages)}
+    lang_idx = {lang: i for i, lang in enumerate(languages)}
     kinds = sorted({s.kind for ss in syms for s in ss} | {s.parent_kind for ss in syms for s in ss})
     kind_idx = {k: i for i, k in enumerate(kinds)}
     paths = [d.path.encode("utf-8", "replace") for d in docs]
@@ -303,7 +346,13 @@ def _sections(repos: list[RepoInfo], docs: list[BuildDoc], syms: list) -> dict[s
     }
 
 
-def index_source(source, out_dir: str, settings: IndexSettings | None = None, stats: IndexStats | None = None, progress=None) -> IndexStats:
+def index_source(
+    source: Source,
+    out_dir: str,
+    settings: IndexSettings | None = None,
+    stats: IndexStats | None = None,
+    progress: Progress | None = None,
+) -> IndexStats:
     """Index one source (a `DirectorySource` or `GitSource`) into shards in `out_dir`.
 
     The new shards are built in a private folder under new names (a new generation) and then
@@ -332,8 +381,16 @@ def index_source(source, out_dir: str, settings: IndexSettings | None = None, st
     return stats
 
 
-def index_paths(paths: list[str], out_dir: str, settings: IndexSettings | None = None, branches=(), tags=(), progress=None,
-                compact: bool = False, jobs: int = 1) -> IndexStats:
+def index_paths(
+    paths: list[str],
+    out_dir: str,
+    settings: IndexSettings | None = None,
+    branches: Iterable[str] = (),
+    tags: Iterable[str] = (),
+    progress: Progress | None = None,
+    compact: bool = False,
+    jobs: int = 1,
+) -> IndexStats:
     """Index each path as one repository (git repositories from their object store); with
     `compact`, then merge the small shards into compound ones (`codesearch.index.compact`:
     `stats.shards` names the shards as written, before the merge). With ``jobs`` > 1 the build

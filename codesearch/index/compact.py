@@ -28,16 +28,21 @@ import logging
 import os
 import shutil
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from codesearch.errors import IndexFormatError
 from codesearch.index import format as fmt
 from codesearch.index import manifest
-from codesearch.index.builder import INDEXED, IndexSettings, BuildDoc, write_docs
+from codesearch.index.builder import INDEXED, BuildDoc, DocSymbols, IndexSettings, write_docs
 from codesearch.index.language import rank_class
-from codesearch.index.shard import Shard
+from codesearch.index.shard import Shard, ShardSymbol
+from codesearch.index.sources import RepoInfo
 from codesearch.index.trigrams import normalize, unique_trigrams
+
+if TYPE_CHECKING:  # parallel imports the builder, as this module does: no cycle at run time
+    from codesearch.index.parallel import Pool
 
 log = logging.getLogger(__name__)
 
@@ -84,8 +89,9 @@ def _facts(entry: manifest.IndexedShard) -> _ShardFacts | None:
         shard.close()
 
 
-def plan(index_dir: str, target_bytes: int, small_fraction: float = SMALL_FRACTION,
-         dead_fraction: float = DEAD_FRACTION) -> list[list[str]]:
+def plan(
+    index_dir: str, target_bytes: int, small_fraction: float = SMALL_FRACTION, dead_fraction: float = DEAD_FRACTION
+) -> list[list[str]]:
     """Groups of shard file names to merge (see the module docstring)."""
     groups: list[list[str]] = []
     current: list[str] = []
@@ -113,8 +119,9 @@ def plan(index_dir: str, target_bytes: int, small_fraction: float = SMALL_FRACTI
     return [g for g in groups if len(g) > 1 or g[0] in has_dead]
 
 
-def merge(index_dir: str, names: list[str], settings: IndexSettings | None = None,
-          stats: CompactionStats | None = None) -> bool:
+def merge(
+    index_dir: str, names: list[str], settings: IndexSettings | None = None, stats: CompactionStats | None = None
+) -> bool:
     """Merge the shards `names` of `index_dir` into new shards of their live documents; returns
     False when the manifest refused the swap (a source left the index meanwhile)."""
     settings = settings or IndexSettings()
@@ -123,7 +130,10 @@ def merge(index_dir: str, names: list[str], settings: IndexSettings | None = Non
     if any(n not in entries for n in names):
         stats.refused += 1
         return False
-    repos, repo_index, docs, syms = [], {}, [], []
+    repos: list[RepoInfo] = []
+    repo_index: dict[int, int] = {}
+    docs: list[BuildDoc] = []
+    syms: list[list[ShardSymbol]] = []
     shards = [Shard(entries[n].path).with_dead(entries[n].dead) for n in names]
     try:
         dropped = 0
@@ -164,21 +174,33 @@ def _read_doc(shard: Shard, d: int, repo: int) -> BuildDoc:
     content = shard.content(d)
     skip = int(shard.doc_skip[d])
     trigrams = unique_trigrams(normalize(content)) if skip == INDEXED else np.empty(0, dtype=np.uint32)
-    return BuildDoc(path=path, size=int(shard.doc_size[d]), mask=int(shard.doc_branches[d]), skip=skip,
-                language=shard.language(d), content=content, trigrams=trigrams,
-                name_trigrams=unique_trigrams(normalize(path.encode("utf-8", "replace"))),
-                lines=np.array(shard.line_starts(d), dtype=np.uint32), rank=rank_class(path), repo=repo)
+    return BuildDoc(
+        path=path,
+        size=int(shard.doc_size[d]),
+        mask=int(shard.doc_branches[d]),
+        skip=skip,
+        language=shard.language(d),
+        content=content,
+        trigrams=trigrams,
+        name_trigrams=unique_trigrams(normalize(path.encode("utf-8", "replace"))),
+        lines=np.array(shard.line_starts(d), dtype=np.uint32),
+        rank=rank_class(path),
+        repo=repo,
+    )
 
 
-def _write_groups(out_dir: str, generation: int, repos, docs: list[BuildDoc], syms: list, max_bytes: int):
+def _write_groups(
+    out_dir: str, generation: int, repos: list[RepoInfo], docs: list[BuildDoc], syms: DocSymbols, max_bytes: int
+) -> tuple[list[str], dict[str, list[int]]]:
     """Write `docs` as shards of at most `max_bytes` of content each, in the builder's order
     (ordinary source first, then tests and docs, then vendored files)."""
     order = sorted(range(len(docs)), key=lambda i: (docs[i].rank, repos[docs[i].repo].name, docs[i].path))
-    built, repos_of = [], {}
+    built: list[str] = []
+    repos_of: dict[str, list[int]] = {}
     batch: list[int] = []
     size = 0
 
-    def flush():
+    def flush() -> None:
         nonlocal batch, size
         if not batch:
             return
@@ -201,7 +223,7 @@ def _write_groups(out_dir: str, generation: int, repos, docs: list[BuildDoc], sy
     return built, repos_of
 
 
-def _merge_in_worker(args) -> tuple[bool, CompactionStats]:
+def _merge_in_worker(args: tuple[str, list[str], IndexSettings]) -> tuple[bool, CompactionStats]:
     """`merge` in a worker process of `codesearch.index.parallel.Pool`."""
     index_dir, group, settings = args
     stats = CompactionStats()
@@ -214,7 +236,9 @@ def _add(stats: CompactionStats, other: CompactionStats) -> None:
         setattr(stats, f.name, mine + getattr(other, f.name))
 
 
-def compact(index_dir: str, settings: IndexSettings | None = None, *, max_rounds: int = 100, pool=None) -> CompactionStats:
+def compact(
+    index_dir: str, settings: IndexSettings | None = None, *, max_rounds: int = 100, pool: Pool | None = None
+) -> CompactionStats:
     """Merge until `plan` has nothing left (at most `max_rounds` rounds). With a `pool`
     (`codesearch.index.parallel.Pool`) the groups of a round, which share no shard, are merged
     by its workers side by side; each swap takes the manifest's lock, so they serialise there."""

@@ -60,14 +60,18 @@ Version log:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import mmap
 import os
 import struct
 import tempfile
 import zlib
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from codesearch.errors import IndexFormatError
 
@@ -78,15 +82,19 @@ _HEADER = struct.Struct("<8sII")
 _ENTRY = struct.Struct("<8sQQII")
 
 
-def _as_bytes(value) -> bytes | memoryview:
+#: What a section is written from: bytes, a numpy array (little-endian on disk) or JSON.
+Section = bytes | np.ndarray | dict[str, Any] | list[Any]
+
+
+def _as_bytes(value: Section) -> bytes | memoryview:
     if isinstance(value, np.ndarray):
-        return memoryview(np.ascontiguousarray(value).astype(value.dtype.newbyteorder("<"), copy=False)).cast("B")
+        return np.ascontiguousarray(value).astype(value.dtype.newbyteorder("<"), copy=False).data.cast("B")
     if isinstance(value, (dict, list)):
         return json.dumps(value, separators=(",", ":")).encode()
     return value
 
 
-def write_shard(path: str, sections: dict[str, object]) -> int:
+def write_shard(path: str, sections: Mapping[str, Section]) -> int:
     """Write `sections` (tag → bytes, numpy array or JSON-able dict) atomically to `path`.
 
     Returns the size of the file in bytes.
@@ -158,7 +166,9 @@ class ShardFile:
             raise IndexFormatError(path, "not a codesearch shard (bad magic)")
         if version != FORMAT_VERSION:
             older = " (built by an older codesearch: index it again)" if version < FORMAT_VERSION else ""
-            raise IndexFormatError(path, f"shard format version {version}; this codesearch reads {FORMAT_VERSION}{older}")
+            raise IndexFormatError(
+                path, f"shard format version {version}; this codesearch reads {FORMAT_VERSION}{older}"
+            )
         if _HEADER.size + count * _ENTRY.size > size:
             raise IndexFormatError(path, f"truncated: table of contents for {count} sections does not fit")
         self._sections: dict[str, tuple[int, int]] = {}
@@ -166,7 +176,9 @@ class ShardFile:
             tag, off, length, crc, _ = _ENTRY.unpack_from(self._mm, _HEADER.size + i * _ENTRY.size)
             name = tag.decode("ascii", "replace").rstrip()
             if off + length > size:
-                raise IndexFormatError(path, f"truncated: section {name!r} ends at {off + length}, file is {size} bytes")
+                raise IndexFormatError(
+                    path, f"truncated: section {name!r} ends at {off + length}, file is {size} bytes"
+                )
             if verify and zlib.crc32(memoryview(self._mm)[off : off + length]) != crc:
                 raise IndexFormatError(path, f"corrupt: checksum mismatch in section {name!r}")
             self._sections[name] = (off, length)
@@ -182,7 +194,7 @@ class ShardFile:
             raise IndexFormatError(self.path, f"missing section {tag!r}") from None
         return memoryview(self._mm)[off : off + length]
 
-    def array(self, tag: str, dtype) -> np.ndarray:
+    def array(self, tag: str, dtype: npt.DTypeLike) -> np.ndarray:
         """A section as a read-only numpy array, without copying."""
         data = self.raw(tag)
         dt = np.dtype(dtype).newbyteorder("<")
@@ -190,15 +202,14 @@ class ShardFile:
             raise IndexFormatError(self.path, f"section {tag!r} is not a whole number of {dt} items")
         return np.frombuffer(data, dtype=dt)
 
-    def json(self, tag: str):
+    def json(self, tag: str) -> Any:
+        """A JSON section, parsed."""
         try:
             return json.loads(bytes(self.raw(tag)))
         except ValueError as e:
             raise IndexFormatError(self.path, f"section {tag!r} is not valid JSON: {e}") from None
 
     def close(self) -> None:
-        try:
+        # numpy views may still point into the map (BufferError); it is released when they go.
+        with contextlib.suppress(BufferError):
             self._mm.close()
-        except BufferError:
-            # numpy views still point into the map; it is released when they go.
-            pass

@@ -39,7 +39,8 @@ _TEST = re.compile(
 )
 _DOCS = re.compile(
     r"(^|/)(docs?|documentation|examples?|samples?|demos?)/|(^|/)(README|CHANGELOG|CHANGES|HISTORY|NEWS|LICEN[CS]E|COPYING|"
-    r"AUTHORS|CONTRIBUTING)[^/]*$|\.(md|markdown|rst|txt|adoc)$", re.IGNORECASE
+    r"AUTHORS|CONTRIBUTING)[^/]*$|\.(md|markdown|rst|txt|adoc)$",
+    re.IGNORECASE,
 )
 
 

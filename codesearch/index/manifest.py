@@ -42,7 +42,9 @@ import fcntl
 import json
 import os
 import tempfile
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from codesearch.errors import IndexFormatError
 from codesearch.index.format import FORMAT_VERSION, SUFFIX, format_version
@@ -50,6 +52,12 @@ from codesearch.index.format import FORMAT_VERSION, SUFFIX, format_version
 MANIFEST = "manifest.json"
 LOCK = "manifest.lock"
 FORMAT = 2
+
+#: The manifest as read from its JSON file: {"format", "generation", "repos": {key: {"name",
+#: "generation", "shards"}}, "shards": {file name: {"repos", "dead"}}} (see the module docstring).
+Manifest = dict[str, Any]
+#: A repository in the manifest: its id, or "legacy:<file-name prefix>" for an adopted shard.
+RepoKey = int | str
 
 
 @dataclass(frozen=True)
@@ -60,7 +68,7 @@ class IndexedShard:
     dead: frozenset[int] = frozenset()
 
 
-def read_manifest(index_dir: str) -> dict | None:
+def read_manifest(index_dir: str) -> Manifest | None:
     """The manifest, or None when the directory has none. A manifest of an older format is
     returned as it is (`is_current` tells)."""
     path = os.path.join(index_dir, MANIFEST)
@@ -76,7 +84,7 @@ def read_manifest(index_dir: str) -> dict | None:
     return data
 
 
-def is_current(manifest: dict) -> bool:
+def is_current(manifest: Manifest) -> bool:
     return manifest.get("format") == FORMAT
 
 
@@ -88,8 +96,10 @@ def current_index(index_dir: str) -> list[IndexedShard]:
         return [IndexedShard(os.path.join(index_dir, n)) for n in sorted(names)]
     if not is_current(manifest):
         return []
-    return [IndexedShard(os.path.join(index_dir, name), frozenset(d for d in entry.get("dead", ()) if isinstance(d, int)))
-            for name, entry in sorted(manifest["shards"].items())]
+    return [
+        IndexedShard(os.path.join(index_dir, name), frozenset(d for d in entry.get("dead", ()) if isinstance(d, int)))
+        for name, entry in sorted(manifest["shards"].items())
+    ]
 
 
 def current_shards(index_dir: str) -> list[str]:
@@ -113,7 +123,7 @@ def stale_repos(index_dir: str) -> list[int]:
 
 
 @contextlib.contextmanager
-def _locked(index_dir: str):
+def _locked(index_dir: str) -> Iterator[None]:
     os.makedirs(index_dir, exist_ok=True)
     fd = os.open(os.path.join(index_dir, LOCK), os.O_RDWR | os.O_CREAT, 0o600)
     try:
@@ -124,7 +134,7 @@ def _locked(index_dir: str):
         os.close(fd)
 
 
-def _write(index_dir: str, manifest: dict) -> None:
+def _write(index_dir: str, manifest: Manifest) -> None:
     fd, tmp = tempfile.mkstemp(prefix=".manifest-", dir=index_dir)
     try:
         with os.fdopen(fd, "w") as f:
@@ -138,7 +148,7 @@ def _write(index_dir: str, manifest: dict) -> None:
         raise
 
 
-def _load(index_dir: str) -> dict:
+def _load(index_dir: str) -> Manifest:
     """The manifest to change: the current one, a new one for a directory without one, or a new
     one in place of an older format (whose shards this codesearch cannot read: they go)."""
     manifest = read_manifest(index_dir)
@@ -153,16 +163,16 @@ def next_generation(index_dir: str) -> int:
     """A generation number no shard file of this directory uses yet."""
     with _locked(index_dir):
         manifest = _load(index_dir)
-        manifest["generation"] = int(manifest.get("generation", 0)) + 1
+        generation = manifest["generation"] = int(manifest.get("generation", 0)) + 1
         _write(index_dir, manifest)
-        return manifest["generation"]
+        return generation
 
 
-def _adopt(index_dir: str) -> dict:
+def _adopt(index_dir: str) -> Manifest:
     """A manifest for a directory that has none: its readable shard files, grouped by file-name
     prefix under made-up repository keys."""
-    repos: dict[str, dict] = {}
-    shards: dict[str, dict] = {}
+    repos: dict[str, dict[str, Any]] = {}
+    shards: dict[str, dict[str, Any]] = {}
     if os.path.isdir(index_dir):
         for f in sorted(os.listdir(index_dir)):
             if f.endswith(SUFFIX) and not f.startswith("."):
@@ -172,7 +182,7 @@ def _adopt(index_dir: str) -> dict:
     return {"format": FORMAT, "generation": 0, "repos": repos, "shards": shards}
 
 
-def _tombstone(manifest: dict, key, names) -> None:
+def _tombstone(manifest: Manifest, key: RepoKey, names: Iterable[str]) -> None:
     """Mark repository `key`'s documents dead in the shards `names`."""
     for name in names:
         entry = manifest["shards"].get(name)
@@ -180,13 +190,14 @@ def _tombstone(manifest: dict, key, names) -> None:
             entry["dead"] = sorted(entry["dead"] + [key], key=str)
 
 
-def _drop_dead_shards(manifest: dict) -> None:
+def _drop_dead_shards(manifest: Manifest) -> None:
     for name in [n for n, e in manifest["shards"].items() if set(e["repos"]) <= set(e["dead"])]:
         del manifest["shards"][name]
 
 
-def swap_repo(index_dir: str, repo_id: int, name: str, generation: int, built: list[str],
-              replaces_prefix: str | None = None) -> list[str]:
+def swap_repo(
+    index_dir: str, repo_id: int, name: str, generation: int, built: list[str], replaces_prefix: str | None = None
+) -> list[str]:
     """Move the freshly built shard files `built` (all of repository `repo_id`) into the index,
     make them the repository's shards and tombstone its documents in the shards it had,
     atomically; delete the files no manifest entry names any more.
@@ -200,8 +211,13 @@ def swap_repo(index_dir: str, repo_id: int, name: str, generation: int, built: l
     return swap_repos(index_dir, [(repo_id, name, replaces_prefix)], generation, built, repos_of)
 
 
-def swap_repos(index_dir: str, swapped: list[tuple[int, str, str | None]], generation: int, built: list[str],
-               repos_of: dict[str, list[int]]) -> list[str]:
+def swap_repos(
+    index_dir: str,
+    swapped: Sequence[tuple[int, str, str | None]],
+    generation: int,
+    built: list[str],
+    repos_of: dict[str, list[int]],
+) -> list[str]:
     """`swap_repo` for several repositories at once, built together into shared shards (a bulk
     build packs small repositories into compound shards): `swapped` lists (repository id, name,
     replaced prefix or None), `repos_of` the repositories each built file holds (keyed by file
@@ -216,12 +232,15 @@ def swap_repos(index_dir: str, swapped: list[tuple[int, str, str | None]], gener
         repos = manifest["repos"]
         for repo_id, name, replaces_prefix in swapped:
             if replaces_prefix:
-                for key in [k for k in repos if k.startswith("legacy:") and k[len("legacy:"):] == replaces_prefix]:
+                for key in [k for k in repos if k.startswith("legacy:") and k[len("legacy:") :] == replaces_prefix]:
                     _tombstone(manifest, key, repos.pop(key)["shards"])
             old = repos.get(str(repo_id), {}).get("shards", [])
             _tombstone(manifest, repo_id, [n for n in old if n not in names])
-            repos[str(repo_id)] = {"name": name, "generation": generation,
-                                   "shards": [n for n in names if repo_id in repos_of[n]]}
+            repos[str(repo_id)] = {
+                "name": name,
+                "generation": generation,
+                "shards": [n for n in names if repo_id in repos_of[n]],
+            }
         for n in names:
             manifest["shards"][n] = {"repos": list(repos_of[n]), "dead": []}
         _drop_dead_shards(manifest)
@@ -245,8 +264,9 @@ def remove_repo(index_dir: str, repo_id: int) -> list[str]:
         return _collect_garbage(index_dir, manifest)
 
 
-def replace_shards(index_dir: str, sources: dict[str, frozenset], built: list[str],
-                   repos_of: dict[str, list[int]]) -> bool:
+def replace_shards(
+    index_dir: str, sources: dict[str, frozenset[RepoKey]], built: list[str], repos_of: dict[str, list[int]]
+) -> bool:
     """Compaction: replace the shards `sources` (file name → the tombstones they had when the
     compactor read them) by the freshly built `built` files (file path → its repositories in
     `repos_of`, keyed by file name), which hold the live documents of `sources`.
@@ -285,7 +305,7 @@ def replace_shards(index_dir: str, sources: dict[str, frozenset], built: list[st
         return True
 
 
-def _collect_garbage(index_dir: str, manifest: dict) -> list[str]:
+def _collect_garbage(index_dir: str, manifest: Manifest) -> list[str]:
     live = set(manifest["shards"])
     gone = []
     for f in os.listdir(index_dir):

@@ -22,15 +22,18 @@ parallel with each other instead.
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import multiprocessing
 import os
 import shutil
 import tempfile
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from codesearch.index import manifest
-from codesearch.index.builder import IndexSettings, IndexStats, ShardBuilder, shard_prefix
+from codesearch.index.builder import IndexSettings, IndexStats, Progress, ShardBuilder, Source, shard_prefix
 from codesearch.index.sources import DirectorySource, GitSource, RepoInfo, SourceFile
 
 #: A repository smaller than this is built by one process (starting workers costs more).
@@ -45,23 +48,27 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+#: A file of a part: (path, size, branch mask, locator: its full path or blob sha).
+_Listed = tuple[str, int, int, str]
+
+
 @dataclass(frozen=True)
 class _Part:
     """What a worker needs to build one part of a repository (plain, picklable data)."""
 
     kind: str  # "dir" or "git"
     location: str  # the directory, or the git directory
-    repo: dict  # RepoInfo.to_json()
-    files: list  # (path, size, branch mask, locator: full path or blob sha)
+    repo: dict[str, Any]  # RepoInfo.to_json()
+    files: list[_Listed]
     build_dir: str
     name: str
     settings: IndexSettings
 
 
-def _listing(source) -> tuple[str, str, list]:
+def _listing(source: Source) -> tuple[str, str, list[_Listed]]:
     """The source's files as plain data, and how a worker reads their contents again."""
     if isinstance(source, GitSource):
-        return "git", source.git.git_dir, [(f.path, f.size, f.branch_mask, f.locator) for f in source.files()]
+        return "git", str(source.git.git_dir), [(f.path, f.size, f.branch_mask, f.locator) for f in source.files()]
     if isinstance(source, DirectorySource):
         return "dir", source.root, [(f.path, f.size, f.branch_mask, f.locator) for f in source.files()]
     raise TypeError(f"cannot build {type(source).__name__} in parts")
@@ -73,20 +80,24 @@ def _build_part(part: _Part) -> IndexStats:
     if part.kind == "git":
         import git
 
-        repo = git.Repo(part.location)
-        odb = repo.odb
-        read = lambda loc: odb.stream(bytes.fromhex(loc)).read()  # noqa: E731
+        git_repo = git.Repo(part.location)
+        repo: git.Repo | None = git_repo
+        odb = git_repo.odb
+
+        def read(loc: str) -> bytes:
+            data: bytes = odb.stream(bytes.fromhex(loc)).read()
+            return data
     else:
         repo = None
 
-        def read(loc):
+        def read(loc: str) -> bytes:
             with open(loc, "rb") as f:
                 return f.read()
 
     builder = ShardBuilder(part.build_dir, RepoInfo.from_json(part.repo), part.settings, stats, name=part.name)
     try:
         for path, size, mask, loc in part.files:
-            builder.add(SourceFile(path, size, mask, lambda loc=loc: read(loc), loc))
+            builder.add(SourceFile(path, size, mask, functools.partial(read, loc), loc))
         stats.shards = builder.finish()
     finally:
         builder.symbols.close()
@@ -95,10 +106,12 @@ def _build_part(part: _Part) -> IndexStats:
     return stats
 
 
-def _split(files: list, parts: int) -> list[list]:
+def _split(files: list[_Listed], parts: int) -> list[list[_Listed]]:
     """`files` (in path order) cut into at most `parts` runs of about equal total size."""
     total = sum(f[1] for f in files) or 1
-    out, current, size = [], [], 0
+    out: list[list[_Listed]] = []
+    current: list[_Listed] = []
+    size = 0
     for f in files:
         current.append(f)
         size += f[1]
@@ -128,15 +141,21 @@ class Pool:
             self._executor.shutdown(wait=True, cancel_futures=True)
             self._executor = None
 
-    def __enter__(self):
+    def __enter__(self) -> Pool:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
-def index_source_in_parts(source, out_dir: str, settings: IndexSettings, stats: IndexStats, pool: Pool,
-                          progress=None) -> IndexStats:
+def index_source_in_parts(
+    source: Source,
+    out_dir: str,
+    settings: IndexSettings,
+    stats: IndexStats,
+    pool: Pool,
+    progress: Progress | None = None,
+) -> IndexStats:
     """`builder.index_source` for a big repository: its parts built by the pool's workers."""
     t0 = time.perf_counter()
     kind, location, files = _listing(source)
@@ -145,10 +164,12 @@ def index_source_in_parts(source, out_dir: str, settings: IndexSettings, stats: 
     build_dir = tempfile.mkdtemp(prefix=f".build-{generation}-", dir=out_dir)
     try:
         n = pool.jobs if sum(f[1] for f in files) >= PART_MIN_BYTES else 1
-        parts = [_Part(kind, location, source.repo.to_json(), chunk, build_dir, f"{prefix}.g{generation}.p{i}", settings)
-                 for i, chunk in enumerate(_split(files, n))]
-        written = []
-        for part_stats, part in zip(pool.executor().map(_build_part, parts), parts):
+        parts = [
+            _Part(kind, location, source.repo.to_json(), chunk, build_dir, f"{prefix}.g{generation}.p{i}", settings)
+            for i, chunk in enumerate(_split(files, n))
+        ]
+        written: list[str] = []
+        for part_stats, part in zip(pool.executor().map(_build_part, parts), parts, strict=True):
             _add(stats, part_stats)
             written.extend(part_stats.shards)
             if progress:
@@ -162,7 +183,11 @@ def index_source_in_parts(source, out_dir: str, settings: IndexSettings, stats: 
     return stats
 
 
-def _index_one(args) -> IndexStats:
+#: What a worker builds (`_index_one`): paths, index directory, settings, branch and tag globs.
+_Build = tuple[list[str], str, IndexSettings, tuple[str, ...], tuple[str, ...]]
+
+
+def _index_one(args: _Build) -> IndexStats:
     """In a worker: index one path whole (`builder.index_source`), or several small ones packed
     into shared shards (`index_bundle`)."""
     paths, out_dir, settings, branches, tags = args
@@ -179,7 +204,9 @@ def _index_one(args) -> IndexStats:
             source.close()
 
 
-def index_bundle(paths: list[str], out_dir: str, settings: IndexSettings, branches=(), tags=()) -> IndexStats:
+def index_bundle(
+    paths: list[str], out_dir: str, settings: IndexSettings, branches: Iterable[str] = (), tags: Iterable[str] = ()
+) -> IndexStats:
     """Index several (small) repositories into shared shards, swapped in together
     (`manifest.swap_repos`): one pass over their contents, where indexing each alone and
     compacting afterwards would extract every trigram twice."""
@@ -189,8 +216,8 @@ def index_bundle(paths: list[str], out_dir: str, settings: IndexSettings, branch
     t0 = time.perf_counter()
     generation = manifest.next_generation(out_dir)
     build_dir = tempfile.mkdtemp(prefix=f".build-{generation}-", dir=out_dir)
-    builder = None
-    swapped = []
+    builder: ShardBuilder | None = None
+    swapped: list[tuple[int, str, str | None]] = []
     try:
         for path in paths:
             source = open_source(path, branches, tags)
@@ -206,6 +233,8 @@ def index_bundle(paths: list[str], out_dir: str, settings: IndexSettings, branch
             finally:
                 if hasattr(source, "close"):
                     source.close()
+        if builder is None:
+            raise ValueError("index_bundle: no paths")
         written = builder.finish()
         manifest.swap_repos(out_dir, swapped, generation, written, builder.repos_of)
         stats.shards.extend(os.path.join(out_dir, os.path.basename(p)) for p in written)
@@ -254,8 +283,16 @@ def plan_builds(paths: list[str], sizes: list[int], jobs: int, shard_bytes: int)
     return sorted(big + bundles, key=lambda b: -sum(sizes[i] for i in b))
 
 
-def index_many(paths: list[str], out_dir: str, settings: IndexSettings, stats: IndexStats, pool: Pool,
-               branches=(), tags=(), progress=None) -> None:
+def index_many(
+    paths: list[str],
+    out_dir: str,
+    settings: IndexSettings,
+    stats: IndexStats,
+    pool: Pool,
+    branches: Iterable[str] = (),
+    tags: Iterable[str] = (),
+    progress: Progress | None = None,
+) -> None:
     """Index many paths, ``pool.jobs`` builds at a time (`plan_builds`: big repositories alone,
     small ones packed into shared shards), the biggest first, so that no worker is left with a
     big build while the others idle at the end. A path given twice is indexed once."""
@@ -263,8 +300,10 @@ def index_many(paths: list[str], out_dir: str, settings: IndexSettings, stats: I
     paths = list(dict.fromkeys(paths))
     executor = pool.executor()
     sizes = [_bytes_under(p) for p in paths]
-    futures = [executor.submit(_index_one, ([paths[i] for i in build], out_dir, settings, tuple(branches), tuple(tags)))
-               for build in plan_builds(paths, sizes, pool.jobs, settings.shard_max_bytes)]
+    futures = [
+        executor.submit(_index_one, ([paths[i] for i in build], out_dir, settings, tuple(branches), tuple(tags)))
+        for build in plan_builds(paths, sizes, pool.jobs, settings.shard_max_bytes)
+    ]
     if progress:
         for done in concurrent.futures.as_completed(futures):
             progress(done.result().input_bytes)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import functools
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -70,7 +71,7 @@ class TrigramIndex:
         i = self.slot(trigram)
         return int(self.card[i]) if i >= 0 else 0
 
-    def cardinalities(self, trigrams) -> list[int]:
+    def cardinalities(self, trigrams: Iterable[int]) -> list[int]:
         """Posting list sizes of many query trigrams at once (0 for absent ones), one vectorised
         lookup. An any-case trigram counts the sum over its `variants` (an upper bound of its
         union, good for ordering)."""
@@ -86,7 +87,7 @@ class TrigramIndex:
         cards = np.where(found, self.card[idx_c], 0).tolist()
         out, i = [], 0
         for vs in expanded:
-            out.append(sum(cards[i:i + len(vs)]))
+            out.append(sum(cards[i : i + len(vs)]))
             i += len(vs)
         return out
 
@@ -112,7 +113,8 @@ class TrigramIndex:
             return BitMap()
         a, b = int(self.offs[i]), int(self.offs[i + 1])
         try:
-            return BitMap.deserialize(self.post[a:b])
+            # pyroaring reads any buffer (no copy of the mapped file); its stub says bytes
+            return BitMap.deserialize(self.post[a:b])  # type: ignore[arg-type]
         except Exception:
             raise IndexFormatError(self._f.path, f"corrupt posting list for trigram {trigram:#08x}") from None
 
@@ -143,17 +145,26 @@ class Shard:
         self.line_offs = f.array("doc.line", np.uint64)
         self.sym_offs = f.array("doc.syms", np.uint64)
         for name, arr, want in (
-            ("doc.repo", self.doc_repo, n), ("doc.lang", self.doc_lang, n), ("doc.skip", self.doc_skip, n),
-            ("doc.size", self.doc_size, n), ("doc.brch", self.doc_branches, n), ("doc.path", self.path_offs, n + 1),
-            ("doc.cont", self.cont_offs, n + 1), ("doc.line", self.line_offs, n + 1), ("doc.syms", self.sym_offs, n + 1),
+            ("doc.repo", self.doc_repo, n),
+            ("doc.lang", self.doc_lang, n),
+            ("doc.skip", self.doc_skip, n),
+            ("doc.size", self.doc_size, n),
+            ("doc.brch", self.doc_branches, n),
+            ("doc.path", self.path_offs, n + 1),
+            ("doc.cont", self.cont_offs, n + 1),
+            ("doc.line", self.line_offs, n + 1),
+            ("doc.syms", self.sym_offs, n + 1),
         ):
             if arr.size != want:
                 raise IndexFormatError(path, f"section {name!r} has {arr.size} entries, expected {want}")
         self.paths_blob = f.raw("paths")
         self.content_blob = f.raw("content")
         self.lines = f.array("lines", np.uint32)
-        if n and (int(self.cont_offs[-1]) > len(self.content_blob) or int(self.path_offs[-1]) > len(self.paths_blob)
-                  or int(self.line_offs[-1]) > self.lines.size):
+        if n and (
+            int(self.cont_offs[-1]) > len(self.content_blob)
+            or int(self.path_offs[-1]) > len(self.paths_blob)
+            or int(self.line_offs[-1]) > self.lines.size
+        ):
             raise IndexFormatError(path, "document offsets point past their sections")
         if n and (int(self.doc_repo.max()) >= len(self.repos) or int(self.doc_lang.max()) >= len(self.languages)):
             raise IndexFormatError(path, "document table refers to unknown repositories or languages")
@@ -260,7 +271,7 @@ class Shard:
         out = []
         want = name.lower()
         for k in self.sym_lidx[lo:hi].tolist():
-            written = bytes(self.sym_name[int(self.sym_noff[k]):int(self.sym_noff[k + 1])])
+            written = bytes(self.sym_name[int(self.sym_noff[k]) : int(self.sym_noff[k + 1])])
             doc = int(self.sym_doc[k])
             kind = self.symbol_kinds[int(self.sym_kind[k])]
             if written.lower() == want and not is_reference(kind, self.language(doc)) and self.is_live(doc):
@@ -274,7 +285,7 @@ class Shard:
 
     # -- tombstones --------------------------------------------------------------------------
 
-    def with_dead(self, dead) -> "Shard":
+    def with_dead(self, dead: Iterable[int]) -> Shard:
         """This shard as one index version sees it: the repositories (ids) in `dead` are
         tombstoned (re-indexed or removed since the shard was written), their documents are no
         longer part of the index. Shares the file and every cache with `self`."""
@@ -298,8 +309,13 @@ class Shard:
         """Symbol number `i` of the shard (see `symbol_range`)."""
         name = bytes(self.sym_name[int(self.sym_noff[i]) : int(self.sym_noff[i + 1])]).decode("utf-8", "replace")
         parent = bytes(self.sym_pnam[int(self.sym_poff[i]) : int(self.sym_poff[i + 1])]).decode("utf-8", "replace")
-        return ShardSymbol(name, self.symbol_kinds[int(self.sym_kind[i])], int(self.sym_line[i]), parent,
-                           self.symbol_kinds[int(self.sym_pknd[i])])
+        return ShardSymbol(
+            name,
+            self.symbol_kinds[int(self.sym_kind[i])],
+            int(self.sym_line[i]),
+            parent,
+            self.symbol_kinds[int(self.sym_pknd[i])],
+        )
 
     def symbols(self, doc: int) -> list[ShardSymbol]:
         return [self.symbol(i) for i in self.symbol_range(doc)]

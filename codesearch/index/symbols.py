@@ -23,6 +23,7 @@ core) works while the builder computes trigrams.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -34,6 +35,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -73,24 +75,27 @@ class CtagsProcess:
     def __init__(self, exe: str, timeout_s: float = 5.0):
         self.exe = exe
         self.timeout_s = timeout_s
-        self._proc: subprocess.Popen | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
         self._buf = b""
+        self._sel: selectors.BaseSelector  # with the process (`_start`)
 
-    def _start(self) -> None:
-        self._proc = subprocess.Popen(
+    def _start(self) -> subprocess.Popen[bytes]:
+        proc = self._proc = subprocess.Popen(
             [self.exe, "--_interactive=default", "--fields=NnKsZ", "--output-format=json", "--extras=-{anonymous}"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
         )
+        assert proc.stdin is not None and proc.stdout is not None  # both are pipes
         self._buf = b""
-        os.set_blocking(self._proc.stdin.fileno(), False)
-        os.set_blocking(self._proc.stdout.fileno(), False)
+        os.set_blocking(proc.stdin.fileno(), False)
+        os.set_blocking(proc.stdout.fileno(), False)
         self._sel = selectors.DefaultSelector()
-        self._sel.register(self._proc.stdout, selectors.EVENT_READ)
-        first = self._exchange(b"", deadline=time.monotonic() + 10)
+        self._sel.register(proc.stdout, selectors.EVENT_READ)
+        first = self._exchange(proc, b"", deadline=time.monotonic() + 10)
         if not first or first[0].get("_type") != "program":
             raise CtagsError("ctags did not start in interactive mode")
+        return proc
 
     def close(self) -> None:
         if self._proc is not None:
@@ -98,32 +103,32 @@ class CtagsProcess:
             self._proc.kill()
             self._proc.wait()
             for f in (self._proc.stdin, self._proc.stdout):
-                try:
-                    f.close()
-                except OSError:
-                    pass
+                with contextlib.suppress(OSError):
+                    if f is not None:
+                        f.close()
             self._proc = None
 
-    def _exchange(self, payload: bytes, deadline: float) -> list[dict]:
+    def _exchange(self, proc: subprocess.Popen[bytes], payload: bytes, deadline: float) -> list[dict[str, Any]]:
         """Send `payload`, read JSON lines up to a ``completed`` (or the program banner)."""
-        proc, sel = self._proc, self._sel
-        out: list[dict] = []
+        sel, stdin, stdout = self._sel, proc.stdin, proc.stdout
+        assert stdin is not None and stdout is not None  # both are pipes (`_start`)
+        out: list[dict[str, Any]] = []
         view = memoryview(payload)
         if view:
-            sel.register(proc.stdin, selectors.EVENT_WRITE)
+            sel.register(stdin, selectors.EVENT_WRITE)
         try:
             while True:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise CtagsError(f"timed out after {self.timeout_s}s")
                 for key, _ in sel.select(left):
-                    if key.fileobj is proc.stdin:
-                        n = os.write(proc.stdin.fileno(), view[:65536])
+                    if key.fileobj is stdin:
+                        n = os.write(stdin.fileno(), view[:65536])
                         view = view[n:]
                         if not view:
-                            sel.unregister(proc.stdin)
+                            sel.unregister(stdin)
                         continue
-                    chunk = os.read(proc.stdout.fileno(), 1 << 16)
+                    chunk = os.read(stdout.fileno(), 1 << 16)
                     if not chunk:
                         raise CtagsError("ctags exited")
                     lines = (self._buf + chunk).split(b"\n")
@@ -145,15 +150,14 @@ class CtagsProcess:
             raise CtagsError(f"pipe error: {e.strerror}") from None
         finally:
             if view:
-                sel.unregister(proc.stdin)
+                sel.unregister(stdin)
 
     def tags(self, path: str, data: bytes) -> list[Symbol]:
         """The symbol definitions of one file; raises `CtagsError` (and restarts) on failure."""
-        if self._proc is None:
-            self._start()
+        proc = self._start() if self._proc is None else self._proc
         header = json.dumps({"command": "generate-tags", "filename": path, "size": len(data)}).encode()
         try:
-            msgs = self._exchange(header + b"\n" + data, time.monotonic() + self.timeout_s)
+            msgs = self._exchange(proc, header + b"\n" + data, time.monotonic() + self.timeout_s)
         except CtagsError:
             self.close()
             raise
@@ -162,7 +166,15 @@ class CtagsProcess:
             if m.get("_type") != "tag" or not m.get("name") or not isinstance(m.get("line"), int):
                 continue
             scope = m.get("scope") or ""
-            syms.append(Symbol(m["name"], m.get("kind") or "", m["line"], scope.rsplit(".", 1)[-1] if scope else "", m.get("scopeKind") or ""))
+            syms.append(
+                Symbol(
+                    m["name"],
+                    m.get("kind") or "",
+                    m["line"],
+                    scope.rsplit(".", 1)[-1] if scope else "",
+                    m.get("scopeKind") or "",
+                )
+            )
         return syms
 
 
@@ -177,11 +189,12 @@ def _scratch_root() -> str | None:
     return "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
 
 
-def ctags_batch(exe: str, files: list[tuple[object, str, bytes]], timeout_s: float) -> dict:
+def ctags_batch(exe: str, files: list[tuple[int, str, bytes]], timeout_s: float) -> dict[int, list[Symbol]]:
     """Tag many files with one ctags run: {key: [Symbol, ...]}; raises `CtagsError` on failure."""
     tmp = tempfile.mkdtemp(prefix="codesearch-ctags-", dir=_scratch_root())
     try:
-        names, keys = [], {}
+        names: list[str] = []
+        keys: dict[bytes, int] = {}
         for i, (key, path, data) in enumerate(files):
             rel = f"{i}/{path.rsplit('/', 1)[-1]}"
             os.mkdir(os.path.join(tmp, str(i)))
@@ -193,22 +206,32 @@ def ctags_batch(exe: str, files: list[tuple[object, str, bytes]], timeout_s: flo
             f.write("\n".join(names) + "\n")
         budget = timeout_s + sum(len(d) for _, _, d in files) / _BATCH_MIN_RATE
         try:
-            proc = subprocess.run([exe, "-x", f"--_xformat={_XFORMAT}", "--extras=-{anonymous}", "-L", ".list"],
-                                  cwd=tmp, capture_output=True, timeout=budget)
+            proc = subprocess.run(
+                [exe, "-x", f"--_xformat={_XFORMAT}", "--extras=-{anonymous}", "-L", ".list"],
+                cwd=tmp,
+                capture_output=True,
+                timeout=budget,
+            )
         except subprocess.TimeoutExpired:
             raise CtagsError(f"batch of {len(files)} files timed out after {budget:.0f}s") from None
         except OSError as e:
             raise CtagsError(f"cannot run ctags: {e.strerror}") from None
         if proc.returncode != 0:
             raise CtagsError(f"batch exited with status {proc.returncode}")
-        out: dict = {}
+        out: dict[int, list[Symbol]] = {}
         for line in proc.stdout.split(b"\n"):
             parts = line.split(b"\t")
             if len(parts) != 6 or parts[0] not in keys or not parts[1].isdigit():
                 continue  # a name with a tab, or noise: drop the tag, never the file
-            out.setdefault(keys[parts[0]], []).append(Symbol(
-                parts[3].decode("utf-8", "replace"), parts[2].decode("utf-8", "replace"), int(parts[1]),
-                parts[4].decode("utf-8", "replace").rsplit(".", 1)[-1], parts[5].decode("utf-8", "replace")))
+            out.setdefault(keys[parts[0]], []).append(
+                Symbol(
+                    parts[3].decode("utf-8", "replace"),
+                    parts[2].decode("utf-8", "replace"),
+                    int(parts[1]),
+                    parts[4].decode("utf-8", "replace").rsplit(".", 1)[-1],
+                    parts[5].decode("utf-8", "replace"),
+                )
+            )
         return out
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -233,9 +256,9 @@ class SymbolExtractor:
             log.warning("universal-ctags with JSON output not found: files get no symbols")
             SymbolExtractor._warned_missing = True
         self._exe, self._timeout_s = exe, timeout_s
-        self._queue: queue.Queue = queue.Queue(maxsize=4)
-        self._results: dict = {}
-        self._pending: list = []
+        self._queue: queue.Queue[tuple[str, list[tuple[int, str, bytes]]] | None] = queue.Queue(maxsize=4)
+        self._results: dict[int, list[Symbol]] = {}
+        self._pending: list[tuple[int, str, bytes]] = []
         self._pending_bytes = 0
         self._per_file: CtagsProcess | None = None
         self.failures = 0
@@ -243,7 +266,7 @@ class SymbolExtractor:
         self._start()
 
     def _start(self) -> None:
-        if self._exe:
+        if self._exe is not None:
             self._thread = threading.Thread(target=self._run, name="ctags", daemon=True)
             self._thread.start()
 
@@ -254,6 +277,7 @@ class SymbolExtractor:
             self._thread = None
 
     def _run(self) -> None:
+        assert self._exe is not None  # the thread runs only with ctags (`_start`)
         while True:
             item = self._queue.get()
             if item is None:
@@ -267,14 +291,15 @@ class SymbolExtractor:
                 self._results.update(ctags_batch(self._exe, batch, self._timeout_s))
             except CtagsError as e:
                 log.warning("ctags %s; retrying its files one by one", e)
-                for item in batch:
-                    self._one(*item)
+                for one in batch:
+                    self._one(*one)
             except Exception as e:  # never let symbols fail a build
                 self.failures += len(batch)
                 log.warning("ctags batch failed: %s", type(e).__name__)
 
-    def _one(self, key, path: str, data: bytes) -> None:
+    def _one(self, key: int, path: str, data: bytes) -> None:
         """Tag one file with the per-file protocol and its timeout."""
+        assert self._exe is not None  # called from the thread only (`_run`)
         if self._per_file is None:
             self._per_file = CtagsProcess(self._exe, self._timeout_s)
         try:
@@ -291,7 +316,7 @@ class SymbolExtractor:
             self._queue.put(("batch", self._pending))
             self._pending, self._pending_bytes = [], 0
 
-    def submit(self, key, path: str, data: bytes) -> None:
+    def submit(self, key: int, path: str, data: bytes) -> None:
         if self._thread is None or not 0 < len(data) <= MAX_CTAGS_FILE:
             return
         if not _batchable(path):  # a name the batch list cannot carry: tag it on its own
@@ -302,7 +327,7 @@ class SymbolExtractor:
         if self._pending_bytes >= self.BATCH_BYTES:
             self._flush()
 
-    def collect(self) -> dict:
+    def collect(self) -> dict[int, list[Symbol]]:
         """Wait for every submitted file and return {key: [Symbol, ...]}; then start afresh."""
         if self._thread is None:
             return {}

@@ -89,12 +89,12 @@ def _distinct_by_table(t: np.ndarray) -> np.ndarray:
     of an O(n log n) sort: 2-2.5× faster than `_distinct` on source files. The
     table (64 MiB, one per thread, pages touched on demand) is zeroed again where it was used.
     """
-    table = getattr(_tables, "table", None)
+    table: np.ndarray | None = getattr(_tables, "table", None)
     if table is None:
         table = _tables.table = np.zeros(1 << 24, dtype=np.uint32)
     pos = np.arange(1, t.size + 1, dtype=np.uint32)
     table[t] = pos
-    out = t[table[t] == pos]
+    out: np.ndarray = t[table[t] == pos]
     table[out] = 0
     return out
 
@@ -127,7 +127,7 @@ def string_trigrams(text: str | bytes, case_sensitive: bool = True) -> list[int]
     the folded text's trigrams, each ASCII letter with its any-case flag."""
     data = text.encode("utf-8") if isinstance(text, str) else text
     if case_sensitive:
-        return list(dict.fromkeys(_packed(normalize(data), 0)))
+        return list(dict.fromkeys(_packed(normalize(data), None)))
     f = fold(data)
     flags = [1 if b in _LETTERS else 0 for b in f]
     return list(dict.fromkeys(_packed(f, flags)))
@@ -139,7 +139,8 @@ def trigrams_of(data: bytes, any_case: list[int]) -> list[int]:
     return _packed(data, any_case)
 
 
-def _packed(data: bytes, flags) -> list[int]:
+def _packed(data: bytes, flags: list[int] | None) -> list[int]:
+    """Trigram ids of `data`; `flags` (one per byte, or None for none) sets each trigram's any-case bits."""
     out = []
     for i in range(len(data) - 2):
         t = data[i] << 16 | data[i + 1] << 8 | data[i + 2]

@@ -14,6 +14,7 @@ strings (``(and content:"foo" file:"\\.ts$")``). Leaves fall into three groups:
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 
@@ -180,7 +181,7 @@ DOC_PREDICATES = (FileName, Language, Branch)
 CONTENT_MATCHERS = (Content, Symbol)
 
 
-def walk(node: Node):
+def walk(node: Node) -> Iterator[Node]:
     """Yield `node` and every node below it, depth first (iteratively: a query may nest deeply)."""
     stack = [node]
     while stack:

@@ -212,10 +212,10 @@ class _Pending:
 
     __slots__ = ("kind", "parts", "flat", "node")
 
-    def __init__(self, kind: type, parts: list):
+    def __init__(self, kind: type[And] | type[Or], parts: list[Node | _Pending]):
         self.kind = kind
         self.parts = parts
-        self.flat: list | None = None
+        self.flat: list[Node | _Pending] | None = None
         self.node: Node | None = None
 
 
@@ -223,7 +223,7 @@ def _is_false(x: object) -> bool:
     return isinstance(x, Const) and not x.value
 
 
-def _and(children: list) -> object:
+def _and(children: list[Node | _Pending]) -> Node | _Pending:
     """AND of simplified children: Const(False) wins; one child collapses; nested ANDs flatten."""
     for c in children:
         if _is_false(c):
@@ -235,7 +235,7 @@ def _and(children: list) -> object:
     return _Pending(And, children)
 
 
-def _or(children: list) -> object:
+def _or(children: list[Node | _Pending]) -> Node | _Pending:
     """OR of simplified children: Const(False) dropped; one child collapses; nested ORs flatten."""
     parts = [c for c in children if not _is_false(c)]
     if not parts:
@@ -245,10 +245,18 @@ def _or(children: list) -> object:
     return _Pending(Or, parts)
 
 
-def _build(root: object) -> Node:
+def _built(x: Node | _Pending) -> Node:
+    """The node of `x`, a node or a `_Pending` that `_build` has built."""
+    if isinstance(x, _Pending):
+        assert x.node is not None, "children are built before their parent"
+        return x.node
+    return x
+
+
+def _build(root: Node | _Pending) -> Node:
     """Turn a `_Pending` tree into real nodes, flattening same-kind children, without recursion."""
     if not isinstance(root, _Pending):
-        return root  # type: ignore[return-value]
+        return root
     stack = [root]
     while stack:
         p = stack[-1]
@@ -257,7 +265,7 @@ def _build(root: object) -> Node:
             continue
         if p.flat is None:
             kind = p.kind
-            flat: list = []
+            flat: list[Node | _Pending] = []
             iters = [iter(p.parts)]
             while iters:
                 for x in iters[-1]:
@@ -278,10 +286,10 @@ def _build(root: object) -> Node:
             if todo:
                 stack.extend(todo)
                 continue
-        p.node = p.kind(tuple(x.node if isinstance(x, _Pending) else x for x in p.flat))
+        p.node = p.kind(tuple(_built(x) for x in p.flat))
         p.flat = None
         stack.pop()
-    return root.node  # type: ignore[return-value]
+    return _built(root)
 
 
 class _Frame:
@@ -292,7 +300,7 @@ class _Frame:
     def __init__(self, bound: int, negate: bool):
         self.bound = bound
         self.negate = negate
-        self.items: list[object] = []
+        self.items: list[Node | _Pending | _OrWord] = []
 
 
 class _Parser:
@@ -307,8 +315,17 @@ class _Parser:
     def _error(self, reason: str, pos: int) -> QueryParseError:
         return QueryParseError(reason, self.q, pos)
 
-    def _check_regex(self, pattern: str, case_sensitive: bool, pos: int, what: str = "", *,
-                     quoted: bool = False, skip: int = 0, advice: str = "") -> None:
+    def _check_regex(
+        self,
+        pattern: str,
+        case_sensitive: bool,
+        pos: int,
+        what: str = "",
+        *,
+        quoted: bool = False,
+        skip: int = 0,
+        advice: str = "",
+    ) -> None:
         """Compile `pattern`, written at `pos` of the query (after `skip` characters such as
         the ``/`` of ``/…/``, or inside a quoted string when `quoted`); a bad pattern is an error
         at the character of the query where the regex engine found the problem."""
@@ -342,8 +359,7 @@ class _Parser:
         """A ``/…/`` term (GitHub's way to write a regex): the regex between the slashes, in
         either mode. A bad regex is an error that says how to search for the text instead."""
         pattern = text[1:-1]
-        self._check_regex(pattern, self.cs, pos, skip=1,
-                          advice=f'; to search for the text, quote it: "{text}"')
+        self._check_regex(pattern, self.cs, pos, skip=1, advice=f'; to search for the text, quote it: "{text}"')
         return Content(pattern, True, self.cs)
 
     def _quoted(self, s: int, bound: int) -> tuple[str, int] | None:
@@ -430,20 +446,16 @@ class _Parser:
             return RepoSet(names)
         if kind in ("archived", "fork"):
             if value not in _TRISTATE:
-                raise self._error(
-                    f"invalid value {value!r} for {written}: (expected yes, no or only)", v
-                )
+                raise self._error(f"invalid value {value!r} for {written}: (expected yes, no or only)", v)
             return Archived(value) if kind == "archived" else Fork(value)
         assert kind == "visibility"
         if value not in _VISIBILITY:
-            raise self._error(
-                f"invalid value {value!r} for {written}: (expected public, private or any)", v
-            )
+            raise self._error(f"invalid value {value!r} for {written}: (expected public, private or any)", v)
         return Visibility(value)
 
     # -- groups ----------------------------------------------------------------------------
 
-    def _finish(self, frame: _Frame) -> object:
+    def _finish(self, frame: _Frame) -> Node | _Pending:
         """Resolve the `or` words of a closed group: its simplified node (maybe `_Pending`).
 
         An `or` word is an operator between the group's first and last items, the literal word
@@ -451,15 +463,13 @@ class _Parser:
         """
         items = frame.items
         last = len(items) - 1
-        clauses: list[list[object]] = [[]]
+        clauses: list[list[Node | _Pending]] = [[]]
         after_operator = False
         for k, item in enumerate(items):
             if isinstance(item, _OrWord):
                 if 0 < k < last:
                     if after_operator:
-                        raise self._error(
-                            '`or` right after `or` (write "or" to search for the word)', item.pos
-                        )
+                        raise self._error('`or` right after `or` (write "or" to search for the word)', item.pos)
                     clauses.append([])
                     after_operator = True
                     continue

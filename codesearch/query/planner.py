@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from codesearch.errors import QueryError, SearchContextNotFound
 from codesearch.query import ast
@@ -25,8 +26,21 @@ from codesearch.query.regex_trigrams import regex_query
 from codesearch.query.trigram_query import TrigramQuery, literal_query
 
 
+class RepoFacts(Protocol):
+    """What a repository predicate looks at (`RepoInfo` of the index has it)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def archived(self) -> bool: ...
+    @property
+    def fork(self) -> bool: ...
+    @property
+    def public(self) -> bool: ...
+
+
 @dataclass(frozen=True)
-class ContentLeaf:
+class ContentLeaf(ast.Node):
     """A content term: where it can match (trigrams) and how to verify it (regex)."""
 
     node: ast.Content
@@ -35,30 +49,31 @@ class ContentLeaf:
 
 
 @dataclass(frozen=True)
-class FileLeaf:
+class FileLeaf(ast.Node):
     node: ast.FileName
     regex: CompiledRegex
     trigrams: TrigramQuery
 
 
 @dataclass(frozen=True)
-class SymbolLeaf:
+class SymbolLeaf(ast.Node):
     node: ast.Symbol
     regex: CompiledRegex
     trigrams: TrigramQuery
 
 
 @dataclass(frozen=True)
-class RepoLeaf:
+class RepoLeaf(ast.Node):
     """A repository predicate, decided per repository by `test`."""
 
     node: ast.Node
     regex: CompiledRegex | None = None
     names: frozenset[str] = frozenset()
 
-    def test(self, repo) -> bool:
+    def test(self, repo: RepoFacts) -> bool:
         n = self.node
         if isinstance(n, ast.Repo):
+            assert self.regex is not None  # planned with the repo: pattern (`plan`)
             return self.regex.search(repo.name.encode())
         if isinstance(n, (ast.RepoSet, ast.Context)):
             return repo.name in self.names
@@ -71,14 +86,18 @@ class RepoLeaf:
         raise TypeError(n)
 
 
+#: A compiled leaf of a plan's tree.
+Leaf = ContentLeaf | FileLeaf | SymbolLeaf | RepoLeaf
+
+
 @dataclass(frozen=True)
 class Plan:
     """A planned query: the tree (with leaves replaced by compiled leaves) and global facts."""
 
-    root: object  # ast.And/Or/Not/Const with ContentLeaf/FileLeaf/SymbolLeaf/RepoLeaf/Language/Branch leaves
+    root: ast.Node  # ast.And/Or/Not/Const with ContentLeaf/FileLeaf/SymbolLeaf/RepoLeaf/Language/Branch leaves
     query: ast.Node
     default_branch_only: bool
-    leaves: tuple = field(default=())
+    leaves: tuple[Leaf, ...] = field(default=())
 
     def __str__(self) -> str:
         return render(self.root)
@@ -94,23 +113,29 @@ def plan(query: ast.Node, contexts: dict[str, set[str]] | None = None) -> Plan:
     """Compile `query` into a `Plan`. `contexts` maps context names to repository names."""
     levels = ast.depth(query)
     if levels > MAX_QUERY_DEPTH:
-        raise QueryError(f"the query nests {levels} levels deep (groups and negations); "
-                         f"at most {MAX_QUERY_DEPTH} are allowed")
+        raise QueryError(
+            f"the query nests {levels} levels deep (groups and negations); at most {MAX_QUERY_DEPTH} are allowed"
+        )
     contexts = contexts or {}
-    leaves: list = []
+    leaves: list[Leaf] = []
 
-    def build(n: ast.Node):
+    def build(n: ast.Node) -> ast.Node:
         if isinstance(n, ast.And):
             return ast.And(tuple(build(c) for c in n.children))
         if isinstance(n, ast.Or):
             return ast.Or(tuple(build(c) for c in n.children))
         if isinstance(n, ast.Not):
             return ast.Not(build(n.child))
+        leaf: Leaf
         if isinstance(n, ast.Content):
             if n.is_regex:
-                leaf = ContentLeaf(n, compile_regex(n.pattern, n.case_sensitive), regex_query(n.pattern, n.case_sensitive))
+                leaf = ContentLeaf(
+                    n, compile_regex(n.pattern, n.case_sensitive), regex_query(n.pattern, n.case_sensitive)
+                )
             else:
-                leaf = ContentLeaf(n, compile_literal(n.pattern, n.case_sensitive), literal_query(n.pattern, n.case_sensitive))
+                leaf = ContentLeaf(
+                    n, compile_literal(n.pattern, n.case_sensitive), literal_query(n.pattern, n.case_sensitive)
+                )
         elif isinstance(n, ast.FileName):
             leaf = FileLeaf(n, compile_regex(n.pattern, n.case_sensitive), regex_query(n.pattern, n.case_sensitive))
         elif isinstance(n, ast.Symbol):
@@ -122,7 +147,9 @@ def plan(query: ast.Node, contexts: dict[str, set[str]] | None = None) -> Plan:
         elif isinstance(n, ast.Context):
             if n.name not in contexts:
                 # close names (a typo): the contexts are the configuration's, named to everyone
-                raise SearchContextNotFound(n.name, difflib.get_close_matches(n.name, sorted(contexts), n=3, cutoff=0.6))
+                raise SearchContextNotFound(
+                    n.name, difflib.get_close_matches(n.name, sorted(contexts), n=3, cutoff=0.6)
+                )
             leaf = RepoLeaf(n, names=frozenset(contexts[n.name]))
         elif isinstance(n, (ast.Archived, ast.Fork, ast.Visibility)):
             leaf = RepoLeaf(n)
@@ -136,7 +163,7 @@ def plan(query: ast.Node, contexts: dict[str, set[str]] | None = None) -> Plan:
     return Plan(root, query, default_branch_only=not has_rev, leaves=tuple(leaves))
 
 
-def render(node) -> str:
+def render(node: ast.Node) -> str:
     """The plan as text, with each leaf's trigram query: for `explain` and tests."""
     if isinstance(node, ast.And):
         return "(and " + " ".join(render(c) for c in node.children) + ")"

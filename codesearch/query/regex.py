@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import re2
@@ -58,13 +59,14 @@ class CompiledRegex:
     pattern: str
     case_sensitive: bool
     engine: str  # "re2" or "fallback"
-    _re2: object = None
-    _fallback: object = None
+    _re2: re2._Regexp[str] | None = None
+    _fallback: _regex.Pattern[str] | None = None
 
     def search(self, data: bytes, deadline: float | None = None) -> bool:
         """True when the pattern occurs in `data`."""
         if self._re2 is not None:
             return self._re2.search(data) is not None
+        assert self._fallback is not None  # one engine or the other (`compile_regex`)
         text = data.decode("utf-8", "surrogateescape")
         timeout = self._budget(deadline)
         try:
@@ -81,12 +83,13 @@ class CompiledRegex:
             raise RegexTimeout(f"pattern {self.pattern!r}: the search's deadline passed")
         return min(FALLBACK_TIMEOUT_S, left)
 
-    def finditer(self, data: bytes, deadline: float | None = None):
+    def finditer(self, data: bytes, deadline: float | None = None) -> Iterator[tuple[int, int]]:
         """Yield ``(start, end)`` byte offsets of the non-overlapping matches in `data`."""
         if self._re2 is not None:
             for m in self._re2.finditer(data):
                 yield m.span()
             return
+        assert self._fallback is not None  # one engine or the other (`compile_regex`)
         text = data.decode("utf-8", "surrogateescape")
         timeout = self._budget(deadline)
         try:
@@ -106,8 +109,8 @@ class CompiledRegex:
 def compile_regex(pattern: str, case_sensitive: bool = True) -> CompiledRegex:
     """Compile `pattern` with multi-line anchors; raise `RegexError` when no engine accepts it."""
     try:
-        r = re2.compile("(?m)" + pattern, _re2_options(case_sensitive))
-        return CompiledRegex(pattern, case_sensitive, "re2", _re2=r)
+        compiled = re2.compile("(?m)" + pattern, _re2_options(case_sensitive))
+        return CompiledRegex(pattern, case_sensitive, "re2", _re2=compiled)
     except re2.error:
         re2_reason = _re2_reason(pattern, case_sensitive)
     flags = _regex.MULTILINE | _regex.V0 | (0 if case_sensitive else _regex.IGNORECASE | _regex.FULLCASE)
@@ -150,7 +153,7 @@ class LiteralMatcher:
         hay = self._haystack(data)
         return self._re2.search(data) if hay is None else self._needle in hay
 
-    def finditer(self, data: bytes, deadline: float | None = None):
+    def finditer(self, data: bytes, deadline: float | None = None) -> Iterator[tuple[int, int]]:
         hay = self._haystack(data)
         if hay is None:
             yield from self._re2.finditer(data)
@@ -180,12 +183,13 @@ def _re2_reason(pattern: str, case_sensitive: bool) -> str:
     return f"invalid regular expression: {msg}"
 
 
-def error_offset(pattern: str, err: "_regex.error") -> int:
+def error_offset(pattern: str, err: _regex.error) -> int:
     """Where in `pattern` the error `err` (of the `regex` module, which reports positions where
     RE2 does not) is, clamped to the pattern. An unclosed group or character class points at its
     opening bracket: the end of the pattern would say nothing about which bracket is open."""
-    pos = err.pos if isinstance(err.pos, int) else 0
-    msg = err.msg or ""
+    # types-regex leaves out the position and message that `regex.error` has (as `re.error` does)
+    pos = err.pos if isinstance(err.pos, int) else 0  # type: ignore[attr-defined]
+    msg = err.msg or ""  # type: ignore[attr-defined]
     if "missing )" in msg:
         opener = _unclosed(pattern, "(")
         if opener is not None:

@@ -32,7 +32,9 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from codesearch.index.trigrams import trigrams_of
 from codesearch.query.regex import RegexError, compile_regex
@@ -48,12 +50,15 @@ from codesearch.query.trigram_query import (
     or_,
 )
 
-try:  # Python 3.11+
+if TYPE_CHECKING:  # typeshed describes Python's regex parser under its older, public names
+    import sre_constants as _c
+    import sre_parse as _sre_parse
+else:  # the same modules, without the deprecation warning of those names
     from re import _constants as _c
     from re import _parser as _sre_parse
-except ImportError:  # pragma: no cover - older Pythons
-    import sre_constants as _c  # type: ignore[no-redef]
-    import sre_parse as _sre_parse  # type: ignore[no-redef]
+
+#: One item of a parsed pattern: an opcode and its argument, whose shape depends on the opcode.
+_Item = tuple["_c._NamedIntConstant", Any]
 
 #: Largest exact set before it is turned into trigrams plus prefix/suffix sets.
 MAX_EXACT = 16
@@ -151,7 +156,7 @@ def _str_trigrams(s: str) -> frozenset[int]:
     return frozenset(out)
 
 
-def _and_trigrams(q: TrigramQuery, strings) -> TrigramQuery:
+def _and_trigrams(q: TrigramQuery, strings: frozenset[str] | None) -> TrigramQuery:
     """`q` AND (the OR over `strings` of the AND of each string's trigrams)."""
     if not strings or q.op == NONE:
         return q
@@ -241,7 +246,7 @@ class _Info:
         return frozenset(kept)
 
 
-def _exact(strings) -> _Info:
+def _exact(strings: Iterable[str]) -> _Info:
     ex = frozenset(strings)
     return _Info("" in ex, ex, frozenset(), frozenset(), ALL_QUERY)
 
@@ -258,7 +263,7 @@ def _any_match() -> _Info:
     return _Info(True, None, frozenset([""]), frozenset([""]), ALL_QUERY)
 
 
-def _cross(a, b) -> frozenset[str]:
+def _cross(a: frozenset[str], b: frozenset[str]) -> frozenset[str]:
     return frozenset(x + y for x in a for y in b)
 
 
@@ -330,7 +335,7 @@ def _char(cp: int, ci: bool, fallback: bool) -> str:
     c = chr(cp)
     if ci and fallback and (cp >= 0x80 or c.isalpha()):
         return _UNKNOWN  # the fallback engine folds fully: "ss" matches "ß", "fi" matches "ﬁ"
-    if c == _KELVIN or c == _LONG_S:  # the index normalizes them to ASCII (`trigrams.normalize`)
+    if c in (_KELVIN, _LONG_S):  # the index normalizes them to ASCII (`trigrams.normalize`)
         c = "k" if c == _KELVIN else "s"
         cp = ord(c)
     if cp < 0x80:
@@ -346,7 +351,7 @@ class _Analyzer:
     def __init__(self, fallback: bool):
         self.fallback = fallback
 
-    def seq(self, items, ci: bool) -> _Info:
+    def seq(self, items: Iterable[_Item], ci: bool) -> _Info:
         info = _empty_string()
         for op, av in items:
             if _is_repeat(op) and av[0] >= 1 and av[1] != 0:
@@ -363,7 +368,7 @@ class _Analyzer:
             info = _concat(info, self.node(op, av, ci))
         return info
 
-    def node(self, op, av, ci: bool) -> _Info:
+    def node(self, op: _c._NamedIntConstant, av: Any, ci: bool) -> _Info:
         if op is _c.LITERAL:
             return _exact([_char(av, ci, self.fallback)])
         if op is _c.NOT_LITERAL or op is _c.ANY:
@@ -408,7 +413,7 @@ class _Analyzer:
             info = _concat(info, _star_of(_copy(x)))
         return info
 
-    def char_class(self, items, ci: bool) -> _Info:
+    def char_class(self, items: Iterable[_Item], ci: bool) -> _Info:
         chars: set[str] = set()
         raw = 0
         for op, av in items:
@@ -437,7 +442,7 @@ class _Analyzer:
         return info
 
 
-def _is_repeat(op) -> bool:
+def _is_repeat(op: _c._NamedIntConstant) -> bool:
     return op in (_c.MAX_REPEAT, _c.MIN_REPEAT) or op is getattr(_c, "POSSESSIVE_REPEAT", None)
 
 
@@ -463,7 +468,7 @@ def regex_query(pattern: str, case_sensitive: bool) -> TrigramQuery:
         return ALL_QUERY
     ci = not case_sensitive or bool(parsed.state.flags & _IGNORECASE)
     try:
-        info = _Analyzer(fallback).seq(parsed, ci)
+        info = _Analyzer(fallback).seq(parsed.data, ci)
         info.simplify(True)
         info.add_exact()
     except (_Unsupported, RecursionError):

@@ -15,6 +15,7 @@ for and, ``("abc"|"xyz")`` for or, ``"abc"i`` for a trigram in any case, ``+`` f
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from codesearch.index.trigrams import all_letters_any_case, has_non_ascii, render, string_trigrams, variants
@@ -29,7 +30,7 @@ OR = "or"
 class TrigramQuery:
     op: str
     trigrams: frozenset[int] = field(default_factory=frozenset)
-    subs: tuple["TrigramQuery", ...] = ()
+    subs: tuple[TrigramQuery, ...] = ()
 
     def __str__(self) -> str:
         if self.op == ALL:
@@ -57,7 +58,7 @@ class TrigramQuery:
         return any(_has(t, trigrams) for t in self.trigrams) or any(s.satisfied_by(trigrams) for s in self.subs)
 
 
-def _has(trigram: int, trigrams) -> bool:
+def _has(trigram: int, trigrams: set[int] | frozenset[int]) -> bool:
     """A document with these (index) trigrams has `trigram` (in any of its variants)."""
     return any(v in trigrams for v in variants(trigram))
 
@@ -70,7 +71,7 @@ ALL_QUERY = TrigramQuery(ALL)
 NONE_QUERY = TrigramQuery(NONE)
 
 
-def leaf_and(trigrams) -> TrigramQuery:
+def leaf_and(trigrams: Iterable[int]) -> TrigramQuery:
     """The AND of the given trigrams (``all`` when there are none)."""
     ts = frozenset(trigrams)
     return TrigramQuery(AND, ts) if ts else ALL_QUERY
@@ -84,7 +85,8 @@ def and_(a: TrigramQuery, b: TrigramQuery) -> TrigramQuery:
         return b
     if b.op == ALL:
         return a
-    trigrams, subs = set(), []
+    trigrams: set[int] = set()
+    subs: list[TrigramQuery] = []
     for q in (a, b):
         if q.op == AND:
             trigrams |= q.trigrams
@@ -117,7 +119,8 @@ def or_(a: TrigramQuery, b: TrigramQuery) -> TrigramQuery:
         return b
     if b.op == NONE:
         return a
-    trigrams, subs = set(), []
+    trigrams: set[int] = set()
+    subs: list[TrigramQuery] = []
     for q in (a, b):
         if q.op == OR:
             trigrams |= q.trigrams

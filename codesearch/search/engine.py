@@ -12,14 +12,16 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, TypeVar
 
 from pyroaring import BitMap
 
 from codesearch.errors import IndexFormatError, QueryError
 from codesearch.index.manifest import current_index
 from codesearch.index.shard import Shard
+from codesearch.query import ast
 from codesearch.query.parser import parse
 from codesearch.query.planner import Plan, plan
 from codesearch.search.evaluate import FileMatch, ShardEvaluator, ShardResult, evaluate_shard, searches_identifiers
@@ -44,8 +46,9 @@ def make_plan(query: str, options: SearchOptions) -> Plan:
     return plan(parse(query, is_regex=options.is_regex, case_sensitive=options.case_sensitive), options.contexts)
 
 
-def search_shards(shards: list[Shard], p: Plan, options: SearchOptions, deadline: float,
-                  cancelled: Callable[[], bool] | None = None) -> list[ShardResult]:
+def search_shards(
+    shards: list[Shard], p: Plan, options: SearchOptions, deadline: float, cancelled: Callable[[], bool] | None = None
+) -> list[ShardResult]:
     """Evaluate `p` on each shard in order, stopping once the budget is spent, at the
     `deadline` (a `time.monotonic()` instant) or when `cancelled()` turns true.
 
@@ -78,11 +81,14 @@ def search_shards(shards: list[Shard], p: Plan, options: SearchOptions, deadline
     return results
 
 
-def definitions_first(shards: list[Shard], p: Plan, options: SearchOptions, deadline: float,
-                      cancelled: Callable[[], bool] | None) -> dict[int, tuple[ShardResult, BitMap]]:
+def definitions_first(
+    shards: list[Shard], p: Plan, options: SearchOptions, deadline: float, cancelled: Callable[[], bool] | None
+) -> dict[int, tuple[ShardResult, BitMap]]:
     """Verify the documents that define a searched identifier, best definition first over all
     `shards`, within the `matches` budget: shard index → (its result, the documents checked)."""
-    evaluators, roots, ranked = {}, {}, []
+    evaluators: dict[int, ShardEvaluator] = {}
+    roots: dict[int, ast.Node] = {}
+    ranked: list[tuple[int, int, int]] = []  # (-bonus, shard index, document)
     for i, shard in enumerate(shards):
         ev = ShardEvaluator(shard, p, options.matches, deadline, cancelled)
         try:
@@ -92,7 +98,8 @@ def definitions_first(shards: list[Shard], p: Plan, options: SearchOptions, dead
         except Exception as e:  # noqa: BLE001 - the second pass reports the shard's failure
             log.error("definitions of %s failed: %s", shard.path, e)
             continue
-        evaluators[i], roots[i] = ev, root
+        if root is not None:  # (a shard that no document can match has no definitions)
+            evaluators[i], roots[i] = ev, root
     ranked.sort()
     found = 0
     for _, i, doc in ranked:
@@ -119,14 +126,29 @@ def _crashed(shard: Shard, e: Exception) -> ShardResult:
 
 def _combine(definitions: ShardResult, rest: ShardResult) -> ShardResult:
     """One shard's two passes as one result (definitions first)."""
-    out = ShardResult(files=definitions.files + rest.files, stats=rest.stats,
-                      total_matches=definitions.total_matches + rest.total_matches,
-                      truncated=definitions.truncated or rest.truncated, timed_out=definitions.timed_out or rest.timed_out)
+    out = ShardResult(
+        files=definitions.files + rest.files,
+        stats=rest.stats,
+        total_matches=definitions.total_matches + rest.total_matches,
+        truncated=definitions.truncated or rest.truncated,
+        timed_out=definitions.timed_out or rest.timed_out,
+    )
     d = definitions.stats
-    for k in ("filesConsidered", "filesLoaded", "contentBytesLoaded", "regexpsConsidered", "matchTreeSearch", "crashes"):
+    for k in (
+        "filesConsidered",
+        "filesLoaded",
+        "contentBytesLoaded",
+        "regexpsConsidered",
+        "matchTreeSearch",
+        "crashes",
+    ):
         setattr(out.stats, k, getattr(out.stats, k) + getattr(d, k))
     out.stats.shardsScanned = max(out.stats.shardsScanned, d.shardsScanned)
     return out
+
+
+#: A searcher's file, ready to merge: (score, order, match count, `POST /api/search` file).
+PresentedFile = tuple[int, tuple[int, ...], int, dict[str, Any]]
 
 
 @dataclass
@@ -138,17 +160,27 @@ class PartialResult:
     needs no access to shards and a search stays one hop from the merging process.
     """
 
-    files: list[tuple[int, tuple, int, dict]] = field(default_factory=list)
-    repos: dict[int, dict] = field(default_factory=dict)
+    files: list[PresentedFile] = field(default_factory=list)
+    repos: dict[int, dict[str, Any]] = field(default_factory=dict)
     stats: Stats = field(default_factory=Stats)
     total_matches: int = 0
     truncated: bool = False
     timed_out: bool = False
 
 
-def _cap(items, options: SearchOptions, count, truncate) -> tuple[list, bool]:
-    """Keep ranked items while the `matches` budget lasts (files and match ranges)."""
-    kept, remaining, truncated = [], options.matches, False
+_Ranked = TypeVar("_Ranked")
+
+
+def _cap(
+    items: list[_Ranked],
+    options: SearchOptions,
+    count: Callable[[_Ranked], int],
+    truncate: Callable[[_Ranked, int], _Ranked],
+) -> tuple[list[_Ranked], bool]:
+    """Keep ranked items while the `matches` budget lasts (files and match ranges): `count`
+    tells an item's matches, `truncate` cuts one to fewer."""
+    kept: list[_Ranked] = []
+    remaining, truncated = options.matches, False
     for item in items:
         n = count(item)
         if len(kept) >= options.matches or (remaining <= 0 and n):
@@ -197,18 +229,27 @@ def partial_result(results: list[ShardResult], options: SearchOptions, origin: i
     for fm in kept:
         repo = fm.shard.repo(fm.doc)
         out.repos.setdefault(repo.id, repository_info(repo))
-        out.files.append((fm.score, fm.order, fm.match_count,
-                          file_result(fm, options.context_lines, options.whole, options.public_url)))
+        out.files.append(
+            (
+                fm.score,
+                fm.order,
+                fm.match_count,
+                file_result(fm, options.context_lines, options.whole, options.public_url),
+            )
+        )
     return out
 
 
-def merge_partials(partials: list[PartialResult], options: SearchOptions, started: int, plan_ns: int = 0,
-                   missed: Stats | None = None) -> dict:
+def merge_partials(
+    partials: list[PartialResult], options: SearchOptions, started: int, plan_ns: int = 0, missed: Stats | None = None
+) -> dict[str, Any]:
     """Merge the answers of many searchers into one ``POST /api/search`` response. `missed`
     counts what searchers that gave no answer would have searched (crashes, shards skipped):
     with any, the answer is not exhaustive."""
     stats = Stats()
-    files, repos, truncated = [], {}, False
+    files: list[PresentedFile] = []
+    repos: dict[int, dict[str, Any]] = {}
+    truncated = False
     if missed is not None:
         stats.add(missed)
         stats.flushReason = missed.flushReason
@@ -222,8 +263,12 @@ def merge_partials(partials: list[PartialResult], options: SearchOptions, starte
         files.extend(p.files)
         repos.update(p.repos)
     files.sort(key=lambda f: (-f[0], f[1]))
-    kept, capped = _cap(files, options, lambda f: f[2],
-                        lambda f, keep: (f[0], f[1], keep, truncate_file_result(f[3], keep, options.context_lines)))
+    kept, capped = _cap(
+        files,
+        options,
+        lambda f: f[2],
+        lambda f, keep: (f[0], f[1], keep, truncate_file_result(f[3], keep, options.context_lines)),
+    )
     truncated |= capped
     out_files = [f[3] for f in kept]
     stats.actualMatchCount = sum(f[2] for f in kept)
@@ -283,12 +328,25 @@ class Searcher:
                 self.shards, self.errors = shards, errors
                 return
 
-    def search(self, query: str, matches: int = 100, context_lines: int = 0, whole: bool = False,
-               is_regex: bool = False, case_sensitive: bool = False, options: SearchOptions | None = None) -> dict:
+    def search(
+        self,
+        query: str,
+        matches: int = 100,
+        context_lines: int = 0,
+        whole: bool = False,
+        is_regex: bool = False,
+        case_sensitive: bool = False,
+        options: SearchOptions | None = None,
+    ) -> dict[str, Any]:
         """Run a query; returns the ``POST /api/search`` response as a dict."""
         if options is None:
-            options = SearchOptions(matches=matches, context_lines=context_lines, whole=whole,
-                                    is_regex=is_regex, case_sensitive=case_sensitive)
+            options = SearchOptions(
+                matches=matches,
+                context_lines=context_lines,
+                whole=whole,
+                is_regex=is_regex,
+                case_sensitive=case_sensitive,
+            )
         started = time.perf_counter_ns()
         deadline = options.deadline()
         p = make_plan(query, options)

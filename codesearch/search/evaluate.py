@@ -23,15 +23,15 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 from pyroaring import BitMap
 
 from codesearch.index.shard import Shard, ShardSymbol, TrigramIndex, is_reference
 from codesearch.query import ast
-from codesearch.query.planner import ContentLeaf, FileLeaf, Plan, RepoLeaf, SymbolLeaf
+from codesearch.query.planner import ContentLeaf, FileLeaf, Plan, RepoFacts, RepoLeaf, SymbolLeaf
 from codesearch.query.regex import RegexTimeout
 from codesearch.query.trigram_query import ALL, AND, NONE, TrigramQuery
 from codesearch.search.options import Stats
@@ -39,6 +39,7 @@ from codesearch.search.ranking import SCORE_SYMBOL, definition_bonus, score_file
 
 #: A plain term that can name a symbol: its definitions are verified and ranked first.
 _IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
+
 
 @dataclass
 class SymbolHit:
@@ -58,7 +59,7 @@ class FileMatch:
     symbol_hits: list[SymbolHit]
     branches: list[str]
     score: int = 0
-    order: tuple = ()
+    order: tuple[int, ...] = ()  # (searcher, shard, document): ties broken in index order
     #: Content ranges that are the definition of a searched identifier (kept when capped).
     definition_ranges: list[tuple[int, int]] = field(default_factory=list)
 
@@ -92,7 +93,7 @@ class _ShardView:
             return BitMap()
         self.stats.ngramLookups += len(q.trigrams)
         tris = list(q.trigrams)
-        cards = sorted(zip(index.cardinalities(tris), tris))
+        cards = sorted(zip(index.cardinalities(tris), tris, strict=True))
         if q.op == AND:
             result: BitMap | None = None
             if cards and cards[0][0] == 0:
@@ -129,7 +130,7 @@ class _ShardView:
         return BitMap(np.flatnonzero(mask).astype(np.uint32))
 
 
-def _resolve_repos(node, repos):
+def _resolve_repos(node: ast.Node, repos: Sequence[RepoFacts]) -> ast.Node:
     """Replace repository predicates by constants where every repository of the shard agrees."""
     if isinstance(node, RepoLeaf):
         results = {node.test(r) for r in repos}
@@ -152,8 +153,9 @@ def _resolve_repos(node, repos):
 class ShardEvaluator:
     """Evaluates one plan on one shard (single use)."""
 
-    def __init__(self, shard: Shard, plan: Plan, budget: int, deadline: float,
-                 cancelled: Callable[[], bool] | None = None):
+    def __init__(
+        self, shard: Shard, plan: Plan, budget: int, deadline: float, cancelled: Callable[[], bool] | None = None
+    ):
         self.shard = shard
         self.plan = plan
         self.budget = max(1, budget)
@@ -164,7 +166,7 @@ class ShardEvaluator:
         self.view = _ShardView(shard, self.stats)
         self.lang_ids: dict[str, set[int]] = {}
         self.branch_masks: dict[str, np.ndarray] = {}
-        self.positive: list = []
+        self.positive: list[ast.Node] = []
         self.positive_ids: set[int] = set()
         self.identifiers: list[ContentLeaf] = []
         self.positive_branch_masks: list[np.ndarray] = []
@@ -175,7 +177,7 @@ class ShardEvaluator:
     def _lang_set(self, name: str) -> set[int]:
         if name not in self.lang_ids:
             want = name.lower()
-            self.lang_ids[name] = {i for i, l in enumerate(self.shard.languages) if l.lower() == want}
+            self.lang_ids[name] = {i for i, lang in enumerate(self.shard.languages) if lang.lower() == want}
         return self.lang_ids[name]
 
     def _branch_mask(self, pattern: str) -> np.ndarray:
@@ -193,11 +195,12 @@ class ShardEvaluator:
 
     def _doc_branch_bits(self, pattern: str) -> np.ndarray:
         masks = self._branch_mask(pattern)
-        return (self.shard.doc_branches & masks[self.shard.doc_repo]) != 0
+        bits: np.ndarray = (self.shard.doc_branches & masks[self.shard.doc_repo]) != 0
+        return bits
 
     # -- candidates ---------------------------------------------------------------------------
 
-    def candidates(self, node) -> tuple[BitMap | None, bool]:
+    def candidates(self, node: ast.Node) -> tuple[BitMap | None, bool]:
         """(documents where `node` may be true or None for all, whether that set is exact)."""
         s = self.shard
         if isinstance(node, ast.Const):
@@ -233,19 +236,20 @@ class ShardEvaluator:
         if isinstance(node, ast.Or):
             parts = [self.candidates(c) for c in node.children]
             exact = all(e for _, e in parts)
-            if any(b is None for b, _ in parts):
+            sets = [b for b, _ in parts if b is not None]
+            if len(sets) < len(parts):  # one child may be true anywhere
                 return None, exact
-            return BitMap.union(*[b for b, _ in parts]), exact
+            return BitMap.union(*sets), exact
         if isinstance(node, ast.Not):
-            b, exact = self.candidates(node.child)
+            inner, exact = self.candidates(node.child)
             if not exact:
                 return None, False
-            return (BitMap() if b is None else self.view.all_docs - b), True
+            return (BitMap() if inner is None else self.view.all_docs - inner), True
         raise TypeError(f"unexpected plan node {node!r}")
 
     # -- verification -------------------------------------------------------------------------
 
-    def _collect_positive(self, node, negated=False) -> None:
+    def _collect_positive(self, node: ast.Node, negated: bool = False) -> None:
         if isinstance(node, (ast.And, ast.Or)):
             for c in node.children:
                 self._collect_positive(c, negated)
@@ -254,7 +258,7 @@ class ShardEvaluator:
         elif not negated:
             self.positive.append(node)
 
-    def start(self):
+    def start(self) -> ast.Node | None:
         """Fold repository predicates into the tree: the root to verify, or None when no
         document of the shard can match. Collects the positive terms and identifiers."""
         s, stats = self.shard, self.stats
@@ -313,7 +317,7 @@ class ShardEvaluator:
             best = {doc: b for doc, b in best.items() if doc in on_default}
         return [(b, doc) for doc, b in best.items()]
 
-    def check(self, root, doc: int, limit: int) -> FileMatch | None:
+    def check(self, root: ast.Node, doc: int, limit: int) -> FileMatch | None:
         """Evaluate `root` exactly on `doc`, collecting at most `limit` content ranges; a match
         is added to the result."""
         self.stats.filesConsidered += 1
@@ -330,7 +334,7 @@ class ShardEvaluator:
         self.result.total_matches += fm.match_count
         return fm
 
-    def _verify(self, root, docs, n_cand: int) -> None:
+    def _verify(self, root: ast.Node, docs: Iterable[int], n_cand: int) -> None:
         """Evaluate `root` exactly on each of `docs` until the budget or the deadline."""
         examined = 0
         for doc in docs:
@@ -346,7 +350,7 @@ class ShardEvaluator:
         self.stats.filesSkipped += n_cand - examined
 
 
-def identifier_leaves(positive: list) -> list[ContentLeaf]:
+def identifier_leaves(positive: list[ast.Node]) -> list[ContentLeaf]:
     """The positive content terms that can name a symbol (plain identifiers)."""
     return [leaf for leaf in positive if isinstance(leaf, ContentLeaf) and _IDENTIFIER.fullmatch(leaf.node.pattern)]
 
@@ -392,7 +396,7 @@ class _DocContext:
             self._symbol_names = self.ev.shard.symbol_names(self.doc)
         return self._symbol_names
 
-    def match(self, node) -> bool:
+    def match(self, node: ast.Node) -> bool:
         ev, s, doc = self.ev, self.ev.shard, self.doc
         if isinstance(node, ast.And):
             return all(self.match(c) for c in node.children)
@@ -420,7 +424,7 @@ class _DocContext:
         raise TypeError(f"unexpected plan node {node!r}")
 
     def _symbol_spans(self, leaf: SymbolLeaf) -> list[SymbolHit]:
-        hits = []
+        hits: list[SymbolHit] = []
         s = self.ev.shard
         starts = s.line_starts(self.doc)
         content = self.content
@@ -475,10 +479,18 @@ class _DocContext:
                 keep = set(definitions)
                 keep.update(r for r in ranges[: max(limit - len(keep), 0)])
                 ranges = sorted(keep)
-        fm = FileMatch(self.ev.shard, self.doc, ranges, sorted(set(name_ranges)), sym_hits, self._branches(branch_masks),
-                       definition_ranges=definitions)
-        fm.score = score_file(self.content if ranges else b"", fm.ranges, bool(fm.name_ranges), bool(sym_hits),
-                              self._is_definition)
+        fm = FileMatch(
+            self.ev.shard,
+            self.doc,
+            ranges,
+            sorted(set(name_ranges)),
+            sym_hits,
+            self._branches(branch_masks),
+            definition_ranges=definitions,
+        )
+        fm.score = score_file(
+            self.content if ranges else b"", fm.ranges, bool(fm.name_ranges), bool(sym_hits), self._is_definition
+        )
         if definitions:
             fm.score = max(fm.score, SCORE_SYMBOL + max(bonus for spans, bonus in found if spans))
         return fm
@@ -505,7 +517,8 @@ class _DocContext:
             lines[line] = max(lines.get(line, 0), definition_bonus(kind, exact))
         starts = s.line_starts(self.doc)
         content = self.content
-        spans, best = [], 0
+        spans: list[tuple[int, int]] = []
+        best = 0
         for line, bonus in sorted(lines.items()):
             if not 1 <= line <= len(starts):
                 continue
@@ -543,8 +556,13 @@ class _DocContext:
         return any(int(self.ev.shard.sym_line[first + k]) == line for k, n in enumerate(self.symbol_names) if n == name)
 
 
-def evaluate_shard(shard: Shard, plan: Plan, budget: int, deadline: float,
-                   cancelled: Callable[[], bool] | None = None, exclude: BitMap | None = None) -> ShardResult:
+def evaluate_shard(
+    shard: Shard,
+    plan: Plan,
+    budget: int,
+    deadline: float,
+    cancelled: Callable[[], bool] | None = None,
+    exclude: BitMap | None = None,
+) -> ShardResult:
     """Search one shard; never raises for a bad document (a shard-level failure is the caller's)."""
     return ShardEvaluator(shard, plan, budget, deadline, cancelled).run(exclude)
-

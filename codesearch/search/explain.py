@@ -10,16 +10,20 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
+from pyroaring import BitMap
 
+from codesearch.index.shard import Shard
 from codesearch.query import ast
 from codesearch.query.planner import Plan, render
 from codesearch.search.evaluate import ShardEvaluator, _resolve_repos
 from codesearch.search.options import Stats
 
 
-def explain_shard(shard, plan: Plan) -> dict:
+def explain_shard(shard: Shard, plan: Plan) -> dict[str, Any]:
     """``{shard, documents, skipped, candidates, candidateBytes, exact, trigramLookups,
     indexBytesLoaded, durationNs}`` for one shard (`skipped`: repo predicates or the empty shard
     rule it out; `candidateBytes`: the content a search would verify at most, without a cap).
@@ -28,8 +32,16 @@ def explain_shard(shard, plan: Plan) -> dict:
     t0 = time.perf_counter_ns()
     ev = ShardEvaluator(shard, plan, budget=1, deadline=float("inf"))
     live = len(shard.docs_where("all")) if shard.dead else shard.doc_count  # tombstoned or hidden ones do not count
-    out = {"shard": os.path.basename(shard.path), "documents": live, "skipped": False, "candidates": 0,
-           "candidateBytes": 0, "exact": True, "trigramLookups": 0, "indexBytesLoaded": 0}
+    out: dict[str, Any] = {
+        "shard": os.path.basename(shard.path),
+        "documents": live,
+        "skipped": False,
+        "candidates": 0,
+        "candidateBytes": 0,
+        "exact": True,
+        "trigramLookups": 0,
+        "indexBytesLoaded": 0,
+    }
     root = _resolve_repos(plan.root, shard.live_repos)
     if isinstance(root, ast.Const) and not root.value or shard.doc_count == 0 or not shard.live_repos:
         out["skipped"] = True
@@ -51,7 +63,7 @@ def explain_shard(shard, plan: Plan) -> dict:
     return out
 
 
-def _content_bytes(shard, docs) -> int:
+def _content_bytes(shard: Shard, docs: BitMap) -> int:
     """Bytes of content of `docs`: what verifying all of them would read."""
     if not docs:
         return 0
@@ -60,10 +72,15 @@ def _content_bytes(shard, docs) -> int:
     return int((offs[ids + 1] - offs[ids]).sum())
 
 
-def explain(plan: Plan, shards: list) -> dict:
+def explain(plan: Plan, shards: Iterable[Shard]) -> dict[str, Any]:
     """The whole explanation for one process's shards."""
     per_shard = [explain_shard(s, plan) for s in shards]
-    return {"query": str(plan.query), "plan": render(plan.root), "defaultBranchOnly": plan.default_branch_only,
-            "shards": per_shard, "documents": sum(s["documents"] for s in per_shard),
-            "candidates": sum(s["candidates"] for s in per_shard),
-            "candidateBytes": sum(s["candidateBytes"] for s in per_shard)}
+    return {
+        "query": str(plan.query),
+        "plan": render(plan.root),
+        "defaultBranchOnly": plan.default_branch_only,
+        "shards": per_shard,
+        "documents": sum(s["documents"] for s in per_shard),
+        "candidates": sum(s["candidates"] for s in per_shard),
+        "candidateBytes": sum(s["candidateBytes"] for s in per_shard),
+    }

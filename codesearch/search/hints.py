@@ -24,7 +24,8 @@ from __future__ import annotations
 import difflib
 import functools
 import re
-from typing import Callable
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from codesearch.errors import QueryParseError
 from codesearch.query import ast
@@ -42,9 +43,41 @@ _TERM = re.compile(r'(?:(?<=\s)|^)(-?)([a-z]+):("(?:[^"\\]|\\.)*"|[^\s"]+)')
 _FILTERS = {"file", "lang", "repo", "rev", "sym", "archived", "fork", "visibility", "context", "reposet"}
 
 #: Popular languages first when several names fit what was typed.
-POPULAR = ("Python", "JavaScript", "TypeScript", "Go", "Java", "C", "C++", "C#", "Rust", "Ruby", "PHP",
-           "Shell", "Kotlin", "Swift", "Scala", "HTML", "CSS", "Markdown", "JSON", "YAML", "SQL", "Dockerfile",
-           "Makefile", "TOML", "TSX", "Vue", "Lua", "Perl", "R", "Haskell", "Elixir", "Erlang", "Dart")
+POPULAR = (
+    "Python",
+    "JavaScript",
+    "TypeScript",
+    "Go",
+    "Java",
+    "C",
+    "C++",
+    "C#",
+    "Rust",
+    "Ruby",
+    "PHP",
+    "Shell",
+    "Kotlin",
+    "Swift",
+    "Scala",
+    "HTML",
+    "CSS",
+    "Markdown",
+    "JSON",
+    "YAML",
+    "SQL",
+    "Dockerfile",
+    "Makefile",
+    "TOML",
+    "TSX",
+    "Vue",
+    "Lua",
+    "Perl",
+    "R",
+    "Haskell",
+    "Elixir",
+    "Erlang",
+    "Dart",
+)
 
 
 @functools.lru_cache(maxsize=1)
@@ -91,7 +124,7 @@ def close_names(name: str, candidates: list[str], n: int = MAX_SUGGESTIONS) -> l
     want = name.lower().strip("^$")
     out: list[str] = [c for c in candidates if want and want in c.lower()][:n]
     if len(out) < n:
-        tails = {}
+        tails: dict[str, str] = {}
         for c in candidates:
             tails.setdefault(c.lower().rsplit("/", 1)[-1], c)
         for m in difflib.get_close_matches(want, list(tails), n=n, cutoff=0.5):
@@ -104,7 +137,7 @@ def close_names(name: str, candidates: list[str], n: int = MAX_SUGGESTIONS) -> l
     return out[:n]
 
 
-def _terms(query: str) -> list[tuple[re.Match, str]]:
+def _terms(query: str) -> list[tuple[re.Match[str], str]]:
     """The top-level prefix terms of `query` with their canonical prefix (aliases resolved),
     outside quoted strings and groups."""
     out = []
@@ -147,15 +180,15 @@ def _quote(value: str) -> str:
     return value if re.fullmatch(r'[^\s"()]+', value) else '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def _replace(query: str, m: re.Match, new: str) -> str:
+def _replace(query: str, m: re.Match[str], new: str) -> str:
     """`query` with the term `m` replaced by `new` (or dropped when `new` is empty)."""
-    before, after = query[: m.start()], query[m.end():]
+    before, after = query[: m.start()], query[m.end() :]
     if not new:
         return (before.rstrip() + " " + after.lstrip()).strip()
     return before + new + after
 
 
-def _positive_leaves(node: ast.Node, negated: bool = False):
+def _positive_leaves(node: ast.Node, negated: bool = False) -> Iterator[ast.Node]:
     if isinstance(node, (ast.And, ast.Or)):
         for c in node.children:
             yield from _positive_leaves(c, negated)
@@ -169,9 +202,14 @@ def _has_or(node: ast.Node) -> bool:
     return any(isinstance(n, ast.Or) for n in ast.walk(node))
 
 
-def zero_result_hints(query: str, *, is_regex: bool = False, case_sensitive: bool = False,
-                      repo_names: list[str] | None = None,
-                      has_results: Callable[[str], bool] | None = None) -> list[dict]:
+def zero_result_hints(
+    query: str,
+    *,
+    is_regex: bool = False,
+    case_sensitive: bool = False,
+    repo_names: list[str] | None = None,
+    has_results: Callable[[str], bool] | None = None,
+) -> list[dict[str, Any]]:
     """Hints for a query that found no file (see the module docstring). `repo_names`: the names
     of the repositories the caller may see (None: do not judge ``repo:`` terms);
     `has_results(query)`: whether a query finds anything for the caller (None: no re-search)."""
@@ -180,10 +218,10 @@ def zero_result_hints(query: str, *, is_regex: bool = False, case_sensitive: boo
     except QueryParseError:
         return []
     terms = _terms(query)
-    hints: list[dict] = []
+    hints: list[dict[str, Any]] = []
     explained: set[int] = set()  # terms (by start) a hint already names
 
-    def term_of(kind: str, value: str):
+    def term_of(kind: str, value: str) -> re.Match[str] | None:
         for m, k in terms:
             if k == kind and not m.group(1) and _value(m.group(3)) == value:
                 return m
@@ -200,16 +238,22 @@ def zero_result_hints(query: str, *, is_regex: bool = False, case_sensitive: boo
                 msg = f"no language named {leaf.name}"
                 if close:
                     msg += "; did you mean " + " or ".join(close) + "?"
-                sugg = [{"label": c, "query": _replace(query, m, f"{m.group(2)}:{_quote(c)}") if m else None}
-                        for c in close]
+                sugg = [
+                    {"label": c, "query": _replace(query, m, f"{m.group(2)}:{_quote(c)}") if m else None} for c in close
+                ]
                 hints.append({"kind": "unknownLanguage", "term": written, "message": msg, "suggestions": sugg})
                 if m:
                     explained.add(m.start())
             elif has_results is not None and not has_results(f"lang:{_quote(known)}"):
                 rest = _replace(query, m, "") if m else ""
-                hints.append({"kind": "languageNotIndexed", "term": written,
-                              "message": f"no file you can search is written in {known}",
-                              "suggestions": [{"label": f"search without {written}", "query": rest}] if rest else []})
+                hints.append(
+                    {
+                        "kind": "languageNotIndexed",
+                        "term": written,
+                        "message": f"no file you can search is written in {known}",
+                        "suggestions": [{"label": f"search without {written}", "query": rest}] if rest else [],
+                    }
+                )
                 if m:
                     explained.add(m.start())
         elif isinstance(leaf, ast.Repo) and repo_names is not None:
@@ -225,8 +269,13 @@ def zero_result_hints(query: str, *, is_regex: bool = False, case_sensitive: boo
             msg = f"no repository you can search matches {written}"
             if close:
                 msg += "; did you mean " + " or ".join(close) + "?"
-            sugg = [{"label": c, "query": _replace(query, m, f"{m.group(2)}:{_quote('^' + re.escape(c) + '$')}")
-                     if m else None} for c in close]
+            sugg = [
+                {
+                    "label": c,
+                    "query": _replace(query, m, f"{m.group(2)}:{_quote('^' + re.escape(c) + '$')}") if m else None,
+                }
+                for c in close
+            ]
             hints.append({"kind": "unknownRepository", "term": written, "message": msg, "suggestions": sugg})
             if m:
                 explained.add(m.start())
@@ -246,7 +295,12 @@ def zero_result_hints(query: str, *, is_regex: bool = False, case_sensitive: boo
             continue
         retries += 1
         if has_results(rest):
-            hints.append({"kind": "filterEmptied", "term": m.group(0),
-                          "message": f"{m.group(0)} left no results: the query finds files without it",
-                          "suggestions": [{"label": f"search without {m.group(0)}", "query": rest}]})
+            hints.append(
+                {
+                    "kind": "filterEmptied",
+                    "term": m.group(0),
+                    "message": f"{m.group(0)} left no results: the query finds files without it",
+                    "suggestions": [{"label": f"search without {m.group(0)}", "query": rest}],
+                }
+            )
     return hints

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 DEFAULT_PUBLIC_URL = "http://localhost:3000"
 
@@ -86,11 +87,11 @@ class Stats:
     regexpsConsidered: int = 0
     flushReason: str = FLUSH_FINAL
 
-    def add(self, other: "Stats") -> None:
+    def add(self, other: Stats) -> None:
         """Accumulate another shard's counters (not the match counts, which the merge sets)."""
         for k, v in vars(other).items():
             if isinstance(v, int) and k not in ("actualMatchCount", "duration", "wait", "fileCount"):
                 setattr(self, k, getattr(self, k) + v)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return dict(vars(self))

@@ -10,6 +10,7 @@ characters (UTF-8 code points; an invalid byte counts as one character).
 from __future__ import annotations
 
 import urllib.parse
+from typing import Any
 
 import numpy as np
 
@@ -23,7 +24,7 @@ _LEAD[0x80:0xC0] = False  # UTF-8 continuation bytes do not start a character
 def short_ref(ref: str) -> str:
     for prefix in ("refs/heads/", "refs/tags/"):
         if ref.startswith(prefix):
-            return ref[len(prefix):]
+            return ref[len(prefix) :]
     return ref
 
 
@@ -60,66 +61,75 @@ class _Lines:
         n = len(self.content)
         return n - 1 if n and self.content[n - 1] == 10 else n
 
-    def position(self, offset: int) -> dict:
+    def position(self, offset: int) -> dict[str, int]:
         line = self.line_of(offset)
         start = int(self.starts[line])
         prefix = self.content[start:offset]
-        if prefix.isascii():
-            column = len(prefix) + 1
-        else:
-            column = int(_LEAD[np.frombuffer(prefix, dtype=np.uint8)].sum()) + 1
+        column = len(prefix) + 1 if prefix.isascii() else int(_LEAD[np.frombuffer(prefix, dtype=np.uint8)].sum()) + 1
         return {"byteOffset": offset, "lineNumber": line + 1, "column": column}
 
 
-def _path_position(path: bytes, offset: int) -> dict:
+def _path_position(path: bytes, offset: int) -> dict[str, int]:
     return {"byteOffset": offset, "lineNumber": 1, "column": len(path[:offset].decode("utf-8", "replace")) + 1}
 
 
-def chunks(fm: FileMatch, context_lines: int) -> list[dict]:
+def chunks(fm: FileMatch, context_lines: int) -> list[dict[str, Any]]:
     """Matching lines merged with `context_lines` of context, with absolute match ranges."""
     if not fm.ranges:
         return []
     content = fm.shard.content(fm.doc)
     lines = _Lines(content, fm.shard.line_starts(fm.doc))
     last_line = len(lines.starts) - 1
-    groups: list[list] = []  # [first line, last line, ranges]
+    groups: list[tuple[int, int, list[tuple[int, int]]]] = []  # (first line, last line, ranges)
     for a, b in fm.ranges:
         la, lb = lines.line_of(a), lines.line_of(max(a, b - 1))
         lo, hi = max(la - context_lines, 0), min(lb + context_lines, last_line)
         if groups and lo <= groups[-1][1] + 1:
-            groups[-1][1] = max(groups[-1][1], hi)
-            groups[-1][2].append((a, b))
+            group_lo, group_hi, group_ranges = groups[-1]
+            group_ranges.append((a, b))
+            groups[-1] = (group_lo, max(group_hi, hi), group_ranges)
         else:
-            groups.append([lo, hi, [(a, b)]])
+            groups.append((lo, hi, [(a, b)]))
     hits_by_start = {h.start: h for h in fm.symbol_hits}
-    out = []
+    out: list[dict[str, Any]] = []
     for lo, hi, rs in groups:
         start, end = int(lines.starts[lo]), lines.line_end(hi)
-        syms = []
+        syms: list[dict[str, Any]] = []
         for a, _ in rs:
             h = hits_by_start.get(a)
             if h is not None:
-                syms.append({"symbol": h.symbol.name, "kind": h.symbol.kind,
-                             "parent": {"symbol": h.symbol.parent, "kind": h.symbol.parent_kind} if h.symbol.parent else None})
-        out.append({
-            "content": content[start:end].decode("utf-8", "replace"),
-            "matchRanges": [{"start": lines.position(a), "end": lines.position(b)} for a, b in rs],
-            "contentStart": {"byteOffset": start, "lineNumber": lo + 1, "column": 1},
-            "symbols": syms,
-        })
+                syms.append(
+                    {
+                        "symbol": h.symbol.name,
+                        "kind": h.symbol.kind,
+                        "parent": {"symbol": h.symbol.parent, "kind": h.symbol.parent_kind}
+                        if h.symbol.parent
+                        else None,
+                    }
+                )
+        out.append(
+            {
+                "content": content[start:end].decode("utf-8", "replace"),
+                "matchRanges": [{"start": lines.position(a), "end": lines.position(b)} for a, b in rs],
+                "contentStart": {"byteOffset": start, "lineNumber": lo + 1, "column": 1},
+                "symbols": syms,
+            }
+        )
     return out
 
 
-def file_result(fm: FileMatch, context_lines: int, whole: bool, public_url: str) -> dict:
+def file_result(fm: FileMatch, context_lines: int, whole: bool, public_url: str) -> dict[str, Any]:
     s, doc = fm.shard, fm.doc
     repo = s.repo(doc)
     path = s.doc_path(doc)
     branch = fm.branches[0] if fm.branches else (repo.branches[0] if repo.branches else "HEAD")
     path_b = path.encode("utf-8", "replace")
-    result = {
+    result: dict[str, Any] = {
         "fileName": {
             "text": path,
-            "matchRanges": [{"start": _path_position(path_b, a), "end": _path_position(path_b, b)} for a, b in fm.name_ranges],
+            "matchRanges": [
+                {"start": _path_position(path_b, a), "end": _path_position(path_b, b)} for a, b in fm.name_ranges
+            ],
         },
         "webUrl": web_url(public_url, repo, branch, path),
         "repository": repo.name,
@@ -136,12 +146,17 @@ def file_result(fm: FileMatch, context_lines: int, whole: bool, public_url: str)
     return result
 
 
-def repository_info(repo: RepoInfo) -> dict:
-    return {"id": repo.id, "codeHostType": repo.code_host_type, "name": repo.name,
-            "displayName": repo.display_name, "webUrl": repo.web_url}
+def repository_info(repo: RepoInfo) -> dict[str, Any]:
+    return {
+        "id": repo.id,
+        "codeHostType": repo.code_host_type,
+        "name": repo.name,
+        "displayName": repo.display_name,
+        "webUrl": repo.web_url,
+    }
 
 
-def truncate_file_result(result: dict, keep: int, context_lines: int) -> dict:
+def truncate_file_result(result: dict[str, Any], keep: int, context_lines: int) -> dict[str, Any]:
     """A presented file cut to its first `keep` match ranges (file-name ranges first).
 
     Used when merging the answers of several searchers crosses the `matches` cap inside a
@@ -166,7 +181,7 @@ def truncate_file_result(result: dict, keep: int, context_lines: int) -> dict:
     return result
 
 
-def _cut_chunk(ch: dict, ranges: list[dict], context_lines: int) -> dict:
+def _cut_chunk(ch: dict[str, Any], ranges: list[dict[str, Any]], context_lines: int) -> dict[str, Any]:
     end = ranges[-1]["end"]
     start = ranges[-1]["start"]
     last_line = end["lineNumber"]

@@ -18,7 +18,7 @@ variable. Ties keep file order: shards store ordinary source before tests, docs 
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -39,10 +39,39 @@ MAX_RANGES_SCORED = 64
 #: ctags kind names by how much a definition of that kind says "this is the thing": types,
 #: then callables, then members (any other kind: variables, labels, ... counts 0).
 _KIND_WEIGHT = {
-    **dict.fromkeys(("class", "struct", "interface", "trait", "enum", "union", "type", "typedef", "protocol",
-                     "object", "record", "module", "namespace", "alias"), 3),
-    **dict.fromkeys(("function", "func", "method", "procedure", "subroutine", "macro", "constructor",
-                     "singletonMethod", "generator"), 2),
+    **dict.fromkeys(
+        (
+            "class",
+            "struct",
+            "interface",
+            "trait",
+            "enum",
+            "union",
+            "type",
+            "typedef",
+            "protocol",
+            "object",
+            "record",
+            "module",
+            "namespace",
+            "alias",
+        ),
+        3,
+    ),
+    **dict.fromkeys(
+        (
+            "function",
+            "func",
+            "method",
+            "procedure",
+            "subroutine",
+            "macro",
+            "constructor",
+            "singletonMethod",
+            "generator",
+        ),
+        2,
+    ),
     **dict.fromkeys(("member", "field", "property", "constant", "define", "enumerator", "attribute"), 1),
 }
 
@@ -52,8 +81,13 @@ def definition_bonus(kind: str, exact_case: bool) -> int:
     return (100 if exact_case else 0) + 20 * _KIND_WEIGHT.get(kind, 0)
 
 
-def score_file(content: bytes, ranges: list[tuple[int, int]], name_match: bool, symbol_hit: bool,
-               is_definition: Callable[[int, int], bool]) -> int:
+def score_file(
+    content: bytes,
+    ranges: list[tuple[int, int]],
+    name_match: bool,
+    symbol_hit: bool,
+    is_definition: Callable[[int, int], bool],
+) -> int:
     """The score of a matching file (see the module docstring)."""
     if symbol_hit:
         return SCORE_SYMBOL

@@ -22,7 +22,7 @@ from codesearch.index.shard import Shard
 #: Restricted views kept per shard (the most recent ones).
 VIEWS_PER_SHARD = 8
 
-_views: "weakref.WeakKeyDictionary[Shard, dict[frozenset[int], Shard]]" = weakref.WeakKeyDictionary()
+_views: weakref.WeakKeyDictionary[Shard, dict[frozenset[int], Shard]] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
 
 
