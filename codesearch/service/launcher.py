@@ -72,7 +72,7 @@ def wait_first_sync(store, *, timeout_s: float = 600.0, stop: threading.Event | 
     import time
 
     from codesearch.runtime.scheduler import first_sync_state
-    from codesearch.store import models as m
+    from codesearch.statuses import IndexStatus, SyncStatus
 
     # on a terminal, one line rewritten in place (``indexed [3/40] github.com/acme/api``)
     repo_lines = repo_lines or ProgressLine(sys.stdout, plain=None if say is _say else say)
@@ -92,10 +92,10 @@ def wait_first_sync(store, *, timeout_s: float = 600.0, stop: threading.Event | 
             for repo in st["finished"]:
                 if repo.id not in done_repos:
                     done_repos.add(repo.id)
-                    verb = "indexed" if repo.index_status == m.INDEXED else "FAILED "
+                    verb = "indexed" if repo.index_status == IndexStatus.INDEXED else "FAILED "
                     repo_lines.show(f"  {verb} [{len(done_repos)}/{st['repos']}] {repo.name}")
             for conn in st["connection_rows"]:
-                if conn.name in reported or conn.synced_at is None and conn.sync_status != "FAILED":
+                if conn.name in reported or conn.synced_at is None and conn.sync_status != SyncStatus.FAILED:
                     continue
                 reported.add(conn.name)
                 repo_lines.end()

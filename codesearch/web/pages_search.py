@@ -50,6 +50,7 @@ from codesearch.index.language import detect
 from codesearch.index.sources import RepoInfo
 from codesearch.search.present import external_url, short_ref
 from codesearch.service import audit
+from codesearch.statuses import JobKind, JobState
 from codesearch.tools.repos import iso, page_of_repos
 from codesearch.web import codenav, highlight, pages_history
 from codesearch.web.templating import WebContext, render
@@ -254,8 +255,8 @@ def router(web: WebContext) -> APIRouter:
             store, identity, page=n, per_page=REPOS_PER_PAGE, sort="name", direction="asc", query=query.strip() or None)
         active: dict[int, str] = {}
         if store is not None and rows:
-            for state in ("IN_PROGRESS", "PENDING"):
-                for job in store.list_jobs(kind="index", state=state, limit=10_000):
+            for state in (JobState.IN_PROGRESS, JobState.PENDING):
+                for job in store.list_jobs(kind=JobKind.INDEX, state=state, limit=10_000):
                     active.setdefault(job.repo_id, state)
         root = _root(request)
         items = []
