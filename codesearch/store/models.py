@@ -12,27 +12,11 @@ from typing import Any
 from codesearch.statuses import ChatStatus, IndexStatus, JobKind, JobState, SyncStatus
 
 # --- statuses: the enums of `codesearch.statuses`, under the names the store has always used
-SYNC_NEEDED = SyncStatus.SYNC_NEEDED
-SYNCING = SyncStatus.SYNCING
-SYNCED = SyncStatus.SYNCED
-SYNCED_WITH_WARNINGS = SyncStatus.SYNCED_WITH_WARNINGS
-SYNC_FAILED = SyncStatus.FAILED
-CONNECTION_STATUSES = tuple(SyncStatus)
-
-INDEX_NEW = IndexStatus.NEW
-INDEXING = IndexStatus.INDEXING
-INDEXED = IndexStatus.INDEXED
-INDEX_FAILED = IndexStatus.FAILED
-REPO_STATUSES = tuple(IndexStatus)
-
-SYNC_JOB = JobKind.SYNC
-INDEX_JOB = JobKind.INDEX
-JOB_KINDS = tuple(JobKind)
-PENDING = JobState.PENDING
-IN_PROGRESS = JobState.IN_PROGRESS
-COMPLETED = JobState.COMPLETED
-FAILED = JobState.FAILED
-JOB_STATES = tuple(JobState)
+# (unpacked in the enums' order, which tests/test_statuses.py pins)
+SYNC_NEEDED, SYNCING, SYNCED, SYNCED_WITH_WARNINGS, SYNC_FAILED = CONNECTION_STATUSES = tuple(SyncStatus)
+INDEX_NEW, INDEXING, INDEXED, INDEX_FAILED = REPO_STATUSES = tuple(IndexStatus)
+SYNC_JOB, INDEX_JOB = JOB_KINDS = tuple(JobKind)
+PENDING, IN_PROGRESS, COMPLETED, FAILED = JOB_STATES = tuple(JobState)
 
 # --- users
 OWNER = "OWNER"
@@ -43,9 +27,7 @@ ROLES = (OWNER, MEMBER)
 CHAT_PRIVATE = "PRIVATE"  # its user (and owners) only
 CHAT_PUBLIC = "PUBLIC"  # anyone with the link
 CHAT_VISIBILITIES = (CHAT_PRIVATE, CHAT_PUBLIC)
-CHAT_COMPLETED = ChatStatus.COMPLETED
-CHAT_FAILED = ChatStatus.FAILED
-CHAT_STATUSES = tuple(ChatStatus)
+CHAT_COMPLETED, CHAT_FAILED = CHAT_STATUSES = tuple(ChatStatus)
 
 
 @dataclass
