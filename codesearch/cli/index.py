@@ -10,6 +10,7 @@ from __future__ import annotations
 import sys
 import time
 
+from codesearch import defaults
 from codesearch.plurals import noun, plural
 
 
@@ -45,11 +46,12 @@ def split_globs(value: str | None) -> list[str]:
 
 
 def run(args) -> int:
+    from codesearch import environment
     from codesearch.index.builder import IndexSettings, index_paths
     from codesearch.index.manifest import current_shards
     from codesearch.index.parallel import default_jobs
 
-    settings = IndexSettings()
+    settings = IndexSettings(always_index=environment.always_index_patterns())
     if args.max_file_size:
         settings.max_file_size = args.max_file_size
     if args.no_ctags:
@@ -78,7 +80,7 @@ def register(sub) -> None:
     ix.add_argument("--out", required=True, metavar="DIR", help="index directory (created if missing)")
     ix.add_argument("--branches", metavar="GLOB,...", help="also index branches matching these globs")
     ix.add_argument("--tags", metavar="GLOB,...", help="also index tags matching these globs")
-    ix.add_argument("--max-file-size", type=int, metavar="BYTES", help="skip larger files (default 2097152)")
+    ix.add_argument("--max-file-size", type=int, metavar="BYTES", help=f"skip larger files (default {defaults.MAX_FILE_SIZE})")
     ix.add_argument("--no-ctags", action="store_true", help="do not extract symbols")
     ix.add_argument("--jobs", "-j", type=int, metavar="N", help="processes to build with (default: every core)")
     ix.add_argument("--no-compact", action="store_true",

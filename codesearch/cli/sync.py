@@ -28,6 +28,7 @@ class RepoProgress:
 
 
 def run(args) -> int:
+    from codesearch import environment
     from codesearch.config import apply_environment_overrides, load_config
     from codesearch.git.mirror import MirrorStore
     from codesearch.index.builder import IndexSettings
@@ -40,7 +41,8 @@ def run(args) -> int:
     data_dir = os.path.abspath(args.data_dir)
     mirrors = MirrorStore(os.path.join(data_dir, "repos"))
     index_dir = os.path.join(data_dir, "index")
-    settings = IndexSettings(max_file_size=int(config.settings.max_file_size), max_trigram_count=int(config.settings.max_trigram_count))
+    settings = IndexSettings(max_file_size=int(config.settings.max_file_size), max_trigram_count=int(config.settings.max_trigram_count),
+                             always_index=environment.always_index_patterns())
     failed = 0
     for name, conn in config.connections.items():
         if args.connection and name not in args.connection:

@@ -33,6 +33,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
+from codesearch import defaults
 from codesearch.runtime import metrics
 from codesearch.statuses import IndexStatus, JobKind, JobState, SyncStatus
 
@@ -241,15 +242,20 @@ class RepoIndexer(_Worker):
     kind = JobKind.INDEX
 
     def __init__(self, data_dir: str, worker_id: str | None = None, options: RuntimeOptions | None = None,
-                 *, max_file_size: int = 2097152, max_trigram_count: int = 20000,
-                 timeout_ms: float = 7200000):
+                 *, max_file_size: int = defaults.MAX_FILE_SIZE, max_trigram_count: int = defaults.MAX_TRIGRAM_COUNT,
+                 timeout_ms: float = defaults.REPO_INDEX_TIMEOUT_MS, always_index: str | None = None):
+        """`always_index` is an ``ALWAYS_INDEX_FILE_PATTERNS`` value; None: this process's environment's."""
+        from codesearch import environment
         from codesearch.git.mirror import MirrorStore
+        from codesearch.globs import PatternList
 
         super().__init__(data_dir, worker_id, options)
         self._timeout_s = float(timeout_ms) / 1000.0
         self.mirrors = MirrorStore(os.path.join(self.data_dir, "repos"), timeout_s=min(600.0, self._timeout_s))
         self.max_file_size = int(max_file_size)
         self.max_trigram_count = int(max_trigram_count)
+        self.always_index = (environment.always_index_patterns() if always_index is None
+                             else PatternList.from_env(always_index))
 
     def timeout_s(self) -> float:
         return self._timeout_s
@@ -288,7 +294,8 @@ class RepoIndexer(_Worker):
         source = GitSource(path, repo=repo_info(repo, repo.id), branch_globs=revisions.get("branches") or (),
                            tag_globs=revisions.get("tags") or ())
         try:
-            settings = IndexSettings(max_file_size=self.max_file_size, max_trigram_count=self.max_trigram_count)
+            settings = IndexSettings(max_file_size=self.max_file_size, max_trigram_count=self.max_trigram_count,
+                                     always_index=self.always_index)
             index_source(source, self.index_dir, settings, progress=self.check_cancelled)
             indexed = {r.ref: r.commit for r in source.revisions}
             # the default branch (revisions[0]) as of this index: its newest commit is the repo's pushedAt,

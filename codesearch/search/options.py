@@ -5,7 +5,9 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-DEFAULT_PUBLIC_URL = "http://localhost:3000"
+from codesearch import defaults
+
+DEFAULT_PUBLIC_URL = defaults.PUBLIC_URL
 
 
 @dataclass

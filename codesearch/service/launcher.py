@@ -46,6 +46,7 @@ import signal
 import sys
 import threading
 
+from codesearch import defaults
 from codesearch.progress_line import ProgressLine
 from codesearch.service.bootstrap import APP_NAME, names
 
@@ -311,8 +312,9 @@ def serve_conflict(host: str, port: int, app_name: str) -> str | None:
     return None
 
 
-def run(config_path: str | None, *, port: int = 3000, host: str = "127.0.0.1", data_dir: str | None = None,
-        searchers: int = 2, searcher_copies: int = 1, replicas: int = 1, max_ongoing_requests: int | None = None,
+def run(config_path: str | None, *, port: int = defaults.PORT, host: str = defaults.HOST, data_dir: str | None = None,
+        searchers: int = defaults.SEARCHERS, searcher_copies: int = defaults.SEARCHER_COPIES,
+        replicas: int = defaults.REPLICAS, max_ongoing_requests: int | None = None,
         stop: threading.Event | None = None, dashboard: bool = True) -> int:
     """Run the service until `stop` is set or a signal arrives (see the module docstring). The
     Ray instance it starts has Ray's dashboard (`dashboard`; a cluster it joins has its own)."""

@@ -53,6 +53,7 @@ from codesearch.accounts import (  # noqa: F401  (the pages' and the tests' name
     password_problem,
     verify_password,
 )
+from codesearch.environment import DEFAULT_SESSION_MAX_AGE_S
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +62,7 @@ CSRF_COOKIE = "codesearch_csrf"
 CSRF_HEADER = "X-CSRF-Token"
 CSRF_FORM_FIELD = "csrf_token"
 #: the default session lifetime; `WebContext.session_max_age_s` is what an app uses
-SESSION_TTL = timedelta(seconds=2_592_000)
+SESSION_TTL = timedelta(seconds=DEFAULT_SESSION_MAX_AGE_S)
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 
 _COOKIE_VALUE = re.compile(r"^[A-Za-z0-9_-]{20,128}$")
