@@ -29,7 +29,7 @@ SCANNED = ("codesearch", "bench", "tests", "notebooks", "README.md", "cluster.ya
            "pyproject.toml", "mkdocs.yml")
 SCANNED_SUFFIXES = {".py", ".md", ".yaml", ".yml", ".toml", ".js", ".html", ".css", ".json", ".ipynb", ""}
 #: Files named docs/… inside the git repositories the tests build (not pages of ours).
-FIXTURE_FILES = {"docs/guide.md", "docs/manual.md"}
+FIXTURE_FILES = {"docs/guide.md", "docs/manual.md", "docs/hello.md"}
 REFERENCE = re.compile(r"(?<![\w/.-])docs/([\w.-]+\.(?:md|json))(?:#([\w-]+))?")
 ID = re.compile(r'\bid="([^"]+)"')
 
@@ -48,16 +48,13 @@ AWAITING_MAPPING = {
 
 
 def scanned_files() -> list[Path]:
-    files = []
-    for name in SCANNED:
-        path = ROOT / name
-        if path.is_file():
-            files.append(path)
-        elif path.is_dir():
-            files.extend(p for p in sorted(path.rglob("*"))
-                         if p.is_file() and p.suffix in SCANNED_SUFFIXES and "__pycache__" not in p.parts
-                         and "output" not in p.relative_to(ROOT).parts[:2])
-    return [p for p in files if p != Path(__file__).resolve()]
+    """The repository's own files under `SCANNED` (``git ls-files``: never the benchmark corpus,
+    caches or anything else git ignores)."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--", *SCANNED], cwd=ROOT, capture_output=True, check=True,
+                            timeout=60).stdout.decode().split("\0")
+    files = [ROOT / name for name in listed if name]
+    return [p for p in files if p.is_file() and (p.suffix in SCANNED_SUFFIXES or p.name in SCANNED)
+            and "output" not in p.relative_to(ROOT).parts[:2] and p != Path(__file__).resolve()]
 
 
 @pytest.fixture(scope="module")
