@@ -22,6 +22,7 @@ parallel with each other instead.
 from __future__ import annotations
 
 import concurrent.futures
+import math
 import multiprocessing
 import os
 import shutil
@@ -29,6 +30,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 
+from codesearch.git.objects import ObjectBatch
 from codesearch.index import manifest
 from codesearch.index.builder import IndexSettings, IndexStats, ShardBuilder, shard_prefix
 from codesearch.index.sources import DirectorySource, GitSource, RepoInfo, SourceFile
@@ -61,7 +63,7 @@ class _Part:
 def _listing(source) -> tuple[str, str, list]:
     """The source's files as plain data, and how a worker reads their contents again."""
     if isinstance(source, GitSource):
-        return "git", source.git.git_dir, [(f.path, f.size, f.branch_mask, f.locator) for f in source.files()]
+        return "git", source.git_dir, [(f.path, f.size, f.branch_mask, f.locator) for f in source.files()]
     if isinstance(source, DirectorySource):
         return "dir", source.root, [(f.path, f.size, f.branch_mask, f.locator) for f in source.files()]
     raise TypeError(f"cannot build {type(source).__name__} in parts")
@@ -71,11 +73,8 @@ def _build_part(part: _Part) -> IndexStats:
     """In a worker: build the shards of one part into `part.build_dir`."""
     stats = IndexStats()
     if part.kind == "git":
-        import git
-
-        repo = git.Repo(part.location)
-        odb = repo.odb
-        read = lambda loc: odb.stream(bytes.fromhex(loc)).read()  # noqa: E731
+        repo = ObjectBatch(part.location, timeout_s=math.inf)  # bounded by the build's own limit
+        read = repo.blob
     else:
         repo = None
 
