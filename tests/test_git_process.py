@@ -282,7 +282,8 @@ deleted file mode 100644
 -bye
 """
 
-# (diff text, caps, files as (old, new, status, binary, [(old_start, old_lines, new_start, new_lines, header, lines)]), truncated)
+# (name, diff text, caps, files as (old, new, status, binary, hunks), truncated);
+# a hunk is (old_start, old_lines, new_start, new_lines, header, lines)
 PARSER_CASES = [
     ("modify", MODIFY, {}, [("src/app.py", "src/app.py", "modified", False,
                              [(1, 3, 1, 3, "def main():", [" a", "-b", "+B", " c"])])], False),

@@ -204,6 +204,9 @@ class GitSource:
                 if kind != b"blob" or mode == b"120000":  # submodules and symlinks have no content
                     continue
                 path = raw_path.decode("utf-8", "replace")
+                if not size.isdigit():  # git lists the size of a blob it cannot read as "BAD"
+                    raise IndexBuildError(f"{self.git_dir}: cannot read {path!r} at {rev.ref}: its blob "
+                                          f"{sha.decode()} is damaged in the object store")
                 key = (path, sha.decode())
                 if key in entries:
                     entries[key][1] |= 1 << bit
