@@ -103,8 +103,10 @@ class _FileState:
     def __init__(self, header: bytes):
         a, b = _header_paths(header)
         self.a, self.b = _strip_prefix(a, b"a/"), _strip_prefix(b, b"b/")
-        self.minus = self.plus = None
-        self.rename_from = self.rename_to = None
+        self.minus: bytes | None = None
+        self.plus: bytes | None = None
+        self.rename_from: bytes | None = None
+        self.rename_to: bytes | None = None
         self.status = "modified"
         self.binary = False
         self.hunks: list[Hunk] = []
@@ -205,10 +207,12 @@ class DiffParser:
         elif tag != b"\\":
             self._left_old = self._left_new = 0
             return False
+        assert self._hunk is not None
         self._hunk.lines.append(show(line))
         return True
 
     def _file_line(self, line: bytes) -> None:
+        assert self._file is not None
         m = _HUNK.fullmatch(line)
         if m:
             o, on, n, nn, text = m.groups()
@@ -304,7 +308,8 @@ def render_unified(diffs: list[FileDiff]) -> str:
     text is what ``git diff`` prints."""
     out: list[str] = []
     for f in diffs:
-        a, b = f.old_path if f.old_path is not None else f.new_path, f.new_path if f.new_path is not None else f.old_path
+        a = f.old_path if f.old_path is not None else f.new_path
+        b = f.new_path if f.new_path is not None else f.old_path
         out.append(f"diff --git {_quote_path('a/' + (a or ''))} {_quote_path('b/' + (b or ''))}")
         if f.status == "renamed":
             out += [f"rename from {_quote_path(f.old_path or '')}", f"rename to {_quote_path(f.new_path or '')}"]

@@ -53,8 +53,11 @@ def _braces(glob: str, limit: int = 64) -> list[str] | None:
                 parts.append(glob[last:i])
                 out: list[str] = []
                 for alt in parts:
-                    for rest in _braces(alt + glob[i + 1:], limit) or [None]:
-                        if rest is None or len(out) >= limit:
+                    rests = _braces(alt + glob[i + 1:], limit)
+                    if not rests:
+                        return None
+                    for rest in rests:
+                        if len(out) >= limit:
                             return None
                         out.append(glob[:start] + rest)
                 return out

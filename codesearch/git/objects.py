@@ -9,6 +9,8 @@ per object and without loading what they do not ask for.
 
 from __future__ import annotations
 
+from typing import NoReturn
+
 from codesearch.errors import CodesearchError, FileNotFound, InvalidGitRef
 from codesearch.git.paths import check_path, check_ref, encode
 from codesearch.git.process import Git
@@ -100,7 +102,7 @@ class ObjectBatch:
             raise CodesearchError(f"blob {sha} is missing from the repository")
         return got[1]
 
-    def _dead(self):
+    def _dead(self) -> NoReturn:
         self.stream.finish(stop=True)  # raises on a timeout
         raise self.stream.failed()
 

@@ -57,7 +57,8 @@ def check_scope(path: str | None) -> str:
     try:
         return check_path(clean)
     except FileNotFound:
-        raise FileNotFound(f"path {path!r} not found: give a file or directory relative to the repository root") from None
+        raise FileNotFound(f"path {path!r} not found: give a file or directory relative to the "
+                           "repository root") from None
 
 
 def scope_spec(scope: str) -> list[str]:

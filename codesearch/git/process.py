@@ -98,7 +98,7 @@ class Scrubber:
     @classmethod
     def hiding(cls, places: dict[str, str], secrets: tuple[str, ...] = ()) -> Scrubber:
         """A scrubber for `places` ({folder: label}; each folder's real path too) and `secrets`."""
-        pairs = {}
+        pairs: dict[str, str] = {}
         for folder, label in places.items():
             for name in (folder, os.path.realpath(folder)):
                 pairs.setdefault(name, label)
@@ -272,6 +272,7 @@ class Stream:
         self.timer.daemon = True
         if not math.isinf(self.limit):
             self.timer.start()
+        assert self.proc.stdout is not None
         self.out = Reader(self.proc.stdout)
 
     def _timeout(self) -> None:
@@ -280,6 +281,8 @@ class Stream:
 
     def write(self, data: bytes) -> bool:
         """Send `data` to git's stdin; False when git no longer reads it."""
+        if self.proc.stdin is None:
+            return False
         try:
             self.proc.stdin.write(data)
             self.proc.stdin.flush()
@@ -337,14 +340,14 @@ class Reader:
     """Incremental reads from a pipe: `until` returns the bytes up to a separator, at most
     `limit` of them, without ever holding more than one chunk beyond that in memory."""
 
-    def __init__(self, f: IO[bytes]):
+    def __init__(self, f: IO[bytes]):  # a pipe: a BufferedReader, whose read1 returns what is there
         self.f = f
         self.buf = b""
         self.pos = 0
         self.eof = False
 
     def _fill(self) -> None:
-        chunk = self.f.read1(65536)
+        chunk = self.f.read1(65536)  # type: ignore[attr-defined]
         if chunk:
             self.buf = self.buf[self.pos:] + chunk
         else:

@@ -50,7 +50,8 @@ def default_branch(git_dir: str) -> Revision:
 
 def _refs(git_dir: str) -> list[tuple[str, str, datetime]]:
     """(full ref name, commit, committer date) of every branch and every tag naming a commit."""
-    out = show(Git.at(git_dir).run(["for-each-ref", f"--format={_REF_FORMAT}", "refs/heads/", "refs/tags/"], check=True).stdout)
+    res = Git.at(git_dir).run(["for-each-ref", f"--format={_REF_FORMAT}", "refs/heads/", "refs/tags/"], check=True)
+    out = show(res.stdout)
     found = []
     for line in out.splitlines():
         parts = line.split("\0")

@@ -11,6 +11,7 @@ path is one document.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
@@ -212,8 +213,8 @@ class GitSource:
                     entries[key][1] |= 1 << bit
                 else:
                     entries[key] = [int(size), 1 << bit]
-        for (path, sha), (size, mask) in entries.items():
-            yield SourceFile(path, size, mask, lambda sha=sha: self.read_blob(sha), sha)
+        for (name, oid), (length, mask) in entries.items():
+            yield SourceFile(name, length, mask, functools.partial(self.read_blob, oid), oid)
 
     def read_blob(self, sha: str) -> bytes:
         """The content of the blob `sha` (one ``cat-file --batch`` process for the source's life)."""
