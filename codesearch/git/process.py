@@ -165,7 +165,8 @@ class Git:
     """How to run git for one caller (see the module docstring).
 
     `git_dir`: the repository every command runs on (None for ``clone`` and other commands that
-    name their own); `config`: extra ``GIT_CONFIG_*`` entries; `scrubber`: applied to git's
+    name their own); `cwd`: the folder git starts in (a work tree, for the few commands that
+    write one); `config`: extra ``GIT_CONFIG_*`` entries; `scrubber`: applied to git's
     output before it reaches a message (a `git_dir` is always written "the repository" unless
     the scrubber names it otherwise); `timeout_s`: the time limit of each call (None:
     `GIT_TIMEOUT_S` as it is when the call starts; ``math.inf`` for a process that lives as long
@@ -174,6 +175,7 @@ class Git:
     of several commands)."""
 
     git_dir: str | None = None
+    cwd: str | None = None
     config: tuple[tuple[str, str], ...] = ()
     scrubber: Scrubber = field(default_factory=Scrubber)
     timeout_s: float | None = None
@@ -215,7 +217,7 @@ class Git:
         """Run git with `args` to completion. With `check`, a non-zero exit is a `GitFailed`;
         a timeout always is."""
         limit = self.limit()
-        proc = subprocess.Popen(self.argv(args), env=self.env(), start_new_session=True,
+        proc = subprocess.Popen(self.argv(args), env=self.env(), start_new_session=True, cwd=self.cwd,
                                 stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
@@ -264,7 +266,7 @@ class Stream:
         try:
             self.proc = subprocess.Popen(git.argv(args), stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
                                          stdout=subprocess.PIPE, stderr=self.err, env=git.env(),
-                                         start_new_session=True)
+                                         start_new_session=True, cwd=git.cwd)
         except BaseException:
             self.err.close()
             raise
