@@ -11,7 +11,7 @@ import pytest
 
 from codesearch.errors import FileNotFound, InvalidArgument, InvalidGitRef
 from codesearch.git import history
-from codesearch.git.read import git_dir_of
+from codesearch.git.paths import git_dir_of
 from tests.histworld import ALICE, BOB, commit, git, make_history_repo, write
 
 ODD_NAMES = ["tab\there.txt", 'q"uote.txt', "back\\slash.txt", "ünï cödé.txt", "-dash.txt", ":(top)magic.txt",

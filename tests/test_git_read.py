@@ -1,5 +1,6 @@
-"""codesearch.git.read against real repositories built here: a local repository with a known
-history (authors, dates, branches, tags, renames, binary files, odd paths) and its bare mirror."""
+"""codesearch.git's readers (objects, trees, commits, refs, diff, grep, dates) against real
+repositories built here: a local repository with a known history (authors, dates, branches,
+tags, renames, binary files, odd paths) and its bare mirror."""
 
 from __future__ import annotations
 
@@ -14,31 +15,15 @@ import pytest
 
 from codesearch import errors
 from codesearch.errors import CodesearchError, FileNotFound, InvalidArgument, InvalidGitRef, RepositoryNotFound
-from codesearch.git import read
-from codesearch.git.read import (
-    Branch,
-    Commit,
-    FileDiff,
-    GrepHit,
-    Hunk,
-    TreeEntry,
-    check_dir,
-    check_path,
-    check_ref,
-    diff,
-    git_dir_of,
-    grep,
-    head_branch,
-    is_binary,
-    list_branches,
-    list_commits,
-    list_files,
-    list_tree,
-    parse_when,
-    read_blob,
-    render_unified,
-    resolve_commit,
-)
+from codesearch.git import grep as gitgrep
+from codesearch.git.commits import Commit, list_commits
+from codesearch.git.dates import parse_when
+from codesearch.git.diff import FileDiff, Hunk, diff, render_unified
+from codesearch.git.grep import GrepHit, grep
+from codesearch.git.objects import ObjectBatch, is_binary, read_blob, resolve_commit
+from codesearch.git.paths import check_dir, check_path, check_ref, git_dir_of
+from codesearch.git.refs import Branch, head_branch, list_branches
+from codesearch.git.trees import TreeEntry, list_files, list_tree
 from tests.corpus import git
 from tests.githttp import make_bare_repo
 
@@ -183,11 +168,13 @@ def test_errors_codes_and_pickle(error, code, status):
 
 
 def test_routes_source_still_exports_the_git_helpers():
+    from codesearch.git import objects, paths
     from codesearch.service import routes_source
 
-    for name in ("RepositoryNotFound", "FileNotFound", "InvalidGitRef", "check_path", "check_ref", "_git_env",
-                 "git_dir_of", "_git", "read_blob", "is_binary", "GIT_TIMEOUT_S"):
-        home = errors if name in ("RepositoryNotFound", "FileNotFound", "InvalidGitRef") else read
+    for name in ("RepositoryNotFound", "FileNotFound", "InvalidGitRef", "check_path", "check_ref", "git_dir_of",
+                 "read_blob", "is_binary"):
+        home = errors if name in ("RepositoryNotFound", "FileNotFound", "InvalidGitRef") else (
+            objects if name in ("read_blob", "is_binary") else paths)
         assert getattr(routes_source, name) is getattr(home, name)
 
 
@@ -906,31 +893,15 @@ def test_grep_pattern_that_looks_like_an_option(hist):
 # ---------------------------------------------------------------------- process handling
 
 
-def test_a_git_process_that_hangs_is_stopped(hist, monkeypatch):
-    monkeypatch.setattr(read, "GIT_TIMEOUT_S", 0.3)
-    with pytest.raises(CodesearchError, match="timed out"):
-        with read._Proc(hist["gd"], ["cat-file", "--batch"], stdin=True) as p:  # waits for input forever
-            assert p.out.until(b"\n", 100) is None
-            p.finish()
-
-
-def test_the_environment_is_sanitized(monkeypatch):
-    monkeypatch.setenv("GIT_DIR", "/elsewhere")
-    monkeypatch.setenv("GIT_CONFIG_PARAMETERS", "'core.pager=evil'")
-    env = read._git_env()
-    assert "GIT_DIR" not in env and "GIT_CONFIG_PARAMETERS" not in env
-    assert env["GIT_TERMINAL_PROMPT"] == "0" and env["LC_ALL"] == "C"
-
-
 def test_list_tree_reads_only_the_trees_it_shows(hist, monkeypatch):
     asked = []
-    real = read._Batch.get
+    real = ObjectBatch.get
 
     def spy(self, name):
         asked.append(name)
         return real(self, name)
 
-    monkeypatch.setattr(read._Batch, "get", spy)
+    monkeypatch.setattr(ObjectBatch, "get", spy)
     entries, truncated = list_tree(hist["gd"], "main", depth=10, max_entries=2)
     assert _tree(entries) == ["data/", "  blob.bin"] and truncated
     assert len(asked) == 2  # the root and data/, not docs/, src/, …
@@ -961,8 +932,8 @@ def test_grep_falls_back_to_extended_regexes_without_pcre(hist, tmp_path, monkey
         f'exec {real_git} "$@"\n')
     (fake / "git").chmod(0o755)
     monkeypatch.setenv("PATH", f"{fake}{os.pathsep}{os.environ['PATH']}")
-    monkeypatch.setattr(read, "_pcre_missing", False)
+    monkeypatch.setattr(gitgrep, "_pcre_missing", False)
     assert _hits(grep(hist["gd"], "main", "need[l]e", include="*.py")[0]) == [("src/lib/util.py", 2), ("src/new.py", 2)]
-    assert read._pcre_missing
+    assert gitgrep._pcre_missing
     with pytest.raises(InvalidArgument, match=re.escape("invalid regular expression 'a(': ")):
         grep(hist["gd"], "main", "a(")

@@ -301,8 +301,6 @@ def test_ctags_batch_and_per_file_agree(tmp_path):
 
 def test_revision_selection_order_globs_and_cap(tmp_path):
     """Default branch first, then matching branches newest first, then tags; at most 64, with a warning."""
-    import git as gitpython
-
     from codesearch.git.revisions import MAX_REVISIONS, select_revisions
 
     repo = tmp_path / "r"
@@ -316,7 +314,7 @@ def test_revision_selection_order_globs_and_cap(tmp_path):
     corpus.git(str(repo), "branch", "feature/x/deep")
     corpus.git(str(repo), "tag", "v1.0")
     corpus.git(str(repo), "tag", "other")
-    r = gitpython.Repo(str(repo))
+    r = str(repo / ".git")
     revs, warnings = select_revisions(r, ["release/*", "feature/*"], ["v*"])
     refs = [x.ref for x in revs]
     assert refs[0] == "refs/heads/main" and len(refs) == MAX_REVISIONS == 64

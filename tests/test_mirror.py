@@ -16,7 +16,6 @@ import subprocess
 import threading
 import time
 
-import git as gitpython
 import pytest
 
 from codesearch.errors import GitError
@@ -166,7 +165,7 @@ def test_no_secret_on_disk_or_in_messages(env):
 
 
 def test_credentials_only_in_the_environment_of_network_commands(env, monkeypatch):
-    import codesearch.git.mirror as mirror
+    import codesearch.git.process as process
 
     calls = []
     real = subprocess.Popen
@@ -176,7 +175,13 @@ def test_credentials_only_in_the_environment_of_network_commands(env, monkeypatc
             calls.append((argv, kw.get("env") or {}))
         return real(argv, *a, **kw)
 
-    monkeypatch.setattr(mirror.subprocess, "Popen", spy)
+    def command(argv):  # the git subcommand, after -c key=value and --git-dir <dir>
+        i = 1
+        while argv[i] in ("-c", "--git-dir"):
+            i += 2
+        return argv[i]
+
+    monkeypatch.setattr(process.subprocess, "Popen", spy)
     monkeypatch.setenv("GIT_TRACE_CURL", "1")  # inherited tracing would print the header: dropped
     monkeypatch.setenv("GIT_CONFIG_PARAMETERS", "'http.extraheader'='X-Leak: 1'")
     sync(env)
@@ -188,12 +193,12 @@ def test_credentials_only_in_the_environment_of_network_commands(env, monkeypatc
         assert "GIT_TRACE_CURL" not in e and "GIT_CONFIG_PARAMETERS" not in e
         assert e["GIT_TERMINAL_PROMPT"] == "0" and os.path.basename(e["GIT_ASKPASS"]) == "false"
         values = [e[f"GIT_CONFIG_VALUE_{i}"] for i in range(int(e["GIT_CONFIG_COUNT"]))]
-        network = argv[1] == "clone" or argv[3] in ("fetch", "ls-remote")
+        network = command(argv) in ("clone", "fetch", "ls-remote")
         assert (header in values) == network, argv
         if network:
             keys = [e[f"GIT_CONFIG_KEY_{i}"] for i in range(int(e["GIT_CONFIG_COUNT"]))]
             assert ("credential.helper", "") in list(zip(keys, values))
-    assert {argv[1] if argv[1] != "--git-dir" else argv[3] for argv, _ in calls} >= {"clone", "fetch", "ls-remote"}
+    assert {command(argv) for argv, _ in calls} >= {"clone", "fetch", "ls-remote"}
 
 
 # ---------------------------------------------------------------- failures
@@ -376,11 +381,7 @@ def test_concurrent_syncs_of_one_repo(env):
 
 def test_revisions_and_search_on_the_mirror(env):
     r = sync(env)
-    repo = gitpython.Repo(r.path)
-    try:
-        revs, warnings = select_revisions(repo, ["dev", "release/*"], ["v*"])
-    finally:
-        repo.close()
+    revs, warnings = select_revisions(r.path, ["dev", "release/*"], ["v*"])
     # default first; equal commit dates (fixed in tests.corpus.git) tie-break by name
     assert [v.ref for v in revs] == ["refs/heads/main", "refs/heads/dev", "refs/heads/release/1.0", "refs/tags/v1.0"]
     assert not warnings

@@ -157,7 +157,7 @@ def test_web_pages_name_no_server_path(broken, page):
 
 
 @pytest.mark.parametrize("repo,says", [
-    (DEMO, "invalid literal"),  # git's garbage, as GitPython read it
+    (DEMO, "is damaged in the object store"),  # git cannot read the blobs
     (MOVED, f"<{MOVED}>: not a git repository"),  # the folder, in repository terms
 ])
 def test_a_failed_index_job_is_recorded_without_server_paths(broken, repo, says):
@@ -203,13 +203,14 @@ def test_an_unreadable_index_names_no_server_path(broken):
 def test_git_output_in_mirror_errors_names_no_mirror_folder(tmp_path):
     """A mirror's git error keeps git's words (what failed) but writes the mirrors' folder
     ``<mirrors>``: these errors become the repository's last error, which users see."""
-    from codesearch.git.mirror import MirrorStore, _GitFailed, _Job
+    from codesearch.git.mirror import MirrorStore, _Job
+    from codesearch.git.process import GitFailed
 
     store = MirrorStore(str(tmp_path / "data" / "repos"))
     job = _Job("https://example.com/acme/widgets.git", None, None, deadline=time.monotonic() + 60, timeout_s=60,
                private=store.root)
-    with pytest.raises(_GitFailed) as info:  # a real git failure whose message names the folder
-        job.run(["--git-dir", store.path_for(7), "rev-parse", "--git-dir"], network=False)
+    with pytest.raises(GitFailed) as info:  # a real git failure whose message names the folder
+        job.run(["rev-parse", "--git-dir"], git_dir=store.path_for(7), network=False)
     error = job.error(info.value)
     assert str(tmp_path) not in str(error) and "<mirrors>/7" in str(error)
     assert str(error).startswith("https://example.com/acme/widgets.git: the local clone is damaged")

@@ -134,7 +134,7 @@ class IndexData:
         return [Repo(r.name, r.display_name, r.code_host_type, r.web_url, (r.branches or [None])[0]) for r in rows]
 
     def locate(self, repo: str) -> tuple[str, str]:
-        from codesearch.git.read import git_dir_of
+        from codesearch.git.paths import git_dir_of
 
         info = self._infos().get(repo)
         if info is None:
@@ -151,7 +151,7 @@ class IndexData:
 
 
 def read_file(data, repo: str, path: str, ref: str | None) -> FileContent:
-    from codesearch.git.read import is_binary, read_blob
+    from codesearch.git.objects import is_binary, read_blob
     from codesearch.index.language import detect
 
     git_dir, default = data.locate(repo)
@@ -163,7 +163,8 @@ def read_file(data, repo: str, path: str, ref: str | None) -> FileContent:
 
 
 def tree(data, repo: str, path: str, ref: str | None, depth: int, max_entries: int) -> list[TreeEntry]:
-    from codesearch.git.read import check_dir, list_tree
+    from codesearch.git.paths import check_dir
+    from codesearch.git.trees import list_tree
 
     git_dir, default = data.locate(repo)
     entries, _truncated = list_tree(git_dir, ref or default, check_dir(path), depth=depth, max_entries=max_entries)
@@ -171,7 +172,7 @@ def tree(data, repo: str, path: str, ref: str | None, depth: int, max_entries: i
 
 
 def commits(data, repo: str, ref, query, since, until, author, page, per_page) -> list[Commit]:
-    from codesearch.git.read import list_commits
+    from codesearch.git.commits import list_commits
 
     git_dir, default = data.locate(repo)
     found, _total = list_commits(git_dir, ref or default, query=query, since=since, until=until, author=author,

@@ -2,18 +2,19 @@
 between two refs, and the tags (for the history pages and ``/api/blame``, ``/api/commit``,
 ``/api/diff``).
 
-Built on `codesearch.git.read` and its rules (see its docstring): refs pass `check_ref` and are
-resolved to a full sha by `resolve_commit` before any other command sees them, paths pass
-`check_path` / `check_scope` and reach git only after the sha (``<sha>:<path>``) or after
-``--``, every git process has a time limit and its output is read as a stream with a cap, and
-failures that are not the caller's fault are plain `CodesearchError`s naming no server path.
+Built on the rules of `codesearch.git.paths` and `codesearch.git.process`: refs pass
+`check_ref` and are resolved to a full sha by `resolve_commit` before any other command sees
+them, paths pass `check_path` / `check_scope` and reach git only after the sha
+(``<sha>:<path>``) or after ``--``, every git process has a time limit and its output is read
+as a stream with a cap, and failures that are not the caller's fault are `CodesearchError`s
+(HTTP 500) naming no server path.
 
 Bounded work:
 
 * `blame` blames at most `MAX_BLAME_LINES` lines (``-L 1,N``; the answer says ``truncated``),
   counts lines by streaming the blob (never loading a huge file to count it) and does not
   blame binary files (git's own test: a NUL in the first 8000 bytes) — it says they are binary;
-* `commit_changes` and the compare page go through `read.diff_objects` (a cap on files and
+* `commit_changes` and the compare page go through `diff.diff_objects` (a cap on files and
   on bytes of diff text, ``truncated`` when reached);
 * `commits_between` lists at most `limit` commits and counts the rest.
 """
@@ -21,26 +22,14 @@ Bounded work:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
 
 from codesearch.errors import CodesearchError, FileNotFound, InvalidArgument
-from codesearch.git.read import (
-    _BINARY_SNIFF,
-    Commit,
-    FileDiff,
-    _decorations,
-    _enc,
-    _failed,
-    _git,
-    _Proc,
-    _short_decoration,
-    _show,
-    _unquote,
-    check_path,
-    check_scope,
-    diff_objects,
-    resolve_commit,
-)
+from codesearch.git.commits import Commit, count_commits, log_records
+from codesearch.git.dates import iso_from_git
+from codesearch.git.diff import FileDiff, diff_objects, unquote
+from codesearch.git.objects import BINARY_SNIFF, object_info, resolve_commit
+from codesearch.git.paths import check_path, check_scope, show
+from codesearch.git.process import Git
 
 __all__ = ["MAX_BLAME_BYTES", "MAX_BLAME_LINES", "Blame", "BlameCommit", "BlameRange", "CommitDetail", "Tag", "blame", "commit_changes",
            "commit_detail", "commits_between", "file_stats", "list_tags", "path_kind"]
@@ -56,20 +45,11 @@ _MAX_FIELD = 64 * 1024
 # ---------------------------------------------------------------------- objects
 
 
-def _object_info(git_dir: str, name: str) -> tuple[str, int] | None:
-    """(type, size) of the object `name` (``<sha>:<path>``), None when there is none."""
-    res = _git(git_dir, ["cat-file", "--batch-check"], stdin=_enc(name) + b"\n")
-    parts = res.stdout.split(b"\n", 1)[0].split(b" ")
-    if res.returncode != 0 or len(parts) != 3 or not parts[2].isdigit():
-        return None
-    return parts[1].decode("ascii", "replace"), int(parts[2])
-
-
 def _file_object(git_dir: str, commit: str, ref: str, path: str) -> tuple[str, int]:
     """(``<commit>:<path>``, its size) when it names a file (a blob), else FileNotFound saying
     what it is."""
     name = f"{commit}:{path}"
-    info = _object_info(git_dir, name)
+    info = object_info(git_dir, name)
     if info is None or info[0] == "commit":  # (a submodule: its files are not in this repository)
         raise FileNotFound(f"file {path!r} not found at {ref!r}")
     if info[0] == "tree":
@@ -83,7 +63,7 @@ def path_kind(git_dir: str, ref: str, path: str) -> str | None:
     commit = resolve_commit(git_dir, ref)
     if not path:
         return "tree"
-    info = _object_info(git_dir, f"{commit}:{check_path(path)}")
+    info = object_info(git_dir, f"{commit}:{check_path(path)}")
     return info[0] if info else None
 
 
@@ -91,13 +71,13 @@ def _count_lines(git_dir: str, name: str, limit: int) -> tuple[int, bool]:
     """(lines, binary) of the blob `name`, lines counted as git blame does (a last line without
     a newline counts); the count stops once it passes `limit` (then it is ``limit + 1``)."""
     lines, head, last = 0, b"", b""
-    with _Proc(git_dir, ["cat-file", "blob", name]) as p:
+    with Git.at(git_dir).stream(["cat-file", "blob", name]) as p:
         while True:
-            chunk = p.proc.stdout.read1(65536)
+            chunk = p.out.chunk()
             if not chunk:
                 break
-            if len(head) < _BINARY_SNIFF:
-                head += chunk[:_BINARY_SNIFF - len(head)]
+            if len(head) < BINARY_SNIFF:
+                head += chunk[:BINARY_SNIFF - len(head)]
                 if b"\0" in head:
                     p.finish(stop=True)
                     return 0, True
@@ -107,7 +87,7 @@ def _count_lines(git_dir: str, name: str, limit: int) -> tuple[int, bool]:
                 p.finish(stop=True)
                 return limit + 1, False
         if p.finish() != 0:
-            raise _failed(git_dir, "cat-file", p.stderr())
+            raise p.failed()
     return lines + (1 if last and last != b"\n" else 0), False
 
 
@@ -143,18 +123,8 @@ class Blame:
     binary: bool = False  # a binary file: not blamed
 
 
-def _iso(epoch: str, tz: str) -> str:
-    """An author-time and author-tz of git blame (``1705000000``, ``+0200``) as git's %aI."""
-    try:
-        sign = -1 if tz.startswith("-") else 1
-        offset = timedelta(hours=int(tz[1:3]), minutes=int(tz[3:5])) * sign
-        return datetime.fromtimestamp(int(epoch), timezone(offset)).isoformat()
-    except (ValueError, OverflowError, OSError):
-        return ""
-
-
 def _porcelain_path(raw: bytes) -> str:
-    return _show(_unquote(raw)[0] if raw.startswith(b'"') else raw)
+    return show(unquote(raw)[0] if raw.startswith(b'"') else raw)
 
 
 def blame(git_dir: str, ref: str, path: str, *, max_lines: int = MAX_BLAME_LINES) -> Blame:
@@ -180,7 +150,7 @@ def blame(git_dir: str, ref: str, path: str, *, max_lines: int = MAX_BLAME_LINES
             "-L", f"1,{min(lines, max_lines)}", commit, "--", path]
     ranges: list[BlameRange] = []
     names: dict[str, str] = {}  # the last filename git gave for each commit
-    with _Proc(git_dir, args) as p:
+    with Git.at(git_dir).stream(args) as p:
         while True:
             got = p.out.until(b"\n", 256)
             if got is None:
@@ -188,7 +158,7 @@ def blame(git_dir: str, ref: str, path: str, *, max_lines: int = MAX_BLAME_LINES
             header = got[0].split(b" ")
             if len(header) not in (3, 4) or not all(x.isdigit() for x in header[1:]):
                 p.finish(stop=True)
-                raise CodesearchError(f"git blame wrote an unexpected line: {_show(got[0])[:80]!r}")
+                raise CodesearchError(f"git blame wrote an unexpected line: {show(got[0])[:80]!r}")
             sha = header[0].decode("ascii", "replace")
             fields: dict[bytes, bytes] = {}
             while True:
@@ -205,10 +175,10 @@ def blame(git_dir: str, ref: str, path: str, *, max_lines: int = MAX_BLAME_LINES
                     prev_sha, _, prev_path = fields[b"previous"].partition(b" ")
                     previous = (prev_sha.decode("ascii", "replace"), _porcelain_path(prev_path))
                 out.commits[sha] = BlameCommit(
-                    hash=sha, author_name=_show(fields[b"author"]),
-                    author_email=_show(fields.get(b"author-mail", b"")).removeprefix("<").removesuffix(">"),
-                    date=_iso(_show(fields.get(b"author-time", b"")), _show(fields.get(b"author-tz", b"+0000"))),
-                    message=_show(fields.get(b"summary", b"")), previous=previous)
+                    hash=sha, author_name=show(fields[b"author"]),
+                    author_email=show(fields.get(b"author-mail", b"")).removeprefix("<").removesuffix(">"),
+                    date=iso_from_git(show(fields.get(b"author-time", b"")), show(fields.get(b"author-tz", b"+0000"))),
+                    message=show(fields.get(b"summary", b"")), previous=previous)
             if len(header) == 4:
                 start, count = int(header[2]), int(header[3])
                 where = names.get(sha, path)
@@ -218,7 +188,7 @@ def blame(git_dir: str, ref: str, path: str, *, max_lines: int = MAX_BLAME_LINES
                 else:
                     ranges.append(BlameRange(sha, where, start, count))
         if p.finish() != 0:
-            raise _failed(git_dir, "blame", p.stderr())
+            raise p.failed()
     out.ranges = ranges
     return out
 
@@ -233,26 +203,10 @@ class CommitDetail(Commit):
     committer_email: str = ""
 
 
-_DETAIL_FIELDS = ("%H", "%cI", "%an", "%ae", "%D", "%s", "%b", "%aI", "%P", "%cn", "%ce")
-_DETAIL_FORMAT = "%x00".join(_DETAIL_FIELDS) + "%x00"
-
-
 def _log(git_dir: str, args: list[str]) -> list[CommitDetail]:
     """Commits of ``git log <args>`` (ours: options, then ``--end-of-options`` and shas)."""
-    res = _git(git_dir, ["-c", "log.showSignature=false", "log", "--no-color", "--no-mailmap", "--decorate=full",
-                         "--encoding=UTF-8", f"--format={_DETAIL_FORMAT}", *args])
-    if res.returncode != 0:
-        raise _failed(git_dir, "log", res.stderr)
-    fields = res.stdout.split(b"\0")
-    n = len(_DETAIL_FIELDS)
-    out = []
-    for i in range(0, len(fields) - n + 1, n):
-        h, date, name, email, refs, subject, body, author_date, parents, cname, cemail = (_show(f) for f in fields[i:i + n])
-        out.append(CommitDetail(hash=h.strip(), date=date, message=subject, body=body.strip(), refs=_decorations(refs),
-                                author_name=name, author_email=email, author_date=author_date,
-                                decoration=_short_decoration(refs), parents=parents.split(),
-                                committer_name=cname, committer_email=cemail))
-    return out
+    return [CommitDetail(**fields, parents=parents.split(), committer_name=cname, committer_email=cemail)
+            for fields, (parents, cname, cemail) in log_records(git_dir, args, ("%P", "%cn", "%ce"))]
 
 
 def commit_detail(git_dir: str, ref: str) -> CommitDetail:
@@ -267,10 +221,12 @@ def commit_detail(git_dir: str, ref: str) -> CommitDetail:
 
 def _empty_tree(git_dir: str) -> str:
     """The empty tree's id in this repository's hash (git knows it without storing it)."""
-    res = _git(git_dir, ["hash-object", "-t", "tree", "--stdin"], stdin=b"")
+    args = ["hash-object", "-t", "tree", "--stdin"]
+    git = Git.at(git_dir)
+    res = git.run(args, stdin=b"", check=True)
     oid = res.stdout.decode("ascii", "replace").strip()
-    if res.returncode != 0 or not oid:
-        raise _failed(git_dir, "hash-object", res.stderr)
+    if not oid:
+        raise git.failed(args, res.returncode, res.stderr)
     return oid
 
 
@@ -278,7 +234,7 @@ def commit_changes(git_dir: str, ref: str, *, path: str | None = None, max_files
                    max_bytes: int = 1_000_000) -> tuple[CommitDetail, list[FileDiff], bool]:
     """The commit `ref` names and what it changed: the diff from its first parent (a merge is
     shown against the branch it was merged into, as GitHub does; a root commit against the
-    empty tree). `path`, the caps and the result are `read.diff`'s."""
+    empty tree). `path`, the caps and the result are `diff.diff`'s."""
     detail = commit_detail(git_dir, ref)
     base = detail.parents[0] if detail.parents else _empty_tree(git_dir)
     files, truncated = diff_objects(git_dir, base, detail.hash, scope=check_scope(path), max_files=max_files,
@@ -292,10 +248,7 @@ def commits_between(git_dir: str, base: str, head: str, *, limit: int = 100) -> 
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
         raise InvalidArgument(f"limit must be a whole number of at least 1 (got {limit!r})")
     old, new = resolve_commit(git_dir, base), resolve_commit(git_dir, head)
-    res = _git(git_dir, ["rev-list", "--count", "--end-of-options", new, f"^{old}", "--"])
-    if res.returncode != 0:
-        raise _failed(git_dir, "rev-list", res.stderr)
-    total = int(res.stdout.strip() or 0)
+    total = count_commits(git_dir, ["--end-of-options", new, f"^{old}", "--"])
     if total == 0:
         return [], 0
     return _log(git_dir, [f"--max-count={limit}", "--end-of-options", new, f"^{old}", "--"]), total
@@ -326,9 +279,7 @@ def list_tags(git_dir: str, *, limit: int = 500) -> tuple[list[Tag], bool]:
     """Tags naming commits, newest first (by the tag's or the commit's date), at most `limit`;
     (tags, truncated)."""
     fmt = "%00".join(("%(refname)", "%(objectname)", "%(*objectname)", "%(objecttype)", "%(*objecttype)"))
-    res = _git(git_dir, ["for-each-ref", "--sort=-creatordate", f"--format={fmt}", "refs/tags/"])
-    if res.returncode != 0:
-        raise _failed(git_dir, "for-each-ref", res.stderr)
+    res = Git.at(git_dir).run(["for-each-ref", "--sort=-creatordate", f"--format={fmt}", "refs/tags/"], check=True)
     out: list[Tag] = []
     for line in res.stdout.split(b"\n"):
         parts = line.split(b"\0")
@@ -340,5 +291,5 @@ def list_tags(git_dir: str, *, limit: int = 500) -> tuple[list[Tag], bool]:
             continue
         if len(out) >= limit:
             return out, True
-        out.append(Tag(_show(parts[0][len(b"refs/tags/"):]), _show(sha)))
+        out.append(Tag(show(parts[0][len(b"refs/tags/"):]), show(sha)))
     return out, False

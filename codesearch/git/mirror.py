@@ -12,13 +12,13 @@ points, so the indexer can read every revision from the object store:
   ``--prune --prune-tags`` (forced), so force-pushes and deleted branches and tags are mirrored,
   then ask the remote where its HEAD points (``git ls-remote --symref``) and follow a changed
   default branch.
-- **Credentials never touch the disk or the command line.** They travel per command in the
-  environment (``GIT_CONFIG_COUNT`` / ``GIT_CONFIG_KEY_n=http.extraHeader`` /
+- **Credentials never touch the disk or the command line.** They travel in the environment of
+  the network commands only (``GIT_CONFIG_COUNT`` / ``GIT_CONFIG_KEY_n=http.extraHeader`` /
   ``GIT_CONFIG_VALUE_n=Authorization: Basic …``), which neither ``ps`` nor the clone's config
-  shows; ``remote.origin.url`` is the credential-free URL; inherited credential helpers are reset,
-  ``GIT_TERMINAL_PROMPT=0`` and a failing ``GIT_ASKPASS`` make a refused login an error instead
-  of a prompt that hangs. Inherited ``GIT_TRACE*`` and similar variables are dropped so that git
-  never prints the header, and git's output is scrubbed before it goes into a message.
+  shows; ``remote.origin.url`` is the credential-free URL. Every command runs through
+  `codesearch.git.process` (no prompts, no credential helpers, no inherited ``GIT_TRACE*`` that
+  would print the header, a time limit), and git's output is scrubbed of the credentials before
+  it goes into a message.
 - **Damaged clones heal.** A folder that is not a git repository, an unreadable HEAD, a ref to
   a missing object, or a fetch that fails the way a corrupt repository fails, is logged and
   re-cloned from scratch (the damaged folder is replaced only when the new clone is complete).
@@ -34,12 +34,11 @@ Local repositories (``file://`` URLs and paths) are indexed in place and rejecte
 from __future__ import annotations
 
 import base64
+import dataclasses
 import logging
 import os
 import re
 import shutil
-import signal
-import subprocess
 import tempfile
 import threading
 import time
@@ -47,6 +46,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
 from codesearch.errors import GitError
+from codesearch.git.process import Git, GitFailed, Scrubber
 
 log = logging.getLogger(__name__)
 
@@ -54,11 +54,6 @@ _CLONE_TAG = ".clone-"
 _TRASH_TAG = ".trash-"
 _REFSPECS = ("+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*")
 _ALLOWED_SCHEMES = {"http", "https", "ssh", "git"}
-# Inherited GIT_* variables we keep (transport set-up an operator may rely on); every other
-# GIT_* variable (GIT_DIR, GIT_CONFIG_*, GIT_TRACE_CURL, GIT_ASKPASS ...) is dropped.
-_KEEP_GIT_ENV = ("GIT_SSH", "GIT_SSH_COMMAND", "GIT_SSH_VARIANT", "GIT_SSL_CAINFO", "GIT_SSL_CAPATH",
-                 "GIT_SSL_NO_VERIFY", "GIT_PROXY_COMMAND", "GIT_PROXY_SSL_CAINFO", "GIT_HTTP_USER_AGENT",
-                 "GIT_EXEC_PATH")
 
 _UNREACHABLE = re.compile(
     r"connection refused|could not resolve host|couldn't resolve host|failed to connect|couldn't connect"
@@ -85,17 +80,6 @@ class MirrorResult:
     default_branch: str  # full ref the remote's HEAD points to, e.g. refs/heads/main ("HEAD" when detached)
     created: bool  # cloned now (False: fetched into an existing clone)
     head_commit: str  # hex sha of the commit HEAD resolves to
-
-
-class _GitFailed(Exception):
-    """One git command failed (internal; turned into a GitError with the repository's name)."""
-
-    def __init__(self, args: list[str], returncode: int | None, stderr: str, timed_out: bool = False):
-        self.args_ = args
-        self.returncode = returncode
-        self.stderr = stderr  # already scrubbed
-        self.timed_out = timed_out
-        super().__init__(stderr)
 
 
 def public_url(url: str) -> str:
@@ -218,22 +202,22 @@ class MirrorStore:
         if os.path.islink(path) or not os.path.isdir(path):
             return "not a folder"
         try:
-            git_dir = job.run(["--git-dir", path, "rev-parse", "--git-dir"], network=False).strip()
+            git_dir = job.run(["rev-parse", "--git-dir"], git_dir=path, network=False).strip()
             if os.path.realpath(os.path.join(path, git_dir)) != os.path.realpath(path):
                 return "not a bare repository"
-            if job.run(["--git-dir", path, "rev-parse", "--is-bare-repository"], network=False).strip() != "true":
+            if job.run(["rev-parse", "--is-bare-repository"], git_dir=path, network=False).strip() != "true":
                 return "not a bare repository"
-            if not job.run(["--git-dir", path, "rev-parse", "--verify", "--quiet", "HEAD^{commit}"], network=False,
+            if not job.run(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], git_dir=path, network=False,
                            check=False).strip():
                 return "HEAD does not resolve to a commit"
-            refs = job.run(["--git-dir", path, "for-each-ref", "--format=%(objectname) %(refname)"], network=False)
+            refs = job.run(["for-each-ref", "--format=%(objectname) %(refname)"], git_dir=path, network=False)
             shas = [line.split(" ", 1)[0] for line in refs.splitlines() if line]
             if shas:
-                out = job.run(["--git-dir", path, "cat-file", "--batch-check"], network=False,
+                out = job.run(["cat-file", "--batch-check"], git_dir=path, network=False,
                               stdin="\n".join(shas) + "\n")
                 if "missing" in out:
                     return "a ref points to a missing object"
-        except _GitFailed as e:
+        except GitFailed as e:
             if e.timed_out:
                 raise job.error(e) from None
             return (e.stderr.strip().splitlines() or ["git failed"])[-1]
@@ -245,10 +229,10 @@ class MirrorStore:
         try:
             try:
                 job.run(["clone", "--bare", "--quiet", "--", job.url, target])
-            except _GitFailed as e:
+            except GitFailed as e:
                 raise job.error(e) from None
             default, head = self._head(job, target)
-            job.run(["--git-dir", target, "config", "remote.origin.url", job.url], network=False)
+            job.run(["config", "remote.origin.url", job.url], git_dir=target, network=False)
             trash = None
             if os.path.lexists(path):
                 trash = tempfile.mkdtemp(prefix=f".{name}{_TRASH_TAG}", dir=self.root)
@@ -256,7 +240,7 @@ class MirrorStore:
             os.rename(target, path)
             if trash:
                 _rmtree(trash)
-        except _GitFailed as e:
+        except GitFailed as e:
             raise job.error(e) from None
         except OSError as e:
             raise GitError(f"{job.shown}: cannot move the new clone into place: {e.strerror}") from None
@@ -266,45 +250,45 @@ class MirrorStore:
         return MirrorResult(path, default, True, head)
 
     def _fetch(self, job: "_Job", path: str) -> MirrorResult:
-        gd = ["--git-dir", path]
         try:
-            current = job.run([*gd, "config", "--get", "remote.origin.url"], network=False, check=False).strip()
+            current = job.run(["config", "--get", "remote.origin.url"], git_dir=path, network=False,
+                              check=False).strip()
             if current != job.url:
-                job.run([*gd, "config", "remote.origin.url", job.url], network=False)
+                job.run(["config", "remote.origin.url", job.url], git_dir=path, network=False)
             try:
-                job.run([*gd, "fetch", "--quiet", "--force", "--prune", "--prune-tags", "--no-write-fetch-head",
-                         "--update-head-ok", "origin", *_REFSPECS])
-            except _GitFailed as e:
+                job.run(["fetch", "--quiet", "--force", "--prune", "--prune-tags", "--no-write-fetch-head",
+                         "--update-head-ok", "origin", *_REFSPECS], git_dir=path)
+            except GitFailed as e:
                 if not e.timed_out and _CORRUPT.search(e.stderr) and not _UNREACHABLE.search(e.stderr):
                     raise _Corrupt((e.stderr.strip().splitlines() or ["fetch failed"])[-1]) from None
                 raise job.error(e) from None
             try:
-                remote_head = _symref(job.run([*gd, "ls-remote", "--symref", "origin", "HEAD"]))
-            except _GitFailed as e:
+                remote_head = _symref(job.run(["ls-remote", "--symref", "origin", "HEAD"], git_dir=path))
+            except GitFailed as e:
                 raise job.error(e) from None
             if remote_head:
-                local = job.run([*gd, "symbolic-ref", "-q", "HEAD"], network=False, check=False).strip()
+                local = job.run(["symbolic-ref", "-q", "HEAD"], git_dir=path, network=False, check=False).strip()
                 if remote_head != local:
-                    if job.run([*gd, "rev-parse", "--verify", "--quiet", remote_head + "^{commit}"],
+                    if job.run(["rev-parse", "--verify", "--quiet", remote_head + "^{commit}"], git_dir=path,
                                network=False, check=False).strip():
-                        job.run([*gd, "symbolic-ref", "HEAD", remote_head], network=False)
+                        job.run(["symbolic-ref", "HEAD", remote_head], git_dir=path, network=False)
                         log.info("mirror %s: default branch is now %s (was %s)", path, remote_head, local or "?")
                     else:
                         log.warning("mirror %s: the remote's HEAD %s was not fetched; keeping %s",
                                     path, remote_head, local)
             default, head = self._head(job, path)
-        except _GitFailed as e:
+        except GitFailed as e:
             raise job.error(e) from None
         return MirrorResult(path, default, False, head)
 
     @staticmethod
     def _head(job: "_Job", git_dir: str) -> tuple[str, str]:
         """(default branch ref, commit) of a clone; GitError for an empty repository."""
-        head = job.run(["--git-dir", git_dir, "rev-parse", "--verify", "--quiet", "HEAD^{commit}"],
-                       network=False, check=False).strip()
-        ref = job.run(["--git-dir", git_dir, "symbolic-ref", "-q", "HEAD"], network=False, check=False).strip()
+        head = job.run(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], git_dir=git_dir, network=False,
+                       check=False).strip()
+        ref = job.run(["symbolic-ref", "-q", "HEAD"], git_dir=git_dir, network=False, check=False).strip()
         if not head:
-            if job.run(["--git-dir", git_dir, "for-each-ref", "--count=1"], network=False, check=False).strip():
+            if job.run(["for-each-ref", "--count=1"], git_dir=git_dir, network=False, check=False).strip():
                 raise GitError(f"{job.shown}: the default branch {ref or 'HEAD'} does not exist on the remote")
             raise GitError(f"{job.shown}: empty repository (no commits, no HEAD)")
         return ref or "HEAD", head
@@ -332,69 +316,34 @@ def _rmtree(path: str) -> None:
 
 
 class _Job:
-    """The git environment and deadline of one `sync` call."""
+    """The git runners, deadline and credentials of one `sync` call: `run` picks the runner with
+    the credentials for network commands (clone, fetch, ls-remote) and the one without for the
+    rest; both scrub the credentials and write the mirrors' folder `private` as ``<mirrors>``."""
 
     def __init__(self, url: str, username: str | None, password: str | None, deadline: float, timeout_s: float,
                  private: str | None = None):
         self.url = url
-        #: the mirrors' folder (and where it resolves to), never shown: `scrub` writes it ``<mirrors>``
-        self.private = sorted({private, os.path.realpath(private)}, key=len, reverse=True) if private else []
         self.shown = public_url(url)
-        self.deadline = deadline
         self.timeout_s = timeout_s
-        self.secrets: list[str] = []
-        config = [("credential.helper", ""), ("credential.interactive", "false"), ("core.askPass", ""),
-                  ("gc.autoDetach", "false"), ("maintenance.autoDetach", "false"), ("protocol.file.allow", "never"),
-                  ("protocol.ext.allow", "never"), ("transfer.credentialsInUrl", "die"), ("http.extraHeader", "")]
+        config: tuple[tuple[str, str], ...] = ()
+        secrets: tuple[str, ...] = ()
         if username or password:
             raw = f"{username or ''}:{password or ''}"
             token = base64.b64encode(raw.encode()).decode()
-            config.append(("http.extraHeader", f"Authorization: Basic {token}"))
-            self.secrets = sorted({s for s in (raw, token, password or "") if s}, key=len, reverse=True)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k in _KEEP_GIT_ENV}
-        failing = shutil.which("false") or "/bin/false"
-        env.update({"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": failing, "SSH_ASKPASS": failing,
-                    "GCM_INTERACTIVE": "never", "LC_ALL": "C", "LANGUAGE": "C",
-                    "GIT_CONFIG_COUNT": str(len(config))})
-        for i, (k, v) in enumerate(config):
-            env[f"GIT_CONFIG_KEY_{i}"] = k
-            env[f"GIT_CONFIG_VALUE_{i}"] = v
-        self.env = env
-        self.local_env = {k: v for k, v in env.items() if not k.startswith("GIT_CONFIG_")} | {
-            "GIT_CONFIG_COUNT": "0"}
+            config = (("http.extraHeader", f"Authorization: Basic {token}"),)
+            secrets = (raw, token, password or "")
+        scrubber = Scrubber.hiding({private: "<mirrors>"} if private else {}, secrets)
+        self.local = Git(scrubber=scrubber, timeout_s=timeout_s, deadline=deadline)
+        self.network = dataclasses.replace(self.local, config=config)
 
-    def scrub(self, text: str) -> str:
-        for s in self.secrets:
-            text = text.replace(s, "***")
-        for folder in self.private:
-            text = text.replace(folder, "<mirrors>")
-        text = re.sub(r"(?i)(authorization:\s*)\S+(\s+\S+)?", r"\1***", text)
-        return re.sub(r"(?i)([a-z][\w+.-]*://)[^/@\s]*@", r"\1", text)
+    def run(self, args: list[str], *, git_dir: str | None = None, network: bool = True, check: bool = True,
+            stdin: str | None = None) -> str:
+        """Run git with `args` (on the repository at `git_dir`, if given); its stdout, or a
+        GitFailed (scrubbed stderr) on failure or timeout."""
+        git = dataclasses.replace(self.network if network else self.local, git_dir=git_dir)
+        return git.text(args, stdin=stdin, check=check)
 
-    def run(self, args: list[str], *, network: bool = True, check: bool = True, stdin: str | None = None) -> str:
-        """Run git with `args`; stdout, or _GitFailed (scrubbed stderr) on failure or timeout."""
-        remaining = self.deadline - time.monotonic()
-        if remaining <= 0:
-            raise _GitFailed(args, None, "", timed_out=True)
-        # Runs in its own session: no controlling terminal (ssh cannot prompt either), and on a
-        # timeout the whole group (git-remote-http, index-pack ...) is killed, not only git.
-        proc = subprocess.Popen(["git", *args], env=self.env if network else self.local_env,
-                                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace",
-                                start_new_session=True)
-        try:
-            out, err = proc.communicate(stdin, timeout=remaining)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            raise _GitFailed(args, None, "", timed_out=True) from None
-        except BaseException:
-            _kill_group(proc)
-            raise
-        if proc.returncode != 0 and check:
-            raise _GitFailed(args, proc.returncode, self.scrub(err))
-        return out
-
-    def error(self, e: _GitFailed) -> GitError:
+    def error(self, e: GitFailed) -> GitError:
         """A GitError naming the repository and the cause of `e`."""
         if e.timed_out:
             return GitError(f"{self.shown}: timed out after {self.timeout_s:g}s")
@@ -408,7 +357,7 @@ class _Job:
         elif _CORRUPT.search(e.stderr):
             cause = "the local clone is damaged"
         else:
-            cause = f"git {e.args_[0] if e.args_[0] != '--git-dir' else e.args_[2]} failed"
+            cause = f"git {e.command} failed"
         return GitError(f"{self.shown}: {cause}" + (f": {detail}" if detail else ""))
 
 
@@ -416,15 +365,3 @@ def _last_lines(stderr: str, n: int = 3) -> str:
     lines = [ln.strip() for ln in stderr.splitlines()
              if ln.strip() and not ln.startswith("hint:") and "unable to read askpass response" not in ln]
     return " / ".join(lines[-n:])[:500]
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    """Kill git and its helpers (git-remote-https, index-pack) started in their own session."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        proc.communicate(timeout=5)
-    except (subprocess.TimeoutExpired, ValueError):
-        pass

@@ -1,74 +1,90 @@
-"""Which revisions of a repository get indexed (SPEC §3).
+"""Which revisions of a repository get indexed.
 
 The default branch first; then branches matching `branch_globs`, newest commit first; then tags
 matching `tag_globs`, newest first. Globs are path-style (`codesearch.globs`) over the short
 name (``release/*`` matches ``refs/heads/release/1.0``). At most `MAX_REVISIONS` in all; the
-rest are dropped with a warning. Revisions are reported as full ref names.
+rest are dropped with a warning. Revisions are reported as full ref names, with the commit
+they name and its committer date (the default branch's is the repository's "pushed at").
+
+Refs are read with one ``git for-each-ref`` (annotated tags peeled to their commit; a tag of
+a tree or a blob is skipped), through `codesearch.git.process`.
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from datetime import datetime
 
-import git
-
+from codesearch.git.paths import show
+from codesearch.git.process import Git
 from codesearch.globs import glob_match
 
 log = logging.getLogger(__name__)
 
 MAX_REVISIONS = 64
 
+_REF_FORMAT = "%00".join(("%(refname)", "%(objecttype)", "%(objectname)", "%(committerdate:iso-strict)",
+                          "%(*objecttype)", "%(*objectname)", "%(*committerdate:iso-strict)"))
+
 
 @dataclass(frozen=True)
 class Revision:
     ref: str  # full ref name, e.g. refs/heads/main, or "HEAD" for a detached head
     commit: str  # hex sha of the commit
+    committed_at: datetime | None = None  # the commit's committer date, with its offset
 
 
-def default_branch(repo: git.Repo) -> Revision:
-    """HEAD, as the branch it points to (or "HEAD" when detached)."""
-    try:
-        commit = repo.head.commit.hexsha
-    except ValueError as e:
-        raise ValueError("repository has no commits on HEAD") from e
-    try:
-        ref = repo.head.reference.path
-    except TypeError:  # detached HEAD
-        ref = "HEAD"
-    return Revision(ref, commit)
+def default_branch(git_dir: str) -> Revision:
+    """HEAD, as the branch it points to (or "HEAD" when detached). ValueError when HEAD names no
+    commit (an empty repository, or a branch not created yet)."""
+    git = Git.at(git_dir)
+    res = git.run(["-c", "log.showSignature=false", "log", "--no-walk", "--format=%H%x00%cI", "--end-of-options",
+                   "HEAD", "--"])
+    sha, _, date = show(res.stdout).strip().partition("\0")
+    if res.returncode != 0 or not sha:
+        raise ValueError("repository has no commits on HEAD")
+    ref = show(git.run(["symbolic-ref", "-q", "HEAD"]).stdout).strip()
+    return Revision(ref or "HEAD", sha, datetime.fromisoformat(date))
 
 
-def select_revisions(repo: git.Repo, branch_globs=(), tag_globs=()) -> tuple[list[Revision], list[str]]:
-    """The revisions to index, and warnings (for instance about the 64-revision cap)."""
-    head = default_branch(repo)
+def _refs(git_dir: str) -> list[tuple[str, str, datetime]]:
+    """(full ref name, commit, committer date) of every branch and every tag naming a commit."""
+    res = Git.at(git_dir).run(["for-each-ref", f"--format={_REF_FORMAT}", "refs/heads/", "refs/tags/"], check=True)
+    out = show(res.stdout)
+    found = []
+    for line in out.splitlines():
+        parts = line.split("\0")
+        if len(parts) != 7:
+            continue
+        ref, kind, sha, date, peeled_kind, peeled, peeled_date = parts
+        if kind == "tag":  # annotated: the commit it names, if it names one
+            kind, sha, date = peeled_kind, peeled, peeled_date
+        if kind == "commit" and date:
+            found.append((ref, sha, datetime.fromisoformat(date)))
+    return found
+
+
+def select_revisions(git_dir: str, branch_globs=(), tag_globs=()) -> tuple[list[Revision], list[str]]:
+    """The revisions of the repository at `git_dir` to index, and warnings (for instance about
+    the 64-revision cap)."""
+    head = default_branch(git_dir)
     revs, warnings = [head], []
-    seen = {head.ref}
+    refs = _refs(git_dir) if branch_globs or tag_globs else []
 
-    def matching(refs, prefix, globs):
-        found = []
-        for r in refs:
-            short = r.path[len(prefix):]
-            if r.path in seen or not any(glob_match(g, short) for g in globs):
-                continue
-            try:
-                c = r.commit
-            except (ValueError, git.BadName):
-                continue
-            found.append((c.committed_date, r.path, c.hexsha))
-        found.sort(key=lambda x: (-x[0], x[1]))
+    def matching(prefix, globs):
+        found = [Revision(ref, sha, when) for ref, sha, when in refs
+                 if ref.startswith(prefix) and ref != head.ref
+                 and any(glob_match(g, ref[len(prefix):]) for g in globs)]
+        found.sort(key=lambda r: (-r.committed_at.timestamp(), r.ref))
         return found
 
     if branch_globs:
-        for _, path, sha in matching(repo.branches if not repo.bare else repo.heads, "refs/heads/", branch_globs):
-            revs.append(Revision(path, sha))
-            seen.add(path)
+        revs += matching("refs/heads/", branch_globs)
     if tag_globs:
-        for _, path, sha in matching(repo.tags, "refs/tags/", tag_globs):
-            revs.append(Revision(path, sha))
-            seen.add(path)
+        revs += matching("refs/tags/", tag_globs)
     if len(revs) > MAX_REVISIONS:
         warnings.append(f"{len(revs)} revisions match; indexing the first {MAX_REVISIONS}, dropping {len(revs) - MAX_REVISIONS}")
-        log.warning("%s: %s", repo.git_dir, warnings[-1])
+        log.warning("%s: %s", git_dir, warnings[-1])
         revs = revs[:MAX_REVISIONS]
     return revs, warnings

@@ -33,11 +33,10 @@ import re
 import urllib.parse
 from pathlib import Path
 
-import git
-
 from codesearch.errors import HostError
+from codesearch.git.process import Git
 from codesearch.hosts.base import HostRepo, ListResult, register
-from codesearch.index.sources import local_repo_name, repo_name_from_url
+from codesearch.index.sources import local_repo_name, repo_git_dir, repo_name_from_url
 from codesearch.plurals import plural
 
 
@@ -76,25 +75,21 @@ def expand_braces(pattern: str) -> list[str]:
 
 def is_repo_root(path: str) -> bool:
     """True when `path` is the top of a git repository: a work tree with ``.git``, or a bare repository."""
-    try:
-        repo = git.Repo(path)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError, OSError):
+    git_dir = repo_git_dir(path)
+    if git_dir is None:
         return False
-    try:
-        here = os.path.realpath(path)
-        if repo.bare:
-            return os.path.realpath(repo.git_dir) == here
-        return repo.working_tree_dir is not None and os.path.realpath(repo.working_tree_dir) == here
-    finally:
-        repo.close()
+    if os.path.lexists(os.path.join(path, ".git")):
+        return True
+    res = Git.at(git_dir).run(["rev-parse", "--is-bare-repository"])  # not the .git folder of a work tree
+    return res.returncode == 0 and res.stdout.strip() == b"true"
 
 
 def _default_branch(path: str) -> str | None:
-    try:
-        with git.Repo(path) as repo:
-            ref = repo.git.symbolic_ref("-q", "HEAD").strip()
-    except (git.GitCommandError, git.InvalidGitRepositoryError, git.NoSuchPathError, ValueError, OSError):
+    git_dir = repo_git_dir(path)
+    if git_dir is None:
         return None
+    res = Git.at(git_dir).run(["symbolic-ref", "-q", "HEAD"])
+    ref = res.stdout.decode("utf-8", "replace").strip() if res.returncode == 0 else ""
     return ref[len("refs/heads/"):] if ref.startswith("refs/heads/") else (ref or None)
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import functools
+import math
 import multiprocessing
 import os
 import shutil
@@ -32,6 +33,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from codesearch.git.objects import ObjectBatch
 from codesearch.index import manifest
 from codesearch.index.builder import IndexSettings, IndexStats, Progress, ShardBuilder, Source, shard_prefix
 from codesearch.index.sources import DirectorySource, GitSource, RepoInfo, SourceFile
@@ -68,7 +70,7 @@ class _Part:
 def _listing(source: Source) -> tuple[str, str, list[_Listed]]:
     """The source's files as plain data, and how a worker reads their contents again."""
     if isinstance(source, GitSource):
-        return "git", str(source.git.git_dir), [(f.path, f.size, f.branch_mask, f.locator) for f in source.files()]
+        return "git", source.git_dir, [(f.path, f.size, f.branch_mask, f.locator) for f in source.files()]
     if isinstance(source, DirectorySource):
         return "dir", source.root, [(f.path, f.size, f.branch_mask, f.locator) for f in source.files()]
     raise TypeError(f"cannot build {type(source).__name__} in parts")
@@ -78,15 +80,8 @@ def _build_part(part: _Part) -> IndexStats:
     """In a worker: build the shards of one part into `part.build_dir`."""
     stats = IndexStats()
     if part.kind == "git":
-        import git
-
-        git_repo = git.Repo(part.location)
-        repo: git.Repo | None = git_repo
-        odb = git_repo.odb
-
-        def read(loc: str) -> bytes:
-            data: bytes = odb.stream(bytes.fromhex(loc)).read()
-            return data
+        repo = ObjectBatch(part.location, timeout_s=math.inf)  # bounded by the build's own limit
+        read = repo.blob
     else:
         repo = None
 

@@ -3,23 +3,30 @@
 A source describes its repository (`RepoInfo`) and yields `SourceFile`s: a path, a size, the
 set of branches the blob occurs on (a bit mask over `RepoInfo.branches`) and a way to read the
 bytes, called only when the builder decides the content is wanted (a file over the size limit
-is never read). Git sources read blobs straight from the object store through gitpython's
-persistent ``git cat-file --batch``: no checkout, and a blob that occurs on several branches at
-the same path is one document.
+is never read). Git sources read blobs straight from the object store through one persistent
+``git cat-file --batch`` (`codesearch.git.objects.ObjectBatch`, run like every git process by
+`codesearch.git.process`): no checkout, and a blob that occurs on several branches at the same
+path is one document.
 """
 
 from __future__ import annotations
 
+import functools
+import math
 import os
 import re
 import zlib
 from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
-import git
-
 from codesearch.errors import IndexBuildError
+from codesearch.git.objects import ObjectBatch
+from codesearch.git.paths import git_dir_of
+from codesearch.git.process import Git, first_line
 from codesearch.git.revisions import select_revisions
+
+#: listing every file of one revision (``git ls-tree -r``) of a very large repository may take this long
+LIST_TIMEOUT_S = 600.0
 
 
 @dataclass
@@ -101,13 +108,32 @@ def repo_name_from_url(url: str) -> str:
 
 def local_repo_name(path: str) -> str:
     """A local repository's name: from ``remote.origin.url`` when set, else from its path."""
-    try:
-        url = git.Repo(path).remote("origin").url
-        if url and not url.startswith(("/", "file:")):
+    git_dir = repo_git_dir(path)
+    if git_dir is not None:
+        res = Git.at(git_dir).run(["config", "--get", "remote.origin.url"])
+        url = res.stdout.decode("utf-8", "replace").strip()
+        if res.returncode == 0 and url and not url.startswith(("/", "file:")):
             return repo_name_from_url(url)
-    except (ValueError, git.InvalidGitRepositoryError, git.NoSuchPathError, git.GitCommandError):
-        pass
     return os.path.abspath(path).strip("/")
+
+
+def repo_git_dir(path: str) -> str | None:
+    """The git directory of the repository at `path` (a work tree, whose ``.git`` may be a
+    ``gitdir:`` file, or a bare repository), None when `path` is not one."""
+    dot_git = os.path.join(path, ".git")
+    git_dir = git_dir_of(path)
+    if os.path.isfile(dot_git):  # a linked work tree or a submodule: ".git" names the git directory
+        try:
+            with open(dot_git, encoding="utf-8") as f:
+                line = f.readline().strip()
+        except (OSError, UnicodeDecodeError):
+            return None
+        if not line.startswith("gitdir:"):
+            return None
+        git_dir = os.path.join(path, line[len("gitdir:"):].strip())
+    if not os.path.isdir(git_dir) or Git.at(git_dir).run(["rev-parse", "--git-dir"]).returncode != 0:
+        return None
+    return git_dir
 
 
 class DirectorySource:
@@ -148,12 +174,13 @@ class GitSource:
     """The files of one or more revisions of a git repository, from its object store."""
 
     def __init__(self, path: str, repo: RepoInfo | None = None, branch_globs=(), tag_globs=()):
+        git_dir = repo_git_dir(path)
+        if git_dir is None:
+            raise IndexBuildError(f"{path}: not a git repository")
+        self.git_dir = git_dir
+        self._objects: ObjectBatch | None = None
         try:
-            self.git = git.Repo(path)
-        except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-            raise IndexBuildError(f"{path}: not a git repository") from None
-        try:
-            self.revisions, self.warnings = select_revisions(self.git, branch_globs, tag_globs)
+            self.revisions, self.warnings = select_revisions(git_dir, branch_globs, tag_globs)
         except ValueError as e:
             raise IndexBuildError(f"{path}: {e}") from None
         refs = [r.ref for r in self.revisions]
@@ -165,12 +192,12 @@ class GitSource:
 
     def files(self) -> Iterator[SourceFile]:
         entries: dict[tuple[str, str], list] = {}
+        git = Git.at(self.git_dir, timeout_s=LIST_TIMEOUT_S)
         for bit, rev in enumerate(self.revisions):
-            try:
-                out = self.git.git.ls_tree("-r", "-l", "-z", "--full-tree", rev.commit, stdout_as_string=False)
-            except git.GitCommandError as e:
-                raise IndexBuildError(f"{self.git.git_dir}: cannot list {rev.ref}: {e.stderr.strip()}") from None
-            for rec in out.split(b"\0"):
+            res = git.run(["ls-tree", "-r", "-l", "-z", "--full-tree", "--end-of-options", rev.commit])
+            if res.returncode != 0:
+                raise IndexBuildError(f"{self.git_dir}: cannot list {rev.ref}: {first_line(res.stderr)}")
+            for rec in res.stdout.split(b"\0"):
                 if not rec:
                     continue
                 meta, _, raw_path = rec.partition(b"\t")
@@ -178,17 +205,27 @@ class GitSource:
                 if kind != b"blob" or mode == b"120000":  # submodules and symlinks have no content
                     continue
                 path = raw_path.decode("utf-8", "replace")
+                if not size.isdigit():  # git lists the size of a blob it cannot read as "BAD"
+                    raise IndexBuildError(f"{self.git_dir}: cannot read {path!r} at {rev.ref}: its blob "
+                                          f"{sha.decode()} is damaged in the object store")
                 key = (path, sha.decode())
                 if key in entries:
                     entries[key][1] |= 1 << bit
                 else:
                     entries[key] = [int(size), 1 << bit]
-        odb = self.git.odb
-        for (path, sha), (size, mask) in entries.items():
-            yield SourceFile(path, size, mask, lambda sha=sha: odb.stream(bytes.fromhex(sha)).read(), sha)
+        for (name, oid), (length, mask) in entries.items():
+            yield SourceFile(name, length, mask, functools.partial(self.read_blob, oid), oid)
+
+    def read_blob(self, sha: str) -> bytes:
+        """The content of the blob `sha` (one ``cat-file --batch`` process for the source's life)."""
+        if self._objects is None:
+            self._objects = ObjectBatch(self.git_dir, timeout_s=math.inf)  # bounded by the index job's limit
+        return self._objects.blob(sha)
 
     def close(self) -> None:
-        self.git.close()
+        if self._objects is not None:
+            self._objects.close()
+            self._objects = None
 
 
 def open_source(path: str, branch_globs=(), tag_globs=()) -> DirectorySource | GitSource:

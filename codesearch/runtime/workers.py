@@ -300,7 +300,7 @@ class RepoIndexer(_Worker):
             indexed = {r.ref: r.commit for r in source.revisions}
             # the default branch (revisions[0]) as of this index: its newest commit is the repo's pushedAt,
             # for every host alike (local and generic git repos have no host API to say it)
-            pushed_at = source.git.commit(source.revisions[0].commit).committed_datetime
+            pushed_at = source.revisions[0].committed_at
         finally:
             source.close()
         self.store.update_repo_index_status(repo.id, IndexStatus.INDEXED, revisions=indexed, pushed_at=pushed_at)

@@ -11,25 +11,25 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sysconfig
 
 import codesearch
+from codesearch.git.process import Git
 
 #: Standard-library packages copied into demo repositories (small, real, well known).
 STDLIB_PACKAGES = ("json", "http", "urllib", "email", "asyncio")
 
-_GIT_ENV = {"GIT_AUTHOR_NAME": "codesearch", "GIT_AUTHOR_EMAIL": "demo@localhost",
-            "GIT_COMMITTER_NAME": "codesearch", "GIT_COMMITTER_EMAIL": "demo@localhost"}
+#: who the demo commits are by (through git's config, so the user's own config plays no part)
+_GIT_IDENTITY = (("user.name", "codesearch"), ("user.email", "demo@localhost"))
 
 
 def _make_repo(target: str, source: str) -> None:
     if os.path.isdir(os.path.join(target, ".git")):
         return
     shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"), dirs_exist_ok=True)
-    env = {**os.environ, **_GIT_ENV}
+    git = Git(cwd=target, config=_GIT_IDENTITY, timeout_s=120)
     for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "demo snapshot"]):
-        subprocess.run(["git", *args], cwd=target, env=env, check=True, capture_output=True)
+        git.run(args, check=True)
 
 
 def demo_config(data_dir: str) -> str:

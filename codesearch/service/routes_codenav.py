@@ -28,7 +28,8 @@ from pydantic import BaseModel, ConfigDict, Field, StrictStr
 from starlette.concurrency import run_in_threadpool
 
 from codesearch.errors import FileNotFound
-from codesearch.git import read as gitread
+from codesearch.git.paths import check_dir, check_ref
+from codesearch.git.trees import list_tree
 from codesearch.permissions import Identity
 from codesearch.service import audit
 from codesearch.service.routes_search import json_body
@@ -69,7 +70,7 @@ def build_tree(git_dir: str, ref: str, paths: list[str]) -> dict:
     nodes = {"": root}
     wanted = [""]
     for p in paths:
-        under = gitread.check_dir(p.strip("/"))
+        under = check_dir(p.strip("/"))
         parts = [x for x in under.split("/") if x]
         wanted += ["/".join(parts[: i + 1]) for i in range(len(parts))]
     for under in dict.fromkeys(wanted):  # parents before children, each once
@@ -80,7 +81,7 @@ def build_tree(git_dir: str, ref: str, paths: list[str]) -> dict:
             raise FileNotFound(f"path {under!r} is a file, not a directory, at {ref}")
         if node["children"]:
             continue
-        entries, truncated = gitread.list_tree(git_dir, ref, under, depth=1, max_entries=MAX_TREE_ENTRIES)
+        entries, truncated = list_tree(git_dir, ref, under, depth=1, max_entries=MAX_TREE_ENTRIES)
         for e in sorted(entries, key=lambda e: (not e.is_dir, e.name.lower(), e.name)):
             child = _node(e.name, e.path, "tree" if e.is_dir else "blob")
             node["children"].append(child)
@@ -120,7 +121,7 @@ def router(make_context, *, require_identity) -> APIRouter:
         def run():
             tc = make_context(identity)
             row = tc.repo(body.repoName)
-            ref = gitread.check_ref(body.revisionName)
+            ref = check_ref(body.revisionName)
             return build_tree(tc.git_dir(row), ref, body.paths)
 
         return await run_in_threadpool(run)

@@ -24,7 +24,9 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
-from codesearch.git import read as gitread
+from codesearch.git.commits import list_commits
+from codesearch.git.paths import check_dir, check_ref
+from codesearch.git.trees import list_tree
 from codesearch.permissions import Identity
 from codesearch.service import audit
 from codesearch.service.routes_repos import _base_url, link_header
@@ -44,9 +46,9 @@ def router(make_context, *, require_identity) -> APIRouter:
         def run():
             tc = make_context(identity)
             row = tc.repo(repo)
-            under = gitread.check_dir(path)
-            use_ref = gitread.check_ref(ref) if ref is not None else tc.default_ref(row)
-            entries, truncated = gitread.list_tree(tc.git_dir(row), use_ref, under, depth=depth, max_entries=maxEntries,
+            under = check_dir(path)
+            use_ref = check_ref(ref) if ref is not None else tc.default_ref(row)
+            entries, truncated = list_tree(tc.git_dir(row), use_ref, under, depth=depth, max_entries=maxEntries,
                                                    include_files=includeFiles, include_dirs=includeDirectories)
             return {"repo": row.name, "ref": use_ref, "path": under, "truncated": truncated,
                     "entries": [{"path": e.path, "name": e.name, "type": "tree" if e.is_dir else "blob", "depth": e.depth}
@@ -66,8 +68,8 @@ def router(make_context, *, require_identity) -> APIRouter:
         def run():
             tc = make_context(identity)
             row = tc.repo(repo)
-            use_ref = gitread.check_ref(ref) if ref is not None else tc.default_ref(row)
-            found, total = gitread.list_commits(tc.git_dir(row), use_ref, query=query or None, since=since or None,
+            use_ref = check_ref(ref) if ref is not None else tc.default_ref(row)
+            found, total = list_commits(tc.git_dir(row), use_ref, query=query or None, since=since or None,
                                                 until=until or None, author=author or None, path=path or None,
                                                 page=page, per_page=perPage)
             response.headers["X-Total-Count"] = str(total)

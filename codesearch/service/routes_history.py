@@ -41,7 +41,9 @@ from fastapi import APIRouter, Depends, Query, Request
 from starlette.concurrency import run_in_threadpool
 
 from codesearch.git import history
-from codesearch.git import read as gitread
+from codesearch.git.diff import FileDiff, diff_objects
+from codesearch.git.objects import resolve_commit
+from codesearch.git.paths import check_path, check_ref, check_scope
 from codesearch.permissions import Identity
 from codesearch.service import audit
 
@@ -50,7 +52,7 @@ MAX_FILES = 300
 MAX_DIFF_BYTES = 2_000_000
 
 
-def file_json(f: gitread.FileDiff) -> dict:
+def file_json(f: FileDiff) -> dict:
     """One file of a diff in Sourcebot's shape, with our status, binary flag and counts."""
     added, removed = history.file_stats(f)
     hunks = []
@@ -97,8 +99,8 @@ def router(make_context, *, require_identity) -> APIRouter:
         def run():
             tc = make_context(identity)
             row = tc.repo(repo)
-            gitread.check_path(path)
-            use_ref = gitread.check_ref(ref) if ref is not None else tc.default_ref(row)
+            check_path(path)
+            use_ref = check_ref(ref) if ref is not None else tc.default_ref(row)
             b = history.blame(tc.git_dir(row), use_ref, path)
             out = {**blame_json(b), "repo": row.name, "path": path, "ref": use_ref, "commit": b.commit,
                    "truncated": b.truncated}
@@ -118,7 +120,7 @@ def router(make_context, *, require_identity) -> APIRouter:
         def run():
             tc = make_context(identity)
             row = tc.repo(repo)
-            detail, files, truncated = history.commit_changes(tc.git_dir(row), gitread.check_ref(ref), path=path,
+            detail, files, truncated = history.commit_changes(tc.git_dir(row), check_ref(ref), path=path,
                                                               max_files=MAX_FILES, max_bytes=MAX_DIFF_BYTES)
             return {**commit_json(detail), "files": [file_json(f) for f in files], "truncated": truncated}
 
@@ -136,10 +138,10 @@ def router(make_context, *, require_identity) -> APIRouter:
             tc = make_context(identity)
             row = tc.repo(repo)
             git_dir = tc.git_dir(row)
-            scope = gitread.check_scope(path)
-            old = gitread.resolve_commit(git_dir, gitread.check_ref(base))
-            new = gitread.resolve_commit(git_dir, gitread.check_ref(head))
-            files, truncated = gitread.diff_objects(git_dir, old, new, scope=scope, max_files=MAX_FILES,
+            scope = check_scope(path)
+            old = resolve_commit(git_dir, check_ref(base))
+            new = resolve_commit(git_dir, check_ref(head))
+            files, truncated = diff_objects(git_dir, old, new, scope=scope, max_files=MAX_FILES,
                                                     max_bytes=MAX_DIFF_BYTES)
             return {"repo": row.name, "base": base, "head": head, "baseCommit": old, "headCommit": new,
                     "files": [file_json(f) for f in files], "truncated": truncated}

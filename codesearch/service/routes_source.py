@@ -31,7 +31,8 @@ from fastapi import APIRouter, Depends, Query, Request
 
 from codesearch.errors import FileNotFound, InvalidGitRef, RepositoryNotFound
 from codesearch.git.mirror import MirrorStore
-from codesearch.git.read import GIT_TIMEOUT_S, _git, _git_env, check_path, check_ref, git_dir_of, is_binary, read_blob
+from codesearch.git.objects import is_binary, read_blob
+from codesearch.git.paths import check_path, check_ref, git_dir_of
 from codesearch.index.language import detect
 from codesearch.search.present import external_url, web_url
 from codesearch import permissions
@@ -39,9 +40,9 @@ from codesearch.service import audit
 from codesearch.service.auth import Identity
 from codesearch.sync import repo_info
 
-# the git access lives in codesearch.git.read; these names are re-exported for existing importers
-__all__ = ["GIT_TIMEOUT_S", "FileNotFound", "InvalidGitRef", "RepositoryNotFound", "_git", "_git_env", "check_path",
-           "check_ref", "git_dir_of", "is_binary", "read_blob", "router", "source_json"]
+# the git access lives in codesearch.git (paths, objects); these names are re-exported for existing importers
+__all__ = ["FileNotFound", "InvalidGitRef", "RepositoryNotFound", "check_path", "check_ref", "git_dir_of", "is_binary",
+           "read_blob", "router", "source_json"]
 
 
 def source_json(repo, path: str, ref: str, data: bytes, public_url: str) -> dict:

@@ -87,7 +87,7 @@ class ToolContext:
     def git_dir(self, repo) -> str:
         """Where the repo's git objects are: the repository itself for local repos indexed in
         place, else its bare mirror under the data directory."""
-        from codesearch.git.read import git_dir_of
+        from codesearch.git.paths import git_dir_of
 
         if repo.local_path and os.path.isdir(repo.local_path):
             return git_dir_of(repo.local_path)

@@ -5,9 +5,9 @@
 agent written against Sourcebot reads them unchanged: a commit's `date` is its author date and
 `refs` git's decoration text (``HEAD -> main, tag: v1.0``), as Sourcebot's git log shows them.
 
-They read the bare mirror (or the local repository indexed in place) through
-`codesearch.git.read`, which validates refs and paths (no option injection, no path outside
-the repository), so a tool sees exactly what ``git show <ref>:<path>`` would.
+They read the bare mirror (or the local repository indexed in place) through `codesearch.git`
+(paths, objects, trees, commits, diff), which validates refs and paths (no option injection,
+no path outside the repository), so a tool sees exactly what ``git show <ref>:<path>`` would.
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ def _file_url(tc: ToolContext, row, ref: str, path: str) -> str:
 
 def read_file(tc: ToolContext, repo: str, path: str, ref: str | None = None, offset: int | None = None,
               limit: int | None = None) -> str:
-    from codesearch.git.read import check_path, check_ref, is_binary, read_blob
+    from codesearch.git.objects import is_binary, read_blob
+    from codesearch.git.paths import check_path, check_ref
 
     row = tc.repo(repo)
     path = check_path(path.lstrip("/") if path.startswith("/") and not path.startswith("//") else path)
@@ -72,8 +73,8 @@ def read_file(tc: ToolContext, repo: str, path: str, ref: str | None = None, off
 
 def list_tree(tc: ToolContext, repo: str, path: str | None = None, ref: str | None = None, depth: int = 1,
               includeFiles: bool = True, includeDirectories: bool = True, maxEntries: int = 1000) -> str:  # noqa: N803
-    from codesearch.git.read import check_dir, check_ref
-    from codesearch.git.read import list_tree as git_list_tree
+    from codesearch.git.paths import check_dir, check_ref
+    from codesearch.git.trees import list_tree as git_list_tree
 
     row = tc.repo(repo)
     under = check_dir(path)
@@ -105,8 +106,9 @@ def list_commits(tc: ToolContext, repo: str, query: str | None = None, since: st
                  until: str | None = None, author: str | None = None, ref: str | None = None, page: int = 1,
                  perPage: int = 50, path: str | None = None) -> str:  # noqa: N803
     from codesearch.errors import InvalidArgument
-    from codesearch.git.read import check_ref, parse_when
-    from codesearch.git.read import list_commits as git_list_commits
+    from codesearch.git.commits import list_commits as git_list_commits
+    from codesearch.git.dates import parse_when
+    from codesearch.git.paths import check_ref
 
     for name, value in (("since", since), ("until", until)):
         if value:
@@ -129,8 +131,8 @@ def list_branches(tc: ToolContext, repo: str, query: str | None = None, page: in
     """Sourcebot's ``{repo, defaultBranch, indexedAt, totalCount, branches: [{name, commit,
     committedAt, isDefault, isIndexed}]}``, newest first. `isIndexed`: the index holds the
     branch, so grep and glob search it there (others only through git)."""
-    from codesearch.git.read import head_branch
-    from codesearch.git.read import list_branches as git_list_branches
+    from codesearch.git.refs import head_branch
+    from codesearch.git.refs import list_branches as git_list_branches
     from codesearch.tools.repos import iso
 
     row = tc.repo(repo)
@@ -151,7 +153,8 @@ def list_branches(tc: ToolContext, repo: str, query: str | None = None, page: in
 
 
 def get_diff(tc: ToolContext, repo: str, base: str, head: str, path: str | None = None) -> str:
-    from codesearch.git.read import check_ref, check_scope, diff, render_unified
+    from codesearch.git.diff import diff, render_unified
+    from codesearch.git.paths import check_ref, check_scope
 
     row = tc.repo(repo)
     check_ref(base)

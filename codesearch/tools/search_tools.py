@@ -133,7 +133,7 @@ def _ref_filter(tc: ToolContext, repo, ref: str) -> tuple[str | None, str | None
 
 def grep(tc: ToolContext, pattern: str, path: str | None = None, include: str | None = None,
          repo: str | None = None, ref: str | None = None, limit: int | None = None, group_by_repo: bool = False) -> str:
-    from codesearch.git.read import check_dir, check_ref
+    from codesearch.git.paths import check_dir, check_ref
 
     limit = limit or (DEFAULT_GROUPED_FILES if group_by_repo else DEFAULT_GREP_FILES)
     render = render_repo_counts if group_by_repo else render_hits
@@ -198,7 +198,7 @@ def _on_ref(branches: list[str], full_ref: str | None, ref: str) -> bool:
 
 def _git_grep(tc: ToolContext, row, ref: str, pattern: str, under: str, include: str | None, limit: int,
               render=render_hits) -> str:
-    from codesearch.git.read import grep as git_grep
+    from codesearch.git.grep import grep as git_grep
 
     found, truncated = git_grep(tc.git_dir(row), ref, pattern, path=under, include=include, max_files=limit)
     by_file: dict[str, FileHits] = {}
@@ -262,7 +262,8 @@ def glob(tc: ToolContext, pattern: str, path: str | None = None, repo: str | Non
          limit: int = 100) -> str:
     """Files whose paths match `pattern`: from git (every file at `ref`) when `repo` is given,
     else from the index (indexed files of every visible repo's default branch)."""
-    from codesearch.git.read import check_dir, check_ref, list_files
+    from codesearch.git.paths import check_dir, check_ref
+    from codesearch.git.trees import list_files
 
     if not pattern or not pattern.strip("/"):
         raise ToolInputError("pattern is empty: give a glob such as **/*.py or src/{a,b}/*.ts")

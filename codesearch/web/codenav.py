@@ -15,7 +15,8 @@ for, with the visitor's session, so the permission rule of those routes applies.
 from __future__ import annotations
 
 from codesearch.errors import CodesearchError
-from codesearch.git import read as gitread
+from codesearch.git.process import Git
+from codesearch.git.refs import list_branches
 from codesearch.query import ast
 from codesearch.query.parser import parse
 from codesearch.search.present import short_ref
@@ -26,8 +27,8 @@ MAX_TERMS = 20
 
 def _tags(git_dir: str) -> list[str]:
     """Tag names, newest first (``git for-each-ref --sort=-creatordate refs/tags/``)."""
-    res = gitread._git(git_dir, ["for-each-ref", "--sort=-creatordate", f"--count={MAX_REFS + 1}",
-                                 "--format=%(refname)", "refs/tags/"])
+    res = Git.at(git_dir).run(["for-each-ref", "--sort=-creatordate", f"--count={MAX_REFS + 1}",
+                               "--format=%(refname)", "refs/tags/"])
     if res.returncode != 0:
         return []
     out = []
@@ -41,7 +42,7 @@ def refs_of(git_dir: str, indexed: dict | None) -> dict:
     """``{branches: [{name, indexed}], tags: [...], truncated}`` of the repository."""
     indexed_names = {short_ref(r) for r in (indexed or {})}
     try:
-        branches = [b.name for b in gitread.list_branches(git_dir)]
+        branches = [b.name for b in list_branches(git_dir)]
     except CodesearchError:
         branches = []
     tags = _tags(git_dir)

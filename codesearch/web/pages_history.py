@@ -32,7 +32,11 @@ from markupsafe import Markup
 
 from codesearch.errors import FileNotFound, InvalidArgument, InvalidGitRef
 from codesearch.git import history
-from codesearch.git import read as gitread
+from codesearch.git.commits import list_commits
+from codesearch.git.diff import FileDiff, diff_objects
+from codesearch.git.objects import read_blob, resolve_commit
+from codesearch.git.paths import check_path, check_ref, check_scope
+from codesearch.git.refs import list_branches
 from codesearch.index.language import detect
 from codesearch.search.present import short_ref
 from codesearch.service import audit
@@ -88,7 +92,7 @@ class Links:
 # ---------------------------------------------------------------------- diffs as rows
 
 
-def _diff_files(files: list[gitread.FileDiff], links: Links, old_rev: str | None, new_rev: str) -> list[dict]:
+def _diff_files(files: list[FileDiff], links: Links, old_rev: str | None, new_rev: str) -> list[dict]:
     """Each file of a diff as the template shows it: its paths, status, counts, links and rows
     (hunk headers, then lines with their old and new numbers and highlighted text)."""
     out = []
@@ -148,17 +152,17 @@ def _highlight(path: str, texts: list[str]) -> list[Markup]:
 def blame_page(page, request: Request, identity, root: str, row, ref: str, git_dir: str, path: str) -> Response:
     """The file at `ref` with the commit that last changed each range of lines."""
     audit.record(request, identity, "blame.read", f"{row.name}:{path}", ref=ref)
-    gitread.check_path(path)
+    check_path(path)
     links = Links(root, row.name)
     try:
         b = history.blame(git_dir, ref, path)
     except InvalidArgument as e:  # too large to blame: say so where the blame would be
         return page(request, "blame.html", title=f"Blame · {path.rsplit('/', 1)[-1]} · {row.name}", repo=row.name,
-                    rev=short_ref(ref), commit=gitread.resolve_commit(git_dir, ref), path=path,
+                    rev=short_ref(ref), commit=resolve_commit(git_dir, ref), path=path,
                     crumbs=_crumbs(links, ref, path), size=0, binary=False, file_url=links.blob(ref, path),
                     history_url=links.commits(ref, path), truncated=False, rows=[], total_lines=0,
                     highlighted=False, refused=str(e))
-    data, commit = gitread.read_blob(git_dir, b.commit, path)
+    data, commit = read_blob(git_dir, b.commit, path)
     rev = short_ref(ref)
     ctx = {"title": f"Blame · {path.rsplit('/', 1)[-1]} · {row.name}", "repo": row.name, "rev": rev, "commit": commit,
            "path": path, "crumbs": _crumbs(links, ref, path), "size": len(data), "binary": b.binary,
@@ -188,13 +192,13 @@ def blame_page(page, request: Request, identity, root: str, row, ref: str, git_d
 def history_page(page, request: Request, identity, root: str, row, ref: str, git_dir: str, path: str) -> Response:
     """The commits reachable from `ref` that changed `path` (a file, a directory, or '' for all)."""
     audit.record(request, identity, "commits.read", f"{row.name}:{path}" if path else row.name, ref=ref)
-    scope = gitread.check_scope(path)
+    scope = check_scope(path)
     try:
         n = max(1, min(int(request.query_params.get("page") or 1), 100_000))
     except ValueError:
         n = 1
     links = Links(root, row.name)
-    found, total = gitread.list_commits(git_dir, ref, path=scope or None, page=n, per_page=PER_PAGE)
+    found, total = list_commits(git_dir, ref, path=scope or None, page=n, per_page=PER_PAGE)
     kind = _kind_at(git_dir, ref, scope)
     commits = []
     for c in found:
@@ -220,7 +224,7 @@ def commit_page(page, request: Request, identity, root: str, row, git_dir: str, 
     """One commit, its message and what it changed against its first parent."""
     audit.record(request, identity, "commit.read", row.name, ref=ref)
     links = Links(root, row.name)
-    detail, files, truncated = history.commit_changes(git_dir, gitread.check_ref(ref), max_files=MAX_FILES,
+    detail, files, truncated = history.commit_changes(git_dir, check_ref(ref), max_files=MAX_FILES,
                                                       max_bytes=MAX_DIFF_BYTES)
     parent = detail.parents[0] if detail.parents else None
     shown = _diff_files(files, links, parent, detail.hash)
@@ -241,7 +245,7 @@ def compare_page(page, request: Request, identity, root: str, row, git_dir: str,
     q = request.query_params
     base, head, path = (q.get("base") or "").strip(), (q.get("head") or "").strip(), (q.get("path") or "").strip()
     links = Links(root, row.name)
-    branches = [b.name for b in gitread.list_branches(git_dir)][:500]
+    branches = [b.name for b in list_branches(git_dir)][:500]
     tags = [t.name for t in history.list_tags(git_dir, limit=500)[0]]
     ctx = {"title": f"Compare · {row.name}", "repo": row.name, "repo_url": links.tree(default_ref),
            "base": base or short_ref(default_ref), "head": head, "path": path, "refs": branches + tags,
@@ -251,12 +255,12 @@ def compare_page(page, request: Request, identity, root: str, row, git_dir: str,
         return page(request, "compare.html", **ctx)
     audit.record(request, identity, "diff.read", row.name, base=base, head=head)
     try:  # a typo in the form: the form again, saying which ref or path is wrong
-        scope = gitread.check_scope(path)
-        old = gitread.resolve_commit(git_dir, resolve(base))
-        new = gitread.resolve_commit(git_dir, resolve(head))
+        scope = check_scope(path)
+        old = resolve_commit(git_dir, resolve(base))
+        new = resolve_commit(git_dir, resolve(head))
     except (InvalidGitRef, FileNotFound) as e:
         return page(request, "compare.html", status_code=400, **{**ctx, "error": str(e)})
-    files, truncated = gitread.diff_objects(git_dir, old, new, scope=scope, max_files=MAX_FILES,
+    files, truncated = diff_objects(git_dir, old, new, scope=scope, max_files=MAX_FILES,
                                             max_bytes=MAX_DIFF_BYTES)
     commits, total = history.commits_between(git_dir, old, new, limit=MAX_COMPARE_COMMITS)
     shown = _diff_files(files, links, old, new)

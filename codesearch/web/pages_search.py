@@ -45,7 +45,9 @@ from fastapi.responses import RedirectResponse, Response
 from markupsafe import Markup
 
 from codesearch.errors import CodesearchError, FileNotFound, InvalidGitRef, RepositoryNotFound
-from codesearch.git import read as gitread
+from codesearch.git.objects import is_binary, read_blob, resolve_commit
+from codesearch.git.paths import check_dir, check_path, check_ref
+from codesearch.git.trees import list_tree
 from codesearch.index.language import detect
 from codesearch.search.present import external_url, short_ref
 from codesearch.service import audit
@@ -133,18 +135,18 @@ def resolve_rev(git_dir: str, row, rev: str) -> str:
     `webUrl` names branches), else `rev` itself (a full ref, a commit, ``HEAD``).
     InvalidGitRef when none of them can be read safely or names a commit."""
     if rev.startswith("refs/") or rev == "HEAD":
-        return gitread.check_ref(rev)
+        return check_ref(rev)
     indexed = [ref for ref in (row.indexed_revisions or {}) if ref.startswith(("refs/heads/", "refs/tags/"))]
     for prefix in ("refs/heads/", "refs/tags/"):
         if prefix + rev in indexed:
             return prefix + rev
     for prefix in ("refs/heads/", "refs/tags/"):
         try:
-            gitread.resolve_commit(git_dir, gitread.check_ref(prefix + rev))
+            resolve_commit(git_dir, check_ref(prefix + rev))
             return prefix + rev
         except InvalidGitRef:
             continue
-    return gitread.check_ref(rev)
+    return check_ref(rev)
 
 
 def _root(request: Request) -> str:
@@ -317,9 +319,9 @@ def router(web: WebContext) -> APIRouter:
             return _not_found(request, "This page could not be read.", status_code=500)
 
     def file_page(request: Request, root: str, tc, row, ref: str, git_dir: str, path: str) -> Response:
-        gitread.check_path(path)
+        check_path(path)
         try:
-            data, commit = gitread.read_blob(git_dir, ref, path)
+            data, commit = read_blob(git_dir, ref, path)
         except FileNotFound:
             if _is_dir(git_dir, ref, path):
                 return RedirectResponse(browse_url(root, row.name, ref, "tree", path), status_code=303)
@@ -336,7 +338,7 @@ def router(web: WebContext) -> APIRouter:
             "rev": short_ref(ref), "commit": commit, "path": path,
             "crumbs": _crumbs(root, row.name, ref, path, row.display_name or ""),
             "external": external_url(info, ref, path), "repo_url": browse_url(root, row.name, ref),
-            "size": len(data), "binary": gitread.is_binary(data),
+            "size": len(data), "binary": is_binary(data),
             "blame_url": browse_url(root, row.name, ref, "blob", path) + "?blame",
             "history_url": browse_url(root, row.name, ref, "commits", path),
         }
@@ -351,9 +353,9 @@ def router(web: WebContext) -> APIRouter:
                      lines=[Markup(x) for x in lines])  # escaped by Pygments / markupsafe
 
     def tree_page(request: Request, root: str, row, ref: str, git_dir: str, path: str) -> Response:
-        under = gitread.check_dir(path)
+        under = check_dir(path)
         try:
-            entries, truncated = gitread.list_tree(git_dir, ref, under, depth=1, max_entries=MAX_TREE_ENTRIES)
+            entries, truncated = list_tree(git_dir, ref, under, depth=1, max_entries=MAX_TREE_ENTRIES)
         except FileNotFound:
             if under and _is_file(git_dir, ref, under):
                 return RedirectResponse(browse_url(root, row.name, ref, "blob", under), status_code=303)
@@ -379,7 +381,7 @@ def router(web: WebContext) -> APIRouter:
 
 def _is_dir(git_dir: str, ref: str, path: str) -> bool:
     try:
-        gitread.list_tree(git_dir, ref, path, depth=1, max_entries=1)
+        list_tree(git_dir, ref, path, depth=1, max_entries=1)
         return True
     except CodesearchError:
         return False
@@ -387,7 +389,7 @@ def _is_dir(git_dir: str, ref: str, path: str) -> bool:
 
 def _is_file(git_dir: str, ref: str, path: str) -> bool:
     try:
-        gitread.read_blob(git_dir, ref, path)
+        read_blob(git_dir, ref, path)
         return True
     except CodesearchError:
         return False

@@ -1,0 +1,416 @@
+"""The one place codesearch runs git: every git process of the service, the indexer and the
+mirrors starts here, with one environment, one time limit and one way of reporting failures.
+
+Why one runner: git reads configuration, credentials and options from many places (inherited
+``GIT_*`` variables, the user's and the system's config files, credential helpers, a terminal
+it can prompt on). A process that depends on the account the service runs under behaves
+differently from one machine to the next, can hang on a prompt, or prints a token into an
+error message. Each rule below is applied to every git process, so no caller can forget one.
+
+* **Environment** (`environment`): inherited ``GIT_*`` variables are dropped except the
+  transport set-up an operator may rely on (`KEEP_ENV`: ssh command, CA files, proxy); no
+  system or user config file is read (``GIT_CONFIG_NOSYSTEM``, ``GIT_CONFIG_GLOBAL=/dev/null``);
+  no prompt (``GIT_TERMINAL_PROMPT=0``, a failing ``GIT_ASKPASS``/``SSH_ASKPASS``, no
+  credential helper); C locale, so messages are git's English ones that callers match. Extra
+  configuration (`PROTECTIVE_CONFIG` and a caller's, such as an ``Authorization`` header) goes
+  through ``GIT_CONFIG_COUNT`` / ``GIT_CONFIG_KEY_n`` / ``GIT_CONFIG_VALUE_n``: never on the
+  command line, where ``ps`` would show it.
+* **Time limit**: every call has one (`GIT_TIMEOUT_S` unless the caller gives another, and
+  never past the caller's `deadline`; only the indexer's object reader, which lives as long as
+  a build, leaves it to the index job's own time limit). git runs in its own session, so on a timeout the whole
+  process group (``git-remote-https``, ``index-pack`` …) is killed, and no process has a
+  terminal to prompt on. Streaming readers (`Stream`) are killed by a timer.
+* **Errors**: a failure is a `GitFailed` (a `codesearch.errors.GitError`: HTTP 500, not the
+  caller's fault) whose message is ``git <command> failed: <git's first line>`` or ``git timed
+  out after …``. Everything git wrote is passed through the runner's `Scrubber` first: secrets
+  become ``***``, credentials in URLs and ``Authorization`` headers are removed, and private
+  folders are written in public terms (a repository's git directory is "the repository").
+* **Repository commands** (``Git(git_dir=…)``) run as ``git -c safe.directory=<dir> --git-dir
+  <dir> …``: never a shell, never a working tree, never the current directory's repository.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import IO
+
+from codesearch.errors import GitError
+
+__all__ = ["GIT_TIMEOUT_S", "KEEP_ENV", "PROTECTIVE_CONFIG", "Git", "GitFailed", "Reader", "Result", "Scrubber",
+           "Stream", "environment", "first_line"]
+
+#: the time limit of one git call unless its caller gives another
+GIT_TIMEOUT_S = 30.0
+#: stderr kept from a streaming process (the rest is not read)
+_MAX_STDERR = 64 * 1024
+
+#: Inherited GIT_* variables that survive (transport set-up an operator may rely on); every other
+#: GIT_* variable (GIT_DIR, GIT_CONFIG_*, GIT_TRACE_CURL, GIT_ASKPASS …) is dropped.
+KEEP_ENV = ("GIT_SSH", "GIT_SSH_COMMAND", "GIT_SSH_VARIANT", "GIT_SSL_CAINFO", "GIT_SSL_CAPATH",
+            "GIT_SSL_NO_VERIFY", "GIT_PROXY_COMMAND", "GIT_PROXY_SSL_CAINFO", "GIT_HTTP_USER_AGENT",
+            "GIT_EXEC_PATH")
+
+#: Configuration every git process gets: no credential helper or askpass program, no background
+#: gc, no local or ext:: transports, credentials in a URL refused, no inherited extra header.
+PROTECTIVE_CONFIG: tuple[tuple[str, str], ...] = (
+    ("credential.helper", ""), ("credential.interactive", "false"), ("core.askPass", ""),
+    ("gc.autoDetach", "false"), ("maintenance.autoDetach", "false"), ("protocol.file.allow", "never"),
+    ("protocol.ext.allow", "never"), ("transfer.credentialsInUrl", "die"), ("http.extraHeader", ""))
+
+
+def environment(config: tuple[tuple[str, str], ...] = ()) -> dict[str, str]:
+    """The environment of a git process: this process's, with the rules of the module docstring,
+    and `PROTECTIVE_CONFIG` then `config` as ``GIT_CONFIG_*`` entries."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k in KEEP_ENV}
+    failing = shutil.which("false") or "/bin/false"
+    entries = (*PROTECTIVE_CONFIG, *config)
+    env.update({"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": failing, "SSH_ASKPASS": failing,
+                "GCM_INTERACTIVE": "never", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull,
+                "LC_ALL": "C", "LANGUAGE": "C", "GIT_CONFIG_COUNT": str(len(entries))})
+    for i, (key, value) in enumerate(entries):
+        env[f"GIT_CONFIG_KEY_{i}"] = key
+        env[f"GIT_CONFIG_VALUE_{i}"] = value
+    return env
+
+
+_AUTH_HEADER = re.compile(r"(?i)(authorization:\s*)\S+(\s+\S+)?")
+_URL_USERINFO = re.compile(r"(?i)([a-z][\w+.-]*://)[^/@\s]*@")
+
+
+@dataclass(frozen=True)
+class Scrubber:
+    """Makes git's words safe to show: `secrets` become ``***``; each folder of `places` (and
+    the folder it resolves to) is written as its label; ``Authorization:`` values and the user
+    part of URLs (``https://user:token@host`` → ``https://host``) are removed."""
+
+    secrets: tuple[str, ...] = ()
+    places: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def hiding(cls, places: dict[str, str], secrets: tuple[str, ...] = ()) -> Scrubber:
+        """A scrubber for `places` ({folder: label}; each folder's real path too) and `secrets`."""
+        pairs: dict[str, str] = {}
+        for folder, label in places.items():
+            for name in (folder, os.path.realpath(folder)):
+                pairs.setdefault(name, label)
+        ordered = tuple(sorted(pairs.items(), key=lambda p: len(p[0]), reverse=True))
+        return cls(tuple(sorted({s for s in secrets if s}, key=len, reverse=True)), ordered)
+
+    def __call__(self, text: str) -> str:
+        for secret in self.secrets:
+            text = text.replace(secret, "***")
+        for folder, label in self.places:
+            text = text.replace(folder, label)
+        text = _AUTH_HEADER.sub(r"\1***", text)
+        return _URL_USERINFO.sub(r"\1", text)
+
+
+class GitFailed(GitError):
+    """A git command failed or timed out. `stderr` is what git wrote, already scrubbed;
+    `command` the git subcommand (``log``, ``fetch`` …); `returncode` None after a timeout."""
+
+    def __init__(self, message: str, *, command: str = "", returncode: int | None = None, stderr: str = "",
+                 timed_out: bool = False):
+        self.command = command
+        self.returncode = returncode
+        self.stderr = stderr
+        self.timed_out = timed_out
+        super().__init__(message)
+
+    def __reduce__(self):  # rebuilt from its fields when it crosses a process boundary (Ray)
+        return (_rebuild, (type(self), self.args[0], self.command, self.returncode, self.stderr, self.timed_out))
+
+
+def _rebuild(cls, message, command, returncode, stderr, timed_out):
+    return cls(message, command=command, returncode=returncode, stderr=stderr, timed_out=timed_out)
+
+
+def first_line(stderr: str) -> str:
+    """The first non-empty line of git's stderr without its ``fatal:``/``error:`` label."""
+    for line in stderr.splitlines():
+        line = line.strip()
+        if line:
+            return line.removeprefix("fatal: ").removeprefix("error: ")
+    return "no message"
+
+
+def _subcommand(args: list[str]) -> str:
+    """The git subcommand of `args` (after any ``-c key=value`` and ``--git-dir <dir>``)."""
+    i = 0
+    while i < len(args) and args[i] in ("-c", "--git-dir", "-C"):
+        i += 2
+    return args[i] if i < len(args) else "git"
+
+
+@dataclass(frozen=True)
+class Result:
+    """A finished git call: its exit status, stdout (bytes) and stderr (scrubbed text)."""
+
+    returncode: int
+    stdout: bytes
+    stderr: str
+
+
+@dataclass(frozen=True)
+class Git:
+    """How to run git for one caller (see the module docstring).
+
+    `git_dir`: the repository every command runs on (None for ``clone`` and other commands that
+    name their own); `cwd`: the folder git starts in (a work tree, for the few commands that
+    write one); `config`: extra ``GIT_CONFIG_*`` entries; `scrubber`: applied to git's
+    output before it reaches a message (a `git_dir` is always written "the repository" unless
+    the scrubber names it otherwise); `timeout_s`: the time limit of each call (None:
+    `GIT_TIMEOUT_S` as it is when the call starts; ``math.inf`` for a process that lives as long
+    as a piece of work bounded elsewhere, such as the indexer's object reader, bounded by its
+    job's time limit); `deadline`: a ``time.monotonic()`` value no call may run past (for a job
+    of several commands)."""
+
+    git_dir: str | None = None
+    cwd: str | None = None
+    config: tuple[tuple[str, str], ...] = ()
+    scrubber: Scrubber = field(default_factory=Scrubber)
+    timeout_s: float | None = None
+    deadline: float | None = None
+
+    @classmethod
+    def at(cls, git_dir: str, *, timeout_s: float | None = None) -> Git:
+        """The runner of read-only commands on the repository at `git_dir`."""
+        return cls(git_dir=git_dir, scrubber=Scrubber.hiding({git_dir: "the repository"}), timeout_s=timeout_s)
+
+    def argv(self, args: list[str]) -> list[str]:
+        if self.git_dir is None:
+            return ["git", *args]
+        return ["git", "-c", f"safe.directory={self.git_dir}", "--git-dir", self.git_dir, *args]
+
+    def env(self) -> dict[str, str]:
+        return environment(self.config)
+
+    def limit(self) -> float:
+        """Seconds the next call may take; a `GitFailed` (timed out) when the deadline has passed."""
+        limit = GIT_TIMEOUT_S if self.timeout_s is None else self.timeout_s
+        if self.deadline is not None:
+            limit = min(limit, self.deadline - time.monotonic())
+            if limit <= 0:
+                raise self.timed_out("git", 0)
+        return limit
+
+    def timed_out(self, command: str, limit: float) -> GitFailed:
+        where = " reading the repository" if self.git_dir is not None else ""
+        return GitFailed(f"git timed out after {limit:g}s{where}", command=command, timed_out=True)
+
+    def failed(self, args: list[str], returncode: int | None, stderr: str) -> GitFailed:
+        """The `GitFailed` of `args` having failed with (scrubbed) `stderr`."""
+        command = _subcommand(args)
+        return GitFailed(f"git {command} failed: {first_line(stderr)}", command=command, returncode=returncode,
+                         stderr=stderr)
+
+    def run(self, args: list[str], *, stdin: bytes | None = None, check: bool = False) -> Result:
+        """Run git with `args` to completion. With `check`, a non-zero exit is a `GitFailed`;
+        a timeout always is."""
+        limit = self.limit()
+        proc = subprocess.Popen(self.argv(args), env=self.env(), start_new_session=True, cwd=self.cwd,
+                                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            out, err = proc.communicate(stdin, timeout=None if math.isinf(limit) else limit)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            raise self.timed_out(_subcommand(args), limit) from None
+        except BaseException:
+            _kill_group(proc)
+            raise
+        result = Result(proc.returncode, out, self.scrubber(err.decode("utf-8", "replace")))
+        if check and result.returncode != 0:
+            raise self.failed(args, result.returncode, result.stderr)
+        return result
+
+    def text(self, args: list[str], *, stdin: str | None = None, check: bool = True) -> str:
+        """`run`, with text in and out (UTF-8, invalid bytes replaced)."""
+        res = self.run(args, stdin=None if stdin is None else stdin.encode(), check=check)
+        return res.stdout.decode("utf-8", "replace")
+
+    def stream(self, args: list[str], *, stdin: bool = False) -> Stream:
+        """Start git with `args`, its stdout to be read as a stream (see `Stream`)."""
+        return Stream(self, args, stdin=stdin)
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    """Kill git and its helpers (started in their own session), and reap git."""
+    _signal_group(proc)
+    try:
+        proc.communicate(timeout=5)
+    except (subprocess.TimeoutExpired, ValueError, OSError):
+        pass
+
+
+class Stream:
+    """A git process whose stdout is read as a stream (`out`, a `Reader`), killed when the caller
+    stops early (`finish(stop=True)`) or when its time limit passes. stderr goes to a temporary
+    file (no pipe deadlock). Use as a context manager: leaving it stops git."""
+
+    def __init__(self, git: Git, args: list[str], *, stdin: bool = False):
+        self.git = git
+        self.args = args
+        self.limit = git.limit()
+        self.err = tempfile.TemporaryFile()
+        self.timed_out = False
+        try:
+            self.proc = subprocess.Popen(git.argv(args), stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+                                         stdout=subprocess.PIPE, stderr=self.err, env=git.env(),
+                                         start_new_session=True, cwd=git.cwd)
+        except BaseException:
+            self.err.close()
+            raise
+        self.timer = threading.Timer(self.limit, self._timeout)
+        self.timer.daemon = True
+        if not math.isinf(self.limit):
+            self.timer.start()
+        assert self.proc.stdout is not None
+        self.out = Reader(self.proc.stdout)
+
+    def _timeout(self) -> None:
+        self.timed_out = True
+        _signal_group(self.proc)
+
+    def write(self, data: bytes) -> bool:
+        """Send `data` to git's stdin; False when git no longer reads it."""
+        if self.proc.stdin is None:
+            return False
+        try:
+            self.proc.stdin.write(data)
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            return False
+        return True
+
+    def stderr(self) -> str:
+        """What git wrote to stderr (its first 64 KiB), scrubbed."""
+        self.err.seek(0)
+        return self.git.scrubber(self.err.read(_MAX_STDERR).decode("utf-8", "replace"))
+
+    def failed(self) -> GitFailed:
+        """The `GitFailed` of this process, from its exit status and stderr."""
+        return self.git.failed(self.args, self.proc.returncode, self.stderr())
+
+    def finish(self, *, stop: bool = False) -> int:
+        """Wait for git (killing it first when `stop`); its exit status. A timeout raises."""
+        try:
+            if stop and self.proc.poll() is None:
+                _signal_group(self.proc)
+            for f in (self.proc.stdin, self.proc.stdout):
+                if f is not None:
+                    try:
+                        f.close()
+                    except OSError:
+                        pass
+            rc = self.proc.wait()
+        finally:
+            self.timer.cancel()
+        if self.timed_out:
+            raise self.git.timed_out(_subcommand(self.args), self.limit)
+        return rc
+
+    def __enter__(self) -> Stream:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            if self.proc.returncode is None:
+                self.finish(stop=True)
+        finally:
+            self.err.close()
+
+
+def _signal_group(proc: subprocess.Popen) -> None:
+    """SIGKILL to git's process group (its session: git and the helpers it started)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+class Reader:
+    """Incremental reads from a pipe: `until` returns the bytes up to a separator, at most
+    `limit` of them, without ever holding more than one chunk beyond that in memory."""
+
+    def __init__(self, f: IO[bytes]):  # a pipe: a BufferedReader, whose read1 returns what is there
+        self.f = f
+        self.buf = b""
+        self.pos = 0
+        self.eof = False
+
+    def _fill(self) -> None:
+        chunk = self.f.read1(65536)  # type: ignore[attr-defined]
+        if chunk:
+            self.buf = self.buf[self.pos:] + chunk
+        else:
+            self.buf, self.eof = self.buf[self.pos:], True
+        self.pos = 0
+
+    def chunk(self) -> bytes:
+        """The next bytes available (what is buffered, else one read); b'' at the end."""
+        if self.pos >= len(self.buf) and not self.eof:
+            self._fill()
+        out, self.pos = self.buf[self.pos:], len(self.buf)
+        return out
+
+    def until(self, sep: bytes, limit: int, *, skip_rest: bool = True) -> tuple[bytes, bool] | None:
+        """(data, cut): the bytes before the next `sep` (which is consumed); when there are more
+        than `limit`, the first `limit` and cut=True, the rest skipped up to `sep` when
+        `skip_rest` (else left unread). At the end of the stream: what is left, or None."""
+        out = bytearray()
+        got = False
+        while True:
+            i = self.buf.find(sep, self.pos)
+            end = i if i >= 0 else len(self.buf)
+            if end > self.pos:
+                got = True
+                room = limit - len(out)
+                if end - self.pos > room:
+                    out += self.buf[self.pos:self.pos + room]
+                    self.pos += room
+                    if skip_rest:
+                        self._skip(sep)
+                    return bytes(out), True
+                out += self.buf[self.pos:end]
+            if i >= 0:
+                self.pos = i + 1
+                return bytes(out), False
+            self.pos = len(self.buf)
+            if self.eof:
+                return (bytes(out), False) if got else None
+            self._fill()
+
+    def _skip(self, sep: bytes) -> None:
+        while True:
+            i = self.buf.find(sep, self.pos)
+            if i >= 0:
+                self.pos = i + 1
+                return
+            self.pos = len(self.buf)
+            if self.eof:
+                return
+            self._fill()
+
+    def exactly(self, n: int) -> bytes:
+        """The next `n` bytes (fewer only at the end of the stream)."""
+        out = bytearray()
+        while len(out) < n:
+            if self.pos >= len(self.buf):
+                if self.eof:
+                    break
+                self._fill()
+                continue
+            take = min(n - len(out), len(self.buf) - self.pos)
+            out += self.buf[self.pos:self.pos + take]
+            self.pos += take
+        return bytes(out)
