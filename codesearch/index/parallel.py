@@ -29,7 +29,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,18 +76,21 @@ def _listing(source: Source) -> tuple[str, str, list[_Listed]]:
     raise TypeError(f"cannot build {type(source).__name__} in parts")
 
 
+def _read_file(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
 def _build_part(part: _Part) -> IndexStats:
     """In a worker: build the shards of one part into `part.build_dir`."""
     stats = IndexStats()
+    repo: ObjectBatch | None = None
+    read: Callable[[str], bytes]
     if part.kind == "git":
         repo = ObjectBatch(part.location, timeout_s=math.inf)  # bounded by the build's own limit
         read = repo.blob
     else:
-        repo = None
-
-        def read(loc: str) -> bytes:
-            with open(loc, "rb") as f:
-                return f.read()
+        read = _read_file
 
     builder = ShardBuilder(part.build_dir, RepoInfo.from_json(part.repo), part.settings, stats, name=part.name)
     try:

@@ -16,8 +16,9 @@ import math
 import os
 import re
 import zlib
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import Any
 
 from codesearch.errors import IndexBuildError
 from codesearch.git.objects import ObjectBatch
@@ -45,13 +46,13 @@ class RepoInfo:
     fork: bool = False
     public: bool = True
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if not self.id:
             self.id = zlib.crc32(self.name.encode()) & 0x7FFFFFFF or 1
         if not self.display_name:
             self.display_name = self.name.split("/", 1)[1] if "/" in self.name else self.name
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "id": self.id,
             "name": self.name,
@@ -66,7 +67,7 @@ class RepoInfo:
         }
 
     @classmethod
-    def from_json(cls, d: dict) -> "RepoInfo":
+    def from_json(cls, d: dict[str, Any]) -> RepoInfo:
         return cls(
             name=d["name"],
             id=d["id"],
@@ -130,7 +131,7 @@ def repo_git_dir(path: str) -> str | None:
             return None
         if not line.startswith("gitdir:"):
             return None
-        git_dir = os.path.join(path, line[len("gitdir:"):].strip())
+        git_dir = os.path.join(path, line[len("gitdir:") :].strip())
     if not os.path.isdir(git_dir) or Git.at(git_dir).run(["rev-parse", "--git-dir"]).returncode != 0:
         return None
     return git_dir
@@ -159,7 +160,7 @@ class DirectorySource:
                 if not os.path.isfile(full) or os.path.islink(full):
                     continue
                 rel = os.path.relpath(full, self.root).replace(os.sep, "/")
-                yield SourceFile(rel, st.st_size, 1, lambda full=full: _read(full), full)
+                yield SourceFile(rel, st.st_size, 1, functools.partial(_read, full), full)
 
     def _warn(self, e: OSError) -> None:
         self.warnings.append(f"{getattr(e, 'filename', '')}: {e.strerror}")
@@ -173,7 +174,9 @@ def _read(path: str) -> bytes:
 class GitSource:
     """The files of one or more revisions of a git repository, from its object store."""
 
-    def __init__(self, path: str, repo: RepoInfo | None = None, branch_globs=(), tag_globs=()):
+    def __init__(
+        self, path: str, repo: RepoInfo | None = None, branch_globs: Iterable[str] = (), tag_globs: Iterable[str] = ()
+    ) -> None:
         git_dir = repo_git_dir(path)
         if git_dir is None:
             raise IndexBuildError(f"{path}: not a git repository")
@@ -191,7 +194,7 @@ class GitSource:
         self.repo = repo
 
     def files(self) -> Iterator[SourceFile]:
-        entries: dict[tuple[str, str], list] = {}
+        entries: dict[tuple[str, str], list[int]] = {}
         git = Git.at(self.git_dir, timeout_s=LIST_TIMEOUT_S)
         for bit, rev in enumerate(self.revisions):
             res = git.run(["ls-tree", "-r", "-l", "-z", "--full-tree", "--end-of-options", rev.commit])
@@ -206,8 +209,10 @@ class GitSource:
                     continue
                 path = raw_path.decode("utf-8", "replace")
                 if not size.isdigit():  # git lists the size of a blob it cannot read as "BAD"
-                    raise IndexBuildError(f"{self.git_dir}: cannot read {path!r} at {rev.ref}: its blob "
-                                          f"{sha.decode()} is damaged in the object store")
+                    raise IndexBuildError(
+                        f"{self.git_dir}: cannot read {path!r} at {rev.ref}: its blob "
+                        f"{sha.decode()} is damaged in the object store"
+                    )
                 key = (path, sha.decode())
                 if key in entries:
                     entries[key][1] |= 1 << bit
@@ -228,7 +233,9 @@ class GitSource:
             self._objects = None
 
 
-def open_source(path: str, branch_globs=(), tag_globs=()) -> DirectorySource | GitSource:
+def open_source(
+    path: str, branch_globs: Iterable[str] = (), tag_globs: Iterable[str] = ()
+) -> DirectorySource | GitSource:
     """A git source when `path` is a git repository (bare or not), else a directory source."""
     if os.path.isdir(os.path.join(path, ".git")) or (
         os.path.isfile(os.path.join(path, "HEAD")) and os.path.isdir(os.path.join(path, "objects"))
