@@ -14,6 +14,7 @@ from datetime import timedelta
 from sqlalchemy import insert, select, update
 
 from codesearch.store import models as m
+from codesearch.store.base import StoreBase
 from codesearch.store.models import ApiKey, User
 from codesearch.store.rows import from_row
 from codesearch.store.tables import api_keys
@@ -24,7 +25,7 @@ _API_KEY_COLUMNS = [api_keys.c.id, api_keys.c.user_id, api_keys.c.name, api_keys
                     api_keys.c.last_used_at, api_keys.c.revoked_at]
 
 
-class ApiKeysMixin:
+class ApiKeysMixin(StoreBase):
     """The `Store` methods for API keys (mixed into `Store`)."""
 
     def _key_hash(self, secret: str) -> str:

@@ -10,11 +10,12 @@ from datetime import datetime
 from sqlalchemy import delete, func, insert, select
 
 from codesearch.store import models as m
+from codesearch.store.base import StoreBase
 from codesearch.store.rows import from_row
 from codesearch.store.tables import audit_events
 
 
-class AuditMixin:
+class AuditMixin(StoreBase):
     """The `Store` methods for the audit log (mixed into `Store`)."""
 
     def add_audit_events(self, events: list[dict]) -> int:

@@ -10,11 +10,12 @@ from typing import Any, Iterable, Mapping
 
 from sqlalchemy import delete, insert, select
 
+from codesearch.store.base import StoreBase
 from codesearch.store.models import SearchContext
 from codesearch.store.tables import language_models, search_contexts
 
 
-class CatalogMixin:
+class CatalogMixin(StoreBase):
     """The `Store` methods for search contexts and language models (mixed into `Store`)."""
 
     def replace_search_contexts(self, contexts: Iterable[SearchContext]) -> None:

@@ -14,11 +14,12 @@ from typing import Any, Iterable, Mapping
 from sqlalchemy import func, insert, select, update
 
 from codesearch.store import models as m
+from codesearch.store.base import StoreBase
 from codesearch.store.errors import NotFound
 from codesearch.store.tables import chat_turns, chats
 
 
-class ChatTurnsMixin:
+class ChatTurnsMixin(StoreBase):
     """`Store` methods for follow-ups (see the module docstring)."""
 
     def add_chat_turn(self, chat_id: str, question: str, answer: str = "", *,

@@ -14,12 +14,13 @@ from sqlalchemy import insert, select
 from sqlalchemy.engine import Connection as SAConnection
 
 from codesearch.store import models as m
+from codesearch.store.base import StoreBase
 from codesearch.store.models import Chat
 from codesearch.store.rows import from_row, get_one
 from codesearch.store.tables import chats
 
 
-class ChatsMixin:
+class ChatsMixin(StoreBase):
     """The `Store` methods for chats (mixed into `Store`)."""
 
     def create_chat(self, question: str, answer: str = "", *, user_id: int | None = None,

@@ -18,6 +18,7 @@ from sqlalchemy import and_, delete, exists, insert, or_, select, update
 from sqlalchemy.engine import Connection as SAConnection
 
 from codesearch.store import models as m
+from codesearch.store.base import StoreBase
 from codesearch.store.errors import NotFound
 from codesearch.store.models import Connection
 from codesearch.store.rows import from_row, get_one
@@ -29,7 +30,7 @@ def config_hash(config: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(config, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-class ConnectionsMixin:
+class ConnectionsMixin(StoreBase):
     """The `Store` methods for connections (mixed into `Store`)."""
 
     def upsert_connection(self, name: str, type: str, config: Mapping[str, Any],

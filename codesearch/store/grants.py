@@ -17,6 +17,7 @@ from typing import Iterable
 
 from sqlalchemy import delete, insert, select, tuple_, update
 
+from codesearch.store.base import StoreBase
 from codesearch.store.tables import linked_accounts, repo_connections, repo_grants, repo_permission_syncs, repos
 
 REPO_DRIVEN = "repo"
@@ -53,7 +54,7 @@ class RepoPermissionSync:
     error: str | None
 
 
-class GrantsMixin:
+class GrantsMixin(StoreBase):
     """The `Store` methods for permission grants (mixed into `Store`)."""
 
     # ------------------------------------------------------------------ writing what hosts said

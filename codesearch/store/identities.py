@@ -22,6 +22,7 @@ from typing import Any
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from sqlalchemy import delete, insert, select, update
 
+from codesearch.store.base import StoreBase
 from codesearch.store.errors import Conflict, NotFound, StoreError
 from codesearch.store.tables import linked_accounts, users
 
@@ -63,7 +64,7 @@ def _account(row) -> LinkedAccount:
     return LinkedAccount(**{c.name: row._mapping[c.name] for c in _LISTED})
 
 
-class IdentitiesMixin:
+class IdentitiesMixin(StoreBase):
     """The `Store` methods for linked accounts (mixed into `Store`)."""
 
     # ------------------------------------------------------------------ sealing secrets

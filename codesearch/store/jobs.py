@@ -16,12 +16,13 @@ from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.engine import Connection as SAConnection
 
 from codesearch.store import models as m
+from codesearch.store.base import StoreBase
 from codesearch.store.models import Job
 from codesearch.store.rows import from_row, get_one
 from codesearch.store.tables import jobs
 
 
-class JobsMixin:
+class JobsMixin(StoreBase):
     """The `Store` methods for sync and index jobs (mixed into `Store`)."""
 
     def enqueue_sync_job(self, connection: str, *, force: bool = False) -> Job:

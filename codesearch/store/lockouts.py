@@ -15,6 +15,7 @@ from typing import Iterable
 
 from sqlalchemy import delete, insert, select, update
 
+from codesearch.store.base import StoreBase
 from codesearch.store.errors import Conflict
 from codesearch.store.models import Backoff
 from codesearch.store.tables import login_failures
@@ -24,7 +25,7 @@ LOGIN_ACCOUNT = "account"
 LOGIN_ADDRESS = "address"
 
 
-class LoginLockoutsMixin:
+class LoginLockoutsMixin(StoreBase):
     """The `Store` methods for sign-in lock-outs (mixed into `Store`)."""
 
     def _login_key(self, kind: str, value: str) -> str:

@@ -35,6 +35,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import delete, exists, func, insert, select, text, update
 
 from codesearch.store import models as m
+from codesearch.store.base import StoreBase
 from codesearch.store.errors import Conflict, NotFound
 from codesearch.store.tables import account_requests, invites, users
 
@@ -72,7 +73,7 @@ class AccountRequest:
     created_at: datetime
 
 
-class MembersMixin:
+class MembersMixin(StoreBase):
     """The `Store` methods for account requests and invites (mixed into `Store`)."""
 
     # ------------------------------------------------------------------ invites

@@ -26,6 +26,7 @@ from typing import Any, Callable
 
 from sqlalchemy import delete, insert, or_, select, update
 
+from codesearch.store.base import StoreBase
 from codesearch.store.tables import oauth_clients, oauth_codes, oauth_tokens, users
 
 CODE_PREFIX = "cso_ac_"
@@ -121,7 +122,7 @@ class ConnectedApp:
     grants: int  # live authorizations (each Allow that led to tokens)
 
 
-class OAuthMixin:
+class OAuthMixin(StoreBase):
     """The `Store` methods for OAuth 2.0 (mixed into `Store`)."""
 
     # ------------------------------------------------------------------ hashing

@@ -17,6 +17,7 @@ from sqlalchemy import delete, exists, func, insert, or_, select, update
 from sqlalchemy.engine import Connection as SAConnection
 
 from codesearch.store import models as m
+from codesearch.store.base import StoreBase
 from codesearch.store.errors import Conflict, NotFound
 from codesearch.store.models import Repo, RepoSyncResult
 from codesearch.store.rows import from_row, get_one
@@ -50,7 +51,7 @@ def _chunks(items: list, n: int = _CHUNK) -> Iterator[list]:
         yield items[i:i + n]
 
 
-class ReposMixin:
+class ReposMixin(StoreBase):
     """The `Store` methods for repos and their links to connections (mixed into `Store`)."""
 
     def _repo_error(self, c: SAConnection, repo_id: int | None, error: str | None) -> str | None:

@@ -11,13 +11,14 @@ import secrets
 
 from sqlalchemy import insert, select, update
 
+from codesearch.store.base import StoreBase
 from codesearch.store.tables import service_settings
 
 #: the service setting holding `instance_id`
 INSTANCE_KEY = "instance"
 
 
-class SettingsMixin:
+class SettingsMixin(StoreBase):
     """The `Store` methods for service settings (mixed into `Store`)."""
 
     def put_service_setting(self, key: str, value) -> bool:

@@ -12,6 +12,7 @@ from sqlalchemy import func, insert, select, update
 from sqlalchemy.engine import Connection as SAConnection
 
 from codesearch.store import models as m
+from codesearch.store.base import StoreBase
 from codesearch.store.errors import Conflict
 from codesearch.store.lockouts import LOGIN_ACCOUNT
 from codesearch.store.models import User
@@ -19,7 +20,7 @@ from codesearch.store.rows import from_row, get_one
 from codesearch.store.tables import users
 
 
-class UsersMixin:
+class UsersMixin(StoreBase):
     """The `Store` methods for users (mixed into `Store`)."""
 
     def create_user(self, email: str, name: str = "", *, role: str = m.MEMBER,

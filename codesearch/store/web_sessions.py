@@ -14,11 +14,12 @@ from datetime import timedelta
 
 from sqlalchemy import delete, insert, select, update
 
+from codesearch.store.base import StoreBase
 from codesearch.store.models import User, WebSession
 from codesearch.store.tables import users, web_sessions
 
 
-class WebSessionsMixin:
+class WebSessionsMixin(StoreBase):
     """The `Store` methods for web sign-in sessions (mixed into `Store`)."""
 
     def web_session_id(self, cookie_value: str) -> str:
