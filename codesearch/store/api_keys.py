@@ -16,7 +16,7 @@ from sqlalchemy import insert, select, update
 from codesearch.store import models as m
 from codesearch.store.base import StoreBase
 from codesearch.store.models import ApiKey, User
-from codesearch.store.rows import from_row
+from codesearch.store.rows import from_row, inserted_id
 from codesearch.store.tables import api_keys
 
 API_KEY_PREFIX = "cs_"
@@ -41,8 +41,8 @@ class ApiKeysMixin(StoreBase):
         secret = API_KEY_PREFIX + secrets.token_urlsafe(32)
         with self._tx(write=True) as c:
             self._get_user(c, user_id)
-            kid = c.execute(insert(api_keys).values(user_id=user_id, name=name, key_hash=self._key_hash(secret),
-                                                    created_at=self._now())).inserted_primary_key[0]
+            kid = inserted_id(c.execute(insert(api_keys).values(user_id=user_id, name=name, key_hash=self._key_hash(secret),
+                                                    created_at=self._now())))
         return kid, secret
 
     def verify_api_key(self, secret: str) -> User | None:

@@ -6,6 +6,7 @@ What is recorded and when is `codesearch.service.audit`'s business; the store ke
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import delete, func, insert, select
 
@@ -18,7 +19,7 @@ from codesearch.store.tables import audit_events
 class AuditMixin(StoreBase):
     """The `Store` methods for the audit log (mixed into `Store`)."""
 
-    def add_audit_events(self, events: list[dict]) -> int:
+    def add_audit_events(self, events: list[dict[str, Any]]) -> int:
         """Append events (``{at, actor_user_id, actor, action, target, details, request_id}``;
         `at` defaults to now) in one transaction; returns how many."""
         if not events:

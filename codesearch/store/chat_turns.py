@@ -32,7 +32,7 @@ class ChatTurnsMixin(StoreBase):
             if c.scalar(select(chats.c.id).where(chats.c.id == chat_id)) is None:
                 raise NotFound("chat", chat_id)
             last = c.scalar(select(func.max(chat_turns.c.position)).where(chat_turns.c.chat_id == chat_id)) or 0
-            values = {"chat_id": chat_id, "position": last + 1, "question": question or "", "answer": answer or "",
+            values: dict[str, Any] = {"chat_id": chat_id, "position": last + 1, "question": question or "", "answer": answer or "",
                       "model": dict(model or {}), "steps": [dict(s) for s in steps or ()], "status": status,
                       "error": error, "created_at": self._now()}
             c.execute(insert(chat_turns).values(**values))

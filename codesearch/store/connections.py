@@ -120,7 +120,7 @@ class ConnectionsMixin(StoreBase):
         return get_one(c, Connection, connections.c.name, name, "connection")
 
     def _connection_id(self, c: SAConnection, name: str) -> int:
-        cid = c.scalar(select(connections.c.id).where(connections.c.name == name))
+        cid: int | None = c.scalar(select(connections.c.id).where(connections.c.name == name))
         if cid is None:
             raise NotFound("connection", name)
         return cid

@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from sqlalchemy import create_engine, event
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 from sqlalchemy.pool import StaticPool
 
@@ -24,20 +24,20 @@ from codesearch.store.errors import StoreError
 BUSY_TIMEOUT_MS = 30_000
 
 
-def is_memory_sqlite(url) -> bool:
+def is_memory_sqlite(url: URL) -> bool:
     return url.get_backend_name() == "sqlite" and (url.database in (None, "", ":memory:")
                                                    or "mode=memory" in str(url.query.get("mode", "")))
 
 
-def describe_database(url) -> str:
+def describe_database(url: URL) -> str:
     """The database as messages name it: a SQLite file by its file name only (its folder is a
     server path, which no answer may carry), any other by its URL without the password."""
     if url.get_backend_name() == "sqlite":
-        return "SQLite database " + (os.path.basename(url.database) if not is_memory_sqlite(url) else ":memory:")
+        return "SQLite database " + (os.path.basename(url.database or "") if not is_memory_sqlite(url) else ":memory:")
     return url.render_as_string(hide_password=True)
 
 
-def _enable_wal(cur) -> None:
+def _enable_wal(cur: sqlite3.Cursor) -> None:
     """Put the database in WAL mode (a no-op once it is: the mode is stored in the file).
 
     Switching a new database to WAL needs its exclusive lock, and SQLite answers "database
@@ -75,7 +75,7 @@ def make_engine(url: str) -> Engine:
     engine = create_engine(u, **kwargs)
 
     @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_conn, _record):
+    def _on_connect(dbapi_conn: sqlite3.Connection, _record: object) -> None:
         dbapi_conn.isolation_level = None  # SQLAlchemy emits BEGIN itself (below)
         cur = dbapi_conn.cursor()
         try:
@@ -87,7 +87,7 @@ def make_engine(url: str) -> Engine:
             cur.close()
 
     @event.listens_for(engine, "begin")
-    def _on_begin(conn):
+    def _on_begin(conn: Connection) -> None:
         # Write transactions take the write lock up front, so they queue on busy_timeout
         # instead of failing when a read transaction would have to be upgraded.
         write = conn.get_execution_options().get("codesearch_write")

@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Iterable
 
 from sqlalchemy import delete, insert, select, tuple_, update
+from sqlalchemy.engine import Connection as SAConnection
 
 from codesearch.store.base import StoreBase
 from codesearch.store.tables import linked_accounts, repo_connections, repo_grants, repo_permission_syncs, repos
@@ -83,7 +84,7 @@ class GrantsMixin(StoreBase):
                                                     repo_grants.c.source == REPO_DRIVEN))
             self._mark_repo_sync(c, repo_id, now, error=error, synced=False, clear=revoke)
 
-    def _mark_repo_sync(self, c, repo_id: int, now: datetime, *, error: str | None, synced: bool,
+    def _mark_repo_sync(self, c: SAConnection, repo_id: int, now: datetime, *, error: str | None, synced: bool,
                         clear: bool = False) -> None:
         if not c.scalar(select(repos.c.id).where(repos.c.id == repo_id)):
             return  # deleted meanwhile

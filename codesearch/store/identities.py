@@ -21,9 +21,11 @@ from typing import Any
 
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from sqlalchemy import delete, insert, select, update
+from sqlalchemy.engine import Connection as SAConnection
 
 from codesearch.store.base import StoreBase
 from codesearch.store.errors import Conflict, NotFound, StoreError
+from codesearch.store.rows import AnyRow, inserted_id
 from codesearch.store.tables import linked_accounts, users
 
 _SEAL_PREFIX = "v1:"
@@ -60,7 +62,7 @@ class AccountTokens:
 _LISTED = [c for c in linked_accounts.columns if c.name not in ("access_token", "refresh_token")]
 
 
-def _account(row) -> LinkedAccount:
+def _account(row: AnyRow) -> LinkedAccount:
     return LinkedAccount(**{c.name: row._mapping[c.name] for c in _LISTED})
 
 
@@ -115,7 +117,7 @@ class IdentitiesMixin(StoreBase):
                                       refresh_token=refresh_token, token_expires_at=token_expires_at, scope=scope,
                                       signed_in=signed_in)
 
-    def _link_account(self, c, user_id: int, *, provider: str, provider_type: str, subject: str,
+    def _link_account(self, c: SAConnection, user_id: int, *, provider: str, provider_type: str, subject: str,
                       host: str | None = None, login: str | None = None, email: str | None = None,
                       access_token: str | None = None, refresh_token: str | None = None,
                       token_expires_at: datetime | None = None, scope: str | None = None,
@@ -141,14 +143,14 @@ class IdentitiesMixin(StoreBase):
         if row is not None and row.user_id != user_id:
             raise Conflict(f"this {provider_type} account is linked to another user")
         if row is None:
-            aid = c.execute(insert(linked_accounts).values(
-                user_id=user_id, provider=provider, subject=subject, created_at=now, **values)).inserted_primary_key[0]
+            aid = inserted_id(c.execute(insert(linked_accounts).values(
+                user_id=user_id, provider=provider, subject=subject, created_at=now, **values)))
         else:
             aid = row.id
             c.execute(update(linked_accounts).where(linked_accounts.c.id == aid).values(**values))
         if email is not None:
             c.execute(update(users).where(users.c.id == user_id, users.c.email == email).values(email_verified=True))
-        return _account(c.execute(select(linked_accounts).where(linked_accounts.c.id == aid)).first())
+        return _account(c.execute(select(linked_accounts).where(linked_accounts.c.id == aid)).one())
 
     def find_linked_account(self, provider: str, subject: str) -> LinkedAccount | None:
         with self._tx() as c:

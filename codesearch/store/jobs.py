@@ -10,15 +10,15 @@ dead or silent worker are taken back (`requeue_stale_jobs`, `release_worker_jobs
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Callable
+from typing import Any, Callable
 
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import Column, ColumnElement, delete, func, insert, select, update
 from sqlalchemy.engine import Connection as SAConnection
 
 from codesearch.store import models as m
 from codesearch.store.base import StoreBase
 from codesearch.store.models import Job
-from codesearch.store.rows import from_row, get_one
+from codesearch.store.rows import from_row, get_one, inserted_id
 from codesearch.store.tables import jobs
 
 
@@ -49,18 +49,18 @@ class JobsMixin(StoreBase):
             self._get_repo(c, repo_id)
             return self._enqueue(c, m.INDEX_JOB, jobs.c.repo_id, repo_id, force)
 
-    def _enqueue(self, c: SAConnection, kind: str, column, target: int, force: bool) -> Job:
+    def _enqueue(self, c: SAConnection, kind: str, column: Column[Any], target: int, force: bool) -> Job:
         states = (m.PENDING,) if force else (m.PENDING, m.IN_PROGRESS)
         row = c.execute(select(jobs).where(jobs.c.kind == kind, column == target, jobs.c.state.in_(states))
                         .order_by(jobs.c.id).limit(1)).first()
         if row is not None:
             return from_row(Job, row)
         now = self._now()
-        jid = c.execute(insert(jobs).values(
+        jid = inserted_id(c.execute(insert(jobs).values(
             kind=kind, connection_id=target if kind == m.SYNC_JOB else None,
             repo_id=target if kind == m.INDEX_JOB else None, state=m.PENDING, attempts=0,
             max_attempts=self.max_attempts, error=None, worker_id=None, created_at=now, started_at=None,
-            finished_at=None, heartbeat_at=None, next_attempt_at=now)).inserted_primary_key[0]
+            finished_at=None, heartbeat_at=None, next_attempt_at=now)))
         return self._get_job(c, jid)
 
     def claim_job(self, kind: str, worker_id: str) -> Job | None:
@@ -129,7 +129,7 @@ class JobsMixin(StoreBase):
         return self._requeue_where([jobs.c.state == m.IN_PROGRESS, jobs.c.worker_id == worker_id],
                                    lambda j: error or f"worker {worker_id} stopped")
 
-    def _requeue_where(self, conds, message: Callable[[Job], str]) -> list[Job]:
+    def _requeue_where(self, conds: list[ColumnElement[bool]], message: Callable[[Job], str]) -> list[Job]:
         with self._tx(write=True) as c:
             stale = [from_row(Job, r) for r in c.execute(select(jobs).where(*conds).order_by(jobs.c.id))]
             out = []
@@ -141,15 +141,16 @@ class JobsMixin(StoreBase):
 
     def retry_delay(self, attempts: int) -> float:
         """Backoff before the next attempt after `attempts` failed ones: base × 2^(attempts-1), capped."""
-        return min(self.retry_base_seconds * (2 ** max(attempts - 1, 0)), self.retry_max_seconds)
+        delay: float = self.retry_base_seconds * (2 ** max(attempts - 1, 0))
+        return min(delay, self.retry_max_seconds)
 
     def _retry_or_fail(self, c: SAConnection, job: Job, error: str, retry: bool) -> Job | None:
         now = self._now()
-        error = self._repo_error(c, job.repo_id, error)
+        recorded = self._repo_error(c, job.repo_id, error)
         if retry and job.attempts < job.max_attempts:
-            values = dict(state=m.PENDING, error=error, next_attempt_at=now + timedelta(seconds=self.retry_delay(job.attempts)))
+            values = dict(state=m.PENDING, error=recorded, next_attempt_at=now + timedelta(seconds=self.retry_delay(job.attempts)))
         else:
-            values = dict(state=m.FAILED, error=error, finished_at=now)
+            values = dict(state=m.FAILED, error=recorded, finished_at=now)
         if not c.execute(update(jobs).where(jobs.c.id == job.id, jobs.c.state == m.IN_PROGRESS).values(**values)).rowcount:
             return None
         return self._get_job(c, job.id)

@@ -14,6 +14,7 @@ from datetime import timedelta
 from typing import Iterable
 
 from sqlalchemy import delete, insert, select, update
+from sqlalchemy.engine import Connection as SAConnection
 
 from codesearch.store.base import StoreBase
 from codesearch.store.errors import Conflict
@@ -31,7 +32,7 @@ class LoginLockoutsMixin(StoreBase):
     def _login_key(self, kind: str, value: str) -> str:
         return hmac.new(self._secret, f"sign-in {kind}\0{value}".encode("utf-8"), hashlib.sha256).hexdigest()
 
-    def _reset_login_counter(self, c, kind: str, value: str) -> None:
+    def _reset_login_counter(self, c: SAConnection, kind: str, value: str) -> None:
         """Forget the failures (and lock-out) of one counter, in transaction `c`."""
         c.execute(delete(login_failures).where(login_failures.c.key == self._login_key(kind, value)))
 
@@ -46,10 +47,10 @@ class LoginLockoutsMixin(StoreBase):
         cannot all slip in before the first failure is recorded), and `lock_if_wrong` is the
         lock-out that now applies if the password turns out wrong; `end_login_attempt` takes the
         count back when it was right."""
-        limits = [(self._login_key(kind, value), backoff) for kind, value, backoff in limits]
+        keyed = [(self._login_key(kind, value), backoff) for kind, value, backoff in limits]
         for attempt in range(3):
             try:
-                return self._begin_login_attempt(limits)
+                return self._begin_login_attempt(keyed)
             except Conflict:  # two first failures of one counter at once (PostgreSQL): count again
                 if attempt == 2:
                     raise
@@ -61,8 +62,10 @@ class LoginLockoutsMixin(StoreBase):
             current = {}
             for key, backoff in limits:
                 row = c.execute(select(login_failures).where(login_failures.c.key == key).with_for_update()).first()
-                fresh = row is not None and now - row.last_failure_at < timedelta(seconds=backoff.forget_seconds)
-                current[key] = (row is not None, row.failures if fresh else 0, row.locked_until if fresh else None)
+                if row is not None and now - row.last_failure_at < timedelta(seconds=backoff.forget_seconds):
+                    current[key] = (True, row.failures, row.locked_until)
+                else:  # none yet, or forgotten
+                    current[key] = (row is not None, 0, None)
             wait = max(((locked - now).total_seconds() for _, _, locked in current.values()
                         if locked is not None and locked > now), default=0.0)
             if wait > 0:

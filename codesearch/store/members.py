@@ -31,12 +31,15 @@ import hmac
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
-from sqlalchemy import delete, exists, func, insert, select, text, update
+from sqlalchemy import ColumnElement, Exists, delete, exists, func, insert, select, text, update
+from sqlalchemy.engine import Connection as SAConnection
 
 from codesearch.store import models as m
 from codesearch.store.base import StoreBase
 from codesearch.store.errors import Conflict, NotFound
+from codesearch.store.rows import inserted_id
 from codesearch.store.tables import account_requests, invites, users
 
 INVITE_PREFIX = "inv_"
@@ -89,7 +92,7 @@ class MembersMixin(StoreBase):
             raise ValueError(f"unknown role {role!r}")
         token = INVITE_PREFIX + secrets.token_urlsafe(32)
         now = self._now()
-        row = {"id": self.invite_id(token), "email": (email or "").strip().lower() or None, "role": role,
+        row: dict[str, Any] = {"id": self.invite_id(token), "email": (email or "").strip().lower() or None, "role": role,
                "created_by": created_by, "created_at": now, "expires_at": now + timedelta(seconds=ttl_seconds),
                "accepted_at": None, "accepted_by": None}
         with self._tx(write=True) as c:
@@ -119,7 +122,7 @@ class MembersMixin(StoreBase):
             return bool(c.execute(delete(invites).where(invites.c.id == invite_id,
                                                         invites.c.accepted_at.is_(None))).rowcount)
 
-    def _take_invite(self, c, token: str, email: str, user_id: int, *, email_proven: bool) -> dict:
+    def _take_invite(self, c: SAConnection, token: str, email: str, user_id: int, *, email_proven: bool) -> dict[str, Any]:
         """Use up the invite of `token` for `user_id` (whose address is `email`), in `c`; the
         invite's row. `email_proven`: an identity provider verified `email` (or the address was
         typed into the invite's own form). `InviteInvalid` says why it cannot be used (never
@@ -145,7 +148,7 @@ class MembersMixin(StoreBase):
             raise InviteInvalid("This invite was used already.")
         return dict(row._mapping)
 
-    def _serialize_user_creation(self, c) -> None:
+    def _serialize_user_creation(self, c: SAConnection) -> None:
         """Make transactions that create users run one at a time (the first user is OWNER: two
         must not both see an empty table). SQLite's write transactions (``BEGIN IMMEDIATE``)
         are serialized already; PostgreSQL takes a transaction-scoped advisory lock."""
@@ -153,18 +156,18 @@ class MembersMixin(StoreBase):
             c.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_USERS_LOCK})
 
     @staticmethod
-    def _waiting(user_id_column):
+    def _waiting(user_id_column: ColumnElement[Any]) -> Exists:
         """SQL: the user of `user_id_column` waits for approval."""
         return exists().where(account_requests.c.user_id == user_id_column)
 
-    def _waits(self, c, user_id: int) -> bool:
+    def _waits(self, c: SAConnection, user_id: int) -> bool:
         return c.scalar(select(account_requests.c.user_id).where(account_requests.c.user_id == user_id)) is not None
 
     # ------------------------------------------------------------------ signing up
 
     def sign_up(self, email: str, name: str = "", *, password_hash: str | None = None, email_verified: bool = False,
                 require_approval: bool = False, invite_token: str | None = None,
-                identity: dict | None = None) -> tuple[m.User, bool]:
+                identity: dict[str, Any] | None = None) -> tuple[m.User, bool]:
         """Create a user who joins by themselves: (user, pending). The first user ever is OWNER;
         with a valid invite the user gets its role and the invite is used up (`InviteInvalid`
         otherwise); else a MEMBER who waits for approval (pending) when `require_approval`.
@@ -181,9 +184,9 @@ class MembersMixin(StoreBase):
             if c.scalar(select(func.count()).select_from(users).where(users.c.email == email)):
                 raise Conflict(f"a user with email {email!r} already exists")
             first = not c.scalar(select(func.count()).select_from(users))
-            uid = c.execute(insert(users).values(email=email, name=name or "", password_hash=password_hash,
+            uid = inserted_id(c.execute(insert(users).values(email=email, name=name or "", password_hash=password_hash,
                                                  role=m.MEMBER, created_at=now, email_verified=bool(email_verified))
-                            ).inserted_primary_key[0]
+                            ))
             invite = None
             if invite_token and not first:
                 # a password join types the address into the invite's own form

@@ -25,8 +25,11 @@ from datetime import datetime, timedelta
 from typing import Any, Callable
 
 from sqlalchemy import delete, insert, or_, select, update
+from sqlalchemy.engine import Connection as SAConnection
 
 from codesearch.store.base import StoreBase
+from codesearch.store.models import User
+from codesearch.store.rows import AnyRow
 from codesearch.store.tables import oauth_clients, oauth_codes, oauth_tokens, users
 
 CODE_PREFIX = "cso_ac_"
@@ -104,7 +107,7 @@ class AccessToken:
     scope: str
     resource: str | None
     expires_at: datetime
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -168,7 +171,9 @@ class OAuthMixin(StoreBase):
             return False
         with self._tx() as c:
             stored = c.scalar(select(oauth_clients.c.secret_hash).where(oauth_clients.c.id == client_id))
-        return bool(stored) and hmac.compare_digest(stored, self.oauth_hash(secret))
+        if not stored:
+            return False
+        return hmac.compare_digest(stored, self.oauth_hash(secret))
 
     # ------------------------------------------------------------------ codes
 
@@ -228,7 +233,7 @@ class OAuthMixin(StoreBase):
 
     # ------------------------------------------------------------------ tokens
 
-    def _issue(self, c, now: datetime, grant_id: str, client_id: str, user_id: int, scope: str,
+    def _issue(self, c: SAConnection, now: datetime, grant_id: str, client_id: str, user_id: int, scope: str,
                resource: str | None, access_ttl: float, refresh_ttl: float | None) -> IssuedTokens:
         access = ACCESS_PREFIX + secrets.token_urlsafe(32)
         rows = [dict(id=self.oauth_hash(access), kind=ACCESS, grant_id=grant_id, client_id=client_id,
@@ -284,7 +289,7 @@ class OAuthMixin(StoreBase):
             self._delete_expired_oauth(c, now)
         return Redeemed(OK, tokens=tokens, grant_id=row.grant_id, user_id=row.user_id)
 
-    def verify_oauth_access_token(self, token: str):
+    def verify_oauth_access_token(self, token: str) -> tuple[AccessToken, User] | None:
         """``(AccessToken, User)`` for a valid access token (known, not revoked, not expired, its
         user still there and not waiting for approval: `is_pending`), else None."""
         if not isinstance(token, str) or not token.startswith(ACCESS_PREFIX) or len(token) > _MAX_SECRET:
@@ -340,7 +345,7 @@ class OAuthMixin(StoreBase):
                              .where(oauth_tokens.c.user_id == user_id)).all()
             live = {r.grant_id for r in rows if r.revoked_at is None and r.expires_at > now
                     and (r.kind == ACCESS or r.used_at is None)}
-            by_client: dict[str, list] = {}
+            by_client: dict[str, list[AnyRow]] = {}
             for r in rows:
                 if r.grant_id in live:
                     by_client.setdefault(r.client_id, []).append(r)
@@ -372,7 +377,7 @@ class OAuthMixin(StoreBase):
                                                         oauth_tokens.c.revoked_at.is_(None))
                              .values(revoked_at=self._now())).rowcount
 
-    def list_oauth_tokens(self, user_id: int) -> list[dict]:
+    def list_oauth_tokens(self, user_id: int) -> list[dict[str, Any]]:
         """The user's tokens, without secrets: kind, client, grant, times (for pages and tests)."""
         with self._tx() as c:
             rows = c.execute(select(oauth_tokens.c.kind, oauth_tokens.c.grant_id, oauth_tokens.c.client_id,
@@ -381,7 +386,7 @@ class OAuthMixin(StoreBase):
                              .where(oauth_tokens.c.user_id == user_id).order_by(oauth_tokens.c.created_at)).all()
         return [dict(r._mapping) for r in rows]
 
-    def _revoke_grant(self, c, grant_id: str, now: datetime) -> int:
+    def _revoke_grant(self, c: SAConnection, grant_id: str, now: datetime) -> int:
         # the code too, so that it cannot be redeemed later by whoever replayed it
         c.execute(update(oauth_codes).where(oauth_codes.c.grant_id == grant_id, oauth_codes.c.used_at.is_(None))
                   .values(used_at=now))
@@ -389,7 +394,7 @@ class OAuthMixin(StoreBase):
                                                     oauth_tokens.c.revoked_at.is_(None))
                          .values(revoked_at=now)).rowcount
 
-    def _delete_expired_oauth(self, c, now: datetime) -> None:
+    def _delete_expired_oauth(self, c: SAConnection, now: datetime) -> None:
         """Housekeeping: codes a day past their expiry, tokens past theirs (a replay of those
         cannot be told from an unknown one any more, and needs no answer but `invalid_grant`)."""
         c.execute(delete(oauth_codes).where(oauth_codes.c.expires_at < now - timedelta(days=1)))

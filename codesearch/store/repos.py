@@ -11,7 +11,7 @@ asks which repos are due (`repos_due_for_index`).
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping, TypeVar
 
 from sqlalchemy import delete, exists, func, insert, or_, select, update
 from sqlalchemy.engine import Connection as SAConnection
@@ -20,7 +20,7 @@ from codesearch.store import models as m
 from codesearch.store.base import StoreBase
 from codesearch.store.errors import Conflict, NotFound
 from codesearch.store.models import Repo, RepoSyncResult
-from codesearch.store.rows import from_row, get_one
+from codesearch.store.rows import AnyRow, from_row, get_one, inserted_id
 from codesearch.store.tables import connections, jobs, repo_connections, repos
 
 _CHUNK = 500  # ids per IN (...) list: well under every database's parameter limit
@@ -33,8 +33,10 @@ LISTING_FIELDS: dict[str, Any] = {
     "local_path": None,
 }
 
+T = TypeVar("T")
 
-def _parse_time(value) -> datetime | None:
+
+def _parse_time(value: object) -> datetime | None:
     if value is None or value == "":
         return None
     if isinstance(value, datetime):
@@ -46,7 +48,7 @@ def _parse_time(value) -> datetime | None:
     return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
 
 
-def _chunks(items: list, n: int = _CHUNK) -> Iterator[list]:
+def _chunks(items: list[T], n: int = _CHUNK) -> Iterator[list[T]]:
     for i in range(0, len(items), n):
         yield items[i:i + n]
 
@@ -82,16 +84,16 @@ class ReposMixin(StoreBase):
         result = RepoSyncResult()
         with self._tx(write=True) as c:
             cid = self._connection_id(c, connection)
-            existing: dict[str, Any] = {}
+            existing: dict[str, AnyRow] = {}
             for chunk in _chunks([v["name"] for v in items]):
-                for row in c.execute(select(repos).where(repos.c.name.in_(chunk))):
-                    existing[row.name] = row
+                for found in c.execute(select(repos).where(repos.c.name.in_(chunk))):
+                    existing[found.name] = found
             for v in items:
                 row = existing.get(v["name"])
                 if row is None:
-                    rid = c.execute(insert(repos).values(
+                    rid = inserted_id(c.execute(insert(repos).values(
                         **v, created_at=now, updated_at=now, indexed_at=None, indexed_revisions={},
-                        index_status=m.INDEX_NEW, last_error=None, orphaned_at=None)).inserted_primary_key[0]
+                        index_status=m.INDEX_NEW, last_error=None, orphaned_at=None)))
                     result.added.append(rid)
                 else:
                     rid = row.id
@@ -192,7 +194,7 @@ class ReposMixin(StoreBase):
             total = c.scalar(select(func.count()).select_from(repos).where(*conds))
             rows = c.execute(select(repos).where(*conds).order_by(*order)
                              .limit(per_page).offset((page - 1) * per_page))
-            return [from_row(Repo, r) for r in rows], total
+            return [from_row(Repo, r) for r in rows], total or 0
 
     def repos_for_connection(self, connection: str) -> list[Repo]:
         with self._tx() as c:

@@ -37,11 +37,11 @@ AUTH_SECRET_VAR = "AUTH_SECRET"
 SECRET_FILE = ".secret"
 
 
-def secret_path(data_dir: str | os.PathLike) -> str:
+def secret_path(data_dir: str | os.PathLike[str]) -> str:
     return os.path.join(os.fspath(data_dir), SECRET_FILE)
 
 
-def load_server_secret(data_dir: str | os.PathLike, environ: Mapping[str, str] | None = None) -> bytes:
+def load_server_secret(data_dir: str | os.PathLike[str], environ: Mapping[str, str] | None = None) -> bytes:
     """The server secret as bytes: from the environment, else the data directory's file (made once)."""
     environ = os.environ if environ is None else environ
     value = (environ.get(ENV_VAR) or "").strip()

@@ -8,6 +8,7 @@ own random `instance_id`, which tells a process it opened the service's database
 from __future__ import annotations
 
 import secrets
+from typing import Any
 
 from sqlalchemy import insert, select, update
 
@@ -21,7 +22,7 @@ INSTANCE_KEY = "instance"
 class SettingsMixin(StoreBase):
     """The `Store` methods for service settings (mixed into `Store`)."""
 
-    def put_service_setting(self, key: str, value) -> bool:
+    def put_service_setting(self, key: str, value: Any) -> bool:
         """Store a setting (JSON) for every process of the service; True when it changed."""
         now = self._now()
         with self._tx(write=True) as c:
@@ -50,7 +51,7 @@ class SettingsMixin(StoreBase):
             c.execute(insert(service_settings).values(key=INSTANCE_KEY, value=value, updated_at=self._now()))
             return value["id"]
 
-    def service_setting(self, key: str):
+    def service_setting(self, key: str) -> Any:
         """A setting stored by `put_service_setting`, or None."""
         with self._tx() as c:
             row = c.execute(select(service_settings.c.value).where(service_settings.c.key == key)).first()

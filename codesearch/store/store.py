@@ -14,7 +14,7 @@ import hmac
 import os
 from contextlib import contextmanager
 from datetime import datetime, timezone
-from typing import Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from sqlalchemy.engine import Connection as SAConnection
 from sqlalchemy.engine import Engine
@@ -80,8 +80,8 @@ class Store(ConnectionsMixin, ReposMixin, JobsMixin, UsersMixin, ApiKeysMixin, W
     # ------------------------------------------------------------------ opening
 
     @classmethod
-    def open(cls, data_dir: str | os.PathLike, *, database_url: str | None = None,
-             environ: Mapping[str, str] | None = None, secret: bytes | None = None, **options) -> "Store":
+    def open(cls, data_dir: str | os.PathLike[str], *, database_url: str | None = None,
+             environ: Mapping[str, str] | None = None, secret: bytes | None = None, **options: Any) -> "Store":
         """Open (creating and migrating as needed) the state database.
 
         The database is `database_url`, else `DATABASE_URL` from `environ` (default
@@ -97,7 +97,7 @@ class Store(ConnectionsMixin, ReposMixin, JobsMixin, UsersMixin, ApiKeysMixin, W
         data_dir = private_dir(data_dir)
         url = database_url or (environ.get("DATABASE_URL") or "").strip() or f"sqlite:///{os.path.join(data_dir, DB_FILE)}"
         engine = make_engine(url)
-        if engine.url.get_backend_name() == "sqlite" and not is_memory_sqlite(engine.url):
+        if engine.url.get_backend_name() == "sqlite" and engine.url.database and not is_memory_sqlite(engine.url):
             tighten_sqlite(engine.url.database)
         try:
             migrate(engine, database=describe_database(engine.url))
@@ -118,7 +118,7 @@ class Store(ConnectionsMixin, ReposMixin, JobsMixin, UsersMixin, ApiKeysMixin, W
     def __enter__(self) -> "Store":
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def schema_version(self) -> int:

@@ -29,6 +29,7 @@ from sqlalchemy import (
     UniqueConstraint,
     false,
 )
+from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator
 
 #: Constraint names, so that later migrations can refer to them on every database.
@@ -40,7 +41,7 @@ NAMING_CONVENTION = {
 }
 
 
-class UTCDateTime(TypeDecorator):
+class UTCDateTime(TypeDecorator[datetime]):
     """A timestamp kept in UTC: naive values are taken as UTC, results are always aware UTC.
 
     SQLite has no time zone support, so the value is stored as a naive UTC string (fixed width,
@@ -50,7 +51,7 @@ class UTCDateTime(TypeDecorator):
     impl = DateTime(timezone=True)
     cache_ok = True
 
-    def process_bind_param(self, value, dialect):
+    def process_bind_param(self, value: object, dialect: Dialect) -> datetime | None:
         if value is None:
             return None
         if not isinstance(value, datetime):
@@ -58,7 +59,7 @@ class UTCDateTime(TypeDecorator):
         value = value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
         return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
 
-    def process_result_value(self, value, dialect):
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
         if value is None:
             return None
         return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)

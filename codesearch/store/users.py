@@ -16,7 +16,7 @@ from codesearch.store.base import StoreBase
 from codesearch.store.errors import Conflict
 from codesearch.store.lockouts import LOGIN_ACCOUNT
 from codesearch.store.models import User
-from codesearch.store.rows import from_row, get_one
+from codesearch.store.rows import from_row, get_one, inserted_id
 from codesearch.store.tables import users
 
 
@@ -40,9 +40,9 @@ class UsersMixin(StoreBase):
                 raise Conflict(f"a user with email {email!r} already exists")
             if not c.scalar(select(func.count()).select_from(users)):
                 role = m.OWNER
-            uid = c.execute(insert(users).values(email=email, name=name or "", password_hash=password_hash, role=role,
+            uid = inserted_id(c.execute(insert(users).values(email=email, name=name or "", password_hash=password_hash, role=role,
                                                  created_at=self._now(), email_verified=bool(email_verified))
-                            ).inserted_primary_key[0]
+                            ))
             return self._get_user(c, uid)
 
     def get_user(self, user_id: int) -> User:
@@ -64,8 +64,8 @@ class UsersMixin(StoreBase):
             raise ValueError(f"unknown role {role!r}")
         with self._tx(write=True) as c:
             user = self._get_user(c, user_id)
-            if user.role == m.OWNER and role != m.OWNER and c.scalar(
-                    select(func.count()).select_from(users).where(users.c.role == m.OWNER)) <= 1:
+            if user.role == m.OWNER and role != m.OWNER and (c.scalar(
+                    select(func.count()).select_from(users).where(users.c.role == m.OWNER)) or 0) <= 1:
                 raise Conflict(f"user {user.email!r} is the last owner")
             c.execute(update(users).where(users.c.id == user_id).values(role=role))
             return self._get_user(c, user_id)
@@ -80,8 +80,8 @@ class UsersMixin(StoreBase):
             self._serialize_user_creation(c)
             if c.scalar(select(func.count()).select_from(users)):
                 raise Conflict("the first account exists already")
-            uid = c.execute(insert(users).values(email=email, name=name or "", password_hash=password_hash,
-                                                 role=m.OWNER, created_at=self._now())).inserted_primary_key[0]
+            uid = inserted_id(c.execute(insert(users).values(email=email, name=name or "", password_hash=password_hash,
+                                                 role=m.OWNER, created_at=self._now())))
             return self._get_user(c, uid)
 
     def has_users(self) -> bool:

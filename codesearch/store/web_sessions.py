@@ -11,6 +11,7 @@ import hashlib
 import hmac
 import secrets
 from datetime import timedelta
+from typing import Any
 
 from sqlalchemy import delete, insert, select, update
 
@@ -33,7 +34,7 @@ class WebSessionsMixin(StoreBase):
         its own random CSRF token. NotFound when `user_id` is not a user."""
         value = secrets.token_urlsafe(32)
         now = self._now()
-        row = {"id": self.web_session_id(value), "user_id": user_id, "csrf_token": secrets.token_urlsafe(32),
+        row: dict[str, Any] = {"id": self.web_session_id(value), "user_id": user_id, "csrf_token": secrets.token_urlsafe(32),
                "created_at": now, "expires_at": now + timedelta(seconds=ttl_seconds), "last_seen_at": now}
         with self._tx(write=True) as c:
             self._get_user(c, user_id)
