@@ -6,7 +6,8 @@ by name or in order by the search API and `ask_codebase`.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from sqlalchemy import delete, insert, select
 
@@ -23,8 +24,12 @@ class CatalogMixin(StoreBase):
         now = self._now()
         rows = {}
         for ctx in contexts:
-            rows[ctx.name] = {"name": ctx.name, "description": ctx.description or "",
-                              "repo_names": sorted(set(ctx.repo_names)), "updated_at": now}
+            rows[ctx.name] = {
+                "name": ctx.name,
+                "description": ctx.description or "",
+                "repo_names": sorted(set(ctx.repo_names)),
+                "updated_at": now,
+            }
         with self._tx(write=True) as c:
             c.execute(delete(search_contexts))
             if rows:
@@ -37,8 +42,10 @@ class CatalogMixin(StoreBase):
 
     def list_search_contexts(self) -> list[SearchContext]:
         with self._tx() as c:
-            return [SearchContext(r.name, list(r.repo_names), r.description)
-                    for r in c.execute(select(search_contexts).order_by(search_contexts.c.name))]
+            return [
+                SearchContext(r.name, list(r.repo_names), r.description)
+                for r in c.execute(select(search_contexts).order_by(search_contexts.c.name))
+            ]
 
     # ------------------------------------------------------------------ language models
 
@@ -49,8 +56,15 @@ class CatalogMixin(StoreBase):
         for i, entry in enumerate(entries):
             if not entry.get("provider") or not entry.get("model"):
                 raise ValueError(f"models[{i}] needs a provider and a model")
-            rows.append({"position": i, "provider": str(entry["provider"]), "model": str(entry["model"]),
-                         "display_name": entry.get("displayName") or None, "config": dict(entry)})
+            rows.append(
+                {
+                    "position": i,
+                    "provider": str(entry["provider"]),
+                    "model": str(entry["model"]),
+                    "display_name": entry.get("displayName") or None,
+                    "config": dict(entry),
+                }
+            )
         with self._tx(write=True) as c:
             c.execute(delete(language_models))
             if rows:
@@ -60,4 +74,6 @@ class CatalogMixin(StoreBase):
         """The raw model entries, in config order. They may hold token *references* and header
         values: show callers only provider, model and displayName."""
         with self._tx() as c:
-            return [dict(r.config) for r in c.execute(select(language_models.c.config).order_by(language_models.c.position))]
+            return [
+                dict(r.config) for r in c.execute(select(language_models.c.config).order_by(language_models.c.position))
+            ]

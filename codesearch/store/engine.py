@@ -25,8 +25,9 @@ BUSY_TIMEOUT_MS = 30_000
 
 
 def is_memory_sqlite(url: URL) -> bool:
-    return url.get_backend_name() == "sqlite" and (url.database in (None, "", ":memory:")
-                                                   or "mode=memory" in str(url.query.get("mode", "")))
+    return url.get_backend_name() == "sqlite" and (
+        url.database in (None, "", ":memory:") or "mode=memory" in str(url.query.get("mode", ""))
+    )
 
 
 def describe_database(url: URL) -> str:
@@ -61,14 +62,18 @@ def make_engine(url: str) -> Engine:
     try:
         u = make_url(url)
     except ArgumentError:
-        raise StoreError("the database URL (DATABASE_URL) is not a valid SQLAlchemy URL, "
-                         "e.g. postgresql+psycopg://user:password@host/db") from None
+        raise StoreError(
+            "the database URL (DATABASE_URL) is not a valid SQLAlchemy URL, "
+            "e.g. postgresql+psycopg://user:password@host/db"
+        ) from None
     if u.get_backend_name() != "sqlite":
         try:
             return create_engine(u, pool_pre_ping=True)
         except (ImportError, NoSuchModuleError) as e:
-            raise StoreError(f"database {u.render_as_string(hide_password=True)}: its driver is not installed "
-                             f"({e}); install it (e.g. pip install psycopg) or use another DATABASE_URL") from None
+            raise StoreError(
+                f"database {u.render_as_string(hide_password=True)}: its driver is not installed "
+                f"({e}); install it (e.g. pip install psycopg) or use another DATABASE_URL"
+            ) from None
     kwargs: dict[str, Any] = {"connect_args": {"check_same_thread": False, "timeout": BUSY_TIMEOUT_MS / 1000}}
     if is_memory_sqlite(u):
         kwargs["poolclass"] = StaticPool  # one shared connection: single-threaded use (tests) only

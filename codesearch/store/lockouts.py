@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from collections.abc import Iterable
 from datetime import timedelta
-from typing import Iterable
 
 from sqlalchemy import delete, insert, select, update
 from sqlalchemy.engine import Connection as SAConnection
@@ -30,7 +30,7 @@ class LoginLockoutsMixin(StoreBase):
     """The `Store` methods for sign-in lock-outs (mixed into `Store`)."""
 
     def _login_key(self, kind: str, value: str) -> str:
-        return hmac.new(self._secret, f"sign-in {kind}\0{value}".encode("utf-8"), hashlib.sha256).hexdigest()
+        return hmac.new(self._secret, f"sign-in {kind}\0{value}".encode(), hashlib.sha256).hexdigest()
 
     def _reset_login_counter(self, c: SAConnection, kind: str, value: str) -> None:
         """Forget the failures (and lock-out) of one counter, in transaction `c`."""
@@ -66,8 +66,14 @@ class LoginLockoutsMixin(StoreBase):
                     current[key] = (True, row.failures, row.locked_until)
                 else:  # none yet, or forgotten
                     current[key] = (row is not None, 0, None)
-            wait = max(((locked - now).total_seconds() for _, _, locked in current.values()
-                        if locked is not None and locked > now), default=0.0)
+            wait = max(
+                (
+                    (locked - now).total_seconds()
+                    for _, _, locked in current.values()
+                    if locked is not None and locked > now
+                ),
+                default=0.0,
+            )
             if wait > 0:
                 return wait, 0.0
             lock_if_wrong = 0.0
@@ -75,8 +81,11 @@ class LoginLockoutsMixin(StoreBase):
                 stored, failures, _ = current[key]
                 lock = backoff.lock_seconds(failures + 1)
                 lock_if_wrong = max(lock_if_wrong, lock)
-                values = {"failures": failures + 1, "last_failure_at": now,
-                          "locked_until": now + timedelta(seconds=lock) if lock else None}
+                values = {
+                    "failures": failures + 1,
+                    "last_failure_at": now,
+                    "locked_until": now + timedelta(seconds=lock) if lock else None,
+                }
                 if stored:
                     c.execute(update(login_failures).where(login_failures.c.key == key).values(**values))
                 else:
@@ -85,8 +94,9 @@ class LoginLockoutsMixin(StoreBase):
             c.execute(delete(login_failures).where(login_failures.c.last_failure_at < now - timedelta(seconds=forget)))
             return 0.0, lock_if_wrong
 
-    def end_login_attempt(self, *, reset: Iterable[tuple[str, str]] = (),
-                          uncount: Iterable[tuple[str, str]] = ()) -> None:
+    def end_login_attempt(
+        self, *, reset: Iterable[tuple[str, str]] = (), uncount: Iterable[tuple[str, str]] = ()
+    ) -> None:
         """The attempt counted by `begin_login_attempt` succeeded: the `reset` counters start
         again from zero (the account's); the `uncount` counters forget this one attempt and the
         lock-out it set (the client address's: signing in to one's own account must not erase
@@ -98,5 +108,8 @@ class LoginLockoutsMixin(StoreBase):
             for kind, value in uncount:
                 key = self._login_key(kind, value)
                 c.execute(delete(login_failures).where(login_failures.c.key == key, login_failures.c.failures <= 1))
-                c.execute(update(login_failures).where(login_failures.c.key == key).values(
-                    failures=login_failures.c.failures - 1, locked_until=None))
+                c.execute(
+                    update(login_failures)
+                    .where(login_failures.c.key == key)
+                    .values(failures=login_failures.c.failures - 1, locked_until=None)
+                )

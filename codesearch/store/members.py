@@ -85,16 +85,29 @@ class MembersMixin(StoreBase):
         """The stored id of an invite token."""
         return hmac.new(self.derive_key("invites"), (token or "").encode("utf-8"), hashlib.sha256).hexdigest()
 
-    def create_invite(self, created_by: int | None, *, email: str | None = None, role: str = m.MEMBER,
-                      ttl_seconds: float = INVITE_TTL.total_seconds()) -> tuple[Invite, str]:
+    def create_invite(
+        self,
+        created_by: int | None,
+        *,
+        email: str | None = None,
+        role: str = m.MEMBER,
+        ttl_seconds: float = INVITE_TTL.total_seconds(),
+    ) -> tuple[Invite, str]:
         """A new invite: (invite, token). The token is returned this once."""
         if role not in m.ROLES:
             raise ValueError(f"unknown role {role!r}")
         token = INVITE_PREFIX + secrets.token_urlsafe(32)
         now = self._now()
-        row: dict[str, Any] = {"id": self.invite_id(token), "email": (email or "").strip().lower() or None, "role": role,
-               "created_by": created_by, "created_at": now, "expires_at": now + timedelta(seconds=ttl_seconds),
-               "accepted_at": None, "accepted_by": None}
+        row: dict[str, Any] = {
+            "id": self.invite_id(token),
+            "email": (email or "").strip().lower() or None,
+            "role": role,
+            "created_by": created_by,
+            "created_at": now,
+            "expires_at": now + timedelta(seconds=ttl_seconds),
+            "accepted_at": None,
+            "accepted_by": None,
+        }
         with self._tx(write=True) as c:
             c.execute(insert(invites).values(**row))
         return Invite(**row), token
@@ -103,8 +116,10 @@ class MembersMixin(StoreBase):
         """Invites, newest first: open ones only unless `include_used`."""
         conds = [] if include_used else [invites.c.accepted_at.is_(None), invites.c.expires_at > self._now()]
         with self._tx() as c:
-            return [Invite(**r._mapping) for r in c.execute(select(invites).where(*conds)
-                                                             .order_by(invites.c.created_at.desc()))]
+            return [
+                Invite(**r._mapping)
+                for r in c.execute(select(invites).where(*conds).order_by(invites.c.created_at.desc()))
+            ]
 
     def find_invite(self, token: str) -> Invite | None:
         """The open (unused, unexpired) invite of `token`, or None."""
@@ -119,10 +134,13 @@ class MembersMixin(StoreBase):
     def revoke_invite(self, invite_id: str) -> bool:
         """Delete an unused invite; False when there is none."""
         with self._tx(write=True) as c:
-            return bool(c.execute(delete(invites).where(invites.c.id == invite_id,
-                                                        invites.c.accepted_at.is_(None))).rowcount)
+            return bool(
+                c.execute(delete(invites).where(invites.c.id == invite_id, invites.c.accepted_at.is_(None))).rowcount
+            )
 
-    def _take_invite(self, c: SAConnection, token: str, email: str, user_id: int, *, email_proven: bool) -> dict[str, Any]:
+    def _take_invite(
+        self, c: SAConnection, token: str, email: str, user_id: int, *, email_proven: bool
+    ) -> dict[str, Any]:
         """Use up the invite of `token` for `user_id` (whose address is `email`), in `c`; the
         invite's row. `email_proven`: an identity provider verified `email` (or the address was
         typed into the invite's own form). `InviteInvalid` says why it cannot be used (never
@@ -138,13 +156,18 @@ class MembersMixin(StoreBase):
         if row.email and row.email != email:
             raise InviteInvalid(f"This invite is for another e-mail address than {email}.")
         if row.email and not email_proven:
-            raise InviteInvalid(f"This invite is for {row.email}, and the provider you signed in with does not "
-                                "say that address is verified. Sign in with a provider that verifies it, or join "
-                                "with a password on the invite's page.")
+            raise InviteInvalid(
+                f"This invite is for {row.email}, and the provider you signed in with does not "
+                "say that address is verified. Sign in with a provider that verifies it, or join "
+                "with a password on the invite's page."
+            )
         # Conditional: of two transactions using the invite at once (PostgreSQL's READ COMMITTED
         # lets both read it unused), the second updates no row and is refused.
-        if not c.execute(update(invites).where(invites.c.id == row.id, invites.c.accepted_at.is_(None))
-                         .values(accepted_at=now, accepted_by=user_id)).rowcount:
+        if not c.execute(
+            update(invites)
+            .where(invites.c.id == row.id, invites.c.accepted_at.is_(None))
+            .values(accepted_at=now, accepted_by=user_id)
+        ).rowcount:
             raise InviteInvalid("This invite was used already.")
         return dict(row._mapping)
 
@@ -165,9 +188,17 @@ class MembersMixin(StoreBase):
 
     # ------------------------------------------------------------------ signing up
 
-    def sign_up(self, email: str, name: str = "", *, password_hash: str | None = None, email_verified: bool = False,
-                require_approval: bool = False, invite_token: str | None = None,
-                identity: dict[str, Any] | None = None) -> tuple[m.User, bool]:
+    def sign_up(
+        self,
+        email: str,
+        name: str = "",
+        *,
+        password_hash: str | None = None,
+        email_verified: bool = False,
+        require_approval: bool = False,
+        invite_token: str | None = None,
+        identity: dict[str, Any] | None = None,
+    ) -> tuple[m.User, bool]:
         """Create a user who joins by themselves: (user, pending). The first user ever is OWNER;
         with a valid invite the user gets its role and the invite is used up (`InviteInvalid`
         otherwise); else a MEMBER who waits for approval (pending) when `require_approval`.
@@ -184,14 +215,24 @@ class MembersMixin(StoreBase):
             if c.scalar(select(func.count()).select_from(users).where(users.c.email == email)):
                 raise Conflict(f"a user with email {email!r} already exists")
             first = not c.scalar(select(func.count()).select_from(users))
-            uid = inserted_id(c.execute(insert(users).values(email=email, name=name or "", password_hash=password_hash,
-                                                 role=m.MEMBER, created_at=now, email_verified=bool(email_verified))
-                            ))
+            uid = inserted_id(
+                c.execute(
+                    insert(users).values(
+                        email=email,
+                        name=name or "",
+                        password_hash=password_hash,
+                        role=m.MEMBER,
+                        created_at=now,
+                        email_verified=bool(email_verified),
+                    )
+                )
+            )
             invite = None
             if invite_token and not first:
                 # a password join types the address into the invite's own form
-                invite = self._take_invite(c, invite_token, email, uid,
-                                           email_proven=bool(email_verified) or password_hash is not None)
+                invite = self._take_invite(
+                    c, invite_token, email, uid, email_proven=bool(email_verified) or password_hash is not None
+                )
             role = m.OWNER if first else (invite["role"] if invite else m.MEMBER)
             if role != m.MEMBER:
                 c.execute(update(users).where(users.c.id == uid).values(role=role))
@@ -223,11 +264,14 @@ class MembersMixin(StoreBase):
     def list_account_requests(self) -> list[AccountRequest]:
         """Users waiting for approval, oldest first."""
         with self._tx() as c:
-            rows = c.execute(select(account_requests.c.user_id, account_requests.c.created_at, users.c.email,
-                                    users.c.name).join(users, users.c.id == account_requests.c.user_id)
-                             .order_by(account_requests.c.created_at, account_requests.c.user_id))
-            return [AccountRequest(user_id=r.user_id, email=r.email, name=r.name, created_at=r.created_at)
-                    for r in rows]
+            rows = c.execute(
+                select(account_requests.c.user_id, account_requests.c.created_at, users.c.email, users.c.name)
+                .join(users, users.c.id == account_requests.c.user_id)
+                .order_by(account_requests.c.created_at, account_requests.c.user_id)
+            )
+            return [
+                AccountRequest(user_id=r.user_id, email=r.email, name=r.name, created_at=r.created_at) for r in rows
+            ]
 
     def approve_account_request(self, user_id: int) -> m.User:
         """Let a waiting user in. NotFound when the user does not wait."""

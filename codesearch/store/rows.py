@@ -7,7 +7,7 @@ is `NotFound`, named as the API names it.
 
 from __future__ import annotations
 
-from typing import Any, TypeVar, Unpack
+from typing import Any, TypeVar
 
 from sqlalchemy import select
 from sqlalchemy.engine import Connection as SAConnection
@@ -18,7 +18,7 @@ from codesearch.store.errors import NotFound, StoreError
 T = TypeVar("T")
 
 #: a row of any query, whatever its columns
-AnyRow = Row[Unpack[tuple[Any, ...]]]
+AnyRow = Row[*tuple[Any, ...]]
 
 
 def from_row(cls: type[T], row: Any) -> T:

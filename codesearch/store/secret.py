@@ -25,7 +25,7 @@ import logging
 import os
 import secrets
 import stat
-from typing import Mapping
+from collections.abc import Mapping
 
 from codesearch.store.errors import StoreError
 from codesearch.store.files import private_dir
@@ -80,8 +80,10 @@ def _read(path: str) -> bytes:
     with open(path, "rb") as f:
         value = f.read().strip()
     if not value:
-        raise StoreError(f"the server secret file {SECRET_FILE} of the data directory is empty: delete it to "
-                         f"generate a new one (existing API keys stop working) or set {ENV_VAR}")
+        raise StoreError(
+            f"the server secret file {SECRET_FILE} of the data directory is empty: delete it to "
+            f"generate a new one (existing API keys stop working) or set {ENV_VAR}"
+        )
     return value
 
 

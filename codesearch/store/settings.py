@@ -32,8 +32,9 @@ class SettingsMixin(StoreBase):
             if old is None:
                 c.execute(insert(service_settings).values(key=key, value=value, updated_at=now))
             else:
-                c.execute(update(service_settings).where(service_settings.c.key == key)
-                          .values(value=value, updated_at=now))
+                c.execute(
+                    update(service_settings).where(service_settings.c.key == key).values(value=value, updated_at=now)
+                )
             return True
 
     def instance_id(self) -> str:

@@ -23,8 +23,15 @@ from codesearch.store.tables import users
 class UsersMixin(StoreBase):
     """The `Store` methods for users (mixed into `Store`)."""
 
-    def create_user(self, email: str, name: str = "", *, role: str = m.MEMBER,
-                    password_hash: str | None = None, email_verified: bool = True) -> User:
+    def create_user(
+        self,
+        email: str,
+        name: str = "",
+        *,
+        role: str = m.MEMBER,
+        password_hash: str | None = None,
+        email_verified: bool = True,
+    ) -> User:
         """Create a user (email is trimmed and lower-cased, and unique: Conflict otherwise).
         The first user ever created is OWNER whatever `role` says. This is how an owner adds
         someone (settings page, command line), so the address counts as verified unless
@@ -40,9 +47,18 @@ class UsersMixin(StoreBase):
                 raise Conflict(f"a user with email {email!r} already exists")
             if not c.scalar(select(func.count()).select_from(users)):
                 role = m.OWNER
-            uid = inserted_id(c.execute(insert(users).values(email=email, name=name or "", password_hash=password_hash, role=role,
-                                                 created_at=self._now(), email_verified=bool(email_verified))
-                            ))
+            uid = inserted_id(
+                c.execute(
+                    insert(users).values(
+                        email=email,
+                        name=name or "",
+                        password_hash=password_hash,
+                        role=role,
+                        created_at=self._now(),
+                        email_verified=bool(email_verified),
+                    )
+                )
+            )
             return self._get_user(c, uid)
 
     def get_user(self, user_id: int) -> User:
@@ -64,8 +80,11 @@ class UsersMixin(StoreBase):
             raise ValueError(f"unknown role {role!r}")
         with self._tx(write=True) as c:
             user = self._get_user(c, user_id)
-            if user.role == m.OWNER and role != m.OWNER and (c.scalar(
-                    select(func.count()).select_from(users).where(users.c.role == m.OWNER)) or 0) <= 1:
+            if (
+                user.role == m.OWNER
+                and role != m.OWNER
+                and (c.scalar(select(func.count()).select_from(users).where(users.c.role == m.OWNER)) or 0) <= 1
+            ):
                 raise Conflict(f"user {user.email!r} is the last owner")
             c.execute(update(users).where(users.c.id == user_id).values(role=role))
             return self._get_user(c, user_id)
@@ -80,8 +99,13 @@ class UsersMixin(StoreBase):
             self._serialize_user_creation(c)
             if c.scalar(select(func.count()).select_from(users)):
                 raise Conflict("the first account exists already")
-            uid = inserted_id(c.execute(insert(users).values(email=email, name=name or "", password_hash=password_hash,
-                                                 role=m.OWNER, created_at=self._now())))
+            uid = inserted_id(
+                c.execute(
+                    insert(users).values(
+                        email=email, name=name or "", password_hash=password_hash, role=m.OWNER, created_at=self._now()
+                    )
+                )
+            )
             return self._get_user(c, uid)
 
     def has_users(self) -> bool:
