@@ -28,6 +28,8 @@ module holds the ones several layers read.
                                                    90 days; each refresh gives a new one)
 ``CODESEARCH_OAUTH_CODE_TTL_SECONDS``              lifetime of an OAuth authorization code
                                                    (600, 10 minutes)
+``ALWAYS_INDEX_FILE_PATTERNS``                     comma-separated globs indexed despite the
+                                                   size and trigram limits (``!`` negates)
 =================================================  ===========================================
 
 Why `DATA_DIR` alone no longer is the data directory: Sourcebot keeps its data in
@@ -49,6 +51,7 @@ import os
 from typing import Mapping
 
 from codesearch.errors import CodesearchError
+from codesearch.globs import PatternList
 
 DATA_DIR = "DATA_DIR"
 DATA_CACHE_DIR = "DATA_CACHE_DIR"
@@ -108,6 +111,17 @@ def data_dir(environ: Mapping[str, str] | None = None) -> str:
     if any(os.path.exists(os.path.join(base, marker)) for marker in _DATA_MARKERS):
         return base
     return os.path.join(base, DATA_SUBDIR)
+
+
+# ---------------------------------------------------------------------- indexing
+
+ALWAYS_INDEX = "ALWAYS_INDEX_FILE_PATTERNS"
+
+
+def always_index_patterns(environ: Mapping[str, str] | None = None) -> PatternList:
+    """``ALWAYS_INDEX_FILE_PATTERNS`` as a `PatternList` (empty when unset): what the ``index``
+    and ``sync`` commands and the index workers pass as `IndexSettings.always_index`."""
+    return PatternList.from_env(_value(environ, ALWAYS_INDEX))
 
 
 # ---------------------------------------------------------------------- accounts and keys

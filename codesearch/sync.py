@@ -53,18 +53,20 @@ def git_credentials(kind: str, conn: dict, token: str | None) -> tuple[str | Non
     return None, None
 
 
-def repo_info(repo: HostRepo, repo_id: int = 0) -> RepoInfo:
-    """The engine's view of a host repository (the shard's `meta.repos` entry).
+def repo_info(repo, repo_id: int | None = None) -> RepoInfo:
+    """The engine's view of a repository (the shard's `meta.repos` entry, and what file links
+    are made from): of a `HostRepo` as a host lists it, or of the state store's `Repo` row, which
+    keeps the same fields (the one conversion, for the indexer, the API, the tools and the pages).
 
-    `repo_id` is the state store's id (the API's `repositoryId`); without one, a stable id is
-    derived from the name."""
+    `repo_id` is the state store's id (the API's `repositoryId`); by default the row's own, and
+    for a listing without one, a stable id derived from the name."""
     return RepoInfo(
         name=repo.name,
-        id=repo_id,
-        display_name=repo.display_name,
+        id=getattr(repo, "id", 0) if repo_id is None else repo_id,
+        display_name=repo.display_name or "",
         code_host_type=repo.code_host_type,
-        web_url=repo.web_url,
-        file_url_template=repo.file_url_template,
+        web_url=repo.web_url or "",
+        file_url_template=repo.file_url_template or "",
         archived=repo.archived,
         fork=repo.fork,
         public=repo.public,

@@ -69,10 +69,16 @@ def test_indexing_rules(tmp_path, path, content, opts, always, want):
 
 
 def test_always_index_patterns_from_environment(tmp_path, monkeypatch):
+    """The ``index`` command passes ``ALWAYS_INDEX_FILE_PATTERNS`` to the builder."""
+    from codesearch import cli
+    from codesearch.index.manifest import current_shards
+
     monkeypatch.setenv("ALWAYS_INDEX_FILE_PATTERNS", "**/*.big, !keep/no.big")
     _write(tmp_path / "src", {"a/x.big": b"y" * 50, "keep/no.big": b"y" * 50})
-    stats = index_paths([str(tmp_path / "src")], str(tmp_path / "ix"), IndexSettings(max_file_size=10, ctags=False))
-    docs = _docs(Shard(stats.shards[0]))
+    ix = str(tmp_path / "ix")
+    assert cli.main(["index", str(tmp_path / "src"), "--out", ix, "--max-file-size", "10", "--no-ctags"]) == 0
+    [shard] = current_shards(ix)
+    docs = _docs(Shard(shard))
     assert docs["a/x.big"]["skip"] == INDEXED and docs["keep/no.big"]["skip"] == TOO_LARGE
 
 

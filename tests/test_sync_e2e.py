@@ -203,10 +203,10 @@ class _Terminal(io.StringIO):
     (True, "\rgh: [1/2] github.com/a/long-name\rgh: [2/2] github.com/a/b        \r" + " " * 24 + "\r"),
 ])
 def test_sync_progress_is_one_line_on_a_terminal_and_plain_lines_in_logs(tty, want):
-    from codesearch.cli import _RepoProgress
+    from codesearch.cli.sync import RepoProgress
 
     stream = _Terminal() if tty else io.StringIO()
-    progress = _RepoProgress("gh", stream)
+    progress = RepoProgress("gh", stream)
     progress("github.com/a/long-name", 1, 2)
     progress("github.com/a/b", 2, 2)
     progress.done()

@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from codesearch import defaults
+
 #: `url` of each connection kind when the file leaves it out (docs/configuration.md#connection-kinds).
 DEFAULT_URLS = {
     "github": "https://github.com",
@@ -55,8 +57,8 @@ class Settings(BaseModel):
 
     model_config = ConfigDict(populate_by_name=True, extra="ignore", frozen=True)
 
-    max_file_size: Number = Field(2097152, alias="maxFileSize")
-    max_trigram_count: Number = Field(20000, alias="maxTrigramCount")
+    max_file_size: Number = Field(defaults.MAX_FILE_SIZE, alias="maxFileSize")
+    max_trigram_count: Number = Field(defaults.MAX_TRIGRAM_COUNT, alias="maxTrigramCount")
     reindex_interval_ms: Number = Field(3600000, alias="reindexIntervalMs")
     resync_connection_interval_ms: Number = Field(86400000, alias="resyncConnectionIntervalMs")
     resync_connection_polling_interval_ms: Number = Field(1000, alias="resyncConnectionPollingIntervalMs")
@@ -65,7 +67,7 @@ class Settings(BaseModel):
     max_repo_indexing_job_concurrency: Number = Field(8, alias="maxRepoIndexingJobConcurrency")
     max_repo_garbage_collection_job_concurrency: Number = Field(8, alias="maxRepoGarbageCollectionJobConcurrency")
     repo_garbage_collection_grace_period_ms: Number = Field(10000, alias="repoGarbageCollectionGracePeriodMs")
-    repo_index_timeout_ms: Number = Field(7200000, alias="repoIndexTimeoutMs")
+    repo_index_timeout_ms: Number = Field(defaults.REPO_INDEX_TIMEOUT_MS, alias="repoIndexTimeoutMs")
     #: Deprecated (FORCE_ENABLE_ANONYMOUS_ACCESS replaces it); `apply_environment_overrides` maps it.
     enable_public_access: bool = Field(False, alias="enablePublicAccess")
     #: Falls back to the deprecated `experiment_repoDrivenPermissionSyncIntervalMs`.

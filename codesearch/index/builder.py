@@ -30,6 +30,7 @@ from typing import Protocol
 import numpy as np
 from pyroaring import BitMap
 
+from codesearch import defaults
 from codesearch.errors import IndexBuildError
 from codesearch.globs import PatternList
 from codesearch.index import format as fmt
@@ -67,11 +68,11 @@ SKIP_REASONS = {INDEXED: "", TOO_LARGE: "too large", TOO_MANY_TRIGRAMS: "too man
 class IndexSettings:
     """The indexing rules (docs/indexing.md#what-gets-indexed) and build knobs."""
 
-    max_file_size: int = 2097152
-    max_trigram_count: int = 20000
-    always_index: PatternList = field(
-        default_factory=lambda: PatternList.from_env(os.environ.get("ALWAYS_INDEX_FILE_PATTERNS"))
-    )
+    max_file_size: int = defaults.MAX_FILE_SIZE
+    max_trigram_count: int = defaults.MAX_TRIGRAM_COUNT
+    #: globs indexed despite the size and trigram limits: the entry points pass
+    #: ``ALWAYS_INDEX_FILE_PATTERNS`` (`codesearch.environment.always_index_patterns`); none by default
+    always_index: PatternList = field(default_factory=lambda: PatternList([]))
     shard_max_bytes: int = 100 << 20
     ctags: bool = True
     ctags_timeout_s: float = 5.0

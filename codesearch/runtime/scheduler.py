@@ -37,6 +37,7 @@ import threading
 
 from codesearch.runtime import NAMESPACE
 from codesearch.runtime.workers import RuntimeOptions
+from codesearch.statuses import IndexStatus, JobKind, JobState, SyncStatus
 from codesearch.store import models as m
 
 log = logging.getLogger(__name__)
@@ -195,8 +196,8 @@ class Scheduler:
         except Exception as e:
             self._error(f"counting jobs: {e}")
             return
-        metrics.job_queue({kind: n for (kind, state), n in counts.items() if state == m.PENDING},
-                          {kind: n for (kind, state), n in counts.items() if state == m.IN_PROGRESS}, m.JOB_KINDS)
+        metrics.job_queue({kind: n for (kind, state), n in counts.items() if state == JobState.PENDING},
+                          {kind: n for (kind, state), n in counts.items() if state == JobState.IN_PROGRESS}, tuple(JobKind))
 
     def apply_contexts(self) -> None:
         """Resolve the config's search contexts to repository names (for `context:`), when
@@ -268,13 +269,13 @@ def first_sync_state(store) -> dict:
     the rows they come from (``connection_rows``; ``finished``: the repositories indexed or
     failed, by id), so that a caller printing them reads the store once."""
     conns = store.list_connections()
-    pending_conns = [c.name for c in conns if c.synced_at is None and c.sync_status != m.SYNC_FAILED]
+    pending_conns = [c.name for c in conns if c.synced_at is None and c.sync_status != SyncStatus.FAILED]
     repos = []
     for c in conns:
         repos.extend(store.repos_for_connection(c.name))
     by_id = {r.id: r for r in repos}
-    indexed = [r for r in by_id.values() if r.index_status == m.INDEXED]
-    failed = [r for r in by_id.values() if r.index_status == m.INDEX_FAILED]
+    indexed = [r for r in by_id.values() if r.index_status == IndexStatus.INDEXED]
+    failed = [r for r in by_id.values() if r.index_status == IndexStatus.FAILED]
     return {"connections": len(conns), "pending_connections": pending_conns, "repos": len(by_id),
             "indexed": len(indexed), "failed": len(failed), "connection_rows": conns,
             "finished": sorted(indexed + failed, key=lambda r: r.id),

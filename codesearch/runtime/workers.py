@@ -33,8 +33,9 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
+from codesearch import defaults
 from codesearch.runtime import metrics
-from codesearch.store import models as m
+from codesearch.statuses import IndexStatus, JobKind, JobState, SyncStatus
 
 log = logging.getLogger(__name__)
 
@@ -159,7 +160,7 @@ class _Worker:
             log.warning("%s: job %s failed: %s", self.worker_id, job.id, msg)
             after = self.store.fail_job(job.id, msg, worker_id=self.worker_id)
             self.failed += 1
-            if after is not None and after.state == m.FAILED:
+            if after is not None and after.state == JobState.FAILED:
                 self.gave_up(job, msg)
         return True
 
@@ -198,7 +199,7 @@ class _Worker:
 class ConnectionSyncer(_Worker):
     """Runs sync jobs (see the module docstring)."""
 
-    kind = m.SYNC_JOB
+    kind = JobKind.SYNC
 
     def run_job(self, job) -> None:
         from codesearch.hosts.base import adapter_for
@@ -208,8 +209,8 @@ class ConnectionSyncer(_Worker):
         conn = self._connection_by_id(job.connection_id)
         if conn is None:
             return  # deleted meanwhile: nothing to do
-        config_changed = conn.sync_status == m.SYNC_NEEDED
-        self.store.update_connection_status(conn.name, m.SYNCING)
+        config_changed = conn.sync_status == SyncStatus.SYNC_NEEDED
+        self.store.update_connection_status(conn.name, SyncStatus.SYNCING)
         try:
             token = resolve_connection_token(conn.name, conn.config)
             http = HostHttp()
@@ -218,7 +219,7 @@ class ConnectionSyncer(_Worker):
             finally:
                 http.close()
         except Exception as e:
-            self.store.update_connection_status(conn.name, m.SYNC_FAILED, error=str(e), config_hash=conn.config_hash)
+            self.store.update_connection_status(conn.name, SyncStatus.FAILED, error=str(e), config_hash=conn.config_hash)
             raise
         result = self.store.upsert_repos(conn.name, listing.repos)
         fresh = set(result.added) | set(result.updated) | set(result.linked)
@@ -226,30 +227,35 @@ class ConnectionSyncer(_Worker):
             fresh |= set(result.ids.values())
         for rid in sorted(fresh):
             self.store.enqueue_index_job(rid)
-        status = m.SYNCED_WITH_WARNINGS if listing.warnings else m.SYNCED
+        status = SyncStatus.SYNCED_WITH_WARNINGS if listing.warnings else SyncStatus.SYNCED
         self.store.update_connection_status(conn.name, status, warnings=listing.warnings, config_hash=conn.config_hash)
 
     def gave_up(self, job, error: str) -> None:
         conn = self._connection_by_id(job.connection_id)
         if conn is not None:
-            self.store.update_connection_status(conn.name, m.SYNC_FAILED, error=error)
+            self.store.update_connection_status(conn.name, SyncStatus.FAILED, error=error)
 
 
 class RepoIndexer(_Worker):
     """Runs index jobs (see the module docstring)."""
 
-    kind = m.INDEX_JOB
+    kind = JobKind.INDEX
 
     def __init__(self, data_dir: str, worker_id: str | None = None, options: RuntimeOptions | None = None,
-                 *, max_file_size: int = 2097152, max_trigram_count: int = 20000,
-                 timeout_ms: float = 7200000):
+                 *, max_file_size: int = defaults.MAX_FILE_SIZE, max_trigram_count: int = defaults.MAX_TRIGRAM_COUNT,
+                 timeout_ms: float = defaults.REPO_INDEX_TIMEOUT_MS, always_index: str | None = None):
+        """`always_index` is an ``ALWAYS_INDEX_FILE_PATTERNS`` value; None: this process's environment's."""
+        from codesearch import environment
         from codesearch.git.mirror import MirrorStore
+        from codesearch.globs import PatternList
 
         super().__init__(data_dir, worker_id, options)
         self._timeout_s = float(timeout_ms) / 1000.0
         self.mirrors = MirrorStore(os.path.join(self.data_dir, "repos"), timeout_s=min(600.0, self._timeout_s))
         self.max_file_size = int(max_file_size)
         self.max_trigram_count = int(max_trigram_count)
+        self.always_index = (environment.always_index_patterns() if always_index is None
+                             else PatternList.from_env(always_index))
 
     def timeout_s(self) -> float:
         return self._timeout_s
@@ -270,7 +276,7 @@ class RepoIndexer(_Worker):
             name = names[0]
             c = self.store.get_connection(name)
             conn_cfg, kind = c.config, c.type
-        self.store.update_repo_index_status(repo.id, m.INDEXING)
+        self.store.update_repo_index_status(repo.id, IndexStatus.INDEXING)
         if self.options.index_delay_s:
             self._cancel.wait(self.options.index_delay_s)
             self.check_cancelled()
@@ -288,7 +294,8 @@ class RepoIndexer(_Worker):
         source = GitSource(path, repo=repo_info(repo, repo.id), branch_globs=revisions.get("branches") or (),
                            tag_globs=revisions.get("tags") or ())
         try:
-            settings = IndexSettings(max_file_size=self.max_file_size, max_trigram_count=self.max_trigram_count)
+            settings = IndexSettings(max_file_size=self.max_file_size, max_trigram_count=self.max_trigram_count,
+                                     always_index=self.always_index)
             index_source(source, self.index_dir, settings, progress=self.check_cancelled)
             indexed = {r.ref: r.commit for r in source.revisions}
             # the default branch (revisions[0]) as of this index: its newest commit is the repo's pushedAt,
@@ -296,13 +303,13 @@ class RepoIndexer(_Worker):
             pushed_at = source.git.commit(source.revisions[0].commit).committed_datetime
         finally:
             source.close()
-        self.store.update_repo_index_status(repo.id, m.INDEXED, revisions=indexed, pushed_at=pushed_at)
+        self.store.update_repo_index_status(repo.id, IndexStatus.INDEXED, revisions=indexed, pushed_at=pushed_at)
 
     def gave_up(self, job, error: str) -> None:
         from codesearch.store.errors import NotFound
 
         try:
-            self.store.update_repo_index_status(job.repo_id, m.INDEX_FAILED, error=error)
+            self.store.update_repo_index_status(job.repo_id, IndexStatus.FAILED, error=error)
         except NotFound:
             pass
 

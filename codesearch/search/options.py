@@ -6,7 +6,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-DEFAULT_PUBLIC_URL = "http://localhost:3000"
+from codesearch import defaults
+
+DEFAULT_PUBLIC_URL = defaults.PUBLIC_URL
 
 
 @dataclass

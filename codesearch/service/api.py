@@ -179,7 +179,9 @@ def build_app(get_searcher, *, public_url: str = DEFAULT_PUBLIC_URL, contexts: d
                                       public_url=public_url, anonymous_access=anonymous_access,
                                       identity_providers=providers,
                                       iap=build_iap(identity_providers, environ),
-                                      require_approval=environment.require_approval_new_members(environ)))
+                                      require_approval=environment.require_approval_new_members(environ),
+                                      session_max_age_s=environment.session_max_age_seconds(environ),
+                                      keys_owner_only=environment.api_key_creation_owner_only(environ)))
     # gzip outside the routes and the session middleware (pages, JSON, static files), never on
     # the streams (`compression.STREAMED_PATHS`).
     app.add_middleware(Compress)

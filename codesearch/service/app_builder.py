@@ -65,6 +65,7 @@ import os
 import re
 import time
 
+from codesearch import defaults
 from codesearch.plurals import plural
 from codesearch.service.bootstrap import (APP_NAME, DEFAULT_PREFIX, ServiceSpec, forwarded_environment, get_actor,
                                           names, runtime_actors)
@@ -126,8 +127,9 @@ def spec_from_args(args: dict | None) -> ServiceSpec:
         anonymous = anonymous_access_enabled(environ, config.settings.enable_public_access)
     return ServiceSpec(
         config_path=config_path, data_dir=data_dir, prefix=str(args.get("prefix") or DEFAULT_PREFIX),
-        searchers=int(args.get("searchers", 2)), searcher_copies=int(args.get("searcher_copies", 1)),
-        replicas=int(args.get("replicas", 1)),
+        searchers=int(args.get("searchers", defaults.SEARCHERS)),
+        searcher_copies=int(args.get("searcher_copies", defaults.SEARCHER_COPIES)),
+        replicas=int(args.get("replicas", defaults.REPLICAS)),
         max_ongoing_requests=int(args["max_ongoing_requests"]) if args.get("max_ongoing_requests") else None,
         public_url=args.get("public_url") or environ.get("AUTH_URL") or None, anonymous_access=anonymous,
         database_url=database_url, syncers=args.get("syncers"), indexers=args.get("indexers"),

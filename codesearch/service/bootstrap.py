@@ -35,6 +35,8 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
+from codesearch import defaults
+
 log = logging.getLogger(__name__)
 
 DEFAULT_PREFIX = "codesearch"
@@ -56,9 +58,9 @@ class ServiceSpec:
     config_path: str
     data_dir: str
     prefix: str = DEFAULT_PREFIX
-    searchers: int = 2
-    searcher_copies: int = 1
-    replicas: int = 1
+    searchers: int = defaults.SEARCHERS
+    searcher_copies: int = defaults.SEARCHER_COPIES
+    replicas: int = defaults.REPLICAS
     max_ongoing_requests: int | None = None
     public_url: str | None = None
     anonymous_access: bool | None = None

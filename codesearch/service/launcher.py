@@ -46,6 +46,7 @@ import signal
 import sys
 import threading
 
+from codesearch import defaults
 from codesearch.progress_line import ProgressLine
 from codesearch.service.bootstrap import APP_NAME, names
 
@@ -72,7 +73,7 @@ def wait_first_sync(store, *, timeout_s: float = 600.0, stop: threading.Event | 
     import time
 
     from codesearch.runtime.scheduler import first_sync_state
-    from codesearch.store import models as m
+    from codesearch.statuses import IndexStatus, SyncStatus
 
     # on a terminal, one line rewritten in place (``indexed [3/40] github.com/acme/api``)
     repo_lines = repo_lines or ProgressLine(sys.stdout, plain=None if say is _say else say)
@@ -92,10 +93,10 @@ def wait_first_sync(store, *, timeout_s: float = 600.0, stop: threading.Event | 
             for repo in st["finished"]:
                 if repo.id not in done_repos:
                     done_repos.add(repo.id)
-                    verb = "indexed" if repo.index_status == m.INDEXED else "FAILED "
+                    verb = "indexed" if repo.index_status == IndexStatus.INDEXED else "FAILED "
                     repo_lines.show(f"  {verb} [{len(done_repos)}/{st['repos']}] {repo.name}")
             for conn in st["connection_rows"]:
-                if conn.name in reported or conn.synced_at is None and conn.sync_status != "FAILED":
+                if conn.name in reported or conn.synced_at is None and conn.sync_status != SyncStatus.FAILED:
                     continue
                 reported.add(conn.name)
                 repo_lines.end()
@@ -311,8 +312,9 @@ def serve_conflict(host: str, port: int, app_name: str) -> str | None:
     return None
 
 
-def run(config_path: str | None, *, port: int = 3000, host: str = "127.0.0.1", data_dir: str | None = None,
-        searchers: int = 2, searcher_copies: int = 1, replicas: int = 1, max_ongoing_requests: int | None = None,
+def run(config_path: str | None, *, port: int = defaults.PORT, host: str = defaults.HOST, data_dir: str | None = None,
+        searchers: int = defaults.SEARCHERS, searcher_copies: int = defaults.SEARCHER_COPIES,
+        replicas: int = defaults.REPLICAS, max_ongoing_requests: int | None = None,
         stop: threading.Event | None = None, dashboard: bool = True) -> int:
     """Run the service until `stop` is set or a signal arrives (see the module docstring). The
     Ray instance it starts has Ray's dashboard (`dashboard`; a cluster it joins has its own)."""

@@ -52,11 +52,12 @@ from fastapi.responses import JSONResponse
 from codesearch import permissions
 from codesearch.errors import CodesearchError, RepositoryNotFound
 from codesearch.service.auth import Identity
+from codesearch.statuses import JobKind, JobState
 from codesearch.store.errors import NotFound
 from codesearch.tools.repos import MAX_PAGE, _compact, iso, page_of_repos, repo_json, repo_web_url  # noqa: F401
 
 MAX_PER_PAGE = 100
-_ACTIVE = ("PENDING", "IN_PROGRESS")
+_ACTIVE = JobState.active()
 
 
 class InsufficientPermissions(CodesearchError):
@@ -199,8 +200,8 @@ def router(get_store, *, public_url: str, require_identity) -> APIRouter:
 
     @r.get("/api/jobs")
     def list_jobs(identity: Identity = Depends(require_identity),
-                  state: Literal["PENDING", "IN_PROGRESS", "COMPLETED", "FAILED"] | None = Query(None),
-                  kind: Literal["sync", "index"] | None = Query(None),
+                  state: JobState | None = Query(None),
+                  kind: JobKind | None = Query(None),
                   limit: int = Query(100, ge=1, le=1000)) -> list[dict]:
         store = get_store()
         if store is None:

@@ -33,11 +33,11 @@ from codesearch.errors import FileNotFound, InvalidGitRef, RepositoryNotFound
 from codesearch.git.mirror import MirrorStore
 from codesearch.git.read import GIT_TIMEOUT_S, _git, _git_env, check_path, check_ref, git_dir_of, is_binary, read_blob
 from codesearch.index.language import detect
-from codesearch.index.sources import RepoInfo
 from codesearch.search.present import external_url, web_url
 from codesearch import permissions
 from codesearch.service import audit
 from codesearch.service.auth import Identity
+from codesearch.sync import repo_info
 
 # the git access lives in codesearch.git.read; these names are re-exported for existing importers
 __all__ = ["GIT_TIMEOUT_S", "FileNotFound", "InvalidGitRef", "RepositoryNotFound", "_git", "_git_env", "check_path",
@@ -45,9 +45,7 @@ __all__ = ["GIT_TIMEOUT_S", "FileNotFound", "InvalidGitRef", "RepositoryNotFound
 
 
 def source_json(repo, path: str, ref: str, data: bytes, public_url: str) -> dict:
-    info = RepoInfo(name=repo.name, id=repo.id, display_name=repo.display_name or "",
-                    code_host_type=repo.code_host_type, web_url=repo.web_url or "",
-                    file_url_template=repo.file_url_template or "")
+    info = repo_info(repo)
     out = {}
     binary = is_binary(data)
     if not binary:

@@ -9,30 +9,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-# --- connection sync status (what the UI shows for a connection)
-SYNC_NEEDED = "SYNC_NEEDED"  # new, or its config changed, since the last sync
-SYNCING = "SYNCING"
-SYNCED = "SYNCED"
-SYNCED_WITH_WARNINGS = "SYNCED_WITH_WARNINGS"  # e.g. one org of several did not exist
-SYNC_FAILED = "FAILED"
-CONNECTION_STATUSES = (SYNC_NEEDED, SYNCING, SYNCED, SYNCED_WITH_WARNINGS, SYNC_FAILED)
+from codesearch.statuses import ChatStatus, IndexStatus, JobKind, JobState, SyncStatus
 
-# --- repo index status
-INDEX_NEW = "NEW"  # never indexed
-INDEXING = "INDEXING"
-INDEXED = "INDEXED"
-INDEX_FAILED = "FAILED"  # the last attempt failed (an older index may still be served)
-REPO_STATUSES = (INDEX_NEW, INDEXING, INDEXED, INDEX_FAILED)
-
-# --- jobs
-SYNC_JOB = "sync"  # one connection: list, upsert repos, link/unlink
-INDEX_JOB = "index"  # one repo: fetch, index, swap shards
-JOB_KINDS = (SYNC_JOB, INDEX_JOB)
-PENDING = "PENDING"
-IN_PROGRESS = "IN_PROGRESS"
-COMPLETED = "COMPLETED"
-FAILED = "FAILED"
-JOB_STATES = (PENDING, IN_PROGRESS, COMPLETED, FAILED)
+# --- statuses: the enums of `codesearch.statuses`, under the names the store has always used
+# (unpacked in the enums' order, which tests/test_statuses.py pins)
+SYNC_NEEDED, SYNCING, SYNCED, SYNCED_WITH_WARNINGS, SYNC_FAILED = CONNECTION_STATUSES = tuple(SyncStatus)
+INDEX_NEW, INDEXING, INDEXED, INDEX_FAILED = REPO_STATUSES = tuple(IndexStatus)
+SYNC_JOB, INDEX_JOB = JOB_KINDS = tuple(JobKind)
+PENDING, IN_PROGRESS, COMPLETED, FAILED = JOB_STATES = tuple(JobState)
 
 # --- users
 OWNER = "OWNER"
@@ -43,9 +27,7 @@ ROLES = (OWNER, MEMBER)
 CHAT_PRIVATE = "PRIVATE"  # its user (and owners) only
 CHAT_PUBLIC = "PUBLIC"  # anyone with the link
 CHAT_VISIBILITIES = (CHAT_PRIVATE, CHAT_PUBLIC)
-CHAT_COMPLETED = COMPLETED
-CHAT_FAILED = FAILED
-CHAT_STATUSES = (CHAT_COMPLETED, CHAT_FAILED)
+CHAT_COMPLETED, CHAT_FAILED = CHAT_STATUSES = tuple(ChatStatus)
 
 
 @dataclass
@@ -55,7 +37,7 @@ class Connection:
     type: str
     config: dict[str, Any]
     config_hash: str  # sha256 of the config as canonical JSON
-    sync_status: str  # one of CONNECTION_STATUSES
+    sync_status: str  # a `SyncStatus` value
     sync_error: str | None
     sync_warnings: list[str]
     created_at: datetime
@@ -86,7 +68,7 @@ class Repo:
     updated_at: datetime
     indexed_at: datetime | None  # last successful index
     indexed_revisions: Any  # JSON, by convention {full ref name: commit sha}
-    index_status: str  # one of REPO_STATUSES
+    index_status: str  # an `IndexStatus` value
     last_error: str | None
     orphaned_at: datetime | None  # when its last connection link went away (None while linked)
 
@@ -106,10 +88,10 @@ class RepoSyncResult:
 @dataclass
 class Job:
     id: int
-    kind: str  # SYNC_JOB or INDEX_JOB
+    kind: str  # a `JobKind` value
     connection_id: int | None  # sync jobs
     repo_id: int | None  # index jobs
-    state: str  # one of JOB_STATES
+    state: str  # a `JobState` value
     attempts: int  # how many times it was claimed
     max_attempts: int
     error: str | None  # the last failure
@@ -195,7 +177,7 @@ class Chat:
     answer: str  # markdown ("" when FAILED)
     model: dict[str, Any]  # the model's public info: {"provider", "model", "displayName"}
     steps: list[dict[str, Any]]  # the agent's tool calls: {"tool", "arguments", "output", "is_error"}
-    status: str  # one of CHAT_STATUSES
+    status: str  # a `ChatStatus` value
     error: str | None  # why it FAILED
     created_at: datetime
 
@@ -210,7 +192,7 @@ class ChatTurn:
     answer: str
     model: dict[str, Any]
     steps: list[dict[str, Any]]
-    status: str  # one of CHAT_STATUSES
+    status: str  # a `ChatStatus` value
     error: str | None
     created_at: datetime
 

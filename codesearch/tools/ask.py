@@ -15,6 +15,7 @@ from __future__ import annotations
 from codesearch.llm.agent import run_agent
 from codesearch.tools.budget import ANSWER_BUDGET, fit_text
 from codesearch.llm.client import ModelClient, ModelError, ModelSpec
+from codesearch.statuses import ChatStatus
 from codesearch.tools.context import ToolContext, ToolInputError
 
 
@@ -68,11 +69,11 @@ def ask(tc: ToolContext, query: str, repos: list[str] | None = None, language_mo
                                on_step=lambda step: tc.report(f"{step.get('tool')} {_brief(step.get('arguments'))}"))
     except ModelError as e:
         tc.store.create_chat(user_id=tc.identity.user_id, visibility=visibility, question=query, answer="",
-                             model=spec.public(), steps=[], status="FAILED", error=str(e))
+                             model=spec.public(), steps=[], status=ChatStatus.FAILED, error=str(e))
         raise
     chat = tc.store.create_chat(user_id=tc.identity.user_id, visibility=visibility, question=query,
                                 answer=result.answer, model=result.model or spec.public(), steps=result.steps,
-                                status="COMPLETED", error=None)
+                                status=ChatStatus.COMPLETED, error=None)
     note = " (the research budget ran out before the model finished)" if result.budget_exhausted else ""
     footer = (f"\n\n---\nResearch session: {chat_url(tc.public_url, chat.id)}\n"
               f"Model: {spec.name} ({spec.provider}){note}")

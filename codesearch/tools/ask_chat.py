@@ -28,6 +28,7 @@ from typing import Any, Callable
 
 from codesearch.llm.agent import run_agent
 from codesearch.llm.client import ModelClient, ModelError, ModelSpec
+from codesearch.statuses import ChatStatus
 from codesearch.tools.ask import choose_model
 from codesearch.tools.context import ToolContext, ToolInputError
 
@@ -143,18 +144,18 @@ def run(p: Prepared, emit: Callable[[dict], Any], *, max_steps: int = 12, http=N
         end_text()
         if p.chat is None:
             e.chat = store.create_chat(user_id=user_id, visibility=p.visibility, question=p.question, answer="",
-                                       model=p.spec.public(), steps=[], status="FAILED", error=str(e))
+                                       model=p.spec.public(), steps=[], status=ChatStatus.FAILED, error=str(e))
             e.turn = 0
         else:
             e.chat = p.chat
             e.turn = store.add_chat_turn(p.chat.id, p.question, "", model=p.spec.public(), steps=[],
-                                         status="FAILED", error=str(e)).position
+                                         status=ChatStatus.FAILED, error=str(e)).position
         raise
     end_text()
     model = result.model or p.spec.public()
     if p.chat is None:
         chat = store.create_chat(user_id=user_id, visibility=p.visibility, question=p.question,
-                                 answer=result.answer, model=model, steps=result.steps, status="COMPLETED", error=None)
+                                 answer=result.answer, model=model, steps=result.steps, status=ChatStatus.COMPLETED, error=None)
         turn = 0
     else:
         chat = p.chat

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import json
 
-from codesearch.index.sources import RepoInfo
 from codesearch.plurals import plural
 from codesearch.search.present import web_url
+from codesearch.sync import repo_info
 from codesearch.tools.context import ToolContext, ToolInputError
 
 #: read_file: at most this many lines per call (docs/mcp-tools.md#read_file) ...
@@ -27,8 +27,7 @@ READ_MAX_LINE_CHARS = 2000
 
 
 def _file_url(tc: ToolContext, row, ref: str, path: str) -> str:
-    info = RepoInfo(name=row.name, id=row.id, display_name=row.display_name or "", code_host_type=row.code_host_type,
-                    web_url=row.web_url or "", file_url_template=row.file_url_template or "")
+    info = repo_info(row)
     return web_url(tc.public_url, info, ref, path)
 
 

@@ -47,9 +47,10 @@ from markupsafe import Markup
 from codesearch.errors import CodesearchError, FileNotFound, InvalidGitRef, RepositoryNotFound
 from codesearch.git import read as gitread
 from codesearch.index.language import detect
-from codesearch.index.sources import RepoInfo
 from codesearch.search.present import external_url, short_ref
 from codesearch.service import audit
+from codesearch.statuses import JobKind, JobState
+from codesearch.sync import repo_info
 from codesearch.tools.repos import iso, page_of_repos
 from codesearch.web import STATIC_DIR, codenav, highlight, pages_history
 from codesearch.web.assets import inline_script
@@ -172,11 +173,6 @@ def _time(t) -> str:
     return s[:16].replace("T", " ") + " UTC" if s else ""
 
 
-def _repo_info(row) -> RepoInfo:
-    return RepoInfo(name=row.name, id=row.id, display_name=row.display_name or "", code_host_type=row.code_host_type,
-                    web_url=row.web_url or "", file_url_template=row.file_url_template or "")
-
-
 def _crumbs(root: str, repo: str, rev: str, path: str, display: str = "") -> list[dict]:
     """The breadcrumb of a path: the repo root (by its display name, the full name as its
     title), then each directory."""
@@ -261,8 +257,8 @@ def router(web: WebContext) -> APIRouter:
             store, identity, page=n, per_page=REPOS_PER_PAGE, sort="name", direction="asc", query=query.strip() or None)
         active: dict[int, str] = {}
         if store is not None and rows:
-            for state in ("IN_PROGRESS", "PENDING"):
-                for job in store.list_jobs(kind="index", state=state, limit=10_000):
+            for state in (JobState.IN_PROGRESS, JobState.PENDING):
+                for job in store.list_jobs(kind=JobKind.INDEX, state=state, limit=10_000):
                     active.setdefault(job.repo_id, state)
         root = _root(request)
         items = []
@@ -328,7 +324,7 @@ def router(web: WebContext) -> APIRouter:
             if _is_dir(git_dir, ref, path):
                 return RedirectResponse(browse_url(root, row.name, ref, "tree", path), status_code=303)
             raise
-        info = _repo_info(row)
+        info = repo_info(row)
         params = request.query_params
         nav = codenav.nav_config(root=root, repo=row.name, rev=short_ref(ref), ref=ref, path=path,
                                  language=detect(path, data), git_dir=git_dir, indexed=row.indexed_revisions,

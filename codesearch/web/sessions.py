@@ -1,8 +1,7 @@
 """Sign-in for the web UI: local accounts, server-side sessions, CSRF tokens.
 
-Passwords. `hash_password` / `verify_password` use argon2id (argon2-cffi's `PasswordHasher`,
-its default parameters); a hash made with older parameters is replaced at the next sign-in.
-A password has at least `MIN_PASSWORD_LENGTH` characters (`password_problem` says why not).
+Passwords: `codesearch.accounts` (shared with the ``codesearch users`` command); its functions
+are importable from here too, as the pages have always used them.
 
 Sessions. Signing in creates a row in the store's ``web_sessions`` table (`Store.create_web_session`):
 the browser gets the random value in the ``codesearch_session`` cookie (HttpOnly, SameSite=Lax,
@@ -40,12 +39,21 @@ from email.utils import format_datetime
 from urllib.parse import quote
 
 import anyio
-from argon2 import PasswordHasher
-from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 from fastapi import Request
 from fastapi.responses import RedirectResponse
 from starlette.requests import cookie_parser
 
+from codesearch.accounts import (  # noqa: F401  (the pages' and the tests' names for them)
+    MAX_PASSWORD_LENGTH,
+    MIN_PASSWORD_LENGTH,
+    WeakPassword,
+    authenticate,
+    hash_password,
+    needs_rehash,
+    password_problem,
+    verify_password,
+)
+from codesearch.environment import DEFAULT_SESSION_MAX_AGE_S
 
 log = logging.getLogger(__name__)
 
@@ -54,78 +62,10 @@ CSRF_COOKIE = "codesearch_csrf"
 CSRF_HEADER = "X-CSRF-Token"
 CSRF_FORM_FIELD = "csrf_token"
 #: the default session lifetime; `WebContext.session_max_age_s` is what an app uses
-SESSION_TTL = timedelta(seconds=2_592_000)
-MIN_PASSWORD_LENGTH = 8
-MAX_PASSWORD_LENGTH = 1024  # argon2 hashes anything, but megabyte "passwords" are a cheap DoS
+SESSION_TTL = timedelta(seconds=DEFAULT_SESSION_MAX_AGE_S)
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 
 _COOKIE_VALUE = re.compile(r"^[A-Za-z0-9_-]{20,128}$")
-_hasher = PasswordHasher()
-_dummy_hash: list[str] = []
-
-
-# ----------------------------------------------------------------------------- passwords
-
-class WeakPassword(ValueError):
-    """The password does not meet the policy (the message says why, for the user)."""
-
-
-def password_problem(password: str) -> str | None:
-    """Why `password` cannot be used, or None when it can."""
-    if not isinstance(password, str) or len(password) < MIN_PASSWORD_LENGTH:
-        return f"The password must have at least {MIN_PASSWORD_LENGTH} characters."
-    if len(password) > MAX_PASSWORD_LENGTH:
-        return f"The password must have at most {MAX_PASSWORD_LENGTH} characters."
-    return None
-
-
-def hash_password(password: str) -> str:
-    """The argon2id hash of `password` (`WeakPassword` when it is too short or too long)."""
-    problem = password_problem(password)
-    if problem:
-        raise WeakPassword(problem)
-    return _hasher.hash(password)
-
-
-def verify_password(password_hash: str | None, password: str) -> bool:
-    """Whether `password` matches `password_hash` (False for no hash or a malformed one)."""
-    if not password_hash or not isinstance(password, str) or len(password) > MAX_PASSWORD_LENGTH:
-        return False
-    try:
-        return _hasher.verify(password_hash, password)
-    except (VerifyMismatchError, VerificationError, InvalidHashError):
-        return False
-
-
-def needs_rehash(password_hash: str) -> bool:
-    try:
-        return _hasher.check_needs_rehash(password_hash)
-    except (InvalidHashError, ValueError):
-        return True
-
-
-def _burn_time(password: str) -> None:
-    """Verify against a throwaway hash, so an unknown email costs as long as a wrong password."""
-    if not _dummy_hash:
-        _dummy_hash.append(_hasher.hash(secrets.token_urlsafe(16)))
-    verify_password(_dummy_hash[0], password or "x")
-
-
-def authenticate(store, email: str, password: str):
-    """The user with this email and password, or None (the same for an unknown email, a wrong
-    password or an account without a password). Upgrades an outdated hash."""
-    user = store.find_user_by_email(email or "") if email else None
-    if user is None or not user.password_hash:
-        _burn_time(password)
-        return None
-    if not verify_password(user.password_hash, password):
-        return None
-    if needs_rehash(user.password_hash):
-        try:
-            store.set_user_password(user.id, _hasher.hash(password))
-        except Exception:  # the sign-in still succeeds with the old hash
-            log.warning("could not upgrade the password hash of user %s", user.id, exc_info=True)
-    return user
 
 
 # ----------------------------------------------------------------------------- cookies

@@ -39,10 +39,12 @@ _env.filters["plural"] = lambda n, word, many=None: plural(int(n), word, many, g
 class WebContext:
     """What the page routers share: the app's state and helpers (built by `api.build_app`).
 
-    The account settings default to the process environment when the app is built (each Serve
-    replica reads its own): `session_max_age_s` from ``AUTH_SESSION_MAX_AGE_SECONDS`` and
+    The account settings are read from the environment by the app's builder (`api.build_app`,
+    in each Serve replica) and passed in: `session_max_age_s` from ``AUTH_SESSION_MAX_AGE_SECONDS``,
     `keys_owner_only` from ``DISABLE_API_KEY_CREATION_FOR_NON_OWNER_USERS`` /
-    ``DISABLE_API_KEY_USAGE_FOR_NON_OWNER_USERS`` (`codesearch.environment`)."""
+    ``DISABLE_API_KEY_USAGE_FOR_NON_OWNER_USERS``, `require_approval` from
+    ``REQUIRE_APPROVAL_NEW_MEMBERS`` (`codesearch.environment`); the defaults are those of an
+    unset environment."""
 
     get_store: Callable[[], Any]
     authenticator: Any  # codesearch.service.auth.Authenticator
@@ -50,12 +52,12 @@ class WebContext:
     public_url: str
     anonymous_access: bool
     extra: dict = field(default_factory=dict)
-    session_max_age_s: int = field(default_factory=lambda: environment.session_max_age_seconds())
-    keys_owner_only: bool = field(default_factory=lambda: environment.api_key_creation_owner_only())
+    session_max_age_s: int = environment.DEFAULT_SESSION_MAX_AGE_S
+    keys_owner_only: bool = False
     #: `codesearch.sso.Provider`s by id (the config's `identityProviders`)
     identity_providers: dict = field(default_factory=dict)
     #: REQUIRE_APPROVAL_NEW_MEMBERS: sign-ups wait for an owner
-    require_approval: bool = field(default_factory=lambda: environment.require_approval_new_members())
+    require_approval: bool = False
     #: the config's gcp-iap entry (`codesearch.sso.iap.IapSignIn`), or None: requests signed by Google Cloud
     #: IAP are signed in by `codesearch.web.iap`
     iap: Any = None

@@ -1,0 +1,95 @@
+"""``codesearch users create|list|set-password``: local accounts, from the server's shell.
+
+The first user becomes OWNER. A password is never taken from the command line: typed twice at a
+prompt, or one line of stdin with ``--password-stdin``; it is checked and hashed by
+`codesearch.accounts`, as the web's pages do. Setting a password signs the user's web sessions out.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from codesearch.cli.common import (
+    DATA_DIR_HELP,
+    add_actions,
+    audit,
+    find_user,
+    open_store,
+)
+from codesearch.plurals import plural
+
+
+def read_password(args, *, required: bool) -> str | None:
+    """The new password: one line of stdin with --password-stdin, else (when `required` or
+    --password) typed twice at a prompt. Never from the command line."""
+    from codesearch.accounts import password_problem
+
+    if args.password_stdin:
+        password = sys.stdin.readline().rstrip("\r\n")
+    elif required or args.password:
+        import getpass
+
+        if not sys.stdin.isatty():
+            raise SystemExit("codesearch: no terminal to ask for the password; pipe it with --password-stdin")
+        password = getpass.getpass("New password: ")
+        if getpass.getpass("Again: ") != password:
+            raise SystemExit("codesearch: the passwords do not match")
+    else:
+        return None
+    problem = password_problem(password)
+    if problem:
+        raise SystemExit(f"codesearch: {problem}")
+    return password
+
+
+def create(args) -> int:
+    from codesearch.accounts import hash_password
+
+    password = read_password(args, required=False)
+    with open_store(args) as store:
+        user = store.create_user(args.email, args.name or "", password_hash=hash_password(password) if password else None)
+        audit(store, "user.create", user.email, role=user.role)
+        print(f"created user {user.email} ({user.role}), id {user.id}")
+    if not password:
+        print(f"to sign in to the web UI, set a password: codesearch users set-password {user.email}", file=sys.stderr)
+    return 0
+
+
+def set_password(args) -> int:
+    from codesearch.accounts import hash_password
+
+    password = read_password(args, required=True)
+    with open_store(args) as store:
+        user = find_user(store, args.email)
+        store.set_user_password(user.id, hash_password(password))
+        ended = store.delete_user_web_sessions(user.id)
+        print(f"password set for {user.email}" + (f"; {plural(ended, 'web session')} signed out" if ended else ""))
+    return 0
+
+
+def list_users(args) -> int:
+    with open_store(args) as store:
+        for u in store.list_users():
+            print(f"{u.id}\t{u.email}\t{u.role}\t{u.name}")
+    return 0
+
+
+def _options(parser) -> None:
+    parser.add_argument("--name", help="with create: display name")
+    pw = parser.add_mutually_exclusive_group()
+    pw.add_argument("--password", action="store_true",
+                    help="with create: ask for a web sign-in password (set-password always asks)")
+    pw.add_argument("--password-stdin", action="store_true",
+                    help="with create and set-password: read the password from the first line of stdin")
+    parser.add_argument("--data-dir", metavar="DIR", help=DATA_DIR_HELP)
+
+
+def register(sub) -> None:
+    us = sub.add_parser("users", help="manage users (the first one becomes OWNER)")
+    actions = add_actions(us, _options, {"create": "create a user (the first one becomes OWNER)",
+                                         "list": "list the users: id, e-mail, role, name",
+                                         "set-password": "set a user's web sign-in password (signs their sessions out)"})
+    for name, func in (("create", create), ("set-password", set_password)):
+        actions[name].add_argument("email", metavar="EMAIL", help="the user's e-mail")
+        actions[name].set_defaults(func=func)
+    actions["list"].set_defaults(func=list_users)
