@@ -16,14 +16,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from sqlalchemy.engine import Connection as SAConnection
 from sqlalchemy.engine import Engine
 from sqlalchemy.sql import ColumnElement
 
 if TYPE_CHECKING:
-    from codesearch.store.identities import LinkedAccount
+    from codesearch.store.identities import LinkedAccount, LinkedIdentity
     from codesearch.store.models import Chat, Repo, User
 
 
@@ -77,20 +77,4 @@ class StoreBase:
 
         def _waits(self, c: SAConnection, user_id: int) -> bool: ...
 
-        def _link_account(
-            self,
-            c: SAConnection,
-            user_id: int,
-            *,
-            provider: str,
-            provider_type: str,
-            subject: str,
-            host: str | None = None,
-            login: str | None = None,
-            email: str | None = None,
-            access_token: str | None = None,
-            refresh_token: str | None = None,
-            token_expires_at: datetime | None = None,
-            scope: str | None = None,
-            signed_in: bool = True,
-        ) -> LinkedAccount: ...
+        def _link_account(self, c: SAConnection, user_id: int, **identity: Unpack[LinkedIdentity]) -> LinkedAccount: ...

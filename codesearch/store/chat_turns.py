@@ -16,6 +16,7 @@ from sqlalchemy import func, insert, select, update
 
 from codesearch.store import models as m
 from codesearch.store.base import StoreBase
+from codesearch.store.chats import answer_values
 from codesearch.store.errors import NotFound
 from codesearch.store.tables import chat_turns, chats
 
@@ -35,23 +36,12 @@ class ChatTurnsMixin(StoreBase):
         error: str | None = None,
     ) -> m.ChatTurn:
         """Append a follow-up to chat `chat_id` (NotFound when there is no such chat)."""
-        if status not in m.CHAT_STATUSES:
-            raise ValueError(f"unknown chat status {status!r}")
+        answered = answer_values(question, answer, model, steps, status, error)
         with self._tx(write=True) as c:
             if c.scalar(select(chats.c.id).where(chats.c.id == chat_id)) is None:
                 raise NotFound("chat", chat_id)
             last = c.scalar(select(func.max(chat_turns.c.position)).where(chat_turns.c.chat_id == chat_id)) or 0
-            values: dict[str, Any] = {
-                "chat_id": chat_id,
-                "position": last + 1,
-                "question": question or "",
-                "answer": answer or "",
-                "model": dict(model or {}),
-                "steps": [dict(s) for s in steps or ()],
-                "status": status,
-                "error": error,
-                "created_at": self._now(),
-            }
+            values = {"chat_id": chat_id, "position": last + 1, **answered, "created_at": self._now()}
             c.execute(insert(chat_turns).values(**values))
             return m.ChatTurn(**values)
 

@@ -21,6 +21,28 @@ from codesearch.store.rows import from_row, get_one
 from codesearch.store.tables import chats
 
 
+def answer_values(
+    question: str,
+    answer: str,
+    model: Mapping[str, Any] | None,
+    steps: Iterable[Mapping[str, Any]] | None,
+    status: str,
+    error: str | None,
+) -> dict[str, Any]:
+    """The columns of a question and its answer, which a chat's row and its follow-ups' rows
+    (`codesearch.store.chat_turns`) share; ValueError for an unknown `status`."""
+    if status not in m.CHAT_STATUSES:
+        raise ValueError(f"unknown chat status {status!r}")
+    return {
+        "question": question or "",
+        "answer": answer or "",
+        "model": dict(model or {}),
+        "steps": [dict(s) for s in steps or ()],
+        "status": status,
+        "error": error,
+    }
+
+
 class ChatsMixin(StoreBase):
     """The `Store` methods for chats (mixed into `Store`)."""
 
@@ -40,17 +62,10 @@ class ChatsMixin(StoreBase):
         NotFound when `user_id` is not a user."""
         if visibility not in m.CHAT_VISIBILITIES:
             raise ValueError(f"unknown chat visibility {visibility!r}")
-        if status not in m.CHAT_STATUSES:
-            raise ValueError(f"unknown chat status {status!r}")
         values = {
             "user_id": user_id,
             "visibility": visibility,
-            "question": question or "",
-            "answer": answer or "",
-            "model": dict(model or {}),
-            "steps": [dict(s) for s in steps or ()],
-            "status": status,
-            "error": error,
+            **answer_values(question, answer, model, steps, status, error),
             "created_at": self._now(),
         }
         with self._tx(write=True) as c:

@@ -17,7 +17,7 @@ import base64
 import os
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Required, TypedDict, Unpack
 
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from sqlalchemy import delete, insert, select, update
@@ -50,6 +50,24 @@ class LinkedAccount:
     permission_synced_at: datetime | None
     permission_attempted_at: datetime | None
     permission_error: str | None
+
+
+class LinkedIdentity(TypedDict, total=False):
+    """An identity as `link_account` and `sign_up` take it: which account of which provider
+    (`provider`, its `provider_type`, the account's `subject`), and what its link stores or
+    refreshes (the defaults of `_link_account`)."""
+
+    provider: Required[str]
+    provider_type: Required[str]
+    subject: Required[str]
+    host: str | None
+    login: str | None
+    email: str | None
+    access_token: str | None
+    refresh_token: str | None
+    token_expires_at: datetime | None
+    scope: str | None
+    signed_in: bool
 
 
 @dataclass
@@ -100,22 +118,7 @@ class IdentitiesMixin(StoreBase):
 
     # ------------------------------------------------------------------ accounts
 
-    def link_account(
-        self,
-        user_id: int,
-        *,
-        provider: str,
-        provider_type: str,
-        subject: str,
-        host: str | None = None,
-        login: str | None = None,
-        email: str | None = None,
-        access_token: str | None = None,
-        refresh_token: str | None = None,
-        token_expires_at: datetime | None = None,
-        scope: str | None = None,
-        signed_in: bool = True,
-    ) -> LinkedAccount:
+    def link_account(self, user_id: int, **identity: Unpack[LinkedIdentity]) -> LinkedAccount:
         """Link ``(provider, subject)`` to the user, or refresh the link (tokens, login, e-mail,
         last sign-in) when it exists already. The same identity linked to another user is a
         `Conflict`: an identity belongs to one user.
@@ -125,21 +128,7 @@ class IdentitiesMixin(StoreBase):
         then on (`users.email_verified`)."""
         with self._tx(write=True) as c:
             self._get_user(c, user_id)
-            return self._link_account(
-                c,
-                user_id,
-                provider=provider,
-                provider_type=provider_type,
-                subject=subject,
-                host=host,
-                login=login,
-                email=email,
-                access_token=access_token,
-                refresh_token=refresh_token,
-                token_expires_at=token_expires_at,
-                scope=scope,
-                signed_in=signed_in,
-            )
+            return self._link_account(c, user_id, **identity)
 
     def _link_account(
         self,

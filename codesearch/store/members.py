@@ -39,8 +39,9 @@ from sqlalchemy.engine import Connection as SAConnection
 from codesearch.store import models as m
 from codesearch.store.base import StoreBase
 from codesearch.store.errors import Conflict, NotFound
-from codesearch.store.rows import inserted_id
+from codesearch.store.identities import LinkedIdentity
 from codesearch.store.tables import account_requests, invites, users
+from codesearch.store.users import insert_user
 
 INVITE_PREFIX = "inv_"
 #: PostgreSQL advisory lock key serializing the creation of users ("user" in ASCII).
@@ -197,7 +198,7 @@ class MembersMixin(StoreBase):
         email_verified: bool = False,
         require_approval: bool = False,
         invite_token: str | None = None,
-        identity: dict[str, Any] | None = None,
+        identity: LinkedIdentity | None = None,
     ) -> tuple[m.User, bool]:
         """Create a user who joins by themselves: (user, pending). The first user ever is OWNER;
         with a valid invite the user gets its role and the invite is used up (`InviteInvalid`
@@ -215,18 +216,7 @@ class MembersMixin(StoreBase):
             if c.scalar(select(func.count()).select_from(users).where(users.c.email == email)):
                 raise Conflict(f"a user with email {email!r} already exists")
             first = not c.scalar(select(func.count()).select_from(users))
-            uid = inserted_id(
-                c.execute(
-                    insert(users).values(
-                        email=email,
-                        name=name or "",
-                        password_hash=password_hash,
-                        role=m.MEMBER,
-                        created_at=now,
-                        email_verified=bool(email_verified),
-                    )
-                )
-            )
+            uid = insert_user(c, email, name, password_hash, m.MEMBER, now, email_verified=email_verified)
             invite = None
             if invite_token and not first:
                 # a password join types the address into the invite's own form

@@ -51,6 +51,19 @@ REFUSED = "refused"  # the caller's check said no (PKCE, redirect_uri, resource)
 REVOKED = "revoked"
 
 
+#: the columns of `oauth_tokens` that listings read: nothing secret (not even `id`, the token's hash)
+_TOKEN_LISTING = (
+    oauth_tokens.c.kind,
+    oauth_tokens.c.grant_id,
+    oauth_tokens.c.client_id,
+    oauth_tokens.c.scope,
+    oauth_tokens.c.created_at,
+    oauth_tokens.c.expires_at,
+    oauth_tokens.c.used_at,
+    oauth_tokens.c.revoked_at,
+)
+
+
 @dataclass
 class OAuthClient:
     id: str
@@ -299,36 +312,25 @@ class OAuthMixin(StoreBase):
         access_ttl: float,
         refresh_ttl: float | None,
     ) -> IssuedTokens:
-        access = ACCESS_PREFIX + secrets.token_urlsafe(32)
-        rows = [
-            dict(
-                id=self.oauth_hash(access),
-                kind=ACCESS,
+        def token_row(token: str, kind: str, ttl: float) -> dict[str, Any]:
+            return dict(
+                id=self.oauth_hash(token),
+                kind=kind,
                 grant_id=grant_id,
                 client_id=client_id,
                 user_id=user_id,
                 scope=scope,
                 resource=resource,
                 created_at=now,
-                expires_at=now + timedelta(seconds=access_ttl),
+                expires_at=now + timedelta(seconds=ttl),
             )
-        ]
+
+        access = ACCESS_PREFIX + secrets.token_urlsafe(32)
+        rows = [token_row(access, ACCESS, access_ttl)]
         refresh = None
         if refresh_ttl:
             refresh = REFRESH_PREFIX + secrets.token_urlsafe(32)
-            rows.append(
-                dict(
-                    id=self.oauth_hash(refresh),
-                    kind=REFRESH,
-                    grant_id=grant_id,
-                    client_id=client_id,
-                    user_id=user_id,
-                    scope=scope,
-                    resource=resource,
-                    created_at=now,
-                    expires_at=now + timedelta(seconds=refresh_ttl),
-                )
-            )
+            rows.append(token_row(refresh, REFRESH, refresh_ttl))
         c.execute(insert(oauth_tokens), rows)
         return IssuedTokens(access, int(access_ttl), scope, refresh)
 
@@ -448,18 +450,7 @@ class OAuthMixin(StoreBase):
         recently active first. Nothing secret is read: tokens are only counted and dated."""
         now = self._now()
         with self._tx() as c:
-            rows = c.execute(
-                select(
-                    oauth_tokens.c.kind,
-                    oauth_tokens.c.grant_id,
-                    oauth_tokens.c.client_id,
-                    oauth_tokens.c.scope,
-                    oauth_tokens.c.created_at,
-                    oauth_tokens.c.expires_at,
-                    oauth_tokens.c.used_at,
-                    oauth_tokens.c.revoked_at,
-                ).where(oauth_tokens.c.user_id == user_id)
-            ).all()
+            rows = c.execute(select(*_TOKEN_LISTING).where(oauth_tokens.c.user_id == user_id)).all()
             live = {
                 r.grant_id
                 for r in rows
@@ -524,18 +515,7 @@ class OAuthMixin(StoreBase):
         """The user's tokens, without secrets: kind, client, grant, times (for pages and tests)."""
         with self._tx() as c:
             rows = c.execute(
-                select(
-                    oauth_tokens.c.kind,
-                    oauth_tokens.c.grant_id,
-                    oauth_tokens.c.client_id,
-                    oauth_tokens.c.scope,
-                    oauth_tokens.c.created_at,
-                    oauth_tokens.c.expires_at,
-                    oauth_tokens.c.used_at,
-                    oauth_tokens.c.revoked_at,
-                )
-                .where(oauth_tokens.c.user_id == user_id)
-                .order_by(oauth_tokens.c.created_at)
+                select(*_TOKEN_LISTING).where(oauth_tokens.c.user_id == user_id).order_by(oauth_tokens.c.created_at)
             ).all()
         return [dict(r._mapping) for r in rows]
 

@@ -8,6 +8,8 @@ approval, invites) is `codesearch.store.members`; the identities a user signs in
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.engine import Connection as SAConnection
 
@@ -18,6 +20,32 @@ from codesearch.store.lockouts import LOGIN_ACCOUNT
 from codesearch.store.models import User
 from codesearch.store.rows import from_row, get_one, inserted_id
 from codesearch.store.tables import users
+
+
+def insert_user(
+    c: SAConnection,
+    email: str,
+    name: str,
+    password_hash: str | None,
+    role: str,
+    created_at: datetime,
+    *,
+    email_verified: bool,
+) -> int:
+    """Add a user's row in transaction `c` (whose caller serialized user creation and checked
+    that `email` is free); its id."""
+    return inserted_id(
+        c.execute(
+            insert(users).values(
+                email=email,
+                name=name or "",
+                password_hash=password_hash,
+                role=role,
+                created_at=created_at,
+                email_verified=bool(email_verified),
+            )
+        )
+    )
 
 
 class UsersMixin(StoreBase):
@@ -47,18 +75,7 @@ class UsersMixin(StoreBase):
                 raise Conflict(f"a user with email {email!r} already exists")
             if not c.scalar(select(func.count()).select_from(users)):
                 role = m.OWNER
-            uid = inserted_id(
-                c.execute(
-                    insert(users).values(
-                        email=email,
-                        name=name or "",
-                        password_hash=password_hash,
-                        role=role,
-                        created_at=self._now(),
-                        email_verified=bool(email_verified),
-                    )
-                )
-            )
+            uid = insert_user(c, email, name, password_hash, role, self._now(), email_verified=email_verified)
             return self._get_user(c, uid)
 
     def get_user(self, user_id: int) -> User:
@@ -99,13 +116,7 @@ class UsersMixin(StoreBase):
             self._serialize_user_creation(c)
             if c.scalar(select(func.count()).select_from(users)):
                 raise Conflict("the first account exists already")
-            uid = inserted_id(
-                c.execute(
-                    insert(users).values(
-                        email=email, name=name or "", password_hash=password_hash, role=m.OWNER, created_at=self._now()
-                    )
-                )
-            )
+            uid = insert_user(c, email, name, password_hash, m.OWNER, self._now(), email_verified=False)
             return self._get_user(c, uid)
 
     def has_users(self) -> bool:
