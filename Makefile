@@ -88,9 +88,9 @@ axe: $(AXE)
 notebooks: install-test
 	CODESEARCH_SAVE_NOTEBOOKS=1 RAY_AUTH_MODE=disabled $(PY) -m pytest -q -p no:cacheprovider tests/test_notebooks.py
 
-# Lint, format check and types (configured in pyproject.toml). For now on the engine core only:
+# Lint, format check and types (configured in pyproject.toml). For now on the engine core and the store:
 # widened by the lead after merging (then the whole tree).
-LINT_PATHS   ?= codesearch/index codesearch/query codesearch/search
+LINT_PATHS   ?= codesearch/index codesearch/query codesearch/search codesearch/store
 lint: install-test
 	$(VENV)/bin/ruff check $(LINT_PATHS)
 	$(VENV)/bin/ruff format --check $(LINT_PATHS)

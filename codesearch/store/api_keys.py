@@ -14,17 +14,24 @@ from datetime import timedelta
 from sqlalchemy import insert, select, update
 
 from codesearch.store import models as m
+from codesearch.store.base import StoreBase
 from codesearch.store.models import ApiKey, User
-from codesearch.store.rows import from_row
+from codesearch.store.rows import from_row, inserted_id
 from codesearch.store.tables import api_keys
 
 API_KEY_PREFIX = "cs_"
 
-_API_KEY_COLUMNS = [api_keys.c.id, api_keys.c.user_id, api_keys.c.name, api_keys.c.created_at,
-                    api_keys.c.last_used_at, api_keys.c.revoked_at]
+_API_KEY_COLUMNS = [
+    api_keys.c.id,
+    api_keys.c.user_id,
+    api_keys.c.name,
+    api_keys.c.created_at,
+    api_keys.c.last_used_at,
+    api_keys.c.revoked_at,
+]
 
 
-class ApiKeysMixin:
+class ApiKeysMixin(StoreBase):
     """The `Store` methods for API keys (mixed into `Store`)."""
 
     def _key_hash(self, secret: str) -> str:
@@ -40,8 +47,13 @@ class ApiKeysMixin:
         secret = API_KEY_PREFIX + secrets.token_urlsafe(32)
         with self._tx(write=True) as c:
             self._get_user(c, user_id)
-            kid = c.execute(insert(api_keys).values(user_id=user_id, name=name, key_hash=self._key_hash(secret),
-                                                    created_at=self._now())).inserted_primary_key[0]
+            kid = inserted_id(
+                c.execute(
+                    insert(api_keys).values(
+                        user_id=user_id, name=name, key_hash=self._key_hash(secret), created_at=self._now()
+                    )
+                )
+            )
         return kid, secret
 
     def verify_api_key(self, secret: str) -> User | None:
@@ -53,8 +65,11 @@ class ApiKeysMixin:
         digest = self._key_hash(secret)
         now = self._now()
         with self._tx() as c:
-            row = c.execute(select(api_keys.c.id, api_keys.c.key_hash, api_keys.c.last_used_at, api_keys.c.user_id)
-                            .where(api_keys.c.key_hash == digest, api_keys.c.revoked_at.is_(None))).first()
+            row = c.execute(
+                select(api_keys.c.id, api_keys.c.key_hash, api_keys.c.last_used_at, api_keys.c.user_id).where(
+                    api_keys.c.key_hash == digest, api_keys.c.revoked_at.is_(None)
+                )
+            ).first()
             if row is None or not hmac.compare_digest(row.key_hash, digest) or self._waits(c, row.user_id):
                 return None
             user = self._get_user(c, row.user_id)
@@ -70,7 +85,9 @@ class ApiKeysMixin:
         if not include_revoked:
             conds.append(api_keys.c.revoked_at.is_(None))
         with self._tx() as c:
-            return [from_row(ApiKey, r) for r in c.execute(select(*_API_KEY_COLUMNS).where(*conds).order_by(api_keys.c.id))]
+            return [
+                from_row(ApiKey, r) for r in c.execute(select(*_API_KEY_COLUMNS).where(*conds).order_by(api_keys.c.id))
+            ]
 
     def revoke_api_key(self, user_id: int, key_id: int, *, own_only: bool = False) -> bool:
         """`user_id` revokes key `key_id`. Members may revoke only their own keys, owners any
@@ -87,6 +104,7 @@ class ApiKeysMixin:
     def get_api_key(self, user_id: int, key_id: int) -> ApiKey | None:
         """Key `key_id` if it belongs to `user_id` (revoked or not), else None."""
         with self._tx() as c:
-            row = c.execute(select(*_API_KEY_COLUMNS).where(api_keys.c.id == key_id,
-                                                            api_keys.c.user_id == user_id)).first()
+            row = c.execute(
+                select(*_API_KEY_COLUMNS).where(api_keys.c.id == key_id, api_keys.c.user_id == user_id)
+            ).first()
             return from_row(ApiKey, row) if row else None

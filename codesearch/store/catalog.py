@@ -6,15 +6,17 @@ by name or in order by the search API and `ask_codebase`.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from sqlalchemy import delete, insert, select
 
+from codesearch.store.base import StoreBase
 from codesearch.store.models import SearchContext
 from codesearch.store.tables import language_models, search_contexts
 
 
-class CatalogMixin:
+class CatalogMixin(StoreBase):
     """The `Store` methods for search contexts and language models (mixed into `Store`)."""
 
     def replace_search_contexts(self, contexts: Iterable[SearchContext]) -> None:
@@ -22,8 +24,12 @@ class CatalogMixin:
         now = self._now()
         rows = {}
         for ctx in contexts:
-            rows[ctx.name] = {"name": ctx.name, "description": ctx.description or "",
-                              "repo_names": sorted(set(ctx.repo_names)), "updated_at": now}
+            rows[ctx.name] = {
+                "name": ctx.name,
+                "description": ctx.description or "",
+                "repo_names": sorted(set(ctx.repo_names)),
+                "updated_at": now,
+            }
         with self._tx(write=True) as c:
             c.execute(delete(search_contexts))
             if rows:
@@ -36,8 +42,10 @@ class CatalogMixin:
 
     def list_search_contexts(self) -> list[SearchContext]:
         with self._tx() as c:
-            return [SearchContext(r.name, list(r.repo_names), r.description)
-                    for r in c.execute(select(search_contexts).order_by(search_contexts.c.name))]
+            return [
+                SearchContext(r.name, list(r.repo_names), r.description)
+                for r in c.execute(select(search_contexts).order_by(search_contexts.c.name))
+            ]
 
     # ------------------------------------------------------------------ language models
 
@@ -48,8 +56,15 @@ class CatalogMixin:
         for i, entry in enumerate(entries):
             if not entry.get("provider") or not entry.get("model"):
                 raise ValueError(f"models[{i}] needs a provider and a model")
-            rows.append({"position": i, "provider": str(entry["provider"]), "model": str(entry["model"]),
-                         "display_name": entry.get("displayName") or None, "config": dict(entry)})
+            rows.append(
+                {
+                    "position": i,
+                    "provider": str(entry["provider"]),
+                    "model": str(entry["model"]),
+                    "display_name": entry.get("displayName") or None,
+                    "config": dict(entry),
+                }
+            )
         with self._tx(write=True) as c:
             c.execute(delete(language_models))
             if rows:
@@ -59,4 +74,6 @@ class CatalogMixin:
         """The raw model entries, in config order. They may hold token *references* and header
         values: show callers only provider, model and displayName."""
         with self._tx() as c:
-            return [dict(r.config) for r in c.execute(select(language_models.c.config).order_by(language_models.c.position))]
+            return [
+                dict(r.config) for r in c.execute(select(language_models.c.config).order_by(language_models.c.position))
+            ]

@@ -9,31 +9,39 @@ gets the earlier questions and answers as context. `set_chat_visibility` is the 
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from sqlalchemy import func, insert, select, update
 
 from codesearch.store import models as m
+from codesearch.store.base import StoreBase
+from codesearch.store.chats import answer_values
 from codesearch.store.errors import NotFound
 from codesearch.store.tables import chat_turns, chats
 
 
-class ChatTurnsMixin:
+class ChatTurnsMixin(StoreBase):
     """`Store` methods for follow-ups (see the module docstring)."""
 
-    def add_chat_turn(self, chat_id: str, question: str, answer: str = "", *,
-                      model: Mapping[str, Any] | None = None, steps: Iterable[Mapping[str, Any]] | None = None,
-                      status: str = m.CHAT_COMPLETED, error: str | None = None) -> m.ChatTurn:
+    def add_chat_turn(
+        self,
+        chat_id: str,
+        question: str,
+        answer: str = "",
+        *,
+        model: Mapping[str, Any] | None = None,
+        steps: Iterable[Mapping[str, Any]] | None = None,
+        status: str = m.CHAT_COMPLETED,
+        error: str | None = None,
+    ) -> m.ChatTurn:
         """Append a follow-up to chat `chat_id` (NotFound when there is no such chat)."""
-        if status not in m.CHAT_STATUSES:
-            raise ValueError(f"unknown chat status {status!r}")
+        answered = answer_values(question, answer, model, steps, status, error)
         with self._tx(write=True) as c:
             if c.scalar(select(chats.c.id).where(chats.c.id == chat_id)) is None:
                 raise NotFound("chat", chat_id)
             last = c.scalar(select(func.max(chat_turns.c.position)).where(chat_turns.c.chat_id == chat_id)) or 0
-            values = {"chat_id": chat_id, "position": last + 1, "question": question or "", "answer": answer or "",
-                      "model": dict(model or {}), "steps": [dict(s) for s in steps or ()], "status": status,
-                      "error": error, "created_at": self._now()}
+            values = {"chat_id": chat_id, "position": last + 1, **answered, "created_at": self._now()}
             c.execute(insert(chat_turns).values(**values))
             return m.ChatTurn(**values)
 

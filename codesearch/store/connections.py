@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable, Mapping
 from datetime import timedelta
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from sqlalchemy import and_, delete, exists, insert, or_, select, update
 from sqlalchemy.engine import Connection as SAConnection
 
 from codesearch.store import models as m
+from codesearch.store.base import StoreBase
 from codesearch.store.errors import NotFound
 from codesearch.store.models import Connection
 from codesearch.store.rows import from_row, get_one
@@ -29,11 +31,12 @@ def config_hash(config: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(config, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-class ConnectionsMixin:
+class ConnectionsMixin(StoreBase):
     """The `Store` methods for connections (mixed into `Store`)."""
 
-    def upsert_connection(self, name: str, type: str, config: Mapping[str, Any],
-                          listing_version: int = 1) -> tuple[Connection, bool]:
+    def upsert_connection(
+        self, name: str, type: str, config: Mapping[str, Any], listing_version: int = 1
+    ) -> tuple[Connection, bool]:
         """Create or update a connection by name. Returns (row, needs_sync): needs_sync is True
         when the connection is new or its config changed (its status is then SYNC_NEEDED).
         `listing_version` (`codesearch.hosts.base.listing_version` of its type) counts as part
@@ -43,13 +46,27 @@ class ConnectionsMixin:
         with self._tx(write=True) as c:
             row = c.execute(select(connections).where(connections.c.name == name)).first()
             if row is None:
-                c.execute(insert(connections).values(
-                    name=name, type=type, config=dict(config), config_hash=h, sync_status=m.SYNC_NEEDED,
-                    sync_error=None, sync_warnings=[], created_at=now, updated_at=now, synced_at=None))
+                c.execute(
+                    insert(connections).values(
+                        name=name,
+                        type=type,
+                        config=dict(config),
+                        config_hash=h,
+                        sync_status=m.SYNC_NEEDED,
+                        sync_error=None,
+                        sync_warnings=[],
+                        created_at=now,
+                        updated_at=now,
+                        synced_at=None,
+                    )
+                )
                 changed = True
             elif row.config_hash != h or row.type != type:
-                c.execute(update(connections).where(connections.c.id == row.id).values(
-                    type=type, config=dict(config), config_hash=h, sync_status=m.SYNC_NEEDED, updated_at=now))
+                c.execute(
+                    update(connections)
+                    .where(connections.c.id == row.id)
+                    .values(type=type, config=dict(config), config_hash=h, sync_status=m.SYNC_NEEDED, updated_at=now)
+                )
                 changed = True
             else:
                 changed = False
@@ -76,8 +93,15 @@ class ConnectionsMixin:
             c.execute(delete(connections).where(connections.c.id == cid))
             return self._mark_orphans(c, linked, now)
 
-    def update_connection_status(self, name: str, status: str, *, error: str | None = None,
-                                 warnings: Iterable[str] | None = None, config_hash: str | None = None) -> Connection:
+    def update_connection_status(
+        self,
+        name: str,
+        status: str,
+        *,
+        error: str | None = None,
+        warnings: Iterable[str] | None = None,
+        config_hash: str | None = None,
+    ) -> Connection:
         """Set a connection's sync status. SYNCED / SYNCED_WITH_WARNINGS also set `synced_at`.
         Pass the `config_hash` the sync ran with: when the config changed meanwhile, the
         status stays SYNC_NEEDED so that the new config is synced too."""
@@ -85,7 +109,9 @@ class ConnectionsMixin:
             raise ValueError(f"unknown connection status {status!r}")
         now = self._now()
         with self._tx(write=True) as c:
-            row = c.execute(select(connections.c.id, connections.c.config_hash).where(connections.c.name == name)).first()
+            row = c.execute(
+                select(connections.c.id, connections.c.config_hash).where(connections.c.name == name)
+            ).first()
             if row is None:
                 raise NotFound("connection", name)
             values: dict[str, Any] = {"sync_status": status, "sync_error": self.public_error(error), "updated_at": now}
@@ -105,13 +131,23 @@ class ConnectionsMixin:
         The sync worker sets the status (SYNCING, then SYNCED or FAILED) with
         `update_connection_status`: a connection left in SYNC_NEEDED is always due."""
         cutoff = self._now() - timedelta(seconds=interval_seconds)
-        active = exists().where(jobs.c.connection_id == connections.c.id, jobs.c.kind == m.SYNC_JOB,
-                                jobs.c.state.in_((m.PENDING, m.IN_PROGRESS)))
-        recent_failure = exists().where(jobs.c.connection_id == connections.c.id, jobs.c.kind == m.SYNC_JOB,
-                                        jobs.c.state == m.FAILED, jobs.c.finished_at >= cutoff)
+        active = exists().where(
+            jobs.c.connection_id == connections.c.id,
+            jobs.c.kind == m.SYNC_JOB,
+            jobs.c.state.in_((m.PENDING, m.IN_PROGRESS)),
+        )
+        recent_failure = exists().where(
+            jobs.c.connection_id == connections.c.id,
+            jobs.c.kind == m.SYNC_JOB,
+            jobs.c.state == m.FAILED,
+            jobs.c.finished_at >= cutoff,
+        )
         stale = or_(connections.c.synced_at.is_(None), connections.c.synced_at < cutoff)
-        q = select(connections).where(~active, or_(connections.c.sync_status == m.SYNC_NEEDED,
-                                                   and_(stale, ~recent_failure))).order_by(connections.c.id)
+        q = (
+            select(connections)
+            .where(~active, or_(connections.c.sync_status == m.SYNC_NEEDED, and_(stale, ~recent_failure)))
+            .order_by(connections.c.id)
+        )
         with self._tx() as c:
             return [from_row(Connection, r) for r in c.execute(q)]
 
@@ -119,7 +155,7 @@ class ConnectionsMixin:
         return get_one(c, Connection, connections.c.name, name, "connection")
 
     def _connection_id(self, c: SAConnection, name: str) -> int:
-        cid = c.scalar(select(connections.c.id).where(connections.c.name == name))
+        cid: int | None = c.scalar(select(connections.c.id).where(connections.c.name == name))
         if cid is None:
             raise NotFound("connection", name)
         return cid

@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from sqlalchemy import create_engine, event
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 from sqlalchemy.pool import StaticPool
 
@@ -24,20 +24,21 @@ from codesearch.store.errors import StoreError
 BUSY_TIMEOUT_MS = 30_000
 
 
-def is_memory_sqlite(url) -> bool:
-    return url.get_backend_name() == "sqlite" and (url.database in (None, "", ":memory:")
-                                                   or "mode=memory" in str(url.query.get("mode", "")))
+def is_memory_sqlite(url: URL) -> bool:
+    return url.get_backend_name() == "sqlite" and (
+        url.database in (None, "", ":memory:") or "mode=memory" in str(url.query.get("mode", ""))
+    )
 
 
-def describe_database(url) -> str:
+def describe_database(url: URL) -> str:
     """The database as messages name it: a SQLite file by its file name only (its folder is a
     server path, which no answer may carry), any other by its URL without the password."""
     if url.get_backend_name() == "sqlite":
-        return "SQLite database " + (os.path.basename(url.database) if not is_memory_sqlite(url) else ":memory:")
+        return "SQLite database " + (os.path.basename(url.database or "") if not is_memory_sqlite(url) else ":memory:")
     return url.render_as_string(hide_password=True)
 
 
-def _enable_wal(cur) -> None:
+def _enable_wal(cur: sqlite3.Cursor) -> None:
     """Put the database in WAL mode (a no-op once it is: the mode is stored in the file).
 
     Switching a new database to WAL needs its exclusive lock, and SQLite answers "database
@@ -61,21 +62,25 @@ def make_engine(url: str) -> Engine:
     try:
         u = make_url(url)
     except ArgumentError:
-        raise StoreError("the database URL (DATABASE_URL) is not a valid SQLAlchemy URL, "
-                         "e.g. postgresql+psycopg://user:password@host/db") from None
+        raise StoreError(
+            "the database URL (DATABASE_URL) is not a valid SQLAlchemy URL, "
+            "e.g. postgresql+psycopg://user:password@host/db"
+        ) from None
     if u.get_backend_name() != "sqlite":
         try:
             return create_engine(u, pool_pre_ping=True)
         except (ImportError, NoSuchModuleError) as e:
-            raise StoreError(f"database {u.render_as_string(hide_password=True)}: its driver is not installed "
-                             f"({e}); install it (e.g. pip install psycopg) or use another DATABASE_URL") from None
+            raise StoreError(
+                f"database {u.render_as_string(hide_password=True)}: its driver is not installed "
+                f"({e}); install it (e.g. pip install psycopg) or use another DATABASE_URL"
+            ) from None
     kwargs: dict[str, Any] = {"connect_args": {"check_same_thread": False, "timeout": BUSY_TIMEOUT_MS / 1000}}
     if is_memory_sqlite(u):
         kwargs["poolclass"] = StaticPool  # one shared connection: single-threaded use (tests) only
     engine = create_engine(u, **kwargs)
 
     @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_conn, _record):
+    def _on_connect(dbapi_conn: sqlite3.Connection, _record: object) -> None:
         dbapi_conn.isolation_level = None  # SQLAlchemy emits BEGIN itself (below)
         cur = dbapi_conn.cursor()
         try:
@@ -87,7 +92,7 @@ def make_engine(url: str) -> Engine:
             cur.close()
 
     @event.listens_for(engine, "begin")
-    def _on_begin(conn):
+    def _on_begin(conn: Connection) -> None:
         # Write transactions take the write lock up front, so they queue on busy_timeout
         # instead of failing when a read transaction would have to be upgraded.
         write = conn.get_execution_options().get("codesearch_write")

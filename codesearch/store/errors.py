@@ -25,7 +25,7 @@ class NotFound(StoreError):
     status_code = 404
     error_code = "NOT_FOUND"
 
-    def __init__(self, kind: str, key):
+    def __init__(self, kind: str, key: object) -> None:
         self.kind = kind
         self.key = key
         if kind == "repository":

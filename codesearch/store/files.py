@@ -40,7 +40,7 @@ def _tighten(path: str, mode: int) -> None:
         os.chmod(path, mode)
 
 
-def private_dir(path: str | os.PathLike) -> str:
+def private_dir(path: str | os.PathLike[str]) -> str:
     """Create directory `path` (and missing parents) with the leaf 0700, or tighten it; its
     absolute path."""
     path = os.path.abspath(os.fspath(path))
@@ -54,7 +54,7 @@ def private_dir(path: str | os.PathLike) -> str:
     return path
 
 
-def private_file(path: str | os.PathLike) -> str:
+def private_file(path: str | os.PathLike[str]) -> str:
     """Create empty file `path` with mode 0600 unless it exists, then make sure it is 0600."""
     path = os.fspath(path)
     try:
@@ -69,7 +69,7 @@ def private_file(path: str | os.PathLike) -> str:
     return path
 
 
-def tighten_sqlite(db_path: str | os.PathLike) -> None:
+def tighten_sqlite(db_path: str | os.PathLike[str]) -> None:
     """A SQLite database file and its companions (``-wal``, ``-shm``, ``-journal``): 0600,
     the database created empty (SQLite takes an empty file as a new database) when missing."""
     db_path = os.fspath(db_path)

@@ -11,12 +11,14 @@ carries the time of its last successful sync, and the rule decides what is too o
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Iterable
 
 from sqlalchemy import delete, insert, select, tuple_, update
+from sqlalchemy.engine import Connection as SAConnection
 
+from codesearch.store.base import StoreBase
 from codesearch.store.tables import linked_accounts, repo_connections, repo_grants, repo_permission_syncs, repos
 
 REPO_DRIVEN = "repo"
@@ -53,7 +55,7 @@ class RepoPermissionSync:
     error: str | None
 
 
-class GrantsMixin:
+class GrantsMixin(StoreBase):
     """The `Store` methods for permission grants (mixed into `Store`)."""
 
     # ------------------------------------------------------------------ writing what hosts said
@@ -64,11 +66,15 @@ class GrantsMixin:
         now = self._now()
         subjects = sorted({str(s) for s in subjects})
         with self._tx(write=True) as c:
-            c.execute(delete(repo_grants).where(repo_grants.c.repo_id == repo_id,
-                                                repo_grants.c.source == REPO_DRIVEN))
+            c.execute(delete(repo_grants).where(repo_grants.c.repo_id == repo_id, repo_grants.c.source == REPO_DRIVEN))
             if subjects:
-                c.execute(insert(repo_grants), [{"repo_id": repo_id, "host": host, "subject": s,
-                                                 "source": REPO_DRIVEN, "synced_at": now} for s in subjects])
+                c.execute(
+                    insert(repo_grants),
+                    [
+                        {"repo_id": repo_id, "host": host, "subject": s, "source": REPO_DRIVEN, "synced_at": now}
+                        for s in subjects
+                    ],
+                )
             self._mark_repo_sync(c, repo_id, now, error=None, synced=True)
         return len(subjects)
 
@@ -78,12 +84,14 @@ class GrantsMixin:
         now = self._now()
         with self._tx(write=True) as c:
             if revoke:
-                c.execute(delete(repo_grants).where(repo_grants.c.repo_id == repo_id,
-                                                    repo_grants.c.source == REPO_DRIVEN))
+                c.execute(
+                    delete(repo_grants).where(repo_grants.c.repo_id == repo_id, repo_grants.c.source == REPO_DRIVEN)
+                )
             self._mark_repo_sync(c, repo_id, now, error=error, synced=False, clear=revoke)
 
-    def _mark_repo_sync(self, c, repo_id: int, now: datetime, *, error: str | None, synced: bool,
-                        clear: bool = False) -> None:
+    def _mark_repo_sync(
+        self, c: SAConnection, repo_id: int, now: datetime, *, error: str | None, synced: bool, clear: bool = False
+    ) -> None:
         if not c.scalar(select(repos.c.id).where(repos.c.id == repo_id)):
             return  # deleted meanwhile
         values = {"attempted_at": now, "error": error}
@@ -91,8 +99,12 @@ class GrantsMixin:
             values["synced_at"] = now
         elif clear:
             values["synced_at"] = None
-        if c.execute(update(repo_permission_syncs).where(repo_permission_syncs.c.repo_id == repo_id)
-                     .values(**values)).rowcount == 0:
+        if (
+            c.execute(
+                update(repo_permission_syncs).where(repo_permission_syncs.c.repo_id == repo_id).values(**values)
+            ).rowcount
+            == 0
+        ):
             c.execute(insert(repo_permission_syncs).values(repo_id=repo_id, **{"synced_at": None, **values}))
 
     def replace_account_grants(self, account_id: int, repo_ids: Iterable[int]) -> int:
@@ -100,36 +112,53 @@ class GrantsMixin:
         now = self._now()
         wanted = sorted({int(r) for r in repo_ids})
         with self._tx(write=True) as c:
-            acc = c.execute(select(linked_accounts.c.host, linked_accounts.c.subject)
-                            .where(linked_accounts.c.id == account_id)).first()
+            acc = c.execute(
+                select(linked_accounts.c.host, linked_accounts.c.subject).where(linked_accounts.c.id == account_id)
+            ).first()
             if acc is None or acc.host is None:
                 return 0
             known = set()
             for i in range(0, len(wanted), 500):
-                known |= set(c.execute(select(repos.c.id).where(repos.c.id.in_(wanted[i:i + 500]))).scalars())
-            c.execute(delete(repo_grants).where(repo_grants.c.host == acc.host, repo_grants.c.subject == acc.subject,
-                                                repo_grants.c.source == USER_DRIVEN))
-            rows = [{"repo_id": r, "host": acc.host, "subject": acc.subject, "source": USER_DRIVEN,
-                     "synced_at": now} for r in wanted if r in known]
+                known |= set(c.execute(select(repos.c.id).where(repos.c.id.in_(wanted[i : i + 500]))).scalars())
+            c.execute(
+                delete(repo_grants).where(
+                    repo_grants.c.host == acc.host,
+                    repo_grants.c.subject == acc.subject,
+                    repo_grants.c.source == USER_DRIVEN,
+                )
+            )
+            rows = [
+                {"repo_id": r, "host": acc.host, "subject": acc.subject, "source": USER_DRIVEN, "synced_at": now}
+                for r in wanted
+                if r in known
+            ]
             if rows:
                 c.execute(insert(repo_grants), rows)
-            c.execute(update(linked_accounts).where(linked_accounts.c.id == account_id).values(
-                permission_synced_at=now, permission_attempted_at=now, permission_error=None))
+            c.execute(
+                update(linked_accounts)
+                .where(linked_accounts.c.id == account_id)
+                .values(permission_synced_at=now, permission_attempted_at=now, permission_error=None)
+            )
             return len(rows)
 
     def record_account_permission_failure(self, account_id: int, error: str, *, revoke: bool) -> None:
         """User-driven sync failed; `revoke` (the host refused the account's token) drops its grants at once."""
         now = self._now()
         with self._tx(write=True) as c:
-            acc = c.execute(select(linked_accounts.c.host, linked_accounts.c.subject)
-                            .where(linked_accounts.c.id == account_id)).first()
+            acc = c.execute(
+                select(linked_accounts.c.host, linked_accounts.c.subject).where(linked_accounts.c.id == account_id)
+            ).first()
             if acc is None:
                 return
             values = {"permission_attempted_at": now, "permission_error": error}
             if revoke:
-                c.execute(delete(repo_grants).where(repo_grants.c.host == acc.host,
-                                                    repo_grants.c.subject == acc.subject,
-                                                    repo_grants.c.source == USER_DRIVEN))
+                c.execute(
+                    delete(repo_grants).where(
+                        repo_grants.c.host == acc.host,
+                        repo_grants.c.subject == acc.subject,
+                        repo_grants.c.source == USER_DRIVEN,
+                    )
+                )
                 values["permission_synced_at"] = None
             c.execute(update(linked_accounts).where(linked_accounts.c.id == account_id).values(**values))
 
@@ -137,8 +166,9 @@ class GrantsMixin:
         """Ask for a user-driven sync of the account soon (after a sign-in or a new link): the
         scheduler takes accounts never attempted first."""
         with self._tx(write=True) as c:
-            c.execute(update(linked_accounts).where(linked_accounts.c.id == account_id)
-                      .values(permission_attempted_at=None))
+            c.execute(
+                update(linked_accounts).where(linked_accounts.c.id == account_id).values(permission_attempted_at=None)
+            )
 
     # ------------------------------------------------------------------ reading for the rule and the scheduler
 
@@ -155,32 +185,48 @@ class GrantsMixin:
         """The user's code-host accounts, the grants naming them and the freshness of each."""
         out = UserGrants()
         with self._tx() as c:
-            accounts = c.execute(select(linked_accounts.c.host, linked_accounts.c.subject,
-                                        linked_accounts.c.permission_synced_at)
-                                 .where(linked_accounts.c.user_id == user_id,
-                                        linked_accounts.c.host.is_not(None))).all()
+            accounts = c.execute(
+                select(linked_accounts.c.host, linked_accounts.c.subject, linked_accounts.c.permission_synced_at).where(
+                    linked_accounts.c.user_id == user_id, linked_accounts.c.host.is_not(None)
+                )
+            ).all()
             out.accounts = [(a.host, a.subject, a.permission_synced_at) for a in accounts]
             pairs = sorted({(a.host, a.subject) for a in accounts})
             for i in range(0, len(pairs), 200):
-                out.grants += [tuple(g) for g in c.execute(
-                    select(repo_grants.c.repo_id, repo_grants.c.source, repo_grants.c.host, repo_grants.c.subject)
-                    .where(tuple_(repo_grants.c.host, repo_grants.c.subject).in_(pairs[i:i + 200])))]
+                out.grants += [
+                    tuple(g)
+                    for g in c.execute(
+                        select(
+                            repo_grants.c.repo_id, repo_grants.c.source, repo_grants.c.host, repo_grants.c.subject
+                        ).where(tuple_(repo_grants.c.host, repo_grants.c.subject).in_(pairs[i : i + 200]))
+                    )
+                ]
             ids = sorted({g[0] for g in out.grants if g[1] == REPO_DRIVEN})
             for i in range(0, len(ids), 500):
-                for r in c.execute(select(repo_permission_syncs.c.repo_id, repo_permission_syncs.c.synced_at)
-                                   .where(repo_permission_syncs.c.repo_id.in_(ids[i:i + 500]))):
+                for r in c.execute(
+                    select(repo_permission_syncs.c.repo_id, repo_permission_syncs.c.synced_at).where(
+                        repo_permission_syncs.c.repo_id.in_(ids[i : i + 500])
+                    )
+                ):
                     out.repo_synced[r.repo_id] = r.synced_at
         return out
 
     def repo_permission_syncs(self) -> dict[int, RepoPermissionSync]:
         """The repo-driven sync state of every repository that had one."""
         with self._tx() as c:
-            return {r.repo_id: RepoPermissionSync(r.repo_id, r.synced_at, r.attempted_at, r.error)
-                    for r in c.execute(select(repo_permission_syncs))}
+            return {
+                r.repo_id: RepoPermissionSync(r.repo_id, r.synced_at, r.attempted_at, r.error)
+                for r in c.execute(select(repo_permission_syncs))
+            }
 
     def repo_grant_subjects(self, repo_id: int, source: str = REPO_DRIVEN) -> list[tuple[str, str]]:
         """``(host, subject)`` of the grants of one repository (for status pages and tests)."""
         with self._tx() as c:
-            return [tuple(r) for r in c.execute(select(repo_grants.c.host, repo_grants.c.subject)
-                                                .where(repo_grants.c.repo_id == repo_id, repo_grants.c.source == source)
-                                                .order_by(repo_grants.c.host, repo_grants.c.subject))]
+            return [
+                tuple(r)
+                for r in c.execute(
+                    select(repo_grants.c.host, repo_grants.c.subject)
+                    .where(repo_grants.c.repo_id == repo_id, repo_grants.c.source == source)
+                    .order_by(repo_grants.c.host, repo_grants.c.subject)
+                )
+            ]

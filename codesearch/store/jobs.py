@@ -9,19 +9,21 @@ dead or silent worker are taken back (`requeue_stale_jobs`, `release_worker_jobs
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
-from typing import Callable
+from typing import Any
 
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import Column, ColumnElement, delete, func, insert, select, update
 from sqlalchemy.engine import Connection as SAConnection
 
 from codesearch.store import models as m
+from codesearch.store.base import StoreBase
 from codesearch.store.models import Job
-from codesearch.store.rows import from_row, get_one
+from codesearch.store.rows import from_row, get_one, inserted_id
 from codesearch.store.tables import jobs
 
 
-class JobsMixin:
+class JobsMixin(StoreBase):
     """The `Store` methods for sync and index jobs (mixed into `Store`)."""
 
     def enqueue_sync_job(self, connection: str, *, force: bool = False) -> Job:
@@ -48,18 +50,36 @@ class JobsMixin:
             self._get_repo(c, repo_id)
             return self._enqueue(c, m.INDEX_JOB, jobs.c.repo_id, repo_id, force)
 
-    def _enqueue(self, c: SAConnection, kind: str, column, target: int, force: bool) -> Job:
+    def _enqueue(self, c: SAConnection, kind: str, column: Column[Any], target: int, force: bool) -> Job:
         states = (m.PENDING,) if force else (m.PENDING, m.IN_PROGRESS)
-        row = c.execute(select(jobs).where(jobs.c.kind == kind, column == target, jobs.c.state.in_(states))
-                        .order_by(jobs.c.id).limit(1)).first()
+        row = c.execute(
+            select(jobs)
+            .where(jobs.c.kind == kind, column == target, jobs.c.state.in_(states))
+            .order_by(jobs.c.id)
+            .limit(1)
+        ).first()
         if row is not None:
             return from_row(Job, row)
         now = self._now()
-        jid = c.execute(insert(jobs).values(
-            kind=kind, connection_id=target if kind == m.SYNC_JOB else None,
-            repo_id=target if kind == m.INDEX_JOB else None, state=m.PENDING, attempts=0,
-            max_attempts=self.max_attempts, error=None, worker_id=None, created_at=now, started_at=None,
-            finished_at=None, heartbeat_at=None, next_attempt_at=now)).inserted_primary_key[0]
+        jid = inserted_id(
+            c.execute(
+                insert(jobs).values(
+                    kind=kind,
+                    connection_id=target if kind == m.SYNC_JOB else None,
+                    repo_id=target if kind == m.INDEX_JOB else None,
+                    state=m.PENDING,
+                    attempts=0,
+                    max_attempts=self.max_attempts,
+                    error=None,
+                    worker_id=None,
+                    created_at=now,
+                    started_at=None,
+                    finished_at=None,
+                    heartbeat_at=None,
+                    next_attempt_at=now,
+                )
+            )
+        )
         return self._get_job(c, jid)
 
     def claim_job(self, kind: str, worker_id: str) -> Job | None:
@@ -71,13 +91,27 @@ class JobsMixin:
             raise ValueError(f"unknown job kind {kind!r}")
         now = self._now()
         with self._tx(write=True) as c:
-            candidates = list(c.scalars(
-                select(jobs.c.id).where(jobs.c.kind == kind, jobs.c.state == m.PENDING, jobs.c.next_attempt_at <= now)
-                .order_by(jobs.c.next_attempt_at, jobs.c.id).limit(8)))
+            candidates = list(
+                c.scalars(
+                    select(jobs.c.id)
+                    .where(jobs.c.kind == kind, jobs.c.state == m.PENDING, jobs.c.next_attempt_at <= now)
+                    .order_by(jobs.c.next_attempt_at, jobs.c.id)
+                    .limit(8)
+                )
+            )
             for jid in candidates:
-                won = c.execute(update(jobs).where(jobs.c.id == jid, jobs.c.state == m.PENDING).values(
-                    state=m.IN_PROGRESS, worker_id=worker_id, attempts=jobs.c.attempts + 1, started_at=now,
-                    heartbeat_at=now, finished_at=None)).rowcount
+                won = c.execute(
+                    update(jobs)
+                    .where(jobs.c.id == jid, jobs.c.state == m.PENDING)
+                    .values(
+                        state=m.IN_PROGRESS,
+                        worker_id=worker_id,
+                        attempts=jobs.c.attempts + 1,
+                        started_at=now,
+                        heartbeat_at=now,
+                        finished_at=None,
+                    )
+                ).rowcount
                 if won == 1:
                     return self._get_job(c, jid)
             return None
@@ -86,8 +120,13 @@ class JobsMixin:
         """Record that `worker_id` is still working on the job (it is not stale). False when
         the job is no longer IN_PROGRESS for this worker: the worker should stop."""
         with self._tx(write=True) as c:
-            return bool(c.execute(update(jobs).where(jobs.c.id == job_id, jobs.c.state == m.IN_PROGRESS,
-                                                     jobs.c.worker_id == worker_id).values(heartbeat_at=self._now())).rowcount)
+            return bool(
+                c.execute(
+                    update(jobs)
+                    .where(jobs.c.id == job_id, jobs.c.state == m.IN_PROGRESS, jobs.c.worker_id == worker_id)
+                    .values(heartbeat_at=self._now())
+                ).rowcount
+            )
 
     def complete_job(self, job_id: int, worker_id: str | None = None) -> bool:
         """IN_PROGRESS → COMPLETED. False when the job is not IN_PROGRESS (for `worker_id`, when
@@ -96,8 +135,11 @@ class JobsMixin:
         if worker_id is not None:
             conds.append(jobs.c.worker_id == worker_id)
         with self._tx(write=True) as c:
-            return bool(c.execute(update(jobs).where(*conds).values(
-                state=m.COMPLETED, finished_at=self._now(), error=None)).rowcount)
+            return bool(
+                c.execute(
+                    update(jobs).where(*conds).values(state=m.COMPLETED, finished_at=self._now(), error=None)
+                ).rowcount
+            )
 
     def fail_job(self, job_id: int, error: str, *, worker_id: str | None = None, retry: bool = True) -> Job | None:
         """An IN_PROGRESS job failed with `error`. With `retry` and attempts left it goes back
@@ -120,15 +162,18 @@ class JobsMixin:
         conds = [jobs.c.state == m.IN_PROGRESS, jobs.c.heartbeat_at <= cutoff]
         if kind is not None:
             conds.append(jobs.c.kind == kind)
-        return self._requeue_where(conds, lambda j: f"timed out: no progress from worker {j.worker_id} "
-                                                    f"for {timeout_seconds:g}s")
+        return self._requeue_where(
+            conds, lambda j: f"timed out: no progress from worker {j.worker_id} for {timeout_seconds:g}s"
+        )
 
     def release_worker_jobs(self, worker_id: str, error: str = "") -> list[Job]:
         """A worker died: its IN_PROGRESS jobs are retried with backoff (or FAILED)."""
-        return self._requeue_where([jobs.c.state == m.IN_PROGRESS, jobs.c.worker_id == worker_id],
-                                   lambda j: error or f"worker {worker_id} stopped")
+        return self._requeue_where(
+            [jobs.c.state == m.IN_PROGRESS, jobs.c.worker_id == worker_id],
+            lambda j: error or f"worker {worker_id} stopped",
+        )
 
-    def _requeue_where(self, conds, message: Callable[[Job], str]) -> list[Job]:
+    def _requeue_where(self, conds: list[ColumnElement[bool]], message: Callable[[Job], str]) -> list[Job]:
         with self._tx(write=True) as c:
             stale = [from_row(Job, r) for r in c.execute(select(jobs).where(*conds).order_by(jobs.c.id))]
             out = []
@@ -140,16 +185,21 @@ class JobsMixin:
 
     def retry_delay(self, attempts: int) -> float:
         """Backoff before the next attempt after `attempts` failed ones: base × 2^(attempts-1), capped."""
-        return min(self.retry_base_seconds * (2 ** max(attempts - 1, 0)), self.retry_max_seconds)
+        delay: float = self.retry_base_seconds * (2 ** max(attempts - 1, 0))
+        return min(delay, self.retry_max_seconds)
 
     def _retry_or_fail(self, c: SAConnection, job: Job, error: str, retry: bool) -> Job | None:
         now = self._now()
-        error = self._repo_error(c, job.repo_id, error)
+        recorded = self._repo_error(c, job.repo_id, error)
         if retry and job.attempts < job.max_attempts:
-            values = dict(state=m.PENDING, error=error, next_attempt_at=now + timedelta(seconds=self.retry_delay(job.attempts)))
+            values = dict(
+                state=m.PENDING, error=recorded, next_attempt_at=now + timedelta(seconds=self.retry_delay(job.attempts))
+            )
         else:
-            values = dict(state=m.FAILED, error=error, finished_at=now)
-        if not c.execute(update(jobs).where(jobs.c.id == job.id, jobs.c.state == m.IN_PROGRESS).values(**values)).rowcount:
+            values = dict(state=m.FAILED, error=recorded, finished_at=now)
+        if not c.execute(
+            update(jobs).where(jobs.c.id == job.id, jobs.c.state == m.IN_PROGRESS).values(**values)
+        ).rowcount:
             return None
         return self._get_job(c, job.id)
 
@@ -160,8 +210,15 @@ class JobsMixin:
     def _get_job(self, c: SAConnection, job_id: int) -> Job:
         return get_one(c, Job, jobs.c.id, job_id, "job")
 
-    def list_jobs(self, *, kind: str | None = None, state: str | None = None, connection: str | None = None,
-                  repo_id: int | None = None, limit: int = 100) -> list[Job]:
+    def list_jobs(
+        self,
+        *,
+        kind: str | None = None,
+        state: str | None = None,
+        connection: str | None = None,
+        repo_id: int | None = None,
+        limit: int = 100,
+    ) -> list[Job]:
         """Jobs, newest first, filtered by kind, state, connection name or repo id."""
         conds = []
         if kind is not None:
@@ -173,13 +230,18 @@ class JobsMixin:
         with self._tx() as c:
             if connection is not None:
                 conds.append(jobs.c.connection_id == self._connection_id(c, connection))
-            return [from_row(Job, r) for r in c.execute(select(jobs).where(*conds).order_by(jobs.c.id.desc()).limit(limit))]
+            return [
+                from_row(Job, r) for r in c.execute(select(jobs).where(*conds).order_by(jobs.c.id.desc()).limit(limit))
+            ]
 
     def count_jobs(self, states: tuple[str, ...] = (m.PENDING, m.IN_PROGRESS)) -> dict[tuple[str, str], int]:
         """How many jobs are in each of `states`, per kind: ``{(kind, state): n}`` (pairs without
         a job left out). One grouped query, cheap enough for every scheduler tick."""
-        q = select(jobs.c.kind, jobs.c.state, func.count()).where(jobs.c.state.in_(states)).group_by(jobs.c.kind,
-                                                                                                      jobs.c.state)
+        q = (
+            select(jobs.c.kind, jobs.c.state, func.count())
+            .where(jobs.c.state.in_(states))
+            .group_by(jobs.c.kind, jobs.c.state)
+        )
         with self._tx() as c:
             return {(kind, state): int(n) for kind, state, n in c.execute(q)}
 
@@ -188,5 +250,6 @@ class JobsMixin:
         above the resync/reindex intervals: recent failures throttle the `*_due_*` queries)."""
         cutoff = self._now() - timedelta(seconds=older_than_seconds)
         with self._tx(write=True) as c:
-            return c.execute(delete(jobs).where(jobs.c.state.in_((m.COMPLETED, m.FAILED)),
-                                                jobs.c.finished_at < cutoff)).rowcount
+            return c.execute(
+                delete(jobs).where(jobs.c.state.in_((m.COMPLETED, m.FAILED)), jobs.c.finished_at < cutoff)
+            ).rowcount

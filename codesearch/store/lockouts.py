@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from collections.abc import Iterable
 from datetime import timedelta
-from typing import Iterable
 
 from sqlalchemy import delete, insert, select, update
+from sqlalchemy.engine import Connection as SAConnection
 
+from codesearch.store.base import StoreBase
 from codesearch.store.errors import Conflict
 from codesearch.store.models import Backoff
 from codesearch.store.tables import login_failures
@@ -24,13 +26,13 @@ LOGIN_ACCOUNT = "account"
 LOGIN_ADDRESS = "address"
 
 
-class LoginLockoutsMixin:
+class LoginLockoutsMixin(StoreBase):
     """The `Store` methods for sign-in lock-outs (mixed into `Store`)."""
 
     def _login_key(self, kind: str, value: str) -> str:
-        return hmac.new(self._secret, f"sign-in {kind}\0{value}".encode("utf-8"), hashlib.sha256).hexdigest()
+        return hmac.new(self._secret, f"sign-in {kind}\0{value}".encode(), hashlib.sha256).hexdigest()
 
-    def _reset_login_counter(self, c, kind: str, value: str) -> None:
+    def _reset_login_counter(self, c: SAConnection, kind: str, value: str) -> None:
         """Forget the failures (and lock-out) of one counter, in transaction `c`."""
         c.execute(delete(login_failures).where(login_failures.c.key == self._login_key(kind, value)))
 
@@ -45,10 +47,10 @@ class LoginLockoutsMixin:
         cannot all slip in before the first failure is recorded), and `lock_if_wrong` is the
         lock-out that now applies if the password turns out wrong; `end_login_attempt` takes the
         count back when it was right."""
-        limits = [(self._login_key(kind, value), backoff) for kind, value, backoff in limits]
+        keyed = [(self._login_key(kind, value), backoff) for kind, value, backoff in limits]
         for attempt in range(3):
             try:
-                return self._begin_login_attempt(limits)
+                return self._begin_login_attempt(keyed)
             except Conflict:  # two first failures of one counter at once (PostgreSQL): count again
                 if attempt == 2:
                     raise
@@ -60,10 +62,18 @@ class LoginLockoutsMixin:
             current = {}
             for key, backoff in limits:
                 row = c.execute(select(login_failures).where(login_failures.c.key == key).with_for_update()).first()
-                fresh = row is not None and now - row.last_failure_at < timedelta(seconds=backoff.forget_seconds)
-                current[key] = (row is not None, row.failures if fresh else 0, row.locked_until if fresh else None)
-            wait = max(((locked - now).total_seconds() for _, _, locked in current.values()
-                        if locked is not None and locked > now), default=0.0)
+                if row is not None and now - row.last_failure_at < timedelta(seconds=backoff.forget_seconds):
+                    current[key] = (True, row.failures, row.locked_until)
+                else:  # none yet, or forgotten
+                    current[key] = (row is not None, 0, None)
+            wait = max(
+                (
+                    (locked - now).total_seconds()
+                    for _, _, locked in current.values()
+                    if locked is not None and locked > now
+                ),
+                default=0.0,
+            )
             if wait > 0:
                 return wait, 0.0
             lock_if_wrong = 0.0
@@ -71,8 +81,11 @@ class LoginLockoutsMixin:
                 stored, failures, _ = current[key]
                 lock = backoff.lock_seconds(failures + 1)
                 lock_if_wrong = max(lock_if_wrong, lock)
-                values = {"failures": failures + 1, "last_failure_at": now,
-                          "locked_until": now + timedelta(seconds=lock) if lock else None}
+                values = {
+                    "failures": failures + 1,
+                    "last_failure_at": now,
+                    "locked_until": now + timedelta(seconds=lock) if lock else None,
+                }
                 if stored:
                     c.execute(update(login_failures).where(login_failures.c.key == key).values(**values))
                 else:
@@ -81,8 +94,9 @@ class LoginLockoutsMixin:
             c.execute(delete(login_failures).where(login_failures.c.last_failure_at < now - timedelta(seconds=forget)))
             return 0.0, lock_if_wrong
 
-    def end_login_attempt(self, *, reset: Iterable[tuple[str, str]] = (),
-                          uncount: Iterable[tuple[str, str]] = ()) -> None:
+    def end_login_attempt(
+        self, *, reset: Iterable[tuple[str, str]] = (), uncount: Iterable[tuple[str, str]] = ()
+    ) -> None:
         """The attempt counted by `begin_login_attempt` succeeded: the `reset` counters start
         again from zero (the account's); the `uncount` counters forget this one attempt and the
         lock-out it set (the client address's: signing in to one's own account must not erase
@@ -94,5 +108,8 @@ class LoginLockoutsMixin:
             for kind, value in uncount:
                 key = self._login_key(kind, value)
                 c.execute(delete(login_failures).where(login_failures.c.key == key, login_failures.c.failures <= 1))
-                c.execute(update(login_failures).where(login_failures.c.key == key).values(
-                    failures=login_failures.c.failures - 1, locked_until=None))
+                c.execute(
+                    update(login_failures)
+                    .where(login_failures.c.key == key)
+                    .values(failures=login_failures.c.failures - 1, locked_until=None)
+                )

@@ -31,12 +31,17 @@ import hmac
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
-from sqlalchemy import delete, exists, func, insert, select, text, update
+from sqlalchemy import ColumnElement, Exists, delete, exists, func, insert, select, text, update
+from sqlalchemy.engine import Connection as SAConnection
 
 from codesearch.store import models as m
+from codesearch.store.base import StoreBase
 from codesearch.store.errors import Conflict, NotFound
+from codesearch.store.identities import LinkedIdentity
 from codesearch.store.tables import account_requests, invites, users
+from codesearch.store.users import insert_user
 
 INVITE_PREFIX = "inv_"
 #: PostgreSQL advisory lock key serializing the creation of users ("user" in ASCII).
@@ -72,7 +77,7 @@ class AccountRequest:
     created_at: datetime
 
 
-class MembersMixin:
+class MembersMixin(StoreBase):
     """The `Store` methods for account requests and invites (mixed into `Store`)."""
 
     # ------------------------------------------------------------------ invites
@@ -81,16 +86,29 @@ class MembersMixin:
         """The stored id of an invite token."""
         return hmac.new(self.derive_key("invites"), (token or "").encode("utf-8"), hashlib.sha256).hexdigest()
 
-    def create_invite(self, created_by: int | None, *, email: str | None = None, role: str = m.MEMBER,
-                      ttl_seconds: float = INVITE_TTL.total_seconds()) -> tuple[Invite, str]:
+    def create_invite(
+        self,
+        created_by: int | None,
+        *,
+        email: str | None = None,
+        role: str = m.MEMBER,
+        ttl_seconds: float = INVITE_TTL.total_seconds(),
+    ) -> tuple[Invite, str]:
         """A new invite: (invite, token). The token is returned this once."""
         if role not in m.ROLES:
             raise ValueError(f"unknown role {role!r}")
         token = INVITE_PREFIX + secrets.token_urlsafe(32)
         now = self._now()
-        row = {"id": self.invite_id(token), "email": (email or "").strip().lower() or None, "role": role,
-               "created_by": created_by, "created_at": now, "expires_at": now + timedelta(seconds=ttl_seconds),
-               "accepted_at": None, "accepted_by": None}
+        row: dict[str, Any] = {
+            "id": self.invite_id(token),
+            "email": (email or "").strip().lower() or None,
+            "role": role,
+            "created_by": created_by,
+            "created_at": now,
+            "expires_at": now + timedelta(seconds=ttl_seconds),
+            "accepted_at": None,
+            "accepted_by": None,
+        }
         with self._tx(write=True) as c:
             c.execute(insert(invites).values(**row))
         return Invite(**row), token
@@ -99,8 +117,10 @@ class MembersMixin:
         """Invites, newest first: open ones only unless `include_used`."""
         conds = [] if include_used else [invites.c.accepted_at.is_(None), invites.c.expires_at > self._now()]
         with self._tx() as c:
-            return [Invite(**r._mapping) for r in c.execute(select(invites).where(*conds)
-                                                             .order_by(invites.c.created_at.desc()))]
+            return [
+                Invite(**r._mapping)
+                for r in c.execute(select(invites).where(*conds).order_by(invites.c.created_at.desc()))
+            ]
 
     def find_invite(self, token: str) -> Invite | None:
         """The open (unused, unexpired) invite of `token`, or None."""
@@ -115,10 +135,13 @@ class MembersMixin:
     def revoke_invite(self, invite_id: str) -> bool:
         """Delete an unused invite; False when there is none."""
         with self._tx(write=True) as c:
-            return bool(c.execute(delete(invites).where(invites.c.id == invite_id,
-                                                        invites.c.accepted_at.is_(None))).rowcount)
+            return bool(
+                c.execute(delete(invites).where(invites.c.id == invite_id, invites.c.accepted_at.is_(None))).rowcount
+            )
 
-    def _take_invite(self, c, token: str, email: str, user_id: int, *, email_proven: bool) -> dict:
+    def _take_invite(
+        self, c: SAConnection, token: str, email: str, user_id: int, *, email_proven: bool
+    ) -> dict[str, Any]:
         """Use up the invite of `token` for `user_id` (whose address is `email`), in `c`; the
         invite's row. `email_proven`: an identity provider verified `email` (or the address was
         typed into the invite's own form). `InviteInvalid` says why it cannot be used (never
@@ -134,17 +157,22 @@ class MembersMixin:
         if row.email and row.email != email:
             raise InviteInvalid(f"This invite is for another e-mail address than {email}.")
         if row.email and not email_proven:
-            raise InviteInvalid(f"This invite is for {row.email}, and the provider you signed in with does not "
-                                "say that address is verified. Sign in with a provider that verifies it, or join "
-                                "with a password on the invite's page.")
+            raise InviteInvalid(
+                f"This invite is for {row.email}, and the provider you signed in with does not "
+                "say that address is verified. Sign in with a provider that verifies it, or join "
+                "with a password on the invite's page."
+            )
         # Conditional: of two transactions using the invite at once (PostgreSQL's READ COMMITTED
         # lets both read it unused), the second updates no row and is refused.
-        if not c.execute(update(invites).where(invites.c.id == row.id, invites.c.accepted_at.is_(None))
-                         .values(accepted_at=now, accepted_by=user_id)).rowcount:
+        if not c.execute(
+            update(invites)
+            .where(invites.c.id == row.id, invites.c.accepted_at.is_(None))
+            .values(accepted_at=now, accepted_by=user_id)
+        ).rowcount:
             raise InviteInvalid("This invite was used already.")
         return dict(row._mapping)
 
-    def _serialize_user_creation(self, c) -> None:
+    def _serialize_user_creation(self, c: SAConnection) -> None:
         """Make transactions that create users run one at a time (the first user is OWNER: two
         must not both see an empty table). SQLite's write transactions (``BEGIN IMMEDIATE``)
         are serialized already; PostgreSQL takes a transaction-scoped advisory lock."""
@@ -152,18 +180,26 @@ class MembersMixin:
             c.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_USERS_LOCK})
 
     @staticmethod
-    def _waiting(user_id_column):
+    def _waiting(user_id_column: ColumnElement[Any]) -> Exists:
         """SQL: the user of `user_id_column` waits for approval."""
         return exists().where(account_requests.c.user_id == user_id_column)
 
-    def _waits(self, c, user_id: int) -> bool:
+    def _waits(self, c: SAConnection, user_id: int) -> bool:
         return c.scalar(select(account_requests.c.user_id).where(account_requests.c.user_id == user_id)) is not None
 
     # ------------------------------------------------------------------ signing up
 
-    def sign_up(self, email: str, name: str = "", *, password_hash: str | None = None, email_verified: bool = False,
-                require_approval: bool = False, invite_token: str | None = None,
-                identity: dict | None = None) -> tuple[m.User, bool]:
+    def sign_up(
+        self,
+        email: str,
+        name: str = "",
+        *,
+        password_hash: str | None = None,
+        email_verified: bool = False,
+        require_approval: bool = False,
+        invite_token: str | None = None,
+        identity: LinkedIdentity | None = None,
+    ) -> tuple[m.User, bool]:
         """Create a user who joins by themselves: (user, pending). The first user ever is OWNER;
         with a valid invite the user gets its role and the invite is used up (`InviteInvalid`
         otherwise); else a MEMBER who waits for approval (pending) when `require_approval`.
@@ -180,14 +216,13 @@ class MembersMixin:
             if c.scalar(select(func.count()).select_from(users).where(users.c.email == email)):
                 raise Conflict(f"a user with email {email!r} already exists")
             first = not c.scalar(select(func.count()).select_from(users))
-            uid = c.execute(insert(users).values(email=email, name=name or "", password_hash=password_hash,
-                                                 role=m.MEMBER, created_at=now, email_verified=bool(email_verified))
-                            ).inserted_primary_key[0]
+            uid = insert_user(c, email, name, password_hash, m.MEMBER, now, email_verified=email_verified)
             invite = None
             if invite_token and not first:
                 # a password join types the address into the invite's own form
-                invite = self._take_invite(c, invite_token, email, uid,
-                                           email_proven=bool(email_verified) or password_hash is not None)
+                invite = self._take_invite(
+                    c, invite_token, email, uid, email_proven=bool(email_verified) or password_hash is not None
+                )
             role = m.OWNER if first else (invite["role"] if invite else m.MEMBER)
             if role != m.MEMBER:
                 c.execute(update(users).where(users.c.id == uid).values(role=role))
@@ -219,11 +254,14 @@ class MembersMixin:
     def list_account_requests(self) -> list[AccountRequest]:
         """Users waiting for approval, oldest first."""
         with self._tx() as c:
-            rows = c.execute(select(account_requests.c.user_id, account_requests.c.created_at, users.c.email,
-                                    users.c.name).join(users, users.c.id == account_requests.c.user_id)
-                             .order_by(account_requests.c.created_at, account_requests.c.user_id))
-            return [AccountRequest(user_id=r.user_id, email=r.email, name=r.name, created_at=r.created_at)
-                    for r in rows]
+            rows = c.execute(
+                select(account_requests.c.user_id, account_requests.c.created_at, users.c.email, users.c.name)
+                .join(users, users.c.id == account_requests.c.user_id)
+                .order_by(account_requests.c.created_at, account_requests.c.user_id)
+            )
+            return [
+                AccountRequest(user_id=r.user_id, email=r.email, name=r.name, created_at=r.created_at) for r in rows
+            ]
 
     def approve_account_request(self, user_id: int) -> m.User:
         """Let a waiting user in. NotFound when the user does not wait."""

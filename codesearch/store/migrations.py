@@ -24,8 +24,8 @@ machinery required; the dependency would buy little.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-from typing import Callable
+from collections.abc import Callable
+from datetime import UTC, datetime
 
 from sqlalchemy import (
     JSON,
@@ -59,7 +59,8 @@ def _v1_initial(conn: Connection) -> None:
     """Connections, repos and their links, jobs, users, API keys, search contexts."""
     md = MetaData(naming_convention=NAMING_CONVENTION)
     Table(
-        "connections", md,
+        "connections",
+        md,
         Column("id", Integer, primary_key=True),
         Column("name", String(255), nullable=False, unique=True),
         Column("type", String(32), nullable=False),
@@ -74,7 +75,8 @@ def _v1_initial(conn: Connection) -> None:
         sqlite_autoincrement=True,
     )
     Table(
-        "repos", md,
+        "repos",
+        md,
         Column("id", Integer, primary_key=True),
         Column("name", String(512), nullable=False, unique=True),
         Column("display_name", String(512), nullable=False),
@@ -102,14 +104,16 @@ def _v1_initial(conn: Connection) -> None:
         sqlite_autoincrement=True,
     )
     Table(
-        "repo_connections", md,
+        "repo_connections",
+        md,
         Column("repo_id", Integer, ForeignKey("repos.id", ondelete="CASCADE"), primary_key=True),
         Column("connection_id", Integer, ForeignKey("connections.id", ondelete="CASCADE"), primary_key=True),
         Column("created_at", UTCDateTime, nullable=False),
         Index(None, "connection_id"),
     )
     Table(
-        "jobs", md,
+        "jobs",
+        md,
         Column("id", Integer, primary_key=True),
         Column("kind", String(16), nullable=False),
         Column("connection_id", Integer, ForeignKey("connections.id", ondelete="CASCADE"), nullable=True),
@@ -130,7 +134,8 @@ def _v1_initial(conn: Connection) -> None:
         sqlite_autoincrement=True,
     )
     Table(
-        "users", md,
+        "users",
+        md,
         Column("id", Integer, primary_key=True),
         Column("email", String(320), nullable=False, unique=True),
         Column("name", String(255), nullable=False),
@@ -140,7 +145,8 @@ def _v1_initial(conn: Connection) -> None:
         sqlite_autoincrement=True,
     )
     Table(
-        "api_keys", md,
+        "api_keys",
+        md,
         Column("id", Integer, primary_key=True),
         Column("user_id", Integer, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
         Column("name", String(255), nullable=False),
@@ -152,7 +158,8 @@ def _v1_initial(conn: Connection) -> None:
         sqlite_autoincrement=True,
     )
     Table(
-        "search_contexts", md,
+        "search_contexts",
+        md,
         Column("id", Integer, primary_key=True),
         Column("name", String(255), nullable=False, unique=True),
         Column("description", Text, nullable=False),
@@ -167,7 +174,8 @@ def _v2_language_models_and_chats(conn: Connection) -> None:
     md = MetaData(naming_convention=NAMING_CONVENTION)
     Table("users", md, Column("id", Integer, primary_key=True))  # only as the target of chats.user_id
     Table(
-        "language_models", md,
+        "language_models",
+        md,
         Column("position", Integer, primary_key=True, autoincrement=False),
         Column("provider", String(64), nullable=False),
         Column("model", String(255), nullable=False),
@@ -175,7 +183,8 @@ def _v2_language_models_and_chats(conn: Connection) -> None:
         Column("config", JSON, nullable=False),
     )
     Table(
-        "chats", md,
+        "chats",
+        md,
         Column("id", String(32), primary_key=True),
         Column("user_id", Integer, ForeignKey("users.id", ondelete="SET NULL"), nullable=True),
         Column("visibility", String(16), nullable=False),
@@ -198,7 +207,8 @@ def _v3_web_sessions(conn: Connection) -> None:
     md = MetaData(naming_convention=NAMING_CONVENTION)
     Table("users", md, Column("id", Integer, primary_key=True))  # only as the target of web_sessions.user_id
     Table(
-        "web_sessions", md,
+        "web_sessions",
+        md,
         Column("id", String(64), primary_key=True),
         Column("user_id", Integer, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
         Column("csrf_token", String(64), nullable=False),
@@ -215,7 +225,8 @@ def _v4_login_failures(conn: Connection) -> None:
     """Failed sign-ins per account and per client address, for the sign-in lock-outs."""
     md = MetaData(naming_convention=NAMING_CONVENTION)
     Table(
-        "login_failures", md,
+        "login_failures",
+        md,
         Column("key", String(64), primary_key=True),
         Column("failures", Integer, nullable=False),
         Column("locked_until", UTCDateTime, nullable=True),
@@ -229,7 +240,8 @@ def _v5_audit_events(conn: Connection) -> None:
     """The audit log: who searched, read, created or revoked what."""
     md = MetaData(naming_convention=NAMING_CONVENTION)
     Table(
-        "audit_events", md,
+        "audit_events",
+        md,
         Column("id", Integer, primary_key=True),
         Column("at", UTCDateTime, nullable=False),
         Column("actor_user_id", Integer, nullable=True),
@@ -253,7 +265,8 @@ def _v6_identities_grants_oauth(conn: Connection) -> None:
     Table("users", md, Column("id", Integer, primary_key=True))  # only as a foreign key target
     Table("repos", md, Column("id", Integer, primary_key=True))  # only as a foreign key target
     Table(
-        "linked_accounts", md,
+        "linked_accounts",
+        md,
         Column("id", Integer, primary_key=True),
         Column("user_id", Integer, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
         Column("provider", String(255), nullable=False),
@@ -277,12 +290,14 @@ def _v6_identities_grants_oauth(conn: Connection) -> None:
         sqlite_autoincrement=True,
     )
     Table(
-        "account_requests", md,
+        "account_requests",
+        md,
         Column("user_id", Integer, ForeignKey("users.id", ondelete="CASCADE"), primary_key=True),
         Column("created_at", UTCDateTime, nullable=False),
     )
     Table(
-        "invites", md,
+        "invites",
+        md,
         Column("id", String(64), primary_key=True),
         Column("email", String(320), nullable=True),
         Column("role", String(16), nullable=False),
@@ -293,7 +308,8 @@ def _v6_identities_grants_oauth(conn: Connection) -> None:
         Column("accepted_by", Integer, ForeignKey("users.id", ondelete="SET NULL"), nullable=True),
     )
     Table(
-        "repo_grants", md,
+        "repo_grants",
+        md,
         Column("repo_id", Integer, ForeignKey("repos.id", ondelete="CASCADE"), primary_key=True),
         Column("host", String(300), primary_key=True),
         Column("subject", String(255), primary_key=True),
@@ -302,14 +318,16 @@ def _v6_identities_grants_oauth(conn: Connection) -> None:
         Index(None, "host", "subject"),
     )
     Table(
-        "repo_permission_syncs", md,
+        "repo_permission_syncs",
+        md,
         Column("repo_id", Integer, ForeignKey("repos.id", ondelete="CASCADE"), primary_key=True),
         Column("synced_at", UTCDateTime, nullable=True),
         Column("attempted_at", UTCDateTime, nullable=True),
         Column("error", Text, nullable=True),
     )
     Table(
-        "oauth_clients", md,
+        "oauth_clients",
+        md,
         Column("id", String(64), primary_key=True),
         Column("name", String(255), nullable=False),
         Column("redirect_uris", JSON, nullable=False),
@@ -319,7 +337,8 @@ def _v6_identities_grants_oauth(conn: Connection) -> None:
         Column("last_used_at", UTCDateTime, nullable=True),
     )
     Table(
-        "oauth_codes", md,
+        "oauth_codes",
+        md,
         Column("id", String(64), primary_key=True),
         Column("client_id", String(64), ForeignKey("oauth_clients.id", ondelete="CASCADE"), nullable=False),
         Column("user_id", Integer, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
@@ -333,7 +352,8 @@ def _v6_identities_grants_oauth(conn: Connection) -> None:
         Column("grant_id", String(64), nullable=True),
     )
     Table(
-        "oauth_tokens", md,
+        "oauth_tokens",
+        md,
         Column("id", String(64), primary_key=True),
         Column("kind", String(8), nullable=False),
         Column("grant_id", String(64), nullable=False),
@@ -350,13 +370,23 @@ def _v6_identities_grants_oauth(conn: Connection) -> None:
         Index(None, "expires_at"),
     )
     Table(
-        "service_settings", md,
+        "service_settings",
+        md,
         Column("key", String(64), primary_key=True),
         Column("value", JSON, nullable=False),
         Column("updated_at", UTCDateTime, nullable=False),
     )
-    for name in ("linked_accounts", "account_requests", "invites", "repo_grants", "repo_permission_syncs",
-                 "service_settings", "oauth_clients", "oauth_codes", "oauth_tokens"):
+    for name in (
+        "linked_accounts",
+        "account_requests",
+        "invites",
+        "repo_grants",
+        "repo_permission_syncs",
+        "service_settings",
+        "oauth_clients",
+        "oauth_codes",
+        "oauth_tokens",
+    ):
         md.tables[name].create(conn)
 
 
@@ -369,11 +399,14 @@ def _v7_users_email_verified(conn: Connection) -> None:
     (a sign-up with an unverified address, an invite used with a password, or a user who linked
     only identities without a verified address: they link further providers while signed in)."""
     conn.execute(text("ALTER TABLE users ADD COLUMN email_verified BOOLEAN NOT NULL DEFAULT FALSE"))
-    conn.execute(text(
-        "UPDATE users SET email_verified = TRUE WHERE"
-        " EXISTS (SELECT 1 FROM linked_accounts la WHERE la.user_id = users.id AND la.email = users.email)"
-        " OR (NOT EXISTS (SELECT 1 FROM linked_accounts la WHERE la.user_id = users.id)"
-        "     AND NOT EXISTS (SELECT 1 FROM invites i WHERE i.accepted_by = users.id))"))
+    conn.execute(
+        text(
+            "UPDATE users SET email_verified = TRUE WHERE"
+            " EXISTS (SELECT 1 FROM linked_accounts la WHERE la.user_id = users.id AND la.email = users.email)"
+            " OR (NOT EXISTS (SELECT 1 FROM linked_accounts la WHERE la.user_id = users.id)"
+            "     AND NOT EXISTS (SELECT 1 FROM invites i WHERE i.accepted_by = users.id))"
+        )
+    )
 
 
 def _v8_chat_turns(conn: Connection) -> None:
@@ -382,7 +415,8 @@ def _v8_chat_turns(conn: Connection) -> None:
     md = MetaData(naming_convention=NAMING_CONVENTION)
     Table("chats", md, Column("id", String(32), primary_key=True))  # only as the target of chat_turns.chat_id
     Table(
-        "chat_turns", md,
+        "chat_turns",
+        md,
         Column("chat_id", String(32), ForeignKey("chats.id", ondelete="CASCADE"), primary_key=True),
         Column("position", Integer, primary_key=True, autoincrement=False),
         Column("question", Text, nullable=False),
@@ -442,6 +476,9 @@ def migrate(engine: Engine, *, database: str = "", migrations: list[Migration] |
                 if version <= found:
                     continue
                 step(conn)
-                conn.execute(insert(_schema_version).values(
-                    version=version, description=description, applied_at=datetime.now(timezone.utc)))
+                conn.execute(
+                    insert(_schema_version).values(
+                        version=version, description=description, applied_at=datetime.now(UTC)
+                    )
+                )
             return max(found, latest)

@@ -20,12 +20,17 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Callable
+from typing import Any
 
 from sqlalchemy import delete, insert, or_, select, update
+from sqlalchemy.engine import Connection as SAConnection
 
+from codesearch.store.base import StoreBase
+from codesearch.store.models import User
+from codesearch.store.rows import AnyRow
 from codesearch.store.tables import oauth_clients, oauth_codes, oauth_tokens, users
 
 CODE_PREFIX = "cso_ac_"
@@ -44,6 +49,19 @@ WRONG_CLIENT = "wrong_client"  # issued to another client (not consumed)
 EXPIRED = "expired"
 REFUSED = "refused"  # the caller's check said no (PKCE, redirect_uri, resource): consumed anyway
 REVOKED = "revoked"
+
+
+#: the columns of `oauth_tokens` that listings read: nothing secret (not even `id`, the token's hash)
+_TOKEN_LISTING = (
+    oauth_tokens.c.kind,
+    oauth_tokens.c.grant_id,
+    oauth_tokens.c.client_id,
+    oauth_tokens.c.scope,
+    oauth_tokens.c.created_at,
+    oauth_tokens.c.expires_at,
+    oauth_tokens.c.used_at,
+    oauth_tokens.c.revoked_at,
+)
 
 
 @dataclass
@@ -103,7 +121,7 @@ class AccessToken:
     scope: str
     resource: str | None
     expires_at: datetime
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -121,7 +139,7 @@ class ConnectedApp:
     grants: int  # live authorizations (each Allow that led to tokens)
 
 
-class OAuthMixin:
+class OAuthMixin(StoreBase):
     """The `Store` methods for OAuth 2.0 (mixed into `Store`)."""
 
     # ------------------------------------------------------------------ hashing
@@ -138,17 +156,25 @@ class OAuthMixin:
 
     # ------------------------------------------------------------------ clients
 
-    def create_oauth_client(self, name: str, redirect_uris: list[str], metadata: dict[str, Any], *,
-                            with_secret: bool) -> tuple[OAuthClient, str | None]:
+    def create_oauth_client(
+        self, name: str, redirect_uris: list[str], metadata: dict[str, Any], *, with_secret: bool
+    ) -> tuple[OAuthClient, str | None]:
         """Register a client (its metadata already validated): (client, secret or None). The
         secret is returned this once; only its HMAC is kept."""
         client_id = "cso_client_" + secrets.token_urlsafe(24)
         secret = CLIENT_SECRET_PREFIX + secrets.token_urlsafe(32) if with_secret else None
         now = self._now()
         with self._tx(write=True) as c:
-            c.execute(insert(oauth_clients).values(
-                id=client_id, name=name, redirect_uris=list(redirect_uris), metadata=dict(metadata),
-                secret_hash=self.oauth_hash(secret) if secret else None, created_at=now))
+            c.execute(
+                insert(oauth_clients).values(
+                    id=client_id,
+                    name=name,
+                    redirect_uris=list(redirect_uris),
+                    metadata=dict(metadata),
+                    secret_hash=self.oauth_hash(secret) if secret else None,
+                    created_at=now,
+                )
+            )
         return OAuthClient(client_id, name, list(redirect_uris), dict(metadata), secret is not None, now, None), secret
 
     def get_oauth_client(self, client_id: str) -> OAuthClient | None:
@@ -158,8 +184,15 @@ class OAuthMixin:
             row = c.execute(select(oauth_clients).where(oauth_clients.c.id == client_id)).first()
         if row is None:
             return None
-        return OAuthClient(row.id, row.name, list(row.redirect_uris or []), dict(row.metadata or {}),
-                           row.secret_hash is not None, row.created_at, row.last_used_at)
+        return OAuthClient(
+            row.id,
+            row.name,
+            list(row.redirect_uris or []),
+            dict(row.metadata or {}),
+            row.secret_hash is not None,
+            row.created_at,
+            row.last_used_at,
+        )
 
     def verify_oauth_client_secret(self, client_id: str, secret: str) -> bool:
         """Whether `secret` is the secret of confidential client `client_id` (constant time)."""
@@ -167,25 +200,53 @@ class OAuthMixin:
             return False
         with self._tx() as c:
             stored = c.scalar(select(oauth_clients.c.secret_hash).where(oauth_clients.c.id == client_id))
-        return bool(stored) and hmac.compare_digest(stored, self.oauth_hash(secret))
+        if not stored:
+            return False
+        return hmac.compare_digest(stored, self.oauth_hash(secret))
 
     # ------------------------------------------------------------------ codes
 
-    def create_oauth_code(self, *, client_id: str, user_id: int, redirect_uri: str, code_challenge: str, scope: str,
-                          resource: str | None, ttl_seconds: float) -> str:
+    def create_oauth_code(
+        self,
+        *,
+        client_id: str,
+        user_id: int,
+        redirect_uri: str,
+        code_challenge: str,
+        scope: str,
+        resource: str | None,
+        ttl_seconds: float,
+    ) -> str:
         """A new authorization code (returned once; stored as its HMAC) starting a new grant."""
         code = CODE_PREFIX + secrets.token_urlsafe(32)
         now = self._now()
         with self._tx(write=True) as c:
-            c.execute(insert(oauth_codes).values(
-                id=self.oauth_hash(code), client_id=client_id, user_id=user_id, redirect_uri=redirect_uri,
-                code_challenge=code_challenge, scope=scope, resource=resource, created_at=now,
-                expires_at=now + timedelta(seconds=ttl_seconds), grant_id=secrets.token_hex(16)))
+            c.execute(
+                insert(oauth_codes).values(
+                    id=self.oauth_hash(code),
+                    client_id=client_id,
+                    user_id=user_id,
+                    redirect_uri=redirect_uri,
+                    code_challenge=code_challenge,
+                    scope=scope,
+                    resource=resource,
+                    created_at=now,
+                    expires_at=now + timedelta(seconds=ttl_seconds),
+                    grant_id=secrets.token_hex(16),
+                )
+            )
             self._delete_expired_oauth(c, now)
         return code
 
-    def redeem_oauth_code(self, code: str, *, client_id: str, check: Callable[[OAuthCode], str | None],
-                          access_ttl: float, refresh_ttl: float | None) -> Redeemed:
+    def redeem_oauth_code(
+        self,
+        code: str,
+        *,
+        client_id: str,
+        check: Callable[[OAuthCode], str | None],
+        access_ttl: float,
+        refresh_ttl: float | None,
+    ) -> Redeemed:
         """Exchange a code for tokens, in one transaction.
 
         Unknown code: `UNKNOWN`. Used before: `REPLAYED`, and every token of its grant is revoked.
@@ -208,42 +269,80 @@ class OAuthMixin:
                 return Redeemed(WRONG_CLIENT, grant_id=row.grant_id, user_id=row.user_id)
             if row.expires_at <= now:
                 return Redeemed(EXPIRED, grant_id=row.grant_id, user_id=row.user_id)
-            used = c.execute(update(oauth_codes).where(oauth_codes.c.id == digest, oauth_codes.c.used_at.is_(None))
-                             .values(used_at=now)).rowcount
+            used = c.execute(
+                update(oauth_codes)
+                .where(oauth_codes.c.id == digest, oauth_codes.c.used_at.is_(None))
+                .values(used_at=now)
+            ).rowcount
             if used != 1:  # another request got there first
                 revoked = self._revoke_grant(c, row.grant_id, now)
                 return Redeemed(REPLAYED, grant_id=row.grant_id, user_id=row.user_id, revoked=revoked)
-            info = OAuthCode(row.client_id, row.user_id, row.redirect_uri, row.code_challenge, row.scope,
-                             row.resource, row.expires_at, row.grant_id)
+            info = OAuthCode(
+                row.client_id,
+                row.user_id,
+                row.redirect_uri,
+                row.code_challenge,
+                row.scope,
+                row.resource,
+                row.expires_at,
+                row.grant_id,
+            )
             problem = check(info)
             if problem:
                 return Redeemed(REFUSED, grant_id=row.grant_id, user_id=row.user_id, detail=problem)
             if c.scalar(select(users.c.id).where(users.c.id == row.user_id)) is None:
                 return Redeemed(UNKNOWN)
-            tokens = self._issue(c, now, row.grant_id, row.client_id, row.user_id, row.scope, row.resource,
-                                 access_ttl, refresh_ttl)
+            tokens = self._issue(
+                c, now, row.grant_id, row.client_id, row.user_id, row.scope, row.resource, access_ttl, refresh_ttl
+            )
             c.execute(update(oauth_clients).where(oauth_clients.c.id == row.client_id).values(last_used_at=now))
         return Redeemed(OK, tokens=tokens, grant_id=row.grant_id, user_id=row.user_id)
 
     # ------------------------------------------------------------------ tokens
 
-    def _issue(self, c, now: datetime, grant_id: str, client_id: str, user_id: int, scope: str,
-               resource: str | None, access_ttl: float, refresh_ttl: float | None) -> IssuedTokens:
+    def _issue(
+        self,
+        c: SAConnection,
+        now: datetime,
+        grant_id: str,
+        client_id: str,
+        user_id: int,
+        scope: str,
+        resource: str | None,
+        access_ttl: float,
+        refresh_ttl: float | None,
+    ) -> IssuedTokens:
+        def token_row(token: str, kind: str, ttl: float) -> dict[str, Any]:
+            return dict(
+                id=self.oauth_hash(token),
+                kind=kind,
+                grant_id=grant_id,
+                client_id=client_id,
+                user_id=user_id,
+                scope=scope,
+                resource=resource,
+                created_at=now,
+                expires_at=now + timedelta(seconds=ttl),
+            )
+
         access = ACCESS_PREFIX + secrets.token_urlsafe(32)
-        rows = [dict(id=self.oauth_hash(access), kind=ACCESS, grant_id=grant_id, client_id=client_id,
-                     user_id=user_id, scope=scope, resource=resource, created_at=now,
-                     expires_at=now + timedelta(seconds=access_ttl))]
+        rows = [token_row(access, ACCESS, access_ttl)]
         refresh = None
         if refresh_ttl:
             refresh = REFRESH_PREFIX + secrets.token_urlsafe(32)
-            rows.append(dict(id=self.oauth_hash(refresh), kind=REFRESH, grant_id=grant_id, client_id=client_id,
-                             user_id=user_id, scope=scope, resource=resource, created_at=now,
-                             expires_at=now + timedelta(seconds=refresh_ttl)))
+            rows.append(token_row(refresh, REFRESH, refresh_ttl))
         c.execute(insert(oauth_tokens), rows)
         return IssuedTokens(access, int(access_ttl), scope, refresh)
 
-    def rotate_oauth_refresh_token(self, token: str, *, client_id: str, check: Callable[[str, str | None], str | None],
-                                   access_ttl: float, refresh_ttl: float) -> Redeemed:
+    def rotate_oauth_refresh_token(
+        self,
+        token: str,
+        *,
+        client_id: str,
+        check: Callable[[str, str | None], str | None],
+        access_ttl: float,
+        refresh_ttl: float,
+    ) -> Redeemed:
         """Use a refresh token once: a new access token and a new refresh token of the same grant.
 
         Unknown: `UNKNOWN`. Used before, or revoked: `REPLAYED`, and the whole grant is revoked
@@ -255,8 +354,9 @@ class OAuthMixin:
         digest = self.oauth_hash(token)
         now = self._now()
         with self._tx(write=True) as c:
-            row = c.execute(select(oauth_tokens).where(oauth_tokens.c.id == digest,
-                                                       oauth_tokens.c.kind == REFRESH)).first()
+            row = c.execute(
+                select(oauth_tokens).where(oauth_tokens.c.id == digest, oauth_tokens.c.kind == REFRESH)
+            ).first()
             if row is None or not hmac.compare_digest(row.id, digest):
                 return Redeemed(UNKNOWN)
             if row.client_id != client_id:
@@ -269,21 +369,26 @@ class OAuthMixin:
             problem = check(row.scope, row.resource)
             if problem:
                 return Redeemed(REFUSED, grant_id=row.grant_id, user_id=row.user_id, detail=problem)
-            used = c.execute(update(oauth_tokens).where(oauth_tokens.c.id == digest, oauth_tokens.c.used_at.is_(None),
-                                                        oauth_tokens.c.revoked_at.is_(None))
-                             .values(used_at=now)).rowcount
+            used = c.execute(
+                update(oauth_tokens)
+                .where(
+                    oauth_tokens.c.id == digest, oauth_tokens.c.used_at.is_(None), oauth_tokens.c.revoked_at.is_(None)
+                )
+                .values(used_at=now)
+            ).rowcount
             if used != 1:
                 revoked = self._revoke_grant(c, row.grant_id, now)
                 return Redeemed(REPLAYED, grant_id=row.grant_id, user_id=row.user_id, revoked=revoked)
             if c.scalar(select(users.c.id).where(users.c.id == row.user_id)) is None:
                 return Redeemed(UNKNOWN)
-            tokens = self._issue(c, now, row.grant_id, row.client_id, row.user_id, row.scope, row.resource,
-                                 access_ttl, refresh_ttl)
+            tokens = self._issue(
+                c, now, row.grant_id, row.client_id, row.user_id, row.scope, row.resource, access_ttl, refresh_ttl
+            )
             c.execute(update(oauth_clients).where(oauth_clients.c.id == row.client_id).values(last_used_at=now))
             self._delete_expired_oauth(c, now)
         return Redeemed(OK, tokens=tokens, grant_id=row.grant_id, user_id=row.user_id)
 
-    def verify_oauth_access_token(self, token: str):
+    def verify_oauth_access_token(self, token: str) -> tuple[AccessToken, User] | None:
         """``(AccessToken, User)`` for a valid access token (known, not revoked, not expired, its
         user still there and not waiting for approval: `is_pending`), else None."""
         if not isinstance(token, str) or not token.startswith(ACCESS_PREFIX) or len(token) > _MAX_SECRET:
@@ -291,10 +396,16 @@ class OAuthMixin:
         digest = self.oauth_hash(token)
         now = self._now()
         with self._tx() as c:
-            row = c.execute(select(oauth_tokens).where(oauth_tokens.c.id == digest,
-                                                       oauth_tokens.c.kind == ACCESS)).first()
-            if (row is None or not hmac.compare_digest(row.id, digest) or row.revoked_at is not None
-                    or row.expires_at <= now or self._waits(c, row.user_id)):
+            row = c.execute(
+                select(oauth_tokens).where(oauth_tokens.c.id == digest, oauth_tokens.c.kind == ACCESS)
+            ).first()
+            if (
+                row is None
+                or not hmac.compare_digest(row.id, digest)
+                or row.revoked_at is not None
+                or row.expires_at <= now
+                or self._waits(c, row.user_id)
+            ):
                 return None
             try:
                 user = self._get_user(c, row.user_id)
@@ -306,8 +417,11 @@ class OAuthMixin:
         """RFC 7009: revoke `token` if client `client_id` holds it. A refresh token revokes its
         whole grant (every access and refresh token), an access token only itself. Returns
         (what happened: `OK`, `UNKNOWN` or `WRONG_CLIENT`, tokens revoked now)."""
-        if not isinstance(token, str) or len(token) > _MAX_SECRET or not token.startswith(
-                (ACCESS_PREFIX, REFRESH_PREFIX)):
+        if (
+            not isinstance(token, str)
+            or len(token) > _MAX_SECRET
+            or not token.startswith((ACCESS_PREFIX, REFRESH_PREFIX))
+        ):
             return UNKNOWN, 0
         digest = self.oauth_hash(token)
         now = self._now()
@@ -319,8 +433,11 @@ class OAuthMixin:
                 return WRONG_CLIENT, 0
             if row.kind == REFRESH:
                 return OK, self._revoke_grant(c, row.grant_id, now)
-            n = c.execute(update(oauth_tokens).where(oauth_tokens.c.id == digest, oauth_tokens.c.revoked_at.is_(None))
-                          .values(revoked_at=now)).rowcount
+            n = c.execute(
+                update(oauth_tokens)
+                .where(oauth_tokens.c.id == digest, oauth_tokens.c.revoked_at.is_(None))
+                .values(revoked_at=now)
+            ).rowcount
             return OK, n
 
     def revoke_oauth_grant(self, grant_id: str) -> int:
@@ -333,28 +450,41 @@ class OAuthMixin:
         recently active first. Nothing secret is read: tokens are only counted and dated."""
         now = self._now()
         with self._tx() as c:
-            rows = c.execute(select(oauth_tokens.c.kind, oauth_tokens.c.grant_id, oauth_tokens.c.client_id,
-                                    oauth_tokens.c.scope, oauth_tokens.c.created_at, oauth_tokens.c.expires_at,
-                                    oauth_tokens.c.used_at, oauth_tokens.c.revoked_at)
-                             .where(oauth_tokens.c.user_id == user_id)).all()
-            live = {r.grant_id for r in rows if r.revoked_at is None and r.expires_at > now
-                    and (r.kind == ACCESS or r.used_at is None)}
-            by_client: dict[str, list] = {}
+            rows = c.execute(select(*_TOKEN_LISTING).where(oauth_tokens.c.user_id == user_id)).all()
+            live = {
+                r.grant_id
+                for r in rows
+                if r.revoked_at is None and r.expires_at > now and (r.kind == ACCESS or r.used_at is None)
+            }
+            by_client: dict[str, list[AnyRow]] = {}
             for r in rows:
                 if r.grant_id in live:
                     by_client.setdefault(r.client_id, []).append(r)
-            clients = {row.id: row for row in c.execute(select(oauth_clients.c.id, oauth_clients.c.name,
-                                                                oauth_clients.c.redirect_uris)
-                                                         .where(oauth_clients.c.id.in_(list(by_client)))).all()}
+            clients = {
+                row.id: row
+                for row in c.execute(
+                    select(oauth_clients.c.id, oauth_clients.c.name, oauth_clients.c.redirect_uris).where(
+                        oauth_clients.c.id.in_(list(by_client))
+                    )
+                ).all()
+            }
         apps = []
         for client_id, mine in by_client.items():
             client = clients.get(client_id)
             if client is None:
                 continue
             scopes = dict.fromkeys(s for r in mine for s in r.scope.split())
-            apps.append(ConnectedApp(client_id, client.name, list(client.redirect_uris or []), list(scopes),
-                                     min(r.created_at for r in mine), max(r.created_at for r in mine),
-                                     len({r.grant_id for r in mine})))
+            apps.append(
+                ConnectedApp(
+                    client_id,
+                    client.name,
+                    list(client.redirect_uris or []),
+                    list(scopes),
+                    min(r.created_at for r in mine),
+                    max(r.created_at for r in mine),
+                    len({r.grant_id for r in mine}),
+                )
+            )
         apps.sort(key=lambda a: a.last_issued_at, reverse=True)
         return apps
 
@@ -364,31 +494,45 @@ class OAuthMixin:
         tokens). Other users' grants to the same client are untouched. Returns the tokens revoked
         now."""
         with self._tx(write=True) as c:
-            c.execute(delete(oauth_codes).where(oauth_codes.c.user_id == user_id, oauth_codes.c.client_id == client_id,
-                                                oauth_codes.c.used_at.is_(None)))
-            return c.execute(update(oauth_tokens).where(oauth_tokens.c.user_id == user_id,
-                                                        oauth_tokens.c.client_id == client_id,
-                                                        oauth_tokens.c.revoked_at.is_(None))
-                             .values(revoked_at=self._now())).rowcount
+            c.execute(
+                delete(oauth_codes).where(
+                    oauth_codes.c.user_id == user_id,
+                    oauth_codes.c.client_id == client_id,
+                    oauth_codes.c.used_at.is_(None),
+                )
+            )
+            return c.execute(
+                update(oauth_tokens)
+                .where(
+                    oauth_tokens.c.user_id == user_id,
+                    oauth_tokens.c.client_id == client_id,
+                    oauth_tokens.c.revoked_at.is_(None),
+                )
+                .values(revoked_at=self._now())
+            ).rowcount
 
-    def list_oauth_tokens(self, user_id: int) -> list[dict]:
+    def list_oauth_tokens(self, user_id: int) -> list[dict[str, Any]]:
         """The user's tokens, without secrets: kind, client, grant, times (for pages and tests)."""
         with self._tx() as c:
-            rows = c.execute(select(oauth_tokens.c.kind, oauth_tokens.c.grant_id, oauth_tokens.c.client_id,
-                                    oauth_tokens.c.scope, oauth_tokens.c.created_at, oauth_tokens.c.expires_at,
-                                    oauth_tokens.c.used_at, oauth_tokens.c.revoked_at)
-                             .where(oauth_tokens.c.user_id == user_id).order_by(oauth_tokens.c.created_at)).all()
+            rows = c.execute(
+                select(*_TOKEN_LISTING).where(oauth_tokens.c.user_id == user_id).order_by(oauth_tokens.c.created_at)
+            ).all()
         return [dict(r._mapping) for r in rows]
 
-    def _revoke_grant(self, c, grant_id: str, now: datetime) -> int:
+    def _revoke_grant(self, c: SAConnection, grant_id: str, now: datetime) -> int:
         # the code too, so that it cannot be redeemed later by whoever replayed it
-        c.execute(update(oauth_codes).where(oauth_codes.c.grant_id == grant_id, oauth_codes.c.used_at.is_(None))
-                  .values(used_at=now))
-        return c.execute(update(oauth_tokens).where(oauth_tokens.c.grant_id == grant_id,
-                                                    oauth_tokens.c.revoked_at.is_(None))
-                         .values(revoked_at=now)).rowcount
+        c.execute(
+            update(oauth_codes)
+            .where(oauth_codes.c.grant_id == grant_id, oauth_codes.c.used_at.is_(None))
+            .values(used_at=now)
+        )
+        return c.execute(
+            update(oauth_tokens)
+            .where(oauth_tokens.c.grant_id == grant_id, oauth_tokens.c.revoked_at.is_(None))
+            .values(revoked_at=now)
+        ).rowcount
 
-    def _delete_expired_oauth(self, c, now: datetime) -> None:
+    def _delete_expired_oauth(self, c: SAConnection, now: datetime) -> None:
         """Housekeeping: codes a day past their expiry, tokens past theirs (a replay of those
         cannot be told from an unknown one any more, and needs no answer but `invalid_grant`)."""
         c.execute(delete(oauth_codes).where(oauth_codes.c.expires_at < now - timedelta(days=1)))

@@ -10,53 +10,72 @@ asks which repos are due (`repos_due_for_index`).
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
-from typing import Any, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
 
 from sqlalchemy import delete, exists, func, insert, or_, select, update
 from sqlalchemy.engine import Connection as SAConnection
 
 from codesearch.store import models as m
+from codesearch.store.base import StoreBase
 from codesearch.store.errors import Conflict, NotFound
 from codesearch.store.models import Repo, RepoSyncResult
-from codesearch.store.rows import from_row, get_one
+from codesearch.store.rows import AnyRow, from_row, get_one, inserted_id
 from codesearch.store.tables import connections, jobs, repo_connections, repos
 
 _CHUNK = 500  # ids per IN (...) list: well under every database's parameter limit
 
 #: Fields a code-host listing provides (the attributes of `codesearch.hosts.base.HostRepo`).
 LISTING_FIELDS: dict[str, Any] = {
-    "name": None, "display_name": None, "code_host_type": None, "clone_url": None,
-    "web_url": "", "file_url_template": "", "default_branch": None, "fork": False, "archived": False,
-    "public": True, "topics": (), "size_bytes": None, "pushed_at": None, "stars": None, "external_id": "",
+    "name": None,
+    "display_name": None,
+    "code_host_type": None,
+    "clone_url": None,
+    "web_url": "",
+    "file_url_template": "",
+    "default_branch": None,
+    "fork": False,
+    "archived": False,
+    "public": True,
+    "topics": (),
+    "size_bytes": None,
+    "pushed_at": None,
+    "stars": None,
+    "external_id": "",
     "local_path": None,
 }
 
+T = TypeVar("T")
 
-def _parse_time(value) -> datetime | None:
+
+def _parse_time(value: object) -> datetime | None:
     if value is None or value == "":
         return None
     if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
     try:
         t = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
     except ValueError:
         return None
-    return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
+    return t if t.tzinfo else t.replace(tzinfo=UTC)
 
 
-def _chunks(items: list, n: int = _CHUNK) -> Iterator[list]:
+def _chunks(items: list[T], n: int = _CHUNK) -> Iterator[list[T]]:
     for i in range(0, len(items), n):
-        yield items[i:i + n]
+        yield items[i : i + n]
 
 
-class ReposMixin:
+class ReposMixin(StoreBase):
     """The `Store` methods for repos and their links to connections (mixed into `Store`)."""
 
     def _repo_error(self, c: SAConnection, repo_id: int | None, error: str | None) -> str | None:
         """`public_error` for an error of repo `repo_id` (None: no repo)."""
-        row = c.execute(select(repos.c.name, repos.c.local_path).where(repos.c.id == repo_id)).first() \
-            if repo_id is not None and error else None
+        row = (
+            c.execute(select(repos.c.name, repos.c.local_path).where(repos.c.id == repo_id)).first()
+            if repo_id is not None and error
+            else None
+        )
         return self.public_error(error, repo_name=row.name if row else None, local_path=row.local_path if row else None)
 
     def upsert_repos(self, connection: str, listing: Iterable[Any], *, prune: bool = True) -> RepoSyncResult:
@@ -81,16 +100,27 @@ class ReposMixin:
         result = RepoSyncResult()
         with self._tx(write=True) as c:
             cid = self._connection_id(c, connection)
-            existing: dict[str, Any] = {}
+            existing: dict[str, AnyRow] = {}
             for chunk in _chunks([v["name"] for v in items]):
-                for row in c.execute(select(repos).where(repos.c.name.in_(chunk))):
-                    existing[row.name] = row
+                for found in c.execute(select(repos).where(repos.c.name.in_(chunk))):
+                    existing[found.name] = found
             for v in items:
                 row = existing.get(v["name"])
                 if row is None:
-                    rid = c.execute(insert(repos).values(
-                        **v, created_at=now, updated_at=now, indexed_at=None, indexed_revisions={},
-                        index_status=m.INDEX_NEW, last_error=None, orphaned_at=None)).inserted_primary_key[0]
+                    rid = inserted_id(
+                        c.execute(
+                            insert(repos).values(
+                                **v,
+                                created_at=now,
+                                updated_at=now,
+                                indexed_at=None,
+                                indexed_revisions={},
+                                index_status=m.INDEX_NEW,
+                                last_error=None,
+                                orphaned_at=None,
+                            )
+                        )
+                    )
                     result.added.append(rid)
                 else:
                     rid = row.id
@@ -104,19 +134,26 @@ class ReposMixin:
                     if changed and rid not in result.updated:
                         result.updated.append(rid)
                     if changed or row.orphaned_at is not None:
-                        c.execute(update(repos).where(repos.c.id == rid).values(**changed, updated_at=now, orphaned_at=None))
+                        c.execute(
+                            update(repos).where(repos.c.id == rid).values(**changed, updated_at=now, orphaned_at=None)
+                        )
                 result.ids[v["name"]] = rid
             linked = set(c.scalars(select(repo_connections.c.repo_id).where(repo_connections.c.connection_id == cid)))
             listed = set(result.ids.values())
             result.linked = sorted(listed - linked)
             if result.linked:
-                c.execute(insert(repo_connections), [{"repo_id": r, "connection_id": cid, "created_at": now}
-                                                     for r in result.linked])
+                c.execute(
+                    insert(repo_connections),
+                    [{"repo_id": r, "connection_id": cid, "created_at": now} for r in result.linked],
+                )
             if prune:
                 result.unlinked = sorted(linked - listed)
                 for chunk in _chunks(result.unlinked):
-                    c.execute(delete(repo_connections).where(repo_connections.c.connection_id == cid,
-                                                             repo_connections.c.repo_id.in_(chunk)))
+                    c.execute(
+                        delete(repo_connections).where(
+                            repo_connections.c.connection_id == cid, repo_connections.c.repo_id.in_(chunk)
+                        )
+                    )
                 result.orphaned = self._mark_orphans(c, result.unlinked, now)
         return result
 
@@ -126,11 +163,16 @@ class ReposMixin:
         with self._tx(write=True) as c:
             cid = self._connection_id(c, connection)
             self._get_repo(c, repo_id)
-            if c.scalar(select(func.count()).select_from(repo_connections).where(
-                    repo_connections.c.repo_id == repo_id, repo_connections.c.connection_id == cid)):
+            if c.scalar(
+                select(func.count())
+                .select_from(repo_connections)
+                .where(repo_connections.c.repo_id == repo_id, repo_connections.c.connection_id == cid)
+            ):
                 return False
             c.execute(insert(repo_connections).values(repo_id=repo_id, connection_id=cid, created_at=now))
-            c.execute(update(repos).where(repos.c.id == repo_id, repos.c.orphaned_at.is_not(None)).values(orphaned_at=None))
+            c.execute(
+                update(repos).where(repos.c.id == repo_id, repos.c.orphaned_at.is_not(None)).values(orphaned_at=None)
+            )
             return True
 
     def unlink_repo(self, repo_id: int, connection: str) -> bool:
@@ -138,8 +180,11 @@ class ReposMixin:
         now = self._now()
         with self._tx(write=True) as c:
             cid = self._connection_id(c, connection)
-            c.execute(delete(repo_connections).where(repo_connections.c.repo_id == repo_id,
-                                                     repo_connections.c.connection_id == cid))
+            c.execute(
+                delete(repo_connections).where(
+                    repo_connections.c.repo_id == repo_id, repo_connections.c.connection_id == cid
+                )
+            )
             return bool(self._mark_orphans(c, [repo_id], now))
 
     def _mark_orphans(self, c: SAConnection, candidates: Iterable[int], now: datetime) -> list[int]:
@@ -149,7 +194,9 @@ class ReposMixin:
         for chunk in _chunks(sorted(set(candidates))):
             ids = list(c.scalars(select(repos.c.id).where(repos.c.id.in_(chunk), ~linked)))
             if ids:
-                c.execute(update(repos).where(repos.c.id.in_(ids), repos.c.orphaned_at.is_(None)).values(orphaned_at=now))
+                c.execute(
+                    update(repos).where(repos.c.id.in_(ids), repos.c.orphaned_at.is_(None)).values(orphaned_at=now)
+                )
             orphans += ids
         return sorted(orphans)
 
@@ -166,8 +213,16 @@ class ReposMixin:
     def _get_repo(self, c: SAConnection, repo: int | str) -> Repo:
         return get_one(c, Repo, repos.c.name if isinstance(repo, str) else repos.c.id, repo, "repository")
 
-    def list_repos(self, *, page: int = 1, per_page: int = 30, sort: str = "name", direction: str = "asc",
-                   query: str | None = None, connection: str | None = None) -> tuple[list[Repo], int]:
+    def list_repos(
+        self,
+        *,
+        page: int = 1,
+        per_page: int = 30,
+        sort: str = "name",
+        direction: str = "asc",
+        query: str | None = None,
+        connection: str | None = None,
+    ) -> tuple[list[Repo], int]:
         """One page of repos and the total count of matching repos.
 
         `sort` is "name" or "pushed" (repos never pushed come last either way), `direction`
@@ -181,30 +236,44 @@ class ReposMixin:
         if query:
             conds.append(repos.c.name.icontains(query, autoescape=True))
         if connection is not None:
-            conds.append(exists().where(repo_connections.c.repo_id == repos.c.id,
-                                        repo_connections.c.connection_id == connections.c.id,
-                                        connections.c.name == connection))
+            conds.append(
+                exists().where(
+                    repo_connections.c.repo_id == repos.c.id,
+                    repo_connections.c.connection_id == connections.c.id,
+                    connections.c.name == connection,
+                )
+            )
         key = repos.c.name if sort == "name" else repos.c.pushed_at
-        order = [key.asc().nulls_last(), repos.c.id.asc()] if direction == "asc" else \
-            [key.desc().nulls_last(), repos.c.id.desc()]
+        order = (
+            [key.asc().nulls_last(), repos.c.id.asc()]
+            if direction == "asc"
+            else [key.desc().nulls_last(), repos.c.id.desc()]
+        )
         with self._tx() as c:
             total = c.scalar(select(func.count()).select_from(repos).where(*conds))
-            rows = c.execute(select(repos).where(*conds).order_by(*order)
-                             .limit(per_page).offset((page - 1) * per_page))
-            return [from_row(Repo, r) for r in rows], total
+            rows = c.execute(select(repos).where(*conds).order_by(*order).limit(per_page).offset((page - 1) * per_page))
+            return [from_row(Repo, r) for r in rows], total or 0
 
     def repos_for_connection(self, connection: str) -> list[Repo]:
         with self._tx() as c:
             cid = self._connection_id(c, connection)
-            q = select(repos).join(repo_connections, repo_connections.c.repo_id == repos.c.id).where(
-                repo_connections.c.connection_id == cid).order_by(repos.c.name)
+            q = (
+                select(repos)
+                .join(repo_connections, repo_connections.c.repo_id == repos.c.id)
+                .where(repo_connections.c.connection_id == cid)
+                .order_by(repos.c.name)
+            )
             return [from_row(Repo, r) for r in c.execute(q)]
 
     def connections_for_repo(self, repo_id: int) -> list[str]:
         """Names of the connections a repo is linked to."""
         with self._tx() as c:
-            q = select(connections.c.name).join(repo_connections, repo_connections.c.connection_id == connections.c.id
-                                                ).where(repo_connections.c.repo_id == repo_id).order_by(connections.c.name)
+            q = (
+                select(connections.c.name)
+                .join(repo_connections, repo_connections.c.connection_id == connections.c.id)
+                .where(repo_connections.c.repo_id == repo_id)
+                .order_by(connections.c.name)
+            )
             return list(c.scalars(q))
 
     def index_progress(self) -> tuple[int, int]:
@@ -213,8 +282,11 @@ class ReposMixin:
         linked = exists().where(repo_connections.c.repo_id == repos.c.id)  # orphans wait for removal, not indexing
         with self._tx() as c:
             total = c.scalar(select(func.count()).select_from(repos).where(linked))
-            waiting = c.scalar(select(func.count()).select_from(repos).where(
-                linked, repos.c.indexed_at.is_(None), repos.c.index_status != m.INDEX_FAILED))
+            waiting = c.scalar(
+                select(func.count())
+                .select_from(repos)
+                .where(linked, repos.c.indexed_at.is_(None), repos.c.index_status != m.INDEX_FAILED)
+            )
             return int(total or 0), int(waiting or 0)
 
     def repo_ids(self) -> set[int]:
@@ -227,8 +299,11 @@ class ReposMixin:
         `grace_seconds` ago): the garbage collector's work list."""
         cutoff = self._now() - timedelta(seconds=grace_seconds)
         linked = exists().where(repo_connections.c.repo_id == repos.c.id)
-        q = select(repos).where(~linked, or_(repos.c.orphaned_at.is_(None), repos.c.orphaned_at <= cutoff)
-                                ).order_by(repos.c.id)
+        q = (
+            select(repos)
+            .where(~linked, or_(repos.c.orphaned_at.is_(None), repos.c.orphaned_at <= cutoff))
+            .order_by(repos.c.id)
+        )
         with self._tx() as c:
             return [from_row(Repo, r) for r in c.execute(q)]
 
@@ -247,8 +322,15 @@ class ReposMixin:
             c.execute(delete(repos).where(repos.c.id == repo_id))
             return True
 
-    def update_repo_index_status(self, repo_id: int, status: str, *, error: str | None = None,
-                                 revisions: Any = None, pushed_at: datetime | None = None) -> Repo:
+    def update_repo_index_status(
+        self,
+        repo_id: int,
+        status: str,
+        *,
+        error: str | None = None,
+        revisions: Any = None,
+        pushed_at: datetime | None = None,
+    ) -> Repo:
         """Set a repo's index status. INDEXED also sets `indexed_at` = now, the
         `indexed_revisions` and `pushed_at` (the newest commit of the default branch; each when
         given) and clears `last_error`; FAILED records `error`."""
@@ -274,13 +356,21 @@ class ReposMixin:
         indexed more than `interval_seconds` ago (an index job that FAILED within the interval
         holds a repo back, so a broken repo is retried once per interval)."""
         cutoff = self._now() - timedelta(seconds=interval_seconds)
-        active = exists().where(jobs.c.repo_id == repos.c.id, jobs.c.kind == m.INDEX_JOB,
-                                jobs.c.state.in_((m.PENDING, m.IN_PROGRESS)))
-        recent_failure = exists().where(jobs.c.repo_id == repos.c.id, jobs.c.kind == m.INDEX_JOB,
-                                        jobs.c.state == m.FAILED, jobs.c.finished_at >= cutoff)
+        active = exists().where(
+            jobs.c.repo_id == repos.c.id, jobs.c.kind == m.INDEX_JOB, jobs.c.state.in_((m.PENDING, m.IN_PROGRESS))
+        )
+        recent_failure = exists().where(
+            jobs.c.repo_id == repos.c.id,
+            jobs.c.kind == m.INDEX_JOB,
+            jobs.c.state == m.FAILED,
+            jobs.c.finished_at >= cutoff,
+        )
         linked = exists().where(repo_connections.c.repo_id == repos.c.id)
-        q = select(repos).where(linked, ~active, ~recent_failure,
-                                or_(repos.c.indexed_at.is_(None), repos.c.indexed_at < cutoff)).order_by(repos.c.id)
+        q = (
+            select(repos)
+            .where(linked, ~active, ~recent_failure, or_(repos.c.indexed_at.is_(None), repos.c.indexed_at < cutoff))
+            .order_by(repos.c.id)
+        )
         with self._tx() as c:
             return [from_row(Repo, r) for r in c.execute(q)]
 

@@ -11,10 +11,14 @@ from typing import Any, TypeVar
 
 from sqlalchemy import select
 from sqlalchemy.engine import Connection as SAConnection
+from sqlalchemy.engine import CursorResult, Row
 
-from codesearch.store.errors import NotFound
+from codesearch.store.errors import NotFound, StoreError
 
 T = TypeVar("T")
+
+#: a row of any query, whatever its columns
+AnyRow = Row[*tuple[Any, ...]]
 
 
 def from_row(cls: type[T], row: Any) -> T:
@@ -28,3 +32,11 @@ def get_one(c: SAConnection, cls: type[T], column: Any, key: Any, what: str) -> 
     if row is None:
         raise NotFound(what, key)
     return from_row(cls, row)
+
+
+def inserted_id(result: CursorResult[Any]) -> int:
+    """The primary key of the one row the INSERT of `result` added (a table with an integer `id`)."""
+    key = result.inserted_primary_key
+    if key is None:
+        raise StoreError("the database did not return the key of an inserted row")
+    return int(key[0])

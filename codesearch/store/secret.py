@@ -25,7 +25,7 @@ import logging
 import os
 import secrets
 import stat
-from typing import Mapping
+from collections.abc import Mapping
 
 from codesearch.store.errors import StoreError
 from codesearch.store.files import private_dir
@@ -37,11 +37,11 @@ AUTH_SECRET_VAR = "AUTH_SECRET"
 SECRET_FILE = ".secret"
 
 
-def secret_path(data_dir: str | os.PathLike) -> str:
+def secret_path(data_dir: str | os.PathLike[str]) -> str:
     return os.path.join(os.fspath(data_dir), SECRET_FILE)
 
 
-def load_server_secret(data_dir: str | os.PathLike, environ: Mapping[str, str] | None = None) -> bytes:
+def load_server_secret(data_dir: str | os.PathLike[str], environ: Mapping[str, str] | None = None) -> bytes:
     """The server secret as bytes: from the environment, else the data directory's file (made once)."""
     environ = os.environ if environ is None else environ
     value = (environ.get(ENV_VAR) or "").strip()
@@ -80,8 +80,10 @@ def _read(path: str) -> bytes:
     with open(path, "rb") as f:
         value = f.read().strip()
     if not value:
-        raise StoreError(f"the server secret file {SECRET_FILE} of the data directory is empty: delete it to "
-                         f"generate a new one (existing API keys stop working) or set {ENV_VAR}")
+        raise StoreError(
+            f"the server secret file {SECRET_FILE} of the data directory is empty: delete it to "
+            f"generate a new one (existing API keys stop working) or set {ENV_VAR}"
+        )
     return value
 
 

@@ -8,19 +8,21 @@ own random `instance_id`, which tells a process it opened the service's database
 from __future__ import annotations
 
 import secrets
+from typing import Any
 
 from sqlalchemy import insert, select, update
 
+from codesearch.store.base import StoreBase
 from codesearch.store.tables import service_settings
 
 #: the service setting holding `instance_id`
 INSTANCE_KEY = "instance"
 
 
-class SettingsMixin:
+class SettingsMixin(StoreBase):
     """The `Store` methods for service settings (mixed into `Store`)."""
 
-    def put_service_setting(self, key: str, value) -> bool:
+    def put_service_setting(self, key: str, value: Any) -> bool:
         """Store a setting (JSON) for every process of the service; True when it changed."""
         now = self._now()
         with self._tx(write=True) as c:
@@ -30,8 +32,9 @@ class SettingsMixin:
             if old is None:
                 c.execute(insert(service_settings).values(key=key, value=value, updated_at=now))
             else:
-                c.execute(update(service_settings).where(service_settings.c.key == key)
-                          .values(value=value, updated_at=now))
+                c.execute(
+                    update(service_settings).where(service_settings.c.key == key).values(value=value, updated_at=now)
+                )
             return True
 
     def instance_id(self) -> str:
@@ -49,7 +52,7 @@ class SettingsMixin:
             c.execute(insert(service_settings).values(key=INSTANCE_KEY, value=value, updated_at=self._now()))
             return value["id"]
 
-    def service_setting(self, key: str):
+    def service_setting(self, key: str) -> Any:
         """A setting stored by `put_service_setting`, or None."""
         with self._tx() as c:
             row = c.execute(select(service_settings.c.value).where(service_settings.c.key == key)).first()

@@ -12,9 +12,10 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from datetime import datetime, timezone
-from typing import Callable, Iterator, Mapping
+from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy.engine import Connection as SAConnection
 from sqlalchemy.engine import Engine
@@ -46,12 +47,27 @@ DB_FILE = "codesearch.db"
 
 
 def _utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
-class Store(ConnectionsMixin, ReposMixin, JobsMixin, UsersMixin, ApiKeysMixin, WebSessionsMixin, LoginLockoutsMixin,
-            MembersMixin, IdentitiesMixin, GrantsMixin, SettingsMixin, OAuthMixin, AuditMixin, CatalogMixin,
-            ChatsMixin, ChatTurnsMixin):
+class Store(
+    ConnectionsMixin,
+    ReposMixin,
+    JobsMixin,
+    UsersMixin,
+    ApiKeysMixin,
+    WebSessionsMixin,
+    LoginLockoutsMixin,
+    MembersMixin,
+    IdentitiesMixin,
+    GrantsMixin,
+    SettingsMixin,
+    OAuthMixin,
+    AuditMixin,
+    CatalogMixin,
+    ChatsMixin,
+    ChatTurnsMixin,
+):
     """The state database: connections, repos and their links, jobs, users, API keys, contexts.
 
     Open with `Store.open(data_dir)`; every method is one short transaction and the object is
@@ -59,10 +75,19 @@ class Store(ConnectionsMixin, ReposMixin, JobsMixin, UsersMixin, ApiKeysMixin, W
     `fork`); `close()` when done.
     """
 
-    def __init__(self, engine: Engine, *, secret: bytes, clock: Callable[[], datetime] | None = None,
-                 max_attempts: int = 3, retry_base_seconds: float = 10.0, retry_max_seconds: float = 600.0,
-                 last_used_resolution_seconds: float = 60.0, auth_secret: bytes | None = None,
-                 data_dir: str | None = None):
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        secret: bytes,
+        clock: Callable[[], datetime] | None = None,
+        max_attempts: int = 3,
+        retry_base_seconds: float = 10.0,
+        retry_max_seconds: float = 600.0,
+        last_used_resolution_seconds: float = 60.0,
+        auth_secret: bytes | None = None,
+        data_dir: str | None = None,
+    ):
         self.engine = engine
         self.database = describe_database(engine.url)
         self._secret = secret
@@ -80,8 +105,15 @@ class Store(ConnectionsMixin, ReposMixin, JobsMixin, UsersMixin, ApiKeysMixin, W
     # ------------------------------------------------------------------ opening
 
     @classmethod
-    def open(cls, data_dir: str | os.PathLike, *, database_url: str | None = None,
-             environ: Mapping[str, str] | None = None, secret: bytes | None = None, **options) -> "Store":
+    def open(
+        cls,
+        data_dir: str | os.PathLike[str],
+        *,
+        database_url: str | None = None,
+        environ: Mapping[str, str] | None = None,
+        secret: bytes | None = None,
+        **options: Any,
+    ) -> Store:
         """Open (creating and migrating as needed) the state database.
 
         The database is `database_url`, else `DATABASE_URL` from `environ` (default
@@ -95,9 +127,13 @@ class Store(ConnectionsMixin, ReposMixin, JobsMixin, UsersMixin, ApiKeysMixin, W
         """
         environ = os.environ if environ is None else environ
         data_dir = private_dir(data_dir)
-        url = database_url or (environ.get("DATABASE_URL") or "").strip() or f"sqlite:///{os.path.join(data_dir, DB_FILE)}"
+        url = (
+            database_url
+            or (environ.get("DATABASE_URL") or "").strip()
+            or f"sqlite:///{os.path.join(data_dir, DB_FILE)}"
+        )
         engine = make_engine(url)
-        if engine.url.get_backend_name() == "sqlite" and not is_memory_sqlite(engine.url):
+        if engine.url.get_backend_name() == "sqlite" and engine.url.database and not is_memory_sqlite(engine.url):
             tighten_sqlite(engine.url.database)
         try:
             migrate(engine, database=describe_database(engine.url))
@@ -115,10 +151,10 @@ class Store(ConnectionsMixin, ReposMixin, JobsMixin, UsersMixin, ApiKeysMixin, W
     def close(self) -> None:
         self.engine.dispose()
 
-    def __enter__(self) -> "Store":
+    def __enter__(self) -> Store:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def schema_version(self) -> int:
@@ -143,10 +179,11 @@ class Store(ConnectionsMixin, ReposMixin, JobsMixin, UsersMixin, ApiKeysMixin, W
 
     def _now(self) -> datetime:
         now = self.clock()
-        return now if now.tzinfo else now.replace(tzinfo=timezone.utc)
+        return now if now.tzinfo else now.replace(tzinfo=UTC)
 
-    def public_error(self, error: str | None, *, repo_name: str | None = None,
-                     local_path: str | None = None) -> str | None:
+    def public_error(
+        self, error: str | None, *, repo_name: str | None = None, local_path: str | None = None
+    ) -> str | None:
         """`error` as the store records it for users (API answers, web pages), in repository
         terms: a local repository's folder written ``<its name>``, the data directory (as given
         or as resolved through links) ``<data dir>``. Workers record whatever their exception
@@ -170,8 +207,9 @@ class Store(ConnectionsMixin, ReposMixin, JobsMixin, UsersMixin, ApiKeysMixin, W
     def auth_key(self, purpose: str) -> bytes:
         """A key for `purpose` of the web sign-in (e.g. signing the visitor CSRF cookie), derived
         from the sign-in secret (`AUTH_SECRET`): changing that secret changes it."""
-        return hmac.new(self._auth_secret, b"codesearch sign-in key: " + purpose.encode("utf-8"),
-                        hashlib.sha256).digest()
+        return hmac.new(
+            self._auth_secret, b"codesearch sign-in key: " + purpose.encode("utf-8"), hashlib.sha256
+        ).digest()
 
 
 def _roots(data_dir: str | None) -> list[str]:

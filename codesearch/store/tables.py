@@ -11,7 +11,7 @@ means adding a migration that brings an existing database to the same shape;
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from sqlalchemy import (
     JSON,
@@ -29,6 +29,7 @@ from sqlalchemy import (
     UniqueConstraint,
     false,
 )
+from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator
 
 #: Constraint names, so that later migrations can refer to them on every database.
@@ -40,7 +41,7 @@ NAMING_CONVENTION = {
 }
 
 
-class UTCDateTime(TypeDecorator):
+class UTCDateTime(TypeDecorator[datetime]):
     """A timestamp kept in UTC: naive values are taken as UTC, results are always aware UTC.
 
     SQLite has no time zone support, so the value is stored as a naive UTC string (fixed width,
@@ -50,31 +51,33 @@ class UTCDateTime(TypeDecorator):
     impl = DateTime(timezone=True)
     cache_ok = True
 
-    def process_bind_param(self, value, dialect):
+    def process_bind_param(self, value: object, dialect: Dialect) -> datetime | None:
         if value is None:
             return None
         if not isinstance(value, datetime):
             raise TypeError(f"expected a datetime, got {type(value).__name__}")
-        value = value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+        value = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
         return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
 
-    def process_result_value(self, value, dialect):
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
         if value is None:
             return None
-        return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
 metadata = MetaData(naming_convention=NAMING_CONVENTION)
 
 schema_version = Table(
-    "schema_version", metadata,
+    "schema_version",
+    metadata,
     Column("version", Integer, primary_key=True, autoincrement=False),
     Column("description", String(200), nullable=False),
     Column("applied_at", UTCDateTime, nullable=False),
 )
 
 connections = Table(
-    "connections", metadata,
+    "connections",
+    metadata,
     Column("id", Integer, primary_key=True),
     Column("name", String(255), nullable=False, unique=True),
     Column("type", String(32), nullable=False),
@@ -90,7 +93,8 @@ connections = Table(
 )
 
 repos = Table(
-    "repos", metadata,
+    "repos",
+    metadata,
     Column("id", Integer, primary_key=True),
     Column("name", String(512), nullable=False, unique=True),
     Column("display_name", String(512), nullable=False),
@@ -119,7 +123,8 @@ repos = Table(
 )
 
 repo_connections = Table(
-    "repo_connections", metadata,
+    "repo_connections",
+    metadata,
     Column("repo_id", Integer, ForeignKey("repos.id", ondelete="CASCADE"), primary_key=True),
     Column("connection_id", Integer, ForeignKey("connections.id", ondelete="CASCADE"), primary_key=True),
     Column("created_at", UTCDateTime, nullable=False),
@@ -127,7 +132,8 @@ repo_connections = Table(
 )
 
 jobs = Table(
-    "jobs", metadata,
+    "jobs",
+    metadata,
     Column("id", Integer, primary_key=True),
     Column("kind", String(16), nullable=False),
     Column("connection_id", Integer, ForeignKey("connections.id", ondelete="CASCADE"), nullable=True),
@@ -149,7 +155,8 @@ jobs = Table(
 )
 
 users = Table(
-    "users", metadata,
+    "users",
+    metadata,
     Column("id", Integer, primary_key=True),
     Column("email", String(320), nullable=False, unique=True),
     Column("name", String(255), nullable=False),
@@ -163,7 +170,8 @@ users = Table(
 )
 
 api_keys = Table(
-    "api_keys", metadata,
+    "api_keys",
+    metadata,
     Column("id", Integer, primary_key=True),
     Column("user_id", Integer, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
     Column("name", String(255), nullable=False),
@@ -176,7 +184,8 @@ api_keys = Table(
 )
 
 search_contexts = Table(
-    "search_contexts", metadata,
+    "search_contexts",
+    metadata,
     Column("id", Integer, primary_key=True),
     Column("name", String(255), nullable=False, unique=True),
     Column("description", Text, nullable=False),
@@ -187,7 +196,8 @@ search_contexts = Table(
 #: The config's `models`, in order (position 0 is the default model). `config` is the entry as
 #: written in the file: tokens there are references (an env variable's name), not secrets.
 language_models = Table(
-    "language_models", metadata,
+    "language_models",
+    metadata,
     Column("position", Integer, primary_key=True, autoincrement=False),
     Column("provider", String(64), nullable=False),
     Column("model", String(255), nullable=False),
@@ -197,7 +207,8 @@ language_models = Table(
 
 #: `ask_codebase` answers. A chat outlives its user (user_id becomes NULL when the user is deleted).
 chats = Table(
-    "chats", metadata,
+    "chats",
+    metadata,
     Column("id", String(32), primary_key=True),
     Column("user_id", Integer, ForeignKey("users.id", ondelete="SET NULL"), nullable=True),
     Column("visibility", String(16), nullable=False),
@@ -216,7 +227,8 @@ chats = Table(
 #: steps), so `ask_codebase` sessions need nothing here; turns 1, 2, ... are the follow-ups asked
 #: from the web UI, in order.
 chat_turns = Table(
-    "chat_turns", metadata,
+    "chat_turns",
+    metadata,
     Column("chat_id", String(32), ForeignKey("chats.id", ondelete="CASCADE"), primary_key=True),
     Column("position", Integer, primary_key=True, autoincrement=False),
     Column("question", Text, nullable=False),
@@ -229,9 +241,11 @@ chat_turns = Table(
 )
 
 #: Sign-in sessions of the web UI. `id` is the HMAC-SHA256 (hex) of the random cookie value under
-#: the sign-in secret: the cookie itself is never stored. `csrf_token` is the session's token for forms and the pages' API calls.
+#: the sign-in secret: the cookie itself is never stored. `csrf_token` is the session's token for
+#: forms and the pages' API calls.
 web_sessions = Table(
-    "web_sessions", metadata,
+    "web_sessions",
+    metadata,
     Column("id", String(64), primary_key=True),
     Column("user_id", Integer, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
     Column("csrf_token", String(64), nullable=False),
@@ -246,7 +260,8 @@ web_sessions = Table(
 #: `key` is the HMAC-SHA256 (hex) of the kind and the email or address under the server secret:
 #: what someone typed into the sign-in form is never stored.
 login_failures = Table(
-    "login_failures", metadata,
+    "login_failures",
+    metadata,
     Column("key", String(64), primary_key=True),
     Column("failures", Integer, nullable=False),
     Column("locked_until", UTCDateTime, nullable=True),
@@ -258,7 +273,8 @@ login_failures = Table(
 #: user's e-mail as it was then (or ``anonymous``, ``cli``); `target` what was acted on (a query,
 #: ``repo:path``, a key's id); never a secret: API keys and passwords are not recorded.
 audit_events = Table(
-    "audit_events", metadata,
+    "audit_events",
+    metadata,
     Column("id", Integer, primary_key=True),
     Column("at", UTCDateTime, nullable=False),
     Column("actor_user_id", Integer, nullable=True),
@@ -281,7 +297,8 @@ audit_events = Table(
 #: from the server secret (`Store.seal`); they let user-driven permission syncing ask the host
 #: which repositories this account can read.
 linked_accounts = Table(
-    "linked_accounts", metadata,
+    "linked_accounts",
+    metadata,
     Column("id", Integer, primary_key=True),
     Column("user_id", Integer, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
     Column("provider", String(255), nullable=False),
@@ -308,14 +325,16 @@ linked_accounts = Table(
 #: Users who signed up while ``REQUIRE_APPROVAL_NEW_MEMBERS`` is on and wait for an owner: a user
 #: with a row here cannot sign in; approving deletes the row, declining deletes the user.
 account_requests = Table(
-    "account_requests", metadata,
+    "account_requests",
+    metadata,
     Column("user_id", Integer, ForeignKey("users.id", ondelete="CASCADE"), primary_key=True),
     Column("created_at", UTCDateTime, nullable=False),
 )
 
 #: Invitations to join (no approval needed). `id` is the HMAC-SHA256 of the invite token, never the token.
 invites = Table(
-    "invites", metadata,
+    "invites",
+    metadata,
     Column("id", String(64), primary_key=True),
     Column("email", String(320), nullable=True),
     Column("role", String(16), nullable=False),
@@ -332,7 +351,8 @@ invites = Table(
 #: account's own token can read). A grant counts only while the sync that wrote it is fresh
 #: (`codesearch.permission_sync`): stale or failed data denies.
 repo_grants = Table(
-    "repo_grants", metadata,
+    "repo_grants",
+    metadata,
     Column("repo_id", Integer, ForeignKey("repos.id", ondelete="CASCADE"), primary_key=True),
     Column("host", String(300), primary_key=True),
     Column("subject", String(255), primary_key=True),
@@ -343,7 +363,8 @@ repo_grants = Table(
 
 #: The last repo-driven permission sync of each repository: when it last succeeded and last ran.
 repo_permission_syncs = Table(
-    "repo_permission_syncs", metadata,
+    "repo_permission_syncs",
+    metadata,
     Column("repo_id", Integer, ForeignKey("repos.id", ondelete="CASCADE"), primary_key=True),
     Column("synced_at", UTCDateTime, nullable=True),
     Column("attempted_at", UTCDateTime, nullable=True),
@@ -354,7 +375,8 @@ repo_permission_syncs = Table(
 #: (API replicas do not read the config file): ``permissions`` is the permission rule's input
 #: (`codesearch.permissions.PermissionSettings`).
 service_settings = Table(
-    "service_settings", metadata,
+    "service_settings",
+    metadata,
     Column("key", String(64), primary_key=True),
     Column("value", JSON, nullable=False),
     Column("updated_at", UTCDateTime, nullable=False),
@@ -363,7 +385,8 @@ service_settings = Table(
 #: OAuth 2.0 clients of the MCP server, registered dynamically (RFC 7591). `metadata` is the
 #: registration as accepted; `secret_hash` the HMAC of the client secret (None: a public client).
 oauth_clients = Table(
-    "oauth_clients", metadata,
+    "oauth_clients",
+    metadata,
     Column("id", String(64), primary_key=True),
     Column("name", String(255), nullable=False),
     Column("redirect_uris", JSON, nullable=False),
@@ -375,7 +398,8 @@ oauth_clients = Table(
 
 #: Authorization codes (single use, short-lived). `id` is the HMAC of the code, never the code.
 oauth_codes = Table(
-    "oauth_codes", metadata,
+    "oauth_codes",
+    metadata,
     Column("id", String(64), primary_key=True),
     Column("client_id", String(64), ForeignKey("oauth_clients.id", ondelete="CASCADE"), nullable=False),
     Column("user_id", Integer, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
@@ -392,7 +416,8 @@ oauth_codes = Table(
 #: Access and refresh tokens (`kind`), stored as the HMAC of the token. Tokens of one
 #: authorization share a `grant_id`: a refresh token used twice revokes the whole grant.
 oauth_tokens = Table(
-    "oauth_tokens", metadata,
+    "oauth_tokens",
+    metadata,
     Column("id", String(64), primary_key=True),
     Column("kind", String(8), nullable=False),
     Column("grant_id", String(64), nullable=False),

@@ -8,22 +8,58 @@ approval, invites) is `codesearch.store.members`; the identities a user signs in
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.engine import Connection as SAConnection
 
 from codesearch.store import models as m
+from codesearch.store.base import StoreBase
 from codesearch.store.errors import Conflict
 from codesearch.store.lockouts import LOGIN_ACCOUNT
 from codesearch.store.models import User
-from codesearch.store.rows import from_row, get_one
+from codesearch.store.rows import from_row, get_one, inserted_id
 from codesearch.store.tables import users
 
 
-class UsersMixin:
+def insert_user(
+    c: SAConnection,
+    email: str,
+    name: str,
+    password_hash: str | None,
+    role: str,
+    created_at: datetime,
+    *,
+    email_verified: bool,
+) -> int:
+    """Add a user's row in transaction `c` (whose caller serialized user creation and checked
+    that `email` is free); its id."""
+    return inserted_id(
+        c.execute(
+            insert(users).values(
+                email=email,
+                name=name or "",
+                password_hash=password_hash,
+                role=role,
+                created_at=created_at,
+                email_verified=bool(email_verified),
+            )
+        )
+    )
+
+
+class UsersMixin(StoreBase):
     """The `Store` methods for users (mixed into `Store`)."""
 
-    def create_user(self, email: str, name: str = "", *, role: str = m.MEMBER,
-                    password_hash: str | None = None, email_verified: bool = True) -> User:
+    def create_user(
+        self,
+        email: str,
+        name: str = "",
+        *,
+        role: str = m.MEMBER,
+        password_hash: str | None = None,
+        email_verified: bool = True,
+    ) -> User:
         """Create a user (email is trimmed and lower-cased, and unique: Conflict otherwise).
         The first user ever created is OWNER whatever `role` says. This is how an owner adds
         someone (settings page, command line), so the address counts as verified unless
@@ -39,9 +75,7 @@ class UsersMixin:
                 raise Conflict(f"a user with email {email!r} already exists")
             if not c.scalar(select(func.count()).select_from(users)):
                 role = m.OWNER
-            uid = c.execute(insert(users).values(email=email, name=name or "", password_hash=password_hash, role=role,
-                                                 created_at=self._now(), email_verified=bool(email_verified))
-                            ).inserted_primary_key[0]
+            uid = insert_user(c, email, name, password_hash, role, self._now(), email_verified=email_verified)
             return self._get_user(c, uid)
 
     def get_user(self, user_id: int) -> User:
@@ -63,8 +97,11 @@ class UsersMixin:
             raise ValueError(f"unknown role {role!r}")
         with self._tx(write=True) as c:
             user = self._get_user(c, user_id)
-            if user.role == m.OWNER and role != m.OWNER and c.scalar(
-                    select(func.count()).select_from(users).where(users.c.role == m.OWNER)) <= 1:
+            if (
+                user.role == m.OWNER
+                and role != m.OWNER
+                and (c.scalar(select(func.count()).select_from(users).where(users.c.role == m.OWNER)) or 0) <= 1
+            ):
                 raise Conflict(f"user {user.email!r} is the last owner")
             c.execute(update(users).where(users.c.id == user_id).values(role=role))
             return self._get_user(c, user_id)
@@ -79,8 +116,7 @@ class UsersMixin:
             self._serialize_user_creation(c)
             if c.scalar(select(func.count()).select_from(users)):
                 raise Conflict("the first account exists already")
-            uid = c.execute(insert(users).values(email=email, name=name or "", password_hash=password_hash,
-                                                 role=m.OWNER, created_at=self._now())).inserted_primary_key[0]
+            uid = insert_user(c, email, name, password_hash, m.OWNER, self._now(), email_verified=False)
             return self._get_user(c, uid)
 
     def has_users(self) -> bool:

@@ -11,14 +11,16 @@ import hashlib
 import hmac
 import secrets
 from datetime import timedelta
+from typing import Any
 
 from sqlalchemy import delete, insert, select, update
 
+from codesearch.store.base import StoreBase
 from codesearch.store.models import User, WebSession
 from codesearch.store.tables import users, web_sessions
 
 
-class WebSessionsMixin:
+class WebSessionsMixin(StoreBase):
     """The `Store` methods for web sign-in sessions (mixed into `Store`)."""
 
     def web_session_id(self, cookie_value: str) -> str:
@@ -32,15 +34,22 @@ class WebSessionsMixin:
         its own random CSRF token. NotFound when `user_id` is not a user."""
         value = secrets.token_urlsafe(32)
         now = self._now()
-        row = {"id": self.web_session_id(value), "user_id": user_id, "csrf_token": secrets.token_urlsafe(32),
-               "created_at": now, "expires_at": now + timedelta(seconds=ttl_seconds), "last_seen_at": now}
+        row: dict[str, Any] = {
+            "id": self.web_session_id(value),
+            "user_id": user_id,
+            "csrf_token": secrets.token_urlsafe(32),
+            "created_at": now,
+            "expires_at": now + timedelta(seconds=ttl_seconds),
+            "last_seen_at": now,
+        }
         with self._tx(write=True) as c:
             self._get_user(c, user_id)
             c.execute(insert(web_sessions).values(**row))
         return value, WebSession(**row)
 
-    def get_web_session(self, cookie_value: str, *, touch_resolution_seconds: float = 60.0
-                        ) -> tuple[WebSession, User] | None:
+    def get_web_session(
+        self, cookie_value: str, *, touch_resolution_seconds: float = 60.0
+    ) -> tuple[WebSession, User] | None:
         """The unexpired session of a cookie value and its user (one read), or None; None too
         while the user waits for approval (`is_pending`). Updates `last_seen_at` at most once
         per `touch_resolution_seconds`."""
@@ -50,10 +59,13 @@ class WebSessionsMixin:
         sid = self.web_session_id(cookie_value)
         user_cols = list(users.columns)
         with self._tx() as c:
-            row = c.execute(select(web_sessions, *[col.label(f"u_{col.name}") for col in user_cols])
-                            .join(users, users.c.id == web_sessions.c.user_id)
-                            .where(web_sessions.c.id == sid, web_sessions.c.expires_at > now,
-                                   ~self._waiting(web_sessions.c.user_id))).first()
+            row = c.execute(
+                select(web_sessions, *[col.label(f"u_{col.name}") for col in user_cols])
+                .join(users, users.c.id == web_sessions.c.user_id)
+                .where(
+                    web_sessions.c.id == sid, web_sessions.c.expires_at > now, ~self._waiting(web_sessions.c.user_id)
+                )
+            ).first()
         if row is None:
             return None
         mp = row._mapping
@@ -70,8 +82,9 @@ class WebSessionsMixin:
         if not isinstance(cookie_value, str) or not cookie_value:
             return False
         with self._tx(write=True) as c:
-            return bool(c.execute(delete(web_sessions).where(
-                web_sessions.c.id == self.web_session_id(cookie_value))).rowcount)
+            return bool(
+                c.execute(delete(web_sessions).where(web_sessions.c.id == self.web_session_id(cookie_value))).rowcount
+            )
 
     def delete_user_web_sessions(self, user_id: int, *, keep: str | None = None) -> int:
         """End every session of the user (but the one of cookie value `keep`); how many ended."""
