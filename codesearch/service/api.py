@@ -164,11 +164,10 @@ def build_app(get_searcher, *, public_url: str = DEFAULT_PUBLIC_URL, contexts: d
     mcp.install(app, authenticator, make_context, has_models, version=_version(), audit_log=audit_log)
 
     from codesearch import web as webui
-    from codesearch.web.templating import WebContext
-
     from codesearch.sso import build_providers
     from codesearch.sso.iap import build_iap
     from codesearch.sso.required import RequiredLinks
+    from codesearch.web.templating import WebContext
 
     providers = build_providers(identity_providers, environ)
     required_links = RequiredLinks(get_store, providers, public_url)

@@ -75,8 +75,8 @@ async def store(request: Request) -> Store | None:
 
 
 async def require_identity(request: Request,
-                           _bearer: HTTPAuthorizationCredentials | None = Depends(BEARER_SCHEME),
-                           _header: str | None = Depends(API_KEY_SCHEME)) -> Identity:
+                           _bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER_SCHEME)],
+                           _header: Annotated[str | None, Depends(API_KEY_SCHEME)]) -> Identity:
     """The caller of an API route (401 when there is none; see `auth.Authenticator`). The two
     security schemes are declared for the OpenAPI document; the authenticator reads the headers."""
     return await app_services(request).authenticator.require(request)

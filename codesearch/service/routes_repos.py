@@ -43,7 +43,6 @@ Every repo goes through `codesearch.permissions` (`visible_repos` / `can_see`).
 from __future__ import annotations
 
 import urllib.parse
-
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query, Request

@@ -59,9 +59,9 @@ def install(app, *, web) -> None:
         return FileResponse(os.path.join(STATIC_DIR, "favicon.ico"), media_type="image/vnd.microsoft.icon",
                             headers={"Cache-Control": "public, max-age=86400"})
 
-    app.include_router(pages_account.router(web))
+    app.include_router(pages_account.router)
     app.include_router(pages_sso.router(web))
     app.include_router(pages_oauth_apps.router(web))
     app.include_router(pages_settings.router(web))
-    app.include_router(pages_search.router(web))
+    app.include_router(pages_search.router)
     app.include_router(pages_chat.router(web))
