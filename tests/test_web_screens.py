@@ -244,7 +244,7 @@ def owner_cookies(web):
     (f"/browse/{DEMO}@main/-/blob/data/big.txt", "text/html", True),   # a 1200-line file page
     ("/repos", "text/html", True),
     ("/static/style.css", "text/css", True),
-    ("/static/search.js", "text/javascript", True),
+    ("/static/search-page.js", "text/javascript", True),
     ("/highlight.css", "text/css", True),
     ("/api/openapi.json", "application/json", True),
     ("/api/health", "application/json", False),                          # too small to gain

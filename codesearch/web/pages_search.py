@@ -2,11 +2,11 @@
 the repos table, and the highlighting stylesheet.
 
 - ``GET /``: the search form (regex and case toggles, a syntax reference) and the sync status
-  (connections, repos, queued and running jobs) that ``static/search.js`` polls from
+  (connections, repos, queued and running jobs) that ``static/home-page.js`` polls from
   ``/api/connections``, ``/api/repos/status`` and ``/api/jobs``.
 - ``GET /search?q=&regex=1&case=1&matches=&lang=&repo=``: the results page. The results are
-  streamed by the page's JavaScript from ``POST /api/stream_search`` and built with DOM APIs
-  (repository text is only ever assigned as text, never parsed as HTML). Sourcebot's own search
+  streamed by the page's module (``static/search-page.js``) from ``POST /api/stream_search`` and
+  built with DOM APIs (repository text is only ever assigned as text, never parsed as HTML). Sourcebot's own search
   links work too: ``?query=…&matches=…&isRegexEnabled=true&isCaseSensitivityEnabled=true`` (its UI,
   docs and bookmarks write them so), under ``/search`` or under its single-tenant prefix ``/~/``
   (every ``/~/<page>`` redirects to ``/<page>``).

@@ -10,7 +10,9 @@ Every template extends ``base.html`` and receives:
   ``document.body.dataset.root``;
 - `title` and whatever the page passes.
 
-Counts in words go through the ``plural`` filter: ``{{ n|plural("file") }}``.
+Counts in words go through the ``plural`` filter: ``{{ n|plural("file") }}``. A page's script is
+a native ES module, written with ``{% from "_module.html" import page_module with context %}``
+``{{ page_module("search-page.js") }}`` (the module and a preload of each module it imports).
 """
 
 from __future__ import annotations
@@ -25,11 +27,14 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from codesearch import environment
 from codesearch.plurals import plural
 from codesearch.web import TEMPLATES_DIR
+from codesearch.web.modules import imports_of
 
 _env = Environment(loader=FileSystemLoader(TEMPLATES_DIR), autoescape=select_autoescape(["html"]),
                    trim_blocks=True, lstrip_blocks=True)
 #: ``{{ n|plural("line") }}`` → "1 line", "1,200 lines" (`codesearch.plurals`)
 _env.filters["plural"] = lambda n, word, many=None: plural(int(n), word, many, grouped=True)
+#: ``module_imports("search-page.js")``: the modules to preload with it (`codesearch.web.modules`)
+_env.globals["module_imports"] = imports_of
 
 
 @dataclass
