@@ -135,7 +135,7 @@ def build_app(get_searcher, *, public_url: str = DEFAULT_PUBLIC_URL, contexts: d
                                                    require_identity=require_identity))
     protected.include_router(routes_repos.router)
     protected.include_router(audit.router)
-    protected.include_router(routes_permissions.router(get_store, require_identity))
+    protected.include_router(routes_permissions.router)
     protected.include_router(routes_source.router(get_store, data_dir=data_dir, public_url=public_url,
                                                   require_identity=require_identity))
     app.include_router(protected)
@@ -156,9 +156,9 @@ def build_app(get_searcher, *, public_url: str = DEFAULT_PUBLIC_URL, contexts: d
     # What the module-level routers' handlers get through `deps` (the one reader of it).
     services = app.state.services = deps.Services(get_store=get_store, authenticator=authenticator,
                                                   make_context=make_context, public_url=public_url, audit=audit_log)
-    app.include_router(routes_git.router(make_context, require_identity=require_identity))
-    app.include_router(routes_history.router(make_context, require_identity=require_identity))
-    app.include_router(routes_codenav.router(make_context, require_identity=require_identity))
+    app.include_router(routes_git.router)
+    app.include_router(routes_history.router)
+    app.include_router(routes_codenav.router)
     app.include_router(routes_chat.router(make_context, authenticator, public_url=public_url,
                                           require_identity=require_identity))
     mcp.install(app, authenticator, make_context, has_models, version=_version(), audit_log=audit_log)
