@@ -136,8 +136,7 @@ def build_app(get_searcher, *, public_url: str = DEFAULT_PUBLIC_URL, contexts: d
     protected.include_router(routes_repos.router)
     protected.include_router(audit.router)
     protected.include_router(routes_permissions.router)
-    protected.include_router(routes_source.router(get_store, data_dir=data_dir, public_url=public_url,
-                                                  require_identity=require_identity))
+    protected.include_router(routes_source.router)
     app.include_router(protected)
     app.include_router(webhooks.router(get_store, environ))  # signed by the code host, not by an API key
     app.include_router(routes_oauth.router(get_store, oauth_settings))  # OAuth 2.0 for MCP clients
@@ -155,7 +154,8 @@ def build_app(get_searcher, *, public_url: str = DEFAULT_PUBLIC_URL, contexts: d
 
     # What the module-level routers' handlers get through `deps` (the one reader of it).
     services = app.state.services = deps.Services(get_store=get_store, authenticator=authenticator,
-                                                  make_context=make_context, public_url=public_url, audit=audit_log)
+                                                  make_context=make_context, public_url=public_url,
+                                                  data_dir=data_dir, audit=audit_log)
     app.include_router(routes_git.router)
     app.include_router(routes_history.router)
     app.include_router(routes_codenav.router)

@@ -42,6 +42,8 @@ class Services:
     #: Identity -> the tools' `ToolContext` (repos, git, permissions of that caller)
     make_context: Callable[[Identity], ToolContext]
     public_url: str
+    #: the data directory (None: an app without one, e.g. in tests)
+    data_dir: str | None = None
     audit: AuditLog | None = None
     #: the web UI's context (`codesearch.web.install` sets it; None in an API-only app)
     web: WebContext | None = None

@@ -61,7 +61,7 @@ def install(app, *, web) -> None:
 
     app.include_router(pages_account.router)
     app.include_router(pages_sso.router(web))
-    app.include_router(pages_oauth_apps.router(web))
+    app.include_router(pages_oauth_apps.router)
     app.include_router(pages_settings.router(web))
     app.include_router(pages_search.router)
-    app.include_router(pages_chat.router(web))
+    app.include_router(pages_chat.router)

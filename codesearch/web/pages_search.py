@@ -58,6 +58,7 @@ from codesearch.service import audit
 from codesearch.service.deps import PageCaller, StoreDep, WebDep
 from codesearch.tools.repos import iso, page_of_repos
 from codesearch.web import codenav, highlight, pages_history
+from codesearch.web.sessions import login_redirect
 from codesearch.web.templating import render
 
 log = logging.getLogger(__name__)
@@ -200,12 +201,6 @@ def _flag(value: str | None) -> bool:
 router = APIRouter(include_in_schema=False)
 
 
-def to_login(request: Request) -> Response:
-    from codesearch.web.sessions import login_redirect
-
-    return login_redirect(request)
-
-
 @router.get("/highlight.css")
 def highlight_css() -> Response:
     return Response(highlight.stylesheet(), media_type="text/css",
@@ -215,7 +210,7 @@ def highlight_css() -> Response:
 @router.get("/")
 def home(request: Request, caller: PageCaller):
     if caller is None:
-        return to_login(request)
+        return login_redirect(request)
     return _page(request, "home.html", title="codesearch", q="", regex=False, case=False)
 
 
@@ -225,7 +220,7 @@ def search(request: Request, caller: PageCaller, web: WebDep, q: str = Query("",
            query: str = Query("", max_length=10_000, description="Sourcebot's name for q"),
            isRegexEnabled: str | None = None, isCaseSensitivityEnabled: str | None = None):  # noqa: N803
     if caller is None:
-        return to_login(request)
+        return login_redirect(request)
     q = q or query
     regex = regex or isRegexEnabled
     case = case or isCaseSensitivityEnabled
@@ -253,7 +248,7 @@ def sourcebot_prefix(request: Request, rest: str):
 def repos(request: Request, identity: PageCaller, store: StoreDep, query: str = Query("", max_length=1000),
           page: str | None = None):
     if identity is None:
-        return to_login(request)
+        return login_redirect(request)
     try:
         n = max(1, int(page or 1))
     except ValueError:
@@ -291,7 +286,7 @@ def repos(request: Request, identity: PageCaller, store: StoreDep, query: str = 
 @router.get("/browse/{rest:path}")
 def browse(request: Request, rest: str, identity: PageCaller, web: WebDep):
     if identity is None:
-        return to_login(request)
+        return login_redirect(request)
     root = _root(request)
     try:
         repo_name, rev, kind, path = parse_browse(_raw_rest(request, rest))
