@@ -23,10 +23,16 @@ Modules:
 - `link_required.py`: users who have not linked a required identity provider
   (``accountLinkingRequired``) are sent to their account page;
 - `error_pages.py`: the HTML error pages browsers get where API clients get JSON;
-- `static/`: `style.css` (light and dark), `app.js`, the favicon (`favicon.svg`, and
-  `favicon.ico` made from it for clients that only ask ``/favicon.ico``).
+- `modules.py`: which JavaScript modules a page preloads (what its module imports);
+- `static/`: `style.css` (light and dark), the favicon (`favicon.svg`, and `favicon.ico` made
+  from it for clients that only ask ``/favicon.ico``), and the scripts, native ES modules without
+  a build step: one per page (`search-page.js`, `home-page.js`, `repos-page.js`, `file-page.js`,
+  `chat.js`, `codenav.js`, `querybar.js`, `account.js`; `app.js` on every page) and the shared
+  `dom.js`, `http.js`, `results.js`, `searchform.js`. No script leans on another's globals.
 
-`install(app, ...)` mounts ``/static``, answers ``/favicon.ico`` and adds the page routers. Pages apply the same repo visibility
+`install(app, ...)` mounts ``/static``, answers ``/favicon.ico`` and adds the page routers: module-level
+``APIRouter``s whose handlers get the store, the `WebContext` and the page's caller as typed
+dependencies (`codesearch.service.deps`). Pages apply the same repo visibility
 as the API (`codesearch.permissions`, through the tools' `ToolContext`).
 """
 

@@ -205,10 +205,9 @@ def keys(request: Request, web: WebDep, store: StoreDep, revoked: str = ""):
 
 @router.post("/settings/keys")
 def create_key(request: Request, web: WebDep, store: StoreDep, name: str = Form(""), csrf_token: str = Form("")):
-    user = sessions.current_user(request)
+    user = sessions.form_user(request, csrf_token)
     if user is None:
         return sessions.login_redirect(request)
-    sessions.require_csrf(request, csrf_token)
     outcome = api_keys.create(request, web, user, name)
     return _keys_page(request, web, store, user, status_code=outcome.status, created=outcome.created,
                       error=outcome.error)
@@ -216,10 +215,9 @@ def create_key(request: Request, web: WebDep, store: StoreDep, name: str = Form(
 
 @router.post("/settings/keys/{key_id}/revoke")
 def revoke_key(request: Request, key_id: str, store: StoreDep, csrf_token: str = Form("")):
-    user = sessions.current_user(request)
+    user = sessions.form_user(request, csrf_token)
     if user is None:
         return sessions.login_redirect(request)
-    sessions.require_csrf(request, csrf_token)
     if not key_id.isdigit() or store.get_api_key(user.id, int(key_id)) is None:
         return _not_found(request)  # someone else's key looks like no key at all
     store.revoke_api_key(user.id, int(key_id), own_only=True)
@@ -240,10 +238,9 @@ def password_page(request: Request):
 @router.post("/settings/password")
 def change_password(request: Request, store: StoreDep, current: str = Form(""), password: str = Form(""),
                     confirm: str = Form(""), csrf_token: str = Form("")):
-    user = sessions.current_user(request)
+    user = sessions.form_user(request, csrf_token)
     if user is None:
         return sessions.login_redirect(request)
-    sessions.require_csrf(request, csrf_token)
     error = None
     if not sessions.verify_password(user.password_hash, current):
         error = "The current password is not right."

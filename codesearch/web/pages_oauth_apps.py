@@ -66,10 +66,9 @@ def apps(request: Request, store: StoreDep, revoked: str = ""):
 
 @router.post("/settings/apps/{client_id}/revoke")
 def revoke(request: Request, client_id: str, store: StoreDep, csrf_token: str = Form("")):
-    user = sessions.current_user(request)
+    user = sessions.form_user(request, csrf_token)
     if user is None:
         return sessions.login_redirect(request)
-    sessions.require_csrf(request, csrf_token)
     if store is None:
         return _page(request, store, user)
     client = store.get_oauth_client(client_id)
