@@ -66,8 +66,8 @@ def install(app, *, web) -> None:
                             headers={"Cache-Control": "public, max-age=86400"})
 
     app.include_router(pages_account.router)
-    app.include_router(pages_sso.router(web))
+    app.include_router(pages_sso.router)
     app.include_router(pages_oauth_apps.router)
-    app.include_router(pages_settings.router(web))
+    app.include_router(pages_settings.router)
     app.include_router(pages_search.router)
     app.include_router(pages_chat.router)
