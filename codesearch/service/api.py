@@ -106,7 +106,6 @@ def build_app(get_searcher, *, public_url: str = DEFAULT_PUBLIC_URL, contexts: d
     policy = permissions.PermissionPolicy(get_store, environ=environ)
     oauth_settings = oauth_server.OAuthSettings.from_environ(environ)  # AUTH_URL and the OAuth lifetimes
     authenticator = auth.Authenticator(get_store, anonymous_access, policy=policy, oauth=oauth_settings)
-    require_identity = deps.require_identity
 
     app = FastAPI(title="codesearch", version=_version(), openapi_url="/api/openapi.json", docs_url=None, redoc_url=None)
     errors.install(app)
@@ -126,21 +125,6 @@ def build_app(get_searcher, *, public_url: str = DEFAULT_PUBLIC_URL, contexts: d
     async def api_version() -> dict:
         return {"version": _version()}
 
-    protected = APIRouter(dependencies=[Depends(require_identity)])
-    protected.include_router(routes_search.router(get_searcher, get_store, public_url=public_url, contexts=contexts,
-                                                  require_identity=require_identity,
-                                                  max_matches=max_matches or routes_search.max_match_count(environ),
-                                                  search_timeout_s=search_timeout_s))
-    protected.include_router(routes_suggest.router(get_searcher, get_store, contexts=contexts,
-                                                   require_identity=require_identity))
-    protected.include_router(routes_repos.router)
-    protected.include_router(audit.router)
-    protected.include_router(routes_permissions.router)
-    protected.include_router(routes_source.router)
-    app.include_router(protected)
-    app.include_router(webhooks.router(get_store, environ))  # signed by the code host, not by an API key
-    app.include_router(routes_oauth.router(get_store, oauth_settings))  # OAuth 2.0 for MCP clients
-
     def make_context(identity):
         from codesearch.tools.context import ToolContext
 
@@ -153,14 +137,23 @@ def build_app(get_searcher, *, public_url: str = DEFAULT_PUBLIC_URL, contexts: d
         return bool(store is not None and store.list_language_models())
 
     # What the module-level routers' handlers get through `deps` (the one reader of it).
-    services = app.state.services = deps.Services(get_store=get_store, authenticator=authenticator,
-                                                  make_context=make_context, public_url=public_url,
-                                                  data_dir=data_dir, audit=audit_log)
-    app.include_router(routes_git.router)
-    app.include_router(routes_history.router)
-    app.include_router(routes_codenav.router)
+    search = routes_search.SearchSettings(get_searcher, get_store, public_url=public_url, contexts=contexts,
+                                          max_matches=max_matches or routes_search.max_match_count(environ),
+                                          search_timeout_s=search_timeout_s)
+    services = app.state.services = deps.Services(
+        get_store=get_store, authenticator=authenticator, make_context=make_context, public_url=public_url,
+        data_dir=data_dir, get_searcher=get_searcher, contexts=contexts, search=search, audit=audit_log)
+
+    protected = APIRouter(dependencies=[Depends(deps.require_identity)])
+    for routes in (routes_search, routes_suggest, routes_repos, audit, routes_permissions, routes_source):
+        protected.include_router(routes.router)
+    app.include_router(protected)
+    app.include_router(webhooks.router(get_store, environ))  # signed by the code host, not by an API key
+    app.include_router(routes_oauth.router(get_store, oauth_settings))  # OAuth 2.0 for MCP clients
+    for routes in (routes_git, routes_history, routes_codenav):
+        app.include_router(routes.router)
     app.include_router(routes_chat.router(make_context, authenticator, public_url=public_url,
-                                          require_identity=require_identity))
+                                          require_identity=deps.require_identity))
     mcp.install(app, authenticator, make_context, has_models, version=_version(), audit_log=audit_log)
 
     from codesearch import web as webui

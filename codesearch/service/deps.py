@@ -16,7 +16,8 @@ of the protected API and a handler's `Caller` authenticate the request once.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Annotated, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import Depends, Request
 from fastapi.concurrency import run_in_threadpool
@@ -30,6 +31,7 @@ from codesearch.web.templating import WebContext
 if TYPE_CHECKING:
     from codesearch.service.audit import AuditLog
     from codesearch.service.auth import Authenticator
+    from codesearch.service.routes_search import SearchSettings
     from codesearch.tools.context import ToolContext
 
 
@@ -44,6 +46,12 @@ class Services:
     public_url: str
     #: the data directory (None: an app without one, e.g. in tests)
     data_dir: str | None = None
+    #: () -> what runs searches (a `SearcherPool` on Ray); called lazily
+    get_searcher: Callable[[], Any] | None = None
+    #: search-context names -> repo names, for names the store does not know
+    contexts: dict | None = None
+    #: the search routes' `routes_search.SearchSettings`
+    search: SearchSettings | None = None
     audit: AuditLog | None = None
     #: the web UI's context (`codesearch.web.install` sets it; None in an API-only app)
     web: WebContext | None = None
