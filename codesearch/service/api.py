@@ -142,14 +142,15 @@ def build_app(get_searcher, *, public_url: str = DEFAULT_PUBLIC_URL, contexts: d
                                           search_timeout_s=search_timeout_s)
     services = app.state.services = deps.Services(
         get_store=get_store, authenticator=authenticator, make_context=make_context, public_url=public_url,
-        data_dir=data_dir, get_searcher=get_searcher, contexts=contexts, search=search, audit=audit_log)
+        data_dir=data_dir, get_searcher=get_searcher, contexts=contexts, search=search, environ=environ,
+        audit=audit_log)
 
     protected = APIRouter(dependencies=[Depends(deps.require_identity)])
     for routes in (routes_search, routes_suggest, routes_repos, audit, routes_permissions, routes_source):
         protected.include_router(routes.router)
     app.include_router(protected)
-    app.include_router(webhooks.router(get_store, environ))  # signed by the code host, not by an API key
-    app.include_router(routes_oauth.router(get_store, oauth_settings))  # OAuth 2.0 for MCP clients
+    app.include_router(webhooks.router)  # signed by the code host, not by an API key
+    app.include_router(routes_oauth.router)  # OAuth 2.0 for MCP clients
     for routes in (routes_git, routes_history, routes_codenav):
         app.include_router(routes.router)
     app.include_router(routes_chat.router(make_context, authenticator, public_url=public_url,

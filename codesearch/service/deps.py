@@ -15,8 +15,8 @@ of the protected API and a handler's `Caller` authenticate the request once.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import Depends, Request
@@ -52,6 +52,8 @@ class Services:
     contexts: dict | None = None
     #: the search routes' `routes_search.SearchSettings`
     search: SearchSettings | None = None
+    #: the environment the app was built with (None: the process's), e.g. for webhook secrets
+    environ: Mapping[str, str] | None = None
     audit: AuditLog | None = None
     #: the web UI's context (`codesearch.web.install` sets it; None in an API-only app)
     web: WebContext | None = None
