@@ -151,10 +151,8 @@ def build_app(get_searcher, *, public_url: str = DEFAULT_PUBLIC_URL, contexts: d
     app.include_router(protected)
     app.include_router(webhooks.router)  # signed by the code host, not by an API key
     app.include_router(routes_oauth.router)  # OAuth 2.0 for MCP clients
-    for routes in (routes_git, routes_history, routes_codenav):
+    for routes in (routes_git, routes_history, routes_codenav, routes_chat):
         app.include_router(routes.router)
-    app.include_router(routes_chat.router(make_context, authenticator, public_url=public_url,
-                                          require_identity=deps.require_identity))
     mcp.install(app, authenticator, make_context, has_models, version=_version(), audit_log=audit_log)
 
     from codesearch import web as webui
