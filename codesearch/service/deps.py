@@ -10,7 +10,10 @@ what they need by type::
     def list_repos(identity: Caller, store: StoreDep, services: ServicesDep): ...
 
 FastAPI resolves a dependency once per request, so the router-level ``Depends(require_identity)``
-of the protected API and a handler's `Caller` authenticate the request once.
+of the protected API and a handler's `Caller` authenticate the request once. A router with
+settings of its own reads them through `app_services` too (`routes_search.search_settings`,
+`routes_oauth.oauth_settings`). Other readers of ``request.app``: `audit.audit_of` (through
+`app_services`) and the error pages' hook ``app.state.error_page`` (`errors.respond`).
 """
 
 from __future__ import annotations
