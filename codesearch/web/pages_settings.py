@@ -186,6 +186,14 @@ def _owner(request: Request, store, what: str):
     return user, response
 
 
+def _owner_form(request: Request, store, what: str, csrf_token: str):
+    """`_owner` for a form sent by POST: its CSRF token is checked once the sender is known."""
+    user, response = _owner(request, store, what)
+    if response is None:
+        sessions.require_csrf(request, csrf_token)
+    return user, response
+
+
 def _root(request: Request) -> str:
     return sessions.root_of(request.scope)
 
@@ -217,10 +225,9 @@ def connections_page(request: Request, store: StoreDep, resynced: str = "", rein
 
 @router.post("/settings/connections/{connection_id}/sync")
 def resync(request: Request, connection_id: str, store: StoreDep, csrf_token: str = Form("")):
-    user, response = _owner(request, store, "sync connections")
+    user, response = _owner_form(request, store, "sync connections", csrf_token)
     if response is not None:
         return response
-    sessions.require_csrf(request, csrf_token)
     conn = next((c for c in store.list_connections() if str(c.id) == connection_id), None)
     if conn is None:
         return _message(request, 404, "No such connection",
@@ -236,10 +243,9 @@ def resync(request: Request, connection_id: str, store: StoreDep, csrf_token: st
 
 @router.post("/settings/connections/repos/{repo_id}/reindex")
 def reindex(request: Request, repo_id: str, store: StoreDep, csrf_token: str = Form("")):
-    user, response = _owner(request, store, "re-index repositories")
+    user, response = _owner_form(request, store, "re-index repositories", csrf_token)
     if response is not None:
         return response
-    sessions.require_csrf(request, csrf_token)
     row = None
     if repo_id.isdigit():
         try:
@@ -275,10 +281,9 @@ def access(request: Request, web: WebDep, store: StoreDep):
 @router.post("/settings/access")
 def set_access(request: Request, web: WebDep, store: StoreDep, anonymous: str = Form(""),
                csrf_token: str = Form("")):
-    user, response = _owner(request, store, "change who may search")
+    user, response = _owner_form(request, store, "change who may search", csrf_token)
     if response is not None:
         return response
-    sessions.require_csrf(request, csrf_token)
     if anonymous not in ("on", "off"):
         return _access_page(request, web, status_code=400,
                             error=f"Anonymous access must be “on” or “off”, not {anonymous[:40]!r}.")
