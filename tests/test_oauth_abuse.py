@@ -671,7 +671,7 @@ def _log_secrets_check(base, owner, oauth_app, lines):
     page = owner.http.get("/settings/apps")
     r = owner.http.post(f"/settings/apps/{third}/revoke", data={"csrf_token": owner.csrf(page.text)})
     assert r.status_code == 303 and mcp_initialize(base, t2["access_token"]).status_code == 401
-    oauth_app["app"].state.audit.flush()
+    oauth_app["app"].state.services.audit.flush()
     assert any("presented again" in line for line in lines)  # the replay was logged, without the code
     assert any("authorization request refused (invalid_request)" in line for line in lines)
     assert any("/oauth/token" in line for line in lines)  # uvicorn's access log was watched too

@@ -157,7 +157,7 @@ def test_a_connected_app_is_listed_and_revoking_it_refuses_its_tokens(oauth_app)
     ]
     for what, got, expected in refused:
         assert got == expected, what
-    oauth_app["app"].state.audit.flush()
+    oauth_app["app"].state.services.audit.flush()
     events, _ = store.list_audit_events(action="oauth.grant.revoke")
     assert [(e.actor, e.details["name"], e.details["revoked"]) for e in events if e.target == cid] == [
         (OWNER["email"], "Editor MCP", 2)]

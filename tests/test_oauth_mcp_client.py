@@ -206,7 +206,7 @@ def test_auth_url_is_the_issuer(tmp_path):
 
 def test_oauth_actions_are_audited_without_secrets(oauth_app):
     store = oauth_app["store"]
-    oauth_app["app"].state.audit.flush()
+    oauth_app["app"].state.services.audit.flush()
     events, _ = store.list_audit_events(per_page=500)
     actions = {e.action for e in events}
     assert {"oauth.client.register", "oauth.consent.grant", "oauth.token.issue", "oauth.token.refresh",

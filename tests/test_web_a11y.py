@@ -1,8 +1,10 @@
-"""An accessibility audit of every page (`tests.webpages.PAGES`) with axe-core, in a real
-headless Chromium against the Serve app (the `tests.webworld` world): no "serious" or
-"critical" violation, on a wide and a narrow screen, in light and dark mode (contrast differs),
-and with the parts a person opens by hand (the query syntax, the narrow screen's filters, a
-research step) open.
+"""An accessibility audit of every page (`tests.webpages.PAGES`, the OAuth consent and invite
+pages included) with axe-core, in a real headless Chromium against the Serve app (the
+`tests.webworld` world): no "serious" or "critical" violation, on a wide and a narrow screen, in
+light and dark mode (contrast differs), and with the parts a person opens by hand (the query
+syntax, the narrow screen's filters, a research step) open. The first-setup page (only while
+there is no account) is audited in an app of its own; it and the invite page also with their
+form answered with an error.
 
 axe-core is installed by ``make axe`` (part of ``make test``) into ``.tools/``; see `tests.a11y`.
 """
@@ -12,8 +14,12 @@ from __future__ import annotations
 import pytest
 
 from tests.a11y import audit, describe
-from tests.webpages import PAGES, open_page
+from tests.asgiserver import serving
+from tests.webpages import PAGES, open_page, page_data
 from tests.webworld import browser, login, web  # noqa: F401  (pytest fixtures)
+
+#: The screens every audit looks at: wide and narrow, light and dark (contrast differs).
+SCREENS = [(1400, "light"), (1400, "dark"), (390, "light"), (390, "dark")]
 
 #: What a person opens on some pages before reading them: audited open.
 OPENED = {
@@ -23,7 +29,7 @@ OPENED = {
 }
 
 
-@pytest.mark.parametrize("width,scheme", [(1400, "light"), (1400, "dark"), (390, "light"), (390, "dark")])
+@pytest.mark.parametrize("width,scheme", SCREENS)
 def test_every_page_passes_the_audit(browser, web, width, scheme):
     found = {}
     for who in dict.fromkeys(p.who for p in PAGES):
@@ -42,6 +48,55 @@ def test_every_page_passes_the_audit(browser, web, width, scheme):
                     found[spec.name] = describe(problems)
         finally:
             ctx.close()
+    assert not found, "\n\n".join(f"{name}:\n{text}" for name, text in found.items())
+
+
+def _submit_mismatched_passwords(page) -> None:
+    """Fill a sign-up form (setup, invite) with passwords that differ and send it: the server
+    answers the page again with its error (400)."""
+    page.fill("input[name=email]", "someone@example.com")
+    page.fill("input[name=password]", "first-pass-1")
+    page.fill("input[name=confirm]", "other-pass-2")
+    with page.expect_response(lambda r: r.request.method == "POST") as answer:
+        page.click("form.stack button[type=submit]")
+    assert answer.value.status == 400
+    page.wait_for_selector(".form-error")
+
+
+def _audit_states(browser, url: str, path: str) -> dict:
+    """The audit of `path` and of its form answered with an error, on every screen: {screen: problems}."""
+    found = {}
+    for width, scheme in SCREENS:
+        ctx = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=scheme)
+        try:
+            page = ctx.new_page()
+            page.set_default_timeout(20_000)
+            resp = page.goto(url + path)
+            assert resp is not None and resp.status == 200, (path, resp and resp.status)
+            for state in ("empty", "error"):
+                if state == "error":
+                    _submit_mismatched_passwords(page)
+                problems = audit(page)
+                if problems:
+                    found[f"{path} {state} {width}px {scheme}"] = describe(problems)
+        finally:
+            ctx.close()
+    return found
+
+
+def test_the_first_setup_page_passes_the_audit(browser, tmp_path):
+    """The owner's sign-up while the server has no account (its own app: the world has accounts)."""
+    from codesearch.service.api import build_app
+
+    app = build_app(lambda: None, data_dir=str(tmp_path / "data"), anonymous_access=False, environ={})
+    with serving(app) as url:
+        found = _audit_states(browser, url, "/setup")
+    assert not found, "\n\n".join(f"{name}:\n{text}" for name, text in found.items())
+
+
+def test_the_invite_page_with_an_error_passes_the_audit(browser, web):
+    """The invite page as PAGES audits it, and answered with an error (the invite stays unused)."""
+    found = _audit_states(browser, web["url"], f"/invite/{page_data(web)['invite']}")
     assert not found, "\n\n".join(f"{name}:\n{text}" for name, text in found.items())
 
 

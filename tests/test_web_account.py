@@ -286,10 +286,12 @@ def test_the_api_accepts_the_session_cookie_with_csrf_for_changes(page_for, web)
         assert c.post("/web/api/search", json=SEARCH, headers={"X-CSRF-Token": "wrong"}).status_code == 401
         r = c.post("/web/api/search", json=SEARCH, headers={"X-CSRF-Token": token})
         assert r.status_code == 200 and "handle_request" in r.text
-    # the page's own fetch() (app.js apiFetch sends X-CSRF-Token) works signed in
-    status = page.evaluate("""async () => (await apiFetch(document.body.dataset.root + '/api/search',
-        {method: 'POST', headers: {'Content-Type': 'application/json'},
-         body: JSON.stringify({query: 'handle_request', matches: 5})})).status""")
+    # the page's own fetch() (http.js apiFetch sends X-CSRF-Token) works signed in
+    status = page.evaluate("""async () => {
+        const {apiFetch} = await import(document.body.dataset.root + '/static/http.js');
+        return (await apiFetch(document.body.dataset.root + '/api/search',
+            {method: 'POST', headers: {'Content-Type': 'application/json'},
+             body: JSON.stringify({query: 'handle_request', matches: 5})})).status; }""")
     assert status == 200
     # a key in the header wins over the cookie, and needs no CSRF token
     with _session_client(page, web) as c:

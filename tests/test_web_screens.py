@@ -248,7 +248,7 @@ def owner_cookies(web):
     (f"/browse/{DEMO}@main/-/blob/data/big.txt", "text/html", True),   # a 1200-line file page
     ("/repos", "text/html", True),
     ("/static/style.css", "text/css", True),
-    ("/static/search.js", "text/javascript", True),
+    ("/static/search-page.js", "text/javascript", True),
     ("/highlight.css", "text/css", True),
     ("/api/openapi.json", "application/json", True),
     ("/api/health", "application/json", False),                          # too small to gain
@@ -318,10 +318,10 @@ def test_pages_link_the_favicon(screen, web):
     (None, "no-cache"),                                      # the unversioned path: revalidated
 ])
 def test_static_files_cache_policy(web, version, cache):
-    path = "/static/" + (f"v-{version}/" if version else "") + "search.js"
+    path = "/static/" + (f"v-{version}/" if version else "") + "search-page.js"
     r = httpx.get(web["url"] + path, timeout=30)
     assert r.status_code == 200 and r.headers["cache-control"] == cache
-    with open(os.path.join(STATIC_DIR, "search.js"), "rb") as f:
+    with open(os.path.join(STATIC_DIR, "search-page.js"), "rb") as f:
         assert r.content == f.read()
     again = httpx.get(web["url"] + path, headers={"If-None-Match": r.headers["etag"]}, timeout=30)
     assert again.status_code == 304 and again.headers["cache-control"] == cache

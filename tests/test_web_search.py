@@ -1,4 +1,4 @@
-"""The search side of the web UI (codesearch.web.pages_search, static/search.js, the file and tree
+"""The search side of the web UI (codesearch.web.pages_search, static/search-page.js, the file and tree
 views, the repos page, /chat/<id>) in a real headless Chromium against the Serve app on 127.0.0.1.
 
 Two worlds:
@@ -491,8 +491,9 @@ def test_repos_page_and_reindex_for_owners(page_for, web):
     member.goto(web["url"] + "/repos")
     assert member.locator(f"#repos tr[data-repo='{DEMO}']").count() == 1
     assert member.locator("form.reindex").count() == 0
-    status = member.evaluate("""async (url) => (await apiFetch(url, {method: 'POST'})).status""",
-                             f"{web['url']}/api/repos/{web['ids'][DEMO]}/reindex")
+    status = member.evaluate("""async (url) => {
+        const {apiFetch} = await import(document.body.dataset.root + '/static/http.js');
+        return (await apiFetch(url, {method: 'POST'})).status; }""", f"{web['url']}/api/repos/{web['ids'][DEMO]}/reindex")
     assert status == 403
 
     page = page_for(web["owner"])

@@ -13,6 +13,9 @@ other features go in `PAGES` too, so that every screen test covers them.
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import urllib.parse
 from dataclasses import dataclass
 
 from tests.mcpworld import DEMO, WIDGETS
@@ -61,12 +64,19 @@ PAGES = [
     Page("not-found", "/no/such/page", status=404),
     Page("not-found-file", f"/browse/{DEMO}@main/-/blob/no/such.py", status=404),
     Page("login", "/login", who=None),
+    Page("oauth-consent", "/oauth/authorize?{consent}"),
+    Page("invite", "/invite/{invite}", who=None),
+    Page("invite-not-valid", "/invite/cs_invite_no-such-invite", who=None, status=404),
 ]
+#: An MCP client's redirect (a loopback URL, as native clients use) and PKCE challenge.
+CONSENT_REDIRECT = "http://127.0.0.1:33418/callback"
+CONSENT_CHALLENGE = base64.urlsafe_b64encode(hashlib.sha256(b"a11y-verifier" * 4).digest()).rstrip(b"=").decode()
 
 
 def page_data(web) -> dict:
     """What the pages need beyond the world: a research session with an answer, steps and a
-    table (the chat page), an invite and a sign-up waiting for approval (the members page)."""
+    table (the chat page), an invite (the members page, the invite page) and a registered MCP
+    client (the OAuth consent page)."""
     store = web["store"]
     if "page_data" in web:
         return web["page_data"]
@@ -79,7 +89,13 @@ def page_data(web) -> dict:
                              steps=[{"tool": "grep", "arguments": {"pattern": "handle_request"},
                                      "output": "Found 3 matches in 2 files\n\n[git.local/demo] src/app.py:\n  4: def handle_request",
                                      "is_error": False}])
-    web["page_data"] = {"chat": chat.id}
+    _invite, token = store.create_invite(web["owner"]["id"], email=None)
+    client, _ = store.create_oauth_client("Inspector", [CONSENT_REDIRECT], {"token_endpoint_auth_method": "none"},
+                                          with_secret=False)
+    consent = urllib.parse.urlencode({"response_type": "code", "client_id": client.id, "redirect_uri": CONSENT_REDIRECT,
+                                      "state": "a11y", "code_challenge": CONSENT_CHALLENGE,
+                                      "code_challenge_method": "S256"})
+    web["page_data"] = {"chat": chat.id, "invite": token, "consent": consent}
     return web["page_data"]
 
 

@@ -21,8 +21,9 @@ The search is delegated to a `searcher` with ``search(query, options) -> dict`` 
 on Ray, whose ``actors`` the streaming route awaits one by one); state (repos, API keys, jobs,
 search contexts) comes from the `Store` of the data directory. This module holds no search or
 database logic. Responses are gzipped when worth it, streams excepted (`compression.py`). Every request is named and measured by `observability.ObserveRequests` (an
-``X-Request-Id``, the HTTP metrics of `codesearch.runtime.metrics`). Routes added by other modules depend on ``app.state.require_identity`` to get
-the same authentication.
+``X-Request-Id``, the HTTP metrics of `codesearch.runtime.metrics`). The routers are module-level
+``APIRouter``s; what their handlers need (the store, the caller, the settings) comes through the
+typed dependencies of `deps`, from the one `deps.Services` this function keeps on ``app.state``.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from fastapi import APIRouter, Depends, FastAPI
 from codesearch import environment, permissions
 from codesearch.runtime import request_ids
 from codesearch.search.options import DEFAULT_PUBLIC_URL
-from codesearch.service import (audit, auth, errors, mcp, oauth_server, routes_chat, routes_codenav, routes_git,
+from codesearch.service import (audit, auth, deps, errors, mcp, oauth_server, routes_chat, routes_codenav, routes_git,
                                 routes_history, routes_oauth, routes_permissions, routes_repos, routes_search,
                                 routes_source, routes_suggest, webhooks)
 from codesearch.service.compression import Compress
@@ -105,7 +106,6 @@ def build_app(get_searcher, *, public_url: str = DEFAULT_PUBLIC_URL, contexts: d
     policy = permissions.PermissionPolicy(get_store, environ=environ)
     oauth_settings = oauth_server.OAuthSettings.from_environ(environ)  # AUTH_URL and the OAuth lifetimes
     authenticator = auth.Authenticator(get_store, anonymous_access, policy=policy, oauth=oauth_settings)
-    require_identity = authenticator.dependency()
 
     app = FastAPI(title="codesearch", version=_version(), openapi_url="/api/openapi.json", docs_url=None, redoc_url=None)
     errors.install(app)
@@ -114,11 +114,7 @@ def build_app(get_searcher, *, public_url: str = DEFAULT_PUBLIC_URL, contexts: d
     # that middleware looked up): credentials, body size and body time are checked before any
     # route reads a body.
     app.add_middleware(RequestLimits, authenticator=authenticator, **(limits or {}))
-    app.state.require_identity = require_identity
-    app.state.get_store = get_store
-    app.state.permission_policy = policy
-    app.state.audit = audit.AuditLog(get_store, audit.retention_days(os.environ if environ is None else environ))
-    app.state.anonymous_access = anonymous_access
+    audit_log = audit.AuditLog(get_store, audit.retention_days(os.environ if environ is None else environ))
 
     # Answered on the event loop, never behind the thread pool that sync routes share.
     @app.get("/api/health")
@@ -128,22 +124,6 @@ def build_app(get_searcher, *, public_url: str = DEFAULT_PUBLIC_URL, contexts: d
     @app.get("/api/version")
     async def api_version() -> dict:
         return {"version": _version()}
-
-    protected = APIRouter(dependencies=[Depends(require_identity)])
-    protected.include_router(routes_search.router(get_searcher, get_store, public_url=public_url, contexts=contexts,
-                                                  require_identity=require_identity,
-                                                  max_matches=max_matches or routes_search.max_match_count(environ),
-                                                  search_timeout_s=search_timeout_s))
-    protected.include_router(routes_suggest.router(get_searcher, get_store, contexts=contexts,
-                                                   require_identity=require_identity))
-    protected.include_router(routes_repos.router(get_store, public_url=public_url, require_identity=require_identity))
-    protected.include_router(audit.router(get_store, require_identity))
-    protected.include_router(routes_permissions.router(get_store, require_identity))
-    protected.include_router(routes_source.router(get_store, data_dir=data_dir, public_url=public_url,
-                                                  require_identity=require_identity))
-    app.include_router(protected)
-    app.include_router(webhooks.router(get_store, environ))  # signed by the code host, not by an API key
-    app.include_router(routes_oauth.router(get_store, oauth_settings))  # OAuth 2.0 for MCP clients
 
     def make_context(identity):
         from codesearch.tools.context import ToolContext
@@ -156,32 +136,42 @@ def build_app(get_searcher, *, public_url: str = DEFAULT_PUBLIC_URL, contexts: d
         store = get_store()
         return bool(store is not None and store.list_language_models())
 
-    app.state.make_tool_context = make_context
-    app.include_router(routes_git.router(make_context, require_identity=require_identity))
-    app.include_router(routes_history.router(make_context, require_identity=require_identity))
-    app.include_router(routes_codenav.router(make_context, require_identity=require_identity))
-    app.include_router(routes_chat.router(make_context, authenticator, public_url=public_url,
-                                          require_identity=require_identity))
-    mcp.install(app, authenticator, make_context, has_models, version=_version())
+    # What the module-level routers' handlers get through `deps` (the one reader of it).
+    search = routes_search.SearchSettings(get_searcher, get_store, public_url=public_url, contexts=contexts,
+                                          max_matches=max_matches or routes_search.max_match_count(environ),
+                                          search_timeout_s=search_timeout_s)
+    services = app.state.services = deps.Services(
+        get_store=get_store, authenticator=authenticator, make_context=make_context, public_url=public_url,
+        data_dir=data_dir, get_searcher=get_searcher, contexts=contexts, search=search, environ=environ,
+        audit=audit_log)
+
+    protected = APIRouter(dependencies=[Depends(deps.require_identity)])
+    for routes in (routes_search, routes_suggest, routes_repos, audit, routes_permissions, routes_source):
+        protected.include_router(routes.router)
+    app.include_router(protected)
+    app.include_router(webhooks.router)  # signed by the code host, not by an API key
+    app.include_router(routes_oauth.router)  # OAuth 2.0 for MCP clients
+    for routes in (routes_git, routes_history, routes_codenav, routes_chat):
+        app.include_router(routes.router)
+    mcp.install(app, authenticator, make_context, has_models, version=_version(), audit_log=audit_log)
 
     from codesearch import web as webui
-    from codesearch.web.templating import WebContext
-
     from codesearch.sso import build_providers
     from codesearch.sso.iap import build_iap
     from codesearch.sso.required import RequiredLinks
+    from codesearch.web.templating import WebContext
 
     providers = build_providers(identity_providers, environ)
     required_links = RequiredLinks(get_store, providers, public_url)
     if required_links:  # accountLinkingRequired: API callers who have not linked are refused
         authenticator.gate = required_links
-    webui.install(app, web=WebContext(get_store=get_store, authenticator=authenticator, make_context=make_context,
-                                      public_url=public_url, anonymous_access=anonymous_access,
-                                      identity_providers=providers,
-                                      iap=build_iap(identity_providers, environ),
-                                      require_approval=environment.require_approval_new_members(environ),
-                                      session_max_age_s=environment.session_max_age_seconds(environ),
-                                      keys_owner_only=environment.api_key_creation_owner_only(environ)))
+    services.web = WebContext(get_store=get_store, authenticator=authenticator, make_context=make_context,
+                              public_url=public_url, anonymous_access=anonymous_access, identity_providers=providers,
+                              iap=build_iap(identity_providers, environ),
+                              require_approval=environment.require_approval_new_members(environ),
+                              session_max_age_s=environment.session_max_age_seconds(environ),
+                              keys_owner_only=environment.api_key_creation_owner_only(environ))
+    webui.install(app, web=services.web)
     # gzip outside the routes and the session middleware (pages, JSON, static files), never on
     # the streams (`compression.STREAMED_PATHS`).
     app.add_middleware(Compress)

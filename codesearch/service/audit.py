@@ -26,11 +26,12 @@ import time
 from datetime import datetime, timedelta, timezone
 from typing import Mapping
 
-from fastapi import APIRouter, Depends, Query, Request, Response
+from fastapi import APIRouter, Query, Request, Response
 
 from codesearch import environment
 from codesearch.errors import CodesearchError, InvalidArgument
 from codesearch.runtime import request_ids
+from codesearch.service.deps import Caller, StoreDep, app_services
 
 log = logging.getLogger(__name__)
 
@@ -186,7 +187,8 @@ class AuditLog:
 
 
 def audit_of(request: Request) -> AuditLog | None:
-    return getattr(request.app.state, "audit", None)
+    """The audit log of the app serving `request` (`deps.Services.audit`)."""
+    return app_services(request).audit
 
 
 def record(request: Request, identity, action: str, target: str = "", **details) -> None:
@@ -218,23 +220,20 @@ def event_json(e) -> dict:
             "target": e.target, "details": e.details, "requestId": e.request_id}
 
 
-def router(get_store, require_identity) -> APIRouter:
-    """``GET /api/audit?action=&actor=&since=&until=&page=&perPage=``: the log, newest first
-    (owners only; ``X-Total-Count`` as ``/api/repos``)."""
-    r = APIRouter()
+router = APIRouter()
 
-    @r.get("/api/audit")
-    def audit(response: Response, identity=Depends(require_identity), action: str | None = None,
-              actor: str | None = None, since: str | None = None, until: str | None = None,
-              page: int = Query(1, ge=1), perPage: int = Query(50, ge=1, le=500)) -> list[dict]:  # noqa: N803
-        if getattr(identity.user, "role", None) != "OWNER":
-            raise NotAnOwner("only owners may read the audit log")
-        store = get_store()
-        if store is None:
-            return []
-        events, total = store.list_audit_events(action=action, actor=actor, since=_when(since, "since"),
-                                                until=_when(until, "until"), page=page, per_page=perPage)
-        response.headers["X-Total-Count"] = str(total)
-        return [event_json(e) for e in events]
 
-    return r
+# ``GET /api/audit?action=&actor=&since=&until=&page=&perPage=``: the log, newest first (owners
+# only; ``X-Total-Count`` as ``/api/repos``). A comment, not a docstring: FastAPI would publish it.
+@router.get("/api/audit")
+def audit(response: Response, identity: Caller, store: StoreDep, action: str | None = None,
+          actor: str | None = None, since: str | None = None, until: str | None = None,
+          page: int = Query(1, ge=1), perPage: int = Query(50, ge=1, le=500)) -> list[dict]:  # noqa: N803
+    if getattr(identity.user, "role", None) != "OWNER":
+        raise NotAnOwner("only owners may read the audit log")
+    if store is None:
+        return []
+    events, total = store.list_audit_events(action=action, actor=actor, since=_when(since, "since"),
+                                            until=_when(until, "until"), page=page, per_page=perPage)
+    response.headers["X-Total-Count"] = str(total)
+    return [event_json(e) for e in events]

@@ -35,9 +35,8 @@ Behind Google Cloud IAP (a ``gcp-iap`` identity provider), the user IAP signed t
 ``X-CSRF-Token`` rule.
 
 Every ``/api/*`` route except ``/api/health``, ``/api/version`` and ``/api/openapi.json`` depends
-on `Authenticator.dependency` (attached to the protected router in `api.build_app`, and kept on
-``app.state.require_identity`` for routes added elsewhere, e.g. the MCP server). Handlers receive
-the caller as an `Identity`.
+on `codesearch.service.deps.require_identity` (which asks `Authenticator.require`; attached to the
+protected router in `api.build_app`). Handlers receive the caller as an `Identity` (``deps.Caller``).
 
 Permissions live in `codesearch.permissions` (re-exported here): every repo access of every route,
 MCP tool and page goes through them.
@@ -50,9 +49,9 @@ import os
 from typing import Callable, Mapping
 
 import anyio
-from fastapi import Depends, Request
+from fastapi import Request
 from fastapi.responses import JSONResponse
-from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.security import APIKeyHeader, HTTPBearer
 
 from codesearch import environment
 from codesearch.errors import NotAuthenticated  # noqa: F401  (re-exported)
@@ -112,8 +111,9 @@ def keys_from_headers(headers: Mapping[str, str]) -> list[str]:
 
 
 # Declared for the OpenAPI document (security schemes); the keys are read from the raw headers.
-_bearer_scheme = HTTPBearer(auto_error=False, description="An API key: `Authorization: Bearer <key>`")
-_header_scheme = APIKeyHeader(name=API_KEY_HEADER, auto_error=False, description="An API key")
+#: The two ways to send an API key, as the OpenAPI document declares them (`deps.require_identity`).
+BEARER_SCHEME = HTTPBearer(auto_error=False, description="An API key: `Authorization: Bearer <key>`")
+API_KEY_SCHEME = APIKeyHeader(name=API_KEY_HEADER, auto_error=False, description="An API key")
 
 
 class Authenticator:
@@ -269,19 +269,14 @@ class Authenticator:
             raise InvalidToken(message + " (the one sent is unknown, expired or revoked)")
         raise NotAuthenticated(message)
 
-    def dependency(self) -> Callable[..., Identity]:
-        """A FastAPI dependency returning the caller's `Identity` (401 when there is none)."""
-
-        async def require_identity(request: Request,
-                                   _bearer: HTTPAuthorizationCredentials | None = Depends(_bearer_scheme),
-                                   _header: str | None = Depends(_header_scheme)) -> Identity:
-            # `limits.RequestLimits` identified callers of body-carrying requests already.
-            identity = (request.scope.get("state", {}).get("identity_checked")
-                        or await self.identify_request_async(request))
-            request.state.identity = identity
-            return identity
-
-        return require_identity
+    async def require(self, request: Request) -> Identity:
+        """The caller's `Identity` (`NotAuthenticated` when there is none), kept on
+        ``request.state.identity``: what the routes' dependency (`deps.require_identity`) returns."""
+        # `limits.RequestLimits` identified callers of body-carrying requests already.
+        identity = (request.scope.get("state", {}).get("identity_checked")
+                    or await self.identify_request_async(request))
+        request.state.identity = identity
+        return identity
 
 
 def _is_mcp_request(scope) -> bool:

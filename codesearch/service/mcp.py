@@ -158,10 +158,10 @@ class AuthenticatedEndpoint:
 
 
 def install(app, authenticator: Authenticator, make_context: Callable[[Identity], ToolContext],
-            has_models: Callable[[], bool], *, version: str = "") -> CodesearchMCP:
+            has_models: Callable[[], bool], *, version: str = "", audit_log=None) -> CodesearchMCP:
     """Add ``/api/mcp`` to the FastAPI `app` and run the SDK's session manager in its lifespan."""
     server = build_server(authenticator, make_context, has_models, version=version,
-                          audit_log=getattr(app.state, "audit", None))
+                          audit_log=audit_log)
     sdk_app = server.streamable_http_app(
         streamable_http_path=MCP_PATH, stateless_http=True, json_response=False,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))

@@ -39,15 +39,15 @@ from __future__ import annotations
 import json
 from typing import Literal
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
 from starlette.concurrency import run_in_threadpool
 
 from codesearch.errors import CodesearchError
-from codesearch.permissions import Identity
 from codesearch.service import audit
 from codesearch.service.auth import NotAuthenticated
+from codesearch.service.deps import Caller, ServicesDep
 from codesearch.tools.ask import ask, chat_url
 from codesearch.tools.catalog import LanguageModelChoice
 from codesearch.tools.repos import language_models
@@ -152,120 +152,124 @@ def _visible(tc, name: str) -> bool:
     return True
 
 
-def router(make_context, authenticator, *, public_url: str, require_identity) -> APIRouter:
-    r = APIRouter()
+router = APIRouter()
 
-    @r.post("/api/chat/blocking")
-    async def chat_blocking(request: Request, body: ChatRequest, identity: Identity = Depends(require_identity)) -> dict:
-        tc = make_context(identity)
-        choice = body.languageModel.model_dump() if body.languageModel else None
 
-        _text, chat, spec = await run_in_threadpool(ask, tc, body.query, body.repos, choice, body.visibility)
-        audit.record(request, identity, "chat.ask", body.query[:500], chat=chat.id, visibility=chat.visibility)
-        return {"answer": chat.answer, "chatId": chat.id, "chatUrl": chat_url(public_url, chat.id),
-                "languageModel": spec.public()}
+@router.post("/api/chat/blocking")
+async def chat_blocking(request: Request, body: ChatRequest, identity: Caller, services: ServicesDep) -> dict:
+    tc = services.make_context(identity)
+    choice = body.languageModel.model_dump() if body.languageModel else None
 
-    @r.post("/api/chat", response_class=StreamingResponse,
-            responses={200: {"content": {"text/event-stream": {}},
-                             "description": "Server-Sent Events in the AI SDK's UI message stream shape"}})
-    async def chat_stream(request: Request, body: StreamChatRequest,
-                          identity: Identity = Depends(require_identity)) -> StreamingResponse:
-        from codesearch.service import chat_stream as cs
-        from codesearch.tools import ask_chat
+    _text, chat, spec = await run_in_threadpool(ask, tc, body.query, body.repos, choice, body.visibility)
+    audit.record(request, identity, "chat.ask", body.query[:500], chat=chat.id, visibility=chat.visibility)
+    return {"answer": chat.answer, "chatId": chat.id, "chatUrl": chat_url(services.public_url, chat.id),
+            "languageModel": spec.public()}
 
-        tc = make_context(identity)
-        question = question_of(body)
-        choice = ({"provider": body.languageModel.provider, "model": body.languageModel.model}
-                  if body.languageModel else None)
 
-        def prepare():
-            repos = scope_repos(tc, body.selectedSearchScopes)
-            return ask_chat.prepare(tc, question, chat_id=body.id, repos=repos, language_model=choice,
-                                    visibility=body.visibility)
+@router.post("/api/chat", response_class=StreamingResponse,
+        responses={200: {"content": {"text/event-stream": {}},
+                         "description": "Server-Sent Events in the AI SDK's UI message stream shape"}})
+async def chat_stream(request: Request, body: StreamChatRequest, identity: Caller,
+                      services: ServicesDep) -> StreamingResponse:
+    from codesearch.service import chat_stream as cs
+    from codesearch.tools import ask_chat
 
-        prepared = await run_in_threadpool(prepare)
-        audit.record(request, identity, "chat.ask", question[:500], chat=body.id or "",
-                     visibility=prepared.visibility)
-        root = request.scope.get("root_path", "").rstrip("/")
+    tc = services.make_context(identity)
+    public_url = services.public_url
+    question = question_of(body)
+    choice = ({"provider": body.languageModel.provider, "model": body.languageModel.model}
+              if body.languageModel else None)
 
-        def finish(outcome) -> list[dict]:
-            from codesearch.web.pages_chat import answer_html
+    def prepare():
+        repos = scope_repos(tc, body.selectedSearchScopes)
+        return ask_chat.prepare(tc, question, chat_id=body.id, repos=repos, language_model=choice,
+                                visibility=body.visibility)
 
-            meta = {"modelName": outcome.model.get("displayName") or outcome.model.get("model"),
-                    "totalInputTokens": outcome.usage.get("input_tokens", 0),
-                    "totalOutputTokens": outcome.usage.get("output_tokens", 0),
-                    "budgetExhausted": outcome.budget_exhausted}
-            data = {"chatId": outcome.chat.id, "chatUrl": chat_url(public_url, outcome.chat.id), "turn": outcome.turn,
-                    "visibility": outcome.chat.visibility, "answerHtml": str(answer_html(tc, outcome.answer, root))}
-            return [{"type": "data-chat", "data": data},
-                    {"type": "message-metadata", "messageMetadata": meta}]
+    prepared = await run_in_threadpool(prepare)
+    audit.record(request, identity, "chat.ask", question[:500], chat=body.id or "",
+                 visibility=prepared.visibility)
+    root = request.scope.get("root_path", "").rstrip("/")
 
-        def fail(error: BaseException) -> list[dict]:
-            if isinstance(error, CodesearchError):
-                stored = getattr(error, "chat", None)  # a failed question is kept: say where
-                linked = [] if stored is None else [{"type": "data-chat", "data": {
-                    "chatId": stored.id, "chatUrl": chat_url(public_url, stored.id), "turn": error.turn,
-                    "visibility": stored.visibility, "answerHtml": ""}}]
-                return [*linked, {"type": "error", "errorText": str(error)}]
-            import logging
+    def finish(outcome) -> list[dict]:
+        from codesearch.web.pages_chat import answer_html
 
-            logging.getLogger(__name__).error("chat failed", exc_info=error)
-            return [{"type": "error", "errorText": f"internal error ({type(error).__name__}); try again"}]
+        meta = {"modelName": outcome.model.get("displayName") or outcome.model.get("model"),
+                "totalInputTokens": outcome.usage.get("input_tokens", 0),
+                "totalOutputTokens": outcome.usage.get("output_tokens", 0),
+                "budgetExhausted": outcome.budget_exhausted}
+        data = {"chatId": outcome.chat.id, "chatUrl": chat_url(public_url, outcome.chat.id), "turn": outcome.turn,
+                "visibility": outcome.chat.visibility, "answerHtml": str(answer_html(tc, outcome.answer, root))}
+        return [{"type": "data-chat", "data": data},
+                {"type": "message-metadata", "messageMetadata": meta}]
 
-        return StreamingResponse(cs.stream(lambda emit: ask_chat.run(prepared, emit), finish, fail),
-                                 media_type="text/event-stream", headers=cs.HEADERS)
+    def fail(error: BaseException) -> list[dict]:
+        if isinstance(error, CodesearchError):
+            stored = getattr(error, "chat", None)  # a failed question is kept: say where
+            linked = [] if stored is None else [{"type": "data-chat", "data": {
+                "chatId": stored.id, "chatUrl": chat_url(public_url, stored.id), "turn": error.turn,
+                "visibility": stored.visibility, "answerHtml": ""}}]
+            return [*linked, {"type": "error", "errorText": str(error)}]
+        import logging
 
-    @r.patch("/api/chat/{chat_id}")
-    async def chat_visibility(request: Request, chat_id: str, body: VisibilityRequest,
-                              identity: Identity = Depends(require_identity)) -> dict:
-        tc = make_context(identity)
+        logging.getLogger(__name__).error("chat failed", exc_info=error)
+        return [{"type": "error", "errorText": f"internal error ({type(error).__name__}); try again"}]
 
-        def change():
-            try:
-                chat = tc.store.get_chat(chat_id)
-            except Exception:
-                chat = None
-            if chat is None or identity.anonymous or chat.user_id != identity.user_id:
-                raise ChatNotFound(f"chat {chat_id!r} not found (only the user who asked may share a chat)")
-            return tc.store.set_chat_visibility(chat.id, body.visibility)
+    return StreamingResponse(cs.stream(lambda emit: ask_chat.run(prepared, emit), finish, fail),
+                             media_type="text/event-stream", headers=cs.HEADERS)
 
-        chat = await run_in_threadpool(change)
-        audit.record(request, identity, "chat.share", chat.id, visibility=chat.visibility)
-        return {"chatId": chat.id, "visibility": chat.visibility, "chatUrl": chat_url(public_url, chat.id)}
 
-    @r.get("/api/models")
-    async def models(identity: Identity = Depends(require_identity)) -> list[dict]:
-        tc = make_context(identity)
-        return await run_in_threadpool(language_models, tc)
+@router.patch("/api/chat/{chat_id}")
+async def chat_visibility(request: Request, chat_id: str, body: VisibilityRequest, identity: Caller,
+                          services: ServicesDep) -> dict:
+    tc = services.make_context(identity)
 
-    @r.get("/chat/{chat_id}", response_class=HTMLResponse)
-    async def chat_page(chat_id: str, request: Request) -> HTMLResponse:
+    def change():
         try:
-            identity = await run_in_threadpool(authenticator.identify, request.headers)
-        except NotAuthenticated:
-            identity = authenticator.anonymous_identity()
-        if identity.anonymous:  # no API key: the web UI's session, if any
-            identity = getattr(request.state, "identity", None) or identity
-        tc = make_context(identity)
-        try:
-            chat = await run_in_threadpool(tc.store.get_chat, chat_id)
+            chat = tc.store.get_chat(chat_id)
         except Exception:
             chat = None
-        if chat is not None and not await run_in_threadpool(shows_only_visible_repos, tc, chat):
-            chat = None
-        if chat is None or (chat.visibility != "PUBLIC" and (identity.anonymous or chat.user_id != identity.user_id)):
-            if "text/html" not in request.headers.get("accept", ""):
-                raise ChatNotFound(f"chat {chat_id!r} not found")
-            from codesearch.web.templating import render
+        if chat is None or identity.anonymous or chat.user_id != identity.user_id:
+            raise ChatNotFound(f"chat {chat_id!r} not found (only the user who asked may share a chat)")
+        return tc.store.set_chat_visibility(chat.id, body.visibility)
 
-            return render(request, "notfound.html", status_code=404, title="Not found",
-                          message="This research session does not exist, or you cannot see it.")
-        audit.record(request, identity, "chat.read", chat.id)
-        from codesearch.web.pages_chat import render_chat
+    chat = await run_in_threadpool(change)
+    audit.record(request, identity, "chat.share", chat.id, visibility=chat.visibility)
+    return {"chatId": chat.id, "visibility": chat.visibility, "chatUrl": chat_url(services.public_url, chat.id)}
 
-        return await run_in_threadpool(render_chat, request, chat, tc)
 
-    return r
+@router.get("/api/models")
+async def models(identity: Caller, services: ServicesDep) -> list[dict]:
+    tc = services.make_context(identity)
+    return await run_in_threadpool(language_models, tc)
+
+
+@router.get("/chat/{chat_id}", response_class=HTMLResponse)
+async def chat_page(chat_id: str, request: Request, services: ServicesDep) -> HTMLResponse:
+    authenticator = services.authenticator
+    try:
+        identity = await run_in_threadpool(authenticator.identify, request.headers)
+    except NotAuthenticated:
+        identity = authenticator.anonymous_identity()
+    if identity.anonymous:  # no API key: the web UI's session, if any
+        identity = getattr(request.state, "identity", None) or identity
+    tc = services.make_context(identity)
+    try:
+        chat = await run_in_threadpool(tc.store.get_chat, chat_id)
+    except Exception:
+        chat = None
+    if chat is not None and not await run_in_threadpool(shows_only_visible_repos, tc, chat):
+        chat = None
+    if chat is None or (chat.visibility != "PUBLIC" and (identity.anonymous or chat.user_id != identity.user_id)):
+        if "text/html" not in request.headers.get("accept", ""):
+            raise ChatNotFound(f"chat {chat_id!r} not found")
+        from codesearch.web.templating import render
+
+        return render(request, "notfound.html", status_code=404, title="Not found",
+                      message="This research session does not exist, or you cannot see it.")
+    audit.record(request, identity, "chat.read", chat.id)
+    from codesearch.web.pages_chat import render_chat
+
+    return await run_in_threadpool(render_chat, request, chat, tc)
 
 
 def shows_only_visible_repos(tc, chat) -> bool:

@@ -23,7 +23,7 @@ answered exactly as a missing one). Bad bodies are 400 ``INVALID_REQUEST_BODY`` 
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
 from starlette.concurrency import run_in_threadpool
 
@@ -32,6 +32,7 @@ from codesearch.git.paths import check_dir, check_ref
 from codesearch.git.trees import list_tree
 from codesearch.permissions import Identity
 from codesearch.service import audit
+from codesearch.service.deps import Caller, Services, ServicesDep
 from codesearch.service.routes_search import json_body
 from codesearch.tools import codenav
 
@@ -91,39 +92,40 @@ def build_tree(git_dir: str, ref: str, paths: list[str]) -> dict:
     return {"tree": root}
 
 
-def router(make_context, *, require_identity) -> APIRouter:
-    r = APIRouter()
+router = APIRouter()
 
-    async def related(request: Request, identity: Identity, lookup) -> dict:
-        body = await json_body(request, RelatedSymbolsRequest)
-        codenav.check_symbol(body.symbolName)
-        audit.record(request, identity, "search", body.symbolName, repo=body.repoName, language=body.language)
 
-        def run():
-            return lookup(make_context(identity), body.symbolName, repo=body.repoName, language=body.language or None,
-                          revision=body.revisionName)
+async def _related(request: Request, identity: Identity, services: Services, lookup) -> dict:
+    body = await json_body(request, RelatedSymbolsRequest)
+    codenav.check_symbol(body.symbolName)
+    audit.record(request, identity, "search", body.symbolName, repo=body.repoName, language=body.language)
 
-        return await run_in_threadpool(run)
+    def run():
+        return lookup(services.make_context(identity), body.symbolName, repo=body.repoName, language=body.language or None,
+                      revision=body.revisionName)
 
-    @r.post("/api/find_definitions")
-    async def find_definitions(request: Request, identity: Identity = Depends(require_identity)) -> dict:
-        return await related(request, identity, codenav.find_definitions)
+    return await run_in_threadpool(run)
 
-    @r.post("/api/find_references")
-    async def find_references(request: Request, identity: Identity = Depends(require_identity)) -> dict:
-        return await related(request, identity, codenav.find_references)
 
-    @r.post("/api/tree")
-    async def tree(request: Request, identity: Identity = Depends(require_identity)) -> dict:
-        body = await json_body(request, TreeRequest)
-        audit.record(request, identity, "tree.read", body.repoName, ref=body.revisionName)
+@router.post("/api/find_definitions")
+async def find_definitions(request: Request, identity: Caller, services: ServicesDep) -> dict:
+    return await _related(request, identity, services, codenav.find_definitions)
 
-        def run():
-            tc = make_context(identity)
-            row = tc.repo(body.repoName)
-            ref = check_ref(body.revisionName)
-            return build_tree(tc.git_dir(row), ref, body.paths)
 
-        return await run_in_threadpool(run)
+@router.post("/api/find_references")
+async def find_references(request: Request, identity: Caller, services: ServicesDep) -> dict:
+    return await _related(request, identity, services, codenav.find_references)
 
-    return r
+
+@router.post("/api/tree")
+async def tree(request: Request, identity: Caller, services: ServicesDep) -> dict:
+    body = await json_body(request, TreeRequest)
+    audit.record(request, identity, "tree.read", body.repoName, ref=body.revisionName)
+
+    def run():
+        tc = services.make_context(identity)
+        row = tc.repo(body.repoName)
+        ref = check_ref(body.revisionName)
+        return build_tree(tc.git_dir(row), ref, body.paths)
+
+    return await run_in_threadpool(run)

@@ -37,15 +37,15 @@ malformed), 400 ``INVALID_GIT_REF`` (malformed or unknown ref), 400 ``INVALID_RE
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Query, Request
 from starlette.concurrency import run_in_threadpool
 
 from codesearch.git import history
 from codesearch.git.diff import FileDiff, diff_objects
 from codesearch.git.objects import resolve_commit
 from codesearch.git.paths import check_path, check_ref, check_scope
-from codesearch.permissions import Identity
 from codesearch.service import audit
+from codesearch.service.deps import Caller, ServicesDep
 
 #: a diff over HTTP is cut after this many files or bytes of diff text
 MAX_FILES = 300
@@ -85,67 +85,64 @@ def commit_json(c: history.CommitDetail) -> dict:
             "authorDate": c.author_date, "committerName": c.committer_name, "committerEmail": c.committer_email}
 
 
-def router(make_context, *, require_identity) -> APIRouter:
-    r = APIRouter()
-    repo_q = Query(..., min_length=1, max_length=1000, description="The repository's full name")
+router = APIRouter()
+_repo_q = Query(..., min_length=1, max_length=1000, description="The repository's full name")
 
-    @r.get("/api/blame")
-    async def blame(request: Request, repo: str = repo_q,
-                    path: str = Query(..., max_length=4096, description="A file, relative to the repository root"),
-                    ref: str | None = Query(None, max_length=1024, description="Branch, tag or commit (default branch)"),
-                    identity: Identity = Depends(require_identity)) -> dict:
-        audit.record(request, identity, "blame.read", f"{repo}:{path}", ref=ref)
 
-        def run():
-            tc = make_context(identity)
-            row = tc.repo(repo)
-            check_path(path)
-            use_ref = check_ref(ref) if ref is not None else tc.default_ref(row)
-            b = history.blame(tc.git_dir(row), use_ref, path)
-            out = {**blame_json(b), "repo": row.name, "path": path, "ref": use_ref, "commit": b.commit,
-                   "truncated": b.truncated}
-            if b.binary:
-                out["isBinary"] = True
-            return out
+@router.get("/api/blame")
+async def blame(request: Request, identity: Caller, services: ServicesDep, repo: str = _repo_q,
+                path: str = Query(..., max_length=4096, description="A file, relative to the repository root"),
+                ref: str | None = Query(None, max_length=1024, description="Branch, tag or commit (default branch)")) -> dict:
+    audit.record(request, identity, "blame.read", f"{repo}:{path}", ref=ref)
 
-        return await run_in_threadpool(run)
+    def run():
+        tc = services.make_context(identity)
+        row = tc.repo(repo)
+        check_path(path)
+        use_ref = check_ref(ref) if ref is not None else tc.default_ref(row)
+        b = history.blame(tc.git_dir(row), use_ref, path)
+        out = {**blame_json(b), "repo": row.name, "path": path, "ref": use_ref, "commit": b.commit,
+               "truncated": b.truncated}
+        if b.binary:
+            out["isBinary"] = True
+        return out
 
-    @r.get("/api/commit")
-    async def commit(request: Request, repo: str = repo_q,
-                     ref: str = Query(..., min_length=1, max_length=1024, description="A commit, branch or tag"),
-                     path: str | None = Query(None, max_length=4096, description="Only changes to this file or directory"),
-                     identity: Identity = Depends(require_identity)) -> dict:
-        audit.record(request, identity, "commit.read", repo, ref=ref)
+    return await run_in_threadpool(run)
 
-        def run():
-            tc = make_context(identity)
-            row = tc.repo(repo)
-            detail, files, truncated = history.commit_changes(tc.git_dir(row), check_ref(ref), path=path,
-                                                              max_files=MAX_FILES, max_bytes=MAX_DIFF_BYTES)
-            return {**commit_json(detail), "files": [file_json(f) for f in files], "truncated": truncated}
 
-        return await run_in_threadpool(run)
+@router.get("/api/commit")
+async def commit(request: Request, identity: Caller, services: ServicesDep, repo: str = _repo_q,
+                 ref: str = Query(..., min_length=1, max_length=1024, description="A commit, branch or tag"),
+                 path: str | None = Query(None, max_length=4096, description="Only changes to this file or directory")) -> dict:
+    audit.record(request, identity, "commit.read", repo, ref=ref)
 
-    @r.get("/api/diff")
-    async def diff(request: Request, repo: str = repo_q,
-                   base: str = Query(..., min_length=1, max_length=1024, description="The ref to diff from"),
-                   head: str = Query(..., min_length=1, max_length=1024, description="The ref to diff to"),
-                   path: str | None = Query(None, max_length=4096, description="Only changes to this file or directory"),
-                   identity: Identity = Depends(require_identity)) -> dict:
-        audit.record(request, identity, "diff.read", repo, base=base, head=head)
+    def run():
+        tc = services.make_context(identity)
+        row = tc.repo(repo)
+        detail, files, truncated = history.commit_changes(tc.git_dir(row), check_ref(ref), path=path,
+                                                          max_files=MAX_FILES, max_bytes=MAX_DIFF_BYTES)
+        return {**commit_json(detail), "files": [file_json(f) for f in files], "truncated": truncated}
 
-        def run():
-            tc = make_context(identity)
-            row = tc.repo(repo)
-            git_dir = tc.git_dir(row)
-            scope = check_scope(path)
-            old = resolve_commit(git_dir, check_ref(base))
-            new = resolve_commit(git_dir, check_ref(head))
-            files, truncated = diff_objects(git_dir, old, new, scope=scope, max_files=MAX_FILES,
-                                                    max_bytes=MAX_DIFF_BYTES)
-            return {"repo": row.name, "base": base, "head": head, "baseCommit": old, "headCommit": new,
-                    "files": [file_json(f) for f in files], "truncated": truncated}
+    return await run_in_threadpool(run)
 
-        return await run_in_threadpool(run)
 
-    return r
+@router.get("/api/diff")
+async def diff(request: Request, identity: Caller, services: ServicesDep, repo: str = _repo_q,
+               base: str = Query(..., min_length=1, max_length=1024, description="The ref to diff from"),
+               head: str = Query(..., min_length=1, max_length=1024, description="The ref to diff to"),
+               path: str | None = Query(None, max_length=4096, description="Only changes to this file or directory")) -> dict:
+    audit.record(request, identity, "diff.read", repo, base=base, head=head)
+
+    def run():
+        tc = services.make_context(identity)
+        row = tc.repo(repo)
+        git_dir = tc.git_dir(row)
+        scope = check_scope(path)
+        old = resolve_commit(git_dir, check_ref(base))
+        new = resolve_commit(git_dir, check_ref(head))
+        files, truncated = diff_objects(git_dir, old, new, scope=scope, max_files=MAX_FILES,
+                                                max_bytes=MAX_DIFF_BYTES)
+        return {"repo": row.name, "base": base, "head": head, "baseCommit": old, "headCommit": new,
+                "files": [file_json(f) for f in files], "truncated": truncated}
+
+    return await run_in_threadpool(run)

@@ -24,15 +24,17 @@ Audit events (`codesearch.service.audit`): ``oauth.client.register``, ``oauth.co
 from __future__ import annotations
 
 import logging
+from typing import Annotated
 from urllib.parse import parse_qsl, urlsplit
 
 import anyio
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 
 from codesearch.permissions import Identity
 from codesearch.service import audit
 from codesearch.service import oauth_server as oa
+from codesearch.service.deps import StoreDep, app_services
 from codesearch.web import sessions
 from codesearch.web.templating import render
 
@@ -62,161 +64,172 @@ def _identity_of(store, user_id: int | None):
         return None
 
 
-def router(get_store, settings: oa.OAuthSettings) -> APIRouter:
-    r = APIRouter(include_in_schema=False)
+router = APIRouter(include_in_schema=False)
 
-    def base(request: Request) -> str:
-        return oa.base_url(request.scope, settings)
 
-    # ------------------------------------------------------------------ metadata
+async def oauth_settings(request: Request) -> oa.OAuthSettings:
+    """The app's OAuth settings (``AUTH_URL`` and the lifetimes), those its authenticator checks tokens with."""
+    return app_services(request).authenticator.oauth
 
-    @r.get(oa.PRM_PATH)
-    @r.get(oa.PRM_PATH + oa.MCP_PATH)
-    async def protected_resource(request: Request):
-        return _json(oa.protected_resource_metadata(base(request)))
 
-    @r.get(oa.AS_METADATA_PATH)
-    async def authorization_server(request: Request):
-        return _json(oa.authorization_server_metadata(base(request)))
+Settings = Annotated[oa.OAuthSettings, Depends(oauth_settings)]
 
-    @r.options(oa.REGISTER_PATH)
-    @r.options(oa.TOKEN_PATH)
-    @r.options(oa.REVOKE_PATH)
-    @r.options(oa.PRM_PATH)
-    @r.options(oa.PRM_PATH + oa.MCP_PATH)
-    @r.options(oa.AS_METADATA_PATH)
-    async def preflight():
-        return Response(status_code=204, headers=CORS)
+# ------------------------------------------------------------------ metadata
 
-    # ------------------------------------------------------------------ registration
 
-    @r.post(oa.REGISTER_PATH)
-    async def register(request: Request):
-        store = get_store()
-        if store is None:
-            return _json({"error": "temporarily_unavailable", "error_description": "no state database"}, 503)
-        try:
-            if "json" not in (request.headers.get("content-type") or "").lower():
-                raise oa.RegistrationError("invalid_client_metadata", "send the registration as application/json")
-            name, uris, metadata, with_secret = oa.validate_registration(oa.json_body(await request.body()))
-        except oa.RegistrationError as e:
-            return _json(e.body(), 400)
-        client, secret = await anyio.to_thread.run_sync(
-            lambda: store.create_oauth_client(name, uris, metadata, with_secret=with_secret))
-        audit.record(request, None, "oauth.client.register", client.id, name=name,
-                     method=metadata["token_endpoint_auth_method"],
-                     redirects=" ".join(sorted({urlsplit(u).scheme + "://" + urlsplit(u).netloc for u in uris})))
-        return _json(oa.registration_response(client, secret), 201)
+@router.get(oa.PRM_PATH)
+@router.get(oa.PRM_PATH + oa.MCP_PATH)
+async def protected_resource(request: Request, settings: Settings):
+    return _json(oa.protected_resource_metadata(oa.base_url(request.scope, settings)))
 
-    # ------------------------------------------------------------------ authorization
 
-    def error_page(request: Request, message: str, status: int = 400, error: str | None = None):
-        return render(request, "oauth_error.html", status_code=status, title="Authorization failed", message=message,
-                      error=error)
+@router.get(oa.AS_METADATA_PATH)
+async def authorization_server(request: Request, settings: Settings):
+    return _json(oa.authorization_server_metadata(oa.base_url(request.scope, settings)))
 
-    def refused(request: Request, e: oa.AuthorizeError):
-        """A refused authorization request: a page, never a redirect (see `oa.AuthorizeError`)."""
-        log.info("OAuth: authorization request refused (%s) for client %s", e.error,
-                 e.client.id if e.client else "(unknown)")
-        return error_page(request, e.message, 400, e.error)
 
-    def redirect(url: str) -> RedirectResponse:
-        return RedirectResponse(url, status_code=303, headers=NO_STORE)
+@router.options(oa.REGISTER_PATH)
+@router.options(oa.TOKEN_PATH)
+@router.options(oa.REVOKE_PATH)
+@router.options(oa.PRM_PATH)
+@router.options(oa.PRM_PATH + oa.MCP_PATH)
+@router.options(oa.AS_METADATA_PATH)
+async def preflight():
+    return Response(status_code=204, headers=CORS)
 
-    @r.get(oa.AUTHORIZE_PATH)
-    def authorize(request: Request):
-        store = get_store()
-        if store is None:
-            return error_page(request, "This service runs without a state database, so nobody can sign in.", 503)
-        try:
-            req = oa.parse_authorize(list(request.query_params.multi_items()), store.get_oauth_client, base(request))
-        except oa.AuthorizeError as e:
-            return refused(request, e)
-        user = sessions.current_user(request)
-        if user is None:
-            return sessions.login_redirect(request)
-        return render(request, "oauth_consent.html", title="Allow access", client_name=req.client.name,
-                      redirect_display=oa.redirect_display(req.redirect_uri),
-                      params=[(k, v) for k, v in req.params.items()], refresh_days=settings.refresh_ttl // 86400)
+# ------------------------------------------------------------------ registration
 
-    @r.post(oa.AUTHORIZE_PATH)
-    async def consent(request: Request):
-        form = await request.form()
-        pairs = [(k, v) for k, v in form.multi_items() if isinstance(v, str)]
-        return await anyio.to_thread.run_sync(decide, request, pairs)
 
-    def decide(request: Request, pairs: list[tuple[str, str]]):
-        store = get_store()
-        if store is None:
-            return error_page(request, "This service runs without a state database, so nobody can sign in.", 503)
-        user = sessions.current_user(request)
-        if user is None:
-            return error_page(request, "You are not signed in any more: start the connection again from your MCP "
-                              "client.", 401)
-        fields = dict(pairs)
-        sessions.require_csrf(request, fields.get("csrf_token"))  # CsrfFailed: the 403 page, nothing redirected
-        b = base(request)
-        try:  # checked again: the form came back from the browser (a changed form is a page, as on GET)
-            req = oa.parse_authorize([(k, v) for k, v in pairs if k in oa.AUTHORIZE_PARAMS], store.get_oauth_client, b)
-        except oa.AuthorizeError as e:
-            return refused(request, e)
-        identity = Identity(user)
-        if fields.get("decision") != "allow":
-            audit.record(request, identity, "oauth.consent.deny", req.client.id, name=req.client.name)
-            return redirect(oa.error_redirect(req, "access_denied", "the user denied access", b))
-        code = store.create_oauth_code(client_id=req.client.id, user_id=user.id, redirect_uri=req.redirect_uri,
-                                       code_challenge=req.code_challenge, scope=req.scope, resource=req.resource,
-                                       ttl_seconds=settings.code_ttl)
-        audit.record(request, identity, "oauth.consent.grant", req.client.id, name=req.client.name, scope=req.scope)
-        return redirect(oa.code_redirect(req, code, b))
+@router.post(oa.REGISTER_PATH)
+async def register(request: Request, store: StoreDep):
+    if store is None:
+        return _json({"error": "temporarily_unavailable", "error_description": "no state database"}, 503)
+    try:
+        if "json" not in (request.headers.get("content-type") or "").lower():
+            raise oa.RegistrationError("invalid_client_metadata", "send the registration as application/json")
+        name, uris, metadata, with_secret = oa.validate_registration(oa.json_body(await request.body()))
+    except oa.RegistrationError as e:
+        return _json(e.body(), 400)
+    client, secret = await anyio.to_thread.run_sync(
+        lambda: store.create_oauth_client(name, uris, metadata, with_secret=with_secret))
+    audit.record(request, None, "oauth.client.register", client.id, name=name,
+                 method=metadata["token_endpoint_auth_method"],
+                 redirects=" ".join(sorted({urlsplit(u).scheme + "://" + urlsplit(u).netloc for u in uris})))
+    return _json(oa.registration_response(client, secret), 201)
 
-    # ------------------------------------------------------------------ token and revocation
+# ------------------------------------------------------------------ authorization
 
-    async def form_of(request: Request) -> dict[str, str]:
-        if "application/x-www-form-urlencoded" not in (request.headers.get("content-type") or "").lower():
-            raise oa.TokenError("invalid_request", "send the parameters as application/x-www-form-urlencoded")
-        try:
-            pairs = parse_qsl((await request.body()).decode("utf-8"), keep_blank_values=True, strict_parsing=False)
-        except UnicodeDecodeError:
-            raise oa.TokenError("invalid_request", "the body is not UTF-8") from None
-        return oa.parse_form(pairs)
 
-    @r.post(oa.TOKEN_PATH)
-    async def token(request: Request):
-        store = get_store()
-        if store is None:
-            return _json({"error": "temporarily_unavailable", "error_description": "no state database"}, 503)
-        b = base(request)
+def _error_page(request: Request, message: str, status: int = 400, error: str | None = None):
+    return render(request, "oauth_error.html", status_code=status, title="Authorization failed", message=message,
+                  error=error)
 
-        def on_replay(kind: str, done, client) -> None:
-            log.warning("OAuth: a used %s was presented again by client %s: grant %s revoked (%d token(s))",
-                        kind.replace("_", " "), client.id, done.grant_id, done.revoked)
-            audit.record(request, _identity_of(store, done.user_id), "oauth.replay", client.id, kind=kind,
-                         grant=done.grant_id, revoked=done.revoked)
 
-        try:
-            form = await form_of(request)
-            outcome = await anyio.to_thread.run_sync(
-                lambda: oa.token_endpoint(store, form, request.headers.get("authorization"), settings, b, on_replay))
-        except oa.TokenError as e:
-            return _token_error(e)
-        identity = await anyio.to_thread.run_sync(_identity_of, store, outcome.user_id)
-        audit.record(request, identity, outcome.event, outcome.client.id, grant=outcome.grant_id,
-                     scope=outcome.body.get("scope"))
-        return _json(outcome.body)
+def _refused(request: Request, e: oa.AuthorizeError):
+    """A refused authorization request: a page, never a redirect (see `oa.AuthorizeError`)."""
+    log.info("OAuth: authorization request refused (%s) for client %s", e.error,
+             e.client.id if e.client else "(unknown)")
+    return _error_page(request, e.message, 400, e.error)
 
-    @r.post(oa.REVOKE_PATH)
-    async def revoke(request: Request):
-        store = get_store()
-        if store is None:
-            return _json({"error": "temporarily_unavailable", "error_description": "no state database"}, 503)
-        try:
-            form = await form_of(request)
-            client, outcome, n = await anyio.to_thread.run_sync(
-                lambda: oa.revocation_endpoint(store, form, request.headers.get("authorization")))
-        except oa.TokenError as e:
-            return _token_error(e)
-        audit.record(request, None, "oauth.token.revoke", client.id, outcome=outcome, revoked=n)
-        return Response(status_code=200, headers={**NO_STORE, **CORS})
 
-    return r
+def _redirect(url: str) -> RedirectResponse:
+    return RedirectResponse(url, status_code=303, headers=NO_STORE)
+
+
+@router.get(oa.AUTHORIZE_PATH)
+def authorize(request: Request, store: StoreDep, settings: Settings):
+    if store is None:
+        return _error_page(request, "This service runs without a state database, so nobody can sign in.", 503)
+    try:
+        req = oa.parse_authorize(list(request.query_params.multi_items()), store.get_oauth_client,
+                                 oa.base_url(request.scope, settings))
+    except oa.AuthorizeError as e:
+        return _refused(request, e)
+    user = sessions.current_user(request)
+    if user is None:
+        return sessions.login_redirect(request)
+    return render(request, "oauth_consent.html", title="Allow access", client_name=req.client.name,
+                  redirect_display=oa.redirect_display(req.redirect_uri),
+                  params=[(k, v) for k, v in req.params.items()], refresh_days=settings.refresh_ttl // 86400)
+
+
+@router.post(oa.AUTHORIZE_PATH)
+async def consent(request: Request, store: StoreDep, settings: Settings):
+    form = await request.form()
+    pairs = [(k, v) for k, v in form.multi_items() if isinstance(v, str)]
+    return await anyio.to_thread.run_sync(_decide, request, store, settings, pairs)
+
+
+def _decide(request: Request, store, settings: oa.OAuthSettings, pairs: list[tuple[str, str]]):
+    if store is None:
+        return _error_page(request, "This service runs without a state database, so nobody can sign in.", 503)
+    user = sessions.current_user(request)
+    if user is None:
+        return _error_page(request, "You are not signed in any more: start the connection again from your MCP "
+                          "client.", 401)
+    fields = dict(pairs)
+    sessions.require_csrf(request, fields.get("csrf_token"))  # CsrfFailed: the 403 page, nothing redirected
+    b = oa.base_url(request.scope, settings)
+    try:  # checked again: the form came back from the browser (a changed form is a page, as on GET)
+        req = oa.parse_authorize([(k, v) for k, v in pairs if k in oa.AUTHORIZE_PARAMS], store.get_oauth_client, b)
+    except oa.AuthorizeError as e:
+        return _refused(request, e)
+    identity = Identity(user)
+    if fields.get("decision") != "allow":
+        audit.record(request, identity, "oauth.consent.deny", req.client.id, name=req.client.name)
+        return _redirect(oa.error_redirect(req, "access_denied", "the user denied access", b))
+    code = store.create_oauth_code(client_id=req.client.id, user_id=user.id, redirect_uri=req.redirect_uri,
+                                   code_challenge=req.code_challenge, scope=req.scope, resource=req.resource,
+                                   ttl_seconds=settings.code_ttl)
+    audit.record(request, identity, "oauth.consent.grant", req.client.id, name=req.client.name, scope=req.scope)
+    return _redirect(oa.code_redirect(req, code, b))
+
+# ------------------------------------------------------------------ token and revocation
+
+
+async def _form_of(request: Request) -> dict[str, str]:
+    if "application/x-www-form-urlencoded" not in (request.headers.get("content-type") or "").lower():
+        raise oa.TokenError("invalid_request", "send the parameters as application/x-www-form-urlencoded")
+    try:
+        pairs = parse_qsl((await request.body()).decode("utf-8"), keep_blank_values=True, strict_parsing=False)
+    except UnicodeDecodeError:
+        raise oa.TokenError("invalid_request", "the body is not UTF-8") from None
+    return oa.parse_form(pairs)
+
+
+@router.post(oa.TOKEN_PATH)
+async def token(request: Request, store: StoreDep, settings: Settings):
+    if store is None:
+        return _json({"error": "temporarily_unavailable", "error_description": "no state database"}, 503)
+    b = oa.base_url(request.scope, settings)
+
+    def on_replay(kind: str, done, client) -> None:
+        log.warning("OAuth: a used %s was presented again by client %s: grant %s revoked (%d token(s))",
+                    kind.replace("_", " "), client.id, done.grant_id, done.revoked)
+        audit.record(request, _identity_of(store, done.user_id), "oauth.replay", client.id, kind=kind,
+                     grant=done.grant_id, revoked=done.revoked)
+
+    try:
+        form = await _form_of(request)
+        outcome = await anyio.to_thread.run_sync(
+            lambda: oa.token_endpoint(store, form, request.headers.get("authorization"), settings, b, on_replay))
+    except oa.TokenError as e:
+        return _token_error(e)
+    identity = await anyio.to_thread.run_sync(_identity_of, store, outcome.user_id)
+    audit.record(request, identity, outcome.event, outcome.client.id, grant=outcome.grant_id,
+                 scope=outcome.body.get("scope"))
+    return _json(outcome.body)
+
+
+@router.post(oa.REVOKE_PATH)
+async def revoke(request: Request, store: StoreDep):
+    if store is None:
+        return _json({"error": "temporarily_unavailable", "error_description": "no state database"}, 503)
+    try:
+        form = await _form_of(request)
+        client, outcome, n = await anyio.to_thread.run_sync(
+            lambda: oa.revocation_endpoint(store, form, request.headers.get("authorization")))
+    except oa.TokenError as e:
+        return _token_error(e)
+    audit.record(request, None, "oauth.token.revoke", client.id, outcome=outcome, revoked=n)
+    return Response(status_code=200, headers={**NO_STORE, **CORS})

@@ -43,8 +43,7 @@ Every repo goes through `codesearch.permissions` (`visible_repos` / `can_see`).
 from __future__ import annotations
 
 import urllib.parse
-
-from typing import Literal
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
@@ -52,6 +51,7 @@ from fastapi.responses import JSONResponse
 from codesearch import permissions
 from codesearch.errors import CodesearchError, RepositoryNotFound
 from codesearch.service.auth import Identity
+from codesearch.service.deps import Caller, ServicesDep, StoreDep
 from codesearch.statuses import JobKind, JobState
 from codesearch.store.errors import NotFound
 from codesearch.tools.repos import MAX_PAGE, _compact, iso, page_of_repos, repo_json, repo_web_url  # noqa: F401
@@ -108,129 +108,138 @@ def _base_url(request: Request) -> str:
     return f"{u.scheme}://{u.netloc}{u.path}"
 
 
-def router(get_store, *, public_url: str, require_identity) -> APIRouter:
-    r = APIRouter()
+router = APIRouter()
 
-    def paging(page: int = Query(1, ge=1, le=MAX_PAGE, description="Page number, from 1"),
-               perPage: int | None = Query(None, ge=1, le=MAX_PER_PAGE, description="Repos per page (default 30)"),
-               per_page: int | None = Query(None, ge=1, le=MAX_PER_PAGE, include_in_schema=False),
-               sort: Literal["name", "pushed"] = Query("name"),
-               direction: Literal["asc", "desc"] = Query("asc"),
-               query: str | None = Query(None, max_length=1000, description="Substring of the repo name")) -> dict:
-        return {"page": page, "per_page": perPage or per_page or 30, "sort": sort, "direction": direction,
-                "query": query}
 
-    def paged(request: Request, identity: Identity, p: dict, render) -> JSONResponse:
-        store = get_store()
-        if store is None:
-            rows, total = [], 0
+def paging(page: int = Query(1, ge=1, le=MAX_PAGE, description="Page number, from 1"),
+           perPage: int | None = Query(None, ge=1, le=MAX_PER_PAGE, description="Repos per page (default 30)"),  # noqa: N803
+           per_page: int | None = Query(None, ge=1, le=MAX_PER_PAGE, include_in_schema=False),
+           sort: Literal["name", "pushed"] = Query("name"),
+           direction: Literal["asc", "desc"] = Query("asc"),
+           query: str | None = Query(None, max_length=1000, description="Substring of the repo name")) -> dict:
+    """The paging parameters of the repo listings."""
+    return {"page": page, "per_page": perPage or per_page or 30, "sort": sort, "direction": direction,
+            "query": query}
+
+
+Paging = Annotated[dict, Depends(paging)]
+
+
+def _paged(request: Request, store, identity: Identity, p: dict, render) -> JSONResponse:
+    """One page of the repos `identity` may see, as `render(store, rows)` shows them, with the
+    ``X-Total-Count`` and ``Link`` headers."""
+    if store is None:
+        rows, total = [], 0
+    else:
+        rows, total = page_of_repos(store, identity, page=p["page"], per_page=p["per_page"], sort=p["sort"],
+                                    direction=p["direction"], query=p["query"])
+    headers = {"X-Total-Count": str(total)}
+    link = link_header(_base_url(request), p["page"], p["per_page"], total,
+                       {"sort": p["sort"], "direction": p["direction"], "query": p["query"] or None})
+    if link:
+        headers["Link"] = link
+    return JSONResponse(render(store, rows), headers=headers)
+
+
+@router.get("/api/repos")
+def list_repos(request: Request, p: Paging, identity: Caller, store: StoreDep, services: ServicesDep):
+    public_url = services.public_url
+    return _paged(request, store, identity, p, lambda store, rows: [repo_json(x, public_url) for x in rows])
+
+
+def _status_of(store, rows) -> list[dict]:
+    """`GET /api/repos/status`'s items: each repo's index status and queued or running index job."""
+    active = {}
+    for state in _ACTIVE:
+        for job in store.list_jobs(kind="index", state=state, limit=10_000):
+            active.setdefault(job.repo_id, job)
+    out = []
+    for x in rows:
+        job = active.get(x.id)
+        out.append(_compact({
+            "repoId": x.id, "repoName": x.name, "repoDisplayName": x.display_name or x.name,
+            "indexStatus": x.index_status, "indexedAt": iso(x.indexed_at),
+            "lastError": x.last_error, "orphanedAt": iso(x.orphaned_at),
+            "indexedRevisions": x.indexed_revisions or {},
+            "connections": store.connections_for_repo(x.id),
+            "job": job_json(job) if job is not None else None,
+        }))
+    return out
+
+
+@router.get("/api/repos/status")
+def repos_status(request: Request, p: Paging, identity: Caller, store: StoreDep):
+    return _paged(request, store, identity, p, _status_of)
+
+
+@router.get("/api/connections")
+def list_connections(request: Request, identity: Caller, store: StoreDep,
+                     page: int = Query(1, ge=1, le=MAX_PAGE, description="Page number, from 1"),
+                     perPage: int = Query(50, ge=1, le=MAX_PER_PAGE,  # noqa: N803
+                                          description="Connections per page")) -> JSONResponse:
+    every = sorted(store.list_connections(), key=lambda c: c.name) if store is not None else []
+    rows = every[(page - 1) * perPage:page * perPage]
+    active: dict[int, list] = {}
+    for state in _ACTIVE:
+        for job in store.list_jobs(kind="sync", state=state, limit=10_000) if rows else ():
+            active.setdefault(job.connection_id, []).append(job)
+    out = []
+    for c in rows:
+        if permissions.visible_repos(identity) is None:
+            _, count = store.list_repos(per_page=1, connection=c.name)
         else:
-            rows, total = page_of_repos(store, identity, page=p["page"], per_page=p["per_page"], sort=p["sort"],
-                                        direction=p["direction"], query=p["query"])
-        headers = {"X-Total-Count": str(total)}
-        link = link_header(_base_url(request), p["page"], p["per_page"], total,
-                           {"sort": p["sort"], "direction": p["direction"], "query": p["query"] or None})
-        if link:
-            headers["Link"] = link
-        return JSONResponse(render(store, rows), headers=headers)
+            count = sum(1 for x in store.repos_for_connection(c.name) if permissions.can_see(identity, x))
+        latest = next(iter(store.list_jobs(kind="sync", connection=c.name, limit=1)), None)
+        running = active.get(c.id, [])  # queued ones first, newest first: the UI's `job`
+        out.append({
+            "id": c.id, "name": c.name, "connectionType": c.type, "isDeclarative": True,
+            "syncedAt": iso(c.synced_at), "createdAt": iso(c.created_at), "updatedAt": iso(c.updated_at),
+            "repoCount": count, "inFlightJobCount": len(running),
+            "latestJob": None if latest is None else {
+                "id": latest.id, "status": latest.state, "createdAt": iso(latest.created_at),
+                "completedAt": iso(latest.finished_at), "errorMessage": latest.error},
+            # for our web UI's status table
+            **_compact({"type": c.type, "syncStatus": c.sync_status, "syncError": c.sync_error,
+                        "syncWarnings": list(c.sync_warnings or []),
+                        "job": job_json(running[0], {c.id: c.name}) if running else None}),
+        })
+    headers = {"X-Total-Count": str(len(every))}
+    link = link_header(_base_url(request), page, perPage, len(every), {})
+    if link:
+        headers["Link"] = link
+    return JSONResponse({"connections": out}, headers=headers)
 
-    @r.get("/api/repos")
-    def list_repos(request: Request, p: dict = Depends(paging), identity: Identity = Depends(require_identity)):
-        return paged(request, identity, p, lambda store, rows: [repo_json(x, public_url) for x in rows])
 
-    @r.get("/api/repos/status")
-    def repos_status(request: Request, p: dict = Depends(paging), identity: Identity = Depends(require_identity)):
-        def render(store, rows):
-            active = {}
-            for state in _ACTIVE:
-                for job in store.list_jobs(kind="index", state=state, limit=10_000):
-                    active.setdefault(job.repo_id, job)
-            out = []
-            for x in rows:
-                job = active.get(x.id)
-                out.append(_compact({
-                    "repoId": x.id, "repoName": x.name, "repoDisplayName": x.display_name or x.name,
-                    "indexStatus": x.index_status, "indexedAt": iso(x.indexed_at),
-                    "lastError": x.last_error, "orphanedAt": iso(x.orphaned_at),
-                    "indexedRevisions": x.indexed_revisions or {},
-                    "connections": store.connections_for_repo(x.id),
-                    "job": job_json(job) if job is not None else None,
-                }))
-            return out
+@router.get("/api/jobs")
+def list_jobs(identity: Caller, store: StoreDep,
+              state: JobState | None = Query(None),
+              kind: JobKind | None = Query(None),
+              limit: int = Query(100, ge=1, le=1000)) -> list[dict]:
+    if store is None:
+        return []
+    states = (state,) if state else _ACTIVE
+    jobs = []
+    for s in states:
+        jobs += store.list_jobs(kind=kind, state=s, limit=limit)
+    allowed = permissions.visible_repos(identity)
+    if allowed is not None:
+        jobs = [j for j in jobs if j.repo_id is None or j.repo_id in allowed]
+    jobs.sort(key=lambda j: -j.id)
+    names = {c.id: c.name for c in store.list_connections()}
+    return [job_json(j, names) for j in jobs[:limit]]
 
-        return paged(request, identity, p, render)
 
-    @r.get("/api/connections")
-    def list_connections(request: Request, identity: Identity = Depends(require_identity),
-                         page: int = Query(1, ge=1, le=MAX_PAGE, description="Page number, from 1"),
-                         perPage: int = Query(50, ge=1, le=MAX_PER_PAGE,  # noqa: N803
-                                              description="Connections per page")) -> JSONResponse:
-        store = get_store()
-        every = sorted(store.list_connections(), key=lambda c: c.name) if store is not None else []
-        rows = every[(page - 1) * perPage:page * perPage]
-        active: dict[int, list] = {}
-        for state in _ACTIVE:
-            for job in store.list_jobs(kind="sync", state=state, limit=10_000) if rows else ():
-                active.setdefault(job.connection_id, []).append(job)
-        out = []
-        for c in rows:
-            if permissions.visible_repos(identity) is None:
-                _, count = store.list_repos(per_page=1, connection=c.name)
-            else:
-                count = sum(1 for x in store.repos_for_connection(c.name) if permissions.can_see(identity, x))
-            latest = next(iter(store.list_jobs(kind="sync", connection=c.name, limit=1)), None)
-            running = active.get(c.id, [])  # queued ones first, newest first: the UI's `job`
-            out.append({
-                "id": c.id, "name": c.name, "connectionType": c.type, "isDeclarative": True,
-                "syncedAt": iso(c.synced_at), "createdAt": iso(c.created_at), "updatedAt": iso(c.updated_at),
-                "repoCount": count, "inFlightJobCount": len(running),
-                "latestJob": None if latest is None else {
-                    "id": latest.id, "status": latest.state, "createdAt": iso(latest.created_at),
-                    "completedAt": iso(latest.finished_at), "errorMessage": latest.error},
-                # for our web UI's status table
-                **_compact({"type": c.type, "syncStatus": c.sync_status, "syncError": c.sync_error,
-                            "syncWarnings": list(c.sync_warnings or []),
-                            "job": job_json(running[0], {c.id: c.name}) if running else None}),
-            })
-        headers = {"X-Total-Count": str(len(every))}
-        link = link_header(_base_url(request), page, perPage, len(every), {})
-        if link:
-            headers["Link"] = link
-        return JSONResponse({"connections": out}, headers=headers)
-
-    @r.get("/api/jobs")
-    def list_jobs(identity: Identity = Depends(require_identity),
-                  state: JobState | None = Query(None),
-                  kind: JobKind | None = Query(None),
-                  limit: int = Query(100, ge=1, le=1000)) -> list[dict]:
-        store = get_store()
-        if store is None:
-            return []
-        states = (state,) if state else _ACTIVE
-        jobs = []
-        for s in states:
-            jobs += store.list_jobs(kind=kind, state=s, limit=limit)
-        allowed = permissions.visible_repos(identity)
-        if allowed is not None:
-            jobs = [j for j in jobs if j.repo_id is None or j.repo_id in allowed]
-        jobs.sort(key=lambda j: -j.id)
-        names = {c.id: c.name for c in store.list_connections()}
-        return [job_json(j, names) for j in jobs[:limit]]
-
-    @r.post("/api/repos/{repo_id}/reindex", status_code=202)
-    def reindex(repo_id: int, identity: Identity = Depends(require_identity)) -> JSONResponse:
-        if identity.role != "OWNER":
-            raise InsufficientPermissions("only owners can re-index repositories")
-        store = get_store()
-        row = None
-        if store is not None:
-            try:
-                row = store.get_repo(repo_id)
-            except NotFound:
-                row = None
-        if row is None or not permissions.can_see(identity, row):
-            raise RepositoryNotFound(f"repository {repo_id} not found")
-        job = store.enqueue_index_job(row.id, force=True)
-        return JSONResponse(job_json(job), status_code=202)
-
-    return r
+@router.post("/api/repos/{repo_id}/reindex", status_code=202)
+def reindex(repo_id: int, identity: Caller, store: StoreDep) -> JSONResponse:
+    if identity.role != "OWNER":
+        raise InsufficientPermissions("only owners can re-index repositories")
+    row = None
+    if store is not None:
+        try:
+            row = store.get_repo(repo_id)
+        except NotFound:
+            row = None
+    if row is None or not permissions.can_see(identity, row):
+        raise RepositoryNotFound(f"repository {repo_id} not found")
+    job = store.enqueue_index_job(row.id, force=True)
+    return JSONResponse(job_json(job), status_code=202)

@@ -45,7 +45,7 @@ import json
 import logging
 import os
 import time
-from typing import Mapping
+from typing import Annotated, Mapping
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, StreamingResponse
@@ -59,6 +59,7 @@ from codesearch.search.hints import zero_result_hints
 from codesearch.search.options import FLUSH_TIMER, SearchOptions, Stats
 from codesearch.service import audit
 from codesearch.service.auth import Identity, filter_search_response
+from codesearch.service.deps import Caller, app_services
 from codesearch.service.index_progress import IndexProgress
 from codesearch.tools.repos import page_of_repos
 
@@ -326,97 +327,115 @@ def first_in_thread(get):
     return resolved
 
 
-def router(get_searcher, get_store, *, public_url: str, contexts: dict | None, require_identity,
-           max_matches: int = DEFAULT_MAX_MATCH_COUNT, search_timeout_s: float | None = None) -> APIRouter:
-    """The search routes. Nothing on their way to the searchers leaves the event loop unless it
-    must wait for I/O: the store is read (in a thread) only for a query that names a search
-    context, `get_searcher` is called once (in a thread), and a pool plans and sends short
-    queries on the loop (`SearcherPool.fan_out_async`)."""
-    r = APIRouter()
-    budget = {"timeout_s": search_timeout_s} if search_timeout_s else {}
-    searcher_now = first_in_thread(get_searcher)
-    progress = IndexProgress(get_store)
-
-    def options_for(body: SearchRequest, identity: Identity) -> SearchOptions:
-        return SearchOptions(matches=min(body.matches, max_matches), context_lines=body.contextLines,
-                             whole=body.whole, is_regex=body.isRegexEnabled, case_sensitive=body.isCaseSensitivityEnabled,
-                             public_url=public_url, contexts=_contexts(get_store, contexts, body.query),
-                             visible_repos=visible_repos(identity), **budget)
-
-    async def options_of(body: SearchRequest, identity: Identity) -> SearchOptions:
-        if _names_a_context(body.query):
-            return await run_in_threadpool(options_for, body, identity)
-        return options_for(body, identity)
-
-    @r.post("/api/search", response_class=JSONResponse, openapi_extra=_body_schema(SearchRequest))
-    async def search(request: Request, identity: Identity = Depends(require_identity),
-                     body: SearchRequest = Depends(search_body)):
-        audit.record(request, identity, "search", body.query, regex=body.isRegexEnabled,
-                     caseSensitive=body.isCaseSensitivityEnabled)
-        options = await options_of(body, identity)
-        searcher = await searcher_now()
-        try:
-            if hasattr(searcher, "search_async"):
-                resp = await searcher.search_async(body.query, options)
-            else:
-                resp = await run_in_threadpool(lambda: searcher.search(body.query, options=options))
-        except CodesearchError as e:
-            raise unwrap(e) from None
-        # Plain JSON of plain data: FastAPI's jsonable_encoder walk of a large response costs
-        # milliseconds per request and adds nothing here.
-        resp = filter_search_response(identity, resp)
-        if options.visible_repos is None:  # counts of every repository: not for a restricted caller
-            progress.add_to(resp["stats"])
-        if not resp["files"]:
-            resp["hints"] = await run_in_threadpool(search_hints, searcher, get_store, body.query, options, identity)
-        return JSONResponse(resp)
-
-    @r.post("/api/stream_search", response_class=StreamingResponse, openapi_extra=_body_schema(SearchRequest),
-            responses={200: {"content": {"text/event-stream": {}},
-                             "description": "Server-Sent Events: chunk…, final, [DONE] (or error, [DONE])"}})
-    async def stream_search(request: Request, identity: Identity = Depends(require_identity),
-                            body: SearchRequest = Depends(search_body)):
-        audit.record(request, identity, "search", body.query, regex=body.isRegexEnabled,
-                     caseSensitive=body.isCaseSensitivityEnabled, stream=True)
-        started = time.perf_counter_ns()
-        options = await options_of(body, identity)
-        searcher = await searcher_now()
-        fanout = None
-        try:  # parse errors and unknown contexts: a JSON error, before the stream
-            if hasattr(searcher, "fan_out_async"):
-                fanout = await searcher.fan_out_async(body.query, options)
-            else:
-                from codesearch.search.engine import make_plan
-
-                await run_in_threadpool(make_plan, body.query, options)
-        except CodesearchError as e:
-            raise unwrap(e) from None
-        plan_ns = time.perf_counter_ns() - started
-
-        async def hinter():
-            return await run_in_threadpool(search_hints, searcher, get_store, body.query, options, identity)
-
-        return StreamingResponse(stream_events(searcher, body.query, options, identity, plan_ns, started, fanout,
-                                               progress if options.visible_repos is None else None, hinter),
-                                 media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-cache, no-transform", "X-Accel-Buffering": "no"})
-
-    @r.post("/api/explain", openapi_extra=_body_schema(ExplainRequest))
-    def explain(identity: Identity = Depends(require_identity), body: ExplainRequest = Depends(explain_body)) -> dict:
-        """The parsed query, its plan (each leaf's trigram query) and, per shard, how many
-        documents the posting lists leave as candidates and what that cost (nothing is verified)."""
-        options = SearchOptions(is_regex=body.isRegexEnabled, case_sensitive=body.isCaseSensitivityEnabled,
-                                public_url=public_url, contexts=_contexts(get_store, contexts, body.query),
-                                visible_repos=visible_repos(identity))
-        try:
-            return get_searcher().explain(body.query, options)
-        except CodesearchError as e:
-            raise unwrap(e) from None
-
-    return r
-
-
 def _body_schema(model: type[BaseModel]) -> dict:
     """The OpenAPI request body of a route that reads its body itself (`json_body`)."""
     return {"requestBody": {"required": True,
                             "content": {"application/json": {"schema": model.model_json_schema()}}}}
+
+
+class SearchSettings:
+    """What the search routes of one app share (`api.build_app` makes it, `deps.Services.search`
+    holds it). Nothing on a search's way to the searchers leaves the event loop unless it must
+    wait for I/O: the store is read (in a thread) only for a query that names a search context,
+    `get_searcher` is called once (in a thread), and a pool plans and sends short queries on the
+    loop (`SearcherPool.fan_out_async`)."""
+
+    def __init__(self, get_searcher, get_store, *, public_url: str, contexts: dict | None,
+                 max_matches: int = DEFAULT_MAX_MATCH_COUNT, search_timeout_s: float | None = None):
+        self.get_searcher = get_searcher
+        self.get_store = get_store
+        self.public_url = public_url
+        self.contexts = contexts
+        self.max_matches = max_matches
+        self.budget = {"timeout_s": search_timeout_s} if search_timeout_s else {}
+        self.searcher_now = first_in_thread(get_searcher)
+        self.progress = IndexProgress(get_store)
+
+    def options_for(self, body: SearchRequest, identity: Identity) -> SearchOptions:
+        return SearchOptions(matches=min(body.matches, self.max_matches), context_lines=body.contextLines,
+                             whole=body.whole, is_regex=body.isRegexEnabled, case_sensitive=body.isCaseSensitivityEnabled,
+                             public_url=self.public_url, contexts=_contexts(self.get_store, self.contexts, body.query),
+                             visible_repos=visible_repos(identity), **self.budget)
+
+    async def options_of(self, body: SearchRequest, identity: Identity) -> SearchOptions:
+        if _names_a_context(body.query):
+            return await run_in_threadpool(self.options_for, body, identity)
+        return self.options_for(body, identity)
+
+
+async def search_settings(request: Request) -> SearchSettings:
+    """The app's `SearchSettings` (a typed dependency, read through `deps.app_services`)."""
+    return app_services(request).search
+
+
+Settings = Annotated[SearchSettings, Depends(search_settings)]
+Body = Annotated[SearchRequest, Depends(search_body)]
+router = APIRouter()
+
+
+@router.post("/api/search", response_class=JSONResponse, openapi_extra=_body_schema(SearchRequest))
+async def search(request: Request, identity: Caller, body: Body, settings: Settings):
+    audit.record(request, identity, "search", body.query, regex=body.isRegexEnabled,
+                 caseSensitive=body.isCaseSensitivityEnabled)
+    options = await settings.options_of(body, identity)
+    searcher = await settings.searcher_now()
+    try:
+        if hasattr(searcher, "search_async"):
+            resp = await searcher.search_async(body.query, options)
+        else:
+            resp = await run_in_threadpool(lambda: searcher.search(body.query, options=options))
+    except CodesearchError as e:
+        raise unwrap(e) from None
+    # Plain JSON of plain data: FastAPI's jsonable_encoder walk of a large response costs
+    # milliseconds per request and adds nothing here.
+    resp = filter_search_response(identity, resp)
+    if options.visible_repos is None:  # counts of every repository: not for a restricted caller
+        settings.progress.add_to(resp["stats"])
+    if not resp["files"]:
+        resp["hints"] = await run_in_threadpool(search_hints, searcher, settings.get_store, body.query, options,
+                                                identity)
+    return JSONResponse(resp)
+
+
+@router.post("/api/stream_search", response_class=StreamingResponse, openapi_extra=_body_schema(SearchRequest),
+             responses={200: {"content": {"text/event-stream": {}},
+                              "description": "Server-Sent Events: chunk…, final, [DONE] (or error, [DONE])"}})
+async def stream_search(request: Request, identity: Caller, body: Body, settings: Settings):
+    audit.record(request, identity, "search", body.query, regex=body.isRegexEnabled,
+                 caseSensitive=body.isCaseSensitivityEnabled, stream=True)
+    started = time.perf_counter_ns()
+    options = await settings.options_of(body, identity)
+    searcher = await settings.searcher_now()
+    fanout = None
+    try:  # parse errors and unknown contexts: a JSON error, before the stream
+        if hasattr(searcher, "fan_out_async"):
+            fanout = await searcher.fan_out_async(body.query, options)
+        else:
+            from codesearch.search.engine import make_plan
+
+            await run_in_threadpool(make_plan, body.query, options)
+    except CodesearchError as e:
+        raise unwrap(e) from None
+    plan_ns = time.perf_counter_ns() - started
+
+    async def hinter():
+        return await run_in_threadpool(search_hints, searcher, settings.get_store, body.query, options, identity)
+
+    return StreamingResponse(stream_events(searcher, body.query, options, identity, plan_ns, started, fanout,
+                                           settings.progress if options.visible_repos is None else None, hinter),
+                             media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache, no-transform", "X-Accel-Buffering": "no"})
+
+
+@router.post("/api/explain", openapi_extra=_body_schema(ExplainRequest))
+def explain(identity: Caller, body: Annotated[ExplainRequest, Depends(explain_body)], settings: Settings) -> dict:
+    """The parsed query, its plan (each leaf's trigram query) and, per shard, how many
+    documents the posting lists leave as candidates and what that cost (nothing is verified)."""
+    options = SearchOptions(is_regex=body.isRegexEnabled, case_sensitive=body.isCaseSensitivityEnabled,
+                            public_url=settings.public_url,
+                            contexts=_contexts(settings.get_store, settings.contexts, body.query),
+                            visible_repos=visible_repos(identity))
+    try:
+        return settings.get_searcher().explain(body.query, options)
+    except CodesearchError as e:
+        raise unwrap(e) from None

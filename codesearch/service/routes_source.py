@@ -24,10 +24,10 @@ nothing in the repository → 400 ``INVALID_GIT_REF``; missing parameters → 40
 
 from __future__ import annotations
 
+import functools
 import os
-import threading
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Query, Request
 
 from codesearch.errors import FileNotFound, InvalidGitRef, RepositoryNotFound
 from codesearch.git.mirror import MirrorStore
@@ -37,7 +37,7 @@ from codesearch.index.language import detect
 from codesearch.search.present import external_url, web_url
 from codesearch import permissions
 from codesearch.service import audit
-from codesearch.service.auth import Identity
+from codesearch.service.deps import Caller, ServicesDep, StoreDep
 from codesearch.sync import repo_info
 
 # the git access lives in codesearch.git (paths, objects); these names are re-exported for existing importers
@@ -71,37 +71,34 @@ def _default_ref(repo) -> str:
     return repo.default_branch or "HEAD"
 
 
-def router(get_store, *, data_dir: str | None, public_url: str, require_identity) -> APIRouter:
-    r = APIRouter()
-    mirrors: dict[str, MirrorStore] = {}
-    lock = threading.Lock()
+router = APIRouter()
 
-    def mirror_path(repo_id: int) -> str | None:
-        if data_dir is None:
-            return None
-        with lock:
-            if "m" not in mirrors:
-                mirrors["m"] = MirrorStore(os.path.join(data_dir, "repos"))
-        return mirrors["m"].path_for(repo_id)
 
-    @r.get("/api/source")
-    def source(request: Request, repo: str = Query(..., min_length=1, max_length=1000, description="Repository name"),
-               path: str = Query(..., max_length=4096, description="File path, relative to the repository root"),
-               ref: str | None = Query(None, max_length=1024, description="Branch, tag or commit (default branch)"),
-               identity: Identity = Depends(require_identity)) -> dict:
-        if ref is not None:
-            check_ref(ref)
-        check_path(path)
-        audit.record(request, identity, "source.read", f"{repo}:{path}", ref=ref)
-        store = get_store()
-        row = store.find_repo(repo) if store is not None else None
-        if row is None or not permissions.can_see(identity, row):
-            raise RepositoryNotFound(f"repository {repo!r} not found")
-        where = row.local_path if row.local_path and os.path.isdir(row.local_path) else mirror_path(row.id)
-        if not where or not os.path.isdir(where):
-            raise RepositoryNotFound(f"repository {repo!r} has not been cloned yet")
-        use_ref = ref or _default_ref(row)
-        data, _commit = read_blob(git_dir_of(where), use_ref, path)
-        return source_json(row, path, use_ref, data, public_url)
+@functools.lru_cache(maxsize=16)
+def _mirrors(data_dir: str) -> MirrorStore:
+    """The mirrors of a data directory (one per app, made on first use: it creates the folder)."""
+    return MirrorStore(os.path.join(data_dir, "repos"))
 
-    return r
+
+def _mirror_path(data_dir: str | None, repo_id: int) -> str | None:
+    return None if data_dir is None else _mirrors(data_dir).path_for(repo_id)
+
+
+@router.get("/api/source")
+def source(request: Request, identity: Caller, store: StoreDep, services: ServicesDep,
+           repo: str = Query(..., min_length=1, max_length=1000, description="Repository name"),
+           path: str = Query(..., max_length=4096, description="File path, relative to the repository root"),
+           ref: str | None = Query(None, max_length=1024, description="Branch, tag or commit (default branch)")) -> dict:
+    if ref is not None:
+        check_ref(ref)
+    check_path(path)
+    audit.record(request, identity, "source.read", f"{repo}:{path}", ref=ref)
+    row = store.find_repo(repo) if store is not None else None
+    if row is None or not permissions.can_see(identity, row):
+        raise RepositoryNotFound(f"repository {repo!r} not found")
+    where = row.local_path if row.local_path and os.path.isdir(row.local_path) else _mirror_path(services.data_dir, row.id)
+    if not where or not os.path.isdir(where):
+        raise RepositoryNotFound(f"repository {repo!r} has not been cloned yet")
+    use_ref = ref or _default_ref(row)
+    data, _commit = read_blob(git_dir_of(where), use_ref, path)
+    return source_json(row, path, use_ref, data, services.public_url)

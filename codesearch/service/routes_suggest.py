@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 import time
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Query
 from starlette.concurrency import run_in_threadpool
 
 from codesearch.errors import CodesearchError, InvalidRequestBody
@@ -35,6 +35,7 @@ from codesearch.permissions import visible_repos
 from codesearch.search.hints import POPULAR, language_names
 from codesearch.search.options import SearchOptions
 from codesearch.service.auth import Identity, filter_search_response
+from codesearch.service.deps import Caller, Services, ServicesDep
 from codesearch.service.routes_search import visible_repo_names
 
 KINDS = ("repo", "lang", "context", "file", "sym")
@@ -68,73 +69,73 @@ def _rank_names(names, q: str, limit: int, first=()) -> list[str]:
     return (buckets[0] + buckets[1] + buckets[2])[:limit]
 
 
-def router(get_searcher, get_store, *, contexts: dict | None, require_identity) -> APIRouter:
-    r = APIRouter()
+router = APIRouter()
 
-    def search_as(identity: Identity, query: str, limit: int) -> list[dict]:
-        options = SearchOptions(matches=max(limit * 4, 20), context_lines=0, visible_repos=visible_repos(identity),
-                                timeout_s=SUGGEST_TIMEOUT_S)
-        try:
-            resp = get_searcher().search(query, options=options)
-        except CodesearchError:
-            return []
-        return filter_search_response(identity, resp).get("files", [])
 
-    def suggest(identity: Identity, kind: str, q: str, limit: int) -> list[dict]:
-        if kind == "repo":
-            names = visible_repo_names(get_store, identity) or []
-            return [{"value": n, "label": n, "detail": "repository"} for n in _rank_names(names, q, limit)]
-        if kind == "lang":
-            return [{"value": n, "label": n, "detail": "language"}
-                    for n in _rank_names(language_names(), q, limit, first=POPULAR)]
-        if kind == "context":
-            names = set((contexts or {}).keys())
-            store = get_store() if get_store else None
-            described = {}
-            if store is not None:
-                for ctx in store.list_search_contexts():
-                    names.add(ctx.name)
-                    described[ctx.name] = ctx.description or ""
-            return [{"value": n, "label": n, "detail": described.get(n) or "search context"}
-                    for n in _rank_names(sorted(names), q, limit)]
-        if not q:
-            return []
-        out: list[dict] = []
-        seen: set = set()
-        if kind == "file":
-            for f in search_as(identity, f"file:{_quoted_regex(re.escape(q))}", limit):
-                path = f["fileName"]["text"]
-                if (f["repository"], path) not in seen:
-                    seen.add((f["repository"], path))
-                    out.append({"value": path, "label": path, "detail": f["repository"]})
-        else:  # sym
-            for f in search_as(identity, f"sym:{_quoted_regex('^' + re.escape(q))}", limit):
-                for ch in f.get("chunks", []):
-                    for s in ch.get("symbols", []):
-                        name = s.get("symbol") or ""
-                        if name and name not in seen and name.lower().startswith(q.lower()):
-                            seen.add(name)
-                            out.append({"value": name, "label": name,
-                                        "detail": f"{s.get('kind') or 'symbol'} · {f['fileName']['text']}"})
-        return out[:limit]
+def _search_as(services: Services, identity: Identity, query: str, limit: int) -> list[dict]:
+    options = SearchOptions(matches=max(limit * 4, 20), context_lines=0, visible_repos=visible_repos(identity),
+                            timeout_s=SUGGEST_TIMEOUT_S)
+    try:
+        resp = services.get_searcher().search(query, options=options)
+    except CodesearchError:
+        return []
+    return filter_search_response(identity, resp).get("files", [])
 
-    @r.get("/api/suggest")
-    async def suggest_route(q: str = Query("", description="what the user typed after the prefix"),
-                            kind: str = Query(..., description="repo, lang, context, file or sym"),
-                            limit: int = Query(10, description="at most this many suggestions (1-50)"),
-                            identity: Identity = Depends(require_identity)) -> dict:
-        if kind not in KINDS:
-            raise InvalidRequestBody(f"kind: must be one of {', '.join(KINDS)}, not {kind!r}")
-        if len(q) > MAX_Q:
-            raise InvalidRequestBody(f"q: at most {MAX_Q} characters, not {len(q)}")
-        if not 1 <= limit <= MAX_LIMIT:
-            raise InvalidRequestBody(f"limit: must be between 1 and {MAX_LIMIT}, not {limit}")
-        started = time.perf_counter()
-        items = await run_in_threadpool(suggest, identity, kind, q, limit)
-        return {"kind": kind, "query": q, "suggestions": items,
-                "durationMs": round((time.perf_counter() - started) * 1000, 1)}
 
-    return r
+def _suggest(services: Services, identity: Identity, kind: str, q: str, limit: int) -> list[dict]:
+    get_store = services.get_store
+    if kind == "repo":
+        names = visible_repo_names(get_store, identity) or []
+        return [{"value": n, "label": n, "detail": "repository"} for n in _rank_names(names, q, limit)]
+    if kind == "lang":
+        return [{"value": n, "label": n, "detail": "language"}
+                for n in _rank_names(language_names(), q, limit, first=POPULAR)]
+    if kind == "context":
+        names = set((services.contexts or {}).keys())
+        store = get_store() if get_store else None
+        described = {}
+        if store is not None:
+            for ctx in store.list_search_contexts():
+                names.add(ctx.name)
+                described[ctx.name] = ctx.description or ""
+        return [{"value": n, "label": n, "detail": described.get(n) or "search context"}
+                for n in _rank_names(sorted(names), q, limit)]
+    if not q:
+        return []
+    out: list[dict] = []
+    seen: set = set()
+    if kind == "file":
+        for f in _search_as(services, identity, f"file:{_quoted_regex(re.escape(q))}", limit):
+            path = f["fileName"]["text"]
+            if (f["repository"], path) not in seen:
+                seen.add((f["repository"], path))
+                out.append({"value": path, "label": path, "detail": f["repository"]})
+    else:  # sym
+        for f in _search_as(services, identity, f"sym:{_quoted_regex('^' + re.escape(q))}", limit):
+            for ch in f.get("chunks", []):
+                for s in ch.get("symbols", []):
+                    name = s.get("symbol") or ""
+                    if name and name not in seen and name.lower().startswith(q.lower()):
+                        seen.add(name)
+                        out.append({"value": name, "label": name,
+                                    "detail": f"{s.get('kind') or 'symbol'} · {f['fileName']['text']}"})
+    return out[:limit]
+
+
+@router.get("/api/suggest")
+async def suggest_route(identity: Caller, services: ServicesDep, q: str = Query("", description="what the user typed after the prefix"),
+                        kind: str = Query(..., description="repo, lang, context, file or sym"),
+                        limit: int = Query(10, description="at most this many suggestions (1-50)")) -> dict:
+    if kind not in KINDS:
+        raise InvalidRequestBody(f"kind: must be one of {', '.join(KINDS)}, not {kind!r}")
+    if len(q) > MAX_Q:
+        raise InvalidRequestBody(f"q: at most {MAX_Q} characters, not {len(q)}")
+    if not 1 <= limit <= MAX_LIMIT:
+        raise InvalidRequestBody(f"limit: must be between 1 and {MAX_LIMIT}, not {limit}")
+    started = time.perf_counter()
+    items = await run_in_threadpool(_suggest, services, identity, kind, q, limit)
+    return {"kind": kind, "query": q, "suggestions": items,
+            "durationMs": round((time.perf_counter() - started) * 1000, 1)}
 
 
 def _quoted_regex(pattern: str) -> str:

@@ -32,12 +32,13 @@ import json
 import logging
 import os
 import re
-from typing import Callable, Mapping, NamedTuple
+from typing import Mapping, NamedTuple
 
 import anyio
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
+from codesearch.service.deps import ServicesDep, StoreDep
 from codesearch.service.errors import error_response
 from codesearch.store.errors import NotFound
 
@@ -110,17 +111,15 @@ def _key(url: str) -> str:
     return re.sub(r"\.git$", "", u)
 
 
-def router(get_store: Callable, environ: Mapping[str, str] | None = None) -> APIRouter:
-    r = APIRouter()
+router = APIRouter()
 
-    @r.post("/api/webhooks/{connection}", include_in_schema=False)
-    async def webhook(connection: str, request: Request) -> JSONResponse:
-        body = await request.body()
-        caller = request.client.host if request.client else "?"
-        # the store is a database: its calls run on a worker thread, never on the event loop
-        return await anyio.to_thread.run_sync(handle, get_store(), connection, request.headers, body, caller, environ)
 
-    return r
+@router.post("/api/webhooks/{connection}", include_in_schema=False)
+async def webhook(connection: str, request: Request, store: StoreDep, services: ServicesDep) -> JSONResponse:
+    body = await request.body()
+    caller = request.client.host if request.client else "?"
+    # the store is a database: its calls run on a worker thread, never on the event loop
+    return await anyio.to_thread.run_sync(handle, store, connection, request.headers, body, caller, services.environ)
 
 
 def handle(store, connection: str, headers: Mapping[str, str], body: bytes, caller: str,

@@ -23,11 +23,17 @@ Modules:
 - `link_required.py`: users who have not linked a required identity provider
   (``accountLinkingRequired``) are sent to their account page;
 - `error_pages.py`: the HTML error pages browsers get where API clients get JSON;
+- `modules.py`: which JavaScript modules a page preloads (what its module imports);
 - `assets.py`: the static files under a versioned path browsers cache for good (``{{ static }}``);
-- `static/`: `style.css` (light and dark), `app.js`, the favicon (`favicon.svg`, and
-  `favicon.ico` made from it for clients that only ask ``/favicon.ico``).
+- `static/`: `style.css` (light and dark), the favicon (`favicon.svg`, and `favicon.ico` made
+  from it for clients that only ask ``/favicon.ico``), and the scripts, native ES modules without
+  a build step: one per page (`search-page.js`, `home-page.js`, `repos-page.js`, `file-page.js`,
+  `chat.js`, `codenav.js`, `querybar.js`, `account.js`; `app.js` on every page) and the shared
+  `dom.js`, `http.js`, `results.js`, `searchform.js`. No script leans on another's globals.
 
-`install(app, ...)` mounts ``/static``, answers ``/favicon.ico`` and adds the page routers. Pages apply the same repo visibility
+`install(app, ...)` mounts ``/static``, answers ``/favicon.ico`` and adds the page routers: module-level
+``APIRouter``s whose handlers get the store, the `WebContext` and the page's caller as typed
+dependencies (`codesearch.service.deps`). Pages apply the same repo visibility
 as the API (`codesearch.permissions`, through the tools' `ToolContext`).
 """
 
@@ -60,9 +66,9 @@ def install(app, *, web) -> None:
         return FileResponse(os.path.join(STATIC_DIR, "favicon.ico"), media_type="image/vnd.microsoft.icon",
                             headers={"Cache-Control": "public, max-age=86400"})
 
-    app.include_router(pages_account.router(web))
-    app.include_router(pages_sso.router(web))
-    app.include_router(pages_oauth_apps.router(web))
-    app.include_router(pages_settings.router(web))
-    app.include_router(pages_search.router(web))
-    app.include_router(pages_chat.router(web))
+    app.include_router(pages_account.router)
+    app.include_router(pages_sso.router)
+    app.include_router(pages_oauth_apps.router)
+    app.include_router(pages_settings.router)
+    app.include_router(pages_search.router)
+    app.include_router(pages_chat.router)

@@ -14,7 +14,8 @@
 
 Every POST checks the CSRF token (`sessions.require_csrf`); pages that need an account send
 visitors to ``/login?next=…``. Handlers are plain functions: FastAPI runs them on its thread pool,
-where the store and argon2 may block.
+where the store and argon2 may block. They get the store and the web UI's settings as typed
+dependencies (`codesearch.service.deps`).
 """
 
 from __future__ import annotations
@@ -27,9 +28,10 @@ from fastapi.responses import RedirectResponse
 
 from codesearch.permissions import Identity
 from codesearch.service import audit
+from codesearch.service.deps import ServicesDep, StoreDep, WebDep
 from codesearch.store import MEMBER, OWNER, ROLES, Conflict, NotFound
 from codesearch.web import api_keys, sessions, throttle
-from codesearch.web.templating import render
+from codesearch.web.templating import WebContext, render
 
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+$")
 MAX_NAME = 255
@@ -82,261 +84,270 @@ def _check_new_password(password: str, confirm: str | None) -> str | None:
     return None
 
 
-def router(web) -> APIRouter:
-    r = APIRouter(include_in_schema=False)
+router = APIRouter(include_in_schema=False)
 
-    def sso_providers() -> list:
-        """The identity providers users sign in with (buttons on the sign-in page)."""
-        return [p for p in web.identity_providers.values() if p.signs_in]
 
-    # ------------------------------------------------------------------ sign-in
+def _sso_providers(web: WebContext) -> list:
+    """The identity providers users sign in with (buttons on the sign-in page)."""
+    return [p for p in web.identity_providers.values() if p.signs_in]
 
-    @r.get("/login")
-    def login_page(request: Request, next: str = ""):
-        if sessions.current_user(request) is not None:
-            return _redirect(sessions.safe_next(next, _root(request)))
-        store = web.get_store()
-        if store is None:
-            return _no_store(request)
-        return _page(request, "login.html", title="Sign in", next=next, email="", error=None,
-                     no_users=not store.has_users(), signed_out="signed_out" in request.query_params,
-                     sso_providers=sso_providers())
 
-    @r.post("/login")
-    def login(request: Request, email: str = Form(""), password: str = Form(""), next: str = Form(""),
-              csrf_token: str = Form("")):
-        sessions.require_csrf(request, csrf_token, allow_visitor=True)
-        store = web.get_store()
-        if store is None:
-            return _no_store(request)
-        email = email.strip()[:MAX_EMAIL]
-        outcome = throttle.sign_in(store, email, password, throttle.client_address(request))
-        if outcome.user is None:
-            audit.record(request, None, "login.failed", email, locked=bool(outcome.retry_after))
-            page = _page(request, "login.html", status_code=429 if outcome.retry_after else 401, title="Sign in",
-                         next=next, email=email, error=outcome.message(), no_users=not store.has_users(),
-                         signed_out=False, sso_providers=sso_providers())
-            if outcome.retry_after:
-                page.headers["Retry-After"] = str(outcome.retry_after)
-            return page
-        if store.is_pending(outcome.user.id):  # REQUIRE_APPROVAL_NEW_MEMBERS: not before an owner says yes
-            return _message(request, 403, "Waiting for approval",
-                            "An owner of this server has not approved your account yet; try again later.")
-        response = _redirect(sessions.safe_next(next, _root(request)))
-        sessions.start_session(request, response, store, outcome.user, web.session_max_age_s)
-        audit.record(request, Identity(outcome.user), "login", outcome.user.email)
+# ---------------------------------------------------------------------- sign-in
+
+
+@router.get("/login")
+def login_page(request: Request, web: WebDep, store: StoreDep, next: str = ""):
+    if sessions.current_user(request) is not None:
+        return _redirect(sessions.safe_next(next, _root(request)))
+    if store is None:
+        return _no_store(request)
+    return _page(request, "login.html", title="Sign in", next=next, email="", error=None,
+                 no_users=not store.has_users(), signed_out="signed_out" in request.query_params,
+                 sso_providers=_sso_providers(web))
+
+
+@router.post("/login")
+def login(request: Request, web: WebDep, store: StoreDep, email: str = Form(""), password: str = Form(""),
+          next: str = Form(""), csrf_token: str = Form("")):
+    sessions.require_csrf(request, csrf_token, allow_visitor=True)
+    if store is None:
+        return _no_store(request)
+    email = email.strip()[:MAX_EMAIL]
+    outcome = throttle.sign_in(store, email, password, throttle.client_address(request))
+    if outcome.user is None:
+        audit.record(request, None, "login.failed", email, locked=bool(outcome.retry_after))
+        page = _page(request, "login.html", status_code=429 if outcome.retry_after else 401, title="Sign in",
+                     next=next, email=email, error=outcome.message(), no_users=not store.has_users(),
+                     signed_out=False, sso_providers=_sso_providers(web))
+        if outcome.retry_after:
+            page.headers["Retry-After"] = str(outcome.retry_after)
+        return page
+    if store.is_pending(outcome.user.id):  # REQUIRE_APPROVAL_NEW_MEMBERS: not before an owner says yes
+        return _message(request, 403, "Waiting for approval",
+                        "An owner of this server has not approved your account yet; try again later.")
+    response = _redirect(sessions.safe_next(next, _root(request)))
+    sessions.start_session(request, response, store, outcome.user, web.session_max_age_s)
+    audit.record(request, Identity(outcome.user), "login", outcome.user.email)
+    return response
+
+
+@router.post("/logout")
+def logout(request: Request, store: StoreDep, csrf_token: str = Form("")):
+    root = _root(request)
+    if sessions.current_user(request) is None:
+        return _redirect(f"{root}/login")
+    sessions.require_csrf(request, csrf_token)
+    response = _redirect(f"{root}/login?signed_out=1")
+    sessions.end_session(request, response, store)
+    return response
+
+
+# ---------------------------------------------------------------------- first account
+
+
+@router.get("/setup")
+def setup_page(request: Request, store: StoreDep):
+    if store is None:
+        return _no_store(request)
+    if store.has_users():
+        return _not_found(request)
+    return _page(request, "setup.html", title="Create the first account", email="", name="", error=None)
+
+
+@router.post("/setup")
+def setup(request: Request, web: WebDep, store: StoreDep, email: str = Form(""), name: str = Form(""),
+          password: str = Form(""), confirm: str = Form(""), csrf_token: str = Form("")):
+    sessions.require_csrf(request, csrf_token, allow_visitor=True)
+    if store is None:
+        return _no_store(request)
+    if store.has_users():
+        return _not_found(request)
+    email, name = email.strip(), name.strip()
+    error = _check_email(email) or ("The name is too long." if len(name) > MAX_NAME else None) \
+        or _check_new_password(password, confirm)
+    if error:
+        return _page(request, "setup.html", status_code=400, title="Create the first account", email=email,
+                     name=name, error=error)
+    try:
+        user = store.create_first_user(email, name, password_hash=sessions.hash_password(password))
+    except Conflict:  # someone else finished the setup first
+        return _not_found(request)
+    response = _redirect(f"{_root(request)}/")
+    sessions.start_session(request, response, store, user, web.session_max_age_s)
+    return response
+
+
+# ---------------------------------------------------------------------- API keys
+
+
+def _keys_page(request: Request, web: WebContext, store, user, status_code: int = 200, **context):
+    keys = store.list_api_keys(user.id, include_revoked=True)
+    keys.sort(key=lambda k: (k.revoked_at is not None, -k.id))  # active first, newest first
+    context.setdefault("error", None)
+    context.setdefault("created", None)
+    context.setdefault("notice", None)
+    return _page(request, "keys.html", status_code=status_code, title="API keys", keys=keys, section="keys",
+                 public_url=(web.public_url or "").rstrip("/"), may_create=api_keys.may_create(web, user), **context)
+
+
+@router.get("/settings/keys")
+def keys(request: Request, web: WebDep, store: StoreDep, revoked: str = ""):
+    user = sessions.current_user(request)
+    if user is None:
+        return sessions.login_redirect(request)
+    notice = None
+    if revoked.isdigit():
+        key = store.get_api_key(user.id, int(revoked))
+        if key is not None and key.revoked_at is not None:
+            notice = f"The key “{key.name}” was revoked: it no longer works."
+    return _keys_page(request, web, store, user, notice=notice)
+
+
+@router.post("/settings/keys")
+def create_key(request: Request, web: WebDep, store: StoreDep, name: str = Form(""), csrf_token: str = Form("")):
+    user = sessions.form_user(request, csrf_token)
+    if user is None:
+        return sessions.login_redirect(request)
+    outcome = api_keys.create(request, web, user, name)
+    return _keys_page(request, web, store, user, status_code=outcome.status, created=outcome.created,
+                      error=outcome.error)
+
+
+@router.post("/settings/keys/{key_id}/revoke")
+def revoke_key(request: Request, key_id: str, store: StoreDep, csrf_token: str = Form("")):
+    user = sessions.form_user(request, csrf_token)
+    if user is None:
+        return sessions.login_redirect(request)
+    if not key_id.isdigit() or store.get_api_key(user.id, int(key_id)) is None:
+        return _not_found(request)  # someone else's key looks like no key at all
+    store.revoke_api_key(user.id, int(key_id), own_only=True)
+    audit.record(request, Identity(user), "apikey.revoke", str(int(key_id)))
+    return _redirect(f"{_root(request)}/settings/keys?revoked={int(key_id)}")
+
+
+# ---------------------------------------------------------------------- own password
+
+
+@router.get("/settings/password")
+def password_page(request: Request):
+    if sessions.current_user(request) is None:
+        return sessions.login_redirect(request)
+    return _page(request, "password.html", title="Password", section="password", error=None, notice=None)
+
+
+@router.post("/settings/password")
+def change_password(request: Request, store: StoreDep, current: str = Form(""), password: str = Form(""),
+                    confirm: str = Form(""), csrf_token: str = Form("")):
+    user = sessions.form_user(request, csrf_token)
+    if user is None:
+        return sessions.login_redirect(request)
+    error = None
+    if not sessions.verify_password(user.password_hash, current):
+        error = "The current password is not right."
+    error = error or _check_new_password(password, confirm)
+    if error:
+        return _page(request, "password.html", status_code=400, title="Password", section="password",
+                     error=error, notice=None)
+    store.set_user_password(user.id, sessions.hash_password(password))
+    store.delete_user_web_sessions(user.id, keep=request.cookies.get(sessions.SESSION_COOKIE))
+    return _page(request, "password.html", title="Password", section="password", error=None,
+                 notice="Your password was changed. Your other sessions were signed out.")
+
+
+# ---------------------------------------------------------------------- users (owners)
+
+
+def _owner_or_response(request: Request, what: str = "manage users"):
+    """(the signed-in owner, None), or (None, the response for anyone else)."""
+    user = sessions.current_user(request)
+    if user is None:
+        return None, sessions.login_redirect(request)
+    if user.role != OWNER:
+        return None, _message(request, 403, "Owners only", f"Only owners can {what}.", title="Forbidden")
+    return user, None
+
+
+@router.get("/settings/audit")
+def audit_page(request: Request, store: StoreDep, services: ServicesDep, action: str = "", actor: str = "",
+               page: str = "1"):
+    _owner, response = _owner_or_response(request, "read the audit log")
+    if response is not None:
         return response
+    per_page = 100
+    number = max(1, min(int(page), 10**6)) if page.isdigit() else 1
+    action = action if action in audit.ACTIONS else ""
+    actor = actor.strip()[:MAX_EMAIL]
+    events, total = store.list_audit_events(action=action or None, actor=actor or None, page=number,
+                                            per_page=per_page)
+    retention = services.audit.retention if services.audit is not None else 0
+    return _page(request, "audit.html", title="Audit log", section="audit", events=events, total=total,
+                 page=number, pages=max(1, -(-total // per_page)), action=action, actor=actor,
+                 actions=sorted(audit.ACTIONS.items()),
+                 retention=f"for {retention} days" if retention else "forever")
 
-    @r.post("/logout")
-    def logout(request: Request, csrf_token: str = Form("")):
-        root = _root(request)
-        if sessions.current_user(request) is None:
-            return _redirect(f"{root}/login")
-        sessions.require_csrf(request, csrf_token)
-        response = _redirect(f"{root}/login?signed_out=1")
-        sessions.end_session(request, response, web.get_store())
+
+def _users_page(request: Request, store, status_code: int = 200, **context):
+    context.setdefault("error", None)
+    context.setdefault("notice", None)
+    context.setdefault("form", {"email": "", "name": ""})
+    return _page(request, "users.html", status_code=status_code, title="Users", section="users",
+                 users=store.list_users(), roles=ROLES, **context)
+
+
+@router.get("/settings/users")
+def users(request: Request, store: StoreDep, added: str = "", changed: str = ""):
+    _owner, response = _owner_or_response(request)
+    if response is not None:
         return response
+    notice = None
+    for param, text in ((added, "{email} was added as a member and can sign in now."),
+                        (changed, "{email} is now {role}.")):
+        if param.isdigit():
+            try:
+                u = store.get_user(int(param))
+                notice = text.format(email=u.email, role=u.role)
+            except NotFound:
+                pass
+    return _users_page(request, store, notice=notice)
 
-    # ------------------------------------------------------------------ first account
 
-    @r.get("/setup")
-    def setup_page(request: Request):
-        store = web.get_store()
-        if store is None:
-            return _no_store(request)
-        if store.has_users():
-            return _not_found(request)
-        return _page(request, "setup.html", title="Create the first account", email="", name="", error=None)
-
-    @r.post("/setup")
-    def setup(request: Request, email: str = Form(""), name: str = Form(""), password: str = Form(""),
-              confirm: str = Form(""), csrf_token: str = Form("")):
-        sessions.require_csrf(request, csrf_token, allow_visitor=True)
-        store = web.get_store()
-        if store is None:
-            return _no_store(request)
-        if store.has_users():
-            return _not_found(request)
-        email, name = email.strip(), name.strip()
-        error = _check_email(email) or ("The name is too long." if len(name) > MAX_NAME else None) \
-            or _check_new_password(password, confirm)
-        if error:
-            return _page(request, "setup.html", status_code=400, title="Create the first account", email=email,
-                         name=name, error=error)
-        try:
-            user = store.create_first_user(email, name, password_hash=sessions.hash_password(password))
-        except Conflict:  # someone else finished the setup first
-            return _not_found(request)
-        response = _redirect(f"{_root(request)}/")
-        sessions.start_session(request, response, store, user, web.session_max_age_s)
+@router.post("/settings/users")
+def add_user(request: Request, store: StoreDep, email: str = Form(""), name: str = Form(""),
+             password: str = Form(""), csrf_token: str = Form("")):
+    owner, response = _owner_or_response(request)
+    if response is not None:
         return response
+    sessions.require_csrf(request, csrf_token)
+    email, name = email.strip(), name.strip()
+    form = {"email": email, "name": name}
+    error = _check_email(email) or ("The name is too long." if len(name) > MAX_NAME else None) \
+        or _check_new_password(password, None)
+    if error:
+        return _users_page(request, store, status_code=400, error=error, form=form)
+    try:
+        new = store.create_user(email, name, role=MEMBER, password_hash=sessions.hash_password(password))
+        audit.record(request, Identity(owner), "user.create", new.email, role=MEMBER)
+    except Conflict:
+        return _users_page(request, store, status_code=409,
+                           error=f"A user with the email {email.lower()} exists already.", form=form)
+    return _redirect(f"{_root(request)}/settings/users?added={new.id}")
 
-    # ------------------------------------------------------------------ API keys
 
-    def keys_page(request: Request, user, status_code: int = 200, **context):
-        keys = web.get_store().list_api_keys(user.id, include_revoked=True)
-        keys.sort(key=lambda k: (k.revoked_at is not None, -k.id))  # active first, newest first
-        context.setdefault("error", None)
-        context.setdefault("created", None)
-        context.setdefault("notice", None)
-        return _page(request, "keys.html", status_code=status_code, title="API keys", keys=keys, section="keys",
-                     public_url=(web.public_url or "").rstrip("/"), may_create=may_create_keys(user), **context)
-
-    def may_create_keys(user) -> bool:
-        return api_keys.may_create(web, user)
-
-    @r.get("/settings/keys")
-    def keys(request: Request, revoked: str = ""):
-        user = sessions.current_user(request)
-        if user is None:
-            return sessions.login_redirect(request)
-        notice = None
-        if revoked.isdigit():
-            key = web.get_store().get_api_key(user.id, int(revoked))
-            if key is not None and key.revoked_at is not None:
-                notice = f"The key “{key.name}” was revoked: it no longer works."
-        return keys_page(request, user, notice=notice)
-
-    @r.post("/settings/keys")
-    def create_key(request: Request, name: str = Form(""), csrf_token: str = Form("")):
-        user = sessions.current_user(request)
-        if user is None:
-            return sessions.login_redirect(request)
-        sessions.require_csrf(request, csrf_token)
-        outcome = api_keys.create(request, web, user, name)
-        return keys_page(request, user, status_code=outcome.status, created=outcome.created, error=outcome.error)
-
-    @r.post("/settings/keys/{key_id}/revoke")
-    def revoke_key(request: Request, key_id: str, csrf_token: str = Form("")):
-        user = sessions.current_user(request)
-        if user is None:
-            return sessions.login_redirect(request)
-        sessions.require_csrf(request, csrf_token)
-        store = web.get_store()
-        if not key_id.isdigit() or store.get_api_key(user.id, int(key_id)) is None:
-            return _not_found(request)  # someone else's key looks like no key at all
-        store.revoke_api_key(user.id, int(key_id), own_only=True)
-        audit.record(request, Identity(user), "apikey.revoke", str(int(key_id)))
-        return _redirect(f"{_root(request)}/settings/keys?revoked={int(key_id)}")
-
-    # ------------------------------------------------------------------ own password
-
-    @r.get("/settings/password")
-    def password_page(request: Request):
-        if sessions.current_user(request) is None:
-            return sessions.login_redirect(request)
-        return _page(request, "password.html", title="Password", section="password", error=None, notice=None)
-
-    @r.post("/settings/password")
-    def change_password(request: Request, current: str = Form(""), password: str = Form(""),
-                        confirm: str = Form(""), csrf_token: str = Form("")):
-        user = sessions.current_user(request)
-        if user is None:
-            return sessions.login_redirect(request)
-        sessions.require_csrf(request, csrf_token)
-        store = web.get_store()
-        error = None
-        if not sessions.verify_password(user.password_hash, current):
-            error = "The current password is not right."
-        error = error or _check_new_password(password, confirm)
-        if error:
-            return _page(request, "password.html", status_code=400, title="Password", section="password",
-                         error=error, notice=None)
-        store.set_user_password(user.id, sessions.hash_password(password))
-        store.delete_user_web_sessions(user.id, keep=request.cookies.get(sessions.SESSION_COOKIE))
-        return _page(request, "password.html", title="Password", section="password", error=None,
-                     notice="Your password was changed. Your other sessions were signed out.")
-
-    # ------------------------------------------------------------------ users (owners)
-
-    def owner_or_response(request: Request, what: str = "manage users"):
-        user = sessions.current_user(request)
-        if user is None:
-            return None, sessions.login_redirect(request)
-        if user.role != OWNER:
-            return None, _message(request, 403, "Owners only", f"Only owners can {what}.", title="Forbidden")
-        return user, None
-
-    @r.get("/settings/audit")
-    def audit_page(request: Request, action: str = "", actor: str = "", page: str = "1"):
-        _owner, response = owner_or_response(request, "read the audit log")
-        if response is not None:
-            return response
-        per_page = 100
-        number = max(1, min(int(page), 10**6)) if page.isdigit() else 1
-        action = action if action in audit.ACTIONS else ""
-        actor = actor.strip()[:MAX_EMAIL]
-        events, total = web.get_store().list_audit_events(action=action or None, actor=actor or None, page=number,
-                                                          per_page=per_page)
-        retention = request.app.state.audit.retention if getattr(request.app.state, "audit", None) else 0
-        return _page(request, "audit.html", title="Audit log", section="audit", events=events, total=total,
-                     page=number, pages=max(1, -(-total // per_page)), action=action, actor=actor,
-                     actions=sorted(audit.ACTIONS.items()),
-                     retention=f"for {retention} days" if retention else "forever")
-
-    def users_page(request: Request, status_code: int = 200, **context):
-        context.setdefault("error", None)
-        context.setdefault("notice", None)
-        context.setdefault("form", {"email": "", "name": ""})
-        return _page(request, "users.html", status_code=status_code, title="Users", section="users",
-                     users=web.get_store().list_users(), roles=ROLES, **context)
-
-    @r.get("/settings/users")
-    def users(request: Request, added: str = "", changed: str = ""):
-        _owner, response = owner_or_response(request)
-        if response is not None:
-            return response
-        notice = None
-        store = web.get_store()
-        for param, text in ((added, "{email} was added as a member and can sign in now."),
-                            (changed, "{email} is now {role}.")):
-            if param.isdigit():
-                try:
-                    u = store.get_user(int(param))
-                    notice = text.format(email=u.email, role=u.role)
-                except NotFound:
-                    pass
-        return users_page(request, notice=notice)
-
-    @r.post("/settings/users")
-    def add_user(request: Request, email: str = Form(""), name: str = Form(""), password: str = Form(""),
-                 csrf_token: str = Form("")):
-        _owner, response = owner_or_response(request)
-        if response is not None:
-            return response
-        sessions.require_csrf(request, csrf_token)
-        email, name = email.strip(), name.strip()
-        form = {"email": email, "name": name}
-        error = _check_email(email) or ("The name is too long." if len(name) > MAX_NAME else None) \
-            or _check_new_password(password, None)
-        if error:
-            return users_page(request, status_code=400, error=error, form=form)
-        try:
-            new = web.get_store().create_user(email, name, role=MEMBER, password_hash=sessions.hash_password(password))
-            audit.record(request, Identity(_owner), "user.create", new.email, role=MEMBER)
-        except Conflict:
-            return users_page(request, status_code=409, error=f"A user with the email {email.lower()} exists already.",
-                              form=form)
-        return _redirect(f"{_root(request)}/settings/users?added={new.id}")
-
-    @r.post("/settings/users/{user_id}/role")
-    def change_role(request: Request, user_id: str, role: str = Form(""), csrf_token: str = Form("")):
-        user, response = owner_or_response(request)
-        if response is not None:
-            return response
-        sessions.require_csrf(request, csrf_token)
-        if not user_id.isdigit() or role not in ROLES:
-            return _not_found(request)
-        store = web.get_store()
-        try:
-            changed = store.set_user_role(int(user_id), role)
-            audit.record(request, Identity(user), "user.role", changed.email, role=role)
-        except NotFound:
-            return _not_found(request)
-        except Conflict:
-            return users_page(request, status_code=409, error="There must be at least one owner.")
-        if int(user_id) == user.id and role != OWNER:
-            return _redirect(f"{_root(request)}/settings/keys")  # no longer allowed on the users page
-        return _redirect(f"{_root(request)}/settings/users?changed={int(user_id)}")
-
-    return r
+@router.post("/settings/users/{user_id}/role")
+def change_role(request: Request, user_id: str, store: StoreDep, role: str = Form(""), csrf_token: str = Form("")):
+    user, response = _owner_or_response(request)
+    if response is not None:
+        return response
+    sessions.require_csrf(request, csrf_token)
+    if not user_id.isdigit() or role not in ROLES:
+        return _not_found(request)
+    try:
+        changed = store.set_user_role(int(user_id), role)
+        audit.record(request, Identity(user), "user.role", changed.email, role=role)
+    except NotFound:
+        return _not_found(request)
+    except Conflict:
+        return _users_page(request, store, status_code=409, error="There must be at least one owner.")
+    if int(user_id) == user.id and role != OWNER:
+        return _redirect(f"{_root(request)}/settings/keys")  # no longer allowed on the users page
+    return _redirect(f"{_root(request)}/settings/users?changed={int(user_id)}")

@@ -23,9 +23,11 @@ from __future__ import annotations
 import json
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import HTMLResponse, Response
+from fastapi.responses import HTMLResponse
 
-from codesearch.web.templating import WebContext, render
+from codesearch.service.deps import PageCaller, StoreDep, WebDep
+from codesearch.web.sessions import login_redirect
+from codesearch.web.templating import render
 
 #: scripts only from our own static files (the chat page's own script included)
 CSP = ("default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; base-uri 'none'; "
@@ -98,34 +100,25 @@ def render_chat(request: Request, chat, tc) -> HTMLResponse:
                           can_ask=mine, **context))
 
 
-def router(web: WebContext) -> APIRouter:
-    r = APIRouter(include_in_schema=False)
+router = APIRouter(include_in_schema=False)
 
-    identity_of = web.identity_of
-
-    def to_login(request: Request) -> Response:
-        from codesearch.web.sessions import login_redirect
-
+@router.get("/chat")
+def new_chat(request: Request, identity: PageCaller, web: WebDep, q: str = Query("", max_length=10000),
+             repo: list[str] = Query([])):
+    if identity is None:
         return login_redirect(request)
+    tc = web.make_context(identity)
+    return _secure(render(request, "chat.html", title="Ask", chat=None, turns=[], mine=True, can_ask=True,
+                          **_composer(tc, request, q=q, selected=repo)))
 
-    @r.get("/chat")
-    def new_chat(request: Request, q: str = Query("", max_length=10000), repo: list[str] = Query([])):
-        identity = identity_of(request)
-        if identity is None:
-            return to_login(request)
-        tc = web.make_context(identity)
-        return _secure(render(request, "chat.html", title="Ask", chat=None, turns=[], mine=True, can_ask=True,
-                              **_composer(tc, request, q=q, selected=repo)))
 
-    @r.get("/chats")
-    def chats(request: Request):
-        identity = getattr(request.state, "identity", None)
-        if identity is None:  # a history needs someone to belong to
-            return to_login(request)
-        rows = web.get_store().list_chats(user_id=identity.user_id, limit=MAX_LISTED_CHATS)
-        items = [{"id": c.id, "question": c.question, "visibility": c.visibility, "status": c.status,
-                  "created": c.created_at.isoformat(timespec="seconds") if c.created_at else "",
-                  "when": _when(c.created_at)} for c in rows]
-        return _secure(render(request, "chats.html", title="Your chats", chats=items))
-
-    return r
+@router.get("/chats")
+def chats(request: Request, store: StoreDep):
+    identity = getattr(request.state, "identity", None)
+    if identity is None:  # a history needs someone to belong to
+        return login_redirect(request)
+    rows = store.list_chats(user_id=identity.user_id, limit=MAX_LISTED_CHATS)
+    items = [{"id": c.id, "question": c.question, "visibility": c.visibility, "status": c.status,
+              "created": c.created_at.isoformat(timespec="seconds") if c.created_at else "",
+              "when": _when(c.created_at)} for c in rows]
+    return _secure(render(request, "chats.html", title="Your chats", chats=items))

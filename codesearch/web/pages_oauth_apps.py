@@ -21,6 +21,7 @@ from fastapi.responses import RedirectResponse
 
 from codesearch.permissions import Identity
 from codesearch.service import audit
+from codesearch.service.deps import StoreDep
 from codesearch.service.oauth_server import OFFLINE, SCOPE, redirect_origin
 from codesearch.web import sessions
 from codesearch.web.templating import render
@@ -38,47 +39,43 @@ def _rows(apps) -> list[dict]:
              "scopes": [SCOPE_WORDS.get(s, s) for s in a.scopes]} for a in apps]
 
 
-def router(web) -> APIRouter:
-    r = APIRouter(include_in_schema=False)
+router = APIRouter(include_in_schema=False)
 
-    def page(request: Request, user, status_code: int = 200, notice: str | None = None):
-        store = web.get_store()
-        if store is None:
-            return render(request, "message.html", status_code=503, title="Connected apps",
-                          heading="Connected apps are unavailable",
-                          message="This service runs without a state database, so no app can connect.")
-        return render(request, "oauth_apps.html", status_code=status_code, title="Connected apps", section="apps",
-                      rows=_rows(store.list_connected_oauth_apps(user.id)), when=_when, notice=notice)
 
-    @r.get("/settings/apps")
-    def apps(request: Request, revoked: str = ""):
-        user = sessions.current_user(request)
-        if user is None:
-            return sessions.login_redirect(request)
-        notice = None
-        store = web.get_store()
-        if revoked and store is not None:
-            client = store.get_oauth_client(revoked)
-            if client is not None:
-                notice = f"“{client.name}” no longer has access: its tokens were revoked."
-        return page(request, user, notice=notice)
+def _page(request: Request, store, user, status_code: int = 200, notice: str | None = None):
+    if store is None:
+        return render(request, "message.html", status_code=503, title="Connected apps",
+                      heading="Connected apps are unavailable",
+                      message="This service runs without a state database, so no app can connect.")
+    return render(request, "oauth_apps.html", status_code=status_code, title="Connected apps", section="apps",
+                  rows=_rows(store.list_connected_oauth_apps(user.id)), when=_when, notice=notice)
 
-    @r.post("/settings/apps/{client_id}/revoke")
-    def revoke(request: Request, client_id: str, csrf_token: str = Form("")):
-        user = sessions.current_user(request)
-        if user is None:
-            return sessions.login_redirect(request)
-        sessions.require_csrf(request, csrf_token)
-        store = web.get_store()
-        if store is None:
-            return page(request, user)
-        client = store.get_oauth_client(client_id)
-        if client is None or not any(a.client_id == client.id for a in store.list_connected_oauth_apps(user.id)):
-            return render(request, "message.html", status_code=404, title="Not found", heading="Not found",
-                          message="That app has no access to your account (any more).")
-        n = store.revoke_oauth_client_for_user(user.id, client.id)
-        audit.record(request, Identity(user), "oauth.grant.revoke", client.id, name=client.name, revoked=n)
-        root = sessions.root_of(request.scope)
-        return RedirectResponse(f"{root}/settings/apps?revoked={client.id}", status_code=303)
 
-    return r
+@router.get("/settings/apps")
+def apps(request: Request, store: StoreDep, revoked: str = ""):
+    user = sessions.current_user(request)
+    if user is None:
+        return sessions.login_redirect(request)
+    notice = None
+    if revoked and store is not None:
+        client = store.get_oauth_client(revoked)
+        if client is not None:
+            notice = f"“{client.name}” no longer has access: its tokens were revoked."
+    return _page(request, store, user, notice=notice)
+
+
+@router.post("/settings/apps/{client_id}/revoke")
+def revoke(request: Request, client_id: str, store: StoreDep, csrf_token: str = Form("")):
+    user = sessions.form_user(request, csrf_token)
+    if user is None:
+        return sessions.login_redirect(request)
+    if store is None:
+        return _page(request, store, user)
+    client = store.get_oauth_client(client_id)
+    if client is None or not any(a.client_id == client.id for a in store.list_connected_oauth_apps(user.id)):
+        return render(request, "message.html", status_code=404, title="Not found", heading="Not found",
+                      message="That app has no access to your account (any more).")
+    n = store.revoke_oauth_client_for_user(user.id, client.id)
+    audit.record(request, Identity(user), "oauth.grant.revoke", client.id, name=client.name, revoked=n)
+    root = sessions.root_of(request.scope)
+    return RedirectResponse(f"{root}/settings/apps?revoked={client.id}", status_code=303)

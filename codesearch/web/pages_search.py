@@ -2,11 +2,11 @@
 the repos table, and the highlighting stylesheet.
 
 - ``GET /``: the search form (regex and case toggles, a syntax reference) and the sync status
-  (connections, repos, queued and running jobs) that ``static/search.js`` polls from
+  (connections, repos, queued and running jobs) that ``static/home-page.js`` polls from
   ``/api/connections``, ``/api/repos/status`` and ``/api/jobs``.
 - ``GET /search?q=&regex=1&case=1&matches=&lang=&repo=``: the results page. The results are
-  streamed by the page's JavaScript from ``POST /api/stream_search`` and built with DOM APIs
-  (repository text is only ever assigned as text, never parsed as HTML). Sourcebot's own search
+  streamed by the page's module (``static/search-page.js``) from ``POST /api/stream_search`` and
+  built with DOM APIs (repository text is only ever assigned as text, never parsed as HTML). Sourcebot's own search
   links work too: ``?query=…&matches=…&isRegexEnabled=true&isCaseSensitivityEnabled=true`` (its UI,
   docs and bookmarks write them so), under ``/search`` or under its single-tenant prefix ``/~/``
   (every ``/~/<page>`` redirects to ``/<page>``).
@@ -44,19 +44,26 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import RedirectResponse, Response
 from markupsafe import Markup
 
-from codesearch.errors import CodesearchError, FileNotFound, InvalidGitRef, RepositoryNotFound
+from codesearch.errors import (
+    CodesearchError,
+    FileNotFound,
+    InvalidGitRef,
+    RepositoryNotFound,
+)
 from codesearch.git.objects import is_binary, read_blob, resolve_commit
 from codesearch.git.paths import check_dir, check_path, check_ref
 from codesearch.git.trees import list_tree
 from codesearch.index.language import detect
 from codesearch.search.present import external_url, short_ref
 from codesearch.service import audit
+from codesearch.service.deps import PageCaller, StoreDep, WebDep
 from codesearch.statuses import JobKind, JobState
 from codesearch.sync import repo_info
 from codesearch.tools.repos import iso, page_of_repos
 from codesearch.web import STATIC_DIR, codenav, highlight, pages_history
 from codesearch.web.assets import inline_script
-from codesearch.web.templating import WebContext, render
+from codesearch.web.sessions import login_redirect
+from codesearch.web.templating import render
 
 log = logging.getLogger(__name__)
 
@@ -193,190 +200,186 @@ def _flag(value: str | None) -> bool:
 # ---------------------------------------------------------------------- the router
 
 
-def router(web: WebContext) -> APIRouter:
-    r = APIRouter(include_in_schema=False)
+router = APIRouter(include_in_schema=False)
 
-    identity_of = web.identity_of
 
-    def to_login(request: Request) -> Response:
-        from codesearch.web.sessions import login_redirect
+@router.get("/highlight.css")
+def highlight_css() -> Response:
+    return Response(highlight.stylesheet(), media_type="text/css",
+                    headers={"Cache-Control": "public, max-age=3600", "X-Content-Type-Options": "nosniff"})
 
+
+@router.get("/")
+def home(request: Request, caller: PageCaller):
+    if caller is None:
         return login_redirect(request)
+    return _page(request, "home.html", title="codesearch", q="", regex=False, case=False)
 
-    @r.get("/highlight.css")
-    def highlight_css() -> Response:
-        return Response(highlight.stylesheet(), media_type="text/css",
-                        headers={"Cache-Control": "public, max-age=3600", "X-Content-Type-Options": "nosniff"})
 
-    @r.get("/")
-    def home(request: Request):
-        if identity_of(request) is None:
-            return to_login(request)
-        return _page(request, "home.html", title="codesearch", q="", regex=False, case=False)
+@router.get("/search")
+def search(request: Request, caller: PageCaller, web: WebDep, q: str = Query("", max_length=10_000),
+           regex: str | None = None, case: str | None = None, matches: str | None = None,
+           query: str = Query("", max_length=10_000, description="Sourcebot's name for q"),
+           isRegexEnabled: str | None = None, isCaseSensitivityEnabled: str | None = None):  # noqa: N803
+    if caller is None:
+        return login_redirect(request)
+    q = q or query
+    regex = regex or isRegexEnabled
+    case = case or isCaseSensitivityEnabled
+    try:
+        n = max(1, min(int(matches), MAX_MATCHES)) if matches else DEFAULT_MATCHES
+    except ValueError:
+        n = DEFAULT_MATCHES
+    if not q.strip():
+        return RedirectResponse(f"{_root(request)}/", status_code=303)
+    config = {"query": q, "regex": _flag(regex), "case": _flag(case), "matches": n, "contextLines": 1,
+              "publicUrl": web.public_url.rstrip("/"), "maxMatches": MAX_MATCHES, "root": _root(request)}
+    resp = _page(request, "search.html", title=q[:80], q=q, regex=_flag(regex), case=_flag(case), config=config,
+                 search_start=SEARCH_START)
+    resp.headers["Content-Security-Policy"] = SEARCH_CSP
+    return resp
 
-    @r.get("/search")
-    def search(request: Request, q: str = Query("", max_length=10_000), regex: str | None = None,
-               case: str | None = None, matches: str | None = None,
-               query: str = Query("", max_length=10_000, description="Sourcebot's name for q"),
-               isRegexEnabled: str | None = None, isCaseSensitivityEnabled: str | None = None):  # noqa: N803
-        if identity_of(request) is None:
-            return to_login(request)
-        q = q or query
-        regex = regex or isRegexEnabled
-        case = case or isCaseSensitivityEnabled
-        try:
-            n = max(1, min(int(matches), MAX_MATCHES)) if matches else DEFAULT_MATCHES
-        except ValueError:
-            n = DEFAULT_MATCHES
-        if not q.strip():
-            return RedirectResponse(f"{_root(request)}/", status_code=303)
-        config = {"query": q, "regex": _flag(regex), "case": _flag(case), "matches": n, "contextLines": 1,
-                  "publicUrl": web.public_url.rstrip("/"), "maxMatches": MAX_MATCHES, "root": _root(request)}
-        resp = _page(request, "search.html", title=q[:80], q=q, regex=_flag(regex), case=_flag(case), config=config,
-                     search_start=SEARCH_START)
-        resp.headers["Content-Security-Policy"] = SEARCH_CSP
-        return resp
 
-    @r.get("/~/{rest:path}")
-    def sourcebot_prefix(request: Request, rest: str):
-        """Sourcebot's single-tenant URLs (``/~/search?query=…``) are ours without the ``/~``."""
-        raw = _raw_after(request, "/~/") or urllib.parse.quote(rest, safe="/@")
-        raw = raw.lstrip("/\\")  # never "//host" or "/\\host": those leave the site
-        query = request.scope.get("query_string", b"").decode("latin-1")
-        return RedirectResponse(f"{_root(request)}/{raw}" + (f"?{query}" if query else ""), status_code=308)
+@router.get("/~/{rest:path}")
+def sourcebot_prefix(request: Request, rest: str):
+    """Sourcebot's single-tenant URLs (``/~/search?query=…``) are ours without the ``/~``."""
+    raw = _raw_after(request, "/~/") or urllib.parse.quote(rest, safe="/@")
+    raw = raw.lstrip("/\\")  # never "//host" or "/\\host": those leave the site
+    query = request.scope.get("query_string", b"").decode("latin-1")
+    return RedirectResponse(f"{_root(request)}/{raw}" + (f"?{query}" if query else ""), status_code=308)
 
-    @r.get("/repos")
-    def repos(request: Request, query: str = Query("", max_length=1000), page: str | None = None):
-        identity = identity_of(request)
-        if identity is None:
-            return to_login(request)
-        try:
-            n = max(1, int(page or 1))
-        except ValueError:
-            n = 1
-        store = web.get_store()
-        rows, total = ([], 0) if store is None else page_of_repos(
-            store, identity, page=n, per_page=REPOS_PER_PAGE, sort="name", direction="asc", query=query.strip() or None)
-        active: dict[int, str] = {}
-        if store is not None and rows:
-            for state in (JobState.IN_PROGRESS, JobState.PENDING):
-                for job in store.list_jobs(kind=JobKind.INDEX, state=state, limit=10_000):
-                    active.setdefault(job.repo_id, state)
-        root = _root(request)
-        items = []
-        for row in rows:
-            revs = sorted(short_ref(ref) for ref in (row.indexed_revisions or {}))
-            items.append({
-                "id": row.id, "name": row.name, "display": row.display_name or row.name, "host": row.code_host_type,
-                "url": browse_url(root, row.name), "external": row.web_url or "", "branches": revs,
-                "indexed_at": _time(row.indexed_at), "indexed_iso": iso(row.indexed_at) or "",
-                "status": row.index_status, "job": active.get(row.id), "error": row.last_error or "",
-            })
-        last = max(1, -(-total // REPOS_PER_PAGE))
 
-        def page_url(p: int) -> str:
-            params = {"page": str(p)}
-            if query.strip():
-                params["query"] = query.strip()
-            return f"{root}/repos?{urllib.parse.urlencode(params)}"
+@router.get("/repos")
+def repos(request: Request, identity: PageCaller, store: StoreDep, query: str = Query("", max_length=1000),
+          page: str | None = None):
+    if identity is None:
+        return login_redirect(request)
+    try:
+        n = max(1, int(page or 1))
+    except ValueError:
+        n = 1
+    rows, total = ([], 0) if store is None else page_of_repos(
+        store, identity, page=n, per_page=REPOS_PER_PAGE, sort="name", direction="asc", query=query.strip() or None)
+    active: dict[int, str] = {}
+    if store is not None and rows:
+        for state in (JobState.IN_PROGRESS, JobState.PENDING):
+            for job in store.list_jobs(kind=JobKind.INDEX, state=state, limit=10_000):
+                active.setdefault(job.repo_id, state)
+    root = _root(request)
+    items = []
+    for row in rows:
+        revs = sorted(short_ref(ref) for ref in (row.indexed_revisions or {}))
+        items.append({
+            "id": row.id, "name": row.name, "display": row.display_name or row.name, "host": row.code_host_type,
+            "url": browse_url(root, row.name), "external": row.web_url or "", "branches": revs,
+            "indexed_at": _time(row.indexed_at), "indexed_iso": iso(row.indexed_at) or "",
+            "status": row.index_status, "job": active.get(row.id), "error": row.last_error or "",
+        })
+    last = max(1, -(-total // REPOS_PER_PAGE))
 
-        return _page(request, "repos.html", title="Repositories", repos=items, total=total, page=n, last=last,
-                     query=query, prev_url=page_url(n - 1) if n > 1 else None,
-                     next_url=page_url(n + 1) if n < last else None)
+    def page_url(p: int) -> str:
+        params = {"page": str(p)}
+        if query.strip():
+            params["query"] = query.strip()
+        return f"{root}/repos?{urllib.parse.urlencode(params)}"
 
-    @r.get("/browse/{rest:path}")
-    def browse(request: Request, rest: str):
-        identity = identity_of(request)
-        if identity is None:
-            return to_login(request)
-        root = _root(request)
-        try:
-            repo_name, rev, kind, path = parse_browse(_raw_rest(request, rest))
-            tc = web.make_context(identity)
-            row = tc.repo(repo_name)
-            git_dir = tc.git_dir(row)
-            ref = resolve_rev(git_dir, row, rev or tc.default_ref(row))
-            if kind == "commits":
-                return pages_history.history_page(_page, request, identity, root, row, ref, git_dir, path)
-            if kind == "commit":
-                return pages_history.commit_page(_page, request, identity, root, row, git_dir,
-                                                 resolve_rev(git_dir, row, path))
-            if kind == "compare":
-                return pages_history.compare_page(_page, request, identity, root, row, git_dir, ref,
-                                                  lambda r: resolve_rev(git_dir, row, r))
-            if kind == "blob" and "blame" in request.query_params:
-                return pages_history.blame_page(_page, request, identity, root, row, ref, git_dir, path)
-            audit.record(request, identity, "source.read" if kind == "blob" else "tree.read", f"{row.name}:{path}", ref=ref)
-            if kind == "blob":
-                return file_page(request, root, tc, row, ref, git_dir, path)
-            return tree_page(request, root, row, ref, git_dir, path)
-        except RepositoryNotFound as e:
-            return _not_found(request, str(e).split(":")[0])
-        except (FileNotFound, InvalidGitRef) as e:
-            return _not_found(request, str(e).split(": use ")[0])
-        except CodesearchError as e:
-            log.error("browse %s failed: %s", rest, e)
-            return _not_found(request, "This page could not be read.", status_code=500)
+    return _page(request, "repos.html", title="Repositories", repos=items, total=total, page=n, last=last,
+                 query=query, prev_url=page_url(n - 1) if n > 1 else None,
+                 next_url=page_url(n + 1) if n < last else None)
 
-    def file_page(request: Request, root: str, tc, row, ref: str, git_dir: str, path: str) -> Response:
-        check_path(path)
-        try:
-            data, commit = read_blob(git_dir, ref, path)
-        except FileNotFound:
-            if _is_dir(git_dir, ref, path):
-                return RedirectResponse(browse_url(root, row.name, ref, "tree", path), status_code=303)
-            raise
-        info = repo_info(row)
-        params = request.query_params
-        nav = codenav.nav_config(root=root, repo=row.name, rev=short_ref(ref), ref=ref, path=path,
-                                 language=detect(path, data), git_dir=git_dir, indexed=row.indexed_revisions,
-                                 q=params.get("q", "")[:2000], regex=_flag(params.get("regex")),
-                                 case=_flag(params.get("case")))
-        ctx = {
-            "nav": nav,
-            "title": f"{path.rsplit('/', 1)[-1]} · {row.display_name or row.name}", "repo": row.name,
-            "rev": short_ref(ref), "commit": commit, "path": path,
-            "crumbs": _crumbs(root, row.name, ref, path, row.display_name or ""),
-            "external": external_url(info, ref, path), "repo_url": browse_url(root, row.name, ref),
-            "size": len(data), "binary": is_binary(data),
-            "blame_url": browse_url(root, row.name, ref, "blob", path) + "?blame",
-            "history_url": browse_url(root, row.name, ref, "commits", path),
-        }
-        if ctx["binary"]:
-            return _page(request, "file.html", **ctx, lines=[], language="", highlighted=False, total_lines=0)
-        text = data.decode("utf-8", "replace")
-        language = detect(path, data)
-        lines, highlighted = highlight.highlight_lines(path, language, text)
-        total = len(highlight.split_lines(text.replace("\r\n", "\n")))
-        return _page(request, "file.html", **ctx, language=language, highlighted=highlighted, total_lines=total,
-                     big=len(data) > highlight.MAX_HIGHLIGHT_BYTES or total > highlight.MAX_HIGHLIGHT_LINES,
-                     lines=[Markup(x) for x in lines])  # escaped by Pygments / markupsafe
 
-    def tree_page(request: Request, root: str, row, ref: str, git_dir: str, path: str) -> Response:
-        under = check_dir(path)
-        try:
-            entries, truncated = list_tree(git_dir, ref, under, depth=1, max_entries=MAX_TREE_ENTRIES)
-        except FileNotFound:
-            if under and _is_file(git_dir, ref, under):
-                return RedirectResponse(browse_url(root, row.name, ref, "blob", under), status_code=303)
-            raise
-        items = [{"name": e.name, "dir": e.is_dir,
-                  "url": browse_url(root, row.name, ref, "tree" if e.is_dir else "blob", e.path)} for e in entries]
-        items.sort(key=lambda x: (not x["dir"],))  # directories first (list_tree already does; keep it so)
-        parent = None
-        if under:
-            parent = browse_url(root, row.name, ref, "tree", under.rsplit("/", 1)[0] if "/" in under else "")
-        branches = sorted(short_ref(x) for x in (row.indexed_revisions or {}))
-        display = row.display_name or row.name
-        return _page(request, "tree.html", title=f"{under} · {display}" if under else display,
-                     repo=row.name, display=display, rev=short_ref(ref), path=under,
-                     crumbs=_crumbs(root, row.name, ref, under, display), entries=items, truncated=truncated, parent=parent,
-                     external=row.web_url or "", branches=branches,
-                     history_url=browse_url(root, row.name, ref, "commits", under).rstrip("/"),
-                     compare_url=browse_url(root, row.name, None, "compare", "").rstrip("/"),
-                     branch_urls=[{"name": b, "url": browse_url(root, row.name, b, "tree", under)} for b in branches])
+@router.get("/browse/{rest:path}")
+def browse(request: Request, rest: str, identity: PageCaller, web: WebDep):
+    if identity is None:
+        return login_redirect(request)
+    root = _root(request)
+    try:
+        repo_name, rev, kind, path = parse_browse(_raw_rest(request, rest))
+        tc = web.make_context(identity)
+        row = tc.repo(repo_name)
+        git_dir = tc.git_dir(row)
+        ref = resolve_rev(git_dir, row, rev or tc.default_ref(row))
+        if kind == "commits":
+            return pages_history.history_page(_page, request, identity, root, row, ref, git_dir, path)
+        if kind == "commit":
+            return pages_history.commit_page(_page, request, identity, root, row, git_dir,
+                                             resolve_rev(git_dir, row, path))
+        if kind == "compare":
+            return pages_history.compare_page(_page, request, identity, root, row, git_dir, ref,
+                                              lambda r: resolve_rev(git_dir, row, r))
+        if kind == "blob" and "blame" in request.query_params:
+            return pages_history.blame_page(_page, request, identity, root, row, ref, git_dir, path)
+        audit.record(request, identity, "source.read" if kind == "blob" else "tree.read", f"{row.name}:{path}", ref=ref)
+        if kind == "blob":
+            return _file_page(request, root, row, ref, git_dir, path)
+        return _tree_page(request, root, row, ref, git_dir, path)
+    except RepositoryNotFound as e:
+        return _not_found(request, str(e).split(":")[0])
+    except (FileNotFound, InvalidGitRef) as e:
+        return _not_found(request, str(e).split(": use ")[0])
+    except CodesearchError as e:
+        log.error("browse %s failed: %s", rest, e)
+        return _not_found(request, "This page could not be read.", status_code=500)
 
-    return r
+
+def _file_page(request: Request, root: str, row, ref: str, git_dir: str, path: str) -> Response:
+    check_path(path)
+    try:
+        data, commit = read_blob(git_dir, ref, path)
+    except FileNotFound:
+        if _is_dir(git_dir, ref, path):
+            return RedirectResponse(browse_url(root, row.name, ref, "tree", path), status_code=303)
+        raise
+    info = repo_info(row)
+    params = request.query_params
+    nav = codenav.nav_config(root=root, repo=row.name, rev=short_ref(ref), ref=ref, path=path,
+                             language=detect(path, data), git_dir=git_dir, indexed=row.indexed_revisions,
+                             q=params.get("q", "")[:2000], regex=_flag(params.get("regex")),
+                             case=_flag(params.get("case")))
+    ctx = {
+        "nav": nav,
+        "title": f"{path.rsplit('/', 1)[-1]} · {row.display_name or row.name}", "repo": row.name,
+        "rev": short_ref(ref), "commit": commit, "path": path,
+        "crumbs": _crumbs(root, row.name, ref, path, row.display_name or ""),
+        "external": external_url(info, ref, path), "repo_url": browse_url(root, row.name, ref),
+        "size": len(data), "binary": is_binary(data),
+        "blame_url": browse_url(root, row.name, ref, "blob", path) + "?blame",
+        "history_url": browse_url(root, row.name, ref, "commits", path),
+    }
+    if ctx["binary"]:
+        return _page(request, "file.html", **ctx, lines=[], language="", highlighted=False, total_lines=0)
+    text = data.decode("utf-8", "replace")
+    language = detect(path, data)
+    lines, highlighted = highlight.highlight_lines(path, language, text)
+    total = len(highlight.split_lines(text.replace("\r\n", "\n")))
+    return _page(request, "file.html", **ctx, language=language, highlighted=highlighted, total_lines=total,
+                 big=len(data) > highlight.MAX_HIGHLIGHT_BYTES or total > highlight.MAX_HIGHLIGHT_LINES,
+                 lines=[Markup(x) for x in lines])  # escaped by Pygments / markupsafe
+
+
+def _tree_page(request: Request, root: str, row, ref: str, git_dir: str, path: str) -> Response:
+    under = check_dir(path)
+    try:
+        entries, truncated = list_tree(git_dir, ref, under, depth=1, max_entries=MAX_TREE_ENTRIES)
+    except FileNotFound:
+        if under and _is_file(git_dir, ref, under):
+            return RedirectResponse(browse_url(root, row.name, ref, "blob", under), status_code=303)
+        raise
+    items = [{"name": e.name, "dir": e.is_dir,
+              "url": browse_url(root, row.name, ref, "tree" if e.is_dir else "blob", e.path)} for e in entries]
+    items.sort(key=lambda x: (not x["dir"],))  # directories first (list_tree already does; keep it so)
+    parent = None
+    if under:
+        parent = browse_url(root, row.name, ref, "tree", under.rsplit("/", 1)[0] if "/" in under else "")
+    branches = sorted(short_ref(x) for x in (row.indexed_revisions or {}))
+    display = row.display_name or row.name
+    return _page(request, "tree.html", title=f"{under} · {display}" if under else display,
+                 repo=row.name, display=display, rev=short_ref(ref), path=under,
+                 crumbs=_crumbs(root, row.name, ref, under, display), entries=items, truncated=truncated, parent=parent,
+                 external=row.web_url or "", branches=branches,
+                 history_url=browse_url(root, row.name, ref, "commits", under).rstrip("/"),
+                 compare_url=browse_url(root, row.name, None, "compare", "").rstrip("/"),
+                 branch_urls=[{"name": b, "url": browse_url(root, row.name, b, "tree", under)} for b in branches])
 
 
 def _is_dir(git_dir: str, ref: str, path: str) -> bool:

@@ -43,11 +43,12 @@ from codesearch.permissions import Identity
 from codesearch.service import audit, oauth_server
 from codesearch.service.anonymous import SETTING_KEY
 from codesearch.service.auth import ANONYMOUS_ENV
+from codesearch.service.deps import StoreDep, WebDep
 from codesearch.store import OWNER, NotFound
 from codesearch.store import models as m
 from codesearch.web import api_keys, sessions
 from codesearch.web.pages_search import _with_csp, browse_url
-from codesearch.web.templating import render
+from codesearch.web.templating import WebContext, render
 
 #: repositories listed under one connection (the rest: on the Repos page)
 REPOS_SHOWN = 100
@@ -156,160 +157,174 @@ def mcp_snippets(mcp_url: str, key: str | None) -> dict[str, str]:
     }
 
 
-def router(web) -> APIRouter:
-    r = APIRouter(include_in_schema=False)
+router = APIRouter(include_in_schema=False)
 
-    def page(request: Request, template: str, status_code: int = 200, **context):
-        return _with_csp(render(request, template, status_code=status_code, when=when, **context))
 
-    def message(request: Request, status_code: int, heading: str, text: str):
-        return page(request, "message.html", status_code=status_code, title=heading, heading=heading, message=text)
+def _page(request: Request, template: str, status_code: int = 200, **context):
+    return _with_csp(render(request, template, status_code=status_code, when=when, **context))
 
-    def signed_in(request: Request):
-        """(user, None), or (None, the response to send: sign in first, or no database)."""
-        user = sessions.current_user(request)
-        if user is None:
-            return None, sessions.login_redirect(request)
-        if web.get_store() is None:
-            return None, message(request, 503, "Settings are unavailable",
-                                 "This service runs without a state database.")
-        return user, None
 
-    def owner(request: Request, what: str):
-        user, response = signed_in(request)
-        if response is None and user.role != OWNER:
-            response = message(request, 403, "Owners only", f"Only owners can {what}.")
-        return user, response
+def _message(request: Request, status_code: int, heading: str, text: str):
+    return _page(request, "message.html", status_code=status_code, title=heading, heading=heading, message=text)
 
-    def root(request: Request) -> str:
-        return sessions.root_of(request.scope)
 
-    # ------------------------------------------------------------------ connections
+def _signed_in(request: Request, store):
+    """(user, None), or (None, the response to send: sign in first, or no database)."""
+    user = sessions.current_user(request)
+    if user is None:
+        return None, sessions.login_redirect(request)
+    if store is None:
+        return None, _message(request, 503, "Settings are unavailable",
+                             "This service runs without a state database.")
+    return user, None
 
-    @r.get("/settings/connections")
-    def connections_page(request: Request, resynced: str = "", reindexed: str = ""):
-        _user, response = signed_in(request)
-        if response is not None:
-            return response
-        store = web.get_store()
-        identity = request.state.identity
-        views = connection_views(store, identity, root(request))
-        notice = None
-        if resynced.isdigit():
-            name = next((v.name for v in views if v.id == int(resynced)), None)
-            if name is not None:
-                notice = f"A sync of “{name}” is queued: the sync workers take it up in a moment."
-        if reindexed.isdigit():
-            try:
-                row = store.get_repo(int(reindexed))
-                if permissions.can_see(identity, row):
-                    notice = f"Re-indexing {row.name} is queued."
-            except NotFound:
-                pass
-        return page(request, "connections.html", title="Connections", section="connections", connections=views,
-                    notice=notice, repos_shown=REPOS_SHOWN)
 
-    @r.post("/settings/connections/{connection_id}/sync")
-    def resync(request: Request, connection_id: str, csrf_token: str = Form("")):
-        user, response = owner(request, "sync connections")
-        if response is not None:
-            return response
+def _owner(request: Request, store, what: str):
+    user, response = _signed_in(request, store)
+    if response is None and user.role != OWNER:
+        response = _message(request, 403, "Owners only", f"Only owners can {what}.")
+    return user, response
+
+
+def _owner_form(request: Request, store, what: str, csrf_token: str):
+    """`_owner` for a form sent by POST: its CSRF token is checked once the sender is known."""
+    user, response = _owner(request, store, what)
+    if response is None:
         sessions.require_csrf(request, csrf_token)
-        store = web.get_store()
-        conn = next((c for c in store.list_connections() if str(c.id) == connection_id), None)
-        if conn is None:
-            return message(request, 404, "No such connection",
-                           "This connection does not exist (any more): it was removed from the config file.")
+    return user, response
+
+
+def _root(request: Request) -> str:
+    return sessions.root_of(request.scope)
+
+# ------------------------------------------------------------------ connections
+
+
+@router.get("/settings/connections")
+def connections_page(request: Request, store: StoreDep, resynced: str = "", reindexed: str = ""):
+    _user, response = _signed_in(request, store)
+    if response is not None:
+        return response
+    identity = request.state.identity
+    views = connection_views(store, identity, _root(request))
+    notice = None
+    if resynced.isdigit():
+        name = next((v.name for v in views if v.id == int(resynced)), None)
+        if name is not None:
+            notice = f"A sync of “{name}” is queued: the sync workers take it up in a moment."
+    if reindexed.isdigit():
         try:
-            job = store.request_connection_sync(conn.name)
+            row = store.get_repo(int(reindexed))
+            if permissions.can_see(identity, row):
+                notice = f"Re-indexing {row.name} is queued."
         except NotFound:
-            return message(request, 404, "No such connection", "This connection was removed meanwhile.")
-        audit.record(request, Identity(user), "connection.resync", conn.name, job=job.id)
-        return RedirectResponse(f"{root(request)}/settings/connections?resynced={conn.id}#connection-{conn.id}",
-                                status_code=303)
+            pass
+    return _page(request, "connections.html", title="Connections", section="connections", connections=views,
+                notice=notice, repos_shown=REPOS_SHOWN)
 
-    @r.post("/settings/connections/repos/{repo_id}/reindex")
-    def reindex(request: Request, repo_id: str, csrf_token: str = Form("")):
-        user, response = owner(request, "re-index repositories")
-        if response is not None:
-            return response
-        sessions.require_csrf(request, csrf_token)
-        store = web.get_store()
-        row = None
-        if repo_id.isdigit():
-            try:
-                row = store.get_repo(int(repo_id))
-            except NotFound:
-                row = None
-        if row is None or not permissions.can_see(request.state.identity, row):
-            return message(request, 404, "No such repository", "This repository does not exist (any more).")
-        job = store.enqueue_index_job(row.id, force=True)
-        audit.record(request, Identity(user), "repo.reindex", row.name, job=job.id)
-        return RedirectResponse(f"{root(request)}/settings/connections?reindexed={row.id}", status_code=303)
 
-    # ------------------------------------------------------------------ access
+@router.post("/settings/connections/{connection_id}/sync")
+def resync(request: Request, connection_id: str, store: StoreDep, csrf_token: str = Form("")):
+    user, response = _owner_form(request, store, "sync connections", csrf_token)
+    if response is not None:
+        return response
+    conn = next((c for c in store.list_connections() if str(c.id) == connection_id), None)
+    if conn is None:
+        return _message(request, 404, "No such connection",
+                        "This connection does not exist (any more): it was removed from the config file.")
+    try:
+        job = store.request_connection_sync(conn.name)
+    except NotFound:
+        return _message(request, 404, "No such connection", "This connection was removed meanwhile.")
+    audit.record(request, Identity(user), "connection.resync", conn.name, job=job.id)
+    return RedirectResponse(f"{_root(request)}/settings/connections?resynced={conn.id}#connection-{conn.id}",
+                            status_code=303)
 
-    def access_page(request: Request, status_code: int = 200, **context):
-        access = web.authenticator.access
-        context.setdefault("error", None)
-        context.setdefault("notice", None)
-        return page(request, "access.html", status_code=status_code, title="Access", section="access",
-                    forced=access.forced, stored=access.stored(), enabled=access.enabled(), env_name=ANONYMOUS_ENV,
-                    ttl=access.ttl_s, **context)
 
-    @r.get("/settings/access")
-    def access(request: Request):
-        _user, response = owner(request, "change who may search")
-        if response is not None:
-            return response
-        return access_page(request)
+@router.post("/settings/connections/repos/{repo_id}/reindex")
+def reindex(request: Request, repo_id: str, store: StoreDep, csrf_token: str = Form("")):
+    user, response = _owner_form(request, store, "re-index repositories", csrf_token)
+    if response is not None:
+        return response
+    row = None
+    if repo_id.isdigit():
+        try:
+            row = store.get_repo(int(repo_id))
+        except NotFound:
+            row = None
+    if row is None or not permissions.can_see(request.state.identity, row):
+        return _message(request, 404, "No such repository", "This repository does not exist (any more).")
+    job = store.enqueue_index_job(row.id, force=True)
+    audit.record(request, Identity(user), "repo.reindex", row.name, job=job.id)
+    return RedirectResponse(f"{_root(request)}/settings/connections?reindexed={row.id}", status_code=303)
 
-    @r.post("/settings/access")
-    def set_access(request: Request, anonymous: str = Form(""), csrf_token: str = Form("")):
-        user, response = owner(request, "change who may search")
-        if response is not None:
-            return response
-        sessions.require_csrf(request, csrf_token)
-        if anonymous not in ("on", "off"):
-            return access_page(request, status_code=400,
-                               error=f"Anonymous access must be “on” or “off”, not {anonymous[:40]!r}.")
-        access = web.authenticator.access
-        enabled = anonymous == "on"
-        if access.forced and not enabled:
-            return access_page(request, status_code=409,
-                               error=f"Anonymous access is forced on by {ANONYMOUS_ENV}=true in the service's "
-                                     "environment (or settings.enablePublicAccess in the config file); remove it "
-                                     "and restart the service to turn anonymous access off.")
-        changed = access.set(enabled)
-        if changed:
-            audit.record(request, Identity(user), "settings.access", SETTING_KEY, enabled=enabled)
-        state = "on: visitors without an account may search" if enabled else "off: visitors must sign in"
-        return access_page(request, notice=f"Anonymous access is {state}.")
+# ------------------------------------------------------------------ access
 
-    # ------------------------------------------------------------------ MCP
 
-    def mcp_page(request: Request, user, status_code: int = 200, created=None, error=None):
-        base = oauth_server.base_url(request.scope, web.authenticator.oauth)
-        mcp_url = oauth_server.resource_url(base)
-        return page(request, "mcp.html", status_code=status_code, title="MCP", section="mcp", mcp_url=mcp_url,
-                    created=created, error=error, may_create=api_keys.may_create(web, user),
-                    oauth_snippets=mcp_snippets(mcp_url, None),
-                    key_snippets=mcp_snippets(mcp_url, created["secret"]) if created else None)
+def _access_page(request: Request, web: WebContext, status_code: int = 200, **context):
+    access = web.authenticator.access
+    context.setdefault("error", None)
+    context.setdefault("notice", None)
+    return _page(request, "access.html", status_code=status_code, title="Access", section="access",
+                forced=access.forced, stored=access.stored(), enabled=access.enabled(), env_name=ANONYMOUS_ENV,
+                ttl=access.ttl_s, **context)
 
-    @r.get("/settings/mcp")
-    def mcp(request: Request):
-        user, response = signed_in(request)
-        if response is not None:
-            return response
-        return mcp_page(request, user)
 
-    @r.post("/settings/mcp")
-    def mcp_key(request: Request, name: str = Form(""), csrf_token: str = Form("")):
-        user, response = signed_in(request)
-        if response is not None:
-            return response
-        sessions.require_csrf(request, csrf_token)
-        outcome = api_keys.create(request, web, user, name)
-        return mcp_page(request, user, status_code=outcome.status, created=outcome.created, error=outcome.error)
+@router.get("/settings/access")
+def access(request: Request, web: WebDep, store: StoreDep):
+    _user, response = _owner(request, store, "change who may search")
+    if response is not None:
+        return response
+    return _access_page(request, web)
 
-    return r
+
+@router.post("/settings/access")
+def set_access(request: Request, web: WebDep, store: StoreDep, anonymous: str = Form(""),
+               csrf_token: str = Form("")):
+    user, response = _owner_form(request, store, "change who may search", csrf_token)
+    if response is not None:
+        return response
+    if anonymous not in ("on", "off"):
+        return _access_page(request, web, status_code=400,
+                            error=f"Anonymous access must be “on” or “off”, not {anonymous[:40]!r}.")
+    access = web.authenticator.access
+    enabled = anonymous == "on"
+    if access.forced and not enabled:
+        return _access_page(request, web, status_code=409,
+                            error=f"Anonymous access is forced on by {ANONYMOUS_ENV}=true in the service's "
+                                  "environment (or settings.enablePublicAccess in the config file); remove it "
+                                  "and restart the service to turn anonymous access off.")
+    changed = access.set(enabled)
+    if changed:
+        audit.record(request, Identity(user), "settings.access", SETTING_KEY, enabled=enabled)
+    state = "on: visitors without an account may search" if enabled else "off: visitors must sign in"
+    return _access_page(request, web, notice=f"Anonymous access is {state}.")
+
+# ------------------------------------------------------------------ MCP
+
+
+def _mcp_page(request: Request, web: WebContext, user, status_code: int = 200, created=None, error=None):
+    base = oauth_server.base_url(request.scope, web.authenticator.oauth)
+    mcp_url = oauth_server.resource_url(base)
+    return _page(request, "mcp.html", status_code=status_code, title="MCP", section="mcp", mcp_url=mcp_url,
+                created=created, error=error, may_create=api_keys.may_create(web, user),
+                oauth_snippets=mcp_snippets(mcp_url, None),
+                key_snippets=mcp_snippets(mcp_url, created["secret"]) if created else None)
+
+
+@router.get("/settings/mcp")
+def mcp(request: Request, web: WebDep, store: StoreDep):
+    user, response = _signed_in(request, store)
+    if response is not None:
+        return response
+    return _mcp_page(request, web, user)
+
+
+@router.post("/settings/mcp")
+def mcp_key(request: Request, web: WebDep, store: StoreDep, name: str = Form(""), csrf_token: str = Form("")):
+    user, response = _signed_in(request, store)
+    if response is not None:
+        return response
+    sessions.require_csrf(request, csrf_token)
+    outcome = api_keys.create(request, web, user, name)
+    return _mcp_page(request, web, user, status_code=outcome.status, created=outcome.created, error=outcome.error)

@@ -39,12 +39,13 @@ from fastapi.responses import RedirectResponse
 from codesearch.errors import ConfigError
 from codesearch.permissions import Identity
 from codesearch.service import audit
+from codesearch.service.deps import StoreDep, WebDep
 from codesearch.sso import accounts, required
 from codesearch.sso.flow import FLOW_COOKIE, FLOW_TTL_S, FlowError, FlowSealer, begin, check_callback, finish
 from codesearch.store import OWNER, ROLES, Conflict, NotFound
 from codesearch.store.members import InviteInvalid
 from codesearch.web import sessions
-from codesearch.web.templating import render
+from codesearch.web.templating import WebContext, render
 
 log = logging.getLogger(__name__)
 
@@ -73,284 +74,295 @@ def _flow_cookie(request: Request, response, value: str, max_age: int) -> None:
                                                                  value, max_age))
 
 
-def router(web) -> APIRouter:
-    r = APIRouter(include_in_schema=False)
-    sealer_box: list[FlowSealer] = []
+router = APIRouter(include_in_schema=False)
 
-    def providers() -> dict:
-        return web.identity_providers
 
-    def sealer() -> FlowSealer:
-        if not sealer_box:
-            sealer_box.append(FlowSealer(web.get_store().auth_key("sso flow")))
-        return sealer_box[0]
+def _sealer(web: WebContext, store) -> FlowSealer:
+    """The sealer of the sign-in flow's cookie, its key read from the store once per app."""
+    sealer = web.extra.get("sso_flow_sealer")
+    if sealer is None:
+        sealer = web.extra["sso_flow_sealer"] = FlowSealer(store.auth_key("sso flow"))
+    return sealer
 
-    def redirect_uri(pid: str) -> str:
-        return f"{(web.public_url or '').rstrip('/')}/api/auth/callback/{quote(pid, safe='')}"
 
-    async def start(request: Request, provider, *, purpose: str, next_url: str, user_id=None, invite=None):
-        try:
-            url, record = await begin(provider, redirect_uri=redirect_uri(provider.id), purpose=purpose,
-                                      next_url=next_url, user_id=user_id, invite=invite or None)
-        except FlowError as e:
-            log.warning("sso %s: cannot start: %s", provider.id, e)
-            return _message(request, e.status, f"{provider.name} is unavailable", str(e))
-        except ConfigError as e:
-            log.error("sso %s: %s", provider.id, e)
-            return _message(request, 500, f"{provider.name} is not configured correctly",
-                            "This server's configuration of the provider is incomplete. Tell an owner.")
-        response = RedirectResponse(url, status_code=303)
-        value = sealer().seal(record)
-        _flow_cookie(request, response, value, FLOW_TTL_S)
-        return response
+def _redirect_uri(web: WebContext, pid: str) -> str:
+    return f"{(web.public_url or '').rstrip('/')}/api/auth/callback/{quote(pid, safe='')}"
 
-    # ------------------------------------------------------------------ starting
 
-    @r.post("/login/sso/{pid}")
-    async def sign_in_start(request: Request, pid: str, next: str = Form(""), invite: str = Form(""),
-                            csrf_token: str = Form("")):
-        sessions.require_csrf(request, csrf_token, allow_visitor=True)
-        provider = providers().get(pid)
-        if provider is None or not provider.signs_in or web.get_store() is None:
-            return _message(request, 404, "Not found", "There is no such way to sign in.")
-        return await start(request, provider, purpose="signin", next_url=sessions.safe_next(next, _root(request)),
-                           invite=invite[:200] or None)
+async def _start(request: Request, web: WebContext, store, provider, *, purpose: str, next_url: str, user_id=None,
+                 invite=None):
+    try:
+        url, record = await begin(provider, redirect_uri=_redirect_uri(web, provider.id), purpose=purpose,
+                                  next_url=next_url, user_id=user_id, invite=invite or None)
+    except FlowError as e:
+        log.warning("sso %s: cannot start: %s", provider.id, e)
+        return _message(request, e.status, f"{provider.name} is unavailable", str(e))
+    except ConfigError as e:
+        log.error("sso %s: %s", provider.id, e)
+        return _message(request, 500, f"{provider.name} is not configured correctly",
+                        "This server's configuration of the provider is incomplete. Tell an owner.")
+    response = RedirectResponse(url, status_code=303)
+    value = _sealer(web, store).seal(record)
+    _flow_cookie(request, response, value, FLOW_TTL_S)
+    return response
 
-    @r.post("/settings/account/link/{pid}")
-    async def link_start(request: Request, pid: str, csrf_token: str = Form("")):
-        user = sessions.current_user(request)
-        if user is None:
-            return sessions.login_redirect(request)
-        sessions.require_csrf(request, csrf_token)
-        provider = providers().get(pid)
-        if provider is None:
-            return _message(request, 404, "Not found", "There is no such provider.")
-        return await start(request, provider, purpose="link", next_url=f"{_root(request)}/settings/account",
-                           user_id=user.id)
+# ------------------------------------------------------------------ starting
 
-    # ------------------------------------------------------------------ the callback
 
-    @r.get("/api/auth/callback/{pid}")
-    async def callback(request: Request, pid: str):
-        provider = providers().get(pid)
-        store = web.get_store()
-        if provider is None or store is None:
-            return _message(request, 404, "Not found", "There is no such way to sign in.")
-        params = dict(request.query_params)
-        try:
-            record = check_callback(sealer(), provider, sealer().open(request.cookies.get(FLOW_COOKIE)), params)
-            current = sessions.current_user(request)
-            if record["for"] == "link" and (current is None or current.id != record.get("u")):
-                raise FlowError("state", "This link was started by another session. Sign in and start again.")
-            if record["for"] == "signin" and not provider.signs_in:
-                raise FlowError("state", f"{provider.name} is for linking accounts only.")
-            who = await finish(provider, record, params["code"], redirect_uri=redirect_uri(pid))
-            if record["for"] == "link":
-                outcome = await anyio.to_thread.run_sync(lambda: accounts.link(store, provider, who, current.id))
-            else:
-                outcome = await anyio.to_thread.run_sync(lambda: accounts.sign_in(
-                    store, provider, who, require_approval=web.require_approval, invite=record.get("inv")))
-        except FlowError as e:
-            log.info("sso %s: flow refused (%s)", pid, e.kind)
-            response = _message(request, e.status, _heading(e.kind), str(e))
-            _flow_cookie(request, response, "", 0)
-            return response
-        except Exception:  # noqa: BLE001 - a page, never a traceback
-            log.exception("sso %s: the callback failed", pid)
-            response = _message(request, 500, "Sign-in failed", "Something went wrong on this server. Try again.")
-            _flow_cookie(request, response, "", 0)
-            return response
+@router.post("/login/sso/{pid}")
+async def sign_in_start(request: Request, pid: str, web: WebDep, store: StoreDep, next: str = Form(""),
+                        invite: str = Form(""), csrf_token: str = Form("")):
+    sessions.require_csrf(request, csrf_token, allow_visitor=True)
+    provider = web.identity_providers.get(pid)
+    if provider is None or not provider.signs_in or store is None:
+        return _message(request, 404, "Not found", "There is no such way to sign in.")
+    return await _start(request, web, store, provider, purpose="signin", next_url=sessions.safe_next(next, _root(request)),
+                       invite=invite[:200] or None)
 
-        identity = Identity(outcome.user)
-        if outcome.linked_now:
-            audit.record(request, identity, "account.link", f"{provider.id}:{who.login or who.subject}")
+
+@router.post("/settings/account/link/{pid}")
+async def link_start(request: Request, pid: str, web: WebDep, store: StoreDep, csrf_token: str = Form("")):
+    user = sessions.form_user(request, csrf_token)
+    if user is None:
+        return sessions.login_redirect(request)
+    provider = web.identity_providers.get(pid)
+    if provider is None:
+        return _message(request, 404, "Not found", "There is no such provider.")
+    return await _start(request, web, store, provider, purpose="link", next_url=f"{_root(request)}/settings/account",
+                       user_id=user.id)
+
+# ------------------------------------------------------------------ the callback
+
+
+@router.get("/api/auth/callback/{pid}")
+async def callback(request: Request, pid: str, web: WebDep, store: StoreDep):
+    provider = web.identity_providers.get(pid)
+    if provider is None or store is None:
+        return _message(request, 404, "Not found", "There is no such way to sign in.")
+    params = dict(request.query_params)
+    try:
+        sealer = _sealer(web, store)
+        record = check_callback(sealer, provider, sealer.open(request.cookies.get(FLOW_COOKIE)), params)
+        current = sessions.current_user(request)
+        if record["for"] == "link" and (current is None or current.id != record.get("u")):
+            raise FlowError("state", "This link was started by another session. Sign in and start again.")
+        if record["for"] == "signin" and not provider.signs_in:
+            raise FlowError("state", f"{provider.name} is for linking accounts only.")
+        who = await finish(provider, record, params["code"], redirect_uri=_redirect_uri(web, pid))
         if record["for"] == "link":
-            response = RedirectResponse(f"{_root(request)}/settings/account?linked={quote(provider.id)}", 303)
-        elif outcome.pending:
-            audit.record(request, identity, "member.request", outcome.user.email, provider=provider.id)
-            response = _message(request, 403, "Waiting for approval",
-                                "Your account was created. An owner of this server must approve it before you can "
-                                "sign in; try again later.")
+            outcome = await anyio.to_thread.run_sync(lambda: accounts.link(store, provider, who, current.id))
         else:
-            if outcome.created and record.get("inv"):
-                audit.record(request, identity, "invite.accept", outcome.user.email, role=outcome.user.role)
-            response = RedirectResponse(sessions.safe_next(record.get("next"), _root(request)), 303)
-            await anyio.to_thread.run_sync(lambda: sessions.start_session(request, response, store, outcome.user,
-                                                                          web.session_max_age_s))
-            audit.record(request, identity, "login.sso", outcome.user.email, provider=provider.id,
-                         created=outcome.created)
+            outcome = await anyio.to_thread.run_sync(lambda: accounts.sign_in(
+                store, provider, who, require_approval=web.require_approval, invite=record.get("inv")))
+    except FlowError as e:
+        log.info("sso %s: flow refused (%s)", pid, e.kind)
+        response = _message(request, e.status, _heading(e.kind), str(e))
+        _flow_cookie(request, response, "", 0)
+        return response
+    except Exception:  # noqa: BLE001 - a page, never a traceback
+        log.exception("sso %s: the callback failed", pid)
+        response = _message(request, 500, "Sign-in failed", "Something went wrong on this server. Try again.")
         _flow_cookie(request, response, "", 0)
         return response
 
-    # ------------------------------------------------------------------ linked accounts
+    identity = Identity(outcome.user)
+    if outcome.linked_now:
+        audit.record(request, identity, "account.link", f"{provider.id}:{who.login or who.subject}")
+    if record["for"] == "link":
+        response = RedirectResponse(f"{_root(request)}/settings/account?linked={quote(provider.id)}", 303)
+    elif outcome.pending:
+        audit.record(request, identity, "member.request", outcome.user.email, provider=provider.id)
+        response = _message(request, 403, "Waiting for approval",
+                            "Your account was created. An owner of this server must approve it before you can "
+                            "sign in; try again later.")
+    else:
+        if outcome.created and record.get("inv"):
+            audit.record(request, identity, "invite.accept", outcome.user.email, role=outcome.user.role)
+        response = RedirectResponse(sessions.safe_next(record.get("next"), _root(request)), 303)
+        await anyio.to_thread.run_sync(lambda: sessions.start_session(request, response, store, outcome.user,
+                                                                      web.session_max_age_s))
+        audit.record(request, identity, "login.sso", outcome.user.email, provider=provider.id,
+                     created=outcome.created)
+    _flow_cookie(request, response, "", 0)
+    return response
 
-    def account_page(request: Request, user, status_code: int = 200, error=None, notice=None):
-        store = web.get_store()
-        lacking = required.missing(store, user.id, providers().values())
-        linked = store.list_linked_accounts(user_id=user.id)
-        methods = accounts.sign_in_methods(store, user, providers())
-        rows = []
-        for a in linked:
-            p = providers().get(a.provider)
-            counts = p is not None and p.signs_in
-            rows.append({"account": a, "name": p.name if p else a.provider,
-                         "may_unlink": not counts or methods > 1})
-        return _page(request, "account.html", status_code=status_code, title="Linked accounts", section="account",
-                     rows=rows, providers=list(providers().values()), error=error, notice=notice,
-                     lacking=lacking, lacking_names=required.names(lacking) if lacking else "",
-                     required_ids={p.id for p in required.required(providers().values())})
+# ------------------------------------------------------------------ linked accounts
 
-    @r.get("/settings/account")
-    def account(request: Request, linked: str = "", unlinked: str = ""):
-        user = sessions.current_user(request)
-        if user is None:
-            return sessions.login_redirect(request)
-        notice = None
-        if linked in providers():
-            notice = f"Your {providers()[linked].name} account is linked."
-        elif unlinked:
-            notice = "The account was unlinked."
-        return account_page(request, user, notice=notice)
 
-    @r.post("/settings/account/unlink/{account_id}")
-    def unlink(request: Request, account_id: str, csrf_token: str = Form("")):
-        user = sessions.current_user(request)
-        if user is None:
-            return sessions.login_redirect(request)
-        sessions.require_csrf(request, csrf_token)
-        store = web.get_store()
-        try:
-            acct = store.get_linked_account(int(account_id)) if account_id.isdigit() else None
-        except NotFound:
-            acct = None
-        if acct is None or acct.user_id != user.id:
-            return _message(request, 404, "Not found", "There is nothing here.")
-        p = providers().get(acct.provider)
-        if p is not None and p.signs_in and accounts.sign_in_methods(store, user, providers()) <= 1:
-            return account_page(request, user, 409, error="This is your only way to sign in: link another account "
-                                                           "or set a password first.")
-        store.unlink_account(user.id, acct.id)
-        audit.record(request, Identity(user), "account.unlink", f"{acct.provider}:{acct.login or acct.subject}")
-        return RedirectResponse(f"{_root(request)}/settings/account?unlinked=1", 303)
+def _account_page(request: Request, web: WebContext, store, user, status_code: int = 200, error=None, notice=None):
+    providers = web.identity_providers
+    lacking = required.missing(store, user.id, providers.values())
+    linked = store.list_linked_accounts(user_id=user.id)
+    methods = accounts.sign_in_methods(store, user, providers)
+    rows = []
+    for a in linked:
+        p = providers.get(a.provider)
+        counts = p is not None and p.signs_in
+        rows.append({"account": a, "name": p.name if p else a.provider,
+                     "may_unlink": not counts or methods > 1})
+    return _page(request, "account.html", status_code=status_code, title="Linked accounts", section="account",
+                 rows=rows, providers=list(providers.values()), error=error, notice=notice,
+                 lacking=lacking, lacking_names=required.names(lacking) if lacking else "",
+                 required_ids={p.id for p in required.required(providers.values())})
 
-    # ------------------------------------------------------------------ members (owners)
 
-    def owner(request: Request):
-        user = sessions.current_user(request)
-        if user is None:
-            return None, sessions.login_redirect(request)
-        if user.role != OWNER:
-            return None, _message(request, 403, "Owners only", "Only owners can manage members.")
-        return user, None
+@router.get("/settings/account")
+def account(request: Request, web: WebDep, store: StoreDep, linked: str = "", unlinked: str = ""):
+    user = sessions.current_user(request)
+    if user is None:
+        return sessions.login_redirect(request)
+    notice = None
+    if linked in web.identity_providers:
+        notice = f"Your {web.identity_providers[linked].name} account is linked."
+    elif unlinked:
+        notice = "The account was unlinked."
+    return _account_page(request, web, store, user, notice=notice)
 
-    def members_page(request: Request, status_code: int = 200, **context):
-        store = web.get_store()
-        context.setdefault("error", None)
-        context.setdefault("notice", None)
-        context.setdefault("created", None)
-        return _page(request, "members.html", status_code=status_code, title="Members", section="members",
-                     requests=store.list_account_requests(), invites=store.list_invites(), roles=ROLES,
-                     require_approval=web.require_approval, **context)
 
-    @r.get("/settings/members")
-    def members(request: Request):
-        _user, response = owner(request)
-        return response or members_page(request)
+@router.post("/settings/account/unlink/{account_id}")
+def unlink(request: Request, account_id: str, web: WebDep, store: StoreDep, csrf_token: str = Form("")):
+    user = sessions.form_user(request, csrf_token)
+    if user is None:
+        return sessions.login_redirect(request)
+    providers = web.identity_providers
+    try:
+        acct = store.get_linked_account(int(account_id)) if account_id.isdigit() else None
+    except NotFound:
+        acct = None
+    if acct is None or acct.user_id != user.id:
+        return _message(request, 404, "Not found", "There is nothing here.")
+    p = providers.get(acct.provider)
+    if p is not None and p.signs_in and accounts.sign_in_methods(store, user, providers) <= 1:
+        return _account_page(request, web, store, user, 409, error="This is your only way to sign in: link another account "
+                                                       "or set a password first.")
+    store.unlink_account(user.id, acct.id)
+    audit.record(request, Identity(user), "account.unlink", f"{acct.provider}:{acct.login or acct.subject}")
+    return RedirectResponse(f"{_root(request)}/settings/account?unlinked=1", 303)
 
-    @r.post("/settings/members/{user_id}/{decision}")
-    def decide(request: Request, user_id: str, decision: str, csrf_token: str = Form("")):
-        me, response = owner(request)
-        if response is not None:
-            return response
-        sessions.require_csrf(request, csrf_token)
-        if not user_id.isdigit() or decision not in ("approve", "decline"):
-            return _message(request, 404, "Not found", "There is nothing here.")
-        store = web.get_store()
-        try:
-            if decision == "approve":
-                u = store.approve_account_request(int(user_id))
-                notice = f"{u.email} can sign in now."
-            else:
-                u = store.decline_account_request(int(user_id))
-                notice = f"{u.email} was declined."
-        except NotFound:
-            return members_page(request, 404, error="That request does not exist (any more).")
-        audit.record(request, Identity(me), f"member.{decision}", u.email)
-        return members_page(request, notice=notice)
+# ------------------------------------------------------------------ members (owners)
 
-    @r.post("/settings/members/invites")
-    def create_invite(request: Request, email: str = Form(""), role: str = Form("MEMBER"), csrf_token: str = Form("")):
-        me, response = owner(request)
-        if response is not None:
-            return response
-        sessions.require_csrf(request, csrf_token)
-        email = email.strip()[:MAX_EMAIL]
-        if role not in ROLES or (email and "@" not in email):
-            return members_page(request, 400, error="Give a valid e-mail address (or none) and a role.")
-        invite, token = web.get_store().create_invite(me.id, email=email or None, role=role)
-        audit.record(request, Identity(me), "invite.create", invite.email or "(any e-mail)", role=role)
-        link = f"{(web.public_url or '').rstrip('/')}/invite/{token}"
-        return members_page(request, 201, created={"link": link, "email": invite.email, "role": role})
 
-    @r.post("/settings/members/invites/{invite_id}/revoke")
-    def revoke_invite(request: Request, invite_id: str, csrf_token: str = Form("")):
-        me, response = owner(request)
-        if response is not None:
-            return response
-        sessions.require_csrf(request, csrf_token)
-        if not web.get_store().revoke_invite(invite_id[:64]):
-            return members_page(request, 404, error="That invite does not exist or was used.")
-        audit.record(request, Identity(me), "invite.revoke", invite_id[:12])
-        return members_page(request, notice="The invite was revoked: its link no longer works.")
+def _owner(request: Request):
+    user = sessions.current_user(request)
+    if user is None:
+        return None, sessions.login_redirect(request)
+    if user.role != OWNER:
+        return None, _message(request, 403, "Owners only", "Only owners can manage members.")
+    return user, None
 
-    # ------------------------------------------------------------------ joining with an invite
 
-    def invite_page(request: Request, token: str, status_code: int = 200, error=None, email: str = "", name: str = ""):
-        store = web.get_store()
-        invite = store.find_invite(token) if store is not None else None
-        if invite is None:
-            response = _message(request, 404, "Invite not valid", "This invite link is not valid, was used, or has "
-                                                                  "expired. Ask an owner for a new one.")
+def _members_page(request: Request, web: WebContext, store, status_code: int = 200, **context):
+    context.setdefault("error", None)
+    context.setdefault("notice", None)
+    context.setdefault("created", None)
+    return _page(request, "members.html", status_code=status_code, title="Members", section="members",
+                 requests=store.list_account_requests(), invites=store.list_invites(), roles=ROLES,
+                 require_approval=web.require_approval, **context)
+
+
+@router.get("/settings/members")
+def members(request: Request, web: WebDep, store: StoreDep):
+    _user, response = _owner(request)
+    return response or _members_page(request, web, store)
+
+
+@router.post("/settings/members/{user_id}/{decision}")
+def decide(request: Request, user_id: str, decision: str, web: WebDep, store: StoreDep, csrf_token: str = Form("")):
+    me, response = _owner(request)
+    if response is not None:
+        return response
+    sessions.require_csrf(request, csrf_token)
+    if not user_id.isdigit() or decision not in ("approve", "decline"):
+        return _message(request, 404, "Not found", "There is nothing here.")
+    try:
+        if decision == "approve":
+            u = store.approve_account_request(int(user_id))
+            notice = f"{u.email} can sign in now."
         else:
-            response = _page(request, "invite.html", status_code=status_code, title="Join", invite=invite, token=token,
-                             sso_providers=[p for p in providers().values() if p.signs_in], error=error,
-                             email=email or invite.email or "", name=name)
-        # The token is in this page's URL: no Referer carries it elsewhere, no cache keeps the page.
-        response.headers["Referrer-Policy"] = "no-referrer"
-        response.headers["Cache-Control"] = "no-store"
+            u = store.decline_account_request(int(user_id))
+            notice = f"{u.email} was declined."
+    except NotFound:
+        return _members_page(request, web, store, 404, error="That request does not exist (any more).")
+    audit.record(request, Identity(me), f"member.{decision}", u.email)
+    return _members_page(request, web, store, notice=notice)
+
+
+@router.post("/settings/members/invites")
+def create_invite(request: Request, web: WebDep, store: StoreDep, email: str = Form(""), role: str = Form("MEMBER"),
+                  csrf_token: str = Form("")):
+    me, response = _owner(request)
+    if response is not None:
         return response
+    sessions.require_csrf(request, csrf_token)
+    email = email.strip()[:MAX_EMAIL]
+    if role not in ROLES or (email and "@" not in email):
+        return _members_page(request, web, store, 400, error="Give a valid e-mail address (or none) and a role.")
+    invite, token = store.create_invite(me.id, email=email or None, role=role)
+    audit.record(request, Identity(me), "invite.create", invite.email or "(any e-mail)", role=role)
+    link = f"{(web.public_url or '').rstrip('/')}/invite/{token}"
+    return _members_page(request, web, store, 201, created={"link": link, "email": invite.email, "role": role})
 
-    @r.get("/invite/{token}")
-    def invite(request: Request, token: str):
-        return invite_page(request, token)
 
-    @r.post("/invite/{token}")
-    def join(request: Request, token: str, email: str = Form(""), name: str = Form(""), password: str = Form(""),
-             confirm: str = Form(""), csrf_token: str = Form("")):
-        sessions.require_csrf(request, csrf_token, allow_visitor=True)
-        store = web.get_store()
-        if store is None or store.find_invite(token) is None:
-            return invite_page(request, token)
-        email, name = email.strip()[:MAX_EMAIL], name.strip()[:MAX_NAME]
-        error = None if "@" in email else "Enter a valid email address."
-        error = error or sessions.password_problem(password) or (
-            "The two passwords do not match." if password != confirm else None)
-        if error:
-            return invite_page(request, token, 400, error=error, email=email, name=name)
-        try:
-            user, _pending = store.sign_up(email, name, password_hash=sessions.hash_password(password),
-                                           invite_token=token)
-        except InviteInvalid as e:
-            return invite_page(request, token, 403, error=str(e), email=email, name=name)
-        except Conflict:
-            return invite_page(request, token, 409, error="An account with this e-mail exists: sign in instead.",
-                               email=email, name=name)
-        audit.record(request, Identity(user), "invite.accept", user.email, role=user.role)
-        response = RedirectResponse(f"{_root(request)}/", 303)
-        sessions.start_session(request, response, store, user, web.session_max_age_s)
+@router.post("/settings/members/invites/{invite_id}/revoke")
+def revoke_invite(request: Request, invite_id: str, web: WebDep, store: StoreDep, csrf_token: str = Form("")):
+    me, response = _owner(request)
+    if response is not None:
         return response
+    sessions.require_csrf(request, csrf_token)
+    if not store.revoke_invite(invite_id[:64]):
+        return _members_page(request, web, store, 404, error="That invite does not exist or was used.")
+    audit.record(request, Identity(me), "invite.revoke", invite_id[:12])
+    return _members_page(request, web, store, notice="The invite was revoked: its link no longer works.")
 
-    return r
+# ------------------------------------------------------------------ joining with an invite
+
+
+def _invite_page(request: Request, web: WebContext, store, token: str, status_code: int = 200, error=None,
+                 email: str = "", name: str = ""):
+    invite = store.find_invite(token) if store is not None else None
+    if invite is None:
+        response = _message(request, 404, "Invite not valid", "This invite link is not valid, was used, or has "
+                                                              "expired. Ask an owner for a new one.")
+    else:
+        response = _page(request, "invite.html", status_code=status_code, title="Join", invite=invite, token=token,
+                         sso_providers=[p for p in web.identity_providers.values() if p.signs_in], error=error,
+                         email=email or invite.email or "", name=name)
+    # The token is in this page's URL: no Referer carries it elsewhere, no cache keeps the page.
+    response.headers["Referrer-Policy"] = "no-referrer"
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+@router.get("/invite/{token}")
+def invite(request: Request, token: str, web: WebDep, store: StoreDep):
+    return _invite_page(request, web, store, token)
+
+
+@router.post("/invite/{token}")
+def join(request: Request, token: str, web: WebDep, store: StoreDep, email: str = Form(""), name: str = Form(""), password: str = Form(""),
+         confirm: str = Form(""), csrf_token: str = Form("")):
+    sessions.require_csrf(request, csrf_token, allow_visitor=True)
+    if store is None or store.find_invite(token) is None:
+        return _invite_page(request, web, store, token)
+    email, name = email.strip()[:MAX_EMAIL], name.strip()[:MAX_NAME]
+    error = None if "@" in email else "Enter a valid email address."
+    error = error or sessions.password_problem(password) or (
+        "The two passwords do not match." if password != confirm else None)
+    if error:
+        return _invite_page(request, web, store, token, 400, error=error, email=email, name=name)
+    try:
+        user, _pending = store.sign_up(email, name, password_hash=sessions.hash_password(password),
+                                       invite_token=token)
+    except InviteInvalid as e:
+        return _invite_page(request, web, store, token, 403, error=str(e), email=email, name=name)
+    except Conflict:
+        return _invite_page(request, web, store, token, 409,
+                            error="An account with this e-mail exists: sign in instead.",
+                            email=email, name=name)
+    audit.record(request, Identity(user), "invite.accept", user.email, role=user.role)
+    response = RedirectResponse(f"{_root(request)}/", 303)
+    sessions.start_session(request, response, store, user, web.session_max_age_s)
+    return response
 
 
 def _heading(kind: str) -> str:

@@ -169,6 +169,15 @@ def current_user(request: Request):
     return getattr(getattr(request.state, "identity", None), "user", None)
 
 
+def form_user(request: Request, csrf_token: str | None):
+    """The signed-in `User` who sent a form, its CSRF token checked (`require_csrf`); None for a
+    visitor, whom the page sends to sign in (`login_redirect`)."""
+    user = current_user(request)
+    if user is not None:
+        require_csrf(request, csrf_token)
+    return user
+
+
 def safe_next(value: str | None, root: str) -> str:
     """Where to go after signing in: `value` when it is a local path (``/…``, not ``//…``),
     prefixed with the root when it lacks it; else the home page."""

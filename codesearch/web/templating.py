@@ -8,11 +8,11 @@ Every template extends ``base.html`` and receives:
 - `root`: the path the app is mounted under (Serve's route prefix, e.g. ``/cs``; usually ""): every
   link and form action is written ``{{ root }}/path``, and JavaScript reads it from
   ``document.body.dataset.root``;
-- `static`: where the static files are, ``<root>/static/v-<version>`` (`codesearch.web.assets`):
-  write ``{{ static }}/style.css``, never ``{{ root }}/static/…``, so that browsers cache them for good;
 - `title` and whatever the page passes.
 
-Counts in words go through the ``plural`` filter: ``{{ n|plural("file") }}``.
+Counts in words go through the ``plural`` filter: ``{{ n|plural("file") }}``. A page's script is
+a native ES module, written with ``{% from "_module.html" import page_module with context %}``
+``{{ page_module("search-page.js") }}`` (the module and a preload of each module it imports).
 """
 
 from __future__ import annotations
@@ -28,11 +28,14 @@ from codesearch import environment
 from codesearch.plurals import plural
 from codesearch.web import STATIC_DIR, TEMPLATES_DIR
 from codesearch.web.assets import current_version, static_prefix
+from codesearch.web.modules import imports_of
 
 _env = Environment(loader=FileSystemLoader(TEMPLATES_DIR), autoescape=select_autoescape(["html"]),
                    trim_blocks=True, lstrip_blocks=True)
 #: ``{{ n|plural("line") }}`` → "1 line", "1,200 lines" (`codesearch.plurals`)
 _env.filters["plural"] = lambda n, word, many=None: plural(int(n), word, many, grouped=True)
+#: ``module_imports("search-page.js")``: the modules to preload with it (`codesearch.web.modules`)
+_env.globals["module_imports"] = imports_of
 
 
 @dataclass

@@ -1,5 +1,4 @@
 // codesearch: the account pages' small behaviours (no build step).
-"use strict";
 
 // <button data-copy="ID">: copy the value of the element ID (the new API key), or its text (a
 // snippet in a <pre>).

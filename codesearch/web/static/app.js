@@ -1,5 +1,5 @@
-// codesearch: small helpers shared by every page (no build step).
-"use strict";
+// codesearch: what every page does (native ES module, no build step): the "/" shortcut and the
+// narrow screen's table labels. The API helpers are `http.js`'s, the DOM helpers `dom.js`'s.
 
 // "/" focuses the search box, unless the user is typing somewhere.
 document.addEventListener("keydown", (e) => {
@@ -9,18 +9,6 @@ document.addEventListener("keydown", (e) => {
   const box = document.querySelector("input[name=q]");
   if (box) { e.preventDefault(); box.focus(); box.select(); }
 });
-
-// The CSRF token of this page, for the page's own API calls that change something.
-function csrfToken() {
-  const m = document.querySelector("meta[name=csrf-token]");
-  return m ? m.content : "";
-}
-
-// fetch() with the CSRF header and same-origin credentials.
-function apiFetch(url, options = {}) {
-  const headers = Object.assign({"X-CSRF-Token": csrfToken()}, options.headers || {});
-  return fetch(url, Object.assign({}, options, {headers, credentials: "same-origin"}));
-}
 
 // Narrow screens show tables one block per row (style.css): each cell is labelled with its
 // column's header (data-label), for the tables of the page and those its scripts fill later.

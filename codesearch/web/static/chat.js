@@ -2,7 +2,7 @@
 // each tool call as it happens, the answer as it arrives, then the stored chat.
 // Everything from the model or the tools is set as text (textContent); the one HTML inserted is
 // the server's rendering of the answer (answerHtml: markdown without raw HTML, links checked).
-"use strict";
+import {apiFetch} from "./http.js";
 
 (function () {
   const AUTOSTART_KEY = "codesearch.ask.autostart";

@@ -11,7 +11,7 @@
 // Everything from the server or the repository is put in the page as text (textContent, DOM
 // APIs), never parsed as HTML. Definitions and references come from POST /api/find_definitions
 // and /api/find_references with the visitor's session: the permission rule of those routes holds.
-"use strict";
+import {apiFetch} from "./http.js";
 
 (function () {
   const cfgNode = document.getElementById("codenav-config");

@@ -11,11 +11,10 @@
 //   Tab moves the focus on, as in any form), Escape closes the list.
 // - A search context selector next to the bar: choosing one writes `context:<name>` into the
 //   query (the query stays the single source of truth, as in a shared link).
-// - A parse error's position (set by search.js as `data-error-pos` on the form) is underlined.
+// - A parse error's position (set by search-page.js as `data-error-pos` on the form) is underlined.
 //
-// Safety rule, as in search.js: text from the server or the user only ever reaches the page as
+// Safety rule, as in dom.js: text from the server or the user only ever reaches the page as
 // text nodes or attribute values, never as HTML.
-"use strict";
 
 (function () {
   const root = () => document.body.dataset.root || "";
@@ -340,7 +339,7 @@
         select.value = names.includes(contextIn()) ? contextIn() : "";
       })
       .catch(() => { select.hidden = true; });
-    // On the results page, after the search (search.js announces its end): the first results
+    // On the results page, after the search (search-page.js announces its end): the first results
     // come first; elsewhere at once.
     if (document.getElementById("results") && !document.body.dataset.searchDone) {
       document.addEventListener("codesearch:search-done", loadContexts, {once: true});
@@ -358,5 +357,4 @@
   }
 
   for (const form of document.querySelectorAll("form.searchform")) setup(form);
-  window.codesearchQueryBar = {tokenize};
 })();

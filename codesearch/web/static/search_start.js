@@ -6,7 +6,6 @@
 // deferred script, 100-400 ms later on this machine). The pending response is left on the config
 // element, where search.js takes it: `document.getElementById("search-config").started`.
 (function () {
-  "use strict";
   const node = document.getElementById("search-config");
   const meta = document.querySelector("meta[name=csrf-token]");
   const cfg = JSON.parse(node.textContent);

@@ -1,0 +1,120 @@
+"""Typed FastAPI dependencies: what route handlers need from the app they are served by.
+
+The routers of `routes_*` and `codesearch.web.pages_*` are module-level ``APIRouter``s, the same
+objects in every app a process builds (tests build many), so their handlers cannot close over an
+app's store or settings. `api.build_app` gathers those in one `Services` and keeps it as
+``app.state.services``; the getters below are the one place that reads it, and handlers declare
+what they need by type::
+
+    @router.get("/api/repos")
+    def list_repos(identity: Caller, store: StoreDep, services: ServicesDep): ...
+
+FastAPI resolves a dependency once per request, so the router-level ``Depends(require_identity)``
+of the protected API and a handler's `Caller` authenticate the request once. A router with
+settings of its own reads them through `app_services` too (`routes_search.search_settings`,
+`routes_oauth.oauth_settings`). Other readers of ``request.app``: `audit.audit_of` (through
+`app_services`) and the error pages' hook ``app.state.error_page`` (`errors.respond`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Annotated, Any
+
+from fastapi import Depends, Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.security import HTTPAuthorizationCredentials
+
+from codesearch.permissions import Identity
+from codesearch.service.auth import API_KEY_SCHEME, BEARER_SCHEME
+from codesearch.store import Store
+from codesearch.web.templating import WebContext
+
+if TYPE_CHECKING:
+    from codesearch.service.audit import AuditLog
+    from codesearch.service.auth import Authenticator
+    from codesearch.service.routes_search import SearchSettings
+    from codesearch.tools.context import ToolContext
+
+
+@dataclass
+class Services:
+    """What one app's handlers share (built by `api.build_app`, kept as ``app.state.services``)."""
+
+    get_store: Callable[[], Store | None]
+    authenticator: Authenticator
+    #: Identity -> the tools' `ToolContext` (repos, git, permissions of that caller)
+    make_context: Callable[[Identity], ToolContext]
+    public_url: str
+    #: the data directory (None: an app without one, e.g. in tests)
+    data_dir: str | None = None
+    #: () -> what runs searches (a `SearcherPool` on Ray); called lazily
+    get_searcher: Callable[[], Any] | None = None
+    #: search-context names -> repo names, for names the store does not know
+    contexts: dict | None = None
+    #: the search routes' `routes_search.SearchSettings`
+    search: SearchSettings | None = None
+    #: the environment the app was built with (None: the process's), e.g. for webhook secrets
+    environ: Mapping[str, str] | None = None
+    audit: AuditLog | None = None
+    #: the web UI's context (`codesearch.web.install` sets it; None in an API-only app)
+    web: WebContext | None = None
+    #: whether `get_store` was called once already (the first call may open the database)
+    store_opened: bool = field(default=False, repr=False)
+
+
+def app_services(request: Request) -> Services:
+    """The app's `Services`: the one read of ``app.state`` for handlers."""
+    return request.app.state.services
+
+
+# The getters are coroutines although none awaits much: FastAPI runs a plain function dependency
+# on the thread pool, a hop per request for what is an attribute lookup.
+
+
+async def services(request: Request) -> Services:
+    """The app's `Services`."""
+    return app_services(request)
+
+
+async def store(request: Request) -> Store | None:
+    """The app's `Store` (None without a state database). The first call of an app may open the
+    database: it runs on the thread pool, never on the event loop; later calls are a lookup."""
+    s = app_services(request)
+    if s.store_opened:
+        return s.get_store()
+    opened = await run_in_threadpool(s.get_store)
+    s.store_opened = True
+    return opened
+
+
+async def require_identity(request: Request,
+                           _bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER_SCHEME)],
+                           _header: Annotated[str | None, Depends(API_KEY_SCHEME)]) -> Identity:
+    """The caller of an API route (401 when there is none; see `auth.Authenticator`). The two
+    security schemes are declared for the OpenAPI document; the authenticator reads the headers."""
+    return await app_services(request).authenticator.require(request)
+
+
+async def web_context(request: Request) -> WebContext:
+    """The web UI's `WebContext` of the app."""
+    web = app_services(request).web
+    if web is None:
+        raise RuntimeError("the web UI is not installed in this app")
+    return web
+
+
+async def page_caller(request: Request, web: Annotated[WebContext, Depends(web_context)]) -> Identity | None:
+    """The caller of a page, or None when the visitor must sign in first (`WebContext.identity_of`)."""
+    return web.identity_of(request)
+
+
+ServicesDep = Annotated[Services, Depends(services)]
+StoreDep = Annotated[Store | None, Depends(store)]
+Caller = Annotated[Identity, Depends(require_identity)]
+WebDep = Annotated[WebContext, Depends(web_context)]
+PageCaller = Annotated[Identity | None, Depends(page_caller)]
+
+__all__ = ["Caller", "PageCaller", "Services", "ServicesDep", "StoreDep", "WebDep", "app_services", "page_caller",
+           "require_identity", "services", "store", "web_context"]

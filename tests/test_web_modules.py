@@ -1,0 +1,73 @@
+"""The web UI's scripts are native ES modules (no build step): every name a module imports is
+exported by the module it names, every page loads its scripts as modules, and a page preloads
+every module its script needs (`codesearch.web.modules`), so none is found one round trip late."""
+
+from __future__ import annotations
+
+import os
+import re
+
+from fastapi.testclient import TestClient
+
+from codesearch.web import STATIC_DIR, TEMPLATES_DIR
+from codesearch.web.assets import digest
+from codesearch.web.modules import direct_imports, imports_of
+
+_NAMED_IMPORT = re.compile(r'^import \{([^}]*)\} from "\./([\w.-]+\.js)";', re.MULTILINE)
+_EXPORT = re.compile(r"^export (?:async function|function|const|let|class) (\w+)", re.MULTILINE)
+
+
+def _scripts() -> list[str]:
+    return sorted(f for f in os.listdir(STATIC_DIR) if f.endswith(".js"))
+
+
+def test_every_imported_name_is_exported_by_its_module():
+    for name in _scripts():
+        with open(os.path.join(STATIC_DIR, name), encoding="utf-8") as f:
+            source = f.read()
+        for names, module in _NAMED_IMPORT.findall(source):
+            with open(os.path.join(STATIC_DIR, module), encoding="utf-8") as f:
+                exported = set(_EXPORT.findall(f.read()))
+            wanted = {n.strip() for n in names.split(",") if n.strip()}
+            assert wanted <= exported, (name, module, wanted - exported)
+
+
+def test_no_script_is_loaded_as_a_classic_script_or_leans_on_a_global():
+    for template in os.listdir(TEMPLATES_DIR):
+        with open(os.path.join(TEMPLATES_DIR, template), encoding="utf-8") as f:
+            text = f.read()
+        for tag in re.findall(r"<script\b[^>]*\bsrc=[^>]*>", text):
+            assert 'type="module"' in tag, (template, tag)
+    for name in _scripts():
+        with open(os.path.join(STATIC_DIR, name), encoding="utf-8") as f:
+            source = f.read()
+        assert "window.codesearch" not in source and '"use strict"' not in source, name
+
+
+def test_imports_of_follows_imports_of_imports(tmp_path):
+    (tmp_path / "page.js").write_text('import {a} from "./a.js";\nimport "./b.js";\n')
+    (tmp_path / "a.js").write_text('import {c} from "./c.js";\nexport function a() {}\n')
+    (tmp_path / "b.js").write_text('import {a} from "./a.js";\n')
+    (tmp_path / "c.js").write_text("export const c = 1;\n")
+    assert direct_imports("page.js", str(tmp_path)) == ["a.js", "b.js"]
+    assert imports_of("page.js", str(tmp_path)) == ("a.js", "b.js", "c.js")
+    assert imports_of("c.js", str(tmp_path)) == ()
+
+
+def test_the_results_page_preloads_what_its_module_imports_before_it_runs(tmp_path):
+    from codesearch.service.api import build_app
+    from codesearch.store import Store
+
+    store = Store.open(str(tmp_path / "data"))
+    try:
+        with TestClient(build_app(lambda: None, get_store=lambda: store, anonymous_access=True, environ={})) as c:
+            html = c.get("/search?q=handle_request").text
+    finally:
+        store.close()
+    needed = imports_of("search-page.js")
+    assert {"dom.js", "http.js", "results.js"} <= set(needed)
+    static = f"/static/v-{digest(STATIC_DIR)}"
+    script = html.index(f'<script type="module" src="{static}/search-page.js"></script>')
+    for module in needed:
+        link = html.index(f'<link rel="modulepreload" href="{static}/{module}">')
+        assert link < script, module  # fetched alongside the page's module, not after it
