@@ -35,16 +35,6 @@ ID = re.compile(r'\bid="([^"]+)"')
 
 #: Product documents that live outside the repository: nothing may point at them.
 OUTSIDE = re.compile(r"\bSPEC\b|\bENGINEERING\.md\b|\bseed\.md\b|\bHOSTS\.md\b|\.\./shared/")
-#: Files whose references are being replaced on other branches (the docs branch's report maps
-#: each to its page); an entry must go once its file no longer has any, see the test below.
-AWAITING_MAPPING = {
-    "codesearch/git/mirror.py", "codesearch/git/revisions.py", "codesearch/llm/client.py",
-    "codesearch/service/api.py", "codesearch/service/auth.py", "codesearch/service/errors.py",
-    "codesearch/service/limits.py", "codesearch/service/mcp.py", "codesearch/service/routes_git.py",
-    "codesearch/service/routes_history.py", "codesearch/service/routes_repos.py",
-    "codesearch/service/routes_search.py", "codesearch/service/routes_source.py", "codesearch/store/secret.py",
-    "codesearch/web/error_pages.py", "codesearch/web/pages_search.py",
-}
 
 
 def scanned_files() -> list[Path]:
@@ -106,10 +96,7 @@ def test_nothing_points_outside_the_repository():
                  if OUTSIDE.search(line)]
         if lines:
             offending[rel] = lines
-    unexpected = {k: v for k, v in offending.items() if k not in AWAITING_MAPPING}
-    assert not unexpected, "point these at docs/ pages instead:\n" + "\n".join(sum(unexpected.values(), []))
-    done = sorted(AWAITING_MAPPING - set(offending))
-    assert not done, f"no longer awaiting their mapping (remove from AWAITING_MAPPING): {done}"
+    assert not offending, "point these at docs/ pages instead:\n" + "\n".join(sum(offending.values(), []))
 
 
 def test_the_index_format_page_states_the_versions_of_the_code():

@@ -1,4 +1,4 @@
-"""Mirrors of remote repositories: one bare, full clone per repository id (SPEC §3).
+"""Mirrors of remote repositories: one bare, full clone per repository id (docs/indexing.md#mirrors).
 
 `MirrorStore(root).sync(repo_id, clone_url, username=..., password=...)` makes ``<root>/<repo_id>``
 an exact copy of the remote's branches and tags and points its HEAD where the remote's HEAD

@@ -1,4 +1,4 @@
-"""One HTTP client for every language model provider of the config's `models` (SPEC §2.5).
+"""One HTTP client for every language model provider of the config's `models` (docs/configuration.md#language-models).
 
     spec = ModelSpec.from_config(config.models[0].raw)      # or a LanguageModel
     with ModelClient(spec) as client:

@@ -1,4 +1,4 @@
-"""The HTTP API (SPEC §5), as a FastAPI app built by `build_app`.
+"""The HTTP API (docs/http-api.md), as a FastAPI app built by `build_app`.
 
 The app is built inside each Serve replica (a builder function, not a module-level app), so
 nothing unpicklable crosses processes. Routes:

@@ -1,10 +1,11 @@
-"""Who is calling (SPEC §7): API keys, anonymous access, and the one place repo visibility is decided.
+"""Who is calling: API keys, anonymous access, and the one place repo visibility is decided
+(docs/security.md#authentication).
 
 API keys arrive as ``Authorization: Bearer <key>`` or ``X-Sourcebot-Api-Key: <key>`` and are
 checked with `Store.verify_api_key` (HMAC under the server secret; revoked keys fail). A key that
 is missing, malformed, unknown or revoked counts as *no key*: the caller is anonymous when
-anonymous access is on, else the request is refused with 401 ``NOT_AUTHENTICATED`` (SPEC §5
-shape, plus ``WWW-Authenticate: Bearer``). Anonymous access is on when
+anonymous access is on, else the request is refused with 401 ``NOT_AUTHENTICATED`` (the shape
+of docs/http-api.md#errors, plus ``WWW-Authenticate: Bearer``). Anonymous access is on when
 ``FORCE_ENABLE_ANONYMOUS_ACCESS=true`` (read when the app is built) or the deprecated
 ``settings.enablePublicAccess`` is passed in as true, else when an owner switched it on under
 Settings → Access (`codesearch.service.anonymous`: stored in the state database, read by every
@@ -285,7 +286,7 @@ def _is_mcp_request(scope) -> bool:
 
 
 def install(app) -> None:
-    """A 401 carries ``WWW-Authenticate: Bearer`` besides the SPEC §5 body; a refused key
+    """A 401 carries ``WWW-Authenticate: Bearer`` besides the error body (docs/http-api.md#errors); a refused key
     (`ApiKeyNotAllowed`) is a plain 403."""
 
     @app.exception_handler(NotAuthenticated)

@@ -1,4 +1,4 @@
-"""Errors in the shape of SPEC §5: ``{"statusCode": n, "errorCode": "…", "message": "…"}``.
+"""Errors in the shape of docs/http-api.md#errors: ``{"statusCode": n, "errorCode": "…", "message": "…"}``.
 
 Every error of every route goes through `error_response`, with the same HTTP status as
 `statusCode`. Unexpected exceptions become 500 UNEXPECTED_ERROR with a generic message: no
@@ -58,7 +58,7 @@ def request_id(request: Request) -> str:
 
 
 def respond(request: Request, status: int, code: str, message: str, **extra):
-    """The error as a page for a browser (`wants_html`), else as SPEC §5 JSON (plus `extra`
+    """The error as a page for a browser (`wants_html`), else as the JSON of docs/http-api.md#errors (plus `extra`
     fields, such as a parse error's ``position``)."""
     response = None
     page = getattr(getattr(request, "app", None), "state", None)
@@ -93,7 +93,7 @@ def unwrap(exc: BaseException) -> BaseException:
 
 
 def install(app) -> None:
-    """Register the handlers that give every error the SPEC §5 shape."""
+    """Register the handlers that give every error the shape of docs/http-api.md#errors."""
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError):
@@ -106,7 +106,7 @@ def install(app) -> None:
             log.error("%s %s failed: %s", request.method, loggable_path(request.url.path), exc)
             return respond(request, 500, "UNEXPECTED_ERROR", "an unexpected error occurred")
         # A query that does not parse also says where (0-based character offset in the query),
-        # so that a page can put a caret under it; the three SPEC §5 fields are unchanged.
+        # so that a page can put a caret under it; the three fields of the error body are unchanged.
         extra = {"position": exc.position} if isinstance(exc, QueryParseError) else {}
         response = respond(request, exc.status_code, exc.error_code, str(exc), **extra)
         if getattr(exc, "retry_after", None):

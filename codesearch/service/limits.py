@@ -45,7 +45,7 @@ MCP_PATH = "/api/mcp"
 
 
 async def send_error(send, status: int, code: str, message: str, headers: dict[str, str] | None = None) -> None:
-    """Send a complete JSON error response in the SPEC §5 shape."""
+    """Send a complete JSON error response in the shape of docs/http-api.md#errors."""
     body = json.dumps({"statusCode": status, "errorCode": code, "message": message}).encode()
     raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     raw += [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items()]

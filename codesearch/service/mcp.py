@@ -1,4 +1,4 @@
-"""The MCP server at ``/api/mcp`` (SPEC §6): the tool catalog over Streamable HTTP.
+"""The MCP server at ``/api/mcp`` (docs/mcp-tools.md): the tool catalog over Streamable HTTP.
 
 Built with the official MCP Python SDK (2.x, `MCPServer`), run **stateless** with SSE responses:
 every request is self-contained, so any Serve replica answers any request (with stateful

@@ -15,7 +15,7 @@ text for agents).
     dates (``30 days ago``); `perPage` 1-100 (50). Headers ``X-Total-Count`` and, when there is
     more than one page, ``Link`` (as ``/api/repos``; Sourcebot sends them too).
 
-Repos go through the tools' `ToolContext` (the caller's visibility); errors are SPEC §5's:
+Repos go through the tools' `ToolContext` (the caller's visibility); errors (docs/http-api.md#errors):
 404 ``REPOSITORY_NOT_FOUND`` / ``FILE_NOT_FOUND``, 400 ``INVALID_GIT_REF`` / ``INVALID_ARGUMENT``.
 """
 

@@ -29,7 +29,7 @@ then), ``additions`` and ``deletions``. A diff is cut at `MAX_FILES` files or `M
 of diff text (``truncated: true``).
 
 Repos go through the tools' `ToolContext`, so a repository the caller may not see answers exactly
-as one that does not exist. Errors (SPEC §5's shape): 404 ``REPOSITORY_NOT_FOUND`` (unknown,
+as one that does not exist. Errors (docs/http-api.md#errors): 404 ``REPOSITORY_NOT_FOUND`` (unknown,
 hidden or not cloned yet), 404 ``FILE_NOT_FOUND`` (a path that is not a file at the ref, or is
 malformed), 400 ``INVALID_GIT_REF`` (malformed or unknown ref), 400 ``INVALID_REQUEST_BODY``
 (a missing or oversized parameter).

@@ -1,4 +1,4 @@
-"""Repos and the sync/index status the UI shows (SPEC §5 "Other routes"), read from the store.
+"""Repos and the sync/index status the UI shows (docs/http-api.md#routes), read from the store.
 
 ``GET /api/repos``
     Query ``page`` (≥1, default 1), ``perPage`` (1..100, default 30; ``per_page`` accepted too),

@@ -1,4 +1,4 @@
-"""``POST /api/search`` and ``POST /api/stream_search`` (SPEC §5).
+"""``POST /api/search`` and ``POST /api/stream_search`` (docs/http-api.md#search).
 
 Both take the same body (`SearchRequest`), read as Sourcebot reads it: JSON whatever the
 ``Content-Type``, fields we do not know (``source``, ``isArchivedExcluded``, …) ignored, fields

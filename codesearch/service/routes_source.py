@@ -1,4 +1,4 @@
-"""``GET /api/source?repo=<name>&path=<path>[&ref=<ref>]``: one file at one revision (SPEC §5).
+"""``GET /api/source?repo=<name>&path=<path>[&ref=<ref>]``: one file at one revision (docs/http-api.md#routes).
 
 The file is read from the repository's git objects, never from a checkout: the bare mirror at
 ``MirrorStore(<data dir>/repos).path_for(repo.id)``, or the repository itself for local
@@ -14,7 +14,7 @@ Binary files (a NUL byte in the first 8000 bytes, git's own test) are answered w
 ``source`` and ``"isBinary": true`` (plus ``size`` in bytes): the file exists, but has no text
 to show.
 
-Errors (SPEC §5 shape): a repo that does not exist, is not visible to the caller or has no clone
+Errors (docs/http-api.md#errors): a repo that does not exist, is not visible to the caller or has no clone
 yet → 404 ``REPOSITORY_NOT_FOUND``; a path that is empty, absolute, has ``..``, ``.`` or empty
 segments, a NUL or a newline, names a directory or does not exist at that ref → 404
 ``FILE_NOT_FOUND``; a ref that starts with ``-``, holds a NUL, whitespace or ``:``, or names

@@ -1,4 +1,4 @@
-"""Error pages for browsers: the HTML a person sees where an API client gets SPEC §5 JSON.
+"""Error pages for browsers: the HTML a person sees where an API client gets the JSON of docs/http-api.md#errors.
 
 `codesearch.service.errors` decides who gets which (a request that accepts ``text/html`` on a
 path outside the API gets a page) and calls `error_page` through ``app.state.error_page``; this

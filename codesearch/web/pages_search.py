@@ -10,7 +10,7 @@ the repos table, and the highlighting stylesheet.
   links work too: ``?query=…&matches=…&isRegexEnabled=true&isCaseSensitivityEnabled=true`` (its UI,
   docs and bookmarks write them so), under ``/search`` or under its single-tenant prefix ``/~/``
   (every ``/~/<page>`` redirects to ``/<page>``).
-- ``GET /browse/<repo>@<rev>/-/blob/<path>``: one file (SPEC §5's ``webUrl``), highlighted with
+- ``GET /browse/<repo>@<rev>/-/blob/<path>``: one file (the ``webUrl`` of docs/http-api.md#search), highlighted with
   Pygments on the server, one element ``#L<n>`` per line; ``#L12``, ``#L12-L14`` or ``?line=12``
   highlight a range and scroll it into view.
   The file page navigates code (`codesearch.web.codenav`, ``static/codenav.js``): symbols link
