@@ -15,12 +15,22 @@ from __future__ import annotations
 
 import email.utils
 import urllib.parse
-from datetime import datetime, timezone
-from typing import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
 
 #: Header names whose values are credentials (masked in error messages).
-CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "private-token", "x-api-key", "api-key",
-                                "x-goog-api-key", "x-amz-security-token", "cookie"})
+CREDENTIAL_HEADERS = frozenset(
+    {
+        "authorization",
+        "proxy-authorization",
+        "private-token",
+        "x-api-key",
+        "api-key",
+        "x-goog-api-key",
+        "x-amz-security-token",
+        "cookie",
+    }
+)
 #: Shorter values are not masked: they would mask ordinary words.
 MIN_SECRET_LENGTH = 4
 
@@ -40,8 +50,8 @@ def retry_after_seconds(value: str | None, now: Callable[[], datetime] | None = 
     except (TypeError, ValueError, IndexError):
         return None
     if when.tzinfo is None:  # HTTP dates are GMT
-        when = when.replace(tzinfo=timezone.utc)
-    current = now() if now is not None else datetime.now(timezone.utc)
+        when = when.replace(tzinfo=UTC)
+    current = now() if now is not None else datetime.now(UTC)
     return max(0.0, (when - current).total_seconds())
 
 

@@ -16,8 +16,12 @@ def add_data_dir(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", metavar="DIR", help=DATA_DIR_HELP)
 
 
-def add_actions(parser: argparse.ArgumentParser, add_options: Callable[[argparse.ArgumentParser], None],
-                actions: dict[str, str], **defaults) -> dict[str, argparse.ArgumentParser]:
+def add_actions(
+    parser: argparse.ArgumentParser,
+    add_options: Callable[[argparse.ArgumentParser], None],
+    actions: dict[str, str],
+    **defaults,
+) -> dict[str, argparse.ArgumentParser]:
     """Nested subcommands (``dest="action"``) of `parser`, one per name in `actions` (name → help),
     each accepting the options `add_options` adds, as `parser` itself does. An option given
     before the action keeps its value unless given again after it: the actions' copies have no
@@ -28,7 +32,9 @@ def add_actions(parser: argparse.ArgumentParser, add_options: Callable[[argparse
     template = argparse.ArgumentParser(add_help=False, argument_default=argparse.SUPPRESS)
     add_options(template)
     sub = parser.add_subparsers(dest="action", required=True)
-    return {name: sub.add_parser(name, help=text, description=text, parents=[template]) for name, text in actions.items()}
+    return {
+        name: sub.add_parser(name, help=text, description=text, parents=[template]) for name, text in actions.items()
+    }
 
 
 def open_store(args):

@@ -27,7 +27,9 @@ def _env_problems(config) -> list[str]:
                 problems += e.problems
     for name, o in config.environment_overrides.items():
         if o.type == "token" and o.value.env is not None and not os.environ.get(o.value.env, "").strip():
-            problems.append(f'environmentOverrides.{name}.value: environment variable "{o.value.env}" is not set or empty')
+            problems.append(
+                f'environmentOverrides.{name}.value: environment variable "{o.value.env}" is not set or empty'
+            )
     return problems
 
 
@@ -45,7 +47,9 @@ def validate(args) -> int:
         for p in e.problems:
             print(f"  {p}", file=sys.stderr)
         return 2
-    print(f"{args.file}: valid ({plural(len(config.connections), 'connection')}, {plural(len(config.contexts), 'context')})")
+    print(
+        f"{args.file}: valid ({plural(len(config.connections), 'connection')}, {plural(len(config.contexts), 'context')})"
+    )
     for w in config.warnings:
         print(f"  warning: {w}")
     return 0
@@ -68,9 +72,14 @@ def register(sub) -> None:
     csub = c.add_subparsers(dest="config_command", required=True)
     cv = csub.add_parser("validate", help="validate a config file: every problem at once (exit 2), or a summary")
     cv.add_argument("file", metavar="FILE", help="the config file (JSON, comments allowed)")
-    cv.add_argument("--check-env", action="store_true",
-                    help="also check that the environment variables named by {\"env\": …} tokens are set")
+    cv.add_argument(
+        "--check-env",
+        action="store_true",
+        help='also check that the environment variables named by {"env": …} tokens are set',
+    )
     cv.set_defaults(func=validate)
     cs = csub.add_parser("schema", help="print the JSON schema (index.json, or another file of it)")
-    cs.add_argument("--file", default="index.json", metavar="NAME", help="schema file, e.g. github.json (default index.json)")
+    cs.add_argument(
+        "--file", default="index.json", metavar="NAME", help="schema file, e.g. github.json (default index.json)"
+    )
     cs.set_defaults(func=schema)

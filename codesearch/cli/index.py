@@ -57,8 +57,16 @@ def run(args) -> int:
     if args.no_ctags:
         settings.ctags = False
     progress = FileProgress()
-    stats = index_paths(args.paths, args.out, settings, branches=split_globs(args.branches), tags=split_globs(args.tags),
-                        progress=progress, compact=not args.no_compact, jobs=args.jobs or default_jobs())
+    stats = index_paths(
+        args.paths,
+        args.out,
+        settings,
+        branches=split_globs(args.branches),
+        tags=split_globs(args.tags),
+        progress=progress,
+        compact=not args.no_compact,
+        jobs=args.jobs or default_jobs(),
+    )
     progress.done()
     for w in stats.warnings:
         print(f"warning: {w}", file=sys.stderr)
@@ -80,9 +88,14 @@ def register(sub) -> None:
     ix.add_argument("--out", required=True, metavar="DIR", help="index directory (created if missing)")
     ix.add_argument("--branches", metavar="GLOB,...", help="also index branches matching these globs")
     ix.add_argument("--tags", metavar="GLOB,...", help="also index tags matching these globs")
-    ix.add_argument("--max-file-size", type=int, metavar="BYTES", help=f"skip larger files (default {defaults.MAX_FILE_SIZE})")
+    ix.add_argument(
+        "--max-file-size", type=int, metavar="BYTES", help=f"skip larger files (default {defaults.MAX_FILE_SIZE})"
+    )
     ix.add_argument("--no-ctags", action="store_true", help="do not extract symbols")
     ix.add_argument("--jobs", "-j", type=int, metavar="N", help="processes to build with (default: every core)")
-    ix.add_argument("--no-compact", action="store_true",
-                    help="keep one set of shards per repository (by default small shards are merged into compound ones)")
+    ix.add_argument(
+        "--no-compact",
+        action="store_true",
+        help="keep one set of shards per repository (by default small shards are merged into compound ones)",
+    )
     ix.set_defaults(func=run)

@@ -60,9 +60,12 @@ def _options(parser) -> None:
 
 def register(sub) -> None:
     ks = sub.add_parser("keys", help="manage API keys")
-    actions = add_actions(ks, _options, {"create": "create an API key (printed once)",
-                                         "list": "list a user's API keys",
-                                         "revoke": "revoke an API key"}, name="cli")
+    actions = add_actions(
+        ks,
+        _options,
+        {"create": "create an API key (printed once)", "list": "list a user's API keys", "revoke": "revoke an API key"},
+        name="cli",
+    )
     actions["revoke"].add_argument("key_id", type=int, metavar="KEY_ID", help="the key's id (from list)")
     for name, act in (("create", create), ("list", list_keys), ("revoke", revoke)):
         actions[name].set_defaults(func=run, act=act)

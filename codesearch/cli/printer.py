@@ -70,8 +70,10 @@ def chunk_lines(where: str, chunk: Mapping, palette: Mapping[str, str]) -> Itera
     for i, line in enumerate(lines):
         sep = ":" if i in spans else "-"
         text = highlight(line, spans[i], c) if c["match"] and i in spans else line
-        yield (f"{c['path']}{where}{c['off']}{c['sep']}{sep}{c['off']}{c['line']}{first + i}{c['off']}"
-               f"{c['sep']}{sep}{c['off']}{text.decode('utf-8', 'replace')}")
+        yield (
+            f"{c['path']}{where}{c['off']}{c['sep']}{sep}{c['off']}{c['line']}{first + i}{c['off']}"
+            f"{c['sep']}{sep}{c['off']}{text.decode('utf-8', 'replace')}"
+        )
 
 
 def response_lines(resp: Mapping, color: bool) -> Iterator[str]:

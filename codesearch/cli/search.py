@@ -21,8 +21,13 @@ def run(args) -> int:
     searcher = Searcher(args.index)
     for e in searcher.errors:
         print(f"warning: skipping shard: {e}", file=sys.stderr)
-    opts = SearchOptions(matches=args.matches, context_lines=args.context, whole=args.whole,
-                         is_regex=args.regex, case_sensitive=args.case_sensitive)
+    opts = SearchOptions(
+        matches=args.matches,
+        context_lines=args.context,
+        whole=args.whole,
+        is_regex=args.regex,
+        case_sensitive=args.case_sensitive,
+    )
     resp = searcher.search(args.query, options=opts)
     if args.json:
         printer.print_json(resp)

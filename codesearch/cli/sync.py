@@ -41,16 +41,20 @@ def run(args) -> int:
     data_dir = os.path.abspath(args.data_dir)
     mirrors = MirrorStore(os.path.join(data_dir, "repos"))
     index_dir = os.path.join(data_dir, "index")
-    settings = IndexSettings(max_file_size=int(config.settings.max_file_size), max_trigram_count=int(config.settings.max_trigram_count),
-                             always_index=environment.always_index_patterns())
+    settings = IndexSettings(
+        max_file_size=int(config.settings.max_file_size),
+        max_trigram_count=int(config.settings.max_trigram_count),
+        always_index=environment.always_index_patterns(),
+    )
     failed = 0
     for name, conn in config.connections.items():
         if args.connection and name not in args.connection:
             continue
         progress = RepoProgress(name)
         try:
-            report = sync_connection(name, conn.raw, mirrors=mirrors, index_dir=index_dir, index_settings=settings,
-                                     progress=progress)
+            report = sync_connection(
+                name, conn.raw, mirrors=mirrors, index_dir=index_dir, index_settings=settings, progress=progress
+            )
         except CodesearchError as e:
             progress.done()
             print(f"{name}: failed: {e}", file=sys.stderr)
@@ -62,8 +66,10 @@ def run(args) -> int:
         for repo, reason in report.failed.items():
             print(f"{name}: {repo}: failed: {reason}", file=sys.stderr)
         failed += len(report.failed)
-        print(f"{name}: {len(report.indexed)} of {len(report.repos)} repositories indexed "
-              f"({report.stats.files:,} files, {report.stats.input_bytes / 1e6:,.1f} MB)")
+        print(
+            f"{name}: {len(report.indexed)} of {len(report.repos)} repositories indexed "
+            f"({report.stats.files:,} files, {report.stats.input_bytes / 1e6:,.1f} MB)"
+        )
     print(f"index: {index_dir}")
     return 1 if failed else 0
 

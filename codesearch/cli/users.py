@@ -47,7 +47,9 @@ def create(args) -> int:
 
     password = read_password(args, required=False)
     with open_store(args) as store:
-        user = store.create_user(args.email, args.name or "", password_hash=hash_password(password) if password else None)
+        user = store.create_user(
+            args.email, args.name or "", password_hash=hash_password(password) if password else None
+        )
         audit(store, "user.create", user.email, role=user.role)
         print(f"created user {user.email} ({user.role}), id {user.id}")
     if not password:
@@ -77,18 +79,28 @@ def list_users(args) -> int:
 def _options(parser) -> None:
     parser.add_argument("--name", help="with create: display name")
     pw = parser.add_mutually_exclusive_group()
-    pw.add_argument("--password", action="store_true",
-                    help="with create: ask for a web sign-in password (set-password always asks)")
-    pw.add_argument("--password-stdin", action="store_true",
-                    help="with create and set-password: read the password from the first line of stdin")
+    pw.add_argument(
+        "--password", action="store_true", help="with create: ask for a web sign-in password (set-password always asks)"
+    )
+    pw.add_argument(
+        "--password-stdin",
+        action="store_true",
+        help="with create and set-password: read the password from the first line of stdin",
+    )
     parser.add_argument("--data-dir", metavar="DIR", help=DATA_DIR_HELP)
 
 
 def register(sub) -> None:
     us = sub.add_parser("users", help="manage users (the first one becomes OWNER)")
-    actions = add_actions(us, _options, {"create": "create a user (the first one becomes OWNER)",
-                                         "list": "list the users: id, e-mail, role, name",
-                                         "set-password": "set a user's web sign-in password (signs their sessions out)"})
+    actions = add_actions(
+        us,
+        _options,
+        {
+            "create": "create a user (the first one becomes OWNER)",
+            "list": "list the users: id, e-mail, role, name",
+            "set-password": "set a user's web sign-in password (signs their sessions out)",
+        },
+    )
     for name, func in (("create", create), ("set-password", set_password)):
         actions[name].add_argument("email", metavar="EMAIL", help="the user's e-mail")
         actions[name].set_defaults(func=func)

@@ -53,7 +53,7 @@ def _braces(glob: str, limit: int = 64) -> list[str] | None:
                 parts.append(glob[last:i])
                 out: list[str] = []
                 for alt in parts:
-                    rests = _braces(alt + glob[i + 1:], limit)
+                    rests = _braces(alt + glob[i + 1 :], limit)
                     if not rests:
                         return None
                     for rest in rests:
@@ -109,8 +109,17 @@ def _grep_error(pattern: str, stderr: str) -> InvalidArgument | None:
     return None
 
 
-def grep(git_dir: str, ref: str, pattern: str, *, path: str = "", include: str | None = None, max_files: int = 100,
-         case_sensitive: bool = True, max_hits: int = 10_000) -> tuple[list[GrepHit], bool]:
+def grep(
+    git_dir: str,
+    ref: str,
+    pattern: str,
+    *,
+    path: str = "",
+    include: str | None = None,
+    max_files: int = 100,
+    case_sensitive: bool = True,
+    max_hits: int = 10_000,
+) -> tuple[list[GrepHit], bool]:
     """Lines matching the regular expression `pattern` in the text files at `ref` (``git grep``;
     for refs the index does not hold).
 
@@ -143,8 +152,22 @@ def grep(git_dir: str, ref: str, pattern: str, *, path: str = "", include: str |
     specs = (_include_pathspecs(include, under) if include else None) or ([f":(literal){under}"] if under else [])
     while True:
         flavour = "-E" if _pcre_missing else "-P"
-        args = ["grep", "--no-color", "-n", "-I", "-z", "--full-name", "--no-textconv", flavour,
-                *([] if case_sensitive else ["-i"]), "-e", pattern, commit, "--", *specs]
+        args = [
+            "grep",
+            "--no-color",
+            "-n",
+            "-I",
+            "-z",
+            "--full-name",
+            "--no-textconv",
+            flavour,
+            *([] if case_sensitive else ["-i"]),
+            "-e",
+            pattern,
+            commit,
+            "--",
+            *specs,
+        ]
         hits, truncated, retry = _run_grep(Git.at(git_dir), args, commit, pattern, keep, max_files, max_hits)
         if not retry:
             return hits, truncated

@@ -45,8 +45,19 @@ from typing import IO
 
 from codesearch.errors import GitError
 
-__all__ = ["GIT_TIMEOUT_S", "KEEP_ENV", "PROTECTIVE_CONFIG", "Git", "GitFailed", "Reader", "Result", "Scrubber",
-           "Stream", "environment", "first_line"]
+__all__ = [
+    "GIT_TIMEOUT_S",
+    "KEEP_ENV",
+    "PROTECTIVE_CONFIG",
+    "Git",
+    "GitFailed",
+    "Reader",
+    "Result",
+    "Scrubber",
+    "Stream",
+    "environment",
+    "first_line",
+]
 
 #: the time limit of one git call unless its caller gives another
 GIT_TIMEOUT_S = 30.0
@@ -55,16 +66,32 @@ _MAX_STDERR = 64 * 1024
 
 #: Inherited GIT_* variables that survive (transport set-up an operator may rely on); every other
 #: GIT_* variable (GIT_DIR, GIT_CONFIG_*, GIT_TRACE_CURL, GIT_ASKPASS …) is dropped.
-KEEP_ENV = ("GIT_SSH", "GIT_SSH_COMMAND", "GIT_SSH_VARIANT", "GIT_SSL_CAINFO", "GIT_SSL_CAPATH",
-            "GIT_SSL_NO_VERIFY", "GIT_PROXY_COMMAND", "GIT_PROXY_SSL_CAINFO", "GIT_HTTP_USER_AGENT",
-            "GIT_EXEC_PATH")
+KEEP_ENV = (
+    "GIT_SSH",
+    "GIT_SSH_COMMAND",
+    "GIT_SSH_VARIANT",
+    "GIT_SSL_CAINFO",
+    "GIT_SSL_CAPATH",
+    "GIT_SSL_NO_VERIFY",
+    "GIT_PROXY_COMMAND",
+    "GIT_PROXY_SSL_CAINFO",
+    "GIT_HTTP_USER_AGENT",
+    "GIT_EXEC_PATH",
+)
 
 #: Configuration every git process gets: no credential helper or askpass program, no background
 #: gc, no local or ext:: transports, credentials in a URL refused, no inherited extra header.
 PROTECTIVE_CONFIG: tuple[tuple[str, str], ...] = (
-    ("credential.helper", ""), ("credential.interactive", "false"), ("core.askPass", ""),
-    ("gc.autoDetach", "false"), ("maintenance.autoDetach", "false"), ("protocol.file.allow", "never"),
-    ("protocol.ext.allow", "never"), ("transfer.credentialsInUrl", "die"), ("http.extraHeader", ""))
+    ("credential.helper", ""),
+    ("credential.interactive", "false"),
+    ("core.askPass", ""),
+    ("gc.autoDetach", "false"),
+    ("maintenance.autoDetach", "false"),
+    ("protocol.file.allow", "never"),
+    ("protocol.ext.allow", "never"),
+    ("transfer.credentialsInUrl", "die"),
+    ("http.extraHeader", ""),
+)
 
 
 def environment(config: tuple[tuple[str, str], ...] = ()) -> dict[str, str]:
@@ -73,9 +100,19 @@ def environment(config: tuple[tuple[str, str], ...] = ()) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k in KEEP_ENV}
     failing = shutil.which("false") or "/bin/false"
     entries = (*PROTECTIVE_CONFIG, *config)
-    env.update({"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": failing, "SSH_ASKPASS": failing,
-                "GCM_INTERACTIVE": "never", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull,
-                "LC_ALL": "C", "LANGUAGE": "C", "GIT_CONFIG_COUNT": str(len(entries))})
+    env.update(
+        {
+            "GIT_TERMINAL_PROMPT": "0",
+            "GIT_ASKPASS": failing,
+            "SSH_ASKPASS": failing,
+            "GCM_INTERACTIVE": "never",
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": os.devnull,
+            "LC_ALL": "C",
+            "LANGUAGE": "C",
+            "GIT_CONFIG_COUNT": str(len(entries)),
+        }
+    )
     for i, (key, value) in enumerate(entries):
         env[f"GIT_CONFIG_KEY_{i}"] = key
         env[f"GIT_CONFIG_VALUE_{i}"] = value
@@ -118,8 +155,15 @@ class GitFailed(GitError):
     """A git command failed or timed out. `stderr` is what git wrote, already scrubbed;
     `command` the git subcommand (``log``, ``fetch`` …); `returncode` None after a timeout."""
 
-    def __init__(self, message: str, *, command: str = "", returncode: int | None = None, stderr: str = "",
-                 timed_out: bool = False):
+    def __init__(
+        self,
+        message: str,
+        *,
+        command: str = "",
+        returncode: int | None = None,
+        stderr: str = "",
+        timed_out: bool = False,
+    ):
         self.command = command
         self.returncode = returncode
         self.stderr = stderr
@@ -210,16 +254,23 @@ class Git:
     def failed(self, args: list[str], returncode: int | None, stderr: str) -> GitFailed:
         """The `GitFailed` of `args` having failed with (scrubbed) `stderr`."""
         command = _subcommand(args)
-        return GitFailed(f"git {command} failed: {first_line(stderr)}", command=command, returncode=returncode,
-                         stderr=stderr)
+        return GitFailed(
+            f"git {command} failed: {first_line(stderr)}", command=command, returncode=returncode, stderr=stderr
+        )
 
     def run(self, args: list[str], *, stdin: bytes | None = None, check: bool = False) -> Result:
         """Run git with `args` to completion. With `check`, a non-zero exit is a `GitFailed`;
         a timeout always is."""
         limit = self.limit()
-        proc = subprocess.Popen(self.argv(args), env=self.env(), start_new_session=True, cwd=self.cwd,
-                                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            self.argv(args),
+            env=self.env(),
+            start_new_session=True,
+            cwd=self.cwd,
+            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         try:
             out, err = proc.communicate(stdin, timeout=None if math.isinf(limit) else limit)
         except subprocess.TimeoutExpired:
@@ -264,9 +315,15 @@ class Stream:
         self.err = tempfile.TemporaryFile()
         self.timed_out = False
         try:
-            self.proc = subprocess.Popen(git.argv(args), stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-                                         stdout=subprocess.PIPE, stderr=self.err, env=git.env(),
-                                         start_new_session=True, cwd=git.cwd)
+            self.proc = subprocess.Popen(
+                git.argv(args),
+                stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=self.err,
+                env=git.env(),
+                start_new_session=True,
+                cwd=git.cwd,
+            )
         except BaseException:
             self.err.close()
             raise
@@ -351,16 +408,16 @@ class Reader:
     def _fill(self) -> None:
         chunk = self.f.read1(65536)  # type: ignore[attr-defined]
         if chunk:
-            self.buf = self.buf[self.pos:] + chunk
+            self.buf = self.buf[self.pos :] + chunk
         else:
-            self.buf, self.eof = self.buf[self.pos:], True
+            self.buf, self.eof = self.buf[self.pos :], True
         self.pos = 0
 
     def chunk(self) -> bytes:
         """The next bytes available (what is buffered, else one read); b'' at the end."""
         if self.pos >= len(self.buf) and not self.eof:
             self._fill()
-        out, self.pos = self.buf[self.pos:], len(self.buf)
+        out, self.pos = self.buf[self.pos :], len(self.buf)
         return out
 
     def until(self, sep: bytes, limit: int, *, skip_rest: bool = True) -> tuple[bytes, bool] | None:
@@ -376,12 +433,12 @@ class Reader:
                 got = True
                 room = limit - len(out)
                 if end - self.pos > room:
-                    out += self.buf[self.pos:self.pos + room]
+                    out += self.buf[self.pos : self.pos + room]
                     self.pos += room
                     if skip_rest:
                         self._skip(sep)
                     return bytes(out), True
-                out += self.buf[self.pos:end]
+                out += self.buf[self.pos : end]
             if i >= 0:
                 self.pos = i + 1
                 return bytes(out), False
@@ -411,6 +468,6 @@ class Reader:
                 self._fill()
                 continue
             take = min(n - len(out), len(self.buf) - self.pos)
-            out += self.buf[self.pos:self.pos + take]
+            out += self.buf[self.pos : self.pos + take]
             self.pos += take
         return bytes(out)

@@ -24,8 +24,17 @@ log = logging.getLogger(__name__)
 
 MAX_REVISIONS = 64
 
-_REF_FORMAT = "%00".join(("%(refname)", "%(objecttype)", "%(objectname)", "%(committerdate:iso-strict)",
-                          "%(*objecttype)", "%(*objectname)", "%(*committerdate:iso-strict)"))
+_REF_FORMAT = "%00".join(
+    (
+        "%(refname)",
+        "%(objecttype)",
+        "%(objectname)",
+        "%(committerdate:iso-strict)",
+        "%(*objecttype)",
+        "%(*objectname)",
+        "%(*committerdate:iso-strict)",
+    )
+)
 
 
 @dataclass(frozen=True)
@@ -39,8 +48,9 @@ def default_branch(git_dir: str) -> Revision:
     """HEAD, as the branch it points to (or "HEAD" when detached). ValueError when HEAD names no
     commit (an empty repository, or a branch not created yet)."""
     git = Git.at(git_dir)
-    res = git.run(["-c", "log.showSignature=false", "log", "--no-walk", "--format=%H%x00%cI", "--end-of-options",
-                   "HEAD", "--"])
+    res = git.run(
+        ["-c", "log.showSignature=false", "log", "--no-walk", "--format=%H%x00%cI", "--end-of-options", "HEAD", "--"]
+    )
     sha, _, date = show(res.stdout).strip().partition("\0")
     if res.returncode != 0 or not sha:
         raise ValueError("repository has no commits on HEAD")
@@ -73,9 +83,11 @@ def select_revisions(git_dir: str, branch_globs=(), tag_globs=()) -> tuple[list[
     refs = _refs(git_dir) if branch_globs or tag_globs else []
 
     def matching(prefix, globs):
-        found = [Revision(ref, sha, when) for ref, sha, when in refs
-                 if ref.startswith(prefix) and ref != head.ref
-                 and any(glob_match(g, ref[len(prefix):]) for g in globs)]
+        found = [
+            Revision(ref, sha, when)
+            for ref, sha, when in refs
+            if ref.startswith(prefix) and ref != head.ref and any(glob_match(g, ref[len(prefix) :]) for g in globs)
+        ]
         found.sort(key=lambda r: (-r.committed_at.timestamp(), r.ref))
         return found
 
@@ -84,7 +96,9 @@ def select_revisions(git_dir: str, branch_globs=(), tag_globs=()) -> tuple[list[
     if tag_globs:
         revs += matching("refs/tags/", tag_globs)
     if len(revs) > MAX_REVISIONS:
-        warnings.append(f"{len(revs)} revisions match; indexing the first {MAX_REVISIONS}, dropping {len(revs) - MAX_REVISIONS}")
+        warnings.append(
+            f"{len(revs)} revisions match; indexing the first {MAX_REVISIONS}, dropping {len(revs) - MAX_REVISIONS}"
+        )
         log.warning("%s: %s", git_dir, warnings[-1])
         revs = revs[:MAX_REVISIONS]
     return revs, warnings

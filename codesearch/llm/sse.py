@@ -13,7 +13,8 @@ the provider's message, as is an event that is not a JSON object.
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 
 class StreamError(Exception):

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import json
 import urllib.parse
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import httpx
 
@@ -32,8 +33,7 @@ class Dialect(Protocol):
     #: The content type of a streamed answer; an answer of another type is read as a plain one.
     STREAM_TYPE: str
 
-    def body(self, spec: ModelSpec, messages: list[dict], tools: list[dict],
-             tool_choice: str | None) -> dict[str, Any]:
+    def body(self, spec: ModelSpec, messages: list[dict], tools: list[dict], tool_choice: str | None) -> dict[str, Any]:
         """The request body for the conversation so far."""
         ...
 
@@ -71,7 +71,7 @@ def replace_path_end(url: str, old: str, new: str, query: str = "") -> str:
     """`url` whose path ends in `new` instead of `old` (unchanged when it does not end in
     `old`: a gateway's own URL), with `query` added to its query string."""
     p = urllib.parse.urlsplit(url)
-    path = p.path[:-len(old)] + new if old and p.path.endswith(old) else p.path
+    path = p.path[: -len(old)] + new if old and p.path.endswith(old) else p.path
     return urllib.parse.urlunsplit((p.scheme, p.netloc, path, "&".join(q for q in (p.query, query) if q), p.fragment))
 
 

@@ -17,7 +17,8 @@ stream with the API's error (e.g. ``overloaded_error``). A stream that ends befo
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import httpx
 
@@ -46,8 +47,10 @@ def body(spec: ModelSpec, messages: list[dict], tools: list[dict], tool_choice: 
             add("user", [{"type": "text", "text": content or "(empty)"}])
         elif role == "assistant":
             blocks: list[dict] = [{"type": "text", "text": content}] if content else []
-            blocks += [{"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
-                       for c in msg.get("tool_calls") or []]
+            blocks += [
+                {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
+                for c in msg.get("tool_calls") or []
+            ]
             add("assistant", blocks or [{"type": "text", "text": "(empty)"}])
         elif role == "tool":
             block: dict[str, Any] = {"type": "tool_result", "tool_use_id": msg["tool_call_id"], "content": content}
@@ -64,9 +67,14 @@ def body(spec: ModelSpec, messages: list[dict], tools: list[dict], tool_choice: 
     if system:
         data["system"] = "\n\n".join(system)
     if tools:
-        data["tools"] = [{"name": t["name"], "description": t.get("description", ""),
-                          "input_schema": t.get("input_schema") or {"type": "object", "properties": {}}}
-                         for t in tools]
+        data["tools"] = [
+            {
+                "name": t["name"],
+                "description": t.get("description", ""),
+                "input_schema": t.get("input_schema") or {"type": "object", "properties": {}},
+            }
+            for t in tools
+        ]
         if tool_choice:
             data["tool_choice"] = {"type": tool_choice}
     if spec.temperature is not None:

@@ -21,7 +21,8 @@ event: a stream that ends without a finish reason is an error, not a shorter ans
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import httpx
 
@@ -30,8 +31,24 @@ from codesearch.llm.dialects import NewId, OnText, add_turn, replace_path_end
 from codesearch.llm.spec import ModelSpec, Reply, object_call
 
 #: Schema keywords the API accepts in function parameters.
-SCHEMA_KEYWORDS = {"type", "format", "description", "nullable", "enum", "properties", "required", "items",
-                   "minItems", "maxItems", "minimum", "maximum", "minLength", "maxLength", "pattern", "anyOf"}
+SCHEMA_KEYWORDS = {
+    "type",
+    "format",
+    "description",
+    "nullable",
+    "enum",
+    "properties",
+    "required",
+    "items",
+    "minItems",
+    "maxItems",
+    "minimum",
+    "maximum",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "anyOf",
+}
 STREAM_TYPE = "text/event-stream"
 _TOOL_MODES = {"none": "NONE", "auto": "AUTO", "required": "ANY", "any": "ANY"}
 
@@ -98,10 +115,18 @@ def body(spec: ModelSpec, messages: list[dict], tools: list[dict], tool_choice: 
     if system:
         data["systemInstruction"] = {"parts": [{"text": "\n\n".join(system)}]}
     if tools:
-        data["tools"] = [{"functionDeclarations": [
-            {"name": t["name"], "description": t.get("description", ""),
-             "parameters": parameters(t.get("input_schema") or {"type": "object", "properties": {}})}
-            for t in tools]}]
+        data["tools"] = [
+            {
+                "functionDeclarations": [
+                    {
+                        "name": t["name"],
+                        "description": t.get("description", ""),
+                        "parameters": parameters(t.get("input_schema") or {"type": "object", "properties": {}}),
+                    }
+                    for t in tools
+                ]
+            }
+        ]
         if tool_choice in _TOOL_MODES:
             data["toolConfig"] = {"functionCallingConfig": {"mode": _TOOL_MODES[tool_choice]}}
     generation: dict[str, Any] = {}
@@ -134,8 +159,10 @@ def reply(spec: ModelSpec, data: Any, new_id: Callable[[], str]) -> Reply:
         elif isinstance(part.get("text"), str):
             texts.append(part["text"])
     u = data.get("usageMetadata") or {}
-    usage = {"input_tokens": int(u.get("promptTokenCount") or 0),
-             "output_tokens": int(u.get("candidatesTokenCount") or 0) + int(u.get("thoughtsTokenCount") or 0)}
+    usage = {
+        "input_tokens": int(u.get("promptTokenCount") or 0),
+        "output_tokens": int(u.get("candidatesTokenCount") or 0) + int(u.get("thoughtsTokenCount") or 0),
+    }
     return Reply(text="".join(texts), tool_calls=calls, usage=usage, stop_reason=candidate.get("finishReason"))
 
 
@@ -166,6 +193,8 @@ def read_stream(spec: ModelSpec, response: httpx.Response, on_text: OnText, new_
         return reply(spec, last, new_id)
     if finish is None:
         raise sse.StreamError("ended its stream before the answer was complete (no finishReason)")
-    data = {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": finish}],
-            "usageMetadata": usage}
+    data = {
+        "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": finish}],
+        "usageMetadata": usage,
+    }
     return reply(spec, data, new_id)
