@@ -47,9 +47,8 @@ def validate(args) -> int:
         for p in e.problems:
             print(f"  {p}", file=sys.stderr)
         return 2
-    print(
-        f"{args.file}: valid ({plural(len(config.connections), 'connection')}, {plural(len(config.contexts), 'context')})"
-    )
+    connections = plural(len(config.connections), "connection")
+    print(f"{args.file}: valid ({connections}, {plural(len(config.contexts), 'context')})")
     for w in config.warnings:
         print(f"  warning: {w}")
     return 0

@@ -34,6 +34,7 @@ Local repositories (``file://`` URLs and paths) are indexed in place and rejecte
 from __future__ import annotations
 
 import base64
+import contextlib
 import dataclasses
 import logging
 import os
@@ -341,10 +342,8 @@ def _symref(out: str) -> str | None:
 
 def _rmtree(path: str) -> None:
     if os.path.islink(path) or os.path.isfile(path):
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
-        except FileNotFoundError:
-            pass
     elif os.path.isdir(path):
         shutil.rmtree(path, ignore_errors=True)
 

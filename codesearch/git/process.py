@@ -31,6 +31,7 @@ error message. Each rule below is applied to every git process, so no caller can
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
@@ -297,10 +298,8 @@ class Git:
 def _kill_group(proc: subprocess.Popen) -> None:
     """Kill git and its helpers (started in their own session), and reap git."""
     _signal_group(proc)
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired, ValueError, OSError):
         proc.communicate(timeout=5)
-    except (subprocess.TimeoutExpired, ValueError, OSError):
-        pass
 
 
 class Stream:
@@ -312,7 +311,7 @@ class Stream:
         self.git = git
         self.args = args
         self.limit = git.limit()
-        self.err = tempfile.TemporaryFile()
+        self.err = tempfile.TemporaryFile()  # noqa: SIM115 -- lives as long as the Stream, closed by __exit__
         self.timed_out = False
         try:
             self.proc = subprocess.Popen(
@@ -365,10 +364,8 @@ class Stream:
                 _signal_group(self.proc)
             for f in (self.proc.stdin, self.proc.stdout):
                 if f is not None:
-                    try:
+                    with contextlib.suppress(OSError):
                         f.close()
-                    except OSError:
-                        pass
             rc = self.proc.wait()
         finally:
             self.timer.cancel()
@@ -389,10 +386,8 @@ class Stream:
 
 def _signal_group(proc: subprocess.Popen) -> None:
     """SIGKILL to git's process group (its session: git and the helpers it started)."""
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 class Reader:

@@ -12,21 +12,24 @@ retries and errors.
 
 Endpoints and credentials:
 
-==========================  =======================================================  ==========================================
-provider                    endpoint                                                 credentials
-==========================  =======================================================  ==========================================
-openai, deepseek, mistral,  ``<base>/chat/completions``                              ``Authorization: Bearer`` token
-openrouter, xai,
-openai-compatible
-azure                       ``<base>/v1/chat/completions?api-version=<apiVersion>``  ``api-key`` header;
-                            (base ``https://<resourceName>.openai.azure.com/openai``)
-anthropic                   ``<base>/v1/messages``                                   ``x-api-key`` (token), ``Authorization:
-                                                                                     Bearer`` (authToken)
-google-generative-ai        ``<base>/models/<model>:generateContent``                ``x-goog-api-key`` header
-google-vertex               ``<vertex>/publishers/google/models/<model>:generateContent``  OAuth bearer token (service account
-google-vertex-anthropic     ``<vertex>/publishers/anthropic/models/<model>:rawPredict``    or application default credentials)
-amazon-bedrock              ``<base>/model/<model>/converse``                        AWS Signature V4 (``bedrock``, region)
-==========================  =======================================================  ==========================================
+=======================  ===============================================================  ============================
+provider                 endpoint                                                         credentials
+=======================  ===============================================================  ============================
+openai, deepseek,        ``<base>/chat/completions``                                      ``Authorization: Bearer``
+mistral, openrouter,                                                                      token
+xai, openai-compatible
+azure                    ``<base>/v1/chat/completions?api-version=<apiVersion>``          ``api-key`` header
+                         (base ``https://<resourceName>.openai.azure.com/openai``)
+anthropic                ``<base>/v1/messages``                                           ``x-api-key`` (token),
+                                                                                          ``Authorization: Bearer``
+                                                                                          (authToken)
+google-generative-ai     ``<base>/models/<model>:generateContent``                        ``x-goog-api-key`` header
+google-vertex            ``<vertex>/publishers/google/models/<model>:generateContent``    OAuth bearer token (service
+google-vertex-anthropic  ``<vertex>/publishers/anthropic/models/<model>:rawPredict``      account or application
+                                                                                          default credentials)
+amazon-bedrock           ``<base>/model/<model>/converse``                                AWS Signature V4
+                                                                                          (``bedrock``, region)
+=======================  ===============================================================  ============================
 
 ``<vertex>`` is ``https://<region>-aiplatform.googleapis.com/v1/projects/<project>/locations/<region>``
 (the host is ``aiplatform.googleapis.com`` for the ``global`` region); `baseUrl` replaces the part
