@@ -58,7 +58,7 @@ def retry_after_seconds(value: str | None, now: Callable[[], datetime] | None = 
 def backoff_seconds(attempt: int, *, base: float = 1.0, cap: float = 60.0) -> float:
     """Exponential backoff before retry number `attempt` (0, 1, 2, ...): ``base * 2**attempt``,
     at most `cap`."""
-    return min(base * (2 ** max(0, attempt)), cap)
+    return min(base * (2.0 ** max(0, attempt)), cap)
 
 
 def safe_url(url: str) -> str:

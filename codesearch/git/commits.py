@@ -10,6 +10,7 @@ with ``--fixed-strings`` (never a regex), dates in one exact format (`dates.date
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from codesearch.errors import InvalidArgument
 from codesearch.git.dates import date_range_args
@@ -81,7 +82,7 @@ def decorations(text: str) -> list[str]:
     return sorted(heads) + sorted(tags)
 
 
-def log_records(git_dir: str, args: list[str], extra: tuple[str, ...] = ()) -> list[tuple[dict, list[str]]]:
+def log_records(git_dir: str, args: list[str], extra: tuple[str, ...] = ()) -> list[tuple[dict[str, Any], list[str]]]:
     """The commits of ``git log <args>`` (ours: options, then ``--end-of-options`` and shas):
     for each, the keyword arguments of a `Commit` and the values of the `extra` format fields."""
     fields = (*LOG_FIELDS, *extra)
@@ -124,7 +125,7 @@ def log_records(git_dir: str, args: list[str], extra: tuple[str, ...] = ()) -> l
     return out
 
 
-def _filter_args(query, since, until, author) -> list[str] | None:
+def _filter_args(query: str | None, since: str | None, until: str | None, author: str | None) -> list[str] | None:
     """The git log / rev-list options for the filters; None when no commit can match (`until`
     before 1970)."""
     args = ["--regexp-ignore-case", "--fixed-strings"]  # apply to --grep and --author alike

@@ -92,7 +92,7 @@ def _include_pathspecs(include: str, under: str) -> list[str] | None:
     return specs
 
 
-def _include_regex(include: str, under: str) -> re.Pattern:
+def _include_regex(include: str, under: str) -> re.Pattern[str]:
     """The paths `include` selects below `under`: codesearch glob syntax (`codesearch.globs`);
     a glob without '/' matches file names at any depth, one with '/' the path below `under`."""
     glob = include.lstrip("/")
@@ -174,7 +174,15 @@ def grep(
         _pcre_missing = True
 
 
-def _run_grep(git: Git, args, commit, pattern, keep, max_files, max_hits):
+def _run_grep(
+    git: Git,
+    args: list[str],
+    commit: str,
+    pattern: str,
+    keep: re.Pattern[str] | None,
+    max_files: int,
+    max_hits: int,
+) -> tuple[list[GrepHit], bool, bool]:
     hits: list[GrepHit] = []
     files = 0
     last = None

@@ -113,5 +113,5 @@ class ObjectBatch:
     def __enter__(self) -> ObjectBatch:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stream.__exit__(*exc)

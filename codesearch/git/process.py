@@ -41,6 +41,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO
 
@@ -171,11 +172,17 @@ class GitFailed(GitError):
         self.timed_out = timed_out
         super().__init__(message)
 
-    def __reduce__(self):  # rebuilt from its fields when it crosses a process boundary (Ray)
+    def __reduce__(
+        self,
+    ) -> tuple[
+        Callable[..., GitFailed], tuple[object, ...]
+    ]:  # rebuilt from its fields when it crosses a process boundary (Ray)
         return (_rebuild, (type(self), self.args[0], self.command, self.returncode, self.stderr, self.timed_out))
 
 
-def _rebuild(cls, message, command, returncode, stderr, timed_out):
+def _rebuild(
+    cls: type[GitFailed], message: str, command: str, returncode: int | None, stderr: str, timed_out: bool
+) -> GitFailed:
     return cls(message, command=command, returncode=returncode, stderr=stderr, timed_out=timed_out)
 
 
@@ -295,7 +302,7 @@ class Git:
         return Stream(self, args, stdin=stdin)
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     """Kill git and its helpers (started in their own session), and reap git."""
     _signal_group(proc)
     with contextlib.suppress(subprocess.TimeoutExpired, ValueError, OSError):
@@ -376,7 +383,7 @@ class Stream:
     def __enter__(self) -> Stream:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         try:
             if self.proc.returncode is None:
                 self.finish(stop=True)
@@ -384,7 +391,7 @@ class Stream:
             self.err.close()
 
 
-def _signal_group(proc: subprocess.Popen) -> None:
+def _signal_group(proc: subprocess.Popen[bytes]) -> None:
     """SIGKILL to git's process group (its session: git and the helpers it started)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)

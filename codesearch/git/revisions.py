@@ -13,6 +13,7 @@ a tree or a blob is skipped), through `codesearch.git.process`.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -75,21 +76,24 @@ def _refs(git_dir: str) -> list[tuple[str, str, datetime]]:
     return found
 
 
-def select_revisions(git_dir: str, branch_globs=(), tag_globs=()) -> tuple[list[Revision], list[str]]:
+def select_revisions(
+    git_dir: str, branch_globs: Iterable[str] = (), tag_globs: Iterable[str] = ()
+) -> tuple[list[Revision], list[str]]:
     """The revisions of the repository at `git_dir` to index, and warnings (for instance about
     the 64-revision cap)."""
+    branch_globs, tag_globs = tuple(branch_globs), tuple(tag_globs)  # each is read once per ref
     head = default_branch(git_dir)
     revs, warnings = [head], []
     refs = _refs(git_dir) if branch_globs or tag_globs else []
 
-    def matching(prefix, globs):
+    def matching(prefix: str, globs: Sequence[str]) -> list[Revision]:
         found = [
-            Revision(ref, sha, when)
+            (ref, sha, when)
             for ref, sha, when in refs
             if ref.startswith(prefix) and ref != head.ref and any(glob_match(g, ref[len(prefix) :]) for g in globs)
         ]
-        found.sort(key=lambda r: (-r.committed_at.timestamp(), r.ref))
-        return found
+        found.sort(key=lambda r: (-r[2].timestamp(), r[0]))  # newest first
+        return [Revision(ref, sha, when) for ref, sha, when in found]
 
     if branch_globs:
         revs += matching("refs/heads/", branch_globs)
