@@ -22,7 +22,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from codesearch.errors import CodesearchError
 from codesearch.llm.client import ModelClient
-from codesearch.llm.spec import ToolCall
+from codesearch.llm.spec import Reply, ToolCall
 
 log = logging.getLogger(__name__)
 
@@ -36,11 +36,11 @@ MAX_CALLS_PER_STEP = 10
 class ToolSet(Protocol):
     """The tools offered to the model."""
 
-    def specs(self) -> list[dict]:
+    def specs(self) -> list[dict[str, Any]]:
         """``[{"name", "description", "input_schema"}, ...]``"""
         ...
 
-    def call(self, name: str, arguments: dict) -> tuple[str, bool]:
+    def call(self, name: str, arguments: dict[str, Any]) -> tuple[str, bool]:
         """Run one tool: (output text, is_error). May raise `CodesearchError` (reported to the model)."""
         ...
 
@@ -48,9 +48,9 @@ class ToolSet(Protocol):
 @dataclass
 class AgentResult:
     answer: str  # markdown
-    steps: list[dict] = field(default_factory=list)  # {"tool", "arguments", "output", "is_error"}
-    model: dict = field(default_factory=dict)  # ModelSpec.public()
-    usage: dict = field(default_factory=dict)  # {"input_tokens", "output_tokens", "requests"}
+    steps: list[dict[str, Any]] = field(default_factory=list)  # {"tool", "arguments", "output", "is_error"}
+    model: dict[str, Any] = field(default_factory=dict)  # ModelSpec.public()
+    usage: dict[str, Any] = field(default_factory=dict)  # {"input_tokens", "output_tokens", "requests"}
     #: True when `max_steps` turns were used up before the model answered on its own.
     budget_exhausted: bool = False
 
@@ -125,7 +125,7 @@ def run_agent(
     repos: list[str] | None = None,
     max_steps: int = 12,
     max_tool_output_chars: int = 20000,
-    on_step: Callable[[dict], Any] | None = None,
+    on_step: Callable[[dict[str, Any]], Any] | None = None,
     on_call: Callable[[ToolCall], Any] | None = None,
     on_text: Callable[[str], Any] | None = None,
     history: list[tuple[str, str]] | None = None,
@@ -141,18 +141,18 @@ def run_agent(
     the answers carry what was found)."""
     specs = list(tools.specs())
     known = {s["name"] for s in specs}
-    messages: list[dict] = [{"role": "system", "content": system_prompt(repos)}]
+    messages: list[dict[str, Any]] = [{"role": "system", "content": system_prompt(repos)}]
     for earlier_q, earlier_a in history or ():
         messages += [
             {"role": "user", "content": earlier_q},
             {"role": "assistant", "content": earlier_a or "(no answer)"},
         ]
     messages.append({"role": "user", "content": question})
-    steps: list[dict] = []
+    steps: list[dict[str, Any]] = []
     usage = {"input_tokens": 0, "output_tokens": 0, "requests": 0}
     result = AgentResult(answer="", steps=steps, model=client.spec.public(), usage=usage)
 
-    def ask(**kw):
+    def ask(**kw: Any) -> Reply:
         if on_text is not None:
             kw["on_text"] = on_text
         reply = client.chat(messages, specs, **kw)

@@ -192,15 +192,15 @@ class ModelClient:
     def __enter__(self) -> ModelClient:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # ------------------------------------------------------------------ the one call
 
     def chat(
         self,
-        messages: list[dict],
-        tools: list[dict] | None = None,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
         *,
         tool_choice: str | None = None,
         on_text: Callable[[str], Any] | None = None,
@@ -423,7 +423,7 @@ class ModelClient:
 
     # ------------------------------------------------------------------ HTTP
 
-    def _post(self, url: str, body: dict, read: Callable[[httpx.Response], Any] | None = None) -> Any:
+    def _post(self, url: str, body: dict[str, Any], read: Callable[[httpx.Response], Any] | None = None) -> Any:
         """POST `body`; the JSON answer, or what `read` makes of a successful response (read
         while it arrives: a stream)."""
         headers, params = self._credentials()

@@ -30,7 +30,7 @@ class GoogleAccessTokens:
         self._credentials: Any = None  # google.auth credentials, loaded on first use
         self._lock = threading.Lock()
 
-    def _load(self):
+    def _load(self) -> Any:  # google.auth credentials (google-auth is not fully annotated)
         import google.auth
         from google.auth import exceptions
         from google.oauth2 import service_account

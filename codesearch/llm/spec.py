@@ -32,7 +32,11 @@ class ModelError(CodesearchError):
         self.status = status
         super().__init__(message)
 
-    def __reduce__(self):  # rebuilt from its fields when it crosses a process boundary (Ray)
+    def __reduce__(
+        self,
+    ) -> tuple[
+        type[ModelError], tuple[str, str, int | None]
+    ]:  # rebuilt from its fields when it crosses a process boundary (Ray)
         return (type(self), (self.args[0], self.model, self.status))
 
 

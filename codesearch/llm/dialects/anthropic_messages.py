@@ -32,11 +32,13 @@ VERTEX_VERSION = "vertex-2023-10-16"
 STREAM_TYPE = "text/event-stream"
 
 
-def body(spec: ModelSpec, messages: list[dict], tools: list[dict], tool_choice: str | None) -> dict[str, Any]:
+def body(
+    spec: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[str, Any]], tool_choice: str | None
+) -> dict[str, Any]:
     system: list[str] = []
-    out: list[dict] = []
+    out: list[dict[str, Any]] = []
 
-    def add(role: str, blocks: list[dict]) -> None:
+    def add(role: str, blocks: list[dict[str, Any]]) -> None:
         add_turn(out, role, blocks)
 
     for msg in messages:
@@ -46,7 +48,7 @@ def body(spec: ModelSpec, messages: list[dict], tools: list[dict], tool_choice: 
         elif role == "user":
             add("user", [{"type": "text", "text": content or "(empty)"}])
         elif role == "assistant":
-            blocks: list[dict] = [{"type": "text", "text": content}] if content else []
+            blocks: list[dict[str, Any]] = [{"type": "text", "text": content}] if content else []
             blocks += [
                 {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
                 for c in msg.get("tool_calls") or []
@@ -106,7 +108,7 @@ def stream_body(spec: ModelSpec, body: dict[str, Any]) -> dict[str, Any]:
 
 
 def read_stream(spec: ModelSpec, response: httpx.Response, on_text: OnText, new_id: NewId) -> Reply:
-    blocks: dict[int, dict] = {}
+    blocks: dict[int, dict[str, Any]] = {}
     inputs: dict[int, list[str]] = {}
     stop, done = None, False
     usage: dict[str, Any] = {}

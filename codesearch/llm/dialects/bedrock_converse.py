@@ -21,7 +21,7 @@ ends before ``messageStop`` is an error, not a shorter answer.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
@@ -34,11 +34,13 @@ from codesearch.llm.sse import StreamError
 STREAM_TYPE = "application/vnd.amazon.eventstream"
 
 
-def body(spec: ModelSpec, messages: list[dict], tools: list[dict], tool_choice: str | None) -> dict[str, Any]:
-    system: list[dict] = []
-    out: list[dict] = []
+def body(
+    spec: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[str, Any]], tool_choice: str | None
+) -> dict[str, Any]:
+    system: list[dict[str, Any]] = []
+    out: list[dict[str, Any]] = []
 
-    def add(role: str, blocks: list[dict]) -> None:
+    def add(role: str, blocks: list[dict[str, Any]]) -> None:
         add_turn(out, role, blocks)
 
     for msg in messages:
@@ -48,7 +50,7 @@ def body(spec: ModelSpec, messages: list[dict], tools: list[dict], tool_choice: 
         elif role == "user":
             add("user", [{"text": content or "(empty)"}])
         elif role == "assistant":
-            blocks: list[dict] = [{"text": content}] if content else []
+            blocks: list[dict[str, Any]] = [{"text": content}] if content else []
             blocks += [
                 {"toolUse": {"toolUseId": c.id, "name": c.name, "input": c.arguments}}
                 for c in msg.get("tool_calls") or []
@@ -118,7 +120,7 @@ def stream_body(spec: ModelSpec, body: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
-def _events(response: httpx.Response):
+def _events(response: httpx.Response) -> Iterator[tuple[str, dict[str, Any]]]:
     """``(event type, payload object)`` of each event message; exceptions and errors raised."""
     for message in eventstream.decode(response.iter_bytes()):
         headers = message.headers
@@ -143,7 +145,7 @@ def _events(response: httpx.Response):
 
 
 def read_stream(spec: ModelSpec, response: httpx.Response, on_text: OnText, new_id: NewId) -> Reply:
-    blocks: dict[int, dict] = {}
+    blocks: dict[int, dict[str, Any]] = {}
     inputs: dict[int, list[str]] = {}
     stop, done = None, False
     usage: dict[str, Any] = {}

@@ -33,8 +33,10 @@ DEFAULT_REASONING_TAG = "think"
 STREAM_TYPE = "text/event-stream"
 
 
-def body(spec: ModelSpec, messages: list[dict], tools: list[dict], tool_choice: str | None) -> dict[str, Any]:
-    out: list[dict] = []
+def body(
+    spec: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[str, Any]], tool_choice: str | None
+) -> dict[str, Any]:
+    out: list[dict[str, Any]] = []
     for msg in messages:
         role, content = msg.get("role"), msg.get("content") or ""
         if role == "assistant":
@@ -124,7 +126,7 @@ def stream_body(spec: ModelSpec, body: dict[str, Any]) -> dict[str, Any]:
 
 def read_stream(spec: ModelSpec, response: httpx.Response, on_text: OnText, new_id: NewId) -> Reply:
     text: list[str] = []
-    calls: dict[int, dict] = {}
+    calls: dict[int, dict[str, Any]] = {}
     finish: str | None = None
     usage: dict[str, Any] = {}
     for _, event in sse.events(response.iter_lines()):

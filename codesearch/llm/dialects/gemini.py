@@ -83,12 +83,14 @@ def parameters(schema: Any) -> Any:
     return out
 
 
-def body(spec: ModelSpec, messages: list[dict], tools: list[dict], tool_choice: str | None) -> dict[str, Any]:
+def body(
+    spec: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[str, Any]], tool_choice: str | None
+) -> dict[str, Any]:
     system: list[str] = []
-    contents: list[dict] = []
+    contents: list[dict[str, Any]] = []
     names: dict[str, str] = {}  # tool call id -> function name, for the responses
 
-    def add(role: str, blocks: list[dict]) -> None:
+    def add(role: str, blocks: list[dict[str, Any]]) -> None:
         add_turn(contents, role, blocks, key="parts")
 
     for msg in messages:
@@ -98,7 +100,7 @@ def body(spec: ModelSpec, messages: list[dict], tools: list[dict], tool_choice: 
         elif role == "user":
             add("user", [{"text": content or "(empty)"}])
         elif role == "assistant":
-            parts: list[dict] = [{"text": content}] if content else []
+            parts: list[dict[str, Any]] = [{"text": content}] if content else []
             for c in msg.get("tool_calls") or []:
                 names[c.id] = c.name
                 parts.append({"functionCall": {"name": c.name, "args": c.arguments}})
@@ -175,7 +177,7 @@ def stream_body(spec: ModelSpec, body: dict[str, Any]) -> dict[str, Any]:
 
 
 def read_stream(spec: ModelSpec, response: httpx.Response, on_text: OnText, new_id: NewId) -> Reply:
-    parts: list[dict] = []
+    parts: list[dict[str, Any]] = []
     finish = None
     last: dict[str, Any] = {}
     usage: dict[str, Any] = {}
