@@ -7,13 +7,19 @@ before a server loads it; print the JSON schema an editor can validate against.
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from codesearch.plurals import plural
 
+if TYPE_CHECKING:
+    from codesearch.cli.common import Subparsers
+    from codesearch.config.models import Config
 
-def _env_problems(config) -> list[str]:
+
+def _env_problems(config: Config) -> list[str]:
     """The tokens and environment overrides whose environment variable is not set."""
     from codesearch.config.loader import resolve_token
     from codesearch.errors import ConfigError
@@ -33,7 +39,7 @@ def _env_problems(config) -> list[str]:
     return problems
 
 
-def validate(args) -> int:
+def validate(args: argparse.Namespace) -> int:
     from codesearch.config import load_config
     from codesearch.errors import ConfigError
 
@@ -54,7 +60,7 @@ def validate(args) -> int:
     return 0
 
 
-def schema(args) -> int:
+def schema(args: argparse.Namespace) -> int:
     from codesearch.config import schema_bytes, schema_files
 
     try:
@@ -66,7 +72,7 @@ def schema(args) -> int:
     return 0
 
 
-def register(sub) -> None:
+def register(sub: Subparsers) -> None:
     c = sub.add_parser("config", help="check a config file or print the config schema")
     csub = c.add_subparsers(dest="config_command", required=True)
     cv = csub.add_parser("validate", help="validate a config file: every problem at once (exit 2), or a summary")

@@ -7,17 +7,22 @@ The summary (files, bytes, shards, speed, index size) goes to stderr, so stdout 
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
+from typing import TYPE_CHECKING, TextIO
 
 from codesearch import defaults
 from codesearch.plurals import noun, plural
+
+if TYPE_CHECKING:
+    from codesearch.cli.common import Subparsers
 
 
 class FileProgress:
     """A one-line progress report on stderr, refreshed at most 5 times a second (TTY only)."""
 
-    def __init__(self, stream=None):
+    def __init__(self, stream: TextIO | None = None):
         self.stream = stream or sys.stderr  # the stream of now, not of import time
         self.enabled = self.stream.isatty()
         self.start = time.monotonic()
@@ -45,7 +50,7 @@ def split_globs(value: str | None) -> list[str]:
     return [v.strip() for v in (value or "").split(",") if v.strip()]
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     from codesearch import environment
     from codesearch.index.builder import IndexSettings, index_paths
     from codesearch.index.manifest import current_shards
@@ -82,7 +87,7 @@ def run(args) -> int:
     return 0
 
 
-def register(sub) -> None:
+def register(sub: Subparsers) -> None:
     ix = sub.add_parser("index", help="index directories or git repositories into shards")
     ix.add_argument("paths", nargs="+", metavar="PATH", help="a git repository or a directory (one repository each)")
     ix.add_argument("--out", required=True, metavar="DIR", help="index directory (created if missing)")

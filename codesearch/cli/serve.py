@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import argparse
+from typing import TYPE_CHECKING
+
 from codesearch import defaults
 from codesearch.cli.common import add_data_dir
 
+if TYPE_CHECKING:
+    from codesearch.cli.common import Subparsers
 
-def run(args) -> int:
+
+def run(args: argparse.Namespace) -> int:
     from codesearch.service.launcher import main_serve
 
     return main_serve(args)
 
 
-def register(sub) -> None:
+def register(sub: Subparsers) -> None:
     sv = sub.add_parser("serve", help="run the service: sync, index, serve the HTTP API (foreground)")
     sv.add_argument("--config", metavar="FILE", help="config file (default: $CONFIG_PATH, else an offline demo)")
     sv.add_argument("--port", type=int, default=defaults.PORT, help=f"HTTP port (default {defaults.PORT})")

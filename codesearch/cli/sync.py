@@ -6,17 +6,22 @@ Exit 1 when a connection or a repository failed (each said on stderr), else 0.
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
+from typing import TYPE_CHECKING, TextIO
 
 from codesearch.errors import CodesearchError
 from codesearch.progress_line import ProgressLine
+
+if TYPE_CHECKING:
+    from codesearch.cli.common import Subparsers
 
 
 class RepoProgress:
     """Per-repository progress of a sync on stderr (`ProgressLine`): ``gh: [3/40] github.com/acme/api``."""
 
-    def __init__(self, connection: str, stream=None):
+    def __init__(self, connection: str, stream: TextIO | None = None):
         self.connection = connection
         self.line = ProgressLine(stream)
 
@@ -27,7 +32,7 @@ class RepoProgress:
         self.line.end(clear=True)
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     from codesearch import environment
     from codesearch.config import apply_environment_overrides, load_config
     from codesearch.git.mirror import MirrorStore
@@ -74,7 +79,7 @@ def run(args) -> int:
     return 1 if failed else 0
 
 
-def register(sub) -> None:
+def register(sub: Subparsers) -> None:
     y = sub.add_parser("sync", help="list, mirror and index the repositories of a config file's connections")
     y.add_argument("config", metavar="CONFIG", help="config file (Sourcebot v3 format)")
     y.add_argument("--data-dir", required=True, metavar="DIR", help="where mirrors (repos/) and the index (index/) go")
