@@ -14,9 +14,14 @@ from __future__ import annotations
 
 import logging
 import secrets
+from typing import TYPE_CHECKING
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
+
+if TYPE_CHECKING:  # for the annotations only: hashing a password does not load the store
+    from codesearch.store import Store
+    from codesearch.store.models import User
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +78,7 @@ def _burn_time(password: str) -> None:
     verify_password(_dummy_hash[0], password or "x")
 
 
-def authenticate(store, email: str, password: str):
+def authenticate(store: Store, email: str, password: str) -> User | None:
     """The user with this email and password, or None (the same for an unknown email, a wrong
     password or an account without a password). Upgrades an outdated hash."""
     user = store.find_user_by_email(email or "") if email else None

@@ -15,12 +15,22 @@ from __future__ import annotations
 
 import email.utils
 import urllib.parse
-from datetime import datetime, timezone
-from typing import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
 
 #: Header names whose values are credentials (masked in error messages).
-CREDENTIAL_HEADERS = frozenset({"authorization", "proxy-authorization", "private-token", "x-api-key", "api-key",
-                                "x-goog-api-key", "x-amz-security-token", "cookie"})
+CREDENTIAL_HEADERS = frozenset(
+    {
+        "authorization",
+        "proxy-authorization",
+        "private-token",
+        "x-api-key",
+        "api-key",
+        "x-goog-api-key",
+        "x-amz-security-token",
+        "cookie",
+    }
+)
 #: Shorter values are not masked: they would mask ordinary words.
 MIN_SECRET_LENGTH = 4
 
@@ -40,15 +50,15 @@ def retry_after_seconds(value: str | None, now: Callable[[], datetime] | None = 
     except (TypeError, ValueError, IndexError):
         return None
     if when.tzinfo is None:  # HTTP dates are GMT
-        when = when.replace(tzinfo=timezone.utc)
-    current = now() if now is not None else datetime.now(timezone.utc)
+        when = when.replace(tzinfo=UTC)
+    current = now() if now is not None else datetime.now(UTC)
     return max(0.0, (when - current).total_seconds())
 
 
 def backoff_seconds(attempt: int, *, base: float = 1.0, cap: float = 60.0) -> float:
     """Exponential backoff before retry number `attempt` (0, 1, 2, ...): ``base * 2**attempt``,
     at most `cap`."""
-    return min(base * (2 ** max(0, attempt)), cap)
+    return min(base * (2.0 ** max(0, attempt)), cap)
 
 
 def safe_url(url: str) -> str:

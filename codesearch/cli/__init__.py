@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 
 from codesearch.cli import config, index, keys, search, serve, sync, users
 from codesearch.errors import CodesearchError
@@ -53,7 +54,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     args = build_parser().parse_args(argv)
     try:
-        return args.func(args)
+        run: Callable[[argparse.Namespace], int] = args.func  # the command module's run
+        return run(args)
     except CodesearchError as e:
         print(f"codesearch: {e}", file=sys.stderr)
         return 2

@@ -8,6 +8,14 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeAlias
+
+if TYPE_CHECKING:  # for the annotations only: the store loads when a command opens it
+    from codesearch.store import Store
+    from codesearch.store.models import User
+
+    # What each command module's `register` adds its parser to (argparse's class is generic in typeshed only).
+    Subparsers: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
 
 DATA_DIR_HELP = "data directory (default: $DATA_CACHE_DIR, $DATA_DIR/.codesearch or ~/.codesearch)"
 
@@ -16,8 +24,12 @@ def add_data_dir(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", metavar="DIR", help=DATA_DIR_HELP)
 
 
-def add_actions(parser: argparse.ArgumentParser, add_options: Callable[[argparse.ArgumentParser], None],
-                actions: dict[str, str], **defaults) -> dict[str, argparse.ArgumentParser]:
+def add_actions(
+    parser: argparse.ArgumentParser,
+    add_options: Callable[[argparse.ArgumentParser], None],
+    actions: dict[str, str],
+    **defaults: object,
+) -> dict[str, argparse.ArgumentParser]:
     """Nested subcommands (``dest="action"``) of `parser`, one per name in `actions` (name → help),
     each accepting the options `add_options` adds, as `parser` itself does. An option given
     before the action keeps its value unless given again after it: the actions' copies have no
@@ -28,10 +40,12 @@ def add_actions(parser: argparse.ArgumentParser, add_options: Callable[[argparse
     template = argparse.ArgumentParser(add_help=False, argument_default=argparse.SUPPRESS)
     add_options(template)
     sub = parser.add_subparsers(dest="action", required=True)
-    return {name: sub.add_parser(name, help=text, description=text, parents=[template]) for name, text in actions.items()}
+    return {
+        name: sub.add_parser(name, help=text, description=text, parents=[template]) for name, text in actions.items()
+    }
 
 
-def open_store(args):
+def open_store(args: argparse.Namespace) -> Store:
     """The store of ``--data-dir`` (else the default data directory, as ``serve`` finds it)."""
     from codesearch.service.launcher import default_data_dir
     from codesearch.store import Store
@@ -39,7 +53,7 @@ def open_store(args):
     return Store.open(os.path.abspath(args.data_dir or default_data_dir()))
 
 
-def find_user(store, email: str):
+def find_user(store: Store, email: str) -> User:
     """The user with this e-mail; exits with a hint when there is none."""
     user = store.find_user_by_email(email)
     if user is None:
@@ -47,6 +61,6 @@ def find_user(store, email: str):
     return user
 
 
-def audit(store, action: str, target: str, **details) -> None:
+def audit(store: Store, action: str, target: str, **details: object) -> None:
     """The operator's account changes, in the audit log (actor ``cli``; never the key or password)."""
     store.add_audit_events([{"actor": "cli", "action": action, "target": target, "details": details}])

@@ -7,13 +7,19 @@ before a server loads it; print the JSON schema an editor can validate against.
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from codesearch.plurals import plural
 
+if TYPE_CHECKING:
+    from codesearch.cli.common import Subparsers
+    from codesearch.config.models import Config
 
-def _env_problems(config) -> list[str]:
+
+def _env_problems(config: Config) -> list[str]:
     """The tokens and environment overrides whose environment variable is not set."""
     from codesearch.config.loader import resolve_token
     from codesearch.errors import ConfigError
@@ -27,11 +33,13 @@ def _env_problems(config) -> list[str]:
                 problems += e.problems
     for name, o in config.environment_overrides.items():
         if o.type == "token" and o.value.env is not None and not os.environ.get(o.value.env, "").strip():
-            problems.append(f'environmentOverrides.{name}.value: environment variable "{o.value.env}" is not set or empty')
+            problems.append(
+                f'environmentOverrides.{name}.value: environment variable "{o.value.env}" is not set or empty'
+            )
     return problems
 
 
-def validate(args) -> int:
+def validate(args: argparse.Namespace) -> int:
     from codesearch.config import load_config
     from codesearch.errors import ConfigError
 
@@ -45,13 +53,14 @@ def validate(args) -> int:
         for p in e.problems:
             print(f"  {p}", file=sys.stderr)
         return 2
-    print(f"{args.file}: valid ({plural(len(config.connections), 'connection')}, {plural(len(config.contexts), 'context')})")
+    connections = plural(len(config.connections), "connection")
+    print(f"{args.file}: valid ({connections}, {plural(len(config.contexts), 'context')})")
     for w in config.warnings:
         print(f"  warning: {w}")
     return 0
 
 
-def schema(args) -> int:
+def schema(args: argparse.Namespace) -> int:
     from codesearch.config import schema_bytes, schema_files
 
     try:
@@ -63,14 +72,19 @@ def schema(args) -> int:
     return 0
 
 
-def register(sub) -> None:
+def register(sub: Subparsers) -> None:
     c = sub.add_parser("config", help="check a config file or print the config schema")
     csub = c.add_subparsers(dest="config_command", required=True)
     cv = csub.add_parser("validate", help="validate a config file: every problem at once (exit 2), or a summary")
     cv.add_argument("file", metavar="FILE", help="the config file (JSON, comments allowed)")
-    cv.add_argument("--check-env", action="store_true",
-                    help="also check that the environment variables named by {\"env\": …} tokens are set")
+    cv.add_argument(
+        "--check-env",
+        action="store_true",
+        help='also check that the environment variables named by {"env": …} tokens are set',
+    )
     cv.set_defaults(func=validate)
     cs = csub.add_parser("schema", help="print the JSON schema (index.json, or another file of it)")
-    cs.add_argument("--file", default="index.json", metavar="NAME", help="schema file, e.g. github.json (default index.json)")
+    cs.add_argument(
+        "--file", default="index.json", metavar="NAME", help="schema file, e.g. github.json (default index.json)"
+    )
     cs.set_defaults(func=schema)

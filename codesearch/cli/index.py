@@ -7,17 +7,22 @@ The summary (files, bytes, shards, speed, index size) goes to stderr, so stdout 
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
+from typing import TYPE_CHECKING, TextIO
 
 from codesearch import defaults
 from codesearch.plurals import noun, plural
+
+if TYPE_CHECKING:
+    from codesearch.cli.common import Subparsers
 
 
 class FileProgress:
     """A one-line progress report on stderr, refreshed at most 5 times a second (TTY only)."""
 
-    def __init__(self, stream=None):
+    def __init__(self, stream: TextIO | None = None):
         self.stream = stream or sys.stderr  # the stream of now, not of import time
         self.enabled = self.stream.isatty()
         self.start = time.monotonic()
@@ -45,7 +50,7 @@ def split_globs(value: str | None) -> list[str]:
     return [v.strip() for v in (value or "").split(",") if v.strip()]
 
 
-def run(args) -> int:
+def run(args: argparse.Namespace) -> int:
     from codesearch import environment
     from codesearch.index.builder import IndexSettings, index_paths
     from codesearch.index.manifest import current_shards
@@ -57,8 +62,16 @@ def run(args) -> int:
     if args.no_ctags:
         settings.ctags = False
     progress = FileProgress()
-    stats = index_paths(args.paths, args.out, settings, branches=split_globs(args.branches), tags=split_globs(args.tags),
-                        progress=progress, compact=not args.no_compact, jobs=args.jobs or default_jobs())
+    stats = index_paths(
+        args.paths,
+        args.out,
+        settings,
+        branches=split_globs(args.branches),
+        tags=split_globs(args.tags),
+        progress=progress,
+        compact=not args.no_compact,
+        jobs=args.jobs or default_jobs(),
+    )
     progress.done()
     for w in stats.warnings:
         print(f"warning: {w}", file=sys.stderr)
@@ -74,15 +87,20 @@ def run(args) -> int:
     return 0
 
 
-def register(sub) -> None:
+def register(sub: Subparsers) -> None:
     ix = sub.add_parser("index", help="index directories or git repositories into shards")
     ix.add_argument("paths", nargs="+", metavar="PATH", help="a git repository or a directory (one repository each)")
     ix.add_argument("--out", required=True, metavar="DIR", help="index directory (created if missing)")
     ix.add_argument("--branches", metavar="GLOB,...", help="also index branches matching these globs")
     ix.add_argument("--tags", metavar="GLOB,...", help="also index tags matching these globs")
-    ix.add_argument("--max-file-size", type=int, metavar="BYTES", help=f"skip larger files (default {defaults.MAX_FILE_SIZE})")
+    ix.add_argument(
+        "--max-file-size", type=int, metavar="BYTES", help=f"skip larger files (default {defaults.MAX_FILE_SIZE})"
+    )
     ix.add_argument("--no-ctags", action="store_true", help="do not extract symbols")
     ix.add_argument("--jobs", "-j", type=int, metavar="N", help="processes to build with (default: every core)")
-    ix.add_argument("--no-compact", action="store_true",
-                    help="keep one set of shards per repository (by default small shards are merged into compound ones)")
+    ix.add_argument(
+        "--no-compact",
+        action="store_true",
+        help="keep one set of shards per repository (by default small shards are merged into compound ones)",
+    )
     ix.set_defaults(func=run)

@@ -18,7 +18,7 @@ import json
 import os
 import sys
 from collections.abc import Iterable, Iterator, Mapping
-from typing import TextIO
+from typing import Any, TextIO
 
 #: grep's default colours (GREP_COLORS ``fn=35:ln=32:ms=01;31:se=36``)
 COLORS = {"path": "\033[35m", "line": "\033[32m", "match": "\033[1;31m", "sep": "\033[36m", "off": "\033[0m"}
@@ -59,7 +59,7 @@ def highlight(line: bytes, spans: list[tuple[int, int]], palette: Mapping[str, s
     return b"".join(parts) + line[pos:]
 
 
-def chunk_lines(where: str, chunk: Mapping, palette: Mapping[str, str]) -> Iterator[str]:
+def chunk_lines(where: str, chunk: Mapping[str, Any], palette: Mapping[str, str]) -> Iterator[str]:
     """The printed lines (without newlines) of one chunk of the file at `where`."""
     c = palette
     first = chunk["contentStart"]["lineNumber"]
@@ -70,11 +70,13 @@ def chunk_lines(where: str, chunk: Mapping, palette: Mapping[str, str]) -> Itera
     for i, line in enumerate(lines):
         sep = ":" if i in spans else "-"
         text = highlight(line, spans[i], c) if c["match"] and i in spans else line
-        yield (f"{c['path']}{where}{c['off']}{c['sep']}{sep}{c['off']}{c['line']}{first + i}{c['off']}"
-               f"{c['sep']}{sep}{c['off']}{text.decode('utf-8', 'replace')}")
+        yield (
+            f"{c['path']}{where}{c['off']}{c['sep']}{sep}{c['off']}{c['line']}{first + i}{c['off']}"
+            f"{c['sep']}{sep}{c['off']}{text.decode('utf-8', 'replace')}"
+        )
 
 
-def response_lines(resp: Mapping, color: bool) -> Iterator[str]:
+def response_lines(resp: Mapping[str, Any], color: bool) -> Iterator[str]:
     """Every printed line of a search response, file by file."""
     c = COLORS if color else PLAIN
     for f in resp["files"]:
@@ -85,7 +87,7 @@ def response_lines(resp: Mapping, color: bool) -> Iterator[str]:
             yield from chunk_lines(where, chunk, c)
 
 
-def truncation_note(resp: Mapping) -> str | None:
+def truncation_note(resp: Mapping[str, Any]) -> str | None:
     """What to tell the user when the response stopped short of every match, else None."""
     if resp["isSearchExhaustive"]:
         return None
@@ -93,7 +95,7 @@ def truncation_note(resp: Mapping) -> str | None:
     return f"(showing {s['actualMatchCount']} of {s['totalMatchCount']}+ matches; raise --matches for more)"
 
 
-def print_text(resp: Mapping, color: bool, out: TextIO | None = None, err: TextIO | None = None) -> None:
+def print_text(resp: Mapping[str, Any], color: bool, out: TextIO | None = None, err: TextIO | None = None) -> None:
     """The grep-style lines on `out` (stdout), the truncation note on `err` (stderr)."""
     out, err = out or sys.stdout, err or sys.stderr
     for line in response_lines(resp, color):
@@ -103,7 +105,7 @@ def print_text(resp: Mapping, color: bool, out: TextIO | None = None, err: TextI
         print(note, file=err)
 
 
-def print_json(resp: Mapping, out: TextIO | None = None) -> None:
+def print_json(resp: Mapping[str, Any], out: TextIO | None = None) -> None:
     """The response as one line of JSON (non-ASCII text as is)."""
     out = out or sys.stdout
     json.dump(resp, out, ensure_ascii=False)

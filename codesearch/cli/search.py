@@ -6,12 +6,17 @@ response. Exit 0 when something matched, 1 when nothing did (like grep), 2 for a
 
 from __future__ import annotations
 
+import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from codesearch.cli import printer
 
+if TYPE_CHECKING:
+    from codesearch.cli.common import Subparsers
 
-def run(args) -> int:
+
+def run(args: argparse.Namespace) -> int:
     from codesearch.search.engine import Searcher
     from codesearch.search.options import SearchOptions
 
@@ -21,8 +26,13 @@ def run(args) -> int:
     searcher = Searcher(args.index)
     for e in searcher.errors:
         print(f"warning: skipping shard: {e}", file=sys.stderr)
-    opts = SearchOptions(matches=args.matches, context_lines=args.context, whole=args.whole,
-                         is_regex=args.regex, case_sensitive=args.case_sensitive)
+    opts = SearchOptions(
+        matches=args.matches,
+        context_lines=args.context,
+        whole=args.whole,
+        is_regex=args.regex,
+        case_sensitive=args.case_sensitive,
+    )
     resp = searcher.search(args.query, options=opts)
     if args.json:
         printer.print_json(resp)
@@ -31,7 +41,7 @@ def run(args) -> int:
     return 0 if resp["files"] else 1
 
 
-def register(sub) -> None:
+def register(sub: Subparsers) -> None:
     s = sub.add_parser("search", help="search an index")
     s.add_argument("query", help="query (see README: query language)")
     s.add_argument("--index", required=True, metavar="DIR", help="index directory")

@@ -2,29 +2,51 @@
 
 from __future__ import annotations
 
+import argparse
+from typing import TYPE_CHECKING
+
 from codesearch import defaults
 from codesearch.cli.common import add_data_dir
 
+if TYPE_CHECKING:
+    from codesearch.cli.common import Subparsers
 
-def run(args) -> int:
+
+def run(args: argparse.Namespace) -> int:
     from codesearch.service.launcher import main_serve
 
     return main_serve(args)
 
 
-def register(sub) -> None:
+def register(sub: Subparsers) -> None:
     sv = sub.add_parser("serve", help="run the service: sync, index, serve the HTTP API (foreground)")
     sv.add_argument("--config", metavar="FILE", help="config file (default: $CONFIG_PATH, else an offline demo)")
     sv.add_argument("--port", type=int, default=defaults.PORT, help=f"HTTP port (default {defaults.PORT})")
-    sv.add_argument("--host", default=defaults.HOST,
-                    help=f"address to listen on (default {defaults.HOST}; 0.0.0.0 for all)")
+    sv.add_argument(
+        "--host", default=defaults.HOST, help=f"address to listen on (default {defaults.HOST}; 0.0.0.0 for all)"
+    )
     add_data_dir(sv)
-    sv.add_argument("--searchers", type=int, default=defaults.SEARCHERS,
-                    help=f"shard searchers: the index is split over this many partitions (default {defaults.SEARCHERS})")
-    sv.add_argument("--searcher-copies", type=int, default=defaults.SEARCHER_COPIES,
-                    help=f"copies of every partition; each search goes to one copy (default {defaults.SEARCHER_COPIES})")
-    sv.add_argument("--replicas", type=int, default=defaults.REPLICAS,
-                    help=f"Serve replicas of the HTTP API (default {defaults.REPLICAS})")
-    sv.add_argument("--no-dashboard", action="store_true",
-                    help="start Ray without its dashboard (by default the Ray instance codesearch starts has one)")
+    sv.add_argument(
+        "--searchers",
+        type=int,
+        default=defaults.SEARCHERS,
+        help=f"shard searchers: the index is split over this many partitions (default {defaults.SEARCHERS})",
+    )
+    sv.add_argument(
+        "--searcher-copies",
+        type=int,
+        default=defaults.SEARCHER_COPIES,
+        help=f"copies of every partition; each search goes to one copy (default {defaults.SEARCHER_COPIES})",
+    )
+    sv.add_argument(
+        "--replicas",
+        type=int,
+        default=defaults.REPLICAS,
+        help=f"Serve replicas of the HTTP API (default {defaults.REPLICAS})",
+    )
+    sv.add_argument(
+        "--no-dashboard",
+        action="store_true",
+        help="start Ray without its dashboard (by default the Ray instance codesearch starts has one)",
+    )
     sv.set_defaults(func=run)

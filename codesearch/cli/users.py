@@ -7,7 +7,9 @@ prompt, or one line of stdin with ``--password-stdin``; it is checked and hashed
 
 from __future__ import annotations
 
+import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from codesearch.cli.common import (
     DATA_DIR_HELP,
@@ -18,8 +20,11 @@ from codesearch.cli.common import (
 )
 from codesearch.plurals import plural
 
+if TYPE_CHECKING:
+    from codesearch.cli.common import Subparsers
 
-def read_password(args, *, required: bool) -> str | None:
+
+def read_password(args: argparse.Namespace, *, required: bool) -> str | None:
     """The new password: one line of stdin with --password-stdin, else (when `required` or
     --password) typed twice at a prompt. Never from the command line."""
     from codesearch.accounts import password_problem
@@ -42,12 +47,14 @@ def read_password(args, *, required: bool) -> str | None:
     return password
 
 
-def create(args) -> int:
+def create(args: argparse.Namespace) -> int:
     from codesearch.accounts import hash_password
 
     password = read_password(args, required=False)
     with open_store(args) as store:
-        user = store.create_user(args.email, args.name or "", password_hash=hash_password(password) if password else None)
+        user = store.create_user(
+            args.email, args.name or "", password_hash=hash_password(password) if password else None
+        )
         audit(store, "user.create", user.email, role=user.role)
         print(f"created user {user.email} ({user.role}), id {user.id}")
     if not password:
@@ -55,10 +62,11 @@ def create(args) -> int:
     return 0
 
 
-def set_password(args) -> int:
+def set_password(args: argparse.Namespace) -> int:
     from codesearch.accounts import hash_password
 
     password = read_password(args, required=True)
+    assert password is not None  # required: read_password returns one or exits
     with open_store(args) as store:
         user = find_user(store, args.email)
         store.set_user_password(user.id, hash_password(password))
@@ -67,28 +75,38 @@ def set_password(args) -> int:
     return 0
 
 
-def list_users(args) -> int:
+def list_users(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         for u in store.list_users():
             print(f"{u.id}\t{u.email}\t{u.role}\t{u.name}")
     return 0
 
 
-def _options(parser) -> None:
+def _options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--name", help="with create: display name")
     pw = parser.add_mutually_exclusive_group()
-    pw.add_argument("--password", action="store_true",
-                    help="with create: ask for a web sign-in password (set-password always asks)")
-    pw.add_argument("--password-stdin", action="store_true",
-                    help="with create and set-password: read the password from the first line of stdin")
+    pw.add_argument(
+        "--password", action="store_true", help="with create: ask for a web sign-in password (set-password always asks)"
+    )
+    pw.add_argument(
+        "--password-stdin",
+        action="store_true",
+        help="with create and set-password: read the password from the first line of stdin",
+    )
     parser.add_argument("--data-dir", metavar="DIR", help=DATA_DIR_HELP)
 
 
-def register(sub) -> None:
+def register(sub: Subparsers) -> None:
     us = sub.add_parser("users", help="manage users (the first one becomes OWNER)")
-    actions = add_actions(us, _options, {"create": "create a user (the first one becomes OWNER)",
-                                         "list": "list the users: id, e-mail, role, name",
-                                         "set-password": "set a user's web sign-in password (signs their sessions out)"})
+    actions = add_actions(
+        us,
+        _options,
+        {
+            "create": "create a user (the first one becomes OWNER)",
+            "list": "list the users: id, e-mail, role, name",
+            "set-password": "set a user's web sign-in password (signs their sessions out)",
+        },
+    )
     for name, func in (("create", create), ("set-password", set_password)):
         actions[name].add_argument("email", metavar="EMAIL", help="the user's e-mail")
         actions[name].set_defaults(func=func)

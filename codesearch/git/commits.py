@@ -10,6 +10,7 @@ with ``--fixed-strings`` (never a regex), dates in one exact format (`dates.date
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from codesearch.errors import InvalidArgument
 from codesearch.git.dates import date_range_args
@@ -17,8 +18,16 @@ from codesearch.git.objects import resolve_commit
 from codesearch.git.paths import check_scope, scope_spec, show
 from codesearch.git.process import Git
 
-__all__ = ["LOG_FIELDS", "MAX_PER_PAGE", "Commit", "count_commits", "decorations", "list_commits", "log_records",
-           "short_decoration"]
+__all__ = [
+    "LOG_FIELDS",
+    "MAX_PER_PAGE",
+    "Commit",
+    "count_commits",
+    "decorations",
+    "list_commits",
+    "log_records",
+    "short_decoration",
+]
 
 #: list_commits: the largest page
 MAX_PER_PAGE = 100
@@ -49,10 +58,10 @@ def short_decoration(text: str) -> str:
     out = []
     for item in text.split(", ") if text.strip() else ():
         lead = next((p for p in ("HEAD -> ", "tag: ") if item.startswith(p)), "")
-        name = item[len(lead):]
+        name = item[len(lead) :]
         for prefix in _SHORT_PREFIXES:
             if name.startswith(prefix):
-                name = name[len(prefix):]
+                name = name[len(prefix) :]
                 break
         out.append(lead + name)
     return ", ".join(out)
@@ -67,31 +76,56 @@ def decorations(text: str) -> list[str]:
     for item in text.split(", "):
         item = item.strip().removeprefix("HEAD -> ").removeprefix("tag: ")
         if item.startswith("refs/heads/"):
-            heads.add(item[len("refs/heads/"):])
+            heads.add(item[len("refs/heads/") :])
         elif item.startswith("refs/tags/"):
-            tags.add(item[len("refs/tags/"):])
+            tags.add(item[len("refs/tags/") :])
     return sorted(heads) + sorted(tags)
 
 
-def log_records(git_dir: str, args: list[str], extra: tuple[str, ...] = ()) -> list[tuple[dict, list[str]]]:
+def log_records(git_dir: str, args: list[str], extra: tuple[str, ...] = ()) -> list[tuple[dict[str, Any], list[str]]]:
     """The commits of ``git log <args>`` (ours: options, then ``--end-of-options`` and shas):
     for each, the keyword arguments of a `Commit` and the values of the `extra` format fields."""
     fields = (*LOG_FIELDS, *extra)
     fmt = "%x00".join(fields) + "%x00"
-    res = Git.at(git_dir).run(["-c", "log.showSignature=false", "log", "--no-color", "--no-mailmap",
-                               "--decorate=full", "--encoding=UTF-8", f"--format={fmt}", *args], check=True)
+    res = Git.at(git_dir).run(
+        [
+            "-c",
+            "log.showSignature=false",
+            "log",
+            "--no-color",
+            "--no-mailmap",
+            "--decorate=full",
+            "--encoding=UTF-8",
+            f"--format={fmt}",
+            *args,
+        ],
+        check=True,
+    )
     values = res.stdout.split(b"\0")
     n = len(fields)
     out = []
     for i in range(0, len(values) - n + 1, n):
-        h, date, name, email, refs, subject, body, author_date, *rest = (show(f) for f in values[i:i + n])
-        out.append((dict(hash=h.strip(), date=date, message=subject, body=body.strip(), refs=decorations(refs),
-                         author_name=name, author_email=email, author_date=author_date,
-                         decoration=short_decoration(refs)), rest))
+        h, date, name, email, refs, subject, body, author_date, *rest = (show(f) for f in values[i : i + n])
+        out.append(
+            (
+                dict(
+                    hash=h.strip(),
+                    date=date,
+                    message=subject,
+                    body=body.strip(),
+                    refs=decorations(refs),
+                    author_name=name,
+                    author_email=email,
+                    author_date=author_date,
+                    decoration=short_decoration(refs),
+                ),
+                rest,
+            )
+        )
     return out
 
 
-def _filter_args(query, since, until, author) -> list[str] | None:
+def _filter_args(query: str | None, since: str | None, until: str | None, author: str | None) -> list[str] | None:
     """The git log / rev-list options for the filters; None when no commit can match (`until`
     before 1970)."""
     args = ["--regexp-ignore-case", "--fixed-strings"]  # apply to --grep and --author alike
@@ -114,9 +148,18 @@ def count_commits(git_dir: str, args: list[str]) -> int:
     return int(res.stdout.strip() or 0)
 
 
-def list_commits(git_dir: str, ref: str, *, query: str | None = None, since: str | None = None,
-                 until: str | None = None, author: str | None = None, path: str | None = None, page: int = 1,
-                 per_page: int = 50) -> tuple[list[Commit], int]:
+def list_commits(
+    git_dir: str,
+    ref: str,
+    *,
+    query: str | None = None,
+    since: str | None = None,
+    until: str | None = None,
+    author: str | None = None,
+    path: str | None = None,
+    page: int = 1,
+    per_page: int = 50,
+) -> tuple[list[Commit], int]:
     """One page of the commits reachable from `ref`, newest first (git log order), and how many
     commits match the filters in all.
 
@@ -141,6 +184,7 @@ def list_commits(git_dir: str, ref: str, *, query: str | None = None, since: str
     skip = (page - 1) * per_page
     if skip >= total:
         return [], total
-    records = log_records(git_dir, [f"--skip={skip}", f"--max-count={per_page}", *filters, "--end-of-options",
-                                    commit, "--", *scope])
+    records = log_records(
+        git_dir, [f"--skip={skip}", f"--max-count={per_page}", *filters, "--end-of-options", commit, "--", *scope]
+    )
     return [Commit(**fields) for fields, _ in records], total

@@ -29,8 +29,10 @@ _UNITS = {
 }
 _RELATIVE = re.compile(r"(?:(\d{1,9})\s*|(an?)\s+)([a-z]+)(?:\s+ago)?")
 _DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}")
-_WHEN_EXAMPLES = ("use an ISO 8601 date or time such as '2024-01-31' or '2024-01-31T10:00:00Z', "
-                  "or a relative one such as '7 days ago', '2 weeks', '3mo', 'yesterday'")
+_WHEN_EXAMPLES = (
+    "use an ISO 8601 date or time such as '2024-01-31' or '2024-01-31T10:00:00Z', "
+    "or a relative one such as '7 days ago', '2 weeks', '3mo', 'yesterday'"
+)
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _GIT_DATE_END = datetime(2099, 12, 31, 23, 59, 59, tzinfo=UTC)  # git's date arithmetic covers 1970-2099
 
@@ -81,8 +83,9 @@ def parse_when(text: str, now: datetime | None = None) -> datetime:
         n = int(m.group(1)) if m.group(1) else 1
         unit = _UNITS.get(m.group(3))
         if m.group(3) == "m":
-            raise InvalidArgument(f"ambiguous date {raw!r}: write 'min' for minutes or 'mo' for months "
-                                  f"(e.g. '{n}min', '{n}mo')")
+            raise InvalidArgument(
+                f"ambiguous date {raw!r}: write 'min' for minutes or 'mo' for months (e.g. '{n}min', '{n}mo')"
+            )
         if unit:
             try:
                 if unit == "months":

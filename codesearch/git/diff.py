@@ -43,8 +43,17 @@ class FileDiff:
 
 
 _HUNK = re.compile(rb"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@ ?(.*)", re.DOTALL)
-_C_ESCAPES = {ord("a"): 7, ord("b"): 8, ord("t"): 9, ord("n"): 10, ord("v"): 11, ord("f"): 12, ord("r"): 13,
-              ord('"'): 34, ord("\\"): 92}
+_C_ESCAPES = {
+    ord("a"): 7,
+    ord("b"): 8,
+    ord("t"): 9,
+    ord("n"): 10,
+    ord("v"): 11,
+    ord("f"): 12,
+    ord("r"): 13,
+    ord('"'): 34,
+    ord("\\"): 92,
+}
 
 
 def unquote(s: bytes) -> tuple[bytes, bytes]:
@@ -53,11 +62,11 @@ def unquote(s: bytes) -> tuple[bytes, bytes]:
     while i < len(s):
         c = s[i]
         if c == 34:  # closing quote
-            return bytes(out), s[i + 1:]
+            return bytes(out), s[i + 1 :]
         if c == 92 and i + 1 < len(s):
             nxt = s[i + 1]
             if 48 <= nxt <= 55 and i + 3 < len(s):
-                out.append(int(s[i + 1:i + 4], 8) & 0xFF)
+                out.append(int(s[i + 1 : i + 4], 8) & 0xFF)
                 i += 4
                 continue
             out.append(_C_ESCAPES.get(nxt, nxt))
@@ -83,12 +92,12 @@ def _header_paths(rest: bytes) -> tuple[bytes, bytes]:
         return a, (unquote(tail)[0] if tail.startswith(b'"') else tail)
     if rest.endswith(b'"'):
         i = rest.find(b' "')
-        return rest[:i], unquote(rest[i + 1:])[0]
+        return rest[:i], unquote(rest[i + 1 :])[0]
     half = (len(rest) - 1) // 2
-    if len(rest) % 2 == 1 and rest[half:half + 1] == b" " and rest[2:half] == rest[half + 3:]:
-        return rest[:half], rest[half + 1:]
+    if len(rest) % 2 == 1 and rest[half : half + 1] == b" " and rest[2:half] == rest[half + 3 :]:
+        return rest[:half], rest[half + 1 :]
     i = rest.find(b" b/")
-    return (rest[:i], rest[i + 1:]) if i >= 0 else (rest, rest)
+    return (rest[:i], rest[i + 1 :]) if i >= 0 else (rest, rest)
 
 
 def _strip_prefix(p: bytes | None, prefix: bytes) -> bytes | None:
@@ -140,8 +149,13 @@ class _FileState:
             old, new = self.minus or self.a, None
         else:
             old = new = self.plus or self.minus or self.b or self.a
-        return FileDiff(old_path=None if old is None else show(old), new_path=None if new is None else show(new),
-                        status=self.status, binary=self.binary, hunks=self.hunks)
+        return FileDiff(
+            old_path=None if old is None else show(old),
+            new_path=None if new is None else show(new),
+            status=self.status,
+            binary=self.binary,
+            hunks=self.hunks,
+        )
 
 
 class DiffParser:
@@ -189,7 +203,7 @@ class DiffParser:
             if len(self.files) >= self.max_files:
                 self.truncated = True
                 return False
-            self._file, self._hunk = _FileState(line[len(b"diff --git "):]), None
+            self._file, self._hunk = _FileState(line[len(b"diff --git ") :]), None
         elif self._file is not None:
             self._file_line(line)
         return True
@@ -233,8 +247,9 @@ class DiffParser:
         return self.files
 
 
-def diff(git_dir: str, base: str, head: str, *, path: str | None = None, max_files: int = 300,
-         max_bytes: int = 1_000_000) -> tuple[list[FileDiff], bool]:
+def diff(
+    git_dir: str, base: str, head: str, *, path: str | None = None, max_files: int = 300, max_bytes: int = 1_000_000
+) -> tuple[list[FileDiff], bool]:
     """What changed from `base` to `head` (``git diff <base> <head>``: the two trees, not the
     merge base), with rename detection, parsed from git's unified diff. `path` keeps the changes
     to that file or below that directory (``git diff <base> <head> -- <path>``: a file renamed
@@ -248,17 +263,36 @@ def diff(git_dir: str, base: str, head: str, *, path: str | None = None, max_fil
     return diff_objects(git_dir, old, new, scope=scope, max_files=max_files, max_bytes=max_bytes)
 
 
-def diff_objects(git_dir: str, old: str, new: str, *, scope: str = "", max_files: int = 300,
-                 max_bytes: int = 1_000_000) -> tuple[list[FileDiff], bool]:
+def diff_objects(
+    git_dir: str, old: str, new: str, *, scope: str = "", max_files: int = 300, max_bytes: int = 1_000_000
+) -> tuple[list[FileDiff], bool]:
     """`diff` between two object names already resolved by the caller (full shas of commits or
     trees, never a caller's text): the same parsing and caps. `scope` is a `check_scope` path.
     Used for a commit's own changes, where the old side of a root commit is the empty tree."""
     for name, value in (("max_files", max_files), ("max_bytes", max_bytes)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise InvalidArgument(f"{name} must be a whole number of at least 1 (got {value!r})")
-    args = ["-c", "core.quotePath=false", "-c", "diff.suppressBlankEmpty=false", "diff", "--no-color",
-            "--no-ext-diff", "--no-textconv", "--find-renames", "--src-prefix=a/", "--dst-prefix=b/", "--unified=3",
-            "--no-relative", "--submodule=short", "--end-of-options", old, new, "--", *scope_spec(scope)]
+    args = [
+        "-c",
+        "core.quotePath=false",
+        "-c",
+        "diff.suppressBlankEmpty=false",
+        "diff",
+        "--no-color",
+        "--no-ext-diff",
+        "--no-textconv",
+        "--find-renames",
+        "--src-prefix=a/",
+        "--dst-prefix=b/",
+        "--unified=3",
+        "--no-relative",
+        "--submodule=short",
+        "--end-of-options",
+        old,
+        new,
+        "--",
+        *scope_spec(scope),
+    ]
     parser = DiffParser(max_files=max_files, max_bytes=max_bytes)
     with Git.at(git_dir).stream(args) as p:
         while True:
@@ -319,7 +353,9 @@ def render_unified(diffs: list[FileDiff]) -> str:
         if f.hunks or f.status in ("added", "deleted"):  # an empty file added or deleted: no hunks
             out += [f"--- {_side('a/', f.old_path)}", f"+++ {_side('b/', f.new_path)}"]
         for h in f.hunks:
-            out.append(f"@@ -{_range(h.old_start, h.old_lines)} +{_range(h.new_start, h.new_lines)} @@"
-                       + (f" {h.header}" if h.header else ""))
+            out.append(
+                f"@@ -{_range(h.old_start, h.old_lines)} +{_range(h.new_start, h.new_lines)} @@"
+                + (f" {h.header}" if h.header else "")
+            )
             out += h.lines
     return "\n".join(out) + ("\n" if out else "")

@@ -53,7 +53,7 @@ def _braces(glob: str, limit: int = 64) -> list[str] | None:
                 parts.append(glob[last:i])
                 out: list[str] = []
                 for alt in parts:
-                    rests = _braces(alt + glob[i + 1:], limit)
+                    rests = _braces(alt + glob[i + 1 :], limit)
                     if not rests:
                         return None
                     for rest in rests:
@@ -92,7 +92,7 @@ def _include_pathspecs(include: str, under: str) -> list[str] | None:
     return specs
 
 
-def _include_regex(include: str, under: str) -> re.Pattern:
+def _include_regex(include: str, under: str) -> re.Pattern[str]:
     """The paths `include` selects below `under`: codesearch glob syntax (`codesearch.globs`);
     a glob without '/' matches file names at any depth, one with '/' the path below `under`."""
     glob = include.lstrip("/")
@@ -109,8 +109,17 @@ def _grep_error(pattern: str, stderr: str) -> InvalidArgument | None:
     return None
 
 
-def grep(git_dir: str, ref: str, pattern: str, *, path: str = "", include: str | None = None, max_files: int = 100,
-         case_sensitive: bool = True, max_hits: int = 10_000) -> tuple[list[GrepHit], bool]:
+def grep(
+    git_dir: str,
+    ref: str,
+    pattern: str,
+    *,
+    path: str = "",
+    include: str | None = None,
+    max_files: int = 100,
+    case_sensitive: bool = True,
+    max_hits: int = 10_000,
+) -> tuple[list[GrepHit], bool]:
     """Lines matching the regular expression `pattern` in the text files at `ref` (``git grep``;
     for refs the index does not hold).
 
@@ -143,15 +152,37 @@ def grep(git_dir: str, ref: str, pattern: str, *, path: str = "", include: str |
     specs = (_include_pathspecs(include, under) if include else None) or ([f":(literal){under}"] if under else [])
     while True:
         flavour = "-E" if _pcre_missing else "-P"
-        args = ["grep", "--no-color", "-n", "-I", "-z", "--full-name", "--no-textconv", flavour,
-                *([] if case_sensitive else ["-i"]), "-e", pattern, commit, "--", *specs]
+        args = [
+            "grep",
+            "--no-color",
+            "-n",
+            "-I",
+            "-z",
+            "--full-name",
+            "--no-textconv",
+            flavour,
+            *([] if case_sensitive else ["-i"]),
+            "-e",
+            pattern,
+            commit,
+            "--",
+            *specs,
+        ]
         hits, truncated, retry = _run_grep(Git.at(git_dir), args, commit, pattern, keep, max_files, max_hits)
         if not retry:
             return hits, truncated
         _pcre_missing = True
 
 
-def _run_grep(git: Git, args, commit, pattern, keep, max_files, max_hits):
+def _run_grep(
+    git: Git,
+    args: list[str],
+    commit: str,
+    pattern: str,
+    keep: re.Pattern[str] | None,
+    max_files: int,
+    max_hits: int,
+) -> tuple[list[GrepHit], bool, bool]:
     hits: list[GrepHit] = []
     files = 0
     last = None

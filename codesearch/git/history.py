@@ -31,8 +31,22 @@ from codesearch.git.objects import BINARY_SNIFF, object_info, resolve_commit
 from codesearch.git.paths import check_path, check_scope, show
 from codesearch.git.process import Git
 
-__all__ = ["MAX_BLAME_BYTES", "MAX_BLAME_LINES", "Blame", "BlameCommit", "BlameRange", "CommitDetail", "Tag", "blame", "commit_changes",
-           "commit_detail", "commits_between", "file_stats", "list_tags", "path_kind"]
+__all__ = [
+    "MAX_BLAME_BYTES",
+    "MAX_BLAME_LINES",
+    "Blame",
+    "BlameCommit",
+    "BlameRange",
+    "CommitDetail",
+    "Tag",
+    "blame",
+    "commit_changes",
+    "commit_detail",
+    "commits_between",
+    "file_stats",
+    "list_tags",
+    "path_kind",
+]
 
 #: blame covers at most this many lines of a file (the file view shows as many)
 MAX_BLAME_LINES = 20_000
@@ -77,7 +91,7 @@ def _count_lines(git_dir: str, name: str, limit: int) -> tuple[int, bool]:
             if not chunk:
                 break
             if len(head) < BINARY_SNIFF:
-                head += chunk[:BINARY_SNIFF - len(head)]
+                head += chunk[: BINARY_SNIFF - len(head)]
                 if b"\0" in head:
                     p.finish(stop=True)
                     return 0, True
@@ -146,8 +160,19 @@ def blame(git_dir: str, ref: str, path: str, *, max_lines: int = MAX_BLAME_LINES
     out = Blame(commit=commit, lines=lines, binary=binary, truncated=lines > max_lines)
     if binary or lines == 0:
         return out
-    args = ["-c", "core.quotePath=false", "-c", "blame.ignoreRevsFile=", "blame", "--porcelain",
-            "-L", f"1,{min(lines, max_lines)}", commit, "--", path]
+    args = [
+        "-c",
+        "core.quotePath=false",
+        "-c",
+        "blame.ignoreRevsFile=",
+        "blame",
+        "--porcelain",
+        "-L",
+        f"1,{min(lines, max_lines)}",
+        commit,
+        "--",
+        path,
+    ]
     ranges: list[BlameRange] = []
     names: dict[str, str] = {}  # the last filename git gave for each commit
     with Git.at(git_dir).stream(args) as p:
@@ -175,10 +200,13 @@ def blame(git_dir: str, ref: str, path: str, *, max_lines: int = MAX_BLAME_LINES
                     prev_sha, _, prev_path = fields[b"previous"].partition(b" ")
                     previous = (prev_sha.decode("ascii", "replace"), _porcelain_path(prev_path))
                 out.commits[sha] = BlameCommit(
-                    hash=sha, author_name=show(fields[b"author"]),
+                    hash=sha,
+                    author_name=show(fields[b"author"]),
                     author_email=show(fields.get(b"author-mail", b"")).removeprefix("<").removesuffix(">"),
                     date=iso_from_git(show(fields.get(b"author-time", b"")), show(fields.get(b"author-tz", b"+0000"))),
-                    message=show(fields.get(b"summary", b"")), previous=previous)
+                    message=show(fields.get(b"summary", b"")),
+                    previous=previous,
+                )
             if len(header) == 4:
                 start, count = int(header[2]), int(header[3])
                 where = names.get(sha, path)
@@ -205,8 +233,10 @@ class CommitDetail(Commit):
 
 def _log(git_dir: str, args: list[str]) -> list[CommitDetail]:
     """Commits of ``git log <args>`` (ours: options, then ``--end-of-options`` and shas)."""
-    return [CommitDetail(**fields, parents=parents.split(), committer_name=cname, committer_email=cemail)
-            for fields, (parents, cname, cemail) in log_records(git_dir, args, ("%P", "%cn", "%ce"))]
+    return [
+        CommitDetail(**fields, parents=parents.split(), committer_name=cname, committer_email=cemail)
+        for fields, (parents, cname, cemail) in log_records(git_dir, args, ("%P", "%cn", "%ce"))
+    ]
 
 
 def commit_detail(git_dir: str, ref: str) -> CommitDetail:
@@ -230,15 +260,17 @@ def _empty_tree(git_dir: str) -> str:
     return oid
 
 
-def commit_changes(git_dir: str, ref: str, *, path: str | None = None, max_files: int = 300,
-                   max_bytes: int = 1_000_000) -> tuple[CommitDetail, list[FileDiff], bool]:
+def commit_changes(
+    git_dir: str, ref: str, *, path: str | None = None, max_files: int = 300, max_bytes: int = 1_000_000
+) -> tuple[CommitDetail, list[FileDiff], bool]:
     """The commit `ref` names and what it changed: the diff from its first parent (a merge is
     shown against the branch it was merged into, as GitHub does; a root commit against the
     empty tree). `path`, the caps and the result are `diff.diff`'s."""
     detail = commit_detail(git_dir, ref)
     base = detail.parents[0] if detail.parents else _empty_tree(git_dir)
-    files, truncated = diff_objects(git_dir, base, detail.hash, scope=check_scope(path), max_files=max_files,
-                                    max_bytes=max_bytes)
+    files, truncated = diff_objects(
+        git_dir, base, detail.hash, scope=check_scope(path), max_files=max_files, max_bytes=max_bytes
+    )
     return detail, files, truncated
 
 
@@ -291,5 +323,5 @@ def list_tags(git_dir: str, *, limit: int = 500) -> tuple[list[Tag], bool]:
             continue
         if len(out) >= limit:
             return out, True
-        out.append(Tag(show(parts[0][len(b"refs/tags/"):]), show(sha)))
+        out.append(Tag(show(parts[0][len(b"refs/tags/") :]), show(sha)))
     return out, False

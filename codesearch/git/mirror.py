@@ -34,6 +34,7 @@ Local repositories (``file://`` URLs and paths) are indexed in place and rejecte
 from __future__ import annotations
 
 import base64
+import contextlib
 import dataclasses
 import logging
 import os
@@ -59,19 +60,27 @@ _UNREACHABLE = re.compile(
     r"connection refused|could not resolve host|couldn't resolve host|failed to connect|couldn't connect"
     r"|network is unreachable|no route to host|connection timed out|connection reset|operation timed out"
     r"|empty reply from server|could not read from remote repository|ssl_connect|recv failure"
-    r"|returned error: 50[234]", re.I)
+    r"|returned error: 50[234]",
+    re.I,
+)
 _AUTH = re.compile(
     r"returned error: 40[13]|authentication failed|could not read username|could not read password"
     r"|terminal prompts disabled|invalid username or password|permission denied \(publickey|access denied"
-    r"|http basic: access denied", re.I)
+    r"|http basic: access denied",
+    re.I,
+)
 _NOT_FOUND = re.compile(
     r"returned error: 404|repository not found|not found|does not appear to be a git repository"
-    r"|no such repository|repository .* does not exist", re.I)
+    r"|no such repository|repository .* does not exist",
+    re.I,
+)
 _CORRUPT = re.compile(
     r"not a git repository|bad object|missing (blob|tree|commit|tag|object)|did not send all necessary objects"
     r"|is corrupt|corrupt (loose|pack)|invalid sha1 pointer|bad ref|broken ref|unable to read [0-9a-f]{7,}"
     r"|object file .* is empty|loose object .* is corrupt|bad (tree|commit|tag) object|packfile .* (cannot|does not)"
-    r"|fatal: unable to read tree|cannot lock ref|unable to resolve reference|could not parse object", re.I)
+    r"|fatal: unable to read tree|cannot lock ref|unable to resolve reference|could not parse object",
+    re.I,
+)
 
 
 @dataclass
@@ -112,8 +121,14 @@ class MirrorStore:
     @staticmethod
     def _name(repo_id: int | str) -> str:
         name = str(repo_id)
-        if (not name or name.startswith(".") or "/" in name or os.sep in name or "\0" in name
-                or (os.altsep and os.altsep in name)):
+        if (
+            not name
+            or name.startswith(".")
+            or "/" in name
+            or os.sep in name
+            or "\0" in name
+            or (os.altsep and os.altsep in name)
+        ):
             raise GitError(f"invalid repository id {name!r} for a mirror folder")
         return name
 
@@ -152,8 +167,9 @@ class MirrorStore:
 
     # ----------------------------------------------------------------- sync
 
-    def sync(self, repo_id: int | str, clone_url: str, *, username: str | None = None,
-             password: str | None = None) -> MirrorResult:
+    def sync(
+        self, repo_id: int | str, clone_url: str, *, username: str | None = None, password: str | None = None
+    ) -> MirrorResult:
         """Clone or fetch `clone_url` into `path_for(repo_id)`; see the module docstring."""
         name = self._name(repo_id)
         url = self._check_url(clone_url)
@@ -197,7 +213,7 @@ class MirrorStore:
             return url  # scp-like: git@host:owner/repo.git
         raise GitError(f"{shown}: local repositories are indexed in place, not mirrored")
 
-    def _damage(self, job: "_Job", path: str) -> str | None:
+    def _damage(self, job: _Job, path: str) -> str | None:
         """Why the clone at `path` cannot be fetched into, or None when it looks sound."""
         if os.path.islink(path) or not os.path.isdir(path):
             return "not a folder"
@@ -207,14 +223,14 @@ class MirrorStore:
                 return "not a bare repository"
             if job.run(["rev-parse", "--is-bare-repository"], git_dir=path, network=False).strip() != "true":
                 return "not a bare repository"
-            if not job.run(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], git_dir=path, network=False,
-                           check=False).strip():
+            if not job.run(
+                ["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], git_dir=path, network=False, check=False
+            ).strip():
                 return "HEAD does not resolve to a commit"
             refs = job.run(["for-each-ref", "--format=%(objectname) %(refname)"], git_dir=path, network=False)
             shas = [line.split(" ", 1)[0] for line in refs.splitlines() if line]
             if shas:
-                out = job.run(["cat-file", "--batch-check"], git_dir=path, network=False,
-                              stdin="\n".join(shas) + "\n")
+                out = job.run(["cat-file", "--batch-check"], git_dir=path, network=False, stdin="\n".join(shas) + "\n")
                 if "missing" in out:
                     return "a ref points to a missing object"
         except GitFailed as e:
@@ -223,7 +239,7 @@ class MirrorStore:
             return (e.stderr.strip().splitlines() or ["git failed"])[-1]
         return None
 
-    def _clone(self, job: "_Job", name: str, path: str) -> MirrorResult:
+    def _clone(self, job: _Job, name: str, path: str) -> MirrorResult:
         tmp = tempfile.mkdtemp(prefix=f".{name}{_CLONE_TAG}", dir=self.root)
         target = os.path.join(tmp, "repo.git")
         try:
@@ -249,15 +265,28 @@ class MirrorStore:
         log.info("mirror %s: cloned %s (%s at %s)", name, job.url, default, head[:12])
         return MirrorResult(path, default, True, head)
 
-    def _fetch(self, job: "_Job", path: str) -> MirrorResult:
+    def _fetch(self, job: _Job, path: str) -> MirrorResult:
         try:
-            current = job.run(["config", "--get", "remote.origin.url"], git_dir=path, network=False,
-                              check=False).strip()
+            current = job.run(
+                ["config", "--get", "remote.origin.url"], git_dir=path, network=False, check=False
+            ).strip()
             if current != job.url:
                 job.run(["config", "remote.origin.url", job.url], git_dir=path, network=False)
             try:
-                job.run(["fetch", "--quiet", "--force", "--prune", "--prune-tags", "--no-write-fetch-head",
-                         "--update-head-ok", "origin", *_REFSPECS], git_dir=path)
+                job.run(
+                    [
+                        "fetch",
+                        "--quiet",
+                        "--force",
+                        "--prune",
+                        "--prune-tags",
+                        "--no-write-fetch-head",
+                        "--update-head-ok",
+                        "origin",
+                        *_REFSPECS,
+                    ],
+                    git_dir=path,
+                )
             except GitFailed as e:
                 if not e.timed_out and _CORRUPT.search(e.stderr) and not _UNREACHABLE.search(e.stderr):
                     raise _Corrupt((e.stderr.strip().splitlines() or ["fetch failed"])[-1]) from None
@@ -269,23 +298,29 @@ class MirrorStore:
             if remote_head:
                 local = job.run(["symbolic-ref", "-q", "HEAD"], git_dir=path, network=False, check=False).strip()
                 if remote_head != local:
-                    if job.run(["rev-parse", "--verify", "--quiet", remote_head + "^{commit}"], git_dir=path,
-                               network=False, check=False).strip():
+                    if job.run(
+                        ["rev-parse", "--verify", "--quiet", remote_head + "^{commit}"],
+                        git_dir=path,
+                        network=False,
+                        check=False,
+                    ).strip():
                         job.run(["symbolic-ref", "HEAD", remote_head], git_dir=path, network=False)
                         log.info("mirror %s: default branch is now %s (was %s)", path, remote_head, local or "?")
                     else:
-                        log.warning("mirror %s: the remote's HEAD %s was not fetched; keeping %s",
-                                    path, remote_head, local)
+                        log.warning(
+                            "mirror %s: the remote's HEAD %s was not fetched; keeping %s", path, remote_head, local
+                        )
             default, head = self._head(job, path)
         except GitFailed as e:
             raise job.error(e) from None
         return MirrorResult(path, default, False, head)
 
     @staticmethod
-    def _head(job: "_Job", git_dir: str) -> tuple[str, str]:
+    def _head(job: _Job, git_dir: str) -> tuple[str, str]:
         """(default branch ref, commit) of a clone; GitError for an empty repository."""
-        head = job.run(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], git_dir=git_dir, network=False,
-                       check=False).strip()
+        head = job.run(
+            ["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], git_dir=git_dir, network=False, check=False
+        ).strip()
         ref = job.run(["symbolic-ref", "-q", "HEAD"], git_dir=git_dir, network=False, check=False).strip()
         if not head:
             if job.run(["for-each-ref", "--count=1"], git_dir=git_dir, network=False, check=False).strip():
@@ -307,10 +342,8 @@ def _symref(out: str) -> str | None:
 
 def _rmtree(path: str) -> None:
     if os.path.islink(path) or os.path.isfile(path):
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(path)
-        except FileNotFoundError:
-            pass
     elif os.path.isdir(path):
         shutil.rmtree(path, ignore_errors=True)
 
@@ -320,8 +353,15 @@ class _Job:
     the credentials for network commands (clone, fetch, ls-remote) and the one without for the
     rest; both scrub the credentials and write the mirrors' folder `private` as ``<mirrors>``."""
 
-    def __init__(self, url: str, username: str | None, password: str | None, deadline: float, timeout_s: float,
-                 private: str | None = None):
+    def __init__(
+        self,
+        url: str,
+        username: str | None,
+        password: str | None,
+        deadline: float,
+        timeout_s: float,
+        private: str | None = None,
+    ):
         self.url = url
         self.shown = public_url(url)
         self.timeout_s = timeout_s
@@ -336,8 +376,15 @@ class _Job:
         self.local = Git(scrubber=scrubber, timeout_s=timeout_s, deadline=deadline)
         self.network = dataclasses.replace(self.local, config=config)
 
-    def run(self, args: list[str], *, git_dir: str | None = None, network: bool = True, check: bool = True,
-            stdin: str | None = None) -> str:
+    def run(
+        self,
+        args: list[str],
+        *,
+        git_dir: str | None = None,
+        network: bool = True,
+        check: bool = True,
+        stdin: str | None = None,
+    ) -> str:
         """Run git with `args` (on the repository at `git_dir`, if given); its stdout, or a
         GitFailed (scrubbed stderr) on failure or timeout."""
         git = dataclasses.replace(self.network if network else self.local, git_dir=git_dir)
@@ -362,6 +409,9 @@ class _Job:
 
 
 def _last_lines(stderr: str, n: int = 3) -> str:
-    lines = [ln.strip() for ln in stderr.splitlines()
-             if ln.strip() and not ln.startswith("hint:") and "unable to read askpass response" not in ln]
+    lines = [
+        ln.strip()
+        for ln in stderr.splitlines()
+        if ln.strip() and not ln.startswith("hint:") and "unable to read askpass response" not in ln
+    ]
     return " / ".join(lines[-n:])[:500]

@@ -50,7 +50,7 @@ def read_blob(git_dir: str, ref: str, path: str) -> tuple[bytes, str]:
     parts = header.split()
     if res.returncode != 0 or len(parts) != 3 or parts[1] != b"blob":
         raise FileNotFound(f"file {path!r} not found at {ref!r}")
-    return rest[:int(parts[2])], commit
+    return rest[: int(parts[2])], commit
 
 
 def is_binary(data: bytes) -> bool:
@@ -113,5 +113,5 @@ class ObjectBatch:
     def __enter__(self) -> ObjectBatch:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stream.__exit__(*exc)

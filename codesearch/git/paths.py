@@ -42,8 +42,9 @@ def check_dir(path: str | None) -> str:
     try:
         return check_path(clean)
     except FileNotFound:
-        raise FileNotFound(f"directory {path!r} not found: give a path relative to the repository root "
-                           "('' for the root)") from None
+        raise FileNotFound(
+            f"directory {path!r} not found: give a path relative to the repository root ('' for the root)"
+        ) from None
 
 
 def check_scope(path: str | None) -> str:
@@ -57,8 +58,9 @@ def check_scope(path: str | None) -> str:
     try:
         return check_path(clean)
     except FileNotFound:
-        raise FileNotFound(f"path {path!r} not found: give a file or directory relative to the "
-                           "repository root") from None
+        raise FileNotFound(
+            f"path {path!r} not found: give a file or directory relative to the repository root"
+        ) from None
 
 
 def scope_spec(scope: str) -> list[str]:
@@ -69,8 +71,7 @@ def scope_spec(scope: str) -> list[str]:
 def check_ref(ref: str) -> str:
     """`ref` when git could only read it as a revision (not an option, not ``rev:path``), else
     InvalidGitRef."""
-    if (not ref or ref.startswith("-") or len(ref) > 1024
-            or any(c in ref for c in ("\0", ":", "\n", "\r", " ", "\t"))):
+    if not ref or ref.startswith("-") or len(ref) > 1024 or any(c in ref for c in ("\0", ":", "\n", "\r", " ", "\t")):
         raise InvalidGitRef(f"invalid git ref {ref!r}")
     return ref
 

@@ -31,6 +31,7 @@ error message. Each rule below is applied to every git process, so no caller can
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import re
@@ -40,13 +41,25 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO
 
 from codesearch.errors import GitError
 
-__all__ = ["GIT_TIMEOUT_S", "KEEP_ENV", "PROTECTIVE_CONFIG", "Git", "GitFailed", "Reader", "Result", "Scrubber",
-           "Stream", "environment", "first_line"]
+__all__ = [
+    "GIT_TIMEOUT_S",
+    "KEEP_ENV",
+    "PROTECTIVE_CONFIG",
+    "Git",
+    "GitFailed",
+    "Reader",
+    "Result",
+    "Scrubber",
+    "Stream",
+    "environment",
+    "first_line",
+]
 
 #: the time limit of one git call unless its caller gives another
 GIT_TIMEOUT_S = 30.0
@@ -55,16 +68,32 @@ _MAX_STDERR = 64 * 1024
 
 #: Inherited GIT_* variables that survive (transport set-up an operator may rely on); every other
 #: GIT_* variable (GIT_DIR, GIT_CONFIG_*, GIT_TRACE_CURL, GIT_ASKPASS …) is dropped.
-KEEP_ENV = ("GIT_SSH", "GIT_SSH_COMMAND", "GIT_SSH_VARIANT", "GIT_SSL_CAINFO", "GIT_SSL_CAPATH",
-            "GIT_SSL_NO_VERIFY", "GIT_PROXY_COMMAND", "GIT_PROXY_SSL_CAINFO", "GIT_HTTP_USER_AGENT",
-            "GIT_EXEC_PATH")
+KEEP_ENV = (
+    "GIT_SSH",
+    "GIT_SSH_COMMAND",
+    "GIT_SSH_VARIANT",
+    "GIT_SSL_CAINFO",
+    "GIT_SSL_CAPATH",
+    "GIT_SSL_NO_VERIFY",
+    "GIT_PROXY_COMMAND",
+    "GIT_PROXY_SSL_CAINFO",
+    "GIT_HTTP_USER_AGENT",
+    "GIT_EXEC_PATH",
+)
 
 #: Configuration every git process gets: no credential helper or askpass program, no background
 #: gc, no local or ext:: transports, credentials in a URL refused, no inherited extra header.
 PROTECTIVE_CONFIG: tuple[tuple[str, str], ...] = (
-    ("credential.helper", ""), ("credential.interactive", "false"), ("core.askPass", ""),
-    ("gc.autoDetach", "false"), ("maintenance.autoDetach", "false"), ("protocol.file.allow", "never"),
-    ("protocol.ext.allow", "never"), ("transfer.credentialsInUrl", "die"), ("http.extraHeader", ""))
+    ("credential.helper", ""),
+    ("credential.interactive", "false"),
+    ("core.askPass", ""),
+    ("gc.autoDetach", "false"),
+    ("maintenance.autoDetach", "false"),
+    ("protocol.file.allow", "never"),
+    ("protocol.ext.allow", "never"),
+    ("transfer.credentialsInUrl", "die"),
+    ("http.extraHeader", ""),
+)
 
 
 def environment(config: tuple[tuple[str, str], ...] = ()) -> dict[str, str]:
@@ -73,9 +102,19 @@ def environment(config: tuple[tuple[str, str], ...] = ()) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k in KEEP_ENV}
     failing = shutil.which("false") or "/bin/false"
     entries = (*PROTECTIVE_CONFIG, *config)
-    env.update({"GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": failing, "SSH_ASKPASS": failing,
-                "GCM_INTERACTIVE": "never", "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull,
-                "LC_ALL": "C", "LANGUAGE": "C", "GIT_CONFIG_COUNT": str(len(entries))})
+    env.update(
+        {
+            "GIT_TERMINAL_PROMPT": "0",
+            "GIT_ASKPASS": failing,
+            "SSH_ASKPASS": failing,
+            "GCM_INTERACTIVE": "never",
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": os.devnull,
+            "LC_ALL": "C",
+            "LANGUAGE": "C",
+            "GIT_CONFIG_COUNT": str(len(entries)),
+        }
+    )
     for i, (key, value) in enumerate(entries):
         env[f"GIT_CONFIG_KEY_{i}"] = key
         env[f"GIT_CONFIG_VALUE_{i}"] = value
@@ -118,19 +157,32 @@ class GitFailed(GitError):
     """A git command failed or timed out. `stderr` is what git wrote, already scrubbed;
     `command` the git subcommand (``log``, ``fetch`` …); `returncode` None after a timeout."""
 
-    def __init__(self, message: str, *, command: str = "", returncode: int | None = None, stderr: str = "",
-                 timed_out: bool = False):
+    def __init__(
+        self,
+        message: str,
+        *,
+        command: str = "",
+        returncode: int | None = None,
+        stderr: str = "",
+        timed_out: bool = False,
+    ):
         self.command = command
         self.returncode = returncode
         self.stderr = stderr
         self.timed_out = timed_out
         super().__init__(message)
 
-    def __reduce__(self):  # rebuilt from its fields when it crosses a process boundary (Ray)
+    def __reduce__(
+        self,
+    ) -> tuple[
+        Callable[..., GitFailed], tuple[object, ...]
+    ]:  # rebuilt from its fields when it crosses a process boundary (Ray)
         return (_rebuild, (type(self), self.args[0], self.command, self.returncode, self.stderr, self.timed_out))
 
 
-def _rebuild(cls, message, command, returncode, stderr, timed_out):
+def _rebuild(
+    cls: type[GitFailed], message: str, command: str, returncode: int | None, stderr: str, timed_out: bool
+) -> GitFailed:
     return cls(message, command=command, returncode=returncode, stderr=stderr, timed_out=timed_out)
 
 
@@ -210,16 +262,23 @@ class Git:
     def failed(self, args: list[str], returncode: int | None, stderr: str) -> GitFailed:
         """The `GitFailed` of `args` having failed with (scrubbed) `stderr`."""
         command = _subcommand(args)
-        return GitFailed(f"git {command} failed: {first_line(stderr)}", command=command, returncode=returncode,
-                         stderr=stderr)
+        return GitFailed(
+            f"git {command} failed: {first_line(stderr)}", command=command, returncode=returncode, stderr=stderr
+        )
 
     def run(self, args: list[str], *, stdin: bytes | None = None, check: bool = False) -> Result:
         """Run git with `args` to completion. With `check`, a non-zero exit is a `GitFailed`;
         a timeout always is."""
         limit = self.limit()
-        proc = subprocess.Popen(self.argv(args), env=self.env(), start_new_session=True, cwd=self.cwd,
-                                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            self.argv(args),
+            env=self.env(),
+            start_new_session=True,
+            cwd=self.cwd,
+            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         try:
             out, err = proc.communicate(stdin, timeout=None if math.isinf(limit) else limit)
         except subprocess.TimeoutExpired:
@@ -243,13 +302,11 @@ class Git:
         return Stream(self, args, stdin=stdin)
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     """Kill git and its helpers (started in their own session), and reap git."""
     _signal_group(proc)
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired, ValueError, OSError):
         proc.communicate(timeout=5)
-    except (subprocess.TimeoutExpired, ValueError, OSError):
-        pass
 
 
 class Stream:
@@ -261,12 +318,18 @@ class Stream:
         self.git = git
         self.args = args
         self.limit = git.limit()
-        self.err = tempfile.TemporaryFile()
+        self.err = tempfile.TemporaryFile()  # noqa: SIM115 -- lives as long as the Stream, closed by __exit__
         self.timed_out = False
         try:
-            self.proc = subprocess.Popen(git.argv(args), stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-                                         stdout=subprocess.PIPE, stderr=self.err, env=git.env(),
-                                         start_new_session=True, cwd=git.cwd)
+            self.proc = subprocess.Popen(
+                git.argv(args),
+                stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=self.err,
+                env=git.env(),
+                start_new_session=True,
+                cwd=git.cwd,
+            )
         except BaseException:
             self.err.close()
             raise
@@ -308,10 +371,8 @@ class Stream:
                 _signal_group(self.proc)
             for f in (self.proc.stdin, self.proc.stdout):
                 if f is not None:
-                    try:
+                    with contextlib.suppress(OSError):
                         f.close()
-                    except OSError:
-                        pass
             rc = self.proc.wait()
         finally:
             self.timer.cancel()
@@ -322,7 +383,7 @@ class Stream:
     def __enter__(self) -> Stream:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         try:
             if self.proc.returncode is None:
                 self.finish(stop=True)
@@ -330,12 +391,10 @@ class Stream:
             self.err.close()
 
 
-def _signal_group(proc: subprocess.Popen) -> None:
+def _signal_group(proc: subprocess.Popen[bytes]) -> None:
     """SIGKILL to git's process group (its session: git and the helpers it started)."""
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 class Reader:
@@ -351,16 +410,16 @@ class Reader:
     def _fill(self) -> None:
         chunk = self.f.read1(65536)  # type: ignore[attr-defined]
         if chunk:
-            self.buf = self.buf[self.pos:] + chunk
+            self.buf = self.buf[self.pos :] + chunk
         else:
-            self.buf, self.eof = self.buf[self.pos:], True
+            self.buf, self.eof = self.buf[self.pos :], True
         self.pos = 0
 
     def chunk(self) -> bytes:
         """The next bytes available (what is buffered, else one read); b'' at the end."""
         if self.pos >= len(self.buf) and not self.eof:
             self._fill()
-        out, self.pos = self.buf[self.pos:], len(self.buf)
+        out, self.pos = self.buf[self.pos :], len(self.buf)
         return out
 
     def until(self, sep: bytes, limit: int, *, skip_rest: bool = True) -> tuple[bytes, bool] | None:
@@ -376,12 +435,12 @@ class Reader:
                 got = True
                 room = limit - len(out)
                 if end - self.pos > room:
-                    out += self.buf[self.pos:self.pos + room]
+                    out += self.buf[self.pos : self.pos + room]
                     self.pos += room
                     if skip_rest:
                         self._skip(sep)
                     return bytes(out), True
-                out += self.buf[self.pos:end]
+                out += self.buf[self.pos : end]
             if i >= 0:
                 self.pos = i + 1
                 return bytes(out), False
@@ -411,6 +470,6 @@ class Reader:
                 self._fill()
                 continue
             take = min(n - len(out), len(self.buf) - self.pos)
-            out += self.buf[self.pos:self.pos + take]
+            out += self.buf[self.pos : self.pos + take]
             self.pos += take
         return bytes(out)

@@ -22,15 +22,22 @@ def list_branches(git_dir: str) -> list[Branch]:
     """Every branch (``refs/heads/*``), newest head commit first, then by name
     (``git for-each-ref --sort=-committerdate``)."""
     # the last --sort is the primary key: newest first, ties by name
-    res = Git.at(git_dir).run(["for-each-ref", "--sort=refname", "--sort=-committerdate",
-                               "--format=%(refname)%00%(objectname)%00%(committerdate:iso-strict)", "refs/heads/"],
-                              check=True)
+    res = Git.at(git_dir).run(
+        [
+            "for-each-ref",
+            "--sort=refname",
+            "--sort=-committerdate",
+            "--format=%(refname)%00%(objectname)%00%(committerdate:iso-strict)",
+            "refs/heads/",
+        ],
+        check=True,
+    )
     out = []
     for line in res.stdout.split(b"\n"):
         parts = line.split(b"\0")
         if len(parts) != 3 or not parts[0].startswith(b"refs/heads/"):
             continue
-        out.append(Branch(show(parts[0][len(b"refs/heads/"):]), show(parts[1]), show(parts[2])))
+        out.append(Branch(show(parts[0][len(b"refs/heads/") :]), show(parts[1]), show(parts[2])))
     return out
 
 
@@ -38,4 +45,4 @@ def head_branch(git_dir: str) -> str | None:
     """The branch HEAD points to (short name), None when HEAD is detached or dangling."""
     res = Git.at(git_dir).run(["symbolic-ref", "--quiet", "HEAD"])
     ref = show(res.stdout).strip()
-    return ref[len("refs/heads/"):] if res.returncode == 0 and ref.startswith("refs/heads/") else None
+    return ref[len("refs/heads/") :] if res.returncode == 0 and ref.startswith("refs/heads/") else None

@@ -13,6 +13,7 @@ a tree or a blob is skipped), through `codesearch.git.process`.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -24,8 +25,17 @@ log = logging.getLogger(__name__)
 
 MAX_REVISIONS = 64
 
-_REF_FORMAT = "%00".join(("%(refname)", "%(objecttype)", "%(objectname)", "%(committerdate:iso-strict)",
-                          "%(*objecttype)", "%(*objectname)", "%(*committerdate:iso-strict)"))
+_REF_FORMAT = "%00".join(
+    (
+        "%(refname)",
+        "%(objecttype)",
+        "%(objectname)",
+        "%(committerdate:iso-strict)",
+        "%(*objecttype)",
+        "%(*objectname)",
+        "%(*committerdate:iso-strict)",
+    )
+)
 
 
 @dataclass(frozen=True)
@@ -39,8 +49,9 @@ def default_branch(git_dir: str) -> Revision:
     """HEAD, as the branch it points to (or "HEAD" when detached). ValueError when HEAD names no
     commit (an empty repository, or a branch not created yet)."""
     git = Git.at(git_dir)
-    res = git.run(["-c", "log.showSignature=false", "log", "--no-walk", "--format=%H%x00%cI", "--end-of-options",
-                   "HEAD", "--"])
+    res = git.run(
+        ["-c", "log.showSignature=false", "log", "--no-walk", "--format=%H%x00%cI", "--end-of-options", "HEAD", "--"]
+    )
     sha, _, date = show(res.stdout).strip().partition("\0")
     if res.returncode != 0 or not sha:
         raise ValueError("repository has no commits on HEAD")
@@ -65,26 +76,33 @@ def _refs(git_dir: str) -> list[tuple[str, str, datetime]]:
     return found
 
 
-def select_revisions(git_dir: str, branch_globs=(), tag_globs=()) -> tuple[list[Revision], list[str]]:
+def select_revisions(
+    git_dir: str, branch_globs: Iterable[str] = (), tag_globs: Iterable[str] = ()
+) -> tuple[list[Revision], list[str]]:
     """The revisions of the repository at `git_dir` to index, and warnings (for instance about
     the 64-revision cap)."""
+    branch_globs, tag_globs = tuple(branch_globs), tuple(tag_globs)  # each is read once per ref
     head = default_branch(git_dir)
     revs, warnings = [head], []
     refs = _refs(git_dir) if branch_globs or tag_globs else []
 
-    def matching(prefix, globs):
-        found = [Revision(ref, sha, when) for ref, sha, when in refs
-                 if ref.startswith(prefix) and ref != head.ref
-                 and any(glob_match(g, ref[len(prefix):]) for g in globs)]
-        found.sort(key=lambda r: (-r.committed_at.timestamp(), r.ref))
-        return found
+    def matching(prefix: str, globs: Sequence[str]) -> list[Revision]:
+        found = [
+            (ref, sha, when)
+            for ref, sha, when in refs
+            if ref.startswith(prefix) and ref != head.ref and any(glob_match(g, ref[len(prefix) :]) for g in globs)
+        ]
+        found.sort(key=lambda r: (-r[2].timestamp(), r[0]))  # newest first
+        return [Revision(ref, sha, when) for ref, sha, when in found]
 
     if branch_globs:
         revs += matching("refs/heads/", branch_globs)
     if tag_globs:
         revs += matching("refs/tags/", tag_globs)
     if len(revs) > MAX_REVISIONS:
-        warnings.append(f"{len(revs)} revisions match; indexing the first {MAX_REVISIONS}, dropping {len(revs) - MAX_REVISIONS}")
+        warnings.append(
+            f"{len(revs)} revisions match; indexing the first {MAX_REVISIONS}, dropping {len(revs) - MAX_REVISIONS}"
+        )
         log.warning("%s: %s", git_dir, warnings[-1])
         revs = revs[:MAX_REVISIONS]
     return revs, warnings

@@ -35,7 +35,7 @@ def _tree_entries(data: bytes, hash_len: int) -> list[tuple[bytes, bytes, bytes]
     while i < n:
         sp = data.index(b" ", i)
         nul = data.index(b"\0", sp)
-        out.append((data[i:sp], data[sp + 1:nul], data[nul + 1:nul + 1 + hash_len].hex().encode()))
+        out.append((data[i:sp], data[sp + 1 : nul], data[nul + 1 : nul + 1 + hash_len].hex().encode()))
         i = nul + 1 + hash_len
     return out
 
@@ -59,8 +59,16 @@ def check_tree(git_dir: str, commit: str, ref: str, under: str) -> None:
         raise not_a_dir(under, ref, kind)
 
 
-def list_tree(git_dir: str, ref: str, path: str = "", *, depth: int = 1, include_files: bool = True,
-              include_dirs: bool = True, max_entries: int = 1000) -> tuple[list[TreeEntry], bool]:
+def list_tree(
+    git_dir: str,
+    ref: str,
+    path: str = "",
+    *,
+    depth: int = 1,
+    include_files: bool = True,
+    include_dirs: bool = True,
+    max_entries: int = 1000,
+) -> tuple[list[TreeEntry], bool]:
     """The entries below directory `path` ('' = the root) at `ref`, at most `depth` levels deep.
 
     Order: a pre-order walk where, in each directory, subdirectories come first and then files,
@@ -97,7 +105,7 @@ def list_tree(git_dir: str, ref: str, path: str = "", *, depth: int = 1, include
             mode, name, oid = pending.pop()
             shown = show(name)
             is_dir = mode in (_TREE_MODE, _SUBMODULE_MODE)
-            if (include_dirs if is_dir else include_files):
+            if include_dirs if is_dir else include_files:
                 if len(out) >= max_entries:
                     return out, True
                 out.append(TreeEntry(base + shown, shown, is_dir, level))

@@ -17,6 +17,15 @@ from codesearch.llm.providers import SUPPORTED_PROVIDERS
 from codesearch.llm.spec import ModelError, ModelSpec, Reply, ToolCall
 
 __all__ = [
-    "SUPPORTED_PROVIDERS", "SYSTEM_PROMPT", "AgentResult", "ModelClient", "ModelError", "ModelSpec", "Reply",
-    "ToolCall", "ToolSet", "run_agent", "system_prompt",
+    "SUPPORTED_PROVIDERS",
+    "SYSTEM_PROMPT",
+    "AgentResult",
+    "ModelClient",
+    "ModelError",
+    "ModelSpec",
+    "Reply",
+    "ToolCall",
+    "ToolSet",
+    "run_agent",
+    "system_prompt",
 ]

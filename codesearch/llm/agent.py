@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from codesearch.errors import CodesearchError
 from codesearch.llm.client import ModelClient
-from codesearch.llm.spec import ToolCall
+from codesearch.llm.spec import Reply, ToolCall
 
 log = logging.getLogger(__name__)
 
@@ -35,11 +36,11 @@ MAX_CALLS_PER_STEP = 10
 class ToolSet(Protocol):
     """The tools offered to the model."""
 
-    def specs(self) -> list[dict]:
+    def specs(self) -> list[dict[str, Any]]:
         """``[{"name", "description", "input_schema"}, ...]``"""
         ...
 
-    def call(self, name: str, arguments: dict) -> tuple[str, bool]:
+    def call(self, name: str, arguments: dict[str, Any]) -> tuple[str, bool]:
         """Run one tool: (output text, is_error). May raise `CodesearchError` (reported to the model)."""
         ...
 
@@ -47,9 +48,9 @@ class ToolSet(Protocol):
 @dataclass
 class AgentResult:
     answer: str  # markdown
-    steps: list[dict] = field(default_factory=list)  # {"tool", "arguments", "output", "is_error"}
-    model: dict = field(default_factory=dict)  # ModelSpec.public()
-    usage: dict = field(default_factory=dict)  # {"input_tokens", "output_tokens", "requests"}
+    steps: list[dict[str, Any]] = field(default_factory=list)  # {"tool", "arguments", "output", "is_error"}
+    model: dict[str, Any] = field(default_factory=dict)  # ModelSpec.public()
+    usage: dict[str, Any] = field(default_factory=dict)  # {"input_tokens", "output_tokens", "requests"}
     #: True when `max_steps` turns were used up before the model answered on its own.
     budget_exhausted: bool = False
 
@@ -80,15 +81,19 @@ def system_prompt(repos: list[str] | None = None) -> str:
     if not repos:
         return SYSTEM_PROMPT + "\n\nYou may search every repository the tools give you access to."
     listed = "\n".join(f"- {r}" for r in repos)
-    return (SYSTEM_PROMPT + "\n\nThe user asked about these repositories only; restrict your searches to them "
-            f"(pass them as the repository filter of the tools):\n{listed}")
+    return (
+        SYSTEM_PROMPT + "\n\nThe user asked about these repositories only; restrict your searches to them "
+        f"(pass them as the repository filter of the tools):\n{listed}"
+    )
 
 
 def _truncate(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
-    return (text[:limit] + f"\n\n[output truncated: showing {limit} of {len(text)} characters; narrow the request "
-                           "(a more specific query, a path filter or a smaller line range) to see the rest]")
+    return (
+        text[:limit] + f"\n\n[output truncated: showing {limit} of {len(text)} characters; narrow the request "
+        "(a more specific query, a path filter or a smaller line range) to see the rest]"
+    )
 
 
 def _step_output(text: str) -> str:
@@ -112,11 +117,19 @@ def _run_tool(tools: ToolSet, known: set[str], call: ToolCall) -> tuple[str, boo
     return (text if isinstance(text, str) else json.dumps(text, ensure_ascii=False, default=str)), bool(is_error)
 
 
-def run_agent(question: str, client: ModelClient, tools: ToolSet, *, repos: list[str] | None = None,
-              max_steps: int = 12, max_tool_output_chars: int = 20000,
-              on_step: Callable[[dict], Any] | None = None, on_call: Callable[[ToolCall], Any] | None = None,
-              on_text: Callable[[str], Any] | None = None,
-              history: list[tuple[str, str]] | None = None) -> AgentResult:
+def run_agent(
+    question: str,
+    client: ModelClient,
+    tools: ToolSet,
+    *,
+    repos: list[str] | None = None,
+    max_steps: int = 12,
+    max_tool_output_chars: int = 20000,
+    on_step: Callable[[dict[str, Any]], Any] | None = None,
+    on_call: Callable[[ToolCall], Any] | None = None,
+    on_text: Callable[[str], Any] | None = None,
+    history: list[tuple[str, str]] | None = None,
+) -> AgentResult:
     """Research `question` with `tools` through `client`'s model; see the module docstring.
 
     `on_call` is called with each tool call just before it runs and `on_step` with its step
@@ -128,16 +141,18 @@ def run_agent(question: str, client: ModelClient, tools: ToolSet, *, repos: list
     the answers carry what was found)."""
     specs = list(tools.specs())
     known = {s["name"] for s in specs}
-    messages: list[dict] = [{"role": "system", "content": system_prompt(repos)}]
+    messages: list[dict[str, Any]] = [{"role": "system", "content": system_prompt(repos)}]
     for earlier_q, earlier_a in history or ():
-        messages += [{"role": "user", "content": earlier_q},
-                     {"role": "assistant", "content": earlier_a or "(no answer)"}]
+        messages += [
+            {"role": "user", "content": earlier_q},
+            {"role": "assistant", "content": earlier_a or "(no answer)"},
+        ]
     messages.append({"role": "user", "content": question})
-    steps: list[dict] = []
+    steps: list[dict[str, Any]] = []
     usage = {"input_tokens": 0, "output_tokens": 0, "requests": 0}
     result = AgentResult(answer="", steps=steps, model=client.spec.public(), usage=usage)
 
-    def ask(**kw):
+    def ask(**kw: Any) -> Reply:
         if on_text is not None:
             kw["on_text"] = on_text
         reply = client.chat(messages, specs, **kw)
@@ -156,24 +171,48 @@ def run_agent(question: str, client: ModelClient, tools: ToolSet, *, repos: list
             if on_call is not None:
                 on_call(call)
             if n >= MAX_CALLS_PER_STEP:
-                output, is_error = (f"not run: at most {MAX_CALLS_PER_STEP} tool calls are run per turn; "
-                                    "call it again if you still need it"), True
+                output, is_error = (
+                    (
+                        f"not run: at most {MAX_CALLS_PER_STEP} tool calls are run per turn; "
+                        "call it again if you still need it"
+                    ),
+                    True,
+                )
             else:
                 output, is_error = _run_tool(tools, known, call)
-            messages.append({"role": "tool", "tool_call_id": call.id, "content": _truncate(output, max_tool_output_chars),
-                             "is_error": is_error})
-            step = {"tool": call.name, "arguments": call.arguments, "output": _step_output(output), "is_error": is_error}
+            messages.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": call.id,
+                    "content": _truncate(output, max_tool_output_chars),
+                    "is_error": is_error,
+                }
+            )
+            step = {
+                "tool": call.name,
+                "arguments": call.arguments,
+                "output": _step_output(output),
+                "is_error": is_error,
+            }
             steps.append(step)
             if on_step is not None:
                 on_step(step)
 
     # Out of turns: one last request for an answer from what was found, tools declared but not allowed.
     result.budget_exhausted = True
-    messages.append({"role": "user", "content": (
-        "You have used all your tool calls. Answer the question now from what you found, with references; "
-        "say clearly what you could not verify. Do not call any tools.")})
+    messages.append(
+        {
+            "role": "user",
+            "content": (
+                "You have used all your tool calls. Answer the question now from what you found, with references; "
+                "say clearly what you could not verify. Do not call any tools."
+            ),
+        }
+    )
     reply = ask(tool_choice="none")
-    note = f"_The research budget of {max_steps} steps ran out before the model finished; this answer may be incomplete._"
+    note = (
+        f"_The research budget of {max_steps} steps ran out before the model finished; this answer may be incomplete._"
+    )
     text = reply.text.strip()
     result.answer = f"{text}\n\n{note}" if text else note
     return result

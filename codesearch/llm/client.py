@@ -12,21 +12,24 @@ retries and errors.
 
 Endpoints and credentials:
 
-==========================  =======================================================  ==========================================
-provider                    endpoint                                                 credentials
-==========================  =======================================================  ==========================================
-openai, deepseek, mistral,  ``<base>/chat/completions``                              ``Authorization: Bearer`` token
-openrouter, xai,
-openai-compatible
-azure                       ``<base>/v1/chat/completions?api-version=<apiVersion>``  ``api-key`` header;
-                            (base ``https://<resourceName>.openai.azure.com/openai``)
-anthropic                   ``<base>/v1/messages``                                   ``x-api-key`` (token), ``Authorization:
-                                                                                     Bearer`` (authToken)
-google-generative-ai        ``<base>/models/<model>:generateContent``                ``x-goog-api-key`` header
-google-vertex               ``<vertex>/publishers/google/models/<model>:generateContent``  OAuth bearer token (service account
-google-vertex-anthropic     ``<vertex>/publishers/anthropic/models/<model>:rawPredict``    or application default credentials)
-amazon-bedrock              ``<base>/model/<model>/converse``                        AWS Signature V4 (``bedrock``, region)
-==========================  =======================================================  ==========================================
+=======================  ===============================================================  ============================
+provider                 endpoint                                                         credentials
+=======================  ===============================================================  ============================
+openai, deepseek,        ``<base>/chat/completions``                                      ``Authorization: Bearer``
+mistral, openrouter,                                                                      token
+xai, openai-compatible
+azure                    ``<base>/v1/chat/completions?api-version=<apiVersion>``          ``api-key`` header
+                         (base ``https://<resourceName>.openai.azure.com/openai``)
+anthropic                ``<base>/v1/messages``                                           ``x-api-key`` (token),
+                                                                                          ``Authorization: Bearer``
+                                                                                          (authToken)
+google-generative-ai     ``<base>/models/<model>:generateContent``                        ``x-goog-api-key`` header
+google-vertex            ``<vertex>/publishers/google/models/<model>:generateContent``    OAuth bearer token (service
+google-vertex-anthropic  ``<vertex>/publishers/anthropic/models/<model>:rawPredict``      account or application
+                                                                                          default credentials)
+amazon-bedrock           ``<base>/model/<model>/converse``                                AWS Signature V4
+                                                                                          (``bedrock``, region)
+=======================  ===============================================================  ============================
 
 ``<vertex>`` is ``https://<region>-aiplatform.googleapis.com/v1/projects/<project>/locations/<region>``
 (the host is ``aiplatform.googleapis.com`` for the ``global`` region); `baseUrl` replaces the part
@@ -58,16 +61,24 @@ import json
 import os
 import time
 import urllib.parse
-from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from codesearch.http_retry import Redactor, backoff_seconds, retry_after_seconds, safe_url
 from codesearch.llm import sigv4
 from codesearch.llm.dialects import Dialect, anthropic_messages, bedrock_converse, chat_completions, gemini
-from codesearch.llm.providers import (ANTHROPIC_MESSAGES, BEDROCK_CONVERSE, CHAT_COMPLETIONS, GEMINI, PROVIDERS,
-                                      SUPPORTED_PROVIDERS, missing_dependency)
+from codesearch.llm.providers import (
+    ANTHROPIC_MESSAGES,
+    BEDROCK_CONVERSE,
+    CHAT_COMPLETIONS,
+    GEMINI,
+    PROVIDERS,
+    SUPPORTED_PROVIDERS,
+    missing_dependency,
+)
 from codesearch.llm.spec import ModelError, ModelSpec, Reply, ToolCall
 from codesearch.llm.sse import StreamError
 
@@ -77,8 +88,12 @@ if TYPE_CHECKING:
 __all__ = ["SUPPORTED_PROVIDERS", "ModelClient", "ModelError", "ModelSpec", "Reply", "ToolCall"]
 
 #: Each dialect of the provider table, and the module that speaks it.
-DIALECTS: dict[str, Dialect] = {CHAT_COMPLETIONS: chat_completions, ANTHROPIC_MESSAGES: anthropic_messages,
-                                GEMINI: gemini, BEDROCK_CONVERSE: bedrock_converse}
+DIALECTS: dict[str, Dialect] = {
+    CHAT_COMPLETIONS: chat_completions,
+    ANTHROPIC_MESSAGES: anthropic_messages,
+    GEMINI: gemini,
+    BEDROCK_CONVERSE: bedrock_converse,
+}
 ANTHROPIC_VERSION = "2023-06-01"
 AZURE_API_VERSION = "preview"
 
@@ -124,19 +139,34 @@ class ModelClient:
     `sleep` and `now` are injectable for tests.
     """
 
-    def __init__(self, spec: ModelSpec, *, http: httpx.Client | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
-                 environ: Mapping[str, str] | None = None, retry_wait_s: float = 1.0, max_retry_wait_s: float = 5.0,
-                 sleep: Callable[[float], None] = time.sleep, now: Callable[[], datetime] | None = None):
+    def __init__(
+        self,
+        spec: ModelSpec,
+        *,
+        http: httpx.Client | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        environ: Mapping[str, str] | None = None,
+        retry_wait_s: float = 1.0,
+        max_retry_wait_s: float = 5.0,
+        sleep: Callable[[float], None] = time.sleep,
+        now: Callable[[], datetime] | None = None,
+    ):
         provider = PROVIDERS.get(spec.provider)
         if provider is None:
-            raise ModelError(f"language model {spec.label}: provider {spec.provider!r} is not supported by this "
-                             f"server (supported: {', '.join(SUPPORTED_PROVIDERS)})", model=spec.model)
+            raise ModelError(
+                f"language model {spec.label}: provider {spec.provider!r} is not supported by this "
+                f"server (supported: {', '.join(SUPPORTED_PROVIDERS)})",
+                model=spec.model,
+            )
         missing = missing_dependency(spec.provider)
         if missing:
-            raise ModelError(f"language model {spec.label}: provider {spec.provider!r} needs {missing}", model=spec.model)
+            raise ModelError(
+                f"language model {spec.label}: provider {spec.provider!r} needs {missing}", model=spec.model
+            )
         if spec.provider == "openai-compatible" and not spec.base_url:
-            raise ModelError(f"language model {spec.label}: baseUrl is required for provider openai-compatible",
-                             model=spec.model)
+            raise ModelError(
+                f"language model {spec.label}: baseUrl is required for provider openai-compatible", model=spec.model
+            )
         self.spec = spec
         self.provider = provider
         self.dialect = DIALECTS[provider.dialect]
@@ -145,7 +175,7 @@ class ModelClient:
         self.retry_wait_s = retry_wait_s
         self.max_retry_wait_s = max_retry_wait_s
         self.sleep = sleep
-        self.now = now or (lambda: datetime.now(timezone.utc))
+        self.now = now or (lambda: datetime.now(UTC))
         self._own_http = http is None
         self.http = http if http is not None else httpx.Client(follow_redirects=False)
         self._redact = Redactor()  # resolved secrets, masked out of every error message
@@ -159,16 +189,22 @@ class ModelClient:
         if self._own_http:
             self.http.close()
 
-    def __enter__(self) -> "ModelClient":
+    def __enter__(self) -> ModelClient:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # ------------------------------------------------------------------ the one call
 
-    def chat(self, messages: list[dict], tools: list[dict] | None = None, *, tool_choice: str | None = None,
-             on_text: Callable[[str], Any] | None = None) -> Reply:
+    def chat(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        *,
+        tool_choice: str | None = None,
+        on_text: Callable[[str], Any] | None = None,
+    ) -> Reply:
         """One model turn for the conversation so far. `tool_choice` ``"none"`` asks for an answer
         without tool calls (the tools stay declared: the history may hold tool calls).
 
@@ -200,8 +236,9 @@ class ModelClient:
         except StreamError as e:
             raise self._error(self._redact(str(e))[:_MAX_ERROR_TEXT]) from None
         except (KeyError, IndexError, TypeError, AttributeError, ValueError) as e:
-            raise self._error(f"answered with an unexpected response ({type(e).__name__}: {self._redact(str(e))[:100]})"
-                              ) from None
+            raise self._error(
+                f"answered with an unexpected response ({type(e).__name__}: {self._redact(str(e))[:100]})"
+            ) from None
         if on_text is not None and not isinstance(answer, Reply) and reply.text:
             on_text(reply.text)
         return reply
@@ -256,7 +293,9 @@ class ModelClient:
         if name == "anthropic":
             base = spec.base_url or self.provider.base_url or ""
             # both "https://api.anthropic.com" and "https://api.anthropic.com/v1" work as baseUrl
-            return _join(base, "/messages" if urllib.parse.urlsplit(base).path.rstrip("/").endswith("/v1") else "/v1/messages")
+            return _join(
+                base, "/messages" if urllib.parse.urlsplit(base).path.rstrip("/").endswith("/v1") else "/v1/messages"
+            )
         if name == "google-vertex-anthropic":
             return _join(self._vertex_base("anthropic"), f"/models/{model}:rawPredict")
         if name == "google-vertex":
@@ -328,10 +367,16 @@ class ModelClient:
             access_key = self._reference("accessKeyId", "AWS_ACCESS_KEY_ID")
             secret_key = self._reference("accessKeySecret", "AWS_SECRET_ACCESS_KEY")
             if not access_key or not secret_key:
-                raise self._error("cannot be used: set accessKeyId and accessKeySecret in its config entry, or the "
-                                  "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY environment variables")
-            self._aws = {"region": region, "access_key": access_key, "secret_key": secret_key,
-                         "session_token": self._reference("sessionToken", "AWS_SESSION_TOKEN") or ""}
+                raise self._error(
+                    "cannot be used: set accessKeyId and accessKeySecret in its config entry, or the "
+                    "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY environment variables"
+                )
+            self._aws = {
+                "region": region,
+                "access_key": access_key,
+                "secret_key": secret_key,
+                "session_token": self._reference("sessionToken", "AWS_SESSION_TOKEN") or "",
+            }
         return self._aws
 
     def _request_headers(self, url: str, headers: dict[str, str], payload: bytes) -> dict[str, str]:
@@ -351,10 +396,18 @@ class ModelClient:
             return {"Authorization": f"Bearer {token}"}
         if name == "amazon-bedrock":
             aws = self._aws_credentials()
-            return sigv4.sign("POST", url, {"content-type": headers["Content-Type"]}, payload,
-                              access_key=aws["access_key"], secret_key=aws["secret_key"],
-                              session_token=aws["session_token"] or None, region=aws["region"], service="bedrock",
-                              now=self.now())
+            return sigv4.sign(
+                "POST",
+                url,
+                {"content-type": headers["Content-Type"]},
+                payload,
+                access_key=aws["access_key"],
+                secret_key=aws["secret_key"],
+                session_token=aws["session_token"] or None,
+                region=aws["region"],
+                service="bedrock",
+                now=self.now(),
+            )
         return {}
 
     def _resolve(self, reference: Mapping[str, str], where: str) -> str:
@@ -362,14 +415,15 @@ class ModelClient:
         from codesearch.errors import ConfigError
 
         try:
-            return resolve_reference(dict(reference), source=f"language model {self.spec.label}", path=where,
-                                     environ=self.environ)
+            return resolve_reference(
+                dict(reference), source=f"language model {self.spec.label}", path=where, environ=self.environ
+            )
         except ConfigError as e:
             raise self._error("cannot be used: " + "; ".join(e.problems)) from None
 
     # ------------------------------------------------------------------ HTTP
 
-    def _post(self, url: str, body: dict, read: Callable[[httpx.Response], Any] | None = None) -> Any:
+    def _post(self, url: str, body: dict[str, Any], read: Callable[[httpx.Response], Any] | None = None) -> Any:
         """POST `body`; the JSON answer, or what `read` makes of a successful response (read
         while it arrives: a stream)."""
         headers, params = self._credentials()
@@ -380,15 +434,24 @@ class ModelClient:
         while True:
             sent = {**headers, **self._request_headers(url, headers, payload)}
             try:
-                with self.http.stream("POST", url, content=payload, headers=sent,
-                                      timeout=httpx.Timeout(self.timeout_s, connect=min(self.timeout_s, 10.0))) as r:
+                with self.http.stream(
+                    "POST",
+                    url,
+                    content=payload,
+                    headers=sent,
+                    timeout=httpx.Timeout(self.timeout_s, connect=min(self.timeout_s, 10.0)),
+                ) as r:
                     if r.is_success and read is not None:
                         return read(r)
                     r.read()
             except httpx.TimeoutException:
                 raise self._error(f"did not answer within {self.timeout_s:g}s ({shown})") from None
             except httpx.ConnectError as e:
-                reason = "connection refused" if "refused" in str(e).lower() else self._redact(str(e))[:120] or "connection failed"
+                reason = (
+                    "connection refused"
+                    if "refused" in str(e).lower()
+                    else self._redact(str(e))[:120] or "connection failed"
+                )
                 raise self._error(f"cannot be reached at {shown}: {reason}") from None
             except httpx.HTTPError as e:
                 raise self._error(f"request to {shown} failed: {type(e).__name__}") from None
@@ -409,8 +472,11 @@ class ModelClient:
         try:
             return r.json()
         except ValueError:
-            raise self._error(f"answered {r.status_code} with a body that is not JSON "
-                              f"(content-type {r.headers.get('content-type') or 'none'})", status=r.status_code) from None
+            raise self._error(
+                f"answered {r.status_code} with a body that is not JSON "
+                f"(content-type {r.headers.get('content-type') or 'none'})",
+                status=r.status_code,
+            ) from None
 
     def _error_text(self, r: httpx.Response) -> str:
         """The provider's own error message (``{"error": {"message"}}`` or ``{"message"}``), else the reason."""

@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import struct
 import zlib
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from codesearch.llm.sse import StreamError
 
@@ -72,7 +73,7 @@ def _headers(raw: bytes) -> dict[str, Any]:
     try:
         while i < len(raw):
             n = raw[i]
-            name = raw[i + 1:i + 1 + n].decode("utf-8")
+            name = raw[i + 1 : i + 1 + n].decode("utf-8")
             i += 1 + n
             kind = raw[i]
             i += 1
@@ -80,17 +81,17 @@ def _headers(raw: bytes) -> dict[str, Any]:
                 value: Any = kind == 0
             elif kind in _FIXED:
                 size = struct.calcsize(_FIXED[kind])
-                (value,) = struct.unpack(_FIXED[kind], raw[i:i + size])
+                (value,) = struct.unpack(_FIXED[kind], raw[i : i + size])
                 i += size
             elif kind in (6, STRING):
-                (length,) = struct.unpack("!H", raw[i:i + 2])
-                value = raw[i + 2:i + 2 + length]
+                (length,) = struct.unpack("!H", raw[i : i + 2])
+                value = raw[i + 2 : i + 2 + length]
                 if len(value) != length:
                     raise FrameError("a header value runs past the headers")
                 value = value.decode("utf-8") if kind == STRING else value
                 i += 2 + length
             elif kind == 9:
-                value = raw[i:i + 16]
+                value = raw[i : i + 16]
                 i += 16
             else:
                 raise FrameError(f"header {name!r} has an unknown value type {kind}")
@@ -113,9 +114,12 @@ def decode(chunks: Iterable[bytes]) -> Iterator[Message]:
             total, headers_length, prelude_crc = struct.unpack("!III", buffer[:PRELUDE_LENGTH])
             if _crc(buffer[:8]) != prelude_crc:
                 raise FrameError("a message's prelude CRC does not match (the stream is corrupted)")
-            if (total < MIN_LENGTH or headers_length > MAX_HEADERS_LENGTH
-                    or headers_length > total - MIN_LENGTH
-                    or total - MIN_LENGTH - headers_length > MAX_PAYLOAD_LENGTH):
+            if (
+                total < MIN_LENGTH
+                or headers_length > MAX_HEADERS_LENGTH
+                or headers_length > total - MIN_LENGTH
+                or total - MIN_LENGTH - headers_length > MAX_PAYLOAD_LENGTH
+            ):
                 raise FrameError(f"a message's lengths do not add up (total {total}, headers {headers_length})")
             if len(buffer) < total:
                 break

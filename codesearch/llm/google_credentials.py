@@ -30,7 +30,7 @@ class GoogleAccessTokens:
         self._credentials: Any = None  # google.auth credentials, loaded on first use
         self._lock = threading.Lock()
 
-    def _load(self):
+    def _load(self) -> Any:  # google.auth credentials (google-auth is not fully annotated)
         import google.auth
         from google.auth import exceptions
         from google.oauth2 import service_account
@@ -41,13 +41,16 @@ class GoogleAccessTokens:
             except FileNotFoundError:
                 raise GoogleAuthError("the service-account key file named by `credentials` does not exist") from None
             except (ValueError, KeyError, OSError) as e:
-                raise GoogleAuthError("the file named by `credentials` is not a service-account key "
-                                      f"({type(e).__name__})") from None
+                raise GoogleAuthError(
+                    f"the file named by `credentials` is not a service-account key ({type(e).__name__})"
+                ) from None
         try:
             credentials, _ = google.auth.default(scopes=[SCOPE])
         except exceptions.DefaultCredentialsError:
-            raise GoogleAuthError("no Google credentials: set `credentials` to a service-account key file, or "
-                                  "GOOGLE_APPLICATION_CREDENTIALS") from None
+            raise GoogleAuthError(
+                "no Google credentials: set `credentials` to a service-account key file, or "
+                "GOOGLE_APPLICATION_CREDENTIALS"
+            ) from None
         return credentials
 
     def token(self) -> str:

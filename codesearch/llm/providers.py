@@ -24,8 +24,9 @@ Kept free of imports beyond the standard library: the config loader uses it.
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 CHAT_COMPLETIONS = "chat-completions"
 ANTHROPIC_MESSAGES = "anthropic-messages"
@@ -37,8 +38,9 @@ COMMON_IGNORED = {
     "inputModalities": "ask_codebase sends text only, so the model's other input kinds are never used",
     "supportedDocumentTypes": "ask_codebase sends no documents",
 }
-_RESPONSES_ONLY = ("a parameter of OpenAI's Responses API; codesearch speaks Chat Completions, which has no "
-                   "reasoning summaries")
+_RESPONSES_ONLY = (
+    "a parameter of OpenAI's Responses API; codesearch speaks Chat Completions, which has no reasoning summaries"
+)
 
 
 @dataclass(frozen=True)
@@ -58,29 +60,61 @@ class Provider:
 
 
 _GOOGLE_AUTH = ("google.auth", 'the Google auth library: pip install "codesearch-ray[gcp]"')
-_THINKING = {"thinkingLevel": "generationConfig.thinkingConfig.thinkingLevel",
-             "thinkingBudget": "generationConfig.thinkingConfig.thinkingBudget"}
+_THINKING = {
+    "thinkingLevel": "generationConfig.thinkingConfig.thinkingLevel",
+    "thinkingBudget": "generationConfig.thinkingConfig.thinkingBudget",
+}
 
-PROVIDERS: dict[str, Provider] = {p.name: p for p in (
-    Provider("openai", CHAT_COMPLETIONS, "https://api.openai.com/v1", "OPENAI_API_KEY",
-             sends={"reasoningEffort": "reasoning_effort"}, ignores={"reasoningSummary": _RESPONSES_ONLY}),
-    Provider("openai-compatible", CHAT_COMPLETIONS,
-             sends={"queryParams": "the query string", "reasoningTag": "(reasoning between these tags is cut from answers)"}),
-    Provider("deepseek", CHAT_COMPLETIONS, "https://api.deepseek.com/v1", "DEEPSEEK_API_KEY"),
-    Provider("mistral", CHAT_COMPLETIONS, "https://api.mistral.ai/v1", "MISTRAL_API_KEY"),
-    Provider("openrouter", CHAT_COMPLETIONS, "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY"),
-    Provider("xai", CHAT_COMPLETIONS, "https://api.x.ai/v1", "XAI_API_KEY"),
-    Provider("azure", CHAT_COMPLETIONS, None, "AZURE_API_KEY",
-             sends={"reasoningEffort": "reasoning_effort", "apiVersion": "the api-version query parameter"},
-             ignores={"reasoningSummary": _RESPONSES_ONLY}),
-    Provider("anthropic", ANTHROPIC_MESSAGES, "https://api.anthropic.com", "ANTHROPIC_API_KEY",
-             sends={"authToken": "the Authorization: Bearer header"}),
-    Provider("google-vertex-anthropic", ANTHROPIC_MESSAGES, needs=_GOOGLE_AUTH),
-    Provider("google-generative-ai", GEMINI, "https://generativelanguage.googleapis.com/v1beta",
-             "GOOGLE_GENERATIVE_AI_API_KEY", sends=_THINKING),
-    Provider("google-vertex", GEMINI, sends=_THINKING, needs=_GOOGLE_AUTH),
-    Provider("amazon-bedrock", BEDROCK_CONVERSE),
-)}
+PROVIDERS: dict[str, Provider] = {
+    p.name: p
+    for p in (
+        Provider(
+            "openai",
+            CHAT_COMPLETIONS,
+            "https://api.openai.com/v1",
+            "OPENAI_API_KEY",
+            sends={"reasoningEffort": "reasoning_effort"},
+            ignores={"reasoningSummary": _RESPONSES_ONLY},
+        ),
+        Provider(
+            "openai-compatible",
+            CHAT_COMPLETIONS,
+            sends={
+                "queryParams": "the query string",
+                "reasoningTag": "(reasoning between these tags is cut from answers)",
+            },
+        ),
+        Provider("deepseek", CHAT_COMPLETIONS, "https://api.deepseek.com/v1", "DEEPSEEK_API_KEY"),
+        Provider("mistral", CHAT_COMPLETIONS, "https://api.mistral.ai/v1", "MISTRAL_API_KEY"),
+        Provider("openrouter", CHAT_COMPLETIONS, "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY"),
+        Provider("xai", CHAT_COMPLETIONS, "https://api.x.ai/v1", "XAI_API_KEY"),
+        Provider(
+            "azure",
+            CHAT_COMPLETIONS,
+            None,
+            "AZURE_API_KEY",
+            sends={"reasoningEffort": "reasoning_effort", "apiVersion": "the api-version query parameter"},
+            ignores={"reasoningSummary": _RESPONSES_ONLY},
+        ),
+        Provider(
+            "anthropic",
+            ANTHROPIC_MESSAGES,
+            "https://api.anthropic.com",
+            "ANTHROPIC_API_KEY",
+            sends={"authToken": "the Authorization: Bearer header"},
+        ),
+        Provider("google-vertex-anthropic", ANTHROPIC_MESSAGES, needs=_GOOGLE_AUTH),
+        Provider(
+            "google-generative-ai",
+            GEMINI,
+            "https://generativelanguage.googleapis.com/v1beta",
+            "GOOGLE_GENERATIVE_AI_API_KEY",
+            sends=_THINKING,
+        ),
+        Provider("google-vertex", GEMINI, sends=_THINKING, needs=_GOOGLE_AUTH),
+        Provider("amazon-bedrock", BEDROCK_CONVERSE),
+    )
+}
 
 #: Every provider of the config schema, in the order above.
 SUPPORTED_PROVIDERS: tuple[str, ...] = tuple(PROVIDERS)
@@ -117,8 +151,9 @@ def check_model(where: str, entry: Mapping[str, Any]) -> tuple[list[str], list[s
     problems = []
     what = missing_dependency(provider.name)
     if what:
-        problems.append(f'{where}: provider "{provider.name}" needs {what} '
-                        f'(usable without it: {", ".join(usable_providers())})')
+        problems.append(
+            f'{where}: provider "{provider.name}" needs {what} (usable without it: {", ".join(usable_providers())})'
+        )
     ignored = {**COMMON_IGNORED, **provider.ignores}
     warnings = [f"{where}.{key}: accepted but not used: {why}" for key, why in ignored.items() if key in entry]
     return problems, warnings

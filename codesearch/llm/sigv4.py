@@ -17,8 +17,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import urllib.parse
-from datetime import datetime, timezone
-from typing import Mapping
+from collections.abc import Mapping
+from datetime import UTC, datetime
 
 ALGORITHM = "AWS4-HMAC-SHA256"
 
@@ -41,33 +41,50 @@ def signing_key(secret_key: str, date: str, region: str, service: str) -> bytes:
     return key
 
 
-def sign(method: str, url: str, headers: Mapping[str, str], body: bytes, *, access_key: str, secret_key: str,
-         region: str, service: str, session_token: str | None = None, now: datetime | None = None) -> dict[str, str]:
+def sign(
+    method: str,
+    url: str,
+    headers: Mapping[str, str],
+    body: bytes,
+    *,
+    access_key: str,
+    secret_key: str,
+    region: str,
+    service: str,
+    session_token: str | None = None,
+    now: datetime | None = None,
+) -> dict[str, str]:
     """The headers that authenticate this request: ``x-amz-date``, ``authorization`` and, with a
     session token, ``x-amz-security-token``."""
-    now = (now or datetime.now(timezone.utc)).astimezone(timezone.utc)
+    now = (now or datetime.now(UTC)).astimezone(UTC)
     amz_date = now.strftime("%Y%m%dT%H%M%SZ")
     parts = urllib.parse.urlsplit(url)
     host = parts.hostname or ""
-    if parts.port and not ((parts.scheme == "https" and parts.port == 443) or (parts.scheme == "http" and parts.port == 80)):
+    if parts.port and not (
+        (parts.scheme == "https" and parts.port == 443) or (parts.scheme == "http" and parts.port == 80)
+    ):
         host += f":{parts.port}"
     added = {"x-amz-date": amz_date}
     if session_token:
         added["x-amz-security-token"] = session_token
     signed = {"host": host, **{k.lower(): " ".join(str(v).split()) for k, v in headers.items()}, **added}
     names = sorted(signed)
-    canonical = "\n".join([
-        method.upper(),
-        urllib.parse.quote(parts.path or "/", safe="/~"),
-        _canonical_query(parts.query),
-        "".join(f"{n}:{signed[n]}\n" for n in names),
-        ";".join(names),
-        hashlib.sha256(body).hexdigest(),
-    ])
+    canonical = "\n".join(
+        [
+            method.upper(),
+            urllib.parse.quote(parts.path or "/", safe="/~"),
+            _canonical_query(parts.query),
+            "".join(f"{n}:{signed[n]}\n" for n in names),
+            ";".join(names),
+            hashlib.sha256(body).hexdigest(),
+        ]
+    )
     scope = f"{amz_date[:8]}/{region}/{service}/aws4_request"
     to_sign = "\n".join([ALGORITHM, amz_date, scope, hashlib.sha256(canonical.encode("utf-8")).hexdigest()])
-    signature = hmac.new(signing_key(secret_key, amz_date[:8], region, service), to_sign.encode("utf-8"),
-                         hashlib.sha256).hexdigest()
-    added["authorization"] = (f"{ALGORITHM} Credential={access_key}/{scope}, SignedHeaders={';'.join(names)}, "
-                              f"Signature={signature}")
+    signature = hmac.new(
+        signing_key(secret_key, amz_date[:8], region, service), to_sign.encode("utf-8"), hashlib.sha256
+    ).hexdigest()
+    added["authorization"] = (
+        f"{ALGORITHM} Credential={access_key}/{scope}, SignedHeaders={';'.join(names)}, Signature={signature}"
+    )
     return added

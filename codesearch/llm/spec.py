@@ -9,8 +9,9 @@ message carries ``"tool_call_id"`` (and ``"is_error": bool``, optional). A tool 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from codesearch.errors import CodesearchError
 
@@ -31,7 +32,11 @@ class ModelError(CodesearchError):
         self.status = status
         super().__init__(message)
 
-    def __reduce__(self):  # rebuilt from its fields when it crosses a process boundary (Ray)
+    def __reduce__(
+        self,
+    ) -> tuple[
+        type[ModelError], tuple[str, str, int | None]
+    ]:  # rebuilt from its fields when it crosses a process boundary (Ray)
         return (type(self), (self.args[0], self.model, self.status))
 
 
@@ -55,7 +60,7 @@ class ModelSpec:
     options: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def from_config(cls, entry: Any) -> "ModelSpec":
+    def from_config(cls, entry: Any) -> ModelSpec:
         """From one raw `models` entry (camelCase keys, as in the file) or a `LanguageModel`."""
         raw = getattr(entry, "raw", entry)
         if not isinstance(raw, Mapping) or not raw.get("provider") or not raw.get("model"):
@@ -63,10 +68,15 @@ class ModelSpec:
         token = raw.get("token")
         temperature = raw.get("temperature")
         return cls(
-            provider=str(raw["provider"]), model=str(raw["model"]), display_name=raw.get("displayName") or None,
+            provider=str(raw["provider"]),
+            model=str(raw["model"]),
+            display_name=raw.get("displayName") or None,
             base_url=raw.get("baseUrl") or None,
-            temperature=float(temperature) if isinstance(temperature, (int, float)) and not isinstance(temperature, bool) else None,
-            headers=dict(raw.get("headers") or {}), token=dict(token) if isinstance(token, Mapping) else None,
+            temperature=float(temperature)
+            if isinstance(temperature, (int, float)) and not isinstance(temperature, bool)
+            else None,
+            headers=dict(raw.get("headers") or {}),
+            token=dict(token) if isinstance(token, Mapping) else None,
             query_params=dict(raw.get("queryParams") or {}),
             options={k: v for k, v in raw.items() if k not in COMMON_FIELDS},
         )
@@ -127,10 +137,20 @@ def text_call(call_id: str, name: str, arguments: Any) -> ToolCall:
     try:
         value = json.loads(raw)
     except json.JSONDecodeError as e:
-        return ToolCall(id=call_id, name=name, arguments={}, raw_arguments=raw,
-                        error=f"the arguments of this {name} call are not valid JSON ({e.msg} at character {e.pos + 1}); "
-                              "call the tool again with a JSON object of arguments")
+        return ToolCall(
+            id=call_id,
+            name=name,
+            arguments={},
+            raw_arguments=raw,
+            error=f"the arguments of this {name} call are not valid JSON ({e.msg} at character {e.pos + 1}); "
+            "call the tool again with a JSON object of arguments",
+        )
     if not isinstance(value, dict):
-        return ToolCall(id=call_id, name=name, arguments={}, raw_arguments=raw,
-                        error=f"the arguments of this {name} call must be a JSON object, not {type(value).__name__}")
+        return ToolCall(
+            id=call_id,
+            name=name,
+            arguments={},
+            raw_arguments=raw,
+            error=f"the arguments of this {name} call must be a JSON object, not {type(value).__name__}",
+        )
     return ToolCall(id=call_id, name=name, arguments=value, raw_arguments=raw)

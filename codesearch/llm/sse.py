@@ -13,7 +13,8 @@ the provider's message, as is an event that is not a JSON object.
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 
 class StreamError(Exception):
@@ -30,7 +31,7 @@ def _error_text(error: Any) -> str:
     return str(error)
 
 
-def events(lines: Iterable[str]) -> Iterator[tuple[str, dict]]:
+def events(lines: Iterable[str]) -> Iterator[tuple[str, dict[str, Any]]]:
     """``(event name, data object)`` for each event of the stream whose lines are `lines`."""
     name, data = "", list[str]()
     for line in _with_end(lines):
@@ -58,7 +59,7 @@ def _with_end(lines: Iterable[str]) -> Iterator[str]:
     yield ""
 
 
-def _parse(text: str) -> dict:
+def _parse(text: str) -> dict[str, Any]:
     try:
         event = json.loads(text)
     except ValueError:

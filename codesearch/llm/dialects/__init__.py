@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import json
 import urllib.parse
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 import httpx
 
@@ -32,8 +33,9 @@ class Dialect(Protocol):
     #: The content type of a streamed answer; an answer of another type is read as a plain one.
     STREAM_TYPE: str
 
-    def body(self, spec: ModelSpec, messages: list[dict], tools: list[dict],
-             tool_choice: str | None) -> dict[str, Any]:
+    def body(
+        self, spec: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[str, Any]], tool_choice: str | None
+    ) -> dict[str, Any]:
         """The request body for the conversation so far."""
         ...
 
@@ -56,7 +58,7 @@ class Dialect(Protocol):
         ...
 
 
-def add_turn(turns: list[dict], role: str, blocks: list[dict], key: str = "content") -> None:
+def add_turn(turns: list[dict[str, Any]], role: str, blocks: list[dict[str, Any]], key: str = "content") -> None:
     """Append `blocks` to the conversation as a turn of `role`, merged into the last turn when it
     has the same role: the APIs that alternate user and assistant turns (Anthropic, Bedrock,
     Gemini) want tool results and the next user text in one turn. `key` names the list of blocks
@@ -71,7 +73,7 @@ def replace_path_end(url: str, old: str, new: str, query: str = "") -> str:
     """`url` whose path ends in `new` instead of `old` (unchanged when it does not end in
     `old`: a gateway's own URL), with `query` added to its query string."""
     p = urllib.parse.urlsplit(url)
-    path = p.path[:-len(old)] + new if old and p.path.endswith(old) else p.path
+    path = p.path[: -len(old)] + new if old and p.path.endswith(old) else p.path
     return urllib.parse.urlunsplit((p.scheme, p.netloc, path, "&".join(q for q in (p.query, query) if q), p.fragment))
 
 

@@ -17,7 +17,8 @@ stream with the API's error (e.g. ``overloaded_error``). A stream that ends befo
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import httpx
 
@@ -31,11 +32,13 @@ VERTEX_VERSION = "vertex-2023-10-16"
 STREAM_TYPE = "text/event-stream"
 
 
-def body(spec: ModelSpec, messages: list[dict], tools: list[dict], tool_choice: str | None) -> dict[str, Any]:
+def body(
+    spec: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[str, Any]], tool_choice: str | None
+) -> dict[str, Any]:
     system: list[str] = []
-    out: list[dict] = []
+    out: list[dict[str, Any]] = []
 
-    def add(role: str, blocks: list[dict]) -> None:
+    def add(role: str, blocks: list[dict[str, Any]]) -> None:
         add_turn(out, role, blocks)
 
     for msg in messages:
@@ -45,9 +48,11 @@ def body(spec: ModelSpec, messages: list[dict], tools: list[dict], tool_choice: 
         elif role == "user":
             add("user", [{"type": "text", "text": content or "(empty)"}])
         elif role == "assistant":
-            blocks: list[dict] = [{"type": "text", "text": content}] if content else []
-            blocks += [{"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
-                       for c in msg.get("tool_calls") or []]
+            blocks: list[dict[str, Any]] = [{"type": "text", "text": content}] if content else []
+            blocks += [
+                {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
+                for c in msg.get("tool_calls") or []
+            ]
             add("assistant", blocks or [{"type": "text", "text": "(empty)"}])
         elif role == "tool":
             block: dict[str, Any] = {"type": "tool_result", "tool_use_id": msg["tool_call_id"], "content": content}
@@ -64,9 +69,14 @@ def body(spec: ModelSpec, messages: list[dict], tools: list[dict], tool_choice: 
     if system:
         data["system"] = "\n\n".join(system)
     if tools:
-        data["tools"] = [{"name": t["name"], "description": t.get("description", ""),
-                          "input_schema": t.get("input_schema") or {"type": "object", "properties": {}}}
-                         for t in tools]
+        data["tools"] = [
+            {
+                "name": t["name"],
+                "description": t.get("description", ""),
+                "input_schema": t.get("input_schema") or {"type": "object", "properties": {}},
+            }
+            for t in tools
+        ]
         if tool_choice:
             data["tool_choice"] = {"type": tool_choice}
     if spec.temperature is not None:
@@ -98,7 +108,7 @@ def stream_body(spec: ModelSpec, body: dict[str, Any]) -> dict[str, Any]:
 
 
 def read_stream(spec: ModelSpec, response: httpx.Response, on_text: OnText, new_id: NewId) -> Reply:
-    blocks: dict[int, dict] = {}
+    blocks: dict[int, dict[str, Any]] = {}
     inputs: dict[int, list[str]] = {}
     stop, done = None, False
     usage: dict[str, Any] = {}

@@ -21,7 +21,8 @@ ends before ``messageStop`` is an error, not a shorter answer.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import httpx
 
@@ -33,11 +34,13 @@ from codesearch.llm.sse import StreamError
 STREAM_TYPE = "application/vnd.amazon.eventstream"
 
 
-def body(spec: ModelSpec, messages: list[dict], tools: list[dict], tool_choice: str | None) -> dict[str, Any]:
-    system: list[dict] = []
-    out: list[dict] = []
+def body(
+    spec: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[str, Any]], tool_choice: str | None
+) -> dict[str, Any]:
+    system: list[dict[str, Any]] = []
+    out: list[dict[str, Any]] = []
 
-    def add(role: str, blocks: list[dict]) -> None:
+    def add(role: str, blocks: list[dict[str, Any]]) -> None:
         add_turn(out, role, blocks)
 
     for msg in messages:
@@ -47,22 +50,43 @@ def body(spec: ModelSpec, messages: list[dict], tools: list[dict], tool_choice: 
         elif role == "user":
             add("user", [{"text": content or "(empty)"}])
         elif role == "assistant":
-            blocks: list[dict] = [{"text": content}] if content else []
-            blocks += [{"toolUse": {"toolUseId": c.id, "name": c.name, "input": c.arguments}}
-                       for c in msg.get("tool_calls") or []]
+            blocks: list[dict[str, Any]] = [{"text": content}] if content else []
+            blocks += [
+                {"toolUse": {"toolUseId": c.id, "name": c.name, "input": c.arguments}}
+                for c in msg.get("tool_calls") or []
+            ]
             add("assistant", blocks or [{"text": "(empty)"}])
         elif role == "tool":
-            add("user", [{"toolResult": {"toolUseId": msg["tool_call_id"], "content": [{"text": content or "(empty)"}],
-                                         "status": "error" if msg.get("is_error") else "success"}}])
+            add(
+                "user",
+                [
+                    {
+                        "toolResult": {
+                            "toolUseId": msg["tool_call_id"],
+                            "content": [{"text": content or "(empty)"}],
+                            "status": "error" if msg.get("is_error") else "success",
+                        }
+                    }
+                ],
+            )
         else:
             raise ValueError(f"unknown message role {role!r}")
     data: dict[str, Any] = {"messages": out}
     if system:
         data["system"] = system
     if tools:
-        data["toolConfig"] = {"tools": [{"toolSpec": {
-            "name": t["name"], "description": t.get("description", "") or t["name"],
-            "inputSchema": {"json": t.get("input_schema") or {"type": "object", "properties": {}}}}} for t in tools]}
+        data["toolConfig"] = {
+            "tools": [
+                {
+                    "toolSpec": {
+                        "name": t["name"],
+                        "description": t.get("description", "") or t["name"],
+                        "inputSchema": {"json": t.get("input_schema") or {"type": "object", "properties": {}}},
+                    }
+                }
+                for t in tools
+            ]
+        }
         if tool_choice in ("auto", "required", "any"):
             data["toolConfig"]["toolChoice"] = {"auto": {}} if tool_choice == "auto" else {"any": {}}
     if spec.temperature is not None:
@@ -96,29 +120,32 @@ def stream_body(spec: ModelSpec, body: dict[str, Any]) -> dict[str, Any]:
     return body
 
 
-def _events(response: httpx.Response):
+def _events(response: httpx.Response) -> Iterator[tuple[str, dict[str, Any]]]:
     """``(event type, payload object)`` of each event message; exceptions and errors raised."""
     for message in eventstream.decode(response.iter_bytes()):
         headers = message.headers
         kind = headers.get(":message-type", "event")
         if kind == "error":
-            raise StreamError(f"failed while answering: {headers.get(':error-message') or 'error'} "
-                              f"({headers.get(':error-code') or 'no code'})")
+            raise StreamError(
+                f"failed while answering: {headers.get(':error-message') or 'error'} "
+                f"({headers.get(':error-code') or 'no code'})"
+            )
         try:
             payload = json.loads(message.payload or b"{}")
         except ValueError:
             raise StreamError("sent a stream event that is not JSON") from None
         if kind == "exception":
             detail = payload.get("message") or payload.get("Message") if isinstance(payload, dict) else None
-            raise StreamError(f"failed while answering: {detail or 'no message'} "
-                              f"({headers.get(':exception-type') or 'exception'})")
+            raise StreamError(
+                f"failed while answering: {detail or 'no message'} ({headers.get(':exception-type') or 'exception'})"
+            )
         if not isinstance(payload, dict):
             raise StreamError("sent a stream event that is not an object")
         yield str(headers.get(":event-type") or ""), payload
 
 
 def read_stream(spec: ModelSpec, response: httpx.Response, on_text: OnText, new_id: NewId) -> Reply:
-    blocks: dict[int, dict] = {}
+    blocks: dict[int, dict[str, Any]] = {}
     inputs: dict[int, list[str]] = {}
     stop, done = None, False
     usage: dict[str, Any] = {}
@@ -146,6 +173,9 @@ def read_stream(spec: ModelSpec, response: httpx.Response, on_text: OnText, new_
     for i, parts in inputs.items():
         if "toolUse" in blocks.get(i, {}):
             blocks[i]["toolUse"]["input"] = joined_json(parts)
-    data = {"output": {"message": {"role": "assistant", "content": [blocks[i] for i in sorted(blocks)]}},
-            "stopReason": stop, "usage": usage}
+    data = {
+        "output": {"message": {"role": "assistant", "content": [blocks[i] for i in sorted(blocks)]}},
+        "stopReason": stop,
+        "usage": usage,
+    }
     return reply(spec, data, new_id)

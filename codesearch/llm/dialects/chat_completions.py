@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import httpx
 
@@ -32,17 +33,27 @@ DEFAULT_REASONING_TAG = "think"
 STREAM_TYPE = "text/event-stream"
 
 
-def body(spec: ModelSpec, messages: list[dict], tools: list[dict], tool_choice: str | None) -> dict[str, Any]:
-    out: list[dict] = []
+def body(
+    spec: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[str, Any]], tool_choice: str | None
+) -> dict[str, Any]:
+    out: list[dict[str, Any]] = []
     for msg in messages:
         role, content = msg.get("role"), msg.get("content") or ""
         if role == "assistant":
             item: dict[str, Any] = {"role": "assistant", "content": content or None}
             calls = msg.get("tool_calls") or []
             if calls:
-                item["tool_calls"] = [{"id": c.id, "type": "function", "function": {
-                    "name": c.name, "arguments": c.raw_arguments if c.raw_arguments is not None else json.dumps(c.arguments)}}
-                    for c in calls]
+                item["tool_calls"] = [
+                    {
+                        "id": c.id,
+                        "type": "function",
+                        "function": {
+                            "name": c.name,
+                            "arguments": c.raw_arguments if c.raw_arguments is not None else json.dumps(c.arguments),
+                        },
+                    }
+                    for c in calls
+                ]
             elif item["content"] is None:
                 item["content"] = ""
             out.append(item)
@@ -54,9 +65,17 @@ def body(spec: ModelSpec, messages: list[dict], tools: list[dict], tool_choice: 
             raise ValueError(f"unknown message role {role!r}")
     data: dict[str, Any] = {"model": spec.model, "messages": out}
     if tools:
-        data["tools"] = [{"type": "function", "function": {
-            "name": t["name"], "description": t.get("description", ""),
-            "parameters": t.get("input_schema") or {"type": "object", "properties": {}}}} for t in tools]
+        data["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": t["name"],
+                    "description": t.get("description", ""),
+                    "parameters": t.get("input_schema") or {"type": "object", "properties": {}},
+                },
+            }
+            for t in tools
+        ]
         if tool_choice:
             data["tool_choice"] = tool_choice
     if spec.temperature is not None:
@@ -107,7 +126,7 @@ def stream_body(spec: ModelSpec, body: dict[str, Any]) -> dict[str, Any]:
 
 def read_stream(spec: ModelSpec, response: httpx.Response, on_text: OnText, new_id: NewId) -> Reply:
     text: list[str] = []
-    calls: dict[int, dict] = {}
+    calls: dict[int, dict[str, Any]] = {}
     finish: str | None = None
     usage: dict[str, Any] = {}
     for _, event in sse.events(response.iter_lines()):
@@ -119,8 +138,10 @@ def read_stream(spec: ModelSpec, response: httpx.Response, on_text: OnText, new_
                 text.append(piece)
                 on_text(piece)
             for tc in delta.get("tool_calls") or []:
-                entry = calls.setdefault(int(tc.get("index", len(calls))),
-                                         {"id": None, "type": "function", "function": {"name": "", "arguments": ""}})
+                entry = calls.setdefault(
+                    int(tc.get("index", len(calls))),
+                    {"id": None, "type": "function", "function": {"name": "", "arguments": ""}},
+                )
                 entry["id"] = tc.get("id") or entry["id"]
                 fn = tc.get("function") or {}
                 entry["function"]["name"] += fn.get("name") or ""

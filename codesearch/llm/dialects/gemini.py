@@ -21,7 +21,8 @@ event: a stream that ends without a finish reason is an error, not a shorter ans
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import httpx
 
@@ -30,8 +31,24 @@ from codesearch.llm.dialects import NewId, OnText, add_turn, replace_path_end
 from codesearch.llm.spec import ModelSpec, Reply, object_call
 
 #: Schema keywords the API accepts in function parameters.
-SCHEMA_KEYWORDS = {"type", "format", "description", "nullable", "enum", "properties", "required", "items",
-                   "minItems", "maxItems", "minimum", "maximum", "minLength", "maxLength", "pattern", "anyOf"}
+SCHEMA_KEYWORDS = {
+    "type",
+    "format",
+    "description",
+    "nullable",
+    "enum",
+    "properties",
+    "required",
+    "items",
+    "minItems",
+    "maxItems",
+    "minimum",
+    "maximum",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "anyOf",
+}
 STREAM_TYPE = "text/event-stream"
 _TOOL_MODES = {"none": "NONE", "auto": "AUTO", "required": "ANY", "any": "ANY"}
 
@@ -66,12 +83,14 @@ def parameters(schema: Any) -> Any:
     return out
 
 
-def body(spec: ModelSpec, messages: list[dict], tools: list[dict], tool_choice: str | None) -> dict[str, Any]:
+def body(
+    spec: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[str, Any]], tool_choice: str | None
+) -> dict[str, Any]:
     system: list[str] = []
-    contents: list[dict] = []
+    contents: list[dict[str, Any]] = []
     names: dict[str, str] = {}  # tool call id -> function name, for the responses
 
-    def add(role: str, blocks: list[dict]) -> None:
+    def add(role: str, blocks: list[dict[str, Any]]) -> None:
         add_turn(contents, role, blocks, key="parts")
 
     for msg in messages:
@@ -81,7 +100,7 @@ def body(spec: ModelSpec, messages: list[dict], tools: list[dict], tool_choice: 
         elif role == "user":
             add("user", [{"text": content or "(empty)"}])
         elif role == "assistant":
-            parts: list[dict] = [{"text": content}] if content else []
+            parts: list[dict[str, Any]] = [{"text": content}] if content else []
             for c in msg.get("tool_calls") or []:
                 names[c.id] = c.name
                 parts.append({"functionCall": {"name": c.name, "args": c.arguments}})
@@ -98,10 +117,18 @@ def body(spec: ModelSpec, messages: list[dict], tools: list[dict], tool_choice: 
     if system:
         data["systemInstruction"] = {"parts": [{"text": "\n\n".join(system)}]}
     if tools:
-        data["tools"] = [{"functionDeclarations": [
-            {"name": t["name"], "description": t.get("description", ""),
-             "parameters": parameters(t.get("input_schema") or {"type": "object", "properties": {}})}
-            for t in tools]}]
+        data["tools"] = [
+            {
+                "functionDeclarations": [
+                    {
+                        "name": t["name"],
+                        "description": t.get("description", ""),
+                        "parameters": parameters(t.get("input_schema") or {"type": "object", "properties": {}}),
+                    }
+                    for t in tools
+                ]
+            }
+        ]
         if tool_choice in _TOOL_MODES:
             data["toolConfig"] = {"functionCallingConfig": {"mode": _TOOL_MODES[tool_choice]}}
     generation: dict[str, Any] = {}
@@ -134,8 +161,10 @@ def reply(spec: ModelSpec, data: Any, new_id: Callable[[], str]) -> Reply:
         elif isinstance(part.get("text"), str):
             texts.append(part["text"])
     u = data.get("usageMetadata") or {}
-    usage = {"input_tokens": int(u.get("promptTokenCount") or 0),
-             "output_tokens": int(u.get("candidatesTokenCount") or 0) + int(u.get("thoughtsTokenCount") or 0)}
+    usage = {
+        "input_tokens": int(u.get("promptTokenCount") or 0),
+        "output_tokens": int(u.get("candidatesTokenCount") or 0) + int(u.get("thoughtsTokenCount") or 0),
+    }
     return Reply(text="".join(texts), tool_calls=calls, usage=usage, stop_reason=candidate.get("finishReason"))
 
 
@@ -148,7 +177,7 @@ def stream_body(spec: ModelSpec, body: dict[str, Any]) -> dict[str, Any]:
 
 
 def read_stream(spec: ModelSpec, response: httpx.Response, on_text: OnText, new_id: NewId) -> Reply:
-    parts: list[dict] = []
+    parts: list[dict[str, Any]] = []
     finish = None
     last: dict[str, Any] = {}
     usage: dict[str, Any] = {}
@@ -166,6 +195,8 @@ def read_stream(spec: ModelSpec, response: httpx.Response, on_text: OnText, new_
         return reply(spec, last, new_id)
     if finish is None:
         raise sse.StreamError("ended its stream before the answer was complete (no finishReason)")
-    data = {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": finish}],
-            "usageMetadata": usage}
+    data = {
+        "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": finish}],
+        "usageMetadata": usage,
+    }
     return reply(spec, data, new_id)
