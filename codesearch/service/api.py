@@ -20,8 +20,9 @@ nothing unpicklable crosses processes. Routes:
 The search is delegated to a `searcher` with ``search(query, options) -> dict`` (a `SearcherPool`
 on Ray, whose ``actors`` the streaming route awaits one by one); state (repos, API keys, jobs,
 search contexts) comes from the `Store` of the data directory. This module holds no search or
-database logic. Responses are gzipped when worth it, streams excepted (`compression.py`). Every request is named and measured by `observability.ObserveRequests` (an
-``X-Request-Id``, the HTTP metrics of `codesearch.runtime.metrics`). The routers are module-level
+database logic. Responses are gzipped when worth it, streams excepted (`compression.py`).
+Every request is named and measured by `observability.ObserveRequests` (an ``X-Request-Id``, the
+HTTP metrics of `codesearch.runtime.metrics`). The routers are module-level
 ``APIRouter``s; what their handlers need (the store, the caller, the settings) comes through the
 typed dependencies of `deps`, from the one `deps.Services` this function keeps on ``app.state``.
 """
@@ -31,16 +32,32 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 from fastapi import APIRouter, Depends, FastAPI
 
 from codesearch import environment, permissions
 from codesearch.runtime import request_ids
 from codesearch.search.options import DEFAULT_PUBLIC_URL
-from codesearch.service import (audit, auth, deps, errors, mcp, oauth_server, routes_chat, routes_codenav, routes_git,
-                                routes_history, routes_oauth, routes_permissions, routes_repos, routes_search,
-                                routes_source, routes_suggest, webhooks)
+from codesearch.service import (
+    audit,
+    auth,
+    deps,
+    errors,
+    mcp,
+    oauth_server,
+    routes_chat,
+    routes_codenav,
+    routes_git,
+    routes_history,
+    routes_oauth,
+    routes_permissions,
+    routes_repos,
+    routes_search,
+    routes_source,
+    routes_suggest,
+    webhooks,
+)
 from codesearch.service.compression import Compress
 from codesearch.service.limits import RequestLimits
 from codesearch.service.observability import ObserveRequests
@@ -74,12 +91,22 @@ def lazy_store(data_dir: str | None, database_url: str | None = None) -> Callabl
     return get_store
 
 
-def build_app(get_searcher, *, public_url: str = DEFAULT_PUBLIC_URL, contexts: dict | None = None,
-              data_dir: str | None = None, database_url: str | None = None, get_store=None,
-              anonymous_access: bool | None = None, enable_public_access: bool = False,
-              environ: Mapping[str, str] | None = None, max_matches: int | None = None,
-              search_timeout_s: float | None = None, limits: dict | None = None,
-              identity_providers: list | None = None) -> FastAPI:
+def build_app(
+    get_searcher,
+    *,
+    public_url: str = DEFAULT_PUBLIC_URL,
+    contexts: dict | None = None,
+    data_dir: str | None = None,
+    database_url: str | None = None,
+    get_store=None,
+    anonymous_access: bool | None = None,
+    enable_public_access: bool = False,
+    environ: Mapping[str, str] | None = None,
+    max_matches: int | None = None,
+    search_timeout_s: float | None = None,
+    limits: dict | None = None,
+    identity_providers: list | None = None,
+) -> FastAPI:
     """The FastAPI app.
 
     `get_searcher()` returns the object that runs searches (called lazily). `get_store()` returns
@@ -107,7 +134,9 @@ def build_app(get_searcher, *, public_url: str = DEFAULT_PUBLIC_URL, contexts: d
     oauth_settings = oauth_server.OAuthSettings.from_environ(environ)  # AUTH_URL and the OAuth lifetimes
     authenticator = auth.Authenticator(get_store, anonymous_access, policy=policy, oauth=oauth_settings)
 
-    app = FastAPI(title="codesearch", version=_version(), openapi_url="/api/openapi.json", docs_url=None, redoc_url=None)
+    app = FastAPI(
+        title="codesearch", version=_version(), openapi_url="/api/openapi.json", docs_url=None, redoc_url=None
+    )
     errors.install(app)
     auth.install(app)
     # Added before the web UI's session middleware, so it runs inside it (and reuses the session
@@ -129,21 +158,40 @@ def build_app(get_searcher, *, public_url: str = DEFAULT_PUBLIC_URL, contexts: d
         from codesearch.tools.context import ToolContext
 
         searcher = get_searcher()
-        return ToolContext(store=get_store(), search_fn=searcher.search, identity=identity, data_dir=data_dir,
-                           public_url=public_url, contexts=dict(contexts or {}))
+        return ToolContext(
+            store=get_store(),
+            search_fn=searcher.search,
+            identity=identity,
+            data_dir=data_dir,
+            public_url=public_url,
+            contexts=dict(contexts or {}),
+        )
 
     def has_models() -> bool:
         store = get_store()
         return bool(store is not None and store.list_language_models())
 
     # What the module-level routers' handlers get through `deps` (the one reader of it).
-    search = routes_search.SearchSettings(get_searcher, get_store, public_url=public_url, contexts=contexts,
-                                          max_matches=max_matches or routes_search.max_match_count(environ),
-                                          search_timeout_s=search_timeout_s)
+    search = routes_search.SearchSettings(
+        get_searcher,
+        get_store,
+        public_url=public_url,
+        contexts=contexts,
+        max_matches=max_matches or routes_search.max_match_count(environ),
+        search_timeout_s=search_timeout_s,
+    )
     services = app.state.services = deps.Services(
-        get_store=get_store, authenticator=authenticator, make_context=make_context, public_url=public_url,
-        data_dir=data_dir, get_searcher=get_searcher, contexts=contexts, search=search, environ=environ,
-        audit=audit_log)
+        get_store=get_store,
+        authenticator=authenticator,
+        make_context=make_context,
+        public_url=public_url,
+        data_dir=data_dir,
+        get_searcher=get_searcher,
+        contexts=contexts,
+        search=search,
+        environ=environ,
+        audit=audit_log,
+    )
 
     protected = APIRouter(dependencies=[Depends(deps.require_identity)])
     for routes in (routes_search, routes_suggest, routes_repos, audit, routes_permissions, routes_source):
@@ -165,12 +213,18 @@ def build_app(get_searcher, *, public_url: str = DEFAULT_PUBLIC_URL, contexts: d
     required_links = RequiredLinks(get_store, providers, public_url)
     if required_links:  # accountLinkingRequired: API callers who have not linked are refused
         authenticator.gate = required_links
-    services.web = WebContext(get_store=get_store, authenticator=authenticator, make_context=make_context,
-                              public_url=public_url, anonymous_access=anonymous_access, identity_providers=providers,
-                              iap=build_iap(identity_providers, environ),
-                              require_approval=environment.require_approval_new_members(environ),
-                              session_max_age_s=environment.session_max_age_seconds(environ),
-                              keys_owner_only=environment.api_key_creation_owner_only(environ))
+    services.web = WebContext(
+        get_store=get_store,
+        authenticator=authenticator,
+        make_context=make_context,
+        public_url=public_url,
+        anonymous_access=anonymous_access,
+        identity_providers=providers,
+        iap=build_iap(identity_providers, environ),
+        require_approval=environment.require_approval_new_members(environ),
+        session_max_age_s=environment.session_max_age_seconds(environ),
+        keys_owner_only=environment.api_key_creation_owner_only(environ),
+    )
     webui.install(app, web=services.web)
     # gzip outside the routes and the session middleware (pages, JSON, static files), never on
     # the streams (`compression.STREAMED_PATHS`).

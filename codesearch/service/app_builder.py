@@ -67,16 +67,38 @@ import time
 
 from codesearch import defaults
 from codesearch.plurals import plural
-from codesearch.service.bootstrap import (APP_NAME, DEFAULT_PREFIX, ServiceSpec, forwarded_environment, get_actor,
-                                          names, runtime_actors)
+from codesearch.service.bootstrap import (
+    APP_NAME,
+    DEFAULT_PREFIX,
+    ServiceSpec,
+    forwarded_environment,
+    get_actor,
+    names,
+    runtime_actors,
+)
 
 log = logging.getLogger(__name__)
 
 __all__ = ["APP_NAME", "DEFAULT_PREFIX", "app", "names", "runtime_record", "shutdown_runtime", "spec_from_args"]
 
-_ARGS = {"config", "data_dir", "searchers", "searcher_copies", "replicas", "max_ongoing_requests", "public_url",
-         "anonymous_access", "database_url", "prefix", "syncers", "indexers", "runtime_resources",
-         "searcher_resources", "searcher_cpus", "searcher_data_dir"}
+_ARGS = {
+    "config",
+    "data_dir",
+    "searchers",
+    "searcher_copies",
+    "replicas",
+    "max_ongoing_requests",
+    "public_url",
+    "anonymous_access",
+    "database_url",
+    "prefix",
+    "syncers",
+    "indexers",
+    "runtime_resources",
+    "searcher_resources",
+    "searcher_cpus",
+    "searcher_data_dir",
+}
 #: Arguments earlier versions took that mean nothing now (a warning, not an error).
 _RETIRED = {"first_sync_timeout_s": "HTTP comes up at once; the home page shows the first sync"}
 
@@ -102,8 +124,9 @@ def spec_from_args(args: dict | None) -> ServiceSpec:
         args.pop(key)
     unknown = sorted(set(args) - _ARGS)
     if unknown:
-        raise ConfigError("serve config args", [f"{key}: unknown argument (known: {', '.join(sorted(_ARGS))})"
-                                                 for key in unknown])
+        raise ConfigError(
+            "serve config args", [f"{key}: unknown argument (known: {', '.join(sorted(_ARGS))})" for key in unknown]
+        )
     data_dir = os.path.abspath(os.path.expanduser(str(args.get("data_dir") or default_data_dir())))
     os.makedirs(data_dir, exist_ok=True)
     config_path = args.get("config") or os.environ.get("CONFIG_PATH")
@@ -126,16 +149,24 @@ def spec_from_args(args: dict | None) -> ServiceSpec:
     if anonymous is None:
         anonymous = anonymous_access_enabled(environ, config.settings.enable_public_access)
     return ServiceSpec(
-        config_path=config_path, data_dir=data_dir, prefix=str(args.get("prefix") or DEFAULT_PREFIX),
+        config_path=config_path,
+        data_dir=data_dir,
+        prefix=str(args.get("prefix") or DEFAULT_PREFIX),
         searchers=int(args.get("searchers", defaults.SEARCHERS)),
         searcher_copies=int(args.get("searcher_copies", defaults.SEARCHER_COPIES)),
         replicas=int(args.get("replicas", defaults.REPLICAS)),
         max_ongoing_requests=int(args["max_ongoing_requests"]) if args.get("max_ongoing_requests") else None,
-        public_url=args.get("public_url") or environ.get("AUTH_URL") or None, anonymous_access=anonymous,
-        database_url=database_url, syncers=args.get("syncers"), indexers=args.get("indexers"),
-        runtime_resources=args.get("runtime_resources"), searcher_resources=args.get("searcher_resources"),
-        searcher_cpus=float(args.get("searcher_cpus", 0)), env_vars=env_vars,
-        searcher_data_dir=str(args["searcher_data_dir"]) if args.get("searcher_data_dir") else None)
+        public_url=args.get("public_url") or environ.get("AUTH_URL") or None,
+        anonymous_access=anonymous,
+        database_url=database_url,
+        syncers=args.get("syncers"),
+        indexers=args.get("indexers"),
+        runtime_resources=args.get("runtime_resources"),
+        searcher_resources=args.get("searcher_resources"),
+        searcher_cpus=float(args.get("searcher_cpus", 0)),
+        env_vars=env_vars,
+        searcher_data_dir=str(args["searcher_data_dir"]) if args.get("searcher_data_dir") else None,
+    )
 
 
 def app(args: dict | None = None):
@@ -155,13 +186,24 @@ def runtime_record(prefix: str = DEFAULT_PREFIX) -> dict | None:
         return None
     n = names(prefix)
     published = published_deployment(n["searchers"]) or {}
-    return {"prefix": prefix, "actors": actors, "scheduler": n["scheduler"] if n["scheduler"] in actors else None,
-            "workers": [a for a in actors if re.search(r"-(sync|index)-\d+$", a)],
-            "searchers": published.get("searchers"), "data_dir": published.get("data_dir")}
+    return {
+        "prefix": prefix,
+        "actors": actors,
+        "scheduler": n["scheduler"] if n["scheduler"] in actors else None,
+        "workers": [a for a in actors if re.search(r"-(sync|index)-\d+$", a)],
+        "searchers": published.get("searchers"),
+        "data_dir": published.get("data_dir"),
+    }
 
 
-def shutdown_runtime(prefix: str = DEFAULT_PREFIX, *, namespace: str | None = None, app_name: str | None = None,
-                     timeout_s: float = 15.0, drain_timeout_s: float = 30.0) -> list[str]:
+def shutdown_runtime(
+    prefix: str = DEFAULT_PREFIX,
+    *,
+    namespace: str | None = None,
+    app_name: str | None = None,
+    timeout_s: float = 15.0,
+    drain_timeout_s: float = 30.0,
+) -> list[str]:
     """Stop the application `app_name` (when given) without cutting a request: drain it (for at
     most `drain_timeout_s`), then delete it, which stops its runtime replica and with it the
     runtime actors. Then kill what is left of runtime `prefix` (actors of an application that
@@ -227,8 +269,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--address", default=os.environ.get("RAY_ADDRESS") or "auto")
     ap.add_argument("--prefix", default=DEFAULT_PREFIX)
     ap.add_argument("--app", default=APP_NAME, help=f"the Serve application to drain and delete ({APP_NAME})")
-    ap.add_argument("--drain-timeout", type=float, default=30.0, metavar="SECONDS",
-                    help="how long the application's running requests may take to finish (30)")
+    ap.add_argument(
+        "--drain-timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="how long the application's running requests may take to finish (30)",
+    )
     a = ap.parse_args(argv)
     if not 0 <= a.drain_timeout < float("inf"):
         ap.error(f"--drain-timeout must be a number of seconds, 0 or more, not {a.drain_timeout:g}")

@@ -23,8 +23,8 @@ import queue
 import re
 import threading
 import time
-from datetime import datetime, timedelta, timezone
-from typing import Mapping
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
 
 from fastapi import APIRouter, Query, Request, Response
 
@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 #: What is recorded, and when.
 ACTIONS = {
     "search": "a search (POST /api/search, /api/stream_search, the search page, an agent's search tool, "
-              "POST /api/find_definitions and /api/find_references: target the symbol)",
+    "POST /api/find_definitions and /api/find_references: target the symbol)",
     "source.read": "a file read (GET /api/source, a file page, an agent's read tool)",
     "tree.read": "a directory listed (GET or POST /api/tree, a directory page)",
     "commits.read": "a history read (GET /api/commits, a history page)",
@@ -47,7 +47,7 @@ ACTIONS = {
     "diff.read": "two refs compared (GET /api/diff, a compare page)",
     "mcp.tool": "an MCP tool called (target: the tool's name)",
     "chat.ask": "a question to ask_codebase over REST or from the web UI's chat (target: the question; details: "
-                "the chat's id)",
+    "the chat's id)",
     "chat.read": "a research session page opened (target: the chat's id)",
     "chat.share": "a chat made PUBLIC or PRIVATE by its user (target: the chat's id)",
     "login": "a web sign-in",
@@ -63,7 +63,7 @@ ACTIONS = {
     "oauth.token.refresh": "OAuth tokens refreshed (target: the client id)",
     "oauth.token.revoke": "an OAuth token revoked by its client (target: the client id)",
     "oauth.grant.revoke": "a user took back an OAuth client's access on the settings page: every token of that "
-                          "client for the user revoked (target: the client id)",
+    "client for the user revoked (target: the client id)",
     "oauth.replay": "a used OAuth code or refresh token presented again: its grant revoked (target: the client id)",
     "login.sso": "a web sign-in through an identity provider (target: the e-mail; detail: the provider id)",
     "account.link": "an identity linked to an account (target: <provider id>:<login>)",
@@ -135,9 +135,17 @@ class AuditLog:
         """Queue one event (never blocks, never raises)."""
         try:
             user_id, actor = actor_of(identity)
-            self._queue.put_nowait({"at": datetime.now(timezone.utc), "actor_user_id": user_id, "actor": actor,
-                                    "action": action, "target": str(target)[:MAX_TEXT], "details": _clean(details),
-                                    "request_id": request_ids.current()})
+            self._queue.put_nowait(
+                {
+                    "at": datetime.now(UTC),
+                    "actor_user_id": user_id,
+                    "actor": actor,
+                    "action": action,
+                    "target": str(target)[:MAX_TEXT],
+                    "details": _clean(details),
+                    "request_id": request_ids.current(),
+                }
+            )
         except queue.Full:
             self.dropped += 1
             if self.dropped in (1, 10, 100) or self.dropped % 1000 == 0:
@@ -180,7 +188,7 @@ class AuditLog:
         if self.retention and time.monotonic() - self._pruned_at > PRUNE_EVERY_S:
             self._pruned_at = time.monotonic()
             try:
-                store.prune_audit_events(datetime.now(timezone.utc) - timedelta(days=self.retention))
+                store.prune_audit_events(datetime.now(UTC) - timedelta(days=self.retention))
             except Exception as e:  # noqa: BLE001
                 log.error("audit log: old events not removed: %s", e)
         return written
@@ -212,12 +220,20 @@ def _when(value: str | None, name: str) -> datetime | None:
         t = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         raise InvalidArgument(f"{name}: not an ISO 8601 date or time: {value!r}") from None
-    return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
+    return t if t.tzinfo else t.replace(tzinfo=UTC)
 
 
 def event_json(e) -> dict:
-    return {"id": e.id, "at": e.at.isoformat(), "actor": e.actor, "actorUserId": e.actor_user_id, "action": e.action,
-            "target": e.target, "details": e.details, "requestId": e.request_id}
+    return {
+        "id": e.id,
+        "at": e.at.isoformat(),
+        "actor": e.actor,
+        "actorUserId": e.actor_user_id,
+        "action": e.action,
+        "target": e.target,
+        "details": e.details,
+        "requestId": e.request_id,
+    }
 
 
 router = APIRouter()
@@ -226,14 +242,28 @@ router = APIRouter()
 # ``GET /api/audit?action=&actor=&since=&until=&page=&perPage=``: the log, newest first (owners
 # only; ``X-Total-Count`` as ``/api/repos``). A comment, not a docstring: FastAPI would publish it.
 @router.get("/api/audit")
-def audit(response: Response, identity: Caller, store: StoreDep, action: str | None = None,
-          actor: str | None = None, since: str | None = None, until: str | None = None,
-          page: int = Query(1, ge=1), perPage: int = Query(50, ge=1, le=500)) -> list[dict]:  # noqa: N803
+def audit(
+    response: Response,
+    identity: Caller,
+    store: StoreDep,
+    action: str | None = None,
+    actor: str | None = None,
+    since: str | None = None,
+    until: str | None = None,
+    page: int = Query(1, ge=1),
+    perPage: int = Query(50, ge=1, le=500),
+) -> list[dict]:  # noqa: N803
     if getattr(identity.user, "role", None) != "OWNER":
         raise NotAnOwner("only owners may read the audit log")
     if store is None:
         return []
-    events, total = store.list_audit_events(action=action, actor=actor, since=_when(since, "since"),
-                                            until=_when(until, "until"), page=page, per_page=perPage)
+    events, total = store.list_audit_events(
+        action=action,
+        actor=actor,
+        since=_when(since, "since"),
+        until=_when(until, "until"),
+        page=page,
+        per_page=perPage,
+    )
     response.headers["X-Total-Count"] = str(total)
     return [event_json(e) for e in events]

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import hmac
 import os
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 import anyio
 from fastapi import Request
@@ -97,7 +97,6 @@ def anonymous_access_enabled(environ: Mapping[str, str] | None = None, enable_pu
     return (environ.get(ANONYMOUS_ENV) or "").strip().lower() == "true" or bool(enable_public_access)
 
 
-
 def keys_from_headers(headers: Mapping[str, str]) -> list[str]:
     """The API keys a request carries, in the order they are tried (Bearer first)."""
     keys = []
@@ -126,16 +125,23 @@ class Authenticator:
     keys of members.
     """
 
-    def __init__(self, get_store: Callable[[], object | None], anonymous: bool, keys_owner_only: bool | None = None,
-                 policy: PermissionPolicy | None = None, oauth: oauth_server.OAuthSettings | None = None):
+    def __init__(
+        self,
+        get_store: Callable[[], object | None],
+        anonymous: bool,
+        keys_owner_only: bool | None = None,
+        policy: PermissionPolicy | None = None,
+        oauth: oauth_server.OAuthSettings | None = None,
+    ):
         self.get_store = get_store
         #: visitors without credentials: `anonymous` forces it on, else the owners' stored choice
         #: (`codesearch.service.anonymous`, read at most every few seconds)
         self.access = AnonymousAccess(get_store, forced=bool(anonymous))
         #: the permission rule every identity made here is bound to (None: everyone sees everything)
         self.policy = policy
-        self.keys_owner_only = (environment.api_key_usage_owner_only() if keys_owner_only is None
-                                else bool(keys_owner_only))
+        self.keys_owner_only = (
+            environment.api_key_usage_owner_only() if keys_owner_only is None else bool(keys_owner_only)
+        )
         #: where the MCP endpoint's 401 sends clients to sign in (the issuer, ``AUTH_URL``)
         self.oauth = oauth or oauth_server.OAuthSettings()
         #: called with every user identified here; may refuse them (`codesearch.sso.required`)
@@ -158,8 +164,9 @@ class Authenticator:
     def challenge(self, scope, exc: NotAuthenticated | None = None) -> str:
         """The ``WWW-Authenticate`` of a 401 from the MCP endpoint: where its protected resource
         metadata is, and ``error="invalid_token"`` when the credentials presented were bad."""
-        return oauth_server.www_authenticate(oauth_server.base_url(scope, self.oauth),
-                                             invalid_token=isinstance(exc, InvalidToken))
+        return oauth_server.www_authenticate(
+            oauth_server.base_url(scope, self.oauth), invalid_token=isinstance(exc, InvalidToken)
+        )
 
     def identify_request(self, request: Request) -> Identity:
         """The caller of `request`: an API key, else the web UI's session cookie (with
@@ -217,8 +224,10 @@ class Authenticator:
                 user = store.verify_api_key(key)
                 if user is not None:
                     if self.keys_owner_only and user.role != OWNER:
-                        raise ApiKeyNotAllowed("API keys of members are disabled on this server: only owners may "
-                                               "use API keys (DISABLE_API_KEY_USAGE_FOR_NON_OWNER_USERS)")
+                        raise ApiKeyNotAllowed(
+                            "API keys of members are disabled on this server: only owners may "
+                            "use API keys (DISABLE_API_KEY_USAGE_FOR_NON_OWNER_USERS)"
+                        )
                     return user
         return None
 
@@ -261,11 +270,15 @@ class Authenticator:
     def _nobody(self, presented: bool = False, oauth_elsewhere: bool = False) -> Identity:
         if self.anonymous:
             return self.anonymous_identity()
-        message = ("not authenticated: send an API key (or an OAuth access token) as 'Authorization: Bearer <key>' "
-                   f"or '{API_KEY_HEADER}: <key>'")
+        message = (
+            "not authenticated: send an API key (or an OAuth access token) as 'Authorization: Bearer <key>' "
+            f"or '{API_KEY_HEADER}: <key>'"
+        )
         if oauth_elsewhere:
-            raise InvalidToken(f"not authenticated: OAuth access tokens are accepted only by the MCP endpoint "
-                               f"({MCP_PATH}); send an API key as 'Authorization: Bearer <key>' here")
+            raise InvalidToken(
+                f"not authenticated: OAuth access tokens are accepted only by the MCP endpoint "
+                f"({MCP_PATH}); send an API key as 'Authorization: Bearer <key>' here"
+            )
         if presented:
             raise InvalidToken(message + " (the one sent is unknown, expired or revoked)")
         raise NotAuthenticated(message)
@@ -274,8 +287,7 @@ class Authenticator:
         """The caller's `Identity` (`NotAuthenticated` when there is none), kept on
         ``request.state.identity``: what the routes' dependency (`deps.require_identity`) returns."""
         # `limits.RequestLimits` identified callers of body-carrying requests already.
-        identity = (request.scope.get("state", {}).get("identity_checked")
-                    or await self.identify_request_async(request))
+        identity = request.scope.get("state", {}).get("identity_checked") or await self.identify_request_async(request)
         request.state.identity = identity
         return identity
 
@@ -292,5 +304,8 @@ def install(app) -> None:
     @app.exception_handler(NotAuthenticated)
     async def _not_authenticated(request: Request, exc: NotAuthenticated):
         status = exc.status_code
-        return JSONResponse({"statusCode": status, "errorCode": exc.error_code, "message": str(exc)},
-                            status_code=status, headers={"WWW-Authenticate": "Bearer"} if status == 401 else None)
+        return JSONResponse(
+            {"statusCode": status, "errorCode": exc.error_code, "message": str(exc)},
+            status_code=status,
+            headers={"WWW-Authenticate": "Bearer"} if status == 401 else None,
+        )

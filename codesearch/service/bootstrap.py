@@ -28,6 +28,7 @@ stopping) and then fails with a message naming the prefix.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -105,8 +106,13 @@ def forwarded_environment(environ, overridden=()) -> dict:
 def names(prefix: str = DEFAULT_PREFIX) -> dict:
     """The actor names of the runtime `prefix`: scheduler, compactor, and the prefixes of the
     searchers and workers."""
-    return {"scheduler": f"{prefix}-scheduler", "searchers": f"{prefix}-searcher", "workers": prefix,
-            "compactor": f"{prefix}-compactor", "shard_source": f"{prefix}-shard-source"}
+    return {
+        "scheduler": f"{prefix}-scheduler",
+        "searchers": f"{prefix}-searcher",
+        "workers": prefix,
+        "compactor": f"{prefix}-compactor",
+        "shard_source": f"{prefix}-shard-source",
+    }
 
 
 def get_actor(name: str, namespace: str | None = None):
@@ -130,8 +136,13 @@ def runtime_actors(prefix: str, namespace: str | None = None) -> list[tuple[str,
 
     namespace = namespace or NAMESPACE
     pattern = re.compile(rf"^{re.escape(prefix)}-(scheduler|compactor|shard-source|searcher-\d+|sync-\d+|index-\d+)$")
-    return sorted({(a["name"], a["namespace"]) for a in ray.util.list_named_actors(all_namespaces=True)
-                   if pattern.match(a["name"]) and a["namespace"] == namespace})
+    return sorted(
+        {
+            (a["name"], a["namespace"])
+            for a in ray.util.list_named_actors(all_namespaces=True)
+            if pattern.match(a["name"]) and a["namespace"] == namespace
+        }
+    )
 
 
 def _wait_names_free(spec: ServiceSpec, timeout_s: float) -> None:
@@ -141,7 +152,8 @@ def _wait_names_free(spec: ServiceSpec, timeout_s: float) -> None:
         if time.monotonic() > deadline:
             raise RuntimeError(
                 f"a codesearch runtime named {spec.prefix!r} already runs on this cluster (another application, or a "
-                f"`codesearch serve` joined to it): stop it first, or give this one another prefix")
+                f"`codesearch serve` joined to it): stop it first, or give this one another prefix"
+            )
         time.sleep(0.5)
 
 
@@ -153,13 +165,11 @@ def start_runtime_actors(spec: ServiceSpec, options=None) -> dict:
     import ray
 
     from codesearch.config import load_config
-    from codesearch.runtime import NAMESPACE
+    from codesearch.runtime import NAMESPACE, registry
     from codesearch.runtime.compactor import start_compactor
     from codesearch.runtime.scheduler import start_scheduler
     from codesearch.runtime.searchers import SearcherPool, publish_deployment
     from codesearch.runtime.workers import RuntimeOptions, start_workers, worker_counts
-
-    from codesearch.runtime import registry
 
     options = options or RuntimeOptions()
     settings = load_config(spec.config_path).settings
@@ -176,12 +186,21 @@ def start_runtime_actors(spec: ServiceSpec, options=None) -> dict:
     n_sync, n_index = worker_counts(settings)
     n_sync = n_sync if spec.syncers is None else int(spec.syncers)
     n_index = n_index if spec.indexers is None else int(spec.indexers)
-    worker_names = [f"{n['workers']}-sync-{i}" for i in range(n_sync)] + [f"{n['workers']}-index-{i}" for i in range(n_index)]
+    worker_names = [f"{n['workers']}-sync-{i}" for i in range(n_sync)] + [
+        f"{n['workers']}-index-{i}" for i in range(n_index)
+    ]
     workers = []
     for name in worker_names:
         sync = "-sync-" in name
-        workers += start_workers(spec.data_dir, settings, options, syncers=int(sync), indexers=int(not sync),
-                                 name_prefix=n["workers"], actor_options={**opts, "name": name, "namespace": NAMESPACE})
+        workers += start_workers(
+            spec.data_dir,
+            settings,
+            options,
+            syncers=int(sync),
+            indexers=int(not sync),
+            name_prefix=n["workers"],
+            actor_options={**opts, "name": name, "namespace": NAMESPACE},
+        )
     workers.append(start_compactor(spec.data_dir, name=n["compactor"], actor_options=opts))
 
     index_dir = os.path.join(spec.data_dir, "index")
@@ -190,23 +209,48 @@ def start_runtime_actors(spec: ServiceSpec, options=None) -> dict:
         from codesearch.runtime.shard_copy import ShardSource
 
         os.makedirs(index_dir, exist_ok=True)
-        source = ray.remote(ShardSource).options(name=n["shard_source"], namespace=NAMESPACE, num_cpus=0,
-                                                 max_restarts=-1, max_concurrency=4, **opts).remote(index_dir)
+        source = (
+            ray.remote(ShardSource)
+            .options(
+                name=n["shard_source"], namespace=NAMESPACE, num_cpus=0, max_restarts=-1, max_concurrency=4, **opts
+            )
+            .remote(index_dir)
+        )
         ray.get(source.ping.remote())
         workers.append(source)
         fetch = {"copy_to": spec.searcher_data_dir, "source": n["shard_source"]}
     searcher_opts = {"num_cpus": spec.searcher_cpus}
     if spec.searcher_resources:
         searcher_opts["resources"] = {k: float(v) for k, v in spec.searcher_resources.items()}
-    pool = SearcherPool.create(index_dir, spec.searchers, copies=spec.searcher_copies,
-                               name_prefix=n["searchers"], keep_empty=True, actor_options=searcher_opts, **fetch)
+    pool = SearcherPool.create(
+        index_dir,
+        spec.searchers,
+        copies=spec.searcher_copies,
+        name_prefix=n["searchers"],
+        keep_empty=True,
+        actor_options=searcher_opts,
+        **fetch,
+    )
     ray.get(scheduler.set_searchers.remote(n["searchers"], len(pool.actors)))
     instance, database = ray.get(scheduler.database_identity.remote())
-    publish_deployment(n["searchers"], data_dir=os.path.abspath(spec.data_dir), searchers=len(pool.actors),
-                       instance=instance, database=database)
-    record = {"prefix": spec.prefix, "namespace": NAMESPACE, "scheduler": n["scheduler"], "workers": worker_names,
-              "compactor": n["compactor"], "searcher_prefix": n["searchers"], "searchers": len(pool.actors),
-              "data_dir": os.path.abspath(spec.data_dir), "config": spec.config_path}
+    publish_deployment(
+        n["searchers"],
+        data_dir=os.path.abspath(spec.data_dir),
+        searchers=len(pool.actors),
+        instance=instance,
+        database=database,
+    )
+    record = {
+        "prefix": spec.prefix,
+        "namespace": NAMESPACE,
+        "scheduler": n["scheduler"],
+        "workers": worker_names,
+        "compactor": n["compactor"],
+        "searcher_prefix": n["searchers"],
+        "searchers": len(pool.actors),
+        "data_dir": os.path.abspath(spec.data_dir),
+        "config": spec.config_path,
+    }
     return {"scheduler": scheduler, "workers": workers, "searchers": pool, "record": record, "registry": owner}
 
 
@@ -235,10 +279,8 @@ def stop_runtime_actors(runtime: dict, timeout_s: float = 15.0) -> None:
         except Exception as e:  # noqa: BLE001 - the registry is gone already
             log.debug("pool not forgotten: %s", e)
         for actor in runtime["searchers"].actors:
-            try:
+            with contextlib.suppress(Exception):  # already gone
                 ray.kill(actor, no_restart=True)
-            except Exception:  # noqa: BLE001 - already gone
-                pass
     if runtime.get("registry"):  # last: the others read it until they stop
         from codesearch.runtime import registry
 
@@ -280,9 +322,16 @@ def runtime_deployment(spec: ServiceSpec):
     actor_options = {"num_cpus": 0, "runtime_env": {"env_vars": {**serve_settings.replica_env(), **spec.env_vars}}}
     if spec.runtime_resources:
         actor_options["resources"] = {k: float(v) for k, v in spec.runtime_resources.items()}
-    deployment = serve.deployment(RuntimeOwner, name=RUNTIME_DEPLOYMENT, num_replicas=1, max_ongoing_requests=8,
-                                  graceful_shutdown_timeout_s=RUNTIME_SHUTDOWN_S, graceful_shutdown_wait_loop_s=0.5,
-                                  logging_config=serve_settings.logging_config(), ray_actor_options=actor_options)
+    deployment = serve.deployment(
+        RuntimeOwner,
+        name=RUNTIME_DEPLOYMENT,
+        num_replicas=1,
+        max_ongoing_requests=8,
+        graceful_shutdown_timeout_s=RUNTIME_SHUTDOWN_S,
+        graceful_shutdown_wait_loop_s=0.5,
+        logging_config=serve_settings.logging_config(),
+        ray_actor_options=actor_options,
+    )
     return deployment.bind(spec)
 
 
@@ -290,14 +339,20 @@ def application(spec: ServiceSpec):
     """The bound application: the runtime, and the API over its searchers."""
     from codesearch.service.deployment import DRAIN_TIMEOUT_S, MAX_ONGOING_REQUESTS, search_application
 
-    return search_application(spec.names()["searchers"], spec.searchers * spec.searcher_copies,
-                              replicas=spec.replicas, max_ongoing_requests=spec.max_ongoing_requests or MAX_ONGOING_REQUESTS,
-                              public_url=spec.public_url or os.environ.get("AUTH_URL") or _default_public_url(),
-                              data_dir=spec.data_dir, database_url=spec.database_url,
-                              anonymous_access=spec.anonymous_access,
-                              drain_timeout_s=DRAIN_TIMEOUT_S if spec.drain_timeout_s is None else spec.drain_timeout_s,
-                              env_vars=spec.env_vars, runtime=runtime_deployment(spec),
-                              identity_providers=_identity_providers(spec.config_path))
+    return search_application(
+        spec.names()["searchers"],
+        spec.searchers * spec.searcher_copies,
+        replicas=spec.replicas,
+        max_ongoing_requests=spec.max_ongoing_requests or MAX_ONGOING_REQUESTS,
+        public_url=spec.public_url or os.environ.get("AUTH_URL") or _default_public_url(),
+        data_dir=spec.data_dir,
+        database_url=spec.database_url,
+        anonymous_access=spec.anonymous_access,
+        drain_timeout_s=DRAIN_TIMEOUT_S if spec.drain_timeout_s is None else spec.drain_timeout_s,
+        env_vars=spec.env_vars,
+        runtime=runtime_deployment(spec),
+        identity_providers=_identity_providers(spec.config_path),
+    )
 
 
 def _identity_providers(config_path: str) -> list:

@@ -30,22 +30,24 @@ import json
 import logging
 import secrets
 import threading
-from typing import Any, AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 log = logging.getLogger(__name__)
 
-HEADERS = {"Cache-Control": "no-cache, no-transform", "X-Accel-Buffering": "no",
-           "x-vercel-ai-ui-message-stream": "v1"}
+HEADERS = {"Cache-Control": "no-cache, no-transform", "X-Accel-Buffering": "no", "x-vercel-ai-ui-message-stream": "v1"}
 
 
 def sse(payload: Any) -> bytes:
     data = payload if isinstance(payload, str) else json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
-    return f"data: {data}\n\n".encode("utf-8")
+    return f"data: {data}\n\n".encode()
 
 
-async def stream(work: Callable[[Callable[[dict], None]], Any],
-                 finish: Callable[[Any], list[dict]],
-                 fail: Callable[[BaseException], list[dict]]) -> AsyncIterator[bytes]:
+async def stream(
+    work: Callable[[Callable[[dict], None]], Any],
+    finish: Callable[[Any], list[dict]],
+    fail: Callable[[BaseException], list[dict]],
+) -> AsyncIterator[bytes]:
     """Run `work(emit)` in a thread and yield its events as SSE: ``start``, what it emits,
     then ``finish(result)``'s events (or ``fail(error)``'s), ``finish`` and ``[DONE]``."""
     loop = asyncio.get_running_loop()

@@ -26,7 +26,7 @@ EXCLUDED_TYPES = (*DEFAULT_EXCLUDED_CONTENT_TYPES, "image/vnd.microsoft.icon", "
 def _route_path(scope) -> str:
     path, root = scope.get("path") or "/", (scope.get("root_path") or "").rstrip("/")
     if root and (path == root or path.startswith(root + "/")):
-        return path[len(root):] or "/"
+        return path[len(root) :] or "/"
     return path
 
 
@@ -42,8 +42,9 @@ class Compress:
 
     def __init__(self, app, minimum_size: int = MINIMUM_SIZE, level: int = LEVEL):
         self.app = app
-        self.gzip = GZipMiddleware(app, minimum_size=minimum_size, compresslevel=level,
-                                   exclude_content_types=EXCLUDED_TYPES)
+        self.gzip = GZipMiddleware(
+            app, minimum_size=minimum_size, compresslevel=level, exclude_content_types=EXCLUDED_TYPES
+        )
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http" or is_streamed(scope):

@@ -34,15 +34,24 @@ from ray import serve
 from codesearch.errors import ServiceUnavailable
 from codesearch.runtime.searchers import SearcherPool
 from codesearch.search.options import DEFAULT_PUBLIC_URL
+from codesearch.service import serve_settings
 from codesearch.service.api import build_app
 from codesearch.service.auth import anonymous_access_enabled
-from codesearch.service import serve_settings
 from codesearch.service.drain import DrainGate
 from codesearch.service.routes_search import max_match_count
 
 
-def _builder(name_prefix: str, searchers: int, public_url: str, contexts: dict | None, data_dir: str | None,
-             database_url: str | None, anonymous_access: bool, max_matches: int, app_options: dict):
+def _builder(
+    name_prefix: str,
+    searchers: int,
+    public_url: str,
+    contexts: dict | None,
+    data_dir: str | None,
+    database_url: str | None,
+    anonymous_access: bool,
+    max_matches: int,
+    app_options: dict,
+):
     def build():
         pool: dict[str, SearcherPool] = {}
 
@@ -54,9 +63,18 @@ def _builder(name_prefix: str, searchers: int, public_url: str, contexts: dict |
                     raise ServiceUnavailable("the search runtime is starting; try again in a moment") from e
             return pool["pool"]
 
-        return DrainGate(build_app(get_searcher, public_url=public_url, contexts=contexts, data_dir=data_dir,
-                                   database_url=database_url, anonymous_access=anonymous_access,
-                                   max_matches=max_matches, **app_options))
+        return DrainGate(
+            build_app(
+                get_searcher,
+                public_url=public_url,
+                contexts=contexts,
+                data_dir=data_dir,
+                database_url=database_url,
+                anonymous_access=anonymous_access,
+                max_matches=max_matches,
+                **app_options,
+            )
+        )
 
     return build
 
@@ -95,13 +113,25 @@ DRAIN_TIMEOUT_S = 30.0
 SHUTDOWN_WAIT_LOOP_S = 0.5
 
 
-def search_application(name_prefix: str, searchers: int, *, replicas: int = 1,
-                       max_ongoing_requests: int = MAX_ONGOING_REQUESTS,
-                       public_url: str = DEFAULT_PUBLIC_URL, contexts: dict | None = None, data_dir: str | None = None,
-                       database_url: str | None = None, anonymous_access: bool | None = None,
-                       enable_public_access: bool = False, search_timeout_s: float | None = None,
-                       limits: dict | None = None, drain_timeout_s: float = DRAIN_TIMEOUT_S, runtime=None,
-                       env_vars: dict | None = None, identity_providers: list | None = None):
+def search_application(
+    name_prefix: str,
+    searchers: int,
+    *,
+    replicas: int = 1,
+    max_ongoing_requests: int = MAX_ONGOING_REQUESTS,
+    public_url: str = DEFAULT_PUBLIC_URL,
+    contexts: dict | None = None,
+    data_dir: str | None = None,
+    database_url: str | None = None,
+    anonymous_access: bool | None = None,
+    enable_public_access: bool = False,
+    search_timeout_s: float | None = None,
+    limits: dict | None = None,
+    drain_timeout_s: float = DRAIN_TIMEOUT_S,
+    runtime=None,
+    env_vars: dict | None = None,
+    identity_providers: list | None = None,
+):
     """A bound Serve application serving the HTTP API over the named searchers and `data_dir`'s
     store (`search_timeout_s` and `limits` as in `api.build_app`; `drain_timeout_s` as Serve's
     ``graceful_shutdown_timeout_s``). `runtime`, a bound deployment that starts the searchers
@@ -117,16 +147,37 @@ def search_application(name_prefix: str, searchers: int, *, replicas: int = 1,
         data_dir = os.path.abspath(data_dir)
     max_matches = max_match_count(os.environ)
 
-    app_options = {"search_timeout_s": search_timeout_s, "limits": limits,
-                   "identity_providers": list(identity_providers or [])}
+    app_options = {
+        "search_timeout_s": search_timeout_s,
+        "limits": limits,
+        "identity_providers": list(identity_providers or []),
+    }
 
-    @serve.deployment(name="codesearch-api", num_replicas=replicas, max_ongoing_requests=max_ongoing_requests,
-                      graceful_shutdown_timeout_s=drain_timeout_s, graceful_shutdown_wait_loop_s=SHUTDOWN_WAIT_LOOP_S,
-                      logging_config=serve_settings.logging_config(),
-                      ray_actor_options={"num_cpus": 0,
-                                         "runtime_env": {"env_vars": {**(env_vars or {}), **serve_settings.replica_env()}}})
-    @serve.ingress(_builder(name_prefix, searchers, public_url, contexts, data_dir, database_url, anonymous_access,
-                            max_matches, app_options))
+    @serve.deployment(
+        name="codesearch-api",
+        num_replicas=replicas,
+        max_ongoing_requests=max_ongoing_requests,
+        graceful_shutdown_timeout_s=drain_timeout_s,
+        graceful_shutdown_wait_loop_s=SHUTDOWN_WAIT_LOOP_S,
+        logging_config=serve_settings.logging_config(),
+        ray_actor_options={
+            "num_cpus": 0,
+            "runtime_env": {"env_vars": {**(env_vars or {}), **serve_settings.replica_env()}},
+        },
+    )
+    @serve.ingress(
+        _builder(
+            name_prefix,
+            searchers,
+            public_url,
+            contexts,
+            data_dir,
+            database_url,
+            anonymous_access,
+            max_matches,
+            app_options,
+        )
+    )
     class CodesearchAPI:
         def __init__(self, runtime=None):
             self.runtime = runtime  # held so the application owns it; the API finds the searchers by name

@@ -89,9 +89,11 @@ async def store(request: Request) -> Store | None:
     return opened
 
 
-async def require_identity(request: Request,
-                           _bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER_SCHEME)],
-                           _header: Annotated[str | None, Depends(API_KEY_SCHEME)]) -> Identity:
+async def require_identity(
+    request: Request,
+    _bearer: Annotated[HTTPAuthorizationCredentials | None, Depends(BEARER_SCHEME)],
+    _header: Annotated[str | None, Depends(API_KEY_SCHEME)],
+) -> Identity:
     """The caller of an API route (401 when there is none; see `auth.Authenticator`). The two
     security schemes are declared for the OpenAPI document; the authenticator reads the headers."""
     return await app_services(request).authenticator.require(request)
@@ -116,5 +118,17 @@ Caller = Annotated[Identity, Depends(require_identity)]
 WebDep = Annotated[WebContext, Depends(web_context)]
 PageCaller = Annotated[Identity | None, Depends(page_caller)]
 
-__all__ = ["Caller", "PageCaller", "Services", "ServicesDep", "StoreDep", "WebDep", "app_services", "page_caller",
-           "require_identity", "services", "store", "web_context"]
+__all__ = [
+    "Caller",
+    "PageCaller",
+    "Services",
+    "ServicesDep",
+    "StoreDep",
+    "WebDep",
+    "app_services",
+    "page_caller",
+    "require_identity",
+    "services",
+    "store",
+    "web_context",
+]

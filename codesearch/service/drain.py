@@ -59,8 +59,9 @@ RETRY_AFTER_S = 5
 #: How long a drain flag outlives its drainer's bound before replicas ignore it.
 FLAG_GRACE_S = 60.0
 
-REFUSAL_MESSAGE = ("codesearch is shutting down and did not start this request; "
-                   "retry in a few seconds (another instance may answer)")
+REFUSAL_MESSAGE = (
+    "codesearch is shutting down and did not start this request; retry in a few seconds (another instance may answer)"
+)
 
 
 def _flag_is_up(flag: dict | None, now: float) -> bool:
@@ -73,6 +74,7 @@ def _flag_is_up(flag: dict | None, now: float) -> bool:
 
 
 # --------------------------------------------------------------------------------- the gate
+
 
 class DrainGate:
     """ASGI wrapper of one replica's application (see the module docstring). `app_name` is the
@@ -122,7 +124,9 @@ class DrainGate:
             try:
                 draining = _flag_is_up(registry.get_drain_flag(self.app_name), time.time())
                 if draining != self.draining:
-                    log.info("%s: %s", self.app_name, "draining: new requests are refused" if draining else "serving again")
+                    log.info(
+                        "%s: %s", self.app_name, "draining: new requests are refused" if draining else "serving again"
+                    )
                 self.draining = draining
                 if draining:
                     registry.put_drain_report(self.app_name, self._replica, self.in_flight)
@@ -133,13 +137,23 @@ class DrainGate:
 
 async def _refuse(send) -> None:
     body = json.dumps({"statusCode": 503, "errorCode": "SERVICE_UNAVAILABLE", "message": REFUSAL_MESSAGE}).encode()
-    await send({"type": "http.response.start", "status": 503, "headers": [
-        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-        (b"retry-after", str(RETRY_AFTER_S).encode()), (b"connection", b"close")]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 503,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"retry-after", str(RETRY_AFTER_S).encode()),
+                (b"connection", b"close"),
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 
 # ------------------------------------------------------------------------------ the drainer
+
 
 @dataclass
 class DrainResult:
@@ -155,8 +169,10 @@ class DrainResult:
     def describe(self) -> str:
         if self.drained:
             return f"drained {plural(self.reported, 'replica')} in {self.seconds:.1f}s"
-        return (f"not drained after {self.seconds:.1f}s: {plural(self.in_flight, 'request')} still running, "
-                f"{self.reported}/{plural(self.replicas, 'replica')} reported")
+        return (
+            f"not drained after {self.seconds:.1f}s: {plural(self.in_flight, 'request')} still running, "
+            f"{self.reported}/{plural(self.replicas, 'replica')} reported"
+        )
 
 
 #: Deployments of an application that take no HTTP request and have no gate (the runtime
@@ -172,8 +188,13 @@ def running_replicas(app_name: str) -> int:
     app = serve.status().applications.get(app_name)
     if app is None:
         return 0
-    return sum(n for name, d in app.deployments.items() if name not in UNGATED_DEPLOYMENTS
-               for state, n in d.replica_states.items() if getattr(state, "value", state) == "RUNNING")
+    return sum(
+        n
+        for name, d in app.deployments.items()
+        if name not in UNGATED_DEPLOYMENTS
+        for state, n in d.replica_states.items()
+        if getattr(state, "value", state) == "RUNNING"
+    )
 
 
 def reports(app_name: str) -> list[dict]:

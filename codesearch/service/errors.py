@@ -42,7 +42,7 @@ def is_api_path(scope) -> bool:
     """Whether the request's path (without the app's root path) belongs to the API."""
     path, root = scope.get("path") or "/", (scope.get("root_path") or "").rstrip("/")
     if root and (path == root or path.startswith(root + "/")):
-        path = path[len(root):] or "/"
+        path = path[len(root) :] or "/"
     return path == "/api" or path.startswith(API_PREFIXES)
 
 
@@ -116,10 +116,16 @@ def install(app) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException):
         if exc.status_code == 404:
-            response = respond(request, 404, "NOT_FOUND", f"no route {request.method} {loggable_path(request.url.path)}")
+            response = respond(
+                request, 404, "NOT_FOUND", f"no route {request.method} {loggable_path(request.url.path)}"
+            )
         elif exc.status_code == 405:
-            response = respond(request, 405, "METHOD_NOT_ALLOWED",
-                               f"{request.method} is not allowed on {loggable_path(request.url.path)}")
+            response = respond(
+                request,
+                405,
+                "METHOD_NOT_ALLOWED",
+                f"{request.method} is not allowed on {loggable_path(request.url.path)}",
+            )
         else:
             response = respond(request, exc.status_code, "UNEXPECTED_ERROR", str(exc.detail))
         for name, value in (exc.headers or {}).items():  # e.g. Allow on a 405

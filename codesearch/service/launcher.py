@@ -41,6 +41,7 @@ The searchers are reloaded by the scheduler after every index change (`SearcherP
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -65,8 +66,14 @@ def _say(msg: str) -> None:
     print(msg, flush=True)
 
 
-def wait_first_sync(store, *, timeout_s: float = 600.0, stop: threading.Event | None = None, say=_say,
-                    repo_lines: ProgressLine | None = None) -> bool:
+def wait_first_sync(
+    store,
+    *,
+    timeout_s: float = 600.0,
+    stop: threading.Event | None = None,
+    say=_say,
+    repo_lines: ProgressLine | None = None,
+) -> bool:
     """Print the progress of the first sync and index until every connection synced once and
     every repo is indexed or failed (or `timeout_s` passed, or `stop` was set): a summary line
     when it changes, and each repository as it is done (`repo_lines`)."""
@@ -84,8 +91,12 @@ def wait_first_sync(store, *, timeout_s: float = 600.0, stop: threading.Event | 
     try:
         while True:
             st = first_sync_state(store)
-            line = (f"first sync: {st['connections'] - len(st['pending_connections'])}/{st['connections']} connections synced, "
-                    f"{st['indexed']}/{st['repos']} repositories indexed" + (f", {st['failed']} failed" if st["failed"] else ""))
+            line = (
+                f"first sync: {st['connections'] - len(st['pending_connections'])}/{st['connections']} "
+                "connections synced, "
+                f"{st['indexed']}/{st['repos']} repositories indexed"
+                + (f", {st['failed']} failed" if st["failed"] else "")
+            )
             if line != last:
                 repo_lines.end()
                 say(line)
@@ -136,8 +147,15 @@ def drain_timeout_s(environ=None) -> float:
     return value
 
 
-def stop_serving(app_name: str, *, drain_first: bool, owns_cluster: bool, timeout_s: float,
-                 abort: threading.Event | None = None, say=_say) -> None:
+def stop_serving(
+    app_name: str,
+    *,
+    drain_first: bool,
+    owns_cluster: bool,
+    timeout_s: float,
+    abort: threading.Event | None = None,
+    say=_say,
+) -> None:
     """Stop the Serve application `app_name` without cutting a request: drain it first (when
     `drain_first`: it was deployed), then shut Serve down if the Ray instance is ours
     (`owns_cluster`), else delete only `app_name`. Requests still running after `timeout_s` (or
@@ -148,8 +166,10 @@ def stop_serving(app_name: str, *, drain_first: bool, owns_cluster: bool, timeou
 
     drained = True
     if drain_first:
-        say(f"draining: new requests are refused; waiting up to {timeout_s:g}s for the running ones"
-            " (Ctrl-C again to stop at once)")
+        say(
+            f"draining: new requests are refused; waiting up to {timeout_s:g}s for the running ones"
+            " (Ctrl-C again to stop at once)"
+        )
         try:
             result = drain.drain(app_name, timeout_s, abort=abort)
             drained = result.drained
@@ -166,10 +186,8 @@ def stop_serving(app_name: str, *, drain_first: bool, owns_cluster: bool, timeou
     except Exception as e:  # noqa: BLE001 - Serve never started, or the app is already gone
         say(f"stopping the Serve application {app_name}: {type(e).__name__}: {e}")
     finally:
-        try:
+        with contextlib.suppress(Exception):  # the Ray instance is already gone
             drain.clear(app_name)
-        except Exception:  # noqa: BLE001 - the Ray instance is already gone
-            pass
 
 
 #: Where `ray start` records the address of the cluster it started (what RAY_ADDRESS=auto reads).
@@ -189,8 +207,10 @@ def cluster_unreachable(address: str, timeout_s: float = 5.0) -> str | None:
             with open(RAY_CURRENT_CLUSTER) as f:
                 address = f.read().strip()
         except OSError:
-            return (f"no Ray cluster is recorded on this machine ({RAY_CURRENT_CLUSTER} is missing): start one with "
-                    "`ray start --head`, or unset RAY_ADDRESS to run on a Ray instance of codesearch's own")
+            return (
+                f"no Ray cluster is recorded on this machine ({RAY_CURRENT_CLUSTER} is missing): start one with "
+                "`ray start --head`, or unset RAY_ADDRESS to run on a Ray instance of codesearch's own"
+            )
     host, _, port_text = address.rpartition(":")
     if not host or not port_text.isdigit():
         return f"{address!r} is not host:port"
@@ -198,8 +218,10 @@ def cluster_unreachable(address: str, timeout_s: float = 5.0) -> str | None:
         with socket.create_connection((host.strip("[]"), int(port_text)), timeout=timeout_s):
             return None
     except OSError as e:
-        return (f"nothing answers at {address} ({e.strerror or type(e).__name__}): the cluster is down or the "
-                "address is wrong (`ray status` on its head says)")
+        return (
+            f"nothing answers at {address} ({e.strerror or type(e).__name__}): the cluster is down or the "
+            "address is wrong (`ray status` on its head says)"
+        )
 
 
 def port_in_use(host: str, port: int) -> str | None:
@@ -246,7 +268,7 @@ def deployment_failure(app_name: str) -> str | None:
     except Exception:  # noqa: BLE001 - Serve is gone too
         return None
     found = []
-    for name, d in (app.deployments.items() if app else ()):
+    for name, d in app.deployments.items() if app else ():
         lines = [line.strip() for line in (d.message or "").splitlines() if line.strip()]
         if lines and getattr(d.status, "value", d.status) != "HEALTHY":
             found.append(f"{name}: {lines[-1]}")
@@ -258,8 +280,9 @@ def ray_logs_dir() -> str:
     return os.path.join(os.environ.get("RAY_TMPDIR") or "/tmp", "ray", "session_latest", "logs")
 
 
-def start_serve(host: str, port: int, logging_config, *, owns_cluster: bool = True, attempts: int = SERVE_START_ATTEMPTS,
-                say=_say) -> str | None:
+def start_serve(
+    host: str, port: int, logging_config, *, owns_cluster: bool = True, attempts: int = SERVE_START_ATTEMPTS, say=_say
+) -> str | None:
     """Start Serve's controller and proxy on `host`:`port`, trying again when they die while
     coming up (on a busy machine the proxy may not be ready in time and is killed; with a Ray
     instance of our own, `owns_cluster`, what is left of them is shut down first: on a shared
@@ -279,10 +302,8 @@ def start_serve(host: str, port: int, logging_config, *, owns_cluster: bool = Tr
                 return f"Serve did not start after {attempts} attempts ({why})"
             say(f"serve: not ready ({why}); trying again")
             if owns_cluster:
-                try:
+                with contextlib.suppress(Exception):  # nothing to stop
                     serve.shutdown()
-                except Exception:  # noqa: BLE001 - nothing to stop
-                    pass
             time.sleep(2.0 * attempt)
     return None
 
@@ -298,8 +319,10 @@ def serve_conflict(host: str, port: int, app_name: str) -> str | None:
     except Exception:  # noqa: BLE001 - Serve does not run there yet: we start it
         return None
     if app_name in status.applications:
-        return (f"the cluster already runs a Serve application named {app_name!r} (another codesearch?): "
-                "stop it first (`python -m codesearch.service.app_builder shutdown`)")
+        return (
+            f"the cluster already runs a Serve application named {app_name!r} (another codesearch?): "
+            "stop it first (`python -m codesearch.service.app_builder shutdown`)"
+        )
     try:
         from ray.serve.context import _get_global_client
 
@@ -307,25 +330,36 @@ def serve_conflict(host: str, port: int, app_name: str) -> str | None:
     except Exception:  # noqa: BLE001 - no controller: Serve is not running
         return None
     if options is not None and int(options.port) != int(port):
-        return (f"Serve on this cluster listens on port {options.port}, not {port} (one HTTP address per "
-                f"cluster): run with --port {options.port}")
+        return (
+            f"Serve on this cluster listens on port {options.port}, not {port} (one HTTP address per "
+            f"cluster): run with --port {options.port}"
+        )
     return None
 
 
-def run(config_path: str | None, *, port: int = defaults.PORT, host: str = defaults.HOST, data_dir: str | None = None,
-        searchers: int = defaults.SEARCHERS, searcher_copies: int = defaults.SEARCHER_COPIES,
-        replicas: int = defaults.REPLICAS, max_ongoing_requests: int | None = None,
-        stop: threading.Event | None = None, dashboard: bool = True) -> int:
+def run(
+    config_path: str | None,
+    *,
+    port: int = defaults.PORT,
+    host: str = defaults.HOST,
+    data_dir: str | None = None,
+    searchers: int = defaults.SEARCHERS,
+    searcher_copies: int = defaults.SEARCHER_COPIES,
+    replicas: int = defaults.REPLICAS,
+    max_ongoing_requests: int | None = None,
+    stop: threading.Event | None = None,
+    dashboard: bool = True,
+) -> int:
     """Run the service until `stop` is set or a signal arrives (see the module docstring). The
     Ray instance it starts has Ray's dashboard (`dashboard`; a cluster it joins has its own)."""
     import ray
     from ray import serve
 
+    from codesearch import environment
     from codesearch.config import apply_environment_overrides, load_config
     from codesearch.service import drain, serve_settings
     from codesearch.service.bootstrap import ServiceSpec, application, forwarded_environment
     from codesearch.service.demo import demo_config
-    from codesearch import environment
     from codesearch.store import Store
     from codesearch.store.files import private_dir
 
@@ -341,7 +375,9 @@ def run(config_path: str | None, *, port: int = defaults.PORT, host: str = defau
     overridden = apply_environment_overrides(config)
     for w in config.warnings:
         _say(f"config warning: {w}")
-    public_url = os.environ.get("AUTH_URL") or f"http://{'localhost' if host in ('127.0.0.1', '0.0.0.0') else host}:{port}"
+    public_url = (
+        os.environ.get("AUTH_URL") or f"http://{'localhost' if host in ('127.0.0.1', '0.0.0.0') else host}:{port}"
+    )
 
     started_ray = not ray.is_initialized()
     address = os.environ.get("RAY_ADDRESS")
@@ -383,13 +419,25 @@ def run(config_path: str | None, *, port: int = defaults.PORT, host: str = defau
     def on_signal(*_):
         (abort if stop.is_set() else stop).set()
 
-    previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)} if threading.current_thread() is threading.main_thread() else {}
+    previous = (
+        {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+        if threading.current_thread() is threading.main_thread()
+        else {}
+    )
     for s in previous:
         signal.signal(s, on_signal)
     deploying = deployed = False
-    spec = ServiceSpec(config_path=config_path, data_dir=os.path.abspath(data_dir), searchers=searchers,
-                       searcher_copies=searcher_copies, replicas=replicas, max_ongoing_requests=max_ongoing_requests,
-                       public_url=public_url, env_vars=forwarded_environment(os.environ, overridden), drain_timeout_s=drain_s)
+    spec = ServiceSpec(
+        config_path=config_path,
+        data_dir=os.path.abspath(data_dir),
+        searchers=searchers,
+        searcher_copies=searcher_copies,
+        replicas=replicas,
+        max_ongoing_requests=max_ongoing_requests,
+        public_url=public_url,
+        env_vars=forwarded_environment(os.environ, overridden),
+        drain_timeout_s=drain_s,
+    )
     try:
         drain.clear(APP_NAME)  # a flag left by a drain that died would refuse every request
         deploying = True
@@ -424,8 +472,16 @@ def run(config_path: str | None, *, port: int = defaults.PORT, host: str = defau
 
 
 def main_serve(args) -> int:
-    return run(args.config, port=args.port, host=args.host, data_dir=args.data_dir, searchers=args.searchers,
-               searcher_copies=args.searcher_copies, replicas=args.replicas, dashboard=not args.no_dashboard)
+    return run(
+        args.config,
+        port=args.port,
+        host=args.host,
+        data_dir=args.data_dir,
+        searchers=args.searchers,
+        searcher_copies=args.searcher_copies,
+        replicas=args.replicas,
+        dashboard=not args.no_dashboard,
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover

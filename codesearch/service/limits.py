@@ -62,8 +62,9 @@ class RequestLimits:
     """The middleware (see the module docstring). `authenticator` is the app's
     `auth.Authenticator` (None: no credentials are checked here)."""
 
-    def __init__(self, app, authenticator=None, max_body_bytes: int = MAX_BODY_BYTES,
-                 body_timeout_s: float = BODY_TIMEOUT_S):
+    def __init__(
+        self, app, authenticator=None, max_body_bytes: int = MAX_BODY_BYTES, body_timeout_s: float = BODY_TIMEOUT_S
+    ):
         self.app = app
         self.authenticator = authenticator
         self.max_body_bytes = max_body_bytes
@@ -76,9 +77,13 @@ class RequestLimits:
         method = scope["method"].upper()
         path = route_path(scope)
         if path.rstrip("/") == MCP_PATH and method in ("GET", "DELETE"):
-            await send_error(send, 405, "METHOD_NOT_ALLOWED",
-                             f"{method} is not allowed on {MCP_PATH}: this MCP server is stateless, send POST requests",
-                             {"Allow": "POST"})
+            await send_error(
+                send,
+                405,
+                "METHOD_NOT_ALLOWED",
+                f"{method} is not allowed on {MCP_PATH}: this MCP server is stateless, send POST requests",
+                {"Allow": "POST"},
+            )
             return
         if method in ("GET", "HEAD", "OPTIONS"):
             await self.app(scope, receive, send)
@@ -86,16 +91,26 @@ class RequestLimits:
         try:
             declared = _content_length(scope)
             if declared is not None and declared > self.max_body_bytes:
-                raise _Refused(413, "REQUEST_BODY_TOO_LARGE",
-                               f"the request body is {declared} bytes; at most {self.max_body_bytes} are accepted")
-            if (self.authenticator is not None and path.startswith("/api/") and path not in PUBLIC_API_PATHS
-                    and not path.startswith(SELF_AUTHENTICATED_PREFIXES)):
+                raise _Refused(
+                    413,
+                    "REQUEST_BODY_TOO_LARGE",
+                    f"the request body is {declared} bytes; at most {self.max_body_bytes} are accepted",
+                )
+            if (
+                self.authenticator is not None
+                and path.startswith("/api/")
+                and path not in PUBLIC_API_PATHS
+                and not path.startswith(SELF_AUTHENTICATED_PREFIXES)
+            ):
                 await self._identify(scope)
             ahead = scope.get(BODY_AHEAD)
             if isinstance(ahead, bytes) and len(ahead) == declared:  # sent with the request by the proxy
                 if len(ahead) > self.max_body_bytes:
-                    raise _Refused(413, "REQUEST_BODY_TOO_LARGE",
-                                   f"the request body is {len(ahead)} bytes; at most {self.max_body_bytes} are accepted")
+                    raise _Refused(
+                        413,
+                        "REQUEST_BODY_TOO_LARGE",
+                        f"the request body is {len(ahead)} bytes; at most {self.max_body_bytes} are accepted",
+                    )
                 body, receive = ahead, _without_body(receive)
             else:
                 body = await self._read_body(receive)
@@ -113,8 +128,9 @@ class RequestLimits:
             identity = await self.authenticator.identify_request_async(request)
         except NotAuthenticated as e:
             # the MCP endpoint's 401 tells clients where to sign in with OAuth (RFC 9728)
-            challenge = (self.authenticator.challenge(scope, e) if route_path(scope).rstrip("/") == MCP_PATH
-                         else "Bearer")
+            challenge = (
+                self.authenticator.challenge(scope, e) if route_path(scope).rstrip("/") == MCP_PATH else "Bearer"
+            )
             raise _Refused(e.status_code, e.error_code, str(e), challenge) from None
         scope.setdefault("state", {})["identity_checked"] = identity
 
@@ -128,15 +144,17 @@ class RequestLimits:
                 with anyio.move_on_after(left):
                     message = await receive()
             if message is None:
-                raise _Refused(408, "REQUEST_TIMEOUT",
-                               f"the request body did not arrive within {self.body_timeout_s:g} seconds")
+                raise _Refused(
+                    408, "REQUEST_TIMEOUT", f"the request body did not arrive within {self.body_timeout_s:g} seconds"
+                )
             if message["type"] == "http.disconnect":
                 raise _Refused(400, "INVALID_REQUEST_BODY", "the client disconnected before sending the whole body")
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.max_body_bytes:
-                raise _Refused(413, "REQUEST_BODY_TOO_LARGE",
-                               f"the request body is larger than {self.max_body_bytes} bytes")
+                raise _Refused(
+                    413, "REQUEST_BODY_TOO_LARGE", f"the request body is larger than {self.max_body_bytes} bytes"
+                )
             chunks.append(chunk)
             if not message.get("more_body", False):
                 return b"".join(chunks)
@@ -146,7 +164,7 @@ def route_path(scope) -> str:
     """The path the routes match: without the application's root (Serve's route prefix)."""
     path, root = scope.get("path") or "/", (scope.get("root_path") or "").rstrip("/")
     if root and (path == root or path.startswith(root + "/")):
-        return path[len(root):] or "/"
+        return path[len(root) :] or "/"
     return path
 
 

@@ -8,8 +8,9 @@ can stream.
 Authentication is the HTTP API's (`auth.Authenticator`: API keys and OAuth access tokens): an
 ASGI wrapper in front of the SDK's endpoint answers 401 ``NOT_AUTHENTICATED`` with
 ``WWW-Authenticate: Bearer resource_metadata="…"`` (RFC 9728: where MCP clients learn to sign
-in with OAuth, `routes_oauth`) when there is no valid credential and anonymous access is off, and leaves the caller's `Identity` in the request
-state, where each tool call picks it up to build its `ToolContext` (so every repo access runs
+in with OAuth, `routes_oauth`) when there is no valid credential and anonymous access is off,
+and leaves the caller's `Identity` in the request state, where each tool call picks it up to build
+its `ToolContext` (so every repo access runs
 through `codesearch.permissions` with the caller's identity).
 
 Tools come from `codesearch.tools.catalog`: one declaration gives the SDK its input schema, and
@@ -30,7 +31,7 @@ import functools
 import inspect
 import json
 import logging
-from typing import Callable
+from collections.abc import Callable
 
 import anyio
 from mcp.server import MCPServer
@@ -53,7 +54,8 @@ INSTRUCTIONS = (
     "Code search over the repositories indexed by this codesearch instance. Start with list_repos to learn "
     "repository names, grep to find code by regex, glob to find files, read_file and list_tree to read, "
     "find_symbol_definitions/find_symbol_references to follow symbols, list_commits, list_branches and get_diff "
-    "for history. Answers are cut at about 20 KB with a note on how to narrow the question.")
+    "for history. Answers are cut at about 20 KB with a note on how to narrow the question."
+)
 
 
 class CodesearchMCP(MCPServer):
@@ -91,8 +93,9 @@ def _progress_reporter(ctx: Context):
     return report
 
 
-def _handler(spec: ToolSpec, authenticator: Authenticator, make_context: Callable[[Identity], ToolContext],
-             audit_log=None):
+def _handler(
+    spec: ToolSpec, authenticator: Authenticator, make_context: Callable[[Identity], ToolContext], audit_log=None
+):
     """An async function with the tool's parameters (plus the SDK's `Context`) that runs the tool
     on a worker thread (tools block on git, the database and the searchers)."""
 
@@ -122,15 +125,30 @@ def _handler(spec: ToolSpec, authenticator: Authenticator, make_context: Callabl
     return handler
 
 
-def build_server(authenticator: Authenticator, make_context: Callable[[Identity], ToolContext],
-                 has_models: Callable[[], bool], *, version: str = "", audit_log=None) -> CodesearchMCP:
+def build_server(
+    authenticator: Authenticator,
+    make_context: Callable[[Identity], ToolContext],
+    has_models: Callable[[], bool],
+    *,
+    version: str = "",
+    audit_log=None,
+) -> CodesearchMCP:
     server = CodesearchMCP("codesearch", version=version, instructions=INSTRUCTIONS, has_models=has_models)
     for spec in TOOLS:
-        server.add_tool(_handler(spec, authenticator, make_context, audit_log), name=spec.name, title=spec.title,
-                        description=spec.description, structured_output=False,
-                        annotations=ToolAnnotations(title=spec.title, read_only_hint=spec.read_only,
-                                                    destructive_hint=False, idempotent_hint=spec.read_only,
-                                                    open_world_hint=spec.open_world))
+        server.add_tool(
+            _handler(spec, authenticator, make_context, audit_log),
+            name=spec.name,
+            title=spec.title,
+            description=spec.description,
+            structured_output=False,
+            annotations=ToolAnnotations(
+                title=spec.title,
+                read_only_hint=spec.read_only,
+                destructive_hint=False,
+                idempotent_hint=spec.read_only,
+                open_world_hint=spec.open_world,
+            ),
+        )
     return server
 
 
@@ -148,34 +166,51 @@ class AuthenticatedEndpoint:
         except NotAuthenticated as e:
             body = json.dumps({"statusCode": 401, "errorCode": e.error_code, "message": str(e)}).encode()
             challenge = self.authenticator.challenge(scope, e).encode("latin-1")
-            await send({"type": "http.response.start", "status": 401,
-                        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                                    (b"www-authenticate", challenge)]})
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 401,
+                    "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"content-length", str(len(body)).encode()),
+                        (b"www-authenticate", challenge),
+                    ],
+                }
+            )
             await send({"type": "http.response.body", "body": body})
             return
         scope.setdefault("state", {})["identity"] = identity
         await self.inner(scope, receive, send)
 
 
-def install(app, authenticator: Authenticator, make_context: Callable[[Identity], ToolContext],
-            has_models: Callable[[], bool], *, version: str = "", audit_log=None) -> CodesearchMCP:
+def install(
+    app,
+    authenticator: Authenticator,
+    make_context: Callable[[Identity], ToolContext],
+    has_models: Callable[[], bool],
+    *,
+    version: str = "",
+    audit_log=None,
+) -> CodesearchMCP:
     """Add ``/api/mcp`` to the FastAPI `app` and run the SDK's session manager in its lifespan."""
-    server = build_server(authenticator, make_context, has_models, version=version,
-                          audit_log=audit_log)
+    server = build_server(authenticator, make_context, has_models, version=version, audit_log=audit_log)
     sdk_app = server.streamable_http_app(
-        streamable_http_path=MCP_PATH, stateless_http=True, json_response=False,
-        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
+        streamable_http_path=MCP_PATH,
+        stateless_http=True,
+        json_response=False,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+    )
     endpoint = next(r.endpoint for r in sdk_app.routes if getattr(r, "path", None) == MCP_PATH)
-    app.router.routes.append(Route(MCP_PATH, endpoint=AuthenticatedEndpoint(endpoint, authenticator),
-                                   methods=["GET", "POST", "DELETE"]))
+    app.router.routes.append(
+        Route(MCP_PATH, endpoint=AuthenticatedEndpoint(endpoint, authenticator), methods=["GET", "POST", "DELETE"])
+    )
 
     previous = app.router.lifespan_context
 
     @contextlib.asynccontextmanager
     async def lifespan(a):
-        async with server.session_manager.run():
-            async with previous(a) as state:
-                yield state
+        async with server.session_manager.run(), previous(a) as state:
+            yield state
 
     app.router.lifespan_context = lifespan
     return server

@@ -44,8 +44,9 @@ import hashlib
 import hmac
 import json
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
 from codesearch import environment
@@ -74,8 +75,16 @@ MAX_URI_LENGTH = 2000
 MAX_NAME_LENGTH = 200
 MAX_STATE_LENGTH = 1000
 #: Registration fields kept as given (strings, checked for length); others are dropped.
-_TEXT_FIELDS = ("client_name", "client_uri", "logo_uri", "tos_uri", "policy_uri", "software_id", "software_version",
-                "application_type")
+_TEXT_FIELDS = (
+    "client_name",
+    "client_uri",
+    "logo_uri",
+    "tos_uri",
+    "policy_uri",
+    "software_id",
+    "software_version",
+    "application_type",
+)
 
 _CHALLENGE = re.compile(r"^[A-Za-z0-9_-]{43}$")  # base64url(sha256) without padding
 _VERIFIER = re.compile(r"^[A-Za-z0-9._~-]{43,128}$")  # RFC 7636 §4.1
@@ -96,11 +105,13 @@ class OAuthSettings:
     code_ttl: int = environment.DEFAULT_OAUTH_CODE_TTL_S
 
     @classmethod
-    def from_environ(cls, environ: Mapping[str, str] | None = None) -> "OAuthSettings":
-        return cls(issuer=environment.auth_url(environ),
-                   access_ttl=environment.oauth_access_token_ttl_seconds(environ),
-                   refresh_ttl=environment.oauth_refresh_token_ttl_seconds(environ),
-                   code_ttl=environment.oauth_code_ttl_seconds(environ))
+    def from_environ(cls, environ: Mapping[str, str] | None = None) -> OAuthSettings:
+        return cls(
+            issuer=environment.auth_url(environ),
+            access_ttl=environment.oauth_access_token_ttl_seconds(environ),
+            refresh_ttl=environment.oauth_refresh_token_ttl_seconds(environ),
+            code_ttl=environment.oauth_code_ttl_seconds(environ),
+        )
 
 
 def request_base_url(scope) -> str:
@@ -139,8 +150,13 @@ def www_authenticate(base: str, *, invalid_token: bool) -> str:
 
 
 def protected_resource_metadata(base: str) -> dict:
-    return {"resource": resource_url(base), "authorization_servers": [base], "scopes_supported": [SCOPE],
-            "bearer_methods_supported": ["header"], "resource_name": "codesearch MCP server"}
+    return {
+        "resource": resource_url(base),
+        "authorization_servers": [base],
+        "scopes_supported": [SCOPE],
+        "bearer_methods_supported": ["header"],
+        "resource_name": "codesearch MCP server",
+    }
 
 
 def authorization_server_metadata(base: str) -> dict:
@@ -210,8 +226,10 @@ def redirect_uri_problem(uri: Any) -> str | None:
         return None
     # a private-use scheme (RFC 8252 §7.1): a reverse domain name such as com.example.app
     if "." not in scheme:
-        return ("a redirect URI must use https, http on a loopback host, or a private-use scheme named after a "
-                "domain (e.g. com.example.app:/callback)")
+        return (
+            "a redirect URI must use https, http on a loopback host, or a private-use scheme named after a "
+            "domain (e.g. com.example.app:/callback)"
+        )
     return None
 
 
@@ -231,23 +249,32 @@ def validate_registration(body: Any) -> tuple[str, list[str], dict[str, Any], bo
             raise RegistrationError("invalid_redirect_uri", f"{problem}: {str(uri)[:200]!r}")
     method = body.get("token_endpoint_auth_method", "client_secret_basic")
     if method not in AUTH_METHODS:
-        raise RegistrationError("invalid_client_metadata",
-                                f"token_endpoint_auth_method must be one of {', '.join(AUTH_METHODS)}")
+        raise RegistrationError(
+            "invalid_client_metadata", f"token_endpoint_auth_method must be one of {', '.join(AUTH_METHODS)}"
+        )
     grant_types = body.get("grant_types", ["authorization_code"])
-    if (not isinstance(grant_types, list) or not grant_types or "authorization_code" not in grant_types
-            or any(g not in GRANT_TYPES for g in grant_types)):
-        raise RegistrationError("invalid_client_metadata",
-                                "grant_types must include authorization_code and may add refresh_token, nothing else")
+    if (
+        not isinstance(grant_types, list)
+        or not grant_types
+        or "authorization_code" not in grant_types
+        or any(g not in GRANT_TYPES for g in grant_types)
+    ):
+        raise RegistrationError(
+            "invalid_client_metadata",
+            "grant_types must include authorization_code and may add refresh_token, nothing else",
+        )
     response_types = body.get("response_types", ["code"])
     if response_types != ["code"]:
         raise RegistrationError("invalid_client_metadata", 'response_types must be ["code"]')
     scope = body.get("scope")
-    if scope is not None:
-        if not isinstance(scope, str) or any(s not in SCOPES_SUPPORTED for s in scope.split()):
-            raise RegistrationError("invalid_client_metadata",
-                                    f"scope may contain only {' '.join(SCOPES_SUPPORTED)}")
-    kept: dict[str, Any] = {"redirect_uris": list(uris), "token_endpoint_auth_method": method,
-                            "grant_types": list(dict.fromkeys(grant_types)), "response_types": ["code"]}
+    if scope is not None and (not isinstance(scope, str) or any(s not in SCOPES_SUPPORTED for s in scope.split())):
+        raise RegistrationError("invalid_client_metadata", f"scope may contain only {' '.join(SCOPES_SUPPORTED)}")
+    kept: dict[str, Any] = {
+        "redirect_uris": list(uris),
+        "token_endpoint_auth_method": method,
+        "grant_types": list(dict.fromkeys(grant_types)),
+        "response_types": ["code"],
+    }
     if scope:
         kept["scope"] = " ".join(dict.fromkeys(scope.split()))
     for name in _TEXT_FIELDS:
@@ -305,12 +332,21 @@ class AuthorizeRequest:
     params: dict[str, str] = field(default_factory=dict)
 
 
-AUTHORIZE_PARAMS = ("response_type", "client_id", "redirect_uri", "state", "scope", "code_challenge",
-                    "code_challenge_method", "resource")
+AUTHORIZE_PARAMS = (
+    "response_type",
+    "client_id",
+    "redirect_uri",
+    "state",
+    "scope",
+    "code_challenge",
+    "code_challenge_method",
+    "resource",
+)
 
 
-def parse_authorize(pairs: list[tuple[str, str]], get_client: Callable[[str], st.OAuthClient | None],
-                    base: str) -> AuthorizeRequest:
+def parse_authorize(
+    pairs: list[tuple[str, str]], get_client: Callable[[str], st.OAuthClient | None], base: str
+) -> AuthorizeRequest:
     """Check an authorization request (the query of ``GET /oauth/authorize``, or the consent
     form sending it back): the request, or `AuthorizeError` saying what is wrong."""
     seen: dict[str, list[str]] = {}
@@ -319,22 +355,35 @@ def parse_authorize(pairs: list[tuple[str, str]], get_client: Callable[[str], st
             seen.setdefault(k, []).append(v)
     for name in ("client_id", "redirect_uri"):
         if len(seen.get(name, ())) > 1:
-            raise AuthorizeError("invalid_request", f"The request gives {name} more than once, so it is not clear "
-                                 "which application is asking, or where you would be sent back.")
+            raise AuthorizeError(
+                "invalid_request",
+                f"The request gives {name} more than once, so it is not clear "
+                "which application is asking, or where you would be sent back.",
+            )
     client_id = (seen.get("client_id") or [""])[0]
     client = get_client(client_id) if client_id else None
     if client is None:
-        raise AuthorizeError("invalid_client", "The application that sent you here is not registered on this server "
-                             "(the request's client_id is missing or unknown). It may have registered with another "
-                             "server, or its registration was removed.")
+        raise AuthorizeError(
+            "invalid_client",
+            "The application that sent you here is not registered on this server "
+            "(the request's client_id is missing or unknown). It may have registered with another "
+            "server, or its registration was removed.",
+        )
     redirect_uri = (seen.get("redirect_uri") or [""])[0]
     if not redirect_uri:
-        raise AuthorizeError("invalid_request", "The request does not say where to send you back afterwards "
-                             "(redirect_uri is missing).", client)
+        raise AuthorizeError(
+            "invalid_request",
+            "The request does not say where to send you back afterwards (redirect_uri is missing).",
+            client,
+        )
     if not any(hmac.compare_digest(redirect_uri.encode(), r.encode()) for r in client.redirect_uris):
-        raise AuthorizeError("invalid_request", "The request would send you back to an address the application did "
-                             "not register (redirect_uri). This is how stolen authorizations look, so it was "
-                             "stopped.", client)
+        raise AuthorizeError(
+            "invalid_request",
+            "The request would send you back to an address the application did "
+            "not register (redirect_uri). This is how stolen authorizations look, so it was "
+            "stopped.",
+            client,
+        )
 
     def refuse(error: str, message: str) -> AuthorizeError:
         return AuthorizeError(error, message, client)
@@ -349,31 +398,49 @@ def parse_authorize(pairs: list[tuple[str, str]], get_client: Callable[[str], st
     p = {k: v[0] for k, v in seen.items()}
     req.params = p
     if p.get("response_type") != "code":
-        raise refuse("unsupported_response_type", "The application asked for a kind of answer this server does not "
-                     "give: only the authorization code flow is supported (response_type=code).")
+        raise refuse(
+            "unsupported_response_type",
+            "The application asked for a kind of answer this server does not "
+            "give: only the authorization code flow is supported (response_type=code).",
+        )
     method = p.get("code_challenge_method")
     challenge = p.get("code_challenge")
     if not challenge:
-        raise refuse("invalid_request", "The application did not protect the request with PKCE, which this server "
-                     "requires (code_challenge, with code_challenge_method=S256).")
+        raise refuse(
+            "invalid_request",
+            "The application did not protect the request with PKCE, which this server "
+            "requires (code_challenge, with code_challenge_method=S256).",
+        )
     if method != "S256":
-        raise refuse("invalid_request", "The application asked for PKCE with the plain method (or named none); "
-                     "this server accepts only S256 (code_challenge_method=S256).")
+        raise refuse(
+            "invalid_request",
+            "The application asked for PKCE with the plain method (or named none); "
+            "this server accepts only S256 (code_challenge_method=S256).",
+        )
     if not _CHALLENGE.match(challenge):
-        raise refuse("invalid_request", "The request's PKCE code_challenge is malformed: it must be the base64url "
-                     "SHA-256 of the verifier, 43 characters.")
+        raise refuse(
+            "invalid_request",
+            "The request's PKCE code_challenge is malformed: it must be the base64url "
+            "SHA-256 of the verifier, 43 characters.",
+        )
     req.code_challenge = challenge
     asked = (p.get("scope") or "").split()
     unknown = [s for s in asked if s not in SCOPES_SUPPORTED]
     if unknown:
-        raise refuse("invalid_scope", f"The application asked for a permission this server does not know "
-                     f"({unknown[0][:50]!r}); it may ask only for {' and '.join(SCOPES_SUPPORTED)}.")
+        raise refuse(
+            "invalid_scope",
+            f"The application asked for a permission this server does not know "
+            f"({unknown[0][:50]!r}); it may ask only for {' and '.join(SCOPES_SUPPORTED)}.",
+        )
     req.scope = granted_scope(asked)
     resource = p.get("resource")
     if resource is not None:
         if not same_resource(resource, base):
-            raise refuse("invalid_target", "The application asked for access to another server (resource). This "
-                         f"server can only give access to its own MCP endpoint, {resource_url(base)}.")
+            raise refuse(
+                "invalid_target",
+                "The application asked for access to another server (resource). This "
+                f"server can only give access to its own MCP endpoint, {resource_url(base)}.",
+            )
         req.resource = resource_url(base)
     return req
 
@@ -413,8 +480,9 @@ def redirect_to(redirect_uri: str, params: Mapping[str, str | None]) -> str:
 def error_redirect(req: AuthorizeRequest, error: str, description: str, base: str) -> str:
     """Where to send the browser with `error`: only after the user took part (denied access),
     never for a request refused before (`AuthorizeError`)."""
-    return redirect_to(req.redirect_uri, {"error": error, "error_description": description, "state": req.state,
-                                          "iss": base})
+    return redirect_to(
+        req.redirect_uri, {"error": error, "error_description": description, "state": req.state, "iss": base}
+    )
 
 
 def code_redirect(req: AuthorizeRequest, code: str, base: str) -> str:
@@ -438,8 +506,19 @@ class TokenError(Exception):
         return {"error": self.error, "error_description": self.description}
 
 
-TOKEN_PARAMS = ("grant_type", "code", "redirect_uri", "code_verifier", "client_id", "client_secret",
-                "refresh_token", "scope", "resource", "token", "token_type_hint")
+TOKEN_PARAMS = (
+    "grant_type",
+    "code",
+    "redirect_uri",
+    "code_verifier",
+    "client_id",
+    "client_secret",
+    "refresh_token",
+    "scope",
+    "resource",
+    "token",
+    "token_type_hint",
+)
 
 
 def s256(verifier: str) -> str:
@@ -492,11 +571,16 @@ def authenticate_client(store, form: dict[str, str], authorization: str | None) 
     if client is None:
         raise TokenError("invalid_client", "client authentication failed: unknown client", 401, basic=basic is not None)
     if client.auth_method != method:
-        raise TokenError("invalid_client", f"client authentication failed: this client authenticates with "
-                         f"{client.auth_method}", 401, basic=basic is not None)
+        raise TokenError(
+            "invalid_client",
+            f"client authentication failed: this client authenticates with {client.auth_method}",
+            401,
+            basic=basic is not None,
+        )
     if method != "none" and not store.verify_oauth_client_secret(client.id, secret or ""):
-        raise TokenError("invalid_client", "client authentication failed: wrong client secret", 401,
-                         basic=basic is not None)
+        raise TokenError(
+            "invalid_client", "client authentication failed: wrong client secret", 401, basic=basic is not None
+        )
     return client
 
 
@@ -512,8 +596,14 @@ class TokenOutcome:
     details: dict = field(default_factory=dict)
 
 
-def token_endpoint(store, form: dict[str, str], authorization: str | None, settings: OAuthSettings,
-                   base: str, on_replay: Callable[[str, st.Redeemed, st.OAuthClient], None]) -> TokenOutcome:
+def token_endpoint(
+    store,
+    form: dict[str, str],
+    authorization: str | None,
+    settings: OAuthSettings,
+    base: str,
+    on_replay: Callable[[str, st.Redeemed, st.OAuthClient], None],
+) -> TokenOutcome:
     """Answer one token request (`TokenError` when refused). `on_replay(kind, redeemed, client)`
     is told of a replayed code or refresh token (the grant is revoked already)."""
     grant_type = form.get("grant_type")
@@ -549,8 +639,13 @@ def token_endpoint(store, form: dict[str, str], authorization: str | None, setti
                 return "resource differs from the authorization request's"
             return None
 
-        done = store.redeem_oauth_code(code, client_id=client.id, check=check, access_ttl=settings.access_ttl,
-                                       refresh_ttl=settings.refresh_ttl if with_refresh else None)
+        done = store.redeem_oauth_code(
+            code,
+            client_id=client.id,
+            check=check,
+            access_ttl=settings.access_ttl,
+            refresh_ttl=settings.refresh_ttl if with_refresh else None,
+        )
         kind, event = "code", "oauth.token.issue"
     else:
         refresh = form.get("refresh_token")
@@ -563,20 +658,25 @@ def token_endpoint(store, form: dict[str, str], authorization: str | None, setti
                 return "scope asks for more than the grant has"
             return None
 
-        done = store.rotate_oauth_refresh_token(refresh, client_id=client.id, check=check,
-                                                access_ttl=settings.access_ttl, refresh_ttl=settings.refresh_ttl)
+        done = store.rotate_oauth_refresh_token(
+            refresh, client_id=client.id, check=check, access_ttl=settings.access_ttl, refresh_ttl=settings.refresh_ttl
+        )
         kind, event = "refresh_token", "oauth.token.refresh"
 
     if done.status == st.REPLAYED:
         on_replay(kind, done, client)
-        raise TokenError("invalid_grant", f"this {kind.replace('_', ' ')} was used already: every token it gave is "
-                         "revoked now")
+        raise TokenError(
+            "invalid_grant", f"this {kind.replace('_', ' ')} was used already: every token it gave is revoked now"
+        )
     if done.status == st.REFUSED and "scope" in done.detail:
         raise TokenError("invalid_scope", done.detail)
     if done.status != st.OK:
-        reason = {st.UNKNOWN: f"unknown {kind.replace('_', ' ')}", st.WRONG_CLIENT: f"the {kind.replace('_', ' ')} "
-                  "was issued to another client", st.EXPIRED: f"the {kind.replace('_', ' ')} has expired",
-                  st.REFUSED: done.detail}.get(done.status, "refused")
+        reason = {
+            st.UNKNOWN: f"unknown {kind.replace('_', ' ')}",
+            st.WRONG_CLIENT: f"the {kind.replace('_', ' ')} was issued to another client",
+            st.EXPIRED: f"the {kind.replace('_', ' ')} has expired",
+            st.REFUSED: done.detail,
+        }.get(done.status, "refused")
         raise TokenError("invalid_grant", reason)
     t = done.tokens
     body = {"access_token": t.access_token, "token_type": "Bearer", "expires_in": t.expires_in, "scope": t.scope}
@@ -598,8 +698,9 @@ def revocation_endpoint(store, form: dict[str, str], authorization: str | None) 
 
 def json_body(raw: bytes) -> Any:
     if len(raw) > MAX_REGISTRATION_BYTES:
-        raise RegistrationError("invalid_client_metadata", f"the registration is larger than "
-                                f"{MAX_REGISTRATION_BYTES} bytes")
+        raise RegistrationError(
+            "invalid_client_metadata", f"the registration is larger than {MAX_REGISTRATION_BYTES} bytes"
+        )
     try:
         return json.loads(raw)
     except (ValueError, UnicodeDecodeError):

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from codesearch.runtime import metrics, request_ids
 
@@ -90,8 +90,12 @@ class ObserveRequests:
             raise
         finally:
             request_ids.reset(token)
-            metrics.http_request(route_template(scope, self.routes, arrived), method_label(scope.get("method", "")),
-                                 NO_RESPONSE if status is None else status, time.perf_counter() - started)
+            metrics.http_request(
+                route_template(scope, self.routes, arrived),
+                method_label(scope.get("method", "")),
+                NO_RESPONSE if status is None else status,
+                time.perf_counter() - started,
+            )
 
 
 class ProxyRequestIds:

@@ -64,7 +64,7 @@ class BodyAhead:
                 return messages, None
             try:
                 message = await asyncio.wait_for(receive(), left)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 return messages, None
             messages.append(message)
             if message.get("type") != "http.request":

@@ -162,65 +162,101 @@ async def chat_blocking(request: Request, body: ChatRequest, identity: Caller, s
 
     _text, chat, spec = await run_in_threadpool(ask, tc, body.query, body.repos, choice, body.visibility)
     audit.record(request, identity, "chat.ask", body.query[:500], chat=chat.id, visibility=chat.visibility)
-    return {"answer": chat.answer, "chatId": chat.id, "chatUrl": chat_url(services.public_url, chat.id),
-            "languageModel": spec.public()}
+    return {
+        "answer": chat.answer,
+        "chatId": chat.id,
+        "chatUrl": chat_url(services.public_url, chat.id),
+        "languageModel": spec.public(),
+    }
 
 
-@router.post("/api/chat", response_class=StreamingResponse,
-        responses={200: {"content": {"text/event-stream": {}},
-                         "description": "Server-Sent Events in the AI SDK's UI message stream shape"}})
-async def chat_stream(request: Request, body: StreamChatRequest, identity: Caller,
-                      services: ServicesDep) -> StreamingResponse:
+@router.post(
+    "/api/chat",
+    response_class=StreamingResponse,
+    responses={
+        200: {
+            "content": {"text/event-stream": {}},
+            "description": "Server-Sent Events in the AI SDK's UI message stream shape",
+        }
+    },
+)
+async def chat_stream(
+    request: Request, body: StreamChatRequest, identity: Caller, services: ServicesDep
+) -> StreamingResponse:
     from codesearch.service import chat_stream as cs
     from codesearch.tools import ask_chat
 
     tc = services.make_context(identity)
     public_url = services.public_url
     question = question_of(body)
-    choice = ({"provider": body.languageModel.provider, "model": body.languageModel.model}
-              if body.languageModel else None)
+    choice = (
+        {"provider": body.languageModel.provider, "model": body.languageModel.model} if body.languageModel else None
+    )
 
     def prepare():
         repos = scope_repos(tc, body.selectedSearchScopes)
-        return ask_chat.prepare(tc, question, chat_id=body.id, repos=repos, language_model=choice,
-                                visibility=body.visibility)
+        return ask_chat.prepare(
+            tc, question, chat_id=body.id, repos=repos, language_model=choice, visibility=body.visibility
+        )
 
     prepared = await run_in_threadpool(prepare)
-    audit.record(request, identity, "chat.ask", question[:500], chat=body.id or "",
-                 visibility=prepared.visibility)
+    audit.record(request, identity, "chat.ask", question[:500], chat=body.id or "", visibility=prepared.visibility)
     root = request.scope.get("root_path", "").rstrip("/")
 
     def finish(outcome) -> list[dict]:
         from codesearch.web.pages_chat import answer_html
 
-        meta = {"modelName": outcome.model.get("displayName") or outcome.model.get("model"),
-                "totalInputTokens": outcome.usage.get("input_tokens", 0),
-                "totalOutputTokens": outcome.usage.get("output_tokens", 0),
-                "budgetExhausted": outcome.budget_exhausted}
-        data = {"chatId": outcome.chat.id, "chatUrl": chat_url(public_url, outcome.chat.id), "turn": outcome.turn,
-                "visibility": outcome.chat.visibility, "answerHtml": str(answer_html(tc, outcome.answer, root))}
-        return [{"type": "data-chat", "data": data},
-                {"type": "message-metadata", "messageMetadata": meta}]
+        meta = {
+            "modelName": outcome.model.get("displayName") or outcome.model.get("model"),
+            "totalInputTokens": outcome.usage.get("input_tokens", 0),
+            "totalOutputTokens": outcome.usage.get("output_tokens", 0),
+            "budgetExhausted": outcome.budget_exhausted,
+        }
+        data = {
+            "chatId": outcome.chat.id,
+            "chatUrl": chat_url(public_url, outcome.chat.id),
+            "turn": outcome.turn,
+            "visibility": outcome.chat.visibility,
+            "answerHtml": str(answer_html(tc, outcome.answer, root)),
+        }
+        return [{"type": "data-chat", "data": data}, {"type": "message-metadata", "messageMetadata": meta}]
 
     def fail(error: BaseException) -> list[dict]:
         if isinstance(error, CodesearchError):
             stored = getattr(error, "chat", None)  # a failed question is kept: say where
-            linked = [] if stored is None else [{"type": "data-chat", "data": {
-                "chatId": stored.id, "chatUrl": chat_url(public_url, stored.id), "turn": error.turn,
-                "visibility": stored.visibility, "answerHtml": ""}}]
+            linked = (
+                []
+                if stored is None
+                else [
+                    {
+                        "type": "data-chat",
+                        "data": {
+                            "chatId": stored.id,
+                            "chatUrl": chat_url(public_url, stored.id),
+                            "turn": error.turn,
+                            "visibility": stored.visibility,
+                            "answerHtml": "",
+                        },
+                    }
+                ]
+            )
             return [*linked, {"type": "error", "errorText": str(error)}]
         import logging
 
         logging.getLogger(__name__).error("chat failed", exc_info=error)
         return [{"type": "error", "errorText": f"internal error ({type(error).__name__}); try again"}]
 
-    return StreamingResponse(cs.stream(lambda emit: ask_chat.run(prepared, emit), finish, fail),
-                             media_type="text/event-stream", headers=cs.HEADERS)
+    return StreamingResponse(
+        cs.stream(lambda emit: ask_chat.run(prepared, emit), finish, fail),
+        media_type="text/event-stream",
+        headers=cs.HEADERS,
+    )
 
 
 @router.patch("/api/chat/{chat_id}")
-async def chat_visibility(request: Request, chat_id: str, body: VisibilityRequest, identity: Caller,
-                          services: ServicesDep) -> dict:
+async def chat_visibility(
+    request: Request, chat_id: str, body: VisibilityRequest, identity: Caller, services: ServicesDep
+) -> dict:
     tc = services.make_context(identity)
 
     def change():
@@ -264,8 +300,13 @@ async def chat_page(chat_id: str, request: Request, services: ServicesDep) -> HT
             raise ChatNotFound(f"chat {chat_id!r} not found")
         from codesearch.web.templating import render
 
-        return render(request, "notfound.html", status_code=404, title="Not found",
-                      message="This research session does not exist, or you cannot see it.")
+        return render(
+            request,
+            "notfound.html",
+            status_code=404,
+            title="Not found",
+            message="This research session does not exist, or you cannot see it.",
+        )
     audit.record(request, identity, "chat.read", chat.id)
     from codesearch.web.pages_chat import render_chat
 

@@ -101,8 +101,13 @@ async def _related(request: Request, identity: Identity, services: Services, loo
     audit.record(request, identity, "search", body.symbolName, repo=body.repoName, language=body.language)
 
     def run():
-        return lookup(services.make_context(identity), body.symbolName, repo=body.repoName, language=body.language or None,
-                      revision=body.revisionName)
+        return lookup(
+            services.make_context(identity),
+            body.symbolName,
+            repo=body.repoName,
+            language=body.language or None,
+            revision=body.revisionName,
+        )
 
     return await run_in_threadpool(run)
 

@@ -36,10 +36,18 @@ router = APIRouter()
 
 
 @router.get("/api/tree")
-async def tree(request: Request, identity: Caller, services: ServicesDep, repo: str = Query(..., min_length=1, max_length=1000), path: str = Query("", max_length=4096),
-               ref: str | None = Query(None, max_length=1024), depth: int = Query(1, ge=1, le=10),
-               maxEntries: int = Query(1000, ge=1, le=10000), includeFiles: bool = True,  # noqa: N803
-               includeDirectories: bool = True) -> dict:  # noqa: N803
+async def tree(
+    request: Request,
+    identity: Caller,
+    services: ServicesDep,
+    repo: str = Query(..., min_length=1, max_length=1000),
+    path: str = Query("", max_length=4096),
+    ref: str | None = Query(None, max_length=1024),
+    depth: int = Query(1, ge=1, le=10),
+    maxEntries: int = Query(1000, ge=1, le=10000),
+    includeFiles: bool = True,  # noqa: N803
+    includeDirectories: bool = True,
+) -> dict:  # noqa: N803
     audit.record(request, identity, "tree.read", f"{repo}:{path}", ref=ref)
 
     def run():
@@ -47,38 +55,95 @@ async def tree(request: Request, identity: Caller, services: ServicesDep, repo: 
         row = tc.repo(repo)
         under = check_dir(path)
         use_ref = check_ref(ref) if ref is not None else tc.default_ref(row)
-        entries, truncated = list_tree(tc.git_dir(row), use_ref, under, depth=depth, max_entries=maxEntries,
-                                               include_files=includeFiles, include_dirs=includeDirectories)
-        return {"repo": row.name, "ref": use_ref, "path": under, "truncated": truncated,
-                "entries": [{"path": e.path, "name": e.name, "type": "tree" if e.is_dir else "blob", "depth": e.depth}
-                            for e in entries]}
+        entries, truncated = list_tree(
+            tc.git_dir(row),
+            use_ref,
+            under,
+            depth=depth,
+            max_entries=maxEntries,
+            include_files=includeFiles,
+            include_dirs=includeDirectories,
+        )
+        return {
+            "repo": row.name,
+            "ref": use_ref,
+            "path": under,
+            "truncated": truncated,
+            "entries": [
+                {"path": e.path, "name": e.name, "type": "tree" if e.is_dir else "blob", "depth": e.depth}
+                for e in entries
+            ],
+        }
 
     return await run_in_threadpool(run)
 
 
 @router.get("/api/commits")
-async def commits(request: Request, identity: Caller, services: ServicesDep, repo: str = Query(..., min_length=1, max_length=1000), ref: str | None = Query(None, max_length=1024),
-                  query: str | None = Query(None, max_length=1000), since: str | None = Query(None, max_length=100),
-                  until: str | None = Query(None, max_length=100), author: str | None = Query(None, max_length=500),
-                  page: int = Query(1, ge=1, le=MAX_PAGE), perPage: int = Query(50, ge=1, le=100),  # noqa: N803
-                  path: str | None = Query(None, max_length=4096), *, response: Response) -> dict:
+async def commits(
+    request: Request,
+    identity: Caller,
+    services: ServicesDep,
+    repo: str = Query(..., min_length=1, max_length=1000),
+    ref: str | None = Query(None, max_length=1024),
+    query: str | None = Query(None, max_length=1000),
+    since: str | None = Query(None, max_length=100),
+    until: str | None = Query(None, max_length=100),
+    author: str | None = Query(None, max_length=500),
+    page: int = Query(1, ge=1, le=MAX_PAGE),
+    perPage: int = Query(50, ge=1, le=100),  # noqa: N803
+    path: str | None = Query(None, max_length=4096),
+    *,
+    response: Response,
+) -> dict:
     audit.record(request, identity, "commits.read", f"{repo}:{path}" if path else repo, ref=ref, query=query)
 
     def run():
         tc = services.make_context(identity)
         row = tc.repo(repo)
         use_ref = check_ref(ref) if ref is not None else tc.default_ref(row)
-        found, total = list_commits(tc.git_dir(row), use_ref, query=query or None, since=since or None,
-                                            until=until or None, author=author or None, path=path or None,
-                                            page=page, per_page=perPage)
+        found, total = list_commits(
+            tc.git_dir(row),
+            use_ref,
+            query=query or None,
+            since=since or None,
+            until=until or None,
+            author=author or None,
+            path=path or None,
+            page=page,
+            per_page=perPage,
+        )
         response.headers["X-Total-Count"] = str(total)
-        link = link_header(_base_url(request), page, perPage, total,
-                           {"repo": repo, "ref": ref, "path": path or None, "query": query or None,
-                            "since": since or None, "until": until or None, "author": author or None})
+        link = link_header(
+            _base_url(request),
+            page,
+            perPage,
+            total,
+            {
+                "repo": repo,
+                "ref": ref,
+                "path": path or None,
+                "query": query or None,
+                "since": since or None,
+                "until": until or None,
+                "author": author or None,
+            },
+        )
         if link:
             response.headers["Link"] = link
-        return {"commits": [{"hash": c.hash, "date": c.date, "message": c.message, "refs": list(c.refs),
-                             "body": c.body, "authorName": c.author_name, "authorEmail": c.author_email}
-                            for c in found], "totalCount": total}
+        return {
+            "commits": [
+                {
+                    "hash": c.hash,
+                    "date": c.date,
+                    "message": c.message,
+                    "refs": list(c.refs),
+                    "body": c.body,
+                    "authorName": c.author_name,
+                    "authorEmail": c.author_email,
+                }
+                for c in found
+            ],
+            "totalCount": total,
+        }
 
     return await run_in_threadpool(run)

@@ -57,32 +57,60 @@ def file_json(f: FileDiff) -> dict:
     added, removed = history.file_stats(f)
     hunks = []
     for h in f.hunks:
-        hunk = {"oldRange": {"start": h.old_start, "lines": h.old_lines},
-                "newRange": {"start": h.new_start, "lines": h.new_lines}}
+        hunk = {
+            "oldRange": {"start": h.old_start, "lines": h.old_lines},
+            "newRange": {"start": h.new_start, "lines": h.new_lines},
+        }
         if h.header:
             hunk["heading"] = h.header
         hunk["body"] = "\n".join(h.lines)
         hunks.append(hunk)
-    return {"oldPath": f.old_path, "newPath": f.new_path, "status": f.status, "isBinary": f.binary,
-            "additions": added, "deletions": removed, "hunks": hunks}
+    return {
+        "oldPath": f.old_path,
+        "newPath": f.new_path,
+        "status": f.status,
+        "isBinary": f.binary,
+        "additions": added,
+        "deletions": removed,
+        "hunks": hunks,
+    }
 
 
 def blame_json(b: history.Blame) -> dict:
     commits = {}
     for sha, c in b.commits.items():
-        item = {"hash": c.hash, "date": c.date, "message": c.message, "authorName": c.author_name,
-                "authorEmail": c.author_email}
+        item = {
+            "hash": c.hash,
+            "date": c.date,
+            "message": c.message,
+            "authorName": c.author_name,
+            "authorEmail": c.author_email,
+        }
         if c.previous is not None:
             item["previous"] = {"hash": c.previous[0], "path": c.previous[1]}
         commits[sha] = item
-    return {"ranges": [{"hash": r.hash, "path": r.path, "startLine": r.start_line, "lineCount": r.line_count}
-                       for r in b.ranges], "commits": commits}
+    return {
+        "ranges": [
+            {"hash": r.hash, "path": r.path, "startLine": r.start_line, "lineCount": r.line_count} for r in b.ranges
+        ],
+        "commits": commits,
+    }
 
 
 def commit_json(c: history.CommitDetail) -> dict:
-    return {"hash": c.hash, "date": c.date, "message": c.message, "refs": list(c.refs), "body": c.body,
-            "authorName": c.author_name, "authorEmail": c.author_email, "parents": list(c.parents),
-            "authorDate": c.author_date, "committerName": c.committer_name, "committerEmail": c.committer_email}
+    return {
+        "hash": c.hash,
+        "date": c.date,
+        "message": c.message,
+        "refs": list(c.refs),
+        "body": c.body,
+        "authorName": c.author_name,
+        "authorEmail": c.author_email,
+        "parents": list(c.parents),
+        "authorDate": c.author_date,
+        "committerName": c.committer_name,
+        "committerEmail": c.committer_email,
+    }
 
 
 router = APIRouter()
@@ -90,9 +118,14 @@ _repo_q = Query(..., min_length=1, max_length=1000, description="The repository'
 
 
 @router.get("/api/blame")
-async def blame(request: Request, identity: Caller, services: ServicesDep, repo: str = _repo_q,
-                path: str = Query(..., max_length=4096, description="A file, relative to the repository root"),
-                ref: str | None = Query(None, max_length=1024, description="Branch, tag or commit (default branch)")) -> dict:
+async def blame(
+    request: Request,
+    identity: Caller,
+    services: ServicesDep,
+    repo: str = _repo_q,
+    path: str = Query(..., max_length=4096, description="A file, relative to the repository root"),
+    ref: str | None = Query(None, max_length=1024, description="Branch, tag or commit (default branch)"),
+) -> dict:
     audit.record(request, identity, "blame.read", f"{repo}:{path}", ref=ref)
 
     def run():
@@ -101,8 +134,14 @@ async def blame(request: Request, identity: Caller, services: ServicesDep, repo:
         check_path(path)
         use_ref = check_ref(ref) if ref is not None else tc.default_ref(row)
         b = history.blame(tc.git_dir(row), use_ref, path)
-        out = {**blame_json(b), "repo": row.name, "path": path, "ref": use_ref, "commit": b.commit,
-               "truncated": b.truncated}
+        out = {
+            **blame_json(b),
+            "repo": row.name,
+            "path": path,
+            "ref": use_ref,
+            "commit": b.commit,
+            "truncated": b.truncated,
+        }
         if b.binary:
             out["isBinary"] = True
         return out
@@ -111,26 +150,37 @@ async def blame(request: Request, identity: Caller, services: ServicesDep, repo:
 
 
 @router.get("/api/commit")
-async def commit(request: Request, identity: Caller, services: ServicesDep, repo: str = _repo_q,
-                 ref: str = Query(..., min_length=1, max_length=1024, description="A commit, branch or tag"),
-                 path: str | None = Query(None, max_length=4096, description="Only changes to this file or directory")) -> dict:
+async def commit(
+    request: Request,
+    identity: Caller,
+    services: ServicesDep,
+    repo: str = _repo_q,
+    ref: str = Query(..., min_length=1, max_length=1024, description="A commit, branch or tag"),
+    path: str | None = Query(None, max_length=4096, description="Only changes to this file or directory"),
+) -> dict:
     audit.record(request, identity, "commit.read", repo, ref=ref)
 
     def run():
         tc = services.make_context(identity)
         row = tc.repo(repo)
-        detail, files, truncated = history.commit_changes(tc.git_dir(row), check_ref(ref), path=path,
-                                                          max_files=MAX_FILES, max_bytes=MAX_DIFF_BYTES)
+        detail, files, truncated = history.commit_changes(
+            tc.git_dir(row), check_ref(ref), path=path, max_files=MAX_FILES, max_bytes=MAX_DIFF_BYTES
+        )
         return {**commit_json(detail), "files": [file_json(f) for f in files], "truncated": truncated}
 
     return await run_in_threadpool(run)
 
 
 @router.get("/api/diff")
-async def diff(request: Request, identity: Caller, services: ServicesDep, repo: str = _repo_q,
-               base: str = Query(..., min_length=1, max_length=1024, description="The ref to diff from"),
-               head: str = Query(..., min_length=1, max_length=1024, description="The ref to diff to"),
-               path: str | None = Query(None, max_length=4096, description="Only changes to this file or directory")) -> dict:
+async def diff(
+    request: Request,
+    identity: Caller,
+    services: ServicesDep,
+    repo: str = _repo_q,
+    base: str = Query(..., min_length=1, max_length=1024, description="The ref to diff from"),
+    head: str = Query(..., min_length=1, max_length=1024, description="The ref to diff to"),
+    path: str | None = Query(None, max_length=4096, description="Only changes to this file or directory"),
+) -> dict:
     audit.record(request, identity, "diff.read", repo, base=base, head=head)
 
     def run():
@@ -140,9 +190,15 @@ async def diff(request: Request, identity: Caller, services: ServicesDep, repo: 
         scope = check_scope(path)
         old = resolve_commit(git_dir, check_ref(base))
         new = resolve_commit(git_dir, check_ref(head))
-        files, truncated = diff_objects(git_dir, old, new, scope=scope, max_files=MAX_FILES,
-                                                max_bytes=MAX_DIFF_BYTES)
-        return {"repo": row.name, "base": base, "head": head, "baseCommit": old, "headCommit": new,
-                "files": [file_json(f) for f in files], "truncated": truncated}
+        files, truncated = diff_objects(git_dir, old, new, scope=scope, max_files=MAX_FILES, max_bytes=MAX_DIFF_BYTES)
+        return {
+            "repo": row.name,
+            "base": base,
+            "head": head,
+            "baseCommit": old,
+            "headCommit": new,
+            "files": [file_json(f) for f in files],
+            "truncated": truncated,
+        }
 
     return await run_in_threadpool(run)

@@ -41,9 +41,12 @@ from codesearch.web.templating import render
 log = logging.getLogger(__name__)
 
 NO_STORE = {"Cache-Control": "no-store", "Pragma": "no-cache"}
-CORS = {"Access-Control-Allow-Origin": "*", "Access-Control-Allow-Methods": "GET, POST, OPTIONS",
-        "Access-Control-Allow-Headers": "Authorization, Content-Type, MCP-Protocol-Version",
-        "Access-Control-Max-Age": "600"}
+CORS = {
+    "Access-Control-Allow-Origin": "*",
+    "Access-Control-Allow-Methods": "GET, POST, OPTIONS",
+    "Access-Control-Allow-Headers": "Authorization, Content-Type, MCP-Protocol-Version",
+    "Access-Control-Max-Age": "600",
+}
 
 
 def _json(body: dict, status: int = 200, extra: dict | None = None) -> JSONResponse:
@@ -97,6 +100,7 @@ async def authorization_server(request: Request, settings: Settings):
 async def preflight():
     return Response(status_code=204, headers=CORS)
 
+
 # ------------------------------------------------------------------ registration
 
 
@@ -111,24 +115,34 @@ async def register(request: Request, store: StoreDep):
     except oa.RegistrationError as e:
         return _json(e.body(), 400)
     client, secret = await anyio.to_thread.run_sync(
-        lambda: store.create_oauth_client(name, uris, metadata, with_secret=with_secret))
-    audit.record(request, None, "oauth.client.register", client.id, name=name,
-                 method=metadata["token_endpoint_auth_method"],
-                 redirects=" ".join(sorted({urlsplit(u).scheme + "://" + urlsplit(u).netloc for u in uris})))
+        lambda: store.create_oauth_client(name, uris, metadata, with_secret=with_secret)
+    )
+    audit.record(
+        request,
+        None,
+        "oauth.client.register",
+        client.id,
+        name=name,
+        method=metadata["token_endpoint_auth_method"],
+        redirects=" ".join(sorted({urlsplit(u).scheme + "://" + urlsplit(u).netloc for u in uris})),
+    )
     return _json(oa.registration_response(client, secret), 201)
+
 
 # ------------------------------------------------------------------ authorization
 
 
 def _error_page(request: Request, message: str, status: int = 400, error: str | None = None):
-    return render(request, "oauth_error.html", status_code=status, title="Authorization failed", message=message,
-                  error=error)
+    return render(
+        request, "oauth_error.html", status_code=status, title="Authorization failed", message=message, error=error
+    )
 
 
 def _refused(request: Request, e: oa.AuthorizeError):
     """A refused authorization request: a page, never a redirect (see `oa.AuthorizeError`)."""
-    log.info("OAuth: authorization request refused (%s) for client %s", e.error,
-             e.client.id if e.client else "(unknown)")
+    log.info(
+        "OAuth: authorization request refused (%s) for client %s", e.error, e.client.id if e.client else "(unknown)"
+    )
     return _error_page(request, e.message, 400, e.error)
 
 
@@ -141,16 +155,23 @@ def authorize(request: Request, store: StoreDep, settings: Settings):
     if store is None:
         return _error_page(request, "This service runs without a state database, so nobody can sign in.", 503)
     try:
-        req = oa.parse_authorize(list(request.query_params.multi_items()), store.get_oauth_client,
-                                 oa.base_url(request.scope, settings))
+        req = oa.parse_authorize(
+            list(request.query_params.multi_items()), store.get_oauth_client, oa.base_url(request.scope, settings)
+        )
     except oa.AuthorizeError as e:
         return _refused(request, e)
     user = sessions.current_user(request)
     if user is None:
         return sessions.login_redirect(request)
-    return render(request, "oauth_consent.html", title="Allow access", client_name=req.client.name,
-                  redirect_display=oa.redirect_display(req.redirect_uri),
-                  params=[(k, v) for k, v in req.params.items()], refresh_days=settings.refresh_ttl // 86400)
+    return render(
+        request,
+        "oauth_consent.html",
+        title="Allow access",
+        client_name=req.client.name,
+        redirect_display=oa.redirect_display(req.redirect_uri),
+        params=[(k, v) for k, v in req.params.items()],
+        refresh_days=settings.refresh_ttl // 86400,
+    )
 
 
 @router.post(oa.AUTHORIZE_PATH)
@@ -165,8 +186,9 @@ def _decide(request: Request, store, settings: oa.OAuthSettings, pairs: list[tup
         return _error_page(request, "This service runs without a state database, so nobody can sign in.", 503)
     user = sessions.current_user(request)
     if user is None:
-        return _error_page(request, "You are not signed in any more: start the connection again from your MCP "
-                          "client.", 401)
+        return _error_page(
+            request, "You are not signed in any more: start the connection again from your MCP client.", 401
+        )
     fields = dict(pairs)
     sessions.require_csrf(request, fields.get("csrf_token"))  # CsrfFailed: the 403 page, nothing redirected
     b = oa.base_url(request.scope, settings)
@@ -178,11 +200,18 @@ def _decide(request: Request, store, settings: oa.OAuthSettings, pairs: list[tup
     if fields.get("decision") != "allow":
         audit.record(request, identity, "oauth.consent.deny", req.client.id, name=req.client.name)
         return _redirect(oa.error_redirect(req, "access_denied", "the user denied access", b))
-    code = store.create_oauth_code(client_id=req.client.id, user_id=user.id, redirect_uri=req.redirect_uri,
-                                   code_challenge=req.code_challenge, scope=req.scope, resource=req.resource,
-                                   ttl_seconds=settings.code_ttl)
+    code = store.create_oauth_code(
+        client_id=req.client.id,
+        user_id=user.id,
+        redirect_uri=req.redirect_uri,
+        code_challenge=req.code_challenge,
+        scope=req.scope,
+        resource=req.resource,
+        ttl_seconds=settings.code_ttl,
+    )
     audit.record(request, identity, "oauth.consent.grant", req.client.id, name=req.client.name, scope=req.scope)
     return _redirect(oa.code_redirect(req, code, b))
+
 
 # ------------------------------------------------------------------ token and revocation
 
@@ -204,20 +233,34 @@ async def token(request: Request, store: StoreDep, settings: Settings):
     b = oa.base_url(request.scope, settings)
 
     def on_replay(kind: str, done, client) -> None:
-        log.warning("OAuth: a used %s was presented again by client %s: grant %s revoked (%d token(s))",
-                    kind.replace("_", " "), client.id, done.grant_id, done.revoked)
-        audit.record(request, _identity_of(store, done.user_id), "oauth.replay", client.id, kind=kind,
-                     grant=done.grant_id, revoked=done.revoked)
+        log.warning(
+            "OAuth: a used %s was presented again by client %s: grant %s revoked (%d token(s))",
+            kind.replace("_", " "),
+            client.id,
+            done.grant_id,
+            done.revoked,
+        )
+        audit.record(
+            request,
+            _identity_of(store, done.user_id),
+            "oauth.replay",
+            client.id,
+            kind=kind,
+            grant=done.grant_id,
+            revoked=done.revoked,
+        )
 
     try:
         form = await _form_of(request)
         outcome = await anyio.to_thread.run_sync(
-            lambda: oa.token_endpoint(store, form, request.headers.get("authorization"), settings, b, on_replay))
+            lambda: oa.token_endpoint(store, form, request.headers.get("authorization"), settings, b, on_replay)
+        )
     except oa.TokenError as e:
         return _token_error(e)
     identity = await anyio.to_thread.run_sync(_identity_of, store, outcome.user_id)
-    audit.record(request, identity, outcome.event, outcome.client.id, grant=outcome.grant_id,
-                 scope=outcome.body.get("scope"))
+    audit.record(
+        request, identity, outcome.event, outcome.client.id, grant=outcome.grant_id, scope=outcome.body.get("scope")
+    )
     return _json(outcome.body)
 
 
@@ -228,7 +271,8 @@ async def revoke(request: Request, store: StoreDep):
     try:
         form = await _form_of(request)
         client, outcome, n = await anyio.to_thread.run_sync(
-            lambda: oa.revocation_endpoint(store, form, request.headers.get("authorization")))
+            lambda: oa.revocation_endpoint(store, form, request.headers.get("authorization"))
+        )
     except oa.TokenError as e:
         return _token_error(e)
     audit.record(request, None, "oauth.token.revoke", client.id, outcome=outcome, revoked=n)

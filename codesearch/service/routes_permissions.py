@@ -32,12 +32,27 @@ def permission_sync(identity: Caller, store: StoreDep) -> dict:
     for repo_id, s in sorted(store.repo_permission_syncs().items()):
         if repo_id not in names:
             continue
-        out["repos"].append({"repoId": repo_id, "repoName": names.get(repo_id), "syncedAt": iso(s.synced_at),
-                             "attemptedAt": iso(s.attempted_at), "error": s.error,
-                             "readers": len(store.repo_grant_subjects(repo_id))})
+        out["repos"].append(
+            {
+                "repoId": repo_id,
+                "repoName": names.get(repo_id),
+                "syncedAt": iso(s.synced_at),
+                "attemptedAt": iso(s.attempted_at),
+                "error": s.error,
+                "readers": len(store.repo_grant_subjects(repo_id)),
+            }
+        )
     emails = {u.id: u.email for u in store.list_users()}
     for a in store.list_linked_accounts(with_host=True):
-        out["accounts"].append({"id": a.id, "user": emails.get(a.user_id), "host": a.host, "login": a.login,
-                                "syncedAt": iso(a.permission_synced_at),
-                                "attemptedAt": iso(a.permission_attempted_at), "error": a.permission_error})
+        out["accounts"].append(
+            {
+                "id": a.id,
+                "user": emails.get(a.user_id),
+                "host": a.host,
+                "login": a.login,
+                "syncedAt": iso(a.permission_synced_at),
+                "attemptedAt": iso(a.permission_attempted_at),
+                "error": a.permission_error,
+            }
+        )
     return out

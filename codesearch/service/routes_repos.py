@@ -66,22 +66,24 @@ class InsufficientPermissions(CodesearchError):
 
 
 def job_json(job, connection_names: dict[int, str] | None = None) -> dict:
-    return _compact({
-        "id": job.id,
-        "kind": job.kind,
-        "state": job.state,
-        "connection": (connection_names or {}).get(job.connection_id) if job.connection_id is not None else None,
-        "connectionId": job.connection_id,
-        "repoId": job.repo_id,
-        "attempts": job.attempts,
-        "maxAttempts": job.max_attempts,
-        "error": job.error,
-        "createdAt": iso(job.created_at),
-        "startedAt": iso(job.started_at),
-        "finishedAt": iso(job.finished_at),
-        "heartbeatAt": iso(job.heartbeat_at),
-        "nextAttemptAt": iso(job.next_attempt_at),
-    })
+    return _compact(
+        {
+            "id": job.id,
+            "kind": job.kind,
+            "state": job.state,
+            "connection": (connection_names or {}).get(job.connection_id) if job.connection_id is not None else None,
+            "connectionId": job.connection_id,
+            "repoId": job.repo_id,
+            "attempts": job.attempts,
+            "maxAttempts": job.max_attempts,
+            "error": job.error,
+            "createdAt": iso(job.created_at),
+            "startedAt": iso(job.started_at),
+            "finishedAt": iso(job.finished_at),
+            "heartbeatAt": iso(job.heartbeat_at),
+            "nextAttemptAt": iso(job.next_attempt_at),
+        }
+    )
 
 
 def link_header(base_url: str, page: int, per_page: int, total: int, params: dict[str, str]) -> str | None:
@@ -111,15 +113,16 @@ def _base_url(request: Request) -> str:
 router = APIRouter()
 
 
-def paging(page: int = Query(1, ge=1, le=MAX_PAGE, description="Page number, from 1"),
-           perPage: int | None = Query(None, ge=1, le=MAX_PER_PAGE, description="Repos per page (default 30)"),  # noqa: N803
-           per_page: int | None = Query(None, ge=1, le=MAX_PER_PAGE, include_in_schema=False),
-           sort: Literal["name", "pushed"] = Query("name"),
-           direction: Literal["asc", "desc"] = Query("asc"),
-           query: str | None = Query(None, max_length=1000, description="Substring of the repo name")) -> dict:
+def paging(
+    page: int = Query(1, ge=1, le=MAX_PAGE, description="Page number, from 1"),
+    perPage: int | None = Query(None, ge=1, le=MAX_PER_PAGE, description="Repos per page (default 30)"),  # noqa: N803
+    per_page: int | None = Query(None, ge=1, le=MAX_PER_PAGE, include_in_schema=False),
+    sort: Literal["name", "pushed"] = Query("name"),
+    direction: Literal["asc", "desc"] = Query("asc"),
+    query: str | None = Query(None, max_length=1000, description="Substring of the repo name"),
+) -> dict:
     """The paging parameters of the repo listings."""
-    return {"page": page, "per_page": perPage or per_page or 30, "sort": sort, "direction": direction,
-            "query": query}
+    return {"page": page, "per_page": perPage or per_page or 30, "sort": sort, "direction": direction, "query": query}
 
 
 Paging = Annotated[dict, Depends(paging)]
@@ -131,11 +134,23 @@ def _paged(request: Request, store, identity: Identity, p: dict, render) -> JSON
     if store is None:
         rows, total = [], 0
     else:
-        rows, total = page_of_repos(store, identity, page=p["page"], per_page=p["per_page"], sort=p["sort"],
-                                    direction=p["direction"], query=p["query"])
+        rows, total = page_of_repos(
+            store,
+            identity,
+            page=p["page"],
+            per_page=p["per_page"],
+            sort=p["sort"],
+            direction=p["direction"],
+            query=p["query"],
+        )
     headers = {"X-Total-Count": str(total)}
-    link = link_header(_base_url(request), p["page"], p["per_page"], total,
-                       {"sort": p["sort"], "direction": p["direction"], "query": p["query"] or None})
+    link = link_header(
+        _base_url(request),
+        p["page"],
+        p["per_page"],
+        total,
+        {"sort": p["sort"], "direction": p["direction"], "query": p["query"] or None},
+    )
     if link:
         headers["Link"] = link
     return JSONResponse(render(store, rows), headers=headers)
@@ -156,14 +171,22 @@ def _status_of(store, rows) -> list[dict]:
     out = []
     for x in rows:
         job = active.get(x.id)
-        out.append(_compact({
-            "repoId": x.id, "repoName": x.name, "repoDisplayName": x.display_name or x.name,
-            "indexStatus": x.index_status, "indexedAt": iso(x.indexed_at),
-            "lastError": x.last_error, "orphanedAt": iso(x.orphaned_at),
-            "indexedRevisions": x.indexed_revisions or {},
-            "connections": store.connections_for_repo(x.id),
-            "job": job_json(job) if job is not None else None,
-        }))
+        out.append(
+            _compact(
+                {
+                    "repoId": x.id,
+                    "repoName": x.name,
+                    "repoDisplayName": x.display_name or x.name,
+                    "indexStatus": x.index_status,
+                    "indexedAt": iso(x.indexed_at),
+                    "lastError": x.last_error,
+                    "orphanedAt": iso(x.orphaned_at),
+                    "indexedRevisions": x.indexed_revisions or {},
+                    "connections": store.connections_for_repo(x.id),
+                    "job": job_json(job) if job is not None else None,
+                }
+            )
+        )
     return out
 
 
@@ -173,12 +196,20 @@ def repos_status(request: Request, p: Paging, identity: Caller, store: StoreDep)
 
 
 @router.get("/api/connections")
-def list_connections(request: Request, identity: Caller, store: StoreDep,
-                     page: int = Query(1, ge=1, le=MAX_PAGE, description="Page number, from 1"),
-                     perPage: int = Query(50, ge=1, le=MAX_PER_PAGE,  # noqa: N803
-                                          description="Connections per page")) -> JSONResponse:
+def list_connections(
+    request: Request,
+    identity: Caller,
+    store: StoreDep,
+    page: int = Query(1, ge=1, le=MAX_PAGE, description="Page number, from 1"),
+    perPage: int = Query(
+        50,
+        ge=1,
+        le=MAX_PER_PAGE,  # noqa: N803
+        description="Connections per page",
+    ),
+) -> JSONResponse:
     every = sorted(store.list_connections(), key=lambda c: c.name) if store is not None else []
-    rows = every[(page - 1) * perPage:page * perPage]
+    rows = every[(page - 1) * perPage : page * perPage]
     active: dict[int, list] = {}
     for state in _ACTIVE:
         for job in store.list_jobs(kind="sync", state=state, limit=10_000) if rows else ():
@@ -191,18 +222,38 @@ def list_connections(request: Request, identity: Caller, store: StoreDep,
             count = sum(1 for x in store.repos_for_connection(c.name) if permissions.can_see(identity, x))
         latest = next(iter(store.list_jobs(kind="sync", connection=c.name, limit=1)), None)
         running = active.get(c.id, [])  # queued ones first, newest first: the UI's `job`
-        out.append({
-            "id": c.id, "name": c.name, "connectionType": c.type, "isDeclarative": True,
-            "syncedAt": iso(c.synced_at), "createdAt": iso(c.created_at), "updatedAt": iso(c.updated_at),
-            "repoCount": count, "inFlightJobCount": len(running),
-            "latestJob": None if latest is None else {
-                "id": latest.id, "status": latest.state, "createdAt": iso(latest.created_at),
-                "completedAt": iso(latest.finished_at), "errorMessage": latest.error},
-            # for our web UI's status table
-            **_compact({"type": c.type, "syncStatus": c.sync_status, "syncError": c.sync_error,
+        out.append(
+            {
+                "id": c.id,
+                "name": c.name,
+                "connectionType": c.type,
+                "isDeclarative": True,
+                "syncedAt": iso(c.synced_at),
+                "createdAt": iso(c.created_at),
+                "updatedAt": iso(c.updated_at),
+                "repoCount": count,
+                "inFlightJobCount": len(running),
+                "latestJob": None
+                if latest is None
+                else {
+                    "id": latest.id,
+                    "status": latest.state,
+                    "createdAt": iso(latest.created_at),
+                    "completedAt": iso(latest.finished_at),
+                    "errorMessage": latest.error,
+                },
+                # for our web UI's status table
+                **_compact(
+                    {
+                        "type": c.type,
+                        "syncStatus": c.sync_status,
+                        "syncError": c.sync_error,
                         "syncWarnings": list(c.sync_warnings or []),
-                        "job": job_json(running[0], {c.id: c.name}) if running else None}),
-        })
+                        "job": job_json(running[0], {c.id: c.name}) if running else None,
+                    }
+                ),
+            }
+        )
     headers = {"X-Total-Count": str(len(every))}
     link = link_header(_base_url(request), page, perPage, len(every), {})
     if link:
@@ -211,10 +262,13 @@ def list_connections(request: Request, identity: Caller, store: StoreDep,
 
 
 @router.get("/api/jobs")
-def list_jobs(identity: Caller, store: StoreDep,
-              state: JobState | None = Query(None),
-              kind: JobKind | None = Query(None),
-              limit: int = Query(100, ge=1, le=1000)) -> list[dict]:
+def list_jobs(
+    identity: Caller,
+    store: StoreDep,
+    state: JobState | None = Query(None),
+    kind: JobKind | None = Query(None),
+    limit: int = Query(100, ge=1, le=1000),
+) -> list[dict]:
     if store is None:
         return []
     states = (state,) if state else _ACTIVE

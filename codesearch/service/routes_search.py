@@ -5,8 +5,9 @@ Both take the same body (`SearchRequest`), read as Sourcebot reads it: JSON what
 we know with a wrong type or value refused (400 ``INVALID_REQUEST_BODY``, as is a body that is
 not UTF-8 or not JSON). ``matches`` is capped at the server's maximum,
 ``DEFAULT_MAX_MATCH_COUNT`` (10000 unless the environment says otherwise): a larger request is
-answered with that many and ``isSearchExhaustive: false`` when there is more. ``/api/search`` answers once with the merged result of
-every shard searcher. ``/api/stream_search`` answers with Server-Sent Events, one ``data: <json>``
+answered with that many and ``isSearchExhaustive: false`` when there is more. ``/api/search``
+answers once with the merged result of every shard searcher. ``/api/stream_search`` answers with
+Server-Sent Events, one ``data: <json>``
 line each:
 
 - ``{"type": "chunk", "stats", "files", "repositoryInfo"}`` per searcher, as its answer arrives
@@ -45,7 +46,8 @@ import json
 import logging
 import os
 import time
-from typing import Annotated, Mapping
+from collections.abc import Mapping
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, StreamingResponse
@@ -214,8 +216,9 @@ class StreamMerger:
             self.acc.flushReason = FLUSH_TIMER
         self.sent += stats["actualMatchCount"]
         self.truncated |= partial.truncated or partial.total_matches > stats["actualMatchCount"]
-        files = [{**f, "score": scores.get(_file_key(f), 0), "order": orders.get(_file_key(f), [])}
-                 for f in merged["files"]]
+        files = [
+            {**f, "score": scores.get(_file_key(f), 0), "order": orders.get(_file_key(f), [])} for f in merged["files"]
+        ]
         return {"type": "chunk", "stats": stats, "files": files, "repositoryInfo": merged["repositoryInfo"]}
 
     def missed(self, missed: Stats) -> None:
@@ -260,15 +263,29 @@ def search_hints(searcher, get_store, query: str, options: SearchOptions, identi
         return bool(filter_search_response(identity, resp).get("files"))
 
     try:
-        return zero_result_hints(query, is_regex=options.is_regex, case_sensitive=options.case_sensitive,
-                                 repo_names=visible_repo_names(get_store, identity), has_results=has_results)
+        return zero_result_hints(
+            query,
+            is_regex=options.is_regex,
+            case_sensitive=options.case_sensitive,
+            repo_names=visible_repo_names(get_store, identity),
+            has_results=has_results,
+        )
     except Exception:  # noqa: BLE001 - a hint is a courtesy: never fail the search for it
         log.exception("search hints failed")
         return []
 
 
-async def stream_events(searcher, query: str, options: SearchOptions, identity: Identity, plan_ns: int = 0,
-                        started_ns: int | None = None, fanout=None, progress=None, hinter=None):
+async def stream_events(
+    searcher,
+    query: str,
+    options: SearchOptions,
+    identity: Identity,
+    plan_ns: int = 0,
+    started_ns: int | None = None,
+    fanout=None,
+    progress=None,
+    hinter=None,
+):
     """The SSE byte chunks of one streamed search (see the module docstring).
 
     `fanout` is the `Fanout` of a `SearcherPool` already asked (its answers become one chunk
@@ -281,9 +298,19 @@ async def stream_events(searcher, query: str, options: SearchOptions, identity: 
         if fanout is None:
             resp = await run_in_threadpool(lambda: searcher.search(query, options=options))
             resp = filter_search_response(identity, resp)
-            yield _sse({"type": "chunk", "stats": resp["stats"], "files": resp["files"],
-                        "repositoryInfo": resp["repositoryInfo"]})
-            final = {"type": "final", "accumulatedStats": resp["stats"], "isSearchExhaustive": resp["isSearchExhaustive"]}
+            yield _sse(
+                {
+                    "type": "chunk",
+                    "stats": resp["stats"],
+                    "files": resp["files"],
+                    "repositoryInfo": resp["repositoryInfo"],
+                }
+            )
+            final = {
+                "type": "final",
+                "accumulatedStats": resp["stats"],
+                "isSearchExhaustive": resp["isSearchExhaustive"],
+            }
             if progress is not None:
                 progress.add_to(final["accumulatedStats"])
             if hinter is not None and not resp["files"]:
@@ -329,8 +356,7 @@ def first_in_thread(get):
 
 def _body_schema(model: type[BaseModel]) -> dict:
     """The OpenAPI request body of a route that reads its body itself (`json_body`)."""
-    return {"requestBody": {"required": True,
-                            "content": {"application/json": {"schema": model.model_json_schema()}}}}
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": model.model_json_schema()}}}}
 
 
 class SearchSettings:
@@ -340,8 +366,16 @@ class SearchSettings:
     `get_searcher` is called once (in a thread), and a pool plans and sends short queries on the
     loop (`SearcherPool.fan_out_async`)."""
 
-    def __init__(self, get_searcher, get_store, *, public_url: str, contexts: dict | None,
-                 max_matches: int = DEFAULT_MAX_MATCH_COUNT, search_timeout_s: float | None = None):
+    def __init__(
+        self,
+        get_searcher,
+        get_store,
+        *,
+        public_url: str,
+        contexts: dict | None,
+        max_matches: int = DEFAULT_MAX_MATCH_COUNT,
+        search_timeout_s: float | None = None,
+    ):
         self.get_searcher = get_searcher
         self.get_store = get_store
         self.public_url = public_url
@@ -352,10 +386,17 @@ class SearchSettings:
         self.progress = IndexProgress(get_store)
 
     def options_for(self, body: SearchRequest, identity: Identity) -> SearchOptions:
-        return SearchOptions(matches=min(body.matches, self.max_matches), context_lines=body.contextLines,
-                             whole=body.whole, is_regex=body.isRegexEnabled, case_sensitive=body.isCaseSensitivityEnabled,
-                             public_url=self.public_url, contexts=_contexts(self.get_store, self.contexts, body.query),
-                             visible_repos=visible_repos(identity), **self.budget)
+        return SearchOptions(
+            matches=min(body.matches, self.max_matches),
+            context_lines=body.contextLines,
+            whole=body.whole,
+            is_regex=body.isRegexEnabled,
+            case_sensitive=body.isCaseSensitivityEnabled,
+            public_url=self.public_url,
+            contexts=_contexts(self.get_store, self.contexts, body.query),
+            visible_repos=visible_repos(identity),
+            **self.budget,
+        )
 
     async def options_of(self, body: SearchRequest, identity: Identity) -> SearchOptions:
         if _names_a_context(body.query):
@@ -375,8 +416,9 @@ router = APIRouter()
 
 @router.post("/api/search", response_class=JSONResponse, openapi_extra=_body_schema(SearchRequest))
 async def search(request: Request, identity: Caller, body: Body, settings: Settings):
-    audit.record(request, identity, "search", body.query, regex=body.isRegexEnabled,
-                 caseSensitive=body.isCaseSensitivityEnabled)
+    audit.record(
+        request, identity, "search", body.query, regex=body.isRegexEnabled, caseSensitive=body.isCaseSensitivityEnabled
+    )
     options = await settings.options_of(body, identity)
     searcher = await settings.searcher_now()
     try:
@@ -392,17 +434,33 @@ async def search(request: Request, identity: Caller, body: Body, settings: Setti
     if options.visible_repos is None:  # counts of every repository: not for a restricted caller
         settings.progress.add_to(resp["stats"])
     if not resp["files"]:
-        resp["hints"] = await run_in_threadpool(search_hints, searcher, settings.get_store, body.query, options,
-                                                identity)
+        resp["hints"] = await run_in_threadpool(
+            search_hints, searcher, settings.get_store, body.query, options, identity
+        )
     return JSONResponse(resp)
 
 
-@router.post("/api/stream_search", response_class=StreamingResponse, openapi_extra=_body_schema(SearchRequest),
-             responses={200: {"content": {"text/event-stream": {}},
-                              "description": "Server-Sent Events: chunk…, final, [DONE] (or error, [DONE])"}})
+@router.post(
+    "/api/stream_search",
+    response_class=StreamingResponse,
+    openapi_extra=_body_schema(SearchRequest),
+    responses={
+        200: {
+            "content": {"text/event-stream": {}},
+            "description": "Server-Sent Events: chunk…, final, [DONE] (or error, [DONE])",
+        }
+    },
+)
 async def stream_search(request: Request, identity: Caller, body: Body, settings: Settings):
-    audit.record(request, identity, "search", body.query, regex=body.isRegexEnabled,
-                 caseSensitive=body.isCaseSensitivityEnabled, stream=True)
+    audit.record(
+        request,
+        identity,
+        "search",
+        body.query,
+        regex=body.isRegexEnabled,
+        caseSensitive=body.isCaseSensitivityEnabled,
+        stream=True,
+    )
     started = time.perf_counter_ns()
     options = await settings.options_of(body, identity)
     searcher = await settings.searcher_now()
@@ -421,20 +479,34 @@ async def stream_search(request: Request, identity: Caller, body: Body, settings
     async def hinter():
         return await run_in_threadpool(search_hints, searcher, settings.get_store, body.query, options, identity)
 
-    return StreamingResponse(stream_events(searcher, body.query, options, identity, plan_ns, started, fanout,
-                                           settings.progress if options.visible_repos is None else None, hinter),
-                             media_type="text/event-stream",
-                             headers={"Cache-Control": "no-cache, no-transform", "X-Accel-Buffering": "no"})
+    return StreamingResponse(
+        stream_events(
+            searcher,
+            body.query,
+            options,
+            identity,
+            plan_ns,
+            started,
+            fanout,
+            settings.progress if options.visible_repos is None else None,
+            hinter,
+        ),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache, no-transform", "X-Accel-Buffering": "no"},
+    )
 
 
 @router.post("/api/explain", openapi_extra=_body_schema(ExplainRequest))
 def explain(identity: Caller, body: Annotated[ExplainRequest, Depends(explain_body)], settings: Settings) -> dict:
     """The parsed query, its plan (each leaf's trigram query) and, per shard, how many
     documents the posting lists leave as candidates and what that cost (nothing is verified)."""
-    options = SearchOptions(is_regex=body.isRegexEnabled, case_sensitive=body.isCaseSensitivityEnabled,
-                            public_url=settings.public_url,
-                            contexts=_contexts(settings.get_store, settings.contexts, body.query),
-                            visible_repos=visible_repos(identity))
+    options = SearchOptions(
+        is_regex=body.isRegexEnabled,
+        case_sensitive=body.isCaseSensitivityEnabled,
+        public_url=settings.public_url,
+        contexts=_contexts(settings.get_store, settings.contexts, body.query),
+        visible_repos=visible_repos(identity),
+    )
     try:
         return settings.get_searcher().explain(body.query, options)
     except CodesearchError as e:

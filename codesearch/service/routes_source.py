@@ -29,20 +29,30 @@ import os
 
 from fastapi import APIRouter, Query, Request
 
+from codesearch import permissions
 from codesearch.errors import FileNotFound, InvalidGitRef, RepositoryNotFound
 from codesearch.git.mirror import MirrorStore
 from codesearch.git.objects import is_binary, read_blob
 from codesearch.git.paths import check_path, check_ref, git_dir_of
 from codesearch.index.language import detect
 from codesearch.search.present import external_url, web_url
-from codesearch import permissions
 from codesearch.service import audit
 from codesearch.service.deps import Caller, ServicesDep, StoreDep
 from codesearch.sync import repo_info
 
 # the git access lives in codesearch.git (paths, objects); these names are re-exported for existing importers
-__all__ = ["FileNotFound", "InvalidGitRef", "RepositoryNotFound", "check_path", "check_ref", "git_dir_of", "is_binary",
-           "read_blob", "router", "source_json"]
+__all__ = [
+    "FileNotFound",
+    "InvalidGitRef",
+    "RepositoryNotFound",
+    "check_path",
+    "check_ref",
+    "git_dir_of",
+    "is_binary",
+    "read_blob",
+    "router",
+    "source_json",
+]
 
 
 def source_json(repo, path: str, ref: str, data: bytes, public_url: str) -> dict:
@@ -51,17 +61,19 @@ def source_json(repo, path: str, ref: str, data: bytes, public_url: str) -> dict
     binary = is_binary(data)
     if not binary:
         out["source"] = data.decode("utf-8", "replace")
-    out.update({
-        "language": detect(path, data),
-        "path": path,
-        "repo": repo.name,
-        "repoCodeHostType": repo.code_host_type,
-        "repoDisplayName": repo.display_name or None,
-        "repoExternalWebUrl": repo.web_url or None,
-        "webUrl": web_url(public_url, info, ref, path),
-        "externalWebUrl": external_url(info, ref, path) or None,
-        "ref": ref,
-    })
+    out.update(
+        {
+            "language": detect(path, data),
+            "path": path,
+            "repo": repo.name,
+            "repoCodeHostType": repo.code_host_type,
+            "repoDisplayName": repo.display_name or None,
+            "repoExternalWebUrl": repo.web_url or None,
+            "webUrl": web_url(public_url, info, ref, path),
+            "externalWebUrl": external_url(info, ref, path) or None,
+            "ref": ref,
+        }
+    )
     if binary:
         out.update(isBinary=True, size=len(data))
     return {k: v for k, v in out.items() if v is not None}
@@ -85,10 +97,15 @@ def _mirror_path(data_dir: str | None, repo_id: int) -> str | None:
 
 
 @router.get("/api/source")
-def source(request: Request, identity: Caller, store: StoreDep, services: ServicesDep,
-           repo: str = Query(..., min_length=1, max_length=1000, description="Repository name"),
-           path: str = Query(..., max_length=4096, description="File path, relative to the repository root"),
-           ref: str | None = Query(None, max_length=1024, description="Branch, tag or commit (default branch)")) -> dict:
+def source(
+    request: Request,
+    identity: Caller,
+    store: StoreDep,
+    services: ServicesDep,
+    repo: str = Query(..., min_length=1, max_length=1000, description="Repository name"),
+    path: str = Query(..., max_length=4096, description="File path, relative to the repository root"),
+    ref: str | None = Query(None, max_length=1024, description="Branch, tag or commit (default branch)"),
+) -> dict:
     if ref is not None:
         check_ref(ref)
     check_path(path)
@@ -96,7 +113,9 @@ def source(request: Request, identity: Caller, store: StoreDep, services: Servic
     row = store.find_repo(repo) if store is not None else None
     if row is None or not permissions.can_see(identity, row):
         raise RepositoryNotFound(f"repository {repo!r} not found")
-    where = row.local_path if row.local_path and os.path.isdir(row.local_path) else _mirror_path(services.data_dir, row.id)
+    where = (
+        row.local_path if row.local_path and os.path.isdir(row.local_path) else _mirror_path(services.data_dir, row.id)
+    )
     if not where or not os.path.isdir(where):
         raise RepositoryNotFound(f"repository {repo!r} has not been cloned yet")
     use_ref = ref or _default_ref(row)

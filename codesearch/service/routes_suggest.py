@@ -73,8 +73,9 @@ router = APIRouter()
 
 
 def _search_as(services: Services, identity: Identity, query: str, limit: int) -> list[dict]:
-    options = SearchOptions(matches=max(limit * 4, 20), context_lines=0, visible_repos=visible_repos(identity),
-                            timeout_s=SUGGEST_TIMEOUT_S)
+    options = SearchOptions(
+        matches=max(limit * 4, 20), context_lines=0, visible_repos=visible_repos(identity), timeout_s=SUGGEST_TIMEOUT_S
+    )
     try:
         resp = services.get_searcher().search(query, options=options)
     except CodesearchError:
@@ -88,8 +89,10 @@ def _suggest(services: Services, identity: Identity, kind: str, q: str, limit: i
         names = visible_repo_names(get_store, identity) or []
         return [{"value": n, "label": n, "detail": "repository"} for n in _rank_names(names, q, limit)]
     if kind == "lang":
-        return [{"value": n, "label": n, "detail": "language"}
-                for n in _rank_names(language_names(), q, limit, first=POPULAR)]
+        return [
+            {"value": n, "label": n, "detail": "language"}
+            for n in _rank_names(language_names(), q, limit, first=POPULAR)
+        ]
     if kind == "context":
         names = set((services.contexts or {}).keys())
         store = get_store() if get_store else None
@@ -98,8 +101,10 @@ def _suggest(services: Services, identity: Identity, kind: str, q: str, limit: i
             for ctx in store.list_search_contexts():
                 names.add(ctx.name)
                 described[ctx.name] = ctx.description or ""
-        return [{"value": n, "label": n, "detail": described.get(n) or "search context"}
-                for n in _rank_names(sorted(names), q, limit)]
+        return [
+            {"value": n, "label": n, "detail": described.get(n) or "search context"}
+            for n in _rank_names(sorted(names), q, limit)
+        ]
     if not q:
         return []
     out: list[dict] = []
@@ -117,15 +122,24 @@ def _suggest(services: Services, identity: Identity, kind: str, q: str, limit: i
                     name = s.get("symbol") or ""
                     if name and name not in seen and name.lower().startswith(q.lower()):
                         seen.add(name)
-                        out.append({"value": name, "label": name,
-                                    "detail": f"{s.get('kind') or 'symbol'} · {f['fileName']['text']}"})
+                        out.append(
+                            {
+                                "value": name,
+                                "label": name,
+                                "detail": f"{s.get('kind') or 'symbol'} · {f['fileName']['text']}",
+                            }
+                        )
     return out[:limit]
 
 
 @router.get("/api/suggest")
-async def suggest_route(identity: Caller, services: ServicesDep, q: str = Query("", description="what the user typed after the prefix"),
-                        kind: str = Query(..., description="repo, lang, context, file or sym"),
-                        limit: int = Query(10, description="at most this many suggestions (1-50)")) -> dict:
+async def suggest_route(
+    identity: Caller,
+    services: ServicesDep,
+    q: str = Query("", description="what the user typed after the prefix"),
+    kind: str = Query(..., description="repo, lang, context, file or sym"),
+    limit: int = Query(10, description="at most this many suggestions (1-50)"),
+) -> dict:
     if kind not in KINDS:
         raise InvalidRequestBody(f"kind: must be one of {', '.join(KINDS)}, not {kind!r}")
     if len(q) > MAX_Q:
@@ -134,8 +148,12 @@ async def suggest_route(identity: Caller, services: ServicesDep, q: str = Query(
         raise InvalidRequestBody(f"limit: must be between 1 and {MAX_LIMIT}, not {limit}")
     started = time.perf_counter()
     items = await run_in_threadpool(_suggest, services, identity, kind, q, limit)
-    return {"kind": kind, "query": q, "suggestions": items,
-            "durationMs": round((time.perf_counter() - started) * 1000, 1)}
+    return {
+        "kind": kind,
+        "query": q,
+        "suggestions": items,
+        "durationMs": round((time.perf_counter() - started) * 1000, 1),
+    }
 
 
 def _quoted_regex(pattern: str) -> str:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Mapping, MutableMapping
+from collections.abc import Mapping, MutableMapping
 
 from codesearch import environment
 

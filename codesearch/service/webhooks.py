@@ -32,7 +32,8 @@ import json
 import logging
 import os
 import re
-from typing import Mapping, NamedTuple
+from collections.abc import Mapping
+from typing import NamedTuple
 
 import anyio
 from fastapi import APIRouter, Request
@@ -45,6 +46,7 @@ from codesearch.store.errors import NotFound
 log = logging.getLogger(__name__)
 
 SECRET_ENV = "CODESEARCH_WEBHOOK_SECRET"
+
 
 class Scheme(NamedTuple):
     """How one host type sends webhooks."""
@@ -122,8 +124,9 @@ async def webhook(connection: str, request: Request, store: StoreDep, services: 
     return await anyio.to_thread.run_sync(handle, store, connection, request.headers, body, caller, services.environ)
 
 
-def handle(store, connection: str, headers: Mapping[str, str], body: bytes, caller: str,
-           environ: Mapping[str, str] | None) -> JSONResponse:
+def handle(
+    store, connection: str, headers: Mapping[str, str], body: bytes, caller: str, environ: Mapping[str, str] | None
+) -> JSONResponse:
     """Check one webhook request (see the module docstring) and queue what it asks for."""
     try:
         conn = store.get_connection(connection) if store is not None else None
@@ -135,19 +138,30 @@ def handle(store, connection: str, headers: Mapping[str, str], body: bytes, call
     scheme = HOSTS.get(conn.type)
     if scheme is None:
         log.warning("webhook refused: connection %r is of type %s (from %s)", connection, conn.type, caller)
-        return error_response(400, "WEBHOOK_NOT_SUPPORTED",
-                              f"connection {connection!r} is of type {conn.type}; webhooks come from "
-                              f"{', '.join(sorted(HOSTS))} connections")
+        return error_response(
+            400,
+            "WEBHOOK_NOT_SUPPORTED",
+            f"connection {connection!r} is of type {conn.type}; webhooks come from "
+            f"{', '.join(sorted(HOSTS))} connections",
+        )
     secret = secret_for(connection, environ)
     if secret is None:
         log.warning("webhook refused: no secret for connection %r (from %s)", connection, caller)
-        return error_response(403, "WEBHOOK_NOT_ENABLED",
-                              f"webhooks are not enabled for connection {connection!r}: set {SECRET_ENV} "
-                              f"(or {SECRET_ENV}_<CONNECTION>) in the service's environment")
+        return error_response(
+            403,
+            "WEBHOOK_NOT_ENABLED",
+            f"webhooks are not enabled for connection {connection!r}: set {SECRET_ENV} "
+            f"(or {SECRET_ENV}_<CONNECTION>) in the service's environment",
+        )
     if not verified(conn.type, secret, headers, body):
-        log.warning("webhook refused: missing or wrong %s for connection %r (from %s)", scheme.header, connection, caller)
-        return error_response(401, "INVALID_WEBHOOK_SIGNATURE",
-                              f"the request is not signed with connection {connection!r}'s webhook secret ({scheme.header})")
+        log.warning(
+            "webhook refused: missing or wrong %s for connection %r (from %s)", scheme.header, connection, caller
+        )
+        return error_response(
+            401,
+            "INVALID_WEBHOOK_SIGNATURE",
+            f"the request is not signed with connection {connection!r}'s webhook secret ({scheme.header})",
+        )
     event = headers.get(scheme.event_header, "")
     if event not in scheme.pushes:
         return JSONResponse({"event": event, "queued": []})  # ping, issues, …: nothing to do
@@ -163,5 +177,7 @@ def handle(store, connection: str, headers: Mapping[str, str], body: bytes, call
         if {_key(repo.name), _key(repo.web_url or ""), _key(repo.clone_url or "")} & wanted:
             job = store.enqueue_index_job(repo.id, force=True)
             queued.append({"repository": repo.name, "repositoryId": repo.id, "jobId": job.id})
-    log.info("webhook %s for %r: %s", event, connection, ", ".join(q["repository"] for q in queued) or "no known repository")
+    log.info(
+        "webhook %s for %r: %s", event, connection, ", ".join(q["repository"] for q in queued) or "no known repository"
+    )
     return JSONResponse({"event": event, "queued": queued}, status_code=202 if queued else 200)

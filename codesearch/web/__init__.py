@@ -51,8 +51,18 @@ def install(app, *, web) -> None:
     """Mount the static files and every page router; `web` is the app's `WebContext`."""
     from fastapi.responses import FileResponse
 
-    from codesearch.web import (error_pages, iap, link_required, pages_account, pages_chat, pages_oauth_apps,
-                                pages_search, pages_settings, pages_sso, sessions)
+    from codesearch.web import (
+        error_pages,
+        iap,
+        link_required,
+        pages_account,
+        pages_chat,
+        pages_oauth_apps,
+        pages_search,
+        pages_settings,
+        pages_sso,
+        sessions,
+    )
 
     # Starlette runs the middleware added last first: sessions, then IAP, then the linking gate
     link_required.install(app, web)  # reads the user the session or IAP resolved
@@ -63,8 +73,11 @@ def install(app, *, web) -> None:
 
     @app.get("/favicon.ico", include_in_schema=False)
     def favicon() -> FileResponse:
-        return FileResponse(os.path.join(STATIC_DIR, "favicon.ico"), media_type="image/vnd.microsoft.icon",
-                            headers={"Cache-Control": "public, max-age=86400"})
+        return FileResponse(
+            os.path.join(STATIC_DIR, "favicon.ico"),
+            media_type="image/vnd.microsoft.icon",
+            headers={"Cache-Control": "public, max-age=86400"},
+        )
 
     app.include_router(pages_account.router)
     app.include_router(pages_sso.router)

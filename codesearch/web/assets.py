@@ -61,7 +61,7 @@ class VersionedStaticFiles(StaticFiles):
         first, sep, rest = path.partition(os.sep)
         cache = REVALIDATE
         if sep and first.startswith(_PREFIX):
-            cache = IMMUTABLE if first[len(_PREFIX):] == self.version else REVALIDATE
+            cache = IMMUTABLE if first[len(_PREFIX) :] == self.version else REVALIDATE
             path = rest
         response = await super().get_response(path, scope)
         if response.status_code in (200, 304):

@@ -16,7 +16,7 @@ renderer escapes them like everything else.
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 from markdown_it.token import Token
 from markupsafe import Markup
@@ -38,13 +38,12 @@ def _resolve(ref: str, repos: list[str]) -> tuple[str, str] | None:
     """(repo, path) of ``repo/path`` for the longest matching repository name, or None."""
     for repo in repos:  # longest first
         if ref.startswith(repo + "/") and len(ref) > len(repo) + 1:
-            return repo, ref[len(repo) + 1:]
+            return repo, ref[len(repo) + 1 :]
     return None
 
 
 def _link(url: str) -> tuple[Token, Token]:
-    return (Token("link_open", "a", 1, attrs={"href": url, "class": "code-ref"}),
-            Token("link_close", "a", -1))
+    return (Token("link_open", "a", 1, attrs={"href": url, "class": "code-ref"}), Token("link_close", "a", -1))
 
 
 def _split_text(token: Token, repos: list[str], root: str) -> list[Token]:
@@ -54,7 +53,7 @@ def _split_text(token: Token, repos: list[str], root: str) -> list[Token]:
         if found is None:
             continue
         if m.start() > pos:
-            out.append(Token("text", "", 0, content=text[pos:m.start()]))
+            out.append(Token("text", "", 0, content=text[pos : m.start()]))
         opening, closing = _link(_url(root, found[0], found[1], m.group(2), m.group(3)))
         out += [opening, Token("text", "", 0, content=m.group(0)), closing]
         pos = m.end()

@@ -27,14 +27,15 @@ MAX_TERMS = 20
 
 def _tags(git_dir: str) -> list[str]:
     """Tag names, newest first (``git for-each-ref --sort=-creatordate refs/tags/``)."""
-    res = Git.at(git_dir).run(["for-each-ref", "--sort=-creatordate", f"--count={MAX_REFS + 1}",
-                               "--format=%(refname)", "refs/tags/"])
+    res = Git.at(git_dir).run(
+        ["for-each-ref", "--sort=-creatordate", f"--count={MAX_REFS + 1}", "--format=%(refname)", "refs/tags/"]
+    )
     if res.returncode != 0:
         return []
     out = []
     for line in res.stdout.split(b"\n"):
         if line.startswith(b"refs/tags/"):
-            out.append(line[len(b"refs/tags/"):].decode("utf-8", "replace"))
+            out.append(line[len(b"refs/tags/") :].decode("utf-8", "replace"))
     return out
 
 
@@ -47,8 +48,11 @@ def refs_of(git_dir: str, indexed: dict | None) -> dict:
         branches = []
     tags = _tags(git_dir)
     truncated = len(branches) > MAX_REFS or len(tags) > MAX_REFS
-    return {"branches": [{"name": b, "indexed": b in indexed_names} for b in branches[:MAX_REFS]],
-            "tags": [{"name": t, "indexed": t in indexed_names} for t in tags[:MAX_REFS]], "truncated": truncated}
+    return {
+        "branches": [{"name": b, "indexed": b in indexed_names} for b in branches[:MAX_REFS]],
+        "tags": [{"name": t, "indexed": t in indexed_names} for t in tags[:MAX_REFS]],
+        "truncated": truncated,
+    }
 
 
 def _positive_contents(node, negated: bool = False):
@@ -79,7 +83,27 @@ def highlight_terms(q: str, regex: bool, case: bool) -> list[dict]:
     return out[:MAX_TERMS]
 
 
-def nav_config(*, root: str, repo: str, rev: str, ref: str, path: str, language: str, git_dir: str,
-               indexed: dict | None, q: str = "", regex: bool = False, case: bool = False) -> dict:
-    return {"root": root, "repo": repo, "rev": rev, "ref": ref, "path": path, "language": language,
-            "refs": refs_of(git_dir, indexed), "highlight": highlight_terms(q, regex, case)}
+def nav_config(
+    *,
+    root: str,
+    repo: str,
+    rev: str,
+    ref: str,
+    path: str,
+    language: str,
+    git_dir: str,
+    indexed: dict | None,
+    q: str = "",
+    regex: bool = False,
+    case: bool = False,
+) -> dict:
+    return {
+        "root": root,
+        "repo": repo,
+        "rev": rev,
+        "ref": ref,
+        "path": path,
+        "language": language,
+        "refs": refs_of(git_dir, indexed),
+        "highlight": highlight_terms(q, regex, case),
+    }

@@ -17,14 +17,25 @@ from codesearch.service.errors import request_id
 
 #: Headings by status; others fall back to the status class.
 HEADINGS = {
-    400: "Bad request", 401: "Sign-in required", 403: "Forbidden", 404: "Page not found",
-    405: "Method not allowed", 409: "Conflict", 413: "Request too large", 429: "Too many requests",
-    500: "Something went wrong", 502: "Bad gateway", 503: "Service unavailable", 504: "Timed out",
+    400: "Bad request",
+    401: "Sign-in required",
+    403: "Forbidden",
+    404: "Page not found",
+    405: "Method not allowed",
+    409: "Conflict",
+    413: "Request too large",
+    429: "Too many requests",
+    500: "Something went wrong",
+    502: "Bad gateway",
+    503: "Service unavailable",
+    504: "Timed out",
 }
 
 #: Applied to the error pages as to every other page (`pages_search.CSP`).
-CSP = ("default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; base-uri 'none'; "
-       "form-action 'self'; frame-ancestors 'none'")
+CSP = (
+    "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; base-uri 'none'; "
+    "form-action 'self'; frame-ancestors 'none'"
+)
 
 
 def heading(status: int) -> str:
@@ -41,7 +52,10 @@ def explanation(request: Request, status: int, code: str, message: str) -> str:
     if status == 405:
         return f"The page at {path} cannot be opened with a {request.method} request."
     if status >= 500 and code in ("UNEXPECTED_ERROR", "INTERNAL_ERROR"):
-        return "The service failed to answer this request. Try again in a moment; if it keeps failing, tell whoever runs it."
+        return (
+            "The service failed to answer this request. "
+            "Try again in a moment; if it keeps failing, tell whoever runs it."
+        )
     if message and message[0].islower():
         message = message[0].upper() + message[1:]
     return message if message.endswith((".", "!", "?")) else f"{message}."
@@ -51,8 +65,16 @@ def error_page(request: Request, status: int, code: str, message: str) -> Respon
     """The page for one error (`codesearch.service.errors.respond` calls it)."""
     from codesearch.web.templating import render
 
-    resp = render(request, "error.html", status_code=status, title=heading(status), heading=heading(status),
-                  status=status, code=code, message=explanation(request, status, code, message),
-                  request_id=request_id(request))
+    resp = render(
+        request,
+        "error.html",
+        status_code=status,
+        title=heading(status),
+        heading=heading(status),
+        status=status,
+        code=code,
+        message=explanation(request, status, code, message),
+        request_id=request_id(request),
+    )
     resp.headers["Content-Security-Policy"] = CSP
     return resp

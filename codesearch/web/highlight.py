@@ -90,11 +90,14 @@ def highlight_lines(path: str, language: str, text: str) -> tuple[list[str], boo
 def stylesheet() -> str:
     """The token colours: `LIGHT_STYLE` by default, `DARK_STYLE` under a dark system setting.
     Backgrounds come from ``style.css`` (the page's own colours)."""
+
     def rules(style: str) -> str:
         # no boxes around the tokens a lexer did not understand: the file is fine, the lexer is not
         return "\n".join(r for r in HtmlFormatter(style=style).get_token_style_defs(SCOPE) if "border" not in r)
 
     light, dark = rules(LIGHT_STYLE), rules(DARK_STYLE)
-    return (f"/* Pygments {LIGHT_STYLE} (light) and {DARK_STYLE} (dark) */\n"
-            f"@media not all and (prefers-color-scheme: dark) {{\n{light}\n}}\n"
-            f"@media (prefers-color-scheme: dark) {{\n{dark}\n}}\n")
+    return (
+        f"/* Pygments {LIGHT_STYLE} (light) and {DARK_STYLE} (dark) */\n"
+        f"@media not all and (prefers-color-scheme: dark) {{\n{light}\n}}\n"
+        f"@media (prefers-color-scheme: dark) {{\n{dark}\n}}\n"
+    )

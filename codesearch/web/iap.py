@@ -53,8 +53,12 @@ class _Pending(_Answer):
     """The user waits for an owner's approval: 403, and their first request asks for it."""
 
     def __init__(self, outcome):
-        super().__init__(403, "INSUFFICIENT_PERMISSIONS", "Waiting for approval",
-                         "Your account waits for an owner of this server to approve it; try again later.")
+        super().__init__(
+            403,
+            "INSUFFICIENT_PERMISSIONS",
+            "Waiting for approval",
+            "Your account waits for an owner of this server to approve it; try again later.",
+        )
         self.outcome = outcome
 
 
@@ -82,8 +86,9 @@ class IapMiddleware:
             user, csrf, outcome = await anyio.to_thread.run_sync(self._sign_in, iap, values[0].decode("latin-1"))
         except _Pending as p:
             if p.outcome.created:
-                audit.record(Request(scope), Identity(p.outcome.user), "member.request", p.outcome.user.email,
-                             provider=iap.id)
+                audit.record(
+                    Request(scope), Identity(p.outcome.user), "member.request", p.outcome.user.email, provider=iap.id
+                )
             await self._answer(scope, receive, send, p)
             return
         except _Answer as a:
@@ -95,15 +100,24 @@ class IapMiddleware:
             return
         except IapUnavailable as e:
             log.error("gcp-iap: cannot check a request's assertion: %s", e)
-            await self._answer(scope, receive, send, _Answer(
-                503, "SERVICE_UNAVAILABLE", "Sign-in is unavailable",
-                f"Google Cloud IAP's signed header cannot be checked right now: {e}"))
+            await self._answer(
+                scope,
+                receive,
+                send,
+                _Answer(
+                    503,
+                    "SERVICE_UNAVAILABLE",
+                    "Sign-in is unavailable",
+                    f"Google Cloud IAP's signed header cannot be checked right now: {e}",
+                ),
+            )
             return
         identity = self.web.authenticator.identity(user)
         state.update(iap_user=user, iap_csrf_token=csrf, identity=identity, csrf_token=csrf)
         if outcome.created or outcome.linked_now:
-            audit.record(Request(scope), Identity(user), "login.sso", user.email, provider=iap.id,
-                         created=outcome.created)
+            audit.record(
+                Request(scope), Identity(user), "login.sso", user.email, provider=iap.id, created=outcome.created
+            )
         await self.app(scope, receive, send)
 
     def _sign_in(self, iap, assertion: str):
@@ -116,8 +130,9 @@ class IapMiddleware:
             outcome = iap.sign_in(store, claims, require_approval=self.web.require_approval)
         except FlowError as e:
             log.info("gcp-iap: sign-in refused (%s)", e.kind)
-            raise _Answer(e.status if e.status in (403, 409) else 403, "INSUFFICIENT_PERMISSIONS",
-                          "Sign-in refused", str(e)) from None
+            raise _Answer(
+                e.status if e.status in (403, 409) else 403, "INSUFFICIENT_PERMISSIONS", "Sign-in refused", str(e)
+            ) from None
         if outcome.pending:
             raise _Pending(outcome)
         return outcome.user, iap.csrf_token(store, outcome.user, claims), outcome
@@ -128,15 +143,29 @@ class IapMiddleware:
         path = route_path(scope)
         if path == "/api" or path.startswith("/api/"):
             body = json.dumps({"statusCode": a.status, "errorCode": a.error_code, "message": a.message}).encode()
-            await send({"type": "http.response.start", "status": a.status,
-                        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                                    (b"cache-control", b"no-store")]})
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": a.status,
+                    "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"content-length", str(len(body)).encode()),
+                        (b"cache-control", b"no-store"),
+                    ],
+                }
+            )
             await send({"type": "http.response.body", "body": body})
             return
         from codesearch.web.templating import render
 
-        response = render(Request(scope, receive), "message.html", status_code=a.status, title=a.heading,
-                          heading=a.heading, message=a.message)
+        response = render(
+            Request(scope, receive),
+            "message.html",
+            status_code=a.status,
+            title=a.heading,
+            heading=a.heading,
+            message=a.message,
+        )
         await response(scope, receive, send)
 
 

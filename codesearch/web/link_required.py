@@ -25,8 +25,7 @@ OPEN_PATHS = ("/settings/account", "/logout", "/static")
 
 
 def _open(path: str) -> bool:
-    return (path.startswith("/api/") or path == "/api"
-            or any(path == p or path.startswith(p + "/") for p in OPEN_PATHS))
+    return path.startswith("/api/") or path == "/api" or any(path == p or path.startswith(p + "/") for p in OPEN_PATHS)
 
 
 class RequireLinks:

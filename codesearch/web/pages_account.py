@@ -52,8 +52,9 @@ def _page(request: Request, template: str, status_code: int = 200, **context):
 
 
 def _message(request: Request, status_code: int, heading: str, message: str, title: str | None = None):
-    return _page(request, "message.html", status_code=status_code, title=title or heading, heading=heading,
-                 message=message)
+    return _page(
+        request, "message.html", status_code=status_code, title=title or heading, heading=heading, message=message
+    )
 
 
 def _not_found(request: Request):
@@ -61,8 +62,9 @@ def _not_found(request: Request):
 
 
 def _no_store(request: Request):
-    return _message(request, 503, "Accounts are unavailable",
-                    "This service runs without a state database, so nobody can sign in.")
+    return _message(
+        request, 503, "Accounts are unavailable", "This service runs without a state database, so nobody can sign in."
+    )
 
 
 def _redirect(url: str) -> RedirectResponse:
@@ -101,14 +103,29 @@ def login_page(request: Request, web: WebDep, store: StoreDep, next: str = ""):
         return _redirect(sessions.safe_next(next, _root(request)))
     if store is None:
         return _no_store(request)
-    return _page(request, "login.html", title="Sign in", next=next, email="", error=None,
-                 no_users=not store.has_users(), signed_out="signed_out" in request.query_params,
-                 sso_providers=_sso_providers(web))
+    return _page(
+        request,
+        "login.html",
+        title="Sign in",
+        next=next,
+        email="",
+        error=None,
+        no_users=not store.has_users(),
+        signed_out="signed_out" in request.query_params,
+        sso_providers=_sso_providers(web),
+    )
 
 
 @router.post("/login")
-def login(request: Request, web: WebDep, store: StoreDep, email: str = Form(""), password: str = Form(""),
-          next: str = Form(""), csrf_token: str = Form("")):
+def login(
+    request: Request,
+    web: WebDep,
+    store: StoreDep,
+    email: str = Form(""),
+    password: str = Form(""),
+    next: str = Form(""),
+    csrf_token: str = Form(""),
+):
     sessions.require_csrf(request, csrf_token, allow_visitor=True)
     if store is None:
         return _no_store(request)
@@ -116,15 +133,28 @@ def login(request: Request, web: WebDep, store: StoreDep, email: str = Form(""),
     outcome = throttle.sign_in(store, email, password, throttle.client_address(request))
     if outcome.user is None:
         audit.record(request, None, "login.failed", email, locked=bool(outcome.retry_after))
-        page = _page(request, "login.html", status_code=429 if outcome.retry_after else 401, title="Sign in",
-                     next=next, email=email, error=outcome.message(), no_users=not store.has_users(),
-                     signed_out=False, sso_providers=_sso_providers(web))
+        page = _page(
+            request,
+            "login.html",
+            status_code=429 if outcome.retry_after else 401,
+            title="Sign in",
+            next=next,
+            email=email,
+            error=outcome.message(),
+            no_users=not store.has_users(),
+            signed_out=False,
+            sso_providers=_sso_providers(web),
+        )
         if outcome.retry_after:
             page.headers["Retry-After"] = str(outcome.retry_after)
         return page
     if store.is_pending(outcome.user.id):  # REQUIRE_APPROVAL_NEW_MEMBERS: not before an owner says yes
-        return _message(request, 403, "Waiting for approval",
-                        "An owner of this server has not approved your account yet; try again later.")
+        return _message(
+            request,
+            403,
+            "Waiting for approval",
+            "An owner of this server has not approved your account yet; try again later.",
+        )
     response = _redirect(sessions.safe_next(next, _root(request)))
     sessions.start_session(request, response, store, outcome.user, web.session_max_age_s)
     audit.record(request, Identity(outcome.user), "login", outcome.user.email)
@@ -155,19 +185,37 @@ def setup_page(request: Request, store: StoreDep):
 
 
 @router.post("/setup")
-def setup(request: Request, web: WebDep, store: StoreDep, email: str = Form(""), name: str = Form(""),
-          password: str = Form(""), confirm: str = Form(""), csrf_token: str = Form("")):
+def setup(
+    request: Request,
+    web: WebDep,
+    store: StoreDep,
+    email: str = Form(""),
+    name: str = Form(""),
+    password: str = Form(""),
+    confirm: str = Form(""),
+    csrf_token: str = Form(""),
+):
     sessions.require_csrf(request, csrf_token, allow_visitor=True)
     if store is None:
         return _no_store(request)
     if store.has_users():
         return _not_found(request)
     email, name = email.strip(), name.strip()
-    error = _check_email(email) or ("The name is too long." if len(name) > MAX_NAME else None) \
+    error = (
+        _check_email(email)
+        or ("The name is too long." if len(name) > MAX_NAME else None)
         or _check_new_password(password, confirm)
+    )
     if error:
-        return _page(request, "setup.html", status_code=400, title="Create the first account", email=email,
-                     name=name, error=error)
+        return _page(
+            request,
+            "setup.html",
+            status_code=400,
+            title="Create the first account",
+            email=email,
+            name=name,
+            error=error,
+        )
     try:
         user = store.create_first_user(email, name, password_hash=sessions.hash_password(password))
     except Conflict:  # someone else finished the setup first
@@ -186,8 +234,17 @@ def _keys_page(request: Request, web: WebContext, store, user, status_code: int 
     context.setdefault("error", None)
     context.setdefault("created", None)
     context.setdefault("notice", None)
-    return _page(request, "keys.html", status_code=status_code, title="API keys", keys=keys, section="keys",
-                 public_url=(web.public_url or "").rstrip("/"), may_create=api_keys.may_create(web, user), **context)
+    return _page(
+        request,
+        "keys.html",
+        status_code=status_code,
+        title="API keys",
+        keys=keys,
+        section="keys",
+        public_url=(web.public_url or "").rstrip("/"),
+        may_create=api_keys.may_create(web, user),
+        **context,
+    )
 
 
 @router.get("/settings/keys")
@@ -209,8 +266,9 @@ def create_key(request: Request, web: WebDep, store: StoreDep, name: str = Form(
     if user is None:
         return sessions.login_redirect(request)
     outcome = api_keys.create(request, web, user, name)
-    return _keys_page(request, web, store, user, status_code=outcome.status, created=outcome.created,
-                      error=outcome.error)
+    return _keys_page(
+        request, web, store, user, status_code=outcome.status, created=outcome.created, error=outcome.error
+    )
 
 
 @router.post("/settings/keys/{key_id}/revoke")
@@ -236,8 +294,14 @@ def password_page(request: Request):
 
 
 @router.post("/settings/password")
-def change_password(request: Request, store: StoreDep, current: str = Form(""), password: str = Form(""),
-                    confirm: str = Form(""), csrf_token: str = Form("")):
+def change_password(
+    request: Request,
+    store: StoreDep,
+    current: str = Form(""),
+    password: str = Form(""),
+    confirm: str = Form(""),
+    csrf_token: str = Form(""),
+):
     user = sessions.form_user(request, csrf_token)
     if user is None:
         return sessions.login_redirect(request)
@@ -246,12 +310,19 @@ def change_password(request: Request, store: StoreDep, current: str = Form(""), 
         error = "The current password is not right."
     error = error or _check_new_password(password, confirm)
     if error:
-        return _page(request, "password.html", status_code=400, title="Password", section="password",
-                     error=error, notice=None)
+        return _page(
+            request, "password.html", status_code=400, title="Password", section="password", error=error, notice=None
+        )
     store.set_user_password(user.id, sessions.hash_password(password))
     store.delete_user_web_sessions(user.id, keep=request.cookies.get(sessions.SESSION_COOKIE))
-    return _page(request, "password.html", title="Password", section="password", error=None,
-                 notice="Your password was changed. Your other sessions were signed out.")
+    return _page(
+        request,
+        "password.html",
+        title="Password",
+        section="password",
+        error=None,
+        notice="Your password was changed. Your other sessions were signed out.",
+    )
 
 
 # ---------------------------------------------------------------------- users (owners)
@@ -268,8 +339,9 @@ def _owner_or_response(request: Request, what: str = "manage users"):
 
 
 @router.get("/settings/audit")
-def audit_page(request: Request, store: StoreDep, services: ServicesDep, action: str = "", actor: str = "",
-               page: str = "1"):
+def audit_page(
+    request: Request, store: StoreDep, services: ServicesDep, action: str = "", actor: str = "", page: str = "1"
+):
     _owner, response = _owner_or_response(request, "read the audit log")
     if response is not None:
         return response
@@ -277,21 +349,38 @@ def audit_page(request: Request, store: StoreDep, services: ServicesDep, action:
     number = max(1, min(int(page), 10**6)) if page.isdigit() else 1
     action = action if action in audit.ACTIONS else ""
     actor = actor.strip()[:MAX_EMAIL]
-    events, total = store.list_audit_events(action=action or None, actor=actor or None, page=number,
-                                            per_page=per_page)
+    events, total = store.list_audit_events(action=action or None, actor=actor or None, page=number, per_page=per_page)
     retention = services.audit.retention if services.audit is not None else 0
-    return _page(request, "audit.html", title="Audit log", section="audit", events=events, total=total,
-                 page=number, pages=max(1, -(-total // per_page)), action=action, actor=actor,
-                 actions=sorted(audit.ACTIONS.items()),
-                 retention=f"for {retention} days" if retention else "forever")
+    return _page(
+        request,
+        "audit.html",
+        title="Audit log",
+        section="audit",
+        events=events,
+        total=total,
+        page=number,
+        pages=max(1, -(-total // per_page)),
+        action=action,
+        actor=actor,
+        actions=sorted(audit.ACTIONS.items()),
+        retention=f"for {retention} days" if retention else "forever",
+    )
 
 
 def _users_page(request: Request, store, status_code: int = 200, **context):
     context.setdefault("error", None)
     context.setdefault("notice", None)
     context.setdefault("form", {"email": "", "name": ""})
-    return _page(request, "users.html", status_code=status_code, title="Users", section="users",
-                 users=store.list_users(), roles=ROLES, **context)
+    return _page(
+        request,
+        "users.html",
+        status_code=status_code,
+        title="Users",
+        section="users",
+        users=store.list_users(),
+        roles=ROLES,
+        **context,
+    )
 
 
 @router.get("/settings/users")
@@ -300,8 +389,10 @@ def users(request: Request, store: StoreDep, added: str = "", changed: str = "")
     if response is not None:
         return response
     notice = None
-    for param, text in ((added, "{email} was added as a member and can sign in now."),
-                        (changed, "{email} is now {role}.")):
+    for param, text in (
+        (added, "{email} was added as a member and can sign in now."),
+        (changed, "{email} is now {role}."),
+    ):
         if param.isdigit():
             try:
                 u = store.get_user(int(param))
@@ -312,24 +403,34 @@ def users(request: Request, store: StoreDep, added: str = "", changed: str = "")
 
 
 @router.post("/settings/users")
-def add_user(request: Request, store: StoreDep, email: str = Form(""), name: str = Form(""),
-             password: str = Form(""), csrf_token: str = Form("")):
+def add_user(
+    request: Request,
+    store: StoreDep,
+    email: str = Form(""),
+    name: str = Form(""),
+    password: str = Form(""),
+    csrf_token: str = Form(""),
+):
     owner, response = _owner_or_response(request)
     if response is not None:
         return response
     sessions.require_csrf(request, csrf_token)
     email, name = email.strip(), name.strip()
     form = {"email": email, "name": name}
-    error = _check_email(email) or ("The name is too long." if len(name) > MAX_NAME else None) \
+    error = (
+        _check_email(email)
+        or ("The name is too long." if len(name) > MAX_NAME else None)
         or _check_new_password(password, None)
+    )
     if error:
         return _users_page(request, store, status_code=400, error=error, form=form)
     try:
         new = store.create_user(email, name, role=MEMBER, password_hash=sessions.hash_password(password))
         audit.record(request, Identity(owner), "user.create", new.email, role=MEMBER)
     except Conflict:
-        return _users_page(request, store, status_code=409,
-                           error=f"A user with the email {email.lower()} exists already.", form=form)
+        return _users_page(
+            request, store, status_code=409, error=f"A user with the email {email.lower()} exists already.", form=form
+        )
     return _redirect(f"{_root(request)}/settings/users?added={new.id}")
 
 

@@ -30,8 +30,10 @@ from codesearch.web.sessions import login_redirect
 from codesearch.web.templating import render
 
 #: scripts only from our own static files (the chat page's own script included)
-CSP = ("default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; base-uri 'none'; "
-       "form-action 'self'; frame-ancestors 'none'")
+CSP = (
+    "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; base-uri 'none'; "
+    "form-action 'self'; frame-ancestors 'none'"
+)
 MAX_SCOPE_REPOS = 2000
 MAX_LISTED_CHATS = 200
 
@@ -62,54 +64,111 @@ def _secure(resp: HTMLResponse) -> HTMLResponse:
     return resp
 
 
-def _turn(tc, root: str, names: list[str], question: str, answer: str, model: dict, steps: list, status: str,
-          error: str | None, created) -> dict:
+def _turn(
+    tc,
+    root: str,
+    names: list[str],
+    question: str,
+    answer: str,
+    model: dict,
+    steps: list,
+    status: str,
+    error: str | None,
+    created,
+) -> dict:
     from codesearch.tools.ask_chat import summarize
 
     model = model or {}
     return {
-        "question": question, "answer_html": answer_html(tc, answer, root, names), "status": status,
-        "error": error or "", "model_name": str(model.get("displayName") or model.get("model") or ""),
+        "question": question,
+        "answer_html": answer_html(tc, answer, root, names),
+        "status": status,
+        "error": error or "",
+        "model_name": str(model.get("displayName") or model.get("model") or ""),
         "model_provider": str(model.get("provider") or ""),
-        "created": created.isoformat(timespec="seconds") if created else "", "when": _when(created),
-        "steps": [{"tool": str(s.get("tool", "")), "arguments": json.dumps(s.get("arguments", {}), ensure_ascii=False),
-                   "summary": summarize(str(s.get("output", "")), bool(s.get("is_error"))),
-                   "output": str(s.get("output", "")), "is_error": bool(s.get("is_error"))} for s in steps or []],
+        "created": created.isoformat(timespec="seconds") if created else "",
+        "when": _when(created),
+        "steps": [
+            {
+                "tool": str(s.get("tool", "")),
+                "arguments": json.dumps(s.get("arguments", {}), ensure_ascii=False),
+                "summary": summarize(str(s.get("output", "")), bool(s.get("is_error"))),
+                "output": str(s.get("output", "")),
+                "is_error": bool(s.get("is_error")),
+            }
+            for s in steps or []
+        ],
     }
 
 
-def _composer(tc, request: Request, *, q: str = "", selected: list[str] | None = None,
-              names: list[str] | None = None) -> dict:
+def _composer(
+    tc, request: Request, *, q: str = "", selected: list[str] | None = None, names: list[str] | None = None
+) -> dict:
     names = visible_names(tc) if names is None else names
-    return {"repos": names[:MAX_SCOPE_REPOS], "more_repos": max(0, len(names) - MAX_SCOPE_REPOS),
-            "selected": [n for n in selected or [] if n in set(names)], "q": q,
-            "anonymous": tc.identity.anonymous}
+    return {
+        "repos": names[:MAX_SCOPE_REPOS],
+        "more_repos": max(0, len(names) - MAX_SCOPE_REPOS),
+        "selected": [n for n in selected or [] if n in set(names)],
+        "q": q,
+        "anonymous": tc.identity.anonymous,
+    }
 
 
 def render_chat(request: Request, chat, tc) -> HTMLResponse:
     """The page of one chat for the viewer `tc` (whom the caller checked may read it)."""
     root = _root(request)
     names = visible_names(tc)
-    turns = [_turn(tc, root, names, chat.question, chat.answer, chat.model, chat.steps, chat.status, chat.error,
-                   chat.created_at)]
+    turns = [
+        _turn(
+            tc,
+            root,
+            names,
+            chat.question,
+            chat.answer,
+            chat.model,
+            chat.steps,
+            chat.status,
+            chat.error,
+            chat.created_at,
+        )
+    ]
     for t in tc.store.list_chat_turns(chat.id):
         turns.append(_turn(tc, root, names, t.question, t.answer, t.model, t.steps, t.status, t.error, t.created_at))
     mine = not tc.identity.anonymous and chat.user_id == tc.identity.user_id
     context = _composer(tc, request, names=names) if mine else {}
-    return _secure(render(request, "chat.html", title=chat.question[:80], chat=chat, turns=turns, mine=mine,
-                          can_ask=mine, **context))
+    return _secure(
+        render(
+            request, "chat.html", title=chat.question[:80], chat=chat, turns=turns, mine=mine, can_ask=mine, **context
+        )
+    )
 
 
 router = APIRouter(include_in_schema=False)
 
+
 @router.get("/chat")
-def new_chat(request: Request, identity: PageCaller, web: WebDep, q: str = Query("", max_length=10000),
-             repo: list[str] = Query([])):
+def new_chat(
+    request: Request,
+    identity: PageCaller,
+    web: WebDep,
+    q: str = Query("", max_length=10000),
+    repo: list[str] = Query([]),
+):
     if identity is None:
         return login_redirect(request)
     tc = web.make_context(identity)
-    return _secure(render(request, "chat.html", title="Ask", chat=None, turns=[], mine=True, can_ask=True,
-                          **_composer(tc, request, q=q, selected=repo)))
+    return _secure(
+        render(
+            request,
+            "chat.html",
+            title="Ask",
+            chat=None,
+            turns=[],
+            mine=True,
+            can_ask=True,
+            **_composer(tc, request, q=q, selected=repo),
+        )
+    )
 
 
 @router.get("/chats")
@@ -118,7 +177,15 @@ def chats(request: Request, store: StoreDep):
     if identity is None:  # a history needs someone to belong to
         return login_redirect(request)
     rows = store.list_chats(user_id=identity.user_id, limit=MAX_LISTED_CHATS)
-    items = [{"id": c.id, "question": c.question, "visibility": c.visibility, "status": c.status,
-              "created": c.created_at.isoformat(timespec="seconds") if c.created_at else "",
-              "when": _when(c.created_at)} for c in rows]
+    items = [
+        {
+            "id": c.id,
+            "question": c.question,
+            "visibility": c.visibility,
+            "status": c.status,
+            "created": c.created_at.isoformat(timespec="seconds") if c.created_at else "",
+            "when": _when(c.created_at),
+        }
+        for c in rows
+    ]
     return _secure(render(request, "chats.html", title="Your chats", chats=items))

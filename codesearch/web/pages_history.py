@@ -104,9 +104,15 @@ def _diff_files(files: list[FileDiff], links: Links, old_rev: str | None, new_re
         html = _highlight(path, texts)
         k = 0
         for h in f.hunks:
-            rows.append({"kind": "hunk", "old": "", "new": "",
-                         "html": f"@@ -{h.old_start},{h.old_lines} +{h.new_start},{h.new_lines} @@"
-                                 + (f" {h.header}" if h.header else "")})
+            rows.append(
+                {
+                    "kind": "hunk",
+                    "old": "",
+                    "new": "",
+                    "html": f"@@ -{h.old_start},{h.old_lines} +{h.new_start},{h.new_lines} @@"
+                    + (f" {h.header}" if h.header else ""),
+                }
+            )
             old_no, new_no = h.old_start, h.new_start
             for line in h.lines:
                 tag = line[:1]
@@ -124,12 +130,22 @@ def _diff_files(files: list[FileDiff], links: Links, old_rev: str | None, new_re
                 else:
                     rows.append({"kind": "ctx", "old": old_no, "new": new_no, "sign": " ", "html": text})
                     old_no, new_no = old_no + 1, new_no + 1
-        out.append({
-            "id": f"diff-{i}", "old_path": f.old_path, "new_path": f.new_path, "path": path, "status": f.status,
-            "binary": f.binary, "additions": added, "deletions": removed, "rows": rows,
-            "view": links.blob(new_rev, f.new_path) if f.new_path is not None else
-            (links.blob(old_rev, f.old_path) if old_rev and f.old_path is not None else None),
-        })
+        out.append(
+            {
+                "id": f"diff-{i}",
+                "old_path": f.old_path,
+                "new_path": f.new_path,
+                "path": path,
+                "status": f.status,
+                "binary": f.binary,
+                "additions": added,
+                "deletions": removed,
+                "rows": rows,
+                "view": links.blob(new_rev, f.new_path)
+                if f.new_path is not None
+                else (links.blob(old_rev, f.old_path) if old_rev and f.old_path is not None else None),
+            }
+        )
     return out
 
 
@@ -157,16 +173,40 @@ def blame_page(page, request: Request, identity, root: str, row, ref: str, git_d
     try:
         b = history.blame(git_dir, ref, path)
     except InvalidArgument as e:  # too large to blame: say so where the blame would be
-        return page(request, "blame.html", title=f"Blame · {path.rsplit('/', 1)[-1]} · {row.name}", repo=row.name,
-                    rev=short_ref(ref), commit=resolve_commit(git_dir, ref), path=path,
-                    crumbs=_crumbs(links, ref, path), size=0, binary=False, file_url=links.blob(ref, path),
-                    history_url=links.commits(ref, path), truncated=False, rows=[], total_lines=0,
-                    highlighted=False, refused=str(e))
+        return page(
+            request,
+            "blame.html",
+            title=f"Blame · {path.rsplit('/', 1)[-1]} · {row.name}",
+            repo=row.name,
+            rev=short_ref(ref),
+            commit=resolve_commit(git_dir, ref),
+            path=path,
+            crumbs=_crumbs(links, ref, path),
+            size=0,
+            binary=False,
+            file_url=links.blob(ref, path),
+            history_url=links.commits(ref, path),
+            truncated=False,
+            rows=[],
+            total_lines=0,
+            highlighted=False,
+            refused=str(e),
+        )
     data, commit = read_blob(git_dir, b.commit, path)
     rev = short_ref(ref)
-    ctx = {"title": f"Blame · {path.rsplit('/', 1)[-1]} · {row.name}", "repo": row.name, "rev": rev, "commit": commit,
-           "path": path, "crumbs": _crumbs(links, ref, path), "size": len(data), "binary": b.binary,
-           "file_url": links.blob(ref, path), "history_url": links.commits(ref, path), "truncated": b.truncated}
+    ctx = {
+        "title": f"Blame · {path.rsplit('/', 1)[-1]} · {row.name}",
+        "repo": row.name,
+        "rev": rev,
+        "commit": commit,
+        "path": path,
+        "crumbs": _crumbs(links, ref, path),
+        "size": len(data),
+        "binary": b.binary,
+        "file_url": links.blob(ref, path),
+        "history_url": links.commits(ref, path),
+        "truncated": b.truncated,
+    }
     if b.binary:
         return page(request, "blame.html", **ctx, rows=[], total_lines=0, highlighted=False)
     text = data.decode("utf-8", "replace")
@@ -175,8 +215,13 @@ def blame_page(page, request: Request, identity, root: str, row, ref: str, git_d
     for n, r in enumerate(b.ranges):
         c = b.commits.get(r.hash)
         starts[r.start_line] = {
-            "sha": _short(r.hash), "url": links.commit(r.hash), "n": n, "lines": r.line_count,
-            "author": c.author_name if c else "", "date": _day(c.date) if c else "", "message": c.message if c else "",
+            "sha": _short(r.hash),
+            "url": links.commit(r.hash),
+            "n": n,
+            "lines": r.line_count,
+            "author": c.author_name if c else "",
+            "date": _day(c.date) if c else "",
+            "message": c.message if c else "",
             "path": r.path if r.path != path else "",
         }
     rows, shade = [], 0
@@ -207,39 +252,72 @@ def history_page(page, request: Request, identity, root: str, row, ref: str, git
             at = links.blob(c.hash, scope)
         elif kind == "tree":
             at = links.tree(c.hash, scope)
-        commits.append({"sha": c.hash, "short": _short(c.hash), "url": links.commit(c.hash), "message": c.message,
-                        "body": c.body, "author": c.author_name, "email": c.author_email, "date": _day(c.date),
-                        "iso": c.date, "refs": c.refs, "browse": at})
+        commits.append(
+            {
+                "sha": c.hash,
+                "short": _short(c.hash),
+                "url": links.commit(c.hash),
+                "message": c.message,
+                "body": c.body,
+                "author": c.author_name,
+                "email": c.author_email,
+                "date": _day(c.date),
+                "iso": c.date,
+                "refs": c.refs,
+                "browse": at,
+            }
+        )
     last = max(1, -(-total // PER_PAGE))
     rev = short_ref(ref)
     name = scope.rsplit("/", 1)[-1] if scope else row.name
-    return page(request, "history.html", title=f"History · {name} · {row.name}", repo=row.name, rev=rev, path=scope,
-                crumbs=_crumbs(links, ref, scope), commits=commits, total=total, page=n, last=last, kind=kind,
-                prev_url=links.commits(ref, scope, n - 1) if n > 1 else None,
-                next_url=links.commits(ref, scope, n + 1) if n < last else None,
-                here_url=(links.blob(ref, scope) if kind == "blob" else links.tree(ref, scope)) if kind else None)
+    return page(
+        request,
+        "history.html",
+        title=f"History · {name} · {row.name}",
+        repo=row.name,
+        rev=rev,
+        path=scope,
+        crumbs=_crumbs(links, ref, scope),
+        commits=commits,
+        total=total,
+        page=n,
+        last=last,
+        kind=kind,
+        prev_url=links.commits(ref, scope, n - 1) if n > 1 else None,
+        next_url=links.commits(ref, scope, n + 1) if n < last else None,
+        here_url=(links.blob(ref, scope) if kind == "blob" else links.tree(ref, scope)) if kind else None,
+    )
 
 
 def commit_page(page, request: Request, identity, root: str, row, git_dir: str, ref: str) -> Response:
     """One commit, its message and what it changed against its first parent."""
     audit.record(request, identity, "commit.read", row.name, ref=ref)
     links = Links(root, row.name)
-    detail, files, truncated = history.commit_changes(git_dir, check_ref(ref), max_files=MAX_FILES,
-                                                      max_bytes=MAX_DIFF_BYTES)
+    detail, files, truncated = history.commit_changes(
+        git_dir, check_ref(ref), max_files=MAX_FILES, max_bytes=MAX_DIFF_BYTES
+    )
     parent = detail.parents[0] if detail.parents else None
     shown = _diff_files(files, links, parent, detail.hash)
-    return page(request, "commit.html", title=f"{detail.message[:80]} · {_short(detail.hash)} · {row.name}",
-                repo=row.name, repo_url=links.tree(detail.hash), c=detail, short=_short(detail.hash),
-                parents=[{"sha": p, "short": _short(p), "url": links.commit(p)} for p in detail.parents],
-                files=shown, truncated=truncated, tree_url=links.tree(detail.hash),
-                committer_differs=(detail.committer_name, detail.committer_email) != (detail.author_name,
-                                                                                    detail.author_email),
-                additions=sum(f["additions"] for f in shown), deletions=sum(f["deletions"] for f in shown),
-                compare_url=links.compare(parent, detail.hash) if parent else None)
+    return page(
+        request,
+        "commit.html",
+        title=f"{detail.message[:80]} · {_short(detail.hash)} · {row.name}",
+        repo=row.name,
+        repo_url=links.tree(detail.hash),
+        c=detail,
+        short=_short(detail.hash),
+        parents=[{"sha": p, "short": _short(p), "url": links.commit(p)} for p in detail.parents],
+        files=shown,
+        truncated=truncated,
+        tree_url=links.tree(detail.hash),
+        committer_differs=(detail.committer_name, detail.committer_email) != (detail.author_name, detail.author_email),
+        additions=sum(f["additions"] for f in shown),
+        deletions=sum(f["deletions"] for f in shown),
+        compare_url=links.compare(parent, detail.hash) if parent else None,
+    )
 
 
-def compare_page(page, request: Request, identity, root: str, row, git_dir: str, default_ref: str,
-                 resolve) -> Response:
+def compare_page(page, request: Request, identity, root: str, row, git_dir: str, default_ref: str, resolve) -> Response:
     """The form to pick two refs and, once both are given, the commits and the diff between them.
     `resolve` turns a ref as typed (a short branch or tag name, a commit) into one git reads."""
     q = request.query_params
@@ -247,10 +325,21 @@ def compare_page(page, request: Request, identity, root: str, row, git_dir: str,
     links = Links(root, row.name)
     branches = [b.name for b in list_branches(git_dir)][:500]
     tags = [t.name for t in history.list_tags(git_dir, limit=500)[0]]
-    ctx = {"title": f"Compare · {row.name}", "repo": row.name, "repo_url": links.tree(default_ref),
-           "base": base or short_ref(default_ref), "head": head, "path": path, "refs": branches + tags,
-           "action": links.compare(), "files": None, "commits": [], "total_commits": 0, "truncated": False,
-           "error": None}
+    ctx = {
+        "title": f"Compare · {row.name}",
+        "repo": row.name,
+        "repo_url": links.tree(default_ref),
+        "base": base or short_ref(default_ref),
+        "head": head,
+        "path": path,
+        "refs": branches + tags,
+        "action": links.compare(),
+        "files": None,
+        "commits": [],
+        "total_commits": 0,
+        "truncated": False,
+        "error": None,
+    }
     if not (base and head):
         return page(request, "compare.html", **ctx)
     audit.record(request, identity, "diff.read", row.name, base=base, head=head)
@@ -260,15 +349,31 @@ def compare_page(page, request: Request, identity, root: str, row, git_dir: str,
         new = resolve_commit(git_dir, resolve(head))
     except (InvalidGitRef, FileNotFound) as e:
         return page(request, "compare.html", status_code=400, **{**ctx, "error": str(e)})
-    files, truncated = diff_objects(git_dir, old, new, scope=scope, max_files=MAX_FILES,
-                                            max_bytes=MAX_DIFF_BYTES)
+    files, truncated = diff_objects(git_dir, old, new, scope=scope, max_files=MAX_FILES, max_bytes=MAX_DIFF_BYTES)
     commits, total = history.commits_between(git_dir, old, new, limit=MAX_COMPARE_COMMITS)
     shown = _diff_files(files, links, old, new)
-    ctx.update(title=f"{base}...{head} · {row.name}", files=shown, truncated=truncated, total_commits=total,
-               commits=[{"sha": c.hash, "short": _short(c.hash), "url": links.commit(c.hash), "message": c.message,
-                         "author": c.author_name, "date": _day(c.date)} for c in commits],
-               base_commit=_short(old), head_commit=_short(new), swap_url=links.compare(head, base, path),
-               additions=sum(f["additions"] for f in shown), deletions=sum(f["deletions"] for f in shown))
+    ctx.update(
+        title=f"{base}...{head} · {row.name}",
+        files=shown,
+        truncated=truncated,
+        total_commits=total,
+        commits=[
+            {
+                "sha": c.hash,
+                "short": _short(c.hash),
+                "url": links.commit(c.hash),
+                "message": c.message,
+                "author": c.author_name,
+                "date": _day(c.date),
+            }
+            for c in commits
+        ],
+        base_commit=_short(old),
+        head_commit=_short(new),
+        swap_url=links.compare(head, base, path),
+        additions=sum(f["additions"] for f in shown),
+        deletions=sum(f["deletions"] for f in shown),
+    )
     return page(request, "compare.html", **ctx)
 
 
@@ -284,6 +389,6 @@ def _crumbs(links: Links, ref: str, path: str) -> list[dict]:
 
 
 def _kind_at(git_dir: str, ref: str, path: str) -> str | None:
-    """"blob" or "tree" for what `path` is at `ref` (the root is a tree), None otherwise."""
+    """ "blob" or "tree" for what `path` is at `ref` (the root is a tree), None otherwise."""
     kind = history.path_kind(git_dir, ref, path)
     return kind if kind in ("blob", "tree") else None

@@ -35,8 +35,14 @@ def _when(t) -> str:
 
 
 def _rows(apps) -> list[dict]:
-    return [{"app": a, "origins": list(dict.fromkeys(redirect_origin(u) for u in a.redirect_uris)),
-             "scopes": [SCOPE_WORDS.get(s, s) for s in a.scopes]} for a in apps]
+    return [
+        {
+            "app": a,
+            "origins": list(dict.fromkeys(redirect_origin(u) for u in a.redirect_uris)),
+            "scopes": [SCOPE_WORDS.get(s, s) for s in a.scopes],
+        }
+        for a in apps
+    ]
 
 
 router = APIRouter(include_in_schema=False)
@@ -44,11 +50,24 @@ router = APIRouter(include_in_schema=False)
 
 def _page(request: Request, store, user, status_code: int = 200, notice: str | None = None):
     if store is None:
-        return render(request, "message.html", status_code=503, title="Connected apps",
-                      heading="Connected apps are unavailable",
-                      message="This service runs without a state database, so no app can connect.")
-    return render(request, "oauth_apps.html", status_code=status_code, title="Connected apps", section="apps",
-                  rows=_rows(store.list_connected_oauth_apps(user.id)), when=_when, notice=notice)
+        return render(
+            request,
+            "message.html",
+            status_code=503,
+            title="Connected apps",
+            heading="Connected apps are unavailable",
+            message="This service runs without a state database, so no app can connect.",
+        )
+    return render(
+        request,
+        "oauth_apps.html",
+        status_code=status_code,
+        title="Connected apps",
+        section="apps",
+        rows=_rows(store.list_connected_oauth_apps(user.id)),
+        when=_when,
+        notice=notice,
+    )
 
 
 @router.get("/settings/apps")
@@ -73,8 +92,14 @@ def revoke(request: Request, client_id: str, store: StoreDep, csrf_token: str = 
         return _page(request, store, user)
     client = store.get_oauth_client(client_id)
     if client is None or not any(a.client_id == client.id for a in store.list_connected_oauth_apps(user.id)):
-        return render(request, "message.html", status_code=404, title="Not found", heading="Not found",
-                      message="That app has no access to your account (any more).")
+        return render(
+            request,
+            "message.html",
+            status_code=404,
+            title="Not found",
+            heading="Not found",
+            message="That app has no access to your account (any more).",
+        )
     n = store.revoke_oauth_client_for_user(user.id, client.id)
     audit.record(request, Identity(user), "oauth.grant.revoke", client.id, name=client.name, revoked=n)
     root = sessions.root_of(request.scope)

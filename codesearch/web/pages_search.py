@@ -68,7 +68,10 @@ from codesearch.web.templating import render
 log = logging.getLogger(__name__)
 
 #: Applied to every page of this module: scripts only from our own static files.
-CSP = "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+CSP = (
+    "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; base-uri 'none'; "
+    "form-action 'self'; frame-ancestors 'none'"
+)
 #: the search page inlines static/search_start.js (its results stream leaves before any file loads)
 SEARCH_START, _SEARCH_START_SOURCE = inline_script(STATIC_DIR, "search_start.js")
 SEARCH_CSP = CSP.replace("default-src 'self';", f"default-src 'self'; script-src 'self' {_SEARCH_START_SOURCE};")
@@ -123,10 +126,10 @@ def _raw_after(request: Request, prefix: str) -> str | None:
         text = raw.decode("latin-1").split("?", 1)[0]
         root = request.scope.get("root_path", "")
         if root and text.startswith(root):
-            text = text[len(root):]
+            text = text[len(root) :]
         i = text.find(prefix)
         if i >= 0:
-            return text[i + len(prefix):]
+            return text[i + len(prefix) :]
     return None
 
 
@@ -205,8 +208,11 @@ router = APIRouter(include_in_schema=False)
 
 @router.get("/highlight.css")
 def highlight_css() -> Response:
-    return Response(highlight.stylesheet(), media_type="text/css",
-                    headers={"Cache-Control": "public, max-age=3600", "X-Content-Type-Options": "nosniff"})
+    return Response(
+        highlight.stylesheet(),
+        media_type="text/css",
+        headers={"Cache-Control": "public, max-age=3600", "X-Content-Type-Options": "nosniff"},
+    )
 
 
 @router.get("/")
@@ -217,10 +223,18 @@ def home(request: Request, caller: PageCaller):
 
 
 @router.get("/search")
-def search(request: Request, caller: PageCaller, web: WebDep, q: str = Query("", max_length=10_000),
-           regex: str | None = None, case: str | None = None, matches: str | None = None,
-           query: str = Query("", max_length=10_000, description="Sourcebot's name for q"),
-           isRegexEnabled: str | None = None, isCaseSensitivityEnabled: str | None = None):  # noqa: N803
+def search(
+    request: Request,
+    caller: PageCaller,
+    web: WebDep,
+    q: str = Query("", max_length=10_000),
+    regex: str | None = None,
+    case: str | None = None,
+    matches: str | None = None,
+    query: str = Query("", max_length=10_000, description="Sourcebot's name for q"),
+    isRegexEnabled: str | None = None,
+    isCaseSensitivityEnabled: str | None = None,
+):  # noqa: N803
     if caller is None:
         return login_redirect(request)
     q = q or query
@@ -232,10 +246,26 @@ def search(request: Request, caller: PageCaller, web: WebDep, q: str = Query("",
         n = DEFAULT_MATCHES
     if not q.strip():
         return RedirectResponse(f"{_root(request)}/", status_code=303)
-    config = {"query": q, "regex": _flag(regex), "case": _flag(case), "matches": n, "contextLines": 1,
-              "publicUrl": web.public_url.rstrip("/"), "maxMatches": MAX_MATCHES, "root": _root(request)}
-    resp = _page(request, "search.html", title=q[:80], q=q, regex=_flag(regex), case=_flag(case), config=config,
-                 search_start=SEARCH_START)
+    config = {
+        "query": q,
+        "regex": _flag(regex),
+        "case": _flag(case),
+        "matches": n,
+        "contextLines": 1,
+        "publicUrl": web.public_url.rstrip("/"),
+        "maxMatches": MAX_MATCHES,
+        "root": _root(request),
+    }
+    resp = _page(
+        request,
+        "search.html",
+        title=q[:80],
+        q=q,
+        regex=_flag(regex),
+        case=_flag(case),
+        config=config,
+        search_start=SEARCH_START,
+    )
     resp.headers["Content-Security-Policy"] = SEARCH_CSP
     return resp
 
@@ -250,16 +280,26 @@ def sourcebot_prefix(request: Request, rest: str):
 
 
 @router.get("/repos")
-def repos(request: Request, identity: PageCaller, store: StoreDep, query: str = Query("", max_length=1000),
-          page: str | None = None):
+def repos(
+    request: Request,
+    identity: PageCaller,
+    store: StoreDep,
+    query: str = Query("", max_length=1000),
+    page: str | None = None,
+):
     if identity is None:
         return login_redirect(request)
     try:
         n = max(1, int(page or 1))
     except ValueError:
         n = 1
-    rows, total = ([], 0) if store is None else page_of_repos(
-        store, identity, page=n, per_page=REPOS_PER_PAGE, sort="name", direction="asc", query=query.strip() or None)
+    rows, total = (
+        ([], 0)
+        if store is None
+        else page_of_repos(
+            store, identity, page=n, per_page=REPOS_PER_PAGE, sort="name", direction="asc", query=query.strip() or None
+        )
+    )
     active: dict[int, str] = {}
     if store is not None and rows:
         for state in (JobState.IN_PROGRESS, JobState.PENDING):
@@ -269,12 +309,22 @@ def repos(request: Request, identity: PageCaller, store: StoreDep, query: str = 
     items = []
     for row in rows:
         revs = sorted(short_ref(ref) for ref in (row.indexed_revisions or {}))
-        items.append({
-            "id": row.id, "name": row.name, "display": row.display_name or row.name, "host": row.code_host_type,
-            "url": browse_url(root, row.name), "external": row.web_url or "", "branches": revs,
-            "indexed_at": _time(row.indexed_at), "indexed_iso": iso(row.indexed_at) or "",
-            "status": row.index_status, "job": active.get(row.id), "error": row.last_error or "",
-        })
+        items.append(
+            {
+                "id": row.id,
+                "name": row.name,
+                "display": row.display_name or row.name,
+                "host": row.code_host_type,
+                "url": browse_url(root, row.name),
+                "external": row.web_url or "",
+                "branches": revs,
+                "indexed_at": _time(row.indexed_at),
+                "indexed_iso": iso(row.indexed_at) or "",
+                "status": row.index_status,
+                "job": active.get(row.id),
+                "error": row.last_error or "",
+            }
+        )
     last = max(1, -(-total // REPOS_PER_PAGE))
 
     def page_url(p: int) -> str:
@@ -283,9 +333,18 @@ def repos(request: Request, identity: PageCaller, store: StoreDep, query: str = 
             params["query"] = query.strip()
         return f"{root}/repos?{urllib.parse.urlencode(params)}"
 
-    return _page(request, "repos.html", title="Repositories", repos=items, total=total, page=n, last=last,
-                 query=query, prev_url=page_url(n - 1) if n > 1 else None,
-                 next_url=page_url(n + 1) if n < last else None)
+    return _page(
+        request,
+        "repos.html",
+        title="Repositories",
+        repos=items,
+        total=total,
+        page=n,
+        last=last,
+        query=query,
+        prev_url=page_url(n - 1) if n > 1 else None,
+        next_url=page_url(n + 1) if n < last else None,
+    )
 
 
 @router.get("/browse/{rest:path}")
@@ -302,11 +361,13 @@ def browse(request: Request, rest: str, identity: PageCaller, web: WebDep):
         if kind == "commits":
             return pages_history.history_page(_page, request, identity, root, row, ref, git_dir, path)
         if kind == "commit":
-            return pages_history.commit_page(_page, request, identity, root, row, git_dir,
-                                             resolve_rev(git_dir, row, path))
+            return pages_history.commit_page(
+                _page, request, identity, root, row, git_dir, resolve_rev(git_dir, row, path)
+            )
         if kind == "compare":
-            return pages_history.compare_page(_page, request, identity, root, row, git_dir, ref,
-                                              lambda r: resolve_rev(git_dir, row, r))
+            return pages_history.compare_page(
+                _page, request, identity, root, row, git_dir, ref, lambda r: resolve_rev(git_dir, row, r)
+            )
         if kind == "blob" and "blame" in request.query_params:
             return pages_history.blame_page(_page, request, identity, root, row, ref, git_dir, path)
         audit.record(request, identity, "source.read" if kind == "blob" else "tree.read", f"{row.name}:{path}", ref=ref)
@@ -332,17 +393,31 @@ def _file_page(request: Request, root: str, row, ref: str, git_dir: str, path: s
         raise
     info = repo_info(row)
     params = request.query_params
-    nav = codenav.nav_config(root=root, repo=row.name, rev=short_ref(ref), ref=ref, path=path,
-                             language=detect(path, data), git_dir=git_dir, indexed=row.indexed_revisions,
-                             q=params.get("q", "")[:2000], regex=_flag(params.get("regex")),
-                             case=_flag(params.get("case")))
+    nav = codenav.nav_config(
+        root=root,
+        repo=row.name,
+        rev=short_ref(ref),
+        ref=ref,
+        path=path,
+        language=detect(path, data),
+        git_dir=git_dir,
+        indexed=row.indexed_revisions,
+        q=params.get("q", "")[:2000],
+        regex=_flag(params.get("regex")),
+        case=_flag(params.get("case")),
+    )
     ctx = {
         "nav": nav,
-        "title": f"{path.rsplit('/', 1)[-1]} · {row.display_name or row.name}", "repo": row.name,
-        "rev": short_ref(ref), "commit": commit, "path": path,
+        "title": f"{path.rsplit('/', 1)[-1]} · {row.display_name or row.name}",
+        "repo": row.name,
+        "rev": short_ref(ref),
+        "commit": commit,
+        "path": path,
         "crumbs": _crumbs(root, row.name, ref, path, row.display_name or ""),
-        "external": external_url(info, ref, path), "repo_url": browse_url(root, row.name, ref),
-        "size": len(data), "binary": is_binary(data),
+        "external": external_url(info, ref, path),
+        "repo_url": browse_url(root, row.name, ref),
+        "size": len(data),
+        "binary": is_binary(data),
         "blame_url": browse_url(root, row.name, ref, "blob", path) + "?blame",
         "history_url": browse_url(root, row.name, ref, "commits", path),
     }
@@ -352,9 +427,16 @@ def _file_page(request: Request, root: str, row, ref: str, git_dir: str, path: s
     language = detect(path, data)
     lines, highlighted = highlight.highlight_lines(path, language, text)
     total = len(highlight.split_lines(text.replace("\r\n", "\n")))
-    return _page(request, "file.html", **ctx, language=language, highlighted=highlighted, total_lines=total,
-                 big=len(data) > highlight.MAX_HIGHLIGHT_BYTES or total > highlight.MAX_HIGHLIGHT_LINES,
-                 lines=[Markup(x) for x in lines])  # escaped by Pygments / markupsafe
+    return _page(
+        request,
+        "file.html",
+        **ctx,
+        language=language,
+        highlighted=highlighted,
+        total_lines=total,
+        big=len(data) > highlight.MAX_HIGHLIGHT_BYTES or total > highlight.MAX_HIGHLIGHT_LINES,
+        lines=[Markup(x) for x in lines],
+    )  # escaped by Pygments / markupsafe
 
 
 def _tree_page(request: Request, root: str, row, ref: str, git_dir: str, path: str) -> Response:
@@ -365,21 +447,38 @@ def _tree_page(request: Request, root: str, row, ref: str, git_dir: str, path: s
         if under and _is_file(git_dir, ref, under):
             return RedirectResponse(browse_url(root, row.name, ref, "blob", under), status_code=303)
         raise
-    items = [{"name": e.name, "dir": e.is_dir,
-              "url": browse_url(root, row.name, ref, "tree" if e.is_dir else "blob", e.path)} for e in entries]
+    items = [
+        {
+            "name": e.name,
+            "dir": e.is_dir,
+            "url": browse_url(root, row.name, ref, "tree" if e.is_dir else "blob", e.path),
+        }
+        for e in entries
+    ]
     items.sort(key=lambda x: (not x["dir"],))  # directories first (list_tree already does; keep it so)
     parent = None
     if under:
         parent = browse_url(root, row.name, ref, "tree", under.rsplit("/", 1)[0] if "/" in under else "")
     branches = sorted(short_ref(x) for x in (row.indexed_revisions or {}))
     display = row.display_name or row.name
-    return _page(request, "tree.html", title=f"{under} · {display}" if under else display,
-                 repo=row.name, display=display, rev=short_ref(ref), path=under,
-                 crumbs=_crumbs(root, row.name, ref, under, display), entries=items, truncated=truncated, parent=parent,
-                 external=row.web_url or "", branches=branches,
-                 history_url=browse_url(root, row.name, ref, "commits", under).rstrip("/"),
-                 compare_url=browse_url(root, row.name, None, "compare", "").rstrip("/"),
-                 branch_urls=[{"name": b, "url": browse_url(root, row.name, b, "tree", under)} for b in branches])
+    return _page(
+        request,
+        "tree.html",
+        title=f"{under} · {display}" if under else display,
+        repo=row.name,
+        display=display,
+        rev=short_ref(ref),
+        path=under,
+        crumbs=_crumbs(root, row.name, ref, under, display),
+        entries=items,
+        truncated=truncated,
+        parent=parent,
+        external=row.web_url or "",
+        branches=branches,
+        history_url=browse_url(root, row.name, ref, "commits", under).rstrip("/"),
+        compare_url=browse_url(root, row.name, None, "compare", "").rstrip("/"),
+        branch_urls=[{"name": b, "url": browse_url(root, row.name, b, "tree", under)} for b in branches],
+    )
 
 
 def _is_dir(git_dir: str, ref: str, path: str) -> bool:

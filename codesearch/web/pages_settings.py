@@ -24,8 +24,8 @@ the repositories they may read, and counts of those only. Sync errors and warnin
 by the store in repository terms (`Store.public_error`: no server path), but they may name
 repositories of the connection's config; a member who does not see every repository gets their
 number, not their text (owners always read them: they wrote the config). Every POST checks the
-CSRF token; a member's POST is a 403 page. Every change leaves an audit event (``connection.resync``, ``repo.reindex``, ``settings.access``,
-``apikey.create``).
+CSRF token; a member's POST is a 403 page. Every change leaves an audit event
+(``connection.resync``, ``repo.reindex``, ``settings.access``, ``apikey.create``).
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from __future__ import annotations
 import json
 import shlex
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import RedirectResponse
@@ -60,8 +60,7 @@ STATUS_LABELS = {
     m.SYNCED_WITH_WARNINGS: ("synced with warnings", "warn"),
     m.SYNC_FAILED: ("failed", "failed"),
 }
-INDEX_LABELS = {m.INDEX_NEW: "not indexed yet", m.INDEXING: "indexing", m.INDEXED: "indexed",
-                m.INDEX_FAILED: "failed"}
+INDEX_LABELS = {m.INDEX_NEW: "not indexed yet", m.INDEXING: "indexing", m.INDEXED: "indexed", m.INDEX_FAILED: "failed"}
 
 
 def when(t: datetime | None, never: str = "never") -> str:
@@ -101,7 +100,7 @@ def _job_label(job, kind: str) -> str | None:
         return None
     if job.state == m.IN_PROGRESS:
         return f"{kind} running now"
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     if job.attempts and job.next_attempt_at and job.next_attempt_at > now:
         return f"retry of the {kind} queued for {job.next_attempt_at.strftime('%H:%M:%S UTC')}"
     return f"{kind} queued"
@@ -128,17 +127,34 @@ def connection_views(store, identity: Identity, root: str) -> list[ConnectionVie
         if not shows_problems:
             hidden = (1 if error else 0) + len(warnings)
             error, warnings = None, []
-        views.append(ConnectionView(
-            id=c.id, name=c.name, type=c.type, status=label, status_class=cls, synced_at=c.synced_at,
-            repo_count=len(repos), job=_job_label(active_sync.get(c.id), "sync"), error=error, warnings=warnings,
-            hidden_problems=hidden,
-            repos=[RepoView(id=r.id, name=r.name, url=browse_url(root, r.name),
-                            status=INDEX_LABELS.get(r.index_status, r.index_status.lower()),
-                            status_class={m.INDEXED: "ok", m.INDEX_FAILED: "failed"}.get(r.index_status, "pending"),
-                            indexed_at=r.indexed_at,
-                            error=store.public_error(r.last_error, repo_name=r.name, local_path=r.local_path),
-                            job=_job_label(active_index.get(r.id), "re-index"))
-                   for r in repos[:REPOS_SHOWN]]))
+        views.append(
+            ConnectionView(
+                id=c.id,
+                name=c.name,
+                type=c.type,
+                status=label,
+                status_class=cls,
+                synced_at=c.synced_at,
+                repo_count=len(repos),
+                job=_job_label(active_sync.get(c.id), "sync"),
+                error=error,
+                warnings=warnings,
+                hidden_problems=hidden,
+                repos=[
+                    RepoView(
+                        id=r.id,
+                        name=r.name,
+                        url=browse_url(root, r.name),
+                        status=INDEX_LABELS.get(r.index_status, r.index_status.lower()),
+                        status_class={m.INDEXED: "ok", m.INDEX_FAILED: "failed"}.get(r.index_status, "pending"),
+                        indexed_at=r.indexed_at,
+                        error=store.public_error(r.last_error, repo_name=r.name, local_path=r.local_path),
+                        job=_job_label(active_index.get(r.id), "re-index"),
+                    )
+                    for r in repos[:REPOS_SHOWN]
+                ],
+            )
+        )
     return views
 
 
@@ -174,8 +190,7 @@ def _signed_in(request: Request, store):
     if user is None:
         return None, sessions.login_redirect(request)
     if store is None:
-        return None, _message(request, 503, "Settings are unavailable",
-                             "This service runs without a state database.")
+        return None, _message(request, 503, "Settings are unavailable", "This service runs without a state database.")
     return user, None
 
 
@@ -196,6 +211,7 @@ def _owner_form(request: Request, store, what: str, csrf_token: str):
 
 def _root(request: Request) -> str:
     return sessions.root_of(request.scope)
+
 
 # ------------------------------------------------------------------ connections
 
@@ -219,8 +235,15 @@ def connections_page(request: Request, store: StoreDep, resynced: str = "", rein
                 notice = f"Re-indexing {row.name} is queued."
         except NotFound:
             pass
-    return _page(request, "connections.html", title="Connections", section="connections", connections=views,
-                notice=notice, repos_shown=REPOS_SHOWN)
+    return _page(
+        request,
+        "connections.html",
+        title="Connections",
+        section="connections",
+        connections=views,
+        notice=notice,
+        repos_shown=REPOS_SHOWN,
+    )
 
 
 @router.post("/settings/connections/{connection_id}/sync")
@@ -230,15 +253,20 @@ def resync(request: Request, connection_id: str, store: StoreDep, csrf_token: st
         return response
     conn = next((c for c in store.list_connections() if str(c.id) == connection_id), None)
     if conn is None:
-        return _message(request, 404, "No such connection",
-                        "This connection does not exist (any more): it was removed from the config file.")
+        return _message(
+            request,
+            404,
+            "No such connection",
+            "This connection does not exist (any more): it was removed from the config file.",
+        )
     try:
         job = store.request_connection_sync(conn.name)
     except NotFound:
         return _message(request, 404, "No such connection", "This connection was removed meanwhile.")
     audit.record(request, Identity(user), "connection.resync", conn.name, job=job.id)
-    return RedirectResponse(f"{_root(request)}/settings/connections?resynced={conn.id}#connection-{conn.id}",
-                            status_code=303)
+    return RedirectResponse(
+        f"{_root(request)}/settings/connections?resynced={conn.id}#connection-{conn.id}", status_code=303
+    )
 
 
 @router.post("/settings/connections/repos/{repo_id}/reindex")
@@ -258,6 +286,7 @@ def reindex(request: Request, repo_id: str, store: StoreDep, csrf_token: str = F
     audit.record(request, Identity(user), "repo.reindex", row.name, job=job.id)
     return RedirectResponse(f"{_root(request)}/settings/connections?reindexed={row.id}", status_code=303)
 
+
 # ------------------------------------------------------------------ access
 
 
@@ -265,9 +294,19 @@ def _access_page(request: Request, web: WebContext, status_code: int = 200, **co
     access = web.authenticator.access
     context.setdefault("error", None)
     context.setdefault("notice", None)
-    return _page(request, "access.html", status_code=status_code, title="Access", section="access",
-                forced=access.forced, stored=access.stored(), enabled=access.enabled(), env_name=ANONYMOUS_ENV,
-                ttl=access.ttl_s, **context)
+    return _page(
+        request,
+        "access.html",
+        status_code=status_code,
+        title="Access",
+        section="access",
+        forced=access.forced,
+        stored=access.stored(),
+        enabled=access.enabled(),
+        env_name=ANONYMOUS_ENV,
+        ttl=access.ttl_s,
+        **context,
+    )
 
 
 @router.get("/settings/access")
@@ -279,26 +318,31 @@ def access(request: Request, web: WebDep, store: StoreDep):
 
 
 @router.post("/settings/access")
-def set_access(request: Request, web: WebDep, store: StoreDep, anonymous: str = Form(""),
-               csrf_token: str = Form("")):
+def set_access(request: Request, web: WebDep, store: StoreDep, anonymous: str = Form(""), csrf_token: str = Form("")):
     user, response = _owner_form(request, store, "change who may search", csrf_token)
     if response is not None:
         return response
     if anonymous not in ("on", "off"):
-        return _access_page(request, web, status_code=400,
-                            error=f"Anonymous access must be “on” or “off”, not {anonymous[:40]!r}.")
+        return _access_page(
+            request, web, status_code=400, error=f"Anonymous access must be “on” or “off”, not {anonymous[:40]!r}."
+        )
     access = web.authenticator.access
     enabled = anonymous == "on"
     if access.forced and not enabled:
-        return _access_page(request, web, status_code=409,
-                            error=f"Anonymous access is forced on by {ANONYMOUS_ENV}=true in the service's "
-                                  "environment (or settings.enablePublicAccess in the config file); remove it "
-                                  "and restart the service to turn anonymous access off.")
+        return _access_page(
+            request,
+            web,
+            status_code=409,
+            error=f"Anonymous access is forced on by {ANONYMOUS_ENV}=true in the service's "
+            "environment (or settings.enablePublicAccess in the config file); remove it "
+            "and restart the service to turn anonymous access off.",
+        )
     changed = access.set(enabled)
     if changed:
         audit.record(request, Identity(user), "settings.access", SETTING_KEY, enabled=enabled)
     state = "on: visitors without an account may search" if enabled else "off: visitors must sign in"
     return _access_page(request, web, notice=f"Anonymous access is {state}.")
+
 
 # ------------------------------------------------------------------ MCP
 
@@ -306,10 +350,19 @@ def set_access(request: Request, web: WebDep, store: StoreDep, anonymous: str = 
 def _mcp_page(request: Request, web: WebContext, user, status_code: int = 200, created=None, error=None):
     base = oauth_server.base_url(request.scope, web.authenticator.oauth)
     mcp_url = oauth_server.resource_url(base)
-    return _page(request, "mcp.html", status_code=status_code, title="MCP", section="mcp", mcp_url=mcp_url,
-                created=created, error=error, may_create=api_keys.may_create(web, user),
-                oauth_snippets=mcp_snippets(mcp_url, None),
-                key_snippets=mcp_snippets(mcp_url, created["secret"]) if created else None)
+    return _page(
+        request,
+        "mcp.html",
+        status_code=status_code,
+        title="MCP",
+        section="mcp",
+        mcp_url=mcp_url,
+        created=created,
+        error=error,
+        may_create=api_keys.may_create(web, user),
+        oauth_snippets=mcp_snippets(mcp_url, None),
+        key_snippets=mcp_snippets(mcp_url, created["secret"]) if created else None,
+    )
 
 
 @router.get("/settings/mcp")

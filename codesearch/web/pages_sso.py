@@ -70,8 +70,9 @@ def _message(request: Request, status_code: int, heading: str, message: str):
 
 
 def _flow_cookie(request: Request, response, value: str, max_age: int) -> None:
-    response.headers.append("set-cookie", sessions.cookie_header(request.scope, dict(request.headers), FLOW_COOKIE,
-                                                                 value, max_age))
+    response.headers.append(
+        "set-cookie", sessions.cookie_header(request.scope, dict(request.headers), FLOW_COOKIE, value, max_age)
+    )
 
 
 router = APIRouter(include_in_schema=False)
@@ -89,35 +90,61 @@ def _redirect_uri(web: WebContext, pid: str) -> str:
     return f"{(web.public_url or '').rstrip('/')}/api/auth/callback/{quote(pid, safe='')}"
 
 
-async def _start(request: Request, web: WebContext, store, provider, *, purpose: str, next_url: str, user_id=None,
-                 invite=None):
+async def _start(
+    request: Request, web: WebContext, store, provider, *, purpose: str, next_url: str, user_id=None, invite=None
+):
     try:
-        url, record = await begin(provider, redirect_uri=_redirect_uri(web, provider.id), purpose=purpose,
-                                  next_url=next_url, user_id=user_id, invite=invite or None)
+        url, record = await begin(
+            provider,
+            redirect_uri=_redirect_uri(web, provider.id),
+            purpose=purpose,
+            next_url=next_url,
+            user_id=user_id,
+            invite=invite or None,
+        )
     except FlowError as e:
         log.warning("sso %s: cannot start: %s", provider.id, e)
         return _message(request, e.status, f"{provider.name} is unavailable", str(e))
     except ConfigError as e:
         log.error("sso %s: %s", provider.id, e)
-        return _message(request, 500, f"{provider.name} is not configured correctly",
-                        "This server's configuration of the provider is incomplete. Tell an owner.")
+        return _message(
+            request,
+            500,
+            f"{provider.name} is not configured correctly",
+            "This server's configuration of the provider is incomplete. Tell an owner.",
+        )
     response = RedirectResponse(url, status_code=303)
     value = _sealer(web, store).seal(record)
     _flow_cookie(request, response, value, FLOW_TTL_S)
     return response
 
+
 # ------------------------------------------------------------------ starting
 
 
 @router.post("/login/sso/{pid}")
-async def sign_in_start(request: Request, pid: str, web: WebDep, store: StoreDep, next: str = Form(""),
-                        invite: str = Form(""), csrf_token: str = Form("")):
+async def sign_in_start(
+    request: Request,
+    pid: str,
+    web: WebDep,
+    store: StoreDep,
+    next: str = Form(""),
+    invite: str = Form(""),
+    csrf_token: str = Form(""),
+):
     sessions.require_csrf(request, csrf_token, allow_visitor=True)
     provider = web.identity_providers.get(pid)
     if provider is None or not provider.signs_in or store is None:
         return _message(request, 404, "Not found", "There is no such way to sign in.")
-    return await _start(request, web, store, provider, purpose="signin", next_url=sessions.safe_next(next, _root(request)),
-                       invite=invite[:200] or None)
+    return await _start(
+        request,
+        web,
+        store,
+        provider,
+        purpose="signin",
+        next_url=sessions.safe_next(next, _root(request)),
+        invite=invite[:200] or None,
+    )
 
 
 @router.post("/settings/account/link/{pid}")
@@ -128,8 +155,10 @@ async def link_start(request: Request, pid: str, web: WebDep, store: StoreDep, c
     provider = web.identity_providers.get(pid)
     if provider is None:
         return _message(request, 404, "Not found", "There is no such provider.")
-    return await _start(request, web, store, provider, purpose="link", next_url=f"{_root(request)}/settings/account",
-                       user_id=user.id)
+    return await _start(
+        request, web, store, provider, purpose="link", next_url=f"{_root(request)}/settings/account", user_id=user.id
+    )
+
 
 # ------------------------------------------------------------------ the callback
 
@@ -152,8 +181,11 @@ async def callback(request: Request, pid: str, web: WebDep, store: StoreDep):
         if record["for"] == "link":
             outcome = await anyio.to_thread.run_sync(lambda: accounts.link(store, provider, who, current.id))
         else:
-            outcome = await anyio.to_thread.run_sync(lambda: accounts.sign_in(
-                store, provider, who, require_approval=web.require_approval, invite=record.get("inv")))
+            outcome = await anyio.to_thread.run_sync(
+                lambda: accounts.sign_in(
+                    store, provider, who, require_approval=web.require_approval, invite=record.get("inv")
+                )
+            )
     except FlowError as e:
         log.info("sso %s: flow refused (%s)", pid, e.kind)
         response = _message(request, e.status, _heading(e.kind), str(e))
@@ -172,19 +204,24 @@ async def callback(request: Request, pid: str, web: WebDep, store: StoreDep):
         response = RedirectResponse(f"{_root(request)}/settings/account?linked={quote(provider.id)}", 303)
     elif outcome.pending:
         audit.record(request, identity, "member.request", outcome.user.email, provider=provider.id)
-        response = _message(request, 403, "Waiting for approval",
-                            "Your account was created. An owner of this server must approve it before you can "
-                            "sign in; try again later.")
+        response = _message(
+            request,
+            403,
+            "Waiting for approval",
+            "Your account was created. An owner of this server must approve it before you can "
+            "sign in; try again later.",
+        )
     else:
         if outcome.created and record.get("inv"):
             audit.record(request, identity, "invite.accept", outcome.user.email, role=outcome.user.role)
         response = RedirectResponse(sessions.safe_next(record.get("next"), _root(request)), 303)
-        await anyio.to_thread.run_sync(lambda: sessions.start_session(request, response, store, outcome.user,
-                                                                      web.session_max_age_s))
-        audit.record(request, identity, "login.sso", outcome.user.email, provider=provider.id,
-                     created=outcome.created)
+        await anyio.to_thread.run_sync(
+            lambda: sessions.start_session(request, response, store, outcome.user, web.session_max_age_s)
+        )
+        audit.record(request, identity, "login.sso", outcome.user.email, provider=provider.id, created=outcome.created)
     _flow_cookie(request, response, "", 0)
     return response
+
 
 # ------------------------------------------------------------------ linked accounts
 
@@ -198,12 +235,21 @@ def _account_page(request: Request, web: WebContext, store, user, status_code: i
     for a in linked:
         p = providers.get(a.provider)
         counts = p is not None and p.signs_in
-        rows.append({"account": a, "name": p.name if p else a.provider,
-                     "may_unlink": not counts or methods > 1})
-    return _page(request, "account.html", status_code=status_code, title="Linked accounts", section="account",
-                 rows=rows, providers=list(providers.values()), error=error, notice=notice,
-                 lacking=lacking, lacking_names=required.names(lacking) if lacking else "",
-                 required_ids={p.id for p in required.required(providers.values())})
+        rows.append({"account": a, "name": p.name if p else a.provider, "may_unlink": not counts or methods > 1})
+    return _page(
+        request,
+        "account.html",
+        status_code=status_code,
+        title="Linked accounts",
+        section="account",
+        rows=rows,
+        providers=list(providers.values()),
+        error=error,
+        notice=notice,
+        lacking=lacking,
+        lacking_names=required.names(lacking) if lacking else "",
+        required_ids={p.id for p in required.required(providers.values())},
+    )
 
 
 @router.get("/settings/account")
@@ -233,11 +279,18 @@ def unlink(request: Request, account_id: str, web: WebDep, store: StoreDep, csrf
         return _message(request, 404, "Not found", "There is nothing here.")
     p = providers.get(acct.provider)
     if p is not None and p.signs_in and accounts.sign_in_methods(store, user, providers) <= 1:
-        return _account_page(request, web, store, user, 409, error="This is your only way to sign in: link another account "
-                                                       "or set a password first.")
+        return _account_page(
+            request,
+            web,
+            store,
+            user,
+            409,
+            error="This is your only way to sign in: link another account or set a password first.",
+        )
     store.unlink_account(user.id, acct.id)
     audit.record(request, Identity(user), "account.unlink", f"{acct.provider}:{acct.login or acct.subject}")
     return RedirectResponse(f"{_root(request)}/settings/account?unlinked=1", 303)
+
 
 # ------------------------------------------------------------------ members (owners)
 
@@ -255,9 +308,18 @@ def _members_page(request: Request, web: WebContext, store, status_code: int = 2
     context.setdefault("error", None)
     context.setdefault("notice", None)
     context.setdefault("created", None)
-    return _page(request, "members.html", status_code=status_code, title="Members", section="members",
-                 requests=store.list_account_requests(), invites=store.list_invites(), roles=ROLES,
-                 require_approval=web.require_approval, **context)
+    return _page(
+        request,
+        "members.html",
+        status_code=status_code,
+        title="Members",
+        section="members",
+        requests=store.list_account_requests(),
+        invites=store.list_invites(),
+        roles=ROLES,
+        require_approval=web.require_approval,
+        **context,
+    )
 
 
 @router.get("/settings/members")
@@ -288,8 +350,14 @@ def decide(request: Request, user_id: str, decision: str, web: WebDep, store: St
 
 
 @router.post("/settings/members/invites")
-def create_invite(request: Request, web: WebDep, store: StoreDep, email: str = Form(""), role: str = Form("MEMBER"),
-                  csrf_token: str = Form("")):
+def create_invite(
+    request: Request,
+    web: WebDep,
+    store: StoreDep,
+    email: str = Form(""),
+    role: str = Form("MEMBER"),
+    csrf_token: str = Form(""),
+):
     me, response = _owner(request)
     if response is not None:
         return response
@@ -314,19 +382,41 @@ def revoke_invite(request: Request, invite_id: str, web: WebDep, store: StoreDep
     audit.record(request, Identity(me), "invite.revoke", invite_id[:12])
     return _members_page(request, web, store, notice="The invite was revoked: its link no longer works.")
 
+
 # ------------------------------------------------------------------ joining with an invite
 
 
-def _invite_page(request: Request, web: WebContext, store, token: str, status_code: int = 200, error=None,
-                 email: str = "", name: str = ""):
+def _invite_page(
+    request: Request,
+    web: WebContext,
+    store,
+    token: str,
+    status_code: int = 200,
+    error=None,
+    email: str = "",
+    name: str = "",
+):
     invite = store.find_invite(token) if store is not None else None
     if invite is None:
-        response = _message(request, 404, "Invite not valid", "This invite link is not valid, was used, or has "
-                                                              "expired. Ask an owner for a new one.")
+        response = _message(
+            request,
+            404,
+            "Invite not valid",
+            "This invite link is not valid, was used, or has expired. Ask an owner for a new one.",
+        )
     else:
-        response = _page(request, "invite.html", status_code=status_code, title="Join", invite=invite, token=token,
-                         sso_providers=[p for p in web.identity_providers.values() if p.signs_in], error=error,
-                         email=email or invite.email or "", name=name)
+        response = _page(
+            request,
+            "invite.html",
+            status_code=status_code,
+            title="Join",
+            invite=invite,
+            token=token,
+            sso_providers=[p for p in web.identity_providers.values() if p.signs_in],
+            error=error,
+            email=email or invite.email or "",
+            name=name,
+        )
     # The token is in this page's URL: no Referer carries it elsewhere, no cache keeps the page.
     response.headers["Referrer-Policy"] = "no-referrer"
     response.headers["Cache-Control"] = "no-store"
@@ -339,26 +429,44 @@ def invite(request: Request, token: str, web: WebDep, store: StoreDep):
 
 
 @router.post("/invite/{token}")
-def join(request: Request, token: str, web: WebDep, store: StoreDep, email: str = Form(""), name: str = Form(""), password: str = Form(""),
-         confirm: str = Form(""), csrf_token: str = Form("")):
+def join(
+    request: Request,
+    token: str,
+    web: WebDep,
+    store: StoreDep,
+    email: str = Form(""),
+    name: str = Form(""),
+    password: str = Form(""),
+    confirm: str = Form(""),
+    csrf_token: str = Form(""),
+):
     sessions.require_csrf(request, csrf_token, allow_visitor=True)
     if store is None or store.find_invite(token) is None:
         return _invite_page(request, web, store, token)
     email, name = email.strip()[:MAX_EMAIL], name.strip()[:MAX_NAME]
     error = None if "@" in email else "Enter a valid email address."
-    error = error or sessions.password_problem(password) or (
-        "The two passwords do not match." if password != confirm else None)
+    error = (
+        error
+        or sessions.password_problem(password)
+        or ("The two passwords do not match." if password != confirm else None)
+    )
     if error:
         return _invite_page(request, web, store, token, 400, error=error, email=email, name=name)
     try:
-        user, _pending = store.sign_up(email, name, password_hash=sessions.hash_password(password),
-                                       invite_token=token)
+        user, _pending = store.sign_up(email, name, password_hash=sessions.hash_password(password), invite_token=token)
     except InviteInvalid as e:
         return _invite_page(request, web, store, token, 403, error=str(e), email=email, name=name)
     except Conflict:
-        return _invite_page(request, web, store, token, 409,
-                            error="An account with this e-mail exists: sign in instead.",
-                            email=email, name=name)
+        return _invite_page(
+            request,
+            web,
+            store,
+            token,
+            409,
+            error="An account with this e-mail exists: sign in instead.",
+            email=email,
+            name=name,
+        )
     audit.record(request, Identity(user), "invite.accept", user.email, role=user.role)
     response = RedirectResponse(f"{_root(request)}/", 303)
     sessions.start_session(request, response, store, user, web.session_max_age_s)
@@ -366,6 +474,10 @@ def join(request: Request, token: str, web: WebDep, store: StoreDep, email: str 
 
 
 def _heading(kind: str) -> str:
-    return {"state": "This sign-in cannot be completed", "denied": "Sign-in refused",
-            "unreachable": "The sign-in provider is unavailable", "config": "Sign-in is misconfigured",
-            "identity": "This account cannot be used"}.get(kind, "Sign-in failed")
+    return {
+        "state": "This sign-in cannot be completed",
+        "denied": "Sign-in refused",
+        "unreachable": "The sign-in provider is unavailable",
+        "config": "Sign-in is misconfigured",
+        "identity": "This account cannot be used",
+    }.get(kind, "Sign-in failed")

@@ -34,7 +34,7 @@ import hmac
 import logging
 import re
 import secrets
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from urllib.parse import quote
 
@@ -70,6 +70,7 @@ _COOKIE_VALUE = re.compile(r"^[A-Za-z0-9_-]{20,128}$")
 
 # ----------------------------------------------------------------------------- cookies
 
+
 def root_of(scope) -> str:
     """The path the app is mounted under ("" at the top)."""
     return (scope.get("root_path") or "").rstrip("/")
@@ -79,7 +80,7 @@ def route_path(scope) -> str:
     """The request path without the root (what the routes match)."""
     path, root = scope.get("path") or "/", root_of(scope)
     if root and (path == root or path.startswith(root + "/")):
-        return path[len(root):] or "/"
+        return path[len(root) :] or "/"
     return path
 
 
@@ -93,7 +94,7 @@ def cookie_header(scope, headers: dict[str, str], name: str, value: str, max_age
     `max_age` 0 deletes the cookie, None makes it last the browser session."""
     parts = [f"{name}={value}", f"Path={root_of(scope) or '/'}", "HttpOnly", "SameSite=Lax"]
     if max_age is not None:
-        expires = datetime.now(timezone.utc) + timedelta(seconds=max_age)
+        expires = datetime.now(UTC) + timedelta(seconds=max_age)
         parts += [f"Max-Age={max_age}", f"Expires={format_datetime(expires, usegmt=True)}"]
     if _is_https(scope, headers):
         parts.append("Secure")
@@ -115,6 +116,7 @@ def _plausible(value: str | None) -> bool:
 
 # ----------------------------------------------------------------------------- sessions
 
+
 def start_session(request: Request, response, store, user, max_age_s: float = SESSION_TTL.total_seconds()) -> str:
     """Sign `user` in for `max_age_s` seconds: a new session (the request's old one, if any,
     ends) and its cookie on `response`. Returns the session's CSRF token."""
@@ -126,8 +128,9 @@ def start_session(request: Request, response, store, user, max_age_s: float = SE
     except Exception:  # housekeeping only
         log.debug("could not delete expired sessions", exc_info=True)
     value, session = store.create_web_session(user.id, ttl_seconds=max_age_s)
-    response.headers.append("set-cookie", cookie_header(request.scope, _headers(request.scope), SESSION_COOKIE, value,
-                                                        int(max_age_s)))
+    response.headers.append(
+        "set-cookie", cookie_header(request.scope, _headers(request.scope), SESSION_COOKIE, value, int(max_age_s))
+    )
     return session.csrf_token
 
 
@@ -140,6 +143,7 @@ def end_session(request: Request, response, store) -> None:
 
 
 # ----------------------------------------------------------------------------- CSRF
+
 
 class CsrfFailed(Exception):
     """A state-changing form arrived without the right CSRF token (403)."""
@@ -163,6 +167,7 @@ def require_csrf(request: Request, form_token: str | None, *, allow_visitor: boo
 
 
 # ----------------------------------------------------------------------------- helpers for pages
+
 
 def current_user(request: Request):
     """The signed-in `User`, or None."""
@@ -194,7 +199,7 @@ def safe_next(value: str | None, root: str) -> str:
 def login_redirect(request: Request) -> RedirectResponse:
     """A redirect to the sign-in page that comes back to this page afterwards."""
     root = root_of(request.scope)
-    here = (request.scope.get("path") or "/")
+    here = request.scope.get("path") or "/"
     if root and not here.startswith(root):
         here = root + here
     query = request.scope.get("query_string", b"").decode("latin-1")
@@ -204,6 +209,7 @@ def login_redirect(request: Request) -> RedirectResponse:
 
 
 # ----------------------------------------------------------------------------- middleware
+
 
 class SessionMiddleware:
     """Pure ASGI: resolves the session cookie and the CSRF token (see the module docstring)."""
@@ -249,7 +255,9 @@ class SessionMiddleware:
         state = scope.setdefault("state", {})
         state["anonymous_access"] = bool(self.web.anonymous_access)
         path = route_path(scope)
-        if path.startswith("/static/") or path == "/favicon.ico":  # stylesheets, scripts, icons: nobody needs to be known
+        if (
+            path.startswith("/static/") or path == "/favicon.ico"
+        ):  # stylesheets, scripts, icons: nobody needs to be known
             state.update(web_session=None, identity=None, csrf_token="", visitor_csrf_token="")
             await self.app(scope, receive, send)
             return
@@ -308,5 +316,11 @@ def install(app, web) -> None:
 
     @app.exception_handler(CsrfFailed)
     async def _csrf_failed(request: Request, exc: CsrfFailed):
-        return render(request, "message.html", status_code=403, title="Forbidden", heading="This form has expired",
-                      message="The page's security token is missing or does not match. Reload the page and try again.")
+        return render(
+            request,
+            "message.html",
+            status_code=403,
+            title="Forbidden",
+            heading="This form has expired",
+            message="The page's security token is missing or does not match. Reload the page and try again.",
+        )

@@ -17,8 +17,9 @@ a native ES module, written with ``{% from "_module.html" import page_module wit
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from fastapi import Request
 from fastapi.responses import HTMLResponse
@@ -30,8 +31,9 @@ from codesearch.web import STATIC_DIR, TEMPLATES_DIR
 from codesearch.web.assets import current_version, static_prefix
 from codesearch.web.modules import imports_of
 
-_env = Environment(loader=FileSystemLoader(TEMPLATES_DIR), autoescape=select_autoescape(["html"]),
-                   trim_blocks=True, lstrip_blocks=True)
+_env = Environment(
+    loader=FileSystemLoader(TEMPLATES_DIR), autoescape=select_autoescape(["html"]), trim_blocks=True, lstrip_blocks=True
+)
 #: ``{{ n|plural("line") }}`` → "1 line", "1,200 lines" (`codesearch.plurals`)
 _env.filters["plural"] = lambda n, word, many=None: plural(int(n), word, many, grouped=True)
 #: ``module_imports("search-page.js")``: the modules to preload with it (`codesearch.web.modules`)
@@ -95,6 +97,8 @@ def render(request: Request, template: str, status_code: int = 200, **context) -
         "static": static_prefix(root, current_version(STATIC_DIR)),
     }
     base.update(context)
-    return HTMLResponse(_env.get_template(template).render(**base), status_code=status_code,
-                        headers={"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff",
-                                 "Referrer-Policy": "same-origin"})
+    return HTMLResponse(
+        _env.get_template(template).render(**base),
+        status_code=status_code,
+        headers={"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff", "Referrer-Policy": "same-origin"},
+    )

@@ -60,7 +60,7 @@ def account_of(email: str) -> str:
 
 def client_address(request) -> str:
     client = request.client
-    return (client.host if client is not None and client.host else "unknown")
+    return client.host if client is not None and client.host else "unknown"
 
 
 def sign_in(store, email: str, password: str, address: str) -> SignIn:
