@@ -21,6 +21,10 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from codesearch.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +37,7 @@ TTL_S = 3.0
 class AnonymousAccess:
     """The current answer to "may visitors search?" for one process (see the module docstring)."""
 
-    def __init__(self, get_store: Callable[[], object | None], forced: bool, ttl_s: float = TTL_S):
+    def __init__(self, get_store: Callable[[], Store | None], forced: bool, ttl_s: float = TTL_S):
         self.get_store = get_store
         #: on by the environment (or the caller of `build_app`): the web toggle cannot turn it off
         self.forced = bool(forced)

@@ -12,6 +12,7 @@ sent. Those paths, and any ``text/event-stream`` response, pass through untouche
 from __future__ import annotations
 
 from starlette.middleware.gzip import DEFAULT_EXCLUDED_CONTENT_TYPES, GZipMiddleware
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 #: Smaller bodies are sent as they are (the headers would cost more than gzip saves).
 MINIMUM_SIZE = 1024
@@ -23,14 +24,14 @@ STREAMED_PATHS = ("/api/stream_search", "/api/mcp")
 EXCLUDED_TYPES = (*DEFAULT_EXCLUDED_CONTENT_TYPES, "image/vnd.microsoft.icon", "image/x-icon")
 
 
-def _route_path(scope) -> str:
+def _route_path(scope: Scope) -> str:
     path, root = scope.get("path") or "/", (scope.get("root_path") or "").rstrip("/")
     if root and (path == root or path.startswith(root + "/")):
         return path[len(root) :] or "/"
     return path
 
 
-def is_streamed(scope) -> bool:
+def is_streamed(scope: Scope) -> bool:
     """Whether the request's answer is a stream that must not be held back by a compressor."""
     path = _route_path(scope).rstrip("/")
     return any(path == p or path.startswith(p + "/") for p in STREAMED_PATHS)
@@ -40,13 +41,13 @@ class Compress:
     """Pure ASGI: `GZipMiddleware` except on `STREAMED_PATHS` (text/event-stream is excluded by
     `GZipMiddleware` itself, whatever the path)."""
 
-    def __init__(self, app, minimum_size: int = MINIMUM_SIZE, level: int = LEVEL):
+    def __init__(self, app: ASGIApp, minimum_size: int = MINIMUM_SIZE, level: int = LEVEL):
         self.app = app
         self.gzip = GZipMiddleware(
             app, minimum_size=minimum_size, compresslevel=level, exclude_content_types=EXCLUDED_TYPES
         )
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or is_streamed(scope):
             await self.app(scope, receive, send)
             return

@@ -52,7 +52,7 @@ class Services:
     #: () -> what runs searches (a `SearcherPool` on Ray); called lazily
     get_searcher: Callable[[], Any] | None = None
     #: search-context names -> repo names, for names the store does not know
-    contexts: dict | None = None
+    contexts: dict[str, Any] | None = None
     #: the search routes' `routes_search.SearchSettings`
     search: SearchSettings | None = None
     #: the environment the app was built with (None: the process's), e.g. for webhook secrets
@@ -66,7 +66,8 @@ class Services:
 
 def app_services(request: Request) -> Services:
     """The app's `Services`: the one read of ``app.state`` for handlers."""
-    return request.app.state.services
+    services: Services = request.app.state.services
+    return services
 
 
 # The getters are coroutines although none awaits much: FastAPI runs a plain function dependency

@@ -17,6 +17,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from codesearch.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -25,15 +30,15 @@ TTL_S = 2.0
 
 
 class IndexProgress:
-    def __init__(self, get_store, ttl_s: float = TTL_S):
+    def __init__(self, get_store: Callable[[], Store | None], ttl_s: float = TTL_S):
         self._get_store = get_store
         self._ttl_s = ttl_s
-        self._value: dict | None = None
+        self._value: dict[str, int] | None = None
         self._read_at = float("-inf")
         self._reading = False
         self._lock = threading.Lock()
 
-    def stats(self) -> dict | None:
+    def stats(self) -> dict[str, int] | None:
         """The ``indexing`` stats to add to a search's answer, or None (all indexed, or unknown)."""
         now = time.monotonic()
         with self._lock:
@@ -45,7 +50,7 @@ class IndexProgress:
         return self._value
 
     def _read(self) -> None:
-        value = None
+        value: dict[str, int] | None = None
         try:
             store = self._get_store()
             if store is not None:
@@ -56,7 +61,7 @@ class IndexProgress:
         with self._lock:
             self._value, self._read_at, self._reading = value, time.monotonic(), False
 
-    def add_to(self, stats: dict) -> dict:
+    def add_to(self, stats: dict[str, Any]) -> dict[str, Any]:
         """`stats` with the ``indexing`` entry when some repositories are not indexed yet."""
         value = self.stats()
         if value is not None:

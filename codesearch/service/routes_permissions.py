@@ -8,6 +8,8 @@ revoked by a host error. The rule itself: `codesearch.permissions`; docs/permiss
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter
 
 from codesearch.service.deps import Caller, StoreDep
@@ -18,11 +20,11 @@ router = APIRouter()
 
 
 @router.get("/api/permission_sync")
-def permission_sync(identity: Caller, store: StoreDep) -> dict:
+def permission_sync(identity: Caller, store: StoreDep) -> dict[str, Any]:
     if identity.role != "OWNER":
         raise InsufficientPermissions("only owners may read the state of permission syncing")
     policy = identity.policy
-    out: dict = {"enabled": bool(policy is not None and policy.enabled()), "repos": [], "accounts": []}
+    out: dict[str, Any] = {"enabled": bool(policy is not None and policy.enabled()), "repos": [], "accounts": []}
     if store is None:
         return out
     from codesearch.permissions import filter_repos

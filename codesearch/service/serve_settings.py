@@ -29,6 +29,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping, MutableMapping
+from typing import Any
 
 from codesearch import environment
 
@@ -57,7 +58,7 @@ def replica_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     return {name: environ.get(name, value) for name, value in REPLICA_ENV.items()}
 
 
-def logging_config(environ: Mapping[str, str] | None = None) -> dict:
+def logging_config(environ: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Serve's ``logging_config`` for the proxies and the replicas: access logs only at
     ``SOURCEBOT_LOG_LEVEL=debug``."""
     return {"enable_access_log": environment.log_level(environ) <= logging.DEBUG}

@@ -33,7 +33,7 @@ import logging
 import os
 import re
 from collections.abc import Mapping
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import anyio
 from fastapi import APIRouter, Request
@@ -42,6 +42,9 @@ from fastapi.responses import JSONResponse
 from codesearch.service.deps import ServicesDep, StoreDep
 from codesearch.service.errors import error_response
 from codesearch.store.errors import NotFound
+
+if TYPE_CHECKING:
+    from codesearch.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +90,7 @@ def verified(host_type: str, secret: str, headers: Mapping[str, str], body: byte
     return hmac.compare_digest(given.strip().encode(), expected.encode())
 
 
-def pushed_urls(host_type: str, payload: dict) -> list[str]:
+def pushed_urls(host_type: str, payload: dict[str, Any]) -> list[str]:
     """The web URLs a push payload gives for its repository (several forms, any may match)."""
     if host_type == "gitlab":
         repo = payload.get("project") or {}
@@ -125,14 +128,19 @@ async def webhook(connection: str, request: Request, store: StoreDep, services: 
 
 
 def handle(
-    store, connection: str, headers: Mapping[str, str], body: bytes, caller: str, environ: Mapping[str, str] | None
+    store: Store | None,
+    connection: str,
+    headers: Mapping[str, str],
+    body: bytes,
+    caller: str,
+    environ: Mapping[str, str] | None,
 ) -> JSONResponse:
     """Check one webhook request (see the module docstring) and queue what it asks for."""
     try:
         conn = store.get_connection(connection) if store is not None else None
     except NotFound:
         conn = None
-    if conn is None:
+    if store is None or conn is None:
         log.warning("webhook refused: no connection %r (from %s)", connection, caller)
         return error_response(404, "CONNECTION_NOT_FOUND", f"no connection named {connection!r}")
     scheme = HOSTS.get(conn.type)
@@ -172,12 +180,15 @@ def handle(
     if not isinstance(payload, dict):
         return error_response(400, "INVALID_REQUEST_BODY", "the webhook's body is not a JSON object")
     wanted = {_key(u) for u in pushed_urls(conn.type, payload)} - {""}
-    queued = []
+    queued: list[dict[str, Any]] = []
     for repo in store.repos_for_connection(connection):
         if {_key(repo.name), _key(repo.web_url or ""), _key(repo.clone_url or "")} & wanted:
             job = store.enqueue_index_job(repo.id, force=True)
             queued.append({"repository": repo.name, "repositoryId": repo.id, "jobId": job.id})
     log.info(
-        "webhook %s for %r: %s", event, connection, ", ".join(q["repository"] for q in queued) or "no known repository"
+        "webhook %s for %r: %s",
+        event,
+        connection,
+        ", ".join(str(q["repository"]) for q in queued) or "no known repository",
     )
     return JSONResponse({"event": event, "queued": queued}, status_code=202 if queued else 200)

@@ -40,14 +40,20 @@ as the API (`codesearch.permissions`, through the tools' `ToolContext`).
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from codesearch.web.assets import VersionedStaticFiles, current_version
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+    from codesearch.web.templating import WebContext
 
 STATIC_DIR = os.path.join(os.path.dirname(__file__), "static")
 TEMPLATES_DIR = os.path.join(os.path.dirname(__file__), "templates")
 
 
-def install(app, *, web) -> None:
+def install(app: FastAPI, *, web: WebContext) -> None:
     """Mount the static files and every page router; `web` is the app's `WebContext`."""
     from fastapi.responses import FileResponse
 

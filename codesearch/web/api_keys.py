@@ -6,12 +6,17 @@ its HMAC."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from fastapi import Request
 
 from codesearch.permissions import Identity
 from codesearch.service import audit
 from codesearch.store import OWNER
+
+if TYPE_CHECKING:
+    from codesearch.store.models import User
+    from codesearch.web.templating import WebContext
 
 MAX_NAME = 255
 
@@ -22,16 +27,16 @@ class KeyOutcome:
     with its HTTP `status`."""
 
     status: int
-    created: dict | None = None
+    created: dict[str, Any] | None = None
     error: str | None = None
 
 
-def may_create(web, user) -> bool:
+def may_create(web: WebContext, user: User) -> bool:
     """Members may create keys unless ``DISABLE_API_KEY_CREATION_FOR_NON_OWNER_USERS`` is set."""
     return user.role == OWNER or not web.keys_owner_only
 
 
-def create(request: Request, web, user, name: str) -> KeyOutcome:
+def create(request: Request, web: WebContext, user: User, name: str) -> KeyOutcome:
     """Create a key named `name` for `user` (the signed-in caller), recorded in the audit log."""
     if not may_create(web, user):
         return KeyOutcome(403, error="Only owners can create API keys on this server.")

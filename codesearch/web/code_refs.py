@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from markdown_it.rules_core import StateCore
 from markdown_it.token import Token
 from markupsafe import Markup
 
@@ -64,7 +65,7 @@ def _split_text(token: Token, repos: list[str], root: str) -> list[Token]:
     return out
 
 
-def _link_refs(state) -> None:
+def _link_refs(state: StateCore) -> None:
     repos: list[str] = state.env.get("repos") or []
     root: str = state.env.get("root") or ""
     if not repos:
@@ -83,7 +84,7 @@ def _link_refs(state) -> None:
             elif depth == 0 and tok.type == "code_inline":
                 m = REF.fullmatch(tok.content.strip())
                 found = _resolve(m.group(1), repos) if m else None
-                if found is None:
+                if m is None or found is None:
                     children.append(tok)
                 else:
                     opening, closing = _link(_url(root, found[0], found[1], m.group(2), m.group(3)))

@@ -20,7 +20,9 @@ import functools
 from markupsafe import escape
 from pygments import highlight as _highlight
 from pygments.formatters import HtmlFormatter
-from pygments.lexers import TextLexer, get_lexer_by_name, get_lexer_for_filename
+from pygments.lexer import Lexer
+from pygments.lexers import get_lexer_by_name, get_lexer_for_filename
+from pygments.lexers.special import TextLexer
 from pygments.util import ClassNotFound
 
 #: Files larger than this many bytes, or with more lines than `MAX_HIGHLIGHT_LINES`, are shown
@@ -47,7 +49,7 @@ def split_lines(text: str) -> list[str]:
     return lines
 
 
-def lexer_for(path: str, language: str, text: str):
+def lexer_for(path: str, language: str, text: str) -> Lexer:
     """A Pygments lexer for the file: by file name first, then by the Linguist language name,
     else plain text. Leading and trailing newlines are kept (line numbers must not shift)."""
     options = {"stripnl": False, "stripall": False, "ensurenl": True}
@@ -93,7 +95,9 @@ def stylesheet() -> str:
 
     def rules(style: str) -> str:
         # no boxes around the tokens a lexer did not understand: the file is fine, the lexer is not
-        return "\n".join(r for r in HtmlFormatter(style=style).get_token_style_defs(SCOPE) if "border" not in r)
+        # types-pygments leaves get_token_style_defs unannotated (it returns a list of CSS rules)
+        defs: list[str] = HtmlFormatter(style=style).get_token_style_defs(SCOPE)  # type: ignore[no-untyped-call]
+        return "\n".join(r for r in defs if "border" not in r)
 
     light, dark = rules(LIGHT_STYLE), rules(DARK_STYLE)
     return (

@@ -14,13 +14,18 @@ The result is `markupsafe.Markup`, ready for a Jinja2 template.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from markdown_it import MarkdownIt
+from markdown_it.renderer import RendererHTML
+from markdown_it.token import Token
+from markdown_it.utils import EnvType, OptionsDict
 from markupsafe import Markup
 
 _REL = "noopener noreferrer nofollow"
 
 
-def _link_open(self, tokens, idx, options, env):
+def _link_open(self: RendererHTML, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
     tokens[idx].attrSet("rel", _REL)
     return self.renderToken(tokens, idx, options, env)
 

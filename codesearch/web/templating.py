@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import Request
 from fastapi.responses import HTMLResponse
@@ -30,6 +30,10 @@ from codesearch.plurals import plural
 from codesearch.web import STATIC_DIR, TEMPLATES_DIR
 from codesearch.web.assets import current_version, static_prefix
 from codesearch.web.modules import imports_of
+
+if TYPE_CHECKING:
+    from codesearch.permissions import Identity
+    from codesearch.service.auth import Authenticator
 
 _env = Environment(
     loader=FileSystemLoader(TEMPLATES_DIR), autoescape=select_autoescape(["html"]), trim_blocks=True, lstrip_blocks=True
@@ -52,26 +56,26 @@ class WebContext:
     unset environment."""
 
     get_store: Callable[[], Any]
-    authenticator: Any  # codesearch.service.auth.Authenticator
+    authenticator: Authenticator
     make_context: Callable[[Any], Any]  # Identity -> codesearch.tools.context.ToolContext
     public_url: str
     anonymous_access: bool
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
     session_max_age_s: int = environment.DEFAULT_SESSION_MAX_AGE_S
     keys_owner_only: bool = False
     #: `codesearch.sso.Provider`s by id (the config's `identityProviders`)
-    identity_providers: dict = field(default_factory=dict)
+    identity_providers: dict[str, Any] = field(default_factory=dict)
     #: REQUIRE_APPROVAL_NEW_MEMBERS: sign-ups wait for an owner
     require_approval: bool = False
     #: the config's gcp-iap entry (`codesearch.sso.iap.IapSignIn`), or None: requests signed by Google Cloud
     #: IAP are signed in by `codesearch.web.iap`
     iap: Any = None
 
-    def identity_of(self, request: Request):
+    def identity_of(self, request: Request) -> Identity | None:
         """The caller of a page, or None when the visitor must sign in first: the identity the
         session middleware resolved, else anonymous when anonymous access is on (as this request
         saw it: owners switch it at run time), else None."""
-        ident = getattr(request.state, "identity", None)
+        ident: Identity | None = getattr(request.state, "identity", None)
         if ident is not None:
             return ident
         anon = getattr(request.state, "anonymous_access", None)
@@ -80,7 +84,7 @@ class WebContext:
         return self.authenticator.anonymous_identity() if anon else None
 
 
-def render(request: Request, template: str, status_code: int = 200, **context) -> HTMLResponse:
+def render(request: Request, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
     """`template` rendered with the common context (see the module docstring)."""
     identity = getattr(request.state, "identity", None)
     user = getattr(identity, "user", None)

@@ -27,9 +27,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from starlette.requests import HTTPConnection
+
+from codesearch import accounts
 from codesearch.store import LOGIN_ACCOUNT, LOGIN_ADDRESS, Backoff
-from codesearch.web import sessions
+
+if TYPE_CHECKING:
+    from codesearch.store import Store
+    from codesearch.store.models import User
 
 DAY = 86_400.0
 ACCOUNT = Backoff(free=5, base_seconds=1.0, cap_seconds=900.0, forget_seconds=DAY)
@@ -42,7 +49,7 @@ class SignIn:
     `retry_after` is the seconds the caller must wait (0 when it may try again at once) and
     `refused` says whether the password was not even looked at (a lock-out was running)."""
 
-    user: object | None = None
+    user: User | None = None
     retry_after: int = 0
     refused: bool = False
 
@@ -58,19 +65,19 @@ def account_of(email: str) -> str:
     return (email or "").strip().lower()
 
 
-def client_address(request) -> str:
+def client_address(request: HTTPConnection) -> str:
     client = request.client
     return client.host if client is not None and client.host else "unknown"
 
 
-def sign_in(store, email: str, password: str, address: str) -> SignIn:
+def sign_in(store: Store, email: str, password: str, address: str) -> SignIn:
     """Check `email` and `password` under the lock-outs (see the module docstring)."""
     account = account_of(email)
     counters = [(LOGIN_ACCOUNT, account, ACCOUNT), (LOGIN_ADDRESS, address, ADDRESS)]
     wait, lock_if_wrong = store.begin_login_attempt(counters)
     if wait > 0:
         return SignIn(retry_after=max(1, math.ceil(wait)), refused=True)
-    user = sessions.authenticate(store, email, password)
+    user = accounts.authenticate(store, email, password)
     if user is None:
         return SignIn(retry_after=math.ceil(lock_if_wrong))
     store.end_login_attempt(reset=[(LOGIN_ACCOUNT, account)], uncount=[(LOGIN_ADDRESS, address)])
