@@ -23,8 +23,9 @@ import queue
 import re
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Query, Request, Response
 
@@ -32,6 +33,11 @@ from codesearch import environment
 from codesearch.errors import CodesearchError, InvalidArgument
 from codesearch.runtime import request_ids
 from codesearch.service.deps import Caller, StoreDep, app_services
+
+if TYPE_CHECKING:
+    from codesearch.permissions import Identity
+    from codesearch.store import Store
+    from codesearch.store.models import AuditEvent
 
 log = logging.getLogger(__name__)
 
@@ -98,8 +104,8 @@ def retention_days(environ: Mapping[str, str]) -> int:
     return environment.audit_retention_days(environ)
 
 
-def _clean(details: dict) -> dict:
-    out = {}
+def _clean(details: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     for k, v in details.items():
         if _SECRET_NAME.search(k):
             continue
@@ -111,7 +117,7 @@ def _clean(details: dict) -> dict:
     return out
 
 
-def actor_of(identity) -> tuple[int | None, str]:
+def actor_of(identity: Identity | None) -> tuple[int | None, str]:
     user = getattr(identity, "user", None)
     if user is None:
         return None, "anonymous"
@@ -121,17 +127,19 @@ def actor_of(identity) -> tuple[int | None, str]:
 class AuditLog:
     """The audit log of one process (see the module docstring)."""
 
-    def __init__(self, get_store, retention: int = DEFAULT_RETENTION_DAYS, flush_s: float = FLUSH_S):
+    def __init__(
+        self, get_store: Callable[[], Store | None], retention: int = DEFAULT_RETENTION_DAYS, flush_s: float = FLUSH_S
+    ):
         self._get_store = get_store
         self.retention = retention
         self.flush_s = flush_s
-        self._queue: queue.Queue = queue.Queue(maxsize=QUEUE_MAX)
+        self._queue: queue.Queue[dict[str, Any]] = queue.Queue(maxsize=QUEUE_MAX)
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self._pruned_at = float("-inf")
         self.dropped = 0
 
-    def record(self, identity, action: str, target: str = "", **details) -> None:
+    def record(self, identity: Identity | None, action: str, target: str = "", **details: Any) -> None:
         """Queue one event (never blocks, never raises)."""
         try:
             user_id, actor = actor_of(identity)
@@ -170,7 +178,7 @@ class AuditLog:
 
     def flush(self) -> int:
         """Write what is queued now (and prune when due); returns how many events were written."""
-        batch = []
+        batch: list[dict[str, Any]] = []
         while len(batch) < 1000:
             try:
                 batch.append(self._queue.get_nowait())
@@ -199,7 +207,7 @@ def audit_of(request: Request) -> AuditLog | None:
     return app_services(request).audit
 
 
-def record(request: Request, identity, action: str, target: str = "", **details) -> None:
+def record(request: Request, identity: Identity | None, action: str, target: str = "", **details: Any) -> None:
     """Record through the app's audit log, if it has one."""
     log_ = audit_of(request)
     if log_ is not None:
@@ -223,7 +231,7 @@ def _when(value: str | None, name: str) -> datetime | None:
     return t if t.tzinfo else t.replace(tzinfo=UTC)
 
 
-def event_json(e) -> dict:
+def event_json(e: AuditEvent) -> dict[str, Any]:
     return {
         "id": e.id,
         "at": e.at.isoformat(),
@@ -252,7 +260,7 @@ def audit(
     until: str | None = None,
     page: int = Query(1, ge=1),
     perPage: int = Query(50, ge=1, le=500),
-) -> list[dict]:  # noqa: N803
+) -> list[dict[str, Any]]:  # noqa: N803
     if getattr(identity.user, "role", None) != "OWNER":
         raise NotAnOwner("only owners may read the audit log")
     if store is None:

@@ -44,16 +44,16 @@ def sse(payload: Any) -> bytes:
 
 
 async def stream(
-    work: Callable[[Callable[[dict], None]], Any],
-    finish: Callable[[Any], list[dict]],
-    fail: Callable[[BaseException], list[dict]],
+    work: Callable[[Callable[[dict[str, Any]], None]], Any],
+    finish: Callable[[Any], list[dict[str, Any]]],
+    fail: Callable[[BaseException], list[dict[str, Any]]],
 ) -> AsyncIterator[bytes]:
     """Run `work(emit)` in a thread and yield its events as SSE: ``start``, what it emits,
     then ``finish(result)``'s events (or ``fail(error)``'s), ``finish`` and ``[DONE]``."""
     loop = asyncio.get_running_loop()
-    queue: asyncio.Queue = asyncio.Queue()
+    queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
 
-    def emit(event: dict) -> None:
+    def emit(event: dict[str, Any]) -> None:
         loop.call_soon_threadsafe(queue.put_nowait, ("event", event))
 
     def target() -> None:

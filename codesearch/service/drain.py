@@ -45,10 +45,14 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from codesearch.plurals import plural
 from codesearch.runtime import registry
 from codesearch.service.bootstrap import RUNTIME_DEPLOYMENT
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp, Receive, Scope, Send
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +68,7 @@ REFUSAL_MESSAGE = (
 )
 
 
-def _flag_is_up(flag: dict | None, now: float) -> bool:
+def _flag_is_up(flag: dict[str, Any] | None, now: float) -> bool:
     if not flag:
         return False
     try:
@@ -81,17 +85,17 @@ class DrainGate:
     Serve application whose flag it watches; None: the replica's own, looked up when the replica
     starts. The watcher thread starts with the first ASGI call (the replica's lifespan start-up)."""
 
-    def __init__(self, app, app_name: str | None = None, *, poll_s: float = POLL_S):
+    def __init__(self, app: ASGIApp, app_name: str | None = None, *, poll_s: float = POLL_S) -> None:
         self.app = app
         self.app_name = app_name
         self.poll_s = poll_s
         self.draining = False
         self.in_flight = 0
-        self._replica = None
+        self._replica: str | None = None
         self._watcher: threading.Thread | None = None
         self._lock = threading.Lock()
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self._watcher is None:
             self._start_watcher()
         if scope["type"] != "http":
@@ -116,26 +120,26 @@ class DrainGate:
                 context = serve.get_replica_context()
                 self.app_name, self._replica = context.app_name, context.replica_tag
             self._replica = self._replica or f"{threading.get_native_id()}-{id(self)}"
-            self._watcher = threading.Thread(target=self._watch, name="codesearch-drain-gate", daemon=True)
+            self._watcher = threading.Thread(
+                target=self._watch, args=(self.app_name, self._replica), name="codesearch-drain-gate", daemon=True
+            )
             self._watcher.start()
 
-    def _watch(self) -> None:
+    def _watch(self, app_name: str, replica: str) -> None:
         while True:
             try:
-                draining = _flag_is_up(registry.get_drain_flag(self.app_name), time.time())
+                draining = _flag_is_up(registry.get_drain_flag(app_name), time.time())
                 if draining != self.draining:
-                    log.info(
-                        "%s: %s", self.app_name, "draining: new requests are refused" if draining else "serving again"
-                    )
+                    log.info("%s: %s", app_name, "draining: new requests are refused" if draining else "serving again")
                 self.draining = draining
                 if draining:
-                    registry.put_drain_report(self.app_name, self._replica, self.in_flight)
+                    registry.put_drain_report(app_name, replica, self.in_flight)
             except Exception as e:  # noqa: BLE001 - the registry is briefly unreachable: keep the last state
-                log.debug("drain flag of %s not read: %s", self.app_name, e)
+                log.debug("drain flag of %s not read: %s", app_name, e)
             time.sleep(self.poll_s)
 
 
-async def _refuse(send) -> None:
+async def _refuse(send: Send) -> None:
     body = json.dumps({"statusCode": 503, "errorCode": "SERVICE_UNAVAILABLE", "message": REFUSAL_MESSAGE}).encode()
     await send(
         {
@@ -197,7 +201,7 @@ def running_replicas(app_name: str) -> int:
     )
 
 
-def reports(app_name: str) -> list[dict]:
+def reports(app_name: str) -> list[dict[str, Any]]:
     """What the replicas of `app_name` reported since its drain began (``{"inFlight": n}`` each)."""
     return registry.drain_reports(app_name)
 

@@ -23,6 +23,10 @@ proxies ignore the scope entry.
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 #: Where the body travels in the ASGI scope.
 SCOPE_KEY = "codesearch.body"
@@ -37,12 +41,12 @@ ROUTES = ("/api/search", "/api/stream_search", "/api/explain", "/api/mcp", "/api
 class BodyAhead:
     """Pure ASGI middleware for Serve's proxies (see the module docstring)."""
 
-    def __init__(self, app, *, max_bytes: int = MAX_BYTES, wait_s: float = WAIT_S):
+    def __init__(self, app: ASGIApp, *, max_bytes: int = MAX_BYTES, wait_s: float = WAIT_S):
         self.app = app
         self.max_bytes = max_bytes
         self.wait_s = wait_s
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         length = _wanted_length(scope, self.max_bytes)
         if length is None:
             await self.app(scope, receive, send)
@@ -52,9 +56,9 @@ class BodyAhead:
             scope = {**scope, SCOPE_KEY: body}
         await self.app(scope, _replay(messages, receive), send)
 
-    async def _read(self, receive, length: int) -> tuple[list[dict], bytes | None]:
+    async def _read(self, receive: Receive, length: int) -> tuple[list[Message], bytes | None]:
         """The messages read within `wait_s`, and the whole body if it came (else None)."""
-        messages: list[dict] = []
+        messages: list[Message] = []
         chunks: list[bytes] = []
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.wait_s
@@ -75,7 +79,7 @@ class BodyAhead:
                 return messages, body if len(body) == length else None
 
 
-def _wanted_length(scope, max_bytes: int) -> int | None:
+def _wanted_length(scope: Scope, max_bytes: int) -> int | None:
     """The Content-Length of a request whose body is sent ahead, else None."""
     if scope.get("type") != "http" or scope.get("method") != "POST":
         return None
@@ -92,11 +96,11 @@ def _wanted_length(scope, max_bytes: int) -> int | None:
     return None
 
 
-def _replay(messages: list[dict], receive):
+def _replay(messages: list[Message], receive: Receive) -> Receive:
     """`receive` that first gives back `messages` (read here already)."""
     pending = list(messages)
 
-    async def replay():
+    async def replay() -> Message:
         if pending:
             return pending.pop(0)
         return await receive()

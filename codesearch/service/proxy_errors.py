@@ -25,8 +25,14 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import MutableMapping
+from typing import TYPE_CHECKING
 
 from codesearch.service.limits import send_error
+
+if TYPE_CHECKING:
+    from starlette.middleware import Middleware
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 log = logging.getLogger(__name__)
 
@@ -38,16 +44,16 @@ MESSAGE = "the server process answering this request stopped before it could ans
 class JsonErrors:
     """Pure ASGI middleware for Serve's proxy (see the module docstring)."""
 
-    def __init__(self, app):
+    def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         started = False
 
-        async def tracking_send(message):
+        async def tracking_send(message: Message) -> None:
             nonlocal started
             if message["type"] == "http.response.start":
                 started = True
@@ -65,7 +71,7 @@ class JsonErrors:
             await send_error(send, 500, "UNEXPECTED_ERROR", MESSAGE)
 
 
-def middlewares() -> list:
+def middlewares() -> list[Middleware]:
     """What Serve's proxy calls (``RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH``)."""
     from starlette.middleware import Middleware
 
@@ -78,7 +84,7 @@ def middlewares() -> list:
     return [Middleware(ProxyRequestIds), Middleware(BodyAhead), Middleware(JsonErrors)]
 
 
-def install_for_own_ray(environ=None) -> None:
+def install_for_own_ray(environ: MutableMapping[str, str] | None = None) -> None:
     """Prepare the proxies of a Ray instance this process is about to start (they inherit its
     environment): name `middlewares` for them, and give them `serve_settings.PROXY_ENV`; values
     already set are kept."""

@@ -23,6 +23,9 @@ answered exactly as a missing one). Bad bodies are 400 ``INVALID_REQUEST_BODY`` 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
 from starlette.concurrency import run_in_threadpool
@@ -61,14 +64,14 @@ class TreeRequest(BaseModel):
     paths: list[StrictStr] = Field(max_length=MAX_TREE_PATHS)
 
 
-def _node(name: str, path: str, kind: str) -> dict:
+def _node(name: str, path: str, kind: str) -> dict[str, Any]:
     return {"name": name, "path": path, "type": kind, "children": []}
 
 
-def build_tree(git_dir: str, ref: str, paths: list[str]) -> dict:
+def build_tree(git_dir: str, ref: str, paths: list[str]) -> dict[str, Any]:
     """The root plus every directory of `paths` (and its parents) expanded one level."""
     root = _node("root", "", "tree")
-    nodes = {"": root}
+    nodes: dict[str, dict[str, Any]] = {"": root}
     wanted = [""]
     for p in paths:
         under = check_dir(p.strip("/"))
@@ -95,12 +98,14 @@ def build_tree(git_dir: str, ref: str, paths: list[str]) -> dict:
 router = APIRouter()
 
 
-async def _related(request: Request, identity: Identity, services: Services, lookup) -> dict:
+async def _related(
+    request: Request, identity: Identity, services: Services, lookup: Callable[..., dict[str, Any]]
+) -> dict[str, Any]:
     body = await json_body(request, RelatedSymbolsRequest)
     codenav.check_symbol(body.symbolName)
     audit.record(request, identity, "search", body.symbolName, repo=body.repoName, language=body.language)
 
-    def run():
+    def run() -> dict[str, Any]:
         return lookup(
             services.make_context(identity),
             body.symbolName,
@@ -113,21 +118,21 @@ async def _related(request: Request, identity: Identity, services: Services, loo
 
 
 @router.post("/api/find_definitions")
-async def find_definitions(request: Request, identity: Caller, services: ServicesDep) -> dict:
+async def find_definitions(request: Request, identity: Caller, services: ServicesDep) -> dict[str, Any]:
     return await _related(request, identity, services, codenav.find_definitions)
 
 
 @router.post("/api/find_references")
-async def find_references(request: Request, identity: Caller, services: ServicesDep) -> dict:
+async def find_references(request: Request, identity: Caller, services: ServicesDep) -> dict[str, Any]:
     return await _related(request, identity, services, codenav.find_references)
 
 
 @router.post("/api/tree")
-async def tree(request: Request, identity: Caller, services: ServicesDep) -> dict:
+async def tree(request: Request, identity: Caller, services: ServicesDep) -> dict[str, Any]:
     body = await json_body(request, TreeRequest)
     audit.record(request, identity, "tree.read", body.repoName, ref=body.revisionName)
 
-    def run():
+    def run() -> dict[str, Any]:
         tc = services.make_context(identity)
         row = tc.repo(body.repoName)
         ref = check_ref(body.revisionName)

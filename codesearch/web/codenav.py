@@ -14,6 +14,9 @@ for, with the visitor's session, so the permission rule of those routes applies.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
 from codesearch.errors import CodesearchError
 from codesearch.git.process import Git
 from codesearch.git.refs import list_branches
@@ -39,7 +42,7 @@ def _tags(git_dir: str) -> list[str]:
     return out
 
 
-def refs_of(git_dir: str, indexed: dict | None) -> dict:
+def refs_of(git_dir: str, indexed: dict[str, Any] | None) -> dict[str, Any]:
     """``{branches: [{name, indexed}], tags: [...], truncated}`` of the repository."""
     indexed_names = {short_ref(r) for r in (indexed or {})}
     try:
@@ -55,7 +58,7 @@ def refs_of(git_dir: str, indexed: dict | None) -> dict:
     }
 
 
-def _positive_contents(node, negated: bool = False):
+def _positive_contents(node: ast.Node, negated: bool = False) -> Iterator[ast.Content]:
     if isinstance(node, ast.Not):
         yield from _positive_contents(node.child, not negated)
     elif isinstance(node, (ast.And, ast.Or)):
@@ -65,7 +68,7 @@ def _positive_contents(node, negated: bool = False):
         yield node
 
 
-def highlight_terms(q: str, regex: bool, case: bool) -> list[dict]:
+def highlight_terms(q: str, regex: bool, case: bool) -> list[dict[str, Any]]:
     """``[{pattern, regex, case}]`` to mark in the file: the content terms of `q` that are not
     negated (none when `q` does not parse: a page never fails over its highlight)."""
     if not q or not q.strip():
@@ -74,7 +77,8 @@ def highlight_terms(q: str, regex: bool, case: bool) -> list[dict]:
         tree = parse(q, is_regex=regex, case_sensitive=case)
     except CodesearchError:
         return []
-    out, seen = [], set()
+    out: list[dict[str, Any]] = []
+    seen: set[tuple[str, bool, bool]] = set()
     for c in _positive_contents(tree):
         key = (c.pattern, c.is_regex, c.case_sensitive)
         if key not in seen:
@@ -92,11 +96,11 @@ def nav_config(
     path: str,
     language: str,
     git_dir: str,
-    indexed: dict | None,
+    indexed: dict[str, Any] | None,
     q: str = "",
     regex: bool = False,
     case: bool = False,
-) -> dict:
+) -> dict[str, Any]:
     return {
         "root": root,
         "repo": repo,
