@@ -35,17 +35,22 @@ sign-in or link.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from codesearch.sso.flow import FlowError
 from codesearch.sso.providers import Provider, ProviderIdentity
 from codesearch.store import OWNER, Conflict
 from codesearch.store.members import InviteInvalid
 
+if TYPE_CHECKING:
+    from codesearch.store.identities import LinkedAccount
+    from codesearch.store.models import User
+
 
 @dataclass
 class Outcome:
-    user: object  # codesearch.store.User
-    account: object  # LinkedAccount
+    user: User
+    account: LinkedAccount
     created: bool = False  # a new user
     pending: bool = False  # waits for approval: no session
     linked_now: bool = False  # the identity was linked by this flow

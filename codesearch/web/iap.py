@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import logging
+from typing import TYPE_CHECKING
 
 import anyio
 from starlette.requests import Request
@@ -35,6 +36,15 @@ from codesearch.service import audit
 from codesearch.sso.flow import FlowError
 from codesearch.sso.iap import ASSERTION_HEADER, IapRefused, IapUnavailable
 from codesearch.web.sessions import route_path
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+    from starlette.types import ASGIApp, Receive, Scope, Send
+
+    from codesearch.sso.accounts import Outcome
+    from codesearch.sso.iap import IapSignIn
+    from codesearch.store.models import User
+    from codesearch.web.templating import WebContext
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +62,7 @@ class _Answer(Exception):
 class _Pending(_Answer):
     """The user waits for an owner's approval: 403, and their first request asks for it."""
 
-    def __init__(self, outcome):
+    def __init__(self, outcome: Outcome) -> None:
         super().__init__(
             403,
             "INSUFFICIENT_PERMISSIONS",
@@ -65,11 +75,11 @@ class _Pending(_Answer):
 class IapMiddleware:
     """Pure ASGI; runs inside the session middleware (see the module docstring)."""
 
-    def __init__(self, app, web):
+    def __init__(self, app: ASGIApp, web: WebContext) -> None:
         self.app = app
         self.web = web
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         iap = getattr(self.web, "iap", None)
         if scope["type"] != "http" or iap is None:
             await self.app(scope, receive, send)
@@ -120,7 +130,7 @@ class IapMiddleware:
             )
         await self.app(scope, receive, send)
 
-    def _sign_in(self, iap, assertion: str):
+    def _sign_in(self, iap: IapSignIn, assertion: str) -> tuple[User, str, Outcome]:
         """(user, CSRF token, `accounts.Outcome`) of a request's assertion; in a worker thread."""
         claims = iap.verify(assertion)
         store = self.web.get_store()
@@ -137,7 +147,7 @@ class IapMiddleware:
             raise _Pending(outcome)
         return outcome.user, iap.csrf_token(store, outcome.user, claims), outcome
 
-    async def _answer(self, scope, receive, send, a: _Answer) -> None:
+    async def _answer(self, scope: Scope, receive: Receive, send: Send, a: _Answer) -> None:
         state = scope.setdefault("state", {})
         state.update(identity=None, iap_user=None)
         path = route_path(scope)
@@ -169,7 +179,7 @@ class IapMiddleware:
         await response(scope, receive, send)
 
 
-def install(app, web) -> None:
+def install(app: FastAPI, web: WebContext) -> None:
     """Add `IapMiddleware` to `app`; call before the session middleware is added, so that it runs
     inside it (its ``identity`` and ``csrf_token`` replace the session's)."""
     app.add_middleware(IapMiddleware, web=web)

@@ -16,7 +16,11 @@ access to the same app is untouched. Audit event: ``oauth.grant.revoke`` (target
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Form, Request
+from collections.abc import Iterable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from fastapi import APIRouter, Form, Request, Response
 from fastapi.responses import RedirectResponse
 
 from codesearch.permissions import Identity
@@ -26,15 +30,20 @@ from codesearch.service.oauth_server import OFFLINE, SCOPE, redirect_origin
 from codesearch.web import sessions
 from codesearch.web.templating import render
 
+if TYPE_CHECKING:
+    from codesearch.store import Store
+    from codesearch.store.models import User
+    from codesearch.store.oauth import ConnectedApp
+
 #: What each scope lets an app do, in words (unknown scopes are shown as they are).
 SCOPE_WORDS = {SCOPE: "search and read code as you (MCP)", OFFLINE: "stay connected (refresh tokens)"}
 
 
-def _when(t) -> str:
+def _when(t: datetime | None) -> str:
     return t.strftime("%Y-%m-%d %H:%M UTC") if t else "never"
 
 
-def _rows(apps) -> list[dict]:
+def _rows(apps: Iterable[ConnectedApp]) -> list[dict[str, Any]]:
     return [
         {
             "app": a,
@@ -48,7 +57,9 @@ def _rows(apps) -> list[dict]:
 router = APIRouter(include_in_schema=False)
 
 
-def _page(request: Request, store, user, status_code: int = 200, notice: str | None = None):
+def _page(
+    request: Request, store: Store | None, user: User, status_code: int = 200, notice: str | None = None
+) -> Response:
     if store is None:
         return render(
             request,
@@ -71,7 +82,7 @@ def _page(request: Request, store, user, status_code: int = 200, notice: str | N
 
 
 @router.get("/settings/apps")
-def apps(request: Request, store: StoreDep, revoked: str = ""):
+def apps(request: Request, store: StoreDep, revoked: str = "") -> Response:
     user = sessions.current_user(request)
     if user is None:
         return sessions.login_redirect(request)
@@ -84,7 +95,7 @@ def apps(request: Request, store: StoreDep, revoked: str = ""):
 
 
 @router.post("/settings/apps/{client_id}/revoke")
-def revoke(request: Request, client_id: str, store: StoreDep, csrf_token: str = Form("")):
+def revoke(request: Request, client_id: str, store: StoreDep, csrf_token: str = Form("")) -> Response:
     user = sessions.form_user(request, csrf_token)
     if user is None:
         return sessions.login_redirect(request)
