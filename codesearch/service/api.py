@@ -33,6 +33,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Depends, FastAPI
 
@@ -63,6 +64,10 @@ from codesearch.service.limits import RequestLimits
 from codesearch.service.observability import ObserveRequests
 from codesearch.service.routes_search import SearchRequest  # noqa: F401  (the request model, re-exported)
 
+if TYPE_CHECKING:
+    from codesearch.store import Store
+    from codesearch.tools.context import ToolContext
+
 log = logging.getLogger(__name__)
 
 
@@ -72,12 +77,12 @@ def _version() -> str:
     return version()
 
 
-def lazy_store(data_dir: str | None, database_url: str | None = None) -> Callable[[], object | None]:
+def lazy_store(data_dir: str | None, database_url: str | None = None) -> Callable[[], Store | None]:
     """A function returning the data directory's `Store`, opened on first use (None without a data dir)."""
-    box: dict = {}
+    box: dict[str, Store] = {}
     lock = threading.Lock()
 
-    def get_store():
+    def get_store() -> Store | None:
         if data_dir is None:
             return None
         if "store" not in box:
@@ -92,20 +97,20 @@ def lazy_store(data_dir: str | None, database_url: str | None = None) -> Callabl
 
 
 def build_app(
-    get_searcher,
+    get_searcher: Callable[[], Any],
     *,
     public_url: str = DEFAULT_PUBLIC_URL,
-    contexts: dict | None = None,
+    contexts: dict[str, Any] | None = None,
     data_dir: str | None = None,
     database_url: str | None = None,
-    get_store=None,
+    get_store: Callable[[], Store | None] | None = None,
     anonymous_access: bool | None = None,
     enable_public_access: bool = False,
     environ: Mapping[str, str] | None = None,
     max_matches: int | None = None,
     search_timeout_s: float | None = None,
-    limits: dict | None = None,
-    identity_providers: list | None = None,
+    limits: dict[str, Any] | None = None,
+    identity_providers: list[Any] | None = None,
 ) -> FastAPI:
     """The FastAPI app.
 
@@ -147,14 +152,14 @@ def build_app(
 
     # Answered on the event loop, never behind the thread pool that sync routes share.
     @app.get("/api/health")
-    async def health() -> dict:
+    async def health() -> dict[str, str]:
         return {"status": "ok"}
 
     @app.get("/api/version")
-    async def api_version() -> dict:
+    async def api_version() -> dict[str, str]:
         return {"version": _version()}
 
-    def make_context(identity):
+    def make_context(identity: permissions.Identity) -> ToolContext:
         from codesearch.tools.context import ToolContext
 
         searcher = get_searcher()

@@ -64,6 +64,7 @@ import logging
 import os
 import re
 import time
+from typing import TYPE_CHECKING, Any
 
 from codesearch import defaults
 from codesearch.plurals import plural
@@ -76,6 +77,9 @@ from codesearch.service.bootstrap import (
     names,
     runtime_actors,
 )
+
+if TYPE_CHECKING:
+    from ray.serve import Application
 
 log = logging.getLogger(__name__)
 
@@ -103,13 +107,13 @@ _ARGS = {
 _RETIRED = {"first_sync_timeout_s": "HTTP comes up at once; the home page shows the first sync"}
 
 
-def _as_bool(v) -> bool | None:
+def _as_bool(v: object) -> bool | None:
     if v is None or isinstance(v, bool):
         return v
     return str(v).strip().lower() in ("1", "true", "yes", "on")
 
 
-def spec_from_args(args: dict | None) -> ServiceSpec:
+def spec_from_args(args: dict[str, Any] | None) -> ServiceSpec:
     """The `ServiceSpec` of a Serve config's ``args`` (see the module docstring), with the
     environment of this process: the config's ``environmentOverrides`` and ``DATABASE_URL`` are
     handed to the runtime actors, which may run elsewhere with another environment."""
@@ -169,14 +173,14 @@ def spec_from_args(args: dict | None) -> ServiceSpec:
     )
 
 
-def app(args: dict | None = None):
+def app(args: dict[str, Any] | None = None) -> Application:
     """The Serve application builder (see the module docstring for `args`)."""
     from codesearch.service.bootstrap import application
 
     return application(spec_from_args(args))
 
 
-def runtime_record(prefix: str = DEFAULT_PREFIX) -> dict | None:
+def runtime_record(prefix: str = DEFAULT_PREFIX) -> dict[str, Any] | None:
     """What runs of the runtime `prefix` now: its live actors, and the data directory and
     searcher count its searchers published (`publish_deployment`); None when nothing runs."""
     from codesearch.runtime.searchers import published_deployment

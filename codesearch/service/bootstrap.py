@@ -35,8 +35,12 @@ import re
 import time
 import uuid
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from codesearch import defaults
+
+if TYPE_CHECKING:
+    from ray.serve import Application
 
 log = logging.getLogger(__name__)
 
@@ -335,7 +339,7 @@ def runtime_deployment(spec: ServiceSpec):
     return deployment.bind(spec)
 
 
-def application(spec: ServiceSpec):
+def application(spec: ServiceSpec) -> Application:
     """The bound application: the runtime, and the API over its searchers."""
     from codesearch.service.deployment import DRAIN_TIMEOUT_S, MAX_ONGOING_REQUESTS, search_application
 

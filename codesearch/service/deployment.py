@@ -131,7 +131,7 @@ def search_application(
     runtime=None,
     env_vars: dict | None = None,
     identity_providers: list | None = None,
-):
+) -> serve.Application:
     """A bound Serve application serving the HTTP API over the named searchers and `data_dir`'s
     store (`search_timeout_s` and `limits` as in `api.build_app`; `drain_timeout_s` as Serve's
     ``graceful_shutdown_timeout_s``). `runtime`, a bound deployment that starts the searchers

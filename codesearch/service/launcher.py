@@ -46,10 +46,17 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from codesearch import defaults
 from codesearch.progress_line import ProgressLine
 from codesearch.service.bootstrap import APP_NAME, names
+
+if TYPE_CHECKING:
+    import argparse
+
+    from codesearch.store import Store
 
 #: The searchers' names (``<prefix>-<i>``), the same as ``serve deploy``'s default.
 SEARCHER_PREFIX = names()["searchers"]
@@ -67,11 +74,11 @@ def _say(msg: str) -> None:
 
 
 def wait_first_sync(
-    store,
+    store: Store,
     *,
     timeout_s: float = 600.0,
     stop: threading.Event | None = None,
-    say=_say,
+    say: Callable[[str], None] = _say,
     repo_lines: ProgressLine | None = None,
 ) -> bool:
     """Print the progress of the first sync and index until every connection synced once and
@@ -129,7 +136,7 @@ def wait_first_sync(
         repo_lines.end()
 
 
-def drain_timeout_s(environ=None) -> float:
+def drain_timeout_s(environ: Mapping[str, str] | None = None) -> float:
     """``CODESEARCH_DRAIN_TIMEOUT_S``: seconds the requests running at a stop may take (default
     `deployment.DRAIN_TIMEOUT_S`); anything but a number ≥ 0 is refused before anything starts."""
     from codesearch.environment import InvalidEnvironmentVariable
@@ -154,7 +161,7 @@ def stop_serving(
     owns_cluster: bool,
     timeout_s: float,
     abort: threading.Event | None = None,
-    say=_say,
+    say: Callable[[str], None] = _say,
 ) -> None:
     """Stop the Serve application `app_name` without cutting a request: drain it first (when
     `drain_first`: it was deployed), then shut Serve down if the Ray instance is ours
@@ -180,7 +187,7 @@ def stop_serving(
     try:
         if owns_cluster:
             if drained:  # else ray.shutdown() stops what is left, without another wait
-                serve.shutdown()
+                serve.shutdown()  # type: ignore[no-untyped-call]  # Ray leaves serve.shutdown unannotated
         else:
             serve.delete(app_name, _blocking=drained)
     except Exception as e:  # noqa: BLE001 - Serve never started, or the app is already gone
@@ -281,7 +288,13 @@ def ray_logs_dir() -> str:
 
 
 def start_serve(
-    host: str, port: int, logging_config, *, owns_cluster: bool = True, attempts: int = SERVE_START_ATTEMPTS, say=_say
+    host: str,
+    port: int,
+    logging_config: dict[str, Any],
+    *,
+    owns_cluster: bool = True,
+    attempts: int = SERVE_START_ATTEMPTS,
+    say: Callable[[str], None] = _say,
 ) -> str | None:
     """Start Serve's controller and proxy on `host`:`port`, trying again when they die while
     coming up (on a busy machine the proxy may not be ready in time and is killed; with a Ray
@@ -303,7 +316,7 @@ def start_serve(
             say(f"serve: not ready ({why}); trying again")
             if owns_cluster:
                 with contextlib.suppress(Exception):  # nothing to stop
-                    serve.shutdown()
+                    serve.shutdown()  # type: ignore[no-untyped-call]  # Ray leaves it unannotated
             time.sleep(2.0 * attempt)
     return None
 
@@ -326,7 +339,10 @@ def serve_conflict(host: str, port: int, app_name: str) -> str | None:
     try:
         from ray.serve.context import _get_global_client
 
-        options = _get_global_client().http_config
+        client = _get_global_client()
+        if client is None:  # no controller: Serve is not running
+            return None
+        options = client.http_config
     except Exception:  # noqa: BLE001 - no controller: Serve is not running
         return None
     if options is not None and int(options.port) != int(port):
@@ -416,7 +432,7 @@ def run(
     stop = stop or threading.Event()
     abort = threading.Event()  # a second signal: stop waiting for running requests
 
-    def on_signal(*_):
+    def on_signal(*_: object) -> None:
         (abort if stop.is_set() else stop).set()
 
     previous = (
@@ -471,7 +487,7 @@ def run(
             signal.signal(s, h)
 
 
-def main_serve(args) -> int:
+def main_serve(args: argparse.Namespace) -> int:
     return run(
         args.config,
         port=args.port,
