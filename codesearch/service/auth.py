@@ -48,6 +48,7 @@ from __future__ import annotations
 import hmac
 import os
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 import anyio
 from fastapi import Request
@@ -69,6 +70,9 @@ from codesearch.service import oauth_server
 from codesearch.service.anonymous import AnonymousAccess
 from codesearch.service.limits import MCP_PATH, route_path
 from codesearch.store.oauth import ACCESS_PREFIX as OAUTH_ACCESS_PREFIX
+
+if TYPE_CHECKING:
+    from codesearch.store import Store
 
 ANONYMOUS_ENV = "FORCE_ENABLE_ANONYMOUS_ACCESS"
 OWNER = "OWNER"
@@ -127,7 +131,7 @@ class Authenticator:
 
     def __init__(
         self,
-        get_store: Callable[[], object | None],
+        get_store: Callable[[], Store | None],
         anonymous: bool,
         keys_owner_only: bool | None = None,
         policy: PermissionPolicy | None = None,
