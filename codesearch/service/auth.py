@@ -51,7 +51,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 import anyio
-from fastapi import Request
+from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 from fastapi.security import APIKeyHeader, HTTPBearer
 
@@ -72,7 +72,10 @@ from codesearch.service.limits import MCP_PATH, route_path
 from codesearch.store.oauth import ACCESS_PREFIX as OAUTH_ACCESS_PREFIX
 
 if TYPE_CHECKING:
+    from starlette.types import Scope
+
     from codesearch.store import Store
+    from codesearch.store.models import User, WebSession
 
 ANONYMOUS_ENV = "FORCE_ENABLE_ANONYMOUS_ACCESS"
 OWNER = "OWNER"
@@ -165,7 +168,7 @@ class Authenticator:
             return self.identity(user)
         return self._nobody(presented=bool(keys_from_headers(headers)))
 
-    def challenge(self, scope, exc: NotAuthenticated | None = None) -> str:
+    def challenge(self, scope: Scope, exc: NotAuthenticated | None = None) -> str:
         """The ``WWW-Authenticate`` of a 401 from the MCP endpoint: where its protected resource
         metadata is, and ``error="invalid_token"`` when the credentials presented were bad."""
         return oauth_server.www_authenticate(
@@ -189,7 +192,7 @@ class Authenticator:
         misplaced = not oauth and any(k.startswith(OAUTH_ACCESS_PREFIX) for k in keys)
         return self._nobody(presented=bool(keys), oauth_elsewhere=misplaced)
 
-    def identity(self, user) -> Identity:
+    def identity(self, user: User | None) -> Identity:
         """`user` (None: anonymous) as an `Identity` bound to this service's permission rule."""
         return Identity(user, self.policy)
 
@@ -213,7 +216,7 @@ class Authenticator:
         state = request.scope.get("state") or {}
         return "web_session" not in state and bool(request.cookies.get(SESSION_COOKIE))
 
-    def _key_user(self, headers: Mapping[str, str], *, oauth: bool):
+    def _key_user(self, headers: Mapping[str, str], *, oauth: bool) -> User | None:
         """The user of the first valid key in `headers`; OAuth access tokens count only when
         `oauth` (a request to the MCP endpoint, the resource they are issued for)."""
         keys = keys_from_headers(headers)
@@ -235,14 +238,14 @@ class Authenticator:
                     return user
         return None
 
-    def _iap_user(self, request: Request):
+    def _iap_user(self, request: Request) -> User | None:
         """The user Google Cloud IAP signed this request in as (`codesearch.web.iap` checked the
         assertion and left the user in the request state), with ``X-CSRF-Token`` for unsafe
         methods as for a session cookie; None when there is none."""
         from codesearch.web.sessions import CSRF_HEADER, SAFE_METHODS
 
         state = request.scope.get("state") or {}
-        user = state.get("iap_user")
+        user: User | None = state.get("iap_user")  # set by codesearch.web.iap
         if user is None:
             return None
         if request.method.upper() not in SAFE_METHODS:
@@ -252,16 +255,17 @@ class Authenticator:
                 return None
         return user
 
-    def _session_user(self, request: Request):
+    def _session_user(self, request: Request) -> User | None:
         from codesearch.web.sessions import CSRF_HEADER, SAFE_METHODS, SESSION_COOKIE
 
         state = request.scope.get("state") or {}
+        found: tuple[WebSession, User] | None
         if "web_session" in state:  # resolved by the session middleware already
             found = state["web_session"]
         else:
             value = request.cookies.get(SESSION_COOKIE)
             store = self.get_store() if value else None
-            found = store.get_web_session(value) if store is not None else None
+            found = store.get_web_session(value) if store is not None and value else None
         if not found:
             return None
         session, user = found
@@ -296,17 +300,17 @@ class Authenticator:
         return identity
 
 
-def _is_mcp_request(scope) -> bool:
+def _is_mcp_request(scope: Scope) -> bool:
     """Whether `scope` is a request to the MCP endpoint."""
     return route_path(scope).rstrip("/") == MCP_PATH
 
 
-def install(app) -> None:
+def install(app: FastAPI) -> None:
     """A 401 carries ``WWW-Authenticate: Bearer`` besides the error body (docs/http-api.md#errors); a refused key
     (`ApiKeyNotAllowed`) is a plain 403."""
 
     @app.exception_handler(NotAuthenticated)
-    async def _not_authenticated(request: Request, exc: NotAuthenticated):
+    async def _not_authenticated(request: Request, exc: NotAuthenticated) -> JSONResponse:
         status = exc.status_code
         return JSONResponse(
             {"statusCode": status, "errorCode": exc.error_code, "message": str(exc)},
