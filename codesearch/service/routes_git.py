@@ -21,6 +21,8 @@ Repos go through the tools' `ToolContext` (the caller's visibility); errors (doc
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
@@ -47,10 +49,10 @@ async def tree(
     maxEntries: int = Query(1000, ge=1, le=10000),
     includeFiles: bool = True,  # noqa: N803
     includeDirectories: bool = True,
-) -> dict:  # noqa: N803
+) -> dict[str, Any]:  # noqa: N803
     audit.record(request, identity, "tree.read", f"{repo}:{path}", ref=ref)
 
-    def run():
+    def run() -> dict[str, Any]:
         tc = services.make_context(identity)
         row = tc.repo(repo)
         under = check_dir(path)
@@ -94,10 +96,10 @@ async def commits(
     path: str | None = Query(None, max_length=4096),
     *,
     response: Response,
-) -> dict:
+) -> dict[str, Any]:
     audit.record(request, identity, "commits.read", f"{repo}:{path}" if path else repo, ref=ref, query=query)
 
-    def run():
+    def run() -> dict[str, Any]:
         tc = services.make_context(identity)
         row = tc.repo(repo)
         use_ref = check_ref(ref) if ref is not None else tc.default_ref(row)

@@ -86,7 +86,7 @@ def job_json(job, connection_names: dict[int, str] | None = None) -> dict:
     )
 
 
-def link_header(base_url: str, page: int, per_page: int, total: int, params: dict[str, str]) -> str | None:
+def link_header(base_url: str, page: int, per_page: int, total: int, params: dict[str, str | None]) -> str | None:
     """RFC 8288 ``Link`` for a paged listing (None when everything fits on one page)."""
     last = max(1, -(-total // per_page))
     if last <= 1:
