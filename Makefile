@@ -88,8 +88,11 @@ axe: $(AXE)
 notebooks: install-test
 	CODESEARCH_SAVE_NOTEBOOKS=1 RAY_AUTH_MODE=disabled $(PY) -m pytest -q -p no:cacheprovider tests/test_notebooks.py
 
+# PYTEST_WORKERS=2: two pytest workers (pytest-xdist), a test file each at a time (module fixtures
+# stay per file; each worker starts its own session Ray). 0, the default: one process, as before.
+PYTEST_WORKERS ?= 0
 test: install-test deps $(INSPECTOR) $(AXE)
-	$(PY) -m pytest -q -p no:cacheprovider
+	$(PY) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile
 
 # `make serve` runs the service in the foreground on http://127.0.0.1:$(PORT) over the offline
 # demo (or CONFIG=your-config.json). Anonymous access is on for this local quick start only.
