@@ -99,8 +99,11 @@ lint: install-test
 	$(VENV)/bin/ruff format --check $(LINT_PATHS)
 	$(VENV)/bin/mypy
 
+# PYTEST_WORKERS=2: two pytest workers (pytest-xdist), a test file each at a time (module fixtures
+# stay per file; each worker starts its own session Ray). 0, the default: one process, as before.
+PYTEST_WORKERS ?= 0
 test: install-test lint deps $(INSPECTOR) $(AXE)
-	$(PY) -m pytest -q -p no:cacheprovider
+	$(PY) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile
 
 # The documentation site (docs/ and mkdocs.yml) into site/: MkDocs with the Material theme,
 # strict, so a page missing from the nav, a broken link or a missing anchor fails the build.

@@ -1,14 +1,18 @@
-"""Run by tests/test_cluster.py in its own process: a 2-node Ray cluster on this machine
-(`ray.cluster_utils.Cluster`). Prints one JSON line with two checks:
+"""Run in a process of its own by `tests.clusterrun` (for tests/test_cluster.py and
+tests/test_shards_without_shared_disk.py): a 2-node Ray cluster on this machine
+(`ray.cluster_utils.Cluster`), started once for all its checks. Prints one JSON line:
 
 - ``search``: one shard searcher on each node; a search through them equals the in-process engine;
-- ``runtime`` (when a config file is given): the scheduler on node 0 and the sync/index workers
-  on node 1 sync and index the config's repositories into the data directory, and searchers on
-  both nodes, refreshed by the scheduler, find what the engine finds in the resulting index;
-- ``copies`` (when a second data directory is given): the scheduler, the workers and the shard
-  source on node 0 build the index in one data directory; searchers on node 1 use only their own
-  directory, get the shards through Ray (`codesearch.runtime.shard_copy`), answer like the engine,
-  and after a re-index of a changed repository serve its new shards.
+- ``runtime`` (when asked for): the scheduler on node 0 and the sync/index workers on node 1 sync
+  and index the config's repositories into the data directory, and searchers on both nodes,
+  refreshed by the scheduler, find what the engine finds in the resulting index;
+- ``copies`` (when asked for): the scheduler, the workers and the shard source on node 0 build the
+  index in one data directory; searchers on node 1 use only their own directory, get the shards
+  through Ray (`codesearch.runtime.shard_copy`), answer like the engine, and after a re-index of
+  a changed repository serve its new shards.
+
+    python -m tests.cluster_check INDEX_DIR QUERY '{"runtime": {"config": ..., "data": ...},
+        "copies": {"config": ..., "data": ..., "far": ..., "changed_repo": ...}}'
 """
 
 from __future__ import annotations
@@ -153,8 +157,8 @@ def copies_check(config_path: str, data_dir: str, far_dir: str, query: str, chan
         pool.close()
 
 
-def main(index_dir: str, query: str, config_path: str | None = None, data_dir: str | None = None,
-         far_dir: str | None = None, changed_repo: str | None = None) -> None:
+def main(index_dir: str, query: str, checks: str = "{}") -> None:
+    asked = json.loads(checks)
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1, "include_dashboard": False, "resources": {"node0": 1}})
     cluster.add_node(num_cpus=1, resources={"node1": 1})
     ray.init(address=cluster.address, log_to_driver=False)
@@ -173,10 +177,12 @@ def main(index_dir: str, query: str, config_path: str | None = None, data_dir: s
                           "equal": _spans(got) == _spans(want), "files": len(got["files"]),
                           "crashes": got["stats"]["crashes"]}}
         pool.close()
-        if config_path and far_dir:
-            out["copies"] = copies_check(config_path, data_dir, far_dir, query, changed_repo)
-        elif config_path:
-            out["runtime"] = runtime_check(config_path, data_dir, query)
+        if "runtime" in asked:
+            a = asked["runtime"]
+            out["runtime"] = runtime_check(a["config"], a["data"], query)
+        if "copies" in asked:
+            a = asked["copies"]
+            out["copies"] = copies_check(a["config"], a["data"], a["far"], query, a["changed_repo"])
         print(json.dumps(out))
     finally:
         ray.shutdown()

@@ -25,7 +25,7 @@ import httpx
 from tests.conftest import free_port
 from tests.fakehosts.github import FakeGitHub
 from tests.githttp import GitHttpServer
-from tests.test_serve_cli import Served
+from tests.test_serve_cli import ONE_WORKER_EACH, Served
 
 GH_TOKEN = "ghp_permissions00000000000000000000000000"
 APP_ID, APP_SECRET = "Iv1.e2e-app", "e2e-app-secret-value"
@@ -78,7 +78,8 @@ def test_signed_in_users_see_what_github_lets_them_read(tmp_path):
         gh.oauth_app(APP_ID, APP_SECRET)
         config = {
             "environmentOverrides": {"PERMISSION_SYNC_ENABLED": {"type": "boolean", "value": True}},
-            "settings": {"repoDrivenPermissionSyncIntervalMs": 2000, "userDrivenPermissionSyncIntervalMs": 2000},
+            "settings": {"repoDrivenPermissionSyncIntervalMs": 2000, "userDrivenPermissionSyncIntervalMs": 2000,
+                         **ONE_WORKER_EACH},
             "identityProviders": [{"provider": "github", "purpose": "sso", "baseUrl": gh.base_url,
                                    "clientId": {"env": "GH_APP_ID"}, "clientSecret": {"env": "GH_APP_SECRET"}}],
             "connections": {"gh": {"type": "github", "url": gh.base_url, "token": {"env": "GH_TOKEN"},
@@ -88,7 +89,7 @@ def test_signed_in_users_see_what_github_lets_them_read(tmp_path):
         config_path.write_text(json.dumps(config, indent=2))
         data = tmp_path / "data"
         data.mkdir()
-        served = Served(data, port=port, FORCE_ENABLE_ANONYMOUS_ACCESS="true", CONFIG_PATH=str(config_path),
+        served = Served(data, port=port, searchers=1, FORCE_ENABLE_ANONYMOUS_ACCESS="true", CONFIG_PATH=str(config_path),
                         GH_TOKEN=GH_TOKEN, GH_APP_ID=APP_ID, GH_APP_SECRET=APP_SECRET, AUTH_URL=base)
         try:
             served.wait_healthy(timeout_s=240)

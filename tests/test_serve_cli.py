@@ -5,6 +5,7 @@ request the service took before the signal is answered in full, later ones are r
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -17,8 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.conftest import free_port
+from tests.corpus import make_local_repo
 
 #: Seconds a request may take to reach the service through Serve's proxy under the load test's
 #: load (requests sent that close before SIGTERM may arrive after the drain began).
@@ -31,6 +34,13 @@ LOAD_QUERY = {"query": "def (url|split)", "isRegexEnabled": True, "matches": 200
 #: The progress line `codesearch serve` prints when every connection synced and every repository is indexed.
 FIRST_SYNC_DONE = re.compile(r"first sync: (\d+)/\1 connections synced, (\d+)/\2 repositories indexed")
 
+#: Config settings for a service that needs no parallel jobs: one syncer and one indexer (the
+#: default is two of each on two cores: each a Ray worker process more to start on a busy machine).
+ONE_WORKER_EACH = {"maxConnectionSyncJobConcurrency": 1, "maxRepoIndexingJobConcurrency": 1}
+
+#: Seconds between two looks at a service that is coming up.
+POLL_S = 0.2
+
 
 def _cli(*args, env) -> str:
     out = subprocess.run([sys.executable, "-m", "codesearch.cli", *args], capture_output=True, text=True, env=env, timeout=60)
@@ -42,7 +52,8 @@ class Served:
     """`codesearch serve --port <free>` on the offline demo in `tmp_path` (``DATA_DIR``), as a
     process of its own (its own session, so a stray Ray process cannot outlive the test)."""
 
-    def __init__(self, tmp_path: Path, dashboard: bool = False, port: int | None = None, **env_extra: str):
+    def __init__(self, tmp_path: Path, dashboard: bool = False, port: int | None = None, searchers: int | None = None,
+                 **env_extra: str):
         self.port = port or free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.env = {**os.environ, "RAY_AUTH_MODE": "disabled", "DATA_DIR": str(tmp_path), **env_extra}
@@ -54,6 +65,8 @@ class Served:
         argv = [sys.executable, "-m", "codesearch.cli", "serve", "--port", str(self.port)]
         if not dashboard:  # the default; the tests leave it out where they do not look at it (CPU on 2 cores)
             argv.append("--no-dashboard")
+        if searchers is not None:  # the default is 2; tests that do not look at partitions start fewer actors
+            argv += ["--searchers", str(searchers)]
         self.proc = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT, env=self.env, start_new_session=True)
 
     def log(self) -> str:
@@ -72,7 +85,7 @@ class Served:
             except httpx.TransportError:
                 pass
             assert time.monotonic() < deadline, self.log()[-3000:]
-            time.sleep(1)
+            time.sleep(POLL_S)
 
     def stop(self, timeout_s: float = 90) -> int:
         """SIGTERM, then the exit code (SIGKILL to the whole session if it does not stop in time)."""
@@ -87,31 +100,87 @@ class Served:
             self._log.close()
 
 
-def test_serve_demo_end_to_end(tmp_path):
-    served = Served(tmp_path, dashboard=True)
-    base, env = served.base, served.env
-    try:
+#: A small repository for the tests that look at starting and stopping, not at the demo: what
+#: `LOAD_QUERY` finds, indexed in a moment.
+URLS_PY = """def urlsplit(url):
+    scheme, _, rest = url.partition("://")
+    return scheme, rest.split("/", 1)
+
+
+def urljoin(base, url):
+    return base.rstrip("/") + "/" + url.lstrip("/")
+
+
+def split_query(query):
+    return dict(part.split("=", 1) for part in query.split("&") if "=" in part)
+"""
+
+
+@pytest.fixture(scope="module")
+def small_config(tmp_path_factory) -> Path:
+    """A config of one local git repository (`URLS_PY`), one syncer and one indexer."""
+    root = tmp_path_factory.mktemp("small")
+    make_local_repo(str(root / "repos" / "urls"), {"urls.py": URLS_PY})
+    config = root / "config.json"
+    config.write_text(json.dumps({"settings": ONE_WORKER_EACH,
+                                  "connections": {"local": {"type": "git", "url": f"file://{root / 'repos'}/*"}}}))
+    return config
+
+
+@dataclass
+class Demo:
+    """`codesearch serve` on the offline demo with Ray's dashboard, anonymous access off and a
+    20 s drain bound, and an API key of its first user."""
+
+    served: Served
+    key: str
+
+    @property
+    def auth(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.key}"}
+
+
+@pytest.fixture(scope="module")
+def _demo_slot():
+    slot: dict[str, Demo] = {}
+    yield slot
+    if slot and slot["demo"].served.proc.poll() is None:
+        slot["demo"].served.stop()
+
+
+@pytest.fixture
+def demo(_demo_slot, tmp_path_factory) -> Demo:
+    """The demo service, started once for the tests of this module that look at it while it runs
+    (a start costs tens of seconds of CPU); the test that stops it leaves the next one to start
+    another."""
+    if "demo" not in _demo_slot or _demo_slot["demo"].served.proc.poll() is not None:
+        served = Served(tmp_path_factory.mktemp("demo"), dashboard=True, CODESEARCH_DRAIN_TIMEOUT_S="20")
         served.wait_healthy()
-        _cli("users", "create", "admin@example.com", env=env)
-        key = _cli("keys", "create", "--user", "admin@example.com", env=env).strip()
-        body = {"query": "sym:^urlsplit$", "matches": 10}
-        assert httpx.post(f"{base}/api/search", json=body, timeout=30).status_code == 401
-        r = httpx.post(f"{base}/api/search", json=body, headers={"Authorization": f"Bearer {key}"}, timeout=30)
-        assert r.status_code == 200, r.text
-        files = {(f["repository"].rsplit("/", 1)[-1], f["fileName"]["text"]) for f in r.json()["files"]}
-        assert ("python-urllib", "parse.py") in files
-        repos = httpx.get(f"{base}/api/repos", headers={"X-Sourcebot-Api-Key": key}, timeout=30)
-        assert repos.status_code == 200 and int(repos.headers["X-Total-Count"]) >= 2
-        log_text = served.log()
-        assert "serving at" in log_text and "offline demo" in log_text
-        dashboard = re.search(r"ray dashboard: (http://\S+)", log_text)  # on by default
-        assert dashboard, log_text[-3000:]
-        assert httpx.get(f"{dashboard.group(1)}/api/version", timeout=30).status_code == 200
-        _check_serve_settings(served.proc.pid)
-    finally:
-        code = served.stop()
-    assert code == 0, served.log()[-3000:]
-    assert "shutting down" in served.log() and "draining: drained 1 replica" in served.log()
+        _cli("users", "create", "admin@example.com", env=served.env)
+        key = _cli("keys", "create", "--user", "admin@example.com", env=served.env).strip()
+        _demo_slot["demo"] = Demo(served, key)
+    return _demo_slot["demo"]
+
+
+def test_serve_demo_end_to_end(demo):
+    """The demo answers searches with a key from the CLI (and refuses them without one), lists
+    its repositories, and its Ray dashboard and Serve's process settings are as `serve_settings`
+    says. (Its stop is `test_sigterm_under_load_loses_no_request`'s.)"""
+    served, base = demo.served, demo.served.base
+    body = {"query": "sym:^urlsplit$", "matches": 10}
+    assert httpx.post(f"{base}/api/search", json=body, timeout=30).status_code == 401
+    r = httpx.post(f"{base}/api/search", json=body, headers=demo.auth, timeout=30)
+    assert r.status_code == 200, r.text
+    files = {(f["repository"].rsplit("/", 1)[-1], f["fileName"]["text"]) for f in r.json()["files"]}
+    assert ("python-urllib", "parse.py") in files
+    repos = httpx.get(f"{base}/api/repos", headers={"X-Sourcebot-Api-Key": demo.key}, timeout=30)
+    assert repos.status_code == 200 and int(repos.headers["X-Total-Count"]) >= 2
+    log_text = served.log()
+    assert "serving at" in log_text and "offline demo" in log_text
+    dashboard = re.search(r"ray dashboard: (http://\S+)", log_text)  # on by default
+    assert dashboard, log_text[-3000:]
+    assert httpx.get(f"{dashboard.group(1)}/api/version", timeout=30).status_code == 200
+    _check_serve_settings(served.proc.pid)
 
 
 def _session_processes(session: int) -> dict[str, int]:
@@ -178,14 +247,16 @@ def _classify(send) -> tuple[str, str]:
     return "broken", f"{r.status_code} {r.text[:200]!r}"
 
 
-def _load_client(base: str, outcomes: list[Outcome], stop: threading.Event, *, fresh_connections: bool = False) -> None:
+def _load_client(base: str, outcomes: list[Outcome], stop: threading.Event, headers: dict[str, str], *,
+                 fresh_connections: bool = False) -> None:
     """Search until told to stop or refused (a client honours a 503 or a refused connection by going
     away: it would come back after Retry-After, to another instance)."""
-    with httpx.Client(base_url=base, timeout=60) as client:
+    with httpx.Client(base_url=base, timeout=60, headers=headers) as client:
         while not stop.is_set():
             sent = time.monotonic()
             if fresh_connections:
-                kind, detail = _classify(lambda: httpx.post(f"{base}/api/search", json=LOAD_QUERY, timeout=60))
+                kind, detail = _classify(lambda: httpx.post(f"{base}/api/search", json=LOAD_QUERY, headers=headers,
+                                                            timeout=60))
             else:
                 kind, detail = _classify(lambda: client.post("/api/search", json=LOAD_QUERY))
             outcomes.append(Outcome(sent, time.monotonic(), kind, detail))
@@ -195,21 +266,20 @@ def _load_client(base: str, outcomes: list[Outcome], stop: threading.Event, *, f
                 time.sleep(0.05)
 
 
-def test_sigterm_under_load_loses_no_request(tmp_path):
+def test_sigterm_under_load_loses_no_request(demo):
     """8 clients search without pause; SIGTERM arrives mid-load. Requests sent before the signal
     are all answered 200 in full; later ones are answered or cleanly refused; the process exits 0
-    within the drain bound."""
-    drain_s = 20.0
-    served = Served(tmp_path, FORCE_ENABLE_ANONYMOUS_ACCESS="true", CODESEARCH_DRAIN_TIMEOUT_S=str(drain_s))
+    within the drain bound, its one HTTP replica drained."""
+    drain_s = 20.0  # the demo's CODESEARCH_DRAIN_TIMEOUT_S
+    served = demo.served
     outcomes: list[Outcome] = []
     late: list[Outcome] = []
     stop = threading.Event()
     threads: list[threading.Thread] = []
     try:
-        served.wait_healthy()
-        warm = httpx.post(f"{served.base}/api/search", json=LOAD_QUERY, timeout=60)
+        warm = httpx.post(f"{served.base}/api/search", json=LOAD_QUERY, headers=demo.auth, timeout=60)
         assert warm.status_code == 200 and warm.json()["files"], warm.text
-        threads = [threading.Thread(target=_load_client, args=(served.base, outcomes, stop), daemon=True)
+        threads = [threading.Thread(target=_load_client, args=(served.base, outcomes, stop, demo.auth), daemon=True)
                    for _ in range(8)]
         for t in threads:
             t.start()
@@ -217,7 +287,7 @@ def test_sigterm_under_load_loses_no_request(tmp_path):
         signalled = time.monotonic()
         served.proc.send_signal(signal.SIGTERM)
         # a client that arrives after the signal, on new connections each time
-        newcomer = threading.Thread(target=_load_client, args=(served.base, late, stop),
+        newcomer = threading.Thread(target=_load_client, args=(served.base, late, stop, demo.auth),
                                     kwargs={"fresh_connections": True}, daemon=True)
         newcomer.start()
         threads.append(newcomer)
@@ -250,16 +320,17 @@ def test_sigterm_under_load_loses_no_request(tmp_path):
     broken = [o for o in after if o.kind == "broken"]
     assert not broken, f"requests after SIGTERM neither answered nor cleanly refused: {broken[:5]}"
     assert late and late[-1].kind in ("refused", "unavailable"), late[-3:]
-    assert "draining" in log, log[-3000:]
+    assert "shutting down" in log and "draining: drained 1 replica" in log, log[-3000:]
 
 
-def test_a_request_over_the_drain_bound_does_not_hold_the_stop(tmp_path):
+def test_a_request_over_the_drain_bound_does_not_hold_the_stop(tmp_path, small_config):
     """A request that never ends (its body is held back) is waited for CODESEARCH_DRAIN_TIMEOUT_S,
     no longer: then the service stops anyway, cutting it, and exits 0."""
     from tests.test_service_drain import Held
 
     drain_s = 3.0
-    served = Served(tmp_path, FORCE_ENABLE_ANONYMOUS_ACCESS="true", CODESEARCH_DRAIN_TIMEOUT_S=str(drain_s))
+    served = Served(tmp_path, searchers=1, FORCE_ENABLE_ANONYMOUS_ACCESS="true", CONFIG_PATH=str(small_config),
+                    CODESEARCH_DRAIN_TIMEOUT_S=str(drain_s))
     held = None
     try:
         served.wait_healthy()
@@ -282,16 +353,23 @@ def test_a_request_over_the_drain_bound_does_not_hold_the_stop(tmp_path):
 
 
 def test_a_bad_drain_timeout_is_refused_before_anything_starts(tmp_path):
-    for value in ("abc", "-1", "nan", "inf"):
-        out = subprocess.run([sys.executable, "-m", "codesearch.cli", "serve", "--port", str(free_port())],
-                             capture_output=True, text=True, timeout=60,
-                             env={**os.environ, "DATA_DIR": str(tmp_path), "CODESEARCH_DRAIN_TIMEOUT_S": value})
+    from concurrent.futures import ThreadPoolExecutor
+
+    def refused(value: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "codesearch.cli", "serve", "--port", str(free_port())],
+                              capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "DATA_DIR": str(tmp_path), "CODESEARCH_DRAIN_TIMEOUT_S": value})
+
+    values = ("abc", "-1", "nan", "inf")
+    with ThreadPoolExecutor(2) as pool:  # independent processes, two at a time (each imports Ray: CPU)
+        outs = list(pool.map(refused, values))
+    for value, out in zip(values, outs):
         assert out.returncode == 2, (value, out.stdout, out.stderr)
         assert f"CODESEARCH_DRAIN_TIMEOUT_S={value!r}" in out.stderr and "seconds" in out.stderr, out.stderr
         assert "ray" not in out.stdout.lower(), out.stdout
 
 
-def test_joined_to_a_cluster_it_removes_only_its_own_application(serve_url, tmp_path):
+def test_joined_to_a_cluster_it_removes_only_its_own_application(serve_url, tmp_path, small_config):
     """With ``RAY_ADDRESS`` (here: the test session's Ray, whose Serve already runs another
     application), a stop drains and deletes the ``codesearch`` application and nothing else."""
     import uuid
@@ -307,8 +385,8 @@ def test_joined_to_a_cluster_it_removes_only_its_own_application(serve_url, tmp_
     bystander = f"bystander-{uuid.uuid4().hex[:8]}"
     serve.run(Bystander.bind(), name=bystander, route_prefix=f"/{bystander}")
     cluster_port = int(serve_url.rsplit(":", 1)[1])
-    served = Served(tmp_path, port=cluster_port, FORCE_ENABLE_ANONYMOUS_ACCESS="true",
-                    RAY_ADDRESS=ray.get_runtime_context().gcs_address)
+    served = Served(tmp_path, port=cluster_port, searchers=1, FORCE_ENABLE_ANONYMOUS_ACCESS="true",
+                    CONFIG_PATH=str(small_config), RAY_ADDRESS=ray.get_runtime_context().gcs_address)
     from codesearch.service import app_builder
 
     def runtime_actors() -> set[str]:
@@ -338,7 +416,7 @@ def test_joined_to_a_cluster_it_removes_only_its_own_application(serve_url, tmp_
 
 
 
-def test_without_ray_address_it_starts_its_own_ray_beside_another(serve_url, tmp_path):
+def test_without_ray_address_it_starts_its_own_ray_beside_another(serve_url, tmp_path, small_config):
     """Without ``RAY_ADDRESS``, `codesearch serve` starts a Ray instance of its own even when
     another one on the machine is the one ``ray.init()`` would join (the cluster a ``ray start``
     recorded in ``<RAY_TMPDIR>/ray/ray_current_cluster``; here: the test session's, whose Serve
@@ -361,7 +439,8 @@ def test_without_ray_address_it_starts_its_own_ray_beside_another(serve_url, tmp
     ray_tmp = Path(tempfile.mkdtemp(prefix="cs-ray-", dir="/tmp"))  # short: Ray's socket paths have a limit
     (ray_tmp / "ray").mkdir()
     (ray_tmp / "ray" / "ray_current_cluster").write_text(ray.get_runtime_context().gcs_address)
-    served = Served(tmp_path, FORCE_ENABLE_ANONYMOUS_ACCESS="true", RAY_TMPDIR=str(ray_tmp))
+    served = Served(tmp_path, searchers=1, FORCE_ENABLE_ANONYMOUS_ACCESS="true", CONFIG_PATH=str(small_config),
+                    RAY_TMPDIR=str(ray_tmp))
     try:
         served.wait_healthy()
         r = httpx.post(f"{served.base}/api/search", json=LOAD_QUERY, timeout=60)
@@ -473,15 +552,19 @@ def test_joined_to_a_cluster_it_refuses_what_would_collide(serve_url, tmp_path):
         serve.delete("codesearch")
 
 
-def test_a_runtime_that_cannot_start_is_a_clear_error_not_a_traceback(tmp_path):
+def test_a_runtime_that_cannot_start_is_a_clear_error_not_a_traceback(tmp_path, small_config):
     """The runtime replica fails in its constructor (here: the data directory's ``index`` is a
-    file): `codesearch serve` says which deployment failed and why, in one line, and exits 1."""
+    file): `codesearch serve` says which deployment failed and why, in one line, and exits 1.
+    (Serve gives up on the deployment after its first failed replica here, not the third: the
+    same failure, sooner.)"""
     data = tmp_path / ".codesearch"
     data.mkdir(mode=0o700)
     (data / "index").write_text("not a directory")
-    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "DATA_DIR": str(tmp_path)}
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled", "DATA_DIR": str(tmp_path), "CONFIG_PATH": str(small_config),
+           "RAY_SERVE_MAX_PER_REPLICA_RETRY_COUNT": "1"}
     env.pop("RAY_ADDRESS", None)
-    out = subprocess.run([sys.executable, "-m", "codesearch.cli", "serve", "--port", str(free_port()), "--no-dashboard"],
+    out = subprocess.run([sys.executable, "-m", "codesearch.cli", "serve", "--port", str(free_port()), "--no-dashboard",
+                          "--searchers", "1"],
                          capture_output=True, text=True, env=env, timeout=300, start_new_session=True)
     text = out.stdout + out.stderr
     assert out.returncode == 1, text[-3000:]

@@ -26,18 +26,26 @@ from tests.conftest import free_port
 from tests.corpus import make_local_repo
 
 BIN = Path(sys.executable).parent
+#: The named actors of the cluster, once `until_none_in` (a namespace) has none left or at once.
 LIST_ACTORS = """
-import json, ray
+import json, time, ray
 ray.init(address={address!r}, log_to_driver=False)
-print(json.dumps([[a["namespace"], a["name"]] for a in ray.util.list_named_actors(all_namespaces=True)]))
+def named():
+    return [[a["namespace"], a["name"]] for a in ray.util.list_named_actors(all_namespaces=True)]
+deadline = time.monotonic() + {timeout_s!r}
+while {until_none_in!r} and any(ns == {until_none_in!r} for ns, _ in named()) and time.monotonic() < deadline:
+    time.sleep(0.25)
+print(json.dumps(named()))
 """
 
 
+#: A notebook on the cluster (first, the cluster's named actors: one driver for both looks).
 NOTEBOOK = """
-import ray
+import json, ray
 from codesearch import Client
 from codesearch.errors import CodesearchError
 ray.init(address={address!r}, log_to_driver=False)
+print("actors", json.dumps([[a["namespace"], a["name"]] for a in ray.util.list_named_actors(all_namespaces=True)]))
 cs = Client.ray()
 print("found", sorted(f.path for f in cs.search("ocelot_probe_41d9").files))
 try:
@@ -85,11 +93,14 @@ class OwnCluster:
             except httpx.TransportError:
                 pass
             assert time.monotonic() < deadline, "the test's Ray cluster did not come up"
-            time.sleep(1)
+            time.sleep(0.25)
 
-    def named_actors(self) -> list[tuple[str, str]]:
-        out = subprocess.run([sys.executable, "-c", LIST_ACTORS.format(address=self.address)], capture_output=True,
-                             text=True, env=self.env, timeout=120)
+    def named_actors(self, until_none_in: str | None = None, timeout_s: float = 60) -> list[tuple[str, str]]:
+        """The cluster's named actors (with `until_none_in`: once that namespace has none, or after
+        `timeout_s`; one driver polls, as a driver's start costs seconds)."""
+        code = LIST_ACTORS.format(address=self.address, until_none_in=until_none_in, timeout_s=timeout_s)
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=self.env,
+                             timeout=timeout_s + 120)
         assert out.returncode == 0, out.stderr[-3000:]
         return [tuple(a) for a in json.loads(out.stdout.strip().splitlines()[-1])]
 
@@ -109,7 +120,7 @@ class OwnCluster:
                 os.killpg(self.proc.pid, signal.SIGKILL)
         deadline = time.monotonic() + 30
         while (left := _processes_under(self.temp_dir)) and time.monotonic() < deadline:
-            time.sleep(1)
+            time.sleep(0.25)
         for pid in _processes_under(self.temp_dir):
             try:
                 os.kill(pid, signal.SIGKILL)
@@ -149,24 +160,23 @@ def test_serve_deploy_then_serve_shutdown_leaves_no_codesearch_actor(tmp_path):
             except httpx.TransportError:
                 pass
             assert time.monotonic() < deadline, cluster.serve("status").stdout
-            time.sleep(1)
+            time.sleep(0.25)
         assert [f["fileName"]["text"] for f in r.json()["files"]] == ["gadget.py"]
-        ours = [(ns, name) for ns, name in cluster.named_actors() if ns == "codesearch"]
-        assert {name for _, name in ours} >= {"codesearch-scheduler", "codesearch-compactor", "codesearch-searcher-0",
-                                              "codesearch-sync-0", "codesearch-index-0"}, ours
-        # a notebook on the cluster finds the searchers and the state database the service published
-        # (and refuses a data directory that is not the service's)
         elsewhere = tmp_path / "elsewhere"
         elsewhere.mkdir()
         notebook = cluster.python(NOTEBOOK.format(address=cluster.address, elsewhere=str(elsewhere)))
         assert notebook.returncode == 0, notebook.stderr[-3000:]
+        listed = next(line for line in notebook.stdout.splitlines() if line.startswith("actors "))
+        ours = [(ns, name) for ns, name in json.loads(listed.split(" ", 1)[1]) if ns == "codesearch"]
+        assert {name for _, name in ours} >= {"codesearch-scheduler", "codesearch-compactor", "codesearch-searcher-0",
+                                              "codesearch-sync-0", "codesearch-index-0"}, ours
+        # a notebook on the cluster finds the searchers and the state database the service published
+        # (and refuses a data directory that is not the service's)
         assert notebook.stdout.strip().splitlines()[-2:] == ["found ['gadget.py']", "refused: not the service's"]
 
         stopped = cluster.serve("shutdown", "-y")
         assert stopped.returncode == 0, stopped.stdout + stopped.stderr
-        deadline = time.monotonic() + 60
-        while (left := [a for a in cluster.named_actors() if a[0] == "codesearch"]) and time.monotonic() < deadline:
-            time.sleep(1)
+        left = [a for a in cluster.named_actors(until_none_in="codesearch", timeout_s=60) if a[0] == "codesearch"]
         assert left == [], left
     finally:
         cluster.stop()

@@ -67,7 +67,8 @@ def test_search_and_home_page_answer_during_the_first_sync(tmp_path):
         config.write_text(json.dumps({"connections": {
             "local": {"type": "git", "url": f"file://{fast}/*"},
             "slow": {"type": "git", "url": slow_host.url("team/slow.git")}}}))
-        served = Served(tmp_path, CONFIG_PATH=str(config), FORCE_ENABLE_ANONYMOUS_ACCESS="true")
+        # two indexers (the default on two cores): one waits on the slow clone, the other indexes
+        served = Served(tmp_path, searchers=1, CONFIG_PATH=str(config), FORCE_ENABLE_ANONYMOUS_ACCESS="true")
         try:
             served.wait_healthy(indexed=False)  # the slow repository cannot be indexed yet
             # the fast repository is searchable while the slow one still waits for its clone

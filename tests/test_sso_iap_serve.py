@@ -14,19 +14,20 @@ import httpx
 
 from codesearch.sso.iap import ASSERTION_HEADER
 from tests.fakehosts.iap import FakeIapKeys
-from tests.test_serve_cli import Served
+from tests.test_serve_cli import ONE_WORKER_EACH, Served
 
 AUD = "/projects/42/global/backendServices/4242"
 
 
 def test_serve_signs_in_iap_requests_and_refuses_bad_ones(tmp_path):
-    config = {"identityProviders": [{"provider": "gcp-iap", "purpose": "sso", "audience": {"env": "IAP_AUDIENCE"}}]}
+    config = {"identityProviders": [{"provider": "gcp-iap", "purpose": "sso", "audience": {"env": "IAP_AUDIENCE"}}],
+              "settings": ONE_WORKER_EACH}
     config_path = tmp_path / "config.json"
     config_path.write_text(json.dumps(config))
     data = tmp_path / "data"
     data.mkdir()
     with FakeIapKeys() as google:
-        served = Served(data, CONFIG_PATH=str(config_path), IAP_AUDIENCE=AUD,
+        served = Served(data, searchers=1, CONFIG_PATH=str(config_path), IAP_AUDIENCE=AUD,
                         CODESEARCH_GCP_IAP_JWKS_URL=google.jwks_url)
         try:
             served.wait_healthy(timeout_s=240, indexed=False)

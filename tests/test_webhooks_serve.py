@@ -25,7 +25,7 @@ import httpx
 from tests.corpus import git
 from tests.fakehosts.github import FakeGitHub
 from tests.githttp import GitHttpServer
-from tests.test_serve_cli import Served
+from tests.test_serve_cli import ONE_WORKER_EACH, Served
 
 GH_TOKEN = "ghp_webhook0000000000000000000000000000"
 CONNECTION = "gh-e2e"  # its secret: CODESEARCH_WEBHOOK_SECRET_GH_E2E (not A-Z/0-9 → "_")
@@ -33,8 +33,10 @@ SECRET = "webhook-e2e-" + uuid.uuid4().hex
 DAY_MS = 24 * 3600 * 1000
 #: Seconds a signed push may take to become searchable (fetch + index + searcher reload, on a busy 2-core machine).
 REINDEX_DEADLINE_S = 60.0
-#: Seconds a refused push is watched for a re-index that must not happen (the indexers poll every second).
-QUIET_S = 6.0
+#: Seconds a refused push is watched for a re-index that must not happen: a webhook queues its
+#: jobs before it answers (the job list is compared at once) and an idle indexer claims a job
+#: within half a second.
+QUIET_S = 2.0
 
 
 def _push_commit(bare: Path, work: Path, name: str, text: str) -> str:
@@ -113,7 +115,7 @@ def test_a_signed_push_webhook_reindexes_and_unsigned_ones_are_refused(tmp_path)
         before = _push_commit(bare, work, "first.txt", f"{first}\n")
         config = {
             "$schema": "https://raw.githubusercontent.com/sourcebot-dev/sourcebot/main/schemas/v3/index.json",
-            "settings": {"reindexIntervalMs": DAY_MS, "resyncConnectionIntervalMs": DAY_MS},
+            "settings": {"reindexIntervalMs": DAY_MS, "resyncConnectionIntervalMs": DAY_MS, **ONE_WORKER_EACH},
             "connections": {CONNECTION: {"type": "github", "url": gh.base_url, "token": {"env": "GH_TOKEN"},
                                          "repos": ["acme/widgets"]}},
         }
@@ -121,7 +123,7 @@ def test_a_signed_push_webhook_reindexes_and_unsigned_ones_are_refused(tmp_path)
         config_path.write_text(json.dumps(config, indent=2))
         data = tmp_path / "data"
         data.mkdir()
-        served = Served(data, FORCE_ENABLE_ANONYMOUS_ACCESS="true", CONFIG_PATH=str(config_path), GH_TOKEN=GH_TOKEN,
+        served = Served(data, searchers=1, FORCE_ENABLE_ANONYMOUS_ACCESS="true", CONFIG_PATH=str(config_path), GH_TOKEN=GH_TOKEN,
                         CODESEARCH_WEBHOOK_SECRET_GH_E2E=SECRET, CODESEARCH_FIRST_SYNC_TIMEOUT_S="120")
         try:
             served.wait_healthy(timeout_s=240)
@@ -147,7 +149,8 @@ def test_a_signed_push_webhook_reindexes_and_unsigned_ones_are_refused(tmp_path)
             tampered = body.replace(b"acme/widgets", b"acme/gadgets")
             r = httpx.post(url, content=tampered, headers=_signed(body, SECRET), timeout=30)
             assert r.status_code == 401, r.text
-            time.sleep(QUIET_S)  # an index job, had one been queued, would be claimed and done by now
+            assert _index_jobs(served.base) == jobs_before, "a refused webhook queued a job"
+            time.sleep(QUIET_S)  # an index job, had one been queued, would be claimed by now
             assert _files(served.base, refused) == [], "a refused webhook led to a re-index"
             assert _index_jobs(served.base) == jobs_before
 

@@ -186,7 +186,10 @@ def stop_serving(
             say(f"draining failed ({type(e).__name__}: {e}); stopping anyway")
     try:
         if owns_cluster:
-            if drained:  # else ray.shutdown() stops what is left, without another wait
+            # Only an application that served is shut down through Serve: after a failed deploy
+            # its controller can take its whole 30 s shutdown timeout; ray.shutdown() stops what is
+            # left at once (as it does when requests outlived the drain).
+            if drained and drain_first:
                 serve.shutdown()  # type: ignore[no-untyped-call]  # Ray leaves serve.shutdown unannotated
         else:
             serve.delete(app_name, _blocking=drained)
