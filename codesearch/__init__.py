@@ -14,7 +14,8 @@ DISTRIBUTION = "codesearch-ray"
 
 def version() -> str:
     """The installed version of this project ("0+unknown" when run from a bare source tree)."""
-    from importlib.metadata import PackageNotFoundError, version as installed
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
 
     try:
         return installed(DISTRIBUTION)

@@ -84,7 +84,7 @@ class PatternList:
             self.rules.append((not negate, compile_glob(body), "/" not in body))
 
     @classmethod
-    def from_env(cls, value: str | None) -> "PatternList":
+    def from_env(cls, value: str | None) -> PatternList:
         """Parse a comma-separated list, as in the ALWAYS_INDEX_FILE_PATTERNS variable."""
         return cls((value or "").split(","))
 

@@ -7,7 +7,7 @@ repository of its first sync."""
 from __future__ import annotations
 
 import sys
-from typing import Callable
+from collections.abc import Callable
 
 
 class ProgressLine:

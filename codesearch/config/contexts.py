@@ -31,10 +31,16 @@ def resolve_context(ctx, repos: list[RepoFacts]) -> list[str]:
     """The names of the repositories the context `ctx` (a config `SearchContext`) covers."""
     out = []
     for r in repos:
-        included = (_any(ctx.include, r.name) or bool(r.connections & set(ctx.include_connections))
-                    or any(_any(ctx.include_topics, t, fold=True) for t in r.topics))
-        excluded = (_any(ctx.exclude, r.name) or bool(r.connections & set(ctx.exclude_connections))
-                    or any(_any(ctx.exclude_topics, t, fold=True) for t in r.topics))
+        included = (
+            _any(ctx.include, r.name)
+            or bool(r.connections & set(ctx.include_connections))
+            or any(_any(ctx.include_topics, t, fold=True) for t in r.topics)
+        )
+        excluded = (
+            _any(ctx.exclude, r.name)
+            or bool(r.connections & set(ctx.exclude_connections))
+            or any(_any(ctx.exclude_topics, t, fold=True) for t in r.topics)
+        )
         if included and not excluded:
             out.append(r.name)
     return sorted(out)

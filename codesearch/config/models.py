@@ -47,7 +47,11 @@ class Token(BaseModel):
         return {"env": self.env} if self.env is not None else {"googleCloudSecret": self.google_cloud_secret or ""}
 
     def __repr__(self) -> str:
-        return f"Token(env={self.env!r})" if self.env is not None else f"Token(googleCloudSecret={self.google_cloud_secret!r})"
+        return (
+            f"Token(env={self.env!r})"
+            if self.env is not None
+            else f"Token(googleCloudSecret={self.google_cloud_secret!r})"
+        )
 
     __str__ = __repr__
 
@@ -191,10 +195,21 @@ OIDC_PROVIDERS = ("google", "okta", "keycloak", "microsoft-entra-id", "authentik
 PROXY_PROVIDERS = ("gcp-iap",)
 SUPPORTED_PROVIDERS = CODE_HOST_PROVIDERS + OIDC_PROVIDERS + PROXY_PROVIDERS
 #: The name on a provider's button when the entry gives no `displayName`.
-PROVIDER_NAMES = {"github": "GitHub", "gitlab": "GitLab", "gitea": "Gitea", "bitbucket-cloud": "Bitbucket Cloud",
-                  "bitbucket-server": "Bitbucket Server", "google": "Google", "okta": "Okta", "keycloak": "Keycloak",
-                  "microsoft-entra-id": "Microsoft Entra ID", "authentik": "Authentik", "jumpcloud": "JumpCloud",
-                  "oidc": "OpenID Connect", "gcp-iap": "Google Cloud IAP"}
+PROVIDER_NAMES = {
+    "github": "GitHub",
+    "gitlab": "GitLab",
+    "gitea": "Gitea",
+    "bitbucket-cloud": "Bitbucket Cloud",
+    "bitbucket-server": "Bitbucket Server",
+    "google": "Google",
+    "okta": "Okta",
+    "keycloak": "Keycloak",
+    "microsoft-entra-id": "Microsoft Entra ID",
+    "authentik": "Authentik",
+    "jumpcloud": "JumpCloud",
+    "oidc": "OpenID Connect",
+    "gcp-iap": "Google Cloud IAP",
+}
 
 
 class IdentityProvider(BaseModel):
@@ -209,7 +224,8 @@ class IdentityProvider(BaseModel):
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
     id: str
-    provider: str  # github, gitlab, gitea, bitbucket-cloud, bitbucket-server, google, okta, … oidc, gcp-iap (SUPPORTED_PROVIDERS)
+    # github, gitlab, gitea, bitbucket-cloud, bitbucket-server, google, okta, … oidc, gcp-iap (SUPPORTED_PROVIDERS)
+    provider: str
     purpose: Literal["sso", "integration"]  # Sourcebot's "account_linking" reads as "integration"
     client_id: Token | None = None  # every kind but gcp-iap (the schema requires it)
     client_secret: Token | None = None  # every kind but gcp-iap (the schema requires it)

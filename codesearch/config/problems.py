@@ -20,7 +20,8 @@ import difflib
 import json
 import re
 from collections import defaultdict
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from jsonschema import ValidationError
 
@@ -31,12 +32,14 @@ _SHAPE_VALIDATORS = {"type", "required", "const", "enum", "anyOf", "oneOf", "not
 URL_PATTERN = r"^https?:\/\/[^\s/$.?#].[^\s]*$"
 _PATTERN_TEXT = {
     URL_PATTERN: "must be an http:// or https:// URL",
-    r"^(https?:\/\/[^\s/$.?#].[^\s]*|file:\/\/\/[^\s]+)$": "must be an http:// or https:// URL, or file:/// followed by an absolute path",
-    r"^[\w.-]+$": "may only contain letters, digits, \"_\", \".\" and \"-\"",
-    r"^[\w.-]+\/[\w.-]+$": "must be written <owner>/<name> (letters, digits, \"_\", \".\" and \"-\")",
+    r"^(https?:\/\/[^\s/$.?#].[^\s]*|file:\/\/\/[^\s]+)$": (
+        "must be an http:// or https:// URL, or file:/// followed by an absolute path"
+    ),
+    r"^[\w.-]+$": 'may only contain letters, digits, "_", "." and "-"',
+    r"^[\w.-]+\/[\w.-]+$": 'must be written <owner>/<name> (letters, digits, "_", "." and "-")',
     r"^[\w.-]+\/[\w. -]+$": "must be written <org>/<project>",
     r"^[\w.-]+\/[\w. -]+\/[\w. -]+$": "must be written <org>/<project>/<repo>",
-    r"^[a-zA-Z0-9_-]+$": "may only contain letters, digits, \"_\" and \"-\"",
+    r"^[a-zA-Z0-9_-]+$": 'may only contain letters, digits, "_" and "-"',
 }
 _TOKEN_FORMS = '{"env": "<VARIABLE>"} or {"googleCloudSecret": "projects/<p>/secrets/<s>/versions/<v>"}'
 
@@ -71,7 +74,7 @@ def _describe(branch: dict) -> str:
         return f"a token reference ({_TOKEN_FORMS})" if name == "Token" else name
     required = branch.get("required") or []
     if branch.get("type") == "object" and len(required) == 1:
-        return '{"%s": …}' % required[0]
+        return f'{{"{required[0]}": …}}'
     if "const" in branch:
         return json.dumps(branch["const"])
     t = branch.get("type")
@@ -117,7 +120,12 @@ def explain(error: ValidationError) -> list[Problem]:
         expected = " or ".join(val) if isinstance(val, list) else val
         return [(path, f"expected {expected}")]
     if v == "not":
-        keys = [k for alt in (val.get("anyOf") or [val]) for k in alt.get("required", []) if isinstance(inst, dict) and k in inst]
+        keys = [
+            k
+            for alt in (val.get("anyOf") or [val])
+            for k in alt.get("required", [])
+            if isinstance(inst, dict) and k in inst
+        ]
         if keys:
             return [(path + (k,), f"{k} cannot be overridden") for k in keys]
         return [(path, "is not allowed here")]
@@ -159,8 +167,9 @@ def _explain_alternatives(error: ValidationError, path: tuple) -> list[Problem]:
     # Connections and models: the branch is chosen by the discriminator's value.
     if isinstance(inst, dict):
         for disc in _DISCRIMINATORS:
-            if disc not in inst and any(c.validator == "required" and not c.relative_path and disc in c.validator_value
-                                        for c in error.context):
+            if disc not in inst and any(
+                c.validator == "required" and not c.relative_path and disc in c.validator_value for c in error.context
+            ):
                 return [(path, f'missing required property "{disc}"')]
             consts, others = {}, set()
             for i, errs in by_branch.items():

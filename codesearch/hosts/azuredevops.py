@@ -79,8 +79,11 @@ class _Client:
                 raise
             if r.status_code == 203 or "json" not in r.headers.get("content-type", "json"):
                 where = url.split("?", 1)[0]
-                raise HostAuthError(f"{where} refused the credentials (sign-in page instead of an answer)", url=where,
-                                    status=r.status_code)
+                raise HostAuthError(
+                    f"{where} refused the credentials (sign-in page instead of an answer)",
+                    url=where,
+                    status=r.status_code,
+                )
             try:
                 return r.json(), r
             except ValueError:
@@ -124,24 +127,37 @@ def list_azuredevops(name: str, conn: dict, token: str | None, http: HostHttp) -
         return f"{prefix}/{_q(org)}"
 
     for org in conn.get("orgs") or ():
-        projects = c.fetch(lambda: _projects(client, org_url(org)), f"organization {org!r} not found (or not visible)")
+        projects = c.fetch(
+            lambda org=org: _projects(client, org_url(org)), f"organization {org!r} not found (or not visible)"
+        )
         for project in projects or ():
-            c.gather(lambda: _repos_of_project(client, org_url(org), project.get("id") or project.get("name") or ""),
-                     f"project {org}/{project.get('name')} disappeared while listing")
+            c.gather(
+                lambda org=org, project=project: _repos_of_project(
+                    client, org_url(org), project.get("id") or project.get("name") or ""
+                ),
+                f"project {org}/{project.get('name')} disappeared while listing",
+            )
     for entry in conn.get("projects") or ():
         org, _, project = entry.partition("/")
         if not org or not project or "/" in project:
             c.warn(f"project {entry!r} is not of the form org/project")
             continue
-        c.gather(lambda: _repos_of_project(client, org_url(org), project), f"project {entry!r} not found (or not visible)")
+        c.gather(
+            lambda org=org, project=project: _repos_of_project(client, org_url(org), project),
+            f"project {entry!r} not found (or not visible)",
+        )
     for entry in conn.get("repos") or ():
         parts = entry.split("/")
         if len(parts) != 3 or not all(parts):
             c.warn(f"repo {entry!r} is not of the form org/project/repo")
             continue
         org, project, repo = parts
-        c.gather(lambda: [client.get(f"{org_url(org)}/{_q(project)}/_apis/git/repositories/{_q(repo)}")[0]],
-                 f"repo {entry!r} not found (or not visible)")
+        c.gather(
+            lambda org=org, project=project, repo=repo: [
+                client.get(f"{org_url(org)}/{_q(project)}/_apis/git/repositories/{_q(repo)}")[0]
+            ],
+            f"repo {entry!r} not found (or not visible)",
+        )
 
     exclude = conn.get("exclude") or {}
     size = exclude.get("size") or {}
@@ -171,20 +187,22 @@ def list_azuredevops(name: str, conn: dict, token: str | None, http: HostHttp) -
         web = (repo.get("webUrl") or f"{base}/{_q(pname)}/_git/{_q(rname)}").rstrip("/")
         default = repo.get("defaultBranch") or None
         if default and default.startswith("refs/heads/"):
-            default = default[len("refs/heads/"):]
-        c.result.repos.append(HostRepo(
-            name=full,
-            display_name=display,
-            code_host_type="azuredevops",
-            clone_url=_strip_userinfo(repo["remoteUrl"]),
-            web_url=web,
-            file_url_template=f"{web}?path=/{{path}}&version=GB{{branch}}",
-            default_branch=default,
-            fork=bool(repo.get("isFork")),
-            archived=False,
-            public=project.get("visibility") == "public",
-            size_bytes=repo.get("size"),
-            external_id=rid,
-            git_user=git_user,
-        ))
+            default = default[len("refs/heads/") :]
+        c.result.repos.append(
+            HostRepo(
+                name=full,
+                display_name=display,
+                code_host_type="azuredevops",
+                clone_url=_strip_userinfo(repo["remoteUrl"]),
+                web_url=web,
+                file_url_template=f"{web}?path=/{{path}}&version=GB{{branch}}",
+                default_branch=default,
+                fork=bool(repo.get("isFork")),
+                archived=False,
+                public=project.get("visibility") == "public",
+                size_bytes=repo.get("size"),
+                external_id=rid,
+                git_user=git_user,
+            )
+        )
     return c.result

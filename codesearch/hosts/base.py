@@ -17,15 +17,24 @@ applied: use ``conn.get(key, default)``). `token` is the resolved token, or None
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 from urllib.parse import urlsplit
 
 from codesearch.errors import HostError, HostNotFound
 from codesearch.globs import glob_match
 
 #: codeHostType values (docs/configuration.md#connection-kinds).
-CODE_HOST_TYPES = ("github", "gitlab", "gitea", "gerrit", "bitbucketCloud", "bitbucketServer", "azuredevops", "genericGitHost")
+CODE_HOST_TYPES = (
+    "github",
+    "gitlab",
+    "gitea",
+    "gerrit",
+    "bitbucketCloud",
+    "bitbucketServer",
+    "azuredevops",
+    "genericGitHost",
+)
 
 
 @dataclass
@@ -111,8 +120,11 @@ def glob_any(patterns, value: str, *, case_insensitive: bool = False) -> bool:
 def excluded(exclude: dict, *, fork: bool, archived: bool, name: str, globs: str = "repos") -> bool:
     """The exclusions hosts share: `exclude.forks`, `exclude.archived`, and the globs of
     `exclude[globs]` (``exclude.repos`` unless said otherwise) on `name`."""
-    return ((bool(exclude.get("forks")) and fork) or (bool(exclude.get("archived")) and archived)
-            or glob_any(exclude.get(globs), name))
+    return (
+        (bool(exclude.get("forks")) and fork)
+        or (bool(exclude.get("archived")) and archived)
+        or glob_any(exclude.get(globs), name)
+    )
 
 
 def topics_excluded(topics, conn: dict) -> bool:
@@ -136,7 +148,9 @@ def response_json(r):
     try:
         return r.json()
     except ValueError:
-        raise HostError(f"{r.request.url.copy_with(query=None)} answered with a body that is not JSON", status=r.status_code) from None
+        raise HostError(
+            f"{r.request.url.copy_with(query=None)} answered with a body that is not JSON", status=r.status_code
+        ) from None
 
 
 def json_pages(http, first_url: str, params: dict, headers: dict, next_url: Callable, what: str) -> list[dict]:
@@ -182,7 +196,9 @@ class Collector:
         except HostError as e:
             if not isinstance(e, HostNotFound) and e.status not in also:
                 raise
-            self.warn(missing if isinstance(missing, str) else missing(404 if isinstance(e, HostNotFound) else e.status))
+            self.warn(
+                missing if isinstance(missing, str) else missing(404 if isinstance(e, HostNotFound) else e.status)
+            )
             return None
 
     def gather(self, fetch: Callable[[], list], missing, *, also: tuple[int, ...] = ()) -> list | None:
@@ -195,8 +211,11 @@ class Collector:
     def entity(self, kind: str, entity: str, fetch: Callable[[], list], *, also: tuple[int, ...] = ()) -> None:
         """`gather` the repos of one configured org/user/group/repo; when it is not there, warn
         "<host> <kind> '<entity>' not found or not visible to the token (<status>)"."""
-        self.gather(fetch, lambda status: f"{self.host} {kind} {entity!r} not found or not visible to the token ({status})",
-                    also=also)
+        self.gather(
+            fetch,
+            lambda status: f"{self.host} {kind} {entity!r} not found or not visible to the token ({status})",
+            also=also,
+        )
 
     def first(self, key: str) -> bool:
         """True the first time `key` is seen (and remembers it)."""
@@ -205,8 +224,9 @@ class Collector:
         self._seen.add(key)
         return True
 
-    def finish(self, key: Callable[[dict], str], excluded: Callable[[dict], bool],
-               convert: Callable[[dict], HostRepo]) -> ListResult:
+    def finish(
+        self, key: Callable[[dict], str], excluded: Callable[[dict], bool], convert: Callable[[dict], HostRepo]
+    ) -> ListResult:
         """The result: each raw repo not `excluded` and not already kept (by `key`), converted."""
         for r in self.raw:
             if not excluded(r) and self.first(key(r)):

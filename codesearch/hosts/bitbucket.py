@@ -84,6 +84,7 @@ GONE = (410,)
 
 # ---------------------------------------------------------------------------------------------- cloud
 
+
 def _cloud_pages(http: HostHttp, url: str, params: dict | None, headers: dict) -> list[dict]:
     out: list[dict] = []
     seen: set[str] = set()
@@ -137,16 +138,23 @@ def _list_cloud(conn: dict, token: str | None, http: HostHttp, c: Collector) -> 
     headers = _auth_headers(conn.get("user"), token)
     git_user = conn.get("gitUser") or conn.get("user") or "x-token-auth"
     for ws in conn.get("workspaces") or ():
-        c.gather(lambda ws=ws: _cloud_pages(http, f"{api}/repositories/{_q(ws)}", {"pagelen": CLOUD_PAGELEN}, headers),
-                 f"workspace {ws!r} not found (or not visible)", also=GONE)
+        c.gather(
+            lambda ws=ws: _cloud_pages(http, f"{api}/repositories/{_q(ws)}", {"pagelen": CLOUD_PAGELEN}, headers),
+            f"workspace {ws!r} not found (or not visible)",
+            also=GONE,
+        )
     for entry in conn.get("projects") or ():
         ws, _, key = entry.partition("/")
         if not ws or not key or "/" in key:
             c.warn(f"project {entry!r} is not of the form workspace/PROJECTKEY")
             continue
-        found = c.gather(lambda ws=ws, key=key: _cloud_pages(http, f"{api}/repositories/{_q(ws)}",
-                                                             {"pagelen": CLOUD_PAGELEN, "q": f'project.key="{key}"'}, headers),
-                         f"project {entry!r}: workspace {ws!r} not found (or not visible)", also=GONE)
+        found = c.gather(
+            lambda ws=ws, key=key: _cloud_pages(
+                http, f"{api}/repositories/{_q(ws)}", {"pagelen": CLOUD_PAGELEN, "q": f'project.key="{key}"'}, headers
+            ),
+            f"project {entry!r}: workspace {ws!r} not found (or not visible)",
+            also=GONE,
+        )
         if found is not None and not found:
             c.warn(f"project {entry!r} not found or has no repositories visible")
     for entry in conn.get("repos") or ():
@@ -154,12 +162,16 @@ def _list_cloud(conn: dict, token: str | None, http: HostHttp, c: Collector) -> 
         if not ws or not slug or "/" in slug:
             c.warn(f"repo {entry!r} is not of the form workspace/slug")
             continue
-        c.gather(lambda ws=ws, slug=slug: [http.get_json(f"{api}/repositories/{_q(ws)}/{_q(slug)}", headers=headers)],
-                 f"repo {entry!r} not found (or not visible)", also=GONE)
+        c.gather(
+            lambda ws=ws, slug=slug: [http.get_json(f"{api}/repositories/{_q(ws)}/{_q(slug)}", headers=headers)],
+            f"repo {entry!r} not found (or not visible)",
+            also=GONE,
+        )
     return [hr for hr in (_cloud_repo(repo, root, git_user) for repo in c.raw) if hr is not None]
 
 
 # --------------------------------------------------------------------------------------------- server
+
 
 def _server_pages(http: HostHttp, url: str, params: dict, headers: dict) -> list[dict]:
     out: list[dict] = []
@@ -190,7 +202,7 @@ def _server_repo(repo: dict, root: str, git_user: str) -> HostRepo | None:
     if isinstance(default, dict):
         default = default.get("displayId")
     if isinstance(default, str) and default.startswith("refs/heads/"):
-        default = default[len("refs/heads/"):]
+        default = default[len("refs/heads/") :]
     return HostRepo(
         name=f"{root}/{display}",
         display_name=display,
@@ -220,15 +232,21 @@ def _list_server(conn: dict, token: str | None, http: HostHttp, c: Collector) ->
     if conn.get("all"):
         c.raw += _server_pages(http, f"{api}/repos", {"archived": "ALL"}, headers)
     for key in conn.get("projects") or ():
-        c.gather(lambda key=key: _server_pages(http, f"{api}/projects/{_q(key)}/repos", {}, headers),
-                 f"project {key!r} not found", also=GONE)
+        c.gather(
+            lambda key=key: _server_pages(http, f"{api}/projects/{_q(key)}/repos", {}, headers),
+            f"project {key!r} not found",
+            also=GONE,
+        )
     for entry in conn.get("repos") or ():
         key, _, slug = entry.partition("/")
         if not key or not slug or "/" in slug:
             c.warn(f"repo {entry!r} is not of the form PROJECT/slug")
             continue
-        c.gather(lambda key=key, slug=slug: [http.get_json(f"{api}/projects/{_q(key)}/repos/{_q(slug)}", headers=headers)],
-                 f"repo {entry!r} not found", also=GONE)
+        c.gather(
+            lambda key=key, slug=slug: [http.get_json(f"{api}/projects/{_q(key)}/repos/{_q(slug)}", headers=headers)],
+            f"repo {entry!r} not found",
+            also=GONE,
+        )
     return [hr for hr in (_server_repo(repo, root, git_user) for repo in c.raw) if hr is not None]
 
 

@@ -45,7 +45,7 @@ def name_root(url: str) -> str:
 def parse_gerrit_json(text: str):
     """Gerrit's JSON: the ``)]}'`` guard line removed first."""
     if text.startswith(XSSI_PREFIX):
-        text = text[len(XSSI_PREFIX):]
+        text = text[len(XSSI_PREFIX) :]
     return json.loads(text)
 
 
@@ -58,8 +58,11 @@ def _list_projects(base: str, http: HostHttp) -> dict[str, dict]:
         try:
             page = parse_gerrit_json(r.text)
         except ValueError:
-            raise HostError(f"{base}/projects/ answered {r.status_code} with a body that is not Gerrit JSON",
-                            url=f"{base}/projects/", status=r.status_code) from None
+            raise HostError(
+                f"{base}/projects/ answered {r.status_code} with a body that is not Gerrit JSON",
+                url=f"{base}/projects/",
+                status=r.status_code,
+            ) from None
         if not isinstance(page, dict):
             raise HostError(f"{base}/projects/ did not answer with a map of projects", url=f"{base}/projects/")
         new = [k for k in page if k not in projects]
@@ -104,16 +107,18 @@ def list_gerrit(name: str, conn: dict, token: str | None, http: HostHttp) -> Lis
         if glob_any(exclude.get("projects"), project):
             continue
         web = _web_url(base, info)
-        result.repos.append(HostRepo(
-            name=f"{root}/{project}",
-            display_name=project,
-            code_host_type="gerrit",
-            clone_url=f"{base}/{urllib.parse.quote(project, safe='/')}",
-            web_url=web,
-            file_url_template=f"{web}/+/{{branch}}/{{path}}" if web else "",
-            default_branch=None,
-            public=True,
-            external_id=info.get("id") or urllib.parse.quote(project, safe=""),
-            git_user="",
-        ))
+        result.repos.append(
+            HostRepo(
+                name=f"{root}/{project}",
+                display_name=project,
+                code_host_type="gerrit",
+                clone_url=f"{base}/{urllib.parse.quote(project, safe='/')}",
+                web_url=web,
+                file_url_template=f"{web}/+/{{branch}}/{{path}}" if web else "",
+                default_branch=None,
+                public=True,
+                external_id=info.get("id") or urllib.parse.quote(project, safe=""),
+                git_user="",
+            )
+        )
     return result

@@ -76,11 +76,19 @@ def list_gitea(name: str, conn: dict, token: str | None, http: HostHttp) -> List
         c.entity("user", user, lambda u=user: pages(f"{api}/users/{quote(u, safe='')}/repos"))
     for full in conn.get("repos") or ():
         owner, _, repo = full.partition("/")
-        c.entity("repository", full,
-                lambda o=owner, n=repo: [_json(http.get(f"{api}/repos/{quote(o, safe='')}/{quote(n, safe='')}", headers=headers))])
+        c.entity(
+            "repository",
+            full,
+            lambda o=owner, n=repo: [
+                _json(http.get(f"{api}/repos/{quote(o, safe='')}/{quote(n, safe='')}", headers=headers))
+            ],
+        )
 
-    return c.finish(key=lambda r: str(r.get("id") or r.get("full_name", "").lower()),
-                    excluded=lambda r: _excluded(r, conn), convert=lambda r: _to_host_repo(r, url, host, token))
+    return c.finish(
+        key=lambda r: str(r.get("id") or r.get("full_name", "").lower()),
+        excluded=lambda r: _excluded(r, conn),
+        convert=lambda r: _to_host_repo(r, url, host, token),
+    )
 
 
 def _excluded(r: dict, conn: dict) -> bool:

@@ -28,8 +28,16 @@ from __future__ import annotations
 
 from urllib.parse import quote, urlsplit
 
-from codesearch.hosts.base import (Collector, HostRepo, ListResult, excluded, host_of, json_pages, register,
-                                   topics_excluded)
+from codesearch.hosts.base import (
+    Collector,
+    HostRepo,
+    ListResult,
+    excluded,
+    host_of,
+    json_pages,
+    register,
+    topics_excluded,
+)
 from codesearch.hosts.base import response_json as _json
 from codesearch.hosts.http import HostHttp, next_link
 
@@ -52,15 +60,24 @@ def list_github(name: str, conn: dict, token: str | None, http: HostHttp) -> Lis
     url = (conn.get("url") or DEFAULT_URL).rstrip("/")
     api = api_base(url)
     host = host_of(url)
-    headers = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28",
-               "User-Agent": "codesearch"}
+    headers = {
+        "Accept": "application/vnd.github+json",
+        "X-GitHub-Api-Version": "2022-11-28",
+        "User-Agent": "codesearch",
+    }
     if token:
         headers["Authorization"] = f"Bearer {token}"
     c = Collector(name, "GitHub")
 
     def pages(first_url: str, params: dict) -> list[dict]:
-        return json_pages(http, first_url, {**params, "per_page": PER_PAGE}, headers,
-                          lambda r, body, items: next_link(r), "repositories")
+        return json_pages(
+            http,
+            first_url,
+            {**params, "per_page": PER_PAGE},
+            headers,
+            lambda r, body, items: next_link(r),
+            "repositories",
+        )
 
     def attempt(kind: str, entity: str, fetch) -> None:
         c.entity(kind, entity, fetch, also=(422,))  # 422: GitHub's validation of a name
@@ -78,10 +95,19 @@ def list_github(name: str, conn: dict, token: str | None, http: HostHttp) -> Lis
             c.raw.extend(pages(f"{api}/user/repos", {"affiliation": "owner"}))
     for full in conn.get("repos") or ():
         owner, _, repo = full.partition("/")
-        attempt("repository", full, lambda owner=owner, repo=repo: [_json(http.get(f"{api}/repos/{quote(owner)}/{quote(repo)}", headers=headers))])
+        attempt(
+            "repository",
+            full,
+            lambda owner=owner, repo=repo: [
+                _json(http.get(f"{api}/repos/{quote(owner)}/{quote(repo)}", headers=headers))
+            ],
+        )
 
-    return c.finish(key=lambda r: str(r.get("id") or r.get("full_name", "").lower()),
-                    excluded=lambda r: _excluded(r, conn), convert=lambda r: _to_host_repo(r, host, token))
+    return c.finish(
+        key=lambda r: str(r.get("id") or r.get("full_name", "").lower()),
+        excluded=lambda r: _excluded(r, conn),
+        convert=lambda r: _to_host_repo(r, host, token),
+    )
 
 
 def _excluded(r: dict, conn: dict) -> bool:

@@ -30,8 +30,16 @@ from __future__ import annotations
 
 from urllib.parse import quote, urlsplit, urlunsplit
 
-from codesearch.hosts.base import (Collector, HostRepo, ListResult, excluded, host_of, json_pages, register,
-                                   topics_excluded)
+from codesearch.hosts.base import (
+    Collector,
+    HostRepo,
+    ListResult,
+    excluded,
+    host_of,
+    json_pages,
+    register,
+    topics_excluded,
+)
 from codesearch.hosts.base import response_json as _json
 from codesearch.hosts.http import HostHttp, next_link
 
@@ -66,14 +74,23 @@ def list_gitlab(name: str, conn: dict, token: str | None, http: HostHttp) -> Lis
         else:
             c.raw.extend(pages(f"{api}/projects", {"pagination": "keyset", "order_by": "id", "sort": "asc"}))
     for group in conn.get("groups") or ():
-        c.entity("group", group, lambda g=group: pages(f"{api}/groups/{encode_path(g)}/projects", {"include_subgroups": "true"}))
+        c.entity(
+            "group",
+            group,
+            lambda g=group: pages(f"{api}/groups/{encode_path(g)}/projects", {"include_subgroups": "true"}),
+        )
     for user in conn.get("users") or ():
         c.entity("user", user, lambda u=user: pages(f"{api}/users/{quote(u, safe='')}/projects", {}))
     for project in conn.get("projects") or ():
-        c.entity("project", project, lambda p=project: [_json(http.get(f"{api}/projects/{encode_path(p)}", headers=headers))])
+        c.entity(
+            "project", project, lambda p=project: [_json(http.get(f"{api}/projects/{encode_path(p)}", headers=headers))]
+        )
 
-    return c.finish(key=lambda p: str(p.get("id") or p.get("path_with_namespace", "").lower()),
-                    excluded=lambda p: _excluded(p, conn), convert=lambda p: _to_host_repo(p, host, scheme, token))
+    return c.finish(
+        key=lambda p: str(p.get("id") or p.get("path_with_namespace", "").lower()),
+        excluded=lambda p: _excluded(p, conn),
+        convert=lambda p: _to_host_repo(p, host, scheme, token),
+    )
 
 
 def _next_page(r, body, items) -> str | None:
@@ -90,8 +107,13 @@ def _excluded(p: dict, conn: dict) -> bool:
         return True
     if exclude.get("userOwnedProjects") and (p.get("namespace") or {}).get("kind") == "user":
         return True
-    if excluded(exclude, fork="forked_from_project" in p, archived=bool(p.get("archived")),
-                name=p.get("path_with_namespace", ""), globs="projects"):
+    if excluded(
+        exclude,
+        fork="forked_from_project" in p,
+        archived=bool(p.get("archived")),
+        name=p.get("path_with_namespace", ""),
+        globs="projects",
+    ):
         return True
     return topics_excluded(p.get("topics"), conn)
 

@@ -29,7 +29,7 @@ def _size(text: str) -> int:
 
 def _cut_line(line: str, room: int) -> str:
     """The longest prefix of `line` of at most `room` bytes, cut at a character boundary."""
-    return line.encode("utf-8")[:max(room, 0)].decode("utf-8", "ignore")
+    return line.encode("utf-8")[: max(room, 0)].decode("utf-8", "ignore")
 
 
 def fit_text(text: str, narrow: str, budget: int = ANSWER_BUDGET) -> str:
@@ -73,8 +73,10 @@ def fit_json(value, items_key: str | None, noun: str, narrow: str, budget: int =
     def render(k: int) -> str:
         if items_key is None:
             return json.dumps(items[:k], ensure_ascii=False)
-        note = (f"Only the first {k} of the {len(items)} {noun} on this page fit in the {budget // 1024} KB answer "
-                f"budget: ask for fewer per page (perPage={max(k, 1)}) and page through, or {narrow}")
+        note = (
+            f"Only the first {k} of the {len(items)} {noun} on this page fit in the {budget // 1024} KB answer "
+            f"budget: ask for fewer per page (perPage={max(k, 1)}) and page through, or {narrow}"
+        )
         return json.dumps({**value, items_key: items[:k], "note": note}, ensure_ascii=False)
 
     lo, hi = 0, len(items) - 1  # the largest k whose rendering fits (k = 0 is assumed to)

@@ -12,9 +12,11 @@ wrong and what to do instead (e.g. "use list_repos to see repository names").
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from codesearch.errors import CodesearchError, RepositoryNotFound
 from codesearch.permissions import Identity, can_see, filter_search_response, visible_repos
@@ -54,10 +56,8 @@ class ToolContext:
 
     def report(self, message: str) -> None:
         if self.progress is not None:
-            try:
+            with contextlib.suppress(Exception):  # a client that went away must not fail the tool
                 self.progress(message)
-            except Exception:  # a client that went away must not fail the tool
-                pass
 
     def may_see(self, repo) -> bool:
         return can_see(self.identity, repo) and (self.allowed_repos is None or repo.name in self.allowed_repos)
@@ -71,7 +71,8 @@ class ToolContext:
         if row is None or not self.may_see(row):
             raise RepositoryNotFound(
                 f"repository {name!r} not found: give the full name including the host "
-                "(e.g. github.com/org/repo); list_repos shows the names")
+                "(e.g. github.com/org/repo); list_repos shows the names"
+            )
         return row
 
     def visible_repos(self) -> list:
@@ -104,10 +105,16 @@ class ToolContext:
     # ------------------------------------------------------------------ search
 
     def search(self, query: str, *, regex: bool, case_sensitive: bool, matches: int, context_lines: int = 0) -> dict:
-        options = SearchOptions(matches=matches, context_lines=context_lines, is_regex=regex,
-                                case_sensitive=case_sensitive, timeout_s=self.search_timeout_s,
-                                public_url=self.public_url, contexts=self.contexts,
-                                visible_repos=visible_repos(self.identity))
+        options = SearchOptions(
+            matches=matches,
+            context_lines=context_lines,
+            is_regex=regex,
+            case_sensitive=case_sensitive,
+            timeout_s=self.search_timeout_s,
+            public_url=self.public_url,
+            contexts=self.contexts,
+            visible_repos=visible_repos(self.identity),
+        )
         resp = filter_search_response(self.identity, self.search_fn(query, options))
         if self.allowed_repos is not None:
             resp = {**resp, "files": [f for f in resp.get("files", []) if f.get("repository") in self.allowed_repos]}
