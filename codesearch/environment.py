@@ -50,7 +50,7 @@ import logging
 import os
 from collections.abc import Mapping
 
-from codesearch.errors import CodesearchError
+from codesearch.errors import CodesearchError, Reduced
 from codesearch.globs import PatternList
 
 DATA_DIR = "DATA_DIR"
@@ -78,7 +78,7 @@ class InvalidEnvironmentVariable(CodesearchError):
         self.expected = expected
         super().__init__(f"environment variable {name}={value!r}: {expected}")
 
-    def __reduce__(self):  # rebuilt from its fields when it crosses a process boundary (Ray)
+    def __reduce__(self) -> Reduced:  # rebuilt from its fields when it crosses a process boundary (Ray)
         return (type(self), (self.name, self.value, self.expected))
 
 

@@ -7,9 +7,14 @@ compare case-insensitively with globs. Globs are path-style (`*` stays within a 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from codesearch.globs import glob_match
+
+if TYPE_CHECKING:
+    from codesearch.config.models import SearchContext
 
 
 @dataclass(frozen=True)
@@ -21,13 +26,13 @@ class RepoFacts:
     topics: tuple[str, ...] = field(default_factory=tuple)
 
 
-def _any(globs, value: str, fold: bool = False) -> bool:
+def _any(globs: Iterable[str], value: str, fold: bool = False) -> bool:
     if fold:
         value = value.lower()
     return any(glob_match(g.lower() if fold else g, value) for g in globs)
 
 
-def resolve_context(ctx, repos: list[RepoFacts]) -> list[str]:
+def resolve_context(ctx: SearchContext, repos: list[RepoFacts]) -> list[str]:
     """The names of the repositories the context `ctx` (a config `SearchContext`) covers."""
     out = []
     for r in repos:

@@ -61,25 +61,33 @@ class Settings(BaseModel):
 
     model_config = ConfigDict(populate_by_name=True, extra="ignore", frozen=True)
 
-    max_file_size: Number = Field(defaults.MAX_FILE_SIZE, alias="maxFileSize")
-    max_trigram_count: Number = Field(defaults.MAX_TRIGRAM_COUNT, alias="maxTrigramCount")
-    reindex_interval_ms: Number = Field(3600000, alias="reindexIntervalMs")
-    resync_connection_interval_ms: Number = Field(86400000, alias="resyncConnectionIntervalMs")
-    resync_connection_polling_interval_ms: Number = Field(1000, alias="resyncConnectionPollingIntervalMs")
-    reindex_repo_polling_interval_ms: Number = Field(1000, alias="reindexRepoPollingIntervalMs")
-    max_connection_sync_job_concurrency: Number = Field(8, alias="maxConnectionSyncJobConcurrency")
-    max_repo_indexing_job_concurrency: Number = Field(8, alias="maxRepoIndexingJobConcurrency")
-    max_repo_garbage_collection_job_concurrency: Number = Field(8, alias="maxRepoGarbageCollectionJobConcurrency")
-    repo_garbage_collection_grace_period_ms: Number = Field(10000, alias="repoGarbageCollectionGracePeriodMs")
-    repo_index_timeout_ms: Number = Field(defaults.REPO_INDEX_TIMEOUT_MS, alias="repoIndexTimeoutMs")
+    max_file_size: Number = Field(default=defaults.MAX_FILE_SIZE, alias="maxFileSize")
+    max_trigram_count: Number = Field(default=defaults.MAX_TRIGRAM_COUNT, alias="maxTrigramCount")
+    reindex_interval_ms: Number = Field(default=3600000, alias="reindexIntervalMs")
+    resync_connection_interval_ms: Number = Field(default=86400000, alias="resyncConnectionIntervalMs")
+    resync_connection_polling_interval_ms: Number = Field(default=1000, alias="resyncConnectionPollingIntervalMs")
+    reindex_repo_polling_interval_ms: Number = Field(default=1000, alias="reindexRepoPollingIntervalMs")
+    max_connection_sync_job_concurrency: Number = Field(default=8, alias="maxConnectionSyncJobConcurrency")
+    max_repo_indexing_job_concurrency: Number = Field(default=8, alias="maxRepoIndexingJobConcurrency")
+    max_repo_garbage_collection_job_concurrency: Number = Field(
+        default=8, alias="maxRepoGarbageCollectionJobConcurrency"
+    )
+    repo_garbage_collection_grace_period_ms: Number = Field(default=10000, alias="repoGarbageCollectionGracePeriodMs")
+    repo_index_timeout_ms: Number = Field(default=defaults.REPO_INDEX_TIMEOUT_MS, alias="repoIndexTimeoutMs")
     #: Deprecated (FORCE_ENABLE_ANONYMOUS_ACCESS replaces it); `apply_environment_overrides` maps it.
-    enable_public_access: bool = Field(False, alias="enablePublicAccess")
+    enable_public_access: bool = Field(default=False, alias="enablePublicAccess")
     #: Falls back to the deprecated `experiment_repoDrivenPermissionSyncIntervalMs`.
-    repo_driven_permission_sync_interval_ms: Number = Field(86400000, alias="repoDrivenPermissionSyncIntervalMs")
+    repo_driven_permission_sync_interval_ms: Number = Field(
+        default=86400000, alias="repoDrivenPermissionSyncIntervalMs"
+    )
     #: Falls back to the deprecated `experiment_userDrivenPermissionSyncIntervalMs`.
-    user_driven_permission_sync_interval_ms: Number = Field(86400000, alias="userDrivenPermissionSyncIntervalMs")
-    max_account_permission_sync_job_concurrency: Number = Field(8, alias="maxAccountPermissionSyncJobConcurrency")
-    max_repo_permission_sync_job_concurrency: Number = Field(8, alias="maxRepoPermissionSyncJobConcurrency")
+    user_driven_permission_sync_interval_ms: Number = Field(
+        default=86400000, alias="userDrivenPermissionSyncIntervalMs"
+    )
+    max_account_permission_sync_job_concurrency: Number = Field(
+        default=8, alias="maxAccountPermissionSyncJobConcurrency"
+    )
+    max_repo_permission_sync_job_concurrency: Number = Field(default=8, alias="maxRepoPermissionSyncJobConcurrency")
 
 
 class SearchContext(BaseModel):

@@ -47,6 +47,11 @@ from __future__ import annotations
 import logging
 import sys
 import threading
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from codesearch.search.options import Stats
 
 log = logging.getLogger(__name__)
 
@@ -140,7 +145,7 @@ def ray_ready() -> bool:
     return ray is not None and ray.is_initialized()
 
 
-def _metric(name: str):
+def _metric(name: str) -> object | None:
     """The metric `name` of this process, made on first use; None outside Ray."""
     metric = _made.get(name)
     if metric is not None:
@@ -190,11 +195,11 @@ def set_gauge(name: str, value: float, **tags: str) -> None:
 
 def http_request(route: str, method: str, status: int, seconds: float) -> None:
     tags = {"route": route, "method": method, "status": str(status)}
-    inc("codesearch_http_requests", **tags)
+    inc("codesearch_http_requests", 1, **tags)
     observe("codesearch_http_request_seconds", seconds, **tags)
 
 
-def searcher_query(origin: int, seconds: float, stats) -> None:
+def searcher_query(origin: int, seconds: float, stats: Stats) -> None:
     """One search of one searcher: its time and what its `Stats` say it examined."""
     o = str(origin)
     observe("codesearch_searcher_query_seconds", seconds, origin=o)
@@ -208,7 +213,7 @@ def searcher_shards(origin: int, count: int, nbytes: int) -> None:
     set_gauge("codesearch_searcher_shard_bytes", nbytes, origin=o)
 
 
-def job_queue(queued: dict[str, int], running: dict[str, int], kinds) -> None:
+def job_queue(queued: dict[str, int], running: dict[str, int], kinds: Iterable[str]) -> None:
     """The queue as the store holds it now: jobs waiting and running per kind (0 for a kind
     without any, so a gauge falls back to 0 when its queue empties)."""
     for kind in kinds:
