@@ -65,7 +65,7 @@ def _looks_like_text(value: str) -> bool:
     return "\n" in value or s.startswith(("{", "[", "//", "/*")) or s == ""
 
 
-def _read(path_or_text: str | os.PathLike | bytes, source: str | None) -> tuple[str, str]:
+def _read(path_or_text: str | os.PathLike[str] | bytes, source: str | None) -> tuple[str, str]:
     """(text, source name) of a path, of JSON text, or of bytes."""
     if isinstance(path_or_text, bytes):
         raw, src = path_or_text, source or "<config>"
@@ -88,7 +88,7 @@ def _read(path_or_text: str | os.PathLike | bytes, source: str | None) -> tuple[
 
 
 def load_config(
-    path_or_text: str | os.PathLike | bytes, *, source: str | None = None, environ: Mapping[str, str] = os.environ
+    path_or_text: str | os.PathLike[str] | bytes, *, source: str | None = None, environ: Mapping[str, str] = os.environ
 ) -> Config:
     """Load, validate and type a config file (docs/configuration.md).
 
@@ -138,7 +138,7 @@ def _truthy(value: str | None) -> bool:
     return (value or "").strip().lower() in _TRUE
 
 
-def _build(doc: dict, source: str, environ: Mapping[str, str], duplicates: list[str]) -> Config:
+def _build(doc: dict[str, Any], source: str, environ: Mapping[str, str], duplicates: list[str]) -> Config:
     warnings: list[str] = [f'duplicate key "{k}" (the last value is used)' for k in dict.fromkeys(duplicates)]
 
     # settings, deprecated names mapped to their replacements
@@ -266,7 +266,7 @@ def bitbucket_cloud_api_url(base_url: str) -> str:
     return base + "/2.0"
 
 
-def _identity_providers(entries: list, warnings: list[str]) -> tuple[list[IdentityProvider], list[str]]:
+def _identity_providers(entries: list[dict[str, Any]], warnings: list[str]) -> tuple[list[IdentityProvider], list[str]]:
     """The supported `identityProviders` entries, typed, with their ids (see `IdentityProvider`);
     warnings for entries that are accepted but not acted on; problems for clashing ids."""
     out: list[IdentityProvider] = []
@@ -321,6 +321,7 @@ def _identity_providers(entries: list, warnings: list[str]) -> tuple[list[Identi
         if kind in CODE_HOST_PROVIDERS:
             base_url = (e.get("baseUrl") or _PROVIDER_WEB_URLS.get(kind) or "").rstrip("/") or None
         if kind == "bitbucket-cloud":
+            assert base_url is not None  # bitbucket-cloud has a default web URL
             api_url = (e.get("apiUrl") or bitbucket_cloud_api_url(base_url)).rstrip("/")
         out.append(
             IdentityProvider(
@@ -371,7 +372,7 @@ def _is_token_ref(value: Any) -> bool:
     )
 
 
-def _connection_warnings(name: str, raw: dict) -> list[str]:
+def _connection_warnings(name: str, raw: dict[str, Any]) -> list[str]:
     """Fields the schema accepts but that have no effect as written (docs/configuration.md#the-file)."""
     at = _problems.format_path(("connections", name))
     kind, out = raw["type"], []

@@ -20,10 +20,10 @@ import difflib
 import json
 import re
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
-from jsonschema import ValidationError
+from jsonschema import Draft7Validator, ValidationError
 
 _IDENT = re.compile(r"^[A-Za-z0-9_$-]+$")
 _DISCRIMINATORS = ("type", "provider")
@@ -43,7 +43,9 @@ _PATTERN_TEXT = {
 }
 _TOKEN_FORMS = '{"env": "<VARIABLE>"} or {"googleCloudSecret": "projects/<p>/secrets/<s>/versions/<v>"}'
 
-Problem = tuple[tuple, str]  # (path in the document, reason)
+#: Where in the document: the keys and indexes from its root.
+Path = tuple[str | int, ...]
+Problem = tuple[Path, str]  # (path in the document, reason)
 
 
 def format_path(path: Iterable[Any]) -> str:
@@ -67,7 +69,7 @@ def _jtype(value: Any) -> str:
     return {str: "string", dict: "object", list: "array", type(None): "null"}.get(type(value), type(value).__name__)
 
 
-def _describe(branch: dict) -> str:
+def _describe(branch: dict[str, Any]) -> str:
     """A branch of a oneOf/anyOf in a few words."""
     if "$ref" in branch:
         name = branch["$ref"].rsplit("/", 1)[-1].removesuffix(".json")
@@ -129,7 +131,7 @@ def explain(error: ValidationError) -> list[Problem]:
         if keys:
             return [(path + (k,), f"{k} cannot be overridden") for k in keys]
         return [(path, "is not allowed here")]
-    simple = {
+    simple: dict[str, Callable[[], str]] = {
         "minimum": lambda: f"must be at least {val}",
         "maximum": lambda: f"must be at most {val}",
         "exclusiveMinimum": lambda: f"must be greater than {val}",
@@ -154,7 +156,7 @@ def _is_shape_error(e: ValidationError) -> bool:
     return len(e.relative_path) == 0 and e.validator in _SHAPE_VALIDATORS
 
 
-def _explain_alternatives(error: ValidationError, path: tuple) -> list[Problem]:
+def _explain_alternatives(error: ValidationError, path: Path) -> list[Problem]:
     inst = error.instance
     branches_schemas = error.validator_value or []
     by_branch: dict[int, list[ValidationError]] = defaultdict(list)
@@ -207,7 +209,7 @@ def _explain_alternatives(error: ValidationError, path: tuple) -> list[Problem]:
     return [(path, message)]
 
 
-def document_order(doc: Any, path: tuple) -> list[int]:
+def document_order(doc: Any, path: Path) -> list[int]:
     """A sort key that puts problems in the order their places appear in the document."""
     key, node = [], doc
     for p in path:
@@ -223,7 +225,7 @@ def document_order(doc: Any, path: tuple) -> list[int]:
     return key
 
 
-def collect(validator, doc: Any) -> list[str]:
+def collect(validator: Draft7Validator, doc: Any) -> list[str]:
     """Every problem of `doc`, in document order, each once, as ``"<path>: <reason>"``."""
     problems: list[Problem] = []
     for error in validator.iter_errors(doc):

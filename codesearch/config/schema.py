@@ -17,6 +17,8 @@ import copy
 import json
 from functools import cache
 from importlib import resources
+from importlib.resources.abc import Traversable
+from typing import Any
 
 from jsonschema import Draft7Validator
 from referencing import Registry, Resource
@@ -30,7 +32,7 @@ SCHEMA_BASE_URI = "https://codesearch.invalid/schemas/v3/"
 INDEX_FILE = "index.json"
 
 
-def _dir():
+def _dir() -> Traversable:
     return resources.files("codesearch.config").joinpath("schemas", SCHEMA_VERSION)
 
 
@@ -63,16 +65,17 @@ def schema_bytes(name: str = INDEX_FILE) -> bytes:
 
 
 @cache
-def _schema(name: str) -> dict:
-    return json.loads(schema_bytes(name))
+def _schema(name: str) -> dict[str, Any]:
+    schema: dict[str, Any] = json.loads(schema_bytes(name))
+    return schema
 
 
-def load_schema(name: str = INDEX_FILE) -> dict:
+def load_schema(name: str = INDEX_FILE) -> dict[str, Any]:
     """One schema file as a dict (a fresh copy: callers may modify it)."""
     return copy.deepcopy(_schema(_normalize(name)))
 
 
-def schema_index() -> dict:
+def schema_index() -> dict[str, Any]:
     """The top-level schema (``index.json``), as printed by ``codesearch config schema``."""
     return load_schema(INDEX_FILE)
 

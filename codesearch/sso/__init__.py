@@ -24,7 +24,7 @@ tokens, states, nonces and verifiers are never logged, never put in an error pag
 tokens are stored sealed (`codesearch.store.identities`).
 """
 
-from codesearch.sso.flow import FlowError, ProviderIdentity
-from codesearch.sso.providers import Provider, build_providers
+from codesearch.sso.flow import FlowError
+from codesearch.sso.providers import Provider, ProviderIdentity, build_providers
 
 __all__ = ["FlowError", "Provider", "ProviderIdentity", "build_providers"]

@@ -13,11 +13,17 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from codesearch.errors import HostAuthError
 from codesearch.sso.providers import HTTP_TIMEOUT_S, build_providers
+
+if TYPE_CHECKING:
+    from codesearch.config.models import Config
+    from codesearch.store import Store
+    from codesearch.store.identities import LinkedAccount
 
 #: A token that expires within this long is refreshed before it is used.
 EARLY = timedelta(seconds=60)
@@ -27,7 +33,7 @@ def needs_refresh(expires_at: datetime | None, now: datetime) -> bool:
     return expires_at is not None and expires_at - EARLY <= now
 
 
-def refresh_account_token(store, config, account) -> str:
+def refresh_account_token(store: Store, config: Config, account: LinkedAccount) -> str:
     """A fresh access token for `account` (stored sealed); `HostAuthError` when there is none to be had."""
     tokens = store.account_tokens(account.id)
     if not tokens.refresh_token:
@@ -36,7 +42,7 @@ def refresh_account_token(store, config, account) -> str:
     if provider is None:
         raise HostAuthError(f"the identity provider {account.provider!r} of this account is no longer configured")
 
-    async def go() -> dict:
+    async def go() -> dict[str, Any]:
         from authlib.integrations.httpx_client import AsyncOAuth2Client
 
         async with httpx.AsyncClient(timeout=HTTP_TIMEOUT_S) as http:
@@ -56,7 +62,7 @@ def refresh_account_token(store, config, account) -> str:
         raise HostAuthError(
             f"refreshing the account's token failed ({type(e).__name__}): its user must sign in again"
         ) from None
-    access = token.get("access_token")
+    access: str | None = token.get("access_token")
     if not access:
         raise HostAuthError("the provider's refresh answer had no access token: its user must sign in again")
     expires_at = None

@@ -18,6 +18,7 @@ answer that had to be cut says so and how to ask a narrower question:
 from __future__ import annotations
 
 import json
+from typing import Any
 
 #: bytes of UTF-8 text one tool call may return
 ANSWER_BUDGET = 20 * 1024
@@ -59,7 +60,7 @@ def fit_text(text: str, narrow: str, budget: int = ANSWER_BUDGET) -> str:
     return "\n".join(kept) + "\n\n" + hint(len(kept))
 
 
-def fit_json(value, items_key: str | None, noun: str, narrow: str, budget: int = ANSWER_BUDGET) -> str:
+def fit_json(value: Any, items_key: str | None, noun: str, narrow: str, budget: int = ANSWER_BUDGET) -> str:
     """`value` as compact JSON, with as many of its items as fit in `budget` bytes.
 
     The items are ``value[items_key]`` (or `value` itself when it is a list, `items_key` None).

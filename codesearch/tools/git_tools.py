@@ -16,6 +16,7 @@ import json
 
 from codesearch.plurals import plural
 from codesearch.search.present import web_url
+from codesearch.store.models import Repo
 from codesearch.sync import repo_info
 from codesearch.tools.context import ToolContext, ToolInputError
 
@@ -26,7 +27,7 @@ READ_MAX_CHARS = 5 * 1024
 READ_MAX_LINE_CHARS = 2000
 
 
-def _file_url(tc: ToolContext, row, ref: str, path: str) -> str:
+def _file_url(tc: ToolContext, row: Repo, ref: str, path: str) -> str:
     info = repo_info(row)
     return web_url(tc.public_url, info, ref, path)
 
@@ -54,7 +55,8 @@ def read_file(
             f"use an offset from 1 to {total}"
         )
     want = min(limit or READ_MAX_LINES, READ_MAX_LINES)
-    shown, size = [], 0
+    shown: list[str] = []
+    size = 0
     for n in range(start, min(total, start + want - 1) + 1):
         text = lines[n - 1]
         if len(text) > READ_MAX_LINE_CHARS:

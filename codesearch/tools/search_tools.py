@@ -16,10 +16,13 @@ usual ``Found N matches`` header), for questions such as "which repositories use
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from codesearch.globs import glob_to_regex
 from codesearch.plurals import plural
+from codesearch.store.models import Repo
 from codesearch.tools.context import ToolContext, ToolInputError
 
 MAX_LINE_CHARS = 2000
@@ -67,7 +70,7 @@ class FileHits:
     more: int = 0  # matching lines not shown
 
 
-def hits_from_response(resp: dict) -> list[FileHits]:
+def hits_from_response(resp: dict[str, Any]) -> list[FileHits]:
     """Per file, the lines where matches start (from the response's chunks), in response order."""
     out = []
     for f in resp.get("files", []):
@@ -117,7 +120,7 @@ def render_hits(hits: list[FileHits], noun: str, truncated_hint: str | None) -> 
 # ---------------------------------------------------------------------- grep
 
 
-def _ref_filter(tc: ToolContext, repo, ref: str) -> tuple[str | None, str | None]:
+def _ref_filter(tc: ToolContext, repo: Repo, ref: str) -> tuple[str | None, str | None]:
     """How to search `repo` at `ref` with the index: (the full indexed ref name, its commit), or
     (None, None) when the index does not hold that ref (then git answers)."""
     revs = dict(repo.indexed_revisions or {})
@@ -211,7 +214,14 @@ def _on_ref(branches: list[str], full_ref: str | None, ref: str) -> bool:
 
 
 def _git_grep(
-    tc: ToolContext, row, ref: str, pattern: str, under: str, include: str | None, limit: int, render=render_hits
+    tc: ToolContext,
+    row: Repo,
+    ref: str,
+    pattern: str,
+    under: str,
+    include: str | None,
+    limit: int,
+    render: Callable[[list[FileHits], str, str | None], str] = render_hits,
 ) -> str:
     from codesearch.git.grep import grep as git_grep
 
