@@ -33,12 +33,16 @@ import os
 import re
 import urllib.parse
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from codesearch.errors import HostError
 from codesearch.git.process import Git
 from codesearch.hosts.base import HostRepo, ListResult, register
 from codesearch.index.sources import local_repo_name, repo_git_dir, repo_name_from_url
 from codesearch.plurals import plural
+
+if TYPE_CHECKING:
+    from codesearch.hosts.http import HostHttp
 
 
 def expand_braces(pattern: str) -> list[str]:
@@ -164,7 +168,7 @@ def _fixed_prefix(pattern: str) -> str:
 
 
 @register("git")
-def list_git(name: str, conn: dict, token: str | None, http=None) -> ListResult:
+def list_git(name: str, conn: dict[str, Any], token: str | None, http: HostHttp | None = None) -> ListResult:
     url = (conn.get("url") or "").strip()
     result = ListResult()
     if url.lower().startswith("file:"):

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any, Self
 
 import httpx
 
@@ -57,13 +58,15 @@ class HostHttp:
     def close(self) -> None:
         self.client.close()
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def get(self, url: str, params: dict | None = None, headers: dict | None = None) -> httpx.Response:
+    def get(
+        self, url: str, params: dict[str, Any] | None = None, headers: dict[str, str] | None = None
+    ) -> httpx.Response:
         """GET `url`; a 2xx response, or a `HostError` that says what went wrong."""
         attempt = 0
         while True:
@@ -97,7 +100,7 @@ class HostHttp:
             redact.add_url(url)
             raise _error_for(r, url, redact)
 
-    def get_json(self, url: str, params: dict | None = None, headers: dict | None = None):
+    def get_json(self, url: str, params: dict[str, Any] | None = None, headers: dict[str, str] | None = None) -> Any:
         r = self.get(url, params=params, headers=headers)
         try:
             return r.json()
