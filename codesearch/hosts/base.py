@@ -190,6 +190,12 @@ def json_pages(
 Missing = str | Callable[[int | None], str]
 
 
+def one_object(http: HostHttp, url: str, headers: dict[str, str]) -> list[JsonObject]:
+    """The JSON object at `url` as a listing of one: what `Collector.entity` gathers for one
+    configured repository."""
+    return [response_json(http.get(url, headers=headers))]
+
+
 class Collector:
     """What one connection's listing gathers: the host's raw repo objects (`raw`), warnings naming
     the connection, and the `ListResult` they turn into.
