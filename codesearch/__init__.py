@@ -8,13 +8,21 @@ The distribution is published as ``codesearch-ray`` (the name ``codesearch`` on 
 an unrelated project); the import package and the command are ``codesearch``.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from codesearch.client import Client
+
 #: The name this project is installed under (``pip install codesearch-ray``).
 DISTRIBUTION = "codesearch-ray"
 
 
 def version() -> str:
     """The installed version of this project ("0+unknown" when run from a bare source tree)."""
-    from importlib.metadata import PackageNotFoundError, version as installed
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
 
     try:
         return installed(DISTRIBUTION)
@@ -22,7 +30,8 @@ def version() -> str:
         return "0+unknown"
 
 
-def __getattr__(name):  # the client is imported on first use: the CLI and actors never pay for it
+# The client is imported on first use: the CLI and actors never pay for it.
+def __getattr__(name: str) -> type[Client]:
     if name == "Client":
         from codesearch.client import Client
 

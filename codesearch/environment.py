@@ -48,9 +48,9 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Mapping
+from collections.abc import Mapping
 
-from codesearch.errors import CodesearchError
+from codesearch.errors import CodesearchError, Reduced
 from codesearch.globs import PatternList
 
 DATA_DIR = "DATA_DIR"
@@ -78,7 +78,7 @@ class InvalidEnvironmentVariable(CodesearchError):
         self.expected = expected
         super().__init__(f"environment variable {name}={value!r}: {expected}")
 
-    def __reduce__(self):  # rebuilt from its fields when it crosses a process boundary (Ray)
+    def __reduce__(self) -> Reduced:  # rebuilt from its fields when it crosses a process boundary (Ray)
         return (type(self), (self.name, self.value, self.expected))
 
 
@@ -137,8 +137,12 @@ def session_max_age_seconds(environ: Mapping[str, str] | None = None) -> int:
     except ValueError:
         seconds = 0
     if seconds < 1:
-        raise InvalidEnvironmentVariable(SESSION_MAX_AGE, raw, "give the session lifetime as a whole number of "
-                                         f"seconds, at least 1 (default {DEFAULT_SESSION_MAX_AGE_S}, 30 days)")
+        raise InvalidEnvironmentVariable(
+            SESSION_MAX_AGE,
+            raw,
+            "give the session lifetime as a whole number of "
+            f"seconds, at least 1 (default {DEFAULT_SESSION_MAX_AGE_S}, 30 days)",
+        )
     return seconds
 
 
@@ -149,8 +153,11 @@ def api_key_usage_owner_only(environ: Mapping[str, str] | None = None) -> bool:
 
 def api_key_creation_owner_only(environ: Mapping[str, str] | None = None) -> bool:
     """Only owners may create API keys (also implied by `api_key_usage_owner_only`)."""
-    return (is_true(environ, KEY_CREATION_OWNER_ONLY) or is_true(environ, KEY_CREATION_OWNER_ONLY_DEPRECATED)
-            or api_key_usage_owner_only(environ))
+    return (
+        is_true(environ, KEY_CREATION_OWNER_ONLY)
+        or is_true(environ, KEY_CREATION_OWNER_ONLY_DEPRECATED)
+        or api_key_usage_owner_only(environ)
+    )
 
 
 def require_approval_new_members(environ: Mapping[str, str] | None = None) -> bool:
@@ -192,7 +199,9 @@ def audit_retention_days(environ: Mapping[str, str] | None = None) -> int:
     if not raw:
         return DEFAULT_AUDIT_RETENTION_DAYS
     if not raw.isdigit():
-        raise InvalidEnvironmentVariable(AUDIT_RETENTION_ENV, raw, "expected a whole number of days, 0 or more (0: keep forever)")
+        raise InvalidEnvironmentVariable(
+            AUDIT_RETENTION_ENV, raw, "expected a whole number of days, 0 or more (0: keep forever)"
+        )
     return int(raw)
 
 
@@ -214,8 +223,11 @@ def auth_url(environ: Mapping[str, str] | None = None) -> str | None:
     if not raw:
         return None
     if not raw.lower().startswith(("http://", "https://")) or "#" in raw or "?" in raw:
-        raise InvalidEnvironmentVariable(AUTH_URL, raw, "give the public base URL, e.g. https://search.example.com "
-                                         "(http or https, no query or fragment)")
+        raise InvalidEnvironmentVariable(
+            AUTH_URL,
+            raw,
+            "give the public base URL, e.g. https://search.example.com (http or https, no query or fragment)",
+        )
     return raw
 
 
@@ -224,8 +236,9 @@ def _seconds(environ: Mapping[str, str] | None, name: str, default: int, what: s
     if not raw:
         return default
     if not raw.isdigit() or int(raw) < 1:
-        raise InvalidEnvironmentVariable(name, raw, f"give the {what} as a whole number of seconds, at least 1 "
-                                         f"(default {default})")
+        raise InvalidEnvironmentVariable(
+            name, raw, f"give the {what} as a whole number of seconds, at least 1 (default {default})"
+        )
     return int(raw)
 
 

@@ -28,6 +28,8 @@ error message ever contains a stack trace, a token or file contents beyond the o
 
 from __future__ import annotations
 
+from typing import Any
+
 from codesearch.plurals import plural
 
 
@@ -38,6 +40,10 @@ class CodesearchError(Exception):
     error_code = "UNEXPECTED_ERROR"
     #: The HTTP status that goes with `error_code`.
     status_code = 500
+
+
+#: What `__reduce__` returns: the class and the arguments that rebuild an error from its fields.
+Reduced = tuple[type[CodesearchError], tuple[object, ...]]
 
 
 class QueryError(CodesearchError):
@@ -56,7 +62,7 @@ class QueryParseError(QueryError):
         self.position = position
         super().__init__(f"{reason} (at character {position + 1} of {query!r})")
 
-    def __reduce__(self):  # rebuilt from its fields when it crosses a process boundary (Ray)
+    def __reduce__(self) -> Reduced:  # rebuilt from its fields when it crosses a process boundary (Ray)
         return (type(self), (self.reason, self.query, self.position))
 
 
@@ -74,7 +80,7 @@ class SearchContextNotFound(CodesearchError):
             message += "; did you mean " + " or ".join(repr(c) for c in self.close) + "?"
         super().__init__(message)
 
-    def __reduce__(self):
+    def __reduce__(self) -> Reduced:
         return (type(self), (self.name, self.close))
 
 
@@ -86,7 +92,7 @@ class IndexFormatError(CodesearchError):
         self.reason = reason
         super().__init__(f"{path}: {reason}")
 
-    def __reduce__(self):
+    def __reduce__(self) -> Reduced:
         return (type(self), (self.path, self.reason))
 
 
@@ -106,7 +112,7 @@ class ConfigError(CodesearchError):
         lines = "\n".join(f"  {p}" for p in self.problems)
         super().__init__(f"{source}: {plural(len(self.problems), 'problem')}:\n{lines}")
 
-    def __reduce__(self):
+    def __reduce__(self) -> Reduced:
         return (type(self), (self.source, self.problems))
 
 
@@ -118,7 +124,7 @@ class HostError(CodesearchError):
         self.status = status
         super().__init__(message)
 
-    def __reduce__(self):
+    def __reduce__(self) -> Reduced:
         return (type(self), (self.args[0], self.url, self.status))
 
 
@@ -192,7 +198,7 @@ class ServiceUnavailable(CodesearchError):
         self.retry_after = retry_after
 
 
-def error_from_payload(payload: dict) -> CodesearchError:
+def error_from_payload(payload: dict[str, Any]) -> CodesearchError:
     """The exception an HTTP error body (``{statusCode, errorCode, message}``, docs/http-api.md#errors) stands
     for, so that a client over HTTP raises what the engine raises in-process."""
     code = str(payload.get("errorCode") or "UNEXPECTED_ERROR")
@@ -206,7 +212,7 @@ def error_from_payload(payload: dict) -> CodesearchError:
     return err
 
 
-_BY_CODE = {
+_BY_CODE: dict[str, type[CodesearchError]] = {
     "FAILED_TO_PARSE_QUERY": QueryError,
     "SEARCH_CONTEXT_NOT_FOUND": SearchContextNotFound,
     "REPOSITORY_NOT_FOUND": RepositoryNotFound,

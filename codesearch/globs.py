@@ -60,7 +60,7 @@ def glob_to_regex(glob: str) -> str:
 
 
 @functools.lru_cache(maxsize=1024)
-def compile_glob(glob: str) -> re.Pattern:
+def compile_glob(glob: str) -> re.Pattern[str]:
     """A compiled, anchored matcher for `glob`."""
     return re.compile(glob_to_regex(glob))
 
@@ -74,7 +74,7 @@ class PatternList:
     """An ordered list of globs, where ``!`` negates and the last matching pattern wins."""
 
     def __init__(self, patterns: list[str] | tuple[str, ...]):
-        self.rules: list[tuple[bool, re.Pattern, bool]] = []
+        self.rules: list[tuple[bool, re.Pattern[str], bool]] = []
         for p in patterns:
             p = p.strip()
             if not p or p == "!":
@@ -84,7 +84,7 @@ class PatternList:
             self.rules.append((not negate, compile_glob(body), "/" not in body))
 
     @classmethod
-    def from_env(cls, value: str | None) -> "PatternList":
+    def from_env(cls, value: str | None) -> PatternList:
         """Parse a comma-separated list, as in the ALWAYS_INDEX_FILE_PATTERNS variable."""
         return cls((value or "").split(","))
 

@@ -36,9 +36,10 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
-from typing import Any, Callable, Iterable, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 SETTINGS_KEY = "permissions"
 #: How long computed visibility is reused (per user, and the repository facts for everyone):
@@ -53,7 +54,7 @@ class Identity:
     bound to the permission rule of the app that identified it (`policy`)."""
 
     user: object | None = None  # codesearch.store.User
-    policy: "PermissionPolicy | None" = field(default=None, compare=False, repr=False)
+    policy: PermissionPolicy | None = field(default=None, compare=False, repr=False)
 
     @property
     def anonymous(self) -> bool:
@@ -106,8 +107,9 @@ def filter_search_response(identity: Identity, response: dict) -> dict:
     stats = dict(response.get("stats") or {})
     if stats:
         stats["fileCount"] = len(files)
-        stats["actualMatchCount"] = sum(len(f["fileName"]["matchRanges"]) + sum(len(c["matchRanges"]) for c in f["chunks"])
-                                        for f in files)
+        stats["actualMatchCount"] = sum(
+            len(f["fileName"]["matchRanges"]) + sum(len(c["matchRanges"]) for c in f["chunks"]) for f in files
+        )
         # Hidden repos' matches must not show in the counts: only "there is more" survives.
         exhaustive = bool(response.get("isSearchExhaustive", True))
         stats["totalMatchCount"] = stats["actualMatchCount"] + (0 if exhaustive else 1)
@@ -137,16 +139,27 @@ class PermissionSettings:
     connections: Mapping[str, ConnectionRule] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {"enabled": self.enabled, "repoMaxAgeS": self.repo_max_age_s, "userMaxAgeS": self.user_max_age_s,
-                "connections": {name: {"enforce": r.enforce, "enforcePublic": r.enforce_public, "host": r.host}
-                                for name, r in sorted(self.connections.items())}}
+        return {
+            "enabled": self.enabled,
+            "repoMaxAgeS": self.repo_max_age_s,
+            "userMaxAgeS": self.user_max_age_s,
+            "connections": {
+                name: {"enforce": r.enforce, "enforcePublic": r.enforce_public, "host": r.host}
+                for name, r in sorted(self.connections.items())
+            },
+        }
 
     @classmethod
-    def from_json(cls, doc: Mapping[str, Any]) -> "PermissionSettings":
-        return cls(enabled=bool(doc.get("enabled")), repo_max_age_s=float(doc.get("repoMaxAgeS", 2 * 86400.0)),
-                   user_max_age_s=float(doc.get("userMaxAgeS", 2 * 86400.0)),
-                   connections={name: ConnectionRule(bool(c.get("enforce")), bool(c.get("enforcePublic")), c.get("host"))
-                                for name, c in (doc.get("connections") or {}).items()})
+    def from_json(cls, doc: Mapping[str, Any]) -> PermissionSettings:
+        return cls(
+            enabled=bool(doc.get("enabled")),
+            repo_max_age_s=float(doc.get("repoMaxAgeS", 2 * 86400.0)),
+            user_max_age_s=float(doc.get("userMaxAgeS", 2 * 86400.0)),
+            connections={
+                name: ConnectionRule(bool(c.get("enforce")), bool(c.get("enforcePublic")), c.get("host"))
+                for name, c in (doc.get("connections") or {}).items()
+            },
+        )
 
 
 def settings_from_config(config) -> PermissionSettings:
@@ -163,12 +176,16 @@ def settings_from_config(config) -> PermissionSettings:
                 host = host_key(kind, conn.url)
             except ValueError:
                 host = None
-        rules[name] = ConnectionRule(bool(conn.enforce_permissions), bool(conn.enforce_permissions_for_public_repos), host)
+        rules[name] = ConnectionRule(
+            bool(conn.enforce_permissions), bool(conn.enforce_permissions_for_public_repos), host
+        )
     enabled = bool(config.permission_sync) or any(r.enforce for r in rules.values())
-    return PermissionSettings(enabled=enabled,
-                              repo_max_age_s=2 * float(s.repo_driven_permission_sync_interval_ms) / 1000.0,
-                              user_max_age_s=2 * float(s.user_driven_permission_sync_interval_ms) / 1000.0,
-                              connections=rules)
+    return PermissionSettings(
+        enabled=enabled,
+        repo_max_age_s=2 * float(s.repo_driven_permission_sync_interval_ms) / 1000.0,
+        user_max_age_s=2 * float(s.user_driven_permission_sync_interval_ms) / 1000.0,
+        connections=rules,
+    )
 
 
 def write_settings(store, settings: PermissionSettings) -> bool:
@@ -180,7 +197,7 @@ def write_settings(store, settings: PermissionSettings) -> bool:
 
 
 def _utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class _Facts:
@@ -193,8 +210,10 @@ class _Facts:
         self.public_hosts: dict[int, frozenset[str]] = {}  # users with an account on one of these hosts
         self.enforced_hosts: dict[int, frozenset[str]] = {}  # users with a fresh grant from one of these hosts
         for repo in repos:
-            rules = [settings.connections.get(connection_names.get(cid, ""), ConnectionRule(True, False, None))
-                     for cid in repo.connection_ids]
+            rules = [
+                settings.connections.get(connection_names.get(cid, ""), ConnectionRule(True, False, None))
+                for cid in repo.connection_ids
+            ]
             if not rules:  # orphaned: about to be collected
                 if repo.public:
                     self.public.add(repo.id)
@@ -221,8 +240,14 @@ class PermissionPolicy:
     scheduler has published its settings (then every connection counts as enforcing and
     nothing private is visible until grants arrive). `clock` returns aware UTC now (tests)."""
 
-    def __init__(self, get_store: Callable[[], Any], *, environ: Mapping[str, str] | None = None,
-                 ttl_s: float = CACHE_TTL_S, clock: Callable[[], datetime] = _utcnow):
+    def __init__(
+        self,
+        get_store: Callable[[], Any],
+        *,
+        environ: Mapping[str, str] | None = None,
+        ttl_s: float = CACHE_TTL_S,
+        clock: Callable[[], datetime] = _utcnow,
+    ):
         import os
 
         env = os.environ if environ is None else environ
@@ -291,8 +316,11 @@ class PermissionPolicy:
         data = store.user_grants(user_id)
         now = self.clock()
         hosts = {host for host, _, _ in data.accounts}
-        fresh_user = {(host, subject) for host, subject, synced in data.accounts
-                      if synced is not None and now - synced <= timedelta(seconds=settings.user_max_age_s)}
+        fresh_user = {
+            (host, subject)
+            for host, subject, synced in data.accounts
+            if synced is not None and now - synced <= timedelta(seconds=settings.user_max_age_s)
+        }
         out = set(facts.open) | facts.public
         out.update(rid for rid, need in facts.public_hosts.items() if need & hosts)
         for repo_id, source, host, subject in data.grants:

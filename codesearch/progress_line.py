@@ -7,7 +7,8 @@ repository of its first sync."""
 from __future__ import annotations
 
 import sys
-from typing import Callable
+from collections.abc import Callable
+from typing import TextIO
 
 
 class ProgressLine:
@@ -15,7 +16,7 @@ class ProgressLine:
     of `stream` and the line is never rewritten (e.g. `print` of a command that writes its own
     output)."""
 
-    def __init__(self, stream=None, plain: Callable[[str], None] | None = None):
+    def __init__(self, stream: TextIO | None = None, plain: Callable[[str], None] | None = None):
         self.stream = stream or sys.stderr  # the stream of now, not of import time
         self.plain = plain
         self.tty = plain is None and self.stream.isatty()

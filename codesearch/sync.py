@@ -81,8 +81,18 @@ def resolve_connection_token(name: str, conn: dict, environ=None) -> str | None:
     return resolve_token(conn["token"], connection=name, environ=environ if environ is not None else os.environ)
 
 
-def sync_connection(name: str, conn: dict, *, mirrors, index_dir: str, index_settings: IndexSettings | None = None,
-                    http: HostHttp | None = None, environ=None, on_listed=None, progress=None) -> SyncReport:
+def sync_connection(
+    name: str,
+    conn: dict,
+    *,
+    mirrors,
+    index_dir: str,
+    index_settings: IndexSettings | None = None,
+    http: HostHttp | None = None,
+    environ=None,
+    on_listed=None,
+    progress=None,
+) -> SyncReport:
     """List, mirror and index every repository of one connection (see the module docstring).
 
     `on_listed(listing) -> {repo name: id}` lets the caller record the listing (the state store)
@@ -105,8 +115,9 @@ def sync_connection(name: str, conn: dict, *, mirrors, index_dir: str, index_set
         info = repo_info(repo, ids.get(repo.name, 0))
         try:
             path = repo.local_path or mirrors.sync(info.id, repo.clone_url, username=user, password=password).path
-            source = GitSource(path, repo=info, branch_globs=revisions.get("branches") or (),
-                               tag_globs=revisions.get("tags") or ())
+            source = GitSource(
+                path, repo=info, branch_globs=revisions.get("branches") or (), tag_globs=revisions.get("tags") or ()
+            )
             try:
                 index_source(source, index_dir, index_settings, report.stats)
             finally:

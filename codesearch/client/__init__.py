@@ -17,7 +17,7 @@ Errors are the engine's exceptions (`codesearch.errors`) whatever the back end: 
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 from codesearch.client import backends
 from codesearch.client.results import (  # noqa: F401  (the public result types)
@@ -33,8 +33,18 @@ from codesearch.client.results import (  # noqa: F401  (the public result types)
 )
 from codesearch.search.options import SearchOptions
 
-__all__ = ["Client", "Commit", "Explanation", "FileContent", "FileResult", "Match", "Repo", "RepoList",
-           "SearchResult", "TreeEntry"]
+__all__ = [
+    "Client",
+    "Commit",
+    "Explanation",
+    "FileContent",
+    "FileResult",
+    "Match",
+    "Repo",
+    "RepoList",
+    "SearchResult",
+    "TreeEntry",
+]
 
 
 class Client:
@@ -44,7 +54,7 @@ class Client:
         self.backend = backend
 
     @classmethod
-    def local(cls, path: str) -> "Client":
+    def local(cls, path: str) -> Client:
         """The engine in this process over `path`: an index directory (``codesearch index --out``)
         or a service data directory (``codesearch serve --data-dir``)."""
         import os
@@ -52,13 +62,14 @@ class Client:
         return cls(backends.LocalBackend(os.path.expanduser(path)))
 
     @classmethod
-    def http(cls, url: str, api_key: str | None = None, *, timeout_s: float = 60.0) -> "Client":
+    def http(cls, url: str, api_key: str | None = None, *, timeout_s: float = 60.0) -> Client:
         """A running service (``http://host:3000``); `api_key` unless it allows anonymous access."""
         return cls(backends.HttpBackend(url, api_key, timeout_s=timeout_s))
 
     @classmethod
-    def ray(cls, name_prefix: str = "codesearch-searcher", *, data_dir: str | None = None,
-            api_key: str | None = None) -> "Client":
+    def ray(
+        cls, name_prefix: str = "codesearch-searcher", *, data_dir: str | None = None, api_key: str | None = None
+    ) -> Client:
         """The searchers of the codesearch service on the Ray cluster this process is attached to.
         The service's permissions apply as over HTTP: the caller is the owner of `api_key`, else
         anonymous (public repositories only while permission syncing is on)."""
@@ -66,13 +77,28 @@ class Client:
 
     # ------------------------------------------------------------------ search
 
-    def search(self, query: str, *, regex: bool = False, case_sensitive: bool = False, matches: int = 100,
-               context_lines: int = 0, whole: bool = False, stream: bool = False,
-               timeout_s: float = 30.0) -> SearchResult | Iterator[SearchResult]:
+    def search(
+        self,
+        query: str,
+        *,
+        regex: bool = False,
+        case_sensitive: bool = False,
+        matches: int = 100,
+        context_lines: int = 0,
+        whole: bool = False,
+        stream: bool = False,
+        timeout_s: float = 30.0,
+    ) -> SearchResult | Iterator[SearchResult]:
         """Search (the query language of the service). With `stream`, an iterator of partial
         results as searchers answer (together, at most `matches` match ranges)."""
-        options = SearchOptions(matches=matches, context_lines=context_lines, whole=whole, is_regex=regex,
-                                case_sensitive=case_sensitive, timeout_s=timeout_s)
+        options = SearchOptions(
+            matches=matches,
+            context_lines=context_lines,
+            whole=whole,
+            is_regex=regex,
+            case_sensitive=case_sensitive,
+            timeout_s=timeout_s,
+        )
         if stream:
             return (SearchResult(r, query) for r in self.backend.stream(query, options))
         return SearchResult(self.backend.search(query, options), query)
@@ -84,8 +110,15 @@ class Client:
 
     # ------------------------------------------------------------------ repos and git data
 
-    def repos(self, query: str | None = None, *, page: int = 1, per_page: int = 100, sort: str = "name",
-              direction: str = "asc") -> RepoList:
+    def repos(
+        self,
+        query: str | None = None,
+        *,
+        page: int = 1,
+        per_page: int = 100,
+        sort: str = "name",
+        direction: str = "asc",
+    ) -> RepoList:
         """Indexed repositories (name filter `query`, case-insensitive)."""
         return RepoList(self.backend.repos(query, page, per_page, sort, direction))
 
@@ -93,14 +126,24 @@ class Client:
         """A file at `ref` (default: the repo's default branch): any branch, tag or commit."""
         return self.backend.read_file(repo, path, ref)
 
-    def tree(self, repo: str, path: str = "", *, ref: str | None = None, depth: int = 1,
-             max_entries: int = 1000) -> list[TreeEntry]:
+    def tree(
+        self, repo: str, path: str = "", *, ref: str | None = None, depth: int = 1, max_entries: int = 1000
+    ) -> list[TreeEntry]:
         """Files and directories below `path`, directories first at each level."""
         return self.backend.tree(repo, path, ref, depth, max_entries)
 
-    def commits(self, repo: str, *, ref: str | None = None, query: str | None = None, since: str | None = None,
-                until: str | None = None, author: str | None = None, page: int = 1,
-                per_page: int = 50) -> list[Commit]:
+    def commits(
+        self,
+        repo: str,
+        *,
+        ref: str | None = None,
+        query: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        author: str | None = None,
+        page: int = 1,
+        per_page: int = 50,
+    ) -> list[Commit]:
         """Commits newest first; `since`/`until` take ISO 8601 or ``30 days ago``."""
         return self.backend.commits(repo, ref, query, since, until, author, page, per_page)
 
@@ -109,7 +152,7 @@ class Client:
     def close(self) -> None:
         self.backend.close()
 
-    def __enter__(self) -> "Client":
+    def __enter__(self) -> Client:
         return self
 
     def __exit__(self, *exc) -> None:

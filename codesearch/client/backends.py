@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Iterator
+from collections.abc import Iterator
 
 from codesearch.client.results import Commit, FileContent, Repo, TreeEntry
 from codesearch.errors import CodesearchError, RepositoryNotFound, error_from_payload
@@ -36,8 +36,15 @@ class StoreData:
     caller is the owner of `api_key`, or anonymous without one. Without it (a data directory of
     one's own, `Client.local`) every repository is visible."""
 
-    def __init__(self, data_dir: str, *, as_service: bool = False, api_key: str | None = None,
-                 instance: str = "", database: str = ""):
+    def __init__(
+        self,
+        data_dir: str,
+        *,
+        as_service: bool = False,
+        api_key: str | None = None,
+        instance: str = "",
+        database: str = "",
+    ):
         from codesearch import permissions
         from codesearch.store import Store
 
@@ -65,13 +72,15 @@ class StoreData:
             raise CodesearchError(
                 f"{self.store.database} under {self.data_dir} is not the service's state database "
                 f"({database or 'another database'}): set DATABASE_URL as the service does, or use "
-                "Client.http(url, api_key)")
+                "Client.http(url, api_key)"
+            )
         if self.store.service_setting(permissions.SETTINGS_KEY) is None:
             raise CodesearchError(
                 f"{self.store.database} under {self.data_dir} holds no permission settings of a running "
                 "service (is it the service's state database, and has the service started?), so the "
                 "service's permissions cannot be applied: use the service's data directory and DATABASE_URL, "
-                "or Client.http(url, api_key)")
+                "or Client.http(url, api_key)"
+            )
         user = None
         if api_key:
             user = self.store.verify_api_key(api_key)
@@ -94,15 +103,19 @@ class StoreData:
 
         allowed = self.visible()
         if allowed is None:
-            rows, _total = self.store.list_repos(page=page, per_page=per_page, sort=sort, direction=direction,
-                                                 query=query or None)
+            rows, _total = self.store.list_repos(
+                page=page, per_page=per_page, sort=sort, direction=direction, query=query or None
+            )
         else:  # page through what the caller may see
-            everything, _total = self.store.list_repos(page=1, per_page=1_000_000, sort=sort, direction=direction,
-                                                       query=query or None)
+            everything, _total = self.store.list_repos(
+                page=1, per_page=1_000_000, sort=sort, direction=direction, query=query or None
+            )
             seen = [r for r in everything if r.id in allowed]
-            rows = seen[(page - 1) * per_page: page * per_page]
-        return [Repo(r.name, r.display_name or "", r.code_host_type, r.web_url or "", r.default_branch, iso(r.indexed_at))
-                for r in rows]
+            rows = seen[(page - 1) * per_page : page * per_page]
+        return [
+            Repo(r.name, r.display_name or "", r.code_host_type, r.web_url or "", r.default_branch, iso(r.indexed_at))
+            for r in rows
+        ]
 
     def locate(self, repo: str) -> tuple[str, str]:
         """(git dir, default ref) of `repo`."""
@@ -128,9 +141,12 @@ class IndexData:
         return seen
 
     def repos(self, query, page, per_page, sort, direction) -> list[Repo]:
-        rows = sorted((r for n, r in self._infos().items() if not query or query.lower() in n.lower()),
-                      key=lambda r: r.name, reverse=direction == "desc")
-        rows = rows[(page - 1) * per_page: page * per_page]
+        rows = sorted(
+            (r for n, r in self._infos().items() if not query or query.lower() in n.lower()),
+            key=lambda r: r.name,
+            reverse=direction == "desc",
+        )
+        rows = rows[(page - 1) * per_page : page * per_page]
         return [Repo(r.name, r.display_name, r.code_host_type, r.web_url, (r.branches or [None])[0]) for r in rows]
 
     def locate(self, repo: str) -> tuple[str, str]:
@@ -141,8 +157,10 @@ class IndexData:
             raise RepositoryNotFound(f"repository {repo!r} not found in the index (Client.repos() lists them)")
         path = "/" + repo
         if not os.path.isdir(path):
-            raise RepositoryNotFound(f"repository {repo!r}: its git data is not on this machine (only local "
-                                     "repositories indexed in place can be read from a bare index directory)")
+            raise RepositoryNotFound(
+                f"repository {repo!r}: its git data is not on this machine (only local "
+                "repositories indexed in place can be read from a bare index directory)"
+            )
         head = (info.branches or ["HEAD"])[0]
         return git_dir_of(path), head.removeprefix("refs/heads/")
 
@@ -175,8 +193,9 @@ def commits(data, repo: str, ref, query, since, until, author, page, per_page) -
     from codesearch.git.commits import list_commits
 
     git_dir, default = data.locate(repo)
-    found, _total = list_commits(git_dir, ref or default, query=query, since=since, until=until, author=author,
-                                 page=page, per_page=per_page)
+    found, _total = list_commits(
+        git_dir, ref or default, query=query, since=since, until=until, author=author, page=page, per_page=per_page
+    )
     return [Commit(c.hash, c.date, c.message, c.author_name, c.author_email, c.body, tuple(c.refs)) for c in found]
 
 
@@ -235,8 +254,13 @@ class LocalBackend(GitDataMixin):
 
 
 class RayBackend(GitDataMixin):
-    def __init__(self, name_prefix: str = "codesearch-searcher", data_dir: str | None = None,
-                 searchers: int | None = None, api_key: str | None = None):
+    def __init__(
+        self,
+        name_prefix: str = "codesearch-searcher",
+        data_dir: str | None = None,
+        searchers: int | None = None,
+        api_key: str | None = None,
+    ):
         import ray
 
         from codesearch.runtime import registry
@@ -247,19 +271,32 @@ class RayBackend(GitDataMixin):
         found = published_deployment(name_prefix) or {}
         searchers = searchers or found.get("searchers")
         if not searchers:
-            raise CodesearchError(f"no codesearch service with searchers {name_prefix!r} on this Ray cluster "
-                                  "(is `codesearch serve` running on it?)")
+            raise CodesearchError(
+                f"no codesearch service with searchers {name_prefix!r} on this Ray cluster "
+                "(is `codesearch serve` running on it?)"
+            )
         data_dir = data_dir or found.get("data_dir")
         reachable = bool(data_dir and os.path.isdir(data_dir))
         if not reachable and (api_key or registry.get_permissions_enabled(name_prefix) is not False):
             # without the state database neither the key nor the rule can be checked: searching
             # anyway would show every repository, so refuse unless the service said it has no rule
-            raise CodesearchError(f"the service's data directory {data_dir!r} is not reachable from this machine, so "
-                                  "its permissions cannot be applied: pass data_dir= (shared storage) or use "
-                                  "Client.http(url, api_key)")
+            raise CodesearchError(
+                f"the service's data directory {data_dir!r} is not reachable from this machine, so "
+                "its permissions cannot be applied: pass data_dir= (shared storage) or use "
+                "Client.http(url, api_key)"
+            )
         self.pool = SearcherPool.attach(name_prefix, int(searchers))
-        self.data = (StoreData(data_dir, as_service=True, api_key=api_key, instance=found.get("instance") or "",
-                               database=found.get("database") or "") if reachable else None)
+        self.data = (
+            StoreData(
+                data_dir,
+                as_service=True,
+                api_key=api_key,
+                instance=found.get("instance") or "",
+                database=found.get("database") or "",
+            )
+            if reachable
+            else None
+        )
         self.data_dir = data_dir
 
     def _options(self, options: SearchOptions) -> SearchOptions:
@@ -276,8 +313,10 @@ class RayBackend(GitDataMixin):
 
     def _data(self):
         if self.data is None:
-            raise CodesearchError(f"the service's data directory {self.data_dir!r} is not reachable from this "
-                                  "machine: pass data_dir= (shared storage) to read repos, files and history")
+            raise CodesearchError(
+                f"the service's data directory {self.data_dir!r} is not reachable from this "
+                "machine: pass data_dir= (shared storage) to read repos, files and history"
+            )
         return self.data
 
     def search(self, query: str, options: SearchOptions) -> dict:
@@ -293,8 +332,12 @@ class RayBackend(GitDataMixin):
         merger = StreamMerger(options, time.perf_counter_ns())
         for partial in self.pool.fan_out(query, options).partials():
             chunk = self._filter(merger.chunk(partial))
-            yield {"files": chunk["files"], "stats": chunk["stats"], "repositoryInfo": chunk["repositoryInfo"],
-                   "isSearchExhaustive": not merger.truncated}
+            yield {
+                "files": chunk["files"],
+                "stats": chunk["stats"],
+                "repositoryInfo": chunk["repositoryInfo"],
+                "isSearchExhaustive": not merger.truncated,
+            }
 
     def explain(self, query: str, options: SearchOptions) -> dict:
         return self.pool.explain(query, self._options(options))
@@ -317,16 +360,25 @@ class HttpBackend:
             try:
                 payload = r.json()
             except ValueError:
-                payload = {"statusCode": r.status_code, "errorCode": "UNEXPECTED_ERROR",
-                           "message": f"{self.url} answered {r.status_code}"}
+                payload = {
+                    "statusCode": r.status_code,
+                    "errorCode": "UNEXPECTED_ERROR",
+                    "message": f"{self.url} answered {r.status_code}",
+                }
             raise error_from_payload(payload)
         return r.json()
 
     @staticmethod
     def _body(query: str, options: SearchOptions) -> dict:
-        return {"query": query, "matches": options.matches, "contextLines": options.context_lines,
-                "whole": options.whole, "isRegexEnabled": options.is_regex,
-                "isCaseSensitivityEnabled": options.case_sensitive, "source": "codesearch-python-client"}
+        return {
+            "query": query,
+            "matches": options.matches,
+            "contextLines": options.context_lines,
+            "whole": options.whole,
+            "isRegexEnabled": options.is_regex,
+            "isCaseSensitivityEnabled": options.case_sensitive,
+            "source": "codesearch-python-client",
+        }
 
     def search(self, query: str, options: SearchOptions) -> dict:
         return self._check(self.http.post("/api/search", json=self._body(query, options)))
@@ -339,27 +391,47 @@ class HttpBackend:
             for line in r.iter_lines():
                 if not line.startswith("data: "):
                     continue
-                data = line[len("data: "):]
+                data = line[len("data: ") :]
                 if data == "[DONE]":
                     return
                 event = json.loads(data)
                 if event.get("type") == "chunk":
-                    yield {"files": event["files"], "stats": event["stats"], "repositoryInfo": event["repositoryInfo"],
-                           "isSearchExhaustive": True}
+                    yield {
+                        "files": event["files"],
+                        "stats": event["stats"],
+                        "repositoryInfo": event["repositoryInfo"],
+                        "isSearchExhaustive": True,
+                    }
                 elif event.get("type") == "error":
                     raise error_from_payload(event["error"])
 
     def explain(self, query: str, options: SearchOptions) -> dict:
-        return self._check(self.http.post("/api/explain", json={
-            "query": query, "isRegexEnabled": options.is_regex, "isCaseSensitivityEnabled": options.case_sensitive}))
+        return self._check(
+            self.http.post(
+                "/api/explain",
+                json={
+                    "query": query,
+                    "isRegexEnabled": options.is_regex,
+                    "isCaseSensitivityEnabled": options.case_sensitive,
+                },
+            )
+        )
 
     def repos(self, query, page, per_page, sort, direction) -> list[Repo]:
         params = {"page": page, "perPage": per_page, "sort": sort, "direction": direction}
         if query:
             params["query"] = query
-        return [Repo(r["repoName"], r.get("repoDisplayName", ""), r.get("codeHostType", ""), r.get("externalWebUrl", ""),
-                     r.get("defaultBranch"), r.get("indexedAt"))
-                for r in self._check(self.http.get("/api/repos", params=params))]
+        return [
+            Repo(
+                r["repoName"],
+                r.get("repoDisplayName", ""),
+                r.get("codeHostType", ""),
+                r.get("externalWebUrl", ""),
+                r.get("defaultBranch"),
+                r.get("indexedAt"),
+            )
+            for r in self._check(self.http.get("/api/repos", params=params))
+        ]
 
     def read_file(self, repo: str, path: str, ref: str | None) -> FileContent:
         params = {"repo": repo, "path": path, **({"ref": ref} if ref else {})}
@@ -369,16 +441,44 @@ class HttpBackend:
         return FileContent(repo, path, got.get("ref") or ref or "", got["source"], got.get("language", ""))
 
     def tree(self, repo, path, ref, depth, max_entries) -> list[TreeEntry]:
-        params = {"repo": repo, "path": path or "", "depth": depth, "maxEntries": max_entries, **({"ref": ref} if ref else {})}
+        params = {
+            "repo": repo,
+            "path": path or "",
+            "depth": depth,
+            "maxEntries": max_entries,
+            **({"ref": ref} if ref else {}),
+        }
         got = self._check(self.http.get("/api/tree", params=params))
         return [TreeEntry(e["path"], e["type"] == "tree", e["depth"]) for e in got["entries"]]
 
     def commits(self, repo, ref, query, since, until, author, page, per_page) -> list[Commit]:
-        params = {k: v for k, v in {"repo": repo, "ref": ref, "query": query, "since": since, "until": until,
-                                     "author": author, "page": page, "perPage": per_page}.items() if v is not None}
+        params = {
+            k: v
+            for k, v in {
+                "repo": repo,
+                "ref": ref,
+                "query": query,
+                "since": since,
+                "until": until,
+                "author": author,
+                "page": page,
+                "perPage": per_page,
+            }.items()
+            if v is not None
+        }
         got = self._check(self.http.get("/api/commits", params=params))
-        return [Commit(c["hash"], c["date"], c["message"], c["authorName"], c["authorEmail"], c.get("body", ""),
-                       tuple(c.get("refs") or ())) for c in got["commits"]]
+        return [
+            Commit(
+                c["hash"],
+                c["date"],
+                c["message"],
+                c["authorName"],
+                c["authorEmail"],
+                c.get("body", ""),
+                tuple(c.get("refs") or ()),
+            )
+            for c in got["commits"]
+        ]
 
     def close(self) -> None:
         self.http.close()

@@ -10,8 +10,8 @@ is HTML-escaped: a file containing ``<script>`` shows as text.
 from __future__ import annotations
 
 import html
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator
 
 MATCH_COLUMNS = ["repo", "path", "branch", "line", "column", "text", "language"]
 _HTML_ROWS = 200
@@ -60,8 +60,19 @@ def _matches_of(f: dict) -> list[Match]:
             text = lines[i].rstrip("\r") if 0 <= i < len(lines) else ""
             a = start["column"] - 1
             b = end["column"] - 1 if end["lineNumber"] == start["lineNumber"] else len(text)
-            out.append(Match(f["repository"], f["fileName"]["text"], branch, start["lineNumber"], start["column"], text,
-                             f.get("language", ""), (a, max(a, b)), f.get("webUrl", "")))
+            out.append(
+                Match(
+                    f["repository"],
+                    f["fileName"]["text"],
+                    branch,
+                    start["lineNumber"],
+                    start["column"],
+                    text,
+                    f.get("language", ""),
+                    (a, max(a, b)),
+                    f.get("webUrl", ""),
+                )
+            )
     return out
 
 
@@ -71,9 +82,18 @@ class SearchResult:
     def __init__(self, response: dict, query: str = ""):
         self.response = response
         self.query = query
-        self.files = [FileResult(f["repository"], f["fileName"]["text"], f.get("language", ""), list(f.get("branches") or []),
-                                 f.get("webUrl", ""), _matches_of(f), f.get("content"))
-                      for f in response.get("files", [])]
+        self.files = [
+            FileResult(
+                f["repository"],
+                f["fileName"]["text"],
+                f.get("language", ""),
+                list(f.get("branches") or []),
+                f.get("webUrl", ""),
+                _matches_of(f),
+                f.get("content"),
+            )
+            for f in response.get("files", [])
+        ]
 
     @property
     def stats(self) -> dict:
@@ -114,14 +134,18 @@ class SearchResult:
             a, b = m.span
             text = f"{e(m.text[:a])}<mark>{e(m.text[a:b])}</mark>{e(m.text[b:])}"
             where = f'<a href="{e(m.url, quote=True)}">{e(m.path)}</a>' if m.url else e(m.path)
-            rows.append(f"<tr><td>{e(m.repo)}</td><td>{where}</td><td>{m.line}</td>"
-                        f"<td style='text-align:left'><code>{text}</code></td><td>{e(m.language)}</td></tr>")
+            rows.append(
+                f"<tr><td>{e(m.repo)}</td><td>{where}</td><td>{m.line}</td>"
+                f"<td style='text-align:left'><code>{text}</code></td><td>{e(m.language)}</td></tr>"
+            )
         more = len(self.matches) - _HTML_ROWS
         foot = f"<p>… and {more} more matches (use .to_pandas() for all)</p>" if more > 0 else ""
         more_exist = "" if self.exhaustive else " (more exist: raise <code>matches</code>)"
-        return (f"<p><b>{len(self)}</b> matches in <b>{len(self.files)}</b> files for <code>{e(self.query)}</code>"
-                f"{more_exist}</p><table><thead><tr><th>repo</th><th>path</th><th>line</th><th>text</th>"
-                f"<th>language</th></tr></thead><tbody>{''.join(rows)}</tbody></table>{foot}")
+        return (
+            f"<p><b>{len(self)}</b> matches in <b>{len(self.files)}</b> files for <code>{e(self.query)}</code>"
+            f"{more_exist}</p><table><thead><tr><th>repo</th><th>path</th><th>line</th><th>text</th>"
+            f"<th>language</th></tr></thead><tbody>{''.join(rows)}</tbody></table>{foot}"
+        )
 
 
 @dataclass(frozen=True)
@@ -144,10 +168,15 @@ class RepoList(list):
 
     def _repr_html_(self) -> str:
         e = html.escape
-        rows = "".join(f"<tr><td>{e(r.name)}</td><td>{e(r.code_host_type)}</td><td>{e(r.default_branch or '')}</td>"
-                       f"<td>{e(r.indexed_at or '')}</td></tr>" for r in self)
-        return (f"<table><thead><tr><th>repo</th><th>host</th><th>default branch</th><th>indexed</th></tr></thead>"
-                f"<tbody>{rows}</tbody></table>")
+        rows = "".join(
+            f"<tr><td>{e(r.name)}</td><td>{e(r.code_host_type)}</td><td>{e(r.default_branch or '')}</td>"
+            f"<td>{e(r.indexed_at or '')}</td></tr>"
+            for r in self
+        )
+        return (
+            f"<table><thead><tr><th>repo</th><th>host</th><th>default branch</th><th>indexed</th></tr></thead>"
+            f"<tbody>{rows}</tbody></table>"
+        )
 
 
 @dataclass(frozen=True)
@@ -162,7 +191,10 @@ class FileContent:
         return self.text
 
     def _repr_html_(self) -> str:
-        return f"<p><b>{html.escape(self.repo)}</b> {html.escape(self.path)} @ {html.escape(self.ref)}</p><pre>{html.escape(self.text)}</pre>"
+        return (
+            f"<p><b>{html.escape(self.repo)}</b> {html.escape(self.path)} @ {html.escape(self.ref)}</p>"
+            f"<pre>{html.escape(self.text)}</pre>"
+        )
 
 
 @dataclass(frozen=True)
@@ -187,13 +219,18 @@ class Explanation(dict):
     """The parsed query, its plan, and per shard the candidate documents and their cost."""
 
     def __repr__(self) -> str:
-        lines = [f"query: {self['query']}", f"plan:  {self['plan']}",
-                 f"candidates: {self['candidates']} of {self['documents']} documents"
-                 f"{' (default branch only)' if self.get('defaultBranchOnly') else ''}"]
+        lines = [
+            f"query: {self['query']}",
+            f"plan:  {self['plan']}",
+            f"candidates: {self['candidates']} of {self['documents']} documents"
+            f"{' (default branch only)' if self.get('defaultBranchOnly') else ''}",
+        ]
         for s in self.get("shards", []):
             state = "skipped" if s["skipped"] else f"{s['candidates']}/{s['documents']} candidates"
-            lines.append(f"  {s['shard']}: {state}, {s['trigramLookups']} trigram lookups, "
-                         f"{s['indexBytesLoaded']} index bytes, {s['durationNs'] / 1e6:.2f} ms")
+            lines.append(
+                f"  {s['shard']}: {state}, {s['trigramLookups']} trigram lookups, "
+                f"{s['indexBytesLoaded']} index bytes, {s['durationNs'] / 1e6:.2f} ms"
+            )
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:

@@ -7,9 +7,14 @@ compare case-insensitively with globs. Globs are path-style (`*` stays within a 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from codesearch.globs import glob_match
+
+if TYPE_CHECKING:
+    from codesearch.config.models import SearchContext
 
 
 @dataclass(frozen=True)
@@ -21,20 +26,26 @@ class RepoFacts:
     topics: tuple[str, ...] = field(default_factory=tuple)
 
 
-def _any(globs, value: str, fold: bool = False) -> bool:
+def _any(globs: Iterable[str], value: str, fold: bool = False) -> bool:
     if fold:
         value = value.lower()
     return any(glob_match(g.lower() if fold else g, value) for g in globs)
 
 
-def resolve_context(ctx, repos: list[RepoFacts]) -> list[str]:
+def resolve_context(ctx: SearchContext, repos: list[RepoFacts]) -> list[str]:
     """The names of the repositories the context `ctx` (a config `SearchContext`) covers."""
     out = []
     for r in repos:
-        included = (_any(ctx.include, r.name) or bool(r.connections & set(ctx.include_connections))
-                    or any(_any(ctx.include_topics, t, fold=True) for t in r.topics))
-        excluded = (_any(ctx.exclude, r.name) or bool(r.connections & set(ctx.exclude_connections))
-                    or any(_any(ctx.exclude_topics, t, fold=True) for t in r.topics))
+        included = (
+            _any(ctx.include, r.name)
+            or bool(r.connections & set(ctx.include_connections))
+            or any(_any(ctx.include_topics, t, fold=True) for t in r.topics)
+        )
+        excluded = (
+            _any(ctx.exclude, r.name)
+            or bool(r.connections & set(ctx.exclude_connections))
+            or any(_any(ctx.exclude_topics, t, fold=True) for t in r.topics)
+        )
         if included and not excluded:
             out.append(r.name)
     return sorted(out)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any, NoReturn
 
 
 class JsoncError(ValueError):
@@ -100,11 +101,11 @@ def strip_jsonc(text: str) -> str:
 _CONSTANT = re.compile(r'"(?:[^"\\\n]|\\.)*"|(-?Infinity|NaN)')
 
 
-def _no_constants(name: str):
+def _no_constants(name: str) -> NoReturn:
     raise ValueError(f"{name} is not valid JSON")
 
 
-def parse_jsonc(text: str, duplicates: list[str] | None = None):
+def parse_jsonc(text: str, duplicates: list[str] | None = None) -> Any:
     """Parse JSON with comments and trailing commas. Raises JsoncError with line and column.
 
     When `duplicates` is a list, keys that appear twice in one object are appended to it (the
@@ -113,8 +114,8 @@ def parse_jsonc(text: str, duplicates: list[str] | None = None):
         text = text[1:]
     cleaned = strip_jsonc(text)
 
-    def pairs(items):
-        d = {}
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        d: dict[str, Any] = {}
         for k, v in items:
             if k in d and duplicates is not None:
                 duplicates.append(k)

@@ -7,8 +7,9 @@
 `load_config` reports every problem of the file at once in one `ConfigError` (never a stack
 trace); it reads no secret. A file the schema accepts is still refused when one of its `models`
 needs a library that is not installed (`codesearch.llm.providers.check_model`), so that
-``codesearch config validate`` and start-up say so rather than the first question. Tokens are resolved lazily by `resolve_token`, by whoever needs one,
-and no token value ever appears in an error, a log line or a repr.
+``codesearch config validate`` and start-up say so rather than the first question. Tokens are
+resolved lazily by `resolve_token`, by whoever needs one, and no token value ever appears in an
+error, a log line or a repr.
 """
 
 from __future__ import annotations
@@ -26,11 +27,11 @@ from codesearch.config import problems as _problems
 from codesearch.config import unsupported as _unsupported
 from codesearch.config.jsonc import JsoncError, parse_jsonc
 from codesearch.config.models import (
+    CODE_HOST_PROVIDERS,
     DEFAULT_URLS,
+    SUPPORTED_PROVIDERS,
     Config,
     Connection,
-    CODE_HOST_PROVIDERS,
-    SUPPORTED_PROVIDERS,
     EnvironmentOverride,
     IdentityProvider,
     LanguageModel,
@@ -58,12 +59,13 @@ _TRUE = {"true", "1", "yes", "on"}
 
 # --------------------------------------------------------------------------------------- input
 
+
 def _looks_like_text(value: str) -> bool:
     s = value.lstrip("\ufeff \t\r\n")
     return "\n" in value or s.startswith(("{", "[", "//", "/*")) or s == ""
 
 
-def _read(path_or_text: str | os.PathLike | bytes, source: str | None) -> tuple[str, str]:
+def _read(path_or_text: str | os.PathLike[str] | bytes, source: str | None) -> tuple[str, str]:
     """(text, source name) of a path, of JSON text, or of bytes."""
     if isinstance(path_or_text, bytes):
         raw, src = path_or_text, source or "<config>"
@@ -84,8 +86,10 @@ def _read(path_or_text: str | os.PathLike | bytes, source: str | None) -> tuple[
 
 # ------------------------------------------------------------------------------------- loading
 
-def load_config(path_or_text: str | os.PathLike | bytes, *, source: str | None = None,
-                environ: Mapping[str, str] = os.environ) -> Config:
+
+def load_config(
+    path_or_text: str | os.PathLike[str] | bytes, *, source: str | None = None, environ: Mapping[str, str] = os.environ
+) -> Config:
     """Load, validate and type a config file (docs/configuration.md).
 
     `path_or_text` is a path, or the JSON text itself (recognised by a newline or a leading
@@ -134,7 +138,7 @@ def _truthy(value: str | None) -> bool:
     return (value or "").strip().lower() in _TRUE
 
 
-def _build(doc: dict, source: str, environ: Mapping[str, str], duplicates: list[str]) -> Config:
+def _build(doc: dict[str, Any], source: str, environ: Mapping[str, str], duplicates: list[str]) -> Config:
     warnings: list[str] = [f'duplicate key "{k}" (the last value is used)' for k in dict.fromkeys(duplicates)]
 
     # settings, deprecated names mapped to their replacements
@@ -147,8 +151,10 @@ def _build(doc: dict, source: str, environ: Mapping[str, str], duplicates: list[
                 raw_settings[new] = raw_settings[old]
                 warnings.append(f"settings.{old}: deprecated; use settings.{new} (value taken over)")
     if "enablePublicAccess" in raw_settings:
-        warnings.append("settings.enablePublicAccess: deprecated; set the environment variable "
-                        "FORCE_ENABLE_ANONYMOUS_ACCESS instead (mapped to it at start-up)")
+        warnings.append(
+            "settings.enablePublicAccess: deprecated; set the environment variable "
+            "FORCE_ENABLE_ANONYMOUS_ACCESS instead (mapped to it at start-up)"
+        )
     settings = Settings.model_validate(raw_settings)
 
     overrides: dict[str, EnvironmentOverride] = {}
@@ -157,8 +163,9 @@ def _build(doc: dict, source: str, environ: Mapping[str, str], duplicates: list[
         if problem:
             warnings.append(f"{_problems.format_path(('environmentOverrides', name))}: {problem}; not applied")
             continue
-        overrides[name] = EnvironmentOverride(name=name, type=o["type"],
-                                              value=_token(o["value"]) if o["type"] == "token" else o["value"])
+        overrides[name] = EnvironmentOverride(
+            name=name, type=o["type"], value=_token(o["value"]) if o["type"] == "token" else o["value"]
+        )
     # PERMISSION_SYNC_ENABLED as it will be once the overrides are applied.
     pse_override = overrides.get("PERMISSION_SYNC_ENABLED")
     if pse_override is not None and pse_override.type != "token":
@@ -185,29 +192,54 @@ def _build(doc: dict, source: str, environ: Mapping[str, str], duplicates: list[
         warnings.extend(_connection_warnings(name, raw))
     warnings.extend(_unsupported.warnings_for(doc, permission_sync=permission_sync))
 
-    contexts = {name: SearchContext.model_validate({"name": name, **c}) for name, c in (doc.get("contexts") or {}).items()}
+    contexts = {
+        name: SearchContext.model_validate({"name": name, **c}) for name, c in (doc.get("contexts") or {}).items()
+    }
     for cname, ctx in contexts.items():
-        for field, names in (("includeConnections", ctx.include_connections), ("excludeConnections", ctx.exclude_connections)):
+        for field, names in (
+            ("includeConnections", ctx.include_connections),
+            ("excludeConnections", ctx.exclude_connections),
+        ):
             for i, conn_name in enumerate(names):
                 if conn_name not in connections:
-                    warnings.append(f'{_problems.format_path(("contexts", cname, field, i))}: no connection named "{conn_name}"')
+                    warnings.append(
+                        f'{_problems.format_path(("contexts", cname, field, i))}: no connection named "{conn_name}"'
+                    )
 
     models, refused = [], []
     for i, m in enumerate(doc.get("models") or []):
         problems, notes = check_model(_problems.format_path(("models", i)), m)
         refused += problems
         warnings += notes
-        models.append(LanguageModel(
-            provider=m["provider"], model=m["model"], display_name=m.get("displayName"), base_url=m.get("baseUrl"),
-            temperature=m.get("temperature"), token=_token(m.get("token")), headers=dict(m.get("headers") or {}), raw=m,
-        ))
+        models.append(
+            LanguageModel(
+                provider=m["provider"],
+                model=m["model"],
+                display_name=m.get("displayName"),
+                base_url=m.get("baseUrl"),
+                temperature=m.get("temperature"),
+                token=_token(m.get("token")),
+                headers=dict(m.get("headers") or {}),
+                raw=m,
+            )
+        )
     providers, problems = _identity_providers(doc.get("identityProviders") or [], warnings)
     refused += problems
     if refused:  # a model this server cannot talk to: refuse the file rather than fail at the first question
         raise ConfigError(source, refused)
-    return Config(source=source, schema_ref=doc.get("$schema"), settings=settings, contexts=contexts,
-                  environment_overrides=overrides, connections=connections, models=models, permission_sync=permission_sync,
-                  identity_providers=providers, warnings=warnings, raw=doc)
+    return Config(
+        source=source,
+        schema_ref=doc.get("$schema"),
+        settings=settings,
+        contexts=contexts,
+        environment_overrides=overrides,
+        connections=connections,
+        models=models,
+        permission_sync=permission_sync,
+        identity_providers=providers,
+        warnings=warnings,
+        raw=doc,
+    )
 
 
 #: Provider kinds the schema knows and codesearch does not sign in with (none at the moment: a kind
@@ -216,8 +248,12 @@ _UNSUPPORTED_PROVIDERS: dict[str, str] = {}
 
 #: The web address of a code-host identity provider whose entry names none (bitbucket-server has no
 #: default: its schema requires `baseUrl`).
-_PROVIDER_WEB_URLS = {"github": DEFAULT_URLS["github"], "gitlab": DEFAULT_URLS["gitlab"], "gitea": DEFAULT_URLS["gitea"],
-                      "bitbucket-cloud": "https://bitbucket.org"}
+_PROVIDER_WEB_URLS = {
+    "github": DEFAULT_URLS["github"],
+    "gitlab": DEFAULT_URLS["gitlab"],
+    "gitea": DEFAULT_URLS["gitea"],
+    "bitbucket-cloud": "https://bitbucket.org",
+}
 
 
 def bitbucket_cloud_api_url(base_url: str) -> str:
@@ -230,7 +266,7 @@ def bitbucket_cloud_api_url(base_url: str) -> str:
     return base + "/2.0"
 
 
-def _identity_providers(entries: list, warnings: list[str]) -> tuple[list[IdentityProvider], list[str]]:
+def _identity_providers(entries: list[dict[str, Any]], warnings: list[str]) -> tuple[list[IdentityProvider], list[str]]:
     """The supported `identityProviders` entries, typed, with their ids (see `IdentityProvider`);
     warnings for entries that are accepted but not acted on; problems for clashing ids."""
     out: list[IdentityProvider] = []
@@ -246,23 +282,37 @@ def _identity_providers(entries: list, warnings: list[str]) -> tuple[list[Identi
             warnings.append(f"{at}: accepted but not used: {why}")
             continue
         if kind == "gcp-iap" and iap_at is not None:
-            warnings.append(f"{at}: accepted but not used: only one gcp-iap entry is used (IAP signs each request "
-                            f"for one audience), and {iap_at} is the first")
+            warnings.append(
+                f"{at}: accepted but not used: only one gcp-iap entry is used (IAP signs each request "
+                f"for one audience), and {iap_at} is the first"
+            )
             continue
         seen_types[kind] = seen_types.get(kind, 0) + 1
         pid = e.get("id") or (kind if seen_types[kind] == 1 else f"{kind}-{seen_types[kind]}")
         if pid in used:
-            problems.append(f'{at}.id: the id "{pid}" is already used by identityProviders[{used[pid]}]; '
-                            "give each entry its own \"id\"")
+            problems.append(
+                f'{at}.id: the id "{pid}" is already used by identityProviders[{used[pid]}]; '
+                'give each entry its own "id"'
+            )
             continue
         used[pid] = i
         if seen_types[kind] > 1 and not e.get("id"):
-            warnings.append(f'{at}: several {kind} entries: this one is "{pid}" by its position; give it an '
-                            '"id" so that reordering the file keeps its linked accounts')
+            warnings.append(
+                f'{at}: several {kind} entries: this one is "{pid}" by its position; give it an '
+                '"id" so that reordering the file keeps its linked accounts'
+            )
         if kind == "gcp-iap":
             iap_at = at
-            out.append(IdentityProvider(id=pid, provider=kind, purpose="sso", audience=_token(e["audience"]),
-                                        display_name=e.get("displayName"), index=i))
+            out.append(
+                IdentityProvider(
+                    id=pid,
+                    provider=kind,
+                    purpose="sso",
+                    audience=_token(e["audience"]),
+                    display_name=e.get("displayName"),
+                    index=i,
+                )
+            )
             continue
         issuer = e.get("issuer")
         if kind == "google" and issuer is None:
@@ -271,14 +321,23 @@ def _identity_providers(entries: list, warnings: list[str]) -> tuple[list[Identi
         if kind in CODE_HOST_PROVIDERS:
             base_url = (e.get("baseUrl") or _PROVIDER_WEB_URLS.get(kind) or "").rstrip("/") or None
         if kind == "bitbucket-cloud":
+            assert base_url is not None  # bitbucket-cloud has a default web URL
             api_url = (e.get("apiUrl") or bitbucket_cloud_api_url(base_url)).rstrip("/")
-        out.append(IdentityProvider(
-            id=pid, provider=kind, purpose="sso" if e["purpose"] == "sso" else "integration",
-            client_id=_token(e["clientId"]), client_secret=_token(e["clientSecret"]),
-            base_url=base_url, api_url=api_url,
-            issuer=_token(issuer) if isinstance(issuer, Mapping) else issuer,
-            display_name=e.get("displayName"), required=bool(e.get("accountLinkingRequired") or e.get("required")),
-            index=i))
+        out.append(
+            IdentityProvider(
+                id=pid,
+                provider=kind,
+                purpose="sso" if e["purpose"] == "sso" else "integration",
+                client_id=_token(e["clientId"]),
+                client_secret=_token(e["clientSecret"]),
+                base_url=base_url,
+                api_url=api_url,
+                issuer=_token(issuer) if isinstance(issuer, Mapping) else issuer,
+                display_name=e.get("displayName"),
+                required=bool(e.get("accountLinkingRequired") or e.get("required")),
+                index=i,
+            )
+        )
     return out, problems
 
 
@@ -306,27 +365,36 @@ def _override_problem(name: str, o: Any) -> str | None:
 
 
 def _is_token_ref(value: Any) -> bool:
-    return isinstance(value, Mapping) and len(value) == 1 and (isinstance(value.get("env"), str) or isinstance(value.get("googleCloudSecret"), str))
+    return (
+        isinstance(value, Mapping)
+        and len(value) == 1
+        and (isinstance(value.get("env"), str) or isinstance(value.get("googleCloudSecret"), str))
+    )
 
 
-def _connection_warnings(name: str, raw: dict) -> list[str]:
+def _connection_warnings(name: str, raw: dict[str, Any]) -> list[str]:
     """Fields the schema accepts but that have no effect as written (docs/configuration.md#the-file)."""
     at = _problems.format_path(("connections", name))
     kind, out = raw["type"], []
-    if kind == "gitlab" and raw.get("all") and raw.get("url", DEFAULT_URLS["gitlab"]).rstrip("/") == DEFAULT_URLS["gitlab"]:
+    if (
+        kind == "gitlab"
+        and raw.get("all")
+        and raw.get("url", DEFAULT_URLS["gitlab"]).rstrip("/") == DEFAULT_URLS["gitlab"]
+    ):
         out.append(f"{at}.all: ignored on {DEFAULT_URLS['gitlab']} (set url to a self-managed instance)")
     if kind == "bitbucket":
         server = raw.get("deploymentType", "cloud") == "server"
         if server and raw.get("workspaces"):
-            out.append(f"{at}.workspaces: ignored when deploymentType is \"server\"")
+            out.append(f'{at}.workspaces: ignored when deploymentType is "server"')
         if not server and raw.get("all"):
-            out.append(f"{at}.all: ignored when deploymentType is \"cloud\"")
+            out.append(f'{at}.all: ignored when deploymentType is "cloud"')
     if kind == "azuredevops" and raw.get("deploymentType") == "server" and "url" not in raw:
-        out.append(f"{at}: deploymentType is \"server\" but no url is set (using {DEFAULT_URLS['azuredevops']})")
+        out.append(f'{at}: deploymentType is "server" but no url is set (using {DEFAULT_URLS["azuredevops"]})')
     return out
 
 
 # -------------------------------------------------------------------------------------- tokens
+
 
 def _fail(source: str, path: str, reason: str) -> ConfigError:
     return ConfigError(source, [f"{path}: {reason}"])
@@ -336,8 +404,12 @@ def _resolve(token: Any, *, source: str, path: str, environ: Mapping[str, str]) 
     if isinstance(token, Token):
         token = token.to_dict()
     if not isinstance(token, Mapping) or len(token) != 1 or not ({"env", "googleCloudSecret"} & set(token)):
-        raise _fail(source, path, 'expected a token reference: {"env": "<VARIABLE>"} or '
-                                  '{"googleCloudSecret": "projects/<p>/secrets/<s>/versions/<v>"}')
+        raise _fail(
+            source,
+            path,
+            'expected a token reference: {"env": "<VARIABLE>"} or '
+            '{"googleCloudSecret": "projects/<p>/secrets/<s>/versions/<v>"}',
+        )
     if "env" in token:
         var = token["env"]
         value = environ.get(var)
@@ -352,13 +424,21 @@ def _resolve(token: Any, *, source: str, path: str, environ: Mapping[str, str]) 
 
 def _read_google_cloud_secret(resource: str, *, source: str, path: str) -> str:
     if not _GCP_SECRET.match(resource):
-        raise _fail(source, path, f'googleCloudSecret "{resource}" must be of the form '
-                                  "projects/<project-id>/secrets/<secret-name>/versions/<version-id>")
+        raise _fail(
+            source,
+            path,
+            f'googleCloudSecret "{resource}" must be of the form '
+            "projects/<project-id>/secrets/<secret-name>/versions/<version-id>",
+        )
     try:
         secretmanager = importlib.import_module("google.cloud.secretmanager")
     except ImportError:
-        raise _fail(source, path, "reading a googleCloudSecret token needs the Google Secret Manager client: "
-                                  'pip install "codesearch-ray[gcp]"') from None
+        raise _fail(
+            source,
+            path,
+            "reading a googleCloudSecret token needs the Google Secret Manager client: "
+            'pip install "codesearch-ray[gcp]"',
+        ) from None
     try:
         client = secretmanager.SecretManagerServiceClient()
         response = client.access_secret_version(request={"name": resource})
@@ -383,12 +463,17 @@ def resolve_token(token: Mapping[str, str] | Token, *, connection: str, environ:
     unreadable secret or a missing client library raise `ConfigError` naming the connection and
     the variable or secret — never a value.
     """
-    return _resolve(token, source=f'connection "{connection}"', path=f"{_problems.format_path(('connections', connection))}.token",
-                    environ=environ)
+    return _resolve(
+        token,
+        source=f'connection "{connection}"',
+        path=f"{_problems.format_path(('connections', connection))}.token",
+        environ=environ,
+    )
 
 
-def resolve_provider_token(token: Mapping[str, str] | Token, *, provider: IdentityProvider, field: str,
-                           environ: Mapping[str, str] = os.environ) -> str:
+def resolve_provider_token(
+    token: Mapping[str, str] | Token, *, provider: IdentityProvider, field: str, environ: Mapping[str, str] = os.environ
+) -> str:
     """The value an identity provider's reference points to (`field`: ``clientId``, ``audience``,
     ``clientSecret`` or ``issuer``); `ConfigError` naming the entry and the variable, never a value."""
     path = f"{_problems.format_path(('identityProviders', provider.index))}.{field}"
@@ -396,6 +481,7 @@ def resolve_provider_token(token: Mapping[str, str] | Token, *, provider: Identi
 
 
 # ------------------------------------------------------------------------- environment overrides
+
 
 def apply_environment_overrides(config: Config, environ: Any = os.environ) -> list[str]:
     """Set the config's `environmentOverrides` in `environ` (default: the process environment).
@@ -413,8 +499,11 @@ def apply_environment_overrides(config: Config, environ: Any = os.environ) -> li
             values[name] = _resolve(o.value, source=config.source, path=path, environ=environ)
         else:
             values[name] = _override_string(o)
-    if (config.settings.enable_public_access and "FORCE_ENABLE_ANONYMOUS_ACCESS" not in values
-            and "FORCE_ENABLE_ANONYMOUS_ACCESS" not in environ):
+    if (
+        config.settings.enable_public_access
+        and "FORCE_ENABLE_ANONYMOUS_ACCESS" not in values
+        and "FORCE_ENABLE_ANONYMOUS_ACCESS" not in environ
+    ):
         values["FORCE_ENABLE_ANONYMOUS_ACCESS"] = "true"
     for name, value in values.items():
         environ[name] = value

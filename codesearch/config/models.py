@@ -47,7 +47,11 @@ class Token(BaseModel):
         return {"env": self.env} if self.env is not None else {"googleCloudSecret": self.google_cloud_secret or ""}
 
     def __repr__(self) -> str:
-        return f"Token(env={self.env!r})" if self.env is not None else f"Token(googleCloudSecret={self.google_cloud_secret!r})"
+        return (
+            f"Token(env={self.env!r})"
+            if self.env is not None
+            else f"Token(googleCloudSecret={self.google_cloud_secret!r})"
+        )
 
     __str__ = __repr__
 
@@ -57,25 +61,33 @@ class Settings(BaseModel):
 
     model_config = ConfigDict(populate_by_name=True, extra="ignore", frozen=True)
 
-    max_file_size: Number = Field(defaults.MAX_FILE_SIZE, alias="maxFileSize")
-    max_trigram_count: Number = Field(defaults.MAX_TRIGRAM_COUNT, alias="maxTrigramCount")
-    reindex_interval_ms: Number = Field(3600000, alias="reindexIntervalMs")
-    resync_connection_interval_ms: Number = Field(86400000, alias="resyncConnectionIntervalMs")
-    resync_connection_polling_interval_ms: Number = Field(1000, alias="resyncConnectionPollingIntervalMs")
-    reindex_repo_polling_interval_ms: Number = Field(1000, alias="reindexRepoPollingIntervalMs")
-    max_connection_sync_job_concurrency: Number = Field(8, alias="maxConnectionSyncJobConcurrency")
-    max_repo_indexing_job_concurrency: Number = Field(8, alias="maxRepoIndexingJobConcurrency")
-    max_repo_garbage_collection_job_concurrency: Number = Field(8, alias="maxRepoGarbageCollectionJobConcurrency")
-    repo_garbage_collection_grace_period_ms: Number = Field(10000, alias="repoGarbageCollectionGracePeriodMs")
-    repo_index_timeout_ms: Number = Field(defaults.REPO_INDEX_TIMEOUT_MS, alias="repoIndexTimeoutMs")
+    max_file_size: Number = Field(default=defaults.MAX_FILE_SIZE, alias="maxFileSize")
+    max_trigram_count: Number = Field(default=defaults.MAX_TRIGRAM_COUNT, alias="maxTrigramCount")
+    reindex_interval_ms: Number = Field(default=3600000, alias="reindexIntervalMs")
+    resync_connection_interval_ms: Number = Field(default=86400000, alias="resyncConnectionIntervalMs")
+    resync_connection_polling_interval_ms: Number = Field(default=1000, alias="resyncConnectionPollingIntervalMs")
+    reindex_repo_polling_interval_ms: Number = Field(default=1000, alias="reindexRepoPollingIntervalMs")
+    max_connection_sync_job_concurrency: Number = Field(default=8, alias="maxConnectionSyncJobConcurrency")
+    max_repo_indexing_job_concurrency: Number = Field(default=8, alias="maxRepoIndexingJobConcurrency")
+    max_repo_garbage_collection_job_concurrency: Number = Field(
+        default=8, alias="maxRepoGarbageCollectionJobConcurrency"
+    )
+    repo_garbage_collection_grace_period_ms: Number = Field(default=10000, alias="repoGarbageCollectionGracePeriodMs")
+    repo_index_timeout_ms: Number = Field(default=defaults.REPO_INDEX_TIMEOUT_MS, alias="repoIndexTimeoutMs")
     #: Deprecated (FORCE_ENABLE_ANONYMOUS_ACCESS replaces it); `apply_environment_overrides` maps it.
-    enable_public_access: bool = Field(False, alias="enablePublicAccess")
+    enable_public_access: bool = Field(default=False, alias="enablePublicAccess")
     #: Falls back to the deprecated `experiment_repoDrivenPermissionSyncIntervalMs`.
-    repo_driven_permission_sync_interval_ms: Number = Field(86400000, alias="repoDrivenPermissionSyncIntervalMs")
+    repo_driven_permission_sync_interval_ms: Number = Field(
+        default=86400000, alias="repoDrivenPermissionSyncIntervalMs"
+    )
     #: Falls back to the deprecated `experiment_userDrivenPermissionSyncIntervalMs`.
-    user_driven_permission_sync_interval_ms: Number = Field(86400000, alias="userDrivenPermissionSyncIntervalMs")
-    max_account_permission_sync_job_concurrency: Number = Field(8, alias="maxAccountPermissionSyncJobConcurrency")
-    max_repo_permission_sync_job_concurrency: Number = Field(8, alias="maxRepoPermissionSyncJobConcurrency")
+    user_driven_permission_sync_interval_ms: Number = Field(
+        default=86400000, alias="userDrivenPermissionSyncIntervalMs"
+    )
+    max_account_permission_sync_job_concurrency: Number = Field(
+        default=8, alias="maxAccountPermissionSyncJobConcurrency"
+    )
+    max_repo_permission_sync_job_concurrency: Number = Field(default=8, alias="maxRepoPermissionSyncJobConcurrency")
 
 
 class SearchContext(BaseModel):
@@ -191,10 +203,21 @@ OIDC_PROVIDERS = ("google", "okta", "keycloak", "microsoft-entra-id", "authentik
 PROXY_PROVIDERS = ("gcp-iap",)
 SUPPORTED_PROVIDERS = CODE_HOST_PROVIDERS + OIDC_PROVIDERS + PROXY_PROVIDERS
 #: The name on a provider's button when the entry gives no `displayName`.
-PROVIDER_NAMES = {"github": "GitHub", "gitlab": "GitLab", "gitea": "Gitea", "bitbucket-cloud": "Bitbucket Cloud",
-                  "bitbucket-server": "Bitbucket Server", "google": "Google", "okta": "Okta", "keycloak": "Keycloak",
-                  "microsoft-entra-id": "Microsoft Entra ID", "authentik": "Authentik", "jumpcloud": "JumpCloud",
-                  "oidc": "OpenID Connect", "gcp-iap": "Google Cloud IAP"}
+PROVIDER_NAMES = {
+    "github": "GitHub",
+    "gitlab": "GitLab",
+    "gitea": "Gitea",
+    "bitbucket-cloud": "Bitbucket Cloud",
+    "bitbucket-server": "Bitbucket Server",
+    "google": "Google",
+    "okta": "Okta",
+    "keycloak": "Keycloak",
+    "microsoft-entra-id": "Microsoft Entra ID",
+    "authentik": "Authentik",
+    "jumpcloud": "JumpCloud",
+    "oidc": "OpenID Connect",
+    "gcp-iap": "Google Cloud IAP",
+}
 
 
 class IdentityProvider(BaseModel):
@@ -209,7 +232,8 @@ class IdentityProvider(BaseModel):
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
     id: str
-    provider: str  # github, gitlab, gitea, bitbucket-cloud, bitbucket-server, google, okta, … oidc, gcp-iap (SUPPORTED_PROVIDERS)
+    # github, gitlab, gitea, bitbucket-cloud, bitbucket-server, google, okta, … oidc, gcp-iap (SUPPORTED_PROVIDERS)
+    provider: str
     purpose: Literal["sso", "integration"]  # Sourcebot's "account_linking" reads as "integration"
     client_id: Token | None = None  # every kind but gcp-iap (the schema requires it)
     client_secret: Token | None = None  # every kind but gcp-iap (the schema requires it)

@@ -20,9 +20,10 @@ import difflib
 import json
 import re
 from collections import defaultdict
-from typing import Any, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
-from jsonschema import ValidationError
+from jsonschema import Draft7Validator, ValidationError
 
 _IDENT = re.compile(r"^[A-Za-z0-9_$-]+$")
 _DISCRIMINATORS = ("type", "provider")
@@ -31,16 +32,20 @@ _SHAPE_VALIDATORS = {"type", "required", "const", "enum", "anyOf", "oneOf", "not
 URL_PATTERN = r"^https?:\/\/[^\s/$.?#].[^\s]*$"
 _PATTERN_TEXT = {
     URL_PATTERN: "must be an http:// or https:// URL",
-    r"^(https?:\/\/[^\s/$.?#].[^\s]*|file:\/\/\/[^\s]+)$": "must be an http:// or https:// URL, or file:/// followed by an absolute path",
-    r"^[\w.-]+$": "may only contain letters, digits, \"_\", \".\" and \"-\"",
-    r"^[\w.-]+\/[\w.-]+$": "must be written <owner>/<name> (letters, digits, \"_\", \".\" and \"-\")",
+    r"^(https?:\/\/[^\s/$.?#].[^\s]*|file:\/\/\/[^\s]+)$": (
+        "must be an http:// or https:// URL, or file:/// followed by an absolute path"
+    ),
+    r"^[\w.-]+$": 'may only contain letters, digits, "_", "." and "-"',
+    r"^[\w.-]+\/[\w.-]+$": 'must be written <owner>/<name> (letters, digits, "_", "." and "-")',
     r"^[\w.-]+\/[\w. -]+$": "must be written <org>/<project>",
     r"^[\w.-]+\/[\w. -]+\/[\w. -]+$": "must be written <org>/<project>/<repo>",
-    r"^[a-zA-Z0-9_-]+$": "may only contain letters, digits, \"_\" and \"-\"",
+    r"^[a-zA-Z0-9_-]+$": 'may only contain letters, digits, "_" and "-"',
 }
 _TOKEN_FORMS = '{"env": "<VARIABLE>"} or {"googleCloudSecret": "projects/<p>/secrets/<s>/versions/<v>"}'
 
-Problem = tuple[tuple, str]  # (path in the document, reason)
+#: Where in the document: the keys and indexes from its root.
+Path = tuple[str | int, ...]
+Problem = tuple[Path, str]  # (path in the document, reason)
 
 
 def format_path(path: Iterable[Any]) -> str:
@@ -64,14 +69,14 @@ def _jtype(value: Any) -> str:
     return {str: "string", dict: "object", list: "array", type(None): "null"}.get(type(value), type(value).__name__)
 
 
-def _describe(branch: dict) -> str:
+def _describe(branch: dict[str, Any]) -> str:
     """A branch of a oneOf/anyOf in a few words."""
     if "$ref" in branch:
         name = branch["$ref"].rsplit("/", 1)[-1].removesuffix(".json")
         return f"a token reference ({_TOKEN_FORMS})" if name == "Token" else name
     required = branch.get("required") or []
     if branch.get("type") == "object" and len(required) == 1:
-        return '{"%s": …}' % required[0]
+        return f'{{"{required[0]}": …}}'
     if "const" in branch:
         return json.dumps(branch["const"])
     t = branch.get("type")
@@ -117,11 +122,16 @@ def explain(error: ValidationError) -> list[Problem]:
         expected = " or ".join(val) if isinstance(val, list) else val
         return [(path, f"expected {expected}")]
     if v == "not":
-        keys = [k for alt in (val.get("anyOf") or [val]) for k in alt.get("required", []) if isinstance(inst, dict) and k in inst]
+        keys = [
+            k
+            for alt in (val.get("anyOf") or [val])
+            for k in alt.get("required", [])
+            if isinstance(inst, dict) and k in inst
+        ]
         if keys:
             return [(path + (k,), f"{k} cannot be overridden") for k in keys]
         return [(path, "is not allowed here")]
-    simple = {
+    simple: dict[str, Callable[[], str]] = {
         "minimum": lambda: f"must be at least {val}",
         "maximum": lambda: f"must be at most {val}",
         "exclusiveMinimum": lambda: f"must be greater than {val}",
@@ -146,7 +156,7 @@ def _is_shape_error(e: ValidationError) -> bool:
     return len(e.relative_path) == 0 and e.validator in _SHAPE_VALIDATORS
 
 
-def _explain_alternatives(error: ValidationError, path: tuple) -> list[Problem]:
+def _explain_alternatives(error: ValidationError, path: Path) -> list[Problem]:
     inst = error.instance
     branches_schemas = error.validator_value or []
     by_branch: dict[int, list[ValidationError]] = defaultdict(list)
@@ -159,8 +169,9 @@ def _explain_alternatives(error: ValidationError, path: tuple) -> list[Problem]:
     # Connections and models: the branch is chosen by the discriminator's value.
     if isinstance(inst, dict):
         for disc in _DISCRIMINATORS:
-            if disc not in inst and any(c.validator == "required" and not c.relative_path and disc in c.validator_value
-                                        for c in error.context):
+            if disc not in inst and any(
+                c.validator == "required" and not c.relative_path and disc in c.validator_value for c in error.context
+            ):
                 return [(path, f'missing required property "{disc}"')]
             consts, others = {}, set()
             for i, errs in by_branch.items():
@@ -198,7 +209,7 @@ def _explain_alternatives(error: ValidationError, path: tuple) -> list[Problem]:
     return [(path, message)]
 
 
-def document_order(doc: Any, path: tuple) -> list[int]:
+def document_order(doc: Any, path: Path) -> list[int]:
     """A sort key that puts problems in the order their places appear in the document."""
     key, node = [], doc
     for p in path:
@@ -214,7 +225,7 @@ def document_order(doc: Any, path: tuple) -> list[int]:
     return key
 
 
-def collect(validator, doc: Any) -> list[str]:
+def collect(validator: Draft7Validator, doc: Any) -> list[str]:
     """Every problem of `doc`, in document order, each once, as ``"<path>: <reason>"``."""
     problems: list[Problem] = []
     for error in validator.iter_errors(doc):

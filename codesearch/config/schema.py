@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import copy
 import json
-from functools import lru_cache
+from functools import cache
 from importlib import resources
+from importlib.resources.abc import Traversable
+from typing import Any
 
 from jsonschema import Draft7Validator
 from referencing import Registry, Resource
@@ -30,11 +32,11 @@ SCHEMA_BASE_URI = "https://codesearch.invalid/schemas/v3/"
 INDEX_FILE = "index.json"
 
 
-def _dir():
+def _dir() -> Traversable:
     return resources.files("codesearch.config").joinpath("schemas", SCHEMA_VERSION)
 
 
-@lru_cache(maxsize=None)
+@cache
 def schema_files() -> tuple[str, ...]:
     """Names of the schema files, sorted (``("azuredevops.json", …, "shared.json")``)."""
     return tuple(sorted(p.name for p in _dir().iterdir() if p.name.endswith(".json")))
@@ -46,13 +48,13 @@ def _normalize(name: str) -> str:
     n = name.strip().lstrip("/")
     for prefix in ("schemas/", f"{SCHEMA_VERSION}/"):
         if n.startswith(prefix):
-            n = n[len(prefix):]
+            n = n[len(prefix) :]
     if n not in schema_files():
         raise FileNotFoundError(f"no schema file {name!r} (files: {', '.join(schema_files())})")
     return n
 
 
-@lru_cache(maxsize=None)
+@cache
 def schema_bytes(name: str = INDEX_FILE) -> bytes:
     """The exact bytes of one schema file, by name relative to the v3 folder (``"github.json"``).
 
@@ -62,22 +64,23 @@ def schema_bytes(name: str = INDEX_FILE) -> bytes:
     return _dir().joinpath(_normalize(name)).read_bytes()
 
 
-@lru_cache(maxsize=None)
-def _schema(name: str) -> dict:
-    return json.loads(schema_bytes(name))
+@cache
+def _schema(name: str) -> dict[str, Any]:
+    schema: dict[str, Any] = json.loads(schema_bytes(name))
+    return schema
 
 
-def load_schema(name: str = INDEX_FILE) -> dict:
+def load_schema(name: str = INDEX_FILE) -> dict[str, Any]:
     """One schema file as a dict (a fresh copy: callers may modify it)."""
     return copy.deepcopy(_schema(_normalize(name)))
 
 
-def schema_index() -> dict:
+def schema_index() -> dict[str, Any]:
     """The top-level schema (``index.json``), as printed by ``codesearch config schema``."""
     return load_schema(INDEX_FILE)
 
 
-@lru_cache(maxsize=None)
+@cache
 def registry() -> Registry:
     """Every schema file, registered under ``SCHEMA_BASE_URI + name`` as draft-07 resources."""
     return Registry().with_resources(
@@ -86,7 +89,7 @@ def registry() -> Registry:
     )
 
 
-@lru_cache(maxsize=None)
+@cache
 def validator(name: str = INDEX_FILE) -> Draft7Validator:
     """A draft-07 validator for one schema file (default: the whole config), references resolved
     through `registry`. Thread-safe to share: validators keep no state between calls."""

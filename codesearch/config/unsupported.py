@@ -28,8 +28,10 @@ UNUSED_SECTIONS = {
 #: Connection fields the host adapters do not read, by connection kind (a path inside the connection).
 UNUSED_CONNECTION_FIELDS: dict[str, dict[tuple[str, ...], str]] = {
     "gitlab": {("webUrl",): "repository links are built from the project URLs the GitLab API returns"},
-    "github": {("exclude", "private"): "private repositories are not filtered out; "
-                                       "use exclude.repos, or a token that cannot see them"},
+    "github": {
+        ("exclude", "private"): "private repositories are not filtered out; "
+        "use exclude.repos, or a token that cannot see them"
+    },
 }
 
 #: Per-connection permission fields: they act only while PERMISSION_SYNC_ENABLED is true.
@@ -67,6 +69,8 @@ def warnings_for(doc: Mapping[str, Any], *, permission_sync: bool) -> list[str]:
                 if conn.get(field) is True:
                     out.append(f"{at}.{field}: {_SYNC_OFF}")
         elif conn.get("type") in UNSYNCABLE and conn.get("enforcePermissions", True) is not False:
-            out.append(f"{at}: permission syncing does not support {UNSYNCABLE[conn['type']]}, so its private "
-                       "repositories are visible to nobody; set enforcePermissions to false to show them to every user")
+            out.append(
+                f"{at}: permission syncing does not support {UNSYNCABLE[conn['type']]}, so its private "
+                "repositories are visible to nobody; set enforcePermissions to false to show them to every user"
+            )
     return out

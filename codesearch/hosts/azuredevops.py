@@ -29,10 +29,15 @@ from __future__ import annotations
 import base64
 import re
 import urllib.parse
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from codesearch.errors import HostAuthError, HostError
-from codesearch.hosts.base import Collector, HostRepo, ListResult, glob_any, register
+from codesearch.hosts.base import Collector, HostRepo, JsonObject, ListResult, glob_any, register
 from codesearch.hosts.http import HostHttp
+
+if TYPE_CHECKING:
+    import httpx
 
 DEFAULT_URL = "https://dev.azure.com"
 #: api-version per deployment type, newest first: Services has 7.1; a Server is asked 7.0 (2022),
@@ -67,7 +72,7 @@ class _Client:
             "X-TFS-FedAuthRedirect": "Suppress",
         }
 
-    def get(self, url: str, params: dict | None = None):
+    def get(self, url: str, params: dict[str, Any] | None = None) -> tuple[Any, httpx.Response]:
         """(json body, response) of a GET; retries older api-versions on "out of range"."""
         while True:
             try:
@@ -79,20 +84,23 @@ class _Client:
                 raise
             if r.status_code == 203 or "json" not in r.headers.get("content-type", "json"):
                 where = url.split("?", 1)[0]
-                raise HostAuthError(f"{where} refused the credentials (sign-in page instead of an answer)", url=where,
-                                    status=r.status_code)
+                raise HostAuthError(
+                    f"{where} refused the credentials (sign-in page instead of an answer)",
+                    url=where,
+                    status=r.status_code,
+                )
             try:
                 return r.json(), r
             except ValueError:
                 raise HostError(f"{url} answered with a body that is not JSON", url=url, status=r.status_code) from None
 
 
-def _projects(client: _Client, org_url: str) -> list[dict]:
-    out: list[dict] = []
+def _projects(client: _Client, org_url: str) -> list[JsonObject]:
+    out: list[JsonObject] = []
     token: str | None = None
     seen: set[str] = set()
     while True:
-        params = {"$top": PROJECTS_PAGE}
+        params: dict[str, Any] = {"$top": PROJECTS_PAGE}
         if token:
             params["continuationToken"] = token
         body, r = client.get(f"{org_url}/_apis/projects", params)
@@ -103,13 +111,19 @@ def _projects(client: _Client, org_url: str) -> list[dict]:
         seen.add(token)
 
 
-def _repos_of_project(client: _Client, org_url: str, project: str) -> list[dict]:
+def _repos_of_project(client: _Client, org_url: str, project: str) -> list[JsonObject]:
     body, _ = client.get(f"{org_url}/{_q(project)}/_apis/git/repositories")
     return [r for r in body.get("value") or () if isinstance(r, dict)]
 
 
+def _repo(client: _Client, url: str) -> list[JsonObject]:
+    """The one repository at `url`, as a listing of one."""
+    body, _ = client.get(url)
+    return [body]
+
+
 @register("azuredevops")
-def list_azuredevops(name: str, conn: dict, token: str | None, http: HostHttp) -> ListResult:
+def list_azuredevops(name: str, conn: JsonObject, token: str | None, http: HostHttp) -> ListResult:
     c = Collector(name)
     if not token:
         raise HostAuthError(f"connection {name}: Azure DevOps needs a personal access token (`token`)")
@@ -124,24 +138,31 @@ def list_azuredevops(name: str, conn: dict, token: str | None, http: HostHttp) -
         return f"{prefix}/{_q(org)}"
 
     for org in conn.get("orgs") or ():
-        projects = c.fetch(lambda: _projects(client, org_url(org)), f"organization {org!r} not found (or not visible)")
-        for project in projects or ():
-            c.gather(lambda: _repos_of_project(client, org_url(org), project.get("id") or project.get("name") or ""),
-                     f"project {org}/{project.get('name')} disappeared while listing")
+        projects = c.fetch(partial(_projects, client, org_url(org)), f"organization {org!r} not found (or not visible)")
+        for listed in projects or ():
+            c.gather(
+                partial(_repos_of_project, client, org_url(org), listed.get("id") or listed.get("name") or ""),
+                f"project {org}/{listed.get('name')} disappeared while listing",
+            )
     for entry in conn.get("projects") or ():
         org, _, project = entry.partition("/")
         if not org or not project or "/" in project:
             c.warn(f"project {entry!r} is not of the form org/project")
             continue
-        c.gather(lambda: _repos_of_project(client, org_url(org), project), f"project {entry!r} not found (or not visible)")
+        c.gather(
+            partial(_repos_of_project, client, org_url(org), project),
+            f"project {entry!r} not found (or not visible)",
+        )
     for entry in conn.get("repos") or ():
         parts = entry.split("/")
         if len(parts) != 3 or not all(parts):
             c.warn(f"repo {entry!r} is not of the form org/project/repo")
             continue
         org, project, repo = parts
-        c.gather(lambda: [client.get(f"{org_url(org)}/{_q(project)}/_apis/git/repositories/{_q(repo)}")[0]],
-                 f"repo {entry!r} not found (or not visible)")
+        c.gather(
+            partial(_repo, client, f"{org_url(org)}/{_q(project)}/_apis/git/repositories/{_q(repo)}"),
+            f"repo {entry!r} not found (or not visible)",
+        )
 
     exclude = conn.get("exclude") or {}
     size = exclude.get("size") or {}
@@ -171,20 +192,22 @@ def list_azuredevops(name: str, conn: dict, token: str | None, http: HostHttp) -
         web = (repo.get("webUrl") or f"{base}/{_q(pname)}/_git/{_q(rname)}").rstrip("/")
         default = repo.get("defaultBranch") or None
         if default and default.startswith("refs/heads/"):
-            default = default[len("refs/heads/"):]
-        c.result.repos.append(HostRepo(
-            name=full,
-            display_name=display,
-            code_host_type="azuredevops",
-            clone_url=_strip_userinfo(repo["remoteUrl"]),
-            web_url=web,
-            file_url_template=f"{web}?path=/{{path}}&version=GB{{branch}}",
-            default_branch=default,
-            fork=bool(repo.get("isFork")),
-            archived=False,
-            public=project.get("visibility") == "public",
-            size_bytes=repo.get("size"),
-            external_id=rid,
-            git_user=git_user,
-        ))
+            default = default[len("refs/heads/") :]
+        c.result.repos.append(
+            HostRepo(
+                name=full,
+                display_name=display,
+                code_host_type="azuredevops",
+                clone_url=_strip_userinfo(repo["remoteUrl"]),
+                web_url=web,
+                file_url_template=f"{web}?path=/{{path}}&version=GB{{branch}}",
+                default_branch=default,
+                fork=bool(repo.get("isFork")),
+                archived=False,
+                public=project.get("visibility") == "public",
+                size_bytes=repo.get("size"),
+                external_id=rid,
+                git_user=git_user,
+            )
+        )
     return c.result

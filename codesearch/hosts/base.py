@@ -17,15 +17,33 @@ applied: use ``conn.get(key, default)``). `token` is the resolved token, or None
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from codesearch.errors import HostError, HostNotFound
 from codesearch.globs import glob_match
 
+if TYPE_CHECKING:
+    import httpx
+
+    from codesearch.hosts.http import HostHttp
+
+#: One object of a host's JSON answer (a repository, a project, ...).
+JsonObject = dict[str, Any]
+
 #: codeHostType values (docs/configuration.md#connection-kinds).
-CODE_HOST_TYPES = ("github", "gitlab", "gitea", "gerrit", "bitbucketCloud", "bitbucketServer", "azuredevops", "genericGitHost")
+CODE_HOST_TYPES = (
+    "github",
+    "gitlab",
+    "gitea",
+    "gerrit",
+    "bitbucketCloud",
+    "bitbucketServer",
+    "azuredevops",
+    "genericGitHost",
+)
 
 
 @dataclass
@@ -74,7 +92,7 @@ def listing_version(kind: str) -> int:
     return LISTING_VERSIONS.get(kind, 1)
 
 
-def register(kind: str):
+def register(kind: str) -> Callable[[Adapter], Adapter]:
     def deco(fn: Adapter) -> Adapter:
         _ADAPTERS[kind] = fn
         return fn
@@ -96,7 +114,7 @@ def adapter_for(kind: str) -> Adapter:
         raise ValueError(f"unknown connection type {kind!r}") from None
 
 
-def glob_any(patterns, value: str, *, case_insensitive: bool = False) -> bool:
+def glob_any(patterns: Iterable[str] | None, value: str, *, case_insensitive: bool = False) -> bool:
     """True when any glob matches `value`.
 
     Path-style globs (`codesearch.globs`), as Sourcebot's micromatch reads them: ``*`` stays
@@ -108,21 +126,24 @@ def glob_any(patterns, value: str, *, case_insensitive: bool = False) -> bool:
     return any(glob_match(p.lower() if case_insensitive else p, value) for p in patterns or ())
 
 
-def excluded(exclude: dict, *, fork: bool, archived: bool, name: str, globs: str = "repos") -> bool:
+def excluded(exclude: JsonObject, *, fork: bool, archived: bool, name: str, globs: str = "repos") -> bool:
     """The exclusions hosts share: `exclude.forks`, `exclude.archived`, and the globs of
     `exclude[globs]` (``exclude.repos`` unless said otherwise) on `name`."""
-    return ((bool(exclude.get("forks")) and fork) or (bool(exclude.get("archived")) and archived)
-            or glob_any(exclude.get(globs), name))
+    return (
+        (bool(exclude.get("forks")) and fork)
+        or (bool(exclude.get("archived")) and archived)
+        or glob_any(exclude.get(globs), name)
+    )
 
 
-def topics_excluded(topics, conn: dict) -> bool:
+def topics_excluded(topics: Iterable[str] | None, conn: JsonObject) -> bool:
     """Sourcebot's topic filters, globs compared lower-cased: drop a repo when one of its topics
     matches ``exclude.topics``, or when ``topics`` is set and none of its topics matches it."""
-    topics = [t.lower() for t in topics or ()]
+    lowered = [t.lower() for t in topics or ()]
     exclude = conn.get("exclude") or {}
-    if exclude.get("topics") and any(glob_any(exclude["topics"], t, case_insensitive=True) for t in topics):
+    if exclude.get("topics") and any(glob_any(exclude["topics"], t, case_insensitive=True) for t in lowered):
         return True
-    return bool(conn.get("topics")) and not any(glob_any(conn["topics"], t, case_insensitive=True) for t in topics)
+    return bool(conn.get("topics")) and not any(glob_any(conn["topics"], t, case_insensitive=True) for t in lowered)
 
 
 def host_of(url: str) -> str:
@@ -131,19 +152,28 @@ def host_of(url: str) -> str:
     return (u.hostname or "") + (f":{u.port}" if u.port else "")
 
 
-def response_json(r):
+def response_json(r: httpx.Response) -> Any:
     """The JSON body of an `httpx.Response`, or a `HostError` naming the URL (without its query)."""
     try:
         return r.json()
     except ValueError:
-        raise HostError(f"{r.request.url.copy_with(query=None)} answered with a body that is not JSON", status=r.status_code) from None
+        raise HostError(
+            f"{r.request.url.copy_with(query=None)} answered with a body that is not JSON", status=r.status_code
+        ) from None
 
 
-def json_pages(http, first_url: str, params: dict, headers: dict, next_url: Callable, what: str) -> list[dict]:
+def json_pages(
+    http: HostHttp,
+    first_url: str,
+    params: dict[str, Any],
+    headers: dict[str, str],
+    next_url: Callable[[httpx.Response, list[Any], list[JsonObject]], str | None],
+    what: str,
+) -> list[JsonObject]:
     """Every item of a listing whose pages are JSON lists: GET `first_url` with `params`, then each
     URL `next_url(response, page body, items so far)` gives until it gives None. A page that is not
     a list is a `HostError` ("… not a list of `what`")."""
-    items: list[dict] = []
+    items: list[JsonObject] = []
     r = http.get(first_url, params=params, headers=headers)
     while True:
         body = response_json(r)
@@ -154,6 +184,16 @@ def json_pages(http, first_url: str, params: dict, headers: dict, next_url: Call
         if not nxt:
             return items
         r = http.get(nxt, headers=headers)
+
+
+#: A warning for an entity that is not there: the text, or a function of the HTTP status.
+Missing = str | Callable[[int | None], str]
+
+
+def one_object(http: HostHttp, url: str, headers: dict[str, str]) -> list[JsonObject]:
+    """The JSON object at `url` as a listing of one: what `Collector.entity` gathers for one
+    configured repository."""
+    return [response_json(http.get(url, headers=headers))]
 
 
 class Collector:
@@ -167,13 +207,15 @@ class Collector:
         self.name = name
         self.host = host
         self.result = ListResult()
-        self.raw: list[dict] = []
+        self.raw: list[JsonObject] = []
         self._seen: set[str] = set()
 
     def warn(self, what: str) -> None:
         self.result.warnings.append(f"connection {self.name}: {what}")
 
-    def fetch(self, fetch: Callable[[], list], missing, *, also: tuple[int, ...] = ()) -> list | None:
+    def fetch(
+        self, fetch: Callable[[], list[JsonObject]], missing: Missing, *, also: tuple[int, ...] = ()
+    ) -> list[JsonObject] | None:
         """`fetch()`, or None when the host answers that the entity is not there (`HostNotFound`,
         or a status in `also`); then the warning is `missing` (a string, or a function of the
         status). Any other `HostError` propagates."""
@@ -182,21 +224,30 @@ class Collector:
         except HostError as e:
             if not isinstance(e, HostNotFound) and e.status not in also:
                 raise
-            self.warn(missing if isinstance(missing, str) else missing(404 if isinstance(e, HostNotFound) else e.status))
+            self.warn(
+                missing if isinstance(missing, str) else missing(404 if isinstance(e, HostNotFound) else e.status)
+            )
             return None
 
-    def gather(self, fetch: Callable[[], list], missing, *, also: tuple[int, ...] = ()) -> list | None:
+    def gather(
+        self, fetch: Callable[[], list[JsonObject]], missing: Missing, *, also: tuple[int, ...] = ()
+    ) -> list[JsonObject] | None:
         """`fetch` (as above), its items added to `raw`."""
         items = self.fetch(fetch, missing, also=also)
         if items is not None:
             self.raw.extend(items)
         return items
 
-    def entity(self, kind: str, entity: str, fetch: Callable[[], list], *, also: tuple[int, ...] = ()) -> None:
+    def entity(
+        self, kind: str, entity: str, fetch: Callable[[], list[JsonObject]], *, also: tuple[int, ...] = ()
+    ) -> None:
         """`gather` the repos of one configured org/user/group/repo; when it is not there, warn
         "<host> <kind> '<entity>' not found or not visible to the token (<status>)"."""
-        self.gather(fetch, lambda status: f"{self.host} {kind} {entity!r} not found or not visible to the token ({status})",
-                    also=also)
+        self.gather(
+            fetch,
+            lambda status: f"{self.host} {kind} {entity!r} not found or not visible to the token ({status})",
+            also=also,
+        )
 
     def first(self, key: str) -> bool:
         """True the first time `key` is seen (and remembers it)."""
@@ -205,8 +256,12 @@ class Collector:
         self._seen.add(key)
         return True
 
-    def finish(self, key: Callable[[dict], str], excluded: Callable[[dict], bool],
-               convert: Callable[[dict], HostRepo]) -> ListResult:
+    def finish(
+        self,
+        key: Callable[[JsonObject], str],
+        excluded: Callable[[JsonObject], bool],
+        convert: Callable[[JsonObject], HostRepo],
+    ) -> ListResult:
         """The result: each raw repo not `excluded` and not already kept (by `key`), converted."""
         for r in self.raw:
             if not excluded(r) and self.first(key(r)):

@@ -37,9 +37,11 @@ from __future__ import annotations
 import base64
 import re
 import urllib.parse
+from functools import partial
+from typing import Any
 
 from codesearch.errors import HostError
-from codesearch.hosts.base import Collector, HostRepo, ListResult, excluded, register
+from codesearch.hosts.base import Collector, HostRepo, JsonObject, ListResult, excluded, register
 from codesearch.hosts.http import HostHttp
 
 CLOUD_API = "https://api.bitbucket.org/2.0"
@@ -84,8 +86,9 @@ GONE = (410,)
 
 # ---------------------------------------------------------------------------------------------- cloud
 
-def _cloud_pages(http: HostHttp, url: str, params: dict | None, headers: dict) -> list[dict]:
-    out: list[dict] = []
+
+def _cloud_pages(http: HostHttp, url: str, params: dict[str, Any] | None, headers: dict[str, str]) -> list[JsonObject]:
+    out: list[JsonObject] = []
     seen: set[str] = set()
     while url:
         body = http.get_json(url, params=params, headers=headers)
@@ -99,7 +102,12 @@ def _cloud_pages(http: HostHttp, url: str, params: dict | None, headers: dict) -
     return out
 
 
-def _cloud_repo(repo: dict, root: str, git_user: str) -> HostRepo | None:
+def _one(http: HostHttp, url: str, headers: dict[str, str]) -> list[JsonObject]:
+    """The one repository at `url`, as a listing of one."""
+    return [http.get_json(url, headers=headers)]
+
+
+def _cloud_repo(repo: JsonObject, root: str, git_user: str) -> HostRepo | None:
     full = repo.get("full_name") or ""
     if "/" not in full:
         return None
@@ -128,7 +136,7 @@ def _cloud_repo(repo: dict, root: str, git_user: str) -> HostRepo | None:
     )
 
 
-def _list_cloud(conn: dict, token: str | None, http: HostHttp, c: Collector) -> list[HostRepo]:
+def _list_cloud(conn: JsonObject, token: str | None, http: HostHttp, c: Collector) -> list[HostRepo]:
     api = (conn.get("url") or CLOUD_API).rstrip("/")
     host = _netloc(api)
     if host in ("bitbucket.org", "www.bitbucket.org"):
@@ -137,16 +145,27 @@ def _list_cloud(conn: dict, token: str | None, http: HostHttp, c: Collector) -> 
     headers = _auth_headers(conn.get("user"), token)
     git_user = conn.get("gitUser") or conn.get("user") or "x-token-auth"
     for ws in conn.get("workspaces") or ():
-        c.gather(lambda ws=ws: _cloud_pages(http, f"{api}/repositories/{_q(ws)}", {"pagelen": CLOUD_PAGELEN}, headers),
-                 f"workspace {ws!r} not found (or not visible)", also=GONE)
+        c.gather(
+            partial(_cloud_pages, http, f"{api}/repositories/{_q(ws)}", {"pagelen": CLOUD_PAGELEN}, headers),
+            f"workspace {ws!r} not found (or not visible)",
+            also=GONE,
+        )
     for entry in conn.get("projects") or ():
         ws, _, key = entry.partition("/")
         if not ws or not key or "/" in key:
             c.warn(f"project {entry!r} is not of the form workspace/PROJECTKEY")
             continue
-        found = c.gather(lambda ws=ws, key=key: _cloud_pages(http, f"{api}/repositories/{_q(ws)}",
-                                                             {"pagelen": CLOUD_PAGELEN, "q": f'project.key="{key}"'}, headers),
-                         f"project {entry!r}: workspace {ws!r} not found (or not visible)", also=GONE)
+        found = c.gather(
+            partial(
+                _cloud_pages,
+                http,
+                f"{api}/repositories/{_q(ws)}",
+                {"pagelen": CLOUD_PAGELEN, "q": f'project.key="{key}"'},
+                headers,
+            ),
+            f"project {entry!r}: workspace {ws!r} not found (or not visible)",
+            also=GONE,
+        )
         if found is not None and not found:
             c.warn(f"project {entry!r} not found or has no repositories visible")
     for entry in conn.get("repos") or ():
@@ -154,15 +173,19 @@ def _list_cloud(conn: dict, token: str | None, http: HostHttp, c: Collector) -> 
         if not ws or not slug or "/" in slug:
             c.warn(f"repo {entry!r} is not of the form workspace/slug")
             continue
-        c.gather(lambda ws=ws, slug=slug: [http.get_json(f"{api}/repositories/{_q(ws)}/{_q(slug)}", headers=headers)],
-                 f"repo {entry!r} not found (or not visible)", also=GONE)
+        c.gather(
+            partial(_one, http, f"{api}/repositories/{_q(ws)}/{_q(slug)}", headers),
+            f"repo {entry!r} not found (or not visible)",
+            also=GONE,
+        )
     return [hr for hr in (_cloud_repo(repo, root, git_user) for repo in c.raw) if hr is not None]
 
 
 # --------------------------------------------------------------------------------------------- server
 
-def _server_pages(http: HostHttp, url: str, params: dict, headers: dict) -> list[dict]:
-    out: list[dict] = []
+
+def _server_pages(http: HostHttp, url: str, params: dict[str, Any], headers: dict[str, str]) -> list[JsonObject]:
+    out: list[JsonObject] = []
     start = 0
     seen: set[int] = set()
     while True:
@@ -176,7 +199,7 @@ def _server_pages(http: HostHttp, url: str, params: dict, headers: dict) -> list
         start = nxt
 
 
-def _server_repo(repo: dict, root: str, git_user: str) -> HostRepo | None:
+def _server_repo(repo: JsonObject, root: str, git_user: str) -> HostRepo | None:
     key = (repo.get("project") or {}).get("key")
     slug = repo.get("slug")
     if not key or not slug:
@@ -190,7 +213,7 @@ def _server_repo(repo: dict, root: str, git_user: str) -> HostRepo | None:
     if isinstance(default, dict):
         default = default.get("displayId")
     if isinstance(default, str) and default.startswith("refs/heads/"):
-        default = default[len("refs/heads/"):]
+        default = default[len("refs/heads/") :]
     return HostRepo(
         name=f"{root}/{display}",
         display_name=display,
@@ -207,7 +230,7 @@ def _server_repo(repo: dict, root: str, git_user: str) -> HostRepo | None:
     )
 
 
-def _list_server(conn: dict, token: str | None, http: HostHttp, c: Collector) -> list[HostRepo]:
+def _list_server(conn: JsonObject, token: str | None, http: HostHttp, c: Collector) -> list[HostRepo]:
     url = (conn.get("url") or "").rstrip("/")
     if not url:
         raise HostError(f"connection {c.name}: `url` is required when deploymentType is server")
@@ -220,20 +243,26 @@ def _list_server(conn: dict, token: str | None, http: HostHttp, c: Collector) ->
     if conn.get("all"):
         c.raw += _server_pages(http, f"{api}/repos", {"archived": "ALL"}, headers)
     for key in conn.get("projects") or ():
-        c.gather(lambda key=key: _server_pages(http, f"{api}/projects/{_q(key)}/repos", {}, headers),
-                 f"project {key!r} not found", also=GONE)
+        c.gather(
+            partial(_server_pages, http, f"{api}/projects/{_q(key)}/repos", {}, headers),
+            f"project {key!r} not found",
+            also=GONE,
+        )
     for entry in conn.get("repos") or ():
         key, _, slug = entry.partition("/")
         if not key or not slug or "/" in slug:
             c.warn(f"repo {entry!r} is not of the form PROJECT/slug")
             continue
-        c.gather(lambda key=key, slug=slug: [http.get_json(f"{api}/projects/{_q(key)}/repos/{_q(slug)}", headers=headers)],
-                 f"repo {entry!r} not found", also=GONE)
+        c.gather(
+            partial(_one, http, f"{api}/projects/{_q(key)}/repos/{_q(slug)}", headers),
+            f"repo {entry!r} not found",
+            also=GONE,
+        )
     return [hr for hr in (_server_repo(repo, root, git_user) for repo in c.raw) if hr is not None]
 
 
 @register("bitbucket")
-def list_bitbucket(name: str, conn: dict, token: str | None, http: HostHttp) -> ListResult:
+def list_bitbucket(name: str, conn: JsonObject, token: str | None, http: HostHttp) -> ListResult:
     c = Collector(name)
     server = conn.get("deploymentType", "cloud") == "server"
     listed = (_list_server if server else _list_cloud)(conn, token, http, c)

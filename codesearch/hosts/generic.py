@@ -19,8 +19,9 @@
   ``api``; ``file:///srv/git/**`` → ``team/api``). The name itself stays the path: it is what
   indexes, URLs, search contexts and permissions know a repository by, and a rename would
   orphan them. Installations that synced before this get the new display name at their next
-  sync, which re-indexes the repositories whose listing changed (the index carries it). A pattern that matches nothing, and a match that
-  is not a directory or not a git repository, are warnings naming the connection.
+  sync, which re-indexes the repositories whose listing changed (the index carries it). A
+  pattern that matches nothing, and a match that is not a directory or not a git repository,
+  are warnings naming the connection.
 
 There is no token and no git user for this connection type.
 """
@@ -32,12 +33,16 @@ import os
 import re
 import urllib.parse
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from codesearch.errors import HostError
 from codesearch.git.process import Git
 from codesearch.hosts.base import HostRepo, ListResult, register
 from codesearch.index.sources import local_repo_name, repo_git_dir, repo_name_from_url
 from codesearch.plurals import plural
+
+if TYPE_CHECKING:
+    from codesearch.hosts.http import HostHttp
 
 
 def expand_braces(pattern: str) -> list[str]:
@@ -51,7 +56,7 @@ def expand_braces(pattern: str) -> list[str]:
         elif c == "}" and depth:
             depth -= 1
             if depth == 0:
-                body, parts, level, last = pattern[start + 1:i], [], 0, 0
+                body, parts, level, last = pattern[start + 1 : i], [], 0, 0
                 for j, d in enumerate(body):
                     if d == "{":
                         level += 1
@@ -62,8 +67,8 @@ def expand_braces(pattern: str) -> list[str]:
                         last = j + 1
                 parts.append(body[last:])
                 if len(parts) == 1:  # "{x}" is literal, like the shell
-                    return [pattern[:i + 1] + rest for rest in expand_braces(pattern[i + 1:])]
-                head, tail = pattern[:start], pattern[i + 1:]
+                    return [pattern[: i + 1] + rest for rest in expand_braces(pattern[i + 1 :])]
+                head, tail = pattern[:start], pattern[i + 1 :]
                 out: list[str] = []
                 for p in parts:
                     for x in expand_braces(head + p + tail):
@@ -90,7 +95,7 @@ def _default_branch(path: str) -> str | None:
         return None
     res = Git.at(git_dir).run(["symbolic-ref", "-q", "HEAD"])
     ref = res.stdout.decode("utf-8", "replace").strip() if res.returncode == 0 else ""
-    return ref[len("refs/heads/"):] if ref.startswith("refs/heads/") else (ref or None)
+    return ref[len("refs/heads/") :] if ref.startswith("refs/heads/") else (ref or None)
 
 
 def _display(name: str) -> str:
@@ -141,15 +146,17 @@ def _list_file(name: str, url: str, result: ListResult) -> None:
             continue
         seen.add(repo_name)
         named_by_path = repo_name == os.path.abspath(path).strip("/")
-        result.repos.append(HostRepo(
-            name=repo_name,
-            display_name=local_display_name(path, base) if named_by_path else _display(repo_name),
-            code_host_type="genericGitHost",
-            clone_url=Path(path).as_uri(),
-            default_branch=_default_branch(path),
-            external_id=Path(path).as_uri(),
-            local_path=path,
-        ))
+        result.repos.append(
+            HostRepo(
+                name=repo_name,
+                display_name=local_display_name(path, base) if named_by_path else _display(repo_name),
+                code_host_type="genericGitHost",
+                clone_url=Path(path).as_uri(),
+                default_branch=_default_branch(path),
+                external_id=Path(path).as_uri(),
+                local_path=path,
+            )
+        )
     if not result.repos:
         warn(f"none of the {plural(len(matches), 'path')} matching the connection's file:// url is a git repository")
 
@@ -161,7 +168,7 @@ def _fixed_prefix(pattern: str) -> str:
 
 
 @register("git")
-def list_git(name: str, conn: dict, token: str | None, http=None) -> ListResult:
+def list_git(name: str, conn: dict[str, Any], token: str | None, http: HostHttp | None = None) -> ListResult:
     url = (conn.get("url") or "").strip()
     result = ListResult()
     if url.lower().startswith("file:"):
@@ -171,12 +178,14 @@ def list_git(name: str, conn: dict, token: str | None, http=None) -> ListResult:
         raise HostError(f"connection {name}: url must be http(s)://host/path or file:///path, not {url!r}")
     clean = re.sub(r"^([a-zA-Z][\w+.-]*://)[^@/?#]*@", r"\1", url)  # never keep credentials of a URL
     repo_name = repo_name_from_url(clean.split("?", 1)[0].split("#", 1)[0])
-    result.repos.append(HostRepo(
-        name=repo_name,
-        display_name=_display(repo_name),
-        code_host_type="genericGitHost",
-        clone_url=clean,
-        web_url=clean,
-        external_id=clean,
-    ))
+    result.repos.append(
+        HostRepo(
+            name=repo_name,
+            display_name=_display(repo_name),
+            code_host_type="genericGitHost",
+            clone_url=clean,
+            web_url=clean,
+            external_id=clean,
+        )
+    )
     return result

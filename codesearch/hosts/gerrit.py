@@ -22,9 +22,10 @@ from __future__ import annotations
 import json
 import re
 import urllib.parse
+from typing import Any
 
 from codesearch.errors import HostError
-from codesearch.hosts.base import HostRepo, ListResult, glob_any, register
+from codesearch.hosts.base import HostRepo, JsonObject, ListResult, glob_any, register
 from codesearch.hosts.http import HostHttp
 
 #: projects per request (``n``); a shorter page is the last one
@@ -42,15 +43,15 @@ def name_root(url: str) -> str:
     return (m.group(1) + m.group(2)).rstrip("/")
 
 
-def parse_gerrit_json(text: str):
+def parse_gerrit_json(text: str) -> Any:
     """Gerrit's JSON: the ``)]}'`` guard line removed first."""
     if text.startswith(XSSI_PREFIX):
-        text = text[len(XSSI_PREFIX):]
+        text = text[len(XSSI_PREFIX) :]
     return json.loads(text)
 
 
-def _list_projects(base: str, http: HostHttp) -> dict[str, dict]:
-    projects: dict[str, dict] = {}
+def _list_projects(base: str, http: HostHttp) -> dict[str, JsonObject]:
+    projects: dict[str, JsonObject] = {}
     skip = 0
     while True:
         url = f"{base}/projects/?d&all&n={PAGE_SIZE}&S={skip}"
@@ -58,8 +59,11 @@ def _list_projects(base: str, http: HostHttp) -> dict[str, dict]:
         try:
             page = parse_gerrit_json(r.text)
         except ValueError:
-            raise HostError(f"{base}/projects/ answered {r.status_code} with a body that is not Gerrit JSON",
-                            url=f"{base}/projects/", status=r.status_code) from None
+            raise HostError(
+                f"{base}/projects/ answered {r.status_code} with a body that is not Gerrit JSON",
+                url=f"{base}/projects/",
+                status=r.status_code,
+            ) from None
         if not isinstance(page, dict):
             raise HostError(f"{base}/projects/ did not answer with a map of projects", url=f"{base}/projects/")
         new = [k for k in page if k not in projects]
@@ -72,19 +76,19 @@ def _list_projects(base: str, http: HostHttp) -> dict[str, dict]:
         skip += len(page)
 
 
-def _web_url(base: str, info: dict) -> str:
+def _web_url(base: str, info: JsonObject) -> str:
     links = [w for w in info.get("web_links") or () if isinstance(w, dict) and w.get("url")]
     if not links:
         return ""
     link = next((w for w in links if "gitiles" in w["url"] or w.get("name") in ("gitiles", "browse")), links[0])
-    url = link["url"]
+    url: str = link["url"]
     if url.startswith("/"):
         url = base + url
     return url.rstrip("/")
 
 
 @register("gerrit")
-def list_gerrit(name: str, conn: dict, token: str | None, http: HostHttp) -> ListResult:
+def list_gerrit(name: str, conn: JsonObject, token: str | None, http: HostHttp) -> ListResult:
     base = conn["url"].rstrip("/")
     root = name_root(base)
     include = conn.get("projects")
@@ -104,16 +108,18 @@ def list_gerrit(name: str, conn: dict, token: str | None, http: HostHttp) -> Lis
         if glob_any(exclude.get("projects"), project):
             continue
         web = _web_url(base, info)
-        result.repos.append(HostRepo(
-            name=f"{root}/{project}",
-            display_name=project,
-            code_host_type="gerrit",
-            clone_url=f"{base}/{urllib.parse.quote(project, safe='/')}",
-            web_url=web,
-            file_url_template=f"{web}/+/{{branch}}/{{path}}" if web else "",
-            default_branch=None,
-            public=True,
-            external_id=info.get("id") or urllib.parse.quote(project, safe=""),
-            git_user="",
-        ))
+        result.repos.append(
+            HostRepo(
+                name=f"{root}/{project}",
+                display_name=project,
+                code_host_type="gerrit",
+                clone_url=f"{base}/{urllib.parse.quote(project, safe='/')}",
+                web_url=web,
+                file_url_template=f"{web}/+/{{branch}}/{{path}}" if web else "",
+                default_branch=None,
+                public=True,
+                external_id=info.get("id") or urllib.parse.quote(project, safe=""),
+                git_user="",
+            )
+        )
     return result

@@ -26,11 +26,25 @@ stays empty and `codesearch.sync.git_credentials` supplies it at clone time.
 
 from __future__ import annotations
 
+from functools import partial
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
-from codesearch.hosts.base import Collector, HostRepo, ListResult, excluded, host_of, json_pages, register
-from codesearch.hosts.base import response_json as _json
+from codesearch.hosts.base import (
+    Collector,
+    HostRepo,
+    JsonObject,
+    ListResult,
+    excluded,
+    host_of,
+    json_pages,
+    one_object,
+    register,
+)
 from codesearch.hosts.http import HostHttp, next_link
+
+if TYPE_CHECKING:
+    import httpx
 
 DEFAULT_URL = "https://gitea.com"
 LIMIT = 50
@@ -44,7 +58,7 @@ def rewrite_clone_url(clone_url: str, configured_url: str) -> str:
 
 
 @register("gitea")
-def list_gitea(name: str, conn: dict, token: str | None, http: HostHttp) -> ListResult:
+def list_gitea(name: str, conn: JsonObject, token: str | None, http: HostHttp) -> ListResult:
     url = (conn.get("url") or DEFAULT_URL).rstrip("/")
     api = url + "/api/v1"
     host = host_of(url)
@@ -53,10 +67,10 @@ def list_gitea(name: str, conn: dict, token: str | None, http: HostHttp) -> List
         headers["Authorization"] = f"token {token}"
     c = Collector(name, "Gitea")
 
-    def pages(first_url: str) -> list[dict]:
+    def pages(first_url: str) -> list[JsonObject]:
         page = 1
 
-        def next_url(r, body, items) -> str | None:
+        def next_url(r: httpx.Response, body: list[Any], items: list[JsonObject]) -> str | None:
             nonlocal page
             nxt = next_link(r)
             if not nxt:
@@ -71,26 +85,32 @@ def list_gitea(name: str, conn: dict, token: str | None, http: HostHttp) -> List
         return json_pages(http, first_url, {"page": page, "limit": LIMIT}, headers, next_url, "repositories")
 
     for org in conn.get("orgs") or ():
-        c.entity("organization", org, lambda o=org: pages(f"{api}/orgs/{quote(o, safe='')}/repos"))
+        c.entity("organization", org, partial(pages, f"{api}/orgs/{quote(org, safe='')}/repos"))
     for user in conn.get("users") or ():
-        c.entity("user", user, lambda u=user: pages(f"{api}/users/{quote(u, safe='')}/repos"))
+        c.entity("user", user, partial(pages, f"{api}/users/{quote(user, safe='')}/repos"))
     for full in conn.get("repos") or ():
         owner, _, repo = full.partition("/")
-        c.entity("repository", full,
-                lambda o=owner, n=repo: [_json(http.get(f"{api}/repos/{quote(o, safe='')}/{quote(n, safe='')}", headers=headers))])
+        c.entity(
+            "repository",
+            full,
+            partial(one_object, http, f"{api}/repos/{quote(owner, safe='')}/{quote(repo, safe='')}", headers),
+        )
 
-    return c.finish(key=lambda r: str(r.get("id") or r.get("full_name", "").lower()),
-                    excluded=lambda r: _excluded(r, conn), convert=lambda r: _to_host_repo(r, url, host, token))
+    return c.finish(
+        key=lambda r: str(r.get("id") or r.get("full_name", "").lower()),
+        excluded=lambda r: _excluded(r, conn),
+        convert=lambda r: _to_host_repo(r, url, host, token),
+    )
 
 
-def _excluded(r: dict, conn: dict) -> bool:
+def _excluded(r: JsonObject, conn: JsonObject) -> bool:
     exclude = conn.get("exclude") or {}
     if not r.get("clone_url"):
         return True
     return excluded(exclude, fork=bool(r.get("fork")), archived=bool(r.get("archived")), name=r.get("full_name", ""))
 
 
-def _to_host_repo(r: dict, url: str, host: str, token: str | None) -> HostRepo:
+def _to_host_repo(r: JsonObject, url: str, host: str, token: str | None) -> HostRepo:
     full = r["full_name"]
     html = (r.get("html_url") or "").rstrip("/")
     size = r.get("size")

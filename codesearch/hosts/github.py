@@ -26,11 +26,23 @@ A repo whose size GitHub reports as 0 or not at all is never excluded by size (S
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+from typing import Any
 from urllib.parse import quote, urlsplit
 
-from codesearch.hosts.base import (Collector, HostRepo, ListResult, excluded, host_of, json_pages, register,
-                                   topics_excluded)
-from codesearch.hosts.base import response_json as _json
+from codesearch.hosts.base import (
+    Collector,
+    HostRepo,
+    JsonObject,
+    ListResult,
+    excluded,
+    host_of,
+    json_pages,
+    one_object,
+    register,
+    topics_excluded,
+)
 from codesearch.hosts.http import HostHttp, next_link
 
 DEFAULT_URL = "https://github.com"
@@ -48,21 +60,30 @@ def api_base(url: str) -> str:
 
 
 @register("github")
-def list_github(name: str, conn: dict, token: str | None, http: HostHttp) -> ListResult:
+def list_github(name: str, conn: JsonObject, token: str | None, http: HostHttp) -> ListResult:
     url = (conn.get("url") or DEFAULT_URL).rstrip("/")
     api = api_base(url)
     host = host_of(url)
-    headers = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28",
-               "User-Agent": "codesearch"}
+    headers = {
+        "Accept": "application/vnd.github+json",
+        "X-GitHub-Api-Version": "2022-11-28",
+        "User-Agent": "codesearch",
+    }
     if token:
         headers["Authorization"] = f"Bearer {token}"
     c = Collector(name, "GitHub")
 
-    def pages(first_url: str, params: dict) -> list[dict]:
-        return json_pages(http, first_url, {**params, "per_page": PER_PAGE}, headers,
-                          lambda r, body, items: next_link(r), "repositories")
+    def pages(first_url: str, params: dict[str, Any]) -> list[JsonObject]:
+        return json_pages(
+            http,
+            first_url,
+            {**params, "per_page": PER_PAGE},
+            headers,
+            lambda r, body, items: next_link(r),
+            "repositories",
+        )
 
-    def attempt(kind: str, entity: str, fetch) -> None:
+    def attempt(kind: str, entity: str, fetch: Callable[[], list[JsonObject]]) -> None:
         c.entity(kind, entity, fetch, also=(422,))  # 422: GitHub's validation of a name
 
     token_user = None
@@ -71,20 +92,27 @@ def list_github(name: str, conn: dict, token: str | None, http: HostHttp) -> Lis
         token_user = (me.get("login") or "").lower() if isinstance(me, dict) else None
 
     for org in conn.get("orgs") or ():
-        attempt("organization", org, lambda org=org: pages(f"{api}/orgs/{quote(org)}/repos", {}))
+        attempt("organization", org, partial(pages, f"{api}/orgs/{quote(org)}/repos", {}))
     for user in conn.get("users") or ():
-        attempt("user", user, lambda user=user: pages(f"{api}/users/{quote(user)}/repos", {}))
+        attempt("user", user, partial(pages, f"{api}/users/{quote(user)}/repos", {}))
         if token_user and user.lower() == token_user:
             c.raw.extend(pages(f"{api}/user/repos", {"affiliation": "owner"}))
     for full in conn.get("repos") or ():
         owner, _, repo = full.partition("/")
-        attempt("repository", full, lambda owner=owner, repo=repo: [_json(http.get(f"{api}/repos/{quote(owner)}/{quote(repo)}", headers=headers))])
+        attempt(
+            "repository",
+            full,
+            partial(one_object, http, f"{api}/repos/{quote(owner)}/{quote(repo)}", headers),
+        )
 
-    return c.finish(key=lambda r: str(r.get("id") or r.get("full_name", "").lower()),
-                    excluded=lambda r: _excluded(r, conn), convert=lambda r: _to_host_repo(r, host, token))
+    return c.finish(
+        key=lambda r: str(r.get("id") or r.get("full_name", "").lower()),
+        excluded=lambda r: _excluded(r, conn),
+        convert=lambda r: _to_host_repo(r, host, token),
+    )
 
 
-def _excluded(r: dict, conn: dict) -> bool:
+def _excluded(r: JsonObject, conn: JsonObject) -> bool:
     exclude = conn.get("exclude") or {}
     if not r.get("clone_url"):
         return True
@@ -102,7 +130,7 @@ def _excluded(r: dict, conn: dict) -> bool:
     return False
 
 
-def _to_host_repo(r: dict, host: str, token: str | None) -> HostRepo:
+def _to_host_repo(r: JsonObject, host: str, token: str | None) -> HostRepo:
     full = r["full_name"]
     html = (r.get("html_url") or "").rstrip("/")
     size = r.get("size")

@@ -28,12 +28,26 @@ globs compared lower-cased. Internal projects count as public. The clone URL is
 
 from __future__ import annotations
 
+from functools import partial
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
-from codesearch.hosts.base import (Collector, HostRepo, ListResult, excluded, host_of, json_pages, register,
-                                   topics_excluded)
-from codesearch.hosts.base import response_json as _json
+from codesearch.hosts.base import (
+    Collector,
+    HostRepo,
+    JsonObject,
+    ListResult,
+    excluded,
+    host_of,
+    json_pages,
+    one_object,
+    register,
+    topics_excluded,
+)
 from codesearch.hosts.http import HostHttp, next_link
+
+if TYPE_CHECKING:
+    import httpx
 
 DEFAULT_URL = "https://gitlab.com"
 CLOUD_HOST = "gitlab.com"
@@ -47,7 +61,7 @@ def encode_path(path: str) -> str:
 
 
 @register("gitlab")
-def list_gitlab(name: str, conn: dict, token: str | None, http: HostHttp) -> ListResult:
+def list_gitlab(name: str, conn: JsonObject, token: str | None, http: HostHttp) -> ListResult:
     url = (conn.get("url") or DEFAULT_URL).rstrip("/")
     api = url + "/api/v4"
     host = host_of(url)
@@ -57,7 +71,7 @@ def list_gitlab(name: str, conn: dict, token: str | None, http: HostHttp) -> Lis
         headers["PRIVATE-TOKEN"] = token
     c = Collector(name, "GitLab")
 
-    def pages(first_url: str, params: dict) -> list[dict]:
+    def pages(first_url: str, params: dict[str, Any]) -> list[JsonObject]:
         return json_pages(http, first_url, {**params, "per_page": PER_PAGE}, headers, _next_page, "projects")
 
     if conn.get("all"):
@@ -66,17 +80,24 @@ def list_gitlab(name: str, conn: dict, token: str | None, http: HostHttp) -> Lis
         else:
             c.raw.extend(pages(f"{api}/projects", {"pagination": "keyset", "order_by": "id", "sort": "asc"}))
     for group in conn.get("groups") or ():
-        c.entity("group", group, lambda g=group: pages(f"{api}/groups/{encode_path(g)}/projects", {"include_subgroups": "true"}))
+        c.entity(
+            "group",
+            group,
+            partial(pages, f"{api}/groups/{encode_path(group)}/projects", {"include_subgroups": "true"}),
+        )
     for user in conn.get("users") or ():
-        c.entity("user", user, lambda u=user: pages(f"{api}/users/{quote(u, safe='')}/projects", {}))
+        c.entity("user", user, partial(pages, f"{api}/users/{quote(user, safe='')}/projects", {}))
     for project in conn.get("projects") or ():
-        c.entity("project", project, lambda p=project: [_json(http.get(f"{api}/projects/{encode_path(p)}", headers=headers))])
+        c.entity("project", project, partial(one_object, http, f"{api}/projects/{encode_path(project)}", headers))
 
-    return c.finish(key=lambda p: str(p.get("id") or p.get("path_with_namespace", "").lower()),
-                    excluded=lambda p: _excluded(p, conn), convert=lambda p: _to_host_repo(p, host, scheme, token))
+    return c.finish(
+        key=lambda p: str(p.get("id") or p.get("path_with_namespace", "").lower()),
+        excluded=lambda p: _excluded(p, conn),
+        convert=lambda p: _to_host_repo(p, host, scheme, token),
+    )
 
 
-def _next_page(r, body, items) -> str | None:
+def _next_page(r: httpx.Response, body: list[Any], items: list[JsonObject]) -> str | None:
     """Offset pages: the ``x-next-page`` header (empty on the last page); keyset pages: ``Link``."""
     if "x-next-page" in r.headers:
         page = r.headers["x-next-page"].strip()
@@ -84,19 +105,24 @@ def _next_page(r, body, items) -> str | None:
     return next_link(r)
 
 
-def _excluded(p: dict, conn: dict) -> bool:
+def _excluded(p: JsonObject, conn: JsonObject) -> bool:
     exclude = conn.get("exclude") or {}
     if not p.get("http_url_to_repo"):
         return True
     if exclude.get("userOwnedProjects") and (p.get("namespace") or {}).get("kind") == "user":
         return True
-    if excluded(exclude, fork="forked_from_project" in p, archived=bool(p.get("archived")),
-                name=p.get("path_with_namespace", ""), globs="projects"):
+    if excluded(
+        exclude,
+        fork="forked_from_project" in p,
+        archived=bool(p.get("archived")),
+        name=p.get("path_with_namespace", ""),
+        globs="projects",
+    ):
         return True
     return topics_excluded(p.get("topics"), conn)
 
 
-def _to_host_repo(p: dict, host: str, scheme: str, token: str | None) -> HostRepo:
+def _to_host_repo(p: JsonObject, host: str, scheme: str, token: str | None) -> HostRepo:
     path = p["path_with_namespace"]
     web = (p.get("web_url") or "").rstrip("/")
     clone = urlsplit(p["http_url_to_repo"])

@@ -22,7 +22,8 @@ Tests pass `transport=` (or point `base_url` at a local server); `sleep` is inje
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
+from typing import Any, Self
 
 import httpx
 
@@ -33,12 +34,21 @@ DEFAULT_TIMEOUT_S = 30.0
 
 
 class HostHttp:
-    def __init__(self, headers: dict[str, str] | None = None, *, timeout_s: float = DEFAULT_TIMEOUT_S,
-                 retries: int = 3, max_wait_s: float = 60.0, max_total_wait_s: float = 300.0,
-                 transport: httpx.BaseTransport | None = None, sleep: Callable[[float], None] = time.sleep,
-                 verify: bool = True):
-        self.client = httpx.Client(headers=headers or {}, timeout=timeout_s, transport=transport,
-                                   follow_redirects=True, verify=verify)
+    def __init__(
+        self,
+        headers: dict[str, str] | None = None,
+        *,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        retries: int = 3,
+        max_wait_s: float = 60.0,
+        max_total_wait_s: float = 300.0,
+        transport: httpx.BaseTransport | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        verify: bool = True,
+    ):
+        self.client = httpx.Client(
+            headers=headers or {}, timeout=timeout_s, transport=transport, follow_redirects=True, verify=verify
+        )
         self.retries = retries
         self.max_wait_s = max_wait_s
         self.max_total_wait_s = max_total_wait_s
@@ -48,13 +58,15 @@ class HostHttp:
     def close(self) -> None:
         self.client.close()
 
-    def __enter__(self):
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def get(self, url: str, params: dict | None = None, headers: dict | None = None) -> httpx.Response:
+    def get(
+        self, url: str, params: dict[str, Any] | None = None, headers: dict[str, str] | None = None
+    ) -> httpx.Response:
         """GET `url`; a 2xx response, or a `HostError` that says what went wrong."""
         attempt = 0
         while True:
@@ -71,7 +83,11 @@ class HostHttp:
             wait = self._rate_limit_wait(r)
             if wait is not None:
                 if wait > self.max_wait_s or self.waited_s + wait > self.max_total_wait_s:
-                    raise HostError(f"rate limited by {safe_url(url)} for {wait:.0f}s, longer than allowed", url=safe_url(url), status=r.status_code)
+                    raise HostError(
+                        f"rate limited by {safe_url(url)} for {wait:.0f}s, longer than allowed",
+                        url=safe_url(url),
+                        status=r.status_code,
+                    )
                 self._wait(wait)
                 continue
             if r.status_code >= 500 and attempt < self.retries:
@@ -84,12 +100,16 @@ class HostHttp:
             redact.add_url(url)
             raise _error_for(r, url, redact)
 
-    def get_json(self, url: str, params: dict | None = None, headers: dict | None = None):
+    def get_json(self, url: str, params: dict[str, Any] | None = None, headers: dict[str, str] | None = None) -> Any:
         r = self.get(url, params=params, headers=headers)
         try:
             return r.json()
         except ValueError:
-            raise HostError(f"{safe_url(url)} answered {r.status_code} with a body that is not JSON", url=safe_url(url), status=r.status_code) from None
+            raise HostError(
+                f"{safe_url(url)} answered {r.status_code} with a body that is not JSON",
+                url=safe_url(url),
+                status=r.status_code,
+            ) from None
 
     def _wait(self, seconds: float) -> None:
         seconds = max(0.0, seconds)
@@ -99,7 +119,9 @@ class HostHttp:
     def _rate_limit_wait(self, r: httpx.Response) -> float | None:
         """Seconds to wait when `r` is a rate-limit answer, else None."""
         h = r.headers
-        limited = r.status_code == 429 or (r.status_code == 403 and (h.get("x-ratelimit-remaining") == "0" or "retry-after" in h))
+        limited = r.status_code == 429 or (
+            r.status_code == 403 and (h.get("x-ratelimit-remaining") == "0" or "retry-after" in h)
+        )
         if not limited:
             return None
         wait = retry_after_seconds(h.get("retry-after"))
@@ -113,13 +135,19 @@ class HostHttp:
 
 
 def _error_for(r: httpx.Response, url: str, redact: Redactor | None = None) -> HostError:
-    snippet = r.text[:200].strip().replace("\n", " ") if r.headers.get("content-type", "").startswith(("text/", "application/json")) else ""
+    snippet = (
+        r.text[:200].strip().replace("\n", " ")
+        if r.headers.get("content-type", "").startswith(("text/", "application/json"))
+        else ""
+    )
     if redact is not None:
         snippet = redact(snippet)
     detail = f": {snippet}" if snippet else ""
     where = safe_url(url)
     if r.status_code in (401, 403):
-        return HostAuthError(f"{where} refused the credentials ({r.status_code}){detail}", url=where, status=r.status_code)
+        return HostAuthError(
+            f"{where} refused the credentials ({r.status_code}){detail}", url=where, status=r.status_code
+        )
     if r.status_code == 404:
         return HostNotFound(f"{where} not found (404)", url=where, status=404)
     return HostError(f"{where} answered {r.status_code}{detail}", url=where, status=r.status_code)

@@ -7,24 +7,24 @@
 
 Endpoints (all paginated):
 
-=================  ===============================================  ===========================================
-kind               repo-driven                                      user-driven
-=================  ===============================================  ===========================================
-github             ``GET /repos/{owner}/{repo}/collaborators``      ``GET /user/repos?visibility=all``
-gitlab             ``GET /projects/{id}/members/all`` (level ≥ 20)  ``GET /projects?membership=true&min_access_level=20``
-gitea              ``GET /repos/{owner}/{repo}/collaborators``,     ``GET /user/repos``
-                   the owning user, and for an organization's
-                   repository the members of its teams that read
-                   code (``GET /repos/{owner}/{repo}/teams``,
-                   ``GET /teams/{id}/members``)
-bitbucketCloud     ``GET /repositories/{ws}/{slug}/permissions-      ``GET /user/permissions/repositories``
-                   config/users``
-bitbucketServer    ``GET /projects/{key}/repos/{slug}/permissions/  ``GET /repos?permission=REPO_READ&archived=ALL``
-                   users`` and ``…/groups``, the project's
-                   ``GET /projects/{key}/permissions/users`` and
-                   ``…/groups``, the groups' members (``GET
-                   /admin/groups/more-members?context={group}``)
-=================  ===============================================  ===========================================
+================  ===============================================  ===========================================
+kind              repo-driven                                      user-driven
+================  ===============================================  ===========================================
+github            ``GET /repos/{owner}/{repo}/collaborators``      ``GET /user/repos?visibility=all``
+gitlab            ``GET /projects/{id}/members/all`` (level ≥ 20)  ``GET /projects?membership=true&min_access_level=20``
+gitea             ``GET /repos/{owner}/{repo}/collaborators``,     ``GET /user/repos``
+                  the owning user, and for an organization's
+                  repository the members of its teams that read
+                  code (``GET /repos/{owner}/{repo}/teams``,
+                  ``GET /teams/{id}/members``)
+bitbucketCloud    ``GET /repositories/{ws}/{slug}/permissions-      ``GET /user/permissions/repositories``
+                  config/users``
+bitbucketServer   ``GET /projects/{key}/repos/{slug}/permissions/  ``GET /repos?permission=REPO_READ&archived=ALL``
+                  users`` and ``…/groups``, the project's
+                  ``GET /projects/{key}/permissions/users`` and
+                  ``…/groups``, the groups' members (``GET
+                  /admin/groups/more-members?context={group}``)
+================  ===============================================  ===========================================
 
 GitLab's level 20 is Reporter, the lowest that may read a private project's code. Errors are
 `codesearch.hosts.http`'s: `HostAuthError` (401/403) and `HostNotFound` (404) mean "no access
@@ -107,15 +107,29 @@ def repo_readers(kind: str, conn: dict[str, Any], token: str | None, repo, http:
     h = headers_for(kind, token, conn.get("user"))
     if kind == "github":
         owner, name = _split_display(repo, 2)
-        users = _link_pages(http, f"{api}/repos/{quote(owner)}/{quote(name)}/collaborators",
-                            {"affiliation": "all", "per_page": _PER_PAGE}, h, "collaborators")
+        users = _link_pages(
+            http,
+            f"{api}/repos/{quote(owner)}/{quote(name)}/collaborators",
+            {"affiliation": "all", "per_page": _PER_PAGE},
+            h,
+            "collaborators",
+        )
         return {str(u["id"]) for u in users if u.get("id") is not None}
     if kind == "gitlab":
-        members = _link_pages(http, f"{api}/projects/{quote(str(repo.external_id), safe='')}/members/all",
-                              {"per_page": _PER_PAGE}, h, "members")
-        return {str(u["id"]) for u in members
-                if u.get("id") is not None and int(u.get("access_level") or 0) >= GITLAB_REPORTER
-                and (u.get("state") in (None, "active"))}
+        members = _link_pages(
+            http,
+            f"{api}/projects/{quote(str(repo.external_id), safe='')}/members/all",
+            {"per_page": _PER_PAGE},
+            h,
+            "members",
+        )
+        return {
+            str(u["id"])
+            for u in members
+            if u.get("id") is not None
+            and int(u.get("access_level") or 0) >= GITLAB_REPORTER
+            and (u.get("state") in (None, "active"))
+        }
     if kind == "gitea":
         owner, name = _split_display(repo, 2)
         base = f"{api}/repos/{quote(owner)}/{quote(name)}"
@@ -134,10 +148,14 @@ def repo_readers(kind: str, conn: dict[str, Any], token: str | None, repo, http:
         return out
     if kind == "bitbucketCloud":
         workspace, _key, slug = _split_display(repo, 3)
-        values = bitbucket._cloud_pages(http, f"{api}/repositories/{quote(workspace)}/{quote(slug)}/permissions-config/users",
-                              {"pagelen": 100}, h)
-        return {str((v.get("user") or {}).get("uuid")) for v in values
-                if (v.get("user") or {}).get("uuid") and v.get("permission") in ("read", "write", "admin")}
+        values = bitbucket._cloud_pages(
+            http, f"{api}/repositories/{quote(workspace)}/{quote(slug)}/permissions-config/users", {"pagelen": 100}, h
+        )
+        return {
+            str((v.get("user") or {}).get("uuid"))
+            for v in values
+            if (v.get("user") or {}).get("uuid") and v.get("permission") in ("read", "write", "admin")
+        }
     if kind == "bitbucketServer":
         return _bitbucket_server_readers(http, api, h, *_split_display(repo, 2))
     raise HostError(f"permission syncing does not support {kind} hosts")
@@ -157,8 +175,12 @@ def _gitea_teams(http: HostHttp, base: str, headers: dict) -> list[dict]:
         if e.status == 405:
             return []
         raise
-    return [t for t in teams if t.get("id") is not None
-            and (t.get("permission") in _GITEA_READS or (t.get("units_map") or {}).get("repo.code") in _GITEA_READS)]
+    return [
+        t
+        for t in teams
+        if t.get("id") is not None
+        and (t.get("permission") in _GITEA_READS or (t.get("units_map") or {}).get("repo.code") in _GITEA_READS)
+    ]
 
 
 def _bitbucket_server_readers(http: HostHttp, api: str, headers: dict, key: str, slug: str) -> set[str]:
@@ -182,13 +204,22 @@ def readable_repos(kind: str, api: str, token: str, http: HostHttp) -> set[str]:
     """The host's ids of every repository the account whose token this is may read."""
     h = headers_for(kind, token)
     if kind == "github":
-        repos = _link_pages(http, f"{api}/user/repos", {"visibility": "all", "per_page": _PER_PAGE,
-                                                         "affiliation": "owner,collaborator,organization_member"},
-                            h, "repositories")
+        repos = _link_pages(
+            http,
+            f"{api}/user/repos",
+            {"visibility": "all", "per_page": _PER_PAGE, "affiliation": "owner,collaborator,organization_member"},
+            h,
+            "repositories",
+        )
         return {str(r["id"]) for r in repos if r.get("id") is not None}
     if kind == "gitlab":
-        repos = _link_pages(http, f"{api}/projects", {"membership": "true", "min_access_level": GITLAB_REPORTER,
-                                                       "simple": "true", "per_page": _PER_PAGE}, h, "projects")
+        repos = _link_pages(
+            http,
+            f"{api}/projects",
+            {"membership": "true", "min_access_level": GITLAB_REPORTER, "simple": "true", "per_page": _PER_PAGE},
+            h,
+            "projects",
+        )
         return {str(r["id"]) for r in repos if r.get("id") is not None}
     if kind == "gitea":
         repos = _link_pages(http, f"{api}/user/repos", {"limit": 50}, h, "repositories")

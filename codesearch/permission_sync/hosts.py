@@ -40,7 +40,7 @@ def normalize_web_url(url: str) -> str:
     if path.endswith("/api/v3") or path.endswith("/api/v4") or path.endswith("/api/v1"):
         path = path[:-7]
     if path.endswith("/rest/api/1.0"):
-        path = path[:-len("/rest/api/1.0")]
+        path = path[: -len("/rest/api/1.0")]
     netloc = host if port in (None, 80 if scheme == "http" else 443) else f"{host}:{port}"
     return f"{scheme}://{netloc}{path}"
 

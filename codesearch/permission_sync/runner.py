@@ -26,9 +26,10 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timedelta, timezone
-from typing import Any, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from codesearch.errors import HostAuthError, HostError, HostNotFound
 from codesearch.hosts.http import HostHttp
@@ -52,13 +53,20 @@ def _revokes(error: Exception) -> bool:
 
 
 class PermissionSyncer:
-    def __init__(self, store, config, *, environ=None, http_factory: Callable[[], HostHttp] = HostHttp,
-                 clock: Callable[[], datetime] | None = None):
+    def __init__(
+        self,
+        store,
+        config,
+        *,
+        environ=None,
+        http_factory: Callable[[], HostHttp] = HostHttp,
+        clock: Callable[[], datetime] | None = None,
+    ):
         self.store = store
         self.config = config
         self.environ = environ
         self.http_factory = http_factory
-        self.clock = clock or (lambda: datetime.now(timezone.utc))
+        self.clock = clock or (lambda: datetime.now(UTC))
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
         self.last: dict[str, Any] = {}
@@ -69,8 +77,11 @@ class PermissionSyncer:
 
     def _enforcing(self) -> dict[str, Any]:
         """The config's connections that enforce permissions and can be synced, by name."""
-        return {name: conn for name, conn in self.config.connections.items()
-                if conn.enforce_permissions and conn.code_host_type in SYNCABLE_KINDS}
+        return {
+            name: conn
+            for name, conn in self.config.connections.items()
+            if conn.enforce_permissions and conn.code_host_type in SYNCABLE_KINDS
+        }
 
     def _due(self, attempted: datetime | None, failed: bool, interval_s: float, now: datetime) -> bool:
         if attempted is None:
@@ -98,8 +109,11 @@ class PermissionSyncer:
         now = self.clock()
         interval = float(self.config.settings.user_driven_permission_sync_interval_ms) / 1000.0
         hosts = {host_key(c.code_host_type, c.url) for c in self._enforcing().values()}
-        return [a for a in self.store.list_linked_accounts(with_host=True)
-                if a.host in hosts and self._due(a.permission_attempted_at, bool(a.permission_error), interval, now)]
+        return [
+            a
+            for a in self.store.list_linked_accounts(with_host=True)
+            if a.host in hosts and self._due(a.permission_attempted_at, bool(a.permission_error), interval, now)
+        ]
 
     # -------------------------------------------------------------- one sync
 
@@ -115,8 +129,12 @@ class PermissionSyncer:
         except Exception as e:  # every failure is recorded; none stops the others
             revoke = _revokes(e)
             self.store.record_repo_permission_failure(repo.id, _message(e), revoke=revoke)
-            log.warning("permission sync of %s failed (%s): %s", repo.name,
-                        "access revoked" if revoke else "last known access kept", _message(e))
+            log.warning(
+                "permission sync of %s failed (%s): %s",
+                repo.name,
+                "access revoked" if revoke else "last known access kept",
+                _message(e),
+            )
             return None
         return self.store.replace_repo_grants(repo.id, host_key(kind, conn.url), readers)
 
@@ -144,8 +162,13 @@ class PermissionSyncer:
         except Exception as e:  # recorded, like the repo-driven ones
             revoke = _revokes(e) or not isinstance(e, HostError)
             self.store.record_account_permission_failure(account.id, _message(e), revoke=revoke)
-            log.warning("permission sync of linked account %s on %s failed (%s): %s", account.id, account.host,
-                        "access revoked" if revoke else "last known access kept", _message(e))
+            log.warning(
+                "permission sync of linked account %s on %s failed (%s): %s",
+                account.id,
+                account.host,
+                "access revoked" if revoke else "last known access kept",
+                _message(e),
+            )
             return None
         ids = []
         for name, conn in self._enforcing().items():

@@ -17,6 +17,7 @@ never leaves half-changed).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -57,8 +58,14 @@ class Compactor:
 
     def stats(self) -> dict:
         t = self.totals
-        return {"merged_shards": t.merged_shards, "written_shards": t.written_shards, "live_bytes": t.live_bytes,
-                "dropped_bytes": t.dropped_bytes, "refused": t.refused, "errors": list(self.errors)}
+        return {
+            "merged_shards": t.merged_shards,
+            "written_shards": t.written_shards,
+            "live_bytes": t.live_bytes,
+            "dropped_bytes": t.dropped_bytes,
+            "refused": t.refused,
+            "errors": list(self.errors),
+        }
 
 
 class CompactorActor(Compactor):
@@ -93,8 +100,14 @@ class CompactorActor(Compactor):
         return True
 
 
-def start_compactor(data_dir: str, settings: IndexSettings | None = None, *, poll_s: float = POLL_S,
-                    name: str | None = None, actor_options: dict | None = None):
+def start_compactor(
+    data_dir: str,
+    settings: IndexSettings | None = None,
+    *,
+    poll_s: float = POLL_S,
+    name: str | None = None,
+    actor_options: dict | None = None,
+):
     """Create the compactor actor (supervised by Ray, reserving no CPU); returns it."""
     import ray
 
@@ -110,11 +123,7 @@ def start_compactor(data_dir: str, settings: IndexSettings | None = None, *, pol
 def stop_compactor(actor, timeout_s: float = 30.0) -> None:
     import ray
 
-    try:
+    with contextlib.suppress(Exception):  # dead or stuck: killed below
         ray.get(actor.shutdown.remote(), timeout=timeout_s)
-    except Exception:  # noqa: BLE001 - dead or stuck: killed below
-        pass
-    try:
+    with contextlib.suppress(Exception):  # already gone
         ray.kill(actor, no_restart=True)
-    except Exception:  # noqa: BLE001 - already gone
-        pass

@@ -47,6 +47,11 @@ from __future__ import annotations
 import logging
 import sys
 import threading
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from codesearch.search.options import Stats
 
 log = logging.getLogger(__name__)
 
@@ -60,39 +65,72 @@ JOB_OUTCOMES = ("completed", "failed", "abandoned")
 # name → (Ray class name, description, tag keys, bucket boundaries or None)
 SPECS: dict[str, tuple[str, str, tuple[str, ...], list[float] | None]] = {
     "codesearch_http_requests": (
-        "Counter", "HTTP requests answered by the API, by route template, method and status code.",
-        ("route", "method", "status"), None),
+        "Counter",
+        "HTTP requests answered by the API, by route template, method and status code.",
+        ("route", "method", "status"),
+        None,
+    ),
     "codesearch_http_request_seconds": (
-        "Histogram", "Seconds from a request's arrival to the last byte of its response.",
-        ("route", "method", "status"), LATENCY_BUCKETS_S),
+        "Histogram",
+        "Seconds from a request's arrival to the last byte of its response.",
+        ("route", "method", "status"),
+        LATENCY_BUCKETS_S,
+    ),
     "codesearch_searcher_query_seconds": (
-        "Histogram", "Seconds one searcher took to answer one search over its shards.",
-        ("origin",), LATENCY_BUCKETS_S),
+        "Histogram",
+        "Seconds one searcher took to answer one search over its shards.",
+        ("origin",),
+        LATENCY_BUCKETS_S,
+    ),
     "codesearch_searcher_candidate_files": (
-        "Counter", "Candidate files the trigram index gave a searcher's searches (stats ngramMatches).",
-        ("origin",), None),
+        "Counter",
+        "Candidate files the trigram index gave a searcher's searches (stats ngramMatches).",
+        ("origin",),
+        None,
+    ),
     "codesearch_searcher_verified_bytes": (
-        "Counter", "Bytes of file content a searcher read to verify candidates (stats contentBytesLoaded).",
-        ("origin",), None),
-    "codesearch_searcher_shards": (
-        "Gauge", "Shards a searcher holds in its newest shard list.", ("origin",), None),
+        "Counter",
+        "Bytes of file content a searcher read to verify candidates (stats contentBytesLoaded).",
+        ("origin",),
+        None,
+    ),
+    "codesearch_searcher_shards": ("Gauge", "Shards a searcher holds in its newest shard list.", ("origin",), None),
     "codesearch_searcher_shard_bytes": (
-        "Gauge", "Bytes of the shard files a searcher holds in its newest shard list.", ("origin",), None),
+        "Gauge",
+        "Bytes of the shard files a searcher holds in its newest shard list.",
+        ("origin",),
+        None,
+    ),
     "codesearch_jobs_queued": (
-        "Gauge", "Sync or index jobs waiting for a worker (PENDING), as the scheduler saw at its last tick.",
-        ("kind",), None),
+        "Gauge",
+        "Sync or index jobs waiting for a worker (PENDING), as the scheduler saw at its last tick.",
+        ("kind",),
+        None,
+    ),
     "codesearch_jobs_running": (
-        "Gauge", "Sync or index jobs a worker holds (IN_PROGRESS), as the scheduler saw at its last tick.",
-        ("kind",), None),
+        "Gauge",
+        "Sync or index jobs a worker holds (IN_PROGRESS), as the scheduler saw at its last tick.",
+        ("kind",),
+        None,
+    ),
     "codesearch_jobs_finished": (
-        "Counter", "Job attempts a worker finished, by kind and outcome (completed, failed, abandoned).",
-        ("kind", "outcome"), None),
+        "Counter",
+        "Job attempts a worker finished, by kind and outcome (completed, failed, abandoned).",
+        ("kind", "outcome"),
+        None,
+    ),
     "codesearch_job_seconds": (
-        "Histogram", "Seconds a job attempt ran on its worker, by kind and outcome.",
-        ("kind", "outcome"), JOB_BUCKETS_S),
+        "Histogram",
+        "Seconds a job attempt ran on its worker, by kind and outcome.",
+        ("kind", "outcome"),
+        JOB_BUCKETS_S,
+    ),
     "codesearch_mirror_fetch_errors": (
-        "Counter", "Clones or fetches of a repository mirror that failed, by connection type.",
-        ("host",), None),
+        "Counter",
+        "Clones or fetches of a repository mirror that failed, by connection type.",
+        ("host",),
+        None,
+    ),
 }
 
 _lock = threading.Lock()
@@ -107,7 +145,7 @@ def ray_ready() -> bool:
     return ray is not None and ray.is_initialized()
 
 
-def _metric(name: str):
+def _metric(name: str) -> object | None:
     """The metric `name` of this process, made on first use; None outside Ray."""
     metric = _made.get(name)
     if metric is not None:
@@ -157,11 +195,11 @@ def set_gauge(name: str, value: float, **tags: str) -> None:
 
 def http_request(route: str, method: str, status: int, seconds: float) -> None:
     tags = {"route": route, "method": method, "status": str(status)}
-    inc("codesearch_http_requests", **tags)
+    inc("codesearch_http_requests", 1, **tags)
     observe("codesearch_http_request_seconds", seconds, **tags)
 
 
-def searcher_query(origin: int, seconds: float, stats) -> None:
+def searcher_query(origin: int, seconds: float, stats: Stats) -> None:
     """One search of one searcher: its time and what its `Stats` say it examined."""
     o = str(origin)
     observe("codesearch_searcher_query_seconds", seconds, origin=o)
@@ -175,7 +213,7 @@ def searcher_shards(origin: int, count: int, nbytes: int) -> None:
     set_gauge("codesearch_searcher_shard_bytes", nbytes, origin=o)
 
 
-def job_queue(queued: dict[str, int], running: dict[str, int], kinds) -> None:
+def job_queue(queued: dict[str, int], running: dict[str, int], kinds: Iterable[str]) -> None:
     """The queue as the store holds it now: jobs waiting and running per kind (0 for a kind
     without any, so a gauge falls back to 0 when its queue empties)."""
     for kind in kinds:

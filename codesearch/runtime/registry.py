@@ -98,9 +98,19 @@ def _registry(create: bool, owner: str = ""):
             except ValueError:
                 if not create:
                     return None
-                _handle = ray.remote(RegistryActor).options(
-                    name=REGISTRY_NAME, namespace=NAMESPACE, get_if_exists=True, num_cpus=0, max_restarts=-1,
-                    max_task_retries=-1, max_concurrency=16).remote(owner)
+                _handle = (
+                    ray.remote(RegistryActor)
+                    .options(
+                        name=REGISTRY_NAME,
+                        namespace=NAMESPACE,
+                        get_if_exists=True,
+                        num_cpus=0,
+                        max_restarts=-1,
+                        max_task_retries=-1,
+                        max_concurrency=16,
+                    )
+                    .remote(owner)
+                )
         return _handle
 
 
@@ -171,6 +181,7 @@ def forget_handle() -> None:
 
 # ------------------------------------------------------------------------------ typed records
 
+
 @dataclass(frozen=True)
 class Deployment:
     """Where the service of a searcher pool keeps its data, and how many searchers it has."""
@@ -197,8 +208,13 @@ def put_deployment(pool: str, record: Deployment) -> None:
 
 def get_deployment(pool: str) -> Deployment | None:
     raw = _call("get", f"deployment:{pool}")
-    return Deployment(str(raw["data_dir"]), int(raw["searchers"]), str(raw.get("instance") or ""),
-                      str(raw.get("database") or "")) if raw else None
+    return (
+        Deployment(
+            str(raw["data_dir"]), int(raw["searchers"]), str(raw.get("instance") or ""), str(raw.get("database") or "")
+        )
+        if raw
+        else None
+    )
 
 
 def put_layout(pool: str, record: Layout) -> None:
@@ -230,8 +246,14 @@ def get_shard_lists(pool: str) -> dict[int, list]:
 
 def forget_pool(pool: str) -> None:
     """Remove everything recorded for the searcher pool `pool`."""
-    _call("delete", f"deployment:{pool}", f"layout:{pool}", f"index-version:{pool}", f"shard-lists:{pool}",
-          f"permissions:{pool}")
+    _call(
+        "delete",
+        f"deployment:{pool}",
+        f"layout:{pool}",
+        f"index-version:{pool}",
+        f"shard-lists:{pool}",
+        f"permissions:{pool}",
+    )
 
 
 def put_permissions_enabled(pool: str, enabled: bool | None) -> None:

@@ -48,12 +48,12 @@ def current() -> str | None:
     return _current.get()
 
 
-def bind(request_id: str | None) -> contextvars.Token:
+def bind(request_id: str | None) -> contextvars.Token[str | None]:
     """Make `request_id` the current one (until `reset` with the returned token)."""
     return _current.set(request_id)
 
 
-def reset(token: contextvars.Token) -> None:
+def reset(token: contextvars.Token[str | None]) -> None:
     _current.reset(token)
 
 

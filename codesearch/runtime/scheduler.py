@@ -44,8 +44,7 @@ log = logging.getLogger(__name__)
 
 
 class Scheduler:
-    def __init__(self, config_path: str, data_dir: str, options: RuntimeOptions | None = None, *,
-                 on_index_change=None):
+    def __init__(self, config_path: str, data_dir: str, options: RuntimeOptions | None = None, *, on_index_change=None):
         from codesearch.git.mirror import MirrorStore
         from codesearch.store import Store
 
@@ -76,7 +75,10 @@ class Scheduler:
 
     def poll_interval_s(self) -> float:
         s = self.settings
-        return max(0.05, min(float(s.resync_connection_polling_interval_ms), float(s.reindex_repo_polling_interval_ms)) / 1000.0)
+        return max(
+            0.05,
+            min(float(s.resync_connection_polling_interval_ms), float(s.reindex_repo_polling_interval_ms)) / 1000.0,
+        )
 
     def reload_config(self, force: bool = False) -> bool:
         """Re-read and apply the config file when its mtime changed (or `force`). A file that
@@ -155,8 +157,12 @@ class Scheduler:
         if stale:
             log.info("an older codesearch indexed repos %s: indexing them again", stale)
         self._check_index()
-        return {"requeued": [j.id for j in requeued], "mirrors": removed_mirrors, "index": removed_index,
-                "stale": stale}
+        return {
+            "requeued": [j.id for j in requeued],
+            "mirrors": removed_mirrors,
+            "index": removed_index,
+            "stale": stale,
+        }
 
     # ------------------------------------------------------------------ the tick
 
@@ -196,8 +202,11 @@ class Scheduler:
         except Exception as e:
             self._error(f"counting jobs: {e}")
             return
-        metrics.job_queue({kind: n for (kind, state), n in counts.items() if state == JobState.PENDING},
-                          {kind: n for (kind, state), n in counts.items() if state == JobState.IN_PROGRESS}, tuple(JobKind))
+        metrics.job_queue(
+            {kind: n for (kind, state), n in counts.items() if state == JobState.PENDING},
+            {kind: n for (kind, state), n in counts.items() if state == JobState.IN_PROGRESS},
+            tuple(JobKind),
+        )
 
     def apply_contexts(self) -> None:
         """Resolve the config's search contexts to repository names (for `context:`), when
@@ -206,7 +215,7 @@ class Scheduler:
 
         contexts = self.config.contexts if self.config else {}
         facts: dict[str, RepoFacts] = {}
-        for name in (self.config.connections if self.config else {}):
+        for name in self.config.connections if self.config else {}:
             for repo in self.store.repos_for_connection(name):
                 f = facts.get(repo.name)
                 conns = (f.connections if f else frozenset()) | {name}
@@ -218,7 +227,8 @@ class Scheduler:
         repos = list(facts.values())
         self.store.replace_search_contexts(
             m.SearchContext(name=name, repo_names=resolve_context(ctx, repos), description=ctx.description or "")
-            for name, ctx in contexts.items())
+            for name, ctx in contexts.items()
+        )
 
     def collect_garbage(self, grace_s: float) -> list[int]:
         from codesearch.index import manifest
@@ -276,10 +286,16 @@ def first_sync_state(store) -> dict:
     by_id = {r.id: r for r in repos}
     indexed = [r for r in by_id.values() if r.index_status == IndexStatus.INDEXED]
     failed = [r for r in by_id.values() if r.index_status == IndexStatus.FAILED]
-    return {"connections": len(conns), "pending_connections": pending_conns, "repos": len(by_id),
-            "indexed": len(indexed), "failed": len(failed), "connection_rows": conns,
-            "finished": sorted(indexed + failed, key=lambda r: r.id),
-            "done": not pending_conns and len(indexed) + len(failed) == len(by_id)}
+    return {
+        "connections": len(conns),
+        "pending_connections": pending_conns,
+        "repos": len(by_id),
+        "indexed": len(indexed),
+        "failed": len(failed),
+        "connection_rows": conns,
+        "finished": sorted(indexed + failed, key=lambda r: r.id),
+        "done": not pending_conns and len(indexed) + len(failed) == len(by_id),
+    }
 
 
 class SchedulerActor(Scheduler):
@@ -382,15 +398,26 @@ class SchedulerActor(Scheduler):
         self.close()
 
     def status(self) -> dict:
-        return {"ticks": self.ticks, "errors": list(self.errors), "reconstructed": self.reconstructed,
-                "searchers": None if self._pool is None else len(self._pool.actors)}
+        return {
+            "ticks": self.ticks,
+            "errors": list(self.errors),
+            "reconstructed": self.reconstructed,
+            "searchers": None if self._pool is None else len(self._pool.actors),
+        }
 
     def ping(self) -> bool:
         return True
 
 
-def start_scheduler(config_path: str, data_dir: str, options: RuntimeOptions | None = None, *,
-                    recover: bool = True, name: str | None = None, actor_options: dict | None = None):
+def start_scheduler(
+    config_path: str,
+    data_dir: str,
+    options: RuntimeOptions | None = None,
+    *,
+    recover: bool = True,
+    name: str | None = None,
+    actor_options: dict | None = None,
+):
     """Create the scheduler actor, run its start-up cleanup, start its loop. Returns the actor."""
     import ray
 

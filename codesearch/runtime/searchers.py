@@ -24,6 +24,7 @@ Observability: a searcher records its query time, candidates, verified bytes and
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import os
@@ -38,8 +39,8 @@ from codesearch.index.shard import Shard
 from codesearch.runtime import NAMESPACE, metrics, registry, request_ids
 from codesearch.search.engine import PartialResult, make_plan, merge_partials, partial_result, search_shards
 from codesearch.search.evaluate import searches_identifiers
-from codesearch.search.visibility import visible_shards
 from codesearch.search.options import FLUSH_MAX_SIZE, FLUSH_TIMER, SearchOptions, Stats
+from codesearch.search.visibility import visible_shards
 
 log = logging.getLogger(__name__)
 
@@ -68,8 +69,14 @@ class ShardSearcher:
 
     KEEP_VERSIONS = 3
 
-    def __init__(self, shard_paths: list[str], origin: int = 0, pool_key: str | None = None,
-                 copy_to: str | None = None, source: str | None = None):
+    def __init__(
+        self,
+        shard_paths: list[str],
+        origin: int = 0,
+        pool_key: str | None = None,
+        copy_to: str | None = None,
+        source: str | None = None,
+    ):
         self.origin = origin
         self.errors: list[str] = []
         self.sets: dict[int, list[Shard]] = {}
@@ -105,7 +112,9 @@ class ShardSearcher:
                 errors.append(str(e))
             except Exception as e:  # noqa: BLE001 - the shard source is unreachable (a Ray error): serve the rest
                 log.error("searcher %d: shard %s not fetched: %s", self.origin, os.path.basename(path), e)
-                errors.append(f"{os.path.basename(path)}: not fetched from where the index is built ({type(e).__name__})")
+                errors.append(
+                    f"{os.path.basename(path)}: not fetched from where the index is built ({type(e).__name__})"
+                )
         self.errors = errors
         return out
 
@@ -116,8 +125,14 @@ class ShardSearcher:
     def _shards_of(self, version: int | None) -> list[Shard]:
         return self.sets.get(version, self.shards) if version is not None else self.shards
 
-    def search(self, query: str, options: SearchOptions, deadline_wall: float, version: int | None = None,
-               request_id: str | None = None) -> PartialResult:
+    def search(
+        self,
+        query: str,
+        options: SearchOptions,
+        deadline_wall: float,
+        version: int | None = None,
+        request_id: str | None = None,
+    ) -> PartialResult:
         """Search the owned shards of `version` (default: the newest); `deadline_wall` is a
         `time.time()` instant (clocks of other processes and nodes agree on wall time, not on
         `time.monotonic()`). Stops early when the caller cancels the task (`ray.cancel`).
@@ -127,20 +142,23 @@ class ShardSearcher:
         try:
             deadline = time.monotonic() + max(0.0, deadline_wall - time.time())
             plan = make_plan(query, options)
-            out = partial_result(search_shards(self._shards_of(version), plan, options, deadline, _cancel_check()),
-                                 options, self.origin)
+            out = partial_result(
+                search_shards(self._shards_of(version), plan, options, deadline, _cancel_check()), options, self.origin
+            )
         except Exception as e:
             self._log_failure("search", query, request_id, e)
             raise
         seconds = time.perf_counter() - started
         metrics.searcher_query(self.origin, seconds, out.stats)
         if seconds > SLOW_SEARCH_S:
-            log.warning("searcher %d: slow search (%.2fs, request %s): %.200r", self.origin, seconds,
-                        request_id or "-", query)
+            log.warning(
+                "searcher %d: slow search (%.2fs, request %s): %.200r", self.origin, seconds, request_id or "-", query
+            )
         return out
 
-    def explain(self, query: str, options: SearchOptions, version: int | None = None,
-                request_id: str | None = None) -> dict:
+    def explain(
+        self, query: str, options: SearchOptions, version: int | None = None, request_id: str | None = None
+    ) -> dict:
         """`codesearch.search.explain.explain` over the owned shards of `version`."""
         from codesearch.search.explain import explain
 
@@ -157,8 +175,9 @@ class ShardSearcher:
         if isinstance(e, CodesearchError):
             log.warning("searcher %d: %s failed (request %s): %s", self.origin, what, request_id or "-", e)
         else:
-            log.error("searcher %d: %s of %.200r failed (request %s)", self.origin, what, query, request_id or "-",
-                      exc_info=e)
+            log.error(
+                "searcher %d: %s of %.200r failed (request %s)", self.origin, what, query, request_id or "-", exc_info=e
+            )
 
     def set_shards(self, shard_paths: list[str], version: int | None = None, origin: int | None = None) -> int:
         """Own `shard_paths` as list `version` (after an index change), as partition `origin`
@@ -182,10 +201,8 @@ class ShardSearcher:
         """The shard count and bytes of the newest list, as gauges (`metrics`)."""
         nbytes = 0
         for shard in self.shards:
-            try:
+            with contextlib.suppress(OSError):  # deleted since it was mapped: it still serves, its size is unknown
                 nbytes += os.path.getsize(shard.path)
-            except OSError:  # deleted since it was mapped: it still serves, its size is unknown
-                pass
         metrics.searcher_shards(self.origin, len(self.shards), nbytes)
 
     def shard_count(self) -> int:
@@ -278,8 +295,12 @@ class VersionWatch:
             self.refresh()
         with self._lock:
             if self._thread is None:
-                self._thread = threading.Thread(target=_watch_version, args=(weakref.ref(self), self.poll_s, self._stop),
-                                                name=f"codesearch-version-{self.key}", daemon=True)
+                self._thread = threading.Thread(
+                    target=_watch_version,
+                    args=(weakref.ref(self), self.poll_s, self._stop),
+                    name=f"codesearch-version-{self.key}",
+                    daemon=True,
+                )
                 self._thread.start()
 
     def set(self, version: int | None) -> None:
@@ -322,7 +343,7 @@ def publish_shard_lists(key: str, version: int, partitions: list[list[str]]) -> 
     not answer."""
     lists = published_shard_lists(key)
     lists[version] = partitions
-    keep = sorted(lists)[-ShardSearcher.KEEP_VERSIONS:]
+    keep = sorted(lists)[-ShardSearcher.KEEP_VERSIONS :]
     registry.put_shard_lists(key, {v: lists[v] for v in keep})
 
 
@@ -354,8 +375,16 @@ def published_deployment(key: str) -> dict | None:
     """What `publish_deployment` recorded for `key` (``{"data_dir", "searchers", "instance",
     "database"}``), or None."""
     record = registry.get_deployment(key)
-    return ({"data_dir": record.data_dir, "searchers": record.searchers, "instance": record.instance,
-             "database": record.database} if record else None)
+    return (
+        {
+            "data_dir": record.data_dir,
+            "searchers": record.searchers,
+            "instance": record.instance,
+            "database": record.database,
+        }
+        if record
+        else None
+    )
 
 
 def forget_pool(key: str) -> None:
@@ -427,9 +456,18 @@ class SearcherPool:
         self._reattached_at = float("-inf")
 
     @classmethod
-    def create(cls, index_dir: str, searchers: int = 2, *, copies: int = 1, name_prefix: str | None = None,
-               actor_options: dict | None = None, keep_empty: bool = False, copy_to: str | None = None,
-               source: str | None = None) -> "SearcherPool":
+    def create(
+        cls,
+        index_dir: str,
+        searchers: int = 2,
+        *,
+        copies: int = 1,
+        name_prefix: str | None = None,
+        actor_options: dict | None = None,
+        keep_empty: bool = False,
+        copy_to: str | None = None,
+        source: str | None = None,
+    ) -> SearcherPool:
         """Start ``copies × searchers`` actors over the shards of `index_dir`: `searchers`
         partitions, each held by `copies` actors (spread over the nodes unless `actor_options`
         says otherwise). Named when `name_prefix` is given, so that every Serve replica can
@@ -449,8 +487,14 @@ class SearcherPool:
         if not keep_empty:
             groups = [g for g in groups if g] or [[]]
         key = name_prefix or uuid.uuid4().hex
-        base = {"num_cpus": 0, "max_restarts": -1, "max_task_retries": 0, "max_concurrency": SEARCH_CONCURRENCY,
-                **({"scheduling_strategy": "SPREAD"} if copies > 1 else {}), **(actor_options or {})}
+        base = {
+            "num_cpus": 0,
+            "max_restarts": -1,
+            "max_task_retries": 0,
+            "max_concurrency": SEARCH_CONCURRENCY,
+            **({"scheduling_strategy": "SPREAD"} if copies > 1 else {}),
+            **(actor_options or {}),
+        }
         actors = []
         for i in range(copies * len(groups)):
             opts = dict(base)
@@ -468,13 +512,16 @@ class SearcherPool:
         return pool
 
     @classmethod
-    def attach(cls, name_prefix: str, count: int) -> "SearcherPool":
+    def attach(cls, name_prefix: str, count: int) -> SearcherPool:
         """The `count` named searchers started by `create` (from another process, e.g. a Serve
         replica), in the layout `create` recorded."""
         import ray
 
-        pool = cls([ray.get_actor(f"{name_prefix}-{i}", namespace=NAMESPACE) for i in range(count)],
-                   version_key=name_prefix, copies=published_copies(name_prefix, count))
+        pool = cls(
+            [ray.get_actor(f"{name_prefix}-{i}", namespace=NAMESPACE) for i in range(count)],
+            version_key=name_prefix,
+            copies=published_copies(name_prefix, count),
+        )
         pool._names = (name_prefix, count)
         pool.version_watch.refresh()  # here, where a registry read may wait, not in the first search
         return pool
@@ -513,7 +560,7 @@ class SearcherPool:
         if self._stale:
             self.reattach()
         c = (next(self._turn) if turn is None else turn) % self.copies
-        return self.actors[c * self.partitions:(c + 1) * self.partitions]
+        return self.actors[c * self.partitions : (c + 1) * self.partitions]
 
     def refresh(self, index_dir: str) -> None:
         """Re-balance the index's current shards over the partitions and send every searcher its
@@ -529,8 +576,12 @@ class SearcherPool:
 
         version = time.time_ns()
         publish_shard_lists(self.version_key, version, groups)
-        ray.get([a.set_shards.remote(groups[i % self.partitions], version, i % self.partitions)
-                 for i, a in enumerate(self.actors)])
+        ray.get(
+            [
+                a.set_shards.remote(groups[i % self.partitions], version, i % self.partitions)
+                for i, a in enumerate(self.actors)
+            ]
+        )
         publish_version(self.version_key, version)  # only now: every searcher holds the new lists
         self.version_watch.set(version)
         return version
@@ -549,7 +600,7 @@ class SearcherPool:
                 cache[version] = parts
         return len(parts[partition]) if parts and partition < len(parts) else 0
 
-    def fan_out(self, query: str, options: SearchOptions, request_id: str | None = None) -> "Fanout":
+    def fan_out(self, query: str, options: SearchOptions, request_id: str | None = None) -> Fanout:
         """Send `query` to the searchers of one copy (round robin); read the answers from the
         returned `Fanout`. The query is planned here first, so that a parse error or an unknown
         context fails at once, before any searcher is asked. Nothing here waits for I/O (the
@@ -567,7 +618,7 @@ class SearcherPool:
         partials = list(fan.partials())
         return merge_partials(partials, options, started, plan_ns, missed=fan.missed)
 
-    async def fan_out_async(self, query: str, options: SearchOptions, request_id: str | None = None) -> "Fanout":
+    async def fan_out_async(self, query: str, options: SearchOptions, request_id: str | None = None) -> Fanout:
         """`fan_out` for an event loop. A query of up to `INLINE_PLAN_CHARS` characters is
         planned on the loop (typically tens of microseconds: less than a trip to a thread
         costs); a longer one, whose regexes may take milliseconds to compile, in a thread, so
@@ -593,8 +644,9 @@ class SearcherPool:
         make_plan(query, options)
         version = self.version_watch.get()
         extra = _request_kwargs(request_id)
-        parts = ray.get([a.explain.remote(query, options, version, **extra) for a in self.copy()],
-                        timeout=options.timeout_s + 5)
+        parts = ray.get(
+            [a.explain.remote(query, options, version, **extra) for a in self.copy()], timeout=options.timeout_s + 5
+        )
         out = {k: parts[0][k] for k in ("query", "plan", "defaultBranchOnly")}
         out["shards"] = [{**s, "searcher": p["searcher"]} for p in parts for s in p["shards"]]
         out["documents"] = sum(p["documents"] for p in parts)
@@ -630,8 +682,14 @@ class Fanout:
     busy with other searches too.
     """
 
-    def __init__(self, pool: SearcherPool, query: str, options: SearchOptions, stop_when_full: bool = False,
-                 request_id: str | None = None):
+    def __init__(
+        self,
+        pool: SearcherPool,
+        query: str,
+        options: SearchOptions,
+        stop_when_full: bool = False,
+        request_id: str | None = None,
+    ):
         self.pool = pool
         self.query = query
         self.options = options
@@ -687,10 +745,8 @@ class Fanout:
         import ray
 
         for ref in list(self.pending):
-            try:
+            with contextlib.suppress(Exception):  # already finished or gone
                 ray.cancel(ref)
-            except Exception:  # noqa: BLE001 - already finished or gone
-                pass
         self.pending.clear()
 
     def _arrived(self, partial: PartialResult) -> None:
@@ -715,8 +771,9 @@ class Fanout:
 
         try:
             while self.pending:
-                ready, _ = ray.wait(list(self.pending), num_returns=1,
-                                    timeout=max(0.0, self.give_up - time.monotonic()))
+                ready, _ = ray.wait(
+                    list(self.pending), num_returns=1, timeout=max(0.0, self.give_up - time.monotonic())
+                )
                 if not ready:
                     break
                 partial = self.settle(ready[0])
@@ -736,8 +793,11 @@ class Fanout:
                 for ref in self.pending:
                     if ref not in waiting.values():
                         waiting[asyncio.ensure_future(asyncio.wrap_future(ref.future()))] = ref
-                done, _ = await asyncio.wait(list(waiting), timeout=max(0.0, self.give_up - time.monotonic()),
-                                             return_when=asyncio.FIRST_COMPLETED)
+                done, _ = await asyncio.wait(
+                    list(waiting),
+                    timeout=max(0.0, self.give_up - time.monotonic()),
+                    return_when=asyncio.FIRST_COMPLETED,
+                )
                 if not done:
                     break
                 for fut in done:

@@ -21,6 +21,7 @@ copy it had is left as it was.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import tempfile
@@ -99,7 +100,7 @@ def _call(method, *args):
     return method(*args)
 
 
-def _fetch_all(source, name: str, size: int, out) -> "hashlib._Hash":
+def _fetch_all(source, name: str, size: int, out) -> hashlib._Hash:
     """Write shard `name` (`size` bytes) from `source` to the file `out`; returns the digest object."""
     h = hashlib.blake2b(digest_size=32)
     offsets = list(range(0, size, CHUNK_BYTES))
@@ -136,10 +137,8 @@ class ShardCopies:
         self._verified: set[str] = set()  # copies checked against the source by this process
         for entry in os.listdir(local_dir):  # fetches a dead process left half done
             if entry.startswith(".fetch-"):
-                try:
+                with contextlib.suppress(OSError):
                     os.unlink(os.path.join(local_dir, entry))
-                except OSError:
-                    pass
 
     def verified(self, path: str) -> str | None:
         """The local copy of `path` when this process verified it already (shard files never
@@ -169,8 +168,11 @@ class ShardCopies:
                 out.flush()
                 os.fsync(out.fileno())
             if written != size or got.hexdigest() != digest:
-                raise IndexFormatError(path, f"the copy fetched for this node does not match the source ({written} of "
-                                             f"{size} bytes, digest {got.hexdigest()[:12]}… instead of {digest[:12]}…)")
+                raise IndexFormatError(
+                    path,
+                    f"the copy fetched for this node does not match the source ({written} of "
+                    f"{size} bytes, digest {got.hexdigest()[:12]}… instead of {digest[:12]}…)",
+                )
             os.replace(tmp, dest)
             tmp = None
             _write_atomically(dest + DIGEST_SUFFIX, digest)
@@ -179,10 +181,8 @@ class ShardCopies:
             return dest
         finally:
             if tmp is not None:
-                try:
+                with contextlib.suppress(OSError):
                     os.unlink(tmp)
-                except OSError:
-                    pass
 
     @staticmethod
     def _recorded(dest: str) -> str | None:

@@ -14,8 +14,9 @@ workers, in any processes or on any nodes that share the data directory, never r
   indexed revisions and `pushed_at`, the commit date of the default branch's head.
 
 Each attempt is counted and timed by kind and outcome, and each failed clone or fetch of a
-mirror is counted (`codesearch.runtime.metrics`). While a job runs, the worker heartbeats it (`Store.heartbeat_job`); a worker that dies stops
-heartbeating and the scheduler requeues its job (`Store.requeue_stale_jobs`). A worker restarted
+mirror is counted (`codesearch.runtime.metrics`). While a job runs, the worker heartbeats it
+(`Store.heartbeat_job`); a worker that dies stops heartbeating and the scheduler requeues its
+job (`Store.requeue_stale_jobs`). A worker restarted
 by Ray with the same `worker_id` releases its own unfinished jobs at once. A job that runs
 longer than `repoIndexTimeoutMs` is failed (retried with the store's backoff); its thread is
 abandoned (Python cannot stop it) and its result ignored.
@@ -26,6 +27,7 @@ Each worker opens its own `Store` (one per process). The number of workers is ch
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import threading
@@ -140,8 +142,12 @@ class _Worker:
                 self._cancel.set()
                 t.join(self.options.cancel_grace_s)
                 if t.is_alive():
-                    log.error("%s: job %s did not stop within %gs of its timeout", self.worker_id, job.id,
-                              self.options.cancel_grace_s)
+                    log.error(
+                        "%s: job %s did not stop within %gs of its timeout",
+                        self.worker_id,
+                        job.id,
+                        self.options.cancel_grace_s,
+                    )
                 result = {"error": TimeoutError(f"timed out after {timeout:g}s")}
                 break
             if not self.store.heartbeat_job(job.id, self.worker_id):
@@ -219,7 +225,9 @@ class ConnectionSyncer(_Worker):
             finally:
                 http.close()
         except Exception as e:
-            self.store.update_connection_status(conn.name, SyncStatus.FAILED, error=str(e), config_hash=conn.config_hash)
+            self.store.update_connection_status(
+                conn.name, SyncStatus.FAILED, error=str(e), config_hash=conn.config_hash
+            )
             raise
         result = self.store.upsert_repos(conn.name, listing.repos)
         fresh = set(result.added) | set(result.updated) | set(result.linked)
@@ -241,9 +249,17 @@ class RepoIndexer(_Worker):
 
     kind = JobKind.INDEX
 
-    def __init__(self, data_dir: str, worker_id: str | None = None, options: RuntimeOptions | None = None,
-                 *, max_file_size: int = defaults.MAX_FILE_SIZE, max_trigram_count: int = defaults.MAX_TRIGRAM_COUNT,
-                 timeout_ms: float = defaults.REPO_INDEX_TIMEOUT_MS, always_index: str | None = None):
+    def __init__(
+        self,
+        data_dir: str,
+        worker_id: str | None = None,
+        options: RuntimeOptions | None = None,
+        *,
+        max_file_size: int = defaults.MAX_FILE_SIZE,
+        max_trigram_count: int = defaults.MAX_TRIGRAM_COUNT,
+        timeout_ms: float = defaults.REPO_INDEX_TIMEOUT_MS,
+        always_index: str | None = None,
+    ):
         """`always_index` is an ``ALWAYS_INDEX_FILE_PATTERNS`` value; None: this process's environment's."""
         from codesearch import environment
         from codesearch.git.mirror import MirrorStore
@@ -254,8 +270,9 @@ class RepoIndexer(_Worker):
         self.mirrors = MirrorStore(os.path.join(self.data_dir, "repos"), timeout_s=min(600.0, self._timeout_s))
         self.max_file_size = int(max_file_size)
         self.max_trigram_count = int(max_trigram_count)
-        self.always_index = (environment.always_index_patterns() if always_index is None
-                             else PatternList.from_env(always_index))
+        self.always_index = (
+            environment.always_index_patterns() if always_index is None else PatternList.from_env(always_index)
+        )
 
     def timeout_s(self) -> float:
         return self._timeout_s
@@ -291,11 +308,18 @@ class RepoIndexer(_Worker):
                 metrics.mirror_fetch_error(kind)
                 raise
         revisions = conn_cfg.get("revisions") or {}
-        source = GitSource(path, repo=repo_info(repo, repo.id), branch_globs=revisions.get("branches") or (),
-                           tag_globs=revisions.get("tags") or ())
+        source = GitSource(
+            path,
+            repo=repo_info(repo, repo.id),
+            branch_globs=revisions.get("branches") or (),
+            tag_globs=revisions.get("tags") or (),
+        )
         try:
-            settings = IndexSettings(max_file_size=self.max_file_size, max_trigram_count=self.max_trigram_count,
-                                     always_index=self.always_index)
+            settings = IndexSettings(
+                max_file_size=self.max_file_size,
+                max_trigram_count=self.max_trigram_count,
+                always_index=self.always_index,
+            )
             index_source(source, self.index_dir, settings, progress=self.check_cancelled)
             indexed = {r.ref: r.commit for r in source.revisions}
             # the default branch (revisions[0]) as of this index: its newest commit is the repo's pushedAt,
@@ -308,13 +332,12 @@ class RepoIndexer(_Worker):
     def gave_up(self, job, error: str) -> None:
         from codesearch.store.errors import NotFound
 
-        try:
+        with contextlib.suppress(NotFound):
             self.store.update_repo_index_status(job.repo_id, IndexStatus.FAILED, error=error)
-        except NotFound:
-            pass
 
 
 # ---------------------------------------------------------------------- Ray actors
+
 
 class _ActorMixin:
     """Starts the worker's loop on a thread when the actor starts (and restarts)."""
@@ -351,8 +374,16 @@ class RepoIndexerActor(_ActorMixin, RepoIndexer):
         self._start_loop()
 
 
-def start_workers(data_dir: str, settings, options: RuntimeOptions | None = None, *, syncers: int | None = None,
-                  indexers: int | None = None, name_prefix: str = "codesearch", actor_options: dict | None = None) -> list:
+def start_workers(
+    data_dir: str,
+    settings,
+    options: RuntimeOptions | None = None,
+    *,
+    syncers: int | None = None,
+    indexers: int | None = None,
+    name_prefix: str = "codesearch",
+    actor_options: dict | None = None,
+) -> list:
     """Create the syncer and indexer actors (counts from `worker_counts` unless given). Worker
     ids are stable per slot, so an actor restarted by Ray releases its own unfinished job."""
     import ray
@@ -365,14 +396,25 @@ def start_workers(data_dir: str, settings, options: RuntimeOptions | None = None
     opts = {"num_cpus": 0, "max_restarts": -1, **(actor_options or {})}
     actors = []
     for i in range(n_sync):
-        actors.append(ray.remote(ConnectionSyncerActor).options(**opts).remote(
-            data_dir, f"{name_prefix}-sync-{run_id}-{i}", options))
+        actors.append(
+            ray.remote(ConnectionSyncerActor)
+            .options(**opts)
+            .remote(data_dir, f"{name_prefix}-sync-{run_id}-{i}", options)
+        )
     index_opts = {**opts, "num_cpus": (actor_options or {}).get("num_cpus", options.indexer_cpus)}
     for i in range(n_index):
-        actors.append(ray.remote(RepoIndexerActor).options(**index_opts).remote(
-            data_dir, f"{name_prefix}-index-{run_id}-{i}", options,
-            max_file_size=int(settings.max_file_size), max_trigram_count=int(settings.max_trigram_count),
-            timeout_ms=float(settings.repo_index_timeout_ms)))
+        actors.append(
+            ray.remote(RepoIndexerActor)
+            .options(**index_opts)
+            .remote(
+                data_dir,
+                f"{name_prefix}-index-{run_id}-{i}",
+                options,
+                max_file_size=int(settings.max_file_size),
+                max_trigram_count=int(settings.max_trigram_count),
+                timeout_ms=float(settings.repo_index_timeout_ms),
+            )
+        )
     ray.get([a.ping.remote() for a in actors])
     return actors
 
@@ -383,14 +425,10 @@ def stop_workers(actors: list, timeout_s: float = 10.0) -> None:
 
     refs = []
     for a in actors:
-        try:
+        with contextlib.suppress(Exception):
             refs.append(a.shutdown.remote())
-        except Exception:
-            pass
     if refs:
         ray.wait(refs, num_returns=len(refs), timeout=timeout_s)
     for a in actors:
-        try:
+        with contextlib.suppress(Exception):
             ray.kill(a, no_restart=True)
-        except Exception:
-            pass

@@ -1,8 +1,9 @@
 """Single sign-on and account linking with the config's `identityProviders` (Authlib + joserfc).
 
 - `providers.py`: one `Provider` per supported entry: the code hosts GitHub, GitLab, Gitea,
-  Bitbucket Cloud and Bitbucket Server (OAuth 2.0 and their user APIs), Google, Okta, Keycloak, Microsoft Entra ID, Authentik, JumpCloud and any OpenID
-  Connect provider (discovery, JWKS, signed ID tokens);
+  Bitbucket Cloud and Bitbucket Server (OAuth 2.0 and their user APIs), Google, Okta, Keycloak,
+  Microsoft Entra ID, Authentik, JumpCloud and any OpenID Connect provider (discovery, JWKS,
+  signed ID tokens);
 - `flow.py`: the authorization-code flow: state, nonce (OIDC) and PKCE (S256) on every flow,
   kept in a short-lived encrypted cookie bound to the browser, single use, checked on callback;
   the identity the provider vouches for (`ProviderIdentity`);
@@ -23,7 +24,7 @@ tokens, states, nonces and verifiers are never logged, never put in an error pag
 tokens are stored sealed (`codesearch.store.identities`).
 """
 
-from codesearch.sso.flow import FlowError, ProviderIdentity
-from codesearch.sso.providers import Provider, build_providers
+from codesearch.sso.flow import FlowError
+from codesearch.sso.providers import Provider, ProviderIdentity, build_providers
 
 __all__ = ["FlowError", "Provider", "ProviderIdentity", "build_providers"]

@@ -60,11 +60,19 @@ def _identity(provider: Provider, who: ProviderIdentity, signed_in: bool) -> dic
     """The keyword arguments of `Store.link_account` for `who`: the e-mail only when verified,
     tokens only for code hosts (permission syncing uses them; nothing else needs them kept)."""
     code_host = provider.host is not None
-    return dict(provider=provider.id, provider_type=provider.kind, subject=who.subject, host=provider.host,
-                login=who.login, email=who.email if who.email_verified else None,
-                access_token=who.access_token if code_host else None,
-                refresh_token=who.refresh_token if code_host else None,
-                token_expires_at=who.expires_at if code_host else None, scope=who.scope, signed_in=signed_in)
+    return dict(
+        provider=provider.id,
+        provider_type=provider.kind,
+        subject=who.subject,
+        host=provider.host,
+        login=who.login,
+        email=who.email if who.email_verified else None,
+        access_token=who.access_token if code_host else None,
+        refresh_token=who.refresh_token if code_host else None,
+        token_expires_at=who.expires_at if code_host else None,
+        scope=who.scope,
+        signed_in=signed_in,
+    )
 
 
 def _link(store, user_id: int, provider: Provider, who: ProviderIdentity, signed_in: bool):
@@ -74,8 +82,9 @@ def _link(store, user_id: int, provider: Provider, who: ProviderIdentity, signed
     return account
 
 
-def sign_in(store, provider: Provider, who: ProviderIdentity, *, require_approval: bool,
-            invite: str | None = None) -> Outcome:
+def sign_in(
+    store, provider: Provider, who: ProviderIdentity, *, require_approval: bool, invite: str | None = None
+) -> Outcome:
     try:
         return _sign_in(store, provider, who, require_approval=require_approval, invite=invite)
     except Conflict:  # a concurrent sign-in made the account or linked the identity meanwhile
@@ -83,12 +92,16 @@ def sign_in(store, provider: Provider, who: ProviderIdentity, *, require_approva
     try:
         return _sign_in(store, provider, who, require_approval=require_approval, invite=invite)
     except Conflict:
-        raise FlowError("identity", f"Another sign-in with this {provider.name} account was being completed at the "
-                                    "same time. Try again.", 409) from None
+        raise FlowError(
+            "identity",
+            f"Another sign-in with this {provider.name} account was being completed at the same time. Try again.",
+            409,
+        ) from None
 
 
-def _sign_in(store, provider: Provider, who: ProviderIdentity, *, require_approval: bool,
-             invite: str | None) -> Outcome:
+def _sign_in(
+    store, provider: Provider, who: ProviderIdentity, *, require_approval: bool, invite: str | None
+) -> Outcome:
     found = store.find_linked_account(provider.id, who.subject)
     if found is not None:
         user = store.get_user(found.user_id)
@@ -97,15 +110,25 @@ def _sign_in(store, provider: Provider, who: ProviderIdentity, *, require_approv
     user = store.find_user_by_email(email) if email else None
     if user is not None:
         _may_join_by_email(provider, who, user, email)
-        return Outcome(user, _link(store, user.id, provider, who, True), pending=store.is_pending(user.id),
-                       linked_now=True)
+        return Outcome(
+            user, _link(store, user.id, provider, who, True), pending=store.is_pending(user.id), linked_now=True
+        )
     if not email:
-        raise FlowError("identity", f"{provider.name} did not tell us your e-mail address, which an account needs. "
-                                    "Make one visible to this app at the provider and try again.", 403)
+        raise FlowError(
+            "identity",
+            f"{provider.name} did not tell us your e-mail address, which an account needs. "
+            "Make one visible to this app at the provider and try again.",
+            403,
+        )
     try:
-        user, pending = store.sign_up(email, who.name or "", email_verified=who.email_verified,
-                                      require_approval=require_approval, invite_token=invite,
-                                      identity=_identity(provider, who, True))
+        user, pending = store.sign_up(
+            email,
+            who.name or "",
+            email_verified=who.email_verified,
+            require_approval=require_approval,
+            invite_token=invite,
+            identity=_identity(provider, who, True),
+        )
     except InviteInvalid as e:
         raise FlowError("identity", str(e), 403) from None
     account = store.find_linked_account(provider.id, who.subject)
@@ -117,30 +140,44 @@ def _sign_in(store, provider: Provider, who: ProviderIdentity, *, require_approv
 def _may_join_by_email(provider: Provider, who: ProviderIdentity, user, email: str) -> None:
     """`FlowError` (409) unless `who` may be linked to `user`, found by its e-mail (step 2 of the
     module docstring)."""
-    later = (f"Sign in to that account the way you usually do, then link {provider.name} from your account "
-             "settings.")
+    later = f"Sign in to that account the way you usually do, then link {provider.name} from your account settings."
     if not who.email_verified:
-        raise FlowError("identity", f"An account with the e-mail {email} exists, but {provider.name} does not say "
-                                    f"the address is verified. {later}", 409)
+        raise FlowError(
+            "identity",
+            f"An account with the e-mail {email} exists, but {provider.name} does not say "
+            f"the address is verified. {later}",
+            409,
+        )
     if user.role == OWNER and not provider.is_gateway:
-        raise FlowError("identity", f"An owner's account has the e-mail {email}. Owner accounts are never joined "
-                                    f"by e-mail. {later}", 409)
+        raise FlowError(
+            "identity",
+            f"An owner's account has the e-mail {email}. Owner accounts are never joined by e-mail. {later}",
+            409,
+        )
     if not user.email_verified:
-        raise FlowError("identity", f"An account with the e-mail {email} exists, but nobody ever verified that it "
-                                    f"is its user's address, so {provider.name} cannot sign in to it by e-mail. "
-                                    f"If it is yours: {later} If it is not, tell an owner of this server.", 409)
+        raise FlowError(
+            "identity",
+            f"An account with the e-mail {email} exists, but nobody ever verified that it "
+            f"is its user's address, so {provider.name} cannot sign in to it by e-mail. "
+            f"If it is yours: {later} If it is not, tell an owner of this server.",
+            409,
+        )
 
 
 def link(store, provider: Provider, who: ProviderIdentity, user_id: int) -> Outcome:
     found = store.find_linked_account(provider.id, who.subject)
     if found is not None and found.user_id != user_id:
-        raise FlowError("identity", f"This {provider.name} account is linked to another user of this server. "
-                                    "Unlink it there first.", 409)
+        raise FlowError(
+            "identity",
+            f"This {provider.name} account is linked to another user of this server. Unlink it there first.",
+            409,
+        )
     try:
         account = _link(store, user_id, provider, who, False)
     except Conflict:
-        raise FlowError("identity", f"This {provider.name} account is linked to another user of this server.",
-                        409) from None
+        raise FlowError(
+            "identity", f"This {provider.name} account is linked to another user of this server.", 409
+        ) from None
     return Outcome(store.get_user(user_id), account, linked_now=found is None)
 
 
@@ -149,4 +186,5 @@ def sign_in_methods(store, user, providers: dict[str, Provider]) -> int:
     configured sign-in provider."""
     accounts = store.list_linked_accounts(user_id=user.id)
     return (1 if user.password_hash else 0) + sum(
-        1 for a in accounts if a.provider in providers and providers[a.provider].signs_in)
+        1 for a in accounts if a.provider in providers and providers[a.provider].signs_in
+    )

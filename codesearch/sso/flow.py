@@ -26,7 +26,8 @@ import os
 import secrets
 import threading
 import time
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import httpx
 
@@ -89,18 +90,36 @@ class FlowSealer:
             return True
 
 
-def _client(provider: Provider, redirect_uri: str, http: httpx.AsyncClient | None = None, *,
-            auth_method: str = "client_secret_post"):
+def _client(
+    provider: Provider,
+    redirect_uri: str,
+    http: httpx.AsyncClient | None = None,
+    *,
+    auth_method: str = "client_secret_post",
+):
     from authlib.integrations.httpx_client import AsyncOAuth2Client
 
     client_id, client_secret = provider.credentials()
-    return AsyncOAuth2Client(client_id=client_id, client_secret=client_secret, scope=provider.scope,
-                             redirect_uri=redirect_uri, code_challenge_method="S256",
-                             token_endpoint_auth_method=auth_method, timeout=HTTP_TIMEOUT_S)
+    return AsyncOAuth2Client(
+        client_id=client_id,
+        client_secret=client_secret,
+        scope=provider.scope,
+        redirect_uri=redirect_uri,
+        code_challenge_method="S256",
+        token_endpoint_auth_method=auth_method,
+        timeout=HTTP_TIMEOUT_S,
+    )
 
 
-async def begin(provider: Provider, *, redirect_uri: str, purpose: str, next_url: str,
-                user_id: int | None = None, invite: str | None = None) -> tuple[str, dict]:
+async def begin(
+    provider: Provider,
+    *,
+    redirect_uri: str,
+    purpose: str,
+    next_url: str,
+    user_id: int | None = None,
+    invite: str | None = None,
+) -> tuple[str, dict]:
     """(authorization URL, flow record). `purpose` is ``signin`` or ``link`` (of `user_id`)."""
     state = secrets.token_urlsafe(32)
     verifier = secrets.token_urlsafe(48)  # 64 characters: within RFC 7636's 43..128
@@ -110,8 +129,17 @@ async def begin(provider: Provider, *, redirect_uri: str, purpose: str, next_url
     extra = {"nonce": nonce} if nonce else {}
     async with _client(provider, redirect_uri) as client:
         url, _ = client.create_authorization_url(ep.authorize, state=state, code_verifier=verifier, **extra)
-    record = {"p": provider.id, "s": state, "v": verifier, "n": nonce, "for": purpose, "u": user_id,
-              "next": next_url, "inv": invite, "exp": time.time() + FLOW_TTL_S}
+    record = {
+        "p": provider.id,
+        "s": state,
+        "v": verifier,
+        "n": nonce,
+        "for": purpose,
+        "u": user_id,
+        "next": next_url,
+        "inv": invite,
+        "exp": time.time() + FLOW_TTL_S,
+    }
     return url, record
 
 
@@ -128,7 +156,9 @@ def check_callback(sealer: FlowSealer, provider: Provider, record: dict | None, 
         raise FlowError("state", "This sign-in link has expired or was not started in this browser. Start again.")
     state = params.get("state") or ""
     if record.get("p") != provider.id or not hmac.compare_digest(state.encode(), str(record.get("s", "")).encode()):
-        raise FlowError("state", "This sign-in answer does not belong to the sign-in this browser started. Start again.")
+        raise FlowError(
+            "state", "This sign-in answer does not belong to the sign-in this browser started. Start again."
+        )
     if not sealer.use(state, float(record["exp"])):
         raise FlowError("state", "This sign-in answer was used already. Start again.")
     error = params.get("error")
@@ -149,16 +179,23 @@ async def finish(provider: Provider, record: dict, code: str, *, redirect_uri: s
         ep = await _endpoints(provider, http)
         try:
             async with _client(provider, redirect_uri, auth_method=ep.token_auth) as client:
-                token = await client.fetch_token(ep.token, grant_type="authorization_code", code=code,
-                                                 code_verifier=record["v"], headers={"Accept": "application/json"})
+                token = await client.fetch_token(
+                    ep.token,
+                    grant_type="authorization_code",
+                    code=code,
+                    code_verifier=record["v"],
+                    headers={"Accept": "application/json"},
+                )
         except OAuthError as e:
-            raise FlowError("denied", f"{provider.name} refused the sign-in code ({(e.error or 'error')[:64]}).",
-                            403) from None
+            raise FlowError(
+                "denied", f"{provider.name} refused the sign-in code ({(e.error or 'error')[:64]}).", 403
+            ) from None
         except httpx.HTTPError as e:
             raise FlowError("unreachable", f"{provider.name} could not be reached ({type(e).__name__}).", 502) from None
         except ValueError:
-            raise FlowError("unreachable", f"{provider.name} answered the token request with something unexpected.",
-                            502) from None
+            raise FlowError(
+                "unreachable", f"{provider.name} answered the token request with something unexpected.", 502
+            ) from None
         if not token.get("access_token"):
             raise FlowError("denied", f"{provider.name} sent no access token.", 403)
         try:

@@ -40,8 +40,9 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import httpx
 
@@ -103,8 +104,15 @@ class IapClaims:
 class IapKeys:
     """Google's IAP public keys by key id, cached (see the module docstring). Thread-safe."""
 
-    def __init__(self, url: str, *, ttl_s: float = KEYS_TTL_S, refresh_interval_s: float = REFRESH_INTERVAL_S,
-                 timeout_s: float = HTTP_TIMEOUT_S, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        url: str,
+        *,
+        ttl_s: float = KEYS_TTL_S,
+        refresh_interval_s: float = REFRESH_INTERVAL_S,
+        timeout_s: float = HTTP_TIMEOUT_S,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.url = url
         self.ttl_s, self.refresh_interval_s, self.timeout_s = ttl_s, refresh_interval_s, timeout_s
         self._clock = clock
@@ -143,8 +151,10 @@ class IapKeys:
 
         self.fetches += 1
         try:
-            with httpx.Client(timeout=self.timeout_s, follow_redirects=False) as http, \
-                    http.stream("GET", self.url, headers={"Accept": "application/json"}) as r:
+            with (
+                httpx.Client(timeout=self.timeout_s, follow_redirects=False) as http,
+                http.stream("GET", self.url, headers={"Accept": "application/json"}) as r,
+            ):
                 if r.status_code != 200:
                     raise IapUnavailable(f"Google Cloud IAP's key set answered HTTP {r.status_code} ({self.url})")
                 body = b""
@@ -153,16 +163,22 @@ class IapKeys:
                     if len(body) > MAX_JWKS_BYTES:
                         raise IapUnavailable(f"Google Cloud IAP's key set is larger than {MAX_JWKS_BYTES} bytes")
         except httpx.HTTPError as e:
-            raise IapUnavailable(f"Google Cloud IAP's key set could not be read ({type(e).__name__}, "
-                                 f"{self.url})") from None
+            raise IapUnavailable(
+                f"Google Cloud IAP's key set could not be read ({type(e).__name__}, {self.url})"
+            ) from None
         try:
             entries = json.loads(body)["keys"]
         except (ValueError, KeyError, TypeError):
             raise IapUnavailable(f"Google Cloud IAP's key set is not a JWK set ({self.url})") from None
         keys: dict[str, Any] = {}
         for entry in entries if isinstance(entries, list) else ():
-            if not (isinstance(entry, dict) and entry.get("kty") == "EC" and entry.get("crv") == "P-256"
-                    and isinstance(entry.get("kid"), str) and entry.get("use", "sig") == "sig"):
+            if not (
+                isinstance(entry, dict)
+                and entry.get("kty") == "EC"
+                and entry.get("crv") == "P-256"
+                and isinstance(entry.get("kid"), str)
+                and entry.get("use", "sig") == "sig"
+            ):
                 continue  # IAP signs with P-256 only: anything else could never verify an ES256 signature
             try:
                 keys.setdefault(entry["kid"], ECKey.import_key({k: v for k, v in entry.items() if k != "d"}))
@@ -180,8 +196,14 @@ def _b64json(segment: str) -> Any:
 class IapVerifier:
     """Checks assertions against the keys and one audience (see the module docstring)."""
 
-    def __init__(self, keys: IapKeys, audience: Callable[[], str], *, leeway_s: int = LEEWAY_S,
-                 now: Callable[[], float] = time.time):
+    def __init__(
+        self,
+        keys: IapKeys,
+        audience: Callable[[], str],
+        *,
+        leeway_s: int = LEEWAY_S,
+        now: Callable[[], float] = time.time,
+    ):
         self.keys = keys
         self._audience = audience
         self.leeway_s = leeway_s
@@ -217,16 +239,25 @@ class IapVerifier:
         try:
             token = jwt.decode(assertion, key, algorithms=[ALGORITHM])
         except JoseError as e:
-            what = "its signature does not verify" if type(e).__name__ == "BadSignatureError" else (
-                f"it cannot be read ({type(e).__name__})")
+            what = (
+                "its signature does not verify"
+                if type(e).__name__ == "BadSignatureError"
+                else (f"it cannot be read ({type(e).__name__})")
+            )
             raise IapRefused(what) from None
         except (ValueError, TypeError):
             raise IapRefused("it cannot be read") from None
         claims = token.claims
         registry = jwt.JWTClaimsRegistry(
-            now=lambda: int(self._now()), leeway=self.leeway_s,
-            iss={"essential": True, "value": ISSUER}, aud={"essential": True, "value": audience},
-            exp={"essential": True}, iat={"essential": True}, sub={"essential": True}, email={"essential": True})
+            now=lambda: int(self._now()),
+            leeway=self.leeway_s,
+            iss={"essential": True, "value": ISSUER},
+            aud={"essential": True, "value": audience},
+            exp={"essential": True},
+            iat={"essential": True},
+            sub={"essential": True},
+            email={"essential": True},
+        )
         try:
             registry.validate(claims)
         except ExpiredTokenError:
@@ -238,12 +269,21 @@ class IapVerifier:
         subject, email = claims["sub"], claims["email"]
         if not isinstance(subject, str) or len(subject) > MAX_SUBJECT_CHARS:
             raise IapRefused("its subject (sub) is not a string of at most 255 characters")
-        if (not isinstance(email, str) or len(email) > MAX_EMAIL_CHARS or email.count("@") != 1
-                or any(ch.isspace() or ord(ch) < 0x20 for ch in email) or email.startswith("@") or email.endswith("@")):
+        if (
+            not isinstance(email, str)
+            or len(email) > MAX_EMAIL_CHARS
+            or email.count("@") != 1
+            or any(ch.isspace() or ord(ch) < 0x20 for ch in email)
+            or email.startswith("@")
+            or email.endswith("@")
+        ):
             raise IapRefused("its email claim is not an e-mail address")
         name = claims.get("name")
-        return IapClaims(subject=subject, email=email.strip().lower(),
-                         name=name[:255] if isinstance(name, str) and name.strip() else None)
+        return IapClaims(
+            subject=subject,
+            email=email.strip().lower(),
+            name=name[:255] if isinstance(name, str) and name.strip() else None,
+        )
 
 
 def _claim_problem(claim: str) -> str:
@@ -280,8 +320,9 @@ class IapSignIn:
             from codesearch.config.loader import resolve_provider_token
 
             try:
-                value = resolve_provider_token(self.config.audience, provider=self.config, field="audience",
-                                               environ=self.environ).strip()
+                value = resolve_provider_token(
+                    self.config.audience, provider=self.config, field="audience", environ=self.environ
+                ).strip()
             except ConfigError as e:
                 raise IapUnavailable(f"the gcp-iap identity provider is not configured correctly: {e}") from None
             if not value:
@@ -306,8 +347,17 @@ class IapSignIn:
                 user = None
             if user is not None:
                 return accounts.Outcome(user, found, pending=store.is_pending(user.id))
-        who = ProviderIdentity(subject=claims.subject, login=claims.email, email=claims.email, email_verified=True,
-                               name=claims.name, access_token=None, refresh_token=None, expires_at=None, scope=None)
+        who = ProviderIdentity(
+            subject=claims.subject,
+            login=claims.email,
+            email=claims.email,
+            email_verified=True,
+            name=claims.name,
+            access_token=None,
+            refresh_token=None,
+            expires_at=None,
+            scope=None,
+        )
         try:
             return accounts.sign_in(store, self.provider, who, require_approval=require_approval)
         except FlowError as e:

@@ -57,9 +57,10 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
-from typing import Any, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
 from urllib.parse import quote
 
 import httpx
@@ -75,11 +76,21 @@ CACHE_TTL_S = 3600.0
 #: Seconds of clock skew allowed on ID token times.
 LEEWAY_S = 60
 ID_TOKEN_ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512"]
-SCOPES = {"github": "read:user user:email repo", "gitlab": "read_user read_api", "gitea": "read:user read:repository",
-          "bitbucket-cloud": "account email repository", "bitbucket-server": "PUBLIC_REPOS REPO_READ"}
+SCOPES = {
+    "github": "read:user user:email repo",
+    "gitlab": "read_user read_api",
+    "gitea": "read:user read:repository",
+    "bitbucket-cloud": "account email repository",
+    "bitbucket-server": "PUBLIC_REPOS REPO_READ",
+}
 #: The host key kind (a connection's `code_host_type`) of each code-host provider kind.
-HOST_KINDS = {"github": "github", "gitlab": "gitlab", "gitea": "gitea", "bitbucket-cloud": "bitbucketCloud",
-              "bitbucket-server": "bitbucketServer"}
+HOST_KINDS = {
+    "github": "github",
+    "gitlab": "gitlab",
+    "gitea": "gitea",
+    "bitbucket-cloud": "bitbucketCloud",
+    "bitbucket-server": "bitbucketServer",
+}
 #: Pages of Bitbucket Cloud's ``/user/emails`` read at most.
 MAX_EMAIL_PAGES = 10
 OIDC_SCOPES = "openid email profile"
@@ -175,8 +186,10 @@ class Provider:
     def credentials(self) -> tuple[str, str]:
         """(client id, client secret), read now (`ConfigError` names the variable, never a value)."""
         c = self.config
-        return (resolve_provider_token(c.client_id, provider=c, field="clientId", environ=self.environ),
-                resolve_provider_token(c.client_secret, provider=c, field="clientSecret", environ=self.environ))
+        return (
+            resolve_provider_token(c.client_id, provider=c, field="clientId", environ=self.environ),
+            resolve_provider_token(c.client_secret, provider=c, field="clientSecret", environ=self.environ),
+        )
 
     def issuer(self) -> str:
         value = self.config.issuer
@@ -194,7 +207,11 @@ class Provider:
     def _api(self) -> str:
         base = self._base()
         if self.kind == "github":
-            return "https://api.github.com" if base in ("https://github.com", "https://www.github.com") else base + "/api/v3"
+            return (
+                "https://api.github.com"
+                if base in ("https://github.com", "https://www.github.com")
+                else base + "/api/v3"
+            )
         if self.kind == "gitea":
             return base + "/api/v1"
         if self.kind == "bitbucket-cloud":
@@ -210,28 +227,38 @@ class Provider:
         if self.kind == "gitlab":
             return Endpoints(base + "/oauth/authorize", base + "/oauth/token")
         if self.kind == "bitbucket-cloud":
-            return Endpoints(base + "/site/oauth2/authorize", base + "/site/oauth2/access_token",
-                             token_auth="client_secret_basic")
+            return Endpoints(
+                base + "/site/oauth2/authorize", base + "/site/oauth2/access_token", token_auth="client_secret_basic"
+            )
         if self.kind == "bitbucket-server":
             return Endpoints(base + "/rest/oauth2/latest/authorize", base + "/rest/oauth2/latest/token")
         doc = await self._discovery(http)
         methods = doc.get("token_endpoint_auth_methods_supported") or ["client_secret_basic"]
-        return Endpoints(doc["authorization_endpoint"], doc["token_endpoint"], doc.get("userinfo_endpoint"),
-                         doc["jwks_uri"], doc["issuer"],
-                         "client_secret_basic" if "client_secret_basic" in methods else "client_secret_post")
+        return Endpoints(
+            doc["authorization_endpoint"],
+            doc["token_endpoint"],
+            doc.get("userinfo_endpoint"),
+            doc["jwks_uri"],
+            doc["issuer"],
+            "client_secret_basic" if "client_secret_basic" in methods else "client_secret_post",
+        )
 
     def _cached(self, key: str):
         hit = self._cache.get(key)
         return hit[1] if hit and time.monotonic() - hit[0] < CACHE_TTL_S else None
 
-    async def _get(self, http: httpx.AsyncClient, url: str, what: str, token: str | None, accept: str) -> httpx.Response:
+    async def _get(
+        self, http: httpx.AsyncClient, url: str, what: str, token: str | None, accept: str
+    ) -> httpx.Response:
         headers = {"Accept": accept}
         if token:
             headers["Authorization"] = f"Bearer {token}"
         try:
             r = await http.get(url, headers=headers)
         except httpx.HTTPError as e:
-            raise ProviderError("unreachable", f"{self.name} could not be reached ({what}: {type(e).__name__})") from None
+            raise ProviderError(
+                "unreachable", f"{self.name} could not be reached ({what}: {type(e).__name__})"
+            ) from None
         if r.status_code >= 400:
             raise ProviderError("unreachable", f"{self.name} answered {r.status_code} to the {what} request")
         return r
@@ -255,12 +282,14 @@ class Provider:
         if doc is None:
             issuer = self.issuer()
             doc = await self._get_json(http, issuer + "/.well-known/openid-configuration", "discovery")
-            if not isinstance(doc, dict) or not all(isinstance(doc.get(k), str) for k in
-                                                    ("issuer", "authorization_endpoint", "token_endpoint", "jwks_uri")):
+            if not isinstance(doc, dict) or not all(
+                isinstance(doc.get(k), str) for k in ("issuer", "authorization_endpoint", "token_endpoint", "jwks_uri")
+            ):
                 raise ProviderError("config", f"{self.name}'s discovery document lacks required endpoints")
             if doc["issuer"].rstrip("/") != issuer:
-                raise ProviderError("config", f"{self.name}'s discovery document names another issuer than the "
-                                              "configured one")
+                raise ProviderError(
+                    "config", f"{self.name}'s discovery document names another issuer than the configured one"
+                )
             self._cache["discovery"] = (time.monotonic(), doc)
         return doc
 
@@ -285,52 +314,90 @@ class Provider:
         access = token.get("access_token")
         expires_at = None
         if token.get("expires_at"):
-            expires_at = datetime.fromtimestamp(int(token["expires_at"]), timezone.utc)
+            expires_at = datetime.fromtimestamp(int(token["expires_at"]), UTC)
         elif token.get("expires_in"):
-            expires_at = datetime.now(timezone.utc) + timedelta(seconds=int(token["expires_in"]))
-        common = {"access_token": access, "refresh_token": token.get("refresh_token"), "expires_at": expires_at,
-                  "scope": token.get("scope")}
+            expires_at = datetime.now(UTC) + timedelta(seconds=int(token["expires_in"]))
+        common = {
+            "access_token": access,
+            "refresh_token": token.get("refresh_token"),
+            "expires_at": expires_at,
+            "scope": token.get("scope"),
+        }
         if self.kind == "github":
             user = await self._get_json(http, self._api() + "/user", "user", access)
             emails = await self._get_json(http, self._api() + "/user/emails", "e-mail", access)
-            primary = next((e for e in emails if isinstance(e, dict) and e.get("primary")
-                            and isinstance(e.get("email"), str) and e["email"]), None) \
-                if isinstance(emails, list) else None
+            primary = (
+                next(
+                    (
+                        e
+                        for e in emails
+                        if isinstance(e, dict) and e.get("primary") and isinstance(e.get("email"), str) and e["email"]
+                    ),
+                    None,
+                )
+                if isinstance(emails, list)
+                else None
+            )
             # The address and whether it is verified come from the same entry of /user/emails;
             # /user's public e-mail says nothing about verification.
             if primary is not None:
                 email, verified = primary["email"], primary.get("verified") is True
             else:
                 email, verified = user.get("email") or None, False
-            return ProviderIdentity(subject=str(user["id"]), login=user.get("login"), email=email,
-                                    email_verified=verified, name=user.get("name") or user.get("login"), **common)
+            return ProviderIdentity(
+                subject=str(user["id"]),
+                login=user.get("login"),
+                email=email,
+                email_verified=verified,
+                name=user.get("name") or user.get("login"),
+                **common,
+            )
         if self.kind == "gitlab":
             user = await self._get_json(http, self._api() + "/user", "user", access)
-            return ProviderIdentity(subject=str(user["id"]), login=user.get("username"), email=user.get("email"),
-                                    email_verified=bool(user.get("email") and user.get("confirmed_at")),
-                                    name=user.get("name") or user.get("username"), **common)
+            return ProviderIdentity(
+                subject=str(user["id"]),
+                login=user.get("username"),
+                email=user.get("email"),
+                email_verified=bool(user.get("email") and user.get("confirmed_at")),
+                name=user.get("name") or user.get("username"),
+                **common,
+            )
         if self.kind == "gitea":
             user = await self._get_user(http, self._api() + "/user", "user", access, "id")
-            return ProviderIdentity(subject=str(user["id"]), login=user.get("login"), email=user.get("email") or None,
-                                    email_verified=False,  # see the module docstring
-                                    name=user.get("full_name") or user.get("login"), **common)
+            return ProviderIdentity(
+                subject=str(user["id"]),
+                login=user.get("login"),
+                email=user.get("email") or None,
+                email_verified=False,  # see the module docstring
+                name=user.get("full_name") or user.get("login"),
+                **common,
+            )
         if self.kind == "bitbucket-cloud":
             user = await self._get_user(http, self._api() + "/user", "user", access, "uuid")
             primary = await self._bitbucket_cloud_primary_email(http, access)
             login = user.get("username") or user.get("nickname")
-            return ProviderIdentity(subject=str(user["uuid"]), login=login, email=(primary or {}).get("email"),
-                                    email_verified=bool(primary and primary.get("is_confirmed") is True),
-                                    name=user.get("display_name") or login, **common)
+            return ProviderIdentity(
+                subject=str(user["uuid"]),
+                login=login,
+                email=(primary or {}).get("email"),
+                email_verified=bool(primary and primary.get("is_confirmed") is True),
+                name=user.get("display_name") or login,
+                **common,
+            )
         if self.kind == "bitbucket-server":
             r = await self._get(http, self._base() + "/plugins/servlet/applinks/whoami", "user", access, "text/plain")
             slug = r.text.strip()
             if not slug or len(slug) > 255 or "\n" in slug:
                 raise ProviderError("identity", f"{self.name} did not say who you are (an anonymous token?)")
             user = await self._get_user(http, f"{self._api()}/users/{quote(slug, safe='')}", "user", access, "id")
-            return ProviderIdentity(subject=str(user["id"]), login=user.get("name") or user.get("slug"),
-                                    email=user.get("emailAddress") or None,
-                                    email_verified=False,  # Bitbucket does not confirm addresses
-                                    name=user.get("displayName") or user.get("name"), **common)
+            return ProviderIdentity(
+                subject=str(user["id"]),
+                login=user.get("name") or user.get("slug"),
+                email=user.get("emailAddress") or None,
+                email_verified=False,  # Bitbucket does not confirm addresses
+                name=user.get("displayName") or user.get("name"),
+                **common,
+            )
         claims = await self._check_id_token(http, token.get("id_token"), nonce)
         ep = await self.endpoints(http)
         email, verified = _oidc_email(claims)
@@ -342,9 +409,14 @@ class Provider:
                     email, verified = _oidc_email(info)
                 elif "email_verified" in info and _oidc_email(info)[0] == email:
                     verified = _oidc_email(info)[1]  # userinfo vouches for the same address
-        return ProviderIdentity(subject=str(claims["sub"]), login=claims.get("preferred_username"),
-                                email=email, email_verified=verified,
-                                name=claims.get("name") or claims.get("preferred_username"), **common)
+        return ProviderIdentity(
+            subject=str(claims["sub"]),
+            login=claims.get("preferred_username"),
+            email=email,
+            email_verified=verified,
+            name=claims.get("name") or claims.get("preferred_username"),
+            **common,
+        )
 
     async def _bitbucket_cloud_primary_email(self, http: httpx.AsyncClient, access: str | None) -> dict | None:
         """The primary entry of Bitbucket Cloud's ``/user/emails`` (pages followed on the API's host)."""
@@ -381,15 +453,23 @@ class Provider:
                     raise ProviderError("identity", f"{self.name}'s ID token has no valid signature") from None
         claims = decoded.claims
         registry = jwt.JWTClaimsRegistry(
-            leeway=LEEWAY_S, iss={"essential": True, "value": ep.issuer}, aud={"essential": True, "value": client_id},
-            exp={"essential": True}, iat={"essential": True}, sub={"essential": True},
-            nonce={"essential": True, "value": nonce or ""})
+            leeway=LEEWAY_S,
+            iss={"essential": True, "value": ep.issuer},
+            aud={"essential": True, "value": client_id},
+            exp={"essential": True},
+            iat={"essential": True},
+            sub={"essential": True},
+            nonce={"essential": True, "value": nonce or ""},
+        )
         try:
             registry.validate(claims)
         except JoseError as e:
             log.info("provider %s: ID token refused: %s", self.id, getattr(e, "description", type(e).__name__))
-            raise ProviderError("identity", f"{self.name}'s ID token is not valid for this sign-in "
-                                            f"({getattr(e, 'description', None) or type(e).__name__})") from None
+            raise ProviderError(
+                "identity",
+                f"{self.name}'s ID token is not valid for this sign-in "
+                f"({getattr(e, 'description', None) or type(e).__name__})",
+            ) from None
         aud = claims.get("aud")
         if isinstance(aud, list) and len(aud) > 1 and claims.get("azp") != client_id:
             raise ProviderError("identity", f"{self.name}'s ID token was issued to another client")

@@ -17,7 +17,7 @@ callers are not affected (they have no account to link to).
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from codesearch.errors import NotAuthenticated
 
@@ -46,7 +46,7 @@ def missing(store, user_id: int, providers: Iterable) -> list:
 
 
 def names(providers: Iterable) -> str:
-    """"GitHub", "GitHub and GitLab", "GitHub, GitLab and Gitea"."""
+    """ "GitHub", "GitHub and GitLab", "GitHub, GitLab and Gitea"."""
     n = [p.name for p in providers]
     return n[0] if len(n) == 1 else ", ".join(n[:-1]) + " and " + n[-1]
 
@@ -70,5 +70,7 @@ class RequiredLinks:
             return
         lacking = missing(store, user.id, self.providers)
         if lacking:
-            raise LinkRequired(f"this server requires every user to link their {names(lacking)} account: "
-                               f"sign in at {self.account_url} and link it there, then try again")
+            raise LinkRequired(
+                f"this server requires every user to link their {names(lacking)} account: "
+                f"sign in at {self.account_url} and link it there, then try again"
+            )

@@ -13,14 +13,16 @@ private session without an owner.
 from __future__ import annotations
 
 from codesearch.llm.agent import run_agent
-from codesearch.tools.budget import ANSWER_BUDGET, fit_text
 from codesearch.llm.client import ModelClient, ModelError, ModelSpec
 from codesearch.statuses import ChatStatus
+from codesearch.tools.budget import ANSWER_BUDGET, fit_text
 from codesearch.tools.context import ToolContext, ToolInputError
 
 
 def _brief(arguments) -> str:
-    text = ", ".join(f"{k}={v!r}" for k, v in (arguments or {}).items()) if isinstance(arguments, dict) else str(arguments)
+    text = (
+        ", ".join(f"{k}={v!r}" for k, v in (arguments or {}).items()) if isinstance(arguments, dict) else str(arguments)
+    )
     return text if len(text) <= 200 else text[:200] + "…"
 
 
@@ -30,26 +32,44 @@ def chat_url(public_url: str, chat_id: str) -> str:
 
 def choose_model(entries: list[dict], wanted: dict | None) -> ModelSpec:
     if not entries:
-        raise ToolInputError("no language model is configured on this instance, so ask_codebase is unavailable: "
-                             "research with grep, read_file and find_symbol_definitions instead")
+        raise ToolInputError(
+            "no language model is configured on this instance, so ask_codebase is unavailable: "
+            "research with grep, read_file and find_symbol_definitions instead"
+        )
     if not wanted:
         return ModelSpec.from_config(entries[0])
     for entry in entries:
         if entry.get("provider") == wanted.get("provider") and entry.get("model") == wanted.get("model"):
             return ModelSpec.from_config(entry)
     known = ", ".join(f"{e.get('provider')}/{e.get('model')}" for e in entries)
-    raise ToolInputError(f"language model {wanted.get('provider')}/{wanted.get('model')} is not configured; "
-                         f"configured: {known} (list_language_models)")
+    raise ToolInputError(
+        f"language model {wanted.get('provider')}/{wanted.get('model')} is not configured; "
+        f"configured: {known} (list_language_models)"
+    )
 
 
-def ask_codebase(tc: ToolContext, query: str, repos: list[str] | None = None, language_model: dict | None = None,
-                 visibility: str | None = None, **kwargs) -> str:
+def ask_codebase(
+    tc: ToolContext,
+    query: str,
+    repos: list[str] | None = None,
+    language_model: dict | None = None,
+    visibility: str | None = None,
+    **kwargs,
+) -> str:
     """The tool: the answer, then a link to the session and the model used (docs/mcp-tools.md#ask_codebase)."""
     return ask(tc, query, repos, language_model, visibility, **kwargs)[0]
 
 
-def ask(tc: ToolContext, query: str, repos: list[str] | None = None, language_model: dict | None = None,
-        visibility: str | None = None, *, max_steps: int = 12, http=None) -> tuple[str, object, ModelSpec]:
+def ask(
+    tc: ToolContext,
+    query: str,
+    repos: list[str] | None = None,
+    language_model: dict | None = None,
+    visibility: str | None = None,
+    *,
+    max_steps: int = 12,
+    http=None,
+) -> tuple[str, object, ModelSpec]:
     """Run the agent and store the session: (the tool's text, the stored `Chat`, the model)."""
     spec = choose_model(tc.store.list_language_models(), language_model)
     if visibility is None:
@@ -65,19 +85,44 @@ def ask(tc: ToolContext, query: str, repos: list[str] | None = None, language_mo
     try:
         with ModelClient(spec, http=http) as client:
             tc.report(f"asking {spec.name} ({spec.provider})")
-            result = run_agent(query, client, CatalogToolSet(scoped), repos=names, max_steps=max_steps,
-                               on_step=lambda step: tc.report(f"{step.get('tool')} {_brief(step.get('arguments'))}"))
+            result = run_agent(
+                query,
+                client,
+                CatalogToolSet(scoped),
+                repos=names,
+                max_steps=max_steps,
+                on_step=lambda step: tc.report(f"{step.get('tool')} {_brief(step.get('arguments'))}"),
+            )
     except ModelError as e:
-        tc.store.create_chat(user_id=tc.identity.user_id, visibility=visibility, question=query, answer="",
-                             model=spec.public(), steps=[], status=ChatStatus.FAILED, error=str(e))
+        tc.store.create_chat(
+            user_id=tc.identity.user_id,
+            visibility=visibility,
+            question=query,
+            answer="",
+            model=spec.public(),
+            steps=[],
+            status=ChatStatus.FAILED,
+            error=str(e),
+        )
         raise
-    chat = tc.store.create_chat(user_id=tc.identity.user_id, visibility=visibility, question=query,
-                                answer=result.answer, model=result.model or spec.public(), steps=result.steps,
-                                status=ChatStatus.COMPLETED, error=None)
+    chat = tc.store.create_chat(
+        user_id=tc.identity.user_id,
+        visibility=visibility,
+        question=query,
+        answer=result.answer,
+        model=result.model or spec.public(),
+        steps=result.steps,
+        status=ChatStatus.COMPLETED,
+        error=None,
+    )
     note = " (the research budget ran out before the model finished)" if result.budget_exhausted else ""
-    footer = (f"\n\n---\nResearch session: {chat_url(tc.public_url, chat.id)}\n"
-              f"Model: {spec.name} ({spec.provider}){note}")
+    footer = (
+        f"\n\n---\nResearch session: {chat_url(tc.public_url, chat.id)}\nModel: {spec.name} ({spec.provider}){note}"
+    )
     # the answer is held to the size budget, never the footer: the session keeps the whole answer
-    answer = fit_text(result.answer.rstrip(), "The whole answer is in the research session below.",
-                      ANSWER_BUDGET - len(footer.encode("utf-8")))
+    answer = fit_text(
+        result.answer.rstrip(),
+        "The whole answer is in the research session below.",
+        ANSWER_BUDGET - len(footer.encode("utf-8")),
+    )
     return answer + footer, chat, spec

@@ -23,8 +23,9 @@ as a FAILED turn and re-raised (`ModelError`, with the stored ``chat`` and ``tur
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from codesearch.llm.agent import run_agent
 from codesearch.llm.client import ModelClient, ModelError, ModelSpec
@@ -78,8 +79,15 @@ def summarize(output: str, is_error: bool) -> str:
     return first + more
 
 
-def prepare(tc: ToolContext, question: str, *, chat_id: str | None = None, repos: list[str] | None = None,
-            language_model: dict | None = None, visibility: str | None = None) -> Prepared:
+def prepare(
+    tc: ToolContext,
+    question: str,
+    *,
+    chat_id: str | None = None,
+    repos: list[str] | None = None,
+    language_model: dict | None = None,
+    visibility: str | None = None,
+) -> Prepared:
     """Check a question before it is researched (see the module docstring); `ToolInputError`,
     `RepositoryNotFound` or `ChatNotFound` say what is wrong."""
     question = (question or "").strip()
@@ -127,35 +135,75 @@ def run(p: Prepared, emit: Callable[[dict], Any], *, max_steps: int = 12, http=N
     def on_call(call) -> None:
         end_text()  # text said before a tool call is a part of its own
         running.append(call.id)
-        emit({"type": "tool-input-available", "toolCallId": call.id, "toolName": call.name,
-              "input": call.arguments if isinstance(call.arguments, dict) else {}})
+        emit(
+            {
+                "type": "tool-input-available",
+                "toolCallId": call.id,
+                "toolName": call.name,
+                "input": call.arguments if isinstance(call.arguments, dict) else {},
+            }
+        )
 
     def on_step(step: dict) -> None:
-        emit({"type": "tool-output-available", "toolCallId": running.pop(0) if running else None,
-              "output": {"summary": summarize(step.get("output", ""), step.get("is_error")),
-                         "isError": bool(step.get("is_error")), "text": step.get("output", "")}})
+        emit(
+            {
+                "type": "tool-output-available",
+                "toolCallId": running.pop(0) if running else None,
+                "output": {
+                    "summary": summarize(step.get("output", ""), step.get("is_error")),
+                    "isError": bool(step.get("is_error")),
+                    "text": step.get("output", ""),
+                },
+            }
+        )
 
     store, user_id = p.tc.store, p.tc.identity.user_id
     try:
         with ModelClient(p.spec, http=http) as client:
-            result = run_agent(p.question, client, CatalogToolSet(p.tc), repos=p.repos, max_steps=max_steps,
-                               on_step=on_step, on_call=on_call, on_text=on_text, history=p.history)
+            result = run_agent(
+                p.question,
+                client,
+                CatalogToolSet(p.tc),
+                repos=p.repos,
+                max_steps=max_steps,
+                on_step=on_step,
+                on_call=on_call,
+                on_text=on_text,
+                history=p.history,
+            )
     except ModelError as e:
         end_text()
         if p.chat is None:
-            e.chat = store.create_chat(user_id=user_id, visibility=p.visibility, question=p.question, answer="",
-                                       model=p.spec.public(), steps=[], status=ChatStatus.FAILED, error=str(e))
+            e.chat = store.create_chat(
+                user_id=user_id,
+                visibility=p.visibility,
+                question=p.question,
+                answer="",
+                model=p.spec.public(),
+                steps=[],
+                status=ChatStatus.FAILED,
+                error=str(e),
+            )
             e.turn = 0
         else:
             e.chat = p.chat
-            e.turn = store.add_chat_turn(p.chat.id, p.question, "", model=p.spec.public(), steps=[],
-                                         status=ChatStatus.FAILED, error=str(e)).position
+            e.turn = store.add_chat_turn(
+                p.chat.id, p.question, "", model=p.spec.public(), steps=[], status=ChatStatus.FAILED, error=str(e)
+            ).position
         raise
     end_text()
     model = result.model or p.spec.public()
     if p.chat is None:
-        chat = store.create_chat(user_id=user_id, visibility=p.visibility, question=p.question,
-                                 answer=result.answer, model=model, steps=result.steps, status=ChatStatus.COMPLETED, error=None)
+        chat = store.create_chat(
+            user_id=user_id,
+            visibility=p.visibility,
+            question=p.question,
+            answer=result.answer,
+            model=model,
+            steps=result.steps,
+            status=ChatStatus.COMPLETED,
+            error=None,
+        )
         turn = 0
     else:
         chat = p.chat

@@ -18,6 +18,7 @@ answer that had to be cut says so and how to ask a narrower question:
 from __future__ import annotations
 
 import json
+from typing import Any
 
 #: bytes of UTF-8 text one tool call may return
 ANSWER_BUDGET = 20 * 1024
@@ -29,7 +30,7 @@ def _size(text: str) -> int:
 
 def _cut_line(line: str, room: int) -> str:
     """The longest prefix of `line` of at most `room` bytes, cut at a character boundary."""
-    return line.encode("utf-8")[:max(room, 0)].decode("utf-8", "ignore")
+    return line.encode("utf-8")[: max(room, 0)].decode("utf-8", "ignore")
 
 
 def fit_text(text: str, narrow: str, budget: int = ANSWER_BUDGET) -> str:
@@ -59,7 +60,7 @@ def fit_text(text: str, narrow: str, budget: int = ANSWER_BUDGET) -> str:
     return "\n".join(kept) + "\n\n" + hint(len(kept))
 
 
-def fit_json(value, items_key: str | None, noun: str, narrow: str, budget: int = ANSWER_BUDGET) -> str:
+def fit_json(value: Any, items_key: str | None, noun: str, narrow: str, budget: int = ANSWER_BUDGET) -> str:
     """`value` as compact JSON, with as many of its items as fit in `budget` bytes.
 
     The items are ``value[items_key]`` (or `value` itself when it is a list, `items_key` None).
@@ -73,8 +74,10 @@ def fit_json(value, items_key: str | None, noun: str, narrow: str, budget: int =
     def render(k: int) -> str:
         if items_key is None:
             return json.dumps(items[:k], ensure_ascii=False)
-        note = (f"Only the first {k} of the {len(items)} {noun} on this page fit in the {budget // 1024} KB answer "
-                f"budget: ask for fewer per page (perPage={max(k, 1)}) and page through, or {narrow}")
+        note = (
+            f"Only the first {k} of the {len(items)} {noun} on this page fit in the {budget // 1024} KB answer "
+            f"budget: ask for fewer per page (perPage={max(k, 1)}) and page through, or {narrow}"
+        )
         return json.dumps({**value, items_key: items[:k], "note": note}, ensure_ascii=False)
 
     lo, hi = 0, len(items) - 1  # the largest k whose rendering fits (k = 0 is assumed to)

@@ -35,7 +35,9 @@ from codesearch.tools.search_tools import quote as _quoted
 MAX_MATCHES = 1000
 MAX_SYMBOL_LENGTH = 256
 #: Languages searched together, as Sourcebot's code navigation groups them.
-LANGUAGE_FAMILIES = {name: ("TypeScript", "JavaScript", "JSX", "TSX") for name in ("TypeScript", "JavaScript", "JSX", "TSX")}
+LANGUAGE_FAMILIES = {
+    name: ("TypeScript", "JavaScript", "JSX", "TSX") for name in ("TypeScript", "JavaScript", "JSX", "TSX")
+}
 
 _BAD_CHAR = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]")
 
@@ -50,8 +52,10 @@ def check_symbol(name) -> str:
         raise ToolInputError(f"symbolName: a symbol name is at most {MAX_SYMBOL_LENGTH} characters, not {len(name)}")
     m = _BAD_CHAR.search(name)
     if m:
-        raise ToolInputError(f"symbolName: a symbol name is one line without control characters "
-                             f"(found {m.group()!r} at character {m.start() + 1})")
+        raise ToolInputError(
+            f"symbolName: a symbol name is one line without control characters "
+            f"(found {m.group()!r} at character {m.start() + 1})"
+        )
     return name
 
 
@@ -113,15 +117,23 @@ def related_symbols(resp: dict, revision: str | None = None, limit: int = MAX_MA
                 matches.append({"lineContent": lines[i] if 0 <= i < len(lines) else "", "range": rng})
                 count += 1
         if matches:
-            out = {"fileName": f["fileName"]["text"], "repository": f["repository"], "repositoryId": f["repositoryId"],
-                   "language": f.get("language", ""), "matches": matches}
+            out = {
+                "fileName": f["fileName"]["text"],
+                "repository": f["repository"],
+                "repositoryId": f["repositoryId"],
+                "language": f.get("language", ""),
+                "matches": matches,
+            }
             if f.get("webUrl"):
                 out["webUrl"] = f["webUrl"]
             files.append(out)
     repo_ids = {f["repositoryId"] for f in files}
-    return {"stats": {"matchCount": count}, "files": files,
-            "repositoryInfo": [r for r in resp.get("repositoryInfo", []) if r.get("id") in repo_ids],
-            "isSearchExhaustive": exhaustive}
+    return {
+        "stats": {"matchCount": count},
+        "files": files,
+        "repositoryInfo": [r for r in resp.get("repositoryInfo", []) if r.get("id") in repo_ids],
+        "isSearchExhaustive": exhaustive,
+    }
 
 
 def find_definitions(tc, name: str, *, repo=None, language=None, revision=None) -> dict:

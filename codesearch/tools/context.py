@@ -12,13 +12,16 @@ wrong and what to do instead (e.g. "use list_repos to see repository names").
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from codesearch.errors import CodesearchError, RepositoryNotFound
 from codesearch.permissions import Identity, can_see, filter_search_response, visible_repos
 from codesearch.search.options import DEFAULT_PUBLIC_URL, SearchOptions
+from codesearch.store.models import Repo
 
 
 class ToolInputError(CodesearchError):
@@ -38,7 +41,7 @@ class ToolContext:
     """
 
     store: Any
-    search_fn: Callable[[str, SearchOptions], dict]
+    search_fn: Callable[[str, SearchOptions], dict[str, Any]]
     #: the caller: always given (never a default that would see everything)
     identity: Identity
     data_dir: str | None = None
@@ -54,29 +57,29 @@ class ToolContext:
 
     def report(self, message: str) -> None:
         if self.progress is not None:
-            try:
+            with contextlib.suppress(Exception):  # a client that went away must not fail the tool
                 self.progress(message)
-            except Exception:  # a client that went away must not fail the tool
-                pass
 
-    def may_see(self, repo) -> bool:
+    def may_see(self, repo: Repo) -> bool:
         return can_see(self.identity, repo) and (self.allowed_repos is None or repo.name in self.allowed_repos)
 
     # ------------------------------------------------------------------ repos
 
-    def repo(self, name: str):
+    def repo(self, name: str) -> Repo:
         """The repo row named `name` (its full name, host included), if the caller may see it."""
         name = (name or "").strip()
-        row = self.store.find_repo(name) if name else None
+        row: Repo | None = self.store.find_repo(name) if name else None
         if row is None or not self.may_see(row):
             raise RepositoryNotFound(
                 f"repository {name!r} not found: give the full name including the host "
-                "(e.g. github.com/org/repo); list_repos shows the names")
+                "(e.g. github.com/org/repo); list_repos shows the names"
+            )
         return row
 
-    def visible_repos(self) -> list:
+    def visible_repos(self) -> list[Repo]:
         """Every repo the caller may see, by name."""
-        rows, page = [], 1
+        rows: list[Repo] = []
+        page = 1
         while True:
             got, total = self.store.list_repos(page=page, per_page=100)
             rows += [r for r in got if self.may_see(r)]
@@ -84,7 +87,7 @@ class ToolContext:
                 return rows
             page += 1
 
-    def git_dir(self, repo) -> str:
+    def git_dir(self, repo: Repo) -> str:
         """Where the repo's git objects are: the repository itself for local repos indexed in
         place, else its bare mirror under the data directory."""
         from codesearch.git.paths import git_dir_of
@@ -98,16 +101,24 @@ class ToolContext:
         raise RepositoryNotFound(f"repository {repo.name!r} has not been cloned yet: try again after its first sync")
 
     @staticmethod
-    def default_ref(repo) -> str:
+    def default_ref(repo: Repo) -> str:
         return repo.default_branch or "HEAD"
 
     # ------------------------------------------------------------------ search
 
-    def search(self, query: str, *, regex: bool, case_sensitive: bool, matches: int, context_lines: int = 0) -> dict:
-        options = SearchOptions(matches=matches, context_lines=context_lines, is_regex=regex,
-                                case_sensitive=case_sensitive, timeout_s=self.search_timeout_s,
-                                public_url=self.public_url, contexts=self.contexts,
-                                visible_repos=visible_repos(self.identity))
+    def search(
+        self, query: str, *, regex: bool, case_sensitive: bool, matches: int, context_lines: int = 0
+    ) -> dict[str, Any]:
+        options = SearchOptions(
+            matches=matches,
+            context_lines=context_lines,
+            is_regex=regex,
+            case_sensitive=case_sensitive,
+            timeout_s=self.search_timeout_s,
+            public_url=self.public_url,
+            contexts=self.contexts,
+            visible_repos=visible_repos(self.identity),
+        )
         resp = filter_search_response(self.identity, self.search_fn(query, options))
         if self.allowed_repos is not None:
             resp = {**resp, "files": [f for f in resp.get("files", []) if f.get("repository") in self.allowed_repos]}

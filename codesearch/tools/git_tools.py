@@ -16,6 +16,7 @@ import json
 
 from codesearch.plurals import plural
 from codesearch.search.present import web_url
+from codesearch.store.models import Repo
 from codesearch.sync import repo_info
 from codesearch.tools.context import ToolContext, ToolInputError
 
@@ -26,13 +27,14 @@ READ_MAX_CHARS = 5 * 1024
 READ_MAX_LINE_CHARS = 2000
 
 
-def _file_url(tc: ToolContext, row, ref: str, path: str) -> str:
+def _file_url(tc: ToolContext, row: Repo, ref: str, path: str) -> str:
     info = repo_info(row)
     return web_url(tc.public_url, info, ref, path)
 
 
-def read_file(tc: ToolContext, repo: str, path: str, ref: str | None = None, offset: int | None = None,
-              limit: int | None = None) -> str:
+def read_file(
+    tc: ToolContext, repo: str, path: str, ref: str | None = None, offset: int | None = None, limit: int | None = None
+) -> str:
     from codesearch.git.objects import is_binary, read_blob
     from codesearch.git.paths import check_path, check_ref
 
@@ -48,10 +50,13 @@ def read_file(tc: ToolContext, repo: str, path: str, ref: str | None = None, off
     if total == 0:
         return f"[{row.name}] {path} @ {use_ref}\nURL: {_file_url(tc, row, use_ref, path)}\n\n(The file is empty.)"
     if start > total:
-        raise ToolInputError(f"offset {start} is past the end of {path}, which has {plural(total, 'line')}: "
-                             f"use an offset from 1 to {total}")
+        raise ToolInputError(
+            f"offset {start} is past the end of {path}, which has {plural(total, 'line')}: "
+            f"use an offset from 1 to {total}"
+        )
     want = min(limit or READ_MAX_LINES, READ_MAX_LINES)
-    shown, size = [], 0
+    shown: list[str] = []
+    size = 0
     for n in range(start, min(total, start + want - 1) + 1):
         text = lines[n - 1]
         if len(text) > READ_MAX_LINE_CHARS:
@@ -71,8 +76,16 @@ def read_file(tc: ToolContext, repo: str, path: str, ref: str | None = None, off
     return "\n".join(out)
 
 
-def list_tree(tc: ToolContext, repo: str, path: str | None = None, ref: str | None = None, depth: int = 1,
-              includeFiles: bool = True, includeDirectories: bool = True, maxEntries: int = 1000) -> str:  # noqa: N803
+def list_tree(
+    tc: ToolContext,
+    repo: str,
+    path: str | None = None,
+    ref: str | None = None,
+    depth: int = 1,
+    includeFiles: bool = True,
+    includeDirectories: bool = True,
+    maxEntries: int = 1000,
+) -> str:  # noqa: N803
     from codesearch.git.paths import check_dir, check_ref
     from codesearch.git.trees import list_tree as git_list_tree
 
@@ -81,8 +94,15 @@ def list_tree(tc: ToolContext, repo: str, path: str | None = None, ref: str | No
     use_ref = check_ref(ref) if ref is not None else tc.default_ref(row)
     if not includeFiles and not includeDirectories:
         raise ToolInputError("includeFiles and includeDirectories are both false: nothing to list; set one to true")
-    entries, truncated = git_list_tree(tc.git_dir(row), use_ref, under, depth=depth, include_files=includeFiles,
-                                       include_dirs=includeDirectories, max_entries=maxEntries)
+    entries, truncated = git_list_tree(
+        tc.git_dir(row),
+        use_ref,
+        under,
+        depth=depth,
+        include_files=includeFiles,
+        include_dirs=includeDirectories,
+        max_entries=maxEntries,
+    )
     head = f"[{row.name}] {under + '/' if under else '/'} @ {use_ref}"
     if not entries:
         return head + "\n\n(No entries.)"
@@ -91,20 +111,31 @@ def list_tree(tc: ToolContext, repo: str, path: str | None = None, ref: str | No
         if includeDirectories:
             out.append("  " * (e.depth - 1) + e.name + ("/" if e.is_dir else ""))
         else:  # files without their directories: show the path below the listed directory
-            rel = e.path[len(under) + 1:] if under else e.path
+            rel = e.path[len(under) + 1 :] if under else e.path
             out.append(rel)
     out.append("")
     if truncated:
-        out.append(f"(Truncated at maxEntries={maxEntries} entries: list a subdirectory with path, lower depth, "
-                   "or raise maxEntries up to 10000.)")
+        out.append(
+            f"(Truncated at maxEntries={maxEntries} entries: list a subdirectory with path, lower depth, "
+            "or raise maxEntries up to 10000.)"
+        )
     else:
         out.append(f"({plural(len(entries), 'entry', 'entries')}.)")
     return "\n".join(out)
 
 
-def list_commits(tc: ToolContext, repo: str, query: str | None = None, since: str | None = None,
-                 until: str | None = None, author: str | None = None, ref: str | None = None, page: int = 1,
-                 perPage: int = 50, path: str | None = None) -> str:  # noqa: N803
+def list_commits(
+    tc: ToolContext,
+    repo: str,
+    query: str | None = None,
+    since: str | None = None,
+    until: str | None = None,
+    author: str | None = None,
+    ref: str | None = None,
+    page: int = 1,
+    perPage: int = 50,
+    path: str | None = None,
+) -> str:  # noqa: N803
     from codesearch.errors import InvalidArgument
     from codesearch.git.commits import list_commits as git_list_commits
     from codesearch.git.dates import parse_when
@@ -118,16 +149,38 @@ def list_commits(tc: ToolContext, repo: str, query: str | None = None, since: st
                 raise ToolInputError(f"{name}: {e}") from None
     row = tc.repo(repo)
     use_ref = check_ref(ref) if ref is not None else tc.default_ref(row)
-    commits, total = git_list_commits(tc.git_dir(row), use_ref, query=query or None, since=since or None,
-                                      until=until or None, author=author or None, path=path or None, page=page,
-                                      per_page=perPage)
-    return json.dumps({"commits": [{"hash": c.hash, "date": c.author_date, "message": c.message, "refs": c.decoration,
-                                    "body": c.body, "authorName": c.author_name, "authorEmail": c.author_email}
-                                   for c in commits], "totalCount": total}, ensure_ascii=False)
+    commits, total = git_list_commits(
+        tc.git_dir(row),
+        use_ref,
+        query=query or None,
+        since=since or None,
+        until=until or None,
+        author=author or None,
+        path=path or None,
+        page=page,
+        per_page=perPage,
+    )
+    return json.dumps(
+        {
+            "commits": [
+                {
+                    "hash": c.hash,
+                    "date": c.author_date,
+                    "message": c.message,
+                    "refs": c.decoration,
+                    "body": c.body,
+                    "authorName": c.author_name,
+                    "authorEmail": c.author_email,
+                }
+                for c in commits
+            ],
+            "totalCount": total,
+        },
+        ensure_ascii=False,
+    )
 
 
-def list_branches(tc: ToolContext, repo: str, query: str | None = None, page: int = 1,
-                  perPage: int = 50) -> str:  # noqa: N803
+def list_branches(tc: ToolContext, repo: str, query: str | None = None, page: int = 1, perPage: int = 50) -> str:  # noqa: N803
     """Sourcebot's ``{repo, defaultBranch, indexedAt, totalCount, branches: [{name, commit,
     committedAt, isDefault, isIndexed}]}``, newest first. `isIndexed`: the index holds the
     branch, so grep and glob search it there (others only through git)."""
@@ -143,12 +196,24 @@ def list_branches(tc: ToolContext, repo: str, query: str | None = None, page: in
     if query:
         branches = [b for b in branches if query.lower() in b.name.lower()]
     start = (page - 1) * perPage
-    out = {"repo": row.name, "defaultBranch": default, "indexedAt": iso(row.indexed_at), "totalCount": len(branches),
-           "branches": [{"name": b.name, "commit": b.commit, "committedAt": b.committed_at,
-                         "isDefault": b.name == default,
-                         "isIndexed": f"refs/heads/{b.name}" in indexed or b.name in indexed
-                                      or (b.name == default and "HEAD" in indexed)}
-                        for b in branches[start:start + perPage]]}
+    out = {
+        "repo": row.name,
+        "defaultBranch": default,
+        "indexedAt": iso(row.indexed_at),
+        "totalCount": len(branches),
+        "branches": [
+            {
+                "name": b.name,
+                "commit": b.commit,
+                "committedAt": b.committed_at,
+                "isDefault": b.name == default,
+                "isIndexed": f"refs/heads/{b.name}" in indexed
+                or b.name in indexed
+                or (b.name == default and "HEAD" in indexed),
+            }
+            for b in branches[start : start + perPage]
+        ],
+    }
     return json.dumps({k: v for k, v in out.items() if v is not None}, ensure_ascii=False)
 
 
@@ -165,6 +230,8 @@ def get_diff(tc: ToolContext, repo: str, base: str, head: str, path: str | None 
         return f"No differences between {base} and {head} in {row.name}" + (f" under {scope}." if scope else ".")
     text = render_unified(files)
     if truncated:
-        text += ("\n\n(Diff truncated: it is too large to show whole. Diff one file or directory at a time with "
-                 "path, compare closer refs, or read single files with read_file at each ref.)")
+        text += (
+            "\n\n(Diff truncated: it is too large to show whole. Diff one file or directory at a time with "
+            "path, compare closer refs, or read single files with read_file at each ref.)"
+        )
     return text

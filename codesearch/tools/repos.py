@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import urllib.parse
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from codesearch import permissions
 from codesearch.permissions import Identity
@@ -22,8 +22,8 @@ def iso(t: datetime | None) -> str | None:
     if t is None:
         return None
     if t.tzinfo is None:
-        t = t.replace(tzinfo=timezone.utc)
-    t = t.astimezone(timezone.utc)
+        t = t.replace(tzinfo=UTC)
+    t = t.astimezone(UTC)
     return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
 
 
@@ -37,19 +37,21 @@ def repo_web_url(public_url: str, name: str) -> str:
 
 
 def repo_json(repo, public_url: str) -> dict:
-    return _compact({
-        "codeHostType": repo.code_host_type,
-        "repoId": repo.id,
-        "repoName": repo.name,
-        "repoDisplayName": repo.display_name or None,
-        "webUrl": repo_web_url(public_url, repo.name),
-        "externalWebUrl": repo.web_url or None,
-        "indexedAt": iso(repo.indexed_at),
-        "pushedAt": iso(repo.pushed_at),
-        "defaultBranch": repo.default_branch or None,
-        "isFork": bool(repo.fork),
-        "isArchived": bool(repo.archived),
-    })
+    return _compact(
+        {
+            "codeHostType": repo.code_host_type,
+            "repoId": repo.id,
+            "repoName": repo.name,
+            "repoDisplayName": repo.display_name or None,
+            "webUrl": repo_web_url(public_url, repo.name),
+            "externalWebUrl": repo.web_url or None,
+            "indexedAt": iso(repo.indexed_at),
+            "pushedAt": iso(repo.pushed_at),
+            "defaultBranch": repo.default_branch or None,
+            "isFork": bool(repo.fork),
+            "isArchived": bool(repo.archived),
+        }
+    )
 
 
 def list_repos_item(repo, public_url: str) -> dict:
@@ -67,8 +69,9 @@ def list_repos_item(repo, public_url: str) -> dict:
     }
 
 
-def page_of_repos(store, identity: Identity, *, page: int, per_page: int, sort: str, direction: str,
-                  query: str | None) -> tuple[list, int]:
+def page_of_repos(
+    store, identity: Identity, *, page: int, per_page: int, sort: str, direction: str, query: str | None
+) -> tuple[list, int]:
     """One page of the repos `identity` may see, and how many there are."""
     allowed = permissions.visible_repos(identity)
     if allowed is None:
@@ -82,22 +85,30 @@ def page_of_repos(store, identity: Identity, *, page: int, per_page: int, sort: 
             break
         n += 1
     start = (page - 1) * per_page
-    return seen[start:start + per_page], len(seen)
+    return seen[start : start + per_page], len(seen)
 
 
-
-def list_repos(tc: ToolContext, query: str | None = None, page: int = 1, perPage: int = 30,  # noqa: N803
-               sort: str = "name", direction: str = "asc") -> str:
+def list_repos(
+    tc: ToolContext,
+    query: str | None = None,
+    page: int = 1,
+    perPage: int = 30,  # noqa: N803
+    sort: str = "name",
+    direction: str = "asc",
+) -> str:
     if tc.allowed_repos is None:
-        rows, total = page_of_repos(tc.store, tc.identity, page=page, per_page=perPage, sort=sort,
-                                    direction=direction, query=query or None)
+        rows, total = page_of_repos(
+            tc.store, tc.identity, page=page, per_page=perPage, sort=sort, direction=direction, query=query or None
+        )
     else:  # a restricted agent: the few repos it was given
-        every, _ = page_of_repos(tc.store, tc.identity, page=1, per_page=10**6, sort=sort, direction=direction,
-                                 query=query or None)
+        every, _ = page_of_repos(
+            tc.store, tc.identity, page=1, per_page=10**6, sort=sort, direction=direction, query=query or None
+        )
         every = [r for r in every if r.name in tc.allowed_repos]
-        rows, total = every[(page - 1) * perPage:page * perPage], len(every)
-    return json.dumps({"repos": [list_repos_item(r, tc.public_url) for r in rows], "totalCount": total},
-                      ensure_ascii=False)
+        rows, total = every[(page - 1) * perPage : page * perPage], len(every)
+    return json.dumps(
+        {"repos": [list_repos_item(r, tc.public_url) for r in rows], "totalCount": total}, ensure_ascii=False
+    )
 
 
 def language_models(tc: ToolContext) -> list[dict]:

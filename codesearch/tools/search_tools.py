@@ -16,10 +16,13 @@ usual ``Found N matches`` header), for questions such as "which repositories use
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from codesearch.globs import glob_to_regex
 from codesearch.plurals import plural
+from codesearch.store.models import Repo
 from codesearch.tools.context import ToolContext, ToolInputError
 
 MAX_LINE_CHARS = 2000
@@ -52,7 +55,7 @@ def glob_path_regex(glob: str, under: str = "") -> str:
     A glob without ``/`` matches a file name at any depth (``*.py``); a glob with ``/`` matches the
     path relative to `under` (``src/**/*.ts``)."""
     body = glob_to_regex(glob.lstrip("/"))
-    body = body[len("(?s:"):-len(r")\Z")]  # glob_to_regex wraps an anchored body: keep the body
+    body = body[len("(?s:") : -len(r")\Z")]  # glob_to_regex wraps an anchored body: keep the body
     prefix = "^" + (literal_regex(under) + "/" if under else "")
     if "/" not in glob.strip("/"):
         prefix += "(?:.*/)?"
@@ -67,7 +70,7 @@ class FileHits:
     more: int = 0  # matching lines not shown
 
 
-def hits_from_response(resp: dict) -> list[FileHits]:
+def hits_from_response(resp: dict[str, Any]) -> list[FileHits]:
     """Per file, the lines where matches start (from the response's chunks), in response order."""
     out = []
     for f in resp.get("files", []):
@@ -117,7 +120,7 @@ def render_hits(hits: list[FileHits], noun: str, truncated_hint: str | None) -> 
 # ---------------------------------------------------------------------- grep
 
 
-def _ref_filter(tc: ToolContext, repo, ref: str) -> tuple[str | None, str | None]:
+def _ref_filter(tc: ToolContext, repo: Repo, ref: str) -> tuple[str | None, str | None]:
     """How to search `repo` at `ref` with the index: (the full indexed ref name, its commit), or
     (None, None) when the index does not hold that ref (then git answers)."""
     revs = dict(repo.indexed_revisions or {})
@@ -131,8 +134,16 @@ def _ref_filter(tc: ToolContext, repo, ref: str) -> tuple[str | None, str | None
     return None, None
 
 
-def grep(tc: ToolContext, pattern: str, path: str | None = None, include: str | None = None,
-         repo: str | None = None, ref: str | None = None, limit: int | None = None, group_by_repo: bool = False) -> str:
+def grep(
+    tc: ToolContext,
+    pattern: str,
+    path: str | None = None,
+    include: str | None = None,
+    repo: str | None = None,
+    ref: str | None = None,
+    limit: int | None = None,
+    group_by_repo: bool = False,
+) -> str:
     from codesearch.git.paths import check_dir, check_ref
 
     limit = limit or (DEFAULT_GROUPED_FILES if group_by_repo else DEFAULT_GREP_FILES)
@@ -157,8 +168,12 @@ def grep(tc: ToolContext, pattern: str, path: str | None = None, include: str | 
         terms.append("file:" + quote("^" + literal_regex(under) + "/"))
     if ref:
         terms.append("rev:" + quote(full_ref or ref))
-    resp = tc.search(" ".join(terms), regex=True, case_sensitive=True,
-                     matches=min(_MAX_MATCHES, max(limit * _MATCHES_PER_FILE, 1000)))
+    resp = tc.search(
+        " ".join(terms),
+        regex=True,
+        case_sensitive=True,
+        matches=min(_MAX_MATCHES, max(limit * _MATCHES_PER_FILE, 1000)),
+    )
     files = resp.get("files", [])
     if ref:
         files = [f for f in files if _on_ref(f.get("branches") or [], full_ref, ref)]
@@ -167,8 +182,10 @@ def grep(tc: ToolContext, pattern: str, path: str | None = None, include: str | 
     truncated = len(hits) > limit or not resp.get("isSearchExhaustive", True)
     hint = None
     if truncated:
-        hint = (f"(Results truncated: showing {plural(min(len(hits), limit), 'file')}; there may be more. Narrow the search "
-                "with path, include or repo, or raise limit.)")
+        hint = (
+            f"(Results truncated: showing {plural(min(len(hits), limit), 'file')}; there may be more. "
+            "Narrow the search with path, include or repo, or raise limit.)"
+        )
     return render(hits[:limit], "match", hint)
 
 
@@ -196,8 +213,16 @@ def _on_ref(branches: list[str], full_ref: str | None, ref: str) -> bool:
     return any(b == ref or b.endswith("/" + ref) for b in branches)
 
 
-def _git_grep(tc: ToolContext, row, ref: str, pattern: str, under: str, include: str | None, limit: int,
-              render=render_hits) -> str:
+def _git_grep(
+    tc: ToolContext,
+    row: Repo,
+    ref: str,
+    pattern: str,
+    under: str,
+    include: str | None,
+    limit: int,
+    render: Callable[[list[FileHits], str, str | None], str] = render_hits,
+) -> str:
     from codesearch.git.grep import grep as git_grep
 
     found, truncated = git_grep(tc.git_dir(row), ref, pattern, path=under, include=include, max_files=limit)
@@ -210,8 +235,10 @@ def _git_grep(tc: ToolContext, row, ref: str, pattern: str, under: str, include:
             fh.more += 1
     hint = None
     if truncated:
-        hint = (f"(Results truncated: showing {plural(len(by_file), 'file')}. Narrow the search with path or include, "
-                "or raise limit.)")
+        hint = (
+            f"(Results truncated: showing {plural(len(by_file), 'file')}. Narrow the search with path or include, "
+            "or raise limit.)"
+        )
     return render(list(by_file.values()), "match", hint)
 
 
@@ -225,9 +252,13 @@ def find_symbol_definitions(tc: ToolContext, symbol: str, repo: str) -> str:
     resp = tc.search(query, regex=True, case_sensitive=True, matches=5000)
     hits = hits_from_response(resp)
     if not hits:
-        return (f"No definition of {symbol!r} found in {row.name}. Definitions come from the symbol index (ctags); "
-                "try find_symbol_references or grep for other spellings.")
-    return render_hits(hits, "definition", None if resp.get("isSearchExhaustive", True) else "(More definitions exist.)")
+        return (
+            f"No definition of {symbol!r} found in {row.name}. Definitions come from the symbol index (ctags); "
+            "try find_symbol_references or grep for other spellings."
+        )
+    return render_hits(
+        hits, "definition", None if resp.get("isSearchExhaustive", True) else "(More definitions exist.)"
+    )
 
 
 def find_symbol_references(tc: ToolContext, symbol: str, repo: str) -> str:
@@ -242,7 +273,11 @@ def find_symbol_references(tc: ToolContext, symbol: str, repo: str) -> str:
     hits = hits_from_response(resp)
     if not hits:
         return f"No references to {symbol!r} found in {row.name}."
-    hint = None if resp.get("isSearchExhaustive", True) else "(Results truncated: more references exist; use grep with path or include to narrow.)"
+    hint = (
+        None
+        if resp.get("isSearchExhaustive", True)
+        else "(Results truncated: more references exist; use grep with path or include to narrow.)"
+    )
     return render_hits(hits, "reference", hint)
 
 
@@ -258,8 +293,14 @@ def _symbol_name(symbol: str) -> str:
 # ---------------------------------------------------------------------- glob
 
 
-def glob(tc: ToolContext, pattern: str, path: str | None = None, repo: str | None = None, ref: str | None = None,
-         limit: int = 100) -> str:
+def glob(
+    tc: ToolContext,
+    pattern: str,
+    path: str | None = None,
+    repo: str | None = None,
+    ref: str | None = None,
+    limit: int = 100,
+) -> str:
     """Files whose paths match `pattern`: from git (every file at `ref`) when `repo` is given,
     else from the index (indexed files of every visible repo's default branch)."""
     from codesearch.git.paths import check_dir, check_ref
@@ -284,13 +325,11 @@ def glob(tc: ToolContext, pattern: str, path: str | None = None, repo: str | Non
             raise ToolInputError("ref needs repo: give the repository whose ref to list, or leave ref out")
         query = "file:" + quote(rx.pattern)
         resp = tc.search(query, regex=True, case_sensitive=True, matches=min(_MAX_MATCHES, limit * 2 + 10))
-        n = 0
-        for f in resp.get("files", []):
+        for n, f in enumerate(resp.get("files", [])):
             if n >= limit:
                 truncated = True
                 break
             groups.setdefault(f["repository"], []).append(f["fileName"]["text"])
-            n += 1
         truncated = truncated or not resp.get("isSearchExhaustive", True)
     total = sum(len(v) for v in groups.values())
     if not total:
