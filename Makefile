@@ -97,9 +97,10 @@ lint: install-test
 	$(VENV)/bin/ruff format --check $(LINT_PATHS)
 	$(VENV)/bin/mypy
 
-# PYTEST_WORKERS=2: two pytest workers (pytest-xdist), a test file each at a time (module fixtures
-# stay per file; each worker starts its own session Ray). 0, the default: one process, as before.
-PYTEST_WORKERS ?= 0
+# Two pytest workers (pytest-xdist) by default, a test file each at a time (module fixtures stay per
+# file; each worker starts its own session Ray): 4013 tests in 19.5 min on 2 cores, against ~25 min
+# in one process. PYTEST_WORKERS=0 runs them in one process.
+PYTEST_WORKERS ?= 2
 test: install-test lint deps $(INSPECTOR) $(AXE)
 	$(PY) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile
 
