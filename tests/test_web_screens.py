@@ -27,7 +27,7 @@ from codesearch.web.assets import digest
 from tests.corpus import make_local_repo
 from tests.mcpworld import DEMO, WIDGETS
 from tests.webpages import PAGES, SEARCH_DONE, open_page
-from tests.webworld import browser, login, web  # noqa: F401  (pytest fixtures)
+from tests.webworld import browser, index_stored_repo, login, web  # noqa: F401  (pytest fixtures)
 
 WIDTHS = (360, 390, 1400)
 #: computed here from the files, not with the service's own cached value
@@ -369,10 +369,6 @@ def local_repos(web):
     globs and indexed into the `web` world: ``local/alpha``, ``local/beta``, and a second
     ``alpha`` under ``other/`` (its own connection)."""
     from codesearch.hosts.generic import list_git
-    from codesearch.index.builder import IndexSettings, index_source
-    from codesearch.index.sources import GitSource
-    from codesearch.store.models import INDEXED
-    from codesearch.sync import repo_info
 
     base = os.path.join(os.path.dirname(web["data"]), "src", "folders")
     for rel in ("local/alpha", "local/beta", "other/alpha"):
@@ -384,14 +380,7 @@ def local_repos(web):
         listing = list_git(conn, {"type": "git", "url": url}, None)
         ids = store.upsert_repos(conn, listing.repos).ids
         for repo in listing.repos:
-            row = store.get_repo(ids[repo.name])
-            source = GitSource(repo.local_path, repo=repo_info(row, row.id))
-            try:
-                index_source(source, web["index"], IndexSettings())
-                revisions = {r.ref: r.commit for r in source.revisions}
-            finally:
-                source.close()
-            store.update_repo_index_status(row.id, INDEXED, revisions=revisions)
+            index_stored_repo(web, store.get_repo(ids[repo.name]), repo.local_path)
             names[os.path.relpath(repo.local_path, base)] = repo.name
     web["pool"].refresh(web["index"])
     return names

@@ -88,23 +88,28 @@ def page_for(browser, web):
 def index_local_repo(web, connection: str, name: str, root: str, display_name: str) -> int:
     """Add the git repository at `root` to the `web` world as `name` of a new `git` connection,
     index it into the world's index and mark it indexed (the searchers refresh later). Its id."""
+    store = web["store"]
+    store.upsert_connection(connection, "git", {"type": "git", "url": "file://" + root})
+    ids = store.upsert_repos(connection, [dict(name=name, display_name=display_name, code_host_type="genericGitHost",
+                                               clone_url="file://" + root, local_path=root, default_branch="main")]).ids
+    return index_stored_repo(web, store.get_repo(ids[name]), root)
+
+
+def index_stored_repo(web, row, root: str) -> int:
+    """Index the git repository at `root`, already in the world's store as `row`, into the world's
+    index and mark it indexed (the searchers refresh later). Its id."""
     from codesearch.index.builder import IndexSettings, index_source
     from codesearch.index.sources import GitSource
     from codesearch.store.models import INDEXED
     from codesearch.sync import repo_info
 
-    store = web["store"]
-    store.upsert_connection(connection, "git", {"type": "git", "url": "file://" + root})
-    ids = store.upsert_repos(connection, [dict(name=name, display_name=display_name, code_host_type="genericGitHost",
-                                               clone_url="file://" + root, local_path=root, default_branch="main")]).ids
-    row = store.get_repo(ids[name])
     source = GitSource(root, repo=repo_info(row, row.id))
     try:
         index_source(source, web["index"], IndexSettings())
         revisions = {r.ref: r.commit for r in source.revisions}
     finally:
         source.close()
-    store.update_repo_index_status(row.id, INDEXED, revisions=revisions)
+    web["store"].update_repo_index_status(row.id, INDEXED, revisions=revisions)
     return row.id
 
 

@@ -34,6 +34,21 @@ from codesearch.service.deps import Caller, ServicesDep
 from codesearch.service.routes_repos import _base_url, link_header
 from codesearch.tools.repos import MAX_PAGE
 
+
+def commit_summary_json(c: Any) -> dict[str, Any]:
+    """A commit as ``GET /api/commits`` lists it (Sourcebot's fields); ``GET /api/commit`` adds
+    the parents and the committer (`routes_history.commit_json`)."""
+    return {
+        "hash": c.hash,
+        "date": c.date,
+        "message": c.message,
+        "refs": list(c.refs),
+        "body": c.body,
+        "authorName": c.author_name,
+        "authorEmail": c.author_email,
+    }
+
+
 router = APIRouter()
 
 
@@ -133,18 +148,7 @@ async def commits(
         if link:
             response.headers["Link"] = link
         return {
-            "commits": [
-                {
-                    "hash": c.hash,
-                    "date": c.date,
-                    "message": c.message,
-                    "refs": list(c.refs),
-                    "body": c.body,
-                    "authorName": c.author_name,
-                    "authorEmail": c.author_email,
-                }
-                for c in found
-            ],
+            "commits": [commit_summary_json(c) for c in found],
             "totalCount": total,
         }
 

@@ -46,6 +46,7 @@ from codesearch.git.objects import resolve_commit
 from codesearch.git.paths import check_path, check_ref, check_scope
 from codesearch.service import audit
 from codesearch.service.deps import Caller, ServicesDep
+from codesearch.service.routes_git import commit_summary_json
 
 #: a diff over HTTP is cut after this many files or bytes of diff text
 MAX_FILES = 300
@@ -99,13 +100,7 @@ def blame_json(b: history.Blame) -> dict:
 
 def commit_json(c: history.CommitDetail) -> dict:
     return {
-        "hash": c.hash,
-        "date": c.date,
-        "message": c.message,
-        "refs": list(c.refs),
-        "body": c.body,
-        "authorName": c.author_name,
-        "authorEmail": c.author_email,
+        **commit_summary_json(c),
         "parents": list(c.parents),
         "authorDate": c.author_date,
         "committerName": c.committer_name,
