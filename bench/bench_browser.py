@@ -12,11 +12,16 @@ One run:
      bench/.work/scale/data-<repos> (the ~974 MB corpus of bench/corpus.py split into <repos>
      repositories by bench_scale.py, indexed already: nothing is synced or rebuilt here);
   2. Debian's Chromium, headless, driven by Playwright, opens ``/search?q=<query>`` for each
-     selective query of bench_engine.py, round after round (a fresh page each time, the browser
-     cache warm as it is for a user's second search). A script installed before the page's own
-     records, with a MutationObserver, the moment the first result appears in ``#results``
-     (``performance.now()``: milliseconds since the navigation started): what a user waits
-     for, HTML, CSS and JS included;
+     selective query of bench_engine.py, round after round, the browser cache warm as it is for a
+     user's second search: all in one tab (``--tab same``, the default: a user searching again
+     from the results page) or each in a new tab (``--tab new``, which adds Chromium's cost of
+     opening a tab: a new renderer process whose first layout loads the fonts, and, in this
+     Chromium, its omnibox's own page loaded alongside). A script installed when the document
+     is created records, with a MutationObserver, the moment the first result appears in
+     ``#results`` (``performance.now()``: milliseconds since the navigation started), whoever
+     puts it there (the HTML parser, as the server writes the results into the page, or a
+     script): what a user waits for, HTML, CSS and JS included. ``--timeline`` also prints
+     Chromium's timeline of each load (HTML, DOMContentLoaded, each file, the first result);
   3. in the same rounds, the peers: the first event of ``POST /api/stream_search`` read by a
      plain HTTP client (what the page waits for, without a browser), and ripgrep's first line
      over the corpus's files (``rg -m1 … | head -n1`` in bench/.corpus, the tool people would
@@ -47,20 +52,20 @@ import bench_http_path as bhp  # noqa: E402  (the service as a process)
 TARGET_MS = 150.0
 SCALE = HERE / ".work" / "scale"
 
-#: Installed before the page's scripts: when the first result and the end of the search appear.
+#: Installed before the page's own scripts, when the document is created: the moment the first
+#: result appears in ``#results``, whoever puts it there (the HTML parser as the server writes the
+#: results into the page, or a script), in ``performance.now()`` milliseconds since navigation start.
 OBSERVE = """
 (() => {
   window.__bench = {first: null};
-  const watch = () => {
+  const watch = new MutationObserver(() => {
     const results = document.getElementById("results");
-    if (!results) return;
-    const seen = () => {
-      if (window.__bench.first === null && results.children.length) window.__bench.first = performance.now();
-    };
-    new MutationObserver(seen).observe(results, {childList: true, subtree: true});
-    seen();
-  };
-  document.addEventListener("DOMContentLoaded", watch);
+    if (results && results.children.length) {
+      window.__bench.first = performance.now();
+      watch.disconnect();
+    }
+  });
+  watch.observe(document, {childList: true, subtree: true});
 })();
 """
 
@@ -91,6 +96,23 @@ def wait_first_result(page, query: str, timeout_s: float = 60.0) -> float:
     raise SystemExit(f"{query!r}: no result on the page after {timeout_s:.0f} s")
 
 
+#: Read after a load: Chromium's own timeline of it (navigation and resource timing, milliseconds
+#: since the navigation started) and the observer's first result.
+TIMELINE = """() => {
+  const nav = performance.getEntriesByType("navigation")[0];
+  const out = {html_first_byte: nav.responseStart, html_end: nav.responseEnd,
+               dom_interactive: nav.domInteractive, dcl_start: nav.domContentLoadedEventStart,
+               dcl_end: nav.domContentLoadedEventEnd, first_result: window.__bench.first};
+  for (const r of performance.getEntriesByType("resource")) {
+    const name = r.name.replace(/^.*\\/(static\\/v-[^/]+\\/|api\\/)/, "");
+    out[name] = [Math.round(r.startTime), Math.round(r.responseStart), Math.round(r.responseEnd),
+                 r.transferSize ? "net" : "cache"];
+  }
+  for (const m of performance.getEntriesByType("mark")) out["mark " + m.name] = Math.round(m.startTime);
+  return out;
+}"""
+
+
 def api_first_event(client, base: str, q: be.QueryCase) -> float:
     """Seconds until the first ``chunk`` event of ``/api/stream_search`` arrives (the page's request)."""
     query = q.cs_query
@@ -111,6 +133,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--searchers", type=int, default=2)
+    ap.add_argument("--tab", choices=("same", "new"), default="same",
+                    help="same: every search in one tab, as a user searches again from the results page "
+                         "(default); new: a fresh tab per search (adds Chromium's cost of opening a tab)")
+    ap.add_argument("--timeline", action="store_true",
+                    help="print Chromium's timeline of each load (navigation, each file, the first result)")
     args = ap.parse_args(argv)
 
     import httpx
@@ -133,14 +160,20 @@ def main(argv: list[str] | None = None) -> int:
             browser = p.chromium.launch(executable_path=chromium, headless=True, args=["--no-sandbox", "--disable-gpu"])
             ctx = browser.new_context(viewport={"width": 1400, "height": 900})
             ctx.add_init_script(OBSERVE)
+            tab = ctx.new_page() if args.tab == "same" else None
             for n in range(args.warmup + args.rounds):
                 for q in queries:
-                    page = ctx.new_page()
+                    page = tab or ctx.new_page()
                     params = {"q": q.cs_query, "regex": "true" if q.is_regex else "false",
                               "case": "true" if q.case_sensitive else "false"}
                     page.goto(f"{service.base}/search?{urllib.parse.urlencode(params)}")
                     first = wait_first_result(page, q.cs_query)
-                    page.close()
+                    if args.timeline and n >= args.warmup:
+                        time.sleep(0.3)  # the stream's end and late files land in the timeline
+                        line = {k: (round(v) if isinstance(v, float) else v) for k, v in page.evaluate(TIMELINE).items()}
+                        print(f"{q.cls}: {json.dumps(line)}", file=sys.stderr)
+                    if tab is None:
+                        page.close()
                     api = api_first_event(client, service.base, q) * 1000
                     rg = rg_first_line(q, be.CORPUS) * 1000
                     if n >= args.warmup:
@@ -150,7 +183,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         service.stop(120)
 
-    print(f"\n### Time to first result in the browser ({args.repos} repositories, {args.rounds} rounds)\n")
+    where = "one tab for every search" if args.tab == "same" else "a new tab per search"
+    print(f"\n### Time to first result in the browser ({args.repos} repositories, {args.rounds} rounds, {where})\n")
     print("\n".join(be.machine_info()))
     print()
     print("| query | browser p50 | browser p95 | API first event p50 | rg first line p50 | browser / rg | < 150 ms |")

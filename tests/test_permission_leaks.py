@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import subprocess
 from datetime import datetime, timedelta, timezone
 
@@ -438,9 +439,17 @@ def test_web_pages_show_only_visible_repositories(world):
         with httpx.Client(base_url=world["url"], timeout=60, cookies={SESSION_COOKIE: u["cookie"]}) as http:
             page = http.get("/search", params={"q": "marker"})
             assert page.status_code == 200
+            # the results the server writes into the page: those of the API for this user (tested
+            # against a brute-force scan above), never a repository the user may not see
+            shown = set(re.findall(r'<section class="file" data-lang="[^"]*" data-repo="([^"]*)"', page.text))
+            api = http.post("/api/search", json={"query": "marker", "matches": 100, "contextLines": 1},
+                            headers={"Authorization": f"Bearer {u['key']}"}).json()
+            assert shown <= set(visible), (u["row"].email, shown - set(visible))
+            if api["isSearchExhaustive"]:
+                assert shown == {f["repository"] for f in api["files"]}, u["row"].email
             repos_page = http.get("/repos")
             assert repos_page.status_code == 200
-            for name in REPOS:  # the search page's results come from /api/stream_search (tested above)
+            for name in REPOS:
                 if name in visible:
                     assert name in repos_page.text, (u["row"].email, name)
                 else:

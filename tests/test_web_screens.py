@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import re
 import urllib.parse
+import zlib
 
 import httpx
 import pytest
@@ -285,6 +286,22 @@ def test_streams_are_never_compressed(web):
                                       "clientInfo": {"name": "screens-test", "version": "1"}}})
         assert mcp.status_code == 200 and "content-encoding" not in mcp.headers
         assert "codesearch" in mcp.text
+
+
+def test_the_results_page_is_gzipped_part_by_part(web, owner_cookies):
+    """The results page is written as the searchers answer: gzipped, each part flushed as it is
+    written, so the part before the results inflates on its own, before the rest arrives."""
+    with httpx.Client(timeout=60, cookies=owner_cookies) as c:
+        with c.stream("GET", web["url"] + "/search?q=handle_request", headers={"Accept-Encoding": "gzip"}) as r:
+            assert r.status_code == 200 and r.headers["content-encoding"] == "gzip"
+            assert r.headers["content-type"].startswith("text/html") and "content-length" not in r.headers
+            inflate = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            parts = [inflate.decompress(raw) for raw in r.iter_raw()]
+    first = parts[0].decode()  # what the first read brought inflates whole: up to the results, or further
+    assert '<div id="results">' in first and first.rstrip().endswith(('<div id="results">', "</section>", "</html>"))
+    page = b"".join(parts).decode()
+    assert inflate.eof and page.rstrip().endswith("</html>")
+    assert '<section class="file"' in page and "<mark>handle_request</mark>" in page
 
 
 # ----------------------------------------------------------------------------- favicon

@@ -210,26 +210,34 @@ def test_search_streams_highlighted_results(owner_page, web):
     shots(page, "results")
 
 
-def test_the_results_stream_leaves_while_the_page_is_parsed(owner_page, web):
-    """The search page asks for its results from an inline script in <head> (allowed by its hash in
-    the page's CSP, static/search_start.js), once, before DOMContentLoaded: not after every
-    deferred script has loaded and run."""
+def test_the_server_writes_the_results_into_the_page(owner_page, web, browser):
+    """The results are in the HTML the server sends (written as the searchers answer,
+    codesearch/web/results_page.py): the page asks for no stream of its own, runs no inline
+    script, and shows its results with JavaScript turned off."""
     page = owner_page
-    streams = []
-    page.on("request", lambda r: streams.append(r) if r.url.endswith("/api/stream_search") else None)
+    asked = []
+    page.on("request", lambda r: asked.append(r.url) if "/api/" in r.url else None)
     resp = page.goto(web["url"] + "/search?q=handle_request")
     wait_done(page)
     csp = resp.headers["content-security-policy"]
-    assert re.search(r"script-src 'self' 'sha256-[A-Za-z0-9+/]+=*';", csp) and "unsafe-inline" not in csp.split("style-src")[0]
-    assert len(streams) == 1 and streams[0].method == "POST"
-    assert json.loads(streams[0].post_data)["query"] == "handle_request"
-    timing = page.evaluate("""() => {
-        const nav = performance.getEntriesByType('navigation')[0];
-        const s = performance.getEntriesByType('resource').find(r => r.name.endsWith('/api/stream_search'));
-        return [s.startTime, nav.domContentLoadedEventStart];
-    }""")
-    assert timing[0] < timing[1], timing
-    assert visible_sections(page)
+    assert "default-src 'self'" in csp and "script-src" not in csp and "unsafe-inline" not in csp.split("style-src")[0]
+    assert not [u for u in asked if "stream_search" in u or "/api/search" in u], asked
+    html = resp.text()
+    expected = {(f["repository"], f["fileName"]["text"]) for f in api_search(web, "handle_request")["files"]}
+    assert html.count('<section class="file"') == len(expected) and "<mark>handle_request</mark>" in html
+    assert '<script type="application/json" id="search-outcome">' in html
+    assert {(s["repo"], s["path"]) for s in visible_sections(page)} == expected
+
+    plain = browser.new_context(java_script_enabled=False)
+    try:
+        plain.add_cookies(page.context.cookies())
+        bare = plain.new_page()
+        bare.goto(web["url"] + "/search?q=handle_request")
+        paths = bare.locator("#results section.file .file-path").all_inner_texts()
+        assert sorted(paths) == sorted(path for _, path in expected)
+        assert bare.locator("#results mark").count() >= len(expected)
+    finally:
+        plain.close()
 
 
 def test_results_are_shown_in_rank_order(owner_page, web):

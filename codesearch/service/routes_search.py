@@ -46,8 +46,9 @@ import json
 import logging
 import os
 import time
-from collections.abc import Mapping
-from typing import Annotated
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from contextlib import aclosing
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, StreamingResponse
@@ -275,7 +276,7 @@ def search_hints(searcher, get_store, query: str, options: SearchOptions, identi
         return []
 
 
-async def stream_events(
+async def search_events(
     searcher,
     query: str,
     options: SearchOptions,
@@ -285,12 +286,15 @@ async def stream_events(
     fanout=None,
     progress=None,
     hinter=None,
-):
-    """The SSE byte chunks of one streamed search (see the module docstring).
+) -> AsyncGenerator[dict, None]:
+    """The events of one streamed search, as dicts: ``chunk``…, then ``final`` (or ``error``);
+    see the module docstring. `stream_events` sends them as Server-Sent Events, the results page
+    (`codesearch.web.results_page`) as HTML.
 
     `fanout` is the `Fanout` of a `SearcherPool` already asked (its answers become one chunk
     each, as they arrive); without one, `searcher` is any object with ``search(query, options)
-    -> dict`` (answered as a single chunk, in a thread).
+    -> dict`` (answered as a single chunk, in a thread). Closing the generator early (the
+    client went away) stops the searchers still at work.
     """
     started_ns = time.perf_counter_ns() if started_ns is None else started_ns
     merger = StreamMerger(options, started_ns, plan_ns)
@@ -298,14 +302,12 @@ async def stream_events(
         if fanout is None:
             resp = await run_in_threadpool(lambda: searcher.search(query, options=options))
             resp = filter_search_response(identity, resp)
-            yield _sse(
-                {
-                    "type": "chunk",
-                    "stats": resp["stats"],
-                    "files": resp["files"],
-                    "repositoryInfo": resp["repositoryInfo"],
-                }
-            )
+            yield {
+                "type": "chunk",
+                "stats": resp["stats"],
+                "files": resp["files"],
+                "repositoryInfo": resp["repositoryInfo"],
+            }
             final = {
                 "type": "final",
                 "accumulatedStats": resp["stats"],
@@ -315,28 +317,41 @@ async def stream_events(
                 progress.add_to(final["accumulatedStats"])
             if hinter is not None and not resp["files"]:
                 final["hints"] = await hinter()
-            yield _sse(final)
+            yield final
         else:
             found = False
             async for partial in fanout.partials_async():
                 chunk = filter_search_response(identity, merger.chunk(partial))
                 found = found or bool(chunk["files"])
-                yield _sse(chunk)
+                yield chunk
             merger.missed(fanout.missed)
             final = merger.final()
             if progress is not None:
                 progress.add_to(final["accumulatedStats"])
             if hinter is not None and not found:
                 final["hints"] = await hinter()
-            yield _sse(final)
+            yield final
     except Exception as e:  # after the stream started: an error event, never a broken stream
         if not isinstance(e, CodesearchError):
             log.exception("stream_search failed")
-        yield _sse(_error_payload(e))
+        yield _error_payload(e)
     finally:
         if fanout is not None:
             fanout.abandon()  # the client went away early: stop the searchers still at work
+
+
+async def sse(events: AsyncGenerator[dict, None]) -> AsyncIterator[bytes]:
+    """`events` (`search_events`) as Server-Sent Events: one ``data:`` line each, then
+    ``data: [DONE]``. Closing it closes `events` (which stops the searchers)."""
+    async with aclosing(events) as open_events:
+        async for event in open_events:
+            yield _sse(event)
     yield _sse("[DONE]")
+
+
+def stream_events(searcher, query: str, options: SearchOptions, identity: Identity, **kwargs) -> AsyncIterator[bytes]:
+    """The SSE byte chunks of one streamed search (`search_events`' arguments)."""
+    return sse(search_events(searcher, query, options, identity, **kwargs))
 
 
 def first_in_thread(get):
@@ -404,6 +419,60 @@ class SearchSettings:
         return self.options_for(body, identity)
 
 
+@dataclasses.dataclass
+class StartedSearch:
+    """A search whose query parsed and whose searchers were asked (`start_search`)."""
+
+    settings: SearchSettings
+    identity: Identity
+    query: str
+    options: SearchOptions
+    searcher: Any
+    fanout: Any
+    started_ns: int
+    plan_ns: int
+
+    def events(self) -> AsyncGenerator[dict, None]:
+        """Its answers as events (`search_events`), with the hints of an empty search."""
+
+        async def hinter() -> list[dict]:
+            s, get_store = self, self.settings.get_store
+            return await run_in_threadpool(search_hints, s.searcher, get_store, s.query, s.options, s.identity)
+
+        return search_events(
+            self.searcher,
+            self.query,
+            self.options,
+            self.identity,
+            plan_ns=self.plan_ns,
+            started_ns=self.started_ns,
+            fanout=self.fanout,
+            progress=self.settings.progress if self.options.visible_repos is None else None,
+            hinter=hinter,
+        )
+
+
+async def start_search(settings: SearchSettings, identity: Identity, body: SearchRequest) -> StartedSearch:
+    """Parse `body`'s query, plan it and ask the searchers (a pool's answers then arrive as
+    `StartedSearch.events`). A query that does not parse or names an unknown context raises its
+    `CodesearchError` here, before anything is sent: an ordinary error with its HTTP status."""
+    started = time.perf_counter_ns()
+    options = await settings.options_of(body, identity)
+    searcher = await settings.searcher_now()
+    fanout = None
+    try:
+        if hasattr(searcher, "fan_out_async"):
+            fanout = await searcher.fan_out_async(body.query, options)
+        else:
+            from codesearch.search.engine import make_plan
+
+            await run_in_threadpool(make_plan, body.query, options)
+    except CodesearchError as e:
+        raise unwrap(e) from None
+    plan_ns = time.perf_counter_ns() - started
+    return StartedSearch(settings, identity, body.query, options, searcher, fanout, started, plan_ns)
+
+
 async def search_settings(request: Request) -> SearchSettings:
     """The app's `SearchSettings` (a typed dependency, read through `deps.app_services`)."""
     return app_services(request).search
@@ -461,36 +530,9 @@ async def stream_search(request: Request, identity: Caller, body: Body, settings
         caseSensitive=body.isCaseSensitivityEnabled,
         stream=True,
     )
-    started = time.perf_counter_ns()
-    options = await settings.options_of(body, identity)
-    searcher = await settings.searcher_now()
-    fanout = None
-    try:  # parse errors and unknown contexts: a JSON error, before the stream
-        if hasattr(searcher, "fan_out_async"):
-            fanout = await searcher.fan_out_async(body.query, options)
-        else:
-            from codesearch.search.engine import make_plan
-
-            await run_in_threadpool(make_plan, body.query, options)
-    except CodesearchError as e:
-        raise unwrap(e) from None
-    plan_ns = time.perf_counter_ns() - started
-
-    async def hinter():
-        return await run_in_threadpool(search_hints, searcher, settings.get_store, body.query, options, identity)
-
+    search = await start_search(settings, identity, body)
     return StreamingResponse(
-        stream_events(
-            searcher,
-            body.query,
-            options,
-            identity,
-            plan_ns,
-            started,
-            fanout,
-            settings.progress if options.visible_repos is None else None,
-            hinter,
-        ),
+        sse(search.events()),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache, no-transform", "X-Accel-Buffering": "no"},
     )

@@ -6,8 +6,8 @@ Modules:
   `render(request, template, **context)` with the caller, the CSRF token and the nav;
 - `sessions.py`: sign-in with local accounts (argon2 password hashes), session cookies (HttpOnly,
   SameSite=Lax), CSRF tokens for forms and for the page's own API calls;
-- `pages_search.py`: home (search box, sync status), search results (streamed), file view
-  (Pygments), repos;
+- `pages_search.py`: home (search box, sync status), search results, file view (Pygments), repos;
+- `results_page.py`: the results page's results, written into its HTML as the searchers answer;
 - `pages_history.py`: blame, the history of a file or directory, a commit with its diff, the
   comparison of two refs (reached through `pages_search`'s ``/browse/`` route);
 - `pages_account.py`: sign-in/out, first-account setup, settings (API keys), users;
@@ -29,7 +29,7 @@ Modules:
   from it for clients that only ask ``/favicon.ico``), and the scripts, native ES modules without
   a build step: one per page (`search-page.js`, `home-page.js`, `repos-page.js`, `file-page.js`,
   `chat.js`, `codenav.js`, `querybar.js`, `account.js`; `app.js` on every page) and the shared
-  `dom.js`, `http.js`, `results.js`, `searchform.js`. No script leans on another's globals.
+  `dom.js`, `http.js`, `searchform.js`. No script leans on another's globals.
 
 `install(app, ...)` mounts ``/static``, answers ``/favicon.ico`` and adds the page routers: module-level
 ``APIRouter``s whose handlers get the store, the `WebContext` and the page's caller as typed

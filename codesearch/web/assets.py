@@ -13,20 +13,15 @@ Everything else stays answerable and is revalidated on each use (``Cache-Control
 with the ETag Starlette sends): the unversioned ``/static/search.js`` that scripts and old
 bookmarks may ask for, and an older version's path (a page rendered before a redeploy asks for
 it: it gets today's file, which is not cached for good under a name that means another one).
-
-`inline_script` gives a static script's text and its CSP hash, for the one script a page runs
-before anything loads (the search page's ``search_start.js``).
 """
 
 from __future__ import annotations
 
-import base64
 import functools
 import hashlib
 import os
 
 from fastapi.staticfiles import StaticFiles
-from markupsafe import Markup
 from starlette.responses import Response
 from starlette.types import Scope
 
@@ -78,16 +73,3 @@ def current_version(directory: str) -> str:
 def static_prefix(root: str, version: str) -> str:
     """The URL prefix pages write static links with: ``<root>/static/v-<version>``."""
     return f"{root}/static/{_PREFIX}{version}"
-
-
-@functools.cache
-def inline_script(directory: str, name: str) -> tuple[Markup, str]:
-    """The text of the static script `name`, to be inlined in a page, and the CSP source that
-    allows it (``'sha256-…'`` of its bytes): a page whose first request must leave before any
-    file loads carries that script in its HTML. Static text only; nothing of a request goes in it."""
-    with open(os.path.join(directory, name), encoding="utf-8") as f:
-        text = f.read()
-    if "</" in text:
-        raise ValueError(f"{name}: a script to inline must not contain '</'")
-    digest_b64 = base64.b64encode(hashlib.sha256(text.encode()).digest()).decode()
-    return Markup(text), f"'sha256-{digest_b64}'"

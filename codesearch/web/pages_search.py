@@ -4,10 +4,12 @@ the repos table, and the highlighting stylesheet.
 - ``GET /``: the search form (regex and case toggles, a syntax reference) and the sync status
   (connections, repos, queued and running jobs) that ``static/home-page.js`` polls from
   ``/api/connections``, ``/api/repos/status`` and ``/api/jobs``.
-- ``GET /search?q=&regex=1&case=1&matches=&lang=&repo=``: the results page. The results are
-  streamed by the page's module (``static/search-page.js``) from ``POST /api/stream_search`` and
-  built with DOM APIs (repository text is only ever assigned as text, never parsed as HTML). Sourcebot's own search
-  links work too: ``?query=…&matches=…&isRegexEnabled=true&isCaseSensitivityEnabled=true`` (its UI,
+- ``GET /search?q=&regex=1&case=1&matches=&lang=&repo=``: the results page, its results written
+  into the HTML as the searchers answer (`codesearch.web.results_page`; repository text only
+  through autoescaping); ``static/search-page.js`` ranks them, adds the facets, the summary and
+  the hints. The search runs as the API's (`routes_search.start_search`: the same parsing,
+  permissions, hints and audit record). Sourcebot's own search links work too:
+  ``?query=…&matches=…&isRegexEnabled=true&isCaseSensitivityEnabled=true`` (its UI,
   docs and bookmarks write them so), under ``/search`` or under its single-tenant prefix ``/~/``
   (every ``/~/<page>`` redirects to ``/<page>``).
 - ``GET /browse/<repo>@<rev>/-/blob/<path>``: one file (the ``webUrl`` of docs/http-api.md#search), highlighted with
@@ -41,7 +43,7 @@ import logging
 import urllib.parse
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import RedirectResponse, Response
+from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 from markupsafe import Markup
 
 from codesearch.errors import (
@@ -49,6 +51,7 @@ from codesearch.errors import (
     FileNotFound,
     InvalidGitRef,
     RepositoryNotFound,
+    ServiceUnavailable,
 )
 from codesearch.git.objects import is_binary, read_blob, resolve_commit
 from codesearch.git.paths import check_dir, check_path, check_ref
@@ -56,14 +59,15 @@ from codesearch.git.trees import list_tree
 from codesearch.index.language import detect
 from codesearch.search.present import external_url, short_ref
 from codesearch.service import audit
-from codesearch.service.deps import PageCaller, StoreDep, WebDep
+from codesearch.service.deps import PageCaller, ServicesDep, StoreDep, WebDep
+from codesearch.service.routes_search import SearchRequest, start_search
 from codesearch.statuses import JobKind, JobState
 from codesearch.sync import repo_info
 from codesearch.tools.repos import iso, page_of_repos
-from codesearch.web import STATIC_DIR, codenav, highlight, pages_history
-from codesearch.web.assets import inline_script
+from codesearch.web import codenav, highlight, pages_history
+from codesearch.web.results_page import OUTCOME_SLOT, RESULTS_SLOT, Links, outcome_script, page_stream
 from codesearch.web.sessions import login_redirect
-from codesearch.web.templating import render
+from codesearch.web.templating import PAGE_HEADERS, render, render_text
 
 log = logging.getLogger(__name__)
 
@@ -72,9 +76,8 @@ CSP = (
     "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; base-uri 'none'; "
     "form-action 'self'; frame-ancestors 'none'"
 )
-#: the search page inlines static/search_start.js (its results stream leaves before any file loads)
-SEARCH_START, _SEARCH_START_SOURCE = inline_script(STATIC_DIR, "search_start.js")
-SEARCH_CSP = CSP.replace("default-src 'self';", f"default-src 'self'; script-src 'self' {_SEARCH_START_SOURCE};")
+#: Lines of context around each match on the results page.
+RESULT_CONTEXT_LINES = 1
 REPOS_PER_PAGE = 50
 MAX_TREE_ENTRIES = 5000
 DEFAULT_MATCHES = 100
@@ -223,10 +226,11 @@ def home(request: Request, caller: PageCaller):
 
 
 @router.get("/search")
-def search(
+async def search(
     request: Request,
     caller: PageCaller,
     web: WebDep,
+    services: ServicesDep,
     q: str = Query("", max_length=10_000),
     regex: str | None = None,
     case: str | None = None,
@@ -234,40 +238,52 @@ def search(
     query: str = Query("", max_length=10_000, description="Sourcebot's name for q"),
     isRegexEnabled: str | None = None,
     isCaseSensitivityEnabled: str | None = None,
-):  # noqa: N803
+) -> Response:  # noqa: N803
+    """The results page, its results written into it as the searchers answer
+    (`codesearch.web.results_page`)."""
     if caller is None:
         return login_redirect(request)
     q = q or query
-    regex = regex or isRegexEnabled
-    case = case or isCaseSensitivityEnabled
+    is_regex, is_case = _flag(regex or isRegexEnabled), _flag(case or isCaseSensitivityEnabled)
     try:
         n = max(1, min(int(matches), MAX_MATCHES)) if matches else DEFAULT_MATCHES
     except ValueError:
         n = DEFAULT_MATCHES
     if not q.strip():
         return RedirectResponse(f"{_root(request)}/", status_code=303)
+    root, public_url = _root(request), web.public_url.rstrip("/")
     config = {
         "query": q,
-        "regex": _flag(regex),
-        "case": _flag(case),
+        "regex": is_regex,
+        "case": is_case,
         "matches": n,
-        "contextLines": 1,
-        "publicUrl": web.public_url.rstrip("/"),
+        "publicUrl": public_url,
         "maxMatches": MAX_MATCHES,
-        "root": _root(request),
+        "root": root,
     }
-    resp = _page(
-        request,
-        "search.html",
-        title=q[:80],
-        q=q,
-        regex=_flag(regex),
-        case=_flag(case),
-        config=config,
-        search_start=SEARCH_START,
+    body = SearchRequest(
+        query=q, matches=n, contextLines=RESULT_CONTEXT_LINES, isRegexEnabled=is_regex, isCaseSensitivityEnabled=is_case
     )
-    resp.headers["Content-Security-Policy"] = SEARCH_CSP
-    return resp
+    audit.record(request, caller, "search", q, regex=is_regex, caseSensitive=is_case, page=True)
+    failed: CodesearchError | None = None
+    try:
+        if services.search is None:
+            raise ServiceUnavailable("this service has no searchers")
+        started = await start_search(services.search, caller, body)
+    except CodesearchError as e:
+        failed = e
+    page = dict(title=q[:80], q=q, regex=is_regex, case=is_case, config=config)
+    headers = {**PAGE_HEADERS, "Content-Security-Policy": CSP}
+    if failed is not None:  # the query does not parse, names an unknown context…: known before any result
+        known = failed.status_code < 500 or getattr(failed, "expose", False)  # else not for visitors
+        message = str(failed) if known else "an unexpected error occurred"
+        error = {"message": message, "position": getattr(failed, "position", None)}
+        html = render_text(request, "search.html", error=error, outcome=outcome_script({"error": error}), **page)
+        return HTMLResponse(html, status_code=failed.status_code, headers=headers)
+    html = render_text(request, "search.html", results=Markup(RESULTS_SLOT), outcome=Markup(OUTCOME_SLOT), **page)
+    links = Links(root=root, public_url=public_url, query=q, regex=is_regex, case=is_case)
+    stream = page_stream(html, started.events(), links)
+    return StreamingResponse(stream, media_type="text/html; charset=utf-8", headers=headers)
 
 
 @router.get("/~/{rest:path}")

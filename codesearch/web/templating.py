@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from fastapi import Request
 from fastapi.responses import HTMLResponse
-from jinja2 import Environment, FileSystemLoader, select_autoescape
+from jinja2 import Environment, FileSystemLoader, Template, select_autoescape
 
 from codesearch import environment
 from codesearch.plurals import plural
@@ -84,8 +84,17 @@ class WebContext:
         return self.authenticator.anonymous_identity() if anon else None
 
 
-def render(request: Request, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
-    """`template` rendered with the common context (see the module docstring)."""
+#: The headers of every page.
+PAGE_HEADERS = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff", "Referrer-Policy": "same-origin"}
+
+
+def template(name: str) -> Template:
+    """One of the templates (for a part of a page: `render` renders whole pages)."""
+    return _env.get_template(name)
+
+
+def render_text(request: Request, template: str, **context: Any) -> str:
+    """`template` rendered with the common context (see the module docstring), as text."""
     identity = getattr(request.state, "identity", None)
     user = getattr(identity, "user", None)
     root = request.scope.get("root_path", "").rstrip("/")
@@ -101,8 +110,9 @@ def render(request: Request, template: str, status_code: int = 200, **context: A
         "static": static_prefix(root, current_version(STATIC_DIR)),
     }
     base.update(context)
-    return HTMLResponse(
-        _env.get_template(template).render(**base),
-        status_code=status_code,
-        headers={"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff", "Referrer-Policy": "same-origin"},
-    )
+    return _env.get_template(template).render(**base)
+
+
+def render(request: Request, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
+    """`template` rendered with the common context (see the module docstring)."""
+    return HTMLResponse(render_text(request, template, **context), status_code=status_code, headers=PAGE_HEADERS)

@@ -1,23 +1,50 @@
-// codesearch: the search results page (native ES module, no build step). The results stream
-// from POST /api/stream_search, asked for by the page's inline static/search_start.js; files are placed in rank order as
-// each searcher answers, with language and repository facets beside them.
+// codesearch: the search results page (native ES module, no build step).
+//
+// The server writes the results into the page as the searchers answer (codesearch/web/
+// results_page.py): one `section.file` each, then a JSON `#search-outcome` (statistics, hints,
+// an error). This module is loaded `async`, so it usually runs while the results are still
+// coming: it places each file in rank order as it is written (data-score, data-order), counts
+// it into the language and repository facets and the summary, and, once the page is complete,
+// reads the outcome.
 
 import {el, plural, root} from "./dom.js";
-import {errorMessage} from "./http.js";
-import {fileMatchCount, renderFile, repoLabel} from "./results.js";
 import {rerunOnToggle} from "./searchform.js";
 
-rerunOnToggle();
+// The name a repository is shown by: its display name, unless two repositories of the results
+// share it (then the full name tells them apart).
+function repoLabel(name, display) {
+  return display.get(name) || name || "";
+}
 
-function initSearch() {
+// `id`'s element, once the parser has written it (this module may run before it has).
+function parsed(id) {
+  return new Promise((resolve) => {
+    const now = document.getElementById(id);
+    if (now) return resolve(now);
+    const watch = new MutationObserver(() => {
+      const found = document.getElementById(id);
+      if (found) { watch.disconnect(); resolve(found); }
+    });
+    watch.observe(document.documentElement, {childList: true, subtree: true});
+  });
+}
+
+// Once the whole page is there.
+const complete = () => new Promise((resolve) => {
+  if (document.readyState !== "loading") resolve();
+  else document.addEventListener("DOMContentLoaded", () => resolve(), {once: true});
+});
+
+async function initSearch() {
   const cfgNode = document.getElementById("search-config");
   if (!cfgNode) return;
   const cfg = JSON.parse(cfgNode.textContent);
   const params = new URLSearchParams(location.search);
-  const results = document.getElementById("results");
+  const results = await parsed("results"); // and everything above it: the form, the facets, the summary
+  rerunOnToggle();
   const summary = document.getElementById("summary");
   const errorBox = document.getElementById("search-error");
-  const more = document.getElementById("more");
+  const more = () => document.getElementById("more"); // below the results: there once the page is complete
   const filterNote = document.getElementById("filter-note");
   const filtersBox = document.getElementById("filters-box");
   const state = {files: 0, matches: 0, langs: new Map(), repos: new Map(), done: false,
@@ -67,6 +94,7 @@ function initSearch() {
 
   function showError(message, position) {
     announceDone();
+    state.done = true;
     errorBox.hidden = false;
     errorBox.replaceChildren(el("strong", null, "Search failed: "), message);
     if (typeof position === "number" && position >= 0) showCaret(position);
@@ -170,24 +198,31 @@ function initSearch() {
   }
   function place(node, rank) {
     ranks.set(node, rank);
-    node.dataset.score = String(rank.score);
-    // from the end: a later chunk's files mostly go after those shown
+    // from the end: a later answer's files mostly go after those shown. Files not placed yet
+    // (written since the last look) are passed over: their turn comes.
     let at = results.lastElementChild;
-    while (at && before(rank, ranks.get(at))) at = at.previousElementSibling;
-    results.insertBefore(node, at ? at.nextElementSibling : results.firstElementChild);
+    while (at && (at === node || !ranks.has(at) || before(rank, ranks.get(at)))) at = at.previousElementSibling;
+    const next = at ? at.nextElementSibling : results.firstElementChild;
+    if (next !== node) results.insertBefore(node, next);
   }
 
-  function addFiles(files, repositoryInfo) {
-    learnRepos(repositoryInfo);
-    for (const f of files || []) {
-      const order = Array.isArray(f.order) ? f.order.map(Number) : [];
-      place(renderFile(f, cfg, state.display), {score: typeof f.score === "number" ? f.score : 0, order});
-      state.files++;
-      state.matches += fileMatchCount(f);
-      const lang = f.language || "";
-      state.langs.set(lang, (state.langs.get(lang) || 0) + 1);
-      state.repos.set(f.repository || "", (state.repos.get(f.repository || "") || 0) + 1);
-    }
+  // A file the server wrote into #results: placed by its rank, counted.
+  const adopted = new WeakSet();
+  function adopt(sec) {
+    if (adopted.has(sec) || !sec.classList.contains("file")) return;
+    adopted.add(sec);
+    const order = (sec.dataset.order || "").split(",").filter(Boolean).map(Number);
+    place(sec, {score: Number(sec.dataset.score) || 0, order});
+    state.files++;
+    state.matches += Number(sec.dataset.matches) || 0;
+    const lang = sec.dataset.lang || "";
+    state.langs.set(lang, (state.langs.get(lang) || 0) + 1);
+    state.repos.set(sec.dataset.repo || "", (state.repos.get(sec.dataset.repo || "") || 0) + 1);
+  }
+  function adoptNew() {
+    const before = state.files;
+    for (const sec of [...results.children]) adopt(sec);
+    if (state.files === before) return;
     renderFacets("filter-lang", "lang", state.langs);
     renderFacets("filter-repo", "repo", state.repos);
     applyFilter();
@@ -212,63 +247,38 @@ function initSearch() {
     }
     summary.dataset.exhaustive = exhaustive ? "true" : "false";
     if (!exhaustive && cfg.matches < cfg.maxMatches) {
-      more.hidden = false;
+      more().hidden = false;
       document.getElementById("more-text").textContent = `Showing the first ${plural(state.matches, "match", "matches")}.`;
     }
   }
 
+  // The files as they are written, then what the search concluded (#search-outcome, after them).
+  adoptNew();
+  const watch = new MutationObserver(adoptNew);
+  watch.observe(results, {childList: true});
+  await complete();
+  watch.disconnect();
+  adoptNew();
   document.getElementById("load-more").addEventListener("click", () => {
     const p = new URLSearchParams(location.search);
     p.set("matches", String(Math.min(cfg.matches * 2, cfg.maxMatches)));
     location.href = `${location.pathname}?${p}`;
   });
-
-  function handleEvent(block) {
-    const data = block.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5).replace(/^ /, "")).join("\n");
-    if (!data) return;
-    if (data === "[DONE]") return "done";
-    let ev;
-    try { ev = JSON.parse(data); } catch (_) { return; }
-    if (ev.type === "chunk") addFiles(ev.files, ev.repositoryInfo);
-    else if (ev.type === "final") finish(ev.accumulatedStats, ev.isSearchExhaustive, ev.hints);
-    else if (ev.type === "error") showError((ev.error && ev.error.message) || "the search failed");
+  let outcome = null;
+  try {
+    const node = document.getElementById("search-outcome");
+    outcome = node ? JSON.parse(node.textContent) : null;
+  } catch (_) { /* reported below */ }
+  if (!outcome) {
+    showError("the search stream ended early");
+    return;
   }
-
-  // The response of the request static/search_start.js sent from <head>, inlined in the page,
-  // before this module and the ones it imports were even asked for.
-  async function run() {
-    let resp;
-    try {
-      resp = await cfgNode.started;
-    } catch (e) {
-      showError("the service could not be reached");
-      return;
-    }
-    if (!resp.ok) {
-      let body = null;
-      try { body = await resp.clone().json(); } catch (_) { /* not JSON */ }
-      showError(await errorMessage(resp), body && typeof body.position === "number" ? body.position : undefined);
-      return;
-    }
-    const reader = resp.body.getReader();
-    const decoder = new TextDecoder();
-    let buf = "";
-    for (;;) {
-      const {value, done} = await reader.read();
-      if (value) buf += decoder.decode(value, {stream: true}).replace(/\r\n/g, "\n");
-      let i;
-      while ((i = buf.indexOf("\n\n")) >= 0) {
-        const block = buf.slice(0, i);
-        buf = buf.slice(i + 2);
-        if (handleEvent(block) === "done") return;
-      }
-      if (done) break;
-    }
-    if (buf.trim()) handleEvent(buf);
-    if (!state.done && errorBox.hidden) showError("the search stream ended early");
+  learnRepos(outcome.repositoryInfo);
+  if (outcome.error) {
+    showError(outcome.error.message || "the search failed", outcome.error.position);
+    return;
   }
-
-  run().catch(() => showError("the search stream was interrupted"));
+  finish(outcome.stats, outcome.exhaustive, outcome.hints);
 }
 
-initSearch();
+initSearch().catch((e) => console.error("search page:", e));

@@ -1,0 +1,254 @@
+"""The search results page, written on the server while the searchers answer.
+
+``GET /search`` answers with one streamed HTML document. The page up to the results list is sent
+at once (the browser draws the header, the query bar and "Searching…" and fetches the cached
+static files meanwhile); then each searcher's answer, as it arrives, is sent as the HTML of its
+files (`render_file`); then what the search concluded (`outcome_script`: the statistics, whether
+it is exhaustive, the hints of an empty search, an error) and the rest of the page.
+
+Why on the server: the first results are in the document the browser is already reading, so
+they show without waiting for the page's scripts to load and run or for a second request (the
+results stream the page used to ask for from its script). On this machine that was most of the
+time to the first result (docs/web-ui.md#time-to-first-result). The page works without JavaScript;
+``static/search-page.js`` adds ranking across answers, the facets, the summary and the hints.
+
+The markup of one file is the one the page's script used to build (``.file``, ``.file-head``,
+``.chunk``, ``.cline``…); each ``section.file`` also carries what the script needs to rank and
+count it without reading its text: ``data-score``, ``data-order`` (the tie-break of equal scores,
+``searcher,shard,document``) and ``data-matches``. Repository text only reaches the page through
+Jinja's autoescaping; links pass `safe_href`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import urllib.parse
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from typing import Any
+
+from markupsafe import Markup
+
+from codesearch.web.templating import template
+
+#: Marks the places of the results and of the search's outcome in the rendered page.
+RESULTS_SLOT = "<!--codesearch:results-->"
+OUTCOME_SLOT = "<!--codesearch:outcome-->"
+
+
+def ranges_by_line(ranges: Iterable[dict[str, Any]] | None) -> dict[int, list[tuple[int, float]]]:
+    """Match ranges (1-based lines and character columns, end exclusive) as, per line, the
+    ``[from, to)`` character intervals they cover; ``to`` is infinity for a range that runs on to
+    the next line."""
+    out: dict[int, list[tuple[int, float]]] = {}
+    for r in ranges or ():
+        s, e = r["start"], r["end"]
+        for ln in range(s["lineNumber"], e["lineNumber"] + 1):
+            lo = s["column"] - 1 if ln == s["lineNumber"] else 0
+            hi = e["column"] - 1 if ln == e["lineNumber"] else math.inf
+            if hi > lo:
+                out.setdefault(ln, []).append((lo, hi))
+    return out
+
+
+def marked(text: str, intervals: Iterable[tuple[int, float]] | None) -> list[tuple[str, bool]]:
+    """`text` cut into ``(piece, is_match)`` pieces by `intervals` (character positions: code
+    points, as the API counts columns); intervals that overlap or touch make one match."""
+    pieces: list[tuple[str, bool]] = []
+    pos = 0
+    for lo0, hi0 in sorted(intervals or ()):
+        lo, hi = max(lo0, pos), min(hi0, len(text))
+        if hi <= lo:
+            continue
+        hi = int(hi)
+        if lo > pos:
+            pieces.append((text[pos:lo], False))
+        if pieces and pieces[-1][1] and lo == pos:  # overlapping or touching the last mark: one mark
+            pieces[-1] = (pieces[-1][0] + text[lo:hi], True)
+        else:
+            pieces.append((text[lo:hi], True))
+        pos = hi
+    if pos < len(text) or not pieces:
+        pieces.append((text[pos:], False))
+    return pieces
+
+
+def match_count(f: dict[str, Any]) -> int:
+    """The match ranges of one file: in its name and in its chunks."""
+    n = len((f.get("fileName") or {}).get("matchRanges") or ())
+    return n + sum(len(c.get("matchRanges") or ()) for c in f.get("chunks") or ())
+
+
+def first_match_anchor(f: dict[str, Any]) -> str:
+    """The file view's anchor for the lines of the file's first match: ``#L4``, or ``#L4-L6``
+    when it spans lines (a match that ends with a newline ends on the line before)."""
+    for c in f.get("chunks") or ():
+        ranges = c.get("matchRanges") or ()
+        if not ranges:
+            continue
+        start, end = ranges[0]["start"], ranges[0]["end"]
+        last = end["lineNumber"]
+        if end["column"] == 1 and last > start["lineNumber"]:
+            last -= 1
+        return f"#L{start['lineNumber']}-L{last}" if last > start["lineNumber"] else f"#L{start['lineNumber']}"
+    return ""
+
+
+def safe_href(url: object) -> str | None:
+    """`url` if a link may point there: a path of this site or an http(s) URL (never
+    ``javascript:``, ``data:``, nor ``//host`` or ``/\\host``, which browsers read as another site)."""
+    if not isinstance(url, str) or not url:
+        return None
+    if url.startswith("/"):
+        return None if url[1:2] in ("/", "\\") else url
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return None
+    return url if parts.scheme.lower() in ("http", "https") and parts.netloc else None
+
+
+@dataclass
+class Links:
+    """How one results page links to files: the file view under this site's root, carrying the
+    query so that the file view highlights its terms."""
+
+    root: str
+    public_url: str
+    query: str
+    regex: bool = False
+    case: bool = False
+
+    def browse(self, web_url: object) -> str | None:
+        """A file's page on this site: the ``/browse/…`` part of its webUrl (which carries the
+        configured public URL) under this page's root."""
+        if not isinstance(web_url, str):
+            return None
+        if self.public_url and web_url.startswith(self.public_url + "/browse/"):
+            return self.root + web_url[len(self.public_url) :]
+        i = web_url.find("/browse/")
+        return self.root + web_url[i:] if i >= 0 else safe_href(web_url)
+
+    def terms(self) -> str:
+        params = {"q": self.query}
+        if self.regex:
+            params["regex"] = "1"
+        if self.case:
+            params["case"] = "1"
+        return "?" + urllib.parse.urlencode(params)
+
+
+@dataclass
+class RepoNames:
+    """The names repositories are shown by: a repository's display name (the folder of a local
+    repository, the path after the host of a hosted one) unless another repository seen in the
+    same search has it too; then the full name, which tells them apart."""
+
+    holders: dict[str, set[str]] = field(default_factory=dict)
+
+    def learn(self, infos: Iterable[dict[str, Any]] | None) -> None:
+        for r in infos or ():
+            if isinstance(r, dict) and r.get("name"):
+                self.holders.setdefault(str(r.get("displayName") or r["name"]), set()).add(str(r["name"]))
+
+    def label(self, name: str) -> str:
+        for shown, names in self.holders.items():
+            if name in names:
+                return shown if len(names) == 1 else name
+        return name
+
+
+def file_view(f: dict[str, Any], links: Links, names: RepoNames) -> dict[str, Any]:
+    """What ``_result_file.html`` draws for one file of a chunk."""
+    page = links.browse(f.get("webUrl"))
+    base = page + links.terms() if page else None
+    name = f.get("fileName") or {"text": ""}
+    name_marks = [(r["start"]["column"] - 1, r["end"]["column"] - 1) for r in name.get("matchRanges") or ()]
+    branches = [str(b) for b in f.get("branches") or ()]
+    branch = branches[0].removeprefix("refs/heads/").removeprefix("refs/tags/") if branches else ""
+    repo = str(f.get("repository") or "")
+    chunks = []
+    for c in f.get("chunks") or ():
+        by_line = ranges_by_line(c.get("matchRanges"))
+        start = (c.get("contentStart") or {}).get("lineNumber") or 1
+        lines = []
+        for i, text in enumerate(str(c.get("content") or "").split("\n")):
+            ln = start + i
+            lines.append(
+                {
+                    "n": ln,
+                    "hit": ln in by_line,
+                    "href": f"{base}#L{ln}" if base else None,
+                    "pieces": marked(text, by_line.get(ln)),
+                }
+            )
+        chunks.append(lines)
+    score = f.get("score")
+    return {
+        "repo": repo,
+        "repo_label": names.label(repo),
+        "lang": str(f.get("language") or ""),
+        "href": base + first_match_anchor(f) if base else None,
+        "name": marked(str(name.get("text") or ""), name_marks),
+        "branch": branch,
+        "branches": ", ".join(branches),
+        "matches": match_count(f),
+        "external": safe_href(f.get("externalWebUrl")),
+        "score": score if isinstance(score, (int, float)) and not isinstance(score, bool) else 0,
+        "order": ",".join(str(int(x)) for x in f.get("order") or () if isinstance(x, (int, float))),
+        "chunks": chunks,
+    }
+
+
+def render_file(f: dict[str, Any], links: Links, names: RepoNames) -> str:
+    """One file of the results as HTML (``section.file``)."""
+    return template("_result_file.html").render(f=file_view(f, links, names))
+
+
+def outcome_script(outcome: dict[str, Any]) -> Markup:
+    """What the search concluded, for the page's script: a JSON script element (``<``, ``>`` and
+    ``&`` escaped, so no text in it can close the element)."""
+    text = json.dumps(outcome, separators=(",", ":"))
+    text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    return Markup(f'<script type="application/json" id="search-outcome">{text}</script>')
+
+
+def split_page(html: str) -> tuple[str, str, str]:
+    """A rendered results page cut at its two slots: (up to the results, between the results and
+    the outcome, the rest)."""
+    head, rest = html.split(RESULTS_SLOT, 1)
+    middle, tail = rest.split(OUTCOME_SLOT, 1)
+    return head, middle, tail
+
+
+async def page_stream(html: str, events: AsyncGenerator[dict[str, Any], None], links: Links) -> AsyncIterator[str]:
+    """The results page `html` (rendered with both slots) with the search's `events`
+    (`routes_search.search_events`) written into it as they arrive. Closing the stream (the
+    browser went away) closes `events`, which stops the searchers still at work."""
+    head, middle, tail = split_page(html)
+    yield head
+    names = RepoNames()
+    infos: dict[str, dict[str, Any]] = {}
+    outcome: dict[str, Any] = {"error": {"message": "the search ended early"}}
+    async with aclosing(events) as answers:
+        async for event in answers:
+            kind = event.get("type")
+            if kind == "chunk":
+                names.learn(event.get("repositoryInfo"))
+                for r in event.get("repositoryInfo") or ():
+                    infos[str(r.get("name"))] = r
+                files = "".join(render_file(f, links, names) for f in event.get("files") or ())
+                if files:
+                    yield files
+            elif kind == "final":
+                outcome = {
+                    "stats": event.get("accumulatedStats") or {},
+                    "exhaustive": bool(event.get("isSearchExhaustive")),
+                    "hints": event.get("hints") or [],
+                }
+            elif kind == "error":
+                outcome = {"error": event.get("error") or {}}
+    outcome["repositoryInfo"] = [{"name": r.get("name"), "displayName": r.get("displayName")} for r in infos.values()]
+    yield "".join((middle, outcome_script(outcome), tail))  # not `+`: str + Markup escapes the str

@@ -1,0 +1,253 @@
+"""The results page as the server writes it (codesearch/web/results_page.py): the marks of match
+ranges, the links, the escaping of repository text, and the order in which the parts leave."""
+
+from __future__ import annotations
+
+import asyncio
+import html as html_lib
+import json
+import random
+import re
+
+import pytest
+
+from codesearch.web.results_page import (
+    OUTCOME_SLOT,
+    RESULTS_SLOT,
+    Links,
+    RepoNames,
+    first_match_anchor,
+    marked,
+    match_count,
+    page_stream,
+    ranges_by_line,
+    render_file,
+    safe_href,
+)
+
+
+def rng(l1, c1, l2, c2):
+    return {"start": {"lineNumber": l1, "column": c1}, "end": {"lineNumber": l2, "column": c2}}
+
+
+# ----------------------------------------------------------------------------- marks
+
+@pytest.mark.parametrize("ranges,expected", [
+    ([], {}),
+    ([rng(3, 5, 3, 9)], {3: [(4, 8)]}),
+    ([rng(3, 5, 5, 2)], {3: [(4, float("inf"))], 4: [(0, float("inf"))], 5: [(0, 1)]}),
+    ([rng(3, 5, 4, 1)], {3: [(4, float("inf"))]}),          # ends with line 3's newline
+    ([rng(2, 1, 2, 1)], {}),                                 # empty
+    ([rng(1, 1, 1, 3), rng(1, 5, 1, 6)], {1: [(0, 2), (4, 5)]}),
+])
+def test_ranges_by_line(ranges, expected):
+    assert ranges_by_line(ranges) == expected
+
+
+@pytest.mark.parametrize("text,intervals,expected", [
+    ("abcdef", [], [("abcdef", False)]),
+    ("abcdef", [(1, 3)], [("a", False), ("bc", True), ("def", False)]),
+    ("abcdef", [(0, float("inf"))], [("abcdef", True)]),
+    ("abcdef", [(4, 2)], [("abcdef", False)]),                # backwards: nothing
+    ("abcdef", [(2, 4), (1, 3)], [("a", False), ("bcd", True), ("ef", False)]),  # overlapping
+    ("abc", [(5, 9)], [("abc", False)]),                       # past the end
+    ("", [(0, 1)], [("", False)]),
+    ("a😀b😀c", [(1, 2), (3, 4)], [("a", False), ("😀", True), ("b", False), ("😀", True), ("c", False)]),
+])
+def test_marked(text, intervals, expected):
+    assert marked(text, intervals) == expected
+
+
+def test_marked_against_a_character_mask():
+    """Differential: the pieces are the text, and a character is in a marked piece exactly when
+    some interval covers it (an oracle of one flag per character)."""
+    r = random.Random(7)
+    for _ in range(2000):
+        text = "".join(r.choice("ab😀 <&") for _ in range(r.randint(0, 12)))
+        intervals = [(a, a + r.randint(-1, 5)) for a in (r.randint(0, 14) for _ in range(r.randint(0, 3)))]
+        if r.random() < 0.2:
+            intervals.append((r.randint(0, 10), float("inf")))
+        pieces = marked(text, intervals)
+        assert "".join(p for p, _ in pieces) == text
+        mask = [any(lo <= i < hi for lo, hi in intervals) for i in range(len(text))]
+        got = [hit for p, hit in pieces for _ in p]
+        assert got == mask, (text, intervals, pieces)
+
+
+@pytest.mark.parametrize("f,count,anchor", [
+    ({"fileName": {"text": "a.py"}, "chunks": []}, 0, ""),
+    ({"fileName": {"text": "a.py", "matchRanges": [rng(1, 1, 1, 2)]}, "chunks": []}, 1, ""),
+    ({"fileName": {"text": "a"}, "chunks": [{"matchRanges": [rng(4, 1, 4, 3), rng(9, 1, 9, 2)]}]}, 2, "#L4"),
+    ({"fileName": {"text": "a"}, "chunks": [{"matchRanges": []}, {"matchRanges": [rng(4, 2, 6, 3)]}]}, 1, "#L4-L6"),
+    ({"fileName": {"text": "a"}, "chunks": [{"matchRanges": [rng(4, 2, 5, 1)]}]}, 1, "#L4"),  # to line 4's newline
+])
+def test_match_count_and_first_match_anchor(f, count, anchor):
+    assert match_count(f) == count
+    assert first_match_anchor(f) == anchor
+
+
+# ----------------------------------------------------------------------------- links
+
+@pytest.mark.parametrize("url,expected", [
+    ("/browse/x", "/browse/x"),
+    ("https://github.com/a/b", "https://github.com/a/b"),
+    ("HTTP://example.com/", "HTTP://example.com/"),
+    ("//evil.example/x", None),
+    ("/\\evil.example/x", None),
+    ("javascript:alert(1)", None),
+    ("data:text/html,x", None),
+    ("https:///nohost", None),
+    ("relative/path", None),
+    ("", None),
+    (None, None),
+    (42, None),
+])
+def test_safe_href(url, expected):
+    assert safe_href(url) == expected
+
+
+@pytest.mark.parametrize("links,web_url,expected", [
+    (Links("", "http://cs.example", "q"), "http://cs.example/browse/r@main/-/blob/a.py", "/browse/r@main/-/blob/a.py"),
+    (Links("/cs", "http://cs.example/cs", "q"), "http://cs.example/cs/browse/r@main/-/blob/a.py",
+     "/cs/browse/r@main/-/blob/a.py"),
+    (Links("/cs", "http://other", "q"), "http://cs.example/browse/r@main/-/blob/a", "/cs/browse/r@main/-/blob/a"),
+    (Links("", "", "q"), "https://github.com/a/b/blob/main/x", "https://github.com/a/b/blob/main/x"),
+    (Links("", "", "q"), "javascript:alert(1)", None),
+    (Links("", "", "q"), None, None),
+])
+def test_links_browse(links, web_url, expected):
+    assert links.browse(web_url) == expected
+
+
+@pytest.mark.parametrize("links,terms", [
+    (Links("", "", "a b&c"), "?q=a+b%26c"),
+    (Links("", "", "x", regex=True), "?q=x&regex=1"),
+    (Links("", "", "x", regex=True, case=True), "?q=x&regex=1&case=1"),
+])
+def test_links_carry_the_query(links, terms):
+    assert links.terms() == terms
+
+
+def test_repository_names_shown():
+    names = RepoNames()
+    names.learn([{"name": "git.local/a/demo", "displayName": "demo"}, {"name": "github.com/x/y", "displayName": ""}])
+    assert names.label("git.local/a/demo") == "demo" and names.label("github.com/x/y") == "github.com/x/y"
+    names.learn([{"name": "git.local/b/demo", "displayName": "demo"}])  # two share "demo": full names
+    assert names.label("git.local/a/demo") == "git.local/a/demo" and names.label("unknown") == "unknown"
+
+
+# ----------------------------------------------------------------------------- one file
+
+HOSTILE = '<script>alert(1)</script>"\'><img src=x onerror=alert(2)>'
+
+
+def hostile_file(**extra):
+    return {
+        "repository": f"git.local/{HOSTILE}", "repositoryId": 1, "language": HOSTILE,
+        "fileName": {"text": f"dir/{HOSTILE}.py", "matchRanges": [rng(1, 5, 1, 12)]},
+        "webUrl": f"http://cs.example/browse/git.local/x@main/-/blob/{HOSTILE}",
+        "externalWebUrl": "javascript:alert(3)", "branches": [f"refs/heads/{HOSTILE}"],
+        "chunks": [{"content": f"line one {HOSTILE}\nline two", "contentStart": {"lineNumber": 7},
+                    "matchRanges": [rng(7, 10, 7, 18)]}],
+        "score": 12.5, "order": [1, 0, 3], **extra,
+    }
+
+
+def test_repository_text_is_escaped_everywhere():
+    out = render_file(hostile_file(), Links("", "http://cs.example", "q"), RepoNames())
+    assert "<script" not in out and "<img" not in out and "javascript:" not in out
+    assert "onerror=alert" not in out.replace("onerror=alert(2)&gt;", "")  # only as escaped text
+    for tag in re.findall(r"<(\w+)", out):
+        assert tag in {"section", "header", "span", "a", "div", "code", "mark"}, tag
+    text = html_lib.unescape(re.sub(r"<[^>]+>", "", out))
+    assert f"line one {HOSTILE}" in text and "line two" in text
+
+
+def test_one_file_as_the_page_draws_it():
+    f = hostile_file(repository="git.local/demo", language="Python", externalWebUrl="https://github.com/a/b",
+                     branches=["refs/heads/main", "refs/tags/v1"])
+    names = RepoNames()
+    names.learn([{"name": "git.local/demo", "displayName": "demo"}])
+    out = render_file(f, Links("/cs", "http://cs.example", "q"), names)
+    head = out[: out.index("</header>")]
+    assert 'data-score="12.5" data-order="1,0,3" data-matches="2"' in out
+    assert '<span class="file-repo" title="git.local/demo">demo</span>' in head
+    assert '<span class="badge lang">Python</span>' in head
+    assert '<span class="badge rev" title="refs/heads/main, refs/tags/v1">main</span>' in head
+    assert '<span class="muted small">2 matches</span>' in head
+    assert 'href="https://github.com/a/b"' in head and 'rel="noopener noreferrer"' in head
+    lines = re.findall(r'<div class="(cline(?: hit)?)" data-href="([^"]+)"><a class="ln" href="\2">(\d+)</a>', out)
+    assert [(c, n) for c, _, n in lines] == [("cline hit", "7"), ("cline", "8")]
+    assert lines[0][1].startswith("/cs/browse/git.local/x@main/-/blob/") and lines[0][1].endswith("?q=q#L7")
+    assert out.count("<mark>") == 2  # one in the name, one in line 7
+
+
+# ----------------------------------------------------------------------------- the stream
+
+PAGE = f"<html><body><div id=results>{RESULTS_SLOT}</div>{OUTCOME_SLOT}<p>tail</p></body></html>"
+
+
+def chunk(*paths, infos=()):
+    files = [{"repository": "git.local/demo", "fileName": {"text": p}, "chunks": [], "score": 1, "order": [0, 0, i]}
+             for i, p in enumerate(paths)]
+    return {"type": "chunk", "files": files, "repositoryInfo": list(infos)}
+
+
+def test_each_answer_leaves_as_it_arrives_and_leaving_early_stops_the_search():
+    async def run():
+        release = asyncio.Event()
+        closed = []
+
+        async def events():
+            try:
+                yield chunk("first.py", infos=[{"name": "git.local/demo", "displayName": "demo"}])
+                await release.wait()
+                yield chunk("second.py")
+                yield {"type": "final", "accumulatedStats": {"duration": 5}, "isSearchExhaustive": True}
+            finally:
+                closed.append(True)
+
+        out = page_stream(PAGE, events(), Links("", "", "q"))
+        head = await out.__anext__()
+        assert head.endswith("<div id=results>")
+        first = await asyncio.wait_for(out.__anext__(), 5)  # before the second answer exists
+        assert "first.py" in first and "second.py" not in first
+        release.set()
+        rest = [part async for part in out]
+        assert "second.py" in rest[0] and rest[-1].endswith("<p>tail</p></body></html>")
+        outcome = json.loads(re.search(r'id="search-outcome">(.*?)</script>', rest[-1]).group(1))
+        assert outcome == {"stats": {"duration": 5}, "exhaustive": True, "hints": [],
+                           "repositoryInfo": [{"name": "git.local/demo", "displayName": "demo"}]}
+        assert closed == [True]
+
+        closed.clear()
+        release.clear()
+        out = page_stream(PAGE, events(), Links("", "", "q"))
+        await out.__anext__()
+        await out.__anext__()
+        await out.aclose()  # the browser went away while the search was running
+        assert closed == [True]
+
+    asyncio.run(run())
+
+
+@pytest.mark.parametrize("events,expected", [
+    ([{"type": "error", "error": {"statusCode": 400, "message": "bad"}}], {"error": {"statusCode": 400, "message": "bad"}}),
+    ([], {"error": {"message": "the search ended early"}}),
+    ([{"type": "final", "accumulatedStats": {}, "isSearchExhaustive": False,
+       "hints": [{"kind": "x", "message": f"</script>{HOSTILE}"}]}],
+     {"stats": {}, "exhaustive": False, "hints": [{"kind": "x", "message": f"</script>{HOSTILE}"}]}),
+])
+def test_the_outcome_cannot_break_out_of_its_script(events, expected):
+    async def run():
+        async def gen():
+            for e in events:
+                yield e
+
+        return "".join([p async for p in page_stream(PAGE, gen(), Links("", "", "q"))])
+
+    page = asyncio.run(run())
+    script = re.search(r'<script type="application/json" id="search-outcome">(.*?)</script>', page, re.S).group(1)
+    assert "<" not in script and ">" not in script
+    assert json.loads(script) == {**expected, "repositoryInfo": []}
+    assert page.endswith("<p>tail</p></body></html>")
