@@ -251,3 +251,55 @@ def test_the_outcome_cannot_break_out_of_its_script(events, expected):
     assert "<" not in script and ">" not in script
     assert json.loads(script) == {**expected, "repositoryInfo": []}
     assert page.endswith("<p>tail</p></body></html>")
+
+
+def test_an_answer_that_cannot_be_drawn_ends_the_search_and_the_page_is_complete():
+    async def run():
+        closed, abandoned = [], []
+
+        async def events():
+            try:
+                yield chunk("good.py")
+                yield {"type": "chunk", "files": [{"fileName": {"text": "bad.py"},
+                                                    "chunks": [{"content": "x", "matchRanges": [{"oops": 1}]}]}],
+                       "repositoryInfo": ["not a dict"]}
+                yield chunk("never.py")
+            finally:
+                closed.append(True)
+
+        parts = [p async for p in page_stream(PAGE, events(), Links("", "", "q"), on_close=lambda: abandoned.append(1))]
+        return "".join(parts), closed, abandoned
+
+    page, closed, abandoned = asyncio.run(run())
+    assert "good.py" in page and "bad.py" not in page and "never.py" not in page
+    outcome = json.loads(re.search(r'id="search-outcome">(.*?)</script>', page).group(1))
+    assert outcome["error"] == {"message": "some results could not be shown"}
+    assert page.endswith("<p>tail</p></body></html>") and closed == [True] and abandoned == [1]
+
+
+def test_leaving_before_the_first_answer_still_stops_the_searchers():
+    """Closed at its first part, the page stream never started the events generator (whose own
+    cleanup then never runs): `on_close` (StartedSearch.abandon) is what stops the searchers."""
+    async def run():
+        abandoned = []
+
+        async def events():
+            yield chunk("a.py")
+
+        out = page_stream(PAGE, events(), Links("", "", "q"), on_close=lambda: abandoned.append(1))
+        await out.__anext__()
+        await out.aclose()
+        return abandoned
+
+    assert asyncio.run(run()) == [1]
+
+
+@pytest.mark.parametrize("content,texts", [
+    ("one\r\ntwo\r\n", ["one", "two", ""]),          # CRLF line ends: no trace of the CR
+    ("a\rb\nc", ["a\u240db", "c"]),                   # a lone CR: shown, the line stays one line
+])
+def test_carriage_returns_do_not_break_lines(content, texts):
+    f = {"repository": "r", "fileName": {"text": "f"}, "chunks": [{"content": content, "contentStart": {"lineNumber": 1}}]}
+    out = render_file(f, Links("", "", "q"), RepoNames())
+    assert "\r" not in out
+    assert [html_lib.unescape(t) for t in re.findall(r'<code class="ctext">(.*?)</code>', out)] == texts

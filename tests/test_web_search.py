@@ -240,6 +240,23 @@ def test_the_server_writes_the_results_into_the_page(owner_page, web, browser):
         plain.close()
 
 
+def test_a_page_cut_off_on_its_way_says_so(owner_page, web):
+    """A results page that stops after some files (a dropped connection, a replica stopping):
+    the files shown stay, the page says the search ended early, and the rest of the page (the
+    query bar's context list) is told the search is over."""
+    page = owner_page
+    url = web["url"] + "/search?q=handle_request"
+    whole = page.request.get(url).text()
+    cut = whole[: whole.index("</section>") + len("</section>")]  # one file, then nothing
+    page.route(url, lambda route: route.fulfill(status=200, content_type="text/html; charset=utf-8", body=cut))
+    page.goto(url)
+    wait_done(page)
+    assert "ended early" in page.inner_text("#search-error")
+    assert len(visible_sections(page)) == 1
+    assert page.evaluate("() => document.body.dataset.searchDone") == "1"
+    page.unroute(url)
+
+
 def test_results_are_shown_in_rank_order(owner_page, web):
     """Searchers answer in any order; the page keeps the files in rank order (each streamed file
     carries its score), so the defining file of an identifier is on top, as in /api/search."""

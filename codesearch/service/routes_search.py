@@ -46,7 +46,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from contextlib import aclosing
 from typing import Annotated, Any
 
@@ -340,13 +340,18 @@ async def search_events(
             fanout.abandon()  # the client went away early: stop the searchers still at work
 
 
-async def sse(events: AsyncGenerator[dict, None]) -> AsyncIterator[bytes]:
+async def sse(events: AsyncGenerator[dict, None], on_close: Callable[[], None] | None = None) -> AsyncIterator[bytes]:
     """`events` (`search_events`) as Server-Sent Events: one ``data:`` line each, then
-    ``data: [DONE]``. Closing it closes `events` (which stops the searchers)."""
-    async with aclosing(events) as open_events:
-        async for event in open_events:
-            yield _sse(event)
-    yield _sse("[DONE]")
+    ``data: [DONE]``. Closing it closes `events` (which stops the searchers) and calls `on_close`
+    (`StartedSearch.abandon`), also when it is closed before `events` started."""
+    try:
+        async with aclosing(events) as open_events:
+            async for event in open_events:
+                yield _sse(event)
+        yield _sse("[DONE]")
+    finally:
+        if on_close is not None:
+            on_close()
 
 
 def stream_events(searcher, query: str, options: SearchOptions, identity: Identity, **kwargs) -> AsyncIterator[bytes]:
@@ -432,8 +437,15 @@ class StartedSearch:
     started_ns: int
     plan_ns: int
 
+    def abandon(self) -> None:
+        """Stop the searchers still at work (the client went away); harmless once they answered."""
+        if self.fanout is not None:
+            self.fanout.abandon()
+
     def events(self) -> AsyncGenerator[dict, None]:
-        """Its answers as events (`search_events`), with the hints of an empty search."""
+        """Its answers as events (`search_events`), with the hints of an empty search. Whoever
+        reads them calls `abandon` when done: a generator closed before it started runs no
+        cleanup of its own."""
 
         async def hinter() -> list[dict]:
             s, get_store = self, self.settings.get_store
@@ -532,7 +544,7 @@ async def stream_search(request: Request, identity: Caller, body: Body, settings
     )
     search = await start_search(settings, identity, body)
     return StreamingResponse(
-        sse(search.events()),
+        sse(search.events(), on_close=search.abandon),
         media_type="text/event-stream",
         headers={"Cache-Control": "no-cache, no-transform", "X-Accel-Buffering": "no"},
     )

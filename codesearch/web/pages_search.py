@@ -60,7 +60,7 @@ from codesearch.index.language import detect
 from codesearch.search.present import external_url, short_ref
 from codesearch.service import audit
 from codesearch.service.deps import PageCaller, ServicesDep, StoreDep, WebDep
-from codesearch.service.routes_search import SearchRequest, start_search
+from codesearch.service.routes_search import SearchRequest, start_search, unwrap
 from codesearch.statuses import JobKind, JobState
 from codesearch.sync import repo_info
 from codesearch.tools.repos import iso, page_of_repos
@@ -271,18 +271,22 @@ async def search(
             raise ServiceUnavailable("this service has no searchers")
         started = await start_search(services.search, caller, body)
     except CodesearchError as e:
-        failed = e
+        failed = unwrap(e)
     page = dict(title=q[:80], q=q, regex=is_regex, case=is_case, config=config)
     headers = {**PAGE_HEADERS, "Content-Security-Policy": CSP}
     if failed is not None:  # the query does not parse, names an unknown context…: known before any result
         known = failed.status_code < 500 or getattr(failed, "expose", False)  # else not for visitors
+        if not known:
+            log.error("search page: %s: %s", type(failed).__name__, failed)
         message = str(failed) if known else "an unexpected error occurred"
         error = {"message": message, "position": getattr(failed, "position", None)}
         html = render_text(request, "search.html", error=error, outcome=outcome_script({"error": error}), **page)
         return HTMLResponse(html, status_code=failed.status_code, headers=headers)
     html = render_text(request, "search.html", results=Markup(RESULTS_SLOT), outcome=Markup(OUTCOME_SLOT), **page)
     links = Links(root=root, public_url=public_url, query=q, regex=is_regex, case=is_case)
-    stream = page_stream(html, started.events(), links)
+    stream = page_stream(html, started.events(), links, on_close=started.abandon)
+    # as /api/stream_search: no proxy may hold the parts back (buffering) or re-encode them
+    headers |= {"Cache-Control": "no-store, no-transform", "X-Accel-Buffering": "no"}
     return StreamingResponse(stream, media_type="text/html; charset=utf-8", headers=headers)
 
 

@@ -22,9 +22,10 @@ Jinja's autoescaping; links pass `safe_href`.
 from __future__ import annotations
 
 import json
+import logging
 import math
 import urllib.parse
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +33,8 @@ from typing import Any
 from markupsafe import Markup
 
 from codesearch.web.templating import template
+
+log = logging.getLogger(__name__)
 
 #: Marks the places of the results and of the search's outcome in the rendered page.
 RESULTS_SLOT = "<!--codesearch:results-->"
@@ -176,6 +179,9 @@ def file_view(f: dict[str, Any], links: Links, names: RepoNames) -> dict[str, An
         lines = []
         for i, text in enumerate(str(c.get("content") or "").split("\n")):
             ln = start + i
+            # an HTML parser reads a carriage return as a line break: drop the one of a CRLF line
+            # end, show any other as the return symbol (a line of the file stays one line)
+            text = text.removesuffix("\r").replace("\r", "\u240d")
             lines.append(
                 {
                     "n": ln,
@@ -223,32 +229,56 @@ def split_page(html: str) -> tuple[str, str, str]:
     return head, middle, tail
 
 
-async def page_stream(html: str, events: AsyncGenerator[dict[str, Any], None], links: Links) -> AsyncIterator[str]:
+async def page_stream(
+    html: str,
+    events: AsyncGenerator[dict[str, Any], None],
+    links: Links,
+    on_close: Callable[[], None] | None = None,
+) -> AsyncIterator[str]:
     """The results page `html` (rendered with both slots) with the search's `events`
     (`routes_search.search_events`) written into it as they arrive. Closing the stream (the
-    browser went away) closes `events`, which stops the searchers still at work."""
+    browser went away) closes `events` and calls `on_close` (`StartedSearch.abandon`: the
+    searchers still at work stop), whenever that happens. A file that cannot be drawn ends the
+    search with an error in the outcome; the page is always complete."""
     head, middle, tail = split_page(html)
-    yield head
-    names = RepoNames()
-    infos: dict[str, dict[str, Any]] = {}
-    outcome: dict[str, Any] = {"error": {"message": "the search ended early"}}
-    async with aclosing(events) as answers:
-        async for event in answers:
-            kind = event.get("type")
-            if kind == "chunk":
-                names.learn(event.get("repositoryInfo"))
-                for r in event.get("repositoryInfo") or ():
-                    infos[str(r.get("name"))] = r
-                files = "".join(render_file(f, links, names) for f in event.get("files") or ())
-                if files:
-                    yield files
-            elif kind == "final":
-                outcome = {
-                    "stats": event.get("accumulatedStats") or {},
-                    "exhaustive": bool(event.get("isSearchExhaustive")),
-                    "hints": event.get("hints") or [],
-                }
-            elif kind == "error":
-                outcome = {"error": event.get("error") or {}}
-    outcome["repositoryInfo"] = [{"name": r.get("name"), "displayName": r.get("displayName")} for r in infos.values()]
-    yield "".join((middle, outcome_script(outcome), tail))  # not `+`: str + Markup escapes the str
+    try:
+        yield head
+        names = RepoNames()
+        infos: dict[str, dict[str, Any]] = {}
+        outcome: dict[str, Any] = {"error": {"message": "the search ended early"}}
+        async with aclosing(events) as answers:
+            async for event in answers:
+                kind = event.get("type")
+                if kind == "chunk":
+                    try:
+                        files = _render_chunk(event, links, names, infos)
+                    except Exception:  # noqa: BLE001 - a bad answer must not cut the page off
+                        log.exception("results page: an answer could not be drawn")
+                        outcome = {"error": {"message": "some results could not be shown"}}
+                        break
+                    if files:
+                        yield files
+                elif kind == "final":
+                    outcome = {
+                        "stats": event.get("accumulatedStats") or {},
+                        "exhaustive": bool(event.get("isSearchExhaustive")),
+                        "hints": event.get("hints") or [],
+                    }
+                elif kind == "error":
+                    outcome = {"error": event.get("error") or {}}
+        outcome["repositoryInfo"] = [
+            {"name": r.get("name"), "displayName": r.get("displayName")} for r in infos.values()
+        ]
+        yield "".join((middle, outcome_script(outcome), tail))  # not `+`: str + Markup escapes the str
+    finally:
+        if on_close is not None:
+            on_close()
+
+
+def _render_chunk(event: dict[str, Any], links: Links, names: RepoNames, infos: dict[str, dict[str, Any]]) -> str:
+    """The HTML of one ``chunk`` event's files (learning its repositories' names first)."""
+    repos = [r for r in event.get("repositoryInfo") or () if isinstance(r, dict)]
+    names.learn(repos)
+    for r in repos:
+        infos[str(r.get("name"))] = r
+    return "".join(render_file(f, links, names) for f in event.get("files") or ())

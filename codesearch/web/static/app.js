@@ -23,7 +23,13 @@ function labelTableCells(root) {
     }
   }
 }
-document.addEventListener("DOMContentLoaded", () => {
+// Loaded `async` (base.html): it may run before the page is complete (the results page is written
+// while its search runs) or after.
+function whenComplete(fn) {
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", fn, {once: true});
+  else fn();
+}
+whenComplete(() => {
   labelTableCells();
   const main = document.querySelector("main");
   if (!main) return;

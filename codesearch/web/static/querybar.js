@@ -339,9 +339,9 @@
         select.value = names.includes(contextIn()) ? contextIn() : "";
       })
       .catch(() => { select.hidden = true; });
-    // On the results page, after the search (search-page.js announces its end): the first results
-    // come first; elsewhere at once.
-    if (document.getElementById("results") && !document.body.dataset.searchDone) {
+    // On the results page (its #search-config is in <head>: #results may not be written yet), after
+    // the search (search-page.js announces its end): the first results come first; elsewhere at once.
+    if (document.getElementById("search-config") && !document.body.dataset.searchDone) {
       document.addEventListener("codesearch:search-done", loadContexts, {once: true});
     } else {
       loadContexts();

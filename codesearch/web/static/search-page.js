@@ -246,9 +246,10 @@ async function initSearch() {
         el("span", {class: "muted"}, ms));
     }
     summary.dataset.exhaustive = exhaustive ? "true" : "false";
-    if (!exhaustive && cfg.matches < cfg.maxMatches) {
-      more().hidden = false;
-      document.getElementById("more-text").textContent = `Showing the first ${plural(state.matches, "match", "matches")}.`;
+    const moreBox = more(), moreText = document.getElementById("more-text");
+    if (!exhaustive && cfg.matches < cfg.maxMatches && moreBox && moreText) {
+      moreBox.hidden = false;
+      moreText.textContent = `Showing the first ${plural(state.matches, "match", "matches")}.`;
     }
   }
 
@@ -259,22 +260,29 @@ async function initSearch() {
   await complete();
   watch.disconnect();
   adoptNew();
-  document.getElementById("load-more").addEventListener("click", () => {
-    const p = new URLSearchParams(location.search);
-    p.set("matches", String(Math.min(cfg.matches * 2, cfg.maxMatches)));
-    location.href = `${location.pathname}?${p}`;
-  });
+  // What the search concluded, written after the files. A page cut off on its way (a dropped
+  // connection, a replica stopping) has none, nor what follows the results.
   let outcome = null;
   try {
     const node = document.getElementById("search-outcome");
     outcome = node ? JSON.parse(node.textContent) : null;
   } catch (_) { /* reported below */ }
+  const loadMore = document.getElementById("load-more");
+  if (loadMore) {
+    loadMore.addEventListener("click", () => {
+      const p = new URLSearchParams(location.search);
+      p.set("matches", String(Math.min(cfg.matches * 2, cfg.maxMatches)));
+      location.href = `${location.pathname}?${p}`;
+    });
+  }
   if (!outcome) {
     showError("the search stream ended early");
     return;
   }
   learnRepos(outcome.repositoryInfo);
   if (outcome.error) {
+    renderFacets("filter-lang", "lang", state.langs);
+    renderFacets("filter-repo", "repo", state.repos);
     showError(outcome.error.message || "the search failed", outcome.error.position);
     return;
   }
