@@ -92,6 +92,12 @@ def unwrap(exc: BaseException) -> BaseException:
     return exc
 
 
+def for_clients(exc: CodesearchError) -> bool:
+    """Whether `exc`'s message may be shown to the client: a client error's, or a server error's
+    written for clients (``expose``); any other is logged and answered "an unexpected error"."""
+    return exc.status_code < 500 or bool(getattr(exc, "expose", False))
+
+
 def install(app) -> None:
     """Register the handlers that give every error the shape of docs/http-api.md#errors."""
 
@@ -102,7 +108,7 @@ def install(app) -> None:
     @app.exception_handler(CodesearchError)
     async def _ours(request: Request, exc: CodesearchError):
         exc = unwrap(exc)
-        if exc.status_code >= 500 and not getattr(exc, "expose", False):
+        if not for_clients(exc):
             log.error("%s %s failed: %s", request.method, loggable_path(request.url.path), exc)
             return respond(request, 500, "UNEXPECTED_ERROR", "an unexpected error occurred")
         # A query that does not parse also says where (0-based character offset in the query),

@@ -293,8 +293,9 @@ async def search_events(
 
     `fanout` is the `Fanout` of a `SearcherPool` already asked (its answers become one chunk
     each, as they arrive); without one, `searcher` is any object with ``search(query, options)
-    -> dict`` (answered as a single chunk, in a thread). Closing the generator early (the
-    client went away) stops the searchers still at work.
+    -> dict`` (answered as a single chunk, in a thread). Stopping the searchers when the client
+    goes away is the reader's part (`sse`'s and `page_stream`'s `on_close`): a generator closed
+    before it started runs no code of its own.
     """
     started_ns = time.perf_counter_ns() if started_ns is None else started_ns
     merger = StreamMerger(options, started_ns, plan_ns)
@@ -335,9 +336,6 @@ async def search_events(
         if not isinstance(e, CodesearchError):
             log.exception("stream_search failed")
         yield _error_payload(e)
-    finally:
-        if fanout is not None:
-            fanout.abandon()  # the client went away early: stop the searchers still at work
 
 
 async def sse(events: AsyncGenerator[dict, None], on_close: Callable[[], None] | None = None) -> AsyncIterator[bytes]:
@@ -355,8 +353,10 @@ async def sse(events: AsyncGenerator[dict, None], on_close: Callable[[], None] |
 
 
 def stream_events(searcher, query: str, options: SearchOptions, identity: Identity, **kwargs) -> AsyncIterator[bytes]:
-    """The SSE byte chunks of one streamed search (`search_events`' arguments)."""
-    return sse(search_events(searcher, query, options, identity, **kwargs))
+    """The SSE byte chunks of one streamed search (`search_events`' arguments); closing them
+    stops the `fanout`'s searchers still at work."""
+    fanout = kwargs.get("fanout")
+    return sse(search_events(searcher, query, options, identity, **kwargs), fanout.abandon if fanout else None)
 
 
 def first_in_thread(get):
@@ -444,8 +444,7 @@ class StartedSearch:
 
     def events(self) -> AsyncGenerator[dict, None]:
         """Its answers as events (`search_events`), with the hints of an empty search. Whoever
-        reads them calls `abandon` when done: a generator closed before it started runs no
-        cleanup of its own."""
+        reads them calls `abandon` when done."""
 
         async def hinter() -> list[dict]:
             s, get_store = self, self.settings.get_store

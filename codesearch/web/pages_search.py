@@ -60,6 +60,7 @@ from codesearch.index.language import detect
 from codesearch.search.present import external_url, short_ref
 from codesearch.service import audit
 from codesearch.service.deps import PageCaller, ServicesDep, StoreDep, WebDep
+from codesearch.service.errors import for_clients
 from codesearch.service.routes_search import SearchRequest, start_search, unwrap
 from codesearch.statuses import JobKind, JobState
 from codesearch.sync import repo_info
@@ -257,9 +258,7 @@ async def search(
         "regex": is_regex,
         "case": is_case,
         "matches": n,
-        "publicUrl": public_url,
         "maxMatches": MAX_MATCHES,
-        "root": root,
     }
     body = SearchRequest(
         query=q, matches=n, contextLines=RESULT_CONTEXT_LINES, isRegexEnabled=is_regex, isCaseSensitivityEnabled=is_case
@@ -275,10 +274,9 @@ async def search(
     page = dict(title=q[:80], q=q, regex=is_regex, case=is_case, config=config)
     headers = {**PAGE_HEADERS, "Content-Security-Policy": CSP}
     if failed is not None:  # the query does not parse, names an unknown context…: known before any result
-        known = failed.status_code < 500 or getattr(failed, "expose", False)  # else not for visitors
-        if not known:
+        if not for_clients(failed):
             log.error("search page: %s: %s", type(failed).__name__, failed)
-        message = str(failed) if known else "an unexpected error occurred"
+        message = str(failed) if for_clients(failed) else "an unexpected error occurred"
         error = {"message": message, "position": getattr(failed, "position", None)}
         html = render_text(request, "search.html", error=error, outcome=outcome_script({"error": error}), **page)
         return HTMLResponse(html, status_code=failed.status_code, headers=headers)

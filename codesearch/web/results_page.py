@@ -21,7 +21,6 @@ Jinja's autoescaping; links pass `safe_href`.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import urllib.parse
@@ -30,6 +29,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
+from jinja2.utils import htmlsafe_json_dumps
 from markupsafe import Markup
 
 from codesearch.web.templating import template
@@ -149,18 +149,25 @@ class RepoNames:
     repository, the path after the host of a hosted one) unless another repository seen in the
     same search has it too; then the full name, which tells them apart."""
 
+    #: full name -> display name, as the answers gave them
+    display: dict[str, str] = field(default_factory=dict)
+    #: display name -> the full names that have it
     holders: dict[str, set[str]] = field(default_factory=dict)
 
     def learn(self, infos: Iterable[dict[str, Any]] | None) -> None:
         for r in infos or ():
             if isinstance(r, dict) and r.get("name"):
-                self.holders.setdefault(str(r.get("displayName") or r["name"]), set()).add(str(r["name"]))
+                name = str(r["name"])
+                self.display[name] = shown = str(r.get("displayName") or name)
+                self.holders.setdefault(shown, set()).add(name)
 
     def label(self, name: str) -> str:
-        for shown, names in self.holders.items():
-            if name in names:
-                return shown if len(names) == 1 else name
-        return name
+        shown = self.display.get(name)
+        return shown if shown is not None and len(self.holders[shown]) == 1 else name
+
+    def infos(self) -> list[dict[str, str]]:
+        """The repositories seen, for the page's script (which relabels them once all are known)."""
+        return [{"name": name, "displayName": shown} for name, shown in self.display.items()]
 
 
 def file_view(f: dict[str, Any], links: Links, names: RepoNames) -> dict[str, Any]:
@@ -214,11 +221,11 @@ def render_file(f: dict[str, Any], links: Links, names: RepoNames) -> str:
 
 
 def outcome_script(outcome: dict[str, Any]) -> Markup:
-    """What the search concluded, for the page's script: a JSON script element (``<``, ``>`` and
-    ``&`` escaped, so no text in it can close the element)."""
-    text = json.dumps(outcome, separators=(",", ":"))
-    text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-    return Markup(f'<script type="application/json" id="search-outcome">{text}</script>')
+    """What the search concluded, for the page's script: a JSON script element, escaped as
+    Jinja's ``tojson`` escapes (no text in it can close the element)."""
+    return Markup('<script type="application/json" id="search-outcome">{}</script>').format(
+        htmlsafe_json_dumps(outcome, separators=(",", ":"))
+    )
 
 
 def split_page(html: str) -> tuple[str, str, str]:
@@ -244,14 +251,13 @@ async def page_stream(
     try:
         yield head
         names = RepoNames()
-        infos: dict[str, dict[str, Any]] = {}
         outcome: dict[str, Any] = {"error": {"message": "the search ended early"}}
         async with aclosing(events) as answers:
             async for event in answers:
                 kind = event.get("type")
                 if kind == "chunk":
                     try:
-                        files = _render_chunk(event, links, names, infos)
+                        files = _render_chunk(event, links, names)
                     except Exception:  # noqa: BLE001 - a bad answer must not cut the page off
                         log.exception("results page: an answer could not be drawn")
                         outcome = {"error": {"message": "some results could not be shown"}}
@@ -266,19 +272,14 @@ async def page_stream(
                     }
                 elif kind == "error":
                     outcome = {"error": event.get("error") or {}}
-        outcome["repositoryInfo"] = [
-            {"name": r.get("name"), "displayName": r.get("displayName")} for r in infos.values()
-        ]
+        outcome["repositoryInfo"] = names.infos()
         yield "".join((middle, outcome_script(outcome), tail))  # not `+`: str + Markup escapes the str
     finally:
         if on_close is not None:
             on_close()
 
 
-def _render_chunk(event: dict[str, Any], links: Links, names: RepoNames, infos: dict[str, dict[str, Any]]) -> str:
+def _render_chunk(event: dict[str, Any], links: Links, names: RepoNames) -> str:
     """The HTML of one ``chunk`` event's files (learning its repositories' names first)."""
-    repos = [r for r in event.get("repositoryInfo") or () if isinstance(r, dict)]
-    names.learn(repos)
-    for r in repos:
-        infos[str(r.get("name"))] = r
+    names.learn(event.get("repositoryInfo"))
     return "".join(render_file(f, links, names) for f in event.get("files") or ())

@@ -1,6 +1,8 @@
 // codesearch: what every page does (native ES module, no build step): the "/" shortcut and the
 // narrow screen's table labels. The API helpers are `http.js`'s, the DOM helpers `dom.js`'s.
 
+import {whenComplete} from "./dom.js";
+
 // "/" focuses the search box, unless the user is typing somewhere.
 document.addEventListener("keydown", (e) => {
   if (e.key !== "/" || e.ctrlKey || e.metaKey || e.altKey) return;
@@ -25,10 +27,6 @@ function labelTableCells(root) {
 }
 // Loaded `async` (base.html): it may run before the page is complete (the results page is written
 // while its search runs) or after.
-function whenComplete(fn) {
-  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", fn, {once: true});
-  else fn();
-}
 whenComplete(() => {
   labelTableCells();
   const main = document.querySelector("main");

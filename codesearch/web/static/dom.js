@@ -23,6 +23,13 @@ export function el(tag, attrs, ...children) {
   return e;
 }
 
+// `fn` once the page is complete: at DOMContentLoaded, or now if that has passed (a module loaded
+// `async` may run before or after it).
+export function whenComplete(fn) {
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", () => fn(), {once: true});
+  else fn();
+}
+
 export function safeHref(url) {
   if (typeof url !== "string" || !url) return null;
   if (url.startsWith("/") && !url.startsWith("//")) return url;

@@ -7,7 +7,7 @@
 // it into the language and repository facets and the summary, and, once the page is complete,
 // reads the outcome.
 
-import {el, plural, root} from "./dom.js";
+import {el, plural, root, whenComplete} from "./dom.js";
 import {rerunOnToggle} from "./searchform.js";
 
 // The name a repository is shown by: its display name, unless two repositories of the results
@@ -30,10 +30,7 @@ function parsed(id) {
 }
 
 // Once the whole page is there.
-const complete = () => new Promise((resolve) => {
-  if (document.readyState !== "loading") resolve();
-  else document.addEventListener("DOMContentLoaded", () => resolve(), {once: true});
-});
+const complete = () => new Promise((resolve) => whenComplete(resolve));
 
 async function initSearch() {
   const cfgNode = document.getElementById("search-config");
