@@ -18,8 +18,10 @@
     ├── InvalidArgument             INVALID_ARGUMENT: a bad parameter value (a date, a regex, a page) (400)
     ├── InvalidRequestBody          INVALID_REQUEST_BODY: a body that is not UTF-8, not JSON, or not the
     │                               fields a route expects (400)
-    └── ServiceUnavailable          SERVICE_UNAVAILABLE: the service is starting or stopping (503, with
-                                    a ``Retry-After``)
+    ├── ServiceUnavailable          SERVICE_UNAVAILABLE: the service is starting or stopping (503, with
+    │                               a ``Retry-After``)
+    └── GitBusy                     TOO_MANY_REQUESTS: too many repository reads at once from one caller
+                                    (429), or SERVICE_UNAVAILABLE from all callers (503); ``Retry-After``
 
 Each error says what is wrong and where (a query position, a file path, a section name), so
 that the HTTP layer can show the message as it is and a command-line user can act on it. No
@@ -198,6 +200,26 @@ class ServiceUnavailable(CodesearchError):
         self.retry_after = retry_after
 
 
+class GitBusy(CodesearchError):
+    """Too many repository reads at once (`codesearch.git.slots`): 429 ``TOO_MANY_REQUESTS``
+    when the caller's own limit was reached, 503 ``SERVICE_UNAVAILABLE`` when the whole process's
+    was; either way the client should try again after `retry_after` seconds."""
+
+    error_code = "TOO_MANY_REQUESTS"
+    status_code = 429
+    expose = True
+    retry_after = 5
+
+    def __init__(self, message: str, retry_after: int = 5, status_code: int = 429):
+        super().__init__(message)
+        self.retry_after = retry_after
+        self.status_code = status_code
+        self.error_code = "TOO_MANY_REQUESTS" if status_code == 429 else "SERVICE_UNAVAILABLE"
+
+    def __reduce__(self) -> Reduced:
+        return (type(self), (self.args[0], self.retry_after, self.status_code))
+
+
 def error_from_payload(payload: dict[str, Any]) -> CodesearchError:
     """The exception an HTTP error body (``{statusCode, errorCode, message}``, docs/http-api.md#errors) stands
     for, so that a client over HTTP raises what the engine raises in-process."""
@@ -222,4 +244,5 @@ _BY_CODE: dict[str, type[CodesearchError]] = {
     "INVALID_REQUEST_BODY": InvalidRequestBody,
     "NOT_AUTHENTICATED": NotAuthenticated,
     "SERVICE_UNAVAILABLE": ServiceUnavailable,
+    "TOO_MANY_REQUESTS": GitBusy,
 }

@@ -19,6 +19,49 @@ TEST_LLM_TOKEN_ENV = "CODESEARCH_TEST_LLM_KEY"
 TEST_LLM_TOKEN = "sk-test-8c1f2e"
 GIT_REFS = ["refs/heads/main", "refs/heads/dev", "refs/heads/release/1.0", "refs/tags/v1.0"]
 
+#: Fixtures that start Ray, Serve or a browser: a test that needs one (directly or through another
+#: fixture) is not in the fast lane (`make check`, ``pytest --fast``).
+HEAVY_FIXTURES = frozenset({"ray_session", "serve_url", "browser"})
+#: Helpers whose import marks a whole test module as heavy: `Served` (a `codesearch serve` process),
+#: the two-node cluster run, the MCP Inspector (Node).
+HEAVY_HELPERS = ("Served", "two_node_checks", "run_inspector", "INSPECTOR_JS")
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--fast",
+        action="store_true",
+        help="the fast lane: leave out the tests that start Ray, Serve, `codesearch serve` or a browser "
+        "(those marked `heavy`, those using a fixture of HEAVY_FIXTURES, and the modules importing one of HEAVY_HELPERS)",
+    )
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "heavy: starts Ray, Serve, a `codesearch serve` process, a cluster or a browser (not in --fast)"
+    )
+
+
+def _heavy(item) -> bool:
+    module = getattr(item, "module", None)
+    return (
+        bool(HEAVY_FIXTURES & set(getattr(item, "fixturenames", ())))
+        or item.get_closest_marker("heavy") is not None
+        or any(hasattr(module, name) for name in HEAVY_HELPERS)
+    )
+
+
+def pytest_collection_modifyitems(config, items):
+    """With ``--fast``, deselect the heavy tests (see `HEAVY_FIXTURES` and the ``heavy`` marker)."""
+    if not config.getoption("--fast"):
+        return
+    kept, dropped = [], []
+    for item in items:
+        (dropped if _heavy(item) else kept).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
 
 def test_settings() -> IndexSettings:
     return IndexSettings(max_file_size=corpus.MAX_FILE_SIZE, max_trigram_count=corpus.MAX_TRIGRAMS, always_index=PatternList([]))

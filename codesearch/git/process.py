@@ -25,6 +25,9 @@ error message. Each rule below is applied to every git process, so no caller can
   out after …``. Everything git wrote is passed through the runner's `Scrubber` first: secrets
   become ``***``, credentials in URLs and ``Authorization`` headers are removed, and private
   folders are written in public terms (a repository's git directory is "the repository").
+* **Slots**: in a process that serves callers, each git process run for a caller takes one of
+  the caller's few slots first (`codesearch.git.slots`), so no caller's reads can take the
+  whole node.
 * **Repository commands** (``Git(git_dir=…)``) run as ``git -c safe.directory=<dir> --git-dir
   <dir> …``: never a shell, never a working tree, never the current directory's repository.
 """
@@ -46,6 +49,7 @@ from dataclasses import dataclass, field
 from typing import IO
 
 from codesearch.errors import GitError
+from codesearch.git import slots
 
 __all__ = [
     "GIT_TIMEOUT_S",
@@ -270,23 +274,24 @@ class Git:
         """Run git with `args` to completion. With `check`, a non-zero exit is a `GitFailed`;
         a timeout always is."""
         limit = self.limit()
-        proc = subprocess.Popen(
-            self.argv(args),
-            env=self.env(),
-            start_new_session=True,
-            cwd=self.cwd,
-            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-        try:
-            out, err = proc.communicate(stdin, timeout=None if math.isinf(limit) else limit)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            raise self.timed_out(_subcommand(args), limit) from None
-        except BaseException:
-            _kill_group(proc)
-            raise
+        with slots.hold():
+            proc = subprocess.Popen(
+                self.argv(args),
+                env=self.env(),
+                start_new_session=True,
+                cwd=self.cwd,
+                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+            try:
+                out, err = proc.communicate(stdin, timeout=None if math.isinf(limit) else limit)
+            except subprocess.TimeoutExpired:
+                _kill_group(proc)
+                raise self.timed_out(_subcommand(args), limit) from None
+            except BaseException:
+                _kill_group(proc)
+                raise
         result = Result(proc.returncode, out, self.scrubber(err.decode("utf-8", "replace")))
         if check and result.returncode != 0:
             raise self.failed(args, result.returncode, result.stderr)
@@ -318,8 +323,11 @@ class Stream:
         self.git = git
         self.args = args
         self.limit = git.limit()
-        self.err = tempfile.TemporaryFile()  # noqa: SIM115 -- lives as long as the Stream, closed by __exit__
         self.timed_out = False
+        # the caller's git slot (`slots`), held until the process has been waited for (`finish`)
+        self._slot: contextlib.AbstractContextManager[None] | None = slots.hold()
+        self._slot.__enter__()
+        self.err = tempfile.TemporaryFile()  # noqa: SIM115 -- lives as long as the Stream, closed by __exit__
         try:
             self.proc = subprocess.Popen(
                 git.argv(args),
@@ -332,6 +340,7 @@ class Stream:
             )
         except BaseException:
             self.err.close()
+            self._give_back_slot()
             raise
         self.timer = threading.Timer(self.limit, self._timeout)
         self.timer.daemon = True
@@ -376,9 +385,15 @@ class Stream:
             rc = self.proc.wait()
         finally:
             self.timer.cancel()
+            self._give_back_slot()
         if self.timed_out:
             raise self.git.timed_out(_subcommand(self.args), self.limit)
         return rc
+
+    def _give_back_slot(self) -> None:
+        slot, self._slot = self._slot, None
+        if slot is not None:
+            slot.__exit__(None, None, None)
 
     def __enter__(self) -> Stream:
         return self
@@ -389,6 +404,7 @@ class Stream:
                 self.finish(stop=True)
         finally:
             self.err.close()
+            self._give_back_slot()
 
 
 def _signal_group(proc: subprocess.Popen[bytes]) -> None:

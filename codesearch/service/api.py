@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 from fastapi import APIRouter, Depends, FastAPI
 
 from codesearch import environment, permissions
+from codesearch.git import slots as git_slots
 from codesearch.runtime import request_ids
 from codesearch.search.options import DEFAULT_PUBLIC_URL
 from codesearch.service import (
@@ -130,6 +131,8 @@ def build_app(
     their client ids and secrets read from `environ` when a flow needs them.
     """
     environment.configure_logging(environ)  # SOURCEBOT_LOG_LEVEL, in every replica
+    # every caller's git reads in this process share its slots (`codesearch.git.slots`)
+    git_slots.install(git_slots.settings_from_environ(environ))
     request_ids.install_log_filter()  # this process's log records name the request they belong to
     if get_store is None:
         get_store = lazy_store(data_dir, database_url)

@@ -90,8 +90,10 @@ class ToolContext:
     def git_dir(self, repo: Repo) -> str:
         """Where the repo's git objects are: the repository itself for local repos indexed in
         place, else its bare mirror under the data directory."""
+        from codesearch.git import slots
         from codesearch.git.paths import git_dir_of
 
+        slots.claim(self.caller_key())  # the git work of this request is this caller's (`slots`)
         if repo.local_path and os.path.isdir(repo.local_path):
             return git_dir_of(repo.local_path)
         if self.data_dir:
@@ -99,6 +101,12 @@ class ToolContext:
             if os.path.isdir(path):
                 return path
         raise RepositoryNotFound(f"repository {repo.name!r} has not been cloned yet: try again after its first sync")
+
+    def caller_key(self) -> str:
+        """Who the git slots (`codesearch.git.slots`) count this work against: the user, or every
+        anonymous caller together."""
+        user_id = self.identity.user_id
+        return "anonymous" if user_id is None else f"user:{user_id}"
 
     @staticmethod
     def default_ref(repo: Repo) -> str:
