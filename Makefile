@@ -7,7 +7,7 @@ DATA    ?= .data
 STAMP   := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-test
 
-.PHONY: install install-test serve-deps deps inspector axe lint test serve bench bench-deps notebooks docs clean
+.PHONY: install install-test serve-deps deps inspector axe lint check test serve bench bench-deps notebooks docs clean
 
 # The project in .venv: what serving needs (install), and the test and notebook extras (install-test).
 $(STAMP): pyproject.toml
@@ -96,6 +96,12 @@ lint: install-test
 	$(VENV)/bin/ruff check $(LINT_PATHS)
 	$(VENV)/bin/ruff format --check $(LINT_PATHS)
 	$(VENV)/bin/mypy
+
+# The fast lane for the edit-test loop: lint, then the tests that need no Ray, Serve, `codesearch
+# serve` process, cluster or browser (`pytest --fast`, tests/conftest.py), on two workers.
+check: install-test
+	$(VENV)/bin/ruff check $(LINT_PATHS)
+	$(PY) -m pytest -q -p no:cacheprovider --fast -n $(PYTEST_WORKERS) --dist loadfile
 
 # Two pytest workers (pytest-xdist) by default, a test file each at a time (module fixtures stay per
 # file; each worker starts its own session Ray): 4013 tests in 19.5 min on 2 cores, against ~25 min

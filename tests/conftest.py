@@ -32,7 +32,8 @@ def pytest_addoption(parser):
         "--fast",
         action="store_true",
         help="the fast lane: leave out the tests that start Ray, Serve, `codesearch serve` or a browser "
-        "(those marked `heavy`, those using a fixture of HEAVY_FIXTURES, and the modules importing one of HEAVY_HELPERS)",
+        "(those marked `heavy`, those using a fixture of HEAVY_FIXTURES, "
+        "and the modules importing one of HEAVY_HELPERS)",
     )
 
 

@@ -17,6 +17,9 @@ from nbclient import NotebookClient
 
 from tests.mcpworld import build, publish_as_a_service
 
+#: Not in the fast lane (`make check`): see tests/conftest.py.
+pytestmark = pytest.mark.heavy
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 NOTEBOOKS = os.path.join(os.path.dirname(HERE), "notebooks")
 PREFIX = "notebook-test-searcher"
