@@ -28,6 +28,12 @@ module holds the ones several layers read.
                                                    90 days; each refresh gives a new one)
 ``CODESEARCH_OAUTH_CODE_TTL_SECONDS``              lifetime of an OAuth authorization code
                                                    (600, 10 minutes)
+``CODESEARCH_OAUTH_PENDING_CLIENT_TTL_SECONDS``    how long a registered OAuth client that never
+                                                   completed an authorization is kept (86400, 1 day)
+``CODESEARCH_OAUTH_MAX_PENDING_CLIENTS``           the most such clients kept at once (1000; past
+                                                   it the oldest is removed)
+``CODESEARCH_OAUTH_REGISTRATIONS_PER_ADDRESS``     client registrations one address may make
+                                                   before it must pause an hour (20)
 ``ALWAYS_INDEX_FILE_PATTERNS``                     comma-separated globs indexed despite the
                                                    size and trigram limits (``!`` negates)
 =================================================  ===========================================
@@ -214,6 +220,12 @@ OAUTH_CODE_TTL = "CODESEARCH_OAUTH_CODE_TTL_SECONDS"
 DEFAULT_OAUTH_ACCESS_TTL_S = 3600  # 1 hour
 DEFAULT_OAUTH_REFRESH_TTL_S = 7_776_000  # 90 days
 DEFAULT_OAUTH_CODE_TTL_S = 600  # 10 minutes
+OAUTH_PENDING_CLIENT_TTL = "CODESEARCH_OAUTH_PENDING_CLIENT_TTL_SECONDS"
+OAUTH_MAX_PENDING_CLIENTS = "CODESEARCH_OAUTH_MAX_PENDING_CLIENTS"
+OAUTH_REGISTRATIONS_PER_ADDRESS = "CODESEARCH_OAUTH_REGISTRATIONS_PER_ADDRESS"
+DEFAULT_OAUTH_PENDING_CLIENT_TTL_S = 86_400  # 1 day
+DEFAULT_OAUTH_MAX_PENDING_CLIENTS = 1000
+DEFAULT_OAUTH_REGISTRATIONS_PER_ADDRESS = 20
 
 
 def auth_url(environ: Mapping[str, str] | None = None) -> str | None:
@@ -231,13 +243,13 @@ def auth_url(environ: Mapping[str, str] | None = None) -> str | None:
     return raw
 
 
-def _seconds(environ: Mapping[str, str] | None, name: str, default: int, what: str) -> int:
+def _seconds(environ: Mapping[str, str] | None, name: str, default: int, what: str, unit: str = "seconds") -> int:
     raw = _value(environ, name)
     if not raw:
         return default
     if not raw.isdigit() or int(raw) < 1:
         raise InvalidEnvironmentVariable(
-            name, raw, f"give the {what} as a whole number of seconds, at least 1 (default {default})"
+            name, raw, f"give the {what} as a whole number of {unit}, at least 1 (default {default})"
         )
     return int(raw)
 
@@ -257,6 +269,33 @@ def oauth_code_ttl_seconds(environ: Mapping[str, str] | None = None) -> int:
     return _seconds(environ, OAUTH_CODE_TTL, DEFAULT_OAUTH_CODE_TTL_S, "OAuth authorization code lifetime")
 
 
+def oauth_pending_client_ttl_seconds(environ: Mapping[str, str] | None = None) -> int:
+    """``CODESEARCH_OAUTH_PENDING_CLIENT_TTL_SECONDS`` (default 86400): how long a registered client
+    that never completed an authorization (no token issued yet) is kept before it is removed."""
+    return _seconds(
+        environ, OAUTH_PENDING_CLIENT_TTL, DEFAULT_OAUTH_PENDING_CLIENT_TTL_S, "lifetime of a pending OAuth client"
+    )
+
+
+def oauth_max_pending_clients(environ: Mapping[str, str] | None = None) -> int:
+    """``CODESEARCH_OAUTH_MAX_PENDING_CLIENTS`` (default 1000): the most pending clients kept at once."""
+    return _seconds(
+        environ, OAUTH_MAX_PENDING_CLIENTS, DEFAULT_OAUTH_MAX_PENDING_CLIENTS, "most pending OAuth clients", "clients"
+    )
+
+
+def oauth_registrations_per_address(environ: Mapping[str, str] | None = None) -> int:
+    """``CODESEARCH_OAUTH_REGISTRATIONS_PER_ADDRESS`` (default 20): client registrations one client
+    address may make in a row (each less than an hour after the one before) before it must pause an hour."""
+    return _seconds(
+        environ,
+        OAUTH_REGISTRATIONS_PER_ADDRESS,
+        DEFAULT_OAUTH_REGISTRATIONS_PER_ADDRESS,
+        "OAuth client registrations per address",
+        "registrations",
+    )
+
+
 def check(environ: Mapping[str, str] | None = None) -> None:
     """Raise `InvalidEnvironmentVariable` for the first variable of this module with a bad value
     (what `codesearch serve` calls before starting anything)."""
@@ -267,3 +306,6 @@ def check(environ: Mapping[str, str] | None = None) -> None:
     oauth_access_token_ttl_seconds(environ)
     oauth_refresh_token_ttl_seconds(environ)
     oauth_code_ttl_seconds(environ)
+    oauth_pending_client_ttl_seconds(environ)
+    oauth_max_pending_clients(environ)
+    oauth_registrations_per_address(environ)

@@ -99,7 +99,7 @@ BAD_REGISTRATIONS = [
     ("unknown scope", {"scope": "mcp admin"}, "invalid_client_metadata"),
     ("a long name", {"client_name": "x" * 201}, "invalid_client_metadata"),
     ("a javascript: client_uri", {"client_uri": "javascript:alert(1)"}, "invalid_client_metadata"),
-    ("a huge registration", {"software_statement_padding": "x" * 20000}, "invalid_client_metadata"),
+    ("a huge unknown field", {"software_statement_padding": "x" * 5000}, "invalid_client_metadata"),
 ]
 
 

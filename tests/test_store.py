@@ -768,6 +768,28 @@ def test_lock_outs_are_shared_by_every_store_on_the_database_and_survive_a_resta
         assert _attempt(second) == (2, 0)
 
 
+def test_a_counter_that_forgets_sooner_keeps_the_sign_in_counters(store, clock):
+    """OAuth registrations per address share the table and forget after an hour: counting one
+    must not erase a sign-in counter that remembers a day."""
+    daily = Backoff(free=3, base_seconds=2.0, cap_seconds=30.0, forget_seconds=86400.0)
+    hourly = Backoff(free=2, base_seconds=3600.0, cap_seconds=3600.0, forget_seconds=3600.0)
+
+    def sign_in():
+        return store.begin_login_attempt([("account", "a@example.com", daily)])
+
+    def register():
+        return store.begin_login_attempt([("oauth-registration", "10.0.0.1", hourly)])
+
+    for _ in range(4):
+        sign_in()
+    clock.advance(2 * 3600)
+    assert register() == (0, 0)
+    assert sign_in() == (0, 4)  # the 5th failure in a row, not a fresh count
+    assert [register()[1] for _ in range(2)] == [0, 3600]  # the 3rd registration in a row is one too many
+    clock.advance(3600)
+    assert register() == (0, 0)  # after an hour's pause, a fresh count
+
+
 def test_a_new_password_ends_the_account_lock_out(store, clock):
     user = store.create_user("a@example.com")
     for _ in range(4):

@@ -15,7 +15,7 @@ nothing unpicklable crosses processes. Routes:
   (`routes_chat.py`);
 - OAuth 2.0 for MCP clients (`routes_oauth.py`, protocol in `oauth_server.py`): the
   ``/.well-known/`` metadata, ``/oauth/register``, ``/oauth/authorize`` (a consent page),
-  ``/oauth/token``, ``/oauth/revoke``; access tokens work wherever API keys do.
+  ``/oauth/token``, ``/oauth/revoke``; access tokens open the MCP endpoint (``/api/mcp``) only.
 
 The search is delegated to a `searcher` with ``search(query, options) -> dict`` (a `SearcherPool`
 on Ray, whose ``actors`` the streaming route awaits one by one); state (repos, API keys, jobs,

@@ -16,6 +16,11 @@ Bearer tokens by the MCP endpoint only (``/api/mcp``): they are issued for that 
 protected resource metadata names it, and the MCP authorization spec asks servers to accept only
 tokens meant for them), and they carry a consent to "use codesearch from this MCP client", not
 the owner-only switches of API keys. Presented anywhere else, an OAuth token counts as no key.
+Only two methods accept them: `Authenticator.identify_mcp` (what the MCP endpoint calls) and
+`Authenticator.identify_request` for a request whose path is ``/api/mcp``. Every other way to
+identify a caller (`identify`: headers alone, as the chat pages use it; `identify_request` on
+any other path: ``/api/*`` routes, pages, the chat JSON) never reads one, so a route added later
+cannot take an OAuth token by accident.
 A token that is unknown, expired or revoked counts as no key too; when that leaves the caller
 refused, the refusal is `InvalidToken` (still 401 ``NOT_AUTHENTICATED``), so that the MCP
 endpoint can answer ``error="invalid_token"`` (`Authenticator.challenge`: ``WWW-Authenticate:
@@ -30,7 +35,8 @@ sign-in of the user, through the consent page) are not affected.
 The web UI's session cookie (``codesearch_session``, `codesearch.web.sessions`) is accepted too, by
 `Authenticator.identify_request` (what the routes' dependency uses): API keys come first; a
 cookie-authenticated POST/PUT/PATCH/DELETE must carry ``X-CSRF-Token`` equal to the session's
-token, else the cookie counts as absent. `identify(headers)` (MCP) looks at API keys only.
+token, else the cookie counts as absent. `identify(headers)` looks at API keys only, and
+`identify_mcp(headers)` (the MCP endpoint) at API keys and OAuth access tokens.
 Behind Google Cloud IAP (a ``gcp-iap`` identity provider), the user IAP signed the request in as
 (`codesearch.web.iap`) comes after API keys and before the cookie, under the same
 ``X-CSRF-Token`` rule.
@@ -160,13 +166,24 @@ class Authenticator:
         return self.access.enabled()
 
     def identify(self, headers: Mapping[str, str]) -> Identity:
-        """The caller of a request with these headers, by API key or OAuth token only (the MCP server)."""
-        user = self._key_user(headers, oauth=True)
+        """The caller of a request with these headers, by API key only: an OAuth access token
+        counts as no key here (see the module docstring; the MCP endpoint has `identify_mcp`)."""
+        return self._identify_headers(headers, oauth=False)
+
+    def identify_mcp(self, headers: Mapping[str, str]) -> Identity:
+        """The caller of a request to the MCP endpoint (``/api/mcp``), by API key or OAuth access
+        token: the one resource OAuth tokens are issued for. Nothing else may call this."""
+        return self._identify_headers(headers, oauth=True)
+
+    def _identify_headers(self, headers: Mapping[str, str], *, oauth: bool) -> Identity:
+        user = self._key_user(headers, oauth=oauth)
         if user is not None:
             if self.gate is not None:
                 self.gate(user)
             return self.identity(user)
-        return self._nobody(presented=bool(keys_from_headers(headers)))
+        keys = keys_from_headers(headers)
+        misplaced = not oauth and any(k.startswith(OAUTH_ACCESS_PREFIX) for k in keys)
+        return self._nobody(presented=bool(keys), oauth_elsewhere=misplaced)
 
     def challenge(self, scope: Scope, exc: NotAuthenticated | None = None) -> str:
         """The ``WWW-Authenticate`` of a 401 from the MCP endpoint: where its protected resource
@@ -279,7 +296,8 @@ class Authenticator:
         if self.anonymous:
             return self.anonymous_identity()
         message = (
-            "not authenticated: send an API key (or an OAuth access token) as 'Authorization: Bearer <key>' "
+            f"not authenticated: send an API key (or, to {MCP_PATH}, an OAuth access token) as "
+            "'Authorization: Bearer <key>' "
             f"or '{API_KEY_HEADER}: <key>'"
         )
         if oauth_elsewhere:

@@ -79,7 +79,7 @@ def _identity(ctx: Context, authenticator: Authenticator) -> Identity:
     state = getattr(request, "scope", {}).get("state") if request is not None else None
     if isinstance(state, dict) and isinstance(state.get("identity"), Identity):
         return state["identity"]
-    return authenticator.identify(ctx.headers or {})  # a transport without our wrapper: check again
+    return authenticator.identify_mcp(ctx.headers or {})  # a transport without our wrapper: check again
 
 
 def _progress_reporter(ctx: Context):
@@ -162,7 +162,7 @@ class AuthenticatedEndpoint:
     async def __call__(self, scope, receive, send):
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         try:
-            identity = await anyio.to_thread.run_sync(self.authenticator.identify, headers)
+            identity = await anyio.to_thread.run_sync(self.authenticator.identify_mcp, headers)
         except NotAuthenticated as e:
             body = json.dumps({"statusCode": 401, "errorCode": e.error_code, "message": str(e)}).encode()
             challenge = self.authenticator.challenge(scope, e).encode("latin-1")

@@ -15,10 +15,22 @@ in those callbacks anyway. What the service runs:
 - **Registration** (RFC 7591, `validate_registration`): anyone may register (MCP clients do so
   on first contact). Redirect URIs: https; http only on a loopback host (127.0.0.1, localhost,
   [::1], any port: RFC 8252 §7.3); a private-use scheme for native apps (reverse domain name,
-  RFC 8252 §7.1); never a fragment or user information. ``token_endpoint_auth_method``:
+  RFC 8252 §7.1); never a fragment or user information; an ASCII host (a domain name in its
+  IDNA form, ``xn--…``, so that a look-alike such as a Cyrillic ``і`` cannot pass for a Latin
+  ``i`` on the consent page). ``token_endpoint_auth_method``:
   ``none`` (a public client, PKCE only), ``client_secret_post`` or ``client_secret_basic``
   (default, as RFC 7591 says): the secret is shown once. Errors: ``invalid_redirect_uri``,
   ``invalid_client_metadata``.
+- **What a registration may cost** (anyone may register, so every limit is about abuse): a body
+  of at most `MAX_REGISTRATION_BYTES` (413), at most `MAX_FIELDS` members, each field within its
+  own limit (`MAX_NAME_LENGTH`, `MAX_REDIRECT_URIS`, `MAX_URI_LENGTH`; a member this server does
+  not use is ignored, never stored, and refused above `MAX_UNKNOWN_FIELD_BYTES`); no character
+  that hides or reorders text (`hidden_character`: control, bidi and other format characters,
+  private-use, unassigned) in the name, the text fields or the redirect URIs, since the consent
+  page shows them to the user. Per client address, `registration_backoff` (429 with
+  ``Retry-After``); a client that never completes an authorization is *pending*, removed after
+  ``OAuthSettings.pending_client_ttl`` and beyond ``max_pending_clients``
+  (`codesearch.store.oauth`).
 - **Authorization** (`parse_authorize`): response_type ``code`` with PKCE ``S256`` only (``plain``
   and a missing method are refused), ``state`` echoed as given, ``redirect_uri`` required and
   equal to a registered one, ``scope`` within `SCOPES_SUPPORTED`, ``resource`` (RFC 8707) absent
@@ -42,8 +54,10 @@ import base64
 import binascii
 import hashlib
 import hmac
+import ipaddress
 import json
 import re
+import unicodedata
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,6 +65,7 @@ from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsp
 
 from codesearch import environment
 from codesearch.store import oauth as st
+from codesearch.store.models import Backoff
 
 MCP_PATH = "/api/mcp"
 PRM_PATH = "/.well-known/oauth-protected-resource"
@@ -68,12 +83,16 @@ SCOPES_SUPPORTED = (SCOPE, OFFLINE)
 AUTH_METHODS = ("none", "client_secret_post", "client_secret_basic")
 GRANT_TYPES = ("authorization_code", "refresh_token")
 
-#: Limits of a registration.
+#: Limits of a registration (see the module docstring).
 MAX_REGISTRATION_BYTES = 16 * 1024
+MAX_FIELDS = 32
+MAX_UNKNOWN_FIELD_BYTES = 4096
 MAX_REDIRECT_URIS = 10
 MAX_URI_LENGTH = 2000
 MAX_NAME_LENGTH = 200
 MAX_STATE_LENGTH = 1000
+#: Seconds an address that made too many registrations in a row waits (`registration_backoff`).
+REGISTRATION_PAUSE_S = 3600.0
 #: Registration fields kept as given (strings, checked for length); others are dropped.
 _TEXT_FIELDS = (
     "client_name",
@@ -90,6 +109,18 @@ _CHALLENGE = re.compile(r"^[A-Za-z0-9_-]{43}$")  # base64url(sha256) without pad
 _VERIFIER = re.compile(r"^[A-Za-z0-9._~-]{43,128}$")  # RFC 7636 §4.1
 _SCHEME = re.compile(r"^[a-z][a-z0-9+.-]*$")
 _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+_HOST = re.compile(r"^[a-z0-9._-]+$")  # an ASCII domain name (IDNA form) or IPv4 address; IPv6 apart
+#: Unicode categories of the characters that can hide or reorder the text around them: control
+#: (Cc), format (Cf: bidi overrides and isolates, zero-width characters), surrogate (Cs), private
+#: use (Co), unassigned (Cn), line and paragraph separators (Zl, Zp).
+HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+_CATEGORY_WORDS = {
+    "Cc": "a control",
+    "Cf": "a format",
+    "Cs": "a surrogate",
+    "Co": "a private-use",
+    "Cn": "an unassigned",
+}
 
 
 # ---------------------------------------------------------------------- settings and URLs
@@ -103,6 +134,12 @@ class OAuthSettings:
     access_ttl: int = environment.DEFAULT_OAUTH_ACCESS_TTL_S
     refresh_ttl: int = environment.DEFAULT_OAUTH_REFRESH_TTL_S
     code_ttl: int = environment.DEFAULT_OAUTH_CODE_TTL_S
+    #: seconds a client that never completed an authorization is kept
+    pending_client_ttl: int = environment.DEFAULT_OAUTH_PENDING_CLIENT_TTL_S
+    #: the most such clients kept at once (past it, the oldest goes)
+    max_pending_clients: int = environment.DEFAULT_OAUTH_MAX_PENDING_CLIENTS
+    #: registrations one client address may make in a row (`registration_backoff`)
+    registrations_per_address: int = environment.DEFAULT_OAUTH_REGISTRATIONS_PER_ADDRESS
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> OAuthSettings:
@@ -111,6 +148,9 @@ class OAuthSettings:
             access_ttl=environment.oauth_access_token_ttl_seconds(environ),
             refresh_ttl=environment.oauth_refresh_token_ttl_seconds(environ),
             code_ttl=environment.oauth_code_ttl_seconds(environ),
+            pending_client_ttl=environment.oauth_pending_client_ttl_seconds(environ),
+            max_pending_clients=environment.oauth_max_pending_clients(environ),
+            registrations_per_address=environment.oauth_registrations_per_address(environ),
         )
 
 
@@ -181,15 +221,77 @@ def authorization_server_metadata(base: str) -> dict:
 
 
 class RegistrationError(Exception):
-    """A refused registration: RFC 7591 §3.2.2 (400, ``error`` and ``error_description``)."""
+    """A refused registration: RFC 7591 §3.2.2 (``error`` and ``error_description``; status 400,
+    413 for a body too large, 429 for too many registrations, with `headers` such as ``Retry-After``)."""
 
-    def __init__(self, error: str, description: str):
+    def __init__(self, error: str, description: str, status: int = 400, headers: dict[str, str] | None = None):
         super().__init__(description)
         self.error = error
         self.description = description
+        self.status = status
+        self.headers = headers or {}
 
     def body(self) -> dict:
         return {"error": self.error, "error_description": self.description}
+
+
+def registration_backoff(per_address: int) -> Backoff:
+    """The per-address limit of registrations, as a counter of the sign-in lock-outs' kind
+    (`codesearch.store.lockouts`, kept in the state store so that every replica counts alike):
+    `per_address` registrations in a row, each less than `REGISTRATION_PAUSE_S` after the one
+    before, go through; the next is refused and the address must pause that long, after which
+    its count starts again."""
+    pause = REGISTRATION_PAUSE_S
+    return Backoff(free=per_address, base_seconds=pause, cap_seconds=pause, forget_seconds=pause)
+
+
+def describe_character(ch: str) -> str:
+    """``U+202E RIGHT-TO-LEFT OVERRIDE``: a character named so that a person can tell which it is."""
+    name = unicodedata.name(ch, "") or f"({_CATEGORY_WORDS.get(unicodedata.category(ch), 'unnamed')} character)"
+    return f"U+{ord(ch):04X} {name}"
+
+
+def hidden_character(text: str) -> tuple[int, str] | None:
+    """The first character of `text` that can hide or reorder the text around it
+    (`HIDDEN_CATEGORIES`), as (its position from 1, `describe_character`), or None."""
+    for i, ch in enumerate(text, 1):
+        if unicodedata.category(ch) in HIDDEN_CATEGORIES:
+            return i, describe_character(ch)
+    return None
+
+
+def _hidden_problem(text: str) -> str | None:
+    found = hidden_character(text)
+    if found is None:
+        return None
+    at, what = found
+    return (
+        f"contains {what} (character {at}): control characters, bidirectional and other invisible formatting "
+        "characters, private-use and unassigned characters are not allowed"
+    )
+
+
+def _host_problem(host: str) -> str | None:
+    """Why `host` (lower-case, brackets of IPv6 removed) cannot be the host of a redirect URI."""
+    if not host.isascii():
+        try:
+            ascii_form = host.encode("idna").decode("ascii")
+        except UnicodeError:
+            ascii_form = ""
+        example = f" ({ascii_form})" if ascii_form else ""
+        return (
+            f"the host {host!r} is not ASCII: register the IDNA (punycode, xn--...) form of the domain "
+            f"name{example} instead, so that the consent page can show the host as it is"
+        )
+    if ":" in host:
+        try:
+            ipaddress.IPv6Address(host)
+        except ValueError:
+            return "the host is not a valid IPv6 address"
+        return None
+    if not _HOST.match(host):
+        return "the host may contain only letters, digits, dots, hyphens and underscores (or be an IP address)"
+    return None
 
 
 def redirect_uri_problem(uri: Any) -> str | None:
@@ -198,6 +300,9 @@ def redirect_uri_problem(uri: Any) -> str | None:
         return "a redirect URI must be a non-empty string"
     if len(uri) > MAX_URI_LENGTH:
         return f"a redirect URI has at most {MAX_URI_LENGTH} characters"
+    hidden = _hidden_problem(uri)
+    if hidden:
+        return "the redirect URI " + hidden
     if any(ord(ch) <= 0x20 or ord(ch) == 0x7F for ch in uri) or "\\" in uri:
         return "a redirect URI may not contain spaces, control characters or backslashes"
     try:
@@ -219,6 +324,9 @@ def redirect_uri_problem(uri: Any) -> str | None:
             return "a redirect URI has an invalid port"
         if not host:
             return "an http(s) redirect URI needs a host"
+        bad_host = _host_problem(host)
+        if bad_host:
+            return bad_host
         if scheme == "http" and host not in _LOOPBACK:
             return "http redirect URIs are allowed only on a loopback host (127.0.0.1, localhost, [::1]); use https"
         if scheme == "https" and host in _LOOPBACK:
@@ -238,15 +346,29 @@ def validate_registration(body: Any) -> tuple[str, list[str], dict[str, Any], bo
     echo, whether the client gets a secret). `RegistrationError` when it cannot be accepted."""
     if not isinstance(body, dict):
         raise RegistrationError("invalid_client_metadata", "the registration must be a JSON object")
+    if len(body) > MAX_FIELDS:
+        raise RegistrationError(
+            "invalid_client_metadata", f"the registration has {len(body)} fields; at most {MAX_FIELDS} are accepted"
+        )
+    known = {"redirect_uris", "token_endpoint_auth_method", "grant_types", "response_types", "scope", *_TEXT_FIELDS}
+    for key, value in body.items():
+        if key not in known and len(json.dumps(value)) > MAX_UNKNOWN_FIELD_BYTES:
+            raise RegistrationError(
+                "invalid_client_metadata",
+                f"the field {str(key)[:100]!r} is larger than {MAX_UNKNOWN_FIELD_BYTES} bytes (this server does "
+                "not use it: leave it out)",
+            )
     uris = body.get("redirect_uris")
     if not isinstance(uris, list) or not uris:
         raise RegistrationError("invalid_redirect_uri", "redirect_uris must be a non-empty array of URIs")
     if len(uris) > MAX_REDIRECT_URIS:
-        raise RegistrationError("invalid_redirect_uri", f"at most {MAX_REDIRECT_URIS} redirect URIs")
-    for uri in uris:
+        raise RegistrationError(
+            "invalid_redirect_uri", f"redirect_uris has {len(uris)} URIs; at most {MAX_REDIRECT_URIS} are accepted"
+        )
+    for i, uri in enumerate(uris):
         problem = redirect_uri_problem(uri)
         if problem:
-            raise RegistrationError("invalid_redirect_uri", f"{problem}: {str(uri)[:200]!r}")
+            raise RegistrationError("invalid_redirect_uri", f"redirect_uris[{i}]: {problem}: {str(uri)[:200]!r}")
     method = body.get("token_endpoint_auth_method", "client_secret_basic")
     if method not in AUTH_METHODS:
         raise RegistrationError(
@@ -284,6 +406,9 @@ def validate_registration(body: Any) -> tuple[str, list[str], dict[str, Any], bo
         limit = MAX_NAME_LENGTH if name == "client_name" else MAX_URI_LENGTH
         if not isinstance(value, str) or len(value) > limit:
             raise RegistrationError("invalid_client_metadata", f"{name} must be a string of at most {limit} characters")
+        hidden = _hidden_problem(value)
+        if hidden:
+            raise RegistrationError("invalid_client_metadata", f"{name} {hidden}")
         if name.endswith("_uri") and not value.lower().startswith(("https://", "http://")):
             raise RegistrationError("invalid_client_metadata", f"{name} must be an http(s) URL")
         kept[name] = value
@@ -367,7 +492,8 @@ def parse_authorize(
             "invalid_client",
             "The application that sent you here is not registered on this server "
             "(the request's client_id is missing or unknown). It may have registered with another "
-            "server, or its registration was removed.",
+            "server, or its registration was removed (one that does not finish connecting in time is "
+            "forgotten): start the connection again from the application.",
         )
     redirect_uri = (seen.get("redirect_uri") or [""])[0]
     if not redirect_uri:
@@ -456,17 +582,62 @@ def same_resource(resource: str, base: str) -> bool:
     return isinstance(resource, str) and resource.rstrip("/") == resource_url(base)
 
 
+def shown_plainly(text: str) -> str:
+    """`text` chosen by a client (its name, a redirect URI) as a page draws it: each character
+    that could hide or reorder the text around it (`HIDDEN_CATEGORIES`) replaced by its code
+    point in brackets (``[U+202E]``). Registration refuses them; this keeps clients registered
+    before that harmless too."""
+    return "".join(f"[U+{ord(ch):04X}]" if unicodedata.category(ch) in HIDDEN_CATEGORIES else ch for ch in text)
+
+
+def _ascii_host(host: str) -> str:
+    """`host` as ASCII: its IDNA form (``xn--…``) when it has other characters (a client registered
+    before they were refused), else each such character as ``[U+XXXX]``."""
+    if host.isascii():
+        return host
+    try:
+        return host.encode("idna").decode("ascii")
+    except UnicodeError:
+        return "".join(ch if ch.isascii() else f"[U+{ord(ch):04X}]" for ch in host)
+
+
+def redirect_host(uri: str) -> str:
+    """Where a redirect URI sends the browser, as the consent page shows it on its own: the ASCII
+    host (and port) of an http(s) URI, or the private-use scheme of a native app
+    (``com.example.app:``); `shown_plainly` in any case."""
+    try:
+        parts = urlsplit(uri)
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return shown_plainly(uri[:200])
+    if not parts.netloc or host is None:
+        return shown_plainly(f"{parts.scheme}:")
+    host = _ascii_host(host)
+    if ":" in host:
+        host = f"[{host}]"
+    return shown_plainly(host if port is None else f"{host}:{port}")
+
+
 def redirect_display(uri: str) -> str:
-    """A redirect URI as the consent page shows it: scheme, host and path (its query left out)."""
-    parts = urlsplit(uri)
-    return f"{parts.scheme}://{parts.netloc}{parts.path}" if parts.netloc else f"{parts.scheme}:{parts.path}"
+    """A redirect URI as the consent page shows it: scheme, host and path (its query left out),
+    `shown_plainly`, the host in ASCII."""
+    try:
+        parts = urlsplit(uri)
+    except ValueError:
+        return shown_plainly(uri[:MAX_URI_LENGTH])
+    if not parts.netloc:
+        return shown_plainly(f"{parts.scheme}:{parts.path}")
+    return f"{parts.scheme}://{redirect_host(uri)}{shown_plainly(parts.path)}"
 
 
 def redirect_origin(uri: str) -> str:
-    """Where a redirect URI sends the browser, in short: ``scheme://host[:port]``, or the
-    private-use scheme of a native app (``com.example.app:``)."""
-    parts = urlsplit(uri)
-    return f"{parts.scheme}://{parts.netloc}" if parts.netloc else f"{parts.scheme}:"
+    """Where a redirect URI sends the browser, in short: ``scheme://host[:port]`` (the host as
+    `redirect_host` shows it), or the private-use scheme of a native app (``com.example.app:``)."""
+    try:
+        parts = urlsplit(uri)
+    except ValueError:
+        return shown_plainly(uri[:200])
+    return f"{parts.scheme}://{redirect_host(uri)}" if parts.netloc else shown_plainly(f"{parts.scheme}:")
 
 
 def redirect_to(redirect_uri: str, params: Mapping[str, str | None]) -> str:
@@ -696,11 +867,15 @@ def revocation_endpoint(store, form: dict[str, str], authorization: str | None) 
     return client, outcome, n
 
 
+def registration_too_large() -> RegistrationError:
+    return RegistrationError(
+        "invalid_client_metadata", f"the registration is larger than {MAX_REGISTRATION_BYTES} bytes", status=413
+    )
+
+
 def json_body(raw: bytes) -> Any:
     if len(raw) > MAX_REGISTRATION_BYTES:
-        raise RegistrationError(
-            "invalid_client_metadata", f"the registration is larger than {MAX_REGISTRATION_BYTES} bytes"
-        )
+        raise registration_too_large()
     try:
         return json.loads(raw)
     except (ValueError, UnicodeDecodeError):

@@ -30,7 +30,8 @@
     The HTML page of one session (`codesearch.web.pages_chat`): every question, the tool calls
     made for it and the answer (Markdown without raw HTML; code references link to the file).
     Its user can ask follow-ups and share it there. PUBLIC sessions are readable by anyone with
-    the link; PRIVATE ones only by the user who asked (an API key, else the web UI's session).
+    the link; PRIVATE ones only by the user who asked (an API key, else the web UI's session; an
+    OAuth access token counts as no credential here: it opens ``/api/mcp`` only).
     Anything else is 404, so a private session's existence does not leak.
 """
 
@@ -282,7 +283,7 @@ async def models(identity: Caller, services: ServicesDep) -> list[dict]:
 @router.get("/chat/{chat_id}", response_class=HTMLResponse)
 async def chat_page(chat_id: str, request: Request, services: ServicesDep) -> HTMLResponse:
     authenticator = services.authenticator
-    try:
+    try:  # API keys only: `identify` never takes an OAuth access token (those are for /api/mcp)
         identity = await run_in_threadpool(authenticator.identify, request.headers)
     except NotAuthenticated:
         identity = authenticator.anonymous_identity()

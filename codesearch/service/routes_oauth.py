@@ -10,11 +10,24 @@
 
 Machine endpoints (metadata, register, token, revoke) answer JSON with ``Cache-Control:
 no-store`` and allow any origin (they take no cookies), so browser-based MCP clients can use them.
+
 The authorization endpoint is a page of the web UI: the session cookie says who the user is, a
 visitor is sent to ``/login`` and comes back, and the consent form carries the web UI's CSRF token.
 A request it refuses is a page saying what is wrong, never a redirect to the client (RFC 9700
 §4.11.2: clients register themselves, redirect URI included); the client hears back only after the
 user answered: a code, or ``access_denied``.
+
+Registration needs no credentials (MCP clients register on first contact), so it is bounded
+(`oauth_server`, "What a registration may cost"): the body is read only up to
+``MAX_REGISTRATION_BYTES`` (413 past it), each client address may register
+``OAuthSettings.registrations_per_address`` clients in a row before it must pause an hour (429
+with ``Retry-After``; counted in the state store, `codesearch.store.lockouts`, so every replica
+sees the same count; only registrations that would be stored count), and every registration
+first removes the clients that never completed an authorization within
+``pending_client_ttl``, and the oldest of them beyond ``max_pending_clients``. The consent page
+shows the redirect host on its own, in ASCII and isolated from the text around it
+(`oauth_server.redirect_host`), and client-chosen text with hidden characters made visible
+(`oauth_server.shown_plainly`).
 
 Audit events (`codesearch.service.audit`): ``oauth.client.register``, ``oauth.consent.grant``,
 ``oauth.consent.deny``, ``oauth.token.issue``, ``oauth.token.refresh``, ``oauth.token.revoke``,
@@ -24,6 +37,7 @@ Audit events (`codesearch.service.audit`): ``oauth.client.register``, ``oauth.co
 from __future__ import annotations
 
 import logging
+import math
 from typing import Annotated
 from urllib.parse import parse_qsl, urlsplit
 
@@ -35,7 +49,8 @@ from codesearch.permissions import Identity
 from codesearch.service import audit
 from codesearch.service import oauth_server as oa
 from codesearch.service.deps import StoreDep, app_services
-from codesearch.web import sessions
+from codesearch.store import OAUTH_REGISTRATION
+from codesearch.web import sessions, throttle
 from codesearch.web.templating import render
 
 log = logging.getLogger(__name__)
@@ -104,18 +119,58 @@ async def preflight():
 # ------------------------------------------------------------------ registration
 
 
+async def _registration_body(request: Request) -> bytes:
+    """The body of a registration, read only up to `oa.MAX_REGISTRATION_BYTES` (413 past it)."""
+    declared = request.headers.get("content-length") or ""
+    if declared.isdigit() and int(declared) > oa.MAX_REGISTRATION_BYTES:
+        raise oa.registration_too_large()
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > oa.MAX_REGISTRATION_BYTES:
+            raise oa.registration_too_large()
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _count_registration(store, address: str, settings: oa.OAuthSettings) -> None:
+    """Count one registration from `address`; `RegistrationError` (429) when it is one too many."""
+    backoff = oa.registration_backoff(settings.registrations_per_address)
+    wait, over = store.begin_login_attempt([(OAUTH_REGISTRATION, address, backoff)])
+    if wait > 0 or over > 0:
+        retry = max(1, math.ceil(max(wait, over)))
+        raise oa.RegistrationError(
+            "temporarily_unavailable",
+            f"too many client registrations from your address ({settings.registrations_per_address} in a row, "
+            f"each less than an hour after the one before): try again in {retry} s",
+            status=429,
+            headers={"Retry-After": str(retry)},
+        )
+
+
 @router.post(oa.REGISTER_PATH)
-async def register(request: Request, store: StoreDep):
+async def register(request: Request, store: StoreDep, settings: Settings):
     if store is None:
         return _json({"error": "temporarily_unavailable", "error_description": "no state database"}, 503)
     try:
         if "json" not in (request.headers.get("content-type") or "").lower():
             raise oa.RegistrationError("invalid_client_metadata", "send the registration as application/json")
-        name, uris, metadata, with_secret = oa.validate_registration(oa.json_body(await request.body()))
+        name, uris, metadata, with_secret = oa.validate_registration(oa.json_body(await _registration_body(request)))
+        address = throttle.client_address(request)
+        await anyio.to_thread.run_sync(_count_registration, store, address, settings)
     except oa.RegistrationError as e:
-        return _json(e.body(), 400)
+        if e.status == 429:
+            log.info("OAuth: a client registration was refused: too many from one address")
+        return _json(e.body(), e.status, e.headers)
     client, secret = await anyio.to_thread.run_sync(
-        lambda: store.create_oauth_client(name, uris, metadata, with_secret=with_secret)
+        lambda: store.create_oauth_client(
+            name,
+            uris,
+            metadata,
+            with_secret=with_secret,
+            pending_ttl_seconds=settings.pending_client_ttl,
+            max_pending=settings.max_pending_clients,
+        )
     )
     audit.record(
         request,
@@ -146,6 +201,12 @@ def _refused(request: Request, e: oa.AuthorizeError):
     return _error_page(request, e.message, 400, e.error)
 
 
+def _live_clients(store, settings: oa.OAuthSettings):
+    """How the authorization endpoint looks a client up: a client that never completed an
+    authorization within its pending lifetime is unknown, whether or not its row is gone yet."""
+    return lambda client_id: store.get_oauth_client(client_id, pending_ttl_seconds=settings.pending_client_ttl)
+
+
 def _redirect(url: str) -> RedirectResponse:
     return RedirectResponse(url, status_code=303, headers=NO_STORE)
 
@@ -156,7 +217,9 @@ def authorize(request: Request, store: StoreDep, settings: Settings):
         return _error_page(request, "This service runs without a state database, so nobody can sign in.", 503)
     try:
         req = oa.parse_authorize(
-            list(request.query_params.multi_items()), store.get_oauth_client, oa.base_url(request.scope, settings)
+            list(request.query_params.multi_items()),
+            _live_clients(store, settings),
+            oa.base_url(request.scope, settings),
         )
     except oa.AuthorizeError as e:
         return _refused(request, e)
@@ -167,7 +230,8 @@ def authorize(request: Request, store: StoreDep, settings: Settings):
         request,
         "oauth_consent.html",
         title="Allow access",
-        client_name=req.client.name,
+        client_name=oa.shown_plainly(req.client.name),
+        redirect_host=oa.redirect_host(req.redirect_uri),
         redirect_display=oa.redirect_display(req.redirect_uri),
         params=[(k, v) for k, v in req.params.items()],
         refresh_days=settings.refresh_ttl // 86400,
@@ -193,7 +257,9 @@ def _decide(request: Request, store, settings: oa.OAuthSettings, pairs: list[tup
     sessions.require_csrf(request, fields.get("csrf_token"))  # CsrfFailed: the 403 page, nothing redirected
     b = oa.base_url(request.scope, settings)
     try:  # checked again: the form came back from the browser (a changed form is a page, as on GET)
-        req = oa.parse_authorize([(k, v) for k, v in pairs if k in oa.AUTHORIZE_PARAMS], store.get_oauth_client, b)
+        req = oa.parse_authorize(
+            [(k, v) for k, v in pairs if k in oa.AUTHORIZE_PARAMS], _live_clients(store, settings), b
+        )
     except oa.AuthorizeError as e:
         return _refused(request, e)
     identity = Identity(user)

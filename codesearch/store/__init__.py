@@ -61,7 +61,7 @@ from codesearch.store.api_keys import API_KEY_PREFIX
 from codesearch.store.connections import config_hash
 from codesearch.store.engine import make_engine
 from codesearch.store.errors import Conflict, NotFound, SchemaTooNew, StoreError
-from codesearch.store.lockouts import LOGIN_ACCOUNT, LOGIN_ADDRESS
+from codesearch.store.lockouts import LOGIN_ACCOUNT, LOGIN_ADDRESS, OAUTH_REGISTRATION
 from codesearch.store.migrations import LATEST_VERSION, MIGRATIONS, migrate
 from codesearch.store.models import (
     CHAT_COMPLETED,
@@ -131,6 +131,7 @@ __all__ = [
     "LISTING_FIELDS",
     "LOGIN_ACCOUNT",
     "LOGIN_ADDRESS",
+    "OAUTH_REGISTRATION",
     "MEMBER",
     "MIGRATIONS",
     "OWNER",

@@ -4,6 +4,13 @@ Each counter's key is an HMAC of its kind and value under the server secret (no 
 address is stored in clear). `begin_login_attempt` counts an attempt as a failure *before* its
 password is checked, so parallel guesses cannot slip in; `end_login_attempt` takes it back when
 the password was right. The lock-out lengths (`Backoff`) are the caller's (`codesearch.web.throttle`).
+
+The same counters limit OAuth client registrations per client address (`OAUTH_REGISTRATION`,
+`codesearch.service.routes_oauth`): each registration is an "attempt" that is never taken back.
+Counters of every kind share one table, so the housekeeping in `begin_login_attempt` keeps each
+row at least `KEEP_SECONDS` (a day, the longest memory of the sign-in counters) whatever the
+calling counter's own `forget_seconds`: a counter that forgets after an hour must not erase the
+sign-in counters of others (whether a counter has forgotten is decided when it is read).
 """
 
 from __future__ import annotations
@@ -24,6 +31,10 @@ from codesearch.store.tables import login_failures
 #: the kinds of sign-in failure counters (`Store.begin_login_attempt`)
 LOGIN_ACCOUNT = "account"
 LOGIN_ADDRESS = "address"
+#: client registrations at ``POST /oauth/register``, per client address
+OAUTH_REGISTRATION = "oauth-registration"
+#: Rows of the counters table are kept at least this long after their last count (see the module docstring).
+KEEP_SECONDS = 86_400.0
 
 
 class LoginLockoutsMixin(StoreBase):
@@ -90,7 +101,7 @@ class LoginLockoutsMixin(StoreBase):
                     c.execute(update(login_failures).where(login_failures.c.key == key).values(**values))
                 else:
                     c.execute(insert(login_failures).values(key=key, **values))
-            forget = max((b.forget_seconds for _, b in limits), default=0.0)
+            forget = max([KEEP_SECONDS, *(b.forget_seconds for _, b in limits)])
             c.execute(delete(login_failures).where(login_failures.c.last_failure_at < now - timedelta(seconds=forget)))
             return 0.0, lock_if_wrong
 

@@ -8,6 +8,12 @@ each step that must happen once happen once, in one transaction:
 - a refresh token is used at most once (`rotate_oauth_refresh_token`): each use gives a new
   access and refresh token of the same grant, and a second use of an old one revokes the grant.
 
+A client that never completed an authorization (no token was ever issued to it: `last_used_at`
+is None) is *pending*. Anyone may register a client, so pending clients are what an abuser can
+pile up: they live at most `pending_ttl_seconds` (an expired one is unknown to
+`get_oauth_client`, and removed), and at most `max_pending` are kept, the oldest removed to make
+room (`create_oauth_client`, which does both in its transaction: the table grows only there).
+
 Secrets are never stored. Codes, tokens and client secrets are random strings with a prefix
 that says what they are (`CODE_PREFIX`, `ACCESS_PREFIX`, `REFRESH_PREFIX`, `CLIENT_SECRET_PREFIX`;
 none starts with ``cs_``, the prefix of API keys, so the two never meet); the store keeps the
@@ -25,7 +31,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, insert, or_, select, update
+from sqlalchemy import and_, delete, func, insert, or_, select, update
 from sqlalchemy.engine import Connection as SAConnection
 
 from codesearch.store.base import StoreBase
@@ -73,6 +79,11 @@ class OAuthClient:
     has_secret: bool
     created_at: datetime
     last_used_at: datetime | None
+
+    @property
+    def pending(self) -> bool:
+        """Whether the client never completed an authorization (no token was ever issued to it)."""
+        return self.last_used_at is None
 
     @property
     def auth_method(self) -> str:
@@ -157,14 +168,28 @@ class OAuthMixin(StoreBase):
     # ------------------------------------------------------------------ clients
 
     def create_oauth_client(
-        self, name: str, redirect_uris: list[str], metadata: dict[str, Any], *, with_secret: bool
+        self,
+        name: str,
+        redirect_uris: list[str],
+        metadata: dict[str, Any],
+        *,
+        with_secret: bool,
+        pending_ttl_seconds: float | None = None,
+        max_pending: int | None = None,
     ) -> tuple[OAuthClient, str | None]:
         """Register a client (its metadata already validated): (client, secret or None). The
-        secret is returned this once; only its HMAC is kept."""
+        secret is returned this once; only its HMAC is kept.
+
+        In the same transaction, first: pending clients older than `pending_ttl_seconds` are
+        removed, and the oldest pending clients beyond `max_pending - 1` too, so that with this
+        one at most `max_pending` are pending (see the module docstring)."""
         client_id = "cso_client_" + secrets.token_urlsafe(24)
         secret = CLIENT_SECRET_PREFIX + secrets.token_urlsafe(32) if with_secret else None
         now = self._now()
         with self._tx(write=True) as c:
+            self._trim_pending_oauth_clients(
+                c, now, pending_ttl_seconds, None if max_pending is None else max_pending - 1
+            )
             c.execute(
                 insert(oauth_clients).values(
                     id=client_id,
@@ -177,14 +202,16 @@ class OAuthMixin(StoreBase):
             )
         return OAuthClient(client_id, name, list(redirect_uris), dict(metadata), secret is not None, now, None), secret
 
-    def get_oauth_client(self, client_id: str) -> OAuthClient | None:
+    def get_oauth_client(self, client_id: str, *, pending_ttl_seconds: float | None = None) -> OAuthClient | None:
+        """The registered client `client_id`, or None: unknown, or pending for longer than
+        `pending_ttl_seconds` (expired: as good as removed, whenever its row goes)."""
         if not isinstance(client_id, str) or not client_id or len(client_id) > 64:
             return None
         with self._tx() as c:
             row = c.execute(select(oauth_clients).where(oauth_clients.c.id == client_id)).first()
         if row is None:
             return None
-        return OAuthClient(
+        client = OAuthClient(
             row.id,
             row.name,
             list(row.redirect_uris or []),
@@ -193,6 +220,67 @@ class OAuthMixin(StoreBase):
             row.created_at,
             row.last_used_at,
         )
+        if (
+            client.pending
+            and pending_ttl_seconds is not None
+            and client.created_at <= self._now() - timedelta(seconds=pending_ttl_seconds)
+        ):
+            return None
+        return client
+
+    def delete_expired_oauth_clients(self, pending_ttl_seconds: float) -> int:
+        """Remove the clients pending for longer than `pending_ttl_seconds`; returns how many."""
+        with self._tx(write=True) as c:
+            return self._trim_pending_oauth_clients(c, self._now(), pending_ttl_seconds, None)
+
+    def count_oauth_clients(self) -> dict[str, int]:
+        """``{"pending": n, "authorized": m}``: registered clients that never completed an
+        authorization, and those that did."""
+        with self._tx() as c:
+            rows = c.execute(
+                select(oauth_clients.c.last_used_at.is_(None), func.count()).group_by(
+                    oauth_clients.c.last_used_at.is_(None)
+                )
+            ).all()
+        counts = {"pending": 0, "authorized": 0}
+        for pending, n in rows:
+            counts["pending" if pending else "authorized"] += n
+        return counts
+
+    def _trim_pending_oauth_clients(
+        self, c: SAConnection, now: datetime, ttl_seconds: float | None, keep: int | None
+    ) -> int:
+        """Remove the pending clients created `ttl_seconds` ago or earlier, then the oldest
+        pending ones beyond the newest `keep`. A client holding a live code (its user said Allow
+        and the exchange is under way) is spared: it is about to complete its authorization.
+        Returns how many were removed (their expired codes go with them: ON DELETE CASCADE; a
+        pending client has no token)."""
+        live_code = (
+            select(oauth_codes.c.id)
+            .where(
+                oauth_codes.c.client_id == oauth_clients.c.id,
+                oauth_codes.c.used_at.is_(None),
+                oauth_codes.c.expires_at > now,
+            )
+            .exists()
+        )
+        pending = and_(oauth_clients.c.last_used_at.is_(None), ~live_code)
+        removed = 0
+        if ttl_seconds is not None:
+            cutoff = now - timedelta(seconds=ttl_seconds)
+            removed += c.execute(delete(oauth_clients).where(pending, oauth_clients.c.created_at <= cutoff)).rowcount
+        if keep is not None:
+            beyond = (
+                select(oauth_clients.c.id)
+                .where(pending)
+                .order_by(oauth_clients.c.created_at.desc(), oauth_clients.c.id.desc())
+                .offset(max(keep, 0))
+            )
+            older = list(c.scalars(beyond))
+            for start in range(0, len(older), 500):
+                batch = older[start : start + 500]
+                removed += c.execute(delete(oauth_clients).where(oauth_clients.c.id.in_(batch))).rowcount
+        return removed or 0
 
     def verify_oauth_client_secret(self, client_id: str, secret: str) -> bool:
         """Whether `secret` is the secret of confidential client `client_id` (constant time)."""

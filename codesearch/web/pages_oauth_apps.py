@@ -26,7 +26,7 @@ from fastapi.responses import RedirectResponse
 from codesearch.permissions import Identity
 from codesearch.service import audit
 from codesearch.service.deps import StoreDep
-from codesearch.service.oauth_server import OFFLINE, SCOPE, redirect_origin
+from codesearch.service.oauth_server import OFFLINE, SCOPE, redirect_origin, shown_plainly
 from codesearch.web import sessions
 from codesearch.web.templating import render
 
@@ -47,6 +47,7 @@ def _rows(apps: Iterable[ConnectedApp]) -> list[dict[str, Any]]:
     return [
         {
             "app": a,
+            "name": shown_plainly(a.name),  # chosen by the app: hidden characters made visible
             "origins": list(dict.fromkeys(redirect_origin(u) for u in a.redirect_uris)),
             "scopes": [SCOPE_WORDS.get(s, s) for s in a.scopes],
         }
@@ -90,7 +91,7 @@ def apps(request: Request, store: StoreDep, revoked: str = "") -> Response:
     if revoked and store is not None:
         client = store.get_oauth_client(revoked)
         if client is not None:
-            notice = f"“{client.name}” no longer has access: its tokens were revoked."
+            notice = f"“{shown_plainly(client.name)}” no longer has access: its tokens were revoked."
     return _page(request, store, user, notice=notice)
 
 
