@@ -1,4 +1,4 @@
-"""The HTTP API on real Ray Serve, over real HTTP on 127.0.0.1 (docs/http-api.md, docs/security.md).
+"""The HTTP API on real Ray Serve, over real HTTP on 127.0.0.1 (docs/http-api.md, docs/security-model.md).
 
 One data directory for the module: a state store (users, API keys, two connections, repos, jobs,
 a search context), a bare mirror at `MirrorStore.path_for(id)` plus a local repository indexed in

@@ -1,5 +1,5 @@
 """Who is calling: API keys, anonymous access, and the one place repo visibility is decided
-(docs/security.md#authentication).
+(docs/security-model.md#authentication).
 
 API keys arrive as ``Authorization: Bearer <key>`` or ``X-Sourcebot-Api-Key: <key>`` and are
 checked with `Store.verify_api_key` (HMAC under the server secret; revoked keys fail). A key that

@@ -1,4 +1,4 @@
-"""The server secret: the HMAC key for API keys (and later, tokens): docs/security.md#secrets.
+"""The server secret: the HMAC key for API keys (and later, tokens): docs/security-model.md#secrets.
 
 `SOURCEBOT_ENCRYPTION_KEY` wins when set (its UTF-8 bytes are the key). Otherwise the secret
 lives in `<data_dir>/.secret`, created once with permissions 0600: 32 random bytes
