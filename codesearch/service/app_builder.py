@@ -68,6 +68,7 @@ from typing import TYPE_CHECKING, Any
 
 from codesearch import defaults
 from codesearch.plurals import plural
+from codesearch.sealed_env import SealedEnv
 from codesearch.service.bootstrap import (
     APP_NAME,
     DEFAULT_PREFIX,
@@ -148,7 +149,7 @@ def spec_from_args(args: dict[str, Any] | None) -> ServiceSpec:
     database_url = args.get("database_url") or (environ.get("DATABASE_URL") or "").strip() or None
     if database_url:
         environ["DATABASE_URL"] = database_url
-    env_vars = forwarded_environment(environ, overridden)
+    env = SealedEnv.of(forwarded_environment(environ, overridden))
     anonymous = _as_bool(args.get("anonymous_access"))
     if anonymous is None:
         anonymous = anonymous_access_enabled(environ, config.settings.enable_public_access)
@@ -168,7 +169,7 @@ def spec_from_args(args: dict[str, Any] | None) -> ServiceSpec:
         runtime_resources=args.get("runtime_resources"),
         searcher_resources=args.get("searcher_resources"),
         searcher_cpus=float(args.get("searcher_cpus", 0)),
-        env_vars=env_vars,
+        env=env,
         searcher_data_dir=str(args["searcher_data_dir"]) if args.get("searcher_data_dir") else None,
     )
 
