@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,7 +48,7 @@ import pytest
 from tests.fakehosts.github import FakeGitHub
 from tests.githttp import GitHttpServer
 from tests.test_serve_cli import ONE_WORKER_EACH, Served, _cli
-from tests.test_serve_deploy import OwnCluster
+from tests.test_serve_deploy import OwnCluster, files_holding
 from tests.test_webhooks_serve import _payload, _signed
 
 #: Connection names: one with a webhook secret of its own, one taking the shared one.
@@ -130,16 +131,7 @@ def sealed(tmp_path_factory):
 def _leaks(sealed: Sealed) -> list[str]:
     """``<file>: <secret name>`` for every file under the Ray cluster's directory (and the
     output of `codesearch serve`) that holds a secret's value."""
-    found = []
-    files = [p for p in Path(sealed.cluster.temp_dir).rglob("*") if p.is_file() and not p.is_symlink()]
-    assert any(p.name == "raylet.out" for p in files), "not the Ray session of this service"
-    for path in [*files, sealed.served.log_path]:
-        try:
-            content = path.read_bytes()
-        except OSError:  # a socket, a file removed meanwhile
-            continue
-        found += [f"{path}: {name}" for name, value in sealed.secrets.items() if value.encode() in content]
-    return found
+    return files_holding(Path(sealed.cluster.temp_dir), sealed.secrets, also=[sealed.served.log_path])
 
 
 def test_every_secret_reaches_the_processes_that_use_it(sealed):
@@ -174,15 +166,19 @@ def test_no_secret_in_rays_logs(sealed):
 
 #: What Ray's dashboard tells about the service's processes (their ``runtime_env`` among it).
 DASHBOARD_VIEWS = ("/api/v0/actors?detail=1&limit=10000", "/api/v0/tasks?detail=1&limit=10000",
-                   "/api/v0/workers?detail=1&limit=10000", "/api/serve/applications/")
+                   "/api/v0/workers?detail=1&limit=10000", "/api/serve/applications/", "/api/jobs/")
 
 
-def test_no_secret_shown_by_rays_dashboard(sealed):
+def test_no_secret_shown_by_rays_dashboard_nor_serves_cli(sealed):
     shown = []
     for path in DASHBOARD_VIEWS:
         r = httpx.get(f"{sealed.cluster.dashboard}{path}", timeout=60)
         assert r.status_code == 200, (path, r.text[:300])
         shown += [f"{path}: {name}" for name, value in sealed.secrets.items() if value in r.text]
+    for command in ("status", "config"):
+        out = sealed.cluster.serve(command)
+        assert out.returncode == 0, out.stdout + out.stderr
+        shown += [f"serve {command}: {name}" for name, value in sealed.secrets.items() if value in out.stdout + out.stderr]
     assert shown == [], "\n".join(shown)
 
 
@@ -191,3 +187,30 @@ def test_no_secret_in_rays_logs_after_the_service_stopped(sealed):
     assert code == 0, sealed.served.log()[-3000:]
     leaks = _leaks(sealed)
     assert leaks == [], "\n".join(leaks)
+
+
+def test_a_sealed_env_never_shows_its_values():
+    """What a log line, an error or a traceback would print of the forwarded environment, or of
+    the spec that carries it, names the variables only."""
+    from codesearch.sealed_env import SealedEnv  # here: the HTTP tests above also run on code without it
+    from codesearch.service.bootstrap import ServiceSpec
+
+    values = {"SOURCEBOT_ENCRYPTION_KEY": "s3cr3t-key", "DATABASE_URL": "postgresql://cs:s3cr3t-pw@db/cs"}
+    env = SealedEnv.of(values)
+    spec = ServiceSpec(config_path="/c.json", data_dir="/d", database_url=values["DATABASE_URL"], env=env)
+    cases = [  # what is printed, what it must say
+        (repr(env), "SealedEnv(2 variables: DATABASE_URL, SOURCEBOT_ENCRYPTION_KEY)"),
+        (str(env), "SealedEnv(2 variables: DATABASE_URL, SOURCEBOT_ENCRYPTION_KEY)"),
+        (f"{env!s} {env!r}", "SealedEnv(2 variables: DATABASE_URL, SOURCEBOT_ENCRYPTION_KEY)"),
+        (repr(SealedEnv.of({"AUTH_URL": "https://s3cr3t"})), "SealedEnv(1 variable: AUTH_URL)"),
+        (repr(SealedEnv()), "SealedEnv(no variables)"),
+        (repr(spec), "env=SealedEnv(2 variables: DATABASE_URL, SOURCEBOT_ENCRYPTION_KEY)"),
+        (str(RuntimeError(spec)), "env=SealedEnv(2 variables"),
+    ]
+    for printed, says in cases:
+        assert says in printed and "s3cr3t" not in printed, printed
+    # where it is applied: over what the node set; and it crosses a process boundary whole
+    environ = {"DATABASE_URL": "sqlite:////node/own.db", "HOME": "/root"}
+    env.apply(environ)
+    assert environ == {**values, "HOME": "/root"}
+    assert pickle.loads(pickle.dumps(env)) == env and len(env) == 2 and not SealedEnv()
