@@ -46,6 +46,14 @@ Arguments (``args`` of the Serve config; all optional):
 
 Unknown arguments are refused with a message naming them (a typo would otherwise be ignored).
 
+Secrets: the builder hands what it forwards from its own environment (`bootstrap.forwarded_environment`:
+the server secret, the webhook secrets, ``DATABASE_URL``, the config's ``environmentOverrides``,
+...) to the replicas and runtime actors as a constructor argument (`codesearch.sealed_env`), never
+in a ``runtime_env``. The config's own ``runtime_env`` and ``args`` are the operator's: Ray logs a
+runtime env in clear text (``runtime_env_agent.log`` on every node) and ``serve config`` and the
+dashboard show both, so secrets belong in the nodes' environment (before ``ray start``), where the
+build task reads them, not there.
+
 How to stop it without cutting a request: `shutdown_runtime` drains the application first (new
 requests are refused with a JSON 503, running ones finish: `codesearch.service.drain`, at most
 ``--drain-timeout`` seconds, 30 by default), then deletes it::
