@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 import httpx
@@ -68,6 +70,21 @@ def _processes_under(temp_dir: str) -> list[int]:
                 found.append(int(pid))
         except OSError:
             continue
+    return found
+
+
+def files_holding(root: Path, values: dict[str, str], also: Iterable[Path] = ()) -> list[str]:
+    """``<file>: <name>`` for every file under `root` (and in `also`) that holds one of `values`
+    (name → value): a Ray session's logs searched for secrets."""
+    files = [p for p in root.rglob("*") if p.is_file() and not p.is_symlink()]
+    assert any(p.name == "raylet.out" for p in files), f"no Ray session under {root}"
+    found = []
+    for path in [*files, *also]:
+        try:
+            content = path.read_bytes()
+        except OSError:  # a file removed meanwhile
+            continue
+        found += [f"{path}: {name}" for name, value in values.items() if value.encode() in content]
     return found
 
 
@@ -150,6 +167,10 @@ def test_serve_deploy_then_serve_shutdown_leaves_no_codesearch_actor(tmp_path):
             "deployments": [{"name": "codesearch-api", "num_replicas": 1, "ray_actor_options": {"num_cpus": 0}}]}]}))
     env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "FORCE_ENABLE_ANONYMOUS_ACCESS")}
     env["RAY_AUTH_MODE"] = "disabled"
+    # secrets the builder forwards to the replicas and actors (`bootstrap.forwarded_environment`)
+    forwarded = {"SOURCEBOT_ENCRYPTION_KEY": "serverkey" + secrets.token_hex(16),
+                 "CODESEARCH_WEBHOOK_SECRET": "hook" + secrets.token_hex(16)}
+    env.update(forwarded)
     cluster = OwnCluster(env)
     try:
         cluster.wait_ready()
@@ -177,6 +198,12 @@ def test_serve_deploy_then_serve_shutdown_leaves_no_codesearch_actor(tmp_path):
         # a notebook on the cluster finds the searchers and the state database the service published
         # (and refuses a data directory that is not the service's)
         assert notebook.stdout.strip().splitlines()[-2:] == ["found ['gadget.py']", "refused: not the service's"]
+        # the forwarded secrets are in no file of the cluster (they travel as constructor arguments,
+        # not in a runtime_env, which Ray logs: `codesearch.sealed_env`), and no process lacked the
+        # server secret (none made a .secret of its own)
+        leaked = files_holding(Path(cluster.temp_dir), forwarded)
+        assert leaked == [], "\n".join(leaked)
+        assert not (tmp_path / "data" / ".secret").exists()
 
         stopped = cluster.serve("shutdown", "-y")
         assert stopped.returncode == 0, stopped.stdout + stopped.stderr

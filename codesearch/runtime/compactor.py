@@ -25,6 +25,7 @@ import threading
 from codesearch.index.builder import IndexSettings
 from codesearch.index.compact import CompactionStats, merge, plan
 from codesearch.runtime import NAMESPACE
+from codesearch.sealed_env import SealedEnv
 
 log = logging.getLogger(__name__)
 
@@ -71,9 +72,17 @@ class Compactor:
 class CompactorActor(Compactor):
     """`Compactor` in a loop on a thread of a Ray actor."""
 
-    def __init__(self, data_dir: str, settings: IndexSettings | None = None, poll_s: float = POLL_S):
+    def __init__(
+        self,
+        data_dir: str,
+        settings: IndexSettings | None = None,
+        poll_s: float = POLL_S,
+        env: SealedEnv | None = None,
+    ):
         from codesearch import environment
 
+        if env is not None:  # first: the store reads the environment (`codesearch.sealed_env`)
+            env.apply()
         environment.configure_logging()
         super().__init__(data_dir, settings)
         self.poll_s = poll_s
@@ -107,15 +116,17 @@ def start_compactor(
     poll_s: float = POLL_S,
     name: str | None = None,
     actor_options: dict | None = None,
+    env: SealedEnv | None = None,
 ):
-    """Create the compactor actor (supervised by Ray, reserving no CPU); returns it."""
+    """Create the compactor actor (supervised by Ray, reserving no CPU); returns it. `env`:
+    environment the actor sets first (`codesearch.sealed_env`)."""
     import ray
 
     opts = {"num_cpus": 0, "max_restarts": -1, **(actor_options or {})}
     if name:
         opts["name"] = name
         opts["namespace"] = NAMESPACE
-    actor = ray.remote(CompactorActor).options(**opts).remote(data_dir, settings, poll_s)
+    actor = ray.remote(CompactorActor).options(**opts).remote(data_dir, settings, poll_s, env)
     ray.get(actor.ping.remote())
     return actor
 

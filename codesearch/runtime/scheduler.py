@@ -37,6 +37,7 @@ import threading
 
 from codesearch.runtime import NAMESPACE
 from codesearch.runtime.workers import RuntimeOptions
+from codesearch.sealed_env import SealedEnv
 from codesearch.statuses import IndexStatus, JobKind, JobState, SyncStatus
 from codesearch.store import models as m
 
@@ -309,11 +310,15 @@ class SchedulerActor(Scheduler):
     and their jobs are theirs; stale ones are requeued by the tick as usual.
     """
 
-    def __init__(self, config_path: str, data_dir: str, options: RuntimeOptions | None = None):
+    def __init__(
+        self, config_path: str, data_dir: str, options: RuntimeOptions | None = None, env: SealedEnv | None = None
+    ):
         import ray
 
         from codesearch import environment
 
+        if env is not None:  # first: the store and the config read the environment (`codesearch.sealed_env`)
+            env.apply()
         environment.configure_logging()  # SOURCEBOT_LOG_LEVEL in this actor's process too
         self._pool = None
         self._searcher_prefix: str | None = None
@@ -417,15 +422,17 @@ def start_scheduler(
     recover: bool = True,
     name: str | None = None,
     actor_options: dict | None = None,
+    env: SealedEnv | None = None,
 ):
-    """Create the scheduler actor, run its start-up cleanup, start its loop. Returns the actor."""
+    """Create the scheduler actor, run its start-up cleanup, start its loop. Returns the actor.
+    `env`: environment the actor sets first (`codesearch.sealed_env`)."""
     import ray
 
     opts = {"num_cpus": 0, "max_restarts": -1, **(actor_options or {})}
     if name:
         opts["name"] = name
         opts["namespace"] = NAMESPACE
-    actor = ray.remote(SchedulerActor).options(**opts).remote(config_path, data_dir, options)
+    actor = ray.remote(SchedulerActor).options(**opts).remote(config_path, data_dir, options, env)
     ray.get(actor.startup.remote(recover))
     ray.get(actor.start.remote())
     return actor

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 
 from codesearch import defaults
 from codesearch.runtime import metrics
+from codesearch.sealed_env import SealedEnv
 from codesearch.statuses import IndexStatus, JobKind, JobState, SyncStatus
 
 log = logging.getLogger(__name__)
@@ -363,13 +364,17 @@ class _ActorMixin:
 
 
 class ConnectionSyncerActor(_ActorMixin, ConnectionSyncer):
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, env: SealedEnv | None = None, **kwargs):
+        if env is not None:  # first: the store and the tokens come from the environment (`codesearch.sealed_env`)
+            env.apply()
         ConnectionSyncer.__init__(self, *args, **kwargs)
         self._start_loop()
 
 
 class RepoIndexerActor(_ActorMixin, RepoIndexer):
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, env: SealedEnv | None = None, **kwargs):
+        if env is not None:  # first: the store and the tokens come from the environment (`codesearch.sealed_env`)
+            env.apply()
         RepoIndexer.__init__(self, *args, **kwargs)
         self._start_loop()
 
@@ -383,9 +388,11 @@ def start_workers(
     indexers: int | None = None,
     name_prefix: str = "codesearch",
     actor_options: dict | None = None,
+    env: SealedEnv | None = None,
 ) -> list:
     """Create the syncer and indexer actors (counts from `worker_counts` unless given). Worker
-    ids are stable per slot, so an actor restarted by Ray releases its own unfinished job."""
+    ids are stable per slot, so an actor restarted by Ray releases its own unfinished job.
+    `env`: environment each actor sets first (`codesearch.sealed_env`)."""
     import ray
 
     options = options or RuntimeOptions()
@@ -399,7 +406,7 @@ def start_workers(
         actors.append(
             ray.remote(ConnectionSyncerActor)
             .options(**opts)
-            .remote(data_dir, f"{name_prefix}-sync-{run_id}-{i}", options)
+            .remote(data_dir, f"{name_prefix}-sync-{run_id}-{i}", options, env=env)
         )
     index_opts = {**opts, "num_cpus": (actor_options or {}).get("num_cpus", options.indexer_cpus)}
     for i in range(n_index):
@@ -413,6 +420,7 @@ def start_workers(
                 max_file_size=int(settings.max_file_size),
                 max_trigram_count=int(settings.max_trigram_count),
                 timeout_ms=float(settings.repo_index_timeout_ms),
+                env=env,
             )
         )
     ray.get([a.ping.remote() for a in actors])

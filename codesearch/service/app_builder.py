@@ -46,6 +46,14 @@ Arguments (``args`` of the Serve config; all optional):
 
 Unknown arguments are refused with a message naming them (a typo would otherwise be ignored).
 
+Secrets: the builder hands what it forwards from its own environment (`bootstrap.forwarded_environment`:
+the server secret, the webhook secrets, ``DATABASE_URL``, the config's ``environmentOverrides``,
+...) to the replicas and runtime actors as a constructor argument (`codesearch.sealed_env`), never
+in a ``runtime_env``. The config's own ``runtime_env`` and ``args`` are the operator's: Ray logs a
+runtime env in clear text (``runtime_env_agent.log`` on every node) and ``serve config`` and the
+dashboard show both, so secrets belong in the nodes' environment (before ``ray start``), where the
+build task reads them, not there.
+
 How to stop it without cutting a request: `shutdown_runtime` drains the application first (new
 requests are refused with a JSON 503, running ones finish: `codesearch.service.drain`, at most
 ``--drain-timeout`` seconds, 30 by default), then deletes it::
@@ -68,6 +76,7 @@ from typing import TYPE_CHECKING, Any
 
 from codesearch import defaults
 from codesearch.plurals import plural
+from codesearch.sealed_env import SealedEnv
 from codesearch.service.bootstrap import (
     APP_NAME,
     DEFAULT_PREFIX,
@@ -148,7 +157,7 @@ def spec_from_args(args: dict[str, Any] | None) -> ServiceSpec:
     database_url = args.get("database_url") or (environ.get("DATABASE_URL") or "").strip() or None
     if database_url:
         environ["DATABASE_URL"] = database_url
-    env_vars = forwarded_environment(environ, overridden)
+    env = SealedEnv.of(forwarded_environment(environ, overridden))
     anonymous = _as_bool(args.get("anonymous_access"))
     if anonymous is None:
         anonymous = anonymous_access_enabled(environ, config.settings.enable_public_access)
@@ -168,7 +177,7 @@ def spec_from_args(args: dict[str, Any] | None) -> ServiceSpec:
         runtime_resources=args.get("runtime_resources"),
         searcher_resources=args.get("searcher_resources"),
         searcher_cpus=float(args.get("searcher_cpus", 0)),
-        env_vars=env_vars,
+        env=env,
         searcher_data_dir=str(args["searcher_data_dir"]) if args.get("searcher_data_dir") else None,
     )
 

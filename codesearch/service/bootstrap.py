@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from codesearch import defaults
+from codesearch.sealed_env import SealedEnv
 
 if TYPE_CHECKING:
     from ray.serve import Application
@@ -69,7 +70,8 @@ class ServiceSpec:
     max_ongoing_requests: int | None = None
     public_url: str | None = None
     anonymous_access: bool | None = None
-    database_url: str | None = None
+    #: may hold a password: never in the repr
+    database_url: str | None = field(default=None, repr=False)
     syncers: int | None = None
     indexers: int | None = None
     runtime_resources: dict | None = None
@@ -79,8 +81,9 @@ class ServiceSpec:
     #: fetched through Ray from a shard source beside the indexers: for searchers on nodes that
     #: do not share the data directory (`codesearch.runtime.shard_copy`). None: read the data directory.
     searcher_data_dir: str | None = None
-    #: environment of the replicas and runtime actors (`forwarded_environment`)
-    env_vars: dict = field(default_factory=dict)
+    #: environment of the replicas and runtime actors (`forwarded_environment`), handed to their
+    #: constructors, never in a ``runtime_env`` (`codesearch.sealed_env`)
+    env: SealedEnv = SealedEnv()
     drain_timeout_s: float | None = None
 
     def names(self) -> dict:
@@ -89,7 +92,8 @@ class ServiceSpec:
 
 #: Environment variables handed from the process that builds the application to its replicas and
 #: actors (which may run on nodes with another environment): webhook secrets, the server secret,
-#: log level, ... (`forwarded_environment`).
+#: log level, ... (`forwarded_environment`). They travel as a constructor argument, a `SealedEnv`,
+#: never in a ``runtime_env``, which Ray logs and shows in clear text (`codesearch.sealed_env`).
 FORWARDED_PREFIXES = ("CODESEARCH_", "SOURCEBOT_")
 
 
@@ -183,10 +187,10 @@ def start_runtime_actors(spec: ServiceSpec, options=None) -> dict:
     opts = {}
     if spec.runtime_resources:
         opts["resources"] = {k: float(v) for k, v in spec.runtime_resources.items()}
-    if spec.env_vars:
-        opts["runtime_env"] = {"env_vars": dict(spec.env_vars)}
 
-    scheduler = start_scheduler(spec.config_path, spec.data_dir, options, name=n["scheduler"], actor_options=opts)
+    scheduler = start_scheduler(
+        spec.config_path, spec.data_dir, options, name=n["scheduler"], actor_options=opts, env=spec.env
+    )
     n_sync, n_index = worker_counts(settings)
     n_sync = n_sync if spec.syncers is None else int(spec.syncers)
     n_index = n_index if spec.indexers is None else int(spec.indexers)
@@ -204,8 +208,9 @@ def start_runtime_actors(spec: ServiceSpec, options=None) -> dict:
             indexers=int(not sync),
             name_prefix=n["workers"],
             actor_options={**opts, "name": name, "namespace": NAMESPACE},
+            env=spec.env,
         )
-    workers.append(start_compactor(spec.data_dir, name=n["compactor"], actor_options=opts))
+    workers.append(start_compactor(spec.data_dir, name=n["compactor"], actor_options=opts, env=spec.env))
 
     index_dir = os.path.join(spec.data_dir, "index")
     fetch = {}
@@ -297,6 +302,7 @@ class RuntimeOwner:
     def __init__(self, spec: ServiceSpec):
         from codesearch import environment
 
+        spec.env.apply()  # first: everything below reads the environment
         environment.configure_logging()
         self.spec = spec
         _wait_names_free(spec, NAMES_FREE_S)
@@ -323,7 +329,8 @@ def runtime_deployment(spec: ServiceSpec):
 
     from codesearch.service import serve_settings
 
-    actor_options = {"num_cpus": 0, "runtime_env": {"env_vars": {**serve_settings.replica_env(), **spec.env_vars}}}
+    # the runtime_env holds Serve's switches only, never a secret: Ray logs it (`spec.env` carries the rest)
+    actor_options = {"num_cpus": 0, "runtime_env": {"env_vars": serve_settings.replica_env()}}
     if spec.runtime_resources:
         actor_options["resources"] = {k: float(v) for k, v in spec.runtime_resources.items()}
     deployment = serve.deployment(
@@ -353,7 +360,7 @@ def application(spec: ServiceSpec) -> Application:
         database_url=spec.database_url,
         anonymous_access=spec.anonymous_access,
         drain_timeout_s=DRAIN_TIMEOUT_S if spec.drain_timeout_s is None else spec.drain_timeout_s,
-        env_vars=spec.env_vars,
+        env=spec.env,
         runtime=runtime_deployment(spec),
         identity_providers=_identity_providers(spec.config_path),
     )

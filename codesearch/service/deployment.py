@@ -23,6 +23,11 @@ Anonymous access is decided when `search_application` is called, in the calling 
 and handed to the replicas, which may run on other nodes with another environment. The server
 secret for API keys is ``SOURCEBOT_ENCRYPTION_KEY`` in the replicas' environment, else the
 ``.secret`` file of the (shared) data directory.
+
+The environment the builder forwards (`bootstrap.forwarded_environment`: that secret, the webhook
+secrets, ...) is the replica's constructor argument, a `SealedEnv` applied before the app is built,
+never the deployment's ``runtime_env``, which Ray logs and shows in clear text
+(`codesearch.sealed_env`); the ``runtime_env`` holds only Serve's switches (`serve_settings`).
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from ray import serve
 
 from codesearch.errors import ServiceUnavailable
 from codesearch.runtime.searchers import SearcherPool
+from codesearch.sealed_env import SealedEnv
 from codesearch.search.options import DEFAULT_PUBLIC_URL
 from codesearch.service import serve_settings
 from codesearch.service.api import build_app
@@ -129,14 +135,15 @@ def search_application(
     limits: dict | None = None,
     drain_timeout_s: float = DRAIN_TIMEOUT_S,
     runtime=None,
-    env_vars: dict | None = None,
+    env: SealedEnv | None = None,
     identity_providers: list | None = None,
 ) -> serve.Application:
     """A bound Serve application serving the HTTP API over the named searchers and `data_dir`'s
     store (`search_timeout_s` and `limits` as in `api.build_app`; `drain_timeout_s` as Serve's
     ``graceful_shutdown_timeout_s``). `runtime`, a bound deployment that starts the searchers
     (`bootstrap.runtime_deployment`), becomes part of the application: Serve deploys and removes
-    it with the API. `env_vars` are set in the replicas' environment (`bootstrap.forwarded_environment`).
+    it with the API. `env` is set in the replicas' environment before anything reads it
+    (`bootstrap.forwarded_environment`; see the module docstring).
     `identity_providers`: the config's typed `identityProviders` (`codesearch.sso`); the replicas
     read their client ids and secrets from their own environment when a sign-in needs them."""
     if anonymous_access is None:
@@ -160,10 +167,7 @@ def search_application(
         graceful_shutdown_timeout_s=drain_timeout_s,
         graceful_shutdown_wait_loop_s=SHUTDOWN_WAIT_LOOP_S,
         logging_config=serve_settings.logging_config(),
-        ray_actor_options={
-            "num_cpus": 0,
-            "runtime_env": {"env_vars": {**(env_vars or {}), **serve_settings.replica_env()}},
-        },
+        ray_actor_options={"num_cpus": 0, "runtime_env": {"env_vars": serve_settings.replica_env()}},
     )
     @serve.ingress(
         _builder(
@@ -179,9 +183,11 @@ def search_application(
         )
     )
     class CodesearchAPI:
-        def __init__(self, runtime=None):
+        def __init__(self, env: SealedEnv, runtime=None):
+            env.apply()  # first: the app is built after this constructor (Serve's ingress) and reads it
             self.runtime = runtime  # held so the application owns it; the API finds the searchers by name
             if runtime is not None:  # HTTP opens once searches can be answered (the runtime starts in seconds)
                 wait_for_searchers(name_prefix, searchers, RUNTIME_WAIT_S)
 
-    return CodesearchAPI.bind() if runtime is None else CodesearchAPI.bind(runtime)
+    env = env or SealedEnv()
+    return CodesearchAPI.bind(env) if runtime is None else CodesearchAPI.bind(env, runtime)

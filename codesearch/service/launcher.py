@@ -376,6 +376,7 @@ def run(
 
     from codesearch import environment
     from codesearch.config import apply_environment_overrides, load_config
+    from codesearch.sealed_env import SealedEnv
     from codesearch.service import drain, serve_settings
     from codesearch.service.bootstrap import ServiceSpec, application, forwarded_environment
     from codesearch.service.demo import demo_config
@@ -454,7 +455,7 @@ def run(
         replicas=replicas,
         max_ongoing_requests=max_ongoing_requests,
         public_url=public_url,
-        env_vars=forwarded_environment(os.environ, overridden),
+        env=SealedEnv.of(forwarded_environment(os.environ, overridden)),
         drain_timeout_s=drain_s,
     )
     try:
