@@ -101,11 +101,12 @@ def forwarded_environment(environ, overridden=()) -> dict:
     """The variables of `environ` the service's processes must see as the builder sees them:
     those named ``CODESEARCH_*`` and ``SOURCEBOT_*`` (webhook secrets, ``SOURCEBOT_ENCRYPTION_KEY``,
     ``SOURCEBOT_LOG_LEVEL``, the ``CODESEARCH_OAUTH_*`` lifetimes), ``DATABASE_URL``, ``AUTH_URL`` (the
-    OAuth issuer, which must be the same in every replica), and the config's ``environmentOverrides``
-    (`overridden`)."""
+    OAuth issuer, which must be the same in every replica), ``AUTH_SECRET`` (the sign-in secret: a
+    session made by one replica must be valid at every other), and the config's
+    ``environmentOverrides`` (`overridden`)."""
     keep = {k: v for k, v in environ.items() if k.startswith(FORWARDED_PREFIXES)}
     keep.update({k: environ[k] for k in overridden if k in environ})
-    for name in ("DATABASE_URL", "AUTH_URL"):
+    for name in ("DATABASE_URL", "AUTH_URL", "AUTH_SECRET"):
         if (environ.get(name) or "").strip():
             keep[name] = environ[name].strip()
     return keep
