@@ -14,6 +14,7 @@
     ├── RepositoryNotFound          REPOSITORY_NOT_FOUND: no such repo, not visible, or not cloned yet (404)
     ├── FileNotFound                FILE_NOT_FOUND: a bad path, or nothing (or not a file/directory) there (404)
     ├── InvalidGitRef               INVALID_GIT_REF: a malformed ref, or one naming no commit (400)
+    │   └── MalformedGitRef         a ref outside the accepted forms (also 400 on the pages, not 404)
     ├── NotAuthenticated            NOT_AUTHENTICATED: no valid API key and anonymous access off (401)
     ├── InvalidArgument             INVALID_ARGUMENT: a bad parameter value (a date, a regex, a page) (400)
     ├── InvalidRequestBody          INVALID_REQUEST_BODY: a body that is not UTF-8, not JSON, or not the
@@ -161,6 +162,12 @@ class InvalidGitRef(CodesearchError):
 
     error_code = "INVALID_GIT_REF"
     status_code = 400
+
+
+class MalformedGitRef(InvalidGitRef):
+    """A ref outside the forms `codesearch.git.paths.parse_ref` accepts: the caller's mistake
+    whatever the repository holds, so a page answers 400 (a ref that names nothing is a 404
+    page, as a missing file is); the API answers INVALID_GIT_REF for both."""
 
 
 class NotAuthenticated(CodesearchError):

@@ -100,12 +100,12 @@ def test_commits_between_are_git_log_base_dot_dot_head(hist, base, head, limit):
 
 
 def test_commit_changes_of_a_root_and_a_merge(hist):
-    root, files, truncated = history.commit_changes(hist["gd"], "v1.0")
-    assert root.parents == [] and not truncated
+    root, files, truncated, total = history.commit_changes(hist["gd"], "v1.0")
+    assert root.parents == [] and not truncated and total == len(files)
     assert {(f.old_path, f.new_path, f.status) for f in files} == {
         (None, p, "added") for p in ("src/app.py", "README.md", "docs/guide.md", "data/logo.png", "sp ace/ünï.txt",
                                      "empty.txt")}
-    merge, files, _ = history.commit_changes(hist["gd"], "main")
+    merge, files, _, _ = history.commit_changes(hist["gd"], "main")
     assert merge.parents == [hist["c3"], hist["f1"]] and merge.message == "Merge branch 'feature'"
     assert sorted(f.new_path for f in files) == ["feature.txt", "src/util.py"]
     assert [history.file_stats(f) for f in sorted(files, key=lambda f: f.new_path)] == [(1, 0), (1, 1)]

@@ -282,8 +282,9 @@ deleted file mode 100644
 -bye
 """
 
-# (name, diff text, caps, files as (old, new, status, binary, hunks), truncated);
-# a hunk is (old_start, old_lines, new_start, new_lines, header, lines)
+# (name, diff text, caps, files as (old, new, status, binary, hunks[, cut]), truncated);
+# a hunk is (old_start, old_lines, new_start, new_lines, header, lines); cut: the byte cap fell inside that file
+_RENAME_ONLY = RENAME_BINARY_DELETE.split("diff --git a/img.png")[0]
 PARSER_CASES = [
     ("modify", MODIFY, {}, [("src/app.py", "src/app.py", "modified", False,
                              [(1, 3, 1, 3, "def main():", [" a", "-b", "+B", " c"])])], False),
@@ -297,7 +298,11 @@ PARSER_CASES = [
     ("max-files", RENAME_BINARY_DELETE, {"max_files": 2},
      [("old.txt", "new.txt", "renamed", False, []), ("img.png", "img.png", "modified", True, [])], True),
     ("max-bytes-drops-the-hunk-being-read", MODIFY, {"max_bytes": len(MODIFY) - 4},
-     [("src/app.py", "src/app.py", "modified", False, [])], True),
+     [("src/app.py", "src/app.py", "modified", False, [], True)], True),
+    ("max-bytes-in-a-header-cuts-that-file", RENAME_BINARY_DELETE, {"max_bytes": len(_RENAME_ONLY) - 10},
+     [("old.txt", "new.txt", "renamed", False, [], True)], True),
+    ("max-bytes-before-the-next-file-cuts-none", RENAME_BINARY_DELETE, {"max_bytes": len(_RENAME_ONLY) + 15},
+     [("old.txt", "new.txt", "renamed", False, [])], True),
     ("max-bytes-exactly", MODIFY, {"max_bytes": len(MODIFY)},
      [("src/app.py", "src/app.py", "modified", False, [(1, 3, 1, 3, "def main():", [" a", "-b", "+B", " c"])])],
      False),
@@ -308,8 +313,8 @@ PARSER_CASES = [
 @pytest.mark.parametrize("text,caps,want,truncated", [c[1:] for c in PARSER_CASES], ids=[c[0] for c in PARSER_CASES])
 def test_diff_parser(text, caps, want, truncated):
     files, cut = _parse(text, **caps)
-    expected = [FileDiff(old, new, status, binary, [Hunk(*h[:5], list(h[5])) for h in hunks])
-                for old, new, status, binary, hunks in want]
+    expected = [FileDiff(old, new, status, binary, [Hunk(*h[:5], list(h[5])) for h in hunks], cut=rest == [True])
+                for old, new, status, binary, hunks, *rest in want]
     assert (files, cut) == (expected, truncated)
 
 

@@ -1,13 +1,17 @@
 """Diffs between two commits or trees: `diff` / `diff_objects` run ``git diff`` and parse its
 unified output with a `DiffParser`; `render_unified` writes the parsed files back in git's
-format (the ``get_diff`` tool's text).
+format (the ``get_diff`` tool's text); `count_files` counts the files of a diff that was cut.
 
 Why parse git's text rather than ask for a machine format: the unified diff is the only output
 that carries hunks, rename detection and binary markers together. It runs with
 ``--no-ext-diff --no-textconv``, explicit prefixes, context and submodule format and
 ``core.quotePath=false``, so neither the repository's config nor its attributes can run a
 program or change the format parsed here. The output is read as a stream under caps (files,
-bytes), so a huge diff is cut off instead of being loaded whole.
+bytes), so a huge diff is cut off instead of being loaded whole. A cut diff must still be
+described truthfully: the file being read at the cut is marked `FileDiff.cut` and gets its real
+line counts from ``git diff --numstat`` of that one file (work git has just done for the text),
+and `count_files` gives the number of files of the whole diff from ``git diff --name-only``
+(a comparison of trees, no file contents read beyond rename detection).
 """
 
 from __future__ import annotations
@@ -18,9 +22,12 @@ from dataclasses import dataclass, field
 from codesearch.errors import InvalidArgument
 from codesearch.git.objects import resolve_commit
 from codesearch.git.paths import check_scope, scope_spec, show
-from codesearch.git.process import Git
+from codesearch.git.process import Git, GitFailed
 
-__all__ = ["DiffParser", "FileDiff", "Hunk", "diff", "diff_objects", "render_unified", "unquote"]
+__all__ = ["DiffParser", "FileDiff", "Hunk", "count_files", "diff", "diff_objects", "render_unified", "unquote"]
+
+#: ``git diff --numstat`` of the file a diff was cut in may take this long (else its counts stay unknown)
+NUMSTAT_TIMEOUT_S = 10.0
 
 
 @dataclass
@@ -40,6 +47,12 @@ class FileDiff:
     status: str  # 'added' | 'deleted' | 'modified' | 'renamed'
     binary: bool = False
     hunks: list[Hunk] = field(default_factory=list)
+    #: the diff was cut while this file was read: `hunks` are only the ones read whole before
+    #: the cut (maybe none), so they do not show the whole change
+    cut: bool = False
+    #: (lines added, lines removed) of the whole file when known apart from `hunks` (a cut
+    #: file's, from ``git diff --numstat``); None: count the hunks
+    counts: tuple[int, int] | None = None
 
 
 _HUNK = re.compile(rb"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@ ?(.*)", re.DOTALL)
@@ -118,6 +131,7 @@ class _FileState:
         self.rename_to: bytes | None = None
         self.status = "modified"
         self.binary = False
+        self.cut = False
         self.hunks: list[Hunk] = []
 
     def header_line(self, line: bytes) -> None:
@@ -155,6 +169,7 @@ class _FileState:
             status=self.status,
             binary=self.binary,
             hunks=self.hunks,
+            cut=self.cut,
         )
 
 
@@ -165,7 +180,8 @@ class DiffParser:
     `feed` takes each line (without its newline) and says whether to go on; `room` is how many
     bytes the next line may have before it passes the byte cap. Once a cap is reached,
     `truncated` is True: the files read whole are kept, and the file being read when the byte
-    cap was hit keeps the hunks completed before it (possibly none). `finish` returns the files.
+    cap was hit keeps the hunks completed before it (possibly none) and is marked `FileDiff.cut`
+    (unless the cut fell exactly before the next file's header). `finish` returns the files.
     A hunk's lines are counted against its header, so a line that only looks like a header
     (``diff --git`` inside a hunk) is read as content.
     """
@@ -191,8 +207,13 @@ class DiffParser:
         self._used += len(line) + 1
         if cut or self._used > self.max_bytes:
             self.truncated = True
-            if self._file is not None and self._in_hunk():
-                self._file.hunks.pop()  # the hunk being read is incomplete: leave it out
+            if self._file is not None:
+                in_hunk = self._in_hunk()
+                if in_hunk:
+                    self._file.hunks.pop()  # the hunk being read is incomplete: leave it out
+                # (else it ended whole; a header line cut shorter than its "diff --git " is not
+                # recognised, so the file is then said to be cut: never the other way round)
+                self._file.cut = in_hunk or not line.startswith(b"diff --git ")
             return False
         if self._in_hunk() and self._hunk_line(line):
             return True
@@ -303,7 +324,60 @@ def diff_objects(
         rc = p.finish(stop=parser.truncated)
         if not parser.truncated and rc != 0:
             raise p.failed()
+    if files and files[-1].cut:
+        _count_cut_file(git_dir, old, new, files[-1])
     return files, parser.truncated
+
+
+def _common_args() -> list[str]:
+    """The options `diff_objects` also gives git, so that the counts are of the same diff."""
+    return ["--no-color", "--no-ext-diff", "--no-textconv", "--find-renames", "--no-relative"]
+
+
+def _count_cut_file(git_dir: str, old: str, new: str, f: FileDiff) -> None:
+    """Set `f.counts` (or `f.binary`) from ``git diff --numstat`` of that file alone (both its
+    paths, so a rename is still one file), within `NUMSTAT_TIMEOUT_S`; on failure they stay
+    unknown (the page then counts the hunks it has)."""
+    paths = [p for p in dict.fromkeys((f.old_path, f.new_path)) if p is not None]
+    args = ["diff", "--numstat", "-z", *_common_args(), "--end-of-options", old, new, "--"]
+    args += [f":(literal){p}" for p in paths]
+    try:
+        res = Git.at(git_dir, timeout_s=NUMSTAT_TIMEOUT_S).run(args, check=True)
+    except GitFailed:
+        return
+    tokens, i, counts = res.stdout.split(b"\0"), 0, [0, 0]
+    seen = False
+    while i < len(tokens):  # "<added>\t<removed>\t<path>", or "…\t" then the two paths of a rename
+        parts = tokens[i].split(b"\t", 2)
+        if len(parts) != 3:
+            break  # (the empty string after the last NUL)
+        if parts[0] == b"-":
+            f.binary = True
+            return
+        if not (parts[0].isdigit() and parts[1].isdigit()):
+            return
+        counts[0], counts[1], seen = counts[0] + int(parts[0]), counts[1] + int(parts[1]), True
+        i += 3 if parts[2] == b"" else 1
+    if seen:
+        f.counts = (counts[0], counts[1])
+
+
+def count_files(git_dir: str, old: str, new: str, *, scope: str = "") -> int:
+    """How many files the diff from `old` to `new` (resolved object names, as for
+    `diff_objects`) changes under `scope`: for a diff `diff_objects` cut, the count of the
+    whole. ``git diff --name-only -z`` (a rename is one file, as in the diff), counted as it
+    streams by."""
+    args = ["-c", "core.quotePath=false", "diff", "--name-only", "-z", *_common_args(), "--end-of-options", old, new]
+    count = 0
+    with Git.at(git_dir).stream([*args, "--", *scope_spec(scope)]) as p:
+        while True:
+            chunk = p.out.chunk()
+            if not chunk:
+                break
+            count += chunk.count(b"\0")
+        if p.finish() != 0:
+            raise p.failed()
+    return count
 
 
 def _quote_path(p: str) -> str:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from codesearch.errors import CodesearchError, FileNotFound, InvalidArgument
 from codesearch.git.commits import Commit, count_commits, log_records
 from codesearch.git.dates import iso_from_git
-from codesearch.git.diff import FileDiff, diff_objects, unquote
+from codesearch.git.diff import FileDiff, count_files, diff_objects, unquote
 from codesearch.git.objects import BINARY_SNIFF, object_info, resolve_commit
 from codesearch.git.paths import check_path, check_scope, show
 from codesearch.git.process import Git
@@ -262,16 +262,17 @@ def _empty_tree(git_dir: str) -> str:
 
 def commit_changes(
     git_dir: str, ref: str, *, path: str | None = None, max_files: int = 300, max_bytes: int = 1_000_000
-) -> tuple[CommitDetail, list[FileDiff], bool]:
+) -> tuple[CommitDetail, list[FileDiff], bool, int]:
     """The commit `ref` names and what it changed: the diff from its first parent (a merge is
     shown against the branch it was merged into, as GitHub does; a root commit against the
-    empty tree). `path`, the caps and the result are `diff.diff`'s."""
+    empty tree). `path`, the caps, files and truncated are `diff.diff`'s; the last value is how
+    many files the whole change has (`diff.count_files` when the diff was cut)."""
     detail = commit_detail(git_dir, ref)
     base = detail.parents[0] if detail.parents else _empty_tree(git_dir)
-    files, truncated = diff_objects(
-        git_dir, base, detail.hash, scope=check_scope(path), max_files=max_files, max_bytes=max_bytes
-    )
-    return detail, files, truncated
+    scope = check_scope(path)
+    files, truncated = diff_objects(git_dir, base, detail.hash, scope=scope, max_files=max_files, max_bytes=max_bytes)
+    total = count_files(git_dir, base, detail.hash, scope=scope) if truncated else len(files)
+    return detail, files, truncated, total
 
 
 def commits_between(git_dir: str, base: str, head: str, *, limit: int = 100) -> tuple[list[CommitDetail], int]:
@@ -287,7 +288,10 @@ def commits_between(git_dir: str, base: str, head: str, *, limit: int = 100) -> 
 
 
 def file_stats(f: FileDiff) -> tuple[int, int]:
-    """(lines added, lines removed) of one file's hunks."""
+    """(lines added, lines removed) of one file: its whole change's when known (`FileDiff.counts`,
+    for a file the diff was cut in), else its hunks'."""
+    if f.counts is not None:
+        return f.counts
     added = removed = 0
     for h in f.hunks:
         for line in h.lines:

@@ -1,7 +1,7 @@
 """A repository's objects: refs resolved to commits, blobs read, objects looked up by name.
 
-`resolve_commit` is the gate every read goes through: it turns a caller's ref (checked by
-`paths.check_ref`) into a full commit sha, and later commands only ever see that sha.
+`resolve_commit` is the gate every read goes through: it turns a caller's ref (read by
+`paths.parse_ref`'s grammar) into a full commit sha, and later commands only ever see that sha.
 `ObjectBatch` keeps one ``git cat-file --batch`` process answering object requests one at a
 time, for walks that read many objects (a tree listing, an index build) without one process
 per object and without loading what they do not ask for.
@@ -9,32 +9,57 @@ per object and without loading what they do not ask for.
 
 from __future__ import annotations
 
+import re
 from typing import NoReturn
 
 from codesearch.errors import CodesearchError, FileNotFound, InvalidGitRef
-from codesearch.git.paths import check_path, check_ref, encode
+from codesearch.git.paths import check_path, check_ref, encode, parse_ref
 from codesearch.git.process import Git
 
-__all__ = ["BINARY_SNIFF", "ObjectBatch", "is_binary", "object_info", "read_blob", "resolve_commit"]
+__all__ = [
+    "BINARY_SNIFF",
+    "RESOLVE_TIMEOUT_S",
+    "ObjectBatch",
+    "is_binary",
+    "object_info",
+    "read_blob",
+    "resolve_commit",
+]
 
 #: git's binary test looks at this many leading bytes
 BINARY_SNIFF = 8000
+#: resolving a ref takes git milliseconds (the grammar bounds the walk); past this, it is a failure
+RESOLVE_TIMEOUT_S = 5.0
+
+_SHA = re.compile(rb"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
 def resolve_commit(git_dir: str, ref: str) -> str:
     """The full sha of the commit `ref` names (``ref^{commit}``: a tag is peeled).
 
-    InvalidGitRef when `ref` is malformed or names no commit; a plain CodesearchError when
-    `git_dir` is not a git repository (a server-side problem).
+    `ref` must pass `paths.parse_ref`; then git is asked only about the names `RefSpec.candidates`
+    lists (``refs/tags/<name>``, ``refs/heads/<name>``, the hex object name, ``HEAD``), each
+    with the ref's own bounded ``~N`` / ``^N`` steps, in one ``git cat-file --batch-check``
+    under `RESOLVE_TIMEOUT_S`: the first that names a commit wins. Those names reach git on its
+    standard input, one a line, never as an argument, and what comes back must be a full sha.
+
+    MalformedGitRef (an InvalidGitRef) for a ref outside the grammar, InvalidGitRef when it
+    names no commit; a plain CodesearchError when `git_dir` is not a git repository (a
+    server-side problem).
     """
-    check_ref(ref)
-    res = Git.at(git_dir).run(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"])
-    commit = res.stdout.decode("ascii", "replace").strip()
+    spec = parse_ref(ref)
+    names = [f"{name}{spec.suffix}^{{commit}}" for name in spec.candidates()]
+    res = Git.at(git_dir, timeout_s=RESOLVE_TIMEOUT_S).run(
+        ["cat-file", "--batch-check=%(objectname)"], stdin="".join(n + "\n" for n in names).encode("utf-8")
+    )
     if "not a git repository" in res.stderr:
         raise CodesearchError("the repository's clone is not a git repository")  # 500: damaged, not the caller's fault
-    if res.returncode != 0 or not commit:
-        raise InvalidGitRef(f"git ref {ref!r} not found in the repository")
-    return commit
+    for line in res.stdout.split(b"\n") if res.returncode == 0 else []:
+        if _SHA.fullmatch(line):
+            return line.decode("ascii")
+    if "is ambiguous" in res.stderr:
+        raise InvalidGitRef(f"git ref {ref!r} is ambiguous in the repository: give more hex digits or a full name")
+    raise InvalidGitRef(f"git ref {ref!r} not found in the repository")
 
 
 def read_blob(git_dir: str, ref: str, path: str) -> tuple[bytes, str]:

@@ -14,19 +14,22 @@
     Sourcebot's ``{hash, date, message, refs, body, authorName, authorEmail, parents}`` (``refs``
     and ``date`` as our ``/api/commits`` gives them: branch and tag names, the committer date)
     plus ``authorDate``, ``committerName``, ``committerEmail`` and what the commit changed:
-    ``files`` (below) and ``truncated``; against its first parent (a root commit: against
-    nothing). `path` keeps the changes to one file or directory.
+    ``files`` (below), ``truncated`` and ``totalFiles``; against its first parent (a root
+    commit: against nothing). `path` keeps the changes to one file or directory.
 
 ``GET /api/diff?repo&base&head[&path]``
     Sourcebot's ``{files}`` (``git diff <base> <head>``: the two trees, not the merge base) plus
-    ``repo``, ``base``, ``head``, ``baseCommit``, ``headCommit`` and ``truncated``.
+    ``repo``, ``base``, ``head``, ``baseCommit``, ``headCommit``, ``truncated`` and ``totalFiles``.
 
 A file of ``files``: ``{oldPath, newPath, hunks: [{oldRange: {start, lines}, newRange: {start,
 lines}, heading?, body}]}`` as Sourcebot (``oldPath`` null when added, ``newPath`` null when
 deleted; ``body`` the hunk's lines joined with ``\\n``, each starting with ``' '``, ``+``,
 ``-`` or ``\\``), plus ``status`` (added, deleted, modified, renamed), ``isBinary`` (no hunks
-then), ``additions`` and ``deletions``. A diff is cut at `MAX_FILES` files or `MAX_DIFF_BYTES`
-of diff text (``truncated: true``).
+then), ``additions``, ``deletions`` and ``truncated``. A diff is cut at `MAX_FILES` files or
+`MAX_DIFF_BYTES` of diff text (``truncated: true``); ``totalFiles`` is then the number of files
+of the whole diff (more than ``files`` holds), and the file the cut fell in has ``truncated:
+true``, only the hunks read whole before the cut (maybe none) and its whole change's
+``additions`` and ``deletions`` (``git diff --numstat``).
 
 Repos go through the tools' `ToolContext`, so a repository the caller may not see answers exactly
 as one that does not exist. Errors (docs/http-api.md#errors): 404 ``REPOSITORY_NOT_FOUND`` (unknown,
@@ -41,7 +44,7 @@ from fastapi import APIRouter, Query, Request
 from starlette.concurrency import run_in_threadpool
 
 from codesearch.git import history
-from codesearch.git.diff import FileDiff, diff_objects
+from codesearch.git.diff import FileDiff, count_files, diff_objects
 from codesearch.git.objects import resolve_commit
 from codesearch.git.paths import check_path, check_ref, check_scope
 from codesearch.service import audit
@@ -73,6 +76,7 @@ def file_json(f: FileDiff) -> dict:
         "isBinary": f.binary,
         "additions": added,
         "deletions": removed,
+        "truncated": f.cut,
         "hunks": hunks,
     }
 
@@ -158,10 +162,15 @@ async def commit(
     def run():
         tc = services.make_context(identity)
         row = tc.repo(repo)
-        detail, files, truncated = history.commit_changes(
+        detail, files, truncated, total = history.commit_changes(
             tc.git_dir(row), check_ref(ref), path=path, max_files=MAX_FILES, max_bytes=MAX_DIFF_BYTES
         )
-        return {**commit_json(detail), "files": [file_json(f) for f in files], "truncated": truncated}
+        return {
+            **commit_json(detail),
+            "files": [file_json(f) for f in files],
+            "truncated": truncated,
+            "totalFiles": total,
+        }
 
     return await run_in_threadpool(run)
 
@@ -186,6 +195,7 @@ async def diff(
         old = resolve_commit(git_dir, check_ref(base))
         new = resolve_commit(git_dir, check_ref(head))
         files, truncated = diff_objects(git_dir, old, new, scope=scope, max_files=MAX_FILES, max_bytes=MAX_DIFF_BYTES)
+        total = count_files(git_dir, old, new, scope=scope) if truncated else len(files)
         return {
             "repo": row.name,
             "base": base,
@@ -194,6 +204,7 @@ async def diff(
             "headCommit": new,
             "files": [file_json(f) for f in files],
             "truncated": truncated,
+            "totalFiles": total,
         }
 
     return await run_in_threadpool(run)

@@ -218,20 +218,27 @@ def list_branches(tc: ToolContext, repo: str, query: str | None = None, page: in
 
 
 def get_diff(tc: ToolContext, repo: str, base: str, head: str, path: str | None = None) -> str:
-    from codesearch.git.diff import diff, render_unified
+    from codesearch.git.diff import count_files, diff_objects, render_unified
+    from codesearch.git.objects import resolve_commit
     from codesearch.git.paths import check_ref, check_scope
 
     row = tc.repo(repo)
     check_ref(base)
     check_ref(head)
     scope = check_scope(path)
-    files, truncated = diff(tc.git_dir(row), base, head, path=scope)
+    git_dir = tc.git_dir(row)
+    old, new = resolve_commit(git_dir, base), resolve_commit(git_dir, head)
+    files, truncated = diff_objects(git_dir, old, new, scope=scope)
     if not files:
         return f"No differences between {base} and {head} in {row.name}" + (f" under {scope}." if scope else ".")
     text = render_unified(files)
     if truncated:
+        total = count_files(git_dir, old, new, scope=scope)
+        cut = files[-1]
         text += (
-            "\n\n(Diff truncated: it is too large to show whole. Diff one file or directory at a time with "
-            "path, compare closer refs, or read single files with read_file at each ref.)"
+            f"\n\n(Diff truncated: it is too large to show whole; {len(files)} of {plural(total, 'file')} shown"
+            + (f", the diff of {cut.new_path or cut.old_path} cut off" if cut.cut else "")
+            + ". Diff one file or directory at a time with path, compare closer refs, or read single files with "
+            "read_file at each ref.)"
         )
     return text

@@ -18,7 +18,8 @@ may not see is the same 404 page as one that does not exist) and resolved the re
 Everything from the repository (messages, names, paths, code) reaches the page through Jinja's
 autoescaping or through Pygments, which escapes every token; no page here runs a script.
 The work per page is bounded like the API's: at most `MAX_FILES` files and `MAX_DIFF_BYTES`
-of diff text (the page says when it was cut), `history.MAX_BLAME_LINES` lines of blame, and
+of diff text (the page says when it was cut, how many files the whole diff has, and marks the
+file the cut fell in with its whole change's counts), `history.MAX_BLAME_LINES` lines of blame, and
 syntax colouring only for files whose diff is under `MAX_HIGHLIGHT_DIFF_LINES` lines.
 """
 
@@ -33,7 +34,7 @@ from markupsafe import Markup
 from codesearch.errors import FileNotFound, InvalidArgument, InvalidGitRef
 from codesearch.git import history
 from codesearch.git.commits import list_commits
-from codesearch.git.diff import FileDiff, diff_objects
+from codesearch.git.diff import FileDiff, count_files, diff_objects
 from codesearch.git.objects import read_blob, resolve_commit
 from codesearch.git.paths import check_path, check_ref, check_scope
 from codesearch.git.refs import list_branches
@@ -47,6 +48,8 @@ KINDS = ("commits", "commit", "compare")
 PER_PAGE = 30
 MAX_FILES = 300
 MAX_DIFF_BYTES = 1_000_000
+#: the caps as a cut diff's notice says them
+CAP_TEXT = f"{MAX_FILES} files or {MAX_DIFF_BYTES // 1_000_000} MB of diff text"
 #: files with a longer diff are shown without syntax colouring
 MAX_HIGHLIGHT_DIFF_LINES = 5_000
 #: the compare page lists at most this many commits
@@ -138,6 +141,7 @@ def _diff_files(files: list[FileDiff], links: Links, old_rev: str | None, new_re
                 "path": path,
                 "status": f.status,
                 "binary": f.binary,
+                "cut": f.cut,
                 "additions": added,
                 "deletions": removed,
                 "rows": rows,
@@ -293,7 +297,7 @@ def commit_page(page, request: Request, identity, root: str, row, git_dir: str, 
     """One commit, its message and what it changed against its first parent."""
     audit.record(request, identity, "commit.read", row.name, ref=ref)
     links = Links(root, row.name)
-    detail, files, truncated = history.commit_changes(
+    detail, files, truncated, total = history.commit_changes(
         git_dir, check_ref(ref), max_files=MAX_FILES, max_bytes=MAX_DIFF_BYTES
     )
     parent = detail.parents[0] if detail.parents else None
@@ -309,6 +313,8 @@ def commit_page(page, request: Request, identity, root: str, row, git_dir: str, 
         parents=[{"sha": p, "short": _short(p), "url": links.commit(p)} for p in detail.parents],
         files=shown,
         truncated=truncated,
+        total_files=total,
+        cap=CAP_TEXT,
         tree_url=links.tree(detail.hash),
         committer_differs=(detail.committer_name, detail.committer_email) != (detail.author_name, detail.author_email),
         additions=sum(f["additions"] for f in shown),
@@ -350,12 +356,15 @@ def compare_page(page, request: Request, identity, root: str, row, git_dir: str,
     except (InvalidGitRef, FileNotFound) as e:
         return page(request, "compare.html", status_code=400, **{**ctx, "error": str(e)})
     files, truncated = diff_objects(git_dir, old, new, scope=scope, max_files=MAX_FILES, max_bytes=MAX_DIFF_BYTES)
+    total_files = count_files(git_dir, old, new, scope=scope) if truncated else len(files)
     commits, total = history.commits_between(git_dir, old, new, limit=MAX_COMPARE_COMMITS)
     shown = _diff_files(files, links, old, new)
     ctx.update(
         title=f"{base}...{head} · {row.name}",
         files=shown,
         truncated=truncated,
+        total_files=total_files,
+        cap=CAP_TEXT,
         total_commits=total,
         commits=[
             {

@@ -50,6 +50,7 @@ from codesearch.errors import (
     CodesearchError,
     FileNotFound,
     InvalidGitRef,
+    MalformedGitRef,
     RepositoryNotFound,
     ServiceUnavailable,
 )
@@ -147,7 +148,8 @@ def resolve_rev(git_dir: str, row, rev: str) -> str:
     """The ref to read for the revision of a page URL: the full name of the branch or tag
     `rev` names (``-dash`` → ``refs/heads/-dash``; a branch wins over a tag of the same name, as
     `webUrl` names branches), else `rev` itself (a full ref, a commit, ``HEAD``).
-    InvalidGitRef when none of them can be read safely or names a commit."""
+    MalformedGitRef when `rev` is outside the grammar of `paths.parse_ref` (``^{/…}``, ``@{…}``,
+    a leading ``^`` …), InvalidGitRef when it names no commit."""
     if rev.startswith("refs/") or rev == "HEAD":
         return check_ref(rev)
     indexed = [ref for ref in (row.indexed_revisions or {}) if ref.startswith(("refs/heads/", "refs/tags/"))]
@@ -156,10 +158,14 @@ def resolve_rev(git_dir: str, row, rev: str) -> str:
             return prefix + rev
     for prefix in ("refs/heads/", "refs/tags/"):
         try:
-            resolve_commit(git_dir, check_ref(prefix + rev))
+            resolve_commit(git_dir, prefix + rev)
             return prefix + rev
+        except MalformedGitRef:
+            return check_ref(rev)  # (then `rev` is malformed too: refused, saying why)
         except InvalidGitRef:
             continue
+    if rev.startswith("-"):  # a legal branch name that names no branch: not found, like any other
+        raise InvalidGitRef(f"git ref {rev!r} not found in the repository")
     return check_ref(rev)
 
 
@@ -394,6 +400,16 @@ def browse(request: Request, rest: str, identity: PageCaller, web: WebDep):
         return _tree_page(request, root, row, ref, git_dir, path)
     except RepositoryNotFound as e:
         return _not_found(request, str(e).split(":")[0])
+    except MalformedGitRef as e:  # not a ref at all: the address is wrong, not missing
+        return _page(
+            request,
+            "error.html",
+            status_code=400,
+            title="Bad request",
+            status=400,
+            heading="Not a revision",
+            message=str(e),
+        )
     except (FileNotFound, InvalidGitRef) as e:
         return _not_found(request, str(e).split(": use ")[0])
     except CodesearchError as e:
