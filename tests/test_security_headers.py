@@ -386,11 +386,14 @@ def test_trusted_proxies_refuses_anything_else(value):
     ({"CODESEARCH_ALLOWED_HOSTS": "a.example, b.example:8443"}, "b.example:8443", True),
     ({"CODESEARCH_ALLOWED_HOSTS": "a.example, b.example:8443"}, "b.example", False),
     ({"CODESEARCH_ALLOWED_HOSTS": "*"}, "anything.example", True),
+    ({"PUBLIC_URL": "http://10.0.0.5:3000"}, "10.0.0.5:3000", True),  # `public_url` (serve_config.yaml, --host)
+    ({"PUBLIC_URL": "https://search.example.com/cs"}, "search.example.com", True),
 ])
 def test_allowed_hosts(environ, host, allowed):
     from codesearch.service import allowed_hosts
 
-    assert allowed_hosts.AllowedHosts.from_environ(environ).allows(host) is allowed
+    hosts = allowed_hosts.AllowedHosts.from_environ(environ, [environ.get("PUBLIC_URL", "http://localhost:3000")])
+    assert hosts.allows(host) is allowed
 
 
 def test_allowed_hosts_refuses_what_is_not_a_host():
@@ -406,6 +409,7 @@ def test_allowed_hosts_refuses_what_is_not_a_host():
     ("0.0.0.0", {}, True),
     ("0.0.0.0", {"AUTH_URL": "https://code.example.com"}, False),
     ("0.0.0.0", {"CODESEARCH_ALLOWED_HOSTS": "code.internal"}, False),
+    ("10.0.0.5", {}, False),  # its public URL is http://10.0.0.5:PORT, a host the service answers for
 ])
 def test_serve_warns_when_it_listens_beyond_loopback_for_no_named_host(host, environ, warns):
     from codesearch.service.launcher import hosts_warning

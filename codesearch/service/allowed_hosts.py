@@ -13,7 +13,9 @@ What is allowed (`AllowedHosts.from_environ`):
 
 * the loopback names ``localhost``, ``127.0.0.1`` and ``[::1]``, on any port, always (a service
   on 127.0.0.1 is reached under them; a rebinding name is never one of them);
-* the host of ``AUTH_URL`` (the public base URL), on any port;
+* the host of ``AUTH_URL`` (the public base URL), and of the app's public URL (``public_url``:
+  ``serve_config.yaml``'s argument; ``codesearch serve --host NAME`` without ``AUTH_URL`` makes it
+  ``http://NAME:PORT``), on any port;
 * the entries of ``CODESEARCH_ALLOWED_HOSTS``, comma-separated: ``name`` (any port) or
   ``name:port`` (that port only), IPv6 addresses in brackets; ``*`` allows any host (for a
   service whose every entrance checks the host itself, e.g. a reverse proxy with fixed names).
@@ -88,9 +90,9 @@ class AllowedHosts:
     anything: bool = False
 
     @classmethod
-    def from_environ(cls, environ: Mapping[str, str] | None = None) -> AllowedHosts:
-        """Loopback, ``AUTH_URL``'s host and ``CODESEARCH_ALLOWED_HOSTS`` (an entry that is not
-        a host is an `InvalidEnvironmentVariable`: the service refuses to start)."""
+    def from_environ(cls, environ: Mapping[str, str] | None = None, public_urls: Iterable[str] = ()) -> AllowedHosts:
+        """Loopback, the hosts of ``AUTH_URL`` and `public_urls`, and ``CODESEARCH_ALLOWED_HOSTS``
+        (an entry that is not a host is an `InvalidEnvironmentVariable`: the service refuses to start)."""
         from codesearch import environment
 
         environ = os.environ if environ is None else environ
@@ -103,6 +105,10 @@ class AllowedHosts:
                     environment.AUTH_URL, auth_url, "give the public base URL, e.g. https://search.example.com"
                 )
             names.add(host[0])
+        for url in public_urls:
+            host = split_host(urlsplit(url or "").netloc.rpartition("@")[2])
+            if host is not None:
+                names.add(host[0])
         raw = environ.get(ALLOWED_HOSTS, "")
         for item in (part.strip() for part in raw.split(",")):
             if not item:

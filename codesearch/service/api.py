@@ -142,7 +142,8 @@ def build_app(
         anonymous_access = auth.anonymous_access_enabled(environ, enable_public_access)
     policy = permissions.PermissionPolicy(get_store, environ=environ)
     oauth_settings = oauth_server.OAuthSettings.from_environ(environ)  # AUTH_URL and the OAuth lifetimes
-    hosts = allowed_hosts.AllowedHosts.from_environ(environ)  # AUTH_URL's, CODESEARCH_ALLOWED_HOSTS, loopback
+    # loopback, AUTH_URL's and the public URL's hosts, CODESEARCH_ALLOWED_HOSTS
+    hosts = allowed_hosts.AllowedHosts.from_environ(environ, [public_url])
     forwarded.trusted_proxies(environ)  # a bad CODESEARCH_TRUSTED_PROXIES fails now, not on a sign-in
     authenticator = auth.Authenticator(get_store, anonymous_access, policy=policy, oauth=oauth_settings)
 

@@ -357,17 +357,19 @@ def serve_conflict(host: str, port: int, app_name: str) -> str | None:
 
 
 def hosts_warning(host: str, environ: Mapping[str, str]) -> str | None:
-    """What to tell the operator who listens on more than loopback (``--host 0.0.0.0``) without
-    naming the host names clients use: the service answers only loopback names
-    (`codesearch.service.allowed_hosts`), so those clients would get 421."""
+    """What to tell the operator who listens on every address (``--host 0.0.0.0``) without naming
+    the host names clients use: the service answers only loopback names and the public URL's
+    (`codesearch.service.allowed_hosts`; for a named ``--host`` that is ``http://HOST:PORT``),
+    so those clients would get 421."""
     from codesearch.service.allowed_hosts import ALLOWED_HOSTS
 
-    if host in ("127.0.0.1", "localhost", "::1") or environ.get("AUTH_URL") or environ.get(ALLOWED_HOSTS):
+    if host not in ("0.0.0.0", "::", "") or environ.get("AUTH_URL") or environ.get(ALLOWED_HOSTS):
         return None
     return (
-        f"listening on {host}, but neither AUTH_URL nor {ALLOWED_HOSTS} is set: only requests for localhost, "
-        f"127.0.0.1 or [::1] are answered, any other host name or address gets 421 Misdirected Request. "
-        f"Set AUTH_URL to the public base URL, or {ALLOWED_HOSTS} to the names clients use (comma-separated)"
+        f"listening on every address ({host or '*'}), but neither AUTH_URL nor {ALLOWED_HOSTS} is set: only "
+        f"requests for localhost, 127.0.0.1 or [::1] are answered, any other host name or address gets 421 "
+        f"Misdirected Request. Set AUTH_URL to the public base URL, or {ALLOWED_HOSTS} to the names clients use "
+        f"(comma-separated)"
     )
 
 
