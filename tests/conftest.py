@@ -18,6 +18,9 @@ TAG_GLOBS = ["v*"]
 TEST_LLM_TOKEN_ENV = "CODESEARCH_TEST_LLM_KEY"
 TEST_LLM_TOKEN = "sk-test-8c1f2e"
 GIT_REFS = ["refs/heads/main", "refs/heads/dev", "refs/heads/release/1.0", "refs/tags/v1.0"]
+#: The base URL of in-process test clients (Starlette's TestClient): a host the app answers for
+#: without configuration (`codesearch.service.allowed_hosts`; TestClient's own "testserver" is refused).
+LOCAL = "http://localhost"
 
 #: Fixtures that start Ray, Serve or a browser: a test that needs one (directly or through another
 #: fixture) is not in the fast lane (`make check`, ``pytest --fast``).

@@ -79,6 +79,11 @@ def test_cluster_yaml_matches_ray_schema(variant):
     assert re.search(r"RAY_ADDRESS=auto;.*nohup .*codesearch serve --config \S+ --data-dir /shared/codesearch "
                      r"--host 0\.0\.0\.0", head)
     assert "ray start --address=$RAY_HEAD_IP:6379" in " ".join(prepared["worker_start_ray_commands"])
+    # Serve's proxies on every node: our middlewares, and no X-Forwarded-For believed (codesearch.service.forwarded)
+    for start in (head, " ".join(prepared["worker_start_ray_commands"])):
+        assert "RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH=codesearch.service.proxy_errors:middlewares" in start
+        assert "FORWARDED_ALLOW_IPS=none" in start
+    assert re.search(r'AUTH_URL="[^"]+" RAY_ADDRESS=auto;.*codesearch serve', head)  # the host it answers for
     setup = " ".join(prepared["setup_commands"])
     assert "universal-ctags" in setup and "git" in setup and "pip install" in setup
     if variant == "local":

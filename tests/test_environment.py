@@ -24,6 +24,7 @@ from codesearch import environment
 from codesearch.service.api import build_app
 from codesearch.store import Store
 from codesearch.web import sessions
+from tests.conftest import LOCAL
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -142,7 +143,7 @@ def _app(store, monkeypatch, env: dict[str, str], **kwargs):
 
 def _sign_in(app, account) -> tuple[TestClient, str]:
     """A client signed in as `account`, and the Set-Cookie header of its session."""
-    c = TestClient(app)
+    c = TestClient(app, base_url=LOCAL)
     token = re.search(r'name="csrf_token" value="([^"]+)"', c.get("/login").text).group(1)
     r = c.post("/login", data={**account, "csrf_token": token}, follow_redirects=False)
     assert r.status_code == 303, r.text
@@ -181,7 +182,7 @@ def test_auth_secret_validates_session_cookies(tmp_path, monkeypatch, accounts):
         c, _ = _sign_in(_app(replica["first"], monkeypatch, {}), OWNER)
         cookie = {sessions.SESSION_COOKIE: c.cookies[sessions.SESSION_COOKIE]}
         for secret, status in (("first", 200), ("first ", 200), ("second", 401)):
-            other = TestClient(_app(replica[secret], monkeypatch, {}), cookies=cookie)
+            other = TestClient(_app(replica[secret], monkeypatch, {}), cookies=cookie, base_url=LOCAL)
             assert other.get("/api/repos").status_code == status, secret
     finally:
         for s in replica.values():
@@ -216,7 +217,7 @@ def test_who_may_create_and_use_api_keys(accounts, monkeypatch, env, members_cre
     # keys made elsewhere (the CLI is an operator's tool): a member's key works only when allowed,
     # and a refused key is refused even where anonymous access would let a visitor in
     for anonymous in (False, True):
-        client = TestClient(_app(store, monkeypatch, env, anonymous_access=anonymous))
+        client = TestClient(_app(store, monkeypatch, env, anonymous_access=anonymous), base_url=LOCAL)
         for user, may_use in ((owner, True), (member, members_use)):
             _, key = store.create_api_key(user.id, "cli")
             for method, path, headers in (("GET", "/api/repos", {"Authorization": f"Bearer {key}"}),

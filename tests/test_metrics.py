@@ -29,6 +29,7 @@ from codesearch.runtime.searchers import ShardSearcher
 from codesearch.search.options import SearchOptions
 from codesearch.service import observability
 from codesearch.service.api import build_app
+from tests.conftest import LOCAL
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -92,7 +93,7 @@ def app(tmp_path):
     ("PROPFIND", "/api/health", None, "/api/health", 405),
 ])
 def test_requests_are_labelled_by_route_template(app, recorded, method, path, body, route, status):
-    with TestClient(app) as client:
+    with TestClient(app, base_url=LOCAL) as client:
         r = client.request(method, path, json=body, follow_redirects=False)
     if status is not None:
         assert r.status_code == status
@@ -104,7 +105,7 @@ def test_requests_are_labelled_by_route_template(app, recorded, method, path, bo
 
 @pytest.mark.parametrize("sent,kept", [("client-id.1", True), ("x" * 65, False), ("a b", False), (None, False)])
 def test_every_response_has_one_request_id(app, recorded, sent, kept):
-    with TestClient(app) as client:
+    with TestClient(app, base_url=LOCAL) as client:
         r = client.get("/api/health", headers={"X-Request-Id": sent} if sent is not None else {})
     ids = r.headers.get_list("x-request-id")
     assert len(ids) == 1
@@ -382,7 +383,7 @@ def test_a_request_id_reaches_the_searchers(ray_session, indexed_corpus, tmp_pat
     store = Store.open(tmp_path / "data")
     try:
         app = build_app(lambda: pool, get_store=lambda: store, anonymous_access=True)
-        with TestClient(app) as client:
+        with TestClient(app, base_url=LOCAL) as client:
             body = {"query": "foo", "matches": 10}
             assert client.post("/api/search", json=body, headers={"X-Request-Id": "trace-42"}).status_code == 200
             assert client.post("/api/stream_search", json=body, headers={"X-Request-Id": "trace-43"}).status_code == 200

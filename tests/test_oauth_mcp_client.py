@@ -25,6 +25,7 @@ from mcp.shared.auth import (
 )
 
 from tests.oauthworld import OWNER, REDIRECT, Browser, mcp_initialize, oauth_app  # noqa: F401  (fixture)
+from tests.conftest import LOCAL
 
 
 class MemoryStorage:
@@ -231,8 +232,8 @@ def test_under_a_path_prefix_every_url_carries_it(tmp_path):
 
     store = make_store(str(tmp_path / "data"))
     c = TestClient(build_app(lambda: NoSearcher(), get_store=lambda: store, anonymous_access=False, environ={}),
-                   root_path="/cs")
-    base = "http://testserver/cs"
+                   base_url=LOCAL, root_path="/cs")
+    base = LOCAL + "/cs"
     asm = c.get("/cs/.well-known/oauth-authorization-server").json()
     assert (asm["issuer"], asm["authorization_endpoint"]) == (base, base + "/oauth/authorize")
     assert c.get("/cs/.well-known/oauth-protected-resource/api/mcp").json()["resource"] == base + "/api/mcp"

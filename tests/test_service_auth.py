@@ -15,6 +15,7 @@ from codesearch.service import auth
 from codesearch.service.api import build_app
 from codesearch.service.auth import UNRESTRICTED, Authenticator, Identity, NotAuthenticated
 from codesearch.store import Store
+from tests.conftest import LOCAL
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -80,7 +81,7 @@ def test_authenticator(store):
     ({"environ": {"FORCE_ENABLE_ANONYMOUS_ACCESS": "true"}, "anonymous_access": False}, 401),
 ])
 def test_build_app_reads_the_switch_when_built(store, kwargs, status):
-    client = TestClient(build_app(lambda: None, get_store=lambda: store, **kwargs))
+    client = TestClient(build_app(lambda: None, get_store=lambda: store, **kwargs), base_url=LOCAL)
     assert client.get("/api/repos").status_code == status
     assert client.get("/api/health").status_code == 200
 
@@ -91,7 +92,7 @@ def test_every_repo_access_goes_through_visible_repos(store, monkeypatch, tmp_pa
     store.enqueue_index_job(store.find_repo("github.com/o/a").id)
     store.enqueue_index_job(b.id)
     client = TestClient(build_app(lambda: None, get_store=lambda: store, data_dir=str(tmp_path / "data"),
-                                  anonymous_access=True))
+                                  anonymous_access=True), base_url=LOCAL)
     r = client.get("/api/repos")
     assert [x["repoName"] for x in r.json()] == ["github.com/o/b"] and r.headers["x-total-count"] == "1"
     assert [x["repoId"] for x in client.get("/api/repos/status").json()] == [b.id]

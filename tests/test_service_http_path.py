@@ -32,6 +32,7 @@ from codesearch.service.proxy_body import MAX_BYTES, SCOPE_KEY, WAIT_S, BodyAhea
 from codesearch.store import Store
 from codesearch.web.sessions import SESSION_COOKIE
 from tests.asgiserver import serving
+from tests.conftest import LOCAL
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -172,7 +173,7 @@ def test_a_search_needs_no_worker_thread(pool, tmp_path):
     store = Store.open(tmp_path / "data")
     app = build_app(lambda: pool, get_store=lambda: store, anonymous_access=True)
     body = {"query": "foo", "matches": 10}
-    with TestClient(app) as client:
+    with TestClient(app, base_url=LOCAL) as client:
         want = client.post("/api/search", json=body).json()  # the first one attaches to the searchers
         assert want["files"]
         holders = client.portal.call(_take_every_worker_thread)
@@ -234,7 +235,8 @@ def test_serve_writes_access_logs_only_at_debug(level, access_log):
 def test_serve_settings_keep_what_the_environment_says():
     environ = {"RAY_SERVE_PROXY_USE_GRPC": "0"}
     serve_settings.install_proxy_env(environ)
-    assert environ == {"RAY_SERVE_PROXY_USE_GRPC": "0", "RAY_SERVE_RUN_ROUTER_IN_SEPARATE_LOOP": "0"}
+    assert environ == {"RAY_SERVE_PROXY_USE_GRPC": "0", "RAY_SERVE_RUN_ROUTER_IN_SEPARATE_LOOP": "0",
+                       "FORWARDED_ALLOW_IPS": "none"}
     assert serve_settings.replica_env({}) == {"RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0"}
     assert serve_settings.replica_env({"RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "1"}) == \
         {"RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "1"}

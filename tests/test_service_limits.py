@@ -33,6 +33,7 @@ from codesearch.search.options import SearchOptions
 from codesearch.store import Store
 from tests.corpus import make_local_repo
 from tests.oracle import engine_spans
+from tests.conftest import LOCAL
 
 SEARCH_TIMEOUT_S = 3.0
 BODY_TIMEOUT_S = 2.0
@@ -271,7 +272,7 @@ def test_matches_is_capped_at_the_server_maximum(world, monkeypatch):
 
     searcher = world["searcher"]
     app = build_app(lambda: searcher, anonymous_access=True, environ={"DEFAULT_MAX_MATCH_COUNT": "3"})
-    with TestClient(app) as client:
+    with TestClient(app, base_url=LOCAL) as client:
         resp = client.post("/api/search", json={"query": "needle", "matches": 1_000_000}).json()
     assert resp["stats"]["actualMatchCount"] == 3 and resp["isSearchExhaustive"] is False
 

@@ -20,6 +20,7 @@ from codesearch.service.api import build_app
 from codesearch.store import Store
 from codesearch.web import sessions
 from tests.webworld import browser, login, page_for, shot, web  # noqa: F401  (pytest fixtures)
+from tests.conftest import LOCAL
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
@@ -386,7 +387,7 @@ def _form_token(html: str) -> str:
 
 def test_first_account_setup(fresh):
     store, app = fresh
-    c = TestClient(app)
+    c = TestClient(app, base_url=LOCAL)
     page = c.get("/login")
     assert page.status_code == 200 and 'href="/setup"' in page.text
     form = c.get("/setup")
@@ -410,8 +411,8 @@ def test_first_account_setup(fresh):
     # signed in now; setup is gone for everyone
     assert c.get("/settings/users").status_code == 200
     assert c.get("/setup").status_code == 404
-    assert TestClient(app).get("/setup").status_code == 404
-    other = TestClient(app)
+    assert TestClient(app, base_url=LOCAL).get("/setup").status_code == 404
+    other = TestClient(app, base_url=LOCAL)
     r = other.post("/setup", data={**good, "email": "intruder@example.com",
                                    "csrf_token": _form_token(other.get("/login").text)})
     assert r.status_code == 404 and len(store.list_users()) == 1
@@ -424,7 +425,7 @@ def test_login_upgrades_an_outdated_hash_and_sessions_expire(fresh):
     store, app = fresh
     weak = PasswordHasher(time_cost=1, memory_cost=8, parallelism=1).hash("legacy-pass-1")
     user = store.create_user("old@example.com", password_hash=weak)
-    c = TestClient(app)
+    c = TestClient(app, base_url=LOCAL)
     r = c.post("/login", data={"email": "OLD@example.com ", "password": "legacy-pass-1", "next": "/settings/keys",
                                "csrf_token": _form_token(c.get("/login").text)}, follow_redirects=False)
     assert r.status_code == 303 and r.headers["location"] == "/settings/keys"
@@ -448,7 +449,7 @@ def test_login_upgrades_an_outdated_hash_and_sessions_expire(fresh):
 def test_secure_cookie_over_https_and_safe_next(fresh):
     store, app = fresh
     store.create_user("o@example.com", password_hash=sessions.hash_password("owner-pass-1"))
-    c = TestClient(app, base_url="https://search.example")
+    c = TestClient(app, base_url="https://localhost")
     r = c.post("/login", data={"email": "o@example.com", "password": "owner-pass-1", "next": "https://evil.example/",
                                "csrf_token": _form_token(c.get("/login").text)}, follow_redirects=False)
     assert r.status_code == 303 and r.headers["location"] == "/"
@@ -488,7 +489,7 @@ def test_cli_set_password(tmp_path, monkeypatch, capsys):
 def test_one_session_lookup_per_request(fresh, monkeypatch):
     store, app = fresh
     store.create_user("o@example.com", password_hash=sessions.hash_password("owner-pass-1"))
-    c = TestClient(app)
+    c = TestClient(app, base_url=LOCAL)
     login_page = c.get("/login")
     assert login_page.headers["x-frame-options"] == "DENY"
     c.post("/login", data={"email": "o@example.com", "password": "owner-pass-1",
@@ -501,4 +502,4 @@ def test_one_session_lookup_per_request(fresh, monkeypatch):
         assert c.get(path).status_code == 200, path
         assert len(calls) == lookups, path  # the API reuses the middleware's lookup
     calls.clear()
-    assert TestClient(app).get("/api/repos").status_code == 401 and calls == []  # no cookie: no lookup
+    assert TestClient(app, base_url=LOCAL).get("/api/repos").status_code == 401 and calls == []  # no cookie: no lookup

@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 from codesearch.web import STATIC_DIR, TEMPLATES_DIR
 from codesearch.web.assets import digest
 from codesearch.web.modules import direct_imports, imports_of
+from tests.conftest import LOCAL
 
 _NAMED_IMPORT = re.compile(r'^import \{([^}]*)\} from "\./([\w.-]+\.js)";', re.MULTILINE)
 _EXPORT = re.compile(r"^export (?:async function|function|const|let|class) (\w+)", re.MULTILINE)
@@ -60,7 +61,8 @@ def test_the_results_page_preloads_what_its_module_imports_before_it_runs(tmp_pa
 
     store = Store.open(str(tmp_path / "data"))
     try:
-        with TestClient(build_app(lambda: None, get_store=lambda: store, anonymous_access=True, environ={})) as c:
+        with TestClient(build_app(lambda: None, get_store=lambda: store, anonymous_access=True, environ={}),
+                        base_url=LOCAL) as c:
             html = c.get("/search?q=handle_request").text
     finally:
         store.close()

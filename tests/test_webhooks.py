@@ -20,6 +20,7 @@ from codesearch.service.api import build_app
 from codesearch.service.webhooks import secret_for
 from codesearch.store import Store
 from tests.asgiserver import serving
+from tests.conftest import LOCAL
 
 SECRET = "s3cr3t-for-tests"
 GITLAB_SECRET = "gitlab-only-secret"
@@ -134,7 +135,8 @@ def test_without_a_secret_webhooks_are_off(tmp_path):
     store.upsert_connection("gh", "github", {"type": "github"})
     from fastapi.testclient import TestClient
 
-    client = TestClient(build_app(lambda: None, get_store=lambda: store, anonymous_access=False, environ={}))
+    client = TestClient(build_app(lambda: None, get_store=lambda: store, anonymous_access=False, environ={}),
+                        base_url=LOCAL)
     body, headers = _github()
     r = client.post("/api/webhooks/gh", content=body, headers=headers)
     assert (r.status_code, r.json()["errorCode"]) == (403, "WEBHOOK_NOT_ENABLED")

@@ -22,7 +22,9 @@ on Ray, whose ``actors`` the streaming route awaits one by one); state (repos, A
 search contexts) comes from the `Store` of the data directory. This module holds no search or
 database logic. Responses are gzipped when worth it, streams excepted (`compression.py`).
 Every request is named and measured by `observability.ObserveRequests` (an ``X-Request-Id``, the
-HTTP metrics of `codesearch.runtime.metrics`). The routers are module-level
+HTTP metrics of `codesearch.runtime.metrics`); its ``Host`` must be one the service answers for
+(`allowed_hosts.CheckHost`: 421 otherwise); every page carries the site's security headers
+(`codesearch.web.security_headers`). The routers are module-level
 ``APIRouter``s; what their handlers need (the store, the caller, the settings) comes through the
 typed dependencies of `deps`, from the one `deps.Services` this function keeps on ``app.state``.
 """
@@ -42,10 +44,12 @@ from codesearch.git import slots as git_slots
 from codesearch.runtime import request_ids
 from codesearch.search.options import DEFAULT_PUBLIC_URL
 from codesearch.service import (
+    allowed_hosts,
     audit,
     auth,
     deps,
     errors,
+    forwarded,
     mcp,
     oauth_server,
     routes_chat,
@@ -64,6 +68,7 @@ from codesearch.service.compression import Compress
 from codesearch.service.limits import RequestLimits
 from codesearch.service.observability import ObserveRequests
 from codesearch.service.routes_search import SearchRequest  # noqa: F401  (the request model, re-exported)
+from codesearch.web.security_headers import SecurityHeaders
 
 if TYPE_CHECKING:
     from codesearch.store import Store
@@ -140,6 +145,9 @@ def build_app(
         anonymous_access = auth.anonymous_access_enabled(environ, enable_public_access)
     policy = permissions.PermissionPolicy(get_store, environ=environ)
     oauth_settings = oauth_server.OAuthSettings.from_environ(environ)  # AUTH_URL and the OAuth lifetimes
+    # loopback, AUTH_URL's and the public URL's hosts, CODESEARCH_ALLOWED_HOSTS
+    hosts = allowed_hosts.AllowedHosts.from_environ(environ, [public_url])
+    forwarded.trusted_proxies(environ)  # a bad CODESEARCH_TRUSTED_PROXIES fails now, not on a sign-in
     authenticator = auth.Authenticator(get_store, anonymous_access, policy=policy, oauth=oauth_settings)
 
     app = FastAPI(
@@ -209,7 +217,9 @@ def build_app(
     app.include_router(routes_oauth.router)  # OAuth 2.0 for MCP clients
     for routes in (routes_git, routes_history, routes_codenav, routes_chat):
         app.include_router(routes.router)
-    mcp.install(app, authenticator, make_context, has_models, version=_version(), audit_log=audit_log)
+    mcp.install(
+        app, authenticator, make_context, has_models, version=_version(), audit_log=audit_log, allowed_hosts=hosts
+    )
 
     from codesearch import web as webui
     from codesearch.sso import build_providers
@@ -237,7 +247,10 @@ def build_app(
     # gzip outside the routes and the session middleware (pages, JSON, static files), never on
     # the streams (`compression.STREAMED_PATHS`).
     app.add_middleware(Compress)
+    app.add_middleware(SecurityHeaders)  # nosniff everywhere; the page headers on any HTML that lacks them
+    # Before anything reads the request (the session, the credentials, the body): another host's is refused.
+    app.add_middleware(allowed_hosts.CheckHost, hosts=hosts)
     # Added last, so it is the outermost of the app's middlewares: it names and times every
-    # request, those the limits or the session middleware refuse included.
+    # request, those the host check, the limits or the session middleware refuse included.
     app.add_middleware(ObserveRequests, routes=lambda: app.router.routes)
     return app

@@ -356,6 +356,23 @@ def serve_conflict(host: str, port: int, app_name: str) -> str | None:
     return None
 
 
+def hosts_warning(host: str, environ: Mapping[str, str]) -> str | None:
+    """What to tell the operator who listens on every address (``--host 0.0.0.0``) without naming
+    the host names clients use: the service answers only loopback names and the public URL's
+    (`codesearch.service.allowed_hosts`; for a named ``--host`` that is ``http://HOST:PORT``),
+    so those clients would get 421."""
+    from codesearch.service.allowed_hosts import ALLOWED_HOSTS
+
+    if host not in ("0.0.0.0", "::", "") or environ.get("AUTH_URL") or environ.get(ALLOWED_HOSTS):
+        return None
+    return (
+        f"listening on every address ({host or '*'}), but neither AUTH_URL nor {ALLOWED_HOSTS} is set: only "
+        f"requests for localhost, 127.0.0.1 or [::1] are answered, any other host name or address gets 421 "
+        f"Misdirected Request. Set AUTH_URL to the public base URL, or {ALLOWED_HOSTS} to the names clients use "
+        f"(comma-separated)"
+    )
+
+
 def run(
     config_path: str | None,
     *,
@@ -398,6 +415,9 @@ def run(
     public_url = (
         os.environ.get("AUTH_URL") or f"http://{'localhost' if host in ('127.0.0.1', '0.0.0.0') else host}:{port}"
     )
+    unreachable = hosts_warning(host, os.environ)
+    if unreachable:
+        _say(f"warning: {unreachable}")
 
     started_ray = not ray.is_initialized()
     address = os.environ.get("RAY_ADDRESS")

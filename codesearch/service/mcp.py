@@ -19,9 +19,11 @@ narrow the question). A tool failure is a result with ``isError: true`` and the 
 (`CodesearchError`s are written for the agent); anything unexpected is logged and answered with
 a generic message, never a stack trace. ``ask_codebase`` is listed only when a language model is configured.
 
-The SDK's DNS-rebinding protection (a Host allow-list meant for unauthenticated local servers) is
-off: the service is reached under whatever host name it is deployed at, and every request is
-authenticated.
+The SDK's DNS-rebinding protection is on, with the host names the whole app answers for
+(`allowed_hosts.mcp_transport_security`): a request for another ``Host`` is refused (421, as the
+app's own `allowed_hosts.CheckHost` already does), and so is a browser's request whose ``Origin``
+is not one of those names (403): a page of another site cannot call the tools with a visitor's
+browser, even where anonymous access lets anyone.
 """
 
 from __future__ import annotations
@@ -37,12 +39,12 @@ import anyio
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import ToolAnnotations
 from starlette.routing import Route
 
 from codesearch.errors import CodesearchError
 from codesearch.permissions import Identity
+from codesearch.service.allowed_hosts import AllowedHosts, mcp_transport_security
 from codesearch.service.auth import Authenticator, NotAuthenticated
 from codesearch.tools.catalog import TOOLS, ToolSpec, parameters
 from codesearch.tools.context import ToolContext
@@ -191,14 +193,16 @@ def install(
     *,
     version: str = "",
     audit_log=None,
+    allowed_hosts: AllowedHosts | None = None,
 ) -> CodesearchMCP:
-    """Add ``/api/mcp`` to the FastAPI `app` and run the SDK's session manager in its lifespan."""
+    """Add ``/api/mcp`` to the FastAPI `app` and run the SDK's session manager in its lifespan;
+    `allowed_hosts` (default: `AllowedHosts.from_environ`) for the SDK's Host and Origin checks."""
     server = build_server(authenticator, make_context, has_models, version=version, audit_log=audit_log)
     sdk_app = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
         stateless_http=True,
         json_response=False,
-        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        transport_security=mcp_transport_security(allowed_hosts or AllowedHosts.from_environ()),
     )
     endpoint = next(r.endpoint for r in sdk_app.routes if getattr(r, "path", None) == MCP_PATH)
     app.router.routes.append(

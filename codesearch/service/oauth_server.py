@@ -11,7 +11,7 @@ in those callbacks anyway. What the service runs:
 - **Metadata.** Protected resource metadata (RFC 9728) for ``<base>/api/mcp`` naming the
   authorization server, and authorization server metadata (RFC 8414). The issuer, and every
   endpoint URL, is `base_url`: ``AUTH_URL`` when set, else the request's own base URL (scheme,
-  honouring ``X-Forwarded-Proto``, host and the app's root path).
+  honouring ``X-Forwarded-Proto`` from a trusted proxy, host and the app's root path).
 - **Registration** (RFC 7591, `validate_registration`): anyone may register (MCP clients do so
   on first contact). Redirect URIs: https; http only on a loopback host (127.0.0.1, localhost,
   [::1], any port: RFC 8252 §7.3); a private-use scheme for native apps (reverse domain name,
@@ -64,6 +64,7 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
 from codesearch import environment
+from codesearch.service.forwarded import client_of
 from codesearch.store import oauth as st
 from codesearch.store.models import Backoff
 
@@ -155,11 +156,11 @@ class OAuthSettings:
 
 
 def request_base_url(scope) -> str:
-    """The base URL of a request as the service sees it: scheme (https behind a proxy that says
-    so in ``X-Forwarded-Proto``), ``Host`` and the app's root path."""
+    """The base URL of a request as the service sees it: scheme (https behind a trusted proxy that
+    says so in ``X-Forwarded-Proto``: `forwarded.client_of`), ``Host`` (one of the allowed hosts:
+    `allowed_hosts`) and the app's root path."""
     headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
-    proto = headers.get("x-forwarded-proto", "").split(",")[0].strip().lower()
-    scheme = "https" if proto == "https" or scope.get("scheme") == "https" else "http"
+    scheme = client_of(scope).scheme
     host = headers.get("host")
     if not host:
         server = scope.get("server") or ("localhost", None)

@@ -17,8 +17,9 @@ when Ray starts them: `codesearch serve` sets it before it starts its own Ray in
 ``RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH=codesearch.service.proxy_errors:middlewares`` in the
 environment of ``ray start`` on every node (``cluster.yaml`` does). It acts on every application
 of those proxies, and only on requests that got no response at all, so other applications keep
-their own answers. The same list carries `proxy_body.BodyAhead` and
-`observability.ProxyRequestIds` (one safe ``X-Request-Id`` per response).
+their own answers. The same list carries `proxy_body.BodyAhead`,
+`observability.ProxyRequestIds` (one safe ``X-Request-Id`` per response) and
+`forwarded.PeerStamp` (the proxy vouches for the client's TCP address).
 """
 
 from __future__ import annotations
@@ -75,13 +76,14 @@ def middlewares() -> list[Middleware]:
     """What Serve's proxy calls (``RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH``)."""
     from starlette.middleware import Middleware
 
+    from codesearch.service.forwarded import PeerStamp
     from codesearch.service.observability import ProxyRequestIds
     from codesearch.service.proxy_body import BodyAhead
 
     # Serve wraps its proxy in these in list order, so the last is the outermost: JsonErrors
     # answers whatever fails inside it, BodyAhead included. ProxyRequestIds must sit right
     # outside Serve's own request-id middleware (which Serve applies first, innermost).
-    return [Middleware(ProxyRequestIds), Middleware(BodyAhead), Middleware(JsonErrors)]
+    return [Middleware(ProxyRequestIds), Middleware(PeerStamp), Middleware(BodyAhead), Middleware(JsonErrors)]
 
 
 def install_for_own_ray(environ: MutableMapping[str, str] | None = None) -> None:

@@ -229,6 +229,7 @@ def authorize(request: Request, store: StoreDep, settings: Settings):
     return render(
         request,
         "oauth_consent.html",
+        form_targets=[req.redirect_uri],  # the answer redirects there: the page's CSP must let the form go
         title="Allow access",
         client_name=oa.shown_plainly(req.client.name),
         redirect_host=oa.redirect_host(req.redirect_uri),

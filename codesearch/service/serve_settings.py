@@ -16,6 +16,10 @@ change (each measured; the numbers are in bench/RESULTS.md):
 * **No access log line per request** (``enable_access_log``: off unless
   ``SOURCEBOT_LOG_LEVEL=debug``): Serve formats it and writes it to a file and to the process's
   stderr, which Ray's log monitor then reads again; our own log says what goes wrong.
+* **No forwarded header believed by the proxy** (``FORWARDED_ALLOW_IPS=none``, read by the
+  proxy's uvicorn): the replica sees the client's real TCP address and decides itself which
+  proxies' ``X-Forwarded-For`` to believe (`codesearch.service.forwarded`). Not a speed setting:
+  the sign-in lock-outs count failures per address, which the header must not let a client choose.
 
 Where they must be set: ``PROXY_ENV`` in the environment of the processes Ray starts, so before
 ``ray.init`` (`install_proxy_env`, which `codesearch serve` calls for the Ray instance it starts)
@@ -32,11 +36,13 @@ from collections.abc import Mapping, MutableMapping
 from typing import Any
 
 from codesearch import environment
+from codesearch.service import forwarded
 
 #: For Serve's HTTP proxies (set before Ray starts them).
 PROXY_ENV = {
     "RAY_SERVE_PROXY_USE_GRPC": "1",
     "RAY_SERVE_RUN_ROUTER_IN_SEPARATE_LOOP": "0",
+    **forwarded.PROXY_ENV,
 }
 #: For the API's replicas (the deployment's ``runtime_env``).
 REPLICA_ENV = {

@@ -41,6 +41,7 @@ from fastapi.responses import JSONResponse
 
 from codesearch.service.deps import ServicesDep, StoreDep
 from codesearch.service.errors import error_response
+from codesearch.service.forwarded import client_of
 from codesearch.store.errors import NotFound
 
 if TYPE_CHECKING:
@@ -122,7 +123,7 @@ router = APIRouter()
 @router.post("/api/webhooks/{connection}", include_in_schema=False)
 async def webhook(connection: str, request: Request, store: StoreDep, services: ServicesDep) -> JSONResponse:
     body = await request.body()
-    caller = request.client.host if request.client else "?"
+    caller = client_of(request.scope).address
     # the store is a database: its calls run on a worker thread, never on the event loop
     return await anyio.to_thread.run_sync(handle, store, connection, request.headers, body, caller, services.environ)
 

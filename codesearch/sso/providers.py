@@ -243,6 +243,21 @@ class Provider:
             "client_secret_basic" if "client_secret_basic" in methods else "client_secret_post",
         )
 
+    def form_targets(self) -> list[str]:
+        """Where a sign-in form's redirect to this provider may go (the page's CSP
+        ``form-action``, `codesearch.web.security_headers`): a code host's address; an OIDC
+        provider's issuer and its discovered authorization endpoint, or any https address while
+        discovery has not run in this process (the endpoint may be on another origin)."""
+        if self.config.is_code_host:
+            return [self._base()]
+        try:
+            targets = [self.issuer()]
+        except Exception:  # noqa: BLE001 - not configured: its sign-in fails on its own
+            return []
+        doc = self._cached("discovery")
+        targets.append(doc["authorization_endpoint"] if doc else "https:")
+        return targets
+
     def _cached(self, key: str):
         hit = self._cache.get(key)
         return hit[1] if hit and time.monotonic() - hit[0] < CACHE_TTL_S else None

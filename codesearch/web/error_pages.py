@@ -31,12 +31,6 @@ HEADINGS = {
     504: "Timed out",
 }
 
-#: Applied to the error pages as to every other page (`pages_search.CSP`).
-CSP = (
-    "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; base-uri 'none'; "
-    "form-action 'self'; frame-ancestors 'none'"
-)
-
 
 def heading(status: int) -> str:
     if status in HEADINGS:
@@ -65,7 +59,7 @@ def error_page(request: Request, status: int, code: str, message: str) -> Respon
     """The page for one error (`codesearch.service.errors.respond` calls it)."""
     from codesearch.web.templating import render
 
-    resp = render(
+    return render(  # with the site's security headers, as every page (`security_headers`)
         request,
         "error.html",
         status_code=status,
@@ -76,5 +70,3 @@ def error_page(request: Request, status: int, code: str, message: str) -> Respon
         message=explanation(request, status, code, message),
         request_id=request_id(request),
     )
-    resp.headers["Content-Security-Policy"] = CSP
-    return resp

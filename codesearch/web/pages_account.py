@@ -7,7 +7,8 @@
     GET/POST /settings/keys             the caller's API keys; creating one shows it once (owners only
                                         with DISABLE_API_KEY_CREATION_FOR_NON_OWNER_USERS: 403)
     POST     /settings/keys/{id}/revoke revokes one of the caller's keys (anyone else's: 404)
-    GET/POST /settings/password         change one's own password (other sessions end)
+    GET/POST /settings/password         change one's own password (other sessions end); the current
+                                        password is checked under the sign-in lock-outs (429)
     GET/POST /settings/users            OWNER only: list users, add a MEMBER with a password
     (single sign-on, linked accounts, approvals and invites: `pages_sso`)
     POST     /settings/users/{id}/role  OWNER only: make a user OWNER or MEMBER
@@ -31,6 +32,7 @@ from codesearch.service import audit
 from codesearch.service.deps import ServicesDep, StoreDep, WebDep
 from codesearch.store import MEMBER, OWNER, ROLES, Conflict, NotFound
 from codesearch.web import api_keys, sessions, throttle
+from codesearch.web.security_headers import provider_targets
 from codesearch.web.templating import WebContext, render
 
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+$")
@@ -113,6 +115,7 @@ def login_page(request: Request, web: WebDep, store: StoreDep, next: str = ""):
         no_users=not store.has_users(),
         signed_out="signed_out" in request.query_params,
         sso_providers=_sso_providers(web),
+        form_targets=provider_targets(_sso_providers(web)),
     )
 
 
@@ -144,6 +147,7 @@ def login(
             no_users=not store.has_users(),
             signed_out=False,
             sso_providers=_sso_providers(web),
+            form_targets=provider_targets(_sso_providers(web)),
         )
         if outcome.retry_after:
             page.headers["Retry-After"] = str(outcome.retry_after)
@@ -305,14 +309,23 @@ def change_password(
     user = sessions.form_user(request, csrf_token)
     if user is None:
         return sessions.login_redirect(request)
-    error = None
-    if not sessions.verify_password(user.password_hash, current):
+    error, status = None, 400
+    checked = throttle.check_password(store, user, current, throttle.client_address(request))
+    if checked.refused:
+        error, status = checked.message(), 429
+    elif checked.user is None:
         error = "The current password is not right."
+        if checked.retry_after:
+            error += f" Too many attempts: try again in {checked.retry_after} s."
+            status = 429
     error = error or _check_new_password(password, confirm)
     if error:
-        return _page(
-            request, "password.html", status_code=400, title="Password", section="password", error=error, notice=None
+        page = _page(
+            request, "password.html", status_code=status, title="Password", section="password", error=error, notice=None
         )
+        if status == 429:
+            page.headers["Retry-After"] = str(checked.retry_after)
+        return page
     store.set_user_password(user.id, sessions.hash_password(password))
     store.delete_user_web_sessions(user.id, keep=request.cookies.get(sessions.SESSION_COOKIE))
     return _page(

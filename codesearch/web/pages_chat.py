@@ -29,11 +29,6 @@ from codesearch.service.deps import PageCaller, StoreDep, WebDep
 from codesearch.web.sessions import login_redirect
 from codesearch.web.templating import render
 
-#: scripts only from our own static files (the chat page's own script included)
-CSP = (
-    "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; base-uri 'none'; "
-    "form-action 'self'; frame-ancestors 'none'"
-)
 MAX_SCOPE_REPOS = 2000
 MAX_LISTED_CHATS = 200
 
@@ -57,11 +52,6 @@ def _when(at) -> str:
 
 def _root(request: Request) -> str:
     return request.scope.get("root_path", "").rstrip("/")
-
-
-def _secure(resp: HTMLResponse) -> HTMLResponse:
-    resp.headers["Content-Security-Policy"] = CSP
-    return resp
 
 
 def _turn(
@@ -136,10 +126,8 @@ def render_chat(request: Request, chat, tc) -> HTMLResponse:
         turns.append(_turn(tc, root, names, t.question, t.answer, t.model, t.steps, t.status, t.error, t.created_at))
     mine = not tc.identity.anonymous and chat.user_id == tc.identity.user_id
     context = _composer(tc, request, names=names) if mine else {}
-    return _secure(
-        render(
-            request, "chat.html", title=chat.question[:80], chat=chat, turns=turns, mine=mine, can_ask=mine, **context
-        )
+    return render(
+        request, "chat.html", title=chat.question[:80], chat=chat, turns=turns, mine=mine, can_ask=mine, **context
     )
 
 
@@ -157,17 +145,15 @@ def new_chat(
     if identity is None:
         return login_redirect(request)
     tc = web.make_context(identity)
-    return _secure(
-        render(
-            request,
-            "chat.html",
-            title="Ask",
-            chat=None,
-            turns=[],
-            mine=True,
-            can_ask=True,
-            **_composer(tc, request, q=q, selected=repo),
-        )
+    return render(
+        request,
+        "chat.html",
+        title="Ask",
+        chat=None,
+        turns=[],
+        mine=True,
+        can_ask=True,
+        **_composer(tc, request, q=q, selected=repo),
     )
 
 
@@ -188,4 +174,4 @@ def chats(request: Request, store: StoreDep):
         }
         for c in rows
     ]
-    return _secure(render(request, "chats.html", title="Your chats", chats=items))
+    return render(request, "chats.html", title="Your chats", chats=items)

@@ -68,16 +68,12 @@ from codesearch.sync import repo_info
 from codesearch.tools.repos import iso, page_of_repos
 from codesearch.web import codenav, highlight, pages_history
 from codesearch.web.results_page import OUTCOME_SLOT, RESULTS_SLOT, Links, outcome_script, page_stream
+from codesearch.web.security_headers import page_headers
 from codesearch.web.sessions import login_redirect
-from codesearch.web.templating import PAGE_HEADERS, render, render_text
+from codesearch.web.templating import render, render_text
 
 log = logging.getLogger(__name__)
 
-#: Applied to every page of this module: scripts only from our own static files.
-CSP = (
-    "default-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; base-uri 'none'; "
-    "form-action 'self'; frame-ancestors 'none'"
-)
 #: Lines of context around each match on the results page.
 RESULT_CONTEXT_LINES = 1
 REPOS_PER_PAGE = 50
@@ -176,13 +172,8 @@ def _root(request: Request) -> str:
 # ---------------------------------------------------------------------- small helpers
 
 
-def _with_csp(resp: Response) -> Response:
-    resp.headers["Content-Security-Policy"] = CSP
-    return resp
-
-
 def _page(request: Request, template: str, status_code: int = 200, **context) -> Response:
-    return _with_csp(render(request, template, status_code=status_code, **context))
+    return render(request, template, status_code=status_code, **context)
 
 
 def _not_found(request: Request, message: str, status_code: int = 404) -> Response:
@@ -278,7 +269,7 @@ async def search(
     except CodesearchError as e:
         failed = unwrap(e)
     page = dict(title=q[:80], q=q, regex=is_regex, case=is_case, config=config)
-    headers = {**PAGE_HEADERS, "Content-Security-Policy": CSP}
+    headers = page_headers()
     if failed is not None:  # the query does not parse, names an unknown context…: known before any result
         if not for_clients(failed):
             log.error("search page: %s: %s", type(failed).__name__, failed)

@@ -47,7 +47,7 @@ from codesearch.service.deps import StoreDep, WebDep
 from codesearch.store import OWNER, NotFound
 from codesearch.store import models as m
 from codesearch.web import api_keys, sessions
-from codesearch.web.pages_search import _with_csp, browse_url
+from codesearch.web.pages_search import browse_url
 from codesearch.web.templating import WebContext, render
 
 #: repositories listed under one connection (the rest: on the Repos page)
@@ -177,7 +177,7 @@ router = APIRouter(include_in_schema=False)
 
 
 def _page(request: Request, template: str, status_code: int = 200, **context):
-    return _with_csp(render(request, template, status_code=status_code, when=when, **context))
+    return render(request, template, status_code=status_code, when=when, **context)
 
 
 def _message(request: Request, status_code: int, heading: str, text: str):

@@ -45,6 +45,7 @@ from codesearch.sso.flow import FLOW_COOKIE, FLOW_TTL_S, FlowError, FlowSealer, 
 from codesearch.store import OWNER, ROLES, Conflict, NotFound
 from codesearch.store.members import InviteInvalid
 from codesearch.web import sessions
+from codesearch.web.security_headers import provider_targets
 from codesearch.web.templating import WebContext, render
 
 log = logging.getLogger(__name__)
@@ -70,9 +71,7 @@ def _message(request: Request, status_code: int, heading: str, message: str):
 
 
 def _flow_cookie(request: Request, response, value: str, max_age: int) -> None:
-    response.headers.append(
-        "set-cookie", sessions.cookie_header(request.scope, dict(request.headers), FLOW_COOKIE, value, max_age)
-    )
+    response.headers.append("set-cookie", sessions.cookie_header(request.scope, FLOW_COOKIE, value, max_age))
 
 
 router = APIRouter(include_in_schema=False)
@@ -244,6 +243,7 @@ def _account_page(request: Request, web: WebContext, store, user, status_code: i
         section="account",
         rows=rows,
         providers=list(providers.values()),
+        form_targets=provider_targets(providers.values()),  # the link buttons redirect to them
         error=error,
         notice=notice,
         lacking=lacking,
@@ -413,6 +413,7 @@ def _invite_page(
             invite=invite,
             token=token,
             sso_providers=[p for p in web.identity_providers.values() if p.signs_in],
+            form_targets=provider_targets(p for p in web.identity_providers.values() if p.signs_in),
             error=error,
             email=email or invite.email or "",
             name=name,

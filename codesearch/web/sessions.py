@@ -54,6 +54,7 @@ from codesearch.accounts import (  # noqa: F401  (the pages' and the tests' name
     verify_password,
 )
 from codesearch.environment import DEFAULT_SESSION_MAX_AGE_S
+from codesearch.service.forwarded import client_of
 
 log = logging.getLogger(__name__)
 
@@ -84,19 +85,20 @@ def route_path(scope) -> str:
     return path
 
 
-def _is_https(scope, headers: dict[str, str]) -> bool:
-    proto = headers.get("x-forwarded-proto", "").split(",")[0].strip().lower()
-    return scope.get("scheme") == "https" or proto == "https"
+def _is_https(scope) -> bool:
+    """Over https: the scheme the client used (``X-Forwarded-Proto`` only from a trusted proxy,
+    `codesearch.service.forwarded`)."""
+    return client_of(scope).https
 
 
-def cookie_header(scope, headers: dict[str, str], name: str, value: str, max_age: int | None) -> str:
+def cookie_header(scope, name: str, value: str, max_age: int | None) -> str:
     """A ``Set-Cookie`` value: HttpOnly, SameSite=Lax, Path = the root, Secure over https;
     `max_age` 0 deletes the cookie, None makes it last the browser session."""
     parts = [f"{name}={value}", f"Path={root_of(scope) or '/'}", "HttpOnly", "SameSite=Lax"]
     if max_age is not None:
         expires = datetime.now(UTC) + timedelta(seconds=max_age)
         parts += [f"Max-Age={max_age}", f"Expires={format_datetime(expires, usegmt=True)}"]
-    if _is_https(scope, headers):
+    if _is_https(scope):
         parts.append("Secure")
     return "; ".join(parts)
 
@@ -128,9 +130,7 @@ def start_session(request: Request, response, store, user, max_age_s: float = SE
     except Exception:  # housekeeping only
         log.debug("could not delete expired sessions", exc_info=True)
     value, session = store.create_web_session(user.id, ttl_seconds=max_age_s)
-    response.headers.append(
-        "set-cookie", cookie_header(request.scope, _headers(request.scope), SESSION_COOKIE, value, int(max_age_s))
-    )
+    response.headers.append("set-cookie", cookie_header(request.scope, SESSION_COOKIE, value, int(max_age_s)))
     return session.csrf_token
 
 
@@ -139,7 +139,7 @@ def end_session(request: Request, response, store) -> None:
     value = request.cookies.get(SESSION_COOKIE)
     if store is not None and _plausible(value):
         store.delete_web_session(value)
-    response.headers.append("set-cookie", cookie_header(request.scope, _headers(request.scope), SESSION_COOKIE, "", 0))
+    response.headers.append("set-cookie", cookie_header(request.scope, SESSION_COOKIE, "", 0))
 
 
 # ----------------------------------------------------------------------------- CSRF
@@ -270,7 +270,7 @@ class SessionMiddleware:
         if _plausible(value):
             found = await anyio.to_thread.run_sync(self._lookup, value)
         if value and found is None:  # expired, signed out elsewhere, or garbage: forget it
-            set_cookies.append(cookie_header(scope, headers, SESSION_COOKIE, "", 0))
+            set_cookies.append(cookie_header(scope, SESSION_COOKIE, "", 0))
         state["web_session"] = found
 
         visitor = cookies.get(CSRF_COOKIE)
@@ -278,7 +278,7 @@ class SessionMiddleware:
             visitor = None
             if found is None and is_page:
                 visitor = secrets.token_urlsafe(32)
-                set_cookies.append(cookie_header(scope, headers, CSRF_COOKIE, visitor, int(self.web.session_max_age_s)))
+                set_cookies.append(cookie_header(scope, CSRF_COOKIE, visitor, int(self.web.session_max_age_s)))
         if visitor is not None and is_page:
             key = await anyio.to_thread.run_sync(self._csrf_key) if self._key is None else self._key
             state["visitor_csrf_token"] = hmac.new(key, visitor.encode(), hashlib.sha256).hexdigest()
@@ -293,9 +293,8 @@ class SessionMiddleware:
             state["identity"] = None
             state["csrf_token"] = state["visitor_csrf_token"]
 
+        # (the pages' X-Frame-Options and Content-Security-Policy: `security_headers`)
         extra = [(b"set-cookie", c.encode("latin-1")) for c in set_cookies]
-        if is_page:  # the pages hold forms: never inside another site's frame (clickjacking)
-            extra.append((b"x-frame-options", b"DENY"))
         if not extra:
             await self.app(scope, receive, send)
             return

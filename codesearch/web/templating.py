@@ -17,7 +17,7 @@ a native ES module, written with ``{% from "_module.html" import page_module wit
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +30,7 @@ from codesearch.plurals import plural
 from codesearch.web import STATIC_DIR, TEMPLATES_DIR
 from codesearch.web.assets import current_version, static_prefix
 from codesearch.web.modules import imports_of
+from codesearch.web.security_headers import page_headers
 
 if TYPE_CHECKING:
     from codesearch.permissions import Identity
@@ -84,10 +85,6 @@ class WebContext:
         return self.authenticator.anonymous_identity() if anon else None
 
 
-#: The headers of every page.
-PAGE_HEADERS = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff", "Referrer-Policy": "same-origin"}
-
-
 def template(name: str) -> Template:
     """One of the templates (for a part of a page: `render` renders whole pages)."""
     return _env.get_template(name)
@@ -113,6 +110,12 @@ def render_text(request: Request, template: str, **context: Any) -> str:
     return _env.get_template(template).render(**base)
 
 
-def render(request: Request, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
-    """`template` rendered with the common context (see the module docstring)."""
-    return HTMLResponse(render_text(request, template, **context), status_code=status_code, headers=PAGE_HEADERS)
+def render(
+    request: Request, template: str, status_code: int = 200, *, form_targets: Iterable[str] = (), **context: Any
+) -> HTMLResponse:
+    """`template` rendered with the common context (see the module docstring), with the site's
+    security headers (`security_headers.page_headers`; `form_targets`: URLs the page's forms may
+    be redirected to, e.g. an identity provider's)."""
+    return HTMLResponse(
+        render_text(request, template, **context), status_code=status_code, headers=page_headers(form_targets)
+    )

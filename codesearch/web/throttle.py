@@ -7,17 +7,21 @@ the service after a restart, sees the same counts):
 * the **account** (the email as typed, trimmed and lower-cased, known or not: an unknown email
   is treated exactly like a known one, so lock-outs reveal nothing): `ACCOUNT`, 5 free failures,
   then lock-outs of 1 s, 2 s, 4 s, … doubling up to 15 minutes. A successful sign-in resets it;
-* the **client address** (the TCP peer the service sees; behind a reverse proxy that is the
-  proxy, for every client): `ADDRESS`, 20 free failures, then the
-  same doubling. It stops one address from trying a few passwords on many accounts; a success
-  takes back only its own attempt, so signing in to one's own account does not buy more
-  guesses against others.
+* the **client address** (`codesearch.service.forwarded.client_of`: the TCP peer, or behind a
+  reverse proxy named in ``CODESEARCH_TRUSTED_PROXIES`` the address that proxy saw; a client's own
+  ``X-Forwarded-For`` never counts): `ADDRESS`, 20 free failures, then the same doubling. It
+  stops one address from trying a few passwords on many accounts; a success takes back only its
+  own attempt, so signing in to one's own account does not buy more guesses against others.
 
 Counters forget failures a day after the last one. During a lock-out an attempt is refused
 without looking at its password (a right password is refused too, and the refused attempt does
 not extend the lock-out); the page says "Too many sign-in attempts: try again in N s" with HTTP
 429 and ``Retry-After: N``. The effect on the attack measured before (120 guesses at 4.5 per
 second): 15 guesses in the first 17 minutes, then 4 an hour.
+
+Checking the current password on ``/settings/password`` (`check_password`) is an attempt like a
+sign-in, on the same two counters: whoever holds a session (a stolen cookie, a computer left
+signed in) cannot guess the account's password faster there than on the sign-in page.
 
 The CLI (`codesearch users set-password`) is an operator's tool and is not limited; setting a
 password there (or on the settings page) also ends the account's lock-out.
@@ -26,12 +30,14 @@ password there (or on the settings page) also ends the account's lock-out.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from starlette.requests import HTTPConnection
 
 from codesearch import accounts
+from codesearch.service.forwarded import client_of
 from codesearch.store import LOGIN_ACCOUNT, LOGIN_ADDRESS, Backoff
 
 if TYPE_CHECKING:
@@ -66,19 +72,32 @@ def account_of(email: str) -> str:
 
 
 def client_address(request: HTTPConnection) -> str:
-    client = request.client
-    return client.host if client is not None and client.host else "unknown"
+    """The address the lock-outs count (`codesearch.service.forwarded.client_of`)."""
+    return client_of(request.scope).address
 
 
-def sign_in(store: Store, email: str, password: str, address: str) -> SignIn:
-    """Check `email` and `password` under the lock-outs (see the module docstring)."""
+def _attempt(store: Store, email: str, address: str, check: Callable[[], User | None]) -> SignIn:
+    """One password check under the lock-outs of `email`'s account and of `address`: refused
+    without calling `check` during a lock-out, else counted, and taken back when `check` finds the user."""
     account = account_of(email)
     counters = [(LOGIN_ACCOUNT, account, ACCOUNT), (LOGIN_ADDRESS, address, ADDRESS)]
     wait, lock_if_wrong = store.begin_login_attempt(counters)
     if wait > 0:
         return SignIn(retry_after=max(1, math.ceil(wait)), refused=True)
-    user = accounts.authenticate(store, email, password)
+    user = check()
     if user is None:
         return SignIn(retry_after=math.ceil(lock_if_wrong))
     store.end_login_attempt(reset=[(LOGIN_ACCOUNT, account)], uncount=[(LOGIN_ADDRESS, address)])
     return SignIn(user=user)
+
+
+def sign_in(store: Store, email: str, password: str, address: str) -> SignIn:
+    """Check `email` and `password` under the lock-outs (see the module docstring)."""
+    return _attempt(store, email, address, lambda: accounts.authenticate(store, email, password))
+
+
+def check_password(store: Store, user: User, password: str, address: str) -> SignIn:
+    """Check the signed-in `user`'s current `password` (``/settings/password``) under the same lock-outs."""
+    return _attempt(
+        store, user.email, address, lambda: user if accounts.verify_password(user.password_hash, password) else None
+    )
