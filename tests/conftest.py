@@ -28,6 +28,35 @@ HEAVY_FIXTURES = frozenset({"ray_session", "serve_url", "browser"})
 #: Helpers whose import marks a whole test module as heavy: `Served` (a `codesearch serve` process),
 #: the two-node cluster run, the MCP Inspector (Node).
 HEAVY_HELPERS = ("Served", "two_node_checks", "run_inspector", "INSPECTOR_JS")
+#: Modules left out of the fast lane for their time alone: each took 5 s or more of a ``pytest --fast
+#: -n 2 --durations=0`` run on 2 cores (fuzzing, many local code-host servers, subprocesses, many
+#: argon2 hashes). Together they were four fifths of the lane; `make test` runs them.
+SLOW_MODULES = frozenset(
+    {
+        "test_compaction",
+        "test_environment",
+        "test_hosts_gerrit_bitbucket_ado_git",
+        "test_hosts_github_gitlab_gitea",
+        "test_index",
+        "test_llm_streaming",
+        "test_mirror",
+        "test_oauth_abuse",
+        "test_oauth_mcp_client",
+        "test_parallel_build",
+        "test_parser",
+        "test_permission_sync_linked",
+        "test_permission_sync_more_hosts",
+        "test_property",
+        "test_regex_trigrams",
+        "test_service_http_path",
+        "test_sso",
+        "test_sso_iap",
+        "test_store",
+        "test_sync_e2e",
+        "test_web_settings",
+        "test_webhooks",
+    }
+)
 
 
 def pytest_addoption(parser):
@@ -36,7 +65,7 @@ def pytest_addoption(parser):
         action="store_true",
         help="the fast lane: leave out the tests that start Ray, Serve, `codesearch serve` or a browser "
         "(those marked `heavy`, those using a fixture of HEAVY_FIXTURES, "
-        "and the modules importing one of HEAVY_HELPERS)",
+        "the modules importing one of HEAVY_HELPERS, and the SLOW_MODULES)",
     )
 
 
@@ -52,6 +81,7 @@ def _heavy(item) -> bool:
         bool(HEAVY_FIXTURES & set(getattr(item, "fixturenames", ())))
         or item.get_closest_marker("heavy") is not None
         or any(hasattr(module, name) for name in HEAVY_HELPERS)
+        or getattr(module, "__name__", "").rsplit(".", 1)[-1] in SLOW_MODULES
     )
 
 

@@ -32,10 +32,10 @@ from tests.oauthworld import (
     register,
     token,
     tokens_for,
+)
 
 #: Not in the fast lane (`make check`): see tests/conftest.py.
 pytestmark = pytest.mark.heavy
-)
 
 SCREENSHOTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "output", "screenshots")
 
