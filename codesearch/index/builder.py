@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import array
 import dataclasses
+import functools
 import hashlib
+import json
 import logging
 import os
 import re
@@ -38,7 +40,7 @@ from codesearch.index import manifest
 from codesearch.index.language import SKIPPED, detect, rank_class, wants_symbols
 from codesearch.index.shard import ShardSymbol
 from codesearch.index.sources import RepoInfo, SourceFile, open_source
-from codesearch.index.symbols import Symbol, SymbolExtractor
+from codesearch.index.symbols import Symbol, SymbolExtractor, find_ctags
 from codesearch.index.trigrams import count_folded, normalize, unique_trigrams
 
 log = logging.getLogger(__name__)
@@ -84,6 +86,8 @@ class IndexStats:
     files: int = 0
     skipped: int = 0
     shards: list[str] = field(default_factory=list)
+    #: repositories not rebuilt: what they would be built from is what their shards were built from
+    unchanged: int = 0
     postings_bytes: int = 0
     total_bytes: int = 0
     seconds: float = 0.0
@@ -347,6 +351,32 @@ def _sections(repos: list[RepoInfo], docs: list[BuildDoc], syms: DocSymbols) -> 
     }
 
 
+@functools.lru_cache(maxsize=1)
+def _ctags_in_use() -> bool:
+    return find_ctags() is not None
+
+
+def build_key(source: Source, settings: IndexSettings) -> str | None:
+    """What a repository's shards are built from, as one hash: the shard format, the indexing
+    rules, what the shards record about the repository, and each indexed revision with its commit.
+    Two builds with the same key write the same documents, so a re-index whose key equals the one
+    its shards were built from has nothing to do (`index_source`): an unchanged repository costs
+    reading its refs, not a rebuild. None for a source that cannot name its content by commits
+    (a plain directory): it is always rebuilt."""
+    revisions = getattr(source, "revisions", None)
+    if revisions is None:
+        return None
+    rules = {
+        "format": fmt.FORMAT_VERSION,
+        "max_file_size": settings.max_file_size,
+        "max_trigram_count": settings.max_trigram_count,
+        "always_index": [(inc, rx.pattern, base) for inc, rx, base in settings.always_index.rules],
+        "symbols": bool(settings.ctags and _ctags_in_use()),
+    }
+    content = {"rules": rules, "repo": source.repo.to_json(), "revisions": [(r.ref, r.commit) for r in revisions]}
+    return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
+
+
 def index_source(
     source: Source,
     out_dir: str,
@@ -358,12 +388,19 @@ def index_source(
 
     The new shards are built in a private folder under new names (a new generation) and then
     swapped in through the manifest (`codesearch.index.manifest`): searches see the old shards
-    or the new ones, never a mix, and never nothing.
+    or the new ones, never a mix, and never nothing. A repository whose shards in the index were
+    built from exactly what this build would read (`build_key`) is left as it is
+    (`IndexStats.unchanged`): no shard is written, the manifest is not touched.
     """
     settings = settings or IndexSettings()
     stats = stats or IndexStats()
     os.makedirs(out_dir, exist_ok=True)
     t0 = time.perf_counter()
+    key = build_key(source, settings)
+    if key is not None and manifest.built_from(out_dir, source.repo.id) == key:
+        stats.unchanged += 1
+        stats.seconds += time.perf_counter() - t0
+        return stats
     prefix = shard_prefix(source.repo)
     generation = manifest.next_generation(out_dir)
     build_dir = tempfile.mkdtemp(prefix=f".build-{generation}-", dir=out_dir)
@@ -373,7 +410,9 @@ def index_source(
             builder.add(f)
         written = builder.finish()
         stats.warnings.extend(getattr(source, "warnings", []))
-        manifest.swap_repo(out_dir, source.repo.id, source.repo.name, generation, written, replaces_prefix=prefix)
+        manifest.swap_repo(
+            out_dir, source.repo.id, source.repo.name, generation, written, replaces_prefix=prefix, built_from=key
+        )
         stats.shards.extend(os.path.join(out_dir, os.path.basename(p)) for p in written)
     finally:
         builder.symbols.close()

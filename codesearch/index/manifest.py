@@ -8,6 +8,11 @@
      "shards": {"github.com_acme_api.123.g7.0.shard": {"repos": [123], "dead": []},
                 "compound.g9.0.shard": {"repos": [5, 8, 123], "dead": [123]}}}
 
+A repository's entry may also carry ``"builtFrom"``: the key of what its documents were built
+from (`builder.build_key`: shard format, indexing rules, repository metadata, revisions and their
+commits). A re-index with the same key writes nothing (`built_from`); compaction keeps the key,
+since it moves documents without changing them. Manifests without the field are read as before.
+
 A shard may hold the documents of several repositories (a compound shard, `compact.py`).
 ``repos[id].shards`` are the shards that hold the repository's live documents; a shard's
 ``dead`` lists the repositories whose documents in it are *tombstoned*: re-indexed since (their
@@ -196,7 +201,13 @@ def _drop_dead_shards(manifest: Manifest) -> None:
 
 
 def swap_repo(
-    index_dir: str, repo_id: int, name: str, generation: int, built: list[str], replaces_prefix: str | None = None
+    index_dir: str,
+    repo_id: int,
+    name: str,
+    generation: int,
+    built: list[str],
+    replaces_prefix: str | None = None,
+    built_from: str | None = None,
 ) -> list[str]:
     """Move the freshly built shard files `built` (all of repository `repo_id`) into the index,
     make them the repository's shards and tombstone its documents in the shards it had,
@@ -204,11 +215,12 @@ def swap_repo(
 
     The move happens under the lock, so another writer's garbage collection never sees (and
     deletes) shards that are in the directory but not yet in the manifest. `replaces_prefix`
-    also retires shards that an index without a manifest had for the repository. Returns the
-    deleted file names.
+    also retires shards that an index without a manifest had for the repository; `built_from` is
+    the build's key (`builder.build_key`), kept for `built_from`. Returns the deleted file names.
     """
     repos_of = {os.path.basename(p): [repo_id] for p in built}
-    return swap_repos(index_dir, [(repo_id, name, replaces_prefix)], generation, built, repos_of)
+    keys = {repo_id: built_from} if built_from else None
+    return swap_repos(index_dir, [(repo_id, name, replaces_prefix)], generation, built, repos_of, keys)
 
 
 def swap_repos(
@@ -217,11 +229,13 @@ def swap_repos(
     generation: int,
     built: list[str],
     repos_of: dict[str, list[int]],
+    keys: dict[int, str] | None = None,
 ) -> list[str]:
     """`swap_repo` for several repositories at once, built together into shared shards (a bulk
     build packs small repositories into compound shards): `swapped` lists (repository id, name,
     replaced prefix or None), `repos_of` the repositories each built file holds (keyed by file
-    name). One atomic write: every one of them switches to its new documents together."""
+    name), `keys` their build keys where known. One atomic write: every one of them switches to
+    its new documents together."""
     with _locked(index_dir):
         manifest = _load(index_dir)
         names = []
@@ -241,11 +255,39 @@ def swap_repos(
                 "generation": generation,
                 "shards": [n for n in names if repo_id in repos_of[n]],
             }
+            if keys and keys.get(repo_id):
+                repos[str(repo_id)]["builtFrom"] = keys[repo_id]
         for n in names:
             manifest["shards"][n] = {"repos": list(repos_of[n]), "dead": []}
         _drop_dead_shards(manifest)
         _write(index_dir, manifest)
         return _collect_garbage(index_dir, manifest)
+
+
+def built_from(index_dir: str, repo_id: int) -> str | None:
+    """The build key (`builder.build_key`) of repository `repo_id`'s documents in the index, when
+    they are all there as built: the manifest is current, and each of its shards is listed, holds
+    the repository alive and is on disk in this codesearch's shard format. None otherwise (never
+    indexed, built without a key, or a shard lost or written by another version): rebuild."""
+    try:
+        manifest = read_manifest(index_dir)
+    except IndexFormatError:
+        return None
+    if manifest is None or not is_current(manifest):
+        return None
+    entry = manifest["repos"].get(str(repo_id))
+    if not isinstance(entry, dict) or not isinstance(entry.get("builtFrom"), str):
+        return None
+    for name in entry.get("shards", ()):
+        shard = manifest["shards"].get(name)
+        if shard is None or repo_id not in shard.get("repos", ()) or repo_id in shard.get("dead", ()):
+            return None
+        try:
+            if format_version(os.path.join(index_dir, name)) != FORMAT_VERSION:
+                return None
+        except (OSError, IndexFormatError):
+            return None
+    return str(entry["builtFrom"])
 
 
 def remove_repo(index_dir: str, repo_id: int) -> list[str]:
