@@ -269,3 +269,27 @@ def test_the_indexer_re_indexes_unchanged_repositories_without_writing_a_shard(t
         assert _state(ix)[0] == before[0] + 1  # one build: the pushed repository's
         assert _entry(ix, ids["git.local/local"]) == local_entry  # the local one kept its shards
         assert _found(ix, "pushed") == {"r.py"} and _found(ix, "local_word") == {"l.py"}
+
+
+@pytest.mark.parametrize(
+    ("what", "setup", "wanted_ref"),
+    [
+        ("on a branch", lambda repo: None, "refs/heads/main"),
+        ("on a branch with slashes", lambda repo: _git(repo, "checkout", "-q", "-b", "release/2.0"), "refs/heads/release/2.0"),
+        ("detached", lambda repo: _git(repo, "checkout", "-q", "--detach"), "HEAD"),
+        ("decorations hidden by the repository's config",
+         lambda repo: _git(repo, "config", "log.excludeDecoration", "refs/heads/*"), "refs/heads/main"),
+        ("a tag on the same commit", lambda repo: _git(repo, "tag", "v2"), "refs/heads/main"),
+    ],
+)
+def test_the_default_branch_is_read_in_one_git_call(repo, what, setup, wanted_ref):
+    """`revisions.default_branch`, which every re-index runs: the branch HEAD points to comes from
+    the decorations of the one ``git log`` that also gives the commit, with ``symbolic-ref`` asked
+    only when the decorations do not say (detached, or hidden by config)."""
+    from codesearch.git.revisions import default_branch
+
+    setup(repo)
+    head = default_branch(os.path.join(repo, ".git"))
+    commit = subprocess.run(["git", "-C", repo, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    assert (head.ref, head.commit) == (wanted_ref, commit), what
+    assert head.committed_at is not None

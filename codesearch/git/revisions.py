@@ -49,13 +49,27 @@ def default_branch(git_dir: str) -> Revision:
     """HEAD, as the branch it points to (or "HEAD" when detached). ValueError when HEAD names no
     commit (an empty repository, or a branch not created yet)."""
     git = Git.at(git_dir)
+    # One process for the commit, its date and the branch HEAD points to (``HEAD -> refs/heads/x``
+    # among the decorations): a re-index of an unchanged repository is mostly this call.
     res = git.run(
-        ["-c", "log.showSignature=false", "log", "--no-walk", "--format=%H%x00%cI", "--end-of-options", "HEAD", "--"]
+        [
+            "-c",
+            "log.showSignature=false",
+            "log",
+            "--no-walk",
+            "--decorate=full",
+            "--format=%H%x00%cI%x00%D",
+            "--end-of-options",
+            "HEAD",
+            "--",
+        ]
     )
-    sha, _, date = show(res.stdout).strip().partition("\0")
+    sha, date, decorations = (show(res.stdout).strip().split("\0") + ["", ""])[:3]
     if res.returncode != 0 or not sha:
         raise ValueError("repository has no commits on HEAD")
-    ref = show(git.run(["symbolic-ref", "-q", "HEAD"]).stdout).strip()
+    pointed = [d.removeprefix("HEAD -> ") for d in decorations.split(", ") if d.startswith("HEAD -> refs/heads/")]
+    # none: detached, or the repository's config hides decorations; then git is asked directly
+    ref = pointed[0] if pointed else show(git.run(["symbolic-ref", "-q", "HEAD"]).stdout).strip()
     return Revision(ref or "HEAD", sha, datetime.fromisoformat(date))
 
 

@@ -264,13 +264,39 @@ def swap_repos(
         return _collect_garbage(index_dir, manifest)
 
 
+#: The last manifest `_read_cached` parsed, per index directory: (its file's identity, the manifest).
+_CACHE: dict[str, tuple[tuple[int, int, int, int], Manifest]] = {}
+
+
+def _read_cached(index_dir: str) -> Manifest | None:
+    """`read_manifest` for readers that do not change it, parsed again only when the file is
+    another one (every write renames a new file into place, so inode, size or mtime differ): a
+    re-index pass over thousands of unchanged repositories parses a large manifest once, not once
+    per repository. The result is shared: never modify it."""
+    path = os.path.join(index_dir, MANIFEST)
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise IndexFormatError(path, f"unreadable manifest: {e}") from None
+    identity = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    cached = _CACHE.get(index_dir)
+    if cached is not None and cached[0] == identity:
+        return cached[1]
+    manifest = read_manifest(index_dir)
+    if manifest is not None:
+        _CACHE[index_dir] = (identity, manifest)
+    return manifest
+
+
 def built_from(index_dir: str, repo_id: int) -> str | None:
     """The build key (`builder.build_key`) of repository `repo_id`'s documents in the index, when
     they are all there as built: the manifest is current, and each of its shards is listed, holds
     the repository alive and is on disk in this codesearch's shard format. None otherwise (never
     indexed, built without a key, or a shard lost or written by another version): rebuild."""
     try:
-        manifest = read_manifest(index_dir)
+        manifest = _read_cached(index_dir)
     except IndexFormatError:
         return None
     if manifest is None or not is_current(manifest):
