@@ -167,7 +167,7 @@ def test_a_failed_index_job_is_recorded_without_server_paths(broken, repo, says)
 
     store = broken["store"]
     row = store.find_repo(repo)
-    job = store.enqueue_index_job(row.id, force=True)
+    job = store.enqueue_index_job(row.id, force=True, rebuild=True)  # read it all again, as an owner asks
     indexer = RepoIndexer(broken["data"], worker_id="paths-test-indexer")
     try:
         while store.get_job(job.id).state in ("PENDING", "IN_PROGRESS"):

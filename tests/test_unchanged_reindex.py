@@ -269,6 +269,18 @@ def test_the_indexer_re_indexes_unchanged_repositories_without_writing_a_shard(t
         assert _state(ix)[0] == before[0] + 1  # one build: the pushed repository's
         assert _entry(ix, ids["git.local/local"]) == local_entry  # the local one kept its shards
         assert _found(ix, "pushed") == {"r.py"} and _found(ix, "local_word") == {"l.py"}
+        # a re-index someone asks for (Settings, POST /api/repos/<id>/reindex) rebuilds even so
+        generation = _state(ix)[0]
+        store.enqueue_index_job(ids["git.local/local"], force=True, rebuild=True)
+        indexer = RepoIndexer(data, "unchanged-indexer", RuntimeOptions(heartbeat_s=0.05))
+        try:
+            while indexer.run_once():
+                pass
+        finally:
+            indexer.close()
+        assert _state(ix)[0] == generation + 1
+        assert _entry(ix, ids["git.local/local"])["generation"] == generation + 1
+        assert store.get_repo(ids["git.local/local"]).indexed_revisions  # recorded again
 
 
 @pytest.mark.parametrize(

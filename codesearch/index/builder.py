@@ -383,6 +383,7 @@ def index_source(
     settings: IndexSettings | None = None,
     stats: IndexStats | None = None,
     progress: Progress | None = None,
+    rebuild: bool = False,
 ) -> IndexStats:
     """Index one source (a `DirectorySource` or `GitSource`) into shards in `out_dir`.
 
@@ -390,14 +391,15 @@ def index_source(
     swapped in through the manifest (`codesearch.index.manifest`): searches see the old shards
     or the new ones, never a mix, and never nothing. A repository whose shards in the index were
     built from exactly what this build would read (`build_key`) is left as it is
-    (`IndexStats.unchanged`): no shard is written, the manifest is not touched.
+    (`IndexStats.unchanged`): no shard is written, the manifest is not touched. `rebuild` builds
+    it all the same (a re-index someone asked for).
     """
     settings = settings or IndexSettings()
     stats = stats or IndexStats()
     os.makedirs(out_dir, exist_ok=True)
     t0 = time.perf_counter()
     key = build_key(source, settings)
-    if key is not None and manifest.built_from(out_dir, source.repo.id) == key:
+    if key is not None and not rebuild and manifest.built_from(out_dir, source.repo.id) == key:
         stats.unchanged += 1
         stats.seconds += time.perf_counter() - t0
         return stats

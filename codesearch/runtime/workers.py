@@ -321,7 +321,10 @@ class RepoIndexer(_Worker):
                 max_trigram_count=self.max_trigram_count,
                 always_index=self.always_index,
             )
-            index_source(source, self.index_dir, settings, progress=self.check_cancelled)
+            # a repository whose indexed revisions were forgotten (a re-index someone asked for:
+            # `Store.enqueue_index_job(rebuild=True)`), or never recorded, is rebuilt even if unchanged
+            rebuild = not repo.indexed_revisions
+            index_source(source, self.index_dir, settings, progress=self.check_cancelled, rebuild=rebuild)
             indexed = {r.ref: r.commit for r in source.revisions}
             # the default branch (revisions[0]) as of this index: its newest commit is the repo's pushedAt,
             # for every host alike (local and generic git repos have no host API to say it)

@@ -295,5 +295,5 @@ def reindex(repo_id: int, identity: Caller, store: StoreDep) -> JSONResponse:
             row = None
     if row is None or not permissions.can_see(identity, row):
         raise RepositoryNotFound(f"repository {repo_id} not found")
-    job = store.enqueue_index_job(row.id, force=True)
+    job = store.enqueue_index_job(row.id, force=True, rebuild=True)  # asked for: rebuilt even if unchanged
     return JSONResponse(job_json(job), status_code=202)

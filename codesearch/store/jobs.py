@@ -20,7 +20,7 @@ from codesearch.store import models as m
 from codesearch.store.base import StoreBase
 from codesearch.store.models import Job
 from codesearch.store.rows import from_row, get_one, inserted_id
-from codesearch.store.tables import jobs
+from codesearch.store.tables import jobs, repos
 
 
 class JobsMixin(StoreBase):
@@ -44,10 +44,15 @@ class JobsMixin(StoreBase):
                 job = self._get_job(c, job.id)
             return job
 
-    def enqueue_index_job(self, repo_id: int, *, force: bool = False) -> Job:
-        """A PENDING index job for the repo, deduplicated like `enqueue_sync_job`."""
+    def enqueue_index_job(self, repo_id: int, *, force: bool = False, rebuild: bool = False) -> Job:
+        """A PENDING index job for the repo, deduplicated like `enqueue_sync_job`. With `rebuild`
+        (a re-index someone asked for), the repo's indexed revisions are forgotten, so the job
+        rebuilds it even when nothing moved (an unchanged repository is otherwise left as it is:
+        `codesearch.index.builder.build_key`)."""
         with self._tx(write=True) as c:
             self._get_repo(c, repo_id)
+            if rebuild:
+                c.execute(update(repos).where(repos.c.id == repo_id).values(indexed_revisions=None))
             return self._enqueue(c, m.INDEX_JOB, jobs.c.repo_id, repo_id, force)
 
     def _enqueue(self, c: SAConnection, kind: str, column: Column[Any], target: int, force: bool) -> Job:

@@ -282,7 +282,7 @@ def reindex(request: Request, repo_id: str, store: StoreDep, csrf_token: str = F
             row = None
     if row is None or not permissions.can_see(request.state.identity, row):
         return _message(request, 404, "No such repository", "This repository does not exist (any more).")
-    job = store.enqueue_index_job(row.id, force=True)
+    job = store.enqueue_index_job(row.id, force=True, rebuild=True)  # asked for: rebuilt even if unchanged
     audit.record(request, Identity(user), "repo.reindex", row.name, job=job.id)
     return RedirectResponse(f"{_root(request)}/settings/connections?reindexed={row.id}", status_code=303)
 
