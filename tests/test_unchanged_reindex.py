@@ -239,15 +239,18 @@ def test_the_indexer_re_indexes_unchanged_repositories_without_writing_a_shard(t
                                                     clone_url=server.url("acme/remote.git"),
                                                     default_branch="main")]).ids)
 
-        def index_all() -> None:
-            for repo_id in ids.values():
-                store.enqueue_index_job(repo_id)
+        def run_jobs() -> None:
             indexer = RepoIndexer(data, "unchanged-indexer", RuntimeOptions(heartbeat_s=0.05))
             try:
                 while indexer.run_once():
                     pass
             finally:
                 indexer.close()
+
+        def index_all() -> None:
+            for repo_id in ids.values():
+                store.enqueue_index_job(repo_id)
+            run_jobs()
             for name, repo_id in ids.items():
                 row = store.get_repo(repo_id)
                 assert row.index_status == IndexStatus.INDEXED, f"{name}: {row.last_error}"
@@ -272,12 +275,7 @@ def test_the_indexer_re_indexes_unchanged_repositories_without_writing_a_shard(t
         # a re-index someone asks for (Settings, POST /api/repos/<id>/reindex) rebuilds even so
         generation = _state(ix)[0]
         store.enqueue_index_job(ids["git.local/local"], force=True, rebuild=True)
-        indexer = RepoIndexer(data, "unchanged-indexer", RuntimeOptions(heartbeat_s=0.05))
-        try:
-            while indexer.run_once():
-                pass
-        finally:
-            indexer.close()
+        run_jobs()
         assert _state(ix)[0] == generation + 1
         assert _entry(ix, ids["git.local/local"])["generation"] == generation + 1
         assert store.get_repo(ids["git.local/local"]).indexed_revisions  # recorded again
