@@ -44,8 +44,7 @@ def as_caller(caller: str, fn):
 
 def open_stream(git_dir: str):
     """A git process that runs until its input is closed (a slow read, as long as we like)."""
-    stream = Git.at(git_dir).stream(["cat-file", "--batch"], stdin=True)
-    return stream
+    return Git.at(git_dir).stream(["cat-file", "--batch"], stdin=True)
 
 
 def test_a_caller_past_its_limit_waits_then_gets_429_naming_its_own_limit(repo, installed):

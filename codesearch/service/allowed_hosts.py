@@ -33,12 +33,13 @@ from __future__ import annotations
 
 import html
 import ipaddress
-import json
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
+
+from codesearch.service.limits import route_path, send_error
 
 if TYPE_CHECKING:
     from mcp.server.transport_security import TransportSecuritySettings
@@ -179,13 +180,6 @@ def _header(scope: Scope, name: bytes) -> str | None:
     return None
 
 
-def _route_path(scope: Scope) -> str:
-    path, root = scope.get("path") or "/", (scope.get("root_path") or "").rstrip("/")
-    if root and (path == root or path.startswith(root + "/")):
-        return path[len(root) :] or "/"
-    return path
-
-
 class CheckHost:
     """Pure ASGI middleware: refuses a request whose ``Host`` `hosts` does not allow (see the
     module docstring)."""
@@ -200,7 +194,7 @@ class CheckHost:
             await self.app(scope, receive, send)
             return
         host = _header(scope, b"host")
-        if self.hosts.allows(host) or _route_path(scope) in self.unchecked:
+        if self.hosts.allows(host) or route_path(scope) in self.unchecked:
             await self.app(scope, receive, send)
             return
         if scope["type"] == "websocket":
@@ -216,14 +210,13 @@ async def _refuse(scope: Scope, send: Send, host: str | None) -> None:
     message = refusal(host)
     accept = (_header(scope, b"accept") or "").lower()
     if is_api_path(scope) or "text/html" not in accept:
-        body = json.dumps({"statusCode": STATUS, "errorCode": ERROR_CODE, "message": message}).encode()
-        headers = {"content-type": "application/json", "x-content-type-options": "nosniff"}
-    else:
-        body = (
-            "<!doctype html><html lang=en><meta charset=utf-8><title>Wrong host</title>"
-            f"<h1>Wrong host</h1><p>{html.escape(message[0].upper() + message[1:])}.</p></html>"
-        ).encode()
-        headers = {"content-type": "text/html; charset=utf-8", **{k.lower(): v for k, v in page_headers().items()}}
+        await send_error(send, STATUS, ERROR_CODE, message, {"X-Content-Type-Options": "nosniff"})
+        return
+    body = (
+        "<!doctype html><html lang=en><meta charset=utf-8><title>Wrong host</title>"
+        f"<h1>Wrong host</h1><p>{html.escape(message[0].upper() + message[1:])}.</p></html>"
+    ).encode()
+    headers = {"content-type": "text/html; charset=utf-8", **{k.lower(): v for k, v in page_headers().items()}}
     headers["content-length"] = str(len(body))
     raw = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]
     await send({"type": "http.response.start", "status": STATUS, "headers": raw})
