@@ -10,7 +10,13 @@ TEST_STAMP := $(VENV)/.installed-test
 .PHONY: install install-test serve-deps deps inspector axe lint check test serve bench bench-deps notebooks docs clean
 
 # The project in .venv: what serving needs (install), and the test and notebook extras (install-test).
-$(STAMP): pyproject.toml
+# The package has one compiled part (codesearch/index/kernels.c, the build's hot loops): pip builds it
+# in place with the machine's C compiler, which Debian's gcc provides (and python3-dev the headers,
+# for a Debian Python without them).
+$(STAMP): pyproject.toml setup.py codesearch/index/kernels.c
+	$(call apt_missing,gcc)
+	@$(PYTHON) -c 'import os, sysconfig; raise SystemExit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
+	  || { SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq python3-dev >/dev/null; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip uninstall -q -y codesearch 2>/dev/null || true  # the distribution's old name (now codesearch-ray)

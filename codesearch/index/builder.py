@@ -14,7 +14,6 @@ becomes a serialized roaring bitmap; the sections of `codesearch.index.format` a
 
 from __future__ import annotations
 
-import array
 import dataclasses
 import functools
 import hashlib
@@ -30,18 +29,18 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
-from pyroaring import BitMap
 
 from codesearch import defaults
 from codesearch.errors import IndexBuildError
 from codesearch.globs import PatternList
+from codesearch.index import _kernels, manifest
 from codesearch.index import format as fmt
-from codesearch.index import manifest
 from codesearch.index.language import SKIPPED, detect, rank_class, wants_symbols
+from codesearch.index.quadgrams import filter_for
 from codesearch.index.shard import ShardSymbol
 from codesearch.index.sources import RepoInfo, SourceFile, open_source
 from codesearch.index.symbols import Symbol, SymbolExtractor, find_ctags
-from codesearch.index.trigrams import count_folded, normalize, unique_trigrams
+from codesearch.index.trigrams import count_folded, scan, unique_trigrams
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +108,7 @@ class BuildDoc:
     lines: np.ndarray
     rank: int
     repo: int = 0  # index into the shard's repositories
+    qfilter: bytes = b""  # the quadgram filter of the content (`quadgrams.filter_for`)
 
 
 def shard_prefix(repo: RepoInfo) -> str:
@@ -156,7 +156,7 @@ class ShardBuilder:
     def add(self, f: SourceFile) -> None:
         s = self.settings
         always = s.always_index and s.always_index.matches(f.path)
-        skip, content, trigrams = INDEXED, b"", _EMPTY
+        skip, content, trigrams, lines = INDEXED, b"", _EMPTY, _EMPTY
         if f.size > s.max_file_size and not always:
             skip = TOO_LARGE
         else:
@@ -168,22 +168,16 @@ class ShardBuilder:
             if b"\0" in content:
                 skip, content = BINARY, b""
             else:
-                trigrams = unique_trigrams(normalize(content))
+                trigrams, lines = scan(content)
                 # the folded count is never above the exact one: count it only when it may matter
                 if trigrams.size > s.max_trigram_count and count_folded(trigrams) > s.max_trigram_count and not always:
                     skip, content, trigrams = TOO_MANY_TRIGRAMS, b"", _EMPTY
-        lines = _EMPTY
-        if skip == INDEXED:
-            nl = np.flatnonzero(np.frombuffer(content, dtype=np.uint8) == 10)
-            lines = np.empty(nl.size + 1, dtype=np.uint32)
-            lines[0] = 0
-            lines[1:] = nl + 1
-            if lines[-1] == len(content) and len(lines) > 1:  # no empty line after a final newline
-                lines = lines[:-1]
+        if skip != INDEXED:
+            lines = _EMPTY
         lang = SKIPPED if skip else detect(f.path, content)
         if wants_symbols(lang):
             self.symbols.submit(len(self.docs), f.path, content)
-        name_tri = unique_trigrams(normalize(f.path.encode("utf-8", "replace")))
+        name_tri = unique_trigrams(f.path.encode("utf-8", "replace"))
         self.docs.append(
             BuildDoc(
                 f.path,
@@ -197,6 +191,7 @@ class ShardBuilder:
                 lines,
                 rank_class(f.path),
                 len(self.repos) - 1,
+                filter_for(content, trigrams.size) if skip == INDEXED else b"",
             )
         )
         self.content_bytes += len(content)
@@ -245,42 +240,18 @@ def _offsets(lengths: Sequence[int]) -> np.ndarray:
 
 def _postings(per_doc: list[np.ndarray]) -> dict[str, fmt.Section]:
     """Invert per-document arrays of distinct trigram ids (any order) into the four sections of
-    a trigram index.
-
-    A counting sort, not a comparison sort: `np.bincount` gives each trigram's document count,
-    their running sum where its posting list starts, and each document, in order, writes its
-    number at the cursors of its trigrams (distinct within a document, so one vectorised
-    scatter each) and advances them. Posting lists come out in document order, as the roaring
-    bitmaps want them; about twice as fast as sorting (trigram, document) pairs. The cursor
-    table (2^24 entries) is allocated per call: untouched pages cost nothing, and a long-lived
-    indexer does not keep it.
-    """
-    total = sum(t.size for t in per_doc)
-    if total == 0:
-        return {"keys": _EMPTY, "card": _EMPTY, "offs": np.zeros(1, np.uint64), "post": b""}
-    counts = np.bincount(np.concatenate(per_doc), minlength=1 << 24)
-    keys = np.flatnonzero(counts).astype(np.uint32)
-    card = counts[keys].astype(np.uint32)
-    del counts
-    starts = np.zeros(keys.size, dtype=np.int64)
-    np.cumsum(card[:-1], out=starts[1:])
-    cursor = np.zeros(1 << 24, dtype=np.uint32 if total < 1 << 32 else np.int64)
-    cursor[keys] = starts
-    docs = np.empty(total, dtype=np.uint32)
-    for d, t in enumerate(per_doc):
-        if t.size:
-            at = cursor[t]
-            docs[at] = d
-            cursor[t] = at + 1
-    del cursor
-    doc_ids = array.array("I", docs.tobytes())
-    ends = starts + card
-    blobs = [BitMap(doc_ids[s:e]).serialize() for s, e in zip(starts.tolist(), ends.tolist(), strict=True)]
+    a trigram index, in compiled code (`_kernels.invert`): a counting sort by trigram (each
+    list's documents come out in order), then each list written as a serialized roaring bitmap
+    (docs/index-format.md#building-a-shard)."""
+    starts = np.zeros(len(per_doc) + 1, dtype=np.int64)
+    np.cumsum([t.size for t in per_doc], out=starts[1:])
+    flat = np.concatenate(per_doc).astype(np.uint32, copy=False) if per_doc else _EMPTY
+    keys, card, offs, post = _kernels.invert(flat, starts)
     return {
-        "keys": keys,
-        "card": card,
-        "offs": _offsets([len(b) for b in blobs]),
-        "post": b"".join(blobs),
+        "keys": np.frombuffer(keys, dtype=np.uint32),
+        "card": np.frombuffer(card, dtype=np.uint32),
+        "offs": np.frombuffer(offs, dtype=np.uint64),
+        "post": post,
     }
 
 
@@ -339,6 +310,8 @@ def _sections(repos: list[RepoInfo], docs: list[BuildDoc], syms: DocSymbols) -> 
         "lines": np.concatenate([d.lines for d in docs]) if docs else _EMPTY,
         **{f"ctg.{k}": v for k, v in content.items()},
         **{f"ntg.{k}": v for k, v in names.items()},
+        "doc.qflt": _offsets([len(d.qfilter) for d in docs]),
+        "qfilter": b"".join(d.qfilter for d in docs),
         "sym.name": b"".join(sym_names),
         "sym.noff": _offsets([len(n) for n in sym_names]),
         "sym.line": np.array([s.line for s in flat_syms], dtype=np.uint32),

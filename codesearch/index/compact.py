@@ -39,7 +39,7 @@ from codesearch.index.builder import INDEXED, BuildDoc, DocSymbols, IndexSetting
 from codesearch.index.language import rank_class
 from codesearch.index.shard import Shard, ShardSymbol
 from codesearch.index.sources import RepoInfo
-from codesearch.index.trigrams import normalize, unique_trigrams
+from codesearch.index.trigrams import unique_trigrams
 
 if TYPE_CHECKING:  # parallel imports the builder, as this module does: no cycle at run time
     from codesearch.index.parallel import Pool
@@ -173,7 +173,7 @@ def _read_doc(shard: Shard, d: int, repo: int) -> BuildDoc:
     path = shard.doc_path(d)
     content = shard.content(d)
     skip = int(shard.doc_skip[d])
-    trigrams = unique_trigrams(normalize(content)) if skip == INDEXED else np.empty(0, dtype=np.uint32)
+    trigrams = unique_trigrams(content) if skip == INDEXED else np.empty(0, dtype=np.uint32)
     return BuildDoc(
         path=path,
         size=int(shard.doc_size[d]),
@@ -182,10 +182,11 @@ def _read_doc(shard: Shard, d: int, repo: int) -> BuildDoc:
         language=shard.language(d),
         content=content,
         trigrams=trigrams,
-        name_trigrams=unique_trigrams(normalize(path.encode("utf-8", "replace"))),
+        name_trigrams=unique_trigrams(path.encode("utf-8", "replace")),
         lines=np.array(shard.line_starts(d), dtype=np.uint32),
         rank=rank_class(path),
         repo=repo,
+        qfilter=bytes(shard.quad_filters.of(d)),
     )
 
 

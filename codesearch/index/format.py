@@ -1,10 +1,10 @@
 """The shard file format: one immutable file per shard, tagged sections, a version, checksums.
 
-Layout of format version 2 (all integers little-endian)::
+Layout of format version 3 (all integers little-endian)::
 
     offset  size        field
     0       8           magic  b"CSSHARD\\n"
-    8       4           format version (u32) = 2
+    8       4           format version (u32) = 3
     12      4           section count N (u32)
     16      32 * N      table of contents, one entry per section:
                           tag      8 bytes, ASCII, right-padded with spaces
@@ -36,6 +36,9 @@ shard holds the documents of one or more repositories (a compound shard, `compac
     ctg.offs  u64[T+1] offsets into ctg.post
     ctg.post  serialized pyroaring BitMaps of document ids, concatenated
     ntg.*     the same four sections for file-name trigrams
+    doc.qflt  u64[D+1] offsets into `qfilter`
+    qfilter   per document, a Bloom filter of its folded quadgrams (`quadgrams.py`; empty for a
+              document without indexed content)
     sym.name  UTF-8 symbol names, concatenated; sym.noff u64[S+1] offsets into it
     sym.line  u32[S]   1-based line of the definition
     sym.kind  u16[S]   index into meta.symbolKinds
@@ -56,6 +59,8 @@ Version log:
   name keys ``sym.lkey``/``sym.lidx``; shards of several repositories. A version-1 shard is
   refused (`IndexFormatError`), never misread: the service re-indexes the repositories whose
   shards are older (`manifest.stale_repos`), a directory index is built again.
+* 3: a quadgram filter per document (``doc.qflt``, ``qfilter``) that narrows the candidates of
+  literals, case-insensitive ones above all. Older shards are refused and re-indexed as above.
 """
 
 from __future__ import annotations
@@ -76,7 +81,7 @@ import numpy.typing as npt
 from codesearch.errors import IndexFormatError
 
 MAGIC = b"CSSHARD\n"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 SUFFIX = ".shard"
 _HEADER = struct.Struct("<8sII")
 _ENTRY = struct.Struct("<8sQQII")

@@ -22,6 +22,7 @@ from pyroaring import BitMap
 
 from codesearch.errors import IndexFormatError
 from codesearch.index.format import ShardFile
+from codesearch.index.quadgrams import QuadFilters
 from codesearch.index.sources import RepoInfo
 from codesearch.index.trigrams import is_any_case, variants
 
@@ -60,6 +61,7 @@ class TrigramIndex:
         if self.offs.size and int(self.offs[-1]) > len(self.post):
             raise IndexFormatError(f.path, f"{prefix}: posting offsets point past the posting section")
         self._lookup = functools.lru_cache(maxsize=4096)(self._load)
+        self.stored_size = functools.lru_cache(maxsize=4096)(self._stored_size)  # type: ignore[method-assign]
 
     def slot(self, trigram: int) -> int:
         """Index of `trigram` in the dictionary, or -1 when absent."""
@@ -97,6 +99,10 @@ class TrigramIndex:
         return self._lookup(trigram)
 
     def stored_size(self, trigram: int) -> int:
+        """Bytes of `trigram`'s serialized posting lists in the file (0 when absent), cached."""
+        return self._stored_size(trigram)
+
+    def _stored_size(self, trigram: int) -> int:
         """Bytes of `trigram`'s serialized posting lists in the file (0 when absent): what a
         query that uses it reads of the index, whether or not it is cached by now."""
         size = 0
@@ -169,6 +175,11 @@ class Shard:
         if n and (int(self.doc_repo.max()) >= len(self.repos) or int(self.doc_lang.max()) >= len(self.languages)):
             raise IndexFormatError(path, "document table refers to unknown repositories or languages")
         self.content_index = TrigramIndex(f, "ctg")
+        self.quad_filters = QuadFilters(f.array("doc.qflt", np.uint64), f.raw("qfilter"))
+        if self.quad_filters.offsets.size != n + 1 or (
+            n and int(self.quad_filters.offsets[-1]) > len(f.raw("qfilter"))
+        ):
+            raise IndexFormatError(path, "quadgram filter offsets disagree with the document table")
         self.name_index = TrigramIndex(f, "ntg")
         self.sym_name = f.raw("sym.name")
         self.sym_noff = f.array("sym.noff", np.uint64)
@@ -277,6 +288,22 @@ class Shard:
             if written.lower() == want and not is_reference(kind, self.language(doc)) and self.is_live(doc):
                 out.append((doc, kind, written))
         return out
+
+    def symbols_named(self, name: bytes, doc: int) -> list[int]:
+        """Indexes (into the sym.* arrays) of `doc`'s symbols whose name is `name` up to ASCII
+        case, in symbol order: a binary search in ``sym.lkey``, not a scan of the document's
+        symbols (a large file has thousands)."""
+        from codesearch.index.builder import symbol_key
+
+        key = np.uint64(symbol_key(name))
+        lo, hi = int(self.sym_lkey.searchsorted(key, "left")), int(self.sym_lkey.searchsorted(key, "right"))
+        mine = self.symbol_range(doc)
+        want = name.lower()
+        return sorted(
+            k
+            for k in self.sym_lidx[lo:hi].tolist()
+            if k in mine and bytes(self.sym_name[int(self.sym_noff[k]) : int(self.sym_noff[k + 1])]).lower() == want
+        )
 
     @functools.cached_property
     def sym_doc(self) -> np.ndarray:

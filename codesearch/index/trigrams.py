@@ -29,6 +29,14 @@ import threading
 
 import numpy as np
 
+try:
+    from codesearch.index import _kernels
+except ImportError as e:  # a checkout whose C part was never compiled
+    raise ImportError(
+        "codesearch.index._kernels is not built: `make install` (or `pip install -e .`) compiles "
+        "codesearch/index/kernels.c with the machine's C compiler"
+    ) from e
+
 _FOLD_TABLE = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ", b"abcdefghijklmnopqrstuvwxyz")
 _KELVIN = "\u212a".encode()
 _LONG_S = "\u017f".encode()
@@ -37,6 +45,7 @@ _LONG_S = "\u017f".encode()
 ANY_CASE_SHIFT = 24
 _BYTE_MASK = 0xFFFFFF
 _LETTERS = frozenset(range(ord("a"), ord("z") + 1)) | frozenset(range(ord("A"), ord("Z") + 1))
+_tables = threading.local()
 
 
 def normalize(data: bytes) -> bytes:
@@ -53,57 +62,32 @@ def fold(data: bytes) -> bytes:
     return normalize(data).translate(_FOLD_TABLE)
 
 
-def trigram_array(data: bytes) -> np.ndarray:
-    """All trigram ids of `data`, in text order, with repeats (uint32).
+def _seen() -> bytearray:
+    """This thread's bit set for `scan` (2 MiB, one bit per trigram id; the kernel leaves it zeroed)."""
+    seen: bytearray | None = getattr(_tables, "seen", None)
+    if seen is None:
+        seen = _tables.seen = bytearray(1 << 21)
+    return seen
 
-    Reads the text as overlapping big-endian 4-byte words (a strided view, no copy) and drops
-    the last byte of each: one vectorised pass instead of three shifts and ors.
-    """
+
+def scan(data: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct trigram ids of `data`'s normalized text (uint32, in order of first
+    occurrence) and the offsets where its lines start (uint32; 0 first, none after a final
+    newline): one pass of the compiled kernel (`codesearch.index._kernels.scan`)."""
     n = len(data)
-    if n < 3:
-        return np.empty(0, dtype=np.uint32)
-    words = np.ndarray(shape=(n - 2,), dtype=">u4", buffer=data + b"\0", strides=(1,))
-    return (words >> np.uint32(8)).astype(np.uint32, copy=False)
-
-
-def _distinct(t: np.ndarray) -> np.ndarray:
-    """The distinct values of `t`, sorted (sort + neighbour mask: faster than np.unique)."""
-    if t.size == 0:
-        return t
-    t.sort()
-    keep = np.empty(t.size, dtype=bool)
-    keep[0] = True
-    np.not_equal(t[1:], t[:-1], out=keep[1:])
-    return t[keep]
-
-
-#: Below this many trigrams sorting finds the distinct ones faster than the table.
-_TABLE_MIN = 64
-_tables = threading.local()
-
-
-def _distinct_by_table(t: np.ndarray) -> np.ndarray:
-    """The distinct values of `t` (24-bit ids), unsorted: each id's slot in a 2^24-entry table
-    takes the position of one of its occurrences (whichever write numpy does last), and the one
-    occurrence whose position the slot holds is kept. Two scattered passes over a table instead
-    of an O(n log n) sort: 2-2.5× faster than `_distinct` on source files. The
-    table (64 MiB, one per thread, pages touched on demand) is zeroed again where it was used.
-    """
-    table: np.ndarray | None = getattr(_tables, "table", None)
-    if table is None:
-        table = _tables.table = np.zeros(1 << 24, dtype=np.uint32)
-    pos = np.arange(1, t.size + 1, dtype=np.uint32)
-    table[t] = pos
-    out: np.ndarray = t[table[t] == pos]
-    table[out] = 0
-    return out
+    trigrams = np.empty(max(n - 2, 0), dtype=np.uint32)
+    lines = np.empty(n + 1, dtype=np.uint32)
+    nt, nl = _kernels.scan(data, _seen(), trigrams, lines)
+    # copies when the arrays are mostly unused: a document keeps them until its shard is written
+    return (trigrams[:nt].copy() if 2 * nt < trigrams.size else trigrams[:nt]), (
+        lines[:nl].copy() if 2 * nl < lines.size else lines[:nl]
+    )
 
 
 def unique_trigrams(data: bytes) -> np.ndarray:
-    """The distinct trigram ids of (normalized) bytes, in no particular order (uint32): the
-    index builder's inversion (`builder._postings`, a counting sort) needs no order."""
-    t = trigram_array(data)
-    return _distinct(t) if t.size < _TABLE_MIN else _distinct_by_table(t)
+    """The distinct trigram ids of `data`'s normalized text, in order of first occurrence
+    (uint32): the index builder's inversion (`_kernels.invert`, a counting sort) needs no order."""
+    return scan(data)[0]
 
 
 def fold_ids(trigrams: np.ndarray) -> np.ndarray:
@@ -119,7 +103,7 @@ def fold_ids(trigrams: np.ndarray) -> np.ndarray:
 def count_folded(unique: np.ndarray) -> int:
     """How many distinct trigrams the folded text has, from the distinct trigrams of the
     normalized text (`unique_trigrams`): what ``maxTrigramCount`` limits."""
-    return int(_distinct(fold_ids(unique)).size)
+    return int(np.unique(fold_ids(unique)).size)
 
 
 def string_trigrams(text: str | bytes, case_sensitive: bool = True) -> list[int]:

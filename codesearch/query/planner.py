@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from codesearch.errors import QueryError, SearchContextNotFound
+from codesearch.index.quadgrams import literal_quads
 from codesearch.query import ast
 from codesearch.query.regex import CompiledRegex, LiteralMatcher, compile_literal, compile_regex
 from codesearch.query.regex_trigrams import regex_query
@@ -46,6 +47,9 @@ class ContentLeaf(ast.Node):
     node: ast.Content
     regex: CompiledRegex | LiteralMatcher
     trigrams: TrigramQuery
+    #: A literal's folded quadgrams, which the shards' quadgram filters narrow its candidates by
+    #: (`codesearch.index.quadgrams`); none for a regex.
+    quads: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -134,7 +138,10 @@ def plan(query: ast.Node, contexts: dict[str, set[str]] | None = None) -> Plan:
                 )
             else:
                 leaf = ContentLeaf(
-                    n, compile_literal(n.pattern, n.case_sensitive), literal_query(n.pattern, n.case_sensitive)
+                    n,
+                    compile_literal(n.pattern, n.case_sensitive),
+                    literal_query(n.pattern, n.case_sensitive),
+                    literal_quads(n.pattern),
                 )
         elif isinstance(n, ast.FileName):
             leaf = FileLeaf(n, compile_regex(n.pattern, n.case_sensitive), regex_query(n.pattern, n.case_sensitive))

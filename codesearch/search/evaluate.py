@@ -206,7 +206,10 @@ class ShardEvaluator:
         if isinstance(node, ast.Const):
             return (None if node.value else BitMap()), True
         if isinstance(node, ContentLeaf):
-            return self.view.lookup(s.content_index, node.trigrams), False
+            found = self.view.lookup(s.content_index, node.trigrams)
+            if found is not None and node.quads:
+                found = s.quad_filters.select(found, node.quads)
+            return found, False
         if isinstance(node, FileLeaf):
             return self.view.lookup(s.name_index, node.trigrams), False
         if isinstance(node, SymbolLeaf):
@@ -503,17 +506,16 @@ class _DocContext:
             return [], 0
         want = leaf.node.pattern.encode("utf-8")
         s = self.ev.shard
-        first = s.symbol_range(self.doc).start
         language = s.language(self.doc)
         lines: dict[int, int] = {}  # line → best bonus of a definition on it
-        for k, name in enumerate(self.symbol_names):
-            exact = name == want
-            if not exact and (leaf.node.case_sensitive or name.lower() != want.lower()):
+        for k in s.symbols_named(want, self.doc):
+            exact = bytes(s.sym_name[int(s.sym_noff[k]) : int(s.sym_noff[k + 1])]) == want
+            if not exact and leaf.node.case_sensitive:
                 continue
-            kind = s.symbol_kinds[int(s.sym_kind[first + k])]
+            kind = s.symbol_kinds[int(s.sym_kind[k])]
             if is_reference(kind, language):
                 continue
-            line = int(s.sym_line[first + k])
+            line = int(s.sym_line[k])
             lines[line] = max(lines.get(line, 0), definition_bonus(kind, exact))
         starts = s.line_starts(self.doc)
         content = self.content

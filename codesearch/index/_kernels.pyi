@@ -1,0 +1,13 @@
+"""Types of the compiled kernels (codesearch/index/kernels.c says what they do)."""
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+_Buffer = bytes | bytearray | memoryview | NDArray[np.generic] | Any
+
+def scan(data: _Buffer, seen: _Buffer, trigrams_out: _Buffer, lines_out: _Buffer) -> tuple[int, int]: ...
+def invert(trigrams: _Buffer, doc_starts: _Buffer) -> tuple[bytes, bytes, bytes, bytes]: ...
+def quad_filter(data: _Buffer, filter: _Buffer) -> None: ...
+def quad_select(filters: _Buffer, offsets: _Buffer, docs: _Buffer, quads: _Buffer, out: _Buffer) -> int: ...

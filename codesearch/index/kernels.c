@@ -1,0 +1,441 @@
+/*
+ * codesearch.index._kernels: the index build's per-byte loops, in C.
+ *
+ * Two functions, each the whole of one hot loop that numpy could only do in several passes
+ * over memory (docs/architecture.md#compiled-kernels says why C and not numba):
+ *
+ *   scan(data, seen, trigrams_out, lines_out) -> (n_trigrams, n_lines)
+ *       One pass over a file's bytes: the distinct trigram ids of its *normalized* text (KELVIN
+ *       SIGN -> 'k', LONG S -> 's'; see trigrams.py), in order of first occurrence, and the
+ *       offsets where its lines start. `seen` is a zeroed 2 MiB bit set (one bit per 24-bit
+ *       trigram: it fits in the cache, where numpy's table of positions took 64 MiB); the bits
+ *       this call sets are cleared before it returns, so the caller reuses it.
+ *
+ *   invert(trigrams, doc_starts) -> (keys, card, offs, post)
+ *       The posting lists of a shard: `trigrams` holds each document's distinct trigram ids one
+ *       document after the other, `doc_starts[d]` where document d's start (int64, one more
+ *       than there are documents). A counting sort by trigram puts each list's documents in
+ *       order; each list is written as a roaring bitmap in the portable serialization format
+ *       (the one CRoaring and pyroaring read: array, bitset or run containers, whichever is
+ *       smallest, as CRoaring's run_optimize chooses). keys/card (uint32), offs (uint64, one
+ *       more than keys) and post are returned as bytes, ready for the shard's sections.
+ *
+ * Both release the GIL while they run, so an indexer's threads (ctags feeding, reading the next
+ * file) go on meanwhile.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TRIGRAM_SPACE (1u << 24)
+#define SEEN_BYTES (TRIGRAM_SPACE / 8)
+
+static int get_buffer(PyObject *obj, Py_buffer *view, int writable, const char *what) {
+    if (PyObject_GetBuffer(obj, view, writable ? (PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) : PyBUF_C_CONTIGUOUS) < 0) {
+        PyErr_Format(PyExc_TypeError, "%s: a contiguous%s buffer is needed", what, writable ? " writable" : "");
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------- scan */
+
+static PyObject *scan(PyObject *Py_UNUSED(self), PyObject *args) {
+    PyObject *data_o, *seen_o, *tri_o, *lines_o;
+    if (!PyArg_ParseTuple(args, "OOOO", &data_o, &seen_o, &tri_o, &lines_o)) return NULL;
+    Py_buffer data, seen, tri, lines;
+    if (get_buffer(data_o, &data, 0, "data") < 0) return NULL;
+    if (get_buffer(seen_o, &seen, 1, "seen") < 0) goto fail_data;
+    if (get_buffer(tri_o, &tri, 1, "trigrams_out") < 0) goto fail_seen;
+    if (get_buffer(lines_o, &lines, 1, "lines_out") < 0) goto fail_tri;
+    const Py_ssize_t n = data.len;
+    if (seen.len < SEEN_BYTES) {
+        PyErr_SetString(PyExc_ValueError, "seen: a bit set of 2 MiB is needed");
+        goto fail;
+    }
+    if (tri.len < (Py_ssize_t)sizeof(uint32_t) * (n > 2 ? n - 2 : 0) || lines.len < (Py_ssize_t)sizeof(uint32_t) * (n + 1)) {
+        PyErr_SetString(PyExc_ValueError, "trigrams_out or lines_out: too small for the data");
+        goto fail;
+    }
+    if (n > 0xFFFFFFFFll) {
+        PyErr_SetString(PyExc_ValueError, "data: larger than 4 GiB");
+        goto fail;
+    }
+    const uint8_t *p = (const uint8_t *)data.buf;
+    uint8_t *bits = (uint8_t *)seen.buf;
+    uint32_t *out = (uint32_t *)tri.buf;
+    uint32_t *ls = (uint32_t *)lines.buf;
+    Py_ssize_t nt = 0, nl = 0;
+
+    Py_BEGIN_ALLOW_THREADS
+    uint32_t window = 0; /* the last normalized bytes, newest in the low byte */
+    Py_ssize_t have = 0; /* how many normalized bytes the window holds (saturates at 3) */
+    ls[nl++] = 0; /* a file, even an empty one, has a first line */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint8_t b = p[i];
+        if (b == '\n') {
+            if (i + 1 < n) ls[nl++] = (uint32_t)(i + 1);
+        } else if (b == 0xE2 && i + 2 < n && p[i + 1] == 0x84 && p[i + 2] == 0xAA) {
+            b = 'k'; /* KELVIN SIGN U+212A */
+            i += 2;
+        } else if (b == 0xC5 && i + 1 < n && p[i + 1] == 0xBF) {
+            b = 's'; /* LATIN SMALL LETTER LONG S U+017F */
+            i += 1;
+        }
+        window = (window << 8 | b) & 0xFFFFFFu;
+        if (++have < 3) continue;
+        uint8_t *byte = &bits[window >> 3];
+        uint8_t bit = (uint8_t)(1u << (window & 7));
+        if (!(*byte & bit)) {
+            *byte |= bit;
+            out[nt++] = window;
+        }
+    }
+    for (Py_ssize_t j = 0; j < nt; j++) bits[out[j] >> 3] = 0;
+    Py_END_ALLOW_THREADS
+
+    PyBuffer_Release(&lines);
+    PyBuffer_Release(&tri);
+    PyBuffer_Release(&seen);
+    PyBuffer_Release(&data);
+    return Py_BuildValue("nn", nt, nl);
+fail:
+    PyBuffer_Release(&lines);
+fail_tri:
+    PyBuffer_Release(&tri);
+fail_seen:
+    PyBuffer_Release(&seen);
+fail_data:
+    PyBuffer_Release(&data);
+    return NULL;
+}
+
+/* ------------------------------------------------------------------------------ invert */
+
+/* Roaring portable format (https://github.com/RoaringBitmap/RoaringFormatSpec). */
+#define SERIAL_COOKIE_NO_RUNCONTAINER 12346u
+#define SERIAL_COOKIE 12347u
+#define NO_OFFSET_THRESHOLD 4
+#define ARRAY_MAX 4096
+#define BITSET_BYTES 8192
+
+enum { ARRAY, BITSET, RUN };
+
+typedef struct {
+    uint8_t *buf;
+    size_t len, cap;
+} Out;
+
+static int out_reserve(Out *o, size_t more) {
+    if (o->len + more <= o->cap) return 0;
+    size_t cap = o->cap ? o->cap : 1 << 20;
+    while (cap < o->len + more) cap *= 2;
+    uint8_t *b = realloc(o->buf, cap);
+    if (!b) return -1;
+    o->buf = b;
+    o->cap = cap;
+    return 0;
+}
+
+static inline void put16(uint8_t *at, uint32_t v) {
+    at[0] = (uint8_t)v;
+    at[1] = (uint8_t)(v >> 8);
+}
+
+static inline void put32(uint8_t *at, uint32_t v) {
+    put16(at, v & 0xFFFF);
+    put16(at + 2, v >> 16);
+}
+
+/* One container of a posting list: documents docs[a..b) share the high 16 bits `key`. */
+typedef struct {
+    uint32_t key, a, b, runs;
+    int kind;
+} Container;
+
+static size_t container_bytes(const Container *c) {
+    uint32_t card = c->b - c->a;
+    return c->kind == RUN ? 2 + 4 * (size_t)c->runs : c->kind == BITSET ? BITSET_BYTES : 2 * (size_t)card;
+}
+
+/* Append the serialized bitmap of the sorted, distinct `docs[0..card)` to `o`. */
+static int serialize(Out *o, const uint32_t *docs, uint32_t card, Container *cs) {
+    uint32_t n = 0, i = 0;
+    int has_run = 0;
+    while (i < card) {
+        Container *c = &cs[n++];
+        c->key = docs[i] >> 16;
+        c->a = i;
+        c->runs = 1;
+        for (i++; i < card && docs[i] >> 16 == c->key; i++)
+            if (docs[i] != docs[i - 1] + 1) c->runs++;
+        c->b = i;
+        uint32_t cc = c->b - c->a;
+        size_t run_size = 2 + 4 * (size_t)c->runs;
+        if (cc <= ARRAY_MAX) c->kind = run_size < 2 + 2 * (size_t)cc ? RUN : ARRAY;
+        else c->kind = run_size < BITSET_BYTES ? RUN : BITSET;
+        has_run |= c->kind == RUN;
+    }
+    size_t header = has_run ? 4 + (n + 7) / 8 + 4 * (size_t)n + (n >= NO_OFFSET_THRESHOLD ? 4 * (size_t)n : 0)
+                            : 8 + 8 * (size_t)n;
+    size_t body = 0;
+    for (uint32_t k = 0; k < n; k++) body += container_bytes(&cs[k]);
+    if (out_reserve(o, header + body) < 0) return -1;
+    uint8_t *w = o->buf + o->len;
+    memset(w, 0, header + body);
+    uint8_t *at = w;
+    if (has_run) {
+        put32(at, SERIAL_COOKIE | ((n - 1) << 16));
+        at += 4;
+        for (uint32_t k = 0; k < n; k++)
+            if (cs[k].kind == RUN) at[k / 8] |= (uint8_t)(1u << (k % 8));
+        at += (n + 7) / 8;
+    } else {
+        put32(at, SERIAL_COOKIE_NO_RUNCONTAINER);
+        put32(at + 4, n);
+        at += 8;
+    }
+    for (uint32_t k = 0; k < n; k++, at += 4) {
+        put16(at, cs[k].key);
+        put16(at + 2, cs[k].b - cs[k].a - 1);
+    }
+    if (!has_run || n >= NO_OFFSET_THRESHOLD) {
+        uint32_t off = (uint32_t)header;
+        for (uint32_t k = 0; k < n; k++, at += 4) {
+            put32(at, off);
+            off += (uint32_t)container_bytes(&cs[k]);
+        }
+    }
+    for (uint32_t k = 0; k < n; k++) {
+        const Container *c = &cs[k];
+        if (c->kind == ARRAY) {
+            for (uint32_t j = c->a; j < c->b; j++, at += 2) put16(at, docs[j] & 0xFFFF);
+        } else if (c->kind == BITSET) {
+            for (uint32_t j = c->a; j < c->b; j++) {
+                uint32_t low = docs[j] & 0xFFFF;
+                at[low >> 3] |= (uint8_t)(1u << (low & 7)); /* little-endian 64-bit words = bytes in order */
+            }
+            at += BITSET_BYTES;
+        } else {
+            put16(at, c->runs);
+            at += 2;
+            uint32_t j = c->a;
+            while (j < c->b) {
+                uint32_t start = j;
+                while (j + 1 < c->b && docs[j + 1] == docs[j] + 1) j++;
+                put16(at, docs[start] & 0xFFFF);
+                put16(at + 2, j - start);
+                at += 4;
+                j++;
+            }
+        }
+    }
+    o->len += header + body;
+    return 0;
+}
+
+static PyObject *invert(PyObject *Py_UNUSED(self), PyObject *args) {
+    PyObject *tri_o, *starts_o;
+    if (!PyArg_ParseTuple(args, "OO", &tri_o, &starts_o)) return NULL;
+    Py_buffer tri, starts;
+    if (get_buffer(tri_o, &tri, 0, "trigrams") < 0) return NULL;
+    if (get_buffer(starts_o, &starts, 0, "doc_starts") < 0) {
+        PyBuffer_Release(&tri);
+        return NULL;
+    }
+    const uint32_t *t = (const uint32_t *)tri.buf;
+    const int64_t *ds = (const int64_t *)starts.buf;
+    const Py_ssize_t total = tri.len / 4, ndocs = starts.len / 8 - 1;
+    PyObject *result = NULL;
+    uint32_t *counts = NULL, *keys = NULL, *card = NULL, *docs = NULL;
+    uint64_t *offs = NULL;
+    Container *cs = NULL;
+    Out post = {0};
+    int bad = 0, nomem = 0;
+    Py_ssize_t nkeys = 0;
+    int described = tri.len % 4 == 0 && starts.len % 8 == 0 && ndocs >= 0 && ds[0] == 0 && ds[ndocs] == total;
+    for (Py_ssize_t d = 0; described && d < ndocs; d++) described = ds[d] <= ds[d + 1];
+    if (!described || total >= 0xFFFFFFFFll) {
+        PyErr_SetString(PyExc_ValueError, "doc_starts: does not describe the trigrams (int64 offsets from 0, "
+                                          "non-decreasing, the last one the number of uint32 trigram ids)");
+        goto done;
+    }
+
+    Py_BEGIN_ALLOW_THREADS
+    counts = calloc(TRIGRAM_SPACE, sizeof(uint32_t));
+    docs = malloc(sizeof(uint32_t) * (total ? total : 1));
+    cs = malloc(sizeof(Container) * 65536);
+    if (!counts || !docs || !cs) nomem = 1;
+    for (Py_ssize_t i = 0; !nomem && i < total; i++) {
+        if (t[i] >= TRIGRAM_SPACE) { bad = 1; break; }
+        counts[t[i]]++;
+    }
+    if (!nomem && !bad) {
+        for (uint32_t k = 0; k < TRIGRAM_SPACE; k++) nkeys += counts[k] != 0;
+        keys = malloc(sizeof(uint32_t) * (nkeys ? nkeys : 1));
+        card = malloc(sizeof(uint32_t) * (nkeys ? nkeys : 1));
+        offs = malloc(sizeof(uint64_t) * (nkeys + 1));
+        if (!keys || !card || !offs) nomem = 1;
+    }
+    if (!nomem && !bad) {
+        /* counts[] becomes each trigram's cursor: where its next document goes in docs[] */
+        uint32_t at = 0;
+        Py_ssize_t k = 0;
+        for (uint32_t tg = 0; tg < TRIGRAM_SPACE; tg++) {
+            uint32_t c = counts[tg];
+            if (!c) continue;
+            keys[k] = tg;
+            card[k++] = c;
+            counts[tg] = at;
+            at += c;
+        }
+        for (Py_ssize_t d = 0; d < ndocs; d++)
+            for (int64_t i = ds[d]; i < ds[d + 1]; i++) docs[counts[t[i]]++] = (uint32_t)d;
+        size_t begin = 0;
+        offs[0] = 0;
+        for (k = 0; k < nkeys && !nomem; k++) {
+            if (serialize(&post, docs + begin, card[k], cs) < 0) nomem = 1;
+            begin += card[k];
+            offs[k + 1] = post.len;
+        }
+    }
+    Py_END_ALLOW_THREADS
+
+    if (nomem) PyErr_NoMemory();
+    else if (bad) PyErr_SetString(PyExc_ValueError, "trigrams: an id above 24 bits");
+    else
+        result = Py_BuildValue("y#y#y#y#", (const char *)keys, (Py_ssize_t)(4 * nkeys), (const char *)card,
+                               (Py_ssize_t)(4 * nkeys), (const char *)offs, (Py_ssize_t)(8 * (nkeys + 1)),
+                               post.buf ? (const char *)post.buf : "", (Py_ssize_t)post.len);
+done:
+    free(counts);
+    free(docs);
+    free(cs);
+    free(keys);
+    free(card);
+    free(offs);
+    free(post.buf);
+    PyBuffer_Release(&starts);
+    PyBuffer_Release(&tri);
+    return result;
+}
+
+/* --------------------------------------------------------------------- quadgram filters */
+
+/* A quadgram filter is a one-hash Bloom filter of the *folded* quadgrams of a document (its
+ * normalized text with ASCII A-Z lower-cased): bit ((q * GOLDEN) mod 2^32) * m >> 32 is set for
+ * each four consecutive bytes q (big-endian). It answers "may this document contain this folded
+ * quadgram?" with no false negatives, whatever the case of the text or of the query. */
+#define GOLDEN 0x9E3779B1u
+
+static inline uint32_t fold_byte(uint8_t b) { return (b >= 'A' && b <= 'Z') ? (uint32_t)(b | 0x20) : b; }
+
+static inline uint64_t quad_bit(uint32_t quad, uint64_t m) { return ((uint64_t)(uint32_t)(quad * GOLDEN) * m) >> 32; }
+
+static PyObject *quad_filter(PyObject *Py_UNUSED(self), PyObject *args) {
+    PyObject *data_o, *out_o;
+    if (!PyArg_ParseTuple(args, "OO", &data_o, &out_o)) return NULL;
+    Py_buffer data, out;
+    if (get_buffer(data_o, &data, 0, "data") < 0) return NULL;
+    if (get_buffer(out_o, &out, 1, "filter") < 0) {
+        PyBuffer_Release(&data);
+        return NULL;
+    }
+    const uint8_t *p = (const uint8_t *)data.buf;
+    uint8_t *bits = (uint8_t *)out.buf;
+    const uint64_t m = 8 * (uint64_t)out.len;
+    const Py_ssize_t n = data.len;
+    if (m) {
+        Py_BEGIN_ALLOW_THREADS
+        uint32_t window = 0;
+        Py_ssize_t have = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            uint8_t b = p[i];
+            if (b == 0xE2 && i + 2 < n && p[i + 1] == 0x84 && p[i + 2] == 0xAA) {
+                b = 'k';
+                i += 2;
+            } else if (b == 0xC5 && i + 1 < n && p[i + 1] == 0xBF) {
+                b = 's';
+                i += 1;
+            }
+            window = window << 8 | fold_byte(b);
+            if (++have < 4) continue;
+            uint64_t bit = quad_bit(window, m);
+            bits[bit >> 3] |= (uint8_t)(1u << (bit & 7));
+        }
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&out);
+    PyBuffer_Release(&data);
+    Py_RETURN_NONE;
+}
+
+static PyObject *quad_select(PyObject *Py_UNUSED(self), PyObject *args) {
+    PyObject *filters_o, *offs_o, *docs_o, *quads_o, *out_o;
+    if (!PyArg_ParseTuple(args, "OOOOO", &filters_o, &offs_o, &docs_o, &quads_o, &out_o)) return NULL;
+    Py_buffer filters, offs, docs, quads, out;
+    if (get_buffer(filters_o, &filters, 0, "filters") < 0) return NULL;
+    if (get_buffer(offs_o, &offs, 0, "offsets") < 0) goto f0;
+    if (get_buffer(docs_o, &docs, 0, "docs") < 0) goto f1;
+    if (get_buffer(quads_o, &quads, 0, "quads") < 0) goto f2;
+    if (get_buffer(out_o, &out, 1, "out") < 0) goto f3;
+    const uint64_t *o = (const uint64_t *)offs.buf;
+    const uint32_t *d = (const uint32_t *)docs.buf, *q = (const uint32_t *)quads.buf;
+    const Py_ssize_t ndocs = docs.len / 4, nq = quads.len / 4, nfilters = offs.len / 8 - 1;
+    if (out.len < docs.len) {
+        PyErr_SetString(PyExc_ValueError, "out: smaller than docs");
+        goto f4;
+    }
+    for (Py_ssize_t i = 0; i < ndocs; i++)
+        if ((Py_ssize_t)d[i] >= nfilters || o[d[i] + 1] < o[d[i]] || o[d[i] + 1] > (uint64_t)filters.len) {
+            PyErr_Format(PyExc_ValueError, "document %u: no quadgram filter in the section", d[i]);
+            goto f4;
+        }
+    uint32_t *w = (uint32_t *)out.buf;
+    Py_ssize_t kept = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < ndocs; i++) {
+        const uint8_t *bits = (const uint8_t *)filters.buf + o[d[i]];
+        const uint64_t m = 8 * (o[d[i] + 1] - o[d[i]]);
+        int keep = 1;
+        for (Py_ssize_t j = 0; m && keep && j < nq; j++) {
+            uint64_t bit = quad_bit(q[j], m);
+            keep = (bits[bit >> 3] >> (bit & 7)) & 1;
+        }
+        if (keep) w[kept++] = d[i];
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&out);
+    PyBuffer_Release(&quads);
+    PyBuffer_Release(&docs);
+    PyBuffer_Release(&offs);
+    PyBuffer_Release(&filters);
+    return PyLong_FromSsize_t(kept);
+f4:
+    PyBuffer_Release(&out);
+f3:
+    PyBuffer_Release(&quads);
+f2:
+    PyBuffer_Release(&docs);
+f1:
+    PyBuffer_Release(&offs);
+f0:
+    PyBuffer_Release(&filters);
+    return NULL;
+}
+
+static PyMethodDef methods[] = {
+    {"scan", scan, METH_VARARGS, "Distinct trigram ids and line starts of a file's bytes, in one pass."},
+    {"invert", invert, METH_VARARGS, "Posting lists of a shard, as roaring bitmaps in portable format."},
+    {"quad_filter", quad_filter, METH_VARARGS, "Set the bits of a document's folded quadgrams in its filter."},
+    {"quad_select", quad_select, METH_VARARGS, "The documents whose filters may hold every given quadgram."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_kernels", "The index build's hot loops in C.", -1, methods, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__kernels(void) { return PyModule_Create(&module); }

@@ -1,0 +1,154 @@
+"""The compiled build kernels (codesearch/index/kernels.c) against plain-Python oracles.
+
+`scan` is checked against trigrams taken byte by byte from ``bytes.replace``-normalized text and
+line starts from the positions of ``\\n``; `invert` against pyroaring building each posting list
+from a dict of trigram → documents. Neither oracle shares code with the kernels or with the
+numpy code they replaced.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pyroaring import BitMap
+
+from codesearch.index import _kernels
+from codesearch.index.trigrams import scan
+
+KELVIN, LONG_S = "\u212a".encode(), "\u017f".encode()
+
+
+def oracle_trigrams(data: bytes) -> list[int]:
+    text = data.replace(KELVIN, b"k").replace(LONG_S, b"s")
+    seen: dict[int, None] = {}
+    for i in range(len(text) - 2):
+        seen.setdefault(text[i] << 16 | text[i + 1] << 8 | text[i + 2])
+    return list(seen)
+
+
+def oracle_lines(data: bytes) -> list[int]:
+    starts = [0] + [i + 1 for i, b in enumerate(data) if b == 10 and i + 1 < len(data)]
+    return starts
+
+
+SCAN_CASES = [
+    ("empty", b""),
+    ("one byte", b"a"),
+    ("two bytes", b"ab"),
+    ("one trigram", b"abc"),
+    ("repeats kept once, first occurrence first", b"abcabcabc"),
+    ("final newline starts no line", b"a\nb\n"),
+    ("empty lines", b"\n\n\n"),
+    ("Kelvin sign normalized to k", b"a" + KELVIN + b"b"),
+    ("long s normalized to s", LONG_S + b"xy"),
+    ("cut Kelvin sign left as is", b"ab\xe2\x84"),
+    ("cut long s left as is", b"ab\xc5"),
+    ("high bytes", bytes(range(256)) * 2),
+    ("NUL-free binary-looking bytes", bytes(random.Random(1).randrange(1, 256) for _ in range(5000))),
+]
+
+
+@pytest.mark.parametrize("name,data", SCAN_CASES, ids=[c[0] for c in SCAN_CASES])
+def test_scan_matches_the_oracle(name: str, data: bytes) -> None:
+    trigrams, lines = scan(data)
+    assert trigrams.tolist() == oracle_trigrams(data)
+    assert lines.tolist() == oracle_lines(data)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from([b"a", b"B", b"\n", b"ab", b"abc", KELVIN, LONG_S, b"\xe2", b"\xc5", b"\xff"]), max_size=60
+    )
+)
+def test_scan_property(parts: list[bytes]) -> None:
+    data = b"".join(parts)
+    trigrams, lines = scan(data)
+    assert trigrams.tolist() == oracle_trigrams(data)
+    assert lines.tolist() == oracle_lines(data)
+
+
+def test_scan_leaves_its_bit_set_clear_for_the_next_file() -> None:
+    seen = bytearray(1 << 21)
+    data = b"the same words in two files"
+    for _ in range(2):
+        out, lines = np.empty(len(data), np.uint32), np.empty(len(data) + 1, np.uint32)
+        nt, _ = _kernels.scan(data, seen, out, lines)
+        assert nt == len(oracle_trigrams(data))
+        assert not any(seen)
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        ((b"abc", bytearray(10), np.empty(1, np.uint32), np.empty(4, np.uint32)), "bit set of 2 MiB"),
+        ((b"abcd", bytearray(1 << 21), np.empty(1, np.uint32), np.empty(5, np.uint32)), "too small"),
+        ((b"abc", b"\0" * (1 << 21), np.empty(1, np.uint32), np.empty(4, np.uint32)), "writable"),
+    ],
+    ids=["small bit set", "small output", "read-only bit set"],
+)
+def test_scan_refuses_bad_buffers(args: tuple, message: str) -> None:
+    with pytest.raises((ValueError, TypeError), match=message):
+        _kernels.scan(*args)
+
+
+def invert(per_doc: list[list[int]]) -> dict[int, BitMap]:
+    starts = np.zeros(len(per_doc) + 1, dtype=np.int64)
+    np.cumsum([len(t) for t in per_doc], out=starts[1:])
+    flat = np.array([t for doc in per_doc for t in doc], dtype=np.uint32)
+    keys, card, offs, post = _kernels.invert(flat, starts)
+    k, c, o = (np.frombuffer(keys, np.uint32), np.frombuffer(card, np.uint32), np.frombuffer(offs, np.uint64))
+    assert k.size == c.size == o.size - 1 and int(o[-1]) == len(post)
+    lists = {int(t): BitMap.deserialize(post[int(o[i]) : int(o[i + 1])]) for i, t in enumerate(k)}
+    assert [len(lists[int(t)]) for t in k] == c.tolist()
+    return lists
+
+
+def oracle_invert(per_doc: list[list[int]]) -> dict[int, BitMap]:
+    out: dict[int, list[int]] = {}
+    for d, doc in enumerate(per_doc):
+        for t in doc:
+            out.setdefault(t, []).append(d)
+    return {t: BitMap(docs) for t, docs in sorted(out.items())}
+
+
+def _random_docs(n_docs: int, vocabulary: int, per_doc: int, seed: int) -> list[list[int]]:
+    rng = random.Random(seed)
+    return [rng.sample(range(vocabulary), min(per_doc, vocabulary)) for _ in range(n_docs)]
+
+
+INVERT_CASES = [
+    ("no documents", []),
+    ("documents without trigrams", [[], [], []]),
+    ("array containers", _random_docs(50, 1000, 30, 1)),
+    ("a trigram in every document: a run container", [[7] for _ in range(5000)]),
+    ("more than 4096 documents, scattered: bitset containers", _random_docs(9000, 4, 2, 2)),
+    ("documents past 65535: several containers", [[1, (1 << 24) - 1]] * 3 + [[] for _ in range(70000)] + [[1]]),
+    ("alternating documents: runs lose to arrays", [[5] if d % 2 else [] for d in range(3000)]),
+]
+
+
+@pytest.mark.parametrize("name,per_doc", INVERT_CASES, ids=[c[0] for c in INVERT_CASES])
+def test_invert_matches_pyroaring(name: str, per_doc: list[list[int]]) -> None:
+    assert invert(per_doc) == oracle_invert(per_doc)
+
+
+def test_invert_is_no_larger_than_pyroaring_on_real_text() -> None:
+    """On real text the containers chosen are CRoaring's own (within a few bytes in all)."""
+    text = open(__file__, "rb").read()
+    per_doc = [scan(text[i : i + 2000])[0].tolist() for i in range(0, len(text), 500)]
+    ours = invert(per_doc)
+    theirs = oracle_invert(per_doc)
+    assert ours == theirs
+    assert sum(len(b.serialize()) for b in ours.values()) <= sum(len(b.serialize()) for b in theirs.values())
+
+
+def test_invert_refuses_bad_input() -> None:
+    with pytest.raises(ValueError, match="does not describe"):
+        _kernels.invert(np.array([1, 2], np.uint32), np.array([0, 5], np.int64))
+    with pytest.raises(ValueError, match="above 24 bits"):
+        _kernels.invert(np.array([1 << 24], np.uint32), np.array([0, 1], np.int64))

@@ -1,0 +1,96 @@
+"""Quadgram filters (codesearch/index/quadgrams.py): they never drop a document that holds the
+literal, in any case, and they do drop most documents that only hold its words apart.
+
+The oracle is plain Python: RE2-free case-insensitive containment (``casefold`` of ASCII text,
+the Kelvin sign and long s spelled out), over documents and literals drawn at random.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pyroaring import BitMap
+
+from codesearch.index.quadgrams import MIN_CANDIDATES, QuadFilters, filter_for, literal_quads
+from codesearch.index.trigrams import scan
+
+KELVIN, LONG_S = "\u212a", "\u017f"
+
+
+def filters_of(docs: list[str]) -> QuadFilters:
+    blobs = []
+    for text in docs:
+        data = text.encode()
+        blobs.append(filter_for(data, scan(data)[0].size))
+    offsets = np.zeros(len(blobs) + 1, dtype=np.uint64)
+    np.cumsum([len(b) for b in blobs], out=offsets[1:])
+    return QuadFilters(offsets, memoryview(b"".join(blobs)))
+
+
+def holds(text: str, literal: str, case_sensitive: bool) -> bool:
+    """The oracle: does `text` contain `literal` (ASCII case folded when not case-sensitive, the
+    Kelvin sign as k and the long s as s, as RE2 folds them)?"""
+    if case_sensitive:
+        return literal in text
+    norm = {KELVIN: "k", LONG_S: "s"}
+
+    def fold(s: str) -> str:
+        return "".join(norm.get(c, c.lower() if c.isascii() else c) for c in s)
+
+    return fold(literal) in fold(text)
+
+
+WORDS = ["err", "Abort", "handler", "ERR", "abort", "Handler", "x", "_", " ", "\n", "é", "É", KELVIN, LONG_S, "sk"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.lists(st.sampled_from(WORDS), max_size=40).map("".join), min_size=MIN_CANDIDATES, max_size=30),
+    st.lists(st.sampled_from(WORDS), min_size=1, max_size=5).map("".join),
+    st.booleans(),
+)
+def test_a_document_holding_the_literal_is_never_dropped(docs: list[str], literal: str, case_sensitive: bool) -> None:
+    filters = filters_of(docs)
+    kept = filters.select(BitMap(range(len(docs))), literal_quads(literal))
+    for d, text in enumerate(docs):
+        if holds(text, literal, case_sensitive):
+            assert d in kept, (text, literal)
+
+
+CASES = [
+    # (literal, what the other documents hold, how many of them may pass at most)
+    ("ErrAbortHandler", "err = abort(); handler(err); Abort the Handler; ERR", 3),
+    ("select * from", "select a; * b; from c where selected from", 3),
+    ("get_subchannel_refcount", "get subchannel refcount get_ subchannel_ _refcount", 3),
+]
+
+
+@pytest.mark.parametrize("literal,decoy,most", CASES, ids=[c[0] for c in CASES])
+def test_documents_with_the_words_apart_are_mostly_dropped(literal: str, decoy: str, most: int) -> None:
+    rng = random.Random(7)
+    docs = []
+    for i in range(40):
+        words = decoy.split()
+        rng.shuffle(words)
+        docs.append(" ".join(words) * 3 + f" filler {i}")
+    docs.append("x = " + literal.upper() + ";")
+    kept = filters_of(docs).select(BitMap(range(len(docs))), literal_quads(literal))
+    assert len(docs) - 1 in kept
+    assert len(kept) - 1 <= most
+
+
+def test_literal_quads_leave_out_non_ascii_and_short_literals() -> None:
+    assert literal_quads("abc") == ()
+    assert literal_quads("ABCD") == literal_quads("abcd") == (int.from_bytes(b"abcd", "big"),)
+    assert literal_quads("caf\u00e9s") == ()  # each of its quadgrams has a byte of é
+    assert literal_quads(KELVIN + "abc") == literal_quads("kabc")
+
+
+def test_few_candidates_are_not_narrowed() -> None:
+    filters = filters_of(["nothing here"] * 3)
+    docs = BitMap([0, 1, 2])
+    assert filters.select(docs, literal_quads("absent literal")) is docs
