@@ -111,6 +111,11 @@ QUERIES = [
     QueryCase("file-filtered literal", "Py_INCREF", False, True, file_regex=r"\.h$", rg_glob="*.h",
               selective=True),
     QueryCase("no-match literal", "get_subchannel_refcount_lock", False, True, selective=True),
+    # Issue 25's classes: Sourcebot's default (no case), and capped searches that must stop early.
+    QueryCase("rare literal, any case", "ErrAbortHandler", False, False, selective=True),
+    QueryCase("common word, capped", "return", False, True),
+    QueryCase("alternation, capped", r"(TODO|FIXME|XXX):", True, True),
+    QueryCase("any-case regex, weak trigrams, \\s gaps", r"for\s+\w+\s+in\s+range\s*\(\s*len", True, False),
 ]
 
 

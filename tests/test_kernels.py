@@ -152,3 +152,51 @@ def test_invert_refuses_bad_input() -> None:
         _kernels.invert(np.array([1, 2], np.uint32), np.array([0, 5], np.int64))
     with pytest.raises(ValueError, match="above 24 bits"):
         _kernels.invert(np.array([1 << 24], np.uint32), np.array([0, 1], np.int64))
+
+
+# -- literal search: the `find` kernel behind LiteralMatcher, against RE2 -------------------------
+
+PIECES = [b"a", b"A", b"k", b"K", b"s", b"S", b"_", b"\n", b" ", b"ab", b"AB", b"\xc3\xa9", b"\xc3\x89", KELVIN, LONG_S, b"\xff"]
+
+
+def re2_spans(literal: str, data: bytes, case_sensitive: bool) -> list[tuple[int, int]]:
+    import re2
+
+    options = re2.Options()
+    options.case_sensitive = case_sensitive
+    return [m.span() for m in re2.compile(re2.escape(literal), options).finditer(data)]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.sampled_from(PIECES), max_size=80).map(b"".join),
+    st.lists(st.sampled_from(["a", "A", "k", "s", "S", "_", "ab", "é", "É", "x"]), min_size=1, max_size=4).map("".join),
+    st.booleans(),
+)
+def test_literal_matches_are_re2s(data: bytes, literal: str, case_sensitive: bool) -> None:
+    from codesearch.query.regex import LiteralMatcher
+
+    matcher = LiteralMatcher(literal, case_sensitive)
+    want = re2_spans(literal, data, case_sensitive)
+    assert list(matcher.finditer(data)) == want
+    assert matcher.search(data) == bool(want)
+
+
+FIND_CASES = [
+    # (haystack, needle, fold, start, expected)
+    (b"", b"abc", False, 0, -1),
+    (b"abc", b"abc", False, 0, 0),
+    (b"xxabc", b"abc", False, 3, -1),
+    (b"ab", b"abc", False, 0, -1),
+    (b"ABC abc", b"abc", True, 0, 0),
+    (b"ABC abc", b"abc", True, 1, 4),
+    (b"x" * 100 + b"Needle_Z", b"needle_z", True, 0, 100),
+    (b"x" * 100 + b"Needle_Z", b"needle_z", False, 0, -1),
+    (b"@[`{", b"`{", True, 0, 2),  # | 0x20 makes '@' look like '`': the compare rules it out
+    (b"abc", b"", False, 1, 1),
+]
+
+
+@pytest.mark.parametrize("hay,needle,fold,start,expected", FIND_CASES)
+def test_find_table(hay: bytes, needle: bytes, fold: bool, start: int, expected: int) -> None:
+    assert _kernels.find(hay, needle, fold, start) == expected

@@ -28,6 +28,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #define TRIGRAM_SPACE (1u << 24)
 #define SEEN_BYTES (TRIGRAM_SPACE / 8)
@@ -426,9 +429,100 @@ f0:
     return NULL;
 }
 
+/* ------------------------------------------------------------------------- literal search */
+
+/* How common each byte is in source code, as a rank (255 = the most common: the space), measured
+ * on 80 MB of the benchmark corpus (bench/corpus.py). `find` looks for the needle's rarest byte
+ * with a vector scan and compares the whole needle only where that byte is: on code the rarest
+ * byte of an identifier occurs a few times per kilobyte, so most of the text is only scanned. */
+static const uint8_t BYTE_RANK[256] = {
+    0, 2, 5, 3, 7, 12, 13, 44, 39, 179, 244, 115, 126, 157, 128, 133,
+    144, 136, 148, 130, 138, 143, 141, 147, 135, 137, 142, 145, 146, 139, 149, 153,
+    255, 164, 223, 178, 161, 168, 174, 193, 221, 220, 214, 201, 229, 232, 241, 219,
+    253, 245, 242, 240, 238, 239, 234, 233, 231, 236, 213, 207, 215, 222, 218, 160,
+    163, 196, 183, 202, 192, 206, 182, 175, 186, 195, 166, 189, 200, 191, 203, 194,
+    190, 173, 199, 205, 211, 184, 172, 171, 170, 169, 167, 198, 177, 197, 162, 227,
+    185, 251, 216, 237, 230, 254, 225, 217, 224, 249, 176, 204, 243, 226, 248, 246,
+    235, 181, 247, 250, 252, 228, 209, 208, 210, 212, 180, 187, 165, 188, 156, 151,
+    140, 53, 100, 97, 102, 94, 106, 92, 129, 117, 45, 70, 48, 27, 41, 28,
+    29, 49, 93, 103, 112, 42, 18, 58, 40, 85, 89, 30, 80, 87, 107, 21,
+    154, 50, 35, 36, 71, 131, 83, 72, 51, 134, 23, 54, 16, 46, 17, 24,
+    19, 125, 114, 82, 64, 158, 104, 56, 105, 33, 25, 119, 118, 123, 78, 60,
+    26, 34, 155, 152, 69, 96, 59, 20, 38, 37, 47, 31, 65, 66, 159, 132,
+    90, 32, 67, 76, 52, 55, 61, 81, 74, 62, 63, 79, 73, 75, 68, 77,
+    84, 86, 150, 91, 98, 99, 109, 127, 122, 124, 108, 116, 121, 113, 120, 110,
+    111, 101, 95, 88, 57, 43, 22, 15, 14, 11, 8, 9, 1, 10, 4, 6,
+};
+
+static inline uint8_t lower(uint8_t b) { return (b >= 'A' && b <= 'Z') ? (uint8_t)(b | 0x20) : b; }
+static inline int is_letter(uint8_t b) { return (uint8_t)((b | 0x20) - 'a') < 26; }
+
+/* The first byte at or after p that equals c, or (fold) equals c in either ASCII case; NULL if none. */
+static const uint8_t *scan_byte(const uint8_t *p, const uint8_t *end, uint8_t c, int fold) {
+    if (!fold) return memchr(p, c, (size_t)(end - p));
+#if defined(__SSE2__)
+    const __m128i want = _mm_set1_epi8((char)c), bit = _mm_set1_epi8(0x20);
+    for (; end - p >= 16; p += 16) {
+        __m128i chunk = _mm_or_si128(_mm_loadu_si128((const __m128i *)p), bit);
+        int mask = _mm_movemask_epi8(_mm_cmpeq_epi8(chunk, want));
+        if (mask) return p + __builtin_ctz((unsigned)mask);
+    }
+#endif
+    for (; p < end; p++)
+        if ((uint8_t)(*p | 0x20) == c) return p;
+    return NULL;
+}
+
+static PyObject *find(PyObject *Py_UNUSED(self), PyObject *args) {
+    Py_buffer hay, needle;
+    int fold;
+    Py_ssize_t start;
+    if (!PyArg_ParseTuple(args, "y*y*pn", &hay, &needle, &fold, &start)) return NULL;
+    const uint8_t *h = (const uint8_t *)hay.buf, *nd = (const uint8_t *)needle.buf;
+    const Py_ssize_t n = hay.len, m = needle.len;
+    Py_ssize_t found = -1;
+    if (start < 0) start = 0;
+    if (m == 0) found = start <= n ? start : -1;
+    else if (start + m <= n) {
+        /* the rarest byte of the needle; folded, a letter counts both of its cases */
+        Py_ssize_t at = 0;
+        int best = 1 << 30;
+        for (Py_ssize_t i = 0; i < m; i++) {
+            uint8_t b = nd[i];
+            int r = fold && is_letter(b) ? BYTE_RANK[lower(b)] + BYTE_RANK[lower(b) ^ 0x20] : 2 * BYTE_RANK[b];
+            if (r < best) best = r, at = i;
+        }
+        const int fold_rare = fold && is_letter(nd[at]);
+        const uint8_t rare = fold_rare ? lower(nd[at]) : nd[at];
+        Py_BEGIN_ALLOW_THREADS
+        const uint8_t *p = h + start + at, *last = h + n - (m - at); /* last place the rare byte may be */
+        while (p <= last) {
+            const uint8_t *q = scan_byte(p, last + 1, rare, fold_rare);
+            if (!q) break;
+            const uint8_t *s = q - at;
+            Py_ssize_t i = 0;
+            if (fold) {
+                while (i < m && lower(s[i]) == lower(nd[i])) i++;
+            } else {
+                i = memcmp(s, nd, (size_t)m) == 0 ? m : 0;
+            }
+            if (i == m) {
+                found = s - h;
+                break;
+            }
+            p = q + 1;
+        }
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&needle);
+    PyBuffer_Release(&hay);
+    return PyLong_FromSsize_t(found);
+}
+
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS, "Distinct trigram ids and line starts of a file's bytes, in one pass."},
     {"invert", invert, METH_VARARGS, "Posting lists of a shard, as roaring bitmaps in portable format."},
+    {"find", find, METH_VARARGS, "Offset of the first match of a literal at or after start (-1: none)."},
     {"quad_filter", quad_filter, METH_VARARGS, "Set the bits of a document's folded quadgrams in its filter."},
     {"quad_select", quad_select, METH_VARARGS, "The documents whose filters may hold every given quadgram."},
     {NULL, NULL, 0, NULL},
