@@ -287,19 +287,63 @@ def test_the_indexer_re_indexes_unchanged_repositories_without_writing_a_shard(t
         ("on a branch", lambda repo: None, "refs/heads/main"),
         ("on a branch with slashes", lambda repo: _git(repo, "checkout", "-q", "-b", "release/2.0"), "refs/heads/release/2.0"),
         ("detached", lambda repo: _git(repo, "checkout", "-q", "--detach"), "HEAD"),
-        ("decorations hidden by the repository's config",
-         lambda repo: _git(repo, "config", "log.excludeDecoration", "refs/heads/*"), "refs/heads/main"),
+        ("refs packed", lambda repo: _git(repo, "pack-refs", "--all"), "refs/heads/main"),
         ("a tag on the same commit", lambda repo: _git(repo, "tag", "v2"), "refs/heads/main"),
     ],
 )
-def test_the_default_branch_is_read_in_one_git_call(repo, what, setup, wanted_ref):
-    """`revisions.default_branch`, which every re-index runs: the branch HEAD points to comes from
-    the decorations of the one ``git log`` that also gives the commit, with ``symbolic-ref`` asked
-    only when the decorations do not say (detached, or hidden by config)."""
-    from codesearch.git.revisions import default_branch
+def test_the_default_branch_is_read_from_the_ref_files(repo, what, setup, wanted_ref, monkeypatch):
+    """`revisions.default_branch`, which every re-index runs, reads HEAD and its branch from the
+    ref files (loose or packed) without starting git; the commit date is left for `commit_date`."""
+    from codesearch.git import revisions
+    from codesearch.git.process import Git
 
     setup(repo)
-    head = default_branch(os.path.join(repo, ".git"))
     commit = subprocess.run(["git", "-C", repo, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-    assert (head.ref, head.commit) == (wanted_ref, commit), what
-    assert head.committed_at is not None
+
+    def no_git(*args, **kwargs):
+        raise AssertionError("git was started")
+
+    with monkeypatch.context() as m:
+        m.setattr(Git, "run", no_git)
+        head = revisions.default_branch(os.path.join(repo, ".git"))
+    assert (head.ref, head.commit, head.committed_at) == (wanted_ref, commit, None), what
+    assert revisions.commit_date(os.path.join(repo, ".git"), commit) is not None
+
+
+def test_layouts_the_ref_files_do_not_say_plainly_are_asked_of_git(repo, tmp_path):
+    """A linked worktree (HEAD in its own folder, refs in the main one) and an unborn branch go to
+    git, which answers with the commit date, or says the repository has no commit."""
+    from codesearch.git.revisions import default_branch, read_head
+
+    linked = str(tmp_path / "linked")
+    _git(repo, "worktree", "add", "-q", "-b", "side", linked)
+    git_dir = subprocess.run(["git", "-C", linked, "rev-parse", "--git-dir"], capture_output=True, text=True).stdout.strip()
+    assert read_head(git_dir) is None
+    head = default_branch(git_dir)
+    assert head.ref == "refs/heads/side" and head.committed_at is not None
+    empty = str(tmp_path / "empty")
+    subprocess.run(["git", "init", "-q", "-b", "main", empty], check=True)
+    assert read_head(os.path.join(empty, ".git")) is None
+    with pytest.raises(ValueError, match="no commits"):
+        default_branch(os.path.join(empty, ".git"))
+
+
+def test_git_directories_are_recognised_from_their_files(repo, tmp_path):
+    """`sources.repo_git_dir` tells a repository from a folder by git's own test, without git:
+    a work tree, a bare clone and a linked work tree are repositories; a folder with only a HEAD
+    file, or with objects but no refs, is not."""
+    from codesearch.index.sources import repo_git_dir
+
+    bare = str(tmp_path / "bare.git")
+    subprocess.run(["git", "clone", "-q", "--bare", repo, bare], check=True)
+    linked = str(tmp_path / "linked")
+    _git(repo, "worktree", "add", "-q", "-b", "other", linked)
+    fake = tmp_path / "fake"
+    (fake / ".git" / "objects").mkdir(parents=True)
+    (fake / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    cases = [(repo, os.path.join(repo, ".git")), (bare, bare), (str(fake), None), (str(plain), None)]
+    for path, want in cases:
+        assert repo_git_dir(path) == want, path
+    assert repo_git_dir(linked) is not None and repo_git_dir(linked).endswith(os.path.join("worktrees", "linked"))

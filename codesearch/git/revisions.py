@@ -7,12 +7,18 @@ rest are dropped with a warning. Revisions are reported as full ref names, with 
 they name and its committer date (the default branch's is the repository's "pushed at").
 
 Refs are read with one ``git for-each-ref`` (annotated tags peeled to their commit; a tag of
-a tree or a blob is skipped), through `codesearch.git.process`.
+a tree or a blob is skipped), through `codesearch.git.process`. The default branch alone (what
+most repositories index) is read from the ref files themselves (`read_head`: ``HEAD``, the loose
+ref or ``packed-refs``), without a git process: a periodic re-index of thousands of unchanged
+repositories is mostly this read. Its committer date is then left out (`commit_date` reads it
+when a build needs it); any layout those files do not describe plainly (a reftable, a linked
+worktree, an unborn branch) is asked of git.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -45,9 +51,68 @@ class Revision:
     committed_at: datetime | None = None  # the commit's committer date, with its offset
 
 
+_HEX = frozenset("0123456789abcdef")
+
+
+def _is_sha(text: str) -> bool:
+    return len(text) in (40, 64) and set(text) <= _HEX
+
+
+def _loose_or_packed(git_dir: str, ref: str) -> str | None:
+    """The object a ref names, from its loose file or ``packed-refs`` (None: neither holds it
+    plainly)."""
+    try:
+        with open(os.path.join(git_dir, *ref.split("/")), encoding="ascii") as f:
+            value = f.read().strip()
+        return value if _is_sha(value) else None
+    except FileNotFoundError:
+        pass
+    except (OSError, UnicodeDecodeError):
+        return None
+    try:
+        with open(os.path.join(git_dir, "packed-refs"), encoding="utf-8") as f:
+            for line in f:
+                sha, _, name = line.rstrip("\n").partition(" ")
+                if name == ref and _is_sha(sha):
+                    return sha
+    except (OSError, UnicodeDecodeError):
+        return None
+    return None
+
+
+def read_head(git_dir: str) -> tuple[str, str] | None:
+    """(full ref name or "HEAD" when detached, commit) of HEAD, read from the files of git's
+    default ref storage; None when they do not say it plainly (then ask git: `default_branch`)."""
+    if os.path.exists(os.path.join(git_dir, "reftable")) or os.path.exists(os.path.join(git_dir, "commondir")):
+        return None
+    try:
+        with open(os.path.join(git_dir, "HEAD"), encoding="ascii") as f:
+            head = f.read().strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if _is_sha(head):
+        return "HEAD", head
+    ref = head.removeprefix("ref: ")
+    if ref == head or not ref.startswith("refs/heads/") or ".." in ref:
+        return None
+    sha = _loose_or_packed(git_dir, ref)
+    return (ref, sha) if sha else None
+
+
+def commit_date(git_dir: str, commit: str) -> datetime | None:
+    """The committer date of `commit` (None when git cannot say)."""
+    res = Git.at(git_dir).run(["-c", "log.showSignature=false", "log", "--no-walk", "--format=%cI", commit, "--"])
+    text = show(res.stdout).strip()
+    return datetime.fromisoformat(text) if res.returncode == 0 and text else None
+
+
 def default_branch(git_dir: str) -> Revision:
     """HEAD, as the branch it points to (or "HEAD" when detached). ValueError when HEAD names no
-    commit (an empty repository, or a branch not created yet)."""
+    commit (an empty repository, or a branch not created yet). Read from the ref files when they
+    say it plainly (no committer date then: `commit_date`), else from git."""
+    plain = read_head(git_dir)
+    if plain is not None:
+        return Revision(plain[0], plain[1])
     git = Git.at(git_dir)
     # One process for the commit, its date and the branch HEAD points to (``HEAD -> refs/heads/x``
     # among the decorations): a re-index of an unchanged repository is mostly this call.

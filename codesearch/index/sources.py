@@ -132,9 +132,25 @@ def repo_git_dir(path: str) -> str | None:
         if not line.startswith("gitdir:"):
             return None
         git_dir = os.path.join(path, line[len("gitdir:") :].strip())
-    if not os.path.isdir(git_dir) or Git.at(git_dir).run(["rev-parse", "--git-dir"]).returncode != 0:
-        return None
-    return git_dir
+    return git_dir if is_git_dir(git_dir) else None
+
+
+def is_git_dir(path: str) -> bool:
+    """True when `path` is a git directory by git's own test (``is_git_directory``): a ``HEAD``
+    file, and ``objects/`` and ``refs/`` directories, in it or in the common directory its
+    ``commondir`` file names (a linked work tree). Read from the file system: a re-index of
+    thousands of repositories opens each, and a git process would cost ~3 ms each."""
+    if not os.path.isfile(os.path.join(path, "HEAD")):
+        return False
+    common = path
+    try:
+        with open(os.path.join(path, "commondir"), encoding="utf-8") as f:
+            common = os.path.join(path, f.read().strip())
+    except FileNotFoundError:
+        pass
+    except (OSError, UnicodeDecodeError):
+        return False
+    return os.path.isdir(os.path.join(common, "objects")) and os.path.isdir(os.path.join(common, "refs"))
 
 
 class DirectorySource:

@@ -279,6 +279,7 @@ class RepoIndexer(_Worker):
         return self._timeout_s
 
     def run_job(self, job) -> None:
+        from codesearch.git.revisions import commit_date
         from codesearch.index.builder import IndexSettings, index_source
         from codesearch.index.sources import GitSource
         from codesearch.store.errors import NotFound
@@ -324,11 +325,15 @@ class RepoIndexer(_Worker):
             # a repository whose indexed revisions were forgotten (a re-index someone asked for:
             # `Store.enqueue_index_job(rebuild=True)`), or never recorded, is rebuilt even if unchanged
             rebuild = not repo.indexed_revisions
-            index_source(source, self.index_dir, settings, progress=self.check_cancelled, rebuild=rebuild)
+            stats = index_source(source, self.index_dir, settings, progress=self.check_cancelled, rebuild=rebuild)
             indexed = {r.ref: r.commit for r in source.revisions}
             # the default branch (revisions[0]) as of this index: its newest commit is the repo's pushedAt,
-            # for every host alike (local and generic git repos have no host API to say it)
-            pushed_at = source.revisions[0].committed_at
+            # for every host alike (local and generic git repos have no host API to say it); read from
+            # git only when the repository changed (an unchanged one keeps the date it has)
+            head = source.revisions[0]
+            pushed_at = head.committed_at
+            if pushed_at is None and not stats.unchanged:
+                pushed_at = commit_date(source.git_dir, head.commit)
         finally:
             source.close()
         self.store.update_repo_index_status(repo.id, IndexStatus.INDEXED, revisions=indexed, pushed_at=pushed_at)
