@@ -355,6 +355,9 @@ def say(msg: str) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help=f"smoke run on one project ({QUICK_PROJECT})")
+    ap.add_argument("--corpus", default=str(CORPUS),
+                    help="the corpus: a directory of project directories (default bench/.corpus; the 10 GB one: "
+                         "bench/corpus_large.py's src directory)")
     ap.add_argument("--projects", nargs="*", help="project directory name prefixes to use (default: all)")
     ap.add_argument("--runs", type=int, default=15, help="timed runs per query for engine and rg (default 15)")
     ap.add_argument("--brute-runs", type=int, default=3, help="timed runs of the brute-force scan (default 3)")
@@ -368,6 +371,7 @@ def main() -> int:
                     help="cindex's index file ($CSEARCHINDEX; default bench/.work/csearch/index)")
     ap.add_argument("--show", type=int, default=3, help="print this many engine results of the first query")
     args = ap.parse_args()
+    corpus_dir = Path(args.corpus)
     if args.quick:
         args.projects = args.projects or [QUICK_PROJECT]
         args.runs = min(args.runs, 5)
@@ -377,20 +381,20 @@ def main() -> int:
         if args.csearch_index == str(WORK / "csearch" / "index"):
             args.csearch_index = str(WORK / "csearch" / "index-quick")
 
-    if not CORPUS.is_dir():
-        print(f"no corpus at {CORPUS}: run python bench/corpus.py first", file=sys.stderr)
+    if not corpus_dir.is_dir():
+        print(f"no corpus at {corpus_dir}: run python bench/corpus.py first", file=sys.stderr)
         return 2
     if shutil.which("rg") is None:
         print("rg (ripgrep) not found on PATH", file=sys.stderr)
         return 2
-    projects = sorted(p for p in CORPUS.iterdir() if p.is_dir() and not p.name.endswith(".partial"))
+    projects = sorted(p for p in corpus_dir.iterdir() if p.is_dir() and not p.name.endswith(".partial"))
     if args.projects:
         projects = [p for p in projects if any(p.name.lower().startswith(x.lower()) for x in args.projects)]
     if not projects:
         print("no project directory selected", file=sys.stderr)
         return 2
-    # rg runs in CORPUS, over "." or (with a subset) over the project directories.
-    rg_root = CORPUS
+    # rg runs in corpus_dir, over "." or (with a subset) over the project directories.
+    rg_root = corpus_dir
 
     print("## Machine\n")
     print("\n".join(machine_info()))
@@ -419,7 +423,7 @@ def main() -> int:
     max_tri = getattr(settings, "max_trigram_count", DEFAULT_MAX_TRIGRAM_COUNT) or DEFAULT_MAX_TRIGRAM_COUNT
 
     t0 = time.perf_counter()
-    corpus = scan_corpus(CORPUS, projects, max_size, max_tri)
+    corpus = scan_corpus(corpus_dir, projects, max_size, max_tri)
     scan_s = time.perf_counter() - t0
     reasons: dict[str, int] = {}
     for r in corpus.skipped.values():
@@ -500,7 +504,7 @@ def main() -> int:
         print()
 
     # ---------------------------------------------------------------- queries
-    run_csearch = make_csearch_runner(csearch_index, CORPUS) if use_csearch else None
+    run_csearch = make_csearch_runner(csearch_index, corpus_dir) if use_csearch else None
     indexable = corpus.indexable()
     rows = []
     for qi, q in enumerate(QUERIES):
