@@ -22,6 +22,8 @@ from typing import Protocol
 from codesearch.errors import QueryError, SearchContextNotFound
 from codesearch.index.quadgrams import literal_quads
 from codesearch.query import ast
+from codesearch.query.literal_set import LiteralSetMatcher, compile_literal_set
+from codesearch.query.prefix_regex import PrefixRegexMatcher, compile_prefixed
 from codesearch.query.regex import CompiledRegex, LiteralMatcher, compile_literal, compile_regex
 from codesearch.query.regex_trigrams import regex_query
 from codesearch.query.trigram_query import TrigramQuery, literal_query
@@ -45,7 +47,7 @@ class ContentLeaf(ast.Node):
     """A content term: where it can match (trigrams) and how to verify it (regex)."""
 
     node: ast.Content
-    regex: CompiledRegex | LiteralMatcher
+    regex: CompiledRegex | LiteralMatcher | LiteralSetMatcher | PrefixRegexMatcher
     trigrams: TrigramQuery
     #: A literal's folded quadgrams, which the shards' quadgram filters narrow its candidates by
     #: (`codesearch.index.quadgrams`); none for a regex.
@@ -133,8 +135,13 @@ def plan(query: ast.Node, contexts: dict[str, set[str]] | None = None) -> Plan:
         leaf: Leaf
         if isinstance(n, ast.Content):
             if n.is_regex:
+                regex = compile_regex(n.pattern, n.case_sensitive)  # first: it reports a bad pattern
                 leaf = ContentLeaf(
-                    n, compile_regex(n.pattern, n.case_sensitive), regex_query(n.pattern, n.case_sensitive)
+                    n,
+                    compile_literal_set(n.pattern, n.case_sensitive)
+                    or compile_prefixed(n.pattern, n.case_sensitive)
+                    or regex,
+                    regex_query(n.pattern, n.case_sensitive),
                 )
             else:
                 leaf = ContentLeaf(
