@@ -6,6 +6,9 @@ Usage:
     python bench/bench_scale.py --n 10 100 1000        # the N to measure
     python bench/bench_scale.py --n 1000 --reuse       # keep the served index of an earlier run (no build)
     python bench/bench_scale.py --quick                # smoke run: numpy only, N = 10 50, 5 runs
+    python bench/bench_scale.py --repos /work/corpus-large/repos --data /work/bench10g/serve
+                                                       # a directory of repositories as it is (the 10 GB
+                                                       #   corpus of bench/corpus_large.py): N = its size
 
 For each N, one run:
   1. cuts the corpus of bench/corpus.py (its projects' directory trees, in order) into N
@@ -415,6 +418,38 @@ class Measured:
     load_before: str = ""
     load_after: str = ""
     stop: str = ""
+    #: searches sent while the first sync ran: (seconds since start, HTTP status, latency s, files)
+    during_sync: list[tuple[float, int, float, int]] = field(default_factory=list)
+
+
+def probe_during_sync(service: Service, m: Measured, timeout_s: float, every_s: float = 5.0) -> None:
+    """While the first sync runs (the service answers from the repositories indexed so far), send
+    the rare literal every `every_s` seconds and record what the service answered, until the
+    progress lines say every repository is indexed."""
+    import httpx
+
+    q = be.QUERIES[0]
+    t_start = time.monotonic()
+    last = ""
+    while service.build_seconds()[0] is None:
+        if time.monotonic() - t_start > timeout_s:
+            raise SystemExit(f"first sync not done after {timeout_s:.0f}s:\n{service.tail()}")
+        if service.proc.poll() is not None:
+            raise SystemExit(f"codesearch serve exited with {service.proc.returncode}:\n{service.tail()}")
+        t0 = time.perf_counter()
+        try:
+            r = httpx.post(f"{service.base}/api/search", json=body_for(q), timeout=60)
+            files = len(r.json().get("files", [])) if r.status_code == 200 else 0
+            m.during_sync.append((time.monotonic() - t_start, r.status_code, time.perf_counter() - t0, files))
+        except httpx.TransportError as e:
+            m.during_sync.append((time.monotonic() - t_start, 0, time.perf_counter() - t0, 0))
+            say(f"  search during the first sync failed: {e}")
+        service.poll_log()
+        progress = [line for _, line in service.lines if line.startswith("first sync:")]
+        if progress and progress[-1] != last:
+            last = progress[-1]
+            say(f"  {last}")
+        time.sleep(every_s)
 
 
 def measure_queries(base: str, runs: int, m: Measured) -> None:
@@ -444,9 +479,12 @@ def measure_queries(base: str, runs: int, m: Measured) -> None:
 
 def run_one(n: int, files: list[CorpusFile], args) -> Measured:
     m = Measured(n)
-    repos_root, m.repos_seconds = ensure_repos(files, n)
-    data_dir = SCALE / f"data-{n}"
-    config = SCALE / f"config-{n}.json"
+    if args.repos:  # a directory of repositories as it is
+        repos_root, m.repos_seconds = Path(args.repos).resolve(), None
+    else:
+        repos_root, m.repos_seconds = ensure_repos(files, n)
+    data_dir = Path(args.data) if args.data else SCALE / f"data-{n}"
+    config = data_dir.parent / f"config-{n}.json" if args.data else SCALE / f"config-{n}.json"
     write_config(repos_root, config)
     reuse = args.reuse and (data_dir / "index").is_dir()
     if not reuse and data_dir.exists():
@@ -458,6 +496,7 @@ def run_one(n: int, files: list[CorpusFile], args) -> Measured:
     try:
         service.wait_serving(args.index_timeout + 300)
         if not reuse:
+            probe_during_sync(service, m, args.index_timeout)
             m.build_total, m.build_index = service.build_seconds()
         failed = [line for _, line in service.lines if line.startswith("first sync:") and "failed" in line]
         if failed:
@@ -517,6 +556,14 @@ def report(results: list[Measured], args, machine: list[str], corpus_bytes: int,
               f"{m.load_before} → {m.load_after} | {m.stop} |")
     print()
 
+    for m in results:
+        if m.during_sync:
+            ok = [d for d in m.during_sync if d[1] == 200]
+            lat = sorted(d[2] for d in ok)
+            print(f"During the first sync at N={m.n}: {len(ok)} of {len(m.during_sync)} searches answered 200 "
+                  f"(p50 {p50(lat) * 1000:.0f} ms, max {lat[-1] * 1000:.0f} ms); files found rose from "
+                  f"{m.during_sync[0][3]} to {m.during_sync[-1][3]} as repositories were indexed.\n"
+                  if lat else f"During the first sync at N={m.n}: no search answered ({len(m.during_sync)} sent).\n")
     print("### p50 / p95 per query class (ms)\n")
     print("| class | query | " + " | ".join(f"N={m.n}" for m in results) + " |")
     print("|---|---|" + "---:|" * len(results))
@@ -607,7 +654,12 @@ def main() -> int:
     ap.add_argument("--index-timeout", type=float, default=3600,
                     help="seconds the first sync and index may take per N (default 3600)")
     ap.add_argument("--stop-timeout", type=float, default=120, help="seconds after SIGTERM before SIGKILL (default 120)")
+    ap.add_argument("--repos", help="serve this directory of git repositories as it is (N = its entries) instead of "
+                                    "cutting bench/corpus.py's corpus")
+    ap.add_argument("--data", help="the service's data directory (default bench/.work/scale/data-N)")
     args = ap.parse_args()
+    if args.repos:
+        args.n = [sum(1 for p in Path(args.repos).iterdir() if p.is_dir())]
     ns = args.n or (QUICK_N if args.quick else DEFAULT_N)
     if args.quick:
         args.runs = min(args.runs, 5)
