@@ -552,6 +552,13 @@ def print_table(projects: list[Project], lay: Layout, every: bool) -> tuple[int,
     return total_b, total_f
 
 
+def _seconds(lay: Layout, now: dict[str, float]) -> dict[str, int]:
+    """Seconds spent on each step, added up over the runs that built this corpus (a resumed or
+    repeated run adds what it spent)."""
+    before = json.loads(lay.manifest.read_text()).get("seconds", {}) if lay.manifest.exists() else {}
+    return {k: round(before.get(k, 0) + v) for k, v in now.items()}
+
+
 def du(path: Path) -> int:
     return corpus.tree_size(path)[0] if path.exists() else 0
 
@@ -614,7 +621,7 @@ def main() -> int:
         "monorepo": mono,
         "failed": sorted(failed),
         "empty": all_empty,
-        "seconds": {"download": round(t_download), "unpack": round(t_unpack), "repos": round(t_repos)},
+        "seconds": _seconds(lay, {"download": t_download, "unpack": t_unpack, "repos": t_repos}),
         "repos": infos,
     }
     if infos:
