@@ -56,6 +56,7 @@ sys.path.insert(0, str(HERE))  # bench_engine, bench_service, corpus
 import bench_engine as be  # noqa: E402  (query classes, machine info, percentile, formatting)
 import corpus  # noqa: E402  (the pinned projects and their directories)
 from bench_service import body_for, free_port  # noqa: E402
+from gitrepos import GIT_ENV, CorpusFile, corpus_files  # noqa: E402  (listing and committing, shared with corpus_large)
 
 SCALE = be.WORK / "scale"
 DEFAULT_N = [10, 100, 1000, 3000]
@@ -71,11 +72,6 @@ REPLICA_MEM_MAX = 300e6
 #: The config's settings, the same for every N: nothing is re-indexed or re-synced while we
 #: measure (the defaults would re-index every repository an hour after it was indexed).
 SETTINGS = {"reindexIntervalMs": 7 * 86_400_000, "resyncConnectionIntervalMs": 7 * 86_400_000}
-GIT_ENV = {"GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.com",
-           "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.com",
-           "GIT_AUTHOR_DATE": "2024-11-01T00:00:00Z", "GIT_COMMITTER_DATE": "2024-11-01T00:00:00Z",
-           "GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"}
-
 
 def say(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
@@ -86,27 +82,6 @@ def load() -> str:
 
 
 # ----------------------------------------------------------------------------- the repositories
-
-
-@dataclass
-class CorpusFile:
-    rel: str  # "<project dir>/<path in the project>"
-    size: int
-
-
-def corpus_files(project_dirs: list[Path]) -> list[CorpusFile]:
-    """Every regular file of the projects, project by project, in sorted path order (so that a
-    repository is a run of neighbouring directories, as real repositories are)."""
-    out = []
-    for proj in project_dirs:
-        for dirpath, dirnames, filenames in os.walk(proj):
-            dirnames.sort()
-            for fn in sorted(filenames):
-                full = os.path.join(dirpath, fn)
-                if os.path.islink(full) or not os.path.isfile(full):
-                    continue
-                out.append(CorpusFile(os.path.relpath(full, proj.parent), os.path.getsize(full)))
-    return out
 
 
 def cut(files: list[CorpusFile], n: int) -> list[list[CorpusFile]]:

@@ -60,8 +60,13 @@ class Project:
     version: str
     source: str = "pypi"  # "pypi" | "npm" | "debian"
     #: Debian only: the directory inside the package that holds the source (its prefix is
-    #: stripped), or a ``.zip`` inside the package whose members are the source.
+    #: stripped; a ``*`` component matches any one name; several directories separated by ``|``,
+    #: the first that matches wins), or a ``.zip`` or a tarball
+    #: (``.tar.xz``, ``.tar.gz``, ``.tar.bz2``) inside the package whose members are the source.
     inner: str = ""
+    #: A tarball inside a Debian package only: the prefix stripped from its members; None drops
+    #: its top-level directory whatever its name (as for sdists), "" keeps the paths as they are.
+    inner_strip: str | None = None
 
     @property
     def dirname(self) -> str:
@@ -186,51 +191,52 @@ def _archive_stems(p: Project) -> list[str]:
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".tar.bz2", ".tar.xz", ".zip", ".deb")
 
 
-def find_archive(p: Project) -> Path | None:
+def find_archive(p: Project, archives: Path = SDISTS) -> Path | None:
     stems = _archive_stems(p)
-    for f in sorted(SDISTS.iterdir()) if SDISTS.exists() else []:
+    for f in sorted(archives.iterdir()) if archives.exists() else []:
         stem = f.name.lower().replace("-", "_")
         if any(stem.startswith(s) for s in stems) and f.name.endswith(ARCHIVE_SUFFIXES):
             return f
     return None
 
 
-def _pip_download(p: Project) -> None:
+def _pip_download(p: Project, archives: Path) -> None:
     write_stubs()
     env = dict(os.environ)
     env["PYTHONPATH"] = str(STUBS) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     cmd = [sys.executable, "-m", "pip", "download", "--no-binary", ":all:", "--no-deps",
-           "--no-build-isolation", "--disable-pip-version-check", "-d", str(SDISTS),
+           "--no-build-isolation", "--disable-pip-version-check", "-d", str(archives),
            f"{p.name}=={p.version}"]
     print("  $", " ".join(cmd[2:]), flush=True)
     subprocess.run(cmd, check=True, env=env)
 
 
-def _npm_pack(p: Project) -> None:
+def _npm_pack(p: Project, archives: Path) -> None:
     if shutil.which("npm") is None:
         raise SystemExit("npm not found: install Debian's npm (apt-get install npm) for the npm projects")
-    cmd = ["npm", "pack", "--ignore-scripts", "--silent", "--pack-destination", str(SDISTS), f"{p.name}@{p.version}"]
+    cmd = ["npm", "pack", "--ignore-scripts", "--silent", "--pack-destination", str(archives), f"{p.name}@{p.version}"]
     print("  $", " ".join(cmd), flush=True)
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
 
 
-def _apt_download(p: Project) -> None:
+def _apt_download(p: Project, archives: Path) -> None:
     cmd = ["apt-get", "download", f"{p.name}={p.version}"]
-    print("  $", " ".join(cmd), f"(in {SDISTS})", flush=True)
-    r = subprocess.run(cmd, cwd=SDISTS, capture_output=True, text=True)
+    print("  $", " ".join(cmd), f"(in {archives})", flush=True)
+    r = subprocess.run(cmd, cwd=archives, capture_output=True, text=True)
     if r.returncode != 0:
         raise SystemExit(f"apt-get download {p.name}={p.version} failed (run apt-get update first?):\n{r.stderr}")
 
 
-def download(p: Project) -> Path:
-    found = find_archive(p)
+def download(p: Project, archives: Path = SDISTS) -> Path:
+    """The project's archive in `archives`, downloaded first when it is not there."""
+    found = find_archive(p, archives)
     if found:
         return found
-    SDISTS.mkdir(parents=True, exist_ok=True)
-    {"pypi": _pip_download, "npm": _npm_pack, "debian": _apt_download}[p.source](p)
-    found = find_archive(p)
+    archives.mkdir(parents=True, exist_ok=True)
+    {"pypi": _pip_download, "npm": _npm_pack, "debian": _apt_download}[p.source](p, archives)
+    found = find_archive(p, archives)
     if not found:
-        raise SystemExit(f"downloading {p.name} {p.version} ({p.source}) left no archive in {SDISTS}")
+        raise SystemExit(f"downloading {p.name} {p.version} ({p.source}) left no archive in {archives}")
     return found
 
 
@@ -248,22 +254,32 @@ def _safe_parts(member: str) -> list[str] | None:
     return parts
 
 
-def _relative(member: str, strip: list[str] | None) -> Path | None:
-    """Where a member lands below the project directory, or None to leave it out.
+#: What to strip from an archive's member names: None drops the top-level directory whatever its
+#: name (sdists, npm tarballs); a list of prefixes (path components, ``*`` matching any one name)
+#: drops the first that matches and leaves out members under none of them.
+Strip = list[list[str]] | None
 
-    ``strip=None`` drops the archive's top-level directory whatever its name (sdists, npm
-    tarballs); a list drops exactly that prefix and leaves out members outside it.
-    """
+
+def _relative(member: str, strip: Strip) -> Path | None:
+    """Where a member lands below the project directory, or None to leave it out."""
     parts = _safe_parts(member)
     if parts is None:
         return None
     if strip is None:
         rest = parts[1:]
-    elif parts[: len(strip)] == strip:
-        rest = parts[len(strip):]
     else:
-        return None
+        for prefix in strip:
+            if len(parts) > len(prefix) and all(s in ("*", x) for s, x in zip(prefix, parts)):
+                rest = parts[len(prefix):]
+                break
+        else:
+            return None
     return Path(*rest) if rest else None
+
+
+def _prefixes(spec: str) -> list[list[str]]:
+    """``"usr/share/nodejs|usr/lib/nodejs"`` → ``[["usr", "share", "nodejs"], ["usr", "lib", "nodejs"]]``."""
+    return [_safe_parts(d) or [] for d in spec.split("|")]
 
 
 class _Unpacker:
@@ -282,7 +298,7 @@ class _Unpacker:
         with src, open(out, "wb") as dst:
             shutil.copyfileobj(src, dst)
 
-    def from_zip(self, zf: zipfile.ZipFile, strip: list[str] | None) -> None:
+    def from_zip(self, zf: zipfile.ZipFile, strip: Strip) -> None:
         for info in zf.infolist():
             if info.is_dir():
                 continue
@@ -293,7 +309,7 @@ class _Unpacker:
             rel = _relative(info.filename, strip)
             self.write(rel, zf.open(info) if rel is not None else None)
 
-    def from_tar(self, tf: tarfile.TarFile, strip: list[str] | None) -> None:
+    def from_tar(self, tf: tarfile.TarFile, strip: Strip) -> None:
         for member in tf:
             if member.isdir():
                 continue
@@ -301,26 +317,39 @@ class _Unpacker:
             self.write(rel, tf.extractfile(member) if rel is not None else None)
 
 
-def _unpack_deb(deb: Path, inner: str, u: _Unpacker) -> None:
+TARBALL_SUFFIXES = (".tar.xz", ".tar.gz", ".tgz", ".tar.bz2")
+
+
+def _unpack_deb(deb: Path, inner: str, u: _Unpacker, inner_strip: str | None = None) -> None:
     """The package's data tar comes from ``dpkg-deb --fsys-tarfile`` (streamed); `inner` names a
-    directory to keep (prefix stripped) or one zip to unpack as it is."""
+    directory to keep (prefix stripped), one zip to unpack as it is, or one tarball to unpack
+    with `inner_strip` stripped (streamed too: the Linux tarball unpacks to 1.4 GB)."""
     inner_parts = _safe_parts(inner) or []
     proc = subprocess.Popen(["dpkg-deb", "--fsys-tarfile", str(deb)], stdout=subprocess.PIPE)
     try:
         with tarfile.open(fileobj=proc.stdout, mode="r|") as tf:
-            if inner.endswith(".zip"):
+            if inner.endswith(TARBALL_SUFFIXES):
+                strip = None if inner_strip is None else _prefixes(inner_strip)
+                for member in tf:
+                    if member.isfile() and _safe_parts(member.name) == inner_parts:
+                        with tarfile.open(fileobj=tf.extractfile(member), mode="r|*") as inner_tf:
+                            u.from_tar(inner_tf, strip=strip)
+                        break
+                else:
+                    raise SystemExit(f"{deb.name} has no {inner}")
+            elif inner.endswith(".zip"):
                 for member in tf:
                     if member.isfile() and _safe_parts(member.name) == inner_parts:
                         with tempfile.TemporaryFile() as tmp:
                             shutil.copyfileobj(tf.extractfile(member), tmp)
                             tmp.seek(0)
                             with zipfile.ZipFile(tmp) as zf:
-                                u.from_zip(zf, strip=[])
+                                u.from_zip(zf, strip=[[]])
                         break
                 else:
                     raise SystemExit(f"{deb.name} has no {inner}")
             else:
-                u.from_tar(tf, strip=inner_parts)
+                u.from_tar(tf, strip=_prefixes(inner))
     finally:
         if proc.stdout:
             proc.stdout.close()
@@ -328,14 +357,20 @@ def _unpack_deb(deb: Path, inner: str, u: _Unpacker) -> None:
             raise SystemExit(f"dpkg-deb --fsys-tarfile {deb.name} failed")
 
 
-def unpack(archive: Path, dest: Path, project: Project | None = None) -> None:
+class EmptyArchive(Exception):
+    """An archive with no regular file where the project's source should be."""
+
+
+def unpack(archive: Path, dest: Path, project: Project | None = None, verbose: bool = True) -> int:
+    """`archive` unpacked safely into `dest` (replaced whole, or left as it was on an error);
+    returns the number of members left out."""
     tmp = dest.with_name(dest.name + ".partial")
     if tmp.exists():
         shutil.rmtree(tmp)
     tmp.mkdir(parents=True)
     u = _Unpacker(tmp)
     if archive.name.endswith(".deb"):
-        _unpack_deb(archive, project.inner if project else "", u)
+        _unpack_deb(archive, project.inner if project else "", u, project.inner_strip if project else None)
     elif archive.name.endswith(".zip"):
         with zipfile.ZipFile(archive) as zf:
             u.from_zip(zf, strip=None)
@@ -343,12 +378,14 @@ def unpack(archive: Path, dest: Path, project: Project | None = None) -> None:
         with tarfile.open(archive) as tf:
             u.from_tar(tf, strip=None)
     if not any(tmp.iterdir()):
-        raise SystemExit(f"{archive.name}: nothing unpacked")
+        tmp.rmdir()
+        raise EmptyArchive(f"{archive.name}: nothing unpacked")
     if dest.exists():
         shutil.rmtree(dest)
     tmp.rename(dest)
-    if u.skipped:
+    if u.skipped and verbose:
         print(f"  left out {u.skipped} links/special/unsafe/outside members", flush=True)
+    return u.skipped
 
 
 def tree_size(root: Path) -> tuple[int, int]:
@@ -381,7 +418,10 @@ def ensure(projects: list[Project]) -> list[Path]:
             print(f"[{p.name} {p.version} ({p.source})]", flush=True)
             archive = download(p)
             print(f"  unpacking {archive.name} -> {dest.relative_to(HERE.parent)}", flush=True)
-            unpack(archive, dest, p)
+            try:
+                unpack(archive, dest, p)
+            except EmptyArchive as e:
+                raise SystemExit(str(e)) from None
             marker.write_text(archive.name + "\n")
         out.append(dest)
     return out
