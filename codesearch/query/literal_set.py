@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from codesearch.index import _kernels
-from codesearch.query.regex import CompiledRegex, compile_regex
+from codesearch.query.regex import CompiledRegex, compile_regex, has_fold_signs
 
 if TYPE_CHECKING:
     import sre_constants as _c
@@ -33,9 +33,6 @@ else:
 
 #: Expansions with more strings than this stay with RE2 (each string is one pass of the kernel).
 MAX_STRINGS = 16
-
-_KELVIN = "\u212a".encode()
-_LONG_S = "\u017f".encode()
 
 
 def _expand(items: Any) -> list[str] | None:
@@ -105,9 +102,7 @@ class LiteralSetMatcher:
         self._re2: CompiledRegex = compile_regex(pattern, case_sensitive)
 
     def _kernel_exact(self, data: bytes) -> bool:
-        return not self._signs or (
-            _kernels.find(data, _KELVIN, False, 0) < 0 and _kernels.find(data, _LONG_S, False, 0) < 0
-        )
+        return not (self._signs and has_fold_signs(data))
 
     def search(self, data: bytes, deadline: float | None = None) -> bool:
         if not self._kernel_exact(data):

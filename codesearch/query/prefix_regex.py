@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import re2
 
 from codesearch.index import _kernels
-from codesearch.query.regex import CompiledRegex, _re2_options, compile_regex
+from codesearch.query.regex import CompiledRegex, _re2_options, compile_regex, has_fold_signs
 
 if TYPE_CHECKING:
     import sre_constants as _c
@@ -36,8 +36,6 @@ else:
 
 #: Shorter prefixes occur too often for the prefix search to pay.
 MIN_PREFIX = 3
-_KELVIN = "\u212a".encode()
-_LONG_S = "\u017f".encode()
 _NEWLINE_FREE_CATEGORIES = {_c.CATEGORY_DIGIT, _c.CATEGORY_WORD, _c.CATEGORY_NOT_LINEBREAK}
 
 
@@ -107,9 +105,7 @@ class PrefixRegexMatcher:
         self._plain: CompiledRegex = compile_regex(pattern, case_sensitive)
 
     def _exact(self, data: bytes) -> bool:
-        return not self._signs or (
-            _kernels.find(data, _KELVIN, False, 0) < 0 and _kernels.find(data, _LONG_S, False, 0) < 0
-        )
+        return not (self._signs and has_fold_signs(data))
 
     def _next(self, data: bytes, pos: int) -> tuple[int, int] | None:
         find, prefix, fold, match = _kernels.find, self._prefix, self._fold, self._anchored.match

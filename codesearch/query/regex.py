@@ -128,6 +128,13 @@ def compile_regex(pattern: str, case_sensitive: bool = True) -> CompiledRegex:
     return CompiledRegex(pattern, case_sensitive, "fallback", _fallback=r)
 
 
+def has_fold_signs(data: bytes) -> bool:
+    """True when `data` holds the Kelvin sign or the long s, which RE2's case folding matches with
+    ``k`` and ``s`` and an ASCII fold does not: a case-insensitive search for a text with a ``k`` or
+    an ``s`` then needs RE2."""
+    return _kernels.find(data, _KELVIN, False, 0) >= 0 or _kernels.find(data, _LONG_S, False, 0) >= 0
+
+
 class LiteralMatcher:
     """A literal substring, found by the compiled `find` kernel where that is exact.
 
@@ -156,11 +163,7 @@ class LiteralMatcher:
 
     def _kernel_exact(self, data: bytes) -> bool:
         """True when the kernel finds exactly what RE2 would in `data`."""
-        if not self._fast:
-            return False
-        return not self._signs or (
-            _kernels.find(data, _KELVIN, False, 0) < 0 and _kernels.find(data, _LONG_S, False, 0) < 0
-        )
+        return self._fast and not (self._signs and has_fold_signs(data))
 
     def search(self, data: bytes, deadline: float | None = None) -> bool:
         if not self._kernel_exact(data):
