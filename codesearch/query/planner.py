@@ -109,13 +109,32 @@ class Plan:
 MAX_QUERY_DEPTH = 100
 
 
-def plan(query: ast.Node, contexts: dict[str, set[str]] | None = None) -> Plan:
-    """Compile `query` into a `Plan`. `contexts` maps context names to repository names."""
+def check(query: ast.Node, contexts: dict[str, set[str]] | None = None) -> None:
+    """Raise what `plan` would raise for `query` (too deep, an unknown context), without planning:
+    what the process that sends a query to the searchers needs before it sends it (each searcher
+    plans it), so that it need not derive trigram queries it never uses."""
+    _check_depth(query)
+    for n in ast.walk(query):
+        if isinstance(n, ast.Context) and n.name not in (contexts or {}):
+            raise _unknown_context(n.name, contexts or {})
+
+
+def _check_depth(query: ast.Node) -> None:
     levels = ast.depth(query)
     if levels > MAX_QUERY_DEPTH:
         raise QueryError(
             f"the query nests {levels} levels deep (groups and negations); at most {MAX_QUERY_DEPTH} are allowed"
         )
+
+
+def _unknown_context(name: str, contexts: dict[str, set[str]]) -> SearchContextNotFound:
+    # close names (a typo): the contexts are the configuration's, named to everyone
+    return SearchContextNotFound(name, difflib.get_close_matches(name, sorted(contexts), n=3, cutoff=0.6))
+
+
+def plan(query: ast.Node, contexts: dict[str, set[str]] | None = None) -> Plan:
+    """Compile `query` into a `Plan`. `contexts` maps context names to repository names."""
+    _check_depth(query)
     contexts = contexts or {}
     leaves: list[Leaf] = []
 
@@ -146,10 +165,7 @@ def plan(query: ast.Node, contexts: dict[str, set[str]] | None = None) -> Plan:
             leaf = RepoLeaf(n, names=frozenset(n.names))
         elif isinstance(n, ast.Context):
             if n.name not in contexts:
-                # close names (a typo): the contexts are the configuration's, named to everyone
-                raise SearchContextNotFound(
-                    n.name, difflib.get_close_matches(n.name, sorted(contexts), n=3, cutoff=0.6)
-                )
+                raise _unknown_context(n.name, contexts)
             leaf = RepoLeaf(n, names=frozenset(contexts[n.name]))
         elif isinstance(n, (ast.Archived, ast.Fork, ast.Visibility)):
             leaf = RepoLeaf(n)

@@ -37,8 +37,15 @@ from codesearch.errors import CodesearchError, IndexFormatError
 from codesearch.index.manifest import current_index
 from codesearch.index.shard import Shard
 from codesearch.runtime import NAMESPACE, metrics, registry, request_ids
-from codesearch.search.engine import PartialResult, make_plan, merge_partials, partial_result, search_shards
-from codesearch.search.evaluate import searches_identifiers
+from codesearch.search.engine import (
+    PartialResult,
+    check_query,
+    make_plan,
+    merge_partials,
+    names_identifier,
+    partial_result,
+    search_shards,
+)
 from codesearch.search.options import FLUSH_MAX_SIZE, FLUSH_TIMER, SearchOptions, Stats
 from codesearch.search.visibility import visible_shards
 
@@ -602,13 +609,14 @@ class SearcherPool:
 
     def fan_out(self, query: str, options: SearchOptions, request_id: str | None = None) -> Fanout:
         """Send `query` to the searchers of one copy (round robin); read the answers from the
-        returned `Fanout`. The query is planned here first, so that a parse error or an unknown
-        context fails at once, before any searcher is asked. Nothing here waits for I/O (the
+        returned `Fanout`. The query is checked here first (`check_query`: parsed, not planned;
+        each searcher plans it), so that a parse error or an unknown context fails at once,
+        before any searcher is asked. Nothing here waits for I/O (the
         index version comes from `version_watch`; sending a Ray task does not wait), so an
         event loop may call it. `request_id` (default: the current request's,
         `request_ids.current`) is sent to the searchers for their logs."""
-        p = make_plan(query, options)
-        return Fanout(self, query, options, stop_when_full=not searches_identifiers(p), request_id=request_id)
+        tree = check_query(query, options)
+        return Fanout(self, query, options, stop_when_full=not names_identifier(tree), request_id=request_id)
 
     def search(self, query: str, options: SearchOptions, request_id: str | None = None) -> dict:
         """Fan out to the searchers of one copy, merge what arrives before the deadline."""

@@ -351,9 +351,14 @@ class ShardEvaluator:
         self.stats.filesSkipped += n_cand - examined
 
 
+def is_identifier(pattern: str) -> bool:
+    """Whether a content term's pattern can name a symbol (a plain identifier)."""
+    return _IDENTIFIER.fullmatch(pattern) is not None
+
+
 def identifier_leaves(positive: list[ast.Node]) -> list[ContentLeaf]:
     """The positive content terms that can name a symbol (plain identifiers)."""
-    return [leaf for leaf in positive if isinstance(leaf, ContentLeaf) and _IDENTIFIER.fullmatch(leaf.node.pattern)]
+    return [leaf for leaf in positive if isinstance(leaf, ContentLeaf) and is_identifier(leaf.node.pattern)]
 
 
 def searches_identifiers(plan: Plan) -> bool:
