@@ -46,6 +46,13 @@ def is_reference(kind: str, language: str) -> bool:
     return kind in REFERENCE_KINDS or (kind == "namespace" and language in IMPORT_NAMESPACE_LANGUAGES)
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _variants(trigram: int) -> tuple[int, ...]:
+    """`trigrams.variants`, kept: every search expands its trigrams on every shard (8 index
+    trigrams for an any-case trigram of letters), and searches repeat the same trigrams."""
+    return tuple(variants(trigram))
+
+
 class TrigramIndex:
     """One trigram → posting list dictionary (content or file names) of a shard."""
 
@@ -60,6 +67,7 @@ class TrigramIndex:
         if self.offs.size and int(self.offs[-1]) > len(self.post):
             raise IndexFormatError(f.path, f"{prefix}: posting offsets point past the posting section")
         self._lookup = functools.lru_cache(maxsize=4096)(self._load)
+        self._sizes = functools.lru_cache(maxsize=4096)(self._stored_size)
 
     def slot(self, trigram: int) -> int:
         """Index of `trigram` in the dictionary, or -1 when absent."""
@@ -76,7 +84,7 @@ class TrigramIndex:
         lookup. An any-case trigram counts the sum over its `variants` (an upper bound of its
         union, good for ordering)."""
         trigrams = list(trigrams)
-        expanded = [variants(t) for t in trigrams]
+        expanded = [_variants(t) for t in trigrams]
         flat = [v for vs in expanded for v in vs]
         want = np.fromiter(flat, dtype=np.uint32, count=len(flat))
         if not self.keys.size or not want.size:
@@ -99,15 +107,20 @@ class TrigramIndex:
     def stored_size(self, trigram: int) -> int:
         """Bytes of `trigram`'s serialized posting lists in the file (0 when absent): what a
         query that uses it reads of the index, whether or not it is cached by now."""
-        size = 0
-        for v in variants(trigram):
-            i = self.slot(v)
-            size += int(self.offs[i + 1]) - int(self.offs[i]) if i >= 0 else 0
-        return size
+        return self._sizes(trigram)
+
+    def _stored_size(self, trigram: int) -> int:
+        vs = _variants(trigram)
+        if not self.keys.size:
+            return 0
+        want = np.array(vs, dtype=np.uint32)
+        idx = np.minimum(self.keys.searchsorted(want), self.keys.size - 1)
+        found = self.keys[idx] == want
+        return int((self.offs[idx + 1][found].astype(np.int64) - self.offs[idx][found].astype(np.int64)).sum())
 
     def _load(self, trigram: int) -> BitMap:
         if is_any_case(trigram):
-            return BitMap.union(*[self._load(v) for v in variants(trigram)])
+            return BitMap.union(*[self._load(v) for v in _variants(trigram)])
         i = self.slot(trigram)
         if i < 0:
             return BitMap()
