@@ -46,10 +46,10 @@ def is_reference(kind: str, language: str) -> bool:
     return kind in REFERENCE_KINDS or (kind == "namespace" and language in IMPORT_NAMESPACE_LANGUAGES)
 
 
-@functools.lru_cache(maxsize=1 << 16)
+@functools.lru_cache(maxsize=8192)
 def _variants(trigram: int) -> tuple[int, ...]:
-    """`trigrams.variants`, kept: every search expands its trigrams on every shard (8 index
-    trigrams for an any-case trigram of letters), and searches repeat the same trigrams."""
+    """`trigrams.variants`, kept (at most a few MB): every search expands its trigrams on every
+    shard (8 index trigrams for an any-case trigram of letters), and searches repeat trigrams."""
     return tuple(variants(trigram))
 
 
