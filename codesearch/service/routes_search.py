@@ -149,10 +149,12 @@ def _names_a_context(query: str) -> bool:
 
 
 def _contexts(get_store, fallback: dict | None, query: str) -> dict[str, set[str]]:
-    """Search contexts by name: the store's, plus `fallback` for names the store lacks."""
-    out = {name: set(names) for name, names in (fallback or {}).items()}
+    """Search contexts by name: the store's, plus `fallback` for names the store lacks; none for
+    a query that names no context (they travel with the search to every searcher, and a
+    configuration's contexts may list thousands of repositories)."""
     if not _names_a_context(query):
-        return out
+        return {}
+    out = {name: set(names) for name, names in (fallback or {}).items()}
     store = get_store() if get_store else None
     if store is not None:
         for ctx in store.list_search_contexts():
