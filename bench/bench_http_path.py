@@ -30,7 +30,9 @@ One run:
   3. prints per service and request the client's p50/p95, the searchers' own time
      (``stats.duration``: planning, the fan-out to the searchers and the merge) and the difference
      (the p50 of latency − stats.duration per request): what HTTP, Serve and the API cost; with
-     --against, a second table: each request's p50 and CPU before (that commit) and now;
+     --against, a second table: each request's p50 and CPU before (that commit) and now; then
+     the engine alone of each tree (in a process of its own, no Ray) over the same index: CPU
+     per query, so that what the searchers save shows apart from the noise of the HTTP path;
   4. stops every service with SIGTERM to its PID (SIGKILL to its process group after
      --stop-timeout).
 
@@ -412,6 +414,50 @@ def report(services: list[Service], cases: list[Case], rounds: int) -> None:
                   + " | ".join(ms(cpu.get(r, 0.0)) for r in roles[:-1]) + f" | {ms(rest)} |")
 
 
+#: The engine alone, in one process of a tree (``PYTHONPATH`` = that tree): CPU ms per query over
+#: an index directory, median of 5 runs of 20 searches, after one search of each query.
+ENGINE_SCRIPT = """
+import json, statistics, sys, time
+from codesearch.search.engine import Searcher
+s = Searcher(sys.argv[1])
+queries = json.loads(sys.argv[2])
+for q in queries:
+    s.search(q)
+out = {}
+for q in queries:
+    runs = []
+    for _ in range(5):
+        t = time.process_time()
+        for _ in range(20):
+            s.search(q, matches=100)
+        runs.append((time.process_time() - t) / 20)
+    out[q] = statistics.median(runs)
+print(json.dumps(out))
+"""
+
+
+def engine_times(tree: Path, index_dir: Path, queries: list[str]) -> dict[str, float]:
+    """CPU seconds per query of the engine of `tree` in a process of its own (`ENGINE_SCRIPT`)."""
+    import json
+
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    done = subprocess.run([sys.executable, "-c", ENGINE_SCRIPT, str(index_dir), json.dumps(queries)], cwd=tree,
+                          env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"the engine of {tree} failed:\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def report_engine(services: list[Service], index_dir: Path, queries: list[str]) -> None:
+    """The engine alone (no Ray, no HTTP) of each service's tree over the same index."""
+    times = {s.label: engine_times(s.tree, index_dir, queries) for s in services}
+    print(f"\nThe engine alone, in one process (`Searcher` over {index_dir}): CPU ms per query, median of 5 × 20\n")
+    print("| query | " + " | ".join(s.label for s in services) + " |")
+    print("|---|" + "---:|" * len(services))
+    for q in queries:
+        print(f"| `{q}` | " + " | ".join(ms(times[s.label][q]) for s in services) + " |")
+
+
 def compare(now: Service, before: Service, cases: list[Case]) -> None:
     """The searches of `before` (an older commit) and `now` side by side: p50 and CPU per request."""
     print(f"\nbefore = {before.label}, now = {now.label}; p50 in ms (ratio now/before); CPU ms per request\n")
@@ -515,6 +561,7 @@ def main(argv: list[str] | None = None) -> int:
     report(services, cases, a.rounds)
     if len(services) > 1:
         compare(services[0], services[1], cases)
+    report_engine(services, services[0].data_dir / "index", list(dict.fromkeys([a.no_match, a.rare, sym])))
     return 0
 
 
