@@ -1,10 +1,17 @@
 #!/usr/bin/env python3
-"""What the HTTP path costs around a search (issue 12): `codesearch serve` as a real process.
+"""What the HTTP path costs around a search (issues 12, 25): `codesearch serve` as a real process.
 
 Usage:
     python bench/bench_http_path.py                       # the offline demo, this tree's code
     python bench/bench_http_path.py --against HEAD~3      # and, interleaved, the code of another commit
     python bench/bench_http_path.py --config C --data-dir D   # a data directory indexed already
+    python bench/bench_http_path.py --venv-repos 600 --against 500fec6   # issue 25's 600 repositories
+
+``--venv-repos N`` serves N git repositories cut from the virtual environment's packages (real
+third-party code: site-packages' source files in path order, up to --venv-mb MB, each under
+1 MiB, cut into N runs of about equal size as bench_scale.py cuts its corpus), made and indexed
+once under bench/.work/http-path/venv-N-MB/ (a ``codesearch serve`` of this tree indexes them and
+is stopped); every service then serves a copy of that data directory.
 
 One run:
   1. per service (this tree, and with --against a copy of that commit's tree made with
@@ -14,13 +21,18 @@ One run:
      started as a process of its own (its own Ray instance, --searchers searchers, anonymous access
      on, a free port of 127.0.0.1, ``PYTHONPATH`` = that tree, so Ray's processes run it too);
   2. one client (one ``httpx.Client``, keep-alive, connected before the clock starts) sends, round
-     after round, ``GET /api/health``, a no-match literal and a rare literal (``POST /api/search``,
-     matches=100, contextLines=0), each without credentials and with ``Authorization: Bearer
-     <key>``, to every service in turn: the services are measured in the same moments, so load
-     that other work puts on the machine falls on all of them alike;
+     after round, ``GET /api/health``, a no-match literal (as it is, and asking for the hints of
+     an empty result, ``withHints: true``: code older than that field computes them either way),
+     a rare literal and a symbol search (``POST /api/search``, matches=100, contextLines=0), each
+     without credentials and with ``Authorization: Bearer <key>``, to every service in turn: the
+     services are measured in the same moments, so load that other work puts on the machine
+     falls on all of them alike;
   3. prints per service and request the client's p50/p95, the searchers' own time
      (``stats.duration``: planning, the fan-out to the searchers and the merge) and the difference
-     (the p50 of latency − stats.duration per request): what HTTP, Serve and the API cost;
+     (the p50 of latency − stats.duration per request): what HTTP, Serve and the API cost; with
+     --against, a second table: each request's p50 and CPU before (that commit) and now; then
+     the engine alone of each tree (in a process of its own, no Ray) over the same index: CPU
+     per query, so that what the searchers save shows apart from the noise of the HTTP path;
   4. stops every service with SIGTERM to its PID (SIGKILL to its process group after
      --stop-timeout).
 
@@ -33,6 +45,7 @@ import io
 import math
 import os
 import platform
+import re
 import shutil
 import signal
 import socket
@@ -52,6 +65,10 @@ USER = "bench-http-path@example.com"
 #: (label, query) of the demo: a literal no file has, and one that one file of Python's
 #: urllib has 7 times (the demo's repositories are in every Python installation).
 DEMO_QUERIES = {"no-match literal": "zq_no_such_identifier_anywhere_q", "rare literal": "getproxies_environment"}
+#: A symbol search: in the demo, a function of Python's urllib; in the virtual environment's
+#: packages (--venv-repos), a method of pydantic-core defined once and named in a few hundred files.
+DEMO_SYMBOL = "sym:getproxies_environment"
+VENV_SYMBOL = "sym:validate_python"
 
 
 def say(msg: str) -> None:
@@ -105,6 +122,95 @@ def api_key(tree: Path, data_dir: Path) -> str:
         run_cli(tree, "users", "create", USER, "--data-dir", str(data_dir))
     return run_cli(tree, "keys", "create", "--user", USER, "--name", "bench_http_path",
                    "--data-dir", str(data_dir)).strip().splitlines()[-1]
+
+
+# ----------------------------------------------------------------------------- the venv corpus
+
+#: Files of the virtual environment's packages that are not source (compiled code, caches).
+VENV_SKIP = (".so", ".pyc", ".pyd", ".dll", ".dylib", ".a", ".o", ".whl")
+#: Larger files are left out (data, bundles: the index would not hold their content anyway).
+VENV_MAX_FILE = 1 << 20
+
+
+def venv_files(mb: int) -> tuple[Path, list]:
+    """The source files of the virtual environment's packages (site-packages, real third-party
+    code), in sorted path order, up to `mb` megabytes: (site-packages, [`bench_scale.CorpusFile`])."""
+    import sysconfig
+
+    from bench_scale import CorpusFile
+
+    site = Path(sysconfig.get_paths()["purelib"])
+    out, budget = [], mb << 20
+    for dirpath, dirnames, filenames in os.walk(site):
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__" and not d.endswith(".dist-info"))
+        for fn in sorted(filenames):
+            full = os.path.join(dirpath, fn)
+            if fn.endswith(VENV_SKIP) or os.path.islink(full) or not os.path.isfile(full):
+                continue
+            size = os.path.getsize(full)
+            if size > VENV_MAX_FILE:
+                continue
+            if size > budget:
+                return site, out
+            out.append(CorpusFile(os.path.relpath(full, site), size))
+            budget -= size
+    return site, out
+
+
+def venv_corpus(n: int, mb: int) -> tuple[Path, Path]:
+    """`n` git repositories cut from `mb` MB of the virtual environment's packages (runs of
+    neighbouring files of about equal size, `bench_scale.cut`), made once under
+    bench/.work/http-path/venv-N-MB/, and a config whose one connection serves them all.
+    Returns (config, the directory of the repositories)."""
+    from bench_scale import GIT_ENV, cut, write_config
+
+    root = WORK / f"venv-{n}-{mb}"
+    repos, config, marker = root / "repos", root / "config.json", root / "repos.done"
+    if not marker.exists():
+        site, files = venv_files(mb)
+        say(f"making {n} git repositories of {sum(f.size for f in files) / 1e6:.0f} MB ({len(files)} files of "
+            f"{site}) in {repos} ...")
+        shutil.rmtree(repos, ignore_errors=True)
+        width = len(str(n - 1))
+        env = {**os.environ, **GIT_ENV}
+        for k, group in enumerate(cut(files, n)):
+            dest = repos / f"r{k:0{width}d}"
+            for f in group:
+                (dest / f.rel).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(site / f.rel, dest / f.rel)
+            git = ["git", "-C", str(dest), "-c", "core.autocrlf=false", "-c", "core.safecrlf=false"]
+            subprocess.run(git[:3] + ["init", "-q", "-b", "main"], check=True, env=env)
+            subprocess.run(git + ["add", "-A", "-f", "."], check=True, env=env)
+            subprocess.run(git + ["commit", "-q", "--no-verify", "-m", "packages"], check=True, env=env)
+        marker.write_text(f"{n} {mb}\n")
+    write_config(repos, config)
+    return config, repos
+
+
+def index_once(tree: Path, config: Path, data_dir: Path, searchers: int, timeout_s: float) -> None:
+    """Index `data_dir` from `config` once (a `codesearch serve` of `tree`, stopped once its
+    progress line says every repository is indexed), so that the services measured
+    start from copies of one index instead of each building its own."""
+    marker = data_dir.with_name(data_dir.name + ".indexed")
+    if marker.exists():
+        return
+    shutil.rmtree(data_dir, ignore_errors=True)
+    s = Service("index-once", tree, data_dir, config, searchers,
+                env={"CODESEARCH_FIRST_SYNC_TIMEOUT_S": str(int(timeout_s))})
+    say(f"indexing {data_dir} (log {s.log_path}) ...")
+    t0 = time.monotonic()
+    try:
+        s.start()
+        s.wait_serving(timeout_s)
+        while not re.search(r"first sync: (\d+)/\1 connections synced, ([1-9]\d*)/\2 repositories indexed",
+                            s.log_path.read_text(errors="replace")):
+            if s.proc.poll() is not None or time.monotonic() - t0 > timeout_s:
+                raise SystemExit(f"{data_dir} not indexed:\n{s.tail()}")
+            time.sleep(1)
+    finally:
+        s.stop(60)
+    say(f"indexed in {time.monotonic() - t0:.0f}s")
+    marker.write_text("indexed\n")
 
 
 # ----------------------------------------------------------------------------- a service
@@ -193,6 +299,7 @@ class Case:
     request: str  # "health" or a query label
     query: str | None
     with_key: bool
+    extra: dict = field(default_factory=dict)  # more fields of the search body
     latency: dict = field(default_factory=dict)  # service label -> [seconds]
     duration: dict = field(default_factory=dict)  # service label -> [seconds of stats.duration]
     cpu: dict = field(default_factory=dict)  # service label -> {process role: CPU seconds per request}
@@ -239,7 +346,7 @@ def send(client, service: Service, case: Case) -> tuple[float, float | None]:
         r = client.get(f"{service.base}/api/health", headers=headers)
     else:
         r = client.post(f"{service.base}/api/search", headers=headers,
-                        json={"query": case.query, "matches": 100, "contextLines": 0})
+                        json={"query": case.query, "matches": 100, "contextLines": 0, **case.extra})
     elapsed = time.perf_counter() - t0
     if r.status_code != 200:
         raise SystemExit(f"{service.label}: {case.request} answered {r.status_code}: {r.text[:300]}")
@@ -298,13 +405,71 @@ def report(services: list[Service], cases: list[Case], rounds: int) -> None:
         for s in services:
             lat = case.latency[s.label]
             dur = case.duration.get(s.label)
-            diff = statistics.median(a - b for a, b in zip(lat, dur)) if dur else None
+            diff = statistics.median(a - b for a, b in zip(lat, dur, strict=True)) if dur else None
             cpu = case.cpu.get(s.label, {})
             rest = sum(v for r, v in cpu.items() if r not in roles[:-1])
             print(f"| {s.label} | {case.request} | {'API key' if case.with_key else 'none'} | "
                   f"{ms(statistics.median(lat))} | {ms(percentile(lat, 95))} | "
                   f"{ms(statistics.median(dur) if dur else None)} | {ms(diff)} | {ms(sum(cpu.values()))} | "
                   + " | ".join(ms(cpu.get(r, 0.0)) for r in roles[:-1]) + f" | {ms(rest)} |")
+
+
+#: The engine alone, in one process of a tree (``PYTHONPATH`` = that tree): CPU ms per query over
+#: an index directory, median of 5 runs of 20 searches, after one search of each query.
+ENGINE_SCRIPT = """
+import json, statistics, sys, time
+from codesearch.search.engine import Searcher
+s = Searcher(sys.argv[1])
+queries = json.loads(sys.argv[2])
+for q in queries:
+    s.search(q)
+out = {}
+for q in queries:
+    runs = []
+    for _ in range(5):
+        t = time.process_time()
+        for _ in range(20):
+            s.search(q, matches=100)
+        runs.append((time.process_time() - t) / 20)
+    out[q] = statistics.median(runs)
+print(json.dumps(out))
+"""
+
+
+def engine_times(tree: Path, index_dir: Path, queries: list[str]) -> dict[str, float]:
+    """CPU seconds per query of the engine of `tree` in a process of its own (`ENGINE_SCRIPT`)."""
+    import json
+
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    done = subprocess.run([sys.executable, "-c", ENGINE_SCRIPT, str(index_dir), json.dumps(queries)], cwd=tree,
+                          env=env, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"the engine of {tree} failed:\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def report_engine(services: list[Service], index_dir: Path, queries: list[str]) -> None:
+    """The engine alone (no Ray, no HTTP) of each service's tree over the same index."""
+    times = {s.label: engine_times(s.tree, index_dir, queries) for s in services}
+    print(f"\nThe engine alone, in one process (`Searcher` over {index_dir}): CPU ms per query, median of 5 × 20\n")
+    print("| query | " + " | ".join(s.label for s in services) + " |")
+    print("|---|" + "---:|" * len(services))
+    for q in queries:
+        print(f"| `{q}` | " + " | ".join(ms(times[s.label][q]) for s in services) + " |")
+
+
+def compare(now: Service, before: Service, cases: list[Case]) -> None:
+    """The searches of `before` (an older commit) and `now` side by side: p50 and CPU per request."""
+    print(f"\nbefore = {before.label}, now = {now.label}; p50 in ms (ratio now/before); CPU ms per request\n")
+    print("| request | credentials | p50 before | p50 now | now/before | CPU before | CPU now |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for case in cases:
+        if case.query is None:
+            continue
+        b, n = statistics.median(case.latency[before.label]), statistics.median(case.latency[now.label])
+        cb, cn = sum(case.cpu.get(before.label, {}).values()), sum(case.cpu.get(now.label, {}).values())
+        print(f"| {case.request} | {'API key' if case.with_key else 'none'} | {ms(b)} | {ms(n)} | {n / b:.2f} | "
+              f"{ms(cb)} | {ms(cn)} |")
 
 
 def machine() -> str:
@@ -328,8 +493,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data-dir", type=Path,
                     help="an indexed data directory to serve, not in use by another service (default: the demo's "
                          "under bench/.work/http-path); with --against, each service gets a copy")
+    ap.add_argument("--venv-repos", type=int, metavar="N",
+                    help="serve N git repositories cut from the virtual environment's packages (made and indexed "
+                         "once under bench/.work/http-path/venv-N-MB) instead of the demo")
+    ap.add_argument("--venv-mb", type=int, default=300, help="megabytes of packages for --venv-repos (300)")
     ap.add_argument("--no-match", default=DEMO_QUERIES["no-match literal"], help="the no-match literal")
     ap.add_argument("--rare", default=DEMO_QUERIES["rare literal"], help="the rare literal")
+    ap.add_argument("--sym", help=f"the symbol search (default {DEMO_SYMBOL!r}, with --venv-repos {VENV_SYMBOL!r})")
     ap.add_argument("--rounds", type=int, default=200, help="requests per service and row (200)")
     ap.add_argument("--warmup", type=int, default=20, help="rounds not counted (20)")
     ap.add_argument("--searchers", type=int, default=2)
@@ -338,6 +508,8 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     if (a.config is None) != (a.data_dir is None):
         ap.error("--config and --data-dir go together")
+    if a.venv_repos is not None and a.data_dir is not None:
+        ap.error("--venv-repos makes its own data directory: no --config / --data-dir with it")
     if a.rounds < 1 or a.warmup < 0:
         ap.error("--rounds must be at least 1 and --warmup at least 0")
 
@@ -350,6 +522,10 @@ def main(argv: list[str] | None = None) -> int:
     if a.against:
         tree, sha = tree_at(a.against)
         trees.append((f"{a.against} ({sha})", tree))
+    if a.venv_repos is not None:
+        a.config, _ = venv_corpus(a.venv_repos, a.venv_mb)
+        a.data_dir = WORK / f"venv-{a.venv_repos}-{a.venv_mb}" / "data"
+        index_once(ROOT, a.config, a.data_dir, a.searchers, a.start_timeout)
     services = []
     for i, (label, tree) in enumerate(trees):
         if a.data_dir is None:
@@ -370,9 +546,11 @@ def main(argv: list[str] | None = None) -> int:
         for s in services:
             s.wait_serving(a.start_timeout)
             say(f"{s.label}: serving")
+        sym = a.sym or (VENV_SYMBOL if a.venv_repos is not None else DEMO_SYMBOL)
+        searches = [("no-match literal", a.no_match, {}), ("no-match literal, withHints", a.no_match,
+                     {"withHints": True}), ("rare literal", a.rare, {}), ("symbol", sym, {})]
         cases = [Case("health", None, k) for k in (False, True)] + \
-                [Case(label, q, k) for label, q in (("no-match literal", a.no_match), ("rare literal", a.rare))
-                 for k in (False, True)]
+                [Case(label, q, k, extra) for label, q, extra in searches for k in (False, True)]
         t0 = time.monotonic()
         measure(services, cases, a.rounds, a.warmup)
         say(f"measured in {time.monotonic() - t0:.0f}s; load average {load()}")
@@ -381,6 +559,9 @@ def main(argv: list[str] | None = None) -> int:
             s.stop(a.stop_timeout)
     print(f"machine: {machine()}; {a.searchers} searchers; load average after: {load()}")
     report(services, cases, a.rounds)
+    if len(services) > 1:
+        compare(services[0], services[1], cases)
+    report_engine(services, services[0].data_dir / "index", list(dict.fromkeys([a.no_match, a.rare, sym])))
     return 0
 
 

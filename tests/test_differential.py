@@ -145,6 +145,17 @@ CASES = [
     ("sym:FOO", CS, ("sym", "FOO")),
     ("sym:Handler lang:python", {}, ("and", ("sym", "Handler"), ("lang", "python"))),
     ("rev:* sym:release", {}, ("and", ("rev", "*"), ("sym", "release"))),
+    # symbols: patterns at the edges of a document's names scanned in one pass (search/symbol_match.py)
+    ("sym:^parse", {}, ("sym", "^parse")),
+    ("sym:\\d$", {}, ("sym", r"\d$")),
+    ("sym:1$|^m", {}, ("sym", "1$|^m")),
+    ("sym:\\bparse_\\d\\b", {}, ("sym", r"\bparse_\d\b")),
+    ("sym:(?i)HANDLER", CS, ("sym", "(?i)HANDLER")),
+    ("sym:(?:Foo|parse_)\\d", {}, ("sym", r"(?:Foo|parse_)\d")),
+    ("sym:[^a-z_]main", {}, ("sym", "[^a-z_]main")),  # "\nmain" in the joined names: no name's match
+    ("sym:\\d\\s*", {}, ("sym", r"\d\s*")),  # \s* runs on across the newline after a name
+    ("sym:\\Amain", {}, ("sym", r"\Amain")),  # start of text: names one by one
+    ("sym:(?s)_\\d.", {}, ("sym", r"(?s)_\d.")),  # . takes a newline: names one by one
     # repositories
     ("repo:plain foo", {}, ("and", ("repo", "plain"), ("text", "foo"))),
     ("-repo:plain foo", {}, ("and", ("not", ("repo", "plain")), ("text", "foo"))),

@@ -130,6 +130,27 @@ def test_posting_lists_are_exact(tmp_path):
         assert shard.content_index.cardinality(t) == len(docs)
 
 
+def test_stored_sizes_and_cardinalities_of_query_trigrams(tmp_path):
+    """What a query reads of the index (``indexBytesLoaded``) and how large its posting lists
+    are: for an exact trigram its own list, for an any-case one the sum over its `variants` that
+    the shard has (0 for those it lacks), asked once or many times."""
+    _write(tmp_path / "src", {f"f{i}.txt": f"Alpha BETA gamma {i}\n".encode() * (i + 1) for i in range(12)})
+    stats = index_paths([str(tmp_path / "src")], str(tmp_path / "ix"), IndexSettings(ctags=False))
+    index = Shard(stats.shards[0]).content_index
+
+    def own(t):  # one dictionary slot, read here directly
+        i = index.slot(t)
+        return (int(index.offs[i + 1]) - int(index.offs[i]), int(index.card[i])) if i >= 0 else (0, 0)
+
+    query_trigrams = [t for text in ("alpha", "Alpha", "BETA", "zzz", "mma 1") for cs in (True, False)
+                      for t in string_trigrams(text.encode(), cs)]
+    assert any(len(variants(t)) > 1 for t in query_trigrams) and any(own(t) == (0, 0) for t in query_trigrams)
+    for _ in range(2):
+        for t in query_trigrams:
+            assert index.stored_size(t) == sum(own(v)[0] for v in variants(t)), t
+        assert index.cardinalities(query_trigrams) == [sum(own(v)[1] for v in variants(t)) for t in query_trigrams]
+
+
 def test_shards_split_at_the_size_limit(tmp_path):
     _write(tmp_path / "src", {f"f{i}.txt": (f"file {i} " * 200).encode() for i in range(30)})
     stats = index_paths([str(tmp_path / "src")], str(tmp_path / "ix"), IndexSettings(ctags=False, shard_max_bytes=10_000))

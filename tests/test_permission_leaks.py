@@ -300,6 +300,7 @@ def test_suggestions_and_hints_name_no_hidden_repository(world):
     """`/api/suggest` (repositories, files, symbols) and the hints of empty searches: exactly the
     visible repositories' names, files and symbols, never a hidden one, not even as a "did you mean"."""
     index_of = {name: i for i, name in enumerate(REPOS)}
+    hinted = 0  # hints seen: the empty searches asked for them (``withHints``)
     with httpx.Client(base_url=world["url"], timeout=60) as http:
         for who, user, headers in _callers(world):
             visible = expected_visible(user, world)
@@ -319,14 +320,16 @@ def test_suggestions_and_hints_name_no_hidden_repository(world):
             files = http.get("/api/suggest", params={"kind": "file", "q": "src/f", "limit": 50}, headers=headers).json()
             assert {x["detail"] for x in files["suggestions"]} == visible, who
             for query in HINT_QUERIES:
-                r = http.post("/api/search", json={"query": query, "matches": 10}, headers=headers)
+                r = http.post("/api/search", json={"query": query, "matches": 10, "withHints": True}, headers=headers)
                 assert r.status_code == 200, (who, query, r.text)
                 for name in hidden:
                     assert name not in r.text, (who, query, name)
+                hinted += len(r.json().get("hints", []))
                 for hint in r.json().get("hints", []):
                     for sug in hint["suggestions"]:
                         if hint["kind"] == "unknownRepository":
                             assert sug["label"] in visible, (who, query, hint)
+    assert hinted, "no empty search of the table had a hint: the test checked nothing"
 
 
 def _same_as_missing(a: httpx.Response, b: httpx.Response, name: str) -> None:

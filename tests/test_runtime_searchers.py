@@ -304,3 +304,49 @@ def test_a_capped_search_stops_the_other_partitions_once_its_budget_is_full(ray_
         assert got["stats"]["flushReason"] == FLUSH_MAX_SIZE
         named = search("handler", SearchOptions(matches=1))
         assert named["stats"]["flushReason"] != FLUSH_MAX_SIZE and named["stats"]["crashes"] == 0
+
+
+class _SearcherOfAnOlderRelease(ShardSearcher):
+    """A searcher started by an earlier release (a redeploy may pair it with a newer API
+    replica): it has no `search_wire`, only `search`."""
+
+    search_wire = None
+
+
+#: (query, flags, cap): what each way of asking the searchers must answer as the engine does
+ASKED = [("foo", {}, 10**6), ("handler", {}, 3), (r"def \w+", {"is_regex": True}, 10**6), ("sym:Handler", {}, 10**6),
+         ("nomatchzzz", {}, 10)]
+
+
+@pytest.mark.parametrize("query,flags,cap", ASKED)
+def test_every_way_of_asking_answers_as_the_engine(ray_session, indexed_corpus, query, flags, cap):
+    """The pool asks its searchers through `search_wire` (one pickled request, one pickled
+    answer), and an older searcher that lacks it through `search`; synchronously or from an event
+    loop (where the answer is taken from the task's future, not fetched again): the same answer."""
+    groups = balance(shard_files(indexed_corpus["index"]), 2)
+    mixed = SearcherPool([ray.remote(_SearcherOfAnOlderRelease).options(max_concurrency=2).remote(groups[0], origin=0),
+                          ray.remote(ShardSearcher).options(max_concurrency=2).remote(groups[1], origin=1)])
+    mixed.assign(groups)
+    assert hasattr(_pool(indexed_corpus).actors[0], "search_wire") and not hasattr(mixed.actors[0], "search_wire")
+    try:
+        want = indexed_corpus["searcher"].search(query, matches=cap, **flags)
+        opts = SearchOptions(matches=cap, is_regex=flags.get("is_regex", False))
+        for pool in (_pool(indexed_corpus), mixed):
+            for got in (pool.search(query, opts), asyncio.run(pool.search_async(query, opts))):
+                assert got["stats"]["actualMatchCount"] == want["stats"]["actualMatchCount"], query
+                assert got["stats"]["crashes"] == 0 and got["isSearchExhaustive"] == want["isSearchExhaustive"]
+                if cap > 1000:
+                    assert engine_spans(got) == engine_spans(want)
+    finally:
+        mixed.close()
+
+
+def test_search_wire_is_search_pickled(indexed_corpus):
+    import pickle
+    import time
+
+    searcher = ShardSearcher([sh.path for sh in indexed_corpus["searcher"].shards])
+    opts, deadline = SearchOptions(matches=50), time.time() + 30
+    wire = pickle.loads(searcher.search_wire(pickle.dumps(("handler", opts, deadline, None, "req-1"))))
+    plain = searcher.search("handler", opts, deadline)
+    assert [f[3] for f in wire.files] == [f[3] for f in plain.files] and wire.total_matches == plain.total_matches

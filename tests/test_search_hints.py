@@ -5,6 +5,12 @@ git repository and one plain directory), served by uvicorn; the store knows both
 their index names plus one more that nothing is indexed for. Each table row is a query, what the
 answer's ``hints`` must say, and the fixed query a suggestion offers, which is then searched to
 check that it does find files (a hint that offers a fix must offer one that works).
+
+Hints are computed only for a request that asks (``withHints: true``, as the search page does):
+an API client that does not ask gets Sourcebot's answer and pays for nothing but its search (one
+search, no store read); one that asks pays the store read of repository names only for a query
+with a ``repo:`` term. The searcher and the store are the real ones, each seen through a
+`Counted` wrapper that counts the calls the app makes.
 """
 
 from __future__ import annotations
@@ -19,6 +25,26 @@ from codesearch.store import Store
 from tests.asgiserver import serving
 
 
+class Counted:
+    """`target` with the calls of the methods named in `counted` counted (in `calls`)."""
+
+    def __init__(self, target, *counted):
+        self._target = target
+        self._counted = set(counted)
+        self.calls: list[tuple[str, tuple]] = []
+
+    def __getattr__(self, name):
+        value = getattr(self._target, name)
+        if name not in self._counted:
+            return value
+
+        def call(*args, **kwargs):
+            self.calls.append((name, args))
+            return value(*args, **kwargs)
+
+        return call
+
+
 @pytest.fixture(scope="module")
 def api(indexed_corpus, tmp_path_factory):
     data = str(tmp_path_factory.mktemp("hints") / "data")
@@ -28,21 +54,25 @@ def api(indexed_corpus, tmp_path_factory):
     names = [indexed_corpus["repo_name"], indexed_corpus["plain_name"], "git.example.com/team/payments-service"]
     store.upsert_repos("local", [dict(name=n, code_host_type="genericGitHost", clone_url="file:///x/" + str(i),
                                       default_branch="main") for i, n in enumerate(names)])
-    app = build_app(lambda: indexed_corpus["searcher"], get_store=lambda: store, anonymous_access=True, data_dir=data,
+    searcher = Counted(indexed_corpus["searcher"], "search")
+    counted_store = Counted(store, "repo_names", "list_repos")
+    app = build_app(lambda: searcher, get_store=lambda: counted_store, anonymous_access=True, data_dir=data,
                     contexts={"backend": {indexed_corpus["repo_name"]}, "web-ui": {indexed_corpus["plain_name"]}})
     with serving(app) as url, httpx.Client(base_url=url, timeout=60) as http:
-        yield {"http": http, "names": names, **indexed_corpus}
+        yield {"http": http, "names": names, "searches": searcher.calls, "store_reads": counted_store.calls,
+               **indexed_corpus}
     store.close()
 
 
-def _search(api, query, **flags):
+def _search(api, query, hints=True, **flags):
     body = {"query": query, "matches": 50, "isRegexEnabled": flags.get("regex", False),
-            "isCaseSensitivityEnabled": flags.get("case", False)}
+            "isCaseSensitivityEnabled": flags.get("case", False), **({"withHints": True} if hints else {})}
     return api["http"].post("/api/search", json=body)
 
 
-def _final(api, query, **flags):
-    body = {"query": query, "matches": 50, "isRegexEnabled": flags.get("regex", False)}
+def _final(api, query, hints=True, **flags):
+    body = {"query": query, "matches": 50, "isRegexEnabled": flags.get("regex", False),
+            **({"withHints": True} if hints else {})}
     r = api["http"].post("/api/stream_search", json=body)
     assert r.status_code == 200, r.text
     events = [json.loads(line[6:]) for line in r.text.split("\n\n") if line.startswith("data: {")]
@@ -96,6 +126,40 @@ def test_a_search_that_finds_files_has_no_hints(api):
     resp = _search(api, "Handler1").json()
     assert resp["files"] and "hints" not in resp
     assert "hints" not in _final(api, "Handler1")
+
+
+#: (query, withHints) → searches the request runs, whether it reads the repository names, whether
+#: the answer has ``hints``: without the flag an empty search is one search and Sourcebot's answer
+#: (no ``hints`` field); with it, the re-searches and store read that its hints need, and no more
+WHAT_HINTS_COST = [
+    ("handler file:zzznothing", False, 1, False, False),
+    ("handler repo:nonexistent", False, 1, False, False),
+    ("handler lang:cobol", False, 1, False, False),
+    ("nomatchzzz", False, 1, False, False),
+    ("nomatchzzz", True, 1, False, True),  # nothing to judge or drop: no store read, no re-search
+    ("handler file:zzznothing", True, 2, False, True),  # the search, then one without file:
+    ("handler lang:cobol", True, 2, False, True),  # the search, then is any file in COBOL
+    ("handler repo:nonexistent", True, 1, True, True),  # the names say it: no re-search
+    ("Handler1", True, 1, False, False),  # found files: nothing more, whatever was asked
+]
+
+
+@pytest.mark.parametrize("query,asked,searches,reads_names,has_hints", WHAT_HINTS_COST)
+@pytest.mark.parametrize("route", ["/api/search", "/api/stream_search"])
+def test_hints_cost_only_who_asks(api, route, query, asked, searches, reads_names, has_hints):
+    api["searches"].clear()
+    api["store_reads"].clear()
+    answer = _search(api, query, hints=asked).json() if route == "/api/search" else _final(api, query, hints=asked)
+    assert ("hints" in answer) == has_hints, answer
+    assert len(api["searches"]) == searches, api["searches"]
+    assert bool(api["store_reads"]) == reads_names, api["store_reads"]
+    assert all(name == "repo_names" for name, _ in api["store_reads"]), api["store_reads"]
+
+
+def test_with_hints_must_be_a_boolean(api):
+    r = api["http"].post("/api/search", json={"query": "nomatchzzz", "matches": 5, "withHints": "yes"})
+    assert r.status_code == 400
+    assert "withHints" in r.json()["message"]
 
 
 #: query, regex mode → 0-based position of the problem in the query, words of the message

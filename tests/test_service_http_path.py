@@ -193,6 +193,39 @@ def test_a_search_needs_no_worker_thread(pool, tmp_path):
     store.close()
 
 
+class _Recorded:
+    """The engine's `Searcher`, with the options of every search it was asked for kept."""
+
+    def __init__(self, searcher):
+        self.searcher = searcher
+        self.options = []
+
+    def search(self, query, options):
+        self.options.append(options)
+        return self.searcher.search(query, options=options)
+
+
+#: query → the search contexts that travel with it to the searchers
+CONTEXTS_SENT = [
+    ("handler", set()),
+    ("Handler1 lang:python", set()),
+    ("context:backend handler", {"backend", "web-ui"}),
+]
+
+
+@pytest.mark.parametrize("query,sent", CONTEXTS_SENT)
+def test_only_a_search_that_names_a_context_carries_the_contexts(indexed_corpus, tmp_path, query, sent):
+    """The configuration's search contexts (here one of 5,000 repositories) go to the searchers
+    with a search only when its query names one: otherwise they are pickled and sent for nothing."""
+    recorded = _Recorded(indexed_corpus["searcher"])
+    contexts = {"backend": {indexed_corpus["repo_name"]}, "web-ui": {f"git.example.com/r{i}" for i in range(5000)}}
+    app = build_app(lambda: recorded, anonymous_access=True, contexts=contexts)
+    with TestClient(app, base_url=LOCAL) as client:
+        r = client.post("/api/search", json={"query": query, "matches": 10})
+        assert r.status_code == 200 and r.json()["files"], r.text
+    assert [set(o.contexts) for o in recorded.options] == [sent]
+
+
 @pytest.mark.parametrize("name,headers,cookie_resolved,needs_thread", [
     ("no credentials", {}, False, False),
     ("a session the session middleware resolved", {"cookie": f"{SESSION_COOKIE}=x"}, True, False),

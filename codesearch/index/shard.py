@@ -47,6 +47,13 @@ def is_reference(kind: str, language: str) -> bool:
     return kind in REFERENCE_KINDS or (kind == "namespace" and language in IMPORT_NAMESPACE_LANGUAGES)
 
 
+@functools.lru_cache(maxsize=8192)
+def _variants(trigram: int) -> tuple[int, ...]:
+    """`trigrams.variants`, kept (at most a few MB): every search expands its trigrams on every
+    shard (8 index trigrams for an any-case trigram of letters), and searches repeat trigrams."""
+    return tuple(variants(trigram))
+
+
 class TrigramIndex:
     """One trigram → posting list dictionary (content or file names) of a shard."""
 
@@ -61,7 +68,7 @@ class TrigramIndex:
         if self.offs.size and int(self.offs[-1]) > len(self.post):
             raise IndexFormatError(f.path, f"{prefix}: posting offsets point past the posting section")
         self._lookup = functools.lru_cache(maxsize=4096)(self._load)
-        self.stored_size = functools.lru_cache(maxsize=4096)(self._stored_size)  # type: ignore[method-assign]
+        self._sizes = functools.lru_cache(maxsize=4096)(self._stored_size)
 
     def slot(self, trigram: int) -> int:
         """Index of `trigram` in the dictionary, or -1 when absent."""
@@ -78,7 +85,7 @@ class TrigramIndex:
         lookup. An any-case trigram counts the sum over its `variants` (an upper bound of its
         union, good for ordering)."""
         trigrams = list(trigrams)
-        expanded = [variants(t) for t in trigrams]
+        expanded = [_variants(t) for t in trigrams]
         flat = [v for vs in expanded for v in vs]
         want = np.fromiter(flat, dtype=np.uint32, count=len(flat))
         if not self.keys.size or not want.size:
@@ -99,21 +106,22 @@ class TrigramIndex:
         return self._lookup(trigram)
 
     def stored_size(self, trigram: int) -> int:
-        """Bytes of `trigram`'s serialized posting lists in the file (0 when absent), cached."""
-        return self._stored_size(trigram)
-
-    def _stored_size(self, trigram: int) -> int:
         """Bytes of `trigram`'s serialized posting lists in the file (0 when absent): what a
         query that uses it reads of the index, whether or not it is cached by now."""
-        size = 0
-        for v in variants(trigram):
-            i = self.slot(v)
-            size += int(self.offs[i + 1]) - int(self.offs[i]) if i >= 0 else 0
-        return size
+        return self._sizes(trigram)
+
+    def _stored_size(self, trigram: int) -> int:
+        vs = _variants(trigram)
+        if not self.keys.size:
+            return 0
+        want = np.array(vs, dtype=np.uint32)
+        idx = np.minimum(self.keys.searchsorted(want), self.keys.size - 1)
+        found = self.keys[idx] == want
+        return int((self.offs[idx + 1][found].astype(np.int64) - self.offs[idx][found].astype(np.int64)).sum())
 
     def _load(self, trigram: int) -> BitMap:
         if is_any_case(trigram):
-            return BitMap.union(*[self._load(v) for v in variants(trigram)])
+            return BitMap.union(*[self._load(v) for v in _variants(trigram)])
         i = self.slot(trigram)
         if i < 0:
             return BitMap()
@@ -268,6 +276,32 @@ class Shard:
         blob = bytes(self.sym_name[offs[0] : offs[-1]])
         base = offs[0]
         return [blob[offs[i] - base : offs[i + 1] - base] for i in range(len(offs) - 1)]
+
+    def symbol_text(self, doc: int) -> bytes:
+        """The document's symbol names joined by ``\\n``: one text that a ``sym:`` pattern scans in
+        one pass (`codesearch.search.symbol_match`); `symbol_starts` says where each name starts."""
+        r = self.symbol_range(doc)
+        if not r:
+            return b""
+        return self._symbol_lines[int(self.sym_noff[r.start]) + r.start : int(self.sym_noff[r.stop]) + r.stop - 1]
+
+    def symbol_starts(self, doc: int) -> np.ndarray:
+        """Where each of the document's symbol names starts in its `symbol_text` (name ``k`` ends
+        one byte before name ``k + 1`` starts, the last one at the end of the text)."""
+        r = self.symbol_range(doc)
+        first = self.sym_noff[r.start : r.stop].astype(np.int64) + np.arange(r.start, r.stop, dtype=np.int64)
+        return first - first[0] if first.size else first
+
+    @functools.cached_property
+    def _symbol_lines(self) -> bytes:
+        """Every symbol name of the shard, one per line: symbol ``i`` starts at ``sym_noff[i] + i``.
+        Built on the shard's first ``sym:`` search (a few milliseconds), it holds the names once
+        more (about 1.5 % of the shard's size) so that `symbol_text` is one slice."""
+        n = self.sym_noff.size - 1
+        if n <= 0:
+            return b""
+        names = np.frombuffer(self.sym_name[: int(self.sym_noff[-1])], dtype=np.uint8)
+        return np.insert(names, self.sym_noff[1:-1].astype(np.int64), ord("\n")).tobytes()
 
     def definitions(self, name: bytes) -> list[tuple[int, str, bytes]]:
         """The definitions of symbols called `name`, compared ASCII-case-insensitively: ``(doc,

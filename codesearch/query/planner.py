@@ -16,6 +16,7 @@ lists (smallest first), and verifies candidates in document order.
 from __future__ import annotations
 
 import difflib
+import functools
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -27,6 +28,13 @@ from codesearch.query.prefix_regex import PrefixRegexMatcher, compile_prefixed
 from codesearch.query.regex import CompiledRegex, LiteralMatcher, compile_literal, compile_regex
 from codesearch.query.regex_trigrams import regex_query
 from codesearch.query.trigram_query import TrigramQuery, literal_query
+
+#: A pattern's trigram query, kept as its compiled regex is (`compile_regex`): the analysis of a
+#: regex takes up to half a millisecond, a literal's 50 µs, and every searcher plans each query;
+#: the same patterns come back (a search run again, a page of results, the re-searches of hints).
+#: Trigram queries are immutable.
+_regex_query = functools.lru_cache(maxsize=512)(regex_query)
+_literal_query = functools.lru_cache(maxsize=512)(literal_query)
 
 
 class RepoFacts(Protocol):
@@ -115,13 +123,32 @@ class Plan:
 MAX_QUERY_DEPTH = 100
 
 
-def plan(query: ast.Node, contexts: dict[str, set[str]] | None = None) -> Plan:
-    """Compile `query` into a `Plan`. `contexts` maps context names to repository names."""
+def check(query: ast.Node, contexts: dict[str, set[str]] | None = None) -> None:
+    """Raise what `plan` would raise for `query` (too deep, an unknown context), without planning:
+    what the process that sends a query to the searchers needs before it sends it (each searcher
+    plans it), so that it need not derive trigram queries it never uses."""
+    _check_depth(query)
+    for n in ast.walk(query):
+        if isinstance(n, ast.Context) and n.name not in (contexts or {}):
+            raise _unknown_context(n.name, contexts or {})
+
+
+def _check_depth(query: ast.Node) -> None:
     levels = ast.depth(query)
     if levels > MAX_QUERY_DEPTH:
         raise QueryError(
             f"the query nests {levels} levels deep (groups and negations); at most {MAX_QUERY_DEPTH} are allowed"
         )
+
+
+def _unknown_context(name: str, contexts: dict[str, set[str]]) -> SearchContextNotFound:
+    # close names (a typo): the contexts are the configuration's, named to everyone
+    return SearchContextNotFound(name, difflib.get_close_matches(name, sorted(contexts), n=3, cutoff=0.6))
+
+
+def plan(query: ast.Node, contexts: dict[str, set[str]] | None = None) -> Plan:
+    """Compile `query` into a `Plan`. `contexts` maps context names to repository names."""
+    _check_depth(query)
     contexts = contexts or {}
     leaves: list[Leaf] = []
 
@@ -141,29 +168,26 @@ def plan(query: ast.Node, contexts: dict[str, set[str]] | None = None) -> Plan:
                     compile_literal_set(n.pattern, n.case_sensitive)
                     or compile_prefixed(n.pattern, n.case_sensitive)
                     or regex,
-                    regex_query(n.pattern, n.case_sensitive),
+                    _regex_query(n.pattern, n.case_sensitive),
                 )
             else:
                 leaf = ContentLeaf(
                     n,
                     compile_literal(n.pattern, n.case_sensitive),
-                    literal_query(n.pattern, n.case_sensitive),
+                    _literal_query(n.pattern, n.case_sensitive),
                     literal_quads(n.pattern),
                 )
         elif isinstance(n, ast.FileName):
-            leaf = FileLeaf(n, compile_regex(n.pattern, n.case_sensitive), regex_query(n.pattern, n.case_sensitive))
+            leaf = FileLeaf(n, compile_regex(n.pattern, n.case_sensitive), _regex_query(n.pattern, n.case_sensitive))
         elif isinstance(n, ast.Symbol):
-            leaf = SymbolLeaf(n, compile_regex(n.pattern, n.case_sensitive), regex_query(n.pattern, n.case_sensitive))
+            leaf = SymbolLeaf(n, compile_regex(n.pattern, n.case_sensitive), _regex_query(n.pattern, n.case_sensitive))
         elif isinstance(n, ast.Repo):
             leaf = RepoLeaf(n, regex=compile_regex(n.pattern, False))
         elif isinstance(n, ast.RepoSet):
             leaf = RepoLeaf(n, names=frozenset(n.names))
         elif isinstance(n, ast.Context):
             if n.name not in contexts:
-                # close names (a typo): the contexts are the configuration's, named to everyone
-                raise SearchContextNotFound(
-                    n.name, difflib.get_close_matches(n.name, sorted(contexts), n=3, cutoff=0.6)
-                )
+                raise _unknown_context(n.name, contexts)
             leaf = RepoLeaf(n, names=frozenset(contexts[n.name]))
         elif isinstance(n, (ast.Archived, ast.Fork, ast.Visibility)):
             leaf = RepoLeaf(n)

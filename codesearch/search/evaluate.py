@@ -36,6 +36,7 @@ from codesearch.query.regex import RegexTimeout
 from codesearch.query.trigram_query import ALL, AND, NONE, TrigramQuery
 from codesearch.search.options import Stats
 from codesearch.search.ranking import SCORE_SYMBOL, definition_bonus, score_file
+from codesearch.search.symbol_match import matching_symbols
 
 #: A plain term that can name a symbol: its definitions are verified and ranked first.
 _IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
@@ -353,9 +354,14 @@ class ShardEvaluator:
         self.stats.filesSkipped += n_cand - examined
 
 
+def is_identifier(pattern: str) -> bool:
+    """Whether a content term's pattern can name a symbol (a plain identifier)."""
+    return _IDENTIFIER.fullmatch(pattern) is not None
+
+
 def identifier_leaves(positive: list[ast.Node]) -> list[ContentLeaf]:
     """The positive content terms that can name a symbol (plain identifiers)."""
-    return [leaf for leaf in positive if isinstance(leaf, ContentLeaf) and _IDENTIFIER.fullmatch(leaf.node.pattern)]
+    return [leaf for leaf in positive if isinstance(leaf, ContentLeaf) and is_identifier(leaf.node.pattern)]
 
 
 def searches_identifiers(plan: Plan) -> bool:
@@ -377,6 +383,7 @@ class _DocContext:
         self._content: bytes | None = None
         self._path: bytes | None = None
         self._symbol_names: list[bytes] | None = None
+        self._symbol_matches: dict[int, list[int]] = {}  # id of a SymbolLeaf → its symbols here
         self._defined: set[bytes] | None = None
 
     @property
@@ -417,7 +424,7 @@ class _DocContext:
         if isinstance(node, FileLeaf):
             return node.regex.search(self.path, ev.deadline)
         if isinstance(node, SymbolLeaf):
-            return any(node.regex.search(name, ev.deadline) for name in self.symbol_names)
+            return bool(self.symbol_matches(node))
         if isinstance(node, ast.Language):
             return int(s.doc_lang[doc]) in ev._lang_set(node.name)
         if isinstance(node, ast.Branch):
@@ -426,15 +433,23 @@ class _DocContext:
             return node.test(s.repo(doc))
         raise TypeError(f"unexpected plan node {node!r}")
 
+    def symbol_matches(self, leaf: SymbolLeaf) -> list[int]:
+        """The document's symbols (indexes in its order) whose name `leaf` matches, found once per
+        document, all names in one pass (`symbol_match`)."""
+        found = self._symbol_matches.get(id(leaf))
+        if found is None:
+            found = matching_symbols(self.ev.shard, self.doc, leaf.regex, self.ev.deadline)
+            self._symbol_matches[id(leaf)] = found
+        return found
+
     def _symbol_spans(self, leaf: SymbolLeaf) -> list[SymbolHit]:
         hits: list[SymbolHit] = []
         s = self.ev.shard
         starts = s.line_starts(self.doc)
         content = self.content
         first = s.symbol_range(self.doc).start
-        for k, name in enumerate(self.symbol_names):
-            if not leaf.regex.search(name, self.ev.deadline):
-                continue
+        for k in self.symbol_matches(leaf):
+            name = self.symbol_names[k]
             sym = s.symbol(first + k)
             if not 1 <= sym.line <= len(starts):
                 continue

@@ -12,7 +12,15 @@ event of `/api/stream_search`) that the search page shows. Each hint is::
 
 Everything here is plain Python over the parsed query (no Ray): the caller gives the names of
 the repositories the caller may see (never others: a hint must not reveal a hidden repository)
-and a `has_results(query)` function that runs one small search as that caller.
+and a `has_results(query)` function that runs one small search as that caller. The names are
+asked for (`repo_names`, a function) only when the query has a ``repo:`` term to judge: reading
+them costs a store read of every repository (18 ms for 600), which a query without one must not
+pay.
+
+What hints cost: the parse of the query and, for a query with filters, up to `MAX_RETRIES`
+searches (and one per known ``lang:``). That is why the search routes compute them only for a
+caller that asks (``withHints``, docs/http-api.md#hints-error-positions-suggestions): the web
+page does, an API client that does not ask pays nothing for them.
 
 Only queries whose tree has no ``or`` get the "filter that emptied it" hint (each prefix term
 is dropped in turn and the rest searched again, at most `MAX_RETRIES` searches): with an ``or``
@@ -207,16 +215,22 @@ def zero_result_hints(
     *,
     is_regex: bool = False,
     case_sensitive: bool = False,
-    repo_names: list[str] | None = None,
+    repo_names: Callable[[], list[str] | None] | None = None,
     has_results: Callable[[str], bool] | None = None,
 ) -> list[dict[str, Any]]:
-    """Hints for a query that found no file (see the module docstring). `repo_names`: the names
-    of the repositories the caller may see (None: do not judge ``repo:`` terms);
-    `has_results(query)`: whether a query finds anything for the caller (None: no re-search)."""
+    """Hints for a query that found no file (see the module docstring). `repo_names()`: the
+    names of the repositories the caller may see, called at most once and only for a query with
+    a ``repo:`` term (None, or a None answer: do not judge ``repo:`` terms); `has_results(query)`:
+    whether a query finds anything for the caller (None: no re-search)."""
     try:
         tree = parse(query, is_regex=is_regex, case_sensitive=case_sensitive)
     except QueryParseError:
         return []
+
+    @functools.cache
+    def visible_names() -> list[str] | None:
+        return repo_names() if repo_names is not None else None
+
     terms = _terms(query)
     hints: list[dict[str, Any]] = []
     explained: set[int] = set()  # terms (by start) a hint already names
@@ -261,11 +275,12 @@ def zero_result_hints(
                 rx = re.compile(leaf.pattern, re.I)
             except re.error:
                 continue  # RE2 syntax Python lacks: no judgement
-            if any(rx.search(n) for n in repo_names):
+            visible = visible_names()
+            if visible is None or any(rx.search(n) for n in visible):
                 continue
             m = term_of("repo", leaf.pattern)
             written = m.group(0) if m else f"repo:{leaf.pattern}"
-            close = close_names(leaf.pattern, repo_names)
+            close = close_names(leaf.pattern, visible)
             msg = f"no repository you can search matches {written}"
             if close:
                 msg += "; did you mean " + " or ".join(close) + "?"

@@ -30,10 +30,12 @@ Without a cap, the files of all chunks are exactly the files of ``/api/search`` 
 arrival order; within a chunk, rank order). With a cap, which files make it may differ: the
 stream commits to the first answers, ``/api/search`` ranks all answers before it cuts.
 
-A search that finds no file carries ``hints`` (`codesearch.search.hints`): in the answer of
-``/api/search`` and in the ``final`` event of ``/api/stream_search``. They are computed as the
-caller (repository names the caller may see, re-searches filtered by the caller's permissions),
-only for empty results, so a search that finds something costs nothing more.
+A search that finds no file carries ``hints`` (`codesearch.search.hints`) when its body asks for
+them (``withHints: true``, our field; the search page does): in the answer of ``/api/search`` and
+in the ``final`` event of ``/api/stream_search``. They are computed as the caller (repository
+names the caller may see, re-searches filtered by the caller's permissions), only for empty
+results and only when asked: an empty search of an API client that does not ask costs what its
+search costs, never the extra searches a hint may need (up to five for a query with filters).
 
 Search contexts (``context:name``): the store's search contexts, then the `contexts` given to
 the app for names the store does not have.
@@ -64,7 +66,6 @@ from codesearch.service import audit
 from codesearch.service.auth import Identity, filter_search_response
 from codesearch.service.deps import Caller, app_services
 from codesearch.service.index_progress import IndexProgress
-from codesearch.tools.repos import page_of_repos
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +99,8 @@ class SearchRequest(BaseModel):
     whole: StrictBool = False
     isRegexEnabled: StrictBool = False
     isCaseSensitivityEnabled: StrictBool = False
+    #: codesearch's: the ``hints`` of an empty search (Sourcebot has neither the field nor hints).
+    withHints: StrictBool = False
 
 
 class ExplainRequest(BaseModel):
@@ -146,10 +149,12 @@ def _names_a_context(query: str) -> bool:
 
 
 def _contexts(get_store, fallback: dict | None, query: str) -> dict[str, set[str]]:
-    """Search contexts by name: the store's, plus `fallback` for names the store lacks."""
-    out = {name: set(names) for name, names in (fallback or {}).items()}
+    """Search contexts by name: the store's, plus `fallback` for names the store lacks; none for
+    a query that names no context (they travel with the search to every searcher, and a
+    configuration's contexts may list thousands of repositories)."""
     if not _names_a_context(query):
-        return out
+        return {}
+    out = {name: set(names) for name, names in (fallback or {}).items()}
     store = get_store() if get_store else None
     if store is not None:
         for ctx in store.list_search_contexts():
@@ -244,16 +249,19 @@ MAX_HINT_REPOS = 20_000
 
 
 def visible_repo_names(get_store, identity: Identity) -> list[str] | None:
-    """Names of the repositories `identity` may see (None without a store)."""
+    """Names of the repositories `identity` may see, by name, at most `MAX_HINT_REPOS` (None
+    without a store)."""
     store = get_store() if get_store else None
     if store is None:
         return None
-    rows, _ = page_of_repos(store, identity, page=1, per_page=MAX_HINT_REPOS, sort="name", direction="asc", query=None)
-    return [r.name for r in rows]
+    allowed = visible_repos(identity)
+    names = [name for repo_id, name in store.repo_names() if allowed is None or repo_id in allowed]
+    return names[:MAX_HINT_REPOS]
 
 
 def search_hints(searcher, get_store, query: str, options: SearchOptions, identity: Identity) -> list[dict]:
-    """The hints for an empty search (blocking: run it in a thread)."""
+    """The hints for an empty search (blocking: run it in a thread). The store is read for the
+    caller's repository names only when the query has a ``repo:`` term to judge."""
     small = dataclasses.replace(options, matches=1, context_lines=0, whole=False)
 
     def has_results(q: str) -> bool:
@@ -268,7 +276,7 @@ def search_hints(searcher, get_store, query: str, options: SearchOptions, identi
             query,
             is_regex=options.is_regex,
             case_sensitive=options.case_sensitive,
-            repo_names=visible_repo_names(get_store, identity),
+            repo_names=lambda: visible_repo_names(get_store, identity),
             has_results=has_results,
         )
     except Exception:  # noqa: BLE001 - a hint is a courtesy: never fail the search for it
@@ -436,6 +444,8 @@ class StartedSearch:
     fanout: Any
     started_ns: int
     plan_ns: int
+    #: The request asked for the ``hints`` of an empty search (``withHints``).
+    with_hints: bool = False
 
     def abandon(self) -> None:
         """Stop the searchers still at work (the client went away); harmless once they answered."""
@@ -443,8 +453,8 @@ class StartedSearch:
             self.fanout.abandon()
 
     def events(self) -> AsyncGenerator[dict, None]:
-        """Its answers as events (`search_events`), with the hints of an empty search. Whoever
-        reads them calls `abandon` when done."""
+        """Its answers as events (`search_events`), with the hints of an empty search when the
+        request asked for them. Whoever reads them calls `abandon` when done."""
 
         async def hinter() -> list[dict]:
             s, get_store = self, self.settings.get_store
@@ -459,7 +469,7 @@ class StartedSearch:
             started_ns=self.started_ns,
             fanout=self.fanout,
             progress=self.settings.progress if self.options.visible_repos is None else None,
-            hinter=hinter,
+            hinter=hinter if self.with_hints else None,
         )
 
 
@@ -481,7 +491,7 @@ async def start_search(settings: SearchSettings, identity: Identity, body: Searc
     except CodesearchError as e:
         raise unwrap(e) from None
     plan_ns = time.perf_counter_ns() - started
-    return StartedSearch(settings, identity, body.query, options, searcher, fanout, started, plan_ns)
+    return StartedSearch(settings, identity, body.query, options, searcher, fanout, started, plan_ns, body.withHints)
 
 
 async def search_settings(request: Request) -> SearchSettings:
@@ -513,7 +523,7 @@ async def search(request: Request, identity: Caller, body: Body, settings: Setti
     resp = filter_search_response(identity, resp)
     if options.visible_repos is None:  # counts of every repository: not for a restricted caller
         settings.progress.add_to(resp["stats"])
-    if not resp["files"]:
+    if body.withHints and not resp["files"]:
         resp["hints"] = await run_in_threadpool(
             search_hints, searcher, settings.get_store, body.query, options, identity
         )

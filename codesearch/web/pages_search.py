@@ -258,7 +258,12 @@ async def search(
         "maxMatches": MAX_MATCHES,
     }
     body = SearchRequest(
-        query=q, matches=n, contextLines=RESULT_CONTEXT_LINES, isRegexEnabled=is_regex, isCaseSensitivityEnabled=is_case
+        query=q,
+        matches=n,
+        contextLines=RESULT_CONTEXT_LINES,
+        isRegexEnabled=is_regex,
+        isCaseSensitivityEnabled=is_case,
+        withHints=True,  # the page shows why an empty search found nothing
     )
     audit.record(request, caller, "search", q, regex=is_regex, caseSensitive=is_case, page=True)
     failed: CodesearchError | None = None
