@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import re
+import warnings
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -68,7 +69,9 @@ def literal_set(pattern: str, case_sensitive: bool) -> tuple[str, ...] | None:
     """The strings `pattern` matches when it is a prefix-free set of ASCII literals (see the module
     docstring), in pattern order; None otherwise."""
     try:
-        parsed = _sre_parse.parse(pattern, re.ASCII)
+        with warnings.catch_warnings():  # Python's "possible nested set" ([[:upper:]]): its reading is not RE2's
+            warnings.simplefilter("error")
+            parsed = _sre_parse.parse(pattern, re.ASCII)
     except (re.error, RecursionError, OverflowError, ValueError, TypeError, Warning):
         return None
     if parsed.state.flags & ~(re.ASCII | re.UNICODE):  # a global flag such as (?i) or (?s)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import re
+import warnings
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -74,7 +75,9 @@ def _one_line(items: Any) -> bool:
 def literal_prefix(pattern: str) -> str | None:
     """The literal the pattern starts with, when the pattern qualifies (module docstring)."""
     try:
-        parsed = _sre_parse.parse(pattern, re.ASCII)
+        with warnings.catch_warnings():  # Python's "possible nested set" ([[:upper:]]): its reading is not RE2's
+            warnings.simplefilter("error")
+            parsed = _sre_parse.parse(pattern, re.ASCII)
     except (re.error, RecursionError, OverflowError, ValueError, TypeError, Warning):
         return None
     if parsed.state.flags & ~(re.ASCII | re.UNICODE) or not _one_line(parsed.data):
