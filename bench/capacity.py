@@ -68,6 +68,7 @@ from bench_scale import process_tree, status_kb  # noqa: E402  (/proc readers)
 from capacity_model import (  # noqa: E402  (fitting and predicting)
     GB,
     GiB,
+    apply,
     best_of_repeats,
     corpus_facts,
     fit_models,
@@ -82,6 +83,9 @@ WORK = be.WORK / "capacity"
 FULL_SCAN = be.QueryCase("full scan (no usable trigram)", r"[A-Z]{4}\d{6}[a-z]{4}", True, True)
 CLASSES = [*be.QUERIES, FULL_SCAN]
 ENGINE_CLASSES = [q.cls for q in be.QUERIES]
+#: The one class of the 7 whose work stays in the hundreds of ms at any size (it verifies what it
+#: takes to fill its match budget): the "usual" classes are the other 6.
+HEAVY = "case-insensitive regex"
 SOURCE_NAME = "capacity-shard-source"
 #: issue 25's done-when: every measured point within this of the model
 MAX_ERROR = 0.25
@@ -411,13 +415,16 @@ def print_report(data: dict, models: dict, mem: dict, args) -> bool:
         print(f"| {s['label']} | {s['corpus_bytes'] / 1e6:.0f} | {s['index_bytes'] / 1e6:.0f} | {s['shards']} | "
               f"{s['docs']} | {s['repos']} |")
     print()
-    print("Shards copied through Ray to the nodes without the index (searchers started, copies verified):\n")
+    print("Shards copied through Ray to the nodes without the index: seconds from starting the searchers to all of "
+          "them answering, their copies fetched and verified (the first copies of a run also wait for the source to "
+          "hash its shards once; `--no-copy`: every node reads the index directory):\n")
     print("| size | partitions | shards per partition | copied MB | start + copy s | MB/s |")
     print("|---|---:|---|---:|---:|---:|")
     for c in data["configs"]:
         mbs = c["copied_bytes"] / 1e6
+        rate = f"{mbs / c['start_s']:.0f}" if mbs else "–"
         print(f"| {c['size']} | {c['partitions']} | {', '.join(map(str, c['part_shards']))} | {mbs:.0f} | "
-              f"{c['start_s']:.1f} | {mbs / c['start_s'] if mbs else 0:.0f} |")
+              f"{c['start_s']:.1f} | {rate} |")
     print()
 
     print("## The model, per query class\n")
@@ -518,17 +525,22 @@ def print_report(data: dict, models: dict, mem: dict, args) -> bool:
         print(f"| {cls} | {p['files']:.0f} | {p['bytes'] / 1e6:.1f} | {ms(p['work'])} | {ms(p['p50'])} | "
               f"{ms(p['p99'])} |")
     print()
-    mix = [target["classes"][c]["work"] for c in ENGINE_CLASSES if c in target["classes"]]
     print(f"Memory per node: searcher RssAnon {memory['anon'] / GiB:.2f} GiB + raylet {memory['raylet'] / GiB:.2f} GiB "
           f"+ page cache for its index {memory['page_cache'] / GiB:.2f} GiB = **{memory['total'] / GiB:.1f} GiB** "
-          f"(of {args.node_gib:g}).")
-    if mix:
-        print(f"Throughput of one copy (every node busy on its {args.node_cores} cores): "
-              f"{args.node_cores / statistics.mean(mix):.0f} searches/s of the 7-class mix; copies multiply it.")
-    print()
+          f"(of {args.node_gib:g}).\n")
+    usual = [c for c in ENGINE_CLASSES if c in target["classes"] and c != HEAVY]
+    if usual:
+        work = statistics.mean(target["classes"][c]["work"] for c in usual)
+        merge = statistics.mean(apply(models[c]["driver"], {"one": 1.0, "partitions": args.target_nodes})
+                                for c in usual)
+        print(f"Throughput, the usual classes (the 7 but the {HEAVY}) in equal parts: a search costs each node "
+              f"{ms(work)} ms of CPU, so one copy of the {args.target_nodes} nodes answers at most "
+              f"{args.node_cores / work:.0f} searches/s ({args.node_cores} cores a node; `--searcher-copies` "
+              f"multiplies it), and the process that merges spends {ms(merge)} ms of CPU on each: "
+              f"{1 / merge:.0f} searches/s per core of API replicas.\n")
 
     # ---- the operator's table
-    heavy = "case-insensitive regex"  # the one class whose cost stays in the hundreds of ms: it gets columns of its own
+    heavy = HEAVY
     selective = [c for c in ENGINE_CLASSES if c in models and c != heavy]
     sizes = [10, 50, 100, 250, 500, 1000]
     ram = args.node_gib * GiB * RAM_USABLE
