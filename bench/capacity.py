@@ -418,12 +418,13 @@ def print_report(data: dict, models: dict, mem: dict, args) -> bool:
     print("Shards copied through Ray to the nodes without the index: seconds from starting the searchers to all of "
           "them answering, their copies fetched and verified (the first copies of a run also wait for the source to "
           "hash its shards once; `--no-copy`: every node reads the index directory):\n")
-    print("| size | partitions | shards per partition | copied MB | start + copy s | MB/s |")
-    print("|---|---:|---|---:|---:|---:|")
+    print("| size | partitions | nodes used | shards per partition | copied MB | start + copy s | MB/s |")
+    print("|---|---:|---:|---|---:|---:|---:|")
     for c in data["configs"]:
         mbs = c["copied_bytes"] / 1e6
         rate = f"{mbs / c['start_s']:.0f}" if mbs else "–"
-        print(f"| {c['size']} | {c['partitions']} | {', '.join(map(str, c['part_shards']))} | {mbs:.0f} | "
+        print(f"| {c['size']} | {c['partitions']} | {c.get('distinct_nodes', '?')} | "
+              f"{', '.join(map(str, c['part_shards']))} | {mbs:.0f} | "
               f"{c['start_s']:.1f} | {rate} |")
     print()
 
