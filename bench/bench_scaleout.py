@@ -145,15 +145,19 @@ def cpu_times() -> tuple[float, float]:
     return total - idle, total
 
 
-def actor_cpu(actors) -> float:
-    """CPU seconds used so far by the searcher processes (user + system)."""
+def actor_cpus(actors) -> list[float]:
+    """CPU seconds used so far by each searcher's process (user + system)."""
     import ray
 
     def cpu(_self):
-        t = os.times()
-        return t.user + t.system
+        return time.process_time()  # user + system, in ns steps (os.times counts 10 ms ticks)
 
-    return sum(ray.get([a.__ray_call__.remote(cpu) for a in actors]))
+    return ray.get([a.__ray_call__.remote(cpu) for a in actors], timeout=60)
+
+
+def actor_cpu(actors) -> float:
+    """CPU seconds used so far by the searcher processes together."""
+    return sum(actor_cpus(actors))
 
 
 def run_load(pool, queries: list[be.QueryCase], clients: int, seconds: float, matches: int) -> dict:
@@ -215,13 +219,17 @@ def run_load(pool, queries: list[be.QueryCase], clients: int, seconds: float, ma
             "machine_busy": (m1[0] - m0[0]) / (m1[1] - m0[1]) * ncpu if m1[1] > m0[1] else None}
 
 
-def start_searchers(groups: list[list[str]]) -> list:
-    """One searcher per group, group i pinned to node i, one CPU each."""
+def start_searchers(groups: list[list[str]], nodes: list[int] | None = None, extra: list[dict] | None = None) -> list:
+    """One searcher per group, one CPU each, group i pinned to node ``nodes[i]`` (default: node i,
+    by the custom resource ``node<i>`` the cluster's nodes carry) and given the keyword
+    arguments ``extra[i]`` (e.g. `ShardSearcher`'s ``copy_to`` and ``source``)."""
     import ray
 
     from codesearch.runtime.searchers import ShardSearcher
 
-    actors = [ray.remote(ShardSearcher).options(num_cpus=1, resources={f"node{i}": 0.01}).remote(g, origin=i)
+    nodes = nodes if nodes is not None else list(range(len(groups)))
+    actors = [ray.remote(ShardSearcher).options(num_cpus=1, resources={f"node{nodes[i]}": 0.01})
+              .remote(g, origin=i, **(extra[i] if extra else {}))
               for i, g in enumerate(groups)]
     ray.get([a.ping.remote() for a in actors])
     return actors
