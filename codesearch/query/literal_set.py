@@ -64,19 +64,29 @@ def _expand(items: Any) -> list[str] | None:
     return out
 
 
-@functools.lru_cache(maxsize=512)
-def literal_set(pattern: str, case_sensitive: bool) -> tuple[str, ...] | None:
-    """The strings `pattern` matches when it is a prefix-free set of ASCII literals (see the module
-    docstring), in pattern order; None otherwise."""
+def parse_plain(pattern: str) -> list[tuple[Any, Any]] | None:
+    """The items of `pattern` as Python's regex parser reads them (ASCII classes), or None when
+    it cannot read it, warns about it (a "possible nested set" such as ``[[:upper:]]``, which RE2
+    reads otherwise) or the pattern sets a global flag such as ``(?i)`` or ``(?s)``."""
     try:
-        with warnings.catch_warnings():  # Python's "possible nested set" ([[:upper:]]): its reading is not RE2's
+        with warnings.catch_warnings():
             warnings.simplefilter("error")
             parsed = _sre_parse.parse(pattern, re.ASCII)
     except (re.error, RecursionError, OverflowError, ValueError, TypeError, Warning):
         return None
-    if parsed.state.flags & ~(re.ASCII | re.UNICODE):  # a global flag such as (?i) or (?s)
+    if parsed.state.flags & ~(re.ASCII | re.UNICODE):
         return None
-    strings = _expand(parsed.data)
+    return list(parsed.data)
+
+
+@functools.lru_cache(maxsize=512)
+def literal_set(pattern: str, case_sensitive: bool) -> tuple[str, ...] | None:
+    """The strings `pattern` matches when it is a prefix-free set of ASCII literals (see the module
+    docstring), in pattern order; None otherwise."""
+    items = parse_plain(pattern)
+    if items is None:
+        return None
+    strings = _expand(items)
     if not strings or any(not s or not s.isascii() for s in strings):
         return None
     strings = list(dict.fromkeys(strings))

@@ -18,22 +18,19 @@ succeeds, and RE2's leftmost-first choice at that position is the anchored match
 from __future__ import annotations
 
 import functools
-import re
-import warnings
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import re2
 
 from codesearch.index import _kernels
+from codesearch.query.literal_set import parse_plain
 from codesearch.query.regex import CompiledRegex, _re2_options, compile_regex, has_fold_signs
 
 if TYPE_CHECKING:
     import sre_constants as _c
-    import sre_parse as _sre_parse
 else:
     from re import _constants as _c
-    from re import _parser as _sre_parse
 
 #: Shorter prefixes occur too often for the prefix search to pay.
 MIN_PREFIX = 3
@@ -74,16 +71,10 @@ def _one_line(items: Any) -> bool:
 @functools.lru_cache(maxsize=512)
 def literal_prefix(pattern: str) -> str | None:
     """The literal the pattern starts with, when the pattern qualifies (module docstring)."""
-    try:
-        with warnings.catch_warnings():  # Python's "possible nested set" ([[:upper:]]): its reading is not RE2's
-            warnings.simplefilter("error")
-            parsed = _sre_parse.parse(pattern, re.ASCII)
-    except (re.error, RecursionError, OverflowError, ValueError, TypeError, Warning):
-        return None
-    if parsed.state.flags & ~(re.ASCII | re.UNICODE) or not _one_line(parsed.data):
+    items = parse_plain(pattern)
+    if items is None or not _one_line(items):
         return None
     prefix = []
-    items: list[tuple[Any, Any]] = list(parsed.data)
     for op, av in items:
         if op is not _c.LITERAL or av > 127:
             break
