@@ -548,7 +548,8 @@ def main(argv: list[str] | None = None) -> int:
             say(f"{s.label}: serving")
         sym = a.sym or (VENV_SYMBOL if a.venv_repos is not None else DEMO_SYMBOL)
         searches = [("no-match literal", a.no_match, {}), ("no-match literal, withHints", a.no_match,
-                     {"withHints": True}), ("rare literal", a.rare, {}), ("symbol", sym, {})]
+                     {"withHints": True}), ("rare literal", a.rare, {}),
+                    ("rare literal, case-sensitive", a.rare, {"isCaseSensitivityEnabled": True}), ("symbol", sym, {})]
         cases = [Case("health", None, k) for k in (False, True)] + \
                 [Case(label, q, k, extra) for label, q, extra in searches for k in (False, True)]
         t0 = time.monotonic()
