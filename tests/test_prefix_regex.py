@@ -46,6 +46,12 @@ PIECES = [b"sel", b"SEL", b" ", b"\t", b"*", b"from", b"FROM", b"\n", b"key", b"
           b"abc", b"d", b"e", b"f", b"x", KELVIN, b"\xc3\xa9"]
 
 
+def test_a_pattern_only_the_fallback_engine_takes_stays_with_it() -> None:
+    """RE2 refuses a repetition above 1000; the fallback engine verifies such a pattern."""
+    assert literal_prefix(r"abc\d{1001}") == "abc"
+    assert compile_prefixed(r"abc\d{1001}", True) is None
+
+
 @settings(max_examples=400, deadline=None)
 @given(st.sampled_from(PATTERNS), st.lists(st.sampled_from(PIECES), max_size=40).map(b"".join), st.booleans())
 def test_matches_are_re2s(pattern: str, data: bytes, case_sensitive: bool) -> None:

@@ -25,7 +25,7 @@ import re2
 
 from codesearch.index import _kernels
 from codesearch.query.literal_set import parse_plain
-from codesearch.query.regex import CompiledRegex, _re2_options, compile_regex, has_fold_signs
+from codesearch.query.regex import CompiledRegex, compile_regex, has_fold_signs
 
 if TYPE_CHECKING:
     import sre_constants as _c
@@ -89,14 +89,15 @@ class PrefixRegexMatcher:
 
     engine = "re2-prefix"
 
-    def __init__(self, pattern: str, prefix: str, case_sensitive: bool):
+    def __init__(self, pattern: str, prefix: str, plain: CompiledRegex, anchored: re2._Regexp[str]):
         self.pattern = pattern
+        case_sensitive = plain.case_sensitive
         self.case_sensitive = case_sensitive
         self._prefix = prefix.encode("ascii")
         self._fold = not case_sensitive
         self._signs = self._fold and any(c in self._prefix for c in b"kKsS")
-        self._anchored = re2.compile("(?m)" + pattern, _re2_options(case_sensitive))
-        self._plain: CompiledRegex = compile_regex(pattern, case_sensitive)
+        self._anchored = anchored
+        self._plain = plain
 
     def _exact(self, data: bytes) -> bool:
         return not (self._signs and has_fold_signs(data))
@@ -131,4 +132,8 @@ class PrefixRegexMatcher:
 def compile_prefixed(pattern: str, case_sensitive: bool) -> PrefixRegexMatcher | None:
     """A `PrefixRegexMatcher` for `pattern`, or None when it does not qualify."""
     prefix = literal_prefix(pattern)
-    return None if prefix is None else PrefixRegexMatcher(pattern, prefix, case_sensitive)
+    if prefix is None:
+        return None
+    plain = compile_regex(pattern, case_sensitive)
+    # a pattern only the fallback engine takes (RE2 refuses {1001}) is verified by the fallback
+    return None if plain.re2 is None else PrefixRegexMatcher(pattern, prefix, plain, plain.re2)

@@ -67,6 +67,11 @@ class CompiledRegex:
     _re2: re2._Regexp[str] | None = None
     _fallback: _regex.Pattern[str] | None = None
 
+    @property
+    def re2(self) -> re2._Regexp[str] | None:
+        """The compiled RE2 pattern (with multi-line anchors), None on the fallback engine."""
+        return self._re2
+
     def search(self, data: bytes, deadline: float | None = None) -> bool:
         """True when the pattern occurs in `data`."""
         if self._re2 is not None:
