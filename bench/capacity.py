@@ -463,23 +463,22 @@ def print_report(data: dict, models: dict, mem: dict, args) -> bool:
     def point(cls, size, P):
         return next((p for p in models[cls]["points"] if p["size"] == size and p["P"] == P), None)
 
-    ok = True
-    print("| size | partitions | " + " | ".join(classes) + " |")
-    print("|---|---:|" + "---:|" * len(classes))
-    for size, P in keys:
-        cells = []
-        for cls in classes:
-            p = point(cls, size, P)
-            if p is None:
-                cells.append("–")
-                continue
-            e = err(p["model"], p["p50"])
-            bad = abs(e) > MAX_ERROR
-            ok &= not bad
-            cells.append(f"{ms(p['p50'])}{'' if p['quiet'] else '*'} / {ms(p['model'])} ({100 * e:+.0f}%"
-                         f"{' ✗' if bad else ''})")
-        print(f"| {size} | {P} | " + " | ".join(cells) + " |")
-    print()
+    def table(cell) -> None:
+        """One row per (size, partitions), one column per class; `cell` writes a measured point."""
+        print("| size | partitions | " + " | ".join(classes) + " |")
+        print("|---|---:|" + "---:|" * len(classes))
+        for size, P in keys:
+            cells = [("–" if (p := point(cls, size, P)) is None else cell(p)) for cls in classes]
+            print(f"| {size} | {P} | " + " | ".join(cells) + " |")
+        print()
+
+    def p50_cell(p) -> str:
+        e = err(p["model"], p["p50"])
+        mark = " ✗" if abs(e) > MAX_ERROR else ""
+        return f"{ms(p['p50'])}{'' if p['quiet'] else '*'} / {ms(p['model'])} ({100 * e:+.0f}%{mark})"
+
+    table(p50_cell)
+    ok = all(abs(err(p["model"], p["p50"])) <= MAX_ERROR for p in every)
     within = [p for p in every if abs(err(p["model"], p["p50"])) <= MAX_ERROR]
     print(f"p50 within {100 * MAX_ERROR:.0f}% of the model: {len(within)} of {len(every)} points "
           f"({sum(p['quiet'] for p in within)} of the {len(calm)} quiet ones); the rest of the machine used "
@@ -487,16 +486,8 @@ def print_report(data: dict, models: dict, mem: dict, args) -> bool:
           f"(median {statistics.median(p['others'] for p in every):.2f}).\n")
     runs = data["args"]["runs"]
     print(f"p99 (nearest rank: of {runs} runs, the slowest), measured / model (tail × model p50), ms:\n")
-    print("| size | partitions | " + " | ".join(classes) + " |")
-    print("|---|---:|" + "---:|" * len(classes))
-    for size, P in keys:
-        cells = []
-        for cls in classes:
-            p = point(cls, size, P)
-            cells.append("–" if p is None else f"{ms(p['p99'])}{'' if p['quiet'] else '*'} / {ms(p['model99'])} "
-                         f"({100 * err(p['model99'], p['p99']):+.0f}%)")
-        print(f"| {size} | {P} | " + " | ".join(cells) + " |")
-    print()
+    table(lambda p: f"{ms(p['p99'])}{'' if p['quiet'] else '*'} / {ms(p['model99'])} "
+                    f"({100 * err(p['model99'], p['p99']):+.0f}%)")
     n_rows = sum(len(m["rows"]) for m in models.values())
     n_in = sum(abs(err(r["model"], r["cpu"])) <= MAX_ERROR for m in models.values() for r in m["rows"])
     print(f"Work per partition (CPU per search of each partition, measured without the pool's early stop): {n_in} of "
