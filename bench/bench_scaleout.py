@@ -102,7 +102,8 @@ def generate_corpus(root: Path, mb: float = 24.0, seed: int = 7) -> list[Path]:
 
 
 def ensure_index(args) -> Path:
-    from codesearch.index.builder import IndexSettings, index_paths
+    from codesearch.index.builder import IndexSettings
+    from codesearch.index.paths import index_paths
 
     if args.quick:
         base = be.WORK / "scaleout-quick"

@@ -207,7 +207,8 @@ def main() -> int:
     print()
     sys.stdout.flush()
 
-    from codesearch.index.builder import IndexSettings, index_paths
+    from codesearch.index.builder import IndexSettings
+    from codesearch.index.paths import index_paths
     from codesearch.search.engine import Searcher
     from codesearch.search.options import SearchOptions
 

@@ -25,7 +25,8 @@ ROOT = Path(__file__).resolve().parent.parent
 ENGINE_BUILD = """
 import json, sys
 from codesearch.index.parallel import default_jobs
-from codesearch.index.builder import IndexSettings, index_paths
+from codesearch.index.builder import IndexSettings
+from codesearch.index.paths import index_paths
 out, ctags, paths = sys.argv[1], sys.argv[2] == "1", sys.argv[3:]
 settings = IndexSettings()
 settings.ctags = ctags

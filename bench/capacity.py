@@ -99,7 +99,8 @@ RAM_USABLE = 0.85
 
 def build_index(projects: list[Path], out: Path, shard_mb: int | None = None) -> None:
     """Index `projects` (one repository each) into `out` with this tree's builder, on every core."""
-    from codesearch.index.builder import IndexSettings, index_paths
+    from codesearch.index.builder import IndexSettings
+    from codesearch.index.paths import index_paths
 
     settings = IndexSettings(shard_max_bytes=shard_mb << 20, ctags=False) if shard_mb else IndexSettings()
     t0 = time.perf_counter()

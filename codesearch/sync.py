@@ -18,7 +18,8 @@ import os
 from dataclasses import dataclass, field
 
 from codesearch.errors import CodesearchError
-from codesearch.hosts.base import HostRepo, adapter_for
+from codesearch.hosts.adapters import adapter_for
+from codesearch.hosts.base import HostRepo
 from codesearch.hosts.http import HostHttp
 from codesearch.index.builder import IndexSettings, IndexStats, index_source
 from codesearch.index.sources import GitSource, RepoInfo

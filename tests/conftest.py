@@ -7,7 +7,8 @@ import os
 import pytest
 
 from codesearch.globs import PatternList
-from codesearch.index.builder import IndexSettings, index_paths
+from codesearch.index.builder import IndexSettings
+from codesearch.index.paths import index_paths
 from codesearch.index.sources import local_repo_name
 from codesearch.search.engine import Searcher
 from tests import corpus

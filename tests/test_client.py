@@ -137,7 +137,7 @@ def test_a_bad_api_key_is_not_authenticated(world):
 def test_a_bare_index_directory(tmp_path):
     """`codesearch index` output: repos from the shards, files from the local repo's own git, and
     repository text shown as text in HTML."""
-    from codesearch.index.builder import index_paths
+    from codesearch.index.paths import index_paths
     from tests.corpus import git
 
     repo = tmp_path / "proj"

@@ -11,7 +11,8 @@ import pytest
 from codesearch import cli, defaults, environment
 from codesearch.config import schema_bytes
 from codesearch.config.models import Settings
-from codesearch.index.builder import IndexSettings, index_paths
+from codesearch.index.builder import IndexSettings
+from codesearch.index.paths import index_paths
 from codesearch.runtime.workers import RepoIndexer
 from codesearch.search.options import DEFAULT_PUBLIC_URL
 from codesearch.service.bootstrap import ServiceSpec

@@ -16,13 +16,12 @@ import pytest
 
 from codesearch.errors import HostAuthError, HostError, HostNotFound
 from codesearch.hosts import azuredevops, bitbucket, generic, gerrit
-from codesearch.hosts.base import adapter_for
+from codesearch.hosts.adapters import adapter_for
 from codesearch.hosts.http import HostHttp
 from tests.corpus import git as run_git
 from tests.fakehosts.azuredevops import AdoProject, AdoRepo, FakeAzureDevOps
 from tests.fakehosts.bitbucket import CloudRepo, FakeBitbucketCloud, FakeBitbucketServer, ServerProject, ServerRepo
 from tests.fakehosts.gerrit import FakeGerrit, GerritProject
-
 
 # ------------------------------------------------------------------------------------------ helpers
 

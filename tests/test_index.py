@@ -12,7 +12,8 @@ from pyroaring import BitMap
 from codesearch.errors import IndexBuildError, IndexFormatError
 from codesearch.globs import PatternList, glob_match
 from codesearch.index import format as fmt
-from codesearch.index.builder import BINARY, INDEXED, TOO_LARGE, TOO_MANY_TRIGRAMS, IndexSettings, index_paths
+from codesearch.index.builder import BINARY, INDEXED, TOO_LARGE, TOO_MANY_TRIGRAMS, IndexSettings
+from codesearch.index.paths import index_paths
 from codesearch.index.shard import Shard
 from codesearch.index.sources import repo_name_from_url
 from codesearch.index.trigrams import count_folded, normalize, string_trigrams, unique_trigrams, variants

@@ -21,7 +21,8 @@ import pytest
 from codesearch.errors import GitError
 from codesearch.git.mirror import MirrorStore, public_url
 from codesearch.git.revisions import select_revisions
-from codesearch.index.builder import IndexSettings, index_paths
+from codesearch.index.builder import IndexSettings
+from codesearch.index.paths import index_paths
 from codesearch.search.engine import Searcher
 from tests.corpus import git
 from tests.githttp import GitHttpServer, make_bare_repo

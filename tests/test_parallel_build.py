@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 
 from codesearch.index import parallel
-from codesearch.index.builder import index_paths
 from codesearch.index.manifest import read_manifest
+from codesearch.index.paths import index_paths
 from codesearch.search.engine import Searcher
 from tests.conftest import BRANCH_GLOBS, TAG_GLOBS
 from tests.conftest import test_settings as index_settings

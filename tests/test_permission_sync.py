@@ -22,7 +22,7 @@ import pytest
 from codesearch import permissions
 from codesearch.config import load_config
 from codesearch.hosts import adapters  # noqa: F401  (registers the adapters)
-from codesearch.hosts.base import adapter_for
+from codesearch.hosts.adapters import adapter_for
 from codesearch.hosts.http import HostHttp
 from codesearch.permission_sync.hosts import host_key
 from codesearch.permission_sync.runner import PermissionSyncer

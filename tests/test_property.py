@@ -17,7 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from codesearch.globs import PatternList
-from codesearch.index.builder import IndexSettings, index_paths
+from codesearch.index.builder import IndexSettings
+from codesearch.index.paths import index_paths
 from codesearch.search.engine import Searcher
 from tests.oracle import Oracle, docs_from_dir, engine_spans
 

@@ -18,7 +18,7 @@ import sysconfig
 
 import pytest
 
-from codesearch.index.builder import index_paths
+from codesearch.index.paths import index_paths
 from codesearch.search.engine import Searcher
 
 STDLIB = sysconfig.get_paths()["stdlib"]

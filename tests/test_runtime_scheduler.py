@@ -250,6 +250,58 @@ def test_search_contexts_from_the_config(tmp_path):
     store.close()
 
 
+def test_search_contexts_are_resolved_again_only_when_their_inputs_move(tmp_path):
+    """Resolving contexts reads every repository, so a tick does it only when a repository, a link,
+    a connection's sync or a context's definition changed (at 6,457 repositories the read on every
+    tick took 0.7 s of CPU per second); and never without contexts."""
+    from codesearch.runtime.scheduler import Scheduler
+
+    def config(contexts: str) -> str:
+        return ('{"connections": {"a": {"type": "git", "url": "https://example.com/x/one.git"}},'
+                f' "contexts": {{{contexts}}}}}')
+
+    cfg = tmp_path / "c.json"
+    cfg.write_text(config('"t": {"includeTopics": ["red"]}'))
+    sched = Scheduler(str(cfg), str(tmp_path / "data"))
+    store = sched.store
+    reads = []
+    real = store.repos_for_connection
+    store.repos_for_connection = lambda name: reads.append(name) or real(name)
+
+    def repo(topics):
+        store.upsert_repos("a", [{"name": "example.com/x/one", "display_name": "x/one", "topics": topics,
+                                  "code_host_type": "genericGitHost", "clone_url": "https://example.com/x/one.git"}])
+
+    repo(["red"])
+    steps = [  # (what happens before the resolution, repositories read?, the context's repositories)
+        ("a repository was added", lambda: None, True, ["example.com/x/one"]),
+        ("nothing", lambda: None, False, ["example.com/x/one"]),
+        ("nothing, again", lambda: None, False, ["example.com/x/one"]),
+        ("its topics changed", lambda: repo(["blue"]), True, []),
+        ("a sync ended", lambda: store.update_connection_status("a", m.SYNCED), True, []),
+        ("nothing", lambda: None, False, []),
+    ]
+    for what, change, read, want in steps:
+        reads.clear()
+        change()
+        sched.apply_contexts()
+        assert bool(reads) == read, what
+        assert store.find_search_context("t").repo_names == want, what
+    time.sleep(0.01)  # a new mtime for the config
+    cfg.write_text(config('"t": {"includeTopics": ["blue"]}'))  # the same name, a new definition
+    reads.clear()
+    sched.reload_config(force=True)
+    sched.apply_contexts()
+    assert reads and store.find_search_context("t").repo_names == ["example.com/x/one"]
+    cfg.write_text(config(""))  # no contexts: nothing to read
+    reads.clear()
+    sched.reload_config(force=True)
+    sched.apply_contexts()
+    sched.apply_contexts()
+    assert reads == []
+    store.close()
+
+
 def test_startup_reindexes_what_an_older_codesearch_indexed(tmp_path):
     """An index whose manifest (or shards) an older codesearch wrote is never read: start-up
     queues an index job for each of its repositories, so it is rebuilt."""

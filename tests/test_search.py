@@ -12,7 +12,8 @@ import pytest
 
 from codesearch.cli import main as cli_main
 from codesearch.errors import QueryParseError, SearchContextNotFound
-from codesearch.index.builder import IndexSettings, index_paths
+from codesearch.index.builder import IndexSettings
+from codesearch.index.paths import index_paths
 from codesearch.search.engine import Searcher
 from codesearch.search.options import SearchOptions
 from tests.oracle import Oracle, docs_from_dir, engine_spans

@@ -15,8 +15,9 @@ import random
 
 import pytest
 
-from codesearch.index.builder import IndexSettings, index_paths
+from codesearch.index.builder import IndexSettings
 from codesearch.index.manifest import current_index
+from codesearch.index.paths import index_paths
 from codesearch.search.engine import Searcher
 from codesearch.search.options import SearchOptions
 

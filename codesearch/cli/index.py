@@ -52,9 +52,10 @@ def split_globs(value: str | None) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     from codesearch import environment
-    from codesearch.index.builder import IndexSettings, index_paths
+    from codesearch.index.builder import IndexSettings
     from codesearch.index.manifest import current_shards
     from codesearch.index.parallel import default_jobs
+    from codesearch.index.paths import index_paths
 
     settings = IndexSettings(always_index=environment.always_index_patterns())
     if args.max_file_size:

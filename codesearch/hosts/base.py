@@ -1,4 +1,4 @@
-"""What every code-host adapter returns, and how adapters are found.
+"""What every code-host adapter returns, and how adapters register.
 
 An adapter lists the repositories of one connection (one entry of the config's
 `connections`), applying the connection's filters (users/orgs/groups/projects/repos, topics,
@@ -12,7 +12,8 @@ Adapters are functions registered by connection `type`:
     def list_github(name: str, conn: dict, token: str | None, http: HostHttp) -> ListResult: ...
 
 `conn` is the connection's JSON object as validated by the config schema (defaults are not
-applied: use ``conn.get(key, default)``). `token` is the resolved token, or None.
+applied: use ``conn.get(key, default)``). `token` is the resolved token, or None. Callers find an
+adapter with `codesearch.hosts.adapters.adapter_for`, which has imported them all.
 """
 
 from __future__ import annotations
@@ -98,20 +99,6 @@ def register(kind: str) -> Callable[[Adapter], Adapter]:
         return fn
 
     return deco
-
-
-def adapter_for(kind: str) -> Adapter:
-    """The listing function for a connection type (importing the adapters on first use).
-
-    Always through `adapters`, which imports every adapter module: a process that imported one
-    adapter module for another purpose (permission syncing uses the Bitbucket and GitHub pagers)
-    has some kinds registered and not the others."""
-    from codesearch.hosts import adapters  # noqa: F401  (registers every kind; a no-op once imported)
-
-    try:
-        return _ADAPTERS[kind]
-    except KeyError:
-        raise ValueError(f"unknown connection type {kind!r}") from None
 
 
 def glob_any(patterns: Iterable[str] | None, value: str, *, case_insensitive: bool = False) -> bool:

@@ -24,7 +24,7 @@ import re
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -38,7 +38,7 @@ from codesearch.index import format as fmt
 from codesearch.index.language import SKIPPED, detect, rank_class, wants_symbols
 from codesearch.index.quadgrams import filter_for
 from codesearch.index.shard import ShardSymbol
-from codesearch.index.sources import RepoInfo, SourceFile, open_source
+from codesearch.index.sources import RepoInfo, SourceFile
 from codesearch.index.symbols import Symbol, SymbolExtractor, find_ctags
 from codesearch.index.trigrams import count_folded, scan, unique_trigrams
 
@@ -263,13 +263,8 @@ def write_docs(path: str, repos: list[RepoInfo], docs: list[BuildDoc], syms: Doc
     return size, len(sections["ctg.post"]) + len(sections["ntg.post"])
 
 
-def symbol_key(name: bytes) -> int:
-    """The ``sym.lkey`` of a symbol name: an 8-byte BLAKE2b of its ASCII-lower-cased bytes."""
-    return int.from_bytes(hashlib.blake2b(name.lower(), digest_size=8).digest(), "little")
-
-
 def _symbol_keys(names: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
-    keys = np.fromiter((symbol_key(n) for n in names), dtype=np.uint64, count=len(names))
+    keys = np.fromiter((fmt.symbol_key(n) for n in names), dtype=np.uint64, count=len(names))
     order = np.argsort(keys, kind="stable").astype(np.uint32)
     return keys[order], order
 
@@ -393,54 +388,4 @@ def index_source(
         builder.symbols.close()
         shutil.rmtree(build_dir, ignore_errors=True)
     stats.seconds += time.perf_counter() - t0
-    return stats
-
-
-def index_paths(
-    paths: list[str],
-    out_dir: str,
-    settings: IndexSettings | None = None,
-    branches: Iterable[str] = (),
-    tags: Iterable[str] = (),
-    progress: Progress | None = None,
-    compact: bool = False,
-    jobs: int = 1,
-) -> IndexStats:
-    """Index each path as one repository (git repositories from their object store); with
-    `compact`, then merge the small shards into compound ones (`codesearch.index.compact`:
-    `stats.shards` names the shards as written, before the merge). With ``jobs`` > 1 the build
-    runs in that many processes (`codesearch.index.parallel`): many repositories side by side,
-    or the parts of fewer big ones."""
-    from codesearch.index import parallel
-
-    settings = settings or IndexSettings()
-    stats = IndexStats()
-    for p in paths:
-        if not os.path.exists(p):
-            raise IndexBuildError(f"{p}: no such file or directory")
-    os.makedirs(out_dir, exist_ok=True)
-    pool = parallel.Pool(jobs) if jobs > 1 else None
-    try:
-        if pool is not None and len(paths) >= 2 * jobs:
-            parallel.index_many(paths, out_dir, settings, stats, pool, branches, tags, progress)
-        else:
-            for p in paths:
-                source = open_source(p, branches, tags)
-                try:
-                    if pool is not None:
-                        parallel.index_source_in_parts(source, out_dir, settings, stats, pool, progress)
-                    else:
-                        index_source(source, out_dir, settings, stats, progress)
-                finally:
-                    if hasattr(source, "close"):
-                        source.close()
-        if compact:
-            from codesearch.index.compact import compact as compact_index
-
-            t0 = time.perf_counter()
-            compact_index(out_dir, settings, pool=pool)
-            stats.seconds += time.perf_counter() - t0
-    finally:
-        if pool is not None:
-            pool.close()
     return stats

@@ -66,6 +66,7 @@ Version log:
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import mmap
 import os
@@ -218,3 +219,8 @@ class ShardFile:
         # numpy views may still point into the map (BufferError); it is released when they go.
         with contextlib.suppress(BufferError):
             self._mm.close()
+
+
+def symbol_key(name: bytes) -> int:
+    """The ``sym.lkey`` of a symbol name: an 8-byte BLAKE2b of its ASCII-lower-cased bytes."""
+    return int.from_bytes(hashlib.blake2b(name.lower(), digest_size=8).digest(), "little")

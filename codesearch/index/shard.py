@@ -21,7 +21,7 @@ import numpy as np
 from pyroaring import BitMap
 
 from codesearch.errors import IndexFormatError
-from codesearch.index.format import ShardFile
+from codesearch.index.format import ShardFile, symbol_key
 from codesearch.index.quadgrams import QuadFilters
 from codesearch.index.sources import RepoInfo
 from codesearch.index.trigrams import is_any_case, variants
@@ -309,8 +309,6 @@ class Shard:
         in ``sym.lkey`` (keys of the lower-cased names); names that ctags reports for what is
         defined elsewhere (imports, includes: `is_reference`) and documents of tombstoned
         repositories do not count."""
-        from codesearch.index.builder import symbol_key
-
         key = np.uint64(symbol_key(name))
         lo, hi = int(self.sym_lkey.searchsorted(key, "left")), int(self.sym_lkey.searchsorted(key, "right"))
         out = []
@@ -327,8 +325,6 @@ class Shard:
         """Indexes (into the sym.* arrays) of `doc`'s symbols whose name is `name` up to ASCII
         case, in symbol order: a binary search in ``sym.lkey``, not a scan of the document's
         symbols (a large file has thousands)."""
-        from codesearch.index.builder import symbol_key
-
         key = np.uint64(symbol_key(name))
         lo, hi = int(self.sym_lkey.searchsorted(key, "left")), int(self.sym_lkey.searchsorted(key, "right"))
         mine = self.symbol_range(doc)

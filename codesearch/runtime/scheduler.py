@@ -31,6 +31,7 @@ Ray actor until `shutdown()`.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
@@ -64,6 +65,8 @@ class Scheduler:
         self.permission_syncer = None
         self.errors: list[str] = []
         self.ticks = 0
+        #: repositories garbage-collected so far (a change of what contexts resolve to)
+        self._collected = 0
         self.reload_config(force=True)
 
     # ------------------------------------------------------------------ config
@@ -215,13 +218,27 @@ class Scheduler:
         from codesearch.config.contexts import RepoFacts, resolve_context
 
         contexts = self.config.contexts if self.config else {}
+        # Read every repository only when what contexts are resolved from may have moved: a
+        # connection's status row (a sync ended), the repositories' fingerprint (`repos_stamp`) or a
+        # garbage collection. Reading them on every tick cost 0.7 s of CPU per second at 6,457
+        # repositories. Without contexts there is nothing to resolve at all.
+        stamp = (
+            json.dumps({name: ctx.model_dump(mode="json") for name, ctx in contexts.items()}, sort_keys=True),
+            (tuple((c.name, c.updated_at) for c in self.store.list_connections()), self.store.repos_stamp())
+            if contexts
+            else (),
+            self._collected if contexts else 0,
+        )
+        if stamp == getattr(self, "_contexts_stamp", None):
+            return
+        self._contexts_stamp = stamp
         facts: dict[str, RepoFacts] = {}
-        for name in self.config.connections if self.config else {}:
+        for name in self.config.connections if self.config and contexts else {}:
             for repo in self.store.repos_for_connection(name):
                 f = facts.get(repo.name)
                 conns = (f.connections if f else frozenset()) | {name}
                 facts[repo.name] = RepoFacts(repo.name, conns, tuple(repo.topics or ()))
-        key = (tuple(sorted(contexts)), tuple(sorted(facts.values(), key=lambda f: f.name)))
+        key = (stamp[0], tuple(sorted(facts.values(), key=lambda f: f.name)))
         if key == getattr(self, "_contexts_key", None):
             return
         self._contexts_key = key
@@ -242,6 +259,7 @@ class Scheduler:
                 self.mirrors.remove(repo.id)  # local repos are indexed in place, never deleted
             manifest.remove_repo(self.index_dir, repo.id)
             gone.append(repo.id)
+            self._collected += 1
         if gone:
             log.info("garbage-collected repos %s", gone)
         return gone

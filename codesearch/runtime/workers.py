@@ -209,7 +209,7 @@ class ConnectionSyncer(_Worker):
     kind = JobKind.SYNC
 
     def run_job(self, job) -> None:
-        from codesearch.hosts.base import adapter_for
+        from codesearch.hosts.adapters import adapter_for
         from codesearch.hosts.http import HostHttp
         from codesearch.sync import resolve_connection_token
 

@@ -262,6 +262,15 @@ class ReposMixin(StoreBase):
             rows = c.execute(select(repos.c.id, repos.c.name).order_by(repos.c.name.asc(), repos.c.id.asc()))
             return [(int(r.id), str(r.name)) for r in rows]
 
+    def repos_stamp(self) -> tuple[int, object, int]:
+        """A cheap fingerprint of what search contexts are resolved from (repositories' names, topics
+        and connections): it moves when a repository is added, changed by a sync or deleted, or a
+        link is made or undone. Two aggregate queries, not a read of every row."""
+        with self._tx() as c:
+            count, newest = c.execute(select(func.count(), func.max(repos.c.updated_at)).select_from(repos)).one()
+            links = c.scalar(select(func.count()).select_from(repo_connections))
+            return int(count), newest, int(links or 0)
+
     def repos_for_connection(self, connection: str) -> list[Repo]:
         with self._tx() as c:
             cid = self._connection_id(c, connection)

@@ -79,7 +79,7 @@ def ask(
     names = None
     if repos:
         names = sorted({tc.repo(name).name for name in repos})  # unknown or hidden repos fail here
-    from codesearch.tools.catalog import CatalogToolSet
+    from codesearch.tools.read_tools import CatalogToolSet
 
     scoped = ToolContext(**{**tc.__dict__, "allowed_repos": frozenset(names) if names else None})
     try:

@@ -117,7 +117,7 @@ def prepare(
 
 def run(p: Prepared, emit: Callable[[dict], Any], *, max_steps: int = 12, http=None) -> Outcome:
     """Research `p`'s question, reporting each tool call to `emit`, and store the result."""
-    from codesearch.tools.catalog import CatalogToolSet
+    from codesearch.tools.read_tools import CatalogToolSet
 
     running: list[str] = []  # ids of the calls reported and not yet answered (the agent runs them in order)
     part: list[str] = []  # the id of the text part being streamed, if one is open
