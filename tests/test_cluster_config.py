@@ -240,7 +240,7 @@ def test_app_builder_deploys_and_shuts_down(serve_url, tmp_path):
 
 
 def test_the_shipped_example_config_loads_and_the_cluster_file_points_to_it():
-    """cluster.yaml mounts ./config.json, made from config.example.json (README, cluster.yaml):
+    """cluster.yaml mounts ./config.json, made from config.example.json (docs/cluster.md, cluster.yaml):
     the example must load without problems or warnings, and every node must stop clearly on a
     Python older than 3.11."""
     from codesearch.config import load_config

@@ -8,6 +8,9 @@
 * Facts the pages state that the code also states agree: the index format versions, every MCP
   tool and its parameters, every setting and connection field of the config schema.
 * No file points at the product documents that are not in the repository.
+* The README stays a short entrance: at most `README_MAX_LINES` lines, the quick-start commands,
+  links that resolve; every section the long README had lives on at a page and heading of docs/
+  (`MOVED_SECTIONS`), and the home page links every page.
 """
 
 from __future__ import annotations
@@ -143,3 +146,76 @@ def test_the_configuration_page_names_every_setting_and_connection_field():
         names |= set(schema["properties"].get("exclude", {}).get("properties", {}))
     missing = sorted(n for n in names if f"`{n}`" not in text)
     assert not missing, f"configuration.md does not mention: {missing}"
+
+
+# ---------------------------------------------------------------------- the README, an entrance to docs/
+
+README = ROOT / "README.md"
+#: The README is a short entrance (what it is, the quick start, a tour, links); the rest is in docs/.
+README_MAX_LINES = 120
+#: The quick start, kept word for word.
+QUICK_START = (
+    "make serve   # set up .venv, then run the service on an offline demo at http://127.0.0.1:3000",
+    "make test    # set up .venv, Debian packages and test tools, run every test",
+)
+#: Every section of the long README (784 lines, before issue 26) → the page and heading of docs/
+#: where its content lives now.
+MOVED_SECTIONS = [
+    ("## Quick start", "getting-started.md#install"),
+    ("## The service", "cli.md#serve"),
+    ("## The web UI", "web-ui.md#pages"),
+    ("## For AI agents: the MCP server", "mcp-tools.md#connecting-a-client"),
+    ("### Signing in with OAuth instead of an API key", "mcp-tools.md#signing-in-with-oauth"),
+    ("## From Python and notebooks", "python-client.md#three-back-ends"),
+    ("## Configuration and code hosts", "configuration.md#connection-kinds"),
+    ("### Single sign-on and account linking (`identityProviders`)", "sign-in.md#configuring-providers"),
+    ("## Environment variables", "configuration.md#environment-variables"),
+    ("## Query language", "query-language.md#syntax"),
+    ("## Deploying on a Ray cluster", "cluster.md#starting-a-cluster"),
+    ("## Architecture", "architecture.md#the-layers"),
+    ("## Tests and benchmarks", "development.md#tests"),
+]
+#: A Markdown link's target: ``[text](target)``.
+MD_LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+
+
+def test_the_readme_is_short_and_keeps_the_quick_start():
+    text = README.read_text(encoding="utf-8")
+    lines = len(text.splitlines())
+    assert lines <= README_MAX_LINES, f"README.md has {lines} lines, at most {README_MAX_LINES}: move the rest to docs/"
+    missing = [command for command in QUICK_START if command not in text.splitlines()]
+    assert not missing, f"README.md lost its quick start: {missing}"
+
+
+@pytest.mark.parametrize(("heading", "target"), MOVED_SECTIONS, ids=[h for h, _ in MOVED_SECTIONS])
+def test_each_section_of_the_long_readme_lives_on_in_docs(site, heading, target):
+    page, anchor = target.split("#")
+    assert (DOCS / page).is_file(), f"{heading!r} moved to {target}: no such page"
+    assert anchor in anchors(site, page), f"{heading!r} moved to {target}: the page has no heading #{anchor}"
+    assert page in home_links(), f"{heading!r} moved to {page}, which the home page (docs/index.md) does not link"
+
+
+def test_every_link_of_the_readme_resolves(site):
+    targets = MD_LINK.findall(README.read_text(encoding="utf-8"))
+    broken = []
+    for target in targets:
+        if target.startswith("https://"):
+            continue
+        path, _, anchor = target.partition("#")
+        if not (ROOT / path).exists():
+            broken.append(f"{target}: no such file")
+        elif anchor and not (path.startswith("docs/") and anchor in anchors(site, path.removeprefix("docs/"))):
+            broken.append(f"{target}: no heading with the anchor #{anchor}")
+    assert not broken, "README.md links that do not resolve:\n" + "\n".join(broken)
+    assert "docs/index.md" in targets, "README.md does not link the documentation's home page"
+    assert len({t for t in targets if t.startswith("docs/")}) >= 10, f"README.md links few pages: {targets}"
+
+
+def home_links() -> set[str]:
+    """The pages docs/index.md links to (without anchors)."""
+    return {t.partition("#")[0] for t in MD_LINK.findall((DOCS / "index.md").read_text(encoding="utf-8"))}
+
+
+def test_the_home_page_links_every_page():
+    pages = {p.name for p in DOCS.glob("*.md")} - {"index.md"}
+    assert not pages - home_links(), f"docs/index.md does not link: {sorted(pages - home_links())}"
