@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
 
 def register(sub: Subparsers) -> None:
     s = sub.add_parser("search", help="search an index")
-    s.add_argument("query", help="query (see README: query language)")
+    s.add_argument("query", help="query (docs/query-language.md)")
     s.add_argument("--index", required=True, metavar="DIR", help="index directory")
     s.add_argument("--regex", action="store_true", help="bare terms are regular expressions")
     s.add_argument("--case-sensitive", action="store_true", help="match case exactly")

@@ -13,9 +13,9 @@ builds the application (with ``serve deploy``, a build task of the Serve control
 the bound application. The runtime actors belong to the ``codesearch-runtime`` replica: ``serve
 shutdown``, ``serve delete <app>`` or a redeploy remove them with it, after the scheduler finished
 its tick and the workers their jobs. The runtime actors need the data directory at the same path
-on the nodes where they run (shared storage such as NFS, see the README's "Deploying on a Ray
-cluster"), or ``runtime_resources`` (custom resources, e.g. ``{"codesearch_data": 0.01}``) to
-pin the runtime to the node that has it; searchers elsewhere then take ``searcher_data_dir``.
+on the nodes where they run (shared storage such as NFS, see docs/cluster.md), or
+``runtime_resources`` (custom resources, e.g. ``{"codesearch_data": 0.01}``) to pin the runtime
+to the node that has it; searchers elsewhere then take ``searcher_data_dir``.
 
 Arguments (``args`` of the Serve config; all optional):
 
