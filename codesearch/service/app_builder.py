@@ -78,7 +78,6 @@ from codesearch import defaults
 from codesearch.plurals import plural
 from codesearch.sealed_env import SealedEnv
 from codesearch.service.bootstrap import (
-    APP_NAME,
     DEFAULT_PREFIX,
     ServiceSpec,
     forwarded_environment,
@@ -86,6 +85,7 @@ from codesearch.service.bootstrap import (
     names,
     runtime_actors,
 )
+from codesearch.service.serve_settings import APP_NAME
 
 if TYPE_CHECKING:
     from ray.serve import Application

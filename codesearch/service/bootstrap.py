@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 
 from codesearch import defaults
 from codesearch.sealed_env import SealedEnv
+from codesearch.service.serve_settings import RUNTIME_DEPLOYMENT
 
 if TYPE_CHECKING:
     from ray.serve import Application
@@ -46,9 +47,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DEFAULT_PREFIX = "codesearch"
-#: The application's name unless told otherwise (what `codesearch serve` deploys and removes).
-APP_NAME = "codesearch"
-RUNTIME_DEPLOYMENT = "codesearch-runtime"
 #: Seconds the runtime replica's stop may take (the scheduler's tick, the workers' jobs).
 RUNTIME_SHUTDOWN_S = 60.0
 #: Seconds a new runtime waits for the actor names of the one it replaces to be released.

@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 from codesearch.plurals import plural
 from codesearch.runtime import registry
-from codesearch.service.bootstrap import RUNTIME_DEPLOYMENT
+from codesearch.service.serve_settings import RUNTIME_DEPLOYMENT
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Receive, Scope, Send

@@ -51,7 +51,8 @@ from typing import TYPE_CHECKING, Any
 
 from codesearch import defaults
 from codesearch.progress_line import ProgressLine
-from codesearch.service.bootstrap import APP_NAME, names
+from codesearch.service.bootstrap import names
+from codesearch.service.serve_settings import APP_NAME
 
 if TYPE_CHECKING:
     import argparse

@@ -39,6 +39,11 @@ from codesearch import environment
 from codesearch.service import forwarded
 
 #: For Serve's HTTP proxies (set before Ray starts them).
+#: The Serve application's name unless told otherwise (what `codesearch serve` deploys and removes).
+APP_NAME = "codesearch"
+#: The deployment that owns the runtime actors (`bootstrap.RuntimeOwner`); the API's is ``codesearch-api``.
+RUNTIME_DEPLOYMENT = "codesearch-runtime"
+
 PROXY_ENV = {
     "RAY_SERVE_PROXY_USE_GRPC": "1",
     "RAY_SERVE_RUN_ROUTER_IN_SEPARATE_LOOP": "0",
