@@ -287,7 +287,7 @@ def test_importing_the_permission_fetchers_first_leaves_every_connection_type_kn
     import sys
 
     code = ("import codesearch.permission_sync.fetch\n"
-            "from codesearch.hosts.base import adapter_for\n"
+            "from codesearch.hosts.adapters import adapter_for\n"
             "for kind in ('git', 'github', 'gitlab', 'gitea', 'gerrit', 'bitbucket', 'azuredevops'):\n"
             "    adapter_for(kind)\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

@@ -261,7 +261,7 @@ def test_bodies_are_read_as_sourcebot_reads_them(world):
 
 def test_matches_is_capped_at_the_server_maximum(world, monkeypatch):
     from codesearch.service.api import build_app
-    from codesearch.service.routes_search import max_match_count
+    from codesearch.app.search import max_match_count
 
     assert max_match_count({}) == 10_000
     assert max_match_count({"DEFAULT_MAX_MATCH_COUNT": "3"}) == 3

@@ -9,7 +9,7 @@ import re
 
 from fastapi.testclient import TestClient
 
-from codesearch.web import STATIC_DIR, TEMPLATES_DIR
+from codesearch.web.assets import STATIC_DIR, TEMPLATES_DIR
 from codesearch.web.assets import digest
 from codesearch.web.modules import direct_imports, imports_of
 from tests.conftest import LOCAL

@@ -23,7 +23,7 @@ import zlib
 import httpx
 import pytest
 
-from codesearch.web import STATIC_DIR
+from codesearch.web.assets import STATIC_DIR
 from codesearch.web.assets import digest
 from tests.corpus import make_local_repo
 from tests.mcpworld import DEMO, WIDGETS

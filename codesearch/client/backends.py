@@ -326,7 +326,7 @@ class RayBackend(GitDataMixin):
         """One response per searcher as it answers (the match budget holds across them)."""
         import time
 
-        from codesearch.service.routes_search import StreamMerger
+        from codesearch.app.search import StreamMerger
 
         options = self._options(options)
         merger = StreamMerger(options, time.perf_counter_ns())

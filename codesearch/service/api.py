@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 from fastapi import APIRouter, Depends, FastAPI
 
 from codesearch import environment, permissions
+from codesearch.app.search import SearchSettings, max_match_count
 from codesearch.git import slots as git_slots
 from codesearch.runtime import request_ids
 from codesearch.search.options import DEFAULT_PUBLIC_URL
@@ -67,7 +68,6 @@ from codesearch.service import (
 from codesearch.service.compression import Compress
 from codesearch.service.limits import RequestLimits
 from codesearch.service.observability import ObserveRequests
-from codesearch.service.routes_search import SearchRequest  # noqa: F401  (the request model, re-exported)
 from codesearch.web.security_headers import SecurityHeaders
 
 if TYPE_CHECKING:
@@ -188,12 +188,12 @@ def build_app(
         return bool(store is not None and store.list_language_models())
 
     # What the module-level routers' handlers get through `deps` (the one reader of it).
-    search = routes_search.SearchSettings(
+    search = SearchSettings(
         get_searcher,
         get_store,
         public_url=public_url,
         contexts=contexts,
-        max_matches=max_matches or routes_search.max_match_count(environ),
+        max_matches=max_matches or max_match_count(environ),
         search_timeout_s=search_timeout_s,
     )
     services = app.state.services = deps.Services(
@@ -221,10 +221,10 @@ def build_app(
         app, authenticator, make_context, has_models, version=_version(), audit_log=audit_log, allowed_hosts=hosts
     )
 
-    from codesearch import web as webui
     from codesearch.sso import build_providers
     from codesearch.sso.iap import build_iap
     from codesearch.sso.required import RequiredLinks
+    from codesearch.web import mount as web_mount
     from codesearch.web.templating import WebContext
 
     providers = build_providers(identity_providers, environ)
@@ -243,7 +243,7 @@ def build_app(
         session_max_age_s=environment.session_max_age_seconds(environ),
         keys_owner_only=environment.api_key_creation_owner_only(environ),
     )
-    webui.install(app, web=services.web)
+    web_mount.install(app, web=services.web)
     # gzip outside the routes and the session middleware (pages, JSON, static files), never on
     # the streams (`compression.STREAMED_PATHS`).
     app.add_middleware(Compress)

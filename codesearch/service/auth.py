@@ -75,6 +75,7 @@ from codesearch.permissions import (  # noqa: F401  (re-exported: routes import 
 from codesearch.service import oauth_server
 from codesearch.service.anonymous import AnonymousAccess
 from codesearch.service.limits import MCP_PATH, route_path
+from codesearch.service.session_cookies import CSRF_HEADER, SAFE_METHODS, SESSION_COOKIE
 from codesearch.store.oauth import ACCESS_PREFIX as OAUTH_ACCESS_PREFIX
 
 if TYPE_CHECKING:
@@ -226,8 +227,6 @@ class Authenticator:
         return self.identify_request(request)
 
     def _reads_store(self, request: Request) -> bool:
-        from codesearch.web.sessions import SESSION_COOKIE
-
         if keys_from_headers(request.headers) or self.access.stale():
             return True
         state = request.scope.get("state") or {}
@@ -259,8 +258,6 @@ class Authenticator:
         """The user Google Cloud IAP signed this request in as (`codesearch.web.iap` checked the
         assertion and left the user in the request state), with ``X-CSRF-Token`` for unsafe
         methods as for a session cookie; None when there is none."""
-        from codesearch.web.sessions import CSRF_HEADER, SAFE_METHODS
-
         state = request.scope.get("state") or {}
         user: User | None = state.get("iap_user")  # set by codesearch.web.iap
         if user is None:
@@ -273,8 +270,6 @@ class Authenticator:
         return user
 
     def _session_user(self, request: Request) -> User | None:
-        from codesearch.web.sessions import CSRF_HEADER, SAFE_METHODS, SESSION_COOKIE
-
         state = request.scope.get("state") or {}
         found: tuple[WebSession, User] | None
         if "web_session" in state:  # resolved by the session middleware already

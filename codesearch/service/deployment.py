@@ -36,6 +36,7 @@ import os
 
 from ray import serve
 
+from codesearch.app.search import max_match_count
 from codesearch.errors import ServiceUnavailable
 from codesearch.runtime.searchers import SearcherPool
 from codesearch.sealed_env import SealedEnv
@@ -44,7 +45,6 @@ from codesearch.service import serve_settings
 from codesearch.service.api import build_app
 from codesearch.service.auth import anonymous_access_enabled
 from codesearch.service.drain import DrainGate
-from codesearch.service.routes_search import max_match_count
 
 
 def _builder(

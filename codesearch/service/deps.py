@@ -29,13 +29,13 @@ from fastapi.security import HTTPAuthorizationCredentials
 from codesearch.permissions import Identity
 from codesearch.service.auth import API_KEY_SCHEME, BEARER_SCHEME
 from codesearch.store import Store
-from codesearch.web.templating import WebContext
 
 if TYPE_CHECKING:
+    from codesearch.app.search import SearchSettings
     from codesearch.service.audit import AuditLog
     from codesearch.service.auth import Authenticator
-    from codesearch.service.routes_search import SearchSettings
     from codesearch.tools.context import ToolContext
+    from codesearch.web.templating import WebContext
 
 
 @dataclass
@@ -58,7 +58,7 @@ class Services:
     #: the environment the app was built with (None: the process's), e.g. for webhook secrets
     environ: Mapping[str, str] | None = None
     audit: AuditLog | None = None
-    #: the web UI's context (`codesearch.web.install` sets it; None in an API-only app)
+    #: the web UI's context (`codesearch.web.mount.install` sets it; None in an API-only app)
     web: WebContext | None = None
     #: whether `get_store` was called once already (the first call may open the database)
     store_opened: bool = field(default=False, repr=False)
@@ -100,36 +100,17 @@ async def require_identity(
     return await app_services(request).authenticator.require(request)
 
 
-async def web_context(request: Request) -> WebContext:
-    """The web UI's `WebContext` of the app."""
-    web = app_services(request).web
-    if web is None:
-        raise RuntimeError("the web UI is not installed in this app")
-    return web
-
-
-async def page_caller(request: Request, web: Annotated[WebContext, Depends(web_context)]) -> Identity | None:
-    """The caller of a page, or None when the visitor must sign in first (`WebContext.identity_of`)."""
-    return web.identity_of(request)
-
-
 ServicesDep = Annotated[Services, Depends(services)]
 StoreDep = Annotated[Store | None, Depends(store)]
 Caller = Annotated[Identity, Depends(require_identity)]
-WebDep = Annotated[WebContext, Depends(web_context)]
-PageCaller = Annotated[Identity | None, Depends(page_caller)]
 
 __all__ = [
     "Caller",
-    "PageCaller",
     "Services",
     "ServicesDep",
     "StoreDep",
-    "WebDep",
     "app_services",
-    "page_caller",
     "require_identity",
     "services",
     "store",
-    "web_context",
 ]

@@ -30,13 +30,13 @@ import time
 from fastapi import APIRouter, Query
 from starlette.concurrency import run_in_threadpool
 
+from codesearch.app.search import visible_repo_names
 from codesearch.errors import CodesearchError, InvalidRequestBody
 from codesearch.permissions import visible_repos
 from codesearch.search.hints import POPULAR, language_names
 from codesearch.search.options import SearchOptions
 from codesearch.service.auth import Identity, filter_search_response
 from codesearch.service.deps import Caller, Services, ServicesDep
-from codesearch.service.routes_search import visible_repo_names
 
 KINDS = ("repo", "lang", "context", "file", "sym")
 MAX_LIMIT = 50

@@ -24,70 +24,18 @@ Modules:
   (``accountLinkingRequired``) are sent to their account page;
 - `error_pages.py`: the HTML error pages browsers get where API clients get JSON;
 - `modules.py`: which JavaScript modules a page preloads (what its module imports);
-- `assets.py`: the static files under a versioned path browsers cache for good (``{{ static }}``);
+- `assets.py`: the static files under a versioned path browsers cache for good (``{{ static }}``),
+  and where the static files and templates are (`STATIC_DIR`, `TEMPLATES_DIR`);
+- `deps.py`: the pages' typed dependencies (the `WebContext`, the page's caller);
+- `mount.py`: `install`, which puts all of the above into an app;
 - `static/`: `style.css` (light and dark), the favicon (`favicon.svg`, and `favicon.ico` made
   from it for clients that only ask ``/favicon.ico``), and the scripts, native ES modules without
   a build step: one per page (`search-page.js`, `home-page.js`, `repos-page.js`, `file-page.js`,
   `chat.js`, `codenav.js`, `querybar.js`, `account.js`; `app.js` on every page) and the shared
   `dom.js`, `http.js`, `searchform.js`. No script leans on another's globals.
 
-`install(app, ...)` mounts ``/static``, answers ``/favicon.ico`` and adds the page routers: module-level
+`mount.install(app, ...)` mounts ``/static``, answers ``/favicon.ico`` and adds the page routers: module-level
 ``APIRouter``s whose handlers get the store, the `WebContext` and the page's caller as typed
-dependencies (`codesearch.service.deps`). Pages apply the same repo visibility
+dependencies (`codesearch.web.deps`, over `codesearch.service.deps`). Pages apply the same repo visibility
 as the API (`codesearch.permissions`, through the tools' `ToolContext`).
 """
-
-from __future__ import annotations
-
-import os
-from typing import TYPE_CHECKING
-
-from codesearch.web.assets import VersionedStaticFiles, current_version
-
-if TYPE_CHECKING:
-    from fastapi import FastAPI
-
-    from codesearch.web.templating import WebContext
-
-STATIC_DIR = os.path.join(os.path.dirname(__file__), "static")
-TEMPLATES_DIR = os.path.join(os.path.dirname(__file__), "templates")
-
-
-def install(app: FastAPI, *, web: WebContext) -> None:
-    """Mount the static files and every page router; `web` is the app's `WebContext`."""
-    from fastapi.responses import FileResponse
-
-    from codesearch.web import (
-        error_pages,
-        iap,
-        link_required,
-        pages_account,
-        pages_chat,
-        pages_oauth_apps,
-        pages_search,
-        pages_settings,
-        pages_sso,
-        sessions,
-    )
-
-    # Starlette runs the middleware added last first: sessions, then IAP, then the linking gate
-    link_required.install(app, web)  # reads the user the session or IAP resolved
-    iap.install(app, web)
-    sessions.install(app, web)
-    app.state.error_page = error_pages.error_page  # codesearch.service.errors.respond: pages for browsers
-    app.mount("/static", VersionedStaticFiles(directory=STATIC_DIR, version=current_version(STATIC_DIR)), name="static")
-
-    @app.get("/favicon.ico", include_in_schema=False)
-    def favicon() -> FileResponse:
-        return FileResponse(
-            os.path.join(STATIC_DIR, "favicon.ico"),
-            media_type="image/vnd.microsoft.icon",
-            headers={"Cache-Control": "public, max-age=86400"},
-        )
-
-    app.include_router(pages_account.router)
-    app.include_router(pages_sso.router)
-    app.include_router(pages_oauth_apps.router)
-    app.include_router(pages_settings.router)
-    app.include_router(pages_search.router)
-    app.include_router(pages_chat.router)

@@ -23,14 +23,13 @@ from markdown_it.token import Token
 from markupsafe import Markup
 
 from codesearch.web.markdown import _build
+from codesearch.web.urls import browse_url
 
 #: ``<repo>/<path>:<line>[-<end>]``: at least one slash, no spaces.
 REF = re.compile(r"(?<![\w/.@~+-])((?:[\w.@~+-]+/)+[\w.@~+-]+):(\d{1,7})(?:-L?(\d{1,7}))?(?![\w])")
 
 
 def _url(root: str, repo: str, path: str, start: str, end: str | None) -> str:
-    from codesearch.web.pages_search import browse_url
-
     anchor = f"#L{int(start)}" + (f"-L{int(end)}" if end and int(end) > int(start) else "")
     return browse_url(root, repo, None, "blob", path) + anchor
 

@@ -14,7 +14,7 @@ import functools
 import os
 import re
 
-from codesearch.web import STATIC_DIR
+from codesearch.web.assets import STATIC_DIR
 
 #: ``import {a, b} from "./x.js";``, ``import "./x.js";`` (what the modules write: relative, one a line)
 _IMPORT = re.compile(r"""^\s*import\s+(?:[^'";]*?\s+from\s+)?["']\./([\w.-]+\.js)["']""", re.MULTILINE)

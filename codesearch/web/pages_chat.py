@@ -25,7 +25,8 @@ import json
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse
 
-from codesearch.service.deps import PageCaller, StoreDep, WebDep
+from codesearch.service.deps import StoreDep
+from codesearch.web.deps import PageCaller, WebDep
 from codesearch.web.sessions import login_redirect
 from codesearch.web.templating import render
 

@@ -42,6 +42,7 @@ from codesearch.index.language import detect
 from codesearch.search.present import short_ref
 from codesearch.service import audit
 from codesearch.web import highlight
+from codesearch.web.urls import browse_url
 
 #: the kinds of ``/browse/<repo>/-/<kind>/…`` pages this module answers
 KINDS = ("commits", "commit", "compare")
@@ -66,11 +67,9 @@ def _day(iso: str) -> str:
 
 
 class Links:
-    """The URLs of one repository's pages, written as `pages_search.browse_url` writes them."""
+    """The URLs of one repository's pages, written as `urls.browse_url` writes them."""
 
     def __init__(self, root: str, repo: str):
-        from codesearch.web.pages_search import browse_url
-
         self.root, self.repo, self._browse = root, repo, browse_url
 
     def blob(self, rev: str, path: str) -> str:

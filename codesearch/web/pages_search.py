@@ -46,6 +46,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 from markupsafe import Markup
 
+from codesearch.app.search import SearchRequest, start_search, unwrap
 from codesearch.errors import (
     CodesearchError,
     FileNotFound,
@@ -60,17 +61,18 @@ from codesearch.git.trees import list_tree
 from codesearch.index.language import detect
 from codesearch.search.present import external_url, short_ref
 from codesearch.service import audit
-from codesearch.service.deps import PageCaller, ServicesDep, StoreDep, WebDep
+from codesearch.service.deps import ServicesDep, StoreDep
 from codesearch.service.errors import for_clients
-from codesearch.service.routes_search import SearchRequest, start_search, unwrap
 from codesearch.statuses import JobKind, JobState
 from codesearch.sync import repo_info
 from codesearch.tools.repos import iso, page_of_repos
 from codesearch.web import codenav, highlight, pages_history
+from codesearch.web.deps import PageCaller, WebDep
 from codesearch.web.results_page import OUTCOME_SLOT, RESULTS_SLOT, Links, outcome_script, page_stream
 from codesearch.web.security_headers import page_headers
 from codesearch.web.sessions import login_redirect
 from codesearch.web.templating import render, render_text
+from codesearch.web.urls import browse_url
 
 log = logging.getLogger(__name__)
 
@@ -83,18 +85,6 @@ MAX_MATCHES = 100_000
 
 
 # ---------------------------------------------------------------------- URLs
-
-
-def browse_url(root: str, repo: str, rev: str | None = None, kind: str | None = None, path: str = "") -> str:
-    """This service's page of a repo (``kind`` None), a directory (``tree``) or a file (``blob``),
-    encoded as `codesearch.search.present.web_url` does."""
-    q = urllib.parse.quote
-    url = f"{root}/browse/{q(repo)}"
-    if rev:
-        url += f"@{q(short_ref(rev), safe='')}"
-    if kind:
-        url += f"/-/{kind}/{q(path)}"
-    return url
 
 
 def parse_browse(raw: str) -> tuple[str, str | None, str, str]:

@@ -43,12 +43,13 @@ from codesearch.permissions import Identity
 from codesearch.service import audit, oauth_server
 from codesearch.service.anonymous import SETTING_KEY
 from codesearch.service.auth import ANONYMOUS_ENV
-from codesearch.service.deps import StoreDep, WebDep
+from codesearch.service.deps import StoreDep
 from codesearch.store import OWNER, NotFound
 from codesearch.store import models as m
 from codesearch.web import api_keys, sessions
-from codesearch.web.pages_search import browse_url
+from codesearch.web.deps import WebDep
 from codesearch.web.templating import WebContext, render
+from codesearch.web.urls import browse_url
 
 #: repositories listed under one connection (the rest: on the Repos page)
 REPOS_SHOWN = 100

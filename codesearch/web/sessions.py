@@ -55,16 +55,18 @@ from codesearch.accounts import (  # noqa: F401  (the pages' and the tests' name
 )
 from codesearch.environment import DEFAULT_SESSION_MAX_AGE_S
 from codesearch.service.forwarded import client_of
+from codesearch.service.session_cookies import (  # noqa: F401  (the pages' names for them)
+    CSRF_COOKIE,
+    CSRF_FORM_FIELD,
+    CSRF_HEADER,
+    SAFE_METHODS,
+    SESSION_COOKIE,
+)
 
 log = logging.getLogger(__name__)
 
-SESSION_COOKIE = "codesearch_session"
-CSRF_COOKIE = "codesearch_csrf"
-CSRF_HEADER = "X-CSRF-Token"
-CSRF_FORM_FIELD = "csrf_token"
 #: the default session lifetime; `WebContext.session_max_age_s` is what an app uses
 SESSION_TTL = timedelta(seconds=DEFAULT_SESSION_MAX_AGE_S)
-SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 
 _COOKIE_VALUE = re.compile(r"^[A-Za-z0-9_-]{20,128}$")
 

@@ -1,0 +1,409 @@
+"""Search as a caller: what every front door (the HTTP routes, the results page, the Python client)
+calls to run a search, written once.
+
+`start_search` checks and plans a query and asks the searchers; its `StartedSearch.events` are
+the answers as they arrive (``chunk``…, then ``final`` or ``error``: docs/http-api.md#search),
+merged by `StreamMerger` under one ``matches`` budget; `run_search` is the same search answered
+once. Both see only what the caller may see (`codesearch.permissions`), add the index progress for
+an unrestricted caller, and compute the hints of an empty search only when asked (``withHints``).
+Transports only parse, call and serialise: ``POST /api/search`` and ``/api/stream_search``
+(`codesearch.service.routes_search`), the search page (`codesearch.web.pages_search`), the client's
+in-process back end (`codesearch.client.backends`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import time
+from collections.abc import AsyncGenerator, Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+from starlette.concurrency import run_in_threadpool
+
+from codesearch.app.index_progress import IndexProgress
+from codesearch.errors import CodesearchError
+from codesearch.permissions import Identity, filter_search_response, visible_repos
+from codesearch.search.engine import merge_partials
+from codesearch.search.hints import zero_result_hints
+from codesearch.search.options import FLUSH_TIMER, SearchOptions, Stats
+
+log = logging.getLogger(__name__)
+
+MAX_MATCH_COUNT_ENV = "DEFAULT_MAX_MATCH_COUNT"
+DEFAULT_MAX_MATCH_COUNT = 10_000
+
+
+def max_match_count(environ: Mapping[str, str] | None = None) -> int:
+    """The server's cap on ``matches``: ``DEFAULT_MAX_MATCH_COUNT`` (a positive integer) or 10000."""
+    raw = ((os.environ if environ is None else environ).get(MAX_MATCH_COUNT_ENV) or "").strip()
+    if not raw:
+        return DEFAULT_MAX_MATCH_COUNT
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ValueError(f"{MAX_MATCH_COUNT_ENV} must be a positive integer, not {raw!r}")
+    return value
+
+
+class SearchRequest(BaseModel):
+    """The body of ``POST /api/search`` and ``/api/stream_search`` (unknown fields are ignored,
+    wrong types are 400)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    query: StrictStr
+    matches: StrictInt = Field(ge=1)
+    contextLines: StrictInt = Field(0, ge=0, le=100)
+    whole: StrictBool = False
+    isRegexEnabled: StrictBool = False
+    isCaseSensitivityEnabled: StrictBool = False
+    #: codesearch's: the ``hints`` of an empty search (Sourcebot has neither the field nor hints).
+    withHints: StrictBool = False
+
+
+def names_a_context(query: str) -> bool:
+    """Whether `query` may name a search context (then the store's contexts are read)."""
+    return "context:" in query.lower()
+
+
+def contexts_for(get_store, fallback: dict | None, query: str) -> dict[str, set[str]]:
+    """Search contexts by name: the store's, plus `fallback` for names the store lacks; none for
+    a query that names no context (they travel with the search to every searcher, and a
+    configuration's contexts may list thousands of repositories)."""
+    if not names_a_context(query):
+        return {}
+    out = {name: set(names) for name, names in (fallback or {}).items()}
+    store = get_store() if get_store else None
+    if store is not None:
+        for ctx in store.list_search_contexts():
+            out[ctx.name] = set(ctx.repo_names)
+    return out
+
+
+def unwrap(exc: BaseException) -> BaseException:
+    """The error a Ray task raised, without Ray's wrapper (whose message holds a traceback, the
+    worker's pid and address: internals that must not reach a client)."""
+    seen = 0
+    while getattr(exc, "cause", None) is not None and isinstance(exc.cause, BaseException) and seen < 8:
+        exc, seen = exc.cause, seen + 1
+    return exc
+
+
+def _error_payload(exc: BaseException) -> dict:
+    exc = unwrap(exc)
+    if isinstance(exc, CodesearchError) and exc.status_code < 500:
+        status, code, message = exc.status_code, exc.error_code, str(exc)
+    else:
+        status, code, message = 500, "UNEXPECTED_ERROR", "an unexpected error occurred"
+    return {"type": "error", "error": {"statusCode": status, "errorCode": code, "message": message}}
+
+
+def _file_key(f: dict) -> tuple:
+    return f["repositoryId"], f["fileName"]["text"], tuple(f["branches"])
+
+
+class StreamMerger:
+    """Merges searcher answers one at a time, keeping the `matches` budget across chunks."""
+
+    def __init__(self, options: SearchOptions, started_ns: int, plan_ns: int = 0):
+        self.options = options
+        self.started_ns = started_ns
+        self.plan_ns = plan_ns
+        self.acc = Stats()
+        self.sent = 0  # match ranges sent so far
+        self.truncated = False
+
+    def chunk(self, partial) -> dict:
+        """The ``chunk`` event for one searcher's `PartialResult`. Its files are ranked, and each
+        carries its ranking ``score`` and ``order`` (extra fields: the tie-break of equal scores,
+        ``[searcher, shard, document]``), so that a client can keep the files of all chunks in the
+        order of `/api/search` as they arrive, whichever searcher answers first."""
+        scores = {_file_key(f[3]): f[0] for f in partial.files}
+        orders = {_file_key(f[3]): list(f[1]) for f in partial.files}
+        remaining = self.options.matches - self.sent
+        t0 = time.perf_counter_ns()
+        if remaining > 0:
+            merged = merge_partials([partial], dataclasses.replace(self.options, matches=remaining), t0)
+        else:
+            merged = merge_partials([dataclasses.replace(partial, files=[], repos={})], self.options, t0)
+        stats = merged["stats"]
+        self.acc.add(partial.stats)
+        self.acc.totalMatchCount += partial.total_matches
+        self.acc.actualMatchCount += stats["actualMatchCount"]
+        self.acc.fileCount += stats["fileCount"]
+        if partial.timed_out:
+            self.acc.flushReason = FLUSH_TIMER
+        self.sent += stats["actualMatchCount"]
+        self.truncated |= partial.truncated or partial.total_matches > stats["actualMatchCount"]
+        files = [
+            {**f, "score": scores.get(_file_key(f), 0), "order": orders.get(_file_key(f), [])} for f in merged["files"]
+        ]
+        return {"type": "chunk", "stats": stats, "files": files, "repositoryInfo": merged["repositoryInfo"]}
+
+    def missed(self, missed: Stats) -> None:
+        """Count what searchers that gave no answer would have searched (crashes, shards)."""
+        self.acc.add(missed)
+        if missed.crashes:
+            self.acc.flushReason = missed.flushReason
+
+    def final(self) -> dict:
+        acc = dataclasses.replace(self.acc)
+        acc.totalMatchCount = max(acc.totalMatchCount, acc.actualMatchCount)
+        if self.truncated and acc.totalMatchCount <= acc.actualMatchCount:
+            acc.totalMatchCount = acc.actualMatchCount + 1  # there is more than we sent
+        acc.matchTreeConstruction = self.plan_ns
+        acc.duration = time.perf_counter_ns() - self.started_ns
+        exhaustive = acc.totalMatchCount <= acc.actualMatchCount and acc.crashes == 0
+        return {"type": "final", "accumulatedStats": acc.to_json(), "isSearchExhaustive": exhaustive}
+
+
+#: The most repository names read to judge a ``repo:`` term of an empty search.
+MAX_HINT_REPOS = 20_000
+
+
+def visible_repo_names(get_store, identity: Identity) -> list[str] | None:
+    """Names of the repositories `identity` may see, by name, at most `MAX_HINT_REPOS` (None
+    without a store)."""
+    store = get_store() if get_store else None
+    if store is None:
+        return None
+    allowed = visible_repos(identity)
+    names = [name for repo_id, name in store.repo_names() if allowed is None or repo_id in allowed]
+    return names[:MAX_HINT_REPOS]
+
+
+def search_hints(searcher, get_store, query: str, options: SearchOptions, identity: Identity) -> list[dict]:
+    """The hints for an empty search (blocking: run it in a thread). The store is read for the
+    caller's repository names only when the query has a ``repo:`` term to judge."""
+    small = dataclasses.replace(options, matches=1, context_lines=0, whole=False)
+
+    def has_results(q: str) -> bool:
+        try:
+            resp = searcher.search(q, options=small)
+        except CodesearchError:
+            return False
+        return bool(filter_search_response(identity, resp).get("files"))
+
+    try:
+        return zero_result_hints(
+            query,
+            is_regex=options.is_regex,
+            case_sensitive=options.case_sensitive,
+            repo_names=lambda: visible_repo_names(get_store, identity),
+            has_results=has_results,
+        )
+    except Exception:  # noqa: BLE001 - a hint is a courtesy: never fail the search for it
+        log.exception("search hints failed")
+        return []
+
+
+async def search_events(
+    searcher,
+    query: str,
+    options: SearchOptions,
+    identity: Identity,
+    plan_ns: int = 0,
+    started_ns: int | None = None,
+    fanout=None,
+    progress=None,
+    hinter=None,
+) -> AsyncGenerator[dict, None]:
+    """The events of one streamed search, as dicts: ``chunk``…, then ``final`` (or ``error``);
+    see the module docstring. `stream_events` sends them as Server-Sent Events, the results page
+    (`codesearch.web.results_page`) as HTML.
+
+    `fanout` is the `Fanout` of a `SearcherPool` already asked (its answers become one chunk
+    each, as they arrive); without one, `searcher` is any object with ``search(query, options)
+    -> dict`` (answered as a single chunk, in a thread). Stopping the searchers when the client
+    goes away is the reader's part (`sse`'s and `page_stream`'s `on_close`): a generator closed
+    before it started runs no code of its own.
+    """
+    started_ns = time.perf_counter_ns() if started_ns is None else started_ns
+    merger = StreamMerger(options, started_ns, plan_ns)
+    try:
+        if fanout is None:
+            resp = await run_in_threadpool(lambda: searcher.search(query, options=options))
+            resp = filter_search_response(identity, resp)
+            yield {
+                "type": "chunk",
+                "stats": resp["stats"],
+                "files": resp["files"],
+                "repositoryInfo": resp["repositoryInfo"],
+            }
+            final = {
+                "type": "final",
+                "accumulatedStats": resp["stats"],
+                "isSearchExhaustive": resp["isSearchExhaustive"],
+            }
+            if progress is not None:
+                progress.add_to(final["accumulatedStats"])
+            if hinter is not None and not resp["files"]:
+                final["hints"] = await hinter()
+            yield final
+        else:
+            found = False
+            async for partial in fanout.partials_async():
+                chunk = filter_search_response(identity, merger.chunk(partial))
+                found = found or bool(chunk["files"])
+                yield chunk
+            merger.missed(fanout.missed)
+            final = merger.final()
+            if progress is not None:
+                progress.add_to(final["accumulatedStats"])
+            if hinter is not None and not found:
+                final["hints"] = await hinter()
+            yield final
+    except Exception as e:  # after the stream started: an error event, never a broken stream
+        if not isinstance(e, CodesearchError):
+            log.exception("stream_search failed")
+        yield _error_payload(e)
+
+
+def first_in_thread(get):
+    """`get()` for an event loop, asked once: the first call runs in a thread (attaching to the
+    searchers waits for Ray), later ones return what it returned without leaving the loop."""
+    got: list = []
+
+    async def resolved():
+        if not got:
+            value = await run_in_threadpool(get)
+            if not got:
+                got.append(value)
+        return got[0]
+
+    return resolved
+
+
+class SearchSettings:
+    """What the search routes of one app share (`api.build_app` makes it, `deps.Services.search`
+    holds it). Nothing on a search's way to the searchers leaves the event loop unless it must
+    wait for I/O: the store is read (in a thread) only for a query that names a search context,
+    `get_searcher` is called once (in a thread), and a pool plans and sends short queries on the
+    loop (`SearcherPool.fan_out_async`)."""
+
+    def __init__(
+        self,
+        get_searcher,
+        get_store,
+        *,
+        public_url: str,
+        contexts: dict | None,
+        max_matches: int = DEFAULT_MAX_MATCH_COUNT,
+        search_timeout_s: float | None = None,
+    ):
+        self.get_searcher = get_searcher
+        self.get_store = get_store
+        self.public_url = public_url
+        self.contexts = contexts
+        self.max_matches = max_matches
+        self.budget = {"timeout_s": search_timeout_s} if search_timeout_s else {}
+        self.searcher_now = first_in_thread(get_searcher)
+        self.progress = IndexProgress(get_store)
+
+    def options_for(self, body: SearchRequest, identity: Identity) -> SearchOptions:
+        return SearchOptions(
+            matches=min(body.matches, self.max_matches),
+            context_lines=body.contextLines,
+            whole=body.whole,
+            is_regex=body.isRegexEnabled,
+            case_sensitive=body.isCaseSensitivityEnabled,
+            public_url=self.public_url,
+            contexts=contexts_for(self.get_store, self.contexts, body.query),
+            visible_repos=visible_repos(identity),
+            **self.budget,
+        )
+
+    async def options_of(self, body: SearchRequest, identity: Identity) -> SearchOptions:
+        if names_a_context(body.query):
+            return await run_in_threadpool(self.options_for, body, identity)
+        return self.options_for(body, identity)
+
+
+@dataclasses.dataclass
+class StartedSearch:
+    """A search whose query parsed and whose searchers were asked (`start_search`)."""
+
+    settings: SearchSettings
+    identity: Identity
+    query: str
+    options: SearchOptions
+    searcher: Any
+    fanout: Any
+    started_ns: int
+    plan_ns: int
+    #: The request asked for the ``hints`` of an empty search (``withHints``).
+    with_hints: bool = False
+
+    def abandon(self) -> None:
+        """Stop the searchers still at work (the client went away); harmless once they answered."""
+        if self.fanout is not None:
+            self.fanout.abandon()
+
+    def events(self) -> AsyncGenerator[dict, None]:
+        """Its answers as events (`search_events`), with the hints of an empty search when the
+        request asked for them. Whoever reads them calls `abandon` when done."""
+
+        async def hinter() -> list[dict]:
+            s, get_store = self, self.settings.get_store
+            return await run_in_threadpool(search_hints, s.searcher, get_store, s.query, s.options, s.identity)
+
+        return search_events(
+            self.searcher,
+            self.query,
+            self.options,
+            self.identity,
+            plan_ns=self.plan_ns,
+            started_ns=self.started_ns,
+            fanout=self.fanout,
+            progress=self.settings.progress if self.options.visible_repos is None else None,
+            hinter=hinter if self.with_hints else None,
+        )
+
+
+async def start_search(settings: SearchSettings, identity: Identity, body: SearchRequest) -> StartedSearch:
+    """Parse `body`'s query, plan it and ask the searchers (a pool's answers then arrive as
+    `StartedSearch.events`). A query that does not parse or names an unknown context raises its
+    `CodesearchError` here, before anything is sent: an ordinary error with its HTTP status."""
+    started = time.perf_counter_ns()
+    options = await settings.options_of(body, identity)
+    searcher = await settings.searcher_now()
+    fanout = None
+    try:
+        if hasattr(searcher, "fan_out_async"):
+            fanout = await searcher.fan_out_async(body.query, options)
+        else:
+            from codesearch.search.engine import make_plan
+
+            await run_in_threadpool(make_plan, body.query, options)
+    except CodesearchError as e:
+        raise unwrap(e) from None
+    plan_ns = time.perf_counter_ns() - started
+    return StartedSearch(settings, identity, body.query, options, searcher, fanout, started, plan_ns, body.withHints)
+
+
+async def run_search(settings: SearchSettings, identity: Identity, body: SearchRequest) -> dict:
+    """One search as `identity`, answered once: the merged answer of every searcher, filtered to what
+    the caller may see, with the index progress (for an unrestricted caller) and the hints of an
+    empty search when asked. A query that does not parse raises its `CodesearchError`."""
+    options = await settings.options_of(body, identity)
+    searcher = await settings.searcher_now()
+    try:
+        if hasattr(searcher, "search_async"):
+            resp = await searcher.search_async(body.query, options)
+        else:
+            resp = await run_in_threadpool(lambda: searcher.search(body.query, options=options))
+    except CodesearchError as e:
+        raise unwrap(e) from None
+    resp = filter_search_response(identity, resp)
+    if options.visible_repos is None:  # counts of every repository: not for a restricted caller
+        settings.progress.add_to(resp["stats"])
+    if body.withHints and not resp["files"]:
+        resp["hints"] = await run_in_threadpool(
+            search_hints, searcher, settings.get_store, body.query, options, identity
+        )
+    return resp

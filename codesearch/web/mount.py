@@ -1,0 +1,54 @@
+"""Put the web UI into an app: the static files, ``/favicon.ico``, the session, IAP and account-linking
+middleware, and every page router. The one module that imports all the pages (the package itself
+imports nothing, so a page importing a sibling never loads the others)."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from fastapi.responses import FileResponse
+
+from codesearch.web import (
+    error_pages,
+    iap,
+    link_required,
+    pages_account,
+    pages_chat,
+    pages_oauth_apps,
+    pages_search,
+    pages_settings,
+    pages_sso,
+    sessions,
+)
+from codesearch.web.assets import STATIC_DIR, VersionedStaticFiles, current_version
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+    from codesearch.web.templating import WebContext
+
+
+def install(app: FastAPI, *, web: WebContext) -> None:
+    """Mount the static files and every page router; `web` is the app's `WebContext`."""
+    # Starlette runs the middleware added last first: sessions, then IAP, then the linking gate
+    link_required.install(app, web)  # reads the user the session or IAP resolved
+    iap.install(app, web)
+    sessions.install(app, web)
+    app.state.error_page = error_pages.error_page  # codesearch.service.errors.respond: pages for browsers
+    app.mount("/static", VersionedStaticFiles(directory=STATIC_DIR, version=current_version(STATIC_DIR)), name="static")
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    def favicon() -> FileResponse:
+        return FileResponse(
+            os.path.join(STATIC_DIR, "favicon.ico"),
+            media_type="image/vnd.microsoft.icon",
+            headers={"Cache-Control": "public, max-age=86400"},
+        )
+
+    app.include_router(pages_account.router)
+    app.include_router(pages_sso.router)
+    app.include_router(pages_oauth_apps.router)
+    app.include_router(pages_settings.router)
+    app.include_router(pages_search.router)
+    app.include_router(pages_chat.router)
