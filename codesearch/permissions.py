@@ -126,7 +126,7 @@ class ConnectionRule:
 
     enforce: bool  # enforcePermissions (effective)
     enforce_public: bool  # enforcePermissionsForPublicRepos
-    host: str | None  # `permission_sync.hosts.host_key`, None for kinds that cannot be synced
+    host: str | None  # `hosts.keys.host_key`, None for kinds that cannot be synced
 
 
 @dataclass(frozen=True)
@@ -164,7 +164,7 @@ class PermissionSettings:
 
 def settings_from_config(config) -> PermissionSettings:
     """The rule's input for a loaded config (`codesearch.config.Config`)."""
-    from codesearch.permission_sync.hosts import SYNCABLE_KINDS, host_key
+    from codesearch.hosts.keys import SYNCABLE_KINDS, host_key
 
     s = config.settings
     rules = {}

@@ -18,7 +18,7 @@ from codesearch import cli
 from codesearch.config import load_config, load_schema
 from codesearch.errors import ConfigError
 from codesearch.llm import ModelClient, ModelError, ModelSpec, run_agent, sigv4
-from codesearch.llm import providers as provider_table
+from codesearch.config import model_providers as provider_table
 from codesearch.llm.dialects.gemini import parameters
 from tests.fakellm import FakeModelServer, service_account_keys
 from tests.test_llm import ENV, KEY, FileTools, cite_first_hit, client_for, no_secret_in

@@ -24,7 +24,7 @@ from codesearch.config import load_config
 from codesearch.hosts import adapters  # noqa: F401  (registers the adapters)
 from codesearch.hosts.adapters import adapter_for
 from codesearch.hosts.http import HostHttp
-from codesearch.permission_sync.hosts import host_key
+from codesearch.hosts.keys import host_key
 from codesearch.permission_sync.runner import PermissionSyncer
 from codesearch.store import Store
 from tests.fakehosts.github import FakeGitHub

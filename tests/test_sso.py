@@ -23,7 +23,7 @@ import pytest
 
 from codesearch.config import load_config
 from codesearch.errors import ConfigError
-from codesearch.permission_sync.hosts import host_key
+from codesearch.hosts.keys import host_key
 from codesearch.service.api import build_app
 from codesearch.store import Store
 from tests.asgiserver import bound_socket, serving

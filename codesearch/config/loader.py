@@ -6,7 +6,7 @@
 
 `load_config` reports every problem of the file at once in one `ConfigError` (never a stack
 trace); it reads no secret. A file the schema accepts is still refused when one of its `models`
-needs a library that is not installed (`codesearch.llm.providers.check_model`), so that
+needs a library that is not installed (`codesearch.config.model_providers.check_model`), so that
 ``codesearch config validate`` and start-up say so rather than the first question. Tokens are
 resolved lazily by `resolve_token`, by whoever needs one, and no token value ever appears in an
 error, a log line or a repr.
@@ -14,7 +14,6 @@ error, a log line or a repr.
 
 from __future__ import annotations
 
-import importlib
 import logging
 import os
 import re
@@ -26,6 +25,7 @@ from urllib.parse import urlsplit
 from codesearch.config import problems as _problems
 from codesearch.config import unsupported as _unsupported
 from codesearch.config.jsonc import JsoncError, parse_jsonc
+from codesearch.config.model_providers import check_model
 from codesearch.config.models import (
     CODE_HOST_PROVIDERS,
     DEFAULT_URLS,
@@ -41,8 +41,8 @@ from codesearch.config.models import (
     Token,
 )
 from codesearch.config.schema import validator
+from codesearch.config.tokens import resolve_reference
 from codesearch.errors import ConfigError
-from codesearch.llm.providers import check_model
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +53,6 @@ DEPRECATED_SETTINGS = {
 }
 _OVERRIDE_NAME = re.compile(r"^[a-zA-Z0-9_-]+$")  # names the schema checks the entries of
 _OVERRIDE_TYPES = {"string": (str,), "number": (int, float), "boolean": (bool,)}
-_GCP_SECRET = re.compile(r"^projects/[^/\s]+/secrets/[^/\s]+/versions/[^/\s]+$")
 _TRUE = {"true", "1", "yes", "on"}
 
 
@@ -396,65 +395,6 @@ def _connection_warnings(name: str, raw: dict[str, Any]) -> list[str]:
 # -------------------------------------------------------------------------------------- tokens
 
 
-def _fail(source: str, path: str, reason: str) -> ConfigError:
-    return ConfigError(source, [f"{path}: {reason}"])
-
-
-def _resolve(token: Any, *, source: str, path: str, environ: Mapping[str, str]) -> str:
-    if isinstance(token, Token):
-        token = token.to_dict()
-    if not isinstance(token, Mapping) or len(token) != 1 or not ({"env", "googleCloudSecret"} & set(token)):
-        raise _fail(
-            source,
-            path,
-            'expected a token reference: {"env": "<VARIABLE>"} or '
-            '{"googleCloudSecret": "projects/<p>/secrets/<s>/versions/<v>"}',
-        )
-    if "env" in token:
-        var = token["env"]
-        value = environ.get(var)
-        if value is None:
-            raise _fail(source, path, f'environment variable "{var}" is not set')
-        value = value.strip()
-        if not value:
-            raise _fail(source, path, f'environment variable "{var}" is empty')
-        return value
-    return _read_google_cloud_secret(str(token["googleCloudSecret"]), source=source, path=path)
-
-
-def _read_google_cloud_secret(resource: str, *, source: str, path: str) -> str:
-    if not _GCP_SECRET.match(resource):
-        raise _fail(
-            source,
-            path,
-            f'googleCloudSecret "{resource}" must be of the form '
-            "projects/<project-id>/secrets/<secret-name>/versions/<version-id>",
-        )
-    try:
-        secretmanager = importlib.import_module("google.cloud.secretmanager")
-    except ImportError:
-        raise _fail(
-            source,
-            path,
-            "reading a googleCloudSecret token needs the Google Secret Manager client: "
-            'pip install "codesearch-ray[gcp]"',
-        ) from None
-    try:
-        client = secretmanager.SecretManagerServiceClient()
-        response = client.access_secret_version(request={"name": resource})
-        data = response.payload.data
-    except Exception as e:  # API errors name the resource and the reason, never a secret value
-        reason = " ".join(str(e).split())[:300] or type(e).__name__
-        raise _fail(source, path, f'cannot read Google Cloud secret "{resource}": {reason}') from None
-    try:
-        value = (data.decode("utf-8") if isinstance(data, bytes) else str(data)).strip()
-    except UnicodeDecodeError:
-        raise _fail(source, path, f'Google Cloud secret "{resource}" is not UTF-8 text') from None
-    if not value:
-        raise _fail(source, path, f'Google Cloud secret "{resource}" is empty')
-    return value
-
-
 def resolve_token(token: Mapping[str, str] | Token, *, connection: str, environ: Mapping[str, str] = os.environ) -> str:
     """The secret a token reference points to, trimmed.
 
@@ -463,7 +403,7 @@ def resolve_token(token: Mapping[str, str] | Token, *, connection: str, environ:
     unreadable secret or a missing client library raise `ConfigError` naming the connection and
     the variable or secret — never a value.
     """
-    return _resolve(
+    return resolve_reference(
         token,
         source=f'connection "{connection}"',
         path=f"{_problems.format_path(('connections', connection))}.token",
@@ -477,7 +417,7 @@ def resolve_provider_token(
     """The value an identity provider's reference points to (`field`: ``clientId``, ``audience``,
     ``clientSecret`` or ``issuer``); `ConfigError` naming the entry and the variable, never a value."""
     path = f"{_problems.format_path(('identityProviders', provider.index))}.{field}"
-    return _resolve(token, source=f'identity provider "{provider.id}"', path=path, environ=environ)
+    return resolve_reference(token, source=f'identity provider "{provider.id}"', path=path, environ=environ)
 
 
 # ------------------------------------------------------------------------- environment overrides
@@ -496,7 +436,7 @@ def apply_environment_overrides(config: Config, environ: Any = os.environ) -> li
     for name, o in config.environment_overrides.items():
         if o.type == "token":
             path = f"{_problems.format_path(('environmentOverrides', name))}.value"
-            values[name] = _resolve(o.value, source=config.source, path=path, environ=environ)
+            values[name] = resolve_reference(o.value, source=config.source, path=path, environ=environ)
         else:
             values[name] = _override_string(o)
     if (

@@ -37,7 +37,7 @@ UNUSED_CONNECTION_FIELDS: dict[str, dict[tuple[str, ...], str]] = {
 #: Per-connection permission fields: they act only while PERMISSION_SYNC_ENABLED is true.
 PERMISSION_FIELDS = ("enforcePermissions", "enforcePermissionsForPublicRepos")
 _SYNC_OFF = "it has no effect while PERMISSION_SYNC_ENABLED is off"
-#: Connection kinds whose permissions cannot be synced (`codesearch.permission_sync.hosts.SYNCABLE_KINDS`).
+#: Connection kinds whose permissions cannot be synced (`codesearch.hosts.keys.SYNCABLE_KINDS`).
 UNSYNCABLE = {"gerrit": "Gerrit", "azuredevops": "Azure DevOps", "git": "plain git hosts"}
 
 

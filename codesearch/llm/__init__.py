@@ -6,14 +6,14 @@
         result = run_agent(question, client, toolset, repos=["github.com/acme/api"])
 
 `codesearch.llm.spec`: `ModelSpec`, `Reply`, `ToolCall`, `ModelError`. `codesearch.llm.client`:
-`ModelClient` (every provider of the config schema over httpx). `codesearch.llm.providers`: which
+`ModelClient` (every provider of the config schema over httpx). `codesearch.config.model_providers`: which
 provider speaks which dialect and what each config field does. `codesearch.llm.dialects`: the
 wire formats. `codesearch.llm.agent`: `ToolSet`, `run_agent`, `AgentResult`.
 """
 
+from codesearch.config.model_providers import SUPPORTED_PROVIDERS
 from codesearch.llm.agent import SYSTEM_PROMPT, AgentResult, ToolSet, run_agent, system_prompt
 from codesearch.llm.client import ModelClient
-from codesearch.llm.providers import SUPPORTED_PROVIDERS
 from codesearch.llm.spec import ModelError, ModelSpec, Reply, ToolCall
 
 __all__ = [

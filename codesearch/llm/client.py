@@ -6,7 +6,7 @@
         reply.text, reply.tool_calls, reply.usage
 
 The conversation is provider-neutral (`codesearch.llm.spec`); each provider's wire format is a
-dialect module (`codesearch.llm.dialects`), chosen by the table of `codesearch.llm.providers`.
+dialect module (`codesearch.llm.dialects`), chosen by the table of `codesearch.config.model_providers`.
 This module does what all providers share: the endpoint URL, credentials, the HTTP exchange,
 retries and errors.
 
@@ -67,10 +67,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from codesearch.http_retry import Redactor, backoff_seconds, retry_after_seconds, safe_url
-from codesearch.llm import sigv4
-from codesearch.llm.dialects import Dialect, anthropic_messages, bedrock_converse, chat_completions, gemini
-from codesearch.llm.providers import (
+from codesearch.config.model_providers import (
     ANTHROPIC_MESSAGES,
     BEDROCK_CONVERSE,
     CHAT_COMPLETIONS,
@@ -79,6 +76,11 @@ from codesearch.llm.providers import (
     SUPPORTED_PROVIDERS,
     missing_dependency,
 )
+from codesearch.config.tokens import resolve_reference
+from codesearch.errors import ConfigError
+from codesearch.http_retry import Redactor, backoff_seconds, retry_after_seconds, safe_url
+from codesearch.llm import sigv4
+from codesearch.llm.dialects import Dialect, anthropic_messages, bedrock_converse, chat_completions, gemini
 from codesearch.llm.spec import ModelError, ModelSpec, Reply, ToolCall
 from codesearch.llm.sse import StreamError
 
@@ -411,9 +413,6 @@ class ModelClient:
         return {}
 
     def _resolve(self, reference: Mapping[str, str], where: str) -> str:
-        from codesearch.config.loader import _resolve as resolve_reference  # the loader's own token resolver
-        from codesearch.errors import ConfigError
-
         try:
             return resolve_reference(
                 dict(reference), source=f"language model {self.spec.label}", path=where, environ=self.environ

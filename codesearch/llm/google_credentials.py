@@ -7,7 +7,7 @@ A service-account key file (the entry's `credentials`, a token reference whose v
 file's path, as in Sourcebot) is exchanged for an access token at the key's ``token_uri``;
 without one, Google's application default credentials are used (GOOGLE_APPLICATION_CREDENTIALS,
 gcloud's login, the metadata server). Tokens are cached and refreshed before they expire. This
-needs the google-auth library of the ``gcp`` extra; `codesearch.llm.providers` refuses the
+needs the google-auth library of the ``gcp`` extra; `codesearch.config.model_providers` refuses the
 providers at start-up when it is missing. Errors are `GoogleAuthError` with a message that
 never holds a key or a token.
 """

@@ -33,8 +33,8 @@ from typing import Any
 
 from codesearch.errors import HostAuthError, HostError, HostNotFound
 from codesearch.hosts.http import HostHttp
+from codesearch.hosts.keys import SYNCABLE_KINDS, host_key
 from codesearch.permission_sync import fetch
-from codesearch.permission_sync.hosts import SYNCABLE_KINDS, host_key
 
 log = logging.getLogger(__name__)
 

@@ -38,7 +38,7 @@ Bitbucket Server / Data Center 8+ (incoming application link at `baseUrl`, requi
 ``PUBLIC_REPOS REPO_READ``.
 
 Every code-host provider's linked account carries the host key
-(`codesearch.permission_sync.hosts.host_key`) of its kind and address, and its tokens.
+(`codesearch.hosts.keys.host_key`) of its kind and address, and its tokens.
 
 OpenID Connect (google, okta, keycloak, microsoft-entra-id, authentik, jumpcloud, oidc): the
 discovery document ``<issuer>/.well-known/openid-configuration`` (its ``issuer`` must be the
@@ -67,7 +67,7 @@ import httpx
 
 from codesearch.config.loader import resolve_provider_token
 from codesearch.config.models import IdentityProvider
-from codesearch.permission_sync.hosts import host_key
+from codesearch.hosts.keys import host_key
 
 log = logging.getLogger(__name__)
 
@@ -172,7 +172,7 @@ class Provider:
 
     @property
     def host(self) -> str | None:
-        """The code host key of a code-host provider (`permission_sync.hosts.host_key`); None for OIDC.
+        """The code host key of a code-host provider (`hosts.keys.host_key`); None for OIDC.
         Bitbucket Cloud's is made from its API address, as its connections' are."""
         if not self.config.is_code_host:
             return None

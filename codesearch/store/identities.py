@@ -39,7 +39,7 @@ class LinkedAccount:
     user_id: int
     provider: str  # the identity provider's id (`codesearch.sso` names them)
     provider_type: str  # github, gitlab, google, okta, keycloak, microsoft-entra-id, oidc, ...
-    host: str | None  # the code host it belongs to (`permission_sync.hosts.host_key`), None if none
+    host: str | None  # the code host it belongs to (`hosts.keys.host_key`), None if none
     subject: str  # the provider's stable user id
     login: str | None
     email: str | None

@@ -292,7 +292,7 @@ audit_events = Table(
 #: Identities a user signed in with (single sign-on) or linked to their account. `provider` is the
 #: config's `identityProviders` entry (its id), `subject` the provider's stable user id. `host` is
 #: the code host the account belongs to, as permission syncing names it
-#: (`codesearch.permission_sync.hosts.host_key`, e.g. ``github:https://github.com``), None for
+#: (`codesearch.hosts.keys.host_key`, e.g. ``github:https://github.com``), None for
 #: providers that are not code hosts (Google, Okta, ...). Tokens are encrypted under a key derived
 #: from the server secret (`Store.seal`); they let user-driven permission syncing ask the host
 #: which repositories this account can read.
