@@ -230,7 +230,7 @@ def main() -> int:
     from ray import serve
 
     from codesearch.runtime.searchers import SearcherPool
-    from codesearch.service.deployment import search_application
+    from codesearch.serving.deployment import search_application
 
     data_dir = be.WORK / "service"
     data_dir.mkdir(parents=True, exist_ok=True)

@@ -127,7 +127,7 @@ def ray_session():
     # a language model token the Serve replicas can resolve (they inherit the environment of ray.init)
     os.environ.setdefault(TEST_LLM_TOKEN_ENV, TEST_LLM_TOKEN)
     # as `codesearch serve` runs its own Ray: Serve's proxies answer a dead replica in JSON
-    from codesearch.service.proxy_errors import install_for_own_ray
+    from codesearch.serving.proxy_errors import install_for_own_ray
 
     install_for_own_ray()
     ray.init(address="local", num_cpus=2, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)

@@ -19,7 +19,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import httpx
 import pytest
 
-from codesearch.service.api import build_app
+from codesearch.serving.api import build_app
 from codesearch.store import Store
 from codesearch.web.sessions import hash_password
 from tests.asgiserver import serving

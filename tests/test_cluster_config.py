@@ -1,6 +1,6 @@
 """Deployment files: `cluster.yaml` (both provider variants) against Ray's cluster config schema,
 `serve_config.yaml` against Serve's `ServeDeploySchema`, and the application builder
-`codesearch.service.app_builder:app` run for real on the session's Ray and Serve."""
+`codesearch.serving.app_builder:app` run for real on the session's Ray and Serve."""
 
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ def test_cluster_yaml_matches_ray_schema(variant):
     assert "ray start --address=$RAY_HEAD_IP:6379" in " ".join(prepared["worker_start_ray_commands"])
     # Serve's proxies on every node: our middlewares, and no X-Forwarded-For believed (codesearch.service.forwarded)
     for start in (head, " ".join(prepared["worker_start_ray_commands"])):
-        assert "RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH=codesearch.service.proxy_errors:middlewares" in start
+        assert "RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH=codesearch.serving.proxy_errors:middlewares" in start
         assert "FORWARDED_ALLOW_IPS=none" in start
     assert re.search(r'AUTH_URL="[^"]+" RAY_ADDRESS=auto;.*codesearch serve', head)  # the host it answers for
     setup = " ".join(prepared["setup_commands"])
@@ -117,7 +117,7 @@ def test_serve_config_matches_serve_schema():
     cfg = ServeDeploySchema.model_validate(raw)
     assert cfg.http_options.host == "0.0.0.0" and cfg.http_options.port == 3000
     (application,) = cfg.applications
-    assert application.import_path == "codesearch.service.app_builder:app"
+    assert application.import_path == "codesearch.serving.app_builder:app"
     assert application.route_prefix == "/"
     (dep,) = application.deployments
     assert dep.name == "codesearch-api" and dep.num_replicas >= 1 and dep.max_ongoing_requests >= 32
@@ -127,14 +127,14 @@ def test_serve_config_matches_serve_schema():
 
     from ray._common.utils import import_attr
 
-    from codesearch.service import app_builder
+    from codesearch.serving import app_builder
 
     assert import_attr(application.import_path) is app_builder.app
     assert len(inspect.signature(app_builder.app).parameters) == 1
 
 
 def test_default_names_are_the_launchers():
-    from codesearch.service import app_builder, launcher
+    from codesearch.serving import app_builder, launcher
 
     assert app_builder.names()["searchers"] == launcher.SEARCHER_PREFIX
 
@@ -162,7 +162,7 @@ def test_app_builder_deploys_and_shuts_down(serve_url, tmp_path):
     from ray import serve
 
     from codesearch.errors import ConfigError
-    from codesearch.service import app_builder
+    from codesearch.serving import app_builder
     from tests.corpus import make_local_repo
 
     repos = tmp_path / "repos"

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from codesearch.runtime.searchers import SearcherPool
-from codesearch.service.api import build_app
+from codesearch.serving.api import build_app
 from tests.asgiserver import serving
 from tests.codenavworld import (
     DEMO,

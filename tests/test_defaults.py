@@ -15,7 +15,7 @@ from codesearch.index.builder import IndexSettings
 from codesearch.index.paths import index_paths
 from codesearch.runtime.workers import RepoIndexer
 from codesearch.search.options import DEFAULT_PUBLIC_URL
-from codesearch.service.bootstrap import ServiceSpec
+from codesearch.serving.bootstrap import ServiceSpec
 
 
 def _schema_default(name: str):

@@ -21,7 +21,7 @@ from datetime import timedelta
 import pytest
 
 from codesearch import environment
-from codesearch.service.api import build_app
+from codesearch.serving.api import build_app
 from codesearch.store import Store
 from codesearch.web import sessions
 from tests.conftest import LOCAL

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from codesearch.git import history
-from codesearch.service.api import build_app
+from codesearch.serving.api import build_app
 from codesearch.store import Store
 from tests.asgiserver import serving
 from tests.histworld import BIG_LINES, make_history_repo

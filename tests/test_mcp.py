@@ -37,7 +37,7 @@ def world(serve_url, tmp_path_factory):
     from ray import serve
 
     from codesearch.runtime.searchers import SearcherPool
-    from codesearch.service.deployment import search_application
+    from codesearch.serving.deployment import search_application
 
     w = build(str(tmp_path_factory.mktemp("mcp")))
     pool = SearcherPool.create(w["index"], 2, name_prefix=PREFIX)

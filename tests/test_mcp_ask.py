@@ -24,7 +24,7 @@ def world(serve_url, tmp_path_factory):
     from ray import serve
 
     from codesearch.runtime.searchers import SearcherPool
-    from codesearch.service.deployment import search_application
+    from codesearch.serving.deployment import search_application
 
     fake = FakeModelServer(api_key=TEST_LLM_TOKEN).start()
     w = build(str(tmp_path_factory.mktemp("ask")))

@@ -20,7 +20,7 @@ import httpx
 import pytest
 from sqlalchemy import insert, text
 
-from codesearch.service.api import build_app
+from codesearch.serving.api import build_app
 from codesearch.store import Conflict, Store
 from codesearch.store.members import InviteInvalid
 from codesearch.store.migrations import LATEST_VERSION, MIGRATIONS, migrate

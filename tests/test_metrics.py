@@ -28,7 +28,7 @@ from codesearch.runtime import metrics, request_ids
 from codesearch.runtime.searchers import ShardSearcher
 from codesearch.search.options import SearchOptions
 from codesearch.service import observability
-from codesearch.service.api import build_app
+from codesearch.serving.api import build_app
 from tests.conftest import LOCAL
 
 with warnings.catch_warnings():
@@ -163,7 +163,7 @@ def test_serve_proxy_sends_back_one_request_id(sent, kept):
     middleware sees it, and the response carries one ``X-Request-Id``, the one the replica used."""
     from ray.serve._private.http_util import _apply_middlewares
 
-    from codesearch.service import proxy_errors
+    from codesearch.serving import proxy_errors
 
     seen = {}
 
@@ -301,7 +301,7 @@ def served(ray_session, serve_url, indexed_corpus):
     from ray import serve
 
     from codesearch.runtime.searchers import SearcherPool
-    from codesearch.service.deployment import search_application
+    from codesearch.serving.deployment import search_application
 
     pool = SearcherPool.create(indexed_corpus["index"], 2, name_prefix="cs-metrics")
     serve.run(search_application("cs-metrics", len(pool.actors), anonymous_access=True),

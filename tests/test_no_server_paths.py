@@ -52,7 +52,7 @@ def broken(serve_url, tmp_path_factory):
     from ray import serve
 
     from codesearch.runtime.searchers import SearcherPool
-    from codesearch.service.deployment import search_application
+    from codesearch.serving.deployment import search_application
 
     base = str(tmp_path_factory.mktemp("paths"))
     w = build(base)

@@ -73,7 +73,7 @@ def test_service_and_cluster(serve_url, tmp_path):
     from ray import serve
 
     from codesearch.runtime.searchers import SearcherPool
-    from codesearch.service.deployment import search_application
+    from codesearch.serving.deployment import search_application
 
     w = build(str(tmp_path / "world"))
     pool = SearcherPool.create(w["index"], 2, name_prefix=PREFIX)

@@ -187,7 +187,7 @@ def test_the_401_names_the_metadata_and_the_metadata_names_the_server(oauth_app)
 
 
 def test_auth_url_is_the_issuer(tmp_path):
-    from codesearch.service.api import build_app
+    from codesearch.serving.api import build_app
     from tests.asgiserver import serving
     from tests.oauthworld import make_store
 
@@ -223,7 +223,7 @@ def test_under_a_path_prefix_every_url_carries_it(tmp_path):
     URLs, the 401's header and the way back from the sign-in page all carry it."""
     import warnings
 
-    from codesearch.service.api import build_app
+    from codesearch.serving.api import build_app
     from tests.oauthworld import NoSearcher, make_store
 
     with warnings.catch_warnings():
@@ -273,7 +273,7 @@ def test_oauth_environment_variables(name, value, ok):
 
 
 def test_the_lifetimes_come_from_the_environment(tmp_path):
-    from codesearch.service.api import build_app
+    from codesearch.serving.api import build_app
     from tests.asgiserver import serving
     from tests.oauthworld import NoSearcher, Pkce, authorize_url, make_store, token
 

@@ -40,7 +40,7 @@ from codesearch import permissions
 from codesearch.config import load_config
 from codesearch.runtime.searchers import SearcherPool
 from codesearch.runtime.workers import RepoIndexer, RuntimeOptions
-from codesearch.service.api import build_app
+from codesearch.serving.api import build_app
 from codesearch.store import Store
 from codesearch.web.sessions import SESSION_COOKIE
 from tests.asgiserver import serving

@@ -44,7 +44,7 @@ from codesearch.config import load_config
 from codesearch.hosts import adapters  # noqa: F401  (registers the adapters)
 from codesearch.hosts.adapters import adapter_for
 from codesearch.permission_sync.runner import PermissionSyncer
-from codesearch.service.api import build_app
+from codesearch.serving.api import build_app
 from codesearch.store import Store
 from codesearch.web.sessions import hash_password
 from tests.asgiserver import bound_socket, serving

@@ -78,7 +78,7 @@ def test_a_registry_that_went_away_is_found_again(tmp_path):
 
 @pytest.mark.parametrize("value", [None, "x", {"until": "soon"}])
 def test_a_drain_flag_that_is_not_one_reads_as_not_draining(ray_session, value):
-    from codesearch.service import drain
+    from codesearch.serving import drain
 
     app = f"cs-reg-flag-{uuid.uuid4().hex[:8]}"
     registry._call("put", f"drain:{app}", value, create=True)

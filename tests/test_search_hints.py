@@ -20,7 +20,7 @@ import json
 import httpx
 import pytest
 
-from codesearch.service.api import build_app
+from codesearch.serving.api import build_app
 from codesearch.store import Store
 from tests.asgiserver import serving
 

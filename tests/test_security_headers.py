@@ -412,7 +412,7 @@ def test_allowed_hosts_refuses_what_is_not_a_host():
     ("10.0.0.5", {}, False),  # its public URL is http://10.0.0.5:PORT, a host the service answers for
 ])
 def test_serve_warns_when_it_listens_beyond_loopback_for_no_named_host(host, environ, warns):
-    from codesearch.service.launcher import hosts_warning
+    from codesearch.serving.launcher import hosts_warning
 
     warning = hosts_warning(host, environ)
     assert bool(warning) is warns
@@ -430,6 +430,6 @@ def test_serve_warns_when_it_listens_beyond_loopback_for_no_named_host(host, env
     ("not a url", None),
 ])
 def test_form_action_sources(url, source):
-    from codesearch.web import security_headers
+    from codesearch.service import security_headers
 
     assert security_headers.source_of(url) == source

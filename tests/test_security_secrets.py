@@ -193,7 +193,7 @@ def test_a_sealed_env_never_shows_its_values():
     """What a log line, an error or a traceback would print of the forwarded environment, or of
     the spec that carries it, names the variables only."""
     from codesearch.sealed_env import SealedEnv  # here: the HTTP tests above also run on code without it
-    from codesearch.service.bootstrap import ServiceSpec
+    from codesearch.serving.bootstrap import ServiceSpec
 
     values = {"SOURCEBOT_ENCRYPTION_KEY": "s3cr3t-key", "DATABASE_URL": "postgresql://cs:s3cr3t-pw@db/cs"}
     env = SealedEnv.of(values)

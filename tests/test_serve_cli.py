@@ -198,7 +198,7 @@ def _session_processes(session: int) -> dict[str, int]:
 def _check_serve_settings(session: int) -> None:
     """`serve_settings` reached Serve's processes: the proxy and the replica have their
     environment, and neither wrote an access log line for the requests the test sent."""
-    from codesearch.service import serve_settings
+    from codesearch.serving import serve_settings
 
     procs = _session_processes(session)
     proxy = next(pid for title, pid in procs.items() if title.startswith("ray::ProxyActor"))
@@ -387,7 +387,7 @@ def test_joined_to_a_cluster_it_removes_only_its_own_application(serve_url, tmp_
     cluster_port = int(serve_url.rsplit(":", 1)[1])
     served = Served(tmp_path, port=cluster_port, searchers=1, FORCE_ENABLE_ANONYMOUS_ACCESS="true",
                     CONFIG_PATH=str(small_config), RAY_ADDRESS=ray.get_runtime_context().gcs_address)
-    from codesearch.service import app_builder
+    from codesearch.serving import app_builder
 
     def runtime_actors() -> set[str]:
         return {a["name"] for a in ray.util.list_named_actors(all_namespaces=True) if a["name"].startswith("codesearch-")}
@@ -503,7 +503,7 @@ def test_a_dead_cluster_address_is_a_clear_error_at_once(tmp_path):
 
 
 def test_cluster_addresses_that_cannot_be_joined_are_named():
-    from codesearch.service import launcher
+    from codesearch.serving import launcher
 
     assert launcher.cluster_unreachable("local") is None and launcher.cluster_unreachable("ray://h:10001") is None
     assert "not host:port" in launcher.cluster_unreachable("nonsense")

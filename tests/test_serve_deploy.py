@@ -161,7 +161,7 @@ def test_serve_deploy_then_serve_shutdown_leaves_no_codesearch_actor(tmp_path):
     serve_config.write_text(yaml.safe_dump({
         "http_options": {"host": "127.0.0.1", "port": http_port},
         "applications": [{
-            "name": "codesearch", "route_prefix": "/", "import_path": "codesearch.service.app_builder:app",
+            "name": "codesearch", "route_prefix": "/", "import_path": "codesearch.serving.app_builder:app",
             "args": {"config": str(config), "data_dir": str(tmp_path / "data"), "searchers": 1,
                      "anonymous_access": True, "syncers": 1, "indexers": 1},
             "deployments": [{"name": "codesearch-api", "num_replicas": 1, "ray_actor_options": {"num_cpus": 0}}]}]}))

@@ -50,7 +50,7 @@ EXTRA = [("github.com/acme/alpha", "2023-01-01T00:00:00Z"), ("github.com/acme/be
 def svc(serve_url, indexed_corpus, tmp_path_factory):
     from ray import serve
 
-    from codesearch.service.deployment import search_application
+    from codesearch.serving.deployment import search_application
 
     base = tmp_path_factory.mktemp("svc")
     data_dir = str(base / "data")

@@ -12,7 +12,7 @@ import pytest
 
 from codesearch import permissions
 from codesearch.service import auth
-from codesearch.service.api import build_app
+from codesearch.serving.api import build_app
 from codesearch.service.auth import UNRESTRICTED, Authenticator, Identity, NotAuthenticated
 from codesearch.store import Store
 from tests.conftest import LOCAL

@@ -16,7 +16,7 @@ import uuid
 import httpx
 import pytest
 
-from codesearch.service import drain
+from codesearch.serving import drain
 
 #: Routes a newcomer may call while the application drains: every one is refused alike.
 NEWCOMERS = [
@@ -35,7 +35,7 @@ def world(serve_url, tmp_path_factory):
     from ray import serve
 
     from codesearch.runtime.searchers import SearcherPool
-    from codesearch.service.deployment import search_application
+    from codesearch.serving.deployment import search_application
 
     base = tmp_path_factory.mktemp("drain")
     tag = uuid.uuid4().hex[:8]
@@ -214,7 +214,7 @@ def test_drain_of_an_application_without_replicas_ends_at_once(world):
 def test_shutdown_runtime_drains_the_application_before_deleting_it(world):
     from ray import serve
 
-    from codesearch.service import app_builder
+    from codesearch.serving import app_builder
 
     name = f"cs-drain-rt-{world['tag']}"
     url = world["deploy"](name)

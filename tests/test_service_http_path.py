@@ -24,8 +24,8 @@ import httpx
 import pytest
 
 from codesearch.runtime.searchers import SearcherPool
-from codesearch.service import serve_settings
-from codesearch.service.api import build_app
+from codesearch.serving import serve_settings
+from codesearch.serving.api import build_app
 from codesearch.service.auth import UNRESTRICTED, Authenticator
 from codesearch.service.limits import RequestLimits
 from codesearch.service.proxy_body import MAX_BYTES, SCOPE_KEY, WAIT_S, BodyAhead
@@ -280,7 +280,7 @@ def test_the_proxy_answers_in_json_when_reading_a_body_ahead_fails():
     while the body is read ahead is answered like any other, in our JSON shape."""
     from ray.serve._private.http_util import _apply_middlewares
 
-    from codesearch.service import proxy_errors
+    from codesearch.serving import proxy_errors
 
     async def serve_proxy(scope, receive, send):  # never reached
         raise AssertionError("the request went on")

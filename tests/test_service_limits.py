@@ -56,7 +56,7 @@ def world(serve_url, tmp_path_factory):
 
     from codesearch.index.builder import index_source
     from codesearch.index.sources import GitSource, RepoInfo
-    from codesearch.service.deployment import search_application
+    from codesearch.serving.deployment import search_application
     from tests.conftest import test_settings as index_settings
 
     base = tmp_path_factory.mktemp("limits")
@@ -187,7 +187,7 @@ def test_a_heavy_query_does_not_hold_up_the_others(world):
 
 def test_a_replica_that_dies_mid_request_answers_in_json(world):
     """The replica answering a (slow) search is killed: Serve's proxy answers the request in our
-    JSON error shape (`codesearch.service.proxy_errors`), not uvicorn's plain text."""
+    JSON error shape (`codesearch.serving.proxy_errors`), not uvicorn's plain text."""
     import ray
 
     result: dict = {}
@@ -260,7 +260,7 @@ def test_bodies_are_read_as_sourcebot_reads_them(world):
 
 
 def test_matches_is_capped_at_the_server_maximum(world, monkeypatch):
-    from codesearch.service.api import build_app
+    from codesearch.serving.api import build_app
     from codesearch.app.search import max_match_count
 
     assert max_match_count({}) == 10_000

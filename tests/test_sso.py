@@ -24,7 +24,7 @@ import pytest
 from codesearch.config import load_config
 from codesearch.errors import ConfigError
 from codesearch.hosts.keys import host_key
-from codesearch.service.api import build_app
+from codesearch.serving.api import build_app
 from codesearch.store import Store
 from tests.asgiserver import bound_socket, serving
 from tests.fakehosts.oauth import (
@@ -788,7 +788,7 @@ def test_serve_access_logs_name_the_invite_route_not_the_token(world):
     Serve computes with this function from our app's routes."""
     from ray.serve._private.thirdparty.get_asgi_route_name import get_asgi_route_name
 
-    from codesearch.service.api import build_app
+    from codesearch.serving.api import build_app
 
     app = build_app(lambda: _Searcher(), get_store=lambda: None, anonymous_access=False, environ={})
     for path, method in (("/invite/inv_secretsecret", "GET"), ("/invite/inv_secretsecret", "POST")):

@@ -25,7 +25,7 @@ from joserfc.jwk import ECKey, RSAKey
 
 from codesearch.config import load_config
 from codesearch.errors import ConfigError
-from codesearch.service.api import build_app
+from codesearch.serving.api import build_app
 from codesearch.sso import build_providers
 from codesearch.sso.iap import ASSERTION_HEADER, IapKeys, IapRefused, IapUnavailable, IapVerifier
 from codesearch.store import Store

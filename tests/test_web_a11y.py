@@ -86,7 +86,7 @@ def _audit_states(browser, url: str, path: str) -> dict:
 
 def test_the_first_setup_page_passes_the_audit(browser, tmp_path):
     """The owner's sign-up while the server has no account (its own app: the world has accounts)."""
-    from codesearch.service.api import build_app
+    from codesearch.serving.api import build_app
 
     app = build_app(lambda: None, data_dir=str(tmp_path / "data"), anonymous_access=False, environ={})
     with serving(app) as url:

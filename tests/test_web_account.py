@@ -16,7 +16,7 @@ from datetime import timedelta
 import httpx
 import pytest
 
-from codesearch.service.api import build_app
+from codesearch.serving.api import build_app
 from codesearch.store import Store
 from codesearch.web import sessions
 from tests.webworld import browser, login, page_for, shot, web  # noqa: F401  (pytest fixtures)

@@ -52,7 +52,7 @@ def world(serve_url, tmp_path_factory):
     from codesearch.index.builder import IndexSettings, index_source
     from codesearch.index.sources import GitSource
     from codesearch.runtime.searchers import SearcherPool
-    from codesearch.service.deployment import search_application
+    from codesearch.serving.deployment import search_application
     from codesearch.store.models import INDEXED
     from codesearch.sync import repo_info
     from codesearch.web.sessions import hash_password
@@ -201,7 +201,7 @@ def test_code_references_link_to_the_line_in_repositories_the_viewer_may_read():
 
 def test_without_anonymous_access_visitors_are_sent_to_sign_in_and_cannot_ask(tmp_path):
     """A server with anonymous access off (the store only: no question gets as far as a search)."""
-    from codesearch.service.api import build_app
+    from codesearch.serving.api import build_app
     from codesearch.store import Store
     from tests.asgiserver import serving
 

@@ -24,7 +24,7 @@ def web(serve_url, tmp_path_factory):
     from ray import serve
 
     from codesearch.runtime.searchers import SearcherPool
-    from codesearch.service.deployment import search_application
+    from codesearch.serving.deployment import search_application
     from codesearch.web.sessions import hash_password
 
     w = build_world(str(tmp_path_factory.mktemp("codenav-web")))

@@ -56,7 +56,7 @@ def test_imports_of_follows_imports_of_imports(tmp_path):
 
 
 def test_the_results_page_preloads_what_its_module_imports_before_it_runs(tmp_path):
-    from codesearch.service.api import build_app
+    from codesearch.serving.api import build_app
     from codesearch.store import Store
 
     store = Store.open(str(tmp_path / "data"))

@@ -191,7 +191,7 @@ def test_errors_are_pages_for_browsers_and_json_for_programs(web, method, path, 
 def test_a_broken_service_answers_500_pages_without_internals(tmp_path):
     """The state database is not a database: pages answer a 500 page, the API its JSON; neither
     says more than that the request failed (the log has the rest)."""
-    from codesearch.service.api import build_app
+    from codesearch.serving.api import build_app
     from tests.asgiserver import serving
 
     data = tmp_path / "data"

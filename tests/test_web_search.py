@@ -610,7 +610,7 @@ def runtime(serve_url, tmp_path_factory):
     from codesearch.runtime.scheduler import start_scheduler
     from codesearch.runtime.searchers import SearcherPool
     from codesearch.runtime.workers import RuntimeOptions, start_workers, stop_workers
-    from codesearch.service.deployment import search_application
+    from codesearch.serving.deployment import search_application
     from codesearch.store import Store
 
     base = str(tmp_path_factory.mktemp("webrt"))

@@ -25,7 +25,7 @@ import pytest
 from codesearch import permissions
 from codesearch.runtime.workers import ConnectionSyncer, RuntimeOptions
 from codesearch.service.anonymous import SETTING_KEY, AnonymousAccess
-from codesearch.service.api import build_app
+from codesearch.serving.api import build_app
 from codesearch.store import NotFound, Store
 from codesearch.store import models as m
 from codesearch.web import sessions

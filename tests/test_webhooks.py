@@ -16,7 +16,7 @@ import json
 import httpx
 import pytest
 
-from codesearch.service.api import build_app
+from codesearch.serving.api import build_app
 from codesearch.service.webhooks import secret_for
 from codesearch.store import Store
 from tests.asgiserver import serving

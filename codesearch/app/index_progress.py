@@ -1,6 +1,6 @@
 """What a search cannot see yet: repositories whose first index has not ended.
 
-HTTP is up while the first sync runs (`codesearch.service.bootstrap`), so a search may answer
+HTTP is up while the first sync runs (`codesearch.serving.bootstrap`), so a search may answer
 from part of the code. It says so: while some repositories were never indexed, the stats of
 ``/api/search`` and the final event of ``/api/stream_search`` carry
 ``"indexing": {"repositories": <known>, "notYetIndexed": <waiting>}`` (absent once every

@@ -47,7 +47,7 @@ def add_actions(
 
 def open_store(args: argparse.Namespace) -> Store:
     """The store of ``--data-dir`` (else the default data directory, as ``serve`` finds it)."""
-    from codesearch.service.launcher import default_data_dir
+    from codesearch.serving.launcher import default_data_dir
     from codesearch.store import Store
 
     return Store.open(os.path.abspath(args.data_dir or default_data_dir()))

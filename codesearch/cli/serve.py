@@ -1,4 +1,4 @@
-"""``codesearch serve``: the whole service in the foreground (`codesearch.service.launcher`)."""
+"""``codesearch serve``: the whole service in the foreground (`codesearch.serving.launcher`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 
 def run(args: argparse.Namespace) -> int:
-    from codesearch.service.launcher import main_serve
+    from codesearch.serving.launcher import main_serve
 
     return main_serve(args)
 

@@ -4,7 +4,7 @@ A shard file is written once, by an indexer or the compactor, in the data direct
 that builds the index, and never changed (a new version is a new file under a new name, see
 `codesearch.index.format`). A searcher on another node gets the shards it serves through Ray:
 
-* `ShardSource`, an actor where the index is built (`codesearch.service.bootstrap` starts it
+* `ShardSource`, an actor where the index is built (`codesearch.serving.bootstrap` starts it
   with the runtime, ``<prefix>-shard-source``), answers `describe` (size and BLAKE2b digest of
   a shard, computed once per file) and `read` (a chunk of it, through Ray's object store);
 * `ShardCopies`, in the searcher, turns the path of a shard in the builder's data directory into

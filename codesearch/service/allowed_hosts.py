@@ -205,7 +205,7 @@ class CheckHost:
 
 async def _refuse(scope: Scope, send: Send, host: str | None) -> None:
     from codesearch.service.errors import is_api_path
-    from codesearch.web.security_headers import page_headers
+    from codesearch.service.security_headers import page_headers
 
     message = refusal(host)
     accept = (_header(scope, b"accept") or "").lower()

@@ -162,7 +162,7 @@ def _warn_unverified() -> None:
         log.warning(
             "a request names its client in X-Forwarded-For, but Serve's proxy did not say who sent it: "
             "its proxies were started without FORWARDED_ALLOW_IPS=%s or without "
-            "RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH=codesearch.service.proxy_errors:middlewares "
+            "RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH=codesearch.serving.proxy_errors:middlewares "
             "(docs/cluster.md). Such requests share one sign-in lock-out address (%r) until they are.",
             TRUST_NONE,
             UNVERIFIED,

@@ -30,10 +30,10 @@ from fastapi.responses import RedirectResponse
 from codesearch.permissions import Identity
 from codesearch.service import audit
 from codesearch.service.deps import ServicesDep, StoreDep
+from codesearch.service.security_headers import provider_targets
 from codesearch.store import MEMBER, OWNER, ROLES, Conflict, NotFound
 from codesearch.web import api_keys, sessions, throttle
 from codesearch.web.deps import WebDep
-from codesearch.web.security_headers import provider_targets
 from codesearch.web.templating import WebContext, render
 
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+$")

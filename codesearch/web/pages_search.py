@@ -63,13 +63,13 @@ from codesearch.search.present import external_url, short_ref
 from codesearch.service import audit
 from codesearch.service.deps import ServicesDep, StoreDep
 from codesearch.service.errors import for_clients
+from codesearch.service.security_headers import page_headers
 from codesearch.statuses import JobKind, JobState
 from codesearch.sync import repo_info
 from codesearch.tools.repos import iso, page_of_repos
 from codesearch.web import codenav, highlight, pages_history
 from codesearch.web.deps import PageCaller, WebDep
 from codesearch.web.results_page import OUTCOME_SLOT, RESULTS_SLOT, Links, outcome_script, page_stream
-from codesearch.web.security_headers import page_headers
 from codesearch.web.sessions import login_redirect
 from codesearch.web.templating import render, render_text
 from codesearch.web.urls import browse_url

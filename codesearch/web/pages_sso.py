@@ -40,13 +40,13 @@ from codesearch.errors import ConfigError
 from codesearch.permissions import Identity
 from codesearch.service import audit
 from codesearch.service.deps import StoreDep
+from codesearch.service.security_headers import provider_targets
 from codesearch.sso import accounts, required
 from codesearch.sso.flow import FLOW_COOKIE, FLOW_TTL_S, FlowError, FlowSealer, begin, check_callback, finish
 from codesearch.store import OWNER, ROLES, Conflict, NotFound
 from codesearch.store.members import InviteInvalid
 from codesearch.web import sessions
 from codesearch.web.deps import WebDep
-from codesearch.web.security_headers import provider_targets
 from codesearch.web.templating import WebContext, render
 
 log = logging.getLogger(__name__)

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 
 from codesearch import defaults
 from codesearch.sealed_env import SealedEnv
-from codesearch.service.serve_settings import RUNTIME_DEPLOYMENT
+from codesearch.serving.serve_settings import RUNTIME_DEPLOYMENT
 
 if TYPE_CHECKING:
     from ray.serve import Application
@@ -326,7 +326,7 @@ def runtime_deployment(spec: ServiceSpec):
     """The bound ``codesearch-runtime`` deployment of `spec`."""
     from ray import serve
 
-    from codesearch.service import serve_settings
+    from codesearch.serving import serve_settings
 
     # the runtime_env holds Serve's switches only, never a secret: Ray logs it (`spec.env` carries the rest)
     actor_options = {"num_cpus": 0, "runtime_env": {"env_vars": serve_settings.replica_env()}}
@@ -347,7 +347,7 @@ def runtime_deployment(spec: ServiceSpec):
 
 def application(spec: ServiceSpec) -> Application:
     """The bound application: the runtime, and the API over its searchers."""
-    from codesearch.service.deployment import DRAIN_TIMEOUT_S, MAX_ONGOING_REQUESTS, search_application
+    from codesearch.serving.deployment import DRAIN_TIMEOUT_S, MAX_ONGOING_REQUESTS, search_application
 
     return search_application(
         spec.names()["searchers"],

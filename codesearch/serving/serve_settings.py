@@ -24,7 +24,7 @@ change (each measured; the numbers are in bench/RESULTS.md):
 Where they must be set: ``PROXY_ENV`` in the environment of the processes Ray starts, so before
 ``ray.init`` (`install_proxy_env`, which `codesearch serve` calls for the Ray instance it starts)
 or ``ray start`` (``cluster.yaml``); ``REPLICA_ENV`` travels with the deployment
-(`codesearch.service.deployment`), so replicas have it wherever they run. Values already in the
+(`codesearch.serving.deployment`), so replicas have it wherever they run. Values already in the
 environment win: an operator can turn any of them back.
 """
 

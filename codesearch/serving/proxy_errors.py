@@ -14,7 +14,7 @@ How it gets into the proxy: Ray Serve calls the function named by the environmen
 middlewares it returns (`middlewares` here). That variable must be in the proxies' environment
 when Ray starts them: `codesearch serve` sets it before it starts its own Ray instance
 (`install_for_own_ray`); on a cluster of your own, set
-``RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH=codesearch.service.proxy_errors:middlewares`` in the
+``RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH=codesearch.serving.proxy_errors:middlewares`` in the
 environment of ``ray start`` on every node (``cluster.yaml`` does). It acts on every application
 of those proxies, and only on requests that got no response at all, so other applications keep
 their own answers. The same list carries `proxy_body.BodyAhead`,
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CALLBACK_ENV = "RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH"
-CALLBACK = "codesearch.service.proxy_errors:middlewares"
+CALLBACK = "codesearch.serving.proxy_errors:middlewares"
 MESSAGE = "the server process answering this request stopped before it could answer; retry the request"
 
 
@@ -90,7 +90,7 @@ def install_for_own_ray(environ: MutableMapping[str, str] | None = None) -> None
     """Prepare the proxies of a Ray instance this process is about to start (they inherit its
     environment): name `middlewares` for them, and give them `serve_settings.PROXY_ENV`; values
     already set are kept."""
-    from codesearch.service.serve_settings import install_proxy_env
+    from codesearch.serving.serve_settings import install_proxy_env
 
     environ = os.environ if environ is None else environ
     environ.setdefault(CALLBACK_ENV, CALLBACK)

@@ -1,8 +1,8 @@
 """The application builder for ``serve run`` and ``serve deploy`` on a Ray cluster.
 
-``serve_config.yaml`` names it: ``import_path: codesearch.service.app_builder:app``. Serve calls
+``serve_config.yaml`` names it: ``import_path: codesearch.serving.app_builder:app``. Serve calls
 ``app(args)`` with the config's ``args`` and deploys the application it returns: the same one
-`codesearch serve` runs (`codesearch.service.bootstrap`), with two deployments,
+`codesearch serve` runs (`codesearch.serving.bootstrap`), with two deployments,
 ``codesearch-runtime`` (one replica that starts and owns the scheduler, the workers, the
 compactor and the shard searchers) and ``codesearch-api`` (the HTTP API; the config's
 ``deployments: [{name: codesearch-api, ...}]`` overrides ``num_replicas``,
@@ -21,7 +21,7 @@ Arguments (``args`` of the Serve config; all optional):
 
 ==========================  =====================================================================
 ``config``                  the config file (path on the nodes), default ``CONFIG_PATH`` or the
-                            offline demo of `codesearch.service.demo`
+                            offline demo of `codesearch.serving.demo`
 ``data_dir``                the data directory, default ``DATA_CACHE_DIR``, ``$DATA_DIR/.codesearch``
                             or ``~/.codesearch``
 ``searchers``               shard searchers: partitions of the index (2)
@@ -55,10 +55,10 @@ dashboard show both, so secrets belong in the nodes' environment (before ``ray s
 build task reads them, not there.
 
 How to stop it without cutting a request: `shutdown_runtime` drains the application first (new
-requests are refused with a JSON 503, running ones finish: `codesearch.service.drain`, at most
+requests are refused with a JSON 503, running ones finish: `codesearch.serving.drain`, at most
 ``--drain-timeout`` seconds, 30 by default), then deletes it::
 
-    python -m codesearch.service.app_builder shutdown --address auto [--app codesearch]
+    python -m codesearch.serving.app_builder shutdown --address auto [--app codesearch]
 
 ``serve shutdown`` and ``serve delete`` also remove everything, runtime actors included, but do
 not drain: ``serve shutdown`` closes the proxies at once (requests being answered are cut),
@@ -77,7 +77,7 @@ from typing import TYPE_CHECKING, Any
 from codesearch import defaults
 from codesearch.plurals import plural
 from codesearch.sealed_env import SealedEnv
-from codesearch.service.bootstrap import (
+from codesearch.serving.bootstrap import (
     DEFAULT_PREFIX,
     ServiceSpec,
     forwarded_environment,
@@ -85,7 +85,7 @@ from codesearch.service.bootstrap import (
     names,
     runtime_actors,
 )
-from codesearch.service.serve_settings import APP_NAME
+from codesearch.serving.serve_settings import APP_NAME
 
 if TYPE_CHECKING:
     from ray.serve import Application
@@ -129,7 +129,7 @@ def spec_from_args(args: dict[str, Any] | None) -> ServiceSpec:
     from codesearch.config import apply_environment_overrides, load_config
     from codesearch.errors import ConfigError
     from codesearch.service.auth import anonymous_access_enabled
-    from codesearch.service.launcher import default_data_dir
+    from codesearch.serving.launcher import default_data_dir
 
     args = dict(args or {})
     for key in sorted(set(args) & set(_RETIRED)):
@@ -144,7 +144,7 @@ def spec_from_args(args: dict[str, Any] | None) -> ServiceSpec:
     os.makedirs(data_dir, exist_ok=True)
     config_path = args.get("config") or os.environ.get("CONFIG_PATH")
     if not config_path:
-        from codesearch.service.demo import demo_config
+        from codesearch.serving.demo import demo_config
 
         config_path = demo_config(data_dir)
         log.warning("no config given: serving the offline demo (%s)", config_path)
@@ -184,7 +184,7 @@ def spec_from_args(args: dict[str, Any] | None) -> ServiceSpec:
 
 def app(args: dict[str, Any] | None = None) -> Application:
     """The Serve application builder (see the module docstring for `args`)."""
-    from codesearch.service.bootstrap import application
+    from codesearch.serving.bootstrap import application
 
     return application(spec_from_args(args))
 
@@ -229,7 +229,7 @@ def shutdown_runtime(
     if app_name:
         from ray import serve
 
-        from codesearch.service import drain
+        from codesearch.serving import drain
 
         try:
             drained = True
@@ -273,11 +273,11 @@ def wait_gone(names_: list[str], namespace: str | None = None, timeout_s: float 
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m codesearch.service.app_builder shutdown [--address auto] [--prefix P] [--app NAME]``
+    """``python -m codesearch.serving.app_builder shutdown [--address auto] [--prefix P] [--app NAME]``
     (drain and delete the application, then make sure no actor of its runtime is left), ``... status``."""
     import argparse
 
-    ap = argparse.ArgumentParser(prog="python -m codesearch.service.app_builder")
+    ap = argparse.ArgumentParser(prog="python -m codesearch.serving.app_builder")
     ap.add_argument("command", choices=["shutdown", "status"])
     ap.add_argument("--address", default=os.environ.get("RAY_ADDRESS") or "auto")
     ap.add_argument("--prefix", default=DEFAULT_PREFIX)

@@ -7,7 +7,7 @@ Steps, printed as they happen:
 2. a local Ray instance (its port checked first: a busy one is an error before anything starts),
    or the cluster ``RAY_ADDRESS`` names (checked to answer; refused when it already runs a
    ``codesearch`` application, or Serve there listens on another port than ``--port``);
-3. the Serve application of `codesearch.service.bootstrap`, the same one ``serve deploy``
+3. the Serve application of `codesearch.serving.bootstrap`, the same one ``serve deploy``
    deploys: the runtime (scheduler with its start-up cleanup and crash recovery, syncers,
    indexers, compactor, shard searchers) and the HTTP API on ``--host:--port`` (default
    127.0.0.1:3000). HTTP is up at once: searches answer from what is indexed so far, the home page
@@ -24,7 +24,7 @@ Steps, printed as they happen:
 
 Why the drain comes first: ``serve.shutdown()`` kills Serve's HTTP proxies at once, cutting every
 request still being answered, and ``serve.delete()`` removes the route at once, so newcomers get
-the proxy's plain-text 404 (see `codesearch.service.drain`). With a Ray instance of its own,
+the proxy's plain-text 404 (see `codesearch.serving.drain`). With a Ray instance of its own,
 `codesearch serve` then shuts Serve down (its proxy stops listening: connections are refused);
 joined to a cluster (``RAY_ADDRESS``) it deletes only its own application, ``codesearch``, and
 leaves Serve and every other application running (the cluster's proxies then answer its routes
@@ -51,8 +51,8 @@ from typing import TYPE_CHECKING, Any
 
 from codesearch import defaults
 from codesearch.progress_line import ProgressLine
-from codesearch.service.bootstrap import names
-from codesearch.service.serve_settings import APP_NAME
+from codesearch.serving.bootstrap import names
+from codesearch.serving.serve_settings import APP_NAME
 
 if TYPE_CHECKING:
     import argparse
@@ -141,7 +141,7 @@ def drain_timeout_s(environ: Mapping[str, str] | None = None) -> float:
     """``CODESEARCH_DRAIN_TIMEOUT_S``: seconds the requests running at a stop may take (default
     `deployment.DRAIN_TIMEOUT_S`); anything but a number ≥ 0 is refused before anything starts."""
     from codesearch.environment import InvalidEnvironmentVariable
-    from codesearch.service.deployment import DRAIN_TIMEOUT_S
+    from codesearch.serving.deployment import DRAIN_TIMEOUT_S
 
     raw = (os.environ if environ is None else environ).get(DRAIN_TIMEOUT_ENV, "").strip()
     if not raw:
@@ -170,7 +170,7 @@ def stop_serving(
     once `abort` is set) are over the bound: they are not waited for again."""
     from ray import serve
 
-    from codesearch.service import drain
+    from codesearch.serving import drain
 
     drained = True
     if drain_first:
@@ -338,7 +338,7 @@ def serve_conflict(host: str, port: int, app_name: str) -> str | None:
     if app_name in status.applications:
         return (
             f"the cluster already runs a Serve application named {app_name!r} (another codesearch?): "
-            "stop it first (`python -m codesearch.service.app_builder shutdown`)"
+            "stop it first (`python -m codesearch.serving.app_builder shutdown`)"
         )
     try:
         from ray.serve.context import _get_global_client
@@ -395,9 +395,9 @@ def run(
     from codesearch import environment
     from codesearch.config import apply_environment_overrides, load_config
     from codesearch.sealed_env import SealedEnv
-    from codesearch.service import drain, serve_settings
-    from codesearch.service.bootstrap import ServiceSpec, application, forwarded_environment
-    from codesearch.service.demo import demo_config
+    from codesearch.serving import drain, serve_settings
+    from codesearch.serving.bootstrap import ServiceSpec, application, forwarded_environment
+    from codesearch.serving.demo import demo_config
     from codesearch.store import Store
     from codesearch.store.files import private_dir
 
@@ -437,7 +437,7 @@ def run(
         os.environ.setdefault("RAY_AUTH_MODE", "disabled")
         if not address:  # our own Ray: its Serve proxies answer a dead replica's requests in JSON
             # and take the cheap path to the replicas (`serve_settings`)
-            from codesearch.service.proxy_errors import install_for_own_ray
+            from codesearch.serving.proxy_errors import install_for_own_ray
 
             install_for_own_ray()
         # "local": a new instance, never one that `ray.init()` would find by itself (the cluster

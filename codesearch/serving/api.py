@@ -24,7 +24,7 @@ database logic. Responses are gzipped when worth it, streams excepted (`compress
 Every request is named and measured by `observability.ObserveRequests` (an ``X-Request-Id``, the
 HTTP metrics of `codesearch.runtime.metrics`); its ``Host`` must be one the service answers for
 (`allowed_hosts.CheckHost`: 421 otherwise); every page carries the site's security headers
-(`codesearch.web.security_headers`). The routers are module-level
+(`codesearch.service.security_headers`). The routers are module-level
 ``APIRouter``s; what their handlers need (the store, the caller, the settings) comes through the
 typed dependencies of `deps`, from the one `deps.Services` this function keeps on ``app.state``.
 """
@@ -68,7 +68,7 @@ from codesearch.service import (
 from codesearch.service.compression import Compress
 from codesearch.service.limits import RequestLimits
 from codesearch.service.observability import ObserveRequests
-from codesearch.web.security_headers import SecurityHeaders
+from codesearch.service.security_headers import SecurityHeaders
 
 if TYPE_CHECKING:
     from codesearch.store import Store

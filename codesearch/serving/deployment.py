@@ -41,10 +41,10 @@ from codesearch.errors import ServiceUnavailable
 from codesearch.runtime.searchers import SearcherPool
 from codesearch.sealed_env import SealedEnv
 from codesearch.search.options import DEFAULT_PUBLIC_URL
-from codesearch.service import serve_settings
-from codesearch.service.api import build_app
 from codesearch.service.auth import anonymous_access_enabled
-from codesearch.service.drain import DrainGate
+from codesearch.serving import serve_settings
+from codesearch.serving.api import build_app
+from codesearch.serving.drain import DrainGate
 
 
 def _builder(

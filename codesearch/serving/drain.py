@@ -30,7 +30,7 @@ What draining cannot cover: a replica process that dies while it answers (killed
 for memory, a crash, its node lost, a ``ray.kill``). Serve's router retries a request on another
 replica only while no replica has accepted it, never one a replica was running, so those
 requests fail. They fail in our JSON shape (``500 UNEXPECTED_ERROR``, "retry the request") where
-Serve's proxies carry `codesearch.service.proxy_errors` (a Ray instance `codesearch serve`
+Serve's proxies carry `codesearch.serving.proxy_errors` (a Ray instance `codesearch serve`
 starts, and clusters started as ``cluster.yaml`` starts them), else with the plain-text
 ``Internal Server Error`` of the HTTP server under the proxy. Every way codesearch itself stops
 or replaces replicas drains first: `codesearch serve`'s stop and `app_builder.shutdown_runtime`
@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 from codesearch.plurals import plural
 from codesearch.runtime import registry
-from codesearch.service.serve_settings import RUNTIME_DEPLOYMENT
+from codesearch.serving.serve_settings import RUNTIME_DEPLOYMENT
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Receive, Scope, Send
@@ -180,7 +180,7 @@ class DrainResult:
 
 
 #: Deployments of an application that take no HTTP request and have no gate (the runtime
-#: replica of `codesearch.service.bootstrap`): a drain does not wait for them to report.
+#: replica of `codesearch.serving.bootstrap`): a drain does not wait for them to report.
 UNGATED_DEPLOYMENTS = frozenset({RUNTIME_DEPLOYMENT})
 
 
