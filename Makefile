@@ -94,20 +94,19 @@ axe: $(AXE)
 notebooks: install-test
 	CODESEARCH_SAVE_NOTEBOOKS=1 RAY_AUTH_MODE=disabled $(PY) -m pytest -q -p no:cacheprovider tests/test_notebooks.py
 
-# Lint, format check and types (configured in pyproject.toml): ruff over the whole package; mypy
-# --strict over the modules listed in pyproject.toml's [tool.mypy] files (the engine core, the store,
-# git, llm, cli, config, hosts and more; a module joins the list once it passes).
+# Lint, format check and types (configured in pyproject.toml): ruff over the whole package, and
+# mypy --strict over the whole package.
 LINT_PATHS   ?= codesearch
 lint: install-test
 	$(VENV)/bin/ruff check $(LINT_PATHS)
 	$(VENV)/bin/ruff format --check $(LINT_PATHS)
 	$(VENV)/bin/mypy
 
-# The fast lane for the edit-test loop (about 40 s on 2 cores): ruff, then the tests that need no Ray,
-# Serve, `codesearch serve` process, cluster or browser and are quick (`pytest --fast`: see
-# tests/conftest.py for what it leaves out), on two workers. `make test` runs everything.
-check: install-test
-	$(VENV)/bin/ruff check $(LINT_PATHS)
+# The fast lane for the edit-test loop (under a minute on 2 cores; no apt or npm step): lint and types,
+# then the tests in no lane (`pytest --fast` = -m "not (ray or serve or browser or slow)": the lanes
+# are pytest markers that tests/conftest.py applies by fixture), on two workers. `.ci/run` runs it
+# first; `make test` runs everything.
+check: install-test lint
 	$(PY) -m pytest -q -p no:cacheprovider --fast -n $(PYTEST_WORKERS) --dist loadfile
 
 # Two pytest workers (pytest-xdist) by default, a test file each at a time (module fixtures stay per

@@ -23,15 +23,19 @@ GIT_REFS = ["refs/heads/main", "refs/heads/dev", "refs/heads/release/1.0", "refs
 #: without configuration (`codesearch.service.allowed_hosts`; TestClient's own "testserver" is refused).
 LOCAL = "http://localhost"
 
-#: Fixtures that start Ray, Serve or a browser: a test that needs one (directly or through another
-#: fixture) is not in the fast lane (`make check`, ``pytest --fast``).
-HEAVY_FIXTURES = frozenset({"ray_session", "serve_url", "browser"})
-#: Helpers whose import marks a whole test module as heavy: `Served` (a `codesearch serve` process),
+#: The lanes. Every test that needs more than this process carries one of these markers (registered in
+#: pyproject.toml, `--strict-markers`), applied by the fixture or helper it uses (`LANE_FIXTURES`,
+#: `LANE_HELPERS`) or written on the test (``@pytest.mark.browser``); `SLOW_MODULES` are marked
+#: ``slow``. ``pytest --fast`` (`make check`) is ``-m "not (ray or serve or browser or slow)"``.
+LANES = ("ray", "serve", "browser", "slow")
+#: Fixtures whose use puts a test in a lane (directly or through another fixture).
+LANE_FIXTURES = {"ray_session": "ray", "serve_url": "serve", "browser": "browser"}
+#: Helpers whose import puts a whole test module in a lane: `Served` (a `codesearch serve` process),
 #: the two-node cluster run, the MCP Inspector (Node).
-HEAVY_HELPERS = ("Served", "two_node_checks", "run_inspector", "INSPECTOR_JS")
-#: Modules left out of the fast lane for their time alone: each took 5 s or more of a ``pytest --fast
+LANE_HELPERS = {"Served": "serve", "two_node_checks": "ray", "run_inspector": "serve", "INSPECTOR_JS": "serve"}
+#: Modules in the ``slow`` lane for their time alone: each took 5 s or more of a ``pytest --fast
 #: -n 2 --durations=0`` run on 2 cores (fuzzing, many local code-host servers, subprocesses, many
-#: argon2 hashes). Together they were four fifths of the lane; `make test` runs them.
+#: argon2 hashes). Together they were four fifths of the fast lane; `make test` runs them.
 SLOW_MODULES = frozenset(
     {
         "test_compaction",
@@ -58,41 +62,38 @@ SLOW_MODULES = frozenset(
         "test_webhooks",
     }
 )
+FAST = "not (" + " or ".join(LANES) + ")"
 
 
 def pytest_addoption(parser):
     parser.addoption(
         "--fast",
         action="store_true",
-        help="the fast lane: leave out the tests that start Ray, Serve, `codesearch serve` or a browser "
-        "(those marked `heavy`, those using a fixture of HEAVY_FIXTURES, "
-        "the modules importing one of HEAVY_HELPERS, and the SLOW_MODULES)",
+        help=f"the fast lane (make check): -m {FAST!r}, the tests that need no Ray, Serve, "
+        "`codesearch serve` process, cluster or browser, without the slow modules",
     )
 
 
-def pytest_configure(config):
-    config.addinivalue_line(
-        "markers", "heavy: starts Ray, Serve, a `codesearch serve` process, a cluster or a browser (not in --fast)"
-    )
-
-
-def _heavy(item) -> bool:
+def lanes_of(item) -> set[str]:
+    """The lanes a collected test belongs to, from its fixtures, its module's helpers and name."""
     module = getattr(item, "module", None)
-    return (
-        bool(HEAVY_FIXTURES & set(getattr(item, "fixturenames", ())))
-        or item.get_closest_marker("heavy") is not None
-        or any(hasattr(module, name) for name in HEAVY_HELPERS)
-        or getattr(module, "__name__", "").rsplit(".", 1)[-1] in SLOW_MODULES
-    )
+    found = {LANE_FIXTURES[f] for f in getattr(item, "fixturenames", ()) if f in LANE_FIXTURES}
+    found |= {lane for name, lane in LANE_HELPERS.items() if hasattr(module, name)}
+    if getattr(module, "__name__", "").rsplit(".", 1)[-1] in SLOW_MODULES:
+        found.add("slow")
+    return found
 
 
 def pytest_collection_modifyitems(config, items):
-    """With ``--fast``, deselect the heavy tests (see `HEAVY_FIXTURES` and the ``heavy`` marker)."""
+    """Mark every test with its lanes (`lanes_of`); with ``--fast``, keep only the tests in none."""
+    for item in items:
+        for lane in lanes_of(item) - {m.name for m in item.iter_markers()}:
+            item.add_marker(lane)
     if not config.getoption("--fast"):
         return
     kept, dropped = [], []
     for item in items:
-        (dropped if _heavy(item) else kept).append(item)
+        (dropped if any(item.get_closest_marker(lane) for lane in LANES) else kept).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = kept

@@ -18,7 +18,7 @@ from nbclient import NotebookClient
 from tests.mcpworld import build, publish_as_a_service
 
 #: Not in the fast lane (`make check`): see tests/conftest.py.
-pytestmark = pytest.mark.heavy
+pytestmark = pytest.mark.serve
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 NOTEBOOKS = os.path.join(os.path.dirname(HERE), "notebooks")

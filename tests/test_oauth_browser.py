@@ -35,7 +35,7 @@ from tests.oauthworld import (
 )
 
 #: Not in the fast lane (`make check`): see tests/conftest.py.
-pytestmark = pytest.mark.heavy
+pytestmark = pytest.mark.browser
 
 SCREENSHOTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "output", "screenshots")
 

@@ -60,7 +60,7 @@ print("ok")
 """
 
 
-@pytest.mark.heavy  # starts Ray in a child process
+@pytest.mark.ray  # starts Ray in a child process
 def test_a_registry_that_went_away_is_found_again(tmp_path):
     """Kill the registry (as when the runtime replica that owns it ends): readers get nothing,
     the next writer makes a new one and the cached handle follows it. On a Ray instance of its

@@ -29,7 +29,7 @@ from tests.conftest import free_port
 from tests.corpus import make_local_repo
 
 #: Not in the fast lane (`make check`): see tests/conftest.py.
-pytestmark = pytest.mark.heavy
+pytestmark = pytest.mark.serve
 
 BIN = Path(sys.executable).parent
 #: The named actors of the cluster, once `until_none_in` (a namespace) has none left or at once.

@@ -866,7 +866,7 @@ def test_signing_out_and_signing_in_with_the_required_provider_are_never_blocked
         assert str(r.url) == w["url"] + "/settings/keys" and "link-required" not in r.text
 
 
-@pytest.mark.heavy  # Chromium
+@pytest.mark.browser  # Chromium
 def test_the_account_page_banner_in_a_browser(world):
     """In Chromium: a signed-in user who must link GitLab is brought to the account page, sees
     the banner, presses "Link GitLab", and can then open the other pages."""
