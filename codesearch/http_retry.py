@@ -1,5 +1,6 @@
 """What every outgoing HTTP client of codesearch does the same way: reading ``Retry-After``,
-backing off, and keeping secrets and credentials out of error messages.
+backing off, and writing URLs fit for messages (the secrets themselves are masked by
+`codesearch.redaction.Redactor`).
 
     wait = retry_after_seconds(response.headers.get("retry-after"))   # None: absent or unreadable
     time.sleep(wait if wait is not None else backoff_seconds(attempt, cap=60))
@@ -15,24 +16,8 @@ from __future__ import annotations
 
 import email.utils
 import urllib.parse
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
 from datetime import UTC, datetime
-
-#: Header names whose values are credentials (masked in error messages).
-CREDENTIAL_HEADERS = frozenset(
-    {
-        "authorization",
-        "proxy-authorization",
-        "private-token",
-        "x-api-key",
-        "api-key",
-        "x-goog-api-key",
-        "x-amz-security-token",
-        "cookie",
-    }
-)
-#: Shorter values are not masked: they would mask ordinary words.
-MIN_SECRET_LENGTH = 4
 
 
 def retry_after_seconds(value: str | None, now: Callable[[], datetime] | None = None) -> float | None:
@@ -74,47 +59,3 @@ def safe_url(url: str) -> str:
     if port:
         netloc += f":{port}"
     return urllib.parse.urlunsplit((p.scheme, netloc, p.path, "", ""))
-
-
-class Redactor:
-    """Masks known secrets in text meant for people (error messages, logs).
-
-    Secrets are added as they are resolved; a credential header value is added whole and
-    without its scheme (``Bearer abc`` masks ``abc`` too), a URL's password and query values
-    too. Calling the redactor returns the text with each secret replaced by ``***``."""
-
-    def __init__(self, secrets: Iterable[str] = ()):
-        self._secrets: list[str] = []
-        self.add(*secrets)
-
-    def add(self, *values: str | None) -> None:
-        for value in values:
-            if value and len(value) >= MIN_SECRET_LENGTH and value not in self._secrets:
-                self._secrets.append(value)
-                # longest first, so that a secret containing another is masked whole
-                self._secrets.sort(key=len, reverse=True)
-
-    def add_headers(self, headers: Mapping[str, str] | None) -> None:
-        """The values of credential headers among `headers` (see `CREDENTIAL_HEADERS`)."""
-        for name, value in (headers or {}).items():
-            if str(name).lower() in CREDENTIAL_HEADERS and value:
-                value = str(value)
-                self.add(value, value.split(" ", 1)[-1].strip())
-
-    def add_url(self, url: str | None) -> None:
-        """The password and query values written into `url`."""
-        if not url:
-            return
-        try:
-            parts = urllib.parse.urlsplit(url)
-            self.add(parts.password, *(v for _, v in urllib.parse.parse_qsl(parts.query)))
-        except ValueError:
-            pass
-
-    def __call__(self, text: str) -> str:
-        for secret in self._secrets:
-            text = text.replace(secret, "***")
-        return text
-
-    def __contains__(self, value: str) -> bool:
-        return value in self._secrets

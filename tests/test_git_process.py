@@ -15,7 +15,8 @@ import pytest
 from codesearch.errors import CodesearchError, GitError
 from codesearch.git import dates, process
 from codesearch.git.diff import DiffParser, FileDiff, Hunk
-from codesearch.git.process import Git, GitFailed, Scrubber, environment
+from codesearch.git.process import Git, GitFailed, environment
+from codesearch.redaction import Scrubber
 from tests.corpus import git as corpus_git
 
 # ---------------------------------------------------------------------- environment

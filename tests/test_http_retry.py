@@ -9,8 +9,8 @@ import pytest
 
 from codesearch.errors import HostAuthError, HostError
 from codesearch.hosts.http import HostHttp
+from codesearch.redaction import Redactor
 from codesearch.http_retry import (
-    Redactor,
     backoff_seconds,
     retry_after_seconds,
     safe_url,

@@ -47,7 +47,8 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit, urlunsplit
 
 from codesearch.errors import GitError
-from codesearch.git.process import Git, GitFailed, Scrubber
+from codesearch.git.process import Git, GitFailed
+from codesearch.redaction import Scrubber
 
 log = logging.getLogger(__name__)
 

@@ -37,7 +37,6 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -50,6 +49,7 @@ from typing import IO
 
 from codesearch.errors import GitError
 from codesearch.git import slots
+from codesearch.redaction import Scrubber
 
 __all__ = [
     "GIT_TIMEOUT_S",
@@ -123,38 +123,6 @@ def environment(config: tuple[tuple[str, str], ...] = ()) -> dict[str, str]:
         env[f"GIT_CONFIG_KEY_{i}"] = key
         env[f"GIT_CONFIG_VALUE_{i}"] = value
     return env
-
-
-_AUTH_HEADER = re.compile(r"(?i)(authorization:\s*)\S+(\s+\S+)?")
-_URL_USERINFO = re.compile(r"(?i)([a-z][\w+.-]*://)[^/@\s]*@")
-
-
-@dataclass(frozen=True)
-class Scrubber:
-    """Makes git's words safe to show: `secrets` become ``***``; each folder of `places` (and
-    the folder it resolves to) is written as its label; ``Authorization:`` values and the user
-    part of URLs (``https://user:token@host`` → ``https://host``) are removed."""
-
-    secrets: tuple[str, ...] = ()
-    places: tuple[tuple[str, str], ...] = ()
-
-    @classmethod
-    def hiding(cls, places: dict[str, str], secrets: tuple[str, ...] = ()) -> Scrubber:
-        """A scrubber for `places` ({folder: label}; each folder's real path too) and `secrets`."""
-        pairs: dict[str, str] = {}
-        for folder, label in places.items():
-            for name in (folder, os.path.realpath(folder)):
-                pairs.setdefault(name, label)
-        ordered = tuple(sorted(pairs.items(), key=lambda p: len(p[0]), reverse=True))
-        return cls(tuple(sorted({s for s in secrets if s}, key=len, reverse=True)), ordered)
-
-    def __call__(self, text: str) -> str:
-        for secret in self.secrets:
-            text = text.replace(secret, "***")
-        for folder, label in self.places:
-            text = text.replace(folder, label)
-        text = _AUTH_HEADER.sub(r"\1***", text)
-        return _URL_USERINFO.sub(r"\1", text)
 
 
 class GitFailed(GitError):

@@ -28,7 +28,8 @@ from typing import Any, Self
 import httpx
 
 from codesearch.errors import HostAuthError, HostError, HostNotFound
-from codesearch.http_retry import Redactor, backoff_seconds, retry_after_seconds, safe_url
+from codesearch.http_retry import backoff_seconds, retry_after_seconds, safe_url
+from codesearch.redaction import Redactor
 
 DEFAULT_TIMEOUT_S = 30.0
 
