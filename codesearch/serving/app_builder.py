@@ -227,24 +227,16 @@ def shutdown_runtime(
 
     before = [name for name, _ in runtime_actors(prefix, namespace)]
     if app_name:
-        from ray import serve
-
         from codesearch.serving import drain
+        from codesearch.serving.launcher import stop_serving
 
         try:
-            drained = True
-            if drain.running_replicas(app_name):
-                result = drain.drain(app_name, drain_timeout_s)
-                log.info("%s: %s", app_name, result.describe())
-                drained = result.drained
-            serve.delete(app_name, _blocking=drained)  # not drained: what is left is over the bound
-        except Exception as e:  # noqa: BLE001 - no such app, Serve not running: go on with the actors
+            running = bool(drain.running_replicas(app_name))
+        except Exception as e:  # noqa: BLE001 - Serve not running: nothing to drain, go on with the actors
             log.warning("stopping the Serve application %s: %s", app_name, e)
-        finally:
-            try:
-                drain.clear(app_name)
-            except Exception as e:  # noqa: BLE001
-                log.debug("drain.clear(%s): %s", app_name, e)
+            running = False
+        # the one way codesearch stops an application: drain, then delete (a cluster is never ours here)
+        stop_serving(app_name, drain_first=running, owns_cluster=False, timeout_s=drain_timeout_s, say=log.info)
     if not wait_gone(before, namespace, timeout_s=timeout_s if app_name else 0):
         for name, ns in runtime_actors(prefix, namespace):
             handle = get_actor(name, ns)
