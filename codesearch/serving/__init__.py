@@ -8,7 +8,8 @@
 - `launcher.py`: ``codesearch serve`` (start Ray or join a cluster, deploy, wait, stop);
 - `app_builder.py`: the same application for ``serve run`` / ``serve deploy`` (a typed args → spec);
 - `drain.py`: stopping without losing a request; `serve_settings.py`: Serve's switches and names;
-- `proxy_errors.py`: what Serve's proxy answers when no replica can; `demo.py`: the offline demo.
+- `proxy_errors.py`: what Serve's proxy answers when no replica can; `lazy_receive.py`: a replica asks
+  the proxy for a request's messages only when the app reads them; `demo.py`: the offline demo.
 
 This package sits on top: it imports the service, the web UI and the runtime; none of them imports it.
 """

@@ -42,7 +42,7 @@ from codesearch.runtime.searchers import SearcherPool
 from codesearch.sealed_env import SealedEnv
 from codesearch.search.options import DEFAULT_PUBLIC_URL
 from codesearch.service.auth import anonymous_access_enabled
-from codesearch.serving import serve_settings
+from codesearch.serving import lazy_receive, serve_settings
 from codesearch.serving.api import build_app
 from codesearch.serving.drain import DrainGate
 
@@ -59,6 +59,7 @@ def _builder(
     app_options: dict,
 ):
     def build():
+        lazy_receive.install()  # this replica asks the proxy for a request's messages only when the app does
         pool: dict[str, SearcherPool] = {}
 
         def get_searcher() -> SearcherPool:

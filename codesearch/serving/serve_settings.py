@@ -16,6 +16,9 @@ change (each measured; the numbers are in bench/RESULTS.md):
 * **No access log line per request** (``enable_access_log``: off unless
   ``SOURCEBOT_LOG_LEVEL=debug``): Serve formats it and writes it to a file and to the process's
   stderr, which Ray's log monitor then reads again; our own log says what goes wrong.
+* **A request's messages fetched only when the app asks** (`codesearch.serving.lazy_receive`, not
+  a setting: a change to Serve's `ASGIReceiveProxy` in the replica): a search whose body came
+  ahead (`proxy_body.BodyAhead`) makes no call back to the proxy.
 * **No forwarded header believed by the proxy** (``FORWARDED_ALLOW_IPS=none``, read by the
   proxy's uvicorn): the replica sees the client's real TCP address and decides itself which
   proxies' ``X-Forwarded-For`` to believe (`codesearch.service.forwarded`). Not a speed setting:
