@@ -56,7 +56,7 @@ import logging
 import os
 from collections.abc import Mapping
 
-from codesearch.errors import CodesearchError, Reduced
+from codesearch.errors import InvalidEnvironmentVariable  # noqa: F401  (re-exported: defined with every public error)
 from codesearch.globs import PatternList
 
 DATA_DIR = "DATA_DIR"
@@ -73,19 +73,6 @@ KEY_USAGE_OWNER_ONLY = "DISABLE_API_KEY_USAGE_FOR_NON_OWNER_USERS"
 REQUIRE_APPROVAL = "REQUIRE_APPROVAL_NEW_MEMBERS"
 LOG_LEVEL = "SOURCEBOT_LOG_LEVEL"
 LOG_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING, "error": logging.ERROR}
-
-
-class InvalidEnvironmentVariable(CodesearchError):
-    """An environment variable holds a value that cannot be used (the message says which and why)."""
-
-    def __init__(self, name: str, value: str, expected: str):
-        self.name = name
-        self.value = value
-        self.expected = expected
-        super().__init__(f"environment variable {name}={value!r}: {expected}")
-
-    def __reduce__(self) -> Reduced:  # rebuilt from its fields when it crosses a process boundary (Ray)
-        return (type(self), (self.name, self.value, self.expected))
 
 
 def _env(environ: Mapping[str, str] | None) -> Mapping[str, str]:

@@ -11,6 +11,7 @@
     │   ├── HostAuthError           401/403: bad or missing credentials
     │   └── HostNotFound            404: an org, user, group or repo does not exist or is not visible
     ├── GitError                    a git operation failed (clone, fetch, missing ref, corrupt clone)
+    │   └── GitFailed               a git command failed or timed out (its scrubbed stderr, exit status)
     ├── RepositoryNotFound          REPOSITORY_NOT_FOUND: no such repo, not visible, or not cloned yet (404)
     ├── FileNotFound                FILE_NOT_FOUND: a bad path, or nothing (or not a file/directory) there (404)
     ├── InvalidGitRef               INVALID_GIT_REF: a malformed ref, or one naming no commit (400)
@@ -21,8 +22,15 @@
     │                               fields a route expects (400)
     ├── ServiceUnavailable          SERVICE_UNAVAILABLE: the service is starting or stopping (503, with
     │                               a ``Retry-After``)
-    └── GitBusy                     TOO_MANY_REQUESTS: too many repository reads at once from one caller
-                                    (429), or SERVICE_UNAVAILABLE from all callers (503); ``Retry-After``
+    ├── GitBusy                     TOO_MANY_REQUESTS: too many repository reads at once from one caller
+    │                               (429), or SERVICE_UNAVAILABLE from all callers (503); ``Retry-After``
+    ├── InvalidEnvironmentVariable  an environment variable holds a value that cannot be used
+    ├── ModelError                  MODEL_ERROR: a language model could not be used (502; the message is shown)
+    └── StoreError                  the state database cannot be used (unreachable, locked too long, bad file)
+        ├── NotFound                NOT_FOUND (or REPOSITORY_NOT_FOUND): no such connection, repo, job,
+        │                           user or API key (404)
+        ├── Conflict                CONFLICT: a uniqueness or state rule would be broken (409)
+        └── SchemaTooNew            the database was migrated by a newer codesearch than this one
 
 Each error says what is wrong and where (a query position, a file path, a section name), so
 that the HTTP layer can show the message as it is and a command-line user can act on it. No
@@ -31,6 +39,7 @@ error message ever contains a stack trace, a token or file contents beyond the o
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from codesearch.plurals import plural
@@ -225,6 +234,111 @@ class GitBusy(CodesearchError):
 
     def __reduce__(self) -> Reduced:
         return (type(self), (self.args[0], self.retry_after, self.status_code))
+
+
+class GitFailed(GitError):
+    """A git command failed or timed out. `stderr` is what git wrote, already scrubbed;
+    `command` the git subcommand (``log``, ``fetch`` …); `returncode` None after a timeout."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        command: str = "",
+        returncode: int | None = None,
+        stderr: str = "",
+        timed_out: bool = False,
+    ):
+        self.command = command
+        self.returncode = returncode
+        self.stderr = stderr
+        self.timed_out = timed_out
+        super().__init__(message)
+
+    def __reduce__(
+        self,
+    ) -> tuple[
+        Callable[..., GitFailed], tuple[object, ...]
+    ]:  # rebuilt from its fields when it crosses a process boundary (Ray)
+        return (_rebuild, (type(self), self.args[0], self.command, self.returncode, self.stderr, self.timed_out))
+
+
+def _rebuild(
+    cls: type[GitFailed], message: str, command: str, returncode: int | None, stderr: str, timed_out: bool
+) -> GitFailed:
+    return cls(message, command=command, returncode=returncode, stderr=stderr, timed_out=timed_out)
+
+
+class InvalidEnvironmentVariable(CodesearchError):
+    """An environment variable holds a value that cannot be used (the message says which and why)."""
+
+    def __init__(self, name: str, value: str, expected: str):
+        self.name = name
+        self.value = value
+        self.expected = expected
+        super().__init__(f"environment variable {name}={value!r}: {expected}")
+
+    def __reduce__(self) -> Reduced:  # rebuilt from its fields when it crosses a process boundary (Ray)
+        return (type(self), (self.name, self.value, self.expected))
+
+
+class ModelError(CodesearchError):
+    """A language model could not be used: the message names the model and says why (never a token)."""
+
+    error_code = "MODEL_ERROR"
+    status_code = 502
+    #: the message is written for clients (the HTTP API shows it despite the 5xx status)
+    expose = True
+
+    def __init__(self, message: str, model: str = "", status: int | None = None):
+        self.model = model
+        self.status = status
+        super().__init__(message)
+
+    def __reduce__(
+        self,
+    ) -> tuple[
+        type[ModelError], tuple[str, str, int | None]
+    ]:  # rebuilt from its fields when it crosses a process boundary (Ray)
+        return (type(self), (self.args[0], self.model, self.status))
+
+
+class StoreError(CodesearchError):
+    """The state database could not do what was asked."""
+
+
+class NotFound(StoreError):
+    """`kind` (connection, repository, job, user, API key, ...) `key` does not exist."""
+
+    status_code = 404
+    error_code = "NOT_FOUND"
+
+    def __init__(self, kind: str, key: object) -> None:
+        self.kind = kind
+        self.key = key
+        if kind == "repository":
+            self.error_code = "REPOSITORY_NOT_FOUND"
+        super().__init__(f"{kind} {key!r} not found")
+
+
+class Conflict(StoreError):
+    """The change would break a uniqueness or state rule (an email already taken, the last owner)."""
+
+    status_code = 409
+    error_code = "CONFLICT"
+
+
+class SchemaTooNew(StoreError):
+    """The database has a schema version this codesearch does not know (it was opened by a newer one)."""
+
+    def __init__(self, database: str, found: int, supported: int):
+        self.database = database
+        self.found = found
+        self.supported = supported
+        super().__init__(
+            f"database {database} has schema version {found}, but this codesearch supports versions up to "
+            f"{supported}: upgrade codesearch, or point DATABASE_URL / the data directory elsewhere"
+        )
 
 
 def error_from_payload(payload: dict[str, Any]) -> CodesearchError:

@@ -43,11 +43,10 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO
 
-from codesearch.errors import GitError
+from codesearch.errors import GitFailed
 from codesearch.git import slots
 from codesearch.redaction import Scrubber
 
@@ -123,39 +122,6 @@ def environment(config: tuple[tuple[str, str], ...] = ()) -> dict[str, str]:
         env[f"GIT_CONFIG_KEY_{i}"] = key
         env[f"GIT_CONFIG_VALUE_{i}"] = value
     return env
-
-
-class GitFailed(GitError):
-    """A git command failed or timed out. `stderr` is what git wrote, already scrubbed;
-    `command` the git subcommand (``log``, ``fetch`` …); `returncode` None after a timeout."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        command: str = "",
-        returncode: int | None = None,
-        stderr: str = "",
-        timed_out: bool = False,
-    ):
-        self.command = command
-        self.returncode = returncode
-        self.stderr = stderr
-        self.timed_out = timed_out
-        super().__init__(message)
-
-    def __reduce__(
-        self,
-    ) -> tuple[
-        Callable[..., GitFailed], tuple[object, ...]
-    ]:  # rebuilt from its fields when it crosses a process boundary (Ray)
-        return (_rebuild, (type(self), self.args[0], self.command, self.returncode, self.stderr, self.timed_out))
-
-
-def _rebuild(
-    cls: type[GitFailed], message: str, command: str, returncode: int | None, stderr: str, timed_out: bool
-) -> GitFailed:
-    return cls(message, command=command, returncode=returncode, stderr=stderr, timed_out=timed_out)
 
 
 def first_line(stderr: str) -> str:

@@ -13,31 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from codesearch.errors import CodesearchError
+from codesearch.errors import ModelError  # noqa: F401  (re-exported: defined with every public error)
 
 #: Fields of a `models` entry that `ModelSpec` holds as attributes; the rest go to `options`.
 COMMON_FIELDS = ("provider", "model", "displayName", "baseUrl", "temperature", "headers", "token", "queryParams")
-
-
-class ModelError(CodesearchError):
-    """A language model could not be used: the message names the model and says why (never a token)."""
-
-    error_code = "MODEL_ERROR"
-    status_code = 502
-    #: the message is written for clients (the HTTP API shows it despite the 5xx status)
-    expose = True
-
-    def __init__(self, message: str, model: str = "", status: int | None = None):
-        self.model = model
-        self.status = status
-        super().__init__(message)
-
-    def __reduce__(
-        self,
-    ) -> tuple[
-        type[ModelError], tuple[str, str, int | None]
-    ]:  # rebuilt from its fields when it crosses a process boundary (Ray)
-        return (type(self), (self.args[0], self.model, self.status))
 
 
 @dataclass
