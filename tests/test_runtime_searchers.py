@@ -7,7 +7,9 @@ import os
 
 import pytest
 
-from codesearch.runtime.searchers import SearcherPool, ShardSearcher, balance, shard_files
+from codesearch.runtime.published import balance, shard_files
+from codesearch.runtime.searchers import SearcherPool
+from codesearch.runtime.shard_searcher import ShardSearcher
 from codesearch.search.options import SearchOptions
 from tests.oracle import engine_spans
 
@@ -116,7 +118,7 @@ def test_refresh_is_atomic_across_searchers(ray_session, indexed_corpus, tmp_pat
     every searcher: never one searcher's new list with another's old one."""
     import shutil
 
-    from codesearch.runtime.searchers import published_version
+    from codesearch.runtime.published import published_version
 
     ix = tmp_path / "ix"
     shutil.copytree(indexed_corpus["index"], ix)
@@ -146,7 +148,7 @@ def test_a_version_watch_reads_the_kv_only_in_the_background(ray_session):
     import time
     import uuid
 
-    from codesearch.runtime.searchers import VersionWatch, publish_version
+    from codesearch.runtime.published import VersionWatch, publish_version
 
     key = f"cs-test-watch-{uuid.uuid4().hex[:8]}"
     publish_version(key, 1)
@@ -179,7 +181,7 @@ def test_a_version_watch_nobody_uses_stops(ray_session):
     import threading
     import uuid
 
-    from codesearch.runtime.searchers import VersionWatch, publish_version
+    from codesearch.runtime.published import VersionWatch, publish_version
 
     key = f"cs-test-watch-{uuid.uuid4().hex[:8]}"
     publish_version(key, 1)
@@ -198,7 +200,7 @@ def test_searches_follow_a_version_published_elsewhere(ray_session, indexed_corp
     import shutil
     import time
 
-    from codesearch.runtime.searchers import VERSION_POLL_S, published_version
+    from codesearch.runtime.published import VERSION_POLL_S, published_version
 
     ix = tmp_path / "ix"
     shutil.copytree(indexed_corpus["index"], ix)

@@ -18,7 +18,7 @@ line each:
 - ``{"type": "final", "accumulatedStats", "isSearchExhaustive"}`` once every searcher answered
   (or the search deadline passed: a searcher that fails or does not answer counts in
   ``crashes``, its shards in ``shardsSkipped``, and makes the search non-exhaustive, never a
-  hang; see `codesearch.runtime.searchers.Fanout`);
+  hang; see `codesearch.runtime.fanout.Fanout`);
 - ``data: [DONE]``.
 
 Errors known before the stream starts (bad body, no credentials, a query that does not parse,
