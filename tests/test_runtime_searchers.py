@@ -11,6 +11,7 @@ from codesearch.runtime.published import balance, shard_files
 from codesearch.runtime.searchers import SearcherPool
 from codesearch.runtime.shard_searcher import ShardSearcher
 from codesearch.search.options import SearchOptions
+from codesearch.search.protocol import collect
 from tests.oracle import engine_spans
 
 ray = pytest.importorskip("ray")
@@ -299,7 +300,7 @@ def test_a_capped_search_stops_the_other_partitions_once_its_budget_is_full(ray_
 
     pool = _pool(indexed_corpus)
     assert all(pool.shard_count(p, pool.version_watch.get()) for p in range(len(pool.actors)))
-    for search in (pool.search, lambda q, o: asyncio.run(pool.search_async(q, o))):
+    for search in (pool.search, lambda q, o: asyncio.run(collect(pool, q, o))):
         got = search(r"\w+", SearchOptions(matches=5, is_regex=True))
         assert got["stats"]["actualMatchCount"] == 5 and not got["isSearchExhaustive"]
         assert got["stats"]["crashes"] == 0 and got["stats"]["shardsSkipped"] >= 1
@@ -334,7 +335,7 @@ def test_every_way_of_asking_answers_as_the_engine(ray_session, indexed_corpus, 
         want = indexed_corpus["searcher"].search(query, matches=cap, **flags)
         opts = SearchOptions(matches=cap, is_regex=flags.get("is_regex", False))
         for pool in (_pool(indexed_corpus), mixed):
-            for got in (pool.search(query, opts), asyncio.run(pool.search_async(query, opts))):
+            for got in (pool.search(query, opts), asyncio.run(collect(pool, query, opts))):
                 assert got["stats"]["actualMatchCount"] == want["stats"]["actualMatchCount"], query
                 assert got["stats"]["crashes"] == 0 and got["isSearchExhaustive"] == want["isSearchExhaustive"]
                 if cap > 1000:

@@ -1,4 +1,8 @@
-"""One search sent to the searchers of one copy of a pool: their answers as they arrive."""
+"""One search sent to the searchers of one copy of a pool: their answers as they arrive.
+
+`Fanout` is the pool's `codesearch.search.protocol.PartialStream` (``async for``, `abandon`,
+`missed`); `partials` reads the same answers blocking, for a caller in a thread.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,8 @@ import contextlib
 import logging
 import pickle
 import time
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from codesearch.errors import CodesearchError
 from codesearch.runtime import request_ids
@@ -14,6 +19,9 @@ from codesearch.search.engine import PartialResult
 from codesearch.search.options import FLUSH_MAX_SIZE, FLUSH_TIMER, SearchOptions, Stats
 
 if TYPE_CHECKING:
+    from ray import ObjectRef
+    from ray.actor import ActorHandle
+
     from codesearch.runtime.searchers import SearcherPool
 
 log = logging.getLogger(__name__)
@@ -31,7 +39,7 @@ class _Asked(NamedTuple):
     wire: bool
 
 
-def request_kwargs(request_id: str | None) -> dict:
+def request_kwargs(request_id: str | None) -> dict[str, str]:
     """The keyword arguments that send a request id to a searcher: `request_id`, else the current
     request's; none at all outside a request (so a searcher of an older signature still answers)."""
     request_id = request_id or request_ids.current()
@@ -69,12 +77,12 @@ class Fanout:
         self.version = pool.version_watch.get()  # one index generation on every searcher
         self.turn = next(pool._turn)
         self.missed = Stats()
-        self.pending: dict = {}  # ObjectRef → _Asked
+        self.pending: dict[ObjectRef[Any], _Asked] = {}
         self._wire: bytes | None = None  # the request as `ShardSearcher.search_wire` takes it
         for p, actor in enumerate(pool.copy(self.turn)):
             self._ask(p, actor, 0)
 
-    def _ask(self, partition: int, actor, attempt: int) -> None:
+    def _ask(self, partition: int, actor: ActorHandle[Any], attempt: int) -> None:
         wire = getattr(actor, "search_wire", None)  # (a searcher of an older release lacks it)
         if wire is not None:
             if self._wire is None:
@@ -89,7 +97,7 @@ class Fanout:
         self.missed.crashes += 1
         self.missed.shardsSkipped += self.pool.shard_count(partition, self.version)
 
-    def settle(self, ref, answer=None) -> PartialResult | None:
+    def settle(self, ref: ObjectRef[Any], answer: Callable[[], Any] | None = None) -> PartialResult | None:
         """The answer of a finished `ref` (`answer()` when given: the value of its future, which
         holds it already), or None when its searcher failed (then retried on a twin, or recorded
         as missed). A query error (`CodesearchError`) is raised."""
@@ -98,7 +106,8 @@ class Fanout:
         partition, attempt, wire = self.pending.pop(ref)
         try:
             got = answer() if answer is not None else ray.get(ref)
-            return pickle.loads(got) if wire else got
+            partial: PartialResult = pickle.loads(got) if wire else got
+            return partial
         except CodesearchError:
             raise
         except Exception as e:  # noqa: BLE001 - the searcher died mid-search
@@ -143,8 +152,10 @@ class Fanout:
                 self.missed.shardsSkipped += self.pool.shard_count(asked.partition, self.version)
             self._cancel_pending()
 
-    def partials(self):
-        """Yield each searcher's `PartialResult` as it arrives (blocking)."""
+    def partials(self) -> Iterator[PartialResult]:
+        """Yield each searcher's `PartialResult` as it arrives, blocking (`SearcherPool.search`, the
+        Python client's stream: callers in a thread, where `async for` would need an event loop of
+        their own per search)."""
         import ray
 
         try:
@@ -161,11 +172,12 @@ class Fanout:
         finally:
             self.abandon()
 
-    async def partials_async(self):
-        """`partials` for an event loop."""
+    async def __aiter__(self) -> AsyncIterator[PartialResult]:
+        """Each searcher's `PartialResult` as it arrives, for an event loop (the stream of
+        `codesearch.search.protocol.PartialStream`)."""
         import asyncio
 
-        waiting: dict = {}  # asyncio future → ObjectRef
+        waiting: dict[asyncio.Future[Any], ObjectRef[Any]] = {}
         try:
             while self.pending:
                 for ref in self.pending:

@@ -13,6 +13,8 @@ import logging
 import os
 import threading
 import weakref
+from collections.abc import Sequence
+from typing import Any
 
 from codesearch.index.manifest import current_index
 from codesearch.runtime import registry
@@ -22,6 +24,10 @@ log = logging.getLogger(__name__)
 #: How many shard-list versions a searcher keeps (and the registry records): a search that names
 #: a version published a moment ago still finds it (see `VersionWatch`).
 KEEP_VERSIONS = 3
+
+#: A shard as `shard_files` names it (plain data, for Ray and the registry): its path, or
+#: ``[path, [dead repository ids]]``.
+ShardSpec = str | list[Any]
 
 
 def publish_version(key: str, version: int) -> None:
@@ -105,7 +111,7 @@ class VersionWatch:
         self._stop.set()
 
 
-def _watch_version(ref, poll_s: float, stop: threading.Event) -> None:
+def _watch_version(ref: weakref.ref[VersionWatch], poll_s: float, stop: threading.Event) -> None:
     """The thread of a `VersionWatch` (holding it only weakly, so that an unused pool can go)."""
     while not stop.wait(poll_s):
         watch = ref()
@@ -118,7 +124,7 @@ def _watch_version(ref, poll_s: float, stop: threading.Event) -> None:
         del watch
 
 
-def publish_shard_lists(key: str, version: int, partitions: list[list[str]]) -> None:
+def publish_shard_lists(key: str, version: int, partitions: list[list[ShardSpec]]) -> None:
     """Record the shard files of every partition for `version` of pool `key` (the newest
     `KEEP_VERSIONS` are kept), before any searcher is told: a searcher that Ray
     restarts loads its lists from here, and the pool counts the shards of a searcher that does
@@ -129,7 +135,7 @@ def publish_shard_lists(key: str, version: int, partitions: list[list[str]]) -> 
     registry.put_shard_lists(key, {v: lists[v] for v in keep})
 
 
-def published_shard_lists(key: str) -> dict[int, list[list[str]]]:
+def published_shard_lists(key: str) -> dict[int, list[list[ShardSpec]]]:
     """What `publish_shard_lists` recorded for pool `key`: version → shard files per partition."""
     return registry.get_shard_lists(key)
 
@@ -146,10 +152,10 @@ def published_copies(prefix: str, count: int) -> int:
     return copies if copies >= 1 and count % copies == 0 else 1
 
 
-def balance(specs: list, n: int) -> list[list]:
+def balance(specs: Sequence[ShardSpec], n: int) -> list[list[ShardSpec]]:
     """Split shards (`shard_files` specs) over `n` searchers so their total sizes are even
     (largest first)."""
-    groups: list[list] = [[] for _ in range(max(n, 1))]
+    groups: list[list[ShardSpec]] = [[] for _ in range(max(n, 1))]
     sizes = [0] * len(groups)
     size = {shard_spec(s)[0]: os.path.getsize(shard_spec(s)[0]) for s in specs}
     for spec in sorted(specs, key=lambda s: (-size[shard_spec(s)[0]], shard_spec(s)[0])):
@@ -159,14 +165,14 @@ def balance(specs: list, n: int) -> list[list]:
     return groups
 
 
-def shard_files(index_dir: str) -> list:
+def shard_files(index_dir: str) -> list[ShardSpec]:
     """The shards the index consists of now (per its manifest), as plain data that travels
     between processes and through the registry: a shard's path, or ``[path, [dead repo ids]]`` for a
     shard with tombstoned repositories."""
     return [entry.path if not entry.dead else [entry.path, sorted(entry.dead)] for entry in current_index(index_dir)]
 
 
-def shard_spec(spec) -> tuple[str, frozenset[int]]:
+def shard_spec(spec: ShardSpec) -> tuple[str, frozenset[int]]:
     """A `shard_files` spec as (path, tombstoned repository ids)."""
     if isinstance(spec, str):
         return spec, frozenset()

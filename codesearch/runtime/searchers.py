@@ -17,15 +17,18 @@ it (`codesearch.runtime.published`).
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import logging
 import os
 import time
 import uuid
+from typing import TYPE_CHECKING, Any
 
 from codesearch.runtime import NAMESPACE, registry
 from codesearch.runtime.fanout import Fanout, request_kwargs
 from codesearch.runtime.published import (
+    ShardSpec,
     VersionWatch,
     balance,
     publish_layout,
@@ -36,16 +39,15 @@ from codesearch.runtime.published import (
     shard_files,
 )
 from codesearch.runtime.shard_searcher import SEARCH_CONCURRENCY, ShardSearcher
-from codesearch.search.engine import check_query, make_plan, merge_partials, names_identifier
+from codesearch.search.engine import INLINE_PLAN_CHARS, check_query, make_plan, merge_partials, names_identifier
 from codesearch.search.options import SearchOptions
 
+if TYPE_CHECKING:
+    from ray.actor import ActorHandle
+
+    from codesearch.search.protocol import PartialStream, Streamer
+
 log = logging.getLogger(__name__)
-
-
-#: Queries up to this long are planned on the event loop by `SearcherPool.search_async`
-#: (a plan of 200 characters takes at most a few milliseconds even for an alternation of
-#: literals, typical queries a few tens of microseconds).
-INLINE_PLAN_CHARS = 200
 
 
 class SearcherPool:
@@ -57,13 +59,13 @@ class SearcherPool:
     ``stats.crashes`` (and its shards in ``shardsSkipped``) and the answer is not exhaustive.
     """
 
-    def __init__(self, actors: list, version_key: str | None = None, copies: int = 1):
+    def __init__(self, actors: list[ActorHandle[Any]], version_key: str | None = None, copies: int = 1):
         if copies < 1 or len(actors) % copies:
             raise ValueError(f"{len(actors)} searchers cannot form {copies} equal copies")
         self.actors = actors
         self.copies = copies
         self.partitions = len(actors) // copies
-        self._shard_lists: dict = {}  # version → its published shard lists (`shard_count`)
+        self._shard_lists: dict[int, list[list[ShardSpec]]] = {}  # version → its published shard lists
         #: Names this pool's published index version (pools are told apart by their name prefix).
         self.version_key = version_key or uuid.uuid4().hex
         #: The index version its searches name (no registry read per search).
@@ -82,7 +84,7 @@ class SearcherPool:
         *,
         copies: int = 1,
         name_prefix: str | None = None,
-        actor_options: dict | None = None,
+        actor_options: dict[str, Any] | None = None,
         keep_empty: bool = False,
         copy_to: str | None = None,
         source: str | None = None,
@@ -114,7 +116,7 @@ class SearcherPool:
             **({"scheduling_strategy": "SPREAD"} if copies > 1 else {}),
             **(actor_options or {}),
         }
-        actors = []
+        actors: list[ActorHandle[Any]] = []
         for i in range(copies * len(groups)):
             opts = dict(base)
             if name_prefix:
@@ -122,7 +124,8 @@ class SearcherPool:
                 opts["namespace"] = NAMESPACE
             p = i % len(groups)
             fetch = {"copy_to": os.path.join(copy_to, f"{key}-{i}"), "source": source} if copy_to else {}
-            actors.append(ray.remote(ShardSearcher).options(**opts).remote(groups[p], origin=p, pool_key=key, **fetch))
+            actor = ray.remote(ShardSearcher).options(**opts).remote(groups[p], origin=p, pool_key=key, **fetch)
+            actors.append(actor)  # type: ignore[arg-type]  # Ray's stubs: a handle "or the class", it is a handle
         ray.get([a.ping.remote() for a in actors])
         if name_prefix:
             publish_layout(name_prefix, partitions=len(groups), copies=copies)
@@ -174,7 +177,7 @@ class SearcherPool:
         self._stale = False
         log.info("searchers %s looked up again (%d, %d copies)", prefix, count, copies)
 
-    def copy(self, turn: int | None = None) -> list:
+    def copy(self, turn: int | None = None) -> list[ActorHandle[Any]]:
         """The actors of one copy (one per partition): the next one round robin, or copy `turn`."""
         if self._stale:
             self.reattach()
@@ -187,7 +190,7 @@ class SearcherPool:
         at once; a search already running on a searcher finishes on its old list."""
         self.assign(balance(shard_files(index_dir), self.partitions))
 
-    def assign(self, groups: list[list[str]]) -> int:
+    def assign(self, groups: list[list[ShardSpec]]) -> int:
         """Give partition ``i`` the shard files ``groups[i]`` as a new index version: recorded
         first (for restarts), then sent to every searcher, then published for searches.
         Returns the version."""
@@ -209,6 +212,7 @@ class SearcherPool:
         """How many shards `partition` holds in `version` (0 when unknown). A version's lists
         never change once published, so they are read from the registry once per version."""
         cache = self._shard_lists
+        parts: list[list[ShardSpec]] | None
         if version is not None and version in cache:
             parts = cache[version]
         else:
@@ -230,41 +234,33 @@ class SearcherPool:
         tree = check_query(query, options)
         return Fanout(self, query, options, stop_when_full=not names_identifier(tree), request_id=request_id)
 
-    def search(self, query: str, options: SearchOptions, request_id: str | None = None) -> dict:
-        """Fan out to the searchers of one copy, merge what arrives before the deadline."""
+    def search(self, query: str, options: SearchOptions, request_id: str | None = None) -> dict[str, Any]:
+        """Fan out to the searchers of one copy, merge what arrives before the deadline: the
+        protocol's collect (`codesearch.search.protocol.collect`) for a blocking caller (a worker
+        thread), reading the answers with `Fanout.partials`."""
         started = time.perf_counter_ns()
         fan = self.fan_out(query, options, request_id)
         plan_ns = time.perf_counter_ns() - started
         partials = list(fan.partials())
         return merge_partials(partials, options, started, plan_ns, missed=fan.missed)
 
-    async def fan_out_async(self, query: str, options: SearchOptions, request_id: str | None = None) -> Fanout:
-        """`fan_out` for an event loop. A query of up to `INLINE_PLAN_CHARS` characters is
-        planned on the loop (typically tens of microseconds: less than a trip to a thread
-        costs); a longer one, whose regexes may take milliseconds to compile, in a thread, so
-        that the loop can answer other requests meanwhile."""
+    async def start(self, query: str, options: SearchOptions, request_id: str | None = None) -> Fanout:
+        """`fan_out` for an event loop (`codesearch.search.protocol.Streamer`): a query of up to
+        `INLINE_PLAN_CHARS` characters is checked on the loop (typically tens of microseconds: less
+        than a trip to a thread costs); a longer one in a thread, so that the loop can answer other
+        requests meanwhile."""
         if len(query) <= INLINE_PLAN_CHARS:
             return self.fan_out(query, options, request_id)
-        import asyncio
-
         return await asyncio.to_thread(self.fan_out, query, options, request_id)
 
-    async def search_async(self, query: str, options: SearchOptions, request_id: str | None = None) -> dict:
-        """`search` for an event loop (`fan_out_async`, the answers awaited)."""
-        started = time.perf_counter_ns()
-        fan = await self.fan_out_async(query, options, request_id)
-        plan_ns = time.perf_counter_ns() - started
-        partials = [p async for p in fan.partials_async()]
-        return merge_partials(partials, options, started, plan_ns, missed=fan.missed)
-
-    def explain(self, query: str, options: SearchOptions, request_id: str | None = None) -> dict:
+    def explain(self, query: str, options: SearchOptions, request_id: str | None = None) -> dict[str, Any]:
         """Every searcher's explanation of `query`, combined (shards listed per searcher)."""
         import ray
 
         make_plan(query, options)
         version = self.version_watch.get()
         extra = request_kwargs(request_id)
-        parts = ray.get(
+        parts: list[dict[str, Any]] = ray.get(
             [a.explain.remote(query, options, version, **extra) for a in self.copy()], timeout=options.timeout_s + 5
         )
         out = {k: parts[0][k] for k in ("query", "plan", "defaultBranchOnly")}
@@ -290,7 +286,7 @@ def publish_deployment(key: str, *, data_dir: str, searchers: int, instance: str
     registry.put_deployment(key, registry.Deployment(data_dir, searchers, instance, database))
 
 
-def published_deployment(key: str) -> dict | None:
+def published_deployment(key: str) -> dict[str, Any] | None:
     """What `publish_deployment` recorded for `key` (``{"data_dir", "searchers", "instance",
     "database"}``), or None."""
     record = registry.get_deployment(key)
@@ -310,3 +306,9 @@ def forget_pool(key: str) -> None:
     """Remove what the named pool `key` published (its deployment, layout, index version and
     shard lists): it is gone, and a notebook must not find it any more."""
     registry.forget_pool(key)
+
+
+if TYPE_CHECKING:  # mypy holds the pool to the searcher protocol (the engine: `search.protocol`)
+
+    def _pool_is_a_streamer(pool: SearcherPool, fanout: Fanout) -> tuple[Streamer, PartialStream]:
+        return pool, fanout

@@ -19,14 +19,21 @@ import logging
 import os
 import pickle
 import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from codesearch.errors import CodesearchError, IndexFormatError
 from codesearch.index.shard import Shard
 from codesearch.runtime import NAMESPACE, metrics
-from codesearch.runtime.published import KEEP_VERSIONS, published_shard_lists, shard_spec
+from codesearch.runtime.published import KEEP_VERSIONS, ShardSpec, published_shard_lists, shard_spec
 from codesearch.search.engine import PartialResult, make_plan, partial_result, search_shards
 from codesearch.search.options import SearchOptions
 from codesearch.search.visibility import visible_shards
+
+if TYPE_CHECKING:
+    from ray.actor import ActorHandle
+
+    from codesearch.runtime.shard_copy import ShardCopies
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +62,7 @@ class ShardSearcher:
 
     def __init__(
         self,
-        shard_paths: list[str],
+        shard_paths: Sequence[ShardSpec],
         origin: int = 0,
         pool_key: str | None = None,
         copy_to: str | None = None,
@@ -79,7 +86,7 @@ class ShardSearcher:
     def shards(self) -> list[Shard]:
         return self.sets[self.current]
 
-    def _open(self, specs: list, reuse: dict[str, Shard]) -> list[Shard]:
+    def _open(self, specs: Sequence[ShardSpec], reuse: dict[str, Shard]) -> list[Shard]:
         """Open the shards of `specs` (see `shard_files`), re-using those open already."""
         out, errors = [], []
         for spec in specs:
@@ -151,7 +158,7 @@ class ShardSearcher:
 
     def explain(
         self, query: str, options: SearchOptions, version: int | None = None, request_id: str | None = None
-    ) -> dict:
+    ) -> dict[str, Any]:
         """`codesearch.search.explain.explain` over the owned shards of `version`."""
         from codesearch.search.explain import explain
 
@@ -172,7 +179,9 @@ class ShardSearcher:
                 "searcher %d: %s of %.200r failed (request %s)", self.origin, what, query, request_id or "-", exc_info=e
             )
 
-    def set_shards(self, shard_paths: list[str], version: int | None = None, origin: int | None = None) -> int:
+    def set_shards(
+        self, shard_paths: Sequence[ShardSpec], version: int | None = None, origin: int | None = None
+    ) -> int:
         """Own `shard_paths` as list `version` (after an index change), as partition `origin`
         when given. Shards already open are kept; a search that started before finishes on the
         list it started with (unlinked files stay readable while mapped)."""
@@ -205,7 +214,7 @@ class ShardSearcher:
         return True
 
 
-def _copies(copy_to: str, source: str | None):
+def _copies(copy_to: str, source: str | None) -> ShardCopies:
     """The `ShardCopies` of a searcher that keeps its shards in `copy_to`, fetched from the named
     shard source actor (looked up when first needed: it may start after the searcher)."""
     from codesearch.runtime.shard_copy import ShardCopies
@@ -213,7 +222,7 @@ def _copies(copy_to: str, source: str | None):
     if not source:
         raise ValueError("a searcher that copies its shards needs the name of their source")
 
-    def lookup():
+    def lookup() -> ActorHandle[Any]:
         import ray
 
         return ray.get_actor(source, namespace=NAMESPACE)
@@ -221,7 +230,7 @@ def _copies(copy_to: str, source: str | None):
     return ShardCopies(copy_to, lookup)
 
 
-def _cancel_check():
+def _cancel_check() -> Callable[[], bool] | None:
     """A function telling whether the running Ray task was cancelled (None outside Ray)."""
     try:
         import ray
