@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, Strict
 from starlette.concurrency import run_in_threadpool
 
 from codesearch.app.index_progress import IndexProgress
-from codesearch.errors import CodesearchError
+from codesearch.errors import CodesearchError, ServiceUnavailable
 from codesearch.permissions import Identity, filter_search_response, visible_repos
 from codesearch.search.engine import PartialResult, merge_partials
 from codesearch.search.hints import zero_result_hints
@@ -279,7 +279,7 @@ class SearchSettings:
 
     def __init__(
         self,
-        get_searcher: Callable[[], Streamer],
+        get_searcher: Callable[[], Streamer | None],
         get_store: GetStore,
         *,
         public_url: str,
@@ -353,13 +353,22 @@ class StartedSearch:
         )
 
 
+async def _searcher(settings: SearchSettings) -> Streamer:
+    """The app's searcher; an app built without one (``get_searcher`` answers None: no index yet)
+    answers 503, as the search page does."""
+    searcher: Streamer | None = await settings.searcher_now()
+    if searcher is None:
+        raise ServiceUnavailable("this service has no searchers")
+    return searcher
+
+
 async def start_search(settings: SearchSettings, identity: Identity, body: SearchRequest) -> StartedSearch:
     """Parse `body`'s query and ask the searchers (`Streamer.start`; their answers then arrive as
     `StartedSearch.events`). A query that does not parse or names an unknown context raises its
     `CodesearchError` here, before anything is sent: an ordinary error with its HTTP status."""
     started = time.perf_counter_ns()
     options = await settings.options_of(body, identity)
-    searcher = await settings.searcher_now()
+    searcher = await _searcher(settings)
     try:
         stream = await searcher.start(body.query, options)
     except CodesearchError as e:
@@ -373,7 +382,7 @@ async def run_search(settings: SearchSettings, identity: Identity, body: SearchR
     filtered to what the caller may see, with the index progress (for an unrestricted caller) and
     the hints of an empty search when asked. A query that does not parse raises its `CodesearchError`."""
     options = await settings.options_of(body, identity)
-    searcher = await settings.searcher_now()
+    searcher = await _searcher(settings)
     try:
         resp = await collect(searcher, body.query, options)
     except CodesearchError as e:
