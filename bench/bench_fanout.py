@@ -8,7 +8,7 @@ Usage:
 For each tree (this one, and with --against a copy of that commit's tree, as bench_http_path.py
 makes it), a process of its own (``PYTHONPATH`` = the tree) starts a local Ray instance, a
 `SearcherPool` of --searchers searchers over --index, and from an event loop (as a replica does)
-runs each query --rounds times through ``fan_out_async`` and ``partials_async``. The searchers'
+runs each query --rounds times through ``start`` and ``async for`` (the searcher protocol). The searchers'
 `make_plan` and `partial_result` are wrapped (in the searcher processes, through ``__ray_call__``)
 to stamp each answer with the wall time its search started and ended, so each answer's time
 splits into: the replica checking or planning the query and sending the tasks; the trip to the
@@ -47,7 +47,10 @@ pool = SearcherPool.create(index, searchers)
 
 def stamp(self):
     import threading, time
-    from codesearch.runtime import searchers as S
+    try:
+        from codesearch.runtime import shard_searcher as S
+    except ImportError:  # a tree from before runtime/searchers.py was split
+        from codesearch.runtime import searchers as S
     if getattr(S, "_bench_stamped", False):
         return
     local = threading.local()
@@ -71,10 +74,11 @@ options = SearchOptions(matches=100, public_url="http://127.0.0.1")
 
 async def one(query):
     t0 = time.time()
-    fan = await pool.fan_out_async(query, options)
+    fan = await (pool.start(query, options) if hasattr(pool, "start") else pool.fan_out_async(query, options))
     sent = time.time()
     answers = []
-    async for p in fan.partials_async():
+    # (fan_out_async and partials_async: a tree from before the searcher protocol)
+    async for p in (fan if hasattr(type(fan), "__aiter__") else fan.partials_async()):
         answers.append((p.bench_started, p.bench_ended, time.time()))
     return t0, sent, answers, time.time()
 

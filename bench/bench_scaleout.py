@@ -226,7 +226,7 @@ def start_searchers(groups: list[list[str]], nodes: list[int] | None = None, ext
     arguments ``extra[i]`` (e.g. `ShardSearcher`'s ``copy_to`` and ``source``)."""
     import ray
 
-    from codesearch.runtime.searchers import ShardSearcher
+    from codesearch.runtime.shard_searcher import ShardSearcher
 
     nodes = nodes if nodes is not None else list(range(len(groups)))
     actors = [ray.remote(ShardSearcher).options(num_cpus=1, resources={f"node{nodes[i]}": 0.01})
@@ -259,7 +259,7 @@ def _options(q: be.QueryCase, matches: int):
 
 def cost_of(paths: list[str], queries: list[be.QueryCase], matches: int, rounds: int) -> float:
     """Seconds one round of `queries` costs a searcher owning `paths` (in this process, after a warm-up)."""
-    from codesearch.runtime.searchers import ShardSearcher
+    from codesearch.runtime.shard_searcher import ShardSearcher
 
     s = ShardSearcher(paths)
     try:
@@ -293,7 +293,7 @@ def balance_by_cost(costs: dict[str, float], n: int) -> list[list[str]]:
 
 def _raw_worker(paths: list[str], mix: str, matches: int, seconds: float, out) -> None:
     """A searcher without Ray: run the mix in a loop over `paths` for `seconds`."""
-    from codesearch.runtime.searchers import ShardSearcher
+    from codesearch.runtime.shard_searcher import ShardSearcher
 
     queries = MIXES[mix]
     s = ShardSearcher(paths)
@@ -360,7 +360,7 @@ def main() -> int:
     print()
     index_dir = ensure_index(args)
     from codesearch.index.manifest import current_shards
-    from codesearch.runtime.searchers import balance
+    from codesearch.runtime.published import balance
     from codesearch.search.engine import Searcher
 
     shards = current_shards(str(index_dir))

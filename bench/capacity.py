@@ -274,7 +274,8 @@ def measure_class(pool, actors, q: be.QueryCase, args) -> dict:
 
 def measure_config(size: dict, partitions: int, args) -> dict:
     """Start `partitions` searchers over the shards of `size`, measure every class, stop them."""
-    from codesearch.runtime.searchers import SearcherPool, balance
+    from codesearch.runtime.published import balance
+    from codesearch.runtime.searchers import SearcherPool
 
     groups = balance(size["paths"], partitions)
     nodes = [i % args.nodes for i in range(partitions)]

@@ -27,7 +27,9 @@ import ray  # noqa: E402
 from ray.cluster_utils import Cluster  # noqa: E402
 
 from codesearch.index.manifest import current_shards  # noqa: E402
-from codesearch.runtime.searchers import SearcherPool, ShardSearcher, balance  # noqa: E402
+from codesearch.runtime.published import balance  # noqa: E402
+from codesearch.runtime.searchers import SearcherPool  # noqa: E402
+from codesearch.runtime.shard_searcher import ShardSearcher  # noqa: E402
 from codesearch.search.engine import Searcher  # noqa: E402
 from codesearch.search.options import SearchOptions  # noqa: E402
 

@@ -25,7 +25,7 @@ import httpx
 import pytest
 
 from codesearch.runtime import metrics, request_ids
-from codesearch.runtime.searchers import ShardSearcher
+from codesearch.runtime.shard_searcher import ShardSearcher
 from codesearch.search.options import SearchOptions
 from codesearch.service import observability
 from codesearch.serving.api import build_app
@@ -150,7 +150,7 @@ def test_install_log_filter_adds_one_filter_per_handler():
 
 def test_a_searcher_logs_a_failed_search_with_its_request_id(caplog):
     searcher = ShardSearcher([])
-    with caplog.at_level(logging.WARNING, logger="codesearch.runtime.searchers"):
+    with caplog.at_level(logging.WARNING, logger="codesearch.runtime.shard_searcher"):
         with pytest.raises(Exception, match="invalid regular expression"):
             searcher.search("foo(", SearchOptions(is_regex=True), time.time() + 10, request_id="req-bad-1")
     assert any("request req-bad-1" in r.getMessage() for r in caplog.records)
@@ -350,9 +350,9 @@ def test_searches_and_http_requests_reach_rays_prometheus_export(ray_session, se
                                      for w, o in searchers.items()),
     })
     # the searchers' shards are the whole index, and their bytes its files' sizes
-    from codesearch.runtime.searchers import _spec, shard_files
+    from codesearch.runtime.published import shard_files, shard_spec
 
-    files = [_spec(s)[0] for s in shard_files(served["index"])]
+    files = [shard_spec(s)[0] for s in shard_files(served["index"])]
     assert sum(_total(samples, "ray_codesearch_searcher_shards", WorkerId=w) for w in searchers) == len(files)
     assert sum(_total(samples, "ray_codesearch_searcher_shard_bytes", WorkerId=w) for w in searchers) == \
         sum(os.path.getsize(f) for f in files)
@@ -363,7 +363,8 @@ def test_a_request_id_reaches_the_searchers(ray_session, indexed_corpus, tmp_pat
     searched and streamed alike; a search outside any request sends none."""
     import ray
 
-    from codesearch.runtime.searchers import SearcherPool, balance, shard_files
+    from codesearch.runtime.published import balance, shard_files
+    from codesearch.runtime.searchers import SearcherPool
     from codesearch.store import Store
 
     class RecordingSearcher(ShardSearcher):  # defined here, so that Ray ships it by value

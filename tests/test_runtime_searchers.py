@@ -7,8 +7,11 @@ import os
 
 import pytest
 
-from codesearch.runtime.searchers import SearcherPool, ShardSearcher, balance, shard_files
+from codesearch.runtime.published import balance, shard_files
+from codesearch.runtime.searchers import SearcherPool
+from codesearch.runtime.shard_searcher import ShardSearcher
 from codesearch.search.options import SearchOptions
+from codesearch.search.protocol import collect
 from tests.oracle import engine_spans
 
 ray = pytest.importorskip("ray")
@@ -116,7 +119,7 @@ def test_refresh_is_atomic_across_searchers(ray_session, indexed_corpus, tmp_pat
     every searcher: never one searcher's new list with another's old one."""
     import shutil
 
-    from codesearch.runtime.searchers import published_version
+    from codesearch.runtime.published import published_version
 
     ix = tmp_path / "ix"
     shutil.copytree(indexed_corpus["index"], ix)
@@ -146,7 +149,7 @@ def test_a_version_watch_reads_the_kv_only_in_the_background(ray_session):
     import time
     import uuid
 
-    from codesearch.runtime.searchers import VersionWatch, publish_version
+    from codesearch.runtime.published import VersionWatch, publish_version
 
     key = f"cs-test-watch-{uuid.uuid4().hex[:8]}"
     publish_version(key, 1)
@@ -179,7 +182,7 @@ def test_a_version_watch_nobody_uses_stops(ray_session):
     import threading
     import uuid
 
-    from codesearch.runtime.searchers import VersionWatch, publish_version
+    from codesearch.runtime.published import VersionWatch, publish_version
 
     key = f"cs-test-watch-{uuid.uuid4().hex[:8]}"
     publish_version(key, 1)
@@ -198,7 +201,7 @@ def test_searches_follow_a_version_published_elsewhere(ray_session, indexed_corp
     import shutil
     import time
 
-    from codesearch.runtime.searchers import VERSION_POLL_S, published_version
+    from codesearch.runtime.published import VERSION_POLL_S, published_version
 
     ix = tmp_path / "ix"
     shutil.copytree(indexed_corpus["index"], ix)
@@ -297,7 +300,7 @@ def test_a_capped_search_stops_the_other_partitions_once_its_budget_is_full(ray_
 
     pool = _pool(indexed_corpus)
     assert all(pool.shard_count(p, pool.version_watch.get()) for p in range(len(pool.actors)))
-    for search in (pool.search, lambda q, o: asyncio.run(pool.search_async(q, o))):
+    for search in (pool.search, lambda q, o: asyncio.run(collect(pool, q, o))):
         got = search(r"\w+", SearchOptions(matches=5, is_regex=True))
         assert got["stats"]["actualMatchCount"] == 5 and not got["isSearchExhaustive"]
         assert got["stats"]["crashes"] == 0 and got["stats"]["shardsSkipped"] >= 1
@@ -332,7 +335,7 @@ def test_every_way_of_asking_answers_as_the_engine(ray_session, indexed_corpus, 
         want = indexed_corpus["searcher"].search(query, matches=cap, **flags)
         opts = SearchOptions(matches=cap, is_regex=flags.get("is_regex", False))
         for pool in (_pool(indexed_corpus), mixed):
-            for got in (pool.search(query, opts), asyncio.run(pool.search_async(query, opts))):
+            for got in (pool.search(query, opts), asyncio.run(collect(pool, query, opts))):
                 assert got["stats"]["actualMatchCount"] == want["stats"]["actualMatchCount"], query
                 assert got["stats"]["crashes"] == 0 and got["isSearchExhaustive"] == want["isSearchExhaustive"]
                 if cap > 1000:

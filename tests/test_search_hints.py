@@ -54,7 +54,7 @@ def api(indexed_corpus, tmp_path_factory):
     names = [indexed_corpus["repo_name"], indexed_corpus["plain_name"], "git.example.com/team/payments-service"]
     store.upsert_repos("local", [dict(name=n, code_host_type="genericGitHost", clone_url="file:///x/" + str(i),
                                       default_branch="main") for i, n in enumerate(names)])
-    searcher = Counted(indexed_corpus["searcher"], "search")
+    searcher = Counted(indexed_corpus["searcher"], "start", "search")
     counted_store = Counted(store, "repo_names", "list_repos")
     app = build_app(lambda: searcher, get_store=lambda: counted_store, anonymous_access=True, data_dir=data,
                     contexts={"backend": {indexed_corpus["repo_name"]}, "web-ui": {indexed_corpus["plain_name"]}})

@@ -232,7 +232,7 @@ def test_stream_search_counts_a_dead_searcher_and_reports_errors_in_stream(svc):
     async def collect(actors, query="foo"):
         pool = SearcherPool(actors)
         options = SearchOptions(matches=1000, timeout_s=10)
-        return [e async for e in stream_events(pool, query, options, UNRESTRICTED, fanout=pool.fan_out(query, options))]
+        return [e async for e in stream_events(await pool.start(query, options), options, UNRESTRICTED)]
 
     dead = Failing.remote(None)
     ray.kill(dead)

@@ -200,7 +200,11 @@ class _Recorded:
         self.searcher = searcher
         self.options = []
 
-    def search(self, query, options):
+    async def start(self, query, options, request_id=None):
+        self.options.append(options)
+        return await self.searcher.start(query, options, request_id)
+
+    def search(self, query, *, options):
         self.options.append(options)
         return self.searcher.search(query, options=options)
 

@@ -27,7 +27,9 @@ import httpx
 import pytest
 
 from codesearch.runtime import NAMESPACE
-from codesearch.runtime.searchers import SearcherPool, ShardSearcher, balance, publish_layout, shard_files
+from codesearch.runtime.published import balance, publish_layout, shard_files
+from codesearch.runtime.searchers import SearcherPool
+from codesearch.runtime.shard_searcher import ShardSearcher
 from codesearch.search.engine import Searcher
 from codesearch.search.options import SearchOptions
 from codesearch.store import Store

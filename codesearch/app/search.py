@@ -1,7 +1,9 @@
 """Search as a caller: what every front door (the HTTP routes, the results page, the Python client)
 calls to run a search, written once.
 
-`start_search` checks and plans a query and asks the searchers; its `StartedSearch.events` are
+Both are the searcher protocol's (`codesearch.search.protocol`: stream, then collect), whatever
+runs the search (the Ray pool, the in-process engine).
+`start_search` checks a query and asks the searchers; its `StartedSearch.events` are
 the answers as they arrive (``chunk``…, then ``final`` or ``error``: docs/http-api.md#search),
 merged by `StreamMerger` under one ``matches`` budget; `run_search` is the same search answered
 once. Both see only what the caller may see (`codesearch.permissions`), add the index progress for
@@ -17,20 +19,28 @@ import dataclasses
 import logging
 import os
 import time
-from collections.abc import AsyncGenerator, Mapping
-from typing import Any
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
 from starlette.concurrency import run_in_threadpool
 
 from codesearch.app.index_progress import IndexProgress
-from codesearch.errors import CodesearchError
+from codesearch.errors import CodesearchError, ServiceUnavailable
 from codesearch.permissions import Identity, filter_search_response, visible_repos
-from codesearch.search.engine import merge_partials
+from codesearch.search.engine import PartialResult, merge_partials
 from codesearch.search.hints import zero_result_hints
 from codesearch.search.options import FLUSH_TIMER, SearchOptions, Stats
+from codesearch.search.protocol import PartialStream, Streamer, collect
+
+if TYPE_CHECKING:
+    from codesearch.store import Store
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+#: How the search reads the store (None: an app without one, a bare index).
+GetStore = Callable[[], "Store | None"] | None
 
 MAX_MATCH_COUNT_ENV = "DEFAULT_MAX_MATCH_COUNT"
 DEFAULT_MAX_MATCH_COUNT = 10_000
@@ -71,7 +81,7 @@ def names_a_context(query: str) -> bool:
     return "context:" in query.lower()
 
 
-def contexts_for(get_store, fallback: dict | None, query: str) -> dict[str, set[str]]:
+def contexts_for(get_store: GetStore, fallback: Mapping[str, Iterable[str]] | None, query: str) -> dict[str, set[str]]:
     """Search contexts by name: the store's, plus `fallback` for names the store lacks; none for
     a query that names no context (they travel with the search to every searcher, and a
     configuration's contexts may list thousands of repositories)."""
@@ -88,13 +98,15 @@ def contexts_for(get_store, fallback: dict | None, query: str) -> dict[str, set[
 def unwrap(exc: BaseException) -> BaseException:
     """The error a Ray task raised, without Ray's wrapper (whose message holds a traceback, the
     worker's pid and address: internals that must not reach a client)."""
-    seen = 0
-    while getattr(exc, "cause", None) is not None and isinstance(exc.cause, BaseException) and seen < 8:
-        exc, seen = exc.cause, seen + 1
+    for _ in range(8):
+        cause = getattr(exc, "cause", None)
+        if not isinstance(cause, BaseException):
+            break
+        exc = cause
     return exc
 
 
-def _error_payload(exc: BaseException) -> dict:
+def _error_payload(exc: BaseException) -> dict[str, Any]:
     exc = unwrap(exc)
     if isinstance(exc, CodesearchError) and exc.status_code < 500:
         status, code, message = exc.status_code, exc.error_code, str(exc)
@@ -103,7 +115,7 @@ def _error_payload(exc: BaseException) -> dict:
     return {"type": "error", "error": {"statusCode": status, "errorCode": code, "message": message}}
 
 
-def _file_key(f: dict) -> tuple:
+def _file_key(f: dict[str, Any]) -> tuple[Any, str, tuple[str, ...]]:
     return f["repositoryId"], f["fileName"]["text"], tuple(f["branches"])
 
 
@@ -118,7 +130,7 @@ class StreamMerger:
         self.sent = 0  # match ranges sent so far
         self.truncated = False
 
-    def chunk(self, partial) -> dict:
+    def chunk(self, partial: PartialResult) -> dict[str, Any]:
         """The ``chunk`` event for one searcher's `PartialResult`. Its files are ranked, and each
         carries its ranking ``score`` and ``order`` (extra fields: the tie-break of equal scores,
         ``[searcher, shard, document]``), so that a client can keep the files of all chunks in the
@@ -151,7 +163,7 @@ class StreamMerger:
         if missed.crashes:
             self.acc.flushReason = missed.flushReason
 
-    def final(self) -> dict:
+    def final(self) -> dict[str, Any]:
         acc = dataclasses.replace(self.acc)
         acc.totalMatchCount = max(acc.totalMatchCount, acc.actualMatchCount)
         if self.truncated and acc.totalMatchCount <= acc.actualMatchCount:
@@ -166,7 +178,7 @@ class StreamMerger:
 MAX_HINT_REPOS = 20_000
 
 
-def visible_repo_names(get_store, identity: Identity) -> list[str] | None:
+def visible_repo_names(get_store: GetStore, identity: Identity) -> list[str] | None:
     """Names of the repositories `identity` may see, by name, at most `MAX_HINT_REPOS` (None
     without a store)."""
     store = get_store() if get_store else None
@@ -177,7 +189,9 @@ def visible_repo_names(get_store, identity: Identity) -> list[str] | None:
     return names[:MAX_HINT_REPOS]
 
 
-def search_hints(searcher, get_store, query: str, options: SearchOptions, identity: Identity) -> list[dict]:
+def search_hints(
+    searcher: Streamer, get_store: GetStore, query: str, options: SearchOptions, identity: Identity
+) -> list[dict[str, Any]]:
     """The hints for an empty search (blocking: run it in a thread). The store is read for the
     caller's repository names only when the query has a ``repo:`` term to judge."""
     small = dataclasses.replace(options, matches=1, context_lines=0, whole=False)
@@ -203,73 +217,50 @@ def search_hints(searcher, get_store, query: str, options: SearchOptions, identi
 
 
 async def search_events(
-    searcher,
-    query: str,
+    stream: PartialStream,
     options: SearchOptions,
     identity: Identity,
     plan_ns: int = 0,
     started_ns: int | None = None,
-    fanout=None,
-    progress=None,
-    hinter=None,
-) -> AsyncGenerator[dict, None]:
+    progress: IndexProgress | None = None,
+    hinter: Callable[[], Awaitable[list[dict[str, Any]]]] | None = None,
+) -> AsyncGenerator[dict[str, Any], None]:
     """The events of one streamed search, as dicts: ``chunk``…, then ``final`` (or ``error``);
     see the module docstring. `stream_events` sends them as Server-Sent Events, the results page
     (`codesearch.web.results_page`) as HTML.
 
-    `fanout` is the `Fanout` of a `SearcherPool` already asked (its answers become one chunk
-    each, as they arrive); without one, `searcher` is any object with ``search(query, options)
-    -> dict`` (answered as a single chunk, in a thread). Stopping the searchers when the client
-    goes away is the reader's part (`sse`'s and `page_stream`'s `on_close`): a generator closed
-    before it started runs no code of its own.
+    `stream` is a started search (`Streamer.start`): each of its partial results becomes one
+    chunk, as it arrives. Stopping the searchers when the client goes away is the reader's part
+    (`sse`'s and `page_stream`'s `on_close`): a generator closed before it started runs no code
+    of its own.
     """
     started_ns = time.perf_counter_ns() if started_ns is None else started_ns
     merger = StreamMerger(options, started_ns, plan_ns)
     try:
-        if fanout is None:
-            resp = await run_in_threadpool(lambda: searcher.search(query, options=options))
-            resp = filter_search_response(identity, resp)
-            yield {
-                "type": "chunk",
-                "stats": resp["stats"],
-                "files": resp["files"],
-                "repositoryInfo": resp["repositoryInfo"],
-            }
-            final = {
-                "type": "final",
-                "accumulatedStats": resp["stats"],
-                "isSearchExhaustive": resp["isSearchExhaustive"],
-            }
-            if progress is not None:
-                progress.add_to(final["accumulatedStats"])
-            if hinter is not None and not resp["files"]:
-                final["hints"] = await hinter()
-            yield final
-        else:
-            found = False
-            async for partial in fanout.partials_async():
-                chunk = filter_search_response(identity, merger.chunk(partial))
-                found = found or bool(chunk["files"])
-                yield chunk
-            merger.missed(fanout.missed)
-            final = merger.final()
-            if progress is not None:
-                progress.add_to(final["accumulatedStats"])
-            if hinter is not None and not found:
-                final["hints"] = await hinter()
-            yield final
+        found = False
+        async for partial in stream:
+            chunk = filter_search_response(identity, merger.chunk(partial))
+            found = found or bool(chunk["files"])
+            yield chunk
+        merger.missed(stream.missed)
+        final = merger.final()
+        if progress is not None:
+            progress.add_to(final["accumulatedStats"])
+        if hinter is not None and not found:
+            final["hints"] = await hinter()
+        yield final
     except Exception as e:  # after the stream started: an error event, never a broken stream
         if not isinstance(e, CodesearchError):
             log.exception("stream_search failed")
         yield _error_payload(e)
 
 
-def first_in_thread(get):
+def first_in_thread(get: Callable[[], T]) -> Callable[[], Awaitable[T]]:
     """`get()` for an event loop, asked once: the first call runs in a thread (attaching to the
     searchers waits for Ray), later ones return what it returned without leaving the loop."""
-    got: list = []
+    got: list[T] = []
 
-    async def resolved():
+    async def resolved() -> T:
         if not got:
             value = await run_in_threadpool(get)
             if not got:
@@ -283,16 +274,16 @@ class SearchSettings:
     """What the search routes of one app share (`api.build_app` makes it, `deps.Services.search`
     holds it). Nothing on a search's way to the searchers leaves the event loop unless it must
     wait for I/O: the store is read (in a thread) only for a query that names a search context,
-    `get_searcher` is called once (in a thread), and a pool plans and sends short queries on the
-    loop (`SearcherPool.fan_out_async`)."""
+    `get_searcher` is called once (in a thread), and a searcher checks and sends short queries on
+    the loop (`Streamer.start`)."""
 
     def __init__(
         self,
-        get_searcher,
-        get_store,
+        get_searcher: Callable[[], Streamer | None],
+        get_store: GetStore,
         *,
         public_url: str,
-        contexts: dict | None,
+        contexts: Mapping[str, Iterable[str]] | None,
         max_matches: int = DEFAULT_MAX_MATCH_COUNT,
         search_timeout_s: float | None = None,
     ):
@@ -303,7 +294,7 @@ class SearchSettings:
         self.max_matches = max_matches
         self.budget = {"timeout_s": search_timeout_s} if search_timeout_s else {}
         self.searcher_now = first_in_thread(get_searcher)
-        self.progress = IndexProgress(get_store)
+        self.progress = IndexProgress(get_store or (lambda: None))
 
     def options_for(self, body: SearchRequest, identity: Identity) -> SearchOptions:
         return SearchOptions(
@@ -332,8 +323,8 @@ class StartedSearch:
     identity: Identity
     query: str
     options: SearchOptions
-    searcher: Any
-    fanout: Any
+    searcher: Streamer
+    stream: PartialStream
     started_ns: int
     plan_ns: int
     #: The request asked for the ``hints`` of an empty search (``withHints``).
@@ -341,62 +332,59 @@ class StartedSearch:
 
     def abandon(self) -> None:
         """Stop the searchers still at work (the client went away); harmless once they answered."""
-        if self.fanout is not None:
-            self.fanout.abandon()
+        self.stream.abandon()
 
-    def events(self) -> AsyncGenerator[dict, None]:
+    def events(self) -> AsyncGenerator[dict[str, Any], None]:
         """Its answers as events (`search_events`), with the hints of an empty search when the
         request asked for them. Whoever reads them calls `abandon` when done."""
 
-        async def hinter() -> list[dict]:
+        async def hinter() -> list[dict[str, Any]]:
             s, get_store = self, self.settings.get_store
             return await run_in_threadpool(search_hints, s.searcher, get_store, s.query, s.options, s.identity)
 
         return search_events(
-            self.searcher,
-            self.query,
+            self.stream,
             self.options,
             self.identity,
             plan_ns=self.plan_ns,
             started_ns=self.started_ns,
-            fanout=self.fanout,
             progress=self.settings.progress if self.options.visible_repos is None else None,
             hinter=hinter if self.with_hints else None,
         )
 
 
+async def _searcher(settings: SearchSettings) -> Streamer:
+    """The app's searcher; an app built without one (``get_searcher`` answers None: no index yet)
+    answers 503, as the search page does."""
+    searcher: Streamer | None = await settings.searcher_now()
+    if searcher is None:
+        raise ServiceUnavailable("this service has no searchers")
+    return searcher
+
+
 async def start_search(settings: SearchSettings, identity: Identity, body: SearchRequest) -> StartedSearch:
-    """Parse `body`'s query, plan it and ask the searchers (a pool's answers then arrive as
+    """Parse `body`'s query and ask the searchers (`Streamer.start`; their answers then arrive as
     `StartedSearch.events`). A query that does not parse or names an unknown context raises its
     `CodesearchError` here, before anything is sent: an ordinary error with its HTTP status."""
     started = time.perf_counter_ns()
     options = await settings.options_of(body, identity)
-    searcher = await settings.searcher_now()
-    fanout = None
+    searcher = await _searcher(settings)
     try:
-        if hasattr(searcher, "fan_out_async"):
-            fanout = await searcher.fan_out_async(body.query, options)
-        else:
-            from codesearch.search.engine import make_plan
-
-            await run_in_threadpool(make_plan, body.query, options)
+        stream = await searcher.start(body.query, options)
     except CodesearchError as e:
         raise unwrap(e) from None
     plan_ns = time.perf_counter_ns() - started
-    return StartedSearch(settings, identity, body.query, options, searcher, fanout, started, plan_ns, body.withHints)
+    return StartedSearch(settings, identity, body.query, options, searcher, stream, started, plan_ns, body.withHints)
 
 
-async def run_search(settings: SearchSettings, identity: Identity, body: SearchRequest) -> dict:
-    """One search as `identity`, answered once: the merged answer of every searcher, filtered to what
-    the caller may see, with the index progress (for an unrestricted caller) and the hints of an
-    empty search when asked. A query that does not parse raises its `CodesearchError`."""
+async def run_search(settings: SearchSettings, identity: Identity, body: SearchRequest) -> dict[str, Any]:
+    """One search as `identity`, answered once (`collect`: the merged answer of every searcher),
+    filtered to what the caller may see, with the index progress (for an unrestricted caller) and
+    the hints of an empty search when asked. A query that does not parse raises its `CodesearchError`."""
     options = await settings.options_of(body, identity)
-    searcher = await settings.searcher_now()
+    searcher = await _searcher(settings)
     try:
-        if hasattr(searcher, "search_async"):
-            resp = await searcher.search_async(body.query, options)
-        else:
-            resp = await run_in_threadpool(lambda: searcher.search(body.query, options=options))
+        resp = await collect(searcher, body.query, options)
     except CodesearchError as e:
         raise unwrap(e) from None
     resp = filter_search_response(identity, resp)

@@ -32,6 +32,10 @@ import logging
 import threading
 import time
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from codesearch.runtime.published import ShardSpec
 
 log = logging.getLogger(__name__)
 
@@ -235,11 +239,11 @@ def get_index_version(pool: str) -> int | None:
     return int(raw) if raw is not None else None
 
 
-def put_shard_lists(pool: str, lists: dict[int, list]) -> None:
+def put_shard_lists(pool: str, lists: dict[int, list[list[ShardSpec]]]) -> None:
     _call("put", f"shard-lists:{pool}", {str(v): parts for v, parts in lists.items()}, create=True)
 
 
-def get_shard_lists(pool: str) -> dict[int, list]:
+def get_shard_lists(pool: str) -> dict[int, list[list[ShardSpec]]]:
     raw = _call("get", f"shard-lists:{pool}") or {}
     return {int(v): parts for v, parts in raw.items()}
 

@@ -265,7 +265,7 @@ class Scheduler:
         return gone
 
     def _check_index(self) -> None:
-        from codesearch.runtime.searchers import shard_files
+        from codesearch.runtime.published import shard_files
 
         try:
             shards = shard_files(self.index_dir)  # files and tombstones: either change reloads

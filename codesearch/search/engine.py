@@ -4,15 +4,18 @@
 `partial_result` turns its results into plain, ranked, capped, presented data;
 `merge_partials` combines the partial results of many searchers into one ranked, capped
 answer. `Searcher` does all three in one process over an index directory, so the in-process
-and the distributed search share one code path.
+and the distributed search share one code path; it is a `codesearch.search.protocol.Streamer`
+(its `start` streams one partial result, the whole index's), as the Ray pool is.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -43,6 +46,12 @@ log = logging.getLogger(__name__)
 #: every searcher plans again: 16,384 characters (a third of a second) is more than any query a
 #: person or a tool writes, and a megabyte-long query no longer holds a CPU for a minute.
 MAX_QUERY_LENGTH = 16_384
+#: Queries up to this long are parsed (and, in process, planned) on the event loop by a searcher's
+#: ``start`` (`codesearch.search.protocol.Streamer`); a longer one, whose regexes may take
+#: milliseconds to compile, in a thread, so that the loop answers other requests meanwhile (a plan
+#: of 200 characters takes at most a few milliseconds even for an alternation of literals,
+#: typical queries a few tens of microseconds).
+INLINE_PLAN_CHARS = 200
 
 
 def make_plan(query: str, options: SearchOptions) -> Plan:
@@ -390,6 +399,43 @@ class Searcher:
         results = search_shards(list(self.shards), p, options, deadline)
         return merge_partials([partial_result(results, options)], options, started, plan_ns)
 
+    async def start(self, query: str, options: SearchOptions, request_id: str | None = None) -> LocalStream:
+        """The search of `query` as a stream (`codesearch.search.protocol.Streamer`): planned here, on
+        the event loop for a short query and in a thread for a long one (`INLINE_PLAN_CHARS`), then
+        searched in a thread when the stream is read. `request_id` is for the protocol (the pool's
+        searchers log it); one process has no other log to name it in."""
+        deadline = options.deadline()
+        if len(query) <= INLINE_PLAN_CHARS:
+            p = make_plan(query, options)
+        else:
+            p = await asyncio.to_thread(make_plan, query, options)
+        return LocalStream(list(self.shards), p, options, deadline)
+
     def close(self) -> None:
         for s in self.shards:
             s.close()
+
+
+class LocalStream:
+    """A search of the in-process `Searcher` (`Searcher.start`): one partial result, the whole
+    index's, searched in a worker thread; `abandon` stops it between two documents."""
+
+    def __init__(self, shards: list[Shard], p: Plan, options: SearchOptions, deadline: float):
+        self.shards = shards
+        self.plan = p
+        self.options = options
+        self.deadline = deadline
+        #: Nothing is ever missed in one process: every shard answers or counts its own crash.
+        self.missed = Stats()
+        self._abandoned = threading.Event()
+
+    async def __aiter__(self) -> AsyncIterator[PartialResult]:
+        if self._abandoned.is_set():
+            return
+        results = await asyncio.to_thread(
+            search_shards, self.shards, self.plan, self.options, self.deadline, self._abandoned.is_set
+        )
+        yield partial_result(results, self.options)
+
+    def abandon(self) -> None:
+        self._abandoned.set()

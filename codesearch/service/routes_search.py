@@ -18,7 +18,7 @@ line each:
 - ``{"type": "final", "accumulatedStats", "isSearchExhaustive"}`` once every searcher answered
   (or the search deadline passed: a searcher that fails or does not answer counts in
   ``crashes``, its shards in ``shardsSkipped``, and makes the search non-exhaustive, never a
-  hang; see `codesearch.runtime.searchers.Fanout`);
+  hang; see `codesearch.runtime.fanout.Fanout`);
 - ``data: [DONE]``.
 
 Errors known before the stream starts (bad body, no credentials, a query that does not parse,
@@ -66,6 +66,7 @@ from codesearch.app.search import (  # noqa: F401  (max_match_count, SearchReque
 from codesearch.errors import CodesearchError, InvalidRequestBody
 from codesearch.permissions import Identity, visible_repos
 from codesearch.search.options import SearchOptions
+from codesearch.search.protocol import PartialStream
 from codesearch.service import audit
 from codesearch.service.deps import Caller, app_services
 
@@ -131,11 +132,10 @@ async def sse(events: AsyncGenerator[dict, None], on_close: Callable[[], None] |
             on_close()
 
 
-def stream_events(searcher, query: str, options: SearchOptions, identity: Identity, **kwargs) -> AsyncIterator[bytes]:
+def stream_events(stream: PartialStream, options: SearchOptions, identity: Identity, **kwargs) -> AsyncIterator[bytes]:
     """The SSE byte chunks of one streamed search (`search_events`' arguments); closing them
-    stops the `fanout`'s searchers still at work."""
-    fanout = kwargs.get("fanout")
-    return sse(search_events(searcher, query, options, identity, **kwargs), fanout.abandon if fanout else None)
+    stops the `stream`'s searchers still at work."""
+    return sse(search_events(stream, options, identity, **kwargs), stream.abandon)
 
 
 def _body_schema(model: type[BaseModel]) -> dict:

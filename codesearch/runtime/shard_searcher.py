@@ -1,0 +1,244 @@
+"""The shard searcher: a Ray actor that owns a balanced set of shards and searches them locally.
+
+A search is one hop from the caller: every searcher plans the query itself (plans hold
+compiled regexes, which do not travel between processes), evaluates its shards, ranks, caps
+and presents its files (`codesearch.search.engine.partial_result`), and returns plain data.
+The caller merges (`codesearch.runtime.fanout`, `merge_partials`). Posting lists and bitmaps
+never leave a searcher. `ShardSearcher` is a plain class (testable without Ray); the pool
+(`codesearch.runtime.searchers.SearcherPool`) makes actors of it.
+
+Observability: a searcher records its query time, candidates, verified bytes and shards
+(`codesearch.runtime.metrics`); the pool sends each search the id of the HTTP request it serves
+(`request_ids`), which the searcher names when it logs a slow or failed search.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import pickle
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from codesearch.errors import CodesearchError, IndexFormatError
+from codesearch.index.shard import Shard
+from codesearch.runtime import NAMESPACE, metrics
+from codesearch.runtime.published import KEEP_VERSIONS, ShardSpec, published_shard_lists, shard_spec
+from codesearch.search.engine import PartialResult, make_plan, partial_result, search_shards
+from codesearch.search.options import SearchOptions
+from codesearch.search.visibility import visible_shards
+
+if TYPE_CHECKING:
+    from ray.actor import ActorHandle
+
+    from codesearch.runtime.shard_copy import ShardCopies
+
+log = logging.getLogger(__name__)
+
+
+#: Searches one searcher runs at once (threads of the actor). A search holds the GIL only in
+#: short stretches (RE2, the regex fallback and numpy release it), so a slow query takes its
+#: share of the CPU instead of making every other query wait for it.
+SEARCH_CONCURRENCY = 8
+#: A searcher logs a search that took longer than this (seconds), with its request id.
+SLOW_SEARCH_S = 2.0
+
+
+class ShardSearcher:
+    """Owns some shard files (memory-mapped) and answers searches over them.
+
+    Shard lists are versioned: `set_shards(paths, version)` adds a list next to the previous
+    ones (the last `KEEP_VERSIONS` are kept) and `search(..., version=v)` uses list `v`. The
+    pool publishes a version only after every searcher holds it, so one search sees the same
+    generation of the index on every searcher, even while a refresh is under way.
+
+    Searches run concurrently (the actor is threaded, `SEARCH_CONCURRENCY`); shards keep no
+    per-query state. A searcher of a named pool (`pool_key`) that Ray restarts after a crash
+    starts from the shard lists the pool published (`publish_shard_lists`), not from the
+    arguments it was first created with, so it serves its partition of the current index at once.
+    """
+
+    def __init__(
+        self,
+        shard_paths: Sequence[ShardSpec],
+        origin: int = 0,
+        pool_key: str | None = None,
+        copy_to: str | None = None,
+        source: str | None = None,
+    ):
+        self.origin = origin
+        self.errors: list[str] = []
+        self.sets: dict[int, list[Shard]] = {}
+        #: Without the builder's data directory: verified copies fetched from the named
+        #: `shard_copy.ShardSource` (see `SearcherPool.create`).
+        self.copies = _copies(copy_to, source) if copy_to else None
+        published = published_shard_lists(pool_key) if pool_key else {}
+        for version, partitions in sorted(published.items()):
+            self.set_shards(partitions[origin] if origin < len(partitions) else [], version)
+        if not self.sets:
+            self.sets[0] = self._open(shard_paths, {})
+            self.current = 0
+            self._report_shards()
+
+    @property
+    def shards(self) -> list[Shard]:
+        return self.sets[self.current]
+
+    def _open(self, specs: Sequence[ShardSpec], reuse: dict[str, Shard]) -> list[Shard]:
+        """Open the shards of `specs` (see `shard_files`), re-using those open already."""
+        out, errors = [], []
+        for spec in specs:
+            path, dead = shard_spec(spec)
+            try:
+                if self.copies is not None:  # a copy open and verified already needs no word from the source
+                    path = self.copies.verified(path) or self.copies.local(path)
+                if path in reuse:
+                    out.append(reuse[path].with_dead(dead))
+                    continue
+                out.append(Shard(path).with_dead(dead))
+            except (IndexFormatError, OSError) as e:
+                log.error("%s", e)
+                errors.append(str(e))
+            except Exception as e:  # noqa: BLE001 - the shard source is unreachable (a Ray error): serve the rest
+                log.error("searcher %d: shard %s not fetched: %s", self.origin, os.path.basename(path), e)
+                errors.append(
+                    f"{os.path.basename(path)}: not fetched from where the index is built ({type(e).__name__})"
+                )
+        self.errors = errors
+        return out
+
+    def held(self) -> list[str]:
+        """The files of the shards this searcher holds (every kept version)."""
+        return sorted({s.path for shards in self.sets.values() for s in shards})
+
+    def _shards_of(self, version: int | None) -> list[Shard]:
+        return self.sets.get(version, self.shards) if version is not None else self.shards
+
+    def search(
+        self,
+        query: str,
+        options: SearchOptions,
+        deadline_wall: float,
+        version: int | None = None,
+        request_id: str | None = None,
+    ) -> PartialResult:
+        """Search the owned shards of `version` (default: the newest); `deadline_wall` is a
+        `time.time()` instant (clocks of other processes and nodes agree on wall time, not on
+        `time.monotonic()`). Stops early when the caller cancels the task (`ray.cancel`).
+        `request_id` names the HTTP request the search is for in this searcher's logs (a slow
+        search, an error); the search's time and work are recorded in `metrics`."""
+        started = time.perf_counter()
+        try:
+            deadline = time.monotonic() + max(0.0, deadline_wall - time.time())
+            plan = make_plan(query, options)
+            out = partial_result(
+                search_shards(self._shards_of(version), plan, options, deadline, _cancel_check()), options, self.origin
+            )
+        except Exception as e:
+            self._log_failure("search", query, request_id, e)
+            raise
+        seconds = time.perf_counter() - started
+        metrics.searcher_query(self.origin, seconds, out.stats)
+        if seconds > SLOW_SEARCH_S:
+            log.warning(
+                "searcher %d: slow search (%.2fs, request %s): %.200r", self.origin, seconds, request_id or "-", query
+            )
+        return out
+
+    def search_wire(self, request: bytes) -> bytes:
+        """`search` as the pool asks for it (`Fanout`): its arguments ``(query, options,
+        deadline_wall, version, request_id)`` and its `PartialResult` pickled, one bytes object
+        each way. Ray ships bytes as they are, where it pickles every argument and the answer on
+        its own, at a cost that showed (0.3-0.5 ms of a search with two searchers, on 2 cores);
+        the request is pickled once for every searcher of the search."""
+        query, options, deadline_wall, version, request_id = pickle.loads(request)
+        return pickle.dumps(self.search(query, options, deadline_wall, version, request_id), pickle.HIGHEST_PROTOCOL)
+
+    def explain(
+        self, query: str, options: SearchOptions, version: int | None = None, request_id: str | None = None
+    ) -> dict[str, Any]:
+        """`codesearch.search.explain.explain` over the owned shards of `version`."""
+        from codesearch.search.explain import explain
+
+        try:
+            out = explain(make_plan(query, options), visible_shards(self._shards_of(version), options.visible_repos))
+        except Exception as e:
+            self._log_failure("explain", query, request_id, e)
+            raise
+        out["searcher"] = self.origin
+        return out
+
+    def _log_failure(self, what: str, query: str, request_id: str | None, e: Exception) -> None:
+        """A query the caller got wrong is its error to read (a warning here); anything else is ours."""
+        if isinstance(e, CodesearchError):
+            log.warning("searcher %d: %s failed (request %s): %s", self.origin, what, request_id or "-", e)
+        else:
+            log.error(
+                "searcher %d: %s of %.200r failed (request %s)", self.origin, what, query, request_id or "-", exc_info=e
+            )
+
+    def set_shards(
+        self, shard_paths: Sequence[ShardSpec], version: int | None = None, origin: int | None = None
+    ) -> int:
+        """Own `shard_paths` as list `version` (after an index change), as partition `origin`
+        when given. Shards already open are kept; a search that started before finishes on the
+        list it started with (unlinked files stay readable while mapped)."""
+        if origin is not None:
+            self.origin = origin
+        current = getattr(self, "current", None)
+        version = version if version is not None else (current or 0) + 1
+        reuse = {s.path: s for shards in self.sets.values() for s in shards}
+        self.sets[version] = self._open(shard_paths, reuse)
+        self.current = version if current is None else max(current, version)
+        for old in sorted(self.sets)[:-KEEP_VERSIONS]:
+            del self.sets[old]
+        if self.copies is not None:  # the copies no kept list names any more
+            self.copies.prune(set(self.held()))
+        self._report_shards()
+        return len(self.sets[version])
+
+    def _report_shards(self) -> None:
+        """The shard count and bytes of the newest list, as gauges (`metrics`)."""
+        nbytes = 0
+        for shard in self.shards:
+            with contextlib.suppress(OSError):  # deleted since it was mapped: it still serves, its size is unknown
+                nbytes += os.path.getsize(shard.path)
+        metrics.searcher_shards(self.origin, len(self.shards), nbytes)
+
+    def shard_count(self) -> int:
+        return len(self.shards)
+
+    def ping(self) -> bool:
+        return True
+
+
+def _copies(copy_to: str, source: str | None) -> ShardCopies:
+    """The `ShardCopies` of a searcher that keeps its shards in `copy_to`, fetched from the named
+    shard source actor (looked up when first needed: it may start after the searcher)."""
+    from codesearch.runtime.shard_copy import ShardCopies
+
+    if not source:
+        raise ValueError("a searcher that copies its shards needs the name of their source")
+
+    def lookup() -> ActorHandle[Any]:
+        import ray
+
+        return ray.get_actor(source, namespace=NAMESPACE)
+
+    return ShardCopies(copy_to, lookup)
+
+
+def _cancel_check() -> Callable[[], bool] | None:
+    """A function telling whether the running Ray task was cancelled (None outside Ray)."""
+    try:
+        import ray
+
+        if not ray.is_initialized():
+            return None
+        ctx = ray.get_runtime_context()
+        ctx.is_canceled()  # raises outside a task (a driver, a test calling the class directly)
+    except Exception:  # noqa: BLE001 - no task context: nothing can cancel us
+        return None
+    return ctx.is_canceled
