@@ -290,6 +290,11 @@ class ModelError(CodesearchError):
     #: the message is written for clients (the HTTP API shows it despite the 5xx status)
     expose = True
 
+    #: set on a chat question that failed (`codesearch.tools.ask_chat.run`): the stored `Chat`
+    #: and the turn the failure was stored as (absent otherwise)
+    chat: Any
+    turn: int
+
     def __init__(self, message: str, model: str = "", status: int | None = None):
         self.model = model
         self.status = status

@@ -39,7 +39,12 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+if TYPE_CHECKING:
+    from codesearch.config.models import Config
+    from codesearch.store import Store
+    from codesearch.store.grants import RepoAccess
 
 SETTINGS_KEY = "permissions"
 #: How long computed visibility is reused (per user, and the repository facts for everyone):
@@ -81,18 +86,28 @@ def visible_repos(identity: Identity) -> frozenset[int] | None:
     return None if policy is None else policy.visible(identity)
 
 
-def can_see(identity: Identity, repo) -> bool:
+class HasId(Protocol):
+    """A repository row, or anything with a repository id."""
+
+    @property
+    def id(self) -> int: ...
+
+
+_R = TypeVar("_R", bound=HasId)
+
+
+def can_see(identity: Identity, repo: HasId) -> bool:
     """Whether `identity` may see `repo` (a `Repo` row, or anything with an `id`)."""
     allowed = visible_repos(identity)
     return allowed is None or repo.id in allowed
 
 
-def filter_repos(identity: Identity, repos: Iterable) -> list:
+def filter_repos(identity: Identity, repos: Iterable[_R]) -> list[_R]:
     allowed = visible_repos(identity)
     return list(repos) if allowed is None else [r for r in repos if r.id in allowed]
 
 
-def filter_search_response(identity: Identity, response: dict) -> dict:
+def filter_search_response(identity: Identity, response: dict[str, Any]) -> dict[str, Any]:
     """Drop files (and their repositoryInfo) of repos `identity` may not see, fixing the counts."""
     allowed = visible_repos(identity)
     if allowed is None:
@@ -162,7 +177,7 @@ class PermissionSettings:
         )
 
 
-def settings_from_config(config) -> PermissionSettings:
+def settings_from_config(config: Config) -> PermissionSettings:
     """The rule's input for a loaded config (`codesearch.config.Config`)."""
     from codesearch.hosts.keys import SYNCABLE_KINDS, host_key
 
@@ -188,7 +203,7 @@ def settings_from_config(config) -> PermissionSettings:
     )
 
 
-def write_settings(store, settings: PermissionSettings) -> bool:
+def write_settings(store: Store, settings: PermissionSettings) -> bool:
     """Publish the rule's input to every process of the service (True when it changed)."""
     return store.put_service_setting(SETTINGS_KEY, settings.to_json())
 
@@ -204,7 +219,7 @@ class _Facts:
     """What the rule knows about every repository, for one settings snapshot: computed once and
     shared by every user until the cache expires."""
 
-    def __init__(self, settings: PermissionSettings, repos, connection_names: Mapping[int, str]):
+    def __init__(self, settings: PermissionSettings, repos: Iterable[RepoAccess], connection_names: Mapping[int, str]):
         self.open: set[int] = set()  # every signed-in user
         self.public: set[int] = set()  # everyone, anonymous visitors included
         self.public_hosts: dict[int, frozenset[str]] = {}  # users with an account on one of these hosts
@@ -259,7 +274,7 @@ class PermissionPolicy:
         self._facts: tuple[float, PermissionSettings | None, _Facts | None] | None = None
         self._users: dict[int, tuple[float, frozenset[int]]] = {}
 
-    def identity(self, user) -> Identity:
+    def identity(self, user: object | None) -> Identity:
         """`user` (None: anonymous) as an identity bound to this policy."""
         return Identity(user, self)
 

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from codesearch.errors import CodesearchError
 from codesearch.hosts.adapters import adapter_for
@@ -23,6 +25,11 @@ from codesearch.hosts.base import HostRepo
 from codesearch.hosts.http import HostHttp
 from codesearch.index.builder import IndexSettings, IndexStats, index_source
 from codesearch.index.sources import GitSource, RepoInfo
+
+if TYPE_CHECKING:
+    from codesearch.git.mirror import MirrorStore
+    from codesearch.hosts.base import ListResult
+    from codesearch.store.models import Repo
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +44,7 @@ class SyncReport:
     stats: IndexStats = field(default_factory=IndexStats)
 
 
-def git_credentials(kind: str, conn: dict, token: str | None) -> tuple[str | None, str | None]:
+def git_credentials(kind: str, conn: Mapping[str, Any], token: str | None) -> tuple[str | None, str | None]:
     """(user, password) for git over HTTPS, per docs/configuration.md#connection-kinds; (None, None) without a token."""
     if not token:
         return None, None
@@ -54,7 +61,7 @@ def git_credentials(kind: str, conn: dict, token: str | None) -> tuple[str | Non
     return None, None
 
 
-def repo_info(repo, repo_id: int | None = None) -> RepoInfo:
+def repo_info(repo: HostRepo | Repo, repo_id: int | None = None) -> RepoInfo:
     """The engine's view of a repository (the shard's `meta.repos` entry, and what file links
     are made from): of a `HostRepo` as a host lists it, or of the state store's `Repo` row, which
     keeps the same fields (the one conversion, for the indexer, the API, the tools and the pages).
@@ -74,7 +81,9 @@ def repo_info(repo, repo_id: int | None = None) -> RepoInfo:
     )
 
 
-def resolve_connection_token(name: str, conn: dict, environ=None) -> str | None:
+def resolve_connection_token(
+    name: str, conn: Mapping[str, Any], environ: Mapping[str, str] | None = None
+) -> str | None:
     if not conn.get("token"):
         return None
     from codesearch.config import resolve_token
@@ -84,15 +93,15 @@ def resolve_connection_token(name: str, conn: dict, environ=None) -> str | None:
 
 def sync_connection(
     name: str,
-    conn: dict,
+    conn: Mapping[str, Any],
     *,
-    mirrors,
+    mirrors: MirrorStore,
     index_dir: str,
     index_settings: IndexSettings | None = None,
     http: HostHttp | None = None,
-    environ=None,
-    on_listed=None,
-    progress=None,
+    environ: Mapping[str, str] | None = None,
+    on_listed: Callable[[ListResult], Mapping[str, int]] | None = None,
+    progress: Callable[[str, int, int], object] | None = None,
 ) -> SyncReport:
     """List, mirror and index every repository of one connection (see the module docstring).
 

@@ -50,7 +50,7 @@ __all__ = [
 class Client:
     """See the module docstring. Build one with `local`, `http` or `ray`."""
 
-    def __init__(self, backend):
+    def __init__(self, backend: backends.Backend):
         self.backend = backend
 
     @classmethod
@@ -155,5 +155,5 @@ class Client:
     def __enter__(self) -> Client:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()

@@ -21,12 +21,69 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, Protocol
 
 from codesearch.client.results import Commit, FileContent, Repo, TreeEntry
 from codesearch.errors import CodesearchError, RepositoryNotFound, error_from_payload
 from codesearch.search.options import SearchOptions
 
+if TYPE_CHECKING:
+    import httpx
+
+    from codesearch.index.sources import RepoInfo
+    from codesearch.permissions import Identity
+    from codesearch.search.engine import Searcher
+    from codesearch.tools.context import ToolContext
+
+#: A ``POST /api/search`` (or ``/api/explain``) response body.
+Response = dict[str, Any]
+
+
+class RepoData(Protocol):
+    """Where a back end that reads git data itself finds repositories (`StoreData`, `IndexData`)."""
+
+    def repos(self, query: str | None, page: int, per_page: int, sort: str, direction: str) -> list[Repo]: ...
+
+    def locate(self, repo: str) -> tuple[str, str]: ...
+
+    def close(self) -> None: ...
+
+
+class Backend(Protocol):
+    """What `codesearch.Client` asks of a back end (`LocalBackend`, `HttpBackend`, `RayBackend`)."""
+
+    def search(self, query: str, options: SearchOptions) -> Response: ...
+
+    def stream(self, query: str, options: SearchOptions) -> Iterator[Response]: ...
+
+    def explain(self, query: str, options: SearchOptions) -> Response: ...
+
+    def repos(self, query: str | None, page: int, per_page: int, sort: str, direction: str) -> list[Repo]: ...
+
+    def read_file(self, repo: str, path: str, ref: str | None) -> FileContent: ...
+
+    def tree(self, repo: str, path: str, ref: str | None, depth: int, max_entries: int) -> list[TreeEntry]: ...
+
+    def commits(
+        self,
+        repo: str,
+        ref: str | None,
+        query: str | None,
+        since: str | None,
+        until: str | None,
+        author: str | None,
+        page: int,
+        per_page: int,
+    ) -> list[Commit]: ...
+
+    def close(self) -> None: ...
+
+
 # ---------------------------------------------------------------------- repo data
+
+
+def _no_search(query: str, options: SearchOptions) -> Response:
+    raise CodesearchError("a data directory's repositories are read here; searches go to the back end")
 
 
 class StoreData:
@@ -58,7 +115,7 @@ class StoreData:
                 self.store.close()
                 raise
 
-    def _service_identity(self, api_key: str | None, instance: str, database: str):
+    def _service_identity(self, api_key: str | None, instance: str, database: str) -> Identity:
         """The caller, bound to the service's permission rule, once sure this is the service's
         state database: the one it published (`instance`, when it did), holding the rule's
         settings it publishes at start. A database without them (a fresh folder, another
@@ -88,17 +145,19 @@ class StoreData:
                 raise NotAuthenticated("the API key is not valid (unknown or revoked)")
         return permissions.PermissionPolicy(lambda: self.store).identity(user)
 
-    def visible(self):
+    def visible(self) -> frozenset[int] | None:
         from codesearch.permissions import visible_repos
 
         return visible_repos(self.identity)
 
-    def _tc(self, search_fn=None):
+    def _tc(self) -> ToolContext:
+        """A tool context for the repository lookups of the tools (`repo`, `git_dir`, `default_ref`):
+        searches go to the back end, never through it."""
         from codesearch.tools.context import ToolContext
 
-        return ToolContext(store=self.store, search_fn=search_fn, data_dir=self.data_dir, identity=self.identity)
+        return ToolContext(store=self.store, search_fn=_no_search, data_dir=self.data_dir, identity=self.identity)
 
-    def repos(self, query, page, per_page, sort, direction) -> list[Repo]:
+    def repos(self, query: str | None, page: int, per_page: int, sort: str, direction: str) -> list[Repo]:
         from codesearch.tools.repos import iso
 
         allowed = self.visible()
@@ -130,24 +189,27 @@ class StoreData:
 class IndexData:
     """Repos of a bare index directory; git data from local repositories named by their path."""
 
-    def __init__(self, searcher):
+    def __init__(self, searcher: Searcher):
         self.searcher = searcher
 
-    def _infos(self):
-        seen = {}
+    def _infos(self) -> dict[str, RepoInfo]:
+        seen: dict[str, RepoInfo] = {}
         for s in self.searcher.shards:
             for r in s.repos:
                 seen.setdefault(r.name, r)
         return seen
 
-    def repos(self, query, page, per_page, sort, direction) -> list[Repo]:
+    def repos(self, query: str | None, page: int, per_page: int, sort: str, direction: str) -> list[Repo]:
         rows = sorted(
             (r for n, r in self._infos().items() if not query or query.lower() in n.lower()),
             key=lambda r: r.name,
             reverse=direction == "desc",
         )
         rows = rows[(page - 1) * per_page : page * per_page]
-        return [Repo(r.name, r.display_name, r.code_host_type, r.web_url, (r.branches or [None])[0]) for r in rows]
+        return [
+            Repo(r.name, r.display_name, r.code_host_type, r.web_url, r.branches[0] if r.branches else None)
+            for r in rows
+        ]
 
     def locate(self, repo: str) -> tuple[str, str]:
         from codesearch.git.paths import git_dir_of
@@ -168,7 +230,7 @@ class IndexData:
         pass
 
 
-def read_file(data, repo: str, path: str, ref: str | None) -> FileContent:
+def read_file(data: RepoData, repo: str, path: str, ref: str | None) -> FileContent:
     from codesearch.git.objects import is_binary, read_blob
     from codesearch.index.language import detect
 
@@ -180,7 +242,7 @@ def read_file(data, repo: str, path: str, ref: str | None) -> FileContent:
     return FileContent(repo, path, use_ref, blob.decode("utf-8", "replace"), detect(path, blob))
 
 
-def tree(data, repo: str, path: str, ref: str | None, depth: int, max_entries: int) -> list[TreeEntry]:
+def tree(data: RepoData, repo: str, path: str, ref: str | None, depth: int, max_entries: int) -> list[TreeEntry]:
     from codesearch.git.paths import check_dir
     from codesearch.git.trees import list_tree
 
@@ -189,7 +251,17 @@ def tree(data, repo: str, path: str, ref: str | None, depth: int, max_entries: i
     return [TreeEntry(e.path, e.is_dir, e.depth) for e in entries]
 
 
-def commits(data, repo: str, ref, query, since, until, author, page, per_page) -> list[Commit]:
+def commits(
+    data: RepoData,
+    repo: str,
+    ref: str | None,
+    query: str | None,
+    since: str | None,
+    until: str | None,
+    author: str | None,
+    page: int,
+    per_page: int,
+) -> list[Commit]:
     from codesearch.git.commits import list_commits
 
     git_dir, default = data.locate(repo)
@@ -202,19 +274,29 @@ def commits(data, repo: str, ref, query, since, until, author, page, per_page) -
 class GitDataMixin:
     """repos / read_file / tree / commits of a back end that reads the data itself (`_data()`)."""
 
-    def _data(self):
-        return self.data
+    def _data(self) -> RepoData:
+        raise NotImplementedError
 
-    def repos(self, query, page, per_page, sort, direction) -> list[Repo]:
+    def repos(self, query: str | None, page: int, per_page: int, sort: str, direction: str) -> list[Repo]:
         return self._data().repos(query, page, per_page, sort, direction)
 
-    def read_file(self, repo, path, ref) -> FileContent:
+    def read_file(self, repo: str, path: str, ref: str | None) -> FileContent:
         return read_file(self._data(), repo, path, ref)
 
-    def tree(self, repo, path, ref, depth, max_entries) -> list[TreeEntry]:
+    def tree(self, repo: str, path: str, ref: str | None, depth: int, max_entries: int) -> list[TreeEntry]:
         return tree(self._data(), repo, path, ref, depth, max_entries)
 
-    def commits(self, repo, ref, query, since, until, author, page, per_page) -> list[Commit]:
+    def commits(
+        self,
+        repo: str,
+        ref: str | None,
+        query: str | None,
+        since: str | None,
+        until: str | None,
+        author: str | None,
+        page: int,
+        per_page: int,
+    ) -> list[Commit]:
         return commits(self._data(), repo, ref, query, since, until, author, page, per_page)
 
 
@@ -226,6 +308,7 @@ class LocalBackend(GitDataMixin):
         from codesearch.search.engine import Searcher
 
         path = os.path.abspath(path)
+        self.data: StoreData | IndexData
         if os.path.isdir(os.path.join(path, "index")):  # a service data directory
             self.searcher = Searcher(os.path.join(path, "index"))
             self.data = StoreData(path)
@@ -233,14 +316,17 @@ class LocalBackend(GitDataMixin):
             self.searcher = Searcher(path)
             self.data = IndexData(self.searcher)
 
-    def search(self, query: str, options: SearchOptions) -> dict:
+    def _data(self) -> RepoData:
+        return self.data
+
+    def search(self, query: str, options: SearchOptions) -> Response:
         self.searcher.reload()
         return self.searcher.search(query, options=options)
 
-    def stream(self, query: str, options: SearchOptions) -> Iterator[dict]:
+    def stream(self, query: str, options: SearchOptions) -> Iterator[Response]:
         yield self.search(query, options)
 
-    def explain(self, query: str, options: SearchOptions) -> dict:
+    def explain(self, query: str, options: SearchOptions) -> Response:
         from codesearch.search.engine import make_plan
         from codesearch.search.explain import explain
         from codesearch.search.visibility import visible_shards
@@ -276,8 +362,8 @@ class RayBackend(GitDataMixin):
                 "(is `codesearch serve` running on it?)"
             )
         data_dir = data_dir or found.get("data_dir")
-        reachable = bool(data_dir and os.path.isdir(data_dir))
-        if not reachable and (api_key or registry.get_permissions_enabled(name_prefix) is not False):
+        reachable_dir: str | None = data_dir if data_dir and os.path.isdir(data_dir) else None
+        if reachable_dir is None and (api_key or registry.get_permissions_enabled(name_prefix) is not False):
             # without the state database neither the key nor the rule can be checked: searching
             # anyway would show every repository, so refuse unless the service said it has no rule
             raise CodesearchError(
@@ -288,13 +374,13 @@ class RayBackend(GitDataMixin):
         self.pool = SearcherPool.attach(name_prefix, int(searchers))
         self.data = (
             StoreData(
-                data_dir,
+                reachable_dir,
                 as_service=True,
                 api_key=api_key,
                 instance=found.get("instance") or "",
                 database=found.get("database") or "",
             )
-            if reachable
+            if reachable_dir is not None
             else None
         )
         self.data_dir = data_dir
@@ -306,12 +392,12 @@ class RayBackend(GitDataMixin):
         allowed = self.data.visible() if self.data is not None else None
         return options if allowed is None else dataclasses.replace(options, visible_repos=allowed)
 
-    def _filter(self, response: dict) -> dict:
+    def _filter(self, response: Response) -> Response:
         from codesearch.permissions import filter_search_response
 
         return response if self.data is None else filter_search_response(self.data.identity, response)
 
-    def _data(self):
+    def _data(self) -> RepoData:
         if self.data is None:
             raise CodesearchError(
                 f"the service's data directory {self.data_dir!r} is not reachable from this "
@@ -319,10 +405,10 @@ class RayBackend(GitDataMixin):
             )
         return self.data
 
-    def search(self, query: str, options: SearchOptions) -> dict:
+    def search(self, query: str, options: SearchOptions) -> Response:
         return self._filter(self.pool.search(query, self._options(options)))
 
-    def stream(self, query: str, options: SearchOptions) -> Iterator[dict]:
+    def stream(self, query: str, options: SearchOptions) -> Iterator[Response]:
         """One response per searcher as it answers (the match budget holds across them)."""
         import time
 
@@ -339,7 +425,7 @@ class RayBackend(GitDataMixin):
                 "isSearchExhaustive": not merger.truncated,
             }
 
-    def explain(self, query: str, options: SearchOptions) -> dict:
+    def explain(self, query: str, options: SearchOptions) -> Response:
         return self.pool.explain(query, self._options(options))
 
     def close(self) -> None:
@@ -348,14 +434,17 @@ class RayBackend(GitDataMixin):
 
 
 class HttpBackend:
-    def __init__(self, url: str, api_key: str | None = None, *, timeout_s: float = 60.0, http=None):
+    def __init__(
+        self, url: str, api_key: str | None = None, *, timeout_s: float = 60.0, http: httpx.Client | None = None
+    ):
         import httpx
 
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.url = url.rstrip("/")
         self.http = http or httpx.Client(base_url=self.url, headers=headers, timeout=timeout_s)
 
-    def _check(self, r):
+    def _check(self, r: httpx.Response) -> Any:
+        """The JSON body of `r`, or its error body raised as the engine's exception."""
         if r.status_code >= 400:
             try:
                 payload = r.json()
@@ -369,7 +458,7 @@ class HttpBackend:
         return r.json()
 
     @staticmethod
-    def _body(query: str, options: SearchOptions) -> dict:
+    def _body(query: str, options: SearchOptions) -> Response:
         return {
             "query": query,
             "matches": options.matches,
@@ -380,10 +469,11 @@ class HttpBackend:
             "source": "codesearch-python-client",
         }
 
-    def search(self, query: str, options: SearchOptions) -> dict:
-        return self._check(self.http.post("/api/search", json=self._body(query, options)))
+    def search(self, query: str, options: SearchOptions) -> Response:
+        got: Response = self._check(self.http.post("/api/search", json=self._body(query, options)))
+        return got
 
-    def stream(self, query: str, options: SearchOptions) -> Iterator[dict]:
+    def stream(self, query: str, options: SearchOptions) -> Iterator[Response]:
         with self.http.stream("POST", "/api/stream_search", json=self._body(query, options)) as r:
             if r.status_code >= 400:
                 r.read()
@@ -405,8 +495,8 @@ class HttpBackend:
                 elif event.get("type") == "error":
                     raise error_from_payload(event["error"])
 
-    def explain(self, query: str, options: SearchOptions) -> dict:
-        return self._check(
+    def explain(self, query: str, options: SearchOptions) -> Response:
+        got: Response = self._check(
             self.http.post(
                 "/api/explain",
                 json={
@@ -416,9 +506,10 @@ class HttpBackend:
                 },
             )
         )
+        return got
 
-    def repos(self, query, page, per_page, sort, direction) -> list[Repo]:
-        params = {"page": page, "perPage": per_page, "sort": sort, "direction": direction}
+    def repos(self, query: str | None, page: int, per_page: int, sort: str, direction: str) -> list[Repo]:
+        params: dict[str, str | int] = {"page": page, "perPage": per_page, "sort": sort, "direction": direction}
         if query:
             params["query"] = query
         return [
@@ -440,8 +531,8 @@ class HttpBackend:
             raise CodesearchError(f"{path} is a binary file ({got.get('size')} bytes)")
         return FileContent(repo, path, got.get("ref") or ref or "", got["source"], got.get("language", ""))
 
-    def tree(self, repo, path, ref, depth, max_entries) -> list[TreeEntry]:
-        params = {
+    def tree(self, repo: str, path: str, ref: str | None, depth: int, max_entries: int) -> list[TreeEntry]:
+        params: dict[str, str | int] = {
             "repo": repo,
             "path": path or "",
             "depth": depth,
@@ -451,21 +542,28 @@ class HttpBackend:
         got = self._check(self.http.get("/api/tree", params=params))
         return [TreeEntry(e["path"], e["type"] == "tree", e["depth"]) for e in got["entries"]]
 
-    def commits(self, repo, ref, query, since, until, author, page, per_page) -> list[Commit]:
-        params = {
-            k: v
-            for k, v in {
-                "repo": repo,
-                "ref": ref,
-                "query": query,
-                "since": since,
-                "until": until,
-                "author": author,
-                "page": page,
-                "perPage": per_page,
-            }.items()
-            if v is not None
+    def commits(
+        self,
+        repo: str,
+        ref: str | None,
+        query: str | None,
+        since: str | None,
+        until: str | None,
+        author: str | None,
+        page: int,
+        per_page: int,
+    ) -> list[Commit]:
+        fields: dict[str, str | int | None] = {
+            "repo": repo,
+            "ref": ref,
+            "query": query,
+            "since": since,
+            "until": until,
+            "author": author,
+            "page": page,
+            "perPage": per_page,
         }
+        params = {k: v for k, v in fields.items() if v is not None}
         got = self._check(self.http.get("/api/commits", params=params))
         return [
             Commit(

@@ -12,6 +12,11 @@ from __future__ import annotations
 import html
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    # pandas ships no types (pandas-stubs is not among the dependencies): a DataFrame is Any to mypy
+    from pandas import DataFrame  # type: ignore[import-untyped]
 
 MATCH_COLUMNS = ["repo", "path", "branch", "line", "column", "text", "language"]
 _HTML_ROWS = 200
@@ -32,7 +37,7 @@ class Match:
     span: tuple[int, int] = (0, 0)
     url: str = ""
 
-    def row(self) -> dict:
+    def row(self) -> dict[str, Any]:
         return {c: getattr(self, c) for c in MATCH_COLUMNS}
 
 
@@ -48,9 +53,9 @@ class FileResult:
     content: str | None = None
 
 
-def _matches_of(f: dict) -> list[Match]:
+def _matches_of(f: dict[str, Any]) -> list[Match]:
     branch = (f.get("branches") or [""])[0]
-    out = []
+    out: list[Match] = []
     for chunk in f.get("chunks", []):
         lines = chunk["content"].split("\n")
         first = chunk["contentStart"]["lineNumber"]
@@ -79,7 +84,7 @@ def _matches_of(f: dict) -> list[Match]:
 class SearchResult:
     """The answer to one search (or one streamed chunk of it)."""
 
-    def __init__(self, response: dict, query: str = ""):
+    def __init__(self, response: dict[str, Any], query: str = ""):
         self.response = response
         self.query = query
         self.files = [
@@ -96,8 +101,9 @@ class SearchResult:
         ]
 
     @property
-    def stats(self) -> dict:
-        return self.response.get("stats", {})
+    def stats(self) -> dict[str, Any]:
+        stats: dict[str, Any] = self.response.get("stats", {})
+        return stats
 
     @property
     def exhaustive(self) -> bool:
@@ -118,7 +124,7 @@ class SearchResult:
         more = "" if self.exhaustive else ", more exist"
         return f"<SearchResult {self.query!r}: {len(self)} matches in {len(self.files)} files{more}>"
 
-    def to_pandas(self):
+    def to_pandas(self) -> DataFrame:
         """One row per match: repo, path, branch, line, column, text, language (needs pandas:
         ``pip install codesearch-ray[notebook]``)."""
         try:
@@ -158,10 +164,10 @@ class Repo:
     indexed_at: str | None = None
 
 
-class RepoList(list):
+class RepoList(list[Repo]):
     """A list of `Repo`s that renders as a table."""
 
-    def to_pandas(self):
+    def to_pandas(self) -> DataFrame:
         import pandas as pd
 
         return pd.DataFrame([r.__dict__ for r in self])
@@ -215,7 +221,7 @@ class Commit:
     refs: tuple[str, ...] = ()
 
 
-class Explanation(dict):
+class Explanation(dict[str, Any]):
     """The parsed query, its plan, and per shard the candidate documents and their cost."""
 
     def __repr__(self) -> str:

@@ -412,10 +412,15 @@ def resolve_token(token: Mapping[str, str] | Token, *, connection: str, environ:
 
 
 def resolve_provider_token(
-    token: Mapping[str, str] | Token, *, provider: IdentityProvider, field: str, environ: Mapping[str, str] = os.environ
+    token: Mapping[str, str] | Token | None,
+    *,
+    provider: IdentityProvider,
+    field: str,
+    environ: Mapping[str, str] = os.environ,
 ) -> str:
     """The value an identity provider's reference points to (`field`: ``clientId``, ``audience``,
-    ``clientSecret`` or ``issuer``); `ConfigError` naming the entry and the variable, never a value."""
+    ``clientSecret`` or ``issuer``); `ConfigError` naming the entry and the variable, never a value
+    (and for a missing reference, None, that a reference was expected)."""
     path = f"{_problems.format_path(('identityProviders', provider.index))}.{field}"
     return resolve_reference(token, source=f'identity provider "{provider.id}"', path=path, environ=environ)
 

@@ -34,13 +34,18 @@ any more" to the caller (`runner`), other `HostError`s (rate limits, 5xx after r
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from codesearch.errors import HostError
 from codesearch.hosts import bitbucket, github
-from codesearch.hosts.base import json_pages
+from codesearch.hosts.base import JsonObject, json_pages
 from codesearch.hosts.http import HostHttp, next_link
+
+if TYPE_CHECKING:
+    import httpx
+
+    from codesearch.store.models import Repo
 
 GITLAB_REPORTER = 20
 _PER_PAGE = 100
@@ -84,8 +89,10 @@ def headers_for(kind: str, token: str | None, user: str | None = None) -> dict[s
     return bitbucket._auth_headers(user, token)
 
 
-def _link_pages(http: HostHttp, url: str, params: dict, headers: dict, what: str) -> list[dict]:
-    def nxt(r, body, items):
+def _link_pages(
+    http: HostHttp, url: str, params: dict[str, Any], headers: dict[str, str], what: str
+) -> list[JsonObject]:
+    def nxt(r: httpx.Response, body: list[Any], items: list[JsonObject]) -> str | None:
         if "x-next-page" in r.headers:  # GitLab offset pages
             page = r.headers["x-next-page"].strip()
             return str(r.request.url.copy_set_param("page", page)) if page else None
@@ -94,14 +101,14 @@ def _link_pages(http: HostHttp, url: str, params: dict, headers: dict, what: str
     return [x for x in json_pages(http, url, params, headers, nxt, what) if isinstance(x, dict)]
 
 
-def _split_display(repo, parts: int) -> list[str]:
+def _split_display(repo: Repo, parts: int) -> list[str]:
     pieces = (repo.display_name or "").split("/")
     if len(pieces) != parts or not all(pieces):
         raise HostError(f"cannot name {repo.name} on its host (display name {repo.display_name!r})")
     return pieces
 
 
-def repo_readers(kind: str, conn: dict[str, Any], token: str | None, repo, http: HostHttp) -> set[str]:
+def repo_readers(kind: str, conn: dict[str, Any], token: str | None, repo: Repo, http: HostHttp) -> set[str]:
     """The host's user ids that may read `repo` (a `Repo` row of a connection of `kind`)."""
     api = api_url(kind, conn.get("url"))
     h = headers_for(kind, token, conn.get("user"))
@@ -166,7 +173,7 @@ def repo_readers(kind: str, conn: dict[str, Any], token: str | None, repo, http:
 _GITEA_READS = ("read", "write", "admin", "owner")
 
 
-def _gitea_teams(http: HostHttp, base: str, headers: dict) -> list[dict]:
+def _gitea_teams(http: HostHttp, base: str, headers: dict[str, str]) -> list[JsonObject]:
     """The teams of a Gitea repository that may read its code; none for a user's repository
     (Gitea answers 405 "repo is not owned by an organization")."""
     try:
@@ -183,11 +190,14 @@ def _gitea_teams(http: HostHttp, base: str, headers: dict) -> list[dict]:
     ]
 
 
-def _bitbucket_server_readers(http: HostHttp, api: str, headers: dict, key: str, slug: str) -> set[str]:
+def _bitbucket_server_readers(http: HostHttp, api: str, headers: dict[str, str], key: str, slug: str) -> set[str]:
     """Bitbucket Server: the users granted the repository, or its project (every project
     permission includes reading), by name or through a group. A personal project (``~USER``)
     has no project permissions to ask about: its owner's access comes from user-driven syncing."""
-    pages = lambda url, params=None: bitbucket._server_pages(http, url, params or {}, headers)  # noqa: E731
+
+    def pages(url: str, params: dict[str, Any] | None = None) -> list[JsonObject]:
+        return bitbucket._server_pages(http, url, params or {}, headers)
+
     repo_url = f"{api}/projects/{quote(key)}/repos/{quote(slug)}"
     grants = pages(f"{repo_url}/permissions/users")
     groups = pages(f"{repo_url}/permissions/groups")
@@ -195,7 +205,8 @@ def _bitbucket_server_readers(http: HostHttp, api: str, headers: dict, key: str,
         grants += pages(f"{api}/projects/{quote(key)}/permissions/users")
         groups += pages(f"{api}/projects/{quote(key)}/permissions/groups")
     users = [v.get("user") or {} for v in grants]
-    for name in sorted({(v.get("group") or {}).get("name") for v in groups} - {None}):
+    names = {g for v in groups if (g := (v.get("group") or {}).get("name")) is not None}
+    for name in sorted(names):
         users += pages(f"{api}/admin/groups/more-members", {"context": name})
     return {str(u["id"]) for u in users if u.get("id") is not None}
 

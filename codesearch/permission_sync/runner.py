@@ -26,15 +26,21 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codesearch.errors import HostAuthError, HostError, HostNotFound
 from codesearch.hosts.http import HostHttp
 from codesearch.hosts.keys import SYNCABLE_KINDS, host_key
 from codesearch.permission_sync import fetch
+
+if TYPE_CHECKING:
+    from codesearch.config.models import Config, Connection
+    from codesearch.store import Store
+    from codesearch.store.identities import LinkedAccount
+    from codesearch.store.models import Repo
 
 log = logging.getLogger(__name__)
 
@@ -55,10 +61,10 @@ def _revokes(error: Exception) -> bool:
 class PermissionSyncer:
     def __init__(
         self,
-        store,
-        config,
+        store: Store,
+        config: Config,
         *,
-        environ=None,
+        environ: Mapping[str, str] | None = None,
         http_factory: Callable[[], HostHttp] = HostHttp,
         clock: Callable[[], datetime] | None = None,
     ):
@@ -75,7 +81,7 @@ class PermissionSyncer:
 
     # -------------------------------------------------------------- what is due
 
-    def _enforcing(self) -> dict[str, Any]:
+    def _enforcing(self) -> dict[str, Connection]:
         """The config's connections that enforce permissions and can be synced, by name."""
         return {
             name: conn
@@ -89,12 +95,13 @@ class PermissionSyncer:
         wait = min(interval_s, RETRY_S) if failed else interval_s
         return now - attempted >= timedelta(seconds=wait)
 
-    def due_repos(self) -> list[tuple[Any, Any]]:
+    def due_repos(self) -> list[tuple[Repo, Connection]]:
         """(repo, connection) of every repository whose repo-driven sync is due."""
         now = self.clock()
         interval = float(self.config.settings.repo_driven_permission_sync_interval_ms) / 1000.0
         state = self.store.repo_permission_syncs()
-        out, seen = [], set()
+        out: list[tuple[Repo, Connection]] = []
+        seen: set[int] = set()
         for name, conn in self._enforcing().items():
             for repo in self.store.repos_for_connection(name):
                 if repo.public or repo.id in seen:
@@ -105,7 +112,7 @@ class PermissionSyncer:
                     out.append((repo, conn))
         return out
 
-    def due_accounts(self) -> list[Any]:
+    def due_accounts(self) -> list[LinkedAccount]:
         now = self.clock()
         interval = float(self.config.settings.user_driven_permission_sync_interval_ms) / 1000.0
         hosts = {host_key(c.code_host_type, c.url) for c in self._enforcing().values()}
@@ -117,7 +124,7 @@ class PermissionSyncer:
 
     # -------------------------------------------------------------- one sync
 
-    def sync_repo(self, repo, conn) -> int | None:
+    def sync_repo(self, repo: Repo, conn: Connection) -> int | None:
         """Repo-driven sync of one repository; the number of readers, None when it failed."""
         from codesearch.sync import resolve_connection_token
 
@@ -138,11 +145,13 @@ class PermissionSyncer:
             return None
         return self.store.replace_repo_grants(repo.id, host_key(kind, conn.url), readers)
 
-    def sync_account(self, account) -> int | None:
+    def sync_account(self, account: LinkedAccount) -> int | None:
         """User-driven sync of one linked account; the number of repositories granted, None when it failed.
         An expired token (or one the host refuses) is refreshed once first (`codesearch.sso.refresh`)."""
         from codesearch.sso.refresh import needs_refresh, refresh_account_token
 
+        if account.host is None:  # `due_accounts` lists only accounts on a code host
+            raise ValueError(f"linked account {account.id} is on no code host: it has no permissions to sync")
         kind, web = split_host_key(account.host)
         try:
             tokens = self.store.account_tokens(account.id)
@@ -170,7 +179,7 @@ class PermissionSyncer:
                 _message(e),
             )
             return None
-        ids = []
+        ids: list[int] = []
         for name, conn in self._enforcing().items():
             if host_key(conn.code_host_type, conn.url) != account.host:
                 continue

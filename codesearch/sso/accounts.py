@@ -43,7 +43,8 @@ from codesearch.store import OWNER, Conflict
 from codesearch.store.members import InviteInvalid
 
 if TYPE_CHECKING:
-    from codesearch.store.identities import LinkedAccount
+    from codesearch.store import Store
+    from codesearch.store.identities import LinkedAccount, LinkedIdentity
     from codesearch.store.models import User
 
 
@@ -56,26 +57,26 @@ class Outcome:
     linked_now: bool = False  # the identity was linked by this flow
 
 
-def _identity(provider: Provider, who: ProviderIdentity, signed_in: bool) -> dict:
+def _identity(provider: Provider, who: ProviderIdentity, signed_in: bool) -> LinkedIdentity:
     """The keyword arguments of `Store.link_account` for `who`: the e-mail only when verified,
     tokens only for code hosts (permission syncing uses them; nothing else needs them kept)."""
     code_host = provider.host is not None
-    return dict(
-        provider=provider.id,
-        provider_type=provider.kind,
-        subject=who.subject,
-        host=provider.host,
-        login=who.login,
-        email=who.email if who.email_verified else None,
-        access_token=who.access_token if code_host else None,
-        refresh_token=who.refresh_token if code_host else None,
-        token_expires_at=who.expires_at if code_host else None,
-        scope=who.scope,
-        signed_in=signed_in,
-    )
+    return {
+        "provider": provider.id,
+        "provider_type": provider.kind,
+        "subject": who.subject,
+        "host": provider.host,
+        "login": who.login,
+        "email": who.email if who.email_verified else None,
+        "access_token": who.access_token if code_host else None,
+        "refresh_token": who.refresh_token if code_host else None,
+        "token_expires_at": who.expires_at if code_host else None,
+        "scope": who.scope,
+        "signed_in": signed_in,
+    }
 
 
-def _link(store, user_id: int, provider: Provider, who: ProviderIdentity, signed_in: bool):
+def _link(store: Store, user_id: int, provider: Provider, who: ProviderIdentity, signed_in: bool) -> LinkedAccount:
     account = store.link_account(user_id, **_identity(provider, who, signed_in))
     if provider.host is not None:
         store.request_account_permission_sync(account.id)
@@ -83,7 +84,7 @@ def _link(store, user_id: int, provider: Provider, who: ProviderIdentity, signed
 
 
 def sign_in(
-    store, provider: Provider, who: ProviderIdentity, *, require_approval: bool, invite: str | None = None
+    store: Store, provider: Provider, who: ProviderIdentity, *, require_approval: bool, invite: str | None = None
 ) -> Outcome:
     try:
         return _sign_in(store, provider, who, require_approval=require_approval, invite=invite)
@@ -100,18 +101,21 @@ def sign_in(
 
 
 def _sign_in(
-    store, provider: Provider, who: ProviderIdentity, *, require_approval: bool, invite: str | None
+    store: Store, provider: Provider, who: ProviderIdentity, *, require_approval: bool, invite: str | None
 ) -> Outcome:
     found = store.find_linked_account(provider.id, who.subject)
     if found is not None:
         user = store.get_user(found.user_id)
         return Outcome(user, _link(store, user.id, provider, who, True), pending=store.is_pending(user.id))
     email = (who.email or "").strip().lower()
-    user = store.find_user_by_email(email) if email else None
-    if user is not None:
-        _may_join_by_email(provider, who, user, email)
+    by_email = store.find_user_by_email(email) if email else None
+    if by_email is not None:
+        _may_join_by_email(provider, who, by_email, email)
         return Outcome(
-            user, _link(store, user.id, provider, who, True), pending=store.is_pending(user.id), linked_now=True
+            by_email,
+            _link(store, by_email.id, provider, who, True),
+            pending=store.is_pending(by_email.id),
+            linked_now=True,
         )
     if not email:
         raise FlowError(
@@ -132,12 +136,14 @@ def _sign_in(
     except InviteInvalid as e:
         raise FlowError("identity", str(e), 403) from None
     account = store.find_linked_account(provider.id, who.subject)
+    if account is None:  # `sign_up` linked it; unlinked meanwhile
+        raise FlowError("identity", f"Your {provider.name} account was unlinked while signing up. Try again.", 409)
     if provider.host is not None:
         store.request_account_permission_sync(account.id)
     return Outcome(user, account, created=True, pending=pending, linked_now=True)
 
 
-def _may_join_by_email(provider: Provider, who: ProviderIdentity, user, email: str) -> None:
+def _may_join_by_email(provider: Provider, who: ProviderIdentity, user: User, email: str) -> None:
     """`FlowError` (409) unless `who` may be linked to `user`, found by its e-mail (step 2 of the
     module docstring)."""
     later = f"Sign in to that account the way you usually do, then link {provider.name} from your account settings."
@@ -164,7 +170,7 @@ def _may_join_by_email(provider: Provider, who: ProviderIdentity, user, email: s
         )
 
 
-def link(store, provider: Provider, who: ProviderIdentity, user_id: int) -> Outcome:
+def link(store: Store, provider: Provider, who: ProviderIdentity, user_id: int) -> Outcome:
     found = store.find_linked_account(provider.id, who.subject)
     if found is not None and found.user_id != user_id:
         raise FlowError(
@@ -181,7 +187,7 @@ def link(store, provider: Provider, who: ProviderIdentity, user_id: int) -> Outc
     return Outcome(store.get_user(user_id), account, linked_now=found is None)
 
 
-def sign_in_methods(store, user, providers: dict[str, Provider]) -> int:
+def sign_in_methods(store: Store, user: User, providers: dict[str, Provider]) -> int:
     """How many ways the user has to sign in: a password, and each linked identity of a
     configured sign-in provider."""
     accounts = store.list_linked_accounts(user_id=user.id)

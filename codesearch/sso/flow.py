@@ -27,11 +27,15 @@ import secrets
 import threading
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from codesearch.sso.providers import HTTP_TIMEOUT_S, Provider, ProviderError, ProviderIdentity
+from codesearch.sso.providers import HTTP_TIMEOUT_S, Endpoints, Provider, ProviderError, ProviderIdentity
+
+if TYPE_CHECKING:
+    # authlib ships no types (the config's mypy section): to mypy its client is Any
+    from authlib.integrations.httpx_client import AsyncOAuth2Client
 
 FLOW_COOKIE = "codesearch_sso"
 FLOW_TTL_S = 600
@@ -62,7 +66,7 @@ class FlowSealer:
         box = AESGCM(self._key).encrypt(nonce, json.dumps(record, separators=(",", ":")).encode(), b"sso flow")
         return base64.urlsafe_b64encode(nonce + box).decode().rstrip("=")
 
-    def open(self, value: str | None) -> dict | None:
+    def open(self, value: str | None) -> dict[str, Any] | None:
         """The record of a cookie value, or None (absent, altered, or expired)."""
         from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
@@ -96,7 +100,7 @@ def _client(
     http: httpx.AsyncClient | None = None,
     *,
     auth_method: str = "client_secret_post",
-):
+) -> AsyncOAuth2Client:
     from authlib.integrations.httpx_client import AsyncOAuth2Client
 
     client_id, client_secret = provider.credentials()
@@ -119,7 +123,7 @@ async def begin(
     next_url: str,
     user_id: int | None = None,
     invite: str | None = None,
-) -> tuple[str, dict]:
+) -> tuple[str, dict[str, Any]]:
     """(authorization URL, flow record). `purpose` is ``signin`` or ``link`` (of `user_id`)."""
     state = secrets.token_urlsafe(32)
     verifier = secrets.token_urlsafe(48)  # 64 characters: within RFC 7636's 43..128
@@ -143,14 +147,16 @@ async def begin(
     return url, record
 
 
-async def _endpoints(provider: Provider, http: httpx.AsyncClient):
+async def _endpoints(provider: Provider, http: httpx.AsyncClient) -> Endpoints:
     try:
         return await provider.endpoints(http)
     except ProviderError as e:
         raise FlowError(e.kind, str(e), 502 if e.kind == "unreachable" else 500) from None
 
 
-def check_callback(sealer: FlowSealer, provider: Provider, record: dict | None, params: Mapping[str, str]) -> dict:
+def check_callback(
+    sealer: FlowSealer, provider: Provider, record: dict[str, Any] | None, params: Mapping[str, str]
+) -> dict[str, Any]:
     """The flow record when the callback's state matches it (once); `FlowError` otherwise."""
     if record is None:
         raise FlowError("state", "This sign-in link has expired or was not started in this browser. Start again.")
@@ -171,7 +177,7 @@ def check_callback(sealer: FlowSealer, provider: Provider, record: dict | None, 
     return record
 
 
-async def finish(provider: Provider, record: dict, code: str, *, redirect_uri: str) -> ProviderIdentity:
+async def finish(provider: Provider, record: dict[str, Any], code: str, *, redirect_uri: str) -> ProviderIdentity:
     """Exchange the code (with the PKCE verifier) and read the identity."""
     from authlib.integrations.base_client.errors import OAuthError
 

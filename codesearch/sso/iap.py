@@ -42,13 +42,23 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from codesearch.errors import ConfigError
 from codesearch.sso.flow import FlowError
 from codesearch.sso.providers import Provider, ProviderIdentity
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from joserfc.jwk import ECKey
+
+    from codesearch.config.models import IdentityProvider
+    from codesearch.sso.accounts import Outcome
+    from codesearch.store import Store
+    from codesearch.store.models import User
 
 log = logging.getLogger(__name__)
 
@@ -116,20 +126,21 @@ class IapKeys:
         self.url = url
         self.ttl_s, self.refresh_interval_s, self.timeout_s = ttl_s, refresh_interval_s, timeout_s
         self._clock = clock
-        self._keys: dict[str, Any] | None = None
+        self._keys: dict[str, ECKey] | None = None
         self._fetched_at = float("-inf")
         self._failed: tuple[float, str] | None = None  # when a fetch without any key set to fall back on failed, why
         self._lock = threading.Lock()
         #: how many times the key set was requested (what the refresh bound is about)
         self.fetches = 0
 
-    def key(self, kid: str):
+    def key(self, kid: str) -> ECKey | None:
         """The key `kid`, or None when Google's set (read again if allowed) does not have it."""
         with self._lock:
             now = self._clock()
             age = now - self._fetched_at
             if self._keys is None or age >= self.ttl_s or (kid not in self._keys and age >= self.refresh_interval_s):
                 self._refresh(now)
+            assert self._keys is not None  # `_refresh` reads a key set or raises
             return self._keys.get(kid)
 
     def _refresh(self, now: float) -> None:
@@ -146,7 +157,7 @@ class IapKeys:
             return
         self._keys, self._fetched_at, self._failed = keys, now, None
 
-    def _fetch(self) -> dict[str, Any]:
+    def _fetch(self) -> dict[str, ECKey]:
         from joserfc.jwk import ECKey
 
         self.fetches += 1
@@ -170,7 +181,7 @@ class IapKeys:
             entries = json.loads(body)["keys"]
         except (ValueError, KeyError, TypeError):
             raise IapUnavailable(f"Google Cloud IAP's key set is not a JWK set ({self.url})") from None
-        keys: dict[str, Any] = {}
+        keys: dict[str, ECKey] = {}
         for entry in entries if isinstance(entries, list) else ():
             if not (
                 isinstance(entry, dict)
@@ -301,7 +312,7 @@ class IapSignIn:
     """The config's gcp-iap entry at work: checks a request's assertion (`verify`) and finds or
     signs up its user (`sign_in`). `keys` defaults to `jwks_url(environ)`'s key set."""
 
-    def __init__(self, config, environ: Mapping[str, str] | None = None, keys: IapKeys | None = None):
+    def __init__(self, config: IdentityProvider, environ: Mapping[str, str] | None = None, keys: IapKeys | None = None):
         self.config = config
         self.environ = os.environ if environ is None else environ
         #: what `accounts.sign_in` links identities under (id, kind, name; no host, no tokens)
@@ -333,7 +344,7 @@ class IapSignIn:
     def verify(self, assertion: str) -> IapClaims:
         return self.verifier.verify(assertion)
 
-    def sign_in(self, store, claims: IapClaims, *, require_approval: bool):
+    def sign_in(self, store: Store, claims: IapClaims, *, require_approval: bool) -> Outcome:
         """The `accounts.Outcome` of a verified assertion (see the module docstring); `FlowError`
         when the identity cannot sign in (e.g. an invite-only rule of `Store.sign_up`)."""
         from codesearch.sso import accounts
@@ -367,14 +378,14 @@ class IapSignIn:
             # the other found the address taken; now the identity or the address is there.
             return accounts.sign_in(store, self.provider, who, require_approval=require_approval)
 
-    def csrf_token(self, store, user, claims: IapClaims) -> str:
+    def csrf_token(self, store: Store, user: User, claims: IapClaims) -> str:
         """The CSRF token of a user IAP signed in (forms, ``X-CSRF-Token``): stateless, bound to the
         user and subject, keyed by the sign-in secret (`Store.auth_key`)."""
         key = store.auth_key("gcp-iap csrf")
         return hmac.new(key, f"{self.provider.id}\0{claims.subject}\0{user.id}".encode(), hashlib.sha256).hexdigest()
 
 
-def build_iap(entries, environ: Mapping[str, str] | None = None) -> IapSignIn | None:
+def build_iap(entries: Iterable[IdentityProvider] | None, environ: Mapping[str, str] | None = None) -> IapSignIn | None:
     """The `IapSignIn` of the config's gcp-iap entry (the loader keeps only the first), or None."""
     for e in entries or ():
         if getattr(e, "provider", None) == "gcp-iap":

@@ -60,7 +60,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import httpx
@@ -68,6 +68,11 @@ import httpx
 from codesearch.config.loader import resolve_provider_token
 from codesearch.config.models import IdentityProvider
 from codesearch.hosts.keys import host_key
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from joserfc.jwk import KeySet
 
 log = logging.getLogger(__name__)
 
@@ -258,7 +263,7 @@ class Provider:
         targets.append(doc["authorization_endpoint"] if doc else "https:")
         return targets
 
-    def _cached(self, key: str):
+    def _cached(self, key: str) -> Any:
         hit = self._cache.get(key)
         return hit[1] if hit and time.monotonic() - hit[0] < CACHE_TTL_S else None
 
@@ -285,15 +290,17 @@ class Provider:
         except ValueError:
             raise ProviderError("unreachable", f"{self.name} did not answer the {what} request with JSON") from None
 
-    async def _get_user(self, http: httpx.AsyncClient, url: str, what: str, token: str | None, *keys: str) -> dict:
+    async def _get_user(
+        self, http: httpx.AsyncClient, url: str, what: str, token: str | None, *keys: str
+    ) -> dict[str, Any]:
         """A JSON object that has `keys` (an answer without them is no identity)."""
         user = await self._get_json(http, url, what, token)
         if not isinstance(user, dict) or any(user.get(k) in (None, "") for k in keys):
             raise ProviderError("identity", f"{self.name}'s {what} answer does not say who you are")
         return user
 
-    async def _discovery(self, http: httpx.AsyncClient) -> dict:
-        doc = self._cached("discovery")
+    async def _discovery(self, http: httpx.AsyncClient) -> dict[str, Any]:
+        doc: dict[str, Any] | None = self._cached("discovery")
         if doc is None:
             issuer = self.issuer()
             doc = await self._get_json(http, issuer + "/.well-known/openid-configuration", "discovery")
@@ -308,12 +315,13 @@ class Provider:
             self._cache["discovery"] = (time.monotonic(), doc)
         return doc
 
-    async def _jwks(self, http: httpx.AsyncClient, refresh: bool = False):
+    async def _jwks(self, http: httpx.AsyncClient, refresh: bool = False) -> KeySet:
         from joserfc.jwk import KeySet
 
-        keys = None if refresh else self._cached("jwks")
+        keys: KeySet | None = None if refresh else self._cached("jwks")
         if keys is None:
             ep = await self.endpoints(http)
+            assert ep.jwks_uri is not None  # OIDC kinds only, whose discovery names it (`_discovery`)
             data = await self._get_json(http, ep.jwks_uri, "key set")
             try:
                 keys = KeySet.import_key_set(data)
@@ -332,7 +340,7 @@ class Provider:
             expires_at = datetime.fromtimestamp(int(token["expires_at"]), UTC)
         elif token.get("expires_in"):
             expires_at = datetime.now(UTC) + timedelta(seconds=int(token["expires_in"]))
-        common = {
+        common: dict[str, Any] = {
             "access_token": access,
             "refresh_token": token.get("refresh_token"),
             "expires_at": expires_at,
@@ -433,9 +441,11 @@ class Provider:
             **common,
         )
 
-    async def _bitbucket_cloud_primary_email(self, http: httpx.AsyncClient, access: str | None) -> dict | None:
+    async def _bitbucket_cloud_primary_email(
+        self, http: httpx.AsyncClient, access: str | None
+    ) -> dict[str, Any] | None:
         """The primary entry of Bitbucket Cloud's ``/user/emails`` (pages followed on the API's host)."""
-        url: str | None = self._api() + "/user/emails"
+        url = self._api() + "/user/emails"
         api_host = httpx.URL(url).host
         for _ in range(MAX_EMAIL_PAGES):
             page = await self._get_json(http, url, "e-mail", access)
@@ -443,12 +453,13 @@ class Provider:
             for e in values or ():
                 if isinstance(e, dict) and e.get("is_primary") and isinstance(e.get("email"), str):
                     return e
-            url = page.get("next") if isinstance(page, dict) else None
-            if not isinstance(url, str) or httpx.URL(url).host != api_host:
+            nxt = page.get("next") if isinstance(page, dict) else None
+            if not isinstance(nxt, str) or httpx.URL(nxt).host != api_host:
                 return None  # no further page, or one elsewhere: the token goes nowhere else
+            url = nxt
         return None
 
-    async def _check_id_token(self, http: httpx.AsyncClient, id_token: str | None, nonce: str | None) -> dict:
+    async def _check_id_token(self, http: httpx.AsyncClient, id_token: str | None, nonce: str | None) -> dict[str, Any]:
         from joserfc import jwt
         from joserfc.errors import JoseError
 
@@ -466,7 +477,9 @@ class Provider:
                 if refresh:
                     log.info("provider %s: ID token refused: %s", self.id, type(e).__name__)
                     raise ProviderError("identity", f"{self.name}'s ID token has no valid signature") from None
-        claims = decoded.claims
+        assert decoded is not None  # the second attempt decodes or raises
+        assert ep.issuer is not None  # OIDC kinds only, whose discovery names it (`_discovery`)
+        claims: dict[str, Any] = decoded.claims
         registry = jwt.JWTClaimsRegistry(
             leeway=LEEWAY_S,
             iss={"essential": True, "value": ep.issuer},
@@ -500,7 +513,9 @@ def _oidc_email(claims: Mapping[str, Any]) -> tuple[str | None, bool]:
     return email, claims.get("email_verified") in (True, "true")
 
 
-def build_providers(entries, environ: Mapping[str, str] | None = None) -> dict[str, Provider]:
+def build_providers(
+    entries: Iterable[IdentityProvider] | None, environ: Mapping[str, str] | None = None
+) -> dict[str, Provider]:
     """`Provider`s by id, in file order, from typed config entries: those with a flow (buttons,
     callbacks, linking). A gcp-iap entry has none: `codesearch.sso.iap.build_iap`."""
     return {e.id: Provider(e, environ) for e in entries or () if not e.is_proxy}

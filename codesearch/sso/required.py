@@ -17,9 +17,15 @@ callers are not affected (they have no account to link to).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING
 
 from codesearch.errors import NotAuthenticated
+
+if TYPE_CHECKING:
+    from codesearch.sso.providers import Provider
+    from codesearch.store import Store
+    from codesearch.store.models import User
 
 
 class LinkRequired(NotAuthenticated):
@@ -31,12 +37,12 @@ class LinkRequired(NotAuthenticated):
     error_code = "INSUFFICIENT_PERMISSIONS"
 
 
-def required(providers: Iterable) -> list:
+def required(providers: Iterable[Provider]) -> list[Provider]:
     """The providers (`codesearch.sso.Provider`) whose entry says ``accountLinkingRequired``."""
     return [p for p in providers if p.config.required]
 
 
-def missing(store, user_id: int, providers: Iterable) -> list:
+def missing(store: Store, user_id: int, providers: Iterable[Provider]) -> list[Provider]:
     """The required providers the user has no linked account of, in config order."""
     needed = required(providers)
     if not needed:
@@ -45,7 +51,7 @@ def missing(store, user_id: int, providers: Iterable) -> list:
     return [p for p in needed if p.id not in linked]
 
 
-def names(providers: Iterable) -> str:
+def names(providers: Iterable[Provider]) -> str:
     """ "GitHub", "GitHub and GitLab", "GitHub, GitLab and Gitea"."""
     n = [p.name for p in providers]
     return n[0] if len(n) == 1 else ", ".join(n[:-1]) + " and " + n[-1]
@@ -56,7 +62,7 @@ class RequiredLinks:
     raises `LinkRequired` for a user who misses a required provider. Costs nothing when no
     provider is required, one read of the user's linked accounts otherwise."""
 
-    def __init__(self, get_store: Callable[[], object | None], providers: dict, public_url: str = ""):
+    def __init__(self, get_store: Callable[[], Store | None], providers: Mapping[str, Provider], public_url: str = ""):
         self.get_store = get_store
         self.providers = list(providers.values())
         self.account_url = f"{(public_url or '').rstrip('/')}/settings/account"
@@ -64,7 +70,7 @@ class RequiredLinks:
     def __bool__(self) -> bool:
         return bool(required(self.providers))
 
-    def __call__(self, user) -> None:
+    def __call__(self, user: User | None) -> None:
         store = self.get_store()
         if user is None or store is None:
             return

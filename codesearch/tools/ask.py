@@ -12,14 +12,19 @@ private session without an owner.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from codesearch.llm.agent import run_agent
 from codesearch.llm.client import ModelClient, ModelError, ModelSpec
 from codesearch.statuses import ChatStatus
 from codesearch.tools.budget import ANSWER_BUDGET, fit_text
 from codesearch.tools.context import ToolContext, ToolInputError
 
+if TYPE_CHECKING:
+    import httpx
 
-def _brief(arguments) -> str:
+
+def _brief(arguments: object) -> str:
     text = (
         ", ".join(f"{k}={v!r}" for k, v in (arguments or {}).items()) if isinstance(arguments, dict) else str(arguments)
     )
@@ -30,7 +35,7 @@ def chat_url(public_url: str, chat_id: str) -> str:
     return f"{public_url.rstrip('/')}/chat/{chat_id}"
 
 
-def choose_model(entries: list[dict], wanted: dict | None) -> ModelSpec:
+def choose_model(entries: list[dict[str, Any]], wanted: dict[str, Any] | None) -> ModelSpec:
     if not entries:
         raise ToolInputError(
             "no language model is configured on this instance, so ask_codebase is unavailable: "
@@ -52,23 +57,25 @@ def ask_codebase(
     tc: ToolContext,
     query: str,
     repos: list[str] | None = None,
-    language_model: dict | None = None,
+    language_model: dict[str, Any] | None = None,
     visibility: str | None = None,
-    **kwargs,
+    *,
+    max_steps: int = 12,
+    http: httpx.Client | None = None,
 ) -> str:
     """The tool: the answer, then a link to the session and the model used (docs/mcp-tools.md#ask_codebase)."""
-    return ask(tc, query, repos, language_model, visibility, **kwargs)[0]
+    return ask(tc, query, repos, language_model, visibility, max_steps=max_steps, http=http)[0]
 
 
 def ask(
     tc: ToolContext,
     query: str,
     repos: list[str] | None = None,
-    language_model: dict | None = None,
+    language_model: dict[str, Any] | None = None,
     visibility: str | None = None,
     *,
     max_steps: int = 12,
-    http=None,
+    http: httpx.Client | None = None,
 ) -> tuple[str, object, ModelSpec]:
     """Run the agent and store the session: (the tool's text, the stored `Chat`, the model)."""
     spec = choose_model(tc.store.list_language_models(), language_model)

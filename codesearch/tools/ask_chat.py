@@ -25,13 +25,18 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from codesearch.llm.agent import run_agent
 from codesearch.llm.client import ModelClient, ModelError, ModelSpec
 from codesearch.statuses import ChatStatus
 from codesearch.tools.ask import choose_model
 from codesearch.tools.context import ToolContext, ToolInputError
+
+if TYPE_CHECKING:
+    import httpx
+
+    from codesearch.llm.spec import ToolCall
 
 #: Characters of a tool's output shown as its one-line summary.
 SUMMARY_CHARS = 160
@@ -60,9 +65,9 @@ class Outcome:
     chat: Any  # the stored `Chat`
     turn: int  # 0: the chat's first question; 1, 2, ...: follow-ups
     answer: str
-    steps: list[dict]
-    model: dict
-    usage: dict
+    steps: list[dict[str, Any]]
+    model: dict[str, Any]
+    usage: dict[str, Any]
     budget_exhausted: bool
 
 
@@ -85,7 +90,7 @@ def prepare(
     *,
     chat_id: str | None = None,
     repos: list[str] | None = None,
-    language_model: dict | None = None,
+    language_model: dict[str, Any] | None = None,
     visibility: str | None = None,
 ) -> Prepared:
     """Check a question before it is researched (see the module docstring); `ToolInputError`,
@@ -95,7 +100,8 @@ def prepare(
         raise ToolInputError("the question is empty: write what you want to know about the code")
     spec = choose_model(tc.store.list_language_models(), language_model)
     names = sorted({tc.repo(name).name for name in repos}) if repos else None  # hidden or unknown: fails here
-    chat, history = None, []
+    chat: Any = None
+    history: list[tuple[str, str]] = []
     if chat_id:
         if tc.identity.anonymous:
             raise ToolInputError("follow-up questions need a signed-in user: sign in, or start a new chat")
@@ -115,7 +121,9 @@ def prepare(
     return Prepared(scoped, question, spec, names, visibility, chat, history)
 
 
-def run(p: Prepared, emit: Callable[[dict], Any], *, max_steps: int = 12, http=None) -> Outcome:
+def run(
+    p: Prepared, emit: Callable[[dict[str, Any]], Any], *, max_steps: int = 12, http: httpx.Client | None = None
+) -> Outcome:
     """Research `p`'s question, reporting each tool call to `emit`, and store the result."""
     from codesearch.tools.read_tools import CatalogToolSet
 
@@ -132,7 +140,7 @@ def run(p: Prepared, emit: Callable[[dict], Any], *, max_steps: int = 12, http=N
             emit({"type": "text-start", "id": part[0]})
         emit({"type": "text-delta", "id": part[0], "delta": delta})
 
-    def on_call(call) -> None:
+    def on_call(call: ToolCall) -> None:
         end_text()  # text said before a tool call is a part of its own
         running.append(call.id)
         emit(
@@ -144,13 +152,13 @@ def run(p: Prepared, emit: Callable[[dict], Any], *, max_steps: int = 12, http=N
             }
         )
 
-    def on_step(step: dict) -> None:
+    def on_step(step: dict[str, Any]) -> None:
         emit(
             {
                 "type": "tool-output-available",
                 "toolCallId": running.pop(0) if running else None,
                 "output": {
-                    "summary": summarize(step.get("output", ""), step.get("is_error")),
+                    "summary": summarize(step.get("output", ""), bool(step.get("is_error"))),
                     "isError": bool(step.get("is_error")),
                     "text": step.get("output", ""),
                 },

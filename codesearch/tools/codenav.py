@@ -26,8 +26,9 @@ more.
 from __future__ import annotations
 
 import re
+from typing import Any
 
-from codesearch.tools.context import ToolInputError
+from codesearch.tools.context import ToolContext, ToolInputError
 from codesearch.tools.search_tools import literal_regex as regex_literal
 from codesearch.tools.search_tools import quote as _quoted
 
@@ -42,7 +43,7 @@ LANGUAGE_FAMILIES = {
 _BAD_CHAR = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]")
 
 
-def check_symbol(name) -> str:
+def check_symbol(name: object) -> str:
     """`name` when it can be looked up: 1-256 characters on one line, no control characters
     (spaces are fine: a Markdown heading is a ctags symbol); else a `ToolInputError` that says
     which rule it breaks."""
@@ -61,7 +62,7 @@ def check_symbol(name) -> str:
 
 def scope_terms(repo: str | None, language: str | None, revision: str | None) -> list[str]:
     """The query terms that restrict a lookup to a repository, a language and a revision."""
-    terms = []
+    terms: list[str] = []
     if repo:
         terms.append("repo:" + _quoted("^" + regex_literal(repo) + "$"))
     if language:
@@ -73,7 +74,9 @@ def scope_terms(repo: str | None, language: str | None, revision: str | None) ->
     return terms
 
 
-def definitions_query(name: str, repo=None, language=None, revision=None) -> str:
+def definitions_query(
+    name: str, repo: str | None = None, language: str | None = None, revision: str | None = None
+) -> str:
     return " ".join(["sym:" + _quoted("^" + regex_literal(name) + "$"), *scope_terms(repo, language, revision)])
 
 
@@ -85,7 +88,9 @@ def word_regex(name: str) -> str:
     return left + regex_literal(name) + right
 
 
-def references_query(name: str, repo=None, language=None, revision=None) -> str:
+def references_query(
+    name: str, repo: str | None = None, language: str | None = None, revision: str | None = None
+) -> str:
     return " ".join([_quoted(word_regex(name)), *scope_terms(repo, language, revision)])
 
 
@@ -98,14 +103,15 @@ def _on_revision(branches: list[str], revision: str) -> bool:
     return False
 
 
-def related_symbols(resp: dict, revision: str | None = None, limit: int = MAX_MATCHES) -> dict:
+def related_symbols(resp: dict[str, Any], revision: str | None = None, limit: int = MAX_MATCHES) -> dict[str, Any]:
     """A search response reshaped as Sourcebot's ``FindRelatedSymbolsResponse``: one match per
     occurrence with the text of its own line, at most `limit` of them."""
-    files, count, exhaustive = [], 0, bool(resp.get("isSearchExhaustive", True))
+    files: list[dict[str, Any]] = []
+    count, exhaustive = 0, bool(resp.get("isSearchExhaustive", True))
     for f in resp.get("files", []):
         if revision and revision != "HEAD" and not _on_revision(f.get("branches", []), revision):
             continue
-        matches = []
+        matches: list[dict[str, Any]] = []
         for chunk in f.get("chunks", []):
             lines = chunk.get("content", "").split("\n")
             first = chunk.get("contentStart", {}).get("lineNumber", 1)
@@ -117,7 +123,7 @@ def related_symbols(resp: dict, revision: str | None = None, limit: int = MAX_MA
                 matches.append({"lineContent": lines[i] if 0 <= i < len(lines) else "", "range": rng})
                 count += 1
         if matches:
-            out = {
+            out: dict[str, Any] = {
                 "fileName": f["fileName"]["text"],
                 "repository": f["repository"],
                 "repositoryId": f["repositoryId"],
@@ -136,14 +142,28 @@ def related_symbols(resp: dict, revision: str | None = None, limit: int = MAX_MA
     }
 
 
-def find_definitions(tc, name: str, *, repo=None, language=None, revision=None) -> dict:
+def find_definitions(
+    tc: ToolContext,
+    name: str,
+    *,
+    repo: str | None = None,
+    language: str | None = None,
+    revision: str | None = None,
+) -> dict[str, Any]:
     """Where `name` is defined, in the repositories `tc`'s caller may see."""
     query = definitions_query(check_symbol(name), repo, language, revision)
     resp = tc.search(query, regex=True, case_sensitive=True, matches=MAX_MATCHES + 1)
     return related_symbols(resp, revision)
 
 
-def find_references(tc, name: str, *, repo=None, language=None, revision=None) -> dict:
+def find_references(
+    tc: ToolContext,
+    name: str,
+    *,
+    repo: str | None = None,
+    language: str | None = None,
+    revision: str | None = None,
+) -> dict[str, Any]:
     """Where `name` occurs as a whole word, in the repositories `tc`'s caller may see."""
     query = references_query(check_symbol(name), repo, language, revision)
     resp = tc.search(query, regex=True, case_sensitive=True, matches=MAX_MATCHES + 1)

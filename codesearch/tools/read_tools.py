@@ -24,7 +24,7 @@ import logging
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
@@ -277,7 +277,7 @@ class ToolSpec:
     def description(self) -> str:
         return inspect.cleandoc(self.fn.__doc__ or "")
 
-    def call(self, tc: ToolContext, **arguments) -> str:
+    def call(self, tc: ToolContext, **arguments: Any) -> str:
         """Run the tool and hold its answer to the size budget."""
         out = self.fn(tc, **arguments)
         if self.json_noun:
@@ -362,7 +362,9 @@ _MODELS: dict[str, type[BaseModel]] = {}
 def args_model(spec: ToolSpec) -> type[BaseModel]:
     """A pydantic model of the tool's arguments (unknown arguments are refused)."""
     if spec.name not in _MODELS:
-        fields = {
+        # (annotation, default) per field, as `create_model` takes them (Any: its overloads type its
+        # own keyword arguments, which a dict of field definitions cannot match)
+        fields: dict[str, Any] = {
             p.name: (p.annotation, ... if p.default is inspect.Parameter.empty else p.default) for p in parameters(spec)
         }
         _MODELS[spec.name] = create_model(f"{spec.name}_arguments", __config__=ConfigDict(extra="forbid"), **fields)
@@ -385,7 +387,7 @@ class CatalogToolSet:
         self.tc = tc
         self.names = names or tuple(READ_BY_NAME)
 
-    def specs(self) -> list[dict]:
+    def specs(self) -> list[dict[str, Any]]:
         return [
             {
                 "name": n,
@@ -395,7 +397,7 @@ class CatalogToolSet:
             for n in self.names
         ]
 
-    def call(self, name: str, arguments: dict) -> tuple[str, bool]:
+    def call(self, name: str, arguments: dict[str, Any]) -> tuple[str, bool]:
         if name not in self.names:
             return f"unknown tool {name!r}: use one of {', '.join(self.names)}", True
         spec = READ_BY_NAME[name]

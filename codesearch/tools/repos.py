@@ -7,10 +7,15 @@ from __future__ import annotations
 import json
 import urllib.parse
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
 from codesearch import permissions
 from codesearch.permissions import Identity
 from codesearch.tools.context import ToolContext
+
+if TYPE_CHECKING:
+    from codesearch.store import Store
+    from codesearch.store.models import Repo
 
 #: The last page number any listing accepts: far beyond any real listing, and small enough that
 #: the database's row offset (page × perPage) never overflows its 64-bit integers.
@@ -27,7 +32,7 @@ def iso(t: datetime | None) -> str | None:
     return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
 
 
-def _compact(d: dict) -> dict:
+def _compact(d: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in d.items() if v is not None}
 
 
@@ -36,7 +41,7 @@ def repo_web_url(public_url: str, name: str) -> str:
     return f"{public_url.rstrip('/')}/browse/{urllib.parse.quote(name)}"
 
 
-def repo_json(repo, public_url: str) -> dict:
+def repo_json(repo: Repo, public_url: str) -> dict[str, Any]:
     return _compact(
         {
             "codeHostType": repo.code_host_type,
@@ -54,7 +59,7 @@ def repo_json(repo, public_url: str) -> dict:
     )
 
 
-def list_repos_item(repo, public_url: str) -> dict:
+def list_repos_item(repo: Repo, public_url: str) -> dict[str, Any]:
     """A repo as the `list_repos` tool shows it to agents: Sourcebot's ``{name, url, pushedAt,
     defaultBranch, isFork, isArchived}``, every key present (null when unknown). `url` is the
     repo's page in our web UI; `pushedAt` the newest commit of its default branch (recorded at
@@ -70,14 +75,15 @@ def list_repos_item(repo, public_url: str) -> dict:
 
 
 def page_of_repos(
-    store, identity: Identity, *, page: int, per_page: int, sort: str, direction: str, query: str | None
-) -> tuple[list, int]:
+    store: Store, identity: Identity, *, page: int, per_page: int, sort: str, direction: str, query: str | None
+) -> tuple[list[Repo], int]:
     """One page of the repos `identity` may see, and how many there are."""
     allowed = permissions.visible_repos(identity)
     if allowed is None:
         return store.list_repos(page=page, per_page=per_page, sort=sort, direction=direction, query=query or None)
     # Restricted: filter every match, then page (the permissions work may push this into SQL).
-    seen, n = [], 1
+    seen: list[Repo] = []
+    n = 1
     while True:
         rows, total = store.list_repos(page=n, per_page=500, sort=sort, direction=direction, query=query or None)
         seen += [r for r in rows if r.id in allowed]
@@ -111,10 +117,10 @@ def list_repos(
     )
 
 
-def language_models(tc: ToolContext) -> list[dict]:
+def language_models(tc: ToolContext) -> list[dict[str, Any]]:
     """The configured models as callers may see them (provider, model, displayName; never tokens,
     headers or base URLs)."""
-    out = []
+    out: list[dict[str, Any]] = []
     for entry in tc.store.list_language_models():
         item = {"provider": entry.get("provider"), "model": entry.get("model")}
         if entry.get("displayName"):
