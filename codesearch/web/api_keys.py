@@ -43,6 +43,9 @@ def create(request: Request, web: WebContext, user: User, name: str) -> KeyOutco
     name = (name or "").strip()
     if not name or len(name) > MAX_NAME:
         return KeyOutcome(400, error="Give the key a name (at most 255 characters), e.g. where it will be used.")
-    key_id, secret = web.get_store().create_api_key(user.id, name)
+    store = web.get_store()
+    if store is None:  # (a signed-in user implies a store: sessions live in it)
+        return KeyOutcome(503, error="This service runs without a state database, so no key can be created.")
+    key_id, secret = store.create_api_key(user.id, name)
     audit.record(request, Identity(user), "apikey.create", str(key_id), name=name)
     return KeyOutcome(201, created={"id": key_id, "name": name, "secret": secret})

@@ -23,18 +23,22 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
-from fastapi import APIRouter, Form, Request
-from fastapi.responses import RedirectResponse
+from fastapi import APIRouter, Form, Request, Response
+from fastapi.responses import HTMLResponse, RedirectResponse
 
 from codesearch.permissions import Identity
 from codesearch.service import audit
 from codesearch.service.deps import ServicesDep, StoreDep
 from codesearch.service.security_headers import provider_targets
-from codesearch.store import MEMBER, OWNER, ROLES, Conflict, NotFound
+from codesearch.store import MEMBER, OWNER, ROLES, Conflict, NotFound, Store, User
 from codesearch.web import api_keys, sessions, throttle
 from codesearch.web.deps import WebDep
 from codesearch.web.templating import WebContext, render
+
+if TYPE_CHECKING:
+    from codesearch.sso.providers import Provider
 
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+$")
 MAX_NAME = 255
@@ -50,21 +54,21 @@ def _root(request: Request) -> str:
     return sessions.root_of(request.scope)
 
 
-def _page(request: Request, template: str, status_code: int = 200, **context):
+def _page(request: Request, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
     return render(request, template, status_code=status_code, when=when, **context)
 
 
-def _message(request: Request, status_code: int, heading: str, message: str, title: str | None = None):
+def _message(request: Request, status_code: int, heading: str, message: str, title: str | None = None) -> HTMLResponse:
     return _page(
         request, "message.html", status_code=status_code, title=title or heading, heading=heading, message=message
     )
 
 
-def _not_found(request: Request):
+def _not_found(request: Request) -> HTMLResponse:
     return _message(request, 404, "Not found", "There is nothing here.")
 
 
-def _no_store(request: Request):
+def _no_store(request: Request) -> HTMLResponse:
     return _message(
         request, 503, "Accounts are unavailable", "This service runs without a state database, so nobody can sign in."
     )
@@ -92,7 +96,7 @@ def _check_new_password(password: str, confirm: str | None) -> str | None:
 router = APIRouter(include_in_schema=False)
 
 
-def _sso_providers(web: WebContext) -> list:
+def _sso_providers(web: WebContext) -> list[Provider]:
     """The identity providers users sign in with (buttons on the sign-in page)."""
     return [p for p in web.identity_providers.values() if p.signs_in]
 
@@ -101,7 +105,7 @@ def _sso_providers(web: WebContext) -> list:
 
 
 @router.get("/login")
-def login_page(request: Request, web: WebDep, store: StoreDep, next: str = ""):
+def login_page(request: Request, web: WebDep, store: StoreDep, next: str = "") -> Response:
     if sessions.current_user(request) is not None:
         return _redirect(sessions.safe_next(next, _root(request)))
     if store is None:
@@ -129,7 +133,7 @@ def login(
     password: str = Form(""),
     next: str = Form(""),
     csrf_token: str = Form(""),
-):
+) -> Response:
     sessions.require_csrf(request, csrf_token, allow_visitor=True)
     if store is None:
         return _no_store(request)
@@ -167,7 +171,7 @@ def login(
 
 
 @router.post("/logout")
-def logout(request: Request, store: StoreDep, csrf_token: str = Form("")):
+def logout(request: Request, store: StoreDep, csrf_token: str = Form("")) -> Response:
     root = _root(request)
     if sessions.current_user(request) is None:
         return _redirect(f"{root}/login")
@@ -181,7 +185,7 @@ def logout(request: Request, store: StoreDep, csrf_token: str = Form("")):
 
 
 @router.get("/setup")
-def setup_page(request: Request, store: StoreDep):
+def setup_page(request: Request, store: StoreDep) -> Response:
     if store is None:
         return _no_store(request)
     if store.has_users():
@@ -199,7 +203,7 @@ def setup(
     password: str = Form(""),
     confirm: str = Form(""),
     csrf_token: str = Form(""),
-):
+) -> Response:
     sessions.require_csrf(request, csrf_token, allow_visitor=True)
     if store is None:
         return _no_store(request)
@@ -233,7 +237,9 @@ def setup(
 # ---------------------------------------------------------------------- API keys
 
 
-def _keys_page(request: Request, web: WebContext, store, user, status_code: int = 200, **context):
+def _keys_page(
+    request: Request, web: WebContext, store: Store, user: User, status_code: int = 200, **context: Any
+) -> HTMLResponse:
     keys = store.list_api_keys(user.id, include_revoked=True)
     keys.sort(key=lambda k: (k.revoked_at is not None, -k.id))  # active first, newest first
     context.setdefault("error", None)
@@ -253,10 +259,12 @@ def _keys_page(request: Request, web: WebContext, store, user, status_code: int 
 
 
 @router.get("/settings/keys")
-def keys(request: Request, web: WebDep, store: StoreDep, revoked: str = ""):
+def keys(request: Request, web: WebDep, store: StoreDep, revoked: str = "") -> Response:
     user = sessions.current_user(request)
     if user is None:
         return sessions.login_redirect(request)
+    if store is None:  # (a signed-in user implies a store: sessions live in it)
+        return _no_store(request)
     notice = None
     if revoked.isdigit():
         key = store.get_api_key(user.id, int(revoked))
@@ -266,10 +274,14 @@ def keys(request: Request, web: WebDep, store: StoreDep, revoked: str = ""):
 
 
 @router.post("/settings/keys")
-def create_key(request: Request, web: WebDep, store: StoreDep, name: str = Form(""), csrf_token: str = Form("")):
+def create_key(
+    request: Request, web: WebDep, store: StoreDep, name: str = Form(""), csrf_token: str = Form("")
+) -> Response:
     user = sessions.form_user(request, csrf_token)
     if user is None:
         return sessions.login_redirect(request)
+    if store is None:
+        return _no_store(request)
     outcome = api_keys.create(request, web, user, name)
     return _keys_page(
         request, web, store, user, status_code=outcome.status, created=outcome.created, error=outcome.error
@@ -277,10 +289,12 @@ def create_key(request: Request, web: WebDep, store: StoreDep, name: str = Form(
 
 
 @router.post("/settings/keys/{key_id}/revoke")
-def revoke_key(request: Request, key_id: str, store: StoreDep, csrf_token: str = Form("")):
+def revoke_key(request: Request, key_id: str, store: StoreDep, csrf_token: str = Form("")) -> Response:
     user = sessions.form_user(request, csrf_token)
     if user is None:
         return sessions.login_redirect(request)
+    if store is None:
+        return _no_store(request)
     if not key_id.isdigit() or store.get_api_key(user.id, int(key_id)) is None:
         return _not_found(request)  # someone else's key looks like no key at all
     store.revoke_api_key(user.id, int(key_id), own_only=True)
@@ -292,7 +306,7 @@ def revoke_key(request: Request, key_id: str, store: StoreDep, csrf_token: str =
 
 
 @router.get("/settings/password")
-def password_page(request: Request):
+def password_page(request: Request) -> Response:
     if sessions.current_user(request) is None:
         return sessions.login_redirect(request)
     return _page(request, "password.html", title="Password", section="password", error=None, notice=None)
@@ -306,11 +320,14 @@ def change_password(
     password: str = Form(""),
     confirm: str = Form(""),
     csrf_token: str = Form(""),
-):
+) -> Response:
     user = sessions.form_user(request, csrf_token)
     if user is None:
         return sessions.login_redirect(request)
-    error, status = None, 400
+    if store is None:
+        return _no_store(request)
+    error: str | None = None
+    status = 400
     checked = throttle.check_password(store, user, current, throttle.client_address(request))
     if checked.refused:
         error, status = checked.message(), 429
@@ -342,23 +359,28 @@ def change_password(
 # ---------------------------------------------------------------------- users (owners)
 
 
-def _owner_or_response(request: Request, what: str = "manage users"):
-    """(the signed-in owner, None), or (None, the response for anyone else)."""
+def _owner_or_response(
+    request: Request, store: Store | None, what: str = "manage users"
+) -> tuple[User, Store] | Response:
+    """(the signed-in owner, the store), or the response for anyone else."""
     user = sessions.current_user(request)
     if user is None:
-        return None, sessions.login_redirect(request)
+        return sessions.login_redirect(request)
     if user.role != OWNER:
-        return None, _message(request, 403, "Owners only", f"Only owners can {what}.", title="Forbidden")
-    return user, None
+        return _message(request, 403, "Owners only", f"Only owners can {what}.", title="Forbidden")
+    if store is None:  # (a signed-in user implies a store: sessions live in it)
+        return _no_store(request)
+    return user, store
 
 
 @router.get("/settings/audit")
 def audit_page(
     request: Request, store: StoreDep, services: ServicesDep, action: str = "", actor: str = "", page: str = "1"
-):
-    _owner, response = _owner_or_response(request, "read the audit log")
-    if response is not None:
-        return response
+) -> Response:
+    owner = _owner_or_response(request, store, "read the audit log")
+    if isinstance(owner, Response):
+        return owner
+    _user, store = owner
     per_page = 100
     number = max(1, min(int(page), 10**6)) if page.isdigit() else 1
     action = action if action in audit.ACTIONS else ""
@@ -381,7 +403,7 @@ def audit_page(
     )
 
 
-def _users_page(request: Request, store, status_code: int = 200, **context):
+def _users_page(request: Request, store: Store, status_code: int = 200, **context: Any) -> HTMLResponse:
     context.setdefault("error", None)
     context.setdefault("notice", None)
     context.setdefault("form", {"email": "", "name": ""})
@@ -398,10 +420,11 @@ def _users_page(request: Request, store, status_code: int = 200, **context):
 
 
 @router.get("/settings/users")
-def users(request: Request, store: StoreDep, added: str = "", changed: str = ""):
-    _owner, response = _owner_or_response(request)
-    if response is not None:
-        return response
+def users(request: Request, store: StoreDep, added: str = "", changed: str = "") -> Response:
+    owner = _owner_or_response(request, store)
+    if isinstance(owner, Response):
+        return owner
+    _user, store = owner
     notice = None
     for param, text in (
         (added, "{email} was added as a member and can sign in now."),
@@ -424,10 +447,11 @@ def add_user(
     name: str = Form(""),
     password: str = Form(""),
     csrf_token: str = Form(""),
-):
-    owner, response = _owner_or_response(request)
-    if response is not None:
-        return response
+) -> Response:
+    checked = _owner_or_response(request, store)
+    if isinstance(checked, Response):
+        return checked
+    owner, store = checked
     sessions.require_csrf(request, csrf_token)
     email, name = email.strip(), name.strip()
     form = {"email": email, "name": name}
@@ -449,10 +473,13 @@ def add_user(
 
 
 @router.post("/settings/users/{user_id}/role")
-def change_role(request: Request, user_id: str, store: StoreDep, role: str = Form(""), csrf_token: str = Form("")):
-    user, response = _owner_or_response(request)
-    if response is not None:
-        return response
+def change_role(
+    request: Request, user_id: str, store: StoreDep, role: str = Form(""), csrf_token: str = Form("")
+) -> Response:
+    owner = _owner_or_response(request, store)
+    if isinstance(owner, Response):
+        return owner
+    user, store = owner
     sessions.require_csrf(request, csrf_token)
     if not user_id.isdigit() or role not in ROLES:
         return _not_found(request)

@@ -21,24 +21,31 @@ and scope only the public repositories (the rule gives anonymous callers nothing
 from __future__ import annotations
 
 import json
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import HTMLResponse
+from markupsafe import Markup
 
 from codesearch.service.deps import StoreDep
 from codesearch.web.deps import PageCaller, WebDep
 from codesearch.web.sessions import login_redirect
 from codesearch.web.templating import render
 
+if TYPE_CHECKING:
+    from codesearch.store.models import Chat
+    from codesearch.tools.context import ToolContext
+
 MAX_SCOPE_REPOS = 2000
 MAX_LISTED_CHATS = 200
 
 
-def visible_names(tc) -> list[str]:
+def visible_names(tc: ToolContext) -> list[str]:
     return sorted(r.name for r in tc.visible_repos())
 
 
-def answer_html(tc, text: str, root: str, names: list[str] | None = None):
+def answer_html(tc: ToolContext, text: str, root: str, names: list[str] | None = None) -> Markup:
     """A model answer as safe HTML for this viewer: code references to the repositories they
     may read open the file at the line."""
     from codesearch.web.code_refs import render_answer
@@ -46,27 +53,28 @@ def answer_html(tc, text: str, root: str, names: list[str] | None = None):
     return render_answer(text or "", visible_names(tc) if names is None else names, root)
 
 
-def _when(at) -> str:
+def _when(at: datetime | None) -> str:
     """A time as people read it (the ISO form goes into ``<time datetime>``)."""
     return at.strftime("%Y-%m-%d %H:%M UTC") if at else ""
 
 
 def _root(request: Request) -> str:
-    return request.scope.get("root_path", "").rstrip("/")
+    root: str = request.scope.get("root_path", "")
+    return root.rstrip("/")
 
 
 def _turn(
-    tc,
+    tc: ToolContext,
     root: str,
     names: list[str],
     question: str,
     answer: str,
-    model: dict,
-    steps: list,
+    model: dict[str, Any],
+    steps: list[dict[str, Any]],
     status: str,
     error: str | None,
-    created,
-) -> dict:
+    created: datetime | None,
+) -> dict[str, Any]:
     from codesearch.tools.ask_chat import summarize
 
     model = model or {}
@@ -93,8 +101,13 @@ def _turn(
 
 
 def _composer(
-    tc, request: Request, *, q: str = "", selected: list[str] | None = None, names: list[str] | None = None
-) -> dict:
+    tc: ToolContext,
+    request: Request,
+    *,
+    q: str = "",
+    selected: list[str] | None = None,
+    names: list[str] | None = None,
+) -> dict[str, Any]:
     names = visible_names(tc) if names is None else names
     return {
         "repos": names[:MAX_SCOPE_REPOS],
@@ -105,7 +118,7 @@ def _composer(
     }
 
 
-def render_chat(request: Request, chat, tc) -> HTMLResponse:
+def render_chat(request: Request, chat: Chat, tc: ToolContext) -> HTMLResponse:
     """The page of one chat for the viewer `tc` (whom the caller checked may read it)."""
     root = _root(request)
     names = visible_names(tc)
@@ -142,7 +155,7 @@ def new_chat(
     web: WebDep,
     q: str = Query("", max_length=10000),
     repo: list[str] = Query([]),
-):
+) -> Response:
     if identity is None:
         return login_redirect(request)
     tc = web.make_context(identity)
@@ -159,9 +172,9 @@ def new_chat(
 
 
 @router.get("/chats")
-def chats(request: Request, store: StoreDep):
+def chats(request: Request, store: StoreDep) -> Response:
     identity = getattr(request.state, "identity", None)
-    if identity is None:  # a history needs someone to belong to
+    if identity is None or store is None:  # a history needs someone to belong to (and a store: sessions live in it)
         return login_redirect(request)
     rows = store.list_chats(user_id=identity.user_id, limit=MAX_LISTED_CHATS)
     items = [

@@ -26,6 +26,8 @@ syntax colouring only for files whose diff is under `MAX_HIGHLIGHT_DIFF_LINES` l
 from __future__ import annotations
 
 import urllib.parse
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from fastapi import Request
 from fastapi.responses import Response
@@ -44,6 +46,10 @@ from codesearch.service import audit
 from codesearch.web import highlight
 from codesearch.web.urls import browse_url
 
+if TYPE_CHECKING:
+    from codesearch.permissions import Identity
+    from codesearch.store.models import Repo
+
 #: the kinds of ``/browse/<repo>/-/<kind>/…`` pages this module answers
 KINDS = ("commits", "commit", "compare")
 PER_PAGE = 30
@@ -55,6 +61,12 @@ CAP_TEXT = f"{MAX_FILES} files or {MAX_DIFF_BYTES // 1_000_000} MB of diff text"
 MAX_HIGHLIGHT_DIFF_LINES = 5_000
 #: the compare page lists at most this many commits
 MAX_COMPARE_COMMITS = 100
+
+
+class Page(Protocol):
+    """How a page is rendered (the caller's `_page`: the template with the common context)."""
+
+    def __call__(self, request: Request, template: str, status_code: int = 200, **context: Any) -> Response: ...
 
 
 def _short(sha: str) -> str:
@@ -94,14 +106,14 @@ class Links:
 # ---------------------------------------------------------------------- diffs as rows
 
 
-def _diff_files(files: list[FileDiff], links: Links, old_rev: str | None, new_rev: str) -> list[dict]:
+def _diff_files(files: list[FileDiff], links: Links, old_rev: str | None, new_rev: str) -> list[dict[str, Any]]:
     """Each file of a diff as the template shows it: its paths, status, counts, links and rows
     (hunk headers, then lines with their old and new numbers and highlighted text)."""
     out = []
     for i, f in enumerate(files):
         added, removed = history.file_stats(f)
         path = f.new_path or f.old_path or ""
-        rows: list[dict] = []
+        rows: list[dict[str, Any]] = []
         texts = [line[1:] for h in f.hunks for line in h.lines if not line.startswith("\\")]
         html = _highlight(path, texts)
         k = 0
@@ -168,7 +180,9 @@ def _highlight(path: str, texts: list[str]) -> list[Markup]:
 # ---------------------------------------------------------------------- pages
 
 
-def blame_page(page, request: Request, identity, root: str, row, ref: str, git_dir: str, path: str) -> Response:
+def blame_page(
+    page: Page, request: Request, identity: Identity, root: str, row: Repo, ref: str, git_dir: str, path: str
+) -> Response:
     """The file at `ref` with the commit that last changed each range of lines."""
     audit.record(request, identity, "blame.read", f"{row.name}:{path}", ref=ref)
     check_path(path)
@@ -197,7 +211,7 @@ def blame_page(page, request: Request, identity, root: str, row, ref: str, git_d
         )
     data, commit = read_blob(git_dir, b.commit, path)
     rev = short_ref(ref)
-    ctx = {
+    ctx: dict[str, Any] = {
         "title": f"Blame · {path.rsplit('/', 1)[-1]} · {row.name}",
         "repo": row.name,
         "rev": rev,
@@ -214,7 +228,7 @@ def blame_page(page, request: Request, identity, root: str, row, ref: str, git_d
         return page(request, "blame.html", **ctx, rows=[], total_lines=0, highlighted=False)
     text = data.decode("utf-8", "replace")
     lines, highlighted = highlight.highlight_lines(path, detect(path, data), text)
-    starts = {}
+    starts: dict[int, dict[str, Any]] = {}
     for n, r in enumerate(b.ranges):
         c = b.commits.get(r.hash)
         starts[r.start_line] = {
@@ -237,7 +251,9 @@ def blame_page(page, request: Request, identity, root: str, row, ref: str, git_d
     return page(request, "blame.html", **ctx, rows=rows, total_lines=total, highlighted=highlighted)
 
 
-def history_page(page, request: Request, identity, root: str, row, ref: str, git_dir: str, path: str) -> Response:
+def history_page(
+    page: Page, request: Request, identity: Identity, root: str, row: Repo, ref: str, git_dir: str, path: str
+) -> Response:
     """The commits reachable from `ref` that changed `path` (a file, a directory, or '' for all)."""
     audit.record(request, identity, "commits.read", f"{row.name}:{path}" if path else row.name, ref=ref)
     scope = check_scope(path)
@@ -292,7 +308,9 @@ def history_page(page, request: Request, identity, root: str, row, ref: str, git
     )
 
 
-def commit_page(page, request: Request, identity, root: str, row, git_dir: str, ref: str) -> Response:
+def commit_page(
+    page: Page, request: Request, identity: Identity, root: str, row: Repo, git_dir: str, ref: str
+) -> Response:
     """One commit, its message and what it changed against its first parent."""
     audit.record(request, identity, "commit.read", row.name, ref=ref)
     links = Links(root, row.name)
@@ -322,7 +340,16 @@ def commit_page(page, request: Request, identity, root: str, row, git_dir: str, 
     )
 
 
-def compare_page(page, request: Request, identity, root: str, row, git_dir: str, default_ref: str, resolve) -> Response:
+def compare_page(
+    page: Page,
+    request: Request,
+    identity: Identity,
+    root: str,
+    row: Repo,
+    git_dir: str,
+    default_ref: str,
+    resolve: Callable[[str], str],
+) -> Response:
     """The form to pick two refs and, once both are given, the commits and the diff between them.
     `resolve` turns a ref as typed (a short branch or tag name, a commit) into one git reads."""
     q = request.query_params
@@ -330,7 +357,7 @@ def compare_page(page, request: Request, identity, root: str, row, git_dir: str,
     links = Links(root, row.name)
     branches = [b.name for b in list_branches(git_dir)][:500]
     tags = [t.name for t in history.list_tags(git_dir, limit=500)[0]]
-    ctx = {
+    ctx: dict[str, Any] = {
         "title": f"Compare · {row.name}",
         "repo": row.name,
         "repo_url": links.tree(default_ref),
@@ -388,7 +415,7 @@ def compare_page(page, request: Request, identity, root: str, row, git_dir: str,
 # ---------------------------------------------------------------------- helpers
 
 
-def _crumbs(links: Links, ref: str, path: str) -> list[dict]:
+def _crumbs(links: Links, ref: str, path: str) -> list[dict[str, Any]]:
     out = [{"name": links.repo, "url": links.tree(ref)}]
     parts = [p for p in path.split("/") if p]
     for i, part in enumerate(parts):

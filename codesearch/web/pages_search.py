@@ -41,6 +41,8 @@ from __future__ import annotations
 
 import logging
 import urllib.parse
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
@@ -73,6 +75,9 @@ from codesearch.web.results_page import OUTCOME_SLOT, RESULTS_SLOT, Links, outco
 from codesearch.web.sessions import login_redirect
 from codesearch.web.templating import render, render_text
 from codesearch.web.urls import browse_url
+
+if TYPE_CHECKING:
+    from codesearch.store.models import Repo
 
 log = logging.getLogger(__name__)
 
@@ -112,10 +117,10 @@ def parse_browse(raw: str) -> tuple[str, str | None, str, str]:
 def _raw_after(request: Request, prefix: str) -> str | None:
     """What follows `prefix` in the request's path as the client sent it (percent-encoded), or
     None when the server did not keep the raw path."""
-    raw = request.scope.get("raw_path")
+    raw: bytes | None = request.scope.get("raw_path")
     if raw:
         text = raw.decode("latin-1").split("?", 1)[0]
-        root = request.scope.get("root_path", "")
+        root: str = request.scope.get("root_path", "")
         if root and text.startswith(root):
             text = text[len(root) :]
         i = text.find(prefix)
@@ -130,7 +135,7 @@ def _raw_rest(request: Request, rest: str) -> str:
     return raw if raw is not None else urllib.parse.quote(rest, safe="/@")  # the decoded one, re-encoded
 
 
-def resolve_rev(git_dir: str, row, rev: str) -> str:
+def resolve_rev(git_dir: str, row: Repo, rev: str) -> str:
     """The ref to read for the revision of a page URL: the full name of the branch or tag
     `rev` names (``-dash`` → ``refs/heads/-dash``; a branch wins over a tag of the same name, as
     `webUrl` names branches), else `rev` itself (a full ref, a commit, ``HEAD``).
@@ -156,13 +161,14 @@ def resolve_rev(git_dir: str, row, rev: str) -> str:
 
 
 def _root(request: Request) -> str:
-    return request.scope.get("root_path", "").rstrip("/")
+    root: str = request.scope.get("root_path", "")
+    return root.rstrip("/")
 
 
 # ---------------------------------------------------------------------- small helpers
 
 
-def _page(request: Request, template: str, status_code: int = 200, **context) -> Response:
+def _page(request: Request, template: str, status_code: int = 200, **context: Any) -> Response:
     return render(request, template, status_code=status_code, **context)
 
 
@@ -170,13 +176,13 @@ def _not_found(request: Request, message: str, status_code: int = 404) -> Respon
     return _page(request, "notfound.html", status_code=status_code, title="Not found", message=message)
 
 
-def _time(t) -> str:
+def _time(t: datetime | None) -> str:
     """A store time as the pages show it (UTC, to the minute)."""
     s = iso(t)
     return s[:16].replace("T", " ") + " UTC" if s else ""
 
 
-def _crumbs(root: str, repo: str, rev: str, path: str, display: str = "") -> list[dict]:
+def _crumbs(root: str, repo: str, rev: str, path: str, display: str = "") -> list[dict[str, Any]]:
     """The breadcrumb of a path: the repo root (by its display name, the full name as its
     title), then each directory."""
     out = [{"name": display or repo, "title": repo, "url": browse_url(root, repo, rev, "tree", "")}]
@@ -207,7 +213,7 @@ def highlight_css() -> Response:
 
 
 @router.get("/")
-def home(request: Request, caller: PageCaller):
+def home(request: Request, caller: PageCaller) -> Response:
     if caller is None:
         return login_redirect(request)
     return _page(request, "home.html", title="codesearch", q="", regex=False, case=False)
@@ -262,7 +268,8 @@ async def search(
             raise ServiceUnavailable("this service has no searchers")
         started = await start_search(services.search, caller, body)
     except CodesearchError as e:
-        failed = unwrap(e)
+        cause = unwrap(e)  # (a CodesearchError: Ray's wrapper of one is caught as one)
+        failed = cause if isinstance(cause, CodesearchError) else e
     page = dict(title=q[:80], q=q, regex=is_regex, case=is_case, config=config)
     headers = page_headers()
     if failed is not None:  # the query does not parse, names an unknown context…: known before any result
@@ -281,7 +288,7 @@ async def search(
 
 
 @router.get("/~/{rest:path}")
-def sourcebot_prefix(request: Request, rest: str):
+def sourcebot_prefix(request: Request, rest: str) -> Response:
     """Sourcebot's single-tenant URLs (``/~/search?query=…``) are ours without the ``/~``."""
     raw = _raw_after(request, "/~/") or urllib.parse.quote(rest, safe="/@")
     raw = raw.lstrip("/\\")  # never "//host" or "/\\host": those leave the site
@@ -296,7 +303,7 @@ def repos(
     store: StoreDep,
     query: str = Query("", max_length=1000),
     page: str | None = None,
-):
+) -> Response:
     if identity is None:
         return login_redirect(request)
     try:
@@ -310,7 +317,7 @@ def repos(
             store, identity, page=n, per_page=REPOS_PER_PAGE, sort="name", direction="asc", query=query.strip() or None
         )
     )
-    active: dict[int, str] = {}
+    active: dict[int | None, str] = {}
     if store is not None and rows:
         for state in (JobState.IN_PROGRESS, JobState.PENDING):
             for job in store.list_jobs(kind=JobKind.INDEX, state=state, limit=10_000):
@@ -358,7 +365,7 @@ def repos(
 
 
 @router.get("/browse/{rest:path}")
-def browse(request: Request, rest: str, identity: PageCaller, web: WebDep):
+def browse(request: Request, rest: str, identity: PageCaller, web: WebDep) -> Response:
     if identity is None:
         return login_redirect(request)
     root = _root(request)
@@ -403,7 +410,7 @@ def browse(request: Request, rest: str, identity: PageCaller, web: WebDep):
         return _not_found(request, "This page could not be read.", status_code=500)
 
 
-def _file_page(request: Request, root: str, row, ref: str, git_dir: str, path: str) -> Response:
+def _file_page(request: Request, root: str, row: Repo, ref: str, git_dir: str, path: str) -> Response:
     check_path(path)
     try:
         data, commit = read_blob(git_dir, ref, path)
@@ -426,7 +433,7 @@ def _file_page(request: Request, root: str, row, ref: str, git_dir: str, path: s
         regex=_flag(params.get("regex")),
         case=_flag(params.get("case")),
     )
-    ctx = {
+    ctx: dict[str, Any] = {
         "nav": nav,
         "title": f"{path.rsplit('/', 1)[-1]} · {row.display_name or row.name}",
         "repo": row.name,
@@ -459,7 +466,7 @@ def _file_page(request: Request, root: str, row, ref: str, git_dir: str, path: s
     )  # escaped by Pygments / markupsafe
 
 
-def _tree_page(request: Request, root: str, row, ref: str, git_dir: str, path: str) -> Response:
+def _tree_page(request: Request, root: str, row: Repo, ref: str, git_dir: str, path: str) -> Response:
     under = check_dir(path)
     try:
         entries, truncated = list_tree(git_dir, ref, under, depth=1, max_entries=MAX_TREE_ENTRIES)

@@ -34,9 +34,10 @@ import json
 import shlex
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
-from fastapi import APIRouter, Form, Request
-from fastapi.responses import RedirectResponse
+from fastapi import APIRouter, Form, Request, Response
+from fastapi.responses import HTMLResponse, RedirectResponse
 
 from codesearch import permissions
 from codesearch.permissions import Identity
@@ -51,17 +52,27 @@ from codesearch.web.deps import WebDep
 from codesearch.web.templating import WebContext, render
 from codesearch.web.urls import browse_url
 
+if TYPE_CHECKING:
+    from codesearch.store import Store, User
+
 #: repositories listed under one connection (the rest: on the Repos page)
 REPOS_SHOWN = 100
 
-STATUS_LABELS = {
+STATUS_LABELS: dict[str, tuple[str, str]] = {
     m.SYNC_NEEDED: ("not synced yet", "pending"),
     m.SYNCING: ("syncing", "pending"),
     m.SYNCED: ("synced", "ok"),
     m.SYNCED_WITH_WARNINGS: ("synced with warnings", "warn"),
     m.SYNC_FAILED: ("failed", "failed"),
 }
-INDEX_LABELS = {m.INDEX_NEW: "not indexed yet", m.INDEXING: "indexing", m.INDEXED: "indexed", m.INDEX_FAILED: "failed"}
+INDEX_LABELS: dict[str, str] = {
+    m.INDEX_NEW: "not indexed yet",
+    m.INDEXING: "indexing",
+    m.INDEXED: "indexed",
+    m.INDEX_FAILED: "failed",
+}
+#: the CSS class of an index status (the rest: "pending")
+INDEX_CLASSES: dict[str, str] = {m.INDEXED: "ok", m.INDEX_FAILED: "failed"}
 
 
 def when(t: datetime | None, never: str = "never") -> str:
@@ -96,7 +107,7 @@ class ConnectionView:
     repos: list[RepoView] = field(default_factory=list)
 
 
-def _job_label(job, kind: str) -> str | None:
+def _job_label(job: m.Job | None, kind: str) -> str | None:
     if job is None:
         return None
     if job.state == m.IN_PROGRESS:
@@ -107,11 +118,12 @@ def _job_label(job, kind: str) -> str | None:
     return f"{kind} queued"
 
 
-def connection_views(store, identity: Identity, root: str) -> list[ConnectionView]:
+def connection_views(store: Store, identity: Identity, root: str) -> list[ConnectionView]:
     """What the connections page shows `identity` (see the module docstring)."""
     # owners run the service: the problems of a sync are theirs to read (they wrote the config)
     shows_problems = identity.role == OWNER or permissions.visible_repos(identity) is None
-    active_sync, active_index = {}, {}
+    active_sync: dict[int | None, m.Job] = {}
+    active_index: dict[int | None, m.Job] = {}
     for state in (m.IN_PROGRESS, m.PENDING):  # a running job wins over a queued one
         for job in store.list_jobs(kind=m.SYNC_JOB, state=state, limit=10_000):
             active_sync.setdefault(job.connection_id, job)
@@ -123,7 +135,7 @@ def connection_views(store, identity: Identity, root: str) -> list[ConnectionVie
         repos.sort(key=lambda r: (r.index_status != m.INDEX_FAILED, r.name))
         label, cls = STATUS_LABELS.get(c.sync_status, (c.sync_status.lower(), "pending"))
         error = store.public_error(c.sync_error)
-        warnings = [store.public_error(w) for w in (c.sync_warnings or []) if w]
+        warnings = [p for p in (store.public_error(w) for w in (c.sync_warnings or []) if w) if p is not None]
         hidden = 0
         if not shows_problems:
             hidden = (1 if error else 0) + len(warnings)
@@ -147,7 +159,7 @@ def connection_views(store, identity: Identity, root: str) -> list[ConnectionVie
                         name=r.name,
                         url=browse_url(root, r.name),
                         status=INDEX_LABELS.get(r.index_status, r.index_status.lower()),
-                        status_class={m.INDEXED: "ok", m.INDEX_FAILED: "failed"}.get(r.index_status, "pending"),
+                        status_class=INDEX_CLASSES.get(r.index_status, "pending"),
                         indexed_at=r.indexed_at,
                         error=store.public_error(r.last_error, repo_name=r.name, local_path=r.local_path),
                         job=_job_label(active_index.get(r.id), "re-index"),
@@ -162,7 +174,7 @@ def connection_views(store, identity: Identity, root: str) -> list[ConnectionVie
 def mcp_snippets(mcp_url: str, key: str | None) -> dict[str, str]:
     """Ready-to-paste client configurations for `mcp_url`: with ``Authorization: Bearer <key>``
     when a key is given, else for clients that sign in with OAuth (no header)."""
-    server: dict = {"url": mcp_url}
+    server: dict[str, Any] = {"url": mcp_url}
     command = f"claude mcp add --transport http codesearch {shlex.quote(mcp_url)}"
     if key:
         server["headers"] = {"Authorization": f"Bearer {key}"}
@@ -177,37 +189,37 @@ def mcp_snippets(mcp_url: str, key: str | None) -> dict[str, str]:
 router = APIRouter(include_in_schema=False)
 
 
-def _page(request: Request, template: str, status_code: int = 200, **context):
+def _page(request: Request, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
     return render(request, template, status_code=status_code, when=when, **context)
 
 
-def _message(request: Request, status_code: int, heading: str, text: str):
+def _message(request: Request, status_code: int, heading: str, text: str) -> HTMLResponse:
     return _page(request, "message.html", status_code=status_code, title=heading, heading=heading, message=text)
 
 
-def _signed_in(request: Request, store):
-    """(user, None), or (None, the response to send: sign in first, or no database)."""
+def _signed_in(request: Request, store: Store | None) -> tuple[User, Store] | Response:
+    """(user, store), or the response to send: sign in first, or no database."""
     user = sessions.current_user(request)
     if user is None:
-        return None, sessions.login_redirect(request)
+        return sessions.login_redirect(request)
     if store is None:
-        return None, _message(request, 503, "Settings are unavailable", "This service runs without a state database.")
-    return user, None
+        return _message(request, 503, "Settings are unavailable", "This service runs without a state database.")
+    return user, store
 
 
-def _owner(request: Request, store, what: str):
-    user, response = _signed_in(request, store)
-    if response is None and user.role != OWNER:
-        response = _message(request, 403, "Owners only", f"Only owners can {what}.")
-    return user, response
+def _owner(request: Request, store: Store | None, what: str) -> tuple[User, Store] | Response:
+    signed = _signed_in(request, store)
+    if not isinstance(signed, Response) and signed[0].role != OWNER:
+        return _message(request, 403, "Owners only", f"Only owners can {what}.")
+    return signed
 
 
-def _owner_form(request: Request, store, what: str, csrf_token: str):
+def _owner_form(request: Request, store: Store | None, what: str, csrf_token: str) -> tuple[User, Store] | Response:
     """`_owner` for a form sent by POST: its CSRF token is checked once the sender is known."""
-    user, response = _owner(request, store, what)
-    if response is None:
+    owner = _owner(request, store, what)
+    if not isinstance(owner, Response):
         sessions.require_csrf(request, csrf_token)
-    return user, response
+    return owner
 
 
 def _root(request: Request) -> str:
@@ -218,11 +230,12 @@ def _root(request: Request) -> str:
 
 
 @router.get("/settings/connections")
-def connections_page(request: Request, store: StoreDep, resynced: str = "", reindexed: str = ""):
-    _user, response = _signed_in(request, store)
-    if response is not None:
-        return response
-    identity = request.state.identity
+def connections_page(request: Request, store: StoreDep, resynced: str = "", reindexed: str = "") -> Response:
+    signed = _signed_in(request, store)
+    if isinstance(signed, Response):
+        return signed
+    _user, store = signed
+    identity: Identity = request.state.identity
     views = connection_views(store, identity, _root(request))
     notice = None
     if resynced.isdigit():
@@ -248,10 +261,11 @@ def connections_page(request: Request, store: StoreDep, resynced: str = "", rein
 
 
 @router.post("/settings/connections/{connection_id}/sync")
-def resync(request: Request, connection_id: str, store: StoreDep, csrf_token: str = Form("")):
-    user, response = _owner_form(request, store, "sync connections", csrf_token)
-    if response is not None:
-        return response
+def resync(request: Request, connection_id: str, store: StoreDep, csrf_token: str = Form("")) -> Response:
+    owner = _owner_form(request, store, "sync connections", csrf_token)
+    if isinstance(owner, Response):
+        return owner
+    user, store = owner
     conn = next((c for c in store.list_connections() if str(c.id) == connection_id), None)
     if conn is None:
         return _message(
@@ -271,10 +285,11 @@ def resync(request: Request, connection_id: str, store: StoreDep, csrf_token: st
 
 
 @router.post("/settings/connections/repos/{repo_id}/reindex")
-def reindex(request: Request, repo_id: str, store: StoreDep, csrf_token: str = Form("")):
-    user, response = _owner_form(request, store, "re-index repositories", csrf_token)
-    if response is not None:
-        return response
+def reindex(request: Request, repo_id: str, store: StoreDep, csrf_token: str = Form("")) -> Response:
+    owner = _owner_form(request, store, "re-index repositories", csrf_token)
+    if isinstance(owner, Response):
+        return owner
+    user, store = owner
     row = None
     if repo_id.isdigit():
         try:
@@ -291,7 +306,7 @@ def reindex(request: Request, repo_id: str, store: StoreDep, csrf_token: str = F
 # ------------------------------------------------------------------ access
 
 
-def _access_page(request: Request, web: WebContext, status_code: int = 200, **context):
+def _access_page(request: Request, web: WebContext, status_code: int = 200, **context: Any) -> HTMLResponse:
     access = web.authenticator.access
     context.setdefault("error", None)
     context.setdefault("notice", None)
@@ -311,18 +326,21 @@ def _access_page(request: Request, web: WebContext, status_code: int = 200, **co
 
 
 @router.get("/settings/access")
-def access(request: Request, web: WebDep, store: StoreDep):
-    _user, response = _owner(request, store, "change who may search")
-    if response is not None:
-        return response
+def access(request: Request, web: WebDep, store: StoreDep) -> Response:
+    owner = _owner(request, store, "change who may search")
+    if isinstance(owner, Response):
+        return owner
     return _access_page(request, web)
 
 
 @router.post("/settings/access")
-def set_access(request: Request, web: WebDep, store: StoreDep, anonymous: str = Form(""), csrf_token: str = Form("")):
-    user, response = _owner_form(request, store, "change who may search", csrf_token)
-    if response is not None:
-        return response
+def set_access(
+    request: Request, web: WebDep, store: StoreDep, anonymous: str = Form(""), csrf_token: str = Form("")
+) -> Response:
+    owner = _owner_form(request, store, "change who may search", csrf_token)
+    if isinstance(owner, Response):
+        return owner
+    user, _store = owner
     if anonymous not in ("on", "off"):
         return _access_page(
             request, web, status_code=400, error=f"Anonymous access must be “on” or “off”, not {anonymous[:40]!r}."
@@ -348,7 +366,14 @@ def set_access(request: Request, web: WebDep, store: StoreDep, anonymous: str = 
 # ------------------------------------------------------------------ MCP
 
 
-def _mcp_page(request: Request, web: WebContext, user, status_code: int = 200, created=None, error=None):
+def _mcp_page(
+    request: Request,
+    web: WebContext,
+    user: User,
+    status_code: int = 200,
+    created: dict[str, Any] | None = None,
+    error: str | None = None,
+) -> HTMLResponse:
     base = oauth_server.base_url(request.scope, web.authenticator.oauth)
     mcp_url = oauth_server.resource_url(base)
     return _page(
@@ -367,18 +392,22 @@ def _mcp_page(request: Request, web: WebContext, user, status_code: int = 200, c
 
 
 @router.get("/settings/mcp")
-def mcp(request: Request, web: WebDep, store: StoreDep):
-    user, response = _signed_in(request, store)
-    if response is not None:
-        return response
+def mcp(request: Request, web: WebDep, store: StoreDep) -> Response:
+    signed = _signed_in(request, store)
+    if isinstance(signed, Response):
+        return signed
+    user, _store = signed
     return _mcp_page(request, web, user)
 
 
 @router.post("/settings/mcp")
-def mcp_key(request: Request, web: WebDep, store: StoreDep, name: str = Form(""), csrf_token: str = Form("")):
-    user, response = _signed_in(request, store)
-    if response is not None:
-        return response
+def mcp_key(
+    request: Request, web: WebDep, store: StoreDep, name: str = Form(""), csrf_token: str = Form("")
+) -> Response:
+    signed = _signed_in(request, store)
+    if isinstance(signed, Response):
+        return signed
+    user, _store = signed
     sessions.require_csrf(request, csrf_token)
     outcome = api_keys.create(request, web, user, name)
     return _mcp_page(request, web, user, status_code=outcome.status, created=outcome.created, error=outcome.error)

@@ -30,11 +30,13 @@ there (`codesearch.web.link_required`).
 from __future__ import annotations
 
 import logging
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 import anyio
-from fastapi import APIRouter, Form, Request
-from fastapi.responses import RedirectResponse
+from fastapi import APIRouter, Form, Request, Response
+from fastapi.responses import HTMLResponse, RedirectResponse
 
 from codesearch.errors import ConfigError
 from codesearch.permissions import Identity
@@ -49,6 +51,11 @@ from codesearch.web import sessions
 from codesearch.web.deps import WebDep
 from codesearch.web.templating import WebContext, render
 
+if TYPE_CHECKING:
+    from codesearch.sso.accounts import Outcome
+    from codesearch.sso.providers import Provider
+    from codesearch.store import Store, User
+
 log = logging.getLogger(__name__)
 
 MAX_EMAIL = 320
@@ -59,28 +66,32 @@ def _root(request: Request) -> str:
     return sessions.root_of(request.scope)
 
 
-def _when(t, never: str = "never") -> str:
+def _when(t: datetime | None, never: str = "never") -> str:
     return t.strftime("%Y-%m-%d %H:%M UTC") if t else never
 
 
-def _page(request: Request, template: str, status_code: int = 200, **context):
+def _page(request: Request, template: str, status_code: int = 200, **context: Any) -> HTMLResponse:
     return render(request, template, status_code=status_code, when=_when, **context)
 
 
-def _message(request: Request, status_code: int, heading: str, message: str):
+def _message(request: Request, status_code: int, heading: str, message: str) -> HTMLResponse:
     return _page(request, "message.html", status_code=status_code, title=heading, heading=heading, message=message)
 
 
-def _flow_cookie(request: Request, response, value: str, max_age: int) -> None:
+def _no_store(request: Request) -> HTMLResponse:
+    return _message(request, 503, "Accounts are unavailable", "This service runs without a state database.")
+
+
+def _flow_cookie(request: Request, response: Response, value: str, max_age: int) -> None:
     response.headers.append("set-cookie", sessions.cookie_header(request.scope, FLOW_COOKIE, value, max_age))
 
 
 router = APIRouter(include_in_schema=False)
 
 
-def _sealer(web: WebContext, store) -> FlowSealer:
+def _sealer(web: WebContext, store: Store) -> FlowSealer:
     """The sealer of the sign-in flow's cookie, its key read from the store once per app."""
-    sealer = web.extra.get("sso_flow_sealer")
+    sealer: FlowSealer | None = web.extra.get("sso_flow_sealer")
     if sealer is None:
         sealer = web.extra["sso_flow_sealer"] = FlowSealer(store.auth_key("sso flow"))
     return sealer
@@ -91,8 +102,16 @@ def _redirect_uri(web: WebContext, pid: str) -> str:
 
 
 async def _start(
-    request: Request, web: WebContext, store, provider, *, purpose: str, next_url: str, user_id=None, invite=None
-):
+    request: Request,
+    web: WebContext,
+    store: Store,
+    provider: Provider,
+    *,
+    purpose: str,
+    next_url: str,
+    user_id: int | None = None,
+    invite: str | None = None,
+) -> Response:
     try:
         url, record = await begin(
             provider,
@@ -131,7 +150,7 @@ async def sign_in_start(
     next: str = Form(""),
     invite: str = Form(""),
     csrf_token: str = Form(""),
-):
+) -> Response:
     sessions.require_csrf(request, csrf_token, allow_visitor=True)
     provider = web.identity_providers.get(pid)
     if provider is None or not provider.signs_in or store is None:
@@ -148,10 +167,12 @@ async def sign_in_start(
 
 
 @router.post("/settings/account/link/{pid}")
-async def link_start(request: Request, pid: str, web: WebDep, store: StoreDep, csrf_token: str = Form("")):
+async def link_start(request: Request, pid: str, web: WebDep, store: StoreDep, csrf_token: str = Form("")) -> Response:
     user = sessions.form_user(request, csrf_token)
     if user is None:
         return sessions.login_redirect(request)
+    if store is None:  # (a signed-in user implies a store: sessions live in it)
+        return _no_store(request)
     provider = web.identity_providers.get(pid)
     if provider is None:
         return _message(request, 404, "Not found", "There is no such provider.")
@@ -164,7 +185,7 @@ async def link_start(request: Request, pid: str, web: WebDep, store: StoreDep, c
 
 
 @router.get("/api/auth/callback/{pid}")
-async def callback(request: Request, pid: str, web: WebDep, store: StoreDep):
+async def callback(request: Request, pid: str, web: WebDep, store: StoreDep) -> Response:
     provider = web.identity_providers.get(pid)
     if provider is None or store is None:
         return _message(request, 404, "Not found", "There is no such way to sign in.")
@@ -173,13 +194,18 @@ async def callback(request: Request, pid: str, web: WebDep, store: StoreDep):
         sealer = _sealer(web, store)
         record = check_callback(sealer, provider, sealer.open(request.cookies.get(FLOW_COOKIE)), params)
         current = sessions.current_user(request)
-        if record["for"] == "link" and (current is None or current.id != record.get("u")):
-            raise FlowError("state", "This link was started by another session. Sign in and start again.")
+        linker: User | None = None  # who links an account (a "link" flow), else None
+        if record["for"] == "link":
+            if current is None or current.id != record.get("u"):
+                raise FlowError("state", "This link was started by another session. Sign in and start again.")
+            linker = current
         if record["for"] == "signin" and not provider.signs_in:
             raise FlowError("state", f"{provider.name} is for linking accounts only.")
         who = await finish(provider, record, params["code"], redirect_uri=_redirect_uri(web, pid))
-        if record["for"] == "link":
-            outcome = await anyio.to_thread.run_sync(lambda: accounts.link(store, provider, who, current.id))
+        outcome: Outcome
+        if linker is not None:
+            linker_id = linker.id
+            outcome = await anyio.to_thread.run_sync(lambda: accounts.link(store, provider, who, linker_id))
         else:
             outcome = await anyio.to_thread.run_sync(
                 lambda: accounts.sign_in(
@@ -188,7 +214,7 @@ async def callback(request: Request, pid: str, web: WebDep, store: StoreDep):
             )
     except FlowError as e:
         log.info("sso %s: flow refused (%s)", pid, e.kind)
-        response = _message(request, e.status, _heading(e.kind), str(e))
+        response: Response = _message(request, e.status, _heading(e.kind), str(e))
         _flow_cookie(request, response, "", 0)
         return response
     except Exception:  # noqa: BLE001 - a page, never a traceback
@@ -226,12 +252,20 @@ async def callback(request: Request, pid: str, web: WebDep, store: StoreDep):
 # ------------------------------------------------------------------ linked accounts
 
 
-def _account_page(request: Request, web: WebContext, store, user, status_code: int = 200, error=None, notice=None):
+def _account_page(
+    request: Request,
+    web: WebContext,
+    store: Store,
+    user: User,
+    status_code: int = 200,
+    error: str | None = None,
+    notice: str | None = None,
+) -> HTMLResponse:
     providers = web.identity_providers
     lacking = required.missing(store, user.id, providers.values())
     linked = store.list_linked_accounts(user_id=user.id)
     methods = accounts.sign_in_methods(store, user, providers)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for a in linked:
         p = providers.get(a.provider)
         counts = p is not None and p.signs_in
@@ -254,10 +288,12 @@ def _account_page(request: Request, web: WebContext, store, user, status_code: i
 
 
 @router.get("/settings/account")
-def account(request: Request, web: WebDep, store: StoreDep, linked: str = "", unlinked: str = ""):
+def account(request: Request, web: WebDep, store: StoreDep, linked: str = "", unlinked: str = "") -> Response:
     user = sessions.current_user(request)
     if user is None:
         return sessions.login_redirect(request)
+    if store is None:
+        return _no_store(request)
     notice = None
     if linked in web.identity_providers:
         notice = f"Your {web.identity_providers[linked].name} account is linked."
@@ -267,10 +303,12 @@ def account(request: Request, web: WebDep, store: StoreDep, linked: str = "", un
 
 
 @router.post("/settings/account/unlink/{account_id}")
-def unlink(request: Request, account_id: str, web: WebDep, store: StoreDep, csrf_token: str = Form("")):
+def unlink(request: Request, account_id: str, web: WebDep, store: StoreDep, csrf_token: str = Form("")) -> Response:
     user = sessions.form_user(request, csrf_token)
     if user is None:
         return sessions.login_redirect(request)
+    if store is None:
+        return _no_store(request)
     providers = web.identity_providers
     try:
         acct = store.get_linked_account(int(account_id)) if account_id.isdigit() else None
@@ -296,16 +334,21 @@ def unlink(request: Request, account_id: str, web: WebDep, store: StoreDep, csrf
 # ------------------------------------------------------------------ members (owners)
 
 
-def _owner(request: Request):
+def _owner(request: Request, store: Store | None) -> tuple[User, Store] | Response:
+    """(the signed-in owner, the store), or the response for anyone else."""
     user = sessions.current_user(request)
     if user is None:
-        return None, sessions.login_redirect(request)
+        return sessions.login_redirect(request)
     if user.role != OWNER:
-        return None, _message(request, 403, "Owners only", "Only owners can manage members.")
-    return user, None
+        return _message(request, 403, "Owners only", "Only owners can manage members.")
+    if store is None:  # (a signed-in user implies a store: sessions live in it)
+        return _no_store(request)
+    return user, store
 
 
-def _members_page(request: Request, web: WebContext, store, status_code: int = 200, **context):
+def _members_page(
+    request: Request, web: WebContext, store: Store, status_code: int = 200, **context: Any
+) -> HTMLResponse:
     context.setdefault("error", None)
     context.setdefault("notice", None)
     context.setdefault("created", None)
@@ -324,16 +367,22 @@ def _members_page(request: Request, web: WebContext, store, status_code: int = 2
 
 
 @router.get("/settings/members")
-def members(request: Request, web: WebDep, store: StoreDep):
-    _user, response = _owner(request)
-    return response or _members_page(request, web, store)
+def members(request: Request, web: WebDep, store: StoreDep) -> Response:
+    owner = _owner(request, store)
+    if isinstance(owner, Response):
+        return owner
+    _user, store = owner
+    return _members_page(request, web, store)
 
 
 @router.post("/settings/members/{user_id}/{decision}")
-def decide(request: Request, user_id: str, decision: str, web: WebDep, store: StoreDep, csrf_token: str = Form("")):
-    me, response = _owner(request)
-    if response is not None:
-        return response
+def decide(
+    request: Request, user_id: str, decision: str, web: WebDep, store: StoreDep, csrf_token: str = Form("")
+) -> Response:
+    owner = _owner(request, store)
+    if isinstance(owner, Response):
+        return owner
+    me, store = owner
     sessions.require_csrf(request, csrf_token)
     if not user_id.isdigit() or decision not in ("approve", "decline"):
         return _message(request, 404, "Not found", "There is nothing here.")
@@ -358,10 +407,11 @@ def create_invite(
     email: str = Form(""),
     role: str = Form("MEMBER"),
     csrf_token: str = Form(""),
-):
-    me, response = _owner(request)
-    if response is not None:
-        return response
+) -> Response:
+    owner = _owner(request, store)
+    if isinstance(owner, Response):
+        return owner
+    me, store = owner
     sessions.require_csrf(request, csrf_token)
     email = email.strip()[:MAX_EMAIL]
     if role not in ROLES or (email and "@" not in email):
@@ -373,10 +423,13 @@ def create_invite(
 
 
 @router.post("/settings/members/invites/{invite_id}/revoke")
-def revoke_invite(request: Request, invite_id: str, web: WebDep, store: StoreDep, csrf_token: str = Form("")):
-    me, response = _owner(request)
-    if response is not None:
-        return response
+def revoke_invite(
+    request: Request, invite_id: str, web: WebDep, store: StoreDep, csrf_token: str = Form("")
+) -> Response:
+    owner = _owner(request, store)
+    if isinstance(owner, Response):
+        return owner
+    me, store = owner
     sessions.require_csrf(request, csrf_token)
     if not store.revoke_invite(invite_id[:64]):
         return _members_page(request, web, store, 404, error="That invite does not exist or was used.")
@@ -390,13 +443,13 @@ def revoke_invite(request: Request, invite_id: str, web: WebDep, store: StoreDep
 def _invite_page(
     request: Request,
     web: WebContext,
-    store,
+    store: Store | None,
     token: str,
     status_code: int = 200,
-    error=None,
+    error: str | None = None,
     email: str = "",
     name: str = "",
-):
+) -> HTMLResponse:
     invite = store.find_invite(token) if store is not None else None
     if invite is None:
         response = _message(
@@ -426,7 +479,7 @@ def _invite_page(
 
 
 @router.get("/invite/{token}")
-def invite(request: Request, token: str, web: WebDep, store: StoreDep):
+def invite(request: Request, token: str, web: WebDep, store: StoreDep) -> Response:
     return _invite_page(request, web, store, token)
 
 
@@ -441,7 +494,7 @@ def join(
     password: str = Form(""),
     confirm: str = Form(""),
     csrf_token: str = Form(""),
-):
+) -> Response:
     sessions.require_csrf(request, csrf_token, allow_visitor=True)
     if store is None or store.find_invite(token) is None:
         return _invite_page(request, web, store, token)

@@ -36,12 +36,14 @@ import re
 import secrets
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
+from typing import TYPE_CHECKING, TypeGuard
 from urllib.parse import quote
 
 import anyio
-from fastapi import Request
-from fastapi.responses import RedirectResponse
+from fastapi import FastAPI, Request, Response
+from fastapi.responses import HTMLResponse, RedirectResponse
 from starlette.requests import cookie_parser
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from codesearch.accounts import (  # noqa: F401  (the pages' and the tests' names for them)
     MAX_PASSWORD_LENGTH,
@@ -62,6 +64,42 @@ from codesearch.service.session_cookies import (  # noqa: F401  (the pages' name
     SAFE_METHODS,
     SESSION_COOKIE,
 )
+from codesearch.store.models import User
+
+if TYPE_CHECKING:
+    from codesearch.store import Store
+    from codesearch.store.models import WebSession
+    from codesearch.web.templating import WebContext
+
+__all__ = [
+    "CSRF_COOKIE",
+    "CSRF_FORM_FIELD",
+    "CSRF_HEADER",
+    "MAX_PASSWORD_LENGTH",
+    "MIN_PASSWORD_LENGTH",
+    "SAFE_METHODS",
+    "SESSION_COOKIE",
+    "SESSION_TTL",
+    "CsrfFailed",
+    "SessionMiddleware",
+    "WeakPassword",
+    "authenticate",
+    "cookie_header",
+    "current_user",
+    "end_session",
+    "form_user",
+    "hash_password",
+    "install",
+    "login_redirect",
+    "needs_rehash",
+    "password_problem",
+    "require_csrf",
+    "root_of",
+    "route_path",
+    "safe_next",
+    "start_session",
+    "verify_password",
+]
 
 log = logging.getLogger(__name__)
 
@@ -74,26 +112,28 @@ _COOKIE_VALUE = re.compile(r"^[A-Za-z0-9_-]{20,128}$")
 # ----------------------------------------------------------------------------- cookies
 
 
-def root_of(scope) -> str:
+def root_of(scope: Scope) -> str:
     """The path the app is mounted under ("" at the top)."""
-    return (scope.get("root_path") or "").rstrip("/")
+    root: str = scope.get("root_path") or ""
+    return root.rstrip("/")
 
 
-def route_path(scope) -> str:
+def route_path(scope: Scope) -> str:
     """The request path without the root (what the routes match)."""
-    path, root = scope.get("path") or "/", root_of(scope)
+    path: str = scope.get("path") or "/"
+    root = root_of(scope)
     if root and (path == root or path.startswith(root + "/")):
         return path[len(root) :] or "/"
     return path
 
 
-def _is_https(scope) -> bool:
+def _is_https(scope: Scope) -> bool:
     """Over https: the scheme the client used (``X-Forwarded-Proto`` only from a trusted proxy,
     `codesearch.service.forwarded`)."""
     return client_of(scope).https
 
 
-def cookie_header(scope, name: str, value: str, max_age: int | None) -> str:
+def cookie_header(scope: Scope, name: str, value: str, max_age: int | None) -> str:
     """A ``Set-Cookie`` value: HttpOnly, SameSite=Lax, Path = the root, Secure over https;
     `max_age` 0 deletes the cookie, None makes it last the browser session."""
     parts = [f"{name}={value}", f"Path={root_of(scope) or '/'}", "HttpOnly", "SameSite=Lax"]
@@ -105,7 +145,7 @@ def cookie_header(scope, name: str, value: str, max_age: int | None) -> str:
     return "; ".join(parts)
 
 
-def _headers(scope) -> dict[str, str]:
+def _headers(scope: Scope) -> dict[str, str]:
     return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
 
 
@@ -114,14 +154,16 @@ def _cookies(headers: dict[str, str]) -> dict[str, str]:
     return cookie_parser(raw) if raw else {}
 
 
-def _plausible(value: str | None) -> bool:
-    return bool(value) and bool(_COOKIE_VALUE.match(value))
+def _plausible(value: str | None) -> TypeGuard[str]:
+    return bool(value and _COOKIE_VALUE.match(value))
 
 
 # ----------------------------------------------------------------------------- sessions
 
 
-def start_session(request: Request, response, store, user, max_age_s: float = SESSION_TTL.total_seconds()) -> str:
+def start_session(
+    request: Request, response: Response, store: Store, user: User, max_age_s: float = SESSION_TTL.total_seconds()
+) -> str:
     """Sign `user` in for `max_age_s` seconds: a new session (the request's old one, if any,
     ends) and its cookie on `response`. Returns the session's CSRF token."""
     old = request.cookies.get(SESSION_COOKIE)
@@ -136,7 +178,7 @@ def start_session(request: Request, response, store, user, max_age_s: float = SE
     return session.csrf_token
 
 
-def end_session(request: Request, response, store) -> None:
+def end_session(request: Request, response: Response, store: Store | None) -> None:
     """Sign out: delete the request's session and its cookie."""
     value = request.cookies.get(SESSION_COOKIE)
     if store is not None and _plausible(value):
@@ -171,12 +213,13 @@ def require_csrf(request: Request, form_token: str | None, *, allow_visitor: boo
 # ----------------------------------------------------------------------------- helpers for pages
 
 
-def current_user(request: Request):
+def current_user(request: Request) -> User | None:
     """The signed-in `User`, or None."""
-    return getattr(getattr(request.state, "identity", None), "user", None)
+    user = getattr(getattr(request.state, "identity", None), "user", None)
+    return user if isinstance(user, User) else None
 
 
-def form_user(request: Request, csrf_token: str | None):
+def form_user(request: Request, csrf_token: str | None) -> User | None:
     """The signed-in `User` who sent a form, its CSRF token checked (`require_csrf`); None for a
     visitor, whom the page sends to sign in (`login_redirect`)."""
     user = current_user(request)
@@ -201,10 +244,10 @@ def safe_next(value: str | None, root: str) -> str:
 def login_redirect(request: Request) -> RedirectResponse:
     """A redirect to the sign-in page that comes back to this page afterwards."""
     root = root_of(request.scope)
-    here = request.scope.get("path") or "/"
+    here: str = request.scope.get("path") or "/"
     if root and not here.startswith(root):
         here = root + here
-    query = request.scope.get("query_string", b"").decode("latin-1")
+    query: str = request.scope.get("query_string", b"").decode("latin-1")
     if query:
         here += "?" + query
     return RedirectResponse(f"{root}/login?next={quote(here, safe='/')}", status_code=303)
@@ -216,7 +259,7 @@ def login_redirect(request: Request) -> RedirectResponse:
 class SessionMiddleware:
     """Pure ASGI: resolves the session cookie and the CSRF token (see the module docstring)."""
 
-    def __init__(self, app, web):
+    def __init__(self, app: ASGIApp, web: WebContext) -> None:
         self.app = app
         self.web = web
         self._key: bytes | None = None
@@ -228,7 +271,7 @@ class SessionMiddleware:
             self._key = store.auth_key("web csrf") if store is not None else secrets.token_bytes(32)
         return self._key
 
-    def _lookup(self, value: str):
+    def _lookup(self, value: str) -> tuple[WebSession, User] | None:
         store = self.web.get_store()
         if store is None:
             return None
@@ -245,10 +288,12 @@ class SessionMiddleware:
         if access is None:
             return bool(self.web.anonymous_access)
         if access.stale():
-            return await anyio.to_thread.run_sync(access.enabled)
-        return access.cached()
+            enabled: bool = await anyio.to_thread.run_sync(access.enabled)
+            return enabled
+        cached: bool = access.cached()
+        return cached
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -301,7 +346,7 @@ class SessionMiddleware:
             await self.app(scope, receive, send)
             return
 
-        async def send_with_headers(message):
+        async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 message = dict(message, headers=list(message.get("headers", [])) + extra)
             await send(message)
@@ -309,14 +354,14 @@ class SessionMiddleware:
         await self.app(scope, receive, send_with_headers)
 
 
-def install(app, web) -> None:
+def install(app: FastAPI, web: WebContext) -> None:
     """Add the session middleware and the 403 page for CSRF failures to `app`."""
     from codesearch.web.templating import render
 
     app.add_middleware(SessionMiddleware, web=web)
 
     @app.exception_handler(CsrfFailed)
-    async def _csrf_failed(request: Request, exc: CsrfFailed):
+    async def _csrf_failed(request: Request, exc: CsrfFailed) -> HTMLResponse:
         return render(
             request,
             "message.html",

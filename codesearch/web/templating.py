@@ -34,6 +34,10 @@ from codesearch.web.modules import imports_of
 if TYPE_CHECKING:
     from codesearch.permissions import Identity
     from codesearch.service.auth import Authenticator
+    from codesearch.sso.iap import IapSignIn
+    from codesearch.sso.providers import Provider
+    from codesearch.store import Store
+    from codesearch.tools.context import ToolContext
 
 _env = Environment(
     loader=FileSystemLoader(TEMPLATES_DIR), autoescape=select_autoescape(["html"]), trim_blocks=True, lstrip_blocks=True
@@ -55,21 +59,21 @@ class WebContext:
     ``REQUIRE_APPROVAL_NEW_MEMBERS`` (`codesearch.environment`); the defaults are those of an
     unset environment."""
 
-    get_store: Callable[[], Any]
+    get_store: Callable[[], Store | None]
     authenticator: Authenticator
-    make_context: Callable[[Any], Any]  # Identity -> codesearch.tools.context.ToolContext
+    make_context: Callable[[Identity], ToolContext]
     public_url: str
     anonymous_access: bool
     extra: dict[str, Any] = field(default_factory=dict)
     session_max_age_s: int = environment.DEFAULT_SESSION_MAX_AGE_S
     keys_owner_only: bool = False
     #: `codesearch.sso.Provider`s by id (the config's `identityProviders`)
-    identity_providers: dict[str, Any] = field(default_factory=dict)
+    identity_providers: dict[str, Provider] = field(default_factory=dict)
     #: REQUIRE_APPROVAL_NEW_MEMBERS: sign-ups wait for an owner
     require_approval: bool = False
     #: the config's gcp-iap entry (`codesearch.sso.iap.IapSignIn`), or None: requests signed by Google Cloud
     #: IAP are signed in by `codesearch.web.iap`
-    iap: Any = None
+    iap: IapSignIn | None = None
 
     def identity_of(self, request: Request) -> Identity | None:
         """The caller of a page, or None when the visitor must sign in first: the identity the
