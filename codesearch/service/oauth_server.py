@@ -23,7 +23,7 @@ in those callbacks anyway. What the service runs:
   (`codesearch.store.oauth_clients`).
 - **Authorization** (`codesearch.service.oauth_authorize`): the code flow with PKCE ``S256`` only;
   a refused request is a page, never a redirect to the client (RFC 9700 §4.11.2). The signed-in
-  user consents on a page (`codesearch.service.routes_oauth`); only then does the client
+  user consents on a page (`codesearch.web.pages_oauth_authorize`); only then does the client
   hear back: a code, or ``access_denied`` when the user said no.
 - **Token and revocation** (`codesearch.service.oauth_tokens`): ``authorization_code`` (single use:
   a replay revokes the grant) and ``refresh_token`` (rotated: single use, a reuse revokes the

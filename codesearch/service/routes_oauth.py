@@ -3,19 +3,13 @@
     GET  /.well-known/oauth-protected-resource[/api/mcp]  RFC 9728 metadata of the MCP endpoint
     GET  /.well-known/oauth-authorization-server           RFC 8414 metadata
     POST /oauth/register                                   RFC 7591 dynamic client registration
-    GET  /oauth/authorize                                  the consent page (signed-in web user)
-    POST /oauth/authorize                                  the consent decision (CSRF-checked)
     POST /oauth/token                                      authorization_code, refresh_token
     POST /oauth/revoke                                     RFC 7009
 
-Machine endpoints (metadata, register, token, revoke) answer JSON with ``Cache-Control:
-no-store`` and allow any origin (they take no cookies), so browser-based MCP clients can use them.
-
-The authorization endpoint is a page of the web UI: the session cookie says who the user is, a
-visitor is sent to ``/login`` and comes back, and the consent form carries the web UI's CSRF token.
-A request it refuses is a page saying what is wrong, never a redirect to the client (RFC 9700
-§4.11.2: clients register themselves, redirect URI included); the client hears back only after the
-user answered: a code, or ``access_denied``.
+These machine endpoints answer JSON with ``Cache-Control: no-store`` and allow any origin (they
+take no cookies), so browser-based MCP clients can use them. The authorization endpoint,
+``/oauth/authorize``, is a page of the web UI (`codesearch.web.pages_oauth_authorize`: the consent
+page and the decision); it looks clients up with `live_clients` and reads `Settings` from here.
 
 Registration needs no credentials (MCP clients register on first contact), so it is bounded
 (`oauth_registration`): the body is read only up to
@@ -24,14 +18,11 @@ Registration needs no credentials (MCP clients register on first contact), so it
 with ``Retry-After``; counted in the state store, `codesearch.store.lockouts`, so every replica
 sees the same count; only registrations that would be stored count), and every registration
 first removes the clients that never completed an authorization within
-``pending_client_ttl``, and the oldest of them beyond ``max_pending_clients``. The consent page
-shows the redirect host on its own, in ASCII and isolated from the text around it
-(`oauth_redirects.redirect_host`), and client-chosen text with hidden characters made visible
-(`oauth_redirects.shown_plainly`).
+``pending_client_ttl``, and the oldest of them beyond ``max_pending_clients``.
 
-Audit events (`codesearch.service.audit`): ``oauth.client.register``, ``oauth.consent.grant``,
-``oauth.consent.deny``, ``oauth.token.issue``, ``oauth.token.refresh``, ``oauth.token.revoke``,
-``oauth.replay`` (target: the client id; details: the grant id, never a code or token).
+Audit events (`codesearch.service.audit`): ``oauth.client.register``, ``oauth.token.issue``,
+``oauth.token.refresh``, ``oauth.token.revoke``, ``oauth.replay`` (target: the client id; details:
+the grant id, never a code or token); the page records ``oauth.consent.grant`` and ``.deny``.
 """
 
 from __future__ import annotations
@@ -43,19 +34,16 @@ from urllib.parse import parse_qsl, urlsplit
 
 import anyio
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import JSONResponse, RedirectResponse, Response
+from fastapi.responses import JSONResponse, Response
 
 from codesearch.permissions import Identity
 from codesearch.service import audit
-from codesearch.service import oauth_authorize as authz
-from codesearch.service import oauth_redirects as shown
 from codesearch.service import oauth_registration as reg
 from codesearch.service import oauth_server as oa
 from codesearch.service import oauth_tokens as tok
 from codesearch.service.deps import StoreDep, app_services
+from codesearch.service.forwarded import client_address
 from codesearch.store import OAUTH_REGISTRATION
-from codesearch.web import sessions, throttle
-from codesearch.web.templating import render
 
 log = logging.getLogger(__name__)
 
@@ -160,7 +148,7 @@ async def register(request: Request, store: StoreDep, settings: Settings):
         if "json" not in (request.headers.get("content-type") or "").lower():
             raise reg.RegistrationError("invalid_client_metadata", "send the registration as application/json")
         name, uris, metadata, with_secret = reg.validate_registration(reg.json_body(await _registration_body(request)))
-        address = throttle.client_address(request)
+        address = client_address(request)
         await anyio.to_thread.run_sync(_count_registration, store, address, settings)
     except reg.RegistrationError as e:
         if e.status == 429:
@@ -188,100 +176,13 @@ async def register(request: Request, store: StoreDep, settings: Settings):
     return _json(reg.registration_response(client, secret), 201)
 
 
-# ------------------------------------------------------------------ authorization
+# ------------------------------------------------------------------ authorization (the page: web.pages_oauth_authorize)
 
 
-def _error_page(request: Request, message: str, status: int = 400, error: str | None = None):
-    return render(
-        request, "oauth_error.html", status_code=status, title="Authorization failed", message=message, error=error
-    )
-
-
-def _refused(request: Request, e: authz.AuthorizeError):
-    """A refused authorization request: a page, never a redirect (see `authz.AuthorizeError`)."""
-    log.info(
-        "OAuth: authorization request refused (%s) for client %s", e.error, e.client.id if e.client else "(unknown)"
-    )
-    return _error_page(request, e.message, 400, e.error)
-
-
-def _live_clients(store, settings: oa.OAuthSettings):
+def live_clients(store, settings: oa.OAuthSettings):
     """How the authorization endpoint looks a client up: a client that never completed an
     authorization within its pending lifetime is unknown, whether or not its row is gone yet."""
     return lambda client_id: store.get_oauth_client(client_id, pending_ttl_seconds=settings.pending_client_ttl)
-
-
-def _redirect(url: str) -> RedirectResponse:
-    return RedirectResponse(url, status_code=303, headers=NO_STORE)
-
-
-@router.get(oa.AUTHORIZE_PATH)
-def authorize(request: Request, store: StoreDep, settings: Settings):
-    if store is None:
-        return _error_page(request, "This service runs without a state database, so nobody can sign in.", 503)
-    try:
-        req = authz.parse_authorize(
-            list(request.query_params.multi_items()),
-            _live_clients(store, settings),
-            oa.base_url(request.scope, settings),
-        )
-    except authz.AuthorizeError as e:
-        return _refused(request, e)
-    user = sessions.current_user(request)
-    if user is None:
-        return sessions.login_redirect(request)
-    return render(
-        request,
-        "oauth_consent.html",
-        form_targets=[req.redirect_uri],  # the answer redirects there: the page's CSP must let the form go
-        title="Allow access",
-        client_name=shown.shown_plainly(req.client.name),
-        redirect_host=shown.redirect_host(req.redirect_uri),
-        redirect_display=shown.redirect_display(req.redirect_uri),
-        params=[(k, v) for k, v in req.params.items()],
-        refresh_days=settings.refresh_ttl // 86400,
-    )
-
-
-@router.post(oa.AUTHORIZE_PATH)
-async def consent(request: Request, store: StoreDep, settings: Settings):
-    form = await request.form()
-    pairs = [(k, v) for k, v in form.multi_items() if isinstance(v, str)]
-    return await anyio.to_thread.run_sync(_decide, request, store, settings, pairs)
-
-
-def _decide(request: Request, store, settings: oa.OAuthSettings, pairs: list[tuple[str, str]]):
-    if store is None:
-        return _error_page(request, "This service runs without a state database, so nobody can sign in.", 503)
-    user = sessions.current_user(request)
-    if user is None:
-        return _error_page(
-            request, "You are not signed in any more: start the connection again from your MCP client.", 401
-        )
-    fields = dict(pairs)
-    sessions.require_csrf(request, fields.get("csrf_token"))  # CsrfFailed: the 403 page, nothing redirected
-    b = oa.base_url(request.scope, settings)
-    try:  # checked again: the form came back from the browser (a changed form is a page, as on GET)
-        req = authz.parse_authorize(
-            [(k, v) for k, v in pairs if k in authz.AUTHORIZE_PARAMS], _live_clients(store, settings), b
-        )
-    except authz.AuthorizeError as e:
-        return _refused(request, e)
-    identity = Identity(user)
-    if fields.get("decision") != "allow":
-        audit.record(request, identity, "oauth.consent.deny", req.client.id, name=req.client.name)
-        return _redirect(authz.error_redirect(req, "access_denied", "the user denied access", b))
-    code = store.create_oauth_code(
-        client_id=req.client.id,
-        user_id=user.id,
-        redirect_uri=req.redirect_uri,
-        code_challenge=req.code_challenge,
-        scope=req.scope,
-        resource=req.resource,
-        ttl_seconds=settings.code_ttl,
-    )
-    audit.record(request, identity, "oauth.consent.grant", req.client.id, name=req.client.name, scope=req.scope)
-    return _redirect(authz.code_redirect(req, code, b))
 
 
 # ------------------------------------------------------------------ token and revocation

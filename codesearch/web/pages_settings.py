@@ -39,6 +39,7 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import RedirectResponse
 
 from codesearch import permissions
+from codesearch.markup.urls import browse_url
 from codesearch.permissions import Identity
 from codesearch.service import audit, oauth_server
 from codesearch.service.anonymous import SETTING_KEY
@@ -49,7 +50,6 @@ from codesearch.store import models as m
 from codesearch.web import api_keys, sessions
 from codesearch.web.deps import WebDep
 from codesearch.web.templating import WebContext, render
-from codesearch.web.urls import browse_url
 
 #: repositories listed under one connection (the rest: on the Repos page)
 REPOS_SHOWN = 100
