@@ -111,8 +111,8 @@ def parse_authorize(
     def refuse(error: str, message: str) -> AuthorizeError:
         return AuthorizeError(error, message, client)
 
-    states = seen.get("state") or [None]
-    req = AuthorizeRequest(client=client, redirect_uri=redirect_uri, state=states[0])
+    states = seen.get("state")
+    req = AuthorizeRequest(client=client, redirect_uri=redirect_uri, state=states[0] if states else None)
     if req.state is not None and len(req.state) > MAX_STATE_LENGTH:
         raise refuse("invalid_request", f"The request's state is longer than {MAX_STATE_LENGTH} characters.")
     repeated = [k for k, v in seen.items() if len(v) > 1]

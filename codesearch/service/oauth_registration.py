@@ -52,7 +52,7 @@ class RegistrationError(Exception):
         self.status = status
         self.headers = headers or {}
 
-    def body(self) -> dict:
+    def body(self) -> dict[str, str]:
         return {"error": self.error, "error_description": self.description}
 
 
@@ -141,7 +141,7 @@ def validate_registration(body: Any) -> tuple[str, list[str], dict[str, Any], bo
     return name, list(uris), kept, method != "none"
 
 
-def registration_response(client: st.OAuthClient, secret: str | None) -> dict:
+def registration_response(client: st.OAuthClient, secret: str | None) -> dict[str, Any]:
     out = dict(client.metadata)
     out.update(client_id=client.id, client_id_issued_at=int(client.created_at.timestamp()))
     if secret is not None:

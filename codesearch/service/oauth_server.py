@@ -39,9 +39,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from codesearch import environment
 from codesearch.service.forwarded import client_of
+
+if TYPE_CHECKING:
+    from starlette.types import Scope
 
 MCP_PATH = "/api/mcp"
 PRM_PATH = "/.well-known/oauth-protected-resource"
@@ -88,7 +92,7 @@ class OAuthSettings:
         )
 
 
-def request_base_url(scope) -> str:
+def request_base_url(scope: Scope) -> str:
     """The base URL of a request as the service sees it: scheme (https behind a trusted proxy that
     says so in ``X-Forwarded-Proto``: `forwarded.client_of`), ``Host`` (one of the allowed hosts:
     `allowed_hosts`) and the app's root path."""
@@ -101,7 +105,7 @@ def request_base_url(scope) -> str:
     return f"{scheme}://{host}{(scope.get('root_path') or '').rstrip('/')}"
 
 
-def base_url(scope, settings: OAuthSettings) -> str:
+def base_url(scope: Scope, settings: OAuthSettings) -> str:
     """The issuer, and the base of every URL the metadata names (see the module docstring)."""
     return settings.issuer or request_base_url(scope)
 
@@ -123,7 +127,7 @@ def www_authenticate(base: str, *, invalid_token: bool) -> str:
     return value
 
 
-def protected_resource_metadata(base: str) -> dict:
+def protected_resource_metadata(base: str) -> dict[str, object]:
     return {
         "resource": resource_url(base),
         "authorization_servers": [base],
@@ -133,7 +137,7 @@ def protected_resource_metadata(base: str) -> dict:
     }
 
 
-def authorization_server_metadata(base: str) -> dict:
+def authorization_server_metadata(base: str) -> dict[str, object]:
     return {
         "issuer": base,
         "authorization_endpoint": base + AUTHORIZE_PATH,

@@ -16,10 +16,14 @@ import hmac
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
 from codesearch.service.oauth_server import GRANT_TYPES, OAuthSettings, resource_url, same_resource
 from codesearch.store import oauth as st
+
+if TYPE_CHECKING:
+    from codesearch.store import Store
 
 _VERIFIER = re.compile(r"^[A-Za-z0-9._~-]{43,128}$")  # RFC 7636 §4.1
 
@@ -34,7 +38,7 @@ class TokenError(Exception):
         self.status = status
         self.basic = basic  # the client tried HTTP Basic: answer with a Basic challenge
 
-    def body(self) -> dict:
+    def body(self) -> dict[str, str]:
         return {"error": self.error, "error_description": self.description}
 
 
@@ -82,11 +86,13 @@ def _basic_credentials(authorization: str | None) -> tuple[str, str] | None:
     return unquote(client_id), unquote(secret)
 
 
-def authenticate_client(store, form: dict[str, str], authorization: str | None) -> st.OAuthClient:
+def authenticate_client(store: Store, form: dict[str, str], authorization: str | None) -> st.OAuthClient:
     """The client making a token or revocation request (RFC 6749 §2.3): a public client by its
     ``client_id``, a confidential one by its secret, sent the way it registered. `TokenError`
     ``invalid_client`` (401) otherwise."""
     basic = _basic_credentials(authorization)
+    client_id: str | None
+    secret: str | None
     if basic is not None:
         client_id, secret = basic
         if form.get("client_secret") is not None:
@@ -120,16 +126,16 @@ def authenticate_client(store, form: dict[str, str], authorization: str | None) 
 class TokenOutcome:
     """What the token endpoint answered, for the router to send and audit."""
 
-    body: dict
+    body: dict[str, str | int]
     event: str  # the audit action
     client: st.OAuthClient
     user_id: int | None
     grant_id: str | None
-    details: dict = field(default_factory=dict)
+    details: dict[str, str] = field(default_factory=dict)
 
 
 def token_endpoint(
-    store,
+    store: Store,
     form: dict[str, str],
     authorization: str | None,
     settings: OAuthSettings,
@@ -162,7 +168,7 @@ def token_endpoint(
         if not _VERIFIER.match(verifier):
             raise TokenError("invalid_request", "code_verifier must be 43 to 128 characters of A-Z a-z 0-9 - . _ ~")
 
-        def check(c: st.OAuthCode) -> str | None:
+        def check_code(c: st.OAuthCode) -> str | None:
             if not hmac.compare_digest(redirect_uri.encode(), c.redirect_uri.encode()):
                 return "redirect_uri differs from the authorization request's"
             if not hmac.compare_digest(s256(verifier).encode(), c.code_challenge.encode()):
@@ -174,7 +180,7 @@ def token_endpoint(
         done = store.redeem_oauth_code(
             code,
             client_id=client.id,
-            check=check,
+            check=check_code,
             access_ttl=settings.access_ttl,
             refresh_ttl=settings.refresh_ttl if with_refresh else None,
         )
@@ -185,13 +191,17 @@ def token_endpoint(
             raise TokenError("invalid_request", "refresh_token is required")
         wanted = form.get("scope")
 
-        def check(scope: str, bound: str | None) -> str | None:
+        def check_scope(scope: str, bound: str | None) -> str | None:
             if wanted is not None and any(s not in scope.split() for s in wanted.split()):
                 return "scope asks for more than the grant has"
             return None
 
         done = store.rotate_oauth_refresh_token(
-            refresh, client_id=client.id, check=check, access_ttl=settings.access_ttl, refresh_ttl=settings.refresh_ttl
+            refresh,
+            client_id=client.id,
+            check=check_scope,
+            access_ttl=settings.access_ttl,
+            refresh_ttl=settings.refresh_ttl,
         )
         kind, event = "refresh_token", "oauth.token.refresh"
 
@@ -211,13 +221,21 @@ def token_endpoint(
         }.get(done.status, "refused")
         raise TokenError("invalid_grant", reason)
     t = done.tokens
-    body = {"access_token": t.access_token, "token_type": "Bearer", "expires_in": t.expires_in, "scope": t.scope}
+    assert t is not None  # an OK redemption always carries its tokens
+    body: dict[str, str | int] = {
+        "access_token": t.access_token,
+        "token_type": "Bearer",
+        "expires_in": t.expires_in,
+        "scope": t.scope,
+    }
     if t.refresh_token:
         body["refresh_token"] = t.refresh_token
     return TokenOutcome(body, event, client, done.user_id, done.grant_id)
 
 
-def revocation_endpoint(store, form: dict[str, str], authorization: str | None) -> tuple[st.OAuthClient, str, int]:
+def revocation_endpoint(
+    store: Store, form: dict[str, str], authorization: str | None
+) -> tuple[st.OAuthClient, str, int]:
     """RFC 7009: (client, outcome, tokens revoked). An unknown token, or another client's, is
     answered 200 like any other (§2.2); only a failed client authentication is an error."""
     client = authenticate_client(store, form, authorization)

@@ -32,7 +32,7 @@ rendered as HTML (``answerHtml``) by `codesearch.markup.code_refs.answer_html`, 
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
@@ -46,6 +46,11 @@ from codesearch.service.deps import Caller, ServicesDep
 from codesearch.tools.ask import ask, chat_url
 from codesearch.tools.catalog import LanguageModelChoice
 from codesearch.tools.repos import language_models
+
+if TYPE_CHECKING:
+    from codesearch.store.models import Chat
+    from codesearch.tools.ask_chat import Outcome, Prepared
+    from codesearch.tools.context import ToolContext
 
 
 class ChatRequest(BaseModel):
@@ -122,7 +127,7 @@ def question_of(body: StreamChatRequest) -> str:
     return text
 
 
-def scope_repos(tc, scopes: list[SearchScope]) -> list[str] | None:
+def scope_repos(tc: ToolContext, scopes: list[SearchScope]) -> list[str] | None:
     """The repository names of `scopes` (a ``reposet`` is a search context of the config)."""
     from codesearch.tools.context import ToolInputError
 
@@ -139,7 +144,7 @@ def scope_repos(tc, scopes: list[SearchScope]) -> list[str] | None:
     return names or None
 
 
-def _visible(tc, name: str) -> bool:
+def _visible(tc: ToolContext, name: str) -> bool:
     try:
         tc.repo(name)
     except CodesearchError:
@@ -151,7 +156,7 @@ router = APIRouter()
 
 
 @router.post("/api/chat/blocking")
-async def chat_blocking(request: Request, body: ChatRequest, identity: Caller, services: ServicesDep) -> dict:
+async def chat_blocking(request: Request, body: ChatRequest, identity: Caller, services: ServicesDep) -> dict[str, Any]:
     tc = services.make_context(identity)
     choice = body.languageModel.model_dump() if body.languageModel else None
 
@@ -188,7 +193,7 @@ async def chat_stream(
         {"provider": body.languageModel.provider, "model": body.languageModel.model} if body.languageModel else None
     )
 
-    def prepare():
+    def prepare() -> Prepared:
         repos = scope_repos(tc, body.selectedSearchScopes)
         return ask_chat.prepare(
             tc, question, chat_id=body.id, repos=repos, language_model=choice, visibility=body.visibility
@@ -198,7 +203,7 @@ async def chat_stream(
     audit.record(request, identity, "chat.ask", question[:500], chat=body.id or "", visibility=prepared.visibility)
     root = request.scope.get("root_path", "").rstrip("/")
 
-    def finish(outcome) -> list[dict]:
+    def finish(outcome: Outcome) -> list[dict[str, Any]]:
         meta = {
             "modelName": outcome.model.get("displayName") or outcome.model.get("model"),
             "totalInputTokens": outcome.usage.get("input_tokens", 0),
@@ -214,7 +219,7 @@ async def chat_stream(
         }
         return [{"type": "data-chat", "data": data}, {"type": "message-metadata", "messageMetadata": meta}]
 
-    def fail(error: BaseException) -> list[dict]:
+    def fail(error: BaseException) -> list[dict[str, Any]]:
         if isinstance(error, CodesearchError):
             stored = getattr(error, "chat", None)  # a failed question is kept: say where
             linked = (
@@ -249,10 +254,10 @@ async def chat_stream(
 @router.patch("/api/chat/{chat_id}")
 async def chat_visibility(
     request: Request, chat_id: str, body: VisibilityRequest, identity: Caller, services: ServicesDep
-) -> dict:
+) -> dict[str, Any]:
     tc = services.make_context(identity)
 
-    def change():
+    def change() -> Chat:
         try:
             chat = tc.store.get_chat(chat_id)
         except Exception:
@@ -267,6 +272,6 @@ async def chat_visibility(
 
 
 @router.get("/api/models")
-async def models(identity: Caller, services: ServicesDep) -> list[dict]:
+async def models(identity: Caller, services: ServicesDep) -> list[dict[str, Any]]:
     tc = services.make_context(identity)
     return await run_in_threadpool(language_models, tc)

@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Annotated
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Annotated
 from urllib.parse import parse_qsl, urlsplit
 
 import anyio
@@ -44,6 +45,10 @@ from codesearch.service import oauth_tokens as tok
 from codesearch.service.deps import StoreDep, app_services
 from codesearch.service.forwarded import client_address
 from codesearch.store import OAUTH_REGISTRATION
+from codesearch.store import oauth as st
+
+if TYPE_CHECKING:
+    from codesearch.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +61,7 @@ CORS = {
 }
 
 
-def _json(body: dict, status: int = 200, extra: dict | None = None) -> JSONResponse:
+def _json(body: Mapping[str, object], status: int = 200, extra: Mapping[str, str] | None = None) -> JSONResponse:
     return JSONResponse(body, status_code=status, headers={**NO_STORE, **CORS, **(extra or {})})
 
 
@@ -65,7 +70,7 @@ def _token_error(e: tok.TokenError) -> JSONResponse:
     return _json(e.body(), e.status, extra)
 
 
-def _identity_of(store, user_id: int | None):
+def _identity_of(store: Store, user_id: int | None) -> Identity | None:
     if user_id is None:
         return None
     try:
@@ -89,12 +94,12 @@ Settings = Annotated[oa.OAuthSettings, Depends(oauth_settings)]
 
 @router.get(oa.PRM_PATH)
 @router.get(oa.PRM_PATH + oa.MCP_PATH)
-async def protected_resource(request: Request, settings: Settings):
+async def protected_resource(request: Request, settings: Settings) -> JSONResponse:
     return _json(oa.protected_resource_metadata(oa.base_url(request.scope, settings)))
 
 
 @router.get(oa.AS_METADATA_PATH)
-async def authorization_server(request: Request, settings: Settings):
+async def authorization_server(request: Request, settings: Settings) -> JSONResponse:
     return _json(oa.authorization_server_metadata(oa.base_url(request.scope, settings)))
 
 
@@ -104,7 +109,7 @@ async def authorization_server(request: Request, settings: Settings):
 @router.options(oa.PRM_PATH)
 @router.options(oa.PRM_PATH + oa.MCP_PATH)
 @router.options(oa.AS_METADATA_PATH)
-async def preflight():
+async def preflight() -> Response:
     return Response(status_code=204, headers=CORS)
 
 
@@ -125,7 +130,7 @@ async def _registration_body(request: Request) -> bytes:
     return b"".join(chunks)
 
 
-def _count_registration(store, address: str, settings: oa.OAuthSettings) -> None:
+def _count_registration(store: Store, address: str, settings: oa.OAuthSettings) -> None:
     """Count one registration from `address`; `RegistrationError` (429) when it is one too many."""
     backoff = reg.registration_backoff(settings.registrations_per_address)
     wait, over = store.begin_login_attempt([(OAUTH_REGISTRATION, address, backoff)])
@@ -141,7 +146,7 @@ def _count_registration(store, address: str, settings: oa.OAuthSettings) -> None
 
 
 @router.post(oa.REGISTER_PATH)
-async def register(request: Request, store: StoreDep, settings: Settings):
+async def register(request: Request, store: StoreDep, settings: Settings) -> JSONResponse:
     if store is None:
         return _json({"error": "temporarily_unavailable", "error_description": "no state database"}, 503)
     try:
@@ -179,7 +184,7 @@ async def register(request: Request, store: StoreDep, settings: Settings):
 # ------------------------------------------------------------------ authorization (the page: web.pages_oauth_authorize)
 
 
-def live_clients(store, settings: oa.OAuthSettings):
+def live_clients(store: Store, settings: oa.OAuthSettings) -> Callable[[str], st.OAuthClient | None]:
     """How the authorization endpoint looks a client up: a client that never completed an
     authorization within its pending lifetime is unknown, whether or not its row is gone yet."""
     return lambda client_id: store.get_oauth_client(client_id, pending_ttl_seconds=settings.pending_client_ttl)
@@ -199,12 +204,12 @@ async def _form_of(request: Request) -> dict[str, str]:
 
 
 @router.post(oa.TOKEN_PATH)
-async def token(request: Request, store: StoreDep, settings: Settings):
+async def token(request: Request, store: StoreDep, settings: Settings) -> JSONResponse:
     if store is None:
         return _json({"error": "temporarily_unavailable", "error_description": "no state database"}, 503)
     b = oa.base_url(request.scope, settings)
 
-    def on_replay(kind: str, done, client) -> None:
+    def on_replay(kind: str, done: st.Redeemed, client: st.OAuthClient) -> None:
         log.warning(
             "OAuth: a used %s was presented again by client %s: grant %s revoked (%d token(s))",
             kind.replace("_", " "),
@@ -237,7 +242,7 @@ async def token(request: Request, store: StoreDep, settings: Settings):
 
 
 @router.post(oa.REVOKE_PATH)
-async def revoke(request: Request, store: StoreDep):
+async def revoke(request: Request, store: StoreDep) -> Response:
     if store is None:
         return _json({"error": "temporarily_unavailable", "error_description": "no state database"}, 503)
     try:

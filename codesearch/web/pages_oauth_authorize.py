@@ -19,10 +19,11 @@ Audit events (`codesearch.service.audit`): ``oauth.consent.grant``, ``oauth.cons
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 import anyio
 from fastapi import APIRouter, Request
-from fastapi.responses import RedirectResponse
+from fastapi.responses import RedirectResponse, Response
 
 from codesearch.permissions import Identity
 from codesearch.service import audit
@@ -34,18 +35,21 @@ from codesearch.service.routes_oauth import NO_STORE, Settings, live_clients
 from codesearch.web import sessions
 from codesearch.web.templating import render
 
+if TYPE_CHECKING:
+    from codesearch.store import Store
+
 log = logging.getLogger(__name__)
 
 router = APIRouter(include_in_schema=False)
 
 
-def _error_page(request: Request, message: str, status: int = 400, error: str | None = None):
+def _error_page(request: Request, message: str, status: int = 400, error: str | None = None) -> Response:
     return render(
         request, "oauth_error.html", status_code=status, title="Authorization failed", message=message, error=error
     )
 
 
-def _refused(request: Request, e: authz.AuthorizeError):
+def _refused(request: Request, e: authz.AuthorizeError) -> Response:
     """A refused authorization request: a page, never a redirect (see `authz.AuthorizeError`)."""
     log.info(
         "OAuth: authorization request refused (%s) for client %s", e.error, e.client.id if e.client else "(unknown)"
@@ -58,7 +62,7 @@ def _redirect(url: str) -> RedirectResponse:
 
 
 @router.get(AUTHORIZE_PATH)
-def authorize(request: Request, store: StoreDep, settings: Settings):
+def authorize(request: Request, store: StoreDep, settings: Settings) -> Response:
     if store is None:
         return _error_page(request, "This service runs without a state database, so nobody can sign in.", 503)
     try:
@@ -86,13 +90,13 @@ def authorize(request: Request, store: StoreDep, settings: Settings):
 
 
 @router.post(AUTHORIZE_PATH)
-async def consent(request: Request, store: StoreDep, settings: Settings):
+async def consent(request: Request, store: StoreDep, settings: Settings) -> Response:
     form = await request.form()
     pairs = [(k, v) for k, v in form.multi_items() if isinstance(v, str)]
     return await anyio.to_thread.run_sync(_decide, request, store, settings, pairs)
 
 
-def _decide(request: Request, store, settings: OAuthSettings, pairs: list[tuple[str, str]]):
+def _decide(request: Request, store: Store | None, settings: OAuthSettings, pairs: list[tuple[str, str]]) -> Response:
     if store is None:
         return _error_page(request, "This service runs without a state database, so nobody can sign in.", 503)
     user = sessions.current_user(request)
