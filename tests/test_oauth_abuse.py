@@ -20,7 +20,7 @@ from urllib.parse import parse_qs, quote, urlsplit
 import httpx
 import pytest
 
-from codesearch.service import oauth_server as oa
+from codesearch.service import oauth_redirects
 from tests.oauthworld import (
     MEMBER,
     OWNER,
@@ -687,11 +687,11 @@ def _log_secrets_check(base, owner, oauth_app, lines):
 
 def test_redirect_uri_rules_directly():
     """The redirect URI rule, function by function (what the registration table goes through)."""
-    assert oa.redirect_uri_problem("https://a.example/cb") is None
-    assert oa.redirect_uri_problem("http://127.0.0.1/cb") is None
-    assert "loopback" in oa.redirect_uri_problem("http://a.example/cb")
-    assert "fragment" in oa.redirect_uri_problem("https://a.example/cb#")
-    assert "private-use" in oa.redirect_uri_problem("myapp:/cb")  # not a reverse domain name
+    assert oauth_redirects.redirect_uri_problem("https://a.example/cb") is None
+    assert oauth_redirects.redirect_uri_problem("http://127.0.0.1/cb") is None
+    assert "loopback" in oauth_redirects.redirect_uri_problem("http://a.example/cb")
+    assert "fragment" in oauth_redirects.redirect_uri_problem("https://a.example/cb#")
+    assert "private-use" in oauth_redirects.redirect_uri_problem("myapp:/cb")  # not a reverse domain name
     assert base64  # noqa: B018
 
 

@@ -178,7 +178,7 @@ def pwned(page):
 
 
 def test_code_references_link_to_the_line_in_repositories_the_viewer_may_read():
-    from codesearch.web.code_refs import render_answer
+    from codesearch.markup.code_refs import render_answer
 
     html = str(render_answer(
         "See `git.local/demo/src/app.py:4` and git.local/demo-two/lib/x.py:2-5; "

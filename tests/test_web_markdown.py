@@ -1,11 +1,11 @@
-"""Model answers as Markdown (`codesearch.web.markdown`): formatting kept, nothing that can run or
+"""Model answers as Markdown (`codesearch.markup.markdown`): formatting kept, nothing that can run or
 fetch. Each case: the Markdown, fragments the HTML must contain, fragments it must not."""
 
 from __future__ import annotations
 
 import pytest
 
-from codesearch.web.markdown import render_markdown
+from codesearch.markup.markdown import render_markdown
 
 REL = 'rel="noopener noreferrer nofollow"'
 

@@ -44,7 +44,7 @@ def test_browse_urls_round_trip():
     from codesearch.index.sources import RepoInfo
     from codesearch.search.present import web_url
     from codesearch.web.pages_search import parse_browse
-    from codesearch.web.urls import browse_url
+    from codesearch.markup.urls import browse_url
 
     for repo, rev, path in ((DEMO, "main", "src/app.py"), ("host/a@b/c", "release/1.0", "a/-/blob/b c#?.py"),
                             (WIDGETS, "refs/tags/v1.0", EVIL_NAME)):

@@ -176,7 +176,8 @@ def refusal(host: str | None) -> str:
 def _header(scope: Scope, name: bytes) -> str | None:
     for key, value in scope.get("headers") or []:
         if key.lower() == name:
-            return value.decode("latin-1")
+            text: str = value.decode("latin-1")
+            return text
     return None
 
 

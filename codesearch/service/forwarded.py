@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from starlette.requests import HTTPConnection
     from starlette.types import ASGIApp, Receive, Scope, Send
 
 log = logging.getLogger(__name__)
@@ -203,6 +204,12 @@ def client_of(scope: Scope, environ: Mapping[str, str] | None = None) -> Client:
     if protos and protos[-1] in ("http", "https"):
         scheme = protos[-1]
     return Client(str(parsed) if parsed is not None else address[:MAX_ADDRESS], scheme)
+
+
+def client_address(request: HTTPConnection) -> str:
+    """The address of `request`'s client (`client_of`), as the per-address limits count it: the
+    sign-in lock-outs (`codesearch.web.throttle`) and the OAuth client registrations."""
+    return client_of(request.scope).address
 
 
 class PeerStamp:

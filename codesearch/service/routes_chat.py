@@ -26,32 +26,31 @@
     ``{visibility: PRIVATE | PUBLIC}``: share a chat or stop sharing it (its user only; 404 for
     anyone else).
 
-``GET /chat/<id>``
-    The HTML page of one session (`codesearch.web.pages_chat`): every question, the tool calls
-    made for it and the answer (Markdown without raw HTML; code references link to the file).
-    Its user can ask follow-ups and share it there. PUBLIC sessions are readable by anyone with
-    the link; PRIVATE ones only by the user who asked (an API key, else the web UI's session; an
-    OAuth access token counts as no credential here: it opens ``/api/mcp`` only).
-    Anything else is 404, so a private session's existence does not leak.
+The HTML page of a session, ``GET /chat/<id>``, is `codesearch.web.pages_chat`'s; an answer is
+rendered as HTML (``answerHtml``) by `codesearch.markup.code_refs.answer_html`, as on that page.
 """
 
 from __future__ import annotations
 
-import json
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse, StreamingResponse
+from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
 from starlette.concurrency import run_in_threadpool
 
 from codesearch.errors import CodesearchError
+from codesearch.markup.code_refs import answer_html
 from codesearch.service import audit
-from codesearch.service.auth import NotAuthenticated
 from codesearch.service.deps import Caller, ServicesDep
 from codesearch.tools.ask import ask, chat_url
 from codesearch.tools.catalog import LanguageModelChoice
 from codesearch.tools.repos import language_models
+
+if TYPE_CHECKING:
+    from codesearch.store.models import Chat
+    from codesearch.tools.ask_chat import Outcome, Prepared
+    from codesearch.tools.context import ToolContext
 
 
 class ChatRequest(BaseModel):
@@ -128,7 +127,7 @@ def question_of(body: StreamChatRequest) -> str:
     return text
 
 
-def scope_repos(tc, scopes: list[SearchScope]) -> list[str] | None:
+def scope_repos(tc: ToolContext, scopes: list[SearchScope]) -> list[str] | None:
     """The repository names of `scopes` (a ``reposet`` is a search context of the config)."""
     from codesearch.tools.context import ToolInputError
 
@@ -145,7 +144,7 @@ def scope_repos(tc, scopes: list[SearchScope]) -> list[str] | None:
     return names or None
 
 
-def _visible(tc, name: str) -> bool:
+def _visible(tc: ToolContext, name: str) -> bool:
     try:
         tc.repo(name)
     except CodesearchError:
@@ -157,7 +156,7 @@ router = APIRouter()
 
 
 @router.post("/api/chat/blocking")
-async def chat_blocking(request: Request, body: ChatRequest, identity: Caller, services: ServicesDep) -> dict:
+async def chat_blocking(request: Request, body: ChatRequest, identity: Caller, services: ServicesDep) -> dict[str, Any]:
     tc = services.make_context(identity)
     choice = body.languageModel.model_dump() if body.languageModel else None
 
@@ -194,7 +193,7 @@ async def chat_stream(
         {"provider": body.languageModel.provider, "model": body.languageModel.model} if body.languageModel else None
     )
 
-    def prepare():
+    def prepare() -> Prepared:
         repos = scope_repos(tc, body.selectedSearchScopes)
         return ask_chat.prepare(
             tc, question, chat_id=body.id, repos=repos, language_model=choice, visibility=body.visibility
@@ -204,9 +203,7 @@ async def chat_stream(
     audit.record(request, identity, "chat.ask", question[:500], chat=body.id or "", visibility=prepared.visibility)
     root = request.scope.get("root_path", "").rstrip("/")
 
-    def finish(outcome) -> list[dict]:
-        from codesearch.web.pages_chat import answer_html
-
+    def finish(outcome: Outcome) -> list[dict[str, Any]]:
         meta = {
             "modelName": outcome.model.get("displayName") or outcome.model.get("model"),
             "totalInputTokens": outcome.usage.get("input_tokens", 0),
@@ -222,7 +219,7 @@ async def chat_stream(
         }
         return [{"type": "data-chat", "data": data}, {"type": "message-metadata", "messageMetadata": meta}]
 
-    def fail(error: BaseException) -> list[dict]:
+    def fail(error: BaseException) -> list[dict[str, Any]]:
         if isinstance(error, CodesearchError):
             stored = getattr(error, "chat", None)  # a failed question is kept: say where
             linked = (
@@ -257,10 +254,10 @@ async def chat_stream(
 @router.patch("/api/chat/{chat_id}")
 async def chat_visibility(
     request: Request, chat_id: str, body: VisibilityRequest, identity: Caller, services: ServicesDep
-) -> dict:
+) -> dict[str, Any]:
     tc = services.make_context(identity)
 
-    def change():
+    def change() -> Chat:
         try:
             chat = tc.store.get_chat(chat_id)
         except Exception:
@@ -275,60 +272,6 @@ async def chat_visibility(
 
 
 @router.get("/api/models")
-async def models(identity: Caller, services: ServicesDep) -> list[dict]:
+async def models(identity: Caller, services: ServicesDep) -> list[dict[str, Any]]:
     tc = services.make_context(identity)
     return await run_in_threadpool(language_models, tc)
-
-
-@router.get("/chat/{chat_id}", response_class=HTMLResponse)
-async def chat_page(chat_id: str, request: Request, services: ServicesDep) -> HTMLResponse:
-    authenticator = services.authenticator
-    try:  # API keys only: `identify` never takes an OAuth access token (those are for /api/mcp)
-        identity = await run_in_threadpool(authenticator.identify, request.headers)
-    except NotAuthenticated:
-        identity = authenticator.anonymous_identity()
-    if identity.anonymous:  # no API key: the web UI's session, if any
-        identity = getattr(request.state, "identity", None) or identity
-    tc = services.make_context(identity)
-    try:
-        chat = await run_in_threadpool(tc.store.get_chat, chat_id)
-    except Exception:
-        chat = None
-    if chat is not None and not await run_in_threadpool(shows_only_visible_repos, tc, chat):
-        chat = None
-    if chat is None or (chat.visibility != "PUBLIC" and (identity.anonymous or chat.user_id != identity.user_id)):
-        if "text/html" not in request.headers.get("accept", ""):
-            raise ChatNotFound(f"chat {chat_id!r} not found")
-        from codesearch.web.templating import render
-
-        return render(
-            request,
-            "notfound.html",
-            status_code=404,
-            title="Not found",
-            message="This research session does not exist, or you cannot see it.",
-        )
-    audit.record(request, identity, "chat.read", chat.id)
-    from codesearch.web.pages_chat import render_chat
-
-    return await run_in_threadpool(render_chat, request, chat, tc)
-
-
-def shows_only_visible_repos(tc, chat) -> bool:
-    """Whether a research session names only repositories the viewer may read (its questions,
-    the tools' arguments and outputs, the answers, follow-ups included). A shared session whose research touched a
-    repository the viewer may not read is not shown to them at all, like a missing one: the
-    permission rule holds for what others found, too."""
-    from codesearch.permissions import visible_repos
-
-    allowed = visible_repos(tc.identity)
-    if allowed is None:
-        return True
-    hidden = [r.name for r in tc.store.list_repos(page=1, per_page=1_000_000)[0] if r.id not in allowed]
-    if not hidden:
-        return True
-    parts = [chat.question or "", chat.answer or "", json.dumps(chat.steps or [], ensure_ascii=False)]
-    for turn in tc.store.list_chat_turns(chat.id):  # the follow-ups too
-        parts += [turn.question, turn.answer, json.dumps(turn.steps or [], ensure_ascii=False)]
-    text = "\n".join(parts)
-    return not any(name in text for name in hidden)

@@ -1,57 +1,54 @@
-"""The OAuth 2.0 routes of the MCP server (the protocol is `oauth_server`; state is the store's).
+"""The OAuth 2.0 routes of the MCP server (the protocol is `oauth_server` and its siblings; state is the store's).
 
     GET  /.well-known/oauth-protected-resource[/api/mcp]  RFC 9728 metadata of the MCP endpoint
     GET  /.well-known/oauth-authorization-server           RFC 8414 metadata
     POST /oauth/register                                   RFC 7591 dynamic client registration
-    GET  /oauth/authorize                                  the consent page (signed-in web user)
-    POST /oauth/authorize                                  the consent decision (CSRF-checked)
     POST /oauth/token                                      authorization_code, refresh_token
     POST /oauth/revoke                                     RFC 7009
 
-Machine endpoints (metadata, register, token, revoke) answer JSON with ``Cache-Control:
-no-store`` and allow any origin (they take no cookies), so browser-based MCP clients can use them.
-
-The authorization endpoint is a page of the web UI: the session cookie says who the user is, a
-visitor is sent to ``/login`` and comes back, and the consent form carries the web UI's CSRF token.
-A request it refuses is a page saying what is wrong, never a redirect to the client (RFC 9700
-§4.11.2: clients register themselves, redirect URI included); the client hears back only after the
-user answered: a code, or ``access_denied``.
+These machine endpoints answer JSON with ``Cache-Control: no-store`` and allow any origin (they
+take no cookies), so browser-based MCP clients can use them. The authorization endpoint,
+``/oauth/authorize``, is a page of the web UI (`codesearch.web.pages_oauth_authorize`: the consent
+page and the decision); it looks clients up with `live_clients` and reads `Settings` from here.
 
 Registration needs no credentials (MCP clients register on first contact), so it is bounded
-(`oauth_server`, "What a registration may cost"): the body is read only up to
+(`oauth_registration`): the body is read only up to
 ``MAX_REGISTRATION_BYTES`` (413 past it), each client address may register
 ``OAuthSettings.registrations_per_address`` clients in a row before it must pause an hour (429
 with ``Retry-After``; counted in the state store, `codesearch.store.lockouts`, so every replica
 sees the same count; only registrations that would be stored count), and every registration
 first removes the clients that never completed an authorization within
-``pending_client_ttl``, and the oldest of them beyond ``max_pending_clients``. The consent page
-shows the redirect host on its own, in ASCII and isolated from the text around it
-(`oauth_server.redirect_host`), and client-chosen text with hidden characters made visible
-(`oauth_server.shown_plainly`).
+``pending_client_ttl``, and the oldest of them beyond ``max_pending_clients``.
 
-Audit events (`codesearch.service.audit`): ``oauth.client.register``, ``oauth.consent.grant``,
-``oauth.consent.deny``, ``oauth.token.issue``, ``oauth.token.refresh``, ``oauth.token.revoke``,
-``oauth.replay`` (target: the client id; details: the grant id, never a code or token).
+Audit events (`codesearch.service.audit`): ``oauth.client.register``, ``oauth.token.issue``,
+``oauth.token.refresh``, ``oauth.token.revoke``, ``oauth.replay`` (target: the client id; details:
+the grant id, never a code or token); the page records ``oauth.consent.grant`` and ``.deny``.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from typing import Annotated
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Annotated
 from urllib.parse import parse_qsl, urlsplit
 
 import anyio
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import JSONResponse, RedirectResponse, Response
+from fastapi.responses import JSONResponse, Response
 
 from codesearch.permissions import Identity
 from codesearch.service import audit
+from codesearch.service import oauth_registration as reg
 from codesearch.service import oauth_server as oa
+from codesearch.service import oauth_tokens as tok
 from codesearch.service.deps import StoreDep, app_services
+from codesearch.service.forwarded import client_address
 from codesearch.store import OAUTH_REGISTRATION
-from codesearch.web import sessions, throttle
-from codesearch.web.templating import render
+from codesearch.store import oauth as st
+
+if TYPE_CHECKING:
+    from codesearch.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -64,16 +61,16 @@ CORS = {
 }
 
 
-def _json(body: dict, status: int = 200, extra: dict | None = None) -> JSONResponse:
+def _json(body: Mapping[str, object], status: int = 200, extra: Mapping[str, str] | None = None) -> JSONResponse:
     return JSONResponse(body, status_code=status, headers={**NO_STORE, **CORS, **(extra or {})})
 
 
-def _token_error(e: oa.TokenError) -> JSONResponse:
+def _token_error(e: tok.TokenError) -> JSONResponse:
     extra = {"WWW-Authenticate": 'Basic realm="codesearch"'} if e.status == 401 and e.basic else None
     return _json(e.body(), e.status, extra)
 
 
-def _identity_of(store, user_id: int | None):
+def _identity_of(store: Store, user_id: int | None) -> Identity | None:
     if user_id is None:
         return None
     try:
@@ -97,12 +94,12 @@ Settings = Annotated[oa.OAuthSettings, Depends(oauth_settings)]
 
 @router.get(oa.PRM_PATH)
 @router.get(oa.PRM_PATH + oa.MCP_PATH)
-async def protected_resource(request: Request, settings: Settings):
+async def protected_resource(request: Request, settings: Settings) -> JSONResponse:
     return _json(oa.protected_resource_metadata(oa.base_url(request.scope, settings)))
 
 
 @router.get(oa.AS_METADATA_PATH)
-async def authorization_server(request: Request, settings: Settings):
+async def authorization_server(request: Request, settings: Settings) -> JSONResponse:
     return _json(oa.authorization_server_metadata(oa.base_url(request.scope, settings)))
 
 
@@ -112,7 +109,7 @@ async def authorization_server(request: Request, settings: Settings):
 @router.options(oa.PRM_PATH)
 @router.options(oa.PRM_PATH + oa.MCP_PATH)
 @router.options(oa.AS_METADATA_PATH)
-async def preflight():
+async def preflight() -> Response:
     return Response(status_code=204, headers=CORS)
 
 
@@ -120,26 +117,26 @@ async def preflight():
 
 
 async def _registration_body(request: Request) -> bytes:
-    """The body of a registration, read only up to `oa.MAX_REGISTRATION_BYTES` (413 past it)."""
+    """The body of a registration, read only up to `reg.MAX_REGISTRATION_BYTES` (413 past it)."""
     declared = request.headers.get("content-length") or ""
-    if declared.isdigit() and int(declared) > oa.MAX_REGISTRATION_BYTES:
-        raise oa.registration_too_large()
+    if declared.isdigit() and int(declared) > reg.MAX_REGISTRATION_BYTES:
+        raise reg.registration_too_large()
     chunks, size = [], 0
     async for chunk in request.stream():
         size += len(chunk)
-        if size > oa.MAX_REGISTRATION_BYTES:
-            raise oa.registration_too_large()
+        if size > reg.MAX_REGISTRATION_BYTES:
+            raise reg.registration_too_large()
         chunks.append(chunk)
     return b"".join(chunks)
 
 
-def _count_registration(store, address: str, settings: oa.OAuthSettings) -> None:
+def _count_registration(store: Store, address: str, settings: oa.OAuthSettings) -> None:
     """Count one registration from `address`; `RegistrationError` (429) when it is one too many."""
-    backoff = oa.registration_backoff(settings.registrations_per_address)
+    backoff = reg.registration_backoff(settings.registrations_per_address)
     wait, over = store.begin_login_attempt([(OAUTH_REGISTRATION, address, backoff)])
     if wait > 0 or over > 0:
         retry = max(1, math.ceil(max(wait, over)))
-        raise oa.RegistrationError(
+        raise reg.RegistrationError(
             "temporarily_unavailable",
             f"too many client registrations from your address ({settings.registrations_per_address} in a row, "
             f"each less than an hour after the one before): try again in {retry} s",
@@ -149,16 +146,16 @@ def _count_registration(store, address: str, settings: oa.OAuthSettings) -> None
 
 
 @router.post(oa.REGISTER_PATH)
-async def register(request: Request, store: StoreDep, settings: Settings):
+async def register(request: Request, store: StoreDep, settings: Settings) -> JSONResponse:
     if store is None:
         return _json({"error": "temporarily_unavailable", "error_description": "no state database"}, 503)
     try:
         if "json" not in (request.headers.get("content-type") or "").lower():
-            raise oa.RegistrationError("invalid_client_metadata", "send the registration as application/json")
-        name, uris, metadata, with_secret = oa.validate_registration(oa.json_body(await _registration_body(request)))
-        address = throttle.client_address(request)
+            raise reg.RegistrationError("invalid_client_metadata", "send the registration as application/json")
+        name, uris, metadata, with_secret = reg.validate_registration(reg.json_body(await _registration_body(request)))
+        address = client_address(request)
         await anyio.to_thread.run_sync(_count_registration, store, address, settings)
-    except oa.RegistrationError as e:
+    except reg.RegistrationError as e:
         if e.status == 429:
             log.info("OAuth: a client registration was refused: too many from one address")
         return _json(e.body(), e.status, e.headers)
@@ -181,103 +178,16 @@ async def register(request: Request, store: StoreDep, settings: Settings):
         method=metadata["token_endpoint_auth_method"],
         redirects=" ".join(sorted({urlsplit(u).scheme + "://" + urlsplit(u).netloc for u in uris})),
     )
-    return _json(oa.registration_response(client, secret), 201)
+    return _json(reg.registration_response(client, secret), 201)
 
 
-# ------------------------------------------------------------------ authorization
+# ------------------------------------------------------------------ authorization (the page: web.pages_oauth_authorize)
 
 
-def _error_page(request: Request, message: str, status: int = 400, error: str | None = None):
-    return render(
-        request, "oauth_error.html", status_code=status, title="Authorization failed", message=message, error=error
-    )
-
-
-def _refused(request: Request, e: oa.AuthorizeError):
-    """A refused authorization request: a page, never a redirect (see `oa.AuthorizeError`)."""
-    log.info(
-        "OAuth: authorization request refused (%s) for client %s", e.error, e.client.id if e.client else "(unknown)"
-    )
-    return _error_page(request, e.message, 400, e.error)
-
-
-def _live_clients(store, settings: oa.OAuthSettings):
+def live_clients(store: Store, settings: oa.OAuthSettings) -> Callable[[str], st.OAuthClient | None]:
     """How the authorization endpoint looks a client up: a client that never completed an
     authorization within its pending lifetime is unknown, whether or not its row is gone yet."""
     return lambda client_id: store.get_oauth_client(client_id, pending_ttl_seconds=settings.pending_client_ttl)
-
-
-def _redirect(url: str) -> RedirectResponse:
-    return RedirectResponse(url, status_code=303, headers=NO_STORE)
-
-
-@router.get(oa.AUTHORIZE_PATH)
-def authorize(request: Request, store: StoreDep, settings: Settings):
-    if store is None:
-        return _error_page(request, "This service runs without a state database, so nobody can sign in.", 503)
-    try:
-        req = oa.parse_authorize(
-            list(request.query_params.multi_items()),
-            _live_clients(store, settings),
-            oa.base_url(request.scope, settings),
-        )
-    except oa.AuthorizeError as e:
-        return _refused(request, e)
-    user = sessions.current_user(request)
-    if user is None:
-        return sessions.login_redirect(request)
-    return render(
-        request,
-        "oauth_consent.html",
-        form_targets=[req.redirect_uri],  # the answer redirects there: the page's CSP must let the form go
-        title="Allow access",
-        client_name=oa.shown_plainly(req.client.name),
-        redirect_host=oa.redirect_host(req.redirect_uri),
-        redirect_display=oa.redirect_display(req.redirect_uri),
-        params=[(k, v) for k, v in req.params.items()],
-        refresh_days=settings.refresh_ttl // 86400,
-    )
-
-
-@router.post(oa.AUTHORIZE_PATH)
-async def consent(request: Request, store: StoreDep, settings: Settings):
-    form = await request.form()
-    pairs = [(k, v) for k, v in form.multi_items() if isinstance(v, str)]
-    return await anyio.to_thread.run_sync(_decide, request, store, settings, pairs)
-
-
-def _decide(request: Request, store, settings: oa.OAuthSettings, pairs: list[tuple[str, str]]):
-    if store is None:
-        return _error_page(request, "This service runs without a state database, so nobody can sign in.", 503)
-    user = sessions.current_user(request)
-    if user is None:
-        return _error_page(
-            request, "You are not signed in any more: start the connection again from your MCP client.", 401
-        )
-    fields = dict(pairs)
-    sessions.require_csrf(request, fields.get("csrf_token"))  # CsrfFailed: the 403 page, nothing redirected
-    b = oa.base_url(request.scope, settings)
-    try:  # checked again: the form came back from the browser (a changed form is a page, as on GET)
-        req = oa.parse_authorize(
-            [(k, v) for k, v in pairs if k in oa.AUTHORIZE_PARAMS], _live_clients(store, settings), b
-        )
-    except oa.AuthorizeError as e:
-        return _refused(request, e)
-    identity = Identity(user)
-    if fields.get("decision") != "allow":
-        audit.record(request, identity, "oauth.consent.deny", req.client.id, name=req.client.name)
-        return _redirect(oa.error_redirect(req, "access_denied", "the user denied access", b))
-    code = store.create_oauth_code(
-        client_id=req.client.id,
-        user_id=user.id,
-        redirect_uri=req.redirect_uri,
-        code_challenge=req.code_challenge,
-        scope=req.scope,
-        resource=req.resource,
-        ttl_seconds=settings.code_ttl,
-    )
-    audit.record(request, identity, "oauth.consent.grant", req.client.id, name=req.client.name, scope=req.scope)
-    return _redirect(oa.code_redirect(req, code, b))
 
 
 # ------------------------------------------------------------------ token and revocation
@@ -285,21 +195,21 @@ def _decide(request: Request, store, settings: oa.OAuthSettings, pairs: list[tup
 
 async def _form_of(request: Request) -> dict[str, str]:
     if "application/x-www-form-urlencoded" not in (request.headers.get("content-type") or "").lower():
-        raise oa.TokenError("invalid_request", "send the parameters as application/x-www-form-urlencoded")
+        raise tok.TokenError("invalid_request", "send the parameters as application/x-www-form-urlencoded")
     try:
         pairs = parse_qsl((await request.body()).decode("utf-8"), keep_blank_values=True, strict_parsing=False)
     except UnicodeDecodeError:
-        raise oa.TokenError("invalid_request", "the body is not UTF-8") from None
-    return oa.parse_form(pairs)
+        raise tok.TokenError("invalid_request", "the body is not UTF-8") from None
+    return tok.parse_form(pairs)
 
 
 @router.post(oa.TOKEN_PATH)
-async def token(request: Request, store: StoreDep, settings: Settings):
+async def token(request: Request, store: StoreDep, settings: Settings) -> JSONResponse:
     if store is None:
         return _json({"error": "temporarily_unavailable", "error_description": "no state database"}, 503)
     b = oa.base_url(request.scope, settings)
 
-    def on_replay(kind: str, done, client) -> None:
+    def on_replay(kind: str, done: st.Redeemed, client: st.OAuthClient) -> None:
         log.warning(
             "OAuth: a used %s was presented again by client %s: grant %s revoked (%d token(s))",
             kind.replace("_", " "),
@@ -320,9 +230,9 @@ async def token(request: Request, store: StoreDep, settings: Settings):
     try:
         form = await _form_of(request)
         outcome = await anyio.to_thread.run_sync(
-            lambda: oa.token_endpoint(store, form, request.headers.get("authorization"), settings, b, on_replay)
+            lambda: tok.token_endpoint(store, form, request.headers.get("authorization"), settings, b, on_replay)
         )
-    except oa.TokenError as e:
+    except tok.TokenError as e:
         return _token_error(e)
     identity = await anyio.to_thread.run_sync(_identity_of, store, outcome.user_id)
     audit.record(
@@ -332,15 +242,15 @@ async def token(request: Request, store: StoreDep, settings: Settings):
 
 
 @router.post(oa.REVOKE_PATH)
-async def revoke(request: Request, store: StoreDep):
+async def revoke(request: Request, store: StoreDep) -> Response:
     if store is None:
         return _json({"error": "temporarily_unavailable", "error_description": "no state database"}, 503)
     try:
         form = await _form_of(request)
         client, outcome, n = await anyio.to_thread.run_sync(
-            lambda: oa.revocation_endpoint(store, form, request.headers.get("authorization"))
+            lambda: tok.revocation_endpoint(store, form, request.headers.get("authorization"))
         )
-    except oa.TokenError as e:
+    except tok.TokenError as e:
         return _token_error(e)
     audit.record(request, None, "oauth.token.revoke", client.id, outcome=outcome, revoked=n)
     return Response(status_code=200, headers={**NO_STORE, **CORS})

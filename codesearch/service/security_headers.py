@@ -36,6 +36,8 @@ from urllib.parse import urlsplit
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+    from codesearch.sso.providers import Provider
+
 #: The site's policy, directive by directive (`csp` joins them).
 DIRECTIVES = {
     "default-src": "'self'",
@@ -84,7 +86,7 @@ def csp(form_targets: Iterable[str] = ()) -> str:
     return "; ".join(f"{name} {value}" for name, value in directives.items())
 
 
-def provider_targets(providers: Iterable) -> list[str]:
+def provider_targets(providers: Iterable[Provider]) -> list[str]:
     """The ``form-action`` additions of a page with a form per identity provider (`providers`:
     `codesearch.sso.providers.Provider`s), whose answers redirect to the provider."""
     return [target for p in providers for target in p.form_targets()]

@@ -11,11 +11,12 @@ nothing unpicklable crosses processes. Routes:
   ``GET /api/tree``, ``GET /api/commits`` (`routes_git.py`), ``GET /api/blame``, ``GET /api/commit``,
   ``GET /api/diff`` (`routes_history.py`), ``POST /api/find_definitions``,
   ``POST /api/find_references``, ``POST /api/tree`` (`routes_codenav.py`), ``POST /api/chat/blocking``,
-  ``POST /api/chat`` (streamed), ``PATCH /api/chat/<id>``, ``GET /api/models``, ``GET /chat/<id>``
-  (`routes_chat.py`);
+  ``POST /api/chat`` (streamed), ``PATCH /api/chat/<id>``, ``GET /api/models`` (`routes_chat.py`);
 - OAuth 2.0 for MCP clients (`routes_oauth.py`, protocol in `oauth_server.py`): the
-  ``/.well-known/`` metadata, ``/oauth/register``, ``/oauth/authorize`` (a consent page),
-  ``/oauth/token``, ``/oauth/revoke``; access tokens open the MCP endpoint (``/api/mcp``) only.
+  ``/.well-known/`` metadata, ``/oauth/register``, ``/oauth/token``, ``/oauth/revoke``; access
+  tokens open the MCP endpoint (``/api/mcp``) only;
+- the web UI (`codesearch.web.mount`): its pages, ``/oauth/authorize`` (the consent page) and
+  ``GET /chat/<id>`` (a chat's page) included.
 
 The search is delegated to a `searcher` with ``search(query, options) -> dict`` (a `SearcherPool`
 on Ray, whose ``actors`` the streaming route awaits one by one); state (repos, API keys, jobs,

@@ -10,8 +10,9 @@ Layout. `Store` (`codesearch.store.store`) opens the database and runs its trans
 methods come from one mixin module per aggregate, each owning its tables: `connections`, `repos`,
 `jobs`, `users`, `api_keys`, `web_sessions`, `lockouts` (sign-in lock-outs), `members`
 (sign-ups, approvals, invites), `identities` (linked accounts), `grants` (permission syncing),
-`settings` (service settings), `oauth`, `audit`, `catalog` (search contexts, language models),
-`chats` and `chat_turns`. The engine and its SQLite settings are `codesearch.store.engine`; rows become models through
+`settings` (service settings), `oauth_clients` and `oauth_tokens` (OAuth 2.0; what they share is
+`oauth`), `audit`, `catalog` (search contexts, language models), `chats` and `chat_turns`. The
+engine and its SQLite settings are `codesearch.store.engine`; rows become models through
 `codesearch.store.rows`.
 
 Where the database is. `DATABASE_URL` (any SQLAlchemy URL; PostgreSQL works with a driver

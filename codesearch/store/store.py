@@ -36,7 +36,8 @@ from codesearch.store.jobs import JobsMixin
 from codesearch.store.lockouts import LoginLockoutsMixin
 from codesearch.store.members import MembersMixin
 from codesearch.store.migrations import LATEST_VERSION, current_version, migrate
-from codesearch.store.oauth import OAuthMixin
+from codesearch.store.oauth_clients import OAuthClientsMixin
+from codesearch.store.oauth_tokens import OAuthTokensMixin
 from codesearch.store.repos import ReposMixin
 from codesearch.store.secret import load_server_secret, session_secret
 from codesearch.store.settings import SettingsMixin
@@ -62,7 +63,8 @@ class Store(
     IdentitiesMixin,
     GrantsMixin,
     SettingsMixin,
-    OAuthMixin,
+    OAuthClientsMixin,
+    OAuthTokensMixin,
     AuditMixin,
     CatalogMixin,
     ChatsMixin,

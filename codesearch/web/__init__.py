@@ -13,7 +13,9 @@ Modules:
 - `pages_account.py`: sign-in/out, first-account setup, settings (API keys), users;
 - `pages_sso.py`: single sign-on, linked accounts, approvals of new members, invites;
 - `pages_chat.py`: asking from the browser: a new chat, a chat's page (follow-ups, sharing), one's
-  chats (``static/chat.js`` streams the answers); `code_refs.py` links the answers' code references;
+  chats (``static/chat.js`` streams the answers); `codesearch.markup` renders the answers (Markdown,
+  code references linked to the file);
+- `pages_oauth_authorize.py`: ``/oauth/authorize``, the page where a user allows an MCP client;
 - `pages_oauth_apps.py`: the OAuth clients (MCP clients) a user allowed, and revoking them;
 - `pages_settings.py`: connections (sync status, resync, re-index), anonymous access, the MCP page;
 - `api_keys.py`: creating an API key from a page (the keys and MCP pages);

@@ -16,6 +16,7 @@ from codesearch.web import (
     pages_account,
     pages_chat,
     pages_oauth_apps,
+    pages_oauth_authorize,
     pages_search,
     pages_settings,
     pages_sso,
@@ -49,6 +50,8 @@ def install(app: FastAPI, *, web: WebContext) -> None:
     app.include_router(pages_account.router)
     app.include_router(pages_sso.router)
     app.include_router(pages_oauth_apps.router)
+    app.include_router(pages_oauth_authorize.router)  # /oauth/authorize: the JSON OAuth routes are service's
     app.include_router(pages_settings.router)
     app.include_router(pages_search.router)
     app.include_router(pages_chat.router)
+    app.include_router(pages_chat.page_router)  # /chat/<id>, the one page in the OpenAPI document

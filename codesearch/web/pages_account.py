@@ -31,6 +31,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from codesearch.permissions import Identity
 from codesearch.service import audit
 from codesearch.service.deps import ServicesDep, StoreDep
+from codesearch.service.forwarded import client_address
 from codesearch.service.security_headers import provider_targets
 from codesearch.store import MEMBER, OWNER, ROLES, Conflict, NotFound, Store, User
 from codesearch.web import api_keys, sessions, throttle
@@ -138,7 +139,7 @@ def login(
     if store is None:
         return _no_store(request)
     email = email.strip()[:MAX_EMAIL]
-    outcome = throttle.sign_in(store, email, password, throttle.client_address(request))
+    outcome = throttle.sign_in(store, email, password, client_address(request))
     if outcome.user is None:
         audit.record(request, None, "login.failed", email, locked=bool(outcome.retry_after))
         page = _page(
@@ -328,7 +329,7 @@ def change_password(
         return _no_store(request)
     error: str | None = None
     status = 400
-    checked = throttle.check_password(store, user, current, throttle.client_address(request))
+    checked = throttle.check_password(store, user, current, client_address(request))
     if checked.refused:
         error, status = checked.message(), 429
     elif checked.user is None:

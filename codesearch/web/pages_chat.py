@@ -5,17 +5,21 @@
   repositories the caller may read: `ToolContext.visible_repos`, the permission rule of
   `codesearch.permissions`) and, for signed-in users, whether to share it. ``q`` and ``repo``
   prefill the form (the question box of the home and file pages, ``_ask.html``, sends them).
-- ``GET /chat/<id>`` (routed by `codesearch.service.routes_chat`, rendered by `render_chat`):
-  every question of the chat, the tool calls made for it and the answer; its user can ask
-  follow-ups and share it.
+- ``GET /chat/<id>`` (`chat_page`, in the OpenAPI document: API clients get JSON errors from it):
+  every question of the chat, the tool calls made for it and the answer (`render_chat`); its user
+  can ask follow-ups and share it. PUBLIC chats are readable by anyone with the link; PRIVATE ones
+  only by the user who asked (an API key, else the web UI's session; an OAuth access token counts
+  as no credential here: it opens ``/api/mcp`` only). Anything else is 404, so a private chat's
+  existence does not leak; so is a chat naming a repository the viewer may not read
+  (`shows_only_visible_repos`).
 - ``GET /chats``: the signed-in user's chats, newest first.
 
 ``static/chat.js`` posts the question to ``POST /api/chat`` (with ``X-CSRF-Token``) and builds
 each tool call and the answer from the event stream with DOM text nodes; the one piece of HTML
-it inserts is ``answerHtml``, which the server renders here (`answer_html`): Markdown without raw
-HTML or images, safe links, code references linked to the file at the line
-(`codesearch.web.code_refs`). Visitors may ask only when anonymous access is on, and then see
-and scope only the public repositories (the rule gives anonymous callers nothing else).
+it inserts is ``answerHtml``, which the server renders (`codesearch.markup.code_refs.answer_html`):
+Markdown without raw HTML or images, safe links, code references linked to the file at the line.
+Visitors may ask only when anonymous access is on, and then see and scope only the public
+repositories (the rule gives anonymous callers nothing else).
 """
 
 from __future__ import annotations
@@ -26,9 +30,13 @@ from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import HTMLResponse
-from markupsafe import Markup
+from starlette.concurrency import run_in_threadpool
 
-from codesearch.service.deps import StoreDep
+from codesearch.markup.code_refs import answer_html, visible_names
+from codesearch.service import audit
+from codesearch.service.auth import NotAuthenticated
+from codesearch.service.deps import ServicesDep, StoreDep
+from codesearch.service.routes_chat import ChatNotFound
 from codesearch.web.deps import PageCaller, WebDep
 from codesearch.web.sessions import login_redirect
 from codesearch.web.templating import render
@@ -39,18 +47,6 @@ if TYPE_CHECKING:
 
 MAX_SCOPE_REPOS = 2000
 MAX_LISTED_CHATS = 200
-
-
-def visible_names(tc: ToolContext) -> list[str]:
-    return sorted(r.name for r in tc.visible_repos())
-
-
-def answer_html(tc: ToolContext, text: str, root: str, names: list[str] | None = None) -> Markup:
-    """A model answer as safe HTML for this viewer: code references to the repositories they
-    may read open the file at the line."""
-    from codesearch.web.code_refs import render_answer
-
-    return render_answer(text or "", visible_names(tc) if names is None else names, root)
 
 
 def _when(at: datetime | None) -> str:
@@ -189,3 +185,57 @@ def chats(request: Request, store: StoreDep) -> Response:
         for c in rows
     ]
     return render(request, "chats.html", title="Your chats", chats=items)
+
+
+#: ``/chat/<id>``: in the OpenAPI document (the other pages are not), as it has always been.
+page_router = APIRouter()
+
+
+@page_router.get("/chat/{chat_id}", response_class=HTMLResponse)
+async def chat_page(chat_id: str, request: Request, services: ServicesDep) -> HTMLResponse:
+    authenticator = services.authenticator
+    try:  # API keys only: `identify` never takes an OAuth access token (those are for /api/mcp)
+        identity = await run_in_threadpool(authenticator.identify, request.headers)
+    except NotAuthenticated:
+        identity = authenticator.anonymous_identity()
+    if identity.anonymous:  # no API key: the web UI's session, if any
+        identity = getattr(request.state, "identity", None) or identity
+    tc = services.make_context(identity)
+    try:
+        chat = await run_in_threadpool(tc.store.get_chat, chat_id)
+    except Exception:
+        chat = None
+    if chat is not None and not await run_in_threadpool(shows_only_visible_repos, tc, chat):
+        chat = None
+    if chat is None or (chat.visibility != "PUBLIC" and (identity.anonymous or chat.user_id != identity.user_id)):
+        if "text/html" not in request.headers.get("accept", ""):
+            raise ChatNotFound(f"chat {chat_id!r} not found")
+        return render(
+            request,
+            "notfound.html",
+            status_code=404,
+            title="Not found",
+            message="This research session does not exist, or you cannot see it.",
+        )
+    audit.record(request, identity, "chat.read", chat.id)
+    return await run_in_threadpool(render_chat, request, chat, tc)
+
+
+def shows_only_visible_repos(tc, chat) -> bool:
+    """Whether a research session names only repositories the viewer may read (its questions,
+    the tools' arguments and outputs, the answers, follow-ups included). A shared session whose research touched a
+    repository the viewer may not read is not shown to them at all, like a missing one: the
+    permission rule holds for what others found, too."""
+    from codesearch.permissions import visible_repos
+
+    allowed = visible_repos(tc.identity)
+    if allowed is None:
+        return True
+    hidden = [r.name for r in tc.store.list_repos(page=1, per_page=1_000_000)[0] if r.id not in allowed]
+    if not hidden:
+        return True
+    parts = [chat.question or "", chat.answer or "", json.dumps(chat.steps or [], ensure_ascii=False)]
+    for turn in tc.store.list_chat_turns(chat.id):  # the follow-ups too
+        parts += [turn.question, turn.answer, json.dumps(turn.steps or [], ensure_ascii=False)]
+    text = "\n".join(parts)
+    return not any(name in text for name in hidden)

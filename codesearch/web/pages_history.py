@@ -41,10 +41,10 @@ from codesearch.git.objects import read_blob, resolve_commit
 from codesearch.git.paths import check_path, check_ref, check_scope
 from codesearch.git.refs import list_branches
 from codesearch.index.language import detect
+from codesearch.markup.urls import browse_url
 from codesearch.search.present import short_ref
 from codesearch.service import audit
 from codesearch.web import highlight
-from codesearch.web.urls import browse_url
 
 if TYPE_CHECKING:
     from codesearch.permissions import Identity
@@ -79,7 +79,7 @@ def _day(iso: str) -> str:
 
 
 class Links:
-    """The URLs of one repository's pages, written as `urls.browse_url` writes them."""
+    """The URLs of one repository's pages, written as `codesearch.markup.urls.browse_url` writes them."""
 
     def __init__(self, root: str, repo: str):
         self.root, self.repo, self._browse = root, repo, browse_url

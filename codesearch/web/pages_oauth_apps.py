@@ -26,7 +26,8 @@ from fastapi.responses import RedirectResponse
 from codesearch.permissions import Identity
 from codesearch.service import audit
 from codesearch.service.deps import StoreDep
-from codesearch.service.oauth_server import OFFLINE, SCOPE, redirect_origin, shown_plainly
+from codesearch.service.oauth_redirects import redirect_origin, shown_plainly
+from codesearch.service.oauth_server import OFFLINE, SCOPE
 from codesearch.web import sessions
 from codesearch.web.templating import render
 

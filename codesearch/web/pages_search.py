@@ -61,6 +61,7 @@ from codesearch.git.objects import is_binary, read_blob, resolve_commit
 from codesearch.git.paths import check_dir, check_path, check_ref
 from codesearch.git.trees import list_tree
 from codesearch.index.language import detect
+from codesearch.markup.urls import browse_url
 from codesearch.search.present import external_url, short_ref
 from codesearch.service import audit
 from codesearch.service.deps import ServicesDep, StoreDep
@@ -74,7 +75,6 @@ from codesearch.web.deps import PageCaller, WebDep
 from codesearch.web.results_page import OUTCOME_SLOT, RESULTS_SLOT, Links, outcome_script, page_stream
 from codesearch.web.sessions import login_redirect
 from codesearch.web.templating import render, render_text
-from codesearch.web.urls import browse_url
 
 if TYPE_CHECKING:
     from codesearch.store.models import Repo

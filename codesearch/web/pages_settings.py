@@ -40,6 +40,7 @@ from fastapi import APIRouter, Form, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
 
 from codesearch import permissions
+from codesearch.markup.urls import browse_url
 from codesearch.permissions import Identity
 from codesearch.service import audit, oauth_server
 from codesearch.service.anonymous import SETTING_KEY
@@ -50,7 +51,6 @@ from codesearch.store import models as m
 from codesearch.web import api_keys, sessions
 from codesearch.web.deps import WebDep
 from codesearch.web.templating import WebContext, render
-from codesearch.web.urls import browse_url
 
 if TYPE_CHECKING:
     from codesearch.store import Store, User

@@ -2,7 +2,7 @@
 
 The agent is told to cite code as ``repo/path:line`` or ``repo/path:start-end`` (e.g.
 ``github.com/acme/api/src/retry.py:42``), in backticks or in running text. `render_answer`
-renders the answer as `codesearch.web.markdown` does (no raw HTML, no images, safe links) and
+renders the answer as `codesearch.markup.markdown` does (no raw HTML, no images, safe links) and
 turns each such reference into a link to this service's file page, scrolled to the line:
 ``<root>/browse/<repo>/-/blob/<path>#L42`` (``#L12-L14`` for a range).
 
@@ -17,13 +17,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from markdown_it.rules_core import StateCore
 from markdown_it.token import Token
 from markupsafe import Markup
 
-from codesearch.web.markdown import _build
-from codesearch.web.urls import browse_url
+from codesearch.markup.markdown import _build
+from codesearch.markup.urls import browse_url
+
+if TYPE_CHECKING:
+    from codesearch.tools.context import ToolContext
 
 #: ``<repo>/<path>:<line>[-<end>]``: at least one slash, no spaces.
 REF = re.compile(r"(?<![\w/.@~+-])((?:[\w.@~+-]+/)+[\w.@~+-]+):(\d{1,7})(?:-L?(\d{1,7}))?(?![\w])")
@@ -101,3 +105,14 @@ def render_answer(text: str, repos: Iterable[str], root: str = "") -> Markup:
     """The HTML of a model answer with its code references linked (see the module docstring)."""
     env = {"repos": sorted(set(repos), key=len, reverse=True), "root": root}
     return Markup(_md.render(text or "", env))
+
+
+def visible_names(tc: ToolContext) -> list[str]:
+    """The names of the repositories the viewer of `tc` may read, sorted."""
+    return sorted(r.name for r in tc.visible_repos())
+
+
+def answer_html(tc: ToolContext, text: str, root: str, names: list[str] | None = None) -> Markup:
+    """A model answer as safe HTML for the viewer of `tc`: code references to the repositories they
+    may read (`names`, else `visible_names`) open the file at the line."""
+    return render_answer(text or "", visible_names(tc) if names is None else names, root)
