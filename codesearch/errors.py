@@ -24,6 +24,10 @@
     │                               a ``Retry-After``)
     ├── GitBusy                     TOO_MANY_REQUESTS: too many repository reads at once from one caller
     │                               (429), or SERVICE_UNAVAILABLE from all callers (503); ``Retry-After``
+    ├── InsufficientPermissions     INSUFFICIENT_PERMISSIONS: the caller may not do this (403)
+    │   └── NotAnOwner              only an owner may (the audit log, members, settings)
+    ├── ToolInputError              INVALID_REQUEST_BODY: a tool or chat argument that makes no sense (400)
+    │   └── ChatNotFound            NOT_FOUND: no such chat, or not one the caller may see (404)
     ├── InvalidEnvironmentVariable  an environment variable holds a value that cannot be used
     ├── ModelError                  MODEL_ERROR: a language model could not be used (502; the message is shown)
     └── StoreError                  the state database cannot be used (unreachable, locked too long, bad file)
@@ -346,6 +350,32 @@ class SchemaTooNew(StoreError):
         )
 
 
+class InsufficientPermissions(CodesearchError):
+    """The caller is known but may not do this (an owner's page or route, another user's chat) (403)."""
+
+    error_code = "INSUFFICIENT_PERMISSIONS"
+    status_code = 403
+
+
+class NotAnOwner(InsufficientPermissions):
+    """Only an owner may do this (the audit log, the members, the settings)."""
+
+
+class ToolInputError(CodesearchError):
+    """A tool argument (MCP, the ask agent, a chat request) that is valid JSON but makes no sense: the
+    message says what to change (400)."""
+
+    error_code = "INVALID_REQUEST_BODY"
+    status_code = 400
+
+
+class ChatNotFound(ToolInputError):
+    """A chat that does not exist, or that the caller may not see or continue (404)."""
+
+    error_code = "NOT_FOUND"
+    status_code = 404
+
+
 def error_from_payload(payload: dict[str, Any]) -> CodesearchError:
     """The exception an HTTP error body (``{statusCode, errorCode, message}``, docs/http-api.md#errors) stands
     for, so that a client over HTTP raises what the engine raises in-process."""
@@ -371,4 +401,5 @@ _BY_CODE: dict[str, type[CodesearchError]] = {
     "NOT_AUTHENTICATED": NotAuthenticated,
     "SERVICE_UNAVAILABLE": ServiceUnavailable,
     "TOO_MANY_REQUESTS": GitBusy,
+    "INSUFFICIENT_PERMISSIONS": InsufficientPermissions,
 }

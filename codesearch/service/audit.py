@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from fastapi import APIRouter, Query, Request, Response
 
 from codesearch import environment
-from codesearch.errors import CodesearchError, InvalidArgument
+from codesearch.errors import InvalidArgument, NotAnOwner
 from codesearch.runtime import request_ids
 from codesearch.service.deps import Caller, StoreDep, app_services
 
@@ -212,13 +212,6 @@ def record(request: Request, identity: Identity | None, action: str, target: str
     log_ = audit_of(request)
     if log_ is not None:
         log_.record(identity, action, target, **details)
-
-
-class NotAnOwner(CodesearchError):
-    """The audit log is for owners."""
-
-    error_code = "INSUFFICIENT_PERMISSIONS"
-    status_code = 403
 
 
 def _when(value: str | None, name: str) -> datetime | None:

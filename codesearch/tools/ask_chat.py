@@ -27,11 +27,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from codesearch.errors import ChatNotFound, ToolInputError
 from codesearch.llm.agent import run_agent
 from codesearch.llm.client import ModelClient, ModelError, ModelSpec
 from codesearch.statuses import ChatStatus
 from codesearch.tools.ask import choose_model
-from codesearch.tools.context import ToolContext, ToolInputError
+from codesearch.tools.context import ToolContext
 
 if TYPE_CHECKING:
     import httpx
@@ -40,13 +41,6 @@ if TYPE_CHECKING:
 
 #: Characters of a tool's output shown as its one-line summary.
 SUMMARY_CHARS = 160
-
-
-class ChatNotFound(ToolInputError):
-    """A follow-up names a chat that does not exist or is not the caller's (404)."""
-
-    error_code = "NOT_FOUND"
-    status_code = 404
 
 
 @dataclass

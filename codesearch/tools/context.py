@@ -18,17 +18,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from codesearch.errors import CodesearchError, RepositoryNotFound
+from codesearch.errors import CodesearchError, RepositoryNotFound, ToolInputError  # noqa: F401  (ToolInputError: the tools' name for it)
 from codesearch.permissions import Identity, can_see, filter_search_response, visible_repos
 from codesearch.search.options import DEFAULT_PUBLIC_URL, SearchOptions
 from codesearch.store.models import Repo
-
-
-class ToolInputError(CodesearchError):
-    """A tool argument that is valid JSON but makes no sense (the message says what to change)."""
-
-    error_code = "INVALID_REQUEST_BODY"
-    status_code = 400
 
 
 @dataclass
