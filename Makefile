@@ -92,7 +92,7 @@ axe: $(AXE)
 
 # Re-run the example notebooks and save their outputs (the tests run them without saving).
 notebooks: install-test
-	CODESEARCH_SAVE_NOTEBOOKS=1 RAY_AUTH_MODE=disabled $(PY) -m pytest -q -p no:cacheprovider tests/test_notebooks.py
+	CODESEARCH_SAVE_NOTEBOOKS=1 RAY_AUTH_MODE=disabled $(PY) -m pytest -q -p no:cacheprovider tests/front/test_notebooks.py
 
 # Lint, format check and types (configured in pyproject.toml): ruff over the whole package, and
 # mypy --strict over the whole package.

@@ -1,7 +1,7 @@
 """The capacity model of bench/capacity.py: fitting it to measured points and predicting with it.
 
 Plain functions of plain data (numpy only), so that they are read, and tested, apart from the
-measuring (tests/test_capacity_model.py). The terms, per query class:
+measuring (tests/package/test_capacity_model.py). The terms, per query class:
 
     work_p   = w0 + w_shard * shards_p + w_file * files_p + w_byte * bytes_p   (CPU s of partition p)
     merge    = d0 + fan * partitions                                          (CPU s of the merging process)

@@ -6,7 +6,7 @@ in the ``serve`` command, the launcher and the public URL. A default changed in 
 places and not the others would make the command line, the service and the config disagree.
 
 The config schema (``codesearch/config/schemas/v3/*.json``) is Sourcebot's, and states its own
-defaults for ``maxFileSize`` and ``maxTrigramCount``: tests/test_defaults.py checks they agree.
+defaults for ``maxFileSize`` and ``maxTrigramCount``: tests/engine/test_defaults.py checks they agree.
 Plain values only, no imports: the engine core, the config and the service all read this.
 """
 

@@ -9,7 +9,7 @@ The forwarded environment holds the server secret, the webhook secrets, ``DATABA
 config's ``environmentOverrides`` (tokens among them). A constructor argument is pickled into the
 actor's creation task and, for a Serve replica, into Serve's checkpoint of its deployments, both
 kept by Ray's GCS (in memory, or in its Redis when GCS fault tolerance is configured): Ray logs
-neither at its default log levels (``tests/test_security_secrets.py`` searches every file of a
+neither at its default log levels (``tests/service/test_security_secrets.py`` searches every file of a
 session and the dashboard's answers for the values).
 
 A `SealedEnv` never shows its values: its repr names the variables only, so a log line, an error

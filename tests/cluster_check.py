@@ -1,5 +1,5 @@
-"""Run in a process of its own by `tests.clusterrun` (for tests/test_cluster.py and
-tests/test_shards_without_shared_disk.py): a 2-node Ray cluster on this machine
+"""Run in a process of its own by `tests.clusterrun` (for tests/runtime/test_cluster.py and
+tests/runtime/test_shards_without_shared_disk.py): a 2-node Ray cluster on this machine
 (`ray.cluster_utils.Cluster`), started once for all its checks. Prints one JSON line:
 
 - ``search``: one shard searcher on each node; a search through them equals the in-process engine;

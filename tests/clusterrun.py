@@ -1,6 +1,6 @@
 """One run of `tests.cluster_check` for the whole test session: the 2-node Ray cluster it starts
-serves both the runtime check (tests/test_cluster.py) and the shard copies check
-(tests/test_shards_without_shared_disk.py), each over repositories and a data directory of its
+serves both the runtime check (tests/runtime/test_cluster.py) and the shard copies check
+(tests/runtime/test_shards_without_shared_disk.py), each over repositories and a data directory of its
 own. Starting such a cluster (two raylets, their workers) costs more than either check."""
 
 from __future__ import annotations

@@ -61,7 +61,7 @@ class NoSearcher:
 def oauth_app(tmp_path_factory):
     """``{"url", "store", "app"}``: the service on 127.0.0.1 (anonymous access off)."""
     store = make_store(str(tmp_path_factory.mktemp("oauth") / "data"))
-    # many clients register from 127.0.0.1 here: the per-address limit is tests/test_security_oauth.py's
+    # many clients register from 127.0.0.1 here: the per-address limit is tests/service/test_security_oauth.py's
     environ = {"CODESEARCH_OAUTH_REGISTRATIONS_PER_ADDRESS": "1000"}
     app = build_app(lambda: NoSearcher(), get_store=lambda: store, anonymous_access=False, environ=environ)
     with serving(app, lifespan="on") as url:

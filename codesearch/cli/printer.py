@@ -9,7 +9,7 @@ With ``--json`` the output is exactly the ``POST /api/search`` response, one lin
 Match ranges are byte offsets into the file; a chunk carries the offset of its first byte, so a
 range is located inside the chunk by subtraction. A range that spans lines highlights its part
 of each line. This module only formats: it never searches, so it is tested on hand-written
-responses (tests/test_printer.py).
+responses (tests/front/test_printer.py).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The query parser: a query string (docs/query-language.md#syntax) to a query AST (`codesearch.query.ast`).
 
 Sourcebot's grammar golden files are the reference for every parsing question; their cases are
-tests (tests/test_parser_conformance.py), with the few deliberate differences listed below.
+tests (tests/engine/test_parser_conformance.py), with the few deliberate differences listed below.
 
 Grammar, as an EBNF-ish sketch (``WS`` is whitespace; ``(``/``)`` count as brackets only where
 the group rule below says so)::

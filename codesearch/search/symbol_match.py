@@ -23,7 +23,7 @@ the names are matched one by one, as before:
   text, erring on the side of the slow way;
 - names that contain a newline themselves (ctags writes none; checked, not assumed).
 
-The answers are the same either way (`tests/test_symbol_match.py` checks one pass against one
+The answers are the same either way (`tests/engine/test_symbol_match.py` checks one pass against one
 call per name on a table of patterns and names); only the cost differs.
 """
 

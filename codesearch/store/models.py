@@ -12,7 +12,7 @@ from typing import Any
 from codesearch.statuses import ChatStatus, IndexStatus, JobKind, JobState, SyncStatus
 
 # --- statuses: the enums of `codesearch.statuses`, under the names the store has always used
-# (unpacked in the enums' order, which tests/test_statuses.py pins)
+# (unpacked in the enums' order, which tests/store/test_statuses.py pins)
 SYNC_NEEDED, SYNCING, SYNCED, SYNCED_WITH_WARNINGS, SYNC_FAILED = CONNECTION_STATUSES = tuple(SyncStatus)
 INDEX_NEW, INDEXING, INDEXED, INDEX_FAILED = REPO_STATUSES = tuple(IndexStatus)
 SYNC_JOB, INDEX_JOB = JOB_KINDS = tuple(JobKind)

@@ -6,7 +6,7 @@ timezone-aware `datetime`s (`UTCDateTime`).
 
 This file describes the schema *after* the last migration in `migrations.py`. Changing it
 means adding a migration that brings an existing database to the same shape;
-`tests/test_store.py` checks that a migrated database and these tables agree.
+`tests/store/test_store.py` checks that a migrated database and these tables agree.
 """
 
 from __future__ import annotations

@@ -1,0 +1,1 @@
+"""The config file (Sourcebot's schema), search contexts and environment variables."""

@@ -1,0 +1,1 @@
+"""The command line, the Python client and the notebooks."""

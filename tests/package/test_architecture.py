@@ -1,0 +1,110 @@
+"""The package's shape, checked: no import cycle, layers that only import downwards, small modules,
+and an engine that never imports Ray (docs/development.md#repository-layout).
+
+The import graph is read with `ast` (`tests.import_graph`), function-local imports included: a cycle
+held open only by importing inside a function is still a cycle a reader has to untangle. Imports
+under ``if TYPE_CHECKING:`` are left out (annotations only: nothing runs them).
+"""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from tests.import_graph import ROOT, graph, modules, package_of, strongly_connected
+
+GRAPH = graph()
+
+#: What each layer may NOT import (packages under ``codesearch.``): the layers, bottom to top, are the
+#: engine (index, query, search) and the stores and config; the runtime (Ray actors) and the tools; the
+#: application layer (`codesearch.app`); the HTTP service; the web UI; serving (composition and Ray
+#: Serve lifecycle) and the front ends (cli, client).
+FORBIDDEN = {
+    "index": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli", "store", "sso", "llm"},
+    "query": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli", "store", "sso", "llm"},
+    "search": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli", "sso", "llm"},
+    "config": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli", "llm", "store"},
+    "store": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli"},
+    "runtime": {"service", "web", "serving", "app", "client", "cli"},
+    "tools": {"service", "web", "serving", "client", "cli"},
+    "app": {"service", "web", "serving", "client", "cli"},
+    "service": {"web", "serving", "client", "cli"},
+    "web": {"serving", "client", "cli"},
+    "markup": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli"},
+}
+
+#: The engine core: it runs in notebooks, in `codesearch index` and inside the actors alike.
+ENGINE = ("index", "query", "search")
+
+MAX_LINES = 600
+
+
+def test_no_import_cycle():
+    cycles = strongly_connected(GRAPH)
+    assert cycles == [], "modules that import each other (directly or around a loop):\n" + "\n".join(
+        ", ".join(c) for c in cycles
+    )
+
+
+@pytest.mark.parametrize("layer", sorted(FORBIDDEN))
+def test_a_layer_imports_only_downwards(layer):
+    upward = sorted(
+        f"{m} -> {d}"
+        for m, deps in GRAPH.items()
+        if package_of(m) == f"codesearch.{layer}"
+        for d in deps
+        if package_of(d).removeprefix("codesearch.") in FORBIDDEN[layer]
+    )
+    assert upward == [], f"codesearch.{layer} reaches up:\n" + "\n".join(upward)
+
+
+def test_no_module_is_longer_than_600_lines():
+    long = sorted(
+        (n, name) for name, path in modules().items() if (n := len(path.read_text().splitlines())) > MAX_LINES
+    )
+    assert long == [], "split these by responsibility: " + ", ".join(f"{name} ({n} lines)" for n, name in long)
+
+
+def _imports_ray(tree: ast.AST) -> bool:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(a.name == "ray" or a.name.startswith("ray.") for a in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and not node.level and (node.module or "").split(".")[0] == "ray":
+            return True
+    return False
+
+
+@pytest.mark.parametrize("package", ENGINE)
+def test_the_engine_never_imports_ray(package):
+    offenders = [
+        str(path.relative_to(ROOT.parent))
+        for path in sorted((ROOT / package).rglob("*.py"))
+        if _imports_ray(ast.parse(path.read_text()))
+    ]
+    assert offenders == []
+
+
+# The checks above must be able to fail: each is run on a small graph or tree that breaks it.
+
+
+def test_the_cycle_check_finds_a_loop_through_a_function_local_import(tmp_path):
+    from tests.import_graph import _imports
+
+    a = ast.parse("from codesearch.b import f\n")
+    b = ast.parse("def g():\n    from codesearch.a import h\n")
+    typed = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from codesearch.a import h\n")
+    known = {"codesearch.a", "codesearch.b", "codesearch.c"}
+    g = {
+        "codesearch.a": _imports(a, "codesearch.a", False, known),
+        "codesearch.b": _imports(b, "codesearch.b", False, known),
+        "codesearch.c": _imports(typed, "codesearch.c", False, known),
+    }
+    assert g["codesearch.c"] == set()  # annotations only
+    assert strongly_connected(g) == [["codesearch.a", "codesearch.b"]]
+
+
+def test_the_ray_check_sees_every_form_of_import():
+    for code in ("import ray", "from ray import serve", "import ray.util as u", "def f():\n    from ray.util import x"):
+        assert _imports_ray(ast.parse(code)), code
+    assert not _imports_ray(ast.parse("import rayon\nfrom raylib import x"))

@@ -1,0 +1,1 @@
+"""Repository permissions: syncing from code hosts and what each caller may see."""

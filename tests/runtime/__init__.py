@@ -1,0 +1,1 @@
+"""The Ray runtime: scheduler, workers, searchers, clusters, metrics."""

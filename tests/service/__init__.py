@@ -1,0 +1,1 @@
+"""The HTTP API, MCP, OAuth, security and the Serve deployment (`codesearch serve`)."""
