@@ -233,10 +233,7 @@ def build_app(
     if required_links:  # accountLinkingRequired: API callers who have not linked are refused
         authenticator.gate = required_links
     services.web = WebContext(
-        get_store=get_store,
-        authenticator=authenticator,
-        make_context=make_context,
-        public_url=public_url,
+        services=services,
         anonymous_access=anonymous_access,
         identity_providers=providers,
         iap=build_iap(identity_providers, environ),

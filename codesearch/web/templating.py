@@ -34,6 +34,7 @@ from codesearch.web.modules import imports_of
 if TYPE_CHECKING:
     from codesearch.permissions import Identity
     from codesearch.service.auth import Authenticator
+    from codesearch.service.deps import Services
     from codesearch.sso.iap import IapSignIn
     from codesearch.sso.providers import Provider
     from codesearch.store import Store
@@ -57,12 +58,13 @@ class WebContext:
     `keys_owner_only` from ``DISABLE_API_KEY_CREATION_FOR_NON_OWNER_USERS`` /
     ``DISABLE_API_KEY_USAGE_FOR_NON_OWNER_USERS``, `require_approval` from
     ``REQUIRE_APPROVAL_NEW_MEMBERS`` (`codesearch.environment`); the defaults are those of an
-    unset environment."""
+    unset environment.
 
-    get_store: Callable[[], Store | None]
-    authenticator: Authenticator
-    make_context: Callable[[Identity], ToolContext]
-    public_url: str
+    What the API's handlers share too (the store, the authenticator, the tools' context, the public
+    URL) is not copied here: it is read from the app's one `Services` (`codesearch.service.deps`),
+    which holds this context as ``services.web``."""
+
+    services: Services
     anonymous_access: bool
     extra: dict[str, Any] = field(default_factory=dict)
     session_max_age_s: int = environment.DEFAULT_SESSION_MAX_AGE_S
@@ -74,6 +76,22 @@ class WebContext:
     #: the config's gcp-iap entry (`codesearch.sso.iap.IapSignIn`), or None: requests signed by Google Cloud
     #: IAP are signed in by `codesearch.web.iap`
     iap: IapSignIn | None = None
+
+    @property
+    def get_store(self) -> Callable[[], Store | None]:
+        return self.services.get_store
+
+    @property
+    def authenticator(self) -> Authenticator:
+        return self.services.authenticator
+
+    @property
+    def make_context(self) -> Callable[[Identity], ToolContext]:
+        return self.services.make_context
+
+    @property
+    def public_url(self) -> str:
+        return self.services.public_url
 
     def identity_of(self, request: Request) -> Identity | None:
         """The caller of a page, or None when the visitor must sign in first: the identity the
