@@ -135,8 +135,8 @@ class StreamMerger:
         carries its ranking ``score`` and ``order`` (extra fields: the tie-break of equal scores,
         ``[searcher, shard, document]``), so that a client can keep the files of all chunks in the
         order of `/api/search` as they arrive, whichever searcher answers first."""
-        scores = {_file_key(f[3]): f[0] for f in partial.files}
-        orders = {_file_key(f[3]): list(f[1]) for f in partial.files}
+        scores = {_file_key(f.file): f.score for f in partial.files}
+        orders = {_file_key(f.file): list(f.order) for f in partial.files}
         remaining = self.options.matches - self.sent
         t0 = time.perf_counter_ns()
         if remaining > 0:

@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from pyroaring import BitMap
 
@@ -192,8 +192,15 @@ def _combine(definitions: ShardResult, rest: ShardResult) -> ShardResult:
     return out
 
 
-#: A searcher's file, ready to merge: (score, order, match count, `POST /api/search` file).
-PresentedFile = tuple[int, tuple[int, ...], int, dict[str, Any]]
+class PresentedFile(NamedTuple):
+    """A searcher's file, ready to merge: ranked (`score`, then `order`: searcher, shard, document),
+    counted (`match_count` ranges) and presented (`file`, the ``POST /api/search`` file object). A
+    named tuple: it crosses a process boundary with every search, and pickles as small as a tuple."""
+
+    score: int
+    order: tuple[int, ...]
+    match_count: int
+    file: dict[str, Any]
 
 
 @dataclass
@@ -275,7 +282,7 @@ def partial_result(results: list[ShardResult], options: SearchOptions, origin: i
         repo = fm.shard.repo(fm.doc)
         out.repos.setdefault(repo.id, repository_info(repo))
         out.files.append(
-            (
+            PresentedFile(
                 fm.score,
                 fm.order,
                 fm.match_count,
@@ -307,16 +314,16 @@ def merge_partials(
             stats.flushReason = FLUSH_TIMER
         files.extend(p.files)
         repos.update(p.repos)
-    files.sort(key=lambda f: (-f[0], f[1]))
+    files.sort(key=lambda f: (-f.score, f.order))
     kept, capped = _cap(
         files,
         options,
-        lambda f: f[2],
-        lambda f, keep: (f[0], f[1], keep, truncate_file_result(f[3], keep, options.context_lines)),
+        lambda f: f.match_count,
+        lambda f, keep: f._replace(match_count=keep, file=truncate_file_result(f.file, keep, options.context_lines)),
     )
     truncated |= capped
-    out_files = [f[3] for f in kept]
-    stats.actualMatchCount = sum(f[2] for f in kept)
+    out_files = [f.file for f in kept]
+    stats.actualMatchCount = sum(f.match_count for f in kept)
     stats.totalMatchCount = max(stats.totalMatchCount, stats.actualMatchCount)
     if truncated and stats.totalMatchCount <= stats.actualMatchCount:
         stats.totalMatchCount = stats.actualMatchCount + 1  # there is more than we return
