@@ -29,9 +29,7 @@ from codesearch.runtime import NAMESPACE
 from codesearch.sealed_env import SealedEnv
 
 if TYPE_CHECKING:
-    from ray.actor import ActorHandle
-
-    from codesearch.runtime.handles import Method
+    from codesearch.runtime.handles import Method, RuntimeHandle
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +115,7 @@ class CompactorActor(Compactor):
 
 if TYPE_CHECKING:
 
-    class CompactorHandle(ActorHandle[CompactorActor]):
+    class CompactorHandle(RuntimeHandle[CompactorActor]):
         """A handle to a `CompactorActor` (`codesearch.runtime.handles`)."""
 
         ping: Method[bool]

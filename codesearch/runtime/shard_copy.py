@@ -94,11 +94,9 @@ class ShardSource:
 
 
 if TYPE_CHECKING:
-    from ray.actor import ActorHandle
+    from codesearch.runtime.handles import Method, RuntimeHandle
 
-    from codesearch.runtime.handles import Method
-
-    class ShardSourceHandle(ActorHandle[ShardSource]):
+    class ShardSourceHandle(RuntimeHandle[ShardSource]):
         """A handle to a `ShardSource` actor (`codesearch.runtime.handles`)."""
 
         describe: Method[tuple[int, str]]
