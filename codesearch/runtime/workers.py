@@ -128,7 +128,7 @@ class _Worker:
         job = self.store.claim_job(self.kind, self.worker_id)
         if job is None:
             return False
-        result: dict[str, Any] = {}
+        result: dict[str, object] = {}  # "ok": True, or "error": what the job raised
 
         def target() -> None:
             try:
