@@ -21,11 +21,15 @@ import contextlib
 import logging
 import os
 import threading
+from typing import TYPE_CHECKING, Any, cast
 
 from codesearch.index.builder import IndexSettings
 from codesearch.index.compact import CompactionStats, merge, plan
 from codesearch.runtime import NAMESPACE
 from codesearch.sealed_env import SealedEnv
+
+if TYPE_CHECKING:
+    from codesearch.runtime.handles import Method, RuntimeHandle
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +61,7 @@ class Compactor:
                 self.errors = (self.errors + [f"{group}: {type(e).__name__}: {e}"])[-20:]
         return done
 
-    def stats(self) -> dict:
+    def stats(self) -> dict[str, Any]:
         t = self.totals
         return {
             "merged_shards": t.merged_shards,
@@ -99,7 +103,7 @@ class CompactorActor(Compactor):
                 log.exception("compactor loop")
             self._stop.wait(self.poll_s)
 
-    def shutdown(self) -> dict:
+    def shutdown(self) -> dict[str, Any]:
         """Stop after the merge under way (if any); returns the totals."""
         self._stop.set()
         self._thread.join(timeout=120)
@@ -109,29 +113,38 @@ class CompactorActor(Compactor):
         return True
 
 
+if TYPE_CHECKING:
+
+    class CompactorHandle(RuntimeHandle[CompactorActor]):
+        """A handle to a `CompactorActor` (`codesearch.runtime.handles`)."""
+
+        ping: Method[bool]
+        shutdown: Method[dict[str, Any]]
+
+
 def start_compactor(
     data_dir: str,
     settings: IndexSettings | None = None,
     *,
     poll_s: float = POLL_S,
     name: str | None = None,
-    actor_options: dict | None = None,
+    actor_options: dict[str, Any] | None = None,
     env: SealedEnv | None = None,
-):
+) -> CompactorHandle:
     """Create the compactor actor (supervised by Ray, reserving no CPU); returns it. `env`:
     environment the actor sets first (`codesearch.sealed_env`)."""
     import ray
 
-    opts = {"num_cpus": 0, "max_restarts": -1, **(actor_options or {})}
+    opts: dict[str, Any] = {"num_cpus": 0, "max_restarts": -1, **(actor_options or {})}
     if name:
         opts["name"] = name
         opts["namespace"] = NAMESPACE
-    actor = ray.remote(CompactorActor).options(**opts).remote(data_dir, settings, poll_s, env)
+    actor = cast("CompactorHandle", ray.remote(CompactorActor).options(**opts).remote(data_dir, settings, poll_s, env))
     ray.get(actor.ping.remote())
     return actor
 
 
-def stop_compactor(actor, timeout_s: float = 30.0) -> None:
+def stop_compactor(actor: CompactorHandle, timeout_s: float = 30.0) -> None:
     import ray
 
     with contextlib.suppress(Exception):  # dead or stuck: killed below

@@ -32,9 +32,12 @@ import logging
 import threading
 import time
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Literal, cast, overload
 
 if TYPE_CHECKING:
+    from ray.actor import ActorHandle
+
+    from codesearch.runtime.handles import Method
     from codesearch.runtime.published import ShardSpec
 
 log = logging.getLogger(__name__)
@@ -56,11 +59,11 @@ class RegistryActor:
     def owner(self) -> str:
         return self._owner
 
-    def put(self, key: str, value) -> None:
+    def put(self, key: str, value: object) -> None:
         with self._lock:
             self._values[key] = value
 
-    def get(self, key: str):
+    def get(self, key: str) -> object:
         with self._lock:
             return self._values.get(key)
 
@@ -74,7 +77,7 @@ class RegistryActor:
             for key in [k for k in self._values if k.startswith(prefix)]:
                 del self._values[key]
 
-    def items(self, prefix: str) -> dict:
+    def items(self, prefix: str) -> dict[str, object]:
         with self._lock:
             return {k: v for k, v in self._values.items() if k.startswith(prefix)}
 
@@ -82,11 +85,25 @@ class RegistryActor:
         return True
 
 
-_handle = None
+if TYPE_CHECKING:
+
+    class RegistryHandle(ActorHandle[RegistryActor]):
+        """A handle to the `RegistryActor` (`codesearch.runtime.handles`): the methods called by
+        name (`_call`) are not listed."""
+
+        owner: Method[str]
+        ping: Method[bool]
+
+
+_handle: RegistryHandle | None = None
 _handle_lock = threading.Lock()
 
 
-def _registry(create: bool, owner: str = ""):
+@overload
+def _registry(create: Literal[True], owner: str = "") -> RegistryHandle: ...
+@overload
+def _registry(create: bool, owner: str = "") -> RegistryHandle | None: ...
+def _registry(create: bool, owner: str = "") -> RegistryHandle | None:
     """The registry actor (created when `create` and there is none), or None."""
     global _handle
     import ray
@@ -98,11 +115,12 @@ def _registry(create: bool, owner: str = ""):
     with _handle_lock:
         if _handle is None:
             try:
-                _handle = ray.get_actor(REGISTRY_NAME, namespace=NAMESPACE)
+                _handle = cast("RegistryHandle", ray.get_actor(REGISTRY_NAME, namespace=NAMESPACE))
             except ValueError:
                 if not create:
                     return None
-                _handle = (
+                _handle = cast(
+                    "RegistryHandle",
                     ray.remote(RegistryActor)
                     .options(
                         name=REGISTRY_NAME,
@@ -113,12 +131,15 @@ def _registry(create: bool, owner: str = ""):
                         max_task_retries=-1,
                         max_concurrency=16,
                     )
-                    .remote(owner)
+                    .remote(owner),
                 )
         return _handle
 
 
-def _call(method: str, *args, create: bool = False):
+def _call(method: str, *args: object, create: bool = False) -> Any:
+    """What the registry's `method` answers for `args` (None when there is no registry and not
+    `create`): a JSON-able value, of the shape the typed function that wrote it put (each reader
+    below says it). A registry that died is looked up (or created) once more."""
     import ray
 
     global _handle
@@ -291,16 +312,18 @@ def put_drain_flag(app: str, until: float) -> None:
     _call("put", f"drain:{app}", {"until": float(until)}, create=True)
 
 
-def get_drain_flag(app: str) -> dict | None:
-    return _call("get", f"drain:{app}")
+def get_drain_flag(app: str) -> dict[str, float] | None:
+    flag: dict[str, float] | None = _call("get", f"drain:{app}")
+    return flag
 
 
 def put_drain_report(app: str, replica: str, in_flight: int) -> None:
     _call("put", f"drain-report:{app}:{replica}", {"inFlight": int(in_flight)}, create=True)
 
 
-def drain_reports(app: str) -> list[dict]:
-    return list((_call("items", f"drain-report:{app}:") or {}).values())
+def drain_reports(app: str) -> list[dict[str, int]]:
+    reports: dict[str, dict[str, int]] = _call("items", f"drain-report:{app}:") or {}
+    return list(reports.values())
 
 
 def clear_drain(app: str) -> None:

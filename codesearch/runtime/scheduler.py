@@ -35,6 +35,8 @@ import json
 import logging
 import os
 import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, cast
 
 from codesearch.runtime import NAMESPACE
 from codesearch.runtime.workers import RuntimeOptions
@@ -42,11 +44,59 @@ from codesearch.sealed_env import SealedEnv
 from codesearch.statuses import IndexStatus, JobKind, JobState, SyncStatus
 from codesearch.store import models as m
 
+if TYPE_CHECKING:
+    from codesearch.config.models import Config, SearchContext, Settings
+    from codesearch.permission_sync.runner import PermissionSyncer
+    from codesearch.runtime.handles import Method, RuntimeHandle
+    from codesearch.runtime.published import ShardSpec
+    from codesearch.runtime.searchers import SearcherPool
+    from codesearch.store import Store
+
 log = logging.getLogger(__name__)
 
 
+class StartupReport(TypedDict):
+    """What `Scheduler.startup` did."""
+
+    requeued: list[int]  # jobs taken back
+    mirrors: list[str]  # mirror folders without a repository, removed
+    index: list[str]  # manifest entries without a repository, removed
+    stale: list[int]  # repositories an older codesearch indexed, queued again
+
+
+class TickReport(TypedDict):
+    """What one `Scheduler.tick` did."""
+
+    synced: list[str]  # connections a sync job was queued for
+    indexed: list[int]  # repositories an index job was queued for
+    requeued: list[int]  # jobs whose worker stopped heartbeating
+    collected: list[int]  # repositories garbage-collected
+    reloaded: bool  # the config file changed and was applied
+    permissions: NotRequired[bool]  # with permission syncing on: whether a sync started
+
+
+class FirstSyncState(TypedDict):
+    """How far the first sync and index got (`first_sync_state`)."""
+
+    connections: int
+    pending_connections: list[str]
+    repos: int
+    indexed: int
+    failed: int
+    connection_rows: list[m.Connection]
+    finished: list[m.Repo]
+    done: bool
+
+
 class Scheduler:
-    def __init__(self, config_path: str, data_dir: str, options: RuntimeOptions | None = None, *, on_index_change=None):
+    def __init__(
+        self,
+        config_path: str,
+        data_dir: str,
+        options: RuntimeOptions | None = None,
+        *,
+        on_index_change: Callable[[str], None] | None = None,
+    ):
         from codesearch.git.mirror import MirrorStore
         from codesearch.store import Store
 
@@ -55,14 +105,14 @@ class Scheduler:
         self.index_dir = os.path.join(self.data_dir, "index")
         os.makedirs(self.index_dir, exist_ok=True)
         self.options = options or RuntimeOptions()
-        self.store = Store.open(self.data_dir, **self.options.store_options)
+        self.store: Store = Store.open(self.data_dir, **self.options.store_options)
         self.mirrors = MirrorStore(os.path.join(self.data_dir, "repos"))
         self.on_index_change = on_index_change
-        self.config = None
+        self.config: Config | None = None
         self._config_mtime: float | None = None
-        self._shards: list[str] | None = None
-        #: `codesearch.permission_sync.runner.PermissionSyncer`, made when the config is applied
-        self.permission_syncer = None
+        self._shards: list[ShardSpec] | None = None
+        #: made when the config is applied
+        self.permission_syncer: PermissionSyncer | None = None
         self.errors: list[str] = []
         self.ticks = 0
         #: repositories garbage-collected so far (a change of what contexts resolve to)
@@ -72,7 +122,7 @@ class Scheduler:
     # ------------------------------------------------------------------ config
 
     @property
-    def settings(self):
+    def settings(self) -> Settings:
         from codesearch.config.models import Settings
 
         return self.config.settings if self.config is not None else Settings()
@@ -106,18 +156,25 @@ class Scheduler:
         self.apply_config()
         return True
 
+    def _loaded(self) -> Config:
+        """The config applied last (`apply_config` and what it calls run only once one loaded)."""
+        if self.config is None:
+            raise RuntimeError(f"no config loaded from {self.config_path}")
+        return self.config
+
     def apply_config(self) -> None:
         from codesearch.hosts.base import listing_version
 
-        wanted = self.config.connections
+        config = self._loaded()
+        wanted = config.connections
         for name, conn in wanted.items():
             self.store.upsert_connection(name, conn.raw["type"], conn.raw, listing_version(conn.raw["type"]))
-        for conn in self.store.list_connections():
-            if conn.name not in wanted:
-                orphaned = self.store.delete_connection(conn.name)
-                log.info("connection %s removed from the config; %d repos orphaned", conn.name, len(orphaned))
+        for row in self.store.list_connections():
+            if row.name not in wanted:
+                orphaned = self.store.delete_connection(row.name)
+                log.info("connection %s removed from the config; %d repos orphaned", row.name, len(orphaned))
         # The models `ask_codebase` may use, in config order (the first is the default).
-        self.store.replace_language_models([lm.raw for lm in self.config.models])
+        self.store.replace_language_models([lm.raw for lm in config.models])
         self.apply_permissions()
 
     def apply_permissions(self) -> None:
@@ -125,11 +182,12 @@ class Scheduler:
         from codesearch import permissions
         from codesearch.permission_sync.runner import PermissionSyncer
 
-        rule = permissions.settings_from_config(self.config)
+        config = self._loaded()
+        rule = permissions.settings_from_config(config)
         permissions.write_settings(self.store, rule)
         if self.permission_syncer is None:
-            self.permission_syncer = PermissionSyncer(self.store, self.config)
-        self.permission_syncer.config = self.config
+            self.permission_syncer = PermissionSyncer(self.store, config)
+        self.permission_syncer.config = config
         self.permission_syncer.enabled = rule.enabled
 
     def _error(self, msg: str) -> None:
@@ -138,7 +196,7 @@ class Scheduler:
 
     # ------------------------------------------------------------------ start-up
 
-    def startup(self, recover: bool = True) -> dict:
+    def startup(self, recover: bool = True) -> StartupReport:
         """Crash recovery and orphan cleanup; call before any worker starts."""
         from codesearch.index import manifest
 
@@ -170,9 +228,9 @@ class Scheduler:
 
     # ------------------------------------------------------------------ the tick
 
-    def tick(self) -> dict:
+    def tick(self) -> TickReport:
         self.ticks += 1
-        out = {"synced": [], "indexed": [], "requeued": [], "collected": [], "reloaded": False}
+        out: TickReport = {"synced": [], "indexed": [], "requeued": [], "collected": [], "reloaded": False}
         try:
             out["reloaded"] = self.reload_config()
         except Exception as e:
@@ -217,7 +275,7 @@ class Scheduler:
         the repositories or the contexts changed."""
         from codesearch.config.contexts import RepoFacts, resolve_context
 
-        contexts = self.config.contexts if self.config else {}
+        contexts: dict[str, SearchContext] = self.config.contexts if self.config else {}
         # Read every repository only when what contexts are resolved from may have moved: a
         # connection's status row (a sync ended), the repositories' fingerprint (`repos_stamp`) or a
         # garbage collection. Reading them on every tick cost 0.7 s of CPU per second at 6,457
@@ -293,13 +351,13 @@ class Scheduler:
         return first_sync_state(self.store)["done"]
 
 
-def first_sync_state(store) -> dict:
+def first_sync_state(store: Store) -> FirstSyncState:
     """How far the first sync and index got, from the store (for progress output): counts, and
     the rows they come from (``connection_rows``; ``finished``: the repositories indexed or
     failed, by id), so that a caller printing them reads the store once."""
     conns = store.list_connections()
     pending_conns = [c.name for c in conns if c.synced_at is None and c.sync_status != SyncStatus.FAILED]
-    repos = []
+    repos: list[m.Repo] = []
     for c in conns:
         repos.extend(store.repos_for_connection(c.name))
     by_id = {r.id: r for r in repos}
@@ -338,13 +396,16 @@ class SchedulerActor(Scheduler):
         if env is not None:  # first: the store and the config read the environment (`codesearch.sealed_env`)
             env.apply()
         environment.configure_logging()  # SOURCEBOT_LOG_LEVEL in this actor's process too
-        self._pool = None
+        self._pool: SearcherPool | None = None
         self._searcher_prefix: str | None = None
         super().__init__(config_path, data_dir, options, on_index_change=self._refresh)
         self._stop = threading.Event()
-        self._thread = None
+        self._thread: threading.Thread | None = None
         ctx = ray.get_runtime_context()
-        self._actor_id = ctx.get_actor_id()
+        actor_id = ctx.get_actor_id()
+        if actor_id is None:
+            raise RuntimeError("a SchedulerActor runs as a Ray actor (`start_scheduler`), not in a driver")
+        self._actor_id = actor_id
         self.reconstructed = bool(ctx.was_current_actor_reconstructed)
         if self.reconstructed:
             from codesearch.runtime import registry
@@ -420,7 +481,7 @@ class SchedulerActor(Scheduler):
             log.debug("scheduler record not removed: %s", e)
         self.close()
 
-    def status(self) -> dict:
+    def status(self) -> dict[str, Any]:
         return {
             "ticks": self.ticks,
             "errors": list(self.errors),
@@ -432,6 +493,20 @@ class SchedulerActor(Scheduler):
         return True
 
 
+if TYPE_CHECKING:
+
+    class SchedulerHandle(RuntimeHandle[SchedulerActor]):
+        """A handle to a `SchedulerActor` (`codesearch.runtime.handles`)."""
+
+        ping: Method[bool]
+        startup: Method[StartupReport]
+        start: Method[None]
+        shutdown: Method[None]
+        status: Method[dict[str, Any]]
+        set_searchers: Method[None]
+        database_identity: Method[tuple[str, str]]
+
+
 def start_scheduler(
     config_path: str,
     data_dir: str,
@@ -439,18 +514,20 @@ def start_scheduler(
     *,
     recover: bool = True,
     name: str | None = None,
-    actor_options: dict | None = None,
+    actor_options: dict[str, Any] | None = None,
     env: SealedEnv | None = None,
-):
+) -> SchedulerHandle:
     """Create the scheduler actor, run its start-up cleanup, start its loop. Returns the actor.
     `env`: environment the actor sets first (`codesearch.sealed_env`)."""
     import ray
 
-    opts = {"num_cpus": 0, "max_restarts": -1, **(actor_options or {})}
+    opts: dict[str, Any] = {"num_cpus": 0, "max_restarts": -1, **(actor_options or {})}
     if name:
         opts["name"] = name
         opts["namespace"] = NAMESPACE
-    actor = ray.remote(SchedulerActor).options(**opts).remote(config_path, data_dir, options, env)
+    actor = cast(
+        "SchedulerHandle", ray.remote(SchedulerActor).options(**opts).remote(config_path, data_dir, options, env)
+    )
     ray.get(actor.startup.remote(recover))
     ray.get(actor.start.remote())
     return actor

@@ -25,6 +25,8 @@ import contextlib
 import hashlib
 import os
 import tempfile
+from collections.abc import Callable
+from typing import TYPE_CHECKING, BinaryIO, TypeAlias
 
 from codesearch.errors import IndexFormatError
 from codesearch.index.format import SUFFIX as SHARD_SUFFIX
@@ -91,20 +93,35 @@ class ShardSource:
         return True
 
 
-def _call(method, *args):
-    """Call a `ShardSource` method on the object itself or, for an actor handle, through Ray."""
-    if hasattr(method, "remote"):
-        import ray
+if TYPE_CHECKING:
+    from codesearch.runtime.handles import Method, RuntimeHandle
 
-        return ray.get(method.remote(*args))
-    return method(*args)
+    class ShardSourceHandle(RuntimeHandle[ShardSource]):
+        """A handle to a `ShardSource` actor (`codesearch.runtime.handles`)."""
+
+        describe: Method[tuple[int, str]]
+        read: Method[bytes]
+        ping: Method[bool]
+        shutdown: Method[bool]
+
+    #: A shard source: the object itself (tests, one process) or a handle to its actor.
+    Source: TypeAlias = ShardSource | ShardSourceHandle
 
 
-def _fetch_all(source, name: str, size: int, out) -> hashlib._Hash:
+def _describe(source: Source, name: str) -> tuple[int, str]:
+    """`ShardSource.describe` on the object itself or, for an actor handle, through Ray."""
+    if isinstance(source, ShardSource):
+        return source.describe(name)
+    import ray
+
+    return ray.get(source.describe.remote(name))
+
+
+def _fetch_all(source: Source, name: str, size: int, out: BinaryIO) -> hashlib.blake2b:
     """Write shard `name` (`size` bytes) from `source` to the file `out`; returns the digest object."""
     h = hashlib.blake2b(digest_size=32)
     offsets = list(range(0, size, CHUNK_BYTES))
-    if hasattr(source.read, "remote"):
+    if not isinstance(source, ShardSource):
         import ray
 
         pending = [source.read.remote(name, off, CHUNK_BYTES) for off in offsets[:IN_FLIGHT]]
@@ -129,7 +146,7 @@ class ShardCopies:
     `source` (a `ShardSource`, its actor handle, or a function returning either: looked up when
     first needed)."""
 
-    def __init__(self, local_dir: str, source):
+    def __init__(self, local_dir: str, source: Source | Callable[[], Source]):
         self.local_dir = local_dir
         os.makedirs(local_dir, mode=0o700, exist_ok=True)
         self._source = source
@@ -147,20 +164,25 @@ class ShardCopies:
         return dest if dest in self._verified else None
 
     @property
-    def source(self):
-        if callable(self._source) and not hasattr(self._source, "describe"):
-            self._source = self._source()
-        return self._source
+    def source(self) -> Source:
+        """The source, looked up the first time when a function was given (neither a
+        `ShardSource` nor an actor handle is callable)."""
+        src = self._source
+        if isinstance(src, ShardSource) or not callable(src):
+            return src
+        self._source = found = src()
+        return found
 
     def local(self, path: str) -> str:
         """The path of a verified local copy of the shard the builder keeps at `path`."""
         name = _shard_name(os.path.basename(path))
-        size, digest = _call(self.source.describe, name)
+        size, digest = _describe(self.source, name)
         dest = os.path.join(self.local_dir, name)
         if self._recorded(dest) == digest and _size(dest) == size:
             self._verified.add(dest)
             return dest
-        fd, tmp = tempfile.mkstemp(prefix=".fetch-", dir=self.local_dir)
+        fd, tmp_path = tempfile.mkstemp(prefix=".fetch-", dir=self.local_dir)
+        tmp: str | None = tmp_path  # None once renamed into place
         try:
             with os.fdopen(fd, "wb") as out:
                 got = _fetch_all(self.source, name, size, out)
@@ -173,7 +195,7 @@ class ShardCopies:
                     f"the copy fetched for this node does not match the source ({written} of "
                     f"{size} bytes, digest {got.hexdigest()[:12]}… instead of {digest[:12]}…)",
                 )
-            os.replace(tmp, dest)
+            os.replace(tmp_path, dest)
             tmp = None
             _write_atomically(dest + DIGEST_SUFFIX, digest)
             self.fetched += 1

@@ -20,7 +20,7 @@ import os
 import pickle
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from codesearch.errors import CodesearchError, IndexFormatError
 from codesearch.index.shard import Shard
@@ -31,9 +31,7 @@ from codesearch.search.options import SearchOptions
 from codesearch.search.visibility import visible_shards
 
 if TYPE_CHECKING:
-    from ray.actor import ActorHandle
-
-    from codesearch.runtime.shard_copy import ShardCopies
+    from codesearch.runtime.shard_copy import ShardCopies, ShardSourceHandle
 
 log = logging.getLogger(__name__)
 
@@ -222,10 +220,10 @@ def _copies(copy_to: str, source: str | None) -> ShardCopies:
     if not source:
         raise ValueError("a searcher that copies its shards needs the name of their source")
 
-    def lookup() -> ActorHandle[Any]:
+    def lookup() -> ShardSourceHandle:
         import ray
 
-        return ray.get_actor(source, namespace=NAMESPACE)
+        return cast("ShardSourceHandle", ray.get_actor(source, namespace=NAMESPACE))
 
     return ShardCopies(copy_to, lookup)
 

@@ -33,12 +33,21 @@ import os
 import threading
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, cast
 
 from codesearch import defaults
 from codesearch.runtime import metrics
 from codesearch.sealed_env import SealedEnv
 from codesearch.statuses import IndexStatus, JobKind, JobState, SyncStatus
+
+if TYPE_CHECKING:
+    from ray import ObjectRef
+
+    from codesearch.config.models import Settings
+    from codesearch.runtime.handles import Method, RuntimeHandle
+    from codesearch.store.models import Connection, Job
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +58,7 @@ log = logging.getLogger(__name__)
 MAX_SYNCERS = 2
 
 
-def worker_counts(settings, cpus: int | None = None) -> tuple[int, int]:
+def worker_counts(settings: Settings, cpus: int | None = None) -> tuple[int, int]:
     """(syncers, indexers) for the concurrency settings, capped for this machine: at most
     `MAX_SYNCERS` syncers and at most one indexer per core (at least one of each)."""
     cpus = cpus or os.cpu_count() or 1
@@ -73,7 +82,7 @@ class RuntimeOptions:
     #: an IN_PROGRESS job without a heartbeat for this long is requeued (its worker died)
     stale_s: float = 60.0
     #: `Store` options (retry backoff: `retry_base_seconds`, `retry_max_seconds`, `max_attempts`)
-    store_options: dict = field(default_factory=dict)
+    store_options: dict[str, Any] = field(default_factory=dict)
     #: how long a timed-out job gets to notice its cancellation and stop
     cancel_grace_s: float = 60.0
     #: tests only: sleep this long (heartbeating) before indexing, to kill a worker mid-job
@@ -108,7 +117,7 @@ class _Worker:
         self._stop.set()
         self._cancel.set()
 
-    def check_cancelled(self, *_args) -> None:
+    def check_cancelled(self, *_args: object) -> None:
         """Raise `JobCancelled` when the running job should stop (called between units of work,
         e.g. as the index builder's per-file progress callback)."""
         if self._cancel.is_set():
@@ -119,9 +128,9 @@ class _Worker:
         job = self.store.claim_job(self.kind, self.worker_id)
         if job is None:
             return False
-        result: dict = {}
+        result: dict[str, object] = {}  # "ok": True, or "error": what the job raised
 
-        def target():
+        def target() -> None:
             try:
                 self.run_job(job)
                 result["ok"] = True
@@ -190,13 +199,13 @@ class _Worker:
     def timeout_s(self) -> float:
         return float("inf")
 
-    def run_job(self, job) -> None:
+    def run_job(self, job: Job) -> None:
         raise NotImplementedError
 
-    def gave_up(self, job, error: str) -> None:
+    def gave_up(self, job: Job, error: str) -> None:
         pass
 
-    def _connection_by_id(self, cid: int):
+    def _connection_by_id(self, cid: int | None) -> Connection | None:
         for c in self.store.list_connections():
             if c.id == cid:
                 return c
@@ -208,7 +217,7 @@ class ConnectionSyncer(_Worker):
 
     kind = JobKind.SYNC
 
-    def run_job(self, job) -> None:
+    def run_job(self, job: Job) -> None:
         from codesearch.hosts.adapters import adapter_for
         from codesearch.hosts.http import HostHttp
         from codesearch.sync import resolve_connection_token
@@ -239,7 +248,7 @@ class ConnectionSyncer(_Worker):
         status = SyncStatus.SYNCED_WITH_WARNINGS if listing.warnings else SyncStatus.SYNCED
         self.store.update_connection_status(conn.name, status, warnings=listing.warnings, config_hash=conn.config_hash)
 
-    def gave_up(self, job, error: str) -> None:
+    def gave_up(self, job: Job, error: str) -> None:
         conn = self._connection_by_id(job.connection_id)
         if conn is not None:
             self.store.update_connection_status(conn.name, SyncStatus.FAILED, error=error)
@@ -278,13 +287,15 @@ class RepoIndexer(_Worker):
     def timeout_s(self) -> float:
         return self._timeout_s
 
-    def run_job(self, job) -> None:
+    def run_job(self, job: Job) -> None:
         from codesearch.git.revisions import commit_date
         from codesearch.index.builder import IndexSettings, index_source
         from codesearch.index.sources import GitSource
         from codesearch.store.errors import NotFound
         from codesearch.sync import git_credentials, repo_info, resolve_connection_token
 
+        if job.repo_id is None:  # every index job names its repository: one without has none to index
+            return
         try:
             repo = self.store.get_repo(job.repo_id)
         except NotFound:
@@ -338,9 +349,11 @@ class RepoIndexer(_Worker):
             source.close()
         self.store.update_repo_index_status(repo.id, IndexStatus.INDEXED, revisions=indexed, pushed_at=pushed_at)
 
-    def gave_up(self, job, error: str) -> None:
+    def gave_up(self, job: Job, error: str) -> None:
         from codesearch.store.errors import NotFound
 
+        if job.repo_id is None:  # no repository to mark (see `run_job`)
+            return
         with contextlib.suppress(NotFound):
             self.store.update_repo_index_status(job.repo_id, IndexStatus.FAILED, error=error)
 
@@ -348,8 +361,9 @@ class RepoIndexer(_Worker):
 # ---------------------------------------------------------------------- Ray actors
 
 
-class _ActorMixin:
-    """Starts the worker's loop on a thread when the actor starts (and restarts)."""
+class _ActorMixin(_Worker):
+    """Starts the worker's loop on a thread when the actor starts (and restarts). A `_Worker`
+    (so that mypy knows what it uses); first in the bases of the actors, before their kind."""
 
     def _start_loop(self) -> None:
         from codesearch import environment
@@ -358,21 +372,31 @@ class _ActorMixin:
         self._thread = threading.Thread(target=self.loop, name=f"{self.worker_id}-loop", daemon=True)
         self._thread.start()
 
-    def shutdown(self) -> dict:
+    def shutdown(self) -> dict[str, Any]:
         self.stop()
         self._thread.join(timeout=30)
         self.store.close()
         return self.counts()
 
-    def counts(self) -> dict:
+    def counts(self) -> dict[str, Any]:
         return {"worker_id": self.worker_id, "done": self.done, "failed": self.failed}
 
     def ping(self) -> str:
         return self.worker_id
 
 
+if TYPE_CHECKING:
+
+    class WorkerHandle(RuntimeHandle[_ActorMixin]):
+        """A handle to a `ConnectionSyncerActor` or a `RepoIndexerActor` (`codesearch.runtime.handles`)."""
+
+        ping: Method[str]
+        shutdown: Method[dict[str, Any]]
+        counts: Method[dict[str, Any]]
+
+
 class ConnectionSyncerActor(_ActorMixin, ConnectionSyncer):
-    def __init__(self, *args, env: SealedEnv | None = None, **kwargs):
+    def __init__(self, *args: Any, env: SealedEnv | None = None, **kwargs: Any):
         if env is not None:  # first: the store and the tokens come from the environment (`codesearch.sealed_env`)
             env.apply()
         ConnectionSyncer.__init__(self, *args, **kwargs)
@@ -380,7 +404,7 @@ class ConnectionSyncerActor(_ActorMixin, ConnectionSyncer):
 
 
 class RepoIndexerActor(_ActorMixin, RepoIndexer):
-    def __init__(self, *args, env: SealedEnv | None = None, **kwargs):
+    def __init__(self, *args: Any, env: SealedEnv | None = None, **kwargs: Any):
         if env is not None:  # first: the store and the tokens come from the environment (`codesearch.sealed_env`)
             env.apply()
         RepoIndexer.__init__(self, *args, **kwargs)
@@ -389,15 +413,15 @@ class RepoIndexerActor(_ActorMixin, RepoIndexer):
 
 def start_workers(
     data_dir: str,
-    settings,
+    settings: Settings,
     options: RuntimeOptions | None = None,
     *,
     syncers: int | None = None,
     indexers: int | None = None,
     name_prefix: str = "codesearch",
-    actor_options: dict | None = None,
+    actor_options: dict[str, Any] | None = None,
     env: SealedEnv | None = None,
-) -> list:
+) -> list[WorkerHandle]:
     """Create the syncer and indexer actors (counts from `worker_counts` unless given). Worker
     ids are stable per slot, so an actor restarted by Ray releases its own unfinished job.
     `env`: environment each actor sets first (`codesearch.sealed_env`)."""
@@ -408,38 +432,44 @@ def start_workers(
     n_sync = syncers if syncers is not None else n_sync
     n_index = indexers if indexers is not None else n_index
     run_id = uuid.uuid4().hex[:6]
-    opts = {"num_cpus": 0, "max_restarts": -1, **(actor_options or {})}
-    actors = []
+    opts: dict[str, Any] = {"num_cpus": 0, "max_restarts": -1, **(actor_options or {})}
+    actors: list[WorkerHandle] = []
     for i in range(n_sync):
         actors.append(
-            ray.remote(ConnectionSyncerActor)
-            .options(**opts)
-            .remote(data_dir, f"{name_prefix}-sync-{run_id}-{i}", options, env=env)
+            cast(
+                "WorkerHandle",
+                ray.remote(ConnectionSyncerActor)
+                .options(**opts)
+                .remote(data_dir, f"{name_prefix}-sync-{run_id}-{i}", options, env=env),
+            )
         )
     index_opts = {**opts, "num_cpus": (actor_options or {}).get("num_cpus", options.indexer_cpus)}
     for i in range(n_index):
         actors.append(
-            ray.remote(RepoIndexerActor)
-            .options(**index_opts)
-            .remote(
-                data_dir,
-                f"{name_prefix}-index-{run_id}-{i}",
-                options,
-                max_file_size=int(settings.max_file_size),
-                max_trigram_count=int(settings.max_trigram_count),
-                timeout_ms=float(settings.repo_index_timeout_ms),
-                env=env,
+            cast(
+                "WorkerHandle",
+                ray.remote(RepoIndexerActor)
+                .options(**index_opts)
+                .remote(
+                    data_dir,
+                    f"{name_prefix}-index-{run_id}-{i}",
+                    options,
+                    max_file_size=int(settings.max_file_size),
+                    max_trigram_count=int(settings.max_trigram_count),
+                    timeout_ms=float(settings.repo_index_timeout_ms),
+                    env=env,
+                ),
             )
         )
     ray.get([a.ping.remote() for a in actors])
     return actors
 
 
-def stop_workers(actors: list, timeout_s: float = 10.0) -> None:
-    """Ask each worker to finish its current job and stop, then kill it."""
+def stop_workers(actors: Sequence[RuntimeHandle[Any]], timeout_s: float = 10.0) -> None:
+    """Ask each worker (or other actor of the runtime) to finish its current job and stop, then kill it."""
     import ray
 
-    refs = []
+    refs: list[ObjectRef[Any]] = []
     for a in actors:
         with contextlib.suppress(Exception):
             refs.append(a.shutdown.remote())
