@@ -35,7 +35,6 @@ if TYPE_CHECKING:
     from codesearch.service.audit import AuditLog
     from codesearch.service.auth import Authenticator
     from codesearch.tools.context import ToolContext
-    from codesearch.web.templating import WebContext
 
 
 @dataclass
@@ -58,8 +57,6 @@ class Services:
     #: the environment the app was built with (None: the process's), e.g. for webhook secrets
     environ: Mapping[str, str] | None = None
     audit: AuditLog | None = None
-    #: the web UI's context (`codesearch.web.mount.install` sets it; None in an API-only app)
-    web: WebContext | None = None
     #: whether `get_store` was called once already (the first call may open the database)
     store_opened: bool = field(default=False, repr=False)
 

@@ -232,7 +232,7 @@ def build_app(
     required_links = RequiredLinks(get_store, providers, public_url)
     if required_links:  # accountLinkingRequired: API callers who have not linked are refused
         authenticator.gate = required_links
-    services.web = WebContext(
+    web = WebContext(
         services=services,
         anonymous_access=anonymous_access,
         identity_providers=providers,
@@ -241,7 +241,7 @@ def build_app(
         session_max_age_s=environment.session_max_age_seconds(environ),
         keys_owner_only=environment.api_key_creation_owner_only(environ),
     )
-    web_mount.install(app, web=services.web)
+    web_mount.install(app, web=web)
     # gzip outside the routes and the session middleware (pages, JSON, static files), never on
     # the streams (`compression.STREAMED_PATHS`).
     app.add_middleware(Compress)

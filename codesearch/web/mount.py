@@ -31,7 +31,9 @@ if TYPE_CHECKING:
 
 
 def install(app: FastAPI, *, web: WebContext) -> None:
-    """Mount the static files and every page router; `web` is the app's `WebContext`."""
+    """Mount the static files and every page router; `web` is the app's `WebContext` (kept as
+    ``app.state.web``, where the pages' dependencies read it: `codesearch.web.deps`)."""
+    app.state.web = web
     # Starlette runs the middleware added last first: sessions, then IAP, then the linking gate
     link_required.install(app, web)  # reads the user the session or IAP resolved
     iap.install(app, web)
