@@ -27,7 +27,7 @@ import sys
 from collections.abc import Callable
 
 from codesearch.cli import config, index, keys, search, serve, sync, users
-from codesearch.errors import CodesearchError
+from codesearch.errors import CodesearchError, InvalidEnvironmentVariable
 
 #: the subcommands, in the order ``codesearch --help`` lists them
 COMMANDS = (index, search, serve, users, keys, sync, config)
@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         environment.configure_logging()  # SOURCEBOT_LOG_LEVEL
-    except environment.InvalidEnvironmentVariable as e:
+    except InvalidEnvironmentVariable as e:
         print(f"codesearch: {e}", file=sys.stderr)
         return 2
     args = build_parser().parse_args(argv)

@@ -12,9 +12,10 @@ wire formats. `codesearch.llm.agent`: `ToolSet`, `run_agent`, `AgentResult`.
 """
 
 from codesearch.config.model_providers import SUPPORTED_PROVIDERS
+from codesearch.errors import ModelError
 from codesearch.llm.agent import SYSTEM_PROMPT, AgentResult, ToolSet, run_agent, system_prompt
 from codesearch.llm.client import ModelClient
-from codesearch.llm.spec import ModelError, ModelSpec, Reply, ToolCall
+from codesearch.llm.spec import ModelSpec, Reply, ToolCall
 
 __all__ = [
     "SUPPORTED_PROVIDERS",

@@ -77,11 +77,11 @@ from codesearch.config.model_providers import (
     missing_dependency,
 )
 from codesearch.config.tokens import resolve_reference
-from codesearch.errors import ConfigError
+from codesearch.errors import ConfigError, ModelError
 from codesearch.http_retry import backoff_seconds, retry_after_seconds, safe_url
 from codesearch.llm import sigv4
 from codesearch.llm.dialects import Dialect, anthropic_messages, bedrock_converse, chat_completions, gemini
-from codesearch.llm.spec import ModelError, ModelSpec, Reply, ToolCall
+from codesearch.llm.spec import ModelSpec, Reply, ToolCall
 from codesearch.llm.sse import StreamError
 from codesearch.redaction import Redactor
 

@@ -95,6 +95,7 @@ class AllowedHosts:
         """Loopback, the hosts of ``AUTH_URL`` and `public_urls`, and ``CODESEARCH_ALLOWED_HOSTS``
         (an entry that is not a host is an `InvalidEnvironmentVariable`: the service refuses to start)."""
         from codesearch import environment
+        from codesearch.errors import InvalidEnvironmentVariable
 
         environ = os.environ if environ is None else environ
         names, pairs, anything = set(LOOPBACK), set(), False
@@ -102,7 +103,7 @@ class AllowedHosts:
         if auth_url:
             host = split_host(urlsplit(auth_url).netloc.rpartition("@")[2])
             if host is None:
-                raise environment.InvalidEnvironmentVariable(
+                raise InvalidEnvironmentVariable(
                     environment.AUTH_URL, auth_url, "give the public base URL, e.g. https://search.example.com"
                 )
             names.add(host[0])
@@ -119,7 +120,7 @@ class AllowedHosts:
                 continue
             host = split_host(item)
             if host is None:
-                raise environment.InvalidEnvironmentVariable(
+                raise InvalidEnvironmentVariable(
                     ALLOWED_HOSTS,
                     raw,
                     "give host names, comma-separated: name (any port), name:port, [IPv6]:port, or * for any host",

@@ -17,6 +17,7 @@ the handlers call ``app.state.error_page(request, status, code, message)`` (set 
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from fastapi import Request
 from fastapi.exceptions import RequestValidationError
@@ -27,10 +28,15 @@ from codesearch.errors import CodesearchError, QueryParseError
 from codesearch.runtime import request_ids
 from codesearch.service.observability import loggable_path
 
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+    from starlette.responses import Response
+    from starlette.types import Scope
+
 log = logging.getLogger(__name__)
 
 
-def error_response(status: int, code: str, message: str, **extra) -> JSONResponse:
+def error_response(status: int, code: str, message: str, **extra: object) -> JSONResponse:
     return JSONResponse({"statusCode": status, "errorCode": code, "message": message, **extra}, status_code=status)
 
 
@@ -38,7 +44,7 @@ def error_response(status: int, code: str, message: str, **extra) -> JSONRespons
 API_PREFIXES = ("/api/", "/oauth/", "/.well-known/")
 
 
-def is_api_path(scope) -> bool:
+def is_api_path(scope: Scope) -> bool:
     """Whether the request's path (without the app's root path) belongs to the API."""
     path, root = scope.get("path") or "/", (scope.get("root_path") or "").rstrip("/")
     if root and (path == root or path.startswith(root + "/")):
@@ -57,10 +63,10 @@ def request_id(request: Request) -> str:
     return request_ids.current() or request.scope.get("state", {}).get("request_id") or ""
 
 
-def respond(request: Request, status: int, code: str, message: str, **extra):
+def respond(request: Request, status: int, code: str, message: str, **extra: object) -> Response:
     """The error as a page for a browser (`wants_html`), else as the JSON of docs/http-api.md#errors (plus `extra`
     fields, such as a parse error's ``position``)."""
-    response = None
+    response: Response | None = None
     page = getattr(getattr(request, "app", None), "state", None)
     page = getattr(page, "error_page", None)
     if page is not None and wants_html(request):
@@ -87,8 +93,8 @@ def unwrap(exc: BaseException) -> BaseException:
     """The original error inside a Ray task error (whose own message carries a traceback, pid
     and paths that must not reach a client)."""
     seen = 0
-    while getattr(exc, "cause", None) is not None and seen < 5:
-        exc, seen = exc.cause, seen + 1
+    while (cause := getattr(exc, "cause", None)) is not None and seen < 5:
+        exc, seen = cause, seen + 1
     return exc
 
 
@@ -98,29 +104,30 @@ def for_clients(exc: CodesearchError) -> bool:
     return exc.status_code < 500 or bool(getattr(exc, "expose", False))
 
 
-def install(app) -> None:
+def install(app: FastAPI) -> None:
     """Register the handlers that give every error the shape of docs/http-api.md#errors."""
 
     @app.exception_handler(RequestValidationError)
-    async def _invalid(request: Request, exc: RequestValidationError):
+    async def _invalid(request: Request, exc: RequestValidationError) -> Response:
         return respond(request, 400, "INVALID_REQUEST_BODY", _validation_message(exc))
 
     @app.exception_handler(CodesearchError)
-    async def _ours(request: Request, exc: CodesearchError):
-        exc = unwrap(exc)
-        if not for_clients(exc):
+    async def _ours(request: Request, raised: CodesearchError) -> Response:
+        exc = unwrap(raised)
+        if not isinstance(exc, CodesearchError) or not for_clients(exc):
             log.error("%s %s failed: %s", request.method, loggable_path(request.url.path), exc)
             return respond(request, 500, "UNEXPECTED_ERROR", "an unexpected error occurred")
         # A query that does not parse also says where (0-based character offset in the query),
         # so that a page can put a caret under it; the three fields of the error body are unchanged.
         extra = {"position": exc.position} if isinstance(exc, QueryParseError) else {}
         response = respond(request, exc.status_code, exc.error_code, str(exc), **extra)
-        if getattr(exc, "retry_after", None):
-            response.headers["Retry-After"] = str(exc.retry_after)
+        retry_after = getattr(exc, "retry_after", None)  # ServiceUnavailable, GitBusy
+        if retry_after:
+            response.headers["Retry-After"] = str(retry_after)
         return response
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(request: Request, exc: StarletteHTTPException):
+    async def _http(request: Request, exc: StarletteHTTPException) -> Response:
         if exc.status_code == 404:
             response = respond(
                 request, 404, "NOT_FOUND", f"no route {request.method} {loggable_path(request.url.path)}"
@@ -139,7 +146,7 @@ def install(app) -> None:
         return response
 
     @app.exception_handler(Exception)
-    async def _unexpected(request: Request, exc: Exception):
+    async def _unexpected(request: Request, exc: Exception) -> Response:
         cause = unwrap(exc)
         if isinstance(cause, CodesearchError):
             return await _ours(request, cause)

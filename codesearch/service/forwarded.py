@@ -101,7 +101,7 @@ def parse_networks(value: str) -> tuple[Network, ...]:
     """``CODESEARCH_TRUSTED_PROXIES``: comma-separated addresses and CIDR networks (blank: none).
     An entry that is neither is an `InvalidEnvironmentVariable`, so a typo does not silently
     trust nobody (or, worse, be read as something else)."""
-    from codesearch.environment import InvalidEnvironmentVariable
+    from codesearch.errors import InvalidEnvironmentVariable
 
     networks = []
     for item in (part.strip() for part in value.split(",")):

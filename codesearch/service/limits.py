@@ -27,11 +27,17 @@ from __future__ import annotations
 
 import json
 import time
+from typing import TYPE_CHECKING
 
 import anyio
 
 from codesearch.errors import NotAuthenticated
 from codesearch.service.proxy_body import SCOPE_KEY as BODY_AHEAD
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+    from codesearch.service.auth import Authenticator
 
 #: Bodies larger than this are refused (bytes). Search, MCP and form bodies are a few KB.
 MAX_BODY_BYTES = 1 << 20
@@ -44,7 +50,7 @@ SELF_AUTHENTICATED_PREFIXES = ("/api/webhooks/",)
 MCP_PATH = "/api/mcp"
 
 
-async def send_error(send, status: int, code: str, message: str, headers: dict[str, str] | None = None) -> None:
+async def send_error(send: Send, status: int, code: str, message: str, headers: dict[str, str] | None = None) -> None:
     """Send a complete JSON error response in the shape of docs/http-api.md#errors."""
     body = json.dumps({"statusCode": status, "errorCode": code, "message": message}).encode()
     raw = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
@@ -54,7 +60,7 @@ async def send_error(send, status: int, code: str, message: str, headers: dict[s
 
 
 class _Refused(Exception):
-    def __init__(self, status: int, code: str, message: str, challenge: str = "Bearer"):
+    def __init__(self, status: int, code: str, message: str, challenge: str = "Bearer") -> None:
         self.status, self.code, self.message, self.challenge = status, code, message, challenge
 
 
@@ -63,18 +69,22 @@ class RequestLimits:
     `auth.Authenticator` (None: no credentials are checked here)."""
 
     def __init__(
-        self, app, authenticator=None, max_body_bytes: int = MAX_BODY_BYTES, body_timeout_s: float = BODY_TIMEOUT_S
-    ):
+        self,
+        app: ASGIApp,
+        authenticator: Authenticator | None = None,
+        max_body_bytes: int = MAX_BODY_BYTES,
+        body_timeout_s: float = BODY_TIMEOUT_S,
+    ) -> None:
         self.app = app
         self.authenticator = authenticator
         self.max_body_bytes = max_body_bytes
         self.body_timeout_s = body_timeout_s
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        method = scope["method"].upper()
+        method: str = scope["method"].upper()
         path = route_path(scope)
         if path.rstrip("/") == MCP_PATH and method in ("GET", "DELETE"):
             await send_error(
@@ -102,7 +112,7 @@ class RequestLimits:
                 and path not in PUBLIC_API_PATHS
                 and not path.startswith(SELF_AUTHENTICATED_PREFIXES)
             ):
-                await self._identify(scope)
+                await self._identify(self.authenticator, scope)
             ahead = scope.get(BODY_AHEAD)
             if isinstance(ahead, bytes) and len(ahead) == declared:  # sent with the request by the proxy
                 if len(ahead) > self.max_body_bytes:
@@ -120,26 +130,25 @@ class RequestLimits:
             return
         await self.app(scope, _replay(body, receive), send)
 
-    async def _identify(self, scope) -> None:
+    async def _identify(self, authenticator: Authenticator, scope: Scope) -> None:
         from starlette.requests import Request
 
         request = Request(scope)
         try:
-            identity = await self.authenticator.identify_request_async(request)
+            identity = await authenticator.identify_request_async(request)
         except NotAuthenticated as e:
             # the MCP endpoint's 401 tells clients where to sign in with OAuth (RFC 9728)
-            challenge = (
-                self.authenticator.challenge(scope, e) if route_path(scope).rstrip("/") == MCP_PATH else "Bearer"
-            )
+            challenge = authenticator.challenge(scope, e) if route_path(scope).rstrip("/") == MCP_PATH else "Bearer"
             raise _Refused(e.status_code, e.error_code, str(e), challenge) from None
         scope.setdefault("state", {})["identity_checked"] = identity
 
-    async def _read_body(self, receive) -> bytes:
-        chunks, size = [], 0
+    async def _read_body(self, receive: Receive) -> bytes:
+        chunks: list[bytes] = []
+        size = 0
         deadline = time.monotonic() + self.body_timeout_s
         while True:
             left = deadline - time.monotonic()
-            message = None
+            message: Message | None = None
             if left > 0:
                 with anyio.move_on_after(left):
                     message = await receive()
@@ -149,7 +158,7 @@ class RequestLimits:
                 )
             if message["type"] == "http.disconnect":
                 raise _Refused(400, "INVALID_REQUEST_BODY", "the client disconnected before sending the whole body")
-            chunk = message.get("body", b"")
+            chunk: bytes = message.get("body", b"")
             size += len(chunk)
             if size > self.max_body_bytes:
                 raise _Refused(
@@ -160,15 +169,16 @@ class RequestLimits:
                 return b"".join(chunks)
 
 
-def route_path(scope) -> str:
+def route_path(scope: Scope) -> str:
     """The path the routes match: without the application's root (Serve's route prefix)."""
-    path, root = scope.get("path") or "/", (scope.get("root_path") or "").rstrip("/")
+    path: str = scope.get("path") or "/"
+    root: str = (scope.get("root_path") or "").rstrip("/")
     if root and (path == root or path.startswith(root + "/")):
         return path[len(root) :] or "/"
     return path
 
 
-def _content_length(scope) -> int | None:
+def _content_length(scope: Scope) -> int | None:
     for k, v in scope.get("headers") or ():
         if k == b"content-length":
             try:
@@ -178,11 +188,11 @@ def _content_length(scope) -> int | None:
     return None
 
 
-def _without_body(receive):
+def _without_body(receive: Receive) -> Receive:
     """A `receive` for a request whose body came in its scope: the copy of the body that
     reaches the replica the usual way is dropped, what follows (the disconnect) passed on."""
 
-    async def rest():
+    async def rest() -> Message:
         while True:
             message = await receive()
             if message.get("type") != "http.request":
@@ -191,11 +201,11 @@ def _without_body(receive):
     return rest
 
 
-def _replay(body: bytes, receive):
+def _replay(body: bytes, receive: Receive) -> Receive:
     """A `receive` that gives the app the body read already, then waits for the disconnect."""
     sent = False
 
-    async def replay():
+    async def replay() -> Message:
         nonlocal sent
         if not sent:
             sent = True

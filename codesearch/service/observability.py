@@ -30,9 +30,14 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING
 
 from codesearch.runtime import metrics, request_ids
+
+if TYPE_CHECKING:
+    from starlette.routing import BaseRoute
+    from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 UNMATCHED = "unmatched"
 #: Methods counted under their own name; any other is ``OTHER``.
@@ -57,11 +62,11 @@ class ObserveRequests:
     """The middleware (see the module docstring). `routes()` returns the app's routes (Starlette
     `BaseRoute`s), used only for requests that were answered before routing."""
 
-    def __init__(self, app, routes: Callable[[], Iterable] | None = None):
+    def __init__(self, app: ASGIApp, routes: Callable[[], Iterable[BaseRoute]] | None = None) -> None:
         self.app = app
         self.routes = routes
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -72,9 +77,9 @@ class ObserveRequests:
         # error raised in a middleware after the id is unbound (`errors.respond` names it there)
         scope.setdefault("state", {})["request_id"] = rid
         started = time.perf_counter()
-        status: int | str | None = None
+        status: int | None = None
 
-        async def send_with_id(message):
+        async def send_with_id(message: Message) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
@@ -109,10 +114,10 @@ class ProxyRequestIds:
     and on the way back, only the first ``X-Request-Id`` of the response is kept (the app's; the
     two carry the same id)."""
 
-    def __init__(self, app):
+    def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -121,9 +126,10 @@ class ProxyRequestIds:
             headers = [(k, v) for k, v in scope.get("headers") or () if k.lower() != _HEADER]
             scope = {**scope, "headers": headers + [(_HEADER, request_ids.new().encode())]}
 
-        async def send_one_id(message):
+        async def send_one_id(message: Message) -> None:
             if message["type"] == "http.response.start":
-                headers, seen = [], False
+                headers: list[tuple[bytes, bytes]] = []
+                seen = False
                 for k, v in message.get("headers") or ():
                     if k.lower() == _HEADER:
                         if seen:
@@ -136,7 +142,11 @@ class ProxyRequestIds:
         await self.app(scope, receive, send_one_id)
 
 
-def route_template(scope, routes: Callable[[], Iterable] | None = None, arrived: dict | None = None) -> str:
+def route_template(
+    scope: Scope,
+    routes: Callable[[], Iterable[BaseRoute]] | None = None,
+    arrived: Scope | None = None,
+) -> str:
     """The route template of a request (see the module docstring): the route Starlette matched,
     else the first of `routes()` that matches the request as it `arrived` (its scope before
     routing; default `scope`), else `UNMATCHED`."""
@@ -147,10 +157,10 @@ def route_template(scope, routes: Callable[[], Iterable] | None = None, arrived:
     return path if isinstance(path, str) and path else UNMATCHED
 
 
-def _match(scope, routes: Iterable):
+def _match(scope: Scope, routes: Iterable[BaseRoute]) -> BaseRoute | None:
     from starlette.routing import Match
 
-    partial = None
+    partial: BaseRoute | None = None
     for route in _flat(routes):
         try:
             match, _ = route.matches(scope)
@@ -163,7 +173,7 @@ def _match(scope, routes: Iterable):
     return partial
 
 
-def _flat(routes: Iterable):
+def _flat(routes: Iterable[BaseRoute]) -> Iterator[BaseRoute]:
     """The routes themselves: newer FastAPI releases keep a router included with
     ``include_router`` as one entry that holds its routes (``effective_route_contexts``), older
     ones copy its routes into the app's list. (Our routers have no path prefix, so a route's own
@@ -182,7 +192,9 @@ def method_label(method: str) -> str:
     return method if method in METHODS else "OTHER"
 
 
-def _header(scope, name: bytes) -> bytes | None:
+def _header(scope: Scope, name: bytes) -> bytes | None:
+    k: bytes
+    v: bytes
     for k, v in scope.get("headers") or ():
         if k.lower() == name:
             return v

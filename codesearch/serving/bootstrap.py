@@ -34,15 +34,20 @@ import os
 import re
 import time
 import uuid
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from codesearch import defaults
 from codesearch.sealed_env import SealedEnv
 from codesearch.serving.serve_settings import RUNTIME_DEPLOYMENT
 
 if TYPE_CHECKING:
+    from ray.actor import ActorHandle
     from ray.serve import Application
+
+    from codesearch.config.models import IdentityProvider
+    from codesearch.runtime.workers import RuntimeOptions
 
 log = logging.getLogger(__name__)
 
@@ -72,8 +77,8 @@ class ServiceSpec:
     database_url: str | None = field(default=None, repr=False)
     syncers: int | None = None
     indexers: int | None = None
-    runtime_resources: dict | None = None
-    searcher_resources: dict | None = None
+    runtime_resources: dict[str, float] | None = None
+    searcher_resources: dict[str, float] | None = None
     searcher_cpus: float = 0.0
     #: where searchers keep copies of their shards on their own node (``<dir>/<prefix>-searcher-<i>``),
     #: fetched through Ray from a shard source beside the indexers: for searchers on nodes that
@@ -84,7 +89,7 @@ class ServiceSpec:
     env: SealedEnv = SealedEnv()
     drain_timeout_s: float | None = None
 
-    def names(self) -> dict:
+    def names(self) -> dict[str, str]:
         return names(self.prefix)
 
 
@@ -95,7 +100,7 @@ class ServiceSpec:
 FORWARDED_PREFIXES = ("CODESEARCH_", "SOURCEBOT_")
 
 
-def forwarded_environment(environ, overridden=()) -> dict:
+def forwarded_environment(environ: Mapping[str, str], overridden: Iterable[str] = ()) -> dict[str, str]:
     """The variables of `environ` the service's processes must see as the builder sees them:
     those named ``CODESEARCH_*`` and ``SOURCEBOT_*`` (webhook secrets, ``SOURCEBOT_ENCRYPTION_KEY``,
     ``SOURCEBOT_LOG_LEVEL``, the ``CODESEARCH_OAUTH_*`` lifetimes), ``DATABASE_URL``, ``AUTH_URL`` (the
@@ -110,7 +115,7 @@ def forwarded_environment(environ, overridden=()) -> dict:
     return keep
 
 
-def names(prefix: str = DEFAULT_PREFIX) -> dict:
+def names(prefix: str = DEFAULT_PREFIX) -> dict[str, str]:
     """The actor names of the runtime `prefix`: scheduler, compactor, and the prefixes of the
     searchers and workers."""
     return {
@@ -122,7 +127,7 @@ def names(prefix: str = DEFAULT_PREFIX) -> dict:
     }
 
 
-def get_actor(name: str, namespace: str | None = None):
+def get_actor(name: str, namespace: str | None = None) -> ActorHandle[Any] | None:
     """The named actor `name` of `namespace` (default ``codesearch``), or None."""
     import ray
 
@@ -164,7 +169,7 @@ def _wait_names_free(spec: ServiceSpec, timeout_s: float) -> None:
         time.sleep(0.5)
 
 
-def start_runtime_actors(spec: ServiceSpec, options=None) -> dict:
+def start_runtime_actors(spec: ServiceSpec, options: RuntimeOptions | None = None) -> dict[str, Any]:
     """Start the runtime of `spec` as named actors owned by the calling process (they end with
     it): the scheduler (start-up cleanup and crash recovery first), the workers, the compactor,
     the searchers (told to the scheduler, which reloads them after every index change, and
@@ -183,7 +188,7 @@ def start_runtime_actors(spec: ServiceSpec, options=None) -> dict:
     n = spec.names()
     owner = f"runtime:{spec.prefix}:{uuid.uuid4().hex[:8]}"
     registry.ensure(owner, timeout_s=NAMES_FREE_S)  # first, owned by this process: it goes with the application
-    opts = {}
+    opts: dict[str, Any] = {}
     if spec.runtime_resources:
         opts["resources"] = {k: float(v) for k, v in spec.runtime_resources.items()}
 
@@ -196,7 +201,7 @@ def start_runtime_actors(spec: ServiceSpec, options=None) -> dict:
     worker_names = [f"{n['workers']}-sync-{i}" for i in range(n_sync)] + [
         f"{n['workers']}-index-{i}" for i in range(n_index)
     ]
-    workers = []
+    workers: list[Any] = []  # actor handles
     for name in worker_names:
         sync = "-sync-" in name
         workers += start_workers(
@@ -212,7 +217,7 @@ def start_runtime_actors(spec: ServiceSpec, options=None) -> dict:
     workers.append(start_compactor(spec.data_dir, name=n["compactor"], actor_options=opts, env=spec.env))
 
     index_dir = os.path.join(spec.data_dir, "index")
-    fetch = {}
+    fetch: dict[str, str] = {}
     if spec.searcher_data_dir:  # searchers without the data directory get the shards through Ray
         from codesearch.runtime.shard_copy import ShardSource
 
@@ -224,10 +229,11 @@ def start_runtime_actors(spec: ServiceSpec, options=None) -> dict:
             )
             .remote(index_dir)
         )
-        ray.get(source.ping.remote())
+        # Ray types a handle's methods as the class's own (no `.remote`)
+        ray.get(source.ping.remote())  # type: ignore[attr-defined]
         workers.append(source)
         fetch = {"copy_to": spec.searcher_data_dir, "source": n["shard_source"]}
-    searcher_opts = {"num_cpus": spec.searcher_cpus}
+    searcher_opts: dict[str, Any] = {"num_cpus": spec.searcher_cpus}
     if spec.searcher_resources:
         searcher_opts["resources"] = {k: float(v) for k, v in spec.searcher_resources.items()}
     pool = SearcherPool.create(
@@ -262,7 +268,7 @@ def start_runtime_actors(spec: ServiceSpec, options=None) -> dict:
     return {"scheduler": scheduler, "workers": workers, "searchers": pool, "record": record, "registry": owner}
 
 
-def stop_runtime_actors(runtime: dict, timeout_s: float = 15.0) -> None:
+def stop_runtime_actors(runtime: dict[str, Any], timeout_s: float = 15.0) -> None:
     """Stop what `start_runtime_actors` started: the scheduler's loop first (no refresh or job is
     started while the rest stops), then the workers (each finishes its job), then the searchers."""
     import ray
@@ -298,7 +304,7 @@ def stop_runtime_actors(runtime: dict, timeout_s: float = 15.0) -> None:
 class RuntimeOwner:
     """The body of the ``codesearch-runtime`` deployment (see the module docstring)."""
 
-    def __init__(self, spec: ServiceSpec):
+    def __init__(self, spec: ServiceSpec) -> None:
         from codesearch import environment
 
         spec.env.apply()  # first: everything below reads the environment
@@ -308,32 +314,33 @@ class RuntimeOwner:
         self._runtime = start_runtime_actors(spec)
         log.info("codesearch runtime %s started: %s", spec.prefix, self._runtime["record"])
 
-    def record(self) -> dict:
+    def record(self) -> dict[str, Any]:
         """Names, namespace, data directory of the runtime (for tools and tests)."""
         return dict(self._runtime["record"])
 
     def stop(self) -> None:
-        runtime, self._runtime = getattr(self, "_runtime", None), {}  # {} also when __init__ failed
+        runtime: dict[str, Any] | None = getattr(self, "_runtime", None)
+        self._runtime = {}  # {} also when __init__ failed
         if runtime:
             stop_runtime_actors(runtime)
             log.info("codesearch runtime %s stopped", self.spec.prefix)
 
-    def __del__(self):
+    def __del__(self) -> None:
         self.stop()
 
 
-def runtime_deployment(spec: ServiceSpec):
+def runtime_deployment(spec: ServiceSpec) -> Application:
     """The bound ``codesearch-runtime`` deployment of `spec`."""
     from ray import serve
 
     from codesearch.serving import serve_settings
 
     # the runtime_env holds Serve's switches only, never a secret: Ray logs it (`spec.env` carries the rest)
-    actor_options = {"num_cpus": 0, "runtime_env": {"env_vars": serve_settings.replica_env()}}
+    actor_options: dict[str, Any] = {"num_cpus": 0, "runtime_env": {"env_vars": serve_settings.replica_env()}}
     if spec.runtime_resources:
         actor_options["resources"] = {k: float(v) for k, v in spec.runtime_resources.items()}
+    # the decorator applied to the class (not the class as its first argument): the form Ray's types describe
     deployment = serve.deployment(
-        RuntimeOwner,
         name=RUNTIME_DEPLOYMENT,
         num_replicas=1,
         max_ongoing_requests=8,
@@ -341,7 +348,7 @@ def runtime_deployment(spec: ServiceSpec):
         graceful_shutdown_wait_loop_s=0.5,
         logging_config=serve_settings.logging_config(),
         ray_actor_options=actor_options,
-    )
+    )(RuntimeOwner)
     return deployment.bind(spec)
 
 
@@ -365,7 +372,7 @@ def application(spec: ServiceSpec) -> Application:
     )
 
 
-def _identity_providers(config_path: str) -> list:
+def _identity_providers(config_path: str) -> list[IdentityProvider]:
     """The config's `identityProviders` for the API replicas (none when the file cannot be read:
     the runtime reports that)."""
     from codesearch.config import load_config

@@ -33,6 +33,8 @@ never the deployment's ``runtime_env``, which Ray logs and shows in clear text
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from typing import Any
 
 from ray import serve
 
@@ -51,14 +53,14 @@ def _builder(
     name_prefix: str,
     searchers: int,
     public_url: str,
-    contexts: dict | None,
+    contexts: dict[str, Any] | None,
     data_dir: str | None,
     database_url: str | None,
     anonymous_access: bool,
     max_matches: int,
-    app_options: dict,
-):
-    def build():
+    app_options: dict[str, Any],
+) -> Callable[[], DrainGate]:
+    def build() -> DrainGate:
         lazy_receive.install()  # this replica asks the proxy for a request's messages only when the app does
         pool: dict[str, SearcherPool] = {}
 
@@ -127,17 +129,17 @@ def search_application(
     replicas: int = 1,
     max_ongoing_requests: int = MAX_ONGOING_REQUESTS,
     public_url: str = DEFAULT_PUBLIC_URL,
-    contexts: dict | None = None,
+    contexts: dict[str, Any] | None = None,
     data_dir: str | None = None,
     database_url: str | None = None,
     anonymous_access: bool | None = None,
     enable_public_access: bool = False,
     search_timeout_s: float | None = None,
-    limits: dict | None = None,
+    limits: dict[str, Any] | None = None,
     drain_timeout_s: float = DRAIN_TIMEOUT_S,
-    runtime=None,
+    runtime: serve.Application | None = None,
     env: SealedEnv | None = None,
-    identity_providers: list | None = None,
+    identity_providers: list[Any] | None = None,
 ) -> serve.Application:
     """A bound Serve application serving the HTTP API over the named searchers and `data_dir`'s
     store (`search_timeout_s` and `limits` as in `api.build_app`; `drain_timeout_s` as Serve's
@@ -155,22 +157,21 @@ def search_application(
         data_dir = os.path.abspath(data_dir)
     max_matches = max_match_count(os.environ)
 
-    app_options = {
+    app_options: dict[str, Any] = {
         "search_timeout_s": search_timeout_s,
         "limits": limits,
         "identity_providers": list(identity_providers or []),
     }
 
-    @serve.deployment(
-        name="codesearch-api",
-        num_replicas=replicas,
-        max_ongoing_requests=max_ongoing_requests,
-        graceful_shutdown_timeout_s=drain_timeout_s,
-        graceful_shutdown_wait_loop_s=SHUTDOWN_WAIT_LOOP_S,
-        logging_config=serve_settings.logging_config(),
-        ray_actor_options={"num_cpus": 0, "runtime_env": {"env_vars": serve_settings.replica_env()}},
-    )
-    @serve.ingress(
+    class CodesearchAPI:
+        def __init__(self, env: SealedEnv, runtime: object = None) -> None:
+            env.apply()  # first: the app is built after this constructor (Serve's ingress) and reads it
+            self.runtime = runtime  # held so the application owns it; the API finds the searchers by name
+            if runtime is not None:  # HTTP opens once searches can be answered (the runtime starts in seconds)
+                wait_for_searchers(name_prefix, searchers, RUNTIME_WAIT_S)
+
+    # the decorators applied as calls: a type checker keeps a decorated class's own type, which has no `bind`
+    ingress = serve.ingress(
         _builder(
             name_prefix,
             searchers,
@@ -183,12 +184,14 @@ def search_application(
             app_options,
         )
     )
-    class CodesearchAPI:
-        def __init__(self, env: SealedEnv, runtime=None):
-            env.apply()  # first: the app is built after this constructor (Serve's ingress) and reads it
-            self.runtime = runtime  # held so the application owns it; the API finds the searchers by name
-            if runtime is not None:  # HTTP opens once searches can be answered (the runtime starts in seconds)
-                wait_for_searchers(name_prefix, searchers, RUNTIME_WAIT_S)
-
+    deployment = serve.deployment(
+        name="codesearch-api",
+        num_replicas=replicas,
+        max_ongoing_requests=max_ongoing_requests,
+        graceful_shutdown_timeout_s=drain_timeout_s,
+        graceful_shutdown_wait_loop_s=SHUTDOWN_WAIT_LOOP_S,
+        logging_config=serve_settings.logging_config(),
+        ray_actor_options={"num_cpus": 0, "runtime_env": {"env_vars": serve_settings.replica_env()}},
+    )(ingress(CodesearchAPI))
     env = env or SealedEnv()
-    return CodesearchAPI.bind(env) if runtime is None else CodesearchAPI.bind(env, runtime)
+    return deployment.bind(env) if runtime is None else deployment.bind(env, runtime)

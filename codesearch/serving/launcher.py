@@ -140,7 +140,7 @@ def wait_first_sync(
 def drain_timeout_s(environ: Mapping[str, str] | None = None) -> float:
     """``CODESEARCH_DRAIN_TIMEOUT_S``: seconds the requests running at a stop may take (default
     `deployment.DRAIN_TIMEOUT_S`); anything but a number ≥ 0 is refused before anything starts."""
-    from codesearch.environment import InvalidEnvironmentVariable
+    from codesearch.errors import InvalidEnvironmentVariable
     from codesearch.serving.deployment import DRAIN_TIMEOUT_S
 
     raw = (os.environ if environ is None else environ).get(DRAIN_TIMEOUT_ENV, "").strip()
