@@ -193,7 +193,7 @@ def set_gauge(name: str, value: float, **tags: str) -> None:
 # ---------------------------------------------------------------- what each layer records
 
 
-def http_request(route: str, method: str, status: int, seconds: float) -> None:
+def http_request(route: str, method: str, status: int | str, seconds: float) -> None:
     tags = {"route": route, "method": method, "status": str(status)}
     inc("codesearch_http_requests", 1, **tags)
     observe("codesearch_http_request_seconds", seconds, **tags)

@@ -159,7 +159,7 @@ class Authenticator:
         #: where the MCP endpoint's 401 sends clients to sign in (the issuer, ``AUTH_URL``)
         self.oauth = oauth or oauth_server.OAuthSettings()
         #: called with every user identified here; may refuse them (`codesearch.sso.required`)
-        self.gate: Callable[[object], None] | None = None
+        self.gate: Callable[[User], None] | None = None
 
     @property
     def anonymous(self) -> bool:

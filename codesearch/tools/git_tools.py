@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import json
 
+from codesearch.errors import ToolInputError
 from codesearch.plurals import plural
 from codesearch.search.present import web_url
 from codesearch.store.models import Repo
 from codesearch.sync import repo_info
-from codesearch.tools.context import ToolContext, ToolInputError
+from codesearch.tools.context import ToolContext
 
 #: read_file: at most this many lines per call (docs/mcp-tools.md#read_file) ...
 READ_MAX_LINES = 500
