@@ -33,21 +33,29 @@ import functools
 import inspect
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
+from mcp.types import Tool, ToolAnnotations
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-from codesearch.errors import CodesearchError
+from codesearch.errors import CodesearchError, NotAuthenticated
 from codesearch.permissions import Identity
 from codesearch.service.allowed_hosts import AllowedHosts, mcp_transport_security
-from codesearch.service.auth import Authenticator, NotAuthenticated
-from codesearch.tools.catalog import TOOLS, ToolSpec, parameters
+from codesearch.service.auth import Authenticator
+from codesearch.tools.catalog import TOOLS
 from codesearch.tools.context import ToolContext
+from codesearch.tools.read_tools import ToolSpec, parameters
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+    from codesearch.service.audit import AuditLog
 
 log = logging.getLogger(__name__)
 
@@ -63,11 +71,11 @@ INSTRUCTIONS = (
 class CodesearchMCP(MCPServer):
     """`MCPServer` that hides ``ask_codebase`` while no language model is configured."""
 
-    def __init__(self, *args, has_models: Callable[[], bool], **kwargs):
+    def __init__(self, *args: Any, has_models: Callable[[], bool], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._has_models = has_models
 
-    async def list_tools(self):
+    async def list_tools(self) -> list[Tool]:
         tools = await super().list_tools()
         if any(t.name == "ask_codebase" for t in tools):
             has = await anyio.to_thread.run_sync(self._has_models)
@@ -79,12 +87,13 @@ class CodesearchMCP(MCPServer):
 def _identity(ctx: Context, authenticator: Authenticator) -> Identity:
     request = getattr(ctx.request_context, "request", None)
     state = getattr(request, "scope", {}).get("state") if request is not None else None
-    if isinstance(state, dict) and isinstance(state.get("identity"), Identity):
-        return state["identity"]
+    identity = state.get("identity") if isinstance(state, dict) else None
+    if isinstance(identity, Identity):
+        return identity
     return authenticator.identify_mcp(ctx.headers or {})  # a transport without our wrapper: check again
 
 
-def _progress_reporter(ctx: Context):
+def _progress_reporter(ctx: Context) -> Callable[[str], None]:
     """A callback for the tool's thread that sends MCP progress notifications on the request's
     event loop (counting steps; the SDK sends nothing unless the client gave a progress token)."""
     steps = iter(range(1, 1 << 30))
@@ -96,12 +105,15 @@ def _progress_reporter(ctx: Context):
 
 
 def _handler(
-    spec: ToolSpec, authenticator: Authenticator, make_context: Callable[[Identity], ToolContext], audit_log=None
-):
+    spec: ToolSpec,
+    authenticator: Authenticator,
+    make_context: Callable[[Identity], ToolContext],
+    audit_log: AuditLog | None = None,
+) -> Callable[..., Awaitable[str]]:
     """An async function with the tool's parameters (plus the SDK's `Context`) that runs the tool
     on a worker thread (tools block on git, the database and the searchers)."""
 
-    async def handler(ctx: Context, **kwargs):
+    async def handler(ctx: Context, **kwargs: Any) -> str:
         try:
             identity = _identity(ctx, authenticator)
             if audit_log is not None:
@@ -119,7 +131,8 @@ def _handler(
 
     params = parameters(spec)
     ctx_param = inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Context)
-    handler.__signature__ = inspect.Signature([ctx_param, *params], return_annotation=str)
+    # what the SDK reads for the tool's input schema (`inspect.signature` honours it; functions do not declare it)
+    handler.__dict__["__signature__"] = inspect.Signature([ctx_param, *params], return_annotation=str)
     handler.__annotations__ = {"ctx": Context, **{p.name: p.annotation for p in params}, "return": str}
     handler.__name__ = spec.name
     handler.__qualname__ = spec.name
@@ -133,7 +146,7 @@ def build_server(
     has_models: Callable[[], bool],
     *,
     version: str = "",
-    audit_log=None,
+    audit_log: AuditLog | None = None,
 ) -> CodesearchMCP:
     server = CodesearchMCP("codesearch", version=version, instructions=INSTRUCTIONS, has_models=has_models)
     for spec in TOOLS:
@@ -157,11 +170,11 @@ def build_server(
 class AuthenticatedEndpoint:
     """ASGI wrapper of the SDK's endpoint: 401 without credentials, the `Identity` in the state."""
 
-    def __init__(self, inner, authenticator: Authenticator):
+    def __init__(self, inner: ASGIApp, authenticator: Authenticator) -> None:
         self.inner = inner
         self.authenticator = authenticator
 
-    async def __call__(self, scope, receive, send):
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         try:
             identity = await anyio.to_thread.run_sync(self.authenticator.identify_mcp, headers)
@@ -186,13 +199,13 @@ class AuthenticatedEndpoint:
 
 
 def install(
-    app,
+    app: FastAPI,
     authenticator: Authenticator,
     make_context: Callable[[Identity], ToolContext],
     has_models: Callable[[], bool],
     *,
     version: str = "",
-    audit_log=None,
+    audit_log: AuditLog | None = None,
     allowed_hosts: AllowedHosts | None = None,
 ) -> CodesearchMCP:
     """Add ``/api/mcp`` to the FastAPI `app` and run the SDK's session manager in its lifespan;
@@ -204,7 +217,7 @@ def install(
         json_response=False,
         transport_security=mcp_transport_security(allowed_hosts or AllowedHosts.from_environ()),
     )
-    endpoint = next(r.endpoint for r in sdk_app.routes if getattr(r, "path", None) == MCP_PATH)
+    endpoint = next(r.endpoint for r in sdk_app.routes if isinstance(r, Route) and r.path == MCP_PATH)
     app.router.routes.append(
         Route(MCP_PATH, endpoint=AuthenticatedEndpoint(endpoint, authenticator), methods=["GET", "POST", "DELETE"])
     )
@@ -212,7 +225,7 @@ def install(
     previous = app.router.lifespan_context
 
     @contextlib.asynccontextmanager
-    async def lifespan(a):
+    async def lifespan(a: FastAPI) -> AsyncIterator[Any]:  # the state `previous` yields, if any
         async with server.session_manager.run(), previous(a) as state:
             yield state
 

@@ -43,12 +43,12 @@ from codesearch.errors import CodesearchError
 from codesearch.markup.code_refs import answer_html
 from codesearch.service import audit
 from codesearch.service.deps import Caller, ServicesDep
+from codesearch.store.models import Chat
 from codesearch.tools.ask import ask, chat_url
 from codesearch.tools.catalog import LanguageModelChoice
 from codesearch.tools.repos import language_models
 
 if TYPE_CHECKING:
-    from codesearch.store.models import Chat
     from codesearch.tools.ask_chat import Outcome, Prepared
     from codesearch.tools.context import ToolContext
 
@@ -161,6 +161,7 @@ async def chat_blocking(request: Request, body: ChatRequest, identity: Caller, s
     choice = body.languageModel.model_dump() if body.languageModel else None
 
     _text, chat, spec = await run_in_threadpool(ask, tc, body.query, body.repos, choice, body.visibility)
+    assert isinstance(chat, Chat), "ask returns the stored Chat"
     audit.record(request, identity, "chat.ask", body.query[:500], chat=chat.id, visibility=chat.visibility)
     return {
         "answer": chat.answer,
@@ -222,6 +223,7 @@ async def chat_stream(
     def fail(error: BaseException) -> list[dict[str, Any]]:
         if isinstance(error, CodesearchError):
             stored = getattr(error, "chat", None)  # a failed question is kept: say where
+            turn: int | None = getattr(error, "turn", None)  # set with `chat` (`errors.ModelError`)
             linked = (
                 []
                 if stored is None
@@ -231,7 +233,7 @@ async def chat_stream(
                         "data": {
                             "chatId": stored.id,
                             "chatUrl": chat_url(public_url, stored.id),
-                            "turn": error.turn,
+                            "turn": turn,
                             "visibility": stored.visibility,
                             "answerHtml": "",
                         },
@@ -264,7 +266,8 @@ async def chat_visibility(
             chat = None
         if chat is None or identity.anonymous or chat.user_id != identity.user_id:
             raise ChatNotFound(f"chat {chat_id!r} not found (only the user who asked may share a chat)")
-        return tc.store.set_chat_visibility(chat.id, body.visibility)
+        changed: Chat = tc.store.set_chat_visibility(chat.id, body.visibility)
+        return changed
 
     chat = await run_in_threadpool(change)
     audit.record(request, identity, "chat.share", chat.id, visibility=chat.visibility)

@@ -40,6 +40,8 @@ malformed), 400 ``INVALID_GIT_REF`` (malformed or unknown ref), 400 ``INVALID_RE
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Query, Request
 from starlette.concurrency import run_in_threadpool
 
@@ -56,12 +58,12 @@ MAX_FILES = 300
 MAX_DIFF_BYTES = 2_000_000
 
 
-def file_json(f: FileDiff) -> dict:
+def file_json(f: FileDiff) -> dict[str, Any]:
     """One file of a diff in Sourcebot's shape, with our status, binary flag and counts."""
     added, removed = history.file_stats(f)
-    hunks = []
+    hunks: list[dict[str, Any]] = []
     for h in f.hunks:
-        hunk = {
+        hunk: dict[str, Any] = {
             "oldRange": {"start": h.old_start, "lines": h.old_lines},
             "newRange": {"start": h.new_start, "lines": h.new_lines},
         }
@@ -81,10 +83,10 @@ def file_json(f: FileDiff) -> dict:
     }
 
 
-def blame_json(b: history.Blame) -> dict:
-    commits = {}
+def blame_json(b: history.Blame) -> dict[str, Any]:
+    commits: dict[str, dict[str, Any]] = {}
     for sha, c in b.commits.items():
-        item = {
+        item: dict[str, Any] = {
             "hash": c.hash,
             "date": c.date,
             "message": c.message,
@@ -102,7 +104,7 @@ def blame_json(b: history.Blame) -> dict:
     }
 
 
-def commit_json(c: history.CommitDetail) -> dict:
+def commit_json(c: history.CommitDetail) -> dict[str, Any]:
     return {
         **commit_summary_json(c),
         "parents": list(c.parents),
@@ -124,10 +126,10 @@ async def blame(
     repo: str = _repo_q,
     path: str = Query(..., max_length=4096, description="A file, relative to the repository root"),
     ref: str | None = Query(None, max_length=1024, description="Branch, tag or commit (default branch)"),
-) -> dict:
+) -> dict[str, Any]:
     audit.record(request, identity, "blame.read", f"{repo}:{path}", ref=ref)
 
-    def run():
+    def run() -> dict[str, Any]:
         tc = services.make_context(identity)
         row = tc.repo(repo)
         check_path(path)
@@ -156,10 +158,10 @@ async def commit(
     repo: str = _repo_q,
     ref: str = Query(..., min_length=1, max_length=1024, description="A commit, branch or tag"),
     path: str | None = Query(None, max_length=4096, description="Only changes to this file or directory"),
-) -> dict:
+) -> dict[str, Any]:
     audit.record(request, identity, "commit.read", repo, ref=ref)
 
-    def run():
+    def run() -> dict[str, Any]:
         tc = services.make_context(identity)
         row = tc.repo(repo)
         detail, files, truncated, total = history.commit_changes(
@@ -184,10 +186,10 @@ async def diff(
     base: str = Query(..., min_length=1, max_length=1024, description="The ref to diff from"),
     head: str = Query(..., min_length=1, max_length=1024, description="The ref to diff to"),
     path: str | None = Query(None, max_length=4096, description="Only changes to this file or directory"),
-) -> dict:
+) -> dict[str, Any]:
     audit.record(request, identity, "diff.read", repo, base=base, head=head)
 
-    def run():
+    def run() -> dict[str, Any]:
         tc = services.make_context(identity)
         row = tc.repo(repo)
         git_dir = tc.git_dir(row)

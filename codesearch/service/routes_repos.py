@@ -43,18 +43,22 @@ Every repo goes through `codesearch.permissions` (`visible_repos` / `can_see`).
 from __future__ import annotations
 
 import urllib.parse
-from typing import Annotated, Literal
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
 
 from codesearch import permissions
 from codesearch.errors import CodesearchError, RepositoryNotFound
-from codesearch.service.auth import Identity
+from codesearch.permissions import Identity
 from codesearch.service.deps import Caller, ServicesDep, StoreDep
 from codesearch.statuses import JobKind, JobState
 from codesearch.store.errors import NotFound
 from codesearch.tools.repos import MAX_PAGE, _compact, iso, page_of_repos, repo_json, repo_web_url  # noqa: F401
+
+if TYPE_CHECKING:
+    from codesearch.store import Connection, Job, Repo, Store
 
 MAX_PER_PAGE = 100
 _ACTIVE = JobState.active()
@@ -65,7 +69,7 @@ class InsufficientPermissions(CodesearchError):
     status_code = 403
 
 
-def job_json(job, connection_names: dict[int, str] | None = None) -> dict:
+def job_json(job: Job, connection_names: dict[int, str] | None = None) -> dict[str, Any]:
     return _compact(
         {
             "id": job.id,
@@ -120,17 +124,24 @@ def paging(
     sort: Literal["name", "pushed"] = Query("name"),
     direction: Literal["asc", "desc"] = Query("asc"),
     query: str | None = Query(None, max_length=1000, description="Substring of the repo name"),
-) -> dict:
+) -> dict[str, Any]:
     """The paging parameters of the repo listings."""
     return {"page": page, "per_page": perPage or per_page or 30, "sort": sort, "direction": direction, "query": query}
 
 
-Paging = Annotated[dict, Depends(paging)]
+Paging = Annotated[dict[str, Any], Depends(paging)]
 
 
-def _paged(request: Request, store, identity: Identity, p: dict, render) -> JSONResponse:
+def _paged(
+    request: Request,
+    store: Store | None,
+    identity: Identity,
+    p: dict[str, Any],
+    render: Callable[[Store | None, list[Repo]], list[dict[str, Any]]],
+) -> JSONResponse:
     """One page of the repos `identity` may see, as `render(store, rows)` shows them, with the
     ``X-Total-Count`` and ``Link`` headers."""
+    rows: list[Repo]
     if store is None:
         rows, total = [], 0
     else:
@@ -157,20 +168,22 @@ def _paged(request: Request, store, identity: Identity, p: dict, render) -> JSON
 
 
 @router.get("/api/repos")
-def list_repos(request: Request, p: Paging, identity: Caller, store: StoreDep, services: ServicesDep):
+def list_repos(request: Request, p: Paging, identity: Caller, store: StoreDep, services: ServicesDep) -> JSONResponse:
     public_url = services.public_url
     return _paged(request, store, identity, p, lambda store, rows: [repo_json(x, public_url) for x in rows])
 
 
-def _status_of(store, rows) -> list[dict]:
+def _status_of(store: Store | None, rows: list[Repo]) -> list[dict[str, Any]]:
     """`GET /api/repos/status`'s items: each repo's index status and queued or running index job."""
-    active = {}
+    if store is None:  # an app without a state database lists no repos
+        return []
+    active: dict[int | None, Job] = {}
     for state in _ACTIVE:
         for job in store.list_jobs(kind="index", state=state, limit=10_000):
             active.setdefault(job.repo_id, job)
-    out = []
+    out: list[dict[str, Any]] = []
     for x in rows:
-        job = active.get(x.id)
+        queued = active.get(x.id)
         out.append(
             _compact(
                 {
@@ -183,7 +196,7 @@ def _status_of(store, rows) -> list[dict]:
                     "orphanedAt": iso(x.orphaned_at),
                     "indexedRevisions": x.indexed_revisions or {},
                     "connections": store.connections_for_repo(x.id),
-                    "job": job_json(job) if job is not None else None,
+                    "job": job_json(queued) if queued is not None else None,
                 }
             )
         )
@@ -191,7 +204,7 @@ def _status_of(store, rows) -> list[dict]:
 
 
 @router.get("/api/repos/status")
-def repos_status(request: Request, p: Paging, identity: Caller, store: StoreDep):
+def repos_status(request: Request, p: Paging, identity: Caller, store: StoreDep) -> JSONResponse:
     return _paged(request, store, identity, p, _status_of)
 
 
@@ -210,11 +223,21 @@ def list_connections(
 ) -> JSONResponse:
     every = sorted(store.list_connections(), key=lambda c: c.name) if store is not None else []
     rows = every[(page - 1) * perPage : page * perPage]
-    active: dict[int, list] = {}
+    out = _connection_items(store, identity, rows) if store is not None and rows else []
+    headers = {"X-Total-Count": str(len(every))}
+    link = link_header(_base_url(request), page, perPage, len(every), {})
+    if link:
+        headers["Link"] = link
+    return JSONResponse({"connections": out}, headers=headers)
+
+
+def _connection_items(store: Store, identity: Identity, rows: list[Connection]) -> list[dict[str, Any]]:
+    """`GET /api/connections`' items: `rows` with their repo counts and sync jobs."""
+    active: dict[int | None, list[Job]] = {}
     for state in _ACTIVE:
-        for job in store.list_jobs(kind="sync", state=state, limit=10_000) if rows else ():
+        for job in store.list_jobs(kind="sync", state=state, limit=10_000):
             active.setdefault(job.connection_id, []).append(job)
-    out = []
+    out: list[dict[str, Any]] = []
     for c in rows:
         if permissions.visible_repos(identity) is None:
             _, count = store.list_repos(per_page=1, connection=c.name)
@@ -254,11 +277,7 @@ def list_connections(
                 ),
             }
         )
-    headers = {"X-Total-Count": str(len(every))}
-    link = link_header(_base_url(request), page, perPage, len(every), {})
-    if link:
-        headers["Link"] = link
-    return JSONResponse({"connections": out}, headers=headers)
+    return out
 
 
 @router.get("/api/jobs")
@@ -268,11 +287,11 @@ def list_jobs(
     state: JobState | None = Query(None),
     kind: JobKind | None = Query(None),
     limit: int = Query(100, ge=1, le=1000),
-) -> list[dict]:
+) -> list[dict[str, Any]]:
     if store is None:
         return []
     states = (state,) if state else _ACTIVE
-    jobs = []
+    jobs: list[Job] = []
     for s in states:
         jobs += store.list_jobs(kind=kind, state=s, limit=limit)
     allowed = permissions.visible_repos(identity)
@@ -293,7 +312,7 @@ def reindex(repo_id: int, identity: Caller, store: StoreDep) -> JSONResponse:
             row = store.get_repo(repo_id)
         except NotFound:
             row = None
-    if row is None or not permissions.can_see(identity, row):
+    if store is None or row is None or not permissions.can_see(identity, row):
         raise RepositoryNotFound(f"repository {repo_id} not found")
     job = store.enqueue_index_job(row.id, force=True, rebuild=True)  # asked for: rebuilt even if unchanged
     return JSONResponse(job_json(job), status_code=202)

@@ -47,7 +47,7 @@ import json
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
-from typing import Annotated
+from typing import Annotated, Any, Protocol, TypeVar, runtime_checkable
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, StreamingResponse
@@ -63,7 +63,7 @@ from codesearch.app.search import (  # noqa: F401  (max_match_count, SearchReque
     start_search,
     unwrap,
 )
-from codesearch.errors import CodesearchError, InvalidRequestBody
+from codesearch.errors import CodesearchError, InvalidRequestBody, ServiceUnavailable
 from codesearch.permissions import Identity, visible_repos
 from codesearch.search.options import SearchOptions
 from codesearch.search.protocol import PartialStream
@@ -71,6 +71,7 @@ from codesearch.service import audit
 from codesearch.service.deps import Caller, app_services
 
 log = logging.getLogger(__name__)
+M = TypeVar("M", bound=BaseModel)
 
 
 class ExplainRequest(BaseModel):
@@ -83,7 +84,7 @@ class ExplainRequest(BaseModel):
     isCaseSensitivityEnabled: StrictBool = False
 
 
-async def json_body(request: Request, model: type[BaseModel]):
+async def json_body(request: Request, model: type[M]) -> M:
     """The request body as `model`: JSON whatever the content type (as Sourcebot reads it), with
     an `InvalidRequestBody` that says what is wrong and where."""
     raw = await request.body()
@@ -113,12 +114,14 @@ async def explain_body(request: Request) -> ExplainRequest:
     return await json_body(request, ExplainRequest)
 
 
-def _sse(payload) -> bytes:
+def _sse(payload: str | dict[str, Any]) -> bytes:
     data = payload if isinstance(payload, str) else json.dumps(payload, separators=(",", ":"))
     return f"data: {data}\n\n".encode()
 
 
-async def sse(events: AsyncGenerator[dict, None], on_close: Callable[[], None] | None = None) -> AsyncIterator[bytes]:
+async def sse(
+    events: AsyncGenerator[dict[str, Any], None], on_close: Callable[[], None] | None = None
+) -> AsyncIterator[bytes]:
     """`events` (`search_events`) as Server-Sent Events: one ``data:`` line each, then
     ``data: [DONE]``. Closing it closes `events` (which stops the searchers) and calls `on_close`
     (`StartedSearch.abandon`), also when it is closed before `events` started."""
@@ -132,20 +135,31 @@ async def sse(events: AsyncGenerator[dict, None], on_close: Callable[[], None] |
             on_close()
 
 
-def stream_events(stream: PartialStream, options: SearchOptions, identity: Identity, **kwargs) -> AsyncIterator[bytes]:
+def stream_events(
+    stream: PartialStream, options: SearchOptions, identity: Identity, **kwargs: Any
+) -> AsyncIterator[bytes]:
     """The SSE byte chunks of one streamed search (`search_events`' arguments); closing them
     stops the `stream`'s searchers still at work."""
     return sse(search_events(stream, options, identity, **kwargs), stream.abandon)
 
 
-def _body_schema(model: type[BaseModel]) -> dict:
+def _body_schema(model: type[BaseModel]) -> dict[str, Any]:
     """The OpenAPI request body of a route that reads its body itself (`json_body`)."""
     return {"requestBody": {"required": True, "content": {"application/json": {"schema": model.model_json_schema()}}}}
 
 
 async def search_settings(request: Request) -> SearchSettings:
     """The app's `SearchSettings` (a typed dependency, read through `deps.app_services`)."""
-    return app_services(request).search
+    settings = app_services(request).search
+    assert settings is not None, "api.build_app gives every app its SearchSettings"
+    return settings
+
+
+@runtime_checkable
+class Explainer(Protocol):
+    """A searcher that explains queries (`runtime.searchers.SearcherPool`)."""
+
+    def explain(self, query: str, options: SearchOptions) -> dict[str, Any]: ...
 
 
 Settings = Annotated[SearchSettings, Depends(search_settings)]
@@ -154,7 +168,7 @@ router = APIRouter()
 
 
 @router.post("/api/search", response_class=JSONResponse, openapi_extra=_body_schema(SearchRequest))
-async def search(request: Request, identity: Caller, body: Body, settings: Settings):
+async def search(request: Request, identity: Caller, body: Body, settings: Settings) -> JSONResponse:
     audit.record(
         request, identity, "search", body.query, regex=body.isRegexEnabled, caseSensitive=body.isCaseSensitivityEnabled
     )
@@ -175,7 +189,7 @@ async def search(request: Request, identity: Caller, body: Body, settings: Setti
         }
     },
 )
-async def stream_search(request: Request, identity: Caller, body: Body, settings: Settings):
+async def stream_search(request: Request, identity: Caller, body: Body, settings: Settings) -> StreamingResponse:
     audit.record(
         request,
         identity,
@@ -194,7 +208,9 @@ async def stream_search(request: Request, identity: Caller, body: Body, settings
 
 
 @router.post("/api/explain", openapi_extra=_body_schema(ExplainRequest))
-def explain(identity: Caller, body: Annotated[ExplainRequest, Depends(explain_body)], settings: Settings) -> dict:
+def explain(
+    identity: Caller, body: Annotated[ExplainRequest, Depends(explain_body)], settings: Settings
+) -> dict[str, Any]:
     """The parsed query, its plan (each leaf's trigram query) and, per shard, how many
     documents the posting lists leave as candidates and what that cost (nothing is verified)."""
     options = SearchOptions(
@@ -204,7 +220,10 @@ def explain(identity: Caller, body: Annotated[ExplainRequest, Depends(explain_bo
         contexts=contexts_for(settings.get_store, settings.contexts, body.query),
         visible_repos=visible_repos(identity),
     )
+    searcher: object = settings.get_searcher()
+    if not isinstance(searcher, Explainer):  # no searchers yet, or ones that cannot explain
+        raise ServiceUnavailable("this service has no searchers that explain queries")
     try:
-        return settings.get_searcher().explain(body.query, options)
+        return searcher.explain(body.query, options)
     except CodesearchError as e:
         raise unwrap(e) from None

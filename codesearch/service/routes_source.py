@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import os
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Query, Request
 
@@ -39,6 +40,9 @@ from codesearch.search.present import external_url, web_url
 from codesearch.service import audit
 from codesearch.service.deps import Caller, ServicesDep, StoreDep
 from codesearch.sync import repo_info
+
+if TYPE_CHECKING:
+    from codesearch.store import Repo
 
 # the git access lives in codesearch.git (paths, objects); these names are re-exported for existing importers
 __all__ = [
@@ -55,9 +59,9 @@ __all__ = [
 ]
 
 
-def source_json(repo, path: str, ref: str, data: bytes, public_url: str) -> dict:
+def source_json(repo: Repo, path: str, ref: str, data: bytes, public_url: str) -> dict[str, Any]:
     info = repo_info(repo)
-    out = {}
+    out: dict[str, Any] = {}
     binary = is_binary(data)
     if not binary:
         out["source"] = data.decode("utf-8", "replace")
@@ -79,7 +83,7 @@ def source_json(repo, path: str, ref: str, data: bytes, public_url: str) -> dict
     return {k: v for k, v in out.items() if v is not None}
 
 
-def _default_ref(repo) -> str:
+def _default_ref(repo: Repo) -> str:
     return repo.default_branch or "HEAD"
 
 
@@ -105,7 +109,7 @@ def source(
     repo: str = Query(..., min_length=1, max_length=1000, description="Repository name"),
     path: str = Query(..., max_length=4096, description="File path, relative to the repository root"),
     ref: str | None = Query(None, max_length=1024, description="Branch, tag or commit (default branch)"),
-) -> dict:
+) -> dict[str, Any]:
     if ref is not None:
         check_ref(ref)
     check_path(path)

@@ -26,16 +26,17 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from fastapi import APIRouter, Query
 from starlette.concurrency import run_in_threadpool
 
 from codesearch.app.search import visible_repo_names
 from codesearch.errors import CodesearchError, InvalidRequestBody
-from codesearch.permissions import visible_repos
+from codesearch.permissions import Identity, filter_search_response, visible_repos
 from codesearch.search.hints import POPULAR, language_names
 from codesearch.search.options import SearchOptions
-from codesearch.service.auth import Identity, filter_search_response
 from codesearch.service.deps import Caller, Services, ServicesDep
 
 KINDS = ("repo", "lang", "context", "file", "sym")
@@ -45,7 +46,7 @@ MAX_Q = 200
 SUGGEST_TIMEOUT_S = 2.0
 
 
-def _rank_names(names, q: str, limit: int, first=()) -> list[str]:
+def _rank_names(names: Iterable[str], q: str, limit: int, first: Sequence[str] = ()) -> list[str]:
     """Names containing `q`: those in `first` that start with it, then the others that start
     with it (or whose last segment does), then the rest; each group in the given order."""
     want = q.lower()
@@ -72,18 +73,21 @@ def _rank_names(names, q: str, limit: int, first=()) -> list[str]:
 router = APIRouter()
 
 
-def _search_as(services: Services, identity: Identity, query: str, limit: int) -> list[dict]:
+def _search_as(services: Services, identity: Identity, query: str, limit: int) -> list[dict[str, Any]]:
     options = SearchOptions(
         matches=max(limit * 4, 20), context_lines=0, visible_repos=visible_repos(identity), timeout_s=SUGGEST_TIMEOUT_S
     )
+    get_searcher = services.get_searcher
+    assert get_searcher is not None, "api.build_app gives every app its get_searcher"
     try:
-        resp = services.get_searcher().search(query, options=options)
+        resp: dict[str, Any] = get_searcher().search(query, options=options)
     except CodesearchError:
         return []
-    return filter_search_response(identity, resp).get("files", [])
+    files: list[dict[str, Any]] = filter_search_response(identity, resp).get("files", [])
+    return files
 
 
-def _suggest(services: Services, identity: Identity, kind: str, q: str, limit: int) -> list[dict]:
+def _suggest(services: Services, identity: Identity, kind: str, q: str, limit: int) -> list[dict[str, Any]]:
     get_store = services.get_store
     if kind == "repo":
         names = visible_repo_names(get_store, identity) or []
@@ -94,21 +98,21 @@ def _suggest(services: Services, identity: Identity, kind: str, q: str, limit: i
             for n in _rank_names(language_names(), q, limit, first=POPULAR)
         ]
     if kind == "context":
-        names = set((services.contexts or {}).keys())
-        store = get_store() if get_store else None
-        described = {}
+        context_names = set((services.contexts or {}).keys())
+        store = get_store()
+        described: dict[str, str] = {}
         if store is not None:
             for ctx in store.list_search_contexts():
-                names.add(ctx.name)
+                context_names.add(ctx.name)
                 described[ctx.name] = ctx.description or ""
         return [
             {"value": n, "label": n, "detail": described.get(n) or "search context"}
-            for n in _rank_names(sorted(names), q, limit)
+            for n in _rank_names(sorted(context_names), q, limit)
         ]
     if not q:
         return []
-    out: list[dict] = []
-    seen: set = set()
+    out: list[dict[str, Any]] = []
+    seen: set[tuple[str, str] | str] = set()
     if kind == "file":
         for f in _search_as(services, identity, f"file:{_quoted_regex(re.escape(q))}", limit):
             path = f["fileName"]["text"]
@@ -139,7 +143,7 @@ async def suggest_route(
     q: str = Query("", description="what the user typed after the prefix"),
     kind: str = Query(..., description="repo, lang, context, file or sym"),
     limit: int = Query(10, description="at most this many suggestions (1-50)"),
-) -> dict:
+) -> dict[str, Any]:
     if kind not in KINDS:
         raise InvalidRequestBody(f"kind: must be one of {', '.join(KINDS)}, not {kind!r}")
     if len(q) > MAX_Q:

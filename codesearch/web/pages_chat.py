@@ -32,9 +32,9 @@ from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import HTMLResponse
 from starlette.concurrency import run_in_threadpool
 
+from codesearch.errors import NotAuthenticated
 from codesearch.markup.code_refs import answer_html, visible_names
 from codesearch.service import audit
-from codesearch.service.auth import NotAuthenticated
 from codesearch.service.deps import ServicesDep, StoreDep
 from codesearch.service.routes_chat import ChatNotFound
 from codesearch.web.deps import PageCaller, WebDep
@@ -221,7 +221,7 @@ async def chat_page(chat_id: str, request: Request, services: ServicesDep) -> HT
     return await run_in_threadpool(render_chat, request, chat, tc)
 
 
-def shows_only_visible_repos(tc, chat) -> bool:
+def shows_only_visible_repos(tc: ToolContext, chat: Chat) -> bool:
     """Whether a research session names only repositories the viewer may read (its questions,
     the tools' arguments and outputs, the answers, follow-ups included). A shared session whose research touched a
     repository the viewer may not read is not shown to them at all, like a missing one: the
