@@ -39,7 +39,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
 from starlette.concurrency import run_in_threadpool
 
-from codesearch.errors import CodesearchError
+from codesearch.errors import ChatNotFound, CodesearchError
 from codesearch.markup.code_refs import answer_html
 from codesearch.service import audit
 from codesearch.service.deps import Caller, ServicesDep
@@ -60,11 +60,6 @@ class ChatRequest(BaseModel):
     repos: list[StrictStr] | None = Field(None, max_length=100)
     languageModel: LanguageModelChoice | None = None  # noqa: N815
     visibility: Literal["PRIVATE", "PUBLIC"] | None = None
-
-
-class ChatNotFound(CodesearchError):
-    error_code = "NOT_FOUND"
-    status_code = 404
 
 
 class MessagePart(BaseModel):
@@ -114,7 +109,7 @@ class VisibilityRequest(BaseModel):
 
 def question_of(body: StreamChatRequest) -> str:
     """The text of the request's last message, which must be the user's question."""
-    from codesearch.tools.context import ToolInputError
+    from codesearch.errors import ToolInputError
 
     last = body.messages[-1]
     if last.role != "user":
@@ -129,7 +124,7 @@ def question_of(body: StreamChatRequest) -> str:
 
 def scope_repos(tc: ToolContext, scopes: list[SearchScope]) -> list[str] | None:
     """The repository names of `scopes` (a ``reposet`` is a search context of the config)."""
-    from codesearch.tools.context import ToolInputError
+    from codesearch.errors import ToolInputError
 
     names: list[str] = []
     for scope in scopes:

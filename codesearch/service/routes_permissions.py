@@ -12,8 +12,8 @@ from typing import Any
 
 from fastapi import APIRouter
 
+from codesearch.errors import InsufficientPermissions
 from codesearch.service.deps import Caller, StoreDep
-from codesearch.service.routes_repos import InsufficientPermissions
 from codesearch.tools.repos import iso
 
 router = APIRouter()

@@ -50,7 +50,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
 
 from codesearch import permissions
-from codesearch.errors import CodesearchError, RepositoryNotFound
+from codesearch.errors import InsufficientPermissions, RepositoryNotFound
 from codesearch.permissions import Identity
 from codesearch.service.deps import Caller, ServicesDep, StoreDep
 from codesearch.statuses import JobKind, JobState
@@ -62,11 +62,6 @@ if TYPE_CHECKING:
 
 MAX_PER_PAGE = 100
 _ACTIVE = JobState.active()
-
-
-class InsufficientPermissions(CodesearchError):
-    error_code = "INSUFFICIENT_PERMISSIONS"
-    status_code = 403
 
 
 def job_json(job: Job, connection_names: dict[int, str] | None = None) -> dict[str, Any]:
