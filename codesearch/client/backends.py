@@ -30,10 +30,10 @@ from codesearch.search.options import SearchOptions
 if TYPE_CHECKING:
     import httpx
 
+    from codesearch.app.context import ToolContext
     from codesearch.index.sources import RepoInfo
     from codesearch.permissions import Identity
     from codesearch.search.engine import Searcher
-    from codesearch.tools.context import ToolContext
 
 #: A ``POST /api/search`` (or ``/api/explain``) response body.
 Response = dict[str, Any]
@@ -153,7 +153,7 @@ class StoreData:
     def _tc(self) -> ToolContext:
         """A tool context for the repository lookups of the tools (`repo`, `git_dir`, `default_ref`):
         searches go to the back end, never through it."""
-        from codesearch.tools.context import ToolContext
+        from codesearch.app.context import ToolContext
 
         return ToolContext(store=self.store, search_fn=_no_search, data_dir=self.data_dir, identity=self.identity)
 

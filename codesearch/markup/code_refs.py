@@ -27,7 +27,7 @@ from codesearch.markup.markdown import _build
 from codesearch.markup.urls import browse_url
 
 if TYPE_CHECKING:
-    from codesearch.tools.context import ToolContext
+    from codesearch.app.context import ToolContext
 
 #: ``<repo>/<path>:<line>[-<end>]``: at least one slash, no spaces.
 REF = re.compile(r"(?<![\w/.@~+-])((?:[\w.@~+-]+/)+[\w.@~+-]+):(\d{1,7})(?:-L?(\d{1,7}))?(?![\w])")

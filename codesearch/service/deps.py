@@ -31,10 +31,10 @@ from codesearch.service.auth import API_KEY_SCHEME, BEARER_SCHEME
 from codesearch.store import Store
 
 if TYPE_CHECKING:
+    from codesearch.app.context import ToolContext
     from codesearch.app.search import SearchSettings
     from codesearch.service.audit import AuditLog
     from codesearch.service.auth import Authenticator
-    from codesearch.tools.context import ToolContext
 
 
 @dataclass

@@ -49,8 +49,8 @@ from codesearch.tools.catalog import LanguageModelChoice
 from codesearch.tools.repos import language_models
 
 if TYPE_CHECKING:
+    from codesearch.app.context import ToolContext
     from codesearch.tools.ask_chat import Outcome, Prepared
-    from codesearch.tools.context import ToolContext
 
 
 class ChatRequest(BaseModel):

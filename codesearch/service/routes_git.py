@@ -26,7 +26,7 @@ from typing import Any
 from fastapi import APIRouter, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
-from codesearch.git.commits import list_commits
+from codesearch.app.git_reads import list_commits
 from codesearch.git.paths import check_dir, check_ref
 from codesearch.git.trees import list_tree
 from codesearch.service import audit
@@ -116,18 +116,8 @@ async def commits(
 
     def run() -> dict[str, Any]:
         tc = services.make_context(identity)
-        row = tc.repo(repo)
-        use_ref = check_ref(ref) if ref is not None else tc.default_ref(row)
         found, total = list_commits(
-            tc.git_dir(row),
-            use_ref,
-            query=query or None,
-            since=since or None,
-            until=until or None,
-            author=author or None,
-            path=path or None,
-            page=page,
-            per_page=perPage,
+            tc, repo, ref, query=query, since=since, until=until, author=author, path=path, page=page, per_page=perPage
         )
         response.headers["X-Total-Count"] = str(total)
         link = link_header(

@@ -72,8 +72,8 @@ from codesearch.service.observability import ObserveRequests
 from codesearch.service.security_headers import SecurityHeaders
 
 if TYPE_CHECKING:
+    from codesearch.app.context import ToolContext
     from codesearch.store import Store
-    from codesearch.tools.context import ToolContext
 
 log = logging.getLogger(__name__)
 
@@ -172,7 +172,7 @@ def build_app(
         return {"version": _version()}
 
     def make_context(identity: permissions.Identity) -> ToolContext:
-        from codesearch.tools.context import ToolContext
+        from codesearch.app.context import ToolContext
 
         searcher = get_searcher()
         return ToolContext(

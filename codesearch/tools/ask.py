@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from codesearch.app.context import ToolContext
 from codesearch.errors import ToolInputError
 from codesearch.llm.agent import run_agent
 from codesearch.llm.client import ModelClient, ModelError, ModelSpec
 from codesearch.statuses import ChatStatus
 from codesearch.tools.budget import ANSWER_BUDGET, fit_text
-from codesearch.tools.context import ToolContext
 
 if TYPE_CHECKING:
     import httpx

@@ -27,12 +27,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from codesearch.app.context import ToolContext
 from codesearch.errors import ChatNotFound, ToolInputError
 from codesearch.llm.agent import run_agent
 from codesearch.llm.client import ModelClient, ModelError, ModelSpec
 from codesearch.statuses import ChatStatus
 from codesearch.tools.ask import choose_model
-from codesearch.tools.context import ToolContext
 
 if TYPE_CHECKING:
     import httpx

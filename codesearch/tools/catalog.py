@@ -19,9 +19,9 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from codesearch.app.context import ToolContext
 from codesearch.tools import repos
 from codesearch.tools.ask import ask_codebase as run_ask
-from codesearch.tools.context import ToolContext
 from codesearch.tools.read_tools import (  # noqa: F401  (the catalog's names for them)
     READ_TOOLS,
     CatalogToolSet,

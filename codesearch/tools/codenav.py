@@ -28,8 +28,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from codesearch.app.context import ToolContext
 from codesearch.errors import ToolInputError
-from codesearch.tools.context import ToolContext
 from codesearch.tools.search_tools import literal_regex as regex_literal
 from codesearch.tools.search_tools import quote as _quoted
 

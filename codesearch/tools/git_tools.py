@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import json
 
+from codesearch.app.context import ToolContext
+from codesearch.app.git_reads import list_commits as list_commits_as
+from codesearch.app.git_reads import read_file as read_file_at
 from codesearch.errors import ToolInputError
 from codesearch.plurals import plural
 from codesearch.search.present import web_url
 from codesearch.store.models import Repo
 from codesearch.sync import repo_info
-from codesearch.tools.context import ToolContext
 
 #: read_file: at most this many lines per call (docs/mcp-tools.md#read_file) ...
 READ_MAX_LINES = 500
@@ -36,16 +38,11 @@ def _file_url(tc: ToolContext, row: Repo, ref: str, path: str) -> str:
 def read_file(
     tc: ToolContext, repo: str, path: str, ref: str | None = None, offset: int | None = None, limit: int | None = None
 ) -> str:
-    from codesearch.git.objects import is_binary, read_blob
-    from codesearch.git.paths import check_path, check_ref
-
-    row = tc.repo(repo)
-    path = check_path(path.lstrip("/") if path.startswith("/") and not path.startswith("//") else path)
-    use_ref = check_ref(ref) if ref is not None else tc.default_ref(row)
-    data, _commit = read_blob(tc.git_dir(row), use_ref, path)
-    if is_binary(data):
-        raise ToolInputError(f"{path} is a binary file ({len(data)} bytes); read_file shows text files only")
-    lines = data.decode("utf-8", "replace").splitlines()
+    f = read_file_at(tc, repo, path.lstrip("/") if path.startswith("/") and not path.startswith("//") else path, ref)
+    row, path, use_ref = f.repo, f.path, f.ref
+    if f.is_binary:
+        raise ToolInputError(f"{path} is a binary file ({len(f.data)} bytes); read_file shows text files only")
+    lines = f.text.splitlines()
     total = len(lines)
     start = offset or 1
     if total == 0:
@@ -138,9 +135,7 @@ def list_commits(
     path: str | None = None,
 ) -> str:  # noqa: N803
     from codesearch.errors import InvalidArgument
-    from codesearch.git.commits import list_commits as git_list_commits
     from codesearch.git.dates import parse_when
-    from codesearch.git.paths import check_ref
 
     for name, value in (("since", since), ("until", until)):
         if value:
@@ -148,18 +143,8 @@ def list_commits(
                 parse_when(value)
             except InvalidArgument as e:
                 raise ToolInputError(f"{name}: {e}") from None
-    row = tc.repo(repo)
-    use_ref = check_ref(ref) if ref is not None else tc.default_ref(row)
-    commits, total = git_list_commits(
-        tc.git_dir(row),
-        use_ref,
-        query=query or None,
-        since=since or None,
-        until=until or None,
-        author=author or None,
-        path=path or None,
-        page=page,
-        per_page=perPage,
+    commits, total = list_commits_as(
+        tc, repo, ref, query=query, since=since, until=until, author=author, path=path, page=page, per_page=perPage
     )
     return json.dumps(
         {

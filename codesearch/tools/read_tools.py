@@ -28,9 +28,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
+from codesearch.app.context import ToolContext
 from codesearch.errors import CodesearchError
 from codesearch.tools import budget, git_tools, repos, search_tools
-from codesearch.tools.context import ToolContext
 
 log = logging.getLogger(__name__)
 

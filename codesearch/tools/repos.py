@@ -10,8 +10,8 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from codesearch import permissions
+from codesearch.app.context import ToolContext
 from codesearch.permissions import Identity
-from codesearch.tools.context import ToolContext
 
 if TYPE_CHECKING:
     from codesearch.store import Store

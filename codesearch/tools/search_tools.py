@@ -20,11 +20,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from codesearch.app.context import ToolContext
 from codesearch.errors import ToolInputError
 from codesearch.globs import glob_to_regex
 from codesearch.plurals import plural
 from codesearch.store.models import Repo
-from codesearch.tools.context import ToolContext
 
 MAX_LINE_CHARS = 2000
 #: matching lines shown per file (the count in the header is of lines shown)

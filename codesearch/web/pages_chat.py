@@ -41,8 +41,8 @@ from codesearch.web.sessions import login_redirect
 from codesearch.web.templating import render
 
 if TYPE_CHECKING:
+    from codesearch.app.context import ToolContext
     from codesearch.store.models import Chat
-    from codesearch.tools.context import ToolContext
 
 MAX_SCOPE_REPOS = 2000
 MAX_LISTED_CHATS = 200

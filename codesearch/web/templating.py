@@ -32,13 +32,13 @@ from codesearch.web.assets import STATIC_DIR, TEMPLATES_DIR, current_version, st
 from codesearch.web.modules import imports_of
 
 if TYPE_CHECKING:
+    from codesearch.app.context import ToolContext
     from codesearch.permissions import Identity
     from codesearch.service.auth import Authenticator
     from codesearch.service.deps import Services
     from codesearch.sso.iap import IapSignIn
     from codesearch.sso.providers import Provider
     from codesearch.store import Store
-    from codesearch.tools.context import ToolContext
 
 _env = Environment(
     loader=FileSystemLoader(TEMPLATES_DIR), autoescape=select_autoescape(["html"]), trim_blocks=True, lstrip_blocks=True

@@ -167,17 +167,6 @@ def test_errors_codes_and_pickle(error, code, status):
     assert type(again) is type(error) and str(again) == str(error)
 
 
-def test_routes_source_still_exports_the_git_helpers():
-    from codesearch.git import objects, paths
-    from codesearch.service import routes_source
-
-    for name in ("RepositoryNotFound", "FileNotFound", "InvalidGitRef", "check_path", "check_ref", "git_dir_of",
-                 "read_blob", "is_binary"):
-        home = errors if name in ("RepositoryNotFound", "FileNotFound", "InvalidGitRef") else (
-            objects if name in ("read_blob", "is_binary") else paths)
-        assert getattr(routes_source, name) is getattr(home, name)
-
-
 # ---------------------------------------------------------------------- refs and blobs
 
 

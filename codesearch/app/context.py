@@ -61,7 +61,7 @@ class ToolContext:
     def repo(self, name: str) -> Repo:
         """The repo row named `name` (its full name, host included), if the caller may see it."""
         name = (name or "").strip()
-        row: Repo | None = self.store.find_repo(name) if name else None
+        row: Repo | None = self.store.find_repo(name) if name and self.store is not None else None
         if row is None or not self.may_see(row):
             raise RepositoryNotFound(
                 f"repository {name!r} not found: give the full name including the host "
