@@ -17,9 +17,10 @@ from tests.import_graph import ROOT, graph, modules, package_of, strongly_connec
 GRAPH = graph()
 
 #: What each layer may NOT import (packages under ``codesearch.``): the layers, bottom to top, are the
-#: engine (index, query, search) and the stores and config; the runtime (Ray actors) and the tools; the
-#: application layer (`codesearch.app`); the HTTP service; the web UI; serving (composition and Ray
-#: Serve lifecycle) and the front ends (cli, client).
+#: engine (index, query, search) and the stores and config; the runtime (Ray actors); the application
+#: layer (`codesearch.app`: the caller's context, search and git reads as a caller); the front doors that
+#: call it (the MCP tools, the HTTP service, the web UI); serving (composition and Ray Serve lifecycle)
+#: and the front ends (cli, client).
 FORBIDDEN = {
     "index": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli", "store", "sso", "llm"},
     "query": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli", "store", "sso", "llm"},
@@ -28,7 +29,7 @@ FORBIDDEN = {
     "store": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli"},
     "runtime": {"service", "web", "serving", "app", "client", "cli"},
     "tools": {"service", "web", "serving", "client", "cli"},
-    "app": {"service", "web", "serving", "client", "cli"},
+    "app": {"tools", "service", "web", "serving", "client", "cli"},
     "service": {"web", "serving", "client", "cli"},
     "web": {"serving", "client", "cli"},
     "markup": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli"},
