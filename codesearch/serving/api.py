@@ -42,9 +42,10 @@ from fastapi import APIRouter, Depends, FastAPI
 
 from codesearch import environment, permissions
 from codesearch.app.search import SearchSettings, max_match_count
+from codesearch.errors import ServiceUnavailable
 from codesearch.git import slots as git_slots
 from codesearch.runtime import request_ids
-from codesearch.search.options import DEFAULT_PUBLIC_URL
+from codesearch.search.options import DEFAULT_PUBLIC_URL, SearchOptions
 from codesearch.service import (
     allowed_hosts,
     audit,
@@ -174,10 +175,17 @@ def build_app(
     def make_context(identity: permissions.Identity) -> ToolContext:
         from codesearch.app.context import ToolContext
 
-        searcher = get_searcher()
+        def search(query: str, options: SearchOptions) -> dict[str, Any]:
+            # the searchers are reached only when a tool searches: a git read needs none
+            searcher = get_searcher()
+            if searcher is None:
+                raise ServiceUnavailable("this service has no searchers")
+            result: dict[str, Any] = searcher.search(query, options=options)
+            return result
+
         return ToolContext(
             store=get_store(),
-            search_fn=searcher.search,
+            search_fn=search,
             identity=identity,
             data_dir=data_dir,
             public_url=public_url,
