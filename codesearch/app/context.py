@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from codesearch.errors import CodesearchError, RepositoryNotFound, ToolInputError  # noqa: F401  (ToolInputError: the tools' name for it)
+from codesearch.errors import RepositoryNotFound
 from codesearch.permissions import Identity, can_see, filter_search_response, visible_repos
 from codesearch.search.options import DEFAULT_PUBLIC_URL, SearchOptions
 from codesearch.store.models import Repo

@@ -7,12 +7,12 @@ importing this module has registered every kind.
 """
 
 from codesearch.hosts import azuredevops, bitbucket, generic, gerrit, gitea, github, gitlab  # noqa: F401
-from codesearch.hosts.base import _ADAPTERS, Adapter
+from codesearch.hosts.base import ADAPTERS, Adapter
 
 
 def adapter_for(kind: str) -> Adapter:
     """The listing function for a connection type (ValueError for a type no adapter registered)."""
     try:
-        return _ADAPTERS[kind]
+        return ADAPTERS[kind]
     except KeyError:
         raise ValueError(f"unknown connection type {kind!r}") from None

@@ -80,7 +80,8 @@ class ListResult:
 
 
 Adapter = Callable[..., ListResult]
-_ADAPTERS: dict[str, Adapter] = {}
+#: every registered adapter by connection type (look one up with `adapters.adapter_for`, which has imported them all)
+ADAPTERS: dict[str, Adapter] = {}
 
 #: A kind's listing version, bumped when its adapter starts to list the same config differently
 #: (names, display names, ...): the store then sees its connections as changed, so each is listed
@@ -95,7 +96,7 @@ def listing_version(kind: str) -> int:
 
 def register(kind: str) -> Callable[[Adapter], Adapter]:
     def deco(fn: Adapter) -> Adapter:
-        _ADAPTERS[kind] = fn
+        ADAPTERS[kind] = fn
         return fn
 
     return deco

@@ -53,11 +53,10 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictStr, ValidationError
 
-from codesearch.app.search import (  # noqa: F401  (max_match_count, SearchRequest: the service's names for them)
+from codesearch.app.search import (
     SearchRequest,
     SearchSettings,
     contexts_for,
-    max_match_count,
     run_search,
     search_events,
     start_search,

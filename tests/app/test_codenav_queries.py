@@ -11,7 +11,7 @@ import pytest
 from codesearch.query import ast
 from codesearch.query.parser import parse
 from codesearch.tools import codenav
-from codesearch.app.context import ToolInputError
+from codesearch.errors import ToolInputError
 from codesearch.web.codenav import highlight_terms
 
 NAMES = ["shout", "Widget", "operator+", "a.b", "$scope", "x\\y", 'say"hi"', "(paren", "or", "-dash", "sym:x",

@@ -53,9 +53,9 @@ def ls_remote(url: str, user: str, password: str) -> subprocess.CompletedProcess
 
 
 def test_adapters_are_registered():
-    assert base._ADAPTERS["github"] is list_github
-    assert base._ADAPTERS["gitlab"] is list_gitlab
-    assert base._ADAPTERS["gitea"] is list_gitea
+    assert base.ADAPTERS["github"] is list_github
+    assert base.ADAPTERS["gitlab"] is list_gitlab
+    assert base.ADAPTERS["gitea"] is list_gitea
 
 
 # ---------------------------------------------------------------------------------------------
