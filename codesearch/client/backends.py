@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     import httpx
 
     from codesearch.app.context import ToolContext
+    from codesearch.git.commits import Commit as GitCommit
     from codesearch.index.sources import RepoInfo
     from codesearch.permissions import Identity
     from codesearch.search.engine import Searcher
@@ -44,7 +45,21 @@ class RepoData(Protocol):
 
     def repos(self, query: str | None, page: int, per_page: int, sort: str, direction: str) -> list[Repo]: ...
 
-    def locate(self, repo: str) -> tuple[str, str]: ...
+    def read_file(self, repo: str, path: str, ref: str | None) -> FileContent: ...
+
+    def tree(self, repo: str, path: str, ref: str | None, depth: int, max_entries: int) -> list[TreeEntry]: ...
+
+    def commits(
+        self,
+        repo: str,
+        ref: str | None,
+        query: str | None,
+        since: str | None,
+        until: str | None,
+        author: str | None,
+        page: int,
+        per_page: int,
+    ) -> list[Commit]: ...
 
     def close(self) -> None: ...
 
@@ -176,11 +191,36 @@ class StoreData:
             for r in rows
         ]
 
-    def locate(self, repo: str) -> tuple[str, str]:
-        """(git dir, default ref) of `repo`."""
-        tc = self._tc()
-        row = tc.repo(repo)
-        return tc.git_dir(row), tc.default_ref(row)
+    def read_file(self, repo: str, path: str, ref: str | None) -> FileContent:
+        """The file as the caller reads it through every front door (`app.git_reads.read_file`)."""
+        from codesearch.app import git_reads
+
+        f = git_reads.read_file(self._tc(), repo, path, ref)
+        return _file_content(repo, path, f.ref, f.data)
+
+    def tree(self, repo: str, path: str, ref: str | None, depth: int, max_entries: int) -> list[TreeEntry]:
+        from codesearch.app import git_reads
+
+        listing = git_reads.list_tree(self._tc(), repo, path, ref, depth=depth, max_entries=max_entries)
+        return [TreeEntry(e.path, e.is_dir, e.depth) for e in listing.entries]
+
+    def commits(
+        self,
+        repo: str,
+        ref: str | None,
+        query: str | None,
+        since: str | None,
+        until: str | None,
+        author: str | None,
+        page: int,
+        per_page: int,
+    ) -> list[Commit]:
+        from codesearch.app import git_reads
+
+        found, _total = git_reads.list_commits(
+            self._tc(), repo, ref, query=query, since=since, until=until, author=author, page=page, per_page=per_page
+        )
+        return [_commit(c) for c in found]
 
     def close(self) -> None:
         self.store.close()
@@ -226,65 +266,21 @@ class IndexData:
         head = (info.branches or ["HEAD"])[0]
         return git_dir_of(path), head.removeprefix("refs/heads/")
 
-    def close(self) -> None:
-        pass
-
-
-def read_file(data: RepoData, repo: str, path: str, ref: str | None) -> FileContent:
-    from codesearch.git.objects import is_binary, read_blob
-    from codesearch.index.language import detect
-
-    git_dir, default = data.locate(repo)
-    use_ref = ref or default
-    blob, _commit = read_blob(git_dir, use_ref, path)
-    if is_binary(blob):
-        raise CodesearchError(f"{path} is a binary file ({len(blob)} bytes)")
-    return FileContent(repo, path, use_ref, blob.decode("utf-8", "replace"), detect(path, blob))
-
-
-def tree(data: RepoData, repo: str, path: str, ref: str | None, depth: int, max_entries: int) -> list[TreeEntry]:
-    from codesearch.git.paths import check_dir
-    from codesearch.git.trees import list_tree
-
-    git_dir, default = data.locate(repo)
-    entries, _truncated = list_tree(git_dir, ref or default, check_dir(path), depth=depth, max_entries=max_entries)
-    return [TreeEntry(e.path, e.is_dir, e.depth) for e in entries]
-
-
-def commits(
-    data: RepoData,
-    repo: str,
-    ref: str | None,
-    query: str | None,
-    since: str | None,
-    until: str | None,
-    author: str | None,
-    page: int,
-    per_page: int,
-) -> list[Commit]:
-    from codesearch.git.commits import list_commits
-
-    git_dir, default = data.locate(repo)
-    found, _total = list_commits(
-        git_dir, ref or default, query=query, since=since, until=until, author=author, page=page, per_page=per_page
-    )
-    return [Commit(c.hash, c.date, c.message, c.author_name, c.author_email, c.body, tuple(c.refs)) for c in found]
-
-
-class GitDataMixin:
-    """repos / read_file / tree / commits of a back end that reads the data itself (`_data()`)."""
-
-    def _data(self) -> RepoData:
-        raise NotImplementedError
-
-    def repos(self, query: str | None, page: int, per_page: int, sort: str, direction: str) -> list[Repo]:
-        return self._data().repos(query, page, per_page, sort, direction)
-
     def read_file(self, repo: str, path: str, ref: str | None) -> FileContent:
-        return read_file(self._data(), repo, path, ref)
+        from codesearch.git.objects import read_blob
+
+        git_dir, default = self.locate(repo)
+        use_ref = ref or default
+        blob, _commit = read_blob(git_dir, use_ref, path)
+        return _file_content(repo, path, use_ref, blob)
 
     def tree(self, repo: str, path: str, ref: str | None, depth: int, max_entries: int) -> list[TreeEntry]:
-        return tree(self._data(), repo, path, ref, depth, max_entries)
+        from codesearch.git.paths import check_dir
+        from codesearch.git.trees import list_tree
+
+        git_dir, default = self.locate(repo)
+        entries, _truncated = list_tree(git_dir, ref or default, check_dir(path), depth=depth, max_entries=max_entries)
+        return [TreeEntry(e.path, e.is_dir, e.depth) for e in entries]
 
     def commits(
         self,
@@ -297,7 +293,58 @@ class GitDataMixin:
         page: int,
         per_page: int,
     ) -> list[Commit]:
-        return commits(self._data(), repo, ref, query, since, until, author, page, per_page)
+        from codesearch.git.commits import list_commits
+
+        git_dir, default = self.locate(repo)
+        found, _total = list_commits(
+            git_dir, ref or default, query=query, since=since, until=until, author=author, page=page, per_page=per_page
+        )
+        return [_commit(c) for c in found]
+
+    def close(self) -> None:
+        pass
+
+
+def _file_content(repo: str, path: str, ref: str, blob: bytes) -> FileContent:
+    from codesearch.git.objects import is_binary
+    from codesearch.index.language import detect
+
+    if is_binary(blob):
+        raise CodesearchError(f"{path} is a binary file ({len(blob)} bytes)")
+    return FileContent(repo, path, ref, blob.decode("utf-8", "replace"), detect(path, blob))
+
+
+def _commit(c: GitCommit) -> Commit:
+    return Commit(c.hash, c.date, c.message, c.author_name, c.author_email, c.body, tuple(c.refs))
+
+
+class GitDataMixin:
+    """repos / read_file / tree / commits of a back end that reads the data itself (`_data()`)."""
+
+    def _data(self) -> RepoData:
+        raise NotImplementedError
+
+    def repos(self, query: str | None, page: int, per_page: int, sort: str, direction: str) -> list[Repo]:
+        return self._data().repos(query, page, per_page, sort, direction)
+
+    def read_file(self, repo: str, path: str, ref: str | None) -> FileContent:
+        return self._data().read_file(repo, path, ref)
+
+    def tree(self, repo: str, path: str, ref: str | None, depth: int, max_entries: int) -> list[TreeEntry]:
+        return self._data().tree(repo, path, ref, depth, max_entries)
+
+    def commits(
+        self,
+        repo: str,
+        ref: str | None,
+        query: str | None,
+        since: str | None,
+        until: str | None,
+        author: str | None,
+        page: int,
+        per_page: int,
+    ) -> list[Commit]:
+        return self._data().commits(repo, ref, query, since, until, author, page, per_page)
 
 
 # ---------------------------------------------------------------------- back ends

@@ -30,9 +30,10 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
 from starlette.concurrency import run_in_threadpool
 
+from codesearch.app import git_reads
+from codesearch.app.context import ToolContext
 from codesearch.errors import FileNotFound
 from codesearch.git.paths import check_dir, check_ref
-from codesearch.git.trees import list_tree
 from codesearch.permissions import Identity
 from codesearch.service import audit
 from codesearch.service.deps import Caller, Services, ServicesDep
@@ -68,8 +69,10 @@ def _node(name: str, path: str, kind: str) -> dict[str, Any]:
     return {"name": name, "path": path, "type": kind, "children": []}
 
 
-def build_tree(git_dir: str, ref: str, paths: list[str]) -> dict[str, Any]:
+def build_tree(tc: ToolContext, repo: str, ref: str, paths: list[str]) -> dict[str, Any]:
     """The root plus every directory of `paths` (and its parents) expanded one level."""
+    row = tc.repo(repo)
+    ref = check_ref(ref)
     root = _node("root", "", "tree")
     nodes: dict[str, dict[str, Any]] = {"": root}
     wanted = [""]
@@ -85,12 +88,12 @@ def build_tree(git_dir: str, ref: str, paths: list[str]) -> dict[str, Any]:
             raise FileNotFound(f"path {under!r} is a file, not a directory, at {ref}")
         if node["children"]:
             continue
-        entries, truncated = list_tree(git_dir, ref, under, depth=1, max_entries=MAX_TREE_ENTRIES)
-        for e in sorted(entries, key=lambda e: (not e.is_dir, e.name.lower(), e.name)):
+        listing = git_reads.list_tree(tc, row, under, ref, depth=1, max_entries=MAX_TREE_ENTRIES)
+        for e in sorted(listing.entries, key=lambda e: (not e.is_dir, e.name.lower(), e.name)):
             child = _node(e.name, e.path, "tree" if e.is_dir else "blob")
             node["children"].append(child)
             nodes[e.path] = child
-        if truncated:
+        if listing.truncated:
             node["truncated"] = True
     return {"tree": root}
 
@@ -133,9 +136,6 @@ async def tree(request: Request, identity: Caller, services: ServicesDep) -> dic
     audit.record(request, identity, "tree.read", body.repoName, ref=body.revisionName)
 
     def run() -> dict[str, Any]:
-        tc = services.make_context(identity)
-        row = tc.repo(body.repoName)
-        ref = check_ref(body.revisionName)
-        return build_tree(tc.git_dir(row), ref, body.paths)
+        return build_tree(services.make_context(identity), body.repoName, body.revisionName, body.paths)
 
     return await run_in_threadpool(run)

@@ -26,9 +26,7 @@ from typing import Any
 from fastapi import APIRouter, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
-from codesearch.app.git_reads import list_commits
-from codesearch.git.paths import check_dir, check_ref
-from codesearch.git.trees import list_tree
+from codesearch.app.git_reads import list_commits, list_tree
 from codesearch.service import audit
 from codesearch.service.deps import Caller, ServicesDep
 from codesearch.service.routes_repos import _base_url, link_header
@@ -68,27 +66,24 @@ async def tree(
     audit.record(request, identity, "tree.read", f"{repo}:{path}", ref=ref)
 
     def run() -> dict[str, Any]:
-        tc = services.make_context(identity)
-        row = tc.repo(repo)
-        under = check_dir(path)
-        use_ref = check_ref(ref) if ref is not None else tc.default_ref(row)
-        entries, truncated = list_tree(
-            tc.git_dir(row),
-            use_ref,
-            under,
+        tree = list_tree(
+            services.make_context(identity),
+            repo,
+            path,
+            ref,
             depth=depth,
             max_entries=maxEntries,
             include_files=includeFiles,
             include_dirs=includeDirectories,
         )
         return {
-            "repo": row.name,
-            "ref": use_ref,
-            "path": under,
-            "truncated": truncated,
+            "repo": tree.repo.name,
+            "ref": tree.ref,
+            "path": tree.path,
+            "truncated": tree.truncated,
             "entries": [
                 {"path": e.path, "name": e.name, "type": "tree" if e.is_dir else "blob", "depth": e.depth}
-                for e in entries
+                for e in tree.entries
             ],
         }
 

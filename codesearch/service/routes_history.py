@@ -45,10 +45,9 @@ from typing import Any
 from fastapi import APIRouter, Query, Request
 from starlette.concurrency import run_in_threadpool
 
+from codesearch.app import git_reads
 from codesearch.git import history
-from codesearch.git.diff import FileDiff, count_files, diff_objects
-from codesearch.git.objects import resolve_commit
-from codesearch.git.paths import check_path, check_ref, check_scope
+from codesearch.git.diff import FileDiff
 from codesearch.service import audit
 from codesearch.service.deps import Caller, ServicesDep
 from codesearch.service.routes_git import commit_summary_json
@@ -130,16 +129,13 @@ async def blame(
     audit.record(request, identity, "blame.read", f"{repo}:{path}", ref=ref)
 
     def run() -> dict[str, Any]:
-        tc = services.make_context(identity)
-        row = tc.repo(repo)
-        check_path(path)
-        use_ref = check_ref(ref) if ref is not None else tc.default_ref(row)
-        b = history.blame(tc.git_dir(row), use_ref, path)
+        at = git_reads.blame(services.make_context(identity), repo, path, ref)
+        b = at.blame
         out = {
             **blame_json(b),
-            "repo": row.name,
+            "repo": at.repo.name,
             "path": path,
-            "ref": use_ref,
+            "ref": at.ref,
             "commit": b.commit,
             "truncated": b.truncated,
         }
@@ -162,16 +158,14 @@ async def commit(
     audit.record(request, identity, "commit.read", repo, ref=ref)
 
     def run() -> dict[str, Any]:
-        tc = services.make_context(identity)
-        row = tc.repo(repo)
-        detail, files, truncated, total = history.commit_changes(
-            tc.git_dir(row), check_ref(ref), path=path, max_files=MAX_FILES, max_bytes=MAX_DIFF_BYTES
+        c = git_reads.commit_changes(
+            services.make_context(identity), repo, ref, path=path, max_files=MAX_FILES, max_bytes=MAX_DIFF_BYTES
         )
         return {
-            **commit_json(detail),
-            "files": [file_json(f) for f in files],
-            "truncated": truncated,
-            "totalFiles": total,
+            **commit_json(c.detail),
+            "files": [file_json(f) for f in c.files],
+            "truncated": c.truncated,
+            "totalFiles": c.total_files,
         }
 
     return await run_in_threadpool(run)
@@ -190,23 +184,18 @@ async def diff(
     audit.record(request, identity, "diff.read", repo, base=base, head=head)
 
     def run() -> dict[str, Any]:
-        tc = services.make_context(identity)
-        row = tc.repo(repo)
-        git_dir = tc.git_dir(row)
-        scope = check_scope(path)
-        old = resolve_commit(git_dir, check_ref(base))
-        new = resolve_commit(git_dir, check_ref(head))
-        files, truncated = diff_objects(git_dir, old, new, scope=scope, max_files=MAX_FILES, max_bytes=MAX_DIFF_BYTES)
-        total = count_files(git_dir, old, new, scope=scope) if truncated else len(files)
+        d = git_reads.diff(
+            services.make_context(identity), repo, base, head, path=path, max_files=MAX_FILES, max_bytes=MAX_DIFF_BYTES
+        )
         return {
-            "repo": row.name,
+            "repo": d.repo.name,
             "base": base,
             "head": head,
-            "baseCommit": old,
-            "headCommit": new,
-            "files": [file_json(f) for f in files],
-            "truncated": truncated,
-            "totalFiles": total,
+            "baseCommit": d.base_commit,
+            "headCommit": d.head_commit,
+            "files": [file_json(f) for f in d.files],
+            "truncated": d.truncated,
+            "totalFiles": d.total_files,
         }
 
     return await run_in_threadpool(run)

@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import json
 
+from codesearch.app import git_reads
 from codesearch.app.context import ToolContext
-from codesearch.app.git_reads import list_commits as list_commits_as
-from codesearch.app.git_reads import read_file as read_file_at
 from codesearch.errors import ToolInputError
 from codesearch.plurals import plural
 from codesearch.search.present import web_url
@@ -38,7 +37,9 @@ def _file_url(tc: ToolContext, row: Repo, ref: str, path: str) -> str:
 def read_file(
     tc: ToolContext, repo: str, path: str, ref: str | None = None, offset: int | None = None, limit: int | None = None
 ) -> str:
-    f = read_file_at(tc, repo, path.lstrip("/") if path.startswith("/") and not path.startswith("//") else path, ref)
+    f = git_reads.read_file(
+        tc, repo, path.lstrip("/") if path.startswith("/") and not path.startswith("//") else path, ref
+    )
     row, path, use_ref = f.repo, f.path, f.ref
     if f.is_binary:
         raise ToolInputError(f"{path} is a binary file ({len(f.data)} bytes); read_file shows text files only")
@@ -84,23 +85,19 @@ def list_tree(
     includeDirectories: bool = True,
     maxEntries: int = 1000,
 ) -> str:  # noqa: N803
-    from codesearch.git.paths import check_dir, check_ref
-    from codesearch.git.trees import list_tree as git_list_tree
-
-    row = tc.repo(repo)
-    under = check_dir(path)
-    use_ref = check_ref(ref) if ref is not None else tc.default_ref(row)
     if not includeFiles and not includeDirectories:
         raise ToolInputError("includeFiles and includeDirectories are both false: nothing to list; set one to true")
-    entries, truncated = git_list_tree(
-        tc.git_dir(row),
-        use_ref,
-        under,
+    tree = git_reads.list_tree(
+        tc,
+        repo,
+        path,
+        ref,
         depth=depth,
         include_files=includeFiles,
         include_dirs=includeDirectories,
         max_entries=maxEntries,
     )
+    row, under, use_ref, entries, truncated = tree.repo, tree.path, tree.ref, tree.entries, tree.truncated
     head = f"[{row.name}] {under + '/' if under else '/'} @ {use_ref}"
     if not entries:
         return head + "\n\n(No entries.)"
@@ -143,7 +140,7 @@ def list_commits(
                 parse_when(value)
             except InvalidArgument as e:
                 raise ToolInputError(f"{name}: {e}") from None
-    commits, total = list_commits_as(
+    commits, total = git_reads.list_commits(
         tc, repo, ref, query=query, since=since, until=until, author=author, path=path, page=page, per_page=perPage
     )
     return json.dumps(
@@ -170,15 +167,12 @@ def list_branches(tc: ToolContext, repo: str, query: str | None = None, page: in
     """Sourcebot's ``{repo, defaultBranch, indexedAt, totalCount, branches: [{name, commit,
     committedAt, isDefault, isIndexed}]}``, newest first. `isIndexed`: the index holds the
     branch, so grep and glob search it there (others only through git)."""
-    from codesearch.git.refs import head_branch
-    from codesearch.git.refs import list_branches as git_list_branches
     from codesearch.tools.repos import iso
 
     row = tc.repo(repo)
-    git_dir = tc.git_dir(row)
-    default = (row.default_branch or "").removeprefix("refs/heads/") or head_branch(git_dir)
+    default = git_reads.default_branch(tc, row)
     indexed = set(row.indexed_revisions or {})
-    branches = git_list_branches(git_dir)
+    branches = git_reads.branches(tc, row)
     if query:
         branches = [b for b in branches if query.lower() in b.name.lower()]
     start = (page - 1) * perPage
@@ -204,25 +198,17 @@ def list_branches(tc: ToolContext, repo: str, query: str | None = None, page: in
 
 
 def get_diff(tc: ToolContext, repo: str, base: str, head: str, path: str | None = None) -> str:
-    from codesearch.git.diff import count_files, diff_objects, render_unified
-    from codesearch.git.objects import resolve_commit
-    from codesearch.git.paths import check_ref, check_scope
+    from codesearch.git.diff import render_unified
 
-    row = tc.repo(repo)
-    check_ref(base)
-    check_ref(head)
-    scope = check_scope(path)
-    git_dir = tc.git_dir(row)
-    old, new = resolve_commit(git_dir, base), resolve_commit(git_dir, head)
-    files, truncated = diff_objects(git_dir, old, new, scope=scope)
+    d = git_reads.diff(tc, repo, base, head, path=path)
+    files, scope = d.files, d.scope
     if not files:
-        return f"No differences between {base} and {head} in {row.name}" + (f" under {scope}." if scope else ".")
+        return f"No differences between {base} and {head} in {d.repo.name}" + (f" under {scope}." if scope else ".")
     text = render_unified(files)
-    if truncated:
-        total = count_files(git_dir, old, new, scope=scope)
+    if d.truncated:
         cut = files[-1]
         text += (
-            f"\n\n(Diff truncated: it is too large to show whole; {len(files)} of {plural(total, 'file')} shown"
+            f"\n\n(Diff truncated: it is too large to show whole; {len(files)} of {plural(d.total_files, 'file')} shown"
             + (f", the diff of {cut.new_path or cut.old_path} cut off" if cut.cut else "")
             + ". Diff one file or directory at a time with path, compare closer refs, or read single files with "
             "read_file at each ref.)"

@@ -33,13 +33,11 @@ from fastapi import Request
 from fastapi.responses import Response
 from markupsafe import Markup
 
+from codesearch.app import git_reads
 from codesearch.errors import FileNotFound, InvalidArgument, InvalidGitRef
 from codesearch.git import history
-from codesearch.git.commits import list_commits
-from codesearch.git.diff import FileDiff, count_files, diff_objects
-from codesearch.git.objects import read_blob, resolve_commit
-from codesearch.git.paths import check_path, check_ref, check_scope
-from codesearch.git.refs import list_branches
+from codesearch.git.diff import FileDiff
+from codesearch.git.paths import check_path, check_scope
 from codesearch.index.language import detect
 from codesearch.markup.urls import browse_url
 from codesearch.search.present import short_ref
@@ -47,6 +45,7 @@ from codesearch.service import audit
 from codesearch.web import highlight
 
 if TYPE_CHECKING:
+    from codesearch.app.context import ToolContext
     from codesearch.permissions import Identity
     from codesearch.store.models import Repo
 
@@ -181,14 +180,14 @@ def _highlight(path: str, texts: list[str]) -> list[Markup]:
 
 
 def blame_page(
-    page: Page, request: Request, identity: Identity, root: str, row: Repo, ref: str, git_dir: str, path: str
+    page: Page, request: Request, identity: Identity, root: str, tc: ToolContext, row: Repo, ref: str, path: str
 ) -> Response:
     """The file at `ref` with the commit that last changed each range of lines."""
     audit.record(request, identity, "blame.read", f"{row.name}:{path}", ref=ref)
     check_path(path)
     links = Links(root, row.name)
     try:
-        b = history.blame(git_dir, ref, path)
+        b = git_reads.blame(tc, row, path, ref).blame
     except InvalidArgument as e:  # too large to blame: say so where the blame would be
         return page(
             request,
@@ -196,7 +195,7 @@ def blame_page(
             title=f"Blame · {path.rsplit('/', 1)[-1]} · {row.name}",
             repo=row.name,
             rev=short_ref(ref),
-            commit=resolve_commit(git_dir, ref),
+            commit=git_reads.resolve(tc, row, ref),
             path=path,
             crumbs=_crumbs(links, ref, path),
             size=0,
@@ -209,7 +208,8 @@ def blame_page(
             highlighted=False,
             refused=str(e),
         )
-    data, commit = read_blob(git_dir, b.commit, path)
+    f = git_reads.read_file(tc, row, path, b.commit)
+    data, commit = f.data, f.commit
     rev = short_ref(ref)
     ctx: dict[str, Any] = {
         "title": f"Blame · {path.rsplit('/', 1)[-1]} · {row.name}",
@@ -252,7 +252,7 @@ def blame_page(
 
 
 def history_page(
-    page: Page, request: Request, identity: Identity, root: str, row: Repo, ref: str, git_dir: str, path: str
+    page: Page, request: Request, identity: Identity, root: str, tc: ToolContext, row: Repo, ref: str, path: str
 ) -> Response:
     """The commits reachable from `ref` that changed `path` (a file, a directory, or '' for all)."""
     audit.record(request, identity, "commits.read", f"{row.name}:{path}" if path else row.name, ref=ref)
@@ -262,8 +262,8 @@ def history_page(
     except ValueError:
         n = 1
     links = Links(root, row.name)
-    found, total = list_commits(git_dir, ref, path=scope or None, page=n, per_page=PER_PAGE)
-    kind = _kind_at(git_dir, ref, scope)
+    found, total = git_reads.list_commits(tc, row, ref, path=scope or None, page=n, per_page=PER_PAGE)
+    kind = git_reads.path_kind(tc, row, ref, scope)
     commits = []
     for c in found:
         at = None
@@ -309,14 +309,13 @@ def history_page(
 
 
 def commit_page(
-    page: Page, request: Request, identity: Identity, root: str, row: Repo, git_dir: str, ref: str
+    page: Page, request: Request, identity: Identity, root: str, tc: ToolContext, row: Repo, ref: str
 ) -> Response:
     """One commit, its message and what it changed against its first parent."""
     audit.record(request, identity, "commit.read", row.name, ref=ref)
     links = Links(root, row.name)
-    detail, files, truncated, total = history.commit_changes(
-        git_dir, check_ref(ref), max_files=MAX_FILES, max_bytes=MAX_DIFF_BYTES
-    )
+    changes = git_reads.commit_changes(tc, row, ref, max_files=MAX_FILES, max_bytes=MAX_DIFF_BYTES)
+    detail, files, truncated, total = changes.detail, changes.files, changes.truncated, changes.total_files
     parent = detail.parents[0] if detail.parents else None
     shown = _diff_files(files, links, parent, detail.hash)
     return page(
@@ -345,8 +344,8 @@ def compare_page(
     request: Request,
     identity: Identity,
     root: str,
+    tc: ToolContext,
     row: Repo,
-    git_dir: str,
     default_ref: str,
     resolve: Callable[[str], str],
 ) -> Response:
@@ -355,8 +354,8 @@ def compare_page(
     q = request.query_params
     base, head, path = (q.get("base") or "").strip(), (q.get("head") or "").strip(), (q.get("path") or "").strip()
     links = Links(root, row.name)
-    branches = [b.name for b in list_branches(git_dir)][:500]
-    tags = [t.name for t in history.list_tags(git_dir, limit=500)[0]]
+    branches = [b.name for b in git_reads.branches(tc, row)][:500]
+    tags = [t.name for t in git_reads.tags(tc, row, limit=500)[0]]
     ctx: dict[str, Any] = {
         "title": f"Compare · {row.name}",
         "repo": row.name,
@@ -376,14 +375,13 @@ def compare_page(
         return page(request, "compare.html", **ctx)
     audit.record(request, identity, "diff.read", row.name, base=base, head=head)
     try:  # a typo in the form: the form again, saying which ref or path is wrong
-        scope = check_scope(path)
-        old = resolve_commit(git_dir, resolve(base))
-        new = resolve_commit(git_dir, resolve(head))
+        d = git_reads.diff(
+            tc, row, resolve(base), resolve(head), path=path, max_files=MAX_FILES, max_bytes=MAX_DIFF_BYTES
+        )
     except (InvalidGitRef, FileNotFound) as e:
         return page(request, "compare.html", status_code=400, **{**ctx, "error": str(e)})
-    files, truncated = diff_objects(git_dir, old, new, scope=scope, max_files=MAX_FILES, max_bytes=MAX_DIFF_BYTES)
-    total_files = count_files(git_dir, old, new, scope=scope) if truncated else len(files)
-    commits, total = history.commits_between(git_dir, old, new, limit=MAX_COMPARE_COMMITS)
+    old, new, files, truncated, total_files = d.base_commit, d.head_commit, d.files, d.truncated, d.total_files
+    commits, total = git_reads.commits_between(tc, row, old, new, limit=MAX_COMPARE_COMMITS)
     shown = _diff_files(files, links, old, new)
     ctx.update(
         title=f"{base}...{head} · {row.name}",
@@ -421,9 +419,3 @@ def _crumbs(links: Links, ref: str, path: str) -> list[dict[str, Any]]:
     for i, part in enumerate(parts):
         out.append({"name": part, "url": links.tree(ref, "/".join(parts[: i + 1]))})
     return out
-
-
-def _kind_at(git_dir: str, ref: str, path: str) -> str | None:
-    """ "blob" or "tree" for what `path` is at `ref` (the root is a tree), None otherwise."""
-    kind = history.path_kind(git_dir, ref, path)
-    return kind if kind in ("blob", "tree") else None

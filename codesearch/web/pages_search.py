@@ -48,6 +48,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 from markupsafe import Markup
 
+from codesearch.app import git_reads
 from codesearch.app.search import SearchRequest, start_search, unwrap
 from codesearch.errors import (
     CodesearchError,
@@ -57,10 +58,8 @@ from codesearch.errors import (
     RepositoryNotFound,
     ServiceUnavailable,
 )
-from codesearch.git.objects import is_binary, read_blob, resolve_commit
+from codesearch.git.objects import resolve_commit
 from codesearch.git.paths import check_dir, check_path, check_ref
-from codesearch.git.trees import list_tree
-from codesearch.index.language import detect
 from codesearch.markup.urls import browse_url
 from codesearch.search.present import external_url, short_ref
 from codesearch.service import audit
@@ -77,6 +76,7 @@ from codesearch.web.sessions import login_redirect
 from codesearch.web.templating import render, render_text
 
 if TYPE_CHECKING:
+    from codesearch.app.context import ToolContext
     from codesearch.store.models import Repo
 
 log = logging.getLogger(__name__)
@@ -376,21 +376,19 @@ def browse(request: Request, rest: str, identity: PageCaller, web: WebDep) -> Re
         git_dir = tc.git_dir(row)
         ref = resolve_rev(git_dir, row, rev or tc.default_ref(row))
         if kind == "commits":
-            return pages_history.history_page(_page, request, identity, root, row, ref, git_dir, path)
+            return pages_history.history_page(_page, request, identity, root, tc, row, ref, path)
         if kind == "commit":
-            return pages_history.commit_page(
-                _page, request, identity, root, row, git_dir, resolve_rev(git_dir, row, path)
-            )
+            return pages_history.commit_page(_page, request, identity, root, tc, row, resolve_rev(git_dir, row, path))
         if kind == "compare":
             return pages_history.compare_page(
-                _page, request, identity, root, row, git_dir, ref, lambda r: resolve_rev(git_dir, row, r)
+                _page, request, identity, root, tc, row, ref, lambda r: resolve_rev(git_dir, row, r)
             )
         if kind == "blob" and "blame" in request.query_params:
-            return pages_history.blame_page(_page, request, identity, root, row, ref, git_dir, path)
+            return pages_history.blame_page(_page, request, identity, root, tc, row, ref, path)
         audit.record(request, identity, "source.read" if kind == "blob" else "tree.read", f"{row.name}:{path}", ref=ref)
         if kind == "blob":
-            return _file_page(request, root, row, ref, git_dir, path)
-        return _tree_page(request, root, row, ref, git_dir, path)
+            return _file_page(request, root, tc, row, ref, path)
+        return _tree_page(request, root, tc, row, ref, path)
     except RepositoryNotFound as e:
         return _not_found(request, str(e).split(":")[0])
     except MalformedGitRef as e:  # not a ref at all: the address is wrong, not missing
@@ -410,14 +408,15 @@ def browse(request: Request, rest: str, identity: PageCaller, web: WebDep) -> Re
         return _not_found(request, "This page could not be read.", status_code=500)
 
 
-def _file_page(request: Request, root: str, row: Repo, ref: str, git_dir: str, path: str) -> Response:
+def _file_page(request: Request, root: str, tc: ToolContext, row: Repo, ref: str, path: str) -> Response:
     check_path(path)
     try:
-        data, commit = read_blob(git_dir, ref, path)
+        f = git_reads.read_file(tc, row, path, ref)
     except FileNotFound:
-        if _is_dir(git_dir, ref, path):
+        if git_reads.path_kind(tc, row, ref, path) == "tree":
             return RedirectResponse(browse_url(root, row.name, ref, "tree", path), status_code=303)
         raise
+    data, commit = f.data, f.commit
     info = repo_info(row)
     params = request.query_params
     nav = codenav.nav_config(
@@ -426,8 +425,8 @@ def _file_page(request: Request, root: str, row: Repo, ref: str, git_dir: str, p
         rev=short_ref(ref),
         ref=ref,
         path=path,
-        language=detect(path, data),
-        git_dir=git_dir,
+        language=f.language,
+        git_dir=tc.git_dir(row),
         indexed=row.indexed_revisions,
         q=params.get("q", "")[:2000],
         regex=_flag(params.get("regex")),
@@ -444,14 +443,13 @@ def _file_page(request: Request, root: str, row: Repo, ref: str, git_dir: str, p
         "external": external_url(info, ref, path),
         "repo_url": browse_url(root, row.name, ref),
         "size": len(data),
-        "binary": is_binary(data),
+        "binary": f.is_binary,
         "blame_url": browse_url(root, row.name, ref, "blob", path) + "?blame",
         "history_url": browse_url(root, row.name, ref, "commits", path),
     }
     if ctx["binary"]:
         return _page(request, "file.html", **ctx, lines=[], language="", highlighted=False, total_lines=0)
-    text = data.decode("utf-8", "replace")
-    language = detect(path, data)
+    text, language = f.text, f.language
     lines, highlighted = highlight.highlight_lines(path, language, text)
     total = len(highlight.split_lines(text.replace("\r\n", "\n")))
     return _page(
@@ -466,14 +464,15 @@ def _file_page(request: Request, root: str, row: Repo, ref: str, git_dir: str, p
     )  # escaped by Pygments / markupsafe
 
 
-def _tree_page(request: Request, root: str, row: Repo, ref: str, git_dir: str, path: str) -> Response:
+def _tree_page(request: Request, root: str, tc: ToolContext, row: Repo, ref: str, path: str) -> Response:
     under = check_dir(path)
     try:
-        entries, truncated = list_tree(git_dir, ref, under, depth=1, max_entries=MAX_TREE_ENTRIES)
+        tree = git_reads.list_tree(tc, row, under, ref, depth=1, max_entries=MAX_TREE_ENTRIES)
     except FileNotFound:
-        if under and _is_file(git_dir, ref, under):
+        if under and git_reads.path_kind(tc, row, ref, under) == "blob":
             return RedirectResponse(browse_url(root, row.name, ref, "blob", under), status_code=303)
         raise
+    entries, truncated = tree.entries, tree.truncated
     items = [
         {
             "name": e.name,
@@ -506,19 +505,3 @@ def _tree_page(request: Request, root: str, row: Repo, ref: str, git_dir: str, p
         compare_url=browse_url(root, row.name, None, "compare", "").rstrip("/"),
         branch_urls=[{"name": b, "url": browse_url(root, row.name, b, "tree", under)} for b in branches],
     )
-
-
-def _is_dir(git_dir: str, ref: str, path: str) -> bool:
-    try:
-        list_tree(git_dir, ref, path, depth=1, max_entries=1)
-        return True
-    except CodesearchError:
-        return False
-
-
-def _is_file(git_dir: str, ref: str, path: str) -> bool:
-    try:
-        read_blob(git_dir, ref, path)
-        return True
-    except CodesearchError:
-        return False
