@@ -39,8 +39,7 @@ from codesearch.permission_sync import fetch
 if TYPE_CHECKING:
     from codesearch.config.models import Config, Connection
     from codesearch.store import Store
-    from codesearch.store.identities import LinkedAccount
-    from codesearch.store.models import Repo
+    from codesearch.store.models import LinkedAccount, Repo
 
 log = logging.getLogger(__name__)
 

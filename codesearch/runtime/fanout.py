@@ -11,7 +11,7 @@ import logging
 import pickle
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from codesearch.errors import CodesearchError
 from codesearch.runtime import request_ids
@@ -22,13 +22,33 @@ if TYPE_CHECKING:
     from ray import ObjectRef
     from ray.actor import ActorHandle
 
-    from codesearch.runtime.searchers import SearcherPool
 
 log = logging.getLogger(__name__)
 
 #: Seconds past a search's deadline that a searcher's answer is still awaited (it stops at the
 #: deadline by itself; this covers the trip back).
 GRACE_S = 2.0
+
+
+class Pool(Protocol):
+    """What a `Fanout` asks of the pool it sends a search to (`searchers.SearcherPool`)."""
+
+    #: copies of every partition: a search that lost a searcher retries on the next copy
+    copies: int
+
+    def current_version(self) -> int | None:
+        """The index version every searcher of this search must answer from."""
+        ...
+
+    def next_turn(self) -> int:
+        """The round-robin turn of a new search: which copy it starts on."""
+        ...
+
+    def copy(self, turn: int | None = None) -> list[ActorHandle[Any]]: ...
+
+    def shard_count(self, partition: int, version: int | None) -> int: ...
+
+    def searcher_died(self) -> None: ...
 
 
 class _Asked(NamedTuple):
@@ -60,7 +80,7 @@ class Fanout:
 
     def __init__(
         self,
-        pool: SearcherPool,
+        pool: Pool,
         query: str,
         options: SearchOptions,
         stop_when_full: bool = False,
@@ -74,8 +94,8 @@ class Fanout:
         self.found = 0  # matches in the answers received so far
         self.deadline_wall = time.time() + options.timeout_s
         self.give_up = time.monotonic() + options.timeout_s + GRACE_S
-        self.version = pool.version_watch.get()  # one index generation on every searcher
-        self.turn = next(pool._turn)
+        self.version = pool.current_version()  # one index generation on every searcher
+        self.turn = pool.next_turn()
         self.missed = Stats()
         self.pending: dict[ObjectRef[Any], _Asked] = {}
         self._wire: bytes | None = None  # the request as `ShardSearcher.search_wire` takes it

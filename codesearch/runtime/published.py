@@ -14,20 +14,16 @@ import os
 import threading
 import weakref
 from collections.abc import Sequence
-from typing import Any
 
 from codesearch.index.manifest import current_index
 from codesearch.runtime import registry
+from codesearch.runtime.registry import ShardSpec
 
 log = logging.getLogger(__name__)
 
 #: How many shard-list versions a searcher keeps (and the registry records): a search that names
 #: a version published a moment ago still finds it (see `VersionWatch`).
 KEEP_VERSIONS = 3
-
-#: A shard as `shard_files` names it (plain data, for Ray and the registry): its path, or
-#: ``[path, [dead repository ids]]``.
-ShardSpec = str | list[Any]
 
 
 def publish_version(key: str, version: int) -> None:

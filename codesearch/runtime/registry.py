@@ -38,9 +38,12 @@ if TYPE_CHECKING:
     from ray.actor import ActorHandle
 
     from codesearch.runtime.handles import Method
-    from codesearch.runtime.published import ShardSpec
 
 log = logging.getLogger(__name__)
+
+#: A shard as the index's `shard_files` names it (plain data, for Ray and the registry's lists of
+#: published shards, `codesearch.runtime.published`): its path, or ``[path, [dead repository ids]]``.
+ShardSpec = str | list[Any]
 
 REGISTRY_NAME = "codesearch-registry"
 #: Seconds a registry call may take before the caller gives up (the registry is in trouble).

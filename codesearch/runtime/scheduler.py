@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from codesearch.config.models import Config, SearchContext, Settings
     from codesearch.permission_sync.runner import PermissionSyncer
     from codesearch.runtime.handles import Method, RuntimeHandle
-    from codesearch.runtime.published import ShardSpec
+    from codesearch.runtime.registry import ShardSpec
     from codesearch.runtime.searchers import SearcherPool
     from codesearch.store import Store
 

@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 from codesearch.runtime import NAMESPACE, registry
 from codesearch.runtime.fanout import Fanout, request_kwargs
 from codesearch.runtime.published import (
-    ShardSpec,
     VersionWatch,
     balance,
     publish_layout,
@@ -38,6 +37,7 @@ from codesearch.runtime.published import (
     published_shard_lists,
     shard_files,
 )
+from codesearch.runtime.registry import ShardSpec
 from codesearch.runtime.shard_searcher import SEARCH_CONCURRENCY, ShardSearcher
 from codesearch.search.engine import INLINE_PLAN_CHARS, check_query, make_plan, merge_partials, names_identifier
 from codesearch.search.options import SearchOptions
@@ -150,6 +150,14 @@ class SearcherPool:
 
     #: Seconds between two look-ups of the actors of an attached pool whose searchers died.
     REATTACH_EVERY_S = 1.0
+
+    def current_version(self) -> int | None:
+        """The index version searches name now (`published.VersionWatch`: no registry read per search)."""
+        return self.version_watch.get()
+
+    def next_turn(self) -> int:
+        """The round-robin turn of a new search: which copy it starts on."""
+        return next(self._turn)
 
     def searcher_died(self) -> None:
         """A searcher of this pool is gone for good (its owner, the runtime, ended: a redeploy,

@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any, cast
 from codesearch.errors import CodesearchError, IndexFormatError
 from codesearch.index.shard import Shard
 from codesearch.runtime import NAMESPACE, metrics
-from codesearch.runtime.published import KEEP_VERSIONS, ShardSpec, published_shard_lists, shard_spec
+from codesearch.runtime.published import KEEP_VERSIONS, published_shard_lists, shard_spec
+from codesearch.runtime.registry import ShardSpec
 from codesearch.search.engine import PartialResult, make_plan, partial_result, search_shards
 from codesearch.search.options import SearchOptions
 from codesearch.search.visibility import visible_shards

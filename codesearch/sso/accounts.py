@@ -44,8 +44,7 @@ from codesearch.store.members import InviteInvalid
 
 if TYPE_CHECKING:
     from codesearch.store import Store
-    from codesearch.store.identities import LinkedAccount, LinkedIdentity
-    from codesearch.store.models import User
+    from codesearch.store.models import LinkedAccount, LinkedIdentity, User
 
 
 @dataclass

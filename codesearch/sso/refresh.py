@@ -23,7 +23,7 @@ from codesearch.sso.providers import HTTP_TIMEOUT_S, build_providers
 if TYPE_CHECKING:
     from codesearch.config.models import Config
     from codesearch.store import Store
-    from codesearch.store.identities import LinkedAccount
+    from codesearch.store.models import LinkedAccount
 
 #: A token that expires within this long is refreshed before it is used.
 EARLY = timedelta(seconds=60)

@@ -23,8 +23,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.sql import ColumnElement
 
 if TYPE_CHECKING:
-    from codesearch.store.identities import LinkedAccount, LinkedIdentity
-    from codesearch.store.models import Chat, Repo, User
+    from codesearch.store.models import Chat, LinkedAccount, LinkedIdentity, Repo, User
 
 
 class StoreBase:

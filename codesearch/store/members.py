@@ -39,7 +39,7 @@ from sqlalchemy.engine import Connection as SAConnection
 from codesearch.store import models as m
 from codesearch.store.base import StoreBase
 from codesearch.store.errors import Conflict, NotFound
-from codesearch.store.identities import LinkedIdentity
+from codesearch.store.models import LinkedIdentity
 from codesearch.store.tables import account_requests, invites, users
 from codesearch.store.users import insert_user
 

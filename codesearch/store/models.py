@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Required, TypedDict
 
 from codesearch.statuses import ChatStatus, IndexStatus, JobKind, JobState, SyncStatus
 
@@ -209,3 +209,45 @@ class AuditEvent:
     target: str  # what was acted on: a query, "repo:path", a key's id
     details: dict[str, Any]
     request_id: str | None
+
+
+# --- linked accounts (`codesearch.store.identities`)
+
+
+@dataclass
+class LinkedAccount:
+    """A linked account as listed: never its tokens."""
+
+    id: int
+    user_id: int
+    provider: str  # the identity provider's id (`codesearch.sso` names them)
+    provider_type: str  # github, gitlab, google, okta, keycloak, microsoft-entra-id, oidc, ...
+    host: str | None  # the code host it belongs to (`hosts.keys.host_key`), None if none
+    subject: str  # the provider's stable user id
+    login: str | None
+    email: str | None
+    token_expires_at: datetime | None
+    scope: str | None
+    created_at: datetime
+    last_sign_in_at: datetime | None
+    permission_synced_at: datetime | None
+    permission_attempted_at: datetime | None
+    permission_error: str | None
+
+
+class LinkedIdentity(TypedDict, total=False):
+    """An identity as `link_account` and `sign_up` take it: which account of which provider
+    (`provider`, its `provider_type`, the account's `subject`), and what its link stores or
+    refreshes (the defaults of `_link_account`)."""
+
+    provider: Required[str]
+    provider_type: Required[str]
+    subject: Required[str]
+    host: str | None
+    login: str | None
+    email: str | None
+    access_token: str | None
+    refresh_token: str | None
+    token_expires_at: datetime | None
+    scope: str | None
+    signed_in: bool
