@@ -145,6 +145,8 @@ class ServiceArgs(BaseModel):
                 if error["type"] == "extra_forbidden":
                     known = ", ".join(names.get(f, f) for f in sorted(cls.model_fields))
                     problems.append(f"{where}: unknown argument (known: {known})")
+                elif field in cls.model_fields and cls.model_fields[field].repr is False:  # a password, maybe
+                    problems.append(f"{where}: {error['msg']}")
                 else:
                     problems.append(f"{where}: {error['msg']} (given: {error['input']!r})")
             raise ConfigError(source, problems) from None

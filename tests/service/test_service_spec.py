@@ -244,7 +244,7 @@ SERVE_BAD = [
      "runtime_resources.codesearch_data: Input should be greater than or equal to 0"),
     ({"searcher_resources": "codesearch_searcher"}, "searcher_resources: Input should be a valid dictionary"),
     ({"searcher_cpus": "lots"}, "searcher_cpus: Input should be a valid number"),
-    ({"config": 3}, "config: Input should be a valid string"),
+    ({"config": 3}, "config: Input should be a valid string (given: 3)"),
 ]
 
 
@@ -253,6 +253,13 @@ def test_a_bad_serve_argument_is_named(args, says):
     with pytest.raises(ConfigError) as e:
         ServiceArgs.of(args)
     assert str(e.value).startswith("serve config args: 1 problem:\n  ") and says in str(e.value), str(e.value)
+
+
+def test_a_bad_database_url_is_named_but_not_shown():
+    with pytest.raises(ConfigError) as e:
+        ServiceArgs.of({"database_url": {"postgresql": "cs:s3cr3t@db"}})
+    assert e.value.problems == ["database_url: Input should be a valid string"]
+    assert "s3cr3t" not in repr(ServiceArgs.of({"database_url": "postgresql://cs:s3cr3t@db/cs"}))
 
 
 def test_every_bad_serve_argument_is_named_at_once():
