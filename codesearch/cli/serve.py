@@ -1,4 +1,10 @@
-"""``codesearch serve``: the whole service in the foreground (`codesearch.serving.launcher`)."""
+"""``codesearch serve``: the whole service in the foreground (`codesearch.serving.launcher`).
+
+Its options that describe the service map onto `ServiceArgs`, the arguments a Serve config gives
+``serve deploy`` (`service_args`), so both make their spec the same way
+(`codesearch.serving.spec.spec_from`); ``--host``, ``--port`` and ``--no-dashboard`` are about
+this process and stay with it.
+"""
 
 from __future__ import annotations
 
@@ -10,12 +16,32 @@ from codesearch.cli.common import add_data_dir
 
 if TYPE_CHECKING:
     from codesearch.cli.common import Subparsers
+    from codesearch.serving.spec import ServiceArgs
+
+#: The options of ``codesearch serve`` that are `ServiceArgs` fields (dest → field, the same name).
+SERVICE_OPTIONS = ("config", "data_dir", "searchers", "searcher_copies", "replicas")
+
+
+def option_name(dest: str) -> str:
+    """How the command line spells the option of `dest` (``searcher_copies`` → ``--searcher-copies``)."""
+    return "--" + dest.replace("_", "-")
+
+
+def service_args(args: argparse.Namespace) -> ServiceArgs:
+    """The `ServiceArgs` of a parsed ``codesearch serve`` (a bad value raises `ConfigError` naming
+    its option, e.g. ``--searchers``)."""
+    from codesearch.serving.spec import ServiceArgs
+
+    return ServiceArgs.model_validate(
+        {dest: getattr(args, dest) for dest in SERVICE_OPTIONS},
+        context={"source": "codesearch serve", "names": {dest: option_name(dest) for dest in SERVICE_OPTIONS}},
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    from codesearch.serving.launcher import main_serve
+    from codesearch.serving.launcher import run as serve
 
-    return main_serve(args)
+    return serve(service_args(args), port=args.port, host=args.host, dashboard=not args.no_dashboard)
 
 
 def register(sub: Subparsers) -> None:

@@ -62,7 +62,7 @@ NAMES_FREE_S = 60.0
 class ServiceSpec:
     """Everything the application needs, decided in the process that builds it (the launcher,
     or Serve's build task for ``serve deploy``): the replicas and actors it starts may run on
-    other nodes, with another environment."""
+    other nodes, with another environment. Both front doors make it with `spec.spec_from`."""
 
     config_path: str
     data_dir: str
@@ -87,7 +87,10 @@ class ServiceSpec:
     #: environment of the replicas and runtime actors (`forwarded_environment`), handed to their
     #: constructors, never in a ``runtime_env`` (`codesearch.sealed_env`)
     env: SealedEnv = SealedEnv()
+    #: seconds the requests running at a stop may take (None: `deployment.DRAIN_TIMEOUT_S`)
     drain_timeout_s: float | None = None
+    #: the cap on a search's ``matches`` (None: ``DEFAULT_MAX_MATCH_COUNT`` of the building process)
+    max_matches: int | None = None
 
     def names(self) -> dict[str, str]:
         return names(self.prefix)
@@ -366,6 +369,7 @@ def application(spec: ServiceSpec) -> Application:
         database_url=spec.database_url,
         anonymous_access=spec.anonymous_access,
         drain_timeout_s=DRAIN_TIMEOUT_S if spec.drain_timeout_s is None else spec.drain_timeout_s,
+        max_matches=spec.max_matches,
         env=spec.env,
         runtime=runtime_deployment(spec),
         identity_providers=_identity_providers(spec.config_path),

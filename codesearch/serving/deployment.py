@@ -11,16 +11,18 @@ What one request may hold a place for is bounded by `codesearch.service.limits` 
 before the body, body size and read time) and by the search deadline.
 
 Stopping without losing requests: every replica's application sits behind a `drain.DrainGate`
-(the drain of `codesearch serve`'s SIGTERM and of `app_builder.shutdown_runtime`), and when Serve
-itself stops a replica (a redeploy, fewer replicas) it lets the replica's requests finish for up
-to ``graceful_shutdown_timeout_s`` (`DRAIN_TIMEOUT_S` unless given), checking every
-``graceful_shutdown_wait_loop_s`` (`SHUTDOWN_WAIT_LOOP_S`: an idle replica stops within it).
+(the drain of `codesearch.serving.stop`, which `codesearch serve`'s SIGTERM and the ``shutdown``
+command of `app_builder` call), and when Serve itself stops a replica (a redeploy, fewer
+replicas) it lets the replica's requests finish for up to ``graceful_shutdown_timeout_s``
+(`DRAIN_TIMEOUT_S` unless given), checking every ``graceful_shutdown_wait_loop_s``
+(`SHUTDOWN_WAIT_LOOP_S`: an idle replica stops within it).
 
 Anonymous access is decided when `search_application` is called, in the calling process:
 `anonymous_access` when given, else ``FORCE_ENABLE_ANONYMOUS_ACCESS=true`` in its environment or
 `enable_public_access` (``settings.enablePublicAccess``). ``DATABASE_URL`` and
-``DEFAULT_MAX_MATCH_COUNT`` (the cap on a search's ``matches``) are likewise read here
-and handed to the replicas, which may run on other nodes with another environment. The server
+``DEFAULT_MAX_MATCH_COUNT`` (the cap on a search's ``matches``) are likewise read here unless
+given, and handed to the replicas, which may run on other nodes with another environment (both
+front doors give all three: `codesearch.serving.spec` resolves them once). The server
 secret for API keys is ``SOURCEBOT_ENCRYPTION_KEY`` in the replicas' environment, else the
 ``.secret`` file of the (shared) data directory.
 
@@ -140,6 +142,7 @@ def search_application(
     runtime: serve.Application | None = None,
     env: SealedEnv | None = None,
     identity_providers: list[Any] | None = None,
+    max_matches: int | None = None,
 ) -> serve.Application:
     """A bound Serve application serving the HTTP API over the named searchers and `data_dir`'s
     store (`search_timeout_s` and `limits` as in `api.build_app`; `drain_timeout_s` as Serve's
@@ -148,14 +151,16 @@ def search_application(
     it with the API. `env` is set in the replicas' environment before anything reads it
     (`bootstrap.forwarded_environment`; see the module docstring).
     `identity_providers`: the config's typed `identityProviders` (`codesearch.sso`); the replicas
-    read their client ids and secrets from their own environment when a sign-in needs them."""
+    read their client ids and secrets from their own environment when a sign-in needs them.
+    `max_matches`: the cap on a search's ``matches`` (default ``DEFAULT_MAX_MATCH_COUNT`` here)."""
     if anonymous_access is None:
         anonymous_access = anonymous_access_enabled(os.environ, enable_public_access)
     if database_url is None:
         database_url = (os.environ.get("DATABASE_URL") or "").strip() or None
     if data_dir is not None:
         data_dir = os.path.abspath(data_dir)
-    max_matches = max_match_count(os.environ)
+    if max_matches is None:
+        max_matches = max_match_count(os.environ)
 
     app_options: dict[str, Any] = {
         "search_timeout_s": search_timeout_s,

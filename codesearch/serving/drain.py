@@ -16,12 +16,12 @@ So the application does it itself, in two halves that meet in the cluster's regi
   ``503 {"statusCode": 503, "errorCode": "SERVICE_UNAVAILABLE", "message": …}``, ``Retry-After``
   and ``Connection: close`` (the request was not started, so a retry is always safe), and
   reports its count of requests still running. When the flag goes away it serves again;
-* **the drainer** (`drain`, called by `codesearch serve` on SIGTERM/SIGINT and by
-  `app_builder.shutdown_runtime`) raises the flag and waits, at most `timeout_s`, until every
-  running replica has reported and none has a request left. Only then is the Serve application
-  removed, so the proxy cuts no request, and newcomers meet the gate's 503 until the end (with
-  a Ray instance of our own; on a shared cluster, once our application is deleted, the cluster's
-  proxies answer its routes as unknown ones).
+* **the drainer** (`drain`, called by `codesearch.serving.stop.stop`: `codesearch serve` on
+  SIGTERM/SIGINT, ``python -m codesearch.serving.app_builder shutdown``) raises the flag and
+  waits, at most `timeout_s`, until every running replica has reported and none has a request
+  left. Only then is the Serve application removed, so the proxy cuts no request, and newcomers
+  meet the gate's 503 until the end (with a Ray instance of our own; on a shared cluster, once
+  our application is deleted, the cluster's proxies answer its routes as unknown ones).
 
 The flag carries an expiry (wall clock, `timeout_s` plus `FLAG_GRACE_S`): a flag left behind by a
 drainer that died cannot keep a later deployment of the same application refusing requests.
@@ -33,8 +33,8 @@ requests fail. They fail in our JSON shape (``500 UNEXPECTED_ERROR``, "retry the
 Serve's proxies carry `codesearch.serving.proxy_errors` (a Ray instance `codesearch serve`
 starts, and clusters started as ``cluster.yaml`` starts them), else with the plain-text
 ``Internal Server Error`` of the HTTP server under the proxy. Every way codesearch itself stops
-or replaces replicas drains first: `codesearch serve`'s stop and `app_builder.shutdown_runtime`
-through this module; redeploys, fewer replicas and replicas Serve found unhealthy through Serve's
+or replaces replicas drains first: `codesearch serve`'s stop and the ``shutdown`` command through
+this module (`codesearch.serving.stop`); redeploys, fewer replicas and replicas Serve found unhealthy through Serve's
 graceful shutdown (`deployment.py`).
 """
 

@@ -1,9 +1,11 @@
 """`codesearch serve`: start Ray (or join `RAY_ADDRESS`), sync and index, serve HTTP, stop cleanly.
 
 Steps, printed as they happen:
-1. the data directory (``--data-dir``, else ``DATA_CACHE_DIR``, ``$DATA_DIR/.codesearch`` or
-   ``~/.codesearch``: `codesearch.environment.data_dir`; made private, 0700) and the config
-   (``--config``, ``CONFIG_PATH``, else the embedded offline demo of `demo.py`);
+1. the service's spec, made as ``serve deploy``'s is (`codesearch.serving.spec.spec_from`): the
+   data directory (``--data-dir``, else ``DATA_CACHE_DIR``, ``$DATA_DIR/.codesearch`` or
+   ``~/.codesearch``; made private, 0700), the config (``--config``, ``CONFIG_PATH``, else the
+   embedded offline demo of `demo.py`) and the environment (a bad variable is refused before
+   anything starts);
 2. a local Ray instance (its port checked first: a busy one is an error before anything starts),
    or the cluster ``RAY_ADDRESS`` names (checked to answer; refused when it already runs a
    ``codesearch`` application, or Serve there listens on another port than ``--port``);
@@ -16,20 +18,19 @@ Steps, printed as they happen:
    place on a terminal), until every connection synced once and every repository is indexed or
    failed (or ``CODESEARCH_FIRST_SYNC_TIMEOUT_S``, default 600 s, passed: indexing goes on);
 5. it runs in the foreground until Ctrl-C or SIGTERM, then stops without losing a request
-   (`stop_serving`): it drains the application (new requests are refused with a JSON 503 and
+   (`codesearch.serving.stop`, the same stop as ``python -m codesearch.serving.app_builder
+   shutdown``): it drains the application (new requests are refused with a JSON 503 and
    ``Retry-After``; those already taken finish, for at most ``CODESEARCH_DRAIN_TIMEOUT_S``,
    default 30 s; a second Ctrl-C or SIGTERM stops waiting), then removes it (its runtime replica
    stops the scheduler and the workers, and the actors it owns end with it), then stops the Ray
    instance it started.
 
-Why the drain comes first: ``serve.shutdown()`` kills Serve's HTTP proxies at once, cutting every
-request still being answered, and ``serve.delete()`` removes the route at once, so newcomers get
-the proxy's plain-text 404 (see `codesearch.serving.drain`). With a Ray instance of its own,
-`codesearch serve` then shuts Serve down (its proxy stops listening: connections are refused);
-joined to a cluster (``RAY_ADDRESS``) it deletes only its own application, ``codesearch``, and
-leaves Serve and every other application running (the cluster's proxies then answer its routes
-as unknown ones, with Serve's plain-text 404: point a load balancer's health check at
-``/api/health``, which answers 503 from the moment the drain begins).
+With a Ray instance of its own, `codesearch serve` removes the application by shutting Serve
+down (its proxy stops listening: connections are refused); joined to a cluster (``RAY_ADDRESS``)
+it deletes only its own application, ``codesearch``, and leaves Serve and every other
+application running (the cluster's proxies then answer its routes as unknown ones, with Serve's
+plain-text 404: point a load balancer's health check at ``/api/health``, which answers 503 from
+the moment the drain begins).
 
 Send SIGTERM to this process only (systemd: ``KillMode=mixed``; a container's stop signal reaches
 it as PID 1): sent to the whole process group it also reaches Ray's own processes, the HTTP proxy
@@ -55,13 +56,12 @@ from codesearch.serving.bootstrap import names
 from codesearch.serving.serve_settings import APP_NAME
 
 if TYPE_CHECKING:
-    import argparse
-
+    from codesearch.serving.bootstrap import ServiceSpec
+    from codesearch.serving.spec import ServiceArgs
     from codesearch.store import Store
 
 #: The searchers' names (``<prefix>-<i>``), the same as ``serve deploy``'s default.
 SEARCHER_PREFIX = names()["searchers"]
-DRAIN_TIMEOUT_ENV = "CODESEARCH_DRAIN_TIMEOUT_S"
 
 
 def default_data_dir() -> str:
@@ -135,70 +135,6 @@ def wait_first_sync(
                 time.sleep(0.5)
     finally:
         repo_lines.end()
-
-
-def drain_timeout_s(environ: Mapping[str, str] | None = None) -> float:
-    """``CODESEARCH_DRAIN_TIMEOUT_S``: seconds the requests running at a stop may take (default
-    `deployment.DRAIN_TIMEOUT_S`); anything but a number ≥ 0 is refused before anything starts."""
-    from codesearch.errors import InvalidEnvironmentVariable
-    from codesearch.serving.deployment import DRAIN_TIMEOUT_S
-
-    raw = (os.environ if environ is None else environ).get(DRAIN_TIMEOUT_ENV, "").strip()
-    if not raw:
-        return DRAIN_TIMEOUT_S
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value < float("inf"):
-        raise InvalidEnvironmentVariable(DRAIN_TIMEOUT_ENV, raw, "expected a number of seconds, 0 or more")
-    return value
-
-
-def stop_serving(
-    app_name: str,
-    *,
-    drain_first: bool,
-    owns_cluster: bool,
-    timeout_s: float,
-    abort: threading.Event | None = None,
-    say: Callable[[str], None] = _say,
-) -> None:
-    """Stop the Serve application `app_name` without cutting a request: drain it first (when
-    `drain_first`: it was deployed), then shut Serve down if the Ray instance is ours
-    (`owns_cluster`), else delete only `app_name`. Requests still running after `timeout_s` (or
-    once `abort` is set) are over the bound: they are not waited for again."""
-    from ray import serve
-
-    from codesearch.serving import drain
-
-    drained = True
-    if drain_first:
-        say(
-            f"draining: new requests are refused; waiting up to {timeout_s:g}s for the running ones"
-            " (Ctrl-C again to stop at once)"
-        )
-        try:
-            result = drain.drain(app_name, timeout_s, abort=abort)
-            drained = result.drained
-            say(f"draining: {result.describe()}")
-        except Exception as e:  # noqa: BLE001 - Ray already going away: stop anyway
-            drained = False
-            say(f"draining failed ({type(e).__name__}: {e}); stopping anyway")
-    try:
-        if owns_cluster:
-            # Only an application that served is shut down through Serve: after a failed deploy
-            # its controller can take its whole 30 s shutdown timeout; ray.shutdown() stops what is
-            # left at once (as it does when requests outlived the drain).
-            if drained and drain_first:
-                serve.shutdown()  # type: ignore[no-untyped-call]  # Ray leaves serve.shutdown unannotated
-        else:
-            serve.delete(app_name, _blocking=drained)
-    except Exception as e:  # noqa: BLE001 - Serve never started, or the app is already gone
-        say(f"stopping the Serve application {app_name}: {type(e).__name__}: {e}")
-    finally:
-        with contextlib.suppress(Exception):  # the Ray instance is already gone
-            drain.clear(app_name)
 
 
 #: Where `ray start` records the address of the cluster it started (what RAY_ADDRESS=auto reads).
@@ -374,48 +310,51 @@ def hosts_warning(host: str, environ: Mapping[str, str]) -> str | None:
     )
 
 
+def listening_url(host: str, port: int) -> str:
+    """Where `codesearch serve` answers on `host`:`port`, as a browser names it: its public URL
+    unless ``AUTH_URL`` or the arguments name another (`spec.spec_from`)."""
+    return f"http://{'localhost' if host in ('127.0.0.1', '0.0.0.0') else host}:{port}"
+
+
+def service_spec(
+    args: ServiceArgs, *, host: str, port: int, environ: Mapping[str, str], say: Callable[[str], None] = _say
+) -> ServiceSpec:
+    """The spec `run` serves: `spec.spec_from`, as for ``serve deploy``, with where this process
+    listens as the public URL unless ``AUTH_URL`` names another."""
+    from codesearch.serving.spec import spec_from
+
+    return spec_from(args, environ, default_public_url=listening_url(host, port), say=say)
+
+
 def run(
-    config_path: str | None,
+    args: ServiceArgs,
     *,
     port: int = defaults.PORT,
     host: str = defaults.HOST,
-    data_dir: str | None = None,
-    searchers: int = defaults.SEARCHERS,
-    searcher_copies: int = defaults.SEARCHER_COPIES,
-    replicas: int = defaults.REPLICAS,
-    max_ongoing_requests: int | None = None,
     stop: threading.Event | None = None,
     dashboard: bool = True,
 ) -> int:
-    """Run the service until `stop` is set or a signal arrives (see the module docstring). The
-    Ray instance it starts has Ray's dashboard (`dashboard`; a cluster it joins has its own)."""
+    """Run the service of `args` on `host`:`port` until `stop` is set or a signal arrives (see
+    the module docstring). The Ray instance it starts has Ray's dashboard (`dashboard`; a cluster
+    it joins has its own).
+
+    The spec comes from `spec.spec_from` (`service_spec`), as ``serve deploy``'s does; what stays
+    here is what only this front door has: where it listens, Ray, the first sync's progress, the
+    signals. The spec's environment (the config's ``environmentOverrides`` among it) is then
+    applied to this process, as every replica and runtime actor applies it to theirs: the Ray
+    instance started here inherits it (Serve's proxy among its processes), and so do this
+    process's own reads (the state database it watches the first sync in,
+    ``CODESEARCH_FIRST_SYNC_TIMEOUT_S``, the host names it warns of)."""
     import ray
     from ray import serve
 
-    from codesearch import environment
-    from codesearch.config import apply_environment_overrides, load_config
-    from codesearch.sealed_env import SealedEnv
     from codesearch.serving import drain, serve_settings
-    from codesearch.serving.bootstrap import ServiceSpec, application, forwarded_environment
-    from codesearch.serving.demo import demo_config
+    from codesearch.serving.bootstrap import application
+    from codesearch.serving.stop import stop as stop_service
     from codesearch.store import Store
-    from codesearch.store.files import private_dir
 
-    environment.check()  # a bad SOURCEBOT_LOG_LEVEL or AUTH_SESSION_MAX_AGE_SECONDS fails now, not in a replica
-    drain_s = drain_timeout_s()
-    data_dir = private_dir(data_dir or default_data_dir())
-    config_path = config_path or os.environ.get("CONFIG_PATH")
-    if not config_path:
-        config_path = demo_config(data_dir)
-        _say(f"no config given: serving the offline demo ({config_path})")
-    config_path = os.path.abspath(config_path)
-    config = load_config(config_path)
-    overridden = apply_environment_overrides(config)
-    for w in config.warnings:
-        _say(f"config warning: {w}")
-    public_url = (
-        os.environ.get("AUTH_URL") or f"http://{'localhost' if host in ('127.0.0.1', '0.0.0.0') else host}:{port}"
-    )
+    spec = service_spec(args, host=host, port=port, environ=os.environ)
+    spec.env.apply()
     unreachable = hosts_warning(host, os.environ)
     if unreachable:
         _say(f"warning: {unreachable}")
@@ -468,17 +407,6 @@ def run(
     for s in previous:
         signal.signal(s, on_signal)
     deploying = deployed = False
-    spec = ServiceSpec(
-        config_path=config_path,
-        data_dir=os.path.abspath(data_dir),
-        searchers=searchers,
-        searcher_copies=searcher_copies,
-        replicas=replicas,
-        max_ongoing_requests=max_ongoing_requests,
-        public_url=public_url,
-        env=SealedEnv.of(forwarded_environment(os.environ, overridden)),
-        drain_timeout_s=drain_s,
-    )
     try:
         drain.clear(APP_NAME)  # a flag left by a drain that died would refuse every request
         deploying = True
@@ -494,7 +422,7 @@ def run(
             return 1
         deployed = True
         _say(f"codesearch is serving at http://{host}:{port} (Ctrl-C to stop)")
-        store = Store.open(data_dir)
+        store = Store.open(spec.data_dir)
         try:
             wait_first_sync(store, timeout_s=float(os.environ.get("CODESEARCH_FIRST_SYNC_TIMEOUT_S") or 600), stop=stop)
         finally:
@@ -505,25 +433,22 @@ def run(
         return 0
     finally:
         if deploying:
-            stop_serving(APP_NAME, drain_first=deployed, owns_cluster=owns_cluster, timeout_s=drain_s, abort=abort)
+            stop_service(
+                APP_NAME,
+                spec.prefix,
+                spec.drain_timeout_s,
+                owns_cluster=owns_cluster,
+                deployed=deployed,
+                abort=abort,
+                say=_say,
+            )
         if started_ray:
             ray.shutdown()
         for s, h in previous.items():
             signal.signal(s, h)
 
 
-def main_serve(args: argparse.Namespace) -> int:
-    return run(
-        args.config,
-        port=args.port,
-        host=args.host,
-        data_dir=args.data_dir,
-        searchers=args.searchers,
-        searcher_copies=args.searcher_copies,
-        replicas=args.replicas,
-        dashboard=not args.no_dashboard,
-    )
-
-
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(run(None))
+    from codesearch.serving.spec import ServiceArgs
+
+    sys.exit(run(ServiceArgs()))

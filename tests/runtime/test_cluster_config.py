@@ -158,11 +158,12 @@ def _runtime_actor_table(prefix: str) -> dict:
 
 def test_app_builder_deploys_and_shuts_down(serve_url, tmp_path):
     """``app(args)`` only builds; the application's runtime replica starts the actors and owns
-    them (none detached); a redeploy replaces them; deleting the application leaves none."""
+    them (none detached); a redeploy replaces them; `stop` (drain, delete) leaves none."""
     from ray import serve
 
     from codesearch.errors import ConfigError
     from codesearch.serving import app_builder
+    from codesearch.serving.stop import stop, wait_gone
     from tests.corpus import make_local_repo
 
     repos = tmp_path / "repos"
@@ -207,7 +208,7 @@ def test_app_builder_deploys_and_shuts_down(serve_url, tmp_path):
         # a redeploy with fewer searchers replaces the runtime (the old actors end with their owner)
         serve.run(app_builder.app({**args, "searchers": 1}), name=app_name, route_prefix=route)
         assert app_builder.runtime_record(prefix)["searchers"] == 1
-        assert app_builder.wait_gone([f"{prefix}-searcher-1"], timeout_s=30)
+        assert wait_gone([f"{prefix}-searcher-1"], timeout_s=30)
         deadline = time.monotonic() + 60
         while not ((got := _search(url, "zebra_handler_6c1f")) and got["files"] and not got["stats"].get("crashes")):
             assert time.monotonic() < deadline, f"not found after shrinking: {got}"
@@ -229,10 +230,10 @@ def test_app_builder_deploys_and_shuts_down(serve_url, tmp_path):
         assert sorted(p.name for p in far.iterdir()) == [f"{prefix}-searcher-0", f"{prefix}-searcher-1"]
         assert all(any(n.suffix == ".shard" for n in d.iterdir()) for d in far.iterdir())
     finally:
-        stopped = app_builder.shutdown_runtime(prefix, app_name=app_name, timeout_s=30)
+        stopped = stop(app_name, prefix, gone_timeout_s=30)
     assert set(stopped) == {f"{prefix}-scheduler", f"{prefix}-compactor", f"{prefix}-sync-0", f"{prefix}-index-0",
                             f"{prefix}-searcher-0", f"{prefix}-searcher-1", f"{prefix}-shard-source"}
-    assert app_builder.wait_gone(stopped, timeout_s=30)
+    assert wait_gone(stopped, timeout_s=30)
     assert not _runtime_actor_table(prefix)
     assert app_name not in serve.status().applications
     assert app_builder.runtime_record(prefix) is None

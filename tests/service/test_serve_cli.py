@@ -387,7 +387,7 @@ def test_joined_to_a_cluster_it_removes_only_its_own_application(serve_url, tmp_
     cluster_port = int(serve_url.rsplit(":", 1)[1])
     served = Served(tmp_path, port=cluster_port, searchers=1, FORCE_ENABLE_ANONYMOUS_ACCESS="true",
                     CONFIG_PATH=str(small_config), RAY_ADDRESS=ray.get_runtime_context().gcs_address)
-    from codesearch.serving import app_builder
+    from codesearch.serving.stop import wait_gone
 
     def runtime_actors() -> set[str]:
         return {a["name"] for a in ray.util.list_named_actors(all_namespaces=True) if a["name"].startswith("codesearch-")}
@@ -408,7 +408,7 @@ def test_joined_to_a_cluster_it_removes_only_its_own_application(serve_url, tmp_
         assert (still.status_code, still.text) == (200, "still here")
         assert "draining: drained 1 replica" in served.log(), served.log()[-3000:]
         # the runtime actors went with the application (its runtime replica owned them)
-        assert app_builder.wait_gone(sorted(ours), timeout_s=30), ours
+        assert wait_gone(sorted(ours), timeout_s=30), ours
     finally:
         if served.proc.poll() is None:
             os.killpg(served.proc.pid, signal.SIGKILL)

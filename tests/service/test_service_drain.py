@@ -211,10 +211,10 @@ def test_drain_of_an_application_without_replicas_ends_at_once(world):
     drain.clear(f"cs-drain-none-{world['tag']}")
 
 
-def test_shutdown_runtime_drains_the_application_before_deleting_it(world):
+def test_stop_drains_the_application_before_deleting_it(world):
     from ray import serve
 
-    from codesearch.serving import app_builder
+    from codesearch.serving.stop import stop
 
     name = f"cs-drain-rt-{world['tag']}"
     url = world["deploy"](name)
@@ -222,8 +222,8 @@ def test_shutdown_runtime_drains_the_application_before_deleting_it(world):
     try:
         time.sleep(1.0)
         out: dict = {}
-        stopper = threading.Thread(target=lambda: out.setdefault("killed", app_builder.shutdown_runtime(
-            f"cs-drain-nothing-{world['tag']}", app_name=name, timeout_s=5, drain_timeout_s=60)), daemon=True)
+        stopper = threading.Thread(target=lambda: out.setdefault("killed", stop(
+            name, f"cs-drain-nothing-{world['tag']}", 60, gone_timeout_s=5)), daemon=True)
         stopper.start()
         _wait(lambda: _is_refusal(_call(url, "GET", "/api/health", None)), what="refusal")
         time.sleep(1.0)
