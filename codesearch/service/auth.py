@@ -74,7 +74,7 @@ from codesearch.permissions import (  # noqa: F401  (re-exported: routes import 
 )
 from codesearch.service import oauth_server
 from codesearch.service.anonymous import AnonymousAccess
-from codesearch.service.limits import MCP_PATH, route_path
+from codesearch.service.middleware.limits import MCP_PATH, route_path
 from codesearch.service.session_cookies import CSRF_HEADER, SAFE_METHODS, SESSION_COOKIE
 from codesearch.store.oauth import ACCESS_PREFIX as OAUTH_ACCESS_PREFIX
 

@@ -26,7 +26,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from codesearch.errors import CodesearchError, QueryParseError
 from codesearch.runtime import request_ids
-from codesearch.service.observability import loggable_path
+from codesearch.service.middleware.observability import loggable_path
 
 if TYPE_CHECKING:
     from fastapi import FastAPI

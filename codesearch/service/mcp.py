@@ -47,8 +47,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from codesearch.app.context import ToolContext
 from codesearch.errors import CodesearchError, NotAuthenticated
 from codesearch.permissions import Identity
-from codesearch.service.allowed_hosts import AllowedHosts, mcp_transport_security
 from codesearch.service.auth import Authenticator
+from codesearch.service.middleware.allowed_hosts import AllowedHosts, mcp_transport_security
 from codesearch.tools.catalog import TOOLS
 from codesearch.tools.read_tools import ToolSpec, parameters
 

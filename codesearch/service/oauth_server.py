@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from codesearch import environment
-from codesearch.service.forwarded import client_of
+from codesearch.forwarded import client_of
 
 if TYPE_CHECKING:
     from starlette.types import Scope

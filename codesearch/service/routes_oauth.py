@@ -37,13 +37,13 @@ import anyio
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response
 
+from codesearch.forwarded import client_address
 from codesearch.permissions import Identity
 from codesearch.service import audit
 from codesearch.service import oauth_registration as reg
 from codesearch.service import oauth_server as oa
 from codesearch.service import oauth_tokens as tok
 from codesearch.service.deps import StoreDep, app_services
-from codesearch.service.forwarded import client_address
 from codesearch.store import OAUTH_REGISTRATION
 from codesearch.store import oauth as st
 

@@ -25,7 +25,7 @@ database logic. Responses are gzipped when worth it, streams excepted (`compress
 Every request is named and measured by `observability.ObserveRequests` (an ``X-Request-Id``, the
 HTTP metrics of `codesearch.runtime.metrics`); its ``Host`` must be one the service answers for
 (`allowed_hosts.CheckHost`: 421 otherwise); every page carries the site's security headers
-(`codesearch.service.security_headers`). The routers are module-level
+(`codesearch.service.middleware.security_headers`). The routers are module-level
 ``APIRouter``s; what their handlers need (the store, the caller, the settings) comes through the
 typed dependencies of `deps`, from the one `deps.Services` this function keeps on ``app.state``.
 """
@@ -40,19 +40,17 @@ from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Depends, FastAPI
 
-from codesearch import environment, permissions
+from codesearch import environment, forwarded, permissions
 from codesearch.app.search import SearchSettings, max_match_count
 from codesearch.errors import ServiceUnavailable
 from codesearch.git import slots as git_slots
 from codesearch.runtime import request_ids
 from codesearch.search.options import DEFAULT_PUBLIC_URL, SearchOptions
 from codesearch.service import (
-    allowed_hosts,
     audit,
     auth,
     deps,
     errors,
-    forwarded,
     mcp,
     oauth_server,
     routes_chat,
@@ -67,10 +65,11 @@ from codesearch.service import (
     routes_suggest,
     webhooks,
 )
-from codesearch.service.compression import Compress
-from codesearch.service.limits import RequestLimits
-from codesearch.service.observability import ObserveRequests
-from codesearch.service.security_headers import SecurityHeaders
+from codesearch.service.middleware import allowed_hosts
+from codesearch.service.middleware.compression import Compress
+from codesearch.service.middleware.limits import RequestLimits
+from codesearch.service.middleware.observability import ObserveRequests
+from codesearch.service.middleware.security_headers import SecurityHeaders
 
 if TYPE_CHECKING:
     from codesearch.app.context import ToolContext

@@ -28,11 +28,11 @@ from typing import TYPE_CHECKING, Any
 from fastapi import APIRouter, Form, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
 
+from codesearch.forwarded import client_address
 from codesearch.permissions import Identity
 from codesearch.service import audit
 from codesearch.service.deps import ServicesDep, StoreDep
-from codesearch.service.forwarded import client_address
-from codesearch.service.security_headers import provider_targets
+from codesearch.service.middleware.security_headers import provider_targets
 from codesearch.store import MEMBER, OWNER, ROLES, Conflict, NotFound, Store, User
 from codesearch.web import api_keys, sessions, throttle
 from codesearch.web.deps import WebDep

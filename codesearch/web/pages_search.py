@@ -66,7 +66,7 @@ from codesearch.search.present import external_url, short_ref
 from codesearch.service import audit
 from codesearch.service.deps import ServicesDep, StoreDep
 from codesearch.service.errors import for_clients
-from codesearch.service.security_headers import page_headers
+from codesearch.service.middleware.security_headers import page_headers
 from codesearch.statuses import JobKind, JobState
 from codesearch.sync import repo_info
 from codesearch.tools.repos import iso, page_of_repos

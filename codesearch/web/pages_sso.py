@@ -20,7 +20,7 @@ traceback; after signing in the browser goes to `next` only when it is a path of
 
 Invite links carry their token in the path: the invite pages are sent with
 ``Referrer-Policy: no-referrer`` and ``Cache-Control: no-store``, no message repeats the token,
-and logs write the path as ``/invite/<redacted>`` (`codesearch.service.observability.loggable_path`).
+and logs write the path as ``/invite/<redacted>`` (`codesearch.service.middleware.observability.loggable_path`).
 
 With a required provider (``accountLinkingRequired``, `codesearch.sso.required`), the account
 page shows a banner naming the providers still to link; every other page sends such a user
@@ -42,7 +42,7 @@ from codesearch.errors import ConfigError
 from codesearch.permissions import Identity
 from codesearch.service import audit
 from codesearch.service.deps import StoreDep
-from codesearch.service.security_headers import provider_targets
+from codesearch.service.middleware.security_headers import provider_targets
 from codesearch.sso import accounts, required
 from codesearch.sso.flow import FLOW_COOKIE, FLOW_TTL_S, FlowError, FlowSealer, begin, check_callback, finish
 from codesearch.store import OWNER, ROLES, Conflict, NotFound

@@ -56,7 +56,7 @@ from codesearch.accounts import (  # noqa: F401  (the pages' and the tests' name
     verify_password,
 )
 from codesearch.environment import DEFAULT_SESSION_MAX_AGE_S
-from codesearch.service.forwarded import client_of
+from codesearch.forwarded import client_of
 from codesearch.service.session_cookies import (  # noqa: F401  (the pages' names for them)
     CSRF_COOKIE,
     CSRF_FORM_FIELD,
@@ -129,7 +129,7 @@ def route_path(scope: Scope) -> str:
 
 def _is_https(scope: Scope) -> bool:
     """Over https: the scheme the client used (``X-Forwarded-Proto`` only from a trusted proxy,
-    `codesearch.service.forwarded`)."""
+    `codesearch.forwarded`)."""
     return client_of(scope).https
 
 

@@ -27,7 +27,7 @@ from jinja2 import Environment, FileSystemLoader, Template, select_autoescape
 
 from codesearch import environment
 from codesearch.plurals import plural
-from codesearch.service.security_headers import page_headers
+from codesearch.service.middleware.security_headers import page_headers
 from codesearch.web.assets import STATIC_DIR, TEMPLATES_DIR, current_version, static_prefix
 from codesearch.web.modules import imports_of
 
