@@ -1,6 +1,6 @@
 """Typed FastAPI dependencies: what route handlers need from the app they are served by.
 
-The routers of `routes_*` and `codesearch.web.pages_*` are module-level ``APIRouter``s, the same
+The routers of `codesearch.service.routes` and `codesearch.web.pages_*` are module-level ``APIRouter``s, the same
 objects in every app a process builds (tests build many), so their handlers cannot close over an
 app's store or settings. `api.build_app` gathers those in one `Services` and keeps it as
 ``app.state.services``; the getters below are the one place that reads it, and handlers declare
@@ -11,8 +11,8 @@ what they need by type::
 
 FastAPI resolves a dependency once per request, so the router-level ``Depends(require_identity)``
 of the protected API and a handler's `Caller` authenticate the request once. A router with
-settings of its own reads them through `app_services` too (`routes_search.search_settings`,
-`routes_oauth.oauth_settings`). Other readers of ``request.app``: `audit.audit_of` (through
+settings of its own reads them through `app_services` too (`routes.search.search_settings`,
+`routes.oauth.oauth_settings`). Other readers of ``request.app``: `audit.audit_of` (through
 `app_services`) and the error pages' hook ``app.state.error_page`` (`errors.respond`).
 """
 
@@ -52,7 +52,7 @@ class Services:
     get_searcher: Callable[[], Any] | None = None
     #: search-context names -> repo names, for names the store does not know
     contexts: dict[str, Any] | None = None
-    #: the search routes' `routes_search.SearchSettings`
+    #: the search routes' `codesearch.app.search.SearchSettings`
     search: SearchSettings | None = None
     #: the environment the app was built with (None: the process's), e.g. for webhook secrets
     environ: Mapping[str, str] | None = None

@@ -30,7 +30,7 @@ in those callbacks anyway. What the service runs:
   grant); RFC 6749 errors, JSON, ``Cache-Control: no-store``; RFC 7009 revocation answers 200
   whatever the token.
 
-The routes are `codesearch.service.routes_oauth`. Codes and tokens are random, prefixed and stored
+The routes are `codesearch.service.routes.oauth`. Codes and tokens are random, prefixed and stored
 hashed (`codesearch.store.oauth`). Nothing here logs or audits a code, token, secret or PKCE
 verifier.
 """

@@ -46,30 +46,23 @@ from codesearch.errors import ServiceUnavailable
 from codesearch.git import slots as git_slots
 from codesearch.runtime import request_ids
 from codesearch.search.options import DEFAULT_PUBLIC_URL, SearchOptions
-from codesearch.service import (
-    audit,
-    auth,
-    deps,
-    errors,
-    mcp,
-    oauth_server,
-    routes_chat,
-    routes_codenav,
-    routes_git,
-    routes_history,
-    routes_oauth,
-    routes_permissions,
-    routes_repos,
-    routes_search,
-    routes_source,
-    routes_suggest,
-    webhooks,
-)
+from codesearch.service import audit, auth, deps, errors, oauth_server
 from codesearch.service.middleware import allowed_hosts
 from codesearch.service.middleware.compression import Compress
 from codesearch.service.middleware.limits import RequestLimits
 from codesearch.service.middleware.observability import ObserveRequests
 from codesearch.service.middleware.security_headers import SecurityHeaders
+from codesearch.service.routes import chat as routes_chat
+from codesearch.service.routes import codenav as routes_codenav
+from codesearch.service.routes import git as routes_git
+from codesearch.service.routes import history as routes_history
+from codesearch.service.routes import mcp, webhooks
+from codesearch.service.routes import oauth as routes_oauth
+from codesearch.service.routes import permissions as routes_permissions
+from codesearch.service.routes import repos as routes_repos
+from codesearch.service.routes import search as routes_search
+from codesearch.service.routes import source as routes_source
+from codesearch.service.routes import suggest as routes_suggest
 
 if TYPE_CHECKING:
     from codesearch.app.context import ToolContext

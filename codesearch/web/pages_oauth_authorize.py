@@ -4,7 +4,7 @@
     POST /oauth/authorize   the consent decision (CSRF-checked)
 
 The authorization endpoint of the OAuth 2.0 server (`codesearch.service.oauth_server`; its JSON
-endpoints are `codesearch.service.routes_oauth`) is a page of the web UI: the session cookie says
+endpoints are `codesearch.service.routes.oauth`) is a page of the web UI: the session cookie says
 who the user is, a visitor is sent to ``/login`` and comes back, and the consent form carries the
 web UI's CSRF token. A request it refuses is a page saying what is wrong, never a redirect to the
 client (RFC 9700 §4.11.2: clients register themselves, redirect URI included); the client hears
@@ -31,7 +31,7 @@ from codesearch.service import oauth_authorize as authz
 from codesearch.service import oauth_redirects as shown
 from codesearch.service.deps import StoreDep
 from codesearch.service.oauth_server import AUTHORIZE_PATH, OAuthSettings, base_url
-from codesearch.service.routes_oauth import NO_STORE, Settings, live_clients
+from codesearch.service.routes.oauth import NO_STORE, Settings, live_clients
 from codesearch.web import sessions
 from codesearch.web.templating import render
 

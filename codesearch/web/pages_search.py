@@ -7,7 +7,7 @@ the repos table, and the highlighting stylesheet.
 - ``GET /search?q=&regex=1&case=1&matches=&lang=&repo=``: the results page, its results written
   into the HTML as the searchers answer (`codesearch.web.results_page`; repository text only
   through autoescaping); ``static/search-page.js`` ranks them, adds the facets, the summary and
-  the hints. The search runs as the API's (`routes_search.start_search`: the same parsing,
+  the hints. The search runs as the API's (`codesearch.app.search.start_search`: the same parsing,
   permissions, hints and audit record). Sourcebot's own search links work too:
   ``?query=…&matches=…&isRegexEnabled=true&isCaseSensitivityEnabled=true`` (its UI,
   docs and bookmarks write them so), under ``/search`` or under its single-tenant prefix ``/~/``

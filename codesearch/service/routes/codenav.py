@@ -36,7 +36,7 @@ from codesearch.git.trees import list_tree
 from codesearch.permissions import Identity
 from codesearch.service import audit
 from codesearch.service.deps import Caller, Services, ServicesDep
-from codesearch.service.routes_search import json_body
+from codesearch.service.routes.search import json_body
 from codesearch.tools import codenav
 
 MAX_TREE_PATHS = 100

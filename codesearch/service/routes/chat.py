@@ -17,7 +17,7 @@
     {provider, model}, visibility?}``. The question is the text of the last message (a ``user``
     one); ``id`` names one of the caller's chats to ask a follow-up in (its earlier questions and
     answers are the context; the stored ones, not what the client sends). The answer is a stream
-    of Server-Sent Events (`codesearch.service.chat_stream`): each tool call as it happens, the
+    of Server-Sent Events (`codesearch.service.routes.chat_stream`): each tool call as it happens, the
     answer, the stored chat. Every mistake in the request is a JSON error before the stream
     starts: 400 ``INVALID_REQUEST_BODY``, 404 ``REPOSITORY_NOT_FOUND`` (a hidden repository
     answers as an unknown one) or ``NOT_FOUND`` (a chat that is not the caller's).
@@ -179,7 +179,7 @@ async def chat_blocking(request: Request, body: ChatRequest, identity: Caller, s
 async def chat_stream(
     request: Request, body: StreamChatRequest, identity: Caller, services: ServicesDep
 ) -> StreamingResponse:
-    from codesearch.service import chat_stream as cs
+    from codesearch.service.routes import chat_stream as cs
     from codesearch.tools import ask_chat
 
     tc = services.make_context(identity)

@@ -8,7 +8,7 @@ can stream.
 Authentication is the HTTP API's (`auth.Authenticator`: API keys and OAuth access tokens): an
 ASGI wrapper in front of the SDK's endpoint answers 401 ``NOT_AUTHENTICATED`` with
 ``WWW-Authenticate: Bearer resource_metadata="…"`` (RFC 9728: where MCP clients learn to sign
-in with OAuth, `routes_oauth`) when there is no valid credential and anonymous access is off,
+in with OAuth, `routes.oauth`) when there is no valid credential and anonymous access is off,
 and leaves the caller's `Identity` in the request state, where each tool call picks it up to build
 its `ToolContext` (so every repo access runs
 through `codesearch.permissions` with the caller's identity).

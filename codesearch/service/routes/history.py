@@ -51,7 +51,7 @@ from codesearch.git.objects import resolve_commit
 from codesearch.git.paths import check_path, check_ref, check_scope
 from codesearch.service import audit
 from codesearch.service.deps import Caller, ServicesDep
-from codesearch.service.routes_git import commit_summary_json
+from codesearch.service.routes.git import commit_summary_json
 
 #: a diff over HTTP is cut after this many files or bytes of diff text
 MAX_FILES = 300
