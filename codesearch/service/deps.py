@@ -12,8 +12,9 @@ what they need by type::
 FastAPI resolves a dependency once per request, so the router-level ``Depends(require_identity)``
 of the protected API and a handler's `Caller` authenticate the request once. A router with
 settings of its own reads them through `app_services` too (`routes.search.search_settings`,
-`routes.oauth.oauth_settings`). Other readers of ``request.app``: `audit.audit_of` (through
-`app_services`) and the error pages' hook ``app.state.error_page`` (`errors.respond`).
+`routes.oauth.oauth_settings`). Other readers of ``request.app``: `codesearch.audit.audit_of`
+(the ``audit`` of the same `Services`, read by name: that package sits below this one) and the
+error pages' hook ``app.state.error_page`` (`errors.respond`).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from codesearch.store import Store
 if TYPE_CHECKING:
     from codesearch.app.context import ToolContext
     from codesearch.app.search import SearchSettings
-    from codesearch.service.audit import AuditLog
+    from codesearch.audit import AuditLog
     from codesearch.service.auth import Authenticator
 
 

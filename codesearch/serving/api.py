@@ -40,18 +40,19 @@ from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Depends, FastAPI
 
-from codesearch import environment, forwarded, permissions
+from codesearch import audit, environment, forwarded, permissions
 from codesearch.app.search import SearchSettings, max_match_count
 from codesearch.errors import ServiceUnavailable
 from codesearch.git import slots as git_slots
 from codesearch.runtime import request_ids
 from codesearch.search.options import DEFAULT_PUBLIC_URL, SearchOptions
-from codesearch.service import audit, auth, deps, errors, oauth_server
+from codesearch.service import auth, deps, errors, oauth_server
 from codesearch.service.middleware import allowed_hosts
 from codesearch.service.middleware.compression import Compress
 from codesearch.service.middleware.limits import RequestLimits
 from codesearch.service.middleware.observability import ObserveRequests
 from codesearch.service.middleware.security_headers import SecurityHeaders
+from codesearch.service.routes import audit as routes_audit
 from codesearch.service.routes import chat as routes_chat
 from codesearch.service.routes import codenav as routes_codenav
 from codesearch.service.routes import git as routes_git
@@ -211,7 +212,7 @@ def build_app(
     )
 
     protected = APIRouter(dependencies=[Depends(deps.require_identity)])
-    for routes in (routes_search, routes_suggest, routes_repos, audit, routes_permissions, routes_source):
+    for routes in (routes_search, routes_suggest, routes_repos, routes_audit, routes_permissions, routes_source):
         protected.include_router(routes.router)
     app.include_router(protected)
     app.include_router(webhooks.router)  # signed by the code host, not by an API key

@@ -28,9 +28,9 @@ from typing import TYPE_CHECKING, Any
 from fastapi import APIRouter, Form, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
 
+from codesearch import audit
 from codesearch.forwarded import client_address
 from codesearch.permissions import Identity
-from codesearch.service import audit
 from codesearch.service.deps import ServicesDep, StoreDep
 from codesearch.service.middleware.security_headers import provider_targets
 from codesearch.store import MEMBER, OWNER, ROLES, Conflict, NotFound, Store, User

@@ -33,6 +33,7 @@ from fastapi import Request
 from fastapi.responses import Response
 from markupsafe import Markup
 
+from codesearch import audit
 from codesearch.errors import FileNotFound, InvalidArgument, InvalidGitRef
 from codesearch.git import history
 from codesearch.git.commits import list_commits
@@ -43,7 +44,6 @@ from codesearch.git.refs import list_branches
 from codesearch.index.language import detect
 from codesearch.markup.urls import browse_url
 from codesearch.search.present import short_ref
-from codesearch.service import audit
 from codesearch.web import highlight
 
 if TYPE_CHECKING:

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 from fastapi import APIRouter, Form, Request, Response
 from fastapi.responses import RedirectResponse
 
+from codesearch import audit
 from codesearch.permissions import Identity
-from codesearch.service import audit
 from codesearch.service.deps import StoreDep
 from codesearch.service.oauth_redirects import redirect_origin, shown_plainly
 from codesearch.service.oauth_server import OFFLINE, SCOPE

@@ -12,7 +12,7 @@ back only after the user answered: a code, or ``access_denied``. The page shows 
 on its own, in ASCII and isolated from the text around it (`oauth_redirects.redirect_host`), and
 client-chosen text with hidden characters made visible (`oauth_redirects.shown_plainly`).
 
-Audit events (`codesearch.service.audit`): ``oauth.consent.grant``, ``oauth.consent.deny``
+Audit events (`codesearch.audit`): ``oauth.consent.grant``, ``oauth.consent.deny``
 (target: the client id).
 """
 
@@ -25,8 +25,8 @@ import anyio
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 
+from codesearch import audit
 from codesearch.permissions import Identity
-from codesearch.service import audit
 from codesearch.service import oauth_authorize as authz
 from codesearch.service import oauth_redirects as shown
 from codesearch.service.deps import StoreDep

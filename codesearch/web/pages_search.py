@@ -48,6 +48,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 from markupsafe import Markup
 
+from codesearch import audit
 from codesearch.app.search import SearchRequest, start_search, unwrap
 from codesearch.errors import (
     CodesearchError,
@@ -63,7 +64,6 @@ from codesearch.git.trees import list_tree
 from codesearch.index.language import detect
 from codesearch.markup.urls import browse_url
 from codesearch.search.present import external_url, short_ref
-from codesearch.service import audit
 from codesearch.service.deps import ServicesDep, StoreDep
 from codesearch.service.errors import for_clients
 from codesearch.service.middleware.security_headers import page_headers

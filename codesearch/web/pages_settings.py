@@ -39,10 +39,10 @@ from typing import TYPE_CHECKING, Any
 from fastapi import APIRouter, Form, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
 
-from codesearch import permissions
+from codesearch import audit, permissions
 from codesearch.markup.urls import browse_url
 from codesearch.permissions import Identity
-from codesearch.service import audit, oauth_server
+from codesearch.service import oauth_server
 from codesearch.service.anonymous import SETTING_KEY
 from codesearch.service.auth import ANONYMOUS_ENV
 from codesearch.service.deps import StoreDep

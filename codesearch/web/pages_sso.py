@@ -38,9 +38,9 @@ import anyio
 from fastapi import APIRouter, Form, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
 
+from codesearch import audit
 from codesearch.errors import ConfigError
 from codesearch.permissions import Identity
-from codesearch.service import audit
 from codesearch.service.deps import StoreDep
 from codesearch.service.middleware.security_headers import provider_targets
 from codesearch.sso import accounts, required

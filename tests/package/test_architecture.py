@@ -33,6 +33,8 @@ FORBIDDEN = {
     "service": {"web", "serving", "client", "cli"},
     "web": {"serving", "client", "cli"},
     "markup": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli"},
+    "forwarded": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli", "store", "audit"},
+    "audit": {"service", "web", "serving", "tools", "client", "cli"},
 }
 
 #: The engine core: it runs in notebooks, in `codesearch index` and inside the actors alike.

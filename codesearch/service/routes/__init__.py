@@ -8,7 +8,7 @@
 - `git`: ``GET /api/tree``, ``GET /api/commits``; `history`: blame, one commit, a diff;
 - `codenav`: ``POST /api/find_definitions``, ``/api/find_references``, ``POST /api/tree``;
 - `chat` (and `chat_stream`, its Server-Sent Events): the REST forms of the agent tools;
-- `permissions`: ``GET /api/permission_sync``;
+- `permissions`: ``GET /api/permission_sync``; `audit`: ``GET /api/audit`` (the log is `codesearch.audit`);
 - `oauth`: the OAuth 2.0 server's endpoints (its protocol is `codesearch.oauth`);
 - `webhooks`: ``POST /api/webhooks/<connection>``, signed by the code host;
 - `mcp`: the MCP server mounted at ``/api/mcp``.

@@ -39,9 +39,9 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
 from starlette.concurrency import run_in_threadpool
 
+from codesearch import audit
 from codesearch.errors import ChatNotFound, CodesearchError
 from codesearch.markup.code_refs import answer_html
-from codesearch.service import audit
 from codesearch.service.deps import Caller, ServicesDep
 from codesearch.store.models import Chat
 from codesearch.tools.ask import ask, chat_url

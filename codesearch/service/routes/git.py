@@ -26,10 +26,10 @@ from typing import Any
 from fastapi import APIRouter, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
+from codesearch import audit
 from codesearch.app.git_reads import list_commits
 from codesearch.git.paths import check_dir, check_ref
 from codesearch.git.trees import list_tree
-from codesearch.service import audit
 from codesearch.service.deps import Caller, ServicesDep
 from codesearch.service.routes.repos import _base_url, link_header
 from codesearch.tools.repos import MAX_PAGE

@@ -45,11 +45,11 @@ from typing import Any
 from fastapi import APIRouter, Query, Request
 from starlette.concurrency import run_in_threadpool
 
+from codesearch import audit
 from codesearch.git import history
 from codesearch.git.diff import FileDiff, count_files, diff_objects
 from codesearch.git.objects import resolve_commit
 from codesearch.git.paths import check_path, check_ref, check_scope
-from codesearch.service import audit
 from codesearch.service.deps import Caller, ServicesDep
 from codesearch.service.routes.git import commit_summary_json
 

@@ -55,7 +55,7 @@ from codesearch.tools.read_tools import ToolSpec, parameters
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
-    from codesearch.service.audit import AuditLog
+    from codesearch.audit import AuditLog
 
 log = logging.getLogger(__name__)
 

@@ -20,7 +20,7 @@ sees the same count; only registrations that would be stored count), and every r
 first removes the clients that never completed an authorization within
 ``pending_client_ttl``, and the oldest of them beyond ``max_pending_clients``.
 
-Audit events (`codesearch.service.audit`): ``oauth.client.register``, ``oauth.token.issue``,
+Audit events (`codesearch.audit`): ``oauth.client.register``, ``oauth.token.issue``,
 ``oauth.token.refresh``, ``oauth.token.revoke``, ``oauth.replay`` (target: the client id; details:
 the grant id, never a code or token); the page records ``oauth.consent.grant`` and ``.deny``.
 """
@@ -37,9 +37,9 @@ import anyio
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response
 
+from codesearch import audit
 from codesearch.forwarded import client_address
 from codesearch.permissions import Identity
-from codesearch.service import audit
 from codesearch.service import oauth_registration as reg
 from codesearch.service import oauth_server as oa
 from codesearch.service import oauth_tokens as tok
