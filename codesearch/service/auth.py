@@ -11,7 +11,7 @@ of docs/http-api.md#errors, plus ``WWW-Authenticate: Bearer``). Anonymous access
 Settings → Access (`codesearch.service.anonymous`: stored in the state database, read by every
 replica at most every few seconds).
 
-OAuth 2.0 access tokens (`codesearch.service.oauth_server`, prefix ``cso_at_``) are accepted as
+OAuth 2.0 access tokens (`codesearch.oauth.server`, prefix ``cso_at_``) are accepted as
 Bearer tokens by the MCP endpoint only (``/api/mcp``): they are issued for that resource (its
 protected resource metadata names it, and the MCP authorization spec asks servers to accept only
 tokens meant for them), and they carry a consent to "use codesearch from this MCP client", not
@@ -63,6 +63,7 @@ from fastapi.security import APIKeyHeader, HTTPBearer
 
 from codesearch import environment
 from codesearch.errors import NotAuthenticated  # noqa: F401  (re-exported)
+from codesearch.oauth import server as oauth_server
 from codesearch.permissions import (  # noqa: F401  (re-exported: routes import them from here)
     UNRESTRICTED,
     Identity,
@@ -72,7 +73,6 @@ from codesearch.permissions import (  # noqa: F401  (re-exported: routes import 
     filter_search_response,
     visible_repos,
 )
-from codesearch.service import oauth_server
 from codesearch.service.anonymous import AnonymousAccess
 from codesearch.service.middleware.limits import MCP_PATH, route_path
 from codesearch.service.session_cookies import CSRF_HEADER, SAFE_METHODS, SESSION_COOKIE

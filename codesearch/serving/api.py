@@ -44,9 +44,10 @@ from codesearch import audit, environment, forwarded, permissions
 from codesearch.app.search import SearchSettings, max_match_count
 from codesearch.errors import ServiceUnavailable
 from codesearch.git import slots as git_slots
+from codesearch.oauth import server as oauth_server
 from codesearch.runtime import request_ids
 from codesearch.search.options import DEFAULT_PUBLIC_URL, SearchOptions
-from codesearch.service import auth, deps, errors, oauth_server
+from codesearch.service import auth, deps, errors
 from codesearch.service.middleware import allowed_hosts
 from codesearch.service.middleware.compression import Compress
 from codesearch.service.middleware.limits import RequestLimits

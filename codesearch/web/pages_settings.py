@@ -41,8 +41,8 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 
 from codesearch import audit, permissions
 from codesearch.markup.urls import browse_url
+from codesearch.oauth import server as oauth_server
 from codesearch.permissions import Identity
-from codesearch.service import oauth_server
 from codesearch.service.anonymous import SETTING_KEY
 from codesearch.service.auth import ANONYMOUS_ENV
 from codesearch.service.deps import StoreDep

@@ -35,6 +35,7 @@ FORBIDDEN = {
     "markup": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli"},
     "forwarded": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli", "store", "audit"},
     "audit": {"service", "web", "serving", "tools", "client", "cli"},
+    "oauth": {"service", "web", "serving", "tools", "client", "cli"},
 }
 
 #: The engine core: it runs in notebooks, in `codesearch index` and inside the actors alike.
