@@ -32,7 +32,7 @@ keys work: a valid key of a MEMBER is refused with 403 ``INSUFFICIENT_PERMISSION
 they are, and that identity may not use keys). The member's web sign-in and OAuth tokens (a
 sign-in of the user, through the consent page) are not affected.
 
-The web UI's session cookie (``codesearch_session``, `codesearch.web.sessions`) is accepted too, by
+The web UI's session cookie (``codesearch_session``, `codesearch.sessions`) is accepted too, by
 `Authenticator.identify_request` (what the routes' dependency uses): API keys come first; a
 cookie-authenticated POST/PUT/PATCH/DELETE must carry ``X-CSRF-Token`` equal to the session's
 token, else the cookie counts as absent. `identify(headers)` looks at API keys only, and
@@ -51,7 +51,6 @@ MCP tool and page goes through them.
 
 from __future__ import annotations
 
-import hmac
 import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
@@ -75,7 +74,8 @@ from codesearch.permissions import (  # noqa: F401  (re-exported: routes import 
 )
 from codesearch.service.anonymous import AnonymousAccess
 from codesearch.service.middleware.limits import MCP_PATH, route_path
-from codesearch.service.session_cookies import CSRF_HEADER, SAFE_METHODS, SESSION_COOKIE
+from codesearch.sessions import csrf
+from codesearch.sessions.cookies import SESSION_COOKIE
 from codesearch.store.oauth import ACCESS_PREFIX as OAUTH_ACCESS_PREFIX
 
 if TYPE_CHECKING:
@@ -262,11 +262,10 @@ class Authenticator:
         user: User | None = state.get("iap_user")  # set by codesearch.web.iap
         if user is None:
             return None
-        if request.method.upper() not in SAFE_METHODS:
-            token = (request.headers.get(CSRF_HEADER) or "").encode("utf-8")
-            expected = str(state.get("iap_csrf_token") or "").encode("utf-8")
-            if not token or not expected or not hmac.compare_digest(token, expected):
-                return None
+        if csrf.needs_token(request.method) and not csrf.header_matches(
+            request.headers, str(state.get("iap_csrf_token") or "")
+        ):
+            return None
         return user
 
     def _session_user(self, request: Request) -> User | None:
@@ -281,10 +280,8 @@ class Authenticator:
         if not found:
             return None
         session, user = found
-        if request.method.upper() not in SAFE_METHODS:
-            token = (request.headers.get(CSRF_HEADER) or "").encode("utf-8")
-            if not token or not hmac.compare_digest(token, session.csrf_token.encode("utf-8")):
-                return None
+        if csrf.needs_token(request.method) and not csrf.header_matches(request.headers, session.csrf_token):
+            return None
         return user
 
     def _nobody(self, presented: bool = False, oauth_elsewhere: bool = False) -> Identity:

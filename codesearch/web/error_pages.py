@@ -55,6 +55,20 @@ def explanation(request: Request, status: int, code: str, message: str) -> str:
     return message if message.endswith((".", "!", "?")) else f"{message}."
 
 
+async def csrf_failed(request: Request, exc: Exception) -> Response:
+    """The 403 page of a form that arrived without its CSRF token (`codesearch.sessions.CsrfFailed`)."""
+    from codesearch.web.templating import render
+
+    return render(
+        request,
+        "message.html",
+        status_code=403,
+        title="Forbidden",
+        heading="This form has expired",
+        message="The page's security token is missing or does not match. Reload the page and try again.",
+    )
+
+
 def error_page(request: Request, status: int, code: str, message: str) -> Response:
     """The page for one error (`codesearch.service.errors.respond` calls it)."""
     from codesearch.web.templating import render

@@ -25,14 +25,13 @@ import anyio
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 
-from codesearch import audit
+from codesearch import audit, sessions
 from codesearch.oauth import authorize as authz
 from codesearch.oauth import redirects as shown
 from codesearch.oauth.server import AUTHORIZE_PATH, OAuthSettings, base_url
 from codesearch.permissions import Identity
 from codesearch.service.deps import StoreDep
 from codesearch.service.routes.oauth import NO_STORE, Settings, live_clients
-from codesearch.web import sessions
 from codesearch.web.templating import render
 
 if TYPE_CHECKING:

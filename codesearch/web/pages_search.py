@@ -31,7 +31,7 @@ the repos table, and the highlighting stylesheet.
   indexed, last error; owners get a Re-index button (``POST /api/repos/{id}/reindex``).
 - ``GET /highlight.css``: the Pygments token colours for light and dark mode.
 
-Who is asking: ``request.state.identity`` (the session, set by `codesearch.web.sessions`);
+Who is asking: ``request.state.identity`` (the session, set by `codesearch.sessions`);
 without one, the visitor is anonymous when anonymous access is on, else sent to the sign-in
 page. Repos go through the tools' `ToolContext` (`web.make_context(identity)`), so a repo the
 caller may not see is a 404 page exactly like an unknown one.
@@ -67,13 +67,13 @@ from codesearch.search.present import external_url, short_ref
 from codesearch.service.deps import ServicesDep, StoreDep
 from codesearch.service.errors import for_clients
 from codesearch.service.middleware.security_headers import page_headers
+from codesearch.sessions import login_redirect
 from codesearch.statuses import JobKind, JobState
 from codesearch.sync import repo_info
 from codesearch.tools.repos import iso, page_of_repos
 from codesearch.web import codenav, highlight, pages_history
 from codesearch.web.deps import PageCaller, WebDep
 from codesearch.web.results_page import OUTCOME_SLOT, RESULTS_SLOT, Links, outcome_script, page_stream
-from codesearch.web.sessions import login_redirect
 from codesearch.web.templating import render, render_text
 
 if TYPE_CHECKING:

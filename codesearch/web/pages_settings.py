@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 from fastapi import APIRouter, Form, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
 
-from codesearch import audit, permissions
+from codesearch import audit, permissions, sessions
 from codesearch.markup.urls import browse_url
 from codesearch.oauth import server as oauth_server
 from codesearch.permissions import Identity
@@ -48,7 +48,7 @@ from codesearch.service.auth import ANONYMOUS_ENV
 from codesearch.service.deps import StoreDep
 from codesearch.store import OWNER, NotFound
 from codesearch.store import models as m
-from codesearch.web import api_keys, sessions
+from codesearch.web import api_keys
 from codesearch.web.deps import WebDep
 from codesearch.web.templating import WebContext, render
 

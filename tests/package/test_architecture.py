@@ -36,6 +36,7 @@ FORBIDDEN = {
     "forwarded": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli", "store", "audit"},
     "audit": {"service", "web", "serving", "tools", "client", "cli"},
     "oauth": {"service", "web", "serving", "tools", "client", "cli"},
+    "sessions": {"service", "web", "serving", "tools", "client", "cli"},
 }
 
 #: The engine core: it runs in notebooks, in `codesearch index` and inside the actors alike.

@@ -40,7 +40,7 @@ def _cookie(page, name: str) -> dict | None:
 # ------------------------------------------------------------------------------ the real service
 
 def test_the_service_records_who_did_what_and_owners_read_it(page_for, web):
-    from codesearch.web import sessions
+    from codesearch import sessions
 
     store, member, owner = web["store"], web["member"], web["owner"]
     start = datetime.now(timezone.utc)

@@ -30,7 +30,7 @@ from codesearch.service.auth import UNRESTRICTED, Authenticator
 from codesearch.service.middleware.limits import RequestLimits
 from codesearch.service.middleware.proxy_body import MAX_BYTES, SCOPE_KEY, WAIT_S, BodyAhead
 from codesearch.store import Store
-from codesearch.web.sessions import SESSION_COOKIE
+from codesearch.sessions import SESSION_COOKIE
 from tests.asgiserver import serving
 from tests.conftest import LOCAL
 

@@ -12,7 +12,7 @@ In the app, outermost first (`codesearch.serving.api.build_app` adds them):
 
 In Serve's HTTP proxies (`codesearch.serving.proxy_errors.middlewares`): `observability.ProxyRequestIds`
 and `proxy_body.BodyAhead` (a small body travels with the request). The web UI adds its own,
-inside these: the browser session (`codesearch.web.sessions`), IAP and account linking
+inside these: the browser session (`codesearch.sessions`), IAP and account linking
 (`codesearch.web.mount`).
 
 Plain ASGI (``__call__(scope, receive, send)``) rather than Starlette's ``BaseHTTPMiddleware``, so
