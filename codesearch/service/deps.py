@@ -12,9 +12,10 @@ what they need by type::
 FastAPI resolves a dependency once per request, so the router-level ``Depends(require_identity)``
 of the protected API and a handler's `Caller` authenticate the request once. A router with
 settings of its own reads them through `app_services` too (`routes.search.search_settings`,
-`routes.oauth.oauth_settings`). Other readers of ``request.app``: `codesearch.audit.audit_of`
-(the ``audit`` of the same `Services`, read by name: that package sits below this one) and the
-error pages' hook ``app.state.error_page`` (`errors.respond`).
+`routes.oauth.oauth_settings`). The web UI keeps its context here too (`Services.web`, read by
+`codesearch.web.deps`), and its error pages (`Services.error_page`, read by `errors.respond`):
+the app's state is this one container. Other readers of ``request.app``: `codesearch.audit.audit_of`
+(the ``audit`` of the same `Services`, read by name: that package sits below this one).
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ from codesearch.service.auth import API_KEY_SCHEME, BEARER_SCHEME
 from codesearch.store import Store
 
 if TYPE_CHECKING:
+    from starlette.responses import Response
+
     from codesearch.app.context import ToolContext
     from codesearch.app.search import SearchSettings
     from codesearch.audit import AuditLog
@@ -58,6 +61,12 @@ class Services:
     #: the environment the app was built with (None: the process's), e.g. for webhook secrets
     environ: Mapping[str, str] | None = None
     audit: AuditLog | None = None
+    #: the web UI's context when the web UI is installed (a `codesearch.web.templating.WebContext`, set by
+    #: `codesearch.web.mount.install`; typed loosely since the web UI sits above this package)
+    web: object | None = None
+    #: a browser's error as a page (``error_page(request, status, code, message)``: the web UI's
+    #: `codesearch.web.error_pages.error_page`); None: every error is JSON (`errors.respond`)
+    error_page: Callable[[Request, int, str, str], Response] | None = None
     #: whether `get_store` was called once already (the first call may open the database)
     store_opened: bool = field(default=False, repr=False)
 

@@ -1,7 +1,7 @@
 """Error pages for browsers: the HTML a person sees where an API client gets the JSON of docs/http-api.md#errors.
 
 `codesearch.service.errors` decides who gets which (a request that accepts ``text/html`` on a
-path outside the API gets a page) and calls `error_page` through ``app.state.error_page``; this
+path outside the API gets a page) and calls `error_page` through the app's `Services.error_page`; this
 module only says it in words, in the site's layout, with the same HTTP status. The words for
 404 and 405 name the page's path (the JSON names the route); a 500 never says more than that
 something failed, with the request id a person can quote to whoever runs the service (the
