@@ -4,15 +4,16 @@ The app is built inside each Serve replica (a builder function, not a module-lev
 nothing unpicklable crosses processes. Routes:
 
 - public: ``GET /api/health``, ``GET /api/version``, ``GET /api/openapi.json``;
-- behind authentication (`auth.py`): ``POST /api/search``, ``POST /api/stream_search``
-  (`routes_search.py`), ``GET /api/repos``, ``GET /api/repos/status``, ``GET /api/connections``,
-  ``GET /api/jobs`` (`routes_repos.py`), ``GET /api/source`` (`routes_source.py`), and the MCP
-  server at ``/api/mcp`` (`mcp.py`, over the tools of `codesearch.tools`), ``POST /api/explain``,
-  ``GET /api/tree``, ``GET /api/commits`` (`routes_git.py`), ``GET /api/blame``, ``GET /api/commit``,
-  ``GET /api/diff`` (`routes_history.py`), ``POST /api/find_definitions``,
-  ``POST /api/find_references``, ``POST /api/tree`` (`routes_codenav.py`), ``POST /api/chat/blocking``,
-  ``POST /api/chat`` (streamed), ``PATCH /api/chat/<id>``, ``GET /api/models`` (`routes_chat.py`);
-- OAuth 2.0 for MCP clients (`routes_oauth.py`, protocol in `oauth_server.py`): the
+- behind authentication (`codesearch.service.auth`; the routes are `codesearch.service.routes`):
+  ``POST /api/search``, ``POST /api/stream_search`` (`routes/search.py`), ``GET /api/repos``,
+  ``GET /api/repos/status``, ``GET /api/connections``, ``GET /api/jobs`` (`routes/repos.py`),
+  ``GET /api/source`` (`routes/source.py`), and the MCP server at ``/api/mcp`` (`routes/mcp.py`,
+  over the tools of `codesearch.tools`), ``POST /api/explain``, ``GET /api/tree``,
+  ``GET /api/commits`` (`routes/git.py`), ``GET /api/blame``, ``GET /api/commit``, ``GET /api/diff``
+  (`routes/history.py`), ``POST /api/find_definitions``, ``POST /api/find_references``,
+  ``POST /api/tree`` (`routes/codenav.py`), ``POST /api/chat/blocking``, ``POST /api/chat``
+  (streamed), ``PATCH /api/chat/<id>``, ``GET /api/models`` (`routes/chat.py`);
+- OAuth 2.0 for MCP clients (`routes/oauth.py`, protocol in `codesearch.oauth`): the
   ``/.well-known/`` metadata, ``/oauth/register``, ``/oauth/token``, ``/oauth/revoke``; access
   tokens open the MCP endpoint (``/api/mcp``) only;
 - the web UI (`codesearch.web.mount`): its pages, ``/oauth/authorize`` (the consent page) and
@@ -21,7 +22,7 @@ nothing unpicklable crosses processes. Routes:
 The search is delegated to a `searcher` with ``search(query, options) -> dict`` (a `SearcherPool`
 on Ray, whose ``actors`` the streaming route awaits one by one); state (repos, API keys, jobs,
 search contexts) comes from the `Store` of the data directory. This module holds no search or
-database logic. Responses are gzipped when worth it, streams excepted (`compression.py`).
+database logic. Responses are gzipped when worth it, streams excepted (`middleware/compression.py`).
 Every request is named and measured by `observability.ObserveRequests` (an ``X-Request-Id``, the
 HTTP metrics of `codesearch.runtime.metrics`); its ``Host`` must be one the service answers for
 (`allowed_hosts.CheckHost`: 421 otherwise); every page carries the site's security headers
