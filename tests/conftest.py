@@ -20,7 +20,7 @@ TEST_LLM_TOKEN_ENV = "CODESEARCH_TEST_LLM_KEY"
 TEST_LLM_TOKEN = "sk-test-8c1f2e"
 GIT_REFS = ["refs/heads/main", "refs/heads/dev", "refs/heads/release/1.0", "refs/tags/v1.0"]
 #: The base URL of in-process test clients (Starlette's TestClient): a host the app answers for
-#: without configuration (`codesearch.service.allowed_hosts`; TestClient's own "testserver" is refused).
+#: without configuration (`codesearch.service.middleware.allowed_hosts`; TestClient's own "testserver" is refused).
 LOCAL = "http://localhost"
 
 #: The lanes. Every test that needs more than this process carries one of these markers (registered in

@@ -21,7 +21,7 @@ import pytest
 
 from codesearch.serving.api import build_app
 from codesearch.store import Store
-from codesearch.web.sessions import hash_password
+from codesearch.accounts import hash_password
 from tests.asgiserver import serving
 
 OWNER = {"email": "owner@example.com", "password": "owner-pass-1"}

@@ -9,7 +9,7 @@ Playwright for Python) against the Serve app on 127.0.0.1 over the `tests.mcpwor
 
 `web` deploys the app under the route prefix ``/web`` (so every link must honour `root`) with
 anonymous access off, an OWNER (`web["owner"]`) and a MEMBER (`web["member"]`), each
-``{"email", "password"}``, created with `codesearch.web.sessions.hash_password`. Screenshots go to
+``{"email", "password"}``, created with `codesearch.accounts.hash_password`. Screenshots go to
 ``tests/output/screenshots/`` (git-ignored): `shot(page, name)`.
 """
 
@@ -47,7 +47,7 @@ def web(serve_url, tmp_path_factory):
 
     from codesearch.runtime.searchers import SearcherPool
     from codesearch.serving.deployment import search_application
-    from codesearch.web.sessions import hash_password
+    from codesearch.accounts import hash_password
 
     w = build(str(tmp_path_factory.mktemp("web")))
     store = w["store"]

@@ -9,7 +9,7 @@ merged by `StreamMerger` under one ``matches`` budget; `run_search` is the same 
 once. Both see only what the caller may see (`codesearch.permissions`), add the index progress for
 an unrestricted caller, and compute the hints of an empty search only when asked (``withHints``).
 Transports only parse, call and serialise: ``POST /api/search`` and ``/api/stream_search``
-(`codesearch.service.routes_search`), the search page (`codesearch.web.pages_search`), the client's
+(`codesearch.service.routes.search`), the search page (`codesearch.web.pages_search`), the client's
 in-process back end (`codesearch.client.backends`).
 """
 

@@ -12,7 +12,7 @@ every metric; ``docs/grafana-dashboard.json`` charts them.
 =====================================  =========  =================  ==================================
 name                                   type       tags               recorded by
 =====================================  =========  =================  ==================================
-codesearch_http_requests               counter    route method       `service.observability` (every
+codesearch_http_requests               counter    route method       `middleware.observability` (every
                                                   status             HTTP response of the API)
 codesearch_http_request_seconds        histogram  route method       idem, until the last byte of the
                                                   status             response (streams included)

@@ -1,6 +1,6 @@
 """Request ids: one name for everything one HTTP request causes, in the logs of every process.
 
-The HTTP layer (`codesearch.service.observability`) gives each request an id, the client's
+The HTTP layer (`codesearch.service.middleware.observability`) gives each request an id, the client's
 ``X-Request-Id`` when it is short and safe (`accept`), else a new one, and keeps it in a context
 variable for as long as the request runs (threads the request hands work to get a copy of the
 context). A `SearcherPool` sends it with every searcher call the request causes, where the

@@ -11,7 +11,7 @@ of docs/http-api.md#errors, plus ``WWW-Authenticate: Bearer``). Anonymous access
 Settings → Access (`codesearch.service.anonymous`: stored in the state database, read by every
 replica at most every few seconds).
 
-OAuth 2.0 access tokens (`codesearch.service.oauth_server`, prefix ``cso_at_``) are accepted as
+OAuth 2.0 access tokens (`codesearch.oauth.server`, prefix ``cso_at_``) are accepted as
 Bearer tokens by the MCP endpoint only (``/api/mcp``): they are issued for that resource (its
 protected resource metadata names it, and the MCP authorization spec asks servers to accept only
 tokens meant for them), and they carry a consent to "use codesearch from this MCP client", not
@@ -32,7 +32,7 @@ keys work: a valid key of a MEMBER is refused with 403 ``INSUFFICIENT_PERMISSION
 they are, and that identity may not use keys). The member's web sign-in and OAuth tokens (a
 sign-in of the user, through the consent page) are not affected.
 
-The web UI's session cookie (``codesearch_session``, `codesearch.web.sessions`) is accepted too, by
+The web UI's session cookie (``codesearch_session``, `codesearch.sessions`) is accepted too, by
 `Authenticator.identify_request` (what the routes' dependency uses): API keys come first; a
 cookie-authenticated POST/PUT/PATCH/DELETE must carry ``X-CSRF-Token`` equal to the session's
 token, else the cookie counts as absent. `identify(headers)` looks at API keys only, and
@@ -51,7 +51,6 @@ MCP tool and page goes through them.
 
 from __future__ import annotations
 
-import hmac
 import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
@@ -63,6 +62,7 @@ from fastapi.security import APIKeyHeader, HTTPBearer
 
 from codesearch import environment
 from codesearch.errors import NotAuthenticated  # noqa: F401  (re-exported)
+from codesearch.oauth import server as oauth_server
 from codesearch.permissions import (  # noqa: F401  (re-exported: routes import them from here)
     UNRESTRICTED,
     Identity,
@@ -72,10 +72,10 @@ from codesearch.permissions import (  # noqa: F401  (re-exported: routes import 
     filter_search_response,
     visible_repos,
 )
-from codesearch.service import oauth_server
 from codesearch.service.anonymous import AnonymousAccess
-from codesearch.service.limits import MCP_PATH, route_path
-from codesearch.service.session_cookies import CSRF_HEADER, SAFE_METHODS, SESSION_COOKIE
+from codesearch.service.middleware.limits import MCP_PATH, route_path
+from codesearch.sessions import csrf
+from codesearch.sessions.cookies import SESSION_COOKIE
 from codesearch.store.oauth import ACCESS_PREFIX as OAUTH_ACCESS_PREFIX
 
 if TYPE_CHECKING:
@@ -262,11 +262,10 @@ class Authenticator:
         user: User | None = state.get("iap_user")  # set by codesearch.web.iap
         if user is None:
             return None
-        if request.method.upper() not in SAFE_METHODS:
-            token = (request.headers.get(CSRF_HEADER) or "").encode("utf-8")
-            expected = str(state.get("iap_csrf_token") or "").encode("utf-8")
-            if not token or not expected or not hmac.compare_digest(token, expected):
-                return None
+        if csrf.needs_token(request.method) and not csrf.header_matches(
+            request.headers, str(state.get("iap_csrf_token") or "")
+        ):
+            return None
         return user
 
     def _session_user(self, request: Request) -> User | None:
@@ -281,10 +280,8 @@ class Authenticator:
         if not found:
             return None
         session, user = found
-        if request.method.upper() not in SAFE_METHODS:
-            token = (request.headers.get(CSRF_HEADER) or "").encode("utf-8")
-            if not token or not hmac.compare_digest(token, session.csrf_token.encode("utf-8")):
-                return None
+        if csrf.needs_token(request.method) and not csrf.header_matches(request.headers, session.csrf_token):
+            return None
         return user
 
     def _nobody(self, presented: bool = False, oauth_elsewhere: bool = False) -> Identity:

@@ -1,6 +1,6 @@
 """Typed FastAPI dependencies: what route handlers need from the app they are served by.
 
-The routers of `routes_*` and `codesearch.web.pages_*` are module-level ``APIRouter``s, the same
+The routers of `codesearch.service.routes` and `codesearch.web.pages_*` are module-level ``APIRouter``s, the same
 objects in every app a process builds (tests build many), so their handlers cannot close over an
 app's store or settings. `api.build_app` gathers those in one `Services` and keeps it as
 ``app.state.services``; the getters below are the one place that reads it, and handlers declare
@@ -11,9 +11,11 @@ what they need by type::
 
 FastAPI resolves a dependency once per request, so the router-level ``Depends(require_identity)``
 of the protected API and a handler's `Caller` authenticate the request once. A router with
-settings of its own reads them through `app_services` too (`routes_search.search_settings`,
-`routes_oauth.oauth_settings`). Other readers of ``request.app``: `audit.audit_of` (through
-`app_services`) and the error pages' hook ``app.state.error_page`` (`errors.respond`).
+settings of its own reads them through `app_services` too (`routes.search.search_settings`,
+`routes.oauth.oauth_settings`). The web UI keeps its context here too (`Services.web`, read by
+`codesearch.web.deps`), and its error pages (`Services.error_page`, read by `errors.respond`):
+the app's state is this one container. Other readers of ``request.app``: `codesearch.audit.audit_of`
+(the ``audit`` of the same `Services`, read by name: that package sits below this one).
 """
 
 from __future__ import annotations
@@ -31,9 +33,11 @@ from codesearch.service.auth import API_KEY_SCHEME, BEARER_SCHEME
 from codesearch.store import Store
 
 if TYPE_CHECKING:
+    from starlette.responses import Response
+
     from codesearch.app.context import ToolContext
     from codesearch.app.search import SearchSettings
-    from codesearch.service.audit import AuditLog
+    from codesearch.audit import AuditLog
     from codesearch.service.auth import Authenticator
 
 
@@ -52,11 +56,17 @@ class Services:
     get_searcher: Callable[[], Any] | None = None
     #: search-context names -> repo names, for names the store does not know
     contexts: dict[str, Any] | None = None
-    #: the search routes' `routes_search.SearchSettings`
+    #: the search routes' `codesearch.app.search.SearchSettings`
     search: SearchSettings | None = None
     #: the environment the app was built with (None: the process's), e.g. for webhook secrets
     environ: Mapping[str, str] | None = None
     audit: AuditLog | None = None
+    #: the web UI's context when the web UI is installed (a `codesearch.web.templating.WebContext`, set by
+    #: `codesearch.web.mount.install`; typed loosely since the web UI sits above this package)
+    web: object | None = None
+    #: a browser's error as a page (``error_page(request, status, code, message)``: the web UI's
+    #: `codesearch.web.error_pages.error_page`); None: every error is JSON (`errors.respond`)
+    error_page: Callable[[Request, int, str, str], Response] | None = None
     #: whether `get_store` was called once already (the first call may open the database)
     store_opened: bool = field(default=False, repr=False)
 

@@ -10,8 +10,8 @@ language model's endpoint failing: 502 ``MODEL_ERROR``).
 A browser gets a page instead: when the request asks for HTML (``Accept: text/html``, which
 browsers send for pages and forms and API clients do not) and its path is not one of the API's
 (`is_api_path`: ``/api/…``, ``/oauth/…``, ``/.well-known/…``, whatever the client accepts),
-the handlers call ``app.state.error_page(request, status, code, message)`` (set by the web UI,
-`codesearch.web.error_pages`) for the same status. Without it, or when it fails, JSON.
+the handlers call the app's ``error_page(request, status, code, message)`` (`deps.Services.error_page`,
+set by the web UI: `codesearch.web.error_pages`) for the same status. Without it, or when it fails, JSON.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from codesearch.errors import CodesearchError, QueryParseError
 from codesearch.runtime import request_ids
-from codesearch.service.observability import loggable_path
+from codesearch.service.middleware.observability import loggable_path
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -67,8 +67,8 @@ def respond(request: Request, status: int, code: str, message: str, **extra: obj
     """The error as a page for a browser (`wants_html`), else as the JSON of docs/http-api.md#errors (plus `extra`
     fields, such as a parse error's ``position``)."""
     response: Response | None = None
-    page = getattr(getattr(request, "app", None), "state", None)
-    page = getattr(page, "error_page", None)
+    services = getattr(getattr(getattr(request, "app", None), "state", None), "services", None)
+    page = getattr(services, "error_page", None)  # (an app without `deps.Services` answers JSON)
     if page is not None and wants_html(request):
         try:
             response = page(request, status, code, message)

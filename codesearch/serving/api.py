@@ -4,15 +4,16 @@ The app is built inside each Serve replica (a builder function, not a module-lev
 nothing unpicklable crosses processes. Routes:
 
 - public: ``GET /api/health``, ``GET /api/version``, ``GET /api/openapi.json``;
-- behind authentication (`auth.py`): ``POST /api/search``, ``POST /api/stream_search``
-  (`routes_search.py`), ``GET /api/repos``, ``GET /api/repos/status``, ``GET /api/connections``,
-  ``GET /api/jobs`` (`routes_repos.py`), ``GET /api/source`` (`routes_source.py`), and the MCP
-  server at ``/api/mcp`` (`mcp.py`, over the tools of `codesearch.tools`), ``POST /api/explain``,
-  ``GET /api/tree``, ``GET /api/commits`` (`routes_git.py`), ``GET /api/blame``, ``GET /api/commit``,
-  ``GET /api/diff`` (`routes_history.py`), ``POST /api/find_definitions``,
-  ``POST /api/find_references``, ``POST /api/tree`` (`routes_codenav.py`), ``POST /api/chat/blocking``,
-  ``POST /api/chat`` (streamed), ``PATCH /api/chat/<id>``, ``GET /api/models`` (`routes_chat.py`);
-- OAuth 2.0 for MCP clients (`routes_oauth.py`, protocol in `oauth_server.py`): the
+- behind authentication (`codesearch.service.auth`; the routes are `codesearch.service.routes`):
+  ``POST /api/search``, ``POST /api/stream_search`` (`routes/search.py`), ``GET /api/repos``,
+  ``GET /api/repos/status``, ``GET /api/connections``, ``GET /api/jobs`` (`routes/repos.py`),
+  ``GET /api/source`` (`routes/source.py`), and the MCP server at ``/api/mcp`` (`routes/mcp.py`,
+  over the tools of `codesearch.tools`), ``POST /api/explain``, ``GET /api/tree``,
+  ``GET /api/commits`` (`routes/git.py`), ``GET /api/blame``, ``GET /api/commit``, ``GET /api/diff``
+  (`routes/history.py`), ``POST /api/find_definitions``, ``POST /api/find_references``,
+  ``POST /api/tree`` (`routes/codenav.py`), ``POST /api/chat/blocking``, ``POST /api/chat``
+  (streamed), ``PATCH /api/chat/<id>``, ``GET /api/models`` (`routes/chat.py`);
+- OAuth 2.0 for MCP clients (`routes/oauth.py`, protocol in `codesearch.oauth`): the
   ``/.well-known/`` metadata, ``/oauth/register``, ``/oauth/token``, ``/oauth/revoke``; access
   tokens open the MCP endpoint (``/api/mcp``) only;
 - the web UI (`codesearch.web.mount`): its pages, ``/oauth/authorize`` (the consent page) and
@@ -21,11 +22,11 @@ nothing unpicklable crosses processes. Routes:
 The search is delegated to a `searcher` with ``search(query, options) -> dict`` (a `SearcherPool`
 on Ray, whose ``actors`` the streaming route awaits one by one); state (repos, API keys, jobs,
 search contexts) comes from the `Store` of the data directory. This module holds no search or
-database logic. Responses are gzipped when worth it, streams excepted (`compression.py`).
+database logic. Responses are gzipped when worth it, streams excepted (`middleware/compression.py`).
 Every request is named and measured by `observability.ObserveRequests` (an ``X-Request-Id``, the
 HTTP metrics of `codesearch.runtime.metrics`); its ``Host`` must be one the service answers for
 (`allowed_hosts.CheckHost`: 421 otherwise); every page carries the site's security headers
-(`codesearch.service.security_headers`). The routers are module-level
+(`codesearch.service.middleware.security_headers`). The routers are module-level
 ``APIRouter``s; what their handlers need (the store, the caller, the settings) comes through the
 typed dependencies of `deps`, from the one `deps.Services` this function keeps on ``app.state``.
 """
@@ -40,37 +41,31 @@ from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Depends, FastAPI
 
-from codesearch import environment, permissions
+from codesearch import audit, environment, forwarded, permissions
 from codesearch.app.search import SearchSettings, max_match_count
 from codesearch.errors import ServiceUnavailable
 from codesearch.git import slots as git_slots
+from codesearch.oauth import server as oauth_server
 from codesearch.runtime import request_ids
 from codesearch.search.options import DEFAULT_PUBLIC_URL, SearchOptions
-from codesearch.service import (
-    allowed_hosts,
-    audit,
-    auth,
-    deps,
-    errors,
-    forwarded,
-    mcp,
-    oauth_server,
-    routes_chat,
-    routes_codenav,
-    routes_git,
-    routes_history,
-    routes_oauth,
-    routes_permissions,
-    routes_repos,
-    routes_search,
-    routes_source,
-    routes_suggest,
-    webhooks,
-)
-from codesearch.service.compression import Compress
-from codesearch.service.limits import RequestLimits
-from codesearch.service.observability import ObserveRequests
-from codesearch.service.security_headers import SecurityHeaders
+from codesearch.service import auth, deps, errors
+from codesearch.service.middleware import allowed_hosts
+from codesearch.service.middleware.compression import Compress
+from codesearch.service.middleware.limits import RequestLimits
+from codesearch.service.middleware.observability import ObserveRequests
+from codesearch.service.middleware.security_headers import SecurityHeaders
+from codesearch.service.routes import audit as routes_audit
+from codesearch.service.routes import chat as routes_chat
+from codesearch.service.routes import codenav as routes_codenav
+from codesearch.service.routes import git as routes_git
+from codesearch.service.routes import history as routes_history
+from codesearch.service.routes import mcp, webhooks
+from codesearch.service.routes import oauth as routes_oauth
+from codesearch.service.routes import permissions as routes_permissions
+from codesearch.service.routes import repos as routes_repos
+from codesearch.service.routes import search as routes_search
+from codesearch.service.routes import source as routes_source
+from codesearch.service.routes import suggest as routes_suggest
 
 if TYPE_CHECKING:
     from codesearch.app.context import ToolContext
@@ -219,7 +214,7 @@ def build_app(
     )
 
     protected = APIRouter(dependencies=[Depends(deps.require_identity)])
-    for routes in (routes_search, routes_suggest, routes_repos, audit, routes_permissions, routes_source):
+    for routes in (routes_search, routes_suggest, routes_repos, routes_audit, routes_permissions, routes_source):
         protected.include_router(routes.router)
     app.include_router(protected)
     app.include_router(webhooks.router)  # signed by the code host, not by an API key

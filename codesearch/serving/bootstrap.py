@@ -15,7 +15,7 @@ The application (``codesearch`` by default) has two deployments:
 
 HTTP is up as soon as both deployments are: nothing waits for the first sync. Searches answer
 from what is indexed so far (their stats say how many repositories are still waiting,
-`routes_search`), and the home page shows the sync live. A request that arrives before the
+`codesearch.app.search`), and the home page shows the sync live. A request that arrives before the
 searchers exist is answered 503 with ``Retry-After`` (`SearchersStarting`).
 
 Names: every actor is ``<prefix>-<role>`` in the Ray namespace ``codesearch``

@@ -7,7 +7,7 @@ configurable. Serve's default of 5 ongoing requests collapses under 32 clients; 
 `MAX_ONGOING_REQUESTS`, far more than the searchers can serve at once, because a replica's
 places are cheap (an awaited request is a coroutine; searches wait in the searchers, bounded by
 their deadline) and a full replica queues every request behind it, ``/api/health`` included.
-What one request may hold a place for is bounded by `codesearch.service.limits` (credentials
+What one request may hold a place for is bounded by `codesearch.service.middleware.limits` (credentials
 before the body, body size and read time) and by the search deadline.
 
 Stopping without losing requests: every replica's application sits behind a `drain.DrainGate`

@@ -296,9 +296,9 @@ def serve_conflict(host: str, port: int, app_name: str) -> str | None:
 def hosts_warning(host: str, environ: Mapping[str, str]) -> str | None:
     """What to tell the operator who listens on every address (``--host 0.0.0.0``) without naming
     the host names clients use: the service answers only loopback names and the public URL's
-    (`codesearch.service.allowed_hosts`; for a named ``--host`` that is ``http://HOST:PORT``),
+    (`codesearch.service.middleware.allowed_hosts`; for a named ``--host`` that is ``http://HOST:PORT``),
     so those clients would get 421."""
-    from codesearch.service.allowed_hosts import ALLOWED_HOSTS
+    from codesearch.service.middleware.allowed_hosts import ALLOWED_HOSTS
 
     if host not in ("0.0.0.0", "::", "") or environ.get("AUTH_URL") or environ.get(ALLOWED_HOSTS):
         return None

@@ -29,7 +29,7 @@ import os
 from collections.abc import MutableMapping
 from typing import TYPE_CHECKING
 
-from codesearch.service.limits import send_error
+from codesearch.service.middleware.limits import send_error
 
 if TYPE_CHECKING:
     from starlette.middleware import Middleware
@@ -65,7 +65,7 @@ class JsonErrors:
         except Exception:  # noqa: BLE001 - answered below when nothing was sent yet
             if started:
                 raise
-            from codesearch.service.observability import loggable_path
+            from codesearch.service.middleware.observability import loggable_path
 
             log.exception("the proxy failed %s %s", scope.get("method"), loggable_path(scope.get("path")))
         if not started:
@@ -76,9 +76,9 @@ def middlewares() -> list[Middleware]:
     """What Serve's proxy calls (``RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH``)."""
     from starlette.middleware import Middleware
 
-    from codesearch.service.forwarded import PeerStamp
-    from codesearch.service.observability import ProxyRequestIds
-    from codesearch.service.proxy_body import BodyAhead
+    from codesearch.forwarded import PeerStamp
+    from codesearch.service.middleware.observability import ProxyRequestIds
+    from codesearch.service.middleware.proxy_body import BodyAhead
 
     # Serve wraps its proxy in these in list order, so the last is the outermost: JsonErrors
     # answers whatever fails inside it, BodyAhead included. ProxyRequestIds must sit right

@@ -21,7 +21,7 @@ change (each measured; the numbers are in bench/RESULTS.md):
   ahead (`proxy_body.BodyAhead`) makes no call back to the proxy.
 * **No forwarded header believed by the proxy** (``FORWARDED_ALLOW_IPS=none``, read by the
   proxy's uvicorn): the replica sees the client's real TCP address and decides itself which
-  proxies' ``X-Forwarded-For`` to believe (`codesearch.service.forwarded`). Not a speed setting:
+  proxies' ``X-Forwarded-For`` to believe (`codesearch.forwarded`). Not a speed setting:
   the sign-in lock-outs count failures per address, which the header must not let a client choose.
 
 Where they must be set: ``PROXY_ENV`` in the environment of the processes Ray starts, so before
@@ -38,8 +38,7 @@ import os
 from collections.abc import Mapping, MutableMapping
 from typing import Any
 
-from codesearch import environment
-from codesearch.service import forwarded
+from codesearch import environment, forwarded
 
 #: For Serve's HTTP proxies (set before Ray starts them).
 #: The Serve application's name unless told otherwise (what `codesearch serve` deploys and removes).

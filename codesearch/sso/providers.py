@@ -250,7 +250,7 @@ class Provider:
 
     def form_targets(self) -> list[str]:
         """Where a sign-in form's redirect to this provider may go (the page's CSP
-        ``form-action``, `codesearch.service.security_headers`): a code host's address; an OIDC
+        ``form-action``, `codesearch.service.middleware.security_headers`): a code host's address; an OIDC
         provider's issuer and its discovered authorization endpoint, or any https address while
         discovery has not run in this process (the endpoint may be on another origin)."""
         if self.config.is_code_host:

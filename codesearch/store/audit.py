@@ -1,6 +1,6 @@
 """The audit log's storage: append events, read them a page at a time, prune past the retention.
 
-What is recorded and when is `codesearch.service.audit`'s business; the store keeps the rows.
+What is recorded and when is `codesearch.audit`'s business; the store keeps the rows.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ password is checked, so parallel guesses cannot slip in; `end_login_attempt` tak
 the password was right. The lock-out lengths (`Backoff`) are the caller's (`codesearch.web.throttle`).
 
 The same counters limit OAuth client registrations per client address (`OAUTH_REGISTRATION`,
-`codesearch.service.routes_oauth`): each registration is an "attempt" that is never taken back.
+`codesearch.service.routes.oauth`): each registration is an "attempt" that is never taken back.
 Counters of every kind share one table, so the housekeeping in `begin_login_attempt` keeps each
 row at least `KEEP_SECONDS` (a day, the longest memory of the sign-in counters) whatever the
 calling counter's own `forget_seconds`: a counter that forgets after an hour must not erase the

@@ -199,7 +199,7 @@ class ChatTurn:
 
 @dataclass
 class AuditEvent:
-    """One entry of the audit log (`codesearch.service.audit`)."""
+    """One entry of the audit log (`codesearch.audit`)."""
 
     id: int
     at: datetime

@@ -1,6 +1,6 @@
 """OAuth 2.0 for MCP clients: registered clients, authorization codes, access and refresh tokens.
 
-The protocol lives in `codesearch.service.oauth_server`; the store keeps its state, and makes
+The protocol lives in `codesearch.oauth.server`; the store keeps its state, and makes
 each step that must happen once happen once, in one transaction. This module holds what both
 sides share (the prefixes, the outcomes, the records, `OAuthHashMixin`); the methods are
 `codesearch.store.oauth_clients` (registered clients) and `codesearch.store.oauth_tokens`

@@ -269,7 +269,7 @@ login_failures = Table(
     Index(None, "last_failure_at"),
 )
 
-#: Who searched, read, created or revoked what (`codesearch.service.audit`). `actor` is the
+#: Who searched, read, created or revoked what (`codesearch.audit`). `actor` is the
 #: user's e-mail as it was then (or ``anonymous``, ``cli``); `target` what was acted on (a query,
 #: ``repo:path``, a key's id); never a secret: API keys and passwords are not recorded.
 audit_events = Table(

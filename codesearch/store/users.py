@@ -125,7 +125,7 @@ class UsersMixin(StoreBase):
 
     def set_user_password(self, user_id: int, password_hash: str | None) -> User:
         """Set (or clear, with None) the user's password hash. NotFound when there is no such user.
-        The caller hashes (`codesearch.web.sessions.hash_password`): the store never sees passwords.
+        The caller hashes (`codesearch.accounts.hash_password`): the store never sees passwords.
         A new password also ends the account's sign-in lock-out (`begin_login_attempt`): the
         guesses it punished were aimed at the old one."""
         with self._tx(write=True) as c:

@@ -4,7 +4,7 @@ The read-only tools, and the machinery that turns a tool function into a schema,
 a budgeted answer (`ToolSpec`, `args_model`), are in `codesearch.tools.read_tools`: the
 `ask_codebase` agent (`codesearch.tools.ask`) uses them too. This module adds the two tools that are
 not for the agent, `list_language_models` and `ask_codebase` itself, and is the list the MCP server
-(`codesearch.service.mcp`) registers.
+(`codesearch.service.routes.mcp`) registers.
 
 Names, parameters, defaults and limits are those of Sourcebot's MCP server, including the tools
 it added later (`list_branches`, grep's `groupByRepo`, `path`

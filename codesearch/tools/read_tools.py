@@ -4,7 +4,7 @@ Each tool is a function ``fn(tc: ToolContext, <parameters>) -> str`` whose param
 their JSON-schema facts (description, bounds, defaults) as ``Annotated[..., Field(...)]``. From
 that one declaration:
 
-- the MCP server (`codesearch.service.mcp`, through `codesearch.tools.catalog`) registers the tool
+- the MCP server (`codesearch.service.routes.mcp`, through `codesearch.tools.catalog`) registers the tool
   with the SDK, which derives the input schema and validates arguments;
 - `args_model(spec)` gives the same schema and validation to the `ask_codebase` agent
   (`CatalogToolSet`), so the model sees exactly what MCP clients see;

@@ -4,8 +4,9 @@ the same FastAPI app as the HTTP API, in every Serve replica.
 Modules:
 - `templating.py`: the Jinja2 environment (autoescaping on: repository text is always text),
   `render(request, template, **context)` with the caller, the CSRF token and the nav;
-- `sessions.py`: sign-in with local accounts (argon2 password hashes), session cookies (HttpOnly,
-  SameSite=Lax), CSRF tokens for forms and for the page's own API calls;
+- the sessions and CSRF tokens the pages rely on are `codesearch.sessions` (below the web UI and the
+  API alike): sign-in sessions, their cookies (HttpOnly, SameSite=Lax), CSRF tokens for forms and
+  for the page's own API calls; passwords are `codesearch.accounts`' (argon2);
 - `pages_search.py`: home (search box, sync status), search results, file view (Pygments), repos;
 - `results_page.py`: the results page's results, written into its HTML as the searchers answer;
 - `pages_history.py`: blame, the history of a file or directory, a commit with its diff, the

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from fastapi import Request
 
+from codesearch import audit
 from codesearch.permissions import Identity
-from codesearch.service import audit
 from codesearch.store import OWNER
 
 if TYPE_CHECKING:

@@ -1,8 +1,8 @@
 """Typed FastAPI dependencies of the pages: the app's `WebContext` and the caller of a page.
 
 The API's dependencies (`codesearch.service.deps`) sit below the web UI and do not know it: the
-`WebContext` is kept as ``app.state.web`` (`codesearch.web.mount.install`), and reads what it shares
-with the API from the app's `Services`.
+`WebContext` is kept in the app's one `Services` as ``services.web`` (`codesearch.web.mount.install`),
+and reads what it shares with the API (the store, the authenticator, the tools' context) from there.
 """
 
 from __future__ import annotations
@@ -12,13 +12,14 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from codesearch.permissions import Identity
+from codesearch.service.deps import app_services
 from codesearch.web.templating import WebContext
 
 
 async def web_context(request: Request) -> WebContext:
-    """The web UI's `WebContext` of the app (``app.state.web``, set by `codesearch.web.mount.install`)."""
-    web: WebContext | None = getattr(request.app.state, "web", None)
-    if web is None:
+    """The web UI's `WebContext` of the app (``services.web``, set by `codesearch.web.mount.install`)."""
+    web = app_services(request).web
+    if not isinstance(web, WebContext):
         raise RuntimeError("the web UI is not installed in this app")
     return web
 

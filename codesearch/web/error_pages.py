@@ -1,7 +1,7 @@
 """Error pages for browsers: the HTML a person sees where an API client gets the JSON of docs/http-api.md#errors.
 
 `codesearch.service.errors` decides who gets which (a request that accepts ``text/html`` on a
-path outside the API gets a page) and calls `error_page` through ``app.state.error_page``; this
+path outside the API gets a page) and calls `error_page` through the app's `Services.error_page`; this
 module only says it in words, in the site's layout, with the same HTTP status. The words for
 404 and 405 name the page's path (the JSON names the route); a 500 never says more than that
 something failed, with the request id a person can quote to whoever runs the service (the
@@ -53,6 +53,20 @@ def explanation(request: Request, status: int, code: str, message: str) -> str:
     if message and message[0].islower():
         message = message[0].upper() + message[1:]
     return message if message.endswith((".", "!", "?")) else f"{message}."
+
+
+async def csrf_failed(request: Request, exc: Exception) -> Response:
+    """The 403 page of a form that arrived without its CSRF token (`codesearch.sessions.CsrfFailed`)."""
+    from codesearch.web.templating import render
+
+    return render(
+        request,
+        "message.html",
+        status_code=403,
+        title="Forbidden",
+        heading="This form has expired",
+        message="The page's security token is missing or does not match. Reload the page and try again.",
+    )
 
 
 def error_page(request: Request, status: int, code: str, message: str) -> Response:

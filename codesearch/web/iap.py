@@ -31,11 +31,11 @@ from typing import TYPE_CHECKING
 import anyio
 from starlette.requests import Request
 
+from codesearch import audit
 from codesearch.permissions import Identity
-from codesearch.service import audit
+from codesearch.sessions import route_path
 from codesearch.sso.flow import FlowError
 from codesearch.sso.iap import ASSERTION_HEADER, IapRefused, IapUnavailable
-from codesearch.web.sessions import route_path
 
 if TYPE_CHECKING:
     from fastapi import FastAPI

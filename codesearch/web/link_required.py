@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from starlette.responses import RedirectResponse
 
+from codesearch.sessions import root_of, route_path
 from codesearch.sso import required
-from codesearch.web.sessions import root_of, route_path
 
 if TYPE_CHECKING:
     from fastapi import FastAPI

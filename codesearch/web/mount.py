@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 
 from fastapi.responses import FileResponse
 
+from codesearch.sessions.csrf import CsrfFailed
+from codesearch.sessions.middleware import SessionMiddleware
 from codesearch.web import (
     error_pages,
     iap,
@@ -20,7 +22,6 @@ from codesearch.web import (
     pages_search,
     pages_settings,
     pages_sso,
-    sessions,
 )
 from codesearch.web.assets import STATIC_DIR, VersionedStaticFiles, current_version
 
@@ -32,13 +33,15 @@ if TYPE_CHECKING:
 
 def install(app: FastAPI, *, web: WebContext) -> None:
     """Mount the static files and every page router; `web` is the app's `WebContext` (kept as
-    ``app.state.web``, where the pages' dependencies read it: `codesearch.web.deps`)."""
-    app.state.web = web
+    ``services.web`` in the app's one `Services`, where the pages' dependencies read it:
+    `codesearch.web.deps`)."""
+    web.services.web = web
     # Starlette runs the middleware added last first: sessions, then IAP, then the linking gate
     link_required.install(app, web)  # reads the user the session or IAP resolved
     iap.install(app, web)
-    sessions.install(app, web)
-    app.state.error_page = error_pages.error_page  # codesearch.service.errors.respond: pages for browsers
+    app.add_middleware(SessionMiddleware, web=web)  # every request's session and CSRF token
+    app.add_exception_handler(CsrfFailed, error_pages.csrf_failed)  # a form without its token: a 403 page
+    web.services.error_page = error_pages.error_page  # codesearch.service.errors.respond: pages for browsers
     app.mount("/static", VersionedStaticFiles(directory=STATIC_DIR, version=current_version(STATIC_DIR)), name="static")
 
     @app.get("/favicon.ico", include_in_schema=False)

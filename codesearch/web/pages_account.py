@@ -28,13 +28,13 @@ from typing import TYPE_CHECKING, Any
 from fastapi import APIRouter, Form, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
 
+from codesearch import accounts, audit, sessions
+from codesearch.forwarded import client_address
 from codesearch.permissions import Identity
-from codesearch.service import audit
 from codesearch.service.deps import ServicesDep, StoreDep
-from codesearch.service.forwarded import client_address
-from codesearch.service.security_headers import provider_targets
+from codesearch.service.middleware.security_headers import provider_targets
 from codesearch.store import MEMBER, OWNER, ROLES, Conflict, NotFound, Store, User
-from codesearch.web import api_keys, sessions, throttle
+from codesearch.web import api_keys, throttle
 from codesearch.web.deps import WebDep
 from codesearch.web.templating import WebContext, render
 
@@ -86,7 +86,7 @@ def _check_email(email: str) -> str | None:
 
 
 def _check_new_password(password: str, confirm: str | None) -> str | None:
-    problem = sessions.password_problem(password)
+    problem = accounts.password_problem(password)
     if problem:
         return problem
     if confirm is not None and password != confirm:
@@ -227,7 +227,7 @@ def setup(
             error=error,
         )
     try:
-        user = store.create_first_user(email, name, password_hash=sessions.hash_password(password))
+        user = store.create_first_user(email, name, password_hash=accounts.hash_password(password))
     except Conflict:  # someone else finished the setup first
         return _not_found(request)
     response = _redirect(f"{_root(request)}/")
@@ -345,7 +345,7 @@ def change_password(
         if status == 429:
             page.headers["Retry-After"] = str(checked.retry_after)
         return page
-    store.set_user_password(user.id, sessions.hash_password(password))
+    store.set_user_password(user.id, accounts.hash_password(password))
     store.delete_user_web_sessions(user.id, keep=request.cookies.get(sessions.SESSION_COOKIE))
     return _page(
         request,
@@ -464,7 +464,7 @@ def add_user(
     if error:
         return _users_page(request, store, status_code=400, error=error, form=form)
     try:
-        new = store.create_user(email, name, role=MEMBER, password_hash=sessions.hash_password(password))
+        new = store.create_user(email, name, role=MEMBER, password_hash=accounts.hash_password(password))
         audit.record(request, Identity(owner), "user.create", new.email, role=MEMBER)
     except Conflict:
         return _users_page(

@@ -32,12 +32,12 @@ from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import HTMLResponse
 from starlette.concurrency import run_in_threadpool
 
+from codesearch import audit
 from codesearch.errors import ChatNotFound, NotAuthenticated
 from codesearch.markup.code_refs import answer_html, visible_names
-from codesearch.service import audit
 from codesearch.service.deps import ServicesDep, StoreDep
+from codesearch.sessions import login_redirect
 from codesearch.web.deps import PageCaller, WebDep
-from codesearch.web.sessions import login_redirect
 from codesearch.web.templating import render
 
 if TYPE_CHECKING:

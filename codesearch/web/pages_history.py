@@ -33,6 +33,7 @@ from fastapi import Request
 from fastapi.responses import Response
 from markupsafe import Markup
 
+from codesearch import audit
 from codesearch.app import git_reads
 from codesearch.errors import FileNotFound, InvalidArgument, InvalidGitRef
 from codesearch.git import history
@@ -41,7 +42,6 @@ from codesearch.git.paths import check_path, check_scope
 from codesearch.index.language import detect
 from codesearch.markup.urls import browse_url
 from codesearch.search.present import short_ref
-from codesearch.service import audit
 from codesearch.web import highlight
 
 if TYPE_CHECKING:

@@ -23,12 +23,11 @@ from typing import TYPE_CHECKING, Any
 from fastapi import APIRouter, Form, Request, Response
 from fastapi.responses import RedirectResponse
 
+from codesearch import audit, sessions
+from codesearch.oauth.redirects import redirect_origin, shown_plainly
+from codesearch.oauth.server import OFFLINE, SCOPE
 from codesearch.permissions import Identity
-from codesearch.service import audit
 from codesearch.service.deps import StoreDep
-from codesearch.service.oauth_redirects import redirect_origin, shown_plainly
-from codesearch.service.oauth_server import OFFLINE, SCOPE
-from codesearch.web import sessions
 from codesearch.web.templating import render
 
 if TYPE_CHECKING:

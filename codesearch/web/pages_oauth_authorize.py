@@ -3,16 +3,16 @@
     GET  /oauth/authorize   the consent page (signed-in web user)
     POST /oauth/authorize   the consent decision (CSRF-checked)
 
-The authorization endpoint of the OAuth 2.0 server (`codesearch.service.oauth_server`; its JSON
-endpoints are `codesearch.service.routes_oauth`) is a page of the web UI: the session cookie says
+The authorization endpoint of the OAuth 2.0 server (`codesearch.oauth.server`; its JSON
+endpoints are `codesearch.service.routes.oauth`) is a page of the web UI: the session cookie says
 who the user is, a visitor is sent to ``/login`` and comes back, and the consent form carries the
 web UI's CSRF token. A request it refuses is a page saying what is wrong, never a redirect to the
 client (RFC 9700 §4.11.2: clients register themselves, redirect URI included); the client hears
 back only after the user answered: a code, or ``access_denied``. The page shows the redirect host
-on its own, in ASCII and isolated from the text around it (`oauth_redirects.redirect_host`), and
-client-chosen text with hidden characters made visible (`oauth_redirects.shown_plainly`).
+on its own, in ASCII and isolated from the text around it (`codesearch.oauth.redirects.redirect_host`), and
+client-chosen text with hidden characters made visible (`redirects.shown_plainly`).
 
-Audit events (`codesearch.service.audit`): ``oauth.consent.grant``, ``oauth.consent.deny``
+Audit events (`codesearch.audit`): ``oauth.consent.grant``, ``oauth.consent.deny``
 (target: the client id).
 """
 
@@ -25,14 +25,13 @@ import anyio
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 
+from codesearch import audit, sessions
+from codesearch.oauth import authorize as authz
+from codesearch.oauth import redirects as shown
+from codesearch.oauth.server import AUTHORIZE_PATH, OAuthSettings, base_url
 from codesearch.permissions import Identity
-from codesearch.service import audit
-from codesearch.service import oauth_authorize as authz
-from codesearch.service import oauth_redirects as shown
 from codesearch.service.deps import StoreDep
-from codesearch.service.oauth_server import AUTHORIZE_PATH, OAuthSettings, base_url
-from codesearch.service.routes_oauth import NO_STORE, Settings, live_clients
-from codesearch.web import sessions
+from codesearch.service.routes.oauth import NO_STORE, Settings, live_clients
 from codesearch.web.templating import render
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ the repos table, and the highlighting stylesheet.
 - ``GET /search?q=&regex=1&case=1&matches=&lang=&repo=``: the results page, its results written
   into the HTML as the searchers answer (`codesearch.web.results_page`; repository text only
   through autoescaping); ``static/search-page.js`` ranks them, adds the facets, the summary and
-  the hints. The search runs as the API's (`routes_search.start_search`: the same parsing,
+  the hints. The search runs as the API's (`codesearch.app.search.start_search`: the same parsing,
   permissions, hints and audit record). Sourcebot's own search links work too:
   ``?query=…&matches=…&isRegexEnabled=true&isCaseSensitivityEnabled=true`` (its UI,
   docs and bookmarks write them so), under ``/search`` or under its single-tenant prefix ``/~/``
@@ -31,7 +31,7 @@ the repos table, and the highlighting stylesheet.
   indexed, last error; owners get a Re-index button (``POST /api/repos/{id}/reindex``).
 - ``GET /highlight.css``: the Pygments token colours for light and dark mode.
 
-Who is asking: ``request.state.identity`` (the session, set by `codesearch.web.sessions`);
+Who is asking: ``request.state.identity`` (the session, set by `codesearch.sessions`);
 without one, the visitor is anonymous when anonymous access is on, else sent to the sign-in
 page. Repos go through the tools' `ToolContext` (`web.make_context(identity)`), so a repo the
 caller may not see is a 404 page exactly like an unknown one.
@@ -48,6 +48,7 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 from markupsafe import Markup
 
+from codesearch import audit
 from codesearch.app import git_reads
 from codesearch.app.search import SearchRequest, start_search, unwrap
 from codesearch.errors import (
@@ -62,17 +63,16 @@ from codesearch.git.objects import resolve_commit
 from codesearch.git.paths import check_dir, check_path, check_ref
 from codesearch.markup.urls import browse_url
 from codesearch.search.present import external_url, short_ref
-from codesearch.service import audit
 from codesearch.service.deps import ServicesDep, StoreDep
 from codesearch.service.errors import for_clients
-from codesearch.service.security_headers import page_headers
+from codesearch.service.middleware.security_headers import page_headers
+from codesearch.sessions import login_redirect
 from codesearch.statuses import JobKind, JobState
 from codesearch.sync import repo_info
 from codesearch.tools.repos import iso, page_of_repos
 from codesearch.web import codenav, highlight, pages_history
 from codesearch.web.deps import PageCaller, WebDep
 from codesearch.web.results_page import OUTCOME_SLOT, RESULTS_SLOT, Links, outcome_script, page_stream
-from codesearch.web.sessions import login_redirect
 from codesearch.web.templating import render, render_text
 
 if TYPE_CHECKING:

@@ -39,16 +39,16 @@ from typing import TYPE_CHECKING, Any
 from fastapi import APIRouter, Form, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
 
-from codesearch import permissions
+from codesearch import audit, permissions, sessions
 from codesearch.markup.urls import browse_url
+from codesearch.oauth import server as oauth_server
 from codesearch.permissions import Identity
-from codesearch.service import audit, oauth_server
 from codesearch.service.anonymous import SETTING_KEY
 from codesearch.service.auth import ANONYMOUS_ENV
 from codesearch.service.deps import StoreDep
 from codesearch.store import OWNER, NotFound
 from codesearch.store import models as m
-from codesearch.web import api_keys, sessions
+from codesearch.web import api_keys
 from codesearch.web.deps import WebDep
 from codesearch.web.templating import WebContext, render
 

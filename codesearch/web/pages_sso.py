@@ -20,7 +20,7 @@ traceback; after signing in the browser goes to `next` only when it is a path of
 
 Invite links carry their token in the path: the invite pages are sent with
 ``Referrer-Policy: no-referrer`` and ``Cache-Control: no-store``, no message repeats the token,
-and logs write the path as ``/invite/<redacted>`` (`codesearch.service.observability.loggable_path`).
+and logs write the path as ``/invite/<redacted>`` (`codesearch.service.middleware.observability.loggable_path`).
 
 With a required provider (``accountLinkingRequired``, `codesearch.sso.required`), the account
 page shows a banner naming the providers still to link; every other page sends such a user
@@ -38,16 +38,16 @@ import anyio
 from fastapi import APIRouter, Form, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
 
+from codesearch import audit, sessions
+from codesearch.accounts import hash_password, password_problem
 from codesearch.errors import ConfigError
 from codesearch.permissions import Identity
-from codesearch.service import audit
 from codesearch.service.deps import StoreDep
-from codesearch.service.security_headers import provider_targets
+from codesearch.service.middleware.security_headers import provider_targets
 from codesearch.sso import accounts, required
 from codesearch.sso.flow import FLOW_COOKIE, FLOW_TTL_S, FlowError, FlowSealer, begin, check_callback, finish
 from codesearch.store import OWNER, ROLES, Conflict, NotFound
 from codesearch.store.members import InviteInvalid
-from codesearch.web import sessions
 from codesearch.web.deps import WebDep
 from codesearch.web.templating import WebContext, render
 
@@ -500,15 +500,11 @@ def join(
         return _invite_page(request, web, store, token)
     email, name = email.strip()[:MAX_EMAIL], name.strip()[:MAX_NAME]
     error = None if "@" in email else "Enter a valid email address."
-    error = (
-        error
-        or sessions.password_problem(password)
-        or ("The two passwords do not match." if password != confirm else None)
-    )
+    error = error or password_problem(password) or ("The two passwords do not match." if password != confirm else None)
     if error:
         return _invite_page(request, web, store, token, 400, error=error, email=email, name=name)
     try:
-        user, _pending = store.sign_up(email, name, password_hash=sessions.hash_password(password), invite_token=token)
+        user, _pending = store.sign_up(email, name, password_hash=hash_password(password), invite_token=token)
     except InviteInvalid as e:
         return _invite_page(request, web, store, token, 403, error=str(e), email=email, name=name)
     except Conflict:

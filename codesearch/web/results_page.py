@@ -243,7 +243,7 @@ async def page_stream(
     on_close: Callable[[], None] | None = None,
 ) -> AsyncIterator[str]:
     """The results page `html` (rendered with both slots) with the search's `events`
-    (`routes_search.search_events`) written into it as they arrive. Closing the stream (the
+    (`codesearch.app.search.search_events`) written into it as they arrive. Closing the stream (the
     browser went away) closes `events` and calls `on_close` (`StartedSearch.abandon`: the
     searchers still at work stop), whenever that happens. A file that cannot be drawn ends the
     search with an error in the outcome; the page is always complete."""

@@ -27,7 +27,8 @@ from jinja2 import Environment, FileSystemLoader, Template, select_autoescape
 
 from codesearch import environment
 from codesearch.plurals import plural
-from codesearch.service.security_headers import page_headers
+from codesearch.service.middleware.security_headers import page_headers
+from codesearch.sessions import csrf
 from codesearch.web.assets import STATIC_DIR, TEMPLATES_DIR, current_version, static_prefix
 from codesearch.web.modules import imports_of
 
@@ -121,7 +122,7 @@ def render_text(request: Request, template: str, **context: Any) -> str:
         "identity": identity,
         "user": user,
         "is_owner": getattr(user, "role", None) == "OWNER",
-        "csrf_token": getattr(request.state, "csrf_token", ""),
+        "csrf_token": csrf.token_of(request),
         "anonymous_access": getattr(request.state, "anonymous_access", False),
         "title": "codesearch",
         "root": root,

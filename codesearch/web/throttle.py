@@ -7,7 +7,7 @@ the service after a restart, sees the same counts):
 * the **account** (the email as typed, trimmed and lower-cased, known or not: an unknown email
   is treated exactly like a known one, so lock-outs reveal nothing): `ACCOUNT`, 5 free failures,
   then lock-outs of 1 s, 2 s, 4 s, … doubling up to 15 minutes. A successful sign-in resets it;
-* the **client address** (`codesearch.service.forwarded.client_address`: the TCP peer, or behind a
+* the **client address** (`codesearch.forwarded.client_address`: the TCP peer, or behind a
   reverse proxy named in ``CODESEARCH_TRUSTED_PROXIES`` the address that proxy saw; a client's own
   ``X-Forwarded-For`` never counts): `ADDRESS`, 20 free failures, then the same doubling. It
   stops one address from trying a few passwords on many accounts; a success takes back only its

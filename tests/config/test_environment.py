@@ -23,7 +23,8 @@ import pytest
 from codesearch import environment
 from codesearch.serving.api import build_app
 from codesearch.store import Store
-from codesearch.web import sessions
+from codesearch import sessions
+from codesearch.accounts import hash_password
 from tests.conftest import LOCAL
 
 with warnings.catch_warnings():
@@ -125,8 +126,8 @@ def test_each_replica_applies_the_log_level_when_its_app_is_built(codesearch_log
 @pytest.fixture()
 def accounts(tmp_path):
     store = Store.open(tmp_path / "data", environ={})
-    owner = store.create_user(OWNER["email"], password_hash=sessions.hash_password(OWNER["password"]))
-    member = store.create_user(MEMBER["email"], password_hash=sessions.hash_password(MEMBER["password"]))
+    owner = store.create_user(OWNER["email"], password_hash=hash_password(OWNER["password"]))
+    member = store.create_user(MEMBER["email"], password_hash=hash_password(MEMBER["password"]))
     yield store, owner, member
     store.close()
 

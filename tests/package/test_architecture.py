@@ -18,21 +18,27 @@ GRAPH = graph()
 
 #: What each layer may NOT import (packages under ``codesearch.``): the layers, bottom to top, are the
 #: engine (index, query, search) and the stores and config; the runtime (Ray actors); the application
-#: layer (`codesearch.app`: the caller's context, search and git reads as a caller); the front doors that
-#: call it (the MCP tools, the HTTP service, the web UI); serving (composition and Ray Serve lifecycle)
-#: and the front ends (cli, client).
+#: layer (`codesearch.app`: the caller's context, search and git reads as a caller); the HTTP domain the
+#: API and the pages share (`forwarded`: who sent a request; `audit`, `sessions` with CSRF, `oauth`: the
+#: OAuth 2.0 server's protocol); the front doors (the MCP tools, the HTTP service, and the web UI above
+#: it); serving (composition and Ray Serve lifecycle) and the front ends (cli, client).
+HTTP = {"forwarded", "audit", "sessions", "oauth"}
 FORBIDDEN = {
-    "index": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli", "store", "sso", "llm"},
-    "query": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli", "store", "sso", "llm"},
-    "search": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli", "sso", "llm"},
-    "config": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli", "llm", "store"},
-    "store": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli"},
-    "runtime": {"service", "web", "serving", "app", "client", "cli"},
+    "index": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli", "store", "sso", "llm"} | HTTP,
+    "query": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli", "store", "sso", "llm"} | HTTP,
+    "search": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli", "sso", "llm"} | HTTP,
+    "config": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli", "llm", "store"} | HTTP,
+    "store": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli"} | HTTP,
+    "runtime": {"service", "web", "serving", "app", "client", "cli"} | HTTP,
     "tools": {"service", "web", "serving", "client", "cli"},
     "app": {"tools", "service", "web", "serving", "client", "cli"},
     "service": {"web", "serving", "client", "cli"},
     "web": {"serving", "client", "cli"},
-    "markup": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli"},
+    "markup": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli"} | HTTP,
+    "forwarded": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli", "store"} | HTTP,
+    "audit": {"service", "web", "serving", "tools", "client", "cli", "sessions", "oauth"},
+    "oauth": {"service", "web", "serving", "tools", "client", "cli", "audit", "sessions"},
+    "sessions": {"service", "web", "serving", "tools", "client", "cli", "audit", "oauth"},
 }
 
 #: The engine core: it runs in notebooks, in `codesearch index` and inside the actors alike.
@@ -65,6 +71,32 @@ def test_no_module_is_longer_than_600_lines():
         (n, name) for name, path in modules().items() if (n := len(path.read_text().splitlines())) > MAX_LINES
     )
     assert long == [], "split these by responsibility: " + ", ".join(f"{name} ({n} lines)" for n, name in long)
+
+
+#: The HTTP service's top level: who is calling (`auth`, `anonymous`), the app's one state container
+#: (`deps.Services`) and the error bodies; everything else is a route (`service/routes/`) or a
+#: middleware (`service/middleware/`).
+SERVICE_TOP = {"anonymous", "auth", "deps", "errors"}
+
+
+def test_the_service_top_holds_only_the_caller_the_app_state_and_errors():
+    assert {p.stem for p in (ROOT / "service").glob("*.py") if p.stem != "__init__"} == SERVICE_TOP
+
+
+def _makes_a_router(tree: ast.AST) -> bool:
+    return any(
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "APIRouter"
+        for node in ast.walk(tree)
+    )
+
+
+def test_the_service_routers_are_in_routes():
+    outside = [
+        str(path.relative_to(ROOT.parent))
+        for path in sorted((ROOT / "service").rglob("*.py"))
+        if "routes" not in path.relative_to(ROOT / "service").parts and _makes_a_router(ast.parse(path.read_text()))
+    ]
+    assert outside == []
 
 
 def _imports_ray(tree: ast.AST) -> bool:
@@ -103,6 +135,11 @@ def test_the_cycle_check_finds_a_loop_through_a_function_local_import(tmp_path):
     }
     assert g["codesearch.c"] == set()  # annotations only
     assert strongly_connected(g) == [["codesearch.a", "codesearch.b"]]
+
+
+def test_the_router_check_sees_a_router():
+    assert _makes_a_router(ast.parse("from fastapi import APIRouter\nrouter = APIRouter()"))
+    assert not _makes_a_router(ast.parse("from fastapi import APIRouter\ndef f(r: APIRouter): ..."))
 
 
 def test_the_ray_check_sees_every_form_of_import():

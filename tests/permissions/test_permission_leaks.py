@@ -42,7 +42,7 @@ from codesearch.runtime.searchers import SearcherPool
 from codesearch.runtime.workers import RepoIndexer, RuntimeOptions
 from codesearch.serving.api import build_app
 from codesearch.store import Store
-from codesearch.web.sessions import SESSION_COOKIE
+from codesearch.sessions import SESSION_COOKIE
 from tests.asgiserver import serving
 from tests.conftest import TEST_LLM_TOKEN, TEST_LLM_TOKEN_ENV
 from tests.fakellm import FakeModelServer, tool_outputs

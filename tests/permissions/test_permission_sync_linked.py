@@ -46,7 +46,7 @@ from codesearch.hosts.adapters import adapter_for
 from codesearch.permission_sync.runner import PermissionSyncer
 from codesearch.serving.api import build_app
 from codesearch.store import Store
-from codesearch.web.sessions import hash_password
+from codesearch.accounts import hash_password
 from tests.asgiserver import bound_socket, serving
 from tests.fakehosts.bitbucket import CloudRepo, ServerProject, ServerRepo
 from tests.fakehosts.oauth import (

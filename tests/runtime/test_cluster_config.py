@@ -79,7 +79,7 @@ def test_cluster_yaml_matches_ray_schema(variant):
     assert re.search(r"RAY_ADDRESS=auto;.*nohup .*codesearch serve --config \S+ --data-dir /shared/codesearch "
                      r"--host 0\.0\.0\.0", head)
     assert "ray start --address=$RAY_HEAD_IP:6379" in " ".join(prepared["worker_start_ray_commands"])
-    # Serve's proxies on every node: our middlewares, and no X-Forwarded-For believed (codesearch.service.forwarded)
+    # Serve's proxies on every node: our middlewares, and no X-Forwarded-For believed (codesearch.forwarded)
     for start in (head, " ".join(prepared["worker_start_ray_commands"])):
         assert "RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH=codesearch.serving.proxy_errors:middlewares" in start
         assert "FORWARDED_ALLOW_IPS=none" in start

@@ -27,7 +27,7 @@ import pytest
 from codesearch.runtime import metrics, request_ids
 from codesearch.runtime.shard_searcher import ShardSearcher
 from codesearch.search.options import SearchOptions
-from codesearch.service import observability
+from codesearch.service.middleware import observability
 from codesearch.serving.api import build_app
 from tests.conftest import LOCAL
 

@@ -1,4 +1,4 @@
-"""The audit log (`codesearch.service.audit`): who searched, read, created or revoked what.
+"""The audit log (`codesearch.audit`): who searched, read, created or revoked what.
 
 Through the real service (Serve, a browser signed in as each account, API keys over HTTP): sign-ins,
 a key created in the web UI, searches and reads are recorded with their actor and request id;
@@ -16,7 +16,9 @@ import httpx
 import pytest
 
 from codesearch.environment import InvalidEnvironmentVariable
-from codesearch.service import audit
+from codesearch import audit
+from codesearch.audit.log import MAX_TEXT, _clean
+from codesearch.service.routes.audit import event_json
 from codesearch.store import Store
 from tests.webworld import browser, login, page_for, web  # noqa: F401  (pytest fixtures)
 
@@ -38,7 +40,7 @@ def _cookie(page, name: str) -> dict | None:
 # ------------------------------------------------------------------------------ the real service
 
 def test_the_service_records_who_did_what_and_owners_read_it(page_for, web):
-    from codesearch.web import sessions
+    from codesearch import sessions
 
     store, member, owner = web["store"], web["member"], web["owner"]
     start = datetime.now(timezone.utc)
@@ -67,7 +69,7 @@ def test_the_service_records_who_did_what_and_owners_read_it(page_for, web):
     assert [e.actor for e in _events(store, action="login", since=start)] == [member["email"]]
     created = _events(store, action="apikey.create", since=start)
     assert [(e.actor, e.details.get("name")) for e in created] == [(member["email"], "audit test key")]
-    everything = json.dumps([audit.event_json(e) for e in store.list_audit_events(per_page=500)[0]])
+    everything = json.dumps([event_json(e) for e in store.list_audit_events(per_page=500)[0]])
     assert secret not in everything and "not-the-password-9f3a" not in everything
 
     # owners read it, over HTTP and on a page; members may not
@@ -151,7 +153,7 @@ def test_a_bad_retention_is_refused(raw):
 
 
 def test_details_never_carry_secret_looking_fields():
-    cleaned = audit._clean({"query": "x" * 600, "token": "t", "api_key": "k", "password": "p", "authorization": "a",
+    cleaned = _clean({"query": "x" * 600, "token": "t", "api_key": "k", "password": "p", "authorization": "a",
                             "repo": "r", "count": 3, "nested": {"a": 1}})
     assert set(cleaned) == {"query", "repo", "count", "nested"}
-    assert len(cleaned["query"]) == audit.MAX_TEXT and cleaned["nested"] == "{'a': 1}"
+    assert len(cleaned["query"]) == MAX_TEXT and cleaned["nested"] == "{'a': 1}"

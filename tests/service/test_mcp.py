@@ -676,7 +676,7 @@ def test_mcp_inspector_cli_lists_and_calls_tools(world):
 
 
 def test_tool_calls_are_in_the_audit_log(world):
-    """Every tool call is recorded with its caller and arguments (`codesearch.service.audit`)."""
+    """Every tool call is recorded with its caller and arguments (`codesearch.audit`)."""
     import time as _time
 
     marker = "audit_marker_5c2e"

@@ -20,7 +20,7 @@ from urllib.parse import parse_qs, quote, urlsplit
 import httpx
 import pytest
 
-from codesearch.service import oauth_redirects
+from codesearch.oauth import redirects as oauth_redirects
 from tests.oauthworld import (
     MEMBER,
     OWNER,

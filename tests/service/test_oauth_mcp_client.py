@@ -259,7 +259,7 @@ def test_under_a_path_prefix_every_url_carries_it(tmp_path):
 ])
 def test_oauth_environment_variables(name, value, ok):
     from codesearch import environment
-    from codesearch.service.oauth_server import OAuthSettings
+    from codesearch.oauth.server import OAuthSettings
 
     if ok:
         environment.check({name: value})

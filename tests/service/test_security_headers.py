@@ -296,7 +296,7 @@ def test_every_page_has_the_sites_security_headers(served, store):
 
 
 def _scope(peer: str | None, headers: dict[str, str] | None = None, stamped: bool = True, scheme: str = "http"):
-    from codesearch.service import forwarded
+    from codesearch import forwarded
 
     scope = {"type": "http", "scheme": scheme, "client": (peer, 40000) if peer else None,
              "headers": [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]}
@@ -329,7 +329,7 @@ def _scope(peer: str | None, headers: dict[str, str] | None = None, stamped: boo
     ("", "198.51.100.4", {}, False, ("198.51.100.4", "http")),
 ])
 def test_the_client_address_and_scheme(trusted, peer, headers, stamped, expected):
-    from codesearch.service import forwarded
+    from codesearch import forwarded
 
     client = forwarded.client_of(_scope(peer, headers, stamped), {"CODESEARCH_TRUSTED_PROXIES": trusted})
     assert (client.address, client.scheme) == expected
@@ -338,7 +338,7 @@ def test_the_client_address_and_scheme(trusted, peer, headers, stamped, expected
 def test_the_proxy_vouches_for_the_peer_only_when_its_uvicorn_believes_no_forwarded_header():
     import anyio
 
-    from codesearch.service import forwarded
+    from codesearch import forwarded
 
     seen = []
 
@@ -355,7 +355,7 @@ def test_the_proxy_vouches_for_the_peer_only_when_its_uvicorn_believes_no_forwar
 
 @pytest.mark.parametrize("value", ["10.0.0.0/8, ::1", "", " 192.0.2.1 "])
 def test_trusted_proxies_accepts_addresses_and_networks(value):
-    from codesearch.service import forwarded
+    from codesearch import forwarded
 
     forwarded.parse_networks(value)
 
@@ -363,7 +363,7 @@ def test_trusted_proxies_accepts_addresses_and_networks(value):
 @pytest.mark.parametrize("value", ["proxy.internal", "10.0.0.0/33", "*"])
 def test_trusted_proxies_refuses_anything_else(value):
     from codesearch.environment import InvalidEnvironmentVariable
-    from codesearch.service import forwarded
+    from codesearch import forwarded
 
     with pytest.raises(InvalidEnvironmentVariable, match="CODESEARCH_TRUSTED_PROXIES"):
         forwarded.parse_networks(value)
@@ -390,7 +390,7 @@ def test_trusted_proxies_refuses_anything_else(value):
     ({"PUBLIC_URL": "https://search.example.com/cs"}, "search.example.com", True),
 ])
 def test_allowed_hosts(environ, host, allowed):
-    from codesearch.service import allowed_hosts
+    from codesearch.service.middleware import allowed_hosts
 
     hosts = allowed_hosts.AllowedHosts.from_environ(environ, [environ.get("PUBLIC_URL", "http://localhost:3000")])
     assert hosts.allows(host) is allowed
@@ -398,7 +398,7 @@ def test_allowed_hosts(environ, host, allowed):
 
 def test_allowed_hosts_refuses_what_is_not_a_host():
     from codesearch.environment import InvalidEnvironmentVariable
-    from codesearch.service import allowed_hosts
+    from codesearch.service.middleware import allowed_hosts
 
     with pytest.raises(InvalidEnvironmentVariable, match="CODESEARCH_ALLOWED_HOSTS"):
         allowed_hosts.AllowedHosts.from_environ({"CODESEARCH_ALLOWED_HOSTS": "https://code.example.com/"})
@@ -430,6 +430,6 @@ def test_serve_warns_when_it_listens_beyond_loopback_for_no_named_host(host, env
     ("not a url", None),
 ])
 def test_form_action_sources(url, source):
-    from codesearch.service import security_headers
+    from codesearch.service.middleware import security_headers
 
     assert security_headers.source_of(url) == source

@@ -26,7 +26,7 @@ from codesearch.runtime.searchers import SearcherPool
 from codesearch.search.engine import Searcher
 from codesearch.search.options import DEFAULT_PUBLIC_URL, SearchOptions
 from codesearch.service.auth import UNRESTRICTED
-from codesearch.service.routes_search import stream_events
+from codesearch.service.routes.search import stream_events
 from codesearch.store import INDEXED, SYNCED, SearchContext, Store
 from tests.conftest import BRANCH_GLOBS, TAG_GLOBS
 from tests.conftest import test_settings as index_settings

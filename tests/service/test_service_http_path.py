@@ -27,10 +27,10 @@ from codesearch.runtime.searchers import SearcherPool
 from codesearch.serving import serve_settings
 from codesearch.serving.api import build_app
 from codesearch.service.auth import UNRESTRICTED, Authenticator
-from codesearch.service.limits import RequestLimits
-from codesearch.service.proxy_body import MAX_BYTES, SCOPE_KEY, WAIT_S, BodyAhead
+from codesearch.service.middleware.limits import RequestLimits
+from codesearch.service.middleware.proxy_body import MAX_BYTES, SCOPE_KEY, WAIT_S, BodyAhead
 from codesearch.store import Store
-from codesearch.web.sessions import SESSION_COOKIE
+from codesearch.sessions import SESSION_COOKIE
 from tests.asgiserver import serving
 from tests.conftest import LOCAL
 

@@ -1,4 +1,4 @@
-"""Push webhooks (`codesearch.service.webhooks`) over real HTTP on 127.0.0.1.
+"""Push webhooks (`codesearch.service.routes.webhooks`) over real HTTP on 127.0.0.1.
 
 The API app (uvicorn, anonymous access off: no API key is sent) with a real store holding one
 connection of each host type that sends webhooks. Push payloads are built here in each host's
@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from codesearch.serving.api import build_app
-from codesearch.service.webhooks import secret_for
+from codesearch.service.routes.webhooks import secret_for
 from codesearch.store import Store
 from tests.asgiserver import serving
 from tests.conftest import LOCAL

@@ -778,7 +778,7 @@ LOGGABLE_PATHS = [
 
 @pytest.mark.parametrize("path,written", LOGGABLE_PATHS)
 def test_loggable_paths_hide_invite_tokens(path, written):
-    from codesearch.service.observability import loggable_path
+    from codesearch.service.middleware.observability import loggable_path
 
     assert loggable_path(path) == written
 

@@ -29,7 +29,7 @@ from codesearch.serving.api import build_app
 from codesearch.sso import build_providers
 from codesearch.sso.iap import ASSERTION_HEADER, IapKeys, IapRefused, IapUnavailable, IapVerifier
 from codesearch.store import Store
-from codesearch.web.sessions import hash_password
+from codesearch.accounts import hash_password
 from tests.asgiserver import bound_socket, serving
 from tests.fakehosts.iap import DROP, FakeIapKeys, subject_of
 

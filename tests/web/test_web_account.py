@@ -1,4 +1,4 @@
-"""The account side of the web UI: sign-in, sessions, CSRF, API keys, users (codesearch.web.sessions,
+"""The account side of the web UI: sign-in, sessions, CSRF, API keys, users (codesearch.sessions,
 codesearch.web.pages_account, the cookie support of codesearch.service.auth).
 
 Browser tests run a real headless Chromium against the Serve app on 127.0.0.1 (`tests.webworld`,
@@ -18,7 +18,7 @@ import pytest
 
 from codesearch.serving.api import build_app
 from codesearch.store import Store
-from codesearch.web import sessions
+from codesearch import accounts, sessions
 from tests.webworld import browser, login, page_for, shot, web  # noqa: F401  (pytest fixtures)
 from tests.conftest import LOCAL
 
@@ -96,7 +96,7 @@ def test_wrong_passwords_lock_the_account_out_with_doubling_waits(page_for, web)
     (429, Retry-After) and works after it; a success starts the count again."""
     store = web["store"]
     account = {"email": "locked@example.com", "password": "locked-pass-1"}
-    store.create_user(account["email"], "Locked", password_hash=sessions.hash_password(account["password"]))
+    store.create_user(account["email"], "Locked", password_hash=accounts.hash_password(account["password"]))
     page = page_for(None)
     page.goto(web["url"] + "/login")
     # (password, status, Retry-After, message)
@@ -332,7 +332,7 @@ def login_via_form(page, account):
 
 def test_change_password(page_for, web):
     store = web["store"]
-    user = store.create_user("changer@example.com", "Changer", password_hash=sessions.hash_password("first-pass-1"))
+    user = store.create_user("changer@example.com", "Changer", password_hash=accounts.hash_password("first-pass-1"))
     account = {"email": user.email, "password": "first-pass-1"}
     page, elsewhere = page_for(account), page_for(account)
     page.goto(web["url"] + "/settings/password")
@@ -348,7 +348,7 @@ def test_change_password(page_for, web):
     assert "was changed" in page.inner_text(".notice")
     assert page.goto(web["url"] + "/settings/keys").url.endswith("/settings/keys")  # this session lives on
     assert "/login" in elsewhere.goto(web["url"] + "/settings/keys").url  # the other one ended
-    assert sessions.verify_password(store.get_user(user.id).password_hash, "second-pass-2")
+    assert accounts.verify_password(store.get_user(user.id).password_hash, "second-pass-2")
 
 
 def test_dark_mode_screenshots(page_for, web):
@@ -407,7 +407,7 @@ def test_first_account_setup(fresh):
     assert "HttpOnly" in cookie and "SameSite=Lax" in cookie and "Path=/" in cookie and "Secure" not in cookie
     (owner,) = store.list_users()
     assert owner.email == "boss@example.com" and owner.role == "OWNER"
-    assert sessions.verify_password(owner.password_hash, "boss-pass-1")
+    assert accounts.verify_password(owner.password_hash, "boss-pass-1")
     # signed in now; setup is gone for everyone
     assert c.get("/settings/users").status_code == 200
     assert c.get("/setup").status_code == 404
@@ -430,8 +430,8 @@ def test_login_upgrades_an_outdated_hash_and_sessions_expire(fresh):
                                "csrf_token": _form_token(c.get("/login").text)}, follow_redirects=False)
     assert r.status_code == 303 and r.headers["location"] == "/settings/keys"
     upgraded = store.get_user(user.id).password_hash
-    assert upgraded != weak and not sessions.needs_rehash(upgraded)
-    assert sessions.verify_password(upgraded, "legacy-pass-1")
+    assert upgraded != weak and not accounts.needs_rehash(upgraded)
+    assert accounts.verify_password(upgraded, "legacy-pass-1")
     assert c.get("/login", follow_redirects=False).status_code == 303  # signed in: /login moves on
     assert c.get("/api/repos").status_code == 200
     # 30 days (AUTH_SESSION_MAX_AGE_SECONDS' default) later the session is gone
@@ -448,7 +448,7 @@ def test_login_upgrades_an_outdated_hash_and_sessions_expire(fresh):
 
 def test_secure_cookie_over_https_and_safe_next(fresh):
     store, app = fresh
-    store.create_user("o@example.com", password_hash=sessions.hash_password("owner-pass-1"))
+    store.create_user("o@example.com", password_hash=accounts.hash_password("owner-pass-1"))
     c = TestClient(app, base_url="https://localhost")
     r = c.post("/login", data={"email": "o@example.com", "password": "owner-pass-1", "next": "https://evil.example/",
                                "csrf_token": _form_token(c.get("/login").text)}, follow_redirects=False)
@@ -462,12 +462,12 @@ def test_secure_cookie_over_https_and_safe_next(fresh):
 
 
 def test_passwords():
-    h = sessions.hash_password("correct horse")
-    assert h.startswith("$argon2id$") and sessions.verify_password(h, "correct horse")
-    assert not sessions.verify_password(h, "wrong horse") and not sessions.verify_password(None, "x")
-    assert not sessions.verify_password("garbage", "correct horse")
-    with pytest.raises(sessions.WeakPassword, match="at least 8"):
-        sessions.hash_password("1234567")
+    h = accounts.hash_password("correct horse")
+    assert h.startswith("$argon2id$") and accounts.verify_password(h, "correct horse")
+    assert not accounts.verify_password(h, "wrong horse") and not accounts.verify_password(None, "x")
+    assert not accounts.verify_password("garbage", "correct horse")
+    with pytest.raises(accounts.WeakPassword, match="at least 8"):
+        accounts.hash_password("1234567")
 
 
 def test_cli_set_password(tmp_path, monkeypatch, capsys):
@@ -480,7 +480,7 @@ def test_cli_set_password(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr("sys.stdin", io.StringIO("cli-pass-123\n"))
     assert cli.main(["users", "set-password", "cli@example.com", "--password-stdin", "--data-dir", data]) == 0
     with Store.open(data) as s:
-        assert sessions.verify_password(s.find_user_by_email("cli@example.com").password_hash, "cli-pass-123")
+        assert accounts.verify_password(s.find_user_by_email("cli@example.com").password_hash, "cli-pass-123")
     monkeypatch.setattr("sys.stdin", io.StringIO("short\n"))
     with pytest.raises(SystemExit, match="at least 8"):
         cli.main(["users", "set-password", "cli@example.com", "--password-stdin", "--data-dir", data])
@@ -488,7 +488,7 @@ def test_cli_set_password(tmp_path, monkeypatch, capsys):
 
 def test_one_session_lookup_per_request(fresh, monkeypatch):
     store, app = fresh
-    store.create_user("o@example.com", password_hash=sessions.hash_password("owner-pass-1"))
+    store.create_user("o@example.com", password_hash=accounts.hash_password("owner-pass-1"))
     c = TestClient(app, base_url=LOCAL)
     login_page = c.get("/login")
     assert login_page.headers["x-frame-options"] == "DENY"

@@ -55,7 +55,7 @@ def world(serve_url, tmp_path_factory):
     from codesearch.serving.deployment import search_application
     from codesearch.store.models import INDEXED
     from codesearch.sync import repo_info
-    from codesearch.web.sessions import hash_password
+    from codesearch.accounts import hash_password
 
     base = str(tmp_path_factory.mktemp("askweb"))
     w = build(base)

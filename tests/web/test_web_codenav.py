@@ -25,7 +25,7 @@ def web(serve_url, tmp_path_factory):
 
     from codesearch.runtime.searchers import SearcherPool
     from codesearch.serving.deployment import search_application
-    from codesearch.web.sessions import hash_password
+    from codesearch.accounts import hash_password
 
     w = build_world(str(tmp_path_factory.mktemp("codenav-web")))
     store = w["store"]

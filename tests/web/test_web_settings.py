@@ -28,7 +28,7 @@ from codesearch.service.anonymous import SETTING_KEY, AnonymousAccess
 from codesearch.serving.api import build_app
 from codesearch.store import NotFound, Store
 from codesearch.store import models as m
-from codesearch.web import sessions
+from codesearch import sessions
 from codesearch.web.pages_settings import mcp_snippets
 from tests.asgiserver import serving
 from tests.fakehosts.gitea import FakeGitea

@@ -29,10 +29,10 @@ from typing import Any
 
 from fastapi import APIRouter, Query, Request
 
+from codesearch import audit
 from codesearch.app.git_reads import FileAtRef, read_file
 from codesearch.git.paths import check_path, check_ref
 from codesearch.search.present import external_url, web_url
-from codesearch.service import audit
 from codesearch.service.deps import Caller, ServicesDep
 from codesearch.sync import repo_info
 

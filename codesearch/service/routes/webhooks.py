@@ -39,9 +39,9 @@ import anyio
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
+from codesearch.forwarded import client_of
 from codesearch.service.deps import ServicesDep, StoreDep
 from codesearch.service.errors import error_response
-from codesearch.service.forwarded import client_of
 from codesearch.store.errors import NotFound
 
 if TYPE_CHECKING:

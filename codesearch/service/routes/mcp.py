@@ -8,7 +8,7 @@ can stream.
 Authentication is the HTTP API's (`auth.Authenticator`: API keys and OAuth access tokens): an
 ASGI wrapper in front of the SDK's endpoint answers 401 ``NOT_AUTHENTICATED`` with
 ``WWW-Authenticate: Bearer resource_metadata="…"`` (RFC 9728: where MCP clients learn to sign
-in with OAuth, `routes_oauth`) when there is no valid credential and anonymous access is off,
+in with OAuth, `routes.oauth`) when there is no valid credential and anonymous access is off,
 and leaves the caller's `Identity` in the request state, where each tool call picks it up to build
 its `ToolContext` (so every repo access runs
 through `codesearch.permissions` with the caller's identity).
@@ -47,15 +47,15 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from codesearch.app.context import ToolContext
 from codesearch.errors import CodesearchError, NotAuthenticated
 from codesearch.permissions import Identity
-from codesearch.service.allowed_hosts import AllowedHosts, mcp_transport_security
 from codesearch.service.auth import Authenticator
+from codesearch.service.middleware.allowed_hosts import AllowedHosts, mcp_transport_security
 from codesearch.tools.catalog import TOOLS
 from codesearch.tools.read_tools import ToolSpec, parameters
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
-    from codesearch.service.audit import AuditLog
+    from codesearch.audit import AuditLog
 
 log = logging.getLogger(__name__)
 

@@ -26,16 +26,16 @@ from typing import Any
 from fastapi import APIRouter, Query, Request, Response
 from starlette.concurrency import run_in_threadpool
 
+from codesearch import audit
 from codesearch.app.git_reads import list_commits, list_tree
-from codesearch.service import audit
 from codesearch.service.deps import Caller, ServicesDep
-from codesearch.service.routes_repos import _base_url, link_header
+from codesearch.service.routes.repos import _base_url, link_header
 from codesearch.tools.repos import MAX_PAGE
 
 
 def commit_summary_json(c: Any) -> dict[str, Any]:
     """A commit as ``GET /api/commits`` lists it (Sourcebot's fields); ``GET /api/commit`` adds
-    the parents and the committer (`routes_history.commit_json`)."""
+    the parents and the committer (`history.commit_json`)."""
     return {
         "hash": c.hash,
         "date": c.date,

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
-from codesearch.service.oauth_server import GRANT_TYPES, OAuthSettings, resource_url, same_resource
+from codesearch.oauth.server import GRANT_TYPES, OAuthSettings, resource_url, same_resource
 from codesearch.store import oauth as st
 
 if TYPE_CHECKING:

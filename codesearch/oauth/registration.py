@@ -2,9 +2,9 @@
 
 Anyone may register (MCP clients do so on first contact), so every limit is about abuse: a body of
 at most `MAX_REGISTRATION_BYTES` (413), at most `MAX_FIELDS` members, each field within its own
-limit (`MAX_NAME_LENGTH`, `MAX_REDIRECT_URIS`, `oauth_redirects.MAX_URI_LENGTH`; a member this
+limit (`MAX_NAME_LENGTH`, `MAX_REDIRECT_URIS`, `redirects.MAX_URI_LENGTH`; a member this
 server does not use is ignored, never stored, and refused above `MAX_UNKNOWN_FIELD_BYTES`); redirect
-URIs and text fields as `codesearch.service.oauth_redirects` accepts them. Per client address,
+URIs and text fields as `codesearch.oauth.redirects` accepts them. Per client address,
 `registration_backoff` (429 with ``Retry-After``). ``token_endpoint_auth_method``: ``none`` (a
 public client, PKCE only), ``client_secret_post`` or ``client_secret_basic`` (default, as RFC 7591
 says): the secret is shown once. Errors: ``invalid_redirect_uri``, ``invalid_client_metadata``.
@@ -15,8 +15,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from codesearch.service.oauth_redirects import MAX_URI_LENGTH, hidden_problem, redirect_uri_problem
-from codesearch.service.oauth_server import AUTH_METHODS, GRANT_TYPES, SCOPES_SUPPORTED
+from codesearch.oauth.redirects import MAX_URI_LENGTH, hidden_problem, redirect_uri_problem
+from codesearch.oauth.server import AUTH_METHODS, GRANT_TYPES, SCOPES_SUPPORTED
 from codesearch.store import oauth as st
 from codesearch.store.models import Backoff
 

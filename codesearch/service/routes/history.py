@@ -45,12 +45,12 @@ from typing import Any
 from fastapi import APIRouter, Query, Request
 from starlette.concurrency import run_in_threadpool
 
+from codesearch import audit
 from codesearch.app import git_reads
 from codesearch.git import history
 from codesearch.git.diff import FileDiff
-from codesearch.service import audit
 from codesearch.service.deps import Caller, ServicesDep
-from codesearch.service.routes_git import commit_summary_json
+from codesearch.service.routes.git import commit_summary_json
 
 #: a diff over HTTP is cut after this many files or bytes of diff text
 MAX_FILES = 300

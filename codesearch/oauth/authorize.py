@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
-from codesearch.service.oauth_server import SCOPE, SCOPES_SUPPORTED, resource_url, same_resource
+from codesearch.oauth.server import SCOPE, SCOPES_SUPPORTED, resource_url, same_resource
 from codesearch.store import oauth as st
 
 MAX_STATE_LENGTH = 1000

@@ -17,7 +17,7 @@
     {provider, model}, visibility?}``. The question is the text of the last message (a ``user``
     one); ``id`` names one of the caller's chats to ask a follow-up in (its earlier questions and
     answers are the context; the stored ones, not what the client sends). The answer is a stream
-    of Server-Sent Events (`codesearch.service.chat_stream`): each tool call as it happens, the
+    of Server-Sent Events (`codesearch.service.routes.chat_stream`): each tool call as it happens, the
     answer, the stored chat. Every mistake in the request is a JSON error before the stream
     starts: 400 ``INVALID_REQUEST_BODY``, 404 ``REPOSITORY_NOT_FOUND`` (a hidden repository
     answers as an unknown one) or ``NOT_FOUND`` (a chat that is not the caller's).
@@ -39,9 +39,9 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
 from starlette.concurrency import run_in_threadpool
 
+from codesearch import audit
 from codesearch.errors import ChatNotFound, CodesearchError
 from codesearch.markup.code_refs import answer_html
-from codesearch.service import audit
 from codesearch.service.deps import Caller, ServicesDep
 from codesearch.store.models import Chat
 from codesearch.tools.ask import ask, chat_url
@@ -179,7 +179,7 @@ async def chat_blocking(request: Request, body: ChatRequest, identity: Caller, s
 async def chat_stream(
     request: Request, body: StreamChatRequest, identity: Caller, services: ServicesDep
 ) -> StreamingResponse:
-    from codesearch.service import chat_stream as cs
+    from codesearch.service.routes import chat_stream as cs
     from codesearch.tools import ask_chat
 
     tc = services.make_context(identity)

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 import anyio
 
 from codesearch.errors import NotAuthenticated
-from codesearch.service.proxy_body import SCOPE_KEY as BODY_AHEAD
+from codesearch.service.middleware.proxy_body import SCOPE_KEY as BODY_AHEAD
 
 if TYPE_CHECKING:
     from starlette.types import ASGIApp, Message, Receive, Scope, Send

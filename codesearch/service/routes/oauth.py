@@ -1,4 +1,4 @@
-"""The OAuth 2.0 routes of the MCP server (the protocol is `oauth_server` and its siblings; state is the store's).
+"""The OAuth 2.0 routes of the MCP server (the protocol is `codesearch.oauth`; state is the store's).
 
     GET  /.well-known/oauth-protected-resource[/api/mcp]  RFC 9728 metadata of the MCP endpoint
     GET  /.well-known/oauth-authorization-server           RFC 8414 metadata
@@ -12,7 +12,7 @@ take no cookies), so browser-based MCP clients can use them. The authorization e
 page and the decision); it looks clients up with `live_clients` and reads `Settings` from here.
 
 Registration needs no credentials (MCP clients register on first contact), so it is bounded
-(`oauth_registration`): the body is read only up to
+(`codesearch.oauth.registration`): the body is read only up to
 ``MAX_REGISTRATION_BYTES`` (413 past it), each client address may register
 ``OAuthSettings.registrations_per_address`` clients in a row before it must pause an hour (429
 with ``Retry-After``; counted in the state store, `codesearch.store.lockouts`, so every replica
@@ -20,7 +20,7 @@ sees the same count; only registrations that would be stored count), and every r
 first removes the clients that never completed an authorization within
 ``pending_client_ttl``, and the oldest of them beyond ``max_pending_clients``.
 
-Audit events (`codesearch.service.audit`): ``oauth.client.register``, ``oauth.token.issue``,
+Audit events (`codesearch.audit`): ``oauth.client.register``, ``oauth.token.issue``,
 ``oauth.token.refresh``, ``oauth.token.revoke``, ``oauth.replay`` (target: the client id; details:
 the grant id, never a code or token); the page records ``oauth.consent.grant`` and ``.deny``.
 """
@@ -37,13 +37,13 @@ import anyio
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response
 
+from codesearch import audit
+from codesearch.forwarded import client_address
+from codesearch.oauth import registration as reg
+from codesearch.oauth import server as oa
+from codesearch.oauth import tokens as tok
 from codesearch.permissions import Identity
-from codesearch.service import audit
-from codesearch.service import oauth_registration as reg
-from codesearch.service import oauth_server as oa
-from codesearch.service import oauth_tokens as tok
 from codesearch.service.deps import StoreDep, app_services
-from codesearch.service.forwarded import client_address
 from codesearch.store import OAUTH_REGISTRATION
 from codesearch.store import oauth as st
 

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from codesearch.service.limits import route_path, send_error
+from codesearch.service.middleware.limits import route_path, send_error
 
 if TYPE_CHECKING:
     from mcp.server.transport_security import TransportSecuritySettings
@@ -207,7 +207,7 @@ class CheckHost:
 
 async def _refuse(scope: Scope, send: Send, host: str | None) -> None:
     from codesearch.service.errors import is_api_path
-    from codesearch.service.security_headers import page_headers
+    from codesearch.service.middleware.security_headers import page_headers
 
     message = refusal(host)
     accept = (_header(scope, b"accept") or "").lower()

@@ -30,14 +30,14 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
 from starlette.concurrency import run_in_threadpool
 
+from codesearch import audit
 from codesearch.app import git_reads
 from codesearch.app.context import ToolContext
 from codesearch.errors import FileNotFound
 from codesearch.git.paths import check_dir, check_ref
 from codesearch.permissions import Identity
-from codesearch.service import audit
 from codesearch.service.deps import Caller, Services, ServicesDep
-from codesearch.service.routes_search import json_body
+from codesearch.service.routes.search import json_body
 from codesearch.tools import codenav
 
 MAX_TREE_PATHS = 100

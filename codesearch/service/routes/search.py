@@ -53,6 +53,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BaseModel, ConfigDict, StrictBool, StrictStr, ValidationError
 
+from codesearch import audit
 from codesearch.app.search import (
     SearchRequest,
     SearchSettings,
@@ -66,7 +67,6 @@ from codesearch.errors import CodesearchError, InvalidRequestBody, ServiceUnavai
 from codesearch.permissions import Identity, visible_repos
 from codesearch.search.options import SearchOptions
 from codesearch.search.protocol import PartialStream
-from codesearch.service import audit
 from codesearch.service.deps import Caller, app_services
 
 log = logging.getLogger(__name__)
