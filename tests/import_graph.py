@@ -31,7 +31,7 @@ def _is_type_checking(test: ast.expr) -> bool:
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
-def _imports(tree: ast.AST, here: str, is_pkg: bool, known: set[str]) -> set[str]:
+def _imports(tree: ast.AST, here: str, is_pkg: bool, known: set[str], annotations: bool = False) -> set[str]:
     out: set[str] = set()
 
     def resolve(name: str) -> str | None:
@@ -43,7 +43,7 @@ def _imports(tree: ast.AST, here: str, is_pkg: bool, known: set[str]) -> set[str
         return None
 
     def visit(node: ast.AST) -> None:
-        if isinstance(node, ast.If) and _is_type_checking(node.test):
+        if not annotations and isinstance(node, ast.If) and _is_type_checking(node.test):
             for child in node.orelse:
                 visit(child)
             return
@@ -71,10 +71,11 @@ def _imports(tree: ast.AST, here: str, is_pkg: bool, known: set[str]) -> set[str
     return out
 
 
-def graph() -> dict[str, set[str]]:
+def graph(annotations: bool = False) -> dict[str, set[str]]:
+    """Module → the modules it imports; with `annotations`, those under ``if TYPE_CHECKING:`` too."""
     mods = modules()
     known = set(mods)
-    return {name: _imports(ast.parse(path.read_text()), name, path.name == "__init__.py", known)
+    return {name: _imports(ast.parse(path.read_text()), name, path.name == "__init__.py", known, annotations)
             for name, path in mods.items()}
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import anyio
 
@@ -35,9 +35,23 @@ from codesearch.errors import NotAuthenticated
 from codesearch.service.middleware.proxy_body import SCOPE_KEY as BODY_AHEAD
 
 if TYPE_CHECKING:
+    from starlette.requests import Request
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-    from codesearch.service.auth import Authenticator
+    from codesearch.permissions import Identity
+
+
+class Authenticator(Protocol):
+    """Who checks a request's credentials before its body is read (`codesearch.service.auth.Authenticator`)."""
+
+    async def identify_request_async(self, request: Request) -> Identity:
+        """The caller, or `NotAuthenticated`."""
+        ...
+
+    def challenge(self, scope: Scope, exc: NotAuthenticated | None = None) -> str:
+        """The ``WWW-Authenticate`` value of a 401 at the MCP endpoint."""
+        ...
+
 
 #: Bodies larger than this are refused (bytes). Search, MCP and form bodies are a few KB.
 MAX_BODY_BYTES = 1 << 20
