@@ -237,7 +237,6 @@ def build_app(
         authenticator.gate = required_links
     web = WebContext(
         services=services,
-        anonymous_access=anonymous_access,
         identity_providers=providers,
         iap=build_iap(identity_providers, environ),
         require_approval=environment.require_approval_new_members(environ),

@@ -66,7 +66,6 @@ class WebContext:
     which holds this context as ``services.web``."""
 
     services: Services
-    anonymous_access: bool
     extra: dict[str, Any] = field(default_factory=dict)
     session_max_age_s: int = environment.DEFAULT_SESSION_MAX_AGE_S
     keys_owner_only: bool = False
@@ -94,6 +93,11 @@ class WebContext:
     def public_url(self) -> str:
         return self.services.public_url
 
+    @property
+    def anonymous_access(self) -> bool:
+        """Whether anonymous access was forced on at start (the authenticator's; owners switch the rest)."""
+        return self.services.authenticator.access.forced
+
     def identity_of(self, request: Request) -> Identity | None:
         """The caller of a page, or None when the visitor must sign in first: the identity the
         session middleware resolved, else anonymous when anonymous access is on (as this request
@@ -102,7 +106,7 @@ class WebContext:
         if ident is not None:
             return ident
         anon = getattr(request.state, "anonymous_access", None)
-        if anon is None:
+        if anon is None:  # not through the session middleware: what the service was started with
             anon = self.anonymous_access
         return self.authenticator.anonymous_identity() if anon else None
 
