@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from codesearch.index.sources import RepoInfo
-from codesearch.search.evaluate import FileMatch
+from codesearch.search.document import FileMatch
 
 _LEAD = np.ones(256, dtype=bool)
 _LEAD[0x80:0xC0] = False  # UTF-8 continuation bytes do not start a character
