@@ -20,19 +20,23 @@ GRAPH = graph()
 #: engine (index, query, search) and the stores and config; the runtime (Ray actors); the application
 #: layer (`codesearch.app`: the caller's context, search and git reads as a caller); the front doors that
 #: call it (the MCP tools, the HTTP service, the web UI); serving (composition and Ray Serve lifecycle)
-#: and the front ends (cli, client).
+#: and the front ends (cli, client, and data: batch search as a Ray Dataset, over the client's back ends).
 FORBIDDEN = {
-    "index": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli", "store", "sso", "llm"},
-    "query": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli", "store", "sso", "llm"},
-    "search": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli", "sso", "llm"},
-    "config": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli", "llm", "store"},
-    "store": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli"},
-    "runtime": {"service", "web", "serving", "app", "client", "cli"},
-    "tools": {"service", "web", "serving", "client", "cli"},
-    "app": {"tools", "service", "web", "serving", "client", "cli"},
-    "service": {"web", "serving", "client", "cli"},
-    "web": {"serving", "client", "cli"},
-    "markup": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli"},
+    "index": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli", "store", "sso", "llm", "data"},
+    "query": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli", "store", "sso", "llm", "data"},
+    "search": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli", "sso", "llm", "data"},
+    "config": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli", "llm", "store", "data"},
+    "store": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli", "data"},
+    "runtime": {"service", "web", "serving", "app", "client", "cli", "data"},
+    "tools": {"service", "web", "serving", "client", "cli", "data"},
+    "app": {"tools", "service", "web", "serving", "client", "cli", "data"},
+    "service": {"web", "serving", "client", "cli", "data"},
+    "web": {"serving", "client", "cli", "data"},
+    "markup": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli", "data"},
+    # batch search as a Ray Dataset: over the client's back ends and the engine, under the command line
+    "data": {"runtime", "service", "web", "serving", "app", "tools", "cli", "store", "sso", "llm"},
+    "serving": {"data"},
+    "client": {"data"},
 }
 
 #: The engine core: it runs in notebooks, in `codesearch index` and inside the actors alike.
