@@ -18,7 +18,8 @@ One run, one process (see bench/README.md):
   * timed, one after the other, each over all the queries: `Client.local` (the engine in this
     process, one query after the other), `Client.http` (the service, one request after the other),
     `codesearch.data.search` over the index directory (read tasks that open the shards, two per
-    CPU; every row read out with ``iter_batches``), ``codesearch batch --index`` (the command in
+    CPU; every row read out with ``iter_batches``), the same with one read task (one CPU: the
+    batch's shared work alone, beside the `Client.local` loop), ``codesearch batch --index`` (the command in
     this process: the queries file in, a Parquet file out), `codesearch.data.search` over the
     service's URL and over its searchers on Ray;
   * ``rg -m N -i [-F] -- QUERY . | head -n N`` in a bash ``while read`` loop over a sample of the
@@ -217,6 +218,11 @@ def main() -> int:
         print("codesearch.data.search, index directory", file=sys.stderr)
         seconds, n = timed(lambda: consume(csd.search(queries, index_source)))
         results.append(("`codesearch.data.search`, index directory (read tasks open the shards)", seconds, n, ""))
+
+        print("codesearch.data.search, index directory, one read task", file=sys.stderr)
+        seconds, n = timed(lambda: consume(csd.search(queries, index_source, tasks=1)))
+        results.append(("the same, one read task (one CPU: what sharing the work gives over the loop above)",
+                        seconds, n, ""))
 
         print("codesearch batch --index", file=sys.stderr)
         out = work / "hits.parquet"

@@ -91,10 +91,15 @@ def dataset(
     ids: what `search` and ``codesearch batch`` build on. `with_errors` keeps a query that fails as
     it runs as a row with an ``error`` column (otherwise it stops the batch); `progress` (a
     `datasource.ProgressCounter`) counts the queries answered."""
+    import ray
     import ray.data
 
-    from codesearch.data.datasource import BatchDatasource
+    from codesearch.data.datasource import BatchDatasource, plan_tasks
 
-    ds = BatchDatasource(specs, source, per_file=per_file, with_errors=with_errors, tasks=tasks, progress=progress)
-    out: Dataset = ray.data.read_datasource(ds, num_cpus=source.task_cpus)
+    if not ray.is_initialized():
+        ray.init()  # (as Ray Data would: the number of tasks follows the cluster's CPUs)
+    n = plan_tasks(len(specs), tasks)
+    ds = BatchDatasource(specs, source, per_file=per_file, with_errors=with_errors, tasks=n, progress=progress)
+    # as many blocks as tasks asked for: no ``SplitBlocks`` of each task's blocks into Ray Data's default 200
+    out: Dataset = ray.data.read_datasource(ds, num_cpus=source.task_cpus, override_num_blocks=n)
     return out

@@ -94,7 +94,7 @@ class BatchDatasource(Datasource):
         self, parallelism: int, per_task_row_limit: int | None = None, data_context: Any = None
     ) -> list[ReadTask]:
         schema = rows.schema(self.per_file, self.with_errors)
-        parts = split(self.specs, plan_tasks(len(self.specs), self.tasks))
+        parts = split(self.specs, plan_tasks(len(self.specs), self.tasks))  # (`tasks`: `dataset` planned them)
         return [
             ReadTask(
                 partial(
@@ -125,7 +125,10 @@ def plan_tasks(queries: int, wanted: int | None) -> int:
 
 
 def split(specs: Sequence[QuerySpec], n: int) -> list[list[QuerySpec]]:
-    """`specs` in `n` contiguous parts of (nearly) equal size, none empty."""
+    """`specs` in `n` contiguous parts of (nearly) equal size, none empty (one empty part for no
+    query: a Dataset of no rows still has a read task, and its schema)."""
+    if not specs:
+        return [[]]
     size, extra = divmod(len(specs), n)
     parts, start = [], 0
     for k in range(n):
@@ -146,6 +149,9 @@ def read_part(
 ) -> Iterator[pa.Table]:
     """One read task: open the source, answer `part` a block at a time. A query's own error is a
     row (`with_errors`) or stops the batch with `BadQuery` naming it."""
+    if not part:  # (no query: no rows, but the columns)
+        yield rows.table([], per_file, with_errors)
+        return
     runner = source.open()
     try:
         for start in range(0, len(part), queries_per_block):

@@ -118,6 +118,11 @@ def test_the_dataset_is_lazy_and_streams_in_blocks(ray_session, indexed_corpus):
     assert sorted(pd.concat(blocks)["query_id"].unique()) == [0, 1, 2, 3]
 
 
+def test_no_query_is_no_row(ray_session, indexed_corpus):
+    ds = csd.search([], indexed_corpus["index"])
+    assert ds.count() == 0 and ds.schema().names == csd.MATCH_SCHEMA.names
+
+
 def test_a_bad_query_is_refused_when_the_dataset_is_built(indexed_corpus):
     with pytest.raises(csd.BadQuery, match=r"^query 2: .*fork"):
         csd.search(["foo", "bar", "fork:perhaps x"], indexed_corpus["index"])
