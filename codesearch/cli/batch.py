@@ -116,9 +116,14 @@ def _start_ray(args: argparse.Namespace) -> None:
     import ray
     from ray.data import DataContext
 
+    from codesearch.errors import CodesearchError
+
     if not ray.is_initialized():
         address = args.address or ("auto" if args.ray else None)
-        ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
+        try:
+            ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
+        except ConnectionError as e:
+            raise CodesearchError(f"no Ray cluster at {address!r} to run the batch on: {e}") from None
     context = DataContext.get_current()
     context.enable_progress_bars = False
     context.print_on_execution_start = False

@@ -110,3 +110,15 @@ def test_the_command_over_http_reports_what_only_the_service_could_judge(world, 
     with Client.http(world["url"], world["member_key"]) as caller:
         assert rows_of_batch(df[df["query_id"] == 0]) == rows_of_client(caller, "handle_request")
         assert rows_of_batch(df[df["query_id"] == 2]) == rows_of_client(caller, "shout")
+
+
+def test_the_command_on_the_services_searchers(world, tmp_path, capsys):
+    queries = tmp_path / "q.txt"
+    queries.write_text("handle_request\nwidget\n")
+    out = tmp_path / "hits.csv"
+    assert main(["batch", str(queries), "--ray", "--name-prefix", PREFIX, "--api-key", world["member_key"],
+                 "--out", str(out)]) == 0
+    df = pd.read_csv(out, keep_default_na=False)
+    with Client.ray(PREFIX, api_key=world["member_key"]) as caller:
+        assert rows_of_batch(df[df["query_id"] == 0]) == rows_of_client(caller, "handle_request")
+    assert set(df["repository"]) == {DEMO} and "1 bad" not in capsys.readouterr().err
