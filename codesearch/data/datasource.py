@@ -157,9 +157,9 @@ def read_part(
         for start in range(0, len(part), queries_per_block):
             block = part[start : start + queries_per_block]
             out: list[dict[str, Any]] = []
-            for spec, answer in zip(block, runner.answer(block), strict=True):
-                if isinstance(answer, dict):
-                    out.extend(rows.rows_of(spec, answer, per_file))
+            for spec, answer in zip(block, runner.answer(block, per_file), strict=True):
+                if isinstance(answer, list):
+                    out.extend(answer)
                 elif with_errors:
                     out.append(rows.error_row(spec, str(answer)))
                 else:

@@ -3,7 +3,7 @@ by URL. Each source is a small picklable description; its `open` runs inside a r
 returns the `Runner` that answers that task's queries, a part at a time.
 
 - `IndexSource`: the read task opens the index's shards itself (`Searcher`, without the CRC pass:
-  the structure is still checked) and answers a part with `Searcher.search_many`, which shares
+  the structure is still checked) and answers a part with `Searcher.files_many`, which shares
   the shards' work between the part's queries. No permissions: whoever reads the directory owns it.
 - `RaySource`: the task attaches to the searchers of a service on this Ray cluster
   (`Client.ray`'s back end) and sends them the part's queries a few at a time; the service's
@@ -24,6 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
+from codesearch.data import rows
 from codesearch.data.queries import QuerySpec
 from codesearch.errors import CodesearchError, InvalidArgument, InvalidRequestBody, QueryError, SearchContextNotFound
 from codesearch.search.options import SearchOptions
@@ -31,8 +32,8 @@ from codesearch.search.options import SearchOptions
 if TYPE_CHECKING:
     from codesearch.client import Client
 
-#: What one query of a part gets: its ``POST /api/search`` answer, or the error that is its alone.
-Answer = dict[str, Any] | CodesearchError
+#: What one query of a part gets: its rows, or the error that is its alone.
+Answer = list[dict[str, Any]] | CodesearchError
 #: The errors that belong to one query (its text, its options); any other error stops the batch
 #: (the service is down, the key is wrong: every query would fail the same way).
 QUERY_ERRORS = (QueryError, SearchContextNotFound, InvalidArgument, InvalidRequestBody)
@@ -41,9 +42,9 @@ SERVICE_TIMEOUT_S = SearchOptions().timeout_s
 
 
 class Runner(Protocol):
-    """What answers a read task's queries (inside the task)."""
+    """What answers a read task's queries (inside the task): their rows (`codesearch.data.rows`)."""
 
-    def answer(self, specs: Sequence[QuerySpec]) -> list[Answer]: ...
+    def answer(self, specs: Sequence[QuerySpec], per_file: bool) -> list[Answer]: ...
 
     def close(self) -> None: ...
 
@@ -155,8 +156,12 @@ class _IndexRunner:
 
         self.searcher = Searcher(path, verify=verify)
 
-    def answer(self, specs: Sequence[QuerySpec]) -> list[Answer]:
-        return self.searcher.search_many([(s.query, s.options) for s in specs])
+    def answer(self, specs: Sequence[QuerySpec], per_file: bool) -> list[Answer]:
+        found = self.searcher.files_many([(s.query, s.options) for s in specs])
+        return [
+            f if isinstance(f, CodesearchError) else rows.rows_of_files(s, f, per_file)
+            for s, f in zip(specs, found, strict=True)
+        ]
 
     def close(self) -> None:
         self.searcher.close()
@@ -172,17 +177,17 @@ class _ServiceRunner:
         self._close = close
         self.pool = ThreadPoolExecutor(max(1, in_flight), thread_name_prefix="codesearch-batch")
 
-    def _one(self, spec: QuerySpec) -> Answer:
+    def _one(self, spec: QuerySpec, per_file: bool) -> Answer:
         options = spec.options
         if math.isinf(options.timeout_s):
             options = replace(options, timeout_s=SERVICE_TIMEOUT_S)
         try:
-            return self.search(spec.query, options)
+            return rows.rows_of(spec, self.search(spec.query, options), per_file)
         except QUERY_ERRORS as e:
             return e
 
-    def answer(self, specs: Sequence[QuerySpec]) -> list[Answer]:
-        return list(self.pool.map(self._one, specs))
+    def answer(self, specs: Sequence[QuerySpec], per_file: bool) -> list[Answer]:
+        return list(self.pool.map(lambda spec: self._one(spec, per_file), specs))
 
     def close(self) -> None:
         self.pool.shutdown(wait=False)

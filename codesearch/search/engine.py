@@ -171,8 +171,11 @@ def _truncate_match(fm: FileMatch, keep: int) -> FileMatch:
     return fm
 
 
-def partial_result(results: list[ShardResult], options: SearchOptions, origin: int = 0) -> PartialResult:
-    """Rank, cap and present the shard results of one searcher (`origin` orders searchers)."""
+def ranked_files(
+    results: list[ShardResult], options: SearchOptions, origin: int = 0
+) -> tuple[list[FileMatch], PartialResult]:
+    """Rank and cap the shard results of one searcher (`origin` orders searchers): the files, best
+    first, that `partial_result` presents, and the partial result without them (its counters)."""
     out = PartialResult()
     files: list[FileMatch] = []
     for si, r in enumerate(results):
@@ -186,6 +189,12 @@ def partial_result(results: list[ShardResult], options: SearchOptions, origin: i
     files.sort(key=lambda f: (-f.score, f.order))
     kept, truncated = _cap(files, options, lambda f: f.match_count, _truncate_match)
     out.truncated |= truncated
+    return kept, out
+
+
+def partial_result(results: list[ShardResult], options: SearchOptions, origin: int = 0) -> PartialResult:
+    """Rank, cap and present the shard results of one searcher (`origin` orders searchers)."""
+    kept, out = ranked_files(results, options, origin)
     for fm in kept:
         repo = fm.shard.repo(fm.doc)
         out.repos.setdefault(repo.id, repository_info(repo))
@@ -320,7 +329,29 @@ class Searcher:
         for a query that does not parse or plan, its error in its place. Every query's deadline
         counts from the start of the batch."""
         started = time.perf_counter_ns()
-        out: list[dict[str, Any] | CodesearchError] = []
+        results, plan_ns = self._batch(queries)
+        return [
+            r if isinstance(r, CodesearchError) else merge_partials([partial_result(r, o)], o, started, plan_ns)
+            for r, (_, o) in zip(results, queries, strict=True)
+        ]
+
+    def files_many(self, queries: Sequence[tuple[str, SearchOptions]]) -> list[list[FileMatch] | CodesearchError]:
+        """`search_many` before presentation: per query the files its answer holds, ranked and
+        capped, with their match ranges (for a caller that reads matches, not Sourcebot's JSON:
+        `present.match_lines`); or its error."""
+        results, _ = self._batch(queries)
+        return [
+            r if isinstance(r, CodesearchError) else ranked_files(r, o)[0]
+            for r, (_, o) in zip(results, queries, strict=True)
+        ]
+
+    def _batch(
+        self, queries: Sequence[tuple[str, SearchOptions]]
+    ) -> tuple[list[list[ShardResult] | CodesearchError], int]:
+        """Plan every query and search them together: their shard results (or errors), and the
+        nanoseconds planning took."""
+        started = time.perf_counter_ns()
+        out: list[list[ShardResult] | CodesearchError] = []
         planned: list[tuple[int, BatchQuery]] = []
         for k, (query, options) in enumerate(queries):
             try:
@@ -328,12 +359,12 @@ class Searcher:
             except CodesearchError as e:
                 out.append(e)
                 continue
-            out.append({})
+            out.append([])
         plan_ns = time.perf_counter_ns() - started
-        results = search_batch(list(self.shards), [q for _, q in planned])
-        for (k, q), shard_results in zip(planned, results, strict=True):
-            out[k] = merge_partials([partial_result(shard_results, q.options)], q.options, started, plan_ns)
-        return out
+        searched = search_batch(list(self.shards), [q for _, q in planned])
+        for (k, _), shard_results in zip(planned, searched, strict=True):
+            out[k] = shard_results
+        return out, plan_ns
 
     async def start(self, query: str, options: SearchOptions, request_id: str | None = None) -> LocalStream:
         """The search of `query` as a stream (`codesearch.search.protocol.Streamer`): planned here, on

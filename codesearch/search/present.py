@@ -118,6 +118,23 @@ def chunks(fm: FileMatch, context_lines: int) -> list[dict[str, Any]]:
     return out
 
 
+def match_lines(fm: FileMatch) -> list[tuple[int, int, str]]:
+    """``(line number, column, line)`` of each content match range of `fm`, in order: what a client
+    reads of each match of the chunks (`codesearch.client.results.Match`: the line a range starts
+    on, where on it, that whole line), without building the chunks (a batch's rows)."""
+    if not fm.ranges:
+        return []
+    content = fm.shard.content(fm.doc)
+    lines = _Lines(content, fm.shard.line_starts(fm.doc))
+    out = []
+    for a, _ in fm.ranges:
+        pos = lines.position(a)
+        line = pos["lineNumber"] - 1
+        text = content[int(lines.starts[line]) : lines.line_end(line)].decode("utf-8", "replace").rstrip("\r")
+        out.append((pos["lineNumber"], pos["column"], text))
+    return out
+
+
 def file_result(fm: FileMatch, context_lines: int, whole: bool, public_url: str) -> dict[str, Any]:
     s, doc = fm.shard, fm.doc
     repo = s.repo(doc)

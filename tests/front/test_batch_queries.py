@@ -16,7 +16,7 @@ from codesearch import Client
 from codesearch.cli import main
 from codesearch.data.output import RowWriter, format_of
 from codesearch.data.queries import BadQuery, Defaults, queries_from_lines, specs_of
-from codesearch.data.rows import MATCH_SCHEMA, rows_of, table
+from codesearch.data.rows import MATCH_SCHEMA, rows_of, rows_of_files, table
 from codesearch.errors import InvalidArgument
 
 D = Defaults(matches=100)
@@ -126,6 +126,8 @@ QUERIES = [
     ("sym:Handler", {}),
     ("nomatchzzz", {}),
     ("file:README", {}),  # file names only: files, no match rows (as Client.search)
+    ("café", {}),  # columns in characters
+    (r"foo\nbar", {"regex": True}),  # a match over two lines: the line it starts on
 ]
 
 
@@ -140,21 +142,43 @@ def batch_rows(rows):
 
 @pytest.mark.parametrize("matches", [10_000, 3])
 def test_the_rows_of_a_query_are_the_matches_client_search_returns(indexed_corpus, matches):
+    """Both ways rows are made: from an answer (through a service) and from the files before they
+    are presented (over an index)."""
     searcher = indexed_corpus["searcher"]
     specs = specs_of([{"query": q, "matches": matches, "isRegexEnabled": f.get("regex", False),
                        "isCaseSensitivityEnabled": f.get("case_sensitive", False)} for q, f in QUERIES], D,
                      contexts_known=True)
-    answers = searcher.search_many([(s.query, s.options) for s in specs])
+    asked = [(s.query, s.options) for s in specs]
+    answers = searcher.search_many(asked)
+    found = searcher.files_many(asked)
     with Client.local(indexed_corpus["index"]) as cs:
-        for spec, answer, (query, flags) in zip(specs, answers, QUERIES, strict=True):
+        for spec, answer, files, (query, flags) in zip(specs, answers, found, QUERIES, strict=True):
             expected = cs.search(query, matches=matches, **flags)
-            rows = rows_of(spec, answer, per_file=False)
-            assert batch_rows(rows) == client_rows(expected), query
-            assert {(r["query_id"], r["query"]) for r in rows} <= {(spec.query_id, query)}
-            files = rows_of(spec, answer, per_file=True)
-            assert [(f["repository"], f["path"]) for f in files] == [(f.repo, f.path) for f in expected.files]
-            assert sum(f["match_count"] for f in files) == expected.stats["actualMatchCount"]
+            for rows in (rows_of(spec, answer, per_file=False), rows_of_files(spec, files, per_file=False)):
+                assert batch_rows(rows) == client_rows(expected), query
+                assert {(r["query_id"], r["query"]) for r in rows} <= {(spec.query_id, query)}
+            for per_file in (rows_of(spec, answer, per_file=True), rows_of_files(spec, files, per_file=True)):
+                assert [(f["repository"], f["path"], f["language"], f["branch"]) for f in per_file] == [
+                    (f.repo, f.path, f.language, f.branches[0] if f.branches else "") for f in expected.files]
+                assert sum(f["match_count"] for f in per_file) == expected.stats["actualMatchCount"]
     assert table(rows_of(specs[0], answers[0], False), per_file=False).schema == MATCH_SCHEMA
+
+
+def test_rows_made_before_presentation_equal_client_search_for_every_query_class(indexed_corpus):
+    """The differential table of the engine (every query class, CRLF and non-UTF-8 files among the
+    corpus's), capped and not: rows made from the files before presentation equal the matches
+    `Client.search` reads from the presented answer."""
+    from tests.engine.test_differential import CASES
+
+    searcher = indexed_corpus["searcher"]
+    for matches in (10_000, 4):
+        specs = specs_of([{"query": q, "matches": matches, "isRegexEnabled": f.get("is_regex", False),
+                           "isCaseSensitivityEnabled": f.get("case_sensitive", False)} for q, f, _ in CASES], D,
+                         contexts_known=True)
+        asked = [(s.query, s.options) for s in specs]
+        for spec, answer, files in zip(specs, searcher.search_many(asked), searcher.files_many(asked), strict=True):
+            assert batch_rows(rows_of_files(spec, files, False)) == batch_rows(rows_of(spec, answer, False)), spec
+            assert rows_of_files(spec, files, True) == rows_of(spec, answer, True), spec
 
 
 # ---------------------------------------------------------------- output
