@@ -3,6 +3,7 @@
     codesearch index PATH... --out DIR [--branches GLOB,...] [--tags GLOB,...]
     codesearch search QUERY --index DIR [--regex] [--case-sensitive] [--context N]
                       [--matches N] [--json]
+    codesearch batch QUERIES_FILE (--index DIR | --url URL | --ray) --out FILE.{parquet,csv,jsonl}
     codesearch serve [--config FILE] [--port N] [--host ADDR] [--data-dir DIR] …
     codesearch sync CONFIG --data-dir DIR [--connection NAME]…
     codesearch users create EMAIL | list | set-password EMAIL   [--data-dir DIR]
@@ -10,7 +11,7 @@
     codesearch config validate FILE [--check-env]
     codesearch config schema [--file NAME]
 
-Each subcommand's module (`codesearch.cli.index`, `.search`, `.serve`, `.users`, `.keys`,
+Each subcommand's module (`codesearch.cli.index`, `.search`, `.batch`, `.serve`, `.users`, `.keys`,
 `.sync`, `.config`) adds its parser (``register``) and names its handler; ``main`` parses,
 calls the handler and turns the errors every command can meet into exit codes. The search
 results' text is `codesearch.cli.printer`'s. Handlers import the engine, the store or the
@@ -26,11 +27,11 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from codesearch.cli import config, index, keys, search, serve, sync, users
+from codesearch.cli import batch, config, index, keys, search, serve, sync, users
 from codesearch.errors import CodesearchError, InvalidEnvironmentVariable
 
 #: the subcommands, in the order ``codesearch --help`` lists them
-COMMANDS = (index, search, serve, users, keys, sync, config)
+COMMANDS = (index, search, batch, serve, users, keys, sync, config)
 
 
 def build_parser() -> argparse.ArgumentParser:

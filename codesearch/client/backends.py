@@ -166,6 +166,9 @@ class RayBackend(GitDataMixin):
                 "Client.http(url, api_key)"
             )
         self.pool = SearcherPool.attach(name_prefix, int(searchers))
+        #: (kept so that a batch, `codesearch.data`, can attach to the same searchers in its read tasks)
+        self.name_prefix = name_prefix
+        self.api_key = api_key
         self.data = (
             StoreData(
                 reachable_dir,
@@ -235,6 +238,9 @@ class HttpBackend:
 
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.url = url.rstrip("/")
+        #: (kept so that a batch, `codesearch.data`, can open the same service in its read tasks)
+        self.api_key = api_key
+        self.timeout_s = timeout_s
         self.http = http or httpx.Client(base_url=self.url, headers=headers, timeout=timeout_s)
 
     def _check(self, r: httpx.Response) -> Any:

@@ -15,29 +15,21 @@ import logging
 import os
 import threading
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypeVar
 
-from pyroaring import BitMap
-
-from codesearch.errors import IndexFormatError, QueryError
+from codesearch.errors import CodesearchError, IndexFormatError, QueryError
 from codesearch.index.manifest import current_index
 from codesearch.index.shard import Shard
 from codesearch.query import ast
 from codesearch.query.parser import parse
 from codesearch.query.planner import Plan, check, plan
-from codesearch.search.evaluate import (
-    FileMatch,
-    ShardEvaluator,
-    ShardResult,
-    evaluate_shard,
-    is_identifier,
-    searches_identifiers,
-)
+from codesearch.search.batch import BatchQuery, search_batch
+from codesearch.search.document import FileMatch
+from codesearch.search.evaluate import ShardResult, is_identifier
 from codesearch.search.options import FLUSH_TIMER, SearchOptions, Stats
 from codesearch.search.present import file_result, repository_info, truncate_file_result
-from codesearch.search.visibility import visible_shards
 
 log = logging.getLogger(__name__)
 
@@ -95,101 +87,17 @@ def search_shards(
     shards: list[Shard], p: Plan, options: SearchOptions, deadline: float, cancelled: Callable[[], bool] | None = None
 ) -> list[ShardResult]:
     """Evaluate `p` on each shard in order, stopping once the budget is spent, at the
-    `deadline` (a `time.monotonic()` instant) or when `cancelled()` turns true.
+    `deadline` (a `time.monotonic()` instant) or when `cancelled()` turns true: a batch of one
+    (`codesearch.search.batch`, where the order of the work is told).
 
     When the query searches for an identifier, the documents that define it are verified
-    first, best definition first across all the shards (`definitions_first`), so the budget is
-    spent on them and no cap hides the definition; then the other candidates, shard by shard.
-    A shard whose evaluation fails (a corrupt posting list, say) counts as a crash and the
-    other shards still answer. Repositories outside `options.visible_repos` are not searched
-    at all (`visibility.visible_shards`).
+    first, best definition first across all the shards, so the budget is spent on them and no
+    cap hides the definition; then the other candidates, shard by shard. A shard whose
+    evaluation fails (a corrupt posting list, say) counts as a crash and the other shards still
+    answer. Repositories outside `options.visible_repos` are not searched at all
+    (`visibility.visible_shards`).
     """
-    shards = visible_shards(shards, options.visible_repos)
-    first = definitions_first(shards, p, options, deadline, cancelled) if searches_identifiers(p) else {}
-    found = sum(r.total_matches for r, _ in first.values())
-    results: list[ShardResult] = []
-    for i, shard in enumerate(shards):
-        late = _late(deadline, cancelled)
-        if found > options.matches or late:
-            skipped = ShardResult(truncated=True, timed_out=late)
-            skipped.stats.shardsSkipped = len(shards) - i
-            results.extend(first[j][0] for j in range(i, len(shards)) if j in first)
-            results.append(skipped)
-            break
-        done = first[i][1] if i in first else None
-        try:
-            r = evaluate_shard(shard, p, options.matches - found, deadline, cancelled, done)
-        except Exception as e:  # one bad shard must not fail the search
-            r = _crashed(shard, e)
-        found += r.total_matches
-        results.append(_combine(first[i][0], r) if i in first else r)
-    return results
-
-
-def definitions_first(
-    shards: list[Shard], p: Plan, options: SearchOptions, deadline: float, cancelled: Callable[[], bool] | None
-) -> dict[int, tuple[ShardResult, BitMap]]:
-    """Verify the documents that define a searched identifier, best definition first over all
-    `shards`, within the `matches` budget: shard index → (its result, the documents checked)."""
-    evaluators: dict[int, ShardEvaluator] = {}
-    roots: dict[int, ast.Node] = {}
-    ranked: list[tuple[int, int, int]] = []  # (-bonus, shard index, document)
-    for i, shard in enumerate(shards):
-        ev = ShardEvaluator(shard, p, options.matches, deadline, cancelled)
-        try:
-            root = ev.start()
-            if root is not None:
-                ranked.extend((-bonus, i, doc) for bonus, doc in ev.ranked_definitions())
-        except Exception as e:  # noqa: BLE001 - the second pass reports the shard's failure
-            log.error("definitions of %s failed: %s", shard.path, e)
-            continue
-        if root is not None:  # (a shard that no document can match has no definitions)
-            evaluators[i], roots[i] = ev, root
-    ranked.sort()
-    found = 0
-    for _, i, doc in ranked:
-        if found > options.matches or _late(deadline, cancelled):
-            evaluators[i].result.truncated = True
-            break
-        ev = evaluators[i]
-        ev.stats.shardsScanned = 1
-        fm = ev.check(roots[i], doc, options.matches - found + 1)
-        found += fm.match_count if fm is not None else 0
-    return {i: (ev.result, ev.verified) for i, ev in evaluators.items() if ev.verified}
-
-
-def _late(deadline: float, cancelled: Callable[[], bool] | None) -> bool:
-    return time.monotonic() > deadline or (cancelled is not None and cancelled())
-
-
-def _crashed(shard: Shard, e: Exception) -> ShardResult:
-    log.error("search of %s failed: %s", shard.path, e)
-    r = ShardResult(truncated=True)
-    r.stats.crashes = 1
-    return r
-
-
-def _combine(definitions: ShardResult, rest: ShardResult) -> ShardResult:
-    """One shard's two passes as one result (definitions first)."""
-    out = ShardResult(
-        files=definitions.files + rest.files,
-        stats=rest.stats,
-        total_matches=definitions.total_matches + rest.total_matches,
-        truncated=definitions.truncated or rest.truncated,
-        timed_out=definitions.timed_out or rest.timed_out,
-    )
-    d = definitions.stats
-    for k in (
-        "filesConsidered",
-        "filesLoaded",
-        "contentBytesLoaded",
-        "regexpsConsidered",
-        "matchTreeSearch",
-        "crashes",
-    ):
-        setattr(out.stats, k, getattr(out.stats, k) + getattr(d, k))
-    out.stats.shardsScanned = max(out.stats.shardsScanned, d.shardsScanned)
-    return out
+    return search_batch(shards, [BatchQuery(p, options, deadline, cancelled)])[0]
 
 
 class PresentedFile(NamedTuple):
@@ -263,8 +171,11 @@ def _truncate_match(fm: FileMatch, keep: int) -> FileMatch:
     return fm
 
 
-def partial_result(results: list[ShardResult], options: SearchOptions, origin: int = 0) -> PartialResult:
-    """Rank, cap and present the shard results of one searcher (`origin` orders searchers)."""
+def ranked_files(
+    results: list[ShardResult], options: SearchOptions, origin: int = 0
+) -> tuple[list[FileMatch], PartialResult]:
+    """Rank and cap the shard results of one searcher (`origin` orders searchers): the files, best
+    first, that `partial_result` presents, and the partial result without them (its counters)."""
     out = PartialResult()
     files: list[FileMatch] = []
     for si, r in enumerate(results):
@@ -278,6 +189,12 @@ def partial_result(results: list[ShardResult], options: SearchOptions, origin: i
     files.sort(key=lambda f: (-f.score, f.order))
     kept, truncated = _cap(files, options, lambda f: f.match_count, _truncate_match)
     out.truncated |= truncated
+    return kept, out
+
+
+def partial_result(results: list[ShardResult], options: SearchOptions, origin: int = 0) -> PartialResult:
+    """Rank, cap and present the shard results of one searcher (`origin` orders searchers)."""
+    kept, out = ranked_files(results, options, origin)
     for fm in kept:
         repo = fm.shard.repo(fm.doc)
         out.repos.setdefault(repo.id, repository_info(repo))
@@ -405,6 +322,49 @@ class Searcher:
         plan_ns = time.perf_counter_ns() - started
         results = search_shards(list(self.shards), p, options, deadline)
         return merge_partials([partial_result(results, options)], options, started, plan_ns)
+
+    def search_many(self, queries: Sequence[tuple[str, SearchOptions]]) -> list[dict[str, Any] | CodesearchError]:
+        """Run many queries at once, sharing the shards' work (`codesearch.search.batch`): each
+        answer is what `search` answers for that query (the ``POST /api/search`` response), or,
+        for a query that does not parse or plan, its error in its place. Every query's deadline
+        counts from the start of the batch."""
+        started = time.perf_counter_ns()
+        results, plan_ns = self._batch(queries)
+        return [
+            r if isinstance(r, CodesearchError) else merge_partials([partial_result(r, o)], o, started, plan_ns)
+            for r, (_, o) in zip(results, queries, strict=True)
+        ]
+
+    def files_many(self, queries: Sequence[tuple[str, SearchOptions]]) -> list[list[FileMatch] | CodesearchError]:
+        """`search_many` before presentation: per query the files its answer holds, ranked and
+        capped, with their match ranges (for a caller that reads matches, not Sourcebot's JSON:
+        `present.match_lines`); or its error."""
+        results, _ = self._batch(queries)
+        return [
+            r if isinstance(r, CodesearchError) else ranked_files(r, o)[0]
+            for r, (_, o) in zip(results, queries, strict=True)
+        ]
+
+    def _batch(
+        self, queries: Sequence[tuple[str, SearchOptions]]
+    ) -> tuple[list[list[ShardResult] | CodesearchError], int]:
+        """Plan every query and search them together: their shard results (or errors), and the
+        nanoseconds planning took."""
+        started = time.perf_counter_ns()
+        out: list[list[ShardResult] | CodesearchError] = []
+        planned: list[tuple[int, BatchQuery]] = []
+        for k, (query, options) in enumerate(queries):
+            try:
+                planned.append((k, BatchQuery(make_plan(query, options), options, options.deadline())))
+            except CodesearchError as e:
+                out.append(e)
+                continue
+            out.append([])
+        plan_ns = time.perf_counter_ns() - started
+        searched = search_batch(list(self.shards), [q for _, q in planned])
+        for (k, _), shard_results in zip(planned, searched, strict=True):
+            out[k] = shard_results
+        return out, plan_ns
 
     async def start(self, query: str, options: SearchOptions, request_id: str | None = None) -> LocalStream:
         """The search of `query` as a stream (`codesearch.search.protocol.Streamer`): planned here, on

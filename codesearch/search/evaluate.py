@@ -23,50 +23,23 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 from pyroaring import BitMap
 
-from codesearch.index.shard import Shard, ShardSymbol, TrigramIndex, is_reference
+from codesearch.index.shard import Shard, TrigramIndex
 from codesearch.query import ast
 from codesearch.query.planner import ContentLeaf, FileLeaf, Plan, RepoFacts, RepoLeaf, SymbolLeaf
 from codesearch.query.regex import RegexTimeout
 from codesearch.query.trigram_query import ALL, AND, NONE, TrigramQuery
+from codesearch.search.document import DocContext, DocReader, FileMatch
 from codesearch.search.options import Stats
-from codesearch.search.ranking import SCORE_SYMBOL, definition_bonus, score_file
-from codesearch.search.symbol_match import matching_symbols
+from codesearch.search.ranking import definition_bonus
 
 #: A plain term that can name a symbol: its definitions are verified and ranked first.
 _IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
-
-
-@dataclass
-class SymbolHit:
-    symbol: ShardSymbol
-    start: int
-    end: int
-
-
-@dataclass
-class FileMatch:
-    """A matching document of one shard, before presentation."""
-
-    shard: Shard
-    doc: int
-    ranges: list[tuple[int, int]]  # byte spans in the content, sorted
-    name_ranges: list[tuple[int, int]]  # byte spans in the path
-    symbol_hits: list[SymbolHit]
-    branches: list[str]
-    score: int = 0
-    order: tuple[int, ...] = ()  # (searcher, shard, document): ties broken in index order
-    #: Content ranges that are the definition of a searched identifier (kept when capped).
-    definition_ranges: list[tuple[int, int]] = field(default_factory=list)
-
-    @property
-    def match_count(self) -> int:
-        return len(self.ranges) + len(self.name_ranges)
 
 
 @dataclass
@@ -155,9 +128,18 @@ class ShardEvaluator:
     """Evaluates one plan on one shard (single use)."""
 
     def __init__(
-        self, shard: Shard, plan: Plan, budget: int, deadline: float, cancelled: Callable[[], bool] | None = None
+        self,
+        shard: Shard,
+        plan: Plan,
+        budget: int,
+        deadline: float,
+        cancelled: Callable[[], bool] | None = None,
+        reader: DocReader | None = None,
     ):
         self.shard = shard
+        #: Where candidates' contents and symbol names are read: the shard, or a batch's reader
+        #: that reads each document once for all the queries that check it.
+        self.reader: DocReader = shard if reader is None else reader
         self.plan = plan
         self.budget = max(1, budget)
         self.deadline = deadline
@@ -175,13 +157,13 @@ class ShardEvaluator:
 
     # -- per-shard predicate data -------------------------------------------------------------
 
-    def _lang_set(self, name: str) -> set[int]:
+    def lang_set(self, name: str) -> set[int]:
         if name not in self.lang_ids:
             want = name.lower()
             self.lang_ids[name] = {i for i, lang in enumerate(self.shard.languages) if lang.lower() == want}
         return self.lang_ids[name]
 
-    def _branch_mask(self, pattern: str) -> np.ndarray:
+    def branch_mask(self, pattern: str) -> np.ndarray:
         """Per repository of the shard: the bit mask of branches whose name contains `pattern`."""
         if pattern not in self.branch_masks:
             masks = []
@@ -195,7 +177,7 @@ class ShardEvaluator:
         return self.branch_masks[pattern]
 
     def _doc_branch_bits(self, pattern: str) -> np.ndarray:
-        masks = self._branch_mask(pattern)
+        masks = self.branch_mask(pattern)
         bits: np.ndarray = (self.shard.doc_branches & masks[self.shard.doc_repo]) != 0
         return bits
 
@@ -218,7 +200,7 @@ class ShardEvaluator:
             c = self.view.lookup(s.content_index, node.trigrams)
             return (base if c is None else base & c), False
         if isinstance(node, ast.Language):
-            ids = self._lang_set(node.name)
+            ids = self.lang_set(node.name)
             return (self.view.from_mask(np.isin(s.doc_lang, list(ids))) if ids else BitMap()), True
         if isinstance(node, ast.Branch):
             return self.view.from_mask(self._doc_branch_bits(node.pattern)), True
@@ -274,7 +256,7 @@ class ShardEvaluator:
             return None
         self._collect_positive(root)
         self.positive_ids = {id(n) for n in self.positive}
-        self.positive_branch_masks = [self._branch_mask(n.pattern) for n in self.positive if isinstance(n, ast.Branch)]
+        self.positive_branch_masks = [self.branch_mask(n.pattern) for n in self.positive if isinstance(n, ast.Branch)]
         self.identifiers = identifier_leaves(self.positive)
         return root
 
@@ -282,10 +264,21 @@ class ShardEvaluator:
         """Verify the shard's candidates in document order, except those in `exclude` (verified
         already: the definitions `search_shards` checks first)."""
         t0 = time.perf_counter_ns()
+        v = self.verification(exclude)
+        if v is not None:
+            for doc in v.candidates:
+                if not v.step(doc):
+                    break
+            v.finish(t0)
+        return self.result
+
+    def verification(self, exclude: BitMap | None = None) -> Verification | None:
+        """Fold the repository predicates, compute the candidates (less `exclude`) and count them:
+        the `Verification` that checks them, or None when no document needs checking."""
         s, stats = self.shard, self.stats
         root = self.start()
         if root is None:
-            return self.result
+            return None
         cand, _ = self.candidates(root)
         if self.plan.default_branch_only:
             on_default = s.docs_where("default-branch")
@@ -299,11 +292,9 @@ class ShardEvaluator:
             cand = cand - exclude
         if not cand and not exclude:
             stats.shardsSkippedFilter = 1
-            return self.result
+            return None
         stats.shardsScanned = 1
-        self._verify(root, cand, len(cand))
-        stats.matchTreeSearch = time.perf_counter_ns() - t0
-        return self.result
+        return Verification(self, root, cand)
 
     def ranked_definitions(self) -> list[tuple[int, int]]:
         """``(definition_bonus, doc)`` for each document of the shard that defines a searched
@@ -326,7 +317,7 @@ class ShardEvaluator:
         is added to the result."""
         self.stats.filesConsidered += 1
         self.verified.add(doc)
-        ctx = _DocContext(self, doc, limit)
+        ctx = DocContext(self, doc, limit)
         try:
             if not ctx.match(root):
                 return None
@@ -338,20 +329,38 @@ class ShardEvaluator:
         self.result.total_matches += fm.match_count
         return fm
 
-    def _verify(self, root: ast.Node, docs: Iterable[int], n_cand: int) -> None:
-        """Evaluate `root` exactly on each of `docs` until the budget or the deadline."""
-        examined = 0
-        for doc in docs:
-            if time.monotonic() > self.deadline or (examined % 64 == 63 and self.cancelled and self.cancelled()):
-                self.result.timed_out = self.result.truncated = True
-                break
-            examined += 1
-            if self.check(root, doc, self.budget - self.result.total_matches + 1) is None:
-                continue
-            if self.result.total_matches > self.budget or len(self.result.files) > self.budget:
-                self.result.truncated = examined < n_cand or self.result.total_matches > self.budget
-                break
-        self.stats.filesSkipped += n_cand - examined
+
+class Verification:
+    """One query's candidates in one shard, checked one at a time in document order until the
+    budget is spent or the deadline passes. Whoever holds it feeds `step` the candidates in order
+    and stops at the first False: a search its own candidates (`ShardEvaluator.run`), a batch the
+    candidates of many queries merged in document order, so that each document is read once for
+    all of them (`codesearch.search.batch`); `finish` then counts the candidates never examined."""
+
+    def __init__(self, ev: ShardEvaluator, root: ast.Node, candidates: BitMap):
+        self.ev = ev
+        self.root = root
+        self.candidates = candidates
+        self.count = len(candidates)
+        self.examined = 0
+
+    def step(self, doc: int) -> bool:
+        """Check `doc` (the next candidate); False once the search of this shard is over."""
+        ev, result = self.ev, self.ev.result
+        if time.monotonic() > ev.deadline or (self.examined % 64 == 63 and ev.cancelled and ev.cancelled()):
+            result.timed_out = result.truncated = True
+            return False
+        self.examined += 1
+        if ev.check(self.root, doc, ev.budget - result.total_matches + 1) is None:
+            return True
+        if result.total_matches > ev.budget or len(result.files) > ev.budget:
+            result.truncated = self.examined < self.count or result.total_matches > ev.budget
+            return False
+        return True
+
+    def finish(self, started_ns: int) -> None:
+        self.ev.stats.filesSkipped += self.count - self.examined
+        self.ev.stats.matchTreeSearch = time.perf_counter_ns() - started_ns
 
 
 def is_identifier(pattern: str) -> bool:
@@ -370,216 +379,3 @@ def searches_identifiers(plan: Plan) -> bool:
     ev.positive = []
     ev._collect_positive(plan.root)
     return bool(identifier_leaves(ev.positive))
-
-
-class _DocContext:
-    """One candidate document: lazy content, exact evaluation, match collection, score."""
-
-    def __init__(self, ev: ShardEvaluator, doc: int, limit: int):
-        self.ev = ev
-        self.doc = doc
-        self.limit = limit  # most content ranges worth collecting (the rest of the budget + 1)
-        self._spans: dict[int, list[tuple[int, int]]] = {}
-        self._content: bytes | None = None
-        self._path: bytes | None = None
-        self._symbol_names: list[bytes] | None = None
-        self._symbol_matches: dict[int, list[int]] = {}  # id of a SymbolLeaf → its symbols here
-        self._defined: set[bytes] | None = None
-
-    @property
-    def content(self) -> bytes:
-        if self._content is None:
-            self._content = self.ev.shard.content(self.doc)
-            self.ev.stats.filesLoaded += 1
-            self.ev.stats.contentBytesLoaded += len(self._content)
-        return self._content
-
-    @property
-    def path(self) -> bytes:
-        if self._path is None:
-            self._path = self.ev.shard.doc_path(self.doc).encode("utf-8", "replace")
-        return self._path
-
-    @property
-    def symbol_names(self) -> list[bytes]:
-        if self._symbol_names is None:
-            self._symbol_names = self.ev.shard.symbol_names(self.doc)
-        return self._symbol_names
-
-    def match(self, node: ast.Node) -> bool:
-        ev, s, doc = self.ev, self.ev.shard, self.doc
-        if isinstance(node, ast.And):
-            return all(self.match(c) for c in node.children)
-        if isinstance(node, ast.Or):
-            return any(self.match(c) for c in node.children)
-        if isinstance(node, ast.Not):
-            return not self.match(node.child)
-        if isinstance(node, ast.Const):
-            return node.value
-        if isinstance(node, ContentLeaf):
-            if id(node) in ev.positive_ids:  # its matches are wanted anyway: find them once
-                return bool(self.content_spans(node))
-            ev.stats.regexpsConsidered += 1
-            return bool(self.content) and node.regex.search(self.content, ev.deadline)
-        if isinstance(node, FileLeaf):
-            return node.regex.search(self.path, ev.deadline)
-        if isinstance(node, SymbolLeaf):
-            return bool(self.symbol_matches(node))
-        if isinstance(node, ast.Language):
-            return int(s.doc_lang[doc]) in ev._lang_set(node.name)
-        if isinstance(node, ast.Branch):
-            return bool(int(s.doc_branches[doc]) & int(ev._branch_mask(node.pattern)[int(s.doc_repo[doc])]))
-        if isinstance(node, RepoLeaf):
-            return node.test(s.repo(doc))
-        raise TypeError(f"unexpected plan node {node!r}")
-
-    def symbol_matches(self, leaf: SymbolLeaf) -> list[int]:
-        """The document's symbols (indexes in its order) whose name `leaf` matches, found once per
-        document, all names in one pass (`symbol_match`)."""
-        found = self._symbol_matches.get(id(leaf))
-        if found is None:
-            found = matching_symbols(self.ev.shard, self.doc, leaf.regex, self.ev.deadline)
-            self._symbol_matches[id(leaf)] = found
-        return found
-
-    def _symbol_spans(self, leaf: SymbolLeaf) -> list[SymbolHit]:
-        hits: list[SymbolHit] = []
-        s = self.ev.shard
-        starts = s.line_starts(self.doc)
-        content = self.content
-        first = s.symbol_range(self.doc).start
-        for k in self.symbol_matches(leaf):
-            name = self.symbol_names[k]
-            sym = s.symbol(first + k)
-            if not 1 <= sym.line <= len(starts):
-                continue
-            a = int(starts[sym.line - 1])
-            b = int(starts[sym.line]) if sym.line < len(starts) else len(content)
-            at = content.find(name, a, b)
-            if at >= 0:
-                hits.append(SymbolHit(sym, at, at + len(name)))
-        return hits
-
-    def content_spans(self, leaf: ContentLeaf) -> list[tuple[int, int]]:
-        """The leaf's matches in the content (at most `limit`), computed once per document."""
-        spans = self._spans.get(id(leaf))
-        if spans is None:
-            spans = []
-            if self.content:
-                self.ev.stats.regexpsConsidered += 1
-                for span in leaf.regex.finditer(self.content, self.ev.deadline):
-                    spans.append(span)
-                    if len(spans) >= self.limit:
-                        break
-            self._spans[id(leaf)] = spans
-        return spans
-
-    def file_match(self, branch_masks: list[np.ndarray]) -> FileMatch:
-        """Collect the match ranges of the positive terms (at most `limit` content ranges)."""
-        limit = self.limit
-        ranges: list[tuple[int, int]] = []
-        name_ranges: list[tuple[int, int]] = []
-        sym_hits: list[SymbolHit] = []
-        for leaf in self.ev.positive:
-            if isinstance(leaf, ContentLeaf):
-                ranges.extend(self.content_spans(leaf))
-            elif isinstance(leaf, FileLeaf):
-                name_ranges.extend(leaf.regex.finditer(self.path, self.ev.deadline))
-            elif isinstance(leaf, SymbolLeaf):
-                hits = self._symbol_spans(leaf)
-                sym_hits.extend(hits)
-                ranges.extend((h.start, h.end) for h in hits)
-        found = [self._definitions(leaf) for leaf in self.ev.identifiers]
-        definitions = sorted({span for spans, _ in found for span in spans})
-        if ranges:
-            ranges = sorted(set(ranges))
-            if len(ranges) > limit:  # the definitions stay, the rest fills the limit in file order
-                keep = set(definitions)
-                keep.update(r for r in ranges[: max(limit - len(keep), 0)])
-                ranges = sorted(keep)
-        fm = FileMatch(
-            self.ev.shard,
-            self.doc,
-            ranges,
-            sorted(set(name_ranges)),
-            sym_hits,
-            self._branches(branch_masks),
-            definition_ranges=definitions,
-        )
-        fm.score = score_file(
-            self.content if ranges else b"", fm.ranges, bool(fm.name_ranges), bool(sym_hits), self._is_definition
-        )
-        if definitions:
-            fm.score = max(fm.score, SCORE_SYMBOL + max(bonus for spans, bonus in found if spans))
-        return fm
-
-    def _definitions(self, leaf: ContentLeaf) -> tuple[list[tuple[int, int]], int]:
-        """Where this document defines the identifier `leaf` searches for (its matches on the
-        lines of symbols with that name, the name compared as the leaf compares text), and the
-        best `definition_bonus` among those symbols."""
-        if not self.content_spans(leaf):
-            return [], 0
-        want = leaf.node.pattern.encode("utf-8")
-        s = self.ev.shard
-        language = s.language(self.doc)
-        lines: dict[int, int] = {}  # line → best bonus of a definition on it
-        for k in s.symbols_named(want, self.doc):
-            exact = bytes(s.sym_name[int(s.sym_noff[k]) : int(s.sym_noff[k + 1])]) == want
-            if not exact and leaf.node.case_sensitive:
-                continue
-            kind = s.symbol_kinds[int(s.sym_kind[k])]
-            if is_reference(kind, language):
-                continue
-            line = int(s.sym_line[k])
-            lines[line] = max(lines.get(line, 0), definition_bonus(kind, exact))
-        starts = s.line_starts(self.doc)
-        content = self.content
-        spans: list[tuple[int, int]] = []
-        best = 0
-        for line, bonus in sorted(lines.items()):
-            if not 1 <= line <= len(starts):
-                continue
-            a = int(starts[line - 1])
-            b = int(starts[line]) if line < len(starts) else len(content)
-            found = [(a + x, a + y) for x, y in leaf.regex.finditer(content[a:b], self.ev.deadline)]
-            if found:
-                spans.extend(found)
-                best = max(best, bonus)
-        return spans, best
-
-    def _branches(self, masks: list[np.ndarray]) -> list[str]:
-        s, doc = self.ev.shard, self.doc
-        repo = s.repo(doc)
-        bits = int(s.doc_branches[doc])
-        if self.ev.plan.default_branch_only:
-            bits &= 1
-        elif masks:
-            r = int(s.doc_repo[doc])
-            want = 0
-            for m in masks:
-                want |= int(m[r])
-            bits &= want
-        return [b for i, b in enumerate(repo.branches) if bits >> i & 1]
-
-    def _is_definition(self, a: int, b: int) -> bool:
-        """True when content[a:b] is the name of a symbol defined on that line."""
-        name = self.content[a:b]
-        if self._defined is None:
-            self._defined = set(self.symbol_names)
-        if name not in self._defined:
-            return False
-        line = int(self.ev.shard.line_starts(self.doc).searchsorted(np.uint32(a), side="right"))
-        first = self.ev.shard.symbol_range(self.doc).start
-        return any(int(self.ev.shard.sym_line[first + k]) == line for k, n in enumerate(self.symbol_names) if n == name)
-
-
-def evaluate_shard(
-    shard: Shard,
-    plan: Plan,
-    budget: int,
-    deadline: float,
-    cancelled: Callable[[], bool] | None = None,
-    exclude: BitMap | None = None,
-) -> ShardResult:
-    """Search one shard; never raises for a bad document (a shard-level failure is the caller's)."""
-    return ShardEvaluator(shard, plan, budget, deadline, cancelled).run(exclude)

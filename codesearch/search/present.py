@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from codesearch.index.sources import RepoInfo
-from codesearch.search.evaluate import FileMatch
+from codesearch.search.document import FileMatch
 
 _LEAD = np.ones(256, dtype=bool)
 _LEAD[0x80:0xC0] = False  # UTF-8 continuation bytes do not start a character
@@ -115,6 +115,23 @@ def chunks(fm: FileMatch, context_lines: int) -> list[dict[str, Any]]:
                 "symbols": syms,
             }
         )
+    return out
+
+
+def match_lines(fm: FileMatch) -> list[tuple[int, int, str]]:
+    """``(line number, column, line)`` of each content match range of `fm`, in order: what a client
+    reads of each match of the chunks (`codesearch.client.results.Match`: the line a range starts
+    on, where on it, that whole line), without building the chunks (a batch's rows)."""
+    if not fm.ranges:
+        return []
+    content = fm.shard.content(fm.doc)
+    lines = _Lines(content, fm.shard.line_starts(fm.doc))
+    out = []
+    for a, _ in fm.ranges:
+        pos = lines.position(a)
+        line = pos["lineNumber"] - 1
+        text = content[int(lines.starts[line]) : lines.line_end(line)].decode("utf-8", "replace").rstrip("\r")
+        out.append((pos["lineNumber"], pos["column"], text))
     return out
 
 

@@ -23,24 +23,29 @@ GRAPH = graph()
 #: layer (`codesearch.app`: the caller's context, search and git reads as a caller); the HTTP domain the
 #: API and the pages share (`forwarded`: who sent a request; `audit`, `sessions` with CSRF, `oauth`: the
 #: OAuth 2.0 server's protocol); the front doors (the MCP tools, the HTTP service, and the web UI above
-#: it); serving (composition and Ray Serve lifecycle) and the front ends (cli, client).
+#: it); serving (composition and Ray Serve lifecycle) and the front ends (cli, client, and data: batch
+#: search as a Ray Dataset, over the client's back ends).
 HTTP = {"forwarded", "audit", "sessions", "oauth"}
 FORBIDDEN = {
-    "index": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli", "store", "sso", "llm"} | HTTP,
-    "query": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli", "store", "sso", "llm"} | HTTP,
-    "search": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli", "sso", "llm"} | HTTP,
-    "config": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli", "llm", "store"} | HTTP,
-    "store": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli"} | HTTP,
-    "runtime": {"service", "web", "serving", "app", "client", "cli"} | HTTP,
-    "tools": {"service", "web", "serving", "client", "cli"},
-    "app": {"tools", "service", "web", "serving", "client", "cli"},
-    "service": {"web", "serving", "client", "cli"},
-    "web": {"serving", "client", "cli"},
-    "markup": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli"} | HTTP,
-    "forwarded": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli", "store"} | HTTP,
-    "audit": {"service", "web", "serving", "tools", "client", "cli", "sessions", "oauth"},
-    "oauth": {"service", "web", "serving", "tools", "client", "cli", "audit", "sessions"},
-    "sessions": {"service", "web", "serving", "tools", "client", "cli", "audit", "oauth"},
+    "index": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli", "store", "sso", "llm", "data"} | HTTP,
+    "query": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli", "store", "sso", "llm", "data"} | HTTP,
+    "search": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli", "sso", "llm", "data"} | HTTP,
+    "config": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli", "llm", "store", "data"} | HTTP,
+    "store": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli", "data"} | HTTP,
+    "runtime": {"service", "web", "serving", "app", "client", "cli", "data"} | HTTP,
+    "tools": {"service", "web", "serving", "client", "cli", "data"},
+    "app": {"tools", "service", "web", "serving", "client", "cli", "data"},
+    "service": {"web", "serving", "client", "cli", "data"},
+    "web": {"serving", "client", "cli", "data"},
+    "markup": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli", "data"} | HTTP,
+    "forwarded": {"runtime", "service", "web", "serving", "app", "tools", "client", "cli", "store", "data"} | HTTP,
+    "audit": {"service", "web", "serving", "tools", "client", "cli", "sessions", "oauth", "data"},
+    "oauth": {"service", "web", "serving", "tools", "client", "cli", "audit", "sessions", "data"},
+    "sessions": {"service", "web", "serving", "tools", "client", "cli", "audit", "oauth", "data"},
+    # batch search as a Ray Dataset: over the client's back ends and the engine, under the command line
+    "data": {"runtime", "service", "web", "serving", "app", "tools", "cli", "store", "sso", "llm"} | HTTP,
+    "serving": {"data"},
+    "client": {"data"},
 }
 
 #: The engine core: it runs in notebooks, in `codesearch index` and inside the actors alike.
