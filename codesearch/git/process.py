@@ -409,17 +409,3 @@ class Reader:
             if self.eof:
                 return
             self._fill()
-
-    def exactly(self, n: int) -> bytes:
-        """The next `n` bytes (fewer only at the end of the stream)."""
-        out = bytearray()
-        while len(out) < n:
-            if self.pos >= len(self.buf):
-                if self.eof:
-                    break
-                self._fill()
-                continue
-            take = min(n - len(out), len(self.buf) - self.pos)
-            out += self.buf[self.pos : self.pos + take]
-            self.pos += take
-        return bytes(out)
