@@ -21,12 +21,17 @@ processes keep `process`'s policy like every other git process of codesearch:
   its creation; the Stream's timer kills git at that deadline, and every request after it fails
   as timed out (`GitFailed`). A hung git cannot hold a search.
 * **A dead process**: GitPython keeps the process it started and answers every later request
-  from it with an error. A batch finds a process that has exited before a request and starts a
-  new one; a request during which git dies fails with git's own (scrubbed) message.
+  from it with an error. When a process that has answered before gives no answer at all (it
+  died or was killed since), the request goes once more to a new process; a process that never
+  answered, or dies within an answer, fails the request with git's own (scrubbed) message, and
+  the next request starts a new one.
 * **Errors**: a name git does not find (or GitPython cannot send: not UTF-8, a line feed) is
   ``None``; everything else is a `GitFailed`, from git's scrubbed stderr. GitPython's own
   exception texts (they name folders) never reach a caller.
 * **SHA-256**: GitPython's header parser takes only 40-hex object names; `_CatFile` takes 64.
+* **Speed**: git's stdout gets a 64 KiB buffer (one read for most objects) and GitPython's
+  process handle plain attributes (`_Process`); ``bench/bench_git_reads.py`` compares these reads
+  with the hand-written reader they replaced.
 
 (Importing GitPython runs ``git version`` once, outside this policy: no repository, no input.)
 """
@@ -38,8 +43,8 @@ import dataclasses
 import math
 import re
 import time
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 from git.cmd import Git as GitCommand  # GitPython
 
@@ -144,40 +149,79 @@ def _text(value: str | bytes) -> str:
     return value.decode("ascii", "replace") if isinstance(value, bytes) else value
 
 
+def _raw(value: str | bytes) -> bytes:
+    return value if isinstance(value, bytes) else value.encode()
+
+
+#: the Python buffer of git's stdout: an answer of up to 64 KiB (what the pipe holds) in one read
+_BUFSIZE = 64 * 1024
+
+_T = TypeVar("_T")
+
+
+class _Process(GitCommand.AutoInterrupt):
+    """GitPython's handle of a persistent process, with git's stdin and stdout as attributes
+    (GitPython's reaches them through ``__getattr__``, twice a request: a few µs an object)."""
+
+    __slots__ = ("stdin", "stdout")
+
+    def __init__(self, stream: Stream) -> None:
+        super().__init__(stream.proc, stream.args)
+        self.stdin = stream.proc.stdin
+        self.stdout = stream.proc.stdout
+
+
 class _CatFile(GitCommand):
     """GitPython's git command for one batch, whose persistent ``cat-file`` processes start as
-    `process.Stream`s of `runner` (see the module docstring) and are replaced once they exit."""
+    `process.Stream`s of `runner` (see the module docstring)."""
+
+    # GitPython's Git looks up every attribute through a hook of its own (a warning for a setting
+    # this class never reads, USE_SHELL): eight times a request. Plain lookup instead.
+    __getattribute__ = object.__getattribute__
 
     def __init__(self, runner: Git, limit: float) -> None:
         super().__init__()
         self._runner = runner
         self._limit = limit
-        self._streams: dict[str, tuple[Stream, GitCommand.AutoInterrupt]] = {}
+        self._streams: dict[str, tuple[Stream, _Process]] = {}
+        self._reused = False  # whether the last request went to a process that had answered before
 
     def _get_persistent_cmd(
         self, attr_name: str, cmd_name: str, *args: object, **kwargs: Any
     ) -> GitCommand.AutoInterrupt:
-        """The live process GitPython asks for by `attr_name` (``cat_file_all``: ``--batch``,
-        ``cat_file_header``: ``--batch-check``); a new one when there is none or it has exited."""
+        """The process GitPython asks for by `attr_name` (``cat_file_all``: ``--batch``,
+        ``cat_file_header``: ``--batch-check``), started on the first request."""
         have = self._streams.get(attr_name)
+        self._reused = have is not None
         if have is not None:
-            if have[0].proc.poll() is None:
-                return have[1]
-            self.end(attr_name)  # (raises when it was killed by its time limit)
+            return have[1]
         argv = [cmd_name.replace("_", "-"), *self.transform_kwargs(**kwargs), *(str(a) for a in args)]
         with self._bounded():
-            stream = self._runner.stream(argv, stdin=True)
-        process = GitCommand.AutoInterrupt(stream.proc, stream.args)
+            stream = self._runner.stream(argv, stdin=True, bufsize=_BUFSIZE)
+        process = _Process(stream)
         self._streams[attr_name] = (stream, process)
         return process
 
     def _parse_object_header(self, header_line: str) -> tuple[str, str, int]:
-        if not header_line:  # (an answer is never empty; GitPython would read it as a bad name)
+        if not _raw(header_line).endswith(b"\n"):  # (an answer is a whole line; GitPython would read a bad name)
             raise _Ended
         tokens = header_line.split()
         if len(tokens) == 3 and len(tokens[0]) == 64:  # a SHA-256 repository
             return tokens[0], tokens[1], int(tokens[2])
         return super()._parse_object_header(header_line)
+
+    def ask(self, attr_name: str, request: Callable[[str], _T], name: str) -> _T:
+        """`request(name)` (a GitPython call) to the process `attr_name`. When a process that has
+        answered before gives no answer now (it died or was killed since), the request goes once
+        more to a new one; a process that never answered, or a time-out, is a `GitFailed`."""
+        while True:
+            try:
+                return request(name)
+            except (_Ended, OSError) as e:
+                again = self._reused
+                error = self.failed(attr_name, e)
+                if not again or error is e:
+                    raise error from None
 
     def failed(self, attr_name: str, error: Exception) -> Exception:
         """The error of the process `attr_name`, which stopped answering (`error`): stopped,
@@ -230,9 +274,7 @@ class ObjectBatch:
     def get(self, name: str) -> tuple[str, bytes, int] | None:
         """(type, content, hash length in bytes) of the object `name`, or None when missing."""
         try:
-            sha, kind, size, data = self._git.get_object_data(name)
-        except (_Ended, OSError) as e:
-            raise self._git.failed("cat_file_all", e) from None
+            sha, kind, size, data = self._git.ask("cat_file_all", self._git.get_object_data, name)
         except ValueError:
             return None
         if len(data) != size:  # (git died within the content)
@@ -242,9 +284,7 @@ class ObjectBatch:
     def header(self, name: str) -> tuple[str, str, int] | None:
         """(full sha, type, size) of the object `name`, or None when missing; reads no content."""
         try:
-            sha, kind, size = self._git.get_object_header(name)
-        except (_Ended, OSError) as e:
-            raise self._git.failed("cat_file_header", e) from None
+            sha, kind, size = self._git.ask("cat_file_header", self._git.get_object_header, name)
         except ValueError:
             return None
         return _text(sha), _text(kind), size

@@ -239,9 +239,9 @@ class Git:
         res = self.run(args, stdin=None if stdin is None else stdin.encode(), check=check)
         return res.stdout.decode("utf-8", "replace")
 
-    def stream(self, args: list[str], *, stdin: bool = False) -> Stream:
+    def stream(self, args: list[str], *, stdin: bool = False, bufsize: int = -1) -> Stream:
         """Start git with `args`, its stdout to be read as a stream (see `Stream`)."""
-        return Stream(self, args, stdin=stdin)
+        return Stream(self, args, stdin=stdin, bufsize=bufsize)
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
@@ -319,9 +319,10 @@ _WATCHDOG = _Watchdog()
 class Stream:
     """A git process whose stdout is read as a stream (`out`, a `Reader`), killed when the caller
     stops early (`finish(stop=True)`) or when its time limit passes (`_Watchdog`). stderr goes to
-    a temporary file (no pipe deadlock). Use as a context manager: leaving it stops git."""
+    a temporary file (no pipe deadlock). Use as a context manager: leaving it stops git.
+    `bufsize`: of the pipes' Python buffers (`subprocess.Popen`'s; -1, the default, is 8 KiB)."""
 
-    def __init__(self, git: Git, args: list[str], *, stdin: bool = False):
+    def __init__(self, git: Git, args: list[str], *, stdin: bool = False, bufsize: int = -1):
         self.git = git
         self.args = args
         self.limit = git.limit()
@@ -336,6 +337,7 @@ class Stream:
                 stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=self.err,
+                bufsize=bufsize,
                 env=git.env(),
                 start_new_session=True,
                 cwd=git.cwd,
