@@ -14,11 +14,11 @@ processes keep `process`'s policy like every other git process of codesearch:
 
 * **How git starts**: GitPython would start it with this process's whole environment
   (inherited ``GIT_*`` variables included, which can move the object store or turn tracing on),
-  in no session of its own, its stderr a pipe nobody reads. `_CatFile` overrides the one method
-  that starts a persistent process, so git starts as a `process.Stream`: the sealed environment,
+  in no session of its own, its stderr a pipe nobody reads. `_CatFile` overrides the method that
+  starts a persistent process, so git starts as a `process.Stream`: the sealed environment,
   ``--git-dir``, its own session, stderr to a file, one of the caller's git slots (`slots`).
 * **A time limit**: GitPython's persistent processes have none. A batch's `timeout_s` runs from
-  its creation; the Stream's timer kills git at that deadline, and every request after it fails
+  its creation; `process`'s watchdog kills git at that deadline, and every request after it fails
   as timed out (`GitFailed`). A hung git cannot hold a search.
 * **A dead process**: GitPython keeps the process it started and answers every later request
   from it with an error. When a process that has answered before gives no answer at all (it
