@@ -342,9 +342,9 @@ def some_files(git_dir: str, n: int) -> list[str]:
     for rec in out.split(b"\0"):
         meta, _, path = rec.partition(b"\t")
         parts = meta.split()
-        if len(parts) == 4 and parts[1] == b"blob" and parts[3].isdigit() and 2000 <= int(parts[3]) <= 50_000:
-            if path.endswith((b".py", b".c", b".go", b".rs", b".js", b".md", b".txt", b".h", b".java")):
-                cands.append(path.decode("utf-8", "replace"))
+        sized = len(parts) == 4 and parts[1] == b"blob" and parts[3].isdigit() and 2000 <= int(parts[3]) <= 50_000
+        if sized and path.endswith((b".py", b".c", b".go", b".rs", b".js", b".md", b".txt", b".h", b".java")):
+            cands.append(path.decode("utf-8", "replace"))
     cands.sort()
     step = max(1, len(cands) // n)
     return cands[::step][:n]
@@ -376,7 +376,8 @@ def main() -> None:
     listing = [(r["path"], head_blobs(r["path"])) for r in chosen]
     big_listing = [(big["path"], head_blobs(big["path"]))]
     mb = sum(r["bytes"] for r in chosen) / 1e6
-    print(f"GitPython {gitpython.__version__}, git {subprocess.run(['git', 'version'], capture_output=True, text=True).stdout.split()[-1]}; "
+    git_version = subprocess.run(["git", "version"], capture_output=True, text=True).stdout.split()[-1]
+    print(f"GitPython {gitpython.__version__}, git {git_version}; "
           f"{args.runs} runs a side, interleaved; load average {os.getloadavg()[0]:.2f}")
     print(f"(a)/(b): {len(chosen)} repositories, {mb:.1f} MB, {sum(len(s) for _, s in listing):,} blobs: "
           + ", ".join(r["name"] for r in chosen))

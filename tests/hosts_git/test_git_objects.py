@@ -6,6 +6,7 @@ is a loose object that is a FIFO (git blocks opening it), a damage is an object 
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import os
 import signal
@@ -159,7 +160,8 @@ FAILURES = [
     (lambda r: resolve_commit(r["gd"], "0" * 40), InvalidGitRef, f"git ref {'0' * 40!r} not found in the repository"),
     (lambda r: resolve_commit(r["ambiguous"], r["prefix"]), InvalidGitRef, "is ambiguous in the repository: give more"),
     (lambda r: resolve_commit(r["gd"], "main:a.txt"), InvalidGitRef, "invalid git ref"),  # the grammar's gate
-    (lambda r: resolve_commit(r["not_repo"], "main"), CodesearchError, "the repository's clone is not a git repository"),
+    (lambda r: resolve_commit(r["not_repo"], "main"), CodesearchError,
+     "the repository's clone is not a git repository"),
     (lambda r: read_blob(r["gd"], "main", "nope.txt"), FileNotFound, "file 'nope.txt' not found at 'main'"),
     (lambda r: read_blob(r["gd"], "main", "d"), FileNotFound, "file 'd' not found at 'main'"),  # a directory
     (lambda r: read_blob(r["gd"], "nope", "a.txt"), InvalidGitRef, "git ref 'nope' not found in the repository"),
@@ -308,8 +310,6 @@ def installed():
 
 
 def _as_caller(fn):
-    import contextvars
-
     def body():
         slots.claim("user:1")
         return fn()
