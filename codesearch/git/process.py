@@ -19,7 +19,7 @@ error message. Each rule below is applied to every git process, so no caller can
   never past the caller's `deadline`; only the indexer's object reader, which lives as long as
   a build, leaves it to the index job's own time limit). git runs in its own session, so on a timeout the whole
   process group (``git-remote-https``, ``index-pack`` …) is killed, and no process has a
-  terminal to prompt on. Streaming readers (`Stream`) are killed by a timer.
+  terminal to prompt on. Streaming readers (`Stream`) are killed by one watchdog thread.
 * **Errors**: a failure is a `GitFailed` (a `codesearch.errors.GitError`: HTTP 500, not the
   caller's fault) whose message is ``git <command> failed: <git's first line>`` or ``git timed
   out after …``. Everything git wrote is passed through the runner's `Scrubber` first: secrets
@@ -35,6 +35,8 @@ error message. Each rule below is applied to every git process, so no caller can
 from __future__ import annotations
 
 import contextlib
+import heapq
+import itertools
 import math
 import os
 import shutil
@@ -43,6 +45,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO
 
@@ -236,9 +239,9 @@ class Git:
         res = self.run(args, stdin=None if stdin is None else stdin.encode(), check=check)
         return res.stdout.decode("utf-8", "replace")
 
-    def stream(self, args: list[str], *, stdin: bool = False) -> Stream:
+    def stream(self, args: list[str], *, stdin: bool = False, bufsize: int = -1) -> Stream:
         """Start git with `args`, its stdout to be read as a stream (see `Stream`)."""
-        return Stream(self, args, stdin=stdin)
+        return Stream(self, args, stdin=stdin, bufsize=bufsize)
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
@@ -248,12 +251,78 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         proc.communicate(timeout=5)
 
 
+class _Watchdog:
+    """One daemon thread that kills each `Stream` whose time limit passes (`at`, `cancel`).
+
+    A `threading.Timer` per stream costs a thread start per git process: a fraction of a
+    millisecond on an idle machine, more on a busy one, where the new thread waits to be
+    scheduled; that was a tenth of a one-object read (`objects.resolve_commit`). Callbacks run
+    on this thread and must be quick (a kill).
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._heap: list[tuple[float, int]] = []  # (due, id), cancelled ids left until they come up
+        self._due: dict[int, Callable[[], None]] = {}
+        self._ids = itertools.count()
+        self._thread: threading.Thread | None = None
+        os.register_at_fork(after_in_child=self._forget)
+
+    def _forget(self) -> None:
+        """In a forked child: no thread, no entries, a lock nobody holds."""
+        self._cond = threading.Condition()
+        self._heap, self._due, self._thread = [], {}, None
+
+    def at(self, when: float, fn: Callable[[], None]) -> int:
+        """Run `fn` at `when` (``time.monotonic()``) unless cancelled first; an id for `cancel`."""
+        with self._cond:
+            n = next(self._ids)
+            self._due[n] = fn
+            heapq.heappush(self._heap, (when, n))
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._run, name="git-watchdog", daemon=True)
+                self._thread.start()
+            elif self._heap[0][1] == n:  # the thread sleeps until a later entry: wake it
+                self._cond.notify()
+        return n
+
+    def cancel(self, n: int | None) -> None:
+        if n is not None:
+            with self._cond:
+                self._due.pop(n, None)
+
+    def _run(self) -> None:
+        with self._cond:
+            while True:
+                while self._heap and self._heap[0][1] not in self._due:
+                    heapq.heappop(self._heap)
+                if not self._heap:
+                    self._cond.wait()
+                    continue
+                when, n = self._heap[0]
+                left = when - time.monotonic()
+                if left > 0:
+                    self._cond.wait(left)
+                    continue
+                heapq.heappop(self._heap)
+                fn = self._due.pop(n)
+                self._cond.release()
+                try:
+                    fn()
+                finally:
+                    self._cond.acquire()
+
+
+_WATCHDOG = _Watchdog()
+
+
 class Stream:
     """A git process whose stdout is read as a stream (`out`, a `Reader`), killed when the caller
-    stops early (`finish(stop=True)`) or when its time limit passes. stderr goes to a temporary
-    file (no pipe deadlock). Use as a context manager: leaving it stops git."""
+    stops early (`finish(stop=True)`) or when its time limit passes (`_Watchdog`). stderr goes to
+    a temporary file (no pipe deadlock). Use as a context manager: leaving it stops git.
+    `bufsize`: of the pipes' Python buffers (`subprocess.Popen`'s; -1, the default, is 8 KiB)."""
 
-    def __init__(self, git: Git, args: list[str], *, stdin: bool = False):
+    def __init__(self, git: Git, args: list[str], *, stdin: bool = False, bufsize: int = -1):
         self.git = git
         self.args = args
         self.limit = git.limit()
@@ -268,6 +337,7 @@ class Stream:
                 stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=self.err,
+                bufsize=bufsize,
                 env=git.env(),
                 start_new_session=True,
                 cwd=git.cwd,
@@ -276,10 +346,7 @@ class Stream:
             self.err.close()
             self._give_back_slot()
             raise
-        self.timer = threading.Timer(self.limit, self._timeout)
-        self.timer.daemon = True
-        if not math.isinf(self.limit):
-            self.timer.start()
+        self._watch = None if math.isinf(self.limit) else _WATCHDOG.at(time.monotonic() + self.limit, self._timeout)
         assert self.proc.stdout is not None
         self.out = Reader(self.proc.stdout)
 
@@ -318,7 +385,7 @@ class Stream:
                         f.close()
             rc = self.proc.wait()
         finally:
-            self.timer.cancel()
+            _WATCHDOG.cancel(self._watch)
             self._give_back_slot()
         if self.timed_out:
             raise self.git.timed_out(_subcommand(self.args), self.limit)
@@ -409,17 +476,3 @@ class Reader:
             if self.eof:
                 return
             self._fill()
-
-    def exactly(self, n: int) -> bytes:
-        """The next `n` bytes (fewer only at the end of the stream)."""
-        out = bytearray()
-        while len(out) < n:
-            if self.pos >= len(self.buf):
-                if self.eof:
-                    break
-                self._fill()
-                continue
-            take = min(n - len(out), len(self.buf) - self.pos)
-            out += self.buf[self.pos : self.pos + take]
-            self.pos += take
-        return bytes(out)

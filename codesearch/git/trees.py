@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from codesearch.errors import CodesearchError, FileNotFound, InvalidArgument
 from codesearch.git.objects import ObjectBatch, object_info, resolve_commit
-from codesearch.git.paths import check_dir, encode, show
+from codesearch.git.paths import check_dir, show
 from codesearch.git.process import Git
 
 __all__ = ["TreeEntry", "check_tree", "list_files", "list_tree", "not_a_dir"]
@@ -29,13 +29,13 @@ class TreeEntry:
     depth: int  # 1 = directly below the listed directory
 
 
-def _tree_entries(data: bytes, hash_len: int) -> list[tuple[bytes, bytes, bytes]]:
+def _tree_entries(data: bytes, hash_len: int) -> list[tuple[bytes, bytes, str]]:
     """(mode, name, object id hex) of each entry of a raw tree object."""
     out, i, n = [], 0, len(data)
     while i < n:
         sp = data.index(b" ", i)
         nul = data.index(b"\0", sp)
-        out.append((data[i:sp], data[sp + 1 : nul], data[nul + 1 : nul + 1 + hash_len].hex().encode()))
+        out.append((data[i:sp], data[sp + 1 : nul], data[nul + 1 : nul + 1 + hash_len].hex()))
         i = nul + 1 + hash_len
     return out
 
@@ -90,7 +90,7 @@ def list_tree(
         check_tree(git_dir, commit, ref, under)
         return out, False
     with ObjectBatch(git_dir) as batch:
-        root = batch.get(encode(f"{commit}:{under}") if under else f"{commit}^{{tree}}".encode())
+        root = batch.get(f"{commit}:{under}" if under else f"{commit}^{{tree}}")
         if root is None or root[0] != "tree":
             raise not_a_dir(under, ref, root[0] if root else None)
         hash_len = root[2]
@@ -114,11 +114,10 @@ def list_tree(
                 if sub is None or sub[0] != "tree":
                     raise CodesearchError(f"tree {base + shown!r} is missing from the repository")
                 stack.append((level + 1, base + shown + "/", _ordered(_tree_entries(sub[1], hash_len))))
-        batch.stream.finish()
     return out, False
 
 
-def _ordered(entries: list[tuple[bytes, bytes, bytes]]) -> list[tuple[bytes, bytes, bytes]]:
+def _ordered(entries: list[tuple[bytes, bytes, str]]) -> list[tuple[bytes, bytes, str]]:
     """Directories (and submodules) by name, then the rest by name; reversed, to pop from the end."""
     dirs = sorted((e for e in entries if e[0] in (_TREE_MODE, _SUBMODULE_MODE)), key=lambda e: e[1])
     files = sorted((e for e in entries if e[0] not in (_TREE_MODE, _SUBMODULE_MODE)), key=lambda e: e[1])

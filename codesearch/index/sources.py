@@ -4,9 +4,9 @@ A source describes its repository (`RepoInfo`) and yields `SourceFile`s: a path,
 set of branches the blob occurs on (a bit mask over `RepoInfo.branches`) and a way to read the
 bytes, called only when the builder decides the content is wanted (a file over the size limit
 is never read). Git sources read blobs straight from the object store through one persistent
-``git cat-file --batch`` (`codesearch.git.objects.ObjectBatch`, run like every git process by
-`codesearch.git.process`): no checkout, and a blob that occurs on several branches at the same
-path is one document.
+``git cat-file --batch`` (`codesearch.git.objects.ObjectBatch`: GitPython's, started and bounded
+like every git process by `codesearch.git.process`): no checkout, and a blob that occurs on
+several branches at the same path is one document.
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@ diffs with the traps git's format holds, and the dates handed to git."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import time
@@ -134,6 +135,28 @@ def test_a_hanging_git_and_its_children_are_killed(tmp_path, how):
     while not _gone(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _gone(pid)
+
+
+@pytest.mark.parametrize("limits", [(30, 0.3), (0.3, 30), (0.6, 0.3, 30), (30, 0.3, 0.6)])
+def test_streams_are_killed_in_the_order_of_their_limits(tmp_path, limits):
+    """One watchdog thread kills every stream: a stream with a shorter limit started after one
+    with a longer limit is still killed on time, and the others are left running."""
+    repo = tmp_path / "r"
+    corpus_git(str(tmp_path), "init", "-q", "-b", "main", str(repo))
+    streams = [Git.at(str(repo / ".git"), timeout_s=s).stream(["cat-file", "--batch"], stdin=True) for s in limits]
+    t = time.monotonic()
+    try:
+        for limit in sorted(s for s in limits if s < 30):
+            stream = streams[limits.index(limit)]
+            assert stream.out.until(b"\n", 100) is None  # (until its timer kills git)
+            assert limit - 0.05 < time.monotonic() - t < limit + 5
+            with pytest.raises(GitFailed, match=f"^git timed out after {limit:g}s reading the repository$"):
+                stream.finish()
+        assert [s.proc.poll() for s, limit in zip(streams, limits, strict=True) if limit == 30] == [None]
+    finally:
+        for stream in streams:
+            with contextlib.suppress(GitFailed):
+                stream.__exit__(None, None, None)
 
 
 def test_the_default_limit_is_read_when_a_call_starts(tmp_path, monkeypatch):
