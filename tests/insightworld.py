@@ -48,10 +48,11 @@ _README = "# Alpha\n\nUses OldClient (see oldclient docs). Café naïve.\nOLDCLI
 ALPHA = [
     ("2023-11-20T10:00:00Z", {"README.md": _README, "src/fetch.py": _OLD_PY, "src/util.py": "VALUE = 1\n"}),
     ("2024-01-15T09:30:00Z", {"src/copy.py": _OLD_PY, "logo.bin": b"\x89PNG\0oldclient\0oldclient",
-                              "docs/oldclient.md": "the oldclient guide\n", "link.py": ("link", "src/fetch.py")}),
+                              "guide/oldclient.md": "the oldclient guide\n", "link.py": ("link", "src/fetch.py")}),
     ("2024-02-10T12:00:00+02:00", {"src/fetch.py": _OLD_PY.replace("oldclient.call()", "newclient.call()")}),
     ("2024-02-28T23:59:59Z", {"src/copy.py": None, "src/moved.py": _OLD_PY}),
-    ("2024-04-02T08:00:00Z", {"src/fetch.py": _NEW_PY, "docs/oldclient.md": None, "docs/newclient.md": "newclient\n"}),
+    ("2024-04-02T08:00:00Z", {"src/fetch.py": _NEW_PY, "guide/oldclient.md": None,
+                              "guide/newclient.md": "newclient\n"}),
     ("2024-06-30T18:00:00Z", {"src/moved.py": _NEW_PY, "README.md": _README.replace("OldClient", "NewClient"),
                               "tests/test_fetch.py": "import newclient\n\ndef test_fetch():\n    assert newclient\n"}),
 ]
@@ -108,3 +109,44 @@ def make_ticking_repo(root: str, days: int, start: str = "2024-01-01") -> list[s
 
 def git_out(repo: str, *args: str) -> bytes:
     return subprocess.run(["git", *args], cwd=repo, capture_output=True, check=True).stdout
+
+
+HOST = "github.com"
+GRANTED = "bob-1"
+
+
+def make_service_world(base: str) -> dict:
+    """A data directory whose store knows `ALPHA` (connection ``open``: every signed-in user sees
+    it) and `BETA` (connection ``private``, enforcing permissions: only Bob, whose linked account
+    the host granted it, sees it), read in place; users Ann (owner), Bob and Carol (members)."""
+    from codesearch import permissions
+    from codesearch.store import OWNER, Store
+
+    alpha, beta, data = os.path.join(base, "alpha"), os.path.join(base, "beta"), os.path.join(base, "data")
+    history = {ALPHA_NAME: make_repo(alpha, ALPHA), BETA_NAME: make_repo(beta, BETA)}
+    store = Store.open(data)
+    store.upsert_connection("open", "git", {"type": "git", "url": "file://" + alpha})
+    store.upsert_connection("private", "github", {"type": "github", "repos": ["acme/beta"]})
+    ids = {}
+    for conn, name, root, public in (("open", ALPHA_NAME, alpha, True), ("private", BETA_NAME, beta, False)):
+        ids.update(store.upsert_repos(conn, [dict(name=name, display_name=name.split("/", 1)[1],
+                                                  code_host_type="github", clone_url="file://" + root,
+                                                  local_path=root, default_branch="main", public=public,
+                                                  external_id=name)], prune=False).ids)
+    ann = store.create_user("ann@example.com", "Ann", role=OWNER)
+    bob = store.create_user("bob@example.com", "Bob")
+    carol = store.create_user("carol@example.com", "Carol")
+    store.link_account(bob.id, provider=HOST, provider_type="github", host=HOST, subject=GRANTED, login="bob")
+    store.replace_repo_grants(ids[BETA_NAME], HOST, {GRANTED})
+    permissions.write_settings(store, permissions.PermissionSettings(enabled=True, connections={
+        "open": permissions.ConnectionRule(False, False, None),
+        "private": permissions.ConnectionRule(True, False, HOST)}))
+    return {"store": store, "data": data, "ids": ids, "history": history, "dirs": {ALPHA_NAME: alpha, BETA_NAME: beta},
+            "ann": ann, "bob": bob, "carol": carol}
+
+
+def identity(store, user):
+    """`user` as the service would identify them (bound to the store's permission rule)."""
+    from codesearch.permissions import PermissionPolicy
+
+    return PermissionPolicy(lambda: store).identity(user)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -33,13 +33,13 @@ from codesearch.errors import InvalidArgument
 from codesearch.index.builder import IndexSettings
 from codesearch.index.sources import local_repo_name, repo_git_dir
 from codesearch.insights.engine import REPO_TIMEOUT_S, RepoTarget, count_repository
-from codesearch.insights.spec import InsightQuery, check_queries, points
+from codesearch.insights.spec import InsightQuery, PointCount, check_queries, points
 
 if TYPE_CHECKING:
     import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no type information
     import ray.data
 
-__all__ = ["COLUMNS", "run_insights", "targets_of"]
+__all__ = ["COLUMNS", "Counter", "count_remote", "counter", "run_insights", "targets_of"]
 
 COLUMNS = ("query_id", "query", "repository", "date", "commit", "match_count", "file_count")
 
@@ -117,6 +117,36 @@ def _count_block(
         )
         rows += [r.to_row() for r in found]
     return pa.Table.from_pylist(rows, schema=schema())
+
+
+#: How one repository is counted: `count_repository`'s signature (in this process, or as a Ray task).
+Counter = Callable[..., list[PointCount]]
+
+
+def count_remote(
+    target: RepoTarget, queries: Sequence[Any], dates: Sequence[datetime], **options: Any
+) -> list[PointCount]:
+    """`count_repository` as a Ray task (one CPU), waited for: for a process that asks Ray for
+    no CPU of its own (the scheduler actor) and must not count on it."""
+    import ray
+
+    task = _remote_count()
+    result: list[PointCount] = ray.get(task.remote(target, list(queries), list(dates), **options))
+    return result
+
+
+@functools.cache
+def _remote_count() -> Any:
+    import ray
+
+    return ray.remote(num_cpus=1, max_retries=0)(count_repository)
+
+
+def counter() -> Counter:
+    """How to count a repository here: as Ray tasks when this process is connected to Ray, else in it."""
+    import ray
+
+    return count_remote if ray.is_initialized() else count_repository
 
 
 def run_insights(

@@ -47,7 +47,7 @@ CASES = [
     ("file:oldclient", {}, ("file", "oldclient")),
     ("lang:python newclient", {}, ("and", ("lang", "python"), ("text", "newclient"))),
     ("lang:go", {}, ("lang", "go")),
-    ("oldclient -file:docs/", {}, ("and", ("text", "oldclient"), ("not", ("file", "docs/")))),
+    ("oldclient -file:guide/", {}, ("and", ("text", "oldclient"), ("not", ("file", "guide/")))),
     ("oldclient or newclient", {}, ("or", ("text", "oldclient"), ("text", "newclient"))),
     ("-(oldclient) newclient", {}, ("and", ("not", ("text", "oldclient")), ("text", "newclient"))),
     ("repo:alpha TODO", {}, ("and", ("repo", "alpha"), ("text", "TODO"))),
