@@ -11,7 +11,8 @@ nothing unpicklable crosses processes. Routes:
   ``GET /api/tree``, ``GET /api/commits`` (`routes_git.py`), ``GET /api/blame``, ``GET /api/commit``,
   ``GET /api/diff`` (`routes_history.py`), ``POST /api/find_definitions``,
   ``POST /api/find_references``, ``POST /api/tree`` (`routes_codenav.py`), ``POST /api/chat/blocking``,
-  ``POST /api/chat`` (streamed), ``PATCH /api/chat/<id>``, ``GET /api/models`` (`routes_chat.py`);
+  ``POST /api/chat`` (streamed), ``PATCH /api/chat/<id>``, ``GET /api/models`` (`routes_chat.py`),
+  ``/api/insights`` (`routes_insights.py`);
 - OAuth 2.0 for MCP clients (`routes_oauth.py`, protocol in `oauth_server.py`): the
   ``/.well-known/`` metadata, ``/oauth/register``, ``/oauth/token``, ``/oauth/revoke``; access
   tokens open the MCP endpoint (``/api/mcp``) only;
@@ -59,6 +60,7 @@ from codesearch.service import (
     routes_codenav,
     routes_git,
     routes_history,
+    routes_insights,
     routes_oauth,
     routes_permissions,
     routes_repos,
@@ -224,7 +226,7 @@ def build_app(
     app.include_router(protected)
     app.include_router(webhooks.router)  # signed by the code host, not by an API key
     app.include_router(routes_oauth.router)  # OAuth 2.0 for MCP clients
-    for routes in (routes_git, routes_history, routes_codenav, routes_chat):
+    for routes in (routes_git, routes_history, routes_codenav, routes_chat, routes_insights):
         app.include_router(routes.router)
     mcp.install(
         app, authenticator, make_context, has_models, version=_version(), audit_log=audit_log, allowed_hosts=hosts
