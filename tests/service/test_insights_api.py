@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import csv
 import io
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from fastapi.testclient import TestClient
@@ -20,7 +20,7 @@ from codesearch.serving.api import build_app
 from tests.conftest import LOCAL
 from tests.insightworld import ALPHA_NAME, BETA_NAME, make_service_world
 
-NOW = datetime(2024, 5, 15, tzinfo=timezone.utc)
+NOW = datetime(2024, 5, 15, tzinfo=UTC)
 BODY = {"name": "client migration", "queries": ["oldclient", {"query": r"new\w+", "isRegexEnabled": True}],
         "repositories": [ALPHA_NAME, BETA_NAME], "step": "month", "since": "2024-01-01"}
 
