@@ -17,6 +17,7 @@ import base64
 import hashlib
 import urllib.parse
 from dataclasses import dataclass
+from datetime import UTC
 
 from tests.mcpworld import DEMO, WIDGETS
 
@@ -61,6 +62,9 @@ PAGES = [
     Page("settings-access", "/settings/access"),
     Page("settings-mcp", "/settings/mcp"),
     Page("settings-apps", "/settings/apps"),
+    Page("insights", "/insights"),
+    Page("insights-member", "/insights", who="member"),
+    Page("insight", "/insights/{insight}", wait_for="#insight-counts"),
     Page("not-found", "/no/such/page", status=404),
     Page("not-found-file", f"/browse/{DEMO}@main/-/blob/no/such.py", status=404),
     Page("login", "/login", who=None),
@@ -95,8 +99,26 @@ def page_data(web) -> dict:
     consent = urllib.parse.urlencode({"response_type": "code", "client_id": client.id, "redirect_uri": CONSENT_REDIRECT,
                                       "state": "a11y", "code_challenge": CONSENT_CHALLENGE,
                                       "code_challenge_method": "S256"})
-    web["page_data"] = {"chat": chat.id, "invite": token, "consent": consent}
+    web["page_data"] = {"chat": chat.id, "invite": token, "consent": consent, "insight": make_insight(web)}
     return web["page_data"]
+
+
+def make_insight(web, owner: str = "owner") -> int:
+    """A saved insight of `owner` over the world's repositories, its points counted (two queries,
+    monthly from January to June 2024): what the insight page draws."""
+    from datetime import datetime
+
+    from codesearch.insights import saved
+    from codesearch.insights.refresh import refresh_insight
+    from codesearch.permissions import PermissionPolicy
+
+    store = web["store"]
+    now = datetime(2024, 6, 15, tzinfo=UTC)
+    who = PermissionPolicy(lambda: store).identity(store.get_user(web[owner]["id"]))
+    insight = saved.create(store, who, name="Requests and shouts", queries=["handle_request", "shout"], step="month",
+                           since="2024-01-01", now=now)
+    assert refresh_insight(store, insight, web["data"], now=now) == 6
+    return insight.id
 
 
 def url_of(web, spec: Page) -> str:

@@ -46,4 +46,7 @@ ACTIONS = {
     "connection.resync": "an owner asked for a connection to be synced now (target: the connection's name)",
     "repo.reindex": "an owner asked for a repository to be re-indexed from the settings page (target: its name)",
     "settings.access": "an owner switched anonymous access (target: the setting; detail: enabled)",
+    "insight.create": "an insight saved (target: its id; detail: its name)",
+    "insight.read": "an insight's counts read (GET /api/insights/<id>, its CSV, its page; target: its id)",
+    "insight.delete": "an insight deleted by its user or an owner (target: its id; detail: its name)",
 }

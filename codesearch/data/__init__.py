@@ -10,6 +10,9 @@
     ds.groupby("repository").count().to_pandas()            # nothing runs before this line
     ds.write_parquet("s3://bucket/audit/")                   # or stream it out, never in one process
 
+    counts = csd.insights(["old_client.connect"], "~/.codesearch", "12 months ago")   # over history
+    counts.to_pandas().pivot_table(index="date", columns="query", values="match_count", aggfunc="sum")
+
 Each query is a string of the query language (with `matches`, `regex`, `case_sensitive` of the
 call) or a ``POST /api/search`` body with its own (``query``, ``matches``, ``isRegexEnabled``,
 ``isCaseSensitivityEnabled``). ``query_id`` is the query's position in the list, from 0. The rows of
@@ -20,12 +23,15 @@ cluster's cores and nodes (`codesearch.data.datasource`).
 The Dataset is lazy: building it only checks the queries (a query that does not parse raises
 `BadQuery` naming its position); the searching happens when it is consumed (``to_pandas``,
 ``write_parquet``, ``iter_batches``, ``count``…), block by block.
+
+`insights` counts queries at points in a repository's history (`codesearch.insights`, docs/insights.md).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from codesearch.data.queries import BadQuery, Defaults, QuerySpec, specs_of
@@ -37,6 +43,7 @@ if TYPE_CHECKING:
     from ray.data import Dataset
 
     from codesearch.client import Client
+    from codesearch.insights.dataset import Source as HistorySource
 
 __all__ = [
     "FILE_SCHEMA",
@@ -47,6 +54,7 @@ __all__ = [
     "QuerySpec",
     "RaySource",
     "dataset",
+    "insights",
     "search",
 ]
 
@@ -103,3 +111,23 @@ def dataset(
     # as many blocks as tasks asked for: no ``SplitBlocks`` of each task's blocks into Ray Data's default 200
     out: Dataset = ray.data.read_datasource(ds, num_cpus=source.task_cpus, override_num_blocks=n)
     return out
+
+
+def insights(
+    queries: Sequence[str | Mapping[str, Any]],
+    source: HistorySource,
+    since: datetime | str,
+    until: datetime | str | None = None,
+    step: str = "month",
+    **options: Any,
+) -> Dataset:
+    """Each query's matches per repository at each point of history from `since` to `until` (default:
+    now), `step` apart (``day``, ``week``, ``month``, ``quarter``, ``year``): a lazy Dataset of
+    (``query_id``, ``query``, ``repository``, ``date``, ``commit``, ``match_count``, ``file_count``).
+    `source` is a service data directory, a git repository, a list of them, or name → path; the
+    counts are over the commit of each repository's default branch at each date, read from its git
+    data without re-indexing history (`codesearch.insights.dataset.run_insights`, whose keyword
+    options `options` are)."""
+    from codesearch.insights.dataset import run_insights
+
+    return run_insights(queries, source, since, until, step, **options)

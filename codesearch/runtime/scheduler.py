@@ -73,6 +73,7 @@ class TickReport(TypedDict):
     collected: list[int]  # repositories garbage-collected
     reloaded: bool  # the config file changed and was applied
     permissions: NotRequired[bool]  # with permission syncing on: whether a sync started
+    insights: NotRequired[bool]  # whether a refresh of the saved insights started
 
 
 class FirstSyncState(TypedDict):
@@ -98,6 +99,7 @@ class Scheduler:
         on_index_change: Callable[[str], None] | None = None,
     ):
         from codesearch.git.mirror import MirrorStore
+        from codesearch.insights.refresh import InsightRefresher
         from codesearch.store import Store
 
         self.config_path = os.path.abspath(config_path)
@@ -107,6 +109,8 @@ class Scheduler:
         self.options = options or RuntimeOptions()
         self.store: Store = Store.open(self.data_dir, **self.options.store_options)
         self.mirrors = MirrorStore(os.path.join(self.data_dir, "repos"))
+        # saved insights get their missing points on a thread of their own (`codesearch.insights.refresh`)
+        self.insights = InsightRefresher(self.store, self.data_dir, rules=lambda: self.settings)
         self.on_index_change = on_index_change
         self.config: Config | None = None
         self._config_mtime: float | None = None
@@ -250,6 +254,7 @@ class Scheduler:
             self._error(f"search contexts: {e}")
         if self.permission_syncer is not None and self.permission_syncer.enabled:
             out["permissions"] = self.permission_syncer.kick()
+        out["insights"] = self.insights.kick()
         self._check_index()
         self._report_jobs()
         return out
@@ -340,6 +345,7 @@ class Scheduler:
                     self._shards = None  # try again next tick
 
     def close(self) -> None:
+        self.insights.close()
         if self.permission_syncer is not None:
             self.permission_syncer.join(timeout=30)
         self.store.close()

@@ -12,7 +12,8 @@ nothing unpicklable crosses processes. Routes:
   ``GET /api/commits`` (`routes/git.py`), ``GET /api/blame``, ``GET /api/commit``, ``GET /api/diff``
   (`routes/history.py`), ``POST /api/find_definitions``, ``POST /api/find_references``,
   ``POST /api/tree`` (`routes/codenav.py`), ``POST /api/chat/blocking``, ``POST /api/chat``
-  (streamed), ``PATCH /api/chat/<id>``, ``GET /api/models`` (`routes/chat.py`);
+  (streamed), ``PATCH /api/chat/<id>``, ``GET /api/models`` (`routes/chat.py`), ``/api/insights``
+  (`routes/insights.py`);
 - OAuth 2.0 for MCP clients (`routes/oauth.py`, protocol in `codesearch.oauth`): the
   ``/.well-known/`` metadata, ``/oauth/register``, ``/oauth/token``, ``/oauth/revoke``; access
   tokens open the MCP endpoint (``/api/mcp``) only;
@@ -59,6 +60,7 @@ from codesearch.service.routes import chat as routes_chat
 from codesearch.service.routes import codenav as routes_codenav
 from codesearch.service.routes import git as routes_git
 from codesearch.service.routes import history as routes_history
+from codesearch.service.routes import insights as routes_insights
 from codesearch.service.routes import mcp, webhooks
 from codesearch.service.routes import oauth as routes_oauth
 from codesearch.service.routes import permissions as routes_permissions
@@ -219,7 +221,7 @@ def build_app(
     app.include_router(protected)
     app.include_router(webhooks.router)  # signed by the code host, not by an API key
     app.include_router(routes_oauth.router)  # OAuth 2.0 for MCP clients
-    for routes in (routes_git, routes_history, routes_codenav, routes_chat):
+    for routes in (routes_git, routes_history, routes_codenav, routes_chat, routes_insights):
         app.include_router(routes.router)
     mcp.install(
         app, authenticator, make_context, has_models, version=_version(), audit_log=audit_log, allowed_hosts=hosts

@@ -11,7 +11,8 @@ methods come from one mixin module per aggregate, each owning its tables: `conne
 `jobs`, `users`, `api_keys`, `web_sessions`, `lockouts` (sign-in lock-outs), `members`
 (sign-ups, approvals, invites), `identities` (linked accounts), `grants` (permission syncing),
 `settings` (service settings), `oauth_clients` and `oauth_tokens` (OAuth 2.0; what they share is
-`oauth`), `audit`, `catalog` (search contexts, language models), `chats` and `chat_turns`. The
+`oauth`), `audit`, `catalog` (search contexts, language models), `chats`, `chat_turns` and `insights`
+(saved insights over history). The
 engine and its SQLite settings are `codesearch.store.engine`; rows become models through
 `codesearch.store.rows`.
 
@@ -42,7 +43,9 @@ version 7 `email_verified`: whether single sign-on may find the user by e-mail),
 `search_contexts`, `web_sessions` (sign-in sessions of the web UI: the HMAC of the cookie,
 never the cookie; a CSRF token each), `login_failures` (failed sign-ins in a row per account and
 per client address, with their lock-outs: `Store.begin_login_attempt`), `chats` and, since
-version 8, `chat_turns` (a chat's follow-up questions). Migrations: `codesearch.store.migrations`.
+version 8, `chat_turns` (a chat's follow-up questions), since version 9 `insights`, `insight_points` and
+`insight_counts` (saved insights, their points and each point's counts). Migrations:
+`codesearch.store.migrations`.
 
 Server secret. `SOURCEBOT_ENCRYPTION_KEY`, else `<data_dir>/.secret` (generated once, 0600):
 `codesearch.store.secret`, which also gives the sign-in secret (`AUTH_SECRET`, else derived).
@@ -97,6 +100,8 @@ from codesearch.store.models import (
     Backoff,
     Chat,
     Connection,
+    Insight,
+    InsightCount,
     Job,
     Repo,
     RepoSyncResult,
@@ -150,6 +155,8 @@ __all__ = [
     "Chat",
     "Conflict",
     "Connection",
+    "Insight",
+    "InsightCount",
     "Job",
     "NotFound",
     "Repo",

@@ -430,6 +430,51 @@ def _v8_chat_turns(conn: Connection) -> None:
     md.tables["chat_turns"].create(conn)
 
 
+def _v9_insights(conn: Connection) -> None:
+    """Saved insights (`codesearch.insights`), their points and each point's counts."""
+    md = MetaData(naming_convention=NAMING_CONVENTION)
+    Table("users", md, Column("id", Integer, primary_key=True))  # only as the target of insights.user_id
+    Table(
+        "insights",
+        md,
+        Column("id", Integer, primary_key=True),
+        Column("user_id", Integer, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
+        Column("name", String(200), nullable=False),
+        Column("queries", JSON, nullable=False),
+        Column("repos", JSON, nullable=False),
+        Column("repo_filter", Text, nullable=True),
+        Column("step", String(16), nullable=False),
+        Column("since", UTCDateTime, nullable=False),
+        Column("created_at", UTCDateTime, nullable=False),
+        Column("updated_at", UTCDateTime, nullable=False),
+        Column("refreshed_at", UTCDateTime, nullable=True),
+        Column("error", Text, nullable=True),
+        Index(None, "user_id"),
+        sqlite_autoincrement=True,
+    )
+    Table(
+        "insight_points",
+        md,
+        Column("insight_id", Integer, ForeignKey("insights.id", ondelete="CASCADE"), primary_key=True),
+        Column("at", UTCDateTime, primary_key=True),
+        Column("computed_at", UTCDateTime, nullable=False),
+    )
+    Table(
+        "insight_counts",
+        md,
+        Column("insight_id", Integer, ForeignKey("insights.id", ondelete="CASCADE"), primary_key=True),
+        Column("at", UTCDateTime, primary_key=True),
+        Column("repo_id", Integer, primary_key=True, autoincrement=False),
+        Column("query_index", Integer, primary_key=True, autoincrement=False),
+        Column("repo_name", String(512), nullable=False),
+        Column("commit_sha", String(64), nullable=True),
+        Column("match_count", BigInteger, nullable=False),
+        Column("file_count", Integer, nullable=False),
+    )
+    for name in ("insights", "insight_points", "insight_counts"):
+        md.tables[name].create(conn)
+
+
 Migration = tuple[int, str, Callable[[Connection], None]]
 
 #: Every migration, in order. Versions are 1, 2, 3, ... without gaps.
@@ -442,6 +487,7 @@ MIGRATIONS: list[Migration] = [
     (6, "linked accounts, pending members, invites, repository grants, OAuth for MCP", _v6_identities_grants_oauth),
     (7, "users.email_verified: whether single sign-on may find the user by e-mail", _v7_users_email_verified),
     (8, "follow-up questions of chats", _v8_chat_turns),
+    (9, "saved insights, their points and counts", _v9_insights),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -198,6 +198,38 @@ class ChatTurn:
 
 
 @dataclass
+class Insight:
+    """A saved insight (`codesearch.insights`): `queries` are search request bodies; the scope is
+    `repos` (full names) or, when empty, `repo_filter` (a ``repo:`` regex; None: every repository)."""
+
+    id: int
+    user_id: int
+    name: str
+    queries: list[dict[str, Any]]
+    repos: list[str]
+    repo_filter: str | None
+    step: str  # day, week, month, quarter or year
+    since: datetime
+    created_at: datetime
+    updated_at: datetime
+    refreshed_at: datetime | None  # the last refresh that added points
+    error: str | None  # the last refresh's failure (None when it went well)
+
+
+@dataclass
+class InsightCount:
+    """One count of an insight's point: query `query_index` in repository `repo_id` at `at`."""
+
+    at: datetime
+    repo_id: int
+    repo_name: str
+    query_index: int
+    commit_sha: str | None  # None: the default branch had no commit that old
+    match_count: int
+    file_count: int
+
+
+@dataclass
 class AuditEvent:
     """One entry of the audit log (`codesearch.audit`)."""
 

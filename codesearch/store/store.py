@@ -32,6 +32,7 @@ from codesearch.store.errors import Conflict, StoreError
 from codesearch.store.files import private_dir, tighten_sqlite
 from codesearch.store.grants import GrantsMixin
 from codesearch.store.identities import IdentitiesMixin
+from codesearch.store.insights import InsightsMixin
 from codesearch.store.jobs import JobsMixin
 from codesearch.store.lockouts import LoginLockoutsMixin
 from codesearch.store.members import MembersMixin
@@ -69,6 +70,7 @@ class Store(
     CatalogMixin,
     ChatsMixin,
     ChatTurnsMixin,
+    InsightsMixin,
 ):
     """The state database: connections, repos and their links, jobs, users, API keys, contexts.
 

@@ -433,3 +433,52 @@ oauth_tokens = Table(
     Index(None, "user_id"),
     Index(None, "expires_at"),
 )
+
+#: Saved insights (`codesearch.insights`): a user's queries counted per repository at points in
+#: time, `step` apart from `since`. `queries` holds search request bodies (``query``,
+#: ``isRegexEnabled``, ``isCaseSensitivityEnabled``); the scope is `repos` (full names) or, when
+#: that is empty, `repo_filter` (a ``repo:`` regular expression; NULL: every repository).
+#: `refreshed_at` / `error`: the last refresh that added points, and the last one's failure.
+insights = Table(
+    "insights",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("user_id", Integer, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
+    Column("name", String(200), nullable=False),
+    Column("queries", JSON, nullable=False),
+    Column("repos", JSON, nullable=False),
+    Column("repo_filter", Text, nullable=True),
+    Column("step", String(16), nullable=False),
+    Column("since", UTCDateTime, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    Column("refreshed_at", UTCDateTime, nullable=True),
+    Column("error", Text, nullable=True),
+    Index(None, "user_id"),
+    sqlite_autoincrement=True,
+)
+
+#: The points of an insight that were counted (one row per date, even when no repository was in
+#: scope then), and when.
+insight_points = Table(
+    "insight_points",
+    metadata,
+    Column("insight_id", Integer, ForeignKey("insights.id", ondelete="CASCADE"), primary_key=True),
+    Column("at", UTCDateTime, primary_key=True),
+    Column("computed_at", UTCDateTime, nullable=False),
+)
+
+#: The counts of a point: per repository (its id and name then: a repository removed later keeps
+#: its history) and query (its position in the insight's list).
+insight_counts = Table(
+    "insight_counts",
+    metadata,
+    Column("insight_id", Integer, ForeignKey("insights.id", ondelete="CASCADE"), primary_key=True),
+    Column("at", UTCDateTime, primary_key=True),
+    Column("repo_id", Integer, primary_key=True, autoincrement=False),
+    Column("query_index", Integer, primary_key=True, autoincrement=False),
+    Column("repo_name", String(512), nullable=False),
+    Column("commit_sha", String(64), nullable=True),
+    Column("match_count", BigInteger, nullable=False),
+    Column("file_count", Integer, nullable=False),
+)

@@ -17,6 +17,7 @@ from codesearch.web import (
     link_required,
     pages_account,
     pages_chat,
+    pages_insights,
     pages_oauth_apps,
     pages_oauth_authorize,
     pages_search,
@@ -60,3 +61,4 @@ def install(app: FastAPI, *, web: WebContext) -> None:
     app.include_router(pages_search.router)
     app.include_router(pages_chat.router)
     app.include_router(pages_chat.page_router)  # /chat/<id>, the one page in the OpenAPI document
+    app.include_router(pages_insights.router)

@@ -372,6 +372,25 @@ def test_repository_routes_answer_a_hidden_repository_as_a_missing_one(world):
                     _same_as_missing(r, http.post("/api/tree", json={**body, "repoName": MISSING}, headers=headers), name)
 
 
+def test_insights_name_only_repositories_the_caller_may_see(world):
+    """``POST /api/insights`` with a repository: saved when the caller sees it, else the answer of
+    a repository that does not exist (anonymous callers may not save insights at all)."""
+    body = {"name": "leak check", "queries": ["needle"], "step": "month", "since": "2024-01-01"}
+    with httpx.Client(base_url=world["url"], timeout=60) as http:
+        for who, user, headers in _callers(world):
+            visible = expected_visible(user, world)
+            for name in REPOS:
+                r = http.post("/api/insights", json={**body, "repositories": [name]}, headers=headers)
+                if user is None:
+                    assert r.status_code == 403, (who, r.text)
+                elif name in visible:
+                    assert r.status_code == 201, (who, name, r.text)
+                    assert http.delete(f"/api/insights/{r.json()['id']}", headers=headers).status_code == 204
+                else:
+                    missing = http.post("/api/insights", json={**body, "repositories": [MISSING]}, headers=headers)
+                    _same_as_missing(r, missing, name)
+
+
 def test_code_navigation_finds_only_what_the_caller_may_see(world):
     """Definitions (``def fn_<repo>_<k>``, one per repository file) and references (the words)
     for every caller: exactly the visible repositories' share, scoped or not."""
