@@ -42,16 +42,7 @@ class Counts:
 def counts_content(plan: Plan) -> bool:
     """Whether the plan has a content or symbol term outside any negation (then its matches are
     counted; otherwise its matching files)."""
-    stack: list[tuple[ast.Node, bool]] = [(plan.root, False)]
-    while stack:
-        node, negated = stack.pop()
-        if isinstance(node, (ast.And, ast.Or)):
-            stack.extend((c, negated) for c in node.children)
-        elif isinstance(node, ast.Not):
-            stack.append((node.child, not negated))
-        elif not negated and isinstance(node, (ContentLeaf, SymbolLeaf)):
-            return True
-    return False
+    return any(isinstance(n, (ContentLeaf, SymbolLeaf)) for n in ast.positive_leaves(plan.root))
 
 
 def count_plan(shards: Sequence[Shard], plan: Plan, commits: int, deadline: float, what: str) -> Counts:

@@ -193,6 +193,20 @@ def walk(node: Node) -> Iterator[Node]:
             stack.append(n.child)
 
 
+def positive_leaves(node: Node) -> Iterator[Node]:
+    """The leaves of `node` not under a negation (an even number of `Not`s counts as none), left to
+    right: the terms whose matches a search shows, ranks and counts (iteratively, like `walk`)."""
+    stack: list[tuple[Node, bool]] = [(node, False)]
+    while stack:
+        n, negated = stack.pop()
+        if isinstance(n, (And, Or)):
+            stack.extend((c, negated) for c in reversed(n.children))
+        elif isinstance(n, Not):
+            stack.append((n.child, not negated))
+        elif not negated:
+            yield n
+
+
 def depth(node: Node) -> int:
     """How many levels the tree has (a leaf is 1), computed without recursion."""
     deepest, stack = 0, [(node, 1)]

@@ -71,16 +71,7 @@ def _parse(query: str, options: SearchOptions) -> ast.Node:
 def names_identifier(tree: ast.Node) -> bool:
     """`searches_identifiers` for a parsed query: a content term not under a negation is a plain
     identifier."""
-    stack: list[tuple[ast.Node, bool]] = [(tree, False)]
-    while stack:
-        node, negated = stack.pop()
-        if isinstance(node, (ast.And, ast.Or)):
-            stack.extend((c, negated) for c in node.children)
-        elif isinstance(node, ast.Not):
-            stack.append((node.child, not negated))
-        elif not negated and isinstance(node, ast.Content) and is_identifier(node.pattern):
-            return True
-    return False
+    return any(isinstance(n, ast.Content) and is_identifier(n.pattern) for n in ast.positive_leaves(tree))
 
 
 def search_shards(

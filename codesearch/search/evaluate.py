@@ -235,15 +235,6 @@ class ShardEvaluator:
 
     # -- verification -------------------------------------------------------------------------
 
-    def _collect_positive(self, node: ast.Node, negated: bool = False) -> None:
-        if isinstance(node, (ast.And, ast.Or)):
-            for c in node.children:
-                self._collect_positive(c, negated)
-        elif isinstance(node, ast.Not):
-            self._collect_positive(node.child, not negated)
-        elif not negated:
-            self.positive.append(node)
-
     def start(self) -> ast.Node | None:
         """Fold repository predicates into the tree: the root to verify, or None when no
         document of the shard can match. Collects the positive terms and identifiers."""
@@ -254,7 +245,7 @@ class ShardEvaluator:
         if isinstance(root, ast.Const) and not root.value or s.doc_count == 0 or not live:
             stats.shardsSkippedFilter = 1
             return None
-        self._collect_positive(root)
+        self.positive.extend(ast.positive_leaves(root))
         self.positive_ids = {id(n) for n in self.positive}
         self.positive_branch_masks = [self.branch_mask(n.pattern) for n in self.positive if isinstance(n, ast.Branch)]
         self.identifiers = identifier_leaves(self.positive)
@@ -375,7 +366,4 @@ def identifier_leaves(positive: list[ast.Node]) -> list[ContentLeaf]:
 
 def searches_identifiers(plan: Plan) -> bool:
     """True when `plan` has a positive content term that is an identifier (see `ranked_definitions`)."""
-    ev = ShardEvaluator.__new__(ShardEvaluator)
-    ev.positive = []
-    ev._collect_positive(plan.root)
-    return bool(identifier_leaves(ev.positive))
+    return bool(identifier_leaves(list(ast.positive_leaves(plan.root))))

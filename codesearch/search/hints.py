@@ -32,7 +32,7 @@ from __future__ import annotations
 import difflib
 import functools
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from codesearch.errors import QueryParseError
@@ -196,16 +196,6 @@ def _replace(query: str, m: re.Match[str], new: str) -> str:
     return before + new + after
 
 
-def _positive_leaves(node: ast.Node, negated: bool = False) -> Iterator[ast.Node]:
-    if isinstance(node, (ast.And, ast.Or)):
-        for c in node.children:
-            yield from _positive_leaves(c, negated)
-    elif isinstance(node, ast.Not):
-        yield from _positive_leaves(node.child, not negated)
-    elif not negated:
-        yield node
-
-
 def _has_or(node: ast.Node) -> bool:
     return any(isinstance(n, ast.Or) for n in ast.walk(node))
 
@@ -241,7 +231,7 @@ def zero_result_hints(
                 return m
         return None
 
-    leaves = list(_positive_leaves(tree))
+    leaves = list(ast.positive_leaves(tree))
     for leaf in leaves:
         if isinstance(leaf, ast.Language):
             m = term_of("lang", leaf.name)

@@ -429,3 +429,28 @@ def test_deep_nesting_shapes():
     while isinstance(node, Not):
         node, depth = node.child, depth + 1
     assert depth == N and node == Content("a", False, False)
+
+
+# The terms a search shows, ranks and counts: the leaves under no negation (or under two), left to right.
+POSITIVE_LEAVES = [
+    ("a", ["a"]),
+    ("a b", ["a", "b"]),
+    ("a -(b)", ["a"]),
+    ("a -b", ["a", "-b"]),  # a dash before a bare word is part of the word
+    ("-(a -(b)) c", ["b", "c"]),
+    ("(a or b) -(c or d) e", ["a", "b", "e"]),
+    ("-(a)", []),
+]
+
+
+@pytest.mark.parametrize(("query", "expected"), POSITIVE_LEAVES)
+def test_positive_leaves(query, expected):
+    from codesearch.query.ast import positive_leaves
+
+    assert [n.pattern for n in positive_leaves(parse(query))] == expected
+
+
+def test_positive_leaves_of_a_deep_query():
+    from codesearch.query.ast import positive_leaves
+
+    assert [n.pattern for n in positive_leaves(parse("-(" * N + "a" + ")" * N))] == ([] if N % 2 else ["a"])
