@@ -32,34 +32,15 @@ if TYPE_CHECKING:
     import httpx
 
 
-class Backend(Protocol):
-    """What `codesearch.Client` asks of a back end (`LocalBackend`, `HttpBackend`, `RayBackend`)."""
+class Backend(RepoData, Protocol):
+    """What `codesearch.Client` asks of a back end (`LocalBackend`, `HttpBackend`, `RayBackend`): the
+    searches, and the repositories and their git data as a `RepoData` answers them."""
 
     def search(self, query: str, options: SearchOptions) -> Response: ...
 
     def stream(self, query: str, options: SearchOptions) -> Iterator[Response]: ...
 
     def explain(self, query: str, options: SearchOptions) -> Response: ...
-
-    def repos(self, query: str | None, page: int, per_page: int, sort: str, direction: str) -> list[Repo]: ...
-
-    def read_file(self, repo: str, path: str, ref: str | None) -> FileContent: ...
-
-    def tree(self, repo: str, path: str, ref: str | None, depth: int, max_entries: int) -> list[TreeEntry]: ...
-
-    def commits(
-        self,
-        repo: str,
-        ref: str | None,
-        query: str | None,
-        since: str | None,
-        until: str | None,
-        author: str | None,
-        page: int,
-        per_page: int,
-    ) -> list[Commit]: ...
-
-    def close(self) -> None: ...
 
 
 # ---------------------------------------------------------------------- repo data
