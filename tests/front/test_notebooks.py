@@ -2,7 +2,8 @@
 
 `01_quickstart` indexes this repository, `02_deprecated_apis` parts of the standard library;
 `03_service_and_cluster` runs against a Serve app of this session over HTTP and, attached to this
-session's Ray instance, against its searchers directly. The committed notebooks keep their
+session's Ray instance, against its searchers directly; `04_code_analytics` audits installed packages
+with a batch search and tracks a migration over git history it makes (insights). The committed notebooks keep their
 outputs; ``CODESEARCH_SAVE_NOTEBOOKS=1`` (``make notebooks``) writes the fresh outputs back.
 """
 
