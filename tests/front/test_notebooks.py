@@ -2,7 +2,8 @@
 
 `01_quickstart` indexes this repository, `02_deprecated_apis` parts of the standard library;
 `03_service_and_cluster` runs against a Serve app of this session over HTTP and, attached to this
-session's Ray instance, against its searchers directly. The committed notebooks keep their
+session's Ray instance, against its searchers directly; `04_code_analytics` audits installed packages
+with a batch search and tracks a migration over git history it makes (insights). The committed notebooks keep their
 outputs; ``CODESEARCH_SAVE_NOTEBOOKS=1`` (``make notebooks``) writes the fresh outputs back.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 
 import nbformat
 import pytest
@@ -90,3 +92,41 @@ def test_service_and_cluster(serve_url, tmp_path):
         serve.delete("notebook-test")
         pool.close()
         w["store"].close()
+
+
+def _git_grep_count(repo: str, commit: str | None, literal: str) -> int:
+    """Occurrences of `literal` (case-insensitive) in the files of `commit`: a count without codesearch."""
+    if commit is None:
+        return 0
+    out = subprocess.run(["git", "grep", "-o", "-i", "-F", literal, commit], cwd=repo, capture_output=True, text=True)
+    return len(out.stdout.splitlines())
+
+
+def test_code_analytics(tmp_path):
+    import pandas as pd
+
+    from codesearch import Client
+
+    nb = run_notebook("04_code_analytics.ipynb", str(tmp_path))
+    charts = [o for c in nb.cells for o in c.get("outputs", []) if o.get("data", {}).get("image/png")]
+    assert len(charts) == 2  # the worst offenders, the migration
+
+    # the audit: every query's rows, per repository, are what Client.search finds through the same index
+    audit = pd.read_csv(tmp_path / "deprecations.csv")
+    text = _text(nb)
+    with Client.local(str(tmp_path / "index")) as cs:
+        for (qid, query), rows in audit.groupby(["query_id", "query"]):
+            alone = cs.search(query, matches=100_000).to_pandas()
+            assert rows.groupby("repository").size().to_dict() == alone.groupby("repo").size().to_dict(), query
+            assert f"{query!r}: {len(alone)} call sites" in text
+    assert (audit["query"] == "get_event_loop(").sum() > 20  # the chart has something to show
+
+    # the migration: every count is a direct count of that commit's files, and the old API falls
+    trend = pd.read_csv(tmp_path / "migration.csv")
+    trend["commit"] = trend["commit"].astype(object).where(trend["commit"].notna(), None)
+    assert set(trend["query"]) == {"get_event_loop(", "get_running_loop("}
+    assert len(trend) == 2 * 3 * 13  # two queries, three repositories, thirteen monthly points
+    for row in trend.itertuples():
+        assert row.match_count == _git_grep_count(str(tmp_path / row.repository), row.commit, row.query), row
+    old = trend[trend["query"] == "get_event_loop("].pivot_table(index="date", values="match_count", aggfunc="sum")
+    assert old["match_count"].iloc[0] > old["match_count"].iloc[-1] > 0
