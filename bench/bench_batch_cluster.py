@@ -116,10 +116,12 @@ class TimedRunner:
         return out
 
     def close(self) -> None:
+        import psutil
+
         self.runner.close()
         line = {"node": self.node, "start": self.start, "end": time.time(), "open_s": self.open_s,
                 "open_cpu": self.open_cpu, "answer_s": self.answer_s, "answer_cpu": self.answer_cpu,
-                "queries": self.queries}
+                "queries": self.queries, "pid": os.getpid(), "worker_born": psutil.Process().create_time()}
         with open(self.log, "a") as f:
             f.write(json.dumps(line) + "\n")
 
@@ -150,6 +152,11 @@ def main() -> int:
     ap.add_argument("--matches", type=int, default=100, help="the cap of every query")
     ap.add_argument("--repeat", type=int, default=3, help="rounds of (one node, two nodes)")
     ap.add_argument("--seed", type=int, default=27)
+    ap.add_argument("--tasks-per-cpu", type=int, default=TASKS_PER_CPU,
+                    help="read tasks per CPU (default: as codesearch.data.search plans them)")
+    ap.add_argument("--strategy", default=None,
+                    help="a Ray scheduling strategy for the read tasks on two nodes (SPREAD, DEFAULT), through "
+                         "ray.data.read_datasource (default: codesearch.data.search's own)")
     args = ap.parse_args()
     index = os.path.realpath(args.index)
     if not Path(index, "manifest.json").is_file():
@@ -204,12 +211,16 @@ def main() -> int:
         specs = specs_of(queries, Defaults(), contexts_known=True)
 
         def one_node(source):
-            n = TASKS_PER_CPU * 1
+            n = args.tasks_per_cpu * 1
             return ray.data.read_datasource(BatchDatasource(specs, source, tasks=n), num_cpus=1,
                                             override_num_blocks=n, resources={"node0": 0.001})
 
         def two_nodes(source):
-            return csd.search(queries, source, tasks=TASKS_PER_CPU * 2)
+            if args.strategy is None:
+                return csd.search(queries, source, tasks=args.tasks_per_cpu * 2)
+            n = args.tasks_per_cpu * 2
+            return ray.data.read_datasource(BatchDatasource(specs, source, tasks=n), num_cpus=1,
+                                            override_num_blocks=n, scheduling_strategy=args.strategy)
 
         ways = {"one": one_node, "two": two_nodes}
         print("warming up (both copies in the page cache, Ray Data's workers)", file=sys.stderr, flush=True)
@@ -238,7 +249,10 @@ def main() -> int:
                     "open_s": sum(t["open_s"] for t in tasks), "answer_s": sum(t["answer_s"] for t in tasks),
                     "answer_cpu": sum(t["answer_cpu"] + t["open_cpu"] for t in tasks),
                     "task_wall": sum(t["end"] - t["start"] for t in tasks),
-                    "driver_cpu": d1 - d0, "busy_cores": (b1[0] - b0[0]) / max(b1[1] - b0[1], 1) * (os.cpu_count() or 1),
+                    "driver_cpu": d1 - d0,
+                    "busy_cores": (b1[0] - b0[0]) / max(b1[1] - b0[1], 1) * (os.cpu_count() or 1),
+                    "timeline": sorted((round(t["start"] - w0, 2), round(t["end"] - w0, 2), names.get(t["node"], "?"),
+                                        t["pid"], round(t["start"] - t["worker_born"], 1)) for t in tasks),
                 })
                 print(f"round {r + 1}: {key} node(s) {wall:.1f} s, {n_rows:,} rows, nodes used {used[key][-1]}, "
                       f"load {loads[-1]:.1f}; {parts[key][-1]}", file=sys.stderr, flush=True)
@@ -263,7 +277,8 @@ def main() -> int:
           f"in {copy_s:.1f} s (before the runs). {args.repeat} rounds, taken in turn (one node, two nodes, …).\n")
     print("| nodes | read tasks | nodes used (Ray Data) | seconds per run | median s | queries/s | rows | ÷ one node |")
     print("|---|---:|---|---|---:|---:|---:|---:|")
-    for key, label, tasks in (("one", "1 (tasks held to node 0)", TASKS_PER_CPU), ("two", "2", 2 * TASKS_PER_CPU)):
+    tpc = args.tasks_per_cpu
+    for key, label, tasks in (("one", "1 (tasks held to node 0)", tpc), ("two", "2", 2 * tpc)):
         print(f"| {label} | {tasks} | {', '.join(used[key])} | {', '.join(f'{t:.1f}' for t in times[key])} | "
               f"{med[key]:.1f} | {len(queries) / med[key]:.1f} | {n_rows:,} | {med['one'] / med[key]:.2f}× |")
     print(f"\nRows on two nodes equal the rows on one node for {len(queries) - len(differ):,} of {len(queries):,} "
@@ -282,6 +297,11 @@ def main() -> int:
                   f"{p['open_s']:.2f} | {p['answer_s']:.1f} | {p['answer_cpu']:.1f} | "
                   f"{p['answer_cpu'] / max(p['task_wall'], 1e-9):.2f} | {p['tail']:.2f} | {p['driver_cpu']:.1f} | "
                   f"{p['busy_cores']:.2f} |")
+    print("\nRead tasks of each run: (start s, end s after the run began, node, worker pid, the worker's age at the "
+          "start in s):\n")
+    for key in ("one", "two"):
+        for r, p in enumerate(parts[key]):
+            print(f"- {key} node(s), run {r + 1}: {p['timeline']}")
     return 1 if differ else 0
 
 
