@@ -5,6 +5,8 @@ returns the `Runner` that answers that task's queries, a part at a time.
 - `IndexSource`: the read task opens the index's shards itself (`Searcher`, without the CRC pass:
   the structure is still checked) and answers a part with `Searcher.files_many`, which shares
   the shards' work between the part's queries. No permissions: whoever reads the directory owns it.
+  On a cluster whose nodes do not share a disk, `node_paths` names each node's own copy of the
+  index, so a read task opens the copy of the node it runs on (`IndexSource.per_node`).
 - `RaySource`: the task attaches to the searchers of a service on this Ray cluster
   (`Client.ray`'s back end) and sends them the part's queries a few at a time; the service's
   permissions apply to the owner of `api_key` (anonymous without), as for `Client.ray`.
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -72,11 +74,34 @@ class IndexSource:
     path: str
     #: Check every shard's CRCs when a task opens it (reads the whole index once per task).
     verify: bool = False
+    #: (Ray node id, path of that node's copy of the index) pairs: a read task on one of these
+    #: nodes opens its node's copy, on any other node `path`. A tuple, so the source stays
+    #: hashable and picklable as it is.
+    node_paths: tuple[tuple[str, str], ...] = ()
     contexts_known: ClassVar[bool] = True
     task_cpus: ClassVar[float] = 1.0
 
+    @classmethod
+    def per_node(cls, paths: Mapping[str, str], default: str, verify: bool = False) -> IndexSource:
+        """An index of which each node keeps its own copy: `paths` maps Ray node ids to the copy's
+        directory on that node (nodes without a data directory in common), `default` is the
+        directory on every other node."""
+        for node, path in paths.items():
+            if not node or not path:
+                raise InvalidArgument(f"per-node index copies: node {node!r} → path {path!r}: both must be non-empty")
+        return cls(default, verify, tuple(sorted(paths.items())))
+
+    def local_path(self) -> str:
+        """The directory this process opens: its node's copy when `node_paths` names its node."""
+        if not self.node_paths:
+            return self.path
+        import ray
+
+        node = ray.get_runtime_context().get_node_id() if ray.is_initialized() else None
+        return dict(self.node_paths).get(node or "", self.path)
+
     def open(self) -> Runner:
-        return _IndexRunner(self.path, self.verify)
+        return _IndexRunner(self.local_path(), self.verify)
 
 
 @dataclass(frozen=True)

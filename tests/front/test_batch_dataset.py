@@ -20,6 +20,7 @@ from codesearch.cli import main
 from codesearch.data.datasource import ProgressCounter
 from codesearch.data.queries import Defaults, specs_of
 from codesearch.data.sources import IndexSource
+from codesearch.errors import InvalidArgument
 
 #: (query, Client.search keyword arguments)
 TABLE = [
@@ -116,6 +117,38 @@ def test_the_dataset_is_lazy_and_streams_in_blocks(ray_session, indexed_corpus):
     assert ray_session.get(counter.value.remote()) == 4
     assert len(blocks) >= 2  # (one per read task at least: no process gathered them first)
     assert sorted(pd.concat(blocks)["query_id"].unique()) == [0, 1, 2, 3]
+
+
+#: (the copies `IndexSource.per_node` names: "here" is this node's id, "index" the real index,
+#: "missing" a directory that does not exist; the `default` path; whether the batch finds the index)
+PER_NODE = [
+    ({"here": "index"}, "missing", True),  # this node's own copy, whatever the default
+    ({"some-other-node": "missing"}, "index", True),  # this node is not named: the default
+    ({"some-other-node": "index"}, "missing", False),  # another node's copy is not this node's
+    ({}, "index", True),  # no copies named: the one directory
+]
+
+
+@pytest.mark.parametrize(("copies", "default", "found"), PER_NODE)
+def test_a_read_task_opens_the_copy_of_its_own_node(ray_session, indexed_corpus, cs, tmp_path, copies, default,
+                                                    found):
+    where = {"index": indexed_corpus["index"], "missing": str(tmp_path / "no-index-here")}
+    here = ray_session.get_runtime_context().get_node_id()
+    source = IndexSource.per_node({here if node == "here" else node: where[p] for node, p in copies.items()},
+                                  where[default])
+    if not found:
+        with pytest.raises(Exception, match="no-index-here"):
+            csd.search(["foo"], source, tasks=2).to_pandas()
+        return
+    df = csd.search(["foo", "Handler1"], source, tasks=2).to_pandas()
+    for i, query in enumerate(["foo", "Handler1"]):
+        assert got_rows(df[df["query_id"] == i]) == expected_rows(cs, query, {})
+
+
+@pytest.mark.parametrize("copies", [{"": "/x"}, {"node": ""}])
+def test_a_per_node_copy_needs_a_node_and_a_path(copies):
+    with pytest.raises(InvalidArgument, match="per-node index copies"):
+        IndexSource.per_node(copies, "/x")
 
 
 def test_no_query_is_no_row(ray_session, indexed_corpus):
