@@ -43,6 +43,7 @@ SLOW_MODULES = frozenset(
         "test_hosts_gerrit_bitbucket_ado_git",
         "test_hosts_github_gitlab_gitea",
         "test_index",
+        "test_insights_engine",
         "test_llm_streaming",
         "test_mirror",
         "test_oauth_abuse",
@@ -58,6 +59,7 @@ SLOW_MODULES = frozenset(
         "test_sso_iap",
         "test_store",
         "test_sync_e2e",
+        "test_unchanged_reindex",
         "test_web_settings",
         "test_webhooks",
     }
