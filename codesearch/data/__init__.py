@@ -103,6 +103,7 @@ def dataset(
     import ray.data
 
     from codesearch.data.datasource import BatchDatasource, plan_tasks
+    from codesearch.insights.dataset import tasks_run_at_once
 
     if not ray.is_initialized():
         ray.init()  # (as Ray Data would: the number of tasks follows the cluster's CPUs)
@@ -110,7 +111,7 @@ def dataset(
     ds = BatchDatasource(specs, source, per_file=per_file, with_errors=with_errors, tasks=n, progress=progress)
     # as many blocks as tasks asked for: no ``SplitBlocks`` of each task's blocks into Ray Data's default 200
     out: Dataset = ray.data.read_datasource(ds, num_cpus=source.task_cpus, override_num_blocks=n)
-    return out
+    return tasks_run_at_once(out)  # (else Ray Data runs one read task alone first: see its docstring)
 
 
 def insights(

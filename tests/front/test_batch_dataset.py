@@ -205,3 +205,21 @@ def test_the_command_with_json_lines_per_file_and_no_bad_query(ray_session, inde
     res = cs.search(r"def \w+_\d+", regex=True, matches=10_000)
     assert df[df["query_id"] == 1]["match_count"].sum() == len(res)
     assert "bad" not in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ all tasks at once
+
+
+def test_search_and_insights_datasets_run_their_tasks_at_once(ray_session, indexed_corpus, tmp_path):
+    """Ray Data's resource reservation would start a batch's second read task only about 1 s after
+    its first (bench/RESULTS.md: that is a timing, so it is measured by bench/bench_batch.py, not
+    asserted here): the datasets turn it off in their own context, and only there."""
+    import ray.data
+
+    from tests.corpus import make_local_repo
+
+    repo = make_local_repo(str(tmp_path / "r"), {"a.py": "x = 1\n"})
+    for ds in (csd.search(["foo"], indexed_corpus["index"]), csd.insights(["x"], repo, "2024-01-01", step="year")):
+        assert ds.context.op_resource_reservation_enabled is False
+        assert ds.map_batches(lambda b: b).context.op_resource_reservation_enabled is False  # derived ones too
+    assert ray.data.DataContext.get_current().op_resource_reservation_enabled  # the caller's own context
