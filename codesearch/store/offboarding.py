@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import re
 import secrets
+from datetime import UTC, datetime
 
 from sqlalchemy import and_, delete, func, select, update
 from sqlalchemy.engine import Connection as SAConnection
@@ -110,6 +111,25 @@ class OffboardingMixin(StoreBase):
     def list_service_accounts(self) -> list[User]:
         """Every service account, oldest first."""
         return [u for u in self.list_users() if u.kind == m.SERVICE]
+
+    def last_activity(self) -> dict[int, datetime]:
+        """When each user last used the service, as far as the store knows: the latest of their
+        sessions' `last_seen_at` and their keys' `last_used_at` (users never seen are absent)."""
+        out: dict[int, datetime] = {}
+        with self._tx() as c:
+            for uid, at in list(
+                c.execute(
+                    select(web_sessions.c.user_id, func.max(web_sessions.c.last_seen_at)).group_by(
+                        web_sessions.c.user_id
+                    )
+                )
+            ) + list(
+                c.execute(select(api_keys.c.user_id, func.max(api_keys.c.last_used_at)).group_by(api_keys.c.user_id))
+            ):
+                if at is not None:
+                    at = at if at.tzinfo else at.replace(tzinfo=UTC)
+                    out[uid] = max(out.get(uid, at), at)
+        return out
 
     def count_active_owners(self) -> int:
         """Owners who can manage the service: human, not deactivated."""

@@ -21,7 +21,7 @@ from sqlalchemy import delete, func, insert, select
 from codesearch.store.base import StoreBase
 from codesearch.store.errors import Conflict
 from codesearch.store.models import User
-from codesearch.store.tables import scoped_access_tokens
+from codesearch.store.tables import repos, scoped_access_tokens
 
 SCOPED_TOKEN_PREFIX = "sbst_"
 #: How long a scoped token works, at most.
@@ -106,6 +106,11 @@ class ScopedTokensMixin(StoreBase):
             user = self._get_user(c, row.user_id)
         token = ScopedToken(row.id, row.user_id, tuple(int(r) for r in row.repo_ids), row.created_at, row.expires_at)
         return token, user
+
+    def existing_repo_ids(self, repo_ids: list[int]) -> set[int]:
+        """Which of `repo_ids` are repositories the store knows."""
+        with self._tx() as c:
+            return {int(r) for r in c.scalars(select(repos.c.id).where(repos.c.id.in_(list(repo_ids))))}
 
     def revoke_scoped_access_token(self, user_id: int, token_id: str) -> bool:
         """`user_id` revokes their token `token_id` (deleted); False when they have no such token."""
