@@ -34,6 +34,7 @@ from codesearch.store import models as m
 from codesearch.store.base import StoreBase
 from codesearch.store.errors import Conflict
 from codesearch.store.models import User
+from codesearch.store.rows import from_row
 from codesearch.store.tables import (
     api_keys,
     chats,
@@ -110,7 +111,11 @@ class OffboardingMixin(StoreBase):
 
     def list_service_accounts(self) -> list[User]:
         """Every service account, oldest first."""
-        return [u for u in self.list_users() if u.kind == m.SERVICE]
+        with self._tx() as c:
+            return [
+                from_row(User, r)
+                for r in c.execute(select(users).where(users.c.kind == m.SERVICE).order_by(users.c.id))
+            ]
 
     def last_activity(self) -> dict[int, datetime]:
         """When each user last used the service, as far as the store knows: the latest of their
