@@ -218,7 +218,8 @@ class Authenticator:
             return self.identity(found[0], via=found[1], repo_scope=found[2])
         keys = keys_from_headers(headers)
         misplaced = not oauth and any(k.startswith(OAUTH_ACCESS_PREFIX) for k in keys)
-        return self._nobody(presented=bool(keys), oauth_elsewhere=misplaced)
+        scoped_elsewhere = not oauth and any(k.startswith(SCOPED_TOKEN_PREFIX) for k in keys)
+        return self._nobody(presented=bool(keys), oauth_elsewhere=misplaced, scoped_elsewhere=scoped_elsewhere)
 
     def challenge(self, scope: Scope, exc: NotAuthenticated | None = None) -> str:
         """The ``WWW-Authenticate`` of a 401 from the MCP endpoint: where its protected resource
@@ -242,7 +243,8 @@ class Authenticator:
             return self.identity(found[0], via=found[1], repo_scope=found[2])
         keys = keys_from_headers(request.headers)
         misplaced = not oauth and any(k.startswith(OAUTH_ACCESS_PREFIX) for k in keys)
-        return self._nobody(presented=bool(keys), oauth_elsewhere=misplaced)
+        scoped_elsewhere = not scoped and any(k.startswith(SCOPED_TOKEN_PREFIX) for k in keys)
+        return self._nobody(presented=bool(keys), oauth_elsewhere=misplaced, scoped_elsewhere=scoped_elsewhere)
 
     def identity(
         self, user: User | None, *, via: str | None = None, repo_scope: frozenset[int] | None = None
@@ -329,7 +331,9 @@ class Authenticator:
             return None
         return user
 
-    def _nobody(self, presented: bool = False, oauth_elsewhere: bool = False) -> Identity:
+    def _nobody(
+        self, presented: bool = False, oauth_elsewhere: bool = False, scoped_elsewhere: bool = False
+    ) -> Identity:
         if self.anonymous:
             return self.anonymous_identity()
         message = (
@@ -341,6 +345,11 @@ class Authenticator:
             raise InvalidToken(
                 f"not authenticated: OAuth access tokens are accepted only by the MCP endpoint "
                 f"({MCP_PATH}); send an API key as 'Authorization: Bearer <key>' here"
+            )
+        if scoped_elsewhere:
+            raise InvalidToken(
+                "not authenticated: scoped access tokens (sbst_) are accepted only by repository reads "
+                f"({', '.join(sorted(SCOPED_TOKEN_PATHS))}); send an API key here"
             )
         if presented:
             raise InvalidToken(message + " (the one sent is unknown, expired or revoked)")
