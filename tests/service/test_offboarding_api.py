@@ -251,3 +251,69 @@ def test_scoped_token_refusals(world, case, body, how, status, code):
         r = httpx.post(a + "/api/ee/scoped_access_token", json=body, headers=_as(key))
     assert (r.status_code, r.json()["errorCode"]) == (status, code), r.text
     assert r.json()["message"]
+
+
+# ----------------------------------------------------------------------------- a scoped token's reads
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory):
+    """Two indexed repositories with mirrors, both holding "needle", behind one app."""
+    import os
+
+    from codesearch.git.mirror import MirrorStore
+    from codesearch.index.builder import index_source
+    from codesearch.index.sources import GitSource, RepoInfo
+    from codesearch.search.engine import Searcher
+    from codesearch.store import INDEXED
+    from tests.conftest import test_settings as index_settings
+    from tests.githttp import make_bare_repo
+
+    base = tmp_path_factory.mktemp("scoped")
+    data_dir, index_dir = str(base / "data"), str(base / "index")
+    store = Store.open(data_dir, environ=ENV)
+    owner = store.create_user("owner@example.com")
+    key = store.create_api_key(owner.id, "ci")[1]
+    names = ["git.example.com/acme/alpha", "git.example.com/acme/beta"]
+    store.upsert_connection("acme", "git", {"type": "git", "url": "https://git.example.com/acme"})
+    ids = store.upsert_repos("acme", [dict(name=n, code_host_type="genericGitHost", clone_url=f"https://{n}.git",
+                                           default_branch="main") for n in names]).ids
+    mirrors = MirrorStore(os.path.join(data_dir, "repos"))
+    for n in names:
+        bare = make_bare_repo(mirrors.root, str(ids[n]), {"src/needle.txt": f"a needle in {n}\n"})
+        index_source(GitSource(bare, repo=RepoInfo(name=n, id=ids[n]), branch_globs=["main"]), index_dir,
+                     index_settings())
+        store.update_repo_index_status(ids[n], INDEXED)
+    searcher = Searcher(index_dir)
+    app = build_app(lambda: searcher, get_store=lambda: store, data_dir=data_dir, anonymous_access=False, environ={})
+    with serving(app, lifespan="on") as base_url:
+        token = httpx.post(base_url + "/api/ee/scoped_access_token", headers=_as(key),
+                           json={"repoIds": [ids[names[0]]]}).json()["token"]
+        yield {"url": base_url, "key": key, "token": token, "names": names}
+    searcher.close()
+    store.close()
+
+
+def _reads(world, credential: str) -> dict:
+    """What each repository read shows `credential` of the two repositories."""
+    url, (alpha, beta) = world["url"], world["names"]
+    h = _as(credential)
+    search = httpx.post(url + "/api/search", headers=h, json={"query": "needle", "matches": 10}).json()
+    stream = httpx.post(url + "/api/stream_search", headers=h, json={"query": "needle", "matches": 10}).text
+    return {
+        "search": sorted({f["repository"] for f in search["files"]}),
+        "stream_search": sorted(n for n in (alpha, beta) if n in stream),
+        "source": sorted(n for n in (alpha, beta) if httpx.get(url + "/api/source", headers=h, params={
+            "repo": n, "path": "src/needle.txt"}).status_code == 200),
+        "tree": sorted(n for n in (alpha, beta) if httpx.post(url + "/api/tree", headers=h, json={
+            "repoName": n, "revisionName": "main", "paths": [""]}).status_code == 200),
+        "commits": sorted(n for n in (alpha, beta) if httpx.get(url + "/api/commits", headers=h, params={
+            "repo": n}).status_code == 200),
+    }
+
+
+def test_every_repository_read_of_a_scoped_token_sees_only_its_repositories(indexed):
+    alpha, beta = indexed["names"]
+    assert _reads(indexed, indexed["key"]) == {k: [alpha, beta] for k in
+                                               ("search", "stream_search", "source", "tree", "commits")}
+    assert _reads(indexed, indexed["token"]) == {k: [alpha] for k in
+                                                 ("search", "stream_search", "source", "tree", "commits")}
