@@ -105,6 +105,11 @@ def test_removing_a_member_ends_their_sessions_keys_and_tokens_on_both_replicas_
     assert not alive, f"still accepted 5 s after the removal: {sorted(alive)}"
     assert httpx.get(b + "/api/ee/user", params={"userId": str(user.id)},
                      headers=_as(world["owner_key"])).status_code == 404
+    deadline = time.monotonic() + 5  # the audit log is written by a background thread
+    while not world["store"].list_audit_events(action="member.remove")[1]:
+        assert time.monotonic() < deadline, "the removal was not audited"
+        time.sleep(0.05)
+    assert world["store"].list_audit_events(action="member.remove")[0][0].target == "leaver@example.com"
 
 
 # ----------------------------------------------------------------------------- /api/ee/users and /user
