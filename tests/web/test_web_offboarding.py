@@ -139,3 +139,56 @@ def test_a_member_leaves_and_the_last_owner_cannot(page_for, web):
         owner.get_by_role("button", name=f"Remove {web['owner']['email']}").click()
     assert answer.value.status == 403
     assert web["store"].get_user(web["owner"]["id"]).role == "OWNER"
+
+
+def _oauth_token(store, user_id: int) -> str:
+    client, _ = store.create_oauth_client("test client", ["http://127.0.0.1:1/cb"], {}, with_secret=False)
+    code = store.create_oauth_code(client_id=client.id, user_id=user_id, redirect_uri="http://127.0.0.1:1/cb",
+                                   code_challenge="x", scope="mcp", resource=None, ttl_seconds=60)
+    return store.redeem_oauth_code(code, client_id=client.id, check=lambda _c: None, access_ttl=600,
+                                   refresh_ttl=None).tokens.access_token
+
+
+def test_removal_ends_every_credential_on_two_serve_replicas_within_5_s(web):
+    """A second Serve application over the world's data directory: another replica process with
+    its own store. A removal through one is refused by both within 5 s."""
+    from ray import serve
+
+    from codesearch.serving.deployment import search_application
+    from tests.webworld import PREFIX
+
+    serve.run(search_application(PREFIX, len(web["pool"].actors), anonymous_access=False, data_dir=web["data"]),
+              name="web-test-b", route_prefix="/web-b")
+    try:
+        replicas = [web["url"], web["serve_url"] + "/web-b"]
+        store = web["store"]
+        person = _person(web, "two-replicas@example.com")
+        key = store.create_api_key(person["id"], "laptop")[1]
+        cookie = store.create_web_session(person["id"], ttl_seconds=600)[0]
+        oauth = _oauth_token(store, person["id"])
+        scoped = httpx.post(replicas[1] + "/api/ee/scoped_access_token", json={"repoIds": [1]}, timeout=30,
+                            headers={"Authorization": f"Bearer {key}"}).json()["token"]
+        mcp_init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+        probes = {
+            "API key": lambda u: httpx.get(u + "/api/repos", headers={"Authorization": f"Bearer {key}"}, timeout=30),
+            "web session": lambda u: httpx.get(u + "/api/repos", cookies={"codesearch_session": cookie}, timeout=30),
+            "OAuth access token": lambda u: httpx.post(u + "/api/mcp", json=mcp_init, timeout=30, headers={
+                "Authorization": f"Bearer {oauth}", "Accept": "application/json, text/event-stream"}),
+            "scoped access token": lambda u: httpx.get(u + "/api/repos", timeout=30,
+                                                       headers={"Authorization": f"Bearer {scoped}"}),
+        }
+        for u in replicas:
+            for kind, probe in probes.items():
+                assert probe(u).status_code == 200, (kind, u)
+        owner_key = store.create_api_key(web["owner"]["id"], "offboarding")[1]
+        started = time.monotonic()
+        gone = httpx.delete(replicas[0] + "/api/ee/user", params={"userId": str(person["id"])}, timeout=30,
+                            headers={"Authorization": f"Bearer {owner_key}"})
+        assert gone.status_code == 200, gone.text
+        alive = {(kind, u) for kind in probes for u in replicas}
+        while alive and time.monotonic() - started < 5.0:
+            alive = {(kind, u) for kind, u in alive if probes[kind](u).status_code != 401}
+        assert not alive, f"still accepted 5 s after the removal: {sorted(alive)}"
+    finally:
+        serve.delete("web-test-b")
