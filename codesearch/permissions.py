@@ -60,6 +60,12 @@ class Identity:
 
     user: object | None = None  # codesearch.store.User
     policy: PermissionPolicy | None = field(default=None, compare=False, repr=False)
+    #: a repository-scoped access token's repositories: the caller sees at most these (and never
+    #: more than `user` may see); None for every other credential
+    repo_scope: frozenset[int] | None = None
+    #: how the caller proved who they are: ``api_key``, ``scoped_token``, ``oauth``, ``session``
+    #: (web cookie or IAP), or None (anonymous, or made outside the service)
+    via: str | None = field(default=None, compare=False)
 
     @property
     def anonymous(self) -> bool:
@@ -71,7 +77,9 @@ class Identity:
 
     @property
     def role(self) -> str | None:
-        return getattr(self.user, "role", None)
+        """The user's role; a scoped token is never an owner's (it reads repositories, nothing more)."""
+        role = getattr(self.user, "role", None)
+        return "MEMBER" if role is not None and self.repo_scope is not None else role
 
 
 #: An anonymous identity bound to no rule: it sees every repository. For callers that own the
@@ -81,9 +89,14 @@ UNRESTRICTED = Identity(None)
 
 
 def visible_repos(identity: Identity) -> frozenset[int] | None:
-    """The ids of the repos `identity` may see, or None for "every repo"."""
+    """The ids of the repos `identity` may see, or None for "every repo": what the permission
+    rule allows, narrowed to a scoped token's repositories (`Identity.repo_scope`)."""
     policy = identity.policy
-    return None if policy is None else policy.visible(identity)
+    allowed = None if policy is None else policy.visible(identity)
+    scope = identity.repo_scope
+    if scope is None:
+        return allowed
+    return scope if allowed is None else allowed & scope
 
 
 class HasId(Protocol):

@@ -49,6 +49,9 @@ PAGES = [
     Page("settings-members", "/settings/members"),
     Page("settings-users", "/settings/users"),
     Page("settings-audit", "/settings/audit"),
+    Page("settings-service-accounts", "/settings/service-accounts"),
+    Page("settings-remove-member", "/settings/users/{member}/remove"),
+    Page("settings-leave", "/settings/leave", who="member"),
     Page("settings-keys-member", "/settings/keys", who="member"),
     Page("chat", "/chat/{chat}"),
     Page("chat-new", "/chat"),
@@ -99,7 +102,10 @@ def page_data(web) -> dict:
     consent = urllib.parse.urlencode({"response_type": "code", "client_id": client.id, "redirect_uri": CONSENT_REDIRECT,
                                       "state": "a11y", "code_challenge": CONSENT_CHALLENGE,
                                       "code_challenge_method": "S256"})
-    web["page_data"] = {"chat": chat.id, "invite": token, "consent": consent, "insight": make_insight(web)}
+    bot = store.create_service_account("Review bot")
+    store.create_api_key(bot.id, "webhook")
+    web["page_data"] = {"chat": chat.id, "invite": token, "consent": consent, "insight": make_insight(web),
+                        "member": web["member"]["id"]}
     return web["page_data"]
 
 

@@ -45,6 +45,18 @@ Every ``/api/*`` route except ``/api/health``, ``/api/version`` and ``/api/opena
 on `codesearch.service.deps.require_identity` (which asks `Authenticator.require`; attached to the
 protected router in `api.build_app`). Handlers receive the caller as an `Identity` (``deps.Caller``).
 
+Repository-scoped access tokens (``sbst_``, ``POST /api/ee/scoped_access_token``,
+`codesearch.store.scoped_tokens`) are Bearer tokens accepted only by repository reads
+(`SCOPED_TOKEN_PATHS`: searches, files, trees, history, code navigation, the repository list,
+the MCP endpoint); anywhere else they count as no key. Their identity carries the token's
+repositories (`Identity.repo_scope`), which `codesearch.permissions.visible_repos` intersects
+with what the user may see, so every route and tool that reads repositories honours the scope,
+and it is never an owner's (`Identity.role`).
+
+Every credential is checked against the state database on every request (no cache), so a key,
+session, OAuth token or scoped token that an owner ends (removing or deactivating a member,
+`codesearch.store.offboarding`) is refused at once by every replica.
+
 Permissions live in `codesearch.permissions` (re-exported here): every repo access of every route,
 MCP tool and page goes through them.
 """
@@ -77,6 +89,7 @@ from codesearch.service.middleware.limits import MCP_PATH, route_path
 from codesearch.sessions import csrf
 from codesearch.sessions.cookies import SESSION_COOKIE
 from codesearch.store.oauth import ACCESS_PREFIX as OAUTH_ACCESS_PREFIX
+from codesearch.store.scoped_tokens import SCOPED_TOKEN_PREFIX
 
 if TYPE_CHECKING:
     from starlette.types import Scope
@@ -88,6 +101,27 @@ ANONYMOUS_ENV = "FORCE_ENABLE_ANONYMOUS_ACCESS"
 OWNER = "OWNER"
 API_KEY_HEADER = "X-Sourcebot-Api-Key"
 _MAX_KEY_LENGTH = 256
+#: The routes that accept repository-scoped access tokens: reads of repositories, nothing else.
+SCOPED_TOKEN_PATHS = frozenset(
+    {
+        "/api/search",
+        "/api/stream_search",
+        "/api/source",
+        "/api/tree",
+        "/api/blame",
+        "/api/commit",
+        "/api/commits",
+        "/api/diff",
+        "/api/repos",
+        "/api/suggest",
+        "/api/find_definitions",
+        "/api/find_references",
+        MCP_PATH,
+    }
+)
+
+#: How the caller proved who they are (`Identity.via`).
+VIA_API_KEY, VIA_SCOPED, VIA_OAUTH, VIA_SESSION = "api_key", "scoped_token", "oauth", "session"
 
 
 class ApiKeyNotAllowed(NotAuthenticated):
@@ -177,14 +211,15 @@ class Authenticator:
         return self._identify_headers(headers, oauth=True)
 
     def _identify_headers(self, headers: Mapping[str, str], *, oauth: bool) -> Identity:
-        user = self._key_user(headers, oauth=oauth)
-        if user is not None:
+        found = self._key_user(headers, oauth=oauth, scoped=oauth)
+        if found is not None:
             if self.gate is not None:
-                self.gate(user)
-            return self.identity(user)
+                self.gate(found[0])
+            return self.identity(found[0], via=found[1], repo_scope=found[2])
         keys = keys_from_headers(headers)
         misplaced = not oauth and any(k.startswith(OAUTH_ACCESS_PREFIX) for k in keys)
-        return self._nobody(presented=bool(keys), oauth_elsewhere=misplaced)
+        scoped_elsewhere = not oauth and any(k.startswith(SCOPED_TOKEN_PREFIX) for k in keys)
+        return self._nobody(presented=bool(keys), oauth_elsewhere=misplaced, scoped_elsewhere=scoped_elsewhere)
 
     def challenge(self, scope: Scope, exc: NotAuthenticated | None = None) -> str:
         """The ``WWW-Authenticate`` of a 401 from the MCP endpoint: where its protected resource
@@ -197,22 +232,26 @@ class Authenticator:
         """The caller of `request`: an API key, else the web UI's session cookie (with
         ``X-CSRF-Token`` for unsafe methods), else anonymous or `NotAuthenticated`."""
         oauth = _is_mcp_request(request.scope)
-        user = self._key_user(request.headers, oauth=oauth)
-        if user is None:
-            user = self._iap_user(request)
-        if user is None:
-            user = self._session_user(request)
-        if user is not None:
+        scoped = route_path(request.scope).rstrip("/") in SCOPED_TOKEN_PATHS
+        found = self._key_user(request.headers, oauth=oauth, scoped=scoped)
+        if found is None:
+            user = self._iap_user(request) or self._session_user(request)
+            found = None if user is None else (user, VIA_SESSION, None)
+        if found is not None:
             if self.gate is not None:
-                self.gate(user)
-            return self.identity(user)
+                self.gate(found[0])
+            return self.identity(found[0], via=found[1], repo_scope=found[2])
         keys = keys_from_headers(request.headers)
         misplaced = not oauth and any(k.startswith(OAUTH_ACCESS_PREFIX) for k in keys)
-        return self._nobody(presented=bool(keys), oauth_elsewhere=misplaced)
+        scoped_elsewhere = not scoped and any(k.startswith(SCOPED_TOKEN_PREFIX) for k in keys)
+        return self._nobody(presented=bool(keys), oauth_elsewhere=misplaced, scoped_elsewhere=scoped_elsewhere)
 
-    def identity(self, user: User | None) -> Identity:
-        """`user` (None: anonymous) as an `Identity` bound to this service's permission rule."""
-        return Identity(user, self.policy)
+    def identity(
+        self, user: User | None, *, via: str | None = None, repo_scope: frozenset[int] | None = None
+    ) -> Identity:
+        """`user` (None: anonymous) as an `Identity` bound to this service's permission rule;
+        `via` and `repo_scope` as `Identity` documents them."""
+        return Identity(user, self.policy, repo_scope, via)
 
     def anonymous_identity(self) -> Identity:
         return UNRESTRICTED if self.policy is None else Identity(None, self.policy)
@@ -232,9 +271,12 @@ class Authenticator:
         state = request.scope.get("state") or {}
         return "web_session" not in state and bool(request.cookies.get(SESSION_COOKIE))
 
-    def _key_user(self, headers: Mapping[str, str], *, oauth: bool) -> User | None:
-        """The user of the first valid key in `headers`; OAuth access tokens count only when
-        `oauth` (a request to the MCP endpoint, the resource they are issued for)."""
+    def _key_user(
+        self, headers: Mapping[str, str], *, oauth: bool, scoped: bool
+    ) -> tuple[User, str, frozenset[int] | None] | None:
+        """(user, how, repository scope) of the first valid key in `headers`; OAuth access
+        tokens count only when `oauth` (a request to the MCP endpoint, the resource they are
+        issued for), scoped access tokens only when `scoped` (a repository read)."""
         keys = keys_from_headers(headers)
         store = self.get_store() if keys else None
         if store is not None:
@@ -242,7 +284,12 @@ class Authenticator:
                 if key.startswith(OAUTH_ACCESS_PREFIX):  # never an API key (those start with cs_)
                     found = store.verify_oauth_access_token(key) if oauth else None
                     if found is not None:
-                        return found[1]
+                        return found[1], VIA_OAUTH, None
+                    continue
+                if key.startswith(SCOPED_TOKEN_PREFIX):
+                    token = store.verify_scoped_access_token(key) if scoped else None
+                    if token is not None:
+                        return token[1], VIA_SCOPED, frozenset(token[0].repo_ids)
                     continue
                 user = store.verify_api_key(key)
                 if user is not None:
@@ -251,7 +298,7 @@ class Authenticator:
                             "API keys of members are disabled on this server: only owners may "
                             "use API keys (DISABLE_API_KEY_USAGE_FOR_NON_OWNER_USERS)"
                         )
-                    return user
+                    return user, VIA_API_KEY, None
         return None
 
     def _iap_user(self, request: Request) -> User | None:
@@ -284,7 +331,9 @@ class Authenticator:
             return None
         return user
 
-    def _nobody(self, presented: bool = False, oauth_elsewhere: bool = False) -> Identity:
+    def _nobody(
+        self, presented: bool = False, oauth_elsewhere: bool = False, scoped_elsewhere: bool = False
+    ) -> Identity:
         if self.anonymous:
             return self.anonymous_identity()
         message = (
@@ -296,6 +345,11 @@ class Authenticator:
             raise InvalidToken(
                 f"not authenticated: OAuth access tokens are accepted only by the MCP endpoint "
                 f"({MCP_PATH}); send an API key as 'Authorization: Bearer <key>' here"
+            )
+        if scoped_elsewhere:
+            raise InvalidToken(
+                "not authenticated: scoped access tokens (sbst_) are accepted only by repository reads "
+                f"({', '.join(sorted(SCOPED_TOKEN_PATHS))}); send an API key here"
             )
         if presented:
             raise InvalidToken(message + " (the one sent is unknown, expired or revoked)")

@@ -58,6 +58,7 @@ from codesearch.service.middleware.security_headers import SecurityHeaders
 from codesearch.service.routes import audit as routes_audit
 from codesearch.service.routes import chat as routes_chat
 from codesearch.service.routes import codenav as routes_codenav
+from codesearch.service.routes import ee as routes_ee
 from codesearch.service.routes import git as routes_git
 from codesearch.service.routes import history as routes_history
 from codesearch.service.routes import insights as routes_insights
@@ -216,7 +217,15 @@ def build_app(
     )
 
     protected = APIRouter(dependencies=[Depends(deps.require_identity)])
-    for routes in (routes_search, routes_suggest, routes_repos, routes_audit, routes_permissions, routes_source):
+    for routes in (
+        routes_search,
+        routes_suggest,
+        routes_repos,
+        routes_audit,
+        routes_permissions,
+        routes_source,
+        routes_ee,
+    ):
         protected.include_router(routes.router)
     app.include_router(protected)
     app.include_router(webhooks.router)  # signed by the code host, not by an API key

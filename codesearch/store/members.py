@@ -20,8 +20,9 @@ conditional UPDATE whose row count is checked, so of two simultaneous uses one g
 so two simultaneous first sign-ups cannot both become OWNER.
 
 A user who waits for approval is refused by every credential check of the store
-(`get_web_session`, `verify_api_key`, `verify_oauth_access_token`: `_waits`), whatever the
-caller checks besides.
+(`get_web_session`, `verify_api_key`, `verify_oauth_access_token`, `verify_scoped_access_token`:
+`_waits`), whatever the caller checks besides; so is a user an owner deactivated
+(`codesearch.store.offboarding`).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, Exists, delete, exists, func, insert, select, text, update
+from sqlalchemy import ColumnElement, Exists, delete, exists, func, insert, literal, or_, select, text, update
 from sqlalchemy.engine import Connection as SAConnection
 
 from codesearch.store import models as m
@@ -180,12 +181,16 @@ class MembersMixin(StoreBase):
             c.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _PG_USERS_LOCK})
 
     @staticmethod
-    def _waiting(user_id_column: ColumnElement[Any]) -> Exists:
-        """SQL: the user of `user_id_column` waits for approval."""
-        return exists().where(account_requests.c.user_id == user_id_column)
+    def _waiting(user_id_column: ColumnElement[Any]) -> ColumnElement[bool]:
+        """SQL: the user of `user_id_column` may not use any credential: they wait for approval,
+        or an owner deactivated them (`codesearch.store.offboarding`)."""
+        who = users.alias("credential_user")  # an alias: never correlated with a query's own `users`
+        deactivated: Exists = exists().where(who.c.id == user_id_column, who.c.suspended_at.is_not(None))
+        return or_(exists().where(account_requests.c.user_id == user_id_column), deactivated)
 
     def _waits(self, c: SAConnection, user_id: int) -> bool:
-        return c.scalar(select(account_requests.c.user_id).where(account_requests.c.user_id == user_id)) is not None
+        """Whether `user_id` may not use any credential now (see `_waiting`)."""
+        return bool(c.scalar(select(self._waiting(literal(user_id)))))
 
     # ------------------------------------------------------------------ signing up
 
@@ -249,7 +254,7 @@ class MembersMixin(StoreBase):
     def is_pending(self, user_id: int) -> bool:
         """Whether the user waits for an owner's approval (and so may not sign in)."""
         with self._tx() as c:
-            return self._waits(c, user_id)
+            return c.scalar(select(account_requests.c.user_id).where(account_requests.c.user_id == user_id)) is not None
 
     def list_account_requests(self) -> list[AccountRequest]:
         """Users waiting for approval, oldest first."""

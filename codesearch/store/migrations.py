@@ -475,6 +475,29 @@ def _v9_insights(conn: Connection) -> None:
         md.tables[name].create(conn)
 
 
+def _v10_offboarding_service_accounts_scoped_tokens(conn: Connection) -> None:
+    """Deactivated accounts (``users.suspended_at``), service accounts (``users.kind``) and
+    repository-scoped access tokens. Existing users are active human accounts."""
+    stamp = "TIMESTAMP WITH TIME ZONE" if conn.dialect.name == "postgresql" else "DATETIME"
+    conn.execute(text(f"ALTER TABLE users ADD COLUMN suspended_at {stamp}"))
+    conn.execute(text("ALTER TABLE users ADD COLUMN kind VARCHAR(16) NOT NULL DEFAULT 'human'"))
+    md = MetaData(naming_convention=NAMING_CONVENTION)
+    Table("users", md, Column("id", Integer, primary_key=True))  # only as the target of user_id
+    Table(
+        "scoped_access_tokens",
+        md,
+        Column("id", String(32), primary_key=True),
+        Column("token_hash", String(64), nullable=False, unique=True),
+        Column("user_id", Integer, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
+        Column("repo_ids", JSON, nullable=False),
+        Column("created_at", UTCDateTime, nullable=False),
+        Column("expires_at", UTCDateTime, nullable=False),
+        Index(None, "user_id"),
+        Index(None, "expires_at"),
+    )
+    md.tables["scoped_access_tokens"].create(conn)
+
+
 Migration = tuple[int, str, Callable[[Connection], None]]
 
 #: Every migration, in order. Versions are 1, 2, 3, ... without gaps.
@@ -488,6 +511,11 @@ MIGRATIONS: list[Migration] = [
     (7, "users.email_verified: whether single sign-on may find the user by e-mail", _v7_users_email_verified),
     (8, "follow-up questions of chats", _v8_chat_turns),
     (9, "saved insights, their points and counts", _v9_insights),
+    (
+        10,
+        "deactivated users, service accounts, repository-scoped access tokens",
+        _v10_offboarding_service_accounts_scoped_tokens,
+    ),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

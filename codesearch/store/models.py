@@ -22,6 +22,9 @@ PENDING, IN_PROGRESS, COMPLETED, FAILED = JOB_STATES = tuple(JobState)
 OWNER = "OWNER"
 MEMBER = "MEMBER"
 ROLES = (OWNER, MEMBER)
+#: `User.kind` of a service account (a non-human member owning API keys)
+SERVICE = "service"
+HUMAN = "human"
 
 # --- chats (ask_codebase answers)
 CHAT_PRIVATE = "PRIVATE"  # its user (and owners) only
@@ -113,6 +116,14 @@ class User:
     password_hash: str | None = field(default=None, repr=False)
     #: the address is known to be theirs (an owner entered it, or a provider vouched for it)
     email_verified: bool = False
+    #: when an owner deactivated the account (None: active)
+    suspended_at: datetime | None = None
+    #: ``human``, or ``service`` for a service account (API keys only, no interactive sign-in)
+    kind: str = "human"
+
+    @property
+    def is_service(self) -> bool:
+        return self.kind == SERVICE
 
 
 @dataclass

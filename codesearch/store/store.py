@@ -39,7 +39,9 @@ from codesearch.store.members import MembersMixin
 from codesearch.store.migrations import LATEST_VERSION, current_version, migrate
 from codesearch.store.oauth_clients import OAuthClientsMixin
 from codesearch.store.oauth_tokens import OAuthTokensMixin
+from codesearch.store.offboarding import OffboardingMixin
 from codesearch.store.repos import ReposMixin
+from codesearch.store.scoped_tokens import ScopedTokensMixin
 from codesearch.store.secret import load_server_secret, session_secret
 from codesearch.store.settings import SettingsMixin
 from codesearch.store.users import UsersMixin
@@ -61,6 +63,8 @@ class Store(
     WebSessionsMixin,
     LoginLockoutsMixin,
     MembersMixin,
+    OffboardingMixin,
+    ScopedTokensMixin,
     IdentitiesMixin,
     GrantsMixin,
     SettingsMixin,

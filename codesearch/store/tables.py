@@ -166,6 +166,10 @@ users = Table(
     #: whether the address is known to be the user's: an owner entered it, or an identity provider
     #: vouched for it (`codesearch.sso.accounts`); only such users are found by e-mail at sign-in
     Column("email_verified", Boolean, nullable=False, server_default=false()),
+    #: when an owner deactivated the account (None: active): every credential of it is refused
+    Column("suspended_at", UTCDateTime, nullable=True),
+    #: ``human`` or ``service`` (a service account: owns API keys, never signs in interactively)
+    Column("kind", String(16), nullable=False, server_default="human"),
     sqlite_autoincrement=True,
 )
 
@@ -481,4 +485,19 @@ insight_counts = Table(
     Column("commit_sha", String(64), nullable=True),
     Column("match_count", BigInteger, nullable=False),
     Column("file_count", Integer, nullable=False),
+)
+
+#: Repository-scoped access tokens (``POST /api/ee/scoped_access_token``): short-lived bearer
+#: tokens limited to `repo_ids`; only their HMAC-SHA256 (`token_hash`) is kept. Revoking deletes.
+scoped_access_tokens = Table(
+    "scoped_access_tokens",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("token_hash", String(64), nullable=False, unique=True),
+    Column("user_id", Integer, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
+    Column("repo_ids", JSON, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("expires_at", UTCDateTime, nullable=False),
+    Index(None, "user_id"),
+    Index(None, "expires_at"),
 )

@@ -92,15 +92,23 @@ class UsersMixin(StoreBase):
             return [from_row(User, r) for r in c.execute(select(users).order_by(users.c.id))]
 
     def set_user_role(self, user_id: int, role: str) -> User:
-        """Change a user's role; demoting the last OWNER is a Conflict."""
+        """Change a user's role; demoting the last active human OWNER (one who can sign in and
+        manage the service) is a Conflict."""
         if role not in m.ROLES:
             raise ValueError(f"unknown role {role!r}")
         with self._tx(write=True) as c:
             user = self._get_user(c, user_id)
+            active_owners = (
+                select(func.count())
+                .select_from(users)
+                .where(users.c.role == m.OWNER, users.c.suspended_at.is_(None), users.c.kind == m.HUMAN)
+            )
             if (
                 user.role == m.OWNER
                 and role != m.OWNER
-                and (c.scalar(select(func.count()).select_from(users).where(users.c.role == m.OWNER)) or 0) <= 1
+                and user.suspended_at is None
+                and user.kind == m.HUMAN
+                and (c.scalar(active_owners) or 0) <= 1
             ):
                 raise Conflict(f"user {user.email!r} is the last owner")
             c.execute(update(users).where(users.c.id == user_id).values(role=role))

@@ -16,8 +16,16 @@ from typing import Any
 from sqlalchemy import delete, insert, select, update
 
 from codesearch.store.base import StoreBase
-from codesearch.store.models import User, WebSession
+from codesearch.store.errors import Conflict
+from codesearch.store.models import SERVICE, User, WebSession
 from codesearch.store.tables import users, web_sessions
+
+
+class AccountDisabled(Conflict):
+    """The account may not sign in: a service account, or deactivated by an owner (403)."""
+
+    status_code = 403
+    error_code = "INSUFFICIENT_PERMISSIONS"
 
 
 class WebSessionsMixin(StoreBase):
@@ -31,7 +39,8 @@ class WebSessionsMixin(StoreBase):
     def create_web_session(self, user_id: int, *, ttl_seconds: float) -> tuple[str, WebSession]:
         """A new sign-in session for the user: (cookie value, session). The cookie value (256
         random bits, URL-safe) is returned this once; only its SHA-256 is stored. The session has
-        its own random CSRF token. NotFound when `user_id` is not a user."""
+        its own random CSRF token. NotFound when `user_id` is not a user; `AccountDisabled` for a
+        service account or a deactivated user (neither signs in interactively)."""
         value = secrets.token_urlsafe(32)
         now = self._now()
         row: dict[str, Any] = {
@@ -43,7 +52,11 @@ class WebSessionsMixin(StoreBase):
             "last_seen_at": now,
         }
         with self._tx(write=True) as c:
-            self._get_user(c, user_id)
+            user = self._get_user(c, user_id)
+            if user.kind == SERVICE:
+                raise AccountDisabled(f"{user.name!r} is a service account: it uses API keys and cannot sign in")
+            if user.suspended_at is not None:
+                raise AccountDisabled("this account is deactivated: ask an owner to reactivate it")
             c.execute(insert(web_sessions).values(**row))
         return value, WebSession(**row)
 

@@ -145,6 +145,8 @@ class IapMiddleware:
             ) from None
         if outcome.pending:
             raise _Pending(outcome)
+        if outcome.user.suspended_at is not None or outcome.user.is_service:  # (codesearch.store.offboarding)
+            raise _Answer(403, "INSUFFICIENT_PERMISSIONS", "Account deactivated", "An owner deactivated this account.")
         return outcome.user, iap.csrf_token(store, outcome.user, claims), outcome
 
     async def _answer(self, scope: Scope, receive: Receive, send: Send, a: _Answer) -> None:

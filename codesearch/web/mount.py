@@ -20,6 +20,7 @@ from codesearch.web import (
     pages_insights,
     pages_oauth_apps,
     pages_oauth_authorize,
+    pages_offboarding,
     pages_search,
     pages_settings,
     pages_sso,
@@ -58,6 +59,7 @@ def install(app: FastAPI, *, web: WebContext) -> None:
     app.include_router(pages_oauth_apps.router)
     app.include_router(pages_oauth_authorize.router)  # /oauth/authorize: the JSON OAuth routes are service's
     app.include_router(pages_settings.router)
+    app.include_router(pages_offboarding.router)
     app.include_router(pages_search.router)
     app.include_router(pages_chat.router)
     app.include_router(pages_chat.page_router)  # /chat/<id>, the one page in the OpenAPI document

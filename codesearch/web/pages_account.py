@@ -165,6 +165,10 @@ def login(
             "Waiting for approval",
             "An owner of this server has not approved your account yet; try again later.",
         )
+    if outcome.user.suspended_at is not None:  # the password was right: say why, not "wrong password"
+        return _message(
+            request, 403, "Account deactivated", "An owner deactivated this account; ask one to reactivate it."
+        )
     response = _redirect(sessions.safe_next(next, _root(request)))
     sessions.start_session(request, response, store, outcome.user, web.session_max_age_s)
     audit.record(request, Identity(outcome.user), "login", outcome.user.email)
@@ -421,7 +425,15 @@ def _users_page(request: Request, store: Store, status_code: int = 200, **contex
 
 
 @router.get("/settings/users")
-def users(request: Request, store: StoreDep, added: str = "", changed: str = "") -> Response:
+def users(
+    request: Request,
+    store: StoreDep,
+    added: str = "",
+    changed: str = "",
+    deactivated: str = "",
+    reactivated: str = "",
+    removed: str = "",
+) -> Response:
     owner = _owner_or_response(request, store)
     if isinstance(owner, Response):
         return owner
@@ -430,6 +442,8 @@ def users(request: Request, store: StoreDep, added: str = "", changed: str = "")
     for param, text in (
         (added, "{email} was added as a member and can sign in now."),
         (changed, "{email} is now {role}."),
+        (deactivated, "{email} is deactivated: their sessions, API keys and OAuth grants ended."),
+        (reactivated, "{email} is reactivated and can sign in again."),
     ):
         if param.isdigit():
             try:
@@ -437,6 +451,8 @@ def users(request: Request, store: StoreDep, added: str = "", changed: str = "")
                 notice = text.format(email=u.email, role=u.role)
             except NotFound:
                 pass
+    if removed:
+        notice = f"{removed[:320]} was removed: every session, key and token of theirs ended."
     return _users_page(request, store, notice=notice)
 
 

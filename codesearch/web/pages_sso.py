@@ -228,6 +228,8 @@ async def callback(request: Request, pid: str, web: WebDep, store: StoreDep) -> 
         audit.record(request, identity, "account.link", f"{provider.id}:{who.login or who.subject}")
     if record["for"] == "link":
         response = RedirectResponse(f"{_root(request)}/settings/account?linked={quote(provider.id)}", 303)
+    elif outcome.user.suspended_at is not None:  # (codesearch.store.offboarding)
+        response = _message(request, 403, "Account deactivated", "An owner deactivated this account.")
     elif outcome.pending:
         audit.record(request, identity, "member.request", outcome.user.email, provider=provider.id)
         response = _message(

@@ -600,6 +600,24 @@ def test_approval_required_then_approved(world):
     assert {"login.sso", "account.link", "member.request", "member.approve", "member.decline"} <= actions
 
 
+def test_a_deactivated_user_cannot_sign_in_through_a_provider_until_reactivated(world):
+    w = world()
+    gh = w["fakes"]["github"]
+    for n in (1, 2):  # an owner, then the member who is deactivated
+        gh.user = person(n)
+        with w["client"]() as c:
+            assert sso(c, w["url"], "github").status_code == 200
+    uid = w["store"].find_user_by_email("user2@example.com").id
+    w["store"].set_user_suspended(uid, True)
+    with w["client"]() as c:
+        r = sso(c, w["url"], "github")
+        assert r.status_code == 403 and "Account deactivated" in r.text
+        assert signed_in_as(c, w["url"]) is None
+    w["store"].set_user_suspended(uid, False)
+    with w["client"]() as c:
+        assert sso(c, w["url"], "github").status_code == 200 and signed_in_as(c, w["url"]) == "user2@example.com"
+
+
 def test_invite_accepted_without_approval(world):
     w = world(REQUIRE_APPROVAL_NEW_MEMBERS="true")
     w["fakes"]["github"].user = person(1)

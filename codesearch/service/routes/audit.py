@@ -56,7 +56,7 @@ def audit(
     page: int = Query(1, ge=1),
     perPage: int = Query(50, ge=1, le=500),
 ) -> list[dict[str, Any]]:  # noqa: N803
-    if getattr(identity.user, "role", None) != "OWNER":
+    if identity.role != "OWNER":  # (a scoped token is never an owner's)
         raise NotAnOwner("only owners may read the audit log")
     if store is None:
         return []
