@@ -7,7 +7,6 @@ validate`` prints and the service logs at start-up:
 
     apps[0]: GitHub App 123 is for github.example.com, where no github connection is; it is not used
     identityProviders[2]: accepted but not used: provider "idira" is not known to this version of codesearch
-    connections.gl.webUrl: accepted but not used yet: ...
     connections.gh.enforcePermissions: it has no effect while PERMISSION_SYNC_ENABLED is off
 
 The tables here are the single list of such gaps: when a feature lands, its entry goes.
@@ -26,7 +25,6 @@ UNUSED_SECTIONS: dict[str, str] = {}
 
 #: Connection fields the host adapters do not read, by connection kind (a path inside the connection).
 UNUSED_CONNECTION_FIELDS: dict[str, dict[tuple[str, ...], str]] = {
-    "gitlab": {("webUrl",): "repository links are built from the project URLs the GitLab API returns"},
     "github": {
         ("exclude", "private"): "private repositories are not filtered out; "
         "use exclude.repos, or a token that cannot see them"
