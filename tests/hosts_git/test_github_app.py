@@ -238,3 +238,19 @@ def test_config_says_when_an_app_is_for_no_connection(doc, warnings):
 
 def test_module_docstring_states_the_refresh_margin():
     assert github_app.REFRESH_MARGIN_S == 300 and github_app.JWT_LIFETIME_S + github_app.JWT_BACKDATE_S <= 600
+
+
+def test_cli_sync_reads_the_apps_of_the_config_file(gh, tmp_path, capsys):
+    """`codesearch sync` of a Sourcebot config file: the app section reaches the connection."""
+    import json
+
+    from codesearch.cli import main
+
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({
+        "apps": [{"type": "github", "id": APP_ID, "privateKey": {"env": "GH_APP_KEY"}, "deploymentHostname": H}],
+        "connections": {"ghe": {"type": "github", "url": gh.base_url, "users": ["carol"]}},
+    }))
+    assert main(["sync", str(config), "--data-dir", str(tmp_path / "data")]) == 0
+    captured = capsys.readouterr()
+    assert "ghe: 1 of 1 repositories indexed" in captured.out and "warning" not in captured.err
