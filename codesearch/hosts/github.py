@@ -98,11 +98,18 @@ def list_github(name: str, conn: JsonObject, token: str | None, http: HostHttp) 
 
     apps = apps_of(conn)
     app_owners: set[str] = set()  # lower-cased owners read with an installation token
+    asked: dict[str, dict[str, str] | None] = {}  # lower-cased owner -> its installation's headers, or None
 
     def installation_headers(owner: str) -> dict[str, str] | None:
-        """Headers with the installation token of an app installed on `owner`, else None (and a warning)."""
+        """Headers with the installation token of an app installed on `owner`, else None (and a
+        warning, once per owner)."""
         if not apps:
             return None
+        if owner.lower() not in asked:
+            asked[owner.lower()] = _ask(owner)
+        return asked[owner.lower()]
+
+    def _ask(owner: str) -> dict[str, str] | None:
         tok = TOKENS.token_for_owner(api, apps, owner, http, os.environ)
         if tok is None:
             c.warn(
@@ -149,7 +156,7 @@ def list_github(name: str, conn: JsonObject, token: str | None, http: HostHttp) 
             c.raw.extend(pages(f"{api}/user/repos", {"affiliation": "owner"}))
     for full in conn.get("repos") or ():
         owner, _, repo = full.partition("/")
-        h = installation_headers(owner) if owner.lower() not in app_owners else None
+        h = installation_headers(owner)
         attempt(
             "repository",
             full,
