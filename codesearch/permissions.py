@@ -201,7 +201,7 @@ def settings_from_config(config: Config) -> PermissionSettings:
         host = None
         if kind in SYNCABLE_KINDS:
             try:
-                host = host_key(kind, conn.url)
+                host = host_key(kind, conn.web_address)
             except ValueError:
                 host = None
         rules[name] = ConnectionRule(

@@ -61,6 +61,22 @@ def git_credentials(kind: str, conn: Mapping[str, Any], token: str | None) -> tu
     return None, None
 
 
+def repo_git_credentials(
+    kind: str, conn: Mapping[str, Any], token: str | None, display_name: str | None
+) -> tuple[str | None, str | None]:
+    """(user, password) to fetch one repository (its host's `display_name`, ``owner/repo``) with:
+    the installation token of a GitHub App installed on its owner when the connection has apps
+    (`codesearch.hosts.github_app`), else `git_credentials`."""
+    if kind == "github" and display_name:
+        from codesearch.hosts.github import DEFAULT_URL, GIT_USER, api_base
+        from codesearch.hosts.github_app import clone_token
+
+        app_token = clone_token(conn, api_base(conn.get("url") or DEFAULT_URL), display_name.partition("/")[0])
+        if app_token:
+            return GIT_USER, app_token
+    return git_credentials(kind, conn, token)
+
+
 def repo_info(repo: HostRepo | Repo, repo_id: int | None = None) -> RepoInfo:
     """The engine's view of a repository (the shard's `meta.repos` entry, and what file links
     are made from): of a `HostRepo` as a host lists it, or of the state store's `Repo` row, which
@@ -119,11 +135,11 @@ def sync_connection(
             http.close()
     report = SyncReport(name, repos=listing.repos, warnings=list(listing.warnings))
     ids = on_listed(listing) if on_listed else {}
-    user, password = git_credentials(kind, conn, token)
     revisions = conn.get("revisions") or {}
     for done, repo in enumerate(listing.repos, 1):
         info = repo_info(repo, ids.get(repo.name, 0))
         try:
+            user, password = repo_git_credentials(kind, conn, token, repo.display_name)
             path = repo.local_path or mirrors.sync(info.id, repo.clone_url, username=user, password=password).path
             source = GitSource(
                 path, repo=info, branch_globs=revisions.get("branches") or (), tag_globs=revisions.get("tags") or ()

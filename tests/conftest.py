@@ -40,6 +40,8 @@ SLOW_MODULES = frozenset(
     {
         "test_compaction",
         "test_environment",
+        "test_github_app",
+        "test_github_app_runtime",
         "test_hosts_gerrit_bitbucket_ado_git",
         "test_hosts_github_gitlab_gitea",
         "test_index",

@@ -27,12 +27,13 @@ from codesearch.git import history
 from codesearch.git.commits import Commit
 from codesearch.git.commits import list_commits as git_list_commits
 from codesearch.git.diff import FileDiff, count_files, diff_objects
-from codesearch.git.objects import is_binary, read_blob, resolve_commit
+from codesearch.git.objects import ObjectBatch, is_binary, read_blob, resolve_commit
 from codesearch.git.paths import check_dir, check_path, check_ref, check_scope
 from codesearch.git.refs import Branch, head_branch
 from codesearch.git.refs import list_branches as git_list_branches
 from codesearch.git.trees import TreeEntry
 from codesearch.git.trees import list_tree as git_list_tree
+from codesearch.index.attributes import ATTRIBUTES_FILE, MAX_FILE_BYTES, NONE, Attributes, Linguist
 from codesearch.index.language import detect
 from codesearch.store.models import Repo
 
@@ -52,6 +53,8 @@ class FileAtRef:
     #: the commit the ref named when it was read
     commit: str
     data: bytes
+    #: the file's `.gitattributes` linguist overrides at that commit (docs/indexing.md#linguist-overrides)
+    linguist: Linguist = NONE
 
     @property
     def is_binary(self) -> bool:
@@ -65,7 +68,8 @@ class FileAtRef:
 
     @property
     def language(self) -> str:
-        return detect(self.path, self.data)
+        """The language the index gives the file: a `linguist-language` override, else detected."""
+        return self.linguist.language or detect(self.path, self.data)
 
 
 @dataclass(frozen=True)
@@ -139,8 +143,27 @@ def read_file(tc: ToolContext, repo: str | Repo, path: str, ref: str | None = No
     check_path(path)
     row = repo_row(tc, repo)
     use_ref = ref or tc.default_ref(row)
-    data, commit = read_blob(tc.git_dir(row), use_ref, path)
-    return FileAtRef(row, path, use_ref, commit, data)
+    git_dir = tc.git_dir(row)
+    data, commit = read_blob(git_dir, use_ref, path)
+    return FileAtRef(row, path, use_ref, commit, data, linguist_at(git_dir, commit, path))
+
+
+def linguist_at(git_dir: str, commit: str, path: str) -> Linguist:
+    """The linguist overrides of `path` at `commit`: the ``.gitattributes`` files of its directory
+    and the ones above it (the only ones whose rules can reach it), each read only when under
+    the indexer's size bound."""
+    parts = path.split("/")[:-1]
+    attrs = Attributes()
+    with ObjectBatch(git_dir) as batch:
+        for depth in range(len(parts) + 1):
+            where = "".join(p + "/" for p in parts[:depth]) + ATTRIBUTES_FILE
+            head = batch.header(f"{commit}:{where}")
+            if head is None or head[1] != "blob" or head[2] > MAX_FILE_BYTES:
+                continue
+            got = batch.get(head[0])
+            if got is not None:
+                attrs.add_file(where, got[1])
+    return attrs.of(path) if attrs else NONE
 
 
 def list_tree(

@@ -36,6 +36,7 @@ def run(args: argparse.Namespace) -> int:
     from codesearch import environment
     from codesearch.config import apply_environment_overrides, load_config
     from codesearch.git.mirror import MirrorStore
+    from codesearch.hosts.github_app import attach_apps
     from codesearch.index.builder import IndexSettings
     from codesearch.sync import sync_connection
 
@@ -58,7 +59,12 @@ def run(args: argparse.Namespace) -> int:
         progress = RepoProgress(name)
         try:
             report = sync_connection(
-                name, conn.raw, mirrors=mirrors, index_dir=index_dir, index_settings=settings, progress=progress
+                name,
+                attach_apps(conn.raw, config.raw.get("apps")),
+                mirrors=mirrors,
+                index_dir=index_dir,
+                index_settings=settings,
+                progress=progress,
             )
         except CodesearchError as e:
             progress.done()

@@ -168,6 +168,13 @@ class Connection(BaseModel):
         return "genericGitHost" if self.type == "git" else self.type
 
     @property
+    def web_address(self) -> str | None:
+        """Where people browse the host: GitLab's `webUrl` when set (its API may be reached at
+        another address), else `url`. Permission syncing keys hosts by it, as sign-in does."""
+        web = self.raw.get("webUrl")
+        return web if isinstance(web, str) and web else self.url
+
+    @property
     def is_local(self) -> bool:
         """A `git` connection on local repositories (``file:///…``)."""
         return self.type == "git" and (self.url or "").startswith("file://")

@@ -5,9 +5,8 @@ loads unchanged. Some of what such a file may say has no effect here; rather tha
 silently, `warnings_for` lists each such place as a warning, which ``codesearch config
 validate`` prints and the service logs at start-up:
 
-    apps: accepted but not used: codesearch does not use code-host apps (...)
+    apps[0]: GitHub App 123 is for github.example.com, where no github connection is; it is not used
     identityProviders[2]: accepted but not used: provider "idira" is not known to this version of codesearch
-    connections.gl.webUrl: accepted but not used yet: ...
     connections.gh.enforcePermissions: it has no effect while PERMISSION_SYNC_ENABLED is off
 
 The tables here are the single list of such gaps: when a feature lands, its entry goes.
@@ -17,17 +16,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from codesearch.config.problems import format_path
 
 #: Top-level sections of newer Sourcebot versions, checked by the schema and then ignored.
-UNUSED_SECTIONS = {
-    "apps": "codesearch does not use code-host apps; each connection authenticates with its own token",
-}
+UNUSED_SECTIONS: dict[str, str] = {}
 
 #: Connection fields the host adapters do not read, by connection kind (a path inside the connection).
 UNUSED_CONNECTION_FIELDS: dict[str, dict[tuple[str, ...], str]] = {
-    "gitlab": {("webUrl",): "repository links are built from the project URLs the GitLab API returns"},
     "github": {
         ("exclude", "private"): "private repositories are not filtered out; "
         "use exclude.repos, or a token that cannot see them"
@@ -49,6 +46,24 @@ def _lookup(node: Any, path: tuple[str, ...]) -> bool:
     return True
 
 
+def _host_name(url: str | None) -> str:
+    return (urlsplit(url or "https://github.com").hostname or "").lower()
+
+
+def _unused_apps(doc: Mapping[str, Any]) -> list[str]:
+    """A GitHub App is used by the github connections on its ``deploymentHostname``: one for a host
+    no connection is on does nothing (a typo, or a connection left out), which is said."""
+    hosts = {_host_name(c.get("url")) for c in (doc.get("connections") or {}).values() if c.get("type") == "github"}
+    out = []
+    for i, app in enumerate(doc.get("apps") or ()):
+        host = str(app.get("deploymentHostname") or "github.com").lower()
+        if app.get("type") == "github" and host not in hosts:
+            out.append(
+                f"apps[{i}]: GitHub App {app.get('id')} is for {host}, where no github connection is; it is not used"
+            )
+    return out
+
+
 def warnings_for(doc: Mapping[str, Any], *, permission_sync: bool) -> list[str]:
     """One warning per accepted-but-ignored place of a validated document, in document order.
 
@@ -59,6 +74,7 @@ def warnings_for(doc: Mapping[str, Any], *, permission_sync: bool) -> list[str]:
     for key, why in UNUSED_SECTIONS.items():
         if key in doc:
             out.append(f"{key}: accepted but not used: {why}")
+    out.extend(_unused_apps(doc))
     for name, conn in (doc.get("connections") or {}).items():
         at = format_path(("connections", name))
         for path, why in UNUSED_CONNECTION_FIELDS.get(conn.get("type"), {}).items():

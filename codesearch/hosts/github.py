@@ -17,6 +17,12 @@ A user, org or repo that does not exist (404, or 422 from GitHub's validation) i
 the connection and the entity; the rest of the listing continues. Repos listed twice (an org and a
 `repos` entry) are returned once.
 
+With GitHub Apps (the config's ``apps`` for this host, `codesearch.hosts.github_app`), an org, user
+or repo owner an app is installed on is read with that installation's token: an org's or user's
+repositories are the installation's (``GET /installation/repositories``, owned by that account, its
+private ones included), and ``GET /user`` is not asked (installation tokens belong to no user). An
+owner no app is installed on is read as above with the connection's token, and a warning says so.
+
 Filters, as Sourcebot applies them: a repo without ``clone_url`` is dropped; ``exclude.forks``,
 ``exclude.archived``; ``exclude.repos`` globs on ``owner/repo``; ``topics`` (keep a repo when one of
 its topics matches one glob) and ``exclude.topics`` (drop it when one matches), both compared
@@ -26,11 +32,13 @@ A repo whose size GitHub reports as 0 or not at all is never excluded by size (S
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from functools import partial
 from typing import Any
 from urllib.parse import quote, urlsplit
 
+from codesearch.errors import HostError
 from codesearch.hosts.base import (
     Collector,
     HostRepo,
@@ -41,8 +49,10 @@ from codesearch.hosts.base import (
     json_pages,
     one_object,
     register,
+    response_json,
     topics_excluded,
 )
+from codesearch.hosts.github_app import TOKENS, apps_of
 from codesearch.hosts.http import HostHttp, next_link
 
 DEFAULT_URL = "https://github.com"
@@ -86,29 +96,77 @@ def list_github(name: str, conn: JsonObject, token: str | None, http: HostHttp) 
     def attempt(kind: str, entity: str, fetch: Callable[[], list[JsonObject]]) -> None:
         c.entity(kind, entity, fetch, also=(422,))  # 422: GitHub's validation of a name
 
+    apps = apps_of(conn)
+    app_owners: set[str] = set()  # lower-cased owners read with an installation token
+    asked: dict[str, dict[str, str] | None] = {}  # lower-cased owner -> its installation's headers, or None
+
+    def installation_headers(owner: str) -> dict[str, str] | None:
+        """Headers with the installation token of an app installed on `owner`, else None (and a
+        warning, once per owner)."""
+        if not apps:
+            return None
+        if owner.lower() not in asked:
+            asked[owner.lower()] = _ask(owner)
+        return asked[owner.lower()]
+
+    def _ask(owner: str) -> dict[str, str] | None:
+        tok = TOKENS.token_for_owner(api, apps, owner, http, os.environ)
+        if tok is None:
+            c.warn(
+                f"no GitHub App is installed on {owner!r} at {host}; its repositories are read with the "
+                + ("connection's token" if token else "no token (public repositories only)")
+            )
+            return None
+        app_owners.add(owner.lower())
+        return {**headers, "Authorization": f"Bearer {tok}"}
+
+    def installation_repos(owner: str, h: dict[str, str]) -> list[JsonObject]:
+        """The repositories the installation on `owner` was granted, owned by `owner`."""
+        items: list[JsonObject] = []
+        r = http.get(f"{api}/installation/repositories", params={"per_page": PER_PAGE}, headers=h)
+        while True:
+            body = response_json(r)
+            repos = body.get("repositories") if isinstance(body, dict) else None
+            if not isinstance(repos, list):
+                raise HostError(f"{api}/installation/repositories answered with a body without repositories")
+            items.extend(x for x in repos if ((x.get("owner") or {}).get("login") or "").lower() == owner.lower())
+            nxt = next_link(r)
+            if not nxt:
+                return items
+            r = http.get(nxt, headers=h)
+
     token_user = None
     if token:
         me = http.get_json(f"{api}/user", headers=headers)
         token_user = (me.get("login") or "").lower() if isinstance(me, dict) else None
 
     for org in conn.get("orgs") or ():
+        h = installation_headers(org)
+        if h is not None:
+            attempt("organization", org, partial(installation_repos, org, h))
+            continue
         attempt("organization", org, partial(pages, f"{api}/orgs/{quote(org)}/repos", {}))
     for user in conn.get("users") or ():
+        h = installation_headers(user)
+        if h is not None:
+            attempt("user", user, partial(installation_repos, user, h))
+            continue
         attempt("user", user, partial(pages, f"{api}/users/{quote(user)}/repos", {}))
         if token_user and user.lower() == token_user:
             c.raw.extend(pages(f"{api}/user/repos", {"affiliation": "owner"}))
     for full in conn.get("repos") or ():
         owner, _, repo = full.partition("/")
+        h = installation_headers(owner)
         attempt(
             "repository",
             full,
-            partial(one_object, http, f"{api}/repos/{quote(owner)}/{quote(repo)}", headers),
+            partial(one_object, http, f"{api}/repos/{quote(owner)}/{quote(repo)}", h or headers),
         )
 
     return c.finish(
         key=lambda r: str(r.get("id") or r.get("full_name", "").lower()),
         excluded=lambda r: _excluded(r, conn),
-        convert=lambda r: _to_host_repo(r, host, token),
+        convert=lambda r: _to_host_repo(r, host, token or _owner(r).lower() in app_owners),
     )
 
 
@@ -130,7 +188,11 @@ def _excluded(r: JsonObject, conn: JsonObject) -> bool:
     return False
 
 
-def _to_host_repo(r: JsonObject, host: str, token: str | None) -> HostRepo:
+def _owner(r: JsonObject) -> str:
+    return str((r.get("owner") or {}).get("login") or r.get("full_name", "").partition("/")[0])
+
+
+def _to_host_repo(r: JsonObject, host: str, token: str | bool | None) -> HostRepo:
     full = r["full_name"]
     html = (r.get("html_url") or "").rstrip("/")
     size = r.get("size")

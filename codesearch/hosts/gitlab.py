@@ -24,6 +24,11 @@ whose JSON *has* the key ``forked_from_project``); ``exclude.userOwnedProjects``
 ``user``); ``exclude.projects`` globs on ``path_with_namespace``; ``topics`` / ``exclude.topics``
 globs compared lower-cased. Internal projects count as public. The clone URL is
 ``http_url_to_repo`` with its scheme forced to the configured URL's scheme.
+
+Links to a project (its page, a file's page) are ``<webUrl>/<path_with_namespace>`` when the
+connection sets `webUrl` (the address people browse, when the API is reached at another one, e.g.
+``url`` ``https://api.gitlab.example.com``, ``webUrl`` ``https://gitlab.example.com``), as
+Sourcebot builds them; else the ``web_url`` GitLab returns for the project.
 """
 
 from __future__ import annotations
@@ -93,7 +98,7 @@ def list_gitlab(name: str, conn: JsonObject, token: str | None, http: HostHttp) 
     return c.finish(
         key=lambda p: str(p.get("id") or p.get("path_with_namespace", "").lower()),
         excluded=lambda p: _excluded(p, conn),
-        convert=lambda p: _to_host_repo(p, host, scheme, token),
+        convert=lambda p: _to_host_repo(p, host, scheme, token, (conn.get("webUrl") or "").rstrip("/")),
     )
 
 
@@ -122,9 +127,9 @@ def _excluded(p: JsonObject, conn: JsonObject) -> bool:
     return topics_excluded(p.get("topics"), conn)
 
 
-def _to_host_repo(p: JsonObject, host: str, scheme: str, token: str | None) -> HostRepo:
+def _to_host_repo(p: JsonObject, host: str, scheme: str, token: str | None, web_base: str = "") -> HostRepo:
     path = p["path_with_namespace"]
-    web = (p.get("web_url") or "").rstrip("/")
+    web = f"{web_base}/{path}" if web_base else (p.get("web_url") or "").rstrip("/")
     clone = urlsplit(p["http_url_to_repo"])
     stats = p.get("statistics") or {}
     return HostRepo(

@@ -1,7 +1,8 @@
 """HTTP for host adapters: timeouts, retries, rate limits and errors, in one place.
 
-`HostHttp` wraps an `httpx.Client` and gives adapters `get(url)` (a checked response) and
-`get_json(url)`. It
+`HostHttp` wraps an `httpx.Client` and gives adapters `get(url)` (a checked response),
+`get_json(url)` and `post_json(url)` (the few token exchanges, e.g. a GitHub App's installation
+tokens). It
 
 * retries 5xx answers and transport errors a few times with exponential backoff;
 * honours rate limits: 429, or 403 with ``x-ratelimit-remaining: 0``; it waits for
@@ -69,10 +70,17 @@ class HostHttp:
         self, url: str, params: dict[str, Any] | None = None, headers: dict[str, str] | None = None
     ) -> httpx.Response:
         """GET `url`; a 2xx response, or a `HostError` that says what went wrong."""
+        return self.request("GET", url, params=params, headers=headers)
+
+    def request(
+        self, method: str, url: str, params: dict[str, Any] | None = None, headers: dict[str, str] | None = None
+    ) -> httpx.Response:
+        """`method` `url` (without a body); a 2xx response, or a `HostError` that says what went wrong.
+        Only requests that may be repeated go through here: retries send them again."""
         attempt = 0
         while True:
             try:
-                r = self.client.get(url, params=params, headers=headers)
+                r = self.client.request(method, url, params=params, headers=headers)
             except httpx.TransportError as e:
                 if attempt < self.retries:
                     attempt += 1
@@ -102,7 +110,14 @@ class HostHttp:
             raise _error_for(r, url, redact)
 
     def get_json(self, url: str, params: dict[str, Any] | None = None, headers: dict[str, str] | None = None) -> Any:
-        r = self.get(url, params=params, headers=headers)
+        return self._json(self.get(url, params=params, headers=headers), url)
+
+    def post_json(self, url: str, headers: dict[str, str] | None = None) -> Any:
+        """POST `url` with an empty body; its JSON answer (a token exchange: asking again is harmless)."""
+        return self._json(self.request("POST", url, headers=headers), url)
+
+    @staticmethod
+    def _json(r: httpx.Response, url: str) -> Any:
         try:
             return r.json()
         except ValueError:

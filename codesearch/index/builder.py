@@ -174,7 +174,7 @@ class ShardBuilder:
                     skip, content, trigrams = TOO_MANY_TRIGRAMS, b"", _EMPTY
         if skip != INDEXED:
             lines = _EMPTY
-        lang = SKIPPED if skip else detect(f.path, content)
+        lang = SKIPPED if skip else (f.linguist.language or detect(f.path, content))
         if wants_symbols(lang):
             self.symbols.submit(len(self.docs), f.path, content)
         name_tri = unique_trigrams(f.path.encode("utf-8", "replace"))
@@ -189,7 +189,7 @@ class ShardBuilder:
                 trigrams,
                 name_tri,
                 lines,
-                rank_class(f.path),
+                rank_class(f.path, f.linguist),
                 len(self.repos) - 1,
                 filter_for(content, trigrams.size) if skip == INDEXED else b"",
             )
@@ -296,6 +296,7 @@ def _sections(repos: list[RepoInfo], docs: list[BuildDoc], syms: DocSymbols) -> 
         "doc.skip": np.array([d.skip for d in docs], dtype=np.uint8),
         "doc.size": np.array([d.size for d in docs], dtype=np.uint64),
         "doc.brch": np.array([d.mask for d in docs], dtype=np.uint64),
+        "doc.rank": np.array([d.rank for d in docs], dtype=np.uint8),
         "doc.path": _offsets([len(p) for p in paths]),
         "doc.cont": _offsets([len(d.content) for d in docs]),
         "doc.line": _offsets([d.lines.size for d in docs]),
@@ -340,6 +341,7 @@ def build_key(source: Source, settings: IndexSettings) -> str | None:
         "max_trigram_count": settings.max_trigram_count,
         "always_index": [(inc, rx.pattern, base) for inc, rx, base in settings.always_index.rules],
         "symbols": bool(settings.ctags and _ctags_in_use()),
+        "linguist": 1,  # .gitattributes overrides are read (languages, ranking): indexes from before are rebuilt
     }
     content = {"rules": rules, "repo": source.repo.to_json(), "revisions": [(r.ref, r.commit) for r in revisions]}
     return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()

@@ -184,7 +184,7 @@ def _read_doc(shard: Shard, d: int, repo: int) -> BuildDoc:
         trigrams=trigrams,
         name_trigrams=unique_trigrams(path.encode("utf-8", "replace")),
         lines=np.array(shard.line_starts(d), dtype=np.uint32),
-        rank=rank_class(path),
+        rank=int(shard.doc_rank[d]) if shard.doc_rank is not None else rank_class(path),
         repo=repo,
         qfilter=bytes(shard.quad_filters.of(d)),
     )

@@ -22,6 +22,7 @@ shard holds the documents of one or more repositories (a compound shard, `compac
     doc.repo  u32[D]   index into meta.repos
     doc.lang  u16[D]   index into meta.languages
     doc.skip  u8[D]    0 indexed, 1 too large, 2 too many trigrams, 3 binary
+    doc.rank  u8[D]    rank class (language.rank_class); optional: older shards lack it
     doc.size  u64[D]   size of the file in bytes (also for skipped files)
     doc.brch  u64[D]   bit i set: the blob is on branch i of its repo (meta.repos[r].branches)
     doc.path  u64[D+1] offsets into `paths`

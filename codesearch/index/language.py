@@ -13,6 +13,8 @@ import re
 
 import enry
 
+from codesearch.index.attributes import NONE, Linguist
+
 #: The language of every file that is not content-indexed (docs/indexing.md#what-gets-indexed).
 SKIPPED = "skipped"
 CONTENT_SAMPLE = 1024
@@ -60,14 +62,22 @@ def wants_symbols(language: str) -> bool:
         return False
 
 
-def rank_class(path: str) -> int:
+def rank_class(path: str, linguist: Linguist = NONE) -> int:
     """0 for ordinary source files, higher for files that should rank lower.
 
-    1: tests and documentation, 2: vendored code and dot-files. Shards store documents in
-    this order, so early termination keeps the results people want first.
+    1: tests and documentation, 2: vendored and generated code and dot-files. Shards store
+    documents in this order, so early termination keeps the results people want first.
+    `linguist` (the file's ``.gitattributes`` overrides, `codesearch.index.attributes`) has the
+    last word: ``linguist-vendored`` or ``linguist-generated`` makes a file rank 2,
+    ``-linguist-vendored`` takes a path out of the vendored rule, and ``linguist-documentation``
+    (or its unset form) does the same for the documentation rule.
     """
-    if _VENDOR.search(path):
+    if linguist.vendored or linguist.generated:
         return 2
-    if _TEST.search(path) or _DOCS.search(path):
+    if linguist.vendored is None and _VENDOR.search(path):
+        return 2
+    if _TEST.search(path):
         return 1
-    return 0
+    if linguist.documentation is not None:
+        return 1 if linguist.documentation else 0
+    return 1 if _DOCS.search(path) else 0

@@ -35,6 +35,7 @@ from typing import Any
 
 from codesearch.git.objects import ObjectBatch
 from codesearch.index import manifest
+from codesearch.index.attributes import Linguist
 from codesearch.index.builder import IndexSettings, IndexStats, Progress, ShardBuilder, Source, shard_prefix
 from codesearch.index.sources import DirectorySource, GitSource, RepoInfo, SourceFile
 
@@ -50,8 +51,8 @@ def default_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-#: A file of a part: (path, size, branch mask, locator: its full path or blob sha).
-_Listed = tuple[str, int, int, str]
+#: A file of a part: (path, size, branch mask, locator: its full path or blob sha, linguist overrides).
+_Listed = tuple[str, int, int, str, Linguist]
 
 
 @dataclass(frozen=True)
@@ -70,9 +71,9 @@ class _Part:
 def _listing(source: Source) -> tuple[str, str, list[_Listed]]:
     """The source's files as plain data, and how a worker reads their contents again."""
     if isinstance(source, GitSource):
-        return "git", source.git_dir, [(f.path, f.size, f.branch_mask, f.locator) for f in source.files()]
+        return "git", source.git_dir, [(f.path, f.size, f.branch_mask, f.locator, f.linguist) for f in source.files()]
     if isinstance(source, DirectorySource):
-        return "dir", source.root, [(f.path, f.size, f.branch_mask, f.locator) for f in source.files()]
+        return "dir", source.root, [(f.path, f.size, f.branch_mask, f.locator, f.linguist) for f in source.files()]
     raise TypeError(f"cannot build {type(source).__name__} in parts")
 
 
@@ -94,8 +95,8 @@ def _build_part(part: _Part) -> IndexStats:
 
     builder = ShardBuilder(part.build_dir, RepoInfo.from_json(part.repo), part.settings, stats, name=part.name)
     try:
-        for path, size, mask, loc in part.files:
-            builder.add(SourceFile(path, size, mask, functools.partial(read, loc), loc))
+        for path, size, mask, loc, linguist in part.files:
+            builder.add(SourceFile(path, size, mask, functools.partial(read, loc), loc, linguist))
         stats.shards = builder.finish()
     finally:
         builder.symbols.close()

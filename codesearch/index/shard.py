@@ -158,6 +158,9 @@ class Shard:
         self.cont_offs = f.array("doc.cont", np.uint64)
         self.line_offs = f.array("doc.line", np.uint64)
         self.sym_offs = f.array("doc.syms", np.uint64)
+        #: each document's rank class (`language.rank_class`, with its .gitattributes overrides); None in
+        #: shards written before it was recorded (compaction then derives it from the path)
+        self.doc_rank = f.array("doc.rank", np.uint8) if f.has("doc.rank") else None
         for name, arr, want in (
             ("doc.repo", self.doc_repo, n),
             ("doc.lang", self.doc_lang, n),
@@ -168,6 +171,7 @@ class Shard:
             ("doc.cont", self.cont_offs, n + 1),
             ("doc.line", self.line_offs, n + 1),
             ("doc.syms", self.sym_offs, n + 1),
+            *((("doc.rank", self.doc_rank, n),) if self.doc_rank is not None else ()),
         ):
             if arr.size != want:
                 raise IndexFormatError(path, f"section {name!r} has {arr.size} entries, expected {want}")

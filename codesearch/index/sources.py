@@ -25,6 +25,7 @@ from codesearch.git.objects import ObjectBatch
 from codesearch.git.paths import git_dir_of
 from codesearch.git.process import Git, first_line
 from codesearch.git.revisions import select_revisions
+from codesearch.index.attributes import ATTRIBUTES_FILE, MAX_FILE_BYTES, NONE, Attributes, Linguist
 
 #: listing every file of one revision (``git ls-tree -r``) of a very large repository may take this long
 LIST_TIMEOUT_S = 600.0
@@ -90,6 +91,8 @@ class SourceFile:
     read: Callable[[], bytes]
     #: Where the content is, for a process that reads it again: a file's full path, a blob's sha.
     locator: str = ""
+    #: The file's ``.gitattributes`` linguist overrides (git sources: of the first revision it is on)
+    linguist: Linguist = NONE
 
 
 def repo_name_from_url(url: str) -> str:
@@ -211,6 +214,7 @@ class GitSource:
 
     def files(self) -> Iterator[SourceFile]:
         entries: dict[tuple[str, str], list[int]] = {}
+        attribute_files: list[list[tuple[str, str, int]]] = [[] for _ in self.revisions]  # (path, sha, size)
         git = Git.at(self.git_dir, timeout_s=LIST_TIMEOUT_S)
         for bit, rev in enumerate(self.revisions):
             res = git.run(["ls-tree", "-r", "-l", "-z", "--full-tree", "--end-of-options", rev.commit])
@@ -230,12 +234,39 @@ class GitSource:
                         f"{sha.decode()} is damaged in the object store"
                     )
                 key = (path, sha.decode())
+                if path == ATTRIBUTES_FILE or path.endswith("/" + ATTRIBUTES_FILE):
+                    attribute_files[bit].append((path, key[1], int(size)))
                 if key in entries:
                     entries[key][1] |= 1 << bit
                 else:
                     entries[key] = [int(size), 1 << bit]
+        attributes = self._attributes(attribute_files)
         for (name, oid), (length, mask) in entries.items():
-            yield SourceFile(name, length, mask, functools.partial(self.read_blob, oid), oid)
+            first = (mask & -mask).bit_length() - 1  # the first revision it is on: the default branch when there
+            linguist = attributes[first].of(name) if attributes[first] else NONE
+            yield SourceFile(name, length, mask, functools.partial(self.read_blob, oid), oid, linguist)
+
+    def _attributes(self, files_by_revision: list[list[tuple[str, str, int]]]) -> list[Attributes]:
+        """Each revision's linguist rules, from the ``.gitattributes`` blobs of its tree (revisions
+        with the same files share one `Attributes`); their warnings join the source's."""
+        out: list[Attributes] = []
+        made: dict[tuple[tuple[str, str, int], ...], Attributes] = {}
+        for files in files_by_revision:
+            key = tuple(sorted(files))
+            if key not in made:
+                attrs = Attributes()
+                for path, sha, size in key:
+                    if size > MAX_FILE_BYTES:
+                        attrs.warnings.append(f"{path}: larger than {MAX_FILE_BYTES} bytes, not read")
+                        continue
+                    try:
+                        attrs.add_file(path, self.read_blob(sha))
+                    except Exception as e:  # an unreadable attributes file: its rules are missing, nothing more
+                        attrs.warnings.append(f"{path}: cannot read: {e}")
+                self.warnings.extend(f"{self.repo.name}: {w}" for w in attrs.warnings)
+                made[key] = attrs
+            out.append(made[key])
+        return out
 
     def read_blob(self, sha: str) -> bytes:
         """The content of the blob `sha` (one ``cat-file --batch`` process for the source's life)."""

@@ -114,7 +114,7 @@ class PermissionSyncer:
     def due_accounts(self) -> list[LinkedAccount]:
         now = self.clock()
         interval = float(self.config.settings.user_driven_permission_sync_interval_ms) / 1000.0
-        hosts = {host_key(c.code_host_type, c.url) for c in self._enforcing().values()}
+        hosts = {host_key(c.code_host_type, c.web_address) for c in self._enforcing().values()}
         return [
             a
             for a in self.store.list_linked_accounts(with_host=True)
@@ -142,7 +142,7 @@ class PermissionSyncer:
                 _message(e),
             )
             return None
-        return self.store.replace_repo_grants(repo.id, host_key(kind, conn.url), readers)
+        return self.store.replace_repo_grants(repo.id, host_key(kind, conn.web_address), readers)
 
     def sync_account(self, account: LinkedAccount) -> int | None:
         """User-driven sync of one linked account; the number of repositories granted, None when it failed.
@@ -180,7 +180,7 @@ class PermissionSyncer:
             return None
         ids: list[int] = []
         for name, conn in self._enforcing().items():
-            if host_key(conn.code_host_type, conn.url) != account.host:
+            if host_key(conn.code_host_type, conn.web_address) != account.host:
                 continue
             ids += [r.id for r in self.store.repos_for_connection(name) if r.external_id in external]
         return self.store.replace_account_grants(account.id, ids)

@@ -168,11 +168,14 @@ class Scheduler:
 
     def apply_config(self) -> None:
         from codesearch.hosts.base import listing_version
+        from codesearch.hosts.github_app import attach_apps
 
         config = self._loaded()
         wanted = config.connections
+        apps = config.raw.get("apps")
         for name, conn in wanted.items():
-            self.store.upsert_connection(name, conn.raw["type"], conn.raw, listing_version(conn.raw["type"]))
+            stored = attach_apps(conn.raw, apps)  # a github connection carries its host's apps
+            self.store.upsert_connection(name, conn.raw["type"], stored, listing_version(conn.raw["type"]))
         for row in self.store.list_connections():
             if row.name not in wanted:
                 orphaned = self.store.delete_connection(row.name)

@@ -292,7 +292,7 @@ class RepoIndexer(_Worker):
         from codesearch.index.builder import IndexSettings, index_source
         from codesearch.index.sources import GitSource
         from codesearch.store.errors import NotFound
-        from codesearch.sync import git_credentials, repo_info, resolve_connection_token
+        from codesearch.sync import repo_git_credentials, repo_info, resolve_connection_token
 
         if job.repo_id is None:  # every index job names its repository: one without has none to index
             return
@@ -314,8 +314,8 @@ class RepoIndexer(_Worker):
             path = repo.local_path
         else:
             token = resolve_connection_token(name, conn_cfg) if name else None
-            user, password = git_credentials(kind, conn_cfg, token)
             try:
+                user, password = repo_git_credentials(kind, conn_cfg, token, repo.display_name)
                 path = self.mirrors.sync(repo.id, repo.clone_url, username=user, password=password).path
             except Exception:
                 metrics.mirror_fetch_error(kind)

@@ -246,7 +246,6 @@ def test_deprecated_settings_map_with_warnings():
 def test_newer_sourcebot_keys_are_warnings():
     config = load_config(HERE / "valid/newer_sourcebot.json", environ={})
     assert [w.split(":")[0] for w in config.warnings] == [
-        "apps", "connections.gitlab.webUrl",
         "connections.gitlab.enforcePermissions", "connections.github.exclude.private"]
     assert config.settings.repo_driven_permission_sync_interval_ms == 600000
     assert config.connections["gitlab"].get("webUrl") == "https://gitlab.example.com"
@@ -281,12 +280,11 @@ def test_enforce_permissions_follows_permission_sync_enabled():
 SYNC_OFF = "it has no effect while PERMISSION_SYNC_ENABLED is off"
 UNUSED_CASES = [
     ({"apps": [{"type": "github", "id": "1", "privateKey": {"env": "K"}}]}, {},
-     ["apps: accepted but not used: codesearch does not use code-host apps"]),
+     ["apps[0]: GitHub App 1 is for github.com, where no github connection is; it is not used"]),
     ({"identityProviders": [{"provider": "gcp-iap", "purpose": "sso", "audience": {"env": "A"}}]}, {}, []),  # supported
     ({"identityProviders": [{"provider": "idira", "purpose": "sso"}]}, {},
      ['identityProviders[0]: accepted but not used: provider "idira" is not known to this version of codesearch']),
-    ({"connections": {"gl": {"type": "gitlab", "webUrl": "https://gitlab.example.com"}}}, {},
-     ["connections.gl.webUrl: accepted but not used yet"]),
+    ({"connections": {"gl": {"type": "gitlab", "webUrl": "https://gitlab.example.com"}}}, {}, []),  # links use it
     ({"connections": {"gh": {"type": "github", "exclude": {"private": True}}}}, {},
      ["connections.gh.exclude.private: accepted but not used yet"]),
     ({"connections": {"gh": {"type": "github", "exclude": {"private": False}}}}, {},
@@ -610,7 +608,7 @@ def test_cli_validate_valid(capsys):
     path = str(HERE / "valid/newer_sourcebot.json")
     assert cli.main(["config", "validate", path]) == 0
     out = capsys.readouterr().out
-    assert out.startswith(f"{path}: valid (3 connections, 0 contexts)\n") and "  warning: apps: accepted but not used" in out
+    assert out.startswith(f"{path}: valid (3 connections, 0 contexts)\n") and "  warning: connections.github.exclude.private" in out
 
 
 def test_cli_validate_invalid(capsys):
@@ -644,3 +642,19 @@ def test_cli_schema(capsys):
     assert json.loads(capsys.readouterr().out)["properties"]["type"]["const"] == "github"
     assert cli.main(["config", "schema", "--file", "nope.json"]) == 2
     assert "github.json" in capsys.readouterr().err
+
+
+# GitLab's webUrl: where people browse when the API is reached at another address. Links use it
+# (tests/hosts_git), and so does permission syncing's host key, which sign-in's GitLab provider
+# (configured with the address people browse) must match.
+@pytest.mark.parametrize("conn,key", [
+    ({"type": "gitlab", "url": "https://api.gitlab.example.com", "webUrl": "https://gitlab.example.com/"},
+     "gitlab:https://gitlab.example.com"),
+    ({"type": "gitlab", "url": "https://gitlab.example.com"}, "gitlab:https://gitlab.example.com"),
+    ({"type": "gitlab"}, "gitlab:https://gitlab.com"),
+])
+def test_gitlab_web_url_keys_the_host_for_permission_syncing(conn, key):
+    from codesearch import permissions
+
+    config = load_config(json.dumps({"connections": {"gl": conn}}), environ={"PERMISSION_SYNC_ENABLED": "true"})
+    assert permissions.settings_from_config(config).connections["gl"].host == key

@@ -366,6 +366,21 @@ def test_gitlab_metadata(gl):
     assert repos["acme/platform/legacy-api"].archived is True
 
 
+@pytest.mark.parametrize("web_url,page", [
+    (None, "{base}/acme/platform/api"),  # GitLab's own web_url
+    ("https://gitlab.example.com", "https://gitlab.example.com/acme/platform/api"),  # API on another host
+    ("https://gitlab.example.com/", "https://gitlab.example.com/acme/platform/api"),  # a trailing slash
+    ("https://example.com/gitlab", "https://example.com/gitlab/acme/platform/api"),  # under a path
+])
+def test_gitlab_web_url_builds_the_links(gl, web_url, page):
+    fields = {"projects": ["acme/platform/api"], **({"webUrl": web_url} if web_url else {})}
+    (repo,), _ = run(list_gitlab, gl_conn(gl, **fields), GL_TOKEN)[0].repos, None
+    want = page.format(base=gl.base_url)
+    assert repo.web_url == want and repo.file_url_template == want + "/-/blob/{branch}/{path}"
+    assert repo.clone_url.startswith("http://127.0.0.1:")  # clones still go where GitLab says
+    assert repo.name == f"127.0.0.1:{gl.port}/acme/platform/api"  # names too
+
+
 def test_gitlab_encoded_paths_token_header_and_x_next_page(gl):
     run(list_gitlab, gl_conn(gl, groups=["acme/platform"], projects=["acme/platform/infra/terraform"]), GL_TOKEN)
     paths = gl.api_paths()
