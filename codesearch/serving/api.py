@@ -6,7 +6,7 @@ nothing unpicklable crosses processes. Routes:
 - public: ``GET /api/health``, ``GET /api/version``, ``GET /api/openapi.json``;
 - behind authentication (`codesearch.service.auth`; the routes are `codesearch.service.routes`):
   ``POST /api/search``, ``POST /api/stream_search`` (`routes/search.py`), ``GET /api/repos``,
-  ``GET /api/repos/status``, ``GET /api/connections``, ``GET /api/jobs`` (`routes/repos.py`),
+  ``GET /api/repos/status``, ``GET /api/connections[/status]``, ``GET /api/jobs`` (`routes/repos.py`),
   ``GET /api/source`` (`routes/source.py`), and the MCP server at ``/api/mcp`` (`routes/mcp.py`,
   over the tools of `codesearch.tools`), ``POST /api/explain``, ``GET /api/tree``,
   ``GET /api/commits`` (`routes/git.py`), ``GET /api/blame``, ``GET /api/commit``, ``GET /api/diff``
