@@ -182,20 +182,25 @@ def configure_logging(environ: Mapping[str, str] | None = None) -> int:
 
 
 AUDIT_RETENTION_ENV = "AUDIT_RETENTION_DAYS"
-DEFAULT_AUDIT_RETENTION_DAYS = 90
+SOURCEBOT_AUDIT_RETENTION_ENV = "SOURCEBOT_EE_AUDIT_RETENTION_DAYS"
+#: Sourcebot's default: a team moving from it keeps the history it expects (an older codesearch
+#: kept 90 days; keeping longer loses nothing).
+DEFAULT_AUDIT_RETENTION_DAYS = 180
 
 
 def audit_retention_days(environ: Mapping[str, str] | None = None) -> int:
-    """``AUDIT_RETENTION_DAYS``: how long the audit log keeps events, a whole number of days, 0 or
-    more (0: forever; default 90)."""
-    raw = ((os.environ if environ is None else environ).get(AUDIT_RETENTION_ENV) or "").strip()
-    if not raw:
-        return DEFAULT_AUDIT_RETENTION_DAYS
-    if not raw.isdigit():
-        raise InvalidEnvironmentVariable(
-            AUDIT_RETENTION_ENV, raw, "expected a whole number of days, 0 or more (0: keep forever)"
-        )
-    return int(raw)
+    """How many days the audit log keeps events, a whole number, 0 or more (0: forever, nothing
+    is pruned; default 180): ``AUDIT_RETENTION_DAYS``, else Sourcebot's
+    ``SOURCEBOT_EE_AUDIT_RETENTION_DAYS`` (same meaning and default). Both are checked."""
+    days = DEFAULT_AUDIT_RETENTION_DAYS
+    for name in (SOURCEBOT_AUDIT_RETENTION_ENV, AUDIT_RETENTION_ENV):  # ours last: it wins
+        raw = _value(environ, name)
+        if not raw:
+            continue
+        if not raw.isdigit():
+            raise InvalidEnvironmentVariable(name, raw, "expected a whole number of days, 0 or more (0: keep forever)")
+        days = int(raw)
+    return days
 
 
 # ---------------------------------------------------------------------- OAuth for MCP clients

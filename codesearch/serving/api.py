@@ -159,6 +159,8 @@ def build_app(
     # route reads a body.
     app.add_middleware(RequestLimits, authenticator=authenticator, **(limits or {}))
     audit_log = audit.AuditLog(get_store, audit.retention_days(os.environ if environ is None else environ))
+    if audit_log.retention > 0 and (data_dir is not None or database_url is not None):
+        audit_log.start()  # pruning on schedule, also when nothing is recorded
 
     # Answered on the event loop, never behind the thread pool that sync routes share.
     @app.get("/api/health")

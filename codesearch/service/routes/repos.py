@@ -55,7 +55,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
 
-from codesearch import permissions
+from codesearch import audit, permissions
 from codesearch.errors import InsufficientPermissions, RepositoryNotFound
 from codesearch.permissions import Identity
 from codesearch.service.deps import Caller, ServicesDep, StoreDep
@@ -190,6 +190,8 @@ def _paged(
 @router.get("/api/repos")
 def list_repos(request: Request, p: Paging, identity: Caller, store: StoreDep, services: ServicesDep) -> JSONResponse:
     public_url = services.public_url
+    details = {} if p["connection_id"] is None else {"connectionId": p["connection_id"]}
+    audit.record(request, identity, "repos.list", p["query"] or "", **details)
     return _paged(request, store, identity, p, lambda store, rows: [repo_json(x, public_url) for x in rows])
 
 
