@@ -506,7 +506,7 @@ def test_a_revoked_key_stops_working_at_once(svc):
     ("get", "/api/repos", {"params": {"page": 0}}, 400, "INVALID_REQUEST_BODY"),
     ("get", "/api/repos", {"params": {"page": "two"}}, 400, "INVALID_REQUEST_BODY"),
     ("get", "/api/repos", {"params": {"page": 10**18}}, 400, "INVALID_REQUEST_BODY"),
-    ("get", "/api/connections", {"params": {"page": 10**18}}, 400, "INVALID_REQUEST_BODY"),
+    ("get", "/api/connections/status", {"params": {"page": 10**18}}, 400, "INVALID_REQUEST_BODY"),
     ("get", "/api/repos", {"params": {"perPage": 101}}, 400, "INVALID_REQUEST_BODY"),
     ("get", "/api/repos", {"params": {"perPage": 0}}, 400, "INVALID_REQUEST_BODY"),
     ("get", "/api/repos", {"params": {"sort": "stars"}}, 400, "INVALID_REQUEST_BODY"),
