@@ -90,7 +90,7 @@ def audit(
         page=page,
         per_page=perPage,
     )
-    audit_log.record(request, identity, "audit.read", action=action or "", page=page)
+    audit_log.record(request, identity, "audit.read", filter=action or "", page=page)
     response.headers["X-Total-Count"] = str(total)
     return [event_json(e) for e in events]
 
