@@ -115,24 +115,10 @@ def _schema(schema: dict) -> Draft7Validator:
     return Draft7Validator({**copy.deepcopy(schema), "schemas": FACTS["schemas"]})
 
 
-#: Where we still answer otherwise (found by this table; strict: a fix makes the case pass and the
-#: mark must go).
-KNOWN_GAPS = {
-    "listCommits": "GET /api/commits answers {commits, totalCount} and refs as a list; Sourcebot: a bare array, "
-                   "refs a string",
-    "getCommit": "GET /api/commit gives refs as a list; Sourcebot: a string",
-    "listCommitAuthors": "GET /api/commits/authors is not served yet",
-}
-GAP_CASES = {("listCommits", "commits"), ("listCommits", "filtered"), ("getCommit", "commit"),
-             ("listCommitAuthors", "authors"), ("listCommitAuthors", "bad-per-page"),
-             ("listCommitAuthors", "unknown-repo")}
-CASES = [pytest.param(op["operationId"], case["name"], id=f"{op['operationId']}-{case['name']}",
-                      marks=[pytest.mark.xfail(strict=True, reason=KNOWN_GAPS[op["operationId"]])]
-                      if (op["operationId"], case["name"]) in GAP_CASES else [])
-         for op in FACTS["operations"] for case in op["cases"]]
+CASES = [(op["operationId"], case["name"]) for op in FACTS["operations"] for case in op["cases"]]
 
 
-@pytest.mark.parametrize("op_id, case_name", CASES)
+@pytest.mark.parametrize("op_id, case_name", CASES, ids=[f"{o}-{c}" for o, c in CASES])
 def test_sourcebot_request_gets_sourcebots_answer(world, op_id, case_name):
     op = OPERATIONS[op_id]
     case = next(c for c in op["cases"] if c["name"] == case_name)
