@@ -141,17 +141,23 @@ class AuditLog:
                 batch.append(self._queue.get_nowait())
             except queue.Empty:
                 break
-        store = None
+        prune = self.retention > 0 and time.monotonic() - self._pruned_at > self.prune_every_s
+        if not batch and not prune:
+            return 0  # nothing to do: the store is not even asked for (it may be down)
+        if prune:
+            self._pruned_at = time.monotonic()  # tried once per period, also when the store is down
         try:
             store = self._get_store()
             if store is None:
                 return 0
             written = store.add_audit_events(batch) if batch else 0
         except Exception as e:  # noqa: BLE001 - the store is unavailable: these events are lost, say so
-            log.error("audit log: %d event(s) not written: %s", len(batch), e)
+            if batch:
+                log.error("audit log: %d event(s) not written: %s", len(batch), e)
+            else:
+                log.error("audit log: old events not removed: %s", e)
             return 0
-        if self.retention > 0 and time.monotonic() - self._pruned_at > self.prune_every_s:
-            self._pruned_at = time.monotonic()
+        if prune:
             try:
                 removed = store.prune_audit_events(datetime.now(UTC) - timedelta(days=self.retention))
             except Exception as e:  # noqa: BLE001

@@ -140,6 +140,11 @@ def test_retention_removes_old_events_and_a_failing_store_loses_no_request(store
     failing.record(None, "search", "lost")  # never raises
     assert failing.flush() == 0
 
+    asked = []
+    idle = audit.AuditLog(lambda: asked.append(1), retention=30, flush_s=3600, prune_every_s=3600)
+    assert idle.flush() == 0 and asked == [1]  # the first flush prunes
+    assert idle.flush() == 0 and idle.flush() == 0 and asked == [1]  # then, with nothing queued, the store is left alone
+
 
 SB_RETENTION = "SOURCEBOT_EE_AUDIT_RETENTION_DAYS"
 
