@@ -101,7 +101,7 @@ def _values(world, op_id: str) -> dict[str, object]:
     if op_id in ("getUser", "deleteUser"):
         users = world["http"].get("/api/ee/users", headers=_credentials(world, "apiKey")).json()
         ids = {u.get("email"): u.get("id") for u in users}
-        values.update(memberId=ids[MEMBER], doomedUserId=ids[DOOMED])
+        values.update(memberId=ids[MEMBER], doomedUserId=ids.get(DOOMED, "deleted-already"))
     if op_id == "revokeScopedAccessToken":
         created = world["http"].post("/api/ee/scoped_access_token", json={"repoIds": [repo["repoId"]]},
                                      headers=_credentials(world, "apiKey"))

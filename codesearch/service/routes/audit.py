@@ -57,7 +57,7 @@ def event_json(e: AuditEvent) -> dict[str, Any]:
 
 
 def _owner_only(identity: Identity) -> None:
-    if getattr(identity.user, "role", None) != "OWNER":
+    if identity.role != "OWNER":
         raise NotAnOwner("only owners may read the audit log")
 
 
