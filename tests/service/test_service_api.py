@@ -552,5 +552,5 @@ def test_health_version_openapi(api):
     assert api.get("/api/version").json()["version"]
     spec = api.get("/api/openapi.json").json()
     for path in ("/api/search", "/api/stream_search", "/api/repos", "/api/source", "/api/connections",
-                 "/api/connections/status", "/api/repos/status", "/api/jobs", "/api/ee/audit"):
+                 "/api/connections/status", "/api/repos/status", "/api/jobs", "/api/ee/audit", "/api/commits/authors"):
         assert path in spec["paths"], path
