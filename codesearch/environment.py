@@ -21,6 +21,15 @@ module holds the ones several layers read.
 ``DISABLE_API_KEY_USAGE_FOR_NON_OWNER_USERS``      ``true``: only owners may create *or use* API
                                                    keys (a member's key is refused with 403)
 ``SOURCEBOT_LOG_LEVEL``                            ``debug``, ``info`` (default), ``warn``, ``error``
+``SOURCEBOT_STRUCTURED_LOGGING_ENABLED``           ``true``: logs as JSON lines on stdout
+``SOURCEBOT_STRUCTURED_LOGGING_FILE``              with it, a file that gets the same lines too
+``DATABASE_URL``                                   the state database (default: SQLite in the data
+                                                   directory); or Sourcebot's ``DATABASE_HOST``,
+                                                   ``DATABASE_USERNAME``, ``DATABASE_PASSWORD``,
+                                                   ``DATABASE_NAME``, ``DATABASE_ARGS``
+``AUDIT_RETENTION_DAYS``                           days the audit log keeps events (180; 0:
+                                                   forever); or Sourcebot's
+                                                   ``SOURCEBOT_EE_AUDIT_RETENTION_DAYS``
 ``AUTH_URL``                                       the public base URL of the service (also the
                                                    OAuth issuer of the MCP server)
 ``CODESEARCH_OAUTH_ACCESS_TOKEN_TTL_SECONDS``      lifetime of an OAuth access token (3600, 1 h)
@@ -172,30 +181,132 @@ def log_level(environ: Mapping[str, str] | None = None) -> int:
     return level
 
 
+STRUCTURED_LOGGING = "SOURCEBOT_STRUCTURED_LOGGING_ENABLED"
+STRUCTURED_LOGGING_FILE = "SOURCEBOT_STRUCTURED_LOGGING_FILE"
+#: Python's level names as Sourcebot (and ``SOURCEBOT_LOG_LEVEL``) spell them.
+_LEVEL_NAMES = {"DEBUG": "debug", "INFO": "info", "WARNING": "warn", "ERROR": "error", "CRITICAL": "error"}
+
+
+def structured_logging(environ: Mapping[str, str] | None = None) -> tuple[bool, str | None]:
+    """``SOURCEBOT_STRUCTURED_LOGGING_ENABLED`` (``true``: JSON lines) and, when it is on,
+    ``SOURCEBOT_STRUCTURED_LOGGING_FILE`` (a file that gets the same lines too; as Sourcebot,
+    ignored when structured logging is off)."""
+    on = is_true(environ, STRUCTURED_LOGGING)
+    return on, (_value(environ, STRUCTURED_LOGGING_FILE) or None) if on else None
+
+
+class JsonLines(logging.Formatter):
+    """One JSON object per line: ``timestamp`` (ISO 8601 UTC, milliseconds), ``level`` (debug,
+    info, warn, error), ``logger``, ``message``, ``exception`` (the traceback, when there is one)
+    and ``requestId`` (inside a request); ``service`` and ``status`` repeat the logger and the
+    level under the names Sourcebot's structured logs give them (Datadog's)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        import json
+        from datetime import UTC, datetime
+
+        when = datetime.fromtimestamp(record.created, UTC)
+        level = _LEVEL_NAMES.get(record.levelname, record.levelname.lower())
+        out: dict[str, object] = {
+            "timestamp": when.strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z",
+            "level": level,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        if record.exc_info:
+            out["exception"] = self.formatException(record.exc_info)
+        elif record.exc_text:
+            out["exception"] = record.exc_text
+        rid = getattr(record, "request_id", None)
+        if rid and rid != "-":
+            out["requestId"] = rid
+        out["service"], out["status"] = record.name, level
+        return json.dumps(out, ensure_ascii=False, default=str)
+
+
 def configure_logging(environ: Mapping[str, str] | None = None) -> int:
     """Set the level of codesearch's loggers from ``SOURCEBOT_LOG_LEVEL`` and give the process a
-    stderr handler when it has none; returns the level. Other libraries stay at warnings."""
+    handler when it has none: plain lines on stderr, or with ``SOURCEBOT_STRUCTURED_LOGGING_ENABLED``
+    JSON lines (`JsonLines`) on stdout and in ``SOURCEBOT_STRUCTURED_LOGGING_FILE`` (appended) when
+    set. Returns the level. Other libraries stay at warnings."""
+    import sys
+
     level = log_level(environ)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    structured, path = structured_logging(environ)
+    root = logging.getLogger()
+    if not structured:
+        logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    elif not any(isinstance(h.formatter, JsonLines) for h in root.handlers):
+        handlers: list[logging.Handler] = [logging.StreamHandler(sys.stdout)]
+        if path:
+            try:
+                handlers.append(logging.FileHandler(path, encoding="utf-8"))
+            except OSError as e:
+                raise InvalidEnvironmentVariable(
+                    STRUCTURED_LOGGING_FILE, path, f"cannot be opened for appending ({e.strerror})"
+                ) from None
+        for h in handlers:
+            h.setFormatter(JsonLines())
+            root.addHandler(h)
+        if root.level == logging.NOTSET or root.level > logging.WARNING:
+            root.setLevel(logging.WARNING)
     logging.getLogger("codesearch").setLevel(level)
     return level
 
 
 AUDIT_RETENTION_ENV = "AUDIT_RETENTION_DAYS"
-DEFAULT_AUDIT_RETENTION_DAYS = 90
+SOURCEBOT_AUDIT_RETENTION_ENV = "SOURCEBOT_EE_AUDIT_RETENTION_DAYS"
+#: Sourcebot's default: a team moving from it keeps the history it expects (an older codesearch
+#: kept 90 days; keeping longer loses nothing).
+DEFAULT_AUDIT_RETENTION_DAYS = 180
 
 
 def audit_retention_days(environ: Mapping[str, str] | None = None) -> int:
-    """``AUDIT_RETENTION_DAYS``: how long the audit log keeps events, a whole number of days, 0 or
-    more (0: forever; default 90)."""
-    raw = ((os.environ if environ is None else environ).get(AUDIT_RETENTION_ENV) or "").strip()
-    if not raw:
-        return DEFAULT_AUDIT_RETENTION_DAYS
-    if not raw.isdigit():
+    """How many days the audit log keeps events, a whole number, 0 or more (0: forever, nothing
+    is pruned; default 180): ``AUDIT_RETENTION_DAYS``, else Sourcebot's
+    ``SOURCEBOT_EE_AUDIT_RETENTION_DAYS`` (same meaning and default). Both are checked."""
+    days = DEFAULT_AUDIT_RETENTION_DAYS
+    for name in (SOURCEBOT_AUDIT_RETENTION_ENV, AUDIT_RETENTION_ENV):  # ours last: it wins
+        raw = _value(environ, name)
+        if not raw:
+            continue
+        if not raw.isdigit():
+            raise InvalidEnvironmentVariable(name, raw, "expected a whole number of days, 0 or more (0: keep forever)")
+        days = int(raw)
+    return days
+
+
+# ---------------------------------------------------------------------- the state database
+
+DATABASE_URL = "DATABASE_URL"
+#: Sourcebot's split database variables: host (``host`` or ``host:port``), user, password, name,
+#: and ``DATABASE_ARGS``, the URL's query (``sslmode=require&schema=x``).
+DATABASE_PARTS = ("DATABASE_HOST", "DATABASE_USERNAME", "DATABASE_PASSWORD", "DATABASE_NAME")
+DATABASE_ARGS = "DATABASE_ARGS"
+
+
+def database_url(environ: Mapping[str, str] | None = None) -> str | None:
+    """The state database's URL: ``DATABASE_URL``, else the one Sourcebot builds from its split
+    variables, ``postgresql://USERNAME:PASSWORD@HOST/NAME[?ARGS]`` (each value as it is written,
+    as Sourcebot does: percent-encode reserved characters of a password), else None (SQLite in the
+    data directory). Some but not all of the four split variables is an
+    `InvalidEnvironmentVariable` naming the first one missing (never a value): the service would
+    otherwise start on an empty SQLite database."""
+    url = _value(environ, DATABASE_URL)
+    if url:
+        return url
+    parts = {name: _value(environ, name) for name in DATABASE_PARTS}
+    if not any(parts.values()):
+        return None
+    missing = [name for name, v in parts.items() if not v]
+    if missing:
+        given = ", ".join(name for name, v in parts.items() if v)
         raise InvalidEnvironmentVariable(
-            AUDIT_RETENTION_ENV, raw, "expected a whole number of days, 0 or more (0: keep forever)"
+            missing[0], "", f"{given} set: set {', '.join(missing)} too, or DATABASE_URL instead"
         )
-    return int(raw)
+    host, user, password, name = (parts[n] for n in DATABASE_PARTS)
+    args = _value(environ, DATABASE_ARGS).lstrip("?")
+    return f"postgresql://{user}:{password}@{host}/{name}" + (f"?{args}" if args else "")
 
 
 # ---------------------------------------------------------------------- OAuth for MCP clients
@@ -287,6 +398,8 @@ def check(environ: Mapping[str, str] | None = None) -> None:
     """Raise `InvalidEnvironmentVariable` for the first variable of this module with a bad value
     (what `codesearch serve` calls before starting anything)."""
     log_level(environ)
+    structured_logging(environ)
+    database_url(environ)
     session_max_age_seconds(environ)
     audit_retention_days(environ)
     auth_url(environ)

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 
 from codesearch.app.context import ToolContext
 from codesearch.git import history
-from codesearch.git.commits import Commit
+from codesearch.git.commits import Author, Commit
+from codesearch.git.commits import list_authors as git_list_authors
 from codesearch.git.commits import list_commits as git_list_commits
 from codesearch.git.diff import FileDiff, count_files, diff_objects
 from codesearch.git.objects import ObjectBatch, is_binary, read_blob, resolve_commit
@@ -315,3 +316,21 @@ def list_commits(
         page=page,
         per_page=per_page,
     )
+
+
+def list_commit_authors(
+    tc: ToolContext,
+    repo: str | Repo,
+    ref: str | None = None,
+    *,
+    path: str | None = None,
+    page: int = 1,
+    per_page: int = 50,
+) -> tuple[list[Author], int]:
+    """One page of the authors of `repo`'s commits at `ref` (default branch) that changed `path`,
+    most commits first, and how many there are (`codesearch.git.commits.list_authors`)."""
+    if ref is not None:
+        check_ref(ref)
+    row = repo_row(tc, repo)
+    git_dir, at = tc.git_dir(row), ref or tc.default_ref(row)
+    return git_list_authors(git_dir, at, path=path or None, page=page, per_page=per_page)

@@ -1,7 +1,8 @@
 """What the audit log records (`ACTIONS`: an action's name, and when it is recorded).
 
 The names are what the store keeps in each event and what owners filter by
-(``GET /api/audit?action=``, the ``/settings/audit`` page).
+(``GET /api/audit?action=``, the ``/settings/audit`` page). ``GET /api/ee/audit`` shows them by
+Sourcebot's names (`codesearch.audit.sourcebot`).
 """
 
 #: What is recorded, and when.
@@ -21,6 +22,9 @@ ACTIONS = {
     "chat.share": "a chat made PUBLIC or PRIVATE by its user (target: the chat's id)",
     "login": "a web sign-in",
     "login.failed": "a refused web sign-in (target: the e-mail typed)",
+    "logout": "a web sign-out (target: the e-mail)",
+    "repos.list": "the repositories listed (GET /api/repos; target: the name filter, if any)",
+    "audit.read": "the audit log read (GET /api/audit, GET /api/ee/audit)",
     "apikey.create": "an API key created (target: its id; never the key)",
     "apikey.revoke": "an API key revoked (target: its id)",
     "user.create": "an account created (target: its e-mail)",

@@ -9,8 +9,11 @@ cookie is passed in, and detail fields whose names look like one are dropped (`_
 Recording never makes a request wait or fail: events go into a bounded queue that a thread of
 the process writes to the store in batches (every `FLUSH_S` seconds); if the store cannot take
 them they are logged and dropped (a full queue drops new events, counted in the log). The same
-thread removes events older than the retention, ``AUDIT_RETENTION_DAYS`` (default 90; 0 keeps
-them forever), once an hour.
+thread removes events older than the retention (`codesearch.environment.audit_retention_days`:
+``AUDIT_RETENTION_DAYS`` or Sourcebot's ``SOURCEBOT_EE_AUDIT_RETENTION_DAYS``, default 180; 0
+keeps them forever) when it starts and then once an hour, 10,000 rows per transaction. With a
+retention it is started with the app (`AuditLog.start`), so pruning runs on schedule even when
+nothing is recorded.
 """
 
 from __future__ import annotations
@@ -76,11 +79,16 @@ class AuditLog:
     """The audit log of one process (see the module docstring)."""
 
     def __init__(
-        self, get_store: Callable[[], Store | None], retention: int = DEFAULT_RETENTION_DAYS, flush_s: float = FLUSH_S
+        self,
+        get_store: Callable[[], Store | None],
+        retention: int = DEFAULT_RETENTION_DAYS,
+        flush_s: float = FLUSH_S,
+        prune_every_s: float = PRUNE_EVERY_S,
     ):
         self._get_store = get_store
         self.retention = retention
         self.flush_s = flush_s
+        self.prune_every_s = prune_every_s
         self._queue: queue.Queue[dict[str, Any]] = queue.Queue(maxsize=QUEUE_MAX)
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -111,9 +119,10 @@ class AuditLog:
             log.error("audit log: event not recorded: %s", e)
             return
         if self._thread is None:
-            self._start()
+            self.start()
 
-    def _start(self) -> None:
+    def start(self) -> None:
+        """Start the writer thread (once): it writes what is queued and prunes on schedule."""
         with self._lock:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="codesearch-audit", daemon=True)
@@ -132,19 +141,28 @@ class AuditLog:
                 batch.append(self._queue.get_nowait())
             except queue.Empty:
                 break
-        store = None
+        prune = self.retention > 0 and time.monotonic() - self._pruned_at > self.prune_every_s
+        if not batch and not prune:
+            return 0  # nothing to do: the store is not even asked for (it may be down)
+        if prune:
+            self._pruned_at = time.monotonic()  # tried once per period, also when the store is down
         try:
             store = self._get_store()
             if store is None:
                 return 0
             written = store.add_audit_events(batch) if batch else 0
         except Exception as e:  # noqa: BLE001 - the store is unavailable: these events are lost, say so
-            log.error("audit log: %d event(s) not written: %s", len(batch), e)
+            if batch:
+                log.error("audit log: %d event(s) not written: %s", len(batch), e)
+            else:
+                log.error("audit log: old events not removed: %s", e)
             return 0
-        if self.retention and time.monotonic() - self._pruned_at > PRUNE_EVERY_S:
-            self._pruned_at = time.monotonic()
+        if prune:
             try:
-                store.prune_audit_events(datetime.now(UTC) - timedelta(days=self.retention))
+                removed = store.prune_audit_events(datetime.now(UTC) - timedelta(days=self.retention))
             except Exception as e:  # noqa: BLE001
                 log.error("audit log: old events not removed: %s", e)
+            else:
+                if removed:
+                    log.info("audit log: %d event(s) older than %d days removed", removed, self.retention)
         return written

@@ -354,10 +354,16 @@ class HttpBackend:
                 c["authorName"],
                 c["authorEmail"],
                 c.get("body", ""),
-                tuple(c.get("refs") or ()),
+                _ref_names(c.get("refs") or ""),
             )
-            for c in got["commits"]
+            for c in got
         ]
 
     def close(self) -> None:
         self.http.close()
+
+
+def _ref_names(decoration: str) -> tuple[str, ...]:
+    """Branch and tag names from the ``refs`` of ``GET /api/commits`` (``"HEAD -> main, tag: v1.0"``)."""
+    names = (item.strip().removeprefix("HEAD -> ").removeprefix("tag: ") for item in decoration.split(","))
+    return tuple(n for n in names if n and n != "HEAD")

@@ -265,16 +265,39 @@ def bitbucket_cloud_api_url(base_url: str) -> str:
     return base + "/2.0"
 
 
-def _identity_providers(entries: list[dict[str, Any]], warnings: list[str]) -> tuple[list[IdentityProvider], list[str]]:
+#: The longest id an identity provider may have (it is stored with each linked account).
+MAX_PROVIDER_ID = 255
+
+
+def _identity_providers(
+    section: list[dict[str, Any]] | dict[str, dict[str, Any]], warnings: list[str]
+) -> tuple[list[IdentityProvider], list[str]]:
     """The supported `identityProviders` entries, typed, with their ids (see `IdentityProvider`);
-    warnings for entries that are accepted but not acted on; problems for clashing ids."""
+    warnings for entries that are accepted but not acted on; problems for clashing ids.
+
+    The section is an array (each entry's id is its ``id``, else its provider type numbered by
+    position) or, as Sourcebot also accepts, a map keyed by id (the key is the id, verbatim: it is
+    the callback URL's last segment that was registered at the provider)."""
     out: list[IdentityProvider] = []
     problems: list[str] = []
     seen_types: dict[str, int] = {}
-    used: dict[str, int] = {}
+    used: dict[str, int | str] = {}
     iap_at: str | None = None  # the gcp-iap entry in use (the first)
-    for i, e in enumerate(entries):
+    keyed = isinstance(section, Mapping)
+    entries: list[tuple[int | str, dict[str, Any]]] = (
+        list(section.items()) if isinstance(section, Mapping) else list(enumerate(section))
+    )
+    for i, e in entries:
         at = _problems.format_path(("identityProviders", i))
+        if keyed and e.get("id") not in (None, i):
+            problems.append(
+                f'{at}.id: "{e["id"]}" differs from its key "{i}"; in the map form the key is the id '
+                '(remove "id" or make it the key)'
+            )
+            continue
+        if keyed and len(str(i)) > MAX_PROVIDER_ID:
+            problems.append(f"{at}: an id is at most {MAX_PROVIDER_ID} characters")
+            continue
         kind = e["provider"]
         if kind not in SUPPORTED_PROVIDERS:
             why = _UNSUPPORTED_PROVIDERS.get(kind, f'provider "{kind}" is not known to this version of codesearch')
@@ -287,7 +310,7 @@ def _identity_providers(entries: list[dict[str, Any]], warnings: list[str]) -> t
             )
             continue
         seen_types[kind] = seen_types.get(kind, 0) + 1
-        pid = e.get("id") or (kind if seen_types[kind] == 1 else f"{kind}-{seen_types[kind]}")
+        pid = str(i) if keyed else (e.get("id") or (kind if seen_types[kind] == 1 else f"{kind}-{seen_types[kind]}"))
         if pid in used:
             problems.append(
                 f'{at}.id: the id "{pid}" is already used by identityProviders[{used[pid]}]; '
@@ -295,7 +318,7 @@ def _identity_providers(entries: list[dict[str, Any]], warnings: list[str]) -> t
             )
             continue
         used[pid] = i
-        if seen_types[kind] > 1 and not e.get("id"):
+        if seen_types[kind] > 1 and not e.get("id") and not keyed:
             warnings.append(
                 f'{at}: several {kind} entries: this one is "{pid}" by its position; give it an '
                 '"id" so that reordering the file keeps its linked accounts'

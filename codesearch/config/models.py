@@ -258,7 +258,7 @@ class IdentityProvider(BaseModel):
     #: accountLinkingRequired (or codesearch's `required`): every signed-in user must have an
     #: account of this provider linked (`codesearch.sso.required`)
     required: bool = False
-    index: int = 0  # position in the file (for error paths)
+    index: int | str = 0  # position in the file, or key in the map form (for error paths)
 
     @property
     def name(self) -> str:

@@ -1,5 +1,5 @@
-"""Commit history at a ref: `list_commits` (a filtered, paged ``git log``) and the parsing of
-``git log`` records that `history` shares.
+"""Commit history at a ref: `list_commits` (a filtered, paged ``git log``), `list_authors` (a
+paged ``git shortlog``) and the parsing of ``git log`` records that `history` shares.
 
 Every log runs with ``--no-mailmap``, ``--decorate=full``, signatures off and UTF-8 output, in
 a NUL-separated format, so neither the repository's config nor odd messages change what we
@@ -9,6 +9,7 @@ with ``--fixed-strings`` (never a regex), dates in one exact format (`dates.date
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,9 +22,11 @@ from codesearch.git.process import Git
 __all__ = [
     "LOG_FIELDS",
     "MAX_PER_PAGE",
+    "Author",
     "Commit",
     "count_commits",
     "decorations",
+    "list_authors",
     "list_commits",
     "log_records",
     "short_decoration",
@@ -188,3 +191,37 @@ def list_commits(
         git_dir, [f"--skip={skip}", f"--max-count={per_page}", *filters, "--end-of-options", commit, "--", *scope]
     )
     return [Commit(**fields) for fields, _ in records], total
+
+
+@dataclass(frozen=True)
+class Author:
+    """Someone who committed, with how many commits (``git shortlog -sne``)."""
+
+    name: str
+    email: str
+    commit_count: int
+
+
+_SHORTLOG_LINE = re.compile(r"^\s*(\d+)\t(.*?)\s*<([^<>]*)>\s*$")
+
+
+def list_authors(
+    git_dir: str, ref: str, *, path: str | None = None, page: int = 1, per_page: int = 50
+) -> tuple[list[Author], int]:
+    """One page of the authors of the commits reachable from `ref` (those that changed `path`
+    when given), most commits first (``git shortlog -sne``: one entry per name and e-mail, the
+    repository's mailmap applied, as Sourcebot lists them), and how many authors there are."""
+    for name, value, low, high in (("page", page, 1, None), ("per_page", per_page, 1, MAX_PER_PAGE)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low or (high and value > high):
+            rng = f"from {low} to {high}" if high else f"of at least {low}"
+            raise InvalidArgument(f"{name} must be a whole number {rng} (got {value!r})")
+    scope = scope_spec(check_scope(path))
+    commit = resolve_commit(git_dir, ref)
+    res = Git.at(git_dir).run(["shortlog", "-s", "-n", "-e", "--end-of-options", commit, "--", *scope], check=True)
+    every = []
+    for line in show(res.stdout).splitlines():
+        m = _SHORTLOG_LINE.match(line)
+        if m:
+            every.append(Author(name=m.group(2), email=m.group(3), commit_count=int(m.group(1))))
+    skip = (page - 1) * per_page
+    return every[skip : skip + per_page], len(every)

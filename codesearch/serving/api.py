@@ -3,10 +3,10 @@
 The app is built inside each Serve replica (a builder function, not a module-level app), so
 nothing unpicklable crosses processes. Routes:
 
-- public: ``GET /api/health``, ``GET /api/version``, ``GET /api/openapi.json``;
+- public: ``GET /api/health``, ``GET /api/version``, ``GET /api/openapi.json``, ``GET /robots.txt``;
 - behind authentication (`codesearch.service.auth`; the routes are `codesearch.service.routes`):
   ``POST /api/search``, ``POST /api/stream_search`` (`routes/search.py`), ``GET /api/repos``,
-  ``GET /api/repos/status``, ``GET /api/connections``, ``GET /api/jobs`` (`routes/repos.py`),
+  ``GET /api/repos/status``, ``GET /api/connections[/status]``, ``GET /api/jobs`` (`routes/repos.py`),
   ``GET /api/source`` (`routes/source.py`), and the MCP server at ``/api/mcp`` (`routes/mcp.py`,
   over the tools of `codesearch.tools`), ``POST /api/explain``, ``GET /api/tree``,
   ``GET /api/commits`` (`routes/git.py`), ``GET /api/blame``, ``GET /api/commit``, ``GET /api/diff``
@@ -41,6 +41,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Depends, FastAPI
+from fastapi.responses import PlainTextResponse
 
 from codesearch import audit, environment, forwarded, permissions
 from codesearch.app.search import SearchSettings, max_match_count
@@ -75,6 +76,23 @@ if TYPE_CHECKING:
     from codesearch.store import Store
 
 log = logging.getLogger(__name__)
+
+
+#: ``/robots.txt``, as Sourcebot's: crawlers walking every file at every revision would load the
+#: server for nothing, so all are turned away except the link-preview fetchers of chat tools (a
+#: shared link still unfurls); search and AI-training crawlers are not among them.
+ROBOTS_TXT = """User-Agent: Slackbot
+User-Agent: Twitterbot
+User-Agent: LinkedInBot
+User-Agent: Discordbot
+User-Agent: facebookexternalhit
+User-Agent: TelegramBot
+User-Agent: WhatsApp
+Allow: /
+
+User-Agent: *
+Disallow: /
+"""
 
 
 def _version() -> str:
@@ -160,6 +178,12 @@ def build_app(
     # route reads a body.
     app.add_middleware(RequestLimits, authenticator=authenticator, **(limits or {}))
     audit_log = audit.AuditLog(get_store, audit.retention_days(os.environ if environ is None else environ))
+    if audit_log.retention > 0 and (data_dir is not None or database_url is not None):
+        audit_log.start()  # pruning on schedule, also when nothing is recorded
+
+    @app.get("/robots.txt", include_in_schema=False)
+    async def robots() -> PlainTextResponse:
+        return PlainTextResponse(ROBOTS_TXT)
 
     # Answered on the event loop, never behind the thread pool that sync routes share.
     @app.get("/api/health")

@@ -40,6 +40,7 @@ from typing import Any
 
 from ray import serve
 
+from codesearch import environment
 from codesearch.app.search import max_match_count
 from codesearch.errors import ServiceUnavailable
 from codesearch.runtime.searchers import SearcherPool
@@ -156,7 +157,7 @@ def search_application(
     if anonymous_access is None:
         anonymous_access = anonymous_access_enabled(os.environ, enable_public_access)
     if database_url is None:
-        database_url = (os.environ.get("DATABASE_URL") or "").strip() or None
+        database_url = environment.database_url(os.environ)
     if data_dir is not None:
         data_dir = os.path.abspath(data_dir)
     if max_matches is None:

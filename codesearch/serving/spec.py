@@ -73,7 +73,7 @@ from pydantic import (
     model_validator,
 )
 
-from codesearch import defaults
+from codesearch import defaults, environment
 from codesearch.errors import ConfigError, InvalidEnvironmentVariable
 from codesearch.serving.bootstrap import DEFAULT_PREFIX, ServiceSpec
 
@@ -189,7 +189,6 @@ def _checked(environ: Mapping[str, str]) -> tuple[float, int]:
     """Refuse a bad value of a variable the service reads (`codesearch.environment.check`); the
     drain bound (``CODESEARCH_DRAIN_TIMEOUT_S``) and the cap on ``matches``
     (``DEFAULT_MAX_MATCH_COUNT``) of `environ`."""
-    from codesearch import environment
     from codesearch.app.search import MAX_MATCH_COUNT_ENV, max_match_count
 
     environment.check(environ)
@@ -215,7 +214,6 @@ def spec_from(
     `default_public_url`: where the service listens, the public URL when neither `args` nor
     ``AUTH_URL`` name one. `say` tells the operator what was chosen for them (the demo config) and
     what the config warns of."""
-    from codesearch import environment
     from codesearch.config import apply_environment_overrides, load_config
     from codesearch.sealed_env import SealedEnv
     from codesearch.service.auth import anonymous_access_enabled
@@ -235,7 +233,7 @@ def spec_from(
         say(f"config warning: {w}")
     resolved = dict(environ)
     overridden = apply_environment_overrides(config, resolved)
-    database_url = args.database_url or (resolved.get("DATABASE_URL") or "").strip() or None
+    database_url = args.database_url or environment.database_url(resolved)
     if database_url:
         resolved["DATABASE_URL"] = database_url  # the runtime actors open the same database
     if overridden:  # the overrides count as if they had been set (and are checked as such)

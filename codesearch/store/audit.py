@@ -15,6 +15,9 @@ from codesearch.store.base import StoreBase
 from codesearch.store.rows import from_row
 from codesearch.store.tables import audit_events
 
+#: Rows deleted per transaction when pruning.
+PRUNE_BATCH = 10_000
+
 
 class AuditMixin(StoreBase):
     """The `Store` methods for the audit log (mixed into `Store`)."""
@@ -81,7 +84,14 @@ class AuditMixin(StoreBase):
             )
             return [from_row(m.AuditEvent, r) for r in rows], int(total or 0)
 
-    def prune_audit_events(self, before: datetime) -> int:
-        """Delete the events older than `before` (the retention); returns how many."""
-        with self._tx(write=True) as c:
-            return c.execute(delete(audit_events).where(audit_events.c.at < before)).rowcount or 0
+    def prune_audit_events(self, before: datetime, batch: int = PRUNE_BATCH) -> int:
+        """Delete the events older than `before` (the retention), `batch` rows per transaction (no
+        long lock on a large log); returns how many."""
+        total = 0
+        while True:
+            with self._tx(write=True) as c:
+                ids = select(audit_events.c.id).where(audit_events.c.at < before).limit(batch).scalar_subquery()
+                n = c.execute(delete(audit_events).where(audit_events.c.id.in_(ids))).rowcount or 0
+            total += n
+            if n < batch:
+                return total

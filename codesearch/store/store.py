@@ -21,6 +21,7 @@ from sqlalchemy.engine import Connection as SAConnection
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
+from codesearch import environment
 from codesearch.store.api_keys import ApiKeysMixin
 from codesearch.store.audit import AuditMixin
 from codesearch.store.catalog import CatalogMixin
@@ -125,7 +126,8 @@ class Store(
         """Open (creating and migrating as needed) the state database.
 
         The database is `database_url`, else `DATABASE_URL` from `environ` (default
-        `os.environ`), else the SQLite file `<data_dir>/codesearch.db`. The server secret is
+        `os.environ`) or the URL Sourcebot's split ``DATABASE_*`` variables make
+        (`codesearch.environment.database_url`), else the SQLite file `<data_dir>/codesearch.db`. The server secret is
         `secret`, else `load_server_secret(data_dir, environ)`; the sign-in secret is
         `AUTH_SECRET` from `environ`, else derived from it. `options` go to `Store()`.
         Raises `SchemaTooNew` when the database was migrated by a newer codesearch.
@@ -135,11 +137,7 @@ class Store(
         """
         environ = os.environ if environ is None else environ
         data_dir = private_dir(data_dir)
-        url = (
-            database_url
-            or (environ.get("DATABASE_URL") or "").strip()
-            or f"sqlite:///{os.path.join(data_dir, DB_FILE)}"
-        )
+        url = database_url or environment.database_url(environ) or f"sqlite:///{os.path.join(data_dir, DB_FILE)}"
         engine = make_engine(url)
         if engine.url.get_backend_name() == "sqlite" and engine.url.database and not is_memory_sqlite(engine.url):
             tighten_sqlite(engine.url.database)

@@ -75,17 +75,30 @@ def list_repos_item(repo: Repo, public_url: str) -> dict[str, Any]:
 
 
 def page_of_repos(
-    store: Store, identity: Identity, *, page: int, per_page: int, sort: str, direction: str, query: str | None
+    store: Store,
+    identity: Identity,
+    *,
+    page: int,
+    per_page: int,
+    sort: str,
+    direction: str,
+    query: str | None,
+    connection: str | None = None,
 ) -> tuple[list[Repo], int]:
-    """One page of the repos `identity` may see, and how many there are."""
+    """One page of the repos `identity` may see (those linked to `connection` when given), and how
+    many there are."""
     allowed = permissions.visible_repos(identity)
     if allowed is None:
-        return store.list_repos(page=page, per_page=per_page, sort=sort, direction=direction, query=query or None)
+        return store.list_repos(
+            page=page, per_page=per_page, sort=sort, direction=direction, query=query or None, connection=connection
+        )
     # Restricted: filter every match, then page (the permissions work may push this into SQL).
     seen: list[Repo] = []
     n = 1
     while True:
-        rows, total = store.list_repos(page=n, per_page=500, sort=sort, direction=direction, query=query or None)
+        rows, total = store.list_repos(
+            page=n, per_page=500, sort=sort, direction=direction, query=query or None, connection=connection
+        )
         seen += [r for r in rows if r.id in allowed]
         if not rows or n * 500 >= total:
             break

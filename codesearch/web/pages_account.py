@@ -178,11 +178,13 @@ def login(
 @router.post("/logout")
 def logout(request: Request, store: StoreDep, csrf_token: str = Form("")) -> Response:
     root = _root(request)
-    if sessions.current_user(request) is None:
+    user = sessions.current_user(request)
+    if user is None:
         return _redirect(f"{root}/login")
     sessions.require_csrf(request, csrf_token)
     response = _redirect(f"{root}/login?signed_out=1")
     sessions.end_session(request, response, store)
+    audit.record(request, Identity(user), "logout", user.email)
     return response
 
 

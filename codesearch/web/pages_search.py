@@ -3,7 +3,7 @@ the repos table, and the highlighting stylesheet.
 
 - ``GET /``: the search form (regex and case toggles, a syntax reference) and the sync status
   (connections, repos, queued and running jobs) that ``static/home-page.js`` polls from
-  ``/api/connections``, ``/api/repos/status`` and ``/api/jobs``.
+  ``/api/connections/status``, ``/api/repos/status`` and ``/api/jobs``.
 - ``GET /search?q=&regex=1&case=1&matches=&lang=&repo=``: the results page, its results written
   into the HTML as the searchers answer (`codesearch.web.results_page`; repository text only
   through autoescaping); ``static/search-page.js`` ranks them, adds the facets, the summary and

@@ -18,6 +18,7 @@ provider kind newer than codesearch is accepted with a warning (`test_identity_p
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,7 @@ from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT7
 
 from codesearch.config import load_config
+from codesearch.errors import ConfigError
 from codesearch.config import validator as our_validator
 
 SOURCEBOT_DIR = Path(__file__).parents[1] / "data" / "sourcebot_schemas_v3"
@@ -323,8 +325,16 @@ IDP_ROWS = [
     ("bitbucket-cloud", [{"provider": "bitbucket-cloud", "purpose": "sso", "clientId": ENV, "clientSecret": ENV,
                           "accountLinkingRequired": False}], True, None),
     ("newer-kind", [{"provider": "idira", "purpose": "sso", "anything": 1}], True, 'provider "idira" is not known'),
-    ("object-not-array", {"corp-sso": {"provider": "okta", "purpose": "sso", "clientId": ENV, "clientSecret": ENV,
-                                       "issuer": ENV}}, False, None),
+    # the map form, keyed by id (Sourcebot's schema takes a map or an array; the map is its canonical form)
+    ("map-keyed-by-id", {"corp-sso": {"provider": "okta", "purpose": "sso", "clientId": ENV, "clientSecret": ENV,
+                                      "issuer": ENV},
+                         "GitHub_2": {"provider": "github", "purpose": "account_linking", "clientId": ENV,
+                                      "clientSecret": ENV}}, True, None),
+    ("map-empty", {}, True, None),
+    ("map-bad-key", {"corp sso": {"provider": "github", "purpose": "sso", "clientId": ENV, "clientSecret": ENV}},
+     False, None),
+    ("map-entry-refused", {"corp": {"provider": "github", "purpose": "sso", "clientId": ENV}}, False, None),
+    ("map-newer-kind", {"idira": {"provider": "idira", "purpose": "sso"}}, True, 'provider "idira" is not known'),
     ("github-no-secret", [{"provider": "github", "purpose": "sso", "clientId": ENV}], False, None),
     ("google-linking", [{"provider": "google", "purpose": "account_linking", "clientId": ENV, "clientSecret": ENV}], False, None),
     ("okta-no-issuer", [{"provider": "okta", "purpose": "sso", "clientId": ENV, "clientSecret": ENV}], False, None),
@@ -340,3 +350,16 @@ def test_identity_providers_as_sourcebot_checks_them(section, accepted, warning)
     if accepted:
         config = load_config(json.dumps(doc), environ={})
         assert [w for w in config.warnings if warning and warning in w] or (warning is None and not config.warnings)
+        if isinstance(section, dict):  # the map's keys are the ids, verbatim
+            assert [p.id for p in config.identity_providers] == [k for k, e in section.items() if e["provider"] != "idira"]
+
+
+@pytest.mark.parametrize("section, problem", [
+    ({"okta": {"provider": "okta", "purpose": "sso", "clientId": ENV, "clientSecret": ENV, "issuer": ENV, "id": "corp"}},
+     'identityProviders.okta.id: "corp" differs from its key "okta"'),
+    ({"o" * 256: {"provider": "github", "purpose": "sso", "clientId": ENV, "clientSecret": ENV}},
+     "an id is at most 255 characters"),
+])
+def test_identity_provider_map_ids_that_cannot_be(section, problem):
+    with pytest.raises(ConfigError, match=re.escape(problem)):
+        load_config(json.dumps({"identityProviders": section}), environ={})

@@ -102,6 +102,118 @@ def test_a_bad_log_level_is_a_clear_error(tmp_path):
     assert not (tmp_path / "d").exists()  # nothing was started
 
 
+# ----------------------------------------------------------------------------- structured logs
+
+JSON_LOG_KEYS = ["timestamp", "level", "logger", "message"]
+
+
+def _json_lines(text: str) -> list[dict]:
+    import json
+
+    return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+
+
+@pytest.mark.parametrize("to_file", [False, True])
+def test_structured_logs_are_one_json_object_per_line(tmp_path, to_file):
+    """SOURCEBOT_STRUCTURED_LOGGING_ENABLED=true: the CLI's log lines are JSON on stdout (and in
+    SOURCEBOT_STRUCTURED_LOGGING_FILE when set), none on stderr."""
+    log_file = tmp_path / "logs" / "codesearch.jsonl"
+    log_file.parent.mkdir()
+    env = {"DATA_CACHE_DIR": str(tmp_path / "d"), "SOURCEBOT_STRUCTURED_LOGGING_ENABLED": "true"}
+    if to_file:
+        env["SOURCEBOT_STRUCTURED_LOGGING_FILE"] = str(log_file)
+    out = _cli("users", "create", "a@example.com", env=env)
+    assert out.returncode == 0, out.stderr
+    lines = _json_lines(out.stdout)
+    secret = [x for x in lines if x["message"].startswith("generated the server secret")]
+    assert len(secret) == 1, out.stdout
+    assert list(secret[0])[:4] == JSON_LOG_KEYS and secret[0]["level"] == "info"
+    assert secret[0]["logger"] == "codesearch.store.secret"
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", secret[0]["timestamp"])
+    assert "generated the server secret" not in out.stderr
+    assert _json_lines(log_file.read_text()) == lines if to_file else not log_file.exists()
+
+
+def test_structured_logs_carry_the_exception(tmp_path):
+    code = (
+        "import logging\n"
+        "from codesearch import environment\n"
+        "environment.configure_logging()\n"
+        "log = logging.getLogger('codesearch.demo')\n"
+        "log.warning('careful: %s', 'x')\n"
+        "try:\n"
+        "    1 / 0\n"
+        "except ZeroDivisionError:\n"
+        "    log.exception('it failed')\n"
+        "log.debug('not shown at info')\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SOURCEBOT_")}
+    env.update({"SOURCEBOT_STRUCTURED_LOGGING_ENABLED": "TRUE", "SOURCEBOT_STRUCTURED_LOGGING_FILE": "",
+                "PYTHONPATH": os.getcwd()})
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    got = _json_lines(out.stdout)
+    assert len(got) == len(lines) == 2 and out.stderr == ""
+    assert [(x["level"], x["logger"], x["message"]) for x in got] == [
+        ("warn", "codesearch.demo", "careful: x"), ("error", "codesearch.demo", "it failed")]
+    assert "exception" not in got[0]
+    assert got[1]["exception"].startswith("Traceback") and "ZeroDivisionError" in got[1]["exception"]
+
+
+@pytest.mark.parametrize("env, want", [
+    ({}, (False, None)),
+    ({"SOURCEBOT_STRUCTURED_LOGGING_FILE": "/x.log"}, (False, None)),  # ignored when off, as Sourcebot
+    ({"SOURCEBOT_STRUCTURED_LOGGING_ENABLED": "false"}, (False, None)),
+    ({"SOURCEBOT_STRUCTURED_LOGGING_ENABLED": "true", "SOURCEBOT_STRUCTURED_LOGGING_FILE": "/x.log"}, (True, "/x.log")),
+])
+def test_structured_logging_switch(env, want):
+    assert environment.structured_logging(env) == want
+
+
+def test_an_unwritable_log_file_is_a_clear_error(tmp_path):
+    env = {"DATA_CACHE_DIR": str(tmp_path / "d"), "SOURCEBOT_STRUCTURED_LOGGING_ENABLED": "true",
+           "SOURCEBOT_STRUCTURED_LOGGING_FILE": str(tmp_path / "no-such-dir" / "x.log")}
+    out = _cli("users", "list", env=env)
+    assert out.returncode == 2
+    assert "SOURCEBOT_STRUCTURED_LOGGING_FILE" in out.stderr and "cannot be opened" in out.stderr
+
+
+# ----------------------------------------------------------------------------- the database
+
+DB_PARTS = {"DATABASE_HOST": "db.example:5432", "DATABASE_USERNAME": "sb", "DATABASE_PASSWORD": "s3cr%40t",
+            "DATABASE_NAME": "sourcebot"}
+
+
+@pytest.mark.parametrize("env, url", [
+    ({}, None),
+    ({"DATABASE_ARGS": "sslmode=require"}, None),  # alone it says nothing
+    (DB_PARTS, "postgresql://sb:s3cr%40t@db.example:5432/sourcebot"),
+    (DB_PARTS | {"DATABASE_ARGS": "sslmode=require&schema=cs"},
+     "postgresql://sb:s3cr%40t@db.example:5432/sourcebot?sslmode=require&schema=cs"),
+    (DB_PARTS | {"DATABASE_URL": "sqlite:////tmp/x.db"}, "sqlite:////tmp/x.db"),  # DATABASE_URL wins, as Sourcebot's
+])
+def test_sourcebots_split_database_variables(env, url):
+    assert environment.database_url(env) == url
+
+
+@pytest.mark.parametrize("missing", list(DB_PARTS))
+def test_some_split_database_variables_are_refused(missing):
+    env = {k: v for k, v in DB_PARTS.items() if k != missing}
+    with pytest.raises(environment.InvalidEnvironmentVariable, match=f"set {missing} too") as e:
+        environment.database_url(env)
+    assert "s3cr" not in str(e.value)  # never a value
+
+
+def test_the_cli_opens_the_database_the_split_variables_name(tmp_path):
+    """The command line builds Sourcebot's URL and opens it: here PostgreSQL without its driver,
+    so it says which database it tried (password hidden)."""
+    out = _cli("users", "list", env={"DATA_CACHE_DIR": str(tmp_path / "d"), **DB_PARTS, "DATABASE_ARGS": "sslmode=require"})
+    assert out.returncode != 0
+    assert "postgresql://sb:***@db.example:5432/sourcebot?sslmode=require" in out.stderr, out.stderr
+    assert "s3cr" not in out.stderr + out.stdout
+
+
 @pytest.fixture()
 def codesearch_logger():
     logger = logging.getLogger("codesearch")

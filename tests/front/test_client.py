@@ -111,6 +111,7 @@ def test_repos_files_trees_commits(cs, world):
                                                      ("src/new.py", False)]
     commits = cs.commits(DEMO, ref="feature")
     assert [c.message for c in commits] == ["Feature work", "Fix: handle empty input", "Initial import"]
+    assert "feature" in commits[0].refs and "HEAD" not in commits[0].refs  # branch and tag names, either way
     assert [c.author_name for c in cs.commits(DEMO, author="bob")] == ["Bob"]
 
 

@@ -16,7 +16,7 @@ import pytest
 from codesearch import errors
 from codesearch.errors import CodesearchError, FileNotFound, InvalidArgument, InvalidGitRef, RepositoryNotFound
 from codesearch.git import grep as gitgrep
-from codesearch.git.commits import Commit, list_commits
+from codesearch.git.commits import Author, Commit, list_authors, list_commits
 from codesearch.git.dates import parse_when
 from codesearch.git.diff import FileDiff, Hunk, diff, render_unified
 from codesearch.git.grep import GrepHit, grep
@@ -453,6 +453,28 @@ def test_list_commits_path_equals_git_log(hist, where, ref, path):
     out = subprocess.run(["git", "--git-dir", hist[where], "log", "--format=%H", ref, "--", *spec],
                          capture_output=True, text=True, check=True).stdout.split()
     assert [c.hash for c in commits] == out and total == len(out)
+
+
+@pytest.mark.parametrize("where", ["gd", "mirror"])
+@pytest.mark.parametrize("ref, path, page, per_page, want, total", [
+    ("main", None, 1, 50, [(ALICE, 2), (BOB, 1)], 2),  # most commits first (GET /api/commits/authors)
+    ("dev", None, 1, 50, [(ALICE, 1), (CAROL, 1)], 2),  # a tie: by name, as git shortlog sorts
+    ("main", "src/new.py", 1, 50, [(BOB, 1)], 1),
+    ("main", "src", 1, 50, [(ALICE, 2), (BOB, 1)], 2),
+    ("main", "nowhere", 1, 50, [], 0),
+    ("main", None, 2, 1, [(BOB, 1)], 2),
+    ("main", None, 3, 1, [], 2),
+])
+def test_list_authors(hist, where, ref, path, page, per_page, want, total):
+    authors, n = list_authors(hist[where], ref, path=path, page=page, per_page=per_page)
+    assert authors == [Author(name=a[0], email=a[1], commit_count=k) for a, k in want] and n == total
+
+
+@pytest.mark.parametrize("kwargs, error", [({"page": 0}, InvalidArgument), ({"per_page": 101}, InvalidArgument),
+                                           ({"path": "../x"}, FileNotFound)])
+def test_list_authors_refuses(hist, kwargs, error):
+    with pytest.raises(error):
+        list_authors(hist["gd"], "main", **kwargs)
 
 
 def test_list_commits_path_with_paging_and_filters(hist):

@@ -281,10 +281,13 @@ def test_status_listings_and_explain_name_no_hidden_repository(world):
             assert {r["repoName"] for r in status.json()} == visible, who
             jobs = http.get("/api/jobs", params={"state": "COMPLETED"}, headers=headers).json()
             assert {j.get("repoId") for j in jobs}.isdisjoint(hidden_ids), who
-            conns = http.get("/api/connections", headers=headers).json()["connections"]
+            conns = http.get("/api/connections/status", headers=headers).json()["connections"]
             counts = {c["name"]: c["repoCount"] for c in conns}
             for conn in ("ghe", "strict", "open"):
                 assert counts[conn] == sum(1 for n in visible if REPOS[n][0] == conn), (who, conn)
+            # Sourcebot's listing: only the connections of repositories the caller may see
+            listed = http.get("/api/connections", headers=headers).json()
+            assert {c["name"] for c in listed} == {REPOS[n][0] for n in visible}, who
             explained = http.post("/api/explain", json={"query": "marker"}, headers=headers)
             assert explained.status_code == 200
             for name in REPOS:

@@ -140,16 +140,63 @@ def test_retention_removes_old_events_and_a_failing_store_loses_no_request(store
     failing.record(None, "search", "lost")  # never raises
     assert failing.flush() == 0
 
+    asked = []
+    idle = audit.AuditLog(lambda: asked.append(1), retention=30, flush_s=3600, prune_every_s=3600)
+    assert idle.flush() == 0 and asked == [1]  # the first flush prunes
+    assert idle.flush() == 0 and idle.flush() == 0 and asked == [1]  # then, with nothing queued, the store is left alone
 
-@pytest.mark.parametrize("raw, days", [("", 90), ("0", 0), ("7", 7), (" 365 ", 365)])
-def test_retention_from_the_environment(raw, days):
-    assert audit.retention_days({audit.RETENTION_ENV: raw}) == days
+
+SB_RETENTION = "SOURCEBOT_EE_AUDIT_RETENTION_DAYS"
 
 
+@pytest.mark.parametrize("environ, days", [
+    ({}, 180),  # Sourcebot's default
+    ({audit.RETENTION_ENV: ""}, 180),
+    ({audit.RETENTION_ENV: "0"}, 0),
+    ({audit.RETENTION_ENV: "7"}, 7),
+    ({audit.RETENTION_ENV: " 365 "}, 365),
+    ({SB_RETENTION: "30"}, 30),  # Sourcebot's variable
+    ({SB_RETENTION: "0"}, 0),  # Sourcebot: 0 turns pruning off
+    ({SB_RETENTION: "30", audit.RETENTION_ENV: "60"}, 60),  # ours wins when both are set
+])
+def test_retention_from_the_environment(environ, days):
+    assert audit.retention_days(environ) == days
+
+
+@pytest.mark.parametrize("name", [audit.RETENTION_ENV, SB_RETENTION])
 @pytest.mark.parametrize("raw", ["-1", "1.5", "a week"])
-def test_a_bad_retention_is_refused(raw):
-    with pytest.raises(InvalidEnvironmentVariable, match=audit.RETENTION_ENV):
-        audit.retention_days({audit.RETENTION_ENV: raw})
+def test_a_bad_retention_is_refused(name, raw):
+    with pytest.raises(InvalidEnvironmentVariable, match=name):
+        audit.retention_days({name: raw})
+
+
+@pytest.mark.parametrize("retention, kept", [
+    (30, ["new", "29 days"]),
+    (0, ["new", "29 days", "31 days", "400 days"]),  # 0: nothing is ever deleted
+])
+def test_the_scheduled_prune_removes_old_events_with_nothing_recorded(store, retention, kept):
+    """Old rows go on schedule, from the writer thread alone: no event is recorded meanwhile."""
+    now = datetime.now(timezone.utc)
+    store.add_audit_events([{"at": now - timedelta(days=d), "actor": "a@x", "action": "search", "target": t}
+                            for d, t in ((0, "new"), (29, "29 days"), (31, "31 days"), (400, "400 days"))])
+    log = audit.AuditLog(lambda: store, retention=retention, flush_s=0.05, prune_every_s=0.1)
+    log.start()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if retention == 0 or len(store.list_audit_events()[0]) == len(kept):
+            break
+        time.sleep(0.05)
+    if retention == 0:
+        time.sleep(0.3)  # three prune periods: still all there
+    assert [e.target for e in store.list_audit_events()[0]] == kept
+
+
+def test_pruning_goes_in_batches(store):
+    now = datetime.now(timezone.utc)
+    store.add_audit_events([{"at": now - timedelta(days=100), "actor": "a@x", "action": "search", "target": str(i)}
+                            for i in range(25)] + [{"actor": "a@x", "action": "search", "target": "today"}])
+    assert store.prune_audit_events(now - timedelta(days=1), batch=10) == 25
+    assert [e.target for e in store.list_audit_events()[0]] == ["today"]
 
 
 def test_details_never_carry_secret_looking_fields():
@@ -157,3 +204,51 @@ def test_details_never_carry_secret_looking_fields():
                             "repo": "r", "count": 3, "nested": {"a": 1}})
     assert set(cleaned) == {"query", "repo", "count", "nested"}
     assert len(cleaned["query"]) == MAX_TEXT and cleaned["nested"] == "{'a': 1}"
+
+
+# ---------------------------------------------------------------- Sourcebot's names (GET /api/ee/audit)
+
+SB_RECORD_KEYS = ["id", "timestamp", "action", "actorId", "actorType", "targetId", "targetType", "sourcebotVersion",
+                  "metadata", "orgId"]
+
+
+@pytest.mark.parametrize("action, target, details, user_id, expected", [
+    # (ours, target, details, actor's user id) -> (Sourcebot's action, actorType, targetId, targetType, message)
+    ("search", "render branch:HEAD", {"regex": False}, 7,
+     ("user.performed_code_search", "user", "1", "org", "render branch:HEAD")),
+    ("search", "Widget", {"symbols": "definitions"}, 7, ("user.performed_goto_definition", "user", "1", "org", "Widget")),
+    ("search", "Widget", {"symbols": "references"}, 7, ("user.performed_find_references", "user", "1", "org", "Widget")),
+    ("source.read", "r:README.md", {}, 7, ("user.fetched_file_source", "user", "1", "org", "r:README.md")),
+    ("tree.read", "r:src", {}, 7, ("user.fetched_file_tree", "user", "1", "org", "r:src")),
+    ("blame.read", "r:a.py", {}, 7, ("user.fetched_file_blame", "user", "1", "org", "r:a.py")),
+    ("repos.list", "", {}, 7, ("user.listed_repos", "user", "1", "org", None)),
+    ("chat.ask", "why?", {"chat": "c1"}, 7, ("user.created_ask_chat", "user", "1", "org", "why?")),
+    ("login", "a@x", {}, 7, ("user.signed_in", "user", "a@x", "user", None)),
+    ("login.sso", "a@x", {"provider": "okta"}, 7, ("user.signed_in", "user", "a@x", "user", None)),
+    ("logout", "a@x", {}, 7, ("user.signed_out", "user", "a@x", "user", None)),
+    ("apikey.create", "12", {"name": "ci"}, 7, ("api_key.created", "user", "12", "api_key", None)),
+    ("apikey.revoke", "12", {}, 7, ("api_key.deleted", "user", "12", "api_key", None)),
+    ("user.role", "b@x", {"role": "OWNER"}, 7, ("org.member_promoted_to_owner", "user", "b@x", "user", None)),
+    ("user.role", "b@x", {"role": "MEMBER"}, 7, ("org.owner_demoted_to_member", "user", "b@x", "user", None)),
+    ("audit.read", "", {}, 7, ("audit.fetch", "user", "1", "org", None)),
+    ("mcp.tool", "search_code", {}, None, ("mcp.tool", "anonymous", "search_code", "other", None)),  # no Sourcebot name
+])
+def test_events_in_sourcebots_words(action, target, details, user_id, expected):
+    from codesearch.audit.sourcebot import sourcebot_record
+    from codesearch.store.models import AuditEvent
+
+    at = datetime(2025, 6, 17, 22, 48, 8, 914123, tzinfo=timezone.utc)
+    event = AuditEvent(id=5, at=at, actor_user_id=user_id, actor="a@x" if user_id else "anonymous", action=action,
+                       target=target, details=details, request_id="req-1")
+    got = sourcebot_record(event, "9.9.9")
+    assert list(got) == SB_RECORD_KEYS
+    assert (got["action"], got["actorType"], got["targetId"], got["targetType"], got["metadata"].get("message")) == expected
+    assert got["timestamp"] == "2025-06-17T22:48:08.914Z" and got["id"] == "5" and got["orgId"] == 1
+    assert got["actorId"] == (str(user_id) if user_id else "anonymous") and got["sourcebotVersion"] == "9.9.9"
+    assert got["metadata"]["requestId"] == "req-1" and all(got["metadata"][k] == v for k, v in details.items())
+
+
+def test_every_action_is_documented():
+    from codesearch.audit.sourcebot import SOURCEBOT_ACTIONS
+
+    assert set(SOURCEBOT_ACTIONS) <= set(audit.ACTIONS)

@@ -305,7 +305,39 @@ ISO_MS = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"
 
 
 def test_connections_in_sourcebots_shape(svc, api):
-    r = api.get("/api/connections")
+    """A bare array of the connections of visible repos, by name; paging parameters change nothing."""
+    conns = {c.name: c for c in svc["store"].list_connections()}
+    expected = [{"id": conns[n].id, "name": n, "connectionType": t} for n, t in (("acme", "github"), ("local", "git"))]
+    for params in ({}, {"page": 2, "perPage": 1}):
+        r = api.get("/api/connections", params=params)
+        assert r.status_code == 200 and r.json() == expected
+
+
+@pytest.mark.parametrize("connection, names", [
+    ("acme", [WIDGETS, *[n for n, _ in EXTRA]]),
+    ("local", None),  # the corpus repo
+    (None, []),  # an id no connection has
+])
+def test_repos_of_one_connection(svc, api, connection, names):
+    cid = next(c.id for c in svc["store"].list_connections() if c.name == connection) if connection else 99999
+    r = api.get("/api/repos", params={"connectionId": cid, "perPage": 100})
+    assert r.status_code == 200, r.text
+    expected = [svc["corpus_name"]] if connection == "local" else names
+    assert sorted(x["repoName"] for x in r.json()) == sorted(expected)
+    assert r.headers["x-total-count"] == str(len(expected))
+    paged = api.get("/api/repos", params={"connectionId": cid, "perPage": 1})
+    if len(expected) > 1:
+        assert f"connectionId={cid}" in paged.headers["link"]
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "abc", "1.5"])
+def test_repos_bad_connection_id(svc, api, value):
+    r = api.get("/api/repos", params={"connectionId": value})
+    assert r.status_code == 400 and r.json()["errorCode"] == "INVALID_REQUEST_BODY" and "connectionId" in r.json()["message"]
+
+
+def test_connection_status_for_the_web_ui(svc, api):
+    r = api.get("/api/connections/status")
     assert r.status_code == 200 and r.headers["x-total-count"] == "2" and "link" not in r.headers
     assert list(r.json()) == ["connections"]
     conns = r.json()["connections"]
@@ -334,20 +366,20 @@ def test_connections_in_sourcebots_shape(svc, api):
     ({"page": 1, "perPage": 100}, ["acme", "local"], None),
 ])
 def test_connections_paging(svc, api, params, names, rels):
-    r = api.get("/api/connections", params=params)
+    r = api.get("/api/connections/status", params=params)
     assert [c["name"] for c in r.json()["connections"]] == names and r.headers["x-total-count"] == "2"
     assert (set(_links(r.headers["link"])) if "link" in r.headers else None) == rels
 
 
 @pytest.mark.parametrize("params", [{"perPage": 101}, {"perPage": 0}, {"page": "abc"}, {"page": 0}])
 def test_connections_bad_paging(svc, api, params):
-    r = api.get("/api/connections", params=params)
+    r = api.get("/api/connections/status", params=params)
     assert r.status_code == 400 and r.json()["errorCode"] == "INVALID_REQUEST_BODY"
 
 
 def test_status_routes(svc, api):
     ids = svc["ids"]
-    conns = {c["name"]: c for c in api.get("/api/connections").json()["connections"]}
+    conns = {c["name"]: c for c in api.get("/api/connections/status").json()["connections"]}
     assert set(conns) == {"acme", "local"}
     assert conns["local"]["syncStatus"] == "SYNCED" and conns["local"]["repoCount"] == 1 and "job" not in conns["local"]
     assert conns["acme"]["syncStatus"] == "SYNC_NEEDED" and conns["acme"]["repoCount"] == 4
@@ -408,6 +440,7 @@ def test_source_from_a_local_repo_binary_and_non_utf8(svc, api):
 PROTECTED = [("post", "/api/search", {"json": {"query": "foo", "matches": 5}}),
              ("post", "/api/stream_search", {"json": {"query": "foo", "matches": 5}}),
              ("get", "/api/repos", {}), ("get", "/api/repos/status", {}), ("get", "/api/connections", {}),
+             ("get", "/api/connections/status", {}),
              ("get", "/api/jobs", {}), ("get", "/api/source", {"params": {"repo": WIDGETS, "path": "README.md"}})]
 
 
@@ -473,7 +506,7 @@ def test_a_revoked_key_stops_working_at_once(svc):
     ("get", "/api/repos", {"params": {"page": 0}}, 400, "INVALID_REQUEST_BODY"),
     ("get", "/api/repos", {"params": {"page": "two"}}, 400, "INVALID_REQUEST_BODY"),
     ("get", "/api/repos", {"params": {"page": 10**18}}, 400, "INVALID_REQUEST_BODY"),
-    ("get", "/api/connections", {"params": {"page": 10**18}}, 400, "INVALID_REQUEST_BODY"),
+    ("get", "/api/connections/status", {"params": {"page": 10**18}}, 400, "INVALID_REQUEST_BODY"),
     ("get", "/api/repos", {"params": {"perPage": 101}}, 400, "INVALID_REQUEST_BODY"),
     ("get", "/api/repos", {"params": {"perPage": 0}}, 400, "INVALID_REQUEST_BODY"),
     ("get", "/api/repos", {"params": {"sort": "stars"}}, 400, "INVALID_REQUEST_BODY"),
@@ -519,5 +552,5 @@ def test_health_version_openapi(api):
     assert api.get("/api/version").json()["version"]
     spec = api.get("/api/openapi.json").json()
     for path in ("/api/search", "/api/stream_search", "/api/repos", "/api/source", "/api/connections",
-                 "/api/repos/status", "/api/jobs"):
+                 "/api/connections/status", "/api/repos/status", "/api/jobs", "/api/ee/audit", "/api/commits/authors"):
         assert path in spec["paths"], path

@@ -96,7 +96,9 @@ def test_every_repo_access_goes_through_visible_repos(store, monkeypatch, tmp_pa
     r = client.get("/api/repos")
     assert [x["repoName"] for x in r.json()] == ["github.com/o/b"] and r.headers["x-total-count"] == "1"
     assert [x["repoId"] for x in client.get("/api/repos/status").json()] == [b.id]
-    assert client.get("/api/connections").json()["connections"][0]["repoCount"] == 1
+    assert client.get("/api/connections/status").json()["connections"][0]["repoCount"] == 1
+    conn = store.connections_for_repo(b.id)
+    assert [c["name"] for c in client.get("/api/connections").json()] == conn
     assert [j["repoId"] for j in client.get("/api/jobs").json()] == [b.id]
     r = client.get("/api/source", params={"repo": "github.com/o/a", "path": "x"})
     assert r.status_code == 404 and r.json()["errorCode"] == "REPOSITORY_NOT_FOUND"

@@ -102,11 +102,11 @@ router = APIRouter()
 
 
 async def _related(
-    request: Request, identity: Identity, services: Services, lookup: Callable[..., dict[str, Any]]
+    request: Request, identity: Identity, services: Services, lookup: Callable[..., dict[str, Any]], kind: str
 ) -> dict[str, Any]:
     body = await json_body(request, RelatedSymbolsRequest)
     codenav.check_symbol(body.symbolName)
-    audit.record(request, identity, "search", body.symbolName, repo=body.repoName, language=body.language)
+    audit.record(request, identity, "search", body.symbolName, repo=body.repoName, language=body.language, symbols=kind)
 
     def run() -> dict[str, Any]:
         return lookup(
@@ -122,12 +122,12 @@ async def _related(
 
 @router.post("/api/find_definitions")
 async def find_definitions(request: Request, identity: Caller, services: ServicesDep) -> dict[str, Any]:
-    return await _related(request, identity, services, codenav.find_definitions)
+    return await _related(request, identity, services, codenav.find_definitions, "definitions")
 
 
 @router.post("/api/find_references")
 async def find_references(request: Request, identity: Caller, services: ServicesDep) -> dict[str, Any]:
-    return await _related(request, identity, services, codenav.find_references)
+    return await _related(request, identity, services, codenav.find_references, "references")
 
 
 @router.post("/api/tree")

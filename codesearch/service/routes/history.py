@@ -12,7 +12,7 @@
 
 ``GET /api/commit?repo&ref[&path]``
     Sourcebot's ``{hash, date, message, refs, body, authorName, authorEmail, parents}`` (``refs``
-    and ``date`` as our ``/api/commits`` gives them: branch and tag names, the committer date)
+    and ``date`` as our ``/api/commits`` gives them: ``git log``'s decoration, the committer date)
     plus ``authorDate``, ``committerName``, ``committerEmail`` and what the commit changed:
     ``files`` (below), ``truncated`` and ``totalFiles``; against its first parent (a root
     commit: against nothing). `path` keeps the changes to one file or directory.

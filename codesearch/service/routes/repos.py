@@ -3,10 +3,12 @@
 ``GET /api/repos``
     Query ``page`` (≥1, default 1), ``perPage`` (1..100, default 30; ``per_page`` accepted too),
     ``sort`` (``name`` | ``pushed``), ``direction`` (``asc`` | ``desc``), ``query`` (a
-    case-insensitive substring of the name). An array of ``{codeHostType, repoId, repoName,
-    repoDisplayName, webUrl, externalWebUrl, indexedAt, pushedAt, defaultBranch, isFork,
-    isArchived}`` (``webUrl`` is the repo's page in this service, ``externalWebUrl`` its page on
-    the code host; fields without a value are left out; times are ISO 8601 UTC with
+    case-insensitive substring of the name), ``connectionId`` (≥1: only the repos linked to that
+    connection, an id from ``GET /api/connections``; an id no connection has lists none). An
+    array of ``{codeHostType, repoId, repoName, repoDisplayName, webUrl, externalWebUrl, indexedAt,
+    pushedAt, defaultBranch, isFork, isArchived}`` (``webUrl`` is the repo's page in this
+    service, ``externalWebUrl`` its page on the code host; fields without a value are left out;
+    times are ISO 8601 UTC with
     milliseconds, as JavaScript prints them). Headers ``X-Total-Count`` and, when there is more
     than one page, ``Link`` with ``first``, ``prev``, ``next`` and ``last`` (RFC 8288). Bad
     parameters are 400 ``INVALID_REQUEST_BODY``.
@@ -17,16 +19,20 @@
     is the repo's queued or running index job, if any.
 
 ``GET /api/connections``
-    Sourcebot's shape: query ``page`` (≥1, default 1) and ``perPage`` (1..100, default 50);
-    ``{"connections": [{id, name, connectionType, isDeclarative, syncedAt, createdAt, updatedAt,
-    repoCount, inFlightJobCount, latestJob}]}`` by name, with ``X-Total-Count`` and ``Link``.
-    ``connectionType`` is the config's ``type``; ``isDeclarative`` is always true (connections
-    come from the config file); ``inFlightJobCount`` counts its queued and running sync jobs;
-    ``latestJob`` is its newest sync job ``{id, status, createdAt, completedAt, errorMessage}`` or
-    null. Keys without a value are null, as Sourcebot sends them. Each item also carries what the
-    web UI's status table reads: ``type``, ``syncStatus``, ``syncError``, ``syncWarnings`` and
-    ``job`` (its queued or running sync job, when there is one). The connection's config is never
-    shown (it may name secrets).
+    Sourcebot's public shape: a bare array ``[{id, name, connectionType}]`` of the connections
+    linked to at least one repository the caller may see, by name (then id); no paging (the
+    connections are those of the config file). ``connectionType`` is the config's ``type``. The
+    connection's config is never shown (it may name secrets).
+
+``GET /api/connections/status``
+    What the web UI's status table reads: query ``page`` (≥1, default 1) and ``perPage`` (1..100,
+    default 50); ``{"connections": [{id, name, connectionType, isDeclarative, syncedAt, createdAt,
+    updatedAt, repoCount, inFlightJobCount, latestJob, type, syncStatus, syncError, syncWarnings,
+    job}]}`` by name, every connection (also those with no repository yet), with ``X-Total-Count``
+    and ``Link``. ``isDeclarative`` is always true (connections come from the config file);
+    ``repoCount`` counts the repos the caller may see; ``inFlightJobCount`` its queued and running
+    sync jobs; ``latestJob`` its newest sync job ``{id, status, createdAt, completedAt,
+    errorMessage}`` or null; ``job`` its queued or running sync job, when there is one.
 
 ``GET /api/jobs``
     Sync and index jobs, newest first: by default the queued and running ones (``state`` =
@@ -49,7 +55,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse
 
-from codesearch import permissions
+from codesearch import audit, permissions
 from codesearch.errors import InsufficientPermissions, RepositoryNotFound
 from codesearch.permissions import Identity
 from codesearch.service.deps import Caller, ServicesDep, StoreDep
@@ -119,9 +125,19 @@ def paging(
     sort: Literal["name", "pushed"] = Query("name"),
     direction: Literal["asc", "desc"] = Query("asc"),
     query: str | None = Query(None, max_length=1000, description="Substring of the repo name"),
+    connectionId: int | None = Query(  # noqa: N803
+        None, ge=1, le=2**63 - 1, description="Only the repos of this connection (an id from GET /api/connections)"
+    ),
 ) -> dict[str, Any]:
     """The paging parameters of the repo listings."""
-    return {"page": page, "per_page": perPage or per_page or 30, "sort": sort, "direction": direction, "query": query}
+    return {
+        "page": page,
+        "per_page": perPage or per_page or 30,
+        "sort": sort,
+        "direction": direction,
+        "query": query,
+        "connection_id": connectionId,
+    }
 
 
 Paging = Annotated[dict[str, Any], Depends(paging)]
@@ -137,8 +153,11 @@ def _paged(
     """One page of the repos `identity` may see, as `render(store, rows)` shows them, with the
     ``X-Total-Count`` and ``Link`` headers."""
     rows: list[Repo]
-    if store is None:
-        rows, total = [], 0
+    connection: str | None = None
+    if store is not None and p["connection_id"] is not None:
+        connection = next((c.name for c in store.list_connections() if c.id == p["connection_id"]), None)
+    if store is None or (p["connection_id"] is not None and connection is None):
+        rows, total = [], 0  # no state database, or a connection id no connection has
     else:
         rows, total = page_of_repos(
             store,
@@ -148,6 +167,7 @@ def _paged(
             sort=p["sort"],
             direction=p["direction"],
             query=p["query"],
+            connection=connection,
         )
     headers = {"X-Total-Count": str(total)}
     link = link_header(
@@ -155,7 +175,12 @@ def _paged(
         p["page"],
         p["per_page"],
         total,
-        {"sort": p["sort"], "direction": p["direction"], "query": p["query"] or None},
+        {
+            "sort": p["sort"],
+            "direction": p["direction"],
+            "query": p["query"] or None,
+            "connectionId": None if p["connection_id"] is None else str(p["connection_id"]),
+        },
     )
     if link:
         headers["Link"] = link
@@ -165,6 +190,8 @@ def _paged(
 @router.get("/api/repos")
 def list_repos(request: Request, p: Paging, identity: Caller, store: StoreDep, services: ServicesDep) -> JSONResponse:
     public_url = services.public_url
+    details = {} if p["connection_id"] is None else {"connectionId": p["connection_id"]}
+    audit.record(request, identity, "repos.list", p["query"] or "", **details)
     return _paged(request, store, identity, p, lambda store, rows: [repo_json(x, public_url) for x in rows])
 
 
@@ -204,7 +231,23 @@ def repos_status(request: Request, p: Paging, identity: Caller, store: StoreDep)
 
 
 @router.get("/api/connections")
-def list_connections(
+def list_connections(identity: Caller, store: StoreDep) -> list[dict[str, Any]]:
+    if store is None:
+        return []
+    allowed = permissions.visible_repos(identity)
+    out = []
+    for c in store.list_connections():
+        if allowed is None:
+            seen = store.list_repos(per_page=1, connection=c.name)[1] > 0
+        else:
+            seen = any(x.id in allowed for x in store.repos_for_connection(c.name))
+        if seen:
+            out.append({"id": c.id, "name": c.name, "connectionType": c.type})
+    return sorted(out, key=lambda c: (c["name"], c["id"]))
+
+
+@router.get("/api/connections/status")
+def connections_status(
     request: Request,
     identity: Caller,
     store: StoreDep,
@@ -227,7 +270,7 @@ def list_connections(
 
 
 def _connection_items(store: Store, identity: Identity, rows: list[Connection]) -> list[dict[str, Any]]:
-    """`GET /api/connections`' items: `rows` with their repo counts and sync jobs."""
+    """`GET /api/connections/status`' items: `rows` with their repo counts and sync jobs."""
     active: dict[int | None, list[Job]] = {}
     for state in _ACTIVE:
         for job in store.list_jobs(kind="sync", state=state, limit=10_000):

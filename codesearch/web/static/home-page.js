@@ -109,10 +109,10 @@ function initHome() {
     }
     try {
       const [conns, repos, jobs] = await Promise.all([
-        getJSON(`${root()}/api/connections`), getJSON(`${root()}/api/repos/status?perPage=100`),
+        getJSON(`${root()}/api/connections/status`), getJSON(`${root()}/api/repos/status?perPage=100`),
           getJSON(`${root()}/api/jobs?limit=100`)]);
       renderRepos(repos.body, repos.total);
-      renderConnections(conns.body.connections);  // GET /api/connections: Sourcebot's {connections: [...]}
+      renderConnections(conns.body.connections);  // GET /api/connections/status: {connections: [...]}
       renderJobs(jobs.body);
       errorBox.hidden = true;
       document.getElementById("sync-updated").textContent = `updated ${new Date().toLocaleTimeString()}`;
