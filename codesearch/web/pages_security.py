@@ -26,7 +26,7 @@ from codesearch.permissions import Identity
 from codesearch.service.deps import StoreDep
 from codesearch.store import OWNER, Store, User
 from codesearch.web.deps import WebDep
-from codesearch.web.security_settings import FORCEABLE, MAX_MESSAGE, Security, usable_methods
+from codesearch.web.security_settings import FORCEABLE, MAX_MESSAGE, Security, apply_forced, usable_methods
 from codesearch.web.templating import WebContext, render
 
 router = APIRouter(include_in_schema=False)
@@ -152,7 +152,7 @@ def save(
     if wanted is None:
         status = 409 if error and "locked by" in error else 400
         return _page(request, web, store, status, error=error)
-    in_force = replace(wanted, **web.security.forced)
+    in_force = apply_forced(wanted, web.security.forced)
     linked = [a.provider for a in store.list_linked_accounts(user_id=user.id)]
     left = usable_methods(
         in_force,

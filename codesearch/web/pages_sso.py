@@ -432,7 +432,7 @@ def create_invite(
     invite, token = store.create_invite(me.id, email=email or None, role=role)
     audit.record(request, Identity(me), "invite.create", invite.email or "(any e-mail)", role=role)
     link = f"{(web.public_url or '').rstrip('/')}/invite/{token}"
-    created = {"link": link, "email": invite.email, "role": role, "mailed": None, "mail_error": None}
+    created: dict[str, Any] = {"link": link, "email": invite.email, "role": role, "mailed": False, "mail_error": None}
     if invite.email and web.mailer is not None:  # the owner waits: sent now, the outcome shown
         expires = _when(invite.expires_at)
         try:

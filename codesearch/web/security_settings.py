@@ -101,6 +101,13 @@ def forced_from_env(environ: Mapping[str, str]) -> dict[str, bool]:
     return forced
 
 
+def apply_forced(s: Security, forced: Mapping[str, bool]) -> Security:
+    """`s` with the switches the environment forces."""
+    for name, value in forced.items():
+        s = replace(s, **{name: value})  # type: ignore[arg-type]
+    return s
+
+
 class SecuritySettings:
     """The current `Security` of one process (see the module docstring)."""
 
@@ -113,7 +120,7 @@ class SecuritySettings:
         self._read_at: float | None = None
 
     def _apply(self, s: Security) -> Security:
-        return replace(s, **self.forced) if self.forced else s
+        return apply_forced(s, self.forced)
 
     def stale(self) -> bool:
         read_at = self._read_at

@@ -99,8 +99,8 @@ def check_password(store: Store, user: User, password: str, address: str) -> Sig
 
 #: sending a sign-in code, per address typed: 3 free, then 30 s, 60 s, … up to 15 minutes
 CODE_SEND_ACCOUNT = Backoff(free=3, base_seconds=30.0, cap_seconds=900.0, forget_seconds=3600.0)
-#: … and per client address: 10 free, then the same doubling
-CODE_SEND_ADDRESS = Backoff(free=10, base_seconds=30.0, cap_seconds=900.0, forget_seconds=3600.0)
+#: … and per client address (a whole office may share one): 50 free, then 1 s, 2 s, … up to 15 minutes
+CODE_SEND_ADDRESS = Backoff(free=50, base_seconds=1.0, cap_seconds=900.0, forget_seconds=3600.0)
 
 
 def may_send_code(store: Store, email: str, address: str) -> int:
