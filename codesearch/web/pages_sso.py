@@ -50,7 +50,7 @@ from codesearch.sso.flow import FLOW_COOKIE, FLOW_TTL_S, FlowError, FlowSealer, 
 from codesearch.store import OWNER, ROLES, Conflict, NotFound
 from codesearch.store.members import InviteInvalid
 from codesearch.web.deps import WebDep
-from codesearch.web.signin_options import notify_approved, notify_join_request
+from codesearch.web.signin_options import notify_approved, notify_join_request, sso_providers
 from codesearch.web.templating import WebContext, render
 
 if TYPE_CHECKING:
@@ -487,8 +487,8 @@ def _invite_page(
             title="Join",
             invite=invite,
             token=token,
-            sso_providers=[p for p in web.identity_providers.values() if p.signs_in],
-            form_targets=provider_targets(p for p in web.identity_providers.values() if p.signs_in),
+            sso_providers=sso_providers(web),  # those the owners have not turned off
+            form_targets=provider_targets(sso_providers(web)),
             error=error,
             email=email or invite.email or "",
             name=name,
