@@ -55,7 +55,8 @@ def world(tmp_path_factory):
             urls[name] = ctx.__enter__()
             stores.append(s)
             servers.append(ctx)
-        yield {"store": store, "inbox": inbox, "a": urls["a"], "b": urls["b"], "owner_id": owner.id}
+        yield {"store": store, "inbox": inbox, "a": urls["a"], "b": urls["b"], "owner_id": owner.id, "data": data,
+               "env": env}
         for ctx in servers:
             ctx.__exit__(None, None, None)
         for s in stores + [store]:
@@ -159,6 +160,22 @@ def test_a_change_on_one_app_reaches_the_other_within_seconds(world):
     elapsed = time.monotonic() - started
     assert elapsed < 5, elapsed
     print(f"\nthe second app applied the change after {elapsed:.2f} s")
+
+
+def test_a_switch_the_environment_forces_is_locked(world):
+    assert _set(world, password_login=True, email_code_login=True).status_code == 303  # the owners say on
+    with Store.open(world["data"], environ=ENV) as store:
+        app = build_app(lambda: _Searcher(), get_store=lambda: store, anonymous_access=False,
+                        environ=dict(world["env"], AUTH_EMAIL_CODE_LOGIN_ENABLED="false"))
+        with serving(app) as url:
+            owner = _owner({"c": url}, "c")
+            page = owner.http.get("/settings/security").text
+            assert "locked by <code>AUTH_EMAIL_CODE_LOGIN_ENABLED=false</code>" in page
+            r = owner.post("/settings/security", password_login="on", email_code_login="on")
+            assert r.status_code == 409 and "locked by AUTH_EMAIL_CODE_LOGIN_ENABLED=false" in r.text
+            assert _ask_code(Visitor(url), MEMBER["email"]).status_code == 404  # the environment wins
+            assert owner.post("/settings/security", password_login="on").status_code == 303  # the rest saves
+    assert world["store"].service_setting(SETTING_KEY)["email_code_login"] is True  # the owners' choice, kept
 
 
 def test_password_sign_in_turned_off_is_refused(world):
