@@ -58,6 +58,7 @@ SLOW_MODULES = frozenset(
         "test_regex_trigrams",
         "test_service_http_path",
         "test_sso",
+        "test_web_email_signin",
         "test_sso_iap",
         "test_store",
         "test_sync_e2e",

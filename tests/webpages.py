@@ -47,6 +47,7 @@ PAGES = [
     Page("settings-password", "/settings/password"),
     Page("settings-account", "/settings/account"),
     Page("settings-members", "/settings/members"),
+    Page("settings-security", "/settings/security"),
     Page("settings-users", "/settings/users"),
     Page("settings-audit", "/settings/audit"),
     Page("settings-service-accounts", "/settings/service-accounts"),

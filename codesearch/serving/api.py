@@ -47,6 +47,7 @@ from codesearch import audit, environment, forwarded, permissions
 from codesearch.app.search import SearchSettings, max_match_count
 from codesearch.errors import ServiceUnavailable
 from codesearch.git import slots as git_slots
+from codesearch.mail import MAIL_STATUS_KEY, mailer_from_env
 from codesearch.oauth import server as oauth_server
 from codesearch.runtime import request_ids
 from codesearch.search.options import DEFAULT_PUBLIC_URL, SearchOptions
@@ -118,6 +119,17 @@ def lazy_store(data_dir: str | None, database_url: str | None = None) -> Callabl
         return box["store"]
 
     return get_store
+
+
+def _mail_status(get_store: Callable[[], Store | None]) -> Callable[[dict[str, Any]], None]:
+    """Where the mailer records the outcome of each mail (the owners' security page shows it)."""
+
+    def record(status: dict[str, Any]) -> None:
+        store = get_store()
+        if store is not None:
+            store.put_service_setting(MAIL_STATUS_KEY, status)
+
+    return record
 
 
 def build_app(
@@ -264,6 +276,7 @@ def build_app(
     from codesearch.sso.iap import build_iap
     from codesearch.sso.required import RequiredLinks
     from codesearch.web import mount as web_mount
+    from codesearch.web.security_settings import forced_from_env
     from codesearch.web.templating import WebContext
 
     providers = build_providers(identity_providers, environ)
@@ -274,7 +287,8 @@ def build_app(
         services=services,
         identity_providers=providers,
         iap=build_iap(identity_providers, environ),
-        require_approval=environment.require_approval_new_members(environ),
+        forced_security=forced_from_env(os.environ if environ is None else environ),
+        mailer=mailer_from_env(os.environ if environ is None else environ, record_status=_mail_status(get_store)),
         session_max_age_s=environment.session_max_age_seconds(environ),
         keys_owner_only=environment.api_key_creation_owner_only(environ),
     )

@@ -498,6 +498,22 @@ def _v10_offboarding_service_accounts_scoped_tokens(conn: Connection) -> None:
     md.tables["scoped_access_tokens"].create(conn)
 
 
+def _v11_email_codes(conn: Connection) -> None:
+    """One-time sign-in codes sent by e-mail: hashed, short-lived, a few attempts each."""
+    md = MetaData(naming_convention=NAMING_CONVENTION)
+    Table(
+        "email_codes",
+        md,
+        Column("key", String(64), primary_key=True),
+        Column("code_hash", String(64), nullable=False),
+        Column("attempts", Integer, nullable=False),
+        Column("created_at", UTCDateTime, nullable=False),
+        Column("expires_at", UTCDateTime, nullable=False),
+        Index(None, "expires_at"),
+    )
+    md.tables["email_codes"].create(conn)
+
+
 Migration = tuple[int, str, Callable[[Connection], None]]
 
 #: Every migration, in order. Versions are 1, 2, 3, ... without gaps.
@@ -516,6 +532,7 @@ MIGRATIONS: list[Migration] = [
         "deactivated users, service accounts, repository-scoped access tokens",
         _v10_offboarding_service_accounts_scoped_tokens,
     ),
+    (11, "one-time sign-in codes sent by e-mail", _v11_email_codes),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

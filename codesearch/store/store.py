@@ -28,6 +28,7 @@ from codesearch.store.catalog import CatalogMixin
 from codesearch.store.chat_turns import ChatTurnsMixin
 from codesearch.store.chats import ChatsMixin
 from codesearch.store.connections import ConnectionsMixin
+from codesearch.store.email_codes import EmailCodesMixin
 from codesearch.store.engine import describe_database, is_memory_sqlite, make_engine
 from codesearch.store.errors import Conflict, StoreError
 from codesearch.store.files import private_dir, tighten_sqlite
@@ -63,6 +64,7 @@ class Store(
     ApiKeysMixin,
     WebSessionsMixin,
     LoginLockoutsMixin,
+    EmailCodesMixin,
     MembersMixin,
     OffboardingMixin,
     ScopedTokensMixin,

@@ -273,6 +273,19 @@ login_failures = Table(
     Index(None, "last_failure_at"),
 )
 
+#: One-time sign-in codes sent by e-mail (`codesearch.store.email_codes`): one row per address, keyed
+#: by the HMAC of the address; `code_hash` is the HMAC of the code, never the code.
+email_codes = Table(
+    "email_codes",
+    metadata,
+    Column("key", String(64), primary_key=True),
+    Column("code_hash", String(64), nullable=False),
+    Column("attempts", Integer, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("expires_at", UTCDateTime, nullable=False),
+    Index(None, "expires_at"),
+)
+
 #: Who searched, read, created or revoked what (`codesearch.audit`). `actor` is the
 #: user's e-mail as it was then (or ``anonymous``, ``cli``); `target` what was acted on (a query,
 #: ``repo:path``, a key's id); never a secret: API keys and passwords are not recorded.

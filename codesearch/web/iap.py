@@ -137,7 +137,7 @@ class IapMiddleware:
         if store is None:
             raise IapUnavailable("this server has no state database, so nobody can sign in")
         try:
-            outcome = iap.sign_in(store, claims, require_approval=self.web.require_approval)
+            outcome = iap.sign_in(store, claims, require_approval=self.web.security.current().require_approval)
         except FlowError as e:
             log.info("gcp-iap: sign-in refused (%s)", e.kind)
             raise _Answer(

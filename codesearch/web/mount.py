@@ -17,11 +17,13 @@ from codesearch.web import (
     link_required,
     pages_account,
     pages_chat,
+    pages_email_code,
     pages_insights,
     pages_oauth_apps,
     pages_oauth_authorize,
     pages_offboarding,
     pages_search,
+    pages_security,
     pages_settings,
     pages_sso,
 )
@@ -60,6 +62,8 @@ def install(app: FastAPI, *, web: WebContext) -> None:
     app.include_router(pages_oauth_authorize.router)  # /oauth/authorize: the JSON OAuth routes are service's
     app.include_router(pages_settings.router)
     app.include_router(pages_offboarding.router)
+    app.include_router(pages_security.router)
+    app.include_router(pages_email_code.router)
     app.include_router(pages_search.router)
     app.include_router(pages_chat.router)
     app.include_router(pages_chat.page_router)  # /chat/<id>, the one page in the OpenAPI document

@@ -1,7 +1,9 @@
 """Account pages: sign-in/out, first-account setup, API keys, password, users.
 
     GET/POST /login                     email + password (401 with one generic error when wrong;
-                                        429 with Retry-After during a lock-out: `throttle`)
+                                        429 with Retry-After during a lock-out: `throttle`; 403 when
+                                        the owners turned passwords off: `security_settings`); the
+                                        page offers what `signin_options` says (codes: `pages_email_code`)
     POST     /logout                    ends the session
     GET/POST /setup                     the first account (OWNER) while the store has no users; else 404
     GET/POST /settings/keys             the caller's API keys; creating one shows it once (owners only
@@ -23,7 +25,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from fastapi import APIRouter, Form, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
@@ -32,14 +34,11 @@ from codesearch import accounts, audit, sessions
 from codesearch.forwarded import client_address
 from codesearch.permissions import Identity
 from codesearch.service.deps import ServicesDep, StoreDep
-from codesearch.service.middleware.security_headers import provider_targets
 from codesearch.store import MEMBER, OWNER, ROLES, Conflict, NotFound, Store, User
 from codesearch.web import api_keys, throttle
 from codesearch.web.deps import WebDep
+from codesearch.web.signin_options import login_context
 from codesearch.web.templating import WebContext, render
-
-if TYPE_CHECKING:
-    from codesearch.sso.providers import Provider
 
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+$")
 MAX_NAME = 255
@@ -97,11 +96,6 @@ def _check_new_password(password: str, confirm: str | None) -> str | None:
 router = APIRouter(include_in_schema=False)
 
 
-def _sso_providers(web: WebContext) -> list[Provider]:
-    """The identity providers users sign in with (buttons on the sign-in page)."""
-    return [p for p in web.identity_providers.values() if p.signs_in]
-
-
 # ---------------------------------------------------------------------- sign-in
 
 
@@ -112,16 +106,7 @@ def login_page(request: Request, web: WebDep, store: StoreDep, next: str = "") -
     if store is None:
         return _no_store(request)
     return _page(
-        request,
-        "login.html",
-        title="Sign in",
-        next=next,
-        email="",
-        error=None,
-        no_users=not store.has_users(),
-        signed_out="signed_out" in request.query_params,
-        sso_providers=_sso_providers(web),
-        form_targets=provider_targets(_sso_providers(web)),
+        request, "login.html", **login_context(web, store, next=next, signed_out="signed_out" in request.query_params)
     )
 
 
@@ -139,6 +124,9 @@ def login(
     if store is None:
         return _no_store(request)
     email = email.strip()[:MAX_EMAIL]
+    if not web.security.current().password_login:  # the owners turned it off (`security_settings`)
+        error = "Signing in with a password is turned off on this server: use another way below."
+        return _page(request, "login.html", status_code=403, **login_context(web, store, next=next, error=error))
     outcome = throttle.sign_in(store, email, password, client_address(request))
     if outcome.user is None:
         audit.record(request, None, "login.failed", email, locked=bool(outcome.retry_after))
@@ -146,14 +134,7 @@ def login(
             request,
             "login.html",
             status_code=429 if outcome.retry_after else 401,
-            title="Sign in",
-            next=next,
-            email=email,
-            error=outcome.message(),
-            no_users=not store.has_users(),
-            signed_out=False,
-            sso_providers=_sso_providers(web),
-            form_targets=provider_targets(_sso_providers(web)),
+            **login_context(web, store, next=next, email=email, error=outcome.message()),
         )
         if outcome.retry_after:
             page.headers["Retry-After"] = str(outcome.retry_after)

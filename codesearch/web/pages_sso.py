@@ -41,6 +41,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from codesearch import audit, sessions
 from codesearch.accounts import hash_password, password_problem
 from codesearch.errors import ConfigError
+from codesearch.mail import MailError, invite_mail
 from codesearch.permissions import Identity
 from codesearch.service.deps import StoreDep
 from codesearch.service.middleware.security_headers import provider_targets
@@ -49,6 +50,7 @@ from codesearch.sso.flow import FLOW_COOKIE, FLOW_TTL_S, FlowError, FlowSealer, 
 from codesearch.store import OWNER, ROLES, Conflict, NotFound
 from codesearch.store.members import InviteInvalid
 from codesearch.web.deps import WebDep
+from codesearch.web.signin_options import notify_approved, notify_join_request, sso_providers
 from codesearch.web.templating import WebContext, render
 
 if TYPE_CHECKING:
@@ -155,6 +157,8 @@ async def sign_in_start(
     provider = web.identity_providers.get(pid)
     if provider is None or not provider.signs_in or store is None:
         return _message(request, 404, "Not found", "There is no such way to sign in.")
+    if not web.security.current().provider_on(pid):  # an owner turned it off (`security_settings`)
+        return _message(request, 403, "Turned off", f"Signing in with {provider.name} is turned off on this server.")
     return await _start(
         request,
         web,
@@ -201,6 +205,8 @@ async def callback(request: Request, pid: str, web: WebDep, store: StoreDep) -> 
             linker = current
         if record["for"] == "signin" and not provider.signs_in:
             raise FlowError("state", f"{provider.name} is for linking accounts only.")
+        if record["for"] == "signin" and not web.security.current().provider_on(pid):
+            raise FlowError("denied", f"Signing in with {provider.name} is turned off on this server.", 403)
         who = await finish(provider, record, params["code"], redirect_uri=_redirect_uri(web, pid))
         outcome: Outcome
         if linker is not None:
@@ -209,7 +215,11 @@ async def callback(request: Request, pid: str, web: WebDep, store: StoreDep) -> 
         else:
             outcome = await anyio.to_thread.run_sync(
                 lambda: accounts.sign_in(
-                    store, provider, who, require_approval=web.require_approval, invite=record.get("inv")
+                    store,
+                    provider,
+                    who,
+                    require_approval=web.security.current().require_approval,
+                    invite=record.get("inv"),
                 )
             )
     except FlowError as e:
@@ -232,6 +242,8 @@ async def callback(request: Request, pid: str, web: WebDep, store: StoreDep) -> 
         response = _message(request, 403, "Account deactivated", "An owner deactivated this account.")
     elif outcome.pending:
         audit.record(request, identity, "member.request", outcome.user.email, provider=provider.id)
+        if outcome.created:
+            notify_join_request(web, store, outcome.user)
         response = _message(
             request,
             403,
@@ -363,7 +375,7 @@ def _members_page(
         requests=store.list_account_requests(),
         invites=store.list_invites(),
         roles=ROLES,
-        require_approval=web.require_approval,
+        require_approval=web.security.current().require_approval,
         **context,
     )
 
@@ -392,6 +404,7 @@ def decide(
         if decision == "approve":
             u = store.approve_account_request(int(user_id))
             notice = f"{u.email} can sign in now."
+            notify_approved(web, u)
         else:
             u = store.decline_account_request(int(user_id))
             notice = f"{u.email} was declined."
@@ -421,7 +434,15 @@ def create_invite(
     invite, token = store.create_invite(me.id, email=email or None, role=role)
     audit.record(request, Identity(me), "invite.create", invite.email or "(any e-mail)", role=role)
     link = f"{(web.public_url or '').rstrip('/')}/invite/{token}"
-    return _members_page(request, web, store, 201, created={"link": link, "email": invite.email, "role": role})
+    created: dict[str, Any] = {"link": link, "email": invite.email, "role": role, "mailed": False, "mail_error": None}
+    if invite.email and web.mailer is not None:  # the owner waits: sent now, the outcome shown
+        expires = _when(invite.expires_at)
+        try:
+            web.mailer.send(invite_mail(invite.email, me.name or me.email, role, link, expires))
+            created["mailed"] = True
+        except MailError as e:
+            created["mail_error"] = str(e)
+    return _members_page(request, web, store, 201, created=created)
 
 
 @router.post("/settings/members/invites/{invite_id}/revoke")
@@ -468,8 +489,8 @@ def _invite_page(
             title="Join",
             invite=invite,
             token=token,
-            sso_providers=[p for p in web.identity_providers.values() if p.signs_in],
-            form_targets=provider_targets(p for p in web.identity_providers.values() if p.signs_in),
+            sso_providers=sso_providers(web),  # those the owners have not turned off
+            form_targets=provider_targets(sso_providers(web)),
             error=error,
             email=email or invite.email or "",
             name=name,

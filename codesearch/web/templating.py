@@ -31,9 +31,11 @@ from codesearch.service.middleware.security_headers import page_headers
 from codesearch.sessions import csrf
 from codesearch.web.assets import STATIC_DIR, TEMPLATES_DIR, current_version, static_prefix
 from codesearch.web.modules import imports_of
+from codesearch.web.security_settings import SecuritySettings
 
 if TYPE_CHECKING:
     from codesearch.app.context import ToolContext
+    from codesearch.mail import Mailer
     from codesearch.permissions import Identity
     from codesearch.service.auth import Authenticator
     from codesearch.service.deps import Services
@@ -76,6 +78,19 @@ class WebContext:
     #: the config's gcp-iap entry (`codesearch.sso.iap.IapSignIn`), or None: requests signed by Google Cloud
     #: IAP are signed in by `codesearch.web.iap`
     iap: IapSignIn | None = None
+    #: the switches the environment forces (`security_settings.forced_from_env`: AUTH_CREDENTIALS_LOGIN_ENABLED,
+    #: AUTH_EMAIL_CODE_LOGIN_ENABLED, REQUIRE_APPROVAL_NEW_MEMBERS)
+    forced_security: dict[str, bool] = field(default_factory=dict)
+    #: outgoing mail (`codesearch.mail`: SMTP_CONNECTION_URL, EMAIL_FROM_ADDRESS), or None: no mail is sent
+    mailer: Mailer | None = None
+    #: the owners' security settings as this replica knows them (`codesearch.web.security_settings`)
+    security: SecuritySettings = field(init=False)
+
+    def __post_init__(self) -> None:
+        forced = dict(self.forced_security)
+        if self.require_approval:  # the older way of saying REQUIRE_APPROVAL_NEW_MEMBERS=true
+            forced.setdefault("require_approval", True)
+        self.security = SecuritySettings(lambda: self.services.get_store(), forced)
 
     @property
     def get_store(self) -> Callable[[], Store | None]:

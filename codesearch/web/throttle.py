@@ -93,3 +93,27 @@ def check_password(store: Store, user: User, password: str, address: str) -> Sig
     return _attempt(
         store, user.email, address, lambda: user if accounts.verify_password(user.password_hash, password) else None
     )
+
+
+# ---------------------------------------------------------------------- e-mail codes
+
+#: sending a sign-in code, per address typed: 3 free, then 30 s, 60 s, … up to 15 minutes
+CODE_SEND_ACCOUNT = Backoff(free=3, base_seconds=30.0, cap_seconds=900.0, forget_seconds=3600.0)
+#: … and per client address (a whole office may share one): 50 free, then 1 s, 2 s, … up to 15 minutes
+CODE_SEND_ADDRESS = Backoff(free=50, base_seconds=1.0, cap_seconds=900.0, forget_seconds=3600.0)
+
+
+def may_send_code(store: Store, email: str, address: str) -> int:
+    """Count one request for a sign-in code (for `email`, from `address`); the seconds to wait
+    when it must be refused, else 0. Every request counts, sent or not (whether an address has an
+    account shows neither in the answer nor in the limits)."""
+    wait, _ = store.begin_login_attempt(
+        [("code-send-account", account_of(email), CODE_SEND_ACCOUNT), ("code-send-address", address, CODE_SEND_ADDRESS)]
+    )
+    return max(1, math.ceil(wait)) if wait > 0 else 0
+
+
+def sign_in_with_code(store: Store, email: str, code: str, address: str, user_for: Callable[[], User | None]) -> SignIn:
+    """Check `email`'s sign-in `code` under the sign-in lock-outs (the same counters as a
+    password); when it is right, the user is `user_for()` (found, or signed up)."""
+    return _attempt(store, email, address, lambda: user_for() if store.use_email_code(email, code) else None)

@@ -1037,3 +1037,22 @@ def test_no_secret_in_logs(world, caplog):
     secrets_seen = [SECRET, re.search(r"code=([^&]+)", back).group(1), re.search(r"state=([^&]+)", back).group(1)]
     secrets_seen += list(w["fakes"]["github"].tokens) + list(w["fakes"]["okta"].tokens)
     assert server_side and not [s for s in secrets_seen if s in text]
+
+
+# ----------------------------------------------------------------------------- the owners' switches
+
+def test_a_provider_the_owners_turned_off_signs_nobody_in(world):
+    """Settings → Security turns single sign-on providers off one by one (`security_settings`): the
+    button goes, and a sign-in started by hand is refused before the provider is asked."""
+    w = world()
+    w["store"].put_service_setting("security", {"disabled_providers": ["github"]})  # before the app reads it
+    w["fakes"]["github"].user = w["fakes"]["google"].user = person(1)
+    with w["client"]() as c:
+        page = c.get(w["url"] + "/login")
+        assert 'data-provider="github"' not in page.text and 'data-provider="google"' in page.text
+        asked = len(w["fakes"]["github"].authorizations)
+        r = sso(c, w["url"], "github")
+        assert r.status_code == 403 and "turned off" in r.text
+        assert len(w["fakes"]["github"].authorizations) == asked  # GitHub was never asked
+        r = sso(c, w["url"], "google")
+        assert r.status_code == 200 and signed_in_as(c, w["url"]) == "user1@example.com"
