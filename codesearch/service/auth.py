@@ -177,11 +177,11 @@ class Authenticator:
         return self._identify_headers(headers, oauth=True)
 
     def _identify_headers(self, headers: Mapping[str, str], *, oauth: bool) -> Identity:
-        user = self._key_user(headers, oauth=oauth)
+        user, via = self._key_user(headers, oauth=oauth)
         if user is not None:
             if self.gate is not None:
                 self.gate(user)
-            return self.identity(user)
+            return self.identity(user, via)
         keys = keys_from_headers(headers)
         misplaced = not oauth and any(k.startswith(OAUTH_ACCESS_PREFIX) for k in keys)
         return self._nobody(presented=bool(keys), oauth_elsewhere=misplaced)
@@ -197,22 +197,23 @@ class Authenticator:
         """The caller of `request`: an API key, else the web UI's session cookie (with
         ``X-CSRF-Token`` for unsafe methods), else anonymous or `NotAuthenticated`."""
         oauth = _is_mcp_request(request.scope)
-        user = self._key_user(request.headers, oauth=oauth)
+        user, via = self._key_user(request.headers, oauth=oauth)
         if user is None:
-            user = self._iap_user(request)
+            user, via = self._iap_user(request), "iap"
         if user is None:
-            user = self._session_user(request)
+            user, via = self._session_user(request), "session"
         if user is not None:
             if self.gate is not None:
                 self.gate(user)
-            return self.identity(user)
+            return self.identity(user, via)
         keys = keys_from_headers(request.headers)
         misplaced = not oauth and any(k.startswith(OAUTH_ACCESS_PREFIX) for k in keys)
         return self._nobody(presented=bool(keys), oauth_elsewhere=misplaced)
 
-    def identity(self, user: User | None) -> Identity:
-        """`user` (None: anonymous) as an `Identity` bound to this service's permission rule."""
-        return Identity(user, self.policy)
+    def identity(self, user: User | None, via: str = "") -> Identity:
+        """`user` (None: anonymous) as an `Identity` bound to this service's permission rule, who
+        proved it `via` (`codesearch.permissions.VIA`)."""
+        return Identity(user, self.policy, via)
 
     def anonymous_identity(self) -> Identity:
         return UNRESTRICTED if self.policy is None else Identity(None, self.policy)
@@ -232,9 +233,10 @@ class Authenticator:
         state = request.scope.get("state") or {}
         return "web_session" not in state and bool(request.cookies.get(SESSION_COOKIE))
 
-    def _key_user(self, headers: Mapping[str, str], *, oauth: bool) -> User | None:
-        """The user of the first valid key in `headers`; OAuth access tokens count only when
-        `oauth` (a request to the MCP endpoint, the resource they are issued for)."""
+    def _key_user(self, headers: Mapping[str, str], *, oauth: bool) -> tuple[User | None, str]:
+        """The user of the first valid key in `headers` and which kind it was (``apikey``,
+        ``oauth``); OAuth access tokens count only when `oauth` (a request to the MCP endpoint,
+        the resource they are issued for)."""
         keys = keys_from_headers(headers)
         store = self.get_store() if keys else None
         if store is not None:
@@ -242,7 +244,7 @@ class Authenticator:
                 if key.startswith(OAUTH_ACCESS_PREFIX):  # never an API key (those start with cs_)
                     found = store.verify_oauth_access_token(key) if oauth else None
                     if found is not None:
-                        return found[1]
+                        return found[1], "oauth"
                     continue
                 user = store.verify_api_key(key)
                 if user is not None:
@@ -251,8 +253,8 @@ class Authenticator:
                             "API keys of members are disabled on this server: only owners may "
                             "use API keys (DISABLE_API_KEY_USAGE_FOR_NON_OWNER_USERS)"
                         )
-                    return user
-        return None
+                    return user, "apikey"
+        return None, ""
 
     def _iap_user(self, request: Request) -> User | None:
         """The user Google Cloud IAP signed this request in as (`codesearch.web.iap` checked the

@@ -13,7 +13,7 @@ nothing unpicklable crosses processes. Routes:
   (`routes/history.py`), ``POST /api/find_definitions``, ``POST /api/find_references``,
   ``POST /api/tree`` (`routes/codenav.py`), ``POST /api/chat/blocking``, ``POST /api/chat``
   (streamed), ``PATCH /api/chat/<id>``, ``GET /api/models`` (`routes/chat.py`), ``/api/insights``
-  (`routes/insights.py`);
+  (`routes/insights.py`), ``GET /api/usage`` (`routes/usage.py`);
 - OAuth 2.0 for MCP clients (`routes/oauth.py`, protocol in `codesearch.oauth`): the
   ``/.well-known/`` metadata, ``/oauth/register``, ``/oauth/token``, ``/oauth/revoke``; access
   tokens open the MCP endpoint (``/api/mcp``) only;
@@ -68,6 +68,7 @@ from codesearch.service.routes import repos as routes_repos
 from codesearch.service.routes import search as routes_search
 from codesearch.service.routes import source as routes_source
 from codesearch.service.routes import suggest as routes_suggest
+from codesearch.service.routes import usage as routes_usage
 
 if TYPE_CHECKING:
     from codesearch.app.context import ToolContext
@@ -216,7 +217,15 @@ def build_app(
     )
 
     protected = APIRouter(dependencies=[Depends(deps.require_identity)])
-    for routes in (routes_search, routes_suggest, routes_repos, routes_audit, routes_permissions, routes_source):
+    for routes in (
+        routes_search,
+        routes_suggest,
+        routes_repos,
+        routes_audit,
+        routes_usage,
+        routes_permissions,
+        routes_source,
+    ):
         protected.include_router(routes.router)
     app.include_router(protected)
     app.include_router(webhooks.router)  # signed by the code host, not by an API key

@@ -1,19 +1,66 @@
-"""The audit log's storage: append events, read them a page at a time, prune past the retention.
+"""The audit log's storage: append events, read them a page at a time, count them per UTC day
+(`AuditMixin.count_audit_by_day`), prune past the retention.
 
-What is recorded and when is `codesearch.audit`'s business; the store keeps the rows.
+What is recorded and when, and what the usage report's columns mean, is `codesearch.audit`'s
+business; the store keeps the rows and counts what it is told to.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select
+from sqlalchemy import and_, case, delete, distinct, func, insert, literal, select
+from sqlalchemy.engine import Connection as SAConnection
+from sqlalchemy.sql import ColumnElement
 
 from codesearch.store import models as m
 from codesearch.store.base import StoreBase
 from codesearch.store.rows import from_row
 from codesearch.store.tables import audit_events
+
+
+@dataclass(frozen=True)
+class EventCount:
+    """One counted column of `AuditMixin.count_audit_by_day`: the events whose action is one of
+    `actions` (any action when empty) and none of `excluding`, made by a caller who signed in
+    `via` (any way when ""; the event's ``via`` detail, `codesearch.audit.log`)."""
+
+    name: str
+    actions: tuple[str, ...] = ()
+    excluding: tuple[str, ...] = ()
+    via: str = ""
+
+
+@dataclass(frozen=True)
+class DayCounts:
+    """One UTC day: how many distinct accounts left an event (`users`), and each `EventCount`."""
+
+    day: date
+    users: int
+    counts: dict[str, int]
+
+
+def _day_of(c: SAConnection) -> ColumnElement[str]:
+    """An event's UTC day as ``YYYY-MM-DD``: SQLite keeps `at` as naive UTC text (its first ten
+    characters), PostgreSQL as a ``timestamptz`` (read in UTC whatever the session's zone)."""
+    at = audit_events.c.at
+    if c.dialect.name == "sqlite":
+        return func.substr(at, 1, 10)
+    return func.to_char(func.timezone("UTC", at), "YYYY-MM-DD")
+
+
+def _matches(spec: EventCount) -> ColumnElement[bool]:
+    conds: list[ColumnElement[bool]] = []
+    if spec.actions:
+        conds.append(audit_events.c.action.in_(spec.actions))
+    if spec.excluding:
+        conds.append(audit_events.c.action.not_in(spec.excluding))
+    if spec.via:
+        conds.append(audit_events.c.details["via"].as_string() == spec.via)
+    return and_(*conds) if conds else literal(True)
 
 
 class AuditMixin(StoreBase):
@@ -85,3 +132,41 @@ class AuditMixin(StoreBase):
         """Delete the events older than `before` (the retention); returns how many."""
         with self._tx(write=True) as c:
             return c.execute(delete(audit_events).where(audit_events.c.at < before)).rowcount or 0
+
+    def count_audit_by_day(self, since: datetime, until: datetime, columns: Sequence[EventCount]) -> list[DayCounts]:
+        """Per UTC day of ``since <= at < until``, in order, the days with events only: the
+        distinct accounts that left an event (anonymous callers and the command line are no
+        account) and the events of each of `columns`. One pass over the range (the index on `at`)."""
+        with self._tx() as c:
+            day = _day_of(c)
+            sums = [func.sum(case((_matches(col), 1), else_=0)) for col in columns]
+            rows = c.execute(
+                select(day, func.count(distinct(audit_events.c.actor_user_id)), *sums)
+                .where(audit_events.c.at >= since, audit_events.c.at < until)
+                .group_by(day)
+                .order_by(day)
+            )
+            return [
+                DayCounts(
+                    date.fromisoformat(r[0]),
+                    int(r[1]),
+                    {col.name: int(v or 0) for col, v in zip(columns, r[2:], strict=True)},
+                )
+                for r in rows
+            ]
+
+    def count_audit_users(self, since: datetime, until: datetime) -> int:
+        """The distinct accounts that left an event in ``since <= at < until``."""
+        with self._tx() as c:
+            n = c.scalar(
+                select(func.count(distinct(audit_events.c.actor_user_id))).where(
+                    audit_events.c.at >= since, audit_events.c.at < until
+                )
+            )
+            return int(n or 0)
+
+    def oldest_audit_event_at(self) -> datetime | None:
+        """When the oldest event kept was recorded (None: the log is empty)."""
+        with self._tx() as c:
+            at: datetime | None = c.scalar(select(func.min(audit_events.c.at)))
+            return at
