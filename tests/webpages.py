@@ -49,6 +49,7 @@ PAGES = [
     Page("settings-members", "/settings/members"),
     Page("settings-users", "/settings/users"),
     Page("settings-audit", "/settings/audit"),
+    Page("settings-usage", "/settings/usage"),
     Page("settings-keys-member", "/settings/keys", who="member"),
     Page("chat", "/chat/{chat}"),
     Page("chat-new", "/chat"),

@@ -94,8 +94,11 @@ class AuditLog:
         try:
             user_id, actor = actor_of(identity)
             details = _clean(details)
+            # how the caller signed in, from the identity only (never a detail a caller passed,
+            # such as an MCP tool's argument): what the usage report counts API-key calls by
+            details.pop("via", None)
             via = getattr(identity, "via", "")
-            if via:  # how the caller signed in: what the usage report counts API-key calls by
+            if via:
                 details["via"] = via
             self._queue.put_nowait(
                 {

@@ -148,6 +148,25 @@ def test_an_empty_log_reports_zeros(tmp_path):
         store.close()
 
 
+@pytest.mark.parametrize("via", ["apikey", "oauth", "session", "iap", ""])
+def test_the_log_keeps_how_the_caller_signed_in(tmp_path, via):
+    from codesearch.audit import AuditLog
+    from codesearch.permissions import Identity
+
+    store = Store.open(tmp_path, environ=ENV)
+    try:
+        user = store.create_user("ann@example.com", "Ann")
+        log = AuditLog(lambda: store)
+        log.record(Identity(user, via=via), "search", "q", regex=False, via="forged")  # the identity's word wins
+        log.record(None, "search", "anonymous")
+        assert log.flush() == 2
+        events = {e.target: e.details for e in store.list_audit_events()[0]}
+        assert events["q"] == ({"regex": False, "via": via} if via else {"regex": False})
+        assert events["anonymous"] == {}
+    finally:
+        store.close()
+
+
 TODAY = date(2026, 11, 29)
 GOOD = [
     # (days, from, to) -> (first, last)
