@@ -21,17 +21,27 @@ What each column counts (the audit actions of `codesearch.audit.actions.ACTIONS`
 A range is whole UTC days, ``from`` to ``to`` inclusive, at most `MAX_DAYS` of them (a year and a
 day, so that a year back from any day fits); `parse_range` checks it. Every day of the range is
 in the report, with zeros where nothing happened.
+
+Counting a day's events is one pass over them (`Store.count_audit_by_day`, about a microsecond an
+event); a year of a 200-person team is a few million events. A day that is over no longer
+changes: events are written with the time they happen, within seconds (`SETTLED` is ten
+minutes), and the retention only removes the oldest, up to a moment of the oldest day still
+kept. So each process keeps the counts of settled days after the oldest event's day
+(`DayCache`, per store) and counts only the others again: today, the oldest day, days not asked
+for before. The numbers are still those of the rows: a kept day is one whose rows cannot change.
 """
 
 from __future__ import annotations
 
+import threading
+import weakref
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from typing import TYPE_CHECKING, Any
 
 from codesearch import spreadsheet
 from codesearch.errors import InvalidArgument
-from codesearch.store.audit import EventCount
+from codesearch.store.audit import DayCounts, EventCount
 
 if TYPE_CHECKING:
     from codesearch.store import Store
@@ -41,6 +51,12 @@ MAX_DAYS = 366
 #: The ranges the page offers (days back from today, today included); 30 is the default.
 PRESETS = (7, 30, 90, 365)
 DEFAULT_DAYS = 30
+
+#: A day's counts are kept (`DayCache`) once it ended this long ago: events are written within
+#: seconds of happening (the audit log's queue is flushed every half second), never later.
+SETTLED = timedelta(minutes=10)
+#: Days kept per store, at most.
+CACHE_DAYS = 2 * MAX_DAYS
 
 #: The counted columns, in the order of the report, the CSV and the chart.
 COLUMNS = (
@@ -144,16 +160,83 @@ class UsageReport:
         return spreadsheet.csv_text(CSV_COLUMNS, ([d["date"], *(d[k] for k in keys)] for d in self.days))
 
 
-def usage_report(store: Store, r: UsageRange) -> UsageReport:
-    """The report of `r` from `store`'s audit log (see the module docstring)."""
-    found = {d.day: d for d in store.count_audit_by_day(r.since, r.until, COLUMNS)}
-    days: list[dict[str, Any]] = []
-    for i in range(r.days):
-        day = r.first + timedelta(days=i)
-        d = found.get(day)
-        row: dict[str, Any] = {"date": day.isoformat(), "activeUsers": d.users if d else 0}
-        row.update({c.name: (d.counts[c.name] if d else 0) for c in COLUMNS})
-        days.append(row)
-    totals = {"activeUsers": store.count_audit_users(r.since, r.until) if found else 0}
-    totals.update({c.name: sum(int(d[c.name]) for d in days) for c in COLUMNS})
-    return UsageReport(r, days, totals, store.oldest_audit_event_at())
+class DayCache:
+    """The counts of settled days of one store, kept by `usage_report` (see the module docstring):
+    a day is settled `SETTLED` after it ends, and kept while it is after the oldest event's day
+    (the retention removes events from that day on, never after it); at most `CACHE_DAYS`."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._days: dict[date, DayCounts] = {}
+
+    def get(self, days: list[date], keep_after: date | None) -> dict[date, DayCounts]:
+        with self._lock:
+            for d in [d for d in self._days if keep_after is None or d <= keep_after]:
+                del self._days[d]
+            return {d: self._days[d] for d in days if d in self._days}
+
+    def put(self, counted: dict[date, DayCounts]) -> None:
+        with self._lock:
+            self._days.update(counted)
+            for d in sorted(self._days)[: max(0, len(self._days) - CACHE_DAYS)]:
+                del self._days[d]
+
+
+_caches: weakref.WeakKeyDictionary[Store, DayCache] = weakref.WeakKeyDictionary()
+_caches_lock = threading.Lock()
+
+
+def _cache_of(store: Store) -> DayCache:
+    with _caches_lock:
+        cache = _caches.get(store)
+        if cache is None:
+            cache = _caches[store] = DayCache()
+        return cache
+
+
+def _runs(days: list[date]) -> list[tuple[date, date]]:
+    """`days` (in order) as runs of consecutive days, (first, last) each."""
+    runs: list[tuple[date, date]] = []
+    for d in days:
+        if runs and runs[-1][1] + timedelta(days=1) == d:
+            runs[-1] = (runs[-1][0], d)
+        else:
+            runs.append((d, d))
+    return runs
+
+
+def _count(store: Store, days: list[date]) -> dict[date, DayCounts]:
+    """The counts of `days` from the store: one query per run of consecutive days; a day without
+    events is counted too (as zeros), so that it can be kept."""
+    out: dict[date, DayCounts] = {}
+    for first, last in _runs(days):
+        r = UsageRange(first, last)
+        found = {d.day: d for d in store.count_audit_by_day(r.since, r.until, COLUMNS)}
+        for i in range(r.days):
+            d = first + timedelta(days=i)
+            out[d] = found.get(d) or DayCounts(d, set(), {c.name: 0 for c in COLUMNS})
+    return out
+
+
+def usage_report(store: Store, r: UsageRange, *, now: datetime | None = None) -> UsageReport:
+    """The report of `r` from `store`'s audit log (see the module docstring): settled days from
+    the store's `DayCache` when counted before, the others from the store (and kept if settled)."""
+    now = now or datetime.now(UTC)
+    oldest = store.oldest_audit_event_at()
+    keep_after = oldest.astimezone(UTC).date() if oldest is not None else None
+    settled_before = (now - SETTLED).date()  # a day before this one ended SETTLED ago or more
+    days = [r.first + timedelta(days=i) for i in range(r.days)]
+    cache = _cache_of(store)
+    known = cache.get(days, keep_after)
+    counted = _count(store, [d for d in days if d not in known])
+    cache.put({d: c for d, c in counted.items() if d < settled_before and keep_after is not None and d > keep_after})
+    known.update(counted)
+    rows: list[dict[str, Any]] = []
+    everyone: set[int] = set()
+    for d in days:
+        c = known[d]
+        everyone |= c.users
+        rows.append({"date": d.isoformat(), "activeUsers": len(c.users), **{k.name: c.counts[k.name] for k in COLUMNS}})
+    totals = {"activeUsers": len(everyone)}
+    totals.update({c.name: sum(int(row[c.name]) for row in rows) for c in COLUMNS})
+    return UsageReport(r, rows, totals, oldest)

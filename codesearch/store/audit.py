@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import and_, case, delete, distinct, func, insert, literal, select
+from sqlalchemy import and_, case, delete, func, insert, literal, select
 from sqlalchemy.engine import Connection as SAConnection
 from sqlalchemy.sql import ColumnElement
 
@@ -36,10 +36,10 @@ class EventCount:
 
 @dataclass(frozen=True)
 class DayCounts:
-    """One UTC day: how many distinct accounts left an event (`users`), and each `EventCount`."""
+    """One UTC day: the ids of the accounts that left an event (`users`), and each `EventCount`."""
 
     day: date
-    users: int
+    users: set[int]
     counts: dict[str, int]
 
 
@@ -135,35 +135,29 @@ class AuditMixin(StoreBase):
 
     def count_audit_by_day(self, since: datetime, until: datetime, columns: Sequence[EventCount]) -> list[DayCounts]:
         """Per UTC day of ``since <= at < until``, in order, the days with events only: the
-        distinct accounts that left an event (anonymous callers and the command line are no
-        account) and the events of each of `columns`. One pass over the range (the index on `at`)."""
+        accounts that left an event (anonymous callers and the command line are no account) and
+        the events of each of `columns`. One pass over the range (the index on `at`), grouped by
+        day and account, so that the accounts of several days can be united by the caller."""
         with self._tx() as c:
             day = _day_of(c)
+            user = audit_events.c.actor_user_id
             sums = [func.sum(case((_matches(col), 1), else_=0)) for col in columns]
             rows = c.execute(
-                select(day, func.count(distinct(audit_events.c.actor_user_id)), *sums)
+                select(day, user, *sums)
                 .where(audit_events.c.at >= since, audit_events.c.at < until)
-                .group_by(day)
+                .group_by(day, user)
                 .order_by(day)
             )
-            return [
-                DayCounts(
-                    date.fromisoformat(r[0]),
-                    int(r[1]),
-                    {col.name: int(v or 0) for col, v in zip(columns, r[2:], strict=True)},
-                )
-                for r in rows
-            ]
-
-    def count_audit_users(self, since: datetime, until: datetime) -> int:
-        """The distinct accounts that left an event in ``since <= at < until``."""
-        with self._tx() as c:
-            n = c.scalar(
-                select(func.count(distinct(audit_events.c.actor_user_id))).where(
-                    audit_events.c.at >= since, audit_events.c.at < until
-                )
-            )
-            return int(n or 0)
+            out: list[DayCounts] = []
+            for r in rows:
+                d = date.fromisoformat(r[0])
+                if not out or out[-1].day != d:
+                    out.append(DayCounts(d, set(), dict.fromkeys((col.name for col in columns), 0)))
+                if r[1] is not None:
+                    out[-1].users.add(int(r[1]))
+                for col, v in zip(columns, r[2:], strict=True):
+                    out[-1].counts[col.name] += int(v or 0)
+            return out
 
     def oldest_audit_event_at(self) -> datetime | None:
         """When the oldest event kept was recorded (None: the log is empty)."""

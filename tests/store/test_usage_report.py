@@ -167,6 +167,66 @@ def test_the_log_keeps_how_the_caller_signed_in(tmp_path, via):
         store.close()
 
 
+def _recording(store) -> list[tuple[date, date]]:
+    """The ranges `store` is asked to count from now on (the real store answers)."""
+    asked: list[tuple[date, date]] = []
+    real = store.count_audit_by_day
+
+    def count(since, until, columns):
+        asked.append((since.date(), (until - timedelta(days=1)).date()))
+        return real(since, until, columns)
+
+    store.count_audit_by_day = count
+    return asked
+
+
+def test_settled_days_are_counted_once_and_the_rest_every_time(tmp_path):
+    """A day is kept once it is over (ten minutes after midnight UTC) and after the oldest
+    event's day; today, the oldest day and days not asked for before are counted again."""
+    store = Store.open(tmp_path, environ=ENV)
+    try:
+        events = [e for e in _events(seed=3, n=400) if e["at"].astimezone(UTC).date() >= DAY0]
+        store.add_audit_events(events)
+        now = datetime(2026, 3, 20, 0, 5, tzinfo=UTC)  # yesterday ended 5 minutes ago: not settled
+        asked = _recording(store)
+        r = usage.UsageRange(DAY0, date(2026, 3, 20))
+        first = usage.usage_report(store, r, now=now)
+        assert asked == [(DAY0, date(2026, 3, 20))]
+        late = {"at": datetime(2026, 3, 19, 23, 59, 59, tzinfo=UTC), "actor_user_id": 99, "actor": "late@example.com",
+                "action": "search", "target": "q", "details": {"via": "apikey"}}
+        store.add_audit_events([late])
+        asked.clear()
+        second = usage.usage_report(store, r, now=now)
+        assert asked == [(DAY0, DAY0), (date(2026, 3, 19), date(2026, 3, 20))]  # the oldest day, the unsettled
+        days, totals = _brute([*events, late], r.first, r.last)
+        assert (second.days, second.totals) == (days, totals) != (first.days, first.totals)
+        asked.clear()
+        wider = usage.usage_report(store, usage.UsageRange(DAY0 - timedelta(days=2), r.last), now=now)
+        assert asked == [(DAY0 - timedelta(days=2), DAY0), (date(2026, 3, 19), date(2026, 3, 20))]
+        assert wider.days[2:] == second.days
+    finally:
+        store.close()
+
+
+def test_the_retention_removing_old_events_is_seen_at_once(tmp_path):
+    store = Store.open(tmp_path, environ=ENV)
+    try:
+        events = _events(seed=5, n=600)
+        store.add_audit_events(events)
+        r = usage.UsageRange(DAY0 - timedelta(days=3), DAY0 + timedelta(days=39))
+        now = datetime(2026, 6, 1, tzinfo=UTC)
+        assert usage.usage_report(store, r, now=now).days == _brute(events, r.first, r.last)[0]  # all kept
+        cut = datetime(2026, 3, 10, 13, 0, tzinfo=UTC)  # in the middle of a kept day
+        assert store.prune_audit_events(cut) > 0
+        left = [e for e in events if e["at"] >= cut]
+        again = usage.usage_report(store, r, now=now)
+        assert (again.days, again.totals) == _brute(left, r.first, r.last)
+        store.prune_audit_events(datetime(2027, 1, 1, tzinfo=UTC))  # everything
+        assert usage.usage_report(store, r, now=now).totals == dict.fromkeys(usage.LABELS, 0)
+    finally:
+        store.close()
+
+
 TODAY = date(2026, 11, 29)
 GOOD = [
     # (days, from, to) -> (first, last)
