@@ -53,19 +53,24 @@ CACHE_TTL_S = 5.0
 _MAX_CACHED_USERS = 4096
 
 
+#: How a caller proved who they are (`Identity.via`): an API key, a repository-scoped access
+#: token, an OAuth access token (MCP clients), the web UI's session cookie, Google Cloud IAP.
+VIA = ("apikey", "scoped", "oauth", "session", "iap")
+
+
 @dataclass(frozen=True)
 class Identity:
     """The caller: a user (API key, OAuth token or web session) or anonymous (`user` is None),
-    bound to the permission rule of the app that identified it (`policy`)."""
+    bound to the permission rule of the app that identified it (`policy`). `via` says how the
+    caller proved who they are (`VIA`; "" when not told): the audit log keeps it with each event,
+    so that owners can count the calls made with API keys (`codesearch.audit.usage`)."""
 
     user: object | None = None  # codesearch.store.User
     policy: PermissionPolicy | None = field(default=None, compare=False, repr=False)
     #: a repository-scoped access token's repositories: the caller sees at most these (and never
     #: more than `user` may see); None for every other credential
     repo_scope: frozenset[int] | None = None
-    #: how the caller proved who they are: ``api_key``, ``scoped_token``, ``oauth``, ``session``
-    #: (web cookie or IAP), or None (anonymous, or made outside the service)
-    via: str | None = field(default=None, compare=False)
+    via: str = field(default="", compare=False)
 
     @property
     def anonymous(self) -> bool:
@@ -287,9 +292,9 @@ class PermissionPolicy:
         self._facts: tuple[float, PermissionSettings | None, _Facts | None] | None = None
         self._users: dict[int, tuple[float, frozenset[int]]] = {}
 
-    def identity(self, user: object | None) -> Identity:
+    def identity(self, user: object | None, via: str = "") -> Identity:
         """`user` (None: anonymous) as an identity bound to this policy."""
-        return Identity(user, self)
+        return Identity(user, self, via=via)
 
     # -------------------------------------------------------------- computing
 

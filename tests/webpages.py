@@ -53,6 +53,7 @@ PAGES = [
     Page("settings-service-accounts", "/settings/service-accounts"),
     Page("settings-remove-member", "/settings/users/{member}/remove"),
     Page("settings-leave", "/settings/leave", who="member"),
+    Page("settings-usage", "/settings/usage"),
     Page("settings-keys-member", "/settings/keys", who="member"),
     Page("chat", "/chat/{chat}"),
     Page("chat-new", "/chat"),

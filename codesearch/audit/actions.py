@@ -66,5 +66,6 @@ ACTIONS = {
     "settings.access": "an owner switched anonymous access (target: the setting; detail: enabled)",
     "insight.create": "an insight saved (target: its id; detail: its name)",
     "insight.read": "an insight's counts read (GET /api/insights/<id>, its CSV, its page; target: its id)",
+    "usage.read": "an owner read the usage report (GET /api/usage, its CSV, the usage page; target: the range)",
     "insight.delete": "an insight deleted by its user or an owner (target: its id; detail: its name)",
 }

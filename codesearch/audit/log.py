@@ -3,8 +3,10 @@
 Every event names the caller (their e-mail as it is now, ``anonymous``, or ``cli`` for the command
 line: `actor_of`), the action (`codesearch.audit.actions.ACTIONS`), its target (a query,
 ``repo:path``, a key's id) and a few details, with the request's id
-(`codesearch.runtime.request_ids`). Secrets are never recorded: no API key, password, token or
-cookie is passed in, and detail fields whose names look like one are dropped (`_clean`).
+(`codesearch.runtime.request_ids`) and how the caller proved who they are (detail ``via``:
+``apikey``, ``scoped``, ``oauth``, ``session``, ``iap``; `codesearch.permissions.Identity.via`). Secrets are
+never recorded: no API key, password, token or cookie is passed in, and detail fields whose
+names look like one are dropped (`_clean`).
 
 Recording never makes a request wait or fail: events go into a bounded queue that a thread of
 the process writes to the store in batches (every `FLUSH_S` seconds); if the store cannot take
@@ -99,6 +101,13 @@ class AuditLog:
         """Queue one event (never blocks, never raises)."""
         try:
             user_id, actor = actor_of(identity)
+            details = _clean(details)
+            # how the caller signed in, from the identity only (never a detail a caller passed,
+            # such as an MCP tool's argument): what the usage report counts API-key calls by
+            details.pop("via", None)
+            via = getattr(identity, "via", "")
+            if via:
+                details["via"] = via
             self._queue.put_nowait(
                 {
                     "at": datetime.now(UTC),
@@ -106,7 +115,7 @@ class AuditLog:
                     "actor": actor,
                     "action": action,
                     "target": str(target)[:MAX_TEXT],
-                    "details": _clean(details),
+                    "details": details,
                     "request_id": request_ids.current(),
                 }
             )

@@ -17,13 +17,12 @@ rules, written once here:
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from codesearch import spreadsheet
 from codesearch.errors import InsufficientPermissions, InvalidArgument, RepositoryNotFound
 from codesearch.insights.scope import all_repos, matching
 from codesearch.insights.spec import as_date, check_queries, points, step_of
@@ -227,27 +226,19 @@ CSV_COLUMNS = ("query_id", "query", "repository", "date", "commit", "match_count
 
 def csv_text(v: InsightView) -> str:
     """The visible counts as CSV, one row per (date, repository, query), as the Dataset of
-    `run_insights` has them."""
-    out = io.StringIO()
-    w = csv.writer(out, lineterminator="\n")
-    w.writerow(CSV_COLUMNS)
+    `run_insights` has them; text cells neutralised for spreadsheets (`codesearch.spreadsheet`)."""
     queries = v.queries
-    for c in v.counts:
-        if 0 <= c.query_index < len(queries):
-            w.writerow(
-                [
-                    c.query_index,
-                    _cell(queries[c.query_index]),
-                    _cell(c.repo_name),
-                    c.at.isoformat(),
-                    c.commit_sha or "",
-                    c.match_count,
-                    c.file_count,
-                ]
-            )
-    return out.getvalue()
-
-
-def _cell(text: str) -> str:
-    """A text cell a spreadsheet will not run as a formula (``=``, ``+``, ``-``, ``@`` first)."""
-    return "'" + text if text[:1] in ("=", "+", "-", "@", "\t", "\r") else text
+    rows = (
+        [
+            c.query_index,
+            queries[c.query_index],
+            c.repo_name,
+            c.at.isoformat(),
+            c.commit_sha or "",
+            c.match_count,
+            c.file_count,
+        ]
+        for c in v.counts
+        if 0 <= c.query_index < len(queries)
+    )
+    return spreadsheet.csv_text(CSV_COLUMNS, rows)

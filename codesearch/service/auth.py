@@ -77,6 +77,7 @@ from codesearch.errors import NotAuthenticated  # noqa: F401  (re-exported)
 from codesearch.oauth import server as oauth_server
 from codesearch.permissions import (  # noqa: F401  (re-exported: routes import them from here)
     UNRESTRICTED,
+    VIA,
     Identity,
     PermissionPolicy,
     can_see,
@@ -120,8 +121,8 @@ SCOPED_TOKEN_PATHS = frozenset(
     }
 )
 
-#: How the caller proved who they are (`Identity.via`).
-VIA_API_KEY, VIA_SCOPED, VIA_OAUTH, VIA_SESSION = "api_key", "scoped_token", "oauth", "session"
+#: How the caller proved who they are (`Identity.via`, one of `codesearch.permissions.VIA`).
+VIA_API_KEY, VIA_SCOPED, VIA_OAUTH, VIA_SESSION, VIA_IAP = VIA
 
 
 class ApiKeyNotAllowed(NotAuthenticated):
@@ -235,8 +236,12 @@ class Authenticator:
         scoped = route_path(request.scope).rstrip("/") in SCOPED_TOKEN_PATHS
         found = self._key_user(request.headers, oauth=oauth, scoped=scoped)
         if found is None:
-            user = self._iap_user(request) or self._session_user(request)
-            found = None if user is None else (user, VIA_SESSION, None)
+            iap_user = self._iap_user(request)
+            if iap_user is not None:
+                found = (iap_user, VIA_IAP, None)
+            else:
+                user = self._session_user(request)
+                found = None if user is None else (user, VIA_SESSION, None)
         if found is not None:
             if self.gate is not None:
                 self.gate(found[0])
@@ -246,12 +251,10 @@ class Authenticator:
         scoped_elsewhere = not scoped and any(k.startswith(SCOPED_TOKEN_PREFIX) for k in keys)
         return self._nobody(presented=bool(keys), oauth_elsewhere=misplaced, scoped_elsewhere=scoped_elsewhere)
 
-    def identity(
-        self, user: User | None, *, via: str | None = None, repo_scope: frozenset[int] | None = None
-    ) -> Identity:
+    def identity(self, user: User | None, *, via: str = "", repo_scope: frozenset[int] | None = None) -> Identity:
         """`user` (None: anonymous) as an `Identity` bound to this service's permission rule;
         `via` and `repo_scope` as `Identity` documents them."""
-        return Identity(user, self.policy, repo_scope, via)
+        return Identity(user, self.policy, repo_scope, via=via)
 
     def anonymous_identity(self) -> Identity:
         return UNRESTRICTED if self.policy is None else Identity(None, self.policy)

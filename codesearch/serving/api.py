@@ -13,7 +13,7 @@ nothing unpicklable crosses processes. Routes:
   (`routes/history.py`), ``POST /api/find_definitions``, ``POST /api/find_references``,
   ``POST /api/tree`` (`routes/codenav.py`), ``POST /api/chat/blocking``, ``POST /api/chat``
   (streamed), ``PATCH /api/chat/<id>``, ``GET /api/models`` (`routes/chat.py`), ``/api/insights``
-  (`routes/insights.py`);
+  (`routes/insights.py`), ``GET /api/usage`` (`routes/usage.py`);
 - OAuth 2.0 for MCP clients (`routes/oauth.py`, protocol in `codesearch.oauth`): the
   ``/.well-known/`` metadata, ``/oauth/register``, ``/oauth/token``, ``/oauth/revoke``; access
   tokens open the MCP endpoint (``/api/mcp``) only;
@@ -71,6 +71,7 @@ from codesearch.service.routes import repos as routes_repos
 from codesearch.service.routes import search as routes_search
 from codesearch.service.routes import source as routes_source
 from codesearch.service.routes import suggest as routes_suggest
+from codesearch.service.routes import usage as routes_usage
 
 if TYPE_CHECKING:
     from codesearch.app.context import ToolContext
@@ -258,6 +259,7 @@ def build_app(
         routes_suggest,
         routes_repos,
         routes_audit,
+        routes_usage,
         routes_permissions,
         routes_source,
         routes_ee,

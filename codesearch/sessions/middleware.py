@@ -40,7 +40,7 @@ log = logging.getLogger(__name__)
 class IdentityMaker(Protocol):
     """Who a signed-in user is to the rest of the app (`codesearch.service.auth.Authenticator`)."""
 
-    def identity(self, user: User | None) -> Identity: ...
+    def identity(self, user: User | None, *, via: str = "", repo_scope: frozenset[int] | None = None) -> Identity: ...
 
 
 class SessionHost(Protocol):
@@ -138,7 +138,7 @@ class SessionMiddleware:
 
         if found is not None:
             session, user = found
-            state["identity"] = self.web.authenticator.identity(user)
+            state["identity"] = self.web.authenticator.identity(user, via="session")
             state["csrf_token"] = session.csrf_token
         else:
             state["identity"] = None

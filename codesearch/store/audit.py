@@ -1,14 +1,20 @@
-"""The audit log's storage: append events, read them a page at a time, prune past the retention.
+"""The audit log's storage: append events, read them a page at a time, count them per UTC day
+(`AuditMixin.count_audit_by_day`), prune past the retention.
 
-What is recorded and when is `codesearch.audit`'s business; the store keeps the rows.
+What is recorded and when, and what the usage report's columns mean, is `codesearch.audit`'s
+business; the store keeps the rows and counts what it is told to.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select
+from sqlalchemy import and_, case, delete, func, insert, literal, select
+from sqlalchemy.engine import Connection as SAConnection
+from sqlalchemy.sql import ColumnElement
 
 from codesearch.store import models as m
 from codesearch.store.base import StoreBase
@@ -17,6 +23,47 @@ from codesearch.store.tables import audit_events
 
 #: Rows deleted per transaction when pruning.
 PRUNE_BATCH = 10_000
+
+
+@dataclass(frozen=True)
+class EventCount:
+    """One counted column of `AuditMixin.count_audit_by_day`: the events whose action is one of
+    `actions` (any action when empty) and none of `excluding`, made by a caller who signed in
+    `via` (any way when ""; the event's ``via`` detail, `codesearch.audit.log`)."""
+
+    name: str
+    actions: tuple[str, ...] = ()
+    excluding: tuple[str, ...] = ()
+    via: str = ""
+
+
+@dataclass(frozen=True)
+class DayCounts:
+    """One UTC day: the ids of the accounts that left an event (`users`), and each `EventCount`."""
+
+    day: date
+    users: set[int]
+    counts: dict[str, int]
+
+
+def _day_of(c: SAConnection) -> ColumnElement[str]:
+    """An event's UTC day as ``YYYY-MM-DD``: SQLite keeps `at` as naive UTC text (its first ten
+    characters), PostgreSQL as a ``timestamptz`` (read in UTC whatever the session's zone)."""
+    at = audit_events.c.at
+    if c.dialect.name == "sqlite":
+        return func.substr(at, 1, 10)
+    return func.to_char(func.timezone("UTC", at), "YYYY-MM-DD")
+
+
+def _matches(spec: EventCount) -> ColumnElement[bool]:
+    conds: list[ColumnElement[bool]] = []
+    if spec.actions:
+        conds.append(audit_events.c.action.in_(spec.actions))
+    if spec.excluding:
+        conds.append(audit_events.c.action.not_in(spec.excluding))
+    if spec.via:
+        conds.append(audit_events.c.details["via"].as_string() == spec.via)
+    return and_(*conds) if conds else literal(True)
 
 
 class AuditMixin(StoreBase):
@@ -95,3 +142,35 @@ class AuditMixin(StoreBase):
             total += n
             if n < batch:
                 return total
+
+    def count_audit_by_day(self, since: datetime, until: datetime, columns: Sequence[EventCount]) -> list[DayCounts]:
+        """Per UTC day of ``since <= at < until``, in order, the days with events only: the
+        accounts that left an event (anonymous callers and the command line are no account) and
+        the events of each of `columns`. One pass over the range (the index on `at`), grouped by
+        day and account, so that the accounts of several days can be united by the caller."""
+        with self._tx() as c:
+            day = _day_of(c)
+            user = audit_events.c.actor_user_id
+            sums = [func.sum(case((_matches(col), 1), else_=0)) for col in columns]
+            rows = c.execute(
+                select(day, user, *sums)
+                .where(audit_events.c.at >= since, audit_events.c.at < until)
+                .group_by(day, user)
+                .order_by(day)
+            )
+            out: list[DayCounts] = []
+            for r in rows:
+                d = date.fromisoformat(r[0])
+                if not out or out[-1].day != d:
+                    out.append(DayCounts(d, set(), dict.fromkeys((col.name for col in columns), 0)))
+                if r[1] is not None:
+                    out[-1].users.add(int(r[1]))
+                for col, v in zip(columns, r[2:], strict=True):
+                    out[-1].counts[col.name] += int(v or 0)
+            return out
+
+    def oldest_audit_event_at(self) -> datetime | None:
+        """When the oldest event kept was recorded (None: the log is empty)."""
+        with self._tx() as c:
+            at: datetime | None = c.scalar(select(func.min(audit_events.c.at)))
+            return at

@@ -122,7 +122,7 @@ class IapMiddleware:
                 ),
             )
             return
-        identity = self.web.authenticator.identity(user)
+        identity = self.web.authenticator.identity(user, via="iap")
         state.update(iap_user=user, iap_csrf_token=csrf, identity=identity, csrf_token=csrf)
         if outcome.created or outcome.linked_now:
             audit.record(

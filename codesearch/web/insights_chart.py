@@ -1,4 +1,5 @@
-"""An insight's line chart, drawn on the server as SVG: one line per query over the points.
+"""A line chart drawn on the server as SVG: an insight's (one line per query over the points) and
+the usage page's (`codesearch.web.pages_usage`: one line per kind of call over the days).
 
 Why on the server: the pages carry no chart library and need none for this; an SVG in the
 page is drawn at once, works without script, prints, and scales. What it takes to be readable by
@@ -85,8 +86,11 @@ def line_chart(
     step: str,
     y_label: str = "Matches",
     chart_id: str = "chart",
+    per: str = "query",
 ) -> Markup:
-    """The SVG of a line chart of `series` over `dates` (see the module docstring)."""
+    """The SVG of a line chart of `series` over `dates` (see the module docstring); `per` names
+    what one line is in the description (an insight's lines are one per query, the usage page's
+    one per kind of call)."""
     pw, ph = W - LEFT - RIGHT, H - TOP - BOTTOM
     n = len(dates)
     ticks = nice_ticks(max((v for s in series for v in s.values), default=0))
@@ -100,7 +104,7 @@ def line_chart(
 
     first, last = (date_label(dates[0], step), date_label(dates[-1], step)) if dates else ("", "")
     desc = (
-        f"{len(series)} line{'s' if len(series) != 1 else ''}, one per query, over {n} point"
+        f"{len(series)} line{'s' if len(series) != 1 else ''}, one per {per}, over {n} point"
         f"{'s' if n != 1 else ''} from {first} to {last}; the table below lists every count."
     )
     out = [

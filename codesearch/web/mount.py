@@ -26,6 +26,7 @@ from codesearch.web import (
     pages_security,
     pages_settings,
     pages_sso,
+    pages_usage,
 )
 from codesearch.web.assets import STATIC_DIR, VersionedStaticFiles, current_version
 
@@ -68,3 +69,4 @@ def install(app: FastAPI, *, web: WebContext) -> None:
     app.include_router(pages_chat.router)
     app.include_router(pages_chat.page_router)  # /chat/<id>, the one page in the OpenAPI document
     app.include_router(pages_insights.router)
+    app.include_router(pages_usage.router)

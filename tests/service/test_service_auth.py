@@ -60,6 +60,7 @@ def test_authenticator(store):
     open_ = Authenticator(lambda: store, anonymous=True)
     ident = closed.identify({"authorization": f"Bearer {key}"})
     assert ident.user_id == owner.id and ident.role == "OWNER" and not ident.anonymous
+    assert ident.via == closed.identify_mcp({"x-sourcebot-api-key": key}).via == "apikey"  # what usage counts
     assert closed.identify({"x-sourcebot-api-key": key}).user_id == owner.id
     for headers in ({}, {"authorization": "Bearer cs_nope"}, {"x-sourcebot-api-key": "nope"}):
         with pytest.raises(NotAuthenticated):
