@@ -60,6 +60,7 @@ SLOW_MODULES = frozenset(
         "test_sso",
         "test_web_email_signin",
         "test_sso_iap",
+        "test_invite_signin_methods",
         "test_store",
         "test_sync_e2e",
         "test_unchanged_reindex",

@@ -4,18 +4,22 @@
                               are on and mail can be sent, `signin_options`; else 404). The answer
                               is the same whether or not the address has an account: a code goes
                               out only to a user's address, or to any address when self sign-up is
-                              on. Limited per address and per client (`throttle.may_send_code`:
+                              on, or to the address an open invite (``invite``, its token) lets
+                              join. Limited per address and per client (`throttle.may_send_code`:
                               429 with Retry-After); the mail leaves on a worker thread.
     POST /login/code/verify   anyone: the address and its code (`Store.use_email_code`: it works
                               once, for 10 minutes, 5 tries), under the sign-in lock-outs (401 when
                               wrong, 429 during a lock-out). Right: signed in; an address without an
                               account becomes one when self sign-up is on (its address verified by
-                              the code), waiting for an owner when approval is required (403 page).
+                              the code), waiting for an owner when approval is required (403 page);
+                              with an open invite (``invite``) it joins with the invite's role and
+                              never waits; an invite it may not use is a 403 that says why.
     GET/POST /signup          anyone, when self sign-up and password sign-in are on (else 404): an
                               account with a password; the address is as typed (not verified).
 
 Every POST checks the visitor's CSRF token. Audit: ``login.code.sent`` (target: the address
-typed), ``login`` (method ``email-code``), ``login.failed``, ``member.request``, ``user.signup``.
+typed), ``login`` (method ``email-code``), ``login.failed``, ``member.request``, ``user.signup``,
+``invite.accept``.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from codesearch.permissions import Identity
 from codesearch.service.deps import StoreDep
 from codesearch.store import Conflict, Store, User
 from codesearch.store.email_codes import CODE_TTL
+from codesearch.store.members import InviteInvalid
 from codesearch.web import throttle
 from codesearch.web.deps import WebDep
 from codesearch.web.pages_account import MAX_EMAIL, MAX_NAME, _check_email, _check_new_password
@@ -74,6 +79,7 @@ def _waiting(request: Request) -> HTMLResponse:
 
 def _code_page(request: Request, email: str, next_url: str, status_code: int = 200, **context: Any) -> HTMLResponse:
     context.setdefault("error", None)
+    context.setdefault("invite", "")  # an open invite's token, carried to the code's check
     return _page(
         request,
         "login_code.html",
@@ -100,6 +106,7 @@ def send_code(
     store: StoreDep,
     email: str = Form(""),
     next: str = Form(""),
+    invite: str = Form(""),
     csrf_token: str = Form(""),
 ) -> Response:
     sessions.require_csrf(request, csrf_token, allow_visitor=True)
@@ -112,20 +119,24 @@ def send_code(
     if problem:
         ctx = login_context(web, store, next=next, email=email, error=problem)
         return _page(request, "login.html", status_code=400, **ctx)
+    opened = store.find_invite(invite)  # None for no token, or one that cannot be used any more
+    invite = invite if opened is not None else ""
     wait = throttle.may_send_code(store, email, client_address(request))
     if wait:
-        page = _code_page(request, email, next, 429, error=f"Too many codes asked for: try again in {wait} s.")
+        error = f"Too many codes asked for: try again in {wait} s."
+        page = _code_page(request, email, next, 429, error=error, invite=invite)
         page.headers["Retry-After"] = str(wait)
         return page
     # a code is stored for every address (the same work either way); it is mailed only to an
-    # account's address, or to any when self sign-up is on
+    # account's address, to any when self sign-up is on, or to the one an open invite lets join
     code = store.issue_email_code(email)
-    if store.find_user_by_email(email) is not None or web.security.current().self_signup:
+    joins = opened is not None and opened.email in (None, email.lower())
+    if store.find_user_by_email(email) is not None or web.security.current().self_signup or joins:
         web.mailer.send_later(
             code_mail(email.lower(), code, int(CODE_TTL.total_seconds() // 60), (web.public_url or "").rstrip("/"))
         )
     audit.record(request, None, "login.code.sent", email.lower())
-    return _code_page(request, email, next)
+    return _code_page(request, email, next, invite=invite)
 
 
 @router.post("/login/code/verify")
@@ -136,6 +147,7 @@ def verify_code(
     email: str = Form(""),
     code: str = Form(""),
     next: str = Form(""),
+    invite: str = Form(""),
     csrf_token: str = Form(""),
 ) -> Response:
     sessions.require_csrf(request, csrf_token, allow_visitor=True)
@@ -143,20 +155,27 @@ def verify_code(
         return _no_store(request)
     if not email_code_available(web):
         return _not_found(request)
-    email = email.strip()[:MAX_EMAIL]
+    email, invite = email.strip()[:MAX_EMAIL], invite[:200]
     created: list[tuple[User, bool]] = []
+    refused: list[str] = []  # why the invite cannot be used
 
     def user_for() -> User | None:
         found = store.find_user_by_email(email)
-        if found is not None or not web.security.current().self_signup:
-            return found
+        if found is not None or not (web.security.current().self_signup or invite):
+            return found  # (an account that exists signs in: the invite is not used, as with SSO)
         try:
-            created.append(_sign_up(web, store, email, email_verified=True))
+            created.append(_sign_up(web, store, email, email_verified=True, invite_token=invite or None))
+        except InviteInvalid as e:
+            refused.append(str(e))
+            return None
         except Conflict:  # signed up a moment ago by another request
             return store.find_user_by_email(email)
         return created[-1][0]
 
     outcome = throttle.sign_in_with_code(store, email, code, client_address(request), user_for)
+    if refused:  # the code was right: say why the invite cannot be used, not "wrong code"
+        audit.record(request, None, "login.failed", email, method="email-code", invite=True)
+        return _code_page(request, email, next, 403, error=refused[0])
     if outcome.user is None:
         audit.record(request, None, "login.failed", email, method="email-code", locked=bool(outcome.retry_after))
         error = f"Too many sign-in attempts: try again in {outcome.retry_after} s."
@@ -171,6 +190,8 @@ def verify_code(
     user = outcome.user
     if created:
         audit.record(request, Identity(user), "user.signup", user.email, method="email-code")
+        if invite:
+            audit.record(request, Identity(user), "invite.accept", user.email, role=user.role)
     if store.is_pending(user.id):
         if created:
             audit.record(request, Identity(user), "member.request", user.email, method="email-code")

@@ -10,8 +10,8 @@
     POST /settings/members/{user}/decline      OWNER: refuse (the user is deleted)
     POST /settings/members/invites             OWNER: create an invite (optional e-mail, role); its link shown once
     POST /settings/members/invites/{id}/revoke OWNER: delete an unused invite
-    GET  /invite/{token}                       join with an invite: SSO buttons, or e-mail and password
-    POST /invite/{token}                       join with e-mail and password
+    GET  /invite/{token}                       join with an invite: SSO buttons, an e-mail code, a password
+    POST /invite/{token}                       join with e-mail and password (403 with passwords off)
 
 Every failure of a flow (provider down, access denied, bad or reused state, an ID token that
 does not check out, an identity linked to someone else) is a page that says so, never a
@@ -50,7 +50,7 @@ from codesearch.sso.flow import FLOW_COOKIE, FLOW_TTL_S, FlowError, FlowSealer, 
 from codesearch.store import OWNER, ROLES, Conflict, NotFound
 from codesearch.store.members import InviteInvalid
 from codesearch.web.deps import WebDep
-from codesearch.web.signin_options import notify_approved, notify_join_request, sso_providers
+from codesearch.web.signin_options import email_code_available, notify_approved, notify_join_request, sso_providers
 from codesearch.web.templating import WebContext, render
 
 if TYPE_CHECKING:
@@ -491,6 +491,8 @@ def _invite_page(
             token=token,
             sso_providers=sso_providers(web),  # those the owners have not turned off
             form_targets=provider_targets(sso_providers(web)),
+            password_login=web.security.current().password_login,
+            email_code=email_code_available(web),
             error=error,
             email=email or invite.email or "",
             name=name,
@@ -522,6 +524,9 @@ def join(
     if store is None or store.find_invite(token) is None:
         return _invite_page(request, web, store, token)
     email, name = email.strip()[:MAX_EMAIL], name.strip()[:MAX_NAME]
+    if not web.security.current().password_login:  # as on /login: the owners turned passwords off
+        off = "Joining with a password is turned off on this server: use another way on this page."
+        return _invite_page(request, web, store, token, 403, error=off, email=email, name=name)
     error = None if "@" in email else "Enter a valid email address."
     error = error or password_problem(password) or ("The two passwords do not match." if password != confirm else None)
     if error:
