@@ -13,7 +13,9 @@ request (static files aside) for ``x-goog-iap-jwt-assertion``:
   IAP's own cookie rides along with cross-site requests just as a session cookie would.
 * anything else is answered at once, never treated as anonymous: 401 when the assertion does not
   check out (invalid, expired, another audience or issuer, unsigned, an unknown key, two headers),
-  403 when the user waits for an owner's approval or may not sign up, 503 when the assertion
+  403 when an owner switched the provider off on the security page (`security_settings`; the
+  assertion is not even checked), when the user waits for an owner's approval or may not sign up,
+  or is deactivated or a service account (never signed in interactively), 503 when the assertion
   cannot be checked (Google's keys unreachable, the audience not resolvable, no state database).
   Under ``/api`` the answer is the API's error JSON (``statusCode``, ``errorCode``, ``message``),
   elsewhere a page that says the same.
@@ -132,6 +134,13 @@ class IapMiddleware:
 
     def _sign_in(self, iap: IapSignIn, assertion: str) -> tuple[User, str, Outcome]:
         """(user, CSRF token, `accounts.Outcome`) of a request's assertion; in a worker thread."""
+        if not self.web.security.current().provider_on(iap.id):  # an owner switched it off (`security_settings`)
+            raise _Answer(
+                403,
+                "INSUFFICIENT_PERMISSIONS",
+                "Turned off",
+                f"Signing in with {iap.provider.name} is turned off on this server.",
+            )
         claims = iap.verify(assertion)
         store = self.web.get_store()
         if store is None:
@@ -145,8 +154,15 @@ class IapMiddleware:
             ) from None
         if outcome.pending:
             raise _Pending(outcome)
-        if outcome.user.suspended_at is not None or outcome.user.is_service:  # (codesearch.store.offboarding)
+        if outcome.user.suspended_at is not None:  # (codesearch.store.offboarding)
             raise _Answer(403, "INSUFFICIENT_PERMISSIONS", "Account deactivated", "An owner deactivated this account.")
+        if outcome.user.is_service:
+            raise _Answer(
+                403,
+                "INSUFFICIENT_PERMISSIONS",
+                "Not for interactive use",
+                "This is a service account: it works with API keys only, and never signs in.",
+            )
         return outcome.user, iap.csrf_token(store, outcome.user, claims), outcome
 
     async def _answer(self, scope: Scope, receive: Receive, send: Send, a: _Answer) -> None:

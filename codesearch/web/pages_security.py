@@ -8,7 +8,8 @@
 A switch an environment variable forces is shown locked, with the variable's name; a POST that
 tries to change it is a 409 naming the variable. A POST that would leave the owner who sends it
 no way to sign in (no password with passwords off, no code without mail, no provider they have
-linked) is a 409 that says so: nothing is stored. Members get a 403 page; every POST checks the
+linked), or that switches off Google Cloud IAP while the owner's own request came through it, is a
+409 that says so: nothing is stored. Members get a 403 page; every POST checks the
 CSRF token and leaves an audit event (``settings.security``, ``mail.test``).
 """
 
@@ -27,6 +28,7 @@ from codesearch.service.deps import StoreDep
 from codesearch.store import OWNER, Store, User
 from codesearch.web.deps import WebDep
 from codesearch.web.security_settings import FORCEABLE, MAX_MESSAGE, Security, apply_forced, usable_methods
+from codesearch.web.signin_options import switchable_providers
 from codesearch.web.templating import WebContext, render
 
 router = APIRouter(include_in_schema=False)
@@ -71,7 +73,7 @@ def _page(request: Request, web: WebContext, store: Store, status_code: int = 20
         stored=web.security.stored(),
         forced={name: FORCEABLE[name] for name in web.security.forced},
         switches=SWITCHES,
-        providers=[p for p in web.identity_providers.values() if p.signs_in],
+        providers=switchable_providers(web),
         mailer=web.mailer.server.describe() if web.mailer is not None else None,
         sender=web.mailer.sender if web.mailer is not None else None,
         mail_status=status if isinstance(status, dict) else None,
@@ -111,7 +113,7 @@ def _parse(
             )
         if forced is not None:
             values[name] = getattr(stored, name)  # what the owners chose stays stored underneath
-    known = {p.id for p in web.identity_providers.values() if p.signs_in}
+    known = {p.id for p in switchable_providers(web)}
     unknown = sorted(set(providers) - known)
     if unknown:
         return None, f"There is no single sign-on provider {unknown[0][:80]!r} in the config."
@@ -157,7 +159,7 @@ def save(
     left = usable_methods(
         in_force,
         mail=web.mailer is not None,
-        providers=[p.id for p in web.identity_providers.values() if p.signs_in],
+        providers=[p.id for p in switchable_providers(web)],
         has_password=bool(user.password_hash),
         linked=linked,
     )
@@ -169,6 +171,16 @@ def save(
             409,
             error="These settings would leave you no way to sign in: keep a way on that works for your account "
             "(a password you have, e-mail codes with mail configured, or a provider you have linked).",
+        )
+    iap = web.iap
+    if iap is not None and getattr(request.state, "iap_user", None) is not None and not in_force.provider_on(iap.id):
+        return _page(
+            request,
+            web,
+            store,
+            409,
+            error=f"You reached this page through {iap.provider.name}: switching it off would refuse your next "
+            "request (and everyone's that passes through it). Switch it off from a way in that does not use it.",
         )
     web.security.save(wanted)
     audit.record(request, Identity(user), "settings.security", "security", **wanted.to_json())

@@ -33,6 +33,15 @@ def sso_providers(web: WebContext) -> list[Provider]:
     return [p for p in web.identity_providers.values() if p.signs_in and s.provider_on(p.id)]
 
 
+def switchable_providers(web: WebContext) -> list[Provider]:
+    """The providers an owner may switch off on the security page: those with a button, and Google
+    Cloud IAP (no button: `codesearch.web.iap` signs each request in, unless it is switched off)."""
+    providers = [p for p in web.identity_providers.values() if p.signs_in]
+    if web.iap is not None:
+        providers.append(web.iap.provider)
+    return providers
+
+
 def email_code_available(web: WebContext) -> bool:
     """Whether a sign-in code can be asked for now: the switch is on and mail can be sent."""
     return web.mailer is not None and web.security.current().email_code_login

@@ -422,3 +422,83 @@ def test_key_set_is_cached_refreshed_for_new_keys_at_a_bounded_rate(google):
         assert google.fetches == fetched
     finally:
         google.down = False
+
+
+# ----------------------------------------------------------------------------- the owners' switches
+
+SWITCH_CASES = [
+    # (the config's entry, the providers the owners switched off, status of a page and of an API call)
+    (IAP_ENTRY, [], 200),
+    (IAP_ENTRY, ["gcp-iap"], 403),
+    (IAP_ENTRY, ["github"], 200),  # another provider's switch changes nothing here
+    ({**IAP_ENTRY, "id": "corp-iap"}, ["corp-iap"], 403),
+    ({**IAP_ENTRY, "id": "corp-iap"}, ["gcp-iap"], 200),  # the switch goes by the entry's id
+]
+
+
+@pytest.mark.parametrize("entry,off,status", SWITCH_CASES)
+def test_iap_switched_off_on_the_security_page_signs_nobody_in(world, entry, off, status):
+    w = world(entries=[entry], anonymous=True)
+    w.store.put_service_setting("security", {"disabled_providers": off})  # before the app first reads it
+    page = w.as_("alice@example.com")
+    api = w.as_("alice@example.com", path="/api/repos")
+    assert (page.status_code, api.status_code) == (status, status), (page.text, api.text)
+    if status == 403:  # answered as any provider switched off, never as an anonymous visitor
+        assert "Signing in with Google Cloud IAP is turned off on this server." in page.text
+        assert "Signed in as" not in page.text
+        assert api.json() == {"statusCode": 403, "errorCode": "INSUFFICIENT_PERMISSIONS",
+                              "message": "Signing in with Google Cloud IAP is turned off on this server."}
+        assert w.store.list_users() == []
+    else:
+        assert signed_in_as(page) == ("alice@example.com", "owner")
+
+
+def test_the_security_page_switches_iap_but_not_from_a_request_that_came_through_it(world):
+    w = world()
+    owner = w.store.create_user("owner@example.com", "Owner", role="OWNER")
+    w.store.set_user_password(owner.id, hash_password("a long password"))
+    page = w.as_("owner@example.com", path="/settings/security")
+    assert page.status_code == 200 and 'name="provider" value="gcp-iap" checked' in page.text
+    assert "Google Cloud IAP" in page.text
+    off = {"password_login": "on", "csrf_token": csrf_of(page)}  # no provider checked: IAP off
+    r = w.as_("owner@example.com", "POST", "/settings/security", data=off)
+    assert r.status_code == 409 and "switching it off would refuse your next request" in html.unescape(r.text)
+    assert w.store.service_setting("security") is None  # nothing stored
+    with httpx.Client(base_url=w.url, timeout=20) as browser:  # the owner's password, not through IAP
+        login = browser.get("/login")
+        r = browser.post("/login", data={"email": "owner@example.com", "password": "a long password",
+                                         "csrf_token": csrf_of(login)})
+        assert r.status_code == 303
+        token = csrf_of(browser.get("/settings/security"))
+        r = browser.post("/settings/security", data={"password_login": "on", "csrf_token": token})
+        assert r.status_code == 303, r.text
+    assert w.store.service_setting("security")["disabled_providers"] == ["gcp-iap"]
+    assert w.as_("owner@example.com").status_code == 403  # this app knows at once
+
+
+def test_a_deactivated_user_and_a_service_account_are_refused(world):
+    """Never signed in interactively, whatever IAP vouches for; reactivated, the user is let in again."""
+    w = world()
+    assert signed_in_as(w.as_("owner@example.com")) == ("owner@example.com", "owner")
+    assert signed_in_as(w.as_("dana@example.com")) == ("dana@example.com", "member")
+    dana = w.store.find_user_by_email("dana@example.com")
+    w.store.set_user_suspended(dana.id, True)
+    linked = w.store.create_service_account("CI robot")  # an IAP identity linked to it somehow
+    w.store.link_account(linked.id, provider="gcp-iap", provider_type="gcp-iap", subject=subject_of(linked.email))
+    unlinked = w.store.create_service_account("Deploy robot")
+    cases = [
+        # (the address IAP vouches for, status, heading of the page, the user's linked accounts after)
+        ("dana@example.com", 403, "Account deactivated", 1),
+        (linked.email, 403, "Not for interactive use", 1),
+        (unlinked.email, 409, "Sign-in refused", 0),  # its address was never verified: not joined by it
+    ]
+    for email, status, heading, links in cases:
+        page = w.as_(email)
+        api = w.as_(email, path="/api/repos")
+        assert page.status_code == status and heading in page.text and "Signed in as" not in page.text, email
+        assert api.status_code == status and api.json()["errorCode"] == "INSUFFICIENT_PERMISSIONS", api.text
+        user = w.store.find_user_by_email(email)
+        assert len(w.store.list_linked_accounts(user_id=user.id)) == links
+    assert len(w.store.list_users()) == 4  # nobody signed up instead
+    w.store.set_user_suspended(dana.id, False)
+    assert signed_in_as(w.as_("dana@example.com")) == ("dana@example.com", "member")
