@@ -30,6 +30,8 @@ module holds the ones several layers read.
 ``AUDIT_RETENTION_DAYS``                           days the audit log keeps events (180; 0:
                                                    forever); or Sourcebot's
                                                    ``SOURCEBOT_EE_AUDIT_RETENTION_DAYS``
+``SOURCEBOT_EE_AUDIT_LOGGING_ENABLED``             ``false``: no audit event is recorded and none
+                                                   pruned (default ``true``)
 ``AUTH_URL``                                       the public base URL of the service (also the
                                                    OAuth issuer of the MCP server)
 ``CODESEARCH_OAUTH_ACCESS_TOKEN_TTL_SECONDS``      lifetime of an OAuth access token (3600, 1 h)
@@ -54,8 +56,10 @@ used it directly: it holds ``codesearch.db`` or ``.secret``) keeps being used, s
 goes missing on upgrade.
 
 Switches are on only for ``true`` (any case, surrounding blanks ignored), like
-``FORCE_ENABLE_ANONYMOUS_ACCESS``. A value that cannot mean anything (a session age of
-``abc``, a log level of ``verbose``) is an `InvalidEnvironmentVariable` naming the variable,
+``FORCE_ENABLE_ANONYMOUS_ACCESS``; the one that is on by default,
+``SOURCEBOT_EE_AUDIT_LOGGING_ENABLED``, takes only ``true`` or ``false``. A value that cannot
+mean anything (a session age of ``abc``, a log level of ``verbose``) is an
+`InvalidEnvironmentVariable` naming the variable,
 the value and what would be accepted: the service refuses to start rather than guess.
 """
 
@@ -276,6 +280,25 @@ def audit_retention_days(environ: Mapping[str, str] | None = None) -> int:
     return days
 
 
+AUDIT_LOGGING_ENV = "SOURCEBOT_EE_AUDIT_LOGGING_ENABLED"
+
+
+def audit_logging_enabled(environ: Mapping[str, str] | None = None) -> bool:
+    """``SOURCEBOT_EE_AUDIT_LOGGING_ENABLED``: whether audit events are recorded (default ``true``).
+    ``false`` records nothing, from the service or the command line, and, as Sourcebot, prunes
+    nothing either: the events already kept stay readable as they are. Unlike the other switches
+    this one is on by default, so a value that is neither ``true`` nor ``false`` (any case) is
+    refused rather than read as off: a typo must not silently stop the audit trail."""
+    raw = _value(environ, AUDIT_LOGGING_ENV)
+    if not raw:
+        return True
+    if raw.lower() not in ("true", "false"):
+        raise InvalidEnvironmentVariable(
+            AUDIT_LOGGING_ENV, raw, "use true (the default: audit events are recorded) or false (none are)"
+        )
+    return raw.lower() == "true"
+
+
 # ---------------------------------------------------------------------- the state database
 
 DATABASE_URL = "DATABASE_URL"
@@ -402,6 +425,7 @@ def check(environ: Mapping[str, str] | None = None) -> None:
     database_url(environ)
     session_max_age_seconds(environ)
     audit_retention_days(environ)
+    audit_logging_enabled(environ)
     auth_url(environ)
     oauth_access_token_ttl_seconds(environ)
     oauth_refresh_token_ttl_seconds(environ)

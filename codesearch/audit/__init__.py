@@ -17,7 +17,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from codesearch.audit.actions import ACTIONS
-from codesearch.audit.log import DEFAULT_RETENTION_DAYS, RETENTION_ENV, AuditLog, actor_of, retention_days
+from codesearch.audit.log import (
+    DEFAULT_RETENTION_DAYS,
+    RETENTION_ENV,
+    AuditLog,
+    actor_of,
+    logging_enabled,
+    retention_days,
+)
 
 if TYPE_CHECKING:
     from fastapi import Request
@@ -47,6 +54,7 @@ __all__ = [
     "AuditLog",
     "actor_of",
     "audit_of",
+    "logging_enabled",
     "record",
     "retention_days",
 ]

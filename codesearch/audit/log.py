@@ -16,6 +16,10 @@ thread removes events older than the retention (`codesearch.environment.audit_re
 keeps them forever) when it starts and then once an hour, 10,000 rows per transaction. With a
 retention it is started with the app (`AuditLog.start`), so pruning runs on schedule even when
 nothing is recorded.
+
+With Sourcebot's ``SOURCEBOT_EE_AUDIT_LOGGING_ENABLED=false``
+(`codesearch.environment.audit_logging_enabled`) the log is off (`AuditLog.enabled`): `record`
+keeps nothing and no thread is started, so nothing is written and, as Sourcebot, nothing pruned.
 """
 
 from __future__ import annotations
@@ -57,6 +61,11 @@ def retention_days(environ: Mapping[str, str]) -> int:
     return environment.audit_retention_days(environ)
 
 
+def logging_enabled(environ: Mapping[str, str]) -> bool:
+    """``SOURCEBOT_EE_AUDIT_LOGGING_ENABLED`` (`codesearch.environment.audit_logging_enabled`)."""
+    return environment.audit_logging_enabled(environ)
+
+
 def _clean(details: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k, v in details.items():
@@ -86,9 +95,12 @@ class AuditLog:
         retention: int = DEFAULT_RETENTION_DAYS,
         flush_s: float = FLUSH_S,
         prune_every_s: float = PRUNE_EVERY_S,
+        enabled: bool = True,
     ):
         self._get_store = get_store
         self.retention = retention
+        #: False with ``SOURCEBOT_EE_AUDIT_LOGGING_ENABLED=false``: nothing recorded, nothing pruned.
+        self.enabled = enabled
         self.flush_s = flush_s
         self.prune_every_s = prune_every_s
         self._queue: queue.Queue[dict[str, Any]] = queue.Queue(maxsize=QUEUE_MAX)
@@ -98,7 +110,9 @@ class AuditLog:
         self.dropped = 0
 
     def record(self, identity: Identity | None, action: str, target: str = "", **details: Any) -> None:
-        """Queue one event (never blocks, never raises)."""
+        """Queue one event (never blocks, never raises); nothing when the log is off."""
+        if not self.enabled:
+            return
         try:
             user_id, actor = actor_of(identity)
             details = _clean(details)
@@ -131,9 +145,10 @@ class AuditLog:
             self.start()
 
     def start(self) -> None:
-        """Start the writer thread (once): it writes what is queued and prunes on schedule."""
+        """Start the writer thread (once): it writes what is queued and prunes on schedule. Not
+        when the log is off: then there is nothing to write and nothing may be pruned."""
         with self._lock:
-            if self._thread is None:
+            if self._thread is None and self.enabled:
                 self._thread = threading.Thread(target=self._run, name="codesearch-audit", daemon=True)
                 self._thread.start()
 
@@ -150,7 +165,7 @@ class AuditLog:
                 batch.append(self._queue.get_nowait())
             except queue.Empty:
                 break
-        prune = self.retention > 0 and time.monotonic() - self._pruned_at > self.prune_every_s
+        prune = self.enabled and self.retention > 0 and time.monotonic() - self._pruned_at > self.prune_every_s
         if not batch and not prune:
             return 0  # nothing to do: the store is not even asked for (it may be down)
         if prune:

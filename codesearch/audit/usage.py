@@ -142,8 +142,10 @@ class UsageReport:
     totals: dict[str, int]
     oldest_event_at: datetime | None
 
-    def json(self, retention_days: int) -> dict[str, Any]:
-        """The shape of ``GET /api/usage`` (docs/http-api.md#usage)."""
+    def json(self, retention_days: int, audit_logging: bool = True) -> dict[str, Any]:
+        """The shape of ``GET /api/usage`` (docs/http-api.md#usage). `audit_logging` False
+        (``SOURCEBOT_EE_AUDIT_LOGGING_ENABLED=false``): nothing new is counted, the numbers are
+        those of the events recorded before it was turned off (``auditLoggingEnabled``)."""
         return {
             "from": self.range.first.isoformat(),
             "to": self.range.last.isoformat(),
@@ -151,6 +153,7 @@ class UsageReport:
             "days": self.days,
             "totals": self.totals,
             "retentionDays": retention_days,
+            "auditLoggingEnabled": audit_logging,
             "oldestEventAt": self.oldest_event_at.isoformat() if self.oldest_event_at else None,
         }
 

@@ -7,18 +7,20 @@
     codesearch serve [--config FILE] [--port N] [--host ADDR] [--data-dir DIR] …
     codesearch sync CONFIG --data-dir DIR [--connection NAME]…
     codesearch users create EMAIL | list | set-password EMAIL   [--data-dir DIR]
+    codesearch users remove EMAIL | deactivate EMAIL | reactivate EMAIL   [--data-dir DIR]
+    codesearch users service-account create NAME [--role R] | list   [--data-dir DIR]
     codesearch keys create | list | revoke KEY_ID  --user EMAIL [--data-dir DIR]
     codesearch config validate FILE [--check-env]
     codesearch config schema [--file NAME]
 
-Each subcommand's module (`codesearch.cli.index`, `.search`, `.batch`, `.serve`, `.users`, `.keys`,
-`.sync`, `.config`) adds its parser (``register``) and names its handler; ``main`` parses,
+Each subcommand's module (`codesearch.cli.index`, `.search`, `.batch`, `.serve`, `.users` (with
+`.members`), `.keys`, `.sync`, `.config`) adds its parser (``register``) and names its handler; ``main`` parses,
 calls the handler and turns the errors every command can meet into exit codes. The search
 results' text is `codesearch.cli.printer`'s. Handlers import the engine, the store or the
 service only when they run, so ``codesearch --help`` stays fast.
 
-Exit codes: 0 success (search: at least one match), 1 no match (or a failed sync or revoke),
-2 bad usage or input, 130 interrupted.
+Exit codes: 0 success (search: at least one match), 1 no match (or a failed sync or revoke, or
+the last owner that ``users remove``/``deactivate`` refuse), 2 bad usage or input, 130 interrupted.
 """
 
 from __future__ import annotations

@@ -46,9 +46,13 @@ def add_actions(
 
 
 def open_store(args: argparse.Namespace) -> Store:
-    """The store of ``--data-dir`` (else the default data directory, as ``serve`` finds it)."""
+    """The store of ``--data-dir`` (else the default data directory, as ``serve`` finds it). A bad
+    ``SOURCEBOT_EE_AUDIT_LOGGING_ENABLED`` is refused here, before any change that `audit` records."""
+    from codesearch.environment import audit_logging_enabled
     from codesearch.serving.launcher import default_data_dir
     from codesearch.store import Store
+
+    audit_logging_enabled()
 
     return Store.open(os.path.abspath(args.data_dir or default_data_dir()))
 
@@ -62,5 +66,9 @@ def find_user(store: Store, email: str) -> User:
 
 
 def audit(store: Store, action: str, target: str, **details: object) -> None:
-    """The operator's account changes, in the audit log (actor ``cli``; never the key or password)."""
-    store.add_audit_events([{"actor": "cli", "action": action, "target": target, "details": details}])
+    """The operator's account changes, in the audit log (actor ``cli``; never the key or password),
+    written at once: nothing when ``SOURCEBOT_EE_AUDIT_LOGGING_ENABLED=false``, as in the service."""
+    from codesearch.environment import audit_logging_enabled
+
+    if audit_logging_enabled():
+        store.add_audit_events([{"actor": "cli", "action": action, "target": target, "details": details}])

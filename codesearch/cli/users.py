@@ -1,4 +1,5 @@
-"""``codesearch users create|list|set-password``: local accounts, from the server's shell.
+"""``codesearch users create|list|set-password``: local accounts, from the server's shell
+(``remove``, ``deactivate``, ``reactivate`` and ``service-account``: `codesearch.cli.members`).
 
 The first user becomes OWNER. A password is never taken from the command line: typed twice at a
 prompt, or one line of stdin with ``--password-stdin``; it is checked and hashed by
@@ -18,6 +19,8 @@ from codesearch.cli.common import (
     find_user,
     open_store,
 )
+from codesearch.cli.members import ACTIONS as MEMBER_ACTIONS
+from codesearch.cli.members import register_actions as register_member_actions
 from codesearch.plurals import plural
 
 if TYPE_CHECKING:
@@ -78,7 +81,8 @@ def set_password(args: argparse.Namespace) -> int:
 def list_users(args: argparse.Namespace) -> int:
     with open_store(args) as store:
         for u in store.list_users():
-            print(f"{u.id}\t{u.email}\t{u.role}\t{u.name}")
+            status = "deactivated" if u.suspended_at else "active"
+            print(f"{u.id}\t{u.email}\t{u.role}\t{u.name}\t{u.kind}\t{status}")
     return 0
 
 
@@ -103,11 +107,13 @@ def register(sub: Subparsers) -> None:
         _options,
         {
             "create": "create a user (the first one becomes OWNER)",
-            "list": "list the users: id, e-mail, role, name",
+            "list": "list the users: id, e-mail, role, name, kind (human or service), status",
             "set-password": "set a user's web sign-in password (signs their sessions out)",
+            **MEMBER_ACTIONS,
         },
     )
     for name, func in (("create", create), ("set-password", set_password)):
         actions[name].add_argument("email", metavar="EMAIL", help="the user's e-mail")
         actions[name].set_defaults(func=func)
     actions["list"].set_defaults(func=list_users)
+    register_member_actions(actions)

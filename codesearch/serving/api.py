@@ -190,7 +190,10 @@ def build_app(
     # that middleware looked up): credentials, body size and body time are checked before any
     # route reads a body.
     app.add_middleware(RequestLimits, authenticator=authenticator, **(limits or {}))
-    audit_log = audit.AuditLog(get_store, audit.retention_days(os.environ if environ is None else environ))
+    audit_env = os.environ if environ is None else environ
+    audit_log = audit.AuditLog(
+        get_store, audit.retention_days(audit_env), enabled=audit.logging_enabled(audit_env)
+    )  # SOURCEBOT_EE_AUDIT_LOGGING_ENABLED=false: nothing recorded, nothing pruned
     if audit_log.retention > 0 and (data_dir is not None or database_url is not None):
         audit_log.start()  # pruning on schedule, also when nothing is recorded
 

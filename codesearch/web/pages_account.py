@@ -388,6 +388,7 @@ def audit_page(
         actor=actor,
         actions=sorted(audit.ACTIONS.items()),
         retention=f"for {retention} days" if retention else "forever",
+        logging_off=services.audit is None or not services.audit.enabled,
     )
 
 

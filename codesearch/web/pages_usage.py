@@ -10,6 +10,8 @@ sent anywhere else: the page loads no script and no resource from another site.
 
 Owners only: a member sees a 403 page, a visitor is sent to sign in. A bad range answers the page
 with its message (400) and the form as typed. Each view is an audit event (``usage.read``).
+With audit logging off (``SOURCEBOT_EE_AUDIT_LOGGING_ENABLED=false``) the page says so above the
+numbers: nothing new is counted, only the events recorded before it was turned off.
 """
 
 from __future__ import annotations
@@ -65,9 +67,9 @@ def usage_page(
     report = usage.usage_report(store, r)
     audit.record(request, identity, "usage.read", f"{r.first.isoformat()}..{r.last.isoformat()}")
     retention = services.audit.retention if services.audit is not None else 0
-    return render(
-        request, "usage.html", title="Usage", section="usage", error=None, form=form, **_context(report, retention)
-    )
+    context = _context(report, retention)
+    context["logging_off"] = services.audit is None or not services.audit.enabled
+    return render(request, "usage.html", title="Usage", section="usage", error=None, form=form, **context)
 
 
 def _empty() -> dict[str, Any]:
@@ -82,6 +84,7 @@ def _empty() -> dict[str, Any]:
         "retention": "",
         "oldest": "",
         "preset": 0,
+        "logging_off": False,
     }
 
 

@@ -351,3 +351,28 @@ def test_who_may_create_and_use_api_keys(accounts, monkeypatch, env, members_cre
                     assert r.status_code == 403 and r.json()["errorCode"] == "INSUFFICIENT_PERMISSIONS"
                     assert "DISABLE_API_KEY_USAGE_FOR_NON_OWNER_USERS" in r.json()["message"]
                     assert "www-authenticate" not in r.headers
+
+
+# ----------------------------------------------------------------------------- the audit log
+
+@pytest.mark.parametrize("value,recorded", [(None, True), ("false", False)])  # every spelling: tests/service/test_audit.py
+def test_audit_logging_switch_in_the_built_app(accounts, monkeypatch, value, recorded):
+    """SOURCEBOT_EE_AUDIT_LOGGING_ENABLED=false: a sign-in and reading the usage report leave no
+    row (the app's log is flushed by hand: nothing is queued to write later either), and both
+    the usage report and the audit log page say that counting needs the log."""
+    store = accounts[0]
+    monkeypatch.delenv(environment.AUDIT_LOGGING_ENV, raising=False)
+    app = _app(store, monkeypatch, {} if value is None else {environment.AUDIT_LOGGING_ENV: value})
+    c, _ = _sign_in(app, OWNER)
+    assert c.get("/api/usage").json()["auditLoggingEnabled"] is recorded
+    for page in ("/settings/usage", "/settings/audit"):
+        r = c.get(page)
+        assert r.status_code == 200 and ('id="audit-logging-off"' in r.text) is not recorded, page
+    app.state.services.audit.flush()
+    actions = {e.action for e in store.list_audit_events(per_page=500)[0]}
+    assert ({"login", "usage.read"} <= actions) if recorded else actions == set()
+
+
+def test_a_bad_audit_logging_switch_stops_the_app(accounts, monkeypatch):
+    with pytest.raises(environment.InvalidEnvironmentVariable, match="SOURCEBOT_EE_AUDIT_LOGGING_ENABLED='off'"):
+        _app(accounts[0], monkeypatch, {environment.AUDIT_LOGGING_ENV: "off"})

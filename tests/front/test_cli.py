@@ -38,6 +38,19 @@ def parse(line: str) -> dict:
     ("users list", {"command": "users", "action": "list", "name": None, "password": False, "password_stdin": False,
                     "data_dir": None}),
     ("config schema", {"command": "config", "config_command": "schema", "file": "index.json"}),
+    ("users remove a@x", {"command": "users", "action": "remove", "email": "a@x", "name": None, "password": False,
+                          "password_stdin": False, "data_dir": None}),
+    ("users deactivate a@x --data-dir /d", {"command": "users", "action": "deactivate", "email": "a@x", "name": None,
+                                            "password": False, "password_stdin": False, "data_dir": "/d"}),
+    ("users --data-dir /d reactivate a@x", {"command": "users", "action": "reactivate", "email": "a@x", "name": None,
+                                            "password": False, "password_stdin": False, "data_dir": "/d"}),
+    ("users --data-dir /d service-account create ci --role OWNER", {
+        "command": "users", "action": "service-account", "service_action": "create", "account_name": "ci",
+        "role": "OWNER", "key_name": "cli", "name": None, "password": False, "password_stdin": False,
+        "data_dir": "/d"}),
+    ("users service-account list --data-dir /d", {
+        "command": "users", "action": "service-account", "service_action": "list", "name": None, "password": False,
+        "password_stdin": False, "data_dir": "/d"}),
 ])
 def test_command_lines(line, expected):
     assert parse(line) == expected
@@ -51,6 +64,11 @@ def test_command_lines(line, expected):
     "keys revoke --user a@x",  # no key id
     "keys revoke seven --user a@x",
     "config",
+    "users remove",  # no e-mail
+    "users deactivate a@x b@x",
+    "users service-account",  # no action
+    "users service-account create",  # no name
+    "users service-account create ci --role ADMIN",
 ])
 def test_bad_command_lines_exit_2(line, capsys):
     with pytest.raises(SystemExit) as e:
@@ -84,3 +102,72 @@ def test_users_and_keys_end_to_end(tmp_path, monkeypatch, capsys):
 
     with pytest.raises(SystemExit, match="no user 'nobody@example.com'"):
         cli.main(["keys", "list", "--user", "nobody@example.com", "--data-dir", data])
+
+
+def _cli(data: str, *line: str) -> int:
+    return cli.main(["users", *line, "--data-dir", data])
+
+
+def test_offboarding_and_service_accounts_end_to_end(tmp_path, monkeypatch, capsys):
+    """The rules of the settings pages, from the shell: the last owner stays, an unknown e-mail
+    is named, deactivating ends a key at once, every change is audited with the actor cli."""
+    monkeypatch.delenv("SOURCEBOT_EE_AUDIT_LOGGING_ENABLED", raising=False)
+    data = str(tmp_path / "data")
+    assert _cli(data, "service-account", "create", "ci") == 2  # the first account must be a person
+    assert "the first account must be a person" in capsys.readouterr().err
+    for email in ("owner@example.com", "member@example.com"):
+        assert _cli(data, "create", email) == 0
+    with Store.open(data) as store:
+        member = store.find_user_by_email("member@example.com")
+        _, member_key = store.create_api_key(member.id, "laptop")
+    capsys.readouterr()
+
+    for action, what in (("remove", "removed"), ("deactivate", "deactivated")):  # the last active owner stays
+        assert _cli(data, action, "owner@example.com") == 1
+        assert f"'owner@example.com' is the last owner and cannot be {what}" in capsys.readouterr().err
+    with pytest.raises(SystemExit, match="no user 'nobody@example.com'"):
+        _cli(data, "deactivate", "nobody@example.com")
+
+    assert _cli(data, "deactivate", "member@example.com") == 0
+    assert "deactivated member@example.com" in capsys.readouterr().out
+    assert _cli(data, "deactivate", "member@example.com") == 0  # a no-op, not audited twice
+    assert "already deactivated" in capsys.readouterr().out
+    with Store.open(data) as store:
+        assert store.verify_api_key(member_key) is None  # ended at once
+    assert _cli(data, "list") == 0
+    assert capsys.readouterr().out.splitlines()[1].endswith("member@example.com\tMEMBER\t\thuman\tdeactivated")
+    assert _cli(data, "reactivate", "member@example.com") == 0
+    assert "reactivated member@example.com" in capsys.readouterr().out
+
+    assert _cli(data, "service-account", "create", "CI bot", "--key-name", "ci") == 0
+    created = capsys.readouterr()
+    secret = created.out.strip()
+    assert "created service account CI bot (MEMBER)" in created.err and "shown once" in created.err
+    with Store.open(data) as store:
+        bot = store.verify_api_key(secret)
+        assert bot.is_service and bot.email.endswith("@service-account.invalid")
+    assert _cli(data, "service-account", "list") == 0
+    assert capsys.readouterr().out == f"{bot.id}\t{bot.email}\tMEMBER\tCI bot\tactive\t1 active key\n"
+    assert _cli(data, "service-account", "create", " ") == 2
+    assert "NAME: a service account needs a name of 1 to 100 characters" in capsys.readouterr().err
+
+    assert _cli(data, "remove", "member@example.com") == 0
+    with Store.open(data) as store:
+        assert store.find_user_by_email("member@example.com") is None
+        events, _ = store.list_audit_events(actor="cli")
+        assert [(e.action, e.target) for e in reversed(events)] == [
+            ("user.create", "owner@example.com"), ("user.create", "member@example.com"),
+            ("member.deactivate", "member@example.com"), ("member.reactivate", "member@example.com"),
+            ("service_account.create", "CI bot"), ("apikey.create", str(store.list_api_keys(bot.id)[0].id)),
+            ("member.remove", "member@example.com"),
+        ]
+
+    # SOURCEBOT_EE_AUDIT_LOGGING_ENABLED: false records nothing; a bad value changes nothing
+    monkeypatch.setenv("SOURCEBOT_EE_AUDIT_LOGGING_ENABLED", "off")
+    assert _cli(data, "remove", bot.email) == 2
+    assert "SOURCEBOT_EE_AUDIT_LOGGING_ENABLED='off'" in capsys.readouterr().err
+    monkeypatch.setenv("SOURCEBOT_EE_AUDIT_LOGGING_ENABLED", "false")
+    assert _cli(data, "remove", bot.email) == 0
+    with Store.open(data) as store:
+        assert store.find_user_by_email(bot.email) is None
+        assert store.list_audit_events(actor="cli")[1] == 7

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from codesearch.environment import InvalidEnvironmentVariable
-from codesearch import audit
+from codesearch import audit, environment
 from codesearch.audit.log import MAX_TEXT, _clean
 from codesearch.service.routes.audit import event_json
 from codesearch.store import Store
@@ -168,6 +168,46 @@ def test_retention_from_the_environment(environ, days):
 def test_a_bad_retention_is_refused(name, raw):
     with pytest.raises(InvalidEnvironmentVariable, match=name):
         audit.retention_days({name: raw})
+
+
+SB_LOGGING = "SOURCEBOT_EE_AUDIT_LOGGING_ENABLED"
+
+
+@pytest.mark.parametrize("environ, enabled", [
+    ({}, True),  # Sourcebot's default: on
+    ({SB_LOGGING: ""}, True),
+    ({SB_LOGGING: "true"}, True),
+    ({SB_LOGGING: " TRUE "}, True),
+    ({SB_LOGGING: "false"}, False),
+    ({SB_LOGGING: "False"}, False),
+])
+def test_audit_logging_switch_from_the_environment(environ, enabled):
+    assert audit.logging_enabled(environ) is enabled
+
+
+@pytest.mark.parametrize("raw", ["0", "no", "off", "yes", "flase"])
+def test_a_bad_audit_logging_switch_is_refused(raw):
+    """On by default: a typo must stop start-up, not silently end the audit trail."""
+    with pytest.raises(InvalidEnvironmentVariable, match=f"{SB_LOGGING}={raw!r}: use true"):
+        audit.logging_enabled({SB_LOGGING: raw})
+    with pytest.raises(InvalidEnvironmentVariable, match=SB_LOGGING):
+        environment.check({SB_LOGGING: raw})
+
+
+def test_with_audit_logging_off_nothing_is_recorded_or_pruned(store):
+    now = datetime.now(timezone.utc)
+    store.add_audit_events([{"at": now - timedelta(days=400), "actor": "a@x", "action": "search", "target": "old"}])
+    off = audit.AuditLog(lambda: store, retention=30, flush_s=3600, prune_every_s=0, enabled=False)
+    off.record(None, "search", "new")
+    off.start()
+    assert off._thread is None  # no writer: nothing to write, nothing may be pruned
+    assert off.flush() == 0
+    assert [e.target for e in store.list_audit_events()[0]] == ["old"]  # as Sourcebot: kept
+
+    on = audit.AuditLog(lambda: store, retention=30, flush_s=3600, prune_every_s=0)
+    on.record(None, "search", "new")
+    assert on.flush() == 1
+    assert [e.target for e in store.list_audit_events()[0]] == ["new"]  # recorded; the old one pruned
 
 
 @pytest.mark.parametrize("retention, kept", [

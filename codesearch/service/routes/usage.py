@@ -71,4 +71,5 @@ def usage_json(
     last: str | None = Query(None, alias="to"),
 ) -> dict[str, Any]:
     report = _report(request, identity, store, days, first, last)
-    return report.json(services.audit.retention if services.audit is not None else 0)
+    log_ = services.audit
+    return report.json(log_.retention if log_ is not None else 0, log_ is not None and log_.enabled)
