@@ -179,7 +179,10 @@ CONFIG_CASES = [
     ([{"provider": "google", "purpose": "account_linking", "clientId": E, "clientSecret": E}], 'identityProviders[0].purpose: must be "sso"', None),
     ([{"provider": "github", "purpose": "sso", "clientId": "inline", "clientSecret": E}], "identityProviders[0].clientId: expected a token reference", None),
     ([{"provider": "gitlab", "purpose": "sso", "clientId": E, "clientSecret": E, "baseUrl": "gitlab.local"}], "identityProviders[0].baseUrl: must be an http", None),
-    ({"gh": {"provider": "github"}}, "identityProviders: expected array", None),
+    # Sourcebot's map form, keyed by id: its entries are checked as the array's, named by their key
+    ({"gh": {"provider": "github", "purpose": "sso", "clientId": E}}, 'identityProviders.gh: missing required property "clientSecret"', None),
+    ({"gh": {"provider": "github", "purpose": "sso", "clientId": E, "clientSecret": E, "id": "other"}}, "identityProviders.gh", None),
+    ("github", "identityProviders: expected", None),
     ([{"provider": "github", "purpose": "sso", "clientId": E, "clientSecret": E, "id": "a"},
       {"provider": "gitlab", "purpose": "sso", "clientId": E, "clientSecret": E, "id": "a"}], 'identityProviders[1].id: the id "a" is already used', None),
     ([{"provider": "gcp-iap", "purpose": "sso", "audience": E}, {"provider": "gcp-iap", "purpose": "sso", "audience": E}],
