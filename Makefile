@@ -108,15 +108,13 @@ lint: install-test
 # first; `make test` runs everything. Compiled bytecode is kept (`__pycache__/`, ignored by git) even
 # where the environment sets PYTHONDONTWRITEBYTECODE: compiling the package and rewriting the tests'
 # asserts again on every run costs each worker ~5 s of the minute.
-CHECK_WORKERS ?= 2
 check: install-test lint
-	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -p no:cacheprovider --fast -n $(CHECK_WORKERS) --dist loadfile
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -p no:cacheprovider --fast -n $(PYTEST_WORKERS) --dist loadfile
 
-# Three pytest workers (pytest-xdist) by default, a test file each at a time (module fixtures stay per
-# file; each worker starts its own session Ray). On 2 cores a third worker still pays: much of the
-# suite waits (services starting, browsers, git over HTTP, Ray tasks), not computes. PYTEST_WORKERS=0
-# runs them in one process.
-PYTEST_WORKERS ?= 3
+# Two pytest workers (pytest-xdist) by default, a test file each at a time (module fixtures stay per
+# file; each worker starts its own session Ray): 4901 tests in 23 min on 2 cores, against ~25 min
+# in one process. PYTEST_WORKERS=0 runs them in one process.
+PYTEST_WORKERS ?= 2
 test: install-test lint deps $(INSPECTOR) $(AXE)
 	$(PY) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile
 
