@@ -112,8 +112,9 @@ check: install-test lint
 	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -p no:cacheprovider --fast -n $(PYTEST_WORKERS) --dist loadfile
 
 # Two pytest workers (pytest-xdist) by default, a test file each at a time (module fixtures stay per
-# file; each worker starts its own session Ray): 4901 tests in 23 min on 2 cores, against ~25 min
-# in one process. PYTEST_WORKERS=0 runs them in one process.
+# file; each worker starts its own session Ray): 5,340 tests in 22.5 min on 2 cores. A third worker
+# was tried and once lost a worker, after which pytest-xdist waits forever. PYTEST_WORKERS=0 runs
+# them in one process.
 PYTEST_WORKERS ?= 2
 test: install-test lint deps $(INSPECTOR) $(AXE)
 	$(PY) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile
