@@ -25,8 +25,9 @@ from codesearch import audit, sessions
 from codesearch.mail import MAIL_STATUS_KEY, MailError, test_mail
 from codesearch.permissions import Identity
 from codesearch.service.deps import StoreDep
-from codesearch.store import OWNER, Store, User
+from codesearch.store import Store, User
 from codesearch.web.deps import WebDep
+from codesearch.web.pages_settings import _owner as settings_owner
 from codesearch.web.security_settings import FORCEABLE, MAX_MESSAGE, Security, apply_forced, usable_methods
 from codesearch.web.signin_options import switchable_providers
 from codesearch.web.templating import WebContext, render
@@ -49,14 +50,8 @@ def _message(request: Request, status_code: int, heading: str, text: str) -> HTM
 
 
 def _owner(request: Request, store: Store | None) -> tuple[User, Store] | Response:
-    user = sessions.current_user(request)
-    if user is None:
-        return sessions.login_redirect(request)
-    if user.role != OWNER:
-        return _message(request, 403, "Owners only", "Only owners can change the security settings.")
-    if store is None:
-        return _message(request, 503, "Settings are unavailable", "This service runs without a state database.")
-    return user, store
+    """(the signed-in owner, the store), or the response for anyone else: the settings pages' rule."""
+    return settings_owner(request, store, "change the security settings")
 
 
 def _page(request: Request, web: WebContext, store: Store, status_code: int = 200, **context: Any) -> HTMLResponse:
