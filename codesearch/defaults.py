@@ -15,6 +15,12 @@ MAX_FILE_SIZE = 2_097_152  # 2 MiB
 #: Files with more distinct trigrams than this are not indexed (generated or random data): ``settings.maxTrigramCount``.
 MAX_TRIGRAM_COUNT = 20_000
 
+#: The most revisions (branches and tags) indexed per repository: ``CODESEARCH_MAX_INDEXED_REVISIONS``.
+#: 64 is Sourcebot's cap (zoekt's branch masks were one 64-bit word); ours is a setting, at most
+#: `MAX_INDEXED_REVISIONS_LIMIT` (docs/index-format.md#branch-masks: what more branches cost).
+MAX_INDEXED_REVISIONS = 64
+MAX_INDEXED_REVISIONS_LIMIT = 4096
+
 #: Where ``codesearch serve`` listens by default: this machine only.
 HOST = "127.0.0.1"
 PORT = 3000

@@ -47,6 +47,9 @@ module holds the ones several layers read.
                                                    before it must pause an hour (20)
 ``ALWAYS_INDEX_FILE_PATTERNS``                     comma-separated globs indexed despite the
                                                    size and trigram limits (``!`` negates)
+``CODESEARCH_MAX_INDEXED_REVISIONS``               the most revisions (branches and tags)
+                                                   indexed per repository (64, Sourcebot's
+                                                   cap; 1 to 4096)
 =================================================  ===========================================
 
 Why `DATA_DIR` alone no longer is the data directory: Sourcebot keeps its data in
@@ -69,6 +72,7 @@ import logging
 import os
 from collections.abc import Mapping
 
+from codesearch import defaults
 from codesearch.errors import InvalidEnvironmentVariable  # noqa: F401  (re-exported: defined with every public error)
 from codesearch.globs import PatternList
 
@@ -128,6 +132,28 @@ def always_index_patterns(environ: Mapping[str, str] | None = None) -> PatternLi
     """``ALWAYS_INDEX_FILE_PATTERNS`` as a `PatternList` (empty when unset): what the ``index``
     and ``sync`` commands and the index workers pass as `IndexSettings.always_index`."""
     return PatternList.from_env(_value(environ, ALWAYS_INDEX))
+
+
+MAX_INDEXED_REVISIONS = "CODESEARCH_MAX_INDEXED_REVISIONS"
+
+
+def max_indexed_revisions(environ: Mapping[str, str] | None = None) -> int:
+    """``CODESEARCH_MAX_INDEXED_REVISIONS``: the most revisions indexed per repository (default
+    64, Sourcebot's fixed cap; at most ``MAX_INDEXED_REVISIONS_LIMIT``): what the ``index`` and
+    ``sync`` commands and the index workers pass as `IndexSettings.max_revisions`. More cost
+    index size and query time (docs/index-format.md#branch-masks)."""
+    raw = _value(environ, MAX_INDEXED_REVISIONS)
+    if not raw:
+        return defaults.MAX_INDEXED_REVISIONS
+    top = defaults.MAX_INDEXED_REVISIONS_LIMIT
+    if not raw.isdigit() or not 1 <= int(raw) <= top:
+        raise InvalidEnvironmentVariable(
+            MAX_INDEXED_REVISIONS,
+            raw,
+            f"give a whole number of revisions per repository from 1 to {top} "
+            f"(default {defaults.MAX_INDEXED_REVISIONS}, Sourcebot's cap)",
+        )
+    return int(raw)
 
 
 # ---------------------------------------------------------------------- accounts and keys
@@ -433,3 +459,4 @@ def check(environ: Mapping[str, str] | None = None) -> None:
     oauth_pending_client_ttl_seconds(environ)
     oauth_max_pending_clients(environ)
     oauth_registrations_per_address(environ)
+    max_indexed_revisions(environ)

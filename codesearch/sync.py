@@ -142,7 +142,11 @@ def sync_connection(
             user, password = repo_git_credentials(kind, conn, token, repo.display_name)
             path = repo.local_path or mirrors.sync(info.id, repo.clone_url, username=user, password=password).path
             source = GitSource(
-                path, repo=info, branch_globs=revisions.get("branches") or (), tag_globs=revisions.get("tags") or ()
+                path,
+                repo=info,
+                branch_globs=revisions.get("branches") or (),
+                tag_globs=revisions.get("tags") or (),
+                max_revisions=(index_settings or IndexSettings()).max_revisions,
             )
             try:
                 index_source(source, index_dir, index_settings, report.stats)

@@ -45,6 +45,18 @@ class FileProgress:
             self.stream.write("\r" + " " * 60 + "\r")
 
 
+def revision_cap(text: str) -> int:
+    """``--max-revisions``: a whole number from 1 to ``MAX_INDEXED_REVISIONS_LIMIT``."""
+    top = defaults.MAX_INDEXED_REVISIONS_LIMIT
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number (1 to {top})") from None
+    if not 1 <= value <= top:
+        raise argparse.ArgumentTypeError(f"{value} is out of range: 1 to {top} revisions per repository")
+    return value
+
+
 def split_globs(value: str | None) -> list[str]:
     """``"main, release/*"`` → ``["main", "release/*"]`` (None or blanks: none)."""
     return [v.strip() for v in (value or "").split(",") if v.strip()]
@@ -57,9 +69,13 @@ def run(args: argparse.Namespace) -> int:
     from codesearch.index.parallel import default_jobs
     from codesearch.index.paths import index_paths
 
-    settings = IndexSettings(always_index=environment.always_index_patterns())
+    settings = IndexSettings(
+        always_index=environment.always_index_patterns(), max_revisions=environment.max_indexed_revisions()
+    )
     if args.max_file_size:
         settings.max_file_size = args.max_file_size
+    if args.max_revisions:
+        settings.max_revisions = args.max_revisions
     if args.no_ctags:
         settings.ctags = False
     progress = FileProgress()
@@ -96,6 +112,13 @@ def register(sub: Subparsers) -> None:
     ix.add_argument("--tags", metavar="GLOB,...", help="also index tags matching these globs")
     ix.add_argument(
         "--max-file-size", type=int, metavar="BYTES", help=f"skip larger files (default {defaults.MAX_FILE_SIZE})"
+    )
+    ix.add_argument(
+        "--max-revisions",
+        type=revision_cap,
+        metavar="N",
+        help="index at most N revisions per repository (default: CODESEARCH_MAX_INDEXED_REVISIONS, else "
+        f"{defaults.MAX_INDEXED_REVISIONS}; at most {defaults.MAX_INDEXED_REVISIONS_LIMIT})",
     )
     ix.add_argument("--no-ctags", action="store_true", help="do not extract symbols")
     ix.add_argument("--jobs", "-j", type=int, metavar="N", help="processes to build with (default: every core)")

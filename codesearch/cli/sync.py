@@ -50,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
     settings = IndexSettings(
         max_file_size=int(config.settings.max_file_size),
         max_trigram_count=int(config.settings.max_trigram_count),
+        max_revisions=environment.max_indexed_revisions(),
         always_index=environment.always_index_patterns(),
     )
     failed = 0

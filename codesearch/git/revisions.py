@@ -2,8 +2,9 @@
 
 The default branch first; then branches matching `branch_globs`, newest commit first; then tags
 matching `tag_globs`, newest first. Globs are path-style (`codesearch.globs`) over the short
-name (``release/*`` matches ``refs/heads/release/1.0``). At most `MAX_REVISIONS` in all; the
-rest are dropped with a warning. Revisions are reported as full ref names, with the commit
+name (``release/*`` matches ``refs/heads/release/1.0``). At most `limit` in all
+(``CODESEARCH_MAX_INDEXED_REVISIONS``, by default `MAX_REVISIONS`: Sourcebot's 64); the rest are
+dropped with a warning. Revisions are reported as full ref names, with the commit
 they name and its committer date (the default branch's is the repository's "pushed at").
 
 Refs are read with one ``git for-each-ref`` (annotated tags peeled to their commit; a tag of
@@ -23,13 +24,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from codesearch import defaults
 from codesearch.git.paths import show
 from codesearch.git.process import Git
 from codesearch.globs import glob_match
 
 log = logging.getLogger(__name__)
 
-MAX_REVISIONS = 64
+MAX_REVISIONS = defaults.MAX_INDEXED_REVISIONS
 
 _REF_FORMAT = "%00".join(
     (
@@ -156,10 +158,12 @@ def _refs(git_dir: str) -> list[tuple[str, str, datetime]]:
 
 
 def select_revisions(
-    git_dir: str, branch_globs: Iterable[str] = (), tag_globs: Iterable[str] = ()
+    git_dir: str, branch_globs: Iterable[str] = (), tag_globs: Iterable[str] = (), limit: int = MAX_REVISIONS
 ) -> tuple[list[Revision], list[str]]:
-    """The revisions of the repository at `git_dir` to index, and warnings (for instance about
-    the 64-revision cap)."""
+    """The revisions of the repository at `git_dir` to index, at most `limit`, and warnings (for
+    instance about that cap)."""
+    if limit < 1:
+        raise ValueError(f"the revision cap must be at least 1, not {limit}")
     branch_globs, tag_globs = tuple(branch_globs), tuple(tag_globs)  # each is read once per ref
     head = default_branch(git_dir)
     revs, warnings = [head], []
@@ -178,10 +182,11 @@ def select_revisions(
         revs += matching("refs/heads/", branch_globs)
     if tag_globs:
         revs += matching("refs/tags/", tag_globs)
-    if len(revs) > MAX_REVISIONS:
+    if len(revs) > limit:
         warnings.append(
-            f"{len(revs)} revisions match; indexing the first {MAX_REVISIONS}, dropping {len(revs) - MAX_REVISIONS}"
+            f"{len(revs)} revisions match; indexing the first {limit}, dropping {len(revs) - limit}"
+            " (CODESEARCH_MAX_INDEXED_REVISIONS)"
         )
         log.warning("%s: %s", git_dir, warnings[-1])
-        revs = revs[:MAX_REVISIONS]
+        revs = revs[:limit]
     return revs, warnings

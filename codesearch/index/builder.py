@@ -75,6 +75,8 @@ class IndexSettings:
     #: ``ALWAYS_INDEX_FILE_PATTERNS`` (`codesearch.environment.always_index_patterns`); none by default
     always_index: PatternList = field(default_factory=lambda: PatternList([]))
     shard_max_bytes: int = 100 << 20
+    #: the most revisions indexed per git repository (``CODESEARCH_MAX_INDEXED_REVISIONS``)
+    max_revisions: int = defaults.MAX_INDEXED_REVISIONS
     ctags: bool = True
     ctags_timeout_s: float = 5.0
 
@@ -281,6 +283,7 @@ def _sections(repos: list[RepoInfo], docs: list[BuildDoc], syms: DocSymbols) -> 
     content = _postings([d.trigrams for d in docs])
     names = _postings([d.name_trigrams for d in docs])
     lkey, lidx = _symbol_keys(sym_names)
+    words = fmt.branch_words(len(r.branches) for r in repos)
     return {
         "meta": {
             "format": fmt.FORMAT_VERSION,
@@ -290,12 +293,13 @@ def _sections(repos: list[RepoInfo], docs: list[BuildDoc], syms: DocSymbols) -> 
             "docCount": len(docs),
             "symbolCount": len(flat_syms),
             "createdAt": time.time(),
+            "branchWords": words,
         },
         "doc.repo": np.array([d.repo for d in docs], dtype=np.uint32),
         "doc.lang": np.array([lang_idx[d.language] for d in docs], dtype=np.uint16),
         "doc.skip": np.array([d.skip for d in docs], dtype=np.uint8),
         "doc.size": np.array([d.size for d in docs], dtype=np.uint64),
-        "doc.brch": np.array([d.mask for d in docs], dtype=np.uint64),
+        "doc.brch": fmt.pack_masks([d.mask for d in docs], words).reshape(-1),
         "doc.rank": np.array([d.rank for d in docs], dtype=np.uint8),
         "doc.path": _offsets([len(p) for p in paths]),
         "doc.cont": _offsets([len(d.content) for d in docs]),

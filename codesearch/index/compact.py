@@ -177,7 +177,7 @@ def _read_doc(shard: Shard, d: int, repo: int) -> BuildDoc:
     return BuildDoc(
         path=path,
         size=int(shard.doc_size[d]),
-        mask=int(shard.doc_branches[d]),
+        mask=shard.branch_bits(d),
         skip=skip,
         language=shard.language(d),
         content=content,

@@ -1,10 +1,10 @@
 """The shard file format: one immutable file per shard, tagged sections, a version, checksums.
 
-Layout of format version 3 (all integers little-endian)::
+Layout of format version 4 (all integers little-endian)::
 
     offset  size        field
     0       8           magic  b"CSSHARD\\n"
-    8       4           format version (u32) = 3
+    8       4           format version (u32) = 4
     12      4           section count N (u32)
     16      32 * N      table of contents, one entry per section:
                           tag      8 bytes, ASCII, right-padded with spaces
@@ -18,13 +18,17 @@ Sections written by `codesearch.index.builder` (D = documents, S = symbols, T = 
 shard holds the documents of one or more repositories (a compound shard, `compact.py`):
 
     meta      JSON: format, repos (id, name, displayName, codeHostType, webUrl, fileUrl
-              template, branches, archived, fork, public), languages, symbol kinds, counts
+              template, branches, archived, fork, public), languages, symbol kinds, counts,
+              branchWords (W: the u64 words of each document's branch mask, at least 1)
     doc.repo  u32[D]   index into meta.repos
     doc.lang  u16[D]   index into meta.languages
     doc.skip  u8[D]    0 indexed, 1 too large, 2 too many trigrams, 3 binary
     doc.rank  u8[D]    rank class (language.rank_class); optional: older shards lack it
     doc.size  u64[D]   size of the file in bytes (also for skipped files)
-    doc.brch  u64[D]   bit i set: the blob is on branch i of its repo (meta.repos[r].branches)
+    doc.brch  u64[D*W] each document's branch mask, W words (word k holds bits 64k..64k+63): bit i
+              set: the blob is on branch i of its repo (meta.repos[r].branches). W is the
+              width the shard's repository with the most branches needs (`branch_words`): 1,
+              as in version 3, up to 64 branches; 16 for 1,000
     doc.path  u64[D+1] offsets into `paths`
     doc.cont  u64[D+1] offsets into `content` (skipped files have none)
     doc.line  u64[D+1] offsets (in entries) into `lines`
@@ -62,6 +66,10 @@ Version log:
   shards are older (`manifest.stale_repos`), a directory index is built again.
 * 3: a quadgram filter per document (``doc.qflt``, ``qfilter``) that narrows the candidates of
   literals, case-insensitive ones above all. Older shards are refused and re-indexed as above.
+* 4: branch masks of variable length (``meta.branchWords`` words per document in ``doc.brch``),
+  so a repository may have more than 64 indexed revisions (``CODESEARCH_MAX_INDEXED_REVISIONS``).
+  A version-3 shard's masks are one word with no width recorded: it is refused and re-indexed
+  as above, never read as if its width were known.
 """
 
 from __future__ import annotations
@@ -74,7 +82,7 @@ import os
 import struct
 import tempfile
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -83,7 +91,7 @@ import numpy.typing as npt
 from codesearch.errors import IndexFormatError
 
 MAGIC = b"CSSHARD\n"
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 SUFFIX = ".shard"
 _HEADER = struct.Struct("<8sII")
 _ENTRY = struct.Struct("<8sQQII")
@@ -220,6 +228,45 @@ class ShardFile:
         # numpy views may still point into the map (BufferError); it is released when they go.
         with contextlib.suppress(BufferError):
             self._mm.close()
+
+
+def branch_words(branch_counts: Iterable[int]) -> int:
+    """The width (u64 words per document) of ``doc.brch`` for repositories with these numbers of
+    indexed branches: enough for the largest, at least one word."""
+    return max([1, *((n + 63) // 64 for n in branch_counts)])
+
+
+def pack_masks(masks: Sequence[int], words: int) -> np.ndarray:
+    """Branch masks (Python ints, any width) as ``doc.brch``: u64[len(masks), words], word k
+    holding bits 64k..64k+63. ValueError when a mask does not fit."""
+    if words == 1:  # the common case, as cheap as before variable widths
+        if any(m >> 64 for m in masks):
+            raise ValueError("a branch mask does not fit in 1 word")
+        return np.array(masks, dtype=np.uint64).reshape(len(masks), 1)
+    try:
+        raw = b"".join(m.to_bytes(8 * words, "little") for m in masks)
+    except OverflowError:
+        raise ValueError(f"a branch mask does not fit in {words} words") from None
+    return np.frombuffer(raw, dtype="<u8").reshape(len(masks), words)
+
+
+def mask_of(row: np.ndarray) -> int:
+    """One document's branch mask (a row of ``doc.brch``) as a Python int."""
+    return int(row[0]) if row.size == 1 else int.from_bytes(row.astype("<u8", copy=False).tobytes(), "little")
+
+
+def mask_names(names: Sequence[str], mask: int) -> list[str]:
+    """The `names` whose bits are set in `mask` (bit i: ``names[i]``), in order: one step per set
+    bit, not per name (a file on 3 of 1,000 branches costs 3)."""
+    out = []
+    while mask:
+        low = mask & -mask
+        i = low.bit_length() - 1
+        if i >= len(names):
+            break
+        out.append(names[i])
+        mask ^= low
+    return out
 
 
 def symbol_key(name: bytes) -> int:

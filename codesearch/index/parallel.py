@@ -195,7 +195,7 @@ def _index_one(args: _Build) -> IndexStats:
 
     if len(paths) > 1:
         return index_bundle(paths, out_dir, settings, branches, tags)
-    source = open_source(paths[0], branches, tags)
+    source = open_source(paths[0], branches, tags, settings.max_revisions)
     try:
         return index_source(source, out_dir, settings)
     finally:
@@ -219,7 +219,7 @@ def index_bundle(
     swapped: list[tuple[int, str, str | None]] = []
     try:
         for path in paths:
-            source = open_source(path, branches, tags)
+            source = open_source(path, branches, tags, settings.max_revisions)
             try:
                 if builder is None:
                     builder = ShardBuilder(build_dir, source.repo, settings, stats, name=f"bundle.g{generation}")

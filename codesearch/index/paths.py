@@ -46,7 +46,7 @@ def index_paths(
             parallel.index_many(paths, out_dir, settings, stats, pool, branches, tags, progress)
         else:
             for p in paths:
-                source = open_source(p, branches, tags)
+                source = open_source(p, branches, tags, settings.max_revisions)
                 try:
                     if pool is not None:
                         parallel.index_source_in_parts(source, out_dir, settings, stats, pool, progress)

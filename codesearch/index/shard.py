@@ -21,7 +21,7 @@ import numpy as np
 from pyroaring import BitMap
 
 from codesearch.errors import IndexFormatError
-from codesearch.index.format import ShardFile, symbol_key
+from codesearch.index.format import ShardFile, branch_words, mask_names, mask_of, symbol_key
 from codesearch.index.quadgrams import QuadFilters
 from codesearch.index.sources import RepoInfo
 from codesearch.index.trigrams import is_any_case, variants
@@ -146,14 +146,24 @@ class Shard:
             self.languages: list[str] = list(meta["languages"])
             self.symbol_kinds: list[str] = list(meta["symbolKinds"])
             self.doc_count = int(meta["docCount"])
+            #: u64 words of each document's branch mask (format.py: ``doc.brch``)
+            self.branch_words = int(meta["branchWords"])
         except (KeyError, TypeError, ValueError) as e:
             raise IndexFormatError(path, f"meta section is incomplete: {e}") from None
+        if self.branch_words < 1 or self.branch_words < branch_words(len(r.branches) for r in self.repos):
+            raise IndexFormatError(path, f"branchWords {self.branch_words} is too small for the repositories' branches")
         n = self.doc_count
         self.doc_repo = f.array("doc.repo", np.uint32)
         self.doc_lang = f.array("doc.lang", np.uint16)
         self.doc_skip = f.array("doc.skip", np.uint8)
         self.doc_size = f.array("doc.size", np.uint64)
-        self.doc_branches = f.array("doc.brch", np.uint64)
+        brch = f.array("doc.brch", np.uint64)
+        if brch.size != n * self.branch_words:
+            raise IndexFormatError(
+                path, f"section 'doc.brch' has {brch.size} words, expected {n} documents x {self.branch_words}"
+            )
+        #: the documents' branch masks, one row of `branch_words` u64 words each (`branch_bits`)
+        self.doc_branches = brch.reshape(n, self.branch_words)
         self.path_offs = f.array("doc.path", np.uint64)
         self.cont_offs = f.array("doc.cont", np.uint64)
         self.line_offs = f.array("doc.line", np.uint64)
@@ -166,7 +176,6 @@ class Shard:
             ("doc.lang", self.doc_lang, n),
             ("doc.skip", self.doc_skip, n),
             ("doc.size", self.doc_size, n),
-            ("doc.brch", self.doc_branches, n),
             ("doc.path", self.path_offs, n + 1),
             ("doc.cont", self.cont_offs, n + 1),
             ("doc.line", self.line_offs, n + 1),
@@ -225,7 +234,7 @@ class Shard:
                 else:
                     bm = BitMap(range(self.doc_count))
             elif name == "default-branch":
-                bm = BitMap(np.flatnonzero((self.doc_branches & np.uint64(1)) != 0).astype(np.uint32))
+                bm = BitMap(np.flatnonzero((self.doc_branches[:, 0] & np.uint64(1)) != 0).astype(np.uint32))
             elif name == "has-symbols":
                 bm = BitMap(np.flatnonzero(np.diff(self.sym_offs) > 0).astype(np.uint32))
             else:
@@ -262,10 +271,13 @@ class Shard:
     def repo(self, doc: int) -> RepoInfo:
         return self.repos[int(self.doc_repo[doc])]
 
+    def branch_bits(self, doc: int) -> int:
+        """The document's branch mask: bit i set when its blob is on branch i of its repository."""
+        return mask_of(self.doc_branches[doc])
+
     def branches(self, doc: int) -> list[str]:
         repo = self.repo(doc)
-        mask = int(self.doc_branches[doc])
-        return [b for i, b in enumerate(repo.branches) if mask >> i & 1]
+        return mask_names(repo.branches, self.branch_bits(doc))
 
     def symbol_range(self, doc: int) -> range:
         """Indexes of the document's symbols in the sym.* arrays."""

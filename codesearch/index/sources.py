@@ -24,7 +24,7 @@ from codesearch.errors import IndexBuildError
 from codesearch.git.objects import ObjectBatch
 from codesearch.git.paths import git_dir_of
 from codesearch.git.process import Git, first_line
-from codesearch.git.revisions import select_revisions
+from codesearch.git.revisions import MAX_REVISIONS, select_revisions
 from codesearch.index.attributes import ATTRIBUTES_FILE, MAX_FILE_BYTES, NONE, Attributes, Linguist
 
 #: listing every file of one revision (``git ls-tree -r``) of a very large repository may take this long
@@ -194,15 +194,21 @@ class GitSource:
     """The files of one or more revisions of a git repository, from its object store."""
 
     def __init__(
-        self, path: str, repo: RepoInfo | None = None, branch_globs: Iterable[str] = (), tag_globs: Iterable[str] = ()
+        self,
+        path: str,
+        repo: RepoInfo | None = None,
+        branch_globs: Iterable[str] = (),
+        tag_globs: Iterable[str] = (),
+        max_revisions: int = MAX_REVISIONS,
     ) -> None:
+        """`max_revisions`: the most revisions indexed (``CODESEARCH_MAX_INDEXED_REVISIONS``)."""
         git_dir = repo_git_dir(path)
         if git_dir is None:
             raise IndexBuildError(f"{path}: not a git repository")
         self.git_dir = git_dir
         self._objects: ObjectBatch | None = None
         try:
-            self.revisions, self.warnings = select_revisions(git_dir, branch_globs, tag_globs)
+            self.revisions, self.warnings = select_revisions(git_dir, branch_globs, tag_globs, max_revisions)
         except ValueError as e:
             raise IndexBuildError(f"{path}: {e}") from None
         refs = [r.ref for r in self.revisions]
@@ -281,11 +287,11 @@ class GitSource:
 
 
 def open_source(
-    path: str, branch_globs: Iterable[str] = (), tag_globs: Iterable[str] = ()
+    path: str, branch_globs: Iterable[str] = (), tag_globs: Iterable[str] = (), max_revisions: int = MAX_REVISIONS
 ) -> DirectorySource | GitSource:
     """A git source when `path` is a git repository (bare or not), else a directory source."""
     if os.path.isdir(os.path.join(path, ".git")) or (
         os.path.isfile(os.path.join(path, "HEAD")) and os.path.isdir(os.path.join(path, "objects"))
     ):
-        return GitSource(path, branch_globs=branch_globs, tag_globs=tag_globs)
+        return GitSource(path, branch_globs=branch_globs, tag_globs=tag_globs, max_revisions=max_revisions)
     return DirectorySource(path)

@@ -60,7 +60,7 @@ def count_plan(shards: Sequence[Shard], plan: Plan, commits: int, deadline: floa
                 f"{what}: the count {'ran out of time' if late else 'is incomplete (a file took too long to check)'}"
             )
         for fm in result.files:
-            mask = int(shard.doc_branches[fm.doc])
+            mask = shard.branch_bits(fm.doc)
             acc = by_mask.setdefault(mask, [0, 0])
             acc[0] += len(fm.ranges) if content else 1
             acc[1] += 1

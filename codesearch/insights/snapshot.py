@@ -5,7 +5,8 @@ most files do not change, so their (path, blob) pairs repeat. Listing each commi
 (``git ls-tree -r``: paths and blob ids, no content) is cheap; the union of the distinct pairs
 is what is read (once per blob, through one ``git cat-file --batch``) and indexed. Each
 document carries a bit mask of the commits it occurs in: the index's branch mask, whose
-"branches" here are the commits (at most `MAX_COMMITS` per index, the width of the mask).
+"branches" here are the commits (at most `MAX_COMMITS` per index: one 64-bit word of mask per
+document, the narrowest and fastest width of the shard format).
 Counting a query on the index then gives, per matching document, its matches and the commits
 they belong to (`codesearch.insights.counting`).
 
@@ -32,7 +33,7 @@ from codesearch.index.sources import RepoInfo, SourceFile
 
 __all__ = ["MAX_COMMITS", "Snapshot", "list_entries"]
 
-#: Commits one index can tell apart: the branch mask of a document is 64 bits wide.
+#: Commits one index tells apart: one word of branch mask per document (wider masks cost size and time).
 MAX_COMMITS = 64
 
 _SYMLINK = b"120000"

@@ -269,8 +269,10 @@ class RepoIndexer(_Worker):
         max_trigram_count: int = defaults.MAX_TRIGRAM_COUNT,
         timeout_ms: float = defaults.REPO_INDEX_TIMEOUT_MS,
         always_index: str | None = None,
+        max_revisions: int | None = None,
     ):
-        """`always_index` is an ``ALWAYS_INDEX_FILE_PATTERNS`` value; None: this process's environment's."""
+        """`always_index` is an ``ALWAYS_INDEX_FILE_PATTERNS`` value, `max_revisions` a
+        ``CODESEARCH_MAX_INDEXED_REVISIONS`` one; None: this process's environment's."""
         from codesearch import environment
         from codesearch.git.mirror import MirrorStore
         from codesearch.globs import PatternList
@@ -280,6 +282,7 @@ class RepoIndexer(_Worker):
         self.mirrors = MirrorStore(os.path.join(self.data_dir, "repos"), timeout_s=min(600.0, self._timeout_s))
         self.max_file_size = int(max_file_size)
         self.max_trigram_count = int(max_trigram_count)
+        self.max_revisions = environment.max_indexed_revisions() if max_revisions is None else int(max_revisions)
         self.always_index = (
             environment.always_index_patterns() if always_index is None else PatternList.from_env(always_index)
         )
@@ -326,12 +329,14 @@ class RepoIndexer(_Worker):
             repo=repo_info(repo, repo.id),
             branch_globs=revisions.get("branches") or (),
             tag_globs=revisions.get("tags") or (),
+            max_revisions=self.max_revisions,
         )
         try:
             settings = IndexSettings(
                 max_file_size=self.max_file_size,
                 max_trigram_count=self.max_trigram_count,
                 always_index=self.always_index,
+                max_revisions=self.max_revisions,
             )
             # a repository whose indexed revisions were forgotten (a re-index someone asked for:
             # `Store.enqueue_index_job(rebuild=True)`), or never recorded, is rebuilt even if unchanged

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from codesearch.index.format import mask_names
 from codesearch.index.shard import Shard, ShardSymbol, is_reference
 from codesearch.query import ast
 from codesearch.query.planner import ContentLeaf, FileLeaf, Plan, RepoLeaf, SymbolLeaf
@@ -52,7 +53,7 @@ class Verifier(Protocol):
         """The language ids `lang:name` means in this shard."""
         ...
 
-    def branch_mask(self, pattern: str) -> np.ndarray:
+    def branch_mask(self, pattern: str) -> list[int]:
         """Per repository of the shard, the bit mask of its branches that `rev:pattern` names."""
         ...
 
@@ -140,7 +141,7 @@ class DocContext:
         if isinstance(node, ast.Language):
             return int(s.doc_lang[doc]) in ev.lang_set(node.name)
         if isinstance(node, ast.Branch):
-            return bool(int(s.doc_branches[doc]) & int(ev.branch_mask(node.pattern)[int(s.doc_repo[doc])]))
+            return bool(s.branch_bits(doc) & ev.branch_mask(node.pattern)[int(s.doc_repo[doc])])
         if isinstance(node, RepoLeaf):
             return node.test(s.repo(doc))
         raise TypeError(f"unexpected plan node {node!r}")
@@ -186,7 +187,7 @@ class DocContext:
             self._spans[id(leaf)] = spans
         return spans
 
-    def file_match(self, branch_masks: list[np.ndarray]) -> FileMatch:
+    def file_match(self, branch_masks: list[list[int]]) -> FileMatch:
         """Collect the match ranges of the positive terms (at most `limit` content ranges)."""
         limit = self.limit
         ranges: list[tuple[int, int]] = []
@@ -259,19 +260,19 @@ class DocContext:
                 best = max(best, bonus)
         return spans, best
 
-    def _branches(self, masks: list[np.ndarray]) -> list[str]:
+    def _branches(self, masks: list[list[int]]) -> list[str]:
         s, doc = self.ev.shard, self.doc
         repo = s.repo(doc)
-        bits = int(s.doc_branches[doc])
+        bits = s.branch_bits(doc)
         if self.ev.plan.default_branch_only:
             bits &= 1
         elif masks:
             r = int(s.doc_repo[doc])
             want = 0
             for m in masks:
-                want |= int(m[r])
+                want |= m[r]
             bits &= want
-        return [b for i, b in enumerate(repo.branches) if bits >> i & 1]
+        return mask_names(repo.branches, bits)
 
     def _is_definition(self, a: int, b: int) -> bool:
         """True when content[a:b] is the name of a symbol defined on that line."""

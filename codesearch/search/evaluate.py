@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from pyroaring import BitMap
 
+from codesearch.index.format import pack_masks
 from codesearch.index.shard import Shard, TrigramIndex
 from codesearch.query import ast
 from codesearch.query.planner import ContentLeaf, FileLeaf, Plan, RepoFacts, RepoLeaf, SymbolLeaf
@@ -148,11 +149,11 @@ class ShardEvaluator:
         self.stats = self.result.stats
         self.view = _ShardView(shard, self.stats)
         self.lang_ids: dict[str, set[int]] = {}
-        self.branch_masks: dict[str, np.ndarray] = {}
+        self.branch_masks: dict[str, list[int]] = {}
         self.positive: list[ast.Node] = []
         self.positive_ids: set[int] = set()
         self.identifiers: list[ContentLeaf] = []
-        self.positive_branch_masks: list[np.ndarray] = []
+        self.positive_branch_masks: list[list[int]] = []
         self.verified = BitMap()  # documents checked so far
 
     # -- per-shard predicate data -------------------------------------------------------------
@@ -163,8 +164,9 @@ class ShardEvaluator:
             self.lang_ids[name] = {i for i, lang in enumerate(self.shard.languages) if lang.lower() == want}
         return self.lang_ids[name]
 
-    def branch_mask(self, pattern: str) -> np.ndarray:
-        """Per repository of the shard: the bit mask of branches whose name contains `pattern`."""
+    def branch_mask(self, pattern: str) -> list[int]:
+        """Per repository of the shard: the bit mask of branches whose name contains `pattern`
+        (Python ints: a repository may have more than 64 branches)."""
         if pattern not in self.branch_masks:
             masks = []
             for r in self.shard.repos:
@@ -173,12 +175,18 @@ class ShardEvaluator:
                     if pattern == "*" or pattern in b:
                         m |= 1 << i
                 masks.append(m)
-            self.branch_masks[pattern] = np.array(masks, dtype=np.uint64)
+            self.branch_masks[pattern] = masks
         return self.branch_masks[pattern]
 
     def _doc_branch_bits(self, pattern: str) -> np.ndarray:
-        masks = self.branch_mask(pattern)
-        bits: np.ndarray = (self.shard.doc_branches & masks[self.shard.doc_repo]) != 0
+        """Per document: whether it is on a branch `pattern` names. The masks are rows of
+        `Shard.branch_words` words (format.py: ``doc.brch``); one word is the common case."""
+        s = self.shard
+        masks = pack_masks(self.branch_mask(pattern), s.branch_words)[s.doc_repo]
+        if s.branch_words == 1:
+            one: np.ndarray = (s.doc_branches[:, 0] & masks[:, 0]) != 0
+            return one
+        bits: np.ndarray = ((s.doc_branches & masks) != 0).any(axis=1)
         return bits
 
     # -- candidates ---------------------------------------------------------------------------
