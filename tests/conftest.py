@@ -47,6 +47,7 @@ SLOW_MODULES = frozenset(
         "test_index",
         "test_insights_engine",
         "test_llm_streaming",
+        "test_many_branches",
         "test_mirror",
         "test_oauth_abuse",
         "test_oauth_mcp_client",

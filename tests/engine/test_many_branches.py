@@ -32,6 +32,7 @@ from codesearch.index.builder import IndexSettings
 from codesearch.index.compact import compact
 from codesearch.index.paths import index_paths
 from codesearch.index.shard import Shard
+from codesearch.runtime.workers import RepoIndexer
 from codesearch.search.engine import Searcher
 
 BRANCH_GLOBS = ["b/*"]
@@ -211,6 +212,16 @@ def test_the_revision_cap_variable(value, want):
             call(env)
         text = str(e.value)
         assert "CODESEARCH_MAX_INDEXED_REVISIONS" in text and "from 1 to 4096" in text
+
+
+def test_the_index_worker_takes_its_cap_from_its_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv(environment.MAX_INDEXED_REVISIONS, "300")
+    assert RepoIndexer(str(tmp_path), "w1").max_revisions == 300
+    assert RepoIndexer(str(tmp_path), "w2", max_revisions=70).max_revisions == 70  # given: it wins
+    assert IndexSettings().max_revisions == 64  # the library itself reads no environment
+    monkeypatch.setenv(environment.MAX_INDEXED_REVISIONS, "0")
+    with pytest.raises(InvalidEnvironmentVariable, match="CODESEARCH_MAX_INDEXED_REVISIONS"):
+        RepoIndexer(str(tmp_path), "w3")
 
 
 @pytest.mark.parametrize("value,want", [("200", 200), ("0", None), ("5000", None), ("x", None)])
