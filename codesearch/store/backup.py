@@ -36,7 +36,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import IO, Any
+from typing import Any, Protocol
 
 from sqlalchemy import MetaData, Table, select, text
 from sqlalchemy import types as sqltypes
@@ -73,6 +73,12 @@ class BackupSummary:
     @property
     def total_rows(self) -> int:
         return sum(self.rows.values())
+
+
+class Output(Protocol):
+    """Where a backup is written (a file, a gzip file)."""
+
+    def write(self, data: bytes, /) -> object: ...
 
 
 # ---------------------------------------------------------------------------------------- values
@@ -145,11 +151,11 @@ def snapshot(engine: Engine) -> Iterator[Connection]:
             yield conn
 
 
-def _write_line(out: IO[bytes], obj: object) -> None:
+def _write_line(out: Output, obj: object) -> None:
     out.write(json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode("utf-8") + b"\n")
 
 
-def write_backup(engine: Engine, out: IO[bytes], *, secret: dict[str, str] | None = None) -> BackupSummary:
+def write_backup(engine: Engine, out: Output, *, secret: dict[str, str] | None = None) -> BackupSummary:
     """Write the database behind `engine` to `out` (uncompressed JSON lines; `backup_to_file`
     compresses). `secret` goes into the header as it is (`secret_entry`)."""
     from codesearch import version as codesearch_version
