@@ -35,7 +35,8 @@ import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
+from decimal import Decimal
 from typing import Any, Protocol
 
 from sqlalchemy import MetaData, Table, select, text
@@ -85,11 +86,14 @@ class Output(Protocol):
 
 
 def encode_value(column_type: sqltypes.TypeEngine[Any], value: Any) -> Any:
-    """A column's value as JSON: timestamps ISO 8601 in UTC (naive ones are UTC), binary base64."""
+    """A column's value as JSON: timestamps ISO 8601 in UTC (naive ones are UTC), dates ISO 8601,
+    decimals as text (exact), binary base64."""
     if value is None:
         return None
     if isinstance(column_type, sqltypes.DateTime) and isinstance(value, datetime):
         return (value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)).isoformat()
+    if isinstance(value, date | Decimal):
+        return str(value) if isinstance(value, Decimal) else value.isoformat()
     if isinstance(column_type, sqltypes._Binary):
         return base64.b64encode(bytes(value)).decode("ascii")
     return value
@@ -103,6 +107,10 @@ def decode_value(column_type: sqltypes.TypeEngine[Any], value: Any, dialect: str
         stamp = datetime.fromisoformat(value)
         stamp = stamp.replace(tzinfo=UTC) if stamp.tzinfo is None else stamp.astimezone(UTC)
         return stamp.replace(tzinfo=None) if dialect == "sqlite" else stamp
+    if isinstance(column_type, sqltypes.Date):
+        return date.fromisoformat(value)
+    if isinstance(column_type, sqltypes.Numeric) and not isinstance(column_type, sqltypes.Float):
+        return Decimal(value)
     if isinstance(column_type, sqltypes._Binary):
         return base64.b64decode(value)
     return value

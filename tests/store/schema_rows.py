@@ -66,6 +66,12 @@ def sample(table: str, column: Any, dialect: str) -> Any:
         return 7
     if isinstance(t, sqltypes.DateTime):
         return decode_value(t, STAMP, dialect)
+    if isinstance(t, sqltypes.Date):
+        return decode_value(t, STAMP[:10], dialect)
+    if isinstance(t, sqltypes.Float):
+        return 1.5
+    if isinstance(t, sqltypes.Numeric):
+        return decode_value(t, "12.25", dialect)
     if isinstance(t, sqltypes.JSON):
         return {"table": table, "list": [1, "two", None]}
     if isinstance(t, sqltypes._Binary):

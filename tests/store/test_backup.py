@@ -9,16 +9,24 @@ import gzip
 import json
 import os
 import stat
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
+from decimal import Decimal
 
 import pytest
-from sqlalchemy import event, insert, text
+from sqlalchemy import JSON, Boolean, Date, DateTime, Float, LargeBinary, Numeric, Text, event, insert, text
 
 from codesearch.cli import main
 from codesearch.hosts.base import HostRepo
 from codesearch.store import LATEST_VERSION, Store, StoreError
 from codesearch.store import tables as t
-from codesearch.store.backup import FORMAT_VERSION, backup_to_file, reflect, secret_entry
+from codesearch.store.backup import (
+    FORMAT_VERSION,
+    backup_to_file,
+    decode_value,
+    encode_value,
+    reflect,
+    secret_entry,
+)
 from codesearch.store.engine import make_engine
 from codesearch.store.restore import restore_from_file
 from codesearch.store.secret import ENV_VAR
@@ -271,3 +279,25 @@ def test_the_secret_is_left_out_when_asked_or_when_it_comes_from_the_environment
     assert secret_entry(str(tmp_path), {}, include=False) == {"from": "left out"}
     assert secret_entry(str(tmp_path), ENV) == {"from": "environment", "variable": ENV_VAR}
 
+
+
+VALUES = [
+    # (column type, value as the database driver gives it, as the backup writes it)
+    (DateTime(timezone=True), datetime(2025, 1, 2, 3, 4, 5, 6, tzinfo=UTC), "2025-01-02T03:04:05.000006+00:00"),
+    (DateTime(), datetime(2025, 1, 2, 3, 4, 5), "2025-01-02T03:04:05+00:00"),  # naive: UTC (SQLite)
+    (Date(), date(2025, 1, 2), "2025-01-02"),
+    (Numeric(10, 2), Decimal("12.25"), "12.25"),
+    (Float(), 1.5, 1.5),
+    (LargeBinary(), b"\x00\xff", "AP8="),
+    (JSON(), {"a": [1, None, "é"]}, {"a": [1, None, "é"]}),
+    (Boolean(), True, True),
+    (Text(), "line\nline", "line\nline"),
+]
+
+
+@pytest.mark.parametrize("column_type,value,written", VALUES, ids=[type(v[0]).__name__ for v in VALUES])
+def test_values_are_written_as_json_and_read_back(column_type, value, written):
+    assert encode_value(column_type, value) == written
+    assert json.loads(json.dumps(written)) == written
+    back = decode_value(column_type, written, "postgresql")
+    assert back == (value.replace(tzinfo=UTC) if isinstance(value, datetime) and value.tzinfo is None else value)
