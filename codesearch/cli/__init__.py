@@ -12,12 +12,15 @@
     codesearch keys create | list | revoke KEY_ID  --user EMAIL [--data-dir DIR]
     codesearch config validate FILE [--check-env]
     codesearch config schema [--file NAME]
+    codesearch backup FILE [--without-secret] [--data-dir DIR]
+    codesearch restore FILE [--replace] [--data-dir DIR]
 
 Each subcommand's module (`codesearch.cli.index`, `.search`, `.batch`, `.serve`, `.users` (with
-`.members`), `.keys`, `.sync`, `.config`) adds its parser (``register``) and names its handler; ``main`` parses,
-calls the handler and turns the errors every command can meet into exit codes. The search
-results' text is `codesearch.cli.printer`'s. Handlers import the engine, the store or the
-service only when they run, so ``codesearch --help`` stays fast.
+`.members`), `.keys`, `.sync`, `.config`, `.backup` (backup and restore)) adds its parser
+(``register``) and names its handler; ``main`` parses, calls the handler and turns the errors
+every command can meet into exit codes. The search results' text is `codesearch.cli.printer`'s.
+Handlers import the engine, the store or the service only when they run, so ``codesearch
+--help`` stays fast.
 
 Exit codes: 0 success (search: at least one match), 1 no match (or a failed sync or revoke, or
 the last owner that ``users remove``/``deactivate`` refuse), 2 bad usage or input, 130 interrupted.
@@ -29,11 +32,11 @@ import argparse
 import sys
 from collections.abc import Callable
 
-from codesearch.cli import batch, config, index, keys, search, serve, sync, users
+from codesearch.cli import backup, batch, config, index, keys, search, serve, sync, users
 from codesearch.errors import CodesearchError, InvalidEnvironmentVariable
 
 #: the subcommands, in the order ``codesearch --help`` lists them
-COMMANDS = (index, search, batch, serve, users, keys, sync, config)
+COMMANDS = (index, search, batch, serve, users, keys, sync, config, backup)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -56,6 +56,10 @@ whatever the umask, and an older data directory is tightened when opened
 for users (a failed job, sync or index) name the data directory ``<data dir>``
 (`Store.public_error`): no answer carries a server path.
 
+Backup and restore. `codesearch.store.backup` writes the whole database to one portable file from
+a snapshot, while writers go on; `codesearch.store.restore` loads one into an empty database of
+either backend and migrates it forward (docs/operations.md#backup-restore-and-upgrade).
+
 Errors. `StoreError` (a `CodesearchError`) and its `NotFound` (404; REPOSITORY_NOT_FOUND for
 repos), `Conflict` (409) and `SchemaTooNew`. Bad arguments (an unknown status, page 0) are
 `ValueError`s: programming errors, validated earlier by the API layer.
