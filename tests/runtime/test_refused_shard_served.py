@@ -59,7 +59,9 @@ def world(serve_url, tmp_path_factory):
     base = str(tmp_path_factory.mktemp("refusedrt"))
     data, local = os.path.join(base, "data"), os.path.join(base, "local")
     for name in ("alpha", "beta"):
-        make_local_repo(os.path.join(local, name), {"f.py": f"def needle_{name}():\n    return '{name}'\n" * 300})
+        # one match per repository (an answer capped at `matches` would hide one of them)
+        make_local_repo(os.path.join(local, name),
+                        {"f.py": f"def needle_{name}():\n    return '{name}'\n" + f"{name} filler\n" * 2000})
     config = os.path.join(base, "config.json")
     with open(config, "w") as f:
         json.dump({"settings": SETTINGS, "connections": {"local": {"type": "git", "url": f"file://{local}/*"}}}, f)
@@ -111,7 +113,14 @@ def overwrite_middle(path: str) -> None:
 
 
 def truncate(path: str) -> None:
-    os.truncate(path, os.path.getsize(path) // 2)
+    """The file replaced by its first half (a restore or copy cut short). Not cut in place: a
+    searcher that has the file mapped would die of SIGBUS on its next read there (Ray restarts
+    it, and it refuses the shard when it opens it again; docs/operations.md says so)."""
+    with open(path, "rb") as f:
+        head = f.read(os.path.getsize(path) // 2)
+    with open(path + ".part", "wb") as f:
+        f.write(head)
+    os.replace(path + ".part", path)
 
 
 def delete(path: str) -> None:
@@ -150,6 +159,7 @@ def test_a_damaged_shard_is_reported_then_rebuilt(world, damage):
     _wait("full answers again", lambda: (r := http.post("/api/search", json=BODY).json())["isSearchExhaustive"]
           and _names(r) == {"alpha", "beta"} and "missingRepositories" not in r, 60)
     seconds = time.monotonic() - started
+    assert seconds < 30, f"full answers only {seconds:.1f}s after the damage"
     _wait("health ok again", lambda: http.get("/api/health").json() == {"status": "ok"}, 10)
     assert victim not in manifest.current_shards(index)
     print(f"{damage.__name__}: full answers again {seconds:.1f}s after the damage")
