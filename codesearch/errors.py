@@ -6,6 +6,7 @@
     ├── SearchContextNotFound       `context:` names no known context (HTTP 404)
     ├── IndexFormatError            a shard file is not a shard, or is truncated or corrupt
     ├── IndexBuildError             a source could not be read into shards
+    │   └── DiskFull                a file of the index could not be written: its disk is full
     ├── ConfigError                 a config file is unreadable or invalid (all problems at once)
     ├── HostError                   a code host's API failed (unreachable, bad answer)
     │   ├── HostAuthError           401/403: bad or missing credentials
@@ -114,6 +115,44 @@ class IndexFormatError(CodesearchError):
 
 class IndexBuildError(CodesearchError):
     """A source (directory or git repository) could not be read into shards."""
+
+
+class DiskFull(IndexBuildError):
+    """A file of the index (a shard, the manifest) could not be written because its disk is full
+    (or its quota spent). `path` is the file, `what` the write that failed. Nothing the index held
+    before is lost: shards and the manifest are written to temporary files that are renamed into
+    place only once complete, and the temporary file is removed. The job workers retry such a job
+    later without counting it as a failed attempt (`is_disk_full`)."""
+
+    def __init__(self, path: str, what: str):
+        self.path = path
+        self.what = what
+        super().__init__(f"{path}: {what} failed: no space left on the device (free space; the work resumes by itself)")
+
+    def __reduce__(self) -> Reduced:
+        return (type(self), (self.path, self.what))
+
+
+#: How a full disk reads in messages that only carry text (git's stderr, SQLite's errors).
+_DISK_FULL_TEXT = ("no space left on device", "database or disk is full", "disk quota exceeded")
+
+
+def is_disk_full(error: BaseException | None) -> bool:
+    """Whether `error` (or an error it was raised from) says a disk is full: a `DiskFull`, an
+    `OSError` with ``ENOSPC`` or ``EDQUOT``, or a message that says so (git's stderr, SQLite)."""
+    import errno
+
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, DiskFull):
+            return True
+        if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        if any(t in str(error).lower() for t in _DISK_FULL_TEXT):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
 
 
 class ConfigError(CodesearchError):

@@ -132,11 +132,18 @@ def filter_search_response(identity: Identity, response: dict[str, Any]) -> dict
         return response
     files = [f for f in response.get("files", []) if f.get("repositoryId") in allowed]
     infos = response.get("repositoryInfo", [])
-    if len(files) == len(response.get("files", [])) and all(r.get("id") in allowed for r in infos):
+    missing = response.get("missingRepositories", [])
+    if (
+        len(files) == len(response.get("files", []))
+        and all(r.get("id") in allowed for r in infos)
+        and all(r.get("id") in allowed for r in missing)
+    ):
         return response
     out = dict(response)
     out["files"] = files
     out["repositoryInfo"] = [r for r in infos if r.get("id") in allowed]
+    if "missingRepositories" in response:  # an unreadable shard: only the names the caller may see
+        out["missingRepositories"] = [r for r in missing if r.get("id") in allowed]
     stats = dict(response.get("stats") or {})
     if stats:
         stats["fileCount"] = len(files)

@@ -39,6 +39,7 @@ LANE_HELPERS = {"Served": "serve", "two_node_checks": "ray", "run_inspector": "s
 SLOW_MODULES = frozenset(
     {
         "test_compaction",
+        "test_disk_and_files",
         "test_environment",
         "test_github_app",
         "test_github_app_runtime",

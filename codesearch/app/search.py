@@ -28,7 +28,7 @@ from starlette.concurrency import run_in_threadpool
 from codesearch.app.index_progress import IndexProgress
 from codesearch.errors import CodesearchError, ServiceUnavailable
 from codesearch.permissions import Identity, filter_search_response, visible_repos
-from codesearch.search.engine import PartialResult, merge_partials
+from codesearch.search.engine import PartialResult, merge_partials, missing_repositories
 from codesearch.search.hints import zero_result_hints
 from codesearch.search.options import FLUSH_TIMER, SearchOptions, Stats
 from codesearch.search.protocol import PartialStream, Streamer, collect
@@ -129,6 +129,8 @@ class StreamMerger:
         self.acc = Stats()
         self.sent = 0  # match ranges sent so far
         self.truncated = False
+        self.refused = 0  # shards the searchers could not open (`PartialResult.refused`)
+        self.missing: dict[int, str] = {}
 
     def chunk(self, partial: PartialResult) -> dict[str, Any]:
         """The ``chunk`` event for one searcher's `PartialResult`. Its files are ranked, and each
@@ -145,6 +147,8 @@ class StreamMerger:
             merged = merge_partials([dataclasses.replace(partial, files=[], repos={})], self.options, t0)
         stats = merged["stats"]
         self.acc.add(partial.stats)
+        self.refused += partial.refused
+        self.missing.update(partial.missing)
         self.acc.totalMatchCount += partial.total_matches
         self.acc.actualMatchCount += stats["actualMatchCount"]
         self.acc.fileCount += stats["fileCount"]
@@ -170,8 +174,11 @@ class StreamMerger:
             acc.totalMatchCount = acc.actualMatchCount + 1  # there is more than we sent
         acc.matchTreeConstruction = self.plan_ns
         acc.duration = time.perf_counter_ns() - self.started_ns
-        exhaustive = acc.totalMatchCount <= acc.actualMatchCount and acc.crashes == 0
-        return {"type": "final", "accumulatedStats": acc.to_json(), "isSearchExhaustive": exhaustive}
+        exhaustive = acc.totalMatchCount <= acc.actualMatchCount and acc.crashes == 0 and not self.refused
+        out: dict[str, Any] = {"type": "final", "accumulatedStats": acc.to_json(), "isSearchExhaustive": exhaustive}
+        if self.refused:
+            out["missingRepositories"] = missing_repositories(self.missing)
+        return out
 
 
 #: The most repository names read to judge a ``repo:`` term of an empty search.

@@ -151,7 +151,11 @@ def merge(
         generation = manifest.next_generation(index_dir)
         built_dir = os.path.join(index_dir, f".compact-{generation}")
         os.makedirs(built_dir, exist_ok=True)
-        built, repos_of = _write_groups(built_dir, generation, repos, docs, syms, settings.shard_max_bytes)
+        try:
+            built, repos_of = _write_groups(built_dir, generation, repos, docs, syms, settings.shard_max_bytes)
+        except BaseException:  # a full disk (`DiskFull`): the shards written so far go, the index stays as it was
+            shutil.rmtree(built_dir, ignore_errors=True)
+            raise
     finally:
         for shard in shards:
             shard.close()

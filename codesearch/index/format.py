@@ -82,13 +82,13 @@ import os
 import struct
 import tempfile
 import zlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from codesearch.errors import IndexFormatError
+from codesearch.errors import DiskFull, IndexFormatError, is_disk_full
 
 MAGIC = b"CSSHARD\n"
 FORMAT_VERSION = 4
@@ -109,6 +109,18 @@ def _as_bytes(value: Section) -> bytes | memoryview:
     return value
 
 
+@contextlib.contextmanager
+def disk_full_as_error(path: str, what: str) -> Iterator[None]:
+    """Turn an ``ENOSPC``/``EDQUOT`` `OSError` of the block into a `DiskFull` naming `path` and
+    `what` was being written (an `OSError` of a write names no file)."""
+    try:
+        yield
+    except OSError as e:
+        if is_disk_full(e):
+            raise DiskFull(path, what) from e
+        raise
+
+
 def write_shard(path: str, sections: Mapping[str, Section]) -> int:
     """Write `sections` (tag → bytes, numpy array or JSON-able dict) atomically to `path`.
 
@@ -125,22 +137,23 @@ def write_shard(path: str, sections: Mapping[str, Section]) -> int:
         toc.append(_ENTRY.pack(tag.ljust(8).encode(), offset, len(data), zlib.crc32(data), 0))
         offset += len(data)
     directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=SUFFIX, dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(_HEADER.pack(MAGIC, FORMAT_VERSION, len(blobs)))
-            f.write(b"".join(toc))
-            for _, data in blobs:
-                f.write(b"\0" * (-f.tell() % 8))
-                f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-            size = f.tell()
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with disk_full_as_error(path, "writing the shard"):
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=SUFFIX, dir=directory)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(_HEADER.pack(MAGIC, FORMAT_VERSION, len(blobs)))
+                f.write(b"".join(toc))
+                for _, data in blobs:
+                    f.write(b"\0" * (-f.tell() % 8))
+                    f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+                size = f.tell()
+            os.replace(tmp, path)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
     dfd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(dfd)

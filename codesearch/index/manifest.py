@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from codesearch.errors import IndexFormatError
-from codesearch.index.format import FORMAT_VERSION, SUFFIX, format_version
+from codesearch.index.format import FORMAT_VERSION, SUFFIX, disk_full_as_error, format_version
 
 MANIFEST = "manifest.json"
 LOCK = "manifest.lock"
@@ -140,17 +140,19 @@ def _locked(index_dir: str) -> Iterator[None]:
 
 
 def _write(index_dir: str, manifest: Manifest) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=".manifest-", dir=index_dir)
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(manifest, f, indent=1, sort_keys=True)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, os.path.join(index_dir, MANIFEST))
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    """Replace the manifest atomically; on a full disk (`DiskFull`) the previous one stays."""
+    with disk_full_as_error(os.path.join(index_dir, MANIFEST), "writing the index manifest"):
+        fd, tmp = tempfile.mkstemp(prefix=".manifest-", dir=index_dir)
+        try:
+            with os.fdopen(fd, "w") as f:
+                json.dump(manifest, f, indent=1, sort_keys=True)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, os.path.join(index_dir, MANIFEST))
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
 
 
 def _load(index_dir: str) -> Manifest:
@@ -314,6 +316,27 @@ def built_from(index_dir: str, repo_id: int) -> str | None:
         except (OSError, IndexFormatError):
             return None
     return str(entry["builtFrom"])
+
+
+def shard_repos(path: str) -> dict[int, str]:
+    """The repositories (id → name) whose live documents shard file `path` holds, per the
+    manifest of its directory: what a search misses when the shard cannot be read. Empty when
+    the manifest cannot say (none, unreadable, or it does not list the file)."""
+    index_dir, name = os.path.split(path)
+    try:
+        manifest = _read_cached(index_dir)
+    except IndexFormatError:
+        return {}
+    if manifest is None or not is_current(manifest):
+        return {}
+    entry = manifest["shards"].get(name) or {}
+    dead = set(entry.get("dead", ()))
+    out: dict[int, str] = {}
+    for repo_id in entry.get("repos", ()):
+        if isinstance(repo_id, int) and repo_id not in dead:
+            repo = manifest["repos"].get(str(repo_id)) or {}
+            out[repo_id] = str(repo.get("name") or repo_id)
+    return out
 
 
 def remove_repo(index_dir: str, repo_id: int) -> list[str]:

@@ -26,6 +26,9 @@ codesearch_jobs_running                gauge      kind               idem
 codesearch_jobs_finished               counter    kind outcome       the job workers
 codesearch_job_seconds                 histogram  kind outcome       idem
 codesearch_mirror_fetch_errors         counter    host               `RepoIndexer` (clone or fetch)
+codesearch_index_refused_shards        gauge                         `integrity.IndexIntegrity` (the
+                                                                     scheduler, each tick)
+codesearch_index_shard_refusals        counter    reason             idem, when a shard is refused
 =====================================  =========  =================  ==================================
 
 Tags: ``route`` is a route template (``/api/search``, ``/chat/{chat_id}``), ``unmatched`` for a
@@ -129,6 +132,18 @@ SPECS: dict[str, tuple[str, str, tuple[str, ...], list[float] | None]] = {
         "Counter",
         "Clones or fetches of a repository mirror that failed, by connection type.",
         ("host",),
+        None,
+    ),
+    "codesearch_index_refused_shards": (
+        "Gauge",
+        "Shards of the index the scheduler refused (checksum, truncated, missing) and not yet rebuilt.",
+        (),
+        None,
+    ),
+    "codesearch_index_shard_refusals": (
+        "Counter",
+        "Shards of the index refused, by reason (checksum, truncated, missing, invalid).",
+        ("reason",),
         None,
     ),
 }

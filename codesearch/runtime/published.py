@@ -153,12 +153,21 @@ def balance(specs: Sequence[ShardSpec], n: int) -> list[list[ShardSpec]]:
     (largest first)."""
     groups: list[list[ShardSpec]] = [[] for _ in range(max(n, 1))]
     sizes = [0] * len(groups)
-    size = {shard_spec(s)[0]: os.path.getsize(shard_spec(s)[0]) for s in specs}
+    size = {shard_spec(s)[0]: _size(shard_spec(s)[0]) for s in specs}
     for spec in sorted(specs, key=lambda s: (-size[shard_spec(s)[0]], shard_spec(s)[0])):
         i = sizes.index(min(sizes))
         groups[i].append(spec)
         sizes[i] += size[shard_spec(spec)[0]]
     return groups
+
+
+def _size(path: str) -> int:
+    """A shard file's size; 0 for one that is gone (the searcher that gets it refuses it and says
+    so in its answers, `codesearch.search.engine.Refusals`; the scheduler has it rebuilt)."""
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
 
 
 def shard_files(index_dir: str) -> list[ShardSpec]:

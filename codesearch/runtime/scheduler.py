@@ -15,6 +15,8 @@ Every polling interval (the smaller of ``resyncConnectionPollingIntervalMs`` and
    the mirror folder and the repo's entry in the index manifest (its shards);
 5. when the set of shards in the manifest changed, tells the searchers to reload
    (`SearcherPool.refresh`, or the `on_index_change` callback);
+   before that, shards that fail their checksums (or are missing) are moved aside and their
+   repositories queued for a rebuild (`codesearch.runtime.integrity`);
 6. with permission syncing on, starts the due repo- and user-driven permission syncs on a
    background thread (`codesearch.permission_sync.runner`); applying the config also publishes
    the permission rule's input for the API replicas (`codesearch.permissions.write_settings`);
@@ -39,6 +41,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, cast
 
 from codesearch.runtime import NAMESPACE
+from codesearch.runtime.integrity import IndexIntegrity
 from codesearch.runtime.workers import RuntimeOptions
 from codesearch.sealed_env import SealedEnv
 from codesearch.statuses import IndexStatus, JobKind, JobState, SyncStatus
@@ -119,6 +122,8 @@ class Scheduler:
         self.permission_syncer: PermissionSyncer | None = None
         self.errors: list[str] = []
         self.ticks = 0
+        #: shards that fail their checks are moved aside and their repositories rebuilt (`integrity`)
+        self.integrity = IndexIntegrity(self.index_dir)
         #: repositories garbage-collected so far (a change of what contexts resolve to)
         self._collected = 0
         self.reload_config(force=True)
@@ -258,6 +263,11 @@ class Scheduler:
         if self.permission_syncer is not None and self.permission_syncer.enabled:
             out["permissions"] = self.permission_syncer.kick()
         out["insights"] = self.insights.kick()
+        try:
+            if self.integrity.check(self.store):
+                self._shards = None  # searchers drop what was moved aside (and say what they miss) at once
+        except Exception as e:
+            self._error(f"index integrity: {e}")
         self._check_index()
         self._report_jobs()
         return out

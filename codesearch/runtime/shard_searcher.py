@@ -27,7 +27,7 @@ from codesearch.index.shard import Shard
 from codesearch.runtime import NAMESPACE, metrics
 from codesearch.runtime.published import KEEP_VERSIONS, published_shard_lists, shard_spec
 from codesearch.runtime.registry import ShardSpec
-from codesearch.search.engine import PartialResult, make_plan, partial_result, search_shards
+from codesearch.search.engine import PartialResult, Refusals, make_plan, partial_result, search_shards
 from codesearch.search.options import SearchOptions
 from codesearch.search.visibility import visible_shards
 
@@ -68,8 +68,10 @@ class ShardSearcher:
         source: str | None = None,
     ):
         self.origin = origin
-        self.errors: list[str] = []
         self.sets: dict[int, list[Shard]] = {}
+        #: per list version: the shards of the list this searcher could not open (`Refusals`)
+        self.refused: dict[int, Refusals] = {}
+        self._refusals = Refusals()  # of the last `_open`
         #: Without the builder's data directory: verified copies fetched from the named
         #: `shard_copy.ShardSource` (see `SearcherPool.create`).
         self.copies = _copies(copy_to, source) if copy_to else None
@@ -78,6 +80,7 @@ class ShardSearcher:
             self.set_shards(partitions[origin] if origin < len(partitions) else [], version)
         if not self.sets:
             self.sets[0] = self._open(shard_paths, {})
+            self.refused[0] = self._refusals
             self.current = 0
             self._report_shards()
 
@@ -86,27 +89,36 @@ class ShardSearcher:
         return self.sets[self.current]
 
     def _open(self, specs: Sequence[ShardSpec], reuse: dict[str, Shard]) -> list[Shard]:
-        """Open the shards of `specs` (see `shard_files`), re-using those open already."""
-        out, errors = [], []
+        """Open the shards of `specs` (see `shard_files`), re-using those open already. A shard
+        that cannot be opened (its checksum refused, truncated, missing, not fetched) is left out
+        and recorded in `_refusals`: the answers of this list say what they missed."""
+        out, refusals = [], Refusals()
         for spec in specs:
-            path, dead = shard_spec(spec)
+            origin_path, dead = shard_spec(spec)
+            path = origin_path
             try:
                 if self.copies is not None:  # a copy open and verified already needs no word from the source
                     path = self.copies.verified(path) or self.copies.local(path)
-                if path in reuse:
+                # an open shard whose file is gone from under it (moved aside as refused) is not
+                # reused: it is opened again, and refused, so that answers say what they miss
+                if path in reuse and (self.copies is not None or os.path.exists(path)):
                     out.append(reuse[path].with_dead(dead))
                     continue
                 out.append(Shard(path).with_dead(dead))
             except (IndexFormatError, OSError) as e:
-                log.error("%s", e)
-                errors.append(str(e))
+                refusals.add(origin_path, str(e))
             except Exception as e:  # noqa: BLE001 - the shard source is unreachable (a Ray error): serve the rest
-                log.error("searcher %d: shard %s not fetched: %s", self.origin, os.path.basename(path), e)
-                errors.append(
-                    f"{os.path.basename(path)}: not fetched from where the index is built ({type(e).__name__})"
+                refusals.add(
+                    origin_path,
+                    f"{os.path.basename(path)}: not fetched from where the index is built ({type(e).__name__})",
                 )
-        self.errors = errors
+        self._refusals = refusals
         return out
+
+    @property
+    def errors(self) -> list[str]:
+        """Why each shard of the newest list that could not be opened was refused."""
+        return self.refused[self.current].errors if self.refused.get(self.current) else []
 
     def held(self) -> list[str]:
         """The files of the shards this searcher holds (every kept version)."""
@@ -114,6 +126,11 @@ class ShardSearcher:
 
     def _shards_of(self, version: int | None) -> list[Shard]:
         return self.sets.get(version, self.shards) if version is not None else self.shards
+
+    def _refusals_of(self, version: int | None) -> Refusals:
+        """The refused shards of list `version` (as `_shards_of` picks it)."""
+        chosen = version if version is not None and version in self.sets else self.current
+        return self.refused.get(chosen) or Refusals()
 
     def search(
         self,
@@ -135,6 +152,7 @@ class ShardSearcher:
             out = partial_result(
                 search_shards(self._shards_of(version), plan, options, deadline, _cancel_check()), options, self.origin
             )
+            self._refusals_of(version).attach(out, options)
         except Exception as e:
             self._log_failure("search", query, request_id, e)
             raise
@@ -190,9 +208,11 @@ class ShardSearcher:
         version = version if version is not None else (current or 0) + 1
         reuse = {s.path: s for shards in self.sets.values() for s in shards}
         self.sets[version] = self._open(shard_paths, reuse)
+        self.refused[version] = self._refusals
         self.current = version if current is None else max(current, version)
         for old in sorted(self.sets)[:-KEEP_VERSIONS]:
             del self.sets[old]
+            self.refused.pop(old, None)
         if self.copies is not None:  # the copies no kept list names any more
             self.copies.prune(set(self.held()))
         self._report_shards()

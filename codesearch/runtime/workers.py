@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
 from codesearch import defaults
+from codesearch.errors import is_disk_full
 from codesearch.runtime import metrics
 from codesearch.sealed_env import SealedEnv
 from codesearch.statuses import IndexStatus, JobKind, JobState, SyncStatus
@@ -85,6 +86,9 @@ class RuntimeOptions:
     store_options: dict[str, Any] = field(default_factory=dict)
     #: how long a timed-out job gets to notice its cancellation and stop
     cancel_grace_s: float = 60.0
+    #: a job that failed because a disk is full is tried again after this long, its attempt
+    #: given back (`Store.defer_job`): the work resumes by itself once space is freed
+    disk_full_retry_s: float = 30.0
     #: tests only: sleep this long (heartbeating) before indexing, to kill a worker mid-job
     index_delay_s: float = 0.0
     #: CPUs each repository indexer reserves: a build keeps one core busy (ctags runs beside it,
@@ -108,6 +112,7 @@ class _Worker:
         self._cancel = threading.Event()
         self.done = 0
         self.failed = 0
+        self._full_s = self.options.disk_full_retry_s
         # a restarted worker (same id) takes back what its previous incarnation held
         self.store.release_worker_jobs(self.worker_id, f"worker {self.worker_id} restarted")
 
@@ -173,6 +178,11 @@ class _Worker:
             metrics.job_finished(self.kind, "failed", seconds)
             err = result.get("error")
             msg = str(err) or type(err).__name__
+            if isinstance(err, BaseException) and is_disk_full(err):
+                log.error("%s: job %s deferred %gs, a disk is full: %s", self.worker_id, job.id, self._full_s, msg)
+                self.store.defer_job(job.id, msg, self._full_s, worker_id=self.worker_id)
+                self.failed += 1
+                return True
             log.warning("%s: job %s failed: %s", self.worker_id, job.id, msg)
             after = self.store.fail_job(job.id, msg, worker_id=self.worker_id)
             self.failed += 1

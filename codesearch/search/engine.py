@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple, TypeVar
 
 from codesearch.errors import CodesearchError, IndexFormatError, QueryError
-from codesearch.index.manifest import current_index
+from codesearch.index.manifest import current_index, shard_repos
 from codesearch.index.shard import Shard
 from codesearch.query import ast
 from codesearch.query.parser import parse
@@ -117,6 +117,39 @@ class PartialResult:
     total_matches: int = 0
     truncated: bool = False
     timed_out: bool = False
+    #: Shards of the index this searcher could not open (a checksum refused, truncated, missing):
+    #: their documents were not searched, so no answer that includes this one is exhaustive.
+    refused: int = 0
+    #: The repositories (id → name) whose documents those shards hold, as the caller may see them.
+    missing: dict[int, str] = field(default_factory=dict)
+
+
+class Refusals:
+    """The shards a searcher could not open, and the repositories whose documents they hold
+    (`manifest.shard_repos`): what every answer of that searcher says it missed (`attach`)."""
+
+    def __init__(self) -> None:
+        self.errors: list[str] = []
+        self.missing: dict[int, str] = {}
+
+    def add(self, path: str, error: str) -> None:
+        log.error("%s", error)
+        self.errors.append(error)
+        self.missing.update(shard_repos(path))
+
+    def attach(self, out: PartialResult, options: SearchOptions) -> PartialResult:
+        """`out`, marked with the refused shards and the missing repositories `options` lets the caller see."""
+        if self.errors:
+            out.refused = len(self.errors)
+            allowed = options.visible_repos
+            out.missing = {i: n for i, n in self.missing.items() if allowed is None or i in allowed}
+        return out
+
+
+def missing_repositories(missing: dict[int, str]) -> list[dict[str, Any]]:
+    """``missingRepositories`` of an answer (an additive field, docs/http-api.md#search): the
+    repositories whose documents the search could not read, by name."""
+    return [{"id": i, "name": n} for i, n in sorted(missing.items(), key=lambda item: (item[1], item[0]))]
 
 
 _Ranked = TypeVar("_Ranked")
@@ -210,11 +243,14 @@ def merge_partials(
     files: list[PresentedFile] = []
     repos: dict[int, dict[str, Any]] = {}
     truncated = False
+    refused, missing = 0, dict[int, str]()
     if missed is not None:
         stats.add(missed)
         stats.flushReason = missed.flushReason
         truncated = bool(missed.crashes)
     for p in partials:
+        refused += p.refused
+        missing.update(p.missing)
         stats.add(p.stats)
         stats.totalMatchCount += p.total_matches
         truncated |= p.truncated
@@ -239,12 +275,15 @@ def merge_partials(
     stats.matchTreeConstruction = plan_ns
     stats.duration = time.perf_counter_ns() - started
     used = {f["repositoryId"] for f in out_files}
-    return {
+    out: dict[str, Any] = {
         "stats": stats.to_json(),
         "files": out_files,
         "repositoryInfo": [r for rid, r in repos.items() if rid in used],
-        "isSearchExhaustive": stats.totalMatchCount <= stats.actualMatchCount,
+        "isSearchExhaustive": stats.totalMatchCount <= stats.actualMatchCount and not refused,
     }
+    if refused:  # shards that could not be read: say so, and whose documents were not searched
+        out["missingRepositories"] = missing_repositories(missing)
+    return out
 
 
 class Searcher:
@@ -253,7 +292,7 @@ class Searcher:
     def __init__(self, index_dir: str, verify: bool = True):
         self.index_dir = index_dir
         self.shards: list[Shard] = []
-        self.errors: list[str] = []
+        self.refusals = Refusals()
         if not os.path.isdir(index_dir):
             raise IndexFormatError(index_dir, "index directory does not exist")
         self.verify = verify
@@ -265,10 +304,12 @@ class Searcher:
 
         Searches that already hold the old shard list finish on it (the files stay mapped). If
         a shard named by the manifest vanished before it could be opened, a newer manifest has
-        replaced it: read the manifest again (a few times at most).
+        replaced it: read the manifest again (a few times at most); a file still missing then is
+        refused like a corrupt one. Refused shards are listed in `refusals`: every answer says
+        it is not exhaustive and which repositories it missed.
         """
-        for _ in range(5):
-            errors, vanished = [], False
+        for attempt in range(5):
+            refusals, vanished = Refusals(), False
             old = {s.path: s for s in self.shards}
             shards = []
             for entry in current_index(self.index_dir):
@@ -279,14 +320,18 @@ class Searcher:
                 try:
                     shards.append(Shard(path, verify=self.verify).with_dead(entry.dead))
                 except IndexFormatError as e:
-                    if not os.path.exists(path):
+                    if not os.path.exists(path) and attempt < 4:
                         vanished = True
                         break
-                    log.error("%s", e)
-                    errors.append(str(e))
+                    refusals.add(path, str(e))
             if not vanished:
-                self.shards, self.errors = shards, errors
+                self.shards, self.refusals = shards, refusals
                 return
+
+    @property
+    def errors(self) -> list[str]:
+        """Why each refused shard was refused (path: reason)."""
+        return self.refusals.errors
 
     def search(
         self,
@@ -312,7 +357,9 @@ class Searcher:
         p = make_plan(query, options)
         plan_ns = time.perf_counter_ns() - started
         results = search_shards(list(self.shards), p, options, deadline)
-        return merge_partials([partial_result(results, options)], options, started, plan_ns)
+        return merge_partials(
+            [self.refusals.attach(partial_result(results, options), options)], options, started, plan_ns
+        )
 
     def search_many(self, queries: Sequence[tuple[str, SearchOptions]]) -> list[dict[str, Any] | CodesearchError]:
         """Run many queries at once, sharing the shards' work (`codesearch.search.batch`): each
@@ -322,7 +369,9 @@ class Searcher:
         started = time.perf_counter_ns()
         results, plan_ns = self._batch(queries)
         return [
-            r if isinstance(r, CodesearchError) else merge_partials([partial_result(r, o)], o, started, plan_ns)
+            r
+            if isinstance(r, CodesearchError)
+            else merge_partials([self.refusals.attach(partial_result(r, o), o)], o, started, plan_ns)
             for r, (_, o) in zip(results, queries, strict=True)
         ]
 
@@ -367,7 +416,7 @@ class Searcher:
             p = make_plan(query, options)
         else:
             p = await asyncio.to_thread(make_plan, query, options)
-        return LocalStream(list(self.shards), p, options, deadline)
+        return LocalStream(list(self.shards), p, options, deadline, self.refusals)
 
     def close(self) -> None:
         for s in self.shards:
@@ -378,8 +427,11 @@ class LocalStream:
     """A search of the in-process `Searcher` (`Searcher.start`): one partial result, the whole
     index's, searched in a worker thread; `abandon` stops it between two documents."""
 
-    def __init__(self, shards: list[Shard], p: Plan, options: SearchOptions, deadline: float):
+    def __init__(
+        self, shards: list[Shard], p: Plan, options: SearchOptions, deadline: float, refusals: Refusals | None = None
+    ):
         self.shards = shards
+        self.refusals = refusals or Refusals()
         self.plan = p
         self.options = options
         self.deadline = deadline
@@ -393,7 +445,7 @@ class LocalStream:
         results = await asyncio.to_thread(
             search_shards, self.shards, self.plan, self.options, self.deadline, self._abandoned.is_set
         )
-        yield partial_result(results, self.options)
+        yield self.refusals.attach(partial_result(results, self.options), self.options)
 
     def abandon(self) -> None:
         self._abandoned.set()

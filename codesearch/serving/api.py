@@ -50,6 +50,7 @@ from codesearch.git import slots as git_slots
 from codesearch.mail import MAIL_STATUS_KEY, mailer_from_env
 from codesearch.oauth import server as oauth_server
 from codesearch.runtime import request_ids
+from codesearch.runtime.integrity import refusal_summary
 from codesearch.search.options import DEFAULT_PUBLIC_URL, SearchOptions
 from codesearch.service import auth, deps, errors
 from codesearch.service.middleware import allowed_hosts
@@ -203,8 +204,11 @@ def build_app(
 
     # Answered on the event loop, never behind the thread pool that sync routes share.
     @app.get("/api/health")
-    async def health() -> dict[str, str]:
-        return {"status": "ok"}
+    async def health() -> dict[str, Any]:
+        # 200 either way: the service answers; "degraded" says part of the index is unreadable
+        # and being rebuilt (counts only, no names: health answers anyone; `runtime.integrity`)
+        index = refusal_summary(os.path.join(data_dir, "index")) if data_dir else None
+        return {"status": "ok"} if index is None else {"status": "degraded", "index": index}
 
     @app.get("/api/version")
     async def api_version() -> dict[str, str]:

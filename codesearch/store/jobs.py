@@ -159,6 +159,32 @@ class JobsMixin(StoreBase):
                 return None
             return self._retry_or_fail(c, from_row(Job, row), error, retry)
 
+    def defer_job(self, job_id: int, error: str, delay_s: float, *, worker_id: str | None = None) -> Job | None:
+        """An IN_PROGRESS job could not run for a reason outside it (its disk is full): back to
+        PENDING, claimable again in `delay_s` seconds, its attempt given back (a full disk must not
+        use up the attempts of every job queued meanwhile, nor fail them for good). `error` is
+        recorded on the job and its repository. None when the job was not IN_PROGRESS."""
+        conds = [jobs.c.id == job_id, jobs.c.state == m.IN_PROGRESS]
+        if worker_id is not None:
+            conds.append(jobs.c.worker_id == worker_id)
+        with self._tx(write=True) as c:
+            row = c.execute(select(jobs).where(*conds)).first()
+            if row is None:
+                return None
+            job = from_row(Job, row)
+            recorded = self._repo_error(c, job.repo_id, error)
+            c.execute(
+                update(jobs)
+                .where(*conds)
+                .values(
+                    state=m.PENDING,
+                    error=recorded,
+                    attempts=max(job.attempts - 1, 0),
+                    next_attempt_at=self._now() + timedelta(seconds=delay_s),
+                )
+            )
+            return self._get_job(c, job_id)
+
     def requeue_stale_jobs(self, timeout_seconds: float, *, kind: str | None = None) -> list[Job]:
         """Crash recovery and timeouts: IN_PROGRESS jobs whose last heartbeat (or start) is
         more than `timeout_seconds` old are retried with backoff, or FAILED when out of

@@ -22,6 +22,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from codesearch import environment
+from codesearch.errors import is_disk_full
 from codesearch.store.api_keys import ApiKeysMixin
 from codesearch.store.audit import AuditMixin
 from codesearch.store.catalog import CatalogMixin
@@ -183,6 +184,11 @@ class Store(
         except IntegrityError as e:
             raise Conflict(f"{self.database}: constraint violated: {e.orig}") from None
         except DBAPIError as e:
+            if is_disk_full(e.orig):  # SQLite rolled the transaction back: what was stored is intact
+                raise StoreError(
+                    f"{self.database}: a write failed because its disk is full ({e.orig}); nothing was "
+                    "changed: free space on the disk of the data directory, then retry"
+                ) from None
             raise StoreError(f"{self.database}: {e.orig}") from None
 
     def _now(self) -> datetime:

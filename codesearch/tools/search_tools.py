@@ -118,6 +118,20 @@ def render_hits(hits: list[FileHits], noun: str, truncated_hint: str | None) -> 
     return "\n".join(out)
 
 
+def with_missing(text: str, resp: dict[str, Any]) -> str:
+    """`text`, followed by what the search could not read (``missingRepositories``: a shard of
+    the index its checksum refused, or lost), so that a model does not take an answer without
+    those repositories' files for a complete one."""
+    if "missingRepositories" not in resp:
+        return text
+    names = [str(r.get("name")) for r in resp["missingRepositories"] if r.get("name")]
+    whose = f": files of {', '.join(names)} were not searched" if names else ""
+    return (
+        f"{text}\n\n(Incomplete: part of the index could not be read{whose}. "
+        "The service is rebuilding it; search again in a minute.)"
+    )
+
+
 # ---------------------------------------------------------------------- grep
 
 
@@ -187,7 +201,7 @@ def grep(
             f"(Results truncated: showing {plural(min(len(hits), limit), 'file')}; there may be more. "
             "Narrow the search with path, include or repo, or raise limit.)"
         )
-    return render(hits[:limit], "match", hint)
+    return with_missing(render(hits[:limit], "match", hint), resp)
 
 
 def render_repo_counts(hits: list[FileHits], _noun: str, truncated_hint: str | None) -> str:
@@ -253,12 +267,14 @@ def find_symbol_definitions(tc: ToolContext, symbol: str, repo: str) -> str:
     resp = tc.search(query, regex=True, case_sensitive=True, matches=5000)
     hits = hits_from_response(resp)
     if not hits:
-        return (
+        return with_missing(
             f"No definition of {symbol!r} found in {row.name}. Definitions come from the symbol index (ctags); "
-            "try find_symbol_references or grep for other spellings."
+            "try find_symbol_references or grep for other spellings.",
+            resp,
         )
-    return render_hits(
-        hits, "definition", None if resp.get("isSearchExhaustive", True) else "(More definitions exist.)"
+    return with_missing(
+        render_hits(hits, "definition", None if resp.get("isSearchExhaustive", True) else "(More definitions exist.)"),
+        resp,
     )
 
 
@@ -273,13 +289,13 @@ def find_symbol_references(tc: ToolContext, symbol: str, repo: str) -> str:
     resp = tc.search(query, regex=True, case_sensitive=True, matches=5000)
     hits = hits_from_response(resp)
     if not hits:
-        return f"No references to {symbol!r} found in {row.name}."
+        return with_missing(f"No references to {symbol!r} found in {row.name}.", resp)
     hint = (
         None
         if resp.get("isSearchExhaustive", True)
         else "(Results truncated: more references exist; use grep with path or include to narrow.)"
     )
-    return render_hits(hits, "reference", hint)
+    return with_missing(render_hits(hits, "reference", hint), resp)
 
 
 def _symbol_name(symbol: str) -> str:
@@ -310,6 +326,7 @@ def glob(
     if not pattern or not pattern.strip("/"):
         raise ToolInputError("pattern is empty: give a glob such as **/*.py or src/{a,b}/*.ts")
     under = check_dir(path) if path else ""
+    resp: dict[str, Any] = {}  # the index's answer, when the index is asked
     if ref is not None:
         check_ref(ref)
     rx = re.compile(glob_path_regex(pattern, under))
@@ -334,7 +351,7 @@ def glob(
         truncated = truncated or not resp.get("isSearchExhaustive", True)
     total = sum(len(v) for v in groups.values())
     if not total:
-        return f'No files found matching "{pattern}"'
+        return with_missing(f'No files found matching "{pattern}"', resp)
     out = [f'Found {plural(total, "file")} matching "{pattern}":']
     for name in sorted(groups):
         out.append("")
@@ -342,4 +359,4 @@ def glob(
         out.extend(f"  {p}" for p in sorted(groups[name]))
     if truncated:
         out += ["", f"(Results truncated at {plural(limit, 'file')}. Narrow the pattern or path, or raise limit.)"]
-    return "\n".join(out)
+    return with_missing("\n".join(out), resp)

@@ -270,6 +270,8 @@ async def page_stream(
                         "exhaustive": bool(event.get("isSearchExhaustive")),
                         "hints": event.get("hints") or [],
                     }
+                    if "missingRepositories" in event:  # part of the index unreadable: the page says so
+                        outcome["missing"] = event["missingRepositories"]
                 elif kind == "error":
                     outcome = {"error": event.get("error") or {}}
         outcome["repositoryInfo"] = names.infos()

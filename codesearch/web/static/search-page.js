@@ -284,6 +284,23 @@ async function initSearch() {
     return;
   }
   finish(outcome.stats, outcome.exhaustive, outcome.hints);
+  showMissing(outcome.missing);
+}
+
+// Part of the index could not be read (a shard its checksum refused, a lost file): say that the
+// results are incomplete, and whose files are left out, until the service has rebuilt them.
+function showMissing(missing) {
+  if (!Array.isArray(missing)) return;
+  const anchor = document.getElementById("search-error");
+  if (!anchor) return;
+  const names = missing.map((r) => r && r.name).filter(Boolean);
+  const box = document.createElement("p");
+  box.className = "notice error-notice index-missing";
+  box.setAttribute("role", "status");
+  box.textContent = "Part of the index could not be read, so these results are incomplete" +
+    (names.length ? `: files of ${names.join(", ")} are missing.` : ".") +
+    " The service is rebuilding it; search again in a minute.";
+  anchor.before(box);
 }
 
 initSearch().catch((e) => console.error("search page:", e));
