@@ -68,4 +68,9 @@ ACTIONS = {
     "insight.read": "an insight's counts read (GET /api/insights/<id>, its CSV, its page; target: its id)",
     "usage.read": "an owner read the usage report (GET /api/usage, its CSV, the usage page; target: the range)",
     "insight.delete": "an insight deleted by its user or an owner (target: its id; detail: its name)",
+    "skill.create": "an Ask skill created on the settings page (target: its /command; details: its id and scope)",
+    "skill.update": "an Ask skill changed on the settings page (target: its /command; details: its id and scope)",
+    "skill.delete": "an Ask skill deleted by its user, its creator or an owner (target: its /command; detail: its id)",
+    "search.assist": "a search-assist request: a description turned into a query by the language model "
+    "(target: the description; detail: whether the query parses)",
 }

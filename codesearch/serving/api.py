@@ -70,6 +70,8 @@ from codesearch.service.routes import oauth as routes_oauth
 from codesearch.service.routes import permissions as routes_permissions
 from codesearch.service.routes import repos as routes_repos
 from codesearch.service.routes import search as routes_search
+from codesearch.service.routes import search_assist as routes_search_assist
+from codesearch.service.routes import skills as routes_skills
 from codesearch.service.routes import source as routes_source
 from codesearch.service.routes import suggest as routes_suggest
 from codesearch.service.routes import usage as routes_usage
@@ -270,6 +272,8 @@ def build_app(
         routes_permissions,
         routes_source,
         routes_ee,
+        routes_skills,
+        routes_search_assist,
     ):
         protected.include_router(routes.router)
     app.include_router(protected)

@@ -11,8 +11,8 @@ methods come from one mixin module per aggregate, each owning its tables: `conne
 `jobs`, `users`, `api_keys`, `web_sessions`, `lockouts` (sign-in lock-outs), `members`
 (sign-ups, approvals, invites), `identities` (linked accounts), `grants` (permission syncing),
 `settings` (service settings), `oauth_clients` and `oauth_tokens` (OAuth 2.0; what they share is
-`oauth`), `audit`, `catalog` (search contexts, language models), `chats`, `chat_turns` and `insights`
-(saved insights over history). The
+`oauth`), `audit`, `catalog` (search contexts, language models), `chats`, `chat_turns`, `insights`
+(saved insights over history) and `skills` (Ask skills). The
 engine and its SQLite settings are `codesearch.store.engine`; rows become models through
 `codesearch.store.rows`.
 

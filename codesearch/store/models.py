@@ -294,3 +294,24 @@ class LinkedIdentity(TypedDict, total=False):
     token_expires_at: datetime | None
     scope: str | None
     signed_in: bool
+
+
+SKILL_PERSONAL = "personal"
+SKILL_SHARED = "shared"
+SKILL_SCOPES = (SKILL_PERSONAL, SKILL_SHARED)
+
+
+@dataclass
+class Skill:
+    """An Ask skill: instructions a question starting with ``/slug`` runs with."""
+
+    id: int
+    user_id: int  # who created it (a personal skill's owner)
+    scope: str  # one of SKILL_SCOPES
+    owner_key: str  # ``u<user_id>`` (personal) or ``shared``: a slug is unique per owner_key
+    slug: str
+    name: str
+    description: str
+    instructions: str
+    created_at: datetime
+    updated_at: datetime

@@ -47,6 +47,7 @@ from codesearch.store.repos import ReposMixin
 from codesearch.store.scoped_tokens import ScopedTokensMixin
 from codesearch.store.secret import load_server_secret, session_secret
 from codesearch.store.settings import SettingsMixin
+from codesearch.store.skills import SkillsMixin
 from codesearch.store.users import UsersMixin
 from codesearch.store.web_sessions import WebSessionsMixin
 
@@ -79,6 +80,7 @@ class Store(
     ChatsMixin,
     ChatTurnsMixin,
     InsightsMixin,
+    SkillsMixin,
 ):
     """The state database: connections, repos and their links, jobs, users, API keys, contexts.
 

@@ -514,3 +514,24 @@ scoped_access_tokens = Table(
     Index(None, "user_id"),
     Index(None, "expires_at"),
 )
+
+#: Ask skills (`codesearch.store.skills`): reusable instructions invoked as ``/slug`` in Ask.
+#: `scope` is ``personal`` (its user's only) or ``shared`` (every member's); `owner_key` is
+#: ``u<user_id>`` for a personal skill and ``shared`` for a shared one, so that a slug is unique
+#: among one user's personal skills and among the shared ones. `user_id` is the creator.
+skills = Table(
+    "skills",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("user_id", Integer, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
+    Column("scope", String(16), nullable=False),
+    Column("owner_key", String(32), nullable=False),
+    Column("slug", String(64), nullable=False),
+    Column("name", String(80), nullable=False),
+    Column("description", Text, nullable=False),
+    Column("instructions", Text, nullable=False),
+    Column("created_at", UTCDateTime, nullable=False),
+    Column("updated_at", UTCDateTime, nullable=False),
+    UniqueConstraint("owner_key", "slug"),
+    Index(None, "user_id"),
+)

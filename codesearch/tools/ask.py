@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from codesearch.app.context import ToolContext
+from codesearch.app.skills import expand_command
 from codesearch.errors import ToolInputError
 from codesearch.llm.agent import run_agent
 from codesearch.llm.client import ModelClient, ModelError, ModelSpec
@@ -94,7 +95,7 @@ def ask(
         with ModelClient(spec, http=http) as client:
             tc.report(f"asking {spec.name} ({spec.provider})")
             result = run_agent(
-                query,
+                expand_command(tc.store, tc.identity, query).prompt,  # a leading /skill runs the skill
                 client,
                 CatalogToolSet(scoped),
                 repos=names,

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from codesearch.app.context import ToolContext
+from codesearch.app.skills import expand_command
 from codesearch.errors import ChatNotFound, ToolInputError
 from codesearch.llm.agent import run_agent
 from codesearch.llm.client import ModelClient, ModelError, ModelSpec
@@ -52,6 +53,9 @@ class Prepared:
     visibility: str
     chat: Any = None  # the chat of a follow-up
     history: list[tuple[str, str]] = field(default_factory=list)
+    #: what the model reads: the question, its leading ``/skill`` replaced by the skill's
+    #: instructions (`codesearch.app.skills.expand_command`); the chat keeps the question as asked
+    prompt: str = ""
 
 
 @dataclass
@@ -112,7 +116,8 @@ def prepare(
     if visibility == "PRIVATE" and tc.identity.anonymous:
         raise ToolInputError("visibility PRIVATE needs a signed-in user; use PUBLIC or sign in")
     scoped = ToolContext(**{**tc.__dict__, "allowed_repos": frozenset(names) if names else None})
-    return Prepared(scoped, question, spec, names, visibility, chat, history)
+    prompt = expand_command(tc.store, tc.identity, question).prompt
+    return Prepared(scoped, question, spec, names, visibility, chat, history, prompt)
 
 
 def run(
@@ -163,7 +168,7 @@ def run(
     try:
         with ModelClient(p.spec, http=http) as client:
             result = run_agent(
-                p.question,
+                p.prompt or p.question,
                 client,
                 CatalogToolSet(p.tc),
                 repos=p.repos,

@@ -3,7 +3,8 @@
 The read-only tools, and the machinery that turns a tool function into a schema, a validator and
 a budgeted answer (`ToolSpec`, `args_model`), are in `codesearch.tools.read_tools`: the
 `ask_codebase` agent (`codesearch.tools.ask`) uses them too. This module adds the two tools that are
-not for the agent, `list_language_models` and `ask_codebase` itself, and is the list the MCP server
+not for the agent, `list_language_models`, `ask_codebase` itself and the skill tools
+(`codesearch.tools.skills`), and is the list the MCP server
 (`codesearch.service.routes.mcp`) registers.
 
 Names, parameters, defaults and limits are those of Sourcebot's MCP server, including the tools
@@ -21,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from codesearch.app.context import ToolContext
 from codesearch.tools import repos
+from codesearch.tools import skills as skill_tools
 from codesearch.tools.ask import ask_codebase as run_ask
 from codesearch.tools.read_tools import (  # noqa: F401  (the catalog's names for them)
     READ_TOOLS,
@@ -83,6 +85,26 @@ TOOLS: tuple[ToolSpec, ...] = (
         "The whole answer is in the research session.",
         read_only=False,
         open_world=True,
+    ),
+    # Sourcebot 5.1.8's skill tools, with its hints: creating is neither idempotent nor destructive,
+    # updating overwrites (destructive) and is idempotent
+    ToolSpec("create_skill", skill_tools.create_skill, "Create skill", "", read_only=False),
+    ToolSpec(
+        "update_skill",
+        skill_tools.update_skill,
+        "Update skill",
+        "",
+        read_only=False,
+        destructive=True,
+        idempotent=True,
+    ),
+    ToolSpec(
+        "list_skills",
+        skill_tools.list_skills,
+        "List skills",
+        "narrow with scope.",
+        json_items="skills",
+        json_noun="skills",
     ),
 )
 BY_NAME = {t.name: t for t in TOOLS}

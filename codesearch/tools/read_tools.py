@@ -269,6 +269,10 @@ class ToolSpec:
     read_only: bool = True
     #: answers depend on something outside this service (a language model)
     open_world: bool = False
+    #: MCP hints for a tool that changes things: it may overwrite what is there; calling it
+    #: again with the same arguments does nothing more (None: as `read_only`)
+    destructive: bool = False
+    idempotent: bool | None = None
     #: a JSON answer: its list of items (None: the answer is the list), and what they are
     json_items: str | None = None
     json_noun: str = ""

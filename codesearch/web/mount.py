@@ -25,6 +25,7 @@ from codesearch.web import (
     pages_search,
     pages_security,
     pages_settings,
+    pages_skills,
     pages_sso,
     pages_usage,
 )
@@ -70,3 +71,4 @@ def install(app: FastAPI, *, web: WebContext) -> None:
     app.include_router(pages_chat.page_router)  # /chat/<id>, the one page in the OpenAPI document
     app.include_router(pages_insights.router)
     app.include_router(pages_usage.router)
+    app.include_router(pages_skills.router)

@@ -179,10 +179,23 @@ def mcp_snippets(mcp_url: str, key: str | None) -> dict[str, str]:
     if key:
         server["headers"] = {"Authorization": f"Bearer {key}"}
         command += f' --header "Authorization: Bearer {key}"'
+    # Codex reads a remote server's key from an environment variable only (no inline token);
+    # OpenCode's remote servers are ``type: remote``; Windsurf names the URL ``serverUrl``
+    codex = f"[mcp_servers.codesearch]\nurl = {json.dumps(mcp_url)}\n"
+    if key:
+        codex = f"export CODESEARCH_API_KEY={shlex.quote(key)}  # in your shell profile\n\n{codex}"
+        codex += 'bearer_token_env_var = "CODESEARCH_API_KEY"\n'
+    windsurf = {"serverUrl": mcp_url, **({"headers": server["headers"]} if key else {})}
+    opencode = {"type": "remote", "url": mcp_url, "enabled": True, **({"headers": server["headers"]} if key else {})}
     return {
         "claude": command,
         "cursor": json.dumps({"mcpServers": {"codesearch": server}}, indent=2),
         "vscode": json.dumps({"servers": {"codesearch": {"type": "http", **server}}}, indent=2),
+        "codex": codex,
+        "opencode": json.dumps(
+            {"$schema": "https://opencode.ai/config.json", "mcp": {"codesearch": opencode}}, indent=2
+        ),
+        "windsurf": json.dumps({"mcpServers": {"codesearch": windsurf}}, indent=2),
     }
 
 

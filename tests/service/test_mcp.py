@@ -28,7 +28,8 @@ from tests.mcpworld import (
 
 PREFIX = "mcp-test-searcher"
 TOOLS = {"grep", "list_repos", "read_file", "list_tree", "list_commits", "list_branches", "glob", "get_diff",
-         "find_symbol_definitions", "find_symbol_references", "list_language_models"}
+         "find_symbol_definitions", "find_symbol_references", "list_language_models",
+         "create_skill", "update_skill", "list_skills"}
 CUT_HINT = re.compile(r"^\(Answer cut at 20 KB: showing (\d+) of (\d+) lines\. (.+)\)$")
 
 

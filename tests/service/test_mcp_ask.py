@@ -65,7 +65,7 @@ def _cite(messages) -> str:
 
 def test_tool_list_and_models_with_a_configured_model(world):
     names = {t.name for t in world["mcp"].list_tools()}
-    assert "ask_codebase" in names and len(names) == 12
+    assert "ask_codebase" in names and len(names) == 15
     ask = next(t for t in world["mcp"].list_tools() if t.name == "ask_codebase")
     assert ask.annotations.read_only_hint is False
     models = json.loads(world["mcp"].call("list_language_models").text)

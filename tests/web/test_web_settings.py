@@ -18,6 +18,7 @@ import os
 import re
 import tempfile
 import time
+import tomllib
 
 import httpx
 import pytest
@@ -410,6 +411,14 @@ def test_the_mcp_page_makes_a_key_and_snippets_that_work(world, page_for):
     assert cursor == {"mcpServers": {"codesearch": {"url": mcp_url, "headers": {"Authorization": f"Bearer {key}"}}}}
     vscode = json.loads(page.inner_text("#snippet-vscode-key"))
     assert vscode["servers"]["codesearch"] == {"type": "http", "url": mcp_url, "headers": {"Authorization": f"Bearer {key}"}}
+    # Codex, OpenCode and Windsurf, each in its own documented format (the three formats: below)
+    codex = page.inner_text("#snippet-codex-key")
+    assert f"export CODESEARCH_API_KEY={key}" in codex
+    assert tomllib.loads(codex.split("\n\n", 1)[1])["mcp_servers"]["codesearch"] == {
+        "url": mcp_url, "bearer_token_env_var": "CODESEARCH_API_KEY"}
+    assert json.loads(page.inner_text("#snippet-opencode-key"))["mcp"]["codesearch"]["headers"] == {
+        "Authorization": f"Bearer {key}"}
+    assert json.loads(page.inner_text("#snippet-windsurf-key"))["mcpServers"]["codesearch"]["serverUrl"] == mcp_url
     assert "my editor" in [k.name for k in world["store"].list_api_keys(world["member"]["id"])]
     shots(page, "mcp-key")
 
@@ -429,6 +438,31 @@ def test_the_mcp_page_makes_a_key_and_snippets_that_work(world, page_for):
 
     page.goto(world["url"] + "/settings/mcp")  # shown once: opening the page again does not show it
     assert page.locator(".key-created").count() == 0 and key not in page.content()
+
+
+URL = "https://code.example.com/api/mcp"
+
+
+@pytest.mark.parametrize("client, key, parse, expected", [
+    # Codex: a [mcp_servers.<name>] table of ~/.codex/config.toml; a key only from an environment variable
+    ("codex", None, tomllib.loads, {"mcp_servers": {"codesearch": {"url": URL}}}),
+    ("codex", "cs_key", lambda t: tomllib.loads(t.split("\n\n", 1)[1]),
+     {"mcp_servers": {"codesearch": {"url": URL, "bearer_token_env_var": "CODESEARCH_API_KEY"}}}),
+    # OpenCode: opencode.json's "mcp", a server of type "remote"
+    ("opencode", None, json.loads, {"$schema": "https://opencode.ai/config.json",
+                                    "mcp": {"codesearch": {"type": "remote", "url": URL, "enabled": True}}}),
+    ("opencode", "cs_key", json.loads, {"$schema": "https://opencode.ai/config.json", "mcp": {"codesearch": {
+        "type": "remote", "url": URL, "enabled": True, "headers": {"Authorization": "Bearer cs_key"}}}}),
+    # Windsurf: ~/.codeium/windsurf/mcp_config.json, the URL as "serverUrl"
+    ("windsurf", None, json.loads, {"mcpServers": {"codesearch": {"serverUrl": URL}}}),
+    ("windsurf", "cs_key", json.loads,
+     {"mcpServers": {"codesearch": {"serverUrl": URL, "headers": {"Authorization": "Bearer cs_key"}}}}),
+])
+def test_snippets_in_each_clients_format(client, key, parse, expected):
+    text = mcp_snippets(URL, key)[client]
+    assert parse(text) == expected
+    if client == "codex" and key:
+        assert text.startswith("export CODESEARCH_API_KEY=cs_key")
 
 
 def test_snippets_quote_what_a_shell_would_split():

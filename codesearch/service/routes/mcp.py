@@ -159,8 +159,8 @@ def build_server(
             annotations=ToolAnnotations(
                 title=spec.title,
                 read_only_hint=spec.read_only,
-                destructive_hint=False,
-                idempotent_hint=spec.read_only,
+                destructive_hint=spec.destructive,
+                idempotent_hint=spec.read_only if spec.idempotent is None else spec.idempotent,
                 open_world_hint=spec.open_world,
             ),
         )
