@@ -48,6 +48,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Connection, Engine
 
 from codesearch.store.errors import SchemaTooNew
+from codesearch.store.migration_chats import v13_chat_names_usage_access
 from codesearch.store.tables import NAMING_CONVENTION, UTCDateTime
 from codesearch.store.tables import schema_version as _schema_version
 
@@ -533,6 +534,8 @@ MIGRATIONS: list[Migration] = [
         _v10_offboarding_service_accounts_scoped_tokens,
     ),
     (11, "one-time sign-in codes sent by e-mail", _v11_email_codes),
+    (12, "reserved: stand-in for another branch's migration 12", lambda conn: None),
+    (13, "chat names, token use per answer, chats shared with named members", v13_chat_names_usage_access),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

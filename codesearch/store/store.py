@@ -25,6 +25,7 @@ from codesearch import environment
 from codesearch.store.api_keys import ApiKeysMixin
 from codesearch.store.audit import AuditMixin
 from codesearch.store.catalog import CatalogMixin
+from codesearch.store.chat_sharing import ChatSharingMixin
 from codesearch.store.chat_turns import ChatTurnsMixin
 from codesearch.store.chats import ChatsMixin
 from codesearch.store.connections import ConnectionsMixin
@@ -77,6 +78,7 @@ class Store(
     CatalogMixin,
     ChatsMixin,
     ChatTurnsMixin,
+    ChatSharingMixin,
     InsightsMixin,
 ):
     """The state database: connections, repos and their links, jobs, users, API keys, contexts.
