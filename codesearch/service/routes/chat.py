@@ -206,7 +206,7 @@ async def chat_stream(
         )
 
     prepared = await run_in_threadpool(prepare)
-    files = [f"{f.repo}/{f.path}" for f in prepared.files]
+    files = ", ".join(f"{f.repo}/{f.path}" for f in prepared.files)  # the audit log keeps plain values
     audit.record(
         request, identity, "chat.ask", question[:500], chat=body.id or "", visibility=prepared.visibility, files=files
     )

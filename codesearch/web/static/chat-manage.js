@@ -100,7 +100,7 @@ import {apiFetch, errorMessage} from "./http.js";
       remove.type = "button";
       remove.className = "small member-remove";
       remove.dataset.userId = String(m.id);
-      remove.setAttribute("aria-label", "Stop sharing with " + m.email);
+      remove.setAttribute("aria-label", "Remove " + m.email);
       remove.textContent = "Remove";
       li.append(who, " ", remove);
       list.appendChild(li);

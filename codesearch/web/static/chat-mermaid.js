@@ -2,6 +2,8 @@
 // An answer's ```mermaid block arrives as <pre><code class="language-mermaid"> (server-rendered
 // markdown, as text). This module draws each one as an SVG, in three layers, because the text
 // is the model's and the model may repeat what a hostile file told it:
+//   0. HTML tags in the source (but <br>) lose their angle brackets (‹b›) before mermaid sees it:
+//      labels are text, and mermaid never has markup to parse;
 //   1. mermaid (vendored: static/vendor/mermaid.min.js, its licence beside it; loaded only when
 //      a page has a diagram) runs with securityLevel "strict": labels are sanitised, click
 //      callbacks and links are off; htmlLabels off (SVG text, no HTML); and a diagram cannot
@@ -16,6 +18,8 @@ const DROP = new Set(["script", "iframe", "object", "embed", "foreignobject", "l
   "input", "button", "textarea", "audio", "video", "use", "animate", "set", "animatetransform", "animatemotion"]);
 const SECURE = ["secure", "securityLevel", "startOnLoad", "maxTextSize", "maxEdges", "suppressErrorRendering",
   "htmlLabels", "flowchart", "theme", "themeVariables", "themeCSS", "fontFamily", "darkMode", "dompurifyConfig"];
+const TAG = /<\/?[a-zA-Z][^<>]*>/g;
+const BR = /^<br\s*\/?>$/i;
 let loading = null;
 let drawn = 0;
 let serial = 0;
@@ -39,6 +43,11 @@ function load() {
     });
   }
   return loading;
+}
+
+// The diagram's source without HTML tags (layer 0 above); <br> stays, as Mermaid's line break.
+export function withoutTags(source) {
+  return source.replace(TAG, (tag) => (BR.test(tag) ? tag : "\u2039" + tag.slice(1, -1) + "\u203a"));
 }
 
 // The SVG's elements without anything that could run or navigate (layer 2 above).
@@ -73,7 +82,7 @@ async function draw(code) {
   try {
     const mermaid = await load();
     serial += 1;
-    const {svg} = await mermaid.render("answer-diagram-" + serial, source);
+    const {svg} = await mermaid.render("answer-diagram-" + serial, withoutTags(source));
     const clean = cleanSvg(svg);
     if (!clean) throw new Error("not an SVG");
     clean.setAttribute("role", "img");
