@@ -20,6 +20,13 @@ ACTIONS = {
     "the chat's id)",
     "chat.read": "a research session page opened (target: the chat's id)",
     "chat.share": "a chat made PUBLIC or PRIVATE by its user (target: the chat's id)",
+    "chat.rename": "a chat renamed by its user (target: the chat's id; detail: the new name)",
+    "chat.delete": "a chat deleted by its user, with its follow-ups and shares (target: the chat's id)",
+    "chat.duplicate": "a chat copied into a private chat of the caller's (target: the original's id; detail: the "
+    "copy's id)",
+    "chat.member.add": "a chat shared with a named member by its user (target: the chat's id; detail: the e-mail)",
+    "chat.member.remove": "a member's access to a chat taken back by its user (target: the chat's id; detail: the "
+    "member's user id)",
     "login": "a web sign-in",
     "login.failed": "a refused web sign-in (target: the e-mail typed)",
     "logout": "a web sign-out (target: the e-mail)",

@@ -129,6 +129,7 @@ def run_agent(
     on_call: Callable[[ToolCall], Any] | None = None,
     on_text: Callable[[str], Any] | None = None,
     history: list[tuple[str, str]] | None = None,
+    attachments: str = "",
 ) -> AgentResult:
     """Research `question` with `tools` through `client`'s model; see the module docstring.
 
@@ -138,10 +139,12 @@ def run_agent(
     produced (`ModelClient.chat`), the answer's and any said alongside tool calls.
     `history`: the earlier ``(question, answer)`` pairs of the same chat, oldest first, sent
     before `question` so that a follow-up can refer to them (their tool calls are not resent:
-    the answers carry what was found)."""
+    the answers carry what was found). `attachments`: text the user gave with the question (the
+    files they mentioned), appended to the system prompt."""
     specs = list(tools.specs())
     known = {s["name"] for s in specs}
-    messages: list[dict[str, Any]] = [{"role": "system", "content": system_prompt(repos)}]
+    system = system_prompt(repos) + (f"\n\n{attachments}" if attachments else "")
+    messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
     for earlier_q, earlier_a in history or ():
         messages += [
             {"role": "user", "content": earlier_q},

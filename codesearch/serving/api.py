@@ -60,6 +60,7 @@ from codesearch.service.middleware.observability import ObserveRequests
 from codesearch.service.middleware.security_headers import SecurityHeaders
 from codesearch.service.routes import audit as routes_audit
 from codesearch.service.routes import chat as routes_chat
+from codesearch.service.routes import chat_manage as routes_chat_manage
 from codesearch.service.routes import codenav as routes_codenav
 from codesearch.service.routes import ee as routes_ee
 from codesearch.service.routes import git as routes_git
@@ -279,7 +280,7 @@ def build_app(
     app.include_router(protected)
     app.include_router(webhooks.router)  # signed by the code host, not by an API key
     app.include_router(routes_oauth.router)  # OAuth 2.0 for MCP clients
-    for routes in (routes_git, routes_history, routes_codenav, routes_chat, routes_insights):
+    for routes in (routes_git, routes_history, routes_codenav, routes_chat, routes_chat_manage, routes_insights):
         app.include_router(routes.router)
     mcp.install(
         app, authenticator, make_context, has_models, version=_version(), audit_log=audit_log, allowed_hosts=hosts

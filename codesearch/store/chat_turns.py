@@ -34,9 +34,10 @@ class ChatTurnsMixin(StoreBase):
         steps: Iterable[Mapping[str, Any]] | None = None,
         status: str = m.CHAT_COMPLETED,
         error: str | None = None,
+        usage: Mapping[str, Any] | None = None,
     ) -> m.ChatTurn:
         """Append a follow-up to chat `chat_id` (NotFound when there is no such chat)."""
-        answered = answer_values(question, answer, model, steps, status, error)
+        answered = answer_values(question, answer, model, steps, status, error, usage)
         with self._tx(write=True) as c:
             if c.scalar(select(chats.c.id).where(chats.c.id == chat_id)) is None:
                 raise NotFound("chat", chat_id)

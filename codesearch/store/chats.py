@@ -28,6 +28,7 @@ def answer_values(
     steps: Iterable[Mapping[str, Any]] | None,
     status: str,
     error: str | None,
+    usage: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The columns of a question and its answer, which a chat's row and its follow-ups' rows
     (`codesearch.store.chat_turns`) share; ValueError for an unknown `status`."""
@@ -40,6 +41,7 @@ def answer_values(
         "steps": [dict(s) for s in steps or ()],
         "status": status,
         "error": error,
+        "usage": dict(usage) if usage else None,
     }
 
 
@@ -57,6 +59,7 @@ class ChatsMixin(StoreBase):
         steps: Iterable[Mapping[str, Any]] | None = None,
         status: str = m.CHAT_COMPLETED,
         error: str | None = None,
+        usage: Mapping[str, Any] | None = None,
     ) -> Chat:
         """Record an `ask_codebase` answer (or failure) under a new random URL-safe id.
         NotFound when `user_id` is not a user."""
@@ -65,7 +68,7 @@ class ChatsMixin(StoreBase):
         values = {
             "user_id": user_id,
             "visibility": visibility,
-            **answer_values(question, answer, model, steps, status, error),
+            **answer_values(question, answer, model, steps, status, error, usage),
             "created_at": self._now(),
         }
         with self._tx(write=True) as c:

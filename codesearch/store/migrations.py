@@ -48,6 +48,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Connection, Engine
 
 from codesearch.store.errors import SchemaTooNew
+from codesearch.store.migration_chats import v13_chat_names_usage_access
 from codesearch.store.tables import NAMING_CONVENTION, UTCDateTime
 from codesearch.store.tables import schema_version as _schema_version
 
@@ -557,6 +558,7 @@ MIGRATIONS: list[Migration] = [
     ),
     (11, "one-time sign-in codes sent by e-mail", _v11_email_codes),
     (12, "Ask skills, personal and shared", _v12_skills),
+    (13, "chat names, token use per answer, chats shared with named members", v13_chat_names_usage_access),
 ]
 
 LATEST_VERSION = MIGRATIONS[-1][0]

@@ -191,6 +191,12 @@ class Chat:
     status: str  # a `ChatStatus` value
     error: str | None  # why it FAILED
     created_at: datetime
+    name: str | None = None  # set by renaming; None: the question names it (`title`)
+    usage: dict[str, Any] | None = None  # the model's token use: {"input_tokens", "output_tokens", "requests"}
+
+    @property
+    def title(self) -> str:
+        return self.name or self.question
 
 
 @dataclass
@@ -206,6 +212,7 @@ class ChatTurn:
     status: str  # a `ChatStatus` value
     error: str | None
     created_at: datetime
+    usage: dict[str, Any] | None = None  # as `Chat.usage`
 
 
 @dataclass

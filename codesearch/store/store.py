@@ -26,6 +26,7 @@ from codesearch.errors import is_disk_full
 from codesearch.store.api_keys import ApiKeysMixin
 from codesearch.store.audit import AuditMixin
 from codesearch.store.catalog import CatalogMixin
+from codesearch.store.chat_sharing import ChatSharingMixin
 from codesearch.store.chat_turns import ChatTurnsMixin
 from codesearch.store.chats import ChatsMixin
 from codesearch.store.connections import ConnectionsMixin
@@ -79,6 +80,7 @@ class Store(
     CatalogMixin,
     ChatsMixin,
     ChatTurnsMixin,
+    ChatSharingMixin,
     InsightsMixin,
     SkillsMixin,
 ):

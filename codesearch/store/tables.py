@@ -223,6 +223,8 @@ chats = Table(
     Column("status", String(16), nullable=False),
     Column("error", Text, nullable=True),
     Column("created_at", UTCDateTime, nullable=False),
+    Column("name", String(200), nullable=True),  # NULL: the first question names the chat
+    Column("usage", JSON, nullable=True),  # the model's token use: {"input_tokens", "output_tokens", "requests"}
     Index(None, "user_id", "created_at"),
     Index(None, "created_at"),
 )
@@ -242,6 +244,17 @@ chat_turns = Table(
     Column("status", String(16), nullable=False),
     Column("error", Text, nullable=True),
     Column("created_at", UTCDateTime, nullable=False),
+    Column("usage", JSON, nullable=True),
+)
+
+#: The members a chat is shared with (besides its user): they may read it, nothing more.
+chat_access = Table(
+    "chat_access",
+    metadata,
+    Column("chat_id", String(32), ForeignKey("chats.id", ondelete="CASCADE"), primary_key=True),
+    Column("user_id", Integer, ForeignKey("users.id", ondelete="CASCADE"), primary_key=True),
+    Column("created_at", UTCDateTime, nullable=False),
+    Index(None, "user_id"),
 )
 
 #: Sign-in sessions of the web UI. `id` is the HMAC-SHA256 (hex) of the random cookie value under

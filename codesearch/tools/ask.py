@@ -123,6 +123,7 @@ def ask(
         steps=result.steps,
         status=ChatStatus.COMPLETED,
         error=None,
+        usage=result.usage,
     )
     note = " (the research budget ran out before the model finished)" if result.budget_exhausted else ""
     footer = (

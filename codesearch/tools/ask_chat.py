@@ -34,6 +34,7 @@ from codesearch.llm.agent import run_agent
 from codesearch.llm.client import ModelClient, ModelError, ModelSpec
 from codesearch.statuses import ChatStatus
 from codesearch.tools.ask import choose_model
+from codesearch.tools.ask_files import Mention, MentionedFile, context_text, read_mentions
 
 if TYPE_CHECKING:
     import httpx
@@ -56,6 +57,7 @@ class Prepared:
     #: what the model reads: the question, its leading ``/skill`` replaced by the skill's
     #: instructions (`codesearch.app.skills.expand_command`); the chat keeps the question as asked
     prompt: str = ""
+    files: list[MentionedFile] = field(default_factory=list)  # the files mentioned with the question
 
 
 @dataclass
@@ -90,9 +92,10 @@ def prepare(
     repos: list[str] | None = None,
     language_model: dict[str, Any] | None = None,
     visibility: str | None = None,
+    mentions: list[Mention] | None = None,
 ) -> Prepared:
     """Check a question before it is researched (see the module docstring); `ToolInputError`,
-    `RepositoryNotFound` or `ChatNotFound` say what is wrong."""
+    `RepositoryNotFound`, `FileNotFound` (a mentioned file) or `ChatNotFound` say what is wrong."""
     question = (question or "").strip()
     if not question:
         raise ToolInputError("the question is empty: write what you want to know about the code")
@@ -115,9 +118,10 @@ def prepare(
         visibility = "PUBLIC" if tc.identity.anonymous else "PRIVATE"
     if visibility == "PRIVATE" and tc.identity.anonymous:
         raise ToolInputError("visibility PRIVATE needs a signed-in user; use PUBLIC or sign in")
+    files = read_mentions(tc, mentions) if mentions else []
     scoped = ToolContext(**{**tc.__dict__, "allowed_repos": frozenset(names) if names else None})
     prompt = expand_command(tc.store, tc.identity, question).prompt
-    return Prepared(scoped, question, spec, names, visibility, chat, history, prompt)
+    return Prepared(scoped, question, spec, names, visibility, chat, history, prompt, files)
 
 
 def run(
@@ -177,6 +181,7 @@ def run(
                 on_call=on_call,
                 on_text=on_text,
                 history=p.history,
+                attachments=context_text(p.files),
             )
     except ModelError as e:
         end_text()
@@ -210,9 +215,12 @@ def run(
             steps=result.steps,
             status=ChatStatus.COMPLETED,
             error=None,
+            usage=result.usage,
         )
         turn = 0
     else:
         chat = p.chat
-        turn = store.add_chat_turn(chat.id, p.question, result.answer, model=model, steps=result.steps).position
+        turn = store.add_chat_turn(
+            chat.id, p.question, result.answer, model=model, steps=result.steps, usage=result.usage
+        ).position
     return Outcome(chat, turn, result.answer, result.steps, model, result.usage, result.budget_exhausted)

@@ -6,13 +6,13 @@
   `codesearch.permissions`) and, for signed-in users, whether to share it. ``q`` and ``repo``
   prefill the form (the question box of the home and file pages, ``_ask.html``, sends them).
 - ``GET /chat/<id>`` (`chat_page`, in the OpenAPI document: API clients get JSON errors from it):
-  every question of the chat, the tool calls made for it and the answer (`render_chat`); its user
-  can ask follow-ups and share it. PUBLIC chats are readable by anyone with the link; PRIVATE ones
-  only by the user who asked (an API key, else the web UI's session; an OAuth access token counts
-  as no credential here: it opens ``/api/mcp`` only). Anything else is 404, so a private chat's
-  existence does not leak; so is a chat naming a repository the viewer may not read
-  (`shows_only_visible_repos`).
-- ``GET /chats``: the signed-in user's chats, newest first.
+  every question of the chat, the tool calls made for it, the answer and the model's token use
+  (`render_chat`); its user can ask follow-ups, rename, delete and share it (`codesearch.web.chat_manage`).
+  Who may read it is `codesearch.app.chat_access`: its user (an API key, else the web UI's session;
+  an OAuth access token counts as no credential here: it opens ``/api/mcp`` only), the members it
+  is shared with by name, anyone for a PUBLIC chat. Anything else is 404, so a private chat's
+  existence does not leak; so is a chat naming a repository the viewer may not read.
+- ``GET /chats``: the signed-in user's chats, newest first, and those shared with them.
 
 ``static/chat.js`` posts the question to ``POST /api/chat`` (with ``X-CSRF-Token``) and builds
 each tool call and the answer from the event stream with DOM text nodes; the one piece of HTML
@@ -33,10 +33,12 @@ from fastapi.responses import HTMLResponse
 from starlette.concurrency import run_in_threadpool
 
 from codesearch import audit
+from codesearch.app import chat_access
 from codesearch.errors import ChatNotFound, NotAuthenticated
 from codesearch.markup.code_refs import answer_html, visible_names
 from codesearch.service.deps import ServicesDep, StoreDep
 from codesearch.sessions import login_redirect
+from codesearch.web.chat_manage import chat_manage_context, shared_chat_items, usage_text
 from codesearch.web.deps import PageCaller, WebDep
 from codesearch.web.templating import render
 
@@ -69,6 +71,7 @@ def _turn(
     status: str,
     error: str | None,
     created: datetime | None,
+    usage: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     from codesearch.tools.ask_chat import summarize
 
@@ -82,6 +85,7 @@ def _turn(
         "model_provider": str(model.get("provider") or ""),
         "created": created.isoformat(timespec="seconds") if created else "",
         "when": _when(created),
+        "usage": usage_text(usage),
         "steps": [
             {
                 "tool": str(s.get("tool", "")),
@@ -113,8 +117,9 @@ def _composer(
     }
 
 
-def render_chat(request: Request, chat: Chat, tc: ToolContext) -> HTMLResponse:
-    """The page of one chat for the viewer `tc` (whom the caller checked may read it)."""
+def render_chat(request: Request, chat: Chat, tc: ToolContext, role: str) -> HTMLResponse:
+    """The page of one chat for the viewer `tc`, whose `role` in it (`codesearch.app.chat_access`)
+    the caller found."""
     root = _root(request)
     names = visible_names(tc)
     turns = [
@@ -129,14 +134,26 @@ def render_chat(request: Request, chat: Chat, tc: ToolContext) -> HTMLResponse:
             chat.status,
             chat.error,
             chat.created_at,
+            chat.usage,
         )
     ]
     for t in tc.store.list_chat_turns(chat.id):
-        turns.append(_turn(tc, root, names, t.question, t.answer, t.model, t.steps, t.status, t.error, t.created_at))
-    mine = not tc.identity.anonymous and chat.user_id == tc.identity.user_id
+        turns.append(
+            _turn(tc, root, names, t.question, t.answer, t.model, t.steps, t.status, t.error, t.created_at, t.usage)
+        )
+    mine = role == chat_access.OWNER
     context = _composer(tc, request, names=names) if mine else {}
+    manage = chat_manage_context(tc, chat, role)
     return render(
-        request, "chat.html", title=chat.question[:80], chat=chat, turns=turns, mine=mine, can_ask=mine, **context
+        request,
+        "chat.html",
+        title=chat.title[:80],
+        chat=chat,
+        turns=turns,
+        mine=mine,
+        can_ask=mine,
+        manage=manage,
+        **context,
     )
 
 
@@ -175,7 +192,7 @@ def chats(request: Request, store: StoreDep) -> Response:
     items = [
         {
             "id": c.id,
-            "question": c.question,
+            "question": c.title,
             "visibility": c.visibility,
             "status": c.status,
             "created": c.created_at.isoformat(timespec="seconds") if c.created_at else "",
@@ -183,7 +200,8 @@ def chats(request: Request, store: StoreDep) -> Response:
         }
         for c in rows
     ]
-    return render(request, "chats.html", title="Your chats", chats=items)
+    shared = shared_chat_items(store, identity.user_id, MAX_LISTED_CHATS)
+    return render(request, "chats.html", title="Your chats", chats=items, shared=shared)
 
 
 #: ``/chat/<id>``: in the OpenAPI document (the other pages are not), as it has always been.
@@ -201,14 +219,10 @@ async def chat_page(chat_id: str, request: Request, services: ServicesDep) -> HT
         identity = getattr(request.state, "identity", None) or identity
     tc = services.make_context(identity)
     try:
-        chat = await run_in_threadpool(tc.store.get_chat, chat_id)
-    except Exception:
-        chat = None
-    if chat is not None and not await run_in_threadpool(shows_only_visible_repos, tc, chat):
-        chat = None
-    if chat is None or (chat.visibility != "PUBLIC" and (identity.anonymous or chat.user_id != identity.user_id)):
+        chat, role = await run_in_threadpool(chat_access.readable_chat, tc, chat_id)
+    except ChatNotFound:
         if "text/html" not in request.headers.get("accept", ""):
-            raise ChatNotFound(f"chat {chat_id!r} not found")
+            raise
         return render(
             request,
             "notfound.html",
@@ -216,25 +230,5 @@ async def chat_page(chat_id: str, request: Request, services: ServicesDep) -> HT
             title="Not found",
             message="This research session does not exist, or you cannot see it.",
         )
-    audit.record(request, identity, "chat.read", chat.id)
-    return await run_in_threadpool(render_chat, request, chat, tc)
-
-
-def shows_only_visible_repos(tc: ToolContext, chat: Chat) -> bool:
-    """Whether a research session names only repositories the viewer may read (its questions,
-    the tools' arguments and outputs, the answers, follow-ups included). A shared session whose research touched a
-    repository the viewer may not read is not shown to them at all, like a missing one: the
-    permission rule holds for what others found, too."""
-    from codesearch.permissions import visible_repos
-
-    allowed = visible_repos(tc.identity)
-    if allowed is None:
-        return True
-    hidden = [r.name for r in tc.store.list_repos(page=1, per_page=1_000_000)[0] if r.id not in allowed]
-    if not hidden:
-        return True
-    parts = [chat.question or "", chat.answer or "", json.dumps(chat.steps or [], ensure_ascii=False)]
-    for turn in tc.store.list_chat_turns(chat.id):  # the follow-ups too
-        parts += [turn.question, turn.answer, json.dumps(turn.steps or [], ensure_ascii=False)]
-    text = "\n".join(parts)
-    return not any(name in text for name in hidden)
+    audit.record(request, identity, "chat.read", chat.id, role=role)
+    return await run_in_threadpool(render_chat, request, chat, tc, role)

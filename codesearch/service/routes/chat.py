@@ -24,7 +24,8 @@
 
 ``PATCH /api/chat/<id>``
     ``{visibility: PRIVATE | PUBLIC}``: share a chat or stop sharing it (its user only; 404 for
-    anyone else).
+    anyone else). Renaming, deleting, duplicating and sharing with named members are
+    `codesearch.service.routes.chat_manage`'s.
 
 The HTML page of a session, ``GET /chat/<id>``, is `codesearch.web.pages_chat`'s; an answer is
 rendered as HTML (``answerHtml``) by `codesearch.markup.code_refs.answer_html`, as on that page.
@@ -45,6 +46,7 @@ from codesearch.markup.code_refs import answer_html
 from codesearch.service.deps import Caller, ServicesDep
 from codesearch.store.models import Chat
 from codesearch.tools.ask import ask, chat_url
+from codesearch.tools.ask_files import mentioned_files
 from codesearch.tools.catalog import LanguageModelChoice
 from codesearch.tools.repos import language_models
 
@@ -189,14 +191,25 @@ async def chat_stream(
         {"provider": body.languageModel.provider, "model": body.languageModel.model} if body.languageModel else None
     )
 
+    mentions = mentioned_files([p.model_dump() for p in body.messages[-1].parts])
+
     def prepare() -> Prepared:
         repos = scope_repos(tc, body.selectedSearchScopes)
         return ask_chat.prepare(
-            tc, question, chat_id=body.id, repos=repos, language_model=choice, visibility=body.visibility
+            tc,
+            question,
+            chat_id=body.id,
+            repos=repos,
+            language_model=choice,
+            visibility=body.visibility,
+            mentions=mentions,
         )
 
     prepared = await run_in_threadpool(prepare)
-    audit.record(request, identity, "chat.ask", question[:500], chat=body.id or "", visibility=prepared.visibility)
+    files = ", ".join(f"{f.repo}/{f.path}" for f in prepared.files)  # the audit log keeps plain values
+    audit.record(
+        request, identity, "chat.ask", question[:500], chat=body.id or "", visibility=prepared.visibility, files=files
+    )
     root = request.scope.get("root_path", "").rstrip("/")
 
     def finish(outcome: Outcome) -> list[dict[str, Any]]:

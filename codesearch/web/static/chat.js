@@ -3,6 +3,7 @@
 // Everything from the model or the tools is set as text (textContent); the one HTML inserted is
 // the server's rendering of the answer (answerHtml: markdown without raw HTML, links checked).
 import {apiFetch} from "./http.js";
+import {clearMentions, mentionParts} from "./chat-mentions.js";
 
 (function () {
   const AUTOSTART_KEY = "codesearch.ask.autostart";
@@ -169,6 +170,15 @@ import {apiFetch} from "./http.js";
         }
         break;
       }
+      case "message-metadata": {
+        const meta = ev.messageMetadata || {};
+        if (meta.totalInputTokens || meta.totalOutputTokens) {
+          const n = (x) => Number(x || 0).toLocaleString("en-US");
+          t.section.appendChild(el("p", "muted small turn-usage", "Tokens: " + n(meta.totalInputTokens) +
+            " input tokens · " + n(meta.totalOutputTokens) + " output tokens"));
+        }
+        break;
+      }
       case "error":
         t.status.textContent = "";
         t.section.appendChild(el("p", "error", "The question failed: " + (ev.errorText || "unknown error")));
@@ -212,7 +222,7 @@ import {apiFetch} from "./http.js";
     showError("");
     const intro = document.getElementById("chat-intro");
     if (intro) intro.hidden = true;
-    const body = {messages: [{role: "user", parts: [{type: "text", text: question}]}],
+    const body = {messages: [{role: "user", parts: [{type: "text", text: question}, ...mentionParts()]}],
                   selectedSearchScopes: checkedRepos().map((v) => ({type: "repo", value: v}))};
     if (chatId) body.id = chatId;
     if (modelSel.value) {
@@ -231,6 +241,7 @@ import {apiFetch} from "./http.js";
         return;
       }
       box.value = "";
+      clearMentions();
       t = newTurn(question);
       await readStream(r, t);
     } catch (e) {
