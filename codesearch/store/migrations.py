@@ -49,6 +49,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from codesearch.store.errors import SchemaTooNew
 from codesearch.store.migration_chats import v13_chat_names_usage_access
+from codesearch.store.migration_skills import v12_skills
 from codesearch.store.tables import NAMING_CONVENTION, UTCDateTime
 from codesearch.store.tables import schema_version as _schema_version
 
@@ -515,29 +516,6 @@ def _v11_email_codes(conn: Connection) -> None:
     md.tables["email_codes"].create(conn)
 
 
-def _v12_skills(conn: Connection) -> None:
-    """Ask skills: a user's personal ones, and the shared ones every member may use."""
-    md = MetaData(naming_convention=NAMING_CONVENTION)
-    Table("users", md, Column("id", Integer, primary_key=True))  # only as the target of user_id
-    Table(
-        "skills",
-        md,
-        Column("id", Integer, primary_key=True),
-        Column("user_id", Integer, ForeignKey("users.id", ondelete="CASCADE"), nullable=False),
-        Column("scope", String(16), nullable=False),
-        Column("owner_key", String(32), nullable=False),
-        Column("slug", String(64), nullable=False),
-        Column("name", String(80), nullable=False),
-        Column("description", Text, nullable=False),
-        Column("instructions", Text, nullable=False),
-        Column("created_at", UTCDateTime, nullable=False),
-        Column("updated_at", UTCDateTime, nullable=False),
-        UniqueConstraint("owner_key", "slug"),
-        Index(None, "user_id"),
-    )
-    md.tables["skills"].create(conn)
-
-
 Migration = tuple[int, str, Callable[[Connection], None]]
 
 #: Every migration, in order. Versions are 1, 2, 3, ... without gaps.
@@ -557,7 +535,7 @@ MIGRATIONS: list[Migration] = [
         _v10_offboarding_service_accounts_scoped_tokens,
     ),
     (11, "one-time sign-in codes sent by e-mail", _v11_email_codes),
-    (12, "Ask skills, personal and shared", _v12_skills),
+    (12, "Ask skills, personal and shared", v12_skills),
     (13, "chat names, token use per answer, chats shared with named members", v13_chat_names_usage_access),
 ]
 

@@ -1,5 +1,5 @@
 """The skill tools of the MCP server: `create_skill`, `update_skill` and `list_skills`, with
-Sourcebot 5.1.8's names, arguments and JSON answers (docs/mcp-tools.md#skills).
+Sourcebot 5.1.8's names, arguments and JSON answers (docs/mcp-tools.md#create_skill).
 
 They need a signed-in caller (an API key or OAuth token; a repository-scoped access token may
 not manage skills). `create_skill` makes a personal skill; `update_skill` edits a personal skill
