@@ -395,6 +395,7 @@ def runtime_deployment(spec: ServiceSpec) -> Application:
         max_ongoing_requests=8,
         graceful_shutdown_timeout_s=RUNTIME_SHUTDOWN_S,
         graceful_shutdown_wait_loop_s=0.5,
+        health_check_period_s=serve_settings.HEALTH_CHECK_PERIOD_S,
         logging_config=serve_settings.logging_config(),
         ray_actor_options=actor_options,
     )(RuntimeOwner)

@@ -255,11 +255,30 @@ def wait_while_deleted(app_name: str, timeout_s: float) -> bool:
             return False
         if app is None or getattr(app.status, "value", app.status) != "DELETING":
             return app is None
-        gated = [d for name, d in app.deployments.items() if name not in UNGATED_DEPLOYMENTS]
-        left = sum(n for d in gated for n in d.replica_states.values())
+        left = len(_gated_replica_actors(app_name))
         if not left:
             return True
         if time.monotonic() >= deadline:
             log.warning("%s: %s still answering after %.0fs", app_name, plural(left, "replica"), timeout_s)
             return False
         time.sleep(POLL_S)
+
+
+#: How Serve names a replica's actor (namespace ``serve``): ``SERVE_REPLICA::<app>#<deployment>#<id>``.
+REPLICA_ACTOR_PREFIX = "SERVE_REPLICA::"
+
+
+def _gated_replica_actors(app_name: str) -> list[str]:
+    """The live replica actors of `app_name`'s gated deployments. Read from Ray's named actors,
+    because while an application is being deleted Serve's status lists none of its deployments,
+    though their replicas are still finishing requests."""
+    import ray
+
+    ours = f"{REPLICA_ACTOR_PREFIX}{app_name}#"
+    return [
+        a["name"]
+        for a in ray.util.list_named_actors(all_namespaces=True)
+        if a["namespace"] == "serve"
+        and a["name"].startswith(ours)
+        and a["name"][len(ours) :].split("#", 1)[0] not in UNGATED_DEPLOYMENTS
+    ]
