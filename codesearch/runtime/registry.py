@@ -22,13 +22,19 @@ drain report {inFlight}        ``drain-report:<app>:<replica>``       `drain.Dra
 Lifetime. The registry is created by the first process that writes to it (`put` creates it;
 reads never do): in a service, the runtime replica, which owns it, so it goes with the
 application like every other actor of codesearch. Readers that find no registry get nothing
-(no pool, not draining). Ray restarts it if its process dies (an empty registry: pools publish
-again at their next index change, and a searcher then answers from its newest list).
+(no pool, not draining). Ray restarts it if its process dies. A service's registry keeps its
+records in a snapshot file of the data directory too (``registry.json``, `RegistryActor`) and reads
+them back when restarted, so nothing it held is lost with its process; one made without a
+snapshot (a notebook's, a test's) restarts empty (pools publish again at their next index change,
+and searchers catch up with what is published when a search names a version they lack).
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import logging
+import os
 import threading
 import time
 from dataclasses import asdict, dataclass
@@ -50,21 +56,39 @@ REGISTRY_NAME = "codesearch-registry"
 CALL_TIMEOUT_S = 30.0
 
 
+#: Records a registry does not keep in its snapshot: each replica writes its own again within a
+#: second (`drain.DrainGate`), and they change too often to be worth a file write each.
+PASSING = ("drain-report:",)
+
+
 class RegistryActor:
     """A dict of JSON-able values, safe for concurrent calls (a threaded actor). `owner` names
-    who made it: ``runtime:<prefix>:<id>`` for a service's runtime (`ensure`), "" otherwise."""
+    who made it: ``runtime:<prefix>:<id>`` for a service's runtime (`ensure`), "" otherwise.
 
-    def __init__(self, owner: str = ""):
+    `snapshot`: a file (in the service's data directory) that holds every record but the
+    `PASSING` ones, rewritten (to a temporary file, then renamed) after each change. When its
+    process dies, Ray runs this constructor again with the same arguments: the registry reads the
+    snapshot back, so layouts, deployments, index versions, shard lists and a drain flag
+    outlive it. Only a snapshot written by the same `owner` is read: a new runtime (another
+    owner tag) starts empty, never from the records of the one it replaced."""
+
+    def __init__(self, owner: str = "", snapshot: str = ""):
         self._owner = owner
-        self._values: dict[str, object] = {}
+        self._snapshot = snapshot
+        self._values: dict[str, object] = _read_snapshot(snapshot, owner) if snapshot else {}
         self._lock = threading.Lock()
+        if self._values:
+            log.warning("registry %s restarted: %d records read back from %s", owner, len(self._values), snapshot)
 
     def owner(self) -> str:
         return self._owner
 
     def put(self, key: str, value: object) -> None:
         with self._lock:
+            changed = self._values.get(key) != value
             self._values[key] = value
+            if changed and not key.startswith(PASSING):
+                self._save()
 
     def get(self, key: str) -> object:
         with self._lock:
@@ -72,13 +96,39 @@ class RegistryActor:
 
     def delete(self, *keys: str) -> None:
         with self._lock:
-            for key in keys:
-                self._values.pop(key, None)
+            found = [k for k in keys if k in self._values]
+            for key in found:
+                del self._values[key]
+            if any(not k.startswith(PASSING) for k in found):
+                self._save()
 
     def delete_prefix(self, prefix: str) -> None:
         with self._lock:
-            for key in [k for k in self._values if k.startswith(prefix)]:
+            found = [k for k in self._values if k.startswith(prefix)]
+            for key in found:
                 del self._values[key]
+            if any(not k.startswith(PASSING) for k in found):
+                self._save()
+
+    def discard_snapshot(self) -> None:
+        """Remove the snapshot (the runtime that owns this registry is stopping: nothing to restore)."""
+        if self._snapshot:
+            with self._lock, contextlib.suppress(FileNotFoundError):
+                os.unlink(self._snapshot)
+
+    def _save(self) -> None:
+        """Rewrite the snapshot (called with the lock held). Not fsynced: it must survive the
+        registry's process, not the machine (a machine that restarts starts a new runtime)."""
+        if not self._snapshot:
+            return
+        keep = {k: v for k, v in self._values.items() if not k.startswith(PASSING)}
+        tmp = f"{self._snapshot}.tmp"
+        try:
+            with open(tmp, "w", encoding="utf-8") as f:
+                json.dump({"owner": self._owner, "values": keep}, f)
+            os.replace(tmp, self._snapshot)
+        except OSError as e:  # a full or read-only disk: the registry serves from memory still
+            log.error("registry snapshot %s not written: %s", self._snapshot, e)
 
     def items(self, prefix: str) -> dict[str, object]:
         with self._lock:
@@ -86,6 +136,21 @@ class RegistryActor:
 
     def ping(self) -> bool:
         return True
+
+
+def _read_snapshot(path: str, owner: str) -> dict[str, object]:
+    """The records of the snapshot at `path` if `owner` wrote it, else none (see `RegistryActor`)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            saved = json.load(f)
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as e:  # torn or unreadable: start empty, as before snapshots
+        log.error("registry snapshot %s not read: %s", path, e)
+        return {}
+    if not isinstance(saved, dict) or saved.get("owner") != owner or not isinstance(saved.get("values"), dict):
+        return {}
+    return dict(saved["values"])
 
 
 if TYPE_CHECKING:
@@ -96,6 +161,7 @@ if TYPE_CHECKING:
 
         owner: Method[str]
         ping: Method[bool]
+        discard_snapshot: Method[None]
 
 
 _handle: RegistryHandle | None = None
@@ -103,11 +169,13 @@ _handle_lock = threading.Lock()
 
 
 @overload
-def _registry(create: Literal[True], owner: str = "") -> RegistryHandle: ...
+def _registry(create: Literal[True], owner: str = "", snapshot: str = "") -> RegistryHandle: ...
 @overload
-def _registry(create: bool, owner: str = "") -> RegistryHandle | None: ...
-def _registry(create: bool, owner: str = "") -> RegistryHandle | None:
-    """The registry actor (created when `create` and there is none), or None."""
+def _registry(create: bool, owner: str = "", snapshot: str = "") -> RegistryHandle | None: ...
+def _registry(create: bool, owner: str = "", snapshot: str = "") -> RegistryHandle | None:
+    """The registry actor (created when `create` and there is none), or None. With a
+    `snapshot`, it is placed on this node if it can be (softly: where the snapshot file is, so
+    that a restart finds it)."""
     global _handle
     import ray
 
@@ -122,6 +190,12 @@ def _registry(create: bool, owner: str = "") -> RegistryHandle | None:
             except ValueError:
                 if not create:
                     return None
+                placement: dict[str, Any] = {}
+                if snapshot:
+                    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+                    node = ray.get_runtime_context().get_node_id()
+                    placement["scheduling_strategy"] = NodeAffinitySchedulingStrategy(node, soft=True)
                 _handle = cast(
                     "RegistryHandle",
                     ray.remote(RegistryActor)
@@ -133,8 +207,9 @@ def _registry(create: bool, owner: str = "") -> RegistryHandle | None:
                         max_restarts=-1,
                         max_task_retries=-1,
                         max_concurrency=16,
+                        **placement,
                     )
-                    .remote(owner),
+                    .remote(owner, snapshot),
                 )
         return _handle
 
@@ -159,9 +234,10 @@ def _call(method: str, *args: object, create: bool = False) -> Any:
     return None
 
 
-def ensure(owner: str, timeout_s: float = 60.0) -> None:
+def ensure(owner: str, timeout_s: float = 60.0, snapshot: str = "") -> None:
     """Create the registry now, owned by the calling process and tagged `owner` (what the
-    runtime replica does first, so that the registry goes with the application). A registry of
+    runtime replica does first, so that the registry goes with the application), keeping its
+    records in the file `snapshot` too (see `RegistryActor`). A registry of
     another runtime (``runtime:`` tag: the replica this one replaces, still stopping) is waited
     for until it is gone, at most `timeout_s`, so that nothing is written into one about to end;
     one made by any other process is used as it is."""
@@ -182,7 +258,10 @@ def ensure(owner: str, timeout_s: float = 60.0) -> None:
         if time.monotonic() > deadline:
             raise RuntimeError(f"the registry of another codesearch runtime ({tag}) is still running")
         time.sleep(0.2)
-    handle = _registry(create=True, owner=owner)
+    if snapshot:  # a snapshot of an earlier runtime (one that ended without `release`) is not ours
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(snapshot)
+    handle = _registry(create=True, owner=owner, snapshot=snapshot)
     ray.get(handle.ping.remote(), timeout=CALL_TIMEOUT_S)
 
 
@@ -195,6 +274,7 @@ def release(owner: str) -> None:
         return
     try:
         if ray.get(handle.owner.remote(), timeout=CALL_TIMEOUT_S) == owner:
+            ray.get(handle.discard_snapshot.remote(), timeout=CALL_TIMEOUT_S)
             ray.kill(handle, no_restart=True)
     except Exception as e:  # noqa: BLE001 - already gone
         log.debug("registry not released: %s", e)

@@ -18,6 +18,7 @@ import contextlib
 import logging
 import os
 import pickle
+import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, cast
@@ -43,6 +44,9 @@ log = logging.getLogger(__name__)
 SEARCH_CONCURRENCY = 8
 #: A searcher logs a search that took longer than this (seconds), with its request id.
 SLOW_SEARCH_S = 2.0
+#: Seconds between two reads of the published shard lists by a searcher asked for a version it
+#: does not hold (`ShardSearcher._catch_up`).
+CATCH_UP_EVERY_S = 1.0
 
 
 class ShardSearcher:
@@ -75,9 +79,10 @@ class ShardSearcher:
         #: Without the builder's data directory: verified copies fetched from the named
         #: `shard_copy.ShardSource` (see `SearcherPool.create`).
         self.copies = _copies(copy_to, source) if copy_to else None
-        published = published_shard_lists(pool_key) if pool_key else {}
-        for version, partitions in sorted(published.items()):
-            self.set_shards(partitions[origin] if origin < len(partitions) else [], version)
+        self.pool_key = pool_key
+        self._caught_up_at = float("-inf")
+        self._catching_up = threading.Lock()
+        self._catch_up()
         if not self.sets:
             self.sets[0] = self._open(shard_paths, {})
             self.refused[0] = self._refusals
@@ -125,12 +130,45 @@ class ShardSearcher:
         return sorted({s.path for shards in self.sets.values() for s in shards})
 
     def _shards_of(self, version: int | None) -> list[Shard]:
+        """The shards of list `version` (default: the newest). A version this searcher never got
+        (it was restarted while the registry was unreachable, or a `set_shards` was lost with its
+        process) is looked up in the pool's published lists first (`_catch_up`), so a searcher
+        never answers a current search from the lists it was first created with."""
+        if version is not None and version not in self.sets and self._catch_up():
+            log.warning("searcher %d: caught up with published index version %d", self.origin, version)
         return self.sets.get(version, self.shards) if version is not None else self.shards
 
     def _refusals_of(self, version: int | None) -> Refusals:
         """The refused shards of list `version` (as `_shards_of` picks it)."""
         chosen = version if version is not None and version in self.sets else self.current
         return self.refused.get(chosen) or Refusals()
+
+    def _catch_up(self) -> bool:
+        """Load the shard lists of this searcher's partition that its named pool published
+        (`publish_shard_lists`) and it does not hold yet, at most every `CATCH_UP_EVERY_S`.
+        What a searcher Ray restarted does first. A registry that cannot be read is logged, not
+        raised: a constructor that raises ends the actor for good (Ray restarts a process that
+        died, not a constructor that failed), and the next search that names an unknown
+        version tries again. True when a list was added."""
+        if not self.pool_key or time.monotonic() - self._caught_up_at < CATCH_UP_EVERY_S:
+            return False
+        if not self._catching_up.acquire(blocking=False):  # another search is at it: answer as we are
+            return False
+        try:
+            self._caught_up_at = time.monotonic()
+            try:
+                published = published_shard_lists(self.pool_key)
+            except Exception as e:  # noqa: BLE001 - the registry is restarting or busy: try again later
+                log.warning("searcher %d: published shard lists not read: %s", self.origin, e)
+                return False
+            added = False
+            for version, partitions in sorted(published.items()):
+                if version not in self.sets:
+                    self.set_shards(partitions[self.origin] if self.origin < len(partitions) else [], version)
+                    added = True
+            return added
+        finally:
+            self._catching_up.release()
 
     def search(
         self,

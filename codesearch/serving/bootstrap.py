@@ -34,7 +34,7 @@ import os
 import re
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -56,6 +56,9 @@ DEFAULT_PREFIX = "codesearch"
 RUNTIME_SHUTDOWN_S = 60.0
 #: Seconds a new runtime waits for the actor names of the one it replaces to be released.
 NAMES_FREE_S = 60.0
+#: The file in the data directory where the runtime's registry keeps its records, so that they
+#: outlive the registry's process (`codesearch.runtime.registry.RegistryActor`).
+SNAPSHOT = "registry.json"
 
 
 @dataclass(frozen=True)
@@ -190,7 +193,8 @@ def start_runtime_actors(spec: ServiceSpec, options: RuntimeOptions | None = Non
     settings = load_config(spec.config_path).settings
     n = spec.names()
     owner = f"runtime:{spec.prefix}:{uuid.uuid4().hex[:8]}"
-    registry.ensure(owner, timeout_s=NAMES_FREE_S)  # first, owned by this process: it goes with the application
+    # first, owned by this process: it goes with the application; its records outlive its process
+    registry.ensure(owner, timeout_s=NAMES_FREE_S, snapshot=_snapshot_path(spec.data_dir))
     opts: dict[str, Any] = {}
     if spec.runtime_resources:
         opts["resources"] = {k: float(v) for k, v in spec.runtime_resources.items()}
@@ -271,9 +275,23 @@ def start_runtime_actors(spec: ServiceSpec, options: RuntimeOptions | None = Non
     return {"scheduler": scheduler, "workers": workers, "searchers": pool, "record": record, "registry": owner}
 
 
-def stop_runtime_actors(runtime: dict[str, Any], timeout_s: float = 15.0) -> None:
+def _snapshot_path(data_dir: str) -> str:
+    """Where the registry keeps its records (`SNAPSHOT` in the data directory); "" (none) when
+    the data directory cannot be made on this node."""
+    try:
+        os.makedirs(data_dir, exist_ok=True)
+    except OSError as e:
+        log.warning("the registry keeps its records in memory only: %s", e)
+        return ""
+    return os.path.join(os.path.abspath(data_dir), SNAPSHOT)
+
+
+def stop_runtime_actors(
+    runtime: dict[str, Any], timeout_s: float = 15.0, before_searchers: Callable[[], object] | None = None
+) -> None:
     """Stop what `start_runtime_actors` started: the scheduler's loop first (no refresh or job is
-    started while the rest stops), then the workers (each finishes its job), then the searchers."""
+    started while the rest stops), then the workers (each finishes its job), then (after
+    `before_searchers`: the wait for the requests still running) the searchers."""
     import ray
 
     from codesearch.runtime.workers import stop_workers
@@ -287,6 +305,11 @@ def stop_runtime_actors(runtime: dict[str, Any], timeout_s: float = 15.0) -> Non
         ray.kill(scheduler, no_restart=True)
     if runtime.get("workers"):
         stop_workers(runtime["workers"], timeout_s=timeout_s)
+    if before_searchers is not None:
+        try:
+            before_searchers()
+        except Exception as e:  # noqa: BLE001 - stop anyway
+            log.warning("before stopping the searchers: %s", e)
     if runtime.get("searchers") is not None:
         from codesearch.runtime.searchers import forget_pool
 
@@ -313,6 +336,7 @@ class RuntimeOwner:
         spec.env.apply()  # first: everything below reads the environment
         environment.configure_logging()
         self.spec = spec
+        self._app = _serve_app_name()
         _wait_names_free(spec, NAMES_FREE_S)
         self._runtime = start_runtime_actors(spec)
         log.info("codesearch runtime %s started: %s", spec.prefix, self._runtime["record"])
@@ -325,11 +349,33 @@ class RuntimeOwner:
         runtime: dict[str, Any] | None = getattr(self, "_runtime", None)
         self._runtime = {}  # {} also when __init__ failed
         if runtime:
-            stop_runtime_actors(runtime)
+            stop_runtime_actors(runtime, before_searchers=self._wait_for_requests)
             log.info("codesearch runtime %s stopped", self.spec.prefix)
+
+    def _wait_for_requests(self) -> None:
+        """When the application is being deleted (``serve delete``), its HTTP replicas finish
+        their requests with the searchers: wait for them (`drain.wait_while_deleted`), within
+        this replica's own graceful shutdown time."""
+        app = getattr(self, "_app", "")
+        if app:
+            from codesearch.serving.deployment import DRAIN_TIMEOUT_S
+            from codesearch.serving.drain import wait_while_deleted
+
+            drain_s = DRAIN_TIMEOUT_S if self.spec.drain_timeout_s is None else self.spec.drain_timeout_s
+            wait_while_deleted(app, min(drain_s + 5.0, RUNTIME_SHUTDOWN_S - 20.0))
 
     def __del__(self) -> None:
         self.stop()
+
+
+def _serve_app_name() -> str:
+    """The Serve application of the calling replica ("" outside one)."""
+    try:
+        from ray import serve
+
+        return str(serve.get_replica_context().app_name or "")
+    except Exception:  # noqa: BLE001 - not in a Serve replica (a test, a driver)
+        return ""
 
 
 def runtime_deployment(spec: ServiceSpec) -> Application:
@@ -349,6 +395,7 @@ def runtime_deployment(spec: ServiceSpec) -> Application:
         max_ongoing_requests=8,
         graceful_shutdown_timeout_s=RUNTIME_SHUTDOWN_S,
         graceful_shutdown_wait_loop_s=0.5,
+        health_check_period_s=serve_settings.HEALTH_CHECK_PERIOD_S,
         logging_config=serve_settings.logging_config(),
         ray_actor_options=actor_options,
     )(RuntimeOwner)

@@ -196,6 +196,7 @@ def search_application(
         max_ongoing_requests=max_ongoing_requests,
         graceful_shutdown_timeout_s=drain_timeout_s,
         graceful_shutdown_wait_loop_s=SHUTDOWN_WAIT_LOOP_S,
+        health_check_period_s=serve_settings.HEALTH_CHECK_PERIOD_S,
         logging_config=serve_settings.logging_config(),
         ray_actor_options={"num_cpus": 0, "runtime_env": {"env_vars": serve_settings.replica_env()}},
     )(ingress(CodesearchAPI))

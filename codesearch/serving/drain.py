@@ -234,3 +234,51 @@ def clear(app_name: str) -> None:
     """Lower the drain flag of `app_name` and drop its replicas' reports (its replicas, if any
     are left, serve again)."""
     registry.clear_drain(app_name)
+
+
+def wait_while_deleted(app_name: str, timeout_s: float) -> bool:
+    """While Serve deletes application `app_name` (``serve delete``, ``serve.delete``), wait
+    until its gated replicas have stopped, at most `timeout_s`: what the runtime replica does
+    before it stops the searchers (`bootstrap.RuntimeOwner.stop`), because Serve stops every
+    replica of an application at once and the HTTP replicas finish their requests (their graceful
+    shutdown) with the searchers the runtime would otherwise take away. Returns at once when the
+    application is not being deleted (a redeploy replacing the runtime alone) or Serve cannot be
+    asked (its controller is going too: ``serve shutdown``). True when none was left in time."""
+    from ray import serve
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            app = serve.status().applications.get(app_name)
+        except Exception as e:  # noqa: BLE001 - Serve itself is shutting down: nothing to wait for
+            log.info("not waiting for the replicas of %s: %s", app_name, type(e).__name__)
+            return False
+        if app is None or getattr(app.status, "value", app.status) != "DELETING":
+            return app is None
+        left = len(_gated_replica_actors(app_name))
+        if not left:
+            return True
+        if time.monotonic() >= deadline:
+            log.warning("%s: %s still answering after %.0fs", app_name, plural(left, "replica"), timeout_s)
+            return False
+        time.sleep(POLL_S)
+
+
+#: How Serve names a replica's actor (namespace ``serve``): ``SERVE_REPLICA::<app>#<deployment>#<id>``.
+REPLICA_ACTOR_PREFIX = "SERVE_REPLICA::"
+
+
+def _gated_replica_actors(app_name: str) -> list[str]:
+    """The live replica actors of `app_name`'s gated deployments. Read from Ray's named actors,
+    because while an application is being deleted Serve's status lists none of its deployments,
+    though their replicas are still finishing requests."""
+    import ray
+
+    ours = f"{REPLICA_ACTOR_PREFIX}{app_name}#"
+    return [
+        a["name"]
+        for a in ray.util.list_named_actors(all_namespaces=True)
+        if a["namespace"] == "serve"
+        and a["name"].startswith(ours)
+        and a["name"][len(ours) :].split("#", 1)[0] not in UNGATED_DEPLOYMENTS
+    ]

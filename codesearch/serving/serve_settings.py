@@ -24,6 +24,12 @@ change (each measured; the numbers are in bench/RESULTS.md):
   proxies' ``X-Forwarded-For`` to believe (`codesearch.forwarded`). Not a speed setting:
   the sign-in lock-outs count failures per address, which the header must not let a client choose.
 
+* **A dead proxy replaced in seconds** (``RAY_SERVE_PROXY_HEALTH_CHECK_PERIOD_S=2``, read by Serve's
+  controller): the controller replaces a proxy after three failed health checks in a row; at
+  Serve's default period (10 s) a proxy killed by the kernel left the HTTP port closed for 35-45 s,
+  at 2 s for under 15 (`tests/runtime/test_process_deaths.py`, docs/operations.md). A health
+  check is one small call to each proxy.
+
 Where they must be set: ``PROXY_ENV`` in the environment of the processes Ray starts, so before
 ``ray.init`` (`install_proxy_env`, which `codesearch serve` calls for the Ray instance it starts)
 or ``ray start`` (``cluster.yaml``); ``REPLICA_ENV`` travels with the deployment
@@ -40,17 +46,22 @@ from typing import Any
 
 from codesearch import environment, forwarded
 
-#: For Serve's HTTP proxies (set before Ray starts them).
 #: The Serve application's name unless told otherwise (what `codesearch serve` deploys and removes).
 APP_NAME = "codesearch"
 #: The deployment that owns the runtime actors (`bootstrap.RuntimeOwner`); the API's is ``codesearch-api``.
 RUNTIME_DEPLOYMENT = "codesearch-runtime"
 
+#: For Serve's HTTP proxies and its controller (set before Ray starts them).
 PROXY_ENV = {
     "RAY_SERVE_PROXY_USE_GRPC": "1",
     "RAY_SERVE_RUN_ROUTER_IN_SEPARATE_LOOP": "0",
+    "RAY_SERVE_PROXY_HEALTH_CHECK_PERIOD_S": "2",
     **forwarded.PROXY_ENV,
 }
+#: Seconds between Serve's health checks of a replica (``health_check_period_s`` of our
+#: deployments; Serve's default is 10): a replica whose process died is noticed at its next
+#: check, then replaced, so this is most of how long a dead replica goes unreplaced.
+HEALTH_CHECK_PERIOD_S = 2.0
 #: For the API's replicas (the deployment's ``runtime_env``).
 REPLICA_ENV = {
     "RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0",

@@ -4,6 +4,9 @@ owner ended) is found again when a new one is created, instead of a dead handle 
 
 from __future__ import annotations
 
+import json
+import os
+import signal
 import uuid
 
 import pytest
@@ -86,3 +89,50 @@ def test_a_drain_flag_that_is_not_one_reads_as_not_draining(ray_session, value):
         assert drain.flag_is_up(app) is False
     finally:
         registry.clear_drain(app)
+
+
+# ------------------------------------------------------------------ records that outlive the process
+
+#: (case, what the registry went through, the records a registry of the same owner reads back)
+SNAPSHOT_CASES = [
+    ("records are read back", lambda r: (r.put("layout:p", {"partitions": 2, "copies": 1}), r.put("drain:app", {"until": 9.5})),
+     {"layout:p": {"partitions": 2, "copies": 1}, "drain:app": {"until": 9.5}}),
+    ("drain reports pass (each replica writes its own again)", lambda r: r.put("drain-report:app:r1", {"inFlight": 3}), {}),
+    ("a deleted record stays deleted", lambda r: (r.put("layout:p", 1), r.put("layout:q", 2), r.delete("layout:p")),
+     {"layout:q": 2}),
+    ("a deleted prefix stays deleted", lambda r: (r.put("shard-lists:p", {"1": [[]]}), r.put("index-version:p", 1),
+                                                   r.delete_prefix("shard-lists:")), {"index-version:p": 1}),
+]
+
+
+@pytest.mark.parametrize("case,done,kept", SNAPSHOT_CASES, ids=[c[0] for c in SNAPSHOT_CASES])
+def test_a_registry_with_a_snapshot_reads_its_records_back(tmp_path, case, done, kept):
+    path = str(tmp_path / "registry.json")
+    done(registry.RegistryActor("runtime:cs:1", path))
+    again = registry.RegistryActor("runtime:cs:1", path)  # what Ray runs when the process died
+    assert again.items("") == kept
+    assert registry.RegistryActor("runtime:cs:2", path).items("") == {}  # another runtime starts empty
+
+
+@pytest.mark.parametrize("content", ["", "{not json", json.dumps({"owner": "runtime:cs:1", "values": []}), "[1, 2]"])
+def test_a_torn_or_foreign_snapshot_is_an_empty_registry(tmp_path, content):
+    path = tmp_path / "registry.json"
+    path.write_text(content)
+    assert registry.RegistryActor("runtime:cs:1", str(path)).items("") == {}
+
+
+def test_a_killed_registry_comes_back_with_its_records(ray_session, tmp_path):
+    """SIGKILL the registry's process: Ray restarts it, and it answers with what it held."""
+    import ray
+
+    path = str(tmp_path / "registry.json")
+    actor = ray.remote(registry.RegistryActor).options(max_restarts=-1, max_task_retries=-1, num_cpus=0).remote(
+        "runtime:cs:kill", path)
+    ray.get(actor.put.remote("drain:app", {"until": 12.0}))
+    pid = ray.get(actor.__ray_call__.remote(lambda self: os.getpid()))
+    os.kill(pid, signal.SIGKILL)
+    try:
+        assert ray.get(actor.get.remote("drain:app"), timeout=60) == {"until": 12.0}
+        assert ray.get(actor.__ray_call__.remote(lambda self: os.getpid())) != pid
+    finally:
+        ray.kill(actor, no_restart=True)

@@ -353,3 +353,29 @@ def test_search_wire_is_search_pickled(indexed_corpus):
     wire = pickle.loads(searcher.search_wire(pickle.dumps(("handler", opts, deadline, None, "req-1"))))
     plain = searcher.search("handler", opts, deadline)
     assert [f[3] for f in wire.files] == [f[3] for f in plain.files] and wire.total_matches == plain.total_matches
+
+
+def test_a_searcher_asked_for_a_version_it_lacks_reads_the_published_lists(ray_session, indexed_corpus, monkeypatch):
+    """A searcher that missed a version (restarted while the registry could not be read, so it
+    started from the lists it was created with) is asked for the version searches name: it reads
+    the pool's published lists and answers from them, not from its first lists."""
+    import time
+    import uuid
+
+    from codesearch.runtime import shard_searcher
+    from codesearch.runtime.published import publish_shard_lists
+    from codesearch.runtime.searchers import forget_pool
+
+    monkeypatch.setattr(shard_searcher, "CATCH_UP_EVERY_S", 0.0)
+    key = f"cs-catch-up-{uuid.uuid4().hex[:8]}"
+    searcher = ShardSearcher([], origin=0, pool_key=key)  # nothing published yet: its own (empty) list
+    assert searcher.shard_count() == 0
+    publish_shard_lists(key, 7, [shard_files(indexed_corpus["index"])])
+    options = SearchOptions(matches=10**6)
+    try:
+        got = searcher.search("foo", options, time.time() + 30, version=7)
+        want = ShardSearcher(shard_files(indexed_corpus["index"])).search("foo", options, time.time() + 30)
+        assert got.total_matches == want.total_matches > 0
+        assert searcher.current == 7
+    finally:
+        forget_pool(key)
