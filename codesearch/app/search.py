@@ -28,10 +28,12 @@ from starlette.concurrency import run_in_threadpool
 from codesearch.app.index_progress import IndexProgress
 from codesearch.errors import CodesearchError, ServiceUnavailable
 from codesearch.permissions import Identity, filter_search_response, visible_repos
-from codesearch.search.engine import PartialResult, merge_partials, missing_repositories
+from codesearch.search.duplicates import mark_copies
+from codesearch.search.engine import PartialResult, folding_for, merge_partials, missing_repositories
 from codesearch.search.hints import zero_result_hints
 from codesearch.search.options import FLUSH_TIMER, SearchOptions, Stats
 from codesearch.search.protocol import PartialStream, Streamer, collect
+from codesearch.search.sorting import Sort
 
 if TYPE_CHECKING:
     from codesearch.store import Store
@@ -74,6 +76,10 @@ class SearchRequest(BaseModel):
     isCaseSensitivityEnabled: StrictBool = False
     #: codesearch's: the ``hints`` of an empty search (Sourcebot has neither the field nor hints).
     withHints: StrictBool = False
+    #: codesearch's: the order of the files (docs/http-api.md#sorting).
+    sort: Sort = "relevance"
+    #: codesearch's: copies of a file kept do not count against ``matches`` (docs/http-api.md#duplicates).
+    foldDuplicates: StrictBool = False
 
 
 def names_a_context(query: str) -> bool:
@@ -127,10 +133,11 @@ class StreamMerger:
         self.started_ns = started_ns
         self.plan_ns = plan_ns
         self.acc = Stats()
-        self.sent = 0  # match ranges sent so far
+        self.sent = 0  # match ranges sent so far, charged to the budget
         self.truncated = False
         self.refused = 0  # shards the searchers could not open (`PartialResult.refused`)
         self.missing: dict[int, str] = {}
+        self.folding = folding_for(options)  # the copies kept free of the budget, across chunks
 
     def chunk(self, partial: PartialResult) -> dict[str, Any]:
         """The ``chunk`` event for one searcher's `PartialResult`. Its files are ranked, and each
@@ -141,11 +148,14 @@ class StreamMerger:
         orders = {_file_key(f.file): list(f.order) for f in partial.files}
         remaining = self.options.matches - self.sent
         t0 = time.perf_counter_ns()
+        free_before = self.folding.free_matches if self.folding is not None else 0
         if remaining > 0:
-            merged = merge_partials([partial], dataclasses.replace(self.options, matches=remaining), t0)
+            options = dataclasses.replace(self.options, matches=remaining)
+            merged = merge_partials([partial], options, t0, folding=self.folding)
         else:
             merged = merge_partials([dataclasses.replace(partial, files=[], repos={})], self.options, t0)
         stats = merged["stats"]
+        free = (self.folding.free_matches if self.folding is not None else 0) - free_before
         self.acc.add(partial.stats)
         self.refused += partial.refused
         self.missing.update(partial.missing)
@@ -154,7 +164,7 @@ class StreamMerger:
         self.acc.fileCount += stats["fileCount"]
         if partial.timed_out:
             self.acc.flushReason = FLUSH_TIMER
-        self.sent += stats["actualMatchCount"]
+        self.sent += stats["actualMatchCount"] - free
         self.truncated |= partial.truncated or partial.total_matches > stats["actualMatchCount"]
         files = [
             {**f, "score": scores.get(_file_key(f), 0), "order": orders.get(_file_key(f), [])} for f in merged["files"]
@@ -201,7 +211,7 @@ def search_hints(
 ) -> list[dict[str, Any]]:
     """The hints for an empty search (blocking: run it in a thread). The store is read for the
     caller's repository names only when the query has a ``repo:`` term to judge."""
-    small = dataclasses.replace(options, matches=1, context_lines=0, whole=False)
+    small = dataclasses.replace(options, matches=1, context_lines=0, whole=False, sort="relevance", fold_copies=False)
 
     def has_results(q: str) -> bool:
         try:
@@ -313,6 +323,8 @@ class SearchSettings:
             public_url=self.public_url,
             contexts=contexts_for(self.get_store, self.contexts, body.query),
             visible_repos=visible_repos(identity),
+            sort=body.sort,
+            fold_copies=body.foldDuplicates,
             **self.budget,
         )
 
@@ -395,6 +407,7 @@ async def run_search(settings: SearchSettings, identity: Identity, body: SearchR
     except CodesearchError as e:
         raise unwrap(e) from None
     resp = filter_search_response(identity, resp)
+    resp["files"] = mark_copies(resp["files"])  # after the filter: a pointer names a file the caller sees
     if options.visible_repos is None:  # counts of every repository: not for a restricted caller
         settings.progress.add_to(resp["stats"])
     if body.withHints and not resp["files"]:

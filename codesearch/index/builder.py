@@ -37,6 +37,7 @@ from codesearch.index import _kernels, manifest
 from codesearch.index import format as fmt
 from codesearch.index.language import SKIPPED, detect, rank_class, wants_symbols
 from codesearch.index.quadgrams import filter_for
+from codesearch.index.recency import OID_BYTES, UNKNOWN_OID, blob_id
 from codesearch.index.shard import ShardSymbol
 from codesearch.index.sources import RepoInfo, SourceFile
 from codesearch.index.symbols import Symbol, SymbolExtractor, find_ctags
@@ -111,6 +112,8 @@ class BuildDoc:
     rank: int
     repo: int = 0  # index into the shard's repositories
     qfilter: bytes = b""  # the quadgram filter of the content (`quadgrams.filter_for`)
+    oid: bytes = UNKNOWN_OID  # the git blob id of the content (`recency`; zeros: unknown)
+    time: int = 0  # Unix time of the last commit that touched the file (`recency`; 0: unknown)
 
 
 def shard_prefix(repo: RepoInfo) -> str:
@@ -159,6 +162,7 @@ class ShardBuilder:
         s = self.settings
         always = s.always_index and s.always_index.matches(f.path)
         skip, content, trigrams, lines = INDEXED, b"", _EMPTY, _EMPTY
+        oid = f.content_id if len(f.content_id) == OID_BYTES else UNKNOWN_OID
         if f.size > s.max_file_size and not always:
             skip = TOO_LARGE
         else:
@@ -167,6 +171,8 @@ class ShardBuilder:
             except Exception as e:  # an unreadable blob or file: warn and go on
                 self.stats.warnings.append(f"{self.repo.name}/{f.path}: cannot read: {e}")
                 return
+            if oid == UNKNOWN_OID:
+                oid = blob_id(content)
             if b"\0" in content:
                 skip, content = BINARY, b""
             else:
@@ -194,6 +200,8 @@ class ShardBuilder:
                 rank_class(f.path, f.linguist),
                 len(self.repos) - 1,
                 filter_for(content, trigrams.size) if skip == INDEXED else b"",
+                oid,
+                f.time,
             )
         )
         self.content_bytes += len(content)
@@ -301,6 +309,8 @@ def _sections(repos: list[RepoInfo], docs: list[BuildDoc], syms: DocSymbols) -> 
         "doc.size": np.array([d.size for d in docs], dtype=np.uint64),
         "doc.brch": fmt.pack_masks([d.mask for d in docs], words).reshape(-1),
         "doc.rank": np.array([d.rank for d in docs], dtype=np.uint8),
+        "doc.oid": b"".join(d.oid for d in docs),
+        "doc.time": np.array([d.time for d in docs], dtype=np.int64),
         "doc.path": _offsets([len(p) for p in paths]),
         "doc.cont": _offsets([len(d.content) for d in docs]),
         "doc.line": _offsets([d.lines.size for d in docs]),
@@ -346,6 +356,7 @@ def build_key(source: Source, settings: IndexSettings) -> str | None:
         "always_index": [(inc, rx.pattern, base) for inc, rx, base in settings.always_index.rules],
         "symbols": bool(settings.ctags and _ctags_in_use()),
         "linguist": 1,  # .gitattributes overrides are read (languages, ranking): indexes from before are rebuilt
+        "recency": 1,  # doc.time and doc.oid are recorded: indexes from before are rebuilt to have them
     }
     content = {"rules": rules, "repo": source.repo.to_json(), "revisions": [(r.ref, r.commit) for r in revisions]}
     return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()

@@ -37,6 +37,7 @@ from codesearch.index import format as fmt
 from codesearch.index import manifest
 from codesearch.index.builder import INDEXED, BuildDoc, DocSymbols, IndexSettings, write_docs
 from codesearch.index.language import rank_class
+from codesearch.index.recency import UNKNOWN_OID, blob_id
 from codesearch.index.shard import Shard, ShardSymbol
 from codesearch.index.sources import RepoInfo
 from codesearch.index.trigrams import unique_trigrams
@@ -191,6 +192,8 @@ def _read_doc(shard: Shard, d: int, repo: int) -> BuildDoc:
         rank=int(shard.doc_rank[d]) if shard.doc_rank is not None else rank_class(path),
         repo=repo,
         qfilter=bytes(shard.quad_filters.of(d)),
+        oid=shard.content_id(d) or (blob_id(content) if skip == INDEXED else UNKNOWN_OID),
+        time=shard.commit_time(d),
     )
 
 

@@ -24,6 +24,10 @@ shard holds the documents of one or more repositories (a compound shard, `compac
     doc.lang  u16[D]   index into meta.languages
     doc.skip  u8[D]    0 indexed, 1 too large, 2 too many trigrams, 3 binary
     doc.rank  u8[D]    rank class (language.rank_class); optional: older shards lack it
+    doc.oid   20 bytes per document: the git blob id (SHA-1) of its content, zeros when unknown
+              (recency.py); optional: older shards lack it (no duplicate is folded with them)
+    doc.time  i64[D]   Unix time of the last commit that touched the file, 0 when unknown
+              (recency.py); optional: older shards lack it (their files rank as unknown)
     doc.size  u64[D]   size of the file in bytes (also for skipped files)
     doc.brch  u64[D*W] each document's branch mask, W words (word k holds bits 64k..64k+63): bit i
               set: the blob is on branch i of its repo (meta.repos[r].branches). W is the

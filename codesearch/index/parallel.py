@@ -52,7 +52,7 @@ def default_jobs() -> int:
 
 
 #: A file of a part: (path, size, branch mask, locator: its full path or blob sha, linguist overrides).
-_Listed = tuple[str, int, int, str, Linguist]
+_Listed = tuple[str, int, int, str, Linguist, bytes, int]
 
 
 @dataclass(frozen=True)
@@ -71,10 +71,14 @@ class _Part:
 def _listing(source: Source) -> tuple[str, str, list[_Listed]]:
     """The source's files as plain data, and how a worker reads their contents again."""
     if isinstance(source, GitSource):
-        return "git", source.git_dir, [(f.path, f.size, f.branch_mask, f.locator, f.linguist) for f in source.files()]
+        return "git", source.git_dir, [_listed(f) for f in source.files()]
     if isinstance(source, DirectorySource):
-        return "dir", source.root, [(f.path, f.size, f.branch_mask, f.locator, f.linguist) for f in source.files()]
+        return "dir", source.root, [_listed(f) for f in source.files()]
     raise TypeError(f"cannot build {type(source).__name__} in parts")
+
+
+def _listed(f: SourceFile) -> _Listed:
+    return (f.path, f.size, f.branch_mask, f.locator, f.linguist, f.content_id, f.time)
 
 
 def _read_file(path: str) -> bytes:
@@ -95,8 +99,8 @@ def _build_part(part: _Part) -> IndexStats:
 
     builder = ShardBuilder(part.build_dir, RepoInfo.from_json(part.repo), part.settings, stats, name=part.name)
     try:
-        for path, size, mask, loc, linguist in part.files:
-            builder.add(SourceFile(path, size, mask, functools.partial(read, loc), loc, linguist))
+        for path, size, mask, loc, linguist, content_id, when in part.files:
+            builder.add(SourceFile(path, size, mask, functools.partial(read, loc), loc, linguist, content_id, when))
         stats.shards = builder.finish()
     finally:
         builder.symbols.close()

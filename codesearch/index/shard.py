@@ -23,6 +23,7 @@ from pyroaring import BitMap
 from codesearch.errors import IndexFormatError
 from codesearch.index.format import ShardFile, branch_words, mask_names, mask_of, symbol_key
 from codesearch.index.quadgrams import QuadFilters
+from codesearch.index.recency import OID_BYTES, UNKNOWN_OID
 from codesearch.index.sources import RepoInfo
 from codesearch.index.trigrams import is_any_case, variants
 
@@ -171,6 +172,12 @@ class Shard:
         #: each document's rank class (`language.rank_class`, with its .gitattributes overrides); None in
         #: shards written before it was recorded (compaction then derives it from the path)
         self.doc_rank = f.array("doc.rank", np.uint8) if f.has("doc.rank") else None
+        #: each document's git blob id (20 bytes each) and last commit time (Unix seconds); None in shards
+        #: written before they were recorded, 0 / zeros for one unknown (`codesearch.index.recency`)
+        self.doc_oid = f.raw("doc.oid") if f.has("doc.oid") else None
+        self.doc_time = f.array("doc.time", np.int64) if f.has("doc.time") else None
+        if self.doc_oid is not None and len(self.doc_oid) != OID_BYTES * n:
+            raise IndexFormatError(path, f"section 'doc.oid' has {len(self.doc_oid)} bytes, expected {OID_BYTES * n}")
         for name, arr, want in (
             ("doc.repo", self.doc_repo, n),
             ("doc.lang", self.doc_lang, n),
@@ -181,6 +188,7 @@ class Shard:
             ("doc.line", self.line_offs, n + 1),
             ("doc.syms", self.sym_offs, n + 1),
             *((("doc.rank", self.doc_rank, n),) if self.doc_rank is not None else ()),
+            *((("doc.time", self.doc_time, n),) if self.doc_time is not None else ()),
         ):
             if arr.size != want:
                 raise IndexFormatError(path, f"section {name!r} has {arr.size} entries, expected {want}")
@@ -264,6 +272,17 @@ class Shard:
 
     def line_starts(self, doc: int) -> np.ndarray:
         return self.lines[int(self.line_offs[doc]) : int(self.line_offs[doc + 1])]
+
+    def content_id(self, doc: int) -> bytes | None:
+        """The git blob id of the document's content (20 bytes), None when unknown."""
+        if self.doc_oid is None:
+            return None
+        oid = bytes(self.doc_oid[OID_BYTES * doc : OID_BYTES * (doc + 1)])
+        return None if oid == UNKNOWN_OID else oid
+
+    def commit_time(self, doc: int) -> int:
+        """Unix time of the last commit that touched the document's path; 0 when unknown."""
+        return int(self.doc_time[doc]) if self.doc_time is not None else 0
 
     def language(self, doc: int) -> str:
         return self.languages[int(self.doc_lang[doc])]

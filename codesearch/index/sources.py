@@ -26,6 +26,7 @@ from codesearch.git.paths import git_dir_of
 from codesearch.git.process import Git, first_line
 from codesearch.git.revisions import MAX_REVISIONS, select_revisions
 from codesearch.index.attributes import ATTRIBUTES_FILE, MAX_FILE_BYTES, NONE, Attributes, Linguist
+from codesearch.index.recency import last_change_times, oid_bytes
 
 #: listing every file of one revision (``git ls-tree -r``) of a very large repository may take this long
 LIST_TIMEOUT_S = 600.0
@@ -93,6 +94,11 @@ class SourceFile:
     locator: str = ""
     #: The file's ``.gitattributes`` linguist overrides (git sources: of the first revision it is on)
     linguist: Linguist = NONE
+    #: The git blob id of the content (20 bytes; `recency.oid_bytes`), when the source knows it without
+    #: reading the content (a git source); empty otherwise: the builder computes it from what it reads
+    content_id: bytes = b""
+    #: Unix time of the last commit that touched the file on the first revision it is on (`recency`); 0: unknown
+    time: int = 0
 
 
 def repo_name_from_url(url: str) -> str:
@@ -247,10 +253,24 @@ class GitSource:
                 else:
                     entries[key] = [int(size), 1 << bit]
         attributes = self._attributes(attribute_files)
+        times = self._change_times(git, {(mask & -mask).bit_length() - 1 for _, mask in entries.values()})
         for (name, oid), (length, mask) in entries.items():
             first = (mask & -mask).bit_length() - 1  # the first revision it is on: the default branch when there
             linguist = attributes[first].of(name) if attributes[first] else NONE
-            yield SourceFile(name, length, mask, functools.partial(self.read_blob, oid), oid, linguist)
+            read = functools.partial(self.read_blob, oid)
+            yield SourceFile(name, length, mask, read, oid, linguist, oid_bytes(oid), times[first].get(name, 0))
+
+    def _change_times(self, git: Git, revisions: set[int]) -> dict[int, dict[str, int]]:
+        """Per revision (a bit of the branch masks) that is the first of some file, when each path was last
+        changed on it (`recency.last_change_times`: one bounded walk per distinct commit)."""
+        walked: dict[str, dict[str, int]] = {}
+        out: dict[int, dict[str, int]] = {}
+        for bit in sorted(revisions):
+            commit = self.revisions[bit].commit
+            if commit not in walked:
+                walked[commit] = last_change_times(git, commit)
+            out[bit] = walked[commit]
+        return out
 
     def _attributes(self, files_by_revision: list[list[tuple[str, str, int]]]) -> list[Attributes]:
         """Each revision's linguist rules, from the ``.gitattributes`` blobs of its tree (revisions

@@ -166,7 +166,7 @@ class Fanout:
         that names an identifier: its definitions rank first, and the partition holding them
         may be the slow one."""
         self.found += partial.total_matches
-        if self.stop_when_full and self.pending and self.found > self.options.matches:
+        if self.stop_when_full and self.pending and self.found > self.options.search_budget:
             self.missed.flushReason = FLUSH_MAX_SIZE
             for asked in self.pending.values():
                 self.missed.shardsSkipped += self.pool.shard_count(asked.partition, self.version)

@@ -159,7 +159,7 @@ def _enter(s: _Search, i: int, shared: SharedDocument) -> _Job | None:
     answered (skipped, no candidate, failed)."""
     q, position = s.query, s.positions[i]
     late = _late(q.deadline, q.cancelled)
-    if s.found > q.options.matches or late:
+    if s.found > q.options.search_budget or late:
         skipped = ShardResult(truncated=True, timed_out=late)
         skipped.stats.shardsSkipped = len(s.visible) - position
         s.results.extend(s.first[j][0] for j in range(position, len(s.visible)) if j in s.first)
@@ -169,7 +169,7 @@ def _enter(s: _Search, i: int, shared: SharedDocument) -> _Job | None:
     done = s.first[position][1] if position in s.first else None
     started = time.perf_counter_ns()
     view = s.views[i]
-    ev = ShardEvaluator(view, q.plan, q.options.matches - s.found, q.deadline, q.cancelled, reader=shared)
+    ev = ShardEvaluator(view, q.plan, q.options.search_budget - s.found, q.deadline, q.cancelled, reader=shared)
     try:
         v = ev.verification(done)
     except Exception as e:  # one bad shard must not fail the search
@@ -215,7 +215,7 @@ def definitions_first(
     roots: dict[int, ast.Node] = {}
     ranked: list[tuple[int, int, int]] = []  # (-bonus, shard index, document)
     for i, shard in enumerate(shards):
-        ev = ShardEvaluator(shard, p, options.matches, deadline, cancelled)
+        ev = ShardEvaluator(shard, p, options.search_budget, deadline, cancelled)
         try:
             root = ev.start()
             if root is not None:
@@ -228,12 +228,12 @@ def definitions_first(
     ranked.sort()
     found = 0
     for _, i, doc in ranked:
-        if found > options.matches or _late(deadline, cancelled):
+        if found > options.search_budget or _late(deadline, cancelled):
             evaluators[i].result.truncated = True
             break
         ev = evaluators[i]
         ev.stats.shardsScanned = 1
-        fm = ev.check(roots[i], doc, options.matches - found + 1)
+        fm = ev.check(roots[i], doc, options.search_budget - found + 1)
         found += fm.match_count if fm is not None else 0
     return {i: (ev.result, ev.verified) for i, ev in evaluators.items() if ev.verified}
 

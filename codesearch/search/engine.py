@@ -27,9 +27,11 @@ from codesearch.query.parser import parse
 from codesearch.query.planner import Plan, check, plan
 from codesearch.search.batch import BatchQuery, search_batch
 from codesearch.search.document import FileMatch
+from codesearch.search.duplicates import Folding
 from codesearch.search.evaluate import ShardResult, is_identifier
 from codesearch.search.options import FLUSH_TIMER, SearchOptions, Stats
 from codesearch.search.present import file_result, repository_info, truncate_file_result
+from codesearch.search.sorting import match_key, presented_key
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +102,8 @@ class PresentedFile(NamedTuple):
     order: tuple[int, ...]
     match_count: int
     file: dict[str, Any]
+    #: the file's last commit time (Unix seconds, 0 unknown): the key of ``sort: recency``
+    time: int = 0
 
 
 @dataclass
@@ -160,22 +164,42 @@ def _cap(
     options: SearchOptions,
     count: Callable[[_Ranked], int],
     truncate: Callable[[_Ranked, int], _Ranked],
+    content: Callable[[_Ranked], str | None] = lambda _: None,
+    folding: Folding | None = None,
 ) -> tuple[list[_Ranked], bool]:
-    """Keep ranked items while the `matches` budget lasts (files and match ranges): `count`
-    tells an item's matches, `truncate` cuts one to fewer."""
+    """Keep ordered items while the `matches` budget lasts (files and match ranges): `count`
+    tells an item's matches, `truncate` cuts one to fewer. With `folding` (`options.fold_copies`),
+    a copy of a kept item's `content` is kept free of the budget while `folding` allows."""
     kept: list[_Ranked] = []
     remaining, truncated = options.matches, False
+    charged = 0
     for item in items:
         n = count(item)
-        if len(kept) >= options.matches or (remaining <= 0 and n):
+        if folding is not None and folding.keeps_free(content(item), n):
+            kept.append(item)
+            continue
+        if charged >= options.matches or (remaining <= 0 and n):
             return kept, True
         if n > remaining:
             item = truncate(item, remaining)
             truncated = True
             n = count(item)
         remaining -= n
+        charged += 1
         kept.append(item)
+        if folding is not None:
+            folding.kept(content(item))
     return kept, truncated
+
+
+def folding_for(options: SearchOptions) -> Folding | None:
+    """A search's `Folding` when it folds copies: at most `matches` copies kept free."""
+    return Folding(free=options.matches) if options.fold_copies else None
+
+
+def _content_of(fm: FileMatch) -> str | None:
+    oid = fm.shard.content_id(fm.doc)
+    return oid.hex() if oid is not None else None
 
 
 def _truncate_match(fm: FileMatch, keep: int) -> FileMatch:
@@ -210,8 +234,8 @@ def ranked_files(
         for fm in r.files:
             fm.order = (origin, si, fm.doc)
             files.append(fm)
-    files.sort(key=lambda f: (-f.score, f.order))
-    kept, truncated = _cap(files, options, lambda f: f.match_count, _truncate_match)
+    files.sort(key=match_key(options.sort))
+    kept, truncated = _cap(files, options, lambda f: f.match_count, _truncate_match, _content_of, folding_for(options))
     out.truncated |= truncated
     return kept, out
 
@@ -228,17 +252,25 @@ def partial_result(results: list[ShardResult], options: SearchOptions, origin: i
                 fm.order,
                 fm.match_count,
                 file_result(fm, options.context_lines, options.whole, options.public_url),
+                fm.shard.commit_time(fm.doc),
             )
         )
     return out
 
 
 def merge_partials(
-    partials: list[PartialResult], options: SearchOptions, started: int, plan_ns: int = 0, missed: Stats | None = None
+    partials: list[PartialResult],
+    options: SearchOptions,
+    started: int,
+    plan_ns: int = 0,
+    missed: Stats | None = None,
+    folding: Folding | None = None,
 ) -> dict[str, Any]:
     """Merge the answers of many searchers into one ``POST /api/search`` response. `missed`
     counts what searchers that gave no answer would have searched (crashes, shards skipped):
-    with any, the answer is not exhaustive."""
+    with any, the answer is not exhaustive. `folding` carries the copies kept free across the
+    merges of one stream (`codesearch.app.search.StreamMerger`); a search that folds and gives
+    none folds within this merge."""
     stats = Stats()
     files: list[PresentedFile] = []
     repos: dict[int, dict[str, Any]] = {}
@@ -258,12 +290,14 @@ def merge_partials(
             stats.flushReason = FLUSH_TIMER
         files.extend(p.files)
         repos.update(p.repos)
-    files.sort(key=lambda f: (-f.score, f.order))
+    files.sort(key=presented_key(options.sort))
     kept, capped = _cap(
         files,
         options,
         lambda f: f.match_count,
         lambda f, keep: f._replace(match_count=keep, file=truncate_file_result(f.file, keep, options.context_lines)),
+        lambda f: f.file.get("contentHash"),
+        folding if folding is not None else folding_for(options),
     )
     truncated |= capped
     out_files = [f.file for f in kept]

@@ -9,6 +9,8 @@ from typing import Any
 from codesearch import defaults
 
 DEFAULT_PUBLIC_URL = defaults.PUBLIC_URL
+#: the matches a search in another order than relevance looks at, at least (`SearchOptions.search_budget`)
+SORT_WINDOW = 10_000
 
 
 @dataclass
@@ -29,6 +31,21 @@ class SearchOptions:
     #: The repositories (ids) the caller may see, or None for every one: the searchers search
     #: as if the others were not indexed (`codesearch.search.visibility`).
     visible_repos: frozenset[int] | None = None
+    #: The order of the files (`codesearch.search.sorting`: relevance, path, recency).
+    sort: str = "relevance"
+    #: Copies of a file kept (`codesearch.search.duplicates`) do not count against `matches` (the
+    #: results page, which shows them folded under the first).
+    fold_copies: bool = False
+
+    @property
+    def search_budget(self) -> int:
+        """The matches the searchers look for before they stop early: `matches`; as many again when
+        copies are folded, so that the copies kept free of `matches` are found too (at most twice
+        the work of the same search unfolded); in another order than relevance, at least
+        `SORT_WINDOW`, so that the files kept are the first in that order of that many, not of the
+        first `matches` found (files are found in index order)."""
+        budget = 2 * self.matches if self.fold_copies else self.matches
+        return budget if self.sort == "relevance" else max(budget, SORT_WINDOW)
 
     def deadline(self, start: float | None = None) -> float:
         return (start if start is not None else time.monotonic()) + self.timeout_s

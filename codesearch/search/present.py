@@ -9,6 +9,7 @@ characters (UTF-8 code points; an invalid byte counts as one character).
 
 from __future__ import annotations
 
+import datetime
 import urllib.parse
 from typing import Any
 
@@ -19,6 +20,11 @@ from codesearch.search.document import FileMatch
 
 _LEAD = np.ones(256, dtype=bool)
 _LEAD[0x80:0xC0] = False  # UTF-8 continuation bytes do not start a character
+
+
+def iso_time(unix: int) -> str:
+    """Unix seconds as the API writes times: ISO 8601 in UTC, to the second (``2024-05-01T12:00:00Z``)."""
+    return datetime.datetime.fromtimestamp(unix, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def short_ref(ref: str) -> str:
@@ -158,6 +164,12 @@ def file_result(fm: FileMatch, context_lines: int, whole: bool, public_url: str)
     ext = external_url(repo, branch, path)
     if ext:
         result["externalWebUrl"] = ext
+    oid = s.content_id(doc)
+    if oid is not None:
+        result["contentHash"] = oid.hex()
+    when = s.commit_time(doc)
+    if when > 0:
+        result["lastCommitTime"] = iso_time(when)
     if whole:
         result["content"] = s.content(doc).decode("utf-8", "replace")
     return result

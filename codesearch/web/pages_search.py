@@ -63,6 +63,7 @@ from codesearch.git.objects import resolve_commit
 from codesearch.git.paths import check_dir, check_path, check_ref
 from codesearch.markup.urls import browse_url
 from codesearch.search.present import external_url, short_ref
+from codesearch.search.sorting import sort_named
 from codesearch.service.deps import ServicesDep, StoreDep
 from codesearch.service.errors import for_clients
 from codesearch.service.middleware.security_headers import page_headers
@@ -72,6 +73,7 @@ from codesearch.sync import repo_info
 from codesearch.tools.repos import iso, page_of_repos
 from codesearch.web import codenav, highlight, pages_history
 from codesearch.web.deps import PageCaller, WebDep
+from codesearch.web.result_sort import sort_links
 from codesearch.web.results_page import OUTCOME_SLOT, RESULTS_SLOT, Links, outcome_script, page_stream
 from codesearch.web.templating import render, render_text
 
@@ -229,6 +231,7 @@ async def search(
     regex: str | None = None,
     case: str | None = None,
     matches: str | None = None,
+    sort: str | None = None,
     query: str = Query("", max_length=10_000, description="Sourcebot's name for q"),
     isRegexEnabled: str | None = None,
     isCaseSensitivityEnabled: str | None = None,
@@ -245,6 +248,7 @@ async def search(
         n = DEFAULT_MATCHES
     if not q.strip():
         return RedirectResponse(f"{_root(request)}/", status_code=303)
+    order = sort_named(sort)  # an unknown order is the default one
     root, public_url = _root(request), web.public_url.rstrip("/")
     config = {
         "query": q,
@@ -252,6 +256,7 @@ async def search(
         "case": is_case,
         "matches": n,
         "maxMatches": MAX_MATCHES,
+        "sort": order,
     }
     body = SearchRequest(
         query=q,
@@ -260,6 +265,8 @@ async def search(
         isRegexEnabled=is_regex,
         isCaseSensitivityEnabled=is_case,
         withHints=True,  # the page shows why an empty search found nothing
+        sort=order,
+        foldDuplicates=True,  # copies show folded under their first file: they do not use up the page
     )
     audit.record(request, caller, "search", q, regex=is_regex, caseSensitive=is_case, page=True)
     failed: CodesearchError | None = None
@@ -270,7 +277,8 @@ async def search(
     except CodesearchError as e:
         cause = unwrap(e)  # (a CodesearchError: Ray's wrapper of one is caught as one)
         failed = cause if isinstance(cause, CodesearchError) else e
-    page = dict(title=q[:80], q=q, regex=is_regex, case=is_case, config=config)
+    sorts = sort_links(request, _root(request), order)
+    page = dict(title=q[:80], q=q, regex=is_regex, case=is_case, config=config, sorts=sorts)
     headers = page_headers()
     if failed is not None:  # the query does not parse, names an unknown context…: known before any result
         if not for_clients(failed):

@@ -32,6 +32,7 @@ from typing import Any
 from jinja2.utils import htmlsafe_json_dumps
 from markupsafe import Markup
 
+from codesearch.web.result_copies import CopyFolder, render_copies
 from codesearch.web.templating import template
 
 log = logging.getLogger(__name__)
@@ -134,6 +135,11 @@ class Links:
         i = web_url.find("/browse/")
         return self.root + web_url[i:] if i >= 0 else safe_href(web_url)
 
+    def file_href(self, f: dict[str, Any]) -> str | None:
+        """A file's page on this site, carrying the query (None when it has no web URL here)."""
+        page = self.browse(f.get("webUrl"))
+        return page + self.terms() if page else None
+
     def terms(self) -> str:
         params = {"q": self.query}
         if self.regex:
@@ -212,12 +218,18 @@ def file_view(f: dict[str, Any], links: Links, names: RepoNames) -> dict[str, An
         "score": score if isinstance(score, (int, float)) and not isinstance(score, bool) else 0,
         "order": ",".join(str(int(x)) for x in f.get("order") or () if isinstance(x, (int, float))),
         "chunks": chunks,
+        # what the script sorts by (`sort`) and folds copies by (`codesearch.web.result_copies`)
+        "path": str(name.get("text") or ""),
+        "time": str(f.get("lastCommitTime") or ""),
+        "content": str(f.get("contentHash") or ""),
     }
 
 
-def render_file(f: dict[str, Any], links: Links, names: RepoNames) -> str:
-    """One file of the results as HTML (``section.file``)."""
-    return template("_result_file.html").render(f=file_view(f, links, names))
+def render_file(f: dict[str, Any], links: Links, names: RepoNames, copies: list[dict[str, Any]] | None = None) -> str:
+    """One file of the results as HTML (``section.file``), with the disclosure of its `copies`."""
+    view = file_view(f, links, names)
+    folded = Markup(render_copies(view["content"], copies, links.file_href, names.label, late=False)) if copies else ""
+    return template("_result_file.html").render(f=view, copies=folded)
 
 
 def outcome_script(outcome: dict[str, Any]) -> Markup:
@@ -251,13 +263,14 @@ async def page_stream(
     try:
         yield head
         names = RepoNames()
+        folder = CopyFolder()
         outcome: dict[str, Any] = {"error": {"message": "the search ended early"}}
         async with aclosing(events) as answers:
             async for event in answers:
                 kind = event.get("type")
                 if kind == "chunk":
                     try:
-                        files = _render_chunk(event, links, names)
+                        files = _render_chunk(event, links, names, folder)
                     except Exception:  # noqa: BLE001 - a bad answer must not cut the page off
                         log.exception("results page: an answer could not be drawn")
                         outcome = {"error": {"message": "some results could not be shown"}}
@@ -281,7 +294,11 @@ async def page_stream(
             on_close()
 
 
-def _render_chunk(event: dict[str, Any], links: Links, names: RepoNames) -> str:
-    """The HTML of one ``chunk`` event's files (learning its repositories' names first)."""
+def _render_chunk(event: dict[str, Any], links: Links, names: RepoNames, folder: CopyFolder) -> str:
+    """The HTML of one ``chunk`` event's files (learning its repositories' names first), copies
+    folded (`codesearch.web.result_copies`)."""
     names.learn(event.get("repositoryInfo"))
-    return "".join(render_file(f, links, names) for f in event.get("files") or ())
+    drawn, late = folder.fold(list(event.get("files") or ()))
+    html = [render_file(f, links, names, copies) for f, copies in drawn]
+    html += [render_copies(h, copies, links.file_href, names.label, late=True) for h, copies in late.items()]
+    return "".join(html)

@@ -183,8 +183,13 @@ async function initSearch() {
   // file carries its score and its order (the tie-break of equal scores: searcher, shard,
   // document). A file goes before the first one shown that ranks after it, so the page is in
   // the order of /api/search whatever order the searchers answer in, the same on every load.
+  // With another order than relevance (`sort`: path, recency), that order first, then the rank,
+  // as the server sorts (codesearch/search/sorting.py); an unknown time ("") comes last.
   const ranks = new WeakMap();
   function before(a, b) { // whether rank a comes before rank b
+    if (cfg.sort === "recency" && a.time !== b.time) return a.time > b.time;
+    if (cfg.sort === "path" && a.repo !== b.repo) return a.repo < b.repo;
+    if (cfg.sort === "path" && a.path !== b.path) return a.path < b.path;
     if (a.score !== b.score) return a.score > b.score;
     const n = Math.max(a.order.length, b.order.length);
     for (let i = 0; i < n; i++) {
@@ -206,16 +211,36 @@ async function initSearch() {
   // A file the server wrote into #results: placed by its rank, counted.
   const adopted = new WeakSet();
   function adopt(sec) {
+    if (sec.matches("details.copies[data-copy-of]")) return foldLate(sec);
     if (adopted.has(sec) || !sec.classList.contains("file")) return;
     adopted.add(sec);
     const order = (sec.dataset.order || "").split(",").filter(Boolean).map(Number);
-    place(sec, {score: Number(sec.dataset.score) || 0, order});
+    place(sec, {score: Number(sec.dataset.score) || 0, order, time: sec.dataset.time || "",
+                repo: sec.dataset.repo || "", path: sec.dataset.path || ""});
     state.files++;
     state.matches += Number(sec.dataset.matches) || 0;
     const lang = sec.dataset.lang || "";
     state.langs.set(lang, (state.langs.get(lang) || 0) + 1);
     state.repos.set(sec.dataset.repo || "", (state.repos.get(sec.dataset.repo || "") || 0) + 1);
   }
+  // Copies of a file shown by an earlier answer (codesearch/web/result_copies.py): their links
+  // join the disclosure of that file, which counts the repositories again.
+  function foldLate(box) {
+    const first = [...results.querySelectorAll("section.file")].find((s) => s.dataset.content === box.dataset.copyOf);
+    if (!first) return;
+    let mine = first.querySelector("details.copies");
+    if (!mine) {
+      mine = box.cloneNode(false);
+      mine.removeAttribute("data-copy-of");
+      mine.append(box.querySelector("summary").cloneNode(true), el("ul", {class: "copies-list"}));
+      first.append(mine);
+    }
+    mine.querySelector(".copies-list").append(...box.querySelectorAll("li"));
+    const repos = new Set([...mine.querySelectorAll("li")].map((li) => li.dataset.repo));
+    mine.querySelector(".copies-count").textContent = plural(repos.size, "repository", "repositories");
+    box.remove();
+  }
+
   function adoptNew() {
     const before = state.files;
     for (const sec of [...results.children]) adopt(sec);
