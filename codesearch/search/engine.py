@@ -26,7 +26,7 @@ from codesearch.query import ast
 from codesearch.query.parser import parse
 from codesearch.query.planner import Plan, check, plan
 from codesearch.search.batch import BatchQuery, search_batch
-from codesearch.search.document import FileMatch
+from codesearch.search.document import FileMatch, truncate_match
 from codesearch.search.evaluate import ShardResult, is_identifier
 from codesearch.search.options import FLUSH_TIMER, SearchOptions, Stats
 from codesearch.search.present import file_result, repository_info, truncate_file_result
@@ -145,23 +145,6 @@ def _cap(
     return kept, truncated
 
 
-def _truncate_match(fm: FileMatch, keep: int) -> FileMatch:
-    """`fm` cut to `keep` match ranges: file-name ranges first, then its definition ranges,
-    then the rest in file order."""
-    fm.name_ranges = fm.name_ranges[:keep]
-    room = keep - len(fm.name_ranges)
-    if len(fm.ranges) > room:
-        kept = set(fm.definition_ranges[:room])
-        for r in fm.ranges:
-            if len(kept) >= room:
-                break
-            kept.add(r)
-        fm.ranges = sorted(kept)
-    kept_ranges = set(fm.ranges)
-    fm.symbol_hits = [h for h in fm.symbol_hits if (h.start, h.end) in kept_ranges]
-    return fm
-
-
 def ranked_files(
     results: list[ShardResult], options: SearchOptions, origin: int = 0
 ) -> tuple[list[FileMatch], PartialResult]:
@@ -178,7 +161,7 @@ def ranked_files(
             fm.order = (origin, si, fm.doc)
             files.append(fm)
     files.sort(key=lambda f: (-f.score, f.order))
-    kept, truncated = _cap(files, options, lambda f: f.match_count, _truncate_match)
+    kept, truncated = _cap(files, options, lambda f: f.match_count, truncate_match)
     out.truncated |= truncated
     return kept, out
 
@@ -189,15 +172,20 @@ def partial_result(results: list[ShardResult], options: SearchOptions, origin: i
     for fm in kept:
         repo = fm.shard.repo(fm.doc)
         out.repos.setdefault(repo.id, repository_info(repo))
-        out.files.append(
-            PresentedFile(
-                fm.score,
-                fm.order,
-                fm.match_count,
-                file_result(fm, options.context_lines, options.whole, options.public_url),
-            )
-        )
+        presented = file_result(fm, options.context_lines, options.whole, options.public_url)
+        if options.file_matches:  # (only then: the API's file objects stay Sourcebot's)
+            presented["moreMatches"], presented["moreMatchesExact"] = fm.more, fm.more_exact
+        out.files.append(PresentedFile(fm.score, fm.order, fm.match_count, presented))
     return out
+
+
+def _cut(f: PresentedFile, keep: int, options: SearchOptions) -> PresentedFile:
+    """A presented file cut to its first `keep` match ranges (`truncate_file_result`); with a
+    per-file cap, the ranges cut are counted in its ``moreMatches``."""
+    out = truncate_file_result(f.file, keep, options.context_lines)
+    if "moreMatches" in out:
+        out["moreMatches"] += f.match_count - keep
+    return f._replace(match_count=keep, file=out)
 
 
 def merge_partials(
@@ -223,12 +211,7 @@ def merge_partials(
         files.extend(p.files)
         repos.update(p.repos)
     files.sort(key=lambda f: (-f.score, f.order))
-    kept, capped = _cap(
-        files,
-        options,
-        lambda f: f.match_count,
-        lambda f, keep: f._replace(match_count=keep, file=truncate_file_result(f.file, keep, options.context_lines)),
-    )
+    kept, capped = _cap(files, options, lambda f: f.match_count, lambda f, keep: _cut(f, keep, options))
     truncated |= capped
     out_files = [f.file for f in kept]
     stats.actualMatchCount = sum(f.match_count for f in kept)

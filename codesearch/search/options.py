@@ -9,6 +9,9 @@ from typing import Any
 from codesearch import defaults
 
 DEFAULT_PUBLIC_URL = defaults.PUBLIC_URL
+#: With a per-file cap (`SearchOptions.file_matches`), the matches of one file are counted up to
+#: this many: past it, ``moreMatches`` is a lower bound (``moreMatchesExact`` false).
+MAX_COUNTED_PER_FILE = 1000
 
 
 @dataclass
@@ -29,6 +32,11 @@ class SearchOptions:
     #: The repositories (ids) the caller may see, or None for every one: the searchers search
     #: as if the others were not indexed (`codesearch.search.visibility`).
     visible_repos: frozenset[int] | None = None
+    #: The most match ranges kept per file; 0 keeps them all (the API's `matches` semantics). The
+    #: results page sets it so that one file with hundreds of matches cannot spend the page's
+    #: whole `matches` budget: a file keeps its first ranges (file name and definitions first) and
+    #: counts the rest (``moreMatches``, up to `MAX_COUNTED_PER_FILE`), and the budget goes on.
+    file_matches: int = 0
 
     def deadline(self, start: float | None = None) -> float:
         return (start if start is not None else time.monotonic()) + self.timeout_s

@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 import math
 import urllib.parse
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Iterator
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +32,7 @@ from typing import Any
 from jinja2.utils import htmlsafe_json_dumps
 from markupsafe import Markup
 
+from codesearch.web.snippets import SnippetBudget, plain_line, snippet_html
 from codesearch.web.templating import template
 
 log = logging.getLogger(__name__)
@@ -170,8 +171,10 @@ class RepoNames:
         return [{"name": name, "displayName": shown} for name, shown in self.display.items()]
 
 
-def file_view(f: dict[str, Any], links: Links, names: RepoNames) -> dict[str, Any]:
-    """What ``_result_file.html`` draws for one file of a chunk."""
+def file_view(f: dict[str, Any], links: Links, names: RepoNames, budget: SnippetBudget | None = None) -> dict[str, Any]:
+    """What ``_result_file.html`` draws for one file of a chunk: its lines highlighted while the
+    page's `budget` lasts (`codesearch.web.snippets`; without one, plain), with their marks; the
+    matches it was found with beyond those shown (``moreMatches``, the page's per-file cap)."""
     page = links.browse(f.get("webUrl"))
     base = page + links.terms() if page else None
     name = f.get("fileName") or {"text": ""}
@@ -179,7 +182,7 @@ def file_view(f: dict[str, Any], links: Links, names: RepoNames) -> dict[str, An
     branches = [str(b) for b in f.get("branches") or ()]
     branch = branches[0].removeprefix("refs/heads/").removeprefix("refs/tags/") if branches else ""
     repo = str(f.get("repository") or "")
-    chunks = []
+    chunks: list[list[dict[str, Any]]] = []
     for c in f.get("chunks") or ():
         by_line = ranges_by_line(c.get("matchRanges"))
         start = (c.get("contentStart") or {}).get("lineNumber") or 1
@@ -198,16 +201,27 @@ def file_view(f: dict[str, Any], links: Links, names: RepoNames) -> dict[str, An
                 }
             )
         chunks.append(lines)
+    path = str(name.get("text") or "")
+    lang = str(f.get("language") or "")
+    pieces = [[line["pieces"] for line in lines] for lines in chunks]
+    htmls = snippet_html(path, lang, pieces, budget) if budget is not None else None
+    for k, lines in enumerate(chunks):
+        for i, line in enumerate(lines):
+            line["html"] = htmls[k][i] if htmls is not None else plain_line(line["pieces"])
+    more = f.get("moreMatches")
+    more = more if isinstance(more, int) and not isinstance(more, bool) and more > 0 else 0
     score = f.get("score")
     return {
         "repo": repo,
         "repo_label": names.label(repo),
-        "lang": str(f.get("language") or ""),
+        "lang": lang,
         "href": base + first_match_anchor(f) if base else None,
-        "name": marked(str(name.get("text") or ""), name_marks),
+        "name": marked(path, name_marks),
         "branch": branch,
         "branches": ", ".join(branches),
-        "matches": match_count(f),
+        "matches": match_count(f) + more,
+        "more": more,
+        "more_exact": f.get("moreMatchesExact") is not False,
         "external": safe_href(f.get("externalWebUrl")),
         "score": score if isinstance(score, (int, float)) and not isinstance(score, bool) else 0,
         "order": ",".join(str(int(x)) for x in f.get("order") or () if isinstance(x, (int, float))),
@@ -215,9 +229,9 @@ def file_view(f: dict[str, Any], links: Links, names: RepoNames) -> dict[str, An
     }
 
 
-def render_file(f: dict[str, Any], links: Links, names: RepoNames) -> str:
+def render_file(f: dict[str, Any], links: Links, names: RepoNames, budget: SnippetBudget | None = None) -> str:
     """One file of the results as HTML (``section.file``)."""
-    return template("_result_file.html").render(f=file_view(f, links, names))
+    return template("_result_file.html").render(f=file_view(f, links, names, budget))
 
 
 def outcome_script(outcome: dict[str, Any]) -> Markup:
@@ -251,19 +265,21 @@ async def page_stream(
     try:
         yield head
         names = RepoNames()
+        budget = SnippetBudget()
+        first = True  # the page's first file leaves alone: the others are drawn while it travels
         outcome: dict[str, Any] = {"error": {"message": "the search ended early"}}
         async with aclosing(events) as answers:
             async for event in answers:
                 kind = event.get("type")
                 if kind == "chunk":
-                    try:
-                        files = _render_chunk(event, links, names)
+                    try:  # (a browser that leaves raises GeneratorExit at the yield: not caught here)
+                        for part in _render_chunk(event, links, names, budget, first):
+                            first = False
+                            yield part
                     except Exception:  # noqa: BLE001 - a bad answer must not cut the page off
                         log.exception("results page: an answer could not be drawn")
                         outcome = {"error": {"message": "some results could not be shown"}}
                         break
-                    if files:
-                        yield files
                 elif kind == "final":
                     outcome = {
                         "stats": event.get("accumulatedStats") or {},
@@ -279,7 +295,16 @@ async def page_stream(
             on_close()
 
 
-def _render_chunk(event: dict[str, Any], links: Links, names: RepoNames) -> str:
-    """The HTML of one ``chunk`` event's files (learning its repositories' names first)."""
+def _render_chunk(
+    event: dict[str, Any], links: Links, names: RepoNames, budget: SnippetBudget, first: bool
+) -> Iterator[str]:
+    """The HTML of one ``chunk`` event's files (learning its repositories' names first), in one
+    part; when no file was sent yet, the first file in a part of its own, which leaves before the
+    others are drawn (their highlighting must not delay the first result)."""
     names.learn(event.get("repositoryInfo"))
-    return "".join(render_file(f, links, names) for f in event.get("files") or ())
+    files = list(event.get("files") or ())
+    if first and len(files) > 1:
+        yield render_file(files[0], links, names, budget)
+        files = files[1:]
+    if files:
+        yield "".join(render_file(f, links, names, budget) for f in files)

@@ -5,9 +5,10 @@
 // an error). This module is loaded `async`, so it usually runs while the results are still
 // coming: it places each file in rank order as it is written (data-score, data-order), counts
 // it into the language and repository facets and the summary, and, once the page is complete,
-// reads the outcome.
+// reads the outcome. A click on a result opens it in the preview panel (preview.js).
 
 import {el, plural, root, whenComplete} from "./dom.js";
+import {initPreview} from "./preview.js";
 import {rerunOnToggle} from "./searchform.js";
 
 // The name a repository is shown by: its display name, unless two repositories of the results
@@ -71,15 +72,9 @@ async function initSearch() {
     for (const span of results.querySelectorAll(".file-repo")) span.textContent = repoLabel(span.title, state.display);
   }
 
-  // Clicking a result line opens the file there (unless the user is selecting text).
-  results.addEventListener("click", (e) => {
-    const row = e.target.closest(".cline");
-    if (!row || e.target.closest("a")) return;
-    const sel = window.getSelection();
-    if (sel && String(sel).length) return;
-    const href = row.dataset.href;
-    if (href) location.href = href;
-  });
+  // Clicking a result opens it in the preview panel beside the results (preview.js); its links
+  // stay links (Cmd/Ctrl-click, middle-click open the file page).
+  initPreview(results);
 
   // The rest of the page (the query bar's context list) waits for this: nothing competes with
   // the search for the server while the first results are on their way.
