@@ -370,3 +370,18 @@ def test_a_file_with_more_matches_than_shown_says_so():
     out = render_file({**f, "moreMatches": 1000, "moreMatchesExact": False}, Links("", "", "q"), RepoNames())
     assert "1000+ more matches in this file" in out
     assert "more-matches" not in render_file(hostile_file(), Links("", "", "q"), RepoNames())
+
+
+@pytest.mark.parametrize("line,total,size,expected", [
+    (1, 0, 4, (1, 0)),        # an empty file
+    (1, 3, 4, (1, 3)),        # the whole file fits
+    (1, 10, 4, (1, 4)),
+    (5, 10, 4, (3, 6)),       # the line in the middle
+    (10, 10, 4, (7, 10)),     # near the end: the last lines
+    (99, 10, 4, (7, 10)),     # past the end: clamped
+    (-3, 10, 4, (1, 4)),
+])
+def test_the_preview_window(line, total, size, expected):
+    from codesearch.web.preview import window
+
+    assert window(line, total, size) == expected

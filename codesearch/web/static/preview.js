@@ -101,7 +101,9 @@ export function initPreview(results) {
     if (back) back.focus();
   }
 
-  async function open(section, line, from) {
+  // Open the panel on `section`'s file at `line`; `from` is what was clicked (the focus goes back
+  // there), `pageHref` the file page of what was clicked (its line or the file's first match).
+  async function open(section, line, from, pageHref) {
     const link = section.querySelector("a.file-path");
     const href = link && link.getAttribute("href");
     if (!href) return;
@@ -109,7 +111,7 @@ export function initPreview(results) {
     opener = from && from.matches("a, button") ? from : link;
     repoLabel.textContent = section.querySelector(".file-repo")?.textContent || "";
     pathLabel.textContent = link.textContent;
-    openLink.href = line ? href.replace(/#.*$/, "") + `#L${line}` : href;
+    openLink.href = pageHref || href;
     body.replaceChildren(el("p", {class: "muted small"}, "Loading…"));
     panel.hidden = false;
     layout.classList.add("previewing");
@@ -153,12 +155,13 @@ export function initPreview(results) {
       if (sel && String(sel).length) return; // the user is selecting text
     }
     e.preventDefault();
+    const pageHref = link ? link.getAttribute("href") : row.dataset.href;
     let line = row ? Number(row.querySelector(".ln")?.textContent) : 0;
     if (!line) {
-      const anchor = /#L(\d+)/.exec(link.getAttribute("href") || "");
+      const anchor = /#L(\d+)/.exec(pageHref || "");
       line = anchor ? Number(anchor[1]) : 1;
     }
-    open(section, line, link);
+    open(section, line, link, pageHref);
   });
 
   panel.querySelector(".preview-close").addEventListener("click", close);

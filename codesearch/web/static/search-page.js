@@ -207,6 +207,7 @@ async function initSearch() {
     place(sec, {score: Number(sec.dataset.score) || 0, order});
     state.files++;
     state.matches += Number(sec.dataset.matches) || 0;
+    if ("matchesPartial" in sec.dataset) state.partial = true; // a file's matches counted up to a limit
     const lang = sec.dataset.lang || "";
     state.langs.set(lang, (state.langs.get(lang) || 0) + 1);
     state.repos.set(sec.dataset.repo || "", (state.repos.get(sec.dataset.repo || "") || 0) + 1);
@@ -218,7 +219,14 @@ async function initSearch() {
     renderFacets("filter-lang", "lang", state.langs);
     renderFacets("filter-repo", "repo", state.repos);
     applyFilter();
-    if (!state.done) summary.textContent = `Searching… ${plural(state.matches, "match", "matches")} in ${plural(state.files, "file")} so far`;
+    if (!state.done) summary.textContent = `Searching… ${matchesText()} in ${plural(state.files, "file")} so far`;
+  }
+
+  // The matches of the files listed: those shown and those each file counted beyond ("1,000+"
+  // when a file's were counted only up to a limit).
+  function matchesText() {
+    const text = plural(state.matches, "match", "matches");
+    return state.partial ? text.replace(" ", "+ ") : text;
   }
 
   function finish(stats, exhaustive, hints) {
@@ -233,7 +241,7 @@ async function initSearch() {
       summary.replaceChildren("No results for ", el("code", null, cfg.query), ms ? el("span", {class: "muted"}, ms) : "");
     } else {
       summary.replaceChildren(
-        el("strong", null, `${plural(state.matches, "match", "matches")} in ${plural(state.files, "file")}`),
+        el("strong", null, `${matchesText()} in ${plural(state.files, "file")}`),
         exhaustive ? "" : el("span", {class: "more-exist"}, " (more exist)"),
         el("span", {class: "muted"}, ms));
     }
@@ -241,7 +249,7 @@ async function initSearch() {
     const moreBox = more(), moreText = document.getElementById("more-text");
     if (!exhaustive && cfg.matches < cfg.maxMatches && moreBox && moreText) {
       moreBox.hidden = false;
-      moreText.textContent = `Showing the first ${plural(state.matches, "match", "matches")}.`;
+      moreText.textContent = `Showing the first ${plural(state.files, "file")}.`;
     }
   }
 
