@@ -33,7 +33,9 @@ MAX_CHUNK_CHARS = 20_000
 #: (text, is a match) pieces of one line (`codesearch.web.results_page.marked`).
 Pieces = list[tuple[str, bool]]
 
-_css_classes: Callable[[_TokenType], str] = FORMATTER._get_css_classes  # the formatter's own token → classes
+#: A token type's CSS classes, as the file page's formatter writes them (its own method: the
+#: classes are the formatter's, whatever Pygments version; the type stubs leave it out).
+_css_classes: Callable[[_TokenType], str] = FORMATTER._get_css_classes  # type: ignore[attr-defined]
 
 
 class SnippetBudget:
@@ -100,7 +102,8 @@ def highlight_chunk(lexer: Lexer, lines: list[Pieces]) -> list[Markup]:
 
 def _mark_bounds(pieces: Pieces) -> list[tuple[int, int, bool]]:
     """The pieces of a line as ``(from, to, is a match)`` character intervals."""
-    out, pos = [], 0
+    out: list[tuple[int, int, bool]] = []
+    pos = 0
     for t, hit in pieces:
         out.append((pos, pos + len(t), hit))
         pos += len(t)
@@ -121,12 +124,12 @@ def _cut(part: str, col: int, bounds: list[tuple[int, int, bool]]) -> Iterator[t
 def _line_html(segments: Iterable[tuple[str, str, bool]]) -> Markup:
     """Segments ``(classes, text, in a mark)`` as HTML: neighbours of the same class share a span,
     neighbours in a mark share the ``<mark>``."""
-    merged: list[list[object]] = []
+    merged: list[tuple[str, str, bool]] = []
     for cls, text, hit in segments:
         if merged and merged[-1][0] == cls and merged[-1][2] == hit:
-            merged[-1][1] = str(merged[-1][1]) + text
+            merged[-1] = (cls, merged[-1][1] + text, hit)
         else:
-            merged.append([cls, text, hit])
+            merged.append((cls, text, hit))
     html: list[str] = []
     in_mark = False
     for cls, text, hit in merged:
@@ -134,8 +137,8 @@ def _line_html(segments: Iterable[tuple[str, str, bool]]) -> Markup:
             html.append("<mark>")
         elif in_mark and not hit:
             html.append("</mark>")
-        in_mark = bool(hit)
-        body = str(escape(str(text)))
+        in_mark = hit
+        body = str(escape(text))
         html.append(f'<span class="{cls}">{body}</span>' if cls else body)
     if in_mark:
         html.append("</mark>")

@@ -139,7 +139,7 @@ export function initPreview(results) {
     const at = copy.querySelector(`.line[data-n="${line || 1}"]`);
     if (at) {
       at.classList.add("hl");
-      body.scrollTop = Math.max(0, at.offsetTop - body.offsetTop - body.clientHeight / 3);
+      body.scrollTop += at.getBoundingClientRect().top - body.getBoundingClientRect().top - body.clientHeight / 3;
     }
   }
 
