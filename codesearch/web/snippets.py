@@ -59,7 +59,7 @@ def snippet_lexer(name: str, language: str) -> Lexer | None:
     the choice depends on nothing else (and is cached)."""
     options = {"stripnl": False, "stripall": False, "ensurenl": True}
     try:
-        lexer = get_lexer_for_filename(name, **options)
+        lexer = get_lexer_for_filename(name, None, **options)
     except ClassNotFound:
         lexer = None
     for candidate in (language.lower(), language.lower().replace(" ", "-"), language.lower().replace(" ", "")):
