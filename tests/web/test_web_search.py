@@ -406,7 +406,7 @@ def test_snippets_are_coloured_by_language_with_their_marks(owner_page, web):
     page = owner_page
     search(page, web, "handle_request")
     widget = page.locator("section.file", has=page.locator(".file-path", has_text="src/widget.py")).first
-    assert widget.locator(".ctext .k").first.inner_text() == "def"  # Pygments' keyword class
+    assert widget.locator(".cline.hit .ctext .k").first.inner_text() == "def"  # Pygments' keyword class
     assert {t.lower() for t in page.locator("#results mark").all_inner_texts()} == {"handle_request"}
     colour = page.evaluate("() => getComputedStyle(document.querySelector('#results .ctext .k')).color")
     plain = page.evaluate("() => getComputedStyle(document.querySelector('#results .ctext')).color")
@@ -497,41 +497,48 @@ def test_the_preview_panel_fits_and_passes_the_audit(browser, web, width):
     assert not found, found
 
 
-@pytest.mark.parametrize("path,status", [
-    (f"/browse/{DEMO}@main/-/blob/data/big.txt?preview&line=1100", 200),
-    (f"/browse/{DEMO}@main/-/blob/no/such.txt?preview", 404),
-    ("/browse/git.local/no-such-repo@main/-/blob/a.txt?preview", 404),
-    (f"/browse/{DEMO}@main/-/blob/assets/logo.png?preview", 200),
-])
-def test_the_preview_route_is_bounded_and_the_file_routes_own(owner_page, web, path, status):
+#: The preview route (`?preview` of the file route): path, status, what the answer holds.
+PREVIEWS = [
+    (f"/browse/{DEMO}@main/-/blob/data/big.txt?preview&line=1100", 200, "line 1100 of the big file"),
+    (f"/browse/{DEMO}@main/-/blob/assets/logo.png?preview", 200, "Binary file"),
+    (f"/browse/{DEMO}@main/-/blob/no/such.txt?preview", 404, "Not found"),
+    ("/browse/git.local/no-such-repo@main/-/blob/a.txt?preview", 404, "Not found"),
+]
+
+
+def test_the_preview_route_is_bounded_and_the_file_routes_own(owner_page, web):
     """The preview is the file route's (`?preview`): the same sign-in, the same 404s (hidden
     repositories too: tests/permissions/test_permission_leaks.py), at most PREVIEW_LINES lines."""
     from codesearch.web.preview import PREVIEW_LINES
 
-    signed_out = httpx.get(web["url"] + path, timeout=60, follow_redirects=False)
-    assert signed_out.status_code in (302, 303, 307) and "/login" in signed_out.headers["location"]
-    r = owner_page.request.get(web["url"] + path)
-    text = r.text()
-    assert r.status == status, text[:300]
-    if status == 200:
-        lines = re.findall(r'<div class="line" data-n="(\d+)"', text)
-        assert len(lines) <= PREVIEW_LINES and "<html" not in text
-        if "big.txt" in path:
-            assert lines[0] == "1" and lines[-1] == "1200" and "1100" in lines
-        else:
-            assert "Binary file" in text
+    for path, status, holds in PREVIEWS:
+        signed_out = httpx.get(web["url"] + path, timeout=60, follow_redirects=False)
+        assert signed_out.status_code in (302, 303, 307) and "/login" in signed_out.headers["location"], path
+        r = owner_page.request.get(web["url"] + path)
+        text = r.text()
+        assert r.status == status and holds in text, (path, r.status, text[:300])
+        if status == 200:
+            lines = re.findall(r'<div class="line" data-n="(\d+)"', text)
+            assert len(lines) <= PREVIEW_LINES and "<html" not in text, path
+            assert not lines or (lines[0], lines[-1]) == ("1", "1200"), path
 
 
-@pytest.mark.parametrize("path,title", [
+#: Every page names what it shows in its <title>.
+TITLES = [
     ("/search?q=handle_request", "handle_request · codesearch"),
     (f"/browse/{DEMO}@main/-/blob/src/util/strings.py", "src/util/strings.py · demo · codesearch"),
     (f"/browse/{DEMO}@main/-/tree/src/util", "src/util · demo · codesearch"),
     (f"/browse/{DEMO}@main/-/blob/src/util/strings.py?blame", f"Blame · src/util/strings.py · {DEMO} · codesearch"),
     (f"/browse/{DEMO}@main/-/commits/src/util", f"History · src/util · {DEMO} · codesearch"),
-])
-def test_every_page_is_titled_by_what_it_shows(owner_page, web, path, title):
-    owner_page.goto(web["url"] + path)
-    assert owner_page.title() == title
+]
+
+
+def test_every_page_is_titled_by_what_it_shows(owner_page, web):
+    got = {}
+    for path, _ in TITLES:
+        owner_page.goto(web["url"] + path)
+        got[path] = owner_page.title()
+    assert got == dict(TITLES)
 
 
 # ----------------------------------------------------------------------------- file and tree views
