@@ -167,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit("chromium is missing: `make deps` installs it from Debian")
     queries = [q for q in be.QUERIES if q.selective and q.cls != "no-match literal"]  # a first result to wait for
     if args.query:
-        queries = [be.QueryCase("literal", q, False, False, selective=True) for q in args.query]
+        queries = [be.QueryCase(f"literal {q!r}", q, False, False, selective=True) for q in args.query]
 
     service = bhp.Service("tree", args.tree, data_dir, config, args.searchers)
     times: dict[tuple[str, str], list[float]] = {}
