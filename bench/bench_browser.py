@@ -29,6 +29,15 @@ One run:
   4. prints a markdown table (p50/p95 per query and tool, the ratio browser/rg and whether the
      issue's target, under 150 ms to the first result, holds) and stops the service by its PID.
 
+Any other indexed data directory, any code tree, any queries (issue 29: the results page's
+highlighting measured before and after, on the data directory bench_http_path.py builds):
+
+    python bench/bench_browser.py --data-dir D --config C [--tree T] --query QuerySet --query 'def run' --no-peers
+
+``--tree`` serves another checkout (an export of an older commit: before/after in one session);
+``--query`` (repeatable) replaces the benchmark's queries by literals; ``--no-peers`` skips the API
+and ripgrep columns (they need bench/.corpus).
+
 A benchmark, not a test: it asserts only that every page showed a result.
 """
 from __future__ import annotations
@@ -138,20 +147,29 @@ def main(argv: list[str] | None = None) -> int:
                          "(default); new: a fresh tab per search (adds Chromium's cost of opening a tab)")
     ap.add_argument("--timeline", action="store_true",
                     help="print Chromium's timeline of each load (navigation, each file, the first result)")
+    ap.add_argument("--data-dir", type=Path, help="an indexed data directory (default: bench_scale.py's of --repos)")
+    ap.add_argument("--config", type=Path, help="its config (with --data-dir)")
+    ap.add_argument("--tree", type=Path, default=be.ROOT, help="the code tree to serve (default: this one)")
+    ap.add_argument("--query", action="append", default=[], help="a literal query (repeatable) instead of the benchmark's")
+    ap.add_argument("--no-peers", action="store_true", help="browser only: no API or ripgrep timings")
     args = ap.parse_args(argv)
 
     import httpx
     from playwright.sync_api import sync_playwright
 
     data_dir, config = SCALE / f"data-{args.repos}", SCALE / f"config-{args.repos}.json"
+    if args.data_dir:
+        data_dir, config = args.data_dir, args.config
     if not (data_dir / "index").is_dir():
         raise SystemExit(f"{data_dir} is not indexed: run python bench/bench_scale.py --repos {args.repos} first")
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     if not chromium:
         raise SystemExit("chromium is missing: `make deps` installs it from Debian")
     queries = [q for q in be.QUERIES if q.selective and q.cls != "no-match literal"]  # a first result to wait for
+    if args.query:
+        queries = [be.QueryCase(f"literal {q!r}", q, False, False, selective=True) for q in args.query]
 
-    service = bhp.Service("tree", be.ROOT, data_dir, config, args.searchers)
+    service = bhp.Service("tree", args.tree, data_dir, config, args.searchers)
     times: dict[tuple[str, str], list[float]] = {}
     try:
         service.start()
@@ -174,8 +192,8 @@ def main(argv: list[str] | None = None) -> int:
                         print(f"{q.cls}: {json.dumps(line)}", file=sys.stderr)
                     if tab is None:
                         page.close()
-                    api = api_first_event(client, service.base, q) * 1000
-                    rg = rg_first_line(q, be.CORPUS) * 1000
+                    api = 0.0 if args.no_peers else api_first_event(client, service.base, q) * 1000
+                    rg = 1.0 if args.no_peers else rg_first_line(q, be.CORPUS) * 1000
                     if n >= args.warmup:
                         for tool, value in (("browser", first), ("api", api), ("rg", rg)):
                             times.setdefault((q.cls, tool), []).append(value)

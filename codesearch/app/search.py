@@ -313,7 +313,9 @@ class SearchSettings:
         self.searcher_now = first_in_thread(get_searcher)
         self.progress = IndexProgress(get_store or (lambda: None))
 
-    def options_for(self, body: SearchRequest, identity: Identity) -> SearchOptions:
+    def options_for(self, body: SearchRequest, identity: Identity, file_matches: int = 0) -> SearchOptions:
+        """The engine's options for `body` as `identity`; `file_matches` caps the match ranges kept
+        per file (`SearchOptions.file_matches`: the results page's; the API keeps every range)."""
         return SearchOptions(
             matches=min(body.matches, self.max_matches),
             context_lines=body.contextLines,
@@ -325,13 +327,14 @@ class SearchSettings:
             visible_repos=visible_repos(identity),
             sort=body.sort,
             fold_copies=body.foldDuplicates,
+            file_matches=max(0, file_matches),
             **self.budget,
         )
 
-    async def options_of(self, body: SearchRequest, identity: Identity) -> SearchOptions:
+    async def options_of(self, body: SearchRequest, identity: Identity, file_matches: int = 0) -> SearchOptions:
         if names_a_context(body.query):
-            return await run_in_threadpool(self.options_for, body, identity)
-        return self.options_for(body, identity)
+            return await run_in_threadpool(self.options_for, body, identity, file_matches)
+        return self.options_for(body, identity, file_matches)
 
 
 @dataclasses.dataclass
@@ -381,12 +384,16 @@ async def _searcher(settings: SearchSettings) -> Streamer:
     return searcher
 
 
-async def start_search(settings: SearchSettings, identity: Identity, body: SearchRequest) -> StartedSearch:
+async def start_search(
+    settings: SearchSettings, identity: Identity, body: SearchRequest, *, file_matches: int = 0
+) -> StartedSearch:
     """Parse `body`'s query and ask the searchers (`Streamer.start`; their answers then arrive as
     `StartedSearch.events`). A query that does not parse or names an unknown context raises its
-    `CodesearchError` here, before anything is sent: an ordinary error with its HTTP status."""
+    `CodesearchError` here, before anything is sent: an ordinary error with its HTTP status.
+    `file_matches` > 0 caps the ranges kept per file (the results page's budget of files as well
+    as matches: `SearchOptions.file_matches`); the HTTP API never sets it."""
     started = time.perf_counter_ns()
-    options = await settings.options_of(body, identity)
+    options = await settings.options_of(body, identity, file_matches)
     searcher = await _searcher(settings)
     try:
         stream = await searcher.start(body.query, options)

@@ -169,7 +169,10 @@ def _enter(s: _Search, i: int, shared: SharedDocument) -> _Job | None:
     done = s.first[position][1] if position in s.first else None
     started = time.perf_counter_ns()
     view = s.views[i]
-    ev = ShardEvaluator(view, q.plan, q.options.search_budget - s.found, q.deadline, q.cancelled, reader=shared)
+    budget = q.options.search_budget - s.found
+    ev = ShardEvaluator(
+        view, q.plan, budget, q.deadline, q.cancelled, reader=shared, file_matches=q.options.file_matches
+    )
     try:
         v = ev.verification(done)
     except Exception as e:  # one bad shard must not fail the search
@@ -215,7 +218,7 @@ def definitions_first(
     roots: dict[int, ast.Node] = {}
     ranked: list[tuple[int, int, int]] = []  # (-bonus, shard index, document)
     for i, shard in enumerate(shards):
-        ev = ShardEvaluator(shard, p, options.search_budget, deadline, cancelled)
+        ev = ShardEvaluator(shard, p, options.search_budget, deadline, cancelled, file_matches=options.file_matches)
         try:
             root = ev.start()
             if root is not None:

@@ -79,10 +79,33 @@ class FileMatch:
     order: tuple[int, ...] = ()  # (searcher, shard, document): ties broken in index order
     #: Content ranges that are the definition of a searched identifier (kept when capped).
     definition_ranges: list[tuple[int, int]] = field(default_factory=list)
+    #: Match ranges found in the file but cut by a cap (`truncate_match`), and whether that count
+    #: is exact (False: the file was searched for at most a limit of ranges, and had that many).
+    more: int = 0
+    more_exact: bool = True
 
     @property
     def match_count(self) -> int:
         return len(self.ranges) + len(self.name_ranges)
+
+
+def truncate_match(fm: FileMatch, keep: int) -> FileMatch:
+    """`fm` cut to `keep` match ranges: file-name ranges first, then its definition ranges,
+    then the rest in file order; the ranges cut are counted in `FileMatch.more`."""
+    before = fm.match_count
+    fm.name_ranges = fm.name_ranges[:keep]
+    room = keep - len(fm.name_ranges)
+    if len(fm.ranges) > room:
+        kept = set(fm.definition_ranges[:room])
+        for r in fm.ranges:
+            if len(kept) >= room:
+                break
+            kept.add(r)
+        fm.ranges = sorted(kept)
+    kept_ranges = set(fm.ranges)
+    fm.symbol_hits = [h for h in fm.symbol_hits if (h.start, h.end) in kept_ranges]
+    fm.more += before - fm.match_count
+    return fm
 
 
 class DocContext:

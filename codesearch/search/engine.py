@@ -26,7 +26,7 @@ from codesearch.query import ast
 from codesearch.query.parser import parse
 from codesearch.query.planner import Plan, check, plan
 from codesearch.search.batch import BatchQuery, search_batch
-from codesearch.search.document import FileMatch
+from codesearch.search.document import FileMatch, truncate_match
 from codesearch.search.duplicates import Folding
 from codesearch.search.evaluate import ShardResult, is_identifier
 from codesearch.search.options import FLUSH_TIMER, SearchOptions, Stats
@@ -202,23 +202,6 @@ def _content_of(fm: FileMatch) -> str | None:
     return oid.hex() if oid is not None else None
 
 
-def _truncate_match(fm: FileMatch, keep: int) -> FileMatch:
-    """`fm` cut to `keep` match ranges: file-name ranges first, then its definition ranges,
-    then the rest in file order."""
-    fm.name_ranges = fm.name_ranges[:keep]
-    room = keep - len(fm.name_ranges)
-    if len(fm.ranges) > room:
-        kept = set(fm.definition_ranges[:room])
-        for r in fm.ranges:
-            if len(kept) >= room:
-                break
-            kept.add(r)
-        fm.ranges = sorted(kept)
-    kept_ranges = set(fm.ranges)
-    fm.symbol_hits = [h for h in fm.symbol_hits if (h.start, h.end) in kept_ranges]
-    return fm
-
-
 def ranked_files(
     results: list[ShardResult], options: SearchOptions, origin: int = 0
 ) -> tuple[list[FileMatch], PartialResult]:
@@ -235,7 +218,7 @@ def ranked_files(
             fm.order = (origin, si, fm.doc)
             files.append(fm)
     files.sort(key=match_key(options.sort))
-    kept, truncated = _cap(files, options, lambda f: f.match_count, _truncate_match, _content_of, folding_for(options))
+    kept, truncated = _cap(files, options, lambda f: f.match_count, truncate_match, _content_of, folding_for(options))
     out.truncated |= truncated
     return kept, out
 
@@ -246,16 +229,20 @@ def partial_result(results: list[ShardResult], options: SearchOptions, origin: i
     for fm in kept:
         repo = fm.shard.repo(fm.doc)
         out.repos.setdefault(repo.id, repository_info(repo))
-        out.files.append(
-            PresentedFile(
-                fm.score,
-                fm.order,
-                fm.match_count,
-                file_result(fm, options.context_lines, options.whole, options.public_url),
-                fm.shard.commit_time(fm.doc),
-            )
-        )
+        presented = file_result(fm, options.context_lines, options.whole, options.public_url)
+        if options.file_matches:  # (only then: the API's file objects stay Sourcebot's)
+            presented["moreMatches"], presented["moreMatchesExact"] = fm.more, fm.more_exact
+        out.files.append(PresentedFile(fm.score, fm.order, fm.match_count, presented, fm.shard.commit_time(fm.doc)))
     return out
+
+
+def _cut(f: PresentedFile, keep: int, options: SearchOptions) -> PresentedFile:
+    """A presented file cut to its first `keep` match ranges (`truncate_file_result`); with a
+    per-file cap, the ranges cut are counted in its ``moreMatches``."""
+    out = truncate_file_result(f.file, keep, options.context_lines)
+    if "moreMatches" in out:
+        out["moreMatches"] += f.match_count - keep
+    return f._replace(match_count=keep, file=out)
 
 
 def merge_partials(
@@ -295,7 +282,7 @@ def merge_partials(
         files,
         options,
         lambda f: f.match_count,
-        lambda f, keep: f._replace(match_count=keep, file=truncate_file_result(f.file, keep, options.context_lines)),
+        lambda f, keep: _cut(f, keep, options),
         lambda f: f.file.get("contentHash"),
         folding if folding is not None else folding_for(options),
     )

@@ -35,8 +35,8 @@ from codesearch.query import ast
 from codesearch.query.planner import ContentLeaf, FileLeaf, Plan, RepoFacts, RepoLeaf, SymbolLeaf
 from codesearch.query.regex import RegexTimeout
 from codesearch.query.trigram_query import ALL, AND, NONE, TrigramQuery
-from codesearch.search.document import DocContext, DocReader, FileMatch
-from codesearch.search.options import Stats
+from codesearch.search.document import DocContext, DocReader, FileMatch, truncate_match
+from codesearch.search.options import MAX_COUNTED_PER_FILE, Stats
 from codesearch.search.ranking import definition_bonus
 
 #: A plain term that can name a symbol: its definitions are verified and ranked first.
@@ -136,8 +136,11 @@ class ShardEvaluator:
         deadline: float,
         cancelled: Callable[[], bool] | None = None,
         reader: DocReader | None = None,
+        file_matches: int = 0,
     ):
         self.shard = shard
+        #: The most match ranges a file keeps (0: all; `SearchOptions.file_matches`).
+        self.file_matches = file_matches
         #: Where candidates' contents and symbol names are read: the shard, or a batch's reader
         #: that reads each document once for all the queries that check it.
         self.reader: DocReader = shard if reader is None else reader
@@ -313,9 +316,13 @@ class ShardEvaluator:
 
     def check(self, root: ast.Node, doc: int, limit: int) -> FileMatch | None:
         """Evaluate `root` exactly on `doc`, collecting at most `limit` content ranges; a match
-        is added to the result."""
+        is added to the result. With a per-file cap (`file_matches`), up to `MAX_COUNTED_PER_FILE`
+        ranges are counted, the file keeps `file_matches` of them (scored on all it found) and
+        only those spend the budget: the rest is the file's `FileMatch.more`."""
         self.stats.filesConsidered += 1
         self.verified.add(doc)
+        if self.file_matches:
+            limit = max(limit, MAX_COUNTED_PER_FILE)
         ctx = DocContext(self, doc, limit)
         try:
             if not ctx.match(root):
@@ -324,6 +331,9 @@ class ShardEvaluator:
         except RegexTimeout:  # this document ran out of its budget (or the search of its deadline)
             self.result.truncated = True
             return None
+        if self.file_matches and fm.match_count > self.file_matches:
+            fm.more_exact = fm.match_count < limit
+            truncate_match(fm, self.file_matches)
         self.result.files.append(fm)
         self.result.total_matches += fm.match_count
         return fm

@@ -11,6 +11,9 @@ from codesearch import defaults
 DEFAULT_PUBLIC_URL = defaults.PUBLIC_URL
 #: the matches a search in another order than relevance looks at, at least (`SearchOptions.search_budget`)
 SORT_WINDOW = 10_000
+#: With a per-file cap (`SearchOptions.file_matches`), the matches of one file are counted up to
+#: this many: past it, ``moreMatches`` is a lower bound (``moreMatchesExact`` false).
+MAX_COUNTED_PER_FILE = 1000
 
 
 @dataclass
@@ -36,6 +39,11 @@ class SearchOptions:
     #: Copies of a file kept (`codesearch.search.duplicates`) do not count against `matches` (the
     #: results page, which shows them folded under the first).
     fold_copies: bool = False
+    #: The most match ranges kept per file; 0 keeps them all (the API's `matches` semantics). The
+    #: results page sets it so that one file with hundreds of matches cannot spend the page's
+    #: whole `matches` budget: a file keeps its first ranges (file name and definitions first) and
+    #: counts the rest (``moreMatches``, up to `MAX_COUNTED_PER_FILE`), and the budget goes on.
+    file_matches: int = 0
 
     @property
     def search_budget(self) -> int:

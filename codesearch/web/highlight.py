@@ -34,9 +34,11 @@ MAX_SHOWN_LINES = 20_000
 
 LIGHT_STYLE = "default"
 DARK_STYLE = "github-dark"
-SCOPE = ".code"
+#: Where the token colours apply: the file pages' code and the results page's snippets.
+SCOPE = (".code", ".ctext")
 
-_FORMATTER = HtmlFormatter(nowrap=True)
+#: The formatter of the file page and of the result snippets (`codesearch.web.snippets`).
+FORMATTER = HtmlFormatter(nowrap=True)
 
 
 def split_lines(text: str) -> list[str]:
@@ -79,7 +81,7 @@ def highlight_lines(path: str, language: str, text: str) -> tuple[list[str], boo
     if len(text) > MAX_HIGHLIGHT_BYTES or len(lines) > MAX_HIGHLIGHT_LINES or "\r" in text:
         return plain_lines(lines[:MAX_SHOWN_LINES]), False
     try:
-        out = _highlight(text, lexer_for(path, language, text), _FORMATTER)
+        out = _highlight(text, lexer_for(path, language, text), FORMATTER)
     except Exception:  # a lexer bug must not break the page
         return plain_lines(lines), False
     html_lines = split_lines(out)

@@ -192,7 +192,7 @@ def blame_page(
         return page(
             request,
             "blame.html",
-            title=f"Blame · {path.rsplit('/', 1)[-1]} · {row.name}",
+            title=f"Blame · {path} · {row.name}",
             repo=row.name,
             rev=short_ref(ref),
             commit=git_reads.resolve(tc, row, ref),
@@ -212,7 +212,7 @@ def blame_page(
     data, commit = f.data, f.commit
     rev = short_ref(ref)
     ctx: dict[str, Any] = {
-        "title": f"Blame · {path.rsplit('/', 1)[-1]} · {row.name}",
+        "title": f"Blame · {path} · {row.name}",
         "repo": row.name,
         "rev": rev,
         "commit": commit,
@@ -288,11 +288,10 @@ def history_page(
         )
     last = max(1, -(-total // PER_PAGE))
     rev = short_ref(ref)
-    name = scope.rsplit("/", 1)[-1] if scope else row.name
     return page(
         request,
         "history.html",
-        title=f"History · {name} · {row.name}",
+        title=f"History · {scope} · {row.name}" if scope else f"History · {row.name}",
         repo=row.name,
         rev=rev,
         path=scope,

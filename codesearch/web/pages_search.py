@@ -14,7 +14,8 @@ the repos table, and the highlighting stylesheet.
   (every ``/~/<page>`` redirects to ``/<page>``).
 - ``GET /browse/<repo>@<rev>/-/blob/<path>``: one file (the ``webUrl`` of docs/http-api.md#search), highlighted with
   Pygments on the server, one element ``#L<n>`` per line; ``#L12``, ``#L12-L14`` or ``?line=12``
-  highlight a range and scroll it into view.
+  highlight a range and scroll it into view. ``?preview&line=12``: the lines around line 12 as a
+  fragment, for the results page's preview panel (`codesearch.web.preview`).
   The file page navigates code (`codesearch.web.codenav`, ``static/codenav.js``): symbols link
   to their definitions and references, a file-tree sidebar, a file finder (``t``), a branch and
   tag selector, and the terms of ``?q=`` (with ``regex``/``case``) highlighted.
@@ -71,7 +72,7 @@ from codesearch.sessions import login_redirect
 from codesearch.statuses import JobKind, JobState
 from codesearch.sync import repo_info
 from codesearch.tools.repos import iso, page_of_repos
-from codesearch.web import codenav, highlight, pages_history
+from codesearch.web import codenav, highlight, pages_history, preview
 from codesearch.web.deps import PageCaller, WebDep
 from codesearch.web.result_sort import sort_links
 from codesearch.web.results_page import OUTCOME_SLOT, RESULTS_SLOT, Links, outcome_script, page_stream
@@ -85,6 +86,10 @@ log = logging.getLogger(__name__)
 
 #: Lines of context around each match on the results page.
 RESULT_CONTEXT_LINES = 1
+#: The most match ranges the results page shows per file (`SearchOptions.file_matches`): the
+#: page's `matches` budget lists many files with a few matches each, and says how many more
+#: each file has ("N more matches in this file", a link to the file page).
+RESULT_FILE_MATCHES = 5
 REPOS_PER_PAGE = 50
 MAX_TREE_ENTRIES = 5000
 DEFAULT_MATCHES = 100
@@ -273,7 +278,7 @@ async def search(
     try:
         if services.search is None:
             raise ServiceUnavailable("this service has no searchers")
-        started = await start_search(services.search, caller, body)
+        started = await start_search(services.search, caller, body, file_matches=RESULT_FILE_MATCHES)
     except CodesearchError as e:
         cause = unwrap(e)  # (a CodesearchError: Ray's wrapper of one is caught as one)
         failed = cause if isinstance(cause, CodesearchError) else e
@@ -391,6 +396,8 @@ def browse(request: Request, rest: str, identity: PageCaller, web: WebDep) -> Re
             return pages_history.compare_page(
                 _page, request, identity, root, tc, row, ref, lambda r: resolve_rev(git_dir, row, r)
             )
+        if kind == "blob" and "preview" in request.query_params:  # the results page's preview panel
+            return preview.preview_fragment(request, identity, tc, row, ref, path)
         if kind == "blob" and "blame" in request.query_params:
             return pages_history.blame_page(_page, request, identity, root, tc, row, ref, path)
         audit.record(request, identity, "source.read" if kind == "blob" else "tree.read", f"{row.name}:{path}", ref=ref)
@@ -442,7 +449,7 @@ def _file_page(request: Request, root: str, tc: ToolContext, row: Repo, ref: str
     )
     ctx: dict[str, Any] = {
         "nav": nav,
-        "title": f"{path.rsplit('/', 1)[-1]} · {row.display_name or row.name}",
+        "title": f"{path} · {row.display_name or row.name}",  # the path whole: files of one name differ
         "repo": row.name,
         "rev": short_ref(ref),
         "commit": commit,

@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 import math
 import urllib.parse
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Iterator
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +33,7 @@ from jinja2.utils import htmlsafe_json_dumps
 from markupsafe import Markup
 
 from codesearch.web.result_copies import CopyFolder, render_copies
+from codesearch.web.snippets import SnippetBudget, plain_line, snippet_html
 from codesearch.web.templating import template
 
 log = logging.getLogger(__name__)
@@ -176,8 +177,10 @@ class RepoNames:
         return [{"name": name, "displayName": shown} for name, shown in self.display.items()]
 
 
-def file_view(f: dict[str, Any], links: Links, names: RepoNames) -> dict[str, Any]:
-    """What ``_result_file.html`` draws for one file of a chunk."""
+def file_view(f: dict[str, Any], links: Links, names: RepoNames, budget: SnippetBudget | None = None) -> dict[str, Any]:
+    """What ``_result_file.html`` draws for one file of a chunk: its lines highlighted while the
+    page's `budget` lasts (`codesearch.web.snippets`; without one, plain), with their marks; the
+    matches it was found with beyond those shown (``moreMatches``, the page's per-file cap)."""
     page = links.browse(f.get("webUrl"))
     base = page + links.terms() if page else None
     name = f.get("fileName") or {"text": ""}
@@ -185,7 +188,7 @@ def file_view(f: dict[str, Any], links: Links, names: RepoNames) -> dict[str, An
     branches = [str(b) for b in f.get("branches") or ()]
     branch = branches[0].removeprefix("refs/heads/").removeprefix("refs/tags/") if branches else ""
     repo = str(f.get("repository") or "")
-    chunks = []
+    chunks: list[list[dict[str, Any]]] = []
     for c in f.get("chunks") or ():
         by_line = ranges_by_line(c.get("matchRanges"))
         start = (c.get("contentStart") or {}).get("lineNumber") or 1
@@ -204,16 +207,27 @@ def file_view(f: dict[str, Any], links: Links, names: RepoNames) -> dict[str, An
                 }
             )
         chunks.append(lines)
+    path = str(name.get("text") or "")
+    lang = str(f.get("language") or "")
+    pieces = [[line["pieces"] for line in lines] for lines in chunks]
+    htmls = snippet_html(path, lang, pieces, budget) if budget is not None else None
+    for k, lines in enumerate(chunks):
+        for i, line in enumerate(lines):
+            line["html"] = htmls[k][i] if htmls is not None else plain_line(line["pieces"])
+    more = f.get("moreMatches")
+    more = more if isinstance(more, int) and not isinstance(more, bool) and more > 0 else 0
     score = f.get("score")
     return {
         "repo": repo,
         "repo_label": names.label(repo),
-        "lang": str(f.get("language") or ""),
+        "lang": lang,
         "href": base + first_match_anchor(f) if base else None,
-        "name": marked(str(name.get("text") or ""), name_marks),
+        "name": marked(path, name_marks),
         "branch": branch,
         "branches": ", ".join(branches),
-        "matches": match_count(f),
+        "matches": match_count(f) + more,
+        "more": more,
+        "more_exact": f.get("moreMatchesExact") is not False,
         "external": safe_href(f.get("externalWebUrl")),
         "score": score if isinstance(score, (int, float)) and not isinstance(score, bool) else 0,
         "order": ",".join(str(int(x)) for x in f.get("order") or () if isinstance(x, (int, float))),
@@ -225,9 +239,15 @@ def file_view(f: dict[str, Any], links: Links, names: RepoNames) -> dict[str, An
     }
 
 
-def render_file(f: dict[str, Any], links: Links, names: RepoNames, copies: list[dict[str, Any]] | None = None) -> str:
+def render_file(
+    f: dict[str, Any],
+    links: Links,
+    names: RepoNames,
+    budget: SnippetBudget | None = None,
+    copies: list[dict[str, Any]] | None = None,
+) -> str:
     """One file of the results as HTML (``section.file``), with the disclosure of its `copies`."""
-    view = file_view(f, links, names)
+    view = file_view(f, links, names, budget)
     folded = Markup(render_copies(view["content"], copies, links.file_href, names.label, late=False)) if copies else ""
     return template("_result_file.html").render(f=view, copies=folded)
 
@@ -264,19 +284,21 @@ async def page_stream(
         yield head
         names = RepoNames()
         folder = CopyFolder()
+        budget = SnippetBudget()
+        first = True  # the page's first file leaves alone: the others are drawn while it travels
         outcome: dict[str, Any] = {"error": {"message": "the search ended early"}}
         async with aclosing(events) as answers:
             async for event in answers:
                 kind = event.get("type")
                 if kind == "chunk":
-                    try:
-                        files = _render_chunk(event, links, names, folder)
+                    try:  # (a browser that leaves raises GeneratorExit at the yield: not caught here)
+                        for part in _render_chunk(event, links, names, folder, budget, first):
+                            first = False
+                            yield part
                     except Exception:  # noqa: BLE001 - a bad answer must not cut the page off
                         log.exception("results page: an answer could not be drawn")
                         outcome = {"error": {"message": "some results could not be shown"}}
                         break
-                    if files:
-                        yield files
                 elif kind == "final":
                     outcome = {
                         "stats": event.get("accumulatedStats") or {},
@@ -294,11 +316,20 @@ async def page_stream(
             on_close()
 
 
-def _render_chunk(event: dict[str, Any], links: Links, names: RepoNames, folder: CopyFolder) -> str:
+def _render_chunk(
+    event: dict[str, Any], links: Links, names: RepoNames, folder: CopyFolder, budget: SnippetBudget, first: bool
+) -> Iterator[str]:
     """The HTML of one ``chunk`` event's files (learning its repositories' names first), copies
-    folded (`codesearch.web.result_copies`)."""
+    folded (`codesearch.web.result_copies`), in one part; when no file was sent yet, the first
+    file in a part of its own, which leaves before the others are drawn (their highlighting must
+    not delay the first result)."""
     names.learn(event.get("repositoryInfo"))
     drawn, late = folder.fold(list(event.get("files") or ()))
-    html = [render_file(f, links, names, copies) for f, copies in drawn]
+    if first and len(drawn) > 1:
+        f, copies = drawn[0]
+        yield render_file(f, links, names, budget, copies)
+        drawn = drawn[1:]
+    html = [render_file(f, links, names, budget, copies) for f, copies in drawn]
     html += [render_copies(h, copies, links.file_href, names.label, late=True) for h, copies in late.items()]
-    return "".join(html)
+    if html:
+        yield "".join(html)

@@ -17,8 +17,8 @@ plain transcription of the rule written here from the rule's statement (it does 
   occurrences in the visible repositories' files (brute force over the files written);
 * the MCP tools (the real MCP client SDK over HTTP): `grep`, `list_repos`, `read_file`,
   `list_tree`, `list_commits`, `glob`;
-* the web pages: search results, the repository list, the file browser and its history pages
-  (blame, history, commit, compare).
+* the web pages: search results, the repository list, the file browser, the results page's
+  preview of a file and the history pages (blame, history, commit, compare).
 
 Searches run on real Ray searchers (`SearcherPool`), so the filter is the searchers' own
 (`SearchOptions.visible_repos`), not only a last look at the answer.
@@ -480,6 +480,7 @@ def test_web_pages_show_only_visible_repositories(world):
                 else:
                     assert name not in page.text and name not in repos_page.text, (u["row"].email, name)
                 for rest in ("@main/-/blob/README.md", "@main/-/blob/README.md?blame", "@main/-/commits/src",
+                             "@main/-/blob/README.md?preview&line=1",  # the results page's preview panel
                              "/-/commits", "/-/commit/main", "/-/compare?base=main&head=main", "/-/compare"):
                     browse = http.get(f"/browse/{name}{rest}")
                     if name in visible:

@@ -303,3 +303,90 @@ def test_carriage_returns_do_not_break_lines(content, texts):
     out = render_file(f, Links("", "", "q"), RepoNames())
     assert "\r" not in out
     assert [html_lib.unescape(t) for t in re.findall(r'<code class="ctext">(.*?)</code>', out)] == texts
+
+
+# ----------------------------------------------------------------------------- highlighted snippets
+
+from codesearch.web import highlight  # noqa: E402
+from codesearch.web.snippets import MAX_CHUNK_CHARS, SnippetBudget, snippet_html  # noqa: E402
+
+SNIPPETS = [  # (path, language, lines of a chunk)
+    ("orm/query.py", "Python", ["class QuerySet(object):", '    def filter(self, x="<b>", y=\'&\'):  # QuerySet', ""]),
+    ("web/app.js", "JavaScript", ["const qs = new QuerySet(); // <script>", "  return `${qs}`;"]),
+    ("lib/q.go", "Go", ["func (q *QuerySet) Filter() {}", "\tvar s = \"QuerySet\""]),
+    ("Makefile", "", ["all: QuerySet", "\t@echo QuerySet"]),
+]
+
+
+def same_entities(html: str) -> str:
+    """Quotes as one spelling (Pygments leaves them as they are, markupsafe writes entities)."""
+    return html.replace("&#34;", '"').replace("&quot;", '"').replace("&#39;", "'")
+
+
+def strip_tags(html: str) -> str:
+    return html_lib.unescape(re.sub(r"<[^>]+>", "", html))
+
+
+@pytest.mark.parametrize("path,language,lines", SNIPPETS)
+def test_snippets_are_highlighted_as_the_file_page_highlights(path, language, lines):
+    """Differential against the file page's highlighter: without marks, a snippet's lines are the
+    file page's lines of the same text (entities spelled alike); with marks, the same tokens with
+    each match in a <mark>, the text unchanged."""
+    file_page, ok = highlight.highlight_lines(path, language, "\n".join(lines) + "\n")
+    assert ok
+    plain = snippet_html(path, language, [[[(line, False)] for line in lines]], SnippetBudget())[0]
+    assert [same_entities(str(h)) for h in plain] == [same_entities(h) for h in file_page]
+    pieces = [marked(line, [(m.start(), m.end()) for m in re.finditer("QuerySet", line)]) for line in lines]
+    out = snippet_html(path, language, [pieces], SnippetBudget())[0]
+    for line, html in zip(lines, out, strict=True):
+        assert strip_tags(str(html)) == line
+        assert [strip_tags(m) for m in re.findall(r"<mark>(.*?)</mark>", str(html))] == ["QuerySet"] * line.count("QuerySet")
+        assert "<script" not in str(html) and "<b>" not in str(html)
+    assert any('<span class="' in str(h) for h in out)
+
+
+@pytest.mark.parametrize("path,language,lines,budget_s,why", [
+    ("a.py", "Python", ["x = 1  # QuerySet"], 0.0, "the page's budget is spent"),
+    ("a.unknownext", "", ["x = 1  # QuerySet"], 1.0, "no lexer for the file"),
+    ("a.py", "Python", ["\ufeffx = 'QuerySet'"], 1.0, "the lexer would drop a byte order mark"),
+    ("a.py", "Python", ["# QuerySet " + "x" * MAX_CHUNK_CHARS], 1.0, "a chunk too big"),
+])
+def test_snippets_fall_back_to_plain_text_with_marks(path, language, lines, budget_s, why):
+    pieces = [marked(line, [(m.start(), m.end()) for m in re.finditer("QuerySet", line)]) for line in lines]
+    out = snippet_html(path, language, [pieces], SnippetBudget(budget_s))[0]
+    for line, html in zip(lines, out, strict=True):
+        assert "<span" not in str(html), why
+        assert strip_tags(str(html)) == line and str(html).count("<mark>QuerySet</mark>") == 1, why
+
+
+def test_the_budget_is_spent_by_the_time_highlighting_takes():
+    ticks = iter(range(100))
+    budget = SnippetBudget(2.5, clock=lambda: float(next(ticks)))  # each chunk "takes" one second
+    chunks = [[marked("x = 1", [])] for _ in range(5)]
+    out = snippet_html("a.py", "Python", chunks, budget)
+    assert ["<span" in str(c[0]) for c in out] == [True, True, True, False, False]
+
+
+def test_a_file_with_more_matches_than_shown_says_so():
+    f = hostile_file(repository="git.local/demo", language="Python", moreMatches=41, moreMatchesExact=True)
+    out = render_file(f, Links("", "http://cs.example", "q"), RepoNames(), SnippetBudget())
+    assert 'data-matches="43"' in out and '<span class="muted small">43 matches</span>' in out
+    assert re.search(r'<p class="more-matches"><a href="[^"]+\?q=q#L7">41 more matches in this file</a></p>', out)
+    out = render_file({**f, "moreMatches": 1000, "moreMatchesExact": False}, Links("", "", "q"), RepoNames())
+    assert "1000+ more matches in this file" in out
+    assert "more-matches" not in render_file(hostile_file(), Links("", "", "q"), RepoNames())
+
+
+@pytest.mark.parametrize("line,total,size,expected", [
+    (1, 0, 4, (1, 0)),        # an empty file
+    (1, 3, 4, (1, 3)),        # the whole file fits
+    (1, 10, 4, (1, 4)),
+    (5, 10, 4, (3, 6)),       # the line in the middle
+    (10, 10, 4, (7, 10)),     # near the end: the last lines
+    (99, 10, 4, (7, 10)),     # past the end: clamped
+    (-3, 10, 4, (1, 4)),
+])
+def test_the_preview_window(line, total, size, expected):
+    from codesearch.web.preview import window
+
+    assert window(line, total, size) == expected

@@ -265,7 +265,8 @@ def test_the_searched_term_is_highlighted(page_at, web, query, path, marks):
 def test_a_search_result_opens_the_file_with_the_term_highlighted(page_at, web):
     page = page_at()
     page.goto(f"{web['url']}/search?q=whisper")
-    page.locator("#results .cline.hit").first.click()
+    page.locator("#results .cline.hit").first.click()  # the preview panel, which links to the file page
+    page.locator("#preview .preview-open").click()
     page.wait_for_url(re.compile(r"/src/util/strings\.py\?q=whisper#L5$"))
     page.wait_for_selector("mark.cn-term")
     assert page.locator("mark.cn-term").all_inner_texts() == ["whisper"]

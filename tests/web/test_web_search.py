@@ -325,9 +325,9 @@ def test_sourcebot_search_links_open_the_search(owner_page, web, link, query, re
 
 def test_sourcebot_links_keep_their_matches_and_stay_on_this_site(owner_page, web):
     page = owner_page
-    page.goto(web["url"] + '/~/search?query=%22of+the+big+file%22&matches=5')
-    wait_done(page)
-    assert re.match(r"^5 matches in 1 file \(more exist\)", summary(page)), summary(page)
+    page.goto(web["url"] + '/~/search?query=%22alpha+beta%22&matches=5')
+    wait_done(page)  # 5 ranges: one file of 80 matches (the page shows 5 of a file's, counts the rest)
+    assert re.match(r"^80 matches in 1 file \(more exist\)", summary(page)), summary(page)
     for sneaky in ("/~//evil.example/x", "/~/%2F%2Fevil.example", "/~/\\evil.example"):
         r = httpx.get(web["url"] + sneaky, follow_redirects=False, timeout=30)
         assert r.status_code == 308 and r.headers["location"].startswith("/web/"), (sneaky, r.headers)
@@ -364,15 +364,181 @@ def test_filter_by_language(owner_page, web):
 
 
 def test_load_more_doubles_matches(owner_page, web):
+    """`matches` is the budget of the match ranges shown; the page shows 5 of a file's (and counts
+    the rest), so doubling it lists twice the files."""
     page = owner_page
-    search(page, web, '"of the big file"', matches=5)  # a phrase: one match per line
-    assert re.match(r"^5 matches in 1 file \(more exist\)", summary(page)), summary(page)
+    search(page, web, '"alpha beta"', matches=5)  # a phrase: one match per line, 80 lines in each of 12 files
+    assert re.match(r"^80 matches in 1 file \(more exist\)", summary(page)), summary(page)
     assert page.locator("#more").is_visible()
     page.click("#load-more")
     page.wait_for_url(re.compile(r"matches=10"))
     wait_done(page)
-    assert re.match(r"^10 matches in 1 file \(more exist\)", summary(page)), summary(page)
+    assert re.match(r"^160 matches in 2 files \(more exist\)", summary(page)), summary(page)
     assert page.locator("#results .cline.hit").count() == 10
+
+
+# ----------------------------------------------------------------------------- files, snippets, preview (issue 29)
+
+
+def test_a_file_with_many_matches_leaves_room_for_other_files(owner_page, web):
+    """Issue 29 item 1: each of the 12 files of `"alpha beta"` has 80 matches. The API spends its
+    100 on the first files (Sourcebot's `matches`); the page shows 5 of each file's and lists all
+    12, each saying how many more it has, linked to the file page."""
+    page = owner_page
+    api = api_search(web, '"alpha beta"')
+    assert [len(f["chunks"][0]["matchRanges"]) for f in api["files"]] == [80, 20]  # unchanged
+    search(page, web, '"alpha beta"')
+    assert re.match(r"^960 matches in 12 files\b", summary(page)), summary(page)
+    assert "(more exist)" not in summary(page) and page.locator("#more").is_hidden()
+    sections = page.locator("#results section.file")
+    assert sections.count() == 12
+    for i in range(12):
+        sec = sections.nth(i)
+        assert sec.locator(".cline.hit").count() == 5 and sec.get_attribute("data-matches") == "80"
+        more = sec.locator(".more-matches a")
+        assert more.inner_text() == "75 more matches in this file"
+        assert more.get_attribute("href") == sec.locator("a.file-path").get_attribute("href")
+
+
+def test_snippets_are_coloured_by_language_with_their_marks(owner_page, web):
+    """Issue 29 item 2: the snippets carry the file page's token classes (`/highlight.css`), the
+    matches still in <mark>; text with no lexer stays plain."""
+    page = owner_page
+    search(page, web, "handle_request")
+    widget = page.locator("section.file", has=page.locator(".file-path", has_text="src/widget.py")).first
+    assert widget.locator(".cline.hit .ctext .k").first.inner_text() == "def"  # Pygments' keyword class
+    assert {t.lower() for t in page.locator("#results mark").all_inner_texts()} == {"handle_request"}
+    colour = page.evaluate("() => getComputedStyle(document.querySelector('#results .ctext .k')).color")
+    plain = page.evaluate("() => getComputedStyle(document.querySelector('#results .ctext')).color")
+    assert colour != plain  # the token colours apply on this page
+    search(page, web, '"of the big file"')
+    assert page.locator("#results .ctext span").count() == 0 and page.locator("#results mark").count() > 0
+
+
+def open_preview(page, path: str, hit: int = 0):
+    """Click the `hit`-th matching line of `path`'s result; the panel's content loaded."""
+    sec = page.locator("section.file", has=page.locator(".file-path", has_text=path)).first
+    line = sec.locator(".cline.hit").nth(hit)
+    n = line.locator(".ln").inner_text()
+    line.locator(".ctext").click()
+    page.wait_for_selector(f"#preview .preview-body .line.hl[data-n='{n}']")
+    return sec, int(n)
+
+
+def test_a_result_opens_in_the_preview_panel(owner_page, web):
+    """Issue 29 item 3: a click previews the file beside the results, scrolled to the line and
+    the match marked, the page staying put; Escape closes it and the focus goes back; the keyboard
+    opens it; Ctrl-click still opens the file page."""
+    page = owner_page
+    search(page, web, "handle_request")
+    url = page.url
+    sec, n = open_preview(page, "src/app.py")
+    assert page.url == url and page.locator("#preview").is_visible()
+    assert page.inner_text("#preview .preview-path") == "src/app.py"
+    hl = page.locator("#preview .line.hl")
+    assert hl.locator("mark").all_inner_texts() == ["handle_request"]
+    assert hl.locator(".src .k").count() >= 1 or hl.locator(".src span").count() >= 1  # highlighted
+    assert page.locator("#preview .line").count() >= 10  # the file, not the snippet
+    assert in_viewport(page, "#preview .line.hl")
+    assert page.evaluate("() => document.activeElement.id") == "preview-title"
+    assert page.locator("#preview .preview-open").get_attribute("href").endswith(f"#L{n}")
+    page.keyboard.press("Escape")
+    assert page.locator("#preview").is_hidden()
+    assert page.evaluate("() => document.activeElement.classList.contains('file-path')")
+    # the keyboard: a result's path, focused, Enter
+    sec.locator("a.file-path").focus()
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#preview .line.hl")
+    assert page.url == url
+    page.locator("#preview .preview-close").click()
+    assert page.locator("#preview").is_hidden()
+    # Ctrl-click is still a link: the file page in a new tab, the results unchanged
+    with page.context.expect_page() as opened:
+        sec.locator("a.file-path").click(modifiers=["Control"])
+    new = opened.value
+    new.wait_for_load_state()
+    assert "/-/blob/src/app.py" in new.url and page.url == url and page.locator("#preview").is_hidden()
+    new.close()
+    events, _ = web["store"].list_audit_events(action="source.read", per_page=20)
+    assert any(e.details.get("preview") and e.target == f"{DEMO}:src/app.py" for e in events)
+
+
+@pytest.mark.parametrize("width", [360, 1400])
+def test_the_preview_panel_fits_and_passes_the_audit(browser, web, width):
+    """At 1400 px the panel sits beside the results, at 360 px it covers them (the page behind it
+    inert); axe finds nothing serious with it open, in both themes."""
+    from tests.a11y import audit, describe
+    from tests.webworld import login
+
+    found = {}
+    for scheme in ("light", "dark"):
+        ctx = browser.new_context(viewport={"width": width, "height": 800}, color_scheme=scheme)
+        try:
+            page = ctx.new_page()
+            page.set_default_timeout(20_000)
+            login(page, web, web["owner"])
+            search(page, web, "handle_request")
+            open_preview(page, "src/app.py")
+            box = page.locator("#preview").bounding_box()
+            results = page.locator(".results-main").bounding_box()
+            if width == 360:
+                assert box["x"] == 0 and box["width"] == 360
+                assert page.evaluate("() => document.querySelector('.results-main').inert")
+            else:
+                assert box["x"] >= results["x"] + results["width"] and box["width"] > 400
+            assert page.evaluate("() => document.documentElement.scrollWidth") <= width
+            problems = audit(page)
+            if problems:
+                found[scheme] = describe(problems)
+            page.keyboard.press("Escape")
+            assert not page.evaluate("() => document.querySelector('.results-main').inert")
+        finally:
+            ctx.close()
+    assert not found, found
+
+
+#: The preview route (`?preview` of the file route): path, status, what the answer holds.
+PREVIEWS = [
+    (f"/browse/{DEMO}@main/-/blob/data/big.txt?preview&line=1100", 200, "line 1100 of the big file"),
+    (f"/browse/{DEMO}@main/-/blob/assets/logo.png?preview", 200, "Binary file"),
+    (f"/browse/{DEMO}@main/-/blob/no/such.txt?preview", 404, "Not found"),
+    ("/browse/git.local/no-such-repo@main/-/blob/a.txt?preview", 404, "Not found"),
+]
+
+
+def test_the_preview_route_is_bounded_and_the_file_routes_own(owner_page, web):
+    """The preview is the file route's (`?preview`): the same sign-in, the same 404s (hidden
+    repositories too: tests/permissions/test_permission_leaks.py), at most PREVIEW_LINES lines."""
+    from codesearch.web.preview import PREVIEW_LINES
+
+    for path, status, holds in PREVIEWS:
+        signed_out = httpx.get(web["url"] + path, timeout=60, follow_redirects=False)
+        assert signed_out.status_code in (302, 303, 307) and "/login" in signed_out.headers["location"], path
+        r = owner_page.request.get(web["url"] + path)
+        text = r.text()
+        assert r.status == status and holds in text, (path, r.status, text[:300])
+        if status == 200:
+            lines = re.findall(r'<div class="line" data-n="(\d+)"', text)
+            assert len(lines) <= PREVIEW_LINES and "<html" not in text, path
+            assert not lines or (lines[0], lines[-1]) == ("1", "1200"), path
+
+
+#: Every page names what it shows in its <title>.
+TITLES = [
+    ("/search?q=handle_request", "handle_request · codesearch"),
+    (f"/browse/{DEMO}@main/-/blob/src/util/strings.py", "src/util/strings.py · demo · codesearch"),
+    (f"/browse/{DEMO}@main/-/tree/src/util", "src/util · demo · codesearch"),
+    (f"/browse/{DEMO}@main/-/blob/src/util/strings.py?blame", f"Blame · src/util/strings.py · {DEMO} · codesearch"),
+    (f"/browse/{DEMO}@main/-/commits/src/util", f"History · src/util · {DEMO} · codesearch"),
+]
+
+
+def test_every_page_is_titled_by_what_it_shows(owner_page, web):
+    got = {}
+    for path, _ in TITLES:
+        owner_page.goto(web["url"] + path)
+        got[path] = owner_page.title()
+    assert got == dict(TITLES)
 
 
 # ----------------------------------------------------------------------------- file and tree views
@@ -381,7 +547,8 @@ def test_load_more_doubles_matches(owner_page, web):
 def test_open_a_result_lands_on_the_highlighted_line(owner_page, web):
     page = owner_page
     search(page, web, '"line 1100 of"')
-    page.locator("#results .cline.hit").first.click()
+    page.locator("#results .cline.hit").first.click()  # the preview panel (test_web_results_preview)…
+    page.locator("#preview .preview-open").click()  # …links to the file page
     page.wait_for_url(re.compile(r"/web/browse/git\.local/demo@main/-/blob/data/big\.txt\?q=[^#]*#L1100$"))
     page.wait_for_selector("#L1100.hl")
     assert page.locator(".line.hl").count() == 1
@@ -391,7 +558,7 @@ def test_open_a_result_lands_on_the_highlighted_line(owner_page, web):
     # a Python result: highlighted by Pygments, line numbers, a link to the host
     search(page, web, "handle_request", lang="Python")
     section = page.locator("section.file", has=page.locator(".file-path", has_text="src/widget.py")).first
-    section.locator(".file-path").click()
+    page.goto(web["serve_url"] + section.locator(".file-path").get_attribute("href"))  # (a click previews it)
     page.wait_for_url(re.compile(r"/web/browse/github\.com/acme/widgets@main/-/blob/src/widget\.py\?q=[^#]*#L4$"))
     assert page.locator("#L4.hl").count() == 1 and in_viewport(page, "#L4")
     assert page.locator("#L4 .src .k").first.inner_text() == "def"  # token classes from Pygments
@@ -410,7 +577,7 @@ def test_open_a_result_lands_on_the_highlighted_line(owner_page, web):
     search(page, web, r"Widget:\n\s+def", regex=1)
     link = page.locator("section.file .file-path").first
     assert link.get_attribute("href").endswith("/src/widget.py?q=Widget%3A%5Cn%5Cs%2Bdef&regex=1#L3-L4")
-    link.click()
+    page.goto(web["serve_url"] + link.get_attribute("href"))
     page.wait_for_selector("#L3.hl")
     assert page.locator(".line.hl").count() == 2 and page.locator("#L4.hl").count() == 1
     # a binary file says so

@@ -5,9 +5,10 @@
 // an error). This module is loaded `async`, so it usually runs while the results are still
 // coming: it places each file in rank order as it is written (data-score, data-order), counts
 // it into the language and repository facets and the summary, and, once the page is complete,
-// reads the outcome.
+// reads the outcome. A click on a result opens it in the preview panel (preview.js).
 
 import {el, plural, root, whenComplete} from "./dom.js";
+import {initPreview} from "./preview.js";
 import {rerunOnToggle} from "./searchform.js";
 
 // The name a repository is shown by: its display name, unless two repositories of the results
@@ -71,15 +72,9 @@ async function initSearch() {
     for (const span of results.querySelectorAll(".file-repo")) span.textContent = repoLabel(span.title, state.display);
   }
 
-  // Clicking a result line opens the file there (unless the user is selecting text).
-  results.addEventListener("click", (e) => {
-    const row = e.target.closest(".cline");
-    if (!row || e.target.closest("a")) return;
-    const sel = window.getSelection();
-    if (sel && String(sel).length) return;
-    const href = row.dataset.href;
-    if (href) location.href = href;
-  });
+  // Clicking a result opens it in the preview panel beside the results (preview.js); its links
+  // stay links (Cmd/Ctrl-click, middle-click open the file page).
+  initPreview(results);
 
   // The rest of the page (the query bar's context list) waits for this: nothing competes with
   // the search for the server while the first results are on their way.
@@ -219,6 +214,7 @@ async function initSearch() {
                 repo: sec.dataset.repo || "", path: sec.dataset.path || ""});
     state.files++;
     state.matches += Number(sec.dataset.matches) || 0;
+    if ("matchesPartial" in sec.dataset) state.partial = true; // a file's matches counted up to a limit
     const lang = sec.dataset.lang || "";
     state.langs.set(lang, (state.langs.get(lang) || 0) + 1);
     state.repos.set(sec.dataset.repo || "", (state.repos.get(sec.dataset.repo || "") || 0) + 1);
@@ -248,7 +244,14 @@ async function initSearch() {
     renderFacets("filter-lang", "lang", state.langs);
     renderFacets("filter-repo", "repo", state.repos);
     applyFilter();
-    if (!state.done) summary.textContent = `Searching… ${plural(state.matches, "match", "matches")} in ${plural(state.files, "file")} so far`;
+    if (!state.done) summary.textContent = `Searching… ${matchesText()} in ${plural(state.files, "file")} so far`;
+  }
+
+  // The matches of the files listed: those shown and those each file counted beyond ("1,000+"
+  // when a file's were counted only up to a limit).
+  function matchesText() {
+    const text = plural(state.matches, "match", "matches");
+    return state.partial ? text.replace(" ", "+ ") : text;
   }
 
   function finish(stats, exhaustive, hints) {
@@ -263,7 +266,7 @@ async function initSearch() {
       summary.replaceChildren("No results for ", el("code", null, cfg.query), ms ? el("span", {class: "muted"}, ms) : "");
     } else {
       summary.replaceChildren(
-        el("strong", null, `${plural(state.matches, "match", "matches")} in ${plural(state.files, "file")}`),
+        el("strong", null, `${matchesText()} in ${plural(state.files, "file")}`),
         exhaustive ? "" : el("span", {class: "more-exist"}, " (more exist)"),
         el("span", {class: "muted"}, ms));
     }
@@ -271,7 +274,7 @@ async function initSearch() {
     const moreBox = more(), moreText = document.getElementById("more-text");
     if (!exhaustive && cfg.matches < cfg.maxMatches && moreBox && moreText) {
       moreBox.hidden = false;
-      moreText.textContent = `Showing the first ${plural(state.matches, "match", "matches")}.`;
+      moreText.textContent = `Showing the first ${plural(state.files, "file")}.`;
     }
   }
 
