@@ -114,6 +114,8 @@ class BlameRange:
     path: str  # the file's path in that commit (differs after a rename)
     start_line: int  # 1-based, in the blamed file
     line_count: int
+    #: 1-based, where the range's first line is in `hash`'s version of the file (`path`)
+    orig_line: int = 0
 
 
 @dataclass(frozen=True)
@@ -208,13 +210,13 @@ def blame(git_dir: str, ref: str, path: str, *, max_lines: int = MAX_BLAME_LINES
                     previous=previous,
                 )
             if len(header) == 4:
-                start, count = int(header[2]), int(header[3])
+                orig, start, count = int(header[1]), int(header[2]), int(header[3])
                 where = names.get(sha, path)
                 last = ranges[-1] if ranges else None
                 if last and last.hash == sha and last.path == where and last.start_line + last.line_count == start:
-                    ranges[-1] = BlameRange(sha, where, last.start_line, last.line_count + count)
+                    ranges[-1] = BlameRange(sha, where, last.start_line, last.line_count + count, last.orig_line)
                 else:
-                    ranges.append(BlameRange(sha, where, start, count))
+                    ranges.append(BlameRange(sha, where, start, count, orig))
         if p.finish() != 0:
             raise p.failed()
     out.ranges = ranges

@@ -6,10 +6,11 @@ them the request after it has found the repository for the caller (so a reposito
 may not see is the same 404 page as one that does not exist) and resolved the revision:
 
 - ``/browse/<repo>@<rev>/-/blob/<path>?blame``: the file with, per range of lines, the commit
-  that last changed them (short sha linking to the commit page, date, author, subject);
-- ``/browse/<repo>@<rev>/-/commits[/<path>]?page=N``: the commits reachable from the revision
-  that changed the path (a file or directory; the whole repository without one), newest first,
-  `PER_PAGE` a page;
+  that last changed them (short sha linking to the commit page, date, author, subject) and a
+  link to the blame of the file just before that commit (or a note that the commit added it);
+- ``/browse/<repo>@<rev>/-/commits[/<path>]?author=&page=N``: the commits reachable from the
+  revision that changed the path (a file or directory; the whole repository without one), newest
+  first, `PER_PAGE` a page, only those of `author` when given (picked from the path's authors);
 - ``/browse/<repo>/-/commit/<commit>``: a commit's message, author, parents and its changes
   against its first parent, as a unified diff with syntax colouring;
 - ``/browse/<repo>/-/compare?base=&head=``: the commits in `head` that are not in `base` and the
@@ -58,6 +59,12 @@ MAX_DIFF_BYTES = 1_000_000
 CAP_TEXT = f"{MAX_FILES} files or {MAX_DIFF_BYTES // 1_000_000} MB of diff text"
 #: files with a longer diff are shown without syntax colouring
 MAX_HIGHLIGHT_DIFF_LINES = 5_000
+#: a file whose diff has more rows than this starts folded (its <details> closed), as Sourcebot folds big diffs
+COLLAPSE_ROWS = 400
+#: the history page's author filter offers at most this many authors (the most frequent)
+MAX_AUTHOR_CHOICES = 100
+#: and reads at most this much of the one asked for (a substring of "Name <email>", as the API's `author`)
+MAX_AUTHOR_FILTER = 500
 #: the compare page lists at most this many commits
 MAX_COMPARE_COMMITS = 100
 
@@ -89,9 +96,10 @@ class Links:
     def tree(self, rev: str, path: str = "") -> str:
         return self._browse(self.root, self.repo, rev, "tree", path)
 
-    def commits(self, rev: str, path: str = "", page: int = 1) -> str:
+    def commits(self, rev: str, path: str = "", page: int = 1, author: str = "") -> str:
         url = self._browse(self.root, self.repo, rev, "commits", path).rstrip("/")
-        return url + (f"?page={page}" if page > 1 else "")
+        params = {k: v for k, v in (("author", author), ("page", str(page) if page > 1 else "")) if v}
+        return url + (f"?{urllib.parse.urlencode(params)}" if params else "")
 
     def commit(self, sha: str) -> str:
         return self._browse(self.root, self.repo, None, "commit", sha)
@@ -155,6 +163,7 @@ def _diff_files(files: list[FileDiff], links: Links, old_rev: str | None, new_re
                 "additions": added,
                 "deletions": removed,
                 "rows": rows,
+                "collapsed": len(rows) > COLLAPSE_ROWS,
                 "view": links.blob(new_rev, f.new_path)
                 if f.new_path is not None
                 else (links.blob(old_rev, f.old_path) if old_rev and f.old_path is not None else None),
@@ -240,6 +249,11 @@ def blame_page(
             "date": _day(c.date) if c else "",
             "message": c.message if c else "",
             "path": r.path if r.path != path else "",
+            # "blame the parent": the file as it was just before this commit (under its name
+            # there), near this line; None when the commit added the file (no earlier version)
+            "prev": links.blob(c.previous[0], c.previous[1]) + f"?blame#L{max(1, r.orig_line)}"
+            if c and c.previous
+            else None,
         }
     rows, shade = [], 0
     for i, html in enumerate(lines[: history.MAX_BLAME_LINES], 1):
@@ -261,8 +275,17 @@ def history_page(
         n = max(1, min(int(request.query_params.get("page") or 1), 100_000))
     except ValueError:
         n = 1
+    author = (request.query_params.get("author") or "").strip()[:MAX_AUTHOR_FILTER]
     links = Links(root, row.name)
-    found, total = git_reads.list_commits(tc, row, ref, path=scope or None, page=n, per_page=PER_PAGE)
+    found, total = git_reads.list_commits(
+        tc, row, ref, path=scope or None, author=author or None, page=n, per_page=PER_PAGE
+    )
+    # the filter's choices: the most frequent authors of this path (one bounded page, as
+    # GET /api/commits/authors gives them), and the one in the address if it is not among them
+    people, _ = git_reads.list_commit_authors(tc, row, ref, path=scope or None, per_page=MAX_AUTHOR_CHOICES)
+    choices = [{"value": a.email or a.name, "label": f"{a.name} ({a.commit_count})"} for a in people]
+    if author and author not in {c["value"] for c in choices}:
+        choices.insert(0, {"value": author, "label": author})
     kind = git_reads.path_kind(tc, row, ref, scope)
     commits = []
     for c in found:
@@ -301,8 +324,11 @@ def history_page(
         page=n,
         last=last,
         kind=kind,
-        prev_url=links.commits(ref, scope, n - 1) if n > 1 else None,
-        next_url=links.commits(ref, scope, n + 1) if n < last else None,
+        prev_url=links.commits(ref, scope, n - 1, author) if n > 1 else None,
+        next_url=links.commits(ref, scope, n + 1, author) if n < last else None,
+        author=author,
+        authors=choices,
+        action=links.commits(ref, scope),
         here_url=(links.blob(ref, scope) if kind == "blob" else links.tree(ref, scope)) if kind else None,
     )
 

@@ -305,3 +305,232 @@ def test_pages_fit_small_and_wide_screens_in_light_and_dark(owner_page, web, rep
     page.goto(url(web, HIST, "@many/-/blob/wide.txt?blame"))
     box = page.evaluate("() => { const c = document.getElementById('code'); return [c.scrollWidth, c.clientWidth]; }")
     assert box[0] > box[1] and overflow(page) <= 0
+
+
+# ----------------------------------------------------------------------------- diffs fold per file (issue 29, item 4)
+
+
+def _open_files(page) -> list[bool]:
+    return page.eval_on_selector_all("section.dfile > details.dbox", "els => els.map(d => d.open)")
+
+
+def test_each_file_of_a_diff_folds_and_big_ones_start_folded(owner_page, web, repos):
+    page = owner_page
+    page.goto(url(web, HIST, f"/-/commit/{repos['shas']['c2']}"))
+    files = len(api(web, "/api/commit", repo=HIST, ref=repos["shas"]["c2"])["files"])
+    assert _open_files(page) == [True] * files  # small diffs: every file open
+    cases = [  # (what the reader does, which files are open after it)
+        ("text=Collapse all", [False] * files),
+        ("text=Expand all", [True] * files),
+        ("section.dfile[data-path='src/app.py'] summary.dhead", [p != "src/app.py" for p in page.eval_on_selector_all(
+            "section.dfile", "els => els.map(s => s.dataset.path)")]),
+    ]
+    for action, want in cases:
+        page.click(action)
+        assert _open_files(page) == want, action
+    assert not page.locator("section.dfile[data-path='src/app.py'] .code.diff").is_visible()
+    # a folded file's "View file" stays at hand, and an address pointing at the file opens it
+    assert page.locator("section.dfile[data-path='src/app.py'] > a.dview").is_visible()
+    app_id = page.get_attribute("section.dfile[data-path='src/app.py']", "id")
+    page.goto(url(web, HIST, f"/-/commit/{repos['shas']['c2']}#{app_id}"))
+    page.wait_for_function(f"() => document.querySelector('#{app_id} details').open")
+    # a commit with big files: big.txt starts folded, saying so; huge.txt (past the diff's cap) has
+    # only its note; the list of files opens the one picked
+    page.goto(url(web, HIST, "/-/commit/big"))
+    assert _open_files(page) == [False, True]
+    assert "large diff: folded" in page.inner_text("section.dfile[data-path='data/big.txt'] summary")
+    page.click("ul.dfiles a[href='#diff-0']")
+    assert _open_files(page) == [True, True]
+    # the compare page folds the same way
+    page.goto(url(web, HIST, "/-/compare?base=v1.0&head=main"))
+    page.click("text=Collapse all")
+    assert not any(_open_files(page))
+
+
+# ----------------------------------------------------------------------------- blame the parent
+
+
+def test_blame_steps_to_the_parent_across_a_rename_and_says_when_a_commit_added_the_file(owner_page, web, repos):
+    page = owner_page
+    c1, c2 = repos["shas"]["c1"], repos["shas"]["c2"]
+    page.goto(url(web, HIST, "@main/-/blob/docs/manual.md?blame"))
+    steps = page.eval_on_selector_all(".line.bstart .bg", """els => els.map(e => [e.querySelector('.bsha').textContent,
+        e.querySelector('.bprev').classList.contains('none'), e.querySelector('.bprev').getAttribute('aria-label')])""")
+    assert steps == [  # c2 renamed guide.md to manual.md and changed line 4; c1 added the file
+        [c1[:7], True, f"{c1[:7]} added this file: no earlier version"],
+        [c2[:7], False, f"Blame before {c2[:7]}"],
+        [c1[:7], True, f"{c1[:7]} added this file: no earlier version"],
+    ]
+    href = page.get_attribute(".line#L4 .bprev", "href")
+    assert href.endswith(f"/browse/{HIST}@{c1}/-/blob/docs/guide.md?blame#L4"), href
+    page.click(".line#L4 .bprev")
+    page.wait_for_selector(".line.hl")
+    assert page.url.endswith(href), page.url
+    assert page.inner_text(".line#L4 .src") == "Then send requests."  # the file before c2, under its old name
+    assert page.eval_on_selector_all(".line.hl", "els => els.map(e => e.id)") == ["L4"]
+    # a file the commit added: nothing before it to blame
+    page.goto(url(web, HIST, f"@{c2}/-/blob/src/util.py?blame"))
+    assert page.locator(".bprev").count() == 1 and page.locator("a.bprev").count() == 0
+    assert "added this file" in page.get_attribute(".bprev", "title")
+
+
+# ----------------------------------------------------------------------------- history by author
+
+
+def _git_log(repo: str, ref: str, *args: str) -> list[str]:
+    return subprocess.run(["git", "log", "--format=%s", *args, ref], cwd=repo, capture_output=True, text=True,
+                          check=True).stdout.splitlines()
+
+
+def test_history_filters_by_author_on_the_server_and_in_the_address(owner_page, web, repos):
+    page = owner_page
+    page.goto(url(web, HIST, "@main/-/commits"))
+    want = api(web, "/api/commits/authors", repo=HIST, ref="main", perPage=100)
+    options = page.eval_on_selector_all("#hist-author option", "els => els.map(o => [o.value, o.textContent])")
+    assert options == [["", "All authors"]] + [[a["email"], f"{a['name']} ({a['commitCount']})"] for a in want]
+    for who in (BOB_EMAIL, "carol@example.net", ""):
+        page.select_option("#hist-author", who)
+        with page.expect_navigation():
+            page.click("form.hist-filter button[type=submit]")
+        assert urllib.parse.parse_qs(urllib.parse.urlsplit(page.url).query).get("author") == ([who] if who else None)
+        assert page.eval_on_selector_all(".csubject", "els => els.map(e => e.textContent)") == _git_log(
+            repos["hist"], "main", *([f"--author={who}"] if who else []))
+        assert page.input_value("#hist-author") == who  # the page says which filter it shows
+    # the pager keeps the filter; an author who changed nothing here is said so
+    page.goto(url(web, HIST, "@many/-/commits?author=alice%40example.com"))
+    older = page.get_attribute("text=Older →", "href")
+    assert "author=alice%40example.com" in older and "page=2" in older
+    page.goto(url(web, HIST, "@main/-/commits/feature.txt?author=nobody%40example.com"))
+    assert "No commit by nobody@example.com changed feature.txt" in page.inner_text("#commits")
+    assert page.input_value("#hist-author") == "nobody@example.com"
+
+
+BOB_EMAIL = "bob@example.org"
+
+
+# ----------------------------------------------------------------------------- copy path, syntax reference (item 5)
+
+
+@pytest.mark.parametrize("rest, path", [
+    ("@main/-/blob/src/app.py", "src/app.py"),
+    ("@main/-/tree/sp%20ace", "sp ace"),
+])
+def test_copy_path_copies_the_repo_relative_path(browser, web, repos, rest, path):
+    from tests.webworld import login
+
+    ctx = browser.new_context(permissions=["clipboard-read", "clipboard-write"])
+    try:
+        page = ctx.new_page()
+        login(page, web, web["owner"])
+        page.goto(url(web, HIST, rest))
+        button = page.get_by_role("button", name=f"Copy path {path}")
+        button.click()
+        page.wait_for_function("() => document.querySelector('button[data-copy]').textContent === 'Copied'")
+        assert page.evaluate("() => navigator.clipboard.readText()") == path
+        assert page.inner_text("button[data-copy] + [role=status]") == f"Copied {path}"
+    finally:
+        ctx.close()
+    # the repository's own tree has no path to copy
+    owner = browser.new_context()
+    try:
+        page = owner.new_page()
+        login(page, web, web["owner"])
+        page.goto(url(web, HIST, "@main"))
+        assert page.locator("button[data-copy]").count() == 0
+    finally:
+        owner.close()
+
+
+def test_ctrl_slash_opens_the_syntax_reference_wherever_the_search_box_is(owner_page, web, repos):
+    page = owner_page
+    for where in ("/", "/search?q=nothing-matches-this"):
+        page.goto(web["url"] + where)
+        page.focus("input[name=q]")
+        for want in (True, False):
+            page.keyboard.press("Control+/")
+            assert page.evaluate("() => document.querySelector('details.syntax').open") is want, where
+        assert page.locator("details.syntax").count() == 1
+
+
+# ----------------------------------------------------------------------------- who may see
+
+
+def test_a_member_who_may_not_see_the_repo_gets_neither_its_authors_nor_its_blame(owner_page, web, repos, page_for):
+    from codesearch import permissions
+
+    store = web["store"]
+    hidden = "git.local/hidden-hist"
+    _add_repo(web, hidden, repos["hist"])
+    with store.engine.begin() as c:  # the connection's repo is private
+        from sqlalchemy import update
+
+        from codesearch.store.tables import repos as repo_table
+        c.execute(update(repo_table).where(repo_table.c.name == hidden).values(public=False))
+    open_rule = permissions.ConnectionRule(enforce=False, enforce_public=False, host=None)
+    permissions.write_settings(store, permissions.PermissionSettings(enabled=True, connections={
+        "hidden-hist": permissions.ConnectionRule(enforce=True, enforce_public=False, host="github.com"),
+        **{n: open_rule for n in ("hist", "evil-history", "local")}}))
+    try:
+        _member_sees_nothing_of(page_for(web["member"]), web, repos, hidden)
+    finally:
+        permissions.write_settings(store, permissions.PermissionSettings(enabled=False))
+
+
+def _member_sees_nothing_of(member, web, repos, hidden: str) -> None:
+    c1 = repos["shas"]["c1"]
+    cases = [  # (page, as the hidden repo, as a repo that does not exist)
+        f"@main/-/commits?author={BOB_EMAIL}",
+        f"@{c1}/-/blob/docs/guide.md?blame",
+        "@main/-/blob/docs/manual.md?blame",
+    ]
+    deadline = 30
+    for rest in cases:
+        for _ in range(deadline * 10):  # the rule is read again within its cache's few seconds
+            resp = member.goto(url(web, hidden, rest))
+            if resp.status == 404:
+                break
+            member.wait_for_timeout(100)
+        assert resp.status == 404, rest
+        assert BOB_EMAIL not in member.content() and "Rework the app" not in member.content()
+        seen = member.inner_text("main").replace(hidden, "<repo>")
+        assert seen == _body(member, url(web, "git.local/no-such-repo", rest)).replace("git.local/no-such-repo",
+                                                                                       "<repo>"), rest
+    # the same pages of a repository the member may see still work
+    assert member.goto(url(web, HIST, f"@main/-/commits?author={BOB_EMAIL}")).status == 200
+    assert member.locator(".csubject").all_inner_texts() == ["Rework the app"]
+
+
+def _body(page, address: str) -> str:
+    page.goto(address)
+    return page.inner_text("main")
+
+
+# ----------------------------------------------------------------------------- accessibility of what changed
+
+CHANGED = [  # (page, what a reader opens first)
+    (f"@main/-/commits?author={BOB_EMAIL}", None),
+    ("/-/compare?base=v1.0&head=main", "text=Collapse all"),
+    ("@main/-/blob/docs/manual.md?blame", None),
+    ("@main/-/blob/src/app.py", None),
+    ("@main/-/tree/src", None),
+    ("search", "details.syntax > summary"),
+]
+
+
+def test_changed_pages_pass_axe_at_360_and_1400_in_both_themes(owner_page, web, repos):
+    from tests.a11y import audit, describe
+
+    page, found = owner_page, {}
+    for rest, opened in CHANGED:
+        page.goto(web["url"] + "/search?q=f5" if rest == "search" else url(web, HIST, rest))
+        if opened:
+            page.click(opened)
+        for width in (360, 1400):
+            page.set_viewport_size({"width": width, "height": 900})
+            for scheme in ("light", "dark"):
+                page.emulate_media(color_scheme=scheme)
+                assert overflow(page) <= 0, (rest, width, scheme)
+                problems = audit(page)
+                if problems:
+                    found[f"{rest} {width} {scheme}"] = describe(problems)
+    assert not found, "\n\n".join(f"{k}:\n{v}" for k, v in found.items())

@@ -12,6 +12,47 @@ document.addEventListener("keydown", (e) => {
   if (box) { e.preventDefault(); box.focus(); box.select(); }
 });
 
+// Cmd/Ctrl-/ opens (or closes) the query syntax reference on a page with the search box
+// (_searchform.html brings it), even while typing in the box, as Sourcebot's shortcut does.
+document.addEventListener("keydown", (e) => {
+  if (e.key !== "/" || !(e.ctrlKey || e.metaKey) || e.altKey) return;
+  const ref = document.querySelector("details.syntax");
+  if (!ref) return;
+  e.preventDefault();
+  ref.open = !ref.open;
+  if (ref.open) { ref.scrollIntoView({block: "nearest"}); ref.querySelector("summary").focus(); }
+});
+
+// The copy-path buttons of the file and tree pages (hidden until this script can run them): the
+// repo-relative path to the clipboard, and "Copied" said on the button and to screen readers.
+async function copyText(text) {
+  try {
+    await navigator.clipboard.writeText(text);
+    return true;
+  } catch {
+    const area = Object.assign(document.createElement("textarea"), {value: text});
+    area.setAttribute("readonly", "");
+    area.style.position = "fixed";
+    area.style.opacity = "0";
+    document.body.append(area);
+    area.select();
+    const ok = document.execCommand("copy");
+    area.remove();
+    return ok;
+  }
+}
+document.addEventListener("click", async (e) => {
+  const b = e.target.closest && e.target.closest("button[data-copy]");
+  if (!b) return;
+  const ok = await copyText(b.dataset.copy);
+  const said = ok ? "Copied" : "Could not copy";
+  b.textContent = said;
+  const status = b.nextElementSibling;
+  if (status && status.getAttribute("role") === "status") status.textContent = ok ? `Copied ${b.dataset.copy}` : said;
+  clearTimeout(b._reset);
+  b._reset = setTimeout(() => { b.textContent = "Copy path"; if (status) status.textContent = ""; }, 2000);
+});
+
 // Narrow screens show tables one block per row (style.css): each cell is labelled with its
 // column's header (data-label), for the tables of the page and those its scripts fill later.
 function labelTableCells(root) {
@@ -28,6 +69,7 @@ function labelTableCells(root) {
 // Loaded `async` (base.html): it may run before the page is complete (the results page is written
 // while its search runs) or after.
 whenComplete(() => {
+  for (const b of document.querySelectorAll("button[data-copy][hidden]")) b.hidden = false;
   labelTableCells();
   const main = document.querySelector("main");
   if (!main) return;
