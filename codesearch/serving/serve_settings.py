@@ -30,6 +30,13 @@ change (each measured; the numbers are in bench/RESULTS.md):
   at 2 s for under 15 (`tests/runtime/test_process_deaths.py`, docs/operations.md). A health
   check is one small call to each proxy.
 
+* **The GCS's memory bounded** (``RAY_task_events_max_num_task_in_gcs=10000``, read by the GCS):
+  the GCS keeps an event record of every task and actor call for the dashboard, up to 100,000 by
+  default, about 5 kB each. Every search is a call to each searcher, so an hour of mixed traffic
+  (``bench/soak.py``) grew the GCS from 66 to 264 MB, linearly, toward ~500 MB. With 10,000 the
+  dashboard still lists the latest calls and the GCS levels off (30,000 calls: 24 → 67 MB, against
+  24 → 129 MB with the default).
+
 Where they must be set: ``PROXY_ENV`` in the environment of the processes Ray starts, so before
 ``ray.init`` (`install_proxy_env`, which `codesearch serve` calls for the Ray instance it starts)
 or ``ray start`` (``cluster.yaml``); ``REPLICA_ENV`` travels with the deployment
@@ -56,6 +63,7 @@ PROXY_ENV = {
     "RAY_SERVE_PROXY_USE_GRPC": "1",
     "RAY_SERVE_RUN_ROUTER_IN_SEPARATE_LOOP": "0",
     "RAY_SERVE_PROXY_HEALTH_CHECK_PERIOD_S": "2",
+    "RAY_task_events_max_num_task_in_gcs": "10000",
     **forwarded.PROXY_ENV,
 }
 #: Seconds between Serve's health checks of a replica (``health_check_period_s`` of our
