@@ -117,7 +117,7 @@ check: install-test lint
 # them in one process.
 PYTEST_WORKERS ?= 2
 test: install-test lint deps $(INSPECTOR) $(AXE)
-	$(PY) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile
+	$(PY) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile --durations=25
 
 # The documentation site (docs/ and mkdocs.yml) into site/: MkDocs with the Material theme,
 # strict, so a page missing from the nav, a broken link or a missing anchor fails the build.

@@ -273,7 +273,8 @@ def test_serve_settings_keep_what_the_environment_says():
     environ = {"RAY_SERVE_PROXY_USE_GRPC": "0"}
     serve_settings.install_proxy_env(environ)
     assert environ == {"RAY_SERVE_PROXY_USE_GRPC": "0", "RAY_SERVE_RUN_ROUTER_IN_SEPARATE_LOOP": "0",
-                       "RAY_SERVE_PROXY_HEALTH_CHECK_PERIOD_S": "2", "FORWARDED_ALLOW_IPS": "none"}
+                       "RAY_SERVE_PROXY_HEALTH_CHECK_PERIOD_S": "2", "RAY_task_events_max_num_task_in_gcs": "10000",
+                       "FORWARDED_ALLOW_IPS": "none"}
     assert serve_settings.replica_env({}) == {"RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0"}
     assert serve_settings.replica_env({"RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "1"}) == \
         {"RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "1"}

@@ -425,9 +425,9 @@ def test_copy_path_copies_the_repo_relative_path(browser, web, repos, rest, path
         page.goto(url(web, HIST, rest))
         button = page.get_by_role("button", name=f"Copy path {path}")
         button.click()
-        page.wait_for_function("() => document.querySelector('button[data-copy]').textContent === 'Copied'")
+        page.wait_for_function("() => document.querySelector('button[data-copy-path]').textContent === 'Copied'")
         assert page.evaluate("() => navigator.clipboard.readText()") == path
-        assert page.inner_text("button[data-copy] + [role=status]") == f"Copied {path}"
+        assert page.inner_text("button[data-copy-path] + [role=status]") == f"Copied {path}"
     finally:
         ctx.close()
     # the repository's own tree has no path to copy
@@ -436,7 +436,7 @@ def test_copy_path_copies_the_repo_relative_path(browser, web, repos, rest, path
         page = owner.new_page()
         login(page, web, web["owner"])
         page.goto(url(web, HIST, "@main"))
-        assert page.locator("button[data-copy]").count() == 0
+        assert page.locator("button[data-copy-path]").count() == 0
     finally:
         owner.close()
 

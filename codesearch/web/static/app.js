@@ -42,13 +42,13 @@ async function copyText(text) {
   }
 }
 document.addEventListener("click", async (e) => {
-  const b = e.target.closest && e.target.closest("button[data-copy]");
+  const b = e.target.closest && e.target.closest("button[data-copy-path]");
   if (!b) return;
-  const ok = await copyText(b.dataset.copy);
+  const ok = await copyText(b.dataset.copyPath);
   const said = ok ? "Copied" : "Could not copy";
   b.textContent = said;
   const status = b.nextElementSibling;
-  if (status && status.getAttribute("role") === "status") status.textContent = ok ? `Copied ${b.dataset.copy}` : said;
+  if (status && status.getAttribute("role") === "status") status.textContent = ok ? `Copied ${b.dataset.copyPath}` : said;
   clearTimeout(b._reset);
   b._reset = setTimeout(() => { b.textContent = "Copy path"; if (status) status.textContent = ""; }, 2000);
 });
@@ -69,7 +69,7 @@ function labelTableCells(root) {
 // Loaded `async` (base.html): it may run before the page is complete (the results page is written
 // while its search runs) or after.
 whenComplete(() => {
-  for (const b of document.querySelectorAll("button[data-copy][hidden]")) b.hidden = false;
+  for (const b of document.querySelectorAll("button[data-copy-path][hidden]")) b.hidden = false;
   labelTableCells();
   const main = document.querySelector("main");
   if (!main) return;

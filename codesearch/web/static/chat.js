@@ -4,6 +4,7 @@
 // the server's rendering of the answer (answerHtml: markdown without raw HTML, links checked).
 import {apiFetch} from "./http.js";
 import {clearMentions, mentionParts} from "./chat-mentions.js";
+import "./skills-menu.js"; // the slash-command list of the Ask box (it sets itself up)
 
 (function () {
   const AUTOSTART_KEY = "codesearch.ask.autostart";
