@@ -136,9 +136,7 @@ class JobsMixin(StoreBase):
     def complete_job(self, job_id: int, worker_id: str | None = None) -> bool:
         """IN_PROGRESS → COMPLETED. False when the job is not IN_PROGRESS (for `worker_id`, when
         given): it was requeued or taken over, and this worker's result is stale."""
-        conds = [jobs.c.id == job_id, jobs.c.state == m.IN_PROGRESS]
-        if worker_id is not None:
-            conds.append(jobs.c.worker_id == worker_id)
+        conds = _in_progress(job_id, worker_id)
         with self._tx(write=True) as c:
             return bool(
                 c.execute(
@@ -150,9 +148,7 @@ class JobsMixin(StoreBase):
         """An IN_PROGRESS job failed with `error`. With `retry` and attempts left it goes back
         to PENDING, claimable after the backoff `retry_delay(attempts)`; else it is FAILED.
         Returns the job, or None when it was not IN_PROGRESS (for `worker_id`)."""
-        conds = [jobs.c.id == job_id, jobs.c.state == m.IN_PROGRESS]
-        if worker_id is not None:
-            conds.append(jobs.c.worker_id == worker_id)
+        conds = _in_progress(job_id, worker_id)
         with self._tx(write=True) as c:
             row = c.execute(select(jobs).where(*conds)).first()
             if row is None:
@@ -164,9 +160,7 @@ class JobsMixin(StoreBase):
         PENDING, claimable again in `delay_s` seconds, its attempt given back (a full disk must not
         use up the attempts of every job queued meanwhile, nor fail them for good). `error` is
         recorded on the job and its repository. None when the job was not IN_PROGRESS."""
-        conds = [jobs.c.id == job_id, jobs.c.state == m.IN_PROGRESS]
-        if worker_id is not None:
-            conds.append(jobs.c.worker_id == worker_id)
+        conds = _in_progress(job_id, worker_id)
         with self._tx(write=True) as c:
             row = c.execute(select(jobs).where(*conds)).first()
             if row is None:
@@ -284,3 +278,12 @@ class JobsMixin(StoreBase):
             return c.execute(
                 delete(jobs).where(jobs.c.state.in_((m.COMPLETED, m.FAILED)), jobs.c.finished_at < cutoff)
             ).rowcount
+
+
+def _in_progress(job_id: int, worker_id: str | None) -> list[ColumnElement[bool]]:
+    """The conditions that a job is `job_id`, IN_PROGRESS, and (given `worker_id`) that worker's:
+    a worker that lost its claim (the job was taken back after the stale timeout) changes nothing."""
+    conds: list[ColumnElement[bool]] = [jobs.c.id == job_id, jobs.c.state == m.IN_PROGRESS]
+    if worker_id is not None:
+        conds.append(jobs.c.worker_id == worker_id)
+    return conds
