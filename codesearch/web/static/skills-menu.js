@@ -6,15 +6,20 @@
 // Names and descriptions are set as text only.
 import {el, root, whenComplete} from "./dom.js";
 
-let skills = null;  // the list, fetched once per page
+let skills = null;  // the list, fetched once per page: one request, whoever asks first
+// (each keystroke asks: a second request answering late would draw the list again and move the
+// choice the keyboard had made back to the first entry)
 
-async function load() {
-  if (skills) return skills;
-  try {
-    const r = await fetch(root() + "/api/skills", {credentials: "same-origin", headers: {"Accept": "application/json"}});
-    skills = r.ok ? (await r.json()).skills || [] : [];
-  } catch (_) {
-    skills = [];
+function load() {
+  if (!skills) {
+    skills = (async () => {
+      try {
+        const r = await fetch(root() + "/api/skills", {credentials: "same-origin", headers: {"Accept": "application/json"}});
+        return r.ok ? (await r.json()).skills || [] : [];
+      } catch (_) {
+        return [];
+      }
+    })();
   }
   return skills;
 }
