@@ -16,9 +16,9 @@ named (400), a taken command says so (409). Every change is audited (``skill.cre
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Form, Request, Response
+from fastapi import APIRouter, Depends, Form, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
 
 from codesearch import audit, sessions
@@ -83,25 +83,36 @@ def skills_page(request: Request, store: StoreDep, skill: str = "", done: str = 
     return _page(request, store, user, open_id=open_id, notice=notice)
 
 
+class SkillForm:
+    """The fields of the create and edit forms (one definition for both routes)."""
+
+    def __init__(
+        self,
+        name: str = Form(""),
+        slug: str = Form(""),
+        description: str = Form(""),
+        instructions: str = Form(""),
+        scope: str = Form(SKILL_PERSONAL),
+    ):
+        self.fields = {"name": name, "slug": slug, "description": description, "instructions": instructions}
+        self.scope = scope
+
+
 @router.post("/settings/skills")
 def create_skill(
     request: Request,
     store: StoreDep,
+    form: Annotated[SkillForm, Depends()],
     csrf_token: str = Form(""),
-    name: str = Form(""),
-    slug: str = Form(""),
-    description: str = Form(""),
-    instructions: str = Form(""),
-    scope: str = Form(SKILL_PERSONAL),
 ) -> Response:
     user = sessions.form_user(request, csrf_token)
     if user is None or store is None:
         return sessions.login_redirect(request)
-    draft = {"name": name, "slug": slug, "description": description, "instructions": instructions, "scope": scope}
-    if scope not in SKILL_SCOPES:
+    draft = {**form.fields, "scope": form.scope}
+    if form.scope not in SKILL_SCOPES:
         return _page(request, store, user, status_code=400, draft=draft, error="scope: choose personal or shared.")
     try:
-        made = store.create_skill(user.id, scope, draft)
+        made = store.create_skill(user.id, form.scope, draft)
     except (InvalidArgument, Conflict) as e:
         status, message = _failure(e)
         return _page(request, store, user, status_code=status, draft=draft, error=message)
@@ -114,21 +125,16 @@ def update_skill(
     request: Request,
     skill_id: int,
     store: StoreDep,
+    form: Annotated[SkillForm, Depends()],
     csrf_token: str = Form(""),
-    name: str = Form(""),
-    slug: str = Form(""),
-    description: str = Form(""),
-    instructions: str = Form(""),
-    scope: str = Form(SKILL_PERSONAL),
 ) -> Response:
     user = sessions.form_user(request, csrf_token)
     if user is None or store is None:
         return sessions.login_redirect(request)
-    fields = {"name": name, "slug": slug, "description": description, "instructions": instructions}
-    if scope not in SKILL_SCOPES:
+    if form.scope not in SKILL_SCOPES:
         return _page(request, store, user, status_code=400, open_id=skill_id, edit_error="scope: personal or shared.")
     try:
-        saved = store.update_skill(skill_id, user.id, user.role == "OWNER", fields, scope=scope)
+        saved = store.update_skill(skill_id, user.id, user.role == "OWNER", form.fields, scope=form.scope)
     except NotFound:
         return _page(request, store, user, status_code=404, error=f"Skill {skill_id} not found.")
     except (InvalidArgument, Conflict, InsufficientPermissions) as e:
