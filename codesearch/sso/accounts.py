@@ -102,12 +102,16 @@ def sign_in(
 def _sign_in(
     store: Store, provider: Provider, who: ProviderIdentity, *, require_approval: bool, invite: str | None
 ) -> Outcome:
+    email = (who.email or "").strip().lower()
+    # The e-mail is looked up before the identity: a concurrent sign-up of this same identity
+    # commits its user and its link together, so an account found by e-mail here is either
+    # someone else's or already shows the link below (read the other way round, the link could
+    # be missed and the new account taken for an owner's to refuse joining).
+    by_email = store.find_user_by_email(email) if email else None
     found = store.find_linked_account(provider.id, who.subject)
     if found is not None:
         user = store.get_user(found.user_id)
         return Outcome(user, _link(store, user.id, provider, who, True), pending=store.is_pending(user.id))
-    email = (who.email or "").strip().lower()
-    by_email = store.find_user_by_email(email) if email else None
     if by_email is not None:
         _may_join_by_email(provider, who, by_email, email)
         return Outcome(
