@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
-from codesearch.index.builder import IndexSettings, IndexStats, ShardBuilder, build_key, shard_prefix
+from codesearch.index import builder as builds
+from codesearch.index.builder import IndexSettings, IndexStats, ShardBuilder, shard_prefix
 from codesearch.index.compact import SMALL_FRACTION
 from codesearch.runtime import metrics
 from codesearch.statuses import IndexStatus
@@ -110,7 +111,7 @@ def run_batch(worker: BatchWorker, first: Job) -> None:
             if source is not None and repo is not None:
                 seen.add(repo.id)
                 try:
-                    key = build_key(source, settings)
+                    key = builds.build_key(source, settings)  # looked up at the call (benchmarks swap it)
                     rebuild = not repo.indexed_revisions  # a re-index someone asked for, or never recorded
                     head = source.revisions[0]
                     revisions = {r.ref: r.commit for r in source.revisions}

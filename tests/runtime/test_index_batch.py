@@ -136,6 +136,14 @@ def test_a_retried_job_runs_alone(world):
     assert [store.get_job(j).state for j in later] == [m.COMPLETED, m.COMPLETED]
     assert len(manifest.current_shards(w["index"])) == 2
 
+    # nor does a batch take a retried job after a first attempt
+    retried = store.enqueue_index_job(ids[1], force=True)
+    store.claim_job("index", "someone")
+    fresh = store.enqueue_index_job(ids[0], force=True)
+    store.fail_job(retried.id, "it broke", worker_id="someone")  # due now: after `fresh`
+    assert w["worker"].run_once()
+    assert (store.get_job(fresh.id).state, store.get_job(retried.id).state) == (m.COMPLETED, m.PENDING)
+
 
 def test_a_batch_holds_at_most_max_batch_repositories(world, monkeypatch):
     monkeypatch.setattr(index_batch, "MAX_BATCH", 2)
