@@ -1,6 +1,6 @@
-"""Refs and cut diffs through real HTTP on a real `codesearch serve` (issue 24, items 1 and 8).
+"""Refs and cut diffs through real HTTP on the HTTP API served by Ray Serve (issue 24, items 1 and 8).
 
-One module-scoped service over one local git repository built here:
+One module-scoped application over one local git repository built here:
 
 * **Refs** (item 1). Git reads far more than names: ``main^{/regex}`` searches every commit
   message with a backtracking regex (seconds of CPU per request from any reader), ``^main``
@@ -20,11 +20,8 @@ The commit messages are long enough that the old ``^{/…}`` search took seconds
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import subprocess
-import sys
 import time
 import urllib.parse
 
@@ -32,12 +29,13 @@ import httpx
 import pytest
 
 from tests.corpus import git
-from tests.service.test_serve_cli import ONE_WORKER_EACH, Served, _cli
 
 #: lines of the big files: rewritten whole, their diff is past both caps (page 1 MB, API 2 MB)
 BIG_LINES = 30_000
 MANY = 400
 EMAIL, PASSWORD = "owner@example.com", "a long enough password 24"
+#: the repository's name in the store and its searchers' name prefix
+REPO, PREFIX = "git.local/refs", "gitrefs-searcher"
 
 CATASTROPHIC = r"main^{/(.*)*(.*)*(.*)*(.*)*\1\2\3\4#}"
 #: refs outside the grammar: each answers 400 INVALID_GIT_REF on every route, quickly
@@ -114,30 +112,47 @@ def _build(repo: str) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory):
+def world(serve_url, tmp_path_factory):
+    """The repository indexed into a store of its own, served by the HTTP API on the session's
+    Serve (what is under test is the routes' reading of refs, not the process around them)."""
+    from ray import serve
+
+    from codesearch.accounts import hash_password
+    from codesearch.runtime.searchers import SearcherPool
+    from codesearch.serving.deployment import search_application
+    from codesearch.store import Store
+    from tests.webworld import index_local_repo
+
     root = tmp_path_factory.mktemp("gitrefs")
-    shas = _build(str(root / "repos" / "refs"))
-    config = root / "config.json"
-    config.write_text(json.dumps({"settings": ONE_WORKER_EACH,
-                                  "connections": {"local": {"type": "git", "url": f"file://{root / 'repos'}/*"}}}))
-    (root / "data").mkdir()
-    served = Served(root / "data", searchers=1, CONFIG_PATH=str(config))
+    repo_dir = str(root / "repos" / "refs")
+    shas = _build(repo_dir)
+    data = str(root / "data")
+    store = Store.open(data)
+    owner = store.create_user(EMAIL, "Owner", password_hash=hash_password(PASSWORD))  # the first user: the owner
+    key = store.create_api_key(owner.id, "refs tests")[1]
+    index_local_repo({"store": store, "index": os.path.join(data, "index")}, "local", REPO, repo_dir, "refs")
+    pool = SearcherPool.create(os.path.join(data, "index"), 1, name_prefix=PREFIX)
+    url = f"{serve_url}/gitrefs"
+    serve.run(search_application(PREFIX, len(pool.actors), anonymous_access=False, data_dir=data, public_url=url),
+              name="git-refs", route_prefix="/gitrefs")
+    api = browser = None
     try:
-        served.wait_healthy()
-        subprocess.run([sys.executable, "-m", "codesearch.cli", "users", "create", "--password-stdin", EMAIL],
-                       input=PASSWORD + "\n", text=True, env=served.env, check=True, capture_output=True, timeout=60)
-        key = _cli("keys", "create", "--user", EMAIL, env=served.env).strip()
-        api = httpx.Client(base_url=served.base, headers={"Authorization": f"Bearer {key}"}, timeout=60)
+        api = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=60)
         repos = api.get("/api/repos").json()
-        assert len(repos) == 1, repos
-        browser = httpx.Client(base_url=served.base, timeout=60)
+        assert [r["repoName"] for r in repos] == [REPO], repos
+        browser = httpx.Client(base_url=url, timeout=60)
         form = browser.get("/login")
         token = re.search(r'name="csrf_token" value="([^"]+)"', form.text).group(1)
         signed = browser.post("/login", data={"email": EMAIL, "password": PASSWORD, "csrf_token": token})
         assert signed.status_code in (200, 303) and browser.cookies.get("codesearch_session"), signed.text[:500]
-        yield {"api": api, "browser": browser, "repo": repos[0]["repoName"], "shas": shas}
+        yield {"api": api, "browser": browser, "repo": REPO, "shas": shas}
     finally:
-        served.stop()
+        for client in (api, browser):
+            if client is not None:
+                client.close()
+        serve.delete("git-refs")
+        pool.close()
+        store.close()
 
 
 def _routes(w, ref: str) -> list[tuple[str, httpx.Client, str, str, dict]]:
