@@ -20,7 +20,9 @@ Where the database is. `DATABASE_URL` (any SQLAlchemy URL; PostgreSQL works with
 installed, e.g. ``postgresql+psycopg://...``), else the SQLite file `<data_dir>/codesearch.db`.
 SQLite connections run with ``journal_mode=WAL`` (readers never block the writer and vice
 versa), ``foreign_keys=ON``, ``busy_timeout=30000`` and ``synchronous=NORMAL`` (durable
-across process crashes; a power loss may lose the last transactions, never corrupt).
+across process crashes; a power loss may lose the last transactions, never corrupt). On
+PostgreSQL durability is the server's: `Store.open` warns when it runs with
+``synchronous_commit``, ``fsync`` or ``full_page_writes`` off (`codesearch.store.durability`).
 
 Concurrency. Every `Store` method is one short transaction; a `Store` may be shared by the
 threads of a process, and any number of processes (Ray actors, CLI commands) may open the same

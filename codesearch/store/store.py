@@ -30,6 +30,7 @@ from codesearch.store.chat_sharing import ChatSharingMixin
 from codesearch.store.chat_turns import ChatTurnsMixin
 from codesearch.store.chats import ChatsMixin
 from codesearch.store.connections import ConnectionsMixin
+from codesearch.store.durability import warn_if_not_durable
 from codesearch.store.email_codes import EmailCodesMixin
 from codesearch.store.engine import describe_database, is_memory_sqlite, make_engine
 from codesearch.store.errors import Conflict, StoreError
@@ -141,6 +142,8 @@ class Store(
 
         The data directory is made private (0700) and a SQLite database file 0600, both
         tightened when an older release left them open to others (`codesearch.store.files`).
+        A PostgreSQL server that runs with a durability setting off is named in a warning
+        (`codesearch.store.durability`).
         """
         environ = os.environ if environ is None else environ
         data_dir = private_dir(data_dir)
@@ -150,6 +153,7 @@ class Store(
             tighten_sqlite(engine.url.database)
         try:
             migrate(engine, database=describe_database(engine.url))
+            warn_if_not_durable(engine, describe_database(engine.url))
         except DBAPIError as e:
             engine.dispose()
             raise StoreError(f"cannot open {describe_database(engine.url)}: {e.orig}") from None
