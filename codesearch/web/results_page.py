@@ -24,19 +24,23 @@ from __future__ import annotations
 import logging
 import math
 import urllib.parse
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
 from jinja2.utils import htmlsafe_json_dumps
 from markupsafe import Markup
+from starlette.concurrency import run_in_threadpool
 
-from codesearch.web.result_copies import CopyFolder, render_copies
+from codesearch.web.result_copies import CopyFolder, File, render_copies
 from codesearch.web.snippets import SnippetBudget, plain_line, snippet_html
 from codesearch.web.templating import template
 
 log = logging.getLogger(__name__)
+
+#: A file to draw and its copies in the same answer (`CopyFolder.fold`).
+Drawn = tuple[File, list[File]]
 
 #: Marks the places of the results and of the search's outcome in the rendered page.
 RESULTS_SLOT = "<!--codesearch:results-->"
@@ -292,9 +296,17 @@ async def page_stream(
                 kind = event.get("type")
                 if kind == "chunk":
                     try:  # (a browser that leaves raises GeneratorExit at the yield: not caught here)
-                        for part in _render_chunk(event, links, names, folder, budget, first):
+                        drawn, late = _fold_chunk(event, names, folder)
+                        if first and drawn:  # the page's first file leaves alone, drawn at once
+                            f, copies = drawn.pop(0)
                             first = False
-                            yield part
+                            yield render_file(f, links, names, budget, copies)
+                        # the others are drawn in a worker thread: the replica's event loop, which
+                        # ships what was yielded (Serve's queue of a response's parts is read by a
+                        # task of that loop), is free meanwhile, for this page's first file and for
+                        # other requests
+                        if drawn or late:
+                            yield await run_in_threadpool(_render_files, drawn, late, links, names, budget)
                     except Exception:  # noqa: BLE001 - a bad answer must not cut the page off
                         log.exception("results page: an answer could not be drawn")
                         outcome = {"error": {"message": "some results could not be shown"}}
@@ -316,20 +328,19 @@ async def page_stream(
             on_close()
 
 
-def _render_chunk(
-    event: dict[str, Any], links: Links, names: RepoNames, folder: CopyFolder, budget: SnippetBudget, first: bool
-) -> Iterator[str]:
-    """The HTML of one ``chunk`` event's files (learning its repositories' names first), copies
-    folded (`codesearch.web.result_copies`), in one part; when no file was sent yet, the first
-    file in a part of its own, which leaves before the others are drawn (their highlighting must
-    not delay the first result)."""
+def _fold_chunk(
+    event: dict[str, Any], names: RepoNames, folder: CopyFolder
+) -> tuple[list[Drawn], dict[str, list[File]]]:
+    """One ``chunk`` event's files to draw, copies folded (`codesearch.web.result_copies`), and the
+    late copies of files drawn before; its repositories' names learnt first."""
     names.learn(event.get("repositoryInfo"))
-    drawn, late = folder.fold(list(event.get("files") or ()))
-    if first and len(drawn) > 1:
-        f, copies = drawn[0]
-        yield render_file(f, links, names, budget, copies)
-        drawn = drawn[1:]
+    return folder.fold(list(event.get("files") or ()))
+
+
+def _render_files(
+    drawn: list[Drawn], late: dict[str, list[File]], links: Links, names: RepoNames, budget: SnippetBudget
+) -> str:
+    """The HTML of files to draw (with their copies) and of late copies, as one part."""
     html = [render_file(f, links, names, budget, copies) for f, copies in drawn]
     html += [render_copies(h, copies, links.file_href, names.label, late=True) for h, copies in late.items()]
-    if html:
-        yield "".join(html)
+    return "".join(html)

@@ -277,6 +277,39 @@ def test_an_answer_that_cannot_be_drawn_ends_the_search_and_the_page_is_complete
     assert page.endswith("<p>tail</p></body></html>") and closed == [True] and abandoned == [1]
 
 
+def test_the_first_file_reaches_the_server_loop_before_the_others_are_drawn():
+    """Serve's `send` only appends a part to a queue that a task of the replica's event loop reads.
+    The page's first file must reach that task on its own, while the rest of the answer is drawn
+    (highlighting: up to the page's budget), not together with it: the rest is drawn off the loop."""
+    async def run():
+        queue, batches, arrived = [], [], asyncio.Event()
+
+        async def shipper():  # what Serve's MessageQueue reader does: take whatever was queued
+            while True:
+                await arrived.wait()
+                arrived.clear()
+                batches.append(list(queue))
+                queue.clear()
+
+        async def events():
+            yield chunk(*(f"f{i:02d}.py" for i in range(40)))
+            yield {"type": "final", "accumulatedStats": {}, "isSearchExhaustive": True}
+
+        ship = asyncio.create_task(shipper())
+        async for part in page_stream(PAGE, events(), Links("", "", "q")):
+            queue.append(part)
+            arrived.set()
+        await asyncio.sleep(0)
+        ship.cancel()
+        return batches
+
+    batches = asyncio.run(run())
+    files = [set(re.findall(r"f\d\d\.py", "".join(batch))) for batch in batches]
+    first = next(i for i, names in enumerate(files) if "f00.py" in names)
+    assert files[first] == {"f00.py"}, files  # on its way before the other 39 were drawn
+    assert set().union(*files[first + 1 :]) == {f"f{i:02d}.py" for i in range(1, 40)}
+
+
 def test_leaving_before_the_first_answer_still_stops_the_searchers():
     """Closed at its first part, the page stream never started the events generator (whose own
     cleanup then never runs): `on_close` (StartedSearch.abandon) is what stops the searchers."""
@@ -360,8 +393,9 @@ def test_snippets_fall_back_to_plain_text_with_marks(path, language, lines, budg
 
 
 def test_the_budget_is_spent_by_the_time_highlighting_takes():
+    """Choosing the lexer is charged too (a language's first file imports its lexer)."""
     ticks = iter(range(100))
-    budget = SnippetBudget(2.5, clock=lambda: float(next(ticks)))  # each chunk "takes" one second
+    budget = SnippetBudget(3.5, clock=lambda: float(next(ticks)))  # the lexer and each chunk "take" one second
     chunks = [[marked("x = 1", [])] for _ in range(5)]
     out = snippet_html("a.py", "Python", chunks, budget)
     assert ["<span" in str(c[0]) for c in out] == [True, True, True, False, False]
