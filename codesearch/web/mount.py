@@ -16,6 +16,7 @@ from codesearch.web import (
     error_pages,
     iap,
     link_required,
+    more_matches,
     pages_account,
     pages_chat,
     pages_email_code,
@@ -71,6 +72,7 @@ def install(app: FastAPI, *, web: WebContext) -> None:
     app.include_router(pages_security.router)
     app.include_router(pages_email_code.router)
     app.include_router(pages_search.router)
+    app.include_router(more_matches.router)  # /search/file: a result's further matches
     app.include_router(pages_chat.router)
     app.include_router(pages_chat.page_router)  # /chat/<id>, the one page in the OpenAPI document
     app.include_router(pages_insights.router)

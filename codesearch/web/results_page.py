@@ -39,6 +39,13 @@ from codesearch.web.templating import template
 
 log = logging.getLogger(__name__)
 
+#: The most match ranges a file of the results shows once its "Show N more matches" is pressed
+#: (its further matches, fetched from `codesearch.web.more_matches`); the rest are counted and
+#: linked to the file page.
+EXPANDED_FILE_MATCHES = 200
+#: The route of a file's further matches (`codesearch.web.more_matches`).
+MORE_MATCHES_PATH = "/search/file"
+
 #: A file to draw and its copies in the same answer (`CopyFolder.fold`).
 Drawn = tuple[File, list[File]]
 
@@ -146,12 +153,26 @@ class Links:
         return page + self.terms() if page else None
 
     def terms(self) -> str:
+        return "?" + urllib.parse.urlencode(self._params())
+
+    def more_matches(self, f: dict[str, Any]) -> str:
+        """The address of `f`'s further matches for this search (`MORE_MATCHES_PATH`): the
+        query, the file's repository, path and first branch."""
+        params = self._params()
+        params["repo"] = str(f.get("repository") or "")
+        params["path"] = str((f.get("fileName") or {}).get("text") or "")
+        branches = f.get("branches") or ()
+        if branches:
+            params["branch"] = str(branches[0])
+        return self.root + MORE_MATCHES_PATH + "?" + urllib.parse.urlencode(params)
+
+    def _params(self) -> dict[str, str]:
         params = {"q": self.query}
         if self.regex:
             params["regex"] = "1"
         if self.case:
             params["case"] = "1"
-        return "?" + urllib.parse.urlencode(params)
+        return params
 
 
 @dataclass
@@ -184,7 +205,8 @@ class RepoNames:
 def file_view(f: dict[str, Any], links: Links, names: RepoNames, budget: SnippetBudget | None = None) -> dict[str, Any]:
     """What ``_result_file.html`` draws for one file of a chunk: its lines highlighted while the
     page's `budget` lasts (`codesearch.web.snippets`; without one, plain), with their marks; the
-    matches it was found with beyond those shown (``moreMatches``, the page's per-file cap)."""
+    matches it was found with beyond those shown (``moreMatches``, the page's per-file cap) and
+    where the page's script fetches them (`Links.more_matches`)."""
     page = links.browse(f.get("webUrl"))
     base = page + links.terms() if page else None
     name = f.get("fileName") or {"text": ""}
@@ -220,6 +242,7 @@ def file_view(f: dict[str, Any], links: Links, names: RepoNames, budget: Snippet
             line["html"] = htmls[k][i] if htmls is not None else plain_line(line["pieces"])
     more = f.get("moreMatches")
     more = more if isinstance(more, int) and not isinstance(more, bool) and more > 0 else 0
+    shown = match_count(f)
     score = f.get("score")
     return {
         "repo": repo,
@@ -229,9 +252,12 @@ def file_view(f: dict[str, Any], links: Links, names: RepoNames, budget: Snippet
         "name": marked(path, name_marks),
         "branch": branch,
         "branches": ", ".join(branches),
-        "matches": match_count(f) + more,
+        "matches": shown + more,
         "more": more,
         "more_exact": f.get("moreMatchesExact") is not False,
+        # "Show N more matches": the address of the file's further matches, and how many it brings
+        "more_url": links.more_matches(f) if more and base else None,
+        "more_shown": max(0, min(more, EXPANDED_FILE_MATCHES - shown)),
         "external": safe_href(f.get("externalWebUrl")),
         "score": score if isinstance(score, (int, float)) and not isinstance(score, bool) else 0,
         "order": ",".join(str(int(x)) for x in f.get("order") or () if isinstance(x, (int, float))),

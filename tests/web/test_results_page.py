@@ -8,6 +8,7 @@ import html as html_lib
 import json
 import random
 import re
+import urllib.parse
 
 import pytest
 
@@ -405,10 +406,58 @@ def test_a_file_with_more_matches_than_shown_says_so():
     f = hostile_file(repository="git.local/demo", language="Python", moreMatches=41, moreMatchesExact=True)
     out = render_file(f, Links("", "http://cs.example", "q"), RepoNames(), SnippetBudget())
     assert 'data-matches="43"' in out and '<span class="muted small">43 matches</span>' in out
-    assert re.search(r'<p class="more-matches"><a href="[^"]+\?q=q#L7">41 more matches in this file</a></p>', out)
+    more = re.search(r'<p class="more-matches" data-expand="([^"]+)" data-more-shown="41"><a href="[^"]+\?q=q#L7">'
+                     r"41 more matches in this file</a></p>", out)
+    assert more, out  # the link (without JavaScript), and where the script fetches the 41 (at most 200 in all)
+    assert urllib.parse.parse_qs(urllib.parse.urlsplit(html_lib.unescape(more.group(1))).query) == {
+        "q": ["q"], "repo": ["git.local/demo"], "path": [f"dir/{HOSTILE}.py"], "branch": [f"refs/heads/{HOSTILE}"]}
+    assert html_lib.unescape(more.group(1)).startswith("/search/file?")
+    big = render_file({**f, "moreMatches": 900}, Links("", "", "q"), RepoNames())
+    assert 'data-more-shown="198"' in big  # 2 shown, 198 more: the most a file shows is 200
     out = render_file({**f, "moreMatches": 1000, "moreMatchesExact": False}, Links("", "", "q"), RepoNames())
     assert "1000+ more matches in this file" in out
     assert "more-matches" not in render_file(hostile_file(), Links("", "", "q"), RepoNames())
+
+
+#: (query, regex, what the narrowed query is, or the error): the page's query ANDed with the file's
+#: repository and path, whatever the query's own text (brackets, quotes, backslashes, `or`).
+NARROWED = [
+    ("QuerySet", False, "QuerySet repo:^git\\.local/demo$ file:^src/a\\x20b\\(1\\)\\.py$"),
+    ("a or b", False, "(a or b) repo:^git\\.local/demo$ file:^src/a\\x20b\\(1\\)\\.py$"),
+    ("foo(", False, "foo( repo:^git\\.local/demo$ file:^src/a\\x20b\\(1\\)\\.py$"),
+    ('"hello', False, '"hello repo:^git\\.local/demo$ file:^src/a\\x20b\\(1\\)\\.py$'),
+    ("(foo|bar)baz", True, "(foo|bar)baz repo:^git\\.local/demo$ file:^src/a\\x20b\\(1\\)\\.py$"),
+    ("(a or b", False, "InvalidArgument"),  # no way to AND to it without changing its meaning
+    ("archived:maybe", False, "QueryParseError"),
+]
+
+
+@pytest.mark.parametrize("query,regex,expected", NARROWED)
+def test_a_query_narrowed_to_one_file(query, regex, expected):
+    from codesearch.errors import CodesearchError
+    from codesearch.query.ast import And, FileName, Repo
+    from codesearch.query.parser import parse
+    from codesearch.web.more_matches import narrowed_query
+
+    try:
+        got = narrowed_query(query, "git.local/demo", "src/a b(1).py", regex, False)
+    except CodesearchError as e:
+        got = type(e).__name__
+    assert got == expected
+    if got not in ("InvalidArgument", "QueryParseError"):
+        tree = parse(got, is_regex=regex)
+        assert isinstance(tree, And) and tree.children[-2:] == (
+            Repo("^git\\.local/demo$"), FileName("^src/a\\x20b\\(1\\)\\.py$", False))
+
+
+def test_a_name_as_a_regex_matches_exactly_that_name():
+    from codesearch.query.regex import compile_regex
+    from codesearch.web.more_matches import regex_literal
+
+    for name in ["src/a b(1).py", 'we"ird\\name [x]{2}.+*?|^$.txt', "ünï/cödé\u00a0x.go", "a\tb"]:
+        rx = compile_regex(regex_literal(name), True)
+        assert rx.search(name.encode()) and not rx.search(("x" + name).encode()) and not rx.search((name + "x").encode())
+        assert " " not in regex_literal(name) and '"' not in regex_literal(name)
 
 
 @pytest.mark.parametrize("line,total,size,expected", [
