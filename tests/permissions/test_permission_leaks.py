@@ -479,6 +479,13 @@ def test_web_pages_show_only_visible_repositories(world):
                     assert name in repos_page.text, (u["row"].email, name)
                 else:
                     assert name not in page.text and name not in repos_page.text, (u["row"].email, name)
+                # a result's further matches ("Show N more matches"): the page's search as the caller
+                more = http.get("/search/file", params={"q": "marker", "repo": name, "path": "src/f0.py"})
+                if name in visible:
+                    assert more.status_code == 200 and f"marker{list(REPOS).index(name)}" in more.text, (name, more.text)
+                else:
+                    _same_as_missing(more, http.get("/search/file", params={"q": "marker", "repo": MISSING,
+                                                                            "path": "src/f0.py"}), name)
                 for rest in ("@main/-/blob/README.md", "@main/-/blob/README.md?blame", "@main/-/commits/src",
                              "@main/-/blob/README.md?preview&line=1",  # the results page's preview panel
                              "/-/commits", "/-/commit/main", "/-/compare?base=main&head=main", "/-/compare"):
