@@ -637,7 +637,10 @@ def test_a_files_further_matches_are_the_pages_search_narrowed_and_bounded(owner
     for query, status, lines, holds in MORE_MATCHES:
         path = "/search/file?" + query
         signed_out = httpx.get(web["url"] + path, timeout=60, follow_redirects=False)
-        assert signed_out.status_code in (302, 303, 307) and "/login" in signed_out.headers["location"], path
+        if holds in ("Field required", "at most 4096 characters"):  # a malformed request: 400 first, as every page
+            assert signed_out.status_code == 400, path
+        else:
+            assert signed_out.status_code in (302, 303, 307) and "/login" in signed_out.headers["location"], path
         r = owner_page.request.get(web["url"] + path, headers={"Accept": "text/html"})
         text = r.text()
         assert r.status == status and holds in text, (query, r.status, text[:400])
