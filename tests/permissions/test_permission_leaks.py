@@ -482,7 +482,8 @@ def test_web_pages_show_only_visible_repositories(world):
                 # a result's further matches ("Show N more matches"): the page's search as the caller
                 more = http.get("/search/file", params={"q": "marker", "repo": name, "path": "src/f0.py"})
                 if name in visible:
-                    assert more.status_code == 200 and f"marker{list(REPOS).index(name)}" in more.text, (name, more.text)
+                    assert more.status_code == 200 and f'data-repo="{name}"' in more.text, (name, more.text)
+                    assert 'data-path="src/f0.py"' in more.text and "<mark>" in more.text, name
                 else:
                     _same_as_missing(more, http.get("/search/file", params={"q": "marker", "repo": MISSING,
                                                                             "path": "src/f0.py"}), name)
