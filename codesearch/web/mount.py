@@ -5,6 +5,7 @@ imports nothing, so a page importing a sibling never loads the others)."""
 from __future__ import annotations
 
 import os
+import threading
 from typing import TYPE_CHECKING
 
 from fastapi.responses import FileResponse
@@ -15,6 +16,7 @@ from codesearch.web import (
     error_pages,
     iap,
     link_required,
+    more_matches,
     pages_account,
     pages_chat,
     pages_email_code,
@@ -28,6 +30,7 @@ from codesearch.web import (
     pages_skills,
     pages_sso,
     pages_usage,
+    snippets,
 )
 from codesearch.web.assets import STATIC_DIR, VersionedStaticFiles, current_version
 
@@ -48,6 +51,8 @@ def install(app: FastAPI, *, web: WebContext) -> None:
     app.add_middleware(SessionMiddleware, web=web)  # every request's session and CSRF token
     app.add_exception_handler(CsrfFailed, error_pages.csrf_failed)  # a form without its token: a 403 page
     web.services.error_page = error_pages.error_page  # codesearch.service.errors.respond: pages for browsers
+    # the results page's highlighter, loaded before the first search needs it (once per process)
+    threading.Thread(target=snippets.warm_up, name="pygments-warm-up", daemon=True).start()
     app.mount("/static", VersionedStaticFiles(directory=STATIC_DIR, version=current_version(STATIC_DIR)), name="static")
 
     @app.get("/favicon.ico", include_in_schema=False)
@@ -67,6 +72,7 @@ def install(app: FastAPI, *, web: WebContext) -> None:
     app.include_router(pages_security.router)
     app.include_router(pages_email_code.router)
     app.include_router(pages_search.router)
+    app.include_router(more_matches.router)  # /search/file: a result's further matches
     app.include_router(pages_chat.router)
     app.include_router(pages_chat.page_router)  # /chat/<id>, the one page in the OpenAPI document
     app.include_router(pages_insights.router)

@@ -24,19 +24,30 @@ from __future__ import annotations
 import logging
 import math
 import urllib.parse
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
 from jinja2.utils import htmlsafe_json_dumps
 from markupsafe import Markup
+from starlette.concurrency import run_in_threadpool
 
-from codesearch.web.result_copies import CopyFolder, render_copies
+from codesearch.web.result_copies import CopyFolder, File, render_copies
 from codesearch.web.snippets import SnippetBudget, plain_line, snippet_html
 from codesearch.web.templating import template
 
 log = logging.getLogger(__name__)
+
+#: The most match ranges a file of the results shows once its "Show N more matches" is pressed
+#: (its further matches, fetched from `codesearch.web.more_matches`); the rest are counted and
+#: linked to the file page.
+EXPANDED_FILE_MATCHES = 200
+#: The route of a file's further matches (`codesearch.web.more_matches`).
+MORE_MATCHES_PATH = "/search/file"
+
+#: A file to draw and its copies in the same answer (`CopyFolder.fold`).
+Drawn = tuple[File, list[File]]
 
 #: Marks the places of the results and of the search's outcome in the rendered page.
 RESULTS_SLOT = "<!--codesearch:results-->"
@@ -142,12 +153,26 @@ class Links:
         return page + self.terms() if page else None
 
     def terms(self) -> str:
+        return "?" + urllib.parse.urlencode(self._params())
+
+    def more_matches(self, f: dict[str, Any]) -> str:
+        """The address of `f`'s further matches for this search (`MORE_MATCHES_PATH`): the
+        query, the file's repository, path and first branch."""
+        params = self._params()
+        params["repo"] = str(f.get("repository") or "")
+        params["path"] = str((f.get("fileName") or {}).get("text") or "")
+        branches = f.get("branches") or ()
+        if branches:
+            params["branch"] = str(branches[0])
+        return self.root + MORE_MATCHES_PATH + "?" + urllib.parse.urlencode(params)
+
+    def _params(self) -> dict[str, str]:
         params = {"q": self.query}
         if self.regex:
             params["regex"] = "1"
         if self.case:
             params["case"] = "1"
-        return "?" + urllib.parse.urlencode(params)
+        return params
 
 
 @dataclass
@@ -180,7 +205,8 @@ class RepoNames:
 def file_view(f: dict[str, Any], links: Links, names: RepoNames, budget: SnippetBudget | None = None) -> dict[str, Any]:
     """What ``_result_file.html`` draws for one file of a chunk: its lines highlighted while the
     page's `budget` lasts (`codesearch.web.snippets`; without one, plain), with their marks; the
-    matches it was found with beyond those shown (``moreMatches``, the page's per-file cap)."""
+    matches it was found with beyond those shown (``moreMatches``, the page's per-file cap) and
+    where the page's script fetches them (`Links.more_matches`)."""
     page = links.browse(f.get("webUrl"))
     base = page + links.terms() if page else None
     name = f.get("fileName") or {"text": ""}
@@ -216,6 +242,7 @@ def file_view(f: dict[str, Any], links: Links, names: RepoNames, budget: Snippet
             line["html"] = htmls[k][i] if htmls is not None else plain_line(line["pieces"])
     more = f.get("moreMatches")
     more = more if isinstance(more, int) and not isinstance(more, bool) and more > 0 else 0
+    shown = match_count(f)
     score = f.get("score")
     return {
         "repo": repo,
@@ -225,9 +252,12 @@ def file_view(f: dict[str, Any], links: Links, names: RepoNames, budget: Snippet
         "name": marked(path, name_marks),
         "branch": branch,
         "branches": ", ".join(branches),
-        "matches": match_count(f) + more,
+        "matches": shown + more,
         "more": more,
         "more_exact": f.get("moreMatchesExact") is not False,
+        # "Show N more matches": the address of the file's further matches, and how many it brings
+        "more_url": links.more_matches(f) if more and base else None,
+        "more_shown": max(0, min(more, EXPANDED_FILE_MATCHES - shown)),
         "external": safe_href(f.get("externalWebUrl")),
         "score": score if isinstance(score, (int, float)) and not isinstance(score, bool) else 0,
         "order": ",".join(str(int(x)) for x in f.get("order") or () if isinstance(x, (int, float))),
@@ -292,9 +322,17 @@ async def page_stream(
                 kind = event.get("type")
                 if kind == "chunk":
                     try:  # (a browser that leaves raises GeneratorExit at the yield: not caught here)
-                        for part in _render_chunk(event, links, names, folder, budget, first):
+                        drawn, late = _fold_chunk(event, names, folder)
+                        if first and drawn:  # the page's first file leaves alone, drawn at once
+                            f, copies = drawn.pop(0)
                             first = False
-                            yield part
+                            yield render_file(f, links, names, budget, copies)
+                        # the others are drawn in a worker thread: the replica's event loop, which
+                        # ships what was yielded (Serve's queue of a response's parts is read by a
+                        # task of that loop), is free meanwhile, for this page's first file and for
+                        # other requests
+                        if drawn or late:
+                            yield await run_in_threadpool(_render_files, drawn, late, links, names, budget)
                     except Exception:  # noqa: BLE001 - a bad answer must not cut the page off
                         log.exception("results page: an answer could not be drawn")
                         outcome = {"error": {"message": "some results could not be shown"}}
@@ -316,20 +354,19 @@ async def page_stream(
             on_close()
 
 
-def _render_chunk(
-    event: dict[str, Any], links: Links, names: RepoNames, folder: CopyFolder, budget: SnippetBudget, first: bool
-) -> Iterator[str]:
-    """The HTML of one ``chunk`` event's files (learning its repositories' names first), copies
-    folded (`codesearch.web.result_copies`), in one part; when no file was sent yet, the first
-    file in a part of its own, which leaves before the others are drawn (their highlighting must
-    not delay the first result)."""
+def _fold_chunk(
+    event: dict[str, Any], names: RepoNames, folder: CopyFolder
+) -> tuple[list[Drawn], dict[str, list[File]]]:
+    """One ``chunk`` event's files to draw, copies folded (`codesearch.web.result_copies`), and the
+    late copies of files drawn before; its repositories' names learnt first."""
     names.learn(event.get("repositoryInfo"))
-    drawn, late = folder.fold(list(event.get("files") or ()))
-    if first and len(drawn) > 1:
-        f, copies = drawn[0]
-        yield render_file(f, links, names, budget, copies)
-        drawn = drawn[1:]
+    return folder.fold(list(event.get("files") or ()))
+
+
+def _render_files(
+    drawn: list[Drawn], late: dict[str, list[File]], links: Links, names: RepoNames, budget: SnippetBudget
+) -> str:
+    """The HTML of files to draw (with their copies) and of late copies, as one part."""
     html = [render_file(f, links, names, budget, copies) for f, copies in drawn]
     html += [render_copies(h, copies, links.file_href, names.label, late=True) for h, copies in late.items()]
-    if html:
-        yield "".join(html)
+    return "".join(html)

@@ -479,6 +479,14 @@ def test_web_pages_show_only_visible_repositories(world):
                     assert name in repos_page.text, (u["row"].email, name)
                 else:
                     assert name not in page.text and name not in repos_page.text, (u["row"].email, name)
+                # a result's further matches ("Show N more matches"): the page's search as the caller
+                more = http.get("/search/file", params={"q": "marker", "repo": name, "path": "src/f0.py"})
+                if name in visible:
+                    assert more.status_code == 200 and f'data-repo="{name}"' in more.text, (name, more.text)
+                    assert 'data-path="src/f0.py"' in more.text and "<mark>" in more.text, name
+                else:
+                    _same_as_missing(more, http.get("/search/file", params={"q": "marker", "repo": MISSING,
+                                                                            "path": "src/f0.py"}), name)
                 for rest in ("@main/-/blob/README.md", "@main/-/blob/README.md?blame", "@main/-/commits/src",
                              "@main/-/blob/README.md?preview&line=1",  # the results page's preview panel
                              "/-/commits", "/-/commit/main", "/-/compare?base=main&head=main", "/-/compare"):

@@ -8,6 +8,7 @@ import html as html_lib
 import json
 import random
 import re
+import urllib.parse
 
 import pytest
 
@@ -277,6 +278,39 @@ def test_an_answer_that_cannot_be_drawn_ends_the_search_and_the_page_is_complete
     assert page.endswith("<p>tail</p></body></html>") and closed == [True] and abandoned == [1]
 
 
+def test_the_first_file_reaches_the_server_loop_before_the_others_are_drawn():
+    """Serve's `send` only appends a part to a queue that a task of the replica's event loop reads.
+    The page's first file must reach that task on its own, while the rest of the answer is drawn
+    (highlighting: up to the page's budget), not together with it: the rest is drawn off the loop."""
+    async def run():
+        queue, batches, arrived = [], [], asyncio.Event()
+
+        async def shipper():  # what Serve's MessageQueue reader does: take whatever was queued
+            while True:
+                await arrived.wait()
+                arrived.clear()
+                batches.append(list(queue))
+                queue.clear()
+
+        async def events():
+            yield chunk(*(f"f{i:02d}.py" for i in range(40)))
+            yield {"type": "final", "accumulatedStats": {}, "isSearchExhaustive": True}
+
+        ship = asyncio.create_task(shipper())
+        async for part in page_stream(PAGE, events(), Links("", "", "q")):
+            queue.append(part)
+            arrived.set()
+        await asyncio.sleep(0)
+        ship.cancel()
+        return batches
+
+    batches = asyncio.run(run())
+    files = [set(re.findall(r"f\d\d\.py", "".join(batch))) for batch in batches]
+    first = next(i for i, names in enumerate(files) if "f00.py" in names)
+    assert files[first] == {"f00.py"}, files  # on its way before the other 39 were drawn
+    assert set().union(*files[first + 1 :]) == {f"f{i:02d}.py" for i in range(1, 40)}
+
+
 def test_leaving_before_the_first_answer_still_stops_the_searchers():
     """Closed at its first part, the page stream never started the events generator (whose own
     cleanup then never runs): `on_close` (StartedSearch.abandon) is what stops the searchers."""
@@ -360,8 +394,9 @@ def test_snippets_fall_back_to_plain_text_with_marks(path, language, lines, budg
 
 
 def test_the_budget_is_spent_by_the_time_highlighting_takes():
+    """Choosing the lexer is charged too (a language's first file imports its lexer)."""
     ticks = iter(range(100))
-    budget = SnippetBudget(2.5, clock=lambda: float(next(ticks)))  # each chunk "takes" one second
+    budget = SnippetBudget(3.5, clock=lambda: float(next(ticks)))  # the lexer and each chunk "take" one second
     chunks = [[marked("x = 1", [])] for _ in range(5)]
     out = snippet_html("a.py", "Python", chunks, budget)
     assert ["<span" in str(c[0]) for c in out] == [True, True, True, False, False]
@@ -371,10 +406,58 @@ def test_a_file_with_more_matches_than_shown_says_so():
     f = hostile_file(repository="git.local/demo", language="Python", moreMatches=41, moreMatchesExact=True)
     out = render_file(f, Links("", "http://cs.example", "q"), RepoNames(), SnippetBudget())
     assert 'data-matches="43"' in out and '<span class="muted small">43 matches</span>' in out
-    assert re.search(r'<p class="more-matches"><a href="[^"]+\?q=q#L7">41 more matches in this file</a></p>', out)
+    more = re.search(r'<p class="more-matches" data-expand="([^"]+)" data-more-shown="41"><a href="[^"]+\?q=q#L7">'
+                     r"41 more matches in this file</a></p>", out)
+    assert more, out  # the link (without JavaScript), and where the script fetches the 41 (at most 200 in all)
+    assert urllib.parse.parse_qs(urllib.parse.urlsplit(html_lib.unescape(more.group(1))).query) == {
+        "q": ["q"], "repo": ["git.local/demo"], "path": [f"dir/{HOSTILE}.py"], "branch": [f"refs/heads/{HOSTILE}"]}
+    assert html_lib.unescape(more.group(1)).startswith("/search/file?")
+    big = render_file({**f, "moreMatches": 900}, Links("", "", "q"), RepoNames())
+    assert 'data-more-shown="198"' in big  # 2 shown, 198 more: the most a file shows is 200
     out = render_file({**f, "moreMatches": 1000, "moreMatchesExact": False}, Links("", "", "q"), RepoNames())
     assert "1000+ more matches in this file" in out
     assert "more-matches" not in render_file(hostile_file(), Links("", "", "q"), RepoNames())
+
+
+#: (query, regex, what the narrowed query is, or the error): the page's query ANDed with the file's
+#: repository and path, whatever the query's own text (brackets, quotes, backslashes, `or`).
+NARROWED = [
+    ("QuerySet", False, "QuerySet repo:^git\\.local/demo$ file:^src/a\\x20b\\(1\\)\\.py$"),
+    ("a or b", False, "(a or b) repo:^git\\.local/demo$ file:^src/a\\x20b\\(1\\)\\.py$"),
+    ("foo(", False, "foo( repo:^git\\.local/demo$ file:^src/a\\x20b\\(1\\)\\.py$"),
+    ('"hello', False, '"hello repo:^git\\.local/demo$ file:^src/a\\x20b\\(1\\)\\.py$'),
+    ("(foo|bar)baz", True, "(foo|bar)baz repo:^git\\.local/demo$ file:^src/a\\x20b\\(1\\)\\.py$"),
+    ("(a or b", False, "InvalidArgument"),  # no way to AND to it without changing its meaning
+    ("archived:maybe", False, "QueryParseError"),
+]
+
+
+@pytest.mark.parametrize("query,regex,expected", NARROWED)
+def test_a_query_narrowed_to_one_file(query, regex, expected):
+    from codesearch.errors import CodesearchError
+    from codesearch.query.ast import And, FileName, Repo
+    from codesearch.query.parser import parse
+    from codesearch.web.more_matches import narrowed_query
+
+    try:
+        got = narrowed_query(query, "git.local/demo", "src/a b(1).py", regex, False)
+    except CodesearchError as e:
+        got = type(e).__name__
+    assert got == expected
+    if got not in ("InvalidArgument", "QueryParseError"):
+        tree = parse(got, is_regex=regex)
+        assert isinstance(tree, And) and tree.children[-2:] == (
+            Repo("^git\\.local/demo$"), FileName("^src/a\\x20b\\(1\\)\\.py$", False))
+
+
+def test_a_name_as_a_regex_matches_exactly_that_name():
+    from codesearch.query.regex import compile_regex
+    from codesearch.web.more_matches import regex_literal
+
+    for name in ["src/a b(1).py", 'we"ird\\name [x]{2}.+*?|^$.txt', "ünï/cödé\u00a0x.go", "a\tb"]:
+        rx = compile_regex(regex_literal(name), True)
+        assert rx.search(name.encode()) and not rx.search(("x" + name).encode()) and not rx.search((name + "x").encode())
+        assert " " not in regex_literal(name) and '"' not in regex_literal(name)
 
 
 @pytest.mark.parametrize("line,total,size,expected", [

@@ -395,9 +395,93 @@ def test_a_file_with_many_matches_leaves_room_for_other_files(owner_page, web):
     for i in range(12):
         sec = sections.nth(i)
         assert sec.locator(".cline.hit").count() == 5 and sec.get_attribute("data-matches") == "80"
-        more = sec.locator(".more-matches a")
-        assert more.inner_text() == "75 more matches in this file"
-        assert more.get_attribute("href") == sec.locator("a.file-path").get_attribute("href")
+        more = sec.locator(".more-matches button.more-toggle")
+        assert more.inner_text() == "Show 75 more matches" and more.get_attribute("aria-expanded") == "false"
+    # without JavaScript (and until the page's script runs) each says so as a link to the file page
+    html = page.request.get(page.url).text()
+    links = re.findall(r'<p class="more-matches" data-expand="[^"]+" data-more-shown="75"><a href="([^"]+)">'
+                       r"75 more matches in this file</a></p>", html)
+    assert len(links) == 12 and all("/-/blob/data/gen/part_" in href for href in links)
+
+
+def test_more_matches_show_in_place(owner_page, web):
+    """Issue 29 item 1, Sourcebot's "Show N more matches": pressed (here by the keyboard), the
+    button fetches the file's other matches and shows them in the same list, marked as the first
+    ones, the page staying put; the focus goes to the first match not shown before. "Show fewer
+    matches" goes back (the focus stays on it); pressed again, no second request."""
+    page = owner_page
+    search(page, web, '"alpha beta"')
+    url = page.url
+    sec = page.locator("#results section.file").first
+    first = sec.locator(".cline.hit .ln").all_inner_texts()
+    asked = []
+    page.on("request", lambda r: asked.append(r.url) if "/search/file?" in r.url else None)
+    toggle = sec.locator("button.more-toggle")
+    toggle.focus()
+    page.keyboard.press("Enter")
+    sec.locator(".cline.hit").nth(79).wait_for()
+    lines = sec.locator(".cline.hit .ln").all_inner_texts()
+    assert lines == [str(n) for n in range(1, 81)] and lines[:5] == first
+    assert sec.locator(".cline.hit mark").all_inner_texts() == ["alpha beta"] * 80
+    assert toggle.inner_text() == "Show fewer matches" and toggle.get_attribute("aria-expanded") == "true"
+    assert page.evaluate("() => [document.activeElement.className, document.activeElement.textContent]") == ["ln", "6"]
+    assert "80 matching lines" in sec.locator(".more-matches [role=status]").inner_text()
+    assert page.url == url and len(asked) == 1
+    assert page.locator("#results section.file").nth(1).locator(".cline.hit").count() == 5  # the others as they were
+    open_preview(page, sec.locator("a.file-path").inner_text(), hit=40)  # a revealed line previews like any
+    page.keyboard.press("Escape")
+    toggle.click()
+    assert sec.locator(".cline.hit .ln").all_inner_texts() == first and toggle.inner_text() == "Show 75 more matches"
+    assert page.evaluate("() => document.activeElement.classList.contains('more-toggle')")
+    toggle.click()
+    assert sec.locator(".cline.hit").count() == 80 and len(asked) == 1
+    events, _ = web["store"].list_audit_events(action="search", per_page=20)
+    assert any(e.details.get("file") == f"{DEMO}:{sec.get_attribute('data-path')}" for e in events)
+
+
+def test_results_are_links_until_the_page_script_runs(owner_page, web):
+    """Issue 29: the page's module is loaded `async` and may come late (here held back by the
+    test). A click before it runs is not lost: a result's path, its line numbers and "N more
+    matches" are plain links to the file page until the script takes them over; then a click
+    previews and the button expands. The file page's "Copy path" stays hidden until its script
+    can run it."""
+    page = owner_page
+    held = []
+    script = re.compile(r"/search-page\.js$")
+    page.route(script, lambda route: held.append(route))
+    try:
+        page.goto(web["url"] + "/search?q=%22alpha+beta%22", wait_until="domcontentloaded")
+        assert held and page.evaluate("() => document.body.dataset.searchDone") is None  # not run
+        sec = page.locator("#results section.file").first
+        href = sec.locator("a.file-path").get_attribute("href")
+        assert sec.locator(".more-matches a").get_attribute("href") == href and sec.locator(".more-toggle").count() == 0
+        sec.locator("a.file-path").click()  # as early as it can be: a link, followed
+        page.wait_for_url(re.compile(r"/-/blob/data/gen/part_\d\d\.txt\?q="))
+        assert page.locator(".code").count() == 1
+        page.goto(web["url"] + "/search?q=%22alpha+beta%22", wait_until="domcontentloaded")
+        held[-1].continue_()  # now the script runs and takes the results over
+        page.wait_for_selector("#results .more-toggle")
+        page.locator("#results section.file a.file-path").first.click()
+        page.wait_for_selector("#preview .line.hl")
+        assert "/search?" in page.url
+    finally:
+        page.unroute(script)
+        for route in held[:-1]:  # (the first page's: gone with it)
+            try:
+                route.abort()
+            except Exception:  # noqa: BLE001 - its page was left
+                pass
+    app = re.compile(r"/app\.js$")
+    held.clear()
+    page.route(app, lambda route: held.append(route))
+    try:
+        page.goto(web["url"] + f"/browse/{DEMO}@main/-/blob/src/app.py", wait_until="domcontentloaded")
+        copy = page.locator("button[data-copy-path]")
+        assert held and copy.count() == 1 and copy.is_hidden()  # nothing to click before it works
+        held[-1].continue_()
+        copy.wait_for(state="visible")
+    finally:
+        page.unroute(app)
 
 
 def test_snippets_are_coloured_by_language_with_their_marks(owner_page, web):
@@ -466,7 +550,8 @@ def test_a_result_opens_in_the_preview_panel(owner_page, web):
 @pytest.mark.parametrize("width", [360, 1400])
 def test_the_preview_panel_fits_and_passes_the_audit(browser, web, width):
     """At 1400 px the panel sits beside the results, at 360 px it covers them (the page behind it
-    inert); axe finds nothing serious with it open, in both themes."""
+    inert); axe finds nothing serious with it open and a file's further matches shown ("Show N
+    more matches", pressed), in both themes."""
     from tests.a11y import audit, describe
     from tests.webworld import login
 
@@ -477,7 +562,10 @@ def test_the_preview_panel_fits_and_passes_the_audit(browser, web, width):
             page = ctx.new_page()
             page.set_default_timeout(20_000)
             login(page, web, web["owner"])
-            search(page, web, "handle_request")
+            search(page, web, 'handle_request or "alpha beta"')
+            more = page.locator("section.file", has=page.locator(".file-path", has_text="part_00.txt")).first
+            more.locator("button.more-toggle").click()  # a file's further matches shown in place too
+            more.locator(".cline.hit").nth(79).wait_for()
             open_preview(page, "src/app.py")
             box = page.locator("#preview").bounding_box()
             results = page.locator(".results-main").bounding_box()
@@ -521,6 +609,46 @@ def test_the_preview_route_is_bounded_and_the_file_routes_own(owner_page, web):
             lines = re.findall(r'<div class="line" data-n="(\d+)"', text)
             assert len(lines) <= PREVIEW_LINES and "<html" not in text, path
             assert not lines or (lines[0], lines[-1]) == ("1", "1200"), path
+
+
+#: The further matches of one file (`GET /search/file`, codesearch/web/more_matches.py): the query,
+#: the status, the match lines sent and what the answer holds.
+GEN = f"{DEMO}&path=data/gen/part_03.txt"
+MORE_MATCHES = [
+    (f'q=%22alpha+beta%22&repo={GEN}', 200, 80, "token_03_079"),
+    (f'q=%22big+file%22&repo={DEMO}&path=data/big.txt', 200, 0, "+ more matches in this file"),  # 1,200: bounded
+    (f"q=%5Cw%2B&regex=1&repo={DEMO}&path=src/app.py", 200, 0, '<span class="k">def</span>'),  # highlighted
+    (f'q=%22alpha+beta%22&repo={DEMO}&path=src/app.py', 404, 0, "no matches in that file"),
+    (f'q=%22alpha+beta%22&repo=git.local/no-such&path=data/gen/part_03.txt', 404, 0, "no matches in that file"),
+    (f"q=%28alpha+or+beta&repo={GEN}", 400, 0, "cannot be narrowed to one file"),
+    (f"q=archived%3Amaybe&repo={GEN}", 400, 0, "archived"),
+    (f"repo={GEN}", 400, 0, "Field required"),
+    (f"q=alpha&repo={DEMO}&path=" + "x" * 5000, 400, 0, "at most 4096 characters"),
+]
+
+
+def test_a_files_further_matches_are_the_pages_search_narrowed_and_bounded(owner_page, web):
+    """The route is a page's (signed out: the sign-in page), runs the page's search as the caller
+    narrowed to the file (a repository the caller may not see answers as a missing one:
+    tests/permissions/test_permission_leaks.py), sends at most 200 match ranges, highlighted as
+    the page's, and says what is wrong with a bad request."""
+    from codesearch.web.results_page import EXPANDED_FILE_MATCHES
+
+    for query, status, lines, holds in MORE_MATCHES:
+        path = "/search/file?" + query
+        signed_out = httpx.get(web["url"] + path, timeout=60, follow_redirects=False)
+        if holds in ("Field required", "at most 4096 characters"):  # a malformed request: 400 first, as every page
+            assert signed_out.status_code == 400, path
+        else:
+            assert signed_out.status_code in (302, 303, 307) and "/login" in signed_out.headers["location"], path
+        r = owner_page.request.get(web["url"] + path, headers={"Accept": "text/html"})
+        text = r.text()
+        assert r.status == status and holds in text, (query, r.status, text[:400])
+        if status == 200:
+            assert text.startswith("<section class=\"file\"") and "<html" not in text
+            hits = len(re.findall(r'<div class="cline hit"', text))
+            assert text.count("<mark>") <= EXPANDED_FILE_MATCHES and (not lines or hits == lines), (query, hits)
+            assert hits > 5, query  # more than the page showed
 
 
 #: Every page names what it shows in its <title>.

@@ -5,9 +5,11 @@
 // an error). This module is loaded `async`, so it usually runs while the results are still
 // coming: it places each file in rank order as it is written (data-score, data-order), counts
 // it into the language and repository facets and the summary, and, once the page is complete,
-// reads the outcome. A click on a result opens it in the preview panel (preview.js).
+// reads the outcome. A click on a result opens it in the preview panel (preview.js); "Show N more
+// matches" shows the rest of a file's matches in place (more-matches.js).
 
 import {el, plural, root, whenComplete} from "./dom.js";
+import {addExpander, initMoreMatches} from "./more-matches.js";
 import {initPreview} from "./preview.js";
 import {rerunOnToggle} from "./searchform.js";
 
@@ -75,6 +77,8 @@ async function initSearch() {
   // Clicking a result opens it in the preview panel beside the results (preview.js); its links
   // stay links (Cmd/Ctrl-click, middle-click open the file page).
   initPreview(results);
+  // "Show N more matches" under a file reveals the rest in place (more-matches.js).
+  initMoreMatches(results);
 
   // The rest of the page (the query bar's context list) waits for this: nothing competes with
   // the search for the server while the first results are on their way.
@@ -209,6 +213,7 @@ async function initSearch() {
     if (sec.matches("details.copies[data-copy-of]")) return foldLate(sec);
     if (adopted.has(sec) || !sec.classList.contains("file")) return;
     adopted.add(sec);
+    addExpander(sec);
     const order = (sec.dataset.order || "").split(",").filter(Boolean).map(Number);
     place(sec, {score: Number(sec.dataset.score) || 0, order, time: sec.dataset.time || "",
                 repo: sec.dataset.repo || "", path: sec.dataset.path || ""});
