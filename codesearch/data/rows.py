@@ -95,7 +95,8 @@ def rows_of_files(spec: QuerySpec, files: list[FileMatch], per_file: bool) -> li
     """The rows of one query's files (`Searcher.files_many`), as `rows_of` reads them from the answer."""
     block = Block(per_file)
     block.add_files(spec, files)
-    return block.table().to_pylist()
+    out: list[dict[str, Any]] = block.table().to_pylist()
+    return out
 
 
 class Block:

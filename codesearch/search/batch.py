@@ -23,6 +23,7 @@ shards are skipped. A shard whose search fails counts as a crash for that query 
 from __future__ import annotations
 
 import heapq
+import itertools
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -94,6 +95,8 @@ class _Search:
     #: shard index in the batch → its position among `visible`
     positions: dict[int, int]
     first: dict[int, tuple[ShardResult, BitMap]]
+    #: the trigrams its plan may look up in a shard's content index (`content_trigrams`)
+    trigrams: list[int]
     found: int = 0
     results: list[ShardResult] = field(default_factory=list)
     stopped: bool = False
@@ -158,7 +161,7 @@ def _begin(shards: list[Shard], q: BatchQuery) -> _Search:
     first = (
         definitions_first(visible, q.plan, q.options, q.deadline, q.cancelled) if searches_identifiers(q.plan) else {}
     )
-    s = _Search(q, views, visible, {i: j for j, i in enumerate(views)}, first)
+    s = _Search(q, views, visible, {i: j for j, i in enumerate(views)}, first, list(content_trigrams(q.plan.root)))
     s.found = sum(r.total_matches for r, _ in first.values())
     return s
 
@@ -166,8 +169,7 @@ def _begin(shards: list[Shard], q: BatchQuery) -> _Search:
 def _table(shard: Shard, entering: list[_Search], lists: PostingLists) -> PostingTable:
     """The posting lists of `shard` that the queries about to search it may need, looked up together."""
     index = shard.content_index
-    trigrams = (t for s in entering for t in content_trigrams(s.query.plan.root))
-    return PostingTable(index, trigrams, lists.of(index), shard.path)
+    return PostingTable(index, itertools.chain.from_iterable(s.trigrams for s in entering), lists.of(index), shard.path)
 
 
 def _enter(s: _Search, i: int, shared: SharedDocument, table: PostingTable | None = None) -> _Job | None:

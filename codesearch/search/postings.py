@@ -61,8 +61,9 @@ class PostingTable:
         self.path = path  # (the shard's: in the error of a corrupt list)
         wanted = np.fromiter(set(trigrams), dtype=np.int64)
         keys = index.keys
-        cards = sizes = np.zeros(wanted.size, dtype=np.int64)
-        slots: list[list[int]] = [[] for _ in range(wanted.size)]
+        cards = sizes = starts = ends = np.zeros(wanted.size, dtype=np.int64)
+        #: the dictionary slots of the variants present, query trigram after query trigram
+        self._present: np.ndarray = np.zeros(0, dtype=np.int64)
         if keys.size and wanted.size:
             variants, valid = _variants(wanted)
             flat = variants[valid]
@@ -75,14 +76,16 @@ class PostingTable:
             offs = index.offs
             per_variant[valid] = np.where(found, offs[idx_c + 1].astype(np.int64) - offs[idx_c].astype(np.int64), 0)
             sizes = per_variant.sum(axis=1)
-            rows = np.nonzero(valid)[0][found]  # the query trigram of each variant present
-            for row, slot in zip(rows.tolist(), idx_c[found].tolist(), strict=True):
-                slots[row].append(slot)
+            self._present = idx_c[found]
+            counts = np.bincount(np.nonzero(valid)[0][found], minlength=wanted.size)  # variants present per trigram
+            ends = np.cumsum(counts)
+            starts = ends - counts
         listed = wanted.tolist()
         self._cards: dict[int, int] = dict(zip(listed, cards.tolist(), strict=True))
         self._sizes: dict[int, int] = dict(zip(listed, sizes.tolist(), strict=True))
-        #: query trigram → the dictionary slots of its variants present in the shard
-        self._slots: dict[int, list[int]] = dict(zip(listed, slots, strict=True))
+        #: query trigram → where the slots of its variants present are in `_present`
+        spans = zip(starts.tolist(), ends.tolist(), strict=True)
+        self._slots: dict[int, tuple[int, int]] = dict(zip(listed, spans, strict=True))
 
     def cardinalities(self, trigrams: Iterable[int]) -> list[int]:
         """`TrigramIndex.cardinalities`."""
@@ -103,10 +106,10 @@ class PostingTable:
         out = self.lists.get(trigram)
         if out is not None:
             return out
-        slots = self._slots.get(trigram)
-        if slots is None:
+        span = self._slots.get(trigram)
+        if span is None:
             return self.index.postings(trigram)
-        parts = [self._decode(slot) for slot in slots]
+        parts = [self._decode(slot) for slot in self._present[span[0] : span[1]].tolist()]
         out = parts[0] if len(parts) == 1 else BitMap.union(*parts) if parts else BitMap()
         self.lists[trigram] = out
         return out
