@@ -8,6 +8,7 @@ Usage:
     python bench/bench_engine.py                           # once: its index in bench/.work/index
     nice -n 10 python bench/bench_batch.py                 # 1,000 queries, rg on a sample of 40
     python bench/bench_batch.py --queries 200 --rg-sample 10    # a shorter run
+    nice -n 19 python bench/bench_batch.py --in-process 3  # one read task's work and the local loop, CPU s
 
 One run, one process (see bench/README.md):
   * the queries: identifiers taken from the index itself (symbol names of every shard, sampled with
@@ -145,6 +146,32 @@ def rg_loop(corpus: Path, queries: list[dict], matches: int) -> float:
         return time.perf_counter() - t0
 
 
+def one_read_task(index: str, queries: list[dict]) -> int:
+    """The rows of one read task over all the queries (`datasource.read_part`, blocks of 32), in this process."""
+    from codesearch.data.datasource import QUERIES_PER_BLOCK, read_part
+    from codesearch.data.queries import Defaults, spec_of
+    from codesearch.data.sources import IndexSource
+
+    specs = [spec_of(i, q, Defaults()) for i, q in enumerate(queries)]
+    return sum(t.num_rows for t in read_part(specs, IndexSource(index), False, False, QUERIES_PER_BLOCK, None))
+
+
+def in_process(args) -> int:
+    """`--in-process`: CPU seconds are what compare on a loaded machine (wall time is the load's)."""
+    queries = make_queries(args.index, args.queries, args.regex_every, args.matches, args.seed)
+    ways = {"one read task (`read_part`)": lambda: one_read_task(args.index, queries),
+            "`Client.local` loop": lambda: local_loop(args.index, queries)[0]}
+    one_read_task(args.index, queries[:16])  # (warm: the page cache, the imports)
+    print("| way | round | CPU s | wall s | rows | load (1 min) |\n|---|---:|---:|---:|---:|---:|")
+    for r in range(args.in_process):
+        for way, fn in ways.items():
+            c0, w0 = time.process_time(), time.perf_counter()
+            rows = fn()
+            print(f"| {way} | {r + 1} | {time.process_time() - c0:.2f} | {time.perf_counter() - w0:.1f} | {rows:,} | "
+                  f"{os.getloadavg()[0]:.1f} |", flush=True)
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--index", default=str(WORK / "index"), help="the 1 GB corpus index (bench_engine.py builds it)")
@@ -155,9 +182,14 @@ def main() -> int:
     ap.add_argument("--rg-sample", type=int, default=40, help="queries rg runs (every k-th), extrapolated")
     ap.add_argument("--searchers", type=int, default=2)
     ap.add_argument("--seed", type=int, default=27)
+    ap.add_argument("--in-process", type=int, metavar="ROUNDS", default=0,
+                    help="only the in-process part, ROUNDS times in turn: one read task's work (no Ray) and the "
+                         "`Client.local` loop, in CPU seconds and wall (for a loaded machine)")
     args = ap.parse_args()
     if not Path(args.index, "manifest.json").is_file():
         raise SystemExit(f"no index at {args.index}: build it with bench/bench_engine.py (or pass --index)")
+    if args.in_process:
+        return in_process(args)
     load_start = os.getloadavg()
 
     import ray

@@ -34,7 +34,7 @@ from ray.data.block import BlockMetadata
 
 from codesearch.data import rows
 from codesearch.data.queries import BadQuery, QuerySpec
-from codesearch.data.sources import Source
+from codesearch.data.sources import Found, Source
 
 if TYPE_CHECKING:
     from ray.actor import ActorHandle
@@ -156,16 +156,18 @@ def read_part(
     try:
         for start in range(0, len(part), queries_per_block):
             block = part[start : start + queries_per_block]
-            out: list[dict[str, Any]] = []
+            out = rows.Block(per_file, with_errors)
             for spec, answer in zip(block, runner.answer(block, per_file), strict=True):
-                if isinstance(answer, list):
-                    out.extend(answer)
+                if isinstance(answer, Found):
+                    out.add_files(spec, answer.files)
+                elif isinstance(answer, list):
+                    out.add_rows(answer)
                 elif with_errors:
-                    out.append(rows.error_row(spec, str(answer)))
+                    out.add_rows([rows.error_row(spec, str(answer))])
                 else:
                     raise BadQuery(spec.query_id, str(answer), spec.line)
             if progress is not None:
                 progress.add.remote(len(block))
-            yield rows.table(out, per_file, with_errors)
+            yield out.table()
     finally:
         runner.close()

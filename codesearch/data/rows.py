@@ -93,34 +93,68 @@ def rows_of(spec: QuerySpec, response: dict[str, Any], per_file: bool) -> list[d
 
 def rows_of_files(spec: QuerySpec, files: list[FileMatch], per_file: bool) -> list[dict[str, Any]]:
     """The rows of one query's files (`Searcher.files_many`), as `rows_of` reads them from the answer."""
-    head = {"query_id": spec.query_id, "query": spec.query}
-    out: list[dict[str, Any]] = []
-    for fm in files:
-        shard, doc = fm.shard, fm.doc
-        where = {
-            "repository": shard.repo(doc).name,
-            "path": shard.doc_path(doc),
-        }
-        branch = fm.branches[0] if fm.branches else ""
-        if per_file:
-            out.append(
-                {**head, **where, "language": shard.language(doc), "branch": branch, "match_count": fm.match_count}
-            )
-            continue
-        language = shard.language(doc)
-        for line_number, column, line in match_lines(fm):
-            out.append(
-                {
-                    **head,
-                    **where,
-                    "line_number": line_number,
-                    "column": column,
-                    "line": line,
-                    "language": language,
-                    "branch": branch,
-                }
-            )
+    block = Block(per_file)
+    block.add_files(spec, files)
+    out: list[dict[str, Any]] = block.table().to_pylist()
     return out
+
+
+class Block:
+    """The rows of a block of queries, built column by column (one Python list per column, one
+    Arrow table at the end), not as a dict per row: a batch of capped queries makes tens of
+    thousands of rows, and dicts cost more to build and to read back than the columns."""
+
+    def __init__(self, per_file: bool, with_errors: bool = False):
+        self.schema = schema(per_file, with_errors)
+        self.per_file = per_file
+        self.columns: dict[str, list[Any]] = {name: [] for name in self.schema.names}
+        self.rows = 0
+
+    def add_rows(self, rows: list[dict[str, Any]]) -> None:
+        """Rows given as dicts (`rows_of`, `error_row`); a column a row lacks is null."""
+        for name, column in self.columns.items():
+            column.extend(r.get(name) for r in rows)
+        self.rows += len(rows)
+
+    def add_files(self, spec: QuerySpec, files: list[FileMatch]) -> None:
+        """The rows of one query's files (`Searcher.files_many`), as `rows_of` reads them from the
+        answer: per match range its line (`present.match_lines`), or per file its range count."""
+        c = self.columns
+        repository, path, language, branch = c["repository"], c["path"], c["language"], c["branch"]
+        before = len(path)
+        if self.per_file:
+            for fm in files:
+                shard, doc = fm.shard, fm.doc
+                repository.append(shard.repo(doc).name)
+                path.append(shard.doc_path(doc))
+                language.append(shard.language(doc))
+                branch.append(fm.branches[0] if fm.branches else "")
+                c["match_count"].append(fm.match_count)
+        else:
+            line_number, column, line = c["line_number"], c["column"], c["line"]
+            for fm in files:
+                shard, doc = fm.shard, fm.doc
+                lines = match_lines(fm)
+                if not lines:
+                    continue
+                n = len(lines)
+                repository.extend([shard.repo(doc).name] * n)
+                path.extend([shard.doc_path(doc)] * n)
+                language.extend([shard.language(doc)] * n)
+                branch.extend([fm.branches[0] if fm.branches else ""] * n)
+                for number, col, text in lines:
+                    line_number.append(number)
+                    column.append(col)
+                    line.append(text)
+        added = len(path) - before
+        c["query_id"].extend([spec.query_id] * added)
+        c["query"].extend([spec.query] * added)
+        if ERROR_COLUMN in c:
+            c[ERROR_COLUMN].extend([None] * added)
+        self.rows += added
+
+    def table(self) -> pa.Table:
+        return pa.Table.from_pydict(self.columns, schema=self.schema)
 
 
 def error_row(spec: QuerySpec, message: str) -> dict[str, Any]:

@@ -4,7 +4,8 @@ returns the `Runner` that answers that task's queries, a part at a time.
 
 - `IndexSource`: the read task opens the index's shards itself (`Searcher`, without the CRC pass:
   the structure is still checked) and answers a part with `Searcher.files_many`, which shares
-  the shards' work between the part's queries. No permissions: whoever reads the directory owns it.
+  the shards' work between the part's queries; their files become rows straight into the block's
+  columns (`rows.Block`). No permissions: whoever reads the directory owns it.
   On a cluster whose nodes do not share a disk, `node_paths` names each node's own copy of the
   index, so a read task opens the copy of the node it runs on (`IndexSource.per_node`).
 - `RaySource`: the task attaches to the searchers of a service on this Ray cluster
@@ -29,13 +30,24 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from codesearch.data import rows
 from codesearch.data.queries import QuerySpec
 from codesearch.errors import CodesearchError, InvalidArgument, InvalidRequestBody, QueryError, SearchContextNotFound
+from codesearch.search.document import FileMatch
 from codesearch.search.options import SearchOptions
 
 if TYPE_CHECKING:
     from codesearch.client import Client
 
-#: What one query of a part gets: its rows, or the error that is its alone.
-Answer = list[dict[str, Any]] | CodesearchError
+
+@dataclass(frozen=True)
+class Found:
+    """One query's files over an index (`Searcher.files_many`), ranked and capped: its rows once
+    they are added to the block's columns (`rows.Block.add_files`)."""
+
+    files: list[FileMatch]
+
+
+#: What one query of a part gets: its rows (as dicts read from a service's answer, or its files
+#: over an index), or the error that is its alone.
+Answer = list[dict[str, Any]] | Found | CodesearchError
 #: The errors that belong to one query (its text, its options); any other error stops the batch
 #: (the service is down, the key is wrong: every query would fail the same way).
 QUERY_ERRORS = (QueryError, SearchContextNotFound, InvalidArgument, InvalidRequestBody)
@@ -183,10 +195,7 @@ class _IndexRunner:
 
     def answer(self, specs: Sequence[QuerySpec], per_file: bool) -> list[Answer]:
         found = self.searcher.files_many([(s.query, s.options) for s in specs])
-        return [
-            f if isinstance(f, CodesearchError) else rows.rows_of_files(s, f, per_file)
-            for s, f in zip(specs, found, strict=True)
-        ]
+        return [f if isinstance(f, CodesearchError) else Found(f) for f in found]
 
     def close(self) -> None:
         self.searcher.close()

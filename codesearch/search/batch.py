@@ -5,8 +5,10 @@ what that query alone gets (`codesearch.search.engine.search_shards` is the batc
 there is one way shards are searched). What many queries share:
 
 - the shards, opened once by the caller (a `Searcher`, a read task of `codesearch.data`);
-- the posting lists: each shard's trigram index keeps the recently decoded lists
-  (`TrigramIndex.postings`), so the queries of a batch that share trigrams decode them once;
+- the posting lists: every trigram the queries of a batch may ask a shard about is looked up in
+  one vectorised pass over its dictionary, and each list decoded once for all of them and for the
+  caller's next batches (`codesearch.search.postings`; a search alone uses the trigram index's
+  cache of recently decoded lists, `TrigramIndex.postings`);
 - the documents: shard by shard, the candidates of every query still searching are merged in
   document order (`_sweep`), and each document is read once (`SharedDocument`) for every query
   that checks it, then the next. Each query still checks its own candidates in its own order and
@@ -21,6 +23,7 @@ shards are skipped. A shard whose search fails counts as a crash for that query 
 from __future__ import annotations
 
 import heapq
+import itertools
 import logging
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -33,6 +36,7 @@ from codesearch.query import ast
 from codesearch.query.planner import Plan
 from codesearch.search.evaluate import ShardEvaluator, ShardResult, Verification, searches_identifiers
 from codesearch.search.options import SearchOptions
+from codesearch.search.postings import PostingLists, PostingTable, content_trigrams
 from codesearch.search.visibility import visible_shards
 
 log = logging.getLogger(__name__)
@@ -91,6 +95,8 @@ class _Search:
     #: shard index in the batch → its position among `visible`
     positions: dict[int, int]
     first: dict[int, tuple[ShardResult, BitMap]]
+    #: the trigrams its plan may look up in a shard's content index (`content_trigrams`)
+    trigrams: list[int]
     found: int = 0
     results: list[ShardResult] = field(default_factory=list)
     stopped: bool = False
@@ -114,17 +120,23 @@ class _Job:
     error: Exception | None = None
 
 
-def search_batch(shards: list[Shard], queries: Sequence[BatchQuery]) -> list[list[ShardResult]]:
+def search_batch(
+    shards: list[Shard], queries: Sequence[BatchQuery], lists: PostingLists | None = None
+) -> list[list[ShardResult]]:
     """Search `shards` (in order) for every query of `queries`: per query, its shard results, the
-    same as a search of that query alone. See the module docstring."""
+    same as a search of that query alone. `lists` keeps the posting lists decoded for many queries
+    across the batches of one caller (a search alone uses the trigram index's cache). See the
+    module docstring."""
     searches = [_begin(shards, q) for q in queries]
+    if len(queries) > 1 and lists is None:
+        lists = PostingLists()
     for i, shard in enumerate(shards):
         jobs: list[_Job] = []
         shared = SharedDocument(shard)
-        for s in searches:
-            if s.stopped or i not in s.views:
-                continue
-            job = _enter(s, i, shared)
+        entering = [s for s in searches if not s.stopped and i in s.views]
+        table = _table(shard, entering, lists) if lists is not None and len(entering) > 1 else None
+        for s in entering:
+            job = _enter(s, i, shared, table)
             if job is not None:
                 jobs.append(job)
         _sweep(jobs, shared)
@@ -149,12 +161,18 @@ def _begin(shards: list[Shard], q: BatchQuery) -> _Search:
     first = (
         definitions_first(visible, q.plan, q.options, q.deadline, q.cancelled) if searches_identifiers(q.plan) else {}
     )
-    s = _Search(q, views, visible, {i: j for j, i in enumerate(views)}, first)
+    s = _Search(q, views, visible, {i: j for j, i in enumerate(views)}, first, list(content_trigrams(q.plan.root)))
     s.found = sum(r.total_matches for r, _ in first.values())
     return s
 
 
-def _enter(s: _Search, i: int, shared: SharedDocument) -> _Job | None:
+def _table(shard: Shard, entering: list[_Search], lists: PostingLists) -> PostingTable:
+    """The posting lists of `shard` that the queries about to search it may need, looked up together."""
+    index = shard.content_index
+    return PostingTable(index, itertools.chain.from_iterable(s.trigrams for s in entering), lists.of(index), shard.path)
+
+
+def _enter(s: _Search, i: int, shared: SharedDocument, table: PostingTable | None = None) -> _Job | None:
     """Start query `s` on shard `i`: a job for the sweep, or None when the shard is already
     answered (skipped, no candidate, failed)."""
     q, position = s.query, s.positions[i]
@@ -171,7 +189,14 @@ def _enter(s: _Search, i: int, shared: SharedDocument) -> _Job | None:
     view = s.views[i]
     budget = q.options.search_budget - s.found
     ev = ShardEvaluator(
-        view, q.plan, budget, q.deadline, q.cancelled, reader=shared, file_matches=q.options.file_matches
+        view,
+        q.plan,
+        budget,
+        q.deadline,
+        q.cancelled,
+        reader=shared,
+        file_matches=q.options.file_matches,
+        content_lookup=table,
     )
     try:
         v = ev.verification(done)

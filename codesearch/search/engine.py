@@ -30,6 +30,7 @@ from codesearch.search.document import FileMatch, truncate_match
 from codesearch.search.duplicates import Folding
 from codesearch.search.evaluate import ShardResult, is_identifier
 from codesearch.search.options import FLUSH_TIMER, SearchOptions, Stats
+from codesearch.search.postings import PostingLists
 from codesearch.search.present import file_result, repository_info, truncate_file_result
 from codesearch.search.sorting import match_key, presented_key
 
@@ -203,14 +204,16 @@ def _content_of(fm: FileMatch) -> str | None:
 
 
 def ranked_files(
-    results: list[ShardResult], options: SearchOptions, origin: int = 0
+    results: list[ShardResult], options: SearchOptions, origin: int = 0, counters: bool = True
 ) -> tuple[list[FileMatch], PartialResult]:
     """Rank and cap the shard results of one searcher (`origin` orders searchers): the files, best
-    first, that `partial_result` presents, and the partial result without them (its counters)."""
+    first, that `partial_result` presents, and the partial result without them (its counters, left
+    at zero without `counters`: a batch's rows have no use for them)."""
     out = PartialResult()
     files: list[FileMatch] = []
     for si, r in enumerate(results):
-        out.stats.add(r.stats)
+        if counters:
+            out.stats.add(r.stats)
         out.total_matches += r.total_matches
         out.truncated |= r.truncated
         out.timed_out |= r.timed_out
@@ -317,6 +320,8 @@ class Searcher:
         if not os.path.isdir(index_dir):
             raise IndexFormatError(index_dir, "index directory does not exist")
         self.verify = verify
+        #: the posting lists `search_many` and `files_many` decoded, kept for their next batches
+        self.lists = PostingLists()
         self.reload()
 
     def reload(self) -> None:
@@ -402,7 +407,7 @@ class Searcher:
         `present.match_lines`); or its error."""
         results, _ = self._batch(queries)
         return [
-            r if isinstance(r, CodesearchError) else ranked_files(r, o)[0]
+            r if isinstance(r, CodesearchError) else ranked_files(r, o, counters=False)[0]
             for r, (_, o) in zip(results, queries, strict=True)
         ]
 
@@ -422,7 +427,7 @@ class Searcher:
                 continue
             out.append([])
         plan_ns = time.perf_counter_ns() - started
-        searched = search_batch(list(self.shards), [q for _, q in planned])
+        searched = search_batch(list(self.shards), [q for _, q in planned], self.lists)
         for (k, _), shard_results in zip(planned, searched, strict=True):
             out[k] = shard_results
         return out, plan_ns

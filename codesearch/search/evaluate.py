@@ -23,14 +23,15 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import numpy as np
 from pyroaring import BitMap
 
 from codesearch.index.format import pack_masks
-from codesearch.index.shard import Shard, TrigramIndex
+from codesearch.index.shard import Shard
 from codesearch.query import ast
 from codesearch.query.planner import ContentLeaf, FileLeaf, Plan, RepoFacts, RepoLeaf, SymbolLeaf
 from codesearch.query.regex import RegexTimeout
@@ -52,6 +53,18 @@ class ShardResult:
     timed_out: bool = False
 
 
+class TrigramLookup(Protocol):
+    """Where candidates' posting lists come from: a shard's `TrigramIndex`, or a batch's
+    `codesearch.search.postings.PostingTable` over it (the same answers, looked up once for many
+    queries)."""
+
+    def cardinalities(self, trigrams: Iterable[int]) -> list[int]: ...
+
+    def postings(self, trigram: int) -> BitMap: ...
+
+    def stored_size(self, trigram: int) -> int: ...
+
+
 class _ShardView:
     """Per-shard facts the evaluator needs, computed on demand."""
 
@@ -60,7 +73,7 @@ class _ShardView:
         self.stats = stats
         self.all_docs = shard.docs_where("all")
 
-    def lookup(self, index: TrigramIndex, q: TrigramQuery) -> BitMap | None:
+    def lookup(self, index: TrigramLookup, q: TrigramQuery) -> BitMap | None:
         """Candidate documents of a trigram query (None = every document)."""
         if q.op == ALL:
             return None
@@ -97,7 +110,7 @@ class _ShardView:
             result |= sub
         return result
 
-    def _postings(self, index: TrigramIndex, trigram: int) -> BitMap:
+    def _postings(self, index: TrigramLookup, trigram: int) -> BitMap:
         self.stats.indexBytesLoaded += index.stored_size(trigram)
         return index.postings(trigram)
 
@@ -137,8 +150,12 @@ class ShardEvaluator:
         cancelled: Callable[[], bool] | None = None,
         reader: DocReader | None = None,
         file_matches: int = 0,
+        content_lookup: TrigramLookup | None = None,
     ):
         self.shard = shard
+        #: Where the content terms' posting lists are looked up: the shard's index, or a batch's
+        #: table of them for all its queries.
+        self.content_lookup: TrigramLookup = shard.content_index if content_lookup is None else content_lookup
         #: The most match ranges a file keeps (0: all; `SearchOptions.file_matches`).
         self.file_matches = file_matches
         #: Where candidates' contents and symbol names are read: the shard, or a batch's reader
@@ -200,7 +217,7 @@ class ShardEvaluator:
         if isinstance(node, ast.Const):
             return (None if node.value else BitMap()), True
         if isinstance(node, ContentLeaf):
-            found = self.view.lookup(s.content_index, node.trigrams)
+            found = self.view.lookup(self.content_lookup, node.trigrams)
             if found is not None and node.quads:
                 found = s.quad_filters.select(found, node.quads)
             return found, False
@@ -208,7 +225,7 @@ class ShardEvaluator:
             return self.view.lookup(s.name_index, node.trigrams), False
         if isinstance(node, SymbolLeaf):
             base = s.docs_where("has-symbols")
-            c = self.view.lookup(s.content_index, node.trigrams)
+            c = self.view.lookup(self.content_lookup, node.trigrams)
             return (base if c is None else base & c), False
         if isinstance(node, ast.Language):
             ids = self.lang_set(node.name)

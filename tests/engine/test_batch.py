@@ -70,3 +70,35 @@ def test_each_document_is_read_once_for_all_the_queries_that_check_it(indexed_co
     # each query still counts the files it checked in its own statistics, as alone
     assert [r["stats"]["filesLoaded"] for r in searcher.search_many(queries)] == [
         searcher.search(q, options=o)["stats"]["filesLoaded"] for q, o in queries]
+
+
+# ---------------------------------------------------------------- the block's posting table
+
+TABLE_TERMS = [
+    # (text, case-sensitive): any-case letters (up to 8 index trigrams each), digits and punctuation
+    # (no variants), letters kept in case, non-ASCII bytes, and trigrams no document has
+    ("return", False), ("Return", True), ("def (", False), ("x == 1", False), ("café", False),
+    ("self._", False), ("QQXZZY", False), ("\t\t\t", True), ("κλμ", False),
+]
+
+
+def test_a_posting_table_answers_as_its_trigram_index(indexed_corpus):
+    """`PostingTable` (one vectorised pass for a block's queries) against the index it reads, trigram by
+    trigram: the posting list sizes that order a query's intersections and the stored bytes it counts."""
+    from codesearch.index.trigrams import string_trigrams
+    from codesearch.search.postings import PostingLists, PostingTable
+
+    trigrams = [t for text, case in TABLE_TERMS for t in string_trigrams(text, case)]
+    assert any(t >> 24 for t in trigrams) and any(not t >> 24 for t in trigrams)
+    for shard in indexed_corpus["searcher"].shards:
+        index = shard.content_index
+        table = PostingTable(index, trigrams, PostingLists().of(index))
+        assert table.cardinalities(trigrams) == index.cardinalities(trigrams)
+        assert [table.stored_size(t) for t in trigrams] == [index.stored_size(t) for t in trigrams]
+        assert any(table.cardinalities(trigrams)) and 0 in table.cardinalities(trigrams)
+        assert all(table.postings(t) == index.postings(t) for t in trigrams)  # decoded by the table
+        assert all(table.postings(t) == index.postings(t) for t in trigrams)  # kept
+        # a trigram the table was not made for is the index's answer too
+        other = string_trigrams("import", False)
+        assert table.cardinalities(other) == index.cardinalities(other)
+        assert table.stored_size(other[0]) == index.stored_size(other[0])
