@@ -21,6 +21,8 @@ def test_searchers_on_another_node_fetch_the_shards_they_serve(indexed_corpus, t
     assert death == {"restarted": True, "files": 1, "crashes": 0, "errors": [],
                      "whole_after_s": death["whole_after_s"]}, death
     assert death["whole_after_s"] < WHOLE_WITHIN_S, death
+    print(f"FAULT shard source | fetch of a re-index's shard | {death['whole_after_s']} | searchers on the other node |"
+          f" restarted: {death['restarted']}")
     assert copies == {"searcher_nodes": True, "files": 3, "later_files": 1, "held_far": True, "held_builder": False,
                       "new_shards": True, "copies": copies["copies"], "crashes": 0}, copies
     assert copies["copies"] >= 1
