@@ -155,9 +155,13 @@ def demo(_demo_slot, tmp_path_factory) -> Demo:
     another."""
     if "demo" not in _demo_slot or _demo_slot["demo"].served.proc.poll() is not None:
         served = Served(tmp_path_factory.mktemp("demo"), dashboard=True, CODESEARCH_DRAIN_TIMEOUT_S="20")
-        served.wait_healthy()
-        _cli("users", "create", "admin@example.com", env=served.env)
-        key = _cli("keys", "create", "--user", "admin@example.com", env=served.env).strip()
+        try:
+            served.wait_healthy()
+            _cli("users", "create", "admin@example.com", env=served.env)
+            key = _cli("keys", "create", "--user", "admin@example.com", env=served.env).strip()
+        except BaseException:  # a start that failed is stopped here: nobody else holds it to stop
+            served.stop()
+            raise
         _demo_slot["demo"] = Demo(served, key)
     return _demo_slot["demo"]
 
