@@ -10,10 +10,8 @@ workers, in any processes or on any nodes that share the data directory, never r
   connection's status (SYNCING, then SYNCED / SYNCED_WITH_WARNINGS / FAILED).
 * `RepoIndexer` (index jobs): mirrors the repo (bare clone or fetch; local repos are read in
   place), selects the revisions of its connection's config and indexes them under the store's
-  repo id (new shards swapped in atomically), then records INDEXED, the indexed revisions and
-  `pushed_at`, the commit date of the default branch's head. While the shard being built is
-  small, it takes more queued index jobs into the same run and the same shard
-  (`codesearch.runtime.index_batch`; `claim_more`, `fail_alone`, `give_back`).
+  repo id (`index_source`: new shards swapped in atomically), then records INDEXED, the
+  indexed revisions and `pushed_at`, the commit date of the default branch's head.
 
 Each attempt is counted and timed by kind and outcome, and each failed clone or fetch of a
 mirror is counted (`codesearch.runtime.metrics`). While a job runs, the worker heartbeats it

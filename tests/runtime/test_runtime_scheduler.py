@@ -205,15 +205,12 @@ def test_the_compactor_merges_the_repositories_into_a_compound_shard(world):
 
     query = "alpha_marker_one or beta_marker_two or remote_widget_marker or gamma_marker_three or delta_marker_four"
     before = _files(world.pool, query)
-    # the first sync's repositories share a shard when one indexer's batch took them together
-    # (`index_batch`); gamma and delta came later, alone
-    shards = len(current_shards(world.index))
-    assert shards >= 3
+    assert len(current_shards(world.index)) == 5
     compactor = start_compactor(world.data, poll_s=0.2)
     try:
         _wait(lambda: len(current_shards(world.index)) == 1, what="one compound shard")
         _wait(lambda: _files(world.pool, query) == before, what="the searchers refreshed by the scheduler")
-        assert ray.get(compactor.stats.remote())["merged_shards"] == shards
+        assert ray.get(compactor.stats.remote())["merged_shards"] == 5
     finally:
         stop_compactor(compactor)
 
