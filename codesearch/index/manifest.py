@@ -396,6 +396,18 @@ def replace_shards(
         return True
 
 
+def collect_garbage(index_dir: str) -> list[str]:
+    """Delete the shard files no manifest entry names: those a writer moved into the directory
+    and then died before its manifest write (every writer moves and writes under the lock, so
+    an unnamed file seen under the lock is nobody's). Returns the deleted file names; an index
+    without a current manifest is left alone."""
+    with _locked(index_dir):
+        manifest = read_manifest(index_dir)
+        if manifest is None or not is_current(manifest):
+            return []
+        return _collect_garbage(index_dir, manifest)
+
+
 def _collect_garbage(index_dir: str, manifest: Manifest) -> list[str]:
     live = set(manifest["shards"])
     gone = []

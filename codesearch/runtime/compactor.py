@@ -20,9 +20,11 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shutil
 import threading
 from typing import TYPE_CHECKING, Any, cast
 
+from codesearch.index import manifest
 from codesearch.index.builder import IndexSettings
 from codesearch.index.compact import CompactionStats, merge, plan
 from codesearch.runtime import NAMESPACE
@@ -50,6 +52,7 @@ class Compactor:
         """Plan, then merge the planned groups; returns how many merges were done."""
         if not os.path.isdir(self.index_dir):
             return 0
+        self.sweep()
         done = 0
         for group in plan(self.index_dir, self.settings.shard_max_bytes):
             try:
@@ -60,6 +63,19 @@ class Compactor:
                 log.exception("compaction of %s failed", group)
                 self.errors = (self.errors + [f"{group}: {type(e).__name__}: {e}"])[-20:]
         return done
+
+    def sweep(self) -> None:
+        """Clear what a process that died mid-write left: shard files the manifest does not name
+        (an indexer or compactor killed between its move and its manifest write) and this
+        compactor's own unfinished merge folders (``.compact-<generation>``; only the compactor
+        writes those, so none is live while it sweeps)."""
+        gone = manifest.collect_garbage(self.index_dir)
+        for f in os.listdir(self.index_dir):
+            if f.startswith(".compact-"):
+                shutil.rmtree(os.path.join(self.index_dir, f), ignore_errors=True)
+                gone.append(f)
+        if gone:
+            log.info("swept %d file(s) left by a writer that died: %s", len(gone), gone[:5])
 
     def stats(self) -> dict[str, Any]:
         t = self.totals

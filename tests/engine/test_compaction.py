@@ -114,6 +114,27 @@ def test_a_race_with_a_reindex_keeps_the_new_documents(tmp_path):
     assert got["repos"]["1"]["shards"] == ["a2.shard"] and got["repos"]["2"]["shards"] == ["n.shard"]
 
 
+def test_files_left_by_a_writer_that_died_mid_swap_are_swept(tmp_path):
+    """A writer killed between moving its shard in and writing the manifest (and a compactor
+    killed mid-merge) leaves files nothing names; the compactor's next pass deletes them and
+    nothing the manifest names."""
+    from codesearch.runtime.compactor import Compactor
+
+    data = tmp_path / "data"
+    ix = data / "index"
+    ix.mkdir(parents=True)
+    kept = tmp_path / "a.shard"
+    kept.write_bytes(b"x")
+    manifest.swap_repo(str(ix), 1, "repo1", 1, [str(kept)])
+    (ix / "compound.g9.0.shard").write_bytes(b"moved in, manifest never written")
+    (ix / ".compact-9").mkdir()
+    (ix / ".compact-9" / "compound.g9.1.shard").write_bytes(b"half written")
+    assert manifest.collect_garbage(str(tmp_path / "no-manifest")) == []
+    Compactor(str(data)).sweep()
+    assert sorted(os.listdir(ix)) == sorted(["a.shard", "manifest.json", "manifest.lock"])
+    assert set(manifest.read_manifest(str(ix))["shards"]) == {"a.shard"}
+
+
 # ---------------------------------------------------------------------------------------------
 # Differential: many small repositories, compacted, re-indexed, removed
 

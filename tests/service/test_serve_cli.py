@@ -327,35 +327,6 @@ def test_sigterm_under_load_loses_no_request(demo):
     assert "shutting down" in log and "draining: drained 1 replica" in log, log[-3000:]
 
 
-def test_a_request_over_the_drain_bound_does_not_hold_the_stop(tmp_path, small_config):
-    """A request that never ends (its body is held back) is waited for CODESEARCH_DRAIN_TIMEOUT_S,
-    no longer: then the service stops anyway, cutting it, and exits 0."""
-    from tests.service.test_service_drain import Held
-
-    drain_s = 3.0
-    served = Served(tmp_path, searchers=1, FORCE_ENABLE_ANONYMOUS_ACCESS="true", CONFIG_PATH=str(small_config),
-                    CODESEARCH_DRAIN_TIMEOUT_S=str(drain_s))
-    held = None
-    try:
-        served.wait_healthy()
-        held = Held(served.base)
-        time.sleep(1.5)  # the held request reaches the replica
-        signalled = time.monotonic()
-        served.proc.send_signal(signal.SIGTERM)
-        code = served.proc.wait(timeout=drain_s + 60)
-        stopped = time.monotonic() - signalled
-    finally:
-        if held is not None:
-            held.finish()
-        if served.proc.poll() is None:
-            os.killpg(served.proc.pid, signal.SIGKILL)
-    log = served.log()
-    assert code == 0, log[-3000:]
-    assert f"not drained after {drain_s:.0f}." in log and "1 request still running" in log, log[-3000:]
-    assert drain_s <= stopped < drain_s + 45, f"stopped after {stopped:.1f}s"
-    assert held.response is None and isinstance(held.error, httpx.TransportError), (held.response, held.error)
-
-
 def test_a_bad_drain_timeout_is_refused_before_anything_starts(tmp_path):
     from concurrent.futures import ThreadPoolExecutor
 
@@ -420,12 +391,17 @@ def test_joined_to_a_cluster_it_removes_only_its_own_application(serve_url, tmp_
 
 
 
-def test_without_ray_address_it_starts_its_own_ray_beside_another(serve_url, tmp_path, small_config):
+def test_without_ray_address_it_starts_its_own_ray_beside_another_and_its_drain_is_bounded(serve_url, tmp_path,
+                                                                                           small_config):
     """Without ``RAY_ADDRESS``, `codesearch serve` starts a Ray instance of its own even when
     another one on the machine is the one ``ray.init()`` would join (the cluster a ``ray start``
     recorded in ``<RAY_TMPDIR>/ray/ray_current_cluster``; here: the test session's, whose Serve
     runs another application): it must not serve through that one's proxy, nor shut its Serve
-    down when it stops."""
+    down when it stops.
+
+    Its stop is the drain bound's case (one service for both: a start costs tens of seconds): a
+    request that never ends (its body is held back) is waited for CODESEARCH_DRAIN_TIMEOUT_S, no
+    longer: then the service stops anyway, cutting it, and exits 0."""
     import shutil
     import tempfile
     import uuid
@@ -433,31 +409,48 @@ def test_without_ray_address_it_starts_its_own_ray_beside_another(serve_url, tmp
     import ray
     from ray import serve
 
+    from tests.service.test_service_drain import Held
+
     @serve.deployment(ray_actor_options={"num_cpus": 0})
     class Bystander:
         async def __call__(self, request) -> str:
             return "still here"
 
+    drain_s = 3.0
     bystander = f"bystander-{uuid.uuid4().hex[:8]}"
     serve.run(Bystander.bind(), name=bystander, route_prefix=f"/{bystander}")
     ray_tmp = Path(tempfile.mkdtemp(prefix="cs-ray-", dir="/tmp"))  # short: Ray's socket paths have a limit
     (ray_tmp / "ray").mkdir()
     (ray_tmp / "ray" / "ray_current_cluster").write_text(ray.get_runtime_context().gcs_address)
     served = Served(tmp_path, searchers=1, FORCE_ENABLE_ANONYMOUS_ACCESS="true", CONFIG_PATH=str(small_config),
-                    RAY_TMPDIR=str(ray_tmp))
+                    RAY_TMPDIR=str(ray_tmp), CODESEARCH_DRAIN_TIMEOUT_S=str(drain_s))
+    held = None
     try:
         served.wait_healthy()
         r = httpx.post(f"{served.base}/api/search", json=LOAD_QUERY, timeout=60)
         assert r.status_code == 200 and r.json()["files"], r.text
         assert "codesearch" not in serve.status().applications
-        code = served.stop(timeout_s=90)
-        assert code == 0, served.log()[-3000:]
-        assert "Connecting to existing Ray cluster" not in served.log(), served.log()[-3000:]
+        held = Held(served.base)
+        time.sleep(1.5)  # the held request reaches the replica
+        signalled = time.monotonic()
+        served.proc.send_signal(signal.SIGTERM)
+        code = served.proc.wait(timeout=drain_s + 60)
+        stopped = time.monotonic() - signalled
+        log = served.log()
+        assert code == 0, log[-3000:]
+        assert f"not drained after {drain_s:.0f}." in log and "1 request still running" in log, log[-3000:]
+        assert drain_s <= stopped < drain_s + 45, f"stopped after {stopped:.1f}s"
+        held.finish()
+        assert held.response is None and isinstance(held.error, httpx.TransportError), (held.response, held.error)
+        assert "Connecting to existing Ray cluster" not in log, log[-3000:]
         still = httpx.get(f"{serve_url}/{bystander}", timeout=30)
         assert (still.status_code, still.text) == (200, "still here")
     finally:
+        if held is not None:
+            held.release.set()
         if served.proc.poll() is None:
             os.killpg(served.proc.pid, signal.SIGKILL)
+        served.stop()  # (closes its log)
         serve.delete(bystander)
         shutil.rmtree(ray_tmp, ignore_errors=True)
 
