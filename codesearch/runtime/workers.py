@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from ray import ObjectRef
 
     from codesearch.config.models import Settings
+    from codesearch.index.builder import IndexSettings
     from codesearch.runtime.handles import Method, RuntimeHandle
     from codesearch.store.models import Connection, Job
 
@@ -129,10 +130,15 @@ class _Worker:
             raise JobCancelled("cancelled")
 
     def run_once(self) -> bool:
-        """Claim and run one job; False when there was none."""
+        """Claim and run one job (an indexer may take more while it runs: `claim_more`); False
+        when there was none."""
         job = self.store.claim_job(self.kind, self.worker_id)
         if job is None:
             return False
+        #: the jobs this run holds: the one claimed here, then those `claim_more` adds
+        self._held: list[Job] = [job]
+        #: jobs of the run that failed on their own while the others went on (`fail_alone`)
+        self._failures: dict[int, BaseException] = {}
         result: dict[str, object] = {}  # "ok": True, or "error": what the job raised
 
         def target() -> None:
@@ -169,26 +175,51 @@ class _Worker:
                 log.warning("%s: job %s was taken back; abandoning it", self.worker_id, job.id)
                 metrics.job_finished(self.kind, "abandoned", time.monotonic() - started)
                 return True
+            for other in list(self._held[1:]):  # one taken back meanwhile is not completed below
+                self.store.heartbeat_job(other.id, self.worker_id)
         seconds = time.monotonic() - started
-        if "ok" in result:
+        for held in list(self._held):
+            err = result.get("error") if "ok" not in result else self._failures.get(held.id)
+            self._finish(held, err, seconds)
+        return True
+
+    def claim_more(self) -> Job | None:
+        """Called by a running job: claim one more job of this kind, never tried before, for the
+        same run (heartbeated and completed with the first); None when there is none."""
+        job = self.store.claim_job(self.kind, self.worker_id, first_attempt=True)
+        if job is not None:
+            self._held.append(job)
+        return job
+
+    def fail_alone(self, job: Job, error: BaseException) -> None:
+        """Called by a running job: `job` (one of the run's) failed, the others go on."""
+        self._failures[job.id] = error
+
+    def give_back(self, job: Job) -> None:
+        """Called by a running job: `job` (one of the run's, claimed by `claim_more`) goes back to
+        the queue untried, claimable at once, and leaves the run."""
+        self.store.defer_job(job.id, "", 0.0, worker_id=self.worker_id)
+        self._held.remove(job)
+
+    def _finish(self, job: Job, err: object, seconds: float) -> None:
+        """Record a job's outcome: completed (`err` None), deferred (a full disk) or failed."""
+        if err is None:
             completed = self.store.complete_job(job.id, self.worker_id)
             metrics.job_finished(self.kind, "completed" if completed else "abandoned", seconds)
             self.done += 1
-        else:
-            metrics.job_finished(self.kind, "failed", seconds)
-            err = result.get("error")
-            msg = str(err) or type(err).__name__
-            if isinstance(err, BaseException) and is_disk_full(err):
-                log.error("%s: job %s deferred %gs, a disk is full: %s", self.worker_id, job.id, self._full_s, msg)
-                self.store.defer_job(job.id, msg, self._full_s, worker_id=self.worker_id)
-                self.failed += 1
-                return True
-            log.warning("%s: job %s failed: %s", self.worker_id, job.id, msg)
-            after = self.store.fail_job(job.id, msg, worker_id=self.worker_id)
+            return
+        metrics.job_finished(self.kind, "failed", seconds)
+        msg = str(err) or type(err).__name__
+        if isinstance(err, BaseException) and is_disk_full(err):
+            log.error("%s: job %s deferred %gs, a disk is full: %s", self.worker_id, job.id, self._full_s, msg)
+            self.store.defer_job(job.id, msg, self._full_s, worker_id=self.worker_id)
             self.failed += 1
-            if after is not None and after.state == JobState.FAILED:
-                self.gave_up(job, msg)
-        return True
+            return
+        log.warning("%s: job %s failed: %s", self.worker_id, job.id, msg)
+        after = self.store.fail_job(job.id, msg, worker_id=self.worker_id)
+        self.failed += 1
+        if after is not None and after.state == JobState.FAILED:
+            self.gave_up(job, msg)
 
     def loop(self) -> None:
         while not self._stop.is_set():
@@ -300,69 +331,30 @@ class RepoIndexer(_Worker):
     def timeout_s(self) -> float:
         return self._timeout_s
 
-    def run_job(self, job: Job) -> None:
-        from codesearch.git.revisions import commit_date
-        from codesearch.index.builder import IndexSettings, index_source
-        from codesearch.index.sources import GitSource
-        from codesearch.store.errors import NotFound
-        from codesearch.sync import repo_git_credentials, repo_info, resolve_connection_token
+    @property
+    def index_delay_s(self) -> float:
+        return self.options.index_delay_s
 
-        if job.repo_id is None:  # every index job names its repository: one without has none to index
-            return
-        try:
-            repo = self.store.get_repo(job.repo_id)
-        except NotFound:
-            return  # garbage-collected meanwhile
-        names = self.store.connections_for_repo(repo.id)
-        conn_cfg, kind, name = {}, "git", ""
-        if names:
-            name = names[0]
-            c = self.store.get_connection(name)
-            conn_cfg, kind = c.config, c.type
-        self.store.update_repo_index_status(repo.id, IndexStatus.INDEXING)
-        if self.options.index_delay_s:
-            self._cancel.wait(self.options.index_delay_s)
-            self.check_cancelled()
-        if repo.local_path:
-            path = repo.local_path
-        else:
-            token = resolve_connection_token(name, conn_cfg) if name else None
-            try:
-                user, password = repo_git_credentials(kind, conn_cfg, token, repo.display_name)
-                path = self.mirrors.sync(repo.id, repo.clone_url, username=user, password=password).path
-            except Exception:
-                metrics.mirror_fetch_error(kind)
-                raise
-        revisions = conn_cfg.get("revisions") or {}
-        source = GitSource(
-            path,
-            repo=repo_info(repo, repo.id),
-            branch_globs=revisions.get("branches") or (),
-            tag_globs=revisions.get("tags") or (),
+    def wait_cancelled(self, seconds: float) -> None:
+        """Wait `seconds`, or less when the job is cancelled meanwhile."""
+        self._cancel.wait(seconds)
+
+    def index_settings(self) -> IndexSettings:
+        from codesearch.index.builder import IndexSettings
+
+        return IndexSettings(
+            max_file_size=self.max_file_size,
+            max_trigram_count=self.max_trigram_count,
+            always_index=self.always_index,
             max_revisions=self.max_revisions,
         )
-        try:
-            settings = IndexSettings(
-                max_file_size=self.max_file_size,
-                max_trigram_count=self.max_trigram_count,
-                always_index=self.always_index,
-                max_revisions=self.max_revisions,
-            )
-            # a repository whose indexed revisions were forgotten (a re-index someone asked for:
-            # `Store.enqueue_index_job(rebuild=True)`), or never recorded, is rebuilt even if unchanged
-            rebuild = not repo.indexed_revisions
-            stats = index_source(source, self.index_dir, settings, progress=self.check_cancelled, rebuild=rebuild)
-            indexed = {r.ref: r.commit for r in source.revisions}
-            # the default branch (revisions[0]) as of this index: its newest commit is the repo's pushedAt,
-            # for every host alike (local and generic git repos have no host API to say it); read from
-            # git only when the repository changed (an unchanged one keeps the date it has)
-            head = source.revisions[0]
-            pushed_at = head.committed_at
-            if pushed_at is None and not stats.unchanged:
-                pushed_at = commit_date(source.git_dir, head.commit)
-        finally:
-            source.close()
-        self.store.update_repo_index_status(repo.id, IndexStatus.INDEXED, revisions=indexed, pushed_at=pushed_at)
+
+    def run_job(self, job: Job) -> None:
+        """Index the job's repository, and with it, while they are small, those of more jobs
+        (`codesearch.runtime.index_batch`)."""
+        from codesearch.runtime.index_batch import run_batch
+
+        run_batch(self, job)
 
     def gave_up(self, job: Job, error: str) -> None:
         from codesearch.store.errors import NotFound
