@@ -44,8 +44,9 @@ if TYPE_CHECKING:
     from codesearch.store.models import Job, Repo
 
 #: The most repositories one batch holds (bounds how long the batch's first job waits for its
-#: INDEXED, and what one failure while reading files sends back to the queue).
-MAX_BATCH = 64
+#: INDEXED, and what one failure while reading files sends back to the queue). At 64, batches of
+#: repositories of ~1 MB stopped short of half a shard and were compacted after all.
+MAX_BATCH = 256
 
 
 class BatchWorker(Protocol):
