@@ -83,6 +83,7 @@ class _Built:
     head_commit: str
     pushed_at: datetime | None
     key: str | None
+    prefix: str  # its shards' file-name prefix: retires what an index without a manifest had for it
 
 
 def run_batch(worker: BatchWorker, first: Job) -> None:
@@ -133,13 +134,23 @@ def run_batch(worker: BatchWorker, first: Job) -> None:
                             builder.begin_repo(source.repo)
                         for f in source.files():
                             builder.add(f)
-                        built.append(_Built(repo, revisions, source.git_dir, head.commit, head.committed_at, key))
+                        built.append(
+                            _Built(
+                                repo,
+                                revisions,
+                                source.git_dir,
+                                head.commit,
+                                head.committed_at,
+                                key,
+                                shard_prefix(source.repo),
+                            )
+                        )
                 finally:
                     source.close()
             job = worker.claim_more() if _more_allowed(first, builder, settings, len(seen)) else None
         if builder is not None:
             written = builder.finish()
-            swapped = [(b.repo.id, b.repo.name, None) for b in built]
+            swapped = [(b.repo.id, b.repo.name, b.prefix) for b in built]
             keys = {b.repo.id: b.key for b in built if b.key}
             manifest.swap_repos(worker.index_dir, swapped, generation, written, builder.repos_of, keys)
     finally:
