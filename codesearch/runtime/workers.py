@@ -114,6 +114,13 @@ class _Worker:
         self.done = 0
         self.failed = 0
         self._full_s = self.options.disk_full_retry_s
+        #: the jobs the running run holds (`run_once`: the one it claimed, then those `claim_more`
+        #: adds, less those settled or given back meanwhile), shared with the job's thread
+        self._held: list[Job] = []
+        self._held_lock = threading.Lock()
+        #: jobs of the run that failed on their own while the others went on (`fail_alone`)
+        self._failures: dict[int, BaseException] = {}
+        self._run_started = 0.0
         # a restarted worker (same id) takes back what its previous incarnation held
         self.store.release_worker_jobs(self.worker_id, f"worker {self.worker_id} restarted")
 
@@ -135,10 +142,9 @@ class _Worker:
         job = self.store.claim_job(self.kind, self.worker_id)
         if job is None:
             return False
-        #: the jobs this run holds: the one claimed here, then those `claim_more` adds
-        self._held: list[Job] = [job]
-        #: jobs of the run that failed on their own while the others went on (`fail_alone`)
-        self._failures: dict[int, BaseException] = {}
+        with self._held_lock:
+            self._held = [job]
+        self._failures = {}
         result: dict[str, object] = {}  # "ok": True, or "error": what the job raised
 
         def target() -> None:
@@ -150,7 +156,7 @@ class _Worker:
 
         self._cancel.clear()
         t = threading.Thread(target=target, name=f"{self.worker_id}-job{job.id}", daemon=True)
-        started = time.monotonic()
+        started = self._run_started = time.monotonic()
         t.start()
         timeout = self.timeout_s()
         while True:
@@ -171,25 +177,49 @@ class _Worker:
                     )
                 result = {"error": TimeoutError(f"timed out after {timeout:g}s")}
                 break
-            if not self.store.heartbeat_job(job.id, self.worker_id):
+            if not self._heartbeat_held():
                 log.warning("%s: job %s was taken back; abandoning it", self.worker_id, job.id)
                 metrics.job_finished(self.kind, "abandoned", time.monotonic() - started)
                 return True
-            for other in list(self._held[1:]):  # one taken back meanwhile is not completed below
-                self.store.heartbeat_job(other.id, self.worker_id)
         seconds = time.monotonic() - started
-        for held in list(self._held):
-            err = result.get("error") if "ok" not in result else self._failures.get(held.id)
-            self._finish(held, err, seconds)
+        with self._held_lock:
+            held, self._held = self._held, []
+        for one in held:
+            err = result.get("error") if "ok" not in result else self._failures.get(one.id)
+            self._finish(one, err, seconds)
         return True
+
+    def _heartbeat_held(self) -> bool:
+        """Heartbeat every job the run holds; one taken back meanwhile (the scheduler requeued it)
+        leaves the run and is not completed by it. False when the run holds none any more (it
+        is abandoned)."""
+        with self._held_lock:
+            held = list(self._held)
+        lost = {j.id for j in held if not self.store.heartbeat_job(j.id, self.worker_id)}
+        if not lost:
+            return True
+        with self._held_lock:
+            self._held = [j for j in self._held if j.id not in lost]
+            return bool(self._held)
 
     def claim_more(self) -> Job | None:
         """Called by a running job: claim one more job of this kind, never tried before, for the
         same run (heartbeated and completed with the first); None when there is none."""
         job = self.store.claim_job(self.kind, self.worker_id, first_attempt=True)
         if job is not None:
-            self._held.append(job)
+            with self._held_lock:
+                self._held.append(job)
         return job
+
+    def settle(self, keep: Job) -> None:
+        """Called by a running job: record now the outcome of every job of the run but `keep`
+        (their work is done and in the index: they must not wait for `keep`'s to be recorded)."""
+        with self._held_lock:
+            done = [j for j in self._held if j.id != keep.id]
+            self._held = [j for j in self._held if j.id == keep.id]
+        seconds = time.monotonic() - self._run_started
+        for one in done:
+            self._finish(one, self._failures.get(one.id), seconds)
 
     def fail_alone(self, job: Job, error: BaseException) -> None:
         """Called by a running job: `job` (one of the run's) failed, the others go on."""
@@ -199,7 +229,8 @@ class _Worker:
         """Called by a running job: `job` (one of the run's, claimed by `claim_more`) goes back to
         the queue untried, claimable at once, and leaves the run."""
         self.store.defer_job(job.id, "", 0.0, worker_id=self.worker_id)
-        self._held.remove(job)
+        with self._held_lock:
+            self._held = [j for j in self._held if j.id != job.id]
 
     def _finish(self, job: Job, err: object, seconds: float) -> None:
         """Record a job's outcome: completed (`err` None), deferred (a full disk) or failed."""

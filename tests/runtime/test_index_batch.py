@@ -1,12 +1,16 @@
 """Index jobs in batches (`codesearch.runtime.index_batch`), without Ray: one run of an indexer
 builds the small repositories of many queued jobs into one shared shard, and everything a lone job
 guaranteed still holds: exact answers, a re-index that swaps only what changed, a removal that
-takes a repository out of search, a repository that fails alone, retries that run alone."""
+takes a repository out of search, a repository that fails alone, retries that run alone. And a
+batch never holds a repository it built behind a slow neighbour: a slow clone, a large repository
+or a batch grown old sends what is built into the index first."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import threading
+import time
 
 import pytest
 
@@ -18,6 +22,7 @@ from codesearch.search.engine import Searcher
 from codesearch.store import Store
 from codesearch.store import models as m
 from tests.corpus import git, make_local_repo
+from tests.githttp import GatedGitHttp, make_bare_repo
 from tests.oracle import Oracle, docs_from_git, engine_spans
 
 QUERIES = [  # (query, flags, tree for the oracle)
@@ -34,8 +39,11 @@ def _files(i: int) -> dict[str, str]:
 
 
 @pytest.fixture
-def world(tmp_path):
-    """`n` local repositories (call it), their store rows and index jobs queued, and an indexer."""
+def world(tmp_path, monkeypatch):
+    """`n` local repositories (call it), their store rows and index jobs queued, and an indexer.
+    Batches stay young for a minute here (a loaded machine must not split them): the tests of
+    the age rule set `YOUNG_S` themselves."""
+    monkeypatch.setattr(index_batch, "YOUNG_S", 60.0)
     data = str(tmp_path / "data")
     store = Store.open(data, max_attempts=1, retry_base_seconds=0)
     store.upsert_connection("local", "git", {"type": "git", "url": f"file://{tmp_path}/src/*"})
@@ -151,3 +159,70 @@ def test_a_batch_holds_at_most_max_batch_repositories(world, monkeypatch):
     jobs = _enqueue(w)
     assert w["worker"].run_once()
     assert [w["store"].get_job(j).state for j in jobs] == [m.COMPLETED, m.COMPLETED, m.PENDING]
+
+
+def _until(what: str, check, timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline, f"not within {timeout_s:g}s: {what}"
+        time.sleep(0.05)
+
+
+def test_a_slow_clone_does_not_hold_back_what_the_batch_built(world, tmp_path):
+    """Queued: a local repository, one behind a clone that hangs, another local one. The first is
+    swapped in and its job completed while the clone still hangs (it waited `MIRROR_WAIT_S`, not
+    for the clone); the clone's repository then begins the next batch."""
+    from codesearch.hosts.base import HostRepo
+
+    w = world(2)
+    store, ix, (quick, later) = w["store"], w["index"], w["ids"]
+    make_bare_repo(str(tmp_path / "served"), "team/slow.git", {"slow.py": "def slowpoke():\n    return 2\n"})
+    with GatedGitHttp(str(tmp_path / "served"), gate_s=60) as host:
+        listing = [HostRepo(name="remote/slow", display_name="slow", code_host_type="git",
+                            clone_url=host.url("team/slow.git"))]
+        slow = store.upsert_repos("local", listing, prune=False).ids["remote/slow"]
+        jobs = [store.enqueue_index_job(r).id for r in (quick, slow, later)]
+        run = threading.Thread(target=w["worker"].run_once)
+        run.start()
+        try:
+            _until("the quick repository's job completed", lambda: store.get_job(jobs[0]).state == m.COMPLETED)
+            assert not host.gate.is_set() and store.get_job(jobs[1]).state == m.IN_PROGRESS
+            assert store.get_repo(quick).index_status == m.INDEXED and manifest.built_from(ix, quick)
+        finally:
+            host.gate.set()
+            run.join(60)
+    assert [store.get_job(j).state for j in jobs] == [m.COMPLETED] * 3
+    assert [store.get_repo(r).index_status for r in (quick, slow, later)] == [m.INDEXED] * 3
+    shard_of = {r: manifest.read_manifest(ix)["repos"][str(r)]["shards"] for r in (quick, slow, later)}
+    assert shard_of[quick] != shard_of[slow] == shard_of[later]  # the clone's repository began the next batch
+
+
+def test_a_large_repository_is_not_built_into_a_batch_that_holds_others(world, monkeypatch):
+    """A repository whose files hold more than `QUICK_BYTES` would keep the batch from the index for
+    its whole build: what is built is swapped in first, and the large one begins the next batch."""
+    monkeypatch.setattr(index_batch, "QUICK_BYTES", 1000)
+    w = world(3)
+    store, ix, ids = w["store"], w["index"], w["ids"]
+    path = store.get_repo(ids[1]).local_path
+    with open(os.path.join(path, "large.txt"), "w") as f:
+        f.write("needle filler\n" * 200)  # 2,800 bytes: "large" here
+    git(path, "add", "large.txt")
+    git(path, "commit", "-q", "-m", "large")
+    jobs = _enqueue(w)
+    assert w["worker"].run_once()
+    assert [store.get_job(j).state for j in jobs] == [m.COMPLETED] * 3
+    repos = [manifest.read_manifest(ix)["repos"][str(r)] for r in ids]
+    assert repos[0]["shards"] != repos[1]["shards"] == repos[2]["shards"]  # the large one began the next batch
+    assert repos[0]["generation"] < repos[1]["generation"]  # and went in after the small one
+
+
+@pytest.mark.parametrize(("young_s", "states"), [
+    (60.0, [m.COMPLETED, m.COMPLETED, m.COMPLETED]),  # young all along: one batch
+    (0.0, [m.COMPLETED, m.PENDING, m.PENDING]),  # old once its first repository is built: it takes no more
+])
+def test_a_batch_claims_more_only_while_it_is_young(world, monkeypatch, young_s, states):
+    w = world(3)
+    monkeypatch.setattr(index_batch, "YOUNG_S", young_s)
+    jobs = _enqueue(w)
+    assert w["worker"].run_once()
+    assert [w["store"].get_job(j).state for j in jobs] == states
