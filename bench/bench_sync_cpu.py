@@ -109,6 +109,13 @@ def main() -> None:
     shards = [p for p in index_dir.iterdir() if p.name.endswith(".shard")] if index_dir.is_dir() else []
     print(f"{repos} repositories, {indexer.done} jobs done, {indexer.failed} failed; {len(shards)} shards, "
           f"{sum(p.stat().st_size for p in shards) / 1e6:.1f} MB")
+    # how long each repository's index job was held, from its claim to its completion (a job of a
+    # batch is completed when the batch is swapped in: what batching adds to its first sync)
+    held = sorted((j.finished_at - j.started_at).total_seconds() for j in
+                  sched.store.list_jobs(kind="index", state="COMPLETED", limit=100_000) if j.started_at and j.finished_at)
+    if held:
+        print(f"index jobs held, claim to completion: p50 {held[len(held) // 2]:.2f} s, "
+              f"p90 {held[int(len(held) * 0.9)]:.2f} s, max {held[-1]:.2f} s")
     print(f"| phase | CPU s (this process) | CPU s (git, ctags) | CPU s per repository | wall s |")
     print("|---|---:|---:|---:|---:|")
     total = 0.0
