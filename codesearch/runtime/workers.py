@@ -10,8 +10,12 @@ workers, in any processes or on any nodes that share the data directory, never r
   connection's status (SYNCING, then SYNCED / SYNCED_WITH_WARNINGS / FAILED).
 * `RepoIndexer` (index jobs): mirrors the repo (bare clone or fetch; local repos are read in
   place), selects the revisions of its connection's config and indexes them under the store's
-  repo id (`index_source`: new shards swapped in atomically), then records INDEXED, the
-  indexed revisions and `pushed_at`, the commit date of the default branch's head.
+  repo id (new shards swapped in atomically), then records INDEXED, the indexed revisions and
+  `pushed_at`, the commit date of the default branch's head. It takes small jobs in batches
+  (`codesearch.runtime.index_batch`: `claim_more`, one shared shard, one swap) under one rule: a
+  repository it has built never waits behind a slow neighbour. A batch claims more only while
+  it is young (`index_batch.YOUNG_S`) and small, and before it waits on a slow mirror or reads
+  a large repository it swaps in what it built and completes those jobs (`settle`).
 
 Each attempt is counted and timed by kind and outcome, and each failed clone or fetch of a
 mirror is counted (`codesearch.runtime.metrics`). While a job runs, the worker heartbeats it
