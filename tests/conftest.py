@@ -46,6 +46,7 @@ SLOW_MODULES = frozenset(
         "test_hosts_gerrit_bitbucket_ado_git",
         "test_hosts_github_gitlab_gitea",
         "test_index",
+        "test_index_batch",
         "test_insights_engine",
         "test_llm_streaming",
         "test_many_branches",

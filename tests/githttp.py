@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import threading
 from http.server import BaseHTTPRequestHandler
 
 from tests.fakehosts.server import GIT_SUFFIXES, FakeServer, basic_credentials, read_body
@@ -93,6 +94,21 @@ class GitHttpServer(FakeServer):
 
     def url(self, path: str) -> str:
         return f"{self.base_url}/{path.lstrip('/')}"
+
+
+class GatedGitHttp(GitHttpServer):
+    """Git smart HTTP that answers nothing until `gate` is set (then everything, as usual): a
+    slow clone or fetch that the test, not a race, decides the end of. A request waits at most
+    `gate_s` seconds."""
+
+    def __init__(self, root: str, gate_s: float = 240.0):
+        self.gate = threading.Event()
+        self.gate_s = gate_s
+        super().__init__(root)
+
+    def handle(self, h: BaseHTTPRequestHandler) -> None:
+        self.gate.wait(self.gate_s)
+        super().handle(h)
 
 
 def make_bare_repo(root: str, path: str, files: dict[str, str], branches: dict[str, dict[str, str]] | None = None,

@@ -131,12 +131,15 @@ def build(base: str) -> dict:
             clone_url=server.url("acme/widgets.git"), web_url=f"https://{WIDGETS}",
             file_url_template=f"https://{WIDGETS}/blob/{{branch}}/{{path}}", default_branch="main",
             pushed_at=HOST_PUSHED_AT)]).ids)
-        for name in (DEMO, WIDGETS):
-            store.enqueue_index_job(ids[name])
+        # one run per repository: each gets shards of its own, so two searchers each hold one
+        # (one run would build both into one shard, `codesearch.runtime.index_batch`), and the
+        # tests that merge the answers of several searchers have several to merge
         indexer = RepoIndexer(data, "mcpworld-indexer", RuntimeOptions(heartbeat_s=0.05))
         try:
-            while indexer.run_once():
-                pass
+            for name in (DEMO, WIDGETS):
+                store.enqueue_index_job(ids[name])
+                while indexer.run_once():
+                    pass
         finally:
             indexer.close()
     for name in (DEMO, WIDGETS):

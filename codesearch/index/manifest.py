@@ -145,7 +145,9 @@ def _write(index_dir: str, manifest: Manifest) -> None:
         fd, tmp = tempfile.mkstemp(prefix=".manifest-", dir=index_dir)
         try:
             with os.fdopen(fd, "w") as f:
-                json.dump(manifest, f, indent=1, sort_keys=True)
+                # compact: without `indent` json encodes in C; an indented manifest of thousands of
+                # repositories took ~30 ms of pure-Python encoding per write, two writes per index job
+                f.write(json.dumps(manifest, sort_keys=True, separators=(",", ":")))
                 f.flush()
                 os.fsync(f.fileno())
             os.replace(tmp, os.path.join(index_dir, MANIFEST))

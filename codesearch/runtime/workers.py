@@ -10,8 +10,12 @@ workers, in any processes or on any nodes that share the data directory, never r
   connection's status (SYNCING, then SYNCED / SYNCED_WITH_WARNINGS / FAILED).
 * `RepoIndexer` (index jobs): mirrors the repo (bare clone or fetch; local repos are read in
   place), selects the revisions of its connection's config and indexes them under the store's
-  repo id (`index_source`: new shards swapped in atomically), then records INDEXED, the
-  indexed revisions and `pushed_at`, the commit date of the default branch's head.
+  repo id (new shards swapped in atomically), then records INDEXED, the indexed revisions and
+  `pushed_at`, the commit date of the default branch's head. It takes small jobs in batches
+  (`codesearch.runtime.index_batch`: `claim_more`, one shared shard, one swap) under one rule: a
+  repository it has built never waits behind a slow neighbour. A batch claims more only while
+  it is young (`index_batch.YOUNG_S`) and small, and before it waits on a slow mirror or reads
+  a large repository it swaps in what it built and completes those jobs (`settle`).
 
 Each attempt is counted and timed by kind and outcome, and each failed clone or fetch of a
 mirror is counted (`codesearch.runtime.metrics`). While a job runs, the worker heartbeats it
@@ -47,6 +51,7 @@ if TYPE_CHECKING:
     from ray import ObjectRef
 
     from codesearch.config.models import Settings
+    from codesearch.index.builder import IndexSettings
     from codesearch.runtime.handles import Method, RuntimeHandle
     from codesearch.store.models import Connection, Job
 
@@ -113,6 +118,13 @@ class _Worker:
         self.done = 0
         self.failed = 0
         self._full_s = self.options.disk_full_retry_s
+        #: the jobs the running run holds (`run_once`: the one it claimed, then those `claim_more`
+        #: adds, less those settled or given back meanwhile), shared with the job's thread
+        self._held: list[Job] = []
+        self._held_lock = threading.Lock()
+        #: jobs of the run that failed on their own while the others went on (`fail_alone`)
+        self._failures: dict[int, BaseException] = {}
+        self._run_started = 0.0
         # a restarted worker (same id) takes back what its previous incarnation held
         self.store.release_worker_jobs(self.worker_id, f"worker {self.worker_id} restarted")
 
@@ -129,10 +141,14 @@ class _Worker:
             raise JobCancelled("cancelled")
 
     def run_once(self) -> bool:
-        """Claim and run one job; False when there was none."""
+        """Claim and run one job (an indexer may take more while it runs: `claim_more`); False
+        when there was none."""
         job = self.store.claim_job(self.kind, self.worker_id)
         if job is None:
             return False
+        with self._held_lock:
+            self._held = [job]
+        self._failures = {}
         result: dict[str, object] = {}  # "ok": True, or "error": what the job raised
 
         def target() -> None:
@@ -144,7 +160,7 @@ class _Worker:
 
         self._cancel.clear()
         t = threading.Thread(target=target, name=f"{self.worker_id}-job{job.id}", daemon=True)
-        started = time.monotonic()
+        started = self._run_started = time.monotonic()
         t.start()
         timeout = self.timeout_s()
         while True:
@@ -165,30 +181,80 @@ class _Worker:
                     )
                 result = {"error": TimeoutError(f"timed out after {timeout:g}s")}
                 break
-            if not self.store.heartbeat_job(job.id, self.worker_id):
+            if not self._heartbeat_held():
                 log.warning("%s: job %s was taken back; abandoning it", self.worker_id, job.id)
                 metrics.job_finished(self.kind, "abandoned", time.monotonic() - started)
                 return True
         seconds = time.monotonic() - started
-        if "ok" in result:
+        with self._held_lock:
+            held, self._held = self._held, []
+        for one in held:
+            err = result.get("error") if "ok" not in result else self._failures.get(one.id)
+            self._finish(one, err, seconds)
+        return True
+
+    def _heartbeat_held(self) -> bool:
+        """Heartbeat every job the run holds; one taken back meanwhile (the scheduler requeued it)
+        leaves the run and is not completed by it. False when the run holds none any more (it
+        is abandoned)."""
+        with self._held_lock:
+            held = list(self._held)
+        lost = {j.id for j in held if not self.store.heartbeat_job(j.id, self.worker_id)}
+        if not lost:
+            return True
+        with self._held_lock:
+            self._held = [j for j in self._held if j.id not in lost]
+            return bool(self._held)
+
+    def claim_more(self) -> Job | None:
+        """Called by a running job: claim one more job of this kind, never tried before, for the
+        same run (heartbeated and completed with the first); None when there is none."""
+        job = self.store.claim_job(self.kind, self.worker_id, first_attempt=True)
+        if job is not None:
+            with self._held_lock:
+                self._held.append(job)
+        return job
+
+    def settle(self, keep: Job) -> None:
+        """Called by a running job: record now the outcome of every job of the run but `keep`
+        (their work is done and in the index: they must not wait for `keep`'s to be recorded)."""
+        with self._held_lock:
+            done = [j for j in self._held if j.id != keep.id]
+            self._held = [j for j in self._held if j.id == keep.id]
+        seconds = time.monotonic() - self._run_started
+        for one in done:
+            self._finish(one, self._failures.get(one.id), seconds)
+
+    def fail_alone(self, job: Job, error: BaseException) -> None:
+        """Called by a running job: `job` (one of the run's) failed, the others go on."""
+        self._failures[job.id] = error
+
+    def give_back(self, job: Job) -> None:
+        """Called by a running job: `job` (one of the run's, claimed by `claim_more`) goes back to
+        the queue untried, claimable at once, and leaves the run."""
+        self.store.defer_job(job.id, "", 0.0, worker_id=self.worker_id)
+        with self._held_lock:
+            self._held = [j for j in self._held if j.id != job.id]
+
+    def _finish(self, job: Job, err: object, seconds: float) -> None:
+        """Record a job's outcome: completed (`err` None), deferred (a full disk) or failed."""
+        if err is None:
             completed = self.store.complete_job(job.id, self.worker_id)
             metrics.job_finished(self.kind, "completed" if completed else "abandoned", seconds)
             self.done += 1
-        else:
-            metrics.job_finished(self.kind, "failed", seconds)
-            err = result.get("error")
-            msg = str(err) or type(err).__name__
-            if isinstance(err, BaseException) and is_disk_full(err):
-                log.error("%s: job %s deferred %gs, a disk is full: %s", self.worker_id, job.id, self._full_s, msg)
-                self.store.defer_job(job.id, msg, self._full_s, worker_id=self.worker_id)
-                self.failed += 1
-                return True
-            log.warning("%s: job %s failed: %s", self.worker_id, job.id, msg)
-            after = self.store.fail_job(job.id, msg, worker_id=self.worker_id)
+            return
+        metrics.job_finished(self.kind, "failed", seconds)
+        msg = str(err) or type(err).__name__
+        if isinstance(err, BaseException) and is_disk_full(err):
+            log.error("%s: job %s deferred %gs, a disk is full: %s", self.worker_id, job.id, self._full_s, msg)
+            self.store.defer_job(job.id, msg, self._full_s, worker_id=self.worker_id)
             self.failed += 1
-            if after is not None and after.state == JobState.FAILED:
-                self.gave_up(job, msg)
-        return True
+            return
+        log.warning("%s: job %s failed: %s", self.worker_id, job.id, msg)
+        after = self.store.fail_job(job.id, msg, worker_id=self.worker_id)
+        self.failed += 1
+        if after is not None and after.state == JobState.FAILED:
+            self.gave_up(job, msg)
 
     def loop(self) -> None:
         while not self._stop.is_set():
@@ -300,69 +366,30 @@ class RepoIndexer(_Worker):
     def timeout_s(self) -> float:
         return self._timeout_s
 
-    def run_job(self, job: Job) -> None:
-        from codesearch.git.revisions import commit_date
-        from codesearch.index.builder import IndexSettings, index_source
-        from codesearch.index.sources import GitSource
-        from codesearch.store.errors import NotFound
-        from codesearch.sync import repo_git_credentials, repo_info, resolve_connection_token
+    @property
+    def index_delay_s(self) -> float:
+        return self.options.index_delay_s
 
-        if job.repo_id is None:  # every index job names its repository: one without has none to index
-            return
-        try:
-            repo = self.store.get_repo(job.repo_id)
-        except NotFound:
-            return  # garbage-collected meanwhile
-        names = self.store.connections_for_repo(repo.id)
-        conn_cfg, kind, name = {}, "git", ""
-        if names:
-            name = names[0]
-            c = self.store.get_connection(name)
-            conn_cfg, kind = c.config, c.type
-        self.store.update_repo_index_status(repo.id, IndexStatus.INDEXING)
-        if self.options.index_delay_s:
-            self._cancel.wait(self.options.index_delay_s)
-            self.check_cancelled()
-        if repo.local_path:
-            path = repo.local_path
-        else:
-            token = resolve_connection_token(name, conn_cfg) if name else None
-            try:
-                user, password = repo_git_credentials(kind, conn_cfg, token, repo.display_name)
-                path = self.mirrors.sync(repo.id, repo.clone_url, username=user, password=password).path
-            except Exception:
-                metrics.mirror_fetch_error(kind)
-                raise
-        revisions = conn_cfg.get("revisions") or {}
-        source = GitSource(
-            path,
-            repo=repo_info(repo, repo.id),
-            branch_globs=revisions.get("branches") or (),
-            tag_globs=revisions.get("tags") or (),
+    def wait_cancelled(self, seconds: float) -> None:
+        """Wait `seconds`, or less when the job is cancelled meanwhile."""
+        self._cancel.wait(seconds)
+
+    def index_settings(self) -> IndexSettings:
+        from codesearch.index.builder import IndexSettings
+
+        return IndexSettings(
+            max_file_size=self.max_file_size,
+            max_trigram_count=self.max_trigram_count,
+            always_index=self.always_index,
             max_revisions=self.max_revisions,
         )
-        try:
-            settings = IndexSettings(
-                max_file_size=self.max_file_size,
-                max_trigram_count=self.max_trigram_count,
-                always_index=self.always_index,
-                max_revisions=self.max_revisions,
-            )
-            # a repository whose indexed revisions were forgotten (a re-index someone asked for:
-            # `Store.enqueue_index_job(rebuild=True)`), or never recorded, is rebuilt even if unchanged
-            rebuild = not repo.indexed_revisions
-            stats = index_source(source, self.index_dir, settings, progress=self.check_cancelled, rebuild=rebuild)
-            indexed = {r.ref: r.commit for r in source.revisions}
-            # the default branch (revisions[0]) as of this index: its newest commit is the repo's pushedAt,
-            # for every host alike (local and generic git repos have no host API to say it); read from
-            # git only when the repository changed (an unchanged one keeps the date it has)
-            head = source.revisions[0]
-            pushed_at = head.committed_at
-            if pushed_at is None and not stats.unchanged:
-                pushed_at = commit_date(source.git_dir, head.commit)
-        finally:
-            source.close()
-        self.store.update_repo_index_status(repo.id, IndexStatus.INDEXED, revisions=indexed, pushed_at=pushed_at)
+
+    def run_job(self, job: Job) -> None:
+        """Index the job's repository, and with it, while they are small, those of more jobs
+        (`codesearch.runtime.index_batch`)."""
+        from codesearch.runtime.index_batch import run_batch
+
+        run_batch(self, job)
 
     def gave_up(self, job: Job, error: str) -> None:
         from codesearch.store.errors import NotFound

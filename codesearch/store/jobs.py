@@ -87,22 +87,22 @@ class JobsMixin(StoreBase):
         )
         return self._get_job(c, jid)
 
-    def claim_job(self, kind: str, worker_id: str) -> Job | None:
+    def claim_job(self, kind: str, worker_id: str, *, first_attempt: bool = False) -> Job | None:
         """Atomically take the oldest claimable PENDING job of `kind` (its `next_attempt_at`
         has passed): it becomes IN_PROGRESS for `worker_id`, attempts + 1. None when there is
         none. The claim is a conditional UPDATE (... WHERE state = 'PENDING') whose row count
-        is checked, so no job is ever claimed twice, across threads, processes or hosts."""
+        is checked, so no job is ever claimed twice, across threads, processes or hosts.
+        `first_attempt`: only a job never tried before (an indexer's batch takes no retries:
+        `codesearch.runtime.index_batch`)."""
         if kind not in m.JOB_KINDS:
             raise ValueError(f"unknown job kind {kind!r}")
         now = self._now()
+        conds = [jobs.c.kind == kind, jobs.c.state == m.PENDING, jobs.c.next_attempt_at <= now]
+        if first_attempt:
+            conds.append(jobs.c.attempts == 0)
         with self._tx(write=True) as c:
             candidates = list(
-                c.scalars(
-                    select(jobs.c.id)
-                    .where(jobs.c.kind == kind, jobs.c.state == m.PENDING, jobs.c.next_attempt_at <= now)
-                    .order_by(jobs.c.next_attempt_at, jobs.c.id)
-                    .limit(8)
-                )
+                c.scalars(select(jobs.c.id).where(*conds).order_by(jobs.c.next_attempt_at, jobs.c.id).limit(8))
             )
             for jid in candidates:
                 won = c.execute(

@@ -6,7 +6,8 @@ naming a file that is not there). The in-process engine then still answers from 
 and every answer says it is not exhaustive and names the repository it missed: ``POST
 /api/search``'s ``missingRepositories`` (an additive field) and the stream's ``final`` event. A
 caller restricted to some repositories sees only the names it may see; an undamaged index
-answers without the field.
+answers without the field. A shard that holds several repositories (the three merged into one)
+costs each of them, and the answer names them all.
 """
 
 from __future__ import annotations
@@ -144,5 +145,23 @@ def test_a_damaged_shard_is_reported_in_every_answer(built, tmp_path, damage, sa
 
         # the MCP tools' text says it too
         assert "files of git.example.com/t/beta were not searched" in with_missing("Found 2 matches", resp)
+    finally:
+        s.close()
+
+
+def test_a_damaged_shard_of_several_repositories_names_each_of_them(built, tmp_path):
+    """A shard may hold many repositories (an index batch builds small ones together, compaction
+    merges small shards): refused, it costs every one of them, and the answer names them all."""
+    from codesearch.index.compact import compact
+
+    ix = _copy(built, tmp_path)
+    compact(ix)  # the three small shards become one
+    (only,) = manifest.current_shards(ix)
+    os.unlink(only)
+    s = Searcher(ix)
+    try:
+        resp = s.search("needle")
+        assert resp["files"] == [] and resp["isSearchExhaustive"] is False
+        assert resp["missingRepositories"] == [{"id": i, "name": n} for i, n in sorted(NAMES.items())]
     finally:
         s.close()

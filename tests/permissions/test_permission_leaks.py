@@ -151,11 +151,15 @@ def world(ray_session, tmp_path_factory):
         ids.update(store.upsert_repos(conn, [dict(name=name, display_name=name.split("/", 1)[1], code_host_type="github",
                                                   clone_url="file://" + root, local_path=root, default_branch="main",
                                                   public=public, external_id=str(9000 + i))], prune=False).ids)
-        store.enqueue_index_job(ids[name])
+    # one run per repository: each gets shards of its own, spread over both searchers, so that
+    # each searcher applies the rule to repositories of its own (one run would build them all
+    # into one shard, `codesearch.runtime.index_batch`, and leave the second searcher out)
     indexer = RepoIndexer(data, "leaks-indexer", RuntimeOptions(heartbeat_s=0.05))
     try:
-        while indexer.run_once():
-            pass
+        for name in REPOS:
+            store.enqueue_index_job(ids[name])
+            while indexer.run_once():
+                pass
     finally:
         indexer.close()
     permissions.write_settings(store, permissions.settings_from_config(cfg))

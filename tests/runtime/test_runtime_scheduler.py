@@ -199,18 +199,21 @@ def _status_or_none(actor):
 
 
 def test_the_compactor_merges_the_repositories_into_a_compound_shard(world):
-    """The per-repository shards become one compound shard; the scheduler refreshes the
-    searchers, which answer as before."""
+    """The module's shards become one compound shard; the scheduler refreshes the searchers,
+    which answer as before. How many there are depends on how the indexers batched the
+    repositories (`codesearch.runtime.index_batch`), but gamma and delta were indexed by tests of
+    their own, after the first sync: at least three."""
     from codesearch.runtime.compactor import start_compactor, stop_compactor
 
     query = "alpha_marker_one or beta_marker_two or remote_widget_marker or gamma_marker_three or delta_marker_four"
     before = _files(world.pool, query)
-    assert len(current_shards(world.index)) == 5
+    shards = len(current_shards(world.index))
+    assert shards >= 3
     compactor = start_compactor(world.data, poll_s=0.2)
     try:
         _wait(lambda: len(current_shards(world.index)) == 1, what="one compound shard")
         _wait(lambda: _files(world.pool, query) == before, what="the searchers refreshed by the scheduler")
-        assert ray.get(compactor.stats.remote())["merged_shards"] == 5
+        assert ray.get(compactor.stats.remote())["merged_shards"] == shards
     finally:
         stop_compactor(compactor)
 

@@ -11,29 +11,13 @@ not a race it hopes to win.
 from __future__ import annotations
 
 import json
-import threading
 import time
 
 import httpx
 
 from tests.corpus import make_local_repo
-from tests.githttp import GitHttpServer, make_bare_repo
+from tests.githttp import GatedGitHttp, make_bare_repo
 from tests.service.test_serve_cli import Served
-
-#: Seconds the gated server holds a request at most (the test opens the gate well before).
-GATE_S = 240.0
-
-
-class GatedGitHttp(GitHttpServer):
-    """Git smart HTTP that answers nothing until `gate` is set (then everything, as usual)."""
-
-    def __init__(self, root: str):
-        self.gate = threading.Event()
-        super().__init__(root)
-
-    def handle(self, h) -> None:
-        self.gate.wait(GATE_S)
-        super().handle(h)
 
 
 def _search(base: str, query: str) -> dict:
