@@ -15,18 +15,23 @@ index version (int)            ``index-version:<pool>``               `SearcherP
 shard lists {version: parts}   ``shard-lists:<pool>``                 `SearcherPool.assign`
 searchers of a scheduler       ``scheduler:<actor id>``               `SchedulerActor.set_searchers`
 permission rule on (bool)      ``permissions:<searcher prefix>``      `SchedulerActor` (config)
+the runtime {replica, actors}  ``runtime``                            the runtime (`bootstrap`)
 drain flag {until}             ``drain:<app>``                        `drain.drain`
 drain report {inFlight}        ``drain-report:<app>:<replica>``       `drain.DrainGate`
 =============================  =====================================  ==========================
 
-Lifetime. The registry is created by the first process that writes to it (`put` creates it;
-reads never do): in a service, the runtime replica, which owns it, so it goes with the
-application like every other actor of codesearch. Readers that find no registry get nothing
-(no pool, not draining). Ray restarts it if its process dies. A service's registry keeps its
-records in a snapshot file of the data directory too (``registry.json``, `RegistryActor`) and reads
-them back when restarted, so nothing it held is lost with its process; one made without a
-snapshot (a notebook's, a test's) restarts empty (pools publish again at their next index change,
-and searchers catch up with what is published when a search names a version they lack).
+Lifetime. The registry is created by the first process that writes to it (`put` creates it; reads
+never do): in a service, the runtime replica, which starts it detached like every other actor of the
+runtime (they outlive a replica that dies; its successor adopts them,
+`codesearch.serving.adoption`), ends it when the application stops, and records in it which replica
+owns the runtime and its actors' names (`put_runtime`); a service's registry ends that runtime
+itself once no replica of the application's runtime deployment is left (`watch_owner`). Readers that
+find no registry get nothing (no pool, not draining). Ray restarts it if its process dies. A
+service's registry keeps its records in a snapshot file of the data directory too
+(``registry.json``, `RegistryActor`) and reads them back when restarted, so nothing it held is lost
+with its process; one made without a snapshot (a notebook's, a test's) restarts empty (pools publish
+again at their next index change, and searchers catch up with what is published when a search names
+a version they lack).
 """
 
 from __future__ import annotations
@@ -72,13 +77,27 @@ class RegistryActor:
     outlive it. Only a snapshot written by the same `owner` is read: a new runtime (another
     owner tag) starts empty, never from the records of the one it replaced."""
 
-    def __init__(self, owner: str = "", snapshot: str = ""):
+    def __init__(self, owner: str = "", snapshot: str = "", watch: str = ""):
         self._owner = owner
         self._snapshot = snapshot
         self._values: dict[str, object] = _read_snapshot(snapshot, owner) if snapshot else {}
         self._lock = threading.Lock()
         if self._values:
             log.warning("registry %s restarted: %d records read back from %s", owner, len(self._values), snapshot)
+        if watch:
+            threading.Thread(target=self._watch, args=(watch,), name="registry-watch", daemon=True).start()
+
+    def _watch(self, replicas: str) -> None:
+        """End the runtime once no process that may own it is left (see `watch_owner`)."""
+        if watch_owner(replicas):
+            runtime = self._values.get(RUNTIME_KEY)
+            names = list(runtime.get("actors") or []) if isinstance(runtime, dict) else []
+            log.warning("registry %s: no replica %s* for %gs; ending %s", self._owner, replicas, ORPHAN_S, names)
+            end_actors(names)
+            self.discard_snapshot()
+            import ray
+
+            ray.kill(ray.get_runtime_context().current_actor, no_restart=True)
 
     def owner(self) -> str:
         return self._owner
@@ -138,6 +157,56 @@ class RegistryActor:
         return True
 
 
+#: The record of the runtime that owns the registry (`put_runtime`): the Serve replica that started
+#: or adopted it and the names of its actors.
+RUNTIME_KEY = "runtime"
+#: Seconds without any replica of the application's runtime deployment after which a service's
+#: registry ends the runtime it belongs to (the application was removed while its runtime replica
+#: was down; a replica that Serve is replacing is listed again within seconds).
+ORPHAN_S = 30.0
+#: Seconds between two looks for the runtime's replica.
+WATCH_EVERY_S = 2.0
+#: The Ray namespace of Serve's actors (its replicas among them).
+SERVE_NAMESPACE = "serve"
+
+
+def watch_owner(replicas: str, orphan_s: float = ORPHAN_S, every_s: float = WATCH_EVERY_S) -> bool:
+    """Return True once no named actor of Serve's namespace whose name starts with `replicas`
+    (``SERVE_REPLICA::<app>#codesearch-runtime#``: the runtime replica of one application, whichever
+    its id) has been seen for `orphan_s`. The runtime's actors are detached (they outlive a replica
+    that dies, and its successor adopts them, `codesearch.serving.adoption`); this is what ends them
+    when the application went while no replica was there to stop them."""
+    import ray
+
+    missing_since: float | None = None
+    while True:
+        time.sleep(every_s)
+        try:
+            named = ray.util.list_named_actors(all_namespaces=True)
+        except Exception as e:  # noqa: BLE001 - the GCS is busy or restarting: look again
+            log.debug("registry watch: %s", e)
+            continue
+        if any(a["namespace"] == SERVE_NAMESPACE and a["name"].startswith(replicas) for a in named):
+            missing_since = None
+        elif missing_since is None:
+            missing_since = time.monotonic()
+        elif time.monotonic() - missing_since >= orphan_s:
+            return True
+
+
+def end_actors(names: list[str]) -> None:
+    """Kill the named actors `names` of the namespace ``codesearch`` (those already gone are skipped)."""
+    import ray
+
+    from codesearch.runtime import NAMESPACE
+
+    for name in names:
+        try:
+            ray.kill(ray.get_actor(name, namespace=NAMESPACE), no_restart=True)
+        except Exception as e:  # noqa: BLE001 - already gone
+            log.debug("%s not killed: %s", name, e)
+
+
 def _read_snapshot(path: str, owner: str) -> dict[str, object]:
     """The records of the snapshot at `path` if `owner` wrote it, else none (see `RegistryActor`)."""
     try:
@@ -169,13 +238,13 @@ _handle_lock = threading.Lock()
 
 
 @overload
-def _registry(create: Literal[True], owner: str = "", snapshot: str = "") -> RegistryHandle: ...
+def _registry(create: Literal[True], owner: str = "", snapshot: str = "", watch: str = "") -> RegistryHandle: ...
 @overload
-def _registry(create: bool, owner: str = "", snapshot: str = "") -> RegistryHandle | None: ...
-def _registry(create: bool, owner: str = "", snapshot: str = "") -> RegistryHandle | None:
+def _registry(create: bool, owner: str = "", snapshot: str = "", watch: str = "") -> RegistryHandle | None: ...
+def _registry(create: bool, owner: str = "", snapshot: str = "", watch: str = "") -> RegistryHandle | None:
     """The registry actor (created when `create` and there is none), or None. With a
     `snapshot`, it is placed on this node if it can be (softly: where the snapshot file is, so
-    that a restart finds it)."""
+    that a restart finds it). With `watch` (see `ensure`), it is detached and watches its owner."""
     global _handle
     import ray
 
@@ -190,7 +259,7 @@ def _registry(create: bool, owner: str = "", snapshot: str = "") -> RegistryHand
             except ValueError:
                 if not create:
                     return None
-                placement: dict[str, Any] = {}
+                placement: dict[str, Any] = {"lifetime": "detached"} if watch else {}
                 if snapshot:
                     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -209,7 +278,7 @@ def _registry(create: bool, owner: str = "", snapshot: str = "") -> RegistryHand
                         max_concurrency=16,
                         **placement,
                     )
-                    .remote(owner, snapshot),
+                    .remote(owner, snapshot, watch),
                 )
         return _handle
 
@@ -234,10 +303,12 @@ def _call(method: str, *args: object, create: bool = False) -> Any:
     return None
 
 
-def ensure(owner: str, timeout_s: float = 60.0, snapshot: str = "") -> None:
+def ensure(owner: str, timeout_s: float = 60.0, snapshot: str = "", watch: str = "") -> None:
     """Create the registry now, owned by the calling process and tagged `owner` (what the
     runtime replica does first, so that the registry goes with the application), keeping its
-    records in the file `snapshot` too (see `RegistryActor`). A registry of
+    records in the file `snapshot` too (see `RegistryActor`). With `watch` (the name prefix of the
+    Serve replicas that may own the runtime), it is detached instead, like the runtime's other
+    actors, and ends the runtime once no such replica is left (`watch_owner`). A registry of
     another runtime (``runtime:`` tag: the replica this one replaces, still stopping) is waited
     for until it is gone, at most `timeout_s`, so that nothing is written into one about to end;
     one made by any other process is used as it is."""
@@ -261,8 +332,37 @@ def ensure(owner: str, timeout_s: float = 60.0, snapshot: str = "") -> None:
     if snapshot:  # a snapshot of an earlier runtime (one that ended without `release`) is not ours
         with contextlib.suppress(FileNotFoundError):
             os.unlink(snapshot)
-    handle = _registry(create=True, owner=owner, snapshot=snapshot)
+    handle = _registry(create=True, owner=owner, snapshot=snapshot, watch=watch)
     ray.get(handle.ping.remote(), timeout=CALL_TIMEOUT_S)
+
+
+def registry_owner() -> str | None:
+    """The `owner` tag of the registry (None: there is none)."""
+    import ray
+
+    forget_handle()
+    handle = _registry(create=False)
+    if handle is None:
+        return None
+    try:
+        return str(ray.get(handle.owner.remote(), timeout=CALL_TIMEOUT_S))
+    except ray.exceptions.RayActorError:
+        forget_handle()
+        return None
+
+
+def kill_registry() -> None:
+    """End the registry whoever made it, and its snapshot (a runtime clearing what an earlier one
+    of its own deployment left half started)."""
+    import ray
+
+    handle = _registry(create=False)
+    if handle is not None:
+        with contextlib.suppress(Exception):  # already gone
+            ray.get(handle.discard_snapshot.remote(), timeout=CALL_TIMEOUT_S)
+        with contextlib.suppress(Exception):
+            ray.kill(handle, no_restart=True)
+    forget_handle()
 
 
 def release(owner: str) -> None:
@@ -308,6 +408,17 @@ class Layout:
 
     partitions: int
     copies: int
+
+
+def put_runtime(record: dict[str, Any]) -> None:
+    """Record the runtime that owns the registry: ``{"replica": <its Serve replica's actor name>,
+    "actors": [<names>], "record": {...}}`` (`codesearch.serving.adoption`)."""
+    _call("put", RUNTIME_KEY, record, create=True)
+
+
+def get_runtime() -> dict[str, Any] | None:
+    raw = _call("get", RUNTIME_KEY)
+    return dict(raw) if isinstance(raw, dict) else None
 
 
 def put_deployment(pool: str, record: Deployment) -> None:
