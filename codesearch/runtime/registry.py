@@ -15,7 +15,8 @@ index version (int)            ``index-version:<pool>``               `SearcherP
 shard lists {version: parts}   ``shard-lists:<pool>``                 `SearcherPool.assign`
 searchers of a scheduler       ``scheduler:<actor id>``               `SchedulerActor.set_searchers`
 permission rule on (bool)      ``permissions:<searcher prefix>``      `SchedulerActor` (config)
-the runtime {replica, actors}  ``runtime``                            the runtime (`bootstrap`)
+the runtime {owner, actors}    ``runtime:<prefix>``                   the runtime (`bootstrap`)
+orphan watch (`orphans.Watch`) ``watch:<prefix>``                     the runtime (`ensure`)
 drain flag {until}             ``drain:<app>``                        `drain.drain`
 drain report {inFlight}        ``drain-report:<app>:<replica>``       `drain.DrainGate`
 =============================  =====================================  ==========================
@@ -24,8 +25,9 @@ Lifetime. The registry is created by the first process that writes to it (`put` 
 never do): in a service, the runtime replica, which starts it detached like every other actor of the
 runtime (they outlive a replica that dies; its successor adopts them,
 `codesearch.serving.adoption`), ends it when the application stops, and records in it which replica
-owns the runtime and its actors' names (`put_runtime`); a service's registry ends that runtime
-itself once no replica of the application's runtime deployment is left (`watch_owner`). Readers that
+owns the runtime and its actors' names (`put_runtime`); the registry ends that runtime itself once
+no replica of the application's runtime deployment is left (`codesearch.runtime.orphans`), whoever
+made the registry (a notebook's or a test's, which a service then uses as it is, included). Readers that
 find no registry get nothing (no pool, not draining). Ray restarts it if its process dies. A
 service's registry keeps its records in a snapshot file of the data directory too
 (``registry.json``, `RegistryActor`) and reads them back when restarted, so nothing it held is lost
@@ -49,6 +51,7 @@ if TYPE_CHECKING:
     from ray.actor import ActorHandle
 
     from codesearch.runtime.handles import Method
+    from codesearch.runtime.orphans import Watch
 
 log = logging.getLogger(__name__)
 
@@ -77,23 +80,54 @@ class RegistryActor:
     outlive it. Only a snapshot written by the same `owner` is read: a new runtime (another
     owner tag) starts empty, never from the records of the one it replaced."""
 
-    def __init__(self, owner: str = "", snapshot: str = "", watch: str = ""):
+    def __init__(self, owner: str = "", snapshot: str = "", watch: Watch | None = None):
         self._owner = owner
         self._snapshot = snapshot
         self._values: dict[str, object] = _read_snapshot(snapshot, owner) if snapshot else {}
         self._lock = threading.Lock()
+        self._watching: set[str] = set()
         if self._values:
             log.warning("registry %s restarted: %d records read back from %s", owner, len(self._values), snapshot)
-        if watch:
-            threading.Thread(target=self._watch, args=(watch,), name="registry-watch", daemon=True).start()
+        armed = [cast("Watch", v) for k, v in self._values.items() if k.startswith(WATCH_PREFIX)]
+        for w in [*([watch] if watch else []), *armed]:
+            self.watch(w)
 
-    def _watch(self, replicas: str) -> None:
-        """End the runtime once no process that may own it is left (see `watch_owner`)."""
-        if watch_owner(replicas):
-            runtime = self._values.get(RUNTIME_KEY)
-            names = list(runtime.get("actors") or []) if isinstance(runtime, dict) else []
-            log.warning("registry %s: no replica %s* for %gs; ending %s", self._owner, replicas, ORPHAN_S, names)
-            end_actors(names)
+    def watch(self, w: Watch) -> None:
+        """Apply the orphan rule to the runtime `w` names (`codesearch.runtime.orphans`): once no
+        replica ``w["replicas"]*`` has existed for ``w["orphan_s"]``, end the actors of its runtime
+        record (if that record is still the one of owner ``w["owner"]``) and forget its records.
+        Kept in the snapshot, so a registry Ray restarts watches again."""
+        with self._lock:
+            if w["owner"] in self._watching:
+                return
+            self._watching.add(w["owner"])
+            self._values[WATCH_PREFIX + w["prefix"]] = dict(w)
+            self._save()
+        threading.Thread(target=self._watch, args=(w,), name="registry-watch", daemon=True).start()
+
+    def _watch(self, w: Watch) -> None:
+        from codesearch.runtime import orphans
+
+        if not orphans.watch_owner(w["replicas"], w["orphan_s"]):
+            return
+        with self._lock:
+            self._watching.discard(w["owner"])
+            runtime = self._values.get(runtime_key(w["prefix"]))
+            if not isinstance(runtime, dict) or runtime.get("owner") != w["owner"]:
+                if self._values.get(WATCH_PREFIX + w["prefix"]) == dict(w):
+                    del self._values[WATCH_PREFIX + w["prefix"]]
+                    self._save()
+                return  # stopped as it should be, or replaced by a newer runtime: not this watch's to end
+            names = [str(n) for n in runtime.get("actors") or []]
+            pool = str((runtime.get("record") or {}).get("searcher_prefix") or "")
+            for key in [runtime_key(w["prefix"]), WATCH_PREFIX + w["prefix"], *pool_keys(pool)]:
+                self._values.pop(key, None)
+            self._save()
+        log.warning(
+            "registry: no replica %s* for %gs; ending runtime %s: %s", w["replicas"], w["orphan_s"], w["owner"], names
+        )
+        orphans.end_actors(names)
+        if self._owner == w["owner"]:  # the runtime's own registry goes with it
             self.discard_snapshot()
             import ray
 
@@ -157,54 +191,21 @@ class RegistryActor:
         return True
 
 
-#: The record of the runtime that owns the registry (`put_runtime`): the Serve replica that started
-#: or adopted it and the names of its actors.
-RUNTIME_KEY = "runtime"
-#: Seconds without any replica of the application's runtime deployment after which a service's
-#: registry ends the runtime it belongs to (the application was removed while its runtime replica
-#: was down; a replica that Serve is replacing is listed again within seconds).
-ORPHAN_S = 30.0
-#: Seconds between two looks for the runtime's replica.
-WATCH_EVERY_S = 2.0
-#: The Ray namespace of Serve's actors (its replicas among them).
-SERVE_NAMESPACE = "serve"
+#: The key prefixes of the runtime record (`put_runtime`) and of its orphan watch (`RegistryActor.watch`).
+RUNTIME_PREFIX = "runtime:"
+WATCH_PREFIX = "watch:"
+#: The records of a searcher pool (`forget_pool`).
+POOL_RECORDS = ("deployment", "layout", "index-version", "shard-lists", "permissions")
 
 
-def watch_owner(replicas: str, orphan_s: float = ORPHAN_S, every_s: float = WATCH_EVERY_S) -> bool:
-    """Return True once no named actor of Serve's namespace whose name starts with `replicas`
-    (``SERVE_REPLICA::<app>#codesearch-runtime#``: the runtime replica of one application, whichever
-    its id) has been seen for `orphan_s`. The runtime's actors are detached (they outlive a replica
-    that dies, and its successor adopts them, `codesearch.serving.adoption`); this is what ends them
-    when the application went while no replica was there to stop them."""
-    import ray
-
-    missing_since: float | None = None
-    while True:
-        time.sleep(every_s)
-        try:
-            named = ray.util.list_named_actors(all_namespaces=True)
-        except Exception as e:  # noqa: BLE001 - the GCS is busy or restarting: look again
-            log.debug("registry watch: %s", e)
-            continue
-        if any(a["namespace"] == SERVE_NAMESPACE and a["name"].startswith(replicas) for a in named):
-            missing_since = None
-        elif missing_since is None:
-            missing_since = time.monotonic()
-        elif time.monotonic() - missing_since >= orphan_s:
-            return True
+def runtime_key(prefix: str) -> str:
+    """The key of the record of runtime `prefix` (`put_runtime`)."""
+    return RUNTIME_PREFIX + prefix
 
 
-def end_actors(names: list[str]) -> None:
-    """Kill the named actors `names` of the namespace ``codesearch`` (those already gone are skipped)."""
-    import ray
-
-    from codesearch.runtime import NAMESPACE
-
-    for name in names:
-        try:
-            ray.kill(ray.get_actor(name, namespace=NAMESPACE), no_restart=True)
-        except Exception as e:  # noqa: BLE001 - already gone
-            log.debug("%s not killed: %s", name, e)
+def pool_keys(pool: str) -> list[str]:
+    """The keys of the records of searcher pool `pool` (none for "")."""
+    return [f"{record}:{pool}" for record in POOL_RECORDS] if pool else []
 
 
 def _read_snapshot(path: str, owner: str) -> dict[str, object]:
@@ -231,6 +232,7 @@ if TYPE_CHECKING:
         owner: Method[str]
         ping: Method[bool]
         discard_snapshot: Method[None]
+        watch: Method[None]
 
 
 _handle: RegistryHandle | None = None
@@ -238,10 +240,14 @@ _handle_lock = threading.Lock()
 
 
 @overload
-def _registry(create: Literal[True], owner: str = "", snapshot: str = "", watch: str = "") -> RegistryHandle: ...
+def _registry(
+    create: Literal[True], owner: str = "", snapshot: str = "", watch: Watch | None = None
+) -> RegistryHandle: ...
 @overload
-def _registry(create: bool, owner: str = "", snapshot: str = "", watch: str = "") -> RegistryHandle | None: ...
-def _registry(create: bool, owner: str = "", snapshot: str = "", watch: str = "") -> RegistryHandle | None:
+def _registry(
+    create: bool, owner: str = "", snapshot: str = "", watch: Watch | None = None
+) -> RegistryHandle | None: ...
+def _registry(create: bool, owner: str = "", snapshot: str = "", watch: Watch | None = None) -> RegistryHandle | None:
     """The registry actor (created when `create` and there is none), or None. With a
     `snapshot`, it is placed on this node if it can be (softly: where the snapshot file is, so
     that a restart finds it). With `watch` (see `ensure`), it is detached and watches its owner."""
@@ -303,12 +309,12 @@ def _call(method: str, *args: object, create: bool = False) -> Any:
     return None
 
 
-def ensure(owner: str, timeout_s: float = 60.0, snapshot: str = "", watch: str = "") -> None:
+def ensure(owner: str, timeout_s: float = 60.0, snapshot: str = "", watch: Watch | None = None) -> None:
     """Create the registry now, owned by the calling process and tagged `owner` (what the
     runtime replica does first, so that the registry goes with the application), keeping its
-    records in the file `snapshot` too (see `RegistryActor`). With `watch` (the name prefix of the
-    Serve replicas that may own the runtime), it is detached instead, like the runtime's other
-    actors, and ends the runtime once no such replica is left (`watch_owner`). A registry of
+    records in the file `snapshot` too (see `RegistryActor`). With `watch` (a service's runtime:
+    `orphans.Watch`), it is detached instead, like the runtime's other actors, and ends the runtime
+    once no replica that may own it is left (`codesearch.runtime.orphans`). A registry of
     another runtime (``runtime:`` tag: the replica this one replaces, still stopping) is waited
     for until it is gone, at most `timeout_s`, so that nothing is written into one about to end;
     one made by any other process is used as it is."""
@@ -325,6 +331,8 @@ def ensure(owner: str, timeout_s: float = 60.0, snapshot: str = "", watch: str =
         except ray.exceptions.RayActorError:
             tag = "(ending)"  # being killed now: look again
         if not tag.startswith(("runtime:", "(ending)")) or tag == owner:
+            if watch is not None:  # another process's registry (a notebook's): it applies the rule all the same
+                ray.get(handle.watch.remote(watch), timeout=CALL_TIMEOUT_S)
             return
         if time.monotonic() > deadline:
             raise RuntimeError(f"the registry of another codesearch runtime ({tag}) is still running")
@@ -410,15 +418,20 @@ class Layout:
     copies: int
 
 
-def put_runtime(record: dict[str, Any]) -> None:
-    """Record the runtime that owns the registry: ``{"replica": <its Serve replica's actor name>,
-    "actors": [<names>], "record": {...}}`` (`codesearch.serving.adoption`)."""
-    _call("put", RUNTIME_KEY, record, create=True)
+def put_runtime(prefix: str, record: dict[str, Any]) -> None:
+    """Record the runtime `prefix`: ``{"owner": <its owner tag>, "replica": <its Serve replica's
+    actor name>, "actors": [<names>], "record": {...}}`` (`codesearch.serving.adoption`)."""
+    _call("put", runtime_key(prefix), record, create=True)
 
 
-def get_runtime() -> dict[str, Any] | None:
-    raw = _call("get", RUNTIME_KEY)
+def get_runtime(prefix: str) -> dict[str, Any] | None:
+    raw = _call("get", runtime_key(prefix))
     return dict(raw) if isinstance(raw, dict) else None
+
+
+def forget_runtime(prefix: str) -> None:
+    """Remove the record of runtime `prefix` and its orphan watch (it stopped as it should)."""
+    _call("delete", runtime_key(prefix), WATCH_PREFIX + prefix)
 
 
 def put_deployment(pool: str, record: Deployment) -> None:
@@ -465,14 +478,7 @@ def get_shard_lists(pool: str) -> dict[int, list[list[ShardSpec]]]:
 
 def forget_pool(pool: str) -> None:
     """Remove everything recorded for the searcher pool `pool`."""
-    _call(
-        "delete",
-        f"deployment:{pool}",
-        f"layout:{pool}",
-        f"index-version:{pool}",
-        f"shard-lists:{pool}",
-        f"permissions:{pool}",
-    )
+    _call("delete", *pool_keys(pool))
 
 
 def put_permissions_enabled(pool: str, enabled: bool | None) -> None:

@@ -8,13 +8,14 @@ instead finds the runtime and adopts it (`claim`) rather than starting a new one
 
 What a replica adopts, and what it does not:
 
-* Only a runtime of **its own deployment**: the registry's owner tag
+* Only a runtime of **its own deployment**: the runtime record's owner tag
   (``runtime:<prefix>:<application>:<deployment token>``, `owner_tag`) names the application
   and a token drawn when the application was built (`bootstrap.runtime_deployment`), which every
   replica of that deployment gets as an argument. Another application, or an earlier deployment
   of this one, never matches.
 * Only once the replica that owned it is gone: the registry records which replica that is
-  (`registry.put_runtime`). While it still runs (a redeploy: it is stopping, and stops the
+  (`registry.put_runtime`, keyed by the runtime's prefix: the registry may be shared with a
+  notebook's searchers or have been made by one). While it still runs (a redeploy: it is stopping, and stops the
   runtime), the newcomer waits, then starts a runtime of its own, as before.
 * Only a whole one: every actor it records answers. A runtime left half started (its replica
   died while starting it), or an earlier deployment's of this application, is ended and a new
@@ -62,7 +63,7 @@ def replica_name() -> str:
 def _alive(name: str) -> bool:
     import ray
 
-    from codesearch.runtime.registry import SERVE_NAMESPACE
+    from codesearch.runtime.orphans import SERVE_NAMESPACE
 
     return any(a["name"] == name and a["namespace"] == SERVE_NAMESPACE for a in ray.util.list_named_actors(True))
 
@@ -75,34 +76,36 @@ def claim(
     this application that cannot be adopted is ended first; `leftovers` lists the names of the
     live actors of the runtime `prefix`). Waits at most `timeout_s` for a replica that still owns
     the runtime to go."""
-    from codesearch.runtime import registry
+    from codesearch.runtime import orphans, registry
 
     mine = owner_tag(prefix, app, token)
     ours = owner_tag(prefix, app, "")
     me = replica_name()
     deadline = time.monotonic() + timeout_s
     while True:
-        tag = registry.registry_owner()
-        if tag is None or not tag.startswith(ours):
-            return None  # none, or another application's, or not a runtime's: as it is (`registry.ensure`)
-        runtime = registry.get_runtime() or {}
+        runtime = registry.get_runtime(prefix) or {}
+        tag = str(runtime.get("owner") or "")
+        if not tag.startswith(ours):
+            return None  # none, or another application's: as it is (`registry.ensure` waits for its end)
         owner = str(runtime.get("replica") or "")
         if owner and owner != me and _alive(owner):  # a redeploy: the old replica is stopping its runtime
             if time.monotonic() > deadline:
                 return None  # `registry.ensure` says whose it is
             time.sleep(0.5)
             continue
-        adopted = _adopt(runtime, me) if tag == mine and runtime else None
+        adopted = _adopt(prefix, runtime, me) if tag == mine else None
         if adopted is not None:
             return adopted
         names = leftovers()
         log.warning("runtime %s: ending what an earlier replica left (%s, %s)", prefix, tag, names)
-        registry.end_actors(names)
-        registry.kill_registry()
+        orphans.end_actors(names)
+        registry.forget_runtime(prefix)
+        if registry.registry_owner() == tag:  # its own registry goes with it; another process's stays
+            registry.kill_registry()
         return None
 
 
-def _adopt(runtime: dict[str, Any], me: str) -> dict[str, Any] | None:
+def _adopt(prefix: str, runtime: dict[str, Any], me: str) -> dict[str, Any] | None:
     """`runtime` (`registry.get_runtime`) taken over by replica `me` if every actor of it answers."""
     import ray
 
@@ -122,7 +125,7 @@ def _adopt(runtime: dict[str, Any], me: str) -> dict[str, Any] | None:
     except Exception as e:  # noqa: BLE001 - an actor is missing or does not answer: not adoptable
         log.warning("runtime not adopted: %s: %s", type(e).__name__, e)
         return None
-    registry.put_runtime({**runtime, "replica": me})
-    tag = registry.registry_owner() or ""
+    registry.put_runtime(prefix, {**runtime, "replica": me})
+    tag = str(runtime["owner"])
     log.warning("runtime %s adopted by %s (its replica died): %s", record.get("prefix"), me, names)
     return {"scheduler": scheduler, "workers": workers, "searchers": pool, "record": record, "registry": tag}

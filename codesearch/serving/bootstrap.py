@@ -14,7 +14,7 @@ The application (``codesearch`` by default) has two deployments:
   replica's ``__del__``, which lets the scheduler finish its tick and every worker its job, then
   ends every actor (`RuntimeOwner.stop`), within ``RUNTIME_SHUTDOWN_S``; and an application
   removed while its runtime replica was down is noticed by the registry, which ends the runtime
-  (`registry.watch_owner`).
+  (`codesearch.runtime.orphans`).
 * ``codesearch-api``: the HTTP API, web pages and MCP over the searchers
   (`deployment.search_application`), ``replicas`` of them.
 
@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from ray.serve import Application
 
     from codesearch.config.models import IdentityProvider
+    from codesearch.runtime.orphans import Watch
     from codesearch.runtime.workers import RuntimeOptions
 
 log = logging.getLogger(__name__)
@@ -194,18 +195,34 @@ def start_runtime_actors(
     import ray
 
     from codesearch.config import load_config
-    from codesearch.runtime import NAMESPACE, registry
+    from codesearch.runtime import NAMESPACE, orphans, registry
     from codesearch.runtime.compactor import start_compactor
     from codesearch.runtime.scheduler import start_scheduler
     from codesearch.runtime.searchers import SearcherPool, publish_deployment
     from codesearch.runtime.workers import RuntimeOptions, start_workers, worker_counts
+    from codesearch.serving.adoption import replica_name
 
     options = options or RuntimeOptions()
     settings = load_config(spec.config_path).settings
     n = spec.names()
+    n_sync, n_index = worker_counts(settings)
+    n_sync = n_sync if spec.syncers is None else int(spec.syncers)
+    n_index = n_index if spec.indexers is None else int(spec.indexers)
+    worker_names = [f"{n['workers']}-sync-{i}" for i in range(n_sync)] + [
+        f"{n['workers']}-index-{i}" for i in range(n_index)
+    ]
+    searcher_names = [f"{n['searchers']}-{i}" for i in range(spec.searchers * spec.searcher_copies)]
+    source_names = [n["shard_source"]] if spec.searcher_data_dir else []
+    actors = [n["scheduler"], *worker_names, n["compactor"], *source_names, *searcher_names]
     owner = owner or f"runtime:{spec.prefix}:{uuid.uuid4().hex[:8]}"
+    watching: Watch | None = None
+    if watch:
+        watching = {"prefix": spec.prefix, "owner": owner, "replicas": watch, "orphan_s": orphans.orphan_s()}
     # first, owned by this process (or detached): it goes with the application; its records outlive its process
-    registry.ensure(owner, timeout_s=NAMES_FREE_S, snapshot=_snapshot_path(spec.data_dir), watch=watch)
+    registry.ensure(owner, timeout_s=NAMES_FREE_S, snapshot=_snapshot_path(spec.data_dir), watch=watching)
+    # the names first: what a replica dying while it starts them leaves is found (its successor, the orphan rule)
+    runtime = {"owner": owner, "replica": replica_name() if watch else "", "actors": actors}
+    registry.put_runtime(spec.prefix, {**runtime, "record": {}})
     opts: dict[str, Any] = {"lifetime": "detached"} if watch else {}
     if spec.runtime_resources:
         opts["resources"] = {k: float(v) for k, v in spec.runtime_resources.items()}
@@ -213,12 +230,6 @@ def start_runtime_actors(
     scheduler = start_scheduler(
         spec.config_path, spec.data_dir, options, name=n["scheduler"], actor_options=opts, env=spec.env
     )
-    n_sync, n_index = worker_counts(settings)
-    n_sync = n_sync if spec.syncers is None else int(spec.syncers)
-    n_index = n_index if spec.indexers is None else int(spec.indexers)
-    worker_names = [f"{n['workers']}-sync-{i}" for i in range(n_sync)] + [
-        f"{n['workers']}-index-{i}" for i in range(n_index)
-    ]
     workers: list[Any] = []  # actor handles
     for name in worker_names:
         sync = "-sync-" in name
@@ -275,11 +286,7 @@ def start_runtime_actors(
         "config": spec.config_path,
         **({"shard_source": n["shard_source"]} if fetch else {}),
     }
-    searcher_names = [f"{n['searchers']}-{i}" for i in range(len(pool.actors))]
-    actors = [n["scheduler"], *worker_names, n["compactor"], *([n["shard_source"]] if fetch else []), *searcher_names]
-    from codesearch.serving.adoption import replica_name
-
-    registry.put_runtime({"replica": replica_name() if watch else "", "actors": actors, "record": record})
+    registry.put_runtime(spec.prefix, {**runtime, "record": record})
     return {"scheduler": scheduler, "workers": workers, "searchers": pool, "record": record, "registry": owner}
 
 
@@ -332,6 +339,8 @@ def stop_runtime_actors(
     if runtime.get("registry"):  # last: the others read it until they stop
         from codesearch.runtime import registry
 
+        with contextlib.suppress(Exception):  # the registry is gone already
+            registry.forget_runtime(runtime["record"]["prefix"])  # in a registry that stays (another process's)
         registry.release(runtime["registry"])
 
 
