@@ -15,8 +15,8 @@ What a replica adopts, and what it does not:
   of this one, never matches.
 * Only once the replica that owned it is gone: the registry records which replica that is
   (`registry.put_runtime`, keyed by the runtime's prefix: the registry may be shared with a
-  notebook's searchers or have been made by one). While it still runs (a redeploy: it is stopping, and stops the
-  runtime), the newcomer waits, then starts a runtime of its own, as before.
+  notebook's searchers, or have been made by one). While it still runs (a redeploy: it is
+  stopping, and stops the runtime), the newcomer waits, then starts a runtime of its own.
 * Only a whole one: every actor it records answers. A runtime left half started (its replica
   died while starting it), or an earlier deployment's of this application, is ended and a new
   one started.
@@ -24,8 +24,8 @@ What a replica adopts, and what it does not:
 Nothing is leaked: the replica's stop (`RuntimeOwner.stop`: ``codesearch serve`` stopping,
 ``serve delete``, ``serve shutdown``, a redeploy) ends the actors as before, and when the
 application is removed while no runtime replica is there to do it, the registry notices that no
-replica of the application's runtime deployment has existed for `registry.ORPHAN_S` and ends
-the runtime itself (`registry.watch_owner`).
+replica of the application's runtime deployment has existed for `orphans.ORPHAN_S` and ends
+the actors the runtime recorded, and only those (`codesearch.runtime.orphans`).
 """
 
 from __future__ import annotations

@@ -116,10 +116,12 @@ def stop(
                     ray.kill(handle, no_restart=True)
                 except Exception as e:  # noqa: BLE001 - already gone
                     log.debug("kill %s: %s", name, e)
+    from codesearch.runtime.registry import forget_runtime
     from codesearch.runtime.searchers import forget_pool
 
     with contextlib.suppress(Exception):  # the registry went with the application
         forget_pool(names(prefix)["searchers"])
+        forget_runtime(prefix)  # (in a registry that stays: another process made it)
     return before
 
 
