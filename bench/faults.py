@@ -15,11 +15,14 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT_S = 3600
+#: The whole pytest output of the last run (the table shows only the kills; a failure is read here).
+LOG = Path(tempfile.gettempdir()) / "codesearch-faults.log"
 LINE = re.compile(r"^FAULT (.*)$", re.M)
 
 
@@ -29,6 +32,7 @@ def main() -> int:
     out = subprocess.run(
         [sys.executable, "-m", "pytest", "-s", "-q", "-p", "no:cacheprovider", "tests/runtime/test_process_deaths.py"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=TIMEOUT_S)
+    LOG.write_text(out.stdout + "\n" + out.stderr)
     rows = LINE.findall(out.stdout)
     print("| process | moment | whole again after (s) | load clients' answers meanwhile | pid → new pid |")
     print("|---|---|---|---|---|")
@@ -37,7 +41,7 @@ def main() -> int:
     tail = out.stdout.strip().splitlines()[-1:] if out.stdout.strip() else []
     print(f"\n{len(rows)} kills in {time.monotonic() - started:.0f} s; pytest: {' '.join(tail)}")
     if out.returncode:
-        print(out.stdout[-4000:], out.stderr[-2000:], file=sys.stderr)
+        print(out.stdout[-4000:], out.stderr[-2000:], f"\nthe whole output: {LOG}", file=sys.stderr)
     return out.returncode
 
 

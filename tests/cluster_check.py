@@ -9,7 +9,8 @@ tests/runtime/test_shards_without_shared_disk.py): a 2-node Ray cluster on this 
 - ``copies`` (when asked for): the scheduler, the workers and the shard source on node 0 build the
   index in one data directory; searchers on node 1 use only their own directory, get the shards
   through Ray (`codesearch.runtime.shard_copy`), answer like the engine, and after a re-index of
-  a changed repository serve its new shards.
+  a changed repository serve its new shards; then the shard source is killed (SIGKILL) while the
+  searchers fetch the shards of another re-index, and they serve those shards all the same.
 
     python -m tests.cluster_check INDEX_DIR QUERY '{"runtime": {"config": ..., "data": ...},
         "copies": {"config": ..., "data": ..., "far": ..., "changed_repo": ...}}'
@@ -92,9 +93,9 @@ def copies_check(config_path: str, data_dir: str, far_dir: str, query: str, chan
     import time
 
     from codesearch.config import load_config
-    from codesearch.runtime import NAMESPACE
     from codesearch.runtime.scheduler import first_sync_state, start_scheduler
-    from codesearch.runtime.shard_copy import ShardSource
+    from codesearch.runtime.published import published_shard_lists
+    from codesearch.runtime.shard_copy import start_shard_source
     from codesearch.runtime.workers import RuntimeOptions, start_workers, stop_workers
     from codesearch.store import Store
 
@@ -105,8 +106,7 @@ def copies_check(config_path: str, data_dir: str, far_dir: str, query: str, chan
     os.makedirs(index_dir, exist_ok=True)
     scheduler = start_scheduler(config_path, data_dir, options, actor_options=here)
     workers = start_workers(data_dir, settings, options, syncers=1, indexers=1, name_prefix="copies", actor_options=here)
-    source = ray.remote(ShardSource).options(name="copies-shard-source", namespace=NAMESPACE, num_cpus=0,
-                                             **here).remote(index_dir)
+    source = start_shard_source(index_dir, "copies-shard-source", here)
     pool = SearcherPool.create(index_dir, 2, name_prefix="copies-searcher", keep_empty=True, copy_to=far_dir,
                                source="copies-shard-source", actor_options={"resources": {"node1": 0.01}})
     ray.get(scheduler.set_searchers.remote("copies-searcher", 2))
@@ -146,17 +146,64 @@ def copies_check(config_path: str, data_dir: str, far_dir: str, query: str, chan
         second = held()
         copies = sorted(os.path.relpath(os.path.join(d, n), far_dir) for d, _, names in os.walk(far_dir) for n in names
                         if n.endswith(".shard"))
+        death = _source_death(source, store, repo, changed_repo, published_shard_lists, settled, pool)
         return {"searcher_nodes": sorted({_node(a) for a in pool.actors}) != [_node(source)] and
                 all(_node(a) != _node(source) for a in pool.actors),
                 "files": len(got["files"]), "later_files": len(later["files"]),
                 "held_far": all(p.startswith(far_dir + os.sep) for p in first + second),
                 "held_builder": any(p.startswith(index_dir) for p in first + second),
-                "new_shards": bool(set(second) - set(first)), "copies": len(copies), "crashes": got["stats"]["crashes"]}
+                "new_shards": bool(set(second) - set(first)), "copies": len(copies), "crashes": got["stats"]["crashes"],
+                "source_death": death}
     finally:
         store.close()
         ray.get(scheduler.shutdown.remote(), timeout=15)
         stop_workers(workers)
         pool.close()
+
+
+#: Seconds the shard source's threads are held busy (so the searchers' fetch waits in its queue) at most.
+HOLD_S = 20.0
+
+
+def _hold(source_self, pid: int, until: float) -> None:
+    """Keep one thread of the shard source busy until `until`, in its first process only (the
+    call is retried on the restarted source, where it returns at once)."""
+    import time
+
+    while os.getpid() == pid and time.time() < until:
+        time.sleep(0.05)
+
+
+def _source_death(source, store, repo, changed_repo, published_shard_lists, settled, pool) -> dict:
+    """Kill the shard source (SIGKILL) while the searchers wait for it to describe the new shard of
+    a re-index: every thread of the source is held busy first, so their calls are in its queue
+    when it dies. Ray restarts it and retries those calls (`start_shard_source`): the fetch
+    completes, and the searchers serve the new shard, with no crash and no refused shard."""
+    import signal
+    import subprocess
+    import time
+
+    pid = ray.get(source.__ray_call__.remote(lambda self: os.getpid()))
+    before = set(published_shard_lists("copies-searcher"))
+    busy = [source.__ray_call__.remote(_hold, pid, time.time() + HOLD_S) for _ in range(4)]
+    with open(os.path.join(changed_repo, "source_death.py"), "w") as f:
+        f.write("def tayra_while_the_source_died():\n    pass\n")
+    for args in (["add", "source_death.py"], ["commit", "-q", "-m", "source death"]):
+        subprocess.run(["git", *args], cwd=changed_repo, check=True, capture_output=True)
+    store.enqueue_index_job(repo.id, force=True)
+    deadline = time.monotonic() + HOLD_S - 5
+    while not set(published_shard_lists("copies-searcher")) - before:  # the searchers are sent the new lists
+        assert time.monotonic() < deadline, "the re-index was not published while the source was held"
+        time.sleep(0.1)
+    time.sleep(1.0)  # their describe calls reach the source's queue (it stays held for seconds more)
+    os.kill(pid, signal.SIGKILL)
+    killed = time.monotonic()
+    got, _ = settled("tayra_while_the_source_died", 60)
+    ray.wait(busy, num_returns=len(busy), timeout=30)
+    errors = sorted({e for a in pool.actors for e in ray.get(a.__ray_call__.remote(lambda self: self.errors))})
+    return {"restarted": ray.get(source.__ray_call__.remote(lambda self: os.getpid())) != pid,
+            "files": len(got["files"]), "crashes": got["stats"]["crashes"], "errors": errors,
+            "whole_after_s": round(time.monotonic() - killed, 1)}
 
 
 def main(index_dir: str, query: str, checks: str = "{}") -> None:

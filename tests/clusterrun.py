@@ -52,4 +52,5 @@ def two_node_checks(tmp_path_factory, index_dir: str) -> dict:
             server.stop()
     out = _RUNS["run"]
     assert out.returncode == 0, out.stderr[-3000:]
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    # the last JSON line (Ray may print a warning of its own after it, e.g. about a retried call)
+    return json.loads(next(line for line in reversed(out.stdout.splitlines()) if line.startswith("{")))

@@ -15,18 +15,25 @@ index version (int)            ``index-version:<pool>``               `SearcherP
 shard lists {version: parts}   ``shard-lists:<pool>``                 `SearcherPool.assign`
 searchers of a scheduler       ``scheduler:<actor id>``               `SchedulerActor.set_searchers`
 permission rule on (bool)      ``permissions:<searcher prefix>``      `SchedulerActor` (config)
+the runtime {owner, actors}    ``runtime:<prefix>``                   the runtime (`bootstrap`)
+orphan watch (`orphans.Watch`) ``watch:<prefix>``                     the runtime (`ensure`)
 drain flag {until}             ``drain:<app>``                        `drain.drain`
 drain report {inFlight}        ``drain-report:<app>:<replica>``       `drain.DrainGate`
 =============================  =====================================  ==========================
 
-Lifetime. The registry is created by the first process that writes to it (`put` creates it;
-reads never do): in a service, the runtime replica, which owns it, so it goes with the
-application like every other actor of codesearch. Readers that find no registry get nothing
-(no pool, not draining). Ray restarts it if its process dies. A service's registry keeps its
-records in a snapshot file of the data directory too (``registry.json``, `RegistryActor`) and reads
-them back when restarted, so nothing it held is lost with its process; one made without a
-snapshot (a notebook's, a test's) restarts empty (pools publish again at their next index change,
-and searchers catch up with what is published when a search names a version they lack).
+Lifetime. The registry is created by the first process that writes to it (`put` creates it; reads
+never do): in a service, the runtime replica, which starts it detached like every other actor of the
+runtime (they outlive a replica that dies; its successor adopts them,
+`codesearch.serving.adoption`), ends it when the application stops, and records in it which replica
+owns the runtime and its actors' names (`put_runtime`); the registry ends that runtime itself once
+no replica of the application's runtime deployment is left (`codesearch.runtime.orphans`), whoever
+made the registry (a notebook's or a test's, which a service then uses as it is, included). Readers that
+find no registry get nothing (no pool, not draining). Ray restarts it if its process dies. A
+service's registry keeps its records in a snapshot file of the data directory too
+(``registry.json``, `RegistryActor`) and reads them back when restarted, so nothing it held is lost
+with its process; one made without a snapshot (a notebook's, a test's) restarts empty (pools publish
+again at their next index change, and searchers catch up with what is published when a search names
+a version they lack).
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ if TYPE_CHECKING:
     from ray.actor import ActorHandle
 
     from codesearch.runtime.handles import Method
+    from codesearch.runtime.orphans import Watch
 
 log = logging.getLogger(__name__)
 
@@ -72,13 +80,58 @@ class RegistryActor:
     outlive it. Only a snapshot written by the same `owner` is read: a new runtime (another
     owner tag) starts empty, never from the records of the one it replaced."""
 
-    def __init__(self, owner: str = "", snapshot: str = ""):
+    def __init__(self, owner: str = "", snapshot: str = "", watch: Watch | None = None):
         self._owner = owner
         self._snapshot = snapshot
         self._values: dict[str, object] = _read_snapshot(snapshot, owner) if snapshot else {}
         self._lock = threading.Lock()
+        self._watching: set[str] = set()
         if self._values:
             log.warning("registry %s restarted: %d records read back from %s", owner, len(self._values), snapshot)
+        armed = [cast("Watch", v) for k, v in self._values.items() if k.startswith(WATCH_PREFIX)]
+        for w in [*([watch] if watch else []), *armed]:
+            self.watch(w)
+
+    def watch(self, w: Watch) -> None:
+        """Apply the orphan rule to the runtime `w` names (`codesearch.runtime.orphans`): once no
+        replica ``w["replicas"]*`` has existed for ``w["orphan_s"]``, end the actors of its runtime
+        record (if that record is still the one of owner ``w["owner"]``) and forget its records.
+        Kept in the snapshot, so a registry Ray restarts watches again."""
+        with self._lock:
+            if w["owner"] in self._watching:
+                return
+            self._watching.add(w["owner"])
+            self._values[WATCH_PREFIX + w["prefix"]] = dict(w)
+            self._save()
+        threading.Thread(target=self._watch, args=(w,), name="registry-watch", daemon=True).start()
+
+    def _watch(self, w: Watch) -> None:
+        from codesearch.runtime import orphans
+
+        if not orphans.watch_owner(w["replicas"], w["orphan_s"]):
+            return
+        with self._lock:
+            self._watching.discard(w["owner"])
+            runtime = self._values.get(runtime_key(w["prefix"]))
+            if not isinstance(runtime, dict) or runtime.get("owner") != w["owner"]:
+                if self._values.get(WATCH_PREFIX + w["prefix"]) == dict(w):
+                    del self._values[WATCH_PREFIX + w["prefix"]]
+                    self._save()
+                return  # stopped as it should be, or replaced by a newer runtime: not this watch's to end
+            names = [str(n) for n in runtime.get("actors") or []]
+            pool = str((runtime.get("record") or {}).get("searcher_prefix") or "")
+            for key in [runtime_key(w["prefix"]), WATCH_PREFIX + w["prefix"], *pool_keys(pool)]:
+                self._values.pop(key, None)
+            self._save()
+        log.warning(
+            "registry: no replica %s* for %gs; ending runtime %s: %s", w["replicas"], w["orphan_s"], w["owner"], names
+        )
+        orphans.end_actors(names)
+        if self._owner == w["owner"]:  # the runtime's own registry goes with it
+            self.discard_snapshot()
+            import ray
+
+            ray.kill(ray.get_runtime_context().current_actor, no_restart=True)
 
     def owner(self) -> str:
         return self._owner
@@ -138,6 +191,23 @@ class RegistryActor:
         return True
 
 
+#: The key prefixes of the runtime record (`put_runtime`) and of its orphan watch (`RegistryActor.watch`).
+RUNTIME_PREFIX = "runtime:"
+WATCH_PREFIX = "watch:"
+#: The records of a searcher pool (`forget_pool`).
+POOL_RECORDS = ("deployment", "layout", "index-version", "shard-lists", "permissions")
+
+
+def runtime_key(prefix: str) -> str:
+    """The key of the record of runtime `prefix` (`put_runtime`)."""
+    return RUNTIME_PREFIX + prefix
+
+
+def pool_keys(pool: str) -> list[str]:
+    """The keys of the records of searcher pool `pool` (none for "")."""
+    return [f"{record}:{pool}" for record in POOL_RECORDS] if pool else []
+
+
 def _read_snapshot(path: str, owner: str) -> dict[str, object]:
     """The records of the snapshot at `path` if `owner` wrote it, else none (see `RegistryActor`)."""
     try:
@@ -162,6 +232,7 @@ if TYPE_CHECKING:
         owner: Method[str]
         ping: Method[bool]
         discard_snapshot: Method[None]
+        watch: Method[None]
 
 
 _handle: RegistryHandle | None = None
@@ -169,13 +240,17 @@ _handle_lock = threading.Lock()
 
 
 @overload
-def _registry(create: Literal[True], owner: str = "", snapshot: str = "") -> RegistryHandle: ...
+def _registry(
+    create: Literal[True], owner: str = "", snapshot: str = "", watch: Watch | None = None
+) -> RegistryHandle: ...
 @overload
-def _registry(create: bool, owner: str = "", snapshot: str = "") -> RegistryHandle | None: ...
-def _registry(create: bool, owner: str = "", snapshot: str = "") -> RegistryHandle | None:
+def _registry(
+    create: bool, owner: str = "", snapshot: str = "", watch: Watch | None = None
+) -> RegistryHandle | None: ...
+def _registry(create: bool, owner: str = "", snapshot: str = "", watch: Watch | None = None) -> RegistryHandle | None:
     """The registry actor (created when `create` and there is none), or None. With a
     `snapshot`, it is placed on this node if it can be (softly: where the snapshot file is, so
-    that a restart finds it)."""
+    that a restart finds it). With `watch` (see `ensure`), it is detached and watches its owner."""
     global _handle
     import ray
 
@@ -190,7 +265,7 @@ def _registry(create: bool, owner: str = "", snapshot: str = "") -> RegistryHand
             except ValueError:
                 if not create:
                     return None
-                placement: dict[str, Any] = {}
+                placement: dict[str, Any] = {"lifetime": "detached"} if watch else {}
                 if snapshot:
                     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
@@ -209,7 +284,7 @@ def _registry(create: bool, owner: str = "", snapshot: str = "") -> RegistryHand
                         max_concurrency=16,
                         **placement,
                     )
-                    .remote(owner, snapshot),
+                    .remote(owner, snapshot, watch),
                 )
         return _handle
 
@@ -234,10 +309,12 @@ def _call(method: str, *args: object, create: bool = False) -> Any:
     return None
 
 
-def ensure(owner: str, timeout_s: float = 60.0, snapshot: str = "") -> None:
+def ensure(owner: str, timeout_s: float = 60.0, snapshot: str = "", watch: Watch | None = None) -> None:
     """Create the registry now, owned by the calling process and tagged `owner` (what the
     runtime replica does first, so that the registry goes with the application), keeping its
-    records in the file `snapshot` too (see `RegistryActor`). A registry of
+    records in the file `snapshot` too (see `RegistryActor`). With `watch` (a service's runtime:
+    `orphans.Watch`), it is detached instead, like the runtime's other actors, and ends the runtime
+    once no replica that may own it is left (`codesearch.runtime.orphans`). A registry of
     another runtime (``runtime:`` tag: the replica this one replaces, still stopping) is waited
     for until it is gone, at most `timeout_s`, so that nothing is written into one about to end;
     one made by any other process is used as it is."""
@@ -254,6 +331,8 @@ def ensure(owner: str, timeout_s: float = 60.0, snapshot: str = "") -> None:
         except ray.exceptions.RayActorError:
             tag = "(ending)"  # being killed now: look again
         if not tag.startswith(("runtime:", "(ending)")) or tag == owner:
+            if watch is not None:  # another process's registry (a notebook's): it applies the rule all the same
+                ray.get(handle.watch.remote(watch), timeout=CALL_TIMEOUT_S)
             return
         if time.monotonic() > deadline:
             raise RuntimeError(f"the registry of another codesearch runtime ({tag}) is still running")
@@ -261,8 +340,37 @@ def ensure(owner: str, timeout_s: float = 60.0, snapshot: str = "") -> None:
     if snapshot:  # a snapshot of an earlier runtime (one that ended without `release`) is not ours
         with contextlib.suppress(FileNotFoundError):
             os.unlink(snapshot)
-    handle = _registry(create=True, owner=owner, snapshot=snapshot)
+    handle = _registry(create=True, owner=owner, snapshot=snapshot, watch=watch)
     ray.get(handle.ping.remote(), timeout=CALL_TIMEOUT_S)
+
+
+def registry_owner() -> str | None:
+    """The `owner` tag of the registry (None: there is none)."""
+    import ray
+
+    forget_handle()
+    handle = _registry(create=False)
+    if handle is None:
+        return None
+    try:
+        return str(ray.get(handle.owner.remote(), timeout=CALL_TIMEOUT_S))
+    except ray.exceptions.RayActorError:
+        forget_handle()
+        return None
+
+
+def kill_registry() -> None:
+    """End the registry whoever made it, and its snapshot (a runtime clearing what an earlier one
+    of its own deployment left half started)."""
+    import ray
+
+    handle = _registry(create=False)
+    if handle is not None:
+        with contextlib.suppress(Exception):  # already gone
+            ray.get(handle.discard_snapshot.remote(), timeout=CALL_TIMEOUT_S)
+        with contextlib.suppress(Exception):
+            ray.kill(handle, no_restart=True)
+    forget_handle()
 
 
 def release(owner: str) -> None:
@@ -310,6 +418,22 @@ class Layout:
     copies: int
 
 
+def put_runtime(prefix: str, record: dict[str, Any]) -> None:
+    """Record the runtime `prefix`: ``{"owner": <its owner tag>, "replica": <its Serve replica's
+    actor name>, "actors": [<names>], "record": {...}}`` (`codesearch.serving.adoption`)."""
+    _call("put", runtime_key(prefix), record, create=True)
+
+
+def get_runtime(prefix: str) -> dict[str, Any] | None:
+    raw = _call("get", runtime_key(prefix))
+    return dict(raw) if isinstance(raw, dict) else None
+
+
+def forget_runtime(prefix: str) -> None:
+    """Remove the record of runtime `prefix` and its orphan watch (it stopped as it should)."""
+    _call("delete", runtime_key(prefix), WATCH_PREFIX + prefix)
+
+
 def put_deployment(pool: str, record: Deployment) -> None:
     _call("put", f"deployment:{pool}", asdict(record), create=True)
 
@@ -354,14 +478,7 @@ def get_shard_lists(pool: str) -> dict[int, list[list[ShardSpec]]]:
 
 def forget_pool(pool: str) -> None:
     """Remove everything recorded for the searcher pool `pool`."""
-    _call(
-        "delete",
-        f"deployment:{pool}",
-        f"layout:{pool}",
-        f"index-version:{pool}",
-        f"shard-lists:{pool}",
-        f"permissions:{pool}",
-    )
+    _call("delete", *pool_keys(pool))
 
 
 def put_permissions_enabled(pool: str, enabled: bool | None) -> None:

@@ -26,7 +26,7 @@ import hashlib
 import os
 import tempfile
 from collections.abc import Callable
-from typing import TYPE_CHECKING, BinaryIO, TypeAlias
+from typing import TYPE_CHECKING, Any, BinaryIO, TypeAlias, cast
 
 from codesearch.errors import IndexFormatError
 from codesearch.index.format import SUFFIX as SHARD_SUFFIX
@@ -106,6 +106,26 @@ if TYPE_CHECKING:
 
     #: A shard source: the object itself (tests, one process) or a handle to its actor.
     Source: TypeAlias = ShardSource | ShardSourceHandle
+
+
+def start_shard_source(index_dir: str, name: str, actor_options: dict[str, Any] | None = None) -> ShardSourceHandle:
+    """Start the `ShardSource` of `index_dir` as the named actor `name` (namespace ``codesearch``)
+    and wait until it answers. Ray restarts it when its process dies, and its calls are retried
+    on the restarted actor (``max_task_retries=-1``: `describe` and `read` only read a file that
+    never changes), so a fetch under way when it died completes instead of failing."""
+    import ray
+
+    from codesearch.runtime import NAMESPACE
+
+    opts: dict[str, Any] = {"num_cpus": 0, "max_restarts": -1, "max_task_retries": -1, "max_concurrency": 4}
+    source = cast(
+        "ShardSourceHandle",
+        ray.remote(ShardSource)
+        .options(name=name, namespace=NAMESPACE, **{**opts, **(actor_options or {})})
+        .remote(index_dir),
+    )
+    ray.get(source.ping.remote())
+    return source
 
 
 def _describe(source: Source, name: str) -> tuple[int, str]:

@@ -17,8 +17,9 @@ or a bad value is refused with a message naming it (a typo would otherwise be ig
 ``app(args)`` itself starts nothing: it reads the config and the environment of the process that
 builds the application (with ``serve deploy``, a build task of the Serve controller), whose own
 environment it leaves as it is, and returns the bound application. The runtime actors belong to
-the ``codesearch-runtime`` replica: ``serve shutdown``, ``serve delete <app>`` or a redeploy
-remove them with it, after the scheduler finished its tick and the workers their jobs. The
+the ``codesearch-runtime`` replica (detached: a successor of a replica that died adopts them):
+``serve shutdown``, ``serve delete <app>`` or a redeploy remove them with it, after the scheduler
+finished its tick and the workers their jobs. The
 runtime actors need the data directory at the same path on the nodes where they run (shared
 storage such as NFS, see docs/cluster.md), or ``runtime_resources`` (custom resources, e.g.
 ``{"codesearch_data": 0.01}``) to pin the runtime to the node that has it; searchers elsewhere

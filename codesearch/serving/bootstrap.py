@@ -5,11 +5,16 @@ The application (``codesearch`` by default) has two deployments:
 
 * ``codesearch-runtime``: one replica, no CPU. Its constructor starts the runtime actors
   (`start_runtime_actors`: the scheduler, the connection syncers, the repository indexers, the
-  compactor and the shard searchers) as named actors that **it owns**. Ray ends an actor's
-  children with it, so whatever removes the application removes the runtime as well:
-  ``serve shutdown``, ``serve delete``, `codesearch serve` stopping, a redeploy that replaces the
-  replica. Before that, Serve calls the replica's ``__del__``, which lets the scheduler finish its
-  tick and every worker its job (`RuntimeOwner.stop`), within ``RUNTIME_SHUTDOWN_S``.
+  compactor, the shard source and the shard searchers, and the registry) as named **detached**
+  actors, so that they outlive the replica's process: a replica that dies (``kill -9``, the OOM
+  killer) costs only itself, and the replica Serve starts instead adopts the runtime it finds
+  (`codesearch.serving.adoption`: only one of its own deployment, once its old replica is gone).
+  Whatever removes the application removes the runtime as well: ``serve shutdown``, ``serve
+  delete``, `codesearch serve` stopping, a redeploy that replaces the replica. Serve calls the
+  replica's ``__del__``, which lets the scheduler finish its tick and every worker its job, then
+  ends every actor (`RuntimeOwner.stop`), within ``RUNTIME_SHUTDOWN_S``; and an application
+  removed while its runtime replica was down is noticed by the registry, which ends the runtime
+  (`codesearch.runtime.orphans`).
 * ``codesearch-api``: the HTTP API, web pages and MCP over the searchers
   (`deployment.search_application`), ``replicas`` of them.
 
@@ -47,6 +52,7 @@ if TYPE_CHECKING:
     from ray.serve import Application
 
     from codesearch.config.models import IdentityProvider
+    from codesearch.runtime.orphans import Watch
     from codesearch.runtime.workers import RuntimeOptions
 
 log = logging.getLogger(__name__)
@@ -175,39 +181,55 @@ def _wait_names_free(spec: ServiceSpec, timeout_s: float) -> None:
         time.sleep(0.5)
 
 
-def start_runtime_actors(spec: ServiceSpec, options: RuntimeOptions | None = None) -> dict[str, Any]:
+def start_runtime_actors(
+    spec: ServiceSpec, options: RuntimeOptions | None = None, *, owner: str = "", watch: str = ""
+) -> dict[str, Any]:
     """Start the runtime of `spec` as named actors owned by the calling process (they end with
     it): the scheduler (start-up cleanup and crash recovery first), the workers, the compactor,
     the searchers (told to the scheduler, which reloads them after every index change, and
-    published for notebooks). Returns ``{"scheduler", "workers", "searchers", "record"}``."""
+    published for notebooks). Returns ``{"scheduler", "workers", "searchers", "record"}``.
+
+    With `watch` (the runtime replica: `adoption.replicas_prefix`), they are detached instead and
+    the registry, tagged `owner` (`adoption.owner_tag`), records them for the replica that may
+    adopt them (`codesearch.serving.adoption`) and ends them once no such replica is left."""
     import ray
 
     from codesearch.config import load_config
-    from codesearch.runtime import NAMESPACE, registry
+    from codesearch.runtime import NAMESPACE, orphans, registry
     from codesearch.runtime.compactor import start_compactor
     from codesearch.runtime.scheduler import start_scheduler
     from codesearch.runtime.searchers import SearcherPool, publish_deployment
     from codesearch.runtime.workers import RuntimeOptions, start_workers, worker_counts
+    from codesearch.serving.adoption import replica_name
 
     options = options or RuntimeOptions()
     settings = load_config(spec.config_path).settings
     n = spec.names()
-    owner = f"runtime:{spec.prefix}:{uuid.uuid4().hex[:8]}"
-    # first, owned by this process: it goes with the application; its records outlive its process
-    registry.ensure(owner, timeout_s=NAMES_FREE_S, snapshot=_snapshot_path(spec.data_dir))
-    opts: dict[str, Any] = {}
-    if spec.runtime_resources:
-        opts["resources"] = {k: float(v) for k, v in spec.runtime_resources.items()}
-
-    scheduler = start_scheduler(
-        spec.config_path, spec.data_dir, options, name=n["scheduler"], actor_options=opts, env=spec.env
-    )
     n_sync, n_index = worker_counts(settings)
     n_sync = n_sync if spec.syncers is None else int(spec.syncers)
     n_index = n_index if spec.indexers is None else int(spec.indexers)
     worker_names = [f"{n['workers']}-sync-{i}" for i in range(n_sync)] + [
         f"{n['workers']}-index-{i}" for i in range(n_index)
     ]
+    searcher_names = [f"{n['searchers']}-{i}" for i in range(spec.searchers * spec.searcher_copies)]
+    source_names = [n["shard_source"]] if spec.searcher_data_dir else []
+    actors = [n["scheduler"], *worker_names, n["compactor"], *source_names, *searcher_names]
+    owner = owner or f"runtime:{spec.prefix}:{uuid.uuid4().hex[:8]}"
+    watching: Watch | None = None
+    if watch:
+        watching = {"prefix": spec.prefix, "owner": owner, "replicas": watch, "orphan_s": orphans.orphan_s()}
+    # first, owned by this process (or detached): it goes with the application; its records outlive its process
+    registry.ensure(owner, timeout_s=NAMES_FREE_S, snapshot=_snapshot_path(spec.data_dir), watch=watching)
+    # the names first: what a replica dying while it starts them leaves is found (its successor, the orphan rule)
+    runtime = {"owner": owner, "replica": replica_name() if watch else "", "actors": actors}
+    registry.put_runtime(spec.prefix, {**runtime, "record": {}})
+    opts: dict[str, Any] = {"lifetime": "detached"} if watch else {}
+    if spec.runtime_resources:
+        opts["resources"] = {k: float(v) for k, v in spec.runtime_resources.items()}
+
+    scheduler = start_scheduler(
+        spec.config_path, spec.data_dir, options, name=n["scheduler"], actor_options=opts, env=spec.env
+    )
     workers: list[Any] = []  # actor handles
     for name in worker_names:
         sync = "-sync-" in name
@@ -226,21 +248,12 @@ def start_runtime_actors(spec: ServiceSpec, options: RuntimeOptions | None = Non
     index_dir = os.path.join(spec.data_dir, "index")
     fetch: dict[str, str] = {}
     if spec.searcher_data_dir:  # searchers without the data directory get the shards through Ray
-        from codesearch.runtime.shard_copy import ShardSource
+        from codesearch.runtime.shard_copy import start_shard_source
 
         os.makedirs(index_dir, exist_ok=True)
-        source = (
-            ray.remote(ShardSource)
-            .options(
-                name=n["shard_source"], namespace=NAMESPACE, num_cpus=0, max_restarts=-1, max_concurrency=4, **opts
-            )
-            .remote(index_dir)
-        )
-        # Ray types a handle's methods as the class's own (no `.remote`)
-        ray.get(source.ping.remote())  # type: ignore[attr-defined]
-        workers.append(source)
+        workers.append(start_shard_source(index_dir, n["shard_source"], opts))
         fetch = {"copy_to": spec.searcher_data_dir, "source": n["shard_source"]}
-    searcher_opts: dict[str, Any] = {"num_cpus": spec.searcher_cpus}
+    searcher_opts: dict[str, Any] = {"num_cpus": spec.searcher_cpus, **({"lifetime": "detached"} if watch else {})}
     if spec.searcher_resources:
         searcher_opts["resources"] = {k: float(v) for k, v in spec.searcher_resources.items()}
     pool = SearcherPool.create(
@@ -271,7 +284,9 @@ def start_runtime_actors(spec: ServiceSpec, options: RuntimeOptions | None = Non
         "searchers": len(pool.actors),
         "data_dir": os.path.abspath(spec.data_dir),
         "config": spec.config_path,
+        **({"shard_source": n["shard_source"]} if fetch else {}),
     }
+    registry.put_runtime(spec.prefix, {**runtime, "record": record})
     return {"scheduler": scheduler, "workers": workers, "searchers": pool, "record": record, "registry": owner}
 
 
@@ -324,22 +339,23 @@ def stop_runtime_actors(
     if runtime.get("registry"):  # last: the others read it until they stop
         from codesearch.runtime import registry
 
+        with contextlib.suppress(Exception):  # the registry is gone already
+            registry.forget_runtime(runtime["record"]["prefix"])  # in a registry that stays (another process's)
         registry.release(runtime["registry"])
 
 
 class RuntimeOwner:
     """The body of the ``codesearch-runtime`` deployment (see the module docstring)."""
 
-    def __init__(self, spec: ServiceSpec) -> None:
+    def __init__(self, spec: ServiceSpec, token: str = "") -> None:
         from codesearch import environment
 
         spec.env.apply()  # first: everything below reads the environment
         environment.configure_logging()
         self.spec = spec
         self._app = _serve_app_name()
-        _wait_names_free(spec, NAMES_FREE_S)
-        self._runtime = start_runtime_actors(spec)
-        log.info("codesearch runtime %s started: %s", spec.prefix, self._runtime["record"])
+        self._runtime = _start_or_adopt(spec, self._app, token)
+        log.info("codesearch runtime %s running: %s", spec.prefix, self._runtime["record"])
 
     def record(self) -> dict[str, Any]:
         """Names, namespace, data directory of the runtime (for tools and tests)."""
@@ -366,6 +382,26 @@ class RuntimeOwner:
 
     def __del__(self) -> None:
         self.stop()
+
+
+def _start_or_adopt(spec: ServiceSpec, app: str, token: str) -> dict[str, Any]:
+    """The runtime of the replica of deployment `token` of Serve application `app`: the one its
+    predecessor left if it can adopt it (`adoption.claim`), else a new one, detached. Outside
+    Serve (no `app` or `token`): a new one owned by the calling process."""
+    from codesearch.serving import adoption
+
+    if not app or not token:
+        _wait_names_free(spec, NAMES_FREE_S)
+        return start_runtime_actors(spec)
+    adopted = adoption.claim(
+        spec.prefix, app, token, lambda: [name for name, _ in runtime_actors(spec.prefix)], NAMES_FREE_S
+    )
+    if adopted is not None:
+        return adopted
+    _wait_names_free(spec, NAMES_FREE_S)
+    return start_runtime_actors(
+        spec, owner=adoption.owner_tag(spec.prefix, app, token), watch=adoption.replicas_prefix(app)
+    )
 
 
 def _serve_app_name() -> str:
@@ -399,7 +435,8 @@ def runtime_deployment(spec: ServiceSpec) -> Application:
         logging_config=serve_settings.logging_config(),
         ray_actor_options=actor_options,
     )(RuntimeOwner)
-    return deployment.bind(spec)
+    # the token names this deployment: a replica adopts only a runtime started by one of its own (`adoption`)
+    return deployment.bind(spec, uuid.uuid4().hex[:12])
 
 
 def application(spec: ServiceSpec) -> Application:

@@ -22,7 +22,7 @@ Steps, printed as they happen:
    shutdown``): it drains the application (new requests are refused with a JSON 503 and
    ``Retry-After``; those already taken finish, for at most ``CODESEARCH_DRAIN_TIMEOUT_S``,
    default 30 s; a second Ctrl-C or SIGTERM stops waiting), then removes it (its runtime replica
-   stops the scheduler and the workers, and the actors it owns end with it), then stops the Ray
+   stops the scheduler and the workers, then ends every runtime actor), then stops the Ray
    instance it started.
 
 With a Ray instance of its own, `codesearch serve` removes the application by shutting Serve

@@ -9,10 +9,10 @@ cluster as ``python -m codesearch.serving.app_builder shutdown`` for an applicat
 2. **remove** it: ``serve.delete`` of that application alone (other applications of the cluster
    keep running), or, for a Ray instance the caller started itself (`owns_cluster`),
    ``serve.shutdown`` (its proxy stops listening: a newcomer's connection is refused);
-3. **wait** for the runtime's actors to end: they belong to the application's runtime replica
-   (`bootstrap.RuntimeOwner`) and end with it once it stopped the scheduler and let the workers
-   finish their jobs. Any still there after `gone_timeout_s` (those of an application deleted
-   without waiting, or detached ones of codesearch before 0.13) are killed.
+3. **wait** for the runtime's actors to end: the application's runtime replica
+   (`bootstrap.RuntimeOwner`) ends them when it stops, once it stopped the scheduler and let the
+   workers finish their jobs. Any still there after `gone_timeout_s` (those of an application
+   deleted without waiting, or of one whose runtime replica was down) are killed.
 
 Why the drain comes first: ``serve.shutdown()`` kills Serve's HTTP proxies at once, cutting every
 request still being answered, and ``serve.delete()`` removes the route at once, so newcomers get
@@ -116,10 +116,12 @@ def stop(
                     ray.kill(handle, no_restart=True)
                 except Exception as e:  # noqa: BLE001 - already gone
                     log.debug("kill %s: %s", name, e)
+    from codesearch.runtime.registry import forget_runtime
     from codesearch.runtime.searchers import forget_pool
 
     with contextlib.suppress(Exception):  # the registry went with the application
         forget_pool(names(prefix)["searchers"])
+        forget_runtime(prefix)  # (in a registry that stays: another process made it)
     return before
 
 

@@ -156,16 +156,54 @@ def _runtime_actor_table(prefix: str) -> dict:
     return {a["Name"]: a for a in actor_table().values() if a["Name"].startswith(prefix) and a["State"] == "ALIVE"}
 
 
-def test_app_builder_deploys_and_shuts_down(serve_url, tmp_path):
-    """``app(args)`` only builds; the application's runtime replica starts the actors and owns
-    them (none detached); a redeploy replaces them; `stop` (drain, delete) leaves none."""
+#: The orphan rule's bound in this test (`codesearch.runtime.orphans`; 30 s in a service).
+ORPHAN_S = 3.0
+
+
+def _ours_left(prefix: str) -> dict:
+    """What of runtime `prefix` is still there: live actors, its registry (tagged with the prefix),
+    its runtime record (in any registry: another process's stays, without it)."""
+    from codesearch.runtime import registry
+
+    owner = registry.registry_owner() or ""
+    return {"actors": sorted(_runtime_actor_table(prefix)), "registry": owner.startswith(f"runtime:{prefix}:"),
+            "record": registry.get_runtime(prefix)}
+
+
+def _orphan(app_name: str) -> None:
+    """Remove Serve application `app_name` while its runtime replica is down: kill the replica
+    (as ``kill -9`` would, and for good), then delete the application at once, before Serve
+    replaces it. Its runtime's actors, detached, are left with no replica: orphans."""
+    import ray
+    from ray import serve
+
+    from codesearch.serving.adoption import replicas_prefix
+
+    replica = [a["name"] for a in ray.util.list_named_actors(all_namespaces=True)
+               if a["namespace"] == "serve" and a["name"].startswith(replicas_prefix(app_name))]
+    assert len(replica) == 1, replica
+    ray.kill(ray.get_actor(replica[0], namespace="serve"), no_restart=True)
+    serve.delete(app_name)
+
+
+def test_app_builder_deploys_and_shuts_down(serve_url, tmp_path, monkeypatch):
+    """``app(args)`` only builds; the application's runtime replica starts the actors, detached
+    (they outlive a replica that dies: its successor adopts them); a redeploy replaces them. An
+    application removed while its runtime replica was down leaves orphans, which end themselves
+    after the orphan bound, and only themselves (a notebook's searchers on the same cluster stay);
+    another application (another name, the same runtime prefix) never adopts them but starts its
+    own. `stop` (drain, delete) leaves nothing of ours: no actor, no registry, no runtime record."""
+    import ray
     from ray import serve
 
     from codesearch.errors import ConfigError
+    from codesearch.runtime import orphans, registry
+    from codesearch.runtime.searchers import SearcherPool
     from codesearch.serving import app_builder
     from codesearch.serving.stop import stop, wait_gone
     from tests.corpus import make_local_repo
 
+    monkeypatch.setenv(orphans.ORPHAN_ENV, str(ORPHAN_S))  # forwarded to the replicas by `app(args)`
     repos = tmp_path / "repos"
     make_local_repo(str(repos / "widgets"), {"widget.py": "def zebra_handler_6c1f():\n    return 'striped'\n",
                                              "README.md": "# widgets\n"})
@@ -175,6 +213,7 @@ def test_app_builder_deploys_and_shuts_down(serve_url, tmp_path):
         "connections": {"local": {"type": "git", "url": f"file://{repos}/*"}}}))
     tag = uuid.uuid4().hex[:8]
     prefix, app_name, route = f"cstest-{tag}", f"cstest-app-{tag}", f"/cstest-{tag}"
+    other_app, other_route = f"cstest-other-{tag}", f"/cstest-other-{tag}"
     args = {"config": str(config), "data_dir": str(tmp_path / "data"), "searchers": 2, "replicas": 1,
             "max_ongoing_requests": 16, "public_url": "http://localhost:3000", "anonymous_access": True,
             "prefix": prefix, "syncers": 1, "indexers": 1}
@@ -182,7 +221,8 @@ def test_app_builder_deploys_and_shuts_down(serve_url, tmp_path):
                 f"{prefix}-searcher-0", f"{prefix}-searcher-1"}
     with pytest.raises(ConfigError, match="serachers: unknown argument"):
         app_builder.app({**args, "serachers": 3})
-    started = time.monotonic()
+    notebook = None
+    current = app_name
     try:
         bound = app_builder.app(args)
         assert not _runtime_actor_table(prefix)  # building starts nothing
@@ -191,7 +231,8 @@ def test_app_builder_deploys_and_shuts_down(serve_url, tmp_path):
         assert record["scheduler"] == f"{prefix}-scheduler" and record["searchers"] == 2
         assert sorted(record["workers"]) == [f"{prefix}-index-0", f"{prefix}-sync-0"]
         table = _runtime_actor_table(prefix)
-        assert set(table) == expected and not any(a["IsDetached"] for a in table.values())
+        assert set(table) == expected and all(a["IsDetached"] for a in table.values())
+        assert set(registry.get_runtime(prefix)["actors"]) == expected
 
         url = serve_url + route
         deadline = time.monotonic() + 120
@@ -205,7 +246,7 @@ def test_app_builder_deploys_and_shuts_down(serve_url, tmp_path):
         assert got["files"][0]["repository"].endswith("widgets")
         assert "indexing" not in got["stats"]  # every repository indexed: the stats say nothing more
 
-        # a redeploy with fewer searchers replaces the runtime (the old actors end with their owner)
+        # a redeploy with fewer searchers replaces the runtime (the old replica ends the old actors)
         serve.run(app_builder.app({**args, "searchers": 1}), name=app_name, route_prefix=route)
         assert app_builder.runtime_record(prefix)["searchers"] == 1
         assert wait_gone([f"{prefix}-searcher-1"], timeout_s=30)
@@ -229,15 +270,42 @@ def test_app_builder_deploys_and_shuts_down(serve_url, tmp_path):
             assert got["files"] and not got["stats"].get("crashes"), got
         assert sorted(p.name for p in far.iterdir()) == [f"{prefix}-searcher-0", f"{prefix}-searcher-1"]
         assert all(any(n.suffix == ".shard" for n in d.iterdir()) for d in far.iterdir())
+
+        # orphans: the application goes while its runtime replica is down; a notebook's searchers
+        # (made by this process, on the same cluster and registry) must outlive the orphan rule
+        notebook = SearcherPool.create(str(tmp_path / "data" / "index"), 1, name_prefix=f"cstest-nb-{tag}")
+        orphans_before = {name: a["ActorID"] for name, a in _runtime_actor_table(prefix).items()}
+        _orphan(app_name)
+        orphaned_at = time.monotonic()
+        assert set(_runtime_actor_table(prefix)) == set(orphans_before), "the runtime ended with its replica"
+        # another application, same runtime prefix: it does not adopt them, it waits for their end
+        current = other_app
+        serve.run(app_builder.app({**args, "searchers": 1}), name=other_app, route_prefix=other_route)
+        replaced_after = time.monotonic() - orphaned_at
+        table = _runtime_actor_table(prefix)
+        assert set(table) == {f"{prefix}-scheduler", f"{prefix}-compactor", f"{prefix}-sync-0", f"{prefix}-index-0",
+                              f"{prefix}-searcher-0"}, table
+        assert not {a["ActorID"] for a in table.values()} & set(orphans_before.values()), "adopted another app's"
+        assert registry.get_runtime(prefix)["owner"].startswith(f"runtime:{prefix}:{other_app}:")
+        assert replaced_after >= ORPHAN_S, replaced_after  # the orphans ended themselves first
+        print(f"orphans of {app_name} ended, {other_app} running: {replaced_after:.1f} s after the delete")
+        assert ray.get(notebook.actors[0].ping.remote(), timeout=30)  # the notebook's searcher is untouched
+        deadline = time.monotonic() + 60
+        while not ((got := _search(serve_url + other_route, "zebra_handler_6c1f")) and got["files"]):
+            assert time.monotonic() < deadline, f"not found by the other application: {got}"
+            time.sleep(0.5)
+        # removing the application (`serve delete`) ends every actor of its runtime, detached as they
+        # are: its replica's stop does, nobody kills them here; no registry or record of it is left
+        serve.delete(other_app)
+        assert wait_gone(sorted(table), timeout_s=30)
+        assert _ours_left(prefix) == {"actors": [], "registry": False, "record": None}
     finally:
-        stopped = stop(app_name, prefix, gone_timeout_s=30)
-    assert set(stopped) == {f"{prefix}-scheduler", f"{prefix}-compactor", f"{prefix}-sync-0", f"{prefix}-index-0",
-                            f"{prefix}-searcher-0", f"{prefix}-searcher-1", f"{prefix}-shard-source"}
-    assert wait_gone(stopped, timeout_s=30)
-    assert not _runtime_actor_table(prefix)
-    assert app_name not in serve.status().applications
+        left = stop(current, prefix, gone_timeout_s=30)  # (a failed test's leftovers)
+        if notebook is not None:
+            notebook.close()
+    assert left == []
+    assert current not in serve.status().applications and app_name not in serve.status().applications
     assert app_builder.runtime_record(prefix) is None
-    assert time.monotonic() - started < 240
 
 
 def test_the_shipped_example_config_loads_and_the_cluster_file_points_to_it():

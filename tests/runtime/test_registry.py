@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 import uuid
 
 import pytest
@@ -136,3 +137,82 @@ def test_a_killed_registry_comes_back_with_its_records(ray_session, tmp_path):
         assert ray.get(actor.__ray_call__.remote(lambda self: os.getpid())) != pid
     finally:
         ray.kill(actor, no_restart=True)
+
+
+# ------------------------------------------------------------------------------ the orphan rule
+
+ORPHAN_OWNER = "runtime:orph:gone-app:t1"
+
+
+@pytest.mark.parametrize("raw, expected", [
+    (None, 30.0), ("", 30.0), ("3", 3.0), ("0.5", 0.5), ("0", ValueError), ("-2", ValueError), ("soon", ValueError),
+])
+def test_the_orphan_bound_is_30_s_or_what_the_environment_says(raw, expected):
+    from codesearch.runtime import orphans
+
+    environ = {} if raw is None else {orphans.ORPHAN_ENV: raw}
+    if expected is ValueError:
+        with pytest.raises(ValueError, match=orphans.ORPHAN_ENV):
+            orphans.orphan_s(environ)
+    else:
+        assert orphans.orphan_s(environ) == expected
+
+
+@pytest.mark.parametrize("registry_owner, record_owner, ended, registry_ends", [
+    # the runtime's own registry: the recorded actors end, then the registry
+    (ORPHAN_OWNER, ORPHAN_OWNER, True, True),
+    # a registry a notebook made first (the service used it as it was): the recorded actors end,
+    # the registry stays with every record but the runtime's
+    ("", ORPHAN_OWNER, True, False),
+    # the prefix's record now belongs to a newer runtime: not this watch's to end
+    ("", "runtime:orph:new-app:t2", False, False),
+])
+def test_the_orphan_rule_ends_what_its_runtime_recorded_and_nothing_else(ray_session, registry_owner, record_owner,
+                                                                         ended, registry_ends):
+    """No replica of the watched application exists (it was removed): after the bound, the
+    registry ends the actors of the runtime record its watch names, and only while that record is
+    still the watched runtime's. A notebook's actor on the same cluster, and its records, stay."""
+    import ray
+
+    from codesearch.runtime import NAMESPACE, orphans
+
+    tag = uuid.uuid4().hex[:6]
+    actor = ray.remote(registry.RegistryActor)
+    recorded = actor.options(name=f"orph-{tag}-searcher-0", namespace=NAMESPACE, num_cpus=0).remote()
+    notebook = actor.options(name=f"orph-{tag}-notebook-0", namespace=NAMESPACE, num_cpus=0).remote()
+    ray.get([recorded.ping.remote(), notebook.ping.remote()])
+    watch: orphans.Watch = {"prefix": f"orph-{tag}", "owner": ORPHAN_OWNER, "orphan_s": 0.3,
+                            "replicas": f"SERVE_REPLICA::gone-app-{tag}#codesearch-runtime#"}
+    holder = actor.options(num_cpus=0, max_concurrency=4).remote(registry_owner)
+    ray.get(holder.put.remote(registry.runtime_key(watch["prefix"]),
+                              {"owner": record_owner, "actors": [f"orph-{tag}-searcher-0"],
+                               "record": {"searcher_prefix": f"orph-{tag}-searcher"}}))
+    ray.get(holder.put.remote(f"layout:orph-{tag}-searcher", {"partitions": 1, "copies": 1}))
+    ray.get(holder.put.remote(f"layout:orph-{tag}-notebook", {"partitions": 1, "copies": 1}))
+    ray.get(holder.watch.remote(watch))
+
+    def alive(handle) -> bool:
+        try:
+            return ray.get(handle.ping.remote(), timeout=10)
+        except ray.exceptions.RayActorError:
+            return False
+
+    try:
+        # what ends does so within seconds; what must not end is given six times the bound
+        deadline = time.monotonic() + (30 if ended else 6 * watch["orphan_s"])
+        while alive(recorded) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert alive(recorded) is not ended
+        assert alive(notebook)
+        deadline = time.monotonic() + 10
+        while registry_ends and alive(holder) and time.monotonic() < deadline:  # it ends itself last
+            time.sleep(0.2)
+        assert alive(holder) is not registry_ends
+        if not registry_ends:
+            left = ray.get(holder.items.remote(""))
+            assert f"layout:orph-{tag}-notebook" in left
+            assert (registry.runtime_key(watch["prefix"]) in left) is not ended
+            assert (f"layout:orph-{tag}-searcher" in left) is not ended
+    finally:
+        for handle in (recorded, notebook, holder):
+            ray.kill(handle, no_restart=True)
