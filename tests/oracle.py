@@ -321,3 +321,17 @@ def engine_spans(resp: dict):
             for r in ch["matchRanges"]:
                 spans.add(key + (r["start"]["byteOffset"], r["end"]["byteOffset"]))
     return spans, files
+
+
+def assert_engine_equals_oracle(index_dir: str, oracle, queries) -> None:
+    """Every (query, flags, tree) of `queries`: the engine over `index_dir` finds exactly the
+    spans `oracle` finds for the tree (parsed from the table, not by our parser)."""
+    from codesearch.search.engine import Searcher
+
+    s = Searcher(index_dir)
+    try:
+        for query, flags, tree in queries:
+            want = oracle.search(tree, case_sensitive=flags.get("case_sensitive", False))
+            assert engine_spans(s.search(query, matches=10**6, **flags)) == want, query
+    finally:
+        s.close()

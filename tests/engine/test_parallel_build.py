@@ -16,7 +16,7 @@ from codesearch.index.paths import index_paths
 from codesearch.search.engine import Searcher
 from tests.conftest import BRANCH_GLOBS, TAG_GLOBS
 from tests.conftest import test_settings as index_settings
-from tests.oracle import engine_spans
+from tests.oracle import assert_engine_equals_oracle, engine_spans
 
 QUERIES = [  # (query, flags, tree for the oracle)
     ("foo", {}, ("text", "foo")),
@@ -31,13 +31,7 @@ QUERIES = [  # (query, flags, tree for the oracle)
 
 
 def _check(index_dir: str, oracle) -> None:
-    s = Searcher(index_dir)
-    try:
-        for query, flags, tree in QUERIES:
-            want = oracle.search(tree, case_sensitive=flags.get("case_sensitive", False))
-            assert engine_spans(s.search(query, matches=10**6, **flags)) == want, query
-    finally:
-        s.close()
+    assert_engine_equals_oracle(index_dir, oracle, QUERIES)
 
 
 @pytest.mark.parametrize("how", ["parts", "repositories"])

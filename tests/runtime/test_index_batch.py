@@ -18,12 +18,11 @@ from codesearch.index import manifest
 from codesearch.index.compact import plan
 from codesearch.runtime import index_batch
 from codesearch.runtime.workers import RepoIndexer, RuntimeOptions
-from codesearch.search.engine import Searcher
 from codesearch.store import Store
 from codesearch.store import models as m
 from tests.corpus import git, make_local_repo
 from tests.githttp import GatedGitHttp, make_bare_repo
-from tests.oracle import Oracle, docs_from_git, engine_spans
+from tests.oracle import Oracle, assert_engine_equals_oracle, docs_from_git
 
 QUERIES = [  # (query, flags, tree for the oracle)
     ("needle", {}, ("text", "needle")),
@@ -80,13 +79,7 @@ def _check_answers(w, tmp_path, gone=()) -> None:
         row = store.get_repo(rid)
         docs += docs_from_git(row.local_path, row.name, ["refs/heads/main"], str(tmp_path / "scratch" / str(len(docs))))
         repos[row.name] = {"default": "refs/heads/main"}
-    oracle, s = Oracle(docs, repos=repos), Searcher(w["index"])
-    try:
-        for query, flags, tree in QUERIES:
-            want = oracle.search(tree, case_sensitive=flags.get("case_sensitive", False))
-            assert engine_spans(s.search(query, matches=10**6, **flags)) == want, query
-    finally:
-        s.close()
+    assert_engine_equals_oracle(w["index"], Oracle(docs, repos=repos), QUERIES)
 
 
 def test_one_run_builds_the_queued_repositories_into_one_shard_and_reindexes_only_what_changed(world, tmp_path):
