@@ -63,12 +63,15 @@ SCALE = HERE / ".work" / "scale"
 
 #: Installed before the page's own scripts, when the document is created: the moment the first
 #: result appears in ``#results``, whoever puts it there (the HTML parser as the server writes the
-#: results into the page, or a script), in ``performance.now()`` milliseconds since navigation start.
+#: results into the page, or a script), in ``performance.now()`` milliseconds since navigation start;
+#: and (``--timeline``) the moment the empty ``#results`` list itself is parsed: how far the parser
+#: had read before the first result's bytes.
 OBSERVE = """
 (() => {
-  window.__bench = {first: null};
+  window.__bench = {first: null, container: null};
   const watch = new MutationObserver(() => {
     const results = document.getElementById("results");
+    if (results && window.__bench.container === null) window.__bench.container = performance.now();
     if (results && results.children.length) {
       window.__bench.first = performance.now();
       watch.disconnect();
@@ -111,7 +114,8 @@ TIMELINE = """() => {
   const nav = performance.getEntriesByType("navigation")[0];
   const out = {html_first_byte: nav.responseStart, html_end: nav.responseEnd,
                dom_interactive: nav.domInteractive, dcl_start: nav.domContentLoadedEventStart,
-               dcl_end: nav.domContentLoadedEventEnd, first_result: window.__bench.first};
+               dcl_end: nav.domContentLoadedEventEnd, results_list: window.__bench.container,
+               first_result: window.__bench.first};
   for (const r of performance.getEntriesByType("resource")) {
     const name = r.name.replace(/^.*\\/(static\\/v-[^/]+\\/|api\\/)/, "");
     out[name] = [Math.round(r.startTime), Math.round(r.responseStart), Math.round(r.responseEnd),
