@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT_S = 3600
 #: The whole pytest output of the last run (the table shows only the kills; a failure is read here).
 LOG = Path(tempfile.gettempdir()) / "codesearch-faults.log"
-LINE = re.compile(r"^FAULT (.*)$", re.M)
+LINE = re.compile(r"FAULT (.*)$", re.M)  # (pytest -s writes its progress dot before a line)
 
 
 def main() -> int:

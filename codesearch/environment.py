@@ -156,6 +156,24 @@ def max_indexed_revisions(environ: Mapping[str, str] | None = None) -> int:
     return int(raw)
 
 
+def seconds(environ: Mapping[str, str] | None, name: str, default: float, *, zero_allowed: bool) -> float:
+    """A duration in seconds from the environment variable `name` (`default` when unset or empty):
+    a finite number, above zero, or zero or more when `zero_allowed`; anything else is an
+    `InvalidEnvironmentVariable` naming the variable."""
+    raw = _value(environ, name)
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    above_floor = value >= 0 if zero_allowed else value > 0  # (False for NaN)
+    if not above_floor or value == float("inf"):
+        expected = "a number of seconds, 0 or more" if zero_allowed else "a positive number of seconds"
+        raise InvalidEnvironmentVariable(name, raw, f"expected {expected}")
+    return value
+
+
 # ---------------------------------------------------------------------- accounts and keys
 
 

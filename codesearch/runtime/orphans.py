@@ -16,9 +16,10 @@ application's runtime, or a newer runtime under the same prefix are not in it.
 from __future__ import annotations
 
 import logging
-import os
 import time
 from typing import TypedDict
+
+from codesearch import environment
 
 log = logging.getLogger(__name__)
 
@@ -46,17 +47,9 @@ class Watch(TypedDict):
 
 
 def orphan_s(environ: dict[str, str] | None = None) -> float:
-    """`ORPHAN_S`, or the positive number of seconds `ORPHAN_ENV` says (a bad value is refused)."""
-    raw = (os.environ if environ is None else environ).get(ORPHAN_ENV, "").strip()
-    if not raw:
-        return ORPHAN_S
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not value > 0:
-        raise ValueError(f"{ORPHAN_ENV}={raw!r}: expected a positive number of seconds")
-    return value
+    """`ORPHAN_S`, or the positive number of seconds `ORPHAN_ENV` says (anything else is an
+    `InvalidEnvironmentVariable`)."""
+    return environment.seconds(environ, ORPHAN_ENV, ORPHAN_S, zero_allowed=False)
 
 
 def watch_owner(replicas: str, orphan_s: float = ORPHAN_S, every_s: float = WATCH_EVERY_S) -> bool:

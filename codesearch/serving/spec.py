@@ -173,16 +173,7 @@ def drain_timeout_s(environ: Mapping[str, str] | None = None) -> float:
     `deployment.DRAIN_TIMEOUT_S`); anything but a number ≥ 0 is refused before anything starts."""
     from codesearch.serving.deployment import DRAIN_TIMEOUT_S
 
-    raw = (os.environ if environ is None else environ).get(DRAIN_TIMEOUT_ENV, "").strip()
-    if not raw:
-        return DRAIN_TIMEOUT_S
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value < float("inf"):
-        raise InvalidEnvironmentVariable(DRAIN_TIMEOUT_ENV, raw, "expected a number of seconds, 0 or more")
-    return value
+    return environment.seconds(environ, DRAIN_TIMEOUT_ENV, DRAIN_TIMEOUT_S, zero_allowed=True)
 
 
 def _checked(environ: Mapping[str, str]) -> tuple[float, int]:

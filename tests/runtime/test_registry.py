@@ -145,14 +145,16 @@ ORPHAN_OWNER = "runtime:orph:gone-app:t1"
 
 
 @pytest.mark.parametrize("raw, expected", [
-    (None, 30.0), ("", 30.0), ("3", 3.0), ("0.5", 0.5), ("0", ValueError), ("-2", ValueError), ("soon", ValueError),
+    (None, 30.0), ("", 30.0), ("3", 3.0), ("0.5", 0.5), ("0", "refused"), ("-2", "refused"), ("soon", "refused"),
+    ("inf", "refused"),
 ])
 def test_the_orphan_bound_is_30_s_or_what_the_environment_says(raw, expected):
+    from codesearch.errors import InvalidEnvironmentVariable
     from codesearch.runtime import orphans
 
     environ = {} if raw is None else {orphans.ORPHAN_ENV: raw}
-    if expected is ValueError:
-        with pytest.raises(ValueError, match=orphans.ORPHAN_ENV):
+    if expected == "refused":
+        with pytest.raises(InvalidEnvironmentVariable, match=orphans.ORPHAN_ENV):
             orphans.orphan_s(environ)
     else:
         assert orphans.orphan_s(environ) == expected
