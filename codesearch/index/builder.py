@@ -21,8 +21,6 @@ import json
 import logging
 import os
 import re
-import shutil
-import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -33,7 +31,7 @@ import numpy as np
 from codesearch import defaults
 from codesearch.errors import IndexBuildError
 from codesearch.globs import PatternList
-from codesearch.index import _kernels, manifest
+from codesearch.index import _kernels, manifest, scratch
 from codesearch.index import format as fmt
 from codesearch.index.language import SKIPPED, detect, rank_class, wants_symbols
 from codesearch.index.quadgrams import filter_for
@@ -390,7 +388,7 @@ def index_source(
         return stats
     prefix = shard_prefix(source.repo)
     generation = manifest.next_generation(out_dir)
-    build_dir = tempfile.mkdtemp(prefix=f".build-{generation}-", dir=out_dir)
+    build_dir = scratch.open_build_dir(out_dir, generation)
     builder = ShardBuilder(build_dir, source.repo, settings, stats, progress, name=f"{prefix}.g{generation}")
     try:
         for f in source.files():
@@ -403,6 +401,6 @@ def index_source(
         stats.shards.extend(os.path.join(out_dir, os.path.basename(p)) for p in written)
     finally:
         builder.symbols.close()
-        shutil.rmtree(build_dir, ignore_errors=True)
+        scratch.remove_build_dir(build_dir)
     stats.seconds += time.perf_counter() - t0
     return stats

@@ -26,15 +26,13 @@ import functools
 import math
 import multiprocessing
 import os
-import shutil
-import tempfile
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from codesearch.git.objects import ObjectBatch
-from codesearch.index import manifest
+from codesearch.index import manifest, scratch
 from codesearch.index.attributes import Linguist
 from codesearch.index.builder import IndexSettings, IndexStats, Progress, ShardBuilder, Source, shard_prefix
 from codesearch.index.sources import DirectorySource, GitSource, RepoInfo, SourceFile
@@ -164,7 +162,7 @@ def index_source_in_parts(
     kind, location, files = _listing(source)
     prefix = shard_prefix(source.repo)
     generation = manifest.next_generation(out_dir)
-    build_dir = tempfile.mkdtemp(prefix=f".build-{generation}-", dir=out_dir)
+    build_dir = scratch.open_build_dir(out_dir, generation)
     try:
         n = pool.jobs if sum(f[1] for f in files) >= PART_MIN_BYTES else 1
         parts = [
@@ -181,7 +179,7 @@ def index_source_in_parts(
         manifest.swap_repo(out_dir, source.repo.id, source.repo.name, generation, written, replaces_prefix=prefix)
         stats.shards.extend(os.path.join(out_dir, os.path.basename(p)) for p in written)
     finally:
-        shutil.rmtree(build_dir, ignore_errors=True)
+        scratch.remove_build_dir(build_dir)
     stats.seconds += time.perf_counter() - t0
     return stats
 
@@ -218,7 +216,7 @@ def index_bundle(
     stats = IndexStats()
     t0 = time.perf_counter()
     generation = manifest.next_generation(out_dir)
-    build_dir = tempfile.mkdtemp(prefix=f".build-{generation}-", dir=out_dir)
+    build_dir = scratch.open_build_dir(out_dir, generation)
     builder: ShardBuilder | None = None
     swapped: list[tuple[int, str, str | None]] = []
     try:
@@ -244,7 +242,7 @@ def index_bundle(
     finally:
         if builder is not None:
             builder.symbols.close()
-        shutil.rmtree(build_dir, ignore_errors=True)
+        scratch.remove_build_dir(build_dir)
     stats.seconds += time.perf_counter() - t0
     return stats
 

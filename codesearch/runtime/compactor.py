@@ -24,7 +24,7 @@ import shutil
 import threading
 from typing import TYPE_CHECKING, Any, cast
 
-from codesearch.index import manifest
+from codesearch.index import manifest, scratch
 from codesearch.index.builder import IndexSettings
 from codesearch.index.compact import CompactionStats, merge, plan
 from codesearch.runtime import NAMESPACE
@@ -66,10 +66,11 @@ class Compactor:
 
     def sweep(self) -> None:
         """Clear what a process that died mid-write left: shard files the manifest does not name
-        (an indexer or compactor killed between its move and its manifest write) and this
-        compactor's own unfinished merge folders (``.compact-<generation>``; only the compactor
-        writes those, so none is live while it sweeps)."""
-        gone = manifest.collect_garbage(self.index_dir)
+        (an indexer or compactor killed between its move and its manifest write), the build
+        folders of indexers that died (`scratch.sweep`: their lock is free) and this compactor's
+        own unfinished merge folders (``.compact-<generation>``; only the compactor writes those,
+        so none is live while it sweeps)."""
+        gone = manifest.collect_garbage(self.index_dir) + scratch.sweep(self.index_dir)
         for f in os.listdir(self.index_dir):
             if f.startswith(".compact-"):
                 shutil.rmtree(os.path.join(self.index_dir, f), ignore_errors=True)

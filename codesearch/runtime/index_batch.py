@@ -41,8 +41,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -51,6 +49,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Protocol, cast
 
 from codesearch.index import builder as builds
+from codesearch.index import scratch
 from codesearch.index.builder import IndexSettings, IndexStats, ShardBuilder, shard_prefix
 from codesearch.index.compact import SMALL_FRACTION
 from codesearch.runtime import metrics
@@ -191,7 +190,7 @@ class _Batch:
             self.settle(job)  # a large repository: what is built goes in before it is read
         if self.builder is None:
             self.generation = manifest.next_generation(worker.index_dir)
-            self.build_dir = tempfile.mkdtemp(prefix=f".build-{self.generation}-", dir=worker.index_dir)
+            self.build_dir = scratch.open_build_dir(worker.index_dir, self.generation)
             name = f"{shard_prefix(source.repo)}.g{self.generation}"
             self.builder = ShardBuilder(
                 self.build_dir, source.repo, self.settings, self.stats, worker.check_cancelled, name=name
@@ -230,7 +229,7 @@ class _Batch:
             self.builder.symbols.close()
             self.builder = None
         if self.build_dir:
-            shutil.rmtree(self.build_dir, ignore_errors=True)
+            scratch.remove_build_dir(self.build_dir)
             self.build_dir = ""
 
 

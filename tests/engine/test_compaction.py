@@ -135,6 +135,43 @@ def test_files_left_by_a_writer_that_died_mid_swap_are_swept(tmp_path):
     assert set(manifest.read_manifest(str(ix))["shards"]) == {"a.shard"}
 
 
+def test_build_folders_of_dead_builds_are_swept_and_live_ones_kept(tmp_path):
+    """A build folder lives as long as its process holds its lock: a killed builder's goes at
+    the next sweep, a running one's (in this process or another) stays, and a folder without a
+    lock file goes only once it is a day old."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from codesearch.index import scratch
+
+    ix = str(tmp_path)
+    code = ("import sys, time; from codesearch.index import scratch; "
+            "print(scratch.open_build_dir(sys.argv[1], 7), flush=True); time.sleep(60)")
+    killed = subprocess.Popen([sys.executable, "-c", code, ix], stdout=subprocess.PIPE, text=True)
+    other = subprocess.Popen([sys.executable, "-c", code, ix], stdout=subprocess.PIPE, text=True)
+    try:
+        dead_dir, other_dir = killed.stdout.readline().strip(), other.stdout.readline().strip()
+        killed.send_signal(signal.SIGKILL)
+        killed.wait(timeout=30)
+        mine = scratch.open_build_dir(ix, 8)
+        young, old = tmp_path / ".build-9-young", tmp_path / ".build-9-old"
+        young.mkdir()
+        old.mkdir()
+        os.utime(old, (time.time() - 2 * scratch.UNHELD_MAX_AGE_S,) * 2)
+        gone = scratch.sweep(ix)
+        assert sorted(gone) == sorted([os.path.basename(dead_dir), old.name])
+        assert os.path.isdir(mine) and os.path.isdir(other_dir) and young.is_dir()
+        scratch.remove_build_dir(mine)
+        assert not os.path.exists(mine) and os.path.basename(mine) not in scratch.sweep(ix)
+    finally:
+        for p in (killed, other):
+            if p.poll() is None:
+                p.kill()
+                p.wait(timeout=30)
+
+
 # ---------------------------------------------------------------------------------------------
 # Differential: many small repositories, compacted, re-indexed, removed
 
