@@ -13,6 +13,7 @@ from codesearch.index.sources import local_repo_name
 from codesearch.search.engine import Searcher
 from tests import corpus
 from tests.oracle import Oracle, docs_from_dir, docs_from_git
+from tests.ports import free_port  # noqa: F401  (tests import it from here)
 
 BRANCH_GLOBS = ["dev", "release/*"]
 TAG_GLOBS = ["v*"]
@@ -151,12 +152,6 @@ def ray_session():
     ray.shutdown()
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="session")

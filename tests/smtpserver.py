@@ -7,13 +7,14 @@ import contextlib
 import email
 import email.policy
 import re
-import socket
 import time
 from dataclasses import dataclass, field
 from typing import Iterator
 
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult, LoginPassword
+
+from tests.ports import free_port  # noqa: F401  (the mail tests import it from here)
 
 
 @dataclass
@@ -52,12 +53,6 @@ class Inbox:
         found = re.search(r"\b(\d{6})\b", body)
         assert found, body
         return found.group(1)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @contextlib.contextmanager

@@ -102,10 +102,13 @@ class DrainGate:
             return await self.app(scope, receive, send)
         # Counted before the flag is read: the watcher raises `draining` before it reads
         # `in_flight`, so a request either is counted in that report or sees the flag and leaves.
+        # A refused one leaves the count before its refusal is written: it is not running, and a
+        # report taken while a slow client reads its 503 would otherwise hold the drain back.
         self.in_flight += 1
+        if self.draining:
+            self.in_flight -= 1
+            return await _refuse(send)
         try:
-            if self.draining:
-                return await _refuse(send)
             return await self.app(scope, receive, send)
         finally:
             self.in_flight -= 1

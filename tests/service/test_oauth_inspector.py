@@ -26,20 +26,13 @@ import pytest
 
 from tests.inspector import INSPECTOR_JS, NODE
 from tests.oauthworld import OWNER, Browser, oauth_app  # noqa: F401  (fixture)
+from tests.ports import free_port as _free_port
 
 DEADLINE_S = 90
 #: its secrets (client secret, tokens) in files under the throwaway HOME, so the second run finds them
 STORE = {"MCP_INSPECTOR_SECRET_STORE": "file"}
 _URL = re.compile(r"https?://[^\s\x1b\x07]+")
 _ANSI = re.compile(r"\x1b\][^\x07]*\x07|\x1b\[[0-9;]*[A-Za-z]")
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _argv(url: str, callback: str, *extra: str) -> list[str]:

@@ -16,11 +16,12 @@ import os
 import pwd
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
 import uuid
+
+from tests.ports import free_port as _free_port
 
 BIN_DIRS = ("/usr/local/bin", "/usr/lib/postgresql/15/bin")
 
@@ -47,12 +48,6 @@ def missing_reason() -> str | None:
         except KeyError:
             return "running as root and there is no 'postgres' user to run PostgreSQL as"
     return None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class PostgresServer:
