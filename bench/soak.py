@@ -24,10 +24,12 @@ What it does:
   4. every ``--sample-every`` seconds reads, for every process of the service's tree, its
      anonymous memory (RssAnon), open file descriptors and threads (/proc), keyed by its Ray
      process title (``ray::ShardSearcher``, ``ray::ServeReplica:...``, the raylet, GCS, ...);
-  5. stops the service with SIGTERM and prints: per process kind, the figures at the end of the
-     warm-up (``--warmup`` seconds), at the end and their peak, the growth against the end of the
-     warm-up (flat = within 10%), the traffic by kind with its errors and p50/p99, and the
-     push-to-searchable times. The samples are kept in bench/.work/soak/samples.json.
+  5. stops the service with SIGTERM and prints: per process kind, the figures just after the
+     warm-up (``--warmup`` seconds) and at the end, each the median of ``WINDOW`` samples (a
+     process whose memory rises and falls with the pages it builds is judged by its level, not by
+     where one sample fell), their peak, the growth between the two (flat = within 10%), the
+     least-squares trend after the warm-up in MB per hour, the traffic by kind with its errors and
+     p50/p99, and the push-to-searchable times. The samples are kept in bench/.work/soak/samples.json.
 
 A benchmark, not a test: it prints; it exits 1 only when the service did not serve or a process
 kind grew by more than 10% after the warm-up (so a script can act on it).
@@ -66,6 +68,7 @@ QUERIES = ["QuerySet", "def __init__", "return", "lang:python import", "/(TODO|F
 OWNER = ("owner@soak.example", "owner-soak-pass-1")
 MEMBERS = [(f"member{i}@soak.example", f"member-soak-pass-{i}") for i in range(1, 4)]
 FLAT = 0.10  # growth after the warm-up that still counts as flat
+WINDOW = 5  # samples whose median is the level at the start (after the warm-up) and at the end
 
 
 # ----------------------------------------------------------------------------- set-up
@@ -309,24 +312,44 @@ def growth(a: int, b: int) -> float:
     return (b - a) / a if a else 0.0
 
 
+def level(window: list[dict], kind: str) -> dict[str, int] | None:
+    """The median of each figure of `kind` over the samples of `window` that have it."""
+    rows = [s[kind] for s in window if kind in s]
+    if not rows:
+        return None
+    return {key: int(statistics.median(r[key] for r in rows)) for key in rows[0]}
+
+
+def trend_mb_per_hour(points: list[tuple[float, int]]) -> float:
+    """The least-squares slope of (seconds, RssAnon kB) points, in MB per hour."""
+    if len(points) < 2:
+        return 0.0
+    mt = statistics.fmean(t for t, _ in points)
+    mv = statistics.fmean(v for _, v in points)
+    var = sum((t - mt) ** 2 for t, _ in points)
+    return 0.0 if not var else sum((t - mt) * (v - mv) for t, v in points) / var * 3600 / 1024
+
+
 def report(samples: list[tuple[float, dict]], warmup: float, tally: Tally, pushes: list[float], missed: list[str],
            duration: float) -> bool:
     after = [(t, s) for t, s in samples if t >= warmup]
     if len(after) < 2:
         print("too few samples after the warm-up for a verdict")
         return False
-    start, end = after[0][1], after[-1][1]
+    window = min(WINDOW, max(1, len(after) // 3))
+    first, last = [s for _, s in after[:window]], [s for _, s in after[-window:]]
     print(f"\n## Soak: {duration / 60:.0f} min of mixed traffic, {len(samples)} samples, warm-up {warmup:.0f} s\n")
-    print("| process kind | procs | RssAnon MB warm → end (peak) | growth | fds | threads | flat |")
-    print("|---|---|---|---|---|---|---|")
+    print(f"Levels are medians of {window} samples: just after the warm-up, and at the end.\n")
+    print("| process kind | procs | RssAnon MB warm → end (peak) | growth | trend MB/h | fds | threads | flat |")
+    print("|---|---|---|---|---|---|---|---|")
     flat_all = True
-    for kind in sorted(end, key=lambda k: -end[k]["rss_kb"]):
-        a = start.get(kind)
-        b = end[kind]
-        if a is None:
-            print(f"| {kind} | {b['procs']} | (started after the warm-up) {b['rss_kb'] / 1024:.0f} | | | | ? |")
+    for kind in sorted(after[-1][1], key=lambda k: -after[-1][1][k]["rss_kb"]):
+        a, b = level(first, kind), level(last, kind)
+        if a is None or b is None:
+            print(f"| {kind} | | (not there all along) | | | | | ? |")
             continue
         peak = max(s.get(kind, {}).get("rss_kb", 0) for _, s in after)
+        trend = trend_mb_per_hour([(t, s[kind]["rss_kb"]) for t, s in after if kind in s])
         g = growth(a["rss_kb"], b["rss_kb"])
         gf, gt = growth(a["fds"], b["fds"]), growth(a["threads"], b["threads"])
         # a few MB or a handful of fds on a small process is noise, not a leak
@@ -334,7 +357,7 @@ def report(samples: list[tuple[float, dict]], warmup: float, tally: Tally, pushe
             and (gt <= FLAT or b["threads"] - a["threads"] <= 2)
         flat_all &= flat
         print(f"| {kind} | {a['procs']}→{b['procs']} | {a['rss_kb'] / 1024:.0f} → {b['rss_kb'] / 1024:.0f} "
-              f"({peak / 1024:.0f}) | {g:+.1%} | {a['fds']} → {b['fds']} | {a['threads']} → {b['threads']} "
+              f"({peak / 1024:.0f}) | {g:+.1%} | {trend:+.0f} | {a['fds']} → {b['fds']} | {a['threads']} → {b['threads']} "
               f"| {'✓' if flat else '✗'} |")
     print("\n| traffic | answered | failed | p50 ms | p99 ms |\n|---|---|---|---|---|")
     for kind in MIX:

@@ -275,9 +275,9 @@ def test_serve_settings_keep_what_the_environment_says():
     assert environ == {"RAY_SERVE_PROXY_USE_GRPC": "0", "RAY_SERVE_RUN_ROUTER_IN_SEPARATE_LOOP": "0",
                        "RAY_SERVE_PROXY_HEALTH_CHECK_PERIOD_S": "2", "RAY_task_events_max_num_task_in_gcs": "10000",
                        "FORWARDED_ALLOW_IPS": "none"}
-    assert serve_settings.replica_env({}) == {"RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0"}
-    assert serve_settings.replica_env({"RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "1"}) == \
-        {"RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "1"}
+    assert serve_settings.replica_env({}) == {"RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0", "MALLOC_ARENA_MAX": "2"}
+    assert serve_settings.replica_env({"RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "1", "MALLOC_ARENA_MAX": "8"}) == \
+        {"RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "1", "MALLOC_ARENA_MAX": "8"}
 
 
 def test_the_proxy_answers_in_json_when_reading_a_body_ahead_fails():
