@@ -126,6 +126,41 @@ TIMELINE = """() => {
 }"""
 
 
+#: Chromium's trace categories for ``--trace``: the renderer's tasks (parsing, script, style, layout).
+TRACE_CATEGORIES = ["devtools.timeline", "disabled-by-default-devtools.timeline", "v8.execute", "blink.user_timing",
+                    "loading"]
+
+
+def trace_summary(trace: bytes, first_ms: float, min_ms: float = 0.5) -> list[str]:
+    """The main thread of the page's renderer during one load, from Chromium's trace: each task of
+    at least `min_ms` (its start in ms since the navigation started, its length, what it was: the
+    parser's chunks, a module's evaluation, style, layout), up to the first result (`first_ms`)
+    and a little after; what the first result waited for is what ran before it."""
+    events = json.loads(trace)
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events
+             if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    nav = [e for e in events if e.get("name") == "navigationStart" and e.get("ph") in ("R", "I", "n", "b")]
+    if not nav:
+        return ["(no navigationStart in the trace)"]
+    t0, pid = nav[-1]["ts"], nav[-1]["pid"]
+    main = {key for key, name in names.items() if name == "CrRendererMain" and key[0] == pid}
+    out = []
+    for e in sorted(events, key=lambda e: e.get("ts", 0)):
+        if (e.get("pid"), e.get("tid")) not in main or e.get("ph") != "X":
+            continue
+        start, dur = (e["ts"] - t0) / 1000, e.get("dur", 0) / 1000
+        if start < -5 or start > first_ms + 20 or dur < min_ms:
+            continue
+        data = e.get("args", {}).get("data", {}) or e.get("args", {}).get("beginData", {}) or {}
+        what = data.get("url") or data.get("functionName") or data.get("stackTrace", [{}])[0].get("url", "") \
+            if isinstance(data, dict) else ""
+        what = str(what).rsplit("/", 1)[-1][:40]
+        out.append(f"  {start:7.1f} ms  {dur:6.1f} ms  {e['name']}{'  ' + what if what else ''}")
+    out.append(f"  {first_ms:7.1f} ms  first result")
+    return out
+
+
 def api_first_event(client, base: str, q: be.QueryCase) -> float:
     """Seconds until the first ``chunk`` event of ``/api/stream_search`` arrives (the page's request)."""
     query = q.cs_query
@@ -156,6 +191,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tree", type=Path, default=be.ROOT, help="the code tree to serve (default: this one)")
     ap.add_argument("--query", action="append", default=[], help="a literal query (repeatable) instead of the benchmark's")
     ap.add_argument("--no-peers", action="store_true", help="browser only: no API or ripgrep timings")
+    ap.add_argument("--trace", action="store_true",
+                    help="trace the renderer's main thread in Chromium (parser, scripts, style, layout) for "
+                         "the first measured round's loads and print its tasks up to the first result")
     args = ap.parse_args(argv)
 
     import httpx
@@ -188,8 +226,15 @@ def main(argv: list[str] | None = None) -> int:
                     page = tab or ctx.new_page()
                     params = {"q": q.cs_query, "regex": "true" if q.is_regex else "false",
                               "case": "true" if q.case_sensitive else "false"}
+                    tracing = args.trace and n == args.warmup
+                    if tracing:
+                        browser.start_tracing(page=page, categories=TRACE_CATEGORIES)
                     page.goto(f"{service.base}/search?{urllib.parse.urlencode(params)}")
                     first = wait_first_result(page, q.cs_query)
+                    if tracing:
+                        time.sleep(0.3)
+                        lines = trace_summary(browser.stop_tracing(), first)
+                        print(f"{q.cls}: the renderer's main thread\n" + "\n".join(lines), file=sys.stderr)
                     if args.timeline and n >= args.warmup:
                         time.sleep(0.3)  # the stream's end and late files land in the timeline
                         line = {k: (round(v) if isinstance(v, float) else v) for k, v in page.evaluate(TIMELINE).items()}

@@ -274,6 +274,7 @@ def test_serve_settings_keep_what_the_environment_says():
     serve_settings.install_proxy_env(environ)
     assert environ == {"RAY_SERVE_PROXY_USE_GRPC": "0", "RAY_SERVE_RUN_ROUTER_IN_SEPARATE_LOOP": "0",
                        "RAY_SERVE_PROXY_HEALTH_CHECK_PERIOD_S": "2", "RAY_task_events_max_num_task_in_gcs": "10000",
+                       "RAY_task_events_max_dropped_task_attempts_tracked_per_job_in_gcs": "10000",
                        "FORWARDED_ALLOW_IPS": "none"}
     assert serve_settings.replica_env({}) == {"RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "0", "MALLOC_ARENA_MAX": "2"}
     assert serve_settings.replica_env({"RAY_SERVE_RUN_USER_CODE_IN_SEPARATE_THREAD": "1", "MALLOC_ARENA_MAX": "8"}) == \
