@@ -233,7 +233,11 @@ def main(argv: list[str] | None = None) -> int:
                     first = wait_first_result(page, q.cs_query)
                     if tracing:
                         time.sleep(0.3)
-                        lines = trace_summary(browser.stop_tracing(), first)
+                        raw = browser.stop_tracing()
+                        saved = HERE / ".work" / f"trace-{len(times)}.json"
+                        saved.parent.mkdir(parents=True, exist_ok=True)
+                        saved.write_bytes(raw)
+                        lines = trace_summary(raw, first) + [f"  (the whole trace: {saved})"]
                         print(f"{q.cls}: the renderer's main thread\n" + "\n".join(lines), file=sys.stderr)
                     if args.timeline and n >= args.warmup:
                         time.sleep(0.3)  # the stream's end and late files land in the timeline
