@@ -131,32 +131,62 @@ TRACE_CATEGORIES = ["devtools.timeline", "disabled-by-default-devtools.timeline"
                     "loading"]
 
 
-def trace_summary(trace: bytes, first_ms: float, min_ms: float = 0.5) -> list[str]:
-    """The main thread of the page's renderer during one load, from Chromium's trace: each task of
-    at least `min_ms` (its start in ms since the navigation started, its length, what it was: the
-    parser's chunks, a module's evaluation, style, layout), up to the first result (`first_ms`)
-    and a little after; what the first result waited for is what ran before it."""
+def _trace_events(trace: bytes) -> tuple[list[dict], float, set]:
+    """(events, the navigation's start in µs, the (pid, tid) of the page renderer's main thread)."""
     events = json.loads(trace)
     events = events["traceEvents"] if isinstance(events, dict) else events
     names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events
              if e.get("ph") == "M" and e.get("name") == "thread_name"}
-    nav = [e for e in events if e.get("name") == "navigationStart" and e.get("ph") in ("R", "I", "n", "b")]
+    # the first navigationStart is the page's (later ones, without a URL, are Chromium's own documents)
+    nav = [e for e in events if e.get("name") == "navigationStart"]
     if not nav:
-        return ["(no navigationStart in the trace)"]
-    t0, pid = nav[-1]["ts"], nav[-1]["pid"]
+        raise SystemExit("no navigationStart in the trace")
+    pid = nav[0]["pid"]
     main = {key for key, name in names.items() if name == "CrRendererMain" and key[0] == pid}
+    return sorted(events, key=lambda e: e.get("ts", 0)), nav[0]["ts"], main
+
+
+#: The steps of one load `trace_steps` times (ms since the navigation started, or a length in ms).
+STEPS = ("commit", "teardown", "preloads", "first result")
+
+
+def trace_steps(trace: bytes, first_ms: float) -> dict[str, float]:
+    """One load's steps on the renderer's main thread: when the navigation's commit starts (the
+    previous page's unload), how long the previous page's teardown takes (its frame deleted → the
+    new one made), how long the head's subresources take to be fetched from the cache before the
+    parser goes on (`MaybeFetchQueuedPreloads`), and the first result."""
+    events, t0, main = _trace_events(trace)
+    got: dict[str, float] = {"first result": first_ms}
+    deleted = None
+    for e in events:
+        if (e.get("pid"), e.get("tid")) not in main:
+            continue
+        at = (e["ts"] - t0) / 1000
+        if e["name"] == "unloadEventStart" and at > 5 and "commit" not in got:
+            got["commit"] = at
+        elif e["name"] == "FrameLoader:deleted" and at > 5 and deleted is None:
+            deleted = at
+        elif e["name"] == "markAsMainFrame" and deleted is not None and "teardown" not in got:
+            got["teardown"] = at - deleted
+        elif e["name"] == "HTMLDocumentParser::MaybeFetchQueuedPreloads" and at > 5 and e.get("dur", 0) \
+                and "preloads" not in got:
+            got["preloads"] = e["dur"] / 1000
+    return got
+
+
+def trace_summary(trace: bytes, first_ms: float, min_ms: float = 0.5) -> list[str]:
+    """The main thread of the page's renderer during one load: each task of at least `min_ms` (its
+    start in ms since the navigation started, its length, what it was), up to the first result
+    (`first_ms`) and a little after; what the first result waited for is what ran before it."""
+    events, t0, main = _trace_events(trace)
     out = []
-    for e in sorted(events, key=lambda e: e.get("ts", 0)):
+    for e in events:
         if (e.get("pid"), e.get("tid")) not in main or e.get("ph") != "X":
             continue
         start, dur = (e["ts"] - t0) / 1000, e.get("dur", 0) / 1000
         if start < -5 or start > first_ms + 20 or dur < min_ms:
             continue
-        data = e.get("args", {}).get("data", {}) or e.get("args", {}).get("beginData", {}) or {}
-        what = data.get("url") or data.get("functionName") or data.get("stackTrace", [{}])[0].get("url", "") \
-            if isinstance(data, dict) else ""
-        what = str(what).rsplit("/", 1)[-1][:40]
-        out.append(f"  {start:7.1f} ms  {dur:6.1f} ms  {e['name']}{'  ' + what if what else ''}")
+        out.append(f"  {start:7.1f} ms  {dur:6.1f} ms  {e['name']}")
     out.append(f"  {first_ms:7.1f} ms  first result")
     return out
 
@@ -192,8 +222,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--query", action="append", default=[], help="a literal query (repeatable) instead of the benchmark's")
     ap.add_argument("--no-peers", action="store_true", help="browser only: no API or ripgrep timings")
     ap.add_argument("--trace", action="store_true",
-                    help="trace the renderer's main thread in Chromium (parser, scripts, style, layout) for "
-                         "the first measured round's loads and print its tasks up to the first result")
+                    help="trace every measured load in Chromium: print the first one's main-thread tasks up to "
+                         "the first result, and the medians of each step (commit, the previous page's teardown, "
+                         "the head's subresources, the first result) over all")
     args = ap.parse_args(argv)
 
     import httpx
@@ -213,6 +244,7 @@ def main(argv: list[str] | None = None) -> int:
 
     service = bhp.Service("tree", args.tree, data_dir, config, args.searchers)
     times: dict[tuple[str, str], list[float]] = {}
+    steps: dict[str, list[dict[str, float]]] = {}  # --trace: per query, each load's steps
     try:
         service.start()
         service.wait_serving(600)
@@ -226,7 +258,7 @@ def main(argv: list[str] | None = None) -> int:
                     page = tab or ctx.new_page()
                     params = {"q": q.cs_query, "regex": "true" if q.is_regex else "false",
                               "case": "true" if q.case_sensitive else "false"}
-                    tracing = args.trace and n == args.warmup
+                    tracing = args.trace and n >= args.warmup
                     if tracing:
                         browser.start_tracing(page=page, categories=TRACE_CATEGORIES)
                     page.goto(f"{service.base}/search?{urllib.parse.urlencode(params)}")
@@ -234,11 +266,13 @@ def main(argv: list[str] | None = None) -> int:
                     if tracing:
                         time.sleep(0.3)
                         raw = browser.stop_tracing()
-                        saved = HERE / ".work" / f"trace-{len(times)}.json"
-                        saved.parent.mkdir(parents=True, exist_ok=True)
-                        saved.write_bytes(raw)
-                        lines = trace_summary(raw, first) + [f"  (the whole trace: {saved})"]
-                        print(f"{q.cls}: the renderer's main thread\n" + "\n".join(lines), file=sys.stderr)
+                        steps.setdefault(q.cls, []).append(trace_steps(raw, first))
+                        if n == args.warmup:
+                            saved = HERE / ".work" / f"trace-{len(steps)}.json"
+                            saved.parent.mkdir(parents=True, exist_ok=True)
+                            saved.write_bytes(raw)
+                            lines = trace_summary(raw, first) + [f"  (the whole trace: {saved})"]
+                            print(f"{q.cls}: the renderer's main thread\n" + "\n".join(lines), file=sys.stderr)
                     if args.timeline and n >= args.warmup:
                         time.sleep(0.3)  # the stream's end and late files land in the timeline
                         line = {k: (round(v) if isinstance(v, float) else v) for k, v in page.evaluate(TIMELINE).items()}
@@ -266,6 +300,15 @@ def main(argv: list[str] | None = None) -> int:
         r50 = be.percentile(r, 50)
         print(f"| {q.cls} `{q.cs_query}` | {b50:.0f} ms | {b95:.0f} ms | {be.percentile(a, 50):.0f} ms | "
               f"{r50:.0f} ms | {b50 / r50:.2f} | {'yes' if b50 < TARGET_MS else 'NO'} |")
+    if steps:
+        print("\n| query (traced loads) | " + " | ".join(f"{s} p50 ms" for s in STEPS) + " |")
+        print("|---|" + "---:|" * len(STEPS))
+        for cls, loads in steps.items():
+            cells = []
+            for step in STEPS:
+                values = [load[step] for load in loads if step in load]
+                cells.append(f"{be.percentile(values, 50):.1f}" if values else "–")
+            print(f"| {cls} ({len(loads)}) | " + " | ".join(cells) + " |")
     print(json.dumps({f"{k[0]}/{k[1]}": round(be.percentile(v, 50), 1) for k, v in times.items()}), file=sys.stderr)
     return 0
 
