@@ -143,13 +143,11 @@ def ray_session():
     install_for_own_ray()
     ray.init(address="local", num_cpus=2, include_dashboard=False, ignore_reinit_error=True, log_to_driver=False)
     yield ray
-    try:
-        from ray import serve
-
-        serve.shutdown()
-    except Exception:
-        pass
-    ray.shutdown()
+    # No `ray.shutdown()` here: Ray stops this instance (every process it started, Serve's among
+    # them) when the test process exits. Shut down here, while the session's fixtures are torn
+    # down, a thread some test left running that still touches Ray made Ray end the whole process
+    # ("The core worker has already been shutdown ... The process will exit"): a pytest-xdist
+    # worker lost before it reported its end, after which the run waited forever.
 
 
 
