@@ -38,7 +38,7 @@ SETTINGS = [
 
 #: One run, in a process of its own (a Ray instance per setting): prints [calls, RssAnon kB] pairs as JSON.
 CHILD = r"""
-import json, os, sys, time
+import json, sys, time
 import ray
 
 calls, every = int(sys.argv[1]), int(sys.argv[2])
