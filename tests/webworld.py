@@ -68,16 +68,27 @@ def web(serve_url, tmp_path_factory):
 
 @pytest.fixture
 def page_for(browser, web):
-    """`page_for(account or None)`: a page in a fresh browser context, signed in as `account`."""
+    """`page_for(account or None, sign_in=False)`: a page in a fresh browser context, signed in as
+    `account`. The first page of an account in a module signs in through the form; later ones start
+    with that session's cookie while the service still takes it (a sign-out or a deactivation ends
+    it: the next page signs in again), which saves each test a sign-in (two page loads and a
+    password hash). `sign_in=True` always signs in through the form: a new session, for tests that
+    look at what a sign-in does."""
     contexts = []
+    signed_in = web.setdefault("signed_in", {})  # per `web` world, so per module: email -> browser state
 
-    def make(account=None):
-        ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+    def make(account=None, sign_in=False):
+        state = signed_in.get(account["email"]) if account and not sign_in else None
+        ctx = browser.new_context(viewport={"width": 1280, "height": 900}, storage_state=state)
         contexts.append(ctx)
+        if state is not None and not _session_holds(ctx, web):
+            ctx.clear_cookies()
+            state = None
         page = ctx.new_page()
         page.set_default_timeout(15_000)
-        if account:
+        if account and state is None:
             login(page, web, account)
+            signed_in[account["email"]] = ctx.storage_state()
         return page
 
     yield make
@@ -111,6 +122,12 @@ def index_stored_repo(web, row, root: str) -> int:
         source.close()
     web["store"].update_repo_index_status(row.id, INDEXED, revisions=revisions)
     return row.id
+
+
+def _session_holds(ctx, web) -> bool:
+    """Whether the service still takes the session cookie of `ctx`: its home page answers instead of
+    sending the browser to sign in."""
+    return ctx.request.get(web["url"] + "/", max_redirects=0).status == 200
 
 
 def login(page, web, account) -> None:

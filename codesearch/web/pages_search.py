@@ -30,7 +30,8 @@ the repos table, and the highlighting stylesheet.
   git ref name opens, even one that starts with ``-`` (which git would read as an option).
 - ``GET /repos?query=&page=``: the repos the caller may see, paged, with status, branches
   indexed, last error; owners get a Re-index button (``POST /api/repos/{id}/reindex``).
-- ``GET /highlight.css``: the Pygments token colours for light and dark mode.
+- ``GET /highlight.css``: the Pygments token colours for light and dark mode (the pages have
+  them in ``style.css``; this serves links made before).
 
 Who is asking: ``request.state.identity`` (the session, set by `codesearch.sessions`);
 without one, the visitor is anonymous when anonymous access is on, else sent to the sign-in

@@ -1,6 +1,6 @@
 """The result snippets of the results page, highlighted by language with the file page's
-highlighter (`codesearch.web.highlight`: the same Pygments lexers, token classes and
-``/highlight.css``), the match ranges kept as ``<mark>``.
+highlighter (`codesearch.web.highlight`: the same Pygments lexers and token classes, less the
+spans the stylesheet does not colour), the match ranges kept as ``<mark>``.
 
 A snippet is a few lines cut out of a file, lexed on its own (a snippet that starts inside a
 multi-line string is coloured as if it did not: the colours are a reading aid, the marks are
@@ -23,7 +23,7 @@ from pygments.lexers.special import TextLexer
 from pygments.token import _TokenType
 from pygments.util import ClassNotFound
 
-from codesearch.web.highlight import FORMATTER
+from codesearch.web.highlight import FORMATTER, coloured_classes
 
 #: Seconds of highlighting one results page may spend; past it, its snippets are plain.
 PAGE_BUDGET_S = 0.15
@@ -35,7 +35,15 @@ Pieces = list[tuple[str, bool]]
 
 #: A token type's CSS classes, as the file page's formatter writes them (its own method: the
 #: classes are the formatter's, whatever Pygments version; the type stubs leave it out).
-_css_classes: Callable[[_TokenType], str] = FORMATTER._get_css_classes  # type: ignore[attr-defined]
+_formatter_classes: Callable[[_TokenType], str] = FORMATTER._get_css_classes  # type: ignore[attr-defined]
+
+
+@functools.lru_cache(maxsize=512)
+def _css_classes(ttype: _TokenType) -> str:
+    """`ttype`'s classes as the file page writes them, or "" (no span) when the stylesheet colours
+    none of them: most tokens of code are plain names, and their spans only cost the page elements."""
+    classes = _formatter_classes(ttype)
+    return classes if coloured_classes().intersection(classes.split()) else ""
 
 
 class SnippetBudget:

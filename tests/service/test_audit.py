@@ -50,7 +50,7 @@ def test_the_service_records_who_did_what_and_owners_read_it(page_for, web):
     wrong.fill("input[name=email]", member["email"])
     wrong.fill("input[name=password]", "not-the-password-9f3a")
     wrong.click("button[type=submit]")
-    page = page_for(member)
+    page = page_for(member, sign_in=True)
     page.goto(web["url"] + "/settings/keys")
     page.fill("input[name=name]", "audit test key")
     page.click("form.row-form button[type=submit]")

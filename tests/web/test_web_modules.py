@@ -73,3 +73,47 @@ def test_the_results_page_preloads_what_its_module_imports_before_it_runs(tmp_pa
     for module in needed:
         link = html.index(f'<link rel="modulepreload" href="{static}/{module}">')
         assert link < script, module  # fetched alongside the page's module, not after it
+
+
+_DYNAMIC_IMPORT = re.compile(r'import\("\./([\w.-]+\.js)"\)')
+
+
+def test_every_module_loaded_later_exists_and_exports_what_is_called():
+    """The modules a page loads after its first work (a dynamic ``import("./x.js")``, or an
+    element's ``data-after-load`` that app.js imports once the page is complete) exist; a dynamic
+    import's module exports the functions called on it."""
+    for name in _scripts():
+        with open(os.path.join(STATIC_DIR, name), encoding="utf-8") as f:
+            source = f.read()
+        for module in _DYNAMIC_IMPORT.findall(source):
+            with open(os.path.join(STATIC_DIR, module), encoding="utf-8") as f:
+                exported = set(_EXPORT.findall(f.read()))
+            assert exported, (name, module)
+    assert set(_DYNAMIC_IMPORT.findall(open(os.path.join(STATIC_DIR, "search-page.js")).read())) == {
+        "preview.js", "more-matches.js"}
+    later = set()
+    for template in os.listdir(TEMPLATES_DIR):
+        with open(os.path.join(TEMPLATES_DIR, template), encoding="utf-8") as f:
+            later |= set(re.findall(r'data-after-load="([^"]*)"', f.read()))
+    assert later == {"search-assist.js"}
+    for module in later:
+        assert re.fullmatch(r"[\w-]+\.js", module) and os.path.exists(os.path.join(STATIC_DIR, module)), module
+
+
+def test_the_results_page_head_fetches_only_what_the_first_result_needs(tmp_path):
+    """Issue 29 (time to first result): one stylesheet, and no module the first result does not
+    need (the preview, "show more", search assist) among what the parser fetches before it."""
+    from codesearch.serving.api import build_app
+    from codesearch.store import Store
+
+    store = Store.open(str(tmp_path / "data"))
+    try:
+        with TestClient(build_app(lambda: None, get_store=lambda: store, anonymous_access=True, environ={}),
+                        base_url=LOCAL) as c:
+            html = c.get("/search?q=handle_request").text
+    finally:
+        store.close()
+    before_results = html[: html.index('id="results"')]
+    assert re.findall(r'<link rel="stylesheet" href="[^"]*/([\w.-]+)">', before_results) == ["style.css"]
+    fetched = re.findall(r'(?:modulepreload" href|src)="[^"]*/([\w.-]+\.js)"', before_results)
+    assert not {"preview.js", "more-matches.js", "search-assist.js", "http.js"} & set(fetched), fetched

@@ -74,7 +74,7 @@ def test_calls_are_recorded_with_how_the_caller_signed_in_and_counted_exactly(pa
         r = httpx.post(f"{web['url']}/api/search", json={"query": q, "matches": 3},
                        headers={"Authorization": f"Bearer {keys['member']}"}, timeout=30)
         assert r.status_code == 200, r.text
-    page = page_for(web["owner"])  # a sign-in, then a search on the page: the session
+    page = page_for(web["owner"], sign_in=True)  # a sign-in, then a search on the page: the session
     page.goto(web["url"] + "/search?q=usage_needle_page")
     events = _wait_for(store, start, 4)
     searched = {e.target: (e.actor, e.details.get("via")) for e in events if e.action == "search"}

@@ -3,6 +3,15 @@
 
 import {whenComplete} from "./dom.js";
 
+// The modules a page needs only once it is complete, each named by an element's
+// `data-after-load` (search assist): imported then, not with the page, so that what the page
+// shows first (the results page's first result) does not wait for their fetch.
+const AFTER_LOAD = /^[\w-]+\.js$/;
+whenComplete(() => {
+  const names = new Set([...document.querySelectorAll("[data-after-load]")].map((node) => node.dataset.afterLoad));
+  for (const name of names) if (AFTER_LOAD.test(name)) import(`./${name}`);
+});
+
 // "/" focuses the search box, unless the user is typing somewhere.
 document.addEventListener("keydown", (e) => {
   if (e.key !== "/" || e.ctrlKey || e.metaKey || e.altKey) return;
