@@ -55,7 +55,8 @@ def test_imports_of_follows_imports_of_imports(tmp_path):
     assert imports_of("c.js", str(tmp_path)) == ()
 
 
-def test_the_results_page_preloads_what_its_module_imports_before_it_runs(tmp_path):
+def _results_page(tmp_path) -> str:
+    """The results page's HTML for a query, from the app over an empty store."""
     from codesearch.serving.api import build_app
     from codesearch.store import Store
 
@@ -63,9 +64,13 @@ def test_the_results_page_preloads_what_its_module_imports_before_it_runs(tmp_pa
     try:
         with TestClient(build_app(lambda: None, get_store=lambda: store, anonymous_access=True, environ={}),
                         base_url=LOCAL) as c:
-            html = c.get("/search?q=handle_request").text
+            return c.get("/search?q=handle_request").text
     finally:
         store.close()
+
+
+def test_the_results_page_preloads_what_its_module_imports_before_it_runs(tmp_path):
+    html = _results_page(tmp_path)
     needed = imports_of("search-page.js")
     assert {"dom.js", "searchform.js"} <= set(needed)
     static = f"/static/v-{digest(STATIC_DIR)}"
@@ -89,8 +94,8 @@ def test_every_module_loaded_later_exists_and_exports_what_is_called():
             with open(os.path.join(STATIC_DIR, module), encoding="utf-8") as f:
                 exported = set(_EXPORT.findall(f.read()))
             assert exported, (name, module)
-    assert set(_DYNAMIC_IMPORT.findall(open(os.path.join(STATIC_DIR, "search-page.js")).read())) == {
-        "preview.js", "more-matches.js"}
+    with open(os.path.join(STATIC_DIR, "search-page.js"), encoding="utf-8") as f:
+        assert set(_DYNAMIC_IMPORT.findall(f.read())) == {"preview.js", "more-matches.js"}
     later = set()
     for template in os.listdir(TEMPLATES_DIR):
         with open(os.path.join(TEMPLATES_DIR, template), encoding="utf-8") as f:
@@ -103,16 +108,7 @@ def test_every_module_loaded_later_exists_and_exports_what_is_called():
 def test_the_results_page_head_fetches_only_what_the_first_result_needs(tmp_path):
     """Issue 29 (time to first result): one stylesheet, and no module the first result does not
     need (the preview, "show more", search assist) among what the parser fetches before it."""
-    from codesearch.serving.api import build_app
-    from codesearch.store import Store
-
-    store = Store.open(str(tmp_path / "data"))
-    try:
-        with TestClient(build_app(lambda: None, get_store=lambda: store, anonymous_access=True, environ={}),
-                        base_url=LOCAL) as c:
-            html = c.get("/search?q=handle_request").text
-    finally:
-        store.close()
+    html = _results_page(tmp_path)
     before_results = html[: html.index('id="results"')]
     assert re.findall(r'<link rel="stylesheet" href="[^"]*/([\w.-]+)">', before_results) == ["style.css"]
     fetched = re.findall(r'(?:modulepreload" href|src)="[^"]*/([\w.-]+\.js)"', before_results)
