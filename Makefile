@@ -109,10 +109,11 @@ lint: install-test
 # where the environment sets PYTHONDONTWRITEBYTECODE: compiling the package and rewriting the tests'
 # asserts again on every run costs each worker ~5 s of the minute.
 check: install-test lint
-	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -p no:cacheprovider --fast -n $(PYTEST_WORKERS) --dist loadfile
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -p no:cacheprovider --fast -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # Two pytest workers (pytest-xdist) by default, a test file each at a time (module fixtures stay per
-# file; each worker starts its own session Ray): 5,340 tests in 22.5 min on 2 cores. A third worker
+# file; each worker starts its own session Ray), the longest files first (tests/schedule.py, whose
+# table `python -m tests.schedule JUNIT.xml` refreshes from a run's JUnit report). A third worker
 # was tried and once lost a worker, after which pytest-xdist waits forever. PYTEST_WORKERS=0 runs
 # them in one process.
 PYTEST_WORKERS ?= 2
@@ -124,7 +125,7 @@ PYTEST_WORKERS ?= 2
 # the tests are compiled once, before the workers start, and the suite writes what it compiles.
 test: install-test lint deps $(INSPECTOR) $(AXE)
 	$(PY) -m compileall -q codesearch tests
-	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile --durations=25
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -p no:cacheprovider -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=25
 
 # The documentation site (docs/ and mkdocs.yml) into site/: MkDocs with the Material theme,
 # strict, so a page missing from the nav, a broken link or a missing anchor fails the build.

@@ -11,7 +11,7 @@ from codesearch.index.builder import IndexSettings
 from codesearch.index.paths import index_paths
 from codesearch.index.sources import local_repo_name
 from codesearch.search.engine import Searcher
-from tests import corpus
+from tests import corpus, schedule
 from tests.oracle import Oracle, docs_from_dir, docs_from_git
 from tests.ports import free_port  # noqa: F401  (tests import it from here)
 
@@ -95,10 +95,13 @@ def lanes_of(item) -> set[str]:
 
 
 def pytest_collection_modifyitems(config, items):
-    """Mark every test with its lanes (`lanes_of`); with ``--fast``, keep only the tests in none."""
+    """Mark every test with its lanes (`lanes_of`); with ``--fast``, keep only the tests in none.
+    The files go longest first (`tests.schedule`: the order pytest-xdist hands them out in, with
+    ``--no-loadscope-reorder``)."""
     for item in items:
         for lane in lanes_of(item) - {m.name for m in item.iter_markers()}:
             item.add_marker(lane)
+    items[:] = schedule.longest_first(items, schedule.module_seconds())
     if not config.getoption("--fast"):
         return
     kept, dropped = [], []
