@@ -75,7 +75,7 @@ def page_for(browser, web):
     password hash). `sign_in=True` always signs in through the form: a new session, for tests that
     look at what a sign-in does."""
     contexts = []
-    signed_in = web.setdefault("signed_in", {})  # per `web` world, so per module: email -> browser state
+    signed_in = web.setdefault("signed_in", {})  # per `web` world, so per module: email -> its cookies
 
     def make(account=None, sign_in=False):
         state = signed_in.get(account["email"]) if account and not sign_in else None
@@ -88,7 +88,8 @@ def page_for(browser, web):
         page.set_default_timeout(15_000)
         if account and state is None:
             login(page, web, account)
-            signed_in[account["email"]] = ctx.storage_state()
+            # the cookies only: what a test left in local storage (recent queries) stays its own
+            signed_in[account["email"]] = {"cookies": ctx.storage_state()["cookies"], "origins": []}
         return page
 
     yield make
