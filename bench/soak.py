@@ -253,17 +253,19 @@ def pusher(pushed: Path, base: str, key: str, every_s: float, stop: threading.Ev
         git(pushed, "add", "-A")
         git(pushed, "commit", "-q", "-m", f"push {n}")
         t0 = time.monotonic()
+        last = "no answer yet"
         while not stop.is_set():
             try:
-                r = httpx.post(base + "/api/search", json={"query": word}, headers={"X-Sourcebot-Api-Key": key},
-                               timeout=30)
+                r = httpx.post(base + "/api/search", json={"query": word, "matches": 10},
+                               headers={"X-Sourcebot-Api-Key": key}, timeout=30)
+                last = f"HTTP {r.status_code}"
                 if r.status_code == 200 and r.json().get("files"):
                     found.append(time.monotonic() - t0)
                     break
-            except httpx.HTTPError:
-                pass
+            except httpx.HTTPError as e:
+                last = type(e).__name__
             if time.monotonic() - t0 > every_s * 3:
-                missed.append(word)
+                missed.append(f"{word} ({last})")
                 break
             stop.wait(2)
 
@@ -369,9 +371,10 @@ def report(samples: list[tuple[float, dict]], warmup: float, tally: Tally, pushe
     for kind, errs in tally.errors.items():
         for what, count in sorted(errs.items(), key=lambda kv: -kv[1])[:5]:
             print(f"  {kind}: {count}× {what}")
-    if pushes:
-        print(f"\npushes found by search: {len(pushes)}, median {statistics.median(pushes):.0f} s, "
-              f"max {max(pushes):.0f} s; not found in time: {len(missed)}")
+    if pushes or missed:
+        times = f", median {statistics.median(pushes):.0f} s, max {max(pushes):.0f} s" if pushes else ""
+        print(f"\npushes found by search: {len(pushes)}{times}; not found in time: {len(missed)}"
+              + (f" (the last: {missed[-1]})" if missed else ""))
     print(f"\nflat after the warm-up (every kind within {FLAT:.0%}): {'✓' if flat_all else '✗'}")
     return flat_all
 
