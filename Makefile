@@ -109,14 +109,18 @@ lint: install-test
 # where the environment sets PYTHONDONTWRITEBYTECODE: compiling the package and rewriting the tests'
 # asserts again on every run costs each worker ~5 s of the minute.
 check: install-test lint
-	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -p no:cacheprovider --fast -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
+	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -p no:cacheprovider --fast -n $(CHECK_WORKERS) --dist loadfile --no-loadscope-reorder
 
-# Two pytest workers (pytest-xdist) by default, a test file each at a time (module fixtures stay per
-# file; each worker starts its own session Ray), the longest files first (tests/schedule.py, whose
-# table `python -m tests.schedule JUNIT.xml` refreshes from a run's JUnit report). A third worker
-# was tried and once lost a worker, after which pytest-xdist waits forever. PYTEST_WORKERS=0 runs
-# them in one process.
-PYTEST_WORKERS ?= 2
+# Three pytest workers (pytest-xdist) by default on 2 cores, a test file each at a time (module
+# fixtures stay per file; each worker starts its own session Ray), the longest files first
+# (tests/schedule.py, whose table `python -m tests.schedule JUNIT.xml` refreshes from a run's JUnit
+# report). Much of the suite waits (services starting, browsers, polls): two workers left the CPU
+# half idle, 28.7 min of wall time for 57.5 min of tests; three take 24.7 min (72.8 min of tests,
+# each slower for sharing the cores; a worker lost at the end of an earlier three-worker try was
+# Ray stopped under a live thread, fixed in tests/conftest.py). PYTEST_WORKERS=0 runs them in one process. The fast lane is
+# CPU-bound: two workers (CHECK_WORKERS).
+PYTEST_WORKERS ?= 3
+CHECK_WORKERS ?= 2
 #
 # Bytecode: the package is installed editable, so its .pyc files live beside the sources, and an
 # environment with PYTHONDONTWRITEBYTECODE=1 (this machine's, and CI's) never writes them: on a clean

@@ -334,7 +334,7 @@ def test_change_password(page_for, web):
     store = web["store"]
     user = store.create_user("changer@example.com", "Changer", password_hash=accounts.hash_password("first-pass-1"))
     account = {"email": user.email, "password": "first-pass-1"}
-    page, elsewhere = page_for(account), page_for(account)
+    page, elsewhere = page_for(account), page_for(account, sign_in=True)  # two sessions
     page.goto(web["url"] + "/settings/password")
     page.fill("#current", "wrong-pass-1")
     page.fill("#password", "second-pass-2")
