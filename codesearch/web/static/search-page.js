@@ -6,11 +6,11 @@
 // coming: it places each file in rank order as it is written (data-score, data-order), counts
 // it into the language and repository facets and the summary, and, once the page is complete,
 // reads the outcome. A click on a result opens it in the preview panel (preview.js); "Show N more
-// matches" shows the rest of a file's matches in place (more-matches.js). Those two modules are
-// imported once the first file is placed, not preloaded with the page: the first result does not
-// wait for them, and a search without results never fetches them.
+// matches" shows the rest of a file's matches in place (more-matches.js).
 
 import {el, plural, root, whenComplete} from "./dom.js";
+import {addExpander, initMoreMatches} from "./more-matches.js";
+import {initPreview} from "./preview.js";
 import {rerunOnToggle} from "./searchform.js";
 
 // The name a repository is shown by: its display name, unless two repositories of the results
@@ -75,17 +75,10 @@ async function initSearch() {
   }
 
   // Clicking a result opens it in the preview panel beside the results (preview.js); its links
-  // stay links (Cmd/Ctrl-click, middle-click open the file page). "Show N more matches" under a
-  // file reveals the rest in place (more-matches.js). Both once there is a first file.
-  let extras = null;
-  function resultExtras() {
-    extras ??= Promise.all([import("./preview.js"), import("./more-matches.js")]).then(([preview, more]) => {
-      preview.initPreview(results);
-      more.initMoreMatches(results);
-      return more;
-    });
-    return extras;
-  }
+  // stay links (Cmd/Ctrl-click, middle-click open the file page).
+  initPreview(results);
+  // "Show N more matches" under a file reveals the rest in place (more-matches.js).
+  initMoreMatches(results);
 
   // The rest of the page (the query bar's context list) waits for this: nothing competes with
   // the search for the server while the first results are on their way.
@@ -220,7 +213,7 @@ async function initSearch() {
     if (sec.matches("details.copies[data-copy-of]")) return foldLate(sec);
     if (adopted.has(sec) || !sec.classList.contains("file")) return;
     adopted.add(sec);
-    resultExtras().then((more) => more.addExpander(sec));
+    addExpander(sec);
     const order = (sec.dataset.order || "").split(",").filter(Boolean).map(Number);
     place(sec, {score: Number(sec.dataset.score) || 0, order, time: sec.dataset.time || "",
                 repo: sec.dataset.repo || "", path: sec.dataset.path || ""});
