@@ -115,9 +115,10 @@ check: install-test lint
 # file; each worker starts its own session Ray), the longest files first (tests/schedule.py, whose
 # table `python -m tests.schedule JUNIT.xml` refreshes from a run's JUnit report). Much of the suite
 # waits (services starting, browsers, polls): two workers leave the CPU half idle (57.5 min of tests
-# in 28.7 min). Three took 24.5 min (72.8 min of tests) on a clean checkout, but one timing-bound
-# test failed under that load (test_web_email_signin's change reaching the other app): not the
-# default until that is made robust; PYTEST_WORKERS=3 make test runs it so. PYTEST_WORKERS=0 runs
+# in 28.7 min). Three took 24.5 min (72.8 min of tests) on a clean checkout, where one test failed
+# under that load: the sign-in page read the security settings four times per page and showed a
+# change half applied (fixed since: one read per page). Three become the default after a clean full
+# run with that fix; PYTEST_WORKERS=3 make test runs them now. PYTEST_WORKERS=0 runs
 # them in one process. The fast lane is CPU-bound: two workers (CHECK_WORKERS).
 PYTEST_WORKERS ?= 2
 CHECK_WORKERS ?= 2

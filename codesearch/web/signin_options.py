@@ -19,6 +19,7 @@ from codesearch.store import OWNER
 if TYPE_CHECKING:
     from codesearch.sso.providers import Provider
     from codesearch.store import Store, User
+    from codesearch.web.security_settings import Security
     from codesearch.web.templating import WebContext
 
 log = logging.getLogger(__name__)
@@ -27,9 +28,10 @@ log = logging.getLogger(__name__)
 MAX_OWNERS_MAILED = 20
 
 
-def sso_providers(web: WebContext) -> list[Provider]:
-    """The identity providers users sign in with now (buttons on the sign-in page)."""
-    s = web.security.current()
+def sso_providers(web: WebContext, s: Security | None = None) -> list[Provider]:
+    """The identity providers users sign in with now (buttons on the sign-in page), under `s`
+    (default: the settings in force now)."""
+    s = s or web.security.current()
     return [p for p in web.identity_providers.values() if p.signs_in and s.provider_on(p.id)]
 
 
@@ -42,21 +44,25 @@ def switchable_providers(web: WebContext) -> list[Provider]:
     return providers
 
 
-def email_code_available(web: WebContext) -> bool:
-    """Whether a sign-in code can be asked for now: the switch is on and mail can be sent."""
-    return web.mailer is not None and web.security.current().email_code_login
+def email_code_available(web: WebContext, s: Security | None = None) -> bool:
+    """Whether a sign-in code can be asked for now: the switch is on (in `s`, default: the
+    settings in force now) and mail can be sent."""
+    return web.mailer is not None and (s or web.security.current()).email_code_login
 
 
-def self_signup_available(web: WebContext) -> bool:
-    """Whether ``/signup`` (an account with a password, by oneself) is open now."""
-    s = web.security.current()
+def self_signup_available(web: WebContext, s: Security | None = None) -> bool:
+    """Whether ``/signup`` (an account with a password, by oneself) is open now (under `s`)."""
+    s = s or web.security.current()
     return s.self_signup and s.password_login
 
 
 def login_context(web: WebContext, store: Store, **context: Any) -> dict[str, Any]:
-    """The template context of ``login.html`` (`context` adds or overrides)."""
+    """The template context of ``login.html`` (`context` adds or overrides). The settings are read
+    once for the whole page: read per part, a change that landed between two reads (they are
+    re-read every few seconds) showed one page half old, half new (the e-mail code form of the new
+    settings with the old sign-in message)."""
     s = web.security.current()
-    providers = sso_providers(web)
+    providers = sso_providers(web, s)
     base: dict[str, Any] = {
         "title": "Sign in",
         "next": "",
@@ -67,8 +73,8 @@ def login_context(web: WebContext, store: Store, **context: Any) -> dict[str, An
         "sso_providers": providers,
         "form_targets": provider_targets(providers),
         "password_login": s.password_login,
-        "email_code": email_code_available(web),
-        "self_signup": self_signup_available(web),
+        "email_code": email_code_available(web, s),
+        "self_signup": self_signup_available(web, s),
         "signin_message": s.signin_message,
     }
     base.update(context)
