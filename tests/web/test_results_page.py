@@ -385,6 +385,9 @@ def test_the_pages_stylesheet_holds_todays_token_colours():
     assert highlight.style_css_with_tokens(css) == css, "run: python -m codesearch.web.highlight"
     assert {"k", "nf", "s2", "c1"} <= coloured_in_style_css()
     assert not {"n", "p", "w"} & coloured_in_style_css()
+    # the text colour the token rules leave to the page is the page's own (--fg, light then dark)
+    assert re.findall(r"--fg: (#[0-9a-f]{6})", css) == [highlight.PAGE_TEXT[highlight.LIGHT_STYLE],
+                                                         highlight.PAGE_TEXT[highlight.DARK_STYLE]]
 
 
 @pytest.mark.parametrize("path,language,lines", SNIPPETS)
