@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 import urllib.parse
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable
 from contextlib import aclosing
@@ -45,6 +46,9 @@ log = logging.getLogger(__name__)
 EXPANDED_FILE_MATCHES = 200
 #: The route of a file's further matches (`codesearch.web.more_matches`).
 MORE_MATCHES_PATH = "/search/file"
+#: Seconds of drawing per part of the page after its first file (`_render_slice`): a part leaves
+#: as soon as it is drawn, and a page its browser left (a new search) costs at most one more.
+RENDER_SLICE_S = 0.004
 
 #: A file to draw and its copies in the same answer (`CopyFolder.fold`).
 Drawn = tuple[File, list[File]]
@@ -330,9 +334,14 @@ async def page_stream(
                         # the others are drawn in a worker thread: the replica's event loop, which
                         # ships what was yielded (Serve's queue of a response's parts is read by a
                         # task of that loop), is free meanwhile, for this page's first file and for
-                        # other requests
-                        if drawn or late:
-                            yield await run_in_threadpool(_render_files, drawn, late, links, names, budget)
+                        # other requests. A few milliseconds' worth at a time (`RENDER_SLICE_S`):
+                        # each slice leaves as soon as it is drawn, and a browser that leaves
+                        # (another search) stops the drawing at the next slice, not at the page's end
+                        while drawn or late:
+                            html, drawn, late = await run_in_threadpool(
+                                _render_slice, drawn, late, links, names, budget
+                            )
+                            yield html
                     except Exception:  # noqa: BLE001 - a bad answer must not cut the page off
                         log.exception("results page: an answer could not be drawn")
                         outcome = {"error": {"message": "some results could not be shown"}}
@@ -363,10 +372,26 @@ def _fold_chunk(
     return folder.fold(list(event.get("files") or ()))
 
 
-def _render_files(
-    drawn: list[Drawn], late: dict[str, list[File]], links: Links, names: RepoNames, budget: SnippetBudget
-) -> str:
-    """The HTML of files to draw (with their copies) and of late copies, as one part."""
-    html = [render_file(f, links, names, budget, copies) for f, copies in drawn]
-    html += [render_copies(h, copies, links.file_href, names.label, late=True) for h, copies in late.items()]
-    return "".join(html)
+def _render_slice(
+    drawn: list[Drawn],
+    late: dict[str, list[File]],
+    links: Links,
+    names: RepoNames,
+    budget: SnippetBudget,
+    seconds: float | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+) -> tuple[str, list[Drawn], dict[str, list[File]]]:
+    """The HTML of the files to draw (with their copies), then of late copies, as one part, for
+    `seconds` (`RENDER_SLICE_S`; at least one file): ``(html, files left, late copies left)``."""
+    limit = RENDER_SLICE_S if seconds is None else seconds
+    html: list[str] = []
+    start = clock()
+    drawn, late = list(drawn), dict(late)
+    while drawn and (not html or clock() - start < limit):
+        f, copies = drawn.pop(0)
+        html.append(render_file(f, links, names, budget, copies))
+    while late and not drawn and (not html or clock() - start < limit):
+        hash_, copies = next(iter(late.items()))
+        del late[hash_]
+        html.append(render_copies(hash_, copies, links.file_href, names.label, late=True))
+    return "".join(html), drawn, late

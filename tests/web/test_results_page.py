@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from codesearch.web import results_page
+from codesearch.web.snippets import SnippetBudget
 from codesearch.web.results_page import (
     OUTCOME_SLOT,
     RESULTS_SLOT,
@@ -310,6 +312,61 @@ def test_the_first_file_reaches_the_server_loop_before_the_others_are_drawn():
     first = next(i for i, names in enumerate(files) if "f00.py" in names)
     assert files[first] == {"f00.py"}, files  # on its way before the other 39 were drawn
     assert set().union(*files[first + 1 :]) == {f"f{i:02d}.py" for i in range(1, 40)}
+
+
+def test_the_rest_of_an_answer_leaves_in_slices_and_a_page_left_stops_drawing():
+    """After the first file, an answer's files are drawn a few milliseconds' worth at a time
+    (`RENDER_SLICE_S`), each slice a part of its own, in the answer's order; a browser that leaves
+    (the user searched again) stops the drawing at the next slice, not at the end of the answer."""
+    drawn_files = []
+    real = results_page.render_file
+
+    def counting(f, *args, **kwargs):
+        drawn_files.append(f["fileName"]["text"])
+        return real(f, *args, **kwargs)
+
+    async def run(leave_after: int | None):
+        async def events():
+            yield chunk(*(f"f{i:02d}.py" for i in range(40)))
+            yield {"type": "final", "accumulatedStats": {}, "isSearchExhaustive": True}
+
+        parts = []
+        out = page_stream(PAGE, events(), Links("", "", "q"))
+        async for part in out:
+            parts.append(part)
+            if leave_after is not None and len(parts) == leave_after:
+                await out.aclose()
+                break
+        return parts
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(results_page, "render_file", counting)
+        mp.setattr(results_page, "RENDER_SLICE_S", 0.0)  # one file per slice
+        parts = asyncio.run(run(None))
+        names = [sorted(set(re.findall(r"f\d\d\.py", p))) for p in parts]
+        assert [n for n in names if n] == [[f"f{i:02d}.py"] for i in range(40)]
+        drawn_files.clear()
+        asyncio.run(run(4))  # the head, the first file, two slices: then the browser leaves
+        assert drawn_files == ["f00.py", "f01.py", "f02.py"], drawn_files
+
+
+@pytest.mark.parametrize("slice_s,files,expected_parts", [
+    (0.0, 5, [1, 1, 1, 1, 1]),     # at least one file per slice, however short the slice
+    (60.0, 5, [5]),                # a long slice: the whole answer in one part
+])
+def test_a_slice_draws_files_in_order_then_late_copies(slice_s, files, expected_parts):
+    drawn = [(chunk(f"f{i}.py")["files"][0], []) for i in range(files)]
+    late = {"h1": [{"repository": "git.local/demo", "fileName": {"text": "copy.py"}}]}
+    sizes, left, late_left, html = [], drawn, late, ""
+    while left or late_left:
+        before = len(left)
+        part, left, late_left = results_page._render_slice(left, late_left, Links("", "", "q"), RepoNames(),
+                                                           SnippetBudget(), seconds=slice_s)
+        sizes.append(before - len(left))
+        html += part
+    assert sizes[: len(expected_parts)] == expected_parts
+    order = list(dict.fromkeys(re.findall(r"f\d\.py", html)))
+    assert order == [f"f{i}.py" for i in range(files)] and html.rindex("copy.py") > html.rindex("f4.py")
 
 
 def test_leaving_before_the_first_answer_still_stops_the_searchers():
