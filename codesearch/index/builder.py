@@ -114,6 +114,12 @@ class BuildDoc:
     time: int = 0  # Unix time of the last commit that touched the file (`recency`; 0: unknown)
 
 
+def with_repo(doc: BuildDoc, repo: int) -> BuildDoc:
+    """`doc` as the shard's `repo`-th repository's: itself when it is already (most documents;
+    `dataclasses.replace` costs ~8 µs a document)."""
+    return doc if doc.repo == repo else dataclasses.replace(doc, repo=repo)
+
+
 def shard_prefix(repo: RepoInfo) -> str:
     """The file-name prefix of a repository's shards: readable, unique by repository id."""
     slug = re.sub(r"[^A-Za-z0-9._-]+", "_", repo.name)[-80:].strip("_.") or "repo"
@@ -226,7 +232,7 @@ class ShardBuilder:
         used = sorted({self.docs[i].repo for i in order} | (set(range(len(repos))) - self._placed if final else set()))
         self._placed.update(used)
         remap = {old: new for new, old in enumerate(used)}
-        docs = [dataclasses.replace(self.docs[i], repo=remap[self.docs[i].repo]) for i in order]
+        docs = [with_repo(self.docs[i], remap[self.docs[i].repo]) for i in order]
         syms = [symbols.get(i, ()) for i in order]
         self.docs, self.content_bytes = [], 0
         path = os.path.join(self.out_dir, f"{self.name}.{len(self.written)}{fmt.SUFFIX}")

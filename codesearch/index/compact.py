@@ -35,7 +35,7 @@ import numpy as np
 from codesearch.errors import IndexFormatError
 from codesearch.index import format as fmt
 from codesearch.index import manifest
-from codesearch.index.builder import INDEXED, BuildDoc, DocSymbols, IndexSettings, write_docs
+from codesearch.index.builder import INDEXED, BuildDoc, DocSymbols, IndexSettings, with_repo, write_docs
 from codesearch.index.language import rank_class
 from codesearch.index.recency import UNKNOWN_OID, blob_id
 from codesearch.index.shard import Shard, ShardSymbol
@@ -214,7 +214,7 @@ def _write_groups(
             return
         used = sorted({docs[i].repo for i in batch})
         remap = {old: new for new, old in enumerate(used)}
-        part = [dataclasses.replace(docs[i], repo=remap[docs[i].repo]) for i in batch]
+        part = [with_repo(docs[i], remap[docs[i].repo]) for i in batch]
         name = f"compound.g{generation}.{len(built)}{fmt.SUFFIX}"
         path = os.path.join(out_dir, name)
         write_docs(path, [repos[r] for r in used], part, [syms[i] for i in batch])

@@ -173,19 +173,32 @@ class DirectorySource:
         self.warnings: list[str] = []
 
     def files(self) -> Iterator[SourceFile]:
-        for dirpath, dirnames, filenames in os.walk(self.root, onerror=self._warn):
-            dirnames[:] = sorted(d for d in dirnames if d != ".git" and not os.path.islink(os.path.join(dirpath, d)))
-            for name in sorted(filenames):
-                full = os.path.join(dirpath, name)
+        """Each folder's files in name order, then its folders one after the other (the order of a
+        top-down `os.walk` with sorted names), from one `os.scandir` per folder: its entries know
+        their type without a `stat`, and a file's size costs one (`os.walk` with `lstat`,
+        `isfile`, `islink` and `relpath` cost ~35 µs a file, a tenth of a build's CPU)."""
+        stack = [(self.root, "")]
+        while stack:
+            folder, prefix = stack.pop()
+            try:
+                with os.scandir(folder) as it:
+                    entries = sorted(it, key=lambda e: e.name)
+            except OSError as e:
+                self._warn(e)
+                continue
+            folders = []
+            for entry in entries:
                 try:
-                    st = os.lstat(full)
+                    if entry.is_dir(follow_symlinks=False):
+                        if entry.name != ".git":
+                            folders.append((entry.path, f"{prefix}{entry.name}/"))
+                    elif entry.is_file(follow_symlinks=False):  # not a link, a device, a socket
+                        size = entry.stat(follow_symlinks=False).st_size
+                        path = entry.path
+                        yield SourceFile(prefix + entry.name, size, 1, functools.partial(_read, path), path)
                 except OSError as e:
                     self._warn(e)
-                    continue
-                if not os.path.isfile(full) or os.path.islink(full):
-                    continue
-                rel = os.path.relpath(full, self.root).replace(os.sep, "/")
-                yield SourceFile(rel, st.st_size, 1, functools.partial(_read, full), full)
+            stack.extend(reversed(folders))
 
     def _warn(self, e: OSError) -> None:
         self.warnings.append(f"{getattr(e, 'filename', '')}: {e.strerror}")
