@@ -115,11 +115,11 @@ check: install-test lint
 # file; each worker starts its own session Ray), the longest files first (tests/schedule.py, whose
 # table `python -m tests.schedule JUNIT.xml` refreshes from a run's JUnit report). Much of the suite
 # waits (services starting, browsers, polls): two workers leave the CPU half idle (57.5 min of tests
-# in 28.7 min). Three took 24.5 min (72.8 min of tests) on a clean checkout, where one test failed
-# under that load: the sign-in page read the security settings four times per page and showed a
-# change half applied (fixed since: one read per page). Three become the default after a clean full
-# run with that fix; PYTEST_WORKERS=3 make test runs them now. PYTEST_WORKERS=0 runs
-# them in one process. The fast lane is CPU-bound: two workers (CHECK_WORKERS).
+# in 28.7 min). Three do not help for long: 24.5 min on one clean checkout, 28.7 min (all passed)
+# on the next, because what the third worker runs meanwhile is mostly `codesearch serve` starts
+# (each its own Ray instance), which then take ~100 s instead of ~60: the suite is CPU-bound once
+# those overlap. PYTEST_WORKERS=3 make test still runs them; PYTEST_WORKERS=0 runs everything in one
+# process. The fast lane is CPU-bound: two workers (CHECK_WORKERS).
 PYTEST_WORKERS ?= 2
 CHECK_WORKERS ?= 2
 #
