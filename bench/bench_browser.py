@@ -34,8 +34,8 @@ highlighting measured before and after, on the data directory bench_http_path.py
 
     python bench/bench_browser.py --data-dir D --config C [--tree T] --query QuerySet --query 'def run' --no-peers
 
-``--settle`` lets each page finish loading before the next search starts (a user reads the results
-first). Without it the next search starts the moment the first result shows, so a page that is
+``--settle`` lets each page settle (its network idle for 500 ms: loaded, and what it fetches
+after its load done) before the next search starts (a user reads the results first). Without it the next search starts the moment the first result shows, so a page that is
 still being written when its first result shows (highlighted snippets drawn file after file) is
 cut off, and what its server was still doing falls on the next page's time.
 
@@ -227,8 +227,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--query", action="append", default=[], help="a literal query (repeatable) instead of the benchmark's")
     ap.add_argument("--no-peers", action="store_true", help="browser only: no API or ripgrep timings")
     ap.add_argument("--settle", action="store_true",
-                    help="let each results page finish loading before the next search (a user who reads the "
-                         "results first); by default the next search starts at the first result")
+                    help="let each results page settle (network idle for 500 ms) before the next search (a user "
+                         "who reads the results first); by default the next search starts at the first result")
     ap.add_argument("--trace", action="store_true",
                     help="trace every measured load in Chromium: print the first one's main-thread tasks up to "
                          "the first result, and the medians of each step (commit, the previous page's teardown, "
@@ -272,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
                     page.goto(f"{service.base}/search?{urllib.parse.urlencode(params)}")
                     first = wait_first_result(page, q.cs_query)
                     if args.settle:  # the user reads the results before searching again
-                        page.wait_for_load_state("load")
+                        page.wait_for_load_state("networkidle")
                     if tracing:
                         time.sleep(0.3)
                         raw = browser.stop_tracing()
@@ -299,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
         service.stop(120)
 
     where = "one tab for every search" if args.tab == "same" else "a new tab per search"
-    where += ", each page loaded to its end before the next search" if args.settle else ", the next search at the first result"
+    where += ", each page settled before the next search" if args.settle else ", the next search at the first result"
     print(f"\n### Time to first result in the browser ({args.repos} repositories, {args.rounds} rounds, {where})\n")
     print("\n".join(be.machine_info()))
     print()
