@@ -221,10 +221,12 @@ def highlight_css() -> Response:
 
 
 @router.get("/")
-def home(request: Request, caller: PageCaller) -> Response:
+def home(request: Request, caller: PageCaller, web: WebDep) -> Response:
     if caller is None:
         return login_redirect(request)
-    return _page(request, "home.html", title="codesearch", q="", regex=False, case=False)
+    return _page(
+        request, "home.html", title="codesearch", q="", regex=False, case=False, search_assist=web.models.configured()
+    )
 
 
 @router.get("/search")
@@ -284,7 +286,8 @@ async def search(
         cause = unwrap(e)  # (a CodesearchError: Ray's wrapper of one is caught as one)
         failed = cause if isinstance(cause, CodesearchError) else e
     sorts = sort_links(request, _root(request), order)
-    page = dict(title=q[:80], q=q, regex=is_regex, case=is_case, config=config, sorts=sorts)
+    assist = web.models.configured()
+    page = dict(title=q[:80], q=q, regex=is_regex, case=is_case, config=config, sorts=sorts, search_assist=assist)
     headers = page_headers()
     if failed is not None:  # the query does not parse, names an unknown context…: known before any result
         if not for_clients(failed):

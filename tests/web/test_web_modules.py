@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 
+import pytest
 from fastapi.testclient import TestClient
 
 from codesearch.web.assets import STATIC_DIR, TEMPLATES_DIR
@@ -55,18 +56,33 @@ def test_imports_of_follows_imports_of_imports(tmp_path):
     assert imports_of("c.js", str(tmp_path)) == ()
 
 
-def _results_page(tmp_path) -> str:
-    """The results page's HTML for a query, from the app over an empty store."""
+def _results_page(tmp_path, models=(), path="/search?q=handle_request") -> str:
+    """The results page's HTML for a query (or another page's), from the app over a store that
+    lists `models` as the configured language models (none: an empty store)."""
     from codesearch.serving.api import build_app
     from codesearch.store import Store
 
     store = Store.open(str(tmp_path / "data"))
     try:
+        store.replace_language_models(models)
         with TestClient(build_app(lambda: None, get_store=lambda: store, anonymous_access=True, environ={}),
                         base_url=LOCAL) as c:
-            return c.get("/search?q=handle_request").text
+            return c.get(path).text
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("path", ["/", "/search?q=handle_request"])
+@pytest.mark.parametrize("models", [(), ({"provider": "openai-compatible", "model": "m1"},)])
+def test_search_assist_is_on_the_page_only_where_a_model_is_configured(tmp_path, path, models):
+    """Sourcebot offers search assist only with a language model. The server says so in the page
+    (it used to be a GET /api/models after every load): the element, hidden until its module runs,
+    and the module named for after the load, are there exactly when a model is configured."""
+    html = _results_page(tmp_path, models, path)
+    assert ('id="search-assist"' in html) == bool(models)
+    assert ('data-after-load="search-assist.js"' in html) == bool(models)
+    if models:
+        assert re.search(r'<details class="search-assist" id="search-assist"[^>]* hidden>', html)
 
 
 def test_the_results_page_preloads_what_its_module_imports_before_it_runs(tmp_path):

@@ -1,4 +1,5 @@
-// codesearch: search assist (templates/_search_assist.html). POST /api/search_assist turns the
+// codesearch: search assist (templates/_search_assist.html, on the pages of a service with a
+// language model configured). POST /api/search_assist turns the
 // description into a query with the configured language model; the query is put in the search
 // box (not run), with what our parser says of it: a query that does not parse says why, so the
 // user can fix it first. Text from the server is set as text only.
@@ -12,13 +13,7 @@ whenComplete(async () => {
   const prompt = document.getElementById("sa-prompt");
   const go = document.getElementById("sa-go");
   const out = document.getElementById("sa-result");
-  try {
-    const r = await fetch(root() + "/api/models", {credentials: "same-origin", headers: {"Accept": "application/json"}});
-    if (!r.ok || !(await r.json()).length) return;  // no model: no assist (as Sourcebot)
-  } catch (_) {
-    return;
-  }
-  box.hidden = false;
+  box.hidden = false;  // the server renders it only where a language model is configured
 
   function say(text, isError) {
     out.textContent = text;
