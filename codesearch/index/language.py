@@ -6,7 +6,7 @@ shebang, modelines and, for ambiguous extensions, a look at the content. Only th
 content, and the head of a file decides.
 
 enry's answer for most files depends on the file's name alone, yet each call runs its modeline
-regexes over the content (25-60 µs a file here; a 10 GB build has 1.2 million files). `detect`
+regexes over the content (about 40 µs a file here; a 10 GB build has 1.2 million files). `detect`
 asks enry's name strategies once per file name (cached) and goes to the whole of enry only when
 the content could change the answer: a shebang, a possible modeline, a NUL byte, or a name that
 names no single language. enry decides in this order: modeline, file name, shebang, extension,
