@@ -17,16 +17,13 @@ change knows it at once. A failed read keeps the last value known (off before an
 
 from __future__ import annotations
 
-import logging
-import threading
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from codesearch.store.reread import Reread
+
 if TYPE_CHECKING:
     from codesearch.store import Store
-
-log = logging.getLogger(__name__)
 
 #: the service setting (`Store.put_service_setting`) holding the owners' choice
 SETTING_KEY = "anonymousAccess"
@@ -42,28 +39,19 @@ class AnonymousAccess:
         #: on by the environment (or the caller of `build_app`): the web toggle cannot turn it off
         self.forced = bool(forced)
         self.ttl_s = float(ttl_s)
-        self._lock = threading.Lock()
-        self._stored = False
-        self._read_at: float | None = None
+        self._stored = Reread(self.stored, False, self.ttl_s, "the anonymous access setting")
 
     def stale(self) -> bool:
         """Whether `enabled()` would read the store (callers on an event loop go to a thread first)."""
-        if self.forced:
-            return False
-        read_at = self._read_at
-        return read_at is None or time.monotonic() - read_at >= self.ttl_s
+        return not self.forced and self._stored.stale()
 
     def cached(self) -> bool:
         """The last value known, without reading anything."""
-        return self.forced or self._stored
+        return self.forced or self._stored.last
 
     def enabled(self) -> bool:
         """On or off now (reads the store at most once per `ttl_s`)."""
-        if self.forced:
-            return True
-        if self.stale():
-            self._refresh()
-        return self._stored
+        return self.forced or self._stored.get()
 
     def stored(self) -> bool:
         """The owners' choice as stored (read now), whatever the environment forces."""
@@ -78,16 +66,5 @@ class AnonymousAccess:
         if store is None:
             raise RuntimeError("this service runs without a state database: anonymous access cannot be switched")
         changed = store.put_service_setting(SETTING_KEY, {"enabled": bool(enabled)})
-        with self._lock:
-            self._stored, self._read_at = bool(enabled), time.monotonic()
+        self._stored.set(bool(enabled))
         return changed
-
-    def _refresh(self) -> None:
-        with self._lock:
-            if not self.stale():  # another thread just read it
-                return
-            try:
-                self._stored = self.stored()
-            except Exception:  # noqa: BLE001 - keep the last value known; the next read tries again
-                log.warning("could not read the anonymous access setting; keeping %s", self._stored, exc_info=True)
-            self._read_at = time.monotonic()

@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
 from markupsafe import Markup
+from starlette.concurrency import run_in_threadpool
 
 from codesearch import audit
 from codesearch.app import git_reads
@@ -225,7 +226,7 @@ def home(request: Request, caller: PageCaller, web: WebDep) -> Response:
     if caller is None:
         return login_redirect(request)
     return _page(
-        request, "home.html", title="codesearch", q="", regex=False, case=False, search_assist=web.models.configured()
+        request, "home.html", title="codesearch", q="", regex=False, case=False, search_assist=web.models.get()
     )
 
 
@@ -286,7 +287,8 @@ async def search(
         cause = unwrap(e)  # (a CodesearchError: Ray's wrapper of one is caught as one)
         failed = cause if isinstance(cause, CodesearchError) else e
     sorts = sort_links(request, _root(request), order)
-    assist = web.models.configured()
+    # (a store read at most every few seconds: in a thread then, not on the event loop)
+    assist = await run_in_threadpool(web.models.get) if web.models.stale() else web.models.get()
     page = dict(title=q[:80], q=q, regex=is_regex, case=is_case, config=config, sorts=sorts, search_assist=assist)
     headers = page_headers()
     if failed is not None:  # the query does not parse, names an unknown context…: known before any result

@@ -17,26 +17,23 @@ Precedence: an environment variable that is set wins and locks the switch on the
 ``REQUIRE_APPROVAL_NEW_MEMBERS``: ``true`` or ``false``, as in Sourcebot 5); else the owners' choice
 stored as the service setting ``security`` (`SETTING_KEY`); else the default above.
 
-Each replica keeps what it read for `TTL_S` seconds (a sign-in must not cost an extra read every
-time), so a change made on one replica reaches the others within that time; the replica that
-stored it knows it at once. A failed read keeps the last value known, and is logged.
+Each replica keeps what it read for `TTL_S` seconds (`codesearch.store.reread`: a sign-in must not
+cost an extra read every time), so a change made on one replica reaches the others within that
+time; the replica that stored it knows it at once. A failed read keeps the last value known, and
+is logged.
 """
 
 from __future__ import annotations
 
-import logging
-import threading
-import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from codesearch.errors import InvalidEnvironmentVariable
+from codesearch.store.reread import Reread
 
 if TYPE_CHECKING:
     from codesearch.store import Store
-
-log = logging.getLogger(__name__)
 
 SETTING_KEY = "security"
 TTL_S = 3.0
@@ -115,28 +112,11 @@ class SecuritySettings:
         self.get_store = get_store
         self.forced = dict(forced)
         self.ttl_s = ttl_s
-        self._lock = threading.Lock()
-        self._stored = Security()
-        self._read_at: float | None = None
-
-    def _apply(self, s: Security) -> Security:
-        return apply_forced(s, self.forced)
-
-    def stale(self) -> bool:
-        read_at = self._read_at
-        return read_at is None or time.monotonic() - read_at >= self.ttl_s
+        self._stored = Reread(self.stored, Security(), ttl_s, "the security settings")
 
     def current(self) -> Security:
         """In force now: the stored choice (read at most once per `ttl_s`) under the environment."""
-        if self.stale():
-            with self._lock:
-                if self.stale():
-                    try:
-                        self._stored = self.stored()
-                    except Exception:  # noqa: BLE001 - keep the last value known; the next read tries again
-                        log.warning("could not read the security settings; keeping the last known", exc_info=True)
-                    self._read_at = time.monotonic()
-        return self._apply(self._stored)
+        return apply_forced(self._stored.get(), self.forced)
 
     def stored(self) -> Security:
         """The owners' choice as stored (read now), whatever the environment forces."""
@@ -149,8 +129,7 @@ class SecuritySettings:
         if store is None:
             raise RuntimeError("this service runs without a state database: the settings cannot be stored")
         changed = store.put_service_setting(SETTING_KEY, settings.to_json())
-        with self._lock:
-            self._stored, self._read_at = settings, time.monotonic()
+        self._stored.set(settings)
         return changed
 
 

@@ -29,8 +29,9 @@ from codesearch import environment
 from codesearch.plurals import plural
 from codesearch.service.middleware.security_headers import page_headers
 from codesearch.sessions import csrf
+from codesearch.store.reread import Reread
 from codesearch.web.assets import STATIC_DIR, TEMPLATES_DIR, current_version, static_prefix
-from codesearch.web.model_presence import ModelPresence
+from codesearch.web.model_presence import model_presence
 from codesearch.web.modules import imports_of
 from codesearch.web.security_settings import SecuritySettings
 
@@ -94,14 +95,14 @@ class WebContext:
     #: the owners' security settings as this replica knows them (`codesearch.web.security_settings`)
     security: SecuritySettings = field(init=False)
     #: whether a language model is configured: the pages then offer search assist (`codesearch.web.model_presence`)
-    models: ModelPresence = field(init=False)
+    models: Reread[bool] = field(init=False)
 
     def __post_init__(self) -> None:
         forced = dict(self.forced_security)
         if self.require_approval:  # the older way of saying REQUIRE_APPROVAL_NEW_MEMBERS=true
             forced.setdefault("require_approval", True)
         self.security = SecuritySettings(lambda: self.services.get_store(), forced)
-        self.models = ModelPresence(lambda: self.services.get_store())
+        self.models = model_presence(lambda: self.services.get_store())
 
     @property
     def get_store(self) -> Callable[[], Store | None]:

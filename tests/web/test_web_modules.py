@@ -56,6 +56,10 @@ def test_imports_of_follows_imports_of_imports(tmp_path):
     assert imports_of("c.js", str(tmp_path)) == ()
 
 
+#: One configured language model (search assist is on the home and results pages with one).
+MODELS = ({"provider": "openai-compatible", "model": "m1"},)
+
+
 def _results_page(tmp_path, models=(), path="/search?q=handle_request") -> str:
     """The results page's HTML for a query (or another page's), from the app over a store that
     lists `models` as the configured language models (none: an empty store)."""
@@ -73,7 +77,7 @@ def _results_page(tmp_path, models=(), path="/search?q=handle_request") -> str:
 
 
 @pytest.mark.parametrize("path", ["/", "/search?q=handle_request"])
-@pytest.mark.parametrize("models", [(), ({"provider": "openai-compatible", "model": "m1"},)])
+@pytest.mark.parametrize("models", [(), MODELS])
 def test_search_assist_is_on_the_page_only_where_a_model_is_configured(tmp_path, path, models):
     """Sourcebot offers search assist only with a language model. The server says so in the page
     (it used to be a GET /api/models after every load): the element, hidden until its module runs,
@@ -110,8 +114,10 @@ def test_every_module_loaded_after_the_page_exists():
 
 def test_the_results_page_head_fetches_only_what_the_first_result_needs(tmp_path):
     """Issue 29 (time to first result): one stylesheet, and search assist (which waits for the
-    complete page anyway) not among what the parser fetches before the first result."""
-    html = _results_page(tmp_path)
+    complete page anyway) not among what the parser fetches before the first result. With a model
+    configured: without one the page has no search assist at all."""
+    html = _results_page(tmp_path, MODELS)
+    assert 'data-after-load="search-assist.js"' in html
     before_results = html[: html.index('id="results"')]
     assert re.findall(r'<link rel="stylesheet" href="[^"]*/([\w.-]+)">', before_results) == ["style.css"]
     fetched = re.findall(r'(?:modulepreload" href|src)="[^"]*/([\w.-]+\.js)"', before_results)
