@@ -65,20 +65,21 @@ from codesearch.errors import (
 from codesearch.git.objects import resolve_commit
 from codesearch.git.paths import check_dir, check_path, check_ref
 from codesearch.markup.urls import browse_url
+from codesearch.permissions import Identity
 from codesearch.search.present import external_url, short_ref
 from codesearch.search.sorting import sort_named
-from codesearch.service.deps import ServicesDep, StoreDep
+from codesearch.service.deps import Services, ServicesDep, StoreDep
 from codesearch.service.errors import for_clients
 from codesearch.service.middleware.security_headers import page_headers
 from codesearch.sessions import login_redirect
 from codesearch.statuses import JobKind, JobState
 from codesearch.sync import repo_info
 from codesearch.tools.repos import iso, page_of_repos
-from codesearch.web import codenav, highlight, pages_history, preview
+from codesearch.web import codenav, first_results, highlight, pages_history, preview
 from codesearch.web.deps import PageCaller, WebDep
 from codesearch.web.result_sort import sort_links
 from codesearch.web.results_page import OUTCOME_SLOT, RESULTS_SLOT, Links, outcome_script, page_stream
-from codesearch.web.templating import render, render_text
+from codesearch.web.templating import WebContext, render, render_text
 
 if TYPE_CHECKING:
     from codesearch.app.context import ToolContext
@@ -257,6 +258,29 @@ async def search(
         n = DEFAULT_MATCHES
     if not q.strip():
         return RedirectResponse(f"{_root(request)}/", status_code=303)
+    # from here until its first result is sent, this page goes before the rest of other pages
+    # (`codesearch.web.first_results`); the page's stream reports it done, or this handler does
+    waiting = first_results.gate().enter()
+    try:
+        return await _results_page(request, caller, web, services, q, is_regex, is_case, n, sort, waiting)
+    except BaseException:
+        waiting.done()
+        raise
+
+
+async def _results_page(
+    request: Request,
+    caller: Identity,
+    web: WebContext,
+    services: Services,
+    q: str,
+    is_regex: bool,
+    is_case: bool,
+    n: int,
+    sort: str | None,
+    waiting: first_results.Waiting,
+) -> Response:
+    """`search`'s page once its query is read: the error page, or the stream of the results."""
     order = sort_named(sort)  # an unknown order is the default one
     root, public_url = _root(request), web.public_url.rstrip("/")
     config = {
@@ -297,10 +321,11 @@ async def search(
         message = str(failed) if for_clients(failed) else "an unexpected error occurred"
         error = {"message": message, "position": getattr(failed, "position", None)}
         html = render_text(request, "search.html", error=error, outcome=outcome_script({"error": error}), **page)
+        waiting.done()
         return HTMLResponse(html, status_code=failed.status_code, headers=headers)
     html = render_text(request, "search.html", results=Markup(RESULTS_SLOT), outcome=Markup(OUTCOME_SLOT), **page)
     links = Links(root=root, public_url=public_url, query=q, regex=is_regex, case=is_case)
-    stream = page_stream(html, started.events(), links, on_close=started.abandon)
+    stream = page_stream(html, started.events(), links, on_close=started.abandon, waiting=waiting)
     # as /api/stream_search: no proxy may hold the parts back (buffering) or re-encode them
     headers |= {"Cache-Control": "no-store, no-transform", "X-Accel-Buffering": "no"}
     return StreamingResponse(stream, media_type="text/html; charset=utf-8", headers=headers)

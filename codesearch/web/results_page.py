@@ -34,6 +34,7 @@ from jinja2.utils import htmlsafe_json_dumps
 from markupsafe import Markup
 from starlette.concurrency import run_in_threadpool
 
+from codesearch.web.first_results import Waiting, gate
 from codesearch.web.result_copies import CopyFolder, File, render_copies
 from codesearch.web.snippets import SnippetBudget, plain_line, snippet_html
 from codesearch.web.templating import template
@@ -307,13 +308,19 @@ async def page_stream(
     events: AsyncGenerator[dict[str, Any], None],
     links: Links,
     on_close: Callable[[], None] | None = None,
+    waiting: Waiting | None = None,
 ) -> AsyncIterator[str]:
     """The results page `html` (rendered with both slots) with the search's `events`
     (`codesearch.app.search.search_events`) written into it as they arrive. Closing the stream (the
     browser went away) closes `events` and calls `on_close` (`StartedSearch.abandon`: the
     searchers still at work stop), whenever that happens. A file that cannot be drawn ends the
-    search with an error in the outcome; the page is always complete."""
+    search with an error in the outcome; the page is always complete.
+
+    `waiting` (`codesearch.web.first_results`) is this page before its first result, done once
+    that is sent; after it, each slice of the rest waits its turn behind the pages of this replica
+    still waiting for theirs."""
     head, middle, tail = split_page(html)
+    turns = gate().pages()
     try:
         yield head
         names = RepoNames()
@@ -331,6 +338,8 @@ async def page_stream(
                             f, copies = drawn.pop(0)
                             first = False
                             yield render_file(f, links, names, budget, copies)
+                            if waiting is not None:
+                                waiting.done()
                         # the others are drawn in a worker thread: the replica's event loop, which
                         # ships what was yielded (Serve's queue of a response's parts is read by a
                         # task of that loop), is free meanwhile, for this page's first file and for
@@ -338,6 +347,7 @@ async def page_stream(
                         # each slice leaves as soon as it is drawn, and a browser that leaves
                         # (another search) stops the drawing at the next slice, not at the page's end
                         while drawn or late:
+                            await turns.turn()  # (a page still before its first result goes first)
                             html, drawn, late = await run_in_threadpool(
                                 _render_slice, drawn, late, links, names, budget
                             )
@@ -359,6 +369,8 @@ async def page_stream(
         outcome["repositoryInfo"] = names.infos()
         yield "".join((middle, outcome_script(outcome), tail))  # not `+`: str + Markup escapes the str
     finally:
+        if waiting is not None:
+            waiting.done()
         if on_close is not None:
             on_close()
 
