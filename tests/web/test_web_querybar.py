@@ -242,6 +242,7 @@ def test_the_context_selector_writes_context_into_the_query(page, world):
     select = page.locator("select.qb-context")
     page.wait_for_function("() => document.querySelectorAll('select.qb-context option').length > 2")
     assert select.locator("option").all_inner_texts() == ["All repositories", "demo-only", "widgets-only"]
+    assert select.is_visible()  # (hidden until the contexts are known: shown because there are some)
     page.locator(BAR).fill("shout")
     select.select_option("widgets-only")
     page.wait_for_url(re.compile(r"/web/search\?"))

@@ -499,14 +499,72 @@ def test_snippets_are_coloured_by_language_with_their_marks(owner_page, web):
     assert page.locator("#results .ctext span").count() == 0 and page.locator("#results mark").count() > 0
 
 
+#: Records the pointer events of the page (their target, the selection then, whether a handler
+#: had cancelled them): what a failed `open_preview` reports.
+RECORD_CLICKS = """() => { window.__clicks = [];
+  for (const t of ["mousedown", "mouseup", "click"]) document.addEventListener(t, (e) => window.__clicks.push(
+    [t, String(e.target.className || e.target.tagName), String(window.getSelection()).slice(0, 40),
+     e.defaultPrevented, e.clientX, e.clientY, Math.round(performance.now())]), true); }"""
+
+
 def open_preview(page, path: str, hit: int = 0):
     """Click the `hit`-th matching line of `path`'s result; the panel's content loaded."""
     sec = page.locator("section.file", has=page.locator(".file-path", has_text=path)).first
     line = sec.locator(".cline.hit").nth(hit)
     n = line.locator(".ln").inner_text()
+    page.evaluate(RECORD_CLICKS)
     line.locator(".ctext").click()
-    page.wait_for_selector(f"#preview .preview-body .line.hl[data-n='{n}']")
+    try:
+        page.wait_for_selector(f"#preview .preview-body .line.hl[data-n='{n}']")
+    except Exception as e:  # (what the page saw of the click, for a failure that is not reproduced at once)
+        seen = page.evaluate("() => [window.__clicks, document.getElementById('preview').hidden]")
+        raise AssertionError(f"no preview of line {n}: events {seen[0]}, panel hidden {seen[1]}, "
+                             f"the line now at {line.locator('.ctext').bounding_box()}") from e
     return sec, int(n)
+
+
+#: Watches the page frame by frame from its start: whether the context selector was ever shown,
+#: the search form's height, and where `#results` was in each frame once it held a result.
+WATCH_LAYOUT = """(() => { const seen = window.__layout = {selectorShown: false, formHeights: [], tops: []};
+  const frame = () => {
+    const select = document.querySelector("select.qb-context");
+    if (select && !select.hidden && select.getClientRects().length) seen.selectorShown = true;
+    const form = document.querySelector("form.searchform");
+    if (form) seen.formHeights.push(form.getBoundingClientRect().height);
+    const results = document.getElementById("results");
+    if (results && results.querySelector("section.file")) seen.tops.push(results.getBoundingClientRect().top);
+    requestAnimationFrame(frame);
+  };
+  requestAnimationFrame(frame); })()"""
+
+
+@pytest.mark.parametrize("width", [360, 1400])
+def test_the_results_do_not_move_once_drawn(browser, web, width):
+    """Once a result is drawn, nothing above the results changes height: at 360 px the context
+    selector has a row of its own under the query bar, and the "Filters" bar is above the results.
+    A site without search contexts never shows the selector (it used to be drawn, then taken away
+    once the page learnt there were none), and the filters start closed (they used to start open
+    and be closed by the page's script): both moved the results under a reader's pointer, by
+    131 px at 360 px."""
+    from tests.webworld import login
+
+    ctx = browser.new_context(viewport={"width": width, "height": 800})
+    try:
+        page = ctx.new_page()
+        login(page, web, web["owner"])
+        page.add_init_script(WATCH_LAYOUT)
+        with page.expect_response(re.compile(r"/api/suggest\?kind=context")):
+            page.goto(f"{web['url']}/search?q=handle_request")
+        wait_done(page)
+        page.evaluate("() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))")
+        none = page.evaluate("() => fetch(document.body.dataset.root + '/api/suggest?kind=context&q=&limit=50')"
+                             ".then((r) => r.json())")
+        assert none["suggestions"] == []  # this site has none
+        seen = page.evaluate("() => window.__layout")
+        assert not seen["selectorShown"] and seen["tops"] and len(set(seen["tops"])) == 1, seen
+        assert len(set(seen["formHeights"])) == 1, seen  # (the query bar's box as high as the page's)
+    finally:
+        ctx.close()
 
 
 def test_a_result_opens_in_the_preview_panel(owner_page, web):

@@ -323,7 +323,10 @@
     form.addEventListener("querybar:error", paint);
 
     // ---------------------------------------------------------------- context selector
-    const select = el("select", {class: "qb-context", "aria-label": "Search context", title: "Search context"},
+    // Hidden until the contexts are known, shown only if there are some: a selector drawn and then
+    // taken away moved everything below the form (at narrow widths it has a row of its own) while
+    // the user was already reading, or clicking, the results.
+    const select = el("select", {class: "qb-context", "aria-label": "Search context", title: "Search context", hidden: true},
       el("option", {value: ""}, "All repositories"));
     wrap.after(select);
     const contextIn = () => {
@@ -334,11 +337,12 @@
       .then((r) => (r.ok ? r.json() : {suggestions: []}))
       .then((data) => {
         const names = (data.suggestions || []).map((s) => String(s.value));
-        if (!names.length) { select.hidden = true; return; }
+        if (!names.length) return;
         for (const name of names) select.append(el("option", {value: name}, name));
         select.value = names.includes(contextIn()) ? contextIn() : "";
+        select.hidden = false;
       })
-      .catch(() => { select.hidden = true; });
+      .catch(() => {}); // (no contexts to offer: the selector stays hidden)
     // On the results page (its #search-config is in <head>: #results may not be written yet), after
     // the search (search-page.js announces its end): the first results come first; elsewhere at once.
     if (document.getElementById("search-config") && !document.body.dataset.searchDone) {
