@@ -9,6 +9,8 @@ Modules:
   for the page's own API calls; passwords are `codesearch.accounts`' (argon2);
 - `pages_search.py`: home (search box, sync status), search results, file view (Pygments), repos;
 - `results_page.py`: the results page's results, written into its HTML as the searchers answer;
+- `first_results.py`: on one replica, the rest of a results page waits (bounded) while another page
+  is still before its first result;
 - `pages_history.py`: blame, the history of a file or directory, a commit with its diff, the
   comparison of two refs (reached through `pages_search`'s ``/browse/`` route);
 - `pages_account.py`: sign-in/out, first-account setup, settings (API keys), users;
