@@ -128,6 +128,10 @@ def odd_refs(web):
     assert set(revisions) == {"refs/heads/main"} | {f"refs/heads/{n}" for n in ODD_REFS}
     store.update_repo_index_status(row.id, INDEXED, revisions=revisions)
     web["pool"].refresh(web["index"])
+    # the service's replica learns the new index version by polling it (`VERSION_POLL_S`)
+    deadline = time.monotonic() + 30
+    while not api_search(web, "round_trip_marker_00 rev:*")["files"] and time.monotonic() < deadline:
+        time.sleep(0.1)
     return {"root": root, "id": row.id}
 
 
@@ -449,9 +453,17 @@ def test_results_are_links_until_the_page_script_runs(owner_page, web):
     held = []
     script = re.compile(r"/search-page\.js$")
     page.route(script, lambda route: held.append(route))
+
+    def held_count(n: int) -> None:  # (Playwright may run a route's handler after `goto` returns)
+        deadline = time.monotonic() + 20
+        while len(held) < n and time.monotonic() < deadline:
+            page.wait_for_timeout(20)
+        assert len(held) == n, held
+
     try:
         page.goto(web["url"] + "/search?q=%22alpha+beta%22", wait_until="domcontentloaded")
-        assert held and page.evaluate("() => document.body.dataset.searchDone") is None  # not run
+        held_count(1)
+        assert page.evaluate("() => document.body.dataset.searchDone") is None  # not run
         sec = page.locator("#results section.file").first
         href = sec.locator("a.file-path").get_attribute("href")
         assert sec.locator(".more-matches a").get_attribute("href") == href and sec.locator(".more-toggle").count() == 0
@@ -459,6 +471,7 @@ def test_results_are_links_until_the_page_script_runs(owner_page, web):
         page.wait_for_url(re.compile(r"/-/blob/data/gen/part_\d\d\.txt\?q="))
         assert page.locator(".code").count() == 1
         page.goto(web["url"] + "/search?q=%22alpha+beta%22", wait_until="domcontentloaded")
+        held_count(2)
         held[-1].continue_()  # now the script runs and takes the results over
         page.wait_for_selector("#results .more-toggle")
         page.locator("#results section.file a.file-path").first.click()
@@ -476,8 +489,9 @@ def test_results_are_links_until_the_page_script_runs(owner_page, web):
     page.route(app, lambda route: held.append(route))
     try:
         page.goto(web["url"] + f"/browse/{DEMO}@main/-/blob/src/app.py", wait_until="domcontentloaded")
+        held_count(1)
         copy = page.locator("button[data-copy-path]")
-        assert held and copy.count() == 1 and copy.is_hidden()  # nothing to click before it works
+        assert copy.count() == 1 and copy.is_hidden()  # nothing to click before it works
         held[-1].continue_()
         copy.wait_for(state="visible")
     finally:

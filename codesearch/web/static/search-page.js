@@ -75,8 +75,10 @@ async function initSearch() {
   }
 
   // Clicking a result opens it in the preview panel beside the results (preview.js); its links
-  // stay links (Cmd/Ctrl-click, middle-click open the file page).
-  initPreview(results);
+  // stay links (Cmd/Ctrl-click, middle-click open the file page). The panel is written after the
+  // results, so this may run before it is parsed (the page is still streaming): until then a
+  // click is what it is without the script (links are followed).
+  Promise.race([parsed("preview"), complete()]).then(() => initPreview(results));
   // "Show N more matches" under a file reveals the rest in place (more-matches.js).
   initMoreMatches(results);
 
