@@ -27,6 +27,7 @@ from codesearch.config import load_config
 from codesearch.serving.api import build_app
 from codesearch.store import Store
 from tests.asgiserver import bound_socket, serving
+from tests.audited import audited
 from tests.smtpserver import smtp_server
 
 ENV = {"SOURCEBOT_ENCRYPTION_KEY": "invite-methods-test-secret-0123456789", "GH_ID": "id", "GH_SECRET": "secret",
@@ -102,15 +103,6 @@ def _visitor(base: str) -> tuple[httpx.Client, str]:
     return c, _token(c.get("/login").text)
 
 
-def _audited(store: Store, action: str, target: str) -> bool:
-    deadline = time.monotonic() + 5  # the audit log writes every 0.5 s
-    while time.monotonic() < deadline:
-        if any(e.target == target for e in store.list_audit_events(action=action)[0]):
-            return True
-        time.sleep(0.05)
-    return False
-
-
 # ----------------------------------------------------------------------------- what the page offers
 
 PAGE_CASES = [
@@ -146,7 +138,7 @@ def test_the_invite_page_offers_the_ways_that_are_on(world, case, app, switches,
     open_invite = world["store"].find_invite(token)
     if post_status == 303:
         assert user is not None and open_invite is None
-        assert _audited(world["store"], "invite.accept", email)
+        assert audited(world["store"], "invite.accept", email)
     else:  # refused as /login refuses: nothing made, the invite still open for another way
         assert "Joining with a password is turned off on this server" in r.text and 'role="alert"' in r.text
         assert user is None and open_invite is not None
@@ -202,7 +194,7 @@ def test_joining_with_a_code_carries_the_invite(world, case, invited, role, type
     if status == 303:
         assert user.role == role_after and user.email_verified and not world["store"].is_pending(user.id)
         assert world["store"].find_invite(token) is None
-        assert _audited(world["store"], "invite.accept", typed)
+        assert audited(world["store"], "invite.accept", typed)
     else:
         assert "This invite is for another e-mail address" in r.text and user is None
         assert world["store"].find_invite(token) is not None

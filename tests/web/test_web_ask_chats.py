@@ -11,13 +11,12 @@ model is `tests.fakellm` on 127.0.0.1, scripted per test.
 
 from __future__ import annotations
 
-import time
-
 import httpx
 import pytest
 from playwright.sync_api import expect
 
 from tests.a11y import audit, describe
+from tests.audited import audited
 from tests.conftest import TEST_LLM_TOKEN, TEST_LLM_TOKEN_ENV
 from tests.fakellm import FakeModelServer
 from tests.mcpworld import DEMO, WIDGETS, build
@@ -125,17 +124,6 @@ def owners_chat(world, question="Where do requests go?", **kw):
                                       model=MODEL, **kw)
 
 
-def audited(store, action: str, target: str, **details) -> bool:
-    """Whether the audit log has an `action` event on `target` with (at least) `details`."""
-    deadline = time.monotonic() + 5  # the audit log writes every 0.5 s
-    while time.monotonic() < deadline:
-        for e in store.list_audit_events(action=action, per_page=100)[0]:
-            if e.target == target and details.items() <= e.details.items():
-                return True
-        time.sleep(0.05)
-    return False
-
-
 # ----------------------------------------------------------------------------- over HTTP: who may do what
 
 
@@ -209,7 +197,7 @@ def test_who_may_rename_delete_share_and_duplicate_a_chat(world):
                             ("chat.member.remove", {"member": world["bob"]["id"]}),
                             ("chat.duplicate", {"copy": copy["chatId"]}), ("chat.delete", {}),
                             ("chat.read", {"role": "member"})]:
-        assert audited(store, action, cid, **details), (action, details)
+        assert audited(store, action, cid, details=details), (action, details)
 
 
 def test_a_mentioned_file_goes_to_the_model_as_the_caller_may_read_it(world):
@@ -226,7 +214,7 @@ def test_a_mentioned_file_goes_to_the_model_as_the_caller_may_read_it(world):
     assert r.status_code == 200 and "It serves requests." in r.text
     system = fake.bodies[-1]["system"]
     assert f'<file repo="{DEMO}" path="src/app.py" ref="main">' in system and "def handle_request" in system
-    assert audited(world["store"], "chat.ask", "What does @src/app.py do?", files=f"{DEMO}/src/app.py")
+    assert audited(world["store"], "chat.ask", "What does @src/app.py do?", details={"files": f"{DEMO}/src/app.py"})
     # refused before anything is asked: a hidden repository answers as an unknown one
     asked = len(fake.requests)
     for files, status, code in [

@@ -16,6 +16,7 @@ import pytest
 
 from codesearch.accounts import hash_password
 from tests.a11y import audit, describe
+from tests.audited import audited
 from tests.webworld import browser, login, page_for, web  # noqa: F401  (pytest fixtures)
 
 
@@ -27,15 +28,6 @@ def _person(web, email: str) -> dict:
 
 def _repos(web, key: str) -> int:
     return httpx.get(web["url"] + "/api/repos", headers={"Authorization": f"Bearer {key}"}, timeout=30).status_code
-
-
-def _audited(web, action: str, target: str) -> bool:
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        if any(e.target == target for e in web["store"].list_audit_events(action=action)[0]):
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def _no_violations(page) -> None:
@@ -64,7 +56,7 @@ def test_deactivating_ends_an_open_session_and_reactivating_lets_them_back(page_
     with theirs.expect_response(lambda r: r.request.method == "POST") as answer:
         theirs.click("button[type=submit]")
     assert answer.value.status == 403 and "deactivated" in theirs.content()
-    assert _audited(web, "member.deactivate", person["email"])
+    assert audited(web["store"], "member.deactivate", person["email"])
 
     row.get_by_role("button", name="Reactivate").click()
     owner.wait_for_selector("p.notice")
@@ -72,7 +64,7 @@ def test_deactivating_ends_an_open_session_and_reactivating_lets_them_back(page_
     login(theirs, web, person)
     assert "/login" not in theirs.url
     assert _repos(web, key) == 401  # old keys stay revoked: reactivation gives no credential back
-    assert _audited(web, "member.reactivate", person["email"])
+    assert audited(web["store"], "member.reactivate", person["email"])
 
 
 def test_removing_through_the_confirmation_page(page_for, web):
@@ -91,7 +83,7 @@ def test_removing_through_the_confirmation_page(page_for, web):
     theirs.goto(web["url"] + "/settings/keys")
     assert "/login" in theirs.url
     assert web["store"].find_user_by_email(person["email"]) is None
-    assert _audited(web, "member.remove", person["email"])
+    assert audited(web["store"], "member.remove", person["email"])
 
 
 def test_a_service_account_owns_keys_and_never_signs_in(page_for, web):
@@ -109,7 +101,7 @@ def test_a_service_account_owns_keys_and_never_signs_in(page_for, web):
     assert _repos(web, key) == 200
     account = next(u for u in web["store"].list_service_accounts() if u.name == "Nightly CI")
     assert account.email.endswith(".invalid") and account.password_hash is None
-    assert _audited(web, "service_account.create", "Nightly CI")
+    assert audited(web["store"], "service_account.create", "Nightly CI")
     # it cannot sign in: no password, and the store refuses it a session whatever the route
     with pytest.raises(Exception, match="service account"):
         web["store"].create_web_session(account.id, ttl_seconds=60)
@@ -127,7 +119,7 @@ def test_a_member_leaves_and_the_last_owner_cannot(page_for, web):
     theirs.get_by_role("button", name="Leave and delete my account").click()
     theirs.wait_for_url(lambda url: "/login" in url)
     assert web["store"].find_user_by_email(person["email"]) is None
-    assert _audited(web, "member.leave", person["email"])
+    assert audited(web["store"], "member.leave", person["email"])
 
     owner = page_for(web["owner"])
     owner.goto(web["url"] + "/settings/leave")

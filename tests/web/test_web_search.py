@@ -23,6 +23,7 @@ import urllib.parse
 import httpx
 import pytest
 
+from tests.audited import audited
 from tests.corpus import make_local_repo
 from tests.mcpworld import DEMO, WIDGETS
 from tests.webworld import browser, index_local_repo, page_for, shot, web  # noqa: F401  (pytest fixtures)
@@ -439,8 +440,7 @@ def test_more_matches_show_in_place(owner_page, web):
     assert page.evaluate("() => document.activeElement.classList.contains('more-toggle')")
     toggle.click()
     assert sec.locator(".cline.hit").count() == 80 and len(asked) == 1
-    events, _ = web["store"].list_audit_events(action="search", per_page=20)
-    assert any(e.details.get("file") == f"{DEMO}:{sec.get_attribute('data-path')}" for e in events)
+    assert audited(web["store"], "search", details={"file": f"{DEMO}:{sec.get_attribute('data-path')}"})
 
 
 def test_results_are_links_until_the_page_script_runs(owner_page, web):
@@ -615,8 +615,7 @@ def test_a_result_opens_in_the_preview_panel(owner_page, web):
     new.wait_for_load_state()
     assert "/-/blob/src/app.py" in new.url and page.url == url and page.locator("#preview").is_hidden()
     new.close()
-    events, _ = web["store"].list_audit_events(action="source.read", per_page=20)
-    assert any(e.details.get("preview") and e.target == f"{DEMO}:src/app.py" for e in events)
+    assert audited(web["store"], "source.read", f"{DEMO}:src/app.py", details={"preview": True})
 
 
 @pytest.mark.parametrize("width", [360, 1400])
@@ -691,7 +690,7 @@ MORE_MATCHES = [
     (f'q=%22big+file%22&repo={DEMO}&path=data/big.txt', 200, 0, "+ more matches in this file"),  # 1,200: bounded
     (f"q=%5Cw%2B&regex=1&repo={DEMO}&path=src/app.py", 200, 0, '<span class="k">def</span>'),  # highlighted
     (f'q=%22alpha+beta%22&repo={DEMO}&path=src/app.py', 404, 0, "no matches in that file"),
-    (f'q=%22alpha+beta%22&repo=git.local/no-such&path=data/gen/part_03.txt', 404, 0, "no matches in that file"),
+    ('q=%22alpha+beta%22&repo=git.local/no-such&path=data/gen/part_03.txt', 404, 0, "no matches in that file"),
     (f"q=%28alpha+or+beta&repo={GEN}", 400, 0, "cannot be narrowed to one file"),
     (f"q=archived%3Amaybe&repo={GEN}", 400, 0, "archived"),
     (f"repo={GEN}", 400, 0, "Field required"),
