@@ -147,9 +147,11 @@ def start_compactor(
     name: str | None = None,
     actor_options: dict[str, Any] | None = None,
     env: SealedEnv | None = None,
+    wait: bool = True,
 ) -> CompactorHandle:
     """Create the compactor actor (supervised by Ray, reserving no CPU); returns it. `env`:
-    environment the actor sets first (`codesearch.sealed_env`)."""
+    environment the actor sets first (`codesearch.sealed_env`). Without `wait`, it returns before
+    the actor answers (see `workers.start_workers`)."""
     import ray
 
     opts: dict[str, Any] = {"num_cpus": 0, "max_restarts": -1, **(actor_options or {})}
@@ -157,7 +159,8 @@ def start_compactor(
         opts["name"] = name
         opts["namespace"] = NAMESPACE
     actor = cast("CompactorHandle", ray.remote(CompactorActor).options(**opts).remote(data_dir, settings, poll_s, env))
-    ray.get(actor.ping.remote())
+    if wait:
+        ray.get(actor.ping.remote())
     return actor
 
 

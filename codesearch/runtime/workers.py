@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from codesearch import defaults
 from codesearch.errors import is_disk_full
-from codesearch.runtime import metrics
+from codesearch.runtime import NAMESPACE, metrics
 from codesearch.sealed_env import SealedEnv
 from codesearch.statuses import IndexStatus, JobKind, JobState, SyncStatus
 
@@ -463,10 +463,15 @@ def start_workers(
     name_prefix: str = "codesearch",
     actor_options: dict[str, Any] | None = None,
     env: SealedEnv | None = None,
+    names: Sequence[str] = (),
+    wait: bool = True,
 ) -> list[WorkerHandle]:
     """Create the syncer and indexer actors (counts from `worker_counts` unless given). Worker
     ids are stable per slot, so an actor restarted by Ray releases its own unfinished job.
-    `env`: environment each actor sets first (`codesearch.sealed_env`)."""
+    `env`: environment each actor sets first (`codesearch.sealed_env`). `names`: the actors'
+    names in `NAMESPACE`, syncers first, one per actor. With `wait` (the default) it returns once
+    every actor answers; without, at once: the caller starts other actors meanwhile and pings
+    these later (each actor is a process to start, ~1 s here: started together, they overlap)."""
     import ray
 
     options = options or RuntimeOptions()
@@ -474,6 +479,12 @@ def start_workers(
     n_sync = syncers if syncers is not None else n_sync
     n_index = indexers if indexers is not None else n_index
     run_id = uuid.uuid4().hex[:6]
+    if names and len(names) != n_sync + n_index:
+        raise ValueError(f"{len(names)} names for {n_sync + n_index} workers")
+
+    def named(i: int) -> dict[str, Any]:
+        return {"name": names[i], "namespace": NAMESPACE} if names else {}
+
     opts: dict[str, Any] = {"num_cpus": 0, "max_restarts": -1, **(actor_options or {})}
     actors: list[WorkerHandle] = []
     for i in range(n_sync):
@@ -481,7 +492,7 @@ def start_workers(
             cast(
                 "WorkerHandle",
                 ray.remote(ConnectionSyncerActor)
-                .options(**opts)
+                .options(**opts, **named(i))
                 .remote(data_dir, f"{name_prefix}-sync-{run_id}-{i}", options, env=env),
             )
         )
@@ -491,7 +502,7 @@ def start_workers(
             cast(
                 "WorkerHandle",
                 ray.remote(RepoIndexerActor)
-                .options(**index_opts)
+                .options(**index_opts, **named(n_sync + i))
                 .remote(
                     data_dir,
                     f"{name_prefix}-index-{run_id}-{i}",
@@ -503,7 +514,8 @@ def start_workers(
                 ),
             )
         )
-    ray.get([a.ping.remote() for a in actors])
+    if wait:
+        ray.get([a.ping.remote() for a in actors])
     return actors
 
 

@@ -230,20 +230,22 @@ def start_runtime_actors(
     scheduler = start_scheduler(
         spec.config_path, spec.data_dir, options, name=n["scheduler"], actor_options=opts, env=spec.env
     )
-    workers: list[Any] = []  # actor handles
-    for name in worker_names:
-        sync = "-sync-" in name
-        workers += start_workers(
-            spec.data_dir,
-            settings,
-            options,
-            syncers=int(sync),
-            indexers=int(not sync),
-            name_prefix=n["workers"],
-            actor_options={**opts, "name": name, "namespace": NAMESPACE},
-            env=spec.env,
-        )
-    workers.append(start_compactor(spec.data_dir, name=n["compactor"], actor_options=opts, env=spec.env))
+    # the rest after the scheduler's start-up cleanup (the workers take jobs as they start), all
+    # together: each actor is a process to start (~1 s on two cores), and one after another they
+    # cost a `codesearch serve` start ~5 s; the workers and the compactor answer once the searchers do
+    workers: list[Any] = start_workers(  # actor handles
+        spec.data_dir,
+        settings,
+        options,
+        syncers=n_sync,
+        indexers=n_index,
+        name_prefix=n["workers"],
+        actor_options=opts,
+        env=spec.env,
+        names=worker_names,
+        wait=False,
+    )
+    workers.append(start_compactor(spec.data_dir, name=n["compactor"], actor_options=opts, env=spec.env, wait=False))
 
     index_dir = os.path.join(spec.data_dir, "index")
     fetch: dict[str, str] = {}
@@ -265,6 +267,7 @@ def start_runtime_actors(
         actor_options=searcher_opts,
         **fetch,
     )
+    ray.get([w.ping.remote() for w in workers])
     ray.get(scheduler.set_searchers.remote(n["searchers"], len(pool.actors)))
     instance, database = ray.get(scheduler.database_identity.remote())
     publish_deployment(
