@@ -118,6 +118,9 @@ class Scheduler:
         self.config: Config | None = None
         self._config_mtime: float | None = None
         self._shards: list[ShardSpec] | None = None
+        #: Held while the index is compared with what the searchers were given (the tick's
+        #: thread and `SchedulerActor.catch_up`'s caller may both do it).
+        self._index_lock = threading.Lock()
         #: made when the config is applied
         self.permission_syncer: PermissionSyncer | None = None
         self.errors: list[str] = []
@@ -341,6 +344,10 @@ class Scheduler:
         return gone
 
     def _check_index(self) -> None:
+        with self._index_lock:
+            self._check_index_locked()
+
+    def _check_index_locked(self) -> None:
         from codesearch.runtime.published import shard_files
 
         try:
@@ -444,6 +451,13 @@ class SchedulerActor(Scheduler):
         if self._pool is not None:
             self._pool.refresh(index_dir)
 
+    def catch_up(self) -> None:
+        """Give the searchers the index's shards now if they changed since the last tick, and
+        return once they hold them: after it, a search finds every repository the store says is
+        indexed (what `codesearch serve`'s first-sync line waits for:
+        `launcher.searchers_caught_up`), instead of after the next tick."""
+        self._check_index()
+
     def _attach(self, prefix: str, count: int) -> None:
         from codesearch.runtime.searchers import SearcherPool
 
@@ -522,6 +536,7 @@ if TYPE_CHECKING:
         start: Method[None]
         shutdown: Method[None]
         status: Method[dict[str, Any]]
+        catch_up: Method[None]
         set_searchers: Method[None]
         database_identity: Method[tuple[str, str]]
 

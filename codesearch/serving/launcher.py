@@ -48,7 +48,7 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from codesearch import defaults
 from codesearch.progress_line import ProgressLine
@@ -56,6 +56,7 @@ from codesearch.serving.bootstrap import names
 from codesearch.serving.serve_settings import APP_NAME
 
 if TYPE_CHECKING:
+    from codesearch.runtime.scheduler import SchedulerHandle
     from codesearch.serving.bootstrap import ServiceSpec
     from codesearch.serving.spec import ServiceArgs
     from codesearch.store import Store
@@ -81,10 +82,13 @@ def wait_first_sync(
     stop: threading.Event | None = None,
     say: Callable[[str], None] = _say,
     repo_lines: ProgressLine | None = None,
+    searchable: Callable[[], object] | None = None,
 ) -> bool:
     """Print the progress of the first sync and index until every connection synced once and
     every repo is indexed or failed (or `timeout_s` passed, or `stop` was set): a summary line
-    when it changes, and each repository as it is done (`repo_lines`)."""
+    when it changes, and each repository as it is done (`repo_lines`). `searchable` is called
+    before the last line (every repository indexed) is printed: it waits until the searchers
+    have what was indexed (`searchers_caught_up`), so that a search sent on that line finds it."""
     import time
 
     from codesearch.runtime.scheduler import first_sync_state
@@ -107,6 +111,8 @@ def wait_first_sync(
             )
             if line != last:
                 repo_lines.end()
+                if st["done"] and searchable is not None:
+                    searchable()
                 say(line)
                 last = line
             for repo in st["finished"]:
@@ -135,6 +141,30 @@ def wait_first_sync(
                 time.sleep(0.5)
     finally:
         repo_lines.end()
+
+
+#: Seconds the first sync's last line waits at most for the searchers to load what was indexed.
+SEARCHABLE_WAIT_S = 30.0
+
+
+def searchers_caught_up(scheduler: str, timeout_s: float = SEARCHABLE_WAIT_S) -> bool:
+    """Wait until the searchers hold what the store says is indexed (at most `timeout_s`);
+    whether they do. A repository is recorded indexed once its shards are in the index, and the
+    scheduler gives the searchers the index's new shard lists at its next tick: this asks it to
+    do so now (`SchedulerActor.catch_up`). `scheduler`: its actor's name (``names()["scheduler"]``)."""
+    import ray
+
+    from codesearch.serving.bootstrap import get_actor
+
+    found = get_actor(scheduler)
+    if found is None:
+        return False
+    try:
+        ray.get(cast("SchedulerHandle", found).catch_up.remote(), timeout=timeout_s)
+    except Exception as e:  # noqa: BLE001 - a scheduler restarting: the line is printed anyway
+        _say(f"warning: the searchers may not have the last index yet: {reason(e)}")
+        return False
+    return True
 
 
 #: Where `ray start` records the address of the cluster it started (what RAY_ADDRESS=auto reads).
@@ -424,7 +454,12 @@ def run(
         _say(f"codesearch is serving at http://{host}:{port} (Ctrl-C to stop)")
         store = Store.open(spec.data_dir)
         try:
-            wait_first_sync(store, timeout_s=float(os.environ.get("CODESEARCH_FIRST_SYNC_TIMEOUT_S") or 600), stop=stop)
+            wait_first_sync(
+                store,
+                timeout_s=float(os.environ.get("CODESEARCH_FIRST_SYNC_TIMEOUT_S") or 600),
+                stop=stop,
+                searchable=lambda: searchers_caught_up(spec.names()["scheduler"]),
+            )
         finally:
             store.close()
         while not stop.wait(0.5):
