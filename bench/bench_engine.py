@@ -575,7 +575,11 @@ def main() -> int:
             row["brute_files"] = len(hits)
             row["brute_ranges"] = count_matches(q, corpus, hits)
         rows.append(row)
-        print(f"  measured: {q.cls}", file=sys.stderr, flush=True)
+        # each class as it is measured (the 10 GB run takes an hour: what was measured survives a cut)
+        cells = {k: row[k][0] * 1000 for k in ("cs", "gcscap", "rgcap") if isinstance(row.get(k), tuple)}
+        print(f"  measured: {q.cls}: " + ", ".join(f"{k} p50 {v:.1f} ms" for k, v in cells.items())
+              + f"; files engine {row.get('cs_files', '–')} / rg {row['rg_files']}, same: {row.get('ok', '–')}"
+              + (f"; {row['cs_error']}" if "cs_error" in row else ""), file=sys.stderr, flush=True)
 
     # ---------------------------------------------------------------- table
     print(f"## Queries ({args.runs} timed runs after 1 warm-up; brute force {args.brute_runs} runs; "

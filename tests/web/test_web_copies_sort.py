@@ -80,7 +80,7 @@ def api(web, body: dict) -> httpx.Response:
 
 def open_results(page, web, **params) -> None:
     page.goto(f"{web['url']}/search?{urllib.parse.urlencode({'q': QUERY, **params})}")
-    page.wait_for_function("() => document.body.dataset.searchDone === '1'")
+    page.wait_for_function("() => document.body?.dataset.searchDone === '1'")
 
 
 def sections(page) -> list[dict]:
@@ -162,8 +162,9 @@ def test_the_summary_counts_each_content_once(page_for, web, forks):
 def test_the_order_is_a_link_and_the_page_follows_it(page_for, web, forks, link, sort):
     page = page_for(web["owner"])
     open_results(page, web, sort="path" if sort != "path" else "recency")
-    page.get_by_role("navigation", name="Sort results").get_by_role("link", name=link).click()
-    page.wait_for_function("() => document.body.dataset.searchDone === '1'")
+    with page.expect_navigation():  # (the page before it was done too: waiting for that would pass at once)
+        page.get_by_role("navigation", name="Sort results").get_by_role("link", name=link).click()
+    page.wait_for_function("() => document.body?.dataset.searchDone === '1'")  # (no body yet early in a load)
     params = urllib.parse.parse_qs(urllib.parse.urlsplit(page.url).query)
     assert params.get("sort") == ([sort] if sort else None) and params["q"] == [QUERY]
     current = page.locator(".result-sort [aria-current=true]")
