@@ -24,7 +24,6 @@ import argparse
 import os
 import re
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -35,6 +34,10 @@ from pathlib import Path
 import httpx
 
 HERE = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(HERE / "bench"))
+
+from bench_service import free_port  # noqa: E402  (as bench_scale.py takes it)
+
 PHASES = ("ray", "serve", "http", "synced", "stop")
 MARKS = {
     "ray": re.compile(r"^ray: started", re.M),
@@ -43,12 +46,6 @@ MARKS = {
 }
 POLL_S = 0.05
 TIMEOUT_S = 300.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def one_start(tree: Path) -> dict[str, float]:
