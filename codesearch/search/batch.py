@@ -247,7 +247,7 @@ def definitions_first(
         try:
             root = ev.start()
             if root is not None:
-                ranked.extend((-bonus, i, doc) for bonus, doc in ev.ranked_definitions())
+                ranked.extend((-bonus, i, doc) for bonus, doc in ev.ranked_definitions(options.search_budget + 1))
         except Exception as e:  # noqa: BLE001 - the second pass reports the shard's failure
             log.error("definitions of %s failed: %s", shard.path, e)
             continue

@@ -120,7 +120,8 @@ class DocContext:
         self._path: bytes | None = None
         self._symbol_names: list[bytes] | None = None
         self._symbol_matches: dict[int, list[int]] = {}  # id of a SymbolLeaf → its symbols here
-        self._defined: set[bytes] | None = None
+        #: name → the lines where the document defines it (filled by `_is_definition`)
+        self._defined: dict[bytes, set[int]] = {}
 
     @property
     def content(self) -> bytes:
@@ -298,12 +299,18 @@ class DocContext:
         return mask_names(repo.branches, bits)
 
     def _is_definition(self, a: int, b: int) -> bool:
-        """True when content[a:b] is the name of a symbol defined on that line."""
+        """True when content[a:b] is the name of a symbol defined on that line. Scoring asks for
+        each whole-word match until one is a definition: the lines that define a name are looked
+        up once per name (`Shard.symbols_named`, a binary search; a large file has thousands of
+        symbols) and kept in `_defined`."""
         name = self.content[a:b]
-        if self._defined is None:
-            self._defined = set(self.symbol_names)
-        if name not in self._defined:
+        lines = self._defined.get(name)
+        if lines is None:
+            shard = self.ev.shard
+            lines = {
+                int(shard.sym_line[k]) for k in shard.symbols_named(name, self.doc) if shard.symbol_name(k) == name
+            }
+            self._defined[name] = lines
+        if not lines:
             return False
-        line = int(self.ev.shard.line_starts(self.doc).searchsorted(np.uint32(a), side="right"))
-        first = self.ev.shard.symbol_range(self.doc).start
-        return any(int(self.ev.shard.sym_line[first + k]) == line for k, n in enumerate(self.symbol_names) if n == name)
+        return int(self.ev.shard.line_starts(self.doc).searchsorted(np.uint32(a), side="right")) in lines

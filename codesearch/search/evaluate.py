@@ -38,7 +38,7 @@ from codesearch.query.regex import RegexTimeout
 from codesearch.query.trigram_query import ALL, AND, NONE, TrigramQuery
 from codesearch.search.document import DocContext, DocReader, FileMatch, truncate_match
 from codesearch.search.options import MAX_COUNTED_PER_FILE, Stats
-from codesearch.search.ranking import definition_bonus
+from codesearch.search.ranking import EXACT_CASE_BONUS, kind_weights
 
 #: A plain term that can name a symbol: its definitions are verified and ranked first.
 _IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
@@ -315,21 +315,35 @@ class ShardEvaluator:
         stats.shardsScanned = 1
         return Verification(self, root, cand)
 
-    def ranked_definitions(self) -> list[tuple[int, int]]:
-        """``(definition_bonus, doc)`` for each document of the shard that defines a searched
-        identifier (on the searched branches): what `search_shards` verifies first, best first.
-        Call `start` first."""
-        best: dict[int, int] = {}
+    def ranked_definitions(self, limit: int) -> list[tuple[int, int]]:
+        """``(definition_bonus, doc)`` for the documents of the shard that define a searched
+        identifier (on the searched branches), best first (then in document order), at most
+        `limit` of them: what `search_shards` verifies first. Each definition holds a match, so
+        more than the budget's worth cannot all be checked first; the others are verified with
+        the rest of the shard. Call `start` first."""
+        s = self.shard
+        weights = kind_weights(s.symbol_kinds)
+        docs_of, bonus_of = [], []
         for leaf in self.identifiers:
-            want = leaf.node.pattern.encode("utf-8")
-            for doc, kind, written in self.shard.definitions(want):
-                exact = written == want
-                if exact or not leaf.node.case_sensitive:
-                    best[doc] = max(best.get(doc, 0), definition_bonus(kind, exact))
-        if best and self.plan.default_branch_only:
-            on_default = self.shard.docs_where("default-branch")
-            best = {doc: b for doc, b in best.items() if doc in on_default}
-        return [(b, doc) for doc, b in best.items()]
+            found = s.definitions(leaf.node.pattern.encode("utf-8"))
+            counted = found.exact | (not leaf.node.case_sensitive)
+            docs_of.append(found.docs[counted])
+            bonus_of.append((np.where(found.exact, EXACT_CASE_BONUS, 0) + weights[found.kinds])[counted])
+        docs, bonus = (
+            np.concatenate(docs_of or [np.zeros(0, np.uint32)]),
+            np.concatenate(bonus_of or [np.zeros(0, int)]),
+        )
+        order = np.lexsort((-bonus, docs))  # by document, its best definition first
+        docs, bonus = docs[order], bonus[order]
+        first = np.ones(docs.size, dtype=bool)
+        first[1:] = docs[1:] != docs[:-1]
+        docs, bonus = docs[first], bonus[first]
+        if docs.size and self.plan.default_branch_only:
+            on_default = s.docs_where("default-branch")
+            kept = np.fromiter((d in on_default for d in docs.tolist()), dtype=bool, count=docs.size)
+            docs, bonus = docs[kept], bonus[kept]
+        best = np.lexsort((docs, -bonus))[:limit]  # best first, then by document
+        return list(zip(bonus[best].tolist(), docs[best].tolist(), strict=True))
 
     def check(self, root: ast.Node, doc: int, limit: int) -> FileMatch | None:
         """Evaluate `root` exactly on `doc`, collecting at most `limit` content ranges; a match

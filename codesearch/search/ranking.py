@@ -18,7 +18,8 @@ variable. Ties keep file order: shards store ordinary source before tests, docs 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -76,9 +77,24 @@ _KIND_WEIGHT = {
 }
 
 
+#: What a definition adds when it is written as searched, not only up to ASCII case.
+EXACT_CASE_BONUS = 100
+
+
 def definition_bonus(kind: str, exact_case: bool) -> int:
     """What a definition of `kind` adds to `SCORE_SYMBOL` (see the module docstring)."""
-    return (100 if exact_case else 0) + 20 * _KIND_WEIGHT.get(kind, 0)
+    return (EXACT_CASE_BONUS if exact_case else 0) + 20 * _KIND_WEIGHT.get(kind, 0)
+
+
+@functools.lru_cache(maxsize=256)
+def _kind_weights(kinds: tuple[str, ...]) -> np.ndarray:
+    return np.array([definition_bonus(k, False) for k in kinds], dtype=np.int64)
+
+
+def kind_weights(kinds: Sequence[str]) -> np.ndarray:
+    """`definition_bonus` without the exact-case part for each of a shard's `symbol_kinds`, as an
+    array to index by kind (shards share a few lists of kinds: the table is kept per list)."""
+    return _kind_weights(tuple(kinds))
 
 
 def score_file(

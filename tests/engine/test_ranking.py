@@ -82,4 +82,55 @@ def test_the_defining_file_comes_first(real_code, identifier, repo, path, matche
     # the definition itself is among the ranges shown for that file
     f = next(f for f in resp["files"] if (f["repository"], f["fileName"]["text"]) == (repo_names[repo], path))
     lines = [line for c in f["chunks"] for line in c["content"].split("\n")]
-    assert any(re.match(rf"\s*(class|def)\s+{identifier}\b", line) for line in lines), f"{identifier}: no definition shown"
+    assert any(re.match(rf"\s*(class|def)\s+{identifier}\b", line) for line in lines), (
+        f"{identifier}: no definition shown"
+    )
+
+
+#: names with a few definitions and with hundreds (``__init__``), written as defined and not
+DEFINED_NAMES = ["Session", "session", "SESSION", "__init__", "get", "urlsplit", "no_such_name_here"]
+
+
+def _brute_definitions(shard, name: str) -> list[tuple[int, str, bool]]:
+    """`Shard.definitions` from each document's symbols, one by one: the oracle of the arrays."""
+    from codesearch.index.shard import is_reference
+
+    out = []
+    for doc in range(shard.doc_count):
+        for sym in shard.symbols(doc):
+            if sym.name.lower() == name.lower() and not is_reference(sym.kind, shard.language(doc)):
+                out.append((doc, sym.kind, sym.name == name))
+    return sorted(out)
+
+
+@pytest.mark.parametrize("name", DEFINED_NAMES)
+def test_definitions_are_every_symbol_of_that_name_that_is_not_an_import(real_code, name):
+    searcher, _ = real_code
+    for shard in searcher.shards:
+        found = shard.definitions(name.encode())
+        got = sorted(
+            zip(found.docs.tolist(), [shard.symbol_kinds[k] for k in found.kinds.tolist()], found.exact.tolist())
+        )
+        assert got == _brute_definitions(shard, name), shard.path
+
+
+@pytest.mark.parametrize("name", DEFINED_NAMES)
+@pytest.mark.parametrize("case_sensitive", [False, True])
+@pytest.mark.parametrize("limit", [1, 3, 10_000])
+def test_ranked_definitions_are_the_best_first_then_in_document_order(real_code, name, case_sensitive, limit):
+    from codesearch.search.engine import make_plan
+    from codesearch.search.evaluate import ShardEvaluator
+    from codesearch.search.options import SearchOptions
+    from codesearch.search.ranking import definition_bonus
+
+    searcher, _ = real_code
+    plan = make_plan(name, SearchOptions(case_sensitive=case_sensitive))
+    for shard in searcher.shards:
+        best: dict[int, int] = {}
+        for doc, kind, exact in _brute_definitions(shard, name):
+            if exact or not case_sensitive:
+                best[doc] = max(best.get(doc, -1), definition_bonus(kind, exact))
+        want = sorted(((b, doc) for doc, b in best.items()), key=lambda x: (-x[0], x[1]))[:limit]
+        ev = ShardEvaluator(shard, plan, 100, float("inf"))
+        assert ev.start() is not None
+        assert ev.ranked_definitions(limit) == want, shard.path
