@@ -70,6 +70,19 @@ def _variants(trigram: int) -> tuple[int, ...]:
     return tuple(variants(trigram))
 
 
+@functools.lru_cache(maxsize=1024)
+def _expanded(trigrams: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray | None]:
+    """The index trigrams to look up for `trigrams` (each any-case one as its `variants`), and
+    where each one's variants start (None when there are none: all are exact): a search asks
+    every shard about the same trigrams, so they are expanded once, not once per shard."""
+    expanded = [_variants(t) for t in trigrams]
+    want = np.array([v for vs in expanded for v in vs], dtype=np.uint32)
+    if len(want) == len(trigrams):
+        return want, None
+    groups = np.cumsum([0] + [len(vs) for vs in expanded[:-1]]).astype(np.intp)
+    return want, groups
+
+
 class TrigramIndex:
     """One trigram → posting list dictionary (content or file names) of a shard."""
 
@@ -100,21 +113,15 @@ class TrigramIndex:
         """Posting list sizes of many query trigrams at once (0 for absent ones), one vectorised
         lookup. An any-case trigram counts the sum over its `variants` (an upper bound of its
         union, good for ordering)."""
-        trigrams = list(trigrams)
-        expanded = [_variants(t) for t in trigrams]
-        flat = [v for vs in expanded for v in vs]
-        want = np.fromiter(flat, dtype=np.uint32, count=len(flat))
+        trigrams = tuple(trigrams)
+        want, groups = _expanded(trigrams)
         if not self.keys.size or not want.size:
             return [0] * len(trigrams)
-        idx = self.keys.searchsorted(want)
-        idx_c = np.minimum(idx, self.keys.size - 1)
-        found = (idx < self.keys.size) & (self.keys[idx_c] == want)
-        cards = np.where(found, self.card[idx_c], 0).tolist()
-        out, i = [], 0
-        for vs in expanded:
-            out.append(sum(cards[i : i + len(vs)]))
-            i += len(vs)
-        return out
+        at = self.keys.searchsorted(want)
+        np.minimum(at, self.keys.size - 1, out=at)
+        cards = np.where(self.keys[at] == want, self.card[at], 0)
+        counts: list[int] = (cards if groups is None else np.add.reduceat(cards.astype(np.int64), groups)).tolist()
+        return counts
 
     def postings(self, trigram: int) -> BitMap:
         """The documents containing `trigram` (for an any-case trigram: any of its variants; an
@@ -282,8 +289,12 @@ class Shard:
         return self.paths[doc]
 
     def content(self, doc: int) -> bytes:
+        return self.content_view(doc).tobytes()
+
+    def content_view(self, doc: int) -> memoryview:
+        """The document's content where the shard file is mapped, not copied (see `content`)."""
         a, b = int(self.cont_offs[doc]), int(self.cont_offs[doc + 1])
-        return self.content_blob[a:b].tobytes()
+        return self.content_blob[a:b]
 
     def line_starts(self, doc: int) -> np.ndarray:
         return self.lines[int(self.line_offs[doc]) : int(self.line_offs[doc + 1])]
@@ -352,6 +363,15 @@ class Shard:
             return b""
         names = np.frombuffer(self.sym_name[: int(self.sym_noff[-1])], dtype=np.uint8)
         return np.insert(names, self.sym_noff[1:-1].astype(np.int64), ord("\n")).tobytes()
+
+    def may_define(self, keys: np.ndarray) -> bool:
+        """Whether a symbol of the shard has one of `keys` (`symbol_key`s of names): a binary
+        search, so that a search for an identifier skips at once the shards that cannot hold a
+        definition of it (most of them), before any other work on them."""
+        if not self.sym_lkey.size or not keys.size:
+            return False
+        at = np.minimum(self.sym_lkey.searchsorted(keys), self.sym_lkey.size - 1)
+        return bool((self.sym_lkey[at] == keys).any())
 
     def definitions(self, name: bytes) -> Definitions:
         """The definitions of symbols called `name`, compared ASCII-case-insensitively: per

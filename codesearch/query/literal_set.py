@@ -117,6 +117,10 @@ class LiteralSetMatcher:
     def _kernel_exact(self, data: bytes) -> bool:
         return not (self._signs and has_fold_signs(data))
 
+    def absent_from(self, data: memoryview | bytes) -> bool:
+        """True when no literal of the set occurs in `data` (see `LiteralMatcher.absent_from`)."""
+        return not self._signs and all(_kernels.find(data, n, self._fold, 0) < 0 for n in self._needles)
+
     def search(self, data: bytes, deadline: float | None = None) -> bool:
         if not self._kernel_exact(data):
             return self._re2.search(data, deadline)

@@ -99,6 +99,11 @@ class PrefixRegexMatcher:
         self._anchored = anchored
         self._plain = plain
 
+    def absent_from(self, data: memoryview | bytes) -> bool:
+        """True when the literal prefix, so the pattern, does not occur in `data` (see
+        `LiteralMatcher.absent_from`)."""
+        return not self._signs and _kernels.find(data, self._prefix, self._fold, 0) < 0
+
     def _exact(self, data: bytes) -> bool:
         return not (self._signs and has_fold_signs(data))
 

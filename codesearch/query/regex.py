@@ -84,6 +84,11 @@ class CompiledRegex:
         except TimeoutError:
             raise RegexTimeout(f"pattern {self.pattern!r} took longer than {timeout:.3g}s") from None
 
+    def absent_from(self, data: memoryview | bytes) -> bool:
+        """True when the pattern certainly does not occur in `data` without reading it into
+        bytes; a regex cannot say so (False: read it and search)."""
+        return False
+
     def _budget(self, deadline: float | None) -> float:
         """Seconds the next fallback call may take (raises `RegexTimeout` when none are left)."""
         if deadline is None:
@@ -169,6 +174,12 @@ class LiteralMatcher:
     def _kernel_exact(self, data: bytes) -> bool:
         """True when the kernel finds exactly what RE2 would in `data`."""
         return self._fast and not (self._signs and has_fold_signs(data))
+
+    def absent_from(self, data: memoryview | bytes) -> bool:
+        """True when the literal certainly does not occur in `data`, any buffer (a shard's mapped
+        content, not copied into bytes): the kernel's answer where it is exact. Most candidates
+        of a rare literal hold its trigrams but not the literal; they need not be copied."""
+        return self._fast and not self._signs and _kernels.find(data, self._needle, self._fold, 0) < 0
 
     def search(self, data: bytes, deadline: float | None = None) -> bool:
         if not self._kernel_exact(data):

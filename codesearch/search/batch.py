@@ -29,12 +29,20 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 from pyroaring import BitMap
 
+from codesearch.index.format import symbol_key
 from codesearch.index.shard import Shard
 from codesearch.query import ast
 from codesearch.query.planner import Plan
-from codesearch.search.evaluate import ShardEvaluator, ShardResult, Verification, searches_identifiers
+from codesearch.search.evaluate import (
+    ShardEvaluator,
+    ShardResult,
+    Verification,
+    identifier_leaves,
+    searches_identifiers,
+)
 from codesearch.search.options import SearchOptions
 from codesearch.search.postings import PostingLists, PostingTable, content_trigrams
 from codesearch.search.visibility import visible_shards
@@ -74,6 +82,11 @@ class SharedDocument:
         if self._content is None:
             self._content = self.shard.content(doc)
         return self._content
+
+    def content_view(self, doc: int) -> memoryview | bytes:
+        if doc == self.doc and self._content is not None:
+            return self._content
+        return self.shard.content_view(doc)
 
     def symbol_names(self, doc: int) -> list[bytes]:
         if doc != self.doc:
@@ -242,7 +255,11 @@ def definitions_first(
     evaluators: dict[int, ShardEvaluator] = {}
     roots: dict[int, ast.Node] = {}
     ranked: list[tuple[int, int, int]] = []  # (-bonus, shard index, document)
+    names = {leaf.node.pattern.encode("utf-8") for leaf in identifier_leaves(list(ast.positive_leaves(p.root)))}
+    keys = np.array(sorted(symbol_key(n) for n in names), dtype=np.uint64)
     for i, shard in enumerate(shards):
+        if not shard.may_define(keys):
+            continue
         ev = ShardEvaluator(shard, p, options.search_budget, deadline, cancelled, file_matches=options.file_matches)
         try:
             root = ev.start()

@@ -31,6 +31,8 @@ class DocReader(Protocol):
 
     def content(self, doc: int) -> bytes: ...
 
+    def content_view(self, doc: int) -> memoryview | bytes: ...
+
     def symbol_names(self, doc: int) -> list[bytes]: ...
 
 
@@ -202,7 +204,9 @@ class DocContext:
         spans = self._spans.get(id(leaf))
         if spans is None:
             spans = []
-            if self.content:
+            if self._content is None and self._absent(leaf):
+                self.ev.stats.regexpsConsidered += 1
+            elif self.content:
                 self.ev.stats.regexpsConsidered += 1
                 for span in leaf.regex.finditer(self.content, self.ev.deadline):
                     spans.append(span)
@@ -210,6 +214,16 @@ class DocContext:
                         break
             self._spans[id(leaf)] = spans
         return spans
+
+    def _absent(self, leaf: ContentLeaf) -> bool:
+        """True when the leaf certainly does not match, known from the content where it lies
+        (`absent_from`) without reading it into bytes; it counts as loaded all the same."""
+        view = self.ev.reader.content_view(self.doc)
+        if not view or not leaf.regex.absent_from(view):
+            return False
+        self.ev.stats.filesLoaded += 1
+        self.ev.stats.contentBytesLoaded += len(view)
+        return True
 
     def file_match(self, branch_masks: list[list[int]]) -> FileMatch:
         """Collect the match ranges of the positive terms (at most `limit` content ranges)."""

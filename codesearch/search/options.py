@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -115,10 +116,22 @@ class Stats:
     flushReason: str = FLUSH_FINAL
 
     def add(self, other: Stats) -> None:
-        """Accumulate another shard's counters (not the match counts, which the merge sets)."""
-        for k, v in vars(other).items():
-            if isinstance(v, int) and k not in ("actualMatchCount", "duration", "wait", "fileCount"):
-                setattr(self, k, getattr(self, k) + v)
+        """Accumulate another shard's counters (not the match counts, which the merge sets).
+        Only the counters `other` has moved: a search adds one `Stats` per shard, most zero."""
+        mine, theirs = vars(self), vars(other)
+        for k in _ADDED:
+            v = theirs[k]
+            if v:
+                mine[k] += v
 
     def to_json(self) -> dict[str, Any]:
         return dict(vars(self))
+
+
+#: The counters `Stats.add` accumulates: the integer ones but the match counts, the duration and
+#: the wait, which the merge sets.
+_ADDED = tuple(
+    f.name
+    for f in dataclasses.fields(Stats)
+    if f.type in ("int", int) and f.name not in ("actualMatchCount", "duration", "wait", "fileCount")
+)

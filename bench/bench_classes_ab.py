@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""The query classes of bench_engine.py in-process, this tree against the code of another commit.
+
+Usage:
+    python bench/bench_classes_ab.py --index DIR --against REV [--rounds 2] [--runs 7]
+
+What a change to the search path is worth, measured over an index that exists (the 10 GB one
+takes 20 s to open and 9 minutes to build, so bench_engine.py's whole run is not needed for
+it): for each tree (this one, and a copy of commit REV's package made as bench_http_path.py
+makes it), a process of its own (``PYTHONPATH`` = the tree) opens a `Searcher` over --index and
+runs each class of `bench_engine.QUERIES` once to warm up, then --runs times, capped at
+``matches=100`` as bench_engine does. The trees take turns, --rounds times each, so a change in
+the machine's load shows in both; the table gives per class the median over all of a tree's
+runs, the ratio, and whether the two trees returned the same files (a faster wrong answer is
+worse than a slow right one).
+
+The other tree needs the compiled kernels: the extension of this checkout is copied into it when
+its ``kernels.c`` is the same, else the run stops and says so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from bench_engine import QUERIES  # noqa: E402
+from bench_http_path import ROOT, machine, tree_at  # noqa: E402
+
+#: Runs in a process whose PYTHONPATH is the tree measured; prints one JSON object.
+SCRIPT = r"""
+import json, sys, time
+from codesearch.search.engine import Searcher
+
+index, runs, cases = sys.argv[1], int(sys.argv[2]), json.loads(sys.argv[3])
+s = Searcher(index)
+out = {}
+for name, query, is_regex, case_sensitive in cases:
+    def one():
+        return s.search(query, matches=100, is_regex=is_regex, case_sensitive=case_sensitive)
+    first = one()
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        one()
+        times.append((time.perf_counter() - t) * 1e3)
+    files = sorted([f["repository"], f["fileName"]["text"]] for f in first["files"])
+    out[name] = {"ms": times, "files": files}
+print(json.dumps(out))
+"""
+
+
+def with_kernels(tree: Path) -> None:
+    """Give `tree` this checkout's compiled kernels, when they are built from the same source."""
+    ours = ROOT / "codesearch" / "index"
+    theirs = tree / "codesearch" / "index"
+    if list(theirs.glob("_kernels*.so")) or not (theirs / "kernels.c").exists():
+        return
+    if (theirs / "kernels.c").read_bytes() != (ours / "kernels.c").read_bytes():
+        raise SystemExit(f"{tree}: its kernels.c differs from this checkout's; build it there first")
+    for so in ours.glob("_kernels*.so"):
+        shutil.copy2(so, theirs / so.name)
+
+
+def run(tree: Path, index: str, runs: int) -> dict:
+    cases = [[q.cls, q.cs_query, q.is_regex, q.case_sensitive] for q in QUERIES]
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    done = subprocess.run([sys.executable, "-c", SCRIPT, index, str(runs), json.dumps(cases)], env=env,
+                          capture_output=True, text=True, cwd=tree)
+    if done.returncode != 0:
+        raise SystemExit(f"{tree}: the run failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--index", required=True, help="an index directory (`codesearch index` output)")
+    ap.add_argument("--against", required=True, metavar="REV", help="the commit to compare with")
+    ap.add_argument("--rounds", type=int, default=2, help="turns of each tree (default 2)")
+    ap.add_argument("--runs", type=int, default=7, help="timed runs per class and turn (default 7)")
+    a = ap.parse_args()
+    other, sha = tree_at(a.against)
+    with_kernels(other)
+    trees = [("this tree", ROOT), (f"{a.against} ({sha})", other)]
+    print(machine(), "· load average", " ".join(f"{x:.1f}" for x in os.getloadavg()))
+    got: dict[str, dict[str, list[float]]] = {label: {} for label, _ in trees}
+    files: dict[str, dict[str, list]] = {label: {} for label, _ in trees}
+    for r in range(a.rounds):
+        for label, tree in trees:
+            print(f"round {r + 1}: {label}", file=sys.stderr, flush=True)
+            for name, res in run(tree, a.index, a.runs).items():
+                got[label].setdefault(name, []).extend(res["ms"])
+                files[label][name] = res["files"]
+    mine, theirs = (label for label, _ in trees)
+    print(f"\nin-process p50 ms over {a.rounds} turns × {a.runs} runs, matches=100, index {a.index}\n")
+    print(f"| class | {mine} | {theirs} | ratio | same files |")
+    print("|---|---:|---:|---:|---|")
+    for q in QUERIES:
+        m, t = statistics.median(got[mine][q.cls]), statistics.median(got[theirs][q.cls])
+        same = "yes" if files[mine][q.cls] == files[theirs][q.cls] else "**no**"
+        print(f"| {q.cls} | {m:.1f} | {t:.1f} | {m / t:.2f} | {same} |")
+
+
+if __name__ == "__main__":
+    main()
