@@ -12,7 +12,10 @@ runs each class of `bench_engine.QUERIES` once to warm up, then --runs times, ca
 ``matches=100`` as bench_engine does. The trees take turns, --rounds times each, so a change in
 the machine's load shows in both; the table gives per class the median over all of a tree's
 runs, the ratio, and whether the two trees returned the same files (a faster wrong answer is
-worse than a slow right one).
+worse than a slow right one). With --corpus and --csearch-index, the capped classes (those
+bench_engine.py compares with ``| head -n 100``: the others read the whole corpus in rg) are also
+timed in ``csearch | head -n 100`` and ``rg | head -n 100`` between the turns, as its
+``--capped-peers-only`` does.
 
 The other tree needs the compiled kernels: the extension of this checkout is copied into it when
 its ``kernels.c`` is the same, else the run stops and says so.
@@ -32,8 +35,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from bench_engine import QUERIES  # noqa: E402
+from bench_engine import QUERIES, make_rg_runner  # noqa: E402
 from bench_http_path import ROOT, machine, tree_at  # noqa: E402
+from peers import make_csearch_runner  # noqa: E402
 
 #: Runs in a process whose PYTHONPATH is the tree measured; prints one JSON object.
 SCRIPT = r"""
@@ -86,6 +90,8 @@ def main() -> None:
     ap.add_argument("--against", required=True, metavar="REV", help="the commit to compare with")
     ap.add_argument("--rounds", type=int, default=2, help="turns of each tree (default 2)")
     ap.add_argument("--runs", type=int, default=7, help="timed runs per class and turn (default 7)")
+    ap.add_argument("--corpus", help="the corpus the index was built from (for rg)")
+    ap.add_argument("--csearch-index", help="cindex's index of --corpus (for csearch)")
     a = ap.parse_args()
     other, sha = tree_at(a.against)
     with_kernels(other)
@@ -93,20 +99,46 @@ def main() -> None:
     print(machine(), "· load average", " ".join(f"{x:.1f}" for x in os.getloadavg()))
     got: dict[str, dict[str, list[float]]] = {label: {} for label, _ in trees}
     files: dict[str, dict[str, list]] = {label: {} for label, _ in trees}
+    capped = [q for q in QUERIES if "capped" in q.cls] if a.corpus and a.csearch_index else []
+    peers = {"csearch | head": {}, "rg | head": {}}
     for r in range(a.rounds):
         for label, tree in trees:
             print(f"round {r + 1}: {label}", file=sys.stderr, flush=True)
             for name, res in run(tree, a.index, a.runs).items():
                 got[label].setdefault(name, []).extend(res["ms"])
                 files[label][name] = res["files"]
+        if capped:
+            print(f"round {r + 1}: peers", file=sys.stderr, flush=True)
+            time_peers(capped, Path(a.corpus), Path(a.csearch_index), a.runs, peers)
     mine, theirs = (label for label, _ in trees)
     print(f"\nin-process p50 ms over {a.rounds} turns × {a.runs} runs, matches=100, index {a.index}\n")
-    print(f"| class | {mine} | {theirs} | ratio | same files |")
-    print("|---|---:|---:|---:|---|")
+    print(f"| class | {mine} | {theirs} | ratio | same files | csearch \\| head | rg \\| head | ÷ csearch | ÷ rg |")
+    print("|---|---:|---:|---:|---|---:|---:|---:|---:|")
     for q in QUERIES:
         m, t = statistics.median(got[mine][q.cls]), statistics.median(got[theirs][q.cls])
         same = "yes" if files[mine][q.cls] == files[theirs][q.cls] else "**no**"
-        print(f"| {q.cls} | {m:.1f} | {t:.1f} | {m / t:.2f} | {same} |")
+        row = f"| {q.cls} | {m:.1f} | {t:.1f} | {m / t:.2f} | {same} |"
+        for peer in peers.values():
+            p = statistics.median(peer[q.cls]) if q.cls in peer else None
+            row += f" {p:.1f} |" if p else " – |"
+        for peer in peers.values():
+            row += f" {m / statistics.median(peer[q.cls]):.2f}× |" if q.cls in peer else " – |"
+        print(row)
+
+
+def time_peers(cases: list, corpus: Path, csearch_index: Path, runs: int, into: dict) -> None:
+    """``csearch | head -n 100`` and ``rg | head -n 100`` for `cases`: one warm-up, then `runs`."""
+    import time
+
+    tools = {"csearch | head": (make_csearch_runner(csearch_index, corpus), ()),
+             "rg | head": (make_rg_runner(None), (corpus,))}
+    for q in cases:
+        for label, (runner, extra) in tools.items():
+            runner(q, *extra, "capped")
+            for _ in range(runs):
+                t = time.perf_counter()
+                runner(q, *extra, "capped")
+                into[label].setdefault(q.cls, []).append((time.perf_counter() - t) * 1e3)
 
 
 if __name__ == "__main__":

@@ -37,12 +37,20 @@ def axe_source() -> str:
     return _source
 
 
-def audit(page, *, min_impact: str = "serious", rules_off: tuple[str, ...] = (), selector: str | None = None) -> list[dict]:
+#: The axe rules whose answer depends on colours: what a page in its other colour scheme (the
+#: same page, CSS ``prefers-color-scheme`` only) can fail that it passed in the first.
+COLOUR_RULES = ("color-contrast", "link-in-text-block")
+
+
+def audit(page, *, min_impact: str = "serious", rules_off: tuple[str, ...] = (), selector: str | None = None,
+          only: tuple[str, ...] = ()) -> list[dict]:
     """The axe-core violations on `page` (optionally within `selector`) of impact `min_impact` or
-    worse, rules `rules_off` not run."""
+    worse, rules `rules_off` not run; with `only`, those rules alone."""
     if not page.evaluate("() => typeof window.axe === 'object'"):
         page.evaluate(axe_source() + "\n;void 0")
     options = {"resultTypes": ["violations"], "rules": {r: {"enabled": False} for r in rules_off}}
+    if only:
+        options["runOnly"] = {"type": "rule", "values": list(only)}
     result = page.evaluate("""async ([selector, options]) => {
         const r = await axe.run(selector ? document.querySelector(selector) : document, options);
         return r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help, helpUrl: v.helpUrl,

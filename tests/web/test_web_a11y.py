@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.a11y import audit, describe
+from tests.a11y import COLOUR_RULES, audit, describe
 from tests.asgiserver import serving
 from tests.webpages import PAGES, open_page, page_data
 from tests.webworld import browser, login, web  # noqa: F401  (pytest fixtures)
@@ -32,8 +32,9 @@ OPENED = {
 @pytest.mark.parametrize("width", dict.fromkeys(width for width, _ in SCREENS))
 def test_every_page_passes_the_audit(browser, web, width):
     """Each page is opened once per width and audited in both schemes, switched in place (the
-    scheme is CSS alone, ``prefers-color-scheme``, without transitions: no page reads it at load);
-    no page links a stylesheet from its body."""
+    scheme is CSS alone, ``prefers-color-scheme``, without transitions: no page reads it at load;
+    so in the second scheme only the rules about colours can answer otherwise, and only they
+    run); no page links a stylesheet from its body."""
     schemes = [scheme for w, scheme in SCREENS if w == width]
     found = {}
     for who in dict.fromkeys(p.who for p in PAGES):
@@ -51,9 +52,9 @@ def test_every_page_passes_the_audit(browser, web, width):
                 # results page's first result once waited for the search form's
                 if page.locator("body link[rel=stylesheet]").count():
                     found[f"{spec.name} (stylesheet in the body)"] = "a <link rel=stylesheet> in <body>"
-                for scheme in schemes:
+                for k, scheme in enumerate(schemes):
                     page.emulate_media(color_scheme=scheme)
-                    problems = audit(page)
+                    problems = audit(page, only=COLOUR_RULES if k else ())
                     if problems:
                         found[f"{spec.name} ({scheme})"] = describe(problems)
         finally:
@@ -123,5 +124,10 @@ def test_the_audit_finds_what_it_looks_for(browser, web):
         page.evaluate("() => document.querySelector('header.top a.brand').textContent = ''")
         ids = {v["id"] for v in audit(page)}
         assert {"label", "link-name"} <= ids, ids
+        # the second scheme's audit runs the colour rules alone, and they do find what they look for
+        assert audit(page, only=COLOUR_RULES) == []
+        page.evaluate("() => document.querySelector('main').insertAdjacentHTML('beforeend',"
+                      " '<p style=\"color:#777;background:#888\">faint words</p>')")
+        assert {v["id"] for v in audit(page, only=COLOUR_RULES)} == {"color-contrast"}
     finally:
         ctx.close()
