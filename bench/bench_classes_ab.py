@@ -93,6 +93,7 @@ def main() -> None:
     ap.add_argument("--corpus", help="the corpus the index was built from (for rg)")
     ap.add_argument("--csearch-index", help="cindex's index of --corpus (for csearch)")
     a = ap.parse_args()
+    a.index = os.path.abspath(a.index)  # the trees run in their own directories
     other, sha = tree_at(a.against)
     with_kernels(other)
     trees = [("this tree", ROOT), (f"{a.against} ({sha})", other)]
