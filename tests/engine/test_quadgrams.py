@@ -15,7 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyroaring import BitMap
 
-from codesearch.index.quadgrams import MIN_CANDIDATES, QuadFilters, filter_for, literal_quads
+from codesearch.index import _kernels
+from codesearch.index.quadgrams import BITS_PER_TRIGRAM, MIN_CANDIDATES, QuadFilters, filter_for, literal_quads
 from codesearch.index.trigrams import scan
 
 KELVIN, LONG_S = "\u212a", "\u017f"
@@ -90,7 +91,38 @@ def test_literal_quads_leave_out_non_ascii_and_short_literals() -> None:
     assert literal_quads(KELVIN + "abc") == literal_quads("kabc")
 
 
-def test_few_candidates_are_not_narrowed() -> None:
+def test_even_one_candidate_is_narrowed() -> None:
+    """A shard's few candidates may be large files: the filter is asked whatever their number."""
     filters = filters_of(["nothing here"] * 3)
-    docs = BitMap([0, 1, 2])
-    assert filters.select(docs, literal_quads("absent literal")) is docs
+    assert len(filters.select(BitMap([1]), literal_quads("absent literal"))) == 0
+    empty = BitMap()
+    assert filters.select(empty, literal_quads("absent literal")) is empty
+
+
+def test_text_of_a_small_alphabet_does_not_fill_its_filter_up() -> None:
+    """50 KB of hex digits hold ~4,000 distinct trigrams and ~34,000 quadgrams: a filter sized by
+    its trigrams alone (as filters were) is ~90 % full and lets half the decoys through."""
+    rng = random.Random(11)
+    decoy = " err = abort(); handler(err); the Handler "
+    docs = ["".join(rng.choice("0123456789abcdef") for _ in range(50_000)) + decoy for _ in range(40)]
+    docs.append(docs[0] + " ErrAbortHandler")
+
+    def trigram_sized(data: bytes) -> bytes:
+        out = bytearray(max(8, (BITS_PER_TRIGRAM * scan(data)[0].size + 63) // 64 * 8))
+        _kernels.quad_filter(data, out)
+        return bytes(out)
+
+    def fill(f: bytes) -> float:
+        return int.from_bytes(f, "little").bit_count() / (8 * len(f))
+
+    kept = {}
+    for name, make in (("by trigrams", trigram_sized), ("filter_for", lambda d: filter_for(d, scan(d)[0].size))):
+        blobs = [make(t.encode()) for t in docs]
+        offsets = np.zeros(len(blobs) + 1, dtype=np.uint64)
+        np.cumsum([len(b) for b in blobs], out=offsets[1:])
+        found = QuadFilters(offsets, memoryview(b"".join(blobs))).select(BitMap(range(len(docs))), literal_quads("ErrAbortHandler"))
+        assert len(docs) - 1 in found
+        kept[name] = len(found) - 1
+        if name == "filter_for":
+            assert max(fill(b) for b in blobs) <= 0.55
+    assert kept["by trigrams"] >= 10 and kept["filter_for"] <= kept["by trigrams"] / 2, kept
