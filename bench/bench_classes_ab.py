@@ -3,6 +3,7 @@
 
 Usage:
     python bench/bench_classes_ab.py --index DIR --against REV [--rounds 2] [--runs 7]
+    python bench/bench_classes_ab.py --index DIR --other-index DIR2   # this tree over two indexes
 
 What a change to the search path is worth, measured over an index that exists (the 10 GB one
 takes 20 s to open and 9 minutes to build, so bench_engine.py's whole run is not needed for
@@ -16,6 +17,9 @@ worse than a slow right one). With --corpus and --csearch-index, the capped clas
 bench_engine.py compares with ``| head -n 100``: the others read the whole corpus in rg) are also
 timed in ``csearch | head -n 100`` and ``rg | head -n 100`` between the turns, as its
 ``--capped-peers-only`` does.
+
+With --other-index instead of --against, this tree is measured over two indexes of the same
+corpus (built by two versions of the builder): what a change of the index is worth.
 
 The other tree needs the compiled kernels: the extension of this checkout is copied into it when
 its ``kernels.c`` is the same, else the run stops and says so.
@@ -57,7 +61,7 @@ for name, query, is_regex, case_sensitive in cases:
         one()
         times.append((time.perf_counter() - t) * 1e3)
     files = sorted([f["repository"], f["fileName"]["text"]] for f in first["files"])
-    out[name] = {"ms": times, "files": files}
+    out[name] = {"ms": times, "files": files, "loaded": first["stats"]["contentBytesLoaded"]}
 print(json.dumps(out))
 """
 
@@ -87,32 +91,40 @@ def run(tree: Path, index: str, runs: int) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--index", required=True, help="an index directory (`codesearch index` output)")
-    ap.add_argument("--against", required=True, metavar="REV", help="the commit to compare with")
+    ap.add_argument("--against", metavar="REV", help="the commit to compare with")
+    ap.add_argument("--other-index", help="or: the index to compare --index with, this tree over both")
     ap.add_argument("--rounds", type=int, default=2, help="turns of each tree (default 2)")
     ap.add_argument("--runs", type=int, default=7, help="timed runs per class and turn (default 7)")
     ap.add_argument("--corpus", help="the corpus the index was built from (for rg)")
     ap.add_argument("--csearch-index", help="cindex's index of --corpus (for csearch)")
     a = ap.parse_args()
+    if bool(a.against) == bool(a.other_index):
+        ap.error("give one of --against and --other-index")
     a.index = os.path.abspath(a.index)  # the trees run in their own directories
-    other, sha = tree_at(a.against)
-    with_kernels(other)
-    trees = [("this tree", ROOT), (f"{a.against} ({sha})", other)]
+    if a.against:
+        other, sha = tree_at(a.against)
+        with_kernels(other)
+        trees = [("this tree", ROOT, a.index), (f"{a.against} ({sha})", other, a.index)]
+    else:
+        trees = [(a.index, ROOT, a.index), (a.other_index, ROOT, os.path.abspath(a.other_index))]
     print(machine(), "· load average", " ".join(f"{x:.1f}" for x in os.getloadavg()))
-    got: dict[str, dict[str, list[float]]] = {label: {} for label, _ in trees}
-    files: dict[str, dict[str, list]] = {label: {} for label, _ in trees}
+    got: dict[str, dict[str, list[float]]] = {label: {} for label, _, _ in trees}
+    files: dict[str, dict[str, list]] = {label: {} for label, _, _ in trees}
+    loaded: dict[str, dict[str, int]] = {label: {} for label, _, _ in trees}
     capped = [q for q in QUERIES if "capped" in q.cls] if a.corpus and a.csearch_index else []
     peers = {"csearch | head": {}, "rg | head": {}}
     for r in range(a.rounds):
-        for label, tree in trees:
+        for label, tree, index in trees:
             print(f"round {r + 1}: {label}", file=sys.stderr, flush=True)
-            for name, res in run(tree, a.index, a.runs).items():
+            for name, res in run(tree, index, a.runs).items():
                 got[label].setdefault(name, []).extend(res["ms"])
                 files[label][name] = res["files"]
+                loaded[label][name] = res["loaded"]
         if capped:
             print(f"round {r + 1}: peers", file=sys.stderr, flush=True)
             time_peers(capped, Path(a.corpus), Path(a.csearch_index), a.runs, peers)
-    mine, theirs = (label for label, _ in trees)
-    print(f"\nin-process p50 ms over {a.rounds} turns × {a.runs} runs, matches=100, index {a.index}\n")
+    mine, theirs = (label for label, _, _ in trees)
+    print(f"\nin-process p50 ms over {a.rounds} turns × {a.runs} runs, matches=100\n")
     print(f"| class | {mine} | {theirs} | ratio | same files | csearch \\| head | rg \\| head | ÷ csearch | ÷ rg |")
     print("|---|---:|---:|---:|---|---:|---:|---:|---:|")
     for q in QUERIES:
@@ -125,6 +137,11 @@ def main() -> None:
         for peer in peers.values():
             row += f" {m / statistics.median(peer[q.cls]):.2f}× |" if q.cls in peer else " – |"
         print(row)
+    print(f"\ncontent read to verify (MB, `contentBytesLoaded` of the first run)\n")
+    print(f"| class | {mine} | {theirs} |")
+    print("|---|---:|---:|")
+    for q in QUERIES:
+        print(f"| {q.cls} | {loaded[mine][q.cls] / 1e6:.1f} | {loaded[theirs][q.cls] / 1e6:.1f} |")
 
 
 def time_peers(cases: list, corpus: Path, csearch_index: Path, runs: int, into: dict) -> None:
