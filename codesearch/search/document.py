@@ -124,14 +124,22 @@ class DocContext:
         self._symbol_matches: dict[int, list[int]] = {}  # id of a SymbolLeaf → its symbols here
         #: name → the lines where the document defines it (filled by `_is_definition`)
         self._defined: dict[bytes, set[int]] = {}
+        self._loaded = False  # the content was counted as read (`_count_loaded`)
 
     @property
     def content(self) -> bytes:
         if self._content is None:
             self._content = self.ev.reader.content(self.doc)
-            self.ev.stats.filesLoaded += 1
-            self.ev.stats.contentBytesLoaded += len(self._content)
+            self._count_loaded(len(self._content))
         return self._content
+
+    def _count_loaded(self, size: int) -> None:
+        """Count the document's content as read, once whichever way it was (`_absent` reads it
+        where it lies)."""
+        if not self._loaded:
+            self._loaded = True
+            self.ev.stats.filesLoaded += 1
+            self.ev.stats.contentBytesLoaded += size
 
     @property
     def path(self) -> bytes:
@@ -221,8 +229,7 @@ class DocContext:
         view = self.ev.reader.content_view(self.doc)
         if not view or not leaf.regex.absent_from(view):
             return False
-        self.ev.stats.filesLoaded += 1
-        self.ev.stats.contentBytesLoaded += len(view)
+        self._count_loaded(len(view))
         return True
 
     def file_match(self, branch_masks: list[list[int]]) -> FileMatch:

@@ -316,3 +316,17 @@ def test_truncating_a_presented_file_keeps_exact_chunks(indexed_corpus, ctx):
         assert spans == all_spans[: keep - names]
         bounds = [(c["contentStart"]["lineNumber"], c["contentStart"]["lineNumber"] + c["content"].count("\n")) for c in t["chunks"]]
         assert bounds == _expected_chunks(content, spans, ctx)
+
+
+@pytest.mark.parametrize("query,is_regex", [("abcabd or bcabde", True), ("abcabd", True), ("abcabd", False)])
+def test_a_candidate_without_the_text_is_read_once_where_it_lies(tmp_path, query, is_regex):
+    """A candidate that holds the trigrams and not the text is ruled out where its content lies
+    (`absent_from`), and counts as one file read, whatever the number of terms that rule it out."""
+    doc = "cab abc bca abd bde\n"
+    s, _ = _index(tmp_path, {"decoy.txt": doc, "other.txt": "nothing to see\n"})
+    r = s.search(query, matches=10, is_regex=is_regex, case_sensitive=True)
+    assert r["files"] == []
+    read = (r["stats"]["filesLoaded"], r["stats"]["contentBytesLoaded"])
+    # a literal's quadgram filter may drop the decoy before it is read (a regex term has none)
+    assert read == (1, len(doc)) if is_regex else read in {(1, len(doc)), (0, 0)}
+    assert r["stats"]["filesConsidered"] == r["stats"]["filesLoaded"]
