@@ -15,6 +15,8 @@ import threading
 import weakref
 from collections.abc import Sequence
 
+import ray
+
 from codesearch.index.manifest import current_index
 from codesearch.runtime import registry
 from codesearch.runtime.registry import ShardSpec
@@ -108,10 +110,13 @@ class VersionWatch:
 
 
 def _watch_version(ref: weakref.ref[VersionWatch], poll_s: float, stop: threading.Event) -> None:
-    """The thread of a `VersionWatch` (holding it only weakly, so that an unused pool can go)."""
+    """The thread of a `VersionWatch` (holding it only weakly, so that an unused pool can go).
+    It also ends when the process has left Ray (``ray.shutdown``): a registry call then would
+    make Ray start a new local instance from this thread (its auto-init), at a test process's
+    exit for one."""
     while not stop.wait(poll_s):
         watch = ref()
-        if watch is None:
+        if watch is None or not ray.is_initialized():
             return
         try:
             watch.refresh()

@@ -195,6 +195,39 @@ def test_a_version_watch_nobody_uses_stops(ray_session):
     assert not thread.is_alive()
 
 
+#: A process that watches a version, leaves Ray and lives on: prints whether the watch's thread
+#: is still alive and whether Ray is running again in the process.
+LEAVES_RAY = r"""
+import time, uuid
+import ray
+from codesearch.runtime.published import VersionWatch, publish_version
+ray.init(address="local", num_cpus=1, include_dashboard=False, log_to_driver=False)
+key = f"cs-test-leave-{uuid.uuid4().hex[:8]}"
+publish_version(key, 1)
+watch = VersionWatch(key, poll_s=0.05)
+assert watch.get() == 1
+ray.shutdown()
+watch._thread.join(5)
+time.sleep(0.3)
+print(watch._thread.is_alive(), ray.is_initialized())
+"""
+
+
+@pytest.mark.ray
+def test_a_version_watch_ends_when_its_process_leaves_ray():
+    """After ``ray.shutdown`` the watch's thread ends instead of calling the registry, which
+    made Ray start a new local instance from that thread (a clean run of the suite logged it at
+    a worker's exit)."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "RAY_AUTH_MODE": "disabled"}
+    env.pop("RAY_ADDRESS", None)
+    done = subprocess.run([sys.executable, "-c", LEAVES_RAY], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["False", "False"], done.stdout + done.stderr[-3000:]
+
+
 def test_searches_follow_a_version_published_elsewhere(ray_session, indexed_corpus, tmp_path):
     """A pool attached by name (a Serve replica's) searches the version another process
     published within the watch's interval, and its answers are whole before and after."""
