@@ -44,11 +44,6 @@ MAX_FILL = 0.4
 BITS_PER_QUADGRAM = 3
 #: ... and at most this many bits per byte of content (12.5 % of the content).
 MAX_BITS_PER_BYTE = 1
-#: Below this many candidates the filter is not consulted. One: a shard's few candidates may be
-#: large files (at 10 GB, 110 shards, an any-case rare literal had 1-7 candidates in most shards,
-#: 87 MB of them false, which a threshold of 8 let through unfiltered), and asking the filter
-#: costs less than verifying the smallest of them.
-MIN_CANDIDATES = 1
 
 
 def filter_for(content: bytes, n_trigrams: int) -> bytes:
@@ -102,8 +97,11 @@ class QuadFilters:
 
     def select(self, docs: BitMap, quads: tuple[int, ...]) -> BitMap:
         """The documents of `docs` whose filter may hold every quadgram of `quads` (`docs`
-        itself when there is nothing to narrow: do not mutate the result)."""
-        if not quads or len(docs) < MIN_CANDIDATES:
+        itself when there is nothing to narrow: do not mutate the result). Asked however few the
+        candidates: a shard's few may be large files (at 10 GB, 110 shards, an any-case rare
+        literal had 1-7 candidates in most shards, 87 MB of them false, which a floor of 8
+        candidates let through), and the filter costs less than verifying the smallest file."""
+        if not quads or not docs:
             return docs
         cand = np.frombuffer(docs.to_array(), dtype=np.uint32)
         out = np.empty(cand.size, dtype=np.uint32)

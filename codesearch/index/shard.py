@@ -373,6 +373,14 @@ class Shard:
         at = np.minimum(self.sym_lkey.searchsorted(keys), self.sym_lkey.size - 1)
         return bool((self.sym_lkey[at] == keys).any())
 
+    def _keyed(self, name: bytes) -> np.ndarray:
+        """Indexes (into the sym.* arrays) of the symbols whose ``sym.lkey`` is `name`'s: those
+        named `name` up to ASCII case (and, rarely, another name of the same key)."""
+        key = np.uint64(symbol_key(name))
+        lo, hi = int(self.sym_lkey.searchsorted(key, "left")), int(self.sym_lkey.searchsorted(key, "right"))
+        keyed: np.ndarray = self.sym_lidx[lo:hi]
+        return keyed
+
     def definitions(self, name: bytes) -> Definitions:
         """The definitions of symbols called `name`, compared ASCII-case-insensitively: per
         definition its document, kind (an index into `symbol_kinds`) and whether it is written
@@ -381,11 +389,9 @@ class Shard:
         (``RETURN`` in each of Ansible's 8,000 modules) has thousands. Names that ctags reports
         for what is defined elsewhere (imports, includes: `is_reference`) and documents of
         tombstoned repositories do not count."""
-        key = np.uint64(symbol_key(name))
-        lo, hi = int(self.sym_lkey.searchsorted(key, "left")), int(self.sym_lkey.searchsorted(key, "right"))
-        if lo == hi:
+        ks = self._keyed(name).astype(np.int64)
+        if not ks.size:
             return _NO_DEFINITIONS
-        ks = self.sym_lidx[lo:hi].astype(np.int64)
         starts = self.sym_noff[ks].astype(np.int64)
         same_length = self.sym_noff[ks + 1].astype(np.int64) - starts == len(name)
         ks, starts = ks[same_length], starts[same_length]
@@ -411,10 +417,8 @@ class Shard:
         """Indexes (into the sym.* arrays) of `doc`'s symbols whose name is `name` up to ASCII
         case, in symbol order: a binary search in ``sym.lkey``, not a scan of the document's
         symbols (a large file has thousands)."""
-        key = np.uint64(symbol_key(name))
-        lo, hi = int(self.sym_lkey.searchsorted(key, "left")), int(self.sym_lkey.searchsorted(key, "right"))
         mine = self.symbol_range(doc)
-        ks = self.sym_lidx[lo:hi]
+        ks = self._keyed(name)
         ks = np.sort(ks[(ks >= mine.start) & (ks < mine.stop)]).tolist()
         want = name.lower()
         return [k for k in ks if self.symbol_name(k).lower() == want]
