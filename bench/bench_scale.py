@@ -182,7 +182,8 @@ class Service:
     """`codesearch serve` as a process of its own (own session), its output in a log file whose
     lines are stamped with the time they were first seen."""
 
-    def __init__(self, config: Path, data_dir: Path, searchers: int, index_timeout: float):
+    def __init__(self, config: Path, data_dir: Path, searchers: int, index_timeout: float, replicas: int = 1,
+                 copies: int = 1):
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.data_dir = data_dir
@@ -195,7 +196,8 @@ class Service:
         self.started = time.monotonic()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "codesearch.cli", "serve", "--config", str(config), "--port", str(self.port),
-             "--data-dir", str(data_dir), "--searchers", str(searchers)],
+             "--data-dir", str(data_dir), "--searchers", str(searchers), "--replicas", str(replicas),
+             "--searcher-copies", str(copies)],
             cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         self.lines: list[tuple[float, str]] = []  # (seconds since start, line)
         self._read = 0

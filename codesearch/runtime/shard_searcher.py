@@ -287,6 +287,34 @@ def _copies(copy_to: str, source: str | None) -> ShardCopies:
     return ShardCopies(copy_to, lookup)
 
 
+#: How often a search asks Ray whether its task was cancelled, at most (seconds).
+CANCEL_POLL_S = 0.002
+
+
+class _Throttled:
+    """`ask()` at most once every `every_s` seconds; False in between, True for good once it
+    said so. Ray's ``is_canceled`` costs a few microseconds, and the engine checks after every
+    shard and every 64 candidates: asked each time it was 8 % of a searcher's work on an
+    everyday mix (issue 25); a cancellation is now noticed within 2 ms more."""
+
+    __slots__ = ("ask", "every_s", "next_at", "said")
+
+    def __init__(self, ask: Callable[[], bool], every_s: float = CANCEL_POLL_S):
+        self.ask, self.every_s = ask, every_s
+        self.next_at = 0.0
+        self.said = False
+
+    def __call__(self) -> bool:
+        if self.said:
+            return True
+        now = time.monotonic()
+        if now < self.next_at:
+            return False
+        self.next_at = now + self.every_s
+        self.said = bool(self.ask())
+        return self.said
+
+
 def _cancel_check() -> Callable[[], bool] | None:
     """A function telling whether the running Ray task was cancelled (None outside Ray)."""
     try:
@@ -298,4 +326,4 @@ def _cancel_check() -> Callable[[], bool] | None:
         ctx.is_canceled()  # raises outside a task (a driver, a test calling the class directly)
     except Exception:  # noqa: BLE001 - no task context: nothing can cancel us
         return None
-    return ctx.is_canceled
+    return _Throttled(ctx.is_canceled)

@@ -60,3 +60,51 @@ def test_matches_are_re2s(pattern: str, data: bytes, case_sensitive: bool) -> No
     want = re2_spans(pattern, data, case_sensitive)
     assert list(matcher.finditer(data)) == want
     assert matcher.search(data) == bool(want)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sampled_from(PATTERNS),
+    st.lists(st.sampled_from(PIECES), max_size=60).map(b"".join),
+    st.booleans(),
+    st.sampled_from([0, 1, 2]),
+)
+def test_matches_are_re2s_when_re2_takes_over_after_misses(
+    pattern: str, data: bytes, case_sensitive: bool, misses: int
+) -> None:
+    """After `MAX_MISSES` places of the prefix in a row without a match, RE2 searches on its
+    own: the same matches (tried here with 0-2 misses, so that texts of a few pieces switch)."""
+    from codesearch.query import prefix_regex
+
+    matcher = compile_prefixed(pattern, case_sensitive)
+    saved = prefix_regex.MAX_MISSES
+    prefix_regex.MAX_MISSES = misses
+    try:
+        assert list(matcher.finditer(data)) == re2_spans(pattern, data, case_sensitive)
+    finally:
+        prefix_regex.MAX_MISSES = saved
+
+
+def test_a_file_full_of_the_prefix_is_searched_by_re2_after_a_few_misses() -> None:
+    """gRPC's sources hold ``grpc_`` thousands of times and ``grpc_\\w+_create`` a few: the
+    answer is RE2's, and RE2's anchored match is not asked at each of those places."""
+    data = b"".join(b"grpc_call_%d(x);\n" % i for i in range(2000)) + b"grpc_channel_create(a);\n" * 3
+    matcher = compile_prefixed(r"grpc_\w+_create", False)
+    assert list(matcher.finditer(data)) == re2_spans(r"grpc_\w+_create", data, False)
+
+    calls = []
+
+    class Counting:
+        def __init__(self, inner):
+            self.inner = inner
+
+        def match(self, *a):
+            calls.append(a[1])
+            return self.inner.match(*a)
+
+        def search(self, *a):
+            return self.inner.search(*a)
+
+    matcher._anchored = Counting(matcher._anchored)
+    assert len(list(matcher.finditer(data))) == 3
+    assert len(calls) < 40, len(calls)

@@ -412,3 +412,34 @@ def test_a_searcher_asked_for_a_version_it_lacks_reads_the_published_lists(ray_s
         assert searcher.current == 7
     finally:
         forget_pool(key)
+
+
+def test_the_cancel_check_asks_ray_at_most_every_few_milliseconds(monkeypatch):
+    """The engine checks for cancellation after every shard and every 64 candidates; Ray is asked
+    at most once per `CANCEL_POLL_S`, and a True answer sticks."""
+    from codesearch.runtime import shard_searcher
+
+    clock = [100.0]
+    monkeypatch.setattr(shard_searcher.time, "monotonic", lambda: clock[0])
+    answers = iter([False, False, True])
+    asked = []
+
+    def ask() -> bool:
+        asked.append(clock[0])
+        return next(answers)
+
+    check = shard_searcher._Throttled(ask, every_s=0.002)
+    steps = [  # (seconds since the start, expected answer, how many times Ray was asked by then)
+        (0.0, False, 1),
+        (0.001, False, 1),
+        (0.0019, False, 1),
+        (0.002, False, 2),
+        (0.0035, False, 2),
+        (0.0041, True, 3),
+        (0.0042, True, 3),
+        (1.0, True, 3),
+    ]
+    for at, expected, times in steps:
+        clock[0] = 100.0 + at
+        assert check() is expected, at
+        assert len(asked) == times, at
