@@ -182,8 +182,9 @@ class Service:
     """`codesearch serve` as a process of its own (own session), its output in a log file whose
     lines are stamped with the time they were first seen."""
 
-    def __init__(self, config: Path, data_dir: Path, searchers: int, index_timeout: float, replicas: int = 1,
-                 copies: int = 1):
+    def __init__(self, config: Path, data_dir: Path, searchers: int | None, index_timeout: float, replicas: int = 1,
+                 copies: int | None = None):
+        """`searchers` and `copies`: ``--searchers`` and ``--searcher-copies`` (None: the service's defaults)."""
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         self.data_dir = data_dir
@@ -196,8 +197,9 @@ class Service:
         self.started = time.monotonic()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "codesearch.cli", "serve", "--config", str(config), "--port", str(self.port),
-             "--data-dir", str(data_dir), "--searchers", str(searchers), "--replicas", str(replicas),
-             "--searcher-copies", str(copies)],
+             "--data-dir", str(data_dir), "--replicas", str(replicas),
+             *(["--searchers", str(searchers)] if searchers else []),
+             *(["--searcher-copies", str(copies)] if copies else [])],
             cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
         self.lines: list[tuple[float, str]] = []  # (seconds since start, line)
         self._read = 0

@@ -46,6 +46,7 @@ sys.path.insert(0, str(HERE))
 import bench_engine as be  # noqa: E402  (machine info, percentile, formatting)
 import bench_scale as bs  # noqa: E402  (the corpus cut into repositories, the service as a process)
 import corpus  # noqa: E402
+from codesearch import defaults  # noqa: E402
 from gitrepos import corpus_files  # noqa: E402
 
 #: The everyday mix (issue 25: identifiers, a phrase, a regex, a file filter, `sym:`, no match),
@@ -170,7 +171,8 @@ def run_level(base: str, clients: int, warmup_s: float, seconds: float, root_pid
 
 def report(levels: list[Level], args, n_repos: int, shards: int, index_bytes: int, load0: str, load1: str) -> None:
     print(f"\n## Throughput, {n_repos} repositories ({shards} shards, {index_bytes / 1e6:.0f} MB), "
-          f"{args.searchers} partition(s) × {args.searcher_copies} cop(ies), {args.replicas} API replica(s)\n")
+          f"{args.searchers or defaults.SEARCHERS} partition(s) × {args.searcher_copies or defaults.SEARCHER_COPIES} "
+          f"cop(ies), {args.replicas} API replica(s)\n")
     for line in be.machine_info():
         print(line)
     print(f"- load average before / after: {load0} / {load1}")
@@ -206,8 +208,8 @@ def main() -> int:
     ap.add_argument("--clients", type=int, nargs="+", default=[1, 4, 16, 64])
     ap.add_argument("--seconds", type=float, default=20, help="timed seconds per client count (20)")
     ap.add_argument("--warmup", type=float, default=5, help="seconds not counted before each (5)")
-    ap.add_argument("--searchers", type=int, default=2)
-    ap.add_argument("--searcher-copies", type=int, default=1, help="copies of every partition (1)")
+    ap.add_argument("--searchers", type=int, help="partitions (default: codesearch serve's)")
+    ap.add_argument("--searcher-copies", type=int, help="copies of every partition (default: codesearch serve's)")
     ap.add_argument("--replicas", type=int, default=1)
     ap.add_argument("--reuse", action="store_true", help="serve the index of an earlier run as it is")
     ap.add_argument("--settle", type=float, default=20, help="seconds after the service serves (20)")

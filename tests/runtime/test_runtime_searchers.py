@@ -443,3 +443,68 @@ def test_the_cancel_check_asks_ray_at_most_every_few_milliseconds(monkeypatch):
         clock[0] = 100.0 + at
         assert check() is expected, at
         assert len(asked) == times, at
+
+
+def test_idle_copies_share_a_search_and_busy_ones_do_not():
+    """`SearcherPool.sharing`: the copies divided among the searches running from this process
+    (this one included); a search whose caller dropped it unread stops counting."""
+    import gc
+
+    class Search:  # what the pool counts: any object it can hold weakly
+        pass
+
+    pool = SearcherPool([object()] * 4, copies=2)
+    first = Search()
+    assert pool.sharing(first) == 2  # idle: both copies share it
+    second = Search()
+    assert pool.sharing(second) == 1  # two running: one copy each
+    pool.done(first)
+    third = Search()
+    assert pool.sharing(third) == 1
+    pool.done(second)
+    del third
+    gc.collect()
+    assert pool.sharing(Search()) == 2
+    single = SearcherPool([object()] * 2, copies=1)
+    assert single.sharing(Search()) == 1
+
+
+@pytest.mark.parametrize("parts", [2, 3])
+def test_the_slices_of_a_partition_answer_as_the_whole(indexed_corpus, parts):
+    """`search_part_wire`: every slice searches its shards; together they find what the whole
+    partition finds, each file once."""
+    import pickle
+    import time
+
+    from codesearch.runtime.shard_searcher import slice_of
+
+    paths = [sh.path for sh in indexed_corpus["searcher"].shards]
+    assert len(paths) == 2, "two shards: 2 slices of one each, and 3 with an empty one"
+    searcher = ShardSearcher(paths)
+    opts, deadline = SearchOptions(matches=10**6), time.time() + 30
+    request = pickle.dumps(("handler", opts, deadline, None, "req-1"))
+    whole = searcher.search("handler", opts, deadline)
+    slices = [pickle.loads(searcher.search_part_wire(request, k, parts)) for k in range(parts)]
+    def key(f):
+        return f[3]["repository"], f[3]["fileName"]["text"]
+
+    files = [key(f) for s in slices for f in s.files]
+    assert sorted(files) == sorted(key(f) for f in whole.files) and len(files) == len(set(files))
+    assert sum(s.total_matches for s in slices) == whole.total_matches
+    assert sorted(p for k in range(parts) for p in slice_of(paths, k, parts)) == sorted(paths)
+
+
+def test_a_copy_that_shares_a_search_retries_its_slice_on_the_twin(ray_session, indexed_corpus):
+    """An idle pool of two copies splits a search between them; when one copy's searcher is
+    dead its slice goes to the twin, so the answer is whole."""
+    pool = SearcherPool.create(indexed_corpus["index"], 1, copies=2)
+    try:
+        opts = SearchOptions(matches=10**6, timeout_s=10)
+        want = engine_spans(indexed_corpus["searcher"].search("foo", matches=10**6))
+        assert engine_spans(pool.search("foo", opts)) == want
+        ray.kill(pool.actors[0])
+        for _turn in range(2):
+            resp = pool.search("foo", opts)
+            assert resp["stats"]["crashes"] == 0 and resp["isSearchExhaustive"] and engine_spans(resp) == want
+    finally:
+        pool.close()
