@@ -191,9 +191,12 @@ class ShardSearcher:
             deadline = time.monotonic() + max(0.0, deadline_wall - time.time())
             plan = make_plan(query, options)
             shards = self._shards_of(version)
-            if part is not None:
+            positions = None
+            if part is not None:  # (ties rank as in the whole list: by each shard's place in it)
+                positions = slice_of(range(len(shards)), *part)
                 shards = slice_of(shards, *part)
-            out = partial_result(search_shards(shards, plan, options, deadline, _cancel_check()), options, self.origin)
+            results = search_shards(shards, plan, options, deadline, _cancel_check())
+            out = partial_result(results, options, self.origin, positions)
             if part is None or part[0] == 0:
                 self._refusals_of(version).attach(out, options)
         except Exception as e:

@@ -492,6 +492,18 @@ def test_the_slices_of_a_partition_answer_as_the_whole(indexed_corpus, parts):
     assert sorted(files) == sorted(key(f) for f in whole.files) and len(files) == len(set(files))
     assert sum(s.total_matches for s in slices) == whole.total_matches
     assert sorted(p for k in range(parts) for p in slice_of(paths, k, parts)) == sorted(paths)
+    # merged, the slices answer as the whole does, files of equal rank in the same order, capped or not
+    from codesearch.search.engine import merge_partials
+
+    for cap in (10**6, 3, 1):
+        opts = SearchOptions(matches=cap)
+        request = pickle.dumps(("handler", opts, deadline, None, "req-1"))
+        shared = merge_partials([pickle.loads(searcher.search_part_wire(request, k, parts)) for k in range(parts)],
+                                opts, time.perf_counter_ns())
+        alone = merge_partials([searcher.search("handler", opts, deadline)], opts, time.perf_counter_ns())
+        assert [(f["repository"], f["fileName"]["text"]) for f in shared["files"]] == \
+            [(f["repository"], f["fileName"]["text"]) for f in alone["files"]], cap
+        assert shared["stats"]["actualMatchCount"] == alone["stats"]["actualMatchCount"], cap
 
 
 def test_a_copy_that_shares_a_search_retries_its_slice_on_the_twin(ray_session, indexed_corpus):
