@@ -62,8 +62,7 @@ def register(sub: Subparsers) -> None:
         "--searcher-copies",
         type=int,
         default=defaults.SEARCHER_COPIES,
-        help=f"copies of every partition; each search goes to one copy, or is split between idle copies "
-        f"(default {defaults.SEARCHER_COPIES})",
+        help=f"copies of every partition; each search goes to one copy (default {defaults.SEARCHER_COPIES})",
     )
     sv.add_argument(
         "--replicas",

@@ -50,26 +50,13 @@ class Pool(Protocol):
 
     def searcher_died(self) -> None: ...
 
-    def sharing(self, fanout: Fanout) -> int:
-        """How many copies share `fanout`'s search (each searching a slice of its partition's
-        shards): from 1 to `copies`, as many as are idle. The pool counts `fanout` as running
-        until `done` is called for it."""
-        ...
-
-    def done(self, fanout: Fanout) -> None:
-        """`fanout` no longer runs (see `sharing`)."""
-        ...
-
 
 class _Asked(NamedTuple):
-    """A searcher's task of a `Fanout`: its partition, which attempt, whether through `search_wire`,
-    and the slice of the partition's shards it searches (`part` of `parts`; 0 of 1: all)."""
+    """A searcher's task of a `Fanout`: its partition, which attempt, whether through `search_wire`."""
 
     partition: int
     attempt: int
     wire: bool
-    part: int = 0
-    parts: int = 1
 
 
 def request_kwargs(request_id: str | None) -> dict[str, str]:
@@ -99,11 +86,6 @@ class Fanout:
         stop_when_full: bool = False,
         request_id: str | None = None,
     ):
-        """Send the search: to one copy of every partition, or, when copies are idle
-        (`Pool.sharing`), to several copies of each, every one searching a slice of the
-        partition's shards. Copies of a partition that share a search answer it sooner on an idle
-        machine; under load each search goes to one copy, so that it is not split into more
-        tasks, plans and presented answers than there are cores to run them."""
         self.pool = pool
         self.query = query
         self.options = options
@@ -117,39 +99,23 @@ class Fanout:
         self.missed = Stats()
         self.pending: dict[ObjectRef[Any], _Asked] = {}
         self._wire: bytes | None = None  # the request as `ShardSearcher.search_wire` takes it
-        self._running = True
-        self._missed_partitions: set[int] = set()
-        parts = pool.sharing(self)
-        copies = [pool.copy(self.turn + j) for j in range(parts)]
-        if parts > 1 and any(getattr(a, "search_part_wire", None) is None for c in copies for a in c):
-            parts, copies = 1, copies[:1]  # (a searcher of an older release cannot search a slice)
-        for j, actors in enumerate(copies):
-            for p, actor in enumerate(actors):
-                self._ask(p, actor, 0, j, parts)
+        for p, actor in enumerate(pool.copy(self.turn)):
+            self._ask(p, actor, 0)
 
-    def _ask(self, partition: int, actor: ActorHandle[Any], attempt: int, part: int = 0, parts: int = 1) -> None:
+    def _ask(self, partition: int, actor: ActorHandle[Any], attempt: int) -> None:
         wire = getattr(actor, "search_wire", None)  # (a searcher of an older release lacks it)
         if wire is not None:
             if self._wire is None:
                 request = (self.query, self.options, self.deadline_wall, self.version, self._extra.get("request_id"))
                 self._wire = pickle.dumps(request, pickle.HIGHEST_PROTOCOL)
-            ref = actor.search_part_wire.remote(self._wire, part, parts) if parts > 1 else wire.remote(self._wire)
+            ref = wire.remote(self._wire)
         else:
             ref = actor.search.remote(self.query, self.options, self.deadline_wall, self.version, **self._extra)
-        self.pending[ref] = _Asked(partition, attempt, wire is not None, part, parts)
+        self.pending[ref] = _Asked(partition, attempt, wire is not None)
 
-    def _shards_of(self, asked: _Asked) -> int:
-        """How many shards `asked` searches (its slice of its partition's)."""
-        count = self.pool.shard_count(asked.partition, self.version)
-        return len(range(asked.part, count, asked.parts))
-
-    def _miss(self, asked: _Asked) -> None:
-        """A searcher's slice got no answer: its shards are skipped, and its partition counts
-        as one crash however many slices of it were missed."""
-        if asked.partition not in self._missed_partitions:
-            self._missed_partitions.add(asked.partition)
-            self.missed.crashes += 1
-        self.missed.shardsSkipped += self._shards_of(asked)
+    def _miss(self, partition: int) -> None:
+        self.missed.crashes += 1
+        self.missed.shardsSkipped += self.pool.shard_count(partition, self.version)
 
     def settle(self, ref: ObjectRef[Any], answer: Callable[[], Any] | None = None) -> PartialResult | None:
         """The answer of a finished `ref` (`answer()` when given: the value of its future, which
@@ -157,8 +123,7 @@ class Fanout:
         as missed). A query error (`CodesearchError`) is raised."""
         import ray
 
-        asked = self.pending.pop(ref)
-        partition, attempt, wire = asked.partition, asked.attempt, asked.wire
+        partition, attempt, wire = self.pending.pop(ref)
         try:
             got = answer() if answer is not None else ray.get(ref)
             partial: PartialResult = pickle.loads(got) if wire else got
@@ -170,10 +135,9 @@ class Fanout:
             if isinstance(e, ray.exceptions.ActorDiedError):
                 self.pool.searcher_died()
         if attempt + 1 < min(2, self.pool.copies) and time.time() < self.deadline_wall:
-            twin = self.pool.copy(self.turn + asked.part + attempt + 1)[partition]
-            self._ask(partition, twin, attempt + 1, asked.part, asked.parts)
+            self._ask(partition, self.pool.copy(self.turn + attempt + 1)[partition], attempt + 1)
         else:
-            self._miss(asked)
+            self._miss(partition)
         return None
 
     def abandon(self) -> None:
@@ -181,11 +145,8 @@ class Fanout:
         if self.pending:
             self.missed.flushReason = FLUSH_TIMER
         for asked in list(self.pending.values()):
-            self._miss(asked)
+            self._miss(asked.partition)
         self._cancel_pending()
-        if self._running:
-            self._running = False
-            self.pool.done(self)
 
     def _cancel_pending(self) -> None:
         import ray
@@ -208,7 +169,7 @@ class Fanout:
         if self.stop_when_full and self.pending and self.found > self.options.search_budget:
             self.missed.flushReason = FLUSH_MAX_SIZE
             for asked in self.pending.values():
-                self.missed.shardsSkipped += self._shards_of(asked)
+                self.missed.shardsSkipped += self.pool.shard_count(asked.partition, self.version)
             self._cancel_pending()
 
     def partials(self) -> Iterator[PartialResult]:

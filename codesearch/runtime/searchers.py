@@ -23,7 +23,6 @@ import logging
 import os
 import time
 import uuid
-import weakref
 from typing import TYPE_CHECKING, Any
 
 from codesearch.runtime import NAMESPACE, registry
@@ -76,9 +75,6 @@ class SearcherPool:
         self._names: tuple[str, int] | None = None
         self._stale = False
         self._reattached_at = float("-inf")
-        #: The searches sent from this process and not finished (`sharing`); weak, so that one
-        #: whose caller dropped it unread does not count for ever.
-        self._running: weakref.WeakSet[Fanout] = weakref.WeakSet()
 
     @classmethod
     def create(
@@ -162,19 +158,6 @@ class SearcherPool:
     def next_turn(self) -> int:
         """The round-robin turn of a new search: which copy it starts on."""
         return next(self._turn)
-
-    def sharing(self, fanout: Fanout) -> int:
-        """How many copies share `fanout`'s search: the copies divided among the searches running
-        from this process, this one included (all of them on an idle pool, one each once there
-        are as many searches as copies). Copies are the same shards on other searchers: splitting
-        a search over idle ones answers it sooner, and splitting it when they are all busy would
-        only add tasks, plans and presented answers to the same work (issue 25: 1.3× the
-        throughput of an everyday mix with two copies instead of two partitions on 2 cores)."""
-        self._running.add(fanout)
-        return max(1, self.copies // len(self._running))
-
-    def done(self, fanout: Fanout) -> None:
-        self._running.discard(fanout)
 
     def searcher_died(self) -> None:
         """A searcher of this pool is gone for good (its owner, the runtime, ended: a redeploy,

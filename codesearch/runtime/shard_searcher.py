@@ -177,28 +177,20 @@ class ShardSearcher:
         deadline_wall: float,
         version: int | None = None,
         request_id: str | None = None,
-        part: tuple[int, int] | None = None,
     ) -> PartialResult:
         """Search the owned shards of `version` (default: the newest); `deadline_wall` is a
         `time.time()` instant (clocks of other processes and nodes agree on wall time, not on
         `time.monotonic()`). Stops early when the caller cancels the task (`ray.cancel`).
         `request_id` names the HTTP request the search is for in this searcher's logs (a slow
-        search, an error); the search's time and work are recorded in `metrics`. `part` ``(k,
-        n)`` searches only slice `k` of `n` of those shards (`slice_of`): copies of a partition
-        that share one search; slice 0 reports the refused shards."""
+        search, an error); the search's time and work are recorded in `metrics`."""
         started = time.perf_counter()
         try:
             deadline = time.monotonic() + max(0.0, deadline_wall - time.time())
             plan = make_plan(query, options)
-            shards = self._shards_of(version)
-            positions = None
-            if part is not None:  # (ties rank as in the whole list: by each shard's place in it)
-                positions = slice_of(range(len(shards)), *part)
-                shards = slice_of(shards, *part)
-            results = search_shards(shards, plan, options, deadline, _cancel_check())
-            out = partial_result(results, options, self.origin, positions)
-            if part is None or part[0] == 0:
-                self._refusals_of(version).attach(out, options)
+            out = partial_result(
+                search_shards(self._shards_of(version), plan, options, deadline, _cancel_check()), options, self.origin
+            )
+            self._refusals_of(version).attach(out, options)
         except Exception as e:
             self._log_failure("search", query, request_id, e)
             raise
@@ -218,13 +210,6 @@ class ShardSearcher:
         the request is pickled once for every searcher of the search."""
         query, options, deadline_wall, version, request_id = pickle.loads(request)
         return pickle.dumps(self.search(query, options, deadline_wall, version, request_id), pickle.HIGHEST_PROTOCOL)
-
-    def search_part_wire(self, request: bytes, part: int, parts: int) -> bytes:
-        """`search_wire` over slice `part` of `parts` of the shards (see `search`): what the pool
-        asks of each copy of a partition when they share a search (`Fanout`)."""
-        query, options, deadline_wall, version, request_id = pickle.loads(request)
-        answer = self.search(query, options, deadline_wall, version, request_id, part=(part, parts))
-        return pickle.dumps(answer, pickle.HIGHEST_PROTOCOL)
 
     def explain(
         self, query: str, options: SearchOptions, version: int | None = None, request_id: str | None = None
@@ -300,12 +285,6 @@ def _copies(copy_to: str, source: str | None) -> ShardCopies:
         return cast("ShardSourceHandle", ray.get_actor(source, namespace=NAMESPACE))
 
     return ShardCopies(copy_to, lookup)
-
-
-def slice_of(items: Sequence[Any], part: int, parts: int) -> list[Any]:
-    """Slice `part` of `parts` of a partition's shards: every `parts`-th one from `part` (shards
-    of a compacted index are of similar sizes, so the slices are too)."""
-    return list(items[part::parts])
 
 
 #: How often a search asks Ray whether its task was cancelled, at most (seconds).

@@ -204,20 +204,14 @@ def _content_of(fm: FileMatch) -> str | None:
 
 
 def ranked_files(
-    results: list[ShardResult],
-    options: SearchOptions,
-    origin: int = 0,
-    counters: bool = True,
-    positions: Sequence[int] | None = None,
+    results: list[ShardResult], options: SearchOptions, origin: int = 0, counters: bool = True
 ) -> tuple[list[FileMatch], PartialResult]:
     """Rank and cap the shard results of one searcher (`origin` orders searchers): the files, best
     first, that `partial_result` presents, and the partial result without them (its counters, left
-    at zero without `counters`: a batch's rows have no use for them). Files of equal rank are in
-    the order of their shards in the searcher's list: `positions` gives each result's place in it
-    when the results are of a slice of that list (default: they are the whole list, in order)."""
+    at zero without `counters`: a batch's rows have no use for them)."""
     out = PartialResult()
     files: list[FileMatch] = []
-    for si, r in zip(positions if positions is not None else range(len(results)), results, strict=True):
+    for si, r in enumerate(results):
         if counters:
             out.stats.add(r.stats)
         out.total_matches += r.total_matches
@@ -232,12 +226,9 @@ def ranked_files(
     return kept, out
 
 
-def partial_result(
-    results: list[ShardResult], options: SearchOptions, origin: int = 0, positions: Sequence[int] | None = None
-) -> PartialResult:
-    """Rank, cap and present the shard results of one searcher (`origin` orders searchers;
-    `positions` as `ranked_files` takes them)."""
-    kept, out = ranked_files(results, options, origin, positions=positions)
+def partial_result(results: list[ShardResult], options: SearchOptions, origin: int = 0) -> PartialResult:
+    """Rank, cap and present the shard results of one searcher (`origin` orders searchers)."""
+    kept, out = ranked_files(results, options, origin)
     for fm in kept:
         repo = fm.shard.repo(fm.doc)
         out.repos.setdefault(repo.id, repository_info(repo))
