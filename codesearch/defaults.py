@@ -28,12 +28,8 @@ PORT = 3000
 PUBLIC_URL = f"http://localhost:{PORT}"
 
 #: ``codesearch serve``: shard searchers (partitions of the index), copies of each, HTTP replicas.
-#: One partition in two copies: each search goes to one of them. Two partitions on one node split
-#: every search into two tasks, two plans and two presented answers of up to `matches` each, for
-#: no gain in latency at 1 GB on 2 cores and 0.7-0.8× the searches per second (bench/RESULTS.md,
-#: issue 25); more partitions are for an index larger than one node serves quickly.
-SEARCHERS = 1
-SEARCHER_COPIES = 2
+SEARCHERS = 2
+SEARCHER_COPIES = 1
 REPLICAS = 1
 
 #: An index job that runs longer than this is cancelled: ``settings.repoIndexTimeoutMs`` (2 hours).

@@ -214,7 +214,7 @@ def test_app_builder_deploys_and_shuts_down(serve_url, tmp_path, monkeypatch):
     tag = uuid.uuid4().hex[:8]
     prefix, app_name, route = f"cstest-{tag}", f"cstest-app-{tag}", f"/cstest-{tag}"
     other_app, other_route = f"cstest-other-{tag}", f"/cstest-other-{tag}"
-    args = {"config": str(config), "data_dir": str(tmp_path / "data"), "searchers": 2, "searcher_copies": 1, "replicas": 1,
+    args = {"config": str(config), "data_dir": str(tmp_path / "data"), "searchers": 2, "replicas": 1,
             "max_ongoing_requests": 16, "public_url": "http://localhost:3000", "anonymous_access": True,
             "prefix": prefix, "syncers": 1, "indexers": 1}
     expected = {f"{prefix}-scheduler", f"{prefix}-compactor", f"{prefix}-sync-0", f"{prefix}-index-0",

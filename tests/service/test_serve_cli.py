@@ -65,8 +65,8 @@ class Served:
         argv = [sys.executable, "-m", "codesearch.cli", "serve", "--port", str(self.port)]
         if not dashboard:  # the default; the tests leave it out where they do not look at it (CPU on 2 cores)
             argv.append("--no-dashboard")
-        if searchers is not None:  # (the default: 1 partition × 2 copies) N partitions of one copy each:
-            argv += ["--searchers", str(searchers), "--searcher-copies", "1"]  # tests that need fewer actors
+        if searchers is not None:  # the default is 2; tests that do not look at partitions start fewer actors
+            argv += ["--searchers", str(searchers)]
         self.proc = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT, env=self.env, start_new_session=True)
 
     def log(self) -> str:

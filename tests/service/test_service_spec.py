@@ -82,8 +82,8 @@ def via_serve(args: dict, environ: dict[str, str]) -> ServiceSpec:
 # --- the same spec through both doors -----------------------------------------------------------
 
 DEFAULTS = {
-    "config_path": "{config}", "data_dir": "{tmp}/base/.codesearch", "prefix": "codesearch", "searchers": 1,
-    "searcher_copies": 2, "replicas": 1, "max_ongoing_requests": None, "public_url": "http://localhost:3000",
+    "config_path": "{config}", "data_dir": "{tmp}/base/.codesearch", "prefix": "codesearch", "searchers": 2,
+    "searcher_copies": 1, "replicas": 1, "max_ongoing_requests": None, "public_url": "http://localhost:3000",
     "anonymous_access": False, "database_url": None, "syncers": None, "indexers": None, "runtime_resources": None,
     "searcher_resources": None, "searcher_cpus": 0.0, "searcher_data_dir": None, "drain_timeout_s": 30.0,
     "max_matches": 10000,
@@ -94,7 +94,7 @@ BOTH_DOORS = [
     ("defaults", [], {}, {}, {}),
     ("searchers", ["--searchers", "3"], {"searchers": 3}, {}, {"searchers": 3}),
     ("searchers as `serve run k=v` gives them", ["--searchers", "3"], {"searchers": "3"}, {}, {"searchers": 3}),
-    ("searcher copies", ["--searcher-copies", "3"], {"searcher_copies": 3}, {}, {"searcher_copies": 3}),
+    ("searcher copies", ["--searcher-copies", "2"], {"searcher_copies": 2}, {}, {"searcher_copies": 2}),
     ("replicas", ["--replicas", "4"], {"replicas": 4}, {}, {"replicas": 4}),
     ("config", ["--config", "{other}"], {"config": "{other}"}, {}, {"config_path": "{other}"}),
     ("config under ~", ["--config", "~/../other.json"], {"config": "~/../other.json"}, {},
