@@ -62,7 +62,7 @@ def test_matches_are_re2s(pattern: str, data: bytes, case_sensitive: bool) -> No
     assert matcher.search(data) == bool(want)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(
     st.sampled_from(PATTERNS),
     st.lists(st.sampled_from(PIECES), max_size=60).map(b"".join),
