@@ -74,7 +74,7 @@ def role_of(title: str) -> str:
         return "searchers"
     if title.startswith("ray::ServeReplica:codesearch"):
         return "API replicas"
-    if title.startswith("ray::ProxyActor") or "ProxyActor" in title.split(" ")[0]:
+    if title.startswith("ray::ProxyActor"):
         return "Serve proxy"
     return "rest of Ray and the service"
 
@@ -234,10 +234,11 @@ def main() -> int:
     try:
         bs.say(f"codesearch serve on {args.n} repositories ({'re-using' if reuse else 'fresh'} {data_dir})")
         service.wait_serving(args.index_timeout + 300)
-        if not reuse:
-            while service.build_seconds()[0] is None:
-                service.wait_serving(60)
-                time.sleep(2)
+        # The API answers during the first sync; measure once every repository is indexed.
+        # (`wait_serving` reads the log's progress lines and stops the run if the service died.)
+        while not reuse and service.build_seconds()[0] is None:
+            service.wait_serving(60)
+            time.sleep(2)
         shards = bs.index_shards(data_dir / "index")
         index_bytes = sum(os.path.getsize(p) for p in shards if os.path.exists(p))
         bs.say(f"serving: {len(shards)} shards, {index_bytes / 1e6:.0f} MB; settling {args.settle:.0f} s")

@@ -414,13 +414,12 @@ def test_a_searcher_asked_for_a_version_it_lacks_reads_the_published_lists(ray_s
         forget_pool(key)
 
 
-def test_the_cancel_check_asks_ray_at_most_every_few_milliseconds(monkeypatch):
+def test_the_cancel_check_asks_ray_at_most_every_few_milliseconds():
     """The engine checks for cancellation after every shard and every 64 candidates; Ray is asked
     at most once per `CANCEL_POLL_S`, and a True answer sticks."""
     from codesearch.runtime import shard_searcher
 
     clock = [100.0]
-    monkeypatch.setattr(shard_searcher.time, "monotonic", lambda: clock[0])
     answers = iter([False, False, True])
     asked = []
 
@@ -428,7 +427,7 @@ def test_the_cancel_check_asks_ray_at_most_every_few_milliseconds(monkeypatch):
         asked.append(clock[0])
         return next(answers)
 
-    check = shard_searcher._Throttled(ask, every_s=0.002)
+    check = shard_searcher._Throttled(ask, every_s=0.002, clock=lambda: clock[0])
     steps = [  # (seconds since the start, expected answer, how many times Ray was asked by then)
         (0.0, False, 1),
         (0.001, False, 1),
