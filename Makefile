@@ -31,8 +31,9 @@ install: $(STAMP)
 install-test: $(TEST_STAMP)
 
 # Debian packages. Serving needs universal-ctags (symbols) and git; the tests also need ripgrep
-# (a benchmark peer the tests compare with) and chromium (the browser the web UI tests drive
-# through Playwright). `make serve` installs only the first two.
+# (a benchmark peer the tests compare with) and chromium-headless-shell (the browser the web UI
+# tests drive through Playwright: Chromium's headless build, half the CPU of the full `chromium`,
+# tests/chromium.py). `make serve` installs only the first two.
 define apt_missing
 	@missing=""; \
 	  for pkg in $(1); do \
@@ -53,7 +54,7 @@ serve-deps:
 	$(call apt_missing,universal-ctags git)
 
 deps: serve-deps
-	$(call apt_missing,ripgrep chromium)
+	$(call apt_missing,ripgrep chromium-headless-shell)
 
 # The MCP Inspector CLI (a third-party MCP client the tests drive) and the Node 22 it needs, both from
 # npm into $(TOOLS)/ (git-ignored), nothing global; npm itself comes from Debian when missing.
@@ -147,12 +148,14 @@ serve: install serve-deps
 	  $(VENV)/bin/codesearch serve --port $(PORT) --data-dir $(DATA) $(if $(CONFIG),--config $(CONFIG))
 
 # Debian packages the benchmarks alone need (not `make test`): codesearch (Google's cindex/csearch,
-# the engine benchmark's peer) and npm (bench/corpus.py fetches two projects with `npm pack`);
+# the engine benchmark's peer), npm (bench/corpus.py fetches two projects with `npm pack`) and
+# the full chromium (bench/bench_browser.py times pages in the browser people use);
 # apt-get update first, since bench/corpus.py also fetches Debian packages with `apt-get download`.
 bench-deps: deps
 	@missing=""; \
 	  command -v cindex >/dev/null && command -v csearch >/dev/null || missing="$$missing codesearch"; \
 	  command -v npm >/dev/null || missing="$$missing npm"; \
+	  command -v chromium >/dev/null || missing="$$missing chromium"; \
 	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 	  $$SUDO apt-get update -qq; \
 	  if [ -n "$$missing" ]; then \

@@ -1,4 +1,4 @@
-"""Fixtures for the web UI tests: a real headless Chromium (Debian's `chromium`, driven by
+"""Fixtures for the web UI tests: a real headless Chromium (Debian's `chromium-headless-shell`, driven by
 Playwright for Python) against the Serve app on 127.0.0.1 over the `tests.mcpworld` repos.
 
     from tests.webworld import browser, web  # noqa: F401  (pytest fixtures)
@@ -16,10 +16,10 @@ anonymous access off, an OWNER (`web["owner"]`) and a MEMBER (`web["member"]`), 
 from __future__ import annotations
 
 import os
-import shutil
 
 import pytest
 
+from tests.chromium import launch_chromium
 from tests.mcpworld import build
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -33,10 +33,8 @@ def browser():
     tests that call `asyncio.run` (the MCP client) must not find one."""
     from playwright.sync_api import sync_playwright
 
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    assert exe, "chromium is missing: `make deps` installs it from Debian"
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=exe, headless=True, args=["--no-sandbox", "--disable-gpu"])
+        b = launch_chromium(p)
         yield b
         b.close()
 
@@ -69,32 +67,40 @@ def web(serve_url, tmp_path_factory):
 @pytest.fixture
 def page_for(browser, web):
     """`page_for(account or None, sign_in=False)`: a page in a fresh browser context, signed in as
-    `account`. The first page of an account in a module signs in through the form; later ones start
-    with that session's cookie while the service still takes it (a sign-out or a deactivation ends
-    it: the next page signs in again), which saves each test a sign-in (two page loads and a
-    password hash). `sign_in=True` always signs in through the form: a new session, for tests that
-    look at what a sign-in does."""
+    `account` (`signed_in_context`). `sign_in=True` always signs in through the form: a new
+    session, for tests that look at what a sign-in does."""
     contexts = []
-    signed_in = web.setdefault("signed_in", {})  # per `web` world, so per module: email -> its cookies
 
     def make(account=None, sign_in=False):
-        state = signed_in.get(account["email"]) if account and not sign_in else None
-        ctx = browser.new_context(viewport={"width": 1280, "height": 900}, storage_state=state)
+        ctx, page = signed_in_context(browser, web, account, sign_in=sign_in, viewport={"width": 1280, "height": 900})
         contexts.append(ctx)
-        if state is not None and not _session_holds(ctx, web):
-            ctx.clear_cookies()
-            state = None
-        page = ctx.new_page()
         page.set_default_timeout(15_000)
-        if account and state is None:
-            login(page, web, account)
-            # the cookies only: what a test left in local storage (recent queries) stays its own
-            signed_in[account["email"]] = {"cookies": ctx.storage_state()["cookies"], "origins": []}
         return page
 
     yield make
     for c in contexts:
         c.close()
+
+
+def signed_in_context(browser, web, account, sign_in: bool = False, **options):
+    """A new browser context (Playwright's `options`: viewport, colour scheme…) and its page,
+    signed in as `account` (none: signed out). The first context of an account in a `web` world
+    signs in through the form; later ones start with that session's cookies while the service
+    still takes them (a sign-out or a deactivation ends it: the next one signs in again), which
+    saves each test a sign-in (two page loads and a password hash). `sign_in=True` always goes
+    through the form."""
+    signed_in = web.setdefault("signed_in", {})  # per `web` world, so per module: email -> its cookies
+    state = signed_in.get(account["email"]) if account and not sign_in else None
+    ctx = browser.new_context(storage_state=state, **options)
+    if state is not None and not _session_holds(ctx, web):
+        ctx.clear_cookies()
+        state = None
+    page = ctx.new_page()
+    if account and state is None:
+        login(page, web, account)
+        # the cookies only: what a test left in local storage (recent queries) stays its own
+        signed_in[account["email"]] = {"cookies": ctx.storage_state()["cookies"], "origins": []}
+    return ctx, page
 
 
 def index_local_repo(web, connection: str, name: str, root: str, display_name: str) -> int:

@@ -1,4 +1,4 @@
-"""OAuth pages in a real headless Chromium (Debian's `chromium`, Playwright).
+"""OAuth pages in a real headless Chromium (Debian's Chromium, `tests.chromium`, Playwright).
 
 - The consent flow: a visitor opens the authorization URL, signs in, comes back to the consent
   page, presses Allow, and the browser is sent to the client's loopback redirect URI with the
@@ -14,12 +14,12 @@
 from __future__ import annotations
 
 import os
-import shutil
 from contextlib import contextmanager
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from tests.chromium import launch_chromium
 from tests.oauthworld import (
     MEMBER,
     OWNER,
@@ -51,10 +51,8 @@ HOSTILE_NAMES = [
 def chromium():
     from playwright.sync_api import sync_playwright
 
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    assert exe, "chromium is missing: `make deps` installs it from Debian"
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=exe, headless=True, args=["--no-sandbox", "--disable-gpu"])
+        browser = launch_chromium(p)
         try:
             page = browser.new_page()
             page.set_default_timeout(15_000)

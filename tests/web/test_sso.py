@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import shutil
 import threading
 import time
 
@@ -26,6 +25,7 @@ from codesearch.errors import ConfigError
 from codesearch.hosts.keys import host_key
 from codesearch.serving.api import build_app
 from codesearch.store import Store
+from tests.chromium import launch_chromium
 from tests.asgiserver import bound_socket, serving
 from tests.audited import audited
 from tests.fakehosts.oauth import (
@@ -893,13 +893,11 @@ def test_the_account_page_banner_in_a_browser(world):
     the banner, presses "Link GitLab", and can then open the other pages."""
     from playwright.sync_api import sync_playwright
 
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    assert exe, "chromium is missing: `make deps` installs it from Debian"
     w = world(configure=_require("gitlab"))
     w["fakes"]["google"].user = person(1)
     w["fakes"]["gitlab"].user = person(1, id=88)
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=exe, headless=True, args=["--no-sandbox", "--disable-gpu"])
+        browser = launch_chromium(p)
         try:
             page = browser.new_page()
             page.set_default_timeout(15_000)

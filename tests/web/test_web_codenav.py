@@ -14,7 +14,7 @@ import urllib.parse
 import pytest
 
 from tests.codenavworld import DEMO, HOSTILE, WIDGETS, XSS, build_world, word_grep
-from tests.webworld import SCREENSHOTS, browser, login  # noqa: F401  (pytest fixture)
+from tests.webworld import SCREENSHOTS, browser, signed_in_context  # noqa: F401  (pytest fixture)
 
 PREFIX = "codenav-web-searcher"
 
@@ -49,12 +49,11 @@ def page_at(browser, web):  # noqa: F811
     contexts = []
 
     def make(width=1400, dark=False):
-        ctx = browser.new_context(viewport={"width": width, "height": 900}, color_scheme="dark" if dark else "light")
+        ctx, page = signed_in_context(browser, web, web["owner"], viewport={"width": width, "height": 900},
+                                      color_scheme="dark" if dark else "light")
         contexts.append(ctx)
-        page = ctx.new_page()
         page.set_default_timeout(15_000)
         page.on("dialog", lambda d: pytest.fail(f"a dialog opened: {d.message}"))
-        login(page, web, web["owner"])
         return page
 
     yield make

@@ -28,7 +28,7 @@ from codesearch.web.assets import digest
 from tests.corpus import make_local_repo
 from tests.mcpworld import DEMO, WIDGETS
 from tests.webpages import PAGES, SEARCH_DONE, open_page
-from tests.webworld import browser, index_stored_repo, login, web  # noqa: F401  (pytest fixtures)
+from tests.webworld import browser, index_stored_repo, signed_in_context, web  # noqa: F401  (pytest fixtures)
 
 WIDTHS = (360, 390, 1400)
 #: computed here from the files, not with the service's own cached value
@@ -49,12 +49,10 @@ def screen(browser, web):
     contexts = []
 
     def make(width: int, scheme: str = "light", who: str | None = "owner", height: int = 844):
-        ctx = browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme)
+        ctx, page = signed_in_context(browser, web, web[who] if who else None,
+                                      viewport={"width": width, "height": height}, color_scheme=scheme)
         contexts.append(ctx)
-        page = ctx.new_page()
         page.set_default_timeout(20_000)
-        if who:
-            login(page, web, web[who])
         return page
 
     yield make
