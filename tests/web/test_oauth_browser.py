@@ -79,13 +79,17 @@ def sign_in_through_consent(page, base: str, url: str) -> None:
 
 
 def allow(page) -> dict[str, list[str]]:
-    """Press Allow: the query of the redirect to the client. Nothing listens on the client's
-    loopback port, so the browser's request is answered by Playwright, as the client would."""
-    page.route(REDIRECT + "?*", lambda route: route.fulfill(status=200, content_type="text/plain",
-                                                             body="the client got its code"))
-    page.click("button[value=allow]")
-    page.wait_for_url(REDIRECT + "?*")
-    return parse_qs(urlsplit(page.url).query)
+    """Press Allow: the query of the browser's request to the client's redirect URI (the answer
+    to the consent form is a redirect there). Nothing listens on the client's loopback port, so
+    that request fails and the browser shows its error page (at the failed URL in `chromium`, at
+    ``chrome-error://`` in the headless shell), which is waited for, so that the test's next
+    navigation is not cut off by it. What is checked is that the browser was sent there. (A
+    `page.route` cannot answer in the client's place: Playwright routes only the first request of
+    a redirect chain.)"""
+    with page.expect_request(lambda request: request.url.startswith(REDIRECT + "?")) as sent:
+        page.click("button[value=allow]")
+    page.wait_for_url(lambda url: url.startswith((REDIRECT, "chrome-error:")))
+    return parse_qs(urlsplit(sent.value.url).query)
 
 
 def exchange(base: str, client_id: str, code: str, pkce: Pkce) -> dict:
