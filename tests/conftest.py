@@ -36,7 +36,9 @@ LANE_FIXTURES = {"ray_session": "ray", "serve_url": "serve", "browser": "browser
 LANE_HELPERS = {"Served": "serve", "two_node_checks": "ray", "run_inspector": "serve", "INSPECTOR_JS": "serve"}
 #: Modules in the ``slow`` lane for their time alone: each took 5 s or more of a ``pytest --fast
 #: -n 2 --durations=0`` run on 2 cores (fuzzing, many local code-host servers, subprocesses, many
-#: argon2 hashes). Together they were four fifths of the fast lane; `make test` runs them.
+#: argon2 hashes). Together they were four fifths of the fast lane; `make test` runs them. A single
+#: test of another module that takes over a second of the fast lane is marked ``@pytest.mark.slow``
+#: where it stands.
 SLOW_MODULES = frozenset(
     {
         "test_compaction",
@@ -82,6 +84,14 @@ def pytest_addoption(parser):
         help=f"the fast lane (make check): -m {FAST!r}, the tests that need no Ray, Serve, "
         "`codesearch serve` process, cluster or browser, without the slow modules",
     )
+
+
+def pytest_ignore_collect(collection_path, config):
+    """With ``--fast``, the `SLOW_MODULES` are not even collected: importing them and making their
+    tests took each worker ~3 s of the fast lane's minute, for tests it then deselected."""
+    if config.getoption("--fast") and collection_path.suffix == ".py" and collection_path.stem in SLOW_MODULES:
+        return True
+    return None
 
 
 def lanes_of(item) -> set[str]:

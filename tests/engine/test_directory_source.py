@@ -8,6 +8,8 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 from codesearch.index.sources import DirectorySource
 
 
@@ -46,6 +48,7 @@ def test_each_kind_of_entry(tmp_path: Path) -> None:
     assert ("space name/é ü.md", 1) in got and ("m/n.go", 50) in got
 
 
+@pytest.mark.slow  # over 1 s of the fast lane: `make test` runs it (tests/conftest.py, SLOW_MODULES)
 def test_a_real_tree() -> None:
     """The test environment's library folder (~50,000 files). The suite's other processes write
     bytecode into its ``__pycache__`` folders while it is listed twice (a clean run once found one

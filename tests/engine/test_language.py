@@ -61,6 +61,7 @@ def test_each_strategy_agrees_with_enry(path: str, content: bytes) -> None:
     assert detect(path, content) == (enry.get_language(path.rsplit("/", 1)[-1], content[:CONTENT_SAMPLE]) or "")
 
 
+@pytest.mark.slow  # over 1 s of the fast lane: `make test` runs it (tests/conftest.py, SLOW_MODULES)
 def test_every_installed_file_agrees_with_enry() -> None:
     root = Path(sys.prefix) / "lib"
     files = sorted(p for p in root.rglob("*") if p.is_file() and not p.is_symlink())[:20_000]

@@ -45,6 +45,7 @@ def test_the_fallback_stops_at_the_deadline():
         list(rx.finditer(RUN.encode(), deadline=time.monotonic() - 1))
 
 
+@pytest.mark.slow  # over 1 s of the fast lane: `make test` runs it (tests/conftest.py, SLOW_MODULES)
 def test_a_backtracking_query_ends_at_the_search_deadline(slow_index):
     """20 files would cost 0.5 s each; with a 1 s budget the search answers at about 1 s,
     not 10, and says it was cut short."""

@@ -164,6 +164,7 @@ def test_the_rows_of_a_query_are_the_matches_client_search_returns(indexed_corpu
     assert table(rows_of(specs[0], answers[0], False), per_file=False).schema == MATCH_SCHEMA
 
 
+@pytest.mark.slow  # over 1 s of the fast lane: `make test` runs it (tests/conftest.py, SLOW_MODULES)
 def test_rows_made_before_presentation_equal_client_search_for_every_query_class(indexed_corpus):
     """The differential table of the engine (every query class, CRLF and non-UTF-8 files among the
     corpus's), capped and not: rows made from the files before presentation equal the matches

@@ -90,6 +90,7 @@ def test_every_reference_to_a_page_names_a_page_and_a_heading(site):
     assert found >= 20, f"only {found} references to docs/ pages: is the pattern still right?"
 
 
+@pytest.mark.slow  # over 1 s of the fast lane: `make test` runs it (tests/conftest.py, SLOW_MODULES)
 def test_nothing_points_outside_the_repository():
     files = scanned_files() + sorted(DOCS.glob("*.md"))
     offending = {}

@@ -316,6 +316,7 @@ def _reads(world, credential: str) -> dict:
     }
 
 
+@pytest.mark.slow  # over 1 s of the fast lane: `make test` runs it (tests/conftest.py, SLOW_MODULES)
 def test_every_repository_read_of_a_scoped_token_sees_only_its_repositories(indexed):
     alpha, beta = indexed["names"]
     assert _reads(indexed, indexed["key"]) == {k: [alpha, beta] for k in
