@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 import urllib.parse
 import zlib
 
@@ -408,8 +409,16 @@ def test_local_repositories_are_shown_by_their_folder(screen, web, local_repos):
     names = local_repos
     assert names["local/beta"].endswith("/local/beta") and names["local/beta"].startswith(web["data"].strip("/").split("/")[0])
     page = screen(390)
-    page.goto(web["url"] + "/search?q=folder_marker")
-    page.wait_for_function(SEARCH_DONE)
+    # The API replicas learn the index version the fixture published by polling the registry
+    # (`runtime.published.VersionWatch`), so the new repositories are searchable within a bounded
+    # time, not at once: a busy CI machine once drew the page before the replica knew them.
+    deadline = time.monotonic() + 30
+    while True:
+        page.goto(web["url"] + "/search?q=folder_marker")
+        page.wait_for_function(SEARCH_DONE)
+        if page.locator("#results section.file").count() == 3 or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
     page.locator("#filters-box > summary").click()
     facets = page.eval_on_selector_all(".facet[data-facet=repo]", "bs => bs.map(b => [b.dataset.value, b.querySelector('.facet-name').textContent])")
     # beta's folder is its own; the two alphas share theirs, so their full names tell them apart
