@@ -612,8 +612,9 @@ def test_a_result_opens_in_the_preview_panel(owner_page, web):
     with page.context.expect_page() as opened:
         sec.locator("a.file-path").click(modifiers=["Control"])
     new = opened.value
-    new.wait_for_load_state()
-    assert "/-/blob/src/app.py" in new.url and page.url == url and page.locator("#preview").is_hidden()
+    # a new tab starts at about:blank, and its first load can be that one: wait for the file's
+    new.wait_for_url(lambda u: "/-/blob/src/app.py" in u)
+    assert page.url == url and page.locator("#preview").is_hidden()
     new.close()
     assert audited(web["store"], "source.read", f"{DEMO}:src/app.py", details={"preview": True})
 
