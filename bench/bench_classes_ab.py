@@ -22,7 +22,7 @@ With --other-index instead of --against, this tree is measured over two indexes 
 corpus (built by two versions of the builder): what a change of the index is worth.
 
 The other tree needs the compiled kernels: the extension of this checkout is copied into it when
-its ``kernels.c`` is the same, else the run stops and says so.
+its ``kernels.c`` is the same, else its own is built there (``setup.py build_ext --inplace``).
 """
 
 from __future__ import annotations
@@ -67,15 +67,21 @@ print(json.dumps(out))
 
 
 def with_kernels(tree: Path) -> None:
-    """Give `tree` this checkout's compiled kernels, when they are built from the same source."""
+    """Give `tree` compiled kernels: this checkout's when they are built from the same source,
+    else its own, built in place with this checkout's setup.py (the compiler flags of a release)."""
     ours = ROOT / "codesearch" / "index"
     theirs = tree / "codesearch" / "index"
     if list(theirs.glob("_kernels*.so")) or not (theirs / "kernels.c").exists():
         return
-    if (theirs / "kernels.c").read_bytes() != (ours / "kernels.c").read_bytes():
-        raise SystemExit(f"{tree}: its kernels.c differs from this checkout's; build it there first")
-    for so in ours.glob("_kernels*.so"):
-        shutil.copy2(so, theirs / so.name)
+    if (theirs / "kernels.c").read_bytes() == (ours / "kernels.c").read_bytes():
+        for so in ours.glob("_kernels*.so"):
+            shutil.copy2(so, theirs / so.name)
+        return
+    shutil.copy2(ROOT / "setup.py", tree / "setup.py")
+    done = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace", "--build-temp", "build"], cwd=tree,
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"{tree}: building its kernels failed:\n{done.stderr}")
 
 
 def run(tree: Path, index: str, runs: int) -> dict:

@@ -527,9 +527,9 @@ f0:
 /* ------------------------------------------------------------------------- literal search */
 
 /* How common each byte is in source code, as a rank (255 = the most common: the space), measured
- * on 80 MB of the benchmark corpus (bench/corpus.py). `find` looks for the needle's rarest byte
- * with a vector scan and compares the whole needle only where that byte is: on code the rarest
- * byte of an identifier occurs a few times per kilobyte, so most of the text is only scanned. */
+ * on 80 MB of the benchmark corpus (bench/corpus.py). `find` looks for the needle's two rarest
+ * bytes together with a vector scan and compares the whole needle only where both are: on code
+ * that happens a few times per kilobyte, so most of the text is only scanned. */
 static const uint8_t BYTE_RANK[256] = {
     0, 2, 5, 3, 7, 12, 13, 44, 39, 179, 244, 115, 126, 157, 128, 133,
     144, 136, 148, 130, 138, 143, 141, 147, 135, 137, 142, 145, 146, 139, 149, 153,
@@ -552,20 +552,70 @@ static const uint8_t BYTE_RANK[256] = {
 static inline uint8_t lower(uint8_t b) { return (b >= 'A' && b <= 'Z') ? (uint8_t)(b | 0x20) : b; }
 static inline int is_letter(uint8_t b) { return (uint8_t)((b | 0x20) - 'a') < 26; }
 
-/* The first byte at or after p that equals c, or (fold) equals c in either ASCII case; NULL if none. */
-static const uint8_t *scan_byte(const uint8_t *p, const uint8_t *end, uint8_t c, int fold) {
-    if (!fold) return memchr(p, c, (size_t)(end - p));
+/* The needle's bytes by rarity: the rarest in `*first`, the next rarest at another place in
+ * `*second` (the same as first for a needle of one byte). Folded, a letter counts both cases. */
+static void rare_pair(const uint8_t *nd, Py_ssize_t m, int fold, Py_ssize_t *first, Py_ssize_t *second) {
+    int best = 1 << 30, next = 1 << 30;
+    *first = *second = 0;
+    for (Py_ssize_t i = 0; i < m; i++) {
+        uint8_t b = nd[i];
+        int r = fold && is_letter(b) ? BYTE_RANK[lower(b)] + BYTE_RANK[lower(b) ^ 0x20] : 2 * BYTE_RANK[b];
+        if (r < best) {
+            next = best, *second = *first;
+            best = r, *first = i;
+        } else if (r < next) {
+            next = r, *second = i;
+        }
+    }
+    if (m > 1 && *second == *first) *second = *first == 0 ? 1 : 0;
+}
+
+/* Whether the m bytes at s are the needle (folded: in either ASCII case; `nd_low` is then the
+ * needle in lower case). */
+static inline int same(const uint8_t *s, const uint8_t *nd, const uint8_t *nd_low, Py_ssize_t m, int fold) {
+    if (!fold) return memcmp(s, nd, (size_t)m) == 0;
+    for (Py_ssize_t i = 0; i < m; i++)
+        if (lower(s[i]) != nd_low[i]) return 0;
+    return 1;
+}
+
+/* The first place at or after h + start where the needle is, or -1.
+ *
+ * Where SSE2 is (every x86-64), 16 places are tried at once on two of the needle's bytes, its two
+ * rarest at their own offsets (the "generic SIMD" substring search of Wojciech Muła): a place
+ * is compared whole only when both bytes are there. One rare byte alone, the scan before this
+ * one, stopped every few bytes on a folded letter (`b` or `B`: both count) and lost most of its
+ * time to those stops; two bytes at a fixed distance agree by chance a few times per kilobyte.
+ * Folding ORs 0x20 into a byte compared with a lower-case letter: only that letter's two cases
+ * give it. */
+static Py_ssize_t find_from(const uint8_t *h, Py_ssize_t n, const uint8_t *nd, const uint8_t *nd_low, Py_ssize_t m,
+                            int fold, Py_ssize_t start) {
+    Py_ssize_t a, b;
+    rare_pair(nd, m, fold, &a, &b);
+    const uint8_t ca = fold ? nd_low[a] : nd[a], cb = fold ? nd_low[b] : nd[b];
+    const uint8_t ma = fold && is_letter(nd[a]) ? 0x20 : 0, mb = fold && is_letter(nd[b]) ? 0x20 : 0;
+    Py_ssize_t s = start;
+    if (m == 1 && !fold) {
+        const uint8_t *q = memchr(h + s, nd[0], (size_t)(n - s));
+        return q ? q - h : -1;
+    }
 #if defined(__SSE2__)
-    const __m128i want = _mm_set1_epi8((char)c), bit = _mm_set1_epi8(0x20);
-    for (; end - p >= 16; p += 16) {
-        __m128i chunk = _mm_or_si128(_mm_loadu_si128((const __m128i *)p), bit);
-        int mask = _mm_movemask_epi8(_mm_cmpeq_epi8(chunk, want));
-        if (mask) return p + __builtin_ctz((unsigned)mask);
+    const __m128i want_a = _mm_set1_epi8((char)ca), want_b = _mm_set1_epi8((char)cb);
+    const __m128i or_a = _mm_set1_epi8((char)ma), or_b = _mm_set1_epi8((char)mb);
+    for (; s + 15 + m <= n; s += 16) {
+        __m128i at_a = _mm_or_si128(_mm_loadu_si128((const __m128i *)(h + s + a)), or_a);
+        __m128i at_b = _mm_or_si128(_mm_loadu_si128((const __m128i *)(h + s + b)), or_b);
+        unsigned mask = (unsigned)_mm_movemask_epi8(_mm_and_si128(_mm_cmpeq_epi8(at_a, want_a), _mm_cmpeq_epi8(at_b, want_b)));
+        while (mask) {
+            Py_ssize_t at = s + __builtin_ctz(mask);
+            if (same(h + at, nd, nd_low, m, fold)) return at;
+            mask &= mask - 1;
+        }
     }
 #endif
-    for (; p < end; p++)
-        if ((uint8_t)(*p | 0x20) == c) return p;
-    return NULL;
+    for (; s + m <= n; s++)
+        if ((uint8_t)(h[s + a] | ma) == ca && (uint8_t)(h[s + b] | mb) == cb && same(h + s, nd, nd_low, m, fold)) return s;
+    return -1;
 }
 
 static PyObject *find(PyObject *Py_UNUSED(self), PyObject *args) {
@@ -579,35 +629,17 @@ static PyObject *find(PyObject *Py_UNUSED(self), PyObject *args) {
     if (start < 0) start = 0;
     if (m == 0) found = start <= n ? start : -1;
     else if (start + m <= n) {
-        /* the rarest byte of the needle; folded, a letter counts both of its cases */
-        Py_ssize_t at = 0;
-        int best = 1 << 30;
-        for (Py_ssize_t i = 0; i < m; i++) {
-            uint8_t b = nd[i];
-            int r = fold && is_letter(b) ? BYTE_RANK[lower(b)] + BYTE_RANK[lower(b) ^ 0x20] : 2 * BYTE_RANK[b];
-            if (r < best) best = r, at = i;
+        uint8_t small[64], *nd_low = m <= 64 ? small : PyMem_Malloc((size_t)m);
+        if (!nd_low) {
+            PyBuffer_Release(&needle);
+            PyBuffer_Release(&hay);
+            return PyErr_NoMemory();
         }
-        const int fold_rare = fold && is_letter(nd[at]);
-        const uint8_t rare = fold_rare ? lower(nd[at]) : nd[at];
+        for (Py_ssize_t i = 0; i < m; i++) nd_low[i] = lower(nd[i]);
         Py_BEGIN_ALLOW_THREADS
-        const uint8_t *p = h + start + at, *last = h + n - (m - at); /* last place the rare byte may be */
-        while (p <= last) {
-            const uint8_t *q = scan_byte(p, last + 1, rare, fold_rare);
-            if (!q) break;
-            const uint8_t *s = q - at;
-            Py_ssize_t i = 0;
-            if (fold) {
-                while (i < m && lower(s[i]) == lower(nd[i])) i++;
-            } else {
-                i = memcmp(s, nd, (size_t)m) == 0 ? m : 0;
-            }
-            if (i == m) {
-                found = s - h;
-                break;
-            }
-            p = q + 1;
-        }
+        found = find_from(h, n, nd, nd_low, m, fold, start);
         Py_END_ALLOW_THREADS
+        if (nd_low != small) PyMem_Free(nd_low);
     }
     PyBuffer_Release(&needle);
     PyBuffer_Release(&hay);

@@ -200,3 +200,40 @@ FIND_CASES = [
 @pytest.mark.parametrize("hay,needle,fold,start,expected", FIND_CASES)
 def test_find_table(hay: bytes, needle: bytes, fold: bool, start: int, expected: int) -> None:
     assert _kernels.find(hay, needle, fold, start) == expected
+
+
+def find_oracle(hay: bytes, needle: bytes, fold: bool, start: int) -> int:
+    """bytes.find, on both sides lowered in ASCII only (bytes.lower) when folded: no code of ours."""
+    return hay.lower().find(needle.lower(), start) if fold else hay.find(needle, start)
+
+
+# Few distinct bytes, so that the two bytes `find` scans for together agree often and the whole
+# needle is compared at many places; long enough for 16-place blocks and the tail after them.
+FIND_BYTES = st.sampled_from([b"a", b"A", b"b", b"B", b"_", b"@", b"`", b"\xff", b"\n"])
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.integers(0, 300).flatmap(lambda n: st.lists(FIND_BYTES, min_size=n, max_size=n)).map(b"".join),
+    st.data(),
+    st.booleans(),
+    st.integers(min_value=-2, max_value=310),
+)
+def test_find_is_bytes_find(hay: bytes, data: st.DataObject, fold: bool, start: int) -> None:
+    if hay and data.draw(st.booleans(), label="needle from the text"):  # a needle that is there
+        i = data.draw(st.integers(0, len(hay) - 1), label="from")
+        needle = hay[i : i + data.draw(st.integers(1, 40), label="length")]
+        needle = needle.swapcase() if data.draw(st.booleans(), label="swap case") else needle
+    else:
+        needle = data.draw(st.lists(FIND_BYTES, min_size=1, max_size=40).map(b"".join), label="needle")
+    assert _kernels.find(hay, needle, fold, start) == find_oracle(hay, needle, fold, max(start, 0))
+
+
+def test_find_reaches_every_place_of_a_long_text() -> None:
+    """A needle at each offset of a text whose length is not a multiple of 16, in both cases."""
+    base = bytearray(b"x" * 83)
+    for at in range(len(base) - 4):
+        hay = bytes(base[:at]) + b"QzRw" + bytes(base[at + 4 :])
+        assert _kernels.find(hay, b"QzRw", False, 0) == at
+        assert _kernels.find(hay.lower(), b"QZRW", True, 0) == at
+        assert _kernels.find(hay, b"QzRw", False, at + 1) == -1
