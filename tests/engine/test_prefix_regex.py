@@ -8,7 +8,7 @@ import re2
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from codesearch.query.prefix_regex import PrefixRegexMatcher, compile_prefixed, literal_prefix
+from codesearch.query.prefix_regex import PrefixRegexMatcher, compile_prefixed, follow_table, literal_prefix
 
 KELVIN = "\u212a".encode()
 
@@ -41,9 +41,59 @@ def re2_spans(pattern: str, data: bytes, case_sensitive: bool) -> list[tuple[int
     return [m.span() for m in re2.compile("(?m)" + pattern, options).finditer(data)]
 
 
-PATTERNS = [r"sel[ \t]+\*[ \t]+from", r"key\w*=\d+", r"abc.*x", r"abc(d|e)+f?"]
+PATTERNS = [r"sel[ \t]+\*[ \t]+from", r"key\w*=\d+", r"abc.*x", r"abc(d|e)+f?", r"abc(?:d|)[x=]", r"key\d{2}|keyx",
+            r"abc[D-F]*x"]
 PIECES = [b"sel", b"SEL", b" ", b"\t", b"*", b"from", b"FROM", b"\n", b"key", b"KEY", b"_x", b"=", b"42",
-          b"abc", b"d", b"e", b"f", b"x", KELVIN, b"\xc3\xa9"]
+          b"abc", b"ABC", b"d", b"D", b"e", b"f", b"x", b"X", KELVIN, b"\xc3\xa9"]
+
+FOLLOWS = [
+    # (pattern, case sensitive, the ASCII bytes that may follow its prefix; None: any byte may)
+    (r"select[\t\x20]+\*[\t\x20]+from", True, b"\t "),
+    (r"grpc_\w+_create", False, b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz"),
+    (r"func\d{2,}x", True, b"0123456789"),
+    (r"abc(d|e)+f?", True, b"de"),
+    (r"abc(d|e)+f?", False, b"DEde"),
+    (r"key\w*=", True, b"0123456789=ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz"),  # \w* may be empty
+    (r"foo(?:x|)y", False, b"XYxy"),  # an empty branch lets what comes after the group in
+    (r"abc[D-F]*x", False, b"DEFXdefx"),
+    (r"abc.*x", True, None),  # . is any byte but the newline: not worth a table
+    (r"abcd?", True, None),  # the prefix alone matches
+    (r"abc[^x]", True, None),  # a negated class (the pattern does not qualify: a newline)
+    (r"abc\u00e9", True, None),  # a character above ASCII
+]
+
+
+@pytest.mark.parametrize("pattern,case_sensitive,want", FOLLOWS)
+def test_what_may_follow_the_prefix(pattern: str, case_sensitive: bool, want: bytes | None) -> None:
+    table = follow_table(pattern, case_sensitive)
+    if want is None:
+        assert table is None
+        return
+    assert table is not None
+    assert bytes(b for b in range(128) if table[b]) == want
+    # without case, every byte above ASCII may follow: RE2 folds k and s with the Kelvin sign and long s
+    assert all(table[128:]) if not case_sensitive else not any(table[128:])
+
+
+def test_places_the_next_byte_rules_out_cost_no_re2_call() -> None:
+    """``selected`` and ``selection`` hold the prefix of ``select[ \\t]+\\*``; RE2 is asked only
+    where a blank follows it."""
+    data = b"selected selection select_all\n" * 50 + b"select * from t\n"
+    matcher = compile_prefixed(r"select[\t\x20]+\*[\t\x20]+from", False)
+    calls = []
+    inner = matcher._anchored
+
+    class Counting:
+        def match(self, *a):
+            calls.append(a[1])
+            return inner.match(*a)
+
+        def search(self, *a):
+            return inner.search(*a)
+
+    matcher._anchored = Counting()
+    assert list(matcher.finditer(data)) == re2_spans(r"select[\t\x20]+\*[\t\x20]+from", data, False)
+    assert len(calls) == 1
 
 
 def test_a_pattern_only_the_fallback_engine_takes_stays_with_it() -> None:
