@@ -1,8 +1,9 @@
 /*
- * codesearch.index._kernels: the index build's per-byte loops, in C.
+ * codesearch.index._kernels: the per-byte loops of the index build and of a search, in C.
  *
- * Two functions, each the whole of one hot loop that numpy could only do in several passes
- * over memory (docs/architecture.md#compiled-kernels says why C and not numba):
+ * Each function is the whole of one hot loop that numpy could only do in several passes over
+ * memory, or Python one step at a time (docs/architecture.md#compiled-kernels says why C and not
+ * numba). The build's two:
  *
  *   scan(data, seen, trigrams_out, lines_out) -> (n_trigrams, n_lines)
  *       One pass over a file's bytes: the distinct trigram ids of its *normalized* text (KELVIN
@@ -22,6 +23,11 @@
  *
  * Both release the GIL while they run, so an indexer's threads (ctags feeding, reading the next
  * file) go on meanwhile.
+ *
+ * A search's: `quad_filter` / `quad_select` (a document's filter of folded quadgrams, written at
+ * build time, asked at search time), `slots` (trigrams looked up in a shard's dictionary through
+ * a bucket table) and `find` (a literal in a text, in either ASCII case or exactly); each says
+ * more where it is defined.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -524,6 +530,73 @@ f0:
     return NULL;
 }
 
+/* ------------------------------------------------------------------------- dictionary lookup */
+
+/* slots(keys, card, table, shift, want, slot_out, card_out): where each trigram of `want` is in a
+ * shard's sorted dictionary `keys` (-1: absent) and its posting list's size (0: absent).
+ *
+ * `table[b]` is the first key at or above b << shift (one more entry than there are buckets):
+ * a search reads one bucket of a few dozen keys instead of bisecting the whole dictionary (a few
+ * hundred thousand keys, several MB), whose deep levels miss the cache once the rest of a search
+ * has run between two shards: 104 lookups (an any-case literal of 15 letters) cost ~40 µs a shard
+ * that way, most of them waiting on memory. */
+static PyObject *slots(PyObject *Py_UNUSED(self), PyObject *args) {
+    PyObject *keys_o, *card_o, *table_o, *want_o, *slot_o, *cout_o;
+    int shift;
+    if (!PyArg_ParseTuple(args, "OOOiOOO", &keys_o, &card_o, &table_o, &shift, &want_o, &slot_o, &cout_o)) return NULL;
+    Py_buffer keys, card, table, want, slot, cout;
+    if (get_buffer(keys_o, &keys, 0, "keys") < 0) return NULL;
+    if (get_buffer(card_o, &card, 0, "card") < 0) goto k0;
+    if (get_buffer(table_o, &table, 0, "table") < 0) goto k1;
+    if (get_buffer(want_o, &want, 0, "want") < 0) goto k2;
+    if (get_buffer(slot_o, &slot, 1, "slot_out") < 0) goto k3;
+    if (get_buffer(cout_o, &cout, 1, "card_out") < 0) goto k4;
+    const Py_ssize_t nkeys = keys.len / 4, nwant = want.len / 4, nbuckets = table.len / 4 - 1;
+    if (card.len / 4 != nkeys || slot.len / 8 < nwant || cout.len / 8 < nwant || nbuckets < 1 || shift < 0 ||
+        shift > 31) {
+        PyErr_SetString(PyExc_ValueError, "slots: the arrays disagree in size");
+        goto k5;
+    }
+    const uint32_t *k = (const uint32_t *)keys.buf, *c = (const uint32_t *)card.buf, *tb = (const uint32_t *)table.buf;
+    const uint32_t *w = (const uint32_t *)want.buf;
+    int64_t *so = (int64_t *)slot.buf, *co = (int64_t *)cout.buf;
+    for (Py_ssize_t i = 0; i < nwant; i++) {
+        const uint32_t t = w[i];
+        const uint64_t b = (uint64_t)t >> shift;
+        so[i] = -1, co[i] = 0;
+        if (b >= (uint64_t)nbuckets) continue;
+        Py_ssize_t lo = tb[b], hi = tb[b + 1];
+        if (hi > nkeys) hi = nkeys;
+        if (lo > hi) lo = hi;
+        while (lo < hi) { /* the first key >= t */
+            const Py_ssize_t mid = lo + (hi - lo) / 2;
+            if (k[mid] < t) lo = mid + 1;
+            else hi = mid;
+        }
+        if (lo < nkeys && k[lo] == t) so[i] = lo, co[i] = c[lo];
+    }
+    PyBuffer_Release(&cout);
+    PyBuffer_Release(&slot);
+    PyBuffer_Release(&want);
+    PyBuffer_Release(&table);
+    PyBuffer_Release(&card);
+    PyBuffer_Release(&keys);
+    Py_RETURN_NONE;
+k5:
+    PyBuffer_Release(&cout);
+k4:
+    PyBuffer_Release(&slot);
+k3:
+    PyBuffer_Release(&want);
+k2:
+    PyBuffer_Release(&table);
+k1:
+    PyBuffer_Release(&card);
+k0:
+    PyBuffer_Release(&keys);
+    return NULL;
+}
+
 /* ------------------------------------------------------------------------- literal search */
 
 /* How common each byte is in source code, as a rank (255 = the most common: the space), measured
@@ -650,6 +723,7 @@ static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS, "Distinct trigram ids and line starts of a file's bytes, in one pass."},
     {"invert", invert, METH_VARARGS, "Posting lists of a shard, as roaring bitmaps in portable format."},
     {"find", find, METH_VARARGS, "Offset of the first match of a literal at or after start (-1: none)."},
+    {"slots", slots, METH_VARARGS, "Where trigrams are in a shard's dictionary, and their posting list sizes."},
     {"quad_filter", quad_filter, METH_VARARGS, "Set the bits of a document's folded quadgrams in its filter."},
     {"quad_select", quad_select, METH_VARARGS, "The documents whose filters may hold every given quadgram."},
     {NULL, NULL, 0, NULL},

@@ -22,11 +22,12 @@ import numpy as np
 from pyroaring import BitMap
 
 from codesearch.errors import IndexFormatError
+from codesearch.index import _kernels
 from codesearch.index.format import ShardFile, branch_words, mask_names, mask_of, symbol_key
 from codesearch.index.quadgrams import QuadFilters
 from codesearch.index.recency import OID_BYTES, UNKNOWN_OID
 from codesearch.index.sources import RepoInfo
-from codesearch.index.trigrams import is_any_case, variants
+from codesearch.index.trigrams import variants
 
 #: byte → its ASCII lower case (other bytes unchanged)
 _ASCII_LOWER = np.array([c + 32 if 65 <= c <= 90 else c for c in range(256)], dtype=np.uint8)
@@ -83,6 +84,11 @@ def _expanded(trigrams: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray | None]
     return want, groups
 
 
+#: The dictionary's bucket table (`TrigramIndex.slots`) has one entry per 2**TABLE_SHIFT trigram
+#: ids: 16,384 buckets over the 24-bit trigram space, a few dozen keys each, 64 KB per dictionary.
+TABLE_SHIFT = 10
+
+
 class TrigramIndex:
     """One trigram → posting list dictionary (content or file names) of a shard."""
 
@@ -96,31 +102,37 @@ class TrigramIndex:
             raise IndexFormatError(f.path, f"{prefix}: dictionary sections disagree in length")
         if self.offs.size and int(self.offs[-1]) > len(self.post):
             raise IndexFormatError(f.path, f"{prefix}: posting offsets point past the posting section")
+        self._table = _bucket_table(self.keys)
         self._lookup = functools.lru_cache(maxsize=4096)(self._load)
         self._sizes = functools.lru_cache(maxsize=4096)(self._stored_size)
 
+    def slots(self, want: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(where each trigram of `want`, uint32 index trigrams, is in the dictionary or -1, its
+        posting list's size or 0), by the `slots` kernel: one bucket of the table searched per
+        trigram instead of the whole dictionary, whose deep levels miss the cache."""
+        where = np.empty(want.size, dtype=np.int64)
+        sizes = np.empty(want.size, dtype=np.int64)
+        _kernels.slots(self.keys, self.card, self._table, TABLE_SHIFT, want, where, sizes)
+        return where, sizes
+
     def slot(self, trigram: int) -> int:
         """Index of `trigram` in the dictionary, or -1 when absent."""
-        # A numpy scalar, not a Python int: with an int numpy converts the whole array first.
-        i = int(self.keys.searchsorted(np.uint32(trigram)))
-        return i if i < self.keys.size and int(self.keys[i]) == trigram else -1
+        return int(self.slots(np.array([trigram], dtype=np.uint32))[0][0])
 
     def cardinality(self, trigram: int) -> int:
         i = self.slot(trigram)
         return int(self.card[i]) if i >= 0 else 0
 
     def cardinalities(self, trigrams: Iterable[int]) -> list[int]:
-        """Posting list sizes of many query trigrams at once (0 for absent ones), one vectorised
-        lookup. An any-case trigram counts the sum over its `variants` (an upper bound of its
+        """Posting list sizes of many query trigrams at once (0 for absent ones), one kernel
+        call. An any-case trigram counts the sum over its `variants` (an upper bound of its
         union, good for ordering)."""
         trigrams = tuple(trigrams)
         want, groups = _expanded(trigrams)
         if not self.keys.size or not want.size:
             return [0] * len(trigrams)
-        at = self.keys.searchsorted(want)
-        np.minimum(at, self.keys.size - 1, out=at)
-        cards = np.where(self.keys[at] == want, self.card[at], 0)
-        counts: list[int] = (cards if groups is None else np.add.reduceat(cards.astype(np.int64), groups)).tolist()
+        sizes = self.slots(want)[1]
+        counts: list[int] = (sizes if groups is None else np.add.reduceat(sizes, groups)).tolist()
         return counts
 
     def postings(self, trigram: int) -> BitMap:
@@ -133,27 +145,37 @@ class TrigramIndex:
         query that uses it reads of the index, whether or not it is cached by now."""
         return self._sizes(trigram)
 
+    def _found(self, trigram: int) -> list[int]:
+        """The dictionary slots of `trigram`'s index trigrams (its `variants`) that are there."""
+        where = self.slots(np.array(_variants(trigram), dtype=np.uint32))[0]
+        return [int(i) for i in where if i >= 0]
+
     def _stored_size(self, trigram: int) -> int:
-        vs = _variants(trigram)
-        if not self.keys.size:
-            return 0
-        want = np.array(vs, dtype=np.uint32)
-        idx = np.minimum(self.keys.searchsorted(want), self.keys.size - 1)
-        found = self.keys[idx] == want
-        return int((self.offs[idx + 1][found].astype(np.int64) - self.offs[idx][found].astype(np.int64)).sum())
+        return sum(int(self.offs[i + 1]) - int(self.offs[i]) for i in self._found(trigram))
 
     def _load(self, trigram: int) -> BitMap:
-        if is_any_case(trigram):
-            return BitMap.union(*[self._load(v) for v in _variants(trigram)])
-        i = self.slot(trigram)
-        if i < 0:
+        found = self._found(trigram)
+        if not found:
             return BitMap()
-        a, b = int(self.offs[i]), int(self.offs[i + 1])
         try:
             # pyroaring reads any buffer (no copy of the mapped file); its stub says bytes
-            return BitMap.deserialize(self.post[a:b])  # type: ignore[arg-type]
+            lists = [BitMap.deserialize(self.post[int(self.offs[i]) : int(self.offs[i + 1])]) for i in found]  # type: ignore[arg-type]
         except Exception:
             raise IndexFormatError(self._f.path, f"corrupt posting list for trigram {trigram:#08x}") from None
+        return lists[0] if len(lists) == 1 else BitMap.union(*lists)
+
+
+def _bucket_table(keys: np.ndarray) -> np.ndarray:
+    """table[b] = the first slot of `keys` (sorted) at or above b << TABLE_SHIFT, one entry more
+    than there are buckets (the last is the number of keys); buckets reach the largest key."""
+    if not keys.size:
+        return np.zeros(2, dtype=np.uint32)
+    buckets = (int(keys[-1]) >> TABLE_SHIFT) + 1
+    starts = np.arange(buckets, dtype=np.uint32) << np.uint32(TABLE_SHIFT)
+    table = np.empty(buckets + 1, dtype=np.uint32)
+    table[:-1] = keys.searchsorted(starts)
+    table[-1] = keys.size
+    return table
 
 
 class Shard:

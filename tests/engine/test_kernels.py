@@ -237,3 +237,41 @@ def test_find_reaches_every_place_of_a_long_text() -> None:
         assert _kernels.find(hay, b"QzRw", False, 0) == at
         assert _kernels.find(hay.lower(), b"QZRW", True, 0) == at
         assert _kernels.find(hay, b"QzRw", False, at + 1) == -1
+
+
+# -- dictionary lookup: the `slots` kernel behind TrigramIndex, against a plain bisection ---------
+
+
+def slots_oracle(keys: list[int], cards: list[int], want: list[int]) -> tuple[list[int], list[int]]:
+    """Each wanted key's position in `keys` and its card, by a dict: no bucket table, no kernel."""
+    at = {k: i for i, k in enumerate(keys)}
+    return [at.get(w, -1) for w in want], [cards[at[w]] if w in at else 0 for w in want]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.sets(st.one_of(st.integers(0, 1 << 24), st.integers(0, 4096), st.integers(0, (1 << 32) - 1)), max_size=400),
+    st.lists(st.one_of(st.integers(0, 1 << 24), st.integers(0, 4096), st.integers(0, (1 << 32) - 1)), max_size=60),
+    st.data(),
+)
+def test_slots_are_a_bisections(keys: set[int], want: list[int], data: st.DataObject) -> None:
+    from codesearch.index.shard import TABLE_SHIFT, _bucket_table
+
+    ordered = sorted(keys)
+    want = want + data.draw(st.lists(st.sampled_from(ordered), max_size=20), label="present") if ordered else want
+    cards = [k % 1000 + 1 for k in ordered]
+    k = np.array(ordered, dtype=np.uint32)
+    slot_out, card_out = np.empty(len(want), np.int64), np.empty(len(want), np.int64)
+    _kernels.slots(k, np.array(cards, dtype=np.uint32), _bucket_table(k), TABLE_SHIFT, np.array(want, dtype=np.uint32),
+                   slot_out, card_out)
+    assert (slot_out.tolist(), card_out.tolist()) == slots_oracle(ordered, cards, want)
+
+
+def test_slots_refuses_arrays_that_disagree() -> None:
+    keys = np.array([1, 2, 3], dtype=np.uint32)
+    table = np.array([0, 3], dtype=np.uint32)
+    out = np.empty(1, np.int64)
+    with pytest.raises(ValueError, match="disagree"):
+        _kernels.slots(keys, np.array([1, 2], dtype=np.uint32), table, 10, np.array([2], dtype=np.uint32), out, out)
+    with pytest.raises(TypeError, match="writable"):
+        _kernels.slots(keys, keys, table, 10, np.array([2], dtype=np.uint32), b"x" * 8, out)
