@@ -560,6 +560,16 @@ static PyObject *slots(PyObject *Py_UNUSED(self), PyObject *args) {
     const uint32_t *k = (const uint32_t *)keys.buf, *c = (const uint32_t *)card.buf, *tb = (const uint32_t *)table.buf;
     const uint32_t *w = (const uint32_t *)want.buf;
     int64_t *so = (int64_t *)slot.buf, *co = (int64_t *)cout.buf;
+    /* Two passes over `want` that only ask for memory (the bucket bounds, then the middle of each
+     * bucket), so that the cache misses of all the lookups wait together, not one after another. */
+    for (Py_ssize_t i = 0; i < nwant; i++) {
+        const uint64_t b = (uint64_t)w[i] >> shift;
+        if (b < (uint64_t)nbuckets) __builtin_prefetch(tb + b);
+    }
+    for (Py_ssize_t i = 0; i < nwant; i++) {
+        const uint64_t b = (uint64_t)w[i] >> shift;
+        if (b < (uint64_t)nbuckets && tb[b] < (uint64_t)nkeys) __builtin_prefetch(k + tb[b] + (tb[b + 1] - tb[b]) / 2);
+    }
     for (Py_ssize_t i = 0; i < nwant; i++) {
         const uint32_t t = w[i];
         const uint64_t b = (uint64_t)t >> shift;
