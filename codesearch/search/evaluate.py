@@ -5,8 +5,8 @@
 2. Candidates: exact bitmaps for cheap predicates (language, branch, repository) from the
    document table; over-approximations for content, file-name and symbol terms from their
    trigram queries, intersecting the smallest posting lists first and stopping at the first
-   empty result (a literal's any-case trigrams stop earlier, once its quadgram filters can
-   narrow what is left: `ENOUGH_FOR_FILTERS`). Negations of inexact terms cannot prune and yield "all documents".
+   empty result (a literal's stop earlier, once its quadgram filters can narrow what is left:
+   `ENOUGH_FOR_FILTERS`). Negations of inexact terms cannot prune and yield "all documents".
 3. Verification: first the candidates that define a searched identifier (a plain term such as
    ``QuerySet`` that the shard's symbol table names as a definition), then the rest in document
    order (the shard stores the best files first). The whole query is evaluated exactly on each
@@ -33,7 +33,6 @@ from pyroaring import BitMap
 
 from codesearch.index.format import pack_masks
 from codesearch.index.shard import Shard
-from codesearch.index.trigrams import is_any_case
 from codesearch.query import ast
 from codesearch.query.planner import ContentLeaf, FileLeaf, Plan, RepoFacts, RepoLeaf, SymbolLeaf
 from codesearch.query.regex import RegexTimeout
@@ -43,13 +42,14 @@ from codesearch.search.options import MAX_COUNTED_PER_FILE, Stats
 from codesearch.search.ranking import EXACT_CASE_BONUS, kind_weights
 
 #: Candidates of a literal few enough for its quadgram filters to narrow: its AND of trigrams stops
-#: intersecting before the next any-case trigram once at most this many are left. An any-case
-#: trigram is the union of up to 8 posting lists, read and merged on every shard (an any-case rare
-#: literal at 10 GB read 1,400 of them and spent 48 ms when the caches were cold, 14 ms warm);
-#: the filters hold every folded quadgram of the literal and test a document in a few probes.
-#: Measured at 10 GB, cold / warm, with 16, 64, 128, 256 and 1,024: 128 gave the rare literal
-#: 16.5 / 11 ms and the no-match literal 7 / 5 ms (from 48 / 14 and 20 / 7), and the same
-#: content verified, to the byte, as intersecting every trigram.
+#: intersecting once at most this many are left. Each trigram costs a posting list read and
+#: decoded on every shard, an any-case one the union of up to 8 (an any-case rare literal at
+#: 10 GB decoded 1,400 lists and took 48 ms when the caches were cold, 14 ms warm); the filters
+#: hold every folded quadgram of the literal and test a document in a few probes. Measured at
+#: 10 GB, cold / warm, with 16, 64, 128, 256 and 1,024: 128 gave the any-case rare literal
+#: 16.5 / 11 ms and the any-case no-match literal 7 / 5 ms (from 48 / 14 and 20 / 7) with the
+#: same content verified, to the byte; the exact no-match literal 3.6 ms cold (from 6.8), the
+#: exact rare literal 6.2 (from 7.5) for 1.1 MB more verified (4.5 MB: the filters are folded).
 ENOUGH_FOR_FILTERS = 128
 
 #: A plain term that can name a symbol: its definitions are verified and ranked first.
@@ -87,8 +87,8 @@ class _ShardView:
 
     def lookup(self, index: TrigramLookup, q: TrigramQuery, enough: int = 0) -> BitMap | None:
         """Candidate documents of a trigram query (None = every document). With `enough`, an
-        AND stops before its next any-case trigram once at most that many documents are left:
-        the caller narrows them further (a literal's quadgram filters)."""
+        AND stops once at most that many documents are left: the caller narrows them further
+        (a literal's quadgram filters)."""
         if q.op == ALL:
             return None
         if q.op == NONE:
@@ -101,7 +101,7 @@ class _ShardView:
             if cards and cards[0][0] == 0:
                 return BitMap()
             for _, t in cards:
-                if result is not None and len(result) <= enough and is_any_case(t):
+                if result is not None and len(result) <= enough:
                     break
                 p = self._postings(index, t)
                 if result is None:
