@@ -152,6 +152,30 @@ def test_stored_sizes_and_cardinalities_of_query_trigrams(tmp_path):
         assert index.cardinalities(query_trigrams) == [sum(own(v)[1] for v in variants(t)) for t in query_trigrams]
 
 
+@pytest.mark.parametrize("case_sensitive", [True, False])
+def test_a_literal_reads_no_more_posting_lists_than_it_needs(tmp_path, case_sensitive):
+    """Once a literal's candidates are few (`ENOUGH_FOR_FILTERS`), its other trigrams' posting
+    lists are not read: the quadgram filters narrow the rest. The answer is the files that hold
+    the literal, found here by `in`, and less of the index is read than all of its lists."""
+    from codesearch.search.evaluate import ENOUGH_FOR_FILTERS
+
+    n = 400
+    assert n > ENOUGH_FOR_FILTERS  # the common words' lists alone leave too many candidates
+    files = {f"f{i}.txt": f"common words everywhere {i}\n".encode() for i in range(n)}
+    for i in (6, 77, 382):  # three files hold the literal, in three spellings (i % 3)
+        files[f"f{i}.txt"] += (b"commonRareWordsZq\n", b"COMMONRAREWORDSZQ\n", b"commonrarewordszq\n")[i % 3]
+    _write(tmp_path / "src", files)
+    stats = index_paths([str(tmp_path / "src")], str(tmp_path / "ix"), IndexSettings(ctags=False))
+    index = Shard(stats.shards[0]).content_index
+    literal = "commonRareWordsZq"
+    want = sorted(name for name, text in files.items()
+                  if (literal.encode() in text if case_sensitive else literal.lower().encode() in text.lower()))
+    r = Searcher(str(tmp_path / "ix")).search(literal, matches=10**6, case_sensitive=case_sensitive)
+    assert sorted(f["fileName"]["text"] for f in r["files"]) == want and want
+    every_list = sum(index.stored_size(t) for t in set(string_trigrams(literal.encode(), case_sensitive)))
+    assert 0 < r["stats"]["indexBytesLoaded"] < every_list / 2
+
+
 def test_shards_split_at_the_size_limit(tmp_path):
     _write(tmp_path / "src", {f"f{i}.txt": (f"file {i} " * 200).encode() for i in range(30)})
     stats = index_paths([str(tmp_path / "src")], str(tmp_path / "ix"), IndexSettings(ctags=False, shard_max_bytes=10_000))
