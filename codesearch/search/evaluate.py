@@ -6,7 +6,7 @@
    document table; over-approximations for content, file-name and symbol terms from their
    trigram queries, intersecting the smallest posting lists first and stopping at the first
    empty result (a literal's stop earlier, once its quadgram filters can narrow what is left:
-   `ENOUGH_FOR_FILTERS`). Negations of inexact terms cannot prune and yield "all documents".
+   `ENOUGH_FOR_FILTERS`, and a long one looks up `THIN` of its trigrams). Negations of inexact terms cannot prune and yield "all documents".
 3. Verification: first the candidates that define a searched identifier (a plain term such as
    ``QuerySet`` that the shard's symbol table names as a definition), then the rest in document
    order (the shard stores the best files first). The whole query is evaluated exactly on each
@@ -51,6 +51,12 @@ from codesearch.search.ranking import EXACT_CASE_BONUS, kind_weights
 #: same content verified, to the byte; the exact no-match literal 3.6 ms cold (from 6.8), the
 #: exact rare literal 6.2 (from 7.5) for 1.1 MB more verified (4.5 MB: the filters are folded).
 ENOUGH_FOR_FILTERS = 128
+#: The most trigrams of such a literal looked up on a shard, spread evenly over it: a long
+#: identifier's 26 trigrams (208 dictionary lookups in any case) cost more to size on every shard
+#: than the two or three rarest of them are worth, and the filters hold all of its quadgrams.
+#: At 10 GB the any-case no-match literal of 28 characters: 4.5 → 3.6 ms warm, 6.5 → 5.5 cold
+#: (8 lost on rare literals: fewer rare ones to choose from).
+THIN = 12
 
 #: A plain term that can name a symbol: its definitions are verified and ranked first.
 _IDENTIFIER = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
@@ -86,15 +92,17 @@ class _ShardView:
         self.all_docs = shard.docs_where("all")
 
     def lookup(self, index: TrigramLookup, q: TrigramQuery, enough: int = 0) -> BitMap | None:
-        """Candidate documents of a trigram query (None = every document). With `enough`, an
-        AND stops once at most that many documents are left: the caller narrows them further
-        (a literal's quadgram filters)."""
+        """Candidate documents of a trigram query (None = every document). With `enough`, the
+        caller narrows them further (a literal's quadgram filters): an AND looks up at most
+        `THIN` of its trigrams and stops once at most `enough` documents are left."""
         if q.op == ALL:
             return None
         if q.op == NONE:
             return BitMap()
-        self.stats.ngramLookups += len(q.trigrams)
         tris = list(q.trigrams)
+        if enough and q.op == AND and not q.subs and len(tris) > THIN:
+            tris = [tris[round(i * (len(tris) - 1) / (THIN - 1))] for i in range(THIN)]
+        self.stats.ngramLookups += len(tris)
         cards = sorted(zip(index.cardinalities(tris), tris, strict=True))
         if q.op == AND:
             result: BitMap | None = None
