@@ -6,7 +6,8 @@
    document table; over-approximations for content, file-name and symbol terms from their
    trigram queries, intersecting the smallest posting lists first and stopping at the first
    empty result (a literal's stop earlier, once its quadgram filters can narrow what is left:
-   `ENOUGH_FOR_FILTERS`, and a long one looks up `THIN` of its trigrams). Negations of inexact terms cannot prune and yield "all documents".
+   `ENOUGH_FOR_FILTERS`, and a long one looks up `THIN` of its trigrams). Negations of inexact
+   terms cannot prune and yield "all documents".
 3. Verification: first the candidates that define a searched identifier (a plain term such as
    ``QuerySet`` that the shard's symbol table names as a definition), then the rest in document
    order (the shard stores the best files first). The whole query is evaluated exactly on each
