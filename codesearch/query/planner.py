@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import re
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -35,6 +36,8 @@ from codesearch.query.trigram_query import TrigramQuery, literal_query
 #: Trigram queries are immutable.
 _regex_query = functools.lru_cache(maxsize=512)(regex_query)
 _literal_query = functools.lru_cache(maxsize=512)(literal_query)
+#: A ``sym:`` pattern that matches only itself as a substring of a name (no regex syntax).
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_]+")
 
 
 class RepoFacts(Protocol):
@@ -74,6 +77,10 @@ class SymbolLeaf(ast.Node):
     node: ast.Symbol
     regex: CompiledRegex
     trigrams: TrigramQuery
+    #: For a pattern that is a plain name (letters, digits, ``_``), its folded quadgrams: a
+    #: symbol's name is in its file's content, so the content's quadgram filters narrow the
+    #: candidates as they do a literal's.
+    quads: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -180,7 +187,12 @@ def plan(query: ast.Node, contexts: dict[str, set[str]] | None = None) -> Plan:
         elif isinstance(n, ast.FileName):
             leaf = FileLeaf(n, compile_regex(n.pattern, n.case_sensitive), _regex_query(n.pattern, n.case_sensitive))
         elif isinstance(n, ast.Symbol):
-            leaf = SymbolLeaf(n, compile_regex(n.pattern, n.case_sensitive), _regex_query(n.pattern, n.case_sensitive))
+            leaf = SymbolLeaf(
+                n,
+                compile_regex(n.pattern, n.case_sensitive),
+                _regex_query(n.pattern, n.case_sensitive),
+                literal_quads(n.pattern) if _PLAIN_NAME.fullmatch(n.pattern) else (),
+            )
         elif isinstance(n, ast.Repo):
             leaf = RepoLeaf(n, regex=compile_regex(n.pattern, False))
         elif isinstance(n, ast.RepoSet):

@@ -253,8 +253,11 @@ class ShardEvaluator:
             return self.view.lookup(s.name_index, node.trigrams), False
         if isinstance(node, SymbolLeaf):
             base = s.docs_where("has-symbols")
-            c = self.view.lookup(self.content_lookup, node.trigrams)
-            return (base if c is None else base & c), False
+            c = self.view.lookup(self.content_lookup, node.trigrams, ENOUGH_FOR_FILTERS if node.quads else 0)
+            if c is None:
+                return base, False
+            c = base & c
+            return (s.quad_filters.select(c, node.quads) if node.quads else c), False
         if isinstance(node, ast.Language):
             ids = self.lang_set(node.name)
             return (self.view.from_mask(np.isin(s.doc_lang, list(ids))) if ids else BitMap()), True

@@ -121,3 +121,22 @@ def test_text_of_a_small_alphabet_does_not_fill_its_filter_up() -> None:
         kept[name] = len(found) - 1
     assert max(fill(filter_for(t.encode(), scan(t.encode())[0].size)) for t in docs) <= 0.55
     assert kept["by trigrams"] >= 10 and kept["filter_for"] <= kept["by trigrams"] / 2, kept
+
+
+@pytest.mark.parametrize(
+    "query,quads",
+    [
+        ("sym:ErrAbortHandler", literal_quads("ErrAbortHandler")),  # a name: the filters narrow its files
+        ("sym:parse_config", literal_quads("parse_config")),
+        ("sym:parse_\\d", ()),  # a regex: no quadgrams of it are certain
+        ("sym:^main$", ()),
+        ("sym:abc", ()),  # shorter than a quadgram
+    ],
+)
+def test_a_symbol_name_is_narrowed_by_the_filters_of_its_files(query: str, quads: tuple[int, ...]) -> None:
+    from codesearch.query.planner import SymbolLeaf
+    from codesearch.search.engine import make_plan
+    from codesearch.search.options import SearchOptions
+
+    leaf = make_plan(query, SearchOptions()).root
+    assert isinstance(leaf, SymbolLeaf) and leaf.quads == quads
