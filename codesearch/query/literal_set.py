@@ -64,10 +64,19 @@ def _expand(items: Any) -> list[str] | None:
     return out
 
 
+#: ``[:``, ``[=`` or ``[.``: in RE2 a POSIX class (``[_[:alpha:]]`` is ``_`` or a letter), in
+#: Python a ``[`` among the class's characters (``_[:alph`` and then a literal ``]``). Python
+#: warns only when the class starts with it (``[[:upper:]]``).
+_POSIX_CLASS = re.compile(r"\[[:=.]")
+
+
 def parse_plain(pattern: str) -> list[tuple[Any, Any]] | None:
     """The items of `pattern` as Python's regex parser reads them (ASCII classes), or None when
-    it cannot read it, warns about it (a "possible nested set" such as ``[[:upper:]]``, which RE2
-    reads otherwise) or the pattern sets a global flag such as ``(?i)`` or ``(?s)``."""
+    it cannot read it, warns about it (a "possible nested set" such as ``[[:upper:]]``), may hold
+    a POSIX class that RE2 reads otherwise (`_POSIX_CLASS`: ``[_[:alpha:]]``), or sets a global
+    flag such as ``(?i)`` or ``(?s)``."""
+    if _POSIX_CLASS.search(pattern):
+        return None
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error")

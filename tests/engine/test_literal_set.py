@@ -31,6 +31,7 @@ SETS = [
     ("caf\u00e9|tea", True, None),  # not ASCII
     ("(a|b)(c|d)(e|f)(g|h)(i|j)", True, None),  # 32 strings: more than MAX_STRINGS
     (r"TODO\(x\)", True, ("TODO(x)",)),
+    ("ab[x[:digit:]]", True, None),  # RE2: x or a digit; Python: x, [, :, d, i, g, t then ]
 ]
 
 

@@ -27,6 +27,9 @@ PREFIXES = [
     (r"ab(c|d\n)", None),  # a newline in a branch
     (r"abc[a-z\n]", None),  # a class that holds the newline
     ("caf\u00e9x", "caf"),  # the prefix ends before the first character above ASCII
+    (r"foo[_[:alpha:]]+bar", None),  # RE2: _ or a letter; Python: the characters _[:alph, then ]
+    (r"foo[a[:space:]]bar", None),  # RE2's [:space:] holds the newline
+    (r"foo[x[=a=]]", None),
 ]
 
 
@@ -73,6 +76,23 @@ def test_what_may_follow_the_prefix(pattern: str, case_sensitive: bool, want: by
     assert bytes(b for b in range(128) if table[b]) == want
     # without case, every byte above ASCII may follow: RE2 folds k and s with the Kelvin sign and long s
     assert all(table[128:]) if not case_sensitive else not any(table[128:])
+
+
+@pytest.mark.parametrize(
+    "pattern,data",
+    [(r"foo[_[:alpha:]]+bar", b"x fooQbar"), (r"foo[x[:digit:]]{2}", b"foo12"), (r"foo[a[:space:]]bar", b"foo\nbar")],
+)
+def test_a_posix_class_inside_a_class_is_re2s(pattern: str, data: bytes) -> None:
+    """Python reads ``[_[:alpha:]]`` as a set of characters and a literal ``]``; RE2 as ``_`` or
+    a letter. Such a pattern is left to RE2 whole, which finds what RE2 finds."""
+    from codesearch.search.engine import make_plan
+    from codesearch.search.options import SearchOptions
+
+    for case_sensitive in (True, False):
+        assert compile_prefixed(pattern, case_sensitive) is None
+        leaf = make_plan(pattern, SearchOptions(is_regex=True, case_sensitive=case_sensitive)).root
+        want = re2_spans(pattern, data, case_sensitive)
+        assert want and list(leaf.regex.finditer(data)) == want, (pattern, case_sensitive)
 
 
 def test_places_the_next_byte_rules_out_cost_no_re2_call() -> None:
