@@ -678,6 +678,9 @@ static inline int same(const uint8_t *s, const uint8_t *nd, const uint8_t *nd_lo
  * byte) and 3.5-12 folded. */
 #if defined(__x86_64__) && defined(__GNUC__)
 #define HAVE_AVX2_PATH 1
+/* Whether this CPU (and the OS's saving of its registers) has AVX2: set once when the module is
+ * imported, read by `find_from` with the GIL released. */
+static int have_avx2 = 0;
 /* The loop of `find_from` 32 places at a time, on a CPU with AVX2 (most x86-64 since 2013; the
  * SSE2 loop is the baseline every x86-64 has and runs the rest). From *at; returns the first
  * match, or -1 with *at moved to the first place it did not try. */
@@ -716,9 +719,7 @@ static Py_ssize_t find_from(const uint8_t *h, Py_ssize_t n, const uint8_t *nd, c
         return q ? q - h : -1;
     }
 #if defined(HAVE_AVX2_PATH)
-    static int avx2 = -1;
-    if (avx2 < 0) avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;
-    if (avx2) {
+    if (have_avx2) {
         Py_ssize_t found = find_avx2(h, n, nd, nd_low, m, fold, a, b, ca, cb, ma, mb, &s);
         if (found >= 0) return found;
     }
@@ -752,7 +753,7 @@ static PyObject *find(PyObject *Py_UNUSED(self), PyObject *args) {
     Py_ssize_t found = -1;
     if (start < 0) start = 0;
     if (m == 0) found = start <= n ? start : -1;
-    else if (start + m <= n) {
+    else if (m <= n && start <= n - m) { /* (start + m could overflow) */
         uint8_t small[64], *nd_low = m <= 64 ? small : PyMem_Malloc((size_t)m);
         if (!nd_low) {
             PyBuffer_Release(&needle);
@@ -784,4 +785,10 @@ static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_kernels", "The index build's hot loops in C.", -1, methods, NULL, NULL, NULL, NULL,
 };
 
-PyMODINIT_FUNC PyInit__kernels(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__kernels(void) {
+#if defined(HAVE_AVX2_PATH)
+    __builtin_cpu_init();
+    have_avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;
+#endif
+    return PyModule_Create(&module);
+}

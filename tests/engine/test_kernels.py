@@ -194,6 +194,8 @@ FIND_CASES = [
     (b"x" * 100 + b"Needle_Z", b"needle_z", False, 0, -1),
     (b"@[`{", b"`{", True, 0, 2),  # | 0x20 makes '@' look like '`': the compare rules it out
     (b"abc", b"", False, 1, 1),
+    (b"abc", b"bc", False, 2**63 - 1, -1),  # start + len(needle) would overflow
+    (b"abc", b"bc", True, 2**63 - 2, -1),
 ]
 
 
@@ -222,7 +224,7 @@ FIND_BYTES = st.sampled_from([b"a", b"A", b"b", b"B", b"_", b"@", b"`", b"\xff",
 def test_find_is_bytes_find(hay: bytes, data: st.DataObject, fold: bool, start: int) -> None:
     if hay and data.draw(st.booleans(), label="needle from the text"):  # a needle that is there
         i = data.draw(st.integers(0, len(hay) - 1), label="from")
-        needle = hay[i : i + data.draw(st.integers(1, 40), label="length")]
+        needle = hay[i : i + data.draw(st.integers(1, 100), label="length")]  # over 64: the needle is copied to the heap
         needle = needle.swapcase() if data.draw(st.booleans(), label="swap case") else needle
     else:
         needle = data.draw(st.lists(FIND_BYTES, min_size=1, max_size=40).map(b"".join), label="needle")
@@ -248,12 +250,13 @@ def slots_oracle(keys: list[int], cards: list[int], want: list[int]) -> tuple[li
     return [at.get(w, -1) for w in want], [cards[at[w]] if w in at else 0 for w in want]
 
 
+# keys of the 24-bit trigram space and a little above it (a table reaches the largest key: 2**32
+# would make one of 4 million buckets per example; test_slots_reach_the_largest_key has one)
+KEYS = st.one_of(st.integers(0, 1 << 24), st.integers(0, 4096), st.integers(0, 1 << 26))
+
+
 @settings(max_examples=300, deadline=None)
-@given(
-    st.sets(st.one_of(st.integers(0, 1 << 24), st.integers(0, 4096), st.integers(0, (1 << 32) - 1)), max_size=400),
-    st.lists(st.one_of(st.integers(0, 1 << 24), st.integers(0, 4096), st.integers(0, (1 << 32) - 1)), max_size=60),
-    st.data(),
-)
+@given(st.sets(KEYS, max_size=400), st.lists(KEYS, max_size=60), st.data())
 def test_slots_are_a_bisections(keys: set[int], want: list[int], data: st.DataObject) -> None:
     from codesearch.index.shard import TABLE_SHIFT, _bucket_table
 
@@ -275,3 +278,16 @@ def test_slots_refuses_arrays_that_disagree() -> None:
         _kernels.slots(keys, np.array([1, 2], dtype=np.uint32), table, 10, np.array([2], dtype=np.uint32), out, out)
     with pytest.raises(TypeError, match="writable"):
         _kernels.slots(keys, keys, table, 10, np.array([2], dtype=np.uint32), b"x" * 8, out)
+
+
+def test_slots_reach_the_largest_key() -> None:
+    from codesearch.index.shard import TABLE_SHIFT, _bucket_table
+
+    keys = [0, 7, 1 << 24, (1 << 32) - 1025, (1 << 32) - 2, (1 << 32) - 1]
+    want = [*keys, 1, (1 << 32) - 3, 1 << 31]
+    k = np.array(keys, dtype=np.uint32)
+    slot_out, card_out = np.empty(len(want), np.int64), np.empty(len(want), np.int64)
+    cards = list(range(1, len(keys) + 1))
+    _kernels.slots(k, np.array(cards, dtype=np.uint32), _bucket_table(k), TABLE_SHIFT, np.array(want, dtype=np.uint32),
+                   slot_out, card_out)
+    assert (slot_out.tolist(), card_out.tolist()) == slots_oracle(keys, cards, want)
