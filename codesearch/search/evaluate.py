@@ -239,25 +239,30 @@ class ShardEvaluator:
 
     # -- candidates ---------------------------------------------------------------------------
 
+    def _filtered(self, trigrams: TrigramQuery, quads: tuple[int, ...], within: BitMap | None = None) -> BitMap | None:
+        """The documents (of `within`, when given) whose content may hold a term: its trigram
+        query's candidates, narrowed by the shards' quadgram filters when the term has `quads`
+        (then the lookup stops early: `ENOUGH_FOR_FILTERS`). None: every document."""
+        found = self.view.lookup(self.content_lookup, trigrams, ENOUGH_FOR_FILTERS if quads else 0)
+        if found is None:
+            return None
+        if within is not None:
+            found = within & found
+        return self.shard.quad_filters.select(found, quads) if quads else found
+
     def candidates(self, node: ast.Node) -> tuple[BitMap | None, bool]:
         """(documents where `node` may be true or None for all, whether that set is exact)."""
         s = self.shard
         if isinstance(node, ast.Const):
             return (None if node.value else BitMap()), True
         if isinstance(node, ContentLeaf):
-            found = self.view.lookup(self.content_lookup, node.trigrams, ENOUGH_FOR_FILTERS if node.quads else 0)
-            if found is not None and node.quads:
-                found = s.quad_filters.select(found, node.quads)
-            return found, False
+            return self._filtered(node.trigrams, node.quads), False
         if isinstance(node, FileLeaf):
             return self.view.lookup(s.name_index, node.trigrams), False
         if isinstance(node, SymbolLeaf):
             base = s.docs_where("has-symbols")
-            c = self.view.lookup(self.content_lookup, node.trigrams, ENOUGH_FOR_FILTERS if node.quads else 0)
-            if c is None:
-                return base, False
-            c = base & c
-            return (s.quad_filters.select(c, node.quads) if node.quads else c), False
+            c = self._filtered(node.trigrams, node.quads, base)
+            return (base if c is None else c), False
         if isinstance(node, ast.Language):
             ids = self.lang_set(node.name)
             return (self.view.from_mask(np.isin(s.doc_lang, list(ids))) if ids else BitMap()), True
