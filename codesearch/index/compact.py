@@ -90,6 +90,31 @@ def _facts(entry: manifest.IndexedShard) -> _ShardFacts | None:
         shard.close()
 
 
+#: Per index directory: the facts of its shards at the last `plan`, by (file, tombstones, file
+#: identity). A shard file never changes once written (a merge writes new files), so a compactor
+#: polling an index that does not change opens no shard: at 116 shards, opening every one to
+#: plan cost 3 % of a core, all the time.
+_KNOWN_FACTS: dict[str, dict[tuple[object, ...], _ShardFacts | None]] = {}
+
+
+def _known_facts(
+    entry: manifest.IndexedShard,
+    known: dict[tuple[object, ...], _ShardFacts | None],
+    keep: dict[tuple[object, ...], _ShardFacts | None],
+) -> _ShardFacts | None:
+    """`_facts(entry)`, from `known` when the same file with the same tombstones was planned
+    before; what is returned is kept in `keep` for the next plan."""
+    try:
+        st = os.stat(entry.path)
+    except OSError:
+        return _facts(entry)  # (gone: `_facts` says why, and nothing is kept)
+    key = (entry.path, entry.dead, st.st_ino, st.st_size, st.st_mtime_ns)
+    f = known[key] if key in known else _facts(entry)
+    if f is not None:
+        keep[key] = f
+    return f
+
+
 def plan(
     index_dir: str, target_bytes: int, small_fraction: float = SMALL_FRACTION, dead_fraction: float = DEAD_FRACTION
 ) -> list[list[str]]:
@@ -99,8 +124,9 @@ def plan(
     size = 0
     entries = manifest.current_index(index_dir)
     has_dead = {os.path.basename(e.path) for e in entries if e.dead}
+    known, _KNOWN_FACTS[index_dir] = _KNOWN_FACTS.get(index_dir, {}), {}
     for entry in entries:
-        f = _facts(entry)
+        f = _known_facts(entry, known, _KNOWN_FACTS[index_dir])
         if f is None:
             continue
         small = f.live_bytes < small_fraction * target_bytes

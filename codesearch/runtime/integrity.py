@@ -91,7 +91,7 @@ class IndexIntegrity:
     def check(self, store: Store) -> list[Refusal]:
         """Verify what changed since the last check; refuse and requeue what fails. Returns the new refusals."""
         try:
-            man = manifest.read_manifest(self.index_dir)
+            man = manifest.read_shared(self.index_dir)  # (read-only here; parsed again only when it changed)
         except IndexFormatError as e:
             log.error("index integrity: %s", e)
             return []

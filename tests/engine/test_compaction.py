@@ -317,3 +317,27 @@ def test_an_older_manifest_is_an_empty_index_whose_repos_are_stale(tmp_path):
     got = manifest.read_manifest(str(ix))
     assert got["format"] == 2 and set(got["shards"]) == {"new.shard"} and sorted(os.listdir(ix)) == [
         "manifest.json", "manifest.lock", "new.shard"]
+
+
+def test_planning_an_unchanged_index_opens_no_shard(world, monkeypatch):
+    """The compactor plans every few seconds: a shard planned before (same file, same
+    tombstones) is not opened again; one whose tombstones changed is."""
+    from codesearch.index import compact as compact_module
+
+    w = world
+    compact(w["index"], w["settings"])
+    opened = []
+    real = compact_module.Shard
+
+    def counting(path, *args, **kwargs):
+        opened.append(os.path.basename(path))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(compact_module, "Shard", counting)
+    target = w["settings"].shard_max_bytes
+    compact_module._KNOWN_FACTS.clear()  # (as in a compactor that just started)
+    assert plan(w["index"], target) == [] and len(opened) == 1
+    assert plan(w["index"], target) == [] and len(opened) == 1
+    for i in range(N // 2, N):  # the larger half of the repositories: most of the content is dead
+        manifest.remove_repo(w["index"], 100 + i)
+    assert plan(w["index"], target) == [_shard_names(w)] and len(opened) == 2
