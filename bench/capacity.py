@@ -90,15 +90,16 @@ ENGINE_CLASSES = [q.cls for q in be.QUERIES]
 HEAVY = ("case-insensitive regex", "any-case regex, weak trigrams, \\s gaps")
 SOURCE_NAME = "capacity-shard-source"
 
-
-def heavy_names() -> str:
-    """`HEAVY` for a sentence: "the A and the B"."""
-    return " and the ".join(HEAVY)
 #: issue 25's done-when: every measured point within this of the model
 MAX_ERROR = 0.25
 #: Of a node's RAM, what the index (in the page cache), its searcher and Ray may take: the rest is
 #: for the operating system and everything else on the node.
 RAM_USABLE = 0.85
+
+
+def heavy_names() -> str:
+    """`HEAVY` for a sentence: "the A and the B"."""
+    return " and the ".join(HEAVY)
 
 
 # ----------------------------------------------------------------------------- the indexes
