@@ -248,10 +248,8 @@ def measure_class(pool, actors, q: be.QueryCase, args) -> dict:
     for _ in range(1 if scan else 2):
         pool.search(q.cs_query, opts)
     # the work of each partition: all its shards (no early stop), CPU of its process, asked as the
-    # pool asks (`search_wire`: the request and the answer pickled once, as bytes). Through
-    # `search` Ray pickled the arguments and the answer itself, ~0.3-0.5 ms more per search: the
-    # work of a partition was measured higher than what it does in a search through the pool, and
-    # the model over-predicted the one-partition points by that much.
+    # pool asks (`search_wire`: the request and the answer pickled once, as bytes; through `search`
+    # Ray pickles the arguments and the answer itself, ~0.3-0.5 ms more per search)
     c0 = so.actor_cpus(actors)
     parts = []
     for _ in range(direct_runs):
