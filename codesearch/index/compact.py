@@ -124,9 +124,10 @@ def plan(
     size = 0
     entries = manifest.current_index(index_dir)
     has_dead = {os.path.basename(e.path) for e in entries if e.dead}
-    known, _KNOWN_FACTS[index_dir] = _KNOWN_FACTS.get(index_dir, {}), {}
+    known = _KNOWN_FACTS.get(index_dir, {})
+    keep = _KNOWN_FACTS[index_dir] = {}  # (only the shards of this plan: the table never outgrows the index)
     for entry in entries:
-        f = _known_facts(entry, known, _KNOWN_FACTS[index_dir])
+        f = _known_facts(entry, known, keep)
         if f is None:
             continue
         small = f.live_bytes < small_fraction * target_bytes

@@ -303,8 +303,6 @@ def read_shared(index_dir: str) -> Manifest | None:
     manifest = read_manifest(index_dir)
     if manifest is not None and settled:
         _CACHE[index_dir] = (identity, manifest)
-    else:
-        _CACHE.pop(index_dir, None)
     return manifest
 
 
