@@ -12,7 +12,11 @@ runs each query --rounds times through ``start`` and ``async for`` (the searcher
 `make_plan` and `partial_result` are wrapped (in the searcher processes, through ``__ray_call__``)
 to stamp each answer with the wall time its search started and ended, so each answer's time
 splits into: the replica checking or planning the query and sending the tasks; the trip to the
-searcher; the search; the trip back to the replica's event loop. Prints the p50 of each part.
+searcher; the search; the trip back to the replica's event loop. Prints the p50 of each part, and
+the CPU time per search of the caller and of the searchers together (read from ``/proc``). The
+searches go as a replica's do: over the searchers' local links once connected
+(`codesearch.runtime.search_link`), through Ray with ``CODESEARCH_SEARCH_LINK=off`` in the
+environment or in a tree from before the links.
 
 Wall clocks of processes of one machine agree closely enough for this (microseconds); the
 machine's load shows in every part (the script prints the load average; the trees are measured in
@@ -69,6 +73,13 @@ def stamp(self):
 
 
 ray.get([a.__ray_call__.remote(stamp) for a in pool.actors])
+pids = ray.get([a.__ray_call__.remote(lambda self: __import__("os").getpid()) for a in pool.actors])
+
+
+def cpu_s(pid):
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / __import__("os").sysconf("SC_CLK_TCK")
 options = SearchOptions(matches=100, public_url="http://127.0.0.1")
 
 
@@ -88,9 +99,13 @@ async def main():
     for query in queries:
         for _ in range(max(10, rounds // 10)):
             await one(query)
+        caller, searchers = time.process_time(), [cpu_s(p) for p in pids]
         runs = [await one(query) for _ in range(rounds)]
+        caller, searchers = time.process_time() - caller, sum(cpu_s(p) for p in pids) - sum(searchers)
         ms = lambda xs: round(statistics.median(xs) * 1000, 2)
-        row = {"check and send": ms([r[1] - r[0] for r in runs]), "total": ms([r[3] - r[0] for r in runs])}
+        row = {"check and send": ms([r[1] - r[0] for r in runs]), "total": ms([r[3] - r[0] for r in runs]),
+               "CPU per search: caller": round(caller / rounds * 1000, 2),
+               "CPU per search: searchers": round(searchers / rounds * 1000, 2)}
         for i in range(len(runs[0][2])):
             row[f"answer {i + 1}: to the searcher"] = ms([r[2][i][0] - r[0] for r in runs])
             row[f"answer {i + 1}: search"] = ms([r[2][i][1] - r[2][i][0] for r in runs])
@@ -105,8 +120,8 @@ ray.shutdown()
 """
 
 
-def measure(tree: Path, index: Path, searchers: int, rounds: int, queries: list[str]) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(tree), "RAY_AUTH_MODE": "disabled"}
+def measure(tree: Path, index: Path, searchers: int, rounds: int, queries: list[str], extra: dict) -> dict:
+    env = {**os.environ, "PYTHONPATH": str(tree), "RAY_AUTH_MODE": "disabled", **extra}
     for name in ("RAY_ADDRESS",):
         env.pop(name, None)
     done = subprocess.run([sys.executable, "-c", SCRIPT, str(index), str(searchers), str(rounds), json.dumps(queries)],
@@ -124,27 +139,31 @@ def main() -> int:
     ap.add_argument("--queries", nargs="+", default=["getproxies_environment", "zq_no_such_identifier_anywhere_q"])
     ap.add_argument("--rounds", type=int, default=200)
     ap.add_argument("--searchers", type=int, default=2)
+    ap.add_argument("--without-link", action="store_true",
+                    help="also measure this tree with the searchers' local links off (every search a Ray task)")
     a = ap.parse_args()
     if not a.index.is_dir():
         ap.error(f"{a.index} is not an index directory (make it with bench_http_path.py --venv-repos 600)")
-    trees = [("this tree", ROOT)]
+    trees: list[tuple[str, Path, dict]] = [("this tree", ROOT, {})]
+    if a.without_link:
+        trees.append(("this tree, links off", ROOT, {"CODESEARCH_SEARCH_LINK": "off"}))
     if a.against:
         tree, sha = tree_at(a.against)
-        trees.append((f"{a.against} ({sha})", tree))
-    results: dict[str, dict] = {label: {} for label, _ in trees}
+        trees.append((f"{a.against} ({sha})", tree, {}))
+    results: dict[str, dict] = {label: {} for label, _, _ in trees}
     for query in a.queries:  # the trees in turn, query by query: a change of load falls on both
-        for label, tree in trees:
-            results[label].update(measure(tree, a.index, a.searchers, a.rounds, [query]))
+        for label, tree, extra in trees:
+            results[label].update(measure(tree, a.index, a.searchers, a.rounds, [query], extra))
     print(f"machine: {machine()}; load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"{a.searchers} searchers over {a.index}; p50 of {a.rounds} searches, ms\n")
     for query in a.queries:
-        parts = list(results[trees[0][0]][query])
+        parts = list(results[trees[0][0]][query])  # (a part only one tree has shows as nan elsewhere)
         print(f"`{query}`\n")
-        print("| part | " + " | ".join(label for label, _ in trees) + " |")
+        print("| part | " + " | ".join(label for label, _, _ in trees) + " |")
         print("|---|" + "---:|" * len(trees))
         for part in parts:
             print(f"| {part} | " + " | ".join(f"{results[label][query].get(part, float('nan')):.2f}"
-                                             for label, _ in trees) + " |")
+                                             for label, _, _ in trees) + " |")
         print()
     return 0
 

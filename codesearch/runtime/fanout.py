@@ -15,12 +15,14 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from codesearch.errors import CodesearchError
 from codesearch.runtime import request_ids
+from codesearch.runtime.search_link import LinkBroken
 from codesearch.search.engine import PartialResult
 from codesearch.search.options import FLUSH_MAX_SIZE, FLUSH_TIMER, SearchOptions, Stats
 
 if TYPE_CHECKING:
-    from ray import ObjectRef
     from ray.actor import ActorHandle
+
+    from codesearch.runtime.search_link import LinkClient, Links
 
 
 log = logging.getLogger(__name__)
@@ -52,11 +54,14 @@ class Pool(Protocol):
 
 
 class _Asked(NamedTuple):
-    """A searcher's task of a `Fanout`: its partition, which attempt, whether through `search_wire`."""
+    """A searcher's task of a `Fanout`: its partition, which attempt, whether through `search_wire`,
+    and the local link and request id it went by (`search_link`; None: a Ray task)."""
 
     partition: int
     attempt: int
     wire: bool
+    link: LinkClient | None = None
+    ident: int = 0
 
 
 def request_kwargs(request_id: str | None) -> dict[str, str]:
@@ -85,6 +90,7 @@ class Fanout:
         options: SearchOptions,
         stop_when_full: bool = False,
         request_id: str | None = None,
+        links: Links | None = None,
     ):
         self.pool = pool
         self.query = query
@@ -97,39 +103,58 @@ class Fanout:
         self.version = pool.current_version()  # one index generation on every searcher
         self.turn = pool.next_turn()
         self.missed = Stats()
-        self.pending: dict[ObjectRef[Any], _Asked] = {}
+        #: what has not answered yet: Ray tasks (`ObjectRef`) and searches sent over a link (their
+        #: `asyncio.Future`, only when `links` is given, on the event loop that reads the answers)
+        self.pending: dict[Any, _Asked] = {}
+        self.links = links
         self._wire: bytes | None = None  # the request as `ShardSearcher.search_wire` takes it
         for p, actor in enumerate(pool.copy(self.turn)):
             self._ask(p, actor, 0)
 
-    def _ask(self, partition: int, actor: ActorHandle[Any], attempt: int) -> None:
+    def _ask(self, partition: int, actor: ActorHandle[Any], attempt: int, by_link: bool = True) -> None:
+        """Send the search to `actor`: over its local link when it has one connected (and
+        `by_link`), else as a Ray task."""
+        link = self.links.client(actor) if self.links is not None and by_link else None
+        if link is not None:
+            ident, fut = link.ask(self._wire_request())
+            self.pending[fut] = _Asked(partition, attempt, True, link, ident)
+            return
         wire = getattr(actor, "search_wire", None)  # (a searcher of an older release lacks it)
         if wire is not None:
-            if self._wire is None:
-                request = (self.query, self.options, self.deadline_wall, self.version, self._extra.get("request_id"))
-                self._wire = pickle.dumps(request, pickle.HIGHEST_PROTOCOL)
-            ref = wire.remote(self._wire)
+            ref = wire.remote(self._wire_request())
         else:
             ref = actor.search.remote(self.query, self.options, self.deadline_wall, self.version, **self._extra)
         self.pending[ref] = _Asked(partition, attempt, wire is not None)
+
+    def _wire_request(self) -> bytes:
+        """The request as `ShardSearcher.search_wire` takes it, pickled once for every searcher."""
+        if self._wire is None:
+            request = (self.query, self.options, self.deadline_wall, self.version, self._extra.get("request_id"))
+            self._wire = pickle.dumps(request, pickle.HIGHEST_PROTOCOL)
+        return self._wire
 
     def _miss(self, partition: int) -> None:
         self.missed.crashes += 1
         self.missed.shardsSkipped += self.pool.shard_count(partition, self.version)
 
-    def settle(self, ref: ObjectRef[Any], answer: Callable[[], Any] | None = None) -> PartialResult | None:
+    def settle(self, ref: Any, answer: Callable[[], Any] | None = None) -> PartialResult | None:
         """The answer of a finished `ref` (`answer()` when given: the value of its future, which
         holds it already), or None when its searcher failed (then retried on a twin, or recorded
         as missed). A query error (`CodesearchError`) is raised."""
         import ray
 
-        partition, attempt, wire = self.pending.pop(ref)
+        partition, attempt, wire, _link, _ident = self.pending.pop(ref)
         try:
             got = answer() if answer is not None else ray.get(ref)
             partial: PartialResult = pickle.loads(got) if wire else got
             return partial
         except CodesearchError:
             raise
+        except LinkBroken as e:  # the searcher may live on (Ray restarts a process that died): ask Ray
+            log.warning("searcher of partition %d: %s; asked through Ray", partition, e)
+            if time.time() < self.deadline_wall:
+                self._ask(partition, self.pool.copy(self.turn + attempt)[partition], attempt, by_link=False)
+                return None
         except Exception as e:  # noqa: BLE001 - the searcher died mid-search
             log.error("searcher of partition %d failed: %s", partition, type(e).__name__)
             if isinstance(e, ray.exceptions.ActorDiedError):
@@ -151,7 +176,10 @@ class Fanout:
     def _cancel_pending(self) -> None:
         import ray
 
-        for ref in list(self.pending):
+        for ref, asked in list(self.pending.items()):
+            if asked.link is not None:
+                asked.link.cancel(asked.ident)
+                continue
             with contextlib.suppress(Exception):  # already finished or gone
                 ray.cancel(ref)
         self.pending.clear()
@@ -197,12 +225,13 @@ class Fanout:
         `codesearch.search.protocol.PartialStream`)."""
         import asyncio
 
-        waiting: dict[asyncio.Future[Any], ObjectRef[Any]] = {}
+        waiting: dict[asyncio.Future[Any], Any] = {}  # the future awaited → its key in `pending`
         try:
             while self.pending:
-                for ref in self.pending:
+                for ref, asked in self.pending.items():
                     if ref not in waiting.values():
-                        waiting[asyncio.ensure_future(asyncio.wrap_future(ref.future()))] = ref
+                        linked = asked.link is not None  # a link's future is on this loop already
+                        waiting[ref if linked else asyncio.ensure_future(asyncio.wrap_future(ref.future()))] = ref
                 done, _ = await asyncio.wait(
                     list(waiting),
                     timeout=max(0.0, self.give_up - time.monotonic()),

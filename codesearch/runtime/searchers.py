@@ -38,6 +38,7 @@ from codesearch.runtime.published import (
     shard_files,
 )
 from codesearch.runtime.registry import ShardSpec
+from codesearch.runtime.search_link import Links
 from codesearch.runtime.shard_searcher import SEARCH_CONCURRENCY, ShardSearcher
 from codesearch.search.engine import INLINE_PLAN_CHARS, check_query, make_plan, merge_partials, names_identifier
 from codesearch.search.options import SearchOptions
@@ -45,6 +46,7 @@ from codesearch.search.options import SearchOptions
 if TYPE_CHECKING:
     from ray.actor import ActorHandle
 
+    from codesearch.query import ast
     from codesearch.search.protocol import PartialStream, Streamer
 
 log = logging.getLogger(__name__)
@@ -75,6 +77,8 @@ class SearcherPool:
         self._names: tuple[str, int] | None = None
         self._stale = False
         self._reattached_at = float("-inf")
+        #: The searchers' local links, for searches started on an event loop (`start`).
+        self.links = Links()
 
     @classmethod
     def create(
@@ -239,8 +243,19 @@ class SearcherPool:
         index version comes from `version_watch`; sending a Ray task does not wait), so an
         event loop may call it. `request_id` (default: the current request's,
         `request_ids.current`) is sent to the searchers for their logs."""
-        tree = check_query(query, options)
-        return Fanout(self, query, options, stop_when_full=not names_identifier(tree), request_id=request_id)
+        return self._fanout(check_query(query, options), query, options, request_id)
+
+    def _fanout(
+        self, tree: ast.Node, query: str, options: SearchOptions, request_id: str | None, links: bool = False
+    ) -> Fanout:
+        return Fanout(
+            self,
+            query,
+            options,
+            stop_when_full=not names_identifier(tree),
+            request_id=request_id,
+            links=self.links if links else None,
+        )
 
     def search(self, query: str, options: SearchOptions, request_id: str | None = None) -> dict[str, Any]:
         """Fan out to the searchers of one copy, merge what arrives before the deadline: the
@@ -253,13 +268,16 @@ class SearcherPool:
         return merge_partials(partials, options, started, plan_ns, missed=fan.missed)
 
     async def start(self, query: str, options: SearchOptions, request_id: str | None = None) -> Fanout:
-        """`fan_out` for an event loop (`codesearch.search.protocol.Streamer`): a query of up to
-        `INLINE_PLAN_CHARS` characters is checked on the loop (typically tens of microseconds: less
-        than a trip to a thread costs); a longer one in a thread, so that the loop can answer other
-        requests meanwhile."""
+        """`fan_out` for an event loop (`codesearch.search.protocol.Streamer`), which sends the
+        search to the searchers on this node over their local links (`search_link`). A query of
+        up to `INLINE_PLAN_CHARS` characters is checked on the loop (typically tens of
+        microseconds: less than a trip to a thread costs); a longer one in a thread, so that the
+        loop can answer other requests meanwhile."""
         if len(query) <= INLINE_PLAN_CHARS:
-            return self.fan_out(query, options, request_id)
-        return await asyncio.to_thread(self.fan_out, query, options, request_id)
+            tree = check_query(query, options)
+        else:
+            tree = await asyncio.to_thread(check_query, query, options)
+        return self._fanout(tree, query, options, request_id, links=True)
 
     def explain(self, query: str, options: SearchOptions, request_id: str | None = None) -> dict[str, Any]:
         """Every searcher's explanation of `query`, combined (shards listed per searcher)."""
