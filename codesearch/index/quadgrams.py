@@ -26,6 +26,7 @@ quadgram ``q`` (its four bytes big-endian) in a filter of ``m`` bits is
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -105,5 +106,13 @@ class QuadFilters:
             return docs
         cand = np.frombuffer(docs.to_array(), dtype=np.uint32)
         out = np.empty(cand.size, dtype=np.uint32)
-        kept = _kernels.quad_select(self.filters, self.offsets, cand, np.array(quads, dtype=np.uint32), out)
-        return BitMap(out[:kept])
+        kept = _kernels.quad_select(self.filters, self.offsets, cand, _quad_array(quads), out)
+        return BitMap(out[:kept]) if kept else BitMap()
+
+
+@functools.lru_cache(maxsize=1024)
+def _quad_array(quads: tuple[int, ...]) -> np.ndarray:
+    """`quads` as the kernel takes them, made once per search (every shard asks for them)."""
+    out = np.array(quads, dtype=np.uint32)
+    out.flags.writeable = False
+    return out

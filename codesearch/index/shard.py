@@ -390,10 +390,15 @@ class Shard:
         """Whether a symbol of the shard has one of `keys` (`symbol_key`s of names): a binary
         search, so that a search for an identifier skips at once the shards that cannot hold a
         definition of it (most of them), before any other work on them."""
-        if not self.sym_lkey.size or not keys.size:
+        lkey = self.sym_lkey
+        if not lkey.size or not keys.size:
             return False
-        at = np.minimum(self.sym_lkey.searchsorted(keys), self.sym_lkey.size - 1)
-        return bool((self.sym_lkey[at] == keys).any())
+        if keys.size == 1:  # one identifier, the usual search: scalar steps cost less than array ones
+            key = keys[0]
+            first = int(lkey.searchsorted(key))
+            return first < lkey.size and bool(lkey[first] == key)
+        at = np.minimum(lkey.searchsorted(keys), lkey.size - 1)
+        return bool((lkey[at] == keys).any())
 
     def _keyed(self, name: bytes) -> np.ndarray:
         """Indexes (into the sym.* arrays) of the symbols whose ``sym.lkey`` is `name`'s: those

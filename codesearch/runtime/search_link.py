@@ -2,13 +2,14 @@
 
 Why. A search is one call to each searcher of a copy, and a Ray actor call is not cheap on two
 cores: two calls and their answers cost 1.5 ms of latency and 2.3 ms of CPU (1.2 in the caller,
-0.55 in each searcher) where the same bytes over a Unix socket cost 0.11-0.16 ms and 0.2 ms
-(a micro-benchmark: an echo of 600 bytes). Between a replica's event loop and its answers over
-10 GB, a no-match search took 5.3 ms instead of 6.5 and a rare literal 9.1 instead of 12.0, and
-the caller's CPU per search fell from 2.0 to 0.7 ms (``bench/bench_fanout.py --without-link``). Ray still places, supervises and restarts
-the searchers, tells the caller where a searcher's socket is (`ShardSearcher.link_address`), and
-carries every search it cannot: a searcher on another node, a caller without an event loop (the
-Python client, notebooks), a searcher of an older release, a link not connected yet or broken.
+0.55 in each searcher) where the same bytes over a Unix socket cost 0.11-0.16 ms and 0.2 ms (a
+micro-benchmark: an echo of 600 bytes). Between a replica's event loop and its answers over 10
+GB, a no-match search took 5.3 ms instead of 6.5 and a rare literal 9.1 instead of 12.0, and the
+caller's CPU per search fell from 2.0 to 0.7 ms (``bench/bench_fanout.py --without-link``). Ray
+still places, supervises and restarts the searchers, tells the caller where a searcher's socket
+is (`ShardSearcher.link_address`), and carries every search it cannot: a searcher on another
+node, a caller without an event loop (the Python client, notebooks), a searcher of an older
+release, a link not connected yet or broken.
 Ray's compiled graphs were not taken: one graph runs one execution at a time, so a slow capped
 regex would hold every other search of the replica behind it.
 

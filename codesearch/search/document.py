@@ -46,7 +46,7 @@ class Verifier(Protocol):
     deadline: float
     #: the query's positive terms, whose matches are shown, and their ids
     positive: list[ast.Node]
-    positive_ids: set[int]
+    positive_ids: frozenset[int]
     #: the positive terms that name an identifier (their definitions rank first)
     identifiers: list[ContentLeaf]
     plan: Plan

@@ -23,6 +23,7 @@ are not under a negation.
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -100,9 +101,7 @@ class _ShardView:
             return None
         if q.op == NONE:
             return BitMap()
-        tris = list(q.trigrams)
-        if enough and q.op == AND and not q.subs and len(tris) > THIN:
-            tris = [tris[round(i * (len(tris) - 1) / (THIN - 1))] for i in range(THIN)]
+        tris = _asked(q, bool(enough))
         self.stats.ngramLookups += len(tris)
         cards = sorted(zip(index.cardinalities(tris), tris, strict=True))
         if q.op == AND:
@@ -144,6 +143,56 @@ class _ShardView:
 
     def from_mask(self, mask: np.ndarray) -> BitMap:
         return BitMap(np.flatnonzero(mask).astype(np.uint32))
+
+
+@dataclass(frozen=True)
+class _Leaves:
+    """The positive leaves of a tree to verify, their ids, its identifiers and branch patterns:
+    what `ShardEvaluator.start` needs of the tree, the same on every shard whose repositories
+    leave the plan's tree as it is."""
+
+    positive: list[ast.Node]
+    ids: frozenset[int]
+    identifiers: list[ContentLeaf]
+    branches: tuple[str, ...]
+
+    @classmethod
+    def of(cls, root: ast.Node) -> _Leaves:
+        positive = list(ast.positive_leaves(root))
+        return cls(
+            positive,
+            frozenset(id(n) for n in positive),
+            identifier_leaves(positive),
+            tuple(n.pattern for n in positive if isinstance(n, ast.Branch)),
+        )
+
+
+#: `_Leaves` of the plans' trees searched lately, by the tree's id (the tree is kept with them,
+#: so its id cannot be reused while it is here); emptied when it grows past `_LEAVES_KEPT`.
+_LEAVES: dict[int, tuple[ast.Node, _Leaves]] = {}
+_LEAVES_KEPT = 256
+
+
+def _leaves_of(root: ast.Node) -> _Leaves:
+    """`_Leaves.of(root)`, found once per plan instead of once per shard."""
+    hit = _LEAVES.get(id(root))
+    if hit is not None and hit[0] is root:
+        return hit[1]
+    leaves = _Leaves.of(root)
+    if len(_LEAVES) >= _LEAVES_KEPT:
+        _LEAVES.clear()
+    _LEAVES[id(root)] = (root, leaves)
+    return leaves
+
+
+@functools.lru_cache(maxsize=4096)
+def _asked(q: TrigramQuery, thin: bool) -> tuple[int, ...]:
+    """The trigrams of `q` that `_ShardView.lookup` looks up: all, or `THIN` of a long AND spread
+    over it when `thin`. The same on every shard, so chosen once per search, not once per shard."""
+    tris = tuple(q.trigrams)
+    if thin and q.op == AND and not q.subs and len(tris) > THIN:
+        tris = tuple(tris[round(i * (len(tris) - 1) / (THIN - 1))] for i in range(THIN))
+    return tris
 
 
 def _resolve_repos(node: ast.Node, repos: Sequence[RepoFacts]) -> ast.Node:
@@ -199,7 +248,7 @@ class ShardEvaluator:
         self.lang_ids: dict[str, set[int]] = {}
         self.branch_masks: dict[str, list[int]] = {}
         self.positive: list[ast.Node] = []
-        self.positive_ids: set[int] = set()
+        self.positive_ids: frozenset[int] = frozenset()
         self.identifiers: list[ContentLeaf] = []
         self.positive_branch_masks: list[list[int]] = []
         self.verified = BitMap()  # documents checked so far
@@ -309,10 +358,9 @@ class ShardEvaluator:
         if isinstance(root, ast.Const) and not root.value or s.doc_count == 0 or not live:
             stats.shardsSkippedFilter = 1
             return None
-        self.positive.extend(ast.positive_leaves(root))
-        self.positive_ids = {id(n) for n in self.positive}
-        self.positive_branch_masks = [self.branch_mask(n.pattern) for n in self.positive if isinstance(n, ast.Branch)]
-        self.identifiers = identifier_leaves(self.positive)
+        leaves = _leaves_of(root) if root is self.plan.root else _Leaves.of(root)
+        self.positive, self.positive_ids, self.identifiers = leaves.positive, leaves.ids, leaves.identifiers
+        self.positive_branch_masks = [self.branch_mask(pattern) for pattern in leaves.branches]
         return root
 
     def run(self, exclude: BitMap | None = None) -> ShardResult:
