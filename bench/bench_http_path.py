@@ -104,7 +104,30 @@ def tree_at(rev: str) -> tuple[Path, str]:
             tar.extractall(tmp, filter="data")
         shutil.rmtree(out, ignore_errors=True)
         tmp.rename(out)
+    if (ROOT / "setup.py").exists() and not list((out / "codesearch" / "index").glob("_kernels*.so")):
+        # the tree's own compiled kernels (built from its kernels.c), as `make install` builds them
+        for name in ("setup.py", "pyproject.toml"):
+            (out / name).write_bytes(subprocess.run(["git", "show", f"{sha}:{name}"], cwd=ROOT,
+                                                    capture_output=True, check=True).stdout)
+        subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace", "-q"], cwd=out, check=True,
+                       capture_output=True)
     return out, sha
+
+
+def linked_copy(src: Path, dst: Path) -> None:
+    """A copy of data directory `src` whose shard files are hard links, not copies: a 10 GB index
+    has no room for a second copy. Safe because a shard file is never written in place (a new one
+    is written under a temporary name and renamed; the manifest too), so neither service can
+    change the other's files; everything else (the database, the manifest) is copied."""
+    shutil.rmtree(dst, ignore_errors=True)
+
+    def copy(a: str, b: str) -> None:
+        if a.endswith(".shard"):
+            os.link(a, b)
+        else:
+            shutil.copy2(a, b)
+
+    shutil.copytree(src, dst, symlinks=True, copy_function=copy)
 
 
 def run_cli(tree: Path, *args: str) -> str:
@@ -493,6 +516,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data-dir", type=Path,
                     help="an indexed data directory to serve, not in use by another service (default: the demo's "
                          "under bench/.work/http-path); with --against, each service gets a copy")
+    ap.add_argument("--link-shards", action="store_true",
+                    help="with --against and --data-dir: the second service's copy (next to --data-dir) has its "
+                         "shard files hard-linked, not copied (an index too big to copy twice)")
     ap.add_argument("--venv-repos", type=int, metavar="N",
                     help="serve N git repositories cut from the virtual environment's packages (made and indexed "
                          "once under bench/.work/http-path/venv-N-MB) instead of the demo")
@@ -533,9 +559,12 @@ def main(argv: list[str] | None = None) -> int:
         elif i == 0:
             data_dir = a.data_dir
         else:  # a second service may not share the first one's state: a copy of it
-            data_dir = WORK / f"data-copy-{i}"
-            shutil.rmtree(data_dir, ignore_errors=True)
-            shutil.copytree(a.data_dir, data_dir, symlinks=True)
+            data_dir = a.data_dir.with_name(a.data_dir.name + f"-copy-{i}") if a.link_shards else WORK / f"data-copy-{i}"
+            if a.link_shards:
+                linked_copy(a.data_dir, data_dir)
+            else:
+                shutil.rmtree(data_dir, ignore_errors=True)
+                shutil.copytree(a.data_dir, data_dir, symlinks=True)
         services.append(Service(label, tree, data_dir, a.config, a.searchers))
 
     say(f"machine: {machine()}; load average {load()}")
