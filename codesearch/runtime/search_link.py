@@ -105,6 +105,8 @@ class LinkServer:
     ``answer(request, cancelled)`` run on a pool of `workers` threads."""
 
     def __init__(self, answer: Callable[[bytes, Callable[[], bool]], bytes], workers: int, directory: str):
+        if not hasattr(socket, "SO_PEERCRED"):  # (Linux has it): no way to know who connects
+            raise OSError("this platform cannot tell a Unix socket's peer (SO_PEERCRED)")
         self.answer = answer
         self.directory = tempfile.mkdtemp(prefix="link-", dir=directory)  # mode 0700
         self.path = os.path.join(self.directory, "s")
@@ -131,13 +133,18 @@ class LinkServer:
                 conn, _ = self.listener.accept()
             except OSError:
                 return
-            creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-            _pid, uid, _gid = struct.unpack("3i", creds)
-            if uid != os.getuid():
-                log.warning("search link: refused a connection from user id %d", uid)
-                conn.close()
-                continue
-            threading.Thread(target=_Connection(self, conn).serve, name="link-conn", daemon=True).start()
+            try:  # whatever one connection does, the next ones are still accepted
+                creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+                _pid, uid, _gid = struct.unpack("3i", creds)
+                if uid != os.getuid():
+                    log.warning("search link: refused a connection from user id %d", uid)
+                    conn.close()
+                    continue
+                threading.Thread(target=_Connection(self, conn).serve, name="link-conn", daemon=True).start()
+            except Exception as e:  # noqa: BLE001
+                log.warning("search link: a connection failed: %s", e)
+                with contextlib.suppress(OSError):
+                    conn.close()
 
 
 class _Connection:
@@ -165,8 +172,10 @@ class _Connection:
                 if kind == ASK:
                     flag = self.cancelled.setdefault(ident, threading.Event())
                     self.server.pool.submit(self._search, ident, payload, flag)
-                elif kind == CANCEL:
-                    self.cancelled.setdefault(ident, threading.Event()).set()
+                elif kind == CANCEL:  # (a search that ended already has no flag left: nothing to do)
+                    running = self.cancelled.get(ident)
+                    if running is not None:
+                        running.set()
         except (OSError, RuntimeError):  # the caller went away; the pool shut down
             return
         finally:

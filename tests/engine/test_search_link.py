@@ -211,3 +211,32 @@ def test_a_frame_larger_than_allowed_closes_the_connection(short_dir):
             assert (kind, ident, s.recv(length, socket.MSG_WAITALL)) == (ANSWER, 7, b"ba")
     finally:
         server.close()
+
+
+def test_a_cancel_that_comes_after_the_answer_leaves_nothing_behind(short_dir):
+    """The caller may cancel a search whose answer is already on its way: the searcher has
+    nothing to stop, and keeps no flag for it (a connection lives as long as its replica)."""
+    import gc
+
+    from codesearch.runtime.search_link import CANCEL, _Connection
+
+    server = LinkServer(Answers(), 2, short_dir)
+    try:
+        with socket.socket(socket.AF_UNIX) as s:
+            s.connect(server.path)
+            s.settimeout(5)
+            for ident in range(1, 4):
+                s.sendall(HEADER.pack(2, ASK, ident) + b"ab")
+                length, kind, got = HEADER.unpack(s.recv(HEADER.size, socket.MSG_WAITALL))
+                assert (kind, got, s.recv(length, socket.MSG_WAITALL)) == (ANSWER, ident, b"ba")
+                s.sendall(HEADER.pack(0, CANCEL, ident))
+            s.sendall(HEADER.pack(2, ASK, 9) + b"cd")  # read in order: the cancels are seen by now
+            assert s.recv(HEADER.size + 2, socket.MSG_WAITALL)[-2:] == b"dc"
+            connections = [c for c in gc.get_objects() if isinstance(c, _Connection) and c.server is server]
+            assert len(connections) == 1
+            until = time.monotonic() + 5
+            while connections[0].cancelled and time.monotonic() < until:  # (ask 9's flag goes as its thread ends)
+                time.sleep(0.01)
+            assert connections[0].cancelled == {}
+    finally:
+        server.close()
