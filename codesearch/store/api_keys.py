@@ -10,8 +10,9 @@ import hashlib
 import hmac
 import secrets
 from datetime import timedelta
+from typing import Any, ClassVar
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import Select, bindparam, insert, select, update
 
 from codesearch.store import models as m
 from codesearch.store.base import StoreBase
@@ -33,6 +34,8 @@ _API_KEY_COLUMNS = [
 
 class ApiKeysMixin(StoreBase):
     """The `Store` methods for API keys (mixed into `Store`)."""
+
+    _key_owner: ClassVar[Select[Any] | None] = None  # `_key_owner_query`, once built
 
     def _key_hash(self, secret: str) -> str:
         return hmac.new(self._secret, secret.encode("utf-8"), hashlib.sha256).hexdigest()
@@ -64,20 +67,8 @@ class ApiKeysMixin(StoreBase):
             return None
         digest = self._key_hash(secret)
         now = self._now()
-        # One query for the key, its owner and whether the owner may use credentials: every API
-        # request asks it (three queries cost 0.67 ms of the API replica's CPU per request).
-        query = (
-            select(
-                users,
-                api_keys.c.id.label("key_id"),
-                api_keys.c.key_hash.label("key_hash"),
-                api_keys.c.last_used_at.label("key_last_used_at"),
-            )
-            .join(users, users.c.id == api_keys.c.user_id)
-            .where(api_keys.c.key_hash == digest, api_keys.c.revoked_at.is_(None), ~self._waiting(api_keys.c.user_id))
-        )
         with self._tx() as c:
-            row = c.execute(query).first()
+            row = c.execute(self._key_owner_query(), {"digest": digest}).first()
         if row is None or not hmac.compare_digest(row.key_hash, digest):
             return None
         user = User(**{col.key: row._mapping[col.key] for col in users.c})
@@ -86,6 +77,31 @@ class ApiKeysMixin(StoreBase):
             with self._tx(write=True) as c:
                 c.execute(update(api_keys).where(api_keys.c.id == row.key_id).values(last_used_at=now))
         return user
+
+    @classmethod
+    def _key_owner_query(cls) -> Select[Any]:
+        """One query for a key (its hash: the ``digest`` parameter), its owner and whether the
+        owner may use credentials: every API request asks it (three queries cost 0.67 ms of the
+        API replica's CPU per request). Built once: building it took 0.18 ms of the 0.47 a
+        check costs (`_waiting` aliases a table)."""
+        query = cls._key_owner
+        if query is None:
+            query = (
+                select(
+                    users,
+                    api_keys.c.id.label("key_id"),
+                    api_keys.c.key_hash.label("key_hash"),
+                    api_keys.c.last_used_at.label("key_last_used_at"),
+                )
+                .join(users, users.c.id == api_keys.c.user_id)
+                .where(
+                    api_keys.c.key_hash == bindparam("digest"),
+                    api_keys.c.revoked_at.is_(None),
+                    ~cls._waiting(api_keys.c.user_id),
+                )
+            )
+            cls._key_owner = query
+        return query
 
     def list_api_keys(self, user_id: int, *, include_revoked: bool = False) -> list[ApiKey]:
         """The user's keys (name, created, last used; never the secret or hash), oldest first."""
