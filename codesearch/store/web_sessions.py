@@ -11,9 +11,9 @@ import hashlib
 import hmac
 import secrets
 from datetime import timedelta
-from typing import Any
+from typing import Any, ClassVar
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import Select, bindparam, delete, insert, select, update
 
 from codesearch.store.base import StoreBase
 from codesearch.store.errors import Conflict
@@ -30,6 +30,8 @@ class AccountDisabled(Conflict):
 
 class WebSessionsMixin(StoreBase):
     """The `Store` methods for web sign-in sessions (mixed into `Store`)."""
+
+    _session_of: ClassVar[Select[Any] | None] = None  # `_session_query`, once built
 
     def web_session_id(self, cookie_value: str) -> str:
         """The stored id of a session cookie value: its HMAC-SHA256 under the sign-in secret,
@@ -72,13 +74,7 @@ class WebSessionsMixin(StoreBase):
         sid = self.web_session_id(cookie_value)
         user_cols = list(users.columns)
         with self._tx() as c:
-            row = c.execute(
-                select(web_sessions, *[col.label(f"u_{col.name}") for col in user_cols])
-                .join(users, users.c.id == web_sessions.c.user_id)
-                .where(
-                    web_sessions.c.id == sid, web_sessions.c.expires_at > now, ~self._waiting(web_sessions.c.user_id)
-                )
-            ).first()
+            row = c.execute(self._session_query(), {"sid": sid, "now": now}).first()
         if row is None:
             return None
         mp = row._mapping
@@ -89,6 +85,25 @@ class WebSessionsMixin(StoreBase):
                 c.execute(update(web_sessions).where(web_sessions.c.id == sid).values(last_seen_at=now))
             session.last_seen_at = now
         return session, user
+
+    @classmethod
+    def _session_query(cls) -> Select[Any]:
+        """The session of id ``sid`` unexpired at ``now``, with its user's columns (``u_`` and
+        the name), unless the user may not use credentials: built once, as the API key's query
+        (`ApiKeysMixin._key_owner_query`: building it was most of what the check cost)."""
+        query = cls._session_of
+        if query is None:
+            query = (
+                select(web_sessions, *[col.label(f"u_{col.name}") for col in users.columns])
+                .join(users, users.c.id == web_sessions.c.user_id)
+                .where(
+                    web_sessions.c.id == bindparam("sid"),
+                    web_sessions.c.expires_at > bindparam("now"),
+                    ~cls._waiting(web_sessions.c.user_id),
+                )
+            )
+            cls._session_of = query
+        return query
 
     def delete_web_session(self, cookie_value: str) -> bool:
         """End the session of a cookie value; True when there was one."""
