@@ -180,12 +180,11 @@ class ShardSearcher:
         deadline_wall: float,
         version: int | None = None,
         request_id: str | None = None,
-        cancelled: Callable[[], bool] | None = None,
     ) -> PartialResult:
         """Search the owned shards of `version` (default: the newest); `deadline_wall` is a
         `time.time()` instant (clocks of other processes and nodes agree on wall time, not on
-        `time.monotonic()`). Stops early when `cancelled()` turns true, by default when the
-        caller cancels the Ray task (`ray.cancel`).
+        `time.monotonic()`). Stops early when the caller cancels it: the Ray task (`ray.cancel`),
+        or the search sent over the local link (`_cancel_check`).
         `request_id` names the HTTP request the search is for in this searcher's logs (a slow
         search, an error); the search's time and work are recorded in `metrics`."""
         started = time.perf_counter()
@@ -193,7 +192,7 @@ class ShardSearcher:
             deadline = time.monotonic() + max(0.0, deadline_wall - time.time())
             plan = make_plan(query, options)
             out = partial_result(
-                search_shards(self._shards_of(version), plan, options, deadline, cancelled or _cancel_check()),
+                search_shards(self._shards_of(version), plan, options, deadline, _cancel_check()),
                 options,
                 self.origin,
             )
@@ -218,8 +217,15 @@ class ShardSearcher:
         return self._answer_wire(request, None)
 
     def _answer_wire(self, request: bytes, cancelled: Callable[[], bool] | None) -> bytes:
+        """`search_wire`; a search sent over the local link passes its `cancelled` flag, which
+        `search` finds through `_cancel_check` (a thread-local: `search` keeps its signature,
+        which subclasses override)."""
         query, options, deadline_wall, version, request_id = pickle.loads(request)
-        out = self.search(query, options, deadline_wall, version, request_id, cancelled)
+        _LINK.cancelled = cancelled
+        try:
+            out = self.search(query, options, deadline_wall, version, request_id)
+        finally:
+            _LINK.cancelled = None
         return pickle.dumps(out, pickle.HIGHEST_PROTOCOL)
 
     def link_address(self) -> tuple[str, str] | None:
@@ -348,8 +354,16 @@ class _Throttled:
         return self.said
 
 
+#: Per thread: the cancel flag of the search this thread runs for the local link (`_answer_wire`).
+_LINK = threading.local()
+
+
 def _cancel_check() -> Callable[[], bool] | None:
-    """A function telling whether the running Ray task was cancelled (None outside Ray)."""
+    """A function telling whether the running search was cancelled: its local link's flag, or
+    whether its Ray task was cancelled (None outside Ray)."""
+    linked: Callable[[], bool] | None = getattr(_LINK, "cancelled", None)
+    if linked is not None:
+        return linked
     try:
         import ray
 
