@@ -1,7 +1,9 @@
 """One search sent to the searchers of one copy of a pool: their answers as they arrive.
 
 `Fanout` is the pool's `codesearch.search.protocol.PartialStream` (``async for``, `abandon`,
-`missed`); `partials` reads the same answers blocking, for a caller in a thread.
+`missed`); `partials` reads the same answers blocking, for a caller in a thread. A search sent
+from an event loop goes to the searchers of this node over their local links when they are
+connected (`codesearch.runtime.search_link`), to the others as Ray tasks.
 """
 
 from __future__ import annotations
@@ -79,8 +81,10 @@ class Fanout:
     deadline (plus `GRACE_S`), is recorded in `missed`: one crash and its shards as
     ``shardsSkipped``; the search then is not exhaustive. Searchers stop at the deadline by
     themselves; those still running when the caller gives up are cancelled (Ray sets a flag
-    they check), never killed: an actor task cannot be force-cancelled, and the searcher is
-    busy with other searches too.
+    they check; a link sends a cancel frame that sets one), never killed: an actor task cannot
+    be force-cancelled, and the searcher is busy with other searches too. A search whose local
+    link breaks before its answer came is asked again of the same searcher through Ray (Ray may
+    have restarted it), not counted as a crash.
     """
 
     def __init__(
