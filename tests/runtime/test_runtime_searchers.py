@@ -297,9 +297,24 @@ def test_a_dead_searcher_is_replaced_by_its_twin(ray_session, indexed_corpus):
         resp = pool.search("foo", SearchOptions(matches=10**6, timeout_s=10))
         assert resp["stats"]["crashes"] == 0 and resp["isSearchExhaustive"] and engine_spans(resp) == want
     ray.kill(pool.actors[3])  # partition 1 has no live copy left: counted, the rest still answers
+    _wait_dead(pool.actors[3])  # (a kill lands a moment later: a search sent before it is answered)
     resp = pool.search("foo", SearchOptions(matches=10**6, timeout_s=10))
     assert resp["stats"]["crashes"] == 1 and not resp["isSearchExhaustive"] and resp["files"]
     pool.close()
+
+
+def _wait_dead(actor, timeout_s: float = 30.0) -> None:
+    """Return once `actor`'s death is known to Ray (its calls fail), or fail the test."""
+    import time
+
+    until = time.monotonic() + timeout_s
+    while time.monotonic() < until:
+        try:
+            ray.get(actor.ping.remote(), timeout=5)
+        except ray.exceptions.RayActorError:
+            return
+        time.sleep(0.05)
+    raise AssertionError("the killed searcher still answers")
 
 
 def test_refresh_gives_every_copy_its_partition(ray_session, indexed_corpus, tmp_path):
