@@ -228,6 +228,7 @@ class LinkClient:
         self.ids = iter(range(1, 1 << 63))
         self.alive = True
         self.on_close = on_close
+        #: the reader of the answers (kept here: the loop holds only a weak reference to a task)
         self.task = asyncio.get_running_loop().create_task(self._read())
 
     def ask(self, request: bytes) -> tuple[int, asyncio.Future[bytes]]:
@@ -283,7 +284,7 @@ class LinkClient:
 
 
 def _raised(payload: bytes) -> BaseException:
-    """The exception a `FAILED` payload stands for: our error as raised, else `LinkBroken`."""
+    """The exception a `FAILED` payload stands for: our error as raised, else `SearchFailed`."""
     try:
         failure = pickle.loads(payload)
     except Exception as e:  # noqa: BLE001
@@ -338,11 +339,12 @@ class Links:
             if method is None:  # a searcher of an older release: never
                 slot.retry_at = float("inf")
                 return
-            address = await asyncio.wait_for(_await(method.remote()), RESOLVE_TIMEOUT_S)
-            if address is None or LinkAddress(*address).node != self._our_node():
+            answer = await asyncio.wait_for(method.remote(), RESOLVE_TIMEOUT_S)  # (an ObjectRef is awaitable)
+            address = LinkAddress(*answer) if answer is not None else None
+            if address is None or address.node != self._our_node():
                 slot.retry_at = float("inf")  # switched off, or on another node: Ray carries it
                 return
-            reader, writer = await asyncio.open_unix_connection(LinkAddress(*address).path)
+            reader, writer = await asyncio.open_unix_connection(address.path)
 
             def closed() -> None:
                 slot.retry_at = time.monotonic() + RETRY_AFTER_S
@@ -360,7 +362,3 @@ class Links:
 
             self._node = ray.get_runtime_context().get_node_id()
         return self._node
-
-
-async def _await(ref: Any) -> Any:
-    return await ref

@@ -14,6 +14,7 @@ Observability: a searcher records its query time, candidates, verified bytes and
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import os
@@ -233,8 +234,6 @@ class ShardSearcher:
         (`search_link.LinkAddress`: its node and socket path), started on the first call; None
         when it offers no link. A caller on the same node sends its searches there instead of as
         Ray tasks (`search_link`: a Ray call costs ~1 ms more of each side's CPU)."""
-        import atexit
-
         from codesearch.runtime.search_link import LinkAddress, serve_link
 
         with self._link_lock:
