@@ -5,7 +5,8 @@ Per file (`ShardBuilder.add`): the rules of docs/indexing.md#what-gets-indexed d
 language is detected, the distinct folded trigrams of content and path are computed with numpy,
 and the content goes to ctags on a background thread.
 
-Per shard (`ShardBuilder._flush`, when `shard_max_bytes` of content have been gathered):
+Per shard (`ShardBuilder._flush`, when `shard_max_bytes` of content have been gathered, or an
+even share of what the build expects when it was told (`ShardBuilder.expect`, `even_share`)):
 documents are ordered (ordinary source first, then tests and docs, then vendored files; by path
 within a class) so early termination keeps the best results; all (trigram, document) pairs are
 inverted with one sort of ``trigram << 32 | doc`` keys (docs/index-format.md#building-a-shard); each posting list
@@ -154,6 +155,13 @@ class ShardBuilder:
         self.content_bytes = 0
         self.symbols = SymbolExtractor(settings.ctags_timeout_s, enabled=settings.ctags)
         self.written: list[str] = []
+        self.cut_at = settings.shard_max_bytes  # content bytes at which a shard is written
+
+    def expect(self, listed: int) -> None:
+        """The build will add about `listed` bytes of content from now on (`listed_bytes`): cut
+        them into even shards (`even_share`), not full ones and a small remainder that compaction
+        would read and write again."""
+        self.cut_at = even_share(listed, self.settings.shard_max_bytes)
 
     def begin_repo(self, repo: RepoInfo) -> None:
         """The files added from now on are `repo`'s."""
@@ -214,7 +222,7 @@ class ShardBuilder:
         self.stats.skipped += skip != INDEXED
         if self.progress:
             self.progress(f.size)
-        if self.content_bytes >= s.shard_max_bytes:
+        if self.content_bytes >= self.cut_at:
             self._flush()
 
     def finish(self) -> list[str]:
@@ -244,6 +252,22 @@ class ShardBuilder:
 
 
 _EMPTY = np.empty(0, dtype=np.uint32)
+
+
+def even_share(total: int, most: int) -> int:
+    """Where to cut `total` bytes into the fewest shards of at most `most` bytes, all of about
+    the same size: 250 MB with shards of at most 100 MB become three of 84, not two of 100 and
+    one of 50. No shard of a repository bigger than half a shard is then small enough for
+    compaction (`compact.SMALL_FRACTION`) to merge it again: a bulk build ends without a merge."""
+    if total <= most:
+        return most
+    return -(-total // -(-total // most))
+
+
+def listed_bytes(files: Sequence[SourceFile], settings: IndexSettings) -> int:
+    """The content bytes `files` may bring to a build: the files not too large to read (binary
+    files are only known once read, so they count)."""
+    return sum(f.size for f in files if f.size <= settings.max_file_size)
 
 
 def _offsets(lengths: Sequence[int]) -> np.ndarray:
@@ -397,7 +421,9 @@ def index_source(
     build_dir = scratch.open_build_dir(out_dir, generation)
     builder = ShardBuilder(build_dir, source.repo, settings, stats, progress, name=f"{prefix}.g{generation}")
     try:
-        for f in source.files():
+        files = list(source.files())
+        builder.expect(listed_bytes(files, settings))
+        for f in files:
             builder.add(f)
         written = builder.finish()
         stats.warnings.extend(getattr(source, "warnings", []))

@@ -35,7 +35,7 @@ import numpy as np
 from codesearch.errors import IndexFormatError
 from codesearch.index import format as fmt
 from codesearch.index import manifest
-from codesearch.index.builder import INDEXED, BuildDoc, DocSymbols, IndexSettings, with_repo, write_docs
+from codesearch.index.builder import INDEXED, BuildDoc, DocSymbols, IndexSettings, even_share, with_repo, write_docs
 from codesearch.index.language import rank_class
 from codesearch.index.recency import UNKNOWN_OID, blob_id
 from codesearch.index.shard import Shard, ShardSymbol
@@ -228,8 +228,10 @@ def _write_groups(
     out_dir: str, generation: int, repos: list[RepoInfo], docs: list[BuildDoc], syms: DocSymbols, max_bytes: int
 ) -> tuple[list[str], dict[str, list[int]]]:
     """Write `docs` as shards of at most `max_bytes` of content each, in the builder's order
-    (ordinary source first, then tests and docs, then vendored files)."""
+    (ordinary source first, then tests and docs, then vendored files), cut evenly
+    (`builder.even_share`): no small last shard for the next round to merge again."""
     order = sorted(range(len(docs)), key=lambda i: (docs[i].rank, repos[docs[i].repo].name, docs[i].path))
+    cut = even_share(sum(len(d.content) for d in docs), max_bytes)
     built: list[str] = []
     repos_of: dict[str, list[int]] = {}
     batch: list[int] = []
@@ -250,7 +252,7 @@ def _write_groups(
         batch, size = [], 0
 
     for i in order:
-        if batch and size + len(docs[i].content) > max_bytes:
+        if batch and (size >= cut or size + len(docs[i].content) > max_bytes):
             flush()
         batch.append(i)
         size += len(docs[i].content)

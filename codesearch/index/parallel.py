@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import functools
+import heapq
 import math
 import multiprocessing
 import os
@@ -34,7 +35,15 @@ from typing import Any
 from codesearch.git.objects import ObjectBatch
 from codesearch.index import manifest, scratch
 from codesearch.index.attributes import Linguist
-from codesearch.index.builder import IndexSettings, IndexStats, Progress, ShardBuilder, Source, shard_prefix
+from codesearch.index.builder import (
+    IndexSettings,
+    IndexStats,
+    Progress,
+    ShardBuilder,
+    Source,
+    listed_bytes,
+    shard_prefix,
+)
 from codesearch.index.sources import DirectorySource, GitSource, RepoInfo, SourceFile
 
 #: A repository smaller than this is built by one process (starting workers costs more).
@@ -96,6 +105,7 @@ def _build_part(part: _Part) -> IndexStats:
         read = _read_file
 
     builder = ShardBuilder(part.build_dir, RepoInfo.from_json(part.repo), part.settings, stats, name=part.name)
+    builder.expect(sum(f[1] for f in part.files if f[1] <= part.settings.max_file_size))
     try:
         for path, size, mask, loc, linguist, content_id, when in part.files:
             builder.add(SourceFile(path, size, mask, functools.partial(read, loc), loc, linguist, content_id, when))
@@ -219,68 +229,85 @@ def index_bundle(
     build_dir = scratch.open_build_dir(out_dir, generation)
     builder: ShardBuilder | None = None
     swapped: list[tuple[int, str, str | None]] = []
+    sources: list[tuple[Source, list[SourceFile]]] = []
     try:
+        # listed first, read after: the builder cuts the bundle's shards evenly (`ShardBuilder.expect`)
         for path in paths:
-            source = open_source(path, branches, tags, settings.max_revisions)
-            try:
-                if builder is None:
-                    builder = ShardBuilder(build_dir, source.repo, settings, stats, name=f"bundle.g{generation}")
-                else:
-                    builder.begin_repo(source.repo)
-                for f in source.files():
-                    builder.add(f)
-                stats.warnings.extend(getattr(source, "warnings", []))
-                swapped.append((source.repo.id, source.repo.name, shard_prefix(source.repo)))
-            finally:
-                if hasattr(source, "close"):
-                    source.close()
-        if builder is None:
+            opened = open_source(path, branches, tags, settings.max_revisions)
+            sources.append((opened, []))
+            sources[-1][1].extend(opened.files())
+        if not sources:
             raise ValueError("index_bundle: no paths")
+        for source, files in sources:
+            if builder is None:
+                builder = ShardBuilder(build_dir, source.repo, settings, stats, name=f"bundle.g{generation}")
+                builder.expect(sum(listed_bytes(f, settings) for _, f in sources))
+            else:
+                builder.begin_repo(source.repo)
+            for f in files:
+                builder.add(f)
+            files.clear()
+            stats.warnings.extend(getattr(source, "warnings", []))
+            swapped.append((source.repo.id, source.repo.name, shard_prefix(source.repo)))
+        assert builder is not None
         written = builder.finish()
         manifest.swap_repos(out_dir, swapped, generation, written, builder.repos_of)
         stats.shards.extend(os.path.join(out_dir, os.path.basename(p)) for p in written)
     finally:
         if builder is not None:
             builder.symbols.close()
+        for listed, _ in sources:
+            if hasattr(listed, "close"):
+                listed.close()
         scratch.remove_build_dir(build_dir)
     stats.seconds += time.perf_counter() - t0
     return stats
 
 
-def _bytes_under(path: str) -> int:
-    """The bytes of the regular files under `path` (a git repository's objects included): how
-    long its build will take, roughly."""
+def _bytes_under(args: tuple[str, int]) -> int:
+    """About the content bytes a build of the path will read: a git repository's object store
+    (compressed: a rough measure), a directory's files of at most `max_file_size` bytes (a
+    larger one is not read)."""
+    path, max_file_size = args
+    git = os.path.isdir(os.path.join(path, ".git")) or (
+        os.path.isfile(os.path.join(path, "HEAD")) and os.path.isdir(os.path.join(path, "objects"))
+    )
     total = 0
-    for dirpath, _dirs, files in os.walk(path):
-        for name in files:
-            try:
-                st = os.lstat(os.path.join(dirpath, name))
-            except OSError:
-                continue
-            total += st.st_size
+    stack = [path]
+    while stack:
+        try:
+            with os.scandir(stack.pop()) as it:
+                for entry in it:
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(entry.path)
+                    elif entry.is_file(follow_symlinks=False):
+                        size = entry.stat(follow_symlinks=False).st_size
+                        if git or size <= max_file_size:
+                            total += size
+        except OSError:
+            continue
     return total
 
 
-def plan_builds(paths: list[str], sizes: list[int], jobs: int, shard_bytes: int) -> list[list[int]]:
+def plan_builds(paths: list[str], sizes: list[int], shard_bytes: int) -> list[list[int]]:
     """The builds of a bulk index, biggest first, as lists of indexes into `paths`: a repository
-    of at least half a shard alone; the smaller ones packed into bundles (first fit, biggest
-    first) of at most a shard, and of at most an equal share of the small ones' bytes per
-    worker, so that every worker gets one."""
-    order = sorted(range(len(paths)), key=lambda i: -sizes[i])
+    of at least half a shard alone (its builder cuts it into even shards, `builder.even_share`);
+    the smaller ones packed into the fewest bundles of about a shard each, as even as the
+    biggest-first greedy makes them (each repository to the lightest bundle so far). Bundles of
+    at least half a shard each are left alone by compaction, so the build ends when its last
+    bundle is written; more, smaller bundles would give the workers more to do side by side
+    but a merge afterwards that reads and writes them again, which costs about as much as
+    building them. The biggest-first order keeps the workers even."""
+    order = sorted(range(len(paths)), key=lambda i: (-sizes[i], i))
     big = [[i] for i in order if sizes[i] >= shard_bytes // 2]
     small = [i for i in order if sizes[i] < shard_bytes // 2]
-    cap = max(1, min(shard_bytes, -(-sum(sizes[i] for i in small) // jobs)))
-    bundles: list[list[int]] = []
-    room: list[int] = []
+    count = max(1, -(-sum(sizes[i] for i in small) // max(1, shard_bytes))) if small else 0
+    bundles: list[list[int]] = [[] for _ in range(count)]
+    lightest = [(0, b) for b in range(count)]
     for i in small:
-        for b, left in enumerate(room):
-            if sizes[i] <= left:
-                bundles[b].append(i)
-                room[b] -= sizes[i]
-                break
-        else:
-            bundles.append([i])
-            room.append(cap - sizes[i])
+        load, b = heapq.heappop(lightest)
+        bundles[b].append(i)
+        heapq.heappush(lightest, (load + sizes[i], b))
     return sorted(big + bundles, key=lambda b: -sum(sizes[i] for i in b))
 
 
@@ -300,10 +327,14 @@ def index_many(
     t0 = time.perf_counter()
     paths = list(dict.fromkeys(paths))
     executor = pool.executor()
-    sizes = [_bytes_under(p) for p in paths]
+    sizes = list(
+        executor.map(
+            _bytes_under, [(p, settings.max_file_size) for p in paths], chunksize=max(1, len(paths) // (4 * pool.jobs))
+        )
+    )
     futures = [
         executor.submit(_index_one, ([paths[i] for i in build], out_dir, settings, tuple(branches), tuple(tags)))
-        for build in plan_builds(paths, sizes, pool.jobs, settings.shard_max_bytes)
+        for build in plan_builds(paths, sizes, settings.shard_max_bytes)
     ]
     if progress:
         for done in concurrent.futures.as_completed(futures):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from codesearch.index import parallel
+from codesearch.index.builder import even_share
 from codesearch.index.manifest import read_manifest
 from codesearch.index.paths import index_paths
 from codesearch.search.engine import Searcher
@@ -71,17 +72,26 @@ def test_a_compaction_in_parallel_merges_every_group_and_answers_like_the_oracle
     _check(out, indexed_corpus["oracle"])
 
 
-@pytest.mark.parametrize("sizes, jobs, shard, want", [
-    # (bytes per path, workers, shard size) → builds, biggest first
-    ([100, 10, 10, 10, 10], 2, 100, [[0], [1, 2], [3, 4]]),  # half a shard or more: alone
-    ([10, 20, 30, 40], 2, 1000, [[3, 0], [2, 1]]),  # small ones: first fit, at most an equal share per worker
-    ([5, 5, 5, 5], 1, 12, [[0, 1], [2, 3]]),  # …and at most a shard per bundle
-    ([50, 60], 4, 100, [[1], [0]]),
-    ([], 2, 100, []),
+@pytest.mark.parametrize("sizes, shard, want", [
+    # (bytes per path, shard size) → builds, biggest first
+    ([100, 10, 10, 10, 10], 100, [[0], [1, 2, 3, 4]]),  # half a shard or more: alone; the rest in one bundle
+    ([10, 20, 30, 40], 1000, [[3, 2, 1, 0]]),  # the fewest bundles: less than a shard, one bundle
+    ([5, 5, 5, 5], 12, [[0, 2], [1, 3]]),  # 20 bytes, shards of 12: two bundles, each to the lightest
+    ([40, 30, 20, 20, 10, 10, 10], 100, [[0, 3, 5], [1, 2, 4, 6]]),  # 140 bytes: two bundles of 70
+    ([50, 60], 100, [[1], [0]]),
+    ([], 100, []),
 ])
-def test_a_bulk_build_packs_small_repositories_and_starts_with_the_biggest(sizes, jobs, shard, want):
+def test_a_bulk_build_packs_small_repositories_evenly_and_starts_with_the_biggest(sizes, shard, want):
     paths = [f"p{i}" for i in range(len(sizes))]
-    assert parallel.plan_builds(paths, sizes, jobs, shard) == want
+    assert parallel.plan_builds(paths, sizes, shard) == want
+
+
+@pytest.mark.parametrize("total, most, want", [
+    (0, 100, 100), (100, 100, 100),  # fits in one shard: cut at the most
+    (101, 100, 51), (250, 100, 84), (300, 100, 100), (301, 100, 76),  # the fewest shards, even
+])
+def test_a_builder_told_what_comes_cuts_even_shards(total, most, want):
+    assert even_share(total, most) == want
 
 
 def test_small_repositories_packed_into_shared_shards_answer_like_a_serial_build(indexed_corpus, tmp_path):
