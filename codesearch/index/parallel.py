@@ -44,7 +44,7 @@ from codesearch.index.builder import (
     listed_bytes,
     shard_prefix,
 )
-from codesearch.index.sources import DirectorySource, GitSource, RepoInfo, SourceFile
+from codesearch.index.sources import DirectorySource, GitSource, RepoInfo, SourceFile, read_file
 
 #: A repository smaller than this is built by one process (starting workers costs more).
 PART_MIN_BYTES = 32 << 20
@@ -88,27 +88,27 @@ def _listed(f: SourceFile) -> _Listed:
     return (f.path, f.size, f.branch_mask, f.locator, f.linguist, f.content_id, f.time)
 
 
-def _read_file(path: str) -> bytes:
-    with open(path, "rb") as f:
-        return f.read()
+def _read_blob(repo: ObjectBatch, sha: str, _size: int) -> bytes:
+    return repo.blob(sha)
 
 
 def _build_part(part: _Part) -> IndexStats:
     """In a worker: build the shards of one part into `part.build_dir`."""
     stats = IndexStats()
     repo: ObjectBatch | None = None
-    read: Callable[[str], bytes]
+    read: Callable[[str, int], bytes]
     if part.kind == "git":
         repo = ObjectBatch(part.location, timeout_s=math.inf)  # bounded by the build's own limit
-        read = repo.blob
+        read = functools.partial(_read_blob, repo)
     else:
-        read = _read_file
+        read = read_file
 
     builder = ShardBuilder(part.build_dir, RepoInfo.from_json(part.repo), part.settings, stats, name=part.name)
     builder.expect(sum(f[1] for f in part.files if f[1] <= part.settings.max_file_size))
     try:
         for path, size, mask, loc, linguist, content_id, when in part.files:
-            builder.add(SourceFile(path, size, mask, functools.partial(read, loc), loc, linguist, content_id, when))
+            content = functools.partial(read, loc, size)
+            builder.add(SourceFile(path, size, mask, content, loc, linguist, content_id, when))
         stats.shards = builder.finish()
     finally:
         builder.symbols.close()

@@ -10,13 +10,17 @@ data and docs).
 
 from __future__ import annotations
 
+import functools
+import os
+import re
 import sys
 from pathlib import Path
 
 import enry
 import pytest
 
-from codesearch.index.language import CONTENT_SAMPLE, detect, language_of_name
+from codesearch.index.attributes import NONE, Linguist
+from codesearch.index.language import CONTENT_SAMPLE, detect, language_of_name, rank_class
 
 CASES = [
     # (path, content): each strategy of enry's, and the shortcut's edges
@@ -81,3 +85,66 @@ def test_every_installed_file_agrees_with_enry() -> None:
 )
 def test_a_name_decides_only_when_it_names_one_language(name: str, language: str) -> None:
     assert language_of_name(name) == language
+
+
+# The ranking rules as they were written over the whole path (one regex a rule): the oracle of
+# `rank_class`, which splits each rule into a folder part and a name part.
+_WHOLE_VENDOR = re.compile(
+    r"(^|/)(node_modules|bower_components|vendor|vendors|third[_-]?party|external|extern|deps|Godeps|"
+    r"\.yarn|\.cargo|site-packages|dist-packages|__pycache__)/|(^|/)\.[^/]+$|\.min\.(js|css)$|-min\.js$|\.(map|lock)$"
+)
+_WHOLE_TEST = re.compile(
+    r"(^|/)(tests?|testing|testdata|spec|specs|__tests__|__mocks__|fixtures?)/|(^|/)test_[^/]*$|_tests?\.[^/.]+$|"
+    r"\.(test|spec)\.[^/.]+$|(Test|Tests|Spec)\.[^/.]+$"
+)
+_WHOLE_DOCS = re.compile(
+    r"(^|/)(docs?|documentation|examples?|samples?|demos?)/|(^|/)(README|CHANGELOG|CHANGES|HISTORY|NEWS|LICEN[CS]E|COPYING|"
+    r"AUTHORS|CONTRIBUTING)[^/]*$|\.(md|markdown|rst|txt|adoc)$",
+    re.IGNORECASE,
+)
+
+
+def _whole_path_rank(path: str, linguist: Linguist) -> int:
+    if linguist.vendored or linguist.generated:
+        return 2
+    if linguist.vendored is None and _WHOLE_VENDOR.search(path):
+        return 2
+    if _WHOLE_TEST.search(path):
+        return 1
+    if linguist.documentation is not None:
+        return 1 if linguist.documentation else 0
+    return 1 if _WHOLE_DOCS.search(path) else 0
+
+
+_TRICKY_PATHS = [
+    "a.py", ".env", "src/.hidden", ".github/workflows/ci.yml", "x/.yarn/a.js", "vendor", "vendor/a.go",
+    "a/vendors/b", "myvendor/a.go", "third-party/x.c", "thirdparty.c", "a.min.js", "a.min.css/b", "jquery-min.js",
+    "a.js.map", "Cargo.lock", "lock/a", "test_a.py", "a/test_b/c.py", "tests/a.py", "a/testdata", "a_test.go",
+    "a_tests.rs", "a_test.d/b", "a.test.ts", "a.spec.js", "FooTest.java", "FooTests.cs", "FooSpec.scala",
+    "Test.java", "latest.py", "contest/a.c", "docs/a.c", "Docs/a.c", "doc", "README", "readme.rst", "a/ReadMe.md",
+    "CHANGES.txt", "LICENSE-MIT", "licence", "notes.TXT", "examples/x", "samples", "demo/a", "Demos/b.c",
+    "a/b/c/d/e.f", "a.b/c", "/abs/test/x", "a//b", "x/.min.js", "a.min.js/", "deps/tests/docs/a.md",
+]
+
+
+@functools.cache
+def _tree_paths() -> list[str]:
+    out: list[str] = []
+    for root in (Path(__file__).resolve().parents[2] / "codesearch", Path(sys.prefix) / "lib"):
+        for folder, _dirs, names in os.walk(root):
+            out.extend(os.path.relpath(os.path.join(folder, n), root) for n in names)
+            if len(out) > 12_000:
+                return out
+    return out
+
+
+@pytest.mark.parametrize("linguist", [NONE, Linguist(vendored=False), Linguist(documentation=False),
+                                      Linguist(documentation=True), Linguist(generated=True)])
+def test_ranks_agree_with_the_whole_path_rules(linguist: Linguist) -> None:
+    """`rank_class` (folder rules cached per folder, name rules per file) ranks every path as the
+    rules written over the whole path do: a table of tricky paths, and the paths of this package
+    and of the installed packages (site-packages, tests, docs, dot-files, minified files)."""
+    paths = _TRICKY_PATHS + _tree_paths()
+    wrong = [(p, rank_class(p, linguist), _whole_path_rank(p, linguist)) for p in paths
+             if rank_class(p, linguist) != _whole_path_rank(p, linguist)]
+    assert wrong == []
