@@ -6,19 +6,23 @@ shebang, modelines and, for ambiguous extensions, a look at the content. Only th
 content, and the head of a file decides.
 
 enry's answer for most files depends on the file's name alone, yet each call runs its modeline
-regexes over the content (about 40 µs a file here; a 10 GB build has 1.2 million files). `detect`
-asks enry's name strategies once per file name (cached) and goes to the whole of enry only when
-the content could change the answer: a shebang, a possible modeline, a NUL byte, or a name that
-names no single language. enry decides in this order: modeline, file name, shebang, extension,
-then content; a name strategy that gives exactly one language ends the search, so when the
-content holds no shebang and no modeline, that language is enry's answer. The test
-(tests/engine/test_language.py) checks the shortcut against enry on every file of a tree.
+regexes over the content (about 40 µs a file here; a 10 GB build has 1.2 million files). enry
+decides in this order: modeline, file name, shebang, extension, XML, man page, content
+heuristics, classifier; a strategy that gives exactly one language ends the search, several
+are handed on. So when the head holds no shebang, no possible modeline and no NUL byte,
+`detect` asks enry's name strategies once per file name (cached, `name_candidates`): one
+language is enry's answer; several go to enry's content heuristics alone, and one language
+from them is enry's answer too (a `.h` file's always is: 122 µs a file through the whole chain,
+a third less this way). Anything else goes through the whole of enry. The tests
+(tests/engine/test_language.py) check the shortcuts against enry on every file of a tree; the
+1 GB corpus and this machine's packages (127,399 files) gave no difference.
 """
 
 from __future__ import annotations
 
 import functools
 import re
+from typing import Any
 
 import enry
 from enry.definitions import ffi, go_str_slice_to_py, lib
@@ -51,24 +55,36 @@ def detect(path: str, content: bytes | None) -> str:
     sample = content[:CONTENT_SAMPLE] if content else b""
     try:
         if not (sample.startswith(b"#!") or b"\0" in sample or _maybe_modeline(sample)):
-            by_name = language_of_name(name)
-            if by_name:
-                return by_name
+            candidates = name_candidates(name)
+            if len(candidates) == 1:
+                return candidates[0]
+            if candidates:
+                # several: enry's next strategies (XML, man page) cannot make them one, its
+                # content heuristics may (a `.h` file's always do: Objective-C, C++ or C)
+                by_content = _strategy(lib.GetLanguagesByContent, name, sample)
+                if len(by_content) == 1:
+                    return by_content[0]
         return enry.get_language(name, sample) or ""
     except Exception:  # a failure of the native detector must never fail an index build
         return ""
 
 
+def _strategy(function: Any, name: str, sample: bytes = b"") -> list[str]:
+    """The languages one of enry's strategies gives, called through the library: the binding's
+    own wrappers return only the first."""
+    return go_str_slice_to_py(lib, function(name.encode(), sample, len(sample), ffi.NULL))
+
+
 @functools.lru_cache(maxsize=16384)
-def language_of_name(name: str) -> str:
-    """The one language enry's file-name strategy, or else its extension strategy, gives `name`,
-    or "" when they give none or several (then the content decides). The binding's own
-    ``get_language_by_extension`` hides whether there were several, so the extension strategy is
-    called through the library's ``GetLanguagesByExtension``."""
-    names = enry.get_languages_by_filename(name)
-    if not names:
-        names = go_str_slice_to_py(lib, lib.GetLanguagesByExtension(name.encode(), b"", 0, ffi.NULL))
-    return names[0] if len(names) == 1 else ""
+def name_candidates(name: str) -> tuple[str, ...]:
+    """The languages enry holds for `name` after its file-name and extension strategies when the
+    content holds no modeline and no shebang: one is its answer; several are left for the
+    content to decide among; none, for the content alone."""
+    by_name = _strategy(lib.GetLanguagesByFilename, name)
+    if len(by_name) == 1:
+        return (by_name[0],)
+    by_extension = _strategy(lib.GetLanguagesByExtension, name)
+    return tuple(by_extension or by_name)
 
 
 # Path rules for ranking, after Linguist's vendor.yml / documentation.yml and common test

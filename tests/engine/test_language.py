@@ -20,7 +20,7 @@ import enry
 import pytest
 
 from codesearch.index.attributes import NONE, Linguist
-from codesearch.index.language import CONTENT_SAMPLE, detect, language_of_name, rank_class
+from codesearch.index.language import CONTENT_SAMPLE, detect, name_candidates, rank_class
 
 CASES = [
     # (path, content): each strategy of enry's, and the shortcut's edges
@@ -80,11 +80,19 @@ def test_every_installed_file_agrees_with_enry() -> None:
 
 
 @pytest.mark.parametrize(
-    ("name", "language"),
-    [("a.py", "Python"), ("Makefile", "Makefile"), ("a.h", ""), ("a.txt", ""), ("a.unknown-ext", "")],
+    ("name", "candidates"),
+    [
+        ("a.py", ("Python",)),  # by extension
+        ("Makefile", ("Makefile",)),  # by file name
+        ("CMakeLists.txt", ("CMake",)),  # the file name before the extension
+        (".bashrc", ("Shell",)),
+        ("a.h", ("C", "C++", "Objective-C")),  # several: the content decides
+        ("a.txt", ("Adblock Filter List", "Text", "Vim Help File")),
+        ("a.unknown-ext", ()),  # none: the content alone
+    ],
 )
-def test_a_name_decides_only_when_it_names_one_language(name: str, language: str) -> None:
-    assert language_of_name(name) == language
+def test_the_name_strategies_leave_enrys_candidates(name: str, candidates: tuple[str, ...]) -> None:
+    assert name_candidates(name) == candidates
 
 
 # The ranking rules as they were written over the whole path (one regex a rule): the oracle of
