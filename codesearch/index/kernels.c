@@ -3,7 +3,7 @@
  *
  * Each function is the whole of one hot loop that numpy could only do in several passes over
  * memory, or Python one step at a time (docs/architecture.md#compiled-kernels says why C and not
- * numba). The build's two:
+ * numba). The build's three:
  *
  *   scan(data, seen, trigrams_out, lines_out) -> (n_trigrams, n_lines)
  *       One pass over a file's bytes: the distinct trigram ids of its *normalized* text (KELVIN
@@ -11,6 +11,10 @@
  *       offsets where its lines start. `seen` is a zeroed 2 MiB bit set (one bit per 24-bit
  *       trigram: it fits in the cache, where numpy's table of positions took 64 MiB); the bits
  *       this call sets are cleared before it returns, so the caller reuses it.
+ *
+ *   count_folded(trigrams, seen) -> int
+ *       How many distinct ids a file's distinct trigrams have once ASCII-lower-cased (what
+ *       maxTrigramCount limits), with the same kind of bit set.
  *
  *   invert(trigrams, doc_starts) -> (keys, card, offs, post)
  *       The posting lists of a shard: `trigrams` holds each document's distinct trigram ids one
@@ -122,6 +126,53 @@ fail_seen:
 fail_data:
     PyBuffer_Release(&data);
     return NULL;
+}
+
+/* count_folded(trigrams, seen) -> int: how many distinct ids `trigrams` (uint32, distinct, as
+ * `scan` gives them) has once each of their bytes is ASCII-lower-cased: what maxTrigramCount
+ * limits, counted with `seen` (a zeroed 2 MiB bit set, left zeroed) where numpy sorted a copy. */
+static inline uint32_t fold_id(uint32_t t) {
+    uint32_t out = t;
+    for (int shift = 0; shift < 24; shift += 8) {
+        const uint32_t b = (t >> shift) & 0xFFu;
+        if (b >= 'A' && b <= 'Z') out += 32u << shift;
+    }
+    return out;
+}
+
+static PyObject *count_folded(PyObject *Py_UNUSED(self), PyObject *args) {
+    PyObject *tri_o, *seen_o;
+    if (!PyArg_ParseTuple(args, "OO", &tri_o, &seen_o)) return NULL;
+    Py_buffer tri, seen;
+    if (get_buffer(tri_o, &tri, 0, "trigrams") < 0) return NULL;
+    if (get_buffer(seen_o, &seen, 1, "seen") < 0) {
+        PyBuffer_Release(&tri);
+        return NULL;
+    }
+    if (seen.len < SEEN_BYTES) {
+        PyErr_SetString(PyExc_ValueError, "seen: a bit set of 2 MiB is needed");
+        PyBuffer_Release(&seen);
+        PyBuffer_Release(&tri);
+        return NULL;
+    }
+    const uint32_t *t = (const uint32_t *)tri.buf;
+    const Py_ssize_t n = tri.len / 4;
+    uint8_t *bits = (uint8_t *)seen.buf;
+    Py_ssize_t count = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t i = 0; i < n; i++) {
+        const uint32_t f = fold_id(t[i]) & (TRIGRAM_SPACE - 1);
+        const uint8_t bit = (uint8_t)(1u << (f & 7));
+        if (!(bits[f >> 3] & bit)) {
+            bits[f >> 3] |= bit;
+            count++;
+        }
+    }
+    for (Py_ssize_t i = 0; i < n; i++) bits[(fold_id(t[i]) & (TRIGRAM_SPACE - 1)) >> 3] = 0;
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&seen);
+    PyBuffer_Release(&tri);
+    return PyLong_FromSsize_t(count);
 }
 
 /* ------------------------------------------------------------------------------ invert */
@@ -773,6 +824,7 @@ static PyObject *find(PyObject *Py_UNUSED(self), PyObject *args) {
 
 static PyMethodDef methods[] = {
     {"scan", scan, METH_VARARGS, "Distinct trigram ids and line starts of a file's bytes, in one pass."},
+    {"count_folded", count_folded, METH_VARARGS, "Distinct ASCII-folded ids among distinct trigram ids."},
     {"invert", invert, METH_VARARGS, "Posting lists of a shard, as roaring bitmaps in portable format."},
     {"find", find, METH_VARARGS, "Offset of the first match of a literal at or after start (-1: none)."},
     {"slots", slots, METH_VARARGS, "Where trigrams are in a shard's dictionary, and their posting list sizes."},

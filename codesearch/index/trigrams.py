@@ -84,26 +84,29 @@ def scan(data: bytes) -> tuple[np.ndarray, np.ndarray]:
     )
 
 
+#: Data up to this long (a path, mostly) is scanned into this thread's scratch arrays.
+_SHORT = 4096
+
+
 def unique_trigrams(data: bytes) -> np.ndarray:
     """The distinct trigram ids of `data`'s normalized text, in order of first occurrence
-    (uint32): the index builder's inversion (`_kernels.invert`, a counting sort) needs no order."""
-    return scan(data)[0]
-
-
-def fold_ids(trigrams: np.ndarray) -> np.ndarray:
-    """Trigram ids with each byte ASCII-lower-cased (vectorised)."""
-    out = trigrams.copy()
-    for shift in (16, 8, 0):
-        b = (trigrams >> np.uint32(shift)) & np.uint32(0xFF)
-        upper = (b >= 65) & (b <= 90)
-        out[upper] += np.uint32(32 << shift)
-    return out
+    (uint32): the index builder's inversion (`_kernels.invert`, a counting sort) needs no order.
+    Short data (every file's path) is scanned into scratch arrays kept per thread: two arrays
+    made for each path cost more than the scan."""
+    if len(data) > _SHORT:
+        return scan(data)[0]
+    scratch: tuple[np.ndarray, np.ndarray] | None = getattr(_tables, "short", None)
+    if scratch is None:
+        scratch = _tables.short = (np.empty(_SHORT, dtype=np.uint32), np.empty(_SHORT + 1, dtype=np.uint32))
+    nt, _ = _kernels.scan(data, _seen(), scratch[0], scratch[1])
+    return scratch[0][:nt].copy()
 
 
 def count_folded(unique: np.ndarray) -> int:
     """How many distinct trigrams the folded text has, from the distinct trigrams of the
-    normalized text (`unique_trigrams`): what ``maxTrigramCount`` limits."""
-    return int(np.unique(fold_ids(unique)).size)
+    normalized text (`unique_trigrams`): what ``maxTrigramCount`` limits (compiled:
+    `_kernels.count_folded`)."""
+    return _kernels.count_folded(np.ascontiguousarray(unique, dtype=np.uint32), _seen())
 
 
 def string_trigrams(text: str | bytes, case_sensitive: bool = True) -> list[int]:

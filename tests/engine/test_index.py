@@ -306,6 +306,22 @@ def test_index_trigrams_keep_case_but_the_limit_counts_folded():
     assert count_folded(unique_trigrams(normalize(b"Abc abc"))) == 4  # "abc" once
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_the_folded_count_is_the_count_of_lower_cased_distinct_trigrams(seed):
+    """The compiled count (a bit set) against Python's own: the distinct 3-byte windows of the
+    lower-cased bytes, over random texts of letters of both cases, digits and other bytes."""
+    import random
+
+    rng = random.Random(seed)
+    alphabet = b"aAbBzZ09@[`{ \n\xe2\x84\xaa\xff"
+    data = bytes(rng.choice(alphabet) for _ in range(rng.randrange(0, 3000)))
+    unique = unique_trigrams(data)
+    text = b"".join(t.to_bytes(3, "big") for t in unique.tolist())
+    want = len({text[i:i + 3].lower() for i in range(0, len(text), 3)})
+    assert count_folded(unique) == want
+    assert count_folded(unique) == want  # the bit set was left zeroed
+
+
 def test_ctags_timeouts_and_failures_never_fail_a_build(tmp_path, caplog):
     from codesearch.index.symbols import CtagsError, CtagsProcess, find_ctags
 
