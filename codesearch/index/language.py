@@ -72,7 +72,8 @@ def detect(path: str, content: bytes | None) -> str:
 def _strategy(function: Any, name: str, sample: bytes = b"") -> list[str]:
     """The languages one of enry's strategies gives, called through the library: the binding's
     own wrappers return only the first."""
-    return go_str_slice_to_py(lib, function(name.encode(), sample, len(sample), ffi.NULL))
+    languages: list[str] = go_str_slice_to_py(lib, function(name.encode(), sample, len(sample), ffi.NULL))
+    return languages
 
 
 @functools.lru_cache(maxsize=16384)
