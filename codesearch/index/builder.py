@@ -38,7 +38,7 @@ from codesearch.index.language import SKIPPED, detect, rank_class, wants_symbols
 from codesearch.index.quadgrams import filter_for
 from codesearch.index.recency import OID_BYTES, UNKNOWN_OID, blob_id
 from codesearch.index.shard import ShardSymbol
-from codesearch.index.sources import RepoInfo, SourceFile
+from codesearch.index.sources import RepoInfo, SourceFile, listed
 from codesearch.index.symbols import Symbol, SymbolExtractor, find_ctags
 from codesearch.index.trigrams import count_folded, scan, unique_trigrams
 
@@ -421,7 +421,7 @@ def index_source(
     build_dir = scratch.open_build_dir(out_dir, generation)
     builder = ShardBuilder(build_dir, source.repo, settings, stats, progress, name=f"{prefix}.g{generation}")
     try:
-        files = list(source.files())
+        files = listed(source.files())
         builder.expect(listed_bytes(files, settings))
         for f in files:
             builder.add(f)

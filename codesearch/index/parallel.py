@@ -44,7 +44,7 @@ from codesearch.index.builder import (
     listed_bytes,
     shard_prefix,
 )
-from codesearch.index.sources import DirectorySource, GitSource, RepoInfo, SourceFile, read_file
+from codesearch.index.sources import DirectorySource, GitSource, RepoInfo, SourceFile, listed, read_file
 
 #: A repository smaller than this is built by one process (starting workers costs more).
 PART_MIN_BYTES = 32 << 20
@@ -78,13 +78,13 @@ class _Part:
 def _listing(source: Source) -> tuple[str, str, list[_Listed]]:
     """The source's files as plain data, and how a worker reads their contents again."""
     if isinstance(source, GitSource):
-        return "git", source.git_dir, [_listed(f) for f in source.files()]
+        return "git", source.git_dir, [_plain(f) for f in listed(source.files())]
     if isinstance(source, DirectorySource):
-        return "dir", source.root, [_listed(f) for f in source.files()]
+        return "dir", source.root, [_plain(f) for f in listed(source.files())]
     raise TypeError(f"cannot build {type(source).__name__} in parts")
 
 
-def _listed(f: SourceFile) -> _Listed:
+def _plain(f: SourceFile) -> _Listed:
     return (f.path, f.size, f.branch_mask, f.locator, f.linguist, f.content_id, f.time)
 
 
@@ -235,7 +235,7 @@ def index_bundle(
         for path in paths:
             opened = open_source(path, branches, tags, settings.max_revisions)
             sources.append((opened, []))
-            sources[-1][1].extend(opened.files())
+            sources[-1][1].extend(listed(opened.files()))
         if not sources:
             raise ValueError("index_bundle: no paths")
         for source, files in sources:
@@ -256,9 +256,9 @@ def index_bundle(
     finally:
         if builder is not None:
             builder.symbols.close()
-        for listed, _ in sources:
-            if hasattr(listed, "close"):
-                listed.close()
+        for each, _ in sources:
+            if hasattr(each, "close"):
+                each.close()
         scratch.remove_build_dir(build_dir)
     stats.seconds += time.perf_counter() - t0
     return stats

@@ -12,6 +12,7 @@ several branches at the same path is one document.
 from __future__ import annotations
 
 import functools
+import gc
 import math
 import os
 import re
@@ -84,7 +85,7 @@ class RepoInfo:
         )
 
 
-@dataclass
+@dataclass(slots=True)
 class SourceFile:
     path: str
     size: int
@@ -99,6 +100,19 @@ class SourceFile:
     content_id: bytes = b""
     #: Unix time of the last commit that touched the file on the first revision it is on (`recency`); 0: unknown
     time: int = 0
+
+
+def listed(files: Iterable[SourceFile]) -> list[SourceFile]:
+    """`files` as a list, made with the cyclic garbage collector paused: a listing keeps one
+    object per file (a million for 10 GB), and as they pile up the collector would walk all of
+    them again and again (a tenth of listing a tree); they hold no reference cycles."""
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return list(files)
+    finally:
+        if paused:
+            gc.enable()
 
 
 def repo_name_from_url(url: str) -> str:
