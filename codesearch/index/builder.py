@@ -278,7 +278,7 @@ def _offsets(lengths: Sequence[int]) -> np.ndarray:
 
 def _postings(per_doc: list[np.ndarray]) -> dict[str, fmt.Section]:
     """Invert per-document arrays of distinct trigram ids (any order) into the four sections of
-    a trigram index, in compiled code (`_kernels.invert`): a counting sort by trigram (each
+    a trigram index, in compiled code (`_kernels.invert`): a stable sort by trigram (each
     list's documents come out in order), then each list written as a serialized roaring bitmap
     (docs/index-format.md#building-a-shard)."""
     starts = np.zeros(len(per_doc) + 1, dtype=np.int64)

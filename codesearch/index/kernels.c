@@ -19,8 +19,9 @@
  *   invert(trigrams, doc_starts) -> (keys, card, offs, post)
  *       The posting lists of a shard: `trigrams` holds each document's distinct trigram ids one
  *       document after the other, `doc_starts[d]` where document d's start (int64, one more
- *       than there are documents). A counting sort by trigram puts each list's documents in
- *       order; each list is written as a roaring bitmap in the portable serialization format
+ *       than there are documents). A stable sort by trigram (a radix sort of the pairs for a
+ *       small input; for a large one, a split by the trigram's high byte, then a count by its low
+ *       16 bits, each pass within the cache) puts each list's documents in order; each list is written as a roaring bitmap in the portable serialization format
  *       (the one CRoaring and pyroaring read: array, bitset or run containers, whichever is
  *       smallest, as CRoaring's run_optimize chooses). keys/card (uint32), offs (uint64, one
  *       more than keys) and post are returned as bytes, ready for the shard's sections.
@@ -429,41 +430,64 @@ static PyObject *invert(PyObject *Py_UNUSED(self), PyObject *args) {
         }
         goto inverted;
     }
-    counts = calloc(TRIGRAM_SPACE, sizeof(uint32_t));
-    docs = malloc(sizeof(uint32_t) * (total ? total : 1));
-    cs = malloc(sizeof(Container) * 65536);
-    if (!counts || !docs || !cs) nomem = 1;
-    for (Py_ssize_t i = 0; !nomem && i < total; i++) {
-        if (t[i] >= TRIGRAM_SPACE) { bad = 1; break; }
-        counts[t[i]]++;
-    }
-    if (!nomem && !bad) {
-        for (uint32_t k = 0; k < TRIGRAM_SPACE; k++) nkeys += counts[k] != 0;
-        keys = malloc(sizeof(uint32_t) * (nkeys ? nkeys : 1));
-        card = malloc(sizeof(uint32_t) * (nkeys ? nkeys : 1));
-        offs = malloc(sizeof(uint64_t) * (nkeys + 1));
-        if (!keys || !card || !offs) nomem = 1;
-    }
-    if (!nomem && !bad) {
-        /* counts[] becomes each trigram's cursor: where its next document goes in docs[] */
-        uint32_t at = 0;
-        Py_ssize_t k = 0;
-        for (uint32_t tg = 0; tg < TRIGRAM_SPACE; tg++) {
-            uint32_t c = counts[tg];
-            if (!c) continue;
-            keys[k] = tg;
-            card[k++] = c;
-            counts[tg] = at;
-            at += c;
+    {
+        /* Two passes that each stay in the cache, where one count per possible trigram (64 MB)
+         * and a scatter of every pair into a 4-byte slot anywhere in `docs` missed it on nearly
+         * every pair (25 ns a pair): first the pairs are split by the trigram's high byte into
+         * 256 runs (256 write streams), keeping their order; then each run, a few hundred KB, is
+         * counting-sorted by the low 16 bits with 65,536 counters (256 KB) into its own part of
+         * `docs`. Both passes keep the documents of a trigram in increasing order. */
+        uint16_t *low = malloc(sizeof(uint16_t) * (total ? total : 1));
+        uint32_t *held = malloc(sizeof(uint32_t) * (total ? total : 1));
+        counts = malloc(sizeof(uint32_t) * 65536);
+        docs = malloc(sizeof(uint32_t) * (total ? total : 1));
+        cs = malloc(sizeof(Container) * 65536);
+        keys = malloc(sizeof(uint32_t) * (total ? total : 1)); /* at most one key per pair: trimmed below */
+        card = malloc(sizeof(uint32_t) * (total ? total : 1));
+        size_t run[257] = {0}, cursor[256];
+        if (!low || !held || !counts || !docs || !cs || !keys || !card) nomem = 1;
+        for (Py_ssize_t i = 0; !nomem && i < total; i++) {
+            if (t[i] >= TRIGRAM_SPACE) { bad = 1; break; }
+            run[(t[i] >> 16) + 1]++;
         }
-        for (Py_ssize_t d = 0; d < ndocs; d++)
-            for (int64_t i = ds[d]; i < ds[d + 1]; i++) docs[counts[t[i]]++] = (uint32_t)d;
-        size_t begin = 0;
-        offs[0] = 0;
-        for (k = 0; k < nkeys && !nomem; k++) {
-            if (serialize(&post, docs + begin, card[k], cs) < 0) nomem = 1;
-            begin += card[k];
-            offs[k + 1] = post.len;
+        if (!nomem && !bad) {
+            for (int h = 0; h < 256; h++) run[h + 1] += run[h];
+            for (int h = 0; h < 256; h++) cursor[h] = run[h];
+            for (Py_ssize_t d = 0; d < ndocs; d++)
+                for (int64_t i = ds[d]; i < ds[d + 1]; i++) {
+                    const size_t j = cursor[t[i] >> 16]++;
+                    low[j] = (uint16_t)t[i];
+                    held[j] = (uint32_t)d;
+                }
+            for (int h = 0; h < 256; h++) {
+                const size_t a = run[h], b = run[h + 1];
+                if (a == b) continue;
+                memset(counts, 0, sizeof(uint32_t) * 65536);
+                for (size_t j = a; j < b; j++) counts[low[j]]++;
+                uint32_t at = (uint32_t)a;
+                for (uint32_t v = 0; v < 65536; v++) {
+                    const uint32_t c = counts[v];
+                    if (!c) continue;
+                    keys[nkeys] = (uint32_t)h << 16 | v;
+                    card[nkeys++] = c;
+                    counts[v] = at;
+                    at += c;
+                }
+                for (size_t j = a; j < b; j++) docs[counts[low[j]]++] = held[j];
+            }
+            offs = malloc(sizeof(uint64_t) * (nkeys + 1));
+            if (!offs) nomem = 1;
+        }
+        free(low);
+        free(held);
+        if (!nomem && !bad) {
+            size_t begin = 0;
+            offs[0] = 0;
+            for (Py_ssize_t k = 0; k < nkeys && !nomem; k++) {
+                if (serialize(&post, docs + begin, card[k], cs) < 0) nomem = 1;
+                begin += card[k];
+                offs[k + 1] = post.len;
+            }
         }
     }
 inverted:

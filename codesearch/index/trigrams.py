@@ -90,7 +90,7 @@ _SHORT = 4096
 
 def unique_trigrams(data: bytes) -> np.ndarray:
     """The distinct trigram ids of `data`'s normalized text, in order of first occurrence
-    (uint32): the index builder's inversion (`_kernels.invert`, a counting sort) needs no order.
+    (uint32): the index builder's inversion (`_kernels.invert`, a sort by trigram) needs no order.
     Short data (every file's path) is scanned into scratch arrays kept per thread: two arrays
     made for each path cost more than the scan."""
     if len(data) > _SHORT:

@@ -147,6 +147,33 @@ def test_invert_is_no_larger_than_pyroaring_on_real_text() -> None:
     assert sum(len(b.serialize()) for b in ours.values()) <= sum(len(b.serialize()) for b in theirs.values())
 
 
+@pytest.mark.slow  # over 1 s of the fast lane: `make test` runs it
+def test_invert_of_more_pairs_than_a_small_sort_matches_a_numpy_oracle() -> None:
+    """Above 2**21 (trigram, document) pairs `invert` takes its two-level path (split by the high
+    byte, then a count by the low 16 bits): every key, every count and the documents of sampled
+    lists (among them every list long enough for bitset containers) against numpy's lexsort."""
+    rng = np.random.default_rng(7)
+    sizes = rng.integers(0, 1200, size=4000)
+    common = rng.integers(0, 1 << 24, size=40, dtype=np.uint32)  # in thousands of documents
+    per_doc = [np.unique(np.concatenate([rng.integers(0, 1 << 24, size=n, dtype=np.uint32),
+                                          common[rng.random(40) < 0.8]])) for n in sizes]
+    starts = np.zeros(len(per_doc) + 1, dtype=np.int64)
+    np.cumsum([t.size for t in per_doc], out=starts[1:])
+    flat = np.concatenate(per_doc).astype(np.uint32)
+    assert flat.size > 1 << 21
+    keys, card, offs, post = _kernels.invert(flat, starts)
+    k, c, o = (np.frombuffer(keys, np.uint32), np.frombuffer(card, np.uint32), np.frombuffer(offs, np.uint64))
+    doc_of = np.repeat(np.arange(len(per_doc), dtype=np.uint32), np.diff(starts))
+    order = np.lexsort((doc_of, flat))
+    want_keys, want_card = np.unique(flat, return_counts=True)
+    assert k.tolist() == want_keys.tolist() and c.tolist() == want_card.tolist()
+    first = np.concatenate([[0], np.cumsum(want_card)])
+    sampled = set(rng.choice(k.size, 300, replace=False).tolist()) | {i for i in range(k.size) if c[i] > 4096}
+    for i in sampled:
+        got = BitMap.deserialize(post[int(o[i]) : int(o[i + 1])])
+        assert list(got) == doc_of[order[first[i] : first[i + 1]]].tolist()
+
+
 def test_invert_refuses_bad_input() -> None:
     with pytest.raises(ValueError, match="does not describe"):
         _kernels.invert(np.array([1, 2], np.uint32), np.array([0, 5], np.int64))
