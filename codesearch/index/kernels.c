@@ -57,6 +57,44 @@ static int get_buffer(PyObject *obj, Py_buffer *view, int writable, const char *
     return 0;
 }
 
+/* ------------------------------------------------------------------- normalized text */
+
+/* The build's two loops over a file's bytes (`scan`, `quad_filter`) read its *normalized* text:
+ * KELVIN SIGN (E2 84 AA) is 'k', LATIN SMALL LETTER LONG S (C5 BF) is 's' (trigrams.py says why).
+ * Testing every byte for the first byte of those sequences cost each loop two compares and a
+ * branch a byte; instead memchr (vectorized by the C library) finds the next 0xE2 and the next
+ * 0xC5, and the loops run without a test up to there. */
+typedef struct {
+    const uint8_t *p;
+    Py_ssize_t n, e2, c5; /* the next 0xE2 and 0xC5 at or after the last position asked (n: none) */
+} Specials;
+
+static inline Py_ssize_t next_special(Specials *s, Py_ssize_t from) {
+    if (s->e2 < from) {
+        const uint8_t *q = memchr(s->p + from, 0xE2, (size_t)(s->n - from));
+        s->e2 = q ? q - s->p : s->n;
+    }
+    if (s->c5 < from) {
+        const uint8_t *q = memchr(s->p + from, 0xC5, (size_t)(s->n - from));
+        s->c5 = q ? q - s->p : s->n;
+    }
+    return s->e2 < s->c5 ? s->e2 : s->c5;
+}
+
+/* The normalized byte at *i (a 0xE2 or 0xC5), moving *i to the last byte it is made of. */
+static inline uint8_t normalized_at(const uint8_t *p, Py_ssize_t n, Py_ssize_t *i) {
+    const uint8_t b = p[*i];
+    if (b == 0xE2 && *i + 2 < n && p[*i + 1] == 0x84 && p[*i + 2] == 0xAA) {
+        *i += 2;
+        return 'k'; /* KELVIN SIGN U+212A */
+    }
+    if (b == 0xC5 && *i + 1 < n && p[*i + 1] == 0xBF) {
+        *i += 1;
+        return 's'; /* LATIN SMALL LETTER LONG S U+017F */
+    }
+    return b;
+}
+
 /* ------------------------------------------------------------------------------------- scan */
 
 static PyObject *scan(PyObject *Py_UNUSED(self), PyObject *args) {
@@ -96,28 +134,28 @@ static PyObject *scan(PyObject *Py_UNUSED(self), PyObject *args) {
      * of the output every time, and the end moves on only when its bit was not set yet. */
     uint32_t window = 0; /* the last normalized bytes, newest in the low byte */
     Py_ssize_t have = 0; /* how many normalized bytes the window holds (until 2) */
+#define ADD_TRIGRAM()                                                                                  \
+    do {                                                                                               \
+        uint8_t *byte = &bits[window >> 3];                                                            \
+        const uint8_t bit = (uint8_t)(1u << (window & 7)), old = *byte;                                \
+        *byte = old | bit;                                                                             \
+        out[nt] = window;                                                                              \
+        nt += !(old & bit);                                                                            \
+    } while (0)
+    Specials sp = {p, n, -1, -1};
     for (Py_ssize_t i = 0; i < n; i++) {
-        uint8_t b = p[i];
-        if (__builtin_expect(b == 0xE2 || b == 0xC5, 0)) {
-            if (b == 0xE2 && i + 2 < n && p[i + 1] == 0x84 && p[i + 2] == 0xAA) {
-                b = 'k'; /* KELVIN SIGN U+212A */
-                i += 2;
-            } else if (b == 0xC5 && i + 1 < n && p[i + 1] == 0xBF) {
-                b = 's'; /* LATIN SMALL LETTER LONG S U+017F */
-                i += 1;
-            }
+        const Py_ssize_t stop = next_special(&sp, i);
+        for (; have < 2 && i < stop; i++, have++) window = window << 8 | p[i];
+        for (; i < stop; i++) {
+            window = (window << 8 | p[i]) & 0xFFFFFFu;
+            ADD_TRIGRAM();
         }
-        window = (window << 8 | b) & 0xFFFFFFu;
-        if (__builtin_expect(have < 2, 0)) {
-            have++;
-            continue;
-        }
-        uint8_t *byte = &bits[window >> 3];
-        const uint8_t bit = (uint8_t)(1u << (window & 7)), old = *byte;
-        *byte = old | bit;
-        out[nt] = window;
-        nt += !(old & bit);
+        if (i == n) break;
+        window = (window << 8 | normalized_at(p, n, &i)) & 0xFFFFFFu;
+        if (have < 2) have++;
+        else ADD_TRIGRAM();
     }
+#undef ADD_TRIGRAM
     for (Py_ssize_t j = 0; j < nt; j++) bits[out[j] >> 3] = 0;
     Py_END_ALLOW_THREADS
 
@@ -522,6 +560,9 @@ done:
 
 static inline uint32_t fold_byte(uint8_t b) { return (b >= 'A' && b <= 'Z') ? (uint32_t)(b | 0x20) : b; }
 
+/* fold_byte of every byte, filled when the module loads: one load in the loop instead of a compare */
+static uint8_t FOLD[256];
+
 static inline uint64_t quad_bit(uint32_t quad, uint64_t m) { return ((uint64_t)(uint32_t)(quad * GOLDEN) * m) >> 32; }
 
 static PyObject *quad_filter(PyObject *Py_UNUSED(self), PyObject *args) {
@@ -541,25 +582,25 @@ static PyObject *quad_filter(PyObject *Py_UNUSED(self), PyObject *args) {
         Py_BEGIN_ALLOW_THREADS
         uint32_t window = 0;
         Py_ssize_t have = 0;
+#define ADD_QUAD()                                                                                     \
+    do {                                                                                               \
+        const uint64_t bit = quad_bit(window, m);                                                      \
+        bits[bit >> 3] |= (uint8_t)(1u << (bit & 7));                                                  \
+    } while (0)
+        Specials sp = {p, n, -1, -1};
         for (Py_ssize_t i = 0; i < n; i++) {
-            uint8_t b = p[i];
-            if (__builtin_expect(b == 0xE2 || b == 0xC5, 0)) {
-                if (b == 0xE2 && i + 2 < n && p[i + 1] == 0x84 && p[i + 2] == 0xAA) {
-                    b = 'k';
-                    i += 2;
-                } else if (b == 0xC5 && i + 1 < n && p[i + 1] == 0xBF) {
-                    b = 's';
-                    i += 1;
-                }
+            const Py_ssize_t stop = next_special(&sp, i);
+            for (; have < 3 && i < stop; i++, have++) window = window << 8 | FOLD[p[i]];
+            for (; i < stop; i++) {
+                window = window << 8 | FOLD[p[i]];
+                ADD_QUAD();
             }
-            window = window << 8 | fold_byte(b);
-            if (__builtin_expect(have < 3, 0)) {
-                have++;
-                continue;
-            }
-            uint64_t bit = quad_bit(window, m);
-            bits[bit >> 3] |= (uint8_t)(1u << (bit & 7));
+            if (i == n) break;
+            window = window << 8 | fold_byte(normalized_at(p, n, &i));
+            if (have < 3) have++;
+            else ADD_QUAD();
         }
+#undef ADD_QUAD
         Py_END_ALLOW_THREADS
     }
     PyBuffer_Release(&out);
@@ -875,6 +916,7 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit__kernels(void) {
+    for (int b = 0; b < 256; b++) FOLD[b] = (uint8_t)fold_byte((uint8_t)b);
 #if defined(HAVE_AVX2_PATH)
     __builtin_cpu_init();
     have_avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;

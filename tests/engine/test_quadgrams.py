@@ -140,3 +140,29 @@ def test_a_symbol_name_is_narrowed_by_the_filters_of_its_files(query: str, quads
 
     leaf = make_plan(query, SearchOptions()).root
     assert isinstance(leaf, SymbolLeaf) and leaf.quads == quads
+
+
+def oracle_filter(data: bytes, size: int) -> bytes:
+    """A filter of `size` bytes as the format defines it, in plain Python: the text with the
+    Kelvin sign as k and the long s as s, ASCII lower-cased; for every four consecutive bytes q
+    (big-endian), bit ((q * 0x9E3779B1) mod 2**32) * (8 * size) >> 32."""
+    text = data.replace(b"\xe2\x84\xaa", b"k").replace(b"\xc5\xbf", b"s").lower()
+    bits = 0
+    for i in range(len(text) - 3):
+        q = int.from_bytes(text[i : i + 4], "big")
+        bits |= 1 << (((q * 0x9E3779B1) % (1 << 32)) * (8 * size) >> 32)
+    return bits.to_bytes(size, "little")
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from([b"a", b"B", b"Zz", b"\n", b"abcd", b"\xe2\x84\xaa", b"\xc5\xbf", b"\xe2", b"\xe2\x84",
+                              b"\xc5", b"\xff", b"@[`{"]), max_size=80).map(b"".join),
+    st.integers(1, 64),
+)
+def test_the_compiled_filter_sets_the_bits_the_format_defines(data: bytes, size: int) -> None:
+    """`_kernels.quad_filter` against the definition, over texts of letters of both cases, the two
+    normalized characters, their cut forms and other bytes."""
+    out = bytearray(size)
+    _kernels.quad_filter(data, out)
+    assert bytes(out) == oracle_filter(data, size)
