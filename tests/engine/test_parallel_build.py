@@ -86,6 +86,13 @@ def test_a_bulk_build_packs_small_repositories_evenly_and_starts_with_the_bigges
     assert parallel.plan_builds(paths, sizes, shard) == want
 
 
+def test_builds_come_costliest_first_whatever_their_bytes():
+    """Sizes cut the shards; costs (bytes and files) order the builds: 30 bytes of many files
+    before 60 of few, a bundle of 10 bytes before 20 bytes of fewer files."""
+    sizes, costs = [60, 30, 20, 20, 10], [60, 90, 20, 25, 40]
+    assert parallel.plan_builds(["a", "b", "c", "d", "e"], sizes, 40, costs) == [[1], [0], [4], [3], [2]]
+
+
 @pytest.mark.parametrize("total, most, want", [
     (0, 100, 100), (100, 100, 100),  # fits in one shard: cut at the most
     (101, 100, 51), (250, 100, 84), (300, 100, 100), (301, 100, 76),  # the fewest shards, even
