@@ -308,6 +308,23 @@ def _measure(args: tuple[str, int]) -> tuple[int, int]:
     return total, files
 
 
+def _ready() -> None:
+    """A task that only makes a worker start (`_measure_all`)."""
+
+
+def _measure_all(asks: list[tuple[str, int]], pool: Pool) -> list[tuple[int, int]]:
+    """`_measure` of each path: here while the workers start (a Python each, importing the
+    build's modules: ~0.3 s in which this process would wait), then the rest by the workers."""
+    executor = pool.executor()
+    started = [executor.submit(_ready) for _ in range(pool.jobs)]
+    out: list[tuple[int, int]] = []
+    while len(out) < len(asks) and not all(f.done() for f in started):
+        out.append(_measure(asks[len(out)]))
+    rest = asks[len(out) :]
+    out.extend(executor.map(_measure, rest, chunksize=max(1, len(rest) // (4 * pool.jobs))))
+    return out
+
+
 def plan_builds(
     paths: list[str], sizes: list[int], shard_bytes: int, costs: list[int] | None = None
 ) -> list[list[int]]:
@@ -350,11 +367,7 @@ def index_many(
     t0 = time.perf_counter()
     paths = list(dict.fromkeys(paths))
     executor = pool.executor()
-    measured = list(
-        executor.map(
-            _measure, [(p, settings.max_file_size) for p in paths], chunksize=max(1, len(paths) // (4 * pool.jobs))
-        )
-    )
+    measured = _measure_all([(p, settings.max_file_size) for p in paths], pool)
     sizes = [size for size, _ in measured]
     costs = [size + FILE_COST_BYTES * files for size, files in measured]
     futures = [
