@@ -9,7 +9,7 @@ Per shard (`ShardBuilder._flush`, when `shard_max_bytes` of content have been ga
 even share of what the build expects when it was told (`ShardBuilder.expect`, `even_share`)):
 documents are ordered (ordinary source first, then tests and docs, then vendored files; by path
 within a class) so early termination keeps the best results; all (trigram, document) pairs are
-inverted with one sort of ``trigram << 32 | doc`` keys (docs/index-format.md#building-a-shard); each posting list
+inverted by a stable sort by trigram in compiled code (docs/index-format.md#building-a-shard); each posting list
 becomes a serialized roaring bitmap; the sections of `codesearch.index.format` are written.
 """
 

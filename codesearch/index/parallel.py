@@ -259,6 +259,8 @@ def index_bundle(
             for f in files:
                 builder.add(f)
             files.clear()
+            if hasattr(source, "close"):
+                source.close()  # its git process, if it read blobs: not one left open per repository
             stats.warnings.extend(getattr(source, "warnings", []))
             swapped.append((source.repo.id, source.repo.name, shard_prefix(source.repo)))
         assert builder is not None
