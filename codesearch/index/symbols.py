@@ -190,18 +190,35 @@ def _scratch_root() -> str | None:
 
 
 def ctags_batch(exe: str, files: list[tuple[int, str, bytes]], timeout_s: float) -> dict[int, list[Symbol]]:
-    """Tag many files with one ctags run: {key: [Symbol, ...]}; raises `CtagsError` on failure."""
+    """Tag many files with one ctags run: {key: [Symbol, ...]}; raises `CtagsError` on failure.
+
+    Each file is written under its own name (ctags picks a parser by it) in folder ``0``, or in
+    folder ``n`` when n files of the batch had that name before it: a folder per file cost as
+    much again as writing the file. The output is decoded once, then split."""
     tmp = tempfile.mkdtemp(prefix="codesearch-ctags-", dir=_scratch_root())
     try:
         names: list[str] = []
-        keys: dict[bytes, int] = {}
-        for i, (key, path, data) in enumerate(files):
-            rel = f"{i}/{path.rsplit('/', 1)[-1]}"
-            os.mkdir(os.path.join(tmp, str(i)))
-            with open(os.path.join(tmp, rel), "wb") as f:
-                f.write(data)
+        keys: dict[str, int] = {}
+        seen: dict[str, int] = {}
+        for key, path, data in files:
+            name = path.rsplit("/", 1)[-1]
+            slot = seen.get(name, 0)
+            seen[name] = slot + 1
+            rel = f"{slot}/{name}"
+            target = os.path.join(tmp, rel)
+            try:
+                fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            except FileNotFoundError:  # the first file of this folder
+                os.mkdir(os.path.join(tmp, str(slot)))
+                fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+            finally:
+                os.close(fd)
             names.append(rel)
-            keys[rel.encode()] = key
+            keys[rel] = key
         with open(os.path.join(tmp, ".list"), "w", encoding="utf-8", errors="surrogateescape") as f:
             f.write("\n".join(names) + "\n")
         budget = timeout_s + sum(len(d) for _, _, d in files) / _BATCH_MIN_RATE
@@ -219,22 +236,24 @@ def ctags_batch(exe: str, files: list[tuple[int, str, bytes]], timeout_s: float)
         if proc.returncode != 0:
             raise CtagsError(f"batch exited with status {proc.returncode}")
         out: dict[int, list[Symbol]] = {}
-        for line in proc.stdout.split(b"\n"):
-            parts = line.split(b"\t")
-            if len(parts) != 6 or parts[0] not in keys or not parts[1].isdigit():
+        # file names as the list spelled them (undecodable bytes as surrogates, as os.scandir
+        # gives them); the tag's own fields as valid text (an undecodable byte as U+FFFD)
+        for line in proc.stdout.decode("utf-8", "surrogateescape").split("\n"):
+            parts = line.split("\t")
+            if len(parts) != 6 or parts[0] not in keys or not (parts[1].isascii() and parts[1].isdigit()):
                 continue  # a name with a tab, or noise: drop the tag, never the file
+            kind, name, scope, scope_kind = parts[2:] if line.isascii() else map(_valid, parts[2:])
             out.setdefault(keys[parts[0]], []).append(
-                Symbol(
-                    parts[3].decode("utf-8", "replace"),
-                    parts[2].decode("utf-8", "replace"),
-                    int(parts[1]),
-                    parts[4].decode("utf-8", "replace").rsplit(".", 1)[-1],
-                    parts[5].decode("utf-8", "replace"),
-                )
+                Symbol(name, kind, int(parts[1]), scope.rsplit(".", 1)[-1], scope_kind)
             )
         return out
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _valid(text: str) -> str:
+    """`text` decoded with surrogates for undecodable bytes, with U+FFFD for them instead."""
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def _batchable(path: str) -> bool:

@@ -361,6 +361,20 @@ def test_ctags_batch_and_per_file_agree(tmp_path):
     ex.close()
 
 
+def test_a_ctags_batch_keeps_files_of_one_name_apart_and_odd_bytes_readable():
+    """Files of the same name (in different folders of a repository) each get their own tags;
+    a name that is not UTF-8 (as os.scandir spells it, with surrogates) still gets its tags, and
+    a tag's undecodable byte reads as U+FFFD."""
+    from codesearch.index.symbols import ctags_batch, find_ctags
+
+    exe = find_ctags()
+    files = [(i, f"pkg{i}/mod.py", f"def only_in_{i}():\n    pass\n".encode()) for i in range(3)]
+    files.append((9, "x/caf\udce9.py", b"def caf\xe9():\n    pass\n"))
+    got = ctags_batch(exe, files, 10)
+    assert [[s.name for s in got[i]] for i in range(3)] == [["only_in_0"], ["only_in_1"], ["only_in_2"]]
+    assert [s.name for s in got[9]] == ["caf\ufffd"]
+
+
 def test_revision_selection_order_globs_and_cap(tmp_path):
     """Default branch first, then matching branches newest first, then tags; at most 64, with a warning."""
     from codesearch.git.revisions import MAX_REVISIONS, select_revisions
