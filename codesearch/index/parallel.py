@@ -139,7 +139,7 @@ def _worker_started() -> None:
     """In each worker, once: what a build uses is imported, and every object the imports made
     is put out of the cyclic collector's sight (`gc.freeze`): its full collections during a
     build walked them all again each time (0.5 of 14 CPU-s of the 1 GB build)."""
-    from codesearch.index import builder, compact  # noqa: F401 - imported for what they make
+    from codesearch.index import builder  # noqa: F401 - imported for what it makes
 
     gc.freeze()
 
