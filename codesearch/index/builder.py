@@ -23,7 +23,7 @@ import logging
 import os
 import re
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -264,10 +264,10 @@ def even_share(total: int, most: int) -> int:
     return -(-total // -(-total // most))
 
 
-def listed_bytes(files: Sequence[SourceFile], settings: IndexSettings) -> int:
-    """The content bytes `files` may bring to a build: the files not too large to read (binary
-    files are only known once read, so they count)."""
-    return sum(f.size for f in files if f.size <= settings.max_file_size)
+def listed_bytes(sizes: Iterable[int], settings: IndexSettings) -> int:
+    """The content bytes files of these `sizes` may bring to a build: the files not too large
+    to read (binary files are only known once read, so they count)."""
+    return sum(size for size in sizes if size <= settings.max_file_size)
 
 
 def _offsets(lengths: Sequence[int]) -> np.ndarray:
@@ -422,7 +422,7 @@ def index_source(
     builder = ShardBuilder(build_dir, source.repo, settings, stats, progress, name=f"{prefix}.g{generation}")
     try:
         files = listed(source.files())
-        builder.expect(listed_bytes(files, settings))
+        builder.expect(listed_bytes((f.size for f in files), settings))
         for f in files:
             builder.add(f)
         written = builder.finish()

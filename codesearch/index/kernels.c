@@ -21,7 +21,8 @@
  *       document after the other, `doc_starts[d]` where document d's start (int64, one more
  *       than there are documents). A stable sort by trigram (a radix sort of the pairs for a
  *       small input; for a large one, a split by the trigram's high byte, then a count by its low
- *       16 bits, each pass within the cache) puts each list's documents in order; each list is written as a roaring bitmap in the portable serialization format
+ *       16 bits, each pass within the cache) puts each list's documents in order; each list is
+ *       written as a roaring bitmap in the portable serialization format
  *       (the one CRoaring and pyroaring read: array, bitset or run containers, whichever is
  *       smallest, as CRoaring's run_optimize chooses). keys/card (uint32), offs (uint64, one
  *       more than keys) and post are returned as bytes, ready for the shard's sections.
@@ -480,10 +481,8 @@ static PyObject *invert(PyObject *Py_UNUSED(self), PyObject *args) {
         counts = malloc(sizeof(uint32_t) * 65536);
         docs = malloc(sizeof(uint32_t) * (total ? total : 1));
         cs = malloc(sizeof(Container) * 65536);
-        keys = malloc(sizeof(uint32_t) * (total ? total : 1)); /* at most one key per pair: trimmed below */
-        card = malloc(sizeof(uint32_t) * (total ? total : 1));
-        size_t run[257] = {0}, cursor[256];
-        if (!low || !held || !counts || !docs || !cs || !keys || !card) nomem = 1;
+        size_t run[257] = {0}, cursor[256], room = 0; /* room: keys and card hold this many */
+        if (!low || !held || !counts || !docs || !cs) nomem = 1;
         for (Py_ssize_t i = 0; !nomem && i < total; i++) {
             if (t[i] >= TRIGRAM_SPACE) { bad = 1; break; }
             run[(t[i] >> 16) + 1]++;
@@ -500,6 +499,14 @@ static PyObject *invert(PyObject *Py_UNUSED(self), PyObject *args) {
             for (int h = 0; h < 256; h++) {
                 const size_t a = run[h], b = run[h + 1];
                 if (a == b) continue;
+                if ((size_t)nkeys + 65536 > room) { /* a run adds at most 65,536 keys */
+                    room = 2 * room > (size_t)nkeys + 65536 ? 2 * room : (size_t)nkeys + 65536;
+                    uint32_t *k2 = realloc(keys, sizeof(uint32_t) * room);
+                    if (k2) keys = k2;
+                    uint32_t *c2 = k2 ? realloc(card, sizeof(uint32_t) * room) : NULL;
+                    if (c2) card = c2;
+                    if (!k2 || !c2) { nomem = 1; break; }
+                }
                 memset(counts, 0, sizeof(uint32_t) * 65536);
                 for (size_t j = a; j < b; j++) counts[low[j]]++;
                 uint32_t at = (uint32_t)a;
@@ -513,7 +520,7 @@ static PyObject *invert(PyObject *Py_UNUSED(self), PyObject *args) {
                 }
                 for (size_t j = a; j < b; j++) docs[counts[low[j]]++] = held[j];
             }
-            offs = malloc(sizeof(uint64_t) * (nkeys + 1));
+            if (!nomem) offs = malloc(sizeof(uint64_t) * (nkeys + 1));
             if (!offs) nomem = 1;
         }
         free(low);

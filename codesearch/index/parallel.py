@@ -105,7 +105,7 @@ def _build_part(part: _Part) -> IndexStats:
         read = read_file
 
     builder = ShardBuilder(part.build_dir, RepoInfo.from_json(part.repo), part.settings, stats, name=part.name)
-    builder.expect(sum(f[1] for f in part.files if f[1] <= part.settings.max_file_size))
+    builder.expect(listed_bytes((f[1] for f in part.files), part.settings))
     try:
         for path, size, mask, loc, linguist, content_id, when in part.files:
             content = functools.partial(read, loc, size)
@@ -253,7 +253,7 @@ def index_bundle(
         for source, files in sources:
             if builder is None:
                 builder = ShardBuilder(build_dir, source.repo, settings, stats, name=f"bundle.g{generation}")
-                builder.expect(sum(listed_bytes(f, settings) for _, f in sources))
+                builder.expect(listed_bytes((f.size for _, each in sources for f in each), settings))
             else:
                 builder.begin_repo(source.repo)
             for f in files:

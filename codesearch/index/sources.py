@@ -221,11 +221,12 @@ class DirectorySource:
 def read_file(path: str, size: int) -> bytes:
     """The bytes of the file at `path`, listed with `size` bytes: one read of that size and one
     more byte (Python's buffered ``open().read()`` adds a stat, a seek and a buffer: a third of
-    the time of reading a small file). A file that grew since it was listed is read to its end."""
+    the time of reading a small file). A file whose size changed since it was listed, or a read
+    cut short, is read on to its end."""
     fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
         data = os.read(fd, size + 1)
-        if len(data) <= size:
+        if len(data) == size:
             return data
         parts = [data]
         while more := os.read(fd, 1 << 20):
