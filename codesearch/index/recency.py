@@ -16,6 +16,7 @@ from the bytes it reads (`blob_id`): the same content has the same id wherever i
 from __future__ import annotations
 
 import hashlib
+from typing import NamedTuple
 
 from codesearch.git.process import Git
 
@@ -44,10 +45,25 @@ def oid_bytes(sha: str) -> bytes:
         return UNKNOWN_OID
 
 
+class ChangeWalk(NamedTuple):
+    """What one walk of a commit's history found (`walk_changes`)."""
+
+    times: dict[str, int]  # path -> the committer time (Unix seconds) of the last commit that touched it
+    head_time: int  # the committer time of the walked commit itself (0 when git printed none)
+
+
 def last_change_times(git: Git, commit: str, max_commits: int = MAX_COMMITS) -> dict[str, int]:
     """Path → the committer time (Unix seconds) of the newest commit reachable from `commit` that
-    touched it, over at most `max_commits` commits. A failed walk (a shallow clone missing parents
-    answers what it read) yields what git printed: times are a ranking aid, never a build failure."""
+    touched it (`walk_changes`)."""
+    return walk_changes(git, commit, max_commits).times
+
+
+def walk_changes(git: Git, commit: str, max_commits: int = MAX_COMMITS) -> ChangeWalk:
+    """One ``git log`` walk from `commit` over at most `max_commits` commits: when each path was last
+    changed, and when `commit` itself was made (the first commit of the walk), which saves the index
+    job a process of its own for the repository's ``pushed_at``. A failed walk (a shallow clone
+    missing parents answers what it read) yields what git printed: times are a ranking aid, never a
+    build failure."""
     res = git.run(
         [
             "log",
@@ -61,7 +77,8 @@ def last_change_times(git: Git, commit: str, max_commits: int = MAX_COMMITS) -> 
         ]
     )
     times: dict[str, int] = {}
-    current = 0
+    current = head_time = 0
+    first = True
     for token in res.stdout.split(b"\0"):
         if token.startswith(b"\n"):
             token = token[1:]
@@ -72,8 +89,10 @@ def last_change_times(git: Git, commit: str, max_commits: int = MAX_COMMITS) -> 
                 current = int(token[1:].strip())
             except ValueError:
                 current = 0
+            if first:
+                head_time, first = current, False
             continue
         path = token.decode("utf-8", "replace")
         if current and path not in times:
             times[path] = current
-    return times
+    return ChangeWalk(times, head_time if res.returncode == 0 else 0)

@@ -18,7 +18,8 @@ import os
 import re
 import zlib
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from typing import Any
 
 from codesearch.errors import IndexBuildError
@@ -27,7 +28,7 @@ from codesearch.git.paths import git_dir_of
 from codesearch.git.process import Git, first_line
 from codesearch.git.revisions import MAX_REVISIONS, select_revisions
 from codesearch.index.attributes import ATTRIBUTES_FILE, MAX_FILE_BYTES, NONE, Attributes, Linguist
-from codesearch.index.recency import last_change_times, oid_bytes
+from codesearch.index.recency import oid_bytes, walk_changes
 
 #: listing every file of one revision (``git ls-tree -r``) of a very large repository may take this long
 LIST_TIMEOUT_S = 600.0
@@ -302,14 +303,18 @@ class GitSource:
 
     def _change_times(self, git: Git, revisions: set[int]) -> dict[int, dict[str, int]]:
         """Per revision (a bit of the branch masks) that is the first of some file, when each path was last
-        changed on it (`recency.last_change_times`: one bounded walk per distinct commit)."""
+        changed on it (`recency.walk_changes`: one bounded walk per distinct commit). A revision read
+        from the ref files, without its commit date, gets it from its walk."""
         walked: dict[str, dict[str, int]] = {}
         out: dict[int, dict[str, int]] = {}
         for bit in sorted(revisions):
-            commit = self.revisions[bit].commit
-            if commit not in walked:
-                walked[commit] = last_change_times(git, commit)
-            out[bit] = walked[commit]
+            rev = self.revisions[bit]
+            if rev.commit not in walked:
+                walk = walk_changes(git, rev.commit)
+                walked[rev.commit] = walk.times
+                if rev.committed_at is None and walk.head_time:  # read from the ref files, without a date
+                    self.revisions[bit] = replace(rev, committed_at=datetime.fromtimestamp(walk.head_time, UTC))
+            out[bit] = walked[rev.commit]
         return out
 
     def _attributes(self, files_by_revision: list[list[tuple[str, str, int]]]) -> list[Attributes]:

@@ -57,6 +57,16 @@ class CtagsError(RuntimeError):
     pass
 
 
+class BatchTimedOut(CtagsError):
+    """A batch ran past its time budget. `done` holds the symbols of the files ctags finished
+    before it was stopped (it tags them in list order); `rest` the files still to tag, the one
+    it was stopped on first."""
+
+    def __init__(self, message: str, done: dict[int, list[Symbol]], rest: list[tuple[int, str, bytes]]):
+        super().__init__(message)
+        self.done, self.rest = done, rest
+
+
 def find_ctags() -> str | None:
     """The path of a universal-ctags with JSON and interactive support, or None."""
     exe = shutil.which("universal-ctags") or shutil.which("ctags")
@@ -191,17 +201,21 @@ def _scratch_root() -> str | None:
 
 
 def ctags_batch(exe: str, files: list[tuple[int, str, bytes]], timeout_s: float) -> dict[int, list[Symbol]]:
-    """Tag many files with one ctags run: {key: [Symbol, ...]}; raises `CtagsError` on failure.
+    """Tag many files with one ctags run: {key: [Symbol, ...]}; raises `CtagsError` on failure,
+    `BatchTimedOut` (with what was finished) when the run takes longer than its budget.
 
     Each file is written under its own name (ctags picks a parser by it) in folder ``0``, or in
     folder ``n`` when n files of the batch had that name before it: a folder per file cost as
-    much again as writing the file. The output is decoded once, then split."""
+    much again as writing the file. ctags writes each file's tags to a tag file as it goes
+    (``--sort=no``; to standard output it writes only at the end), in the list's order, so the
+    output of a run stopped on a slow file still holds every file before it (a Pascal file of 1 MB
+    takes ctags 25 s: redoing the whole batch file by file cost more than the batch). The output
+    is decoded once, then split."""
     tmp = tempfile.mkdtemp(prefix="codesearch-ctags-", dir=_scratch_root())
     try:
         names: list[str] = []
-        keys: dict[str, int] = {}
         seen: dict[str, int] = {}
-        for key, path, data in files:
+        for _key, path, data in files:
             name = path.rsplit("/", 1)[-1]
             slot = seen.get(name, 0)
             seen[name] = slot + 1
@@ -219,37 +233,62 @@ def ctags_batch(exe: str, files: list[tuple[int, str, bytes]], timeout_s: float)
             finally:
                 os.close(fd)
             names.append(rel)
-            keys[rel] = key
         with open(os.path.join(tmp, ".list"), "w", encoding="utf-8", errors="surrogateescape") as f:
             f.write("\n".join(names) + "\n")
         budget = timeout_s + sum(len(d) for _, _, d in files) / _BATCH_MIN_RATE
+        position = {rel: i for i, rel in enumerate(names)}
+        argv = [exe, "--output-format=xref", f"--_xformat={_XFORMAT}", "--sort=no", "--extras=-{anonymous}"]
         try:
             proc = subprocess.run(
-                [exe, "-x", f"--_xformat={_XFORMAT}", "--extras=-{anonymous}", "-L", ".list"],
+                [*argv, "-f", ".tags", "-L", ".list"],
                 cwd=tmp,
-                capture_output=True,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
                 timeout=budget,
             )
         except subprocess.TimeoutExpired:
-            raise CtagsError(f"batch of {len(files)} files timed out after {budget:.0f}s") from None
+            out = _read(os.path.join(tmp, ".tags"))
+            complete = out[: out.rfind(b"\n") + 1]  # the last line may be cut short
+            tags = _parse_xref(complete, position)
+            last = max(tags, default=-1)  # the last file with tags may be unfinished: it is redone
+            done = {files[i][0]: syms for i, syms in tags.items() if i < last}
+            rest = files[max(last, 0) :]
+            raise BatchTimedOut(
+                f"batch of {len(files)} files timed out after {budget:.0f}s ({len(rest)} left)", done, rest
+            ) from None
         except OSError as e:
             raise CtagsError(f"cannot run ctags: {e.strerror}") from None
         if proc.returncode != 0:
             raise CtagsError(f"batch exited with status {proc.returncode}")
-        out: dict[int, list[Symbol]] = {}
-        # file names as the list spelled them (undecodable bytes as surrogates, as os.scandir
-        # gives them); the tag's own fields as valid text (an undecodable byte as U+FFFD)
-        for line in proc.stdout.decode("utf-8", "surrogateescape").split("\n"):
-            parts = line.split("\t")
-            if len(parts) != 6 or parts[0] not in keys or not (parts[1].isascii() and parts[1].isdigit()):
-                continue  # a name with a tab, or noise: drop the tag, never the file
-            kind, name, scope, scope_kind = parts[2:] if line.isascii() else map(_valid, parts[2:])
-            out.setdefault(keys[parts[0]], []).append(
-                Symbol(name, kind, int(parts[1]), scope.rsplit(".", 1)[-1], scope_kind)
-            )
-        return out
+        out = _read(os.path.join(tmp, ".tags"))
+        return {files[i][0]: syms for i, syms in _parse_xref(out, position).items()}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _read(path: str) -> bytes:
+    """The tag file of a batch run (nothing when ctags was stopped before it made one)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except FileNotFoundError:
+        return b""
+
+
+def _parse_xref(out: bytes, position: dict[str, int]) -> dict[int, list[Symbol]]:
+    """The tag lines of a batch run, by the position of their file in the batch's list."""
+    tags: dict[int, list[Symbol]] = {}
+    # file names as the list spelled them (undecodable bytes as surrogates, as os.scandir
+    # gives them); the tag's own fields as valid text (an undecodable byte as U+FFFD)
+    for line in out.decode("utf-8", "surrogateescape").split("\n"):
+        parts = line.split("\t")
+        if len(parts) != 6 or parts[0] not in position or not (parts[1].isascii() and parts[1].isdigit()):
+            continue  # a name with a tab, or noise: drop the tag, never the file
+        kind, name, scope, scope_kind = parts[2:] if line.isascii() else map(_valid, parts[2:])
+        tags.setdefault(position[parts[0]], []).append(
+            Symbol(name, kind, int(parts[1]), scope.rsplit(".", 1)[-1], scope_kind)
+        )
+    return tags
 
 
 def _valid(text: str) -> str:
@@ -309,6 +348,11 @@ class SymbolExtractor:
                 continue
             try:
                 self._results.update(ctags_batch(self._exe, batch, self._timeout_s))
+            except BatchTimedOut as e:  # keep what it finished; the rest one by one, each with its own budget
+                log.warning("ctags %s; tagging those one by one", e)
+                self._results.update(e.done)
+                for one in e.rest:
+                    self._one(*one)
             except CtagsError as e:
                 log.warning("ctags %s; retrying its files one by one", e)
                 for one in batch:

@@ -201,7 +201,9 @@ class _Batch:
         for f in itertools.chain(ahead, files):
             self.builder.add(f)
         prefix = shard_prefix(source.repo)
-        self.built.append(_Built(repo, revisions, source.git_dir, head.commit, head.committed_at, key, prefix))
+        # the head's date now: reading the files walked its history, which dates it (`GitSource.files`)
+        pushed_at = source.revisions[0].committed_at
+        self.built.append(_Built(repo, revisions, source.git_dir, head.commit, pushed_at, key, prefix))
 
     def swap_in(self) -> None:
         """Write the shards of what is built, swap them into the index, record INDEXED."""

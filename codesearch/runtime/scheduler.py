@@ -88,7 +88,7 @@ class FirstSyncState(TypedDict):
     indexed: int
     failed: int
     connection_rows: list[m.Connection]
-    finished: list[m.Repo]
+    finished: list[m.RepoState]
     done: bool
 
 
@@ -380,24 +380,22 @@ class Scheduler:
 def first_sync_state(store: Store) -> FirstSyncState:
     """How far the first sync and index got, from the store (for progress output): counts, and
     the rows they come from (``connection_rows``; ``finished``: the repositories indexed or
-    failed, by id), so that a caller printing them reads the store once."""
+    failed, by id), so that a caller printing them reads the store once. Read twice a second
+    while a first sync runs: the repositories come as light rows (`Store.linked_repo_states`)."""
     conns = store.list_connections()
     pending_conns = [c.name for c in conns if c.synced_at is None and c.sync_status != SyncStatus.FAILED]
-    repos: list[m.Repo] = []
-    for c in conns:
-        repos.extend(store.repos_for_connection(c.name))
-    by_id = {r.id: r for r in repos}
-    indexed = [r for r in by_id.values() if r.index_status == IndexStatus.INDEXED]
-    failed = [r for r in by_id.values() if r.index_status == IndexStatus.FAILED]
+    repos = store.linked_repo_states()
+    finished = [r for r in repos if r.index_status in (IndexStatus.INDEXED, IndexStatus.FAILED)]
+    failed = sum(1 for r in finished if r.index_status == IndexStatus.FAILED)
     return {
         "connections": len(conns),
         "pending_connections": pending_conns,
-        "repos": len(by_id),
-        "indexed": len(indexed),
-        "failed": len(failed),
+        "repos": len(repos),
+        "indexed": len(finished) - failed,
+        "failed": failed,
         "connection_rows": conns,
-        "finished": sorted(indexed + failed, key=lambda r: r.id),
-        "done": not pending_conns and len(indexed) + len(failed) == len(by_id),
+        "finished": finished,
+        "done": not pending_conns and len(finished) == len(repos),
     }
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Required, TypedDict
+from typing import Any, NamedTuple, Required, TypedDict
 
 from codesearch.statuses import ChatStatus, IndexStatus, JobKind, JobState, SyncStatus
 
@@ -74,6 +74,14 @@ class Repo:
     index_status: str  # an `IndexStatus` value
     last_error: str | None
     orphaned_at: datetime | None  # when its last connection link went away (None while linked)
+
+
+class RepoState(NamedTuple):
+    """A repository's id, name and index status (`Store.linked_repo_states`)."""
+
+    id: int
+    name: str
+    index_status: str  # an `IndexStatus` value
 
 
 @dataclass

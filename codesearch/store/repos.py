@@ -306,6 +306,15 @@ class ReposMixin(StoreBase):
             )
             return int(total or 0), int(waiting or 0)
 
+    def linked_repo_states(self) -> list[m.RepoState]:
+        """(id, name, index status) of every repository linked to a connection, by id: what the
+        first sync's progress reads twice a second. Plain rows, not `Repo`s: building 6,457 of
+        those took 150 ms a poll, a fifth of a core for the whole first sync."""
+        linked = exists().where(repo_connections.c.repo_id == repos.c.id)
+        with self._tx() as c:
+            q = select(repos.c.id, repos.c.name, repos.c.index_status).where(linked).order_by(repos.c.id)
+            return [m.RepoState(int(i), name, status) for i, name, status in c.execute(q)]
+
     def repo_ids(self) -> set[int]:
         """Every repo id (start-up cleanup removes clones and shards of any other id)."""
         with self._tx() as c:

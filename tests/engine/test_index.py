@@ -375,6 +375,48 @@ def test_a_ctags_batch_keeps_files_of_one_name_apart_and_odd_bytes_readable():
     assert [s.name for s in got[9]] == ["caf\ufffd"]
 
 
+def _slow_pascal(procedures: int) -> bytes:
+    """A Pascal unit that ctags parses in time quadratic in its procedures (5,000: ~3 s here),
+    as it did real files of the Free Pascal sources (a 1 MB one: 25 s)."""
+    head = "".join(f"procedure p{i}(a: integer);\n" for i in range(procedures))
+    body = "".join(f"procedure p{i}(a: integer);\nbegin\nend;\n" for i in range(procedures))
+    return f"unit u;\ninterface\n{head}implementation\n{body}end.\n".encode()
+
+
+@pytest.mark.slow
+def test_a_ctags_batch_that_runs_out_of_time_keeps_the_files_it_finished():
+    """A batch stopped on a slow file gives back the tags of the files ctags finished before it
+    (those are not tagged again) and the files still to tag, the slow one among them; the
+    extractor tags those one by one, so every file but the slow one gets its symbols."""
+    from codesearch.index.symbols import BatchTimedOut, CtagsProcess, SymbolExtractor, ctags_batch, find_ctags
+
+    exe = find_ctags()
+    before = [
+        (i, f"a/m{i}.py", "".join(f"def function_{i}_{j}(x):\n    return x\n" for j in range(8)).encode())
+        for i in range(150)
+    ]
+    slow = (500, "a/slow.pp", _slow_pascal(5000))
+    after = [(600 + i, f"b/n{i}.py", f"def after_{i}():\n    pass\n".encode()) for i in range(20)]
+    files = [*before, slow, *after]
+    with pytest.raises(BatchTimedOut) as caught:
+        ctags_batch(exe, files, 1.0)
+    done, rest = caught.value.done, caught.value.rest
+    assert done, "the files before the slow one were finished and kept"
+    assert sorted(done) + [k for k, _, _ in rest] == [k for k, _, _ in files]  # in order, each once
+    assert slow in rest and rest[-len(after) :] == after
+    per_file = CtagsProcess(exe)
+    want = {k: per_file.tags(p, d) for k, p, d in files if k != 500}
+    per_file.close()
+    assert all(done[k] == want[k] for k in done)
+
+    ex = SymbolExtractor(timeout_s=1.0)
+    for k, p, d in files:
+        ex.submit(k, p, d)
+    assert ex.collect() == {k: v for k, v in want.items() if v}
+    assert ex.failures == 1  # the slow file alone, out of time again
+    ex.close()
+
+
 def test_revision_selection_order_globs_and_cap(tmp_path):
     """Default branch first, then matching branches newest first, then tags; at most 64, with a warning."""
     from codesearch.git.revisions import MAX_REVISIONS, select_revisions
