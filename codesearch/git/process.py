@@ -439,6 +439,18 @@ class Reader:
         out, self.pos = self.buf[self.pos :], len(self.buf)
         return out
 
+    def take(self, n: int) -> bytes:
+        """The next `n` bytes (fewer at the end of the stream): what is buffered, then the rest in
+        one read from the pipe (a blob of a megabyte is not gathered 64 KiB at a time)."""
+        out = self.buf[self.pos : self.pos + n]
+        self.pos += len(out)
+        if len(out) < n and not self.eof:
+            more = self.f.read(n - len(out))
+            if len(more) < n - len(out):
+                self.eof = True
+            out += more
+        return out
+
     def until(self, sep: bytes, limit: int, *, skip_rest: bool = True) -> tuple[bytes, bool] | None:
         """(data, cut): the bytes before the next `sep` (which is consumed); when there are more
         than `limit`, the first `limit` and cut=True, the rest skipped up to `sep` when

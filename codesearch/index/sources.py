@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from codesearch.errors import IndexBuildError
+from codesearch.git.blob_stream import BlobStream
 from codesearch.git.objects import ObjectBatch
 from codesearch.git.paths import git_dir_of
 from codesearch.git.process import Git, first_line
@@ -247,13 +248,20 @@ class GitSource:
         branch_globs: Iterable[str] = (),
         tag_globs: Iterable[str] = (),
         max_revisions: int = MAX_REVISIONS,
+        stream_up_to: int = 0,
     ) -> None:
-        """`max_revisions`: the most revisions indexed (``CODESEARCH_MAX_INDEXED_REVISIONS``)."""
+        """`max_revisions`: the most revisions indexed (``CODESEARCH_MAX_INDEXED_REVISIONS``).
+        `stream_up_to`: the listed blobs of at most this many bytes are read through one
+        `BlobStream`, in listing order (an index build reads them so: pass the largest file it
+        reads); the others, and all of them when 0, one request at a time."""
         git_dir = repo_git_dir(path)
         if git_dir is None:
             raise IndexBuildError(f"{path}: not a git repository")
         self.git_dir = git_dir
         self._objects: ObjectBatch | None = None
+        self._stream_up_to = stream_up_to
+        self._streamed: list[str] = []  # the names the stream will carry, once listed
+        self._stream: BlobStream | None = None
         try:
             self.revisions, self.warnings = select_revisions(git_dir, branch_globs, tag_globs, max_revisions)
         except ValueError as e:
@@ -295,10 +303,12 @@ class GitSource:
                     entries[key] = [int(size), 1 << bit]
         attributes = self._attributes(attribute_files)
         times = self._change_times(git, {(mask & -mask).bit_length() - 1 for _, mask in entries.values()})
+        if self._stream_up_to > 0:
+            self._streamed = [oid for (_, oid), (length, _) in entries.items() if length <= self._stream_up_to]
         for (name, oid), (length, mask) in entries.items():
             first = (mask & -mask).bit_length() - 1  # the first revision it is on: the default branch when there
             linguist = attributes[first].of(name) if attributes[first] else NONE
-            read = functools.partial(self.read_blob, oid)
+            read = functools.partial(self._read_listed, oid)
             yield SourceFile(name, length, mask, read, oid, linguist, oid_bytes(oid), times[first].get(name, 0))
 
     def _change_times(self, git: Git, revisions: set[int]) -> dict[int, dict[str, int]]:
@@ -339,6 +349,15 @@ class GitSource:
             out.append(made[key])
         return out
 
+    def _read_listed(self, sha: str) -> bytes:
+        """A listed file's blob: from the stream when it carries it (started at the first read),
+        else on its own (`read_blob`)."""
+        if self._stream is None and self._streamed:
+            self._stream = BlobStream(self.git_dir, self._streamed)
+            self._streamed = []
+        data = self._stream.read(sha) if self._stream is not None else None
+        return data if data is not None else self.read_blob(sha)
+
     def read_blob(self, sha: str) -> bytes:
         """The content of the blob `sha` (one ``cat-file --batch`` process for the source's life)."""
         if self._objects is None:
@@ -346,6 +365,9 @@ class GitSource:
         return self._objects.blob(sha)
 
     def close(self) -> None:
+        if self._stream is not None:
+            self._stream.close()
+            self._stream = None
         if self._objects is not None:
             self._objects.close()
             self._objects = None

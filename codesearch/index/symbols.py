@@ -59,8 +59,8 @@ class CtagsError(RuntimeError):
 
 class BatchTimedOut(CtagsError):
     """A batch ran past its time budget. `done` holds the symbols of the files ctags finished
-    before it was stopped (it tags them in list order); `rest` the files still to tag, the one
-    it was stopped on first."""
+    before it was stopped (it tags them in list order, smallest first); `rest` the files still
+    to tag, the one it was stopped on first."""
 
     def __init__(self, message: str, done: dict[int, list[Symbol]], rest: list[tuple[int, str, bytes]]):
         super().__init__(message)
@@ -209,8 +209,11 @@ def ctags_batch(exe: str, files: list[tuple[int, str, bytes]], timeout_s: float)
     much again as writing the file. ctags writes each file's tags to a tag file as it goes
     (``--sort=no``; to standard output it writes only at the end), in the list's order, so the
     output of a run stopped on a slow file still holds every file before it (a Pascal file of 1 MB
-    takes ctags 25 s: redoing the whole batch file by file cost more than the batch). The output
-    is decoded once, then split."""
+    takes ctags 25 s: redoing the whole batch file by file cost more than the batch). Files go
+    smallest first, so that what is left after a slow one is a few big files. The output is
+    decoded once, then split."""
+    # smallest first: ctags's slow cases are big files, so a run stopped on one has finished the rest
+    files = sorted(files, key=lambda f: len(f[2]))
     tmp = tempfile.mkdtemp(prefix="codesearch-ctags-", dir=_scratch_root())
     try:
         names: list[str] = []

@@ -320,6 +320,7 @@ def _open(worker: BatchWorker, job: Job, batch: _Batch | None) -> tuple[GitSourc
         branch_globs=revisions.get("branches") or (),
         tag_globs=revisions.get("tags") or (),
         max_revisions=worker.max_revisions,
+        stream_up_to=worker.index_settings().max_file_size,  # what the build reads, in listing order
     )
     return source, repo
 
