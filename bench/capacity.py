@@ -35,8 +35,9 @@ bench/capacity_model.py):
 
     work_p   = w0 + w_shard * shards_p + w_file * files_p + w_byte * bytes_p   (CPU s of partition p)
     merge    = d0 + fan * partitions                                          (CPU s of the driver)
-    latency  = wait + merge + the partitions' work on this machine's cores (shared; early stop)
-             = wait + merge + slowest partition on real nodes
+    latency  = wait + merge + scale * the partitions' work on this machine's cores (shared; early stop)
+               + crowd * that time * max(0, partitions / cores - 1)
+             = wait + merge + scale * slowest partition on real nodes
 
 prints every measured point beside the model and its error, the constants, and predicts p50/p99
 per class and memory per node for ``--target-gb`` (100) of corpus in ``--target-repos``
@@ -444,12 +445,13 @@ def print_report(data: dict, models: dict, mem: dict, args) -> bool:
     print("## The model, per query class\n")
     print("work per partition (CPU s) = w0 + w_shard × shards + w_file × files verified + w_byte × bytes verified; "
           "merge (CPU s of the process that fans out and merges) = d0 + fan × partitions; latency here = wait + merge "
-          f"+ the time the partitions' work takes on the machine's {args.cores:g} cores (shared, with the pool's early "
-          "stop at the match budget); on real nodes = wait + merge + slowest partition = hop + fan × partitions + "
-          "slowest partition; p99 = tail × p50.\n")
+          f"+ scale × answered + crowd × answered × max(0, partitions / {args.cores:g} − 1), answered = the time the "
+          f"partitions' work takes on the machine's {args.cores:g} cores (shared, with the pool's early stop at the "
+          "match budget); on real nodes = wait + merge + scale × slowest partition = hop + fan × partitions + "
+          "scale × slowest partition; p99 = tail × p50.\n")
     print("| class | w0 ms | w_shard ms | w_file µs | w_byte ns/B | work: worst error | d0 ms | fan ms/partition | "
-          "merge: worst error | hop ms | tail p99/p50 |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "merge: worst error | hop ms | scale | crowd | tail p99/p50 |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for cls, m in models.items():
         w, d = m["work"], m["driver"]
         worst = max(m["rows"], key=lambda r: abs(err(r["model"], r["cpu"])))
@@ -458,13 +460,15 @@ def print_report(data: dict, models: dict, mem: dict, args) -> bool:
               f"{1e9 * w['bytes']:.2f} | {100 * err(worst['model'], worst['cpu']):+.0f}% ({worst['size']}, "
               f"P={worst['P']}) | {1e3 * d['one']:.2f} | {1e3 * d['partitions']:.2f} | "
               f"{100 * err(worst_d['driver_model'], worst_d['driver_cpu']):+.0f}% (P={worst_d['P']}) | "
-              f"{1e3 * m['latency']['one']:.2f} | {m['tail']:.2f} |")
+              f"{1e3 * m['latency']['one']:.2f} | {m['scale']:.2f} | {m['crowd']:.2f} | {m['tail']:.2f} |")
     print()
     every = [p for m in models.values() for p in m["points"]]
     calm = [p for p in every if p["quiet"]]
-    wait = next(iter(models.values()))["wait"] if models else 0.0
-    print(f"wait = {1e3 * wait:.2f} ms, one constant for every class and point (what wall time adds to the CPU: "
-          "wake-ups, the trips between the processes); tail = the class's median measured p99/p50.\n")
+    print("hop = wait + d0, wait = what wall time adds to the CPU (wake-ups, the trips between the processes); "
+          "scale = how much of a partition's work measured alone (searches in a row, no early stop) it spends in a "
+          "search through the pool; crowd = what more partitions than cores add here (real nodes, one partition "
+          "each, have no such term); tail = the class's median measured p99/p50. Each fitted per class on its "
+          "points.\n")
 
     print("## Measured points against the model\n")
     print("p50 latency through `SearcherPool.search`, measured / model, ms (error); ✗ = more than "

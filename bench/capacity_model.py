@@ -5,8 +5,10 @@ measuring (tests/package/test_capacity_model.py). The terms, per query class:
 
     work_p   = w0 + w_shard * shards_p + w_file * files_p + w_byte * bytes_p   (CPU s of partition p)
     merge    = d0 + fan * partitions                                          (CPU s of the merging process)
-    latency  = wait + merge + answered(work_p, cores, early stop)                     (this machine)
-    latency  = wait + merge + work_p = hop + fan * partitions + work_p   (real nodes; hop = wait + d0)
+    latency  = wait + merge + scale * answered(work_p, cores, early stop)
+               + crowd * answered * max(0, partitions / cores - 1)                  (this machine)
+    latency  = wait + merge + scale * work_p = hop + fan * partitions + scale * work_p
+                                                                     (real nodes; hop = wait + d0)
     p99      = tail * p50
 
 (``answered``: when the partitions' answers are in, their work sharing the machine's cores, the
@@ -25,6 +27,7 @@ import statistics
 
 WORK_TERMS = ["one", "shards", "files", "bytes"]
 LATENCY_TERMS = ["one", "partitions"]
+TIME_TERMS = ["one", "t", "crowded"]
 GB = 1e9
 GiB = 1 << 30
 
@@ -135,11 +138,18 @@ def fit_models(data: dict, cores: float, classes: list[str], quiet: float = 0.5,
         latency = wait + merge + answered(work of each partition, on `cores`, the class's budget)
 
     and on real nodes, each partition with cores of its own, ``wait + merge + slowest partition``
-    (equal partitions). ``wait`` (what wall time adds to CPU: wake-ups, the trips between
-    processes, and here the other work on the machine) is one constant for every class and
-    point, so ``hop = wait + d0``. A point whose `others` (the cores the rest of the machine used
-    while it was measured) is above `quiet` is flagged; `budgets` gives each class's match budget
-    for the pool's early stop (None: none)."""
+    (equal partitions). The time beyond the merge is fitted per class on its points:
+
+        p50 − merge = wait + scale × answered + crowd × answered × max(0, partitions / cores − 1)
+
+    ``wait`` is what wall time adds to CPU (wake-ups, the trips between processes), so ``hop =
+    wait + d0``; ``scale`` how much of a partition's work, measured alone (searches in a row, no
+    early stop), it spends inside a search through the pool (0.65-0.95 for the fast classes: the
+    alone measurement overstates them, and a fit without it over-predicted them by up to 57%);
+    ``crowd`` what more partitions than cores add on this machine (switching between them), a term
+    real nodes, one partition each, do not have. A point whose `others` (the cores the rest of
+    the machine used while it was measured) is above `quiet` is flagged; `budgets` gives each
+    class's match budget for the pool's early stop (None: none)."""
     models = {}
     for cls in classes:
         rows = work_rows(data, cls)
@@ -163,16 +173,17 @@ def fit_models(data: dict, cores: float, classes: list[str], quiet: float = 0.5,
         driver = fit(points, LATENCY_TERMS, "driver_cpu")
         for p in points:
             p["driver_model"] = apply(driver, p)
-            p["rest"] = p["p50"] - p["driver_model"] - p["t"]
         models[cls] = {"work": work, "driver": driver, "rows": rows, "points": points, "verified": verified_rule(rows)}
-    every = [p for m in models.values() for p in m["points"]]
-    wait = fit(every, ["one"], "rest", scale="p50")["one"] if every else 0.0
     for m in models.values():
-        m["wait"] = wait
-        m["latency"] = {"one": wait + m["driver"]["one"], "partitions": m["driver"]["partitions"]}
+        for p in m["points"]:
+            p["crowded"] = p["t"] * max(0.0, p["partitions"] / cores - 1.0)
+            p["beyond_merge"] = p["p50"] - p["driver_model"]
+        time = fit(m["points"], TIME_TERMS, "beyond_merge", scale="p50")
+        m["wait"], m["scale"], m["crowd"] = time["one"], time["t"], time["crowded"]
+        m["latency"] = {"one": m["wait"] + m["driver"]["one"], "partitions": m["driver"]["partitions"]}
         m["tail"] = statistics.median(p["p99"] / p["p50"] for p in m["points"])
         for p in m["points"]:
-            p["model"] = apply(m["latency"], p) + p["t"]
+            p["model"] = apply(m["latency"], p) + m["scale"] * p["t"] + m["crowd"] * p["crowded"]
             p["model99"] = m["tail"] * p["model"]
     return models
 
@@ -200,7 +211,7 @@ def corpus_facts(data: dict) -> dict:
 def predict(models: dict, facts: dict, corpus_gb: float, nodes: int) -> dict:
     """p50, p99 and work per class on `nodes` real nodes, one partition each, for `corpus_gb` of
     code like the measured corpus: every partition the same, its own cores; latency = hop +
-    fan × partitions + the partition's work."""
+    fan × partitions + scale × the partition's work."""
     index_p = corpus_gb * GB * facts["index_per_corpus"] / nodes
     shards_p = max(1, math.ceil(index_p / facts["shard_bytes"]))
     out = {}
@@ -210,7 +221,7 @@ def predict(models: dict, facts: dict, corpus_gb: float, nodes: int) -> dict:
                "files": min(v["files_per_byte"] * index_p, v["max_files"]),
                "bytes": min(v["bytes_per_byte"] * index_p, v["max_bytes"])}
         work = apply(m["work"], row)
-        p50 = apply(m["latency"], row) + work
+        p50 = apply(m["latency"], row) + m["scale"] * work
         out[cls] = {"work": work, "p50": p50, "p99": m["tail"] * p50, "files": row["files"], "bytes": row["bytes"]}
     return {"index_per_node": index_p, "shards_per_node": shards_p, "classes": out}
 
