@@ -104,9 +104,12 @@ def test_a_capped_class_verifies_no_more_in_a_big_partition_than_in_a_small_one(
     assert uncapped["max_bytes"] == math.inf
 
 
-def synthetic_run() -> dict:
+def synthetic_run(scale: dict[str, float] | None = None, crowd: dict[str, float] | None = None) -> dict:
     """What bench/capacity.py would save for a cluster that runs exactly by `TRUTH`: two sizes,
-    1 2 4 8 partitions, every partition's work and every search's wall time from the constants."""
+    1 2 4 8 partitions, every partition's work and every search's wall time from the constants;
+    per class, a search through the pool spends `scale` of the work measured alone (1 unless
+    given), and `crowd` × the work's time more times the partitions beyond the cores per core
+    (0 unless given)."""
     configs = []
     for size, shards, index_bytes in (("1g", 12, 1.2e9), ("1g×2", 24, 2.4e9)):
         for partitions in (1, 2, 4, 8):
@@ -125,7 +128,9 @@ def synthetic_run() -> dict:
                     cpu.append(sum(c * {"one": 1.0, "shards": s, "files": files, "bytes": verified}[t]
                                    for t, c in truth["work"].items()))
                 merge = truth["latency"]["one"] - WAIT + truth["latency"]["partitions"] * partitions
-                lat = WAIT + merge + answered(cpu, [0] * partitions, CORES, None)
+                alone = answered(cpu, [0] * partitions, CORES, None)
+                over = max(0.0, partitions / CORES - 1)
+                lat = WAIT + merge + alone * ((scale or {}).get(cls, 1.0) + (crowd or {}).get(cls, 0.0) * over)
                 classes[cls] = {"lat": [lat * f for f in (0.98, 1.0, 1.0, 1.02, 1.3)], "direct_cpu": cpu,
                                 "parts": parts, "driver_cpu": merge, "others": 0.0}
             configs.append({"size": size, "partitions": partitions, "part_shards": part_shards,
@@ -145,6 +150,25 @@ def test_the_fitted_model_is_the_one_the_cluster_ran_by():
             assert close(p["model"], p["p50"], rel=1e-4), (cls, p)
         assert close(m["tail"], 1.3)  # p99 of 5 runs is the slowest, 1.3 × the median
         assert close(m["wait"], WAIT, rel=1e-4)
+
+
+def test_the_fit_finds_how_much_of_the_work_alone_a_pool_search_spends():
+    """A cluster whose searches through the pool spend 0.7 of the work measured alone, and 0.1
+    of it more for each core's worth of partitions beyond the cores: the fit finds both and every
+    point again; the prediction for real nodes (cores of their own) scales the work and has no
+    crowding."""
+    run = synthetic_run(scale={"selective": 0.7, "scanning": 0.9}, crowd={"selective": 0.1, "scanning": 0.0})
+    models = fit_models(run, CORES, list(TRUTH))
+    for cls, (scale, crowd) in {"selective": (0.7, 0.1), "scanning": (0.9, 0.0)}.items():
+        m = models[cls]
+        assert close(m["scale"], scale, rel=1e-4), (cls, m["scale"])
+        assert abs(m["crowd"] - crowd) < 1e-6 and close(m["wait"], WAIT, rel=1e-3), (cls, m["crowd"], m["wait"])
+        assert all(close(p["model"], p["p50"], rel=1e-4) for p in m["points"]), cls
+    facts = {"index_per_corpus": 1.2, "shard_bytes": 1e8}
+    plain = predict(fit_models(synthetic_run(), CORES, list(TRUTH)), facts, 100, 20)["classes"]["selective"]
+    scaled = predict(models, facts, 100, 20)["classes"]["selective"]
+    assert close(scaled["work"], plain["work"], rel=1e-4)
+    assert close(scaled["p50"], plain["p50"] - 0.3 * plain["work"], rel=1e-4)
 
 
 def test_the_prediction_is_the_formula_on_real_nodes():
