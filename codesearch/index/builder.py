@@ -32,13 +32,14 @@ import numpy as np
 from codesearch import defaults
 from codesearch.errors import IndexBuildError
 from codesearch.globs import PatternList
-from codesearch.index import _kernels, manifest, scratch
+from codesearch.index import _kernels, manifest, scratch, symbol_columns
 from codesearch.index import format as fmt
 from codesearch.index.language import SKIPPED, detect, rank_class, wants_symbols
 from codesearch.index.quadgrams import filter_for
 from codesearch.index.recency import OID_BYTES, UNKNOWN_OID, blob_id
 from codesearch.index.shard import ShardSymbol
 from codesearch.index.sources import RepoInfo, SourceFile, listed
+from codesearch.index.symbol_columns import SymbolColumns
 from codesearch.index.symbols import Symbol, SymbolExtractor, find_ctags
 from codesearch.index.trigrams import count_folded, scan, unique_trigrams
 
@@ -293,41 +294,32 @@ def _postings(per_doc: list[np.ndarray]) -> dict[str, fmt.Section]:
     }
 
 
-def write_docs(path: str, repos: list[RepoInfo], docs: list[BuildDoc], syms: DocSymbols) -> tuple[int, int]:
+def write_docs(
+    path: str, repos: list[RepoInfo], docs: list[BuildDoc], syms: DocSymbols | SymbolColumns
+) -> tuple[int, int]:
     """Write one shard of `docs` (in this order; ``doc.repo`` indexes `repos`) with their symbols
-    `syms` (one list per document); returns (file size, posting bytes)."""
+    `syms` (one list per document, or as columns already); returns (file size, posting bytes)."""
     sections = _sections(repos, docs, syms)
     size = fmt.write_shard(path, sections)
     return size, len(sections["ctg.post"]) + len(sections["ntg.post"])
 
 
-def _symbol_keys(names: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
-    keys = np.fromiter((fmt.symbol_key(n) for n in names), dtype=np.uint64, count=len(names))
-    order = np.argsort(keys, kind="stable").astype(np.uint32)
-    return keys[order], order
-
-
-def _sections(repos: list[RepoInfo], docs: list[BuildDoc], syms: DocSymbols) -> dict[str, fmt.Section]:
+def _sections(repos: list[RepoInfo], docs: list[BuildDoc], syms: DocSymbols | SymbolColumns) -> dict[str, fmt.Section]:
     languages = sorted({d.language for d in docs})
     lang_idx = {lang: i for i, lang in enumerate(languages)}
-    kinds = sorted({s.kind for ss in syms for s in ss} | {s.parent_kind for ss in syms for s in ss})
-    kind_idx = {k: i for i, k in enumerate(kinds)}
+    cols = syms if isinstance(syms, SymbolColumns) else symbol_columns.from_symbols(syms)
     paths = [d.path.encode("utf-8", "replace") for d in docs]
-    flat_syms = [s for ss in syms for s in ss]
-    sym_names = [s.name.encode() for s in flat_syms]
-    sym_parents = [s.parent.encode() for s in flat_syms]
     content = _postings([d.trigrams for d in docs])
     names = _postings([d.name_trigrams for d in docs])
-    lkey, lidx = _symbol_keys(sym_names)
     words = fmt.branch_words(len(r.branches) for r in repos)
     return {
         "meta": {
             "format": fmt.FORMAT_VERSION,
             "repos": [repo.to_json() for repo in repos],
             "languages": languages,
-            "symbolKinds": kinds,
+            "symbolKinds": cols.kinds,
             "docCount": len(docs),
-            "symbolCount": len(flat_syms),
+            "symbolCount": len(cols.lines),
             "createdAt": time.time(),
             "branchWords": words,
         },
@@ -342,7 +334,6 @@ def _sections(repos: list[RepoInfo], docs: list[BuildDoc], syms: DocSymbols) -> 
         "doc.path": _offsets([len(p) for p in paths]),
         "doc.cont": _offsets([len(d.content) for d in docs]),
         "doc.line": _offsets([d.lines.size for d in docs]),
-        "doc.syms": _offsets([len(ss) for ss in syms]),
         "paths": b"".join(paths),
         "content": b"".join(d.content for d in docs),
         "lines": np.concatenate([d.lines for d in docs]) if docs else _EMPTY,
@@ -350,15 +341,7 @@ def _sections(repos: list[RepoInfo], docs: list[BuildDoc], syms: DocSymbols) -> 
         **{f"ntg.{k}": v for k, v in names.items()},
         "doc.qflt": _offsets([len(d.qfilter) for d in docs]),
         "qfilter": b"".join(d.qfilter for d in docs),
-        "sym.name": b"".join(sym_names),
-        "sym.noff": _offsets([len(n) for n in sym_names]),
-        "sym.line": np.array([s.line for s in flat_syms], dtype=np.uint32),
-        "sym.kind": np.array([kind_idx[s.kind] for s in flat_syms], dtype=np.uint16),
-        "sym.pnam": b"".join(sym_parents),
-        "sym.poff": _offsets([len(n) for n in sym_parents]),
-        "sym.pknd": np.array([kind_idx[s.parent_kind] for s in flat_syms], dtype=np.uint16),
-        "sym.lkey": lkey,
-        "sym.lidx": lidx,
+        **symbol_columns.sections(cols),
     }
 
 

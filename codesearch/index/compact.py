@@ -24,28 +24,33 @@ The answers of the index are the same before and after (tests check it against t
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 
 from codesearch.errors import IndexFormatError
 from codesearch.index import format as fmt
-from codesearch.index import manifest
-from codesearch.index.builder import INDEXED, BuildDoc, DocSymbols, IndexSettings, even_share, with_repo, write_docs
+from codesearch.index import manifest, symbol_columns
+from codesearch.index.builder import INDEXED, BuildDoc, IndexSettings, even_share, with_repo, write_docs
 from codesearch.index.language import rank_class
 from codesearch.index.recency import UNKNOWN_OID, blob_id
-from codesearch.index.shard import Shard, ShardSymbol
+from codesearch.index.shard import Shard
 from codesearch.index.sources import RepoInfo
+from codesearch.index.symbol_columns import SymbolColumns
 from codesearch.index.trigrams import unique_trigrams
 
 if TYPE_CHECKING:  # parallel imports the builder, as this module does: no cycle at run time
     from codesearch.index.parallel import Pool
 
 log = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
 
 #: A shard with less live content than this fraction of a full one is merged with others.
 SMALL_FRACTION = 0.5
@@ -161,11 +166,11 @@ def merge(
     repos: list[RepoInfo] = []
     repo_index: dict[int, int] = {}
     docs: list[BuildDoc] = []
-    syms: list[list[ShardSymbol]] = []
+    sources: list[tuple[int, int]] = []  # each document's (shard, document in it): where its symbols are
     shards = [Shard(entries[n].path).with_dead(entries[n].dead) for n in names]
     try:
         dropped = 0
-        for shard in shards:
+        for si, shard in enumerate(shards):
             live = 0
             for d in shard.docs_where("all"):
                 repo = shard.repo(d)
@@ -173,14 +178,17 @@ def merge(
                     repo_index[repo.id] = len(repos)
                     repos.append(repo)
                 docs.append(_read_doc(shard, d, repo_index[repo.id]))
-                syms.append(shard.symbols(d))
+                sources.append((si, d))
                 live += len(docs[-1].content)
             dropped += (int(shard.cont_offs[-1]) if shard.doc_count else 0) - live
         generation = manifest.next_generation(index_dir)
         built_dir = os.path.join(index_dir, f".compact-{generation}")
         os.makedirs(built_dir, exist_ok=True)
         try:
-            built, repos_of = _write_groups(built_dir, generation, repos, docs, syms, settings.shard_max_bytes)
+            symbols = functools.partial(symbol_columns.from_shards, shards)
+            built, repos_of = _write_groups(
+                built_dir, generation, repos, docs, sources, symbols, settings.shard_max_bytes
+            )
         except BaseException:  # a full disk (`DiskFull`): the shards written so far go, the index stays as it was
             shutil.rmtree(built_dir, ignore_errors=True)
             raise
@@ -225,11 +233,18 @@ def _read_doc(shard: Shard, d: int, repo: int) -> BuildDoc:
 
 
 def _write_groups(
-    out_dir: str, generation: int, repos: list[RepoInfo], docs: list[BuildDoc], syms: DocSymbols, max_bytes: int
+    out_dir: str,
+    generation: int,
+    repos: list[RepoInfo],
+    docs: list[BuildDoc],
+    sources: list[_T],
+    symbols: Callable[[list[_T]], SymbolColumns],
+    max_bytes: int,
 ) -> tuple[list[str], dict[str, list[int]]]:
     """Write `docs` as shards of at most `max_bytes` of content each, in the builder's order
     (ordinary source first, then tests and docs, then vendored files), cut evenly
-    (`builder.even_share`): no small last shard for the next round to merge again."""
+    (`builder.even_share`): no small last shard for the next round to merge again. `symbols`
+    makes the symbol columns of a shard's documents from their `sources`."""
     order = sorted(range(len(docs)), key=lambda i: (docs[i].rank, repos[docs[i].repo].name, docs[i].path))
     cut = even_share(sum(len(d.content) for d in docs), max_bytes)
     built: list[str] = []
@@ -246,7 +261,7 @@ def _write_groups(
         part = [with_repo(docs[i], remap[docs[i].repo]) for i in batch]
         name = f"compound.g{generation}.{len(built)}{fmt.SUFFIX}"
         path = os.path.join(out_dir, name)
-        write_docs(path, [repos[r] for r in used], part, [syms[i] for i in batch])
+        write_docs(path, [repos[r] for r in used], part, symbols([sources[i] for i in batch]))
         built.append(path)
         repos_of[name] = [repos[r].id for r in used]
         batch, size = [], 0
