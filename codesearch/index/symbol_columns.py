@@ -45,6 +45,7 @@ def from_symbols(syms: Sequence[Sequence[Symbol | ShardSymbol]]) -> SymbolColumn
     kind_idx = {k: i for i, k in enumerate(kinds)}
     names = [s.name.encode() for s in flat]
     parents = [s.parent.encode() for s in flat]
+    hashed = {n: fmt.symbol_key(n) for n in set(names)}  # a third of a shard's names are distinct
     return SymbolColumns(
         counts=np.array([len(ss) for ss in syms], dtype=np.uint64),
         kinds=kinds,
@@ -55,7 +56,7 @@ def from_symbols(syms: Sequence[Sequence[Symbol | ShardSymbol]]) -> SymbolColumn
         parents=b"".join(parents),
         parent_lengths=np.array([len(n) for n in parents], dtype=np.uint64),
         parent_kind=np.array([kind_idx[s.parent_kind] for s in flat], dtype=np.uint16),
-        keys=np.fromiter((fmt.symbol_key(n) for n in names), dtype=np.uint64, count=len(names)),
+        keys=np.fromiter((hashed[n] for n in names), dtype=np.uint64, count=len(names)),
     )
 
 
