@@ -26,7 +26,7 @@ from codesearch.errors import IndexBuildError
 from codesearch.git.blob_stream import BlobStream
 from codesearch.git.objects import ObjectBatch
 from codesearch.git.paths import git_dir_of
-from codesearch.git.process import Git, first_line
+from codesearch.git.process import Git, GitFailed, first_line
 from codesearch.git.revisions import MAX_REVISIONS, select_revisions
 from codesearch.index.attributes import ATTRIBUTES_FILE, MAX_FILE_BYTES, NONE, Attributes, Linguist
 from codesearch.index.recency import oid_bytes, walk_changes
@@ -351,11 +351,18 @@ class GitSource:
 
     def _read_listed(self, sha: str) -> bytes:
         """A listed file's blob: from the stream when it carries it (started at the first read),
-        else on its own (`read_blob`)."""
+        else on its own (`read_blob`). A stream whose git stopped answering is dropped: the rest
+        are read one at a time, by a git process of their own."""
         if self._stream is None and self._streamed:
             self._stream = BlobStream(self.git_dir, self._streamed)
             self._streamed = []
-        data = self._stream.read(sha) if self._stream is not None else None
+        data = None
+        if self._stream is not None:
+            try:
+                data = self._stream.read(sha)
+            except GitFailed:
+                self._stream.close()
+                self._stream = None
         return data if data is not None else self.read_blob(sha)
 
     def read_blob(self, sha: str) -> bytes:

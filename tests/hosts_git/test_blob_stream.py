@@ -130,3 +130,23 @@ def test_a_damaged_blob_is_a_git_failure_or_missing(tmp_path):
         assert stream.read(SHAS["a.txt"]) == _blob("a.txt")
         with pytest.raises((CodesearchError, GitFailed)):
             stream.read(SHAS["b.txt"])
+
+
+def test_a_git_source_reads_on_when_its_stream_dies(tmp_path):
+    """An index build's source (`GitSource` with `stream_up_to`) whose stream's git is killed
+    mid-way reads the rest one at a time: every file's content, none missing."""
+    from codesearch.index.sources import GitSource
+
+    texts = {f"f{i}.txt": TEXTS["big.txt"] + f"file {i}\n" for i in range(12)}
+    repo = make_local_repo(str(tmp_path / "r"), texts)
+    source = GitSource(repo, stream_up_to=10 << 20)
+    try:
+        files = list(source.files())
+        got = {files[0].path: files[0].read()}
+        for pid in _cat_files(source.git_dir):
+            os.kill(pid, signal.SIGKILL)
+        got.update((f.path, f.read()) for f in files[1:])
+    finally:
+        source.close()
+    assert got == {name: text.encode() for name, text in texts.items()}
+    assert _cat_files(source.git_dir) == []
