@@ -271,12 +271,6 @@ def listed_bytes(sizes: Iterable[int], settings: IndexSettings) -> int:
     return sum(size for size in sizes if size <= settings.max_file_size)
 
 
-def _offsets(lengths: Sequence[int]) -> np.ndarray:
-    out = np.zeros(len(lengths) + 1, dtype=np.uint64)
-    np.cumsum(np.asarray(lengths, dtype=np.uint64), out=out[1:])
-    return out
-
-
 def _postings(per_doc: list[np.ndarray]) -> dict[str, fmt.Section]:
     """Invert per-document arrays of distinct trigram ids (any order) into the four sections of
     a trigram index, in compiled code (`_kernels.invert`): a stable sort by trigram (each
@@ -331,15 +325,15 @@ def _sections(repos: list[RepoInfo], docs: list[BuildDoc], syms: DocSymbols | Sy
         "doc.rank": np.array([d.rank for d in docs], dtype=np.uint8),
         "doc.oid": b"".join(d.oid for d in docs),
         "doc.time": np.array([d.time for d in docs], dtype=np.int64),
-        "doc.path": _offsets([len(p) for p in paths]),
-        "doc.cont": _offsets([len(d.content) for d in docs]),
-        "doc.line": _offsets([d.lines.size for d in docs]),
+        "doc.path": fmt.offsets([len(p) for p in paths]),
+        "doc.cont": fmt.offsets([len(d.content) for d in docs]),
+        "doc.line": fmt.offsets([d.lines.size for d in docs]),
         "paths": b"".join(paths),
         "content": b"".join(d.content for d in docs),
         "lines": np.concatenate([d.lines for d in docs]) if docs else _EMPTY,
         **{f"ctg.{k}": v for k, v in content.items()},
         **{f"ntg.{k}": v for k, v in names.items()},
-        "doc.qflt": _offsets([len(d.qfilter) for d in docs]),
+        "doc.qflt": fmt.offsets([len(d.qfilter) for d in docs]),
         "qfilter": b"".join(d.qfilter for d in docs),
         **symbol_columns.sections(cols),
     }

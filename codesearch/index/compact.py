@@ -24,13 +24,11 @@ The answers of the index are the same before and after (tests check it against t
 from __future__ import annotations
 
 import dataclasses
-import functools
 import logging
 import os
 import shutil
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -42,15 +40,12 @@ from codesearch.index.language import rank_class
 from codesearch.index.recency import UNKNOWN_OID, blob_id
 from codesearch.index.shard import Shard
 from codesearch.index.sources import RepoInfo
-from codesearch.index.symbol_columns import SymbolColumns
 from codesearch.index.trigrams import unique_trigrams
 
 if TYPE_CHECKING:  # parallel imports the builder, as this module does: no cycle at run time
     from codesearch.index.parallel import Pool
 
 log = logging.getLogger(__name__)
-
-_T = TypeVar("_T")
 
 #: A shard with less live content than this fraction of a full one is merged with others.
 SMALL_FRACTION = 0.5
@@ -185,9 +180,8 @@ def merge(
         built_dir = os.path.join(index_dir, f".compact-{generation}")
         os.makedirs(built_dir, exist_ok=True)
         try:
-            symbols = functools.partial(symbol_columns.from_shards, shards)
             built, repos_of = _write_groups(
-                built_dir, generation, repos, docs, sources, symbols, settings.shard_max_bytes
+                built_dir, generation, repos, docs, shards, sources, settings.shard_max_bytes
             )
         except BaseException:  # a full disk (`DiskFull`): the shards written so far go, the index stays as it was
             shutil.rmtree(built_dir, ignore_errors=True)
@@ -237,14 +231,15 @@ def _write_groups(
     generation: int,
     repos: list[RepoInfo],
     docs: list[BuildDoc],
-    sources: list[_T],
-    symbols: Callable[[list[_T]], SymbolColumns],
+    shards: list[Shard],
+    sources: list[tuple[int, int]],
     max_bytes: int,
 ) -> tuple[list[str], dict[str, list[int]]]:
     """Write `docs` as shards of at most `max_bytes` of content each, in the builder's order
     (ordinary source first, then tests and docs, then vendored files), cut evenly
-    (`builder.even_share`): no small last shard for the next round to merge again. `symbols`
-    makes the symbol columns of a shard's documents from their `sources`."""
+    (`builder.even_share`): no small last shard for the next round to merge again. Each
+    document's symbols are copied from where `sources` says it was, ``(index into shards,
+    document)``."""
     order = sorted(range(len(docs)), key=lambda i: (docs[i].rank, repos[docs[i].repo].name, docs[i].path))
     cut = even_share(sum(len(d.content) for d in docs), max_bytes)
     built: list[str] = []
@@ -261,7 +256,9 @@ def _write_groups(
         part = [with_repo(docs[i], remap[docs[i].repo]) for i in batch]
         name = f"compound.g{generation}.{len(built)}{fmt.SUFFIX}"
         path = os.path.join(out_dir, name)
-        write_docs(path, [repos[r] for r in used], part, symbols([sources[i] for i in batch]))
+        write_docs(
+            path, [repos[r] for r in used], part, symbol_columns.from_shards(shards, [sources[i] for i in batch])
+        )
         built.append(path)
         repos_of[name] = [repos[r].id for r in used]
         batch, size = [], 0

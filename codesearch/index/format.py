@@ -247,6 +247,14 @@ class ShardFile:
             self._mm.close()
 
 
+def offsets(lengths: Sequence[int] | np.ndarray) -> np.ndarray:
+    """The offsets section of items of these `lengths`, one after the other (uint64, from 0, one
+    more than there are items): item i is ``data[offsets[i]:offsets[i + 1]]``."""
+    out = np.zeros(len(lengths) + 1, dtype=np.uint64)
+    np.cumsum(np.asarray(lengths, dtype=np.uint64), out=out[1:])
+    return out
+
+
 def branch_words(branch_counts: Iterable[int]) -> int:
     """The width (u64 words per document) of ``doc.brch`` for repositories with these numbers of
     indexed branches: enough for the largest, at least one word."""

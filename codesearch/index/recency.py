@@ -52,12 +52,6 @@ class ChangeWalk(NamedTuple):
     head_time: int  # the committer time of the walked commit itself (0 when git printed none)
 
 
-def last_change_times(git: Git, commit: str, max_commits: int = MAX_COMMITS) -> dict[str, int]:
-    """Path → the committer time (Unix seconds) of the newest commit reachable from `commit` that
-    touched it (`walk_changes`)."""
-    return walk_changes(git, commit, max_commits).times
-
-
 def walk_changes(git: Git, commit: str, max_commits: int = MAX_COMMITS) -> ChangeWalk:
     """One ``git log`` walk from `commit` over at most `max_commits` commits: when each path was last
     changed, and when `commit` itself was made (the first commit of the walk), which saves the index

@@ -114,20 +114,14 @@ def sections(cols: SymbolColumns) -> dict[str, fmt.Section]:
     """The ``doc.syms`` and ``sym.*`` sections of `cols`."""
     order = np.argsort(cols.keys, kind="stable").astype(np.uint32)
     return {
-        "doc.syms": _offsets(cols.counts),
+        "doc.syms": fmt.offsets(cols.counts),
         "sym.name": cols.names,
-        "sym.noff": _offsets(cols.name_lengths),
+        "sym.noff": fmt.offsets(cols.name_lengths),
         "sym.line": cols.lines,
         "sym.kind": cols.kind,
         "sym.pnam": cols.parents,
-        "sym.poff": _offsets(cols.parent_lengths),
+        "sym.poff": fmt.offsets(cols.parent_lengths),
         "sym.pknd": cols.parent_kind,
         "sym.lkey": cols.keys[order],
         "sym.lidx": order,
     }
-
-
-def _offsets(lengths: np.ndarray) -> np.ndarray:
-    out = np.zeros(len(lengths) + 1, dtype=np.uint64)
-    np.cumsum(lengths, out=out[1:])
-    return out

@@ -240,10 +240,10 @@ def ctags_batch(exe: str, files: list[tuple[int, str, bytes]], timeout_s: float)
             f.write("\n".join(names) + "\n")
         budget = timeout_s + sum(len(d) for _, _, d in files) / _BATCH_MIN_RATE
         position = {rel: i for i, rel in enumerate(names)}
-        argv = [exe, "--output-format=xref", f"--_xformat={_XFORMAT}", "--sort=no", "--extras=-{anonymous}"]
         try:
             proc = subprocess.run(
-                [*argv, "-f", ".tags", "-L", ".list"],
+                [exe, "--output-format=xref", f"--_xformat={_XFORMAT}", "--sort=no", "--extras=-{anonymous}"]
+                + ["-f", ".tags", "-L", ".list"],
                 cwd=tmp,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,

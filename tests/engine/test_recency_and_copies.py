@@ -22,7 +22,7 @@ from codesearch.index import format as fmt
 from codesearch.index import manifest
 from codesearch.index.builder import IndexSettings, index_source
 from codesearch.index.compact import compact
-from codesearch.index.recency import last_change_times
+from codesearch.index.recency import walk_changes
 from codesearch.index.shard import Shard
 from codesearch.index.sources import DirectorySource, GitSource, RepoInfo
 from codesearch.search.duplicates import mark_copies
@@ -163,7 +163,7 @@ def fmt_time(unix: int) -> str:
 ])
 def test_a_walk_reads_at_most_max_commits(world, max_commits, expected):
     git = Git.at(os.path.join(world["roots"]["upstream"], ".git"))
-    times = last_change_times(git, "HEAD", max_commits)
+    times = walk_changes(git, "HEAD", max_commits).times
     assert set(times) == expected
     table = brute_force({"upstream": world["roots"]["upstream"]})
     assert all(times[p] == table[("git.local/upstream", p)][1] for p in times)
